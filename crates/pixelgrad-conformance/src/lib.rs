@@ -1,0 +1,1 @@
+//! pixelgrad-conformance (in progress)

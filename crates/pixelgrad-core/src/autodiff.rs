@@ -1,0 +1,236 @@
+//! Reverse-mode autodiff. [`Tensor::backward`] walks the recorded graph once in reverse
+//! topological order; [`grad_rule`] holds the one gradient rule of every primitive, in one
+//! place. Rules are written with tensor ops themselves, so they run on whatever backend holds
+//! the tensors.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp};
+use crate::shape::Shape;
+use crate::tensor::{no_grad, Tensor};
+use crate::{Error, Result};
+
+impl Tensor {
+    /// Back-propagates from this scalar: every parameter (and [`Tensor::with_grad`] leaf) that
+    /// contributed gets `d self / d leaf` added to its accumulated gradient.
+    pub fn backward(&self) -> Result<()> {
+        if self.numel() != 1 {
+            return Err(Error::Autodiff(format!(
+                "backward() needs a scalar (one element), got shape {}",
+                self.shape()
+            )));
+        }
+        if !self.requires_grad() {
+            return Err(Error::Autodiff("backward(): nothing in this graph requires a gradient".into()));
+        }
+        let _guard = no_grad();
+        let order = topo_order(self);
+        let mut grads: HashMap<u64, Tensor> = HashMap::new();
+        grads.insert(self.id(), Tensor::ones(self.device(), self.shape().clone())?);
+        for t in order.iter().rev() {
+            let Some(g) = grads.remove(&t.id()) else { continue };
+            if let Some(sink) = &t.0.sink {
+                let mut s = sink.borrow_mut();
+                *s = Some(match s.take() {
+                    Some(prev) => prev.add(&g)?,
+                    None => g.clone(),
+                });
+            }
+            let Some(node) = &t.0.node else { continue };
+            let input_grads = grad_rule(&node.op, &node.inputs, t, &g)?;
+            for (x, gx) in node.inputs.iter().zip(input_grads) {
+                let Some(gx) = gx else { continue };
+                if !x.requires_grad() {
+                    continue;
+                }
+                let gx = if gx.shape() != x.shape() { gx.reshape(x.shape().clone())? } else { gx };
+                let acc = match grads.remove(&x.id()) {
+                    Some(prev) => prev.add(&gx)?,
+                    None => gx,
+                };
+                grads.insert(x.id(), acc);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Nodes reachable from `root` that require grad, each after all of its inputs.
+fn topo_order(root: &Tensor) -> Vec<Tensor> {
+    let mut order = Vec::new();
+    let mut seen = HashSet::new();
+    // Iterative DFS: (tensor, inputs already pushed?)
+    let mut stack = vec![(root.clone(), false)];
+    while let Some((t, expanded)) = stack.pop() {
+        if expanded {
+            order.push(t);
+            continue;
+        }
+        if !seen.insert(t.id()) {
+            continue;
+        }
+        stack.push((t.clone(), true));
+        if let Some(node) = &t.0.node {
+            for x in &node.inputs {
+                if x.requires_grad() && !seen.contains(&x.id()) {
+                    stack.push((x.clone(), false));
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Sums `g` down to `shape` (the inverse of broadcasting): leading extra axes and axes where
+/// `shape` has size 1 are summed.
+pub fn sum_to_shape(g: &Tensor, shape: &Shape) -> Result<Tensor> {
+    if g.shape() == shape {
+        return Ok(g.clone());
+    }
+    let mut t = g.clone();
+    while t.rank() > shape.rank() {
+        t = t.sum_axis(0, false)?;
+    }
+    for (i, &d) in shape.dims().iter().enumerate() {
+        if d == 1 && t.dims()[i] != 1 {
+            t = t.sum_axis(i as isize, true)?;
+        }
+    }
+    t.reshape(shape.clone())
+}
+
+/// The gradient rule of every primitive: given the op, its inputs `x`, its output `y` and the
+/// gradient `g` of the loss with respect to `y`, returns the gradient for each input (`None`
+/// where the input is not differentiable).
+pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+    let one = |t: Tensor| Ok(vec![Some(t)]);
+    match op {
+        Op::Fill { .. } | Op::Random { .. } => Ok(vec![]),
+        Op::Unary(u) => {
+            let a = &x[0];
+            match *u {
+                UnaryOp::Neg => one(g.neg()?),
+                // d exp(a) = exp(a)
+                UnaryOp::Exp => one(g.mul(y)?),
+                // d ln(a) = 1/a
+                UnaryOp::Log => one(g.div(a)?),
+                // d sqrt(a) = 1 / (2 sqrt(a))
+                UnaryOp::Sqrt => one(g.div(y)?.mul_scalar(0.5)?),
+                // d (1/a) = -1/a^2 = -y^2
+                UnaryOp::Recip => one(g.mul(&y.square()?)?.neg()?),
+                // d tanh(a) = 1 - tanh^2
+                UnaryOp::Tanh => one(g.mul(&y.square()?.affine(-1.0, 1.0)?)?),
+                // d sigmoid(a) = s (1 - s)
+                UnaryOp::Sigmoid => one(g.mul(&y.mul(&y.affine(-1.0, 1.0)?)?)?),
+                // d |a| = sign(a)
+                UnaryOp::Abs => one(g.mul(&a.gt_scalar(0.0)?.sub(&a.neg()?.gt_scalar(0.0)?)?)?),
+                UnaryOp::Sin => one(g.mul(&a.cos()?)?),
+                UnaryOp::Cos => one(g.mul(&a.sin()?)?.neg()?),
+                UnaryOp::Affine { mul, .. } => one(g.mul_scalar(mul)?),
+                // d a^p = p a^(p-1)
+                UnaryOp::Powf(p) => one(g.mul(&a.powf(p - 1.0)?)?.mul_scalar(p)?),
+                // passes where a > c (ties get 0, so relu'(0) = 0)
+                UnaryOp::MaxScalar(c) => one(g.mul(&a.gt_scalar(c)?)?),
+                // passes where a < c
+                UnaryOp::MinScalar(c) => one(g.mul(&a.neg()?.gt_scalar(-c)?)?),
+                UnaryOp::GtScalar(_) => Ok(vec![None]),
+            }
+        }
+        Op::Binary(b) => {
+            let (a, bb) = (&x[0], &x[1]);
+            let (ga, gb) = match b {
+                BinaryOp::Add => (Some(g.clone()), Some(g.clone())),
+                BinaryOp::Sub => (Some(g.clone()), Some(g.neg()?)),
+                BinaryOp::Mul => (Some(g.mul(bb)?), Some(g.mul(a)?)),
+                // d(a/b)/db = -a/b^2 = -y/b
+                BinaryOp::Div => (Some(g.div(bb)?), Some(g.mul(y)?.div(bb)?.neg()?)),
+                // the larger input takes the gradient; a wins ties
+                BinaryOp::Max => {
+                    let m = a.ge(bb)?;
+                    (Some(g.mul(&m)?), Some(g.mul(&m.affine(-1.0, 1.0)?)?))
+                }
+                BinaryOp::Min => {
+                    let m = bb.ge(a)?;
+                    (Some(g.mul(&m)?), Some(g.mul(&m.affine(-1.0, 1.0)?)?))
+                }
+                // d a^b / da = b a^(b-1); d a^b / db = a^b ln a
+                BinaryOp::Pow => (
+                    Some(g.mul(bb)?.mul(&a.pow(&bb.add_scalar(-1.0)?)?)?),
+                    Some(g.mul(y)?.mul(&a.log()?)?),
+                ),
+                BinaryOp::Gt | BinaryOp::Ge | BinaryOp::Eq => (None, None),
+            };
+            Ok(vec![
+                ga.map(|t| sum_to_shape(&t, a.shape())).transpose()?,
+                gb.map(|t| sum_to_shape(&t, bb.shape())).transpose()?,
+            ])
+        }
+        Op::Where => {
+            let (c, a, b) = (&x[0], &x[1], &x[2]);
+            let zero = Tensor::scalar(g.device(), 0.0)?;
+            let ga = Tensor::select(c, g, &zero)?;
+            let gb = Tensor::select(c, &zero, g)?;
+            Ok(vec![None, Some(sum_to_shape(&ga, a.shape())?), Some(sum_to_shape(&gb, b.shape())?)])
+        }
+        Op::Reduce { op, .. } => {
+            let a = &x[0];
+            match op {
+                ReduceOp::Sum => one(g.broadcast_to(a.shape().clone())?),
+                // every position equal to the extreme takes the gradient (ties share it fully)
+                ReduceOp::Max | ReduceOp::Min => one(g.mul(&a.eq(y)?)?),
+                ReduceOp::ArgMax => Ok(vec![None]),
+            }
+        }
+        Op::MatMul { trans_a, trans_b } => {
+            let (a, b) = (&x[0], &x[1]);
+            // C = op(A) op(B); with G = dL/dC the four cases follow from dA = G op(B)^T and
+            // dB = op(A)^T G, transposed back where A or B was used transposed.
+            let (ga, gb) = match (trans_a, trans_b) {
+                (false, false) => (g.matmul_t(b, false, true)?, a.matmul_t(g, true, false)?),
+                (false, true) => (g.matmul_t(b, false, false)?, g.matmul_t(a, true, false)?),
+                (true, false) => (b.matmul_t(g, false, true)?, a.matmul_t(g, false, false)?),
+                (true, true) => (b.matmul_t(g, true, true)?, g.matmul_t(a, true, true)?),
+            };
+            Ok(vec![Some(sum_to_shape(&ga, a.shape())?), Some(sum_to_shape(&gb, b.shape())?)])
+        }
+        Op::Im2Col(w) => {
+            let d = x[0].dims();
+            one(g.col2im(*w, d[2], d[3])?)
+        }
+        Op::Col2Im { window, .. } => one(g.im2col(*window)?),
+        Op::Gather { axis } => {
+            let size = x[0].dims()[*axis];
+            Ok(vec![Some(g.scatter_add(*axis, size, &x[1])?), None])
+        }
+        Op::ScatterAdd { axis, .. } => Ok(vec![Some(g.gather(*axis, &x[1])?), None]),
+        Op::Reshape(_) => one(g.reshape(x[0].shape().clone())?),
+        Op::Permute(p) => {
+            let mut inv = vec![0; p.len()];
+            for (i, &a) in p.iter().enumerate() {
+                inv[a] = i;
+            }
+            one(g.permute(&inv)?)
+        }
+        Op::Expand(_) => one(sum_to_shape(g, x[0].shape())?),
+        Op::Slice { starts, ends } => {
+            let d = x[0].dims();
+            let after: Vec<usize> = (0..d.len()).map(|i| d[i] - ends[i]).collect();
+            one(g.pad(starts, &after)?)
+        }
+        Op::Pad { before, .. } => {
+            let d = x[0].dims();
+            let ends: Vec<usize> = (0..d.len()).map(|i| before[i] + d[i]).collect();
+            one(Tensor::apply(g.device(), Op::Slice { starts: before.clone(), ends }, &[g])?)
+        }
+        Op::Concat { axis } => {
+            let mut start = 0;
+            let mut out = Vec::with_capacity(x.len());
+            for t in x {
+                let n = t.dims()[*axis];
+                out.push(Some(g.slice(*axis, start, start + n)?));
+                start += n;
+            }
+            Ok(out)
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The Backend trait: what a device must provide. Backends implement forward kernels of the
+//! primitive ops ([`crate::op::Op`]) plus upload and download; autodiff, composites, layers and
+//! training all live above this line and come for free.
+
+use std::any::Any;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use crate::op::Op;
+use crate::shape::Shape;
+use crate::Result;
+
+/// Which kind of device a backend drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    Cpu,
+    WebGpu,
+    WebGl,
+}
+
+impl BackendKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::WebGpu => "webgpu",
+            BackendKind::WebGl => "webgl",
+        }
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Backend-owned memory holding one tensor's elements (contiguous, row-major). A backend
+/// downcasts with [`Storage::downcast`]; dropping the last handle returns the memory to the
+/// backend (its own `Drop` decides how: a pool, deferred until submitted work completes...).
+#[derive(Clone)]
+pub struct Storage(Rc<dyn Any>);
+
+impl Storage {
+    pub fn new<T: Any>(inner: T) -> Self {
+        Storage(Rc::new(inner))
+    }
+    /// The backend's own storage type, or `None` if it belongs to another backend.
+    pub fn downcast<T: Any>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+    /// True if both handles share the same memory.
+    pub fn ptr_eq(&self, other: &Storage) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Counters a backend keeps so tests and benchmarks can see what it did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Device allocations that were not served from a pool.
+    pub allocations: u64,
+    /// Kernels / programs compiled.
+    pub compiles: u64,
+    /// Command submissions (WebGPU) or draws (WebGL) or kernel launches (CPU).
+    pub launches: u64,
+    pub submissions: u64,
+    /// Reads back to the host.
+    pub readbacks: u64,
+    /// Bytes currently held by live tensors and pools.
+    pub bytes_in_use: u64,
+}
+
+/// A future that is not `Send` (wasm futures are not).
+pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// A compute device. Implementations: `pixelgrad-cpu`, `pixelgrad-wgpu`, `pixelgrad-webgl`.
+///
+/// Contract:
+/// - `execute` gets shapes that passed [`Op::infer_shape`], and `out` is the inferred shape;
+/// - inputs are never written; the result is fresh storage (or, for [`Op::Reshape`], may be the
+///   input's storage itself, since no data moves);
+/// - GPU backends may queue work and run it later; `read` / `read_async` wait for it.
+pub trait Backend {
+    fn kind(&self) -> BackendKind;
+
+    /// Human-readable name including the adapter, e.g. `webgpu (llvmpipe, Vulkan)`.
+    fn name(&self) -> String;
+
+    /// Copies host data to a new device tensor of `data.len()` elements.
+    fn upload(&self, data: &[f32]) -> Result<Storage>;
+
+    /// Runs one primitive.
+    fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage>;
+
+    /// Copies a tensor back to the host, blocking until it is ready. Backends that cannot block
+    /// (GPU backends in wasm) return [`crate::Error::WouldBlock`].
+    fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>>;
+
+    /// Copies a tensor back to the host without blocking the thread.
+    fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
+        Box::pin(async move { self.read(storage, len) })
+    }
+
+    /// Upload in double precision. Only the CPU reference backend keeps f64; others round.
+    fn upload_f64(&self, data: &[f64]) -> Result<Storage> {
+        let v: Vec<f32> = data.iter().map(|&x| x as f32).collect();
+        self.upload(&v)
+    }
+
+    /// Read back in double precision (exact on the f64 reference backend).
+    fn read_f64(&self, storage: &Storage, len: usize) -> Result<Vec<f64>> {
+        Ok(self.read(storage, len)?.into_iter().map(f64::from).collect())
+    }
+
+    /// Submits queued work without waiting for it.
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// What the backend has done so far.
+    fn counters(&self) -> Counters {
+        Counters::default()
+    }
+}

@@ -1,0 +1,60 @@
+//! Losses. Each returns a scalar tensor (mean over the batch).
+
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+
+fn shapes_err(op: &'static str, a: &Tensor, b: &Tensor, msg: &str) -> Error {
+    Error::Shape {
+        op,
+        shapes: vec![a.dims().to_vec(), b.dims().to_vec()],
+        backend: a.device().name(),
+        msg: msg.into(),
+    }
+}
+
+/// Mean squared error `mean((pred - target)^2)`; shapes must match.
+pub fn mse(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
+    if pred.shape() != target.shape() {
+        return Err(shapes_err("mse", pred, target, "prediction and target shapes differ"));
+    }
+    pred.sub(target)?.square()?.mean_all()
+}
+
+/// Cross-entropy from logits `[N, C]` and class indices `[N]` (whole numbers stored as f32):
+/// `-mean_i log_softmax(logits)[i, y_i]`.
+pub fn cross_entropy(logits: &Tensor, classes: &Tensor) -> Result<Tensor> {
+    if logits.rank() != 2 || classes.rank() != 1 || classes.dims()[0] != logits.dims()[0] {
+        return Err(shapes_err("cross_entropy", logits, classes, "expects logits [N, C] and class indices [N]"));
+    }
+    let lp = logits.log_softmax(1)?;
+    let idx = classes.unsqueeze(1)?;
+    lp.gather(1, &idx)?.mean_all()?.neg()
+}
+
+/// Cross-entropy from logits `[N, C]` and one-hot (or soft) targets `[N, C]`:
+/// `-mean_i sum_c t[i, c] log_softmax(logits)[i, c]`.
+pub fn cross_entropy_one_hot(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
+    if logits.rank() != 2 || logits.shape() != target.shape() {
+        return Err(shapes_err("cross_entropy_one_hot", logits, target, "expects logits and targets of equal shape [N, C]"));
+    }
+    let n = logits.dims()[0].max(1) as f32;
+    logits.log_softmax(1)?.mul(target)?.sum_all()?.mul_scalar(-1.0 / n)
+}
+
+/// Binary cross-entropy on logits, stable form: `mean(max(x, 0) - x t + log(1 + exp(-|x|)))`.
+pub fn bce_with_logits(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
+    if logits.shape() != target.shape() {
+        return Err(shapes_err("bce_with_logits", logits, target, "logits and target shapes differ"));
+    }
+    let soft = logits.abs()?.neg()?.exp()?.add_scalar(1.0)?.log()?;
+    logits.relu()?.sub(&logits.mul(target)?)?.add(&soft)?.mean_all()
+}
+
+/// Number of rows of `logits [N, C]` whose argmax equals the class in `classes [N]`, as a scalar
+/// tensor kept on the device (so training loops can accumulate it without a readback).
+pub fn accuracy_count(logits: &Tensor, classes: &Tensor) -> Result<Tensor> {
+    if logits.rank() != 2 || classes.rank() != 1 || classes.dims()[0] != logits.dims()[0] {
+        return Err(shapes_err("accuracy", logits, classes, "expects logits [N, C] and class indices [N]"));
+    }
+    logits.argmax(1, false)?.eq(classes)?.sum_all()
+}

@@ -1,0 +1,9 @@
+//! Ops built from primitives. None of these needs a kernel: every backend gets them, and their
+//! gradients, from the primitives' rules.
+
+mod activation;
+mod loss;
+mod window;
+
+pub use loss::{accuracy_count, bce_with_logits, cross_entropy, cross_entropy_one_hot, mse};
+pub use window::{avg_pool2d, conv2d, max_pool2d};

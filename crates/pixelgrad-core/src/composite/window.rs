@@ -1,0 +1,87 @@
+//! Convolution and pooling via im2col: a window op turns each receptive field into a column,
+//! then a matmul (convolution) or a reduction (pooling) finishes the job. Their gradients come
+//! from im2col's adjoint, col2im.
+
+use crate::op::Window;
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+
+fn rank4(op: &'static str, x: &Tensor) -> Result<[usize; 4]> {
+    if x.rank() != 4 {
+        return Err(Error::Shape {
+            op,
+            shapes: vec![x.dims().to_vec()],
+            backend: x.device().name(),
+            msg: "expects an NCHW input of rank 4".into(),
+        });
+    }
+    let d = x.dims();
+    Ok([d[0], d[1], d[2], d[3]])
+}
+
+/// 2-D convolution (cross-correlation), NCHW input `x`, weights `[O, C, kh, kw]`, optional bias
+/// `[O]`. Output `[N, O, OH, OW]`.
+pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: usize, padding: usize) -> Result<Tensor> {
+    let [n, c, h, w] = rank4("conv2d", x)?;
+    let wd = weight.dims();
+    if weight.rank() != 4 || wd[1] != c {
+        return Err(Error::Shape {
+            op: "conv2d",
+            shapes: vec![x.dims().to_vec(), wd.to_vec()],
+            backend: x.device().name(),
+            msg: format!("weights must be [O, {c}, kh, kw] for {c} input channels"),
+        });
+    }
+    let win = Window { kh: wd[2], kw: wd[3], stride_h: stride, stride_w: stride, pad_h: padding, pad_w: padding };
+    let (oh, ow) = win.out_hw(h, w).ok_or_else(|| Error::Shape {
+        op: "conv2d",
+        shapes: vec![x.dims().to_vec(), wd.to_vec()],
+        backend: x.device().name(),
+        msg: format!("a {}x{} kernel with stride {stride} and padding {padding} does not fit", wd[2], wd[3]),
+    })?;
+    let cols = x.im2col(win)?; // [N, C*kh*kw, OH*OW]
+    let wm = weight.reshape([wd[0], c * wd[2] * wd[3]])?; // [O, C*kh*kw]
+    let mut y = wm.matmul(&cols)?.reshape([n, wd[0], oh, ow])?;
+    if let Some(b) = bias {
+        y = y.add(&b.reshape([1, wd[0], 1, 1])?)?;
+    }
+    Ok(y)
+}
+
+fn pool_cols(op: &'static str, x: &Tensor, k: usize, stride: usize, pad_value: Option<f32>, padding: usize) -> Result<(Tensor, [usize; 4], usize, usize)> {
+    let [n, c, h, w] = rank4(op, x)?;
+    let mut src = x.reshape([n * c, 1, h, w])?;
+    let (mut hh, mut ww) = (h, w);
+    if padding > 0 {
+        if let Some(v) = pad_value {
+            // Pad with `v` (not zero) exactly: pad(x) + pad(ones)*(-v) + v leaves the inside
+            // untouched and puts `v` in the border.
+            let p = [0, 0, padding, padding];
+            let inside = Tensor::ones(x.device(), [n * c, 1, h, w])?.pad(&p, &p)?;
+            src = src.pad(&p, &p)?.add(&inside.affine(-v, v)?)?;
+            hh += 2 * padding;
+            ww += 2 * padding;
+        }
+    }
+    let inner_pad = if pad_value.is_some() { 0 } else { padding };
+    let win = Window::square(k, stride, inner_pad);
+    let (oh, ow) = win.out_hw(hh, ww).ok_or_else(|| Error::Shape {
+        op,
+        shapes: vec![x.dims().to_vec()],
+        backend: x.device().name(),
+        msg: format!("a {k}x{k} window with stride {stride} does not fit"),
+    })?;
+    Ok((src.im2col(win)?, [n, c, oh, ow], k * k, 0))
+}
+
+/// Max pooling over `k`x`k` windows. Padding counts as -infinity (never selected).
+pub fn max_pool2d(x: &Tensor, k: usize, stride: usize, padding: usize) -> Result<Tensor> {
+    let (cols, [n, c, oh, ow], _, _) = pool_cols("max_pool2d", x, k, stride, Some(-3.0e38), padding)?;
+    cols.max_axis(1, true)?.reshape([n, c, oh, ow])
+}
+
+/// Average pooling over `k`x`k` windows; padded positions count as zeros in the average.
+pub fn avg_pool2d(x: &Tensor, k: usize, stride: usize, padding: usize) -> Result<Tensor> {
+    let (cols, [n, c, oh, ow], kk, _) = pool_cols("avg_pool2d", x, k, stride, None, padding)?;
+    cols.sum_axis(1, true)?.mul_scalar(1.0 / kk as f32)?.reshape([n, c, oh, ow])
+}

@@ -1,0 +1,21 @@
+//! pixelgrad-core: tensors, the primitive op set, the [`Backend`] trait, reverse-mode autodiff
+//! and the composite ops built from primitives.
+//!
+//! ```
+//! # fn main() -> pixelgrad_core::Result<()> { Ok(()) }
+//! ```
+
+pub mod autodiff;
+pub mod backend;
+pub mod composite;
+pub mod error;
+pub mod op;
+pub mod rng;
+pub mod shape;
+pub mod tensor;
+
+pub use backend::{Backend, BackendKind, Counters, LocalFuture, Storage};
+pub use error::{Error, Result};
+pub use op::{BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
+pub use shape::Shape;
+pub use tensor::{grad_enabled, no_grad, Device, NoGradGuard, Param, Tensor};

@@ -1,0 +1,572 @@
+//! [`Tensor`]: an immutable n-d array of `f32` on a [`Device`], recording the graph of ops that
+//! made it when gradients are wanted. [`Param`]: a trainable value that accumulates gradients.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use crate::backend::{Backend, BackendKind, Counters, Storage};
+use crate::op::{BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
+use crate::shape::Shape;
+use crate::{Error, Result};
+
+/// A handle to a backend. Cheap to clone; tensors keep their device alive.
+#[derive(Clone)]
+pub struct Device {
+    backend: Rc<dyn Backend>,
+}
+
+impl Device {
+    pub fn new(backend: impl Backend + 'static) -> Self {
+        Device { backend: Rc::new(backend) }
+    }
+    pub fn from_rc(backend: Rc<dyn Backend>) -> Self {
+        Device { backend }
+    }
+    pub fn backend(&self) -> &dyn Backend {
+        &*self.backend
+    }
+    pub fn kind(&self) -> BackendKind {
+        self.backend.kind()
+    }
+    pub fn name(&self) -> String {
+        self.backend.name()
+    }
+    pub fn counters(&self) -> Counters {
+        self.backend.counters()
+    }
+    pub fn flush(&self) -> Result<()> {
+        self.backend.flush()
+    }
+    /// True if both handles drive the same backend instance.
+    pub fn same(&self, other: &Device) -> bool {
+        std::ptr::addr_eq(Rc::as_ptr(&self.backend), Rc::as_ptr(&other.backend))
+    }
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Device({})", self.name())
+    }
+}
+
+thread_local! {
+    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+    static NEXT_ID: Cell<u64> = const { Cell::new(1) };
+}
+
+/// While the returned guard lives, ops record no graph (inference, optimizer updates).
+pub fn no_grad() -> NoGradGuard {
+    let prev = GRAD_ENABLED.with(|g| g.replace(false));
+    NoGradGuard { prev }
+}
+
+/// Restores the previous grad mode on drop; see [`no_grad`].
+pub struct NoGradGuard {
+    prev: bool,
+}
+
+impl Drop for NoGradGuard {
+    fn drop(&mut self) {
+        GRAD_ENABLED.with(|g| g.set(self.prev));
+    }
+}
+
+/// True unless inside a [`no_grad`] scope.
+pub fn grad_enabled() -> bool {
+    GRAD_ENABLED.with(|g| g.get())
+}
+
+fn next_id() -> u64 {
+    NEXT_ID.with(|n| {
+        let id = n.get();
+        n.set(id + 1);
+        id
+    })
+}
+
+pub(crate) type GradSink = Rc<RefCell<Option<Tensor>>>;
+
+pub(crate) struct Node {
+    pub op: Op,
+    pub inputs: Vec<Tensor>,
+}
+
+pub(crate) struct Inner {
+    pub id: u64,
+    pub shape: Shape,
+    pub storage: Storage,
+    pub device: Device,
+    pub node: Option<Node>,
+    /// Where gradients accumulate for leaves that want them (parameters, inputs under test).
+    pub sink: Option<GradSink>,
+}
+
+/// An immutable n-d array of `f32`. Cloning is cheap (shared handle).
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Rc<Inner>);
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor(shape={}, device={})", self.0.shape, self.0.device.name())
+    }
+}
+
+impl Tensor {
+    fn wrap(storage: Storage, shape: Shape, device: Device, node: Option<Node>, sink: Option<GradSink>) -> Tensor {
+        Tensor(Rc::new(Inner { id: next_id(), shape, storage, device, node, sink }))
+    }
+
+    /// Runs a primitive op on `inputs` (all on `device`), recording it for autodiff when
+    /// gradients are enabled and an input wants them. This is the one entry point every op
+    /// method goes through.
+    pub fn apply(device: &Device, op: Op, inputs: &[&Tensor]) -> Result<Tensor> {
+        for t in inputs {
+            if !t.0.device.same(device) {
+                return Err(Error::BackendMismatch { op: op.name(), a: device.name(), b: t.0.device.name() });
+            }
+        }
+        let shapes: Vec<&Shape> = inputs.iter().map(|t| &t.0.shape).collect();
+        let out = op.infer_shape(&shapes).map_err(|e| e.with_backend(&device.name()))?;
+        let storage = if let Op::Reshape(_) = op {
+            inputs[0].0.storage.clone()
+        } else {
+            let stores: Vec<&Storage> = inputs.iter().map(|t| &t.0.storage).collect();
+            device.backend.execute(&op, &stores, &shapes, &out)?
+        };
+        let node = if grad_enabled() && inputs.iter().any(|t| t.requires_grad()) {
+            Some(Node { op, inputs: inputs.iter().map(|&t| t.clone()).collect() })
+        } else {
+            None
+        };
+        Ok(Tensor::wrap(storage, out, device.clone(), node, None))
+    }
+
+    fn op1(&self, op: Op) -> Result<Tensor> {
+        Tensor::apply(&self.0.device, op, &[self])
+    }
+    fn op2(&self, op: Op, other: &Tensor) -> Result<Tensor> {
+        Tensor::apply(&self.0.device, op, &[self, other])
+    }
+
+    // ---- creation ----
+
+    /// A tensor from host data; `data.len()` must equal the shape's element count.
+    pub fn from_vec(device: &Device, data: &[f32], shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
+        if data.len() != shape.numel() {
+            return Err(Error::Shape {
+                op: "from_vec",
+                shapes: vec![shape.0.clone()],
+                backend: device.name(),
+                msg: format!("{} values given for {} elements", data.len(), shape.numel()),
+            });
+        }
+        let storage = device.backend.upload(data)?;
+        Ok(Tensor::wrap(storage, shape, device.clone(), None, None))
+    }
+
+    /// Like [`Tensor::from_vec`] in double precision (exact on the f64 reference backend).
+    pub fn from_f64(device: &Device, data: &[f64], shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
+        if data.len() != shape.numel() {
+            return Err(Error::Shape {
+                op: "from_f64",
+                shapes: vec![shape.0.clone()],
+                backend: device.name(),
+                msg: format!("{} values given for {} elements", data.len(), shape.numel()),
+            });
+        }
+        let storage = device.backend.upload_f64(data)?;
+        Ok(Tensor::wrap(storage, shape, device.clone(), None, None))
+    }
+
+    /// A scalar (rank-0) tensor.
+    pub fn scalar(device: &Device, v: f32) -> Result<Tensor> {
+        Tensor::full(device, Shape::scalar(), v)
+    }
+
+    pub fn full(device: &Device, shape: impl Into<Shape>, value: f32) -> Result<Tensor> {
+        Tensor::apply(device, Op::Fill { value, shape: shape.into() }, &[])
+    }
+    pub fn zeros(device: &Device, shape: impl Into<Shape>) -> Result<Tensor> {
+        Tensor::full(device, shape, 0.0)
+    }
+    pub fn ones(device: &Device, shape: impl Into<Shape>) -> Result<Tensor> {
+        Tensor::full(device, shape, 1.0)
+    }
+    /// Uniform in `[low, high)`, element `i` a pure function of `(seed, i)` on every backend.
+    pub fn rand_uniform(device: &Device, shape: impl Into<Shape>, low: f32, high: f32, seed: u64) -> Result<Tensor> {
+        Tensor::apply(device, Op::Random { seed, dist: Distribution::Uniform { low, high }, shape: shape.into() }, &[])
+    }
+    /// Normal samples, element `i` a pure function of `(seed, i)` on every backend.
+    pub fn rand_normal(device: &Device, shape: impl Into<Shape>, mean: f32, std: f32, seed: u64) -> Result<Tensor> {
+        Tensor::apply(device, Op::Random { seed, dist: Distribution::Normal { mean, std }, shape: shape.into() }, &[])
+    }
+    /// `0, 1, .., n-1` as f32.
+    pub fn arange(device: &Device, n: usize) -> Result<Tensor> {
+        let v: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        Tensor::from_vec(device, &v, [n])
+    }
+
+    // ---- inspection ----
+
+    pub fn shape(&self) -> &Shape {
+        &self.0.shape
+    }
+    pub fn dims(&self) -> &[usize] {
+        &self.0.shape.0
+    }
+    pub fn rank(&self) -> usize {
+        self.0.shape.rank()
+    }
+    pub fn numel(&self) -> usize {
+        self.0.shape.numel()
+    }
+    pub fn device(&self) -> &Device {
+        &self.0.device
+    }
+    /// Unique id of this tensor value.
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+    /// The backend storage (for backends and tools that render tensors directly).
+    pub fn storage(&self) -> &Storage {
+        &self.0.storage
+    }
+    /// True if gradients flow back through this tensor.
+    pub fn requires_grad(&self) -> bool {
+        self.0.node.is_some() || self.0.sink.is_some()
+    }
+
+    /// Copies the values to the host (blocks on GPU backends; use [`Tensor::to_vec_async`] in wasm).
+    pub fn to_vec(&self) -> Result<Vec<f32>> {
+        self.0.device.backend.read(&self.0.storage, self.numel())
+    }
+    /// Copies the values to the host without blocking the thread.
+    pub async fn to_vec_async(&self) -> Result<Vec<f32>> {
+        self.0.device.backend.read_async(&self.0.storage, self.numel()).await
+    }
+    /// Copies the values to the host in double precision.
+    pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
+        self.0.device.backend.read_f64(&self.0.storage, self.numel())
+    }
+    /// The single value of a one-element tensor.
+    pub fn item(&self) -> Result<f32> {
+        if self.numel() != 1 {
+            return Err(Error::Shape {
+                op: "item",
+                shapes: vec![self.dims().to_vec()],
+                backend: self.0.device.name(),
+                msg: "item() needs exactly one element".into(),
+            });
+        }
+        Ok(self.to_vec()?[0])
+    }
+
+    // ---- autodiff handles ----
+
+    /// The same values with no graph behind them.
+    pub fn detach(&self) -> Tensor {
+        Tensor::wrap(self.0.storage.clone(), self.0.shape.clone(), self.0.device.clone(), None, None)
+    }
+    /// A leaf copy of this tensor whose gradient is kept (read it with [`Tensor::grad`]).
+    pub fn with_grad(&self) -> Tensor {
+        let sink: GradSink = Rc::new(RefCell::new(None));
+        Tensor::wrap(self.0.storage.clone(), self.0.shape.clone(), self.0.device.clone(), None, Some(sink))
+    }
+    /// Accumulated gradient of a leaf made by [`Tensor::with_grad`] or a [`Param`].
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.sink.as_ref().and_then(|s| s.borrow().clone())
+    }
+
+    // ---- elementwise ----
+
+    pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        self.op1(Op::Unary(op))
+    }
+    pub fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
+        self.op2(Op::Binary(op), other)
+    }
+    pub fn neg(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Neg)
+    }
+    pub fn exp(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Exp)
+    }
+    pub fn log(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Log)
+    }
+    pub fn sqrt(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Sqrt)
+    }
+    pub fn recip(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Recip)
+    }
+    pub fn tanh(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Tanh)
+    }
+    pub fn sigmoid(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Sigmoid)
+    }
+    pub fn abs(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Abs)
+    }
+    pub fn sin(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Sin)
+    }
+    pub fn cos(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Cos)
+    }
+    /// `self * mul + add`.
+    pub fn affine(&self, mul: f32, add: f32) -> Result<Tensor> {
+        self.unary(UnaryOp::Affine { mul, add })
+    }
+    pub fn add_scalar(&self, c: f32) -> Result<Tensor> {
+        self.affine(1.0, c)
+    }
+    pub fn mul_scalar(&self, c: f32) -> Result<Tensor> {
+        self.affine(c, 0.0)
+    }
+    pub fn powf(&self, p: f32) -> Result<Tensor> {
+        self.unary(UnaryOp::Powf(p))
+    }
+    pub fn square(&self) -> Result<Tensor> {
+        self.powf(2.0)
+    }
+    pub fn max_scalar(&self, c: f32) -> Result<Tensor> {
+        self.unary(UnaryOp::MaxScalar(c))
+    }
+    pub fn min_scalar(&self, c: f32) -> Result<Tensor> {
+        self.unary(UnaryOp::MinScalar(c))
+    }
+    /// `1.0` where `self > c`, else `0.0`.
+    pub fn gt_scalar(&self, c: f32) -> Result<Tensor> {
+        self.unary(UnaryOp::GtScalar(c))
+    }
+    pub fn add(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Add, o)
+    }
+    pub fn sub(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Sub, o)
+    }
+    pub fn mul(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Mul, o)
+    }
+    pub fn div(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Div, o)
+    }
+    pub fn maximum(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Max, o)
+    }
+    pub fn minimum(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Min, o)
+    }
+    pub fn pow(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Pow, o)
+    }
+    pub fn gt(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Gt, o)
+    }
+    pub fn ge(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Ge, o)
+    }
+    pub fn eq(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Eq, o)
+    }
+    /// `cond != 0 ? a : b`, broadcasting all three.
+    pub fn select(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        Tensor::apply(&cond.0.device, Op::Where, &[cond, a, b])
+    }
+
+    // ---- reductions ----
+
+    fn reduce(&self, op: ReduceOp, axis: isize, keepdim: bool) -> Result<Tensor> {
+        let a = self.shape().axis("reduce", axis).map_err(|e| e.with_backend(&self.0.device.name()))?;
+        let r = self.op1(Op::Reduce { op, axis: a })?;
+        if keepdim {
+            Ok(r)
+        } else {
+            let mut d = self.dims().to_vec();
+            d.remove(a);
+            r.reshape(d)
+        }
+    }
+    pub fn sum_axis(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::Sum, axis, keepdim)
+    }
+    pub fn max_axis(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::Max, axis, keepdim)
+    }
+    pub fn min_axis(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::Min, axis, keepdim)
+    }
+    /// Index of the first maximum along `axis`, as f32.
+    pub fn argmax(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::ArgMax, axis, keepdim)
+    }
+    pub fn mean_axis(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
+        let a = self.shape().axis("mean", axis).map_err(|e| e.with_backend(&self.0.device.name()))?;
+        let n = self.dims()[a] as f32;
+        self.sum_axis(axis, keepdim)?.mul_scalar(1.0 / n)
+    }
+    /// Sum of all elements, as a scalar tensor.
+    pub fn sum_all(&self) -> Result<Tensor> {
+        self.reshape([self.numel()])?.sum_axis(0, false)
+    }
+    /// Mean of all elements, as a scalar tensor.
+    pub fn mean_all(&self) -> Result<Tensor> {
+        let n = self.numel().max(1) as f32;
+        self.sum_all()?.mul_scalar(1.0 / n)
+    }
+
+    // ---- linear algebra and windows ----
+
+    /// Matrix product of rank-2 or rank-3 (batched) tensors.
+    pub fn matmul(&self, o: &Tensor) -> Result<Tensor> {
+        self.matmul_t(o, false, false)
+    }
+    /// Matrix product with either side transposed on the fly.
+    pub fn matmul_t(&self, o: &Tensor, trans_a: bool, trans_b: bool) -> Result<Tensor> {
+        self.op2(Op::MatMul { trans_a, trans_b }, o)
+    }
+    pub fn im2col(&self, w: Window) -> Result<Tensor> {
+        self.op1(Op::Im2Col(w))
+    }
+    pub fn col2im(&self, window: Window, h: usize, w: usize) -> Result<Tensor> {
+        self.op1(Op::Col2Im { window, h, w })
+    }
+    /// `out[.., j, ..] = self[.., idx[.., j, ..], ..]` along `axis` (indices stored as f32).
+    pub fn gather(&self, axis: usize, idx: &Tensor) -> Result<Tensor> {
+        self.op2(Op::Gather { axis }, idx)
+    }
+    /// Zeros of `self`'s shape with `axis` resized to `size`, then `out[idx] += self`.
+    pub fn scatter_add(&self, axis: usize, size: usize, idx: &Tensor) -> Result<Tensor> {
+        self.op2(Op::ScatterAdd { axis, size }, idx)
+    }
+
+    // ---- movement ----
+
+    pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
+        if shape == self.0.shape {
+            return Ok(self.clone());
+        }
+        self.op1(Op::Reshape(shape))
+    }
+    pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
+        self.op1(Op::Permute(perm.to_vec()))
+    }
+    /// Swaps two axes.
+    pub fn transpose(&self, a: usize, b: usize) -> Result<Tensor> {
+        let mut p: Vec<usize> = (0..self.rank()).collect();
+        if a >= p.len() || b >= p.len() {
+            return Err(Error::Shape {
+                op: "transpose",
+                shapes: vec![self.dims().to_vec()],
+                backend: self.0.device.name(),
+                msg: format!("axes {a} and {b} out of range"),
+            });
+        }
+        p.swap(a, b);
+        self.permute(&p)
+    }
+    /// Stretches size-1 axes (and adds leading axes) to `shape`.
+    pub fn broadcast_to(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
+        if shape == self.0.shape {
+            return Ok(self.clone());
+        }
+        self.op1(Op::Expand(shape))
+    }
+    /// `start..end` along one axis.
+    pub fn slice(&self, axis: usize, start: usize, end: usize) -> Result<Tensor> {
+        let mut starts = vec![0; self.rank()];
+        let mut ends = self.dims().to_vec();
+        if axis >= self.rank() {
+            return Err(Error::Shape {
+                op: "slice",
+                shapes: vec![self.dims().to_vec()],
+                backend: self.0.device.name(),
+                msg: format!("axis {axis} out of range"),
+            });
+        }
+        starts[axis] = start;
+        ends[axis] = end;
+        self.op1(Op::Slice { starts, ends })
+    }
+    pub fn pad(&self, before: &[usize], after: &[usize]) -> Result<Tensor> {
+        self.op1(Op::Pad { before: before.to_vec(), after: after.to_vec() })
+    }
+    /// Joins tensors along `axis`.
+    pub fn concat(tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
+        let first = tensors.first().ok_or_else(|| Error::invalid("concat", "no tensors given"))?;
+        Tensor::apply(&first.0.device, Op::Concat { axis }, tensors)
+    }
+    /// Merges axes `from..` into one.
+    pub fn flatten_from(&self, from: usize) -> Result<Tensor> {
+        let d = self.dims();
+        let from = from.min(d.len());
+        let mut nd = d[..from].to_vec();
+        nd.push(d[from..].iter().product());
+        self.reshape(nd)
+    }
+    /// Inserts a size-1 axis at `axis`.
+    pub fn unsqueeze(&self, axis: usize) -> Result<Tensor> {
+        let mut d = self.dims().to_vec();
+        d.insert(axis.min(d.len()), 1);
+        self.reshape(d)
+    }
+}
+
+/// A trainable tensor: its value is replaced by optimizer steps, and gradients from every
+/// `backward()` that used it accumulate until [`Param::zero_grad`].
+pub struct Param {
+    value: RefCell<Tensor>,
+    grad: GradSink,
+}
+
+impl Param {
+    pub fn new(value: Tensor) -> Param {
+        let grad: GradSink = Rc::new(RefCell::new(None));
+        let v = Tensor::wrap(value.0.storage.clone(), value.0.shape.clone(), value.0.device.clone(), None, Some(grad.clone()));
+        Param { value: RefCell::new(v), grad }
+    }
+    /// The current value, as a leaf that collects gradients.
+    pub fn tensor(&self) -> Tensor {
+        self.value.borrow().clone()
+    }
+    pub fn shape(&self) -> Shape {
+        self.value.borrow().shape().clone()
+    }
+    pub fn device(&self) -> Device {
+        self.value.borrow().device().clone()
+    }
+    /// Replaces the value (same shape required); the graph behind `t` is dropped.
+    pub fn set(&self, t: &Tensor) -> Result<()> {
+        let cur = self.value.borrow().shape().clone();
+        if t.shape() != &cur {
+            return Err(Error::Shape {
+                op: "param_set",
+                shapes: vec![cur.0, t.dims().to_vec()],
+                backend: t.device().name(),
+                msg: "new value has a different shape".into(),
+            });
+        }
+        let v = Tensor::wrap(t.0.storage.clone(), cur, t.0.device.clone(), None, Some(self.grad.clone()));
+        *self.value.borrow_mut() = v;
+        Ok(())
+    }
+    /// The accumulated gradient, if any backward pass reached this parameter.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.grad.borrow().clone()
+    }
+    pub fn zero_grad(&self) {
+        *self.grad.borrow_mut() = None;
+    }
+}
+
+impl std::fmt::Debug for Param {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Param({})", self.shape())
+    }
+}

@@ -1,0 +1,1 @@
+//! pixelgrad-cpu (in progress)

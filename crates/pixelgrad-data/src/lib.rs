@@ -1,0 +1,1 @@
+//! pixelgrad-data (in progress)

@@ -1,0 +1,1 @@
+//! pixelgrad-nn (in progress)
