@@ -1,1 +1,33 @@
-//! pixelgrad-nn (in progress)
+//! pixelgrad-nn: layers, losses, optimizers, learning-rate schedules, the training loop and
+//! safetensors save/load. Everything here is built from `pixelgrad-core` tensor ops, so it runs
+//! unchanged on every backend.
+//!
+//! ```
+//! use pixelgrad_core::{Device, Tensor};
+//! use pixelgrad_nn::{layers::*, Module, Mode, Sequential, Init};
+//! # fn main() -> pixelgrad_core::Result<()> {
+//! let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+//! let mut init = Init::new(42);
+//! let model = Sequential::new()
+//!     .push(Linear::new(&dev, 4, 8, &mut init)?)
+//!     .push(Activation::Relu)
+//!     .push(Linear::new(&dev, 8, 2, &mut init)?);
+//! let x = Tensor::ones(&dev, [3, 4])?;
+//! let y = model.forward(&x, Mode::Eval)?;
+//! assert_eq!(y.dims(), &[3, 2]);
+//! # Ok(()) }
+//! ```
+
+pub mod init;
+pub mod io;
+pub mod layers;
+pub mod loss;
+pub mod module;
+pub mod optim;
+pub mod presets;
+pub mod train;
+
+pub use init::Init;
+pub use loss::Loss;
+pub use module::{Buffer, Mode, Module, Sequential};
+pub use optim::{Optimizer, OptimizerKind, Schedule};

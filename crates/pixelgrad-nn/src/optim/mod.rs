@@ -1,0 +1,82 @@
+//! Optimizers and learning-rate schedules. Updates are tensor ops run under `no_grad`, so they
+//! run on the device that holds the parameters; optimizer state (momentum, Adam moments) lives
+//! there too. Per-step scalars (learning rate, bias corrections) travel as op parameters, which
+//! GPU backends pass as uniforms: no recompilation as they change.
+
+mod adam;
+mod schedule;
+mod sgd;
+
+pub use adam::{Adam, RmsProp};
+pub use schedule::Schedule;
+pub use sgd::Sgd;
+
+use pixelgrad_core::{no_grad, Error, Param, Result, Tensor};
+
+use crate::Module;
+
+/// An optimizer updates every parameter of a module from its accumulated gradient.
+pub trait Optimizer {
+    /// Applies one update to every parameter that has a gradient (then clears it).
+    fn step(&mut self, model: &dyn Module) -> Result<()> {
+        let _g = no_grad();
+        self.begin_step();
+        let mut result = Ok(());
+        model.visit_params(&mut |name, p| {
+            if result.is_err() {
+                return;
+            }
+            if let Some(g) = p.grad() {
+                result = self.update(name, p, &g);
+                p.zero_grad();
+            }
+        });
+        result
+    }
+    /// Called once per step before the per-parameter updates.
+    fn begin_step(&mut self) {}
+    /// Updates one parameter from its gradient `g`.
+    fn update(&mut self, name: &str, p: &Param, g: &Tensor) -> Result<()>;
+    fn lr(&self) -> f32;
+    fn set_lr(&mut self, lr: f32);
+    fn name(&self) -> &'static str;
+}
+
+/// Optimizer choice by name, with its hyper-parameters (for configs and the CLI).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OptimizerKind {
+    Sgd { momentum: f32, nesterov: bool, weight_decay: f32 },
+    Adam { weight_decay: f32 },
+    AdamW { weight_decay: f32 },
+    RmsProp,
+}
+
+impl OptimizerKind {
+    /// `sgd`, `momentum`, `nesterov`, `adam`, `adamw`, `rmsprop`.
+    pub fn parse(name: &str) -> Result<Self> {
+        Ok(match name {
+            "sgd" => OptimizerKind::Sgd { momentum: 0.0, nesterov: false, weight_decay: 0.0 },
+            "momentum" => OptimizerKind::Sgd { momentum: 0.9, nesterov: false, weight_decay: 0.0 },
+            "nesterov" => OptimizerKind::Sgd { momentum: 0.9, nesterov: true, weight_decay: 0.0 },
+            "adam" => OptimizerKind::Adam { weight_decay: 0.0 },
+            "adamw" => OptimizerKind::AdamW { weight_decay: 0.01 },
+            "rmsprop" => OptimizerKind::RmsProp,
+            other => {
+                return Err(Error::invalid(
+                    "optimizer",
+                    format!("unknown optimizer '{other}' (sgd, momentum, nesterov, adam, adamw, rmsprop)"),
+                ))
+            }
+        })
+    }
+    pub fn build(&self, lr: f32) -> Box<dyn Optimizer> {
+        match *self {
+            OptimizerKind::Sgd { momentum, nesterov, weight_decay } => {
+                Box::new(Sgd::new(lr).momentum(momentum).nesterov(nesterov).weight_decay(weight_decay))
+            }
+            OptimizerKind::Adam { weight_decay } => Box::new(Adam::new(lr).weight_decay(weight_decay)),
+            OptimizerKind::AdamW { weight_decay } => Box::new(Adam::adamw(lr, weight_decay)),
+            OptimizerKind::RmsProp => Box::new(RmsProp::new(lr)),
+        }
+    }
+}
