@@ -1,1 +1,64 @@
-//! pixelgrad-conformance (in progress)
+//! pixelgrad-conformance: one suite for every pixelgrad backend.
+//!
+//! Each op family is run on the backend under test (f32) and on the f64 CPU reference
+//! ([`pixelgrad_cpu::CpuBackend::reference`]) from the same seeded inputs; outputs and input
+//! gradients (of `loss = sum(op(x) * r)` for a fixed random `r`) are compared element by
+//! element with the per-op tolerances of [`tolerance`]. A failure names the family, the case,
+//! the first bad index and the values.
+//!
+//! A backend crate instantiates the whole suite with one line in `tests/conformance.rs`:
+//!
+//! ```ignore
+//! fn make_device() -> pixelgrad_core::Device {
+//!     pixelgrad_core::Device::new(my_backend::MyBackend::new().unwrap())
+//! }
+//! pixelgrad_conformance::conformance_tests!(make_device);
+//! ```
+//!
+//! which expands into a module `conformance` with one `#[test]` per family
+//! (`cargo test conformance::matmul`, ...).
+//!
+//! [`check_gradients`] is the finite-difference gradient check (f64, on the reference) used by
+//! this crate's own tests and by layer crates for theirs.
+
+pub mod families;
+pub mod harness;
+pub mod tolerance;
+
+pub use harness::{check_all, compare, reference_device, seed_of, Case, Gen};
+pub use tolerance::Tol;
+
+use pixelgrad_core::Device;
+
+/// Runs one family on a fresh device from `make`, panicking with the family's report on
+/// failure (this is what the generated `#[test]`s call).
+pub fn run_family(name: &str, family: fn(&Device) -> std::result::Result<(), String>, make: impl Fn() -> Device) {
+    let dev = make();
+    if let Err(e) = family(&dev) {
+        panic!("conformance family `{name}` on backend {}: {e}", dev.name());
+    }
+}
+
+/// Expands into `mod conformance { #[test] fn fill() .. #[test] fn training_curve() }`, one
+/// test per op family, each running on a fresh device from `$make: fn() -> Device`.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($make:path) => {
+        $crate::conformance_tests!(@families $make;
+            fill, random, unary, binary, where_
+        );
+    };
+    (@families $make:path; $($family:ident),* $(,)?) => {
+        #[cfg(test)]
+        mod conformance {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[test]
+                fn $family() {
+                    $crate::run_family(stringify!($family), $crate::families::$family, || $make());
+                }
+            )*
+        }
+    };
+}

@@ -1,0 +1,62 @@
+//! Gather and scatter-add along one axis. Index tensors hold whole numbers stored as floats;
+//! every index is checked (whole, finite, in range) before any data moves, and a bad one is a
+//! typed error naming the op, the position and the allowed range.
+
+use pixelgrad_core::{Error, Result};
+
+use crate::element::Element;
+use crate::par::for_chunks;
+
+/// Sizes of the `[outer, axis, inner]` view of `dims`.
+fn split(dims: &[usize], axis: usize) -> (usize, usize, usize) {
+    (dims[..axis].iter().product(), dims[axis], dims[axis + 1..].iter().product())
+}
+
+/// Converts every index to `usize`, or reports the first bad one.
+fn check_indices<T: Element>(op: &'static str, backend: &str, idx: &[T], limit: usize) -> Result<Vec<usize>> {
+    idx.iter()
+        .enumerate()
+        .map(|(pos, &v)| {
+            let f = v.to_f64();
+            if f.is_finite() && f.fract() == 0.0 && f >= 0.0 && f < limit as f64 {
+                Ok(f as usize)
+            } else {
+                Err(Error::backend(op, backend, format!("index {f} at position {pos} is not a whole number in 0..{limit}")))
+            }
+        })
+        .collect()
+}
+
+/// `out[o, j, i] = x[o, idx[o, j, i], i]`; output has the index tensor's shape.
+pub fn gather<T: Element>(backend: &str, x: &[T], dx: &[usize], idx: &[T], didx: &[usize], axis: usize) -> Result<Vec<T>> {
+    let nx = dx[axis];
+    let (_, ni, inner) = split(didx, axis);
+    let k = check_indices("gather", backend, idx, nx)?;
+    let mut out = vec![T::ZERO; idx.len()];
+    // One chunk per (o, j) row of `inner` elements.
+    for_chunks(&mut out, inner, |row, dst| {
+        let (o, j) = (row / ni.max(1), row % ni.max(1));
+        let pos = (o * ni + j) * inner;
+        for (i, d) in dst.iter_mut().enumerate() {
+            *d = x[(o * nx + k[pos + i]) * inner + i];
+        }
+    });
+    Ok(out)
+}
+
+/// Zeros with `axis` resized to `size`, then `out[o, idx[o, j, i], i] += src[o, j, i]`.
+/// Sequential: different sources may add into the same destination.
+pub fn scatter_add<T: Element>(backend: &str, src: &[T], dsrc: &[usize], idx: &[T], axis: usize, size: usize) -> Result<Vec<T>> {
+    let (outer, n, inner) = split(dsrc, axis);
+    let k = check_indices("scatter_add", backend, idx, size)?;
+    let mut out = vec![T::ZERO; outer * size * inner];
+    for o in 0..outer {
+        for j in 0..n {
+            let pos = (o * n + j) * inner;
+            for i in 0..inner {
+                out[(o * size + k[pos + i]) * inner + i] += src[pos + i];
+            }
+        }
+    }
+    Ok(out)
+}

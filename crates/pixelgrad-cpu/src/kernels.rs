@@ -1,0 +1,51 @@
+//! Dispatch of every primitive [`Op`] to its forward kernel, generic over the element type.
+//! The match is exhaustive on purpose: a new primitive fails to compile here.
+
+use pixelgrad_core::{Error, Op, Result, Shape};
+
+use crate::element::Element;
+use crate::{elementwise, index, matmul, movement, random, reduce, window};
+
+/// Runs `op` on host slices. Shapes passed `Op::infer_shape`, and `out` is its result.
+pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], out: &Shape) -> Result<Vec<T>> {
+    // Defensive: a caller that skipped `infer_shape` gets an error, not an index panic.
+    if let Some(n) = op.arity() {
+        if x.len() != n || shapes.len() != n {
+            return Err(Error::backend(op.name(), backend, format!("expects {n} inputs, got {}", x.len())));
+        }
+    }
+    for (i, (d, s)) in x.iter().zip(shapes).enumerate() {
+        if d.len() < s.numel() {
+            return Err(Error::backend(op.name(), backend, format!("input {i} holds {} elements, its shape {s} needs {}", d.len(), s.numel())));
+        }
+    }
+    Ok(match op {
+        Op::Fill { value, shape } => random::fill(*value, shape.numel()),
+        Op::Random { seed, dist, shape } => random::random(*seed, *dist, shape.numel()),
+        Op::Unary(u) => elementwise::unary(*u, x[0]),
+        Op::Binary(b) => elementwise::binary(*b, x[0], shapes[0], x[1], shapes[1], out),
+        Op::Where => elementwise::where_([(x[0], shapes[0]), (x[1], shapes[1]), (x[2], shapes[2])], out),
+        Op::Reduce { op, axis } => reduce::reduce(*op, x[0], &shapes[0].0, *axis),
+        Op::MatMul { trans_a, trans_b } => matmul::matmul(x[0], &shapes[0].0, x[1], &shapes[1].0, *trans_a, *trans_b),
+        Op::Im2Col(w) => {
+            let (oh, ow) = w
+                .out_hw(shapes[0].0[2], shapes[0].0[3])
+                .ok_or_else(|| Error::backend("im2col", backend, "window does not fit"))?;
+            window::im2col(x[0], &shapes[0].0, w, oh, ow)
+        }
+        Op::Col2Im { window: w, h, w: wd } => {
+            let (oh, ow) = w.out_hw(*h, *wd).ok_or_else(|| Error::backend("col2im", backend, "window does not fit"))?;
+            window::col2im(x[0], &shapes[0].0, w, *h, *wd, oh, ow)
+        }
+        Op::Gather { axis } => index::gather(backend, x[0], &shapes[0].0, x[1], &shapes[1].0, *axis)?,
+        Op::ScatterAdd { axis, size } => index::scatter_add(backend, x[0], &shapes[0].0, x[1], *axis, *size)?,
+        // Reshape moves no data; `execute` shares the storage before getting here, but a copy
+        // is the correct meaning too.
+        Op::Reshape(_) => x[0][..out.numel()].to_vec(),
+        Op::Permute(p) => movement::permute(x[0], &shapes[0].0, p, out),
+        Op::Expand(_) => movement::expand(x[0], shapes[0], out),
+        Op::Slice { starts, .. } => movement::slice(x[0], &shapes[0].0, starts, out),
+        Op::Pad { before, .. } => movement::pad(x[0], &shapes[0].0, before, out),
+        Op::Concat { axis } => movement::concat(x, shapes, *axis, out),
+    })
+}

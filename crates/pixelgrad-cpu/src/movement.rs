@@ -1,0 +1,96 @@
+//! Data movement: permute, expand, slice, pad, concat. Permute, expand and slice are one
+//! kernel, a strided read (output axis `a` steps the source by `strides[a]`, 0 for stretched
+//! axes); pad and concat copy contiguous runs into place.
+
+use pixelgrad_core::shape::{broadcast_strides, contiguous_strides};
+use pixelgrad_core::Shape;
+
+use crate::element::Element;
+use crate::par::{for_chunks, offset_of};
+
+/// `out[i0, .., ir] = src[base + sum_a i_a * strides[a]]` over `out_dims`.
+fn strided_read<T: Element>(src: &[T], base: usize, strides: &[usize], out_dims: &[usize]) -> Vec<T> {
+    let n: usize = out_dims.iter().product();
+    let mut out = vec![T::ZERO; n];
+    let r = out_dims.len();
+    if r == 0 {
+        if n == 1 {
+            out[0] = src[base];
+        }
+        return out;
+    }
+    let (outer, last) = (&out_dims[..r - 1], strides[r - 1]);
+    for_chunks(&mut out, out_dims[r - 1], |row, dst| {
+        let off = base + offset_of(row, outer, &strides[..r - 1]);
+        if last == 1 {
+            dst.copy_from_slice(&src[off..off + dst.len()]);
+        } else {
+            for (j, d) in dst.iter_mut().enumerate() {
+                *d = src[off + j * last];
+            }
+        }
+    });
+    out
+}
+
+/// Output axis `i` is input axis `perm[i]`.
+pub fn permute<T: Element>(x: &[T], dims: &[usize], perm: &[usize], out: &Shape) -> Vec<T> {
+    let st = contiguous_strides(dims);
+    let strides: Vec<usize> = perm.iter().map(|&p| st[p]).collect();
+    strided_read(x, 0, &strides, &out.0)
+}
+
+/// Size-1 axes stretched (stride 0) and leading axes added.
+pub fn expand<T: Element>(x: &[T], shape: &Shape, out: &Shape) -> Vec<T> {
+    strided_read(x, 0, &broadcast_strides(shape, out), &out.0)
+}
+
+/// The sub-box `starts..ends`.
+pub fn slice<T: Element>(x: &[T], dims: &[usize], starts: &[usize], out: &Shape) -> Vec<T> {
+    let st = contiguous_strides(dims);
+    let base = starts.iter().zip(&st).map(|(s, t)| s * t).sum();
+    strided_read(x, base, &st, &out.0)
+}
+
+/// Zeros `before[a]` and `after[a]` around every axis.
+pub fn pad<T: Element>(x: &[T], dims: &[usize], before: &[usize], out: &Shape) -> Vec<T> {
+    let od = &out.0;
+    let mut res = vec![T::ZERO; out.numel()];
+    let r = dims.len();
+    if r == 0 {
+        res.copy_from_slice(x);
+        return res;
+    }
+    let st = contiguous_strides(dims);
+    let (b_last, w_last) = (before[r - 1], dims[r - 1]);
+    for_chunks(&mut res, od[r - 1], |row, dst| {
+        // Find the source row, or leave zeros if this output row lies in the padding.
+        let (mut rem, mut off) = (row, 0);
+        for a in (0..r - 1).rev() {
+            let c = rem % od[a];
+            rem /= od[a];
+            if c < before[a] || c >= before[a] + dims[a] {
+                return;
+            }
+            off += (c - before[a]) * st[a];
+        }
+        dst[b_last..b_last + w_last].copy_from_slice(&x[off..off + w_last]);
+    });
+    res
+}
+
+/// Inputs joined along `axis`: each output "outer" row is the inputs' rows one after another.
+pub fn concat<T: Element>(xs: &[&[T]], shapes: &[&Shape], axis: usize, out: &Shape) -> Vec<T> {
+    let inner: usize = out.0[axis + 1..].iter().product();
+    let row_len = out.0[axis] * inner;
+    let mut res = vec![T::ZERO; out.numel()];
+    for_chunks(&mut res, row_len, |o, dst| {
+        let mut at = 0;
+        for (x, s) in xs.iter().zip(shapes) {
+            let len = s.0[axis] * inner;
+            dst[at..at + len].copy_from_slice(&x[o * len..(o + 1) * len]);
+            at += len;
+        }
+    });
+    res
+}

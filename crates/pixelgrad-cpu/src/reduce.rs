@@ -1,0 +1,74 @@
+//! Reductions along one axis. The input is viewed as `[outer, n, inner]` and the output as
+//! `[outer, inner]`. Reducing the last axis (`inner == 1`, the common case: softmax, losses)
+//! reads contiguous runs; otherwise each output row accumulates whole input rows, which is
+//! also contiguous in the inner loop.
+
+use pixelgrad_core::ReduceOp;
+
+use crate::element::Element;
+use crate::par::for_chunks;
+
+/// Combines one more element `v` into the running value `acc` (`k` is its position on the
+/// reduced axis, used by argmax through `best`).
+fn reduce_with<T: Element>(x: &[T], outer: usize, n: usize, inner: usize, init: impl Fn(T) -> T + Sync + Send, step: impl Fn(T, T) -> T + Sync + Send) -> Vec<T> {
+    let mut out = vec![T::ZERO; outer * inner];
+    if inner == 1 {
+        // Last axis: one contiguous run of n per output element.
+        for_chunks(&mut out, 1, |o, dst| {
+            let run = &x[o * n..(o + 1) * n];
+            let mut acc = init(run[0]);
+            for &v in &run[1..] {
+                acc = step(acc, v);
+            }
+            dst[0] = acc;
+        });
+    } else {
+        for_chunks(&mut out, inner, |o, dst| {
+            let base = o * n * inner;
+            for (d, &v) in dst.iter_mut().zip(&x[base..base + inner]) {
+                *d = init(v);
+            }
+            for k in 1..n {
+                let row = &x[base + k * inner..base + (k + 1) * inner];
+                for (d, &v) in dst.iter_mut().zip(row) {
+                    *d = step(*d, v);
+                }
+            }
+        });
+    }
+    out
+}
+
+/// Index of the first maximum along the axis, as a float.
+fn argmax<T: Element>(x: &[T], outer: usize, n: usize, inner: usize) -> Vec<T> {
+    let mut out = vec![T::ZERO; outer * inner];
+    for_chunks(&mut out, inner, |o, dst| {
+        let base = o * n * inner;
+        for (i, d) in dst.iter_mut().enumerate() {
+            let (mut best, mut best_k) = (x[base + i], 0);
+            for k in 1..n {
+                let v = x[base + k * inner + i];
+                if v > best {
+                    best = v;
+                    best_k = k;
+                }
+            }
+            *d = T::from_usize(best_k);
+        }
+    });
+    out
+}
+
+/// Reduces `axis` of a tensor with dimensions `dims` (the axis is non-empty: checked by
+/// `infer_shape`).
+pub fn reduce<T: Element>(op: ReduceOp, x: &[T], dims: &[usize], axis: usize) -> Vec<T> {
+    let outer: usize = dims[..axis].iter().product();
+    let n = dims[axis];
+    let inner: usize = dims[axis + 1..].iter().product();
+    match op {
+        ReduceOp::Sum => reduce_with(x, outer, n, inner, |v| v, |a, v| a + v),
+        ReduceOp::Max => reduce_with(x, outer, n, inner, |v| v, |a, v| if v > a { v } else { a }),
+        ReduceOp::Min => reduce_with(x, outer, n, inner, |v| v, |a, v| if v < a { v } else { a }),
+        ReduceOp::ArgMax => argmax(x, outer, n, inner),
+    }
+}
