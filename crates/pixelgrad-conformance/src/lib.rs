@@ -45,7 +45,9 @@ pub fn run_family(name: &str, family: fn(&Device) -> std::result::Result<(), Str
 macro_rules! conformance_tests {
     ($make:path) => {
         $crate::conformance_tests!(@families $make;
-            fill, random, unary, binary, where_
+            fill, random, unary, binary, where_, reduce, matmul, im2col, col2im, gather,
+            scatter_add, reshape, permute, expand, slice, pad, concat, composites,
+            training_curve, errors
         );
     };
     (@families $make:path; $($family:ident),* $(,)?) => {

@@ -1,0 +1,91 @@
+//! Bad input gives typed errors, never a panic, on every backend. GPU backends may report an
+//! error when the op is queued or when it is read back; both count.
+
+use pixelgrad_core::{Device, Error, Result, Tensor};
+
+type Outcome = std::result::Result<(), String>;
+
+/// The op and a read of its result, so lazily-executing backends get to report too.
+fn run_and_read(f: impl FnOnce() -> Result<Tensor>) -> Result<Vec<f32>> {
+    f()?.to_vec()
+}
+
+fn expect_err(name: &str, dev: &Device, want_op: &str, shape_error: bool, r: Result<Vec<f32>>) -> std::result::Result<(), String> {
+    match r {
+        Ok(v) => Err(format!("errors/{name}: expected an error on {}, got {} values", dev.name(), v.len())),
+        Err(e) => {
+            if shape_error && !matches!(e, Error::Shape { .. }) {
+                return Err(format!("errors/{name}: expected Error::Shape, got {e:?}"));
+            }
+            if !e.to_string().contains(want_op) {
+                return Err(format!("errors/{name}: message does not name `{want_op}`: {e}"));
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn errors(dev: &Device) -> Outcome {
+    let t = |data: &[f32], s: &[usize]| Tensor::from_vec(dev, data, s.to_vec()).map_err(|e| e.to_string());
+    let a = t(&[1.0; 6], &[2, 3])?;
+    let b = t(&[1.0; 8], &[2, 4])?;
+    let m = t(&[1.0; 12], &[4, 3])?;
+    let x = t(&[0.5; 10], &[2, 5])?;
+    let mut errs = Vec::new();
+    let mut check = |r: std::result::Result<(), String>| {
+        if let Err(e) = r {
+            errs.push(e);
+        }
+    };
+    check(expect_err("binary_shape_mismatch", dev, "binary", true, run_and_read(|| a.add(&b))));
+    check(expect_err("matmul_inner_mismatch", dev, "matmul", true, run_and_read(|| a.matmul(&m))));
+    check(expect_err("matmul_rank1", dev, "matmul", true, run_and_read(|| a.reshape([6])?.matmul(&m))));
+    check(expect_err("reduce_bad_axis", dev, "reduce", true, run_and_read(|| a.sum_axis(2, false))));
+    check(expect_err("reduce_bad_negative_axis", dev, "reduce", true, run_and_read(|| a.sum_axis(-3, false))));
+    check(expect_err("permute_repeated_axis", dev, "permute", true, run_and_read(|| a.permute(&[0, 0]))));
+    check(expect_err("permute_wrong_length", dev, "permute", true, run_and_read(|| a.permute(&[1, 0, 2]))));
+    check(expect_err("slice_out_of_bounds", dev, "slice", true, run_and_read(|| a.slice(1, 2, 5))));
+    check(expect_err("concat_mismatch", dev, "concat", true, run_and_read(|| Tensor::concat(&[&a, &m], 1))));
+    check(expect_err("expand_bad", dev, "expand", true, run_and_read(|| a.broadcast_to([4, 3]))));
+    check(expect_err("im2col_too_big", dev, "im2col", true, run_and_read(|| {
+        x.reshape([1, 1, 2, 5])?.im2col(pixelgrad_core::Window::square(3, 1, 0))
+    })));
+    check(expect_err("where_mismatch", dev, "where", true, run_and_read(|| Tensor::select(&a, &b, &a))));
+    check(expect_err("reshape_count", dev, "reshape", true, run_and_read(|| a.reshape([4, 2]))));
+    // Index values are only known at run time: a typed error from the backend.
+    let bad_idx = [
+        ("gather_out_of_range", vec![0.0, 5.0]),
+        ("gather_negative", vec![-1.0, 0.0]),
+        ("gather_fractional", vec![1.5, 0.0]),
+        ("gather_nan", vec![f32::NAN, 0.0]),
+    ];
+    for (name, v) in bad_idx {
+        let idx = t(&v, &[2, 1])?;
+        check(expect_err(name, dev, "gather", false, run_and_read(|| x.gather(1, &idx))));
+    }
+    let idx = t(&[0.0, 1.0, 2.0, 3.0, 9.0, 0.0, 1.0, 2.0, 3.0, 4.0], &[2, 5])?;
+    check(expect_err("scatter_add_out_of_range", dev, "scatter_add", false, run_and_read(|| x.scatter_add(1, 5, &idx))));
+    // Mixing devices is an error, not a silent copy.
+    let other = Device::new(pixelgrad_cpu::CpuBackend::reference());
+    let y = t(&[1.0; 6], &[2, 3])?;
+    let z = Tensor::from_vec(&other, &[1.0; 6], [2, 3]).map_err(|e| e.to_string())?;
+    match y.add(&z) {
+        Err(Error::BackendMismatch { .. }) => {}
+        r => errs.push(format!("errors/backend_mismatch: expected Error::BackendMismatch, got {:?}", r.map(|_| ()))),
+    }
+    // And a backward from a non-scalar is an autodiff error.
+    let g = y.with_grad().mul_scalar(2.0).map_err(|e| e.to_string())?;
+    if !matches!(g.backward(), Err(Error::Autodiff(_))) {
+        errs.push("errors/backward_non_scalar: expected Error::Autodiff".into());
+    }
+    // The backend is still usable after all of that.
+    let ok = a.add(&a).and_then(|s| s.to_vec()).map_err(|e| format!("errors/still_usable: {e}"))?;
+    if ok != vec![2.0; 6] {
+        errs.push(format!("errors/still_usable: 1+1 gave {ok:?}"));
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join("\n  "))
+    }
+}

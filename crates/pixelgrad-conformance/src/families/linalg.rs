@@ -1,0 +1,122 @@
+//! reduce, matmul, im2col, col2im.
+
+use pixelgrad_core::{Device, Op, ReduceOp, Tensor, Window};
+
+use crate::harness::{check_all, Case, Gen};
+use crate::tolerance::{accumulate, ELEMENTWISE, EXACT, GRAD_FACTOR};
+
+type Outcome = std::result::Result<(), String>;
+
+pub fn reduce(dev: &Device) -> Outcome {
+    let sym = Gen::Uniform(-1.0, 1.0);
+    let shapes: &[&[usize]] = &[&[6, 17], &[3, 4, 5], &[1, 9], &[300, 131]];
+    let mut cases = Vec::new();
+    for dims in shapes {
+        for axis in 0..dims.len() {
+            let k = dims[axis];
+            for (name, op) in [("sum", ReduceOp::Sum), ("max", ReduceOp::Max), ("min", ReduceOp::Min), ("argmax", ReduceOp::ArgMax)] {
+                let case = Case::new("reduce", format!("{name}_{dims:?}_axis{axis}"), move |d, x| {
+                    Tensor::apply(d, Op::Reduce { op, axis }, &[&x[0]])
+                })
+                .input(dims.to_vec(), sym.clone());
+                cases.push(match op {
+                    ReduceOp::Sum => case.tol(accumulate(k)).grad_tol(ELEMENTWISE),
+                    // The extreme is one of the inputs: exact.
+                    ReduceOp::Max | ReduceOp::Min => case.tol(EXACT).grad_tol(ELEMENTWISE),
+                    ReduceOp::ArgMax => case.tol(EXACT).forward_only(),
+                });
+            }
+        }
+    }
+    cases.push(Case::new("reduce", "sum_all_large", |_, x| x[0].sum_all()).input([300, 257], sym.clone()).tol(accumulate(300 * 257)));
+    cases.push(Case::new("reduce", "mean_axis", |_, x| x[0].mean_axis(-1, false)).input([7, 33], sym.clone()).tol(accumulate(33)));
+    // Ties: max gradients go to every tied position on all backends.
+    cases.push(
+        Case::new("reduce", "max_with_ties", |_, x| x[0].max_axis(1, true))
+            .input([8, 6], Gen::Indices(3))
+            .tol(EXACT)
+            .grad_tol(ELEMENTWISE),
+    );
+    check_all(dev, &cases)
+}
+
+pub fn matmul(dev: &Device) -> Outcome {
+    let sym = Gen::Uniform(-1.0, 1.0);
+    // (batch of a or None for rank 2, batch of b or None, m, k, n)
+    let geoms: &[(Option<usize>, Option<usize>, usize, usize, usize)] = &[
+        (None, None, 7, 13, 5),
+        (None, None, 1, 1, 1),
+        // Square operands: a kernel that ignores a transpose still gets the shapes right.
+        (None, None, 6, 6, 6),
+        (Some(2), Some(2), 5, 5, 5),
+        (Some(3), Some(3), 4, 6, 5),
+        (Some(1), Some(3), 4, 6, 5),
+        (Some(3), Some(1), 4, 6, 5),
+        (Some(3), None, 4, 6, 5),
+        (None, Some(3), 4, 6, 5),
+        (None, None, 130, 70, 90),
+        (Some(4), Some(4), 33, 65, 17),
+    ];
+    let mut cases = Vec::new();
+    for &(ba, bb, m, k, n) in geoms {
+        for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+            let mut da = if ta { vec![k, m] } else { vec![m, k] };
+            let mut db = if tb { vec![n, k] } else { vec![k, n] };
+            if let Some(b) = ba {
+                da.insert(0, b);
+            }
+            if let Some(b) = bb {
+                db.insert(0, b);
+            }
+            let batch = ba.unwrap_or(1).max(bb.unwrap_or(1));
+            cases.push(
+                Case::new("matmul", format!("{da:?}{}x{db:?}{}", if ta { "^T" } else { "" }, if tb { "^T" } else { "" }), move |_, x| {
+                    x[0].matmul_t(&x[1], ta, tb)
+                })
+                .input(da, sym.clone())
+                .input(db, sym.clone())
+                .tol(accumulate(k))
+                .grad_tol(accumulate(m.max(n).max(k) * batch).scaled(GRAD_FACTOR)),
+            );
+        }
+    }
+    check_all(dev, &cases)
+}
+
+fn windows() -> Vec<(&'static str, Vec<usize>, Window)> {
+    vec![
+        ("k3s1p0", vec![2, 3, 7, 6], Window::square(3, 1, 0)),
+        ("k3s2p1", vec![2, 3, 7, 6], Window::square(3, 2, 1)),
+        ("k2x3_s1x2_p1x0", vec![1, 2, 5, 8], Window { kh: 2, kw: 3, stride_h: 1, stride_w: 2, pad_h: 1, pad_w: 0 }),
+        ("k1", vec![2, 2, 4, 4], Window::square(1, 1, 0)),
+        ("k5s1p2_large", vec![4, 8, 20, 20], Window::square(5, 1, 2)),
+    ]
+}
+
+pub fn im2col(dev: &Device) -> Outcome {
+    let cases: Vec<Case> = windows()
+        .into_iter()
+        .map(|(name, dims, w)| {
+            Case::new("im2col", name, move |_, x| x[0].im2col(w))
+                .input(dims, Gen::Uniform(-1.0, 1.0))
+                .tol(EXACT)
+                .grad_tol(accumulate(w.kh * w.kw))
+        })
+        .collect();
+    check_all(dev, &cases)
+}
+
+pub fn col2im(dev: &Device) -> Outcome {
+    let cases: Vec<Case> = windows()
+        .into_iter()
+        .map(|(name, dims, w)| {
+            let (oh, ow) = w.out_hw(dims[2], dims[3]).unwrap_or((1, 1));
+            let (h, wd) = (dims[2], dims[3]);
+            Case::new("col2im", name, move |_, x| x[0].col2im(w, h, wd))
+                .input(vec![dims[0], dims[1] * w.kh * w.kw, oh * ow], Gen::Uniform(-1.0, 1.0))
+                .tol(accumulate(w.kh * w.kw))
+                .grad_tol(EXACT)
+        })
+        .collect();
+    check_all(dev, &cases)
+}

@@ -1,0 +1,58 @@
+//! A fixed-seed training run: a tiny MLP trained by plain SGD, written with core ops only.
+//! Initial weights come from the counter-based RNG on the device itself, so every backend
+//! starts from the same numbers; the loss sequence must match the f64 reference step by step.
+
+use pixelgrad_core::composite::cross_entropy;
+use pixelgrad_core::{no_grad, Device, Param, Result, Tensor};
+
+use crate::harness::{compare, reference_device, seed_of, Gen};
+use crate::tolerance::TRAINING_CURVE;
+
+type Outcome = std::result::Result<(), String>;
+
+/// Number of SGD steps of the curve.
+pub const STEPS: usize = 30;
+
+/// Loss after each of [`STEPS`] SGD steps of a 4-16-3 MLP (tanh and relu hidden layers) on a
+/// fixed batch of 24 points.
+pub fn loss_curve(dev: &Device) -> Result<Vec<f64>> {
+    let (n, d, h, c) = (24, 4, 16, 3);
+    let xv = Gen::Uniform(-1.0, 1.0).values(seed_of("training/x"), n * d);
+    let yv = Gen::Indices(c).values(seed_of("training/y"), n);
+    let x = Tensor::from_f64(dev, &xv, [n, d])?;
+    let y = Tensor::from_f64(dev, &yv, [n])?;
+    let w1 = Param::new(Tensor::rand_normal(dev, [d, h], 0.0, 0.5, 11)?);
+    let b1 = Param::new(Tensor::zeros(dev, [h])?);
+    let w2 = Param::new(Tensor::rand_normal(dev, [h, c], 0.0, 0.5, 12)?);
+    let b2 = Param::new(Tensor::rand_uniform(dev, [c], -0.1, 0.1, 13)?);
+    let params = [&w1, &b1, &w2, &b2];
+    let lr = 0.5;
+    let mut losses = Vec::with_capacity(STEPS);
+    for _ in 0..STEPS {
+        for p in params {
+            p.zero_grad();
+        }
+        let hidden = x.matmul(&w1.tensor())?.add(&b1.tensor())?.tanh()?;
+        let logits = hidden.matmul(&w2.tensor())?.add(&b2.tensor())?;
+        let loss = cross_entropy(&logits, &y)?;
+        loss.backward()?;
+        losses.push(loss.to_vec_f64()?[0]);
+        let _g = no_grad();
+        for p in params {
+            if let Some(g) = p.grad() {
+                p.set(&p.tensor().sub(&g.mul_scalar(lr)?)?)?;
+            }
+        }
+    }
+    Ok(losses)
+}
+
+pub fn training_curve(dev: &Device) -> Outcome {
+    let got = loss_curve(dev).map_err(|e| format!("training/mlp_sgd: failed on {}: {e}", dev.name()))?;
+    let exp = loss_curve(&reference_device()).map_err(|e| format!("training/mlp_sgd: failed on the reference: {e}"))?;
+    // The run must actually learn, or matching curves would prove little.
+    if !(exp[STEPS - 1] < 0.8 * exp[0]) {
+        return Err(format!("training/mlp_sgd: reference loss did not fall ({} -> {})", exp[0], exp[STEPS - 1]));
+    }
+    compare("training/mlp_sgd", "loss at step", &got, &exp, TRAINING_CURVE)
+}
