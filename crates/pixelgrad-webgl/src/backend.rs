@@ -1,0 +1,193 @@
+//! [`WebGlBackend`]: construction (headless EGL natively, or any existing glow context such as a
+//! WebGL2 canvas) and the [`Backend`] implementation.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use glow::HasContext;
+use pixelgrad_core::{Backend, BackendKind, Counters, LocalFuture, Op, Result, Shape, Storage};
+
+use crate::context::Shared;
+use crate::options::{WebGlOptions, WebGlReport};
+use crate::texture::tensor_of;
+
+/// The WebGL2 backend: "training as rendering". Every tensor is an RGBA float texture (4
+/// elements per texel) and every op is one or more full-screen draws into a fresh texture.
+///
+/// Tensors are immutable, so an in-place-looking update (an optimizer step, an accumulation)
+/// always renders into a new texture taken from the pool while the old one is still bound as
+/// input; when the old tensor drops, its texture returns to the pool and becomes the next
+/// step's target. Parameters therefore ping-pong between two textures with no extra machinery,
+/// and no texture is ever sampled and rendered to in the same draw.
+///
+/// Cheap to clone (shared handle); single-threaded like the GL context it owns.
+#[derive(Clone)]
+pub struct WebGlBackend {
+    pub(crate) shared: Rc<Shared>,
+}
+
+impl WebGlBackend {
+    /// A native headless backend: an OpenGL ES 3 context through EGL (Mesa's surfaceless
+    /// platform, e.g. llvmpipe in CI), no display needed.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn new_headless(opts: WebGlOptions) -> Result<Self> {
+        let egl = crate::egl::Headless::new()?;
+        // SAFETY: the EGL context is current on this thread; entry points come from EGL.
+        let gl = unsafe { glow::Context::from_loader_function(|name| egl.proc_address(name)) };
+        Self::build(gl, opts, Some(egl))
+    }
+
+    /// A backend over an existing context, which must be OpenGL ES 3 / WebGL2 and current on
+    /// this thread for as long as the backend lives. In the browser:
+    /// `glow::Context::from_webgl2_context(canvas.get_context("webgl2"))` (a canvas or an
+    /// OffscreenCanvas in a worker).
+    pub fn from_glow(gl: glow::Context, opts: WebGlOptions) -> Result<Self> {
+        #[cfg(not(target_arch = "wasm32"))]
+        return Self::build(gl, opts, None);
+        #[cfg(target_arch = "wasm32")]
+        return Self::build(gl, opts);
+    }
+
+    fn build(
+        gl: glow::Context,
+        opts: WebGlOptions,
+        #[cfg(not(target_arch = "wasm32"))] egl: Option<crate::egl::Headless>,
+    ) -> Result<Self> {
+        let report = crate::caps::measure(&gl, &opts)?;
+        for w in &report.warnings {
+            warn(w);
+        }
+        let name = format!(
+            "webgl ({}, {}{})",
+            report.renderer,
+            report.version,
+            if report.format == crate::TexelFormat::Rgba16F { ", RGBA16F" } else { "" }
+        );
+        let unavailable = |what: String| pixelgrad_core::Error::Unavailable { backend: name.clone(), reason: what };
+        // SAFETY: object creation on the current context.
+        let (fbo, vao) = unsafe {
+            let fbo = gl.create_framebuffer().map_err(|e| unavailable(format!("create_framebuffer: {e}")))?;
+            let vao = gl.create_vertex_array().map_err(|e| unavailable(format!("create_vertex_array: {e}")))?;
+            // Compute passes never blend, test depth or dither.
+            gl.disable(glow::BLEND);
+            gl.disable(glow::DEPTH_TEST);
+            gl.disable(glow::DITHER);
+            (fbo, vao)
+        };
+        let shared = Shared {
+            gl,
+            name: name.clone(),
+            format: report.format,
+            max_tex: report.effective_max_texture_size,
+            report: RefCell::new(report),
+            pool: RefCell::new(HashMap::new()),
+            programs: RefCell::new(HashMap::new()),
+            vertex: Cell::new(None),
+            counters: Cell::new(Counters::default()),
+            pass_log: RefCell::new(None),
+            fbo,
+            vao,
+            #[cfg(not(target_arch = "wasm32"))]
+            egl,
+        };
+        let b = WebGlBackend { shared: Rc::new(shared) };
+        if opts.self_test {
+            let st = b.self_test()?;
+            b.shared.report.borrow_mut().self_test = Some(st);
+        }
+        Ok(b)
+    }
+
+    /// Capabilities measured at init, the chosen format, warnings and the self-test result.
+    pub fn report(&self) -> WebGlReport {
+        self.shared.report.borrow().clone()
+    }
+
+    /// Starts (`true`) or stops recording the passes drawn: one line per draw with the
+    /// program, its config and the output texture size.
+    pub fn set_pass_log(&self, on: bool) {
+        *self.shared.pass_log.borrow_mut() = if on { Some(Vec::new()) } else { None };
+    }
+
+    /// The passes recorded since the last call (recording continues).
+    pub fn take_pass_log(&self) -> Vec<String> {
+        self.shared.pass_log.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Frees the textures waiting in the pool.
+    pub fn trim_pool(&self) -> Result<()> {
+        self.shared.trim_pool()
+    }
+
+    /// Texture size (in texels) of a tensor's storage, if it belongs to this backend.
+    pub fn texture_size(&self, s: &Storage) -> Option<(u32, u32)> {
+        tensor_of(s, &self.shared, "texture_size").ok().map(|t| t.texture_size())
+    }
+
+    /// Compiles every program up front (e.g. before timing a training loop) and returns how
+    /// many were compiled.
+    pub fn warm_up(&self) -> Result<usize> {
+        self.shared.current()?;
+        let mut n = 0;
+        for spec in crate::dialect::all_specs() {
+            self.shared.program("warm_up", spec)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn warn(msg: &str) {
+    eprintln!("pixelgrad-webgl: warning: {msg}");
+}
+
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn warn(msg: &str) {
+    web_sys::console::warn_1(&format!("pixelgrad-webgl: {msg}").into());
+}
+
+impl Backend for WebGlBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::WebGl
+    }
+
+    fn name(&self) -> String {
+        self.shared.name.clone()
+    }
+
+    fn upload(&self, data: &[f32]) -> Result<Storage> {
+        Ok(Storage::new(self.shared.upload(data)?))
+    }
+
+    fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        crate::ops::execute(&self.shared, op, inputs, shapes, out)
+    }
+
+    /// Blocking readPixels. Fine natively; in the browser prefer `read_async`, which does not
+    /// stall the page.
+    fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
+        let t = tensor_of(storage, &self.shared, "read")?;
+        self.shared.read_blocking(t, len)
+    }
+
+    fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
+        Box::pin(async move {
+            let t = tensor_of(storage, &self.shared, "read_async")?;
+            crate::readback::read_async(&self.shared, t, len).await
+        })
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.shared.current()?;
+        // SAFETY: glFlush on the current context.
+        unsafe { self.shared.gl.flush() };
+        self.shared.count(|c| c.submissions += 1);
+        Ok(())
+    }
+
+    fn counters(&self) -> Counters {
+        self.shared.counters.get()
+    }
+}

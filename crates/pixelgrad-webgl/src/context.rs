@@ -1,0 +1,134 @@
+//! The state behind one backend: the GL context, the texture pool, the program cache, counters
+//! and the pass log. The GL context is single-threaded, so it lives in an `Rc` that every
+//! tensor texture also holds (a texture can outlive the backend handle and still be returned
+//! to the pool, and the context is destroyed only after the last texture).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use glow::HasContext;
+use pixelgrad_core::{Counters, Error, Result};
+
+use crate::dialect::ProgramSpec;
+use crate::options::{TexelFormat, WebGlReport};
+use crate::program::Program;
+
+/// Pool key: texture width, height and internal format.
+pub(crate) type PoolKey = (u32, u32, u32);
+
+pub(crate) struct Shared {
+    pub gl: glow::Context,
+    pub name: String,
+    pub report: RefCell<WebGlReport>,
+    pub format: TexelFormat,
+    /// Layout limit (MAX_TEXTURE_SIZE or the forced smaller value).
+    pub max_tex: u32,
+    pub pool: RefCell<HashMap<PoolKey, Vec<glow::Texture>>>,
+    pub programs: RefCell<HashMap<ProgramSpec, Rc<Program>>>,
+    pub vertex: Cell<Option<glow::Shader>>,
+    pub counters: Cell<Counters>,
+    pub pass_log: RefCell<Option<Vec<String>>>,
+    pub fbo: glow::Framebuffer,
+    pub vao: glow::VertexArray,
+    #[cfg(not(target_arch = "wasm32"))]
+    pub egl: Option<crate::egl::Headless>,
+}
+
+impl Shared {
+    /// Makes this backend's context current (a no-op unless several live in one thread).
+    pub fn current(&self) -> Result<()> {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(e) = &self.egl {
+            e.make_current()?;
+        }
+        Ok(())
+    }
+
+    pub fn err(&self, op: &'static str, msg: impl Into<String>) -> Error {
+        Error::backend(op, self.name.clone(), msg)
+    }
+
+    pub fn count(&self, f: impl FnOnce(&mut Counters)) {
+        let mut c = self.counters.get();
+        f(&mut c);
+        self.counters.set(c);
+    }
+
+    pub fn log_pass(&self, line: impl FnOnce() -> String) {
+        if let Some(log) = self.pass_log.borrow_mut().as_mut() {
+            log.push(line());
+        }
+    }
+
+    /// Debug builds check `glGetError` after each pass and name the op; release builds skip
+    /// the round trip.
+    pub fn check_gl(&self, op: &'static str, what: &str) -> Result<()> {
+        if cfg!(debug_assertions) {
+            // SAFETY: plain state query on the current context.
+            let e = unsafe { self.gl.get_error() };
+            if e != glow::NO_ERROR {
+                return Err(self.err(op, format!("GL error 0x{e:04X} after {what} ({}:{})", file!(), line!())));
+            }
+        }
+        Ok(())
+    }
+
+    /// Returns a texture to the pool (called from a tensor's `Drop`).
+    pub fn release(&self, tex: glow::Texture, key: PoolKey) {
+        if let Ok(mut pool) = self.pool.try_borrow_mut() {
+            pool.entry(key).or_default().push(tex);
+        } else if self.current().is_ok() {
+            // The pool is busy (cannot happen in practice): free the texture instead.
+            // SAFETY: the texture belongs to this context and nothing references it any more.
+            unsafe { self.gl.delete_texture(tex) };
+            let bytes = texture_bytes(key, self.format);
+            self.count(|c| c.bytes_in_use = c.bytes_in_use.saturating_sub(bytes));
+        }
+    }
+
+    /// Frees every pooled texture.
+    pub fn trim_pool(&self) -> Result<()> {
+        self.current()?;
+        let drained: Vec<(PoolKey, Vec<glow::Texture>)> = self.pool.borrow_mut().drain().collect();
+        for (key, texs) in drained {
+            let bytes = texture_bytes(key, self.format);
+            for t in texs {
+                // SAFETY: pooled textures are referenced by no tensor.
+                unsafe { self.gl.delete_texture(t) };
+                self.count(|c| c.bytes_in_use = c.bytes_in_use.saturating_sub(bytes));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Device bytes of a pooled texture (RGBA8 heatmap targets are not pooled).
+pub(crate) fn texture_bytes(key: PoolKey, format: TexelFormat) -> u64 {
+    key.0 as u64 * key.1 as u64 * format.texel_bytes()
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if self.current().is_err() {
+            return;
+        }
+        // SAFETY: the context is current and these objects belong to it; no tensor is alive
+        // (each holds an Rc to this struct).
+        unsafe {
+            for (_, texs) in self.pool.get_mut().drain() {
+                for t in texs {
+                    self.gl.delete_texture(t);
+                }
+            }
+            for (_, p) in self.programs.get_mut().drain() {
+                self.gl.delete_program(p.program);
+            }
+            if let Some(v) = self.vertex.get() {
+                self.gl.delete_shader(v);
+            }
+            self.gl.delete_framebuffer(self.fbo);
+            self.gl.delete_vertex_array(self.vao);
+        }
+    }
+}

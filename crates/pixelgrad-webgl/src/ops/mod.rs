@@ -1,0 +1,78 @@
+//! Forward kernels of every primitive op, as passes. `execute` matches [`Op`] exhaustively.
+
+mod elementwise;
+mod index;
+mod layout;
+mod matmul;
+mod reduce;
+mod window;
+
+use std::rc::Rc;
+
+use pixelgrad_core::{Op, Result, Shape, Storage};
+
+use crate::context::Shared;
+use crate::texture::{tensor_of, GlTensor};
+
+pub(crate) use reduce::reduce_axis;
+
+/// Row-major strides as i64 (uniform-friendly).
+pub(crate) fn strides(dims: &[usize]) -> Vec<i64> {
+    let mut s = vec![0i64; dims.len()];
+    let mut acc = 1i64;
+    for i in (0..dims.len()).rev() {
+        s[i] = acc;
+        acc *= dims[i] as i64;
+    }
+    s
+}
+
+/// `(outer, axis size, inner)` of a shape around `axis`.
+pub(crate) fn split_axis(dims: &[usize], axis: usize) -> (usize, usize, usize) {
+    let outer = dims[..axis].iter().product();
+    let inner = dims[axis + 1..].iter().product();
+    (outer, dims[axis], inner)
+}
+
+pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+    sh.current()?;
+    let name = op.name();
+    let ts: Vec<&GlTensor> = inputs.iter().map(|s| tensor_of(s, sh, name)).collect::<Result<_>>()?;
+    for (t, s) in ts.iter().zip(shapes) {
+        if t.len < s.numel() {
+            return Err(sh.err(name, format!("storage holds {} elements but the shape {s} needs {}", t.len, s.numel())));
+        }
+    }
+    let rank = shapes.iter().map(|s| s.rank()).chain(std::iter::once(out.rank())).max().unwrap_or(0);
+    if rank > crate::dialect::MAX_RANK {
+        return Err(pixelgrad_core::Error::Limit {
+            op: name,
+            backend: sh.name.clone(),
+            limit_name: "MAX_RANK",
+            limit: crate::dialect::MAX_RANK as u64,
+            requested: rank as u64,
+        });
+    }
+    let n = out.numel();
+    let t = match op {
+        Op::Fill { value, .. } => elementwise::fill(sh, *value, n)?,
+        Op::Random { seed, dist, .. } => elementwise::random(sh, *seed, *dist, n)?,
+        Op::Unary(u) => elementwise::unary(sh, *u, ts[0], n)?,
+        Op::Binary(b) => elementwise::binary(sh, *b, ts[0], ts[1], shapes[0], shapes[1], out)?,
+        Op::Where => elementwise::select(sh, &ts, shapes, out)?,
+        Op::Reduce { op: r, axis } => reduce::reduce(sh, *r, ts[0], shapes[0], *axis)?,
+        Op::MatMul { trans_a, trans_b } => matmul::matmul(sh, ts[0], ts[1], shapes[0], shapes[1], *trans_a, *trans_b, out)?,
+        Op::Im2Col(w) => window::im2col(sh, ts[0], shapes[0], *w, out)?,
+        Op::Col2Im { window: w, h, w: wd } => window::col2im(sh, ts[0], *w, *h, *wd, out)?,
+        Op::Gather { axis } => index::gather(sh, ts[0], ts[1], shapes[0], shapes[1], *axis)?,
+        Op::ScatterAdd { axis, size } => index::scatter_add(sh, ts[0], ts[1], shapes[0], *axis, *size)?,
+        // No data moves: the output shares the input's texture.
+        Op::Reshape(_) => return Ok(inputs[0].clone()),
+        Op::Permute(p) => layout::permute(sh, ts[0], shapes[0], p, out)?,
+        Op::Expand(s) => layout::expand(sh, ts[0], shapes[0], s)?,
+        Op::Slice { starts, .. } => layout::slice(sh, ts[0], shapes[0], starts, out)?,
+        Op::Pad { before, .. } => layout::pad(sh, ts[0], shapes[0], before, out)?,
+        Op::Concat { axis } => layout::concat(sh, &ts, shapes, *axis, out)?,
+    };
+    Ok(Storage::new(t))
+}

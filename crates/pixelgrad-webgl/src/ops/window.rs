@@ -1,0 +1,38 @@
+//! im2col and col2im (col2im as a gather over the windows covering each pixel, so no two
+//! fragments ever write the same output).
+
+use std::rc::Rc;
+
+use pixelgrad_core::{Result, Shape, Window};
+
+use crate::context::Shared;
+use crate::launch::Pass;
+use crate::texture::GlTensor;
+
+fn window_pass<'a>(name: &'static str, x: &'a GlTensor, w: Window, c: usize, h: usize, wd: usize, oh: usize, ow: usize) -> Pass<'a> {
+    Pass::new(name, name, 0)
+        .input("u_x", x)
+        .int("u_c", c)
+        .int("u_h", h)
+        .int("u_w", wd)
+        .int("u_kh", w.kh)
+        .int("u_kw", w.kw)
+        .int("u_sh", w.stride_h)
+        .int("u_sw", w.stride_w)
+        .int("u_ph", w.pad_h)
+        .int("u_pw", w.pad_w)
+        .int("u_oh", oh)
+        .int("u_ow", ow)
+}
+
+pub(crate) fn im2col(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out: &Shape) -> Result<GlTensor> {
+    let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
+    let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("im2col", "window does not fit"))?;
+    sh.run(window_pass("im2col", x, w, c, h, wd, oh, ow), out.numel())
+}
+
+pub(crate) fn col2im(sh: &Rc<Shared>, x: &GlTensor, w: Window, h: usize, wd: usize, out: &Shape) -> Result<GlTensor> {
+    let c = out.0[1];
+    let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("col2im", "window does not fit"))?;
+    sh.run(window_pass("col2im", x, w, c, h, wd, oh, ow), out.numel())
+}

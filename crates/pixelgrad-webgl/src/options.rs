@@ -1,0 +1,135 @@
+//! Public configuration and report types.
+
+/// How to create a [`crate::WebGlBackend`].
+#[derive(Clone, Debug)]
+pub struct WebGlOptions {
+    /// Store tensors in RGBA16F even when RGBA32F render targets work (for testing the
+    /// fallback path; half precision is far less accurate).
+    pub force_half_float: bool,
+    /// Use at most this MAX_TEXTURE_SIZE (a smaller value than the device's; tests use it to
+    /// exercise row wrapping and the size limit without huge textures).
+    pub max_texture_size: Option<u32>,
+    /// Run the precision self-test while creating the backend (its result is in the report).
+    pub self_test: bool,
+}
+
+impl Default for WebGlOptions {
+    fn default() -> Self {
+        WebGlOptions { force_half_float: false, max_texture_size: None, self_test: true }
+    }
+}
+
+/// Storage format of every tensor texture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TexelFormat {
+    /// 4 x f32 per texel (needs EXT_color_buffer_float to render into).
+    Rgba32F,
+    /// 4 x f16 per texel (EXT_color_buffer_half_float): ~3 decimal digits.
+    Rgba16F,
+}
+
+impl TexelFormat {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TexelFormat::Rgba32F => "RGBA32F",
+            TexelFormat::Rgba16F => "RGBA16F",
+        }
+    }
+    /// Bytes per texel on the device.
+    pub fn texel_bytes(&self) -> u64 {
+        match self {
+            TexelFormat::Rgba32F => 16,
+            TexelFormat::Rgba16F => 8,
+        }
+    }
+    pub(crate) fn internal_format(&self) -> u32 {
+        match self {
+            TexelFormat::Rgba32F => glow::RGBA32F,
+            TexelFormat::Rgba16F => glow::RGBA16F,
+        }
+    }
+}
+
+/// Fragment-shader float precision as reported by `getShaderPrecisionFormat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrecisionFormat {
+    /// log2 of the representable range (127 for IEEE f32).
+    pub range_max: i32,
+    /// Bits of mantissa precision (23 for IEEE f32, 0 when unsupported).
+    pub precision: i32,
+}
+
+/// Capabilities measured at init, plus the decisions taken from them.
+#[derive(Clone, Debug)]
+pub struct WebGlReport {
+    pub renderer: String,
+    pub version: String,
+    pub vendor: String,
+    /// Extension advertised.
+    pub ext_color_buffer_float: bool,
+    pub ext_color_buffer_half_float: bool,
+    pub ext_float_blend: bool,
+    /// Measured: an RGBA32F texture makes a complete framebuffer.
+    pub float_render_target: bool,
+    /// Measured: an RGBA16F texture makes a complete framebuffer.
+    pub half_render_target: bool,
+    /// Fragment-shader `highp float` (None if the query failed).
+    pub fragment_highp: Option<PrecisionFormat>,
+    /// The device's MAX_TEXTURE_SIZE.
+    pub max_texture_size: u32,
+    /// The limit actually used for layouts (smaller if forced by options).
+    pub effective_max_texture_size: u32,
+    pub max_draw_buffers: u32,
+    /// The format chosen for tensors.
+    pub format: TexelFormat,
+    /// Why a fallback was taken, if one was.
+    pub warnings: Vec<String>,
+    /// The precision self-test run at init, if enabled.
+    pub self_test: Option<SelfTest>,
+}
+
+/// Result of [`crate::WebGlBackend::self_test`]: each check against a host f64 reference.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SelfTest {
+    /// Largest relative error over all checks.
+    pub max_rel_error: f64,
+    /// `(check name, its max relative error)`.
+    pub details: Vec<(String, f64)>,
+}
+
+/// An 8-bit RGBA image, rows top to bottom.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RgbaImage {
+    pub width: u32,
+    pub height: u32,
+    /// `width * height * 4` bytes.
+    pub pixels: Vec<u8>,
+}
+
+impl RgbaImage {
+    /// The RGBA of pixel (x, y), if inside.
+    pub fn pixel(&self, x: u32, y: u32) -> Option<[u8; 4]> {
+        if x >= self.width || y >= self.height {
+            return None;
+        }
+        let o = ((y * self.width + x) * 4) as usize;
+        Some([self.pixels[o], self.pixels[o + 1], self.pixels[o + 2], self.pixels[o + 3]])
+    }
+}
+
+/// How [`crate::WebGlBackend::render_heatmap`] draws.
+#[derive(Clone, Copy, Debug)]
+pub struct HeatmapOptions {
+    /// Pixels per element along each side.
+    pub pixel_size: u32,
+    /// Grey pixels between (and around) tiles of a filter bank.
+    pub border: u32,
+    /// Tile columns for a `[n, c, h, w]` bank (default: `c`, i.e. one row of tiles per filter).
+    pub columns: Option<u32>,
+}
+
+impl Default for HeatmapOptions {
+    fn default() -> Self {
+        HeatmapOptions { pixel_size: 4, border: 1, columns: None }
+    }
+}

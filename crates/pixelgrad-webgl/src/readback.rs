@@ -1,0 +1,95 @@
+//! Non-blocking readback: readPixels into a pixel-pack buffer, a fence, polling the fence with
+//! a zero timeout (yielding to the event loop between polls in the browser, where the fence
+//! only signals once control returns to it), then one copy out of the buffer.
+
+use glow::HasContext;
+use pixelgrad_core::Result;
+
+use crate::context::Shared;
+use crate::texture::{bytes_to_f32, GlTensor};
+
+pub(crate) async fn read_async(sh: &Shared, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
+    sh.current()?;
+    if len > t.len {
+        return Err(sh.err("read_async", format!("asked for {len} elements of a tensor of {}", t.len)));
+    }
+    let size = t.w as usize * t.h as usize * 16;
+    sh.attach(t.tex, "read_async")?;
+    let gl = &sh.gl;
+    // SAFETY: the pack buffer is sized for w*h RGBA f32 texels; objects are deleted below.
+    let (buf, fence) = unsafe {
+        let buf = gl.create_buffer().map_err(|e| sh.err("read_async", format!("create_buffer: {e}")))?;
+        gl.bind_buffer(glow::PIXEL_PACK_BUFFER, Some(buf));
+        gl.buffer_data_size(glow::PIXEL_PACK_BUFFER, size as i32, glow::STREAM_READ);
+        gl.pixel_store_i32(glow::PACK_ALIGNMENT, 4);
+        gl.read_pixels(0, 0, t.w as i32, t.h as i32, glow::RGBA, glow::FLOAT, glow::PixelPackData::BufferOffset(0));
+        gl.bind_buffer(glow::PIXEL_PACK_BUFFER, None);
+        let fence = match gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0) {
+            Ok(f) => f,
+            Err(e) => {
+                gl.delete_buffer(buf);
+                return Err(sh.err("read_async", format!("fence_sync: {e}")));
+            }
+        };
+        gl.flush();
+        (buf, fence)
+    };
+    loop {
+        sh.current()?;
+        // Browser: poll with a zero timeout and yield to the event loop in between. Natively a
+        // short bounded wait is kinder than spinning.
+        let timeout = if cfg!(target_arch = "wasm32") { 0 } else { 1_000_000 };
+        // SAFETY: waiting on a live fence with a bounded timeout.
+        let status = unsafe { gl.client_wait_sync(fence, glow::SYNC_FLUSH_COMMANDS_BIT, timeout) };
+        match status {
+            glow::ALREADY_SIGNALED | glow::CONDITION_SATISFIED => break,
+            glow::WAIT_FAILED => {
+                // SAFETY: releasing this call's objects.
+                unsafe {
+                    gl.delete_sync(fence);
+                    gl.delete_buffer(buf);
+                }
+                return Err(sh.err("read_async", "waiting for the readback fence failed"));
+            }
+            _ => yield_now().await,
+        }
+    }
+    let mut bytes = vec![0u8; size];
+    // SAFETY: the fence has signalled, so the copy into the buffer is complete.
+    unsafe {
+        gl.delete_sync(fence);
+        gl.bind_buffer(glow::PIXEL_PACK_BUFFER, Some(buf));
+        gl.get_buffer_sub_data(glow::PIXEL_PACK_BUFFER, 0, &mut bytes);
+        gl.bind_buffer(glow::PIXEL_PACK_BUFFER, None);
+        gl.delete_buffer(buf);
+    }
+    sh.check_gl("read_async", "get_buffer_sub_data")?;
+    sh.count(|c| c.readbacks += 1);
+    Ok(bytes_to_f32(&bytes, len))
+}
+
+/// Natively the bounded wait above already paused; nothing more to do.
+#[cfg(not(target_arch = "wasm32"))]
+async fn yield_now() {}
+
+/// In the browser: wait for a `setTimeout(0)` tick so the event loop runs and the fence can
+/// signal (works in windows and workers alike).
+#[cfg(target_arch = "wasm32")]
+async fn yield_now() {
+    use wasm_bindgen::{JsCast, JsValue};
+    let promise = js_sys::Promise::new(&mut |resolve, _reject| {
+        let global = js_sys::global();
+        let set_timeout = js_sys::Reflect::get(&global, &JsValue::from_str("setTimeout"))
+            .ok()
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+        match set_timeout {
+            Some(f) => {
+                let _ = f.call2(&global, &resolve, &JsValue::from(0));
+            }
+            None => {
+                let _ = resolve.call0(&JsValue::NULL);
+            }
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}

@@ -1,0 +1,59 @@
+//! Precision self-test: a few ops on this backend against host f64 arithmetic. Each check's
+//! error is max |got - want| / max |want| (normalised by the largest reference value, so values
+//! near zero do not blow it up); the report keeps the worst.
+
+use pixelgrad_core::{rng, Device, Result, Tensor};
+
+use crate::backend::WebGlBackend;
+use crate::options::SelfTest;
+
+fn host(seed: u64, n: usize, lo: f64, hi: f64) -> Vec<f32> {
+    (0..n).map(|i| (lo + (hi - lo) * rng::uniform(seed, i as u64) as f64) as f32).collect()
+}
+
+fn rel_error(got: &[f32], want: &[f64]) -> f64 {
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-30);
+    got.iter().zip(want).fold(0.0f64, |m, (&g, &w)| m.max((g as f64 - w).abs())) / scale
+}
+
+impl WebGlBackend {
+    /// Runs a small matmul, exp, log, sigmoid and a 100k-element sum against host f64 and
+    /// reports the relative errors (about 1e-6 with RGBA32F, 1e-3 with RGBA16F).
+    pub fn self_test(&self) -> Result<SelfTest> {
+        let dev = Device::new(self.clone());
+        let mut details = Vec::new();
+
+        let (m, k, n) = (24, 48, 20);
+        let a = host(1, m * k, -1.0, 1.0);
+        let b = host(2, k * n, -1.0, 1.0);
+        let mut want = vec![0.0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                want[i * n + j] = (0..k).map(|p| a[i * k + p] as f64 * b[p * n + j] as f64).sum();
+            }
+        }
+        let ta = Tensor::from_vec(&dev, &a, [m, k])?;
+        let tb = Tensor::from_vec(&dev, &b, [k, n])?;
+        details.push(("matmul 24x48x20".to_string(), rel_error(&ta.matmul(&tb)?.to_vec()?, &want)));
+
+        let x = host(3, 1000, -4.0, 4.0);
+        let tx = Tensor::from_vec(&dev, &x, [1000])?;
+        let want: Vec<f64> = x.iter().map(|&v| (v as f64).exp()).collect();
+        details.push(("exp on [-4, 4]".to_string(), rel_error(&tx.exp()?.to_vec()?, &want)));
+        let want: Vec<f64> = x.iter().map(|&v| 1.0 / (1.0 + (-(v as f64)).exp())).collect();
+        details.push(("sigmoid on [-4, 4]".to_string(), rel_error(&tx.sigmoid()?.to_vec()?, &want)));
+
+        let p = host(4, 1000, 0.01, 10.0);
+        let tp = Tensor::from_vec(&dev, &p, [1000])?;
+        let want: Vec<f64> = p.iter().map(|&v| (v as f64).ln()).collect();
+        details.push(("log on [0.01, 10]".to_string(), rel_error(&tp.log()?.to_vec()?, &want)));
+
+        let s = host(5, 100_000, 0.0, 1.0);
+        let ts = Tensor::from_vec(&dev, &s, [100_000])?;
+        let want = s.iter().map(|&v| v as f64).sum::<f64>();
+        details.push(("sum of 100k in [0, 1)".to_string(), rel_error(&ts.sum_all()?.to_vec()?, &[want])));
+
+        let max_rel_error = details.iter().fold(0.0f64, |m, (_, e)| if e.is_nan() { f64::INFINITY } else { m.max(*e) });
+        Ok(SelfTest { max_rel_error, details })
+    }
+}

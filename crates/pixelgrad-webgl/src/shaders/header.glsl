@@ -1,0 +1,31 @@
+// Shared helpers for every pixelgrad fragment program. Tensors live in RGBA textures holding 4
+// consecutive elements per texel, row-major over the texture (texel t at (t % width, t / width)).
+
+out vec4 o_color;
+
+// Output geometry: the texture width in texels and the number of valid elements.
+uniform int u_out_w;
+uniform int u_out_n;
+
+// Element i of a tensor stored in sampler s (4 per texel). Reads with texelFetch (integer
+// coordinates, no filtering), so NEAREST/CLAMP settings can never blend neighbours.
+float fetch(highp sampler2D s, int i) {
+    int t = i >> 2;
+    int w = textureSize(s, 0).x;
+    vec4 v = texelFetch(s, ivec2(t % w, t / w), 0);
+    int k = i & 3;
+    // Explicit selection instead of dynamic vector indexing, which some drivers mishandle.
+    return k == 0 ? v.x : (k == 1 ? v.y : (k == 2 ? v.z : v.w));
+}
+
+// The whole texel t of a tensor (elements 4t .. 4t+3).
+vec4 fetch4(highp sampler2D s, int t) {
+    int w = textureSize(s, 0).x;
+    return texelFetch(s, ivec2(t % w, t / w), 0);
+}
+
+// Flat index of the first of the 4 elements this fragment writes.
+int out_base() {
+    ivec2 p = ivec2(gl_FragCoord.xy);
+    return 4 * (p.y * u_out_w + p.x);
+}

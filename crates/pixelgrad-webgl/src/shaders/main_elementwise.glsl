@@ -1,0 +1,10 @@
+// Entry point for programs that compute one element at a time: `float compute(int i)`.
+void main() {
+    int base = out_base();
+    vec4 r = vec4(0.0);
+    if (base + 0 < u_out_n) r.x = compute(base + 0);
+    if (base + 1 < u_out_n) r.y = compute(base + 1);
+    if (base + 2 < u_out_n) r.z = compute(base + 2);
+    if (base + 3 < u_out_n) r.w = compute(base + 3);
+    o_color = r;
+}

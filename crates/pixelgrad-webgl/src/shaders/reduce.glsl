@@ -1,0 +1,40 @@
+// One pass of a reduction tree. The input is viewed as [outer, u_n, inner]; the output is
+// [outer, u_m, inner] with u_m = ceil(u_n / u_group): each output combines up to u_group
+// consecutive elements along the axis. Passes repeat until u_m == 1.
+// CONFIG 0 sum, 1 max, 2 min, 3 "first index whose value equals u_best" (argmax's last step
+// before a min tree; misses give 3e38).
+uniform highp sampler2D u_x;
+uniform highp sampler2D u_best;  // CONFIG 3 only: [outer, 1, inner] maxima
+uniform int u_n;
+uniform int u_m;
+uniform int u_inner;
+uniform int u_group;
+
+float compute(int i) {
+    int inner = i % u_inner;
+    int j = (i / u_inner) % u_m;
+    int o = i / (u_inner * u_m);
+    int k0 = j * u_group;
+    int k1 = min(u_n, k0 + u_group);
+    int base = o * u_n * u_inner + inner;
+#if CONFIG == 3
+    float best = fetch(u_best, o * u_inner + inner);
+    for (int k = k0; k < k1; ++k) {
+        if (fetch(u_x, base + k * u_inner) == best) return float(k);
+    }
+    return 3.0e38;
+#else
+    float acc = fetch(u_x, base + k0 * u_inner);
+    for (int k = k0 + 1; k < k1; ++k) {
+        float v = fetch(u_x, base + k * u_inner);
+#if CONFIG == 0
+        acc += v;
+#elif CONFIG == 1
+        acc = max(acc, v);
+#else
+        acc = min(acc, v);
+#endif
+    }
+    return acc;
+#endif
+}

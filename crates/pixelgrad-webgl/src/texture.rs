@@ -1,0 +1,193 @@
+//! Tensor storage: one RGBA float texture per tensor, 4 consecutive elements per texel, texels
+//! in row-major order over a near-square texture. Textures come from a pool keyed by
+//! (width, height, format) and go back to it when the tensor's last handle drops.
+
+use std::rc::Rc;
+
+use glow::HasContext;
+use pixelgrad_core::{Error, Result, Storage};
+
+use crate::context::{texture_bytes, PoolKey, Shared};
+
+/// Texture width and height (in texels) for `len` elements: width = min(max, ceil(sqrt(texels))),
+/// height = ceil(texels / width). Fails with [`Error::Limit`] naming MAX_TEXTURE_SIZE when the
+/// tensor cannot fit.
+pub fn layout(len: usize, max_tex: u32, op: &'static str, backend: &str) -> Result<(u32, u32)> {
+    let texels = len.div_ceil(4).max(1) as u64;
+    let max = max_tex as u64;
+    let mut w = (texels as f64).sqrt().ceil() as u64;
+    // Guard against float rounding on huge sizes.
+    while w * w < texels {
+        w += 1;
+    }
+    let w = w.clamp(1, max);
+    let h = texels.div_ceil(w);
+    if h > max {
+        return Err(Error::Limit {
+            op,
+            backend: backend.to_string(),
+            limit_name: "MAX_TEXTURE_SIZE",
+            limit: max,
+            requested: h.max(w),
+        });
+    }
+    Ok((w as u32, h as u32))
+}
+
+/// The backend's [`Storage`] payload: a texture holding `len` elements.
+pub struct GlTensor {
+    pub(crate) tex: glow::Texture,
+    pub(crate) w: u32,
+    pub(crate) h: u32,
+    pub(crate) len: usize,
+    pub(crate) shared: Rc<Shared>,
+}
+
+impl GlTensor {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// True for a 0-element tensor.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Texture size in texels.
+    pub fn texture_size(&self) -> (u32, u32) {
+        (self.w, self.h)
+    }
+    pub(crate) fn key(&self) -> PoolKey {
+        (self.w, self.h, self.shared.format.internal_format())
+    }
+}
+
+impl Drop for GlTensor {
+    fn drop(&mut self) {
+        let key = self.key();
+        self.shared.release(self.tex, key);
+    }
+}
+
+/// Downcasts a storage to this backend's texture.
+pub(crate) fn tensor_of<'a>(s: &'a Storage, shared: &Shared, op: &'static str) -> Result<&'a GlTensor> {
+    s.downcast::<GlTensor>()
+        .filter(|t| std::ptr::eq(Rc::as_ptr(&t.shared), shared as *const Shared))
+        .ok_or_else(|| Error::BackendMismatch { op, a: shared.name.clone(), b: "another backend".into() })
+}
+
+impl Shared {
+    /// A texture for `len` elements, from the pool when one of the same size is free.
+    pub fn alloc(self: &Rc<Self>, len: usize, op: &'static str) -> Result<GlTensor> {
+        let (w, h) = layout(len, self.max_tex, op, &self.name)?;
+        let key = (w, h, self.format.internal_format());
+        let pooled = self.pool.borrow_mut().get_mut(&key).and_then(|v| v.pop());
+        let tex = match pooled {
+            Some(t) => t,
+            None => self.new_texture(key, op)?,
+        };
+        Ok(GlTensor { tex, w, h, len, shared: self.clone() })
+    }
+
+    fn new_texture(&self, key: PoolKey, op: &'static str) -> Result<glow::Texture> {
+        let gl = &self.gl;
+        // SAFETY: creating and configuring a texture on the current context.
+        let tex = unsafe {
+            let t = gl.create_texture().map_err(|e| self.err(op, format!("create_texture: {e}")))?;
+            gl.bind_texture(glow::TEXTURE_2D, Some(t));
+            gl.tex_storage_2d(glow::TEXTURE_2D, 1, key.2, key.0 as i32, key.1 as i32);
+            // Data textures: never filter or wrap (texelFetch ignores both, but a sampler with
+            // LINEAR on a float texture may be incomplete without OES_texture_float_linear).
+            gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MIN_FILTER, glow::NEAREST as i32);
+            gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MAG_FILTER, glow::NEAREST as i32);
+            gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_WRAP_S, glow::CLAMP_TO_EDGE as i32);
+            gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_WRAP_T, glow::CLAMP_TO_EDGE as i32);
+            gl.bind_texture(glow::TEXTURE_2D, None);
+            t
+        };
+        self.check_gl(op, "texture allocation")?;
+        let bytes = texture_bytes(key, self.format);
+        self.count(|c| {
+            c.allocations += 1;
+            c.bytes_in_use += bytes;
+        });
+        Ok(tex)
+    }
+
+    /// Uploads host data into a new texture (padding the last texel with zeros).
+    pub fn upload(self: &Rc<Self>, data: &[f32]) -> Result<GlTensor> {
+        self.current()?;
+        let t = self.alloc(data.len(), "upload")?;
+        let texels = t.w as usize * t.h as usize;
+        let mut bytes = Vec::with_capacity(texels * 16);
+        for v in data {
+            bytes.extend_from_slice(&v.to_ne_bytes());
+        }
+        bytes.resize(texels * 16, 0);
+        // SAFETY: the buffer holds exactly w*h RGBA f32 texels.
+        unsafe {
+            self.gl.bind_texture(glow::TEXTURE_2D, Some(t.tex));
+            self.gl.pixel_store_i32(glow::UNPACK_ALIGNMENT, 4);
+            self.gl.tex_sub_image_2d(
+                glow::TEXTURE_2D,
+                0,
+                0,
+                0,
+                t.w as i32,
+                t.h as i32,
+                glow::RGBA,
+                glow::FLOAT,
+                glow::PixelUnpackData::Slice(Some(&bytes)),
+            );
+            self.gl.bind_texture(glow::TEXTURE_2D, None);
+        }
+        self.check_gl("upload", "tex_sub_image_2d")?;
+        Ok(t)
+    }
+
+    /// Attaches `tex` as the framebuffer's colour target (reads and draws both go through it).
+    pub fn attach(&self, tex: glow::Texture, op: &'static str) -> Result<()> {
+        // SAFETY: framebuffer setup on the current context.
+        unsafe {
+            self.gl.bind_framebuffer(glow::FRAMEBUFFER, Some(self.fbo));
+            self.gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0, glow::TEXTURE_2D, Some(tex), 0);
+            if cfg!(debug_assertions) {
+                let s = self.gl.check_framebuffer_status(glow::FRAMEBUFFER);
+                if s != glow::FRAMEBUFFER_COMPLETE {
+                    return Err(self.err(op, format!("framebuffer incomplete (status 0x{s:04X})")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Blocking readback with readPixels (RGBA / FLOAT), trimmed to `len` elements.
+    pub fn read_blocking(&self, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
+        self.current()?;
+        if len > t.len {
+            return Err(self.err("read", format!("asked for {len} elements of a tensor of {}", t.len)));
+        }
+        self.attach(t.tex, "read")?;
+        let mut bytes = vec![0u8; t.w as usize * t.h as usize * 16];
+        // SAFETY: the buffer is exactly w*h RGBA f32 texels.
+        unsafe {
+            self.gl.pixel_store_i32(glow::PACK_ALIGNMENT, 4);
+            self.gl.read_pixels(
+                0,
+                0,
+                t.w as i32,
+                t.h as i32,
+                glow::RGBA,
+                glow::FLOAT,
+                glow::PixelPackData::Slice(Some(&mut bytes)),
+            );
+        }
+        self.check_gl("read", "read_pixels")?;
+        self.count(|c| c.readbacks += 1);
+        Ok(bytes_to_f32(&bytes, len))
+    }
+}
+
+/// The first `len` native-endian f32 values of `bytes`.
+pub(crate) fn bytes_to_f32(bytes: &[u8], len: usize) -> Vec<f32> {
+    bytes.chunks_exact(4).take(len).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
