@@ -22,9 +22,11 @@
 //! this crate's own tests and by layer crates for theirs.
 
 pub mod families;
+pub mod gradcheck;
 pub mod harness;
 pub mod tolerance;
 
+pub use gradcheck::{check_gradients, check_gradients_eps, grad_error, FD_EPS};
 pub use harness::{check_all, compare, reference_device, seed_of, Case, Gen};
 pub use tolerance::Tol;
 

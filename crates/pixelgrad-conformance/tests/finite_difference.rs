@@ -1,0 +1,246 @@
+//! Finite-difference gradient checks (f64, reference backend) for every primitive and the
+//! composites: autodiff's gradient rule must match central differences to ~1e-6.
+
+use pixelgrad_conformance::{check_gradients, families::one_hot, seed_of, Gen};
+use pixelgrad_core::composite::{avg_pool2d, bce_with_logits, conv2d, cross_entropy, cross_entropy_one_hot, max_pool2d, mse};
+use pixelgrad_core::{BinaryOp, Op, ReduceOp, Result, Shape, Tensor, UnaryOp, Window};
+
+const MAX_ERR: f64 = 1e-6;
+
+/// One check: `f` on inputs drawn from `gens` with `shapes` (seeded by `name`).
+fn fd(name: &str, f: impl Fn(&[Tensor]) -> Result<Tensor>, specs: &[(&[usize], Gen)]) {
+    let shapes: Vec<Shape> = specs.iter().map(|(s, _)| Shape::from(*s)).collect();
+    let inputs: Vec<Vec<f64>> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, (s, g))| g.values(seed_of(&format!("fd/{name}/{i}")), Shape::from(*s).numel()))
+        .collect();
+    let err = check_gradients(f, &inputs, &shapes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(err < MAX_ERR, "{name}: max gradient error {err:.3e} >= {MAX_ERR:.0e}");
+}
+
+fn sym() -> Gen {
+    Gen::Uniform(-2.0, 2.0)
+}
+fn pos() -> Gen {
+    Gen::Uniform(0.3, 3.0)
+}
+
+/// A constant tensor on the device of `like`.
+fn constant(like: &Tensor, data: &[f64], shape: &[usize]) -> Result<Tensor> {
+    Tensor::from_f64(like.device(), data, shape.to_vec())
+}
+
+#[test]
+fn unary_ops() {
+    use UnaryOp as U;
+    let list: Vec<(&str, UnaryOp, Gen)> = vec![
+        ("neg", U::Neg, sym()),
+        ("exp", U::Exp, sym()),
+        ("log", U::Log, pos()),
+        ("sqrt", U::Sqrt, pos()),
+        ("recip", U::Recip, pos()),
+        ("tanh", U::Tanh, sym()),
+        ("sigmoid", U::Sigmoid, sym()),
+        ("abs", U::Abs, sym()),
+        ("sin", U::Sin, sym()),
+        ("cos", U::Cos, sym()),
+        ("affine", U::Affine { mul: -1.5, add: 0.25 }, sym()),
+        ("powf_3", U::Powf(3.0), sym()),
+        ("powf_2_5", U::Powf(2.5), pos()),
+        ("powf_minus_0_5", U::Powf(-0.5), pos()),
+        ("max_scalar", U::MaxScalar(0.1), sym()),
+        ("min_scalar", U::MinScalar(-0.2), sym()),
+        ("gt_scalar", U::GtScalar(0.3), sym()),
+    ];
+    for (name, op, g) in list {
+        fd(name, move |x| x[0].unary(op), &[(&[4, 5], g)]);
+    }
+}
+
+#[test]
+fn binary_ops() {
+    use BinaryOp as B;
+    let list: Vec<(&str, BinaryOp, Gen, Gen)> = vec![
+        ("add", B::Add, sym(), sym()),
+        ("sub", B::Sub, sym(), sym()),
+        ("mul", B::Mul, sym(), sym()),
+        ("div", B::Div, sym(), pos()),
+        ("max", B::Max, sym(), sym()),
+        ("min", B::Min, sym(), sym()),
+        ("pow", B::Pow, pos(), sym()),
+        ("gt", B::Gt, sym(), sym()),
+    ];
+    let shapes: &[(&[usize], &[usize])] = &[(&[3, 4], &[3, 4]), (&[3, 4], &[4]), (&[2, 1], &[1, 3]), (&[], &[2, 3])];
+    for (name, op, ga, gb) in list {
+        for (sa, sb) in shapes {
+            fd(&format!("{name}_{sa:?}_{sb:?}"), move |x| x[0].binary(op, &x[1]), &[(sa, ga.clone()), (sb, gb.clone())]);
+        }
+    }
+}
+
+#[test]
+fn where_op() {
+    fd(
+        "where",
+        |x| {
+            let c = constant(&x[0], &Gen::Mask.values(5, 12), &[3, 4])?;
+            Tensor::select(&c, &x[0], &x[1])
+        },
+        &[(&[3, 4], sym()), (&[4], sym())],
+    );
+}
+
+#[test]
+fn reductions() {
+    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax] {
+        for axis in 0..3 {
+            fd(&format!("{op:?}_axis{axis}"), move |x| Tensor::apply(x[0].device(), Op::Reduce { op, axis }, &[&x[0]]), &[(&[3, 4, 5], sym())]);
+        }
+    }
+}
+
+#[test]
+fn matmul_all_transposes_and_batches() {
+    let (m, k, n) = (3, 4, 5);
+    for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+        let da: Vec<usize> = if ta { vec![k, m] } else { vec![m, k] };
+        let db: Vec<usize> = if tb { vec![n, k] } else { vec![k, n] };
+        for (pa, pb) in [(None, None), (Some(2), Some(2)), (Some(1), Some(2)), (None, Some(2)), (Some(2), None)] {
+            let mut a = da.clone();
+            let mut b = db.clone();
+            if let Some(p) = pa {
+                a.insert(0, p);
+            }
+            if let Some(p) = pb {
+                b.insert(0, p);
+            }
+            fd(&format!("matmul_{a:?}_{ta}_{b:?}_{tb}"), move |x| x[0].matmul_t(&x[1], ta, tb), &[(&a, sym()), (&b, sym())]);
+        }
+    }
+}
+
+#[test]
+fn windows() {
+    let w = Window { kh: 2, kw: 3, stride_h: 1, stride_w: 2, pad_h: 1, pad_w: 1 };
+    fd("im2col", move |x| x[0].im2col(w), &[(&[2, 2, 4, 5], sym())]);
+    let (oh, ow) = w.out_hw(4, 5).unwrap();
+    fd("col2im", move |x| x[0].col2im(w, 4, 5), &[(&[2, 2 * 6, oh * ow], sym())]);
+    let sq = Window::square(3, 2, 0);
+    fd("im2col_k3s2", move |x| x[0].im2col(sq), &[(&[1, 2, 7, 7], sym())]);
+}
+
+#[test]
+fn indexing() {
+    fd(
+        "gather_axis1",
+        |x| {
+            let idx = constant(&x[0], &Gen::Indices(5).values(1, 12), &[3, 4])?;
+            x[0].gather(1, &idx)
+        },
+        &[(&[3, 5], sym())],
+    );
+    fd(
+        "gather_axis0",
+        |x| {
+            let idx = constant(&x[0], &Gen::Indices(3).values(2, 20), &[4, 5])?;
+            x[0].gather(0, &idx)
+        },
+        &[(&[3, 5], sym())],
+    );
+    fd(
+        "scatter_add",
+        |x| {
+            let idx = constant(&x[0], &Gen::Indices(4).values(3, 15), &[3, 5])?;
+            x[0].scatter_add(1, 4, &idx)
+        },
+        &[(&[3, 5], sym())],
+    );
+}
+
+#[test]
+fn movement() {
+    fd("reshape", |x| x[0].reshape([6, 2])?.mul(&x[1]), &[(&[3, 4], sym()), (&[6, 2], sym())]);
+    fd("permute", |x| x[0].permute(&[2, 0, 1]), &[(&[2, 3, 4], sym())]);
+    fd("expand", |x| x[0].broadcast_to([2, 3, 4]), &[(&[3, 1], sym())]);
+    fd("slice", |x| Tensor::apply(x[0].device(), Op::Slice { starts: vec![1, 0, 2], ends: vec![3, 2, 4] }, &[&x[0]]), &[(&[3, 3, 5], sym())]);
+    fd("pad", |x| x[0].pad(&[1, 0], &[0, 2]), &[(&[3, 4], sym())]);
+    fd(
+        "concat",
+        |x| Tensor::concat(&[&x[0], &x[1], &x[2]], 1),
+        &[(&[2, 3], sym()), (&[2, 1], sym()), (&[2, 2], sym())],
+    );
+    // Fill and random take no inputs; added to x they must pass its gradient through untouched.
+    fd(
+        "fill_and_random",
+        |x| x[0].add(&Tensor::rand_normal(x[0].device(), [3, 4], 0.0, 1.0, 9)?)?.mul(&Tensor::full(x[0].device(), [4], 2.0)?),
+        &[(&[3, 4], sym())],
+    );
+}
+
+#[test]
+fn activations() {
+    fd("relu", |x| x[0].relu(), &[(&[4, 6], sym())]);
+    fd("leaky_relu", |x| x[0].leaky_relu(0.2), &[(&[4, 6], sym())]);
+    fd("gelu", |x| x[0].gelu(), &[(&[4, 6], sym())]);
+    fd("sigmoid", |x| x[0].sigmoid(), &[(&[4, 6], sym())]);
+    fd("tanh", |x| x[0].tanh(), &[(&[4, 6], sym())]);
+    fd("softmax", |x| x[0].softmax(-1), &[(&[3, 5], sym())]);
+    fd("softmax_axis0", |x| x[0].softmax(0), &[(&[3, 5], sym())]);
+    fd("log_softmax", |x| x[0].log_softmax(1), &[(&[3, 5], sym())]);
+    fd("var_axis", |x| x[0].var_axis(1, true), &[(&[3, 5], sym())]);
+}
+
+#[test]
+fn conv_and_pools() {
+    fd(
+        "conv2d_s1p1_bias",
+        |x| conv2d(&x[0], &x[1], Some(&x[2]), 1, 1),
+        &[(&[1, 2, 5, 5], sym()), (&[3, 2, 3, 3], sym()), (&[3], sym())],
+    );
+    fd("conv2d_s2p0", |x| conv2d(&x[0], &x[1], None, 2, 0), &[(&[2, 2, 5, 4], sym()), (&[2, 2, 2, 2], sym())]);
+    fd("max_pool2d_k2s2", |x| max_pool2d(&x[0], 2, 2, 0), &[(&[1, 2, 4, 6], sym())]);
+    fd("max_pool2d_k3s2p1", |x| max_pool2d(&x[0], 3, 2, 1), &[(&[1, 2, 5, 5], sym())]);
+    fd("avg_pool2d_k2s2", |x| avg_pool2d(&x[0], 2, 2, 0), &[(&[1, 2, 4, 6], sym())]);
+    fd("avg_pool2d_k3s1p1", |x| avg_pool2d(&x[0], 3, 1, 1), &[(&[1, 1, 4, 4], sym())]);
+}
+
+#[test]
+fn losses() {
+    fd("mse", |x| mse(&x[0], &x[1]), &[(&[4, 3], sym()), (&[4, 3], sym())]);
+    fd(
+        "cross_entropy_class_index",
+        |x| {
+            let y = constant(&x[0], &Gen::Indices(4).values(4, 5), &[5])?;
+            cross_entropy(&x[0], &y)
+        },
+        &[(&[5, 4], sym())],
+    );
+    fd(
+        "cross_entropy_one_hot",
+        |x| {
+            let Gen::Values(v) = one_hot(5, 4) else { unreachable!() };
+            let t = constant(&x[0], &v, &[5, 4])?;
+            cross_entropy_one_hot(&x[0], &t)
+        },
+        &[(&[5, 4], sym())],
+    );
+    fd(
+        "bce_with_logits",
+        |x| {
+            let t = constant(&x[0], &Gen::Uniform(0.0, 1.0).values(6, 12), &[4, 3])?;
+            bce_with_logits(&x[0], &t)
+        },
+        &[(&[4, 3], Gen::Uniform(-4.0, 4.0))],
+    );
+}
+
+/// The checker itself must catch a wrong gradient: `x.detach() * x` has true derivative `2x`
+/// but autodiff only sees the second factor (`x`).
+#[test]
+fn checker_catches_a_wrong_gradient() {
+    let err = check_gradients(|x| x[0].detach().mul(&x[0]), &[vec![1.0, -2.0, 3.0]], &[Shape::from([3])]).unwrap();
+    assert!(err > 0.1, "{err}");
+    // And bad arguments are typed errors.
+    assert!(check_gradients(|x| Ok(x[0].clone()), &[vec![1.0]], &[Shape::from([2])]).is_err());
+}
