@@ -45,7 +45,11 @@ impl<'a> Batches<'a> {
         if let Some(&bad) = order.iter().find(|&&i| i >= ds.len()) {
             return Err(invalid(
                 "Batches::new",
-                format!("index {bad} out of range for {} ({} samples)", ds.name(), ds.len()),
+                format!(
+                    "index {bad} out of range for {} ({} samples)",
+                    ds.name(),
+                    ds.len()
+                ),
             ));
         }
         Ok(Self {
@@ -132,7 +136,10 @@ mod tests {
         let d = ds(10);
         let order: Vec<usize> = (0..10).rev().collect();
         let b: Vec<_> = d.batches(&order, 4).unwrap().collect();
-        assert_eq!(b.iter().map(|(_, y)| y.len()).collect::<Vec<_>>(), vec![4, 4, 2]);
+        assert_eq!(
+            b.iter().map(|(_, y)| y.len()).collect::<Vec<_>>(),
+            vec![4, 4, 2]
+        );
         assert_eq!(b[0].0[..2], [18.0, 19.0]); // sample 9 first
         let b = Batches::new(&d, &order, 4).unwrap().drop_last(true);
         assert_eq!(b.len(), 2);
@@ -142,7 +149,10 @@ mod tests {
     #[test]
     fn bad_arguments() {
         let d = ds(3);
-        assert!(Batches::new(&d, &[0, 3], 2).unwrap_err().to_string().contains("index 3"));
+        assert!(Batches::new(&d, &[0, 3], 2)
+            .unwrap_err()
+            .to_string()
+            .contains("index 3"));
         assert!(Batches::sequential(&d, 0).is_err());
     }
 }

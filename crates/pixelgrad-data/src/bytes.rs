@@ -77,6 +77,9 @@ mod tests {
         let e = maybe_gunzip(z[..z.len() / 2].to_vec(), "x.gz").unwrap_err();
         let msg = e.to_string();
         assert!(msg.starts_with("x.gz: "), "{msg}");
-        assert!(msg.contains("truncated") || msg.contains("corrupt"), "{msg}");
+        assert!(
+            msg.contains("truncated") || msg.contains("corrupt"),
+            "{msg}"
+        );
     }
 }

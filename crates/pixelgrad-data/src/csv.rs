@@ -67,7 +67,10 @@ pub fn parse_csv(bytes: &[u8], file: &str, opts: &CsvOptions) -> Result<Dataset>
     })?;
     if let PixelScale::Divide(s) = opts.scale {
         if !(s.is_finite() && s > 0.0) {
-            return Err(invalid("load_csv", format!("{file}: pixel scale {s} must be finite and > 0")));
+            return Err(invalid(
+                "load_csv",
+                format!("{file}: pixel scale {s} must be finite and > 0"),
+            ));
         }
     }
     let delim = char::from(opts.delimiter);
@@ -108,7 +111,10 @@ pub fn parse_csv(bytes: &[u8], file: &str, opts: &CsvOptions) -> Result<Dataset>
             return Err(csv_err(
                 line_no,
                 fields.len().min(count) + 1,
-                format!("expected {count} columns (as on line {set_on}), found {}", fields.len()),
+                format!(
+                    "expected {count} columns (as on line {set_on}), found {}",
+                    fields.len()
+                ),
             ));
         }
         for (col, f) in fields[..count - 1].iter().enumerate() {
@@ -116,18 +122,30 @@ pub fn parse_csv(bytes: &[u8], file: &str, opts: &CsvOptions) -> Result<Dataset>
                 csv_err(line_no, col + 1, format!("cannot parse {f:?} as a number"))
             })?;
             if !v.is_finite() {
-                return Err(csv_err(line_no, col + 1, format!("pixel value {f:?} is not finite")));
+                return Err(csv_err(
+                    line_no,
+                    col + 1,
+                    format!("pixel value {f:?} is not finite"),
+                ));
             }
             pixels.push(v);
         }
         let lf = fields[count - 1];
         labels.push(parse_label(lf).ok_or_else(|| {
-            csv_err(line_no, count, format!("label {lf:?} is not a non-negative whole number"))
+            csv_err(
+                line_no,
+                count,
+                format!("label {lf:?} is not a non-negative whole number"),
+            )
         })?);
         if let Some(classes) = opts.classes {
             let l = labels[labels.len() - 1];
             if l as usize >= classes {
-                return Err(csv_err(line_no, count, format!("label {l} is not below classes = {classes}")));
+                return Err(csv_err(
+                    line_no,
+                    count,
+                    format!("label {l} is not below classes = {classes}"),
+                ));
             }
         }
     }
@@ -160,7 +178,10 @@ pub fn parse_csv(bytes: &[u8], file: &str, opts: &CsvOptions) -> Result<Dataset>
             if s.iter().product::<usize>() != dims {
                 return Err(invalid(
                     "load_csv",
-                    format!("{file}: shape {s:?} holds {} values but rows have {dims} pixels", s.iter().product::<usize>()),
+                    format!(
+                        "{file}: shape {s:?} holds {} values but rows have {dims} pixels",
+                        s.iter().product::<usize>()
+                    ),
                 ));
             }
             s
@@ -233,14 +254,20 @@ mod tests {
     #[test]
     fn errors_name_line_and_column() {
         let e = parse_csv(b"1,2,3\n4,x,6\n", "a.csv", &CsvOptions::default()).unwrap_err();
-        assert_eq!(e.to_string(), "a.csv: line 2, column 2: cannot parse \"x\" as a number");
+        assert_eq!(
+            e.to_string(),
+            "a.csv: line 2, column 2: cannot parse \"x\" as a number"
+        );
         let e = parse_csv(b"1,2,3\n\n4,5\n", "a.csv", &CsvOptions::default()).unwrap_err();
         assert_eq!(
             e.to_string(),
             "a.csv: line 3, column 3: expected 3 columns (as on line 1), found 2"
         );
         let e = parse_csv(b"1,2,3.5\n", "a.csv", &CsvOptions::default()).unwrap_err();
-        assert!(e.to_string().contains("line 1, column 3: label \"3.5\""), "{e}");
+        assert!(
+            e.to_string().contains("line 1, column 3: label \"3.5\""),
+            "{e}"
+        );
         let e = parse_csv(b"a,b\n", "a.csv", &CsvOptions::default()).unwrap_err();
         assert_eq!(e.to_string(), "a.csv: corrupt: no data rows");
     }

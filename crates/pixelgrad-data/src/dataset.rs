@@ -59,7 +59,11 @@ impl Dataset {
                 ),
             ));
         }
-        if let Some((i, &l)) = labels.iter().enumerate().find(|(_, &l)| l as usize >= classes) {
+        if let Some((i, &l)) = labels
+            .iter()
+            .enumerate()
+            .find(|(_, &l)| l as usize >= classes)
+        {
             return Err(invalid(
                 "Dataset::new",
                 format!("{name}: label {l} of sample {i} is not below classes = {classes}"),
@@ -129,7 +133,8 @@ impl Dataset {
     /// Pixels of sample `i`, or `None` past the end.
     pub fn image(&self, i: usize) -> Option<&[f32]> {
         let d = self.sample_dims();
-        self.images.get(i.checked_mul(d)?..i.checked_add(1)?.checked_mul(d)?)
+        self.images
+            .get(i.checked_mul(d)?..i.checked_add(1)?.checked_mul(d)?)
     }
 
     /// Label of sample `i`, or `None` past the end.
@@ -157,7 +162,10 @@ impl Dataset {
             if i >= self.n {
                 return Err(invalid(
                     "Dataset::subset",
-                    format!("index {i} out of range for {} ({} samples)", self.name, self.n),
+                    format!(
+                        "index {i} out of range for {} ({} samples)",
+                        self.name, self.n
+                    ),
                 ));
             }
             images.extend_from_slice(&self.images[i * d..(i + 1) * d]);
@@ -181,7 +189,13 @@ impl Dataset {
 
     /// Takes the set apart: `(images, labels, shape, classes, name)`.
     pub fn into_parts(self) -> (Vec<f32>, Vec<u32>, [usize; 3], usize, String) {
-        (self.images, self.labels, self.shape, self.classes, self.name)
+        (
+            self.images,
+            self.labels,
+            self.shape,
+            self.classes,
+            self.name,
+        )
     }
 
     /// Internal constructor for callers that already hold the invariants.
@@ -210,8 +224,14 @@ mod tests {
     use super::*;
 
     fn tiny() -> Dataset {
-        Dataset::new("t", (0..12).map(|v| v as f32).collect(), vec![0, 1, 2], [1, 2, 2], 3)
-            .unwrap()
+        Dataset::new(
+            "t",
+            (0..12).map(|v| v as f32).collect(),
+            vec![0, 1, 2],
+            [1, 2, 2],
+            3,
+        )
+        .unwrap()
     }
 
     #[test]

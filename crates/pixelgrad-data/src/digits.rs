@@ -52,7 +52,11 @@ pub fn seed_mlp_view(ds: &Dataset) -> Result<Dataset> {
     if ds.shape() != [1, 8, 8] {
         return Err(invalid(
             "seed_mlp_view",
-            format!("{} has sample shape {:?}; need [1, 8, 8]", ds.name(), ds.shape()),
+            format!(
+                "{} has sample shape {:?}; need [1, 8, 8]",
+                ds.name(),
+                ds.shape()
+            ),
         ));
     }
     if let Some(&l) = ds.labels().iter().find(|&&l| l > 9) {
@@ -66,7 +70,13 @@ pub fn seed_mlp_view(ds: &Dataset) -> Result<Dataset> {
         images.extend_from_slice(&img[8..56]); // rows 1..7 of 8 columns each
     }
     let labels = ds.labels().iter().map(|&l| u32::from(l < 5)).collect();
-    Dataset::new(format!("{}-seed48", ds.name()), images, labels, [1, 6, 8], 2)
+    Dataset::new(
+        format!("{}-seed48", ds.name()),
+        images,
+        labels,
+        [1, 6, 8],
+        2,
+    )
 }
 
 #[cfg(test)]

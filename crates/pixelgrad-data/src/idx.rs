@@ -53,7 +53,9 @@ pub fn parse_idx_images(bytes: &[u8], file: &str) -> Result<IdxImages> {
     }
     let data = &bytes[16..];
     // Checked: on wasm32 `usize` is 32 bits and a corrupt header can overflow it.
-    let sizes = rows.checked_mul(cols).and_then(|per| Some((per, n.checked_mul(per)?)));
+    let sizes = rows
+        .checked_mul(cols)
+        .and_then(|per| Some((per, n.checked_mul(per)?)));
     let (per, need) = sizes.ok_or_else(|| DataError::Corrupt {
         file: file.into(),
         detail: format!("header says {n} images of {rows}x{cols}, too large to address"),
@@ -111,7 +113,10 @@ fn parse_header(bytes: &[u8], file: &str, expected: u32) -> Result<Vec<usize>> {
     if bytes.len() < 4 {
         return Err(DataError::Truncated {
             file: file.into(),
-            detail: format!("file has {} bytes, an IDX header needs {header_len}", bytes.len()),
+            detail: format!(
+                "file has {} bytes, an IDX header needs {header_len}",
+                bytes.len()
+            ),
         });
     }
     let magic = be_u32(&bytes[0..4]);
@@ -126,7 +131,10 @@ fn parse_header(bytes: &[u8], file: &str, expected: u32) -> Result<Vec<usize>> {
     if bytes.len() < header_len {
         return Err(DataError::Truncated {
             file: file.into(),
-            detail: format!("file has {} bytes, the IDX header needs {header_len}", bytes.len()),
+            detail: format!(
+                "file has {} bytes, the IDX header needs {header_len}",
+                bytes.len()
+            ),
         });
     }
     Ok((0..ndims)
@@ -136,14 +144,20 @@ fn parse_header(bytes: &[u8], file: &str, expected: u32) -> Result<Vec<usize>> {
 
 /// Explains a wrong magic number in words, so the user learns what they passed instead.
 fn describe_magic(found: u32, expected: u32) -> String {
-    let want = if expected == IDX_IMAGES_MAGIC { "images" } else { "labels" };
+    let want = if expected == IDX_IMAGES_MAGIC {
+        "images"
+    } else {
+        "labels"
+    };
     if found >> 16 != 0 {
         return format!("not an IDX file; expected IDX {want}");
     }
     let ty = (found >> 8) & 0xff;
     let nd = found & 0xff;
     if ty != 0x08 {
-        return format!("IDX data type 0x{ty:02x} is not unsigned byte (0x08), the only type supported");
+        return format!(
+            "IDX data type 0x{ty:02x} is not unsigned byte (0x08), the only type supported"
+        );
     }
     match nd {
         1 => format!("this is an IDX label file (1 dimension); expected IDX {want}"),
@@ -190,7 +204,10 @@ pub fn load_idx_dir(dir: impl AsRef<Path>) -> Result<Split> {
             detail: format!("load_idx_dir needs {}[.gz]", IDX_FILE_NAMES.join("[.gz], ")),
         })
     };
-    let paths: Vec<_> = IDX_FILE_NAMES.iter().map(|b| find(b)).collect::<Result<_>>()?;
+    let paths: Vec<_> = IDX_FILE_NAMES
+        .iter()
+        .map(|b| find(b))
+        .collect::<Result<_>>()?;
     let name = dir
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -270,7 +287,10 @@ pub fn encode_idx_labels(labels: &[u32]) -> Result<Vec<u8>> {
     out.extend_from_slice(&dim_u32("encode_idx_labels", labels.len())?.to_be_bytes());
     for &l in labels {
         let b = u8::try_from(l).map_err(|_| {
-            crate::error::invalid("encode_idx_labels", format!("label {l} does not fit a byte"))
+            crate::error::invalid(
+                "encode_idx_labels",
+                format!("label {l} does not fit a byte"),
+            )
         })?;
         out.push(b);
     }

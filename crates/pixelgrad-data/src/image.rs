@@ -73,7 +73,10 @@ pub fn decode_png_gray(bytes: &[u8], file: &str) -> Result<(Vec<f32>, usize, usi
             let (grey, alpha) = match channels {
                 1 => (sample(row, k), 1.0),
                 2 => (sample(row, k), sample(row, k + 1)),
-                3 => (luma(sample(row, k), sample(row, k + 1), sample(row, k + 2)), 1.0),
+                3 => (
+                    luma(sample(row, k), sample(row, k + 1), sample(row, k + 2)),
+                    1.0,
+                ),
                 _ => (
                     luma(sample(row, k), sample(row, k + 1), sample(row, k + 2)),
                     sample(row, k + 3),
@@ -119,7 +122,10 @@ pub fn auto_invert(pixels: &mut [f32], w: usize, h: usize) -> Result<bool> {
 
 fn check_dims(func: &'static str, len: usize, w: usize, h: usize) -> Result<()> {
     if w == 0 || h == 0 || w.checked_mul(h) != Some(len) {
-        return Err(invalid(func, format!("{len} pixels do not form a {w}x{h} image")));
+        return Err(invalid(
+            func,
+            format!("{len} pixels do not form a {w}x{h} image"),
+        ));
     }
     Ok(())
 }
@@ -141,7 +147,10 @@ pub fn resize_bilinear(
 ) -> Result<Vec<f32>> {
     check_dims("resize_bilinear", pixels.len(), w, h)?;
     if new_w == 0 || new_h == 0 {
-        return Err(invalid("resize_bilinear", format!("target size {new_w}x{new_h} is empty")));
+        return Err(invalid(
+            "resize_bilinear",
+            format!("target size {new_w}x{new_h} is empty"),
+        ));
     }
     let cols = filter_taps(w, new_w);
     let rows = filter_taps(h, new_h);
@@ -150,7 +159,12 @@ pub fn resize_bilinear(
     for y in 0..h {
         let src = &pixels[y * w..(y + 1) * w];
         for (x, tap) in cols.iter().enumerate() {
-            tmp[y * new_w + x] = tap.weights.iter().enumerate().map(|(k, &wt)| wt * src[tap.start + k]).sum();
+            tmp[y * new_w + x] = tap
+                .weights
+                .iter()
+                .enumerate()
+                .map(|(k, &wt)| wt * src[tap.start + k])
+                .sum();
         }
     }
     // Vertical pass: new_h x new_w.

@@ -80,4 +80,4 @@ pub use idx::{
 };
 pub use image::{auto_invert, decode_png_gray, invert, load_png_gray, resize_bilinear};
 pub use preprocess::{one_hot, train_test_split};
-pub use shuffle::{shuffle, shuffled_indices, SplitMix64, Shuffler};
+pub use shuffle::{shuffle, shuffled_indices, Shuffler, SplitMix64};

@@ -17,7 +17,9 @@ impl Dataset {
             ));
         }
         let inv = 1.0 / std;
-        self.images_mut().iter_mut().for_each(|v| *v = (*v - mean) * inv);
+        self.images_mut()
+            .iter_mut()
+            .for_each(|v| *v = (*v - mean) * inv);
         Ok(())
     }
 
@@ -26,9 +28,15 @@ impl Dataset {
     /// with [`Dataset::normalize`]. A constant set (std 0) is only centred (std reported 1).
     pub fn standardize(&mut self) -> (f32, f32) {
         let (mean, std) = self.pixel_stats();
-        let std = if std > 0.0 && std.is_finite() { std } else { 1.0 };
+        let std = if std > 0.0 && std.is_finite() {
+            std
+        } else {
+            1.0
+        };
         let inv = 1.0 / std;
-        self.images_mut().iter_mut().for_each(|v| *v = (*v - mean) * inv);
+        self.images_mut()
+            .iter_mut()
+            .for_each(|v| *v = (*v - mean) * inv);
         (mean, std)
     }
 
@@ -41,7 +49,11 @@ impl Dataset {
         }
         let n = x.len() as f64;
         let mean = x.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
-        let var = x.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
+        let var = x
+            .iter()
+            .map(|&v| (f64::from(v) - mean).powi(2))
+            .sum::<f64>()
+            / n;
         (mean as f32, var.sqrt() as f32)
     }
 }
@@ -136,7 +148,13 @@ mod tests {
 
     #[test]
     fn one_hot_rows() {
-        assert_eq!(one_hot(&[1, 0], 3).unwrap(), vec![0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
-        assert!(one_hot(&[3], 3).unwrap_err().to_string().contains("label 3 at position 0"));
+        assert_eq!(
+            one_hot(&[1, 0], 3).unwrap(),
+            vec![0.0, 1.0, 0.0, 1.0, 0.0, 0.0]
+        );
+        assert!(one_hot(&[3], 3)
+            .unwrap_err()
+            .to_string()
+            .contains("label 3 at position 0"));
     }
 }

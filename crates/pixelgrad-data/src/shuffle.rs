@@ -137,7 +137,10 @@ mod tests {
             counts[r.below(6) as usize] += 1;
         }
         // Expected 10000 each; 5 sigma is about 450.
-        assert!(counts.iter().all(|&c| (9_500..10_500).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (9_500..10_500).contains(&c)),
+            "{counts:?}"
+        );
     }
 
     #[test]

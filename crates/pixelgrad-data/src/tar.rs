@@ -60,7 +60,11 @@ pub(crate) fn read_tar(bytes: &[u8], file: &str) -> Result<Vec<TarEntry>> {
 fn header_name(h: &[u8]) -> String {
     let name = cstr(&h[0..100]);
     let ustar = &h[257..262] == b"ustar";
-    let prefix = if ustar { cstr(&h[345..500]) } else { String::new() };
+    let prefix = if ustar {
+        cstr(&h[345..500])
+    } else {
+        String::new()
+    };
     if prefix.is_empty() {
         name
     } else {
@@ -135,6 +139,9 @@ pub(crate) mod tests {
         assert_eq!(e[0].data, b"hello");
         assert_eq!(e[1].data, big);
         let cut = &t[..1024 + 512 + 100]; // inside the second entry's data
-        assert!(read_tar(cut, "t.tar").unwrap_err().to_string().contains("truncated"));
+        assert!(read_tar(cut, "t.tar")
+            .unwrap_err()
+            .to_string()
+            .contains("truncated"));
     }
 }
