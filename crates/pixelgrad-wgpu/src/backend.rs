@@ -1,0 +1,185 @@
+//! [`WgpuBackend`]: construction (async everywhere, blocking natively) and the
+//! [`Backend`] implementation.
+
+use std::rc::Rc;
+
+use pixelgrad_core::{Backend, BackendKind, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
+
+use crate::context::{Gpu, GpuTensor};
+use crate::{ops, readback, BACKEND};
+
+/// How to pick and drive the adapter.
+#[derive(Clone, Debug)]
+pub struct WgpuOptions {
+    /// Discrete or integrated GPU preference.
+    pub power_preference: wgpu::PowerPreference,
+    /// Which native APIs to try (ignored in browsers, where it is always WebGPU).
+    pub backends: wgpu::Backends,
+    /// Launches recorded before an automatic submission (bounds latency and the parameter
+    /// ring; reads and `flush` submit earlier).
+    pub max_ops_per_submit: usize,
+    /// Longest a native blocking read waits for the GPU before giving up with an error.
+    pub read_timeout: std::time::Duration,
+}
+
+impl Default for WgpuOptions {
+    fn default() -> Self {
+        WgpuOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            backends: wgpu::Backends::PRIMARY,
+            max_ops_per_submit: 256,
+            read_timeout: std::time::Duration::from_secs(120),
+        }
+    }
+}
+
+/// The WebGPU backend. Not `Send`: tensors share it through `Rc`, as everywhere in pixelgrad.
+pub struct WgpuBackend {
+    pub(crate) gpu: Rc<Gpu>,
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    read_timeout: std::time::Duration,
+}
+
+fn unavailable(reason: impl Into<String>) -> Error {
+    Error::Unavailable { backend: BACKEND.into(), reason: reason.into() }
+}
+
+impl WgpuBackend {
+    /// Finds an adapter and opens a device with the adapter's full limits. Works in wasm (in
+    /// a browser with WebGPU) and natively. No adapter → [`Error::Unavailable`].
+    pub async fn new_async(opts: WgpuOptions) -> Result<WgpuBackend> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = opts.backends | wgpu::Backends::BROWSER_WEBGPU;
+        let instance = wgpu::Instance::new(desc);
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: opts.power_preference,
+                force_fallback_adapter: false,
+                compatible_surface: None,
+                apply_limit_buckets: false,
+            })
+            .await
+            .map_err(|e| unavailable(format!("no GPU adapter: {e}")))?;
+        let info = adapter.get_info();
+        // Ask for everything the adapter offers: large tensors need the larger binding sizes.
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("pixelgrad"),
+                required_features: wgpu::Features::empty(),
+                required_limits: limits,
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| unavailable(format!("adapter {} refused a device: {e}", info.name)))?;
+        let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit);
+        Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout })
+    }
+
+    /// Blocking constructor (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn new(opts: WgpuOptions) -> Result<WgpuBackend> {
+        pollster::block_on(Self::new_async(opts))
+    }
+
+    /// Destroys pooled buffers that no tensor uses; returns the bytes released.
+    pub fn trim_pool(&self) -> u64 {
+        self.gpu.trim()
+    }
+
+    /// Buffers released by tensors but waiting for submitted work to complete.
+    pub fn pending_buffers(&self) -> usize {
+        self.gpu.pending_buffers()
+    }
+
+    /// Destroys the device, as a driver reset would (for testing device-loss handling).
+    /// Every later call returns [`Error::DeviceLost`].
+    pub fn simulate_device_loss(&self) {
+        self.gpu.device.destroy();
+        if let Ok(mut h) = self.gpu.health.lock() {
+            h.lost.get_or_insert_with(|| "device destroyed".into());
+        }
+    }
+
+    /// Our storage inside `s`, or an error naming the op.
+    pub(crate) fn tensor<'a>(&self, op: &'static str, s: &'a Storage) -> Result<&'a GpuTensor> {
+        s.downcast::<GpuTensor>()
+            .ok_or_else(|| Error::BackendMismatch { op, a: self.name(), b: "another backend".into() })
+    }
+}
+
+impl Backend for WgpuBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::WebGpu
+    }
+
+    fn name(&self) -> String {
+        format!("webgpu ({}, {:?})", self.gpu.info.name, self.gpu.info.backend)
+    }
+
+    fn upload(&self, data: &[f32]) -> Result<Storage> {
+        self.gpu.check("upload")?;
+        let t = GpuTensor::new(&self.gpu, "upload", data.len())?;
+        if !data.is_empty() {
+            // The buffer is idle (fresh, or recycled after its last submission completed), so
+            // a queue write — which runs before the next submission — cannot race with it.
+            self.gpu.queue.write_buffer(t.buffer(), 0, bytemuck::cast_slice(data));
+        }
+        Ok(Storage::new(t))
+    }
+
+    fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        self.gpu.check(op.name())?;
+        if let Op::Reshape(_) = op {
+            return match inputs.first() {
+                Some(s) => Ok((*s).clone()),
+                None => Err(Error::backend("reshape", BACKEND, "missing input")),
+            };
+        }
+        let ins: Vec<&GpuTensor> = inputs.iter().map(|s| self.tensor(op.name(), s)).collect::<Result<_>>()?;
+        let res = ops::execute(&self.gpu, op, &ins, shapes, out)?;
+        Ok(Storage::new(res))
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
+        let t = self.tensor("read", storage)?;
+        readback::read_blocking(&self.gpu, t, len, self.read_timeout)
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    fn read(&self, _storage: &Storage, _len: usize) -> Result<Vec<f32>> {
+        Err(Error::WouldBlock {
+            op: "read",
+            backend: self.name(),
+            msg: "the browser cannot block on the GPU; use read_async (Tensor::to_vec_async)".into(),
+        })
+    }
+
+    fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
+        Box::pin(async move {
+            let t = self.tensor("read", storage)?;
+            #[cfg(not(target_arch = "wasm32"))]
+            {
+                // Natively nothing drives wgpu's callbacks but polling, so wait here.
+                readback::read_blocking(&self.gpu, t, len, self.read_timeout)
+            }
+            #[cfg(target_arch = "wasm32")]
+            {
+                readback::read_async(&self.gpu, t, len).await
+            }
+        })
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.gpu.check("flush")?;
+        self.gpu.flush()?;
+        Ok(())
+    }
+
+    fn counters(&self) -> Counters {
+        self.gpu.counters()
+    }
+}

@@ -1,0 +1,423 @@
+//! The device context: wgpu device and queue, the open command encoder, the parameter ring,
+//! the buffer pool, counters and the device's health (loss, first uncaptured error).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pixelgrad_core::{Counters, Error, Result};
+
+use crate::pipelines::{Kernel, Pipelines};
+use crate::pool::{size_class, Kind, Pool};
+use crate::BACKEND;
+
+/// Bytes of one launch's parameter slot (also the usual minUniformBufferOffsetAlignment).
+pub(crate) const PARAM_SLOT: u64 = 256;
+/// u32 words in a parameter slot.
+pub(crate) const PARAM_WORDS: usize = (PARAM_SLOT / 4) as usize;
+
+/// What went wrong on the device, written by wgpu callbacks (which must be `Send`).
+#[derive(Default)]
+pub(crate) struct Health {
+    pub lost: Option<String>,
+    pub error: Option<String>,
+}
+
+/// Commands recorded since the last submission.
+struct Recording {
+    encoder: Option<wgpu::CommandEncoder>,
+    /// Kept open across launches: one compute pass per submission unless a copy intervenes.
+    pass: Option<wgpu::ComputePass<'static>>,
+    /// Parameter slots of this submission, uploaded into `ring` right before it is submitted.
+    params: Vec<u8>,
+    slots: u64,
+}
+
+#[derive(Default)]
+struct CounterCells {
+    allocations: Cell<u64>,
+    compiles: Cell<u64>,
+    launches: Cell<u64>,
+    submissions: Cell<u64>,
+    readbacks: Cell<u64>,
+}
+
+/// Shared by the backend and every tensor it made (tensors return their buffers here).
+pub(crate) struct Gpu {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub limits: wgpu::Limits,
+    pub info: wgpu::AdapterInfo,
+    pub pipelines: Pipelines,
+    pool: RefCell<Pool>,
+    rec: RefCell<Recording>,
+    /// Uniform buffer holding `max_slots` parameter slots.
+    ring: wgpu::Buffer,
+    max_slots: u64,
+    /// Serial of the last submission (0: none yet).
+    submitted: Cell<u64>,
+    /// Highest serial known complete; written by `on_submitted_work_done` callbacks.
+    completed: Arc<AtomicU64>,
+    /// True while the open encoder holds commands.
+    dirty: Cell<bool>,
+    counters: CounterCells,
+    pub health: Arc<Mutex<Health>>,
+}
+
+impl Gpu {
+    pub(crate) fn new(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        info: wgpu::AdapterInfo,
+        max_ops_per_submit: usize,
+    ) -> Rc<Gpu> {
+        let limits = device.limits();
+        let health = Arc::new(Mutex::new(Health::default()));
+        {
+            let h = health.clone();
+            device.set_device_lost_callback(move |reason, msg| {
+                if let Ok(mut h) = h.lock() {
+                    h.lost.get_or_insert(format!("{reason:?}: {msg}"));
+                }
+            });
+            // Without a handler wgpu panics on errors; keep the first one for the next call.
+            let h = health.clone();
+            device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                if let Ok(mut h) = h.lock() {
+                    h.error.get_or_insert(e.to_string());
+                }
+            }));
+        }
+        let max_slots = max_ops_per_submit.clamp(1, 4096) as u64;
+        let ring = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("pixelgrad params"),
+            size: max_slots * PARAM_SLOT,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let pipelines = Pipelines::new(&device);
+        Rc::new(Gpu {
+            device,
+            queue,
+            limits,
+            info,
+            pipelines,
+            pool: RefCell::new(Pool::default()),
+            rec: RefCell::new(Recording { encoder: None, pass: None, params: Vec::new(), slots: 0 }),
+            ring,
+            max_slots,
+            submitted: Cell::new(0),
+            completed: Arc::new(AtomicU64::new(0)),
+            dirty: Cell::new(false),
+            counters: CounterCells::default(),
+            health,
+        })
+    }
+
+    /// `Err` if the device was lost or wgpu reported an error since the last call.
+    pub(crate) fn check(&self, op: &'static str) -> Result<()> {
+        let mut h = self.health.lock().map_err(|_| Error::backend(op, BACKEND, "health lock poisoned"))?;
+        if let Some(reason) = &h.lost {
+            return Err(Error::DeviceLost { backend: BACKEND.into(), reason: reason.clone() });
+        }
+        if let Some(e) = h.error.take() {
+            return Err(Error::backend(op, BACKEND, format!("wgpu reported: {e}")));
+        }
+        Ok(())
+    }
+
+    /// The error for a failed wait / map: device loss if that is what happened.
+    pub(crate) fn failure(&self, op: &'static str, what: String) -> Error {
+        match self.check(op) {
+            Err(e) => e,
+            Ok(()) => Error::backend(op, BACKEND, what),
+        }
+    }
+
+    /// Errors if `bytes` do not fit one storage binding or buffer.
+    pub(crate) fn check_size(&self, op: &'static str, bytes: u64) -> Result<()> {
+        let bind = self.limits.max_storage_buffer_binding_size as u64;
+        if bytes > bind {
+            return Err(Error::Limit {
+                op,
+                backend: BACKEND.into(),
+                limit_name: "maxStorageBufferBindingSize",
+                limit: bind,
+                requested: bytes,
+            });
+        }
+        if bytes > self.limits.max_buffer_size {
+            return Err(Error::Limit {
+                op,
+                backend: BACKEND.into(),
+                limit_name: "maxBufferSize",
+                limit: self.limits.max_buffer_size,
+                requested: bytes,
+            });
+        }
+        Ok(())
+    }
+
+    fn cap(&self) -> u64 {
+        (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size)
+    }
+
+    /// A buffer of at least `bytes`, from the pool when one is free.
+    pub(crate) fn alloc(&self, op: &'static str, kind: Kind, bytes: u64) -> Result<(wgpu::Buffer, u64)> {
+        self.check_size(op, bytes)?;
+        let size = size_class(bytes, self.cap());
+        let mut pool = self.pool.borrow_mut();
+        pool.recycle(self.completed.load(Ordering::Acquire));
+        if let Some(b) = pool.take(kind, size) {
+            return Ok((b, size));
+        }
+        let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(match kind {
+                Kind::Tensor => "pixelgrad tensor",
+                Kind::Staging => "pixelgrad staging",
+            }),
+            size,
+            usage: kind.usage(),
+            mapped_at_creation: false,
+        });
+        pool.bytes += size;
+        self.counters.allocations.set(self.counters.allocations.get() + 1);
+        Ok((buf, size))
+    }
+
+    /// Hands a buffer back; it is reused once the work that may touch it has completed.
+    pub(crate) fn release(&self, kind: Kind, size: u64, buf: wgpu::Buffer) {
+        // If the open encoder holds commands, they may use this buffer: wait for the
+        // submission they will go into. Otherwise only earlier submissions can.
+        let serial = self.submitted.get() + u64::from(self.dirty.get());
+        if let Ok(mut pool) = self.pool.try_borrow_mut() {
+            pool.release(serial, kind, size, buf);
+        }
+        // (A busy pool can only mean a drop during our own pool update; the buffer is then
+        // simply freed by wgpu, which keeps it alive until the GPU is done with it.)
+    }
+
+    /// Staging buffers are idle once unmapped, so they go straight back to the free list.
+    pub(crate) fn release_staging(&self, size: u64, buf: wgpu::Buffer) {
+        if let Ok(mut pool) = self.pool.try_borrow_mut() {
+            pool.release(0, Kind::Staging, size, buf);
+        }
+    }
+
+    /// Records one compute launch: `params` go into this submission's next uniform slot.
+    pub(crate) fn launch(
+        &self,
+        op: &'static str,
+        kernel: &Kernel,
+        config: &[u32],
+        inputs: &[&wgpu::Buffer],
+        output: &wgpu::Buffer,
+        params: &[u32],
+        grid: [u32; 3],
+    ) -> Result<()> {
+        debug_assert_eq!(inputs.len(), kernel.inputs);
+        debug_assert!(params.len() <= PARAM_WORDS);
+        if grid.contains(&0) {
+            return Ok(());
+        }
+        if self.rec.borrow().slots >= self.max_slots {
+            // Bounds latency and the parameter ring: submit what we have.
+            self.flush()?;
+        }
+        let (pipeline, compiled) = self.pipelines.get(&self.device, kernel, config);
+        if compiled {
+            self.counters.compiles.set(self.counters.compiles.get() + 1);
+        }
+        let mut rec = self.rec.borrow_mut();
+        let slot = rec.slots;
+        rec.slots += 1;
+        let start = rec.params.len();
+        rec.params.extend(params.iter().flat_map(|w| w.to_le_bytes()));
+        rec.params.resize(start + PARAM_SLOT as usize, 0);
+
+        let mut entries = Vec::with_capacity(inputs.len() + 2);
+        entries.push(wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &self.ring,
+                offset: slot * PARAM_SLOT,
+                size: wgpu::BufferSize::new(PARAM_SLOT),
+            }),
+        });
+        for (i, b) in inputs.iter().chain(std::iter::once(&output)).enumerate() {
+            entries.push(wgpu::BindGroupEntry { binding: 1 + i as u32, resource: b.as_entire_binding() });
+        }
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(op),
+            layout: self.pipelines.layout(kernel.inputs),
+            entries: &entries,
+        });
+
+        let rec = &mut *rec;
+        if rec.pass.is_none() {
+            let encoder = rec.encoder.get_or_insert_with(|| {
+                self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("pixelgrad") })
+            });
+            let pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("pixelgrad ops"), timestamp_writes: None })
+                .forget_lifetime();
+            rec.pass = Some(pass);
+        }
+        if let Some(pass) = rec.pass.as_mut() {
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
+        }
+        self.dirty.set(true);
+        self.counters.launches.set(self.counters.launches.get() + 1);
+        Ok(())
+    }
+
+    /// Records a buffer-to-buffer copy (ends the open compute pass).
+    pub(crate) fn copy(&self, src: &wgpu::Buffer, dst: &wgpu::Buffer, bytes: u64) {
+        let mut rec = self.rec.borrow_mut();
+        rec.pass = None;
+        let encoder = rec.encoder.get_or_insert_with(|| {
+            self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("pixelgrad") })
+        });
+        encoder.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+        self.dirty.set(true);
+    }
+
+    /// Submits recorded work, if any; returns its submission index.
+    pub(crate) fn flush(&self) -> Result<Option<wgpu::SubmissionIndex>> {
+        let mut rec = self.rec.borrow_mut();
+        // Ending the pass before finishing the encoder.
+        rec.pass = None;
+        let Some(encoder) = rec.encoder.take() else {
+            return Ok(None);
+        };
+        if !rec.params.is_empty() {
+            // Queue writes run before the command buffers of the same submit, and after every
+            // earlier submission, so reusing the ring each submission is safe.
+            self.queue.write_buffer(&self.ring, 0, &rec.params);
+        }
+        rec.params.clear();
+        rec.slots = 0;
+        drop(rec);
+        let index = self.queue.submit([encoder.finish()]);
+        let serial = self.submitted.get() + 1;
+        self.submitted.set(serial);
+        self.dirty.set(false);
+        let done = self.completed.clone();
+        self.queue.on_submitted_work_done(move || {
+            done.fetch_max(serial, Ordering::AcqRel);
+        });
+        self.counters.submissions.set(self.counters.submissions.get() + 1);
+        // Natively, completion callbacks only run inside poll; a non-blocking one here lets
+        // the pool recycle buffers of finished submissions without waiting.
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        Ok(Some(index))
+    }
+
+    pub(crate) fn count_readback(&self) {
+        self.counters.readbacks.set(self.counters.readbacks.get() + 1);
+    }
+
+    /// Grid for a 1-D launch of `groups` workgroups, folded into 2-D when it passes
+    /// maxComputeWorkgroupsPerDimension (kernels rebuild the flat index from both axes).
+    pub(crate) fn grid_1d(&self, op: &'static str, groups: u64) -> Result<[u32; 3]> {
+        let max = self.limits.max_compute_workgroups_per_dimension as u64;
+        if groups <= max {
+            return Ok([groups as u32, 1, 1]);
+        }
+        let y = groups.div_ceil(max);
+        if y > max {
+            return Err(Error::Limit {
+                op,
+                backend: BACKEND.into(),
+                limit_name: "maxComputeWorkgroupsPerDimension",
+                limit: max,
+                requested: y,
+            });
+        }
+        Ok([max as u32, y as u32, 1])
+    }
+
+    /// Grid with one 256-wide workgroup per 256 elements.
+    pub(crate) fn grid_elems(&self, op: &'static str, n: usize) -> Result<[u32; 3]> {
+        self.grid_1d(op, (n as u64).div_ceil(256))
+    }
+
+    /// Checks one grid dimension of a 2-D / 3-D launch.
+    pub(crate) fn check_dim(&self, op: &'static str, v: u64) -> Result<u32> {
+        let max = self.limits.max_compute_workgroups_per_dimension as u64;
+        if v > max {
+            return Err(Error::Limit {
+                op,
+                backend: BACKEND.into(),
+                limit_name: "maxComputeWorkgroupsPerDimension",
+                limit: max,
+                requested: v,
+            });
+        }
+        Ok(v as u32)
+    }
+
+    pub(crate) fn counters(&self) -> Counters {
+        let c = &self.counters;
+        Counters {
+            allocations: c.allocations.get(),
+            compiles: c.compiles.get(),
+            launches: c.launches.get(),
+            submissions: c.submissions.get(),
+            readbacks: c.readbacks.get(),
+            bytes_in_use: self.pool.borrow().bytes,
+        }
+    }
+
+    /// Destroys pooled free buffers; returns the bytes given back.
+    pub(crate) fn trim(&self) -> u64 {
+        let mut pool = self.pool.borrow_mut();
+        pool.recycle(self.completed.load(Ordering::Acquire));
+        pool.trim()
+    }
+
+    /// Buffers waiting for their submission to complete.
+    pub(crate) fn pending_buffers(&self) -> usize {
+        self.pool.borrow().pending_len()
+    }
+
+    pub(crate) fn recycle(&self) {
+        if let Ok(mut pool) = self.pool.try_borrow_mut() {
+            pool.recycle(self.completed.load(Ordering::Acquire));
+        }
+    }
+}
+
+/// A tensor's device memory: a pooled buffer that goes back to the pool on drop.
+pub(crate) struct GpuTensor {
+    buf: Option<wgpu::Buffer>,
+    size: u64,
+    /// Elements (the buffer may be larger: size classes).
+    pub len: usize,
+    gpu: Rc<Gpu>,
+}
+
+impl GpuTensor {
+    /// A fresh (pooled) buffer for `len` elements; contents undefined.
+    pub(crate) fn new(gpu: &Rc<Gpu>, op: &'static str, len: usize) -> Result<GpuTensor> {
+        let (buf, size) = gpu.alloc(op, Kind::Tensor, len as u64 * 4)?;
+        Ok(GpuTensor { buf: Some(buf), size, len, gpu: gpu.clone() })
+    }
+
+    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
+        // Only `drop` takes the buffer out.
+        self.buf.as_ref().expect("buffer present until drop")
+    }
+}
+
+impl Drop for GpuTensor {
+    fn drop(&mut self) {
+        if let Some(b) = self.buf.take() {
+            self.gpu.release(Kind::Tensor, self.size, b);
+        }
+    }
+}

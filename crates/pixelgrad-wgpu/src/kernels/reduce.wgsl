@@ -1,0 +1,94 @@
+// Reduction of the middle axis of [outer, len, inner] to [outer, 1, inner]. OP: 0 sum, 1 max,
+// 2 min, 3 argmax (index of the first maximum, as f32).
+// TREE: one workgroup per output; each thread folds a strided part of the axis, then a tree in
+// workgroup memory combines the 256 partials (long sums keep their precision this way).
+// Otherwise one thread per output walks the (short) axis serially.
+// params [outputs, len, inner].
+override OP: u32 = 0u;
+override TREE: bool = true;
+
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+var<workgroup> part_v: array<f32, 256>;
+var<workgroup> part_i: array<u32, 256>;
+
+struct Acc {
+    v: f32,
+    i: u32,
+}
+
+fn init() -> Acc {
+    switch OP {
+        case 0u: { return Acc(0.0, 0u); }
+        case 2u: { return Acc(from_bits(0x7f800000u), 0xffffffffu); }
+        default: { return Acc(from_bits(0xff800000u), 0xffffffffu); }
+    }
+}
+
+// Combines two partials; for argmax a tie keeps the smaller index (the first maximum).
+fn combine(a: Acc, b: Acc) -> Acc {
+    switch OP {
+        case 0u: { return Acc(a.v + b.v, 0u); }
+        case 1u: { return Acc(max(a.v, b.v), 0u); }
+        case 2u: { return Acc(min(a.v, b.v), 0u); }
+        default: {
+            if (b.v > a.v || (b.v == a.v && b.i < a.i)) {
+                return b;
+            }
+            return a;
+        }
+    }
+}
+
+fn finish(a: Acc) -> f32 {
+    if (OP == 3u) {
+        return f32(a.i);
+    }
+    return a.v;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let outputs = pu(0u);
+    let len = pu(1u);
+    let inner = pu(2u);
+    if (!TREE) {
+        let o = flat_index(wid, nwg, lid);
+        if (o >= outputs) {
+            return;
+        }
+        let base = (o / inner) * len * inner + o % inner;
+        var acc = init();
+        for (var j = 0u; j < len; j++) {
+            acc = combine(acc, Acc(x[base + j * inner], j));
+        }
+        out[o] = finish(acc);
+        return;
+    }
+    // Workgroup ids are uniform, so this early return keeps the barriers below uniform.
+    let o = flat_group(wid, nwg);
+    if (o >= outputs) {
+        return;
+    }
+    let base = (o / inner) * len * inner + o % inner;
+    var acc = init();
+    for (var j = lid; j < len; j += 256u) {
+        acc = combine(acc, Acc(x[base + j * inner], j));
+    }
+    part_v[lid] = acc.v;
+    part_i[lid] = acc.i;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            let r = combine(Acc(part_v[lid], part_i[lid]), Acc(part_v[lid + s], part_i[lid + s]));
+            part_v[lid] = r.v;
+            part_i[lid] = r.i;
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        out[o] = finish(Acc(part_v[0], part_i[0]));
+    }
+}

@@ -1,0 +1,54 @@
+//! Batched matmul with transpose flags and batch broadcasting.
+
+use pixelgrad_core::{Result, Shape};
+
+use super::u;
+use crate::context::{Gpu, GpuTensor};
+use crate::pipelines::Kernel;
+
+pub(crate) const MATMUL: Kernel = Kernel {
+    name: "matmul",
+    source: include_str!("../kernels/matmul.wgsl"),
+    inputs: 2,
+    overrides: &["TRANS_A", "TRANS_B"],
+};
+
+/// Output tile edge of one workgroup (must match `matmul.wgsl`).
+const TILE: usize = 64;
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul(
+    gpu: &Gpu,
+    trans_a: bool,
+    trans_b: bool,
+    a: &GpuTensor,
+    b: &GpuTensor,
+    shapes: &[&Shape],
+    out: &Shape,
+    res: &GpuTensor,
+) -> Result<()> {
+    let (sa, sb) = (shapes[0].dims(), shapes[1].dims());
+    let od = out.dims();
+    let (m, n) = (od[od.len() - 2], od[od.len() - 1]);
+    let ad = &sa[sa.len() - 2..];
+    let k = if trans_a { ad[0] } else { ad[1] };
+    let batch = if od.len() == 3 { od[0] } else { 1 };
+    // A batch of one broadcasts: stride 0 re-reads the same matrix for every batch entry.
+    let a_stride = if sa.len() == 3 && sa[0] > 1 { m * k } else { 0 };
+    let b_stride = if sb.len() == 3 && sb[0] > 1 { k * n } else { 0 };
+    let grid = [
+        gpu.check_dim("matmul", n.div_ceil(TILE) as u64)?,
+        gpu.check_dim("matmul", m.div_ceil(TILE) as u64)?,
+        gpu.check_dim("matmul", batch as u64)?,
+    ];
+    let params = [u("matmul", m)?, u("matmul", n)?, u("matmul", k)?, u("matmul", a_stride)?, u("matmul", b_stride)?];
+    gpu.launch(
+        "matmul",
+        &MATMUL,
+        &[u32::from(trans_a), u32::from(trans_b)],
+        &[a.buffer(), b.buffer()],
+        res.buffer(),
+        &params,
+        grid,
+    )
+}

@@ -1,0 +1,87 @@
+//! Launchers, one module per op family, each next to the WGSL it runs. [`execute`] matches
+//! [`Op`] exhaustively, so a new primitive fails to compile here until it has a kernel.
+
+mod create;
+mod elementwise;
+mod index;
+mod layout;
+mod matmul;
+mod reduce;
+mod window;
+
+use std::rc::Rc;
+
+use pixelgrad_core::{Error, Op, Result, Shape};
+
+use crate::context::{Gpu, GpuTensor};
+use crate::BACKEND;
+
+/// Every kernel, for validation tests and warm-up.
+#[cfg(test)]
+pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
+    vec![
+        &create::FILL,
+        &create::RANDOM,
+        &elementwise::UNARY,
+        &elementwise::BINARY,
+        &elementwise::WHERE,
+        &reduce::REDUCE,
+        &matmul::MATMUL,
+        &window::IM2COL,
+        &window::COL2IM,
+        &index::GATHER,
+        &index::SCATTER_ADD,
+        &layout::COPY,
+    ]
+}
+
+/// Runs one primitive; `ins` and `shapes` passed `Op::infer_shape`, `out` is its result.
+pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Shape], out: &Shape) -> Result<GpuTensor> {
+    let res = GpuTensor::new(gpu, op.name(), out.numel())?;
+    if out.numel() == 0 {
+        return Ok(res);
+    }
+    let input = |i: usize| -> Result<&GpuTensor> {
+        ins.get(i).copied().ok_or_else(|| Error::backend(op.name(), BACKEND, format!("missing input {i}")))
+    };
+    match op {
+        Op::Fill { value, .. } => create::fill(gpu, &res, *value)?,
+        Op::Random { seed, dist, .. } => create::random(gpu, &res, *seed, *dist)?,
+        Op::Unary(u) => elementwise::unary(gpu, *u, input(0)?, &res)?,
+        Op::Binary(b) => elementwise::binary(gpu, *b, input(0)?, input(1)?, shapes, out, &res)?,
+        Op::Where => elementwise::where_(gpu, input(0)?, input(1)?, input(2)?, shapes, out, &res)?,
+        Op::Reduce { op: r, axis } => reduce::reduce(gpu, *r, *axis, input(0)?, shapes[0], &res)?,
+        Op::MatMul { trans_a, trans_b } => {
+            matmul::matmul(gpu, *trans_a, *trans_b, input(0)?, input(1)?, shapes, out, &res)?
+        }
+        Op::Im2Col(w) => window::im2col(gpu, w, input(0)?, shapes[0], out, &res)?,
+        Op::Col2Im { window: w, h, w: wd } => window::col2im(gpu, w, *h, *wd, input(0)?, out, &res)?,
+        Op::Gather { axis } => index::gather(gpu, *axis, input(0)?, input(1)?, shapes, out, &res)?,
+        Op::ScatterAdd { axis, size } => index::scatter_add(gpu, *axis, *size, input(0)?, input(1)?, shapes, &res)?,
+        // Core shares storage for reshape and never sends it; the backend handles it before
+        // allocating (see `WgpuBackend::execute`), so reaching here means a plain copy.
+        Op::Reshape(_) => layout::copy_all(gpu, input(0)?, out.numel(), &res)?,
+        Op::Permute(p) => layout::permute(gpu, p, input(0)?, shapes[0], out, &res)?,
+        Op::Expand(_) => layout::expand(gpu, input(0)?, shapes[0], out, &res)?,
+        Op::Slice { starts, .. } => layout::slice(gpu, starts, input(0)?, shapes[0], out, &res)?,
+        Op::Pad { before, .. } => layout::pad(gpu, before, input(0)?, shapes[0], out, &res)?,
+        Op::Concat { axis } => layout::concat(gpu, *axis, ins, shapes, out, &res)?,
+    }
+    Ok(res)
+}
+
+/// f32 bits for a parameter slot.
+pub(crate) fn f(v: f32) -> u32 {
+    v.to_bits()
+}
+
+/// A size as a u32 parameter, or a limit error (kernels index with u32).
+pub(crate) fn u(op: &'static str, v: usize) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::Limit {
+        op,
+        backend: BACKEND.into(),
+        limit_name: "u32 element index",
+        limit: u32::MAX as u64,
+        requested: v as u64,
+    })
+}

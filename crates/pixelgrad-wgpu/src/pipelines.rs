@@ -1,0 +1,131 @@
+//! Kernels and the pipeline cache. A [`Kernel`] is a small value: its WGSL file, how many
+//! read-only inputs it binds and the names of its pipeline-overridable constants. Pipelines
+//! are compiled once per (kernel, constant values) and never depend on shapes.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// The prelude every kernel starts with (parameter slot, index helpers, `powf`).
+pub(crate) const COMMON: &str = include_str!("kernels/common.wgsl");
+
+/// Most pipeline-overridable constants a kernel has.
+pub(crate) const MAX_CONFIG: usize = 3;
+
+/// Most read-only storage inputs a kernel binds.
+pub(crate) const MAX_INPUTS: usize = 3;
+
+/// One compute kernel.
+pub(crate) struct Kernel {
+    pub name: &'static str,
+    pub source: &'static str,
+    /// Read-only storage buffers, bound at 1..=inputs; the output follows at inputs + 1.
+    pub inputs: usize,
+    /// Names of `override` constants, in the order launchers pass their values.
+    pub overrides: &'static [&'static str],
+}
+
+/// The WGSL compiled for `kernel`: prelude then kernel body.
+pub(crate) fn full_source(kernel: &Kernel) -> String {
+    format!("{COMMON}\n{}", kernel.source)
+}
+
+type Key = (&'static str, [u32; MAX_CONFIG]);
+
+/// Bind group layouts (one per input count), shader modules and pipelines.
+pub(crate) struct Pipelines {
+    layouts: Vec<(wgpu::BindGroupLayout, wgpu::PipelineLayout)>,
+    modules: RefCell<HashMap<&'static str, wgpu::ShaderModule>>,
+    cache: RefCell<HashMap<Key, wgpu::ComputePipeline>>,
+}
+
+impl Pipelines {
+    pub(crate) fn new(device: &wgpu::Device) -> Self {
+        // Explicit layouts: binding 0 the parameter slot, then read-only inputs, then the
+        // output. Shared across kernels with the same input count.
+        let layouts = (0..=MAX_INPUTS)
+            .map(|n| {
+                let mut entries = vec![wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: wgpu::BufferSize::new(crate::context::PARAM_SLOT),
+                    },
+                    count: None,
+                }];
+                for i in 0..=n {
+                    entries.push(wgpu::BindGroupLayoutEntry {
+                        binding: 1 + i as u32,
+                        visibility: wgpu::ShaderStages::COMPUTE,
+                        ty: wgpu::BindingType::Buffer {
+                            ty: wgpu::BufferBindingType::Storage { read_only: i < n },
+                            has_dynamic_offset: false,
+                            min_binding_size: None,
+                        },
+                        count: None,
+                    });
+                }
+                let bgl = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: Some("pixelgrad inputs+output"),
+                    entries: &entries,
+                });
+                let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: Some("pixelgrad pipeline layout"),
+                    bind_group_layouts: &[Some(&bgl)],
+                    immediate_size: 0,
+                });
+                (bgl, pl)
+            })
+            .collect();
+        Pipelines { layouts, modules: RefCell::new(HashMap::new()), cache: RefCell::new(HashMap::new()) }
+    }
+
+    /// Bind group layout for kernels with `inputs` read-only inputs.
+    pub(crate) fn layout(&self, inputs: usize) -> &wgpu::BindGroupLayout {
+        &self.layouts[inputs].0
+    }
+
+    /// The pipeline for `kernel` with override values `config`; the bool says whether it was
+    /// compiled by this call.
+    pub(crate) fn get(
+        &self,
+        device: &wgpu::Device,
+        kernel: &Kernel,
+        config: &[u32],
+    ) -> (wgpu::ComputePipeline, bool) {
+        let mut key_cfg = [0u32; MAX_CONFIG];
+        key_cfg[..config.len()].copy_from_slice(config);
+        let key = (kernel.name, key_cfg);
+        if let Some(p) = self.cache.borrow().get(&key) {
+            return (p.clone(), false);
+        }
+        let module = self
+            .modules
+            .borrow_mut()
+            .entry(kernel.name)
+            .or_insert_with(|| {
+                device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(kernel.name),
+                    source: wgpu::ShaderSource::Wgsl(full_source(kernel).into()),
+                })
+            })
+            .clone();
+        let constants: Vec<(&str, f64)> =
+            kernel.overrides.iter().zip(config.iter()).map(|(n, &v)| (*n, v as f64)).collect();
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(kernel.name),
+            layout: Some(&self.layouts[kernel.inputs].1),
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &constants,
+                // Every kernel writes its workgroup memory before reading it.
+                zero_initialize_workgroup_memory: false,
+            },
+            cache: None,
+        });
+        self.cache.borrow_mut().insert(key, pipeline.clone());
+        (pipeline, true)
+    }
+}

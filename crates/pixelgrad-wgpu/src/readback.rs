@@ -1,0 +1,134 @@
+//! Reading tensors back: copy into a MAP_READ staging buffer at the end of the recorded work,
+//! submit, `map_async`, then copy out. Natively `read` waits by polling the device; in wasm
+//! only the asynchronous path exists (the browser resolves the map from its event loop).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use pixelgrad_core::{Error, Result};
+
+use crate::context::{Gpu, GpuTensor};
+use crate::pool::Kind;
+use crate::BACKEND;
+
+#[derive(Default)]
+struct MapState {
+    result: Option<std::result::Result<(), wgpu::BufferAsyncError>>,
+    waker: Option<Waker>,
+}
+
+/// Resolves when wgpu calls the `map_async` callback.
+#[derive(Clone, Default)]
+pub(crate) struct MapSignal(Arc<Mutex<MapState>>);
+
+impl MapSignal {
+    fn callback(&self) -> impl FnOnce(std::result::Result<(), wgpu::BufferAsyncError>) + Send + 'static {
+        let s = self.0.clone();
+        move |r| {
+            if let Ok(mut st) = s.lock() {
+                st.result = Some(r);
+                if let Some(w) = st.waker.take() {
+                    w.wake();
+                }
+            }
+        }
+    }
+
+    /// The result if the callback already ran.
+    pub(crate) fn try_take(&self) -> Option<std::result::Result<(), wgpu::BufferAsyncError>> {
+        self.0.lock().ok().and_then(|mut s| s.result.take())
+    }
+}
+
+impl Future for MapSignal {
+    type Output = std::result::Result<(), wgpu::BufferAsyncError>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Ok(mut st) = self.0.lock() else {
+            return Poll::Ready(Err(wgpu::BufferAsyncError));
+        };
+        if let Some(r) = st.result.take() {
+            return Poll::Ready(r);
+        }
+        st.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// A readback in flight.
+pub(crate) struct PendingRead {
+    pub staging: wgpu::Buffer,
+    pub size: u64,
+    pub bytes: u64,
+    pub len: usize,
+    pub signal: MapSignal,
+    pub submission: Option<wgpu::SubmissionIndex>,
+}
+
+/// Records the copy, submits everything recorded so far and requests the map.
+pub(crate) fn begin(gpu: &Gpu, t: &GpuTensor, len: usize) -> Result<PendingRead> {
+    gpu.check("read")?;
+    if len > t.len {
+        return Err(Error::backend("read", BACKEND, format!("asked for {len} elements of a tensor of {}", t.len)));
+    }
+    let bytes = (len as u64 * 4).max(4);
+    let (staging, size) = gpu.alloc("read", Kind::Staging, bytes)?;
+    gpu.copy(t.buffer(), &staging, bytes);
+    let submission = gpu.flush()?;
+    let signal = MapSignal::default();
+    staging.slice(0..bytes).map_async(wgpu::MapMode::Read, signal.callback());
+    gpu.count_readback();
+    Ok(PendingRead { staging, size, bytes, len, signal, submission })
+}
+
+/// Copies the mapped data out and returns the staging buffer to the pool.
+pub(crate) fn finish(gpu: &Gpu, p: PendingRead, mapped: std::result::Result<(), wgpu::BufferAsyncError>) -> Result<Vec<f32>> {
+    if let Err(e) = mapped {
+        return Err(gpu.failure("read", format!("mapping the staging buffer failed: {e}")));
+    }
+    let out = {
+        let view = p
+            .staging
+            .slice(0..p.bytes)
+            .get_mapped_range();
+        let view = view.map_err(|e| gpu.failure("read", format!("mapped range unavailable: {e}")))?;
+        let bytes: &[u8] = &view;
+        let mut out = vec![0f32; p.len];
+        bytemuck::cast_slice_mut::<f32, u8>(&mut out).copy_from_slice(&bytes[..p.len * 4]);
+        out
+    };
+    p.staging.unmap();
+    gpu.release_staging(p.size, p.staging);
+    gpu.recycle();
+    Ok(out)
+}
+
+/// Blocking read (native only): waits for the submission, with a timeout so a wedged device
+/// gives an error instead of a hang.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn read_blocking(gpu: &Gpu, t: &GpuTensor, len: usize, timeout: std::time::Duration) -> Result<Vec<f32>> {
+    let p = begin(gpu, t, len)?;
+    let poll = gpu.device.poll(wgpu::PollType::Wait { submission_index: p.submission.clone(), timeout: Some(timeout) });
+    if let Err(e) = poll {
+        return Err(gpu.failure("read", format!("waiting for the GPU failed: {e}")));
+    }
+    // The map callback fires from the poll that saw the submission complete; poll once more
+    // in case it was queued behind it.
+    let mapped = match p.signal.try_take() {
+        Some(r) => r,
+        None => {
+            let _ = gpu.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(timeout) });
+            p.signal.try_take().ok_or_else(|| gpu.failure("read", "the staging buffer was never mapped".into()))?
+        }
+    };
+    finish(gpu, p, mapped)
+}
+
+/// Asynchronous read: awaits the map callback (the wasm path; natively nothing would poll).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+pub(crate) async fn read_async(gpu: &Gpu, t: &GpuTensor, len: usize) -> Result<Vec<f32>> {
+    let p = begin(gpu, t, len)?;
+    let mapped = p.signal.clone().await;
+    finish(gpu, p, mapped)
+}

@@ -1,0 +1,43 @@
+//! Every kernel parses and validates with naga (no GPU needed), and every `.wgsl` file in
+//! `src/kernels` is a registered kernel.
+
+use crate::ops::all_kernels;
+use crate::pipelines::{full_source, COMMON};
+
+fn validate(name: &str, src: &str) {
+    let module = naga::front::wgsl::parse_str(src)
+        .unwrap_or_else(|e| panic!("{name}.wgsl does not parse:\n{}", e.emit_to_string(src)));
+    let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default());
+    if let Err(e) = v.validate(&module) {
+        panic!("{name}.wgsl does not validate:\n{}", e.emit_to_string(src));
+    }
+}
+
+#[test]
+fn every_kernel_validates_with_naga() {
+    for k in all_kernels() {
+        validate(k.name, &full_source(k));
+    }
+    validate("common", COMMON);
+}
+
+#[test]
+fn every_wgsl_file_is_a_kernel() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kernels");
+    let names: Vec<&str> = all_kernels().iter().map(|k| k.name).collect();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("wgsl") {
+            continue;
+        }
+        let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
+        if stem == "common" {
+            continue;
+        }
+        assert!(names.contains(&stem.as_str()), "{} is not registered in ops::all_kernels", path.display());
+        // The registered source is this file's text.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let k = all_kernels().into_iter().find(|k| k.name == stem).unwrap();
+        assert_eq!(k.source, text);
+    }
+}

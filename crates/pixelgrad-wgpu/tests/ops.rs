@@ -1,0 +1,409 @@
+//! Every primitive against plain f64 loops on the host (the conformance suite adds forward
+//! and backward checks through the whole engine once it exists).
+
+mod common;
+
+use common::*;
+use pixelgrad_core::{BinaryOp, Op, ReduceOp, Shape, UnaryOp, Window};
+
+fn unary_ref(op: UnaryOp, x: f64) -> f64 {
+    match op {
+        UnaryOp::Neg => -x,
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Log => x.ln(),
+        UnaryOp::Sqrt => x.sqrt(),
+        UnaryOp::Recip => 1.0 / x,
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        UnaryOp::Abs => x.abs(),
+        UnaryOp::Sin => x.sin(),
+        UnaryOp::Cos => x.cos(),
+        UnaryOp::Affine { mul, add } => x * mul as f64 + add as f64,
+        UnaryOp::Powf(p) => x.powf(p as f64),
+        UnaryOp::MaxScalar(c) => x.max(c as f64),
+        UnaryOp::MinScalar(c) => x.min(c as f64),
+        UnaryOp::GtScalar(c) => f64::from(u8::from(x > c as f64)),
+    }
+}
+
+#[test]
+fn unary_ops() {
+    let b = backend();
+    let x = data(1000, 1, -4.0, 4.0);
+    let pos = data(1000, 2, 0.01, 50.0);
+    let ops = [
+        UnaryOp::Neg,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Sqrt,
+        UnaryOp::Recip,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Abs,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Affine { mul: 1.5, add: -0.25 },
+        UnaryOp::Powf(3.0),
+        UnaryOp::Powf(2.0),
+        UnaryOp::Powf(-1.5),
+        UnaryOp::MaxScalar(0.5),
+        UnaryOp::MinScalar(0.5),
+        UnaryOp::GtScalar(0.0),
+    ];
+    for op in ops {
+        let input = match op {
+            UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Powf(-1.5) => &pos,
+            _ => &x,
+        };
+        let (got, _) = run(&b, &Op::Unary(op), &[(input, &[10, 100])]);
+        let want: Vec<f64> = input.iter().map(|&v| unary_ref(op, v as f64)).collect();
+        close(&got, &want, 2e-5, 2e-6, &format!("{op:?}"));
+    }
+    // Negative bases with whole exponents keep the sign rules of powf.
+    let (got, _) = run(&b, &Op::Unary(UnaryOp::Powf(3.0)), &[(&[-2.0, 0.0, 2.0], &[3])]);
+    close(&got, &[-8.0, 0.0, 8.0], 1e-6, 0.0, "powf negative base");
+    // Large arguments stay finite.
+    let (got, _) = run(&b, &Op::Unary(UnaryOp::Tanh), &[(&[-100.0, 100.0], &[2])]);
+    assert_eq!(got, vec![-1.0, 1.0]);
+}
+
+fn binary_ref(op: BinaryOp, a: f64, b: f64) -> f64 {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a / b,
+        BinaryOp::Max => a.max(b),
+        BinaryOp::Min => a.min(b),
+        BinaryOp::Pow => a.powf(b),
+        BinaryOp::Gt => f64::from(u8::from(a > b)),
+        BinaryOp::Ge => f64::from(u8::from(a >= b)),
+        BinaryOp::Eq => f64::from(u8::from(a == b)),
+    }
+}
+
+/// Broadcast reference: out[c] = f(a[c mod a's dims], b[...]).
+fn broadcast_ref(ins: &[(&[f32], &[usize])], out: &[usize], f: impl Fn(&[f64]) -> f64) -> Vec<f64> {
+    let n: usize = out.iter().product();
+    (0..n)
+        .map(|i| {
+            let c = coords(i, out);
+            let vals: Vec<f64> = ins
+                .iter()
+                .map(|(d, s)| {
+                    let off = out.len() - s.len();
+                    let st = strides(s);
+                    let idx: usize = (0..s.len()).map(|k| if s[k] == 1 { 0 } else { c[off + k] * st[k] }).sum();
+                    d[idx] as f64
+                })
+                .collect();
+            f(&vals)
+        })
+        .collect()
+}
+
+#[test]
+fn binary_ops_with_broadcasting() {
+    let b = backend();
+    let cases: [(&[usize], &[usize]); 5] =
+        [(&[4, 5, 6], &[4, 5, 6]), (&[4, 1, 6], &[5, 1]), (&[6], &[3, 4, 6]), (&[], &[2, 3]), (&[2, 1, 3, 1, 2, 1, 2], &[1, 2, 1, 3, 1, 2, 1])];
+    let ops = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Max,
+        BinaryOp::Min,
+        BinaryOp::Pow,
+        BinaryOp::Gt,
+        BinaryOp::Ge,
+        BinaryOp::Eq,
+    ];
+    for (sa, sb) in cases {
+        let na: usize = sa.iter().product();
+        let nb: usize = sb.iter().product();
+        // Rounded values so Eq / Ge see ties.
+        let a: Vec<f32> = data(na, 3, 0.5, 3.0).iter().map(|v| (v * 4.0).round() / 4.0).collect();
+        let bb: Vec<f32> = data(nb, 4, 0.5, 3.0).iter().map(|v| (v * 4.0).round() / 4.0).collect();
+        for op in ops {
+            let (got, out) = run(&b, &Op::Binary(op), &[(&a, sa), (&bb, sb)]);
+            let want = broadcast_ref(&[(&a, sa), (&bb, sb)], &out, |v| binary_ref(op, v[0], v[1]));
+            close(&got, &want, 2e-5, 1e-6, &format!("{op:?} {sa:?} {sb:?}"));
+        }
+    }
+}
+
+#[test]
+fn where_with_broadcasting() {
+    let b = backend();
+    let cond = [1.0, 0.0, 1.0];
+    let a = data(2 * 3, 5, -1.0, 1.0);
+    let bb = [7.0];
+    let ins: [(&[f32], &[usize]); 3] = [(&cond, &[3]), (&a, &[2, 3]), (&bb, &[1])];
+    let (got, out) = run(&b, &Op::Where, &ins);
+    let want = broadcast_ref(&ins, &out, |v| if v[0] != 0.0 { v[1] } else { v[2] });
+    close(&got, &want, 0.0, 0.0, "where");
+    let same: [(&[f32], &[usize]); 3] = [(&[0.0, 2.0], &[2]), (&[1.0, 2.0], &[2]), (&[3.0, 4.0], &[2])];
+    assert_eq!(run(&b, &Op::Where, &same).0, vec![3.0, 2.0]);
+}
+
+fn reduce_ref(op: ReduceOp, x: &[f32], d: &[usize], axis: usize) -> Vec<f64> {
+    let outer: usize = d[..axis].iter().product();
+    let len = d[axis];
+    let inner: usize = d[axis + 1..].iter().product();
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for r in 0..inner {
+            let vals: Vec<f64> = (0..len).map(|j| x[(o * len + j) * inner + r] as f64).collect();
+            out.push(match op {
+                ReduceOp::Sum => vals.iter().sum(),
+                ReduceOp::Max => vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+                ReduceOp::Min => vals.iter().cloned().fold(f64::INFINITY, f64::min),
+                ReduceOp::ArgMax => {
+                    let mut best = 0;
+                    for j in 1..len {
+                        if vals[j] > vals[best] {
+                            best = j;
+                        }
+                    }
+                    best as f64
+                }
+            });
+        }
+    }
+    out
+}
+
+#[test]
+fn reductions_short_and_long_axes() {
+    let b = backend();
+    // Short axes take the serial kernel, long ones the workgroup tree.
+    let cases: [(&[usize], usize); 6] = [(&[3, 4, 5], 0), (&[3, 4, 5], 1), (&[3, 4, 5], 2), (&[2, 1000, 3], 1), (&[5000], 0), (&[7, 300], 1)];
+    for (d, axis) in cases {
+        let n: usize = d.iter().product();
+        // Coarse values produce ties for argmax (the first maximum wins).
+        let x: Vec<f32> = data(n, 6, -2.0, 2.0).iter().map(|v| v.round()).collect();
+        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax] {
+            let (got, _) = run(&b, &Op::Reduce { op, axis }, &[(&x, d)]);
+            close(&got, &reduce_ref(op, &x, d, axis), 1e-5, 1e-4, &format!("{op:?} {d:?} axis {axis}"));
+        }
+    }
+}
+
+/// Host matmul in f64 with the same transpose and batch-broadcast rules as `Op::MatMul`.
+fn matmul_ref(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], ta: bool, tb: bool) -> Vec<f64> {
+    let ad = &sa[sa.len() - 2..];
+    let bd = &sb[sb.len() - 2..];
+    let (m, k) = if ta { (ad[1], ad[0]) } else { (ad[0], ad[1]) };
+    let n = if tb { bd[0] } else { bd[1] };
+    let ba = if sa.len() == 3 { sa[0] } else { 1 };
+    let bb = if sb.len() == 3 { sb[0] } else { 1 };
+    let batch = ba.max(bb);
+    let mut out = vec![0f64; batch * m * n];
+    for z in 0..batch {
+        let ao = if ba == 1 { 0 } else { z * m * k };
+        let bo = if bb == 1 { 0 } else { z * k * n };
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = 0f64;
+                for p in 0..k {
+                    let av = if ta { a[ao + p * m + i] } else { a[ao + i * k + p] };
+                    let bv = if tb { b[bo + j * k + p] } else { b[bo + p * n + j] };
+                    s += av as f64 * bv as f64;
+                }
+                out[z * m * n + i * n + j] = s;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn matmul_odd_sizes_transposes_and_batches() {
+    let b = backend();
+    let cases: [(&[usize], &[usize], bool, bool); 8] = [
+        (&[1, 1], &[1, 1], false, false),
+        (&[17, 33], &[33, 65], false, false),
+        (&[33, 17], &[33, 65], true, false),
+        (&[17, 33], &[65, 33], false, true),
+        (&[33, 17], &[65, 33], true, true),
+        (&[3, 17, 33], &[3, 33, 65], false, false),
+        (&[1, 17, 33], &[4, 33, 20], false, false),
+        (&[5, 70, 9], &[9, 130], false, false),
+    ];
+    for (sa, sb, ta, tb) in cases {
+        let a = data(sa.iter().product(), 7, -1.0, 1.0);
+        let bv = data(sb.iter().product(), 8, -1.0, 1.0);
+        let op = Op::MatMul { trans_a: ta, trans_b: tb };
+        let (got, _) = run(&b, &op, &[(&a, sa), (&bv, sb)]);
+        close(&got, &matmul_ref(&a, sa, &bv, sb, ta, tb), 1e-5, 1e-5, &format!("matmul {sa:?} {sb:?} {ta} {tb}"));
+    }
+    // K = 0 gives zeros.
+    let (got, _) = run(&b, &Op::MatMul { trans_a: false, trans_b: false }, &[(&[], &[2, 0]), (&[], &[0, 3])]);
+    assert_eq!(got, vec![0.0; 6]);
+}
+
+fn im2col_ref(x: &[f32], d: &[usize], w: &Window) -> Vec<f64> {
+    let (n, c, h, wd) = (d[0], d[1], d[2], d[3]);
+    let (oh, ow) = w.out_hw(h, wd).unwrap();
+    let mut out = vec![0f64; n * c * w.kh * w.kw * oh * ow];
+    for b in 0..n {
+        for ch in 0..c {
+            for i in 0..w.kh {
+                for j in 0..w.kw {
+                    let row = ch * w.kh * w.kw + i * w.kw + j;
+                    for oy in 0..oh {
+                        for ox in 0..ow {
+                            let y = (oy * w.stride_h + i) as isize - w.pad_h as isize;
+                            let xx = (ox * w.stride_w + j) as isize - w.pad_w as isize;
+                            if y >= 0 && (y as usize) < h && xx >= 0 && (xx as usize) < wd {
+                                out[((b * c * w.kh * w.kw + row) * oh + oy) * ow + ox] =
+                                    x[((b * c + ch) * h + y as usize) * wd + xx as usize] as f64;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// col2im is im2col's adjoint: <im2col(x), y> == <x, col2im(y)>, and col2im scatters exactly
+/// where im2col gathers.
+fn col2im_ref(col: &[f32], n: usize, c: usize, h: usize, wd: usize, w: &Window) -> Vec<f64> {
+    let (oh, ow) = w.out_hw(h, wd).unwrap();
+    let mut out = vec![0f64; n * c * h * wd];
+    for b in 0..n {
+        for ch in 0..c {
+            for i in 0..w.kh {
+                for j in 0..w.kw {
+                    let row = ch * w.kh * w.kw + i * w.kw + j;
+                    for oy in 0..oh {
+                        for ox in 0..ow {
+                            let y = (oy * w.stride_h + i) as isize - w.pad_h as isize;
+                            let xx = (ox * w.stride_w + j) as isize - w.pad_w as isize;
+                            if y >= 0 && (y as usize) < h && xx >= 0 && (xx as usize) < wd {
+                                out[((b * c + ch) * h + y as usize) * wd + xx as usize] +=
+                                    col[((b * c * w.kh * w.kw + row) * oh + oy) * ow + ox] as f64;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn im2col_and_col2im() {
+    let b = backend();
+    let windows = [
+        Window::square(3, 1, 1),
+        Window::square(2, 2, 0),
+        Window { kh: 3, kw: 2, stride_h: 2, stride_w: 1, pad_h: 1, pad_w: 0 },
+    ];
+    for w in windows {
+        let d = [2usize, 3, 7, 6];
+        let x = data(d.iter().product(), 9, -1.0, 1.0);
+        let (got, out) = run(&b, &Op::Im2Col(w), &[(&x, &d)]);
+        close(&got, &im2col_ref(&x, &d, &w), 0.0, 0.0, &format!("im2col {w:?}"));
+        let col = data(out.iter().product(), 10, -1.0, 1.0);
+        let (got, _) = run(&b, &Op::Col2Im { window: w, h: 7, w: 6 }, &[(&col, &out)]);
+        close(&got, &col2im_ref(&col, 2, 3, 7, 6, &w), 1e-6, 1e-6, &format!("col2im {w:?}"));
+    }
+}
+
+#[test]
+fn gather_and_scatter_add() {
+    let b = backend();
+    // x [2, 4, 3], gather along axis 1 with idx [2, 5, 3].
+    let x = data(24, 11, -1.0, 1.0);
+    let idx: Vec<f32> = (0..30).map(|i| ((i * 7) % 4) as f32).collect();
+    let (got, _) = run(&b, &Op::Gather { axis: 1 }, &[(&x, &[2, 4, 3]), (&idx, &[2, 5, 3])]);
+    let want: Vec<f64> = (0..30)
+        .map(|i| {
+            let c = coords(i, &[2, 5, 3]);
+            x[(c[0] * 4 + idx[i] as usize) * 3 + c[2]] as f64
+        })
+        .collect();
+    close(&got, &want, 0.0, 0.0, "gather");
+    // scatter_add of src [2, 5, 3] into axis size 4, repeated indices accumulate.
+    let src = data(30, 12, -1.0, 1.0);
+    let (got, _) = run(&b, &Op::ScatterAdd { axis: 1, size: 4 }, &[(&src, &[2, 5, 3]), (&idx, &[2, 5, 3])]);
+    let mut want = vec![0f64; 24];
+    for i in 0..30 {
+        let c = coords(i, &[2, 5, 3]);
+        want[(c[0] * 4 + idx[i] as usize) * 3 + c[2]] += src[i] as f64;
+    }
+    close(&got, &want, 1e-6, 1e-6, "scatter_add");
+    // Axis 0 and a last-axis gather (embedding lookups, cross-entropy picks).
+    let (got, _) = run(&b, &Op::Gather { axis: 1 }, &[(&[1.0, 2.0, 3.0, 4.0], &[2, 2]), (&[1.0, 0.0], &[2, 1])]);
+    assert_eq!(got, vec![2.0, 3.0]);
+}
+
+#[test]
+fn layout_ops() {
+    let b = backend();
+    let d = [2usize, 3, 4];
+    let x: Vec<f32> = (0..24).map(|i| i as f32).collect();
+    // permute [2, 0, 1] → out [4, 2, 3]
+    let (got, out) = run(&b, &Op::Permute(vec![2, 0, 1]), &[(&x, &d)]);
+    assert_eq!(out, vec![4, 2, 3]);
+    let want: Vec<f32> = (0..24)
+        .map(|i| {
+            let c = coords(i, &out);
+            x[c[1] * 12 + c[2] * 4 + c[0]]
+        })
+        .collect();
+    assert_eq!(got, want);
+    // expand [3, 1] → [2, 3, 4]
+    let (got, _) = run(&b, &Op::Expand(Shape::from([2, 3, 4])), &[(&[1.0, 2.0, 3.0], &[3, 1])]);
+    let want: Vec<f32> = (0..24).map(|i| [1.0, 2.0, 3.0][(i / 4) % 3]).collect();
+    assert_eq!(got, want);
+    // slice
+    let (got, _) = run(&b, &Op::Slice { starts: vec![1, 1, 0], ends: vec![2, 3, 3] }, &[(&x, &d)]);
+    assert_eq!(got, vec![16.0, 17.0, 18.0, 20.0, 21.0, 22.0]);
+    // pad
+    let (got, out) = run(&b, &Op::Pad { before: vec![0, 1], after: vec![1, 0] }, &[(&[1.0, 2.0, 3.0, 4.0], &[2, 2])]);
+    assert_eq!(out, vec![3, 3]);
+    assert_eq!(got, vec![0.0, 1.0, 2.0, 0.0, 3.0, 4.0, 0.0, 0.0, 0.0]);
+    // concat along the middle axis, including an empty input
+    let a = [1.0, 2.0, 3.0, 4.0];
+    let c = [5.0, 6.0];
+    let (got, out) = run(&b, &Op::Concat { axis: 1 }, &[(&a, &[2, 2]), (&[], &[2, 0]), (&c, &[2, 1])]);
+    assert_eq!(out, vec![2, 3]);
+    assert_eq!(got, vec![1.0, 2.0, 5.0, 3.0, 4.0, 6.0]);
+    // rank 7 permute that merges down to fewer axes
+    let d7 = [2usize, 1, 2, 1, 2, 1, 2];
+    let x7: Vec<f32> = (0..16).map(|i| i as f32).collect();
+    let (got, out) = run(&b, &Op::Permute(vec![6, 5, 4, 3, 2, 1, 0]), &[(&x7, &d7)]);
+    let want: Vec<f32> = (0..16)
+        .map(|i| {
+            let c = coords(i, &out);
+            let st = strides(&d7);
+            (0..7).map(|k| c[k] * st[6 - k]).sum::<usize>() as f32
+        })
+        .collect();
+    assert_eq!(got, want);
+    // reshape shares storage
+    let s = b_upload(&b, &x);
+    let r = pixelgrad_core::Backend::execute(&b, &Op::Reshape(Shape::from([24])), &[&s], &[&Shape::from(d)], &Shape::from([24])).unwrap();
+    assert!(r.ptr_eq(&s));
+}
+
+fn b_upload(b: &pixelgrad_wgpu::WgpuBackend, x: &[f32]) -> pixelgrad_core::Storage {
+    pixelgrad_core::Backend::upload(b, x).unwrap()
+}
+
+#[test]
+fn fill_and_empty() {
+    let b = backend();
+    let (got, _) = run(&b, &Op::Fill { value: 2.5, shape: Shape::from([3, 3]) }, &[]);
+    assert_eq!(got, vec![2.5; 9]);
+    let (got, _) = run(&b, &Op::Fill { value: 1.0, shape: Shape::from([0, 3]) }, &[]);
+    assert!(got.is_empty());
+    let (got, _) = run(&b, &Op::Fill { value: -1.0, shape: Shape::scalar() }, &[]);
+    assert_eq!(got, vec![-1.0]);
+}
