@@ -2,7 +2,8 @@
 //!
 //! This is the layout of the Kaggle MNIST CSVs (with the label moved last), scikit-learn's
 //! `digits.csv.gz` and most "export your drawings" tools. A first line that does not parse as
-//! numbers is taken as a header and skipped. The file may be gzip or plain text (detected
+//! numbers is taken as a header and skipped (so a first *data* line with a typo is skipped
+//! too; every later line is checked strictly). The file may be gzip or plain text (detected
 //! from the bytes).
 
 use std::path::Path;

@@ -87,7 +87,13 @@ pub fn train_test_split(ds: &Dataset, test_fraction: f64, seed: u64) -> Result<S
 
 /// One-hot encodes `labels`: `labels.len() x classes` row-major, 1.0 at each label's column.
 pub fn one_hot(labels: &[u32], classes: usize) -> Result<Vec<f32>> {
-    let mut out = vec![0.0f32; labels.len() * classes];
+    let len = labels.len().checked_mul(classes).ok_or_else(|| {
+        invalid(
+            "one_hot",
+            format!("{} labels x {classes} classes overflows", labels.len()),
+        )
+    })?;
+    let mut out = vec![0.0f32; len];
     for (row, &l) in labels.iter().enumerate() {
         if l as usize >= classes {
             return Err(invalid(
