@@ -1,1 +1,62 @@
-fn main() {}
+//! `pixelgrad`: train, evaluate and run models from the command line.
+
+mod backend;
+mod dataset;
+mod eval;
+mod plot;
+mod predict;
+mod train;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Errors reaching `main` print as one line and exit with status 1 (no backtrace).
+pub type CliResult<T> = Result<T, String>;
+
+/// Turns any displayable error into the CLI's one-line message.
+pub trait Context<T> {
+    fn ctx(self) -> CliResult<T>;
+}
+
+impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
+    fn ctx(self) -> CliResult<T> {
+        self.map_err(|e| e.to_string())
+    }
+}
+
+#[derive(Parser)]
+#[command(name = "pixelgrad", version, about = "Train and run neural networks on WebGPU, WebGL2 or the CPU")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Train a model (defaults: the embedded 8x8 digits set, the mlp preset, backend auto).
+    Train(train::TrainArgs),
+    /// Evaluate a saved model on a data set's test split.
+    Eval(eval::EvalArgs),
+    /// Classify a PNG image with a saved model.
+    Predict(predict::PredictArgs),
+    /// List the backends this machine offers and why auto-selection picks one.
+    Backends,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Train(a) => train::run(a),
+        Cmd::Eval(a) => eval::run(a),
+        Cmd::Predict(a) => predict::run(a),
+        Cmd::Backends => backend::list(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! `pixelgrad eval`, and loading saved models (shared with `predict`).
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use pixelgrad::nn::presets::{ModelSpec, SPEC_KEY};
+use pixelgrad::nn::train::{evaluate, Samples};
+use pixelgrad::nn::{io, Sequential};
+use pixelgrad::Device;
+
+use crate::dataset::{self, DatasetSpec};
+use crate::{backend, CliResult, Context};
+
+#[derive(Args)]
+pub struct EvalArgs {
+    /// A model.safetensors written by `pixelgrad train`
+    #[arg(long)]
+    pub model_file: PathBuf,
+    /// digits | idx:DIR | csv:PATH (its test split is used)
+    #[arg(long, default_value = "digits")]
+    pub dataset: String,
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
+    /// Seed of the digits / CSV split (use the one given to `train`)
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Rebuilds the architecture recorded in the file and loads its weights.
+pub fn load_model(path: &Path, dev: &Device) -> CliResult<(ModelSpec, Sequential)> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = io::read_metadata(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let spec_s = meta
+        .get(SPEC_KEY)
+        .ok_or_else(|| format!("{}: no '{SPEC_KEY}' metadata; was it written by `pixelgrad train`?", path.display()))?;
+    let spec = ModelSpec::from_meta(spec_s).map_err(|e| format!("{}: {e}", path.display()))?;
+    let model = spec.build(dev, 0).ctx()?;
+    io::load_bytes(&model, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((spec, model))
+}
+
+pub fn run(a: EvalArgs) -> CliResult<()> {
+    let sel = backend::select(&a.backend)?;
+    let (spec, model) = load_model(&a.model_file, &sel.device)?;
+    let data = dataset::load(&DatasetSpec::parse(&a.dataset)?, spec.preset, a.seed)?;
+    if data.shape() != spec.input {
+        return Err(format!("the model takes samples of shape {:?}, the data set has {:?}", spec.input, data.shape()));
+    }
+    let shape = data.shape();
+    let test = Samples::new(data.test.images(), &shape, data.test.labels()).ctx()?;
+    let (loss, acc) = evaluate(&model, spec.preset.loss(), &sel.device, test, 256).ctx()?;
+    if a.json {
+        println!("{}", serde_json::json!({ "test_accuracy": acc, "test_loss": loss, "samples": test.len(), "backend": sel.device.kind().as_str() }));
+    } else {
+        println!("{}: {} test samples, accuracy {acc:.4}, loss {loss:.4} ({})", data.name, test.len(), sel.name);
+    }
+    Ok(())
+}

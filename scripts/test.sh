@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every pixelgrad test, installing what a fresh machine lacks first.
+# Usage: bash scripts/test.sh        (from the repository root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+# Mesa: lavapipe (Vulkan on the CPU) for the WebGPU backend, llvmpipe through EGL for WebGL.
+for pkg in mesa-vulkan-drivers libegl-mesa0 libgl1-mesa-dri libgles2 libegl1 glslang-tools; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== installing ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+
+echo "== native tests (all crates)"
+cargo test --workspace --all-targets 2>&1 | tee /tmp/pixelgrad-test.log | grep -E '^(test result|running|error|warning: unused)|FAILED|panicked' || true
+status=${PIPESTATUS[0]}
+if [ "$status" -ne 0 ]; then echo "native tests failed (full log: /tmp/pixelgrad-test.log)"; exit "$status"; fi
+cargo test --workspace --doc -q
+
+echo "== wasm32 builds"
+cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn
+
+echo "== all tests passed"
