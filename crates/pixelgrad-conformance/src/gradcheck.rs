@@ -45,11 +45,8 @@ pub fn check_gradients_eps(f: impl Fn(&[Tensor]) -> Result<Tensor>, inputs: &[Ve
         }
     }
     let dev = reference_device();
-    let leaves: Vec<Tensor> = inputs
-        .iter()
-        .zip(shapes)
-        .map(|(v, s)| Ok(Tensor::from_f64(&dev, v, s.clone())?.with_grad()))
-        .collect::<Result<_>>()?;
+    let leaves: Vec<Tensor> =
+        inputs.iter().zip(shapes).map(|(v, s)| Ok(Tensor::from_f64(&dev, v, s.clone())?.with_grad())).collect::<Result<_>>()?;
     let y = f(&leaves)?;
     let r = Gen::Uniform(-1.0, 1.0).values(seed_of("check_gradients/r"), y.numel());
     let rt = Tensor::from_f64(&dev, &r, y.shape().clone())?;
@@ -92,4 +89,3 @@ pub fn check_gradients_eps(f: impl Fn(&[Tensor]) -> Result<Tensor>, inputs: &[Ve
     }
     Ok(worst)
 }
-

@@ -78,7 +78,7 @@ fn proposed_bce_fix_is_right_at_zero_and_elsewhere() {
     for xs in [vec![0.0; 6], vec![-3.0, -0.5, 0.0, 0.2, 1.5, 4.0]] {
         let err = check_gradients(
             |x| bce_fixed(&x[0], &Tensor::from_f64(x[0].device(), &tv, [6])?),
-            &[xs.clone()],
+            std::slice::from_ref(&xs),
             &[Shape::from([6])],
         )
         .unwrap();

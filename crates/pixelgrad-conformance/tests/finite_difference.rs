@@ -10,11 +10,8 @@ const MAX_ERR: f64 = 1e-6;
 /// One check: `f` on inputs drawn from `gens` with `shapes` (seeded by `name`).
 fn fd(name: &str, f: impl Fn(&[Tensor]) -> Result<Tensor>, specs: &[(&[usize], Gen)]) {
     let shapes: Vec<Shape> = specs.iter().map(|(s, _)| Shape::from(*s)).collect();
-    let inputs: Vec<Vec<f64>> = specs
-        .iter()
-        .enumerate()
-        .map(|(i, (s, g))| g.values(seed_of(&format!("fd/{name}/{i}")), Shape::from(*s).numel()))
-        .collect();
+    let inputs: Vec<Vec<f64>> =
+        specs.iter().enumerate().map(|(i, (s, g))| g.values(seed_of(&format!("fd/{name}/{i}")), Shape::from(*s).numel())).collect();
     let err = check_gradients(f, &inputs, &shapes).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert!(err < MAX_ERR, "{name}: max gradient error {err:.3e} >= {MAX_ERR:.0e}");
 }
@@ -95,7 +92,11 @@ fn where_op() {
 fn reductions() {
     for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax] {
         for axis in 0..3 {
-            fd(&format!("{op:?}_axis{axis}"), move |x| Tensor::apply(x[0].device(), Op::Reduce { op, axis }, &[&x[0]]), &[(&[3, 4, 5], sym())]);
+            fd(
+                &format!("{op:?}_axis{axis}"),
+                move |x| Tensor::apply(x[0].device(), Op::Reduce { op, axis }, &[&x[0]]),
+                &[(&[3, 4, 5], sym())],
+            );
         }
     }
 }
@@ -163,13 +164,13 @@ fn movement() {
     fd("reshape", |x| x[0].reshape([6, 2])?.mul(&x[1]), &[(&[3, 4], sym()), (&[6, 2], sym())]);
     fd("permute", |x| x[0].permute(&[2, 0, 1]), &[(&[2, 3, 4], sym())]);
     fd("expand", |x| x[0].broadcast_to([2, 3, 4]), &[(&[3, 1], sym())]);
-    fd("slice", |x| Tensor::apply(x[0].device(), Op::Slice { starts: vec![1, 0, 2], ends: vec![3, 2, 4] }, &[&x[0]]), &[(&[3, 3, 5], sym())]);
-    fd("pad", |x| x[0].pad(&[1, 0], &[0, 2]), &[(&[3, 4], sym())]);
     fd(
-        "concat",
-        |x| Tensor::concat(&[&x[0], &x[1], &x[2]], 1),
-        &[(&[2, 3], sym()), (&[2, 1], sym()), (&[2, 2], sym())],
+        "slice",
+        |x| Tensor::apply(x[0].device(), Op::Slice { starts: vec![1, 0, 2], ends: vec![3, 2, 4] }, &[&x[0]]),
+        &[(&[3, 3, 5], sym())],
     );
+    fd("pad", |x| x[0].pad(&[1, 0], &[0, 2]), &[(&[3, 4], sym())]);
+    fd("concat", |x| Tensor::concat(&[&x[0], &x[1], &x[2]], 1), &[(&[2, 3], sym()), (&[2, 1], sym()), (&[2, 2], sym())]);
     // Fill and random take no inputs; added to x they must pass its gradient through untouched.
     fd(
         "fill_and_random",
@@ -193,11 +194,7 @@ fn activations() {
 
 #[test]
 fn conv_and_pools() {
-    fd(
-        "conv2d_s1p1_bias",
-        |x| conv2d(&x[0], &x[1], Some(&x[2]), 1, 1),
-        &[(&[1, 2, 5, 5], sym()), (&[3, 2, 3, 3], sym()), (&[3], sym())],
-    );
+    fd("conv2d_s1p1_bias", |x| conv2d(&x[0], &x[1], Some(&x[2]), 1, 1), &[(&[1, 2, 5, 5], sym()), (&[3, 2, 3, 3], sym()), (&[3], sym())]);
     fd("conv2d_s2p0", |x| conv2d(&x[0], &x[1], None, 2, 0), &[(&[2, 2, 5, 4], sym()), (&[2, 2, 2, 2], sym())]);
     fd("max_pool2d_k2s2", |x| max_pool2d(&x[0], 2, 2, 0), &[(&[1, 2, 4, 6], sym())]);
     fd("max_pool2d_k3s2p1", |x| max_pool2d(&x[0], 3, 2, 1), &[(&[1, 2, 5, 5], sym())]);

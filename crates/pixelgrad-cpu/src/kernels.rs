@@ -16,7 +16,11 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
     }
     for (i, (d, s)) in x.iter().zip(shapes).enumerate() {
         if d.len() < s.numel() {
-            return Err(Error::backend(op.name(), backend, format!("input {i} holds {} elements, its shape {s} needs {}", d.len(), s.numel())));
+            return Err(Error::backend(
+                op.name(),
+                backend,
+                format!("input {i} holds {} elements, its shape {s} needs {}", d.len(), s.numel()),
+            ));
         }
     }
     Ok(match op {
@@ -28,9 +32,8 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
         Op::Reduce { op, axis } => reduce::reduce(*op, x[0], &shapes[0].0, *axis),
         Op::MatMul { trans_a, trans_b } => matmul::matmul(x[0], &shapes[0].0, x[1], &shapes[1].0, *trans_a, *trans_b),
         Op::Im2Col(w) => {
-            let (oh, ow) = w
-                .out_hw(shapes[0].0[2], shapes[0].0[3])
-                .ok_or_else(|| Error::backend("im2col", backend, "window does not fit"))?;
+            let (oh, ow) =
+                w.out_hw(shapes[0].0[2], shapes[0].0[3]).ok_or_else(|| Error::backend("im2col", backend, "window does not fit"))?;
             window::im2col(x[0], &shapes[0].0, w, oh, ow)
         }
         Op::Col2Im { window: w, h, w: wd } => {

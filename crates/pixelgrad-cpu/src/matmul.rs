@@ -6,7 +6,18 @@ use crate::element::Element;
 
 /// Plain-loop `c = a * b` (the reference; also the meaning of [`Element::gemm`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn gemm_loops<T: Element>(m: usize, k: usize, n: usize, a: &[T], rsa: usize, csa: usize, b: &[T], rsb: usize, csb: usize, c: &mut [T]) {
+pub(crate) fn gemm_loops<T: Element>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    rsa: usize,
+    csa: usize,
+    b: &[T],
+    rsb: usize,
+    csb: usize,
+    c: &mut [T],
+) {
     for i in 0..m {
         let row = &mut c[i * n..(i + 1) * n];
         row.fill(T::ZERO);

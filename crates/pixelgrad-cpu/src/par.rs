@@ -5,6 +5,7 @@
 use crate::element::Element;
 
 /// Outputs smaller than this many elements are not worth waking threads for.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) const PAR_MIN: usize = 1 << 15;
 
 /// Calls `f(i, chunk)` for the `i`-th run of `chunk` consecutive elements of `out` (the last

@@ -10,7 +10,14 @@ use crate::par::for_chunks;
 
 /// Combines one more element `v` into the running value `acc` (`k` is its position on the
 /// reduced axis, used by argmax through `best`).
-fn reduce_with<T: Element>(x: &[T], outer: usize, n: usize, inner: usize, init: impl Fn(T) -> T + Sync + Send, step: impl Fn(T, T) -> T + Sync + Send) -> Vec<T> {
+fn reduce_with<T: Element>(
+    x: &[T],
+    outer: usize,
+    n: usize,
+    inner: usize,
+    init: impl Fn(T) -> T + Sync + Send,
+    step: impl Fn(T, T) -> T + Sync + Send,
+) -> Vec<T> {
     let mut out = vec![T::ZERO; outer * inner];
     if inner == 1 {
         // Last axis: one contiguous run of n per output element.

@@ -58,14 +58,10 @@ pub fn unary(dev: &Device) -> Outcome {
     ];
     let mut cases: Vec<Case> = list
         .into_iter()
-        .map(|(name, op, gen, trans)| {
-            unary_case(name, op, gen).tol(if trans { TRANSCENDENTAL } else { ELEMENTWISE })
-        })
+        .map(|(name, op, gen, trans)| unary_case(name, op, gen).tol(if trans { TRANSCENDENTAL } else { ELEMENTWISE }))
         .collect();
     cases.push(unary_case("gt_scalar", U::GtScalar(0.3), sym.clone()).tol(EXACT).forward_only());
-    cases.push(
-        Case::new("unary", "exp_large", |_, x| x[0].exp()).input([260, 130], Gen::Uniform(-3.0, 3.0)).tol(TRANSCENDENTAL),
-    );
+    cases.push(Case::new("unary", "exp_large", |_, x| x[0].exp()).input([260, 130], Gen::Uniform(-3.0, 3.0)).tol(TRANSCENDENTAL));
     cases.push(Case::new("unary", "neg_scalar", |_, x| x[0].neg()).input([], sym.clone()));
     check_all(dev, &cases)
 }
@@ -120,12 +116,9 @@ pub fn binary(dev: &Device) -> Outcome {
         }
     }
     // Large enough for the threaded paths of the fast CPU backend.
-    cases.push(
-        Case::new("binary", "add_large_broadcast", |_, x| x[0].add(&x[1]))
-            .input([260, 130], sym.clone())
-            .input([130], sym.clone()),
-    );
-    cases.push(Case::new("binary", "mul_large_equal", |_, x| x[0].mul(&x[1])).input([260, 130], sym.clone()).input([260, 130], sym.clone()));
+    cases.push(Case::new("binary", "add_large_broadcast", |_, x| x[0].add(&x[1])).input([260, 130], sym.clone()).input([130], sym.clone()));
+    cases
+        .push(Case::new("binary", "mul_large_equal", |_, x| x[0].mul(&x[1])).input([260, 130], sym.clone()).input([260, 130], sym.clone()));
     cases.push(Case::new("binary", "sub_large_scalar", |_, x| x[0].sub(&x[1])).input([260, 130], sym.clone()).input([], sym.clone()));
     check_all(dev, &cases)
 }

@@ -47,9 +47,13 @@ pub fn errors(dev: &Device) -> Outcome {
     check(expect_err("slice_out_of_bounds", dev, "slice", true, run_and_read(|| a.slice(1, 2, 5))));
     check(expect_err("concat_mismatch", dev, "concat", true, run_and_read(|| Tensor::concat(&[&a, &m], 1))));
     check(expect_err("expand_bad", dev, "expand", true, run_and_read(|| a.broadcast_to([4, 3]))));
-    check(expect_err("im2col_too_big", dev, "im2col", true, run_and_read(|| {
-        x.reshape([1, 1, 2, 5])?.im2col(pixelgrad_core::Window::square(3, 1, 0))
-    })));
+    check(expect_err(
+        "im2col_too_big",
+        dev,
+        "im2col",
+        true,
+        run_and_read(|| x.reshape([1, 1, 2, 5])?.im2col(pixelgrad_core::Window::square(3, 1, 0))),
+    ));
     check(expect_err("where_mismatch", dev, "where", true, run_and_read(|| Tensor::select(&a, &b, &a))));
     check(expect_err("reshape_count", dev, "reshape", true, run_and_read(|| a.reshape([4, 2]))));
     // Index values are only known at run time: a typed error from the backend.

@@ -63,7 +63,8 @@ pub fn permute(dev: &Device) -> Outcome {
 }
 
 pub fn expand(dev: &Device) -> Outcome {
-    let geoms: &[(&[usize], &[usize])] = &[(&[3, 1], &[2, 3, 4]), (&[], &[5]), (&[1, 4], &[3, 4]), (&[2, 1, 3], &[2, 5, 3]), (&[1], &[260, 130])];
+    let geoms: &[(&[usize], &[usize])] =
+        &[(&[3, 1], &[2, 3, 4]), (&[], &[5]), (&[1, 4], &[3, 4]), (&[2, 1, 3], &[2, 5, 3]), (&[1], &[260, 130])];
     let cases: Vec<Case> = geoms
         .iter()
         .map(|&(d, to)| {
@@ -96,8 +97,12 @@ pub fn slice(dev: &Device) -> Outcome {
 }
 
 pub fn pad(dev: &Device) -> Outcome {
-    let geoms: &[(&[usize], &[usize], &[usize])] =
-        &[(&[3, 4], &[1, 0], &[2, 3]), (&[2, 3, 4], &[0, 1, 2], &[1, 0, 1]), (&[5], &[0], &[0]), (&[2, 2, 3, 3], &[0, 0, 1, 1], &[0, 0, 1, 1])];
+    let geoms: &[(&[usize], &[usize], &[usize])] = &[
+        (&[3, 4], &[1, 0], &[2, 3]),
+        (&[2, 3, 4], &[0, 1, 2], &[1, 0, 1]),
+        (&[5], &[0], &[0]),
+        (&[2, 2, 3, 3], &[0, 0, 1, 1], &[0, 0, 1, 1]),
+    ];
     let cases: Vec<Case> = geoms
         .iter()
         .map(|&(d, b, a)| {

@@ -32,18 +32,17 @@ pub fn reduce(dev: &Device) -> Outcome {
     cases.push(Case::new("reduce", "mean_axis", |_, x| x[0].mean_axis(-1, false)).input([7, 33], sym.clone()).tol(accumulate(33)));
     // Ties: max gradients go to every tied position on all backends.
     cases.push(
-        Case::new("reduce", "max_with_ties", |_, x| x[0].max_axis(1, true))
-            .input([8, 6], Gen::Indices(3))
-            .tol(EXACT)
-            .grad_tol(ELEMENTWISE),
+        Case::new("reduce", "max_with_ties", |_, x| x[0].max_axis(1, true)).input([8, 6], Gen::Indices(3)).tol(EXACT).grad_tol(ELEMENTWISE),
     );
     check_all(dev, &cases)
 }
 
+/// (batch of a, or None for rank 2; batch of b, or None; m; k; n)
+type Geom = (Option<usize>, Option<usize>, usize, usize, usize);
+
 pub fn matmul(dev: &Device) -> Outcome {
     let sym = Gen::Uniform(-1.0, 1.0);
-    // (batch of a or None for rank 2, batch of b or None, m, k, n)
-    let geoms: &[(Option<usize>, Option<usize>, usize, usize, usize)] = &[
+    let geoms: &[Geom] = &[
         (None, None, 7, 13, 5),
         (None, None, 1, 1, 1),
         // Square operands: a kernel that ignores a transpose still gets the shapes right.
