@@ -14,6 +14,8 @@ use crate::BACKEND;
 
 /// Bytes of one launch's parameter slot (also the usual minUniformBufferOffsetAlignment).
 pub(crate) const PARAM_SLOT: u64 = 256;
+/// Size of the status buffer.
+const STATUS_BYTES: u64 = 256;
 /// u32 words in a parameter slot.
 pub(crate) const PARAM_WORDS: usize = (PARAM_SLOT / 4) as usize;
 
@@ -54,6 +56,11 @@ pub(crate) struct Gpu {
     rec: RefCell<Recording>,
     /// Uniform buffer holding `max_slots` parameter slots.
     ring: wgpu::Buffer,
+    /// One u32 of error bits raised by kernels that validate run-time data (bit 1: gather
+    /// index, bit 2: scatter_add index). Copied out with every readback while armed.
+    status: wgpu::Buffer,
+    /// True once a status-raising kernel was recorded since the status was last checked.
+    status_armed: Cell<bool>,
     max_slots: u64,
     /// Serial of the last submission (0: none yet).
     submitted: Cell<u64>,
@@ -96,6 +103,13 @@ impl Gpu {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let status = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("pixelgrad status"),
+            size: STATUS_BYTES,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            // Created zeroed.
+            mapped_at_creation: false,
+        });
         let pipelines = Pipelines::new(&device);
         Rc::new(Gpu {
             device,
@@ -106,6 +120,8 @@ impl Gpu {
             pool: RefCell::new(Pool::default()),
             rec: RefCell::new(Recording { encoder: None, pass: None, params: Vec::new(), slots: 0 }),
             ring,
+            status,
+            status_armed: Cell::new(false),
             max_slots,
             submitted: Cell::new(0),
             completed: Arc::new(AtomicU64::new(0)),
@@ -248,9 +264,16 @@ impl Gpu {
         for (i, b) in inputs.iter().chain(std::iter::once(&output)).enumerate() {
             entries.push(wgpu::BindGroupEntry { binding: 1 + i as u32, resource: b.as_entire_binding() });
         }
+        if kernel.status {
+            entries.push(wgpu::BindGroupEntry {
+                binding: 2 + inputs.len() as u32,
+                resource: self.status.as_entire_binding(),
+            });
+            self.status_armed.set(true);
+        }
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(op),
-            layout: self.pipelines.layout(kernel.inputs),
+            layout: self.pipelines.layout(kernel),
             entries: &entries,
         });
 
@@ -274,14 +297,42 @@ impl Gpu {
         Ok(())
     }
 
+    /// If status-raising kernels ran since the last check, records a copy of the status word
+    /// to `dst` at `offset` and disarms; the caller then passes the word to [`Gpu::take_status`].
+    pub(crate) fn copy_status(&self, dst: &wgpu::Buffer, offset: u64) -> bool {
+        if !self.status_armed.replace(false) {
+            return false;
+        }
+        self.copy_at(&self.status, 0, dst, offset, 4);
+        true
+    }
+
+    /// Turns a status word read back into an error, and clears it on the device.
+    pub(crate) fn take_status(&self, word: u32) -> Result<()> {
+        if word == 0 {
+            return Ok(());
+        }
+        self.queue.write_buffer(&self.status, 0, &[0u8; 4]);
+        let op = if word & 1 != 0 { "gather" } else { "scatter_add" };
+        Err(Error::backend(
+            op,
+            BACKEND,
+            "an index was out of range, negative, fractional or NaN (found on the GPU; reported at the next read)",
+        ))
+    }
+
     /// Records a buffer-to-buffer copy (ends the open compute pass).
     pub(crate) fn copy(&self, src: &wgpu::Buffer, dst: &wgpu::Buffer, bytes: u64) {
+        self.copy_at(src, 0, dst, 0, bytes)
+    }
+
+    fn copy_at(&self, src: &wgpu::Buffer, src_off: u64, dst: &wgpu::Buffer, dst_off: u64, bytes: u64) {
         let mut rec = self.rec.borrow_mut();
         rec.pass = None;
         let encoder = rec.encoder.get_or_insert_with(|| {
             self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("pixelgrad") })
         });
-        encoder.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+        encoder.copy_buffer_to_buffer(src, src_off, dst, dst_off, bytes);
         self.dirty.set(true);
     }
 

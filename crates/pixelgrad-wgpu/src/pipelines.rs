@@ -22,6 +22,9 @@ pub(crate) struct Kernel {
     pub inputs: usize,
     /// Names of `override` constants, in the order launchers pass their values.
     pub overrides: &'static [&'static str],
+    /// Binds the device's status word after the output (kernels that validate run-time data,
+    /// such as indices, raise bits there; see `Gpu::status`).
+    pub status: bool,
 }
 
 /// The WGSL compiled for `kernel`: prelude then kernel body.
@@ -30,6 +33,10 @@ pub(crate) fn full_source(kernel: &Kernel) -> String {
 }
 
 type Key = (&'static str, [u32; MAX_CONFIG]);
+
+fn layout_index(kernel: &Kernel) -> usize {
+    kernel.inputs * 2 + usize::from(kernel.status)
+}
 
 /// Bind group layouts (one per input count), shader modules and pipelines.
 pub(crate) struct Pipelines {
@@ -43,7 +50,8 @@ impl Pipelines {
         // Explicit layouts: binding 0 the parameter slot, then read-only inputs, then the
         // output. Shared across kernels with the same input count.
         let layouts = (0..=MAX_INPUTS)
-            .map(|n| {
+            .flat_map(|n| [(n, false), (n, true)])
+            .map(|(n, status)| {
                 let mut entries = vec![wgpu::BindGroupLayoutEntry {
                     binding: 0,
                     visibility: wgpu::ShaderStages::COMPUTE,
@@ -66,6 +74,18 @@ impl Pipelines {
                         count: None,
                     });
                 }
+                if status {
+                    entries.push(wgpu::BindGroupLayoutEntry {
+                        binding: 2 + n as u32,
+                        visibility: wgpu::ShaderStages::COMPUTE,
+                        ty: wgpu::BindingType::Buffer {
+                            ty: wgpu::BufferBindingType::Storage { read_only: false },
+                            has_dynamic_offset: false,
+                            min_binding_size: None,
+                        },
+                        count: None,
+                    });
+                }
                 let bgl = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                     label: Some("pixelgrad inputs+output"),
                     entries: &entries,
@@ -81,9 +101,9 @@ impl Pipelines {
         Pipelines { layouts, modules: RefCell::new(HashMap::new()), cache: RefCell::new(HashMap::new()) }
     }
 
-    /// Bind group layout for kernels with `inputs` read-only inputs.
-    pub(crate) fn layout(&self, inputs: usize) -> &wgpu::BindGroupLayout {
-        &self.layouts[inputs].0
+    /// Bind group layout of `kernel` (by input count and status binding).
+    pub(crate) fn layout(&self, kernel: &Kernel) -> &wgpu::BindGroupLayout {
+        &self.layouts[layout_index(kernel)].0
     }
 
     /// The pipeline for `kernel` with override values `config`; the bool says whether it was
@@ -115,7 +135,7 @@ impl Pipelines {
             kernel.overrides.iter().zip(config.iter()).map(|(n, &v)| (*n, v as f64)).collect();
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(kernel.name),
-            layout: Some(&self.layouts[kernel.inputs].1),
+            layout: Some(&self.layouts[layout_index(kernel)].1),
             module: &module,
             entry_point: Some("main"),
             compilation_options: wgpu::PipelineCompilationOptions {

@@ -62,6 +62,8 @@ pub(crate) struct PendingRead {
     pub size: u64,
     pub bytes: u64,
     pub len: usize,
+    /// Where the status word was copied, if it was.
+    pub status: Option<u64>,
     pub signal: MapSignal,
     pub submission: Option<wgpu::SubmissionIndex>,
 }
@@ -72,14 +74,18 @@ pub(crate) fn begin(gpu: &Gpu, t: &GpuTensor, len: usize) -> Result<PendingRead>
     if len > t.len {
         return Err(Error::backend("read", BACKEND, format!("asked for {len} elements of a tensor of {}", t.len)));
     }
-    let bytes = (len as u64 * 4).max(4);
+    let data_bytes = (len as u64 * 4).max(4);
+    // Room for the status word behind the data (copy offsets: multiples of 4; map: of 8).
+    let status_at = data_bytes.div_ceil(8) * 8;
+    let bytes = status_at + 8;
     let (staging, size) = gpu.alloc("read", Kind::Staging, bytes)?;
-    gpu.copy(t.buffer(), &staging, bytes);
+    gpu.copy(t.buffer(), &staging, data_bytes);
+    let status = gpu.copy_status(&staging, status_at).then_some(status_at);
     let submission = gpu.flush()?;
     let signal = MapSignal::default();
     staging.slice(0..bytes).map_async(wgpu::MapMode::Read, signal.callback());
     gpu.count_readback();
-    Ok(PendingRead { staging, size, bytes, len, signal, submission })
+    Ok(PendingRead { staging, size, bytes, len, status, signal, submission })
 }
 
 /// Copies the mapped data out and returns the staging buffer to the pool.
@@ -87,6 +93,7 @@ pub(crate) fn finish(gpu: &Gpu, p: PendingRead, mapped: std::result::Result<(), 
     if let Err(e) = mapped {
         return Err(gpu.failure("read", format!("mapping the staging buffer failed: {e}")));
     }
+    let mut word = 0u32;
     let out = {
         let view = p
             .staging
@@ -96,11 +103,16 @@ pub(crate) fn finish(gpu: &Gpu, p: PendingRead, mapped: std::result::Result<(), 
         let bytes: &[u8] = &view;
         let mut out = vec![0f32; p.len];
         bytemuck::cast_slice_mut::<f32, u8>(&mut out).copy_from_slice(&bytes[..p.len * 4]);
+        if let Some(at) = p.status {
+            let at = at as usize;
+            word = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        }
         out
     };
     p.staging.unmap();
     gpu.release_staging(p.size, p.staging);
     gpu.recycle();
+    gpu.take_status(word)?;
     Ok(out)
 }
 

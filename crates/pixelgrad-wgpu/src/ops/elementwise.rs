@@ -9,11 +9,11 @@ use crate::pipelines::Kernel;
 use crate::strides::{check_rank, coalesce, contiguous, MAX_RANK};
 
 pub(crate) const UNARY: Kernel =
-    Kernel { name: "unary", source: include_str!("../kernels/unary.wgsl"), inputs: 1, overrides: &["OP"] };
+    Kernel { name: "unary", source: include_str!("../kernels/unary.wgsl"), inputs: 1, overrides: &["OP"], status: false };
 pub(crate) const BINARY: Kernel =
-    Kernel { name: "binary", source: include_str!("../kernels/binary.wgsl"), inputs: 2, overrides: &["OP", "FAST"] };
+    Kernel { name: "binary", source: include_str!("../kernels/binary.wgsl"), inputs: 2, overrides: &["OP", "FAST"], status: false };
 pub(crate) const WHERE: Kernel =
-    Kernel { name: "where", source: include_str!("../kernels/where.wgsl"), inputs: 3, overrides: &["FAST"] };
+    Kernel { name: "where", source: include_str!("../kernels/where.wgsl"), inputs: 3, overrides: &["FAST"], status: false };
 
 /// Kernel op code and scalar parameters of a unary op (codes match `unary.wgsl`).
 fn unary_code(op: UnaryOp) -> (u32, f32, f32) {

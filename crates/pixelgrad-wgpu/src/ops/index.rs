@@ -7,9 +7,9 @@ use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 
 pub(crate) const GATHER: Kernel =
-    Kernel { name: "gather", source: include_str!("../kernels/gather.wgsl"), inputs: 2, overrides: &[] };
+    Kernel { name: "gather", source: include_str!("../kernels/gather.wgsl"), inputs: 2, overrides: &[], status: true };
 pub(crate) const SCATTER_ADD: Kernel =
-    Kernel { name: "scatter_add", source: include_str!("../kernels/scatter_add.wgsl"), inputs: 2, overrides: &[] };
+    Kernel { name: "scatter_add", source: include_str!("../kernels/scatter_add.wgsl"), inputs: 2, overrides: &[], status: true };
 
 pub(crate) fn gather(
     gpu: &Gpu,

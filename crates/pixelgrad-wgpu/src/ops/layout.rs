@@ -9,7 +9,7 @@ use crate::pipelines::Kernel;
 use crate::strides::{check_rank, coalesce, contiguous, MAX_RANK};
 
 pub(crate) const COPY: Kernel =
-    Kernel { name: "copy", source: include_str!("../kernels/copy.wgsl"), inputs: 1, overrides: &[] };
+    Kernel { name: "copy", source: include_str!("../kernels/copy.wgsl"), inputs: 1, overrides: &[], status: false };
 
 /// Copies the box `dims` from `x` (at `src_base` + coordinates · `src`) to `out` (at
 /// `dst_base` + coordinates · `dst`).

@@ -11,6 +11,7 @@ pub(crate) const MATMUL: Kernel = Kernel {
     source: include_str!("../kernels/matmul.wgsl"),
     inputs: 2,
     overrides: &["TRANS_A", "TRANS_B"],
+    status: false,
 };
 
 /// Output tile edge of one workgroup (must match `matmul.wgsl`).

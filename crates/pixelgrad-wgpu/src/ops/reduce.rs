@@ -7,7 +7,7 @@ use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 
 pub(crate) const REDUCE: Kernel =
-    Kernel { name: "reduce", source: include_str!("../kernels/reduce.wgsl"), inputs: 1, overrides: &["OP", "TREE"] };
+    Kernel { name: "reduce", source: include_str!("../kernels/reduce.wgsl"), inputs: 1, overrides: &["OP", "TREE"], status: false };
 
 /// Axes at most this long are folded by one thread per output; longer ones by a workgroup
 /// tree (parallel and more accurate for long sums).

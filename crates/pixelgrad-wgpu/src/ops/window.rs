@@ -7,9 +7,9 @@ use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 
 pub(crate) const IM2COL: Kernel =
-    Kernel { name: "im2col", source: include_str!("../kernels/im2col.wgsl"), inputs: 1, overrides: &[] };
+    Kernel { name: "im2col", source: include_str!("../kernels/im2col.wgsl"), inputs: 1, overrides: &[], status: false };
 pub(crate) const COL2IM: Kernel =
-    Kernel { name: "col2im", source: include_str!("../kernels/col2im.wgsl"), inputs: 1, overrides: &[] };
+    Kernel { name: "col2im", source: include_str!("../kernels/col2im.wgsl"), inputs: 1, overrides: &[], status: false };
 
 /// [n_out, C, H, W, kh, kw, stride_h, stride_w, pad_h, pad_w, OH, OW].
 fn params(op: &'static str, n_out: usize, c: usize, h: usize, w: usize, win: &Window) -> Result<[u32; 12]> {
