@@ -153,3 +153,40 @@ pub fn where_<T: Element>(ins: [(&[T], &Shape); 3], out: &Shape) -> Vec<T> {
     });
     res
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(d: &[usize]) -> Shape {
+        Shape::from(d)
+    }
+
+    #[test]
+    fn broadcast_paths_agree() {
+        let a: Vec<f64> = (0..6).map(|i| i as f64).collect(); // [2, 3]
+        let row = [10.0, 20.0, 30.0]; // [3]
+        let col = [100.0, 200.0]; // [2, 1]
+        assert_eq!(binary(BinaryOp::Add, &a, &s(&[2, 3]), &row, &s(&[3]), &s(&[2, 3])), vec![10., 21., 32., 13., 24., 35.]);
+        assert_eq!(binary(BinaryOp::Sub, &col, &s(&[2, 1]), &a, &s(&[2, 3]), &s(&[2, 3])), vec![100., 99., 98., 197., 196., 195.]);
+        assert_eq!(binary(BinaryOp::Mul, &a, &s(&[2, 3]), &[2.0], &s(&[]), &s(&[2, 3])), vec![0., 2., 4., 6., 8., 10.]);
+        // Outer product through two stretched axes.
+        assert_eq!(binary(BinaryOp::Mul, &col, &s(&[2, 1]), &row, &s(&[1, 3]), &s(&[2, 3])), vec![1e3, 2e3, 3e3, 2e3, 4e3, 6e3]);
+    }
+
+    #[test]
+    fn comparisons_and_where() {
+        let a = [1.0f32, 2.0, 3.0];
+        let b = [2.0f32];
+        assert_eq!(binary(BinaryOp::Ge, &a, &s(&[3]), &b, &s(&[1]), &s(&[3])), vec![0.0, 1.0, 1.0]);
+        assert_eq!(unary(UnaryOp::GtScalar(1.5), &a), vec![0.0, 1.0, 1.0]);
+        let c = [1.0f32, 0.0, 1.0];
+        assert_eq!(where_([(&c, &s(&[3])), (&a, &s(&[3])), (&[9.0], &s(&[]))], &s(&[3])), vec![1.0, 9.0, 3.0]);
+    }
+
+    #[test]
+    fn sigmoid_saturates_cleanly() {
+        let y = unary(UnaryOp::Sigmoid, &[-1000.0f32, 0.0, 1000.0]);
+        assert_eq!(y, vec![0.0, 0.5, 1.0]);
+    }
+}

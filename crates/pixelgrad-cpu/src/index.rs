@@ -60,3 +60,27 @@ pub fn scatter_add<T: Element>(backend: &str, src: &[T], dsrc: &[usize], idx: &[
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gather_and_scatter_along_rows() {
+        let x = [10.0f32, 11.0, 12.0, 20.0, 21.0, 22.0]; // [2, 3]
+        let idx = [2.0f32, 0.0, 1.0, 1.0]; // [2, 2]
+        assert_eq!(gather("cpu", &x, &[2, 3], &idx, &[2, 2], 1).unwrap(), vec![12.0, 10.0, 21.0, 21.0]);
+        let src = [1.0f32, 2.0, 3.0, 4.0];
+        assert_eq!(scatter_add("cpu", &src, &[2, 2], &idx, 1, 3).unwrap(), vec![2.0, 0.0, 1.0, 0.0, 7.0, 0.0]);
+    }
+
+    #[test]
+    fn bad_indices_are_errors() {
+        let x = [1.0f64, 2.0];
+        for bad in [2.0, -1.0, 0.5, f64::NAN, f64::INFINITY] {
+            let e = gather("cpu", &x, &[2], &[bad], &[1], 0).unwrap_err();
+            assert!(matches!(e, Error::Backend { op: "gather", .. }), "{e}");
+            assert!(scatter_add("cpu", &x[..1], &[1], &[bad], 0, 2).is_err());
+        }
+    }
+}

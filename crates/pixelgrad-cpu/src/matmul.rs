@@ -105,3 +105,38 @@ pub fn matmul<T: Element>(a: &[T], da: &[usize], b: &[T], db: &[usize], trans_a:
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast f32 GEMM and the plain loops agree for every transpose combination, batched
+    /// and with a broadcast batch.
+    #[test]
+    fn sgemm_matches_loops() {
+        let (m, k, n) = (5, 7, 3);
+        let a: Vec<f32> = (0..2 * m * k).map(|i| ((i * 37 % 11) as f32 - 5.0) / 4.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 13 % 7) as f32 - 3.0) / 2.0).collect();
+        for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+            let da = if ta { [2, k, m] } else { [2, m, k] };
+            let db = if tb { [n, k] } else { [k, n] };
+            let fast = matmul(&a, &da, &b, &db, ta, tb);
+            let a64: Vec<f64> = a.iter().map(|&v| v as f64).collect();
+            let b64: Vec<f64> = b.iter().map(|&v| v as f64).collect();
+            let slow = matmul(&a64, &da, &b64, &db, ta, tb);
+            assert_eq!(fast.len(), 2 * m * n);
+            for (f, s) in fast.iter().zip(&slow) {
+                assert!((*f as f64 - s).abs() < 1e-4, "{ta} {tb}: {f} vs {s}");
+            }
+        }
+    }
+
+    #[test]
+    fn known_product() {
+        // [1 2; 3 4] x [5 6; 7 8] = [19 22; 43 50]; with b transposed: [17 23; 39 53].
+        let a = [1.0f64, 2.0, 3.0, 4.0];
+        let b = [5.0f64, 6.0, 7.0, 8.0];
+        assert_eq!(matmul(&a, &[2, 2], &b, &[2, 2], false, false), vec![19.0, 22.0, 43.0, 50.0]);
+        assert_eq!(matmul(&a, &[2, 2], &b, &[2, 2], false, true), vec![17.0, 23.0, 39.0, 53.0]);
+    }
+}

@@ -94,3 +94,20 @@ pub fn concat<T: Element>(xs: &[&[T]], shapes: &[&Shape], axis: usize, out: &Sha
     });
     res
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permute_slice_pad_concat() {
+        let x: Vec<f64> = (0..6).map(|i| i as f64).collect(); // [2, 3]
+        assert_eq!(permute(&x, &[2, 3], &[1, 0], &Shape::from([3, 2])), vec![0., 3., 1., 4., 2., 5.]);
+        assert_eq!(slice(&x, &[2, 3], &[1, 1], &Shape::from([1, 2])), vec![4., 5.]);
+        assert_eq!(pad(&x[..2], &[1, 2], &[1, 0], &Shape::from([2, 3])), vec![0., 0., 0., 0., 1., 0.]);
+        assert_eq!(expand(&x[..3], &Shape::from([3]), &Shape::from([2, 3])), vec![0., 1., 2., 0., 1., 2.]);
+        let (a, b) = (&x[..2], &x[2..6]); // [2, 1] and [2, 2]
+        let out = concat(&[a, b], &[&Shape::from([2, 1]), &Shape::from([2, 2])], 1, &Shape::from([2, 3]));
+        assert_eq!(out, vec![0., 2., 3., 1., 4., 5.]);
+    }
+}

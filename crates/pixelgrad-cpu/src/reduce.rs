@@ -79,3 +79,24 @@ pub fn reduce<T: Element>(op: ReduceOp, x: &[T], dims: &[usize], axis: usize) ->
         ReduceOp::ArgMax => argmax(x, outer, n, inner),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_axis_of_a_3d_tensor() {
+        let x: Vec<f64> = (0..24).map(|i| i as f64).collect(); // [2, 3, 4]
+        assert_eq!(reduce(ReduceOp::Sum, &x, &[2, 3, 4], 2), vec![6., 22., 38., 54., 70., 86.]);
+        assert_eq!(reduce(ReduceOp::Sum, &x, &[2, 3, 4], 0), (0..12).map(|i| (2 * i + 12) as f64).collect::<Vec<_>>());
+        assert_eq!(reduce(ReduceOp::Max, &x, &[2, 3, 4], 1), vec![8., 9., 10., 11., 20., 21., 22., 23.]);
+        assert_eq!(reduce(ReduceOp::Min, &x, &[2, 3, 4], 1), vec![0., 1., 2., 3., 12., 13., 14., 15.]);
+    }
+
+    #[test]
+    fn argmax_takes_the_first_maximum() {
+        let x = [1.0f32, 5.0, 5.0, 0.0, -1.0, -1.0];
+        assert_eq!(reduce(ReduceOp::ArgMax, &x, &[2, 3], 1), vec![1.0, 0.0]);
+        assert_eq!(reduce(ReduceOp::ArgMax, &x, &[2, 3], 0), vec![0.0, 0.0, 0.0]);
+    }
+}

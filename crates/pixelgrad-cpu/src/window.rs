@@ -66,3 +66,34 @@ pub fn col2im<T: Element>(cols: &[T], dims: &[usize], w: &Window, h: usize, wd: 
     });
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn im2col_of_a_3x3_image_with_padding() {
+        let x: Vec<f64> = (1..=9).map(|i| i as f64).collect(); // [1, 1, 3, 3]
+        let w = Window::square(2, 2, 1);
+        let (oh, ow) = w.out_hw(3, 3).unwrap();
+        assert_eq!((oh, ow), (2, 2));
+        let cols = im2col(&x, &[1, 1, 3, 3], &w, oh, ow);
+        // Rows are kernel offsets (0,0) (0,1) (1,0) (1,1); columns the 4 output positions.
+        assert_eq!(cols, vec![0., 0., 0., 5., 0., 0., 4., 6., 0., 2., 0., 8., 1., 3., 7., 9.]);
+    }
+
+    /// col2im is the adjoint of im2col: <im2col(x), c> = <x, col2im(c)>.
+    #[test]
+    fn col2im_is_the_adjoint() {
+        let w = Window { kh: 3, kw: 2, stride_h: 2, stride_w: 1, pad_h: 1, pad_w: 0 };
+        let (h, wd) = (5, 4);
+        let (oh, ow) = w.out_hw(h, wd).unwrap();
+        let x: Vec<f64> = (0..2 * h * wd).map(|i| (i as f64 * 0.37).sin()).collect();
+        let c: Vec<f64> = (0..2 * 6 * oh * ow).map(|i| (i as f64 * 0.11).cos()).collect();
+        let ix = im2col(&x, &[1, 2, h, wd], &w, oh, ow);
+        let cc = col2im(&c, &[1, 12, oh * ow], &w, h, wd, oh, ow);
+        let lhs: f64 = ix.iter().zip(&c).map(|(a, b)| a * b).sum();
+        let rhs: f64 = x.iter().zip(&cc).map(|(a, b)| a * b).sum();
+        assert!((lhs - rhs).abs() < 1e-12, "{lhs} vs {rhs}");
+    }
+}
