@@ -30,6 +30,7 @@ pub const BODIES: &[(&str, &str)] = &[
     ("view", include_str!("shaders/view.glsl")),
     ("concat", include_str!("shaders/concat.glsl")),
     ("heatmap", include_str!("shaders/heatmap.glsl")),
+    ("check_index", include_str!("shaders/check_index.glsl")),
 ];
 
 /// How a body is driven: one `float compute(int i)` per element, or its own `main`.

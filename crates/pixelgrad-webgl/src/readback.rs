@@ -9,6 +9,10 @@ use crate::context::Shared;
 use crate::texture::{bytes_to_f32, GlTensor};
 
 pub(crate) async fn read_async(sh: &Shared, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
+    if let Some(c) = t.check.as_ref().filter(|c| !c.passed.get()) {
+        let flag = Box::pin(read_async(sh, &c.flag, 1)).await?;
+        c.verdict(flag[0], sh)?;
+    }
     sh.current()?;
     if len > t.len {
         return Err(sh.err("read_async", format!("asked for {len} elements of a tensor of {}", t.len)));

@@ -9,9 +9,15 @@ use pixelgrad_core::{Error, Result, Storage};
 
 use crate::context::{texture_bytes, PoolKey, Shared};
 
-/// Texture width and height (in texels) for `len` elements: width = min(max, ceil(sqrt(texels))),
-/// height = ceil(texels / width). Fails with [`Error::Limit`] naming MAX_TEXTURE_SIZE when the
-/// tensor cannot fit.
+/// Texture width and height (in texels) for `len` elements: near-square, width about
+/// ceil(sqrt(texels)) and height = ceil(texels / width), neither side above `max_tex`. Fails
+/// with [`Error::Limit`] naming MAX_TEXTURE_SIZE when the tensor cannot fit.
+///
+/// Sides that are powers of two are nudged by one texel (4 -> 5, 1 -> 3): software rasterisers
+/// such as llvmpipe specialise (JIT-compile) each program for whether every bound texture's
+/// sides are powers of two, so mixing both kinds compiles each program up to 2^(2*inputs)
+/// times, at tens to hundreds of milliseconds each. Keeping every side non-power-of-two costs
+/// at most one row and column and gives one variant per program.
 pub fn layout(len: usize, max_tex: u32, op: &'static str, backend: &str) -> Result<(u32, u32)> {
     let texels = len.div_ceil(4).max(1) as u64;
     let max = max_tex as u64;
@@ -20,18 +26,36 @@ pub fn layout(len: usize, max_tex: u32, op: &'static str, backend: &str) -> Resu
     while w * w < texels {
         w += 1;
     }
-    let w = w.clamp(1, max);
-    let h = texels.div_ceil(w);
+    let w = npot(w.clamp(1, max), max);
+    let h0 = texels.div_ceil(w);
+    // Never shrink the height below what the data needs.
+    let h = npot(h0, max).max(h0);
     if h > max {
         return Err(Error::Limit {
             op,
             backend: backend.to_string(),
             limit_name: "MAX_TEXTURE_SIZE",
             limit: max,
-            requested: h.max(w),
+            requested: texels.div_ceil(w),
         });
     }
     Ok((w as u32, h as u32))
+}
+
+/// The nearest size >= x that is not a power of two (or x - 1 at the limit, or x itself when
+/// the limit leaves no choice).
+fn npot(x: u64, max: u64) -> u64 {
+    if !x.is_power_of_two() || x > max {
+        return x;
+    }
+    let up = if x == 1 { 3 } else { x + 1 };
+    if up <= max {
+        up
+    } else if x >= 4 {
+        x - 1
+    } else {
+        x
+    }
 }
 
 /// The backend's [`Storage`] payload: a texture holding `len` elements.
@@ -41,6 +65,18 @@ pub struct GlTensor {
     pub(crate) h: u32,
     pub(crate) len: usize,
     pub(crate) shared: Rc<Shared>,
+    /// A run-time check of this tensor's inputs (gather/scatter indices), verified on read.
+    pub(crate) check: Option<Rc<Check>>,
+}
+
+/// A pending run-time check: a 1-element flag computed on the GPU (non-zero = failed). A shader
+/// cannot fail, so ops whose validity depends on data (index values) render the flag next to
+/// their result, and reading the result reads the flag first and turns it into a typed error.
+pub(crate) struct Check {
+    pub flag: GlTensor,
+    pub op: &'static str,
+    pub msg: String,
+    pub passed: std::cell::Cell<bool>,
 }
 
 impl GlTensor {
@@ -85,7 +121,7 @@ impl Shared {
             Some(t) => t,
             None => self.new_texture(key, op)?,
         };
-        Ok(GlTensor { tex, w, h, len, shared: self.clone() })
+        Ok(GlTensor { tex, w, h, len, shared: self.clone(), check: None })
     }
 
     fn new_texture(&self, key: PoolKey, op: &'static str) -> Result<glow::Texture> {
@@ -163,6 +199,10 @@ impl Shared {
     /// Blocking readback with readPixels (RGBA / FLOAT), trimmed to `len` elements.
     pub fn read_blocking(&self, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
         self.current()?;
+        if let Some(c) = t.check.as_ref().filter(|c| !c.passed.get()) {
+            let flag = self.read_blocking(&c.flag, 1)?;
+            c.verdict(flag[0], self)?;
+        }
         if len > t.len {
             return Err(self.err("read", format!("asked for {len} elements of a tensor of {}", t.len)));
         }
@@ -190,4 +230,15 @@ impl Shared {
 /// The first `len` native-endian f32 values of `bytes`.
 pub(crate) fn bytes_to_f32(bytes: &[u8], len: usize) -> Vec<f32> {
     bytes.chunks_exact(4).take(len).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+impl Check {
+    /// Turns the flag value into the check's outcome.
+    pub(crate) fn verdict(&self, flag: f32, sh: &Shared) -> Result<()> {
+        if flag != 0.0 {
+            return Err(sh.err(self.op, self.msg.clone()));
+        }
+        self.passed.set(true);
+        Ok(())
+    }
 }

@@ -1,0 +1,12 @@
+//! The shared conformance suite on the WebGL backend (headless EGL, Mesa llvmpipe in CI).
+
+use pixelgrad_core::Device;
+use pixelgrad_webgl::{WebGlBackend, WebGlOptions};
+
+fn make_device() -> Device {
+    // The self-test has its own test; skip it here to keep the suite fast.
+    let opts = WebGlOptions { self_test: false, ..WebGlOptions::default() };
+    Device::new(WebGlBackend::new_headless(opts).expect("headless WebGL (EGL) context"))
+}
+
+pixelgrad_conformance::conformance_tests!(make_device);
