@@ -217,7 +217,7 @@ impl Gpu {
     /// Staging buffers are idle once unmapped, so they go straight back to the free list.
     pub(crate) fn release_staging(&self, size: u64, buf: wgpu::Buffer) {
         if let Ok(mut pool) = self.pool.try_borrow_mut() {
-            pool.release(0, Kind::Staging, size, buf);
+            pool.put_free(Kind::Staging, size, buf);
         }
     }
 

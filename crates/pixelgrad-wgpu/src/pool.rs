@@ -70,22 +70,21 @@ impl Pool {
         self.pending.push_back((serial, kind, size, buf));
     }
 
+    /// Returns a buffer no work uses (an unmapped staging buffer) straight to the free list.
+    pub(crate) fn put_free(&mut self, kind: Kind, size: u64, buf: wgpu::Buffer) {
+        self.free.entry((kind, size)).or_default().push(buf);
+    }
+
     /// Moves every pending buffer whose submission has completed to the free lists.
     pub(crate) fn recycle(&mut self, completed: u64) {
-        if self.pending.iter().all(|e| e.0 > completed) {
-            return;
-        }
-        // Serials are pushed in non-decreasing order, but a buffer released while the encoder
-        // was idle carries an older serial than one released just before, so scan all.
-        let mut keep = VecDeque::with_capacity(self.pending.len());
-        while let Some(entry) = self.pending.pop_front() {
-            if entry.0 <= completed {
-                self.free.entry((entry.1, entry.2)).or_default().push(entry.3);
-            } else {
-                keep.push_back(entry);
+        // Tags never decrease (a release while the encoder holds commands is tagged with the
+        // next serial, and after that submission every tag is at least that serial), so the
+        // completed ones are a prefix.
+        while self.pending.front().is_some_and(|e| e.0 <= completed) {
+            if let Some((_, kind, size, buf)) = self.pending.pop_front() {
+                self.free.entry((kind, size)).or_default().push(buf);
             }
         }
-        self.pending = keep;
     }
 
     /// Destroys free buffers (not pending ones); returns the bytes given back.

@@ -221,7 +221,7 @@ fn matmul_ref(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], ta: bool, tb: bo
 #[test]
 fn matmul_odd_sizes_transposes_and_batches() {
     let b = backend();
-    let cases: [(&[usize], &[usize], bool, bool); 8] = [
+    let cases: [(&[usize], &[usize], bool, bool); 12] = [
         (&[1, 1], &[1, 1], false, false),
         (&[17, 33], &[33, 65], false, false),
         (&[33, 17], &[33, 65], true, false),
@@ -230,6 +230,11 @@ fn matmul_odd_sizes_transposes_and_batches() {
         (&[3, 17, 33], &[3, 33, 65], false, false),
         (&[1, 17, 33], &[4, 33, 20], false, false),
         (&[5, 70, 9], &[9, 130], false, false),
+        // Large enough for the 128x128 kernel, with partial edge tiles.
+        (&[300, 37], &[37, 260], false, false),
+        (&[37, 300], &[260, 37], true, true),
+        (&[2, 37, 300], &[1, 37, 260], true, false),
+        (&[300, 37], &[260, 37], false, true),
     ];
     for (sa, sb, ta, tb) in cases {
         let a = data(sa.iter().product(), 7, -1.0, 1.0);

@@ -14,8 +14,20 @@ pub(crate) const MATMUL: Kernel = Kernel {
     status: false,
 };
 
-/// Output tile edge of one workgroup (must match `matmul.wgsl`).
+pub(crate) const MATMUL_BIG: Kernel = Kernel {
+    name: "matmul_big",
+    source: include_str!("../kernels/matmul_big.wgsl"),
+    inputs: 2,
+    overrides: &["TRANS_A", "TRANS_B"],
+    status: false,
+};
+
+/// Output tile edges of one workgroup (must match the kernels).
 const TILE: usize = 64;
+const TILE_BIG: usize = 128;
+/// Both M and N at least this large use the 128x128 kernel: it needs enough tiles to fill
+/// the GPU, and wastes little on partial edge tiles.
+const BIG_FROM: usize = 256;
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul(
@@ -37,15 +49,17 @@ pub(crate) fn matmul(
     // A batch of one broadcasts: stride 0 re-reads the same matrix for every batch entry.
     let a_stride = if sa.len() == 3 && sa[0] > 1 { m * k } else { 0 };
     let b_stride = if sb.len() == 3 && sb[0] > 1 { k * n } else { 0 };
+    let big = m >= BIG_FROM && n >= BIG_FROM;
+    let (kernel, tile) = if big { (&MATMUL_BIG, TILE_BIG) } else { (&MATMUL, TILE) };
     let grid = [
-        gpu.check_dim("matmul", n.div_ceil(TILE) as u64)?,
-        gpu.check_dim("matmul", m.div_ceil(TILE) as u64)?,
+        gpu.check_dim("matmul", n.div_ceil(tile) as u64)?,
+        gpu.check_dim("matmul", m.div_ceil(tile) as u64)?,
         gpu.check_dim("matmul", batch as u64)?,
     ];
     let params = [u("matmul", m)?, u("matmul", n)?, u("matmul", k)?, u("matmul", a_stride)?, u("matmul", b_stride)?];
     gpu.launch(
         "matmul",
-        &MATMUL,
+        kernel,
         &[u32::from(trans_a), u32::from(trans_b)],
         &[a.buffer(), b.buffer()],
         res.buffer(),

@@ -27,6 +27,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &elementwise::WHERE,
         &reduce::REDUCE,
         &matmul::MATMUL,
+        &matmul::MATMUL_BIG,
         &window::IM2COL,
         &window::COL2IM,
         &index::GATHER,
