@@ -31,6 +31,7 @@ pub fn loss_png(path: &Path, steps: &[StepLog], title: &str) -> CliResult<()> {
         chart
             .configure_mesh()
             .x_desc("step")
+            .x_label_formatter(&|x| format!("{x:.0}"))
             .y_desc("training loss")
             .draw()
             .map_err(|e| e.to_string())?;

@@ -66,7 +66,7 @@ fn defaults(preset: Preset, spec: &DatasetSpec) -> Defaults {
     let digits = matches!(spec, DatasetSpec::Digits);
     match preset {
         Preset::SeedMlp => Defaults { epochs: if digits { 10 } else { 1 }, batch: 1, lr: 0.5, optimizer: "sgd" },
-        Preset::Mlp => Defaults { epochs: if digits { 30 } else { 2 }, batch: 32, lr: if digits { 0.003 } else { 0.001 }, optimizer: "adam" },
+        Preset::Mlp => Defaults { epochs: if digits { 30 } else { 2 }, batch: 32, lr: if digits { 0.003 } else { 0.002 }, optimizer: "adam" },
         Preset::Cnn => Defaults { epochs: if digits { 20 } else { 1 }, batch: 32, lr: if digits { 0.003 } else { 0.001 }, optimizer: "adam" },
     }
 }
@@ -111,6 +111,8 @@ impl Callbacks for Progress {
         self.epoch_start = Instant::now();
         if self.quiet {
             self.bar.suspend(|| eprintln!("{line}"));
+        } else if self.bar.is_hidden() {
+            println!("{line}");
         } else {
             self.bar.println(line);
         }

@@ -15,7 +15,6 @@ use pixelgrad_core::{Shape, Tensor};
 /// gradient of a tie to its first input, giving `d(-|x|)/dx = 1` at 0 and the correct 0.5), or
 /// use `select(x > 0, ..)` between two smooth branches.
 #[test]
-#[ignore = "core bug: bce_with_logits gradient is wrong at logits exactly 0 (see doc comment)"]
 fn bce_with_logits_gradient_at_zero_logits() {
     let t = [0.0, 1.0, 0.25, 0.75];
     let err = check_gradients(
@@ -32,7 +31,6 @@ fn bce_with_logits_gradient_at_zero_logits() {
 
 /// Same check without autodiff's help: the gradient must equal `(sigmoid(0) - t) / N`.
 #[test]
-#[ignore = "core bug: bce_with_logits gradient is wrong at logits exactly 0 (see above)"]
 fn bce_with_logits_gradient_value_at_zero() {
     let dev = reference_device();
     let x = Tensor::from_f64(&dev, &[0.0, 0.0], [2]).unwrap().with_grad();
@@ -49,7 +47,6 @@ fn bce_with_logits_gradient_value_at_zero() {
 /// kh*kw. Fix in `autodiff.rs` (Reduce Max/Min): divide the mask by its count,
 /// `let m = a.eq(y)?; g.mul(&m.div(&m.sum_axis(axis, true)?)?)`.
 #[test]
-#[ignore = "core design bug: max/min reduction gradients are multiplied by the number of ties"]
 fn max_with_ties_gradient_is_a_subgradient() {
     let dev = reference_device();
     let x = Tensor::from_f64(&dev, &[1.0, 1.0, 0.5], [1, 3]).unwrap().with_grad();

@@ -172,12 +172,17 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
             let gb = Tensor::select(c, &zero, g)?;
             Ok(vec![None, Some(sum_to_shape(&ga, a.shape())?), Some(sum_to_shape(&gb, b.shape())?)])
         }
-        Op::Reduce { op, .. } => {
+        Op::Reduce { op, axis } => {
             let a = &x[0];
             match op {
                 ReduceOp::Sum => one(g.broadcast_to(a.shape().clone())?),
-                // every position equal to the extreme takes the gradient (ties share it fully)
-                ReduceOp::Max | ReduceOp::Min => one(g.mul(&a.eq(y)?)?),
+                // positions equal to the extreme split the gradient evenly, so it stays a
+                // subgradient (entries sum to g) when there are ties
+                ReduceOp::Max | ReduceOp::Min => {
+                    let m = a.eq(y)?;
+                    let share = m.div(&m.sum_axis(*axis as isize, true)?)?;
+                    one(g.mul(&share)?)
+                }
                 ReduceOp::ArgMax => Ok(vec![None]),
             }
         }

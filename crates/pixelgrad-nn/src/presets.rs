@@ -12,7 +12,7 @@ use crate::{Loss, Sequential};
 pub enum Preset {
     /// 48 inputs → 64 sigmoid → 2 sigmoid outputs, MSE, SGD at batch 1 (the seed article).
     SeedMlp,
-    /// Flatten → 128 ReLU → classes, cross-entropy.
+    /// Flatten → 256 ReLU → classes, cross-entropy.
     Mlp,
     /// conv 3x3x16 ReLU → maxpool 2 → conv 3x3x32 ReLU → maxpool 2 → dense, cross-entropy.
     Cnn,
@@ -72,9 +72,9 @@ impl ModelSpec {
                 .push(Activation::Sigmoid),
             Preset::Mlp => Sequential::new()
                 .push(Flatten)
-                .push(Linear::with_init(dev, features, 128, WeightInit::He, true, &mut init)?)
+                .push(Linear::with_init(dev, features, 256, WeightInit::He, true, &mut init)?)
                 .push(Activation::Relu)
-                .push(Linear::with_init(dev, 128, self.classes, WeightInit::Glorot, true, &mut init)?),
+                .push(Linear::with_init(dev, 256, self.classes, WeightInit::Glorot, true, &mut init)?),
             Preset::Cnn => {
                 let c1 = Conv2d::new(dev, c, 16, 3, 1, 1, &mut init)?;
                 let (h1, w1) = (h / 2, w / 2);

@@ -41,13 +41,20 @@ pub fn cross_entropy_one_hot(logits: &Tensor, target: &Tensor) -> Result<Tensor>
     logits.log_softmax(1)?.mul(target)?.sum_all()?.mul_scalar(-1.0 / n)
 }
 
-/// Binary cross-entropy on logits, stable form: `mean(max(x, 0) - x t + log(1 + exp(-|x|)))`.
+/// Binary cross-entropy on logits: `mean(softplus(x) - x t)`.
+///
+/// softplus is written `x/2 + |x|/2 + log(1 + exp(-|x|))`: stable (no overflow) and, unlike
+/// `max(x, 0) + log(1 + exp(-|x|))`, its autodiff gradient is right at `x = 0` too, because the
+/// two kinks (`|x|` appears twice, with opposite slopes) cancel instead of both taking the
+/// subgradient 0.
 pub fn bce_with_logits(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
     if logits.shape() != target.shape() {
         return Err(shapes_err("bce_with_logits", logits, target, "logits and target shapes differ"));
     }
-    let soft = logits.abs()?.neg()?.exp()?.add_scalar(1.0)?.log()?;
-    logits.relu()?.sub(&logits.mul(target)?)?.add(&soft)?.mean_all()
+    let abs = logits.abs()?;
+    let tail = abs.neg()?.exp()?.add_scalar(1.0)?.log()?;
+    let softplus = logits.add(&abs)?.mul_scalar(0.5)?.add(&tail)?;
+    softplus.sub(&logits.mul(target)?)?.mean_all()
 }
 
 /// Number of rows of `logits [N, C]` whose argmax equals the class in `classes [N]`, as a scalar
