@@ -63,6 +63,32 @@ impl ProgramSpec {
     }
 }
 
+impl ProgramSpec {
+    /// A readable label for logs: the body name plus what its config means.
+    pub fn label(&self) -> String {
+        const UNARY: [&str; 15] = [
+            "neg", "exp", "log", "sqrt", "recip", "tanh", "sigmoid", "abs", "sin", "cos", "affine", "powf", "max_scalar",
+            "min_scalar", "gt_scalar",
+        ];
+        const BINARY: [&str; 10] = ["add", "sub", "mul", "div", "max", "min", "pow", "gt", "ge", "eq"];
+        const REDUCE: [&str; 4] = ["sum", "max", "min", "first_equal"];
+        const RANDOM: [&str; 2] = ["uniform", "normal"];
+        const MATMUL: [&str; 3] = ["general", "vec4_b", "vec4_ab"];
+        let table: &[&str] = match self.name {
+            "unary" => &UNARY,
+            "binary" => &BINARY,
+            "reduce" => &REDUCE,
+            "random" => &RANDOM,
+            "matmul" => &MATMUL,
+            _ => &[],
+        };
+        match table.get(self.config as usize) {
+            Some(c) => format!("{}.{c}", self.name),
+            None => self.name.to_string(),
+        }
+    }
+}
+
 /// The vertex shader shared by every program (a full-screen triangle from `gl_VertexID`).
 pub fn vertex_source() -> String {
     format!("{VERSION}{PRECISION}{VERTEX}")

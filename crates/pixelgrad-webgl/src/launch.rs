@@ -109,7 +109,7 @@ impl Shared {
         }
         self.check_gl(pass.op, pass.spec.name)?;
         self.count(|c| c.launches += 1);
-        self.log_pass(|| format!("{}#{} -> {}x{} ({} elements)", pass.spec.name, pass.spec.config, w, h, len));
+        self.log_pass(|| format!("{:<18} -> {:>4}x{:<4} texels ({len} elements)", pass.spec.label(), w, h));
         Ok(())
     }
 }

@@ -59,17 +59,34 @@ pub(crate) async fn read_async(sh: &Shared, t: &GlTensor, len: usize) -> Result<
         }
     }
     let mut bytes = vec![0u8; size];
-    // SAFETY: the fence has signalled, so the copy into the buffer is complete.
+    // SAFETY: the fence has signalled, so the copy into the buffer is complete; the mapped
+    // range is `size` bytes and unmapped before the buffer is deleted.
     unsafe {
         gl.delete_sync(fence);
         gl.bind_buffer(glow::PIXEL_PACK_BUFFER, Some(buf));
-        gl.get_buffer_sub_data(glow::PIXEL_PACK_BUFFER, 0, &mut bytes);
+        copy_out(gl, &mut bytes);
         gl.bind_buffer(glow::PIXEL_PACK_BUFFER, None);
         gl.delete_buffer(buf);
     }
     sh.check_gl("read_async", "get_buffer_sub_data")?;
     sh.count(|c| c.readbacks += 1);
     Ok(bytes_to_f32(&bytes, len))
+}
+
+/// WebGL2 has getBufferSubData.
+#[cfg(target_arch = "wasm32")]
+unsafe fn copy_out(gl: &glow::Context, bytes: &mut [u8]) {
+    gl.get_buffer_sub_data(glow::PIXEL_PACK_BUFFER, 0, bytes);
+}
+
+/// OpenGL ES 3 has no glGetBufferSubData: map the range instead.
+#[cfg(not(target_arch = "wasm32"))]
+unsafe fn copy_out(gl: &glow::Context, bytes: &mut [u8]) {
+    let p = gl.map_buffer_range(glow::PIXEL_PACK_BUFFER, 0, bytes.len() as i32, glow::MAP_READ_BIT);
+    if !p.is_null() {
+        std::ptr::copy_nonoverlapping(p, bytes.as_mut_ptr(), bytes.len());
+        gl.unmap_buffer(glow::PIXEL_PACK_BUFFER);
+    }
 }
 
 /// Natively the bounded wait above already paused; nothing more to do.

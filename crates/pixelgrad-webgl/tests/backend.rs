@@ -1,0 +1,189 @@
+//! Backend-specific behaviour: texture layout, pool reuse, Philox bit-exactness, sizes crossing
+//! texel boundaries, async readback, pass log, capability report.
+
+use pixelgrad_core::{rng, Backend, Device, Error, Tensor};
+use pixelgrad_webgl::{layout, WebGlBackend, WebGlOptions};
+
+fn backend(opts: WebGlOptions) -> WebGlBackend {
+    WebGlBackend::new_headless(WebGlOptions { self_test: false, ..opts }).expect("headless WebGL (EGL) context")
+}
+
+fn default_backend() -> WebGlBackend {
+    backend(WebGlOptions::default())
+}
+
+/// Blocks on a future that never waits for anything but the GL fence (polled natively with a
+/// bounded wait), so a trivial executor suffices.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+    fn raw() -> RawWaker {
+        fn clone(_: *const ()) -> RawWaker {
+            raw()
+        }
+        fn noop(_: *const ()) {}
+        static VT: RawWakerVTable = RawWakerVTable::new(clone, noop, noop, noop);
+        RawWaker::new(std::ptr::null(), &VT)
+    }
+    // SAFETY: the vtable's functions do nothing, so any data pointer is fine.
+    let waker = unsafe { Waker::from_raw(raw()) };
+    let mut cx = Context::from_waker(&waker);
+    let mut f = Box::pin(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+#[test]
+fn layout_is_near_square_and_avoids_powers_of_two() {
+    assert_eq!(layout(1, 16384, "t", "b").unwrap(), (3, 3));
+    // 1000 elements = 250 texels: 16 x 16 -> 17 wide, 15 high.
+    assert_eq!(layout(1000, 16384, "t", "b").unwrap(), (17, 15));
+    for n in [1usize, 3, 4, 5, 17, 255, 1 << 12, 99_999, 1 << 20] {
+        let (w, h) = layout(n, 16384, "t", "b").unwrap();
+        assert!((w as usize * h as usize) * 4 >= n, "{n}: {w}x{h}");
+        assert!(!w.is_power_of_two() && !h.is_power_of_two(), "{n}: {w}x{h}");
+        assert!(w.abs_diff(h) <= 2 + (w / 8), "{n}: {w}x{h} not near square");
+    }
+    // Too big for the limit: a Limit error naming MAX_TEXTURE_SIZE.
+    match layout(4 * 9 * 9, 8, "upload", "webgl") {
+        Err(Error::Limit { limit_name, limit, .. }) => assert_eq!((limit_name, limit), ("MAX_TEXTURE_SIZE", 8)),
+        r => panic!("expected a limit error, got {r:?}"),
+    }
+}
+
+#[test]
+fn sizes_crossing_texel_boundaries_round_trip() {
+    let b = default_backend();
+    let dev = Device::new(b.clone());
+    for n in [1usize, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1023, 4097] {
+        let data: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let t = Tensor::from_vec(&dev, &data, [n]).unwrap();
+        assert_eq!(t.to_vec().unwrap(), data, "upload/read n={n}");
+        let y = t.affine(2.0, 1.0).unwrap().to_vec().unwrap();
+        let want: Vec<f32> = data.iter().map(|v| v * 2.0 + 1.0).collect();
+        assert_eq!(y, want, "affine n={n}");
+        let s = t.sum_all().unwrap().item().unwrap() as f64;
+        let ws: f64 = data.iter().map(|&v| v as f64).sum();
+        assert!((s - ws).abs() <= 1e-5 * ws.abs().max(1.0), "sum n={n}: {s} vs {ws}");
+    }
+}
+
+#[test]
+fn rows_wrap_under_a_small_texture_limit() {
+    // With MAX_TEXTURE_SIZE forced to 7, a 150-element tensor (38 texels) is 7 wide and 6 high:
+    // element indices wrap across texture rows, and every op must still line up.
+    let b = backend(WebGlOptions { max_texture_size: Some(7), ..Default::default() });
+    assert_eq!(b.report().effective_max_texture_size, 7);
+    let dev = Device::new(b.clone());
+    let (m, k, n) = (10, 15, 6);
+    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
+    let c: Vec<f32> = (0..k * n).map(|i| ((i * 5) % 9) as f32 - 4.0).collect();
+    let ta = Tensor::from_vec(&dev, &a, [m, k]).unwrap();
+    assert_eq!(b.texture_size(ta.storage()), Some((7, 6)));
+    let tc = Tensor::from_vec(&dev, &c, [k, n]).unwrap();
+    let got = ta.matmul(&tc).unwrap().to_vec().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let want: f32 = (0..k).map(|p| a[i * k + p] * c[p * n + j]).sum();
+            assert_eq!(got[i * n + j], want, "({i}, {j})");
+        }
+    }
+    let t = ta.transpose(0, 1).unwrap().to_vec().unwrap();
+    for r in 0..k {
+        for c in 0..m {
+            assert_eq!(t[r * m + c], a[c * k + r], "transpose ({r}, {c})");
+        }
+    }
+    // 7 x 7 texels = 196 elements at most.
+    let too_big = Tensor::from_vec(&dev, &vec![0.0; 197], [197]);
+    assert!(matches!(too_big, Err(Error::Limit { limit_name: "MAX_TEXTURE_SIZE", .. })), "{too_big:?}");
+}
+
+#[test]
+fn pool_reuses_textures_when_tensors_drop() {
+    let b = default_backend();
+    let dev = Device::new(b.clone());
+    let x = Tensor::from_vec(&dev, &[1.0; 1000], [1000]).unwrap();
+    // One step of the pattern below allocates its two textures...
+    let y = x.exp().unwrap();
+    let _ = y.neg().unwrap();
+    drop(y);
+    let before = b.counters();
+    // ...after which every step renders into the two textures the previous step returned.
+    for _ in 0..10 {
+        let y = x.exp().unwrap();
+        let _ = y.neg().unwrap();
+    }
+    let after = b.counters();
+    assert_eq!(after.allocations, before.allocations, "no new textures for same-size results");
+    assert_eq!(after.bytes_in_use, before.bytes_in_use);
+    assert_eq!(after.launches - before.launches, 20);
+    b.trim_pool().unwrap();
+    assert!(b.counters().bytes_in_use < after.bytes_in_use);
+}
+
+#[test]
+fn philox_uniform_is_bit_exact_and_normal_is_close() {
+    let b = default_backend();
+    let dev = Device::new(b.clone());
+    for seed in [0u64, 1, 0xDEAD_BEEF_0123_4567, u64::MAX] {
+        let n = 1001;
+        let got = Tensor::rand_uniform(&dev, [n], 0.0, 1.0, seed).unwrap().to_vec().unwrap();
+        for (i, g) in got.iter().enumerate() {
+            let want = rng::uniform(seed, i as u64);
+            assert_eq!(g.to_bits(), want.to_bits(), "seed {seed} element {i}");
+        }
+        let got = Tensor::rand_normal(&dev, [n], 0.0, 1.0, seed).unwrap().to_vec().unwrap();
+        for (i, g) in got.iter().enumerate() {
+            let want = rng::normal(seed, i as u64);
+            assert!((g - want).abs() <= 1e-4 * want.abs().max(1.0), "seed {seed} element {i}: {g} vs {want}");
+        }
+    }
+}
+
+#[test]
+fn async_read_matches_blocking_read() {
+    let b = default_backend();
+    let x = b.upload(&(0..777).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+    let want = b.read(&x, 777).unwrap();
+    let got = block_on(b.read_async(&x, 777)).unwrap();
+    assert_eq!(got, want);
+    assert_eq!(block_on(b.read_async(&x, 5)).unwrap(), vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+}
+
+#[test]
+fn pass_log_names_programs_and_sizes() {
+    let b = default_backend();
+    let dev = Device::new(b.clone());
+    let x = Tensor::from_vec(&dev, &[1.0; 64], [8, 8]).unwrap();
+    b.set_pass_log(true);
+    let _ = x.matmul(&x).unwrap().sigmoid().unwrap();
+    let log = b.take_pass_log();
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert!(log[0].starts_with("matmul"), "{log:?}");
+    assert!(log[1].starts_with("unary") && log[1].contains("sigmoid"), "{log:?}");
+    b.set_pass_log(false);
+    let _ = x.exp().unwrap();
+    assert!(b.take_pass_log().is_empty());
+}
+
+#[test]
+fn report_and_name() {
+    let b = default_backend();
+    let r = b.report();
+    assert!(b.name().starts_with("webgl ("), "{}", b.name());
+    assert!(r.max_texture_size >= 2048);
+    assert!(r.float_render_target || r.half_render_target);
+    assert!(r.max_draw_buffers >= 1);
+    assert_eq!(b.kind(), pixelgrad_core::BackendKind::WebGl);
+}
+
+#[test]
+fn foreign_storage_is_a_typed_error() {
+    let b = default_backend();
+    let other = default_backend();
+    let s = other.upload(&[1.0, 2.0]).unwrap();
+    assert!(matches!(b.read(&s, 2), Err(Error::BackendMismatch { .. })));
+}
