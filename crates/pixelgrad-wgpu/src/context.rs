@@ -153,7 +153,7 @@ impl Gpu {
 
     /// Errors if `bytes` do not fit one storage binding or buffer.
     pub(crate) fn check_size(&self, op: &'static str, bytes: u64) -> Result<()> {
-        let bind = self.limits.max_storage_buffer_binding_size as u64;
+        let bind = self.limits.max_storage_buffer_binding_size;
         if bytes > bind {
             return Err(Error::Limit {
                 op,
@@ -176,7 +176,7 @@ impl Gpu {
     }
 
     fn cap(&self) -> u64 {
-        (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size)
+        self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
     }
 
     /// A buffer of at least `bytes`, from the pool when one is free.
@@ -222,6 +222,7 @@ impl Gpu {
     }
 
     /// Records one compute launch: `params` go into this submission's next uniform slot.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn launch(
         &self,
         op: &'static str,

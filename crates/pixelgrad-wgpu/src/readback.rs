@@ -37,6 +37,7 @@ impl MapSignal {
     }
 
     /// The result if the callback already ran.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub(crate) fn try_take(&self) -> Option<std::result::Result<(), wgpu::BufferAsyncError>> {
         self.0.lock().ok().and_then(|mut s| s.result.take())
     }
@@ -65,6 +66,7 @@ pub(crate) struct PendingRead {
     /// Where the status word was copied, if it was.
     pub status: Option<u64>,
     pub signal: MapSignal,
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub submission: Option<wgpu::SubmissionIndex>,
 }
 

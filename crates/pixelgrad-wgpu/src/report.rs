@@ -88,7 +88,7 @@ impl WgpuBackend {
             device_type: format!("{:?}", info.device_type),
             driver: info.driver.clone(),
             driver_info: info.driver_info.clone(),
-            max_storage_buffer_binding_size: l.max_storage_buffer_binding_size as u64,
+            max_storage_buffer_binding_size: l.max_storage_buffer_binding_size,
             max_buffer_size: l.max_buffer_size,
             max_compute_workgroups_per_dimension: l.max_compute_workgroups_per_dimension,
             max_compute_invocations_per_workgroup: l.max_compute_invocations_per_workgroup,
