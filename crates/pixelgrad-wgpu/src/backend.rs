@@ -138,7 +138,25 @@ impl Backend for WgpuBackend {
                 None => Err(Error::backend("reshape", BACKEND, "missing input")),
             };
         }
+        // Core validated these already; a direct caller may not have, and the launchers index
+        // shapes freely, so re-check rather than risk a panic.
+        if inputs.len() != shapes.len() {
+            return Err(Error::backend(
+                op.name(),
+                BACKEND,
+                format!("{} inputs but {} shapes", inputs.len(), shapes.len()),
+            ));
+        }
+        let inferred = op.infer_shape(shapes).map_err(|e| e.with_backend(&self.name()))?;
+        if inferred != *out {
+            return Err(Error::backend(op.name(), BACKEND, format!("output shape {out} should be {inferred}")));
+        }
         let ins: Vec<&GpuTensor> = inputs.iter().map(|s| self.tensor(op.name(), s)).collect::<Result<_>>()?;
+        for (t, s) in ins.iter().zip(shapes) {
+            if t.len < s.numel() {
+                return Err(Error::backend(op.name(), BACKEND, format!("a storage of {} elements passed as {s}", t.len)));
+            }
+        }
         let res = ops::execute(&self.gpu, op, &ins, shapes, out)?;
         Ok(Storage::new(res))
     }

@@ -153,3 +153,31 @@ fn async_read_matches_blocking_read() {
     assert_eq!(b.read(&x, 2).unwrap(), vec![1.0, 2.0]);
     b.flush().unwrap();
 }
+
+#[test]
+fn inconsistent_direct_calls_are_errors_not_panics() {
+    let b = backend();
+    let x = b.upload(&[1.0, 2.0]).unwrap();
+    let s2 = Shape::from([2]);
+    let s3 = Shape::from([3]);
+    // Too few shapes, wrong output shape, storage smaller than its shape.
+    assert!(b.execute(&Op::Binary(BinaryOp::Add), &[&x, &x], &[&s2], &s2).is_err());
+    assert!(b.execute(&Op::Unary(UnaryOp::Neg), &[&x], &[&s2], &s3).is_err());
+    assert!(b.execute(&Op::Unary(UnaryOp::Neg), &[&x], &[&s3], &s3).is_err());
+    // A storage from another backend.
+    let cpu = pixelgrad_cpu::CpuBackend::new();
+    let foreign = cpu.upload(&[1.0, 2.0]).unwrap();
+    assert!(matches!(
+        b.execute(&Op::Unary(UnaryOp::Neg), &[&foreign], &[&s2], &s2),
+        Err(Error::BackendMismatch { .. })
+    ));
+    // Reading more than the tensor holds.
+    assert!(b.read(&x, 3).is_err());
+    // Bad gather indices are reported at the next read, naming the op, and then cleared.
+    let idx = b.upload(&[5.0]).unwrap();
+    let s1 = Shape::from([1]);
+    let g = b.execute(&Op::Gather { axis: 0 }, &[&x, &idx], &[&s2, &s1], &s1).unwrap();
+    let e = b.read(&g, 1).unwrap_err();
+    assert!(e.to_string().contains("gather"), "{e}");
+    assert_eq!(b.read(&x, 2).unwrap(), vec![1.0, 2.0]);
+}
