@@ -43,9 +43,11 @@ fn main() -> pixelgrad_core::Result<()> {
     for _ in 0..ops {
         y = b.execute(&Op::Unary(pixelgrad_core::UnaryOp::Neg), &[&y], &[&s16], &s16)?;
     }
+    let record_us = start.elapsed().as_secs_f64() * 1e6 / ops as f64;
     b.read(&y, 16)?;
     let us = start.elapsed().as_secs_f64() * 1e6 / ops as f64;
-    println!("tiny op: {us:.1} us per launch (recording + execution); counters {:?}", b.counters());
+    println!("tiny op: {us:.1} us per launch end to end, {record_us:.1} us of it before the final read");
+    println!("counters {:?}", b.counters());
     Ok(())
 }
 
