@@ -109,7 +109,11 @@ impl Shared {
         }
         self.check_gl(pass.op, pass.spec.name)?;
         self.count(|c| c.launches += 1);
-        self.log_pass(|| format!("{:<18} -> {:>4}x{:<4} texels ({len} elements)", pass.spec.label(), w, h));
+        self.log_pass(|| {
+            // The shared strided-copy program is labelled by the op it implements.
+            let label = if pass.spec.name == "view" { format!("view.{}", pass.op) } else { pass.spec.label() };
+            format!("{label:<18} -> {w:>4}x{h:<4} texels ({len} elements)")
+        });
         Ok(())
     }
 }
