@@ -146,3 +146,28 @@ pub(crate) async fn read_async(gpu: &Gpu, t: &GpuTensor, len: usize) -> Result<V
     let mapped = p.signal.clone().await;
     finish(gpu, p, mapped)
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use pixelgrad_core::Backend;
+
+    /// The browser path (`read_async`) natively: the map future stays pending until something
+    /// drives wgpu's callbacks (the browser's event loop; here an explicit poll), then resolves.
+    #[test]
+    fn async_read_resolves_once_callbacks_run() {
+        let b = crate::WgpuBackend::new(crate::WgpuOptions::default())
+            .expect("a WebGPU adapter (install mesa-vulkan-drivers for lavapipe)");
+        let s = b.upload(&[1.0, 2.0, 3.0]).unwrap();
+        let t = s.downcast::<GpuTensor>().unwrap();
+        let mut fut = Box::pin(read_async(&b.gpu, t, 3));
+        let mut cx = Context::from_waker(Waker::noop());
+        // The first poll records, submits and requests the map; nothing has completed it yet.
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
+        b.gpu.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+        match fut.as_mut().poll(&mut cx) {
+            Poll::Ready(r) => assert_eq!(r.unwrap(), vec![1.0, 2.0, 3.0]),
+            Poll::Pending => panic!("map callback did not resolve the read"),
+        }
+    }
+}
