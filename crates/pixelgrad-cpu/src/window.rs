@@ -18,6 +18,17 @@ fn src_coord(o: usize, stride: usize, k: usize, pad: usize, size: usize) -> Opti
     }
 }
 
+/// The output positions `lo..hi` (out of `n`) whose input coordinate `o * stride + k - pad`
+/// falls inside `0..size`, so inner loops run without bounds tests.
+#[inline]
+fn valid_range(n: usize, stride: usize, k: usize, pad: usize, size: usize) -> (usize, usize) {
+    // o * stride + k >= pad  <=>  o >= ceil((pad - k) / stride)
+    let lo = if k >= pad { 0 } else { (pad - k).div_ceil(stride) };
+    // o * stride + k - pad < size  <=>  o * stride < size + pad - k
+    let hi = if size + pad <= k { 0 } else { (size + pad - k).div_ceil(stride) };
+    (lo.min(n), hi.min(n).max(lo.min(n)))
+}
+
 /// `[N, C, H, W]` → `[N, C*kh*kw, OH*OW]`, row `c*kh*kw + i*kw + j`, padding reads 0.
 pub fn im2col<T: Element>(x: &[T], dims: &[usize], w: &Window, oh: usize, ow: usize) -> Vec<T> {
     let (n, c, h, wd) = (dims[0], dims[1], dims[2], dims[3]);
@@ -31,9 +42,17 @@ pub fn im2col<T: Element>(x: &[T], dims: &[usize], w: &Window, oh: usize, ow: us
             let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else { continue };
             let src = &plane[y * wd..(y + 1) * wd];
             let line = &mut dst[oy * ow..(oy + 1) * ow];
-            for (ox, d) in line.iter_mut().enumerate() {
-                if let Some(xx) = src_coord(ox, w.stride_w, j, w.pad_w, wd) {
-                    *d = src[xx];
+            let (lo, hi) = valid_range(ow, w.stride_w, j, w.pad_w, wd);
+            if lo == hi {
+                continue;
+            }
+            // x = ox * stride + j - pad, valid for ox in lo..hi (the rest stays 0: padding).
+            let x0 = lo * w.stride_w + j - w.pad_w;
+            if w.stride_w == 1 {
+                line[lo..hi].copy_from_slice(&src[x0..x0 + (hi - lo)]);
+            } else {
+                for (t, d) in line[lo..hi].iter_mut().enumerate() {
+                    *d = src[x0 + t * w.stride_w];
                 }
             }
         }
@@ -55,9 +74,20 @@ pub fn col2im<T: Element>(cols: &[T], dims: &[usize], w: &Window, h: usize, wd: 
                 let src = &cols[row * oh * ow..(row + 1) * oh * ow];
                 for oy in 0..oh {
                     let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else { continue };
-                    for ox in 0..ow {
-                        if let Some(xx) = src_coord(ox, w.stride_w, j, w.pad_w, wd) {
-                            dst[y * wd + xx] += src[oy * ow + ox];
+                    let (lo, hi) = valid_range(ow, w.stride_w, j, w.pad_w, wd);
+                    if lo == hi {
+                        continue;
+                    }
+                    let x0 = lo * w.stride_w + j - w.pad_w;
+                    let from = &src[oy * ow + lo..oy * ow + hi];
+                    let line = &mut dst[y * wd..(y + 1) * wd];
+                    if w.stride_w == 1 {
+                        for (d, &v) in line[x0..x0 + (hi - lo)].iter_mut().zip(from) {
+                            *d += v;
+                        }
+                    } else {
+                        for (t, &v) in from.iter().enumerate() {
+                            line[x0 + t * w.stride_w] += v;
                         }
                     }
                 }
@@ -70,6 +100,23 @@ pub fn col2im<T: Element>(cols: &[T], dims: &[usize], w: &Window, h: usize, wd: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn valid_range_matches_the_per_element_test() {
+        for n in 0..6 {
+            for stride in 1..4 {
+                for k in 0..4 {
+                    for pad in 0..3 {
+                        for size in 1..7 {
+                            let want: Vec<usize> = (0..n).filter(|&o| src_coord(o, stride, k, pad, size).is_some()).collect();
+                            let (lo, hi) = valid_range(n, stride, k, pad, size);
+                            assert_eq!((lo..hi).collect::<Vec<_>>(), want, "n{n} s{stride} k{k} p{pad} size{size}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn im2col_of_a_3x3_image_with_padding() {
