@@ -16,10 +16,36 @@
 //! ```
 //!
 //! which expands into a module `conformance` with one `#[test]` per family
-//! (`cargo test conformance::matmul`, ...).
+//! (`cargo test conformance::matmul`, ...): `fill`, `random`, `unary`, `binary` (with
+//! broadcasting), `where_`, `reduce`, `matmul` (all four transpose combinations, batched,
+//! batch-broadcast, square operands), `im2col`, `col2im`, `gather`, `scatter_add`, `reshape`,
+//! `permute`, `expand`, `slice`, `pad`, `concat`, `composites` (activations, softmax,
+//! log_softmax, conv2d, max/avg pooling, losses), `training_curve` (a fixed-seed MLP trained 30
+//! SGD steps; the loss sequence must match the reference to 1e-3 relative) and `errors`
+//! (bad input gives typed errors, never a panic).
+//!
+//! A backend that is not ready for every family can call families one by one instead:
+//!
+//! ```ignore
+//! #[test]
+//! fn unary() {
+//!     pixelgrad_conformance::run_family("unary", pixelgrad_conformance::families::unary, make_device);
+//! }
+//! ```
+//!
+//! Tolerances are per op family; see the table in [`tolerance`].
 //!
 //! [`check_gradients`] is the finite-difference gradient check (f64, on the reference) used by
-//! this crate's own tests and by layer crates for theirs.
+//! this crate's own tests and by layer crates for theirs:
+//!
+//! ```
+//! use pixelgrad_conformance::check_gradients;
+//! use pixelgrad_core::Shape;
+//!
+//! // d/dx sum(tanh(x) * r) for a fixed random r, autodiff against central differences.
+//! let err = check_gradients(|x| x[0].tanh(), &[vec![0.3, -1.2, 2.0]], &[Shape::from([3])]).unwrap();
+//! assert!(err < 1e-6);
+//! ```
 
 pub mod families;
 pub mod gradcheck;
