@@ -181,3 +181,21 @@ fn inconsistent_direct_calls_are_errors_not_panics() {
     assert!(e.to_string().contains("gather"), "{e}");
     assert_eq!(b.read(&x, 2).unwrap(), vec![1.0, 2.0]);
 }
+
+#[test]
+fn trim_gives_pooled_memory_back() {
+    let b = backend();
+    {
+        let x = b.upload(&vec![1.0; 100_000]).unwrap();
+        let s = Shape::from([100_000]);
+        let y = b.execute(&Op::Unary(UnaryOp::Exp), &[&x], &[&s], &s).unwrap();
+        b.read(&y, 1).unwrap();
+    }
+    // The read completed every submission, so both buffers are free now.
+    b.flush().unwrap();
+    let before = b.counters().bytes_in_use;
+    let freed = b.trim_pool();
+    assert!(freed >= 2 * 400_000, "freed {freed}");
+    assert_eq!(b.counters().bytes_in_use, before - freed);
+    assert_eq!(b.pending_buffers(), 0);
+}
