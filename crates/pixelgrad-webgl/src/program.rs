@@ -19,6 +19,8 @@ pub(crate) struct Program {
 
 impl Program {
     /// Location of a uniform (None if the compiler dropped it as unused).
+    // Locations are Copy natively but not in WebGL (a JS object), hence the clone.
+    #[allow(clippy::clone_on_copy)]
     pub fn location(&self, gl: &glow::Context, name: &'static str) -> Option<glow::UniformLocation> {
         let mut u = self.uniforms.borrow_mut();
         u.entry(name)
@@ -106,5 +108,24 @@ impl Shared {
             }
             Ok(Program { program: p, uniforms: RefCell::new(HashMap::new()) })
         }
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use pixelgrad_core::Error;
+
+    use crate::{WebGlBackend, WebGlOptions};
+
+    #[test]
+    fn compile_errors_carry_the_info_log_and_numbered_source() {
+        let b = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..Default::default() }).unwrap();
+        let src = "#version 300 es\nprecision highp float;\nout vec4 o;\nvoid main() { o = undefined_fn(); }\n";
+        let err = b.shared.compile_stage("test", "bad.frag", glow::FRAGMENT_SHADER, src).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, Error::Backend { op: "test", .. }), "{err:?}");
+        assert!(msg.contains("bad.frag failed to compile"), "{msg}");
+        assert!(msg.contains("undefined_fn"), "driver log missing: {msg}");
+        assert!(msg.contains("   4: void main()"), "numbered source missing: {msg}");
     }
 }

@@ -187,3 +187,72 @@ fn foreign_storage_is_a_typed_error() {
     let s = other.upload(&[1.0, 2.0]).unwrap();
     assert!(matches!(b.read(&s, 2), Err(Error::BackendMismatch { .. })));
 }
+
+/// Plain loops: out[b, m, n] = sum_k A[b, m, k] * B[b, k, n] with optional transposes and a
+/// batch of 1 broadcasting.
+#[allow(clippy::too_many_arguments)]
+fn matmul_ref(a: &[f32], b: &[f32], ba: usize, bb: usize, m: usize, k: usize, n: usize, ta: bool, tb: bool) -> Vec<f64> {
+    let batch = ba.max(bb);
+    let mut out = vec![0.0; batch * m * n];
+    for z in 0..batch {
+        let (za, zb) = (if ba == 1 { 0 } else { z }, if bb == 1 { 0 } else { z });
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = 0.0f64;
+                for p in 0..k {
+                    let av = if ta { a[za * m * k + p * m + i] } else { a[za * m * k + i * k + p] };
+                    let bv = if tb { b[zb * k * n + j * k + p] } else { b[zb * k * n + p * n + j] };
+                    s += av as f64 * bv as f64;
+                }
+                out[(z * m + i) * n + j] = s;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn matmul_fast_paths_transposes_and_batch_broadcast_match_loops() {
+    let b = default_backend();
+    let dev = Device::new(b.clone());
+    let gen = |n: usize, seed: u64| -> Vec<f32> { (0..n).map(|i| rng::uniform(seed, i as u64) * 2.0 - 1.0).collect() };
+    // (batch a, batch b, m, k, n): k and n multiples of 4 hit the vec4 paths, the rest the
+    // general one.
+    for (ba, bb, m, k, n) in [(3, 1, 5, 12, 16), (1, 2, 7, 8, 4), (2, 2, 3, 5, 6), (1, 1, 9, 16, 8), (4, 4, 1, 3, 1)] {
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            let av = gen(ba * m * k, 1);
+            let bv = gen(bb * k * n, 2);
+            let sa = if ta { [ba, k, m] } else { [ba, m, k] };
+            let sb = if tb { [bb, n, k] } else { [bb, k, n] };
+            let x = Tensor::from_vec(&dev, &av, sa).unwrap();
+            let y = Tensor::from_vec(&dev, &bv, sb).unwrap();
+            let got = x.matmul_t(&y, ta, tb).unwrap().to_vec().unwrap();
+            let want = matmul_ref(&av, &bv, ba, bb, m, k, n, ta, tb);
+            assert_eq!(got.len(), want.len());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!((*g as f64 - w).abs() <= 1e-5 * (k as f64).sqrt(), "{ba}x{bb} {m}x{k}x{n} t=({ta},{tb}) [{i}]: {g} vs {w}");
+            }
+        }
+    }
+}
+
+#[test]
+fn concat_of_many_inputs_runs_in_passes() {
+    let b = default_backend();
+    let dev = Device::new(b.clone());
+    let parts: Vec<Vec<f32>> = (0..9).map(|j| (0..2 * (j + 1) * 3).map(|i| (100 * j + i) as f32).collect()).collect();
+    let ts: Vec<Tensor> = parts.iter().enumerate().map(|(j, p)| Tensor::from_vec(&dev, p, [2, j + 1, 3]).unwrap()).collect();
+    let refs: Vec<&Tensor> = ts.iter().collect();
+    b.set_pass_log(true);
+    let out = Tensor::concat(&refs, 1).unwrap();
+    let passes = b.take_pass_log();
+    assert_eq!(passes.iter().filter(|p| p.starts_with("concat")).count(), 4, "3 groups + 1 join: {passes:?}");
+    let got = out.to_vec().unwrap();
+    let mut want = Vec::new();
+    for o in 0..2 {
+        for (j, p) in parts.iter().enumerate() {
+            want.extend_from_slice(&p[o * (j + 1) * 3..(o + 1) * (j + 1) * 3]);
+        }
+    }
+    assert_eq!(got, want);
+}

@@ -9,6 +9,7 @@ use crate::context::Shared;
 use crate::launch::Pass;
 use crate::texture::GlTensor;
 
+#[allow(clippy::too_many_arguments)]
 fn window_pass<'a>(name: &'static str, x: &'a GlTensor, w: Window, c: usize, h: usize, wd: usize, oh: usize, ow: usize) -> Pass<'a> {
     Pass::new(name, name, 0)
         .input("u_x", x)
