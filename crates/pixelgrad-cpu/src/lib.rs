@@ -30,6 +30,7 @@
 //! ```
 
 use std::cell::Cell;
+use std::rc::Rc;
 
 use pixelgrad_core::{Backend, BackendKind, Counters, Error, Op, Result, Shape, Storage};
 
@@ -53,6 +54,38 @@ pub enum CpuStorage {
     F64(Vec<f64>),
 }
 
+impl CpuStorage {
+    fn bytes(&self) -> u64 {
+        match self {
+            CpuStorage::F32(v) => (v.len() * 4) as u64,
+            CpuStorage::F64(v) => (v.len() * 8) as u64,
+        }
+    }
+}
+
+/// What a CPU [`Storage`] holds: the data plus a handle on the backend's counters, so that
+/// dropping the last tensor using it is reflected in `bytes_in_use`.
+#[derive(Debug)]
+pub struct CpuBuffer {
+    data: CpuStorage,
+    counters: Rc<Cell<Counters>>,
+}
+
+impl CpuBuffer {
+    /// The elements.
+    pub fn data(&self) -> &CpuStorage {
+        &self.data
+    }
+}
+
+impl Drop for CpuBuffer {
+    fn drop(&mut self) {
+        let mut c = self.counters.get();
+        c.bytes_in_use = c.bytes_in_use.saturating_sub(self.data.bytes());
+        self.counters.set(c);
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
     Fast,
@@ -63,7 +96,7 @@ enum Mode {
 #[derive(Debug)]
 pub struct CpuBackend {
     mode: Mode,
-    counters: Cell<Counters>,
+    counters: Rc<Cell<Counters>>,
 }
 
 impl Default for CpuBackend {
@@ -75,12 +108,12 @@ impl Default for CpuBackend {
 impl CpuBackend {
     /// The fast `f32` backend (multi-threaded natively).
     pub fn new() -> Self {
-        CpuBackend { mode: Mode::Fast, counters: Cell::new(Counters::default()) }
+        CpuBackend { mode: Mode::Fast, counters: Rc::new(Cell::new(Counters::default())) }
     }
 
     /// The `f64` plain-loop reference backend.
     pub fn reference() -> Self {
-        CpuBackend { mode: Mode::Reference, counters: Cell::new(Counters::default()) }
+        CpuBackend { mode: Mode::Reference, counters: Rc::new(Cell::new(Counters::default())) }
     }
 
     /// True for [`CpuBackend::reference`].
@@ -95,12 +128,16 @@ impl CpuBackend {
     }
 
     fn mine<'a>(&self, op: &'static str, s: &'a Storage) -> Result<&'a CpuStorage> {
-        s.downcast::<CpuStorage>().ok_or_else(|| Error::backend(op, self.name(), "storage belongs to another backend"))
+        s.downcast::<CpuBuffer>().map(|b| &b.data).ok_or_else(|| Error::backend(op, self.name(), "storage belongs to another backend"))
     }
 
     fn wrap(&self, data: CpuStorage) -> Storage {
-        self.bump(|c| c.allocations += 1);
-        Storage::new(data)
+        let bytes = data.bytes();
+        self.bump(|c| {
+            c.allocations += 1;
+            c.bytes_in_use += bytes;
+        });
+        Storage::new(CpuBuffer { data, counters: self.counters.clone() })
     }
 
     /// Runs `op` on storages of element type `T`, pulled out by `get`.

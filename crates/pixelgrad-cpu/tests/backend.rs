@@ -23,6 +23,16 @@ fn counters_count_launches_and_reads() {
     assert_eq!(c.launches, 2);
     assert_eq!(c.readbacks, 1);
     assert_eq!(c.allocations, 3);
+    // a and b are alive (8 bytes each); the temporary a + a is already gone.
+    assert_eq!(c.bytes_in_use, 8 + 8);
+    drop(b);
+    drop(a);
+    assert_eq!(dev.counters().bytes_in_use, 0);
+    let r = Device::new(CpuBackend::reference());
+    let x = Tensor::zeros(&r, [10]).unwrap();
+    assert_eq!(r.counters().bytes_in_use, 80);
+    drop(x);
+    assert_eq!(r.counters().bytes_in_use, 0);
 }
 
 #[test]
