@@ -3,11 +3,13 @@
 //! does, so a backend that passes the primitives one by one can still fail here (e.g. on
 //! precision loss through several ops).
 
-use pixelgrad_core::composite::{avg_pool2d, bce_with_logits, conv2d, cross_entropy, cross_entropy_one_hot, max_pool2d, mse};
+use pixelgrad_core::composite::{
+    accuracy_count, avg_pool2d, bce_with_logits, conv2d, cross_entropy, cross_entropy_one_hot, max_pool2d, mse,
+};
 use pixelgrad_core::Device;
 
 use crate::harness::{check_all, Case, Gen};
-use crate::tolerance::{accumulate, COMPOSITE};
+use crate::tolerance::{accumulate, COMPOSITE, EXACT};
 
 type Outcome = std::result::Result<(), String>;
 
@@ -63,6 +65,12 @@ pub fn composites(dev: &Device) -> Outcome {
             .input([6, 4], sym(4.0))
             .constant([6, 4], Gen::Uniform(0.0, 1.0))
             .tol(COMPOSITE),
+        Case::new("composite", "accuracy_count", |_, x| accuracy_count(&x[0], &x[1]))
+            .input([16, 5], sym(3.0))
+            .constant([16], Gen::Indices(5))
+            .tol(EXACT)
+            .forward_only(),
+        Case::new("composite", "mean_all", |_, x| x[0].mean_all()).input([7, 9], sym(1.0)).tol(accumulate(63)),
     ];
     check_all(dev, &cases)
 }

@@ -63,6 +63,9 @@ pub fn unary(dev: &Device) -> Outcome {
     cases.push(unary_case("gt_scalar", U::GtScalar(0.3), sym.clone()).tol(EXACT).forward_only());
     cases.push(Case::new("unary", "exp_large", |_, x| x[0].exp()).input([260, 130], Gen::Uniform(-3.0, 3.0)).tol(TRANSCENDENTAL));
     cases.push(Case::new("unary", "neg_scalar", |_, x| x[0].neg()).input([], sym.clone()));
+    // Long and odd-sized: GPU layouts (4 floats per texel, 2-D textures, dispatch limits) must
+    // cover the tail.
+    cases.push(Case::new("unary", "tanh_long_1d", |_, x| x[0].tanh()).input([300_001], sym.clone()).tol(TRANSCENDENTAL));
     check_all(dev, &cases)
 }
 

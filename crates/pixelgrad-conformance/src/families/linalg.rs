@@ -29,6 +29,12 @@ pub fn reduce(dev: &Device) -> Outcome {
         }
     }
     cases.push(Case::new("reduce", "sum_all_large", |_, x| x[0].sum_all()).input([300, 257], sym.clone()).tol(accumulate(300 * 257)));
+    cases.push(
+        Case::new("reduce", "sum_long_axis", |_, x| x[0].sum_axis(1, true)).input([2, 100_003], sym.clone()).tol(accumulate(100_003)),
+    );
+    cases.push(
+        Case::new("reduce", "max_long_axis", |_, x| x[0].max_axis(0, true)).input([70_001], sym.clone()).tol(EXACT).grad_tol(ELEMENTWISE),
+    );
     cases.push(Case::new("reduce", "mean_axis", |_, x| x[0].mean_axis(-1, false)).input([7, 33], sym.clone()).tol(accumulate(33)));
     // Ties: max gradients go to every tied position on all backends.
     cases.push(
@@ -54,6 +60,8 @@ pub fn matmul(dev: &Device) -> Outcome {
         (Some(3), None, 4, 6, 5),
         (None, Some(3), 4, 6, 5),
         (None, None, 130, 70, 90),
+        // Long inner dimension and thin outputs (a GEMV-like shape).
+        (None, None, 3, 1025, 2),
         (Some(4), Some(4), 33, 65, 17),
     ];
     let mut cases = Vec::new();
