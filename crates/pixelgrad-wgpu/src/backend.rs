@@ -116,7 +116,7 @@ impl Backend for WgpuBackend {
     }
 
     fn name(&self) -> String {
-        format!("webgpu ({}, {:?})", self.gpu.info.name, self.gpu.info.backend)
+        format!("webgpu ({}, {:?})", self.gpu.adapter_name(), self.gpu.info.backend)
     }
 
     fn upload(&self, data: &[f32]) -> Result<Storage> {

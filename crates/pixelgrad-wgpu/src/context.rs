@@ -131,6 +131,15 @@ impl Gpu {
         })
     }
 
+    /// The adapter's name; browsers often hide it, then the vendor id stands in.
+    pub(crate) fn adapter_name(&self) -> String {
+        if self.info.name.is_empty() {
+            format!("unnamed adapter, vendor {:#x}", self.info.vendor)
+        } else {
+            self.info.name.clone()
+        }
+    }
+
     /// `Err` if the device was lost or wgpu reported an error since the last call.
     pub(crate) fn check(&self, op: &'static str) -> Result<()> {
         let mut h = self.health.lock().map_err(|_| Error::backend(op, BACKEND, "health lock poisoned"))?;

@@ -83,7 +83,7 @@ impl WgpuBackend {
         let info = &self.gpu.info;
         let l = &self.gpu.limits;
         WgpuReport {
-            adapter: info.name.clone(),
+            adapter: self.gpu.adapter_name(),
             backend_api: format!("{:?}", info.backend),
             device_type: format!("{:?}", info.device_type),
             driver: info.driver.clone(),
