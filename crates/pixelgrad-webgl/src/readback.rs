@@ -6,7 +6,7 @@ use glow::HasContext;
 use pixelgrad_core::Result;
 
 use crate::context::Shared;
-use crate::texture::{bytes_to_f32, GlTensor};
+use crate::texture::{f32_bytes_mut, GlTensor};
 
 pub(crate) async fn read_async(sh: &Shared, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
     if let Some(c) = t.check.as_ref().filter(|c| !c.passed.get()) {
@@ -58,35 +58,43 @@ pub(crate) async fn read_async(sh: &Shared, t: &GlTensor, len: usize) -> Result<
             _ => yield_now().await,
         }
     }
-    let mut bytes = vec![0u8; size];
+    let mut out = vec![0f32; size / 4];
     // SAFETY: the fence has signalled, so the copy into the buffer is complete; the mapped
     // range is `size` bytes and unmapped before the buffer is deleted.
-    unsafe {
+    let copied = unsafe {
         gl.delete_sync(fence);
         gl.bind_buffer(glow::PIXEL_PACK_BUFFER, Some(buf));
-        copy_out(gl, &mut bytes);
+        let ok = copy_out(gl, f32_bytes_mut(&mut out));
         gl.bind_buffer(glow::PIXEL_PACK_BUFFER, None);
         gl.delete_buffer(buf);
+        ok
+    };
+    if !copied {
+        return Err(sh.err("read_async", "could not map the pixel-pack buffer"));
     }
     sh.check_gl("read_async", "get_buffer_sub_data")?;
     sh.count(|c| c.readbacks += 1);
-    Ok(bytes_to_f32(&bytes, len))
+    out.truncate(len);
+    Ok(out)
 }
 
 /// WebGL2 has getBufferSubData.
 #[cfg(target_arch = "wasm32")]
-unsafe fn copy_out(gl: &glow::Context, bytes: &mut [u8]) {
+unsafe fn copy_out(gl: &glow::Context, bytes: &mut [u8]) -> bool {
     gl.get_buffer_sub_data(glow::PIXEL_PACK_BUFFER, 0, bytes);
+    true
 }
 
 /// OpenGL ES 3 has no glGetBufferSubData: map the range instead.
 #[cfg(not(target_arch = "wasm32"))]
-unsafe fn copy_out(gl: &glow::Context, bytes: &mut [u8]) {
+unsafe fn copy_out(gl: &glow::Context, bytes: &mut [u8]) -> bool {
     let p = gl.map_buffer_range(glow::PIXEL_PACK_BUFFER, 0, bytes.len() as i32, glow::MAP_READ_BIT);
-    if !p.is_null() {
-        std::ptr::copy_nonoverlapping(p, bytes.as_mut_ptr(), bytes.len());
-        gl.unmap_buffer(glow::PIXEL_PACK_BUFFER);
+    if p.is_null() {
+        return false;
     }
+    std::ptr::copy_nonoverlapping(p, bytes.as_mut_ptr(), bytes.len());
+    gl.unmap_buffer(glow::PIXEL_PACK_BUFFER);
+    true
 }
 
 /// Natively the bounded wait above already paused; nothing more to do.

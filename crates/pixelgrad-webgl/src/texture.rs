@@ -154,11 +154,10 @@ impl Shared {
         self.current()?;
         let t = self.alloc(data.len(), "upload")?;
         let texels = t.w as usize * t.h as usize;
-        let mut bytes = Vec::with_capacity(texels * 16);
-        for v in data {
-            bytes.extend_from_slice(&v.to_ne_bytes());
-        }
-        bytes.resize(texels * 16, 0);
+        let mut padded = Vec::with_capacity(texels * 4);
+        padded.extend_from_slice(data);
+        padded.resize(texels * 4, 0.0);
+        let bytes = f32_bytes(&padded);
         // SAFETY: the buffer holds exactly w*h RGBA f32 texels.
         unsafe {
             self.gl.bind_texture(glow::TEXTURE_2D, Some(t.tex));
@@ -172,7 +171,7 @@ impl Shared {
                 t.h as i32,
                 glow::RGBA,
                 glow::FLOAT,
-                glow::PixelUnpackData::Slice(Some(&bytes)),
+                glow::PixelUnpackData::Slice(Some(bytes)),
             );
             self.gl.bind_texture(glow::TEXTURE_2D, None);
         }
@@ -207,7 +206,7 @@ impl Shared {
             return Err(self.err("read", format!("asked for {len} elements of a tensor of {}", t.len)));
         }
         self.attach(t.tex, "read")?;
-        let mut bytes = vec![0u8; t.w as usize * t.h as usize * 16];
+        let mut out = vec![0f32; t.w as usize * t.h as usize * 4];
         // SAFETY: the buffer is exactly w*h RGBA f32 texels.
         unsafe {
             self.gl.pixel_store_i32(glow::PACK_ALIGNMENT, 4);
@@ -218,18 +217,27 @@ impl Shared {
                 t.h as i32,
                 glow::RGBA,
                 glow::FLOAT,
-                glow::PixelPackData::Slice(Some(&mut bytes)),
+                glow::PixelPackData::Slice(Some(f32_bytes_mut(&mut out))),
             );
         }
         self.check_gl("read", "read_pixels")?;
         self.count(|c| c.readbacks += 1);
-        Ok(bytes_to_f32(&bytes, len))
+        out.truncate(len);
+        Ok(out)
     }
 }
 
-/// The first `len` native-endian f32 values of `bytes`.
-pub(crate) fn bytes_to_f32(bytes: &[u8], len: usize) -> Vec<f32> {
-    bytes.chunks_exact(4).take(len).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect()
+/// The bytes of an f32 buffer. Transfers go through f32 buffers (not `Vec<u8>`) because in the
+/// browser glow views them as a `Float32Array`, which must start 4-byte aligned.
+pub(crate) fn f32_bytes(v: &[f32]) -> &[u8] {
+    // SAFETY: any f32 bit pattern is valid bytes; the length covers exactly the slice.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// Mutable bytes of an f32 buffer (see [`f32_bytes`]).
+pub(crate) fn f32_bytes_mut(v: &mut [f32]) -> &mut [u8] {
+    // SAFETY: any byte pattern is a valid f32; the length covers exactly the slice.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
 impl Check {
