@@ -21,7 +21,8 @@
 //! batch-broadcast, square operands), `im2col`, `col2im`, `gather`, `scatter_add`, `reshape`,
 //! `permute`, `expand`, `slice`, `pad`, `concat`, `composites` (activations, softmax,
 //! log_softmax, conv2d, max/avg pooling, losses), `training_curve` (a fixed-seed MLP trained 30
-//! SGD steps; the loss sequence must match the reference to 1e-3 relative) and `errors`
+//! SGD steps; the loss sequence must match the reference to 1e-3 relative), `training_curve_cnn`
+//! (the same for a tiny conv net: conv, relu, max pool, linear) and `errors`
 //! (bad input gives typed errors, never a panic).
 //!
 //! A backend that is not ready for every family can call families one by one instead:
@@ -75,7 +76,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@families $make;
             fill, random, unary, binary, where_, reduce, matmul, im2col, col2im, gather,
             scatter_add, reshape, permute, expand, slice, pad, concat, composites,
-            training_curve, errors
+            training_curve, training_curve_cnn, errors
         );
     };
     (@families $make:path; $($family:ident),* $(,)?) => {

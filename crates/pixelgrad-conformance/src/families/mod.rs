@@ -13,4 +13,4 @@ pub use elementwise::{binary, fill, random, unary, where_};
 pub use errors::errors;
 pub use indexing::{concat, expand, gather, pad, permute, reshape, scatter_add, slice};
 pub use linalg::{col2im, im2col, matmul, reduce};
-pub use training::{loss_curve, training_curve, STEPS};
+pub use training::{cnn_loss_curve, loss_curve, training_curve, training_curve_cnn, CNN_STEPS, STEPS};

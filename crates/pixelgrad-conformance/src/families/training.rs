@@ -2,7 +2,7 @@
 //! Initial weights come from the counter-based RNG on the device itself, so every backend
 //! starts from the same numbers; the loss sequence must match the f64 reference step by step.
 
-use pixelgrad_core::composite::cross_entropy;
+use pixelgrad_core::composite::{conv2d, cross_entropy, max_pool2d};
 use pixelgrad_core::{no_grad, Device, Param, Result, Tensor};
 
 use crate::harness::{compare, reference_device, seed_of, Gen};
@@ -55,4 +55,50 @@ pub fn training_curve(dev: &Device) -> Outcome {
         return Err(format!("training/mlp_sgd: reference loss did not fall ({} -> {})", exp[0], exp[STEPS - 1]));
     }
     compare("training/mlp_sgd", "loss at step", &got, &exp, TRAINING_CURVE)
+}
+
+/// Loss after each of [`CNN_STEPS`] SGD steps of a tiny conv net (conv 3x3 → relu → 2x2 max
+/// pool → linear) on 8 fixed random 1x8x8 images: the im2col / col2im / pooling gradient path
+/// end to end.
+pub fn cnn_loss_curve(dev: &Device) -> Result<Vec<f64>> {
+    let (n, c) = (8, 3);
+    let xv = Gen::Uniform(-1.0, 1.0).values(seed_of("training/cnn/x"), n * 64);
+    let yv = Gen::Indices(c).values(seed_of("training/cnn/y"), n);
+    let x = Tensor::from_f64(dev, &xv, [n, 1, 8, 8])?;
+    let y = Tensor::from_f64(dev, &yv, [n])?;
+    let k = Param::new(Tensor::rand_normal(dev, [4, 1, 3, 3], 0.0, 0.4, 21)?);
+    let kb = Param::new(Tensor::rand_uniform(dev, [4], -0.1, 0.1, 22)?);
+    let w = Param::new(Tensor::rand_normal(dev, [4 * 16, c], 0.0, 0.2, 23)?);
+    let params = [&k, &kb, &w];
+    let lr = 0.2;
+    let mut losses = Vec::with_capacity(CNN_STEPS);
+    for _ in 0..CNN_STEPS {
+        for p in params {
+            p.zero_grad();
+        }
+        let h = conv2d(&x, &k.tensor(), Some(&kb.tensor()), 1, 1)?.relu()?; // [n, 4, 8, 8]
+        let h = max_pool2d(&h, 2, 2, 0)?.reshape([n, 4 * 16])?; // [n, 64]
+        let loss = cross_entropy(&h.matmul(&w.tensor())?, &y)?;
+        loss.backward()?;
+        losses.push(loss.to_vec_f64()?[0]);
+        let _g = no_grad();
+        for p in params {
+            if let Some(g) = p.grad() {
+                p.set(&p.tensor().sub(&g.mul_scalar(lr)?)?)?;
+            }
+        }
+    }
+    Ok(losses)
+}
+
+/// Number of SGD steps of the conv-net curve.
+pub const CNN_STEPS: usize = 20;
+
+pub fn training_curve_cnn(dev: &Device) -> Outcome {
+    let got = cnn_loss_curve(dev).map_err(|e| format!("training/cnn_sgd: failed on {}: {e}", dev.name()))?;
+    let exp = cnn_loss_curve(&reference_device()).map_err(|e| format!("training/cnn_sgd: failed on the reference: {e}"))?;
+    if exp[CNN_STEPS - 1].is_nan() || exp[CNN_STEPS - 1] >= 0.8 * exp[0] {
+        return Err(format!("training/cnn_sgd: reference loss did not fall ({} -> {})", exp[0], exp[CNN_STEPS - 1]));
+    }
+    compare("training/cnn_sgd", "loss at step", &got, &exp, TRAINING_CURVE)
 }
