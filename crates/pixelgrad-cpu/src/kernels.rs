@@ -8,11 +8,14 @@ use crate::{elementwise, index, matmul, movement, random, reduce, window};
 
 /// Runs `op` on host slices. Shapes passed `Op::infer_shape`, and `out` is its result.
 pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], out: &Shape) -> Result<Vec<T>> {
-    // Defensive: a caller that skipped `infer_shape` gets an error, not an index panic.
-    if let Some(n) = op.arity() {
-        if x.len() != n || shapes.len() != n {
-            return Err(Error::backend(op.name(), backend, format!("expects {n} inputs, got {}", x.len())));
-        }
+    // Defensive: `execute` is public, so a caller that skipped `infer_shape` (or passed an
+    // inconsistent `out`) gets an error, not an index panic. Shape math only: cheap.
+    if x.len() != shapes.len() {
+        return Err(Error::backend(op.name(), backend, format!("{} inputs but {} shapes", x.len(), shapes.len())));
+    }
+    let inferred = op.infer_shape(shapes).map_err(|e| e.with_backend(backend))?;
+    if &inferred != out {
+        return Err(Error::backend(op.name(), backend, format!("output shape {out} given, the op produces {inferred}")));
     }
     for (i, (d, s)) in x.iter().zip(shapes).enumerate() {
         if d.len() < s.numel() {

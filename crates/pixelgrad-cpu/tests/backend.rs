@@ -58,6 +58,13 @@ fn foreign_or_mismatched_storage_is_an_error() {
     let big = Shape::from([3]);
     assert!(fast.execute(&Op::Unary(pixelgrad_core::UnaryOp::Neg), &[&fast.upload(&[1.0]).unwrap()], &[&big], &big).is_err());
     assert!(fast.read(&fast.upload(&[1.0]).unwrap(), 2).is_err());
+    // Shapes that never passed `infer_shape`, or a wrong output shape.
+    let two = fast.upload(&[1.0, 2.0]).unwrap();
+    let (s2, s3) = (Shape::from([2]), Shape::from([3]));
+    assert!(fast.execute(&Op::Binary(pixelgrad_core::BinaryOp::Add), &[&two, &two], &[&s2, &s3], &s3).is_err());
+    assert!(fast.execute(&Op::Permute(vec![1, 0]), &[&two], &[&s2], &s2).is_err());
+    assert!(fast.execute(&Op::Unary(pixelgrad_core::UnaryOp::Neg), &[&two], &[&s2], &s3).is_err());
+    assert!(fast.execute(&Op::Concat { axis: 0 }, &[&two], &[], &s2).is_err());
 }
 
 /// The threaded paths (large tensors) give the same numbers as the reference.
