@@ -1,6 +1,7 @@
-//! Gradient bugs found in core's composites and rules. Each test states the mathematically
-//! correct answer; the ones core does not meet yet are `#[ignore]`d with the reason, so the
-//! suite stays green while the bug stays visible (`cargo test -- --ignored`).
+//! Gradient bugs found in core's composites and rules, kept as regression tests. Each test
+//! states the mathematically correct answer. The bce-at-0 and max-ties bugs were fixed in core
+//! (commit 7dea91d); issues not fixed yet are `#[ignore]`d with the reason, so the suite stays
+//! green while they stay visible (`cargo test -- --ignored`).
 
 use pixelgrad_conformance::{check_gradients, reference_device};
 use pixelgrad_core::composite::bce_with_logits;
@@ -8,12 +9,10 @@ use pixelgrad_core::{Shape, Tensor};
 
 /// `bce_with_logits(x, t) = softplus(x) - x t` is smooth everywhere, with
 /// `d/dx = (sigmoid(x) - t) / N`, so at `x = 0` the gradient is `(0.5 - t) / N`.
-/// Core writes softplus as `relu(x) + log(1 + exp(-|x|))`; at exactly 0 both `relu'` and
-/// `|x|'` are taken as 0, so autodiff returns `-t / N`, off by `0.5 / N`. Zero logits are
+/// Core used to write softplus as `relu(x) + log(1 + exp(-|x|))`; at exactly 0 both `relu'`
+/// and `|x|'` are taken as 0, so autodiff returned `-t / N`, off by `0.5 / N`. Zero logits are
 /// common (a zero-initialised output layer gives them at step 0).
-/// Fix in `composite/loss.rs`: write `-|x|` as `x.minimum(&x.neg()?)?` (Min sends the
-/// gradient of a tie to its first input, giving `d(-|x|)/dx = 1` at 0 and the correct 0.5), or
-/// use `select(x > 0, ..)` between two smooth branches.
+/// (Alternative fix, checked below: write `-|x|` as `x.minimum(&x.neg()?)?`.)
 #[test]
 fn bce_with_logits_gradient_at_zero_logits() {
     let t = [0.0, 1.0, 0.25, 0.75];
@@ -42,10 +41,9 @@ fn bce_with_logits_gradient_value_at_zero() {
 
 /// `max` over a row with ties: any valid (sub)gradient has entries summing to 1 (moving
 /// every element by `e` moves the max by `e`). Core's rule gives every tied position the full
-/// gradient ("ties share it fully"), so a row of k equal values gets a gradient summing to k;
-/// with max pooling over flat regions (image background) that scales input gradients by up to
-/// kh*kw. Fix in `autodiff.rs` (Reduce Max/Min): divide the mask by its count,
-/// `let m = a.eq(y)?; g.mul(&m.div(&m.sum_axis(axis, true)?)?)`.
+/// gradient used to give every tied position the full gradient, so a row of k equal values got
+/// a gradient summing to k (max pooling over flat regions scaled input gradients by up to
+/// kh*kw). Core now divides the mask by its count.
 #[test]
 fn max_with_ties_gradient_is_a_subgradient() {
     let dev = reference_device();
