@@ -256,3 +256,17 @@ fn concat_of_many_inputs_runs_in_passes() {
     }
     assert_eq!(got, want);
 }
+
+#[test]
+fn direct_execute_with_wrong_arguments_is_an_error() {
+    use pixelgrad_core::{Op, Shape, UnaryOp};
+    let b = default_backend();
+    let x = b.upload(&[1.0, 2.0]).unwrap();
+    let s = Shape::from([2]);
+    let r = b.execute(&Op::Binary(pixelgrad_core::BinaryOp::Add), &[&x], &[&s], &s);
+    assert!(matches!(r, Err(Error::Shape { .. })));
+    let r = b.execute(&Op::Unary(UnaryOp::Exp), &[&x], &[&s], &Shape::from([3]));
+    assert!(matches!(r, Err(Error::Shape { .. })));
+    let r = b.execute(&Op::Unary(UnaryOp::Exp), &[], &[&s], &s);
+    assert!(matches!(r, Err(Error::Shape { .. })));
+}

@@ -37,6 +37,17 @@ pub(crate) fn split_axis(dims: &[usize], axis: usize) -> (usize, usize, usize) {
 pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
     sh.current()?;
     let name = op.name();
+    // The Backend contract says shapes passed `infer_shape`; check anyway, since `execute` is
+    // public and a wrong call must be an error, not an out-of-bounds panic.
+    let inferred = op.infer_shape(shapes).map_err(|e| e.with_backend(&sh.name))?;
+    if inputs.len() != shapes.len() || &inferred != out {
+        return Err(pixelgrad_core::Error::Shape {
+            op: name,
+            shapes: shapes.iter().map(|s| s.0.clone()).collect(),
+            backend: sh.name.clone(),
+            msg: format!("{} inputs for {} shapes, output {out} (expected {inferred})", inputs.len(), shapes.len()),
+        });
+    }
     let ts: Vec<&GlTensor> = inputs.iter().map(|s| tensor_of(s, sh, name)).collect::<Result<_>>()?;
     for (t, s) in ts.iter().zip(shapes) {
         if t.len < s.numel() {
