@@ -86,6 +86,7 @@ impl WebGlBackend {
             vertex: Cell::new(None),
             counters: Cell::new(Counters::default()),
             pass_log: RefCell::new(None),
+            pending: RefCell::new(Vec::new()),
             fbo,
             vao,
             #[cfg(not(target_arch = "wasm32"))]

@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     pub vertex: Cell<Option<glow::Shader>>,
     pub counters: Cell<Counters>,
     pub pass_log: RefCell<Option<Vec<String>>>,
+    /// Run-time checks rendered but not yet read (see `checks.rs`).
+    pub pending: RefCell<Vec<crate::checks::Check>>,
     pub fbo: glow::Framebuffer,
     pub vao: glow::VertexArray,
     #[cfg(not(target_arch = "wasm32"))]

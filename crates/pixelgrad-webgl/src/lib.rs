@@ -24,6 +24,7 @@
 
 mod backend;
 mod caps;
+mod checks;
 mod context;
 pub mod dialect;
 #[cfg(not(target_arch = "wasm32"))]

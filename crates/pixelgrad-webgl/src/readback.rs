@@ -2,17 +2,25 @@
 //! a zero timeout (yielding to the event loop between polls in the browser, where the fence
 //! only signals once control returns to it), then one copy out of the buffer.
 
+use std::rc::Rc;
+
 use glow::HasContext;
 use pixelgrad_core::Result;
 
 use crate::context::Shared;
 use crate::texture::{f32_bytes_mut, GlTensor};
 
-pub(crate) async fn read_async(sh: &Shared, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
-    if let Some(c) = t.check.as_ref().filter(|c| !c.passed.get()) {
-        let flag = Box::pin(read_async(sh, &c.flag, 1)).await?;
+/// Reads `t` after the pending run-time checks (see `checks.rs`) have passed.
+pub(crate) async fn read_async(sh: &Rc<Shared>, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
+    sh.current()?;
+    if let Some(c) = sh.merge_pending()? {
+        let flag = read_async_raw(sh, &c.flag, 1).await?;
         c.verdict(flag[0], sh)?;
     }
+    read_async_raw(sh, t, len).await
+}
+
+async fn read_async_raw(sh: &Shared, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
     sh.current()?;
     if len > t.len {
         return Err(sh.err("read_async", format!("asked for {len} elements of a tensor of {}", t.len)));

@@ -65,18 +65,6 @@ pub struct GlTensor {
     pub(crate) h: u32,
     pub(crate) len: usize,
     pub(crate) shared: Rc<Shared>,
-    /// A run-time check of this tensor's inputs (gather/scatter indices), verified on read.
-    pub(crate) check: Option<Rc<Check>>,
-}
-
-/// A pending run-time check: a 1-element flag computed on the GPU (non-zero = failed). A shader
-/// cannot fail, so ops whose validity depends on data (index values) render the flag next to
-/// their result, and reading the result reads the flag first and turns it into a typed error.
-pub(crate) struct Check {
-    pub flag: GlTensor,
-    pub op: &'static str,
-    pub msg: String,
-    pub passed: std::cell::Cell<bool>,
 }
 
 impl GlTensor {
@@ -121,7 +109,7 @@ impl Shared {
             Some(t) => t,
             None => self.new_texture(key, op)?,
         };
-        Ok(GlTensor { tex, w, h, len, shared: self.clone(), check: None })
+        Ok(GlTensor { tex, w, h, len, shared: self.clone() })
     }
 
     fn new_texture(&self, key: PoolKey, op: &'static str) -> Result<glow::Texture> {
@@ -195,13 +183,17 @@ impl Shared {
         Ok(())
     }
 
-    /// Blocking readback with readPixels (RGBA / FLOAT), trimmed to `len` elements.
-    pub fn read_blocking(&self, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
+    /// Blocking readback with readPixels (RGBA / FLOAT), trimmed to `len` elements, after the
+    /// pending run-time checks (see `checks.rs`) have passed.
+    pub fn read_blocking(self: &Rc<Self>, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
         self.current()?;
-        if let Some(c) = t.check.as_ref().filter(|c| !c.passed.get()) {
-            let flag = self.read_blocking(&c.flag, 1)?;
-            c.verdict(flag[0], self)?;
-        }
+        self.verify_pending()?;
+        self.read_raw(t, len)
+    }
+
+    /// Blocking readback without looking at pending checks.
+    pub fn read_raw(&self, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
+        self.current()?;
         if len > t.len {
             return Err(self.err("read", format!("asked for {len} elements of a tensor of {}", t.len)));
         }
@@ -238,15 +230,4 @@ pub(crate) fn f32_bytes(v: &[f32]) -> &[u8] {
 pub(crate) fn f32_bytes_mut(v: &mut [f32]) -> &mut [u8] {
     // SAFETY: any byte pattern is a valid f32; the length covers exactly the slice.
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-impl Check {
-    /// Turns the flag value into the check's outcome.
-    pub(crate) fn verdict(&self, flag: f32, sh: &Shared) -> Result<()> {
-        if flag != 0.0 {
-            return Err(sh.err(self.op, self.msg.clone()));
-        }
-        self.passed.set(true);
-        Ok(())
-    }
 }

@@ -270,3 +270,26 @@ fn direct_execute_with_wrong_arguments_is_an_error() {
     let r = b.execute(&Op::Unary(UnaryOp::Exp), &[], &[&s], &s);
     assert!(matches!(r, Err(Error::Shape { .. })));
 }
+
+#[test]
+fn bad_indices_surface_at_the_next_read_even_downstream() {
+    let b = default_backend();
+    let dev = Device::new(b.clone());
+    let x = Tensor::from_vec(&dev, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3]).unwrap();
+    let good = Tensor::from_vec(&dev, &[2.0, 0.0], [2, 1]).unwrap();
+    assert_eq!(x.gather(1, &good).unwrap().to_vec().unwrap(), vec![3.0, 4.0]);
+    // A bad index, then more work on the result: the error comes with the read of the loss.
+    let bad = Tensor::from_vec(&dev, &[1.0, 3.0], [2, 1]).unwrap();
+    let loss = x.gather(1, &bad).unwrap().exp().unwrap().sum_all().unwrap();
+    match loss.to_vec() {
+        Err(e @ Error::Backend { op: "gather", .. }) => assert!(e.to_string().contains("out of range 0..3"), "{e}"),
+        r => panic!("expected a gather error, got {r:?}"),
+    }
+    // Reported once; the backend stays usable.
+    assert_eq!(x.sum_all().unwrap().item().unwrap(), 21.0);
+    // Many checks queued without a read are folded, and a good run still reads fine.
+    for _ in 0..40 {
+        let _ = x.gather(1, &good).unwrap();
+    }
+    assert_eq!(x.gather(1, &good).unwrap().to_vec().unwrap(), vec![3.0, 4.0]);
+}

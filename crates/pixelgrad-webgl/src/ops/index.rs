@@ -9,14 +9,15 @@ use pixelgrad_core::{Result, Shape};
 use super::split_axis;
 use crate::context::Shared;
 use crate::launch::Pass;
-use crate::texture::{Check, GlTensor};
+use crate::checks::Check;
+use crate::texture::GlTensor;
 
 /// Renders a 1-element flag: non-zero if any index is NaN, fractional or outside `0..bound`.
-fn index_check(sh: &Rc<Shared>, op: &'static str, idx: &GlTensor, n: usize, bound: usize, axis: usize) -> Result<Rc<Check>> {
+fn index_check(sh: &Rc<Shared>, op: &'static str, idx: &GlTensor, n: usize, bound: usize, axis: usize) -> Result<()> {
     let bad = sh.run(Pass::new(op, "check_index", 0).input("u_idx", idx).int("u_bound", bound), n)?;
     let flag = super::reduce_axis(sh, pixelgrad_core::ReduceOp::Max, &bad, 1, n.max(1), 1)?;
     let msg = format!("an index is out of range 0..{bound} on axis {axis} (or is not a whole number)");
-    Ok(Rc::new(Check { flag, op, msg, passed: std::cell::Cell::new(false) }))
+    sh.push_check(Check { flag, op, msg })
 }
 
 pub(crate) fn gather(sh: &Rc<Shared>, x: &GlTensor, idx: &GlTensor, sx: &Shape, si: &Shape, axis: usize) -> Result<GlTensor> {
@@ -27,9 +28,9 @@ pub(crate) fn gather(sh: &Rc<Shared>, x: &GlTensor, idx: &GlTensor, sx: &Shape, 
         .int("u_inner", inner)
         .int("u_j", j)
         .int("u_a", sx.0[axis]);
-    let mut out = sh.run(pass, si.numel())?;
+    let out = sh.run(pass, si.numel())?;
     if si.numel() > 0 {
-        out.check = Some(index_check(sh, "gather", idx, si.numel(), sx.0[axis], axis)?);
+        index_check(sh, "gather", idx, si.numel(), sx.0[axis], axis)?;
     }
     Ok(out)
 }
@@ -42,9 +43,9 @@ pub(crate) fn scatter_add(sh: &Rc<Shared>, src: &GlTensor, idx: &GlTensor, s: &S
         .int("u_inner", inner)
         .int("u_j", j)
         .int("u_s", size);
-    let mut out = sh.run(pass, outer * size * inner)?;
+    let out = sh.run(pass, outer * size * inner)?;
     if s.numel() > 0 {
-        out.check = Some(index_check(sh, "scatter_add", idx, s.numel(), size, axis)?);
+        index_check(sh, "scatter_add", idx, s.numel(), size, axis)?;
     }
     Ok(out)
 }
