@@ -1,24 +1,33 @@
 //! Backend selection: `auto` tries WebGPU, then WebGL2, then the CPU, and says why it chose.
+//!
+//! A GPU backend is chosen by `auto` only if it starts, its precision self-test against host
+//! f64 passes ([`SELF_TEST_TOL`]), and its adapter is real hardware: software rasterisers
+//! (Mesa lavapipe / llvmpipe, SwiftShader) run the GPU code on the CPU more slowly than the CPU
+//! backend itself, so `auto` passes them over with that reason. Naming a backend explicitly
+//! (`--backend webgpu`) always uses it if it starts.
 
 use pixelgrad::cpu::CpuBackend;
 use pixelgrad::Device;
 
 use crate::CliResult;
 
+/// Largest relative error the precision self-test may show for `auto` to pick a GPU backend.
+pub const SELF_TEST_TOL: f64 = 1e-3;
+
 /// The chosen device and the log of what was tried.
 pub struct Selected {
     pub device: Device,
     pub name: String,
-    pub tried: Vec<(String, Result<(), String>)>,
+    pub tried: Vec<(String, Result<String, String>)>,
 }
 
 impl Selected {
-    /// One line per backend tried, e.g. `webgpu: unavailable (no adapter)`.
+    /// One clause per backend tried, e.g. `webgpu: skipped (no adapter)`.
     pub fn explain(&self) -> String {
         let mut s = Vec::new();
         for (b, r) in &self.tried {
             match r {
-                Ok(()) => s.push(format!("{b}: chosen")),
+                Ok(why) => s.push(format!("{b}: chosen ({why})")),
                 Err(why) => s.push(format!("{b}: skipped ({why})")),
             }
         }
@@ -26,26 +35,47 @@ impl Selected {
     }
 }
 
-fn try_backend(name: &str) -> Result<Device, String> {
+/// Starts a backend. `auto` is true when called from auto-selection (stricter: no software
+/// adapters). On success returns the device and a short reason.
+fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
     match name {
-        "cpu" => Ok(Device::new(CpuBackend::new())),
-        "webgpu" | "webgl" => Err(format!("the {name} backend is not available yet in this build")),
+        "cpu" => {
+            let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            Ok((Device::new(CpuBackend::new()), format!("f32, {threads} threads")))
+        }
+        "webgpu" => {
+            let b = pixelgrad::wgpu::WgpuBackend::new(Default::default()).map_err(|e| e.to_string())?;
+            let report = b.report();
+            let st = b.self_test().map_err(|e| format!("self-test failed to run: {e}"))?;
+            if !st.passes(SELF_TEST_TOL) {
+                return Err(format!("self-test max relative error {:.2e} exceeds {SELF_TEST_TOL:.0e}", st.max_rel_error));
+            }
+            if auto && report.is_software() {
+                return Err(format!(
+                    "adapter '{}' is a software rasteriser, slower than the CPU backend; use --backend webgpu to force it",
+                    report.adapter
+                ));
+            }
+            Ok((Device::new(b), format!("adapter '{}', self-test max rel error {:.1e}", report.adapter, st.max_rel_error)))
+        }
+        "webgl" => Err("the webgl backend is not available yet in this build".into()),
         other => Err(format!("unknown backend '{other}' (auto, cpu, webgpu, webgl)")),
     }
 }
 
 /// Picks the backend named by `choice` (`auto`, `cpu`, `webgpu`, `webgl`).
 pub fn select(choice: &str) -> CliResult<Selected> {
-    let order: Vec<&str> = if choice == "auto" { vec!["webgpu", "webgl", "cpu"] } else { vec![choice] };
+    let auto = choice == "auto";
+    let order: Vec<&str> = if auto { vec!["webgpu", "webgl", "cpu"] } else { vec![choice] };
     let mut tried = Vec::new();
     for b in order {
-        match try_backend(b) {
-            Ok(device) => {
-                tried.push((b.to_string(), Ok(())));
+        match try_backend(b, auto) {
+            Ok((device, why)) => {
+                tried.push((b.to_string(), Ok(why)));
                 return Ok(Selected { name: device.name(), device, tried });
             }
             Err(why) => {
-                if choice != "auto" {
+                if !auto {
                     return Err(format!("backend {b}: {why}"));
                 }
                 tried.push((b.to_string(), Err(why)));

@@ -1,6 +1,7 @@
 //! `pixelgrad`: train, evaluate and run models from the command line.
 
 mod backend;
+mod bench;
 mod dataset;
 mod eval;
 mod plot;
@@ -42,6 +43,8 @@ enum Cmd {
     Predict(predict::PredictArgs),
     /// List the backends this machine offers and why auto-selection picks one.
     Backends,
+    /// Benchmark matmul and training steps per backend, side by side (not a test).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Cmd::Eval(a) => eval::run(a),
         Cmd::Predict(a) => predict::run(a),
         Cmd::Backends => backend::list(),
+        Cmd::Bench(a) => bench::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -103,7 +103,6 @@ fn proposed_max_tie_fix_gives_a_subgradient() {
 /// `requires_grad()` flags of the inputs and skip the rest (or check `x[i].requires_grad()` in
 /// each arm before building its gradient).
 #[test]
-#[ignore = "core inefficiency: gradients of inputs that do not require grad are computed anyway"]
 fn backward_skips_gradients_nobody_needs() {
     let dev = pixelgrad_core::Device::new(pixelgrad_cpu::CpuBackend::new());
     let x = Tensor::ones(&dev, [64, 784]).unwrap();

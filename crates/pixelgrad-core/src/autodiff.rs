@@ -138,25 +138,34 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
         }
         Op::Binary(b) => {
             let (a, bb) = (&x[0], &x[1]);
+            let (na, nb) = (a.requires_grad(), bb.requires_grad());
+            // Gradients nobody needs (constant inputs) are not computed at all.
+            let when = |need: bool, f: &dyn Fn() -> Result<Tensor>| -> Result<Option<Tensor>> {
+                if need {
+                    f().map(Some)
+                } else {
+                    Ok(None)
+                }
+            };
             let (ga, gb) = match b {
-                BinaryOp::Add => (Some(g.clone()), Some(g.clone())),
-                BinaryOp::Sub => (Some(g.clone()), Some(g.neg()?)),
-                BinaryOp::Mul => (Some(g.mul(bb)?), Some(g.mul(a)?)),
+                BinaryOp::Add => (when(na, &|| Ok(g.clone()))?, when(nb, &|| Ok(g.clone()))?),
+                BinaryOp::Sub => (when(na, &|| Ok(g.clone()))?, when(nb, &|| g.neg())?),
+                BinaryOp::Mul => (when(na, &|| g.mul(bb))?, when(nb, &|| g.mul(a))?),
                 // d(a/b)/db = -a/b^2 = -y/b
-                BinaryOp::Div => (Some(g.div(bb)?), Some(g.mul(y)?.div(bb)?.neg()?)),
+                BinaryOp::Div => (when(na, &|| g.div(bb))?, when(nb, &|| g.mul(y)?.div(bb)?.neg())?),
                 // the larger input takes the gradient; a wins ties
                 BinaryOp::Max => {
                     let m = a.ge(bb)?;
-                    (Some(g.mul(&m)?), Some(g.mul(&m.affine(-1.0, 1.0)?)?))
+                    (when(na, &|| g.mul(&m))?, when(nb, &|| g.mul(&m.affine(-1.0, 1.0)?))?)
                 }
                 BinaryOp::Min => {
                     let m = bb.ge(a)?;
-                    (Some(g.mul(&m)?), Some(g.mul(&m.affine(-1.0, 1.0)?)?))
+                    (when(na, &|| g.mul(&m))?, when(nb, &|| g.mul(&m.affine(-1.0, 1.0)?))?)
                 }
                 // d a^b / da = b a^(b-1); d a^b / db = a^b ln a
                 BinaryOp::Pow => (
-                    Some(g.mul(bb)?.mul(&a.pow(&bb.add_scalar(-1.0)?)?)?),
-                    Some(g.mul(y)?.mul(&a.log()?)?),
+                    when(na, &|| g.mul(bb)?.mul(&a.pow(&bb.add_scalar(-1.0)?)?))?,
+                    when(nb, &|| g.mul(y)?.mul(&a.log()?))?,
                 ),
                 BinaryOp::Gt | BinaryOp::Ge | BinaryOp::Eq => (None, None),
             };
@@ -189,14 +198,31 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
         Op::MatMul { trans_a, trans_b } => {
             let (a, b) = (&x[0], &x[1]);
             // C = op(A) op(B); with G = dL/dC the four cases follow from dA = G op(B)^T and
-            // dB = op(A)^T G, transposed back where A or B was used transposed.
-            let (ga, gb) = match (trans_a, trans_b) {
-                (false, false) => (g.matmul_t(b, false, true)?, a.matmul_t(g, true, false)?),
-                (false, true) => (g.matmul_t(b, false, false)?, g.matmul_t(a, true, false)?),
-                (true, false) => (b.matmul_t(g, false, true)?, a.matmul_t(g, false, false)?),
-                (true, true) => (b.matmul_t(g, true, true)?, g.matmul_t(a, true, true)?),
+            // dB = op(A)^T G, transposed back where A or B was used transposed. Only the
+            // gradients some input needs are computed (data into a first layer needs none).
+            let ga = if a.requires_grad() {
+                let t = match (trans_a, trans_b) {
+                    (false, false) => g.matmul_t(b, false, true)?,
+                    (false, true) => g.matmul_t(b, false, false)?,
+                    (true, false) => b.matmul_t(g, false, true)?,
+                    (true, true) => b.matmul_t(g, true, true)?,
+                };
+                Some(sum_to_shape(&t, a.shape())?)
+            } else {
+                None
             };
-            Ok(vec![Some(sum_to_shape(&ga, a.shape())?), Some(sum_to_shape(&gb, b.shape())?)])
+            let gb = if b.requires_grad() {
+                let t = match (trans_a, trans_b) {
+                    (false, false) => a.matmul_t(g, true, false)?,
+                    (false, true) => g.matmul_t(a, true, false)?,
+                    (true, false) => a.matmul_t(g, false, false)?,
+                    (true, true) => g.matmul_t(a, true, true)?,
+                };
+                Some(sum_to_shape(&t, b.shape())?)
+            } else {
+                None
+            };
+            Ok(vec![ga, gb])
         }
         Op::Im2Col(w) => {
             let d = x[0].dims();
