@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Browser smoke tests: a matmul and one SGD training step on WebGPU and WebGL2 (both through
+# SwiftShader in headless Chromium), checked against the CPU backend compiled to wasm in the
+# same page. Installs what a fresh Debian machine lacks (chromium, chromium-driver, the wasm32
+# target, wasm-bindgen-cli at the exact version of the wasm-bindgen crate in Cargo.lock).
+#
+# Usage: bash scripts/browser-tests.sh     (from anywhere; exit status 0 only if all passed)
+# Env:   BROWSER_TESTS_TIMEOUT  seconds for the whole cargo test run (default 900)
+#        WASM_BINDGEN_TEST_TIMEOUT  seconds per test in the browser (default 120)
+#        CARGO_TARGET_DIR is honoured as usual.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+
+fail() { echo "browser smoke: setup failed: $*" >&2; echo "browser smoke: 0 passed, 1 failed (setup)"; exit 1; }
+
+# --- Chromium and its WebDriver -----------------------------------------------------------------
+need_apt=()
+for pkg in chromium chromium-driver; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== installing ${need_apt[*]}"
+  $SUDO apt-get update -qq || fail "apt-get update"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null \
+    || fail "apt-get install ${need_apt[*]}"
+fi
+CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver || echo /usr/bin/chromedriver)}
+[ -x "$CHROMEDRIVER" ] || fail "chromedriver not found (apt-get install chromium-driver)"
+export CHROMEDRIVER
+
+# --- Rust side: wasm32 target and a wasm-bindgen-cli matching Cargo.lock ------------------------
+rustup target list --installed | grep -q '^wasm32-unknown-unknown$' \
+  || rustup target add wasm32-unknown-unknown || fail "rustup target add wasm32-unknown-unknown"
+wb_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+[ -n "$wb_version" ] || fail "no wasm-bindgen entry in Cargo.lock"
+export PATH="$HOME/.cargo/bin:$PATH"
+if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $wb_version" ] \
+   || ! command -v wasm-bindgen-test-runner >/dev/null; then
+  echo "== installing wasm-bindgen-cli $wb_version (builds from source, a few minutes)"
+  cargo install wasm-bindgen-cli --version "$wb_version" --force >/tmp/pixelgrad-wasm-bindgen-install.log 2>&1 \
+    || { tail -20 /tmp/pixelgrad-wasm-bindgen-install.log; fail "cargo install wasm-bindgen-cli $wb_version"; }
+fi
+
+# --- Run ----------------------------------------------------------------------------------------
+# The runner reads webdriver.json (Chromium flags: headless, SwiftShader WebGPU and WebGL) from
+# the current directory, which cargo sets to the crate's directory for test binaries.
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
+export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-120}
+log=$(mktemp /tmp/pixelgrad-browser-tests.XXXXXX.log)
+echo "== browser smoke tests (headless $(chromium --version 2>/dev/null || echo chromium), wasm-bindgen $wb_version; log: $log)"
+timeout --kill-after=30 "${BROWSER_TESTS_TIMEOUT:-900}" \
+  cargo test --target wasm32-unknown-unknown -p pixelgrad-browser-tests --test web 2>&1 | tee "$log" \
+  | grep -E '^(test |test result|running|error)|panicked|FAILED|device:|max rel error|loss ' 
+status=${PIPESTATUS[0]}
+
+passed=$(grep -Eo '[0-9]+ passed' "$log" | awk '{ s += $1 } END { print s + 0 }')
+failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{ s += $1 } END { print s + 0 }')
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+  failed=1  # build error, timeout or runner crash: count it so the summary never says 0 failed
+  [ "$status" -eq 124 ] && echo "browser smoke: timed out after ${BROWSER_TESTS_TIMEOUT:-900} s"
+  tail -30 "$log"
+fi
+if [ "$status" -eq 0 ] && [ "$passed" -eq 0 ]; then
+  failed=1; status=1; echo "browser smoke: no test ran"
+fi
+echo "browser smoke: $passed passed, $failed failed ($(( $(date +%s) - start )) s)"
+exit "$status"
