@@ -58,9 +58,32 @@ fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
             }
             Ok((Device::new(b), format!("adapter '{}', self-test max rel error {:.1e}", report.adapter, st.max_rel_error)))
         }
-        "webgl" => Err("the webgl backend is not available yet in this build".into()),
+        "webgl" => {
+            let b = pixelgrad::webgl::WebGlBackend::new_headless(Default::default()).map_err(|e| e.to_string())?;
+            let report = b.report();
+            let st = match report.self_test.clone() {
+                Some(st) => st,
+                None => b.self_test().map_err(|e| format!("self-test failed to run: {e}"))?,
+            };
+            if st.max_rel_error.is_nan() || st.max_rel_error > SELF_TEST_TOL {
+                return Err(format!("self-test max relative error {:.2e} exceeds {SELF_TEST_TOL:.0e} ({:?} textures)", st.max_rel_error, report.format));
+            }
+            if auto && is_software_renderer(&report.renderer) {
+                return Err(format!(
+                    "renderer '{}' is a software rasteriser, slower than the CPU backend; use --backend webgl to force it",
+                    report.renderer
+                ));
+            }
+            Ok((Device::new(b), format!("renderer '{}', {:?} textures, self-test max rel error {:.1e}", report.renderer, report.format, st.max_rel_error)))
+        }
         other => Err(format!("unknown backend '{other}' (auto, cpu, webgpu, webgl)")),
     }
+}
+
+/// Mesa's llvmpipe / softpipe and Google's SwiftShader rasterise on the CPU.
+fn is_software_renderer(renderer: &str) -> bool {
+    let r = renderer.to_ascii_lowercase();
+    ["llvmpipe", "softpipe", "swiftshader", "lavapipe"].iter().any(|s| r.contains(s))
 }
 
 /// Picks the backend named by `choice` (`auto`, `cpu`, `webgpu`, `webgl`).

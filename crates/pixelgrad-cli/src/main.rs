@@ -7,6 +7,7 @@ mod eval;
 mod plot;
 mod predict;
 mod train;
+mod weights;
 
 use std::process::ExitCode;
 

@@ -13,6 +13,7 @@ use pixelgrad::nn::train::{fit, Callbacks, EpochLog, FitOptions, Samples, StepLo
 use pixelgrad::nn::{io, Module, OptimizerKind, Schedule};
 
 use crate::dataset::{self, DatasetSpec};
+use crate::weights::WeightDumper;
 use crate::{backend, plot, CliResult, Context};
 
 #[derive(Args)]
@@ -53,6 +54,10 @@ pub struct TrainArgs {
     /// Print one JSON object with the results as the last line of stdout
     #[arg(long)]
     pub json: bool,
+    /// Draw the first layer's weights into DIR/epoch-NNN.png after every epoch (on the GPU,
+    /// through the WebGL backend's heatmap program)
+    #[arg(long)]
+    pub dump_weights: Option<PathBuf>,
 }
 
 struct Defaults {
@@ -82,7 +87,9 @@ fn schedule(name: &str, total_steps: usize) -> CliResult<Schedule> {
 }
 
 /// Progress bar plus the logs that go to metrics.csv and loss.png.
-struct Progress {
+struct Progress<'a> {
+    model: &'a dyn Module,
+    dumper: Option<WeightDumper>,
     bar: ProgressBar,
     epochs: usize,
     steps: Vec<StepLog>,
@@ -90,7 +97,7 @@ struct Progress {
     epoch_start: Instant,
 }
 
-impl Callbacks for Progress {
+impl Callbacks for Progress<'_> {
     fn on_step(&mut self, log: &StepLog) -> ControlFlow<()> {
         self.bar.set_position(log.step as u64);
         self.bar.set_message(format!("loss {:.4} acc {:.3}", log.loss, log.accuracy));
@@ -109,6 +116,13 @@ impl Callbacks for Progress {
             self.epoch_start.elapsed().as_secs_f32()
         );
         self.epoch_start = Instant::now();
+        let line = match &self.dumper {
+            Some(d) => match d.dump(self.model, log.epoch) {
+                Ok(p) => format!("{line}  weights: {}", p.display()),
+                Err(e) => format!("{line}  (weights not drawn: {e})"),
+            },
+            None => line,
+        };
         if self.quiet {
             self.bar.suspend(|| eprintln!("{line}"));
         } else if self.bar.is_hidden() {
@@ -169,7 +183,11 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} steps [{elapsed_precise}<{eta_precise}] {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut progress = Progress { bar, epochs, steps: Vec::new(), quiet: a.json, epoch_start: Instant::now() };
+    let dumper = match &a.dump_weights {
+        Some(dir) => Some(WeightDumper::new(dir, data.shape())?),
+        None => None,
+    };
+    let mut progress = Progress { model: &model, dumper, bar, epochs, steps: Vec::new(), quiet: a.json, epoch_start: Instant::now() };
     let t0 = Instant::now();
     let history = fit(&model, opt.as_mut(), preset.loss(), &dev, train, Some(test), &opts, &mut progress).ctx()?;
     let train_seconds = t0.elapsed().as_secs_f64();
