@@ -51,7 +51,7 @@ export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-120}
 log=$(mktemp /tmp/pixelgrad-browser-tests.XXXXXX.log)
 echo "== browser smoke tests (headless $(chromium --version 2>/dev/null || echo chromium), wasm-bindgen $wb_version; log: $log)"
 timeout --kill-after=30 "${BROWSER_TESTS_TIMEOUT:-900}" \
-  cargo test --target wasm32-unknown-unknown -p pixelgrad-browser-tests --test web 2>&1 | tee "$log" \
+  cargo test --target wasm32-unknown-unknown -p pixelgrad-browser-tests --test web -- --nocapture 2>&1 | tee "$log" \
   | grep -E '^(test |test result|running|error)|panicked|FAILED|device:|max rel error|loss ' 
 status=${PIPESTATUS[0]}
 
