@@ -55,16 +55,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let len = pu(1u);
     let inner = pu(2u);
     if (!TREE) {
+        // No early return on the per-thread index: WGSL's uniformity analysis (enforced by
+        // browsers' Tint, not by naga) would then reject the barriers of the TREE path below.
         let o = flat_index(wid, nwg, lid);
-        if (o >= outputs) {
-            return;
+        if (o < outputs) {
+            let base = (o / inner) * len * inner + o % inner;
+            var acc = init();
+            for (var j = 0u; j < len; j++) {
+                acc = combine(acc, Acc(x[base + j * inner], j));
+            }
+            out[o] = finish(acc);
         }
-        let base = (o / inner) * len * inner + o % inner;
-        var acc = init();
-        for (var j = 0u; j < len; j++) {
-            acc = combine(acc, Acc(x[base + j * inner], j));
-        }
-        out[o] = finish(acc);
         return;
     }
     // Workgroup ids are uniform, so this early return keeps the barriers below uniform.
