@@ -65,8 +65,10 @@ pub struct TrainCase {
     pub seed: u64,
 }
 
-/// The seed article's 48-64-2 sigmoid network with MSE (batch 4), and the `mlp` preset
-/// (16 → 256 ReLU → 4 logits, cross-entropy, batch 8), which exercises max/exp/log/gather.
+/// The seed article's 48-64-2 sigmoid network with MSE (batch 4), the `mlp` preset
+/// (16 → 256 ReLU → 4 logits, cross-entropy, batch 8), which exercises max/exp/log/gather, and
+/// a small `cnn` (im2col/col2im, max pooling): together most kernels get compiled by the
+/// browser's own shader compiler, which is stricter than naga or native GL drivers.
 pub fn train_cases() -> Vec<TrainCase> {
     vec![
         TrainCase {
@@ -82,6 +84,13 @@ pub fn train_cases() -> Vec<TrainCase> {
             batch: 8,
             lr: 0.1,
             seed: 16,
+        },
+        TrainCase {
+            name: "cnn conv3x3x16-pool-conv3x3x32-pool-dense on 8x8, cross-entropy",
+            spec: ModelSpec { preset: Preset::Cnn, input: [1, 8, 8], classes: 3 },
+            batch: 2,
+            lr: 0.05,
+            seed: 8,
         },
     ]
 }
