@@ -64,11 +64,11 @@ pub fn check_close(what: &str, got: &[f32], want: &[f32], tol: Tolerance) -> Res
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let diff = (g - w).abs();
         let allowed = tol.abs + tol.rel * w.abs();
-        // `!(diff <= allowed)` so that NaN in either counts as a mismatch.
-        if !(diff <= allowed) {
+        // NaN in either side counts as a mismatch (every comparison with NaN is false).
+        if diff.is_nan() || diff > allowed {
             count += 1;
             let excess = if diff.is_nan() { f32::INFINITY } else { diff / allowed };
-            if worst.map_or(true, |(_, e)| excess > e) {
+            if worst.is_none_or(|(_, e)| excess > e) {
                 worst = Some((i, excess));
             }
         }
