@@ -26,4 +26,7 @@ cargo test --workspace --doc -q
 echo "== wasm32 builds"
 cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn
 
+echo "== browser smoke tests (headless Chromium: WebGPU and WebGL2 via SwiftShader)"
+bash scripts/browser-tests.sh
+
 echo "== all tests passed"

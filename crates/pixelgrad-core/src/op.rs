@@ -65,6 +65,48 @@ pub enum ReduceOp {
     ArgMax,
 }
 
+impl UnaryOp {
+    /// Stable numeric code and scalar parameters `(code, p0, p1)`: GPU kernels receive these as
+    /// uniforms (or specialisation constants), and every backend's shaders use these codes.
+    pub fn code(&self) -> (u32, f32, f32) {
+        match *self {
+            UnaryOp::Neg => (0, 0.0, 0.0),
+            UnaryOp::Exp => (1, 0.0, 0.0),
+            UnaryOp::Log => (2, 0.0, 0.0),
+            UnaryOp::Sqrt => (3, 0.0, 0.0),
+            UnaryOp::Recip => (4, 0.0, 0.0),
+            UnaryOp::Tanh => (5, 0.0, 0.0),
+            UnaryOp::Sigmoid => (6, 0.0, 0.0),
+            UnaryOp::Abs => (7, 0.0, 0.0),
+            UnaryOp::Sin => (8, 0.0, 0.0),
+            UnaryOp::Cos => (9, 0.0, 0.0),
+            UnaryOp::Affine { mul, add } => (10, mul, add),
+            UnaryOp::Powf(p) => (11, p, 0.0),
+            UnaryOp::MaxScalar(c) => (12, c, 0.0),
+            UnaryOp::MinScalar(c) => (13, c, 0.0),
+            UnaryOp::GtScalar(c) => (14, c, 0.0),
+        }
+    }
+}
+
+impl BinaryOp {
+    /// Stable numeric code shared by every backend's shaders.
+    pub fn code(&self) -> u32 {
+        match self {
+            BinaryOp::Add => 0,
+            BinaryOp::Sub => 1,
+            BinaryOp::Mul => 2,
+            BinaryOp::Div => 3,
+            BinaryOp::Max => 4,
+            BinaryOp::Min => 5,
+            BinaryOp::Pow => 6,
+            BinaryOp::Gt => 7,
+            BinaryOp::Ge => 8,
+            BinaryOp::Eq => 9,
+        }
+    }
+}
+
 /// Distributions of [`Op::Random`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Distribution {

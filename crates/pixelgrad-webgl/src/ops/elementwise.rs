@@ -28,45 +28,9 @@ pub(crate) fn random(sh: &Rc<Shared>, seed: u64, dist: Distribution, n: usize) -
     sh.run(pass, n)
 }
 
-/// Opcode of a unary op (the `CONFIG` of unary.glsl) and its scalar parameters.
-fn unary_code(u: UnaryOp) -> (u32, f32, f32) {
-    match u {
-        UnaryOp::Neg => (0, 0.0, 0.0),
-        UnaryOp::Exp => (1, 0.0, 0.0),
-        UnaryOp::Log => (2, 0.0, 0.0),
-        UnaryOp::Sqrt => (3, 0.0, 0.0),
-        UnaryOp::Recip => (4, 0.0, 0.0),
-        UnaryOp::Tanh => (5, 0.0, 0.0),
-        UnaryOp::Sigmoid => (6, 0.0, 0.0),
-        UnaryOp::Abs => (7, 0.0, 0.0),
-        UnaryOp::Sin => (8, 0.0, 0.0),
-        UnaryOp::Cos => (9, 0.0, 0.0),
-        UnaryOp::Affine { mul, add } => (10, mul, add),
-        UnaryOp::Powf(p) => (11, p, 0.0),
-        UnaryOp::MaxScalar(c) => (12, c, 0.0),
-        UnaryOp::MinScalar(c) => (13, c, 0.0),
-        UnaryOp::GtScalar(c) => (14, c, 0.0),
-    }
-}
-
 pub(crate) fn unary(sh: &Rc<Shared>, u: UnaryOp, x: &GlTensor, n: usize) -> Result<GlTensor> {
-    let (code, p0, p1) = unary_code(u);
+    let (code, p0, p1) = u.code();
     sh.run(Pass::new("unary", "unary", code).input("u_x", x).float("u_p0", p0).float("u_p1", p1), n)
-}
-
-fn binary_code(b: BinaryOp) -> u32 {
-    match b {
-        BinaryOp::Add => 0,
-        BinaryOp::Sub => 1,
-        BinaryOp::Mul => 2,
-        BinaryOp::Div => 3,
-        BinaryOp::Max => 4,
-        BinaryOp::Min => 5,
-        BinaryOp::Pow => 6,
-        BinaryOp::Gt => 7,
-        BinaryOp::Ge => 8,
-        BinaryOp::Eq => 9,
-    }
 }
 
 /// Strides of `input` seen through the (right-aligned) output shape: 0 on broadcast axes.
@@ -91,7 +55,7 @@ pub(crate) fn binary(
     sy: &Shape,
     out: &Shape,
 ) -> Result<GlTensor> {
-    let pass = Pass::new("binary", "binary", binary_code(b))
+    let pass = Pass::new("binary", "binary", b.code())
         .input("u_a", x)
         .input("u_b", y)
         .ranked("u_shape", &out_dims(out), 1)

@@ -15,45 +15,8 @@ pub(crate) const BINARY: Kernel =
 pub(crate) const WHERE: Kernel =
     Kernel { name: "where", source: include_str!("../kernels/where.wgsl"), inputs: 3, overrides: &["FAST"], status: false };
 
-/// Kernel op code and scalar parameters of a unary op (codes match `unary.wgsl`).
-fn unary_code(op: UnaryOp) -> (u32, f32, f32) {
-    match op {
-        UnaryOp::Neg => (0, 0.0, 0.0),
-        UnaryOp::Exp => (1, 0.0, 0.0),
-        UnaryOp::Log => (2, 0.0, 0.0),
-        UnaryOp::Sqrt => (3, 0.0, 0.0),
-        UnaryOp::Recip => (4, 0.0, 0.0),
-        UnaryOp::Tanh => (5, 0.0, 0.0),
-        UnaryOp::Sigmoid => (6, 0.0, 0.0),
-        UnaryOp::Abs => (7, 0.0, 0.0),
-        UnaryOp::Sin => (8, 0.0, 0.0),
-        UnaryOp::Cos => (9, 0.0, 0.0),
-        UnaryOp::Affine { mul, add } => (10, mul, add),
-        UnaryOp::Powf(p) => (11, p, 0.0),
-        UnaryOp::MaxScalar(c) => (12, c, 0.0),
-        UnaryOp::MinScalar(c) => (13, c, 0.0),
-        UnaryOp::GtScalar(c) => (14, c, 0.0),
-    }
-}
-
-/// Kernel op code of a binary op (codes match `binary.wgsl`).
-fn binary_code(op: BinaryOp) -> u32 {
-    match op {
-        BinaryOp::Add => 0,
-        BinaryOp::Sub => 1,
-        BinaryOp::Mul => 2,
-        BinaryOp::Div => 3,
-        BinaryOp::Max => 4,
-        BinaryOp::Min => 5,
-        BinaryOp::Pow => 6,
-        BinaryOp::Gt => 7,
-        BinaryOp::Ge => 8,
-        BinaryOp::Eq => 9,
-    }
-}
-
 pub(crate) fn unary(gpu: &Gpu, op: UnaryOp, x: &GpuTensor, out: &GpuTensor) -> Result<()> {
-    let (code, p0, p1) = unary_code(op);
+    let (code, p0, p1) = op.code();
     let n = u("unary", out.len)?;
     let grid = gpu.grid_elems("unary", out.len)?;
     gpu.launch("unary", &UNARY, &[code], &[x.buffer()], out.buffer(), &[n, f(p0), f(p1)], grid)
@@ -96,7 +59,7 @@ pub(crate) fn binary(
     res: &GpuTensor,
 ) -> Result<()> {
     let grid = gpu.grid_elems("binary", res.len)?;
-    let code = binary_code(op);
+    let code = op.code();
     match broadcast_params("binary", shapes, out)? {
         None => {
             let n = u("binary", res.len)?;
