@@ -28,20 +28,31 @@ pub struct EvalArgs {
     pub json: bool,
 }
 
-/// Rebuilds the architecture recorded in the file and loads its weights.
-pub fn load_model(path: &Path, dev: &Device) -> CliResult<(ModelSpec, Sequential)> {
+/// Fails early (before any backend starts) if the file is missing or not a pixelgrad model.
+pub fn check_model_file(path: &Path) -> CliResult<ModelSpec> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let meta = io::read_metadata(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    spec_of(path, &bytes)
+}
+
+fn spec_of(path: &Path, bytes: &[u8]) -> CliResult<ModelSpec> {
+    let meta = io::read_metadata(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     let spec_s = meta
         .get(SPEC_KEY)
         .ok_or_else(|| format!("{}: no '{SPEC_KEY}' metadata; was it written by `pixelgrad train`?", path.display()))?;
-    let spec = ModelSpec::from_meta(spec_s).map_err(|e| format!("{}: {e}", path.display()))?;
+    ModelSpec::from_meta(spec_s).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Rebuilds the architecture recorded in the file and loads its weights.
+pub fn load_model(path: &Path, dev: &Device) -> CliResult<(ModelSpec, Sequential)> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let spec = spec_of(path, &bytes)?;
     let model = spec.build(dev, 0).ctx()?;
     io::load_bytes(&model, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok((spec, model))
 }
 
 pub fn run(a: EvalArgs) -> CliResult<()> {
+    check_model_file(&a.model_file)?;
     let sel = backend::select(&a.backend)?;
     let (spec, model) = load_model(&a.model_file, &sel.device)?;
     let data = dataset::load(&DatasetSpec::parse(&a.dataset)?, spec.preset, a.seed)?;

@@ -48,8 +48,19 @@ enum Cmd {
     Bench(bench::BenchArgs),
 }
 
+/// Headless machines often lack `XDG_RUNTIME_DIR`; the Vulkan/EGL loaders then print an
+/// "error:" line to stderr while probing display platforms, although nothing is wrong for
+/// compute. Pointing it at the temp folder keeps the output to pixelgrad's own lines.
+fn quiet_display_probing() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        // Single-threaded at this point: nothing else reads the environment concurrently.
+        std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    quiet_display_probing();
     let result = match cli.cmd {
         Cmd::Train(a) => train::run(a),
         Cmd::Eval(a) => eval::run(a),

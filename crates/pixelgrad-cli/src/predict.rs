@@ -26,6 +26,7 @@ pub struct PredictArgs {
 }
 
 pub fn run(a: PredictArgs) -> CliResult<()> {
+    crate::eval::check_model_file(&a.model_file)?;
     let sel = backend::select(&a.backend)?;
     let (spec, model) = load_model(&a.model_file, &sel.device)?;
     let (mut pixels, w, h) = data::load_png_gray(&a.image).ctx()?;
