@@ -18,9 +18,13 @@ fi
 rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 
 echo "== native tests (all crates)"
-cargo test --workspace --all-targets 2>&1 | tee /tmp/pixelgrad-test.log | grep -E '^(test result|running|error|warning: unused)|FAILED|panicked' || true
+mkdir -p target
+log=target/test-native.log
+set +e
+cargo test --workspace --all-targets --no-fail-fast 2>&1 | tee "$log" | grep -E --line-buffered '^(test result|running|error)|FAILED|panicked'
 status=${PIPESTATUS[0]}
-if [ "$status" -ne 0 ]; then echo "native tests failed (full log: /tmp/pixelgrad-test.log)"; exit "$status"; fi
+set -e
+if [ "$status" -ne 0 ]; then echo "native tests failed (full log: $log)"; exit "$status"; fi
 cargo test --workspace --doc -q
 
 echo "== wasm32 builds"
