@@ -28,10 +28,16 @@ pub struct EvalArgs {
     pub json: bool,
 }
 
-/// Fails early (before any backend starts) if the file is missing or not a pixelgrad model.
-pub fn check_model_file(path: &Path) -> CliResult<ModelSpec> {
+/// A model file read once: its bytes and the architecture recorded in it. Reading it before
+/// any backend starts makes a missing or foreign file fail fast.
+pub struct ModelFile {
+    pub spec: ModelSpec,
+    bytes: Vec<u8>,
+}
+
+pub fn read_model_file(path: &Path) -> CliResult<ModelFile> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    spec_of(path, &bytes)
+    Ok(ModelFile { spec: spec_of(path, &bytes)?, bytes })
 }
 
 fn spec_of(path: &Path, bytes: &[u8]) -> CliResult<ModelSpec> {
@@ -42,19 +48,18 @@ fn spec_of(path: &Path, bytes: &[u8]) -> CliResult<ModelSpec> {
     ModelSpec::from_meta(spec_s).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Rebuilds the architecture recorded in the file and loads its weights.
-pub fn load_model(path: &Path, dev: &Device) -> CliResult<(ModelSpec, Sequential)> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let spec = spec_of(path, &bytes)?;
-    let model = spec.build(dev, 0).ctx()?;
-    io::load_bytes(&model, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((spec, model))
+/// Rebuilds the architecture recorded in the file on `dev` and loads its weights.
+pub fn load_model(path: &Path, file: &ModelFile, dev: &Device) -> CliResult<Sequential> {
+    let model = file.spec.build(dev, 0).ctx()?;
+    io::load_bytes(&model, &file.bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(model)
 }
 
 pub fn run(a: EvalArgs) -> CliResult<()> {
-    check_model_file(&a.model_file)?;
+    let file = read_model_file(&a.model_file)?;
     let sel = backend::select(&a.backend)?;
-    let (spec, model) = load_model(&a.model_file, &sel.device)?;
+    let model = load_model(&a.model_file, &file, &sel.device)?;
+    let spec = file.spec;
     let data = dataset::load(&DatasetSpec::parse(&a.dataset)?, spec.preset, a.seed)?;
     if data.shape() != spec.input {
         return Err(format!("the model takes samples of shape {:?}, the data set has {:?}", spec.input, data.shape()));

@@ -9,7 +9,7 @@ use pixelgrad::nn::presets::Preset;
 use pixelgrad::nn::train::predict;
 use pixelgrad::Tensor;
 
-use crate::eval::load_model;
+use crate::eval::{load_model, read_model_file};
 use crate::{backend, CliResult, Context};
 
 #[derive(Args)]
@@ -26,9 +26,10 @@ pub struct PredictArgs {
 }
 
 pub fn run(a: PredictArgs) -> CliResult<()> {
-    crate::eval::check_model_file(&a.model_file)?;
+    let file = read_model_file(&a.model_file)?;
     let sel = backend::select(&a.backend)?;
-    let (spec, model) = load_model(&a.model_file, &sel.device)?;
+    let model = load_model(&a.model_file, &file, &sel.device)?;
+    let spec = file.spec;
     let (mut pixels, w, h) = data::load_png_gray(&a.image).ctx()?;
     data::auto_invert(&mut pixels, w, h).ctx()?;
     let [_, mh, mw] = spec.input;

@@ -48,7 +48,7 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: usize,
     Ok(y)
 }
 
-fn pool_cols(op: &'static str, x: &Tensor, k: usize, stride: usize, pad_value: Option<f32>, padding: usize) -> Result<(Tensor, [usize; 4], usize, usize)> {
+fn pool_cols(op: &'static str, x: &Tensor, k: usize, stride: usize, pad_value: Option<f32>, padding: usize) -> Result<(Tensor, [usize; 4], usize)> {
     let [n, c, h, w] = rank4(op, x)?;
     let mut src = x.reshape([n * c, 1, h, w])?;
     let (mut hh, mut ww) = (h, w);
@@ -71,17 +71,17 @@ fn pool_cols(op: &'static str, x: &Tensor, k: usize, stride: usize, pad_value: O
         backend: x.device().name(),
         msg: format!("a {k}x{k} window with stride {stride} does not fit"),
     })?;
-    Ok((src.im2col(win)?, [n, c, oh, ow], k * k, 0))
+    Ok((src.im2col(win)?, [n, c, oh, ow], k * k))
 }
 
 /// Max pooling over `k`x`k` windows. Padding counts as -infinity (never selected).
 pub fn max_pool2d(x: &Tensor, k: usize, stride: usize, padding: usize) -> Result<Tensor> {
-    let (cols, [n, c, oh, ow], _, _) = pool_cols("max_pool2d", x, k, stride, Some(-3.0e38), padding)?;
+    let (cols, [n, c, oh, ow], _) = pool_cols("max_pool2d", x, k, stride, Some(-3.0e38), padding)?;
     cols.max_axis(1, true)?.reshape([n, c, oh, ow])
 }
 
 /// Average pooling over `k`x`k` windows; padded positions count as zeros in the average.
 pub fn avg_pool2d(x: &Tensor, k: usize, stride: usize, padding: usize) -> Result<Tensor> {
-    let (cols, [n, c, oh, ow], kk, _) = pool_cols("avg_pool2d", x, k, stride, None, padding)?;
+    let (cols, [n, c, oh, ow], kk) = pool_cols("avg_pool2d", x, k, stride, None, padding)?;
     cols.sum_axis(1, true)?.mul_scalar(1.0 / kk as f32)?.reshape([n, c, oh, ow])
 }
