@@ -1,0 +1,127 @@
+// Shared test harness: a static file server on 127.0.0.1 and Debian's headless Chromium with
+// WebGPU and WebGL2 (both through SwiftShader). Used by every browser test and by the benchmarks.
+//
+//   import { startServer, launchBrowser, newPage } from './harness.mjs';
+//   const server = await startServer(webRoot);        // serves web/ (pkg/, demo/, tests/pages/)
+//   const browser = await launchBrowser();
+//   const page = await newPage(browser);              // console + page errors echoed to stderr
+//   await page.goto(`${server.url}/tests/pages/blank.html`);
+//   ...
+//   await browser.close(); await server.close();
+
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+/** The `web/` directory (parent of this file's directory). */
+export const webRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Chromium flags that give WebGPU and WebGL2 (with EXT_color_buffer_float) headless, on the CPU. */
+export const chromiumFlags = [
+  '--headless=new',
+  '--no-sandbox',
+  '--enable-unsafe-webgpu',
+  '--enable-unsafe-swiftshader',
+  '--use-angle=swiftshader',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-dev-shm-usage',
+];
+
+const mime = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.wasm': 'application/wasm',
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
+  '.ts': 'text/plain; charset=utf-8',
+  '.csv': 'text/csv',
+};
+
+/**
+ * Serves `root` on 127.0.0.1 (port 0 = any free port unless given). Resolves to
+ * `{ url, port, close() }`. Paths outside `root` are refused; unknown paths give 404.
+ */
+export function startServer(root = webRoot, port = 0) {
+  const base = path.resolve(root);
+  const server = http.createServer((req, res) => {
+    let rel;
+    try {
+      rel = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    } catch {
+      res.writeHead(400).end('bad url');
+      return;
+    }
+    let file = path.resolve(base, '.' + rel);
+    if (file !== base && !file.startsWith(base + path.sep)) {
+      res.writeHead(403).end('forbidden');
+      return;
+    }
+    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
+    fs.readFile(file, (err, body) => {
+      if (err) {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end(`not found: ${rel}`);
+        return;
+      }
+      res.writeHead(200, {
+        'content-type': mime[path.extname(file)] || 'application/octet-stream',
+        'cache-control': 'no-store',
+      });
+      res.end(body);
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      const p = server.address().port;
+      resolve({ url: `http://127.0.0.1:${p}`, port: p, close: () => new Promise((r) => server.close(() => r())) });
+    });
+  });
+}
+
+/** Path of the Chromium binary: $CHROMIUM, else Debian's /usr/bin/chromium. */
+export function chromiumPath() {
+  return process.env.CHROMIUM || '/usr/bin/chromium';
+}
+
+/** Launches headless Chromium with WebGPU + WebGL2 through SwiftShader and a fresh profile. */
+export async function launchBrowser(extraArgs = []) {
+  const exe = chromiumPath();
+  if (!fs.existsSync(exe)) throw new Error(`Chromium not found at ${exe} (apt-get install chromium)`);
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pixelgrad-chromium-'));
+  // `headless: false` because the flags above already ask for the new headless mode, which is
+  // the one with WebGPU; Playwright's own headless switch would pick the old one.
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: exe,
+    headless: false,
+    args: [...chromiumFlags, ...extraArgs],
+  });
+  const close = context.close.bind(context);
+  context.close = async () => {
+    await close();
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  };
+  return context;
+}
+
+/** A new page whose console messages and uncaught errors are echoed to stderr (prefix `[page]`). */
+export async function newPage(browser) {
+  const page = await browser.newPage();
+  page.on('console', (m) => process.stderr.write(`[page ${m.type()}] ${m.text()}\n`));
+  page.on('pageerror', (e) => process.stderr.write(`[page error] ${e.message}\n`));
+  return page;
+}
+
+/** Chromium's version string, e.g. "Chromium 156.0.8078.108". */
+export async function browserVersion(browser) {
+  const v = browser.browser ? browser.browser()?.version() : undefined;
+  return v ? `Chromium ${v}` : 'Chromium (unknown version)';
+}
