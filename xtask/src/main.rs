@@ -4,6 +4,8 @@
 //!   GFLOP/s and training steps/s on every backend this machine has, side by side.
 //! - `cargo xtask test` — every test (`scripts/test.sh`).
 
+mod demo;
+
 use std::process::{exit, Command};
 
 fn run(cmd: &mut Command) -> ! {
@@ -24,6 +26,7 @@ fn main() {
             run(Command::new(env!("CARGO")).args(["run", "--release", "-q", "-p", "pixelgrad-cli", "--", "bench"]).args(rest))
         }
         Some("test") => run(Command::new("bash").arg("scripts/test.sh")),
+        Some("demo") => exit(demo::main(&args[1..])),
         _ => {
             eprintln!("usage: cargo xtask bench [--native] [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask test");
             exit(2)
