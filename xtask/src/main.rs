@@ -1,9 +1,10 @@
 //! `cargo xtask <task>`: project chores that need more than one cargo command.
 //!
-//! - `cargo xtask bench [--native] [ARGS...]` — the native benchmark (`pixelgrad bench`): matmul
-//!   GFLOP/s and training steps/s on every backend this machine has, side by side.
+//! - `cargo xtask bench [--quick] [--only ...] [--no-build]` — pixelgrad vs TensorFlow.js in
+//!   headless Chromium (`web/bench/`); `--native [ARGS...]` runs only `pixelgrad bench`.
 //! - `cargo xtask test` — every test (`scripts/test.sh`).
 
+mod bench_web;
 mod demo;
 
 use std::process::{exit, Command};
@@ -21,14 +22,11 @@ fn run(cmd: &mut Command) -> ! {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("bench") => {
-            let rest: Vec<&String> = args[1..].iter().filter(|a| *a != "--native").collect();
-            run(Command::new(env!("CARGO")).args(["run", "--release", "-q", "-p", "pixelgrad-cli", "--", "bench"]).args(rest))
-        }
+        Some("bench") => exit(bench_web::main(&args[1..])),
         Some("test") => run(Command::new("bash").arg("scripts/test.sh")),
         Some("demo") => exit(demo::main(&args[1..])),
         _ => {
-            eprintln!("usage: cargo xtask bench [--native] [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask test");
+            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask test");
             exit(2)
         }
     }
