@@ -1,10 +1,17 @@
 //! The comparison machinery: a [`Case`] is one op applied to seeded inputs; [`Case::check`]
 //! runs it forward and backward on the backend under test and on the f64 reference, and
 //! compares outputs and input gradients element by element.
+//!
+//! Everything that reads a result back is `async` and takes a [`Read`] mode, so one
+//! implementation serves both the native (blocking) suite and the browser, where WebGPU cannot
+//! block; the blocking entry points drive it with [`block_on_ready`].
 
+use std::future::Future;
+use std::pin::pin;
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 
-use pixelgrad_core::{rng, Device, Result, Shape, Tensor};
+use pixelgrad_core::{rng, BackendKind, Device, Error, Result, Shape, Tensor};
 use pixelgrad_cpu::CpuBackend;
 
 use crate::tolerance::{Tol, ELEMENTWISE, GRAD_FACTOR};
@@ -12,6 +19,49 @@ use crate::tolerance::{Tol, ELEMENTWISE, GRAD_FACTOR};
 /// A fresh f64 reference device.
 pub fn reference_device() -> Device {
     Device::new(CpuBackend::reference())
+}
+
+/// How the harness reads results back to the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// `Tensor::to_vec_f64`: blocks until the device is done (native test runs).
+    Blocking,
+    /// `Tensor::to_vec_async` on GPU backends (the browser, where nothing may block); the CPU
+    /// backends, whose reads never block, still read with `to_vec_f64` so that the f64
+    /// reference keeps its full precision.
+    Async,
+}
+
+/// Reads `t` to the host in double precision, the way `read` says.
+pub async fn read_f64(t: &Tensor, read: Read) -> Result<Vec<f64>> {
+    if read == Read::Blocking || t.device().kind() == BackendKind::Cpu {
+        return t.to_vec_f64();
+    }
+    Ok(t.to_vec_async().await?.into_iter().map(f64::from).collect())
+}
+
+/// Polls `f` once with a no-op waker: `Some(value)` if it completed, `None` if it would have
+/// to wait. With [`Read::Blocking`] every await in this crate completes at once, so this is
+/// all the executor the native suite needs (and it cannot hang).
+pub fn block_on_ready<T>(f: impl Future<Output = T>) -> Option<T> {
+    let mut f = pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => Some(v),
+        Poll::Pending => None,
+    }
+}
+
+/// The message used when a blocking run meets a read that would have to wait.
+pub(crate) const PENDING: &str = "a read did not complete synchronously (use the async suite: Read::Async)";
+
+/// [`block_on_ready`] for a family's outcome: a pending read becomes a failure message.
+pub(crate) fn block_outcome(f: impl Future<Output = std::result::Result<(), String>>) -> std::result::Result<(), String> {
+    block_on_ready(f).unwrap_or_else(|| Err(PENDING.to_string()))
+}
+
+/// [`block_on_ready`] for a core result: a pending read becomes [`Error::WouldBlock`].
+pub(crate) fn block_result<T>(op: &'static str, dev: &Device, f: impl Future<Output = Result<T>>) -> Result<T> {
+    block_on_ready(f).unwrap_or_else(|| Err(Error::WouldBlock { op, backend: dev.name(), msg: PENDING.to_string() }))
 }
 
 /// How the values of one input are drawn (deterministically, from the case's seed).
@@ -124,14 +174,14 @@ impl Case {
         self
     }
 
-    fn run(&self, dev: &Device) -> Result<Outcome> {
+    async fn run(&self, dev: &Device, read: Read) -> Result<Outcome> {
         let mut xs = Vec::with_capacity(self.inputs.len());
         for s in &self.inputs {
             let t = Tensor::from_f64(dev, &s.values, s.shape.clone())?;
             xs.push(if self.backward && s.differentiable { t.with_grad() } else { t });
         }
         let y = (self.f)(dev, &xs)?;
-        let out = y.to_vec_f64()?;
+        let out = read_f64(&y, read).await?;
         let mut grads = vec![None; xs.len()];
         if self.backward && y.requires_grad() {
             // loss = sum(y * r) with a fixed random r, so every output element matters with
@@ -141,7 +191,7 @@ impl Case {
             y.mul(&r)?.sum_all()?.backward()?;
             for (g, x) in grads.iter_mut().zip(&xs) {
                 if let Some(t) = x.grad() {
-                    *g = Some(t.to_vec_f64()?);
+                    *g = Some(read_f64(&t, read).await?);
                 }
             }
         }
@@ -151,9 +201,14 @@ impl Case {
     /// Runs the case on `dev` and on the f64 reference and compares. The error names the
     /// family, the case, the first bad index, the values and the tolerance.
     pub fn check(&self, dev: &Device) -> std::result::Result<(), String> {
+        block_outcome(self.check_with(dev, Read::Blocking))
+    }
+
+    /// [`Case::check`], reading results back as `read` says (use [`Read::Async`] in the browser).
+    pub async fn check_with(&self, dev: &Device, read: Read) -> std::result::Result<(), String> {
         let tag = format!("{}/{}", self.family, self.name);
-        let got = self.run(dev).map_err(|e| format!("{tag}: failed on {}: {e}", dev.name()))?;
-        let exp = self.run(&reference_device()).map_err(|e| format!("{tag}: failed on the reference: {e}"))?;
+        let got = self.run(dev, read).await.map_err(|e| format!("{tag}: failed on {}: {e}", dev.name()))?;
+        let exp = self.run(&reference_device(), read).await.map_err(|e| format!("{tag}: failed on the reference: {e}"))?;
         if got.shape != exp.shape {
             return Err(format!("{tag}: output shape {} but the reference gives {}", got.shape, exp.shape));
         }
@@ -200,7 +255,17 @@ pub fn compare(tag: &str, what: &str, got: &[f64], expected: &[f64], tol: Tol) -
 
 /// Checks every case, collecting all failures (one line each).
 pub fn check_all(dev: &Device, cases: &[Case]) -> std::result::Result<(), String> {
-    let errs: Vec<String> = cases.iter().filter_map(|c| c.check(dev).err()).collect();
+    block_outcome(check_all_with(dev, cases, Read::Blocking))
+}
+
+/// [`check_all`], reading results back as `read` says.
+pub async fn check_all_with(dev: &Device, cases: &[Case], read: Read) -> std::result::Result<(), String> {
+    let mut errs = Vec::new();
+    for c in cases {
+        if let Err(e) = c.check_with(dev, read).await {
+            errs.push(e);
+        }
+    }
     if errs.is_empty() {
         Ok(())
     } else {

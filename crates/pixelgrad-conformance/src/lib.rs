@@ -34,6 +34,16 @@
 //! }
 //! ```
 //!
+//! In the browser, where WebGPU cannot block on a readback, the same families run as `async fn`s
+//! reading with `Tensor::to_vec_async` ([`families::awaitable`], [`Read::Async`]);
+//! [`conformance_tests_async!`] expands into one async test per family for a given test
+//! attribute (e.g. `wasm_bindgen_test`):
+//!
+//! ```ignore
+//! async fn make_webgpu() -> pixelgrad_core::Result<pixelgrad_core::Device> { /* ... */ }
+//! pixelgrad_conformance::conformance_tests_async!(conformance_webgpu, make_webgpu, wasm_bindgen_test::wasm_bindgen_test);
+//! ```
+//!
 //! Tolerances are per op family; see the table in [`tolerance`].
 //!
 //! [`check_gradients`] is the finite-difference gradient check (f64, on the reference) used by
@@ -54,7 +64,7 @@ pub mod harness;
 pub mod tolerance;
 
 pub use gradcheck::{check_gradients, check_gradients_eps, grad_error, FD_EPS};
-pub use harness::{check_all, compare, reference_device, seed_of, Case, Gen};
+pub use harness::{block_on_ready, check_all, check_all_with, compare, read_f64, reference_device, seed_of, Case, Gen, Read};
 pub use tolerance::Tol;
 
 use pixelgrad_core::Device;
@@ -68,16 +78,42 @@ pub fn run_family(name: &str, family: fn(&Device) -> std::result::Result<(), Str
     }
 }
 
+/// The outcome of one family on `dev`, awaited by the tests [`conformance_tests_async!`]
+/// generates: panics with the family's report on failure (a test failure, in a test only).
+pub fn report_family(name: &str, dev: &Device, outcome: std::result::Result<(), String>) {
+    if let Err(e) = outcome {
+        panic!("conformance family `{name}` on backend {}: {e}", dev.name());
+    }
+}
+
+/// Every family's name, in the order the suite runs them.
+pub const FAMILIES: &[&str] = &__with_family_list!([family_names]);
+
+macro_rules! family_names {
+    (; $($family:ident),* $(,)?) => { [$(stringify!($family)),*] };
+}
+use family_names;
+
+/// The single list of families: calls the macro in brackets with its extra tokens, then `;` and
+/// the family names. Internal to the macros below.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_family_list {
+    ([$($callback:tt)*] $($pre:tt)*) => {
+        $($callback)*! { $($pre)* ;
+            fill, random, unary, binary, where_, reduce, matmul, im2col, col2im, gather,
+            scatter_add, reshape, permute, expand, slice, pad, concat, composites,
+            training_curve, training_curve_cnn, errors
+        }
+    };
+}
+
 /// Expands into `mod conformance { #[test] fn fill() .. #[test] fn training_curve() }`, one
 /// test per op family, each running on a fresh device from `$make: fn() -> Device`.
 #[macro_export]
 macro_rules! conformance_tests {
     ($make:path) => {
-        $crate::conformance_tests!(@families $make;
-            fill, random, unary, binary, where_, reduce, matmul, im2col, col2im, gather,
-            scatter_add, reshape, permute, expand, slice, pad, concat, composites,
-            training_curve, training_curve_cnn, errors
-        );
+        $crate::__with_family_list!([$crate::conformance_tests] @families $make);
     };
     (@families $make:path; $($family:ident),* $(,)?) => {
         #[cfg(test)]
@@ -88,6 +124,35 @@ macro_rules! conformance_tests {
                 #[test]
                 fn $family() {
                     $crate::run_family(stringify!($family), $crate::families::$family, || $make());
+                }
+            )*
+        }
+    };
+}
+
+/// Expands into `mod $module { #[$test] async fn fill() .. }`: one async test per op family,
+/// each on a fresh device from `$make: async fn() -> pixelgrad_core::Result<Device>`, reading
+/// results with [`Read::Async`] (so it works on WebGPU in the browser). `$test` is the test
+/// attribute's path, e.g. `wasm_bindgen_test::wasm_bindgen_test`. A device that cannot be
+/// created fails every test of the module with the reason.
+#[macro_export]
+macro_rules! conformance_tests_async {
+    ($module:ident, $make:path, $test:path) => {
+        $crate::__with_family_list!([$crate::conformance_tests_async] @families $module, $make, $test);
+    };
+    (@families $module:ident, $make:path, $test:path; $($family:ident),* $(,)?) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[$test]
+                async fn $family() {
+                    let dev = match $make().await {
+                        Ok(dev) => dev,
+                        Err(e) => panic!("conformance family `{}`: no device: {e}", stringify!($family)),
+                    };
+                    let outcome = $crate::families::awaitable::$family(&dev, $crate::Read::Async).await;
+                    $crate::report_family(stringify!($family), &dev, outcome);
                 }
             )*
         }

@@ -8,7 +8,7 @@ use pixelgrad_core::composite::{
 };
 use pixelgrad_core::Device;
 
-use crate::harness::{check_all, Case, Gen};
+use crate::harness::{check_all_with, Case, Gen, Read};
 use crate::tolerance::{accumulate, COMPOSITE, EXACT};
 
 type Outcome = std::result::Result<(), String>;
@@ -26,7 +26,7 @@ pub fn one_hot(n: usize, c: usize) -> Gen {
     Gen::Values(v)
 }
 
-pub fn composites(dev: &Device) -> Outcome {
+pub async fn composites(dev: &Device, read: Read) -> Outcome {
     let conv_tol = accumulate(3 * 9).scaled(5.0);
     let cases = vec![
         Case::new("composite", "relu", |_, x| x[0].relu()).input([9, 11], sym(2.0)).tol(COMPOSITE),
@@ -72,5 +72,5 @@ pub fn composites(dev: &Device) -> Outcome {
             .forward_only(),
         Case::new("composite", "mean_all", |_, x| x[0].mean_all()).input([7, 9], sym(1.0)).tol(accumulate(63)),
     ];
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }

@@ -2,37 +2,37 @@
 
 use pixelgrad_core::{BinaryOp, Tensor, UnaryOp};
 
-use crate::harness::{check_all, Case, Gen};
+use crate::harness::{check_all_with, Case, Gen, Read};
 use crate::tolerance::{ELEMENTWISE, EXACT, TRANSCENDENTAL};
 use pixelgrad_core::Device;
 
 type Outcome = std::result::Result<(), String>;
 
-pub fn fill(dev: &Device) -> Outcome {
+pub async fn fill(dev: &Device, read: Read) -> Outcome {
     let cases = vec![
         Case::new("fill", "full_3x5", |d, _| Tensor::full(d, [3, 5], -1.25)).tol(EXACT),
         Case::new("fill", "scalar", |d, _| Tensor::scalar(d, 7.5)).tol(EXACT),
         Case::new("fill", "zeros_large", |d, _| Tensor::zeros(d, [257, 131])).tol(EXACT),
         Case::new("fill", "empty", |d, _| Tensor::ones(d, [0, 4])).tol(EXACT),
     ];
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
-pub fn random(dev: &Device) -> Outcome {
+pub async fn random(dev: &Device, read: Read) -> Outcome {
     let cases = vec![
         Case::new("random", "uniform", |d, _| Tensor::rand_uniform(d, [1000], -2.0, 3.0, 42)).tol(ELEMENTWISE),
         Case::new("random", "uniform_big_seed", |d, _| Tensor::rand_uniform(d, [17, 33], 0.0, 1.0, u64::MAX - 5)).tol(ELEMENTWISE),
         Case::new("random", "normal", |d, _| Tensor::rand_normal(d, [1000], 0.5, 2.0, 7)).tol(TRANSCENDENTAL),
         Case::new("random", "normal_large", |d, _| Tensor::rand_normal(d, [260, 130], 0.0, 1.0, 1 << 40)).tol(TRANSCENDENTAL),
     ];
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
 fn unary_case(name: &str, op: UnaryOp, gen: Gen) -> Case {
     Case::new("unary", name, move |_, x| x[0].unary(op)).input([37, 29], gen)
 }
 
-pub fn unary(dev: &Device) -> Outcome {
+pub async fn unary(dev: &Device, read: Read) -> Outcome {
     use UnaryOp as U;
     let sym = Gen::Uniform(-2.0, 2.0);
     let pos = Gen::Uniform(0.2, 4.0);
@@ -66,7 +66,7 @@ pub fn unary(dev: &Device) -> Outcome {
     // Long and odd-sized: GPU layouts (4 floats per texel, 2-D textures, dispatch limits) must
     // cover the tail.
     cases.push(Case::new("unary", "tanh_long_1d", |_, x| x[0].tanh()).input([300_001], sym.clone()).tol(TRANSCENDENTAL));
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
 /// Shape pairs covering equal shapes, trailing broadcasts, both-sided stretches, scalars and
@@ -81,7 +81,7 @@ const SHAPES: &[(&[usize], &[usize])] = &[
     (&[2, 3, 4, 5], &[3, 1, 5]),
 ];
 
-pub fn binary(dev: &Device) -> Outcome {
+pub async fn binary(dev: &Device, read: Read) -> Outcome {
     use BinaryOp as B;
     let sym = Gen::Uniform(-2.0, 2.0);
     let pos = Gen::Uniform(0.5, 2.0);
@@ -123,10 +123,10 @@ pub fn binary(dev: &Device) -> Outcome {
     cases
         .push(Case::new("binary", "mul_large_equal", |_, x| x[0].mul(&x[1])).input([260, 130], sym.clone()).input([260, 130], sym.clone()));
     cases.push(Case::new("binary", "sub_large_scalar", |_, x| x[0].sub(&x[1])).input([260, 130], sym.clone()).input([], sym.clone()));
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
-pub fn where_(dev: &Device) -> Outcome {
+pub async fn where_(dev: &Device, read: Read) -> Outcome {
     let sym = Gen::Uniform(-2.0, 2.0);
     let shapes: &[(&[usize], &[usize], &[usize])] =
         &[(&[4, 5], &[4, 5], &[4, 5]), (&[4, 1], &[5], &[]), (&[3, 1, 6], &[1, 2, 1], &[2, 6]), (&[], &[3], &[3])];
@@ -139,5 +139,5 @@ pub fn where_(dev: &Device) -> Outcome {
                 .input(b.to_vec(), sym.clone())
         })
         .collect();
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }

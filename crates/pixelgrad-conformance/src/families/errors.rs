@@ -5,14 +5,16 @@
 
 use pixelgrad_core::{BackendKind, Device, Error, Result, Tensor};
 
+use crate::harness::{read_f64, Read};
+
 type Outcome = std::result::Result<(), String>;
 
 /// The op and a read of its result, so lazily-executing backends get to report too.
-fn run_and_read(f: impl FnOnce() -> Result<Tensor>) -> Result<Vec<f32>> {
-    f()?.to_vec()
+async fn run_and_read(read: Read, f: impl FnOnce() -> Result<Tensor>) -> Result<Vec<f64>> {
+    read_f64(&f()?, read).await
 }
 
-fn expect_err(name: &str, dev: &Device, want_op: &str, shape_error: bool, r: Result<Vec<f32>>) -> std::result::Result<(), String> {
+fn expect_err(name: &str, dev: &Device, want_op: &str, shape_error: bool, r: Result<Vec<f64>>) -> std::result::Result<(), String> {
     match r {
         Ok(v) => Err(format!("errors/{name}: expected an error on {}, got {} values", dev.name(), v.len())),
         Err(e) => {
@@ -27,7 +29,7 @@ fn expect_err(name: &str, dev: &Device, want_op: &str, shape_error: bool, r: Res
     }
 }
 
-pub fn errors(dev: &Device) -> Outcome {
+pub async fn errors(dev: &Device, read: Read) -> Outcome {
     let t = |data: &[f32], s: &[usize]| Tensor::from_vec(dev, data, s.to_vec()).map_err(|e| e.to_string());
     let a = t(&[1.0; 6], &[2, 3])?;
     let b = t(&[1.0; 8], &[2, 4])?;
@@ -39,30 +41,30 @@ pub fn errors(dev: &Device) -> Outcome {
             errs.push(e);
         }
     };
-    check(expect_err("binary_shape_mismatch", dev, "binary", true, run_and_read(|| a.add(&b))));
-    check(expect_err("matmul_inner_mismatch", dev, "matmul", true, run_and_read(|| a.matmul(&m))));
-    check(expect_err("matmul_rank1", dev, "matmul", true, run_and_read(|| a.reshape([6])?.matmul(&m))));
-    check(expect_err("reduce_bad_axis", dev, "reduce", true, run_and_read(|| a.sum_axis(2, false))));
-    check(expect_err("reduce_bad_negative_axis", dev, "reduce", true, run_and_read(|| a.sum_axis(-3, false))));
-    check(expect_err("permute_repeated_axis", dev, "permute", true, run_and_read(|| a.permute(&[0, 0]))));
-    check(expect_err("permute_wrong_length", dev, "permute", true, run_and_read(|| a.permute(&[1, 0, 2]))));
-    check(expect_err("slice_out_of_bounds", dev, "slice", true, run_and_read(|| a.slice(1, 2, 5))));
-    check(expect_err("concat_mismatch", dev, "concat", true, run_and_read(|| Tensor::concat(&[&a, &m], 1))));
-    check(expect_err("expand_bad", dev, "expand", true, run_and_read(|| a.broadcast_to([4, 3]))));
+    check(expect_err("binary_shape_mismatch", dev, "binary", true, run_and_read(read, || a.add(&b)).await));
+    check(expect_err("matmul_inner_mismatch", dev, "matmul", true, run_and_read(read, || a.matmul(&m)).await));
+    check(expect_err("matmul_rank1", dev, "matmul", true, run_and_read(read, || a.reshape([6])?.matmul(&m)).await));
+    check(expect_err("reduce_bad_axis", dev, "reduce", true, run_and_read(read, || a.sum_axis(2, false)).await));
+    check(expect_err("reduce_bad_negative_axis", dev, "reduce", true, run_and_read(read, || a.sum_axis(-3, false)).await));
+    check(expect_err("permute_repeated_axis", dev, "permute", true, run_and_read(read, || a.permute(&[0, 0])).await));
+    check(expect_err("permute_wrong_length", dev, "permute", true, run_and_read(read, || a.permute(&[1, 0, 2])).await));
+    check(expect_err("slice_out_of_bounds", dev, "slice", true, run_and_read(read, || a.slice(1, 2, 5)).await));
+    check(expect_err("concat_mismatch", dev, "concat", true, run_and_read(read, || Tensor::concat(&[&a, &m], 1)).await));
+    check(expect_err("expand_bad", dev, "expand", true, run_and_read(read, || a.broadcast_to([4, 3])).await));
     check(expect_err(
         "im2col_too_big",
         dev,
         "im2col",
         true,
-        run_and_read(|| x.reshape([1, 1, 2, 5])?.im2col(pixelgrad_core::Window::square(3, 1, 0))),
+        run_and_read(read, || x.reshape([1, 1, 2, 5])?.im2col(pixelgrad_core::Window::square(3, 1, 0))).await,
     ));
-    check(expect_err("where_mismatch", dev, "where", true, run_and_read(|| Tensor::select(&a, &b, &a))));
-    check(expect_err("reshape_count", dev, "reshape", true, run_and_read(|| a.reshape([4, 2]))));
+    check(expect_err("where_mismatch", dev, "where", true, run_and_read(read, || Tensor::select(&a, &b, &a)).await));
+    check(expect_err("reshape_count", dev, "reshape", true, run_and_read(read, || a.reshape([4, 2])).await));
     // Index values are only known at run time. The CPU backends check them and must return a
     // typed error; a GPU backend cannot without a blocking readback of every index tensor, so
     // there any result is accepted as long as nothing panics and the device stays usable.
     let strict = dev.kind() == BackendKind::Cpu;
-    let mut check_index = |name: &str, op: &str, r: Result<Vec<f32>>| {
+    let mut check_index = |name: &str, op: &str, r: Result<Vec<f64>>| {
         if strict {
             check(expect_err(name, dev, op, false, r));
         }
@@ -75,10 +77,10 @@ pub fn errors(dev: &Device) -> Outcome {
     ];
     for (name, v) in bad_idx {
         let idx = t(&v, &[2, 1])?;
-        check_index(name, "gather", run_and_read(|| x.gather(1, &idx)));
+        check_index(name, "gather", run_and_read(read, || x.gather(1, &idx)).await);
     }
     let idx = t(&[0.0, 1.0, 2.0, 3.0, 9.0, 0.0, 1.0, 2.0, 3.0, 4.0], &[2, 5])?;
-    check_index("scatter_add_out_of_range", "scatter_add", run_and_read(|| x.scatter_add(1, 5, &idx)));
+    check_index("scatter_add_out_of_range", "scatter_add", run_and_read(read, || x.scatter_add(1, 5, &idx)).await);
     // Mixing devices is an error, not a silent copy.
     let other = Device::new(pixelgrad_cpu::CpuBackend::reference());
     let y = t(&[1.0; 6], &[2, 3])?;
@@ -93,7 +95,7 @@ pub fn errors(dev: &Device) -> Outcome {
         errs.push("errors/backward_non_scalar: expected Error::Autodiff".into());
     }
     // The backend is still usable after all of that.
-    let ok = a.add(&a).and_then(|s| s.to_vec()).map_err(|e| format!("errors/still_usable: {e}"))?;
+    let ok = run_and_read(read, || a.add(&a)).await.map_err(|e| format!("errors/still_usable: {e}"))?;
     if ok != vec![2.0; 6] {
         errs.push(format!("errors/still_usable: 1+1 gave {ok:?}"));
     }

@@ -2,7 +2,7 @@
 
 use pixelgrad_core::{Device, Op, Tensor};
 
-use crate::harness::{check_all, Case, Gen};
+use crate::harness::{check_all_with, Case, Gen, Read};
 use crate::tolerance::{accumulate, ELEMENTWISE, EXACT};
 
 type Outcome = std::result::Result<(), String>;
@@ -11,7 +11,7 @@ fn sym() -> Gen {
     Gen::Uniform(-1.0, 1.0)
 }
 
-pub fn gather(dev: &Device) -> Outcome {
+pub async fn gather(dev: &Device, read: Read) -> Outcome {
     // (x shape, idx shape, axis); indices drawn in range of x's axis, with repeats.
     let geoms: &[(&[usize], &[usize], usize)] =
         &[(&[5, 7], &[5, 4], 1), (&[5, 7], &[9, 7], 0), (&[2, 6, 3], &[2, 4, 3], 1), (&[8], &[20], 0), (&[3, 4, 5], &[3, 4, 2], 2)];
@@ -25,10 +25,10 @@ pub fn gather(dev: &Device) -> Outcome {
                 .grad_tol(accumulate(di[axis]))
         })
         .collect();
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
-pub fn scatter_add(dev: &Device) -> Outcome {
+pub async fn scatter_add(dev: &Device, read: Read) -> Outcome {
     // (src/idx shape, axis, size)
     let geoms: &[(&[usize], usize, usize)] = &[(&[5, 4], 1, 7), (&[9, 7], 0, 5), (&[2, 4, 3], 1, 6), (&[20], 0, 8), (&[3, 4, 2], 2, 5)];
     let cases: Vec<Case> = geoms
@@ -41,10 +41,10 @@ pub fn scatter_add(dev: &Device) -> Outcome {
                 .grad_tol(EXACT)
         })
         .collect();
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
-pub fn permute(dev: &Device) -> Outcome {
+pub async fn permute(dev: &Device, read: Read) -> Outcome {
     let geoms: &[(&[usize], &[usize])] = &[
         (&[2, 3, 4], &[2, 0, 1]),
         (&[2, 3, 4], &[1, 0, 2]),
@@ -59,10 +59,10 @@ pub fn permute(dev: &Device) -> Outcome {
             Case::new("permute", format!("{d:?}_{p:?}"), move |_, x| x[0].permute(p)).input(d.to_vec(), sym()).tol(EXACT).grad_tol(EXACT)
         })
         .collect();
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
-pub fn expand(dev: &Device) -> Outcome {
+pub async fn expand(dev: &Device, read: Read) -> Outcome {
     let geoms: &[(&[usize], &[usize])] =
         &[(&[3, 1], &[2, 3, 4]), (&[], &[5]), (&[1, 4], &[3, 4]), (&[2, 1, 3], &[2, 5, 3]), (&[1], &[260, 130])];
     let cases: Vec<Case> = geoms
@@ -75,10 +75,10 @@ pub fn expand(dev: &Device) -> Outcome {
                 .grad_tol(accumulate(n))
         })
         .collect();
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
-pub fn slice(dev: &Device) -> Outcome {
+pub async fn slice(dev: &Device, read: Read) -> Outcome {
     let geoms: &[(&[usize], &[usize], &[usize])] =
         &[(&[6, 7], &[1, 0], &[4, 7]), (&[6, 7], &[0, 2], &[6, 7]), (&[4, 5, 6], &[1, 2, 3], &[3, 5, 4]), (&[9], &[8], &[9])];
     let cases: Vec<Case> = geoms
@@ -93,10 +93,10 @@ pub fn slice(dev: &Device) -> Outcome {
             .grad_tol(EXACT)
         })
         .collect();
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
-pub fn pad(dev: &Device) -> Outcome {
+pub async fn pad(dev: &Device, read: Read) -> Outcome {
     let geoms: &[(&[usize], &[usize], &[usize])] = &[
         (&[3, 4], &[1, 0], &[2, 3]),
         (&[2, 3, 4], &[0, 1, 2], &[1, 0, 1]),
@@ -109,10 +109,10 @@ pub fn pad(dev: &Device) -> Outcome {
             Case::new("pad", format!("{d:?}_{b:?}_{a:?}"), move |_, x| x[0].pad(b, a)).input(d.to_vec(), sym()).tol(EXACT).grad_tol(EXACT)
         })
         .collect();
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
-pub fn concat(dev: &Device) -> Outcome {
+pub async fn concat(dev: &Device, read: Read) -> Outcome {
     let geoms: &[(&[&[usize]], usize)] = &[
         (&[&[2, 3], &[2, 1], &[2, 4]], 1),
         (&[&[1, 3], &[4, 3]], 0),
@@ -133,14 +133,14 @@ pub fn concat(dev: &Device) -> Outcome {
             c.tol(EXACT).grad_tol(EXACT)
         })
         .collect();
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
 /// Reshape is free in core, but its gradient rule must still route gradients back.
-pub fn reshape(dev: &Device) -> Outcome {
+pub async fn reshape(dev: &Device, read: Read) -> Outcome {
     let cases = vec![Case::new("reshape", "3x4_to_2x6_then_mul", |_, x| x[0].reshape([2, 6])?.mul(&x[1]))
         .input([3, 4], sym())
         .input([2, 6], sym())
         .tol(ELEMENTWISE)];
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }

@@ -2,12 +2,12 @@
 
 use pixelgrad_core::{Device, Op, ReduceOp, Tensor, Window};
 
-use crate::harness::{check_all, Case, Gen};
+use crate::harness::{check_all_with, Case, Gen, Read};
 use crate::tolerance::{accumulate, ELEMENTWISE, EXACT, GRAD_FACTOR};
 
 type Outcome = std::result::Result<(), String>;
 
-pub fn reduce(dev: &Device) -> Outcome {
+pub async fn reduce(dev: &Device, read: Read) -> Outcome {
     let sym = Gen::Uniform(-1.0, 1.0);
     let shapes: &[&[usize]] = &[&[6, 17], &[3, 4, 5], &[1, 9], &[300, 131]];
     let mut cases = Vec::new();
@@ -40,13 +40,13 @@ pub fn reduce(dev: &Device) -> Outcome {
     cases.push(
         Case::new("reduce", "max_with_ties", |_, x| x[0].max_axis(1, true)).input([8, 6], Gen::Indices(3)).tol(EXACT).grad_tol(ELEMENTWISE),
     );
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
 /// (batch of a, or None for rank 2; batch of b, or None; m; k; n)
 type Geom = (Option<usize>, Option<usize>, usize, usize, usize);
 
-pub fn matmul(dev: &Device) -> Outcome {
+pub async fn matmul(dev: &Device, read: Read) -> Outcome {
     let sym = Gen::Uniform(-1.0, 1.0);
     let geoms: &[Geom] = &[
         (None, None, 7, 13, 5),
@@ -87,7 +87,7 @@ pub fn matmul(dev: &Device) -> Outcome {
             );
         }
     }
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
 fn windows() -> Vec<(&'static str, Vec<usize>, Window)> {
@@ -100,7 +100,7 @@ fn windows() -> Vec<(&'static str, Vec<usize>, Window)> {
     ]
 }
 
-pub fn im2col(dev: &Device) -> Outcome {
+pub async fn im2col(dev: &Device, read: Read) -> Outcome {
     let cases: Vec<Case> = windows()
         .into_iter()
         .map(|(name, dims, w)| {
@@ -110,10 +110,10 @@ pub fn im2col(dev: &Device) -> Outcome {
                 .grad_tol(accumulate(w.kh * w.kw))
         })
         .collect();
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }
 
-pub fn col2im(dev: &Device) -> Outcome {
+pub async fn col2im(dev: &Device, read: Read) -> Outcome {
     let cases: Vec<Case> = windows()
         .into_iter()
         .map(|(name, dims, w)| {
@@ -125,5 +125,5 @@ pub fn col2im(dev: &Device) -> Outcome {
                 .grad_tol(EXACT)
         })
         .collect();
-    check_all(dev, &cases)
+    check_all_with(dev, &cases, read).await
 }

@@ -3,19 +3,24 @@
 //! starts from the same numbers; the loss sequence must match the f64 reference step by step.
 
 use pixelgrad_core::composite::{conv2d, cross_entropy, max_pool2d};
-use pixelgrad_core::{no_grad, Device, Param, Result, Tensor};
+use pixelgrad_core::{no_grad, Device, Error, Param, Result, Tensor};
 
-use crate::harness::{compare, reference_device, seed_of, Gen};
+use crate::harness::{compare, read_f64, reference_device, seed_of, Gen, Read};
 use crate::tolerance::TRAINING_CURVE;
 
 type Outcome = std::result::Result<(), String>;
+
+/// The loss value of a one-element read.
+fn first(v: Vec<f64>) -> Result<f64> {
+    v.first().copied().ok_or_else(|| Error::invalid("training", "the loss tensor read back empty".to_string()))
+}
 
 /// Number of SGD steps of the curve.
 pub const STEPS: usize = 30;
 
 /// Loss after each of [`STEPS`] SGD steps of a 4-16-3 MLP (tanh and relu hidden layers) on a
 /// fixed batch of 24 points.
-pub fn loss_curve(dev: &Device) -> Result<Vec<f64>> {
+pub async fn loss_curve(dev: &Device, read: Read) -> Result<Vec<f64>> {
     let (n, d, h, c) = (24, 4, 16, 3);
     let xv = Gen::Uniform(-1.0, 1.0).values(seed_of("training/x"), n * d);
     let yv = Gen::Indices(c).values(seed_of("training/y"), n);
@@ -36,7 +41,7 @@ pub fn loss_curve(dev: &Device) -> Result<Vec<f64>> {
         let logits = hidden.matmul(&w2.tensor())?.add(&b2.tensor())?;
         let loss = cross_entropy(&logits, &y)?;
         loss.backward()?;
-        losses.push(loss.to_vec_f64()?[0]);
+        losses.push(first(read_f64(&loss, read).await?)?);
         let _g = no_grad();
         for p in params {
             if let Some(g) = p.grad() {
@@ -47,9 +52,9 @@ pub fn loss_curve(dev: &Device) -> Result<Vec<f64>> {
     Ok(losses)
 }
 
-pub fn training_curve(dev: &Device) -> Outcome {
-    let got = loss_curve(dev).map_err(|e| format!("training/mlp_sgd: failed on {}: {e}", dev.name()))?;
-    let exp = loss_curve(&reference_device()).map_err(|e| format!("training/mlp_sgd: failed on the reference: {e}"))?;
+pub async fn training_curve(dev: &Device, read: Read) -> Outcome {
+    let got = loss_curve(dev, read).await.map_err(|e| format!("training/mlp_sgd: failed on {}: {e}", dev.name()))?;
+    let exp = loss_curve(&reference_device(), read).await.map_err(|e| format!("training/mlp_sgd: failed on the reference: {e}"))?;
     // The run must actually learn, or matching curves would prove little.
     if exp[STEPS - 1].is_nan() || exp[STEPS - 1] >= 0.8 * exp[0] {
         return Err(format!("training/mlp_sgd: reference loss did not fall ({} -> {})", exp[0], exp[STEPS - 1]));
@@ -60,7 +65,7 @@ pub fn training_curve(dev: &Device) -> Outcome {
 /// Loss after each of [`CNN_STEPS`] SGD steps of a tiny conv net (conv 3x3 → relu → 2x2 max
 /// pool → linear) on 8 fixed random 1x8x8 images: the im2col / col2im / pooling gradient path
 /// end to end.
-pub fn cnn_loss_curve(dev: &Device) -> Result<Vec<f64>> {
+pub async fn cnn_loss_curve(dev: &Device, read: Read) -> Result<Vec<f64>> {
     let (n, c) = (8, 3);
     let xv = Gen::Uniform(-1.0, 1.0).values(seed_of("training/cnn/x"), n * 64);
     let yv = Gen::Indices(c).values(seed_of("training/cnn/y"), n);
@@ -80,7 +85,7 @@ pub fn cnn_loss_curve(dev: &Device) -> Result<Vec<f64>> {
         let h = max_pool2d(&h, 2, 2, 0)?.reshape([n, 4 * 16])?; // [n, 64]
         let loss = cross_entropy(&h.matmul(&w.tensor())?, &y)?;
         loss.backward()?;
-        losses.push(loss.to_vec_f64()?[0]);
+        losses.push(first(read_f64(&loss, read).await?)?);
         let _g = no_grad();
         for p in params {
             if let Some(g) = p.grad() {
@@ -94,9 +99,9 @@ pub fn cnn_loss_curve(dev: &Device) -> Result<Vec<f64>> {
 /// Number of SGD steps of the conv-net curve.
 pub const CNN_STEPS: usize = 20;
 
-pub fn training_curve_cnn(dev: &Device) -> Outcome {
-    let got = cnn_loss_curve(dev).map_err(|e| format!("training/cnn_sgd: failed on {}: {e}", dev.name()))?;
-    let exp = cnn_loss_curve(&reference_device()).map_err(|e| format!("training/cnn_sgd: failed on the reference: {e}"))?;
+pub async fn training_curve_cnn(dev: &Device, read: Read) -> Outcome {
+    let got = cnn_loss_curve(dev, read).await.map_err(|e| format!("training/cnn_sgd: failed on {}: {e}", dev.name()))?;
+    let exp = cnn_loss_curve(&reference_device(), read).await.map_err(|e| format!("training/cnn_sgd: failed on the reference: {e}"))?;
     if exp[CNN_STEPS - 1].is_nan() || exp[CNN_STEPS - 1] >= 0.8 * exp[0] {
         return Err(format!("training/cnn_sgd: reference loss did not fall ({} -> {})", exp[0], exp[CNN_STEPS - 1]));
     }
