@@ -1,0 +1,387 @@
+// The demo's module Web Worker: it owns pixelgrad (the runtime, the data tensors and the model)
+// and does all training, prediction and saving, so the page stays responsive while a GPU or
+// the CPU backend is busy. The page talks to it with the messages listed in `handlers` below;
+// every reply has a `type` (see main.js `onWorkerMessage`).
+
+import * as pg from '../pkg/index.js';
+import { buildPreset, buildOptimizer } from './presets.js';
+import { softmaxIfLogits, replayIndices } from './util.js';
+
+/** Worker state; everything pixelgrad-owned is disposed before it is replaced. */
+const S = {
+  rt: null,
+  data: null, // { kind, train: {x, y, n}, test: {x, y, n}, imageShape }
+  tensors: null, // { conv, xTrain, yTrain, xTest, yTest }
+  model: null,
+  spec: null, // { preset, optimizer, lr, seed, conv, loss }
+  canvas: null, // OffscreenCanvas for the first layer's weights
+  training: false,
+  pauseRequested: false,
+  step: 0, // batches trained with this model, across fit calls
+  epoch: 0,
+  drawEvery: 5,
+  pendingPredict: null, // latest predict request that arrived during training
+  userSamples: [], // [{ pixels: Float32Array, label }] taught by the user
+};
+
+const post = (msg, transfer) => self.postMessage(msg, transfer || []);
+const status = (text) => post({ type: 'status', text });
+
+function postError(err, job) {
+  const e = err instanceof Error ? err : new Error(String(err));
+  post({ type: 'error', job, message: e.message, stack: e.stack || '' });
+}
+
+self.addEventListener('error', (e) => postError(e.error || e.message, 'worker'));
+self.addEventListener('unhandledrejection', (e) => postError(e.reason, 'worker (unhandled promise)'));
+
+// ---- network requests made by the worker (its fetches are not in the page's timeline) ----
+let netReady = false;
+let netCount = 0;
+let netUrls = [];
+try {
+  new PerformanceObserver((list) => {
+    if (!netReady) return;
+    for (const e of list.getEntries()) {
+      netCount += 1;
+      netUrls.push(e.name);
+    }
+    post({ type: 'net', count: netCount, urls: netUrls.slice(-5) });
+  }).observe({ type: 'resource', buffered: false });
+} catch (e) {
+  status(`worker cannot observe resource timing: ${e.message}`);
+}
+
+// ---- jobs -------------------------------------------------------------------------------------
+
+function disposeTensors() {
+  if (!S.tensors) return;
+  for (const k of ['xTrain', 'yTrain', 'xTest', 'yTest']) S.tensors[k]?.dispose();
+  S.tensors = null;
+}
+
+function disposeModel() {
+  S.model?.dispose();
+  S.model = null;
+}
+
+/** Input tensor shape for `n` samples: [n, h, w, c] for conv models, [n, h*w*c] otherwise. */
+function inputShape(n, conv) {
+  const [h, w, c] = S.data.imageShape;
+  return conv ? [n, h, w, c] : [n, h * w * c];
+}
+
+/** (Re)creates the data tensors in the layout the model wants, on the current runtime. */
+function ensureTensors(conv) {
+  if (S.tensors && S.tensors.conv === conv) return;
+  disposeTensors();
+  const { train, test } = S.data;
+  S.tensors = {
+    conv,
+    xTrain: pg.tensor(train.x, inputShape(train.n, conv)),
+    yTrain: pg.tensor(train.y, [train.n]),
+    xTest: pg.tensor(test.x, inputShape(test.n, conv)),
+    yTest: pg.tensor(test.y, [test.n]),
+  };
+}
+
+async function init({ backend, allowSoftware }) {
+  if (S.training) throw new Error('pause training before switching backends');
+  disposeModel();
+  disposeTensors();
+  status(`starting backend '${backend}'…`);
+  S.rt = await pg.init({ backend, allowSoftware: !!allowSoftware });
+  post({ type: 'runtime', backend: S.rt.backend, report: S.rt.report });
+}
+
+/** Splits off the last `frac` of a set as the test set (MNIST picked without t10k files). */
+function splitTail(set, imageShape, frac) {
+  const f = imageShape[0] * imageShape[1] * imageShape[2];
+  const nTest = Math.max(1, Math.round(set.n * frac));
+  const nTrain = set.n - nTest;
+  return {
+    train: { x: set.x.subarray(0, nTrain * f), y: set.y.subarray(0, nTrain), n: nTrain },
+    test: { x: set.x.subarray(nTrain * f), y: set.y.subarray(nTrain), n: nTest },
+  };
+}
+
+async function loadData(msg) {
+  if (S.training) throw new Error('pause training before changing the data');
+  let data;
+  if (msg.kind === 'digits') {
+    const d = pg.data.digits();
+    data = { kind: 'digits', train: d.train, test: d.test, imageShape: d.imageShape };
+  } else if (msg.kind === 'mnist') {
+    const tr = pg.data.parseMnist(new Uint8Array(msg.trainImages), new Uint8Array(msg.trainLabels));
+    let parts;
+    if (msg.testImages && msg.testLabels) {
+      const te = pg.data.parseMnist(new Uint8Array(msg.testImages), new Uint8Array(msg.testLabels));
+      parts = { train: tr, test: te };
+    } else {
+      parts = splitTail(tr, tr.imageShape, 1 / 7);
+    }
+    data = { kind: 'mnist', train: parts.train, test: parts.test, imageShape: tr.imageShape };
+  } else {
+    throw new Error(`unknown data kind '${msg.kind}'`);
+  }
+  disposeModel();
+  disposeTensors();
+  S.data = data;
+  S.userSamples = [];
+  post({ type: 'data', kind: data.kind, nTrain: data.train.n, nTest: data.test.n, imageShape: data.imageShape });
+}
+
+function compile(model, spec) {
+  model.compile({ optimizer: buildOptimizer(pg, spec.optimizer, spec.lr), loss: spec.loss, metrics: ['accuracy'] });
+}
+
+async function build(msg) {
+  if (S.training) throw new Error('pause training before building a new model');
+  if (!S.data) throw new Error('no data loaded');
+  const p = buildPreset(pg, msg.preset, S.data.imageShape, 10);
+  const spec = { preset: msg.preset, optimizer: msg.optimizer, lr: Number(msg.lr), seed: msg.seed | 0, conv: p.conv, loss: p.loss };
+  const model = pg.sequential(p.layers);
+  compile(model, spec);
+  disposeModel();
+  S.model = model;
+  S.spec = spec;
+  S.step = 0;
+  S.epoch = 0;
+  ensureTensors(spec.conv);
+  drawWeights();
+  post({ type: 'model', spec, step: 0 });
+}
+
+/** Applies new optimizer settings to the current model (Adam's moments start over). */
+async function setOptimizer(msg) {
+  if (!S.model) throw new Error('no model');
+  const spec = { ...S.spec, optimizer: msg.optimizer, lr: Number(msg.lr) };
+  compile(S.model, spec);
+  S.spec = spec;
+  post({ type: 'model', spec, step: S.step });
+}
+
+function drawWeights() {
+  if (!S.canvas || !S.model) return;
+  try {
+    // Drawn on the device where the weights live; a promise (if any) is only watched for errors.
+    const r = S.model.drawWeights(0, S.canvas);
+    if (r && typeof r.then === 'function') r.catch((e) => postError(e, 'drawWeights'));
+  } catch (e) {
+    postError(e, 'drawWeights');
+  }
+}
+
+async function train(msg) {
+  if (!S.model) throw new Error('no model; press Build first');
+  if (S.training) return;
+  ensureTensors(S.spec.conv);
+  const { xTrain, yTrain, xTest, yTest } = S.tensors;
+  const epochs = Math.max(1, msg.epochs | 0);
+  const batchSize = Math.max(1, msg.batchSize | 0);
+  S.training = true;
+  S.pauseRequested = false;
+  S.model.stopTraining = false;
+  post({ type: 'training', on: true, step: S.step, epoch: S.epoch });
+  let stopped = false;
+  try {
+    // One fit call per epoch: between calls the worker's event loop runs, so Pause and live
+    // predictions get through even if fit itself never yields to it.
+    for (let e = 0; e < epochs; e++) {
+      if (S.pauseRequested) {
+        stopped = true;
+        break;
+      }
+      await S.model.fit(xTrain, yTrain, {
+        epochs: 1,
+        batchSize,
+        shuffle: true,
+        seed: (S.spec.seed + S.epoch * 7919) >>> 0,
+        readEvery: 10,
+        validationData: [xTest, yTest],
+        onBatchEnd(step, logs) {
+          S.step += 1;
+          if (logs && Number.isFinite(logs.loss)) {
+            post({ type: 'batch', step: S.step, loss: logs.loss, accuracy: logs.accuracy });
+          }
+          if (S.step % S.drawEvery === 0) drawWeights();
+        },
+        onEpochEnd(_epoch, logs) {
+          S.epoch += 1;
+          post({ type: 'epoch', epoch: S.epoch, step: S.step, logs: { ...logs } });
+        },
+      });
+      await runPendingPredict();
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    if (S.pauseRequested) stopped = true;
+    drawWeights();
+    const ev = await S.model.evaluate(xTest, yTest);
+    post({ type: 'evaluated', loss: ev.loss, accuracy: ev.accuracy, step: S.step });
+  } finally {
+    S.training = false;
+    S.model.stopTraining = false;
+    post({ type: 'training', on: false, stopped, step: S.step, epoch: S.epoch });
+  }
+}
+
+function pause() {
+  if (!S.training) return;
+  S.pauseRequested = true;
+  if (S.model) S.model.stopTraining = true;
+  status('pausing after the current batch…');
+}
+
+/** Class probabilities for one image (`pixels` in the data's layout and scale). */
+async function probabilities(pixels) {
+  const x = pg.tensor(pixels, inputShape(1, S.spec.conv));
+  let out;
+  try {
+    out = S.model.predict(x);
+    return softmaxIfLogits(await out.data());
+  } finally {
+    out?.dispose();
+    x.dispose();
+  }
+}
+
+async function predict(msg) {
+  if (!S.model) throw new Error('no model');
+  if (S.training) {
+    // Answered between epochs by the training loop; only the newest drawing matters.
+    S.pendingPredict = msg;
+    return;
+  }
+  const probs = await probabilities(msg.pixels);
+  post({ type: 'prediction', id: msg.id, probs: Array.from(probs) });
+}
+
+async function runPendingPredict() {
+  const msg = S.pendingPredict;
+  if (!msg) return;
+  S.pendingPredict = null;
+  try {
+    const probs = await probabilities(msg.pixels);
+    post({ type: 'prediction', id: msg.id, probs: Array.from(probs) });
+  } catch (e) {
+    postError(e, 'predict');
+  }
+}
+
+/**
+ * Personalisation: fine-tunes on every sample the user taught so far (repeated so they weigh
+ * in) mixed with a few replayed training samples (so the model does not forget the data set),
+ * for a few full-batch steps, then predicts the new drawing again.
+ */
+async function teach(msg) {
+  if (!S.model) throw new Error('no model');
+  if (S.training) throw new Error('pause training before teaching');
+  const label = msg.label | 0;
+  if (label < 0 || label > 9) throw new Error(`label must be 0..9, got ${msg.label}`);
+  S.userSamples.push({ pixels: new Float32Array(msg.pixels), label });
+  const f = msg.pixels.length;
+  const repeats = 8;
+  const replay = 24;
+  const { train } = S.data;
+  const idx = replayIndices(train.n, replay, S.step + S.userSamples.length);
+  const n = S.userSamples.length * repeats + idx.length;
+  const xs = new Float32Array(n * f);
+  const ys = new Int32Array(n);
+  let row = 0;
+  for (const s of S.userSamples) {
+    for (let r = 0; r < repeats; r++, row++) {
+      xs.set(s.pixels, row * f);
+      ys[row] = s.label;
+    }
+  }
+  for (const i of idx) {
+    xs.set(train.x.subarray(i * f, (i + 1) * f), row * f);
+    ys[row++] = train.y[i];
+  }
+  const x = pg.tensor(xs, inputShape(n, S.spec.conv));
+  const y = pg.tensor(ys, [n]);
+  try {
+    await S.model.fit(x, y, {
+      epochs: msg.steps || 10,
+      batchSize: n,
+      shuffle: true,
+      seed: (S.spec.seed + S.step) >>> 0,
+      readEvery: 1,
+      onBatchEnd() {
+        S.step += 1;
+      },
+    });
+  } finally {
+    x.dispose();
+    y.dispose();
+  }
+  drawWeights();
+  const probs = await probabilities(msg.pixels);
+  post({ type: 'taught', samples: S.userSamples.length, label, step: S.step });
+  post({ type: 'prediction', id: msg.id, probs: Array.from(probs) });
+}
+
+async function save(msg) {
+  if (!S.model) throw new Error('no model');
+  await S.model.save(`indexeddb://${msg.name}`);
+  post({ type: 'saved', name: msg.name, meta: { spec: S.spec, dataKind: S.data.kind, imageShape: S.data.imageShape, step: S.step } });
+}
+
+async function load(msg) {
+  if (S.training) throw new Error('pause training before loading');
+  const meta = msg.meta;
+  if (!meta || !meta.spec) throw new Error(`nothing saved under '${msg.name}' by this demo`);
+  if (meta.dataKind !== S.data.kind) {
+    throw new Error(`the saved model was trained on ${meta.dataKind}; load that data first (now: ${S.data.kind})`);
+  }
+  const model = await pg.loadModel(`indexeddb://${msg.name}`);
+  compile(model, meta.spec);
+  disposeModel();
+  S.model = model;
+  S.spec = meta.spec;
+  S.step = meta.step | 0;
+  S.epoch = 0;
+  ensureTensors(S.spec.conv);
+  drawWeights();
+  const ev = await S.model.evaluate(S.tensors.xTest, S.tensors.yTest);
+  post({ type: 'model', spec: S.spec, step: S.step, loaded: msg.name });
+  post({ type: 'evaluated', loss: ev.loss, accuracy: ev.accuracy, step: S.step });
+}
+
+function setCanvas(msg) {
+  S.canvas = msg.canvas;
+  drawWeights();
+}
+
+/** The page says it has finished loading: from now on every fetch counts. */
+function markReady() {
+  netReady = true;
+  netCount = 0;
+  netUrls = [];
+  post({ type: 'net', count: 0, urls: [] });
+}
+
+const handlers = { init, data: loadData, build, optimizer: setOptimizer, train, predict, teach, save, load, canvas: setCanvas, ready: markReady };
+
+// Jobs run one at a time in arrival order (a model must not be rebuilt under a running fit);
+// Pause and predictions during training bypass the queue so they take effect at once.
+let queue = Promise.resolve();
+self.onmessage = (ev) => {
+  const msg = ev.data || {};
+  if (msg.type === 'pause') return pause();
+  if (msg.type === 'predict' && S.training) return void predict(msg);
+  const fn = handlers[msg.type];
+  if (!fn) return postError(new Error(`unknown message '${msg.type}'`), msg.type);
+  queue = queue.then(async () => {
+    post({ type: 'busy', job: msg.type, on: true });
+    try {
+      await fn(msg);
+    } catch (e) {
+      postError(e, msg.type);
+    } finally {
+      post({ type: 'busy', job: msg.type, on: false });
+    }
+  });
+};
+
+post({ type: 'hello', version: pg.version ?? null });
