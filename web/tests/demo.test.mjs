@@ -168,6 +168,28 @@ test('live demo', { timeout: 240_000 }, async (t) => {
     }
   });
 
+  const mnistDir = path.resolve(webRoot, '..', '..', 'shared', 'data', 'mnist');
+  const t10k = ['t10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz'].map((f) => path.join(mnistDir, f));
+  await t.test('mnist: IDX files picked in the page train a 28x28 model', { skip: !t10k.every(fs.existsSync) && `no ${t10k[0]}` }, async () => {
+    const { page, requests, detach } = await openDemo(browser, server.url, 'backend=cpu&epochs=1&batch=64');
+    try {
+      await page.check('input[name="data"][value="mnist"]');
+      await page.setInputFiles('#mnist-files', t10k);
+      await page.waitForFunction(() => document.getElementById('data-info').textContent.startsWith('mnist') || document.body.dataset.state === 'error', null, { timeout: 60_000 });
+      await waitState(page, ['ready']);
+      // Only the t10k pair was picked: the demo trains on it and keeps 1/7 for validation.
+      assert.match(await page.textContent('#data-info'), /mnist: 8571 training and 1429 test images of 28x28x1/);
+      await trainFor(page, 2);
+      await drawSeven(page);
+      const p = await prediction(page);
+      assert.equal(p.probs.length, 10);
+      assert.deepEqual(requests.afterReady, []);
+    } finally {
+      detach();
+      await page.close();
+    }
+  });
+
   await t.test('webgl: starts on WebGL2 and trains', async () => {
     const { page, requests, detach } = await openDemo(browser, server.url, 'backend=webgl&software=1&epochs=50');
     try {
