@@ -1,0 +1,21 @@
+//! pixelgrad-web: the Rust half of the `pixelgrad` npm package.
+//!
+//! The JavaScript API (`web/js/index.js`, built into `web/pkg/` by `cargo xtask build-wasm`)
+//! is a thin, hand-written ES module over the bindings in [`wasm`]. Everything that does not
+//! touch JavaScript lives in plain modules so it compiles and is tested natively on the CPU
+//! backend:
+//!
+//! - [`spec`]: layer configs (the JSON that `pg.layers.*` produce) → a [`pixelgrad_nn::Sequential`],
+//!   with shape inference, NHWC input handling and the summary table;
+//! - [`net`]: a compiled model and its training state (optimizer, device-side loss/accuracy sums
+//!   read back only when the caller asks, so training never blocks on the GPU);
+//! - [`weights`]: a layer's weights as a colour image (normalised and colour-mapped on the device);
+//! - [`save`]: safetensors serialisation from host copies (reads are async in the browser).
+
+pub mod net;
+pub mod save;
+pub mod spec;
+pub mod weights;
+
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
