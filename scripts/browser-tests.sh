@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Browser smoke tests: a matmul and one SGD training step on WebGPU and WebGL2 (both through
-# SwiftShader in headless Chromium), checked against the CPU backend compiled to wasm in the
-# same page. Installs what a fresh Debian machine lacks (chromium, chromium-driver, the wasm32
+# Browser tests in headless Chromium (WebGPU and WebGL2 through SwiftShader): the conformance
+# suite on webgpu, webgl and the CPU backend compiled to wasm (each against the f64 reference in
+# the same page), smoke tests (a matmul and one SGD step against the CPU backend in the page)
+# and a steady-state training check per GPU backend (no allocation or compile after warm-up).
+# Prints a pass/fail summary per backend. Installs what a fresh Debian machine lacks (chromium, chromium-driver, the wasm32
 # target, wasm-bindgen-cli at the exact version of the wasm-bindgen crate in Cargo.lock).
 #
-# Usage: bash scripts/browser-tests.sh     (from anywhere; exit status 0 only if all passed)
+# Usage: bash scripts/browser-tests.sh [FILTER]   (from anywhere; exit status 0 only if all
+#        passed; FILTER, e.g. `conformance::webgl`, runs only the tests whose path contains it)
 # Env:   BROWSER_TESTS_TIMEOUT  seconds for the whole cargo test run (default 900)
 #        WASM_BINDGEN_TEST_TIMEOUT  seconds per test in the browser (default 120)
 #        CARGO_TARGET_DIR is honoured as usual.
@@ -13,7 +16,7 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 
-fail() { echo "browser smoke: setup failed: $*" >&2; echo "browser smoke: 0 passed, 1 failed (setup)"; exit 1; }
+fail() { echo "browser tests: setup failed: $*" >&2; echo "browser tests: 0 passed, 1 failed (setup)"; exit 1; }
 
 # --- Chromium and its WebDriver -----------------------------------------------------------------
 need_apt=()
@@ -49,21 +52,42 @@ fi
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-120}
 log=$(mktemp /tmp/pixelgrad-browser-tests.XXXXXX.log)
-echo "== browser smoke tests (headless $(chromium --version 2>/dev/null || echo chromium), wasm-bindgen $wb_version; log: $log)"
+echo "== browser tests (headless $(chromium --version 2>/dev/null || echo chromium), wasm-bindgen $wb_version; log: $log)"
 timeout --kill-after=30 "${BROWSER_TESTS_TIMEOUT:-900}" \
-  cargo test --target wasm32-unknown-unknown -p pixelgrad-browser-tests --test web -- --nocapture 2>&1 | tee "$log" \
-  | grep -E '^(test |test result|running|error)|panicked|FAILED|device:|max rel error|loss ' 
+  cargo test --target wasm32-unknown-unknown -p pixelgrad-browser-tests --test web -- --nocapture "$@" 2>&1 | tee "$log" \
+  | grep -E '^(test |test result|running|error)|panicked|FAILED|failed:|^  [a-z_0-9]+/|max rel error|loss |steady state' 
 status=${PIPESTATUS[0]}
+
+# Per-backend summary from the runner's "test <path> ... ok|FAIL" lines: a test belongs to the
+# first of webgpu / webgl / cpu its path names (conformance::webgl::unary, webgpu_matmul_...).
+# A test that was invoked but never reported (page crash, timeout) is listed as unfinished.
+awk '
+  /^Invoking test: / { inv[$3] = 1 }
+  /^test .* \.\.\. / {
+    name = $2; res = $NF; done_[name] = 1
+    b = "other"; if (match(name, /webgpu|webgl|cpu/)) b = substr(name, RSTART, RLENGTH)
+    seen[b] = 1
+    if (res == "ok") ok[b]++; else if (res == "ignored") ign[b]++; else { bad[b]++; failed[b] = failed[b] " " name }
+  }
+  END {
+    print "browser tests per backend:"
+    n = split("webgpu webgl cpu other", order, " ")
+    for (i = 1; i <= n; i++) {
+      b = order[i]; if (!seen[b]) continue
+      printf "  %-7s %3d passed, %d failed%s\n", b ":", ok[b], bad[b], (bad[b] ? "  (" substr(failed[b], 2) ")" : "")
+    }
+    for (t in inv) if (!(t in done_)) print "  unfinished (page crash or timeout): " t
+  }' "$log"
 
 passed=$(grep -Eo '[0-9]+ passed' "$log" | awk '{ s += $1 } END { print s + 0 }')
 failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{ s += $1 } END { print s + 0 }')
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
   failed=1  # build error, timeout or runner crash: count it so the summary never says 0 failed
-  [ "$status" -eq 124 ] && echo "browser smoke: timed out after ${BROWSER_TESTS_TIMEOUT:-900} s"
+  [ "$status" -eq 124 ] && echo "browser tests: timed out after ${BROWSER_TESTS_TIMEOUT:-900} s"
   tail -30 "$log"
 fi
 if [ "$status" -eq 0 ] && [ "$passed" -eq 0 ]; then
-  failed=1; status=1; echo "browser smoke: no test ran"
+  failed=1; status=1; echo "browser tests: no test ran"
 fi
-echo "browser smoke: $passed passed, $failed failed ($(( $(date +%s) - start )) s)"
+echo "browser tests: $passed passed, $failed failed ($(( $(date +%s) - start )) s)"
 exit "$status"

@@ -1,6 +1,9 @@
 //! Creating the GPU devices inside a browser page (wasm32 only).
 
-use pixelgrad_core::{Device, Error, Result};
+use std::cell::RefCell;
+
+use pixelgrad_core::{BackendKind, Device, Error, Result};
+use pixelgrad_cpu::CpuBackend;
 use pixelgrad_webgl::{glow, WebGlBackend, WebGlOptions};
 use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
 use wasm_bindgen::JsCast;
@@ -40,4 +43,39 @@ pub fn webgl_device() -> Result<Device> {
 /// output when the test fails).
 pub fn log(msg: &str) {
     web_sys::console::log_1(&msg.into());
+}
+
+/// A fresh device of `kind` in the page (`Cpu`: the fast f32 CPU backend compiled to wasm),
+/// checked to really be that backend, so that no silent fallback can pass a test meant for a
+/// GPU. Logs the device's name.
+pub async fn device_of_kind(kind: BackendKind) -> Result<Device> {
+    let dev = match kind {
+        BackendKind::WebGpu => webgpu_device().await?,
+        BackendKind::WebGl => webgl_device()?,
+        BackendKind::Cpu => Device::new(CpuBackend::new()),
+    };
+    if dev.kind() != kind {
+        return Err(unavailable(kind.as_str(), format!("asked for a {} device, got {}", kind.as_str(), dev.name())));
+    }
+    log(&format!("device: {}", dev.name()));
+    Ok(dev)
+}
+
+thread_local! {
+    /// Devices handed out by [`shared_device`], one per kind.
+    static SHARED: RefCell<Vec<Device>> = const { RefCell::new(Vec::new()) };
+}
+
+/// One device of `kind` per page, created on first use by [`device_of_kind`] and shared by
+/// every caller after that. Why: the conformance suite natively takes a fresh device per
+/// family, but in headless Chromium ~20 WebGPU devices plus ~20 WebGL2 contexts that nothing
+/// destroys (they go when JavaScript's garbage collector gets to them) killed the page a few
+/// tests later; one device per backend keeps the page alive.
+pub async fn shared_device(kind: BackendKind) -> Result<Device> {
+    if let Some(dev) = SHARED.with(|s| s.borrow().iter().find(|d| d.kind() == kind).cloned()) {
+        return Ok(dev);
+    }
+    let dev = device_of_kind(kind).await?;
+    SHARED.with(|s| s.borrow_mut().push(dev.clone()));
+    Ok(dev)
 }

@@ -1,7 +1,13 @@
-//! Browser smoke tests: a matmul and one SGD training step on WebGPU and on WebGL2, each
-//! compared with the CPU backend running in the same page. Run with
-//! `scripts/browser-tests.sh` (headless Chromium through wasm-bindgen-test-runner).
+//! Browser tests, run with `scripts/browser-tests.sh` (headless Chromium through
+//! wasm-bindgen-test-runner):
+//! - smoke tests here: a matmul and one SGD training step on WebGPU and on WebGL2, each compared
+//!   with the CPU backend running in the same page;
+//! - [`conformance`]: the conformance suite on webgpu, webgl and cpu against the f64 reference;
+//! - [`reuse`]: steady-state training allocates and compiles nothing.
 #![cfg(target_arch = "wasm32")]
+
+mod conformance;
+mod reuse;
 
 use pixelgrad_browser_tests::browser::{log, webgl_device, webgpu_device};
 use pixelgrad_browser_tests::compare::{check_close, max_rel_error, Tolerance};
