@@ -5,6 +5,7 @@
 //! - `cargo xtask test` — every test (`scripts/test.sh`).
 
 mod bench_web;
+mod build_wasm;
 mod demo;
 
 use std::process::{exit, Command};
@@ -23,6 +24,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("bench") => exit(bench_web::main(&args[1..])),
+        Some("build-wasm") => exit(build_wasm::main(&args[1..])),
         Some("test") => run(Command::new("bash").arg("scripts/test.sh")),
         Some("demo") => exit(demo::main(&args[1..])),
         _ => {
