@@ -1,0 +1,57 @@
+// pixelgrad: train neural networks in the browser on WebGPU, WebGL2 or the CPU.
+//
+//   import * as pg from 'pixelgrad';
+//   const rt = await pg.init({ backend: 'auto' });
+//   const model = pg.sequential([pg.layers.dense({ units: 32, inputShape: [64], activation: 'relu' }),
+//                                pg.layers.dense({ units: 10 })]);
+//   model.compile({ optimizer: pg.optimizers.adam(1e-3), loss: 'softmaxCrossEntropy', metrics: ['accuracy'] });
+//   await model.fit(pg.tensor(x, [n, 64]), pg.tensor(y, [n]), { epochs: 5, batchSize: 32 });
+//
+// This file is the package entry; the wasm-bindgen output (pixelgrad_web.js + .wasm) sits next
+// to it and is an implementation detail.
+import { currentRuntime, init, loadWasm, wasm } from './runtime.js';
+
+export { init, loadWasm };
+export { Runtime } from './runtime.js';
+export { Tensor, tensor } from './tensor.js';
+export { layers, optimizers } from './layers.js';
+export { Sequential, sequential, loadModel, listModels, removeModel } from './model.js';
+
+/** The package version. */
+export const version = '0.1.0';
+
+/** The current runtime (after `init`), or null. */
+export function runtime() {
+  try {
+    return currentRuntime('runtime');
+  } catch {
+    return null;
+  }
+}
+
+function needWasm(what) {
+  // Any runtime means the module is loaded; data helpers need nothing else.
+  currentRuntime(what);
+}
+
+/** Data sets and parsers. */
+export const data = Object.freeze({
+  /**
+   * The embedded 8x8 digits set (1,797 images, pixels in [0, 1]) split 80/20:
+   * `{ train: { x, y, n }, test: { x, y, n }, inputShape: [64], imageShape: [8, 8, 1], classes: 10 }`.
+   */
+  digits() {
+    needWasm('data.digits');
+    return wasm.digits();
+  },
+  /** MNIST IDX files (gzipped or not) → `{ x: Float32Array (in [0, 1]), y: Int32Array, n, imageShape: [28, 28, 1] }`. */
+  parseMnist(imagesBytes, labelsBytes) {
+    needWasm('data.parseMnist');
+    const u8 = (b, what) => {
+      if (b instanceof Uint8Array) return b;
+      if (b instanceof ArrayBuffer) return new Uint8Array(b);
+      throw new Error(`data.parseMnist: ${what} must be a Uint8Array or ArrayBuffer`);
+    };
+    return wasm.parseMnist(u8(imagesBytes, 'imagesBytes'), u8(labelsBytes, 'labelsBytes'));
+  },
+});

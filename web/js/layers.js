@@ -1,0 +1,42 @@
+// Layer and optimizer constructors: plain config objects (what the Rust side builds from and
+// what a save stores), named as in TF.js.
+
+function cfg(type, c, what) {
+  if (c !== undefined && (c === null || typeof c !== 'object' || Array.isArray(c))) {
+    throw new Error(`layers.${what}: expects an options object, got ${JSON.stringify(c)}`);
+  }
+  return Object.freeze({ type, ...(c || {}) });
+}
+
+/** Layer configs for `pg.sequential`. Image inputs are NHWC: `inputShape: [h, w, c]`. */
+export const layers = Object.freeze({
+  /** Fully connected: `{ units, activation?, inputShape? }`. */
+  dense: (c) => cfg('dense', c, 'dense'),
+  /** 2-D convolution: `{ filters, kernelSize, strides?, padding?: 'valid'|'same', activation?, inputShape? }`. */
+  conv2d: (c) => cfg('conv2d', c, 'conv2d'),
+  /** Max pooling: `{ poolSize?: 2, strides? }`. */
+  maxPooling2d: (c) => cfg('maxPooling2d', c, 'maxPooling2d'),
+  /** Flattens `[h, w, c]` to a vector. */
+  flatten: (c) => cfg('flatten', c, 'flatten'),
+  /** Inverted dropout in training: `{ rate }`. */
+  dropout: (c) => cfg('dropout', c, 'dropout'),
+  /** Batch normalisation over features or channels. */
+  batchNormalization: (c) => cfg('batchNormalization', c, 'batchNormalization'),
+  /** An activation on its own: `{ activation }`. */
+  activation: (c) => cfg('activation', c, 'activation'),
+});
+
+function lrOf(lr, name) {
+  if (lr === undefined) return 1e-3;
+  if (typeof lr !== 'number' || !(lr > 0) || !Number.isFinite(lr)) {
+    throw new Error(`optimizers.${name}: learning rate must be a positive number, got ${lr}`);
+  }
+  return lr;
+}
+
+/** Optimizer configs for `model.compile`. */
+export const optimizers = Object.freeze({
+  adam: (learningRate) => Object.freeze({ name: 'adam', learningRate: lrOf(learningRate, 'adam') }),
+  sgd: (learningRate, momentum = 0) => Object.freeze({ name: 'sgd', learningRate: lrOf(learningRate, 'sgd'), momentum }),
+  rmsprop: (learningRate) => Object.freeze({ name: 'rmsprop', learningRate: lrOf(learningRate, 'rmsprop') }),
+});

@@ -1,0 +1,299 @@
+// `pg.sequential`: a Keras/TF.js-style model over the Rust `Model`. The training loop lives
+// here: batches are gathered on the host, each step only records device work, and loss and
+// accuracy sums are read back (asynchronously) every `readEvery` steps; between batches the
+// loop yields to the event loop so a page stays responsive.
+import { currentRuntime, wasm } from './runtime.js';
+import { Tensor, deviceTensor, labelsOf } from './tensor.js';
+import { optimizers } from './layers.js';
+import { allModels, deleteModel, download, getModel, parseUrl, putModel } from './storage.js';
+
+/** Yields one macrotask (MessageChannel is not throttled like setTimeout). */
+function yieldNow() {
+  return new Promise((resolve) => {
+    if (typeof MessageChannel !== 'undefined') {
+      const ch = new MessageChannel();
+      ch.port1.onmessage = () => {
+        ch.port1.close();
+        resolve();
+      };
+      ch.port2.postMessage(null);
+    } else {
+      setTimeout(resolve, 0);
+    }
+  });
+}
+
+function positiveInt(v, dflt, what) {
+  if (v === undefined) return dflt;
+  if (!Number.isInteger(v) || v < 1) throw new Error(`${what} must be a positive integer, got ${v}`);
+  return v;
+}
+
+function optimizerOf(o) {
+  if (o === undefined) return optimizers.adam(1e-3);
+  if (typeof o === 'string') {
+    if (!optimizers[o]) throw new Error(`compile: unknown optimizer '${o}' (adam, sgd, rmsprop)`);
+    return optimizers[o]();
+  }
+  if (!o || typeof o.name !== 'string') throw new Error('compile: optimizer must be pg.optimizers.adam(lr) / sgd(lr) or a name');
+  return o;
+}
+
+export class Sequential {
+  /** @internal Use `pg.sequential`. */
+  constructor(layerConfigs, opts = {}) {
+    if (!Array.isArray(layerConfigs)) throw new Error('sequential: expects an array of layers, e.g. [pg.layers.dense({ units: 10, inputShape: [64] })]');
+    this._layers = layerConfigs.map((l) => ({ ...l }));
+    this._seed = Number.isInteger(opts.seed) ? opts.seed : 0;
+    this._inner = null;
+    this._rt = null;
+    this._compile = null;
+    this._disposed = false;
+    this._fitting = false;
+    /** Set to true (e.g. in a callback) to stop `fit` after the current batch. */
+    this.stopTraining = false;
+    this._net('sequential'); // build now so config errors surface at once
+  }
+
+  /** @internal The Rust model, built on the current runtime at first use. */
+  _net(what) {
+    if (this._disposed) throw new Error(`${what}: the model was disposed`);
+    if (!this._inner) {
+      const rt = currentRuntime(what);
+      this._inner = new wasm.Model(rt._inner, JSON.stringify(this._config()));
+      this._rt = rt;
+    }
+    this._rt._check(what);
+    return this._inner;
+  }
+
+  /** @internal The layer config as saved. */
+  _config() {
+    return { layers: this._layers, seed: this._seed };
+  }
+
+  /** The runtime's backend this model lives on. */
+  get backend() {
+    return this._rt ? this._rt.backend : null;
+  }
+
+  /** Sample shape the model takes, e.g. `[784]` or `[28, 28, 1]`. */
+  get inputShape() {
+    return Array.from(this._net('inputShape').inputShape);
+  }
+
+  /** `{ optimizer, loss, metrics }`. A new compile resets the optimizer's state. */
+  compile(opts = {}) {
+    const net = this._net('compile');
+    const optimizer = optimizerOf(opts.optimizer);
+    const loss = opts.loss || 'softmaxCrossEntropy';
+    net.compile(optimizer.name, optimizer.learningRate, optimizer.momentum || 0, loss);
+    this._compile = { optimizer: { ...optimizer }, loss, metrics: opts.metrics || ['accuracy'] };
+  }
+
+  async _xy(x, y, what) {
+    if (!(x instanceof Tensor)) throw new Error(`${what}: x must be a pg.tensor`);
+    const n = x.shape[0];
+    if (!(x.rank >= 2 && n > 0)) throw new Error(`${what}: x must have shape [n, ...features] with n > 0, got [${x.shape.join(', ')}]`);
+    const xs = await x._hostValues(what);
+    const xv = xs instanceof Float32Array ? xs : Float32Array.from(xs);
+    const yv = await labelsOf(y, n, what);
+    return { n, xv, yv, sample: x.shape.slice(1) };
+  }
+
+  /**
+   * Trains; resolves to `{ history: { loss, accuracy, valLoss?, valAccuracy? } }` (one number
+   * per epoch). Options: epochs, batchSize, shuffle, seed, readEvery, validationData: [x, y],
+   * onBatchEnd(step, logs) (after each read), onEpochEnd(epoch, logs); callbacks may also come
+   * as `callbacks: { onBatchEnd, onEpochEnd }`.
+   */
+  async fit(x, y, opts = {}) {
+    const net = this._net('fit');
+    if (!this._compile) throw new Error('fit: the model is not compiled; call model.compile({ optimizer, loss }) first');
+    if (this._fitting) throw new Error('fit: this model is already training');
+    const epochs = positiveInt(opts.epochs, 1, 'fit: epochs');
+    const batchSize = positiveInt(opts.batchSize, 32, 'fit: batchSize');
+    const readEvery = positiveInt(opts.readEvery, 10, 'fit: readEvery');
+    const shuffle = opts.shuffle !== false;
+    const seed = (opts.seed || 0) >>> 0;
+    const cbs = opts.callbacks || {};
+    const onBatchEnd = opts.onBatchEnd || cbs.onBatchEnd;
+    const onEpochEnd = opts.onEpochEnd || cbs.onEpochEnd;
+    const { n, xv, yv, sample } = await this._xy(x, y, 'fit');
+    const per = xv.length / n;
+    const history = { loss: [], accuracy: [] };
+    if (opts.validationData) Object.assign(history, { valLoss: [], valAccuracy: [] });
+    this._fitting = true;
+    this.stopTraining = false;
+    try {
+      await net.readTrain(); // drop sums a failed earlier call may have left
+      let step = 0;
+      for (let epoch = 0; epoch < epochs; epoch++) {
+        const order = shuffle ? wasm.shuffledIndices(n, seed, epoch) : null;
+        const batches = Math.ceil(n / batchSize);
+        let sinceRead = 0;
+        let sumLoss = 0;
+        let sumCorrect = 0;
+        let seen = 0;
+        for (let b = 0; b < batches; b++) {
+          const start = b * batchSize;
+          const m = Math.min(n, start + batchSize) - start;
+          const xb = new Float32Array(m * per);
+          const yb = new Float32Array(m);
+          for (let i = 0; i < m; i++) {
+            const k = order ? order[start + i] : start + i;
+            xb.set(xv.subarray(k * per, (k + 1) * per), i * per);
+            yb[i] = yv[k];
+          }
+          this._rt._check('fit');
+          net.trainStep(xb, [m, ...sample], yb);
+          step++;
+          sinceRead++;
+          if (sinceRead >= readEvery || b === batches - 1 || this.stopTraining) {
+            sinceRead = 0;
+            const r = await net.readTrain();
+            if (r) {
+              sumLoss += r[0];
+              sumCorrect += r[1];
+              seen += r[2];
+              if (onBatchEnd) await onBatchEnd(step, { loss: r[0] / r[2], accuracy: r[1] / r[2] });
+            }
+          }
+          if (this.stopTraining) break;
+          await yieldNow();
+        }
+        if (seen === 0) break;
+        const logs = { loss: sumLoss / seen, accuracy: sumCorrect / seen };
+        if (opts.validationData) {
+          const [vx, vy] = opts.validationData;
+          const v = await this.evaluate(vx, vy, { batchSize: Math.max(batchSize, 256) });
+          logs.valLoss = v.loss;
+          logs.valAccuracy = v.accuracy;
+          history.valLoss.push(v.loss);
+          history.valAccuracy.push(v.accuracy);
+        }
+        history.loss.push(logs.loss);
+        history.accuracy.push(logs.accuracy);
+        if (onEpochEnd) await onEpochEnd(epoch, logs);
+        if (this.stopTraining) break;
+      }
+    } finally {
+      this._fitting = false;
+    }
+    return { history, epoch: history.loss.map((_, i) => i) };
+  }
+
+  /** Mean loss and accuracy over `x`, `y` (inference mode): `{ loss, accuracy }`. */
+  async evaluate(x, y, opts = {}) {
+    const net = this._net('evaluate');
+    if (!this._compile) throw new Error('evaluate: the model is not compiled; call model.compile({ optimizer, loss }) first');
+    const batchSize = positiveInt(opts.batchSize, 256, 'evaluate: batchSize');
+    const { n, xv, yv, sample } = await this._xy(x, y, 'evaluate');
+    const per = xv.length / n;
+    await net.readEval();
+    for (let start = 0; start < n; start += batchSize) {
+      const m = Math.min(n, start + batchSize) - start;
+      net.evalStep(xv.subarray(start * per, (start + m) * per), [m, ...sample], yv.subarray(start, start + m));
+      if (start + batchSize < n) await yieldNow();
+    }
+    const r = await net.readEval();
+    return { loss: r[0] / r[2], accuracy: r[1] / r[2] };
+  }
+
+  /** Outputs `[n, classes]` (logits for softmaxCrossEntropy) as a device tensor; read with `await t.data()`. */
+  predict(x) {
+    const net = this._net('predict');
+    if (!(x instanceof Tensor)) throw new Error('predict: x must be a pg.tensor');
+    x._check('predict');
+    if (!x._host) throw new Error('predict: x must be a tensor made with pg.tensor (host data)');
+    const xv = x._host instanceof Float32Array ? x._host : Float32Array.from(x._host);
+    return deviceTensor(net.predict(xv, x.shape), this._rt);
+  }
+
+  /** A Keras-style table of layers, output shapes and parameter counts. */
+  summary() {
+    return this._net('summary').summary();
+  }
+
+  /**
+   * Draws layer `layerIndex`'s weights (counting layers as listed in `sequential`) on `canvas`
+   * (HTMLCanvasElement or OffscreenCanvas; resized to the image). Normalisation and colour map
+   * run on the device. Throws at once for a bad index; the returned promise resolves when drawn.
+   */
+  drawWeights(layerIndex, canvas) {
+    const net = this._net('drawWeights');
+    if (!Number.isInteger(layerIndex) || layerIndex < 0) {
+      throw new Error(`drawWeights: layer index must be a non-negative integer, got ${layerIndex} (the model has ${this._layers.length} layers)`);
+    }
+    net.checkLayer(layerIndex);
+    if (!canvas || typeof canvas.getContext !== 'function') throw new Error('drawWeights: pass an HTMLCanvasElement or an OffscreenCanvas');
+    return net.weightsImage(layerIndex).then((img) => {
+      canvas.width = img.width;
+      canvas.height = img.height;
+      const ctx = canvas.getContext('2d');
+      if (!ctx) throw new Error('drawWeights: the canvas has no 2d context (is it already used for WebGL?)');
+      ctx.putImageData(new ImageData(img.pixels, img.width, img.height), 0, 0);
+    });
+  }
+
+  /** `indexeddb://name` (weights + config + compile options) or `downloads://name` (a .safetensors file). */
+  async save(url) {
+    const net = this._net('save');
+    const { scheme, name } = parseUrl(url, 'save');
+    const config = this._config();
+    const meta = { format: 'pixelgrad-web', config: JSON.stringify(config) };
+    if (this._compile) meta.compile = JSON.stringify(this._compile);
+    const bytes = await net.toBytes(JSON.stringify(meta));
+    if (scheme === 'downloads') {
+      download(bytes, name.endsWith('.safetensors') ? name : `${name}.safetensors`);
+    } else {
+      await putModel({ name, bytes, config, compile: this._compile, savedAt: new Date().toISOString(), backend: this._rt.backend });
+    }
+    return { url, bytes: bytes.length };
+  }
+
+  /** Frees the model's device memory; it cannot be used afterwards. */
+  dispose() {
+    if (this._disposed) return;
+    this._disposed = true;
+    if (this._inner) {
+      try {
+        this._inner.free();
+      } catch {
+        // already freed
+      }
+      this._inner = null;
+    }
+  }
+}
+
+/** A model from layer configs (`pg.layers.*`), or `{ layers: [...] }`. Needs `pg.init()` first. */
+export function sequential(config, opts = {}) {
+  const layerList = Array.isArray(config) ? config : config && config.layers;
+  return new Sequential(layerList, { seed: (config && config.seed) ?? opts.seed });
+}
+
+/** Restores a model saved with `save('indexeddb://name')`, compiled as it was, on the current runtime. */
+export async function loadModel(url) {
+  const { scheme, name } = parseUrl(url, 'loadModel');
+  if (scheme !== 'indexeddb') throw new Error("loadModel: only 'indexeddb://name' can be loaded");
+  currentRuntime('loadModel');
+  const rec = await getModel(name);
+  if (!rec) throw new Error(`loadModel: no model named '${name}' in IndexedDB (pg.listModels() lists them)`);
+  const m = new Sequential(rec.config.layers, { seed: rec.config.seed });
+  m._net('loadModel').loadBytes(rec.bytes);
+  if (rec.compile) m.compile(rec.compile);
+  return m;
+}
+
+/** Models saved in IndexedDB: `[{ name, url, savedAt, bytes, backend }]`. */
+export async function listModels() {
+  const all = await allModels();
+  return all.map((r) => ({ name: r.name, url: `indexeddb://${r.name}`, savedAt: r.savedAt, bytes: r.bytes.length, backend: r.backend }));
+}
+
+/** Deletes a model saved in IndexedDB. */
+export async function removeModel(url) {
+  const { name } = parseUrl(url, 'removeModel');
+  await deleteModel(name);
+}
