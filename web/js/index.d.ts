@@ -1,0 +1,171 @@
+// TypeScript declarations of the `pixelgrad` package (hand-written; the wasm-bindgen
+// declarations in pixelgrad_web.d.ts describe internals).
+
+export type BackendName = 'webgpu' | 'webgl' | 'cpu';
+
+export interface InitOptions {
+  /** 'auto' (default): webgpu, then webgl, then cpu; software GPUs are skipped unless allowSoftware. */
+  backend?: 'auto' | BackendName;
+  /** Let 'auto' pick software rasterisers (SwiftShader, llvmpipe, lavapipe). */
+  allowSoftware?: boolean;
+  /** Where to fetch pixelgrad_web_bg.wasm from (default: next to index.js). */
+  wasmUrl?: string | URL;
+}
+
+export interface BackendTry {
+  backend: BackendName;
+  ok: boolean;
+  /** Why it was refused, or what was started. */
+  reason: string;
+}
+
+export interface RuntimeReport {
+  /** Every backend attempted, in order. */
+  tried: BackendTry[];
+  /** Adapter (WebGPU) or unmasked renderer (WebGL) description. */
+  adapter: string;
+  selfTest: { maxRelError: number };
+  name: string;
+  /** Tensor storage format: 'f32', 'RGBA32F' or 'RGBA16F'. */
+  format: string;
+  software: boolean;
+  warnings: string[];
+}
+
+export declare class Runtime {
+  /** The backend in use. */
+  readonly backend: BackendName;
+  readonly report: RuntimeReport;
+}
+
+/** Starts (or switches) the backend. Objects of a replaced runtime throw when used. */
+export declare function init(options?: InitOptions): Promise<Runtime>;
+/** Loads the wasm module without starting a backend. */
+export declare function loadWasm(options?: { wasmUrl?: string | URL }): Promise<unknown>;
+/** The current runtime, or null before init. */
+export declare function runtime(): Runtime | null;
+
+export declare const version: string;
+
+export type TensorData = Float32Array | Int32Array | Uint8Array | Float64Array | number[];
+
+export declare class Tensor {
+  readonly shape: number[];
+  readonly size: number;
+  readonly rank: number;
+  readonly dtype: 'float32' | 'int32';
+  /** A copy of the values (device tensors are read without blocking). */
+  data(): Promise<Float32Array | Int32Array>;
+  array(): Promise<any>;
+  /** Frees device memory now (a FinalizationRegistry also frees dropped tensors). */
+  dispose(): void;
+}
+
+/** Throws if `data.length` differs from the product of `shape`. */
+export declare function tensor(data: TensorData, shape?: number[]): Tensor;
+
+export type Activation = 'linear' | 'relu' | 'leakyRelu' | 'sigmoid' | 'tanh' | 'gelu' | 'softmax';
+
+export interface LayerConfig {
+  readonly type: string;
+  readonly [key: string]: unknown;
+}
+
+export declare const layers: {
+  dense(c: { units: number; activation?: Activation; inputShape?: number[] }): LayerConfig;
+  /** NHWC: inputShape [h, w, c]. padding 'same' needs an odd kernel and strides 1. */
+  conv2d(c: {
+    filters: number;
+    kernelSize: number | [number, number];
+    strides?: number | [number, number];
+    padding?: 'valid' | 'same';
+    activation?: Activation;
+    inputShape?: number[];
+  }): LayerConfig;
+  maxPooling2d(c?: { poolSize?: number | [number, number]; strides?: number | [number, number] }): LayerConfig;
+  flatten(c?: { inputShape?: number[] }): LayerConfig;
+  dropout(c: { rate: number }): LayerConfig;
+  batchNormalization(c?: { inputShape?: number[] }): LayerConfig;
+  activation(c: { activation: Activation; inputShape?: number[] }): LayerConfig;
+};
+
+export interface OptimizerConfig {
+  readonly name: 'adam' | 'sgd' | 'rmsprop';
+  readonly learningRate: number;
+  readonly momentum?: number;
+}
+
+export declare const optimizers: {
+  adam(learningRate?: number): OptimizerConfig;
+  sgd(learningRate?: number, momentum?: number): OptimizerConfig;
+  rmsprop(learningRate?: number): OptimizerConfig;
+};
+
+export type LossName = 'softmaxCrossEntropy' | 'meanSquaredError' | 'sigmoidCrossEntropy';
+
+export interface CompileOptions {
+  optimizer?: OptimizerConfig | 'adam' | 'sgd' | 'rmsprop';
+  loss?: LossName;
+  metrics?: string[];
+}
+
+export interface Logs {
+  loss: number;
+  accuracy: number;
+  valLoss?: number;
+  valAccuracy?: number;
+}
+
+export interface FitOptions {
+  epochs?: number;
+  batchSize?: number;
+  shuffle?: boolean;
+  seed?: number;
+  /** Read loss/accuracy back every this many steps (default 10). */
+  readEvery?: number;
+  validationData?: [Tensor, Tensor];
+  /** After each read: step is the 1-based global step, logs are means since the last read. */
+  onBatchEnd?(step: number, logs: Logs): void | Promise<void>;
+  onEpochEnd?(epoch: number, logs: Logs): void | Promise<void>;
+  callbacks?: { onBatchEnd?: FitOptions['onBatchEnd']; onEpochEnd?: FitOptions['onEpochEnd'] };
+}
+
+export interface History {
+  history: { loss: number[]; accuracy: number[]; valLoss?: number[]; valAccuracy?: number[] };
+  epoch: number[];
+}
+
+export declare class Sequential {
+  /** Set true to stop fit after the current batch. */
+  stopTraining: boolean;
+  readonly backend: BackendName | null;
+  readonly inputShape: number[];
+  compile(options?: CompileOptions): void;
+  /** x: [n, ...inputShape] (images NHWC); y: class indices [n] (int32) or one-hot [n, classes]. */
+  fit(x: Tensor, y: Tensor, options?: FitOptions): Promise<History>;
+  evaluate(x: Tensor, y: Tensor, options?: { batchSize?: number }): Promise<{ loss: number; accuracy: number }>;
+  /** Outputs [n, classes] on the device; read with `await t.data()`. */
+  predict(x: Tensor): Tensor;
+  summary(): string;
+  /** Throws at once for a bad layer index; resolves when drawn. */
+  drawWeights(layerIndex: number, canvas: HTMLCanvasElement | OffscreenCanvas): Promise<void>;
+  /** 'indexeddb://name' or 'downloads://name'. */
+  save(url: string): Promise<{ url: string; bytes: number }>;
+  dispose(): void;
+}
+
+export declare function sequential(layers: LayerConfig[] | { layers: LayerConfig[]; seed?: number }, options?: { seed?: number }): Sequential;
+export declare function loadModel(url: string): Promise<Sequential>;
+export declare function listModels(): Promise<{ name: string; url: string; savedAt: string; bytes: number; backend: BackendName }[]>;
+export declare function removeModel(url: string): Promise<void>;
+
+export interface DataSplit {
+  x: Float32Array;
+  y: Int32Array;
+  n: number;
+}
+
+export declare const data: {
+  digits(): { train: DataSplit; test: DataSplit; inputShape: [64]; imageShape: [8, 8, 1]; classes: 10 };
+  parseMnist(imagesBytes: Uint8Array | ArrayBuffer, labelsBytes: Uint8Array | ArrayBuffer): DataSplit & { imageShape: number[] };
+};

@@ -1,0 +1,205 @@
+// The public JS API of the `pixelgrad` package (web/pkg, built by `cargo xtask build-wasm`),
+// exercised in headless Chromium on each backend by name, plus `auto` selection and runtime
+// switching. Models are small and epochs few: WebGPU and WebGL run on SwiftShader here.
+import test, { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, newPage } from './harness.mjs';
+
+let server;
+let browser;
+let page;
+
+before(async () => {
+  server = await startServer();
+  browser = await launchBrowser();
+  page = await newPage(browser);
+  await page.goto(`${server.url}/tests/pages/api.html`);
+  await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** Runs `fn(pg, arg)` in the page. */
+function inPage(fn, arg) {
+  return page.evaluate(([src, a]) => {
+    // eslint-disable-next-line no-new-func
+    const f = new Function('pg', 'arg', `return (${src})(pg, arg);`);
+    return f(window.pg, a);
+  }, [fn.toString(), arg]);
+}
+
+for (const backend of ['webgpu', 'webgl', 'cpu']) {
+  test(`${backend}: digits MLP trains, evaluates, predicts, saves and reloads`, async () => {
+    const r = await inPage(async (pg, backend) => {
+      const rt = await pg.init({ backend });
+      const d = pg.data.digits();
+      const model = pg.sequential([
+        pg.layers.dense({ units: 32, inputShape: [64], activation: 'relu' }),
+        pg.layers.dense({ units: 10 }),
+      ]);
+      model.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy', metrics: ['accuracy'] });
+      const x = pg.tensor(d.train.x, [d.train.n, 64]);
+      const y = pg.tensor(d.train.y, [d.train.n]);
+      const xt = pg.tensor(d.test.x, [d.test.n, 64]);
+      const yt = pg.tensor(d.test.y, [d.test.n]);
+      const reads = [];
+      const epochLogs = [];
+      const h = await model.fit(x, y, {
+        epochs: 3, batchSize: 64, shuffle: true, seed: 7, readEvery: 5,
+        onBatchEnd: (step, logs) => reads.push([step, logs.loss, logs.accuracy]),
+        onEpochEnd: (epoch, logs) => epochLogs.push([epoch, logs.loss]),
+        validationData: [xt, yt],
+      });
+      const ev = await model.evaluate(xt, yt);
+      const p = model.predict(xt);
+      const probs = await p.data();
+      await model.save(`indexeddb://api-${backend}`);
+      const listed = (await pg.listModels()).map((m) => m.name);
+      const m2 = await pg.loadModel(`indexeddb://api-${backend}`);
+      const probs2 = await m2.predict(xt).data();
+      const ev2 = await m2.evaluate(xt, yt);
+      const canvas = new OffscreenCanvas(1, 1);
+      await model.drawWeights(0, canvas);
+      const img = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+      const colours = new Set();
+      for (let i = 0; i < img.length; i += 4) colours.add(`${img[i]},${img[i + 1]},${img[i + 2]}`);
+      x.dispose();
+      p.dispose();
+      m2.dispose();
+      return {
+        backend: rt.backend, tried: rt.report.tried, maxRelError: rt.report.selfTest.maxRelError,
+        history: h.history, reads, epochLogs, ev, ev2, shape: p.shape, probsLen: probs.length,
+        same: probs.length === probs2.length && probs.every((v, i) => v === probs2[i]),
+        listed, canvas: [canvas.width, canvas.height], colours: colours.size, summary: model.summary(),
+      };
+    }, backend);
+    assert.equal(r.backend, backend);
+    assert.deepEqual(r.tried.map((t) => [t.backend, t.ok]), [[backend, true]]);
+    assert.ok(r.maxRelError < 1e-3, `self-test error ${r.maxRelError}`);
+    assert.equal(r.history.loss.length, 3);
+    assert.equal(r.history.valAccuracy.length, 3);
+    assert.ok(r.history.loss[2] < r.history.loss[0], `loss ${r.history.loss}`);
+    assert.ok(r.reads.length >= 3 && r.reads.every(([s, l, a]) => s > 0 && l > 0 && a >= 0 && a <= 1), JSON.stringify(r.reads));
+    assert.deepEqual(r.epochLogs.map((e) => e[0]), [0, 1, 2]);
+    assert.ok(r.ev.accuracy >= 0.9, `test accuracy ${r.ev.accuracy}`);
+    assert.deepEqual(r.shape, [359, 10]);
+    assert.equal(r.probsLen, 3590);
+    assert.ok(r.same, 'reloaded model predicts identically');
+    assert.ok(Math.abs(r.ev2.accuracy - r.ev.accuracy) < 1e-9);
+    assert.ok(r.listed.includes(`api-${backend}`));
+    // 32 tiles of 8x8 on a 6-column grid, scaled up; diverging colours, not a flat image.
+    assert.ok(r.canvas[0] > 49 && r.canvas[1] > 49, `canvas ${r.canvas}`);
+    assert.ok(r.colours > 20, `${r.colours} colours`);
+    assert.match(r.summary, /Total params: 2410/);
+  });
+
+  test(`${backend}: bad calls throw clear errors and the runtime keeps working`, async () => {
+    const r = await inPage(async (pg, backend) => {
+      await pg.init({ backend });
+      const d = pg.data.digits();
+      const model = pg.sequential([pg.layers.dense({ units: 10, inputShape: [64] })]);
+      model.compile({ optimizer: pg.optimizers.sgd(0.1), loss: 'softmaxCrossEntropy' });
+      const errs = {};
+      const catchMsg = async (f) => {
+        try {
+          await f();
+          return 'no error';
+        } catch (e) {
+          return `${e instanceof Error ? 'Error' : typeof e}: ${e.message}`;
+        }
+      };
+      errs.length = await catchMsg(() => pg.tensor(new Float32Array(5), [2, 3]));
+      errs.width = await catchMsg(() => model.predict(pg.tensor(new Float32Array(20), [2, 10])));
+      errs.fitWidth = await catchMsg(() => model.fit(pg.tensor(new Float32Array(20), [2, 10]), pg.tensor(new Int32Array([1, 2]), [2])));
+      errs.label = await catchMsg(() => model.fit(pg.tensor(new Float32Array(64), [1, 64]), pg.tensor(new Int32Array([12]), [1])));
+      errs.layer = await catchMsg(() => model.drawWeights(3, new OffscreenCanvas(1, 1)));
+      errs.config = await catchMsg(() => pg.sequential([pg.layers.dense({ units: 4, inputShape: [8, 8, 1] })]));
+      const x = pg.tensor(d.test.x, [d.test.n, 64]);
+      const y = pg.tensor(d.test.y, [d.test.n]);
+      await model.fit(x, y, { epochs: 1, batchSize: 64 });
+      const ev = await model.evaluate(x, y);
+      const out = await model.predict(pg.tensor(d.test.x.subarray(0, 128), [2, 64])).data();
+      return { errs, ev, out: out.length };
+    }, backend);
+    assert.match(r.errs.length, /^Error: pg\.tensor: 5 values do not fit shape \[2, 3\]/);
+    assert.match(r.errs.width, /^Error: predict: (?=.*\[2, 10\])(?=.*\[N, 64\])/);
+    assert.match(r.errs.width, new RegExp(backend));
+    assert.match(r.errs.fitWidth, /^Error: fit: (?=.*\[2, 10\])(?=.*\[N, 64\])/);
+    assert.match(r.errs.label, /^Error: .*label 12/);
+    assert.match(r.errs.layer, /^Error: drawWeights: layer index 3 is out of range/);
+    assert.match(r.errs.config, /^Error: layer 0 \(dense\).*flatten/);
+    assert.ok(Number.isFinite(r.ev.loss) && r.ev.accuracy > 0.1, JSON.stringify(r.ev));
+    assert.equal(r.out, 20);
+  });
+
+  test(`${backend}: a small conv net (NHWC 8x8x1) trains with decreasing loss`, async () => {
+    const r = await inPage(async (pg, backend) => {
+      await pg.init({ backend });
+      const d = pg.data.digits();
+      const n = 512;
+      const model = pg.sequential([
+        pg.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'same', activation: 'relu', inputShape: [8, 8, 1] }),
+        pg.layers.maxPooling2d({ poolSize: 2 }),
+        pg.layers.flatten(),
+        pg.layers.dense({ units: 10 }),
+      ]);
+      model.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy' });
+      const x = pg.tensor(d.train.x.subarray(0, n * 64), [n, 8, 8, 1]);
+      const y = pg.tensor(d.train.y.subarray(0, n), [n]);
+      const h = await model.fit(x, y, { epochs: 3, batchSize: 64, seed: 1 });
+      const out = model.predict(pg.tensor(d.test.x.subarray(0, 64 * 3), [3, 8, 8, 1]));
+      const canvas = new OffscreenCanvas(1, 1);
+      await model.drawWeights(0, canvas);
+      return { loss: h.history.loss, shape: out.shape, canvas: [canvas.width, canvas.height], summary: model.summary() };
+    }, backend);
+    assert.ok(r.loss[2] < r.loss[0], `loss ${r.loss}`);
+    assert.deepEqual(r.shape, [3, 10]);
+    assert.ok(r.canvas[0] > 1 && r.canvas[1] > 1);
+    assert.match(r.summary, /\[null, 4, 4, 4\]/);
+  });
+}
+
+test('auto records every try with a reason; allowSoftware takes a software GPU', async () => {
+  const r = await inPage(async (pg) => {
+    const a = await pg.init({ backend: 'auto' });
+    const b = await pg.init({ backend: 'auto', allowSoftware: true });
+    return { a: { backend: a.backend, tried: a.report.tried }, b: { backend: b.backend, tried: b.report.tried, adapter: b.report.adapter } };
+  });
+  for (const rt of [r.a, r.b]) {
+    assert.ok(rt.tried.length >= 1);
+    assert.ok(rt.tried.every((t) => typeof t.reason === 'string' && t.reason.length > 0), JSON.stringify(rt.tried));
+    assert.deepEqual(rt.tried.map((t) => t.backend), ['webgpu', 'webgl', 'cpu'].slice(0, rt.tried.length));
+    assert.equal(rt.tried.at(-1).ok, true);
+    assert.ok(rt.tried.slice(0, -1).every((t) => !t.ok));
+    assert.equal(rt.backend, rt.tried.at(-1).backend);
+  }
+  // With the harness's SwiftShader GPUs, auto skips them and says why; allowSoftware takes one.
+  assert.notEqual(r.b.backend, 'cpu', JSON.stringify(r.b.tried));
+  if (/swiftshader/i.test(r.b.adapter)) {
+    assert.equal(r.a.backend, 'cpu', JSON.stringify(r.a.tried));
+    assert.ok(r.a.tried.slice(0, -1).every((t) => /software rasteriser/.test(t.reason)), JSON.stringify(r.a.tried));
+  }
+});
+
+test('switching backend retires the old runtime with a clear error', async () => {
+  const r = await inPage(async (pg) => {
+    await pg.init({ backend: 'cpu' });
+    const m = pg.sequential([pg.layers.dense({ units: 2, inputShape: [3] })]);
+    const rt = await pg.init({ backend: 'webgl' });
+    let msg = 'no error';
+    try {
+      m.predict(pg.tensor([1, 2, 3], [1, 3]));
+    } catch (e) {
+      msg = e.message;
+    }
+    const m2 = pg.sequential([pg.layers.dense({ units: 2, inputShape: [3] })]);
+    const out = await m2.predict(pg.tensor([1, 2, 3], [1, 3])).data();
+    return { msg, backend: rt.backend, out: out.length, unknown: await pg.init({ backend: 'metal' }).then(() => 'no error', (e) => e.message) };
+  });
+  assert.match(r.msg, /predict: .*cpu runtime.*replaced by webgl/);
+  assert.equal(r.out, 2);
+  assert.match(r.unknown, /unknown backend 'metal'/);
+});
