@@ -9,7 +9,7 @@
 //
 // This file is the package entry; the wasm-bindgen output (pixelgrad_web.js + .wasm) sits next
 // to it and is an implementation detail.
-import { currentRuntime, init, loadWasm, wasm } from './runtime.js';
+import { currentRuntime, init, loadWasm, wasm, wasmLoaded } from './runtime.js';
 
 export { init, loadWasm };
 export { Runtime } from './runtime.js';
@@ -30,8 +30,8 @@ export function runtime() {
 }
 
 function needWasm(what) {
-  // Any runtime means the module is loaded; data helpers need nothing else.
-  currentRuntime(what);
+  // The data helpers need the module but no backend.
+  if (!wasmLoaded()) throw new Error(`${what}: call \`await pg.init()\` (or \`await pg.loadWasm()\`) first`);
 }
 
 /** Data sets and parsers. */

@@ -3,7 +3,7 @@
 // accuracy sums are read back (asynchronously) every `readEvery` steps; between batches the
 // loop yields to the event loop so a page stays responsive.
 import { currentRuntime, wasm } from './runtime.js';
-import { Tensor, deviceTensor, labelsOf } from './tensor.js';
+import { Tensor, deviceTensor, labelsOf, registry } from './tensor.js';
 import { optimizers } from './layers.js';
 import { allModels, deleteModel, download, getModel, parseUrl, putModel } from './storage.js';
 
@@ -62,6 +62,7 @@ export class Sequential {
       const rt = currentRuntime(what);
       this._inner = new wasm.Model(rt._inner, JSON.stringify(this._config()));
       this._rt = rt;
+      if (registry) registry.register(this, this._inner, this);
     }
     this._rt._check(what);
     return this._inner;
@@ -257,6 +258,7 @@ export class Sequential {
     if (this._disposed) return;
     this._disposed = true;
     if (this._inner) {
+      if (registry) registry.unregister(this);
       try {
         this._inner.free();
       } catch {

@@ -11,12 +11,21 @@ const SOFTWARE = /swiftshader|llvmpipe|lavapipe|softpipe|basic render/i;
 const BACKENDS = ['webgpu', 'webgl', 'cpu'];
 
 let wasmReady = null;
+let loaded = false;
 let current = null;
+
+/** True once `init` (or `loadWasm`) has loaded the module. */
+export function wasmLoaded() {
+  return loaded;
+}
 
 /** Loads and instantiates the wasm module once (`wasmUrl` overrides where it is fetched from). */
 export function loadWasm(opts = {}) {
   if (!wasmReady) {
-    wasmReady = initWasm(opts.wasmUrl ? { module_or_path: opts.wasmUrl } : undefined).catch((e) => {
+    wasmReady = initWasm(opts.wasmUrl ? { module_or_path: opts.wasmUrl } : undefined).then((m) => {
+      loaded = true;
+      return m;
+    }, (e) => {
       wasmReady = null;
       throw new Error(`pixelgrad: could not load the wasm module: ${e && e.message ? e.message : e}`);
     });
@@ -24,11 +33,6 @@ export function loadWasm(opts = {}) {
   return wasmReady;
 }
 
-/** True once `init` (or `loadWasm`) has finished loading the module. */
-let loaded = false;
-export function wasmLoaded() {
-  return loaded;
-}
 
 /** A started backend. Replaced (and retired) by the next `pg.init`. */
 export class Runtime {
@@ -136,7 +140,6 @@ export async function init(opts = {}) {
     throw new Error(`pg.init: unknown backend '${backend}' (auto, webgpu, webgl, cpu)`);
   }
   await loadWasm(opts);
-  loaded = true;
   const auto = backend === 'auto';
   const tried = [];
   for (const name of auto ? BACKENDS : [backend]) {

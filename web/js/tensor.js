@@ -2,7 +2,8 @@
 // is batched and shuffled on the host, then uploaded batch by batch); `model.predict` returns a
 // tensor that lives on the runtime's device and is read with the async `data()`.
 
-const registry = typeof FinalizationRegistry !== 'undefined' ? new FinalizationRegistry((inner) => {
+/** @internal Frees wasm objects whose JS wrapper was garbage-collected without dispose(). */
+export const registry = typeof FinalizationRegistry !== 'undefined' ? new FinalizationRegistry((inner) => {
   try {
     inner.free();
   } catch {

@@ -203,3 +203,48 @@ test('switching backend retires the old runtime with a clear error', async () =>
   assert.equal(r.out, 2);
   assert.match(r.unknown, /unknown backend 'metal'/);
 });
+
+test('data helpers: digits and MNIST IDX bytes (raw and gzipped)', async () => {
+  const r = await inPage(async (pg) => {
+    await pg.loadWasm();
+    const d = pg.data.digits();
+    const idx = (magic, dims, body) => {
+      const head = new DataView(new ArrayBuffer(4 + 4 * dims.length));
+      head.setUint32(0, magic);
+      dims.forEach((v, i) => head.setUint32(4 + 4 * i, v));
+      const out = new Uint8Array(head.byteLength + body.length);
+      out.set(new Uint8Array(head.buffer));
+      out.set(body, head.byteLength);
+      return out;
+    };
+    const pixels = new Uint8Array(2 * 28 * 28).map((_, i) => i % 256);
+    const images = idx(0x803, [2, 28, 28], pixels);
+    const labels = idx(0x801, [2], new Uint8Array([3, 7]));
+    const gz = async (b) => new Uint8Array(await new Response(new Blob([b]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer());
+    const m = pg.data.parseMnist(images, labels);
+    const mz = pg.data.parseMnist(await gz(images), await gz(labels));
+    let bad = 'no error';
+    try {
+      pg.data.parseMnist(images.subarray(0, 100), labels);
+    } catch (e) {
+      bad = e.message;
+    }
+    const xs = Array.from(d.train.x);
+    return {
+      version: pg.version, train: d.train.n, test: d.test.n, xlen: d.train.x.length, ylen: d.train.y.length,
+      min: Math.min(...xs), max: Math.max(...xs), inputShape: d.inputShape, imageShape: d.imageShape,
+      m: { n: m.n, y: Array.from(m.y), x1: m.x[1], xlen: m.x.length, imageShape: m.imageShape },
+      same: mz.n === 2 && mz.x.every((v, i) => v === m.x[i]), bad,
+    };
+  });
+  assert.match(r.version, /^\d+\.\d+\.\d+/);
+  assert.equal(r.train + r.test, 1797);
+  assert.equal(r.xlen, r.train * 64);
+  assert.equal(r.ylen, r.train);
+  assert.ok(r.min >= 0 && r.max <= 1 && r.max > 0.5);
+  assert.deepEqual(r.inputShape, [64]);
+  assert.deepEqual(r.imageShape, [8, 8, 1]);
+  assert.deepEqual(r.m, { n: 2, y: [3, 7], x1: Math.fround(1 / 255), xlen: 2 * 784, imageShape: [28, 28, 1] });
+  assert.ok(r.same, 'gzipped IDX parses to the same data');
+  assert.match(r.bad, /images/);
+});
