@@ -198,7 +198,7 @@ async function runPair(browser, server, lib, backend, todo, settings, runs) {
       }
       console.log(`${lib.padEnd(9)} ${backend.padEnd(6)} ${workload.padEnd(12)} ${row.value.toPrecision(4).padStart(10)} ${row.unit}  first step ${Math.round(m.firstStepMs)} ms`);
     } catch (e) {
-      row.error ??= String(e.message ?? e).split('\n')[0].slice(0, 300);
+      row.error ??= String(e.message ?? e).split('\n')[0].replace(/^page.evaluate: (Error: )?/, '').slice(0, 300);
       console.log(`${lib.padEnd(9)} ${backend.padEnd(6)} ${workload.padEnd(12)} failed: ${row.error}`);
       // A failed run may have left the page wedged (lost device, aborted wasm): start afresh.
       if (page && !page.isClosed()) await page.close();

@@ -1,8 +1,17 @@
 // pixelgrad side: the npm package built by `cargo xtask build-wasm` into web/pkg/, served at
-// /pkg/index.js. Training goes through model.fit with the loss read every 50 steps.
+// /pkg/index.js. Training goes through model.fit (host batches uploaded per step, loss read
+// back every 50 steps, as its API does).
+//
+// Same initial weights as TF.js: the package has no public weight setter, only
+// save('indexeddb://…') / loadModel, so prepare() (untimed) saves a freshly built model, puts
+// the shared weights into that IndexedDB record's safetensors bytes (converted to pixelgrad's
+// layouts) and setup() loads it with pg.loadModel. If that fails the package's own seeded
+// init is used and the row says so.
 
-import { trainWorkloads, matmulWorkloads, trainingData } from './workloads.mjs';
+import { trainWorkloads, matmulWorkloads, trainingData, initialWeights, toPixelgradKernel } from './workloads.mjs';
+import * as st from './safetensors.mjs';
 
+/** Steps between loss readbacks; also the batches per epoch, so a whole epoch reads once. */
 const READ_EVERY = 50;
 let pg = null;
 let rt = null;
@@ -15,14 +24,14 @@ export async function init(backend) {
     throw new Error(`pixelgrad package not loadable from /pkg/index.js (run cargo xtask build-wasm): ${e.message}`);
   }
   rt = await pg.init({ backend, allowSoftware: true });
-  const got = rt?.backend ?? backend;
-  if (got !== backend) throw new Error(`pixelgrad started ${got}, not ${backend}`);
-  return { library: `pixelgrad ${pg.version ?? ''}`.trim(), backend: got, adapter: rt?.adapter ?? rt?.name ?? null };
+  if (rt.backend !== backend) throw new Error(`pixelgrad started ${rt.backend}, not ${backend}`);
+  const r = rt.report ?? {};
+  return { library: `pixelgrad ${pg.version}`, backend: rt.backend, adapter: [r.adapter, r.format && `storage ${r.format}`].filter(Boolean).join(', ') || null };
 }
 
+/** Device memory in use: the package exposes no counter (see the report). */
 function memory() {
-  const m = typeof rt?.memory === 'function' ? rt.memory() : null;
-  return m ? { bytes: m.bytes ?? m.numBytes ?? null, raw: m } : null;
+  return null;
 }
 
 function layer(l, first) {
@@ -35,38 +44,126 @@ function layer(l, first) {
   throw new Error(`unknown layer ${l.type}`);
 }
 
-function trainSession(w) {
-  let model, x, y;
+// --- IndexedDB access to the package's saved-model store (database `pixelgrad`, store `models`).
+function idb(mode, f) {
+  return new Promise((resolve, reject) => {
+    const open = indexedDB.open('pixelgrad', 1);
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const db = open.result;
+      const tx = db.transaction('models', mode);
+      const r = f(tx.objectStore('models'));
+      tx.oncomplete = () => (db.close(), resolve(r.result));
+      tx.onerror = tx.onabort = () => (db.close(), reject(tx.error));
+    };
+  });
+}
+
+/** `{ index, kind }` from a parameter name such as `3.weight`. */
+function paramKey(name) {
+  const m = /^(\d+)\.(weight|bias)$/.exec(name);
+  return m ? { index: Number(m[1]), kind: m[2] } : null;
+}
+
+/**
+ * Saves a model of workload `w` under `name` with the shared initial weights. Returns null on
+ * success, else why the weights could not be set.
+ */
+async function storeSharedWeights(w, name) {
+  const model = pg.sequential(w.layers.map((l, i) => layer(l, i === 0 ? { inputShape: w.inputShape } : {})));
+  model.compile({ optimizer: pg.optimizers.sgd(w.lr), loss: w.loss });
+  await model.save(`indexeddb://${name}`);
+  model.dispose();
+  const rec = await idb('readonly', (s) => s.get(name));
+  if (!rec?.bytes) return 'saved record has no bytes';
+  const params = st.readHeader(rec.bytes).map((t) => ({ ...t, key: paramKey(t.name) }));
+  if (params.some((p) => !p.key)) return `unexpected tensor names ${params.map((p) => p.name).join(', ')}`;
+  params.sort((a, b) => a.key.index - b.key.index || (a.key.kind === 'weight' ? -1 : 1));
+  const ours = initialWeights(w)
+    .filter(Boolean)
+    .flatMap((p) => [toPixelgradKernel(p.kernel, p.flattenedFrom), p.bias]);
+  if (ours.length !== params.length) return `${params.length} tensors saved, ${ours.length} expected`;
+  const tensors = params.map((p, i) => ({ name: p.name, shape: p.shape, data: ours[i].data }));
+  for (let i = 0; i < tensors.length; i++) {
+    if (ours[i].shape.join('x') !== params[i].shape.join('x')) return `${params[i].name} is ${params[i].shape} here, ${ours[i].shape} in TF.js layout`;
+  }
+  rec.bytes = st.write(tensors, st.readMetadata(rec.bytes));
+  await idb('readwrite', (s) => s.put(rec));
+  return null;
+}
+
+function trainSession(name, w) {
+  let model, d, full, y, sameWeights = null;
+  const subsets = new Map(); // k batches → [x, y] tensors for calls shorter than an epoch
+  const dbName = `bench-${name}`;
+  const yTensor = (from, count) =>
+    w.loss === 'meanSquaredError'
+      ? pg.tensor(d.onehot.subarray(from * w.classes, (from + count) * w.classes), [count, w.classes])
+      : pg.tensor(d.labels.subarray(from, from + count), [count]);
+  const subset = (k) => {
+    if (!subsets.has(k)) {
+      const per = d.x.length / d.n;
+      subsets.set(k, [pg.tensor(d.x.subarray(0, k * w.batch * per), [k * w.batch, ...w.inputShape]), yTensor(0, k * w.batch)]);
+    }
+    return subsets.get(k);
+  };
   return {
-    async setup() {
-      model = pg.sequential(w.layers.map((l, i) => layer(l, i === 0 ? { inputShape: w.inputShape } : {})));
-      model.compile({ optimizer: pg.optimizers.sgd(w.lr), loss: w.loss });
-      const d = trainingData(w);
-      x = pg.tensor(d.x, d.xShape);
-      y = w.loss === 'meanSquaredError' ? pg.tensor(d.onehot, [d.n, w.classes]) : pg.tensor(d.labels, [d.n]);
-    },
-    async steps(n) {
-      const epochs = Math.max(1, Math.round(n / w.batchesPerEpoch));
-      // A one-step call trains on the first batch only (first-step latency).
-      if (n === 1) {
-        await model.fit(x, y, { epochs: 1, batchSize: w.batch, shuffle: false, readEvery: READ_EVERY, steps: 1 });
-        return 1;
+    async prepare() {
+      try {
+        const why = await storeSharedWeights(w, dbName);
+        sameWeights = why ? `no: ${why}` : 'yes';
+      } catch (e) {
+        sameWeights = `no: ${e.message}`;
       }
-      await model.fit(x, y, { epochs, batchSize: w.batch, shuffle: false, readEvery: READ_EVERY });
-      return epochs * w.batchesPerEpoch;
+    },
+    async setup() {
+      if (sameWeights === 'yes') model = await pg.loadModel(`indexeddb://${dbName}`);
+      else model = pg.sequential(w.layers.map((l, i) => layer(l, i === 0 ? { inputShape: w.inputShape } : {})));
+      model.compile({ optimizer: pg.optimizers.sgd(w.lr), loss: w.loss });
+      d = trainingData(w);
+      full = pg.tensor(d.x, d.xShape);
+      y = yTensor(0, d.n);
+    },
+    /** Runs whole epochs of READ_EVERY batches, or a prefix of the data for fewer steps. */
+    async steps(n) {
+      let h;
+      if (n < w.batchesPerEpoch) {
+        const [xs, ys] = subset(n);
+        h = await model.fit(xs, ys, { epochs: 1, batchSize: w.batch, shuffle: false, readEvery: READ_EVERY });
+      } else {
+        const epochs = Math.round(n / w.batchesPerEpoch);
+        h = await model.fit(full, y, { epochs, batchSize: w.batch, shuffle: false, readEvery: READ_EVERY });
+        n = epochs * w.batchesPerEpoch;
+      }
+      const loss = h.history.loss.at(-1);
+      if (!Number.isFinite(loss)) throw new Error(`loss is ${loss}`);
+      this.lastLoss = loss;
+      return n;
     },
     memory: async () => memory(),
+    info: () => ({ sameWeights }),
     dispose() {
-      for (const o of [x, y, model]) o?.dispose?.();
+      for (const [xs, ys] of subsets.values()) (xs.dispose(), ys.dispose());
+      full?.dispose();
+      y?.dispose();
+      model?.dispose();
+      pg.removeModel(`indexeddb://${dbName}`).catch(() => {});
     },
   };
 }
 
+function unsupported() {
+  const no = () => {
+    throw new Error('unsupported: the package exposes no matmul (pg.matmul)');
+  };
+  return { setup: no, steps: no, memory: async () => null, dispose() {} };
+}
+
 function matmulSession(n) {
+  if (typeof pg.matmul !== 'function') return unsupported();
   let a, b;
   return {
     async setup() {
-      if (typeof pg.matmul !== 'function') throw new Error('the package exposes no matmul');
       const r = (seed) => {
         const v = new Float32Array(n * n);
         let s = seed;
@@ -80,24 +177,24 @@ function matmulSession(n) {
       let c = null;
       for (let i = 0; i < k; i++) {
         const next = pg.matmul(a, b);
-        c?.dispose?.();
+        c?.dispose();
         c = next;
       }
       await c.data();
-      c.dispose?.();
+      c.dispose();
       return k;
     },
     memory: async () => memory(),
     dispose() {
-      a?.dispose?.();
-      b?.dispose?.();
+      a?.dispose();
+      b?.dispose();
     },
   };
 }
 
 /** The session for a workload name (see workloads.mjs). */
 export function session(name) {
-  if (trainWorkloads[name]) return trainSession(trainWorkloads[name]);
+  if (trainWorkloads[name]) return trainSession(name, trainWorkloads[name]);
   if (matmulWorkloads[name]) return matmulSession(matmulWorkloads[name]);
   throw new Error(`unknown workload ${name}`);
 }

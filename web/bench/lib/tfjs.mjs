@@ -99,16 +99,25 @@ function trainSession(w) {
       for (let i = 0; i < n; i++) {
         const b = batches[step % batches.length];
         step++;
-        const cost = opt.minimize(() => lossFn(b.y, model.apply(b.x, { training: true })), true);
+        let cost;
+        try {
+          cost = opt.minimize(() => lossFn(b.y, model.apply(b.x, { training: true })), true);
+        } catch (e) {
+          const k = /Kernel '(\w+)' not registered for backend '(\w+)'/.exec(e.message);
+          if (k) throw new Error(`unsupported: TF.js ${k[2]} has no ${k[1]} kernel, so it cannot train this model`);
+          throw e;
+        }
         if (last) last.dispose();
         last = cost;
         if (step % READ_EVERY === 0) await last.data();
       }
       const v = (await last.data())[0];
       if (!Number.isFinite(v)) throw new Error(`loss is ${v}`);
+      this.lastLoss = v;
       return n;
     },
     memory: async () => memory(),
+    info: () => ({ sameWeights: 'yes' }),
     dispose() {
       last?.dispose();
       batches?.forEach((b) => (b.x.dispose(), b.y.dispose()));

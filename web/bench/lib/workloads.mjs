@@ -22,7 +22,9 @@ export function uniform(n, seed, lo = 0, hi = 1) {
 }
 
 /**
- * Layer specs in library-neutral form. `inputShape` is per sample (NHWC for images); conv and
+ * Layer specs in library-neutral form. `batchesPerEpoch` is 50 everywhere so an epoch of
+ * pixelgrad's fit (which reads the loss back at each epoch's end) matches the 50-step readback
+ * interval of both sides. `inputShape` is per sample (NHWC for images); conv and
  * pooling use 'valid' padding and stride 1 (conv) / poolSize (pool), as both libraries default.
  */
 export const trainWorkloads = {
@@ -37,7 +39,7 @@ export const trainWorkloads = {
     loss: 'meanSquaredError',
     lr: 0.5,
     batch: 1,
-    batchesPerEpoch: 64,
+    batchesPerEpoch: 50,
   },
   'mnist-mlp': {
     title: 'mnist-mlp 784-128-10, relu, softmax cross-entropy, SGD lr 0.1, batch 64 (random data)',
@@ -50,7 +52,7 @@ export const trainWorkloads = {
     loss: 'softmaxCrossEntropy',
     lr: 0.1,
     batch: 64,
-    batchesPerEpoch: 16,
+    batchesPerEpoch: 50,
   },
   cnn: {
     title: 'cnn 28x28x1, conv3x3x8 relu, maxpool 2, conv3x3x16 relu, maxpool 2, dense 10, cross-entropy, SGD lr 0.05, batch 32 (random data)',
@@ -67,7 +69,7 @@ export const trainWorkloads = {
     loss: 'softmaxCrossEntropy',
     lr: 0.05,
     batch: 32,
-    batchesPerEpoch: 8,
+    batchesPerEpoch: 50,
   },
 };
 
@@ -83,12 +85,14 @@ export const workloadNames = [...Object.keys(trainWorkloads), ...Object.keys(mat
  */
 export function weightShapes(w) {
   let shape = [...w.inputShape];
+  let flattenedFrom = null; // [h, w, c] when the current flat shape came from an image
   const out = [];
   for (const l of w.layers) {
     if (l.type === 'dense') {
       const fanIn = shape.reduce((a, b) => a * b, 1);
-      out.push({ kernel: [fanIn, l.units], bias: [l.units], fanIn, fanOut: l.units });
+      out.push({ kernel: [fanIn, l.units], bias: [l.units], fanIn, fanOut: l.units, flattenedFrom });
       shape = [l.units];
+      flattenedFrom = null;
     } else if (l.type === 'conv2d') {
       const [h, wd, c] = shape;
       const k = l.kernelSize;
@@ -99,6 +103,7 @@ export function weightShapes(w) {
       shape = [Math.floor(shape[0] / p), Math.floor(shape[1] / p), shape[2]];
       out.push(null);
     } else if (l.type === 'flatten') {
+      if (shape.length === 3) flattenedFrom = [...shape];
       shape = [shape.reduce((a, b) => a * b, 1)];
       out.push(null);
     }
@@ -118,8 +123,42 @@ export function initialWeights(w, seed = 7) {
     return {
       kernel: { data: uniform(n, seed * 1000 + i, -limit, limit), shape: s.kernel },
       bias: { data: new Float32Array(s.bias[0]), shape: s.bias },
+      flattenedFrom: s.flattenedFrom ?? null,
     };
   });
+}
+
+/**
+ * A kernel from TF.js layout to pixelgrad's: conv [kh, kw, cin, cout] → [cout, cin, kh, kw];
+ * a dense kernel after flattening an image has its rows reordered from TF.js's (y, x, c)
+ * flatten order to pixelgrad's (c, y, x) (pixelgrad runs convolutions in NCHW). Dense
+ * kernels are [in, out] in both.
+ */
+export function toPixelgradKernel(k, flattenedFrom) {
+  const d = k.data;
+  if (k.shape.length === 4) {
+    const [kh, kw, ci, co] = k.shape;
+    const o = new Float32Array(d.length);
+    for (let y = 0; y < kh; y++)
+      for (let x = 0; x < kw; x++)
+        for (let c = 0; c < ci; c++)
+          for (let f = 0; f < co; f++) o[((f * ci + c) * kh + y) * kw + x] = d[((y * kw + x) * ci + c) * co + f];
+    return { data: o, shape: [co, ci, kh, kw] };
+  }
+  if (flattenedFrom) {
+    const [h, w, c] = flattenedFrom;
+    const units = k.shape[1];
+    const o = new Float32Array(d.length);
+    for (let y = 0; y < h; y++)
+      for (let x = 0; x < w; x++)
+        for (let ch = 0; ch < c; ch++) {
+          const from = ((y * w + x) * c + ch) * units;
+          const to = ((ch * h + y) * w + x) * units;
+          o.set(d.subarray(from, from + units), to);
+        }
+    return { data: o, shape: k.shape };
+  }
+  return k;
 }
 
 /**
