@@ -181,7 +181,7 @@ async function runPair(browser, server, lib, backend, todo, settings, runs) {
         try {
           await open();
         } catch (e) {
-          initError = `init: ${String(e.message ?? e).split('\n')[0].slice(0, 280)}`;
+          initError = `init: ${String(e.message ?? e).split('\n')[0].replace(/^page.evaluate: (Error: )?/, '').slice(0, 280)}`;
           throw new Error(initError);
         }
       }

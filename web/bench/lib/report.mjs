@@ -56,7 +56,26 @@ export function compare(runs, pair, workload) {
 }
 
 const verdict = (met) => (met == null ? 'n/a' : met ? 'met' : 'missed');
-const cell = (r) => (!r ? 'not run' : r.error ? `failed: ${r.error.replace(/\|/g, '\\|').slice(0, 120)}` : fmt(r.value));
+const esc = (t) => t.replace(/\|/g, '\\|');
+function cell(r) {
+  if (!r) return 'not run';
+  if (r.error?.startsWith('unsupported: ')) return `n/a (${esc(r.error.slice(13))})`;
+  if (r.error) return `failed: ${esc(r.error.slice(0, 160))}`;
+  return fmt(r.value);
+}
+
+/** One line per pair: the first-step losses (equal when the initial weights are). */
+function lossCheck(runs, w) {
+  const parts = [];
+  for (const p of pairTargets) {
+    const a = find(runs, 'pixelgrad', p.pixelgrad, w);
+    const b = find(runs, 'tfjs', p.tfjs, w);
+    if (a?.firstLoss == null && b?.firstLoss == null) continue;
+    const f = (x) => (x == null ? 'n/a' : x.toPrecision(6));
+    parts.push(`${p.label} ${f(a?.firstLoss)} / ${f(b?.firstLoss)}${a?.sameWeights && a.sameWeights !== 'yes' ? ` (pixelgrad weights not shared: ${a.sameWeights})` : ''}`);
+  }
+  return parts.length ? [``, `First-step loss, pixelgrad / TF.js (same initial weights and data, so these should agree): ${parts.join('; ')}.`] : [];
+}
 
 function workloadTitle(w) {
   if (trainWorkloads[w]) return trainWorkloads[w].title;
@@ -71,6 +90,16 @@ function backendsLine(runs) {
     if (!seen.has(k) && (r.adapter || r.library)) seen.set(k, r.adapter ? `${k}: ${r.adapter}` : k);
   }
   return [...seen.values()].join('; ');
+}
+
+/** Library start-up per (library, backend): loading the code and starting the backend. */
+function initLine(runs) {
+  const seen = new Map();
+  for (const r of runs) {
+    const k = `${r.lib === 'tfjs' ? 'TF.js' : 'pixelgrad'} ${r.backend}`;
+    if (!seen.has(k) && Number.isFinite(r.initMs)) seen.set(k, `${k} ${ms(r.initMs)}`);
+  }
+  return seen.size ? `Start-up (load the library, start the backend; not in the first step): ${[...seen.values()].join(', ')}.` : '';
 }
 
 function nativeSection(native) {
@@ -107,6 +136,7 @@ export function renderMarkdown(res, jsonPath) {
     `${res.browser} headless with WebGPU and WebGL2 on SwiftShader (CPU emulation, no GPU), commit ${res.machine.commit ?? 'n/a'}.`,
     `${s.mode} run: per measurement, first step, ${s.warmupMs / 1000} s warm-up, then ${s.repeats} repeats of ~${s.repeatMs / 1000} s; the median is shown. Total ${res.durationS} s.`,
     `Backends: ${backendsLine(res.runs)}.`,
+    initLine(res.runs),
     '',
     'Same model definitions, data and initial weights (seeded Glorot uniform) on both sides where the',
     "library lets weights be set; plain SGD. TF.js trains with `optimizer.minimize` on device-resident",
@@ -146,8 +176,13 @@ export function renderMarkdown(res, jsonPath) {
           `${bytes(c.p?.memory)} | ${bytes(c.t?.memory)} |`,
       );
     }
+    L.push(...lossCheck(res.runs, w));
   }
-  L.push('', 'Memory: what each library reports after the timed repeats (TF.js: `tf.memory()`, GPU bytes on', 'webgpu/webgl, heap tensor bytes on wasm); "n/a" where the library exposes nothing.');
+  L.push(
+    '',
+    'Memory: what each library reports after the timed repeats (TF.js: `tf.memory()`, GPU bytes on',
+    'webgpu/webgl, heap tensor bytes on wasm); the pixelgrad package exposes no memory counter, hence "n/a".',
+  );
   L.push(...nativeSection(res.native));
   L.push(END);
   return L.join('\n') + '\n';
