@@ -30,7 +30,13 @@ cargo test --workspace --doc -q
 echo "== wasm32 builds"
 cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn
 
-echo "== browser smoke tests (headless Chromium: WebGPU and WebGL2 via SwiftShader)"
-bash scripts/browser-tests.sh
+# Both browser suites run even if the first fails, so one CI run shows every failure.
+failed=()
+echo "== browser tests: conformance + smoke in the page (headless Chromium: WebGPU and WebGL2 via SwiftShader, CPU as wasm)"
+bash scripts/browser-tests.sh || failed+=("browser-tests.sh")
 
+echo "== npm package tests: JS API on webgpu/webgl/cpu, in a Worker, and the demo end to end"
+bash scripts/web-tests.sh || failed+=("web-tests.sh")
+
+if [ ${#failed[@]} -gt 0 ]; then echo "== failed: ${failed[*]}"; exit 1; fi
 echo "== all tests passed"
