@@ -57,13 +57,16 @@ const settings = () => ({
   seed: Number($('seed').value) | 0,
 });
 
-const ui = { ready: false, training: false, busy: 0, imageShape: [8, 8, 1], dataKind: 'digits' };
+const ui = { ready: false, training: false, busy: 0, imageShape: [8, 8, 1], dataKind: 'digits', dataLoaded: false };
 
 /** Enables exactly the controls that make sense now. */
 function refreshControls() {
   const idle = ui.ready && !ui.training;
-  for (const id of ['build', 'train', 'save', 'load', 'teach', 'apply-backend', 'preset', 'mnist-files']) $(id).disabled = !idle;
-  for (const el of document.querySelectorAll('input[name="data"]')) el.disabled = !idle;
+  for (const id of ['train', 'save', 'load', 'teach']) $(id).disabled = !idle;
+  // Building a model, switching data or backend only needs no training to run, so a failed
+  // first start (bad backend, bad learning rate) can be fixed from the page.
+  for (const id of ['build', 'preset', 'mnist-files', 'apply-backend', 'backend', 'software']) $(id).disabled = ui.training;
+  for (const el of document.querySelectorAll('input[name="data"]')) el.disabled = ui.training;
   $('pause').disabled = !ui.training;
   if (ui.ready) document.body.dataset.state = ui.training ? 'training' : ui.busy ? 'busy' : document.body.dataset.state === 'error' ? 'error' : 'ready';
 }
@@ -140,6 +143,7 @@ const handlers = {
   data(m) {
     ui.imageShape = m.imageShape;
     ui.dataKind = m.kind;
+    ui.dataLoaded = true;
     $('data-info').textContent = `${m.kind}: ${m.nTrain} training and ${m.nTest} test images of ${m.imageShape.join('x')}`;
     setStatus(`data: ${m.kind} (${m.nTrain} train / ${m.nTest} test)`);
     predictNow();
@@ -152,10 +156,11 @@ const handlers = {
       for (const id of ['loss', 'acc', 'val', 'test']) $(id).textContent = '—';
     }
     setStatus(m.loaded ? `loaded '${m.loaded}' (${m.spec.preset})` : `new ${m.spec.preset} model, ${m.spec.optimizer} lr ${m.spec.lr}`);
+    // A model that builds clears an earlier error state (the error stays in the log).
+    document.body.dataset.state = 'ready';
     if (firstModel) {
       firstModel = false;
       ui.ready = true;
-      document.body.dataset.state = 'ready';
       // Everything the demo needs is loaded now; any later request is a bug the indicator shows.
       net.markReady();
       send({ type: 'ready' });
@@ -309,6 +314,7 @@ $('load').addEventListener('click', () => {
 
 $('apply-backend').addEventListener('click', () => {
   send({ type: 'init', backend: $('backend').value, allowSoftware: $('software').checked });
+  if (!ui.dataLoaded) send({ type: 'data', kind: 'digits' }); // the first start failed before it
   send({ type: 'build', ...settings() });
 });
 

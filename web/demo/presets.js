@@ -49,9 +49,8 @@ export function buildPreset(pg, preset, imageShape, classes = 10) {
   }
 }
 
-/** `pg.optimizers.<name>(lr)` with a readable error for unknown names or bad rates. */
+/** `pg.optimizers.<name>(lr)`; pixelgrad itself rejects bad rates when the model compiles. */
 export function buildOptimizer(pg, name, lr) {
-  if (!(lr > 0 && Number.isFinite(lr))) throw new Error(`learning rate must be a positive number, got '${lr}'`);
   const make = pg.optimizers[name];
   if (typeof make !== 'function') throw new Error(`unknown optimizer '${name}' (adam, sgd)`);
   return make(lr);

@@ -190,6 +190,23 @@ test('live demo', { timeout: 240_000 }, async (t) => {
     }
   });
 
+  await t.test('errors from the worker are shown, and the page recovers', async () => {
+    const page = await newPage(browser);
+    try {
+      await page.goto(`${server.url}/demo/?backend=cpu&lr=0`);
+      await waitState(page, ['error']);
+      const err = await page.evaluate(() => document.body.dataset.lastError);
+      assert.match(err, /learning rate/i, `error shown: ${err}`);
+      assert.match(await page.textContent('#status'), /error \(build\)/);
+      await page.fill('#lr', '0.01');
+      await page.click('#build');
+      await waitState(page, ['ready']);
+      assert.equal(await attr(page, '#report', 'backend'), 'cpu');
+    } finally {
+      await page.close();
+    }
+  });
+
   await t.test('webgl: starts on WebGL2 and trains', async () => {
     const { page, requests, detach } = await openDemo(browser, server.url, 'backend=webgl&software=1&epochs=50');
     try {
