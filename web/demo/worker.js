@@ -19,7 +19,6 @@ const S = {
   pauseRequested: false,
   step: 0, // batches trained with this model, across fit calls (and teaching)
   epoch: 0,
-  pendingPredict: null, // latest predict request that arrived during training
   userSamples: [], // [{ pixels: Float32Array, label }] taught by the user
 };
 
@@ -187,8 +186,8 @@ async function train(msg) {
   let stopped = false;
   let base = S.step;
   try {
-    // One fit call per epoch: between calls the worker's event loop runs, so Pause and live
-    // predictions get through even if fit itself never yields to it.
+    // One fit call per epoch, so the epoch count, seed and pause check are the demo's own;
+    // fit yields to the event loop between batches, which lets Pause and predictions in.
     for (let e = 0; e < epochs; e++) {
       if (S.pauseRequested) {
         stopped = true;
@@ -216,7 +215,6 @@ async function train(msg) {
         },
       });
       base = S.step;
-      await runPendingPredict();
       await new Promise((r) => setTimeout(r, 0));
     }
     if (S.pauseRequested) stopped = true;
@@ -252,25 +250,8 @@ async function probabilities(pixels) {
 
 async function predict(msg) {
   if (!S.model) throw new Error('no model');
-  if (S.training) {
-    // Answered between epochs by the training loop; only the newest drawing matters.
-    S.pendingPredict = msg;
-    return;
-  }
   const probs = await probabilities(msg.pixels);
   post({ type: 'prediction', id: msg.id, probs: Array.from(probs) });
-}
-
-async function runPendingPredict() {
-  const msg = S.pendingPredict;
-  if (!msg) return;
-  S.pendingPredict = null;
-  try {
-    const probs = await probabilities(msg.pixels);
-    post({ type: 'prediction', id: msg.id, probs: Array.from(probs) });
-  } catch (e) {
-    postError(e, 'predict');
-  }
 }
 
 /**
@@ -375,13 +356,18 @@ function markReady() {
 
 const handlers = { init, data: loadData, build, optimizer: setOptimizer, train, predict, teach, save, load, canvas: setCanvas, ready: markReady };
 
-// Jobs run one at a time in arrival order (a model must not be rebuilt under a running fit);
-// Pause and predictions during training bypass the queue so they take effect at once.
+// Jobs run one at a time in arrival order (a model must not be rebuilt under a running fit).
+// Pause and predictions during training bypass the queue so they take effect at once: fit
+// yields to the event loop after every batch, and a prediction is an inference-mode forward
+// pass that leaves the training state alone (the page keeps at most one in flight).
 let queue = Promise.resolve();
 self.onmessage = (ev) => {
   const msg = ev.data || {};
   if (msg.type === 'pause') return pause();
-  if (msg.type === 'predict' && S.training) return void predict(msg);
+  if (msg.type === 'predict' && S.training) {
+    predict(msg).catch((e) => postError(e, 'predict'));
+    return;
+  }
   const fn = handlers[msg.type];
   if (!fn) return postError(new Error(`unknown message '${msg.type}'`), msg.type);
   queue = queue.then(async () => {
