@@ -200,7 +200,8 @@ test('live demo', { timeout: 240_000 }, async (t) => {
       assert.match(await page.textContent('#status'), /error \(build\)/);
       await page.fill('#lr', '0.01');
       await page.click('#build');
-      await waitState(page, ['ready']);
+      // The page stays in the error state until the new model is built.
+      await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
       assert.equal(await attr(page, '#report', 'backend'), 'cpu');
     } finally {
       await page.close();
