@@ -13,6 +13,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startServer, launchBrowser, newPage, webRoot } from './harness.mjs';
 import { pngVariance } from './demo-png.mjs';
+import { downsample } from '../demo/pad.js';
+import { idxKind } from '../demo/files.js';
+import { softmaxIfLogits, replayIndices } from '../demo/util.js';
 
 const root = process.env.PIXELGRAD_DEMO_ROOT || webRoot;
 const artifacts = path.join(webRoot, 'test-artifacts');
@@ -101,6 +104,41 @@ async function prediction(page, afterId = 0) {
     probs: JSON.parse(await attr(page, '#prediction', 'probs')),
   };
 }
+
+/** An RGBA image `w` x `h` with the rectangle [x0, x1) x [y0, y1) white (the pad's ink). */
+function inkRect(w, h, x0, y0, x1, y1) {
+  const data = new Uint8ClampedArray(w * h * 4);
+  for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) data.set([255, 255, 255, 255], (y * w + x) * 4);
+  return { width: w, height: h, data };
+}
+
+test('demo helpers: drawing downsampling, IDX detection, softmax, replay picks', () => {
+  // A 40x80 bar anywhere on the pad: for 8x8 its height fills the grid, 4 columns wide, centred,
+  // each covered cell fully on (as a fully inked 4x4 block is 16/16 in the UCI digits).
+  const d = downsample(inkRect(280, 280, 100, 150, 140, 230), 8);
+  const cols = [...Array(8).keys()].map((x) => d[3 * 8 + x]);
+  assert.deepEqual(cols.map((v) => Math.round(v * 100) / 100), [0, 0, 1, 1, 1, 1, 0, 0]);
+  assert.equal(d.filter((v) => v > 0).length, 32);
+  // MNIST: fits 20x20 and sits on its centre of mass (13.5, 13.5) → rows 4..23.
+  const m = downsample(inkRect(280, 280, 0, 0, 280, 140), 28);
+  const rows = [...Array(28).keys()].filter((y) => m[y * 28 + 14] > 0);
+  assert.equal(rows.length, 10);
+  assert.ok(Math.abs((rows[0] + rows[rows.length - 1]) / 2 - 13.5) <= 1, `rows ${rows}`);
+  assert.equal(downsample(inkRect(10, 10, 0, 0, 0, 0), 8).some((v) => v !== 0), false);
+
+  assert.equal(idxKind(new Uint8Array([0, 0, 8, 3, 0]).buffer), 'images');
+  assert.equal(idxKind(new Uint8Array([0, 0, 8, 1]).buffer), 'labels');
+  assert.equal(idxKind(new Uint8Array([0x1f, 0x8b, 8, 0]).buffer), null);
+
+  const p = softmaxIfLogits([1, 2, 3]);
+  assert.ok(Math.abs(p.reduce((a, b) => a + b) - 1) < 1e-6 && p[2] > p[1] && p[1] > p[0]);
+  assert.deepEqual(Array.from(softmaxIfLogits([0.25, 0.75])), [0.25, 0.75]);
+  const r = replayIndices(100, 20, 7);
+  assert.equal(new Set(r).size, 20);
+  assert.ok(r.every((i) => i >= 0 && i < 100));
+  assert.deepEqual(replayIndices(100, 20, 7), r);
+  assert.equal(replayIndices(5, 20, 1).length, 5);
+});
 
 test('live demo', { timeout: 240_000 }, async (t) => {
   const server = await startServer(root);
