@@ -1,0 +1,145 @@
+//! A model on a runtime: one call per training/evaluation batch, async reads of the sums,
+//! predict, save bytes, weight images.
+
+use std::collections::HashMap;
+
+use js_sys::{Float64Array, Object, Promise, Reflect, Uint8Array, Uint8ClampedArray};
+use pixelgrad_core::Tensor;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use super::{js_err, DeviceTensor, Runtime};
+use crate::net::Net;
+use crate::{save, weights};
+
+#[wasm_bindgen]
+pub struct Model {
+    net: Net,
+}
+
+fn dims(shape: &[u32]) -> Vec<usize> {
+    shape.iter().map(|&d| d as usize).collect()
+}
+
+/// A promise of `[loss sum, correct, samples]` (a Float64Array), or `null` if nothing was added.
+fn read_sums(taken: Option<(Tensor, usize)>) -> Promise {
+    future_to_promise(async move {
+        let Some((t, n)) = taken else { return Ok(JsValue::NULL) };
+        let v = t.to_vec_async().await.map_err(js_err)?;
+        let (l, c) = (v.first().copied().unwrap_or(f32::NAN), v.get(1).copied().unwrap_or(f32::NAN));
+        Ok(Float64Array::from(&[l as f64, c as f64, n as f64][..]).into())
+    })
+}
+
+#[wasm_bindgen]
+impl Model {
+    /// Builds the layers of `config` (JSON `{ layers: [...], seed }`) on the runtime's device.
+    #[wasm_bindgen(constructor)]
+    pub fn new(rt: &Runtime, config: &str) -> Result<Model, JsValue> {
+        let cfg: serde_json::Value = serde_json::from_str(config).map_err(|e| js_err(format!("sequential: bad config: {e}")))?;
+        Ok(Model { net: Net::new(rt.device(), cfg).map_err(js_err)? })
+    }
+
+    /// Chooses optimizer (fresh state) and loss.
+    pub fn compile(&mut self, optimizer: &str, lr: f32, momentum: f32, loss: &str) -> Result<(), JsValue> {
+        self.net.compile(optimizer, lr, momentum, loss).map_err(js_err)
+    }
+
+    /// One training step on a batch `x` of `shape` `[n, ...input]` with class indices `y`.
+    #[wasm_bindgen(js_name = trainStep)]
+    pub fn train_step(&mut self, x: &[f32], shape: Vec<u32>, y: &[f32]) -> Result<(), JsValue> {
+        self.net.train_step(x, &dims(&shape), y).map_err(js_err)
+    }
+
+    /// Reads (async) and resets the training sums: `[loss sum, correct, samples]` or null.
+    #[wasm_bindgen(js_name = readTrain)]
+    pub fn read_train(&mut self) -> Result<Promise, JsValue> {
+        Ok(read_sums(self.net.take_train().map_err(js_err)?))
+    }
+
+    /// Adds one batch to the evaluation sums.
+    #[wasm_bindgen(js_name = evalStep)]
+    pub fn eval_step(&mut self, x: &[f32], shape: Vec<u32>, y: &[f32]) -> Result<(), JsValue> {
+        self.net.eval_step(x, &dims(&shape), y).map_err(js_err)
+    }
+
+    /// Reads (async) and resets the evaluation sums.
+    #[wasm_bindgen(js_name = readEval)]
+    pub fn read_eval(&mut self) -> Result<Promise, JsValue> {
+        Ok(read_sums(self.net.take_eval().map_err(js_err)?))
+    }
+
+    /// Model outputs `[n, classes]` on the device.
+    pub fn predict(&self, x: &[f32], shape: Vec<u32>) -> Result<DeviceTensor, JsValue> {
+        self.net.predict(x, &dims(&shape)).map(DeviceTensor::new).map_err(js_err)
+    }
+
+    /// Keras-style summary table.
+    pub fn summary(&self) -> String {
+        self.net.summary()
+    }
+
+    /// Sample shape the model takes (NHWC for images).
+    #[wasm_bindgen(getter, js_name = inputShape)]
+    pub fn input_shape(&self) -> Vec<u32> {
+        self.net.built.input.iter().map(|&d| d as u32).collect()
+    }
+
+    /// Number of outputs (0 if the model does not end flat).
+    #[wasm_bindgen(getter)]
+    pub fn classes(&self) -> u32 {
+        self.net.classes().map(|c| c as u32).unwrap_or(0)
+    }
+
+    #[wasm_bindgen(getter, js_name = isCompiled)]
+    pub fn is_compiled(&self) -> bool {
+        self.net.is_compiled()
+    }
+
+    /// Throws the `drawWeights` error for a layer without drawable weights.
+    #[wasm_bindgen(js_name = checkLayer)]
+    pub fn check_layer(&self, layer: u32) -> Result<(), JsValue> {
+        weights::plan(&self.net, layer as usize).map(|_| ()).map_err(js_err)
+    }
+
+    /// Layer `layer`'s weights as `{ width, height, pixels: Uint8ClampedArray }` (RGBA),
+    /// normalised and colour-mapped on the device.
+    #[wasm_bindgen(js_name = weightsImage)]
+    pub fn weights_image(&self, layer: u32) -> Result<Promise, JsValue> {
+        let p = weights::plan(&self.net, layer as usize).map_err(js_err)?;
+        let rgb = weights::colour_map(&p.values).map_err(js_err)?;
+        Ok(future_to_promise(async move {
+            let v = rgb.to_vec_async().await.map_err(js_err)?;
+            let img = weights::layout(&v, p.tiles, p.th, p.tw, p.cols).map_err(js_err)?;
+            let o = Object::new();
+            Reflect::set(&o, &"width".into(), &(img.width as u32).into())?;
+            Reflect::set(&o, &"height".into(), &(img.height as u32).into())?;
+            Reflect::set(&o, &"pixels".into(), &Uint8ClampedArray::from(&img.pixels[..]).into())?;
+            Ok(o.into())
+        }))
+    }
+
+    /// safetensors bytes of every parameter and buffer, with `metadata` (a JSON object of
+    /// strings) in the header.
+    #[wasm_bindgen(js_name = toBytes)]
+    pub fn to_bytes(&self, metadata: &str) -> Result<Promise, JsValue> {
+        let meta: HashMap<String, String> =
+            serde_json::from_str(metadata).map_err(|e| js_err(format!("save: bad metadata: {e}")))?;
+        let tensors = self.net.named_tensors();
+        Ok(future_to_promise(async move {
+            let mut host = Vec::with_capacity(tensors.len());
+            for (name, t) in tensors {
+                let v = t.to_vec_async().await.map_err(js_err)?;
+                host.push((name, t.dims().to_vec(), v));
+            }
+            let bytes = save::to_bytes(&host, &meta).map_err(js_err)?;
+            Ok(Uint8Array::from(&bytes[..]).into())
+        }))
+    }
+
+    /// Loads safetensors bytes saved from the same architecture.
+    #[wasm_bindgen(js_name = loadBytes)]
+    pub fn load_bytes(&self, bytes: &[u8]) -> Result<(), JsValue> {
+        self.net.load_bytes(bytes).map_err(js_err)
+    }
+}

@@ -1,0 +1,136 @@
+//! Starting a backend in a page or a worker. Backend *selection* (the `auto` order, skipping
+//! software adapters, the report of what was tried) is policy and lives in `web/js/index.js`;
+//! here each constructor either gives a working device with its self-test result or an error
+//! saying why not.
+
+use pixelgrad_core::Device;
+use pixelgrad_cpu::CpuBackend;
+use pixelgrad_webgl::{glow, WebGlBackend, WebGlOptions};
+use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::js_err;
+
+/// Renderer / adapter names of software rasterisers (correct, but slower than the wasm CPU path).
+const SOFTWARE: [&str; 5] = ["swiftshader", "llvmpipe", "lavapipe", "softpipe", "microsoft basic render"];
+
+fn is_software(name: &str) -> bool {
+    let n = name.to_lowercase();
+    SOFTWARE.iter().any(|s| n.contains(s))
+}
+
+/// A started backend: the device every model and tensor of this runtime uses.
+#[wasm_bindgen]
+pub struct Runtime {
+    dev: Device,
+    backend: &'static str,
+    adapter: String,
+    max_rel_error: f64,
+    software: bool,
+    format: String,
+    warnings: Vec<String>,
+}
+
+impl Runtime {
+    pub(crate) fn device(&self) -> &Device {
+        &self.dev
+    }
+}
+
+#[wasm_bindgen]
+impl Runtime {
+    /// The CPU backend compiled to wasm (always available; exact f32, so no self-test error).
+    pub fn cpu() -> Runtime {
+        Runtime {
+            dev: Device::new(CpuBackend::new()),
+            backend: "cpu",
+            adapter: "wasm32 (single thread)".into(),
+            max_rel_error: 0.0,
+            software: false,
+            format: "f32".into(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// WebGPU through `navigator.gpu` (page or worker), with the precision self-test.
+    pub async fn webgpu() -> Result<Runtime, JsValue> {
+        let b = WgpuBackend::new_async(WgpuOptions::default()).await.map_err(js_err)?;
+        let report = b.report();
+        let st = b.self_test_async().await.map_err(js_err)?;
+        let adapter = format!("{} ({}, {})", report.adapter, report.device_type, report.driver).trim().to_string();
+        let software = report.is_software() || is_software(&report.adapter) || is_software(&report.driver) || is_software(&report.driver_info);
+        Ok(Runtime {
+            dev: Device::new(b),
+            backend: "webgpu",
+            adapter,
+            max_rel_error: st.max_rel_error,
+            software,
+            format: "f32".into(),
+            warnings: Vec::new(),
+        })
+    }
+
+    /// WebGL2 on a context the caller created (`canvas.getContext('webgl2')` on a detached
+    /// canvas or an `OffscreenCanvas` in a worker). The backend runs its self-test.
+    pub fn webgl(ctx: JsValue) -> Result<Runtime, JsValue> {
+        let ctx = ctx
+            .dyn_into::<web_sys::WebGl2RenderingContext>()
+            .map_err(|_| js_err("backend webgl is not available: the context is not a WebGL2RenderingContext"))?;
+        let gl = glow::Context::from_webgl2_context(ctx);
+        let b = WebGlBackend::from_glow(gl, WebGlOptions::default()).map_err(js_err)?;
+        let report = b.report();
+        let max_rel_error = report.self_test.as_ref().map(|s| s.max_rel_error).unwrap_or(f64::NAN);
+        Ok(Runtime {
+            dev: Device::new(b),
+            backend: "webgl",
+            software: is_software(&report.renderer),
+            adapter: format!("{} ({})", report.renderer, report.version),
+            max_rel_error,
+            format: report.format.as_str().to_string(),
+            warnings: report.warnings.clone(),
+        })
+    }
+
+    /// `webgpu`, `webgl` or `cpu`.
+    #[wasm_bindgen(getter)]
+    pub fn backend(&self) -> String {
+        self.backend.to_string()
+    }
+
+    /// Adapter or renderer description.
+    #[wasm_bindgen(getter)]
+    pub fn adapter(&self) -> String {
+        self.adapter.clone()
+    }
+
+    /// Largest relative error of the precision self-test against host f64.
+    #[wasm_bindgen(getter, js_name = maxRelError)]
+    pub fn max_rel_error(&self) -> f64 {
+        self.max_rel_error
+    }
+
+    /// True for software rasterisers (SwiftShader, llvmpipe, lavapipe).
+    #[wasm_bindgen(getter)]
+    pub fn software(&self) -> bool {
+        self.software
+    }
+
+    /// Tensor storage format (`f32`, `RGBA32F`, `RGBA16F`).
+    #[wasm_bindgen(getter)]
+    pub fn format(&self) -> String {
+        self.format.clone()
+    }
+
+    /// Fallbacks the backend took while starting (e.g. half-float textures).
+    #[wasm_bindgen(getter)]
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    /// The engine's name for the device, e.g. `webgl (ANGLE (...), WebGL 2.0)`.
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> String {
+        self.dev.name()
+    }
+}
