@@ -2,9 +2,11 @@
 // webgl, wasm}, every workload, in one headless Chromium session (web/tests/harness.mjs).
 // Writes web/bench/results/<date>.json and the browser section of BENCHMARKS.md.
 //
-//   node web/bench/run.mjs [--quick] [--only a,b,...] [--out FILE] [--native-json FILE]
+//   node web/bench/run.mjs [--quick] [--tfjs-tuned] [--only a,b,...] [--out FILE] [--native-json FILE]
 //                          [--markdown FILE | --no-markdown] [--timeout SECONDS]
 //
+// --tfjs-tuned adds TF.js WebGPU with its packed matmul forced ('webgpu-packed'), a reference
+// for how much of TF.js's WebGPU time is its default matmul choice on this adapter.
 // --only keeps the (library, backend, workload) runs matching every kind of token given:
 // libraries (pixelgrad, tfjs), backends (webgpu, webgl, cpu, wasm; lib:backend also works)
 // and workload names (seed-mlp, mnist-mlp, cnn, matmul-256, matmul-512, matmul-1024, matmul).
@@ -29,7 +31,7 @@ export const pairs = [
 ];
 
 function parseArgs(argv) {
-  const a = { quick: false, only: [], out: null, nativeJson: null, markdown: path.join(repoRoot, 'BENCHMARKS.md'), timeout: null };
+  const a = { quick: false, tuned: false, only: [], out: null, nativeJson: null, markdown: path.join(repoRoot, 'BENCHMARKS.md'), timeout: null };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i];
     const next = () => {
@@ -37,6 +39,7 @@ function parseArgs(argv) {
       return argv[++i];
     };
     if (v === '--quick') a.quick = true;
+    else if (v === '--tfjs-tuned') a.tuned = true;
     else if (v === '--only') a.only.push(...next().split(',').map((s) => s.trim()).filter(Boolean));
     else if (v === '--out') a.out = next();
     else if (v === '--native-json') a.nativeJson = next();
@@ -51,7 +54,7 @@ function parseArgs(argv) {
 /** The filter --only describes: each token kind given must match. */
 function filter(only) {
   const libs = new Set(['pixelgrad', 'tfjs']);
-  const backends = new Set(['webgpu', 'webgl', 'cpu', 'wasm']);
+  const backends = new Set(['webgpu', 'webgl', 'cpu', 'wasm', 'webgpu-packed']);
   const want = { lib: [], backend: [], libBackend: [], workload: [] };
   for (const t of only) {
     if (libs.has(t)) want.lib.push(t);
@@ -126,8 +129,10 @@ async function main() {
   console.log(`${result.browser}; ${result.machine.cpu} x${result.machine.cores}; ${settings.mode} run`);
   try {
     for (const pair of pairs) {
-      for (const lib of ['pixelgrad', 'tfjs']) {
-        const backend = pair[lib];
+      const jobs = [['pixelgrad', pair.pixelgrad], ['tfjs', pair.tfjs]];
+      // The tuned TF.js WebGPU reference (see tfjs.mjs) runs right after its pair.
+      if (args.tuned && pair.tfjs === 'webgpu') jobs.push(['tfjs', 'webgpu-packed']);
+      for (const [lib, backend] of jobs) {
         if (!keep.pair(lib, backend)) continue;
         const todo = workloads.filter(keep.workload);
         if (todo.length) await runPair(browser, server, lib, backend, todo, settings, result.runs);

@@ -176,6 +176,13 @@ export function renderMarkdown(res, jsonPath) {
           `${bytes(c.p?.memory)} | ${bytes(c.t?.memory)} |`,
       );
     }
+    const tuned = compare(res.runs, { pixelgrad: 'webgpu', tfjs: 'webgpu-packed', target: 2 }, w);
+    if (tuned.t) {
+      L.push(
+        `| webgpu / TF.js webgpu with packed matmul forced (reference) | ${cell(tuned.p)} | ${cell(tuned.t)} | ${tuned.speed == null ? 'n/a' : fmt(tuned.speed) + '×'} | reference | ` +
+          `${tuned.p && !tuned.p.error ? ms(tuned.p.firstStepMs) : 'n/a'} | ${tuned.t.error ? 'n/a' : ms(tuned.t.firstStepMs)} | ${tuned.first == null ? 'n/a' : fmt(tuned.first) + '×'} | reference | ${bytes(tuned.p?.memory)} | ${bytes(tuned.t?.memory)} |`,
+      );
+    }
     L.push(...lossCheck(res.runs, w));
   }
   L.push(

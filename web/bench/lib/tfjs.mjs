@@ -27,7 +27,7 @@ function loadScript(src) {
 
 let tf = null;
 
-/** Loads TF.js and switches to `backend` ('webgpu' | 'webgl' | 'wasm'). Returns what runs. */
+/** Loads TF.js and switches to `backend` ('webgpu' | 'webgl' | 'wasm' | 'webgpu-packed'). */
 export async function init(backend) {
   if (!tf) {
     for (const s of scripts) await loadScript(s);
@@ -35,11 +35,16 @@ export async function init(backend) {
     // Plain SIMD build: threads need cross-origin isolation, which the test server does not set.
     tf.wasm.setWasmPaths(`${base}/tfjs-backend-wasm/dist/`);
   }
-  const ok = await tf.setBackend(backend);
-  if (!ok || tf.getBackend() !== backend) throw new Error(`TF.js backend ${backend} did not start`);
+  // 'webgpu-packed': WebGPU with the packed matmul program forced. TF.js's default picks a
+  // reduce (workgroup-barrier) program for small outputs, which is ~30x slower on SwiftShader;
+  // this variant is a tuned reference, not what a user gets by default.
+  const real = backend === 'webgpu-packed' ? 'webgpu' : backend;
+  const ok = await tf.setBackend(real);
+  if (!ok || tf.getBackend() !== real) throw new Error(`TF.js backend ${real} did not start`);
   await tf.ready();
+  if (backend === 'webgpu-packed') tf.env().set('WEBGPU_MATMUL_PROGRAM_TYPE', 3);
   let adapter = null;
-  if (backend === 'webgpu') {
+  if (real === 'webgpu') {
     const info = tf.backend().adapterInfo;
     adapter = info ? [info.vendor, info.architecture].filter(Boolean).join(' ') || null : null;
   } else if (backend === 'webgl') {
@@ -49,7 +54,7 @@ export async function init(backend) {
   } else if (backend === 'wasm') {
     adapter = `wasm (simd: ${await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')}, threads: ${await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT')})`;
   }
-  return { library: `TF.js ${tf.version.tfjs}`, backend: tf.getBackend(), adapter };
+  return { library: `TF.js ${tf.version.tfjs}`, backend, adapter };
 }
 
 function memory() {
