@@ -163,7 +163,15 @@ export async function init(opts = {}) {
       warnings: inner.warnings,
     };
     const rt = new Runtime(inner, report, s.keep);
-    if (current) current._retiredBy = rt.backend;
+    if (current) {
+      current._retiredBy = rt.backend;
+      // Models and tensors hold their own reference to the old device; this drops the runtime's.
+      try {
+        current._inner.free();
+      } catch {
+        // already freed
+      }
+    }
     current = rt;
     return rt;
   }

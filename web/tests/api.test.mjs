@@ -248,3 +248,27 @@ test('data helpers: digits and MNIST IDX bytes (raw and gzipped)', async () => {
   assert.ok(r.same, 'gzipped IDX parses to the same data');
   assert.match(r.bad, /images/);
 });
+
+test('stopTraining stops fit after the current batch; a second fit keeps the optimizer state', async () => {
+  const r = await inPage(async (pg) => {
+    await pg.init({ backend: 'cpu' });
+    const d = pg.data.digits();
+    const model = pg.sequential([pg.layers.dense({ units: 10, inputShape: [64] })]);
+    model.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy' });
+    const x = pg.tensor(d.train.x, [d.train.n, 64]);
+    const y = pg.tensor(d.train.y, [d.train.n]);
+    const steps = [];
+    const h = await model.fit(x, y, {
+      epochs: 5, batchSize: 32, readEvery: 1,
+      onBatchEnd(step) {
+        steps.push(step);
+        if (step === 3) model.stopTraining = true;
+      },
+    });
+    const h2 = await model.fit(x, y, { epochs: 1, batchSize: 32 });
+    return { steps, epochs: h.history.loss.length, second: h2.history.loss[0], first: h.history.loss[0] };
+  });
+  assert.deepEqual(r.steps, [1, 2, 3]);
+  assert.equal(r.epochs, 1);
+  assert.ok(r.second < r.first, `fine-tuning continues: ${r.second} < ${r.first}`);
+});
