@@ -91,6 +91,18 @@ fn bad(what: &str, msg: impl Into<String>) -> Error {
     Error::invalid(what, msg)
 }
 
+/// Largest weight tensor a layer may ask for (2^28 floats = 1 GiB): a typo such as
+/// `units: 1e8` must be an error, not an allocation failure that aborts the wasm module.
+const MAX_WEIGHTS: usize = 1 << 28;
+
+fn check_size(layer: &str, dims: &[usize]) -> Result<()> {
+    let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    match n {
+        Some(n) if n <= MAX_WEIGHTS => Ok(()),
+        _ => Err(bad(layer, format!("weights of shape {dims:?} exceed the limit of {MAX_WEIGHTS} values"))),
+    }
+}
+
 /// A non-negative integer field; `default` when absent.
 fn uint(v: &Value, key: &str, layer: &str, default: Option<usize>) -> Result<usize> {
     match v.get(key) {
@@ -180,6 +192,7 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
                 if units == 0 {
                     return Err(bad(&name, "'units' must be at least 1"));
                 }
+                check_size(&name, &[n, units])?;
                 let lin = Linear::new(dev, n, units, &mut init)?;
                 params = lin.num_params();
                 seq.add(Box::new(lin));
@@ -214,6 +227,8 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
                 if h + 2 * pad < k || w + 2 * pad < k {
                     return Err(bad(&name, format!("a {k}x{k} kernel does not fit the {h}x{w} input")));
                 }
+                check_size(&name, &[filters, c, k, k])?;
+                check_size(&name, &[filters, h, w])?;
                 let conv = Conv2d::new(dev, c, filters, k, stride, pad, &mut init)?;
                 let (oh, ow) = conv.out_hw(h, w);
                 params = conv.num_params();
@@ -357,6 +372,8 @@ mod tests {
         assert!(build(&dev(), &dense_on_image).err().unwrap().to_string().contains("flatten"));
         let unknown = serde_json::json!({"layers": [{"type": "lstm", "inputShape": [3]}]});
         assert!(build(&dev(), &unknown).err().unwrap().to_string().contains("lstm"));
+        let huge = serde_json::json!({"layers": [{"type": "dense", "units": 100000000, "inputShape": [784]}]});
+        assert!(build(&dev(), &huge).err().unwrap().to_string().contains("exceed"));
         let act = serde_json::json!({"layers": [{"type": "dense", "units": 3, "inputShape": [3], "activation": "swish"}]});
         assert!(build(&dev(), &act).err().unwrap().to_string().contains("swish"));
     }
