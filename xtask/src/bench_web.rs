@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const USAGE: &str = "usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] [--no-native] [--no-markdown] [--tfjs-tuned] [--out FILE] [--timeout S]\n       cargo xtask bench --native [--backends cpu,webgpu,webgl] [--matmul 256,1024] [--seconds S]";
+const USAGE: &str = "usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] [--no-native] [--no-markdown | --markdown FILE] [--tfjs-tuned] [--out FILE] [--timeout S]\n       cargo xtask bench --native [--backends cpu,webgpu,webgl] [--matmul 256,1024] [--seconds S]";
 
 /// Options of the browser benchmark; everything not handled here is passed to run.mjs.
 struct Options {
@@ -34,7 +34,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 o.passthrough.push(a.clone());
             }
             "--no-markdown" | "--tfjs-tuned" => o.passthrough.push(a.clone()),
-            "--only" | "--out" | "--timeout" => {
+            "--only" | "--out" | "--timeout" | "--markdown" => {
                 let v = it.next().ok_or(format!("{a} needs a value"))?;
                 o.passthrough.extend([a.clone(), v.clone()]);
             }
