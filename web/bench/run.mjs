@@ -157,7 +157,9 @@ async function main() {
   fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
   console.log(`results: ${path.relative(process.cwd(), out)} (${result.durationS} s)`);
   if (args.markdown) {
-    spliceInto(args.markdown, renderMarkdown(result, path.relative(repoRoot, out)));
+    // A file written outside this checkout (a run from a clean clone) is named as it will be committed.
+    const rel = path.relative(repoRoot, out);
+    spliceInto(args.markdown, renderMarkdown(result, rel.startsWith('..') ? `web/bench/results/${path.basename(out)}` : rel));
     console.log(`updated the browser-bench section of ${path.relative(process.cwd(), args.markdown)}`);
   }
 }
