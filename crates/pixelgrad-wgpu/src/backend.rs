@@ -8,6 +8,20 @@ use pixelgrad_core::{Backend, BackendKind, Counters, Error, LocalFuture, Op, Res
 use crate::context::{Gpu, GpuTensor};
 use crate::{ops, readback, BACKEND};
 
+/// Which matmul kernel the backend runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MatmulKernel {
+    /// [`MatmulKernel::Registers`] on CPU adapters (Mesa lavapipe, SwiftShader: adapter
+    /// device type `Cpu`), [`MatmulKernel::Tiled`] on everything else.
+    #[default]
+    Auto,
+    /// Tiles staged through workgroup memory, with barriers: the usual GPU kernel.
+    Tiled,
+    /// Register blocks read straight from storage, no workgroup memory or barriers: ~4x
+    /// faster on lavapipe, whose workgroup-memory loads and barriers are expensive.
+    Registers,
+}
+
 /// How to pick and drive the adapter.
 #[derive(Clone, Debug)]
 pub struct WgpuOptions {
@@ -20,6 +34,8 @@ pub struct WgpuOptions {
     pub max_ops_per_submit: usize,
     /// Longest a native blocking read waits for the GPU before giving up with an error.
     pub read_timeout: std::time::Duration,
+    /// Matmul kernel choice (by adapter type unless forced).
+    pub matmul: MatmulKernel,
 }
 
 impl Default for WgpuOptions {
@@ -29,6 +45,7 @@ impl Default for WgpuOptions {
             backends: wgpu::Backends::PRIMARY,
             max_ops_per_submit: 256,
             read_timeout: std::time::Duration::from_secs(120),
+            matmul: MatmulKernel::Auto,
         }
     }
 }
@@ -74,7 +91,12 @@ impl WgpuBackend {
             })
             .await
             .map_err(|e| unavailable(format!("adapter {} refused a device: {e}", info.name)))?;
-        let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit);
+        let cpu_matmul = match opts.matmul {
+            MatmulKernel::Auto => info.device_type == wgpu::DeviceType::Cpu,
+            MatmulKernel::Tiled => false,
+            MatmulKernel::Registers => true,
+        };
+        let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul);
         Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout })
     }
 

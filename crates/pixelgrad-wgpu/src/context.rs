@@ -52,6 +52,8 @@ pub(crate) struct Gpu {
     pub limits: wgpu::Limits,
     pub info: wgpu::AdapterInfo,
     pub pipelines: Pipelines,
+    /// Run the register-blocked matmul (CPU adapters) instead of the tiled one.
+    pub cpu_matmul: bool,
     pool: RefCell<Pool>,
     rec: RefCell<Recording>,
     /// Uniform buffer holding `max_slots` parameter slots.
@@ -78,6 +80,7 @@ impl Gpu {
         queue: wgpu::Queue,
         info: wgpu::AdapterInfo,
         max_ops_per_submit: usize,
+        cpu_matmul: bool,
     ) -> Rc<Gpu> {
         let limits = device.limits();
         let health = Arc::new(Mutex::new(Health::default()));
@@ -117,6 +120,7 @@ impl Gpu {
             limits,
             info,
             pipelines,
+            cpu_matmul,
             pool: RefCell::new(Pool::default()),
             rec: RefCell::new(Recording { encoder: None, pass: None, params: Vec::new(), slots: 0 }),
             ring,

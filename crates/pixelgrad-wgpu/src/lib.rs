@@ -45,7 +45,7 @@ mod readback;
 mod report;
 mod strides;
 
-pub use backend::{WgpuBackend, WgpuOptions};
+pub use backend::{MatmulKernel, WgpuBackend, WgpuOptions};
 pub use report::{SelfTest, WgpuReport};
 /// The `wgpu` version this crate is built on (for options such as [`wgpu::PowerPreference`]).
 pub use wgpu;

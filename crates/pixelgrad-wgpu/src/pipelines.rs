@@ -9,7 +9,7 @@ use std::collections::HashMap;
 pub(crate) const COMMON: &str = include_str!("kernels/common.wgsl");
 
 /// Most pipeline-overridable constants a kernel has.
-pub(crate) const MAX_CONFIG: usize = 3;
+pub(crate) const MAX_CONFIG: usize = 4;
 
 /// Most read-only storage inputs a kernel binds.
 pub(crate) const MAX_INPUTS: usize = 3;

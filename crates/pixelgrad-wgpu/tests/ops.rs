@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use pixelgrad_core::{BinaryOp, Op, ReduceOp, Shape, UnaryOp, Window};
+use pixelgrad_wgpu::{MatmulKernel, WgpuBackend, WgpuOptions};
 
 fn unary_ref(op: UnaryOp, x: f64) -> f64 {
     match op {
@@ -220,32 +221,47 @@ fn matmul_ref(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], ta: bool, tb: bo
 
 #[test]
 fn matmul_odd_sizes_transposes_and_batches() {
-    let b = backend();
-    let cases: [(&[usize], &[usize], bool, bool); 12] = [
-        (&[1, 1], &[1, 1], false, false),
-        (&[17, 33], &[33, 65], false, false),
-        (&[33, 17], &[33, 65], true, false),
-        (&[17, 33], &[65, 33], false, true),
-        (&[33, 17], &[65, 33], true, true),
-        (&[3, 17, 33], &[3, 33, 65], false, false),
-        (&[1, 17, 33], &[4, 33, 20], false, false),
-        (&[5, 70, 9], &[9, 130], false, false),
-        // Large enough for the 128x128 kernel, with partial edge tiles.
-        (&[300, 37], &[37, 260], false, false),
-        (&[37, 300], &[260, 37], true, true),
-        (&[2, 37, 300], &[1, 37, 260], true, false),
-        (&[300, 37], &[260, 37], false, true),
-    ];
-    for (sa, sb, ta, tb) in cases {
-        let a = data(sa.iter().product(), 7, -1.0, 1.0);
-        let bv = data(sb.iter().product(), 8, -1.0, 1.0);
-        let op = Op::MatMul { trans_a: ta, trans_b: tb };
-        let (got, _) = run(&b, &op, &[(&a, sa), (&bv, sb)]);
-        close(&got, &matmul_ref(&a, sa, &bv, sb, ta, tb), 1e-5, 1e-5, &format!("matmul {sa:?} {sb:?} {ta} {tb}"));
+    // Both kernels on whatever adapter runs the tests: the tiled one (GPUs) and the
+    // register-blocked one (CPU adapters), each with aligned (vec4) and unaligned operands.
+    for matmul in [MatmulKernel::Tiled, MatmulKernel::Registers] {
+        let b = WgpuBackend::new(WgpuOptions { matmul, ..Default::default() }).expect("a WebGPU adapter");
+        let cases: [(&[usize], &[usize], bool, bool); 20] = [
+            (&[1, 1], &[1, 1], false, false),
+            (&[17, 33], &[33, 65], false, false),
+            (&[33, 17], &[33, 65], true, false),
+            (&[17, 33], &[65, 33], false, true),
+            (&[33, 17], &[65, 33], true, true),
+            (&[3, 17, 33], &[3, 33, 65], false, false),
+            (&[1, 17, 33], &[4, 33, 20], false, false),
+            (&[5, 70, 9], &[9, 130], false, false),
+            // Large enough for the 128x128 kernel, with partial edge tiles.
+            (&[300, 37], &[37, 260], false, false),
+            (&[37, 300], &[260, 37], true, true),
+            (&[2, 37, 300], &[1, 37, 260], true, false),
+            (&[300, 37], &[260, 37], false, true),
+            // Contiguous dimensions that are multiples of 4 (aligned vec4 reads), with
+            // partial register blocks, K % 4 leftovers and batch broadcasting.
+            (&[20, 36], &[36, 140], false, false),
+            (&[36, 20], &[36, 140], true, false),
+            (&[20, 36], &[140, 36], false, true),
+            (&[36, 20], &[140, 36], true, true),
+            (&[8, 6], &[6, 12], false, false),
+            (&[6, 8], &[12, 6], true, true),
+            (&[3, 4, 8], &[1, 8, 4], false, false),
+            (&[2, 12, 4], &[2, 12, 8], true, false),
+        ];
+        for (sa, sb, ta, tb) in cases {
+            let a = data(sa.iter().product(), 7, -1.0, 1.0);
+            let bv = data(sb.iter().product(), 8, -1.0, 1.0);
+            let op = Op::MatMul { trans_a: ta, trans_b: tb };
+            let (got, _) = run(&b, &op, &[(&a, sa), (&bv, sb)]);
+            let what = format!("{matmul:?} matmul {sa:?} {sb:?} {ta} {tb}");
+            close(&got, &matmul_ref(&a, sa, &bv, sb, ta, tb), 1e-5, 1e-5, &what);
+        }
+        // K = 0 gives zeros.
+        let (got, _) = run(&b, &Op::MatMul { trans_a: false, trans_b: false }, &[(&[], &[2, 0]), (&[], &[0, 3])]);
+        assert_eq!(got, vec![0.0; 6]);
     }
-    // K = 0 gives zeros.
-    let (got, _) = run(&b, &Op::MatMul { trans_a: false, trans_b: false }, &[(&[], &[2, 0]), (&[], &[0, 3])]);
-    assert_eq!(got, vec![0.0; 6]);
 }
 
 fn im2col_ref(x: &[f32], d: &[usize], w: &Window) -> Vec<f64> {

@@ -2,7 +2,7 @@
 
 use pixelgrad_core::{Result, Shape};
 
-use super::u;
+use super::{matmul_cpu, u};
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 
@@ -49,6 +49,20 @@ pub(crate) fn matmul(
     // A batch of one broadcasts: stride 0 re-reads the same matrix for every batch entry.
     let a_stride = if sa.len() == 3 && sa[0] > 1 { m * k } else { 0 };
     let b_stride = if sb.len() == 3 && sb[0] > 1 { k * n } else { 0 };
+    let params = [u("matmul", m)?, u("matmul", n)?, u("matmul", k)?, u("matmul", a_stride)?, u("matmul", b_stride)?];
+    if gpu.cpu_matmul {
+        // Aligned vec4 reads need the contiguous dimension (which also makes every batch
+        // offset) a multiple of 4.
+        let vec_a = if trans_a { m % 4 == 0 } else { k % 4 == 0 };
+        let vec_b = if trans_b { k % 4 == 0 } else { n % 4 == 0 };
+        let grid = [
+            gpu.check_dim("matmul", n.div_ceil(matmul_cpu::COLS * matmul_cpu::LANES) as u64)?,
+            gpu.check_dim("matmul", m.div_ceil(matmul_cpu::ROWS) as u64)?,
+            gpu.check_dim("matmul", batch as u64)?,
+        ];
+        let config = [u32::from(trans_a), u32::from(trans_b), u32::from(vec_a), u32::from(vec_b)];
+        return gpu.launch("matmul", matmul_cpu::kernel(), &config, &[a.buffer(), b.buffer()], res.buffer(), &params, grid);
+    }
     let big = m >= BIG_FROM && n >= BIG_FROM;
     let (kernel, tile) = if big { (&MATMUL_BIG, TILE_BIG) } else { (&MATMUL, TILE) };
     let grid = [
@@ -56,7 +70,6 @@ pub(crate) fn matmul(
         gpu.check_dim("matmul", m.div_ceil(tile) as u64)?,
         gpu.check_dim("matmul", batch as u64)?,
     ];
-    let params = [u("matmul", m)?, u("matmul", n)?, u("matmul", k)?, u("matmul", a_stride)?, u("matmul", b_stride)?];
     gpu.launch(
         "matmul",
         kernel,

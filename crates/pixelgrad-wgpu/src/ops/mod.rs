@@ -6,6 +6,7 @@ mod elementwise;
 mod index;
 mod layout;
 mod matmul;
+mod matmul_cpu;
 mod reduce;
 mod window;
 
@@ -28,6 +29,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &reduce::REDUCE,
         &matmul::MATMUL,
         &matmul::MATMUL_BIG,
+        matmul_cpu::kernel(),
         &window::IM2COL,
         &window::COL2IM,
         &index::GATHER,
