@@ -43,7 +43,7 @@ impl Default for WgpuOptions {
         WgpuOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
             backends: wgpu::Backends::PRIMARY,
-            max_ops_per_submit: 256,
+            max_ops_per_submit: 1024,
             read_timeout: std::time::Duration::from_secs(120),
             matmul: MatmulKernel::Auto,
         }
@@ -96,7 +96,7 @@ impl WgpuBackend {
             MatmulKernel::Tiled => false,
             MatmulKernel::Registers => true,
         };
-        let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul);
+        let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout);
         Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout })
     }
 

@@ -66,6 +66,12 @@ pub(crate) struct Gpu {
     max_slots: u64,
     /// Serial of the last submission (0: none yet).
     submitted: Cell<u64>,
+    /// Index of the last submission: the next flush waits for it natively (see `flush`).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    last_index: RefCell<Option<wgpu::SubmissionIndex>>,
+    /// Longest a native wait for the GPU may take.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    wait_timeout: std::time::Duration,
     /// Highest serial known complete; written by `on_submitted_work_done` callbacks.
     completed: Arc<AtomicU64>,
     /// True while the open encoder holds commands.
@@ -81,6 +87,7 @@ impl Gpu {
         info: wgpu::AdapterInfo,
         max_ops_per_submit: usize,
         cpu_matmul: bool,
+        wait_timeout: std::time::Duration,
     ) -> Rc<Gpu> {
         let limits = device.limits();
         let health = Arc::new(Mutex::new(Health::default()));
@@ -128,6 +135,8 @@ impl Gpu {
             status_armed: Cell::new(false),
             max_slots,
             submitted: Cell::new(0),
+            last_index: RefCell::new(None),
+            wait_timeout,
             completed: Arc::new(AtomicU64::new(0)),
             dirty: Cell::new(false),
             counters: CounterCells::default(),
@@ -201,6 +210,20 @@ impl Gpu {
         if let Some(b) = pool.take(kind, size) {
             return Ok((b, size));
         }
+        // Natively, a buffer of this class that only waits for work already submitted is
+        // worth waiting for (at most the one submission in flight, see `flush`): a training
+        // step then reuses the previous step's buffers instead of growing the pool while the
+        // GPU lags. In the browser nothing can block; the pool grows instead.
+        #[cfg(not(target_arch = "wasm32"))]
+        if pool.pending_serial(kind, size).is_some_and(|s| s <= self.submitted.get()) {
+            drop(pool);
+            self.wait_submitted(op)?;
+            pool = self.pool.borrow_mut();
+            pool.recycle(self.completed.load(Ordering::Acquire));
+            if let Some(b) = pool.take(kind, size) {
+                return Ok((b, size));
+            }
+        }
         let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(match kind {
                 Kind::Tensor => "pixelgrad tensor",
@@ -213,6 +236,20 @@ impl Gpu {
         pool.bytes += size;
         self.counters.allocations.set(self.counters.allocations.get() + 1);
         Ok((buf, size))
+    }
+
+    /// Waits for every submitted command buffer to complete (native only), which also runs
+    /// the completion callbacks that let the pool recycle.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn wait_submitted(&self, op: &'static str) -> Result<()> {
+        let last = self.last_index.borrow().clone();
+        if let Some(index) = last {
+            let wait = wgpu::PollType::Wait { submission_index: Some(index), timeout: Some(self.wait_timeout) };
+            if let Err(e) = self.device.poll(wait) {
+                return Err(self.failure(op, format!("waiting for the GPU failed: {e}")));
+            }
+        }
+        Ok(())
     }
 
     /// Hands a buffer back; it is reused once the work that may touch it has completed.
@@ -375,10 +412,24 @@ impl Gpu {
             done.fetch_max(serial, Ordering::AcqRel);
         });
         self.counters.submissions.set(self.counters.submissions.get() + 1);
-        // Natively, completion callbacks only run inside poll; a non-blocking one here lets
-        // the pool recycle buffers of finished submissions without waiting.
+        // Natively, completion callbacks only run inside poll. Waiting here for the
+        // *previous* submission keeps at most one submission in flight (the CPU records the
+        // next one while the GPU runs this one) and makes buffer reuse deterministic: when a
+        // training step starts, everything released two steps earlier is back in the pool,
+        // so from the third step on a step allocates nothing. Without the wait the pool grew
+        // whenever the GPU lagged (no callback had run yet).
         #[cfg(not(target_arch = "wasm32"))]
-        let _ = self.device.poll(wgpu::PollType::Poll);
+        {
+            let prev = self.last_index.replace(Some(index.clone()));
+            if let Some(prev) = prev {
+                let wait = wgpu::PollType::Wait { submission_index: Some(prev), timeout: Some(self.wait_timeout) };
+                if let Err(e) = self.device.poll(wait) {
+                    return Err(self.failure("flush", format!("waiting for the previous submission failed: {e}")));
+                }
+            } else {
+                let _ = self.device.poll(wgpu::PollType::Poll);
+            }
+        }
         Ok(Some(index))
     }
 

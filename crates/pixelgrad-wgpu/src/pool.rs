@@ -100,6 +100,11 @@ impl Pool {
         freed
     }
 
+    /// The earliest submission whose completion frees a pending buffer of this class.
+    pub(crate) fn pending_serial(&self, kind: Kind, size: u64) -> Option<u64> {
+        self.pending.iter().find(|e| e.1 == kind && e.2 == size).map(|e| e.0)
+    }
+
     /// Number of buffers waiting for their submission to complete.
     pub(crate) fn pending_len(&self) -> usize {
         self.pending.len()

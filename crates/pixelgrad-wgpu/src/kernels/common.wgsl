@@ -59,3 +59,25 @@ fn powf(x: f32, p: f32) -> f32 {
     }
     return r;
 }
+
+// sin and cos accurate to about 1e-7 absolute for |x| up to ~1e4. The built-ins are only
+// specified to 2^-11 absolute in WGSL, and SwiftShader's (Chromium without a GPU) miss the
+// conformance tolerance. Cody-Waite reduction by pi/2 with the constant in three parts (the
+// first has 8 significant bits, so k * 1.5703125 is exact), then Taylor polynomials on
+// [-pi/4, pi/4]. Returns (sin x, cos x). NaN and infinities give NaN.
+fn sincos(x: f32) -> vec2<f32> {
+    let k = round(x * 0.63661977236758134);
+    var r = x - k * 1.5703125;
+    r = r - k * 4.837512969970703125e-4;
+    r = r - k * 7.54978995489188216e-8;
+    let r2 = r * r;
+    let s = r * (1.0 + r2 * (-0.16666667 + r2 * (8.3333333e-3 + r2 * (-1.9841270e-4 + r2 * 2.7557319e-6))));
+    let c = 1.0 + r2 * (-0.5 + r2 * (4.1666668e-2 + r2 * (-1.3888889e-3 + r2 * (2.4801587e-5 - r2 * 2.7557319e-7))));
+    // x = k * pi/2 + r; the quadrant is k mod 4 (two's complement makes -1 & 3 == 3).
+    switch (i32(k) & 3) {
+        case 0: { return vec2<f32>(s, c); }
+        case 1: { return vec2<f32>(c, -s); }
+        case 2: { return vec2<f32>(-s, -c); }
+        default: { return vec2<f32>(-c, s); }
+    }
+}

@@ -23,8 +23,8 @@ fn apply(v: f32, p0: f32, p1: f32) -> f32 {
         case 5u: { return stable_tanh(v); }
         case 6u: { return 1.0 / (1.0 + exp(-v)); }
         case 7u: { return abs(v); }
-        case 8u: { return sin(v); }
-        case 9u: { return cos(v); }
+        case 8u: { return sincos(v).x; }
+        case 9u: { return sincos(v).y; }
         case 10u: { return v * p0 + p1; }
         case 11u: { return powf(v, p0); }
         case 12u: { return max(v, p0); }
