@@ -40,9 +40,9 @@ float compute(int i) {
 #elif CONFIG == 7
     return abs(x);
 #elif CONFIG == 8
-    return sin(x);
+    return sincos(x).x;
 #elif CONFIG == 9
-    return cos(x);
+    return sincos(x).y;
 #elif CONFIG == 10
     return x * u_p0 + u_p1;
 #elif CONFIG == 11
