@@ -182,6 +182,9 @@ impl Backend for WebGlBackend {
 
     fn flush(&self) -> Result<()> {
         self.shared.current()?;
+        // Flush ends a step: fold this step's index checks into the queued one, so the queue
+        // and the draws per step stay fixed while nothing is read.
+        self.shared.fold_pending()?;
         // SAFETY: glFlush on the current context.
         unsafe { self.shared.gl.flush() };
         self.shared.count(|c| c.submissions += 1);

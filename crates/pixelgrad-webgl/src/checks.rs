@@ -22,6 +22,9 @@ pub(crate) struct Check {
     pub flag: GlTensor,
     pub op: &'static str,
     pub msg: String,
+    /// For a folded check: the distinct "op: message" lines it covers (empty otherwise), kept
+    /// apart so that folding a folded check again does not nest or grow its message.
+    pub parts: Vec<String>,
 }
 
 impl Check {
@@ -43,9 +46,21 @@ impl Shared {
             p.len()
         };
         if n >= MAX_PENDING {
-            if let Some(m) = self.merge_pending()? {
-                self.pending.borrow_mut().push(m);
-            }
+            self.fold_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Folds two or more queued checks into one and queues it again. `Backend::flush` does
+    /// this every step, so a training loop that never reads keeps one texture queued and
+    /// issues the same fold draws every step (instead of growing the queue to
+    /// [`MAX_PENDING`] and folding every few steps).
+    pub fn fold_pending(self: &Rc<Self>) -> Result<()> {
+        if self.pending.borrow().len() < 2 {
+            return Ok(());
+        }
+        if let Some(m) = self.merge_pending()? {
+            self.pending.borrow_mut().push(m);
         }
         Ok(())
     }
@@ -57,12 +72,20 @@ impl Shared {
         let Some(first) = it.next() else {
             return Ok(None);
         };
-        let (op, mut msgs, mut flag) = (first.op, vec![format!("{}: {}", first.op, first.msg)], first.flag);
-        for c in it {
-            let m = format!("{}: {}", c.op, c.msg);
-            if !msgs.contains(&m) {
-                msgs.push(m);
+        fn add_parts(msgs: &mut Vec<String>, c: &Check) {
+            let own = [format!("{}: {}", c.op, c.msg)];
+            let parts: &[String] = if c.parts.is_empty() { &own } else { &c.parts };
+            for m in parts {
+                if !msgs.contains(m) {
+                    msgs.push(m.clone());
+                }
             }
+        }
+        let mut msgs = Vec::new();
+        add_parts(&mut msgs, &first);
+        let (op, mut flag) = (first.op, first.flag);
+        for c in it {
+            add_parts(&mut msgs, &c);
             // binary.max on two 1-element tensors.
             let pass = Pass::new(op, "binary", 4)
                 .input("u_a", &flag)
@@ -72,12 +95,13 @@ impl Shared {
                 .ranked("u_sb", &[0], 0);
             flag = self.run(pass, 1)?;
         }
+        // One distinct line: every folded check had first's op and message.
         let msg = if msgs.len() == 1 {
             first.msg
         } else {
             format!("one of these checks failed since the last read: {}", msgs.join("; "))
         };
-        Ok(Some(Check { flag, op, msg }))
+        Ok(Some(Check { flag, op, msg, parts: msgs }))
     }
 
     /// Blocking: reads the folded flag of every queued check.

@@ -17,7 +17,7 @@ fn index_check(sh: &Rc<Shared>, op: &'static str, idx: &GlTensor, n: usize, boun
     let bad = sh.run(Pass::new(op, "check_index", 0).input("u_idx", idx).int("u_bound", bound), n)?;
     let flag = super::reduce_axis(sh, pixelgrad_core::ReduceOp::Max, &bad, 1, n.max(1), 1)?;
     let msg = format!("an index is out of range 0..{bound} on axis {axis} (or is not a whole number)");
-    sh.push_check(Check { flag, op, msg })
+    sh.push_check(Check { flag, op, msg, parts: Vec::new() })
 }
 
 pub(crate) fn gather(sh: &Rc<Shared>, x: &GlTensor, idx: &GlTensor, sx: &Shape, si: &Shape, axis: usize) -> Result<GlTensor> {
