@@ -25,6 +25,8 @@ pub(crate) const MATMUL_BIG: Kernel = Kernel {
 /// Output tile edges of one workgroup (must match the kernels).
 const TILE: usize = 64;
 const TILE_BIG: usize = 128;
+/// Smallest M·N·K that runs on the register-blocked kernel on CPU adapters.
+const REGISTERS_FROM: usize = 1 << 16;
 /// Both M and N at least this large use the 128x128 kernel: it needs enough tiles to fill
 /// the GPU, and wastes little on partial edge tiles.
 const BIG_FROM: usize = 256;
@@ -50,7 +52,10 @@ pub(crate) fn matmul(
     let a_stride = if sa.len() == 3 && sa[0] > 1 { m * k } else { 0 };
     let b_stride = if sb.len() == 3 && sb[0] > 1 { k * n } else { 0 };
     let params = [u("matmul", m)?, u("matmul", n)?, u("matmul", k)?, u("matmul", a_stride)?, u("matmul", b_stride)?];
-    if gpu.cpu_matmul {
+    // Tiny products (batch-1 layers) stay on the tiled kernel: measured on lavapipe, a
+    // batch-1 MLP step was ~3x slower with the register kernel (its 16x16 blocks and
+    // 256 scalar stores per lane do not pay off when a matmul is a few thousand FMAs).
+    if gpu.cpu_matmul && m * n * k >= REGISTERS_FROM {
         // Aligned vec4 reads need the contiguous dimension (which also makes every batch
         // offset) a multiple of 4.
         let vec_a = if trans_a { m % 4 == 0 } else { k % 4 == 0 };
