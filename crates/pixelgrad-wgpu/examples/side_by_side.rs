@@ -92,7 +92,7 @@ fn main() -> pixelgrad_core::Result<()> {
                 opt.step(&model)?;
                 // Read the loss every 10 steps, as the training loop does (and after the
                 // warm-up steps, so their GPU work is done before timing starts).
-                if i % 10 == 0 || i == 3 {
+                if i.is_multiple_of(10) || i == 3 {
                     l.to_vec()?;
                 } else {
                     dev.flush()?;
