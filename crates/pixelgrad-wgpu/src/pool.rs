@@ -100,7 +100,9 @@ impl Pool {
         freed
     }
 
-    /// The earliest submission whose completion frees a pending buffer of this class.
+    /// The earliest submission whose completion frees a pending buffer of this class
+    /// (natively, a pool miss waits for it; browsers cannot block).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub(crate) fn pending_serial(&self, kind: Kind, size: u64) -> Option<u64> {
         self.pending.iter().find(|e| e.1 == kind && e.2 == size).map(|e| e.0)
     }
