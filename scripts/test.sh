@@ -38,5 +38,8 @@ bash scripts/browser-tests.sh || failed+=("browser-tests.sh")
 echo "== npm package tests: JS API on webgpu/webgl/cpu, in a Worker, and the demo end to end"
 bash scripts/web-tests.sh || failed+=("web-tests.sh")
 
+echo "== benchmark report code (web/bench: weight layout, safetensors, ratios, BENCHMARKS.md splice; no browser)"
+(cd web/bench && node --test tests/) || failed+=("web/bench node tests")
+
 if [ ${#failed[@]} -gt 0 ]; then echo "== failed: ${failed[*]}"; exit 1; fi
 echo "== all tests passed"
