@@ -36,6 +36,9 @@ export declare class Runtime {
   /** The backend in use. */
   readonly backend: BackendName;
   readonly report: RuntimeReport;
+  /** Backend counters: bytes held now by tensors and pools, and what was allocated, compiled,
+   *  launched, submitted and read back since start. */
+  memory(): { bytesInUse: number; allocations: number; compiles: number; launches: number; submissions: number; readbacks: number };
 }
 
 /** Starts (or switches) the backend. Objects of a replaced runtime throw when used. */
@@ -63,6 +66,9 @@ export declare class Tensor {
 
 /** Throws if `data.length` differs from the product of `shape`. */
 export declare function tensor(data: TensorData, shape?: number[]): Tensor;
+/** `a @ b` on the device (`[m, k] x [k, n]`, or batched); host tensors are uploaded once and
+ *  stay resident; the result lives on the device. */
+export declare function matmul(a: Tensor, b: Tensor): Tensor;
 
 export type Activation = 'linear' | 'relu' | 'leakyRelu' | 'sigmoid' | 'tanh' | 'gelu' | 'softmax';
 

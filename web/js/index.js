@@ -14,8 +14,20 @@ import { currentRuntime, init, loadWasm, wasm, wasmLoaded } from './runtime.js';
 export { init, loadWasm };
 export { Runtime } from './runtime.js';
 export { Tensor, tensor } from './tensor.js';
+import { Tensor, deviceTensor } from './tensor.js';
 export { layers, optimizers } from './layers.js';
 export { Sequential, sequential, loadModel, listModels, removeModel } from './model.js';
+
+/**
+ * Matrix product `a @ b` on the current runtime's device: `[m, k] x [k, n]` or batched
+ * `[b, m, k] x [b, k, n]`. Host tensors (`pg.tensor`) are uploaded once and stay on the device
+ * for later calls; the result lives on the device (read it with `await c.data()`).
+ */
+export function matmul(a, b) {
+  const rt = currentRuntime('matmul');
+  if (!(a instanceof Tensor) || !(b instanceof Tensor)) throw new Error('matmul: both arguments must be pg tensors');
+  return deviceTensor(rt._inner.matmul(a._onDevice(rt, 'matmul'), b._onDevice(rt, 'matmul')), rt);
+}
 
 /** The package version. */
 export const version = '0.1.0';

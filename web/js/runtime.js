@@ -45,6 +45,15 @@ export class Runtime {
     /** `{ tried: [{ backend, ok, reason }], adapter, selfTest: { maxRelError }, ... }` */
     this.report = report;
   }
+  /**
+   * The backend's counters: `{ bytesInUse, allocations, compiles, launches, submissions,
+   * readbacks }`. `bytesInUse` is what live tensors and the buffer/texture pools hold now; the
+   * others count since start (a training step after warm-up adds no allocations or compiles).
+   */
+  memory() {
+    this._check('runtime.memory');
+    return this._inner.memory();
+  }
   /** Throws if a later `pg.init` replaced this runtime. */
   _check(what) {
     if (this._retiredBy) {

@@ -68,10 +68,40 @@ export class Tensor {
     };
     return nest(0, this._shape);
   }
+  /**
+   * @internal This tensor's values on `rt`'s device: the device tensor itself, or an upload of
+   * the host values made once and kept (so repeated ops on the same inputs upload nothing).
+   */
+  _onDevice(rt, what) {
+    this._check(what);
+    if (this._dev) {
+      if (this._rt !== rt) throw new Error(`${what}: the tensor belongs to another runtime`);
+      return this._dev;
+    }
+    if (!this._upload || this._upload.rt !== rt) {
+      this._dropUpload();
+      const inner = rt._inner.upload(this._host instanceof Float32Array ? this._host : Float32Array.from(this._host), this._shape);
+      this._upload = { rt, inner };
+      if (registry) registry.register(this, inner, this._upload);
+    }
+    return this._upload.inner;
+  }
+  /** @internal */
+  _dropUpload() {
+    if (!this._upload) return;
+    if (registry) registry.unregister(this._upload);
+    try {
+      this._upload.inner.free();
+    } catch {
+      // already freed
+    }
+    this._upload = null;
+  }
   /** Frees the device memory (if any) now; the tensor cannot be used afterwards. */
   dispose() {
     if (this._disposed) return;
     this._disposed = true;
+    this._dropUpload();
     this._host = null;
     if (this._dev) {
       if (registry) registry.unregister(this);

@@ -162,6 +162,46 @@ for (const backend of ['webgpu', 'webgl', 'cpu']) {
   });
 }
 
+for (const backend of ['webgpu', 'webgl', 'cpu']) {
+  test(`${backend}: matmul on resident inputs matches the host product; repeats allocate nothing`, async () => {
+    const r = await inPage(async (pg, backend) => {
+      const rt = await pg.init({ backend });
+      const [m, k, n] = [5, 7, 3];
+      const av = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i + 1));
+      const bv = Float32Array.from({ length: k * n }, (_, i) => Math.cos(i * 0.5));
+      const want = new Float32Array(m * n);
+      for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) for (let p = 0; p < k; p++) want[i * n + j] += av[i * k + p] * bv[p * n + j];
+      const a = pg.tensor(av, [m, k]);
+      const b = pg.tensor(bv, [k, n]);
+      const c1 = pg.matmul(a, b);
+      const got = Array.from(await c1.data());
+      c1.dispose();
+      const warm = pg.matmul(a, b); // warm-up: the pools hold a buffer of each size now
+      await warm.data();
+      warm.dispose();
+      const before = rt.memory();
+      const c2 = pg.matmul(a, b);
+      await c2.data();
+      const after = rt.memory();
+      let err = null;
+      try {
+        pg.matmul(a, a);
+      } catch (e) {
+        err = e.message;
+      }
+      return { got, want: Array.from(want), shape: c2.shape, grew: after.allocations - before.allocations, compiled: after.compiles - before.compiles, bytes: after.bytesInUse, err };
+    }, backend);
+    assert.deepEqual(r.shape, [5, 3]);
+    r.got.forEach((g, i) => assert.ok(Math.abs(g - r.want[i]) <= 1e-4 * (1 + Math.abs(r.want[i])), `element ${i}: ${g} vs ${r.want[i]}`));
+    // The GPU backends serve repeats from their pools; the CPU backend has no pool.
+    if (backend !== 'cpu') assert.equal(r.grew, 0, 'a repeated matmul allocated');
+    assert.equal(r.compiled, 0, 'a repeated matmul compiled');
+    assert.ok(r.bytes > 0);
+    assert.match(r.err, /matmul/i);
+    assert.match(r.err, /\[5, 7\]/);
+  });
+}
+
 test('auto records every try with a reason; allowSoftware takes a software GPU', async () => {
   const r = await inPage(async (pg) => {
     const a = await pg.init({ backend: 'auto' });

@@ -29,9 +29,11 @@ export async function init(backend) {
   return { library: `pixelgrad ${pg.version}`, backend: rt.backend, adapter: [r.adapter, r.format && `storage ${r.format}`].filter(Boolean).join(', ') || null };
 }
 
-/** Device memory in use: the package exposes no counter (see the report). */
+/** Device memory in use: bytes held by live tensors and the backend's pools (`rt.memory()`). */
 function memory() {
-  return null;
+  if (!rt || typeof rt.memory !== 'function') return null;
+  const m = rt.memory();
+  return { bytes: m.bytesInUse, raw: m };
 }
 
 function layer(l, first) {

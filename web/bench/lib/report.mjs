@@ -189,7 +189,9 @@ export function renderMarkdown(res, jsonPath) {
   L.push(
     '',
     'Memory: what each library reports after the timed repeats (TF.js: `tf.memory()`, GPU bytes on',
-    'webgpu/webgl, heap tensor bytes on wasm); the pixelgrad package exposes no memory counter, hence "n/a".',
+    'webgpu/webgl, heap tensor bytes on wasm; pixelgrad: `rt.memory().bytesInUse`, bytes held by live',
+    'tensors and the backend\'s buffer/texture pools). pixelgrad\'s matmul reads the whole product back',
+    'at the end of a repeat, TF.js one element.',
   );
   L.push(...nativeSection(res.native));
   L.push(END);

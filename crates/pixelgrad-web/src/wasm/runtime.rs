@@ -3,14 +3,14 @@
 //! here each constructor either gives a working device with its self-test result or an error
 //! saying why not.
 
-use pixelgrad_core::Device;
+use pixelgrad_core::{Device, Error, Tensor};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_webgl::{glow, WebGlBackend, WebGlOptions};
 use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::js_err;
+use super::{js_err, DeviceTensor};
 
 /// Renderer / adapter names of software rasterisers (correct, but slower than the wasm CPU path).
 const SOFTWARE: [&str; 5] = ["swiftshader", "llvmpipe", "lavapipe", "softpipe", "microsoft basic render"];
@@ -126,6 +126,45 @@ impl Runtime {
     #[wasm_bindgen(getter)]
     pub fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+
+    /// Uploads host values as a tensor that stays on this runtime's device.
+    pub fn upload(&self, data: &[f32], shape: Vec<u32>) -> Result<DeviceTensor, JsValue> {
+        let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+        let need = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        if need != Some(data.len()) {
+            return Err(js_err(Error::invalid("tensor upload", format!("{} values do not fill shape {dims:?}", data.len()))));
+        }
+        Tensor::from_vec(&self.dev, data, dims).map(DeviceTensor::new).map_err(js_err)
+    }
+
+    /// `a @ b` on the device (`[m, k] x [k, n]`, or batched `[b, m, k] x [b, k, n]`); both must
+    /// live on this runtime (the engine refuses tensors of another device with a typed error).
+    pub fn matmul(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<DeviceTensor, JsValue> {
+        a.tensor().matmul(b.tensor()).map(DeviceTensor::new).map_err(js_err)
+    }
+
+    /// The backend's counters: `{ bytesInUse, allocations, compiles, launches, submissions,
+    /// readbacks }` (bytes held by live tensors and pools; the rest count since start).
+    pub fn memory(&self) -> Result<JsValue, JsValue> {
+        let c = self.dev.counters();
+        let o = js_sys::Object::new();
+        for (k, v) in [
+            ("bytesInUse", c.bytes_in_use),
+            ("allocations", c.allocations),
+            ("compiles", c.compiles),
+            ("launches", c.launches),
+            ("submissions", c.submissions),
+            ("readbacks", c.readbacks),
+        ] {
+            js_sys::Reflect::set(&o, &k.into(), &(v as f64).into())?;
+        }
+        Ok(o.into())
+    }
+
+    /// Submits queued device work without waiting for it to finish.
+    pub fn flush(&self) -> Result<(), JsValue> {
+        self.dev.flush().map_err(js_err)
     }
 
     /// The engine's name for the device, e.g. `webgl (ANGLE (...), WebGL 2.0)`.

@@ -16,6 +16,10 @@ impl DeviceTensor {
     pub(crate) fn new(t: Tensor) -> Self {
         DeviceTensor { t }
     }
+
+    pub(crate) fn tensor(&self) -> &Tensor {
+        &self.t
+    }
 }
 
 #[wasm_bindgen]
