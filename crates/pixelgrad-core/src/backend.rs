@@ -67,8 +67,13 @@ pub struct Counters {
     pub submissions: u64,
     /// Reads back to the host.
     pub readbacks: u64,
-    /// Bytes currently held by live tensors and pools.
+    /// Bytes currently held by live tensors, pools and step plans.
     pub bytes_in_use: u64,
+    /// Bind groups (WebGPU) or framebuffers (WebGL) created. A replayed step creates none.
+    pub bindings: u64,
+    /// Launches served from a step plan: their output memory and bind group / framebuffer
+    /// were prepared by an earlier step with the same key (see [`Backend::begin_step`]).
+    pub replayed: u64,
 }
 
 /// A future that is not `Send` (wasm futures are not).
@@ -122,4 +127,27 @@ pub trait Backend {
     fn counters(&self) -> Counters {
         Counters::default()
     }
+
+    /// Starts one step of a computation that repeats with the same structure: a training
+    /// step. GPU backends keep a *step plan* per `key` and parity (even and odd steps
+    /// alternate between two plans, so parameters and optimizer state ping-pong between two
+    /// sets of memory): the first steps record every allocation and every launch with its
+    /// prepared bind group / framebuffer, later steps replay them. Each replayed launch is
+    /// checked against the recording (same kernel, same memory); one that differs, or whose
+    /// planned output is still held by a live tensor, runs as usual and updates the plan, so
+    /// replay never changes results. Queued work is submitted first, so a step is one
+    /// submission. Steps do not nest; the default does nothing.
+    fn begin_step(&self, key: u64) -> Result<()> {
+        let _ = key;
+        Ok(())
+    }
+
+    /// Ends the step begun by [`Backend::begin_step`] and submits it.
+    fn end_step(&self) -> Result<()> {
+        self.flush()
+    }
+
+    /// Drops every step plan, returning its memory to the pool (for example when a model is
+    /// done training). The next steps record new plans.
+    fn drop_plans(&self) {}
 }

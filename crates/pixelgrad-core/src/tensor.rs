@@ -37,6 +37,32 @@ impl Device {
     pub fn flush(&self) -> Result<()> {
         self.backend.flush()
     }
+    /// Runs `f` as one step of a repeated computation (see [`Backend::begin_step`]): on the
+    /// GPU backends the second and later steps with the same `key` replay a prepared plan.
+    /// The step is ended (and submitted) even when `f` fails.
+    ///
+    /// ```
+    /// use pixelgrad_core::{Device, Tensor};
+    /// # fn demo(dev: &Device) -> pixelgrad_core::Result<()> {
+    /// let w = Tensor::from_vec(dev, &[1.0, 2.0], [2])?;
+    /// for _ in 0..3 {
+    ///     let y = dev.step(1, || w.mul_scalar(2.0))?;
+    ///     assert_eq!(y.dims(), &[2]);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn step<T>(&self, key: u64, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.backend.begin_step(key)?;
+        let out = f();
+        let end = self.backend.end_step();
+        let out = out?;
+        end?;
+        Ok(out)
+    }
+    /// Drops the backend's step plans (see [`Backend::drop_plans`]).
+    pub fn drop_plans(&self) {
+        self.backend.drop_plans()
+    }
     /// True if both handles drive the same backend instance.
     pub fn same(&self, other: &Device) -> bool {
         std::ptr::addr_eq(Rc::as_ptr(&self.backend), Rc::as_ptr(&other.backend))
