@@ -23,6 +23,7 @@ pub const BODIES: &[(&str, &str)] = &[
     ("where", include_str!("shaders/where.glsl")),
     ("reduce", include_str!("shaders/reduce.glsl")),
     ("matmul", include_str!("shaders/matmul.glsl")),
+    ("matmul_pack", include_str!("shaders/matmul_pack.glsl")),
     ("im2col", include_str!("shaders/im2col.glsl")),
     ("col2im", include_str!("shaders/col2im.glsl")),
     ("gather", include_str!("shaders/gather.glsl")),
@@ -54,10 +55,11 @@ impl ProgramSpec {
         ProgramSpec { name, config }
     }
 
-    /// Bodies that write whole texels themselves (matmul's 4 accumulators, the heatmap's pixels).
+    /// Bodies that write whole texels themselves (matmul's 4 accumulators, its operand repacking,
+    /// the heatmap's pixels).
     pub fn entry(&self) -> Entry {
         match self.name {
-            "matmul" | "heatmap" => Entry::OwnMain,
+            "matmul" | "matmul_pack" | "heatmap" => Entry::OwnMain,
             _ => Entry::Elementwise,
         }
     }
@@ -73,7 +75,7 @@ impl ProgramSpec {
         const BINARY: [&str; 10] = ["add", "sub", "mul", "div", "max", "min", "pow", "gt", "ge", "eq"];
         const REDUCE: [&str; 4] = ["sum", "max", "min", "first_equal"];
         const RANDOM: [&str; 2] = ["uniform", "normal"];
-        const MATMUL: [&str; 3] = ["general", "vec4_b", "vec4_ab"];
+        const MATMUL: [&str; 3] = ["nn", "nt", "nt_any"];
         let table: &[&str] = match self.name {
             "unary" => &UNARY,
             "binary" => &BINARY,

@@ -1,6 +1,11 @@
-//! Batched matmul: each fragment writes one texel (4 outputs). Transposes and batch
-//! broadcasting are strides; a fast path is picked when the 4 outputs of a texel share a row
-//! and B's rows are texel-aligned.
+//! Batched matmul: each fragment writes one texel (4 outputs of the flat output layout).
+//!
+//! The kernel (`shaders/matmul.glsl`) wants A with its k axis contiguous and every row starting
+//! on a texel, and B either as rows of N (N % 4 == 0, "nn") or with its k axis contiguous too
+//! ("nt", dot products). Operands in any other form (transposed A, K or N not a multiple of 4,
+//! odd strides) are first repacked by one cheap O(size) pass each (`shaders/matmul_pack.glsl`)
+//! into that form, zero-padding k to a multiple of 4: the O(M·N·K) loop then never divides and
+//! reads whole texels only.
 
 use std::rc::Rc;
 
@@ -10,18 +15,63 @@ use crate::context::Shared;
 use crate::launch::Pass;
 use crate::texture::GlTensor;
 
-/// Strides of an operand as (batch, row, col) where (row, col) are the logical (possibly
-/// transposed) matrix axes, plus its logical (rows, cols).
-fn operand(s: &Shape, trans: bool) -> (i64, i64, i64, usize, usize) {
-    let r = s.rank();
-    let (d0, d1) = (s.0[r - 2], s.0[r - 1]);
-    let batch = if r == 3 { s.0[0] } else { 1 };
-    let sb = if batch > 1 { (d0 * d1) as i64 } else { 0 };
-    if trans {
-        (sb, 1, d1 as i64, d1, d0)
-    } else {
-        (sb, d1 as i64, 1, d0, d1)
+/// Kernel configs (`CONFIG` in matmul.glsl).
+const NN: u32 = 0;
+const NT: u32 = 1;
+const NT_ANY: u32 = 2;
+
+/// One operand seen as a batch of logical matrices `rows x cols`: element (b, r, c) sits at
+/// `b*sb + r*sr + c*sc` of its storage (sb = 0 broadcasts a single matrix over the batch).
+#[derive(Clone, Copy, Debug)]
+struct View {
+    batch: usize,
+    rows: usize,
+    cols: usize,
+    sb: i64,
+    sr: i64,
+    sc: i64,
+}
+
+impl View {
+    /// The logical (possibly transposed) matrix of a rank-2 or rank-3 shape.
+    fn of(s: &Shape, trans: bool) -> View {
+        let r = s.rank();
+        let (d0, d1) = (s.0[r - 2], s.0[r - 1]);
+        let batch = if r == 3 { s.0[0] } else { 1 };
+        let sb = if batch > 1 { (d0 * d1) as i64 } else { 0 };
+        if trans {
+            View { batch, rows: d1, cols: d0, sb, sr: 1, sc: d1 as i64 }
+        } else {
+            View { batch, rows: d0, cols: d1, sb, sr: d1 as i64, sc: 1 }
+        }
     }
+
+    /// The same matrices with rows and columns swapped (no data moves).
+    fn t(self) -> View {
+        View { rows: self.cols, cols: self.rows, sr: self.sc, sc: self.sr, ..self }
+    }
+
+    /// Rows that are contiguous and start on a texel: what the kernel reads 4 at a time.
+    fn rows_aligned(&self) -> bool {
+        self.sc == 1 && self.sr % 4 == 0 && self.sb % 4 == 0
+    }
+}
+
+/// Copies `v` of `x` into a fresh texture in the aligned form: `[batch, rows, cols4]` with
+/// `cols4 = cols` rounded up to a multiple of 4 and zeros in the padding.
+fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View) -> Result<(GlTensor, View)> {
+    let cols4 = v.cols.div_ceil(4) * 4;
+    let pass = Pass::new("matmul", "matmul_pack", 0)
+        .input("u_x", x)
+        .int("u_r", v.rows)
+        .int("u_c", v.cols)
+        .int("u_c4", cols4)
+        .sint("u_sb", v.sb)
+        .sint("u_sr", v.sr)
+        .sint("u_sc", v.sc);
+    let t = sh.run(pass, v.batch * v.rows * cols4)?;
+    let sb = if v.batch > 1 { (v.rows * cols4) as i64 } else { 0 };
+    Ok((t, View { sb, sr: cols4 as i64, sc: 1, ..v }))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -35,24 +85,43 @@ pub(crate) fn matmul(
     trans_b: bool,
     out: &Shape,
 ) -> Result<GlTensor> {
-    let (a_sb, a_sm, a_sk, m, k) = operand(sa, trans_a);
-    let (b_sb, b_sk, b_sn, _, n) = operand(sb, trans_b);
-    let b_rows_aligned = n % 4 == 0 && b_sn == 1 && b_sk % 4 == 0 && b_sb % 4 == 0;
-    let a_rows_aligned = a_sk == 1 && k % 4 == 0 && a_sm % 4 == 0 && a_sb % 4 == 0;
-    let config = match (b_rows_aligned, a_rows_aligned) {
-        (true, true) => 2,
-        (true, false) => 1,
-        _ => 0,
+    let va = View::of(sa, trans_a);
+    let vb = View::of(sb, trans_b);
+    let (m, k, n) = (va.rows, va.cols, vb.cols);
+    // A [M, K] with k contiguous and aligned rows, or a packed copy.
+    let packed_a;
+    let (ta, va) = if va.rows_aligned() {
+        (a, va)
+    } else {
+        let (t, v) = pack(sh, a, va)?;
+        packed_a = t;
+        (&packed_a, v)
+    };
+    // B as rows of N ("nn", the forward pass of a dense layer: no copy), else as [N, K] with k
+    // contiguous (a transposed operand, as backprop's dA = G B^T, often already is), else packed
+    // into that form.
+    let bt = vb.t();
+    let packed_b;
+    let (tb, config, b_sk, b_sn, b_sb) = if vb.rows_aligned() && n % 4 == 0 {
+        (b, NN, vb.sr, 1, vb.sb)
+    } else {
+        let (t, v) = if bt.rows_aligned() {
+            (b, bt)
+        } else {
+            let (t, v) = pack(sh, b, bt)?;
+            packed_b = t;
+            (&packed_b, v)
+        };
+        (t, if n % 4 == 0 { NT } else { NT_ANY }, 1, v.sr, v.sb)
     };
     let pass = Pass::new("matmul", "matmul", config)
-        .input("u_a", a)
-        .input("u_b", b)
+        .input("u_a", ta)
+        .input("u_b", tb)
         .int("u_m", m)
         .int("u_n", n)
         .int("u_k", k)
-        .sint("u_a_sb", a_sb)
-        .sint("u_a_sm", a_sm)
-        .sint("u_a_sk", a_sk)
+        .sint("u_a_sb", va.sb)
+        .sint("u_a_sm", va.sr)
         .sint("u_b_sb", b_sb)
         .sint("u_b_sk", b_sk)
         .sint("u_b_sn", b_sn);

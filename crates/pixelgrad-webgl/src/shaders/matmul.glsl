@@ -1,10 +1,19 @@
 // Op::MatMul, batched: out[b, m, n] = sum_k A[b, m, k] * B[b, k, n]. Each fragment writes one
-// texel, i.e. 4 consecutive outputs, looping over K once with 4 accumulators. Transposes and
-// batch broadcasting are only strides (uniforms): element (b, m, k) of A is at
-// b*u_a_sb + m*u_a_sm + k*u_a_sk, element (b, k, n) of B at b*u_b_sb + k*u_b_sk + n*u_b_sn.
-// CONFIG 0: general. CONFIG 1: N % 4 == 0 and B's 4 outputs are one aligned texel, so the 4
-// outputs share (b, m) and each k step reads one A element and one B texel. CONFIG 2: as 1, and
-// A's k axis is contiguous and texel-aligned too, so each step consumes 4 values of k.
+// texel, i.e. 4 consecutive outputs. Element (b, m, k) of A is at b*u_a_sb + m*u_a_sm + k, i.e.
+// A's k axis is always contiguous and its rows start on a texel (matmul.rs repacks A otherwise),
+// so one texel of A holds 4 consecutive k. B comes in one of two forms:
+// CONFIG 0 ("nn"): B[b, k, n] at b*u_b_sb + k*u_b_sk + n with N % 4 == 0 and rows texel-aligned:
+//   the 4 outputs share (b, m), one texel of B holds their 4 columns of one row k, so each step
+//   of 4 k reads 1 texel of A and 4 of B for 16 multiply-adds.
+// CONFIG 1 ("nt"): B[b, k, n] at b*u_b_sb + n*u_b_sn + k with k contiguous, rows texel-aligned
+//   and zero-padded to a multiple of 4 (as A's are), N % 4 == 0: 1 texel of A and 4 of B (one per
+//   output column) per 4 k, as dot products.
+// CONFIG 2 ("nt_any"): as 1 for any N: the 4 outputs may lie in different rows (and batches), so
+//   each has its own A row too: 8 texels per 4 k.
+//
+// Speed (software rasterisers such as SwiftShader and llvmpipe run this on the CPU): texel
+// fetches and integer division dominate. No division runs per step: each operand row is a stream
+// of texel coordinates advanced by a fixed (dx, dy) with one carry, computed once per fragment.
 uniform highp sampler2D u_a;
 uniform highp sampler2D u_b;
 uniform int u_m;
@@ -12,10 +21,27 @@ uniform int u_n;
 uniform int u_k;
 uniform int u_a_sb;
 uniform int u_a_sm;
-uniform int u_a_sk;
 uniform int u_b_sb;
 uniform int u_b_sk;
 uniform int u_b_sn;
+
+// Texel t of a texture w texels wide, as coordinates.
+ivec2 texel_at(int t, int w) {
+    int y = t / w;
+    return ivec2(t - y * w, y);
+}
+
+// A step of s texels in a texture w texels wide, as (dx, dy) with dx < w.
+ivec2 step_of(int s, int w) {
+    int dy = s / w;
+    return ivec2(s - dy * w, dy);
+}
+
+// p moved forward by the step d (from step_of), wrapping into the next texture row.
+ivec2 advance(ivec2 p, ivec2 d, int w) {
+    p += d;
+    return p.x >= w ? ivec2(p.x - w, p.y + 1) : p;
+}
 
 void main() {
     int base = out_base();
@@ -24,51 +50,102 @@ void main() {
         o_color = vec4(0.0);
         return;
     }
+    int wa = textureSize(u_a, 0).x;
+    int wb = textureSize(u_b, 0).x;
+    vec4 acc = vec4(0.0);
+#if CONFIG == 0 || CONFIG == 1
+    int n = base % u_n;
+    int t = base / u_n;
+    int m = t % u_m;
+    int b = t / u_m;
+    ivec2 pa = texel_at((b * u_a_sb + m * u_a_sm) >> 2, wa);
+    ivec2 one = ivec2(1, 0);
+#endif
 #if CONFIG == 0
-    ivec4 ia, ib;
+    ivec2 pb = texel_at((b * u_b_sb + n) >> 2, wb);
+    ivec2 db = step_of(u_b_sk >> 2, wb);
+    int steps = u_k >> 2;
+    for (int q = 0; q < steps; ++q) {
+        vec4 av = texelFetch(u_a, pa, 0);
+        pa = advance(pa, one, wa);
+        vec4 b0 = texelFetch(u_b, pb, 0);
+        pb = advance(pb, db, wb);
+        vec4 b1 = texelFetch(u_b, pb, 0);
+        pb = advance(pb, db, wb);
+        vec4 b2 = texelFetch(u_b, pb, 0);
+        pb = advance(pb, db, wb);
+        vec4 b3 = texelFetch(u_b, pb, 0);
+        pb = advance(pb, db, wb);
+        acc += av.x * b0;
+        acc += av.y * b1;
+        acc += av.z * b2;
+        acc += av.w * b3;
+    }
+    // The last K % 4 rows of B: A's texel is complete (padded), B's missing rows are not read.
+    int rem = u_k & 3;
+    if (rem > 0) {
+        vec4 av = texelFetch(u_a, pa, 0);
+        acc += av.x * texelFetch(u_b, pb, 0);
+        if (rem > 1) {
+            pb = advance(pb, db, wb);
+            acc += av.y * texelFetch(u_b, pb, 0);
+        }
+        if (rem > 2) {
+            pb = advance(pb, db, wb);
+            acc += av.z * texelFetch(u_b, pb, 0);
+        }
+    }
+#elif CONFIG == 1
+    int rb = b * u_b_sb + n * u_b_sn;
+    ivec2 pb0 = texel_at(rb >> 2, wb);
+    ivec2 pb1 = texel_at((rb + u_b_sn) >> 2, wb);
+    ivec2 pb2 = texel_at((rb + 2 * u_b_sn) >> 2, wb);
+    ivec2 pb3 = texel_at((rb + 3 * u_b_sn) >> 2, wb);
+    int steps = (u_k + 3) >> 2;
+    for (int q = 0; q < steps; ++q) {
+        vec4 av = texelFetch(u_a, pa, 0);
+        pa = advance(pa, one, wa);
+        acc.x += dot(av, texelFetch(u_b, pb0, 0));
+        acc.y += dot(av, texelFetch(u_b, pb1, 0));
+        acc.z += dot(av, texelFetch(u_b, pb2, 0));
+        acc.w += dot(av, texelFetch(u_b, pb3, 0));
+        pb0 = advance(pb0, one, wb);
+        pb1 = advance(pb1, one, wb);
+        pb2 = advance(pb2, one, wb);
+        pb3 = advance(pb3, one, wb);
+    }
+#else
+    ivec2 pa0, pa1, pa2, pa3, pb0, pb1, pb2, pb3;
     for (int j = 0; j < 4; ++j) {
         int i = min(base + j, u_out_n - 1);
         int n = i % u_n;
         int t = i / u_n;
         int m = t % u_m;
         int b = t / u_m;
-        ia[j] = b * u_a_sb + m * u_a_sm;
-        ib[j] = b * u_b_sb + n * u_b_sn;
+        ivec2 pa = texel_at((b * u_a_sb + m * u_a_sm) >> 2, wa);
+        ivec2 pb = texel_at((b * u_b_sb + n * u_b_sn) >> 2, wb);
+        // Constant j after unrolling: plain moves, no dynamic indexing.
+        if (j == 0) { pa0 = pa; pb0 = pb; }
+        else if (j == 1) { pa1 = pa; pb1 = pb; }
+        else if (j == 2) { pa2 = pa; pb2 = pb; }
+        else { pa3 = pa; pb3 = pb; }
     }
-    vec4 acc = vec4(0.0);
-    for (int k = 0; k < u_k; ++k) {
-        ivec4 oa = ia + k * u_a_sk;
-        ivec4 ob = ib + k * u_b_sk;
-        acc.x += fetch(u_a, oa.x) * fetch(u_b, ob.x);
-        acc.y += fetch(u_a, oa.y) * fetch(u_b, ob.y);
-        acc.z += fetch(u_a, oa.z) * fetch(u_b, ob.z);
-        acc.w += fetch(u_a, oa.w) * fetch(u_b, ob.w);
+    ivec2 one = ivec2(1, 0);
+    int steps = (u_k + 3) >> 2;
+    for (int q = 0; q < steps; ++q) {
+        acc.x += dot(texelFetch(u_a, pa0, 0), texelFetch(u_b, pb0, 0));
+        acc.y += dot(texelFetch(u_a, pa1, 0), texelFetch(u_b, pb1, 0));
+        acc.z += dot(texelFetch(u_a, pa2, 0), texelFetch(u_b, pb2, 0));
+        acc.w += dot(texelFetch(u_a, pa3, 0), texelFetch(u_b, pb3, 0));
+        pa0 = advance(pa0, one, wa);
+        pa1 = advance(pa1, one, wa);
+        pa2 = advance(pa2, one, wa);
+        pa3 = advance(pa3, one, wa);
+        pb0 = advance(pb0, one, wb);
+        pb1 = advance(pb1, one, wb);
+        pb2 = advance(pb2, one, wb);
+        pb3 = advance(pb3, one, wb);
     }
-#else
-    int n = base % u_n;
-    int t = base / u_n;
-    int m = t % u_m;
-    int b = t / u_m;
-    int ia = b * u_a_sb + m * u_a_sm;
-    int ib = b * u_b_sb + n;
-    vec4 acc = vec4(0.0);
-#if CONFIG == 1
-    for (int k = 0; k < u_k; ++k) {
-        acc += fetch(u_a, ia + k * u_a_sk) * fetch4(u_b, (ib + k * u_b_sk) >> 2);
-    }
-#else
-    int ta = ia >> 2;
-    int tb = ib >> 2;
-    int step_b = u_b_sk >> 2;
-    for (int k = 0; k < u_k; k += 4) {
-        vec4 av = fetch4(u_a, ta + (k >> 2));
-        int r = tb + k * step_b;
-        acc += av.x * fetch4(u_b, r);
-        acc += av.y * fetch4(u_b, r + step_b);
-        acc += av.z * fetch4(u_b, r + 2 * step_b);
-        acc += av.w * fetch4(u_b, r + 3 * step_b);
-    }
-#endif
 #endif
     o_color = acc;
 }
