@@ -61,6 +61,7 @@
 pub mod families;
 pub mod gradcheck;
 pub mod harness;
+pub mod steps;
 pub mod tolerance;
 
 pub use gradcheck::{check_gradients, check_gradients_eps, grad_error, FD_EPS};

@@ -125,41 +125,66 @@ pub struct History {
     pub epochs: Vec<EpochLog>,
 }
 
-/// Device-side running sums of loss*batch, correct predictions and sample count.
-struct Window {
+/// Device-side running sums of `loss * batch` and correct predictions, plus the host-side
+/// sample count: what a training loop accumulates between two readbacks.
+///
+/// Every [`Sums::add`] runs the same ops (`sum * keep + value`, with `keep` 0 right after a
+/// [`Sums::take`]), so a step that ends with it has the same structure every time and
+/// replays its step plan (see [`Device::step`]).
+#[derive(Default)]
+pub struct Sums {
     loss_sum: Option<Tensor>,
     correct: Option<Tensor>,
+    /// 0 after a take: the next add starts the sums afresh.
+    keep: f32,
     samples: usize,
     steps: usize,
 }
 
-impl Window {
-    fn new() -> Self {
-        Window { loss_sum: None, correct: None, samples: 0, steps: 0 }
+impl Sums {
+    pub fn new() -> Self {
+        Sums::default()
     }
-    fn add(&mut self, loss: &Tensor, correct: &Tensor, batch: usize) -> Result<()> {
+    /// Adds one batch's mean loss and correct-prediction count (both device scalars).
+    pub fn add(&mut self, loss: &Tensor, correct: &Tensor, batch: usize) -> Result<()> {
         let l = loss.detach().mul_scalar(batch as f32)?;
         let c = correct.detach();
-        self.loss_sum = Some(match self.loss_sum.take() {
-            Some(s) => s.add(&l)?,
-            None => l,
-        });
-        self.correct = Some(match self.correct.take() {
-            Some(s) => s.add(&c)?,
-            None => c,
-        });
+        let keep = self.keep;
+        let fold = |prev: Option<Tensor>, v: Tensor| -> Result<Tensor> {
+            match prev {
+                Some(s) => s.mul_scalar(keep)?.add(&v),
+                None => Ok(v),
+            }
+        };
+        self.loss_sum = Some(fold(self.loss_sum.take(), l)?);
+        self.correct = Some(fold(self.correct.take(), c)?);
+        self.keep = 1.0;
         self.samples += batch;
         self.steps += 1;
         Ok(())
     }
-    /// One readback of both sums; returns (loss sum, correct count, samples) and resets.
-    fn read(&mut self) -> Result<Option<(f64, f64, usize)>> {
-        let (Some(l), Some(c)) = (self.loss_sum.take(), self.correct.take()) else { return Ok(None) };
-        let both = Tensor::concat(&[&l.reshape([1])?, &c.reshape([1])?], 0)?.to_vec()?;
-        let n = self.samples;
-        self.samples = 0;
+    /// Batches added since the last take.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+    /// `[loss sum, correct]` as one device tensor of 2 elements plus the sample count, and
+    /// starts new sums; `None` when nothing was added since the last take.
+    pub fn take(&mut self) -> Result<Option<(Tensor, usize)>> {
+        if self.steps == 0 {
+            return Ok(None);
+        }
+        let (Some(l), Some(c)) = (&self.loss_sum, &self.correct) else { return Ok(None) };
+        let both = Tensor::concat(&[&l.reshape([1])?, &c.reshape([1])?], 0)?;
+        let n = std::mem::take(&mut self.samples);
         self.steps = 0;
-        Ok(Some((both[0] as f64, both[1] as f64, n)))
+        self.keep = 0.0;
+        Ok(Some((both, n)))
+    }
+    /// One blocking readback of both sums: (loss sum, correct count, samples), and resets.
+    pub fn read(&mut self) -> Result<Option<(f64, f64, usize)>> {
+        let Some((both, n)) = self.take()? else { return Ok(None) };
+        let v = both.to_vec()?;
+        Ok(Some((v[0] as f64, v[1] as f64, n)))
     }
 }
 
@@ -185,25 +210,31 @@ pub fn fit(
     let mut step = 0usize;
     'epochs: for epoch in 0..opts.epochs {
         let order = if opts.shuffle { shuffled(train.len(), rng::mix(opts.seed, epoch as u64)) } else { (0..train.len()).collect() };
-        let mut window = Window::new();
+        let mut window = Sums::new();
         let (mut ep_loss, mut ep_correct, mut ep_n) = (0.0f64, 0.0f64, 0usize);
         let batches: Vec<&[usize]> = order.chunks(opts.batch_size).collect();
         let last = batches.len() - 1;
         for (bi, idx) in batches.into_iter().enumerate() {
             let lr = opts.schedule.lr(base_lr, step);
             opt.set_lr(lr);
-            let (xb, yb) = train.batch(dev, idx)?;
-            let out = model.forward(&xb, Mode::Train)?;
-            let l = loss.compute(&out, &yb)?;
-            let correct = {
-                let _g = no_grad();
-                accuracy_count(&out, &yb)?
-            };
-            l.backward()?;
-            opt.step(model)?;
-            window.add(&l, &correct, idx.len())?;
+            // One step plan per batch size (the last batch of an epoch may be smaller).
+            dev.step(idx.len() as u64, || {
+                let (xb, yb) = train.batch(dev, idx)?;
+                let out = model.forward(&xb, Mode::Train)?;
+                let l = loss.compute(&out, &yb)?;
+                let correct = {
+                    let _g = no_grad();
+                    accuracy_count(&out, &yb)?
+                };
+                if let Err(e) = l.backward().and_then(|_| opt.step(model)) {
+                    // A failed step must not leave half-accumulated gradients behind.
+                    model.zero_grad();
+                    return Err(e);
+                }
+                window.add(&l, &correct, idx.len())
+            })?;
             step += 1;
-            if window.steps >= opts.read_every || bi == last {
+            if window.steps() >= opts.read_every || bi == last {
                 if let Some((ls, cs, n)) = window.read()? {
                     ep_loss += ls;
                     ep_correct += cs;
@@ -215,8 +246,6 @@ pub fn fit(
                         break 'epochs;
                     }
                 }
-            } else {
-                dev.flush()?;
             }
         }
         let (test_loss, test_accuracy) = match &test {
@@ -251,7 +280,7 @@ pub fn evaluate(model: &dyn Module, loss: Loss, dev: &Device, data: Samples, bat
     }
     let _g = no_grad();
     let idx: Vec<usize> = (0..data.len()).collect();
-    let mut window = Window::new();
+    let mut window = Sums::new();
     for chunk in idx.chunks(batch_size.max(1)) {
         let (xb, yb) = data.batch(dev, chunk)?;
         let out = model.forward(&xb, Mode::Eval)?;

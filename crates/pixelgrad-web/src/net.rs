@@ -2,12 +2,13 @@
 //!
 //! The JavaScript `fit` loop owns the schedule (epochs, shuffling, callbacks, yielding to the
 //! event loop); each step here only records device work. Loss and correct-prediction sums stay
-//! on the device in a [`Window`] until the caller takes them ([`Net::take_train`]) and reads the
+//! on the device in [`Sums`] until the caller takes them ([`Net::take_train`]) and reads the
 //! two numbers with one asynchronous readback, as `pixelgrad_nn::train` does natively.
 
 use pixelgrad_core::composite::accuracy_count;
 use pixelgrad_core::{no_grad, Device, Error, Result, Tensor};
 use pixelgrad_nn::optim::{Adam, Optimizer, RmsProp, Sgd};
+use pixelgrad_nn::train::Sums;
 use pixelgrad_nn::{Loss, Mode, Module};
 use serde_json::Value;
 
@@ -15,39 +16,6 @@ use crate::spec::{self, Built, Shape};
 
 /// Rows per forward pass in [`Net::predict`] (bounds texture and buffer sizes on the GPU).
 const PREDICT_CHUNK: usize = 1024;
-
-/// Device-side running sums: loss * batch, correct predictions, and the host-side sample count.
-#[derive(Default)]
-struct Window {
-    loss_sum: Option<Tensor>,
-    correct: Option<Tensor>,
-    samples: usize,
-}
-
-impl Window {
-    fn add(&mut self, loss: &Tensor, correct: &Tensor, batch: usize) -> Result<()> {
-        let l = loss.detach().mul_scalar(batch as f32)?;
-        let c = correct.detach();
-        self.loss_sum = Some(match self.loss_sum.take() {
-            Some(s) => s.add(&l)?,
-            None => l,
-        });
-        self.correct = Some(match self.correct.take() {
-            Some(s) => s.add(&c)?,
-            None => c,
-        });
-        self.samples += batch;
-        Ok(())
-    }
-
-    /// `[loss sum, correct]` as one device tensor of 2 elements plus the sample count, and
-    /// resets; `None` when nothing was added since the last take.
-    fn take(&mut self) -> Result<Option<(Tensor, usize)>> {
-        let (Some(l), Some(c)) = (self.loss_sum.take(), self.correct.take()) else { return Ok(None) };
-        let n = std::mem::take(&mut self.samples);
-        Ok(Some((Tensor::concat(&[&l.reshape([1])?, &c.reshape([1])?], 0)?, n)))
-    }
-}
 
 /// A network plus what `compile` chose and the running training/evaluation sums.
 pub struct Net {
@@ -57,15 +25,15 @@ pub struct Net {
     pub config: Value,
     opt: Option<Box<dyn Optimizer>>,
     loss: Loss,
-    train: Window,
-    eval: Window,
+    train: Sums,
+    eval: Sums,
 }
 
 impl Net {
     /// Builds the layers of `config` (see [`spec::build`]) on `dev`.
     pub fn new(dev: &Device, config: Value) -> Result<Net> {
         let built = spec::build(dev, &config)?;
-        Ok(Net { dev: dev.clone(), built, config, opt: None, loss: Loss::CrossEntropy, train: Window::default(), eval: Window::default() })
+        Ok(Net { dev: dev.clone(), built, config, opt: None, loss: Loss::CrossEntropy, train: Sums::new(), eval: Sums::new() })
     }
 
     /// Chooses the optimizer (fresh state) and the loss. The model must end in `[N, classes]`.
@@ -102,6 +70,11 @@ impl Net {
 
     /// Checks `shape` = `[n, ..input]` and `x.len()`, uploads the batch.
     fn input(&self, op: &'static str, x: &[f32], shape: &[usize]) -> Result<Tensor> {
+        self.check_input(op, x, shape)?;
+        Tensor::from_vec(&self.dev, x, shape.to_vec())
+    }
+
+    fn check_input(&self, op: &'static str, x: &[f32], shape: &[usize]) -> Result<()> {
         let ok = shape.len() == self.built.input.len() + 1 && shape[1..] == self.built.input[..] && shape[0] > 0;
         if !ok {
             let want: Vec<String> = self.built.input.iter().map(|d| d.to_string()).collect();
@@ -115,11 +88,16 @@ impl Net {
         if x.len() != shape.iter().product::<usize>() {
             return Err(Error::invalid(op, format!("{} values do not fill shape {shape:?}", x.len())));
         }
-        Tensor::from_vec(&self.dev, x, shape.to_vec())
+        Ok(())
     }
 
     /// Checks that `y` holds `n` whole-number class indices below the model's output count.
     fn labels(&self, op: &'static str, y: &[f32], n: usize) -> Result<Tensor> {
+        self.check_labels(op, y, n)?;
+        Tensor::from_vec(&self.dev, y, [n])
+    }
+
+    fn check_labels(&self, op: &'static str, y: &[f32], n: usize) -> Result<()> {
         let classes = self.classes()?;
         if y.len() != n {
             return Err(Error::invalid(op, format!("{} labels for {n} samples", y.len())));
@@ -127,32 +105,37 @@ impl Net {
         if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| !(v.fract() == 0.0 && **v >= 0.0 && (**v as usize) < classes)) {
             return Err(Error::invalid(op, format!("label {v} of sample {i} is not a class index in 0..{classes} (the model has {classes} outputs)")));
         }
-        Tensor::from_vec(&self.dev, y, [n])
+        Ok(())
     }
 
     /// One training step on a batch: forward, loss, backward, optimizer update. Sums stay on
     /// the device; nothing is read back.
     pub fn train_step(&mut self, x: &[f32], shape: &[usize], y: &[f32]) -> Result<()> {
-        let xb = self.input("fit", x, shape)?;
-        let yb = self.labels("fit", y, shape[0])?;
+        self.check_input("fit", x, shape)?;
+        self.check_labels("fit", y, shape[0])?;
         let Some(opt) = self.opt.as_mut() else {
             return Err(Error::invalid("fit", "the model is not compiled; call model.compile({ optimizer, loss }) first"));
         };
-        let out = self.built.seq.forward(&xb, Mode::Train)?;
-        let l = self.loss.compute(&out, &yb)?;
-        let correct = {
-            let _g = no_grad();
-            accuracy_count(&out, &yb)?
-        };
-        let stepped = l.backward().and_then(|_| opt.step(&self.built.seq));
-        if stepped.is_err() {
-            // A failed step must not leave half-accumulated gradients for the next one.
-            self.built.seq.zero_grad();
-        }
-        stepped?;
-        self.train.add(&l, &correct, shape[0])?;
-        // Submit the recorded work so GPU queues never grow between reads.
-        self.dev.flush()
+        let (dev, seq, loss, train) = (&self.dev, &self.built.seq, self.loss, &mut self.train);
+        // One step plan per batch size: from the third step on, the GPU backends replay
+        // prepared buffers and bind groups / framebuffers. The step ends with one submission,
+        // so GPU queues never grow between reads.
+        dev.step(shape[0] as u64, || {
+            let xb = Tensor::from_vec(dev, x, shape.to_vec())?;
+            let yb = Tensor::from_vec(dev, y, [shape[0]])?;
+            let out = seq.forward(&xb, Mode::Train)?;
+            let l = loss.compute(&out, &yb)?;
+            let correct = {
+                let _g = no_grad();
+                accuracy_count(&out, &yb)?
+            };
+            if let Err(e) = l.backward().and_then(|_| opt.step(seq)) {
+                // A failed step must not leave half-accumulated gradients for the next one.
+                seq.zero_grad();
+                return Err(e);
+            }
+            train.add(&l, &correct, shape[0])
+        })
     }
 
     /// Adds one batch to the evaluation sums (inference mode, no gradients).

@@ -222,4 +222,19 @@ impl Backend for WgpuBackend {
     fn counters(&self) -> Counters {
         self.gpu.counters()
     }
+
+    fn begin_step(&self, key: u64) -> Result<()> {
+        self.gpu.check("begin_step")?;
+        self.gpu.begin_step(key)
+    }
+
+    fn end_step(&self) -> Result<()> {
+        let ended = self.gpu.end_step();
+        self.gpu.check("end_step")?;
+        ended
+    }
+
+    fn drop_plans(&self) {
+        self.gpu.drop_plans()
+    }
 }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use pixelgrad_core::{Counters, Error, Result};
 
 use crate::pipelines::{Kernel, Pipelines};
+use crate::plan::{self, AllocEntry, LaunchEntry, Plans};
 use crate::pool::{size_class, Kind, Pool};
 use crate::BACKEND;
 
@@ -43,6 +44,8 @@ struct CounterCells {
     launches: Cell<u64>,
     submissions: Cell<u64>,
     readbacks: Cell<u64>,
+    bindings: Cell<u64>,
+    replayed: Cell<u64>,
 }
 
 /// Shared by the backend and every tensor it made (tensors return their buffers here).
@@ -56,6 +59,8 @@ pub(crate) struct Gpu {
     pub cpu_matmul: bool,
     pool: RefCell<Pool>,
     rec: RefCell<Recording>,
+    /// Step plans (see `plan.rs`).
+    plans: RefCell<Plans>,
     /// Uniform buffer holding `max_slots` parameter slots.
     ring: wgpu::Buffer,
     /// One u32 of error bits raised by kernels that validate run-time data (bit 1: gather
@@ -130,6 +135,7 @@ impl Gpu {
             cpu_matmul,
             pool: RefCell::new(Pool::default()),
             rec: RefCell::new(Recording { encoder: None, pass: None, params: Vec::new(), slots: 0 }),
+            plans: RefCell::new(Plans::default()),
             ring,
             status,
             status_armed: Cell::new(false),
@@ -303,6 +309,7 @@ impl Gpu {
         rec.params.extend(params.iter().flat_map(|w| w.to_le_bytes()));
         rec.params.resize(start + PARAM_SLOT as usize, 0);
 
+        drop(rec);
         let mut entries = Vec::with_capacity(inputs.len() + 2);
         entries.push(wgpu::BindGroupEntry {
             binding: 0,
@@ -322,12 +329,10 @@ impl Gpu {
             });
             self.status_armed.set(true);
         }
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(op),
-            layout: self.pipelines.layout(kernel),
-            entries: &entries,
-        });
+        let layout = self.pipelines.layout(kernel);
+        let bind_group = self.planned_bind_group(op, layout, slot, inputs, output, &entries);
 
+        let mut rec = self.rec.borrow_mut();
         let rec = &mut *rec;
         if rec.pass.is_none() {
             let encoder = rec.encoder.get_or_insert_with(|| {
@@ -346,6 +351,129 @@ impl Gpu {
         self.dirty.set(true);
         self.counters.launches.set(self.counters.launches.get() + 1);
         Ok(())
+    }
+
+    /// The bind group of a launch: inside a step, the plan's prepared one when it binds the
+    /// same buffers (a replayed launch), else a new one (stored in the plan for next time).
+    fn planned_bind_group(
+        &self,
+        op: &'static str,
+        layout: &wgpu::BindGroupLayout,
+        slot: u64,
+        inputs: &[&wgpu::Buffer],
+        output: &wgpu::Buffer,
+        entries: &[wgpu::BindGroupEntry<'_>],
+    ) -> wgpu::BindGroup {
+        let mut bound: Vec<&wgpu::Buffer> = Vec::with_capacity(inputs.len() + 1);
+        bound.extend_from_slice(inputs);
+        bound.push(output);
+        let mut plans = self.plans.borrow_mut();
+        let planned = plans.current().and_then(|(plan, at)| {
+            let j = at.launch;
+            at.launch += 1;
+            (j < plan::MAX_ENTRIES).then_some((plan, j))
+        });
+        if let Some((plan, j)) = &planned {
+            if let Some(e) = plan.launches.get(*j).filter(|e| e.matches(layout, slot, &bound)) {
+                self.counters.replayed.set(self.counters.replayed.get() + 1);
+                return e.bind_group.clone();
+            }
+        }
+        let bind_group =
+            self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(op), layout, entries });
+        self.counters.bindings.set(self.counters.bindings.get() + 1);
+        if let Some((plan, j)) = planned {
+            let e = LaunchEntry {
+                layout: layout.clone(),
+                slot,
+                buffers: bound.into_iter().cloned().collect(),
+                bind_group: bind_group.clone(),
+            };
+            if j < plan.launches.len() {
+                plan.launches[j] = e;
+            } else {
+                plan.launches.push(e);
+            }
+        }
+        bind_group
+    }
+
+    /// A tensor buffer of at least `bytes`: inside a step, the plan's entry when it is free
+    /// and of the same class (no pool, no allocation), else a pooled one that becomes the
+    /// entry. The token, when given, marks the buffer as plan-owned (see [`GpuTensor`]).
+    fn tensor_buffer(&self, op: &'static str, bytes: u64) -> Result<(wgpu::Buffer, u64, Option<Rc<()>>)> {
+        let size = size_class(bytes.max(1), self.cap());
+        let slot = {
+            let mut plans = self.plans.borrow_mut();
+            match plans.current() {
+                Some((plan, at)) if at.alloc < plan::MAX_ENTRIES => {
+                    let k = at.alloc;
+                    at.alloc += 1;
+                    if let Some(e) = plan.allocs.get(k).filter(|e| e.size == size && e.is_free()) {
+                        return Ok((e.buf.clone(), e.size, Some(e.token.clone())));
+                    }
+                    Some(k)
+                }
+                _ => None,
+            }
+        };
+        let (buf, size) = self.alloc(op, Kind::Tensor, bytes)?;
+        let Some(k) = slot else {
+            return Ok((buf, size, None));
+        };
+        let token = Rc::new(());
+        let entry = AllocEntry { buf: buf.clone(), size, token: token.clone() };
+        let old = {
+            let mut plans = self.plans.borrow_mut();
+            match plans.current() {
+                Some((plan, _)) if k < plan.allocs.len() => Some(std::mem::replace(&mut plan.allocs[k], entry)),
+                Some((plan, _)) => {
+                    plan.allocs.push(entry);
+                    None
+                }
+                None => None,
+            }
+        };
+        if let Some((b, sz)) = old.and_then(plan::retire) {
+            self.release(Kind::Tensor, sz, b);
+        }
+        Ok((buf, size, Some(token)))
+    }
+
+    /// Starts a step (see [`pixelgrad_core::Backend::begin_step`]).
+    pub(crate) fn begin_step(&self, key: u64) -> Result<()> {
+        if self.plans.borrow().active.is_some() {
+            return Err(Error::backend("begin_step", BACKEND, "a step is already open (steps do not nest)"));
+        }
+        // A step is one submission of its own, starting at parameter slot 0.
+        self.flush()?;
+        let evicted = self.plans.borrow_mut().begin(key);
+        self.retire_plans(evicted);
+        Ok(())
+    }
+
+    /// Ends the step and submits it.
+    pub(crate) fn end_step(&self) -> Result<()> {
+        if self.plans.borrow_mut().active.take().is_none() {
+            return Err(Error::backend("end_step", BACKEND, "no step is open"));
+        }
+        self.flush().map(|_| ())
+    }
+
+    /// Drops every plan; free planned buffers go back to the pool.
+    pub(crate) fn drop_plans(&self) {
+        let all = self.plans.borrow_mut().take_all();
+        self.retire_plans(all);
+    }
+
+    fn retire_plans(&self, plans: Vec<plan::Plan>) {
+        for p in plans {
+            for e in p.allocs {
+                if let Some((b, sz)) = plan::retire(e) {
+                    self.release(Kind::Tensor, sz, b);
+                }
+            }
+        }
     }
 
     /// If status-raising kernels ran since the last check, records a copy of the status word
@@ -486,6 +614,8 @@ impl Gpu {
             submissions: c.submissions.get(),
             readbacks: c.readbacks.get(),
             bytes_in_use: self.pool.borrow().bytes,
+            bindings: c.bindings.get(),
+            replayed: c.replayed.get(),
         }
     }
 
@@ -515,13 +645,16 @@ pub(crate) struct GpuTensor {
     /// Elements (the buffer may be larger: size classes).
     pub len: usize,
     gpu: Rc<Gpu>,
+    /// Set when the buffer belongs to a step plan: while the plan holds its clone too, the
+    /// plan owns the buffer and a drop leaves it there.
+    plan: Option<Rc<()>>,
 }
 
 impl GpuTensor {
     /// A fresh (pooled) buffer for `len` elements; contents undefined.
     pub(crate) fn new(gpu: &Rc<Gpu>, op: &'static str, len: usize) -> Result<GpuTensor> {
-        let (buf, size) = gpu.alloc(op, Kind::Tensor, len as u64 * 4)?;
-        Ok(GpuTensor { buf: Some(buf), size, len, gpu: gpu.clone() })
+        let (buf, size, plan) = gpu.tensor_buffer(op, len as u64 * 4)?;
+        Ok(GpuTensor { buf: Some(buf), size, len, gpu: gpu.clone(), plan })
     }
 
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
@@ -532,6 +665,9 @@ impl GpuTensor {
 
 impl Drop for GpuTensor {
     fn drop(&mut self) {
+        if self.plan.as_ref().is_some_and(|t| Rc::strong_count(t) > 1) {
+            return;
+        }
         if let Some(b) = self.buf.take() {
             self.gpu.release(Kind::Tensor, self.size, b);
         }

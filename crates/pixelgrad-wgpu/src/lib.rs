@@ -50,21 +50,36 @@
 //! - `submissions`: `queue.submit` calls (one per sync point: a read, a `flush`, or
 //!   [`WgpuOptions::max_ops_per_submit`] launches);
 //! - `readbacks`: tensors copied back to the host;
-//! - `bytes_in_use`: bytes of every buffer the pool owns (live, pending and free).
+//! - `bytes_in_use`: bytes of every buffer the pool owns (live, pending, free, planned);
+//! - `bindings`: bind groups created (a replayed launch reuses a prepared one);
+//! - `replayed`: launches served from a step plan.
 //!
-//! A training step with the same shapes every time reaches a steady state after two steps
-//! (tested in `tests/steady_state.rs` for an MLP and a CNN with SGD and Adam): no
-//! allocations, no compiles, the same launches, and exactly one submission per step when it
-//! reads nothing back. What makes that hold: the size-class pool, the pipeline cache, and
-//! natively at most one submission in flight: a pool miss whose class has a buffer waiting
-//! only for submitted work waits for that work instead of allocating. This is *not* a
-//! recorded plan: every step still records its launches (and creates their bind groups)
-//! afresh on the CPU; replaying a recorded command buffer is future work.
+//! # Step plans (record once, replay)
+//!
+//! Inside [`Device::step`](pixelgrad_core::Device::step) (the training loops of
+//! `pixelgrad-nn` and the browser package use it), every tensor buffer a step asks for and
+//! every launch's bind group are recorded into a plan, per key and parity (even and odd steps
+//! alternate between two plans, so parameters and optimizer state ping-pong between two sets
+//! of buffers). Later steps replay it: the k-th allocation is the plan's k-th buffer, the
+//! j-th launch binds the plan's j-th bind group, and the step is one `queue.submit`; only the
+//! batch is uploaded. Each replayed call is checked (same size class, buffer not held by a
+//! live tensor; same layout, slot and buffers), and one that differs runs as usual and
+//! updates the plan, so replay never changes a result. Details in `src/plan.rs`. Tested in
+//! `tests/steady_state.rs` (MLP and CNN, SGD and Adam): from the fifth step on nothing is
+//! allocated, compiled or bound, every launch is replayed, one submission per step, and the
+//! parameters are bit-identical to a run without plans.
+//!
+//! Outside steps, the size-class pool and the pipeline cache keep repeated work
+//! allocation-free after two repetitions, and natively at most one submission is in flight:
+//! a pool miss whose class has a buffer waiting only for submitted work waits for that work
+//! instead of allocating. In the browser nothing can block, so there the pool grows while the
+//! GPU lags; plan-owned buffers never do.
 
 mod backend;
 mod context;
 mod ops;
 mod pipelines;
+mod plan;
 pub mod pool;
 mod readback;
 mod report;

@@ -1,78 +1,88 @@
-//! Steady-state training steps: after two warm-up steps, a step allocates no buffers,
-//! compiles no pipelines, launches the same kernels and (without a readback) makes exactly
-//! one queue submission. Checked through `Backend::counters()` for a small MLP and a small
-//! CNN, each with SGD and Adam.
+//! Step replay on WebGPU (Mesa lavapipe in CI): from the fifth step of a repeated training
+//! step on, nothing is allocated, compiled or bound, every launch comes from the step plan
+//! and a step is one submission; and replay changes no result, bit for bit, even when tensors
+//! from earlier steps stay alive. The checks live in `pixelgrad_conformance::steps`, shared
+//! with the WebGL backend and the browser tests.
 
-use pixelgrad_core::{Counters, Device, Tensor};
-use pixelgrad_nn::presets::{ModelSpec, Preset};
-use pixelgrad_nn::train::Samples;
-use pixelgrad_nn::{Mode, Module, OptimizerKind};
+use pixelgrad_conformance::steps::{self, Replay};
+use pixelgrad_core::{Device, Tensor};
+use pixelgrad_nn::presets::Preset;
 use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
 
-const STEPS: usize = 6;
+const STEPS: usize = 8;
 
-/// Counters after each of `STEPS` training steps (flush at the end of each, no reads), and the
-/// final loss (read after the last counters were taken).
-fn train(preset: Preset, optimizer: &str) -> (Vec<Counters>, f32) {
-    let backend = WgpuBackend::new(WgpuOptions::default()).expect("a WebGPU adapter (Mesa lavapipe in CI)");
-    let dev = Device::new(backend);
-    let (input, classes, batch) = ([1, 8, 8], 4, 8);
-    let model = ModelSpec { preset, input, classes }.build(&dev, 3).unwrap();
-    let n = batch * 2;
-    let x: Vec<f32> = (0..n * 64).map(|i| pixelgrad_core::rng::uniform(5, i as u64)).collect();
-    let y: Vec<u32> = (0..n).map(|i| (i % classes) as u32).collect();
-    let samples = Samples::new(&x, &input, &y).unwrap();
-    let mut opt = OptimizerKind::parse(optimizer).unwrap().build(0.01);
-    let loss_fn = preset.loss();
-    let mut counters = Vec::new();
-    let mut last: Option<Tensor> = None;
-    for step in 0..STEPS {
-        let t = std::time::Instant::now();
-        let idx: Vec<usize> = (0..batch).map(|k| (step * batch + k) % n).collect();
-        let (xb, yb) = samples.batch(&dev, &idx).unwrap();
-        let loss = loss_fn.compute(&model.forward(&xb, Mode::Train).unwrap(), &yb).unwrap();
-        loss.backward().unwrap();
-        opt.step(&model).unwrap();
-        dev.flush().unwrap();
-        last = Some(loss.detach());
-        counters.push(dev.counters());
-        eprintln!("{preset:?}/{optimizer} step {step}: {:?} {:.1} ms", dev.counters(), t.elapsed().as_secs_f64() * 1e3);
+fn device() -> Device {
+    Device::new(WgpuBackend::new(WgpuOptions::default()).expect("a WebGPU adapter (Mesa lavapipe in CI)"))
+}
+
+fn read(ts: &[Tensor]) -> Vec<Vec<f32>> {
+    ts.iter().map(|t| t.to_vec().unwrap()).collect()
+}
+
+fn steady(preset: Preset, optimizer: &str) {
+    let what = format!("{preset:?}/{optimizer}");
+    let dev = device();
+    let run = steps::run(&dev, preset, optimizer, STEPS, Replay::Plan).unwrap();
+    for (i, c) in run.counters.iter().enumerate() {
+        eprintln!("{what} step {i}: {c:?}");
     }
-    let loss = last.expect("steps ran").to_vec().unwrap()[0];
-    (counters, loss)
-}
-
-fn check(preset: Preset, optimizer: &str) {
-    let (c, loss) = train(preset, optimizer);
-    assert!(loss.is_finite(), "{preset:?}/{optimizer}: loss {loss}");
-    let what = |i: usize| format!("{preset:?}/{optimizer} step {i}");
-    for i in 2..STEPS {
-        let (prev, now) = (&c[i - 1], &c[i]);
-        assert_eq!(now.allocations, prev.allocations, "{}: allocated buffers", what(i));
-        assert_eq!(now.compiles, prev.compiles, "{}: compiled pipelines", what(i));
-        assert_eq!(now.readbacks, prev.readbacks, "{}: read back", what(i));
-        assert_eq!(now.submissions - prev.submissions, 1, "{}: submissions", what(i));
-        assert_eq!(now.launches - prev.launches, c[1].launches - c[0].launches, "{}: launches differ from step 1", what(i));
-        assert_eq!(now.bytes_in_use, prev.bytes_in_use, "{}: pool grew", what(i));
-    }
+    steps::check_replayed(&run.counters, &what).unwrap();
+    let loss = run.losses[0].to_vec().unwrap()[0];
+    assert!(loss.is_finite(), "{what}: loss {loss}");
+    // Same parameters as without plans, bit for bit.
+    let eager = steps::run(&device(), preset, optimizer, STEPS, Replay::Eager).unwrap();
+    steps::same_bits(&read(&run.params), &read(&eager.params), &what).unwrap();
 }
 
 #[test]
-fn mlp_sgd_steady_state() {
-    check(Preset::Mlp, "sgd");
+fn mlp_sgd_replays() {
+    steady(Preset::Mlp, "sgd");
 }
 
 #[test]
-fn mlp_adam_steady_state() {
-    check(Preset::Mlp, "adam");
+fn mlp_adam_replays() {
+    steady(Preset::Mlp, "adam");
 }
 
 #[test]
-fn cnn_sgd_steady_state() {
-    check(Preset::Cnn, "sgd");
+fn cnn_sgd_replays() {
+    steady(Preset::Cnn, "sgd");
 }
 
 #[test]
-fn cnn_adam_steady_state() {
-    check(Preset::Cnn, "adam");
+fn cnn_adam_replays() {
+    steady(Preset::Cnn, "adam");
+}
+
+#[test]
+fn held_tensors_fall_back_without_changing_results() {
+    let run = steps::run(&device(), Preset::Mlp, "adam", STEPS, Replay::PlanHoldingLosses).unwrap();
+    let eager = steps::run(&device(), Preset::Mlp, "adam", STEPS, Replay::Eager).unwrap();
+    // Eager keeps only the last loss; compare it and the parameters.
+    let last = run.losses.last().unwrap().to_vec().unwrap();
+    steps::same_bits(&[last], &read(&eager.losses), "last loss").unwrap();
+    steps::same_bits(&read(&run.params), &read(&eager.params), "params").unwrap();
+    // Every loss is still the value of its own step (none was overwritten by a later one).
+    let all = read(&run.losses);
+    assert_eq!(all.len(), STEPS);
+    assert!(all.windows(2).all(|w| w[0] != w[1]), "{all:?}");
+    let (a, b) = (&run.counters[STEPS - 2], &run.counters[STEPS - 1]);
+    assert!(b.replayed - a.replayed < b.launches - a.launches, "a held output must not be replayed: {a:?} {b:?}");
+}
+
+#[test]
+fn dropped_plans_and_misuse() {
+    let dev = device();
+    dev.backend().begin_step(1).unwrap();
+    let e = dev.backend().begin_step(1).unwrap_err().to_string();
+    assert!(e.contains("already open"), "{e}");
+    dev.backend().end_step().unwrap();
+    assert!(dev.backend().end_step().is_err(), "end_step without a step");
+    // Dropping the plans between steps: later steps record again, results unchanged.
+    let a = steps::run(&dev, Preset::Mlp, "sgd", 3, Replay::Plan).unwrap();
+    dev.drop_plans();
+    let after = dev.counters();
+    let b = steps::run(&dev, Preset::Mlp, "sgd", 3, Replay::Plan).unwrap();
+    steps::same_bits(&read(&a.params), &read(&b.params), "after drop_plans").unwrap();
+    assert!(b.counters[0].bindings > after.bindings, "a fresh plan binds anew");
 }

@@ -51,6 +51,7 @@ pub(crate) fn matmul(
     // A batch of one broadcasts: stride 0 re-reads the same matrix for every batch entry.
     let a_stride = if sa.len() == 3 && sa[0] > 1 { m * k } else { 0 };
     let b_stride = if sb.len() == 3 && sb[0] > 1 { k * n } else { 0 };
+    if std::env::var_os("PG_TRACE_MATMUL").is_some() { eprintln!("TRACE matmul m{m} n{n} k{k} batch{batch} ta{} tb{} sa{a_stride} sb{b_stride}", trans_a as u8, trans_b as u8); }
     let params = [u("matmul", m)?, u("matmul", n)?, u("matmul", k)?, u("matmul", a_stride)?, u("matmul", b_stride)?];
     // Tiny products (batch-1 layers) stay on the tiled kernel: measured on lavapipe, a
     // batch-1 MLP step was ~3x slower with the register kernel (its 16x16 blocks and

@@ -7,6 +7,7 @@ mod index;
 mod layout;
 mod matmul;
 mod matmul_cpu;
+mod matmul_cpu_src;
 mod reduce;
 mod window;
 
