@@ -87,6 +87,8 @@ impl WebGlBackend {
             counters: Cell::new(Counters::default()),
             pass_log: RefCell::new(None),
             pending: RefCell::new(Vec::new()),
+            plans: RefCell::new(Default::default()),
+            state: RefCell::new(Default::default()),
             fbo,
             vao,
             #[cfg(not(target_arch = "wasm32"))]
@@ -181,14 +183,21 @@ impl Backend for WebGlBackend {
     }
 
     fn flush(&self) -> Result<()> {
-        self.shared.current()?;
-        // Flush ends a step: fold this step's index checks into the queued one, so the queue
-        // and the draws per step stay fixed while nothing is read.
-        self.shared.fold_pending()?;
-        // SAFETY: glFlush on the current context.
-        unsafe { self.shared.gl.flush() };
-        self.shared.count(|c| c.submissions += 1);
-        Ok(())
+        self.shared.flush()
+    }
+
+    /// Starts a step: later steps with the same `key` replay this one's plan (textures,
+    /// framebuffers, programs; see the crate docs).
+    fn begin_step(&self, key: u64) -> Result<()> {
+        self.shared.begin_step(key)
+    }
+
+    fn end_step(&self) -> Result<()> {
+        self.shared.end_step()
+    }
+
+    fn drop_plans(&self) {
+        self.shared.drop_plans()
     }
 
     fn counters(&self) -> Counters {

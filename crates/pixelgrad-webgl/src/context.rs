@@ -1,5 +1,5 @@
-//! The state behind one backend: the GL context, the texture pool, the program cache, counters
-//! and the pass log. The GL context is single-threaded, so it lives in an `Rc` that every
+//! The state behind one backend: the GL context, the texture pool, the program cache, the step
+//! plans, counters and the pass log. The GL context is single-threaded, so it lives in an `Rc` that every
 //! tensor texture also holds (a texture can outlive the backend handle and still be returned
 //! to the pool, and the context is destroyed only after the last texture).
 
@@ -31,6 +31,11 @@ pub(crate) struct Shared {
     pub pass_log: RefCell<Option<Vec<String>>>,
     /// Run-time checks rendered but not yet read (see `checks.rs`).
     pub pending: RefCell<Vec<crate::checks::Check>>,
+    /// Step plans by (key, parity) and the step in progress (see `plan.rs`).
+    pub plans: RefCell<crate::plan::Plans>,
+    /// GL binding state as last set by a draw, so draws inside a step skip redundant calls.
+    pub state: RefCell<crate::launch::GlState>,
+    /// The framebuffer of reads and of draws outside steps (its attachment changes per call).
     pub fbo: glow::Framebuffer,
     pub vao: glow::VertexArray,
     #[cfg(not(target_arch = "wasm32"))]
@@ -82,6 +87,8 @@ impl Shared {
             pool.entry(key).or_default().push(tex);
         } else if self.current().is_ok() {
             // The pool is busy (cannot happen in practice): free the texture instead.
+            self.forget_targets(&[tex]);
+            self.forget_gl_state();
             // SAFETY: the texture belongs to this context and nothing references it any more.
             unsafe { self.gl.delete_texture(tex) };
             let bytes = texture_bytes(key, self.format);
@@ -93,6 +100,10 @@ impl Shared {
     pub fn trim_pool(&self) -> Result<()> {
         self.current()?;
         let drained: Vec<(PoolKey, Vec<glow::Texture>)> = self.pool.borrow_mut().drain().collect();
+        let all: Vec<glow::Texture> = drained.iter().flat_map(|(_, t)| t.iter().copied()).collect();
+        // Deleting unbinds them; plan framebuffers must not keep them attached either.
+        self.forget_targets(&all);
+        self.forget_gl_state();
         for (key, texs) in drained {
             let bytes = texture_bytes(key, self.format);
             for t in texs {
@@ -102,6 +113,24 @@ impl Shared {
             }
         }
         Ok(())
+    }
+
+    /// Submits queued work: folds the pending index checks into one (so the queue and the
+    /// draws per step stay fixed while nothing is read), then `glFlush`.
+    pub fn flush(self: &Rc<Self>) -> Result<()> {
+        self.current()?;
+        self.fold_pending()?;
+        // SAFETY: glFlush on the current context.
+        unsafe { self.gl.flush() };
+        self.count(|c| c.submissions += 1);
+        Ok(())
+    }
+
+    /// Forgets the tracked GL bindings: the next draw sets everything it needs.
+    pub fn forget_gl_state(&self) {
+        if let Ok(mut s) = self.state.try_borrow_mut() {
+            *s = Default::default();
+        }
     }
 }
 
@@ -121,6 +150,15 @@ impl Drop for Shared {
             for (_, texs) in self.pool.get_mut().drain() {
                 for t in texs {
                     self.gl.delete_texture(t);
+                }
+            }
+            for plan in self.plans.get_mut().drain() {
+                // Every tensor is gone, so every planned texture is free.
+                for e in plan.allocs {
+                    self.gl.delete_texture(e.tex);
+                }
+                for d in plan.draws {
+                    self.gl.delete_framebuffer(d.fbo);
                 }
             }
             for (_, p) in self.programs.get_mut().drain() {

@@ -7,7 +7,7 @@ use pixelgrad_core::Result;
 
 use crate::context::Shared;
 use crate::dialect::{ProgramSpec, MAX_RANK};
-use crate::program::Uniform;
+use crate::program::{Program, Uniform};
 use crate::texture::GlTensor;
 
 /// Everything a draw needs besides its output.
@@ -62,51 +62,71 @@ impl<'a> Pass<'a> {
     }
 }
 
+impl Pass<'_> {
+    /// The uniforms a draw of this pass sets, in order: one sampler per input, `u_out_w`,
+    /// `u_out_n`, then the pass's own.
+    pub fn uniform_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.inputs
+            .iter()
+            .map(|(n, _)| *n)
+            .chain(["u_out_w", "u_out_n"])
+            .chain(self.uniforms.iter().map(|(n, _)| *n))
+    }
+}
+
+/// Texture units whose bindings are tracked (passes bind at most 4 inputs).
+const TRACKED_UNITS: usize = 8;
+
+/// The GL bindings this backend last set (`None`: unknown, set it). Draws inside a step skip
+/// calls that would set what is already set: in the browser each is a call into JavaScript.
+/// Tracking is only trusted between our own calls: it is forgotten at `begin_step` and
+/// `end_step` (other code may use the context between steps), before every draw outside a
+/// step, and whenever we bind or delete textures elsewhere (`Shared::forget_gl_state`).
+#[derive(Default)]
+pub(crate) struct GlState {
+    viewport: Option<(i32, i32)>,
+    program: Option<glow::Program>,
+    active_unit: Option<u32>,
+    units: [Option<glow::Texture>; TRACKED_UNITS],
+    vao: bool,
+}
+
 impl Shared {
-    /// Runs `pass` into a new pooled texture of `len` elements.
+    /// Runs `pass` into a new texture of `len` elements (inside a step: the planned texture
+    /// and framebuffer, see `plan.rs`).
     pub fn run(self: &Rc<Self>, pass: Pass<'_>, len: usize) -> Result<GlTensor> {
         let out = self.alloc(len, pass.op)?;
-        self.draw(&pass, out.tex, out.w, out.h, len)?;
+        self.draw_pass(&pass, out.tex, out.w, out.h, len, true)?;
         Ok(out)
     }
 
-    /// Draws `pass` into `target` (w x h texels; `len` valid elements).
+    /// Draws `pass` into `target` (w x h texels; `len` valid elements) through the shared
+    /// framebuffer, never a plan's: for targets that are not tensors (the heatmap's image).
     pub fn draw(&self, pass: &Pass<'_>, target: glow::Texture, w: u32, h: u32, len: usize) -> Result<()> {
+        self.draw_pass(pass, target, w, h, len, false)
+    }
+
+    fn draw_pass(&self, pass: &Pass<'_>, target: glow::Texture, w: u32, h: u32, len: usize, planned: bool) -> Result<()> {
         // A texture must never be sampled and rendered to in one draw (a feedback loop:
-        // undefined in GL, an error in WebGL). Outputs come fresh from the pool, so this holds
-        // by construction; the check keeps it that way.
+        // undefined in GL, an error in WebGL). Outputs come fresh from the pool or from a
+        // plan entry no live tensor holds (inputs are live), so this holds by construction;
+        // the check keeps it that way.
         if cfg!(debug_assertions) && pass.inputs.iter().any(|(_, t)| t.tex == target) {
             return Err(self.err(pass.op, "internal: an input texture is also the render target"));
         }
-        let prog = self.program(pass.op, pass.spec)?;
-        self.attach(target, pass.op)?;
-        let gl = &self.gl;
-        // SAFETY: all objects belong to the current context; uniform values match the types
-        // the shaders declare.
-        unsafe {
-            gl.viewport(0, 0, w as i32, h as i32);
-            gl.use_program(Some(prog.program));
-            for (unit, (name, t)) in pass.inputs.iter().enumerate() {
-                gl.active_texture(glow::TEXTURE0 + unit as u32);
-                gl.bind_texture(glow::TEXTURE_2D, Some(t.tex));
-                gl.uniform_1_i32(prog.location(gl, name).as_ref(), unit as i32);
+        let prepared = if planned { self.prepare_draw(pass, target)? } else { None };
+        let (prog, slots) = match prepared {
+            Some(p) => (p.program, Some(p.slots)),
+            None => {
+                // Outside a step nothing is known about the context's state.
+                self.forget_gl_state();
+                let prog = self.program(pass.op, pass.spec)?;
+                self.attach(target, pass.op)?;
+                self.count(|c| c.bindings += 1);
+                (prog, None)
             }
-            gl.uniform_1_i32(prog.location(gl, "u_out_w").as_ref(), w as i32);
-            gl.uniform_1_i32(prog.location(gl, "u_out_n").as_ref(), len as i32);
-            for (name, u) in &pass.uniforms {
-                let loc = prog.location(gl, name);
-                let loc = loc.as_ref();
-                match u {
-                    Uniform::I(v) => gl.uniform_1_i32(loc, *v),
-                    Uniform::IArr(v) => gl.uniform_1_i32_slice(loc, v),
-                    Uniform::F(v) => gl.uniform_1_f32(loc, *v),
-                    Uniform::U(v) => gl.uniform_1_u32(loc, *v),
-                    Uniform::U2(v) => gl.uniform_2_u32(loc, v[0], v[1]),
-                }
-            }
-            gl.bind_vertex_array(Some(self.vao));
-            gl.draw_arrays(glow::TRIANGLES, 0, 3);
-        }
+        };
+        self.issue(pass, &prog, slots.as_deref(), w as i32, h as i32, len as i32);
         self.check_gl(pass.op, pass.spec.name)?;
         self.count(|c| c.launches += 1);
         self.log_pass(|| {
@@ -115,5 +135,56 @@ impl Shared {
             format!("{label:<18} -> {w:>4}x{h:<4} texels ({len} elements)")
         });
         Ok(())
+    }
+
+    /// Sets the draw's state (skipping what is already set) and draws, into the bound
+    /// framebuffer. `slots`: the uniform slots in [`Pass::uniform_names`] order, if known.
+    fn issue(&self, pass: &Pass<'_>, prog: &Program, slots: Option<&[usize]>, w: i32, h: i32, len: i32) {
+        let gl = &self.gl;
+        let mut guard = self.state.try_borrow_mut();
+        let mut scratch = GlState::default();
+        let st = guard.as_deref_mut().unwrap_or(&mut scratch);
+        let slot = |i: usize, name: &'static str| match slots.and_then(|s| s.get(i)) {
+            Some(&s) => s,
+            None => prog.slot(gl, name),
+        };
+        // SAFETY: all objects belong to the current context; uniform values match the types
+        // the shaders declare (`Program::set`).
+        unsafe {
+            if st.viewport != Some((w, h)) {
+                gl.viewport(0, 0, w, h);
+                st.viewport = Some((w, h));
+            }
+            if st.program != Some(prog.program) {
+                gl.use_program(Some(prog.program));
+                st.program = Some(prog.program);
+            }
+            for (unit, (name, t)) in pass.inputs.iter().enumerate() {
+                let tracked = st.units.get(unit).copied().flatten();
+                if tracked != Some(t.tex) {
+                    let u = glow::TEXTURE0 + unit as u32;
+                    if st.active_unit != Some(u) {
+                        gl.active_texture(u);
+                        st.active_unit = Some(u);
+                    }
+                    gl.bind_texture(glow::TEXTURE_2D, Some(t.tex));
+                    if let Some(s) = st.units.get_mut(unit) {
+                        *s = Some(t.tex);
+                    }
+                }
+                prog.set(gl, slot(unit, name), &Uniform::I(unit as i32));
+            }
+            let n = pass.inputs.len();
+            prog.set(gl, slot(n, "u_out_w"), &Uniform::I(w));
+            prog.set(gl, slot(n + 1, "u_out_n"), &Uniform::I(len));
+            for (i, (name, u)) in pass.uniforms.iter().enumerate() {
+                prog.set(gl, slot(n + 2 + i, name), u);
+            }
+            if !st.vao {
+                gl.bind_vertex_array(Some(self.vao));
+                st.vao = true;
+            }
+            gl.draw_arrays(glow::TRIANGLES, 0, 3);
+        }
     }
 }

@@ -25,19 +25,39 @@
 //! # Counters and the steady state
 //!
 //! [`Backend::counters`](pixelgrad_core::Backend::counters) reports, cumulatively:
-//! - `allocations`: textures created (pool hits are not counted; a dropped tensor's texture
-//!   returns to the pool at once, GL orders the draws that still read it);
+//! - `allocations`: textures created (pool hits and plan reuse are not counted; a dropped
+//!   tensor's texture returns to the pool, or to its step plan, at once: GL orders the draws
+//!   that still read it);
 //! - `compiles`: GLSL programs linked (cache misses of the per-op-kind program cache);
 //! - `launches`: draws (one per op pass, plus the folds of queued index checks);
-//! - `submissions`: `glFlush` calls made by `Backend::flush`;
+//! - `submissions`: `glFlush` calls made by `Backend::flush` (and by `begin_step`/`end_step`);
 //! - `readbacks`: `readPixels` of tensors (and of folded check flags);
-//! - `bytes_in_use`: bytes of every texture the pool owns.
+//! - `bytes_in_use`: bytes of every texture the backend holds (tensors, pool, step plans);
+//! - `bindings`: framebuffer attachments made for draws: every draw outside a step attaches
+//!   its target to the shared framebuffer; inside a step only draws whose planned target
+//!   changed do;
+//! - `replayed`: draws served from a step plan (same target, program and uniforms as
+//!   recorded).
 //!
-//! A training step with fixed shapes reaches a steady state after two steps (tested in
-//! `tests/steady_state.rs` for an MLP and a CNN with SGD and Adam): no allocations, no
-//! compiles, and the same number of draws every step. `flush` folds the step's index checks
-//! (gather / scatter_add validity flags) into the one still queued, so the queue does not
-//! grow while nothing is read. Draws are still issued afresh each step (no recorded plan).
+//! # Step plans
+//!
+//! Inside [`Device::step`](pixelgrad_core::Device::step) (`Backend::begin_step` /
+//! `end_step`) the backend records a plan per key and parity: every texture the step
+//! allocates and every draw's framebuffer (target attached once), program and uniform slots.
+//! Even and odd steps use two plans, so parameters and optimizer state ping-pong between two
+//! sets of textures. Later steps replay: each allocation reuses its planned texture unless a
+//! live tensor still holds it, each draw binds its prepared framebuffer, and redundant GL
+//! state and uniform calls are skipped (each is a JavaScript call in the browser). A call
+//! that does not match the plan runs as outside a step and updates the plan, so replay never
+//! changes a result. `src/plan.rs` documents the rules; `tests/steady_state.rs` shows a
+//! training step reaching a replayed steady state from its fourth step (no allocations,
+//! compiles, framebuffer attachments or reads; every draw replayed) and `tests/plan.rs` that
+//! results stay bit-identical to eager steps.
+//!
+//! Without steps, a training step with fixed shapes reaches a steady state after two steps:
+//! no allocations, no compiles, and the same number of draws every step, each attaching the
+//! shared framebuffer. `flush` folds the step's index checks (gather / scatter_add validity
+//! flags) into the one still queued, so the queue does not grow while nothing is read.
 
 mod backend;
 mod caps;
@@ -50,6 +70,7 @@ mod heatmap;
 mod launch;
 mod ops;
 mod options;
+mod plan;
 mod program;
 mod readback;
 mod selftest;

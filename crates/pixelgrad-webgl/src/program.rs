@@ -11,22 +11,72 @@ use pixelgrad_core::Result;
 use crate::context::Shared;
 use crate::dialect::{self, ProgramSpec};
 
-/// A linked program and the uniform locations looked up so far.
+/// A linked program, the uniform locations looked up so far and the value each uniform holds.
+///
+/// A GL program keeps its uniform values between uses, and only this backend can see its
+/// programs, so a uniform whose value the program already holds is not set again: in the
+/// browser every GL call is a call into JavaScript, and repeated draws (a replayed step, the
+/// same sampler units every time) mostly set the values they set last time.
 pub(crate) struct Program {
     pub program: glow::Program,
-    uniforms: RefCell<HashMap<&'static str, Option<glow::UniformLocation>>>,
+    /// Uniform name -> index into `slots`.
+    index: RefCell<HashMap<&'static str, usize>>,
+    slots: RefCell<Vec<Slot>>,
+}
+
+/// One uniform of a program: its location (None if the compiler dropped it as unused) and
+/// the value last set (None until set).
+struct Slot {
+    loc: Option<glow::UniformLocation>,
+    value: Option<Uniform>,
 }
 
 impl Program {
-    /// Location of a uniform (None if the compiler dropped it as unused).
-    // Locations are Copy natively but not in WebGL (a JS object), hence the clone.
-    #[allow(clippy::clone_on_copy)]
-    pub fn location(&self, gl: &glow::Context, name: &'static str) -> Option<glow::UniformLocation> {
-        let mut u = self.uniforms.borrow_mut();
-        u.entry(name)
-            // SAFETY: the program is linked and belongs to this context.
-            .or_insert_with(|| unsafe { gl.get_uniform_location(self.program, name) })
-            .clone()
+    fn new(program: glow::Program) -> Self {
+        Program { program, index: RefCell::new(HashMap::new()), slots: RefCell::new(Vec::new()) }
+    }
+
+    /// The slot of a uniform, looking its location up on first use. Slots are stable, so a
+    /// step plan caches them per draw.
+    pub fn slot(&self, gl: &glow::Context, name: &'static str) -> usize {
+        if let Some(&i) = self.index.borrow().get(name) {
+            return i;
+        }
+        // SAFETY: the program is linked and belongs to this context.
+        let loc = unsafe { gl.get_uniform_location(self.program, name) };
+        let mut slots = self.slots.borrow_mut();
+        slots.push(Slot { loc, value: None });
+        self.index.borrow_mut().insert(name, slots.len() - 1);
+        slots.len() - 1
+    }
+
+    /// Sets uniform `slot` to `v` unless the program already holds exactly that value. The
+    /// program must be current. Returns true when a GL call was made.
+    pub fn set(&self, gl: &glow::Context, slot: usize, v: &Uniform) -> bool {
+        let mut slots = self.slots.borrow_mut();
+        let Some(s) = slots.get_mut(slot) else {
+            return false;
+        };
+        let Some(loc) = s.loc.as_ref() else {
+            // Dropped by the compiler: setting it would be a no-op.
+            return false;
+        };
+        if s.value.as_ref().is_some_and(|old| old.same(v)) {
+            return false;
+        }
+        // SAFETY: the program is current (the caller's contract) and the value's type
+        // matches the uniform the shader declares.
+        unsafe {
+            match v {
+                Uniform::I(x) => gl.uniform_1_i32(Some(loc), *x),
+                Uniform::IArr(x) => gl.uniform_1_i32_slice(Some(loc), x),
+                Uniform::F(x) => gl.uniform_1_f32(Some(loc), *x),
+                Uniform::U(x) => gl.uniform_1_u32(Some(loc), *x),
+                Uniform::U2(x) => gl.uniform_2_u32(Some(loc), x[0], x[1]),
+            }
+        }
+        s.value = Some(v.clone());
+        true
     }
 }
 
@@ -39,6 +89,20 @@ pub(crate) enum Uniform {
     F(f32),
     U(u32),
     U2([u32; 2]),
+}
+
+impl Uniform {
+    /// Same GL value: floats compare by bits (0.0 and -0.0 differ, a NaN equals itself).
+    fn same(&self, o: &Uniform) -> bool {
+        match (self, o) {
+            (Uniform::I(a), Uniform::I(b)) => a == b,
+            (Uniform::IArr(a), Uniform::IArr(b)) => a == b,
+            (Uniform::F(a), Uniform::F(b)) => a.to_bits() == b.to_bits(),
+            (Uniform::U(a), Uniform::U(b)) => a == b,
+            (Uniform::U2(a), Uniform::U2(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 impl Shared {
@@ -106,7 +170,7 @@ impl Shared {
                     format!("program {label} failed to link:\n{log}\n--- fragment source ---\n{}", dialect::numbered(&src)),
                 ));
             }
-            Ok(Program { program: p, uniforms: RefCell::new(HashMap::new()) })
+            Ok(Program::new(p))
         }
     }
 }

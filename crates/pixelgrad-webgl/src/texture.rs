@@ -1,6 +1,7 @@
 //! Tensor storage: one RGBA float texture per tensor, 4 consecutive elements per texel, texels
 //! in row-major order over a near-square texture. Textures come from a pool keyed by
-//! (width, height, format) and go back to it when the tensor's last handle drops.
+//! (width, height, format) and go back to it when the tensor's last handle drops, unless a
+//! step plan owns them (see `plan.rs`).
 
 use std::rc::Rc;
 
@@ -65,6 +66,9 @@ pub struct GlTensor {
     pub(crate) h: u32,
     pub(crate) len: usize,
     pub(crate) shared: Rc<Shared>,
+    /// Set when a step plan handed out the texture: the plan keeps the other clone while the
+    /// texture is one of its entries (see `plan.rs`).
+    pub(crate) token: Option<Rc<()>>,
 }
 
 impl GlTensor {
@@ -87,6 +91,10 @@ impl GlTensor {
 
 impl Drop for GlTensor {
     fn drop(&mut self) {
+        if self.token.as_ref().is_some_and(|t| Rc::strong_count(t) > 1) {
+            // A plan still holds the texture: it stays there, free for the plan's next step.
+            return;
+        }
         let key = self.key();
         self.shared.release(self.tex, key);
     }
@@ -100,20 +108,31 @@ pub(crate) fn tensor_of<'a>(s: &'a Storage, shared: &Shared, op: &'static str) -
 }
 
 impl Shared {
-    /// A texture for `len` elements, from the pool when one of the same size is free.
+    /// A texture for `len` elements: inside a step the plan's entry for this allocation
+    /// (see `plan.rs`), otherwise one from the pool when one of the same size is free.
     pub fn alloc(self: &Rc<Self>, len: usize, op: &'static str) -> Result<GlTensor> {
         let (w, h) = layout(len, self.max_tex, op, &self.name)?;
         let key = (w, h, self.format.internal_format());
+        if let Some(t) = self.alloc_planned(key, len, op)? {
+            return Ok(t);
+        }
+        let tex = self.pooled_or_new(key, op)?;
+        Ok(GlTensor { tex, w, h, len, shared: self.clone(), token: None })
+    }
+
+    /// A texture from the pool, or a new one.
+    pub fn pooled_or_new(&self, key: PoolKey, op: &'static str) -> Result<glow::Texture> {
         let pooled = self.pool.borrow_mut().get_mut(&key).and_then(|v| v.pop());
-        let tex = match pooled {
-            Some(t) => t,
-            None => self.new_texture(key, op)?,
-        };
-        Ok(GlTensor { tex, w, h, len, shared: self.clone() })
+        match pooled {
+            Some(t) => Ok(t),
+            None => self.new_texture(key, op),
+        }
     }
 
     fn new_texture(&self, key: PoolKey, op: &'static str) -> Result<glow::Texture> {
         let gl = &self.gl;
+        // Binding the new texture changes the active unit's binding.
+        self.forget_gl_state();
         // SAFETY: creating and configuring a texture on the current context.
         let tex = unsafe {
             let t = gl.create_texture().map_err(|e| self.err(op, format!("create_texture: {e}")))?;
@@ -146,6 +165,7 @@ impl Shared {
         padded.extend_from_slice(data);
         padded.resize(texels * 4, 0.0);
         let bytes = f32_bytes(&padded);
+        self.forget_gl_state();
         // SAFETY: the buffer holds exactly w*h RGBA f32 texels.
         unsafe {
             self.gl.bind_texture(glow::TEXTURE_2D, Some(t.tex));
@@ -167,17 +187,24 @@ impl Shared {
         Ok(t)
     }
 
-    /// Attaches `tex` as the framebuffer's colour target (reads and draws both go through it).
+    /// Attaches `tex` as the shared framebuffer's colour target: reads, and draws outside
+    /// steps, go through it (step plans give each draw its own, see `plan.rs`).
     pub fn attach(&self, tex: glow::Texture, op: &'static str) -> Result<()> {
         // SAFETY: framebuffer setup on the current context.
         unsafe {
             self.gl.bind_framebuffer(glow::FRAMEBUFFER, Some(self.fbo));
             self.gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0, glow::TEXTURE_2D, Some(tex), 0);
-            if cfg!(debug_assertions) {
-                let s = self.gl.check_framebuffer_status(glow::FRAMEBUFFER);
-                if s != glow::FRAMEBUFFER_COMPLETE {
-                    return Err(self.err(op, format!("framebuffer incomplete (status 0x{s:04X})")));
-                }
+        }
+        self.check_framebuffer(op)
+    }
+
+    /// Debug builds check the bound framebuffer is complete.
+    pub fn check_framebuffer(&self, op: &'static str) -> Result<()> {
+        if cfg!(debug_assertions) {
+            // SAFETY: plain state query on the current context.
+            let s = unsafe { self.gl.check_framebuffer_status(glow::FRAMEBUFFER) };
+            if s != glow::FRAMEBUFFER_COMPLETE {
+                return Err(self.err(op, format!("framebuffer incomplete (status 0x{s:04X})")));
             }
         }
         Ok(())

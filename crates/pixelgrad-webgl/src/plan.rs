@@ -1,0 +1,354 @@
+//! Step plans: what [`Backend::begin_step`](pixelgrad_core::Backend::begin_step) records on
+//! WebGL and later steps replay.
+//!
+//! A plan is two lists, filled in the order a step makes its calls:
+//! - **allocations**: the k-th texture a step asks for (an op's output or an upload, through
+//!   `Shared::alloc`) is entry k's texture, owned by the plan (not the pool) from then on;
+//! - **draws**: the j-th draw of the step has its own framebuffer with the draw's target
+//!   texture attached once, plus the draw's program and resolved uniform slots.
+//!
+//! Plans are kept per `(key, parity)`: the parity of a key toggles at every `begin_step`, so
+//! even and odd steps alternate between two plans. A step's outputs (new parameters, new
+//! optimizer state) live in one plan's textures while the next step, reading them, renders
+//! into the other plan's: ping-pong pairs without copies. At most [`MAX_KEYS`] keys are kept;
+//! the least recently used key's pair is dropped first.
+//!
+//! Replay is *checked*, call by call, so it never changes a result:
+//! - an allocation reuses its entry only when the texture size and format match and no live
+//!   tensor holds the entry's texture. Liveness is an `Rc<()>` token: the entry keeps one,
+//!   the tensor it hands the texture to keeps a clone, so the texture is free exactly when
+//!   the entry holds the only one. Otherwise the allocation is served as outside a step (the
+//!   pool, or a new texture) and becomes the entry; the old texture goes back to the pool if
+//!   free, or passes to the tensor holding it, which returns it to the pool when dropped.
+//!   Inputs of a draw are live tensors, so a plan never hands out a texture that the current
+//!   draw samples (the draw's feedback-loop check enforces it in debug builds);
+//! - a draw reuses its framebuffer only when the target is the same texture; otherwise it
+//!   attaches the new target (counted in `Counters::bindings`) and stores it. It counts as
+//!   `replayed` when the program and uniform names match too.
+//!
+//! A draw that falls back is still correct because the fallback *is* the eager path: the same
+//! program, uniforms and inputs, drawn into a texture no live tensor holds. Plans only choose
+//! which free texture and which framebuffer a draw uses. So tensors kept alive across steps
+//! (losses collected in a `Vec`, say) only cost their draws the replay, not correctness.
+//!
+//! The first steps of a key record: steps 0 and 1 fill parities 0 and 1. A step whose
+//! allocation or draw sequence differs from the one recorded at its parity repairs the
+//! entries from the first difference on. In training, step 0 differs from later steps (it
+//! creates the optimizer state; its check queue starts empty), so step 2 repairs parity 0,
+//! and from step 3 on a step of unchanged structure allocates no texture, attaches no
+//! framebuffer and compiles nothing: it uploads its batch and issues the same draws
+//! (`tests/steady_state.rs`).
+//!
+//! Inside a step, draws also skip GL calls that would set state already set (viewport,
+//! program, texture units, vertex array), tracked from the step's first draw on; programs
+//! skip uniforms whose value they already hold, in and out of steps (`program.rs`). Code
+//! that uses the same GL context itself must do so outside steps.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use glow::HasContext;
+use pixelgrad_core::Result;
+
+use crate::context::{PoolKey, Shared};
+use crate::launch::Pass;
+use crate::program::Program;
+use crate::texture::GlTensor;
+
+/// Keys whose plans are kept; the least recently used pair goes first.
+const MAX_KEYS: usize = 4;
+/// Entries per list past which a step stops recording (runs eagerly instead): a "step" that
+/// never repeats must not grow a plan without bound.
+const MAX_ENTRIES: usize = 1 << 16;
+
+/// One planned texture.
+pub(crate) struct AllocEntry {
+    pub key: PoolKey,
+    pub tex: glow::Texture,
+    /// Held by the plan and by the tensor the texture was last handed to.
+    pub token: Rc<()>,
+}
+
+impl AllocEntry {
+    /// True when no live tensor holds the texture.
+    pub fn is_free(&self) -> bool {
+        Rc::strong_count(&self.token) == 1
+    }
+}
+
+/// One planned draw: its framebuffer (with `target` attached) and its program.
+pub(crate) struct DrawEntry {
+    pub fbo: glow::Framebuffer,
+    /// The attached texture; `None` once that texture was deleted (see
+    /// [`Shared::forget_targets`]).
+    pub target: Option<glow::Texture>,
+    pub program: Rc<Program>,
+    pub spec: crate::dialect::ProgramSpec,
+    /// Uniform names in the order a draw sets them (see [`Pass::uniform_names`]) and their
+    /// slots in `program`.
+    pub names: Vec<&'static str>,
+    pub slots: Rc<[usize]>,
+}
+
+#[derive(Default)]
+pub(crate) struct Plan {
+    pub allocs: Vec<AllocEntry>,
+    pub draws: Vec<DrawEntry>,
+}
+
+/// The step in progress: which plan and how far into it.
+pub(crate) struct Active {
+    key: u64,
+    parity: u8,
+    alloc: usize,
+    draw: usize,
+    /// False once `drop_plans` ran during the step: the rest of it runs eagerly.
+    recording: bool,
+}
+
+/// Every plan of a backend.
+#[derive(Default)]
+pub(crate) struct Plans {
+    plans: HashMap<(u64, u8), Plan>,
+    /// Per key: parity of its next step, and when it was last used.
+    keys: HashMap<u64, (u8, u64)>,
+    clock: u64,
+    active: Option<Active>,
+}
+
+impl Plans {
+    /// Starts a step of `key`: picks its parity and returns the plans evicted to make room.
+    fn begin(&mut self, key: u64) -> Vec<Plan> {
+        self.clock += 1;
+        let mut evicted = Vec::new();
+        if !self.keys.contains_key(&key) && self.keys.len() >= MAX_KEYS {
+            if let Some((&old, _)) = self.keys.iter().min_by_key(|(_, v)| v.1) {
+                self.keys.remove(&old);
+                evicted.extend(self.plans.remove(&(old, 0)));
+                evicted.extend(self.plans.remove(&(old, 1)));
+            }
+        }
+        let e = self.keys.entry(key).or_insert((0, 0));
+        let parity = e.0;
+        e.0 ^= 1;
+        e.1 = self.clock;
+        self.active = Some(Active { key, parity, alloc: 0, draw: 0, recording: true });
+        evicted
+    }
+
+    /// The recording step's plan and cursor.
+    fn current(&mut self) -> Option<(&mut Plan, &mut Active)> {
+        let a = self.active.as_mut().filter(|a| a.recording)?;
+        let plan = self.plans.entry((a.key, a.parity)).or_default();
+        Some((plan, a))
+    }
+
+    /// Removes every plan (a step in progress continues eagerly).
+    fn take_all(&mut self) -> Vec<Plan> {
+        if let Some(a) = self.active.as_mut() {
+            a.recording = false;
+        }
+        self.keys.clear();
+        self.plans.drain().map(|(_, p)| p).collect()
+    }
+
+    /// Every plan, for `Shared`'s destructor.
+    pub fn drain(&mut self) -> impl Iterator<Item = Plan> + '_ {
+        self.keys.clear();
+        self.plans.drain().map(|(_, p)| p)
+    }
+}
+
+/// What a planned draw needs after its framebuffer is bound.
+pub(crate) struct Prepared {
+    pub program: Rc<Program>,
+    pub slots: Rc<[usize]>,
+}
+
+impl Shared {
+    /// See [`pixelgrad_core::Backend::begin_step`].
+    pub fn begin_step(self: &Rc<Self>, key: u64) -> Result<()> {
+        if self.plans.borrow().active.is_some() {
+            return Err(self.err("begin_step", "a step is already open (steps do not nest)"));
+        }
+        // Eager work queued before the step is folded and flushed first, so the step starts
+        // clean: its draws are only its own.
+        self.flush()?;
+        let evicted = self.plans.borrow_mut().begin(key);
+        self.retire(evicted);
+        self.forget_gl_state();
+        Ok(())
+    }
+
+    /// See [`pixelgrad_core::Backend::end_step`]: folds the step's checks (as planned draws)
+    /// and flushes, then leaves step mode even if that failed.
+    pub fn end_step(self: &Rc<Self>) -> Result<()> {
+        if self.plans.borrow().active.is_none() {
+            return Err(self.err("end_step", "no step is open"));
+        }
+        let flushed = self.flush();
+        self.plans.borrow_mut().active = None;
+        // Outside a step, other code may use the context between our calls.
+        self.forget_gl_state();
+        flushed
+    }
+
+    /// See [`pixelgrad_core::Backend::drop_plans`].
+    pub fn drop_plans(&self) {
+        let all = self.plans.borrow_mut().take_all();
+        self.retire(all);
+    }
+
+    /// Free planned textures go back to the pool; held ones pass to the tensors holding them
+    /// (dropping the plan's token makes the tensor's the last, so its drop returns the
+    /// texture). Framebuffers are deleted.
+    fn retire(&self, plans: Vec<Plan>) {
+        if plans.is_empty() {
+            return;
+        }
+        let current = self.current().is_ok();
+        for p in plans {
+            for e in p.allocs {
+                if e.is_free() {
+                    self.release(e.tex, e.key);
+                }
+            }
+            if current {
+                for d in p.draws {
+                    // SAFETY: the framebuffer belongs to this context and no plan refers to it
+                    // any more (deleting a bound framebuffer rebinds the default one).
+                    unsafe { self.gl.delete_framebuffer(d.fbo) };
+                }
+            }
+        }
+    }
+
+    /// Inside a step: serves the step's next allocation from its plan (see the module doc).
+    /// `None` outside a step (or past [`MAX_ENTRIES`]): the caller allocates eagerly.
+    pub fn alloc_planned(
+        self: &Rc<Self>,
+        key: PoolKey,
+        len: usize,
+        op: &'static str,
+    ) -> Result<Option<GlTensor>> {
+        let mut plans = self.plans.borrow_mut();
+        let Some((plan, act)) = plans.current() else {
+            return Ok(None);
+        };
+        let k = act.alloc;
+        if k >= MAX_ENTRIES || k > plan.allocs.len() {
+            return Ok(None);
+        }
+        act.alloc += 1;
+        let tensor = |tex, token| GlTensor { tex, w: key.0, h: key.1, len, shared: self.clone(), token: Some(token) };
+        if let Some(e) = plan.allocs.get(k).filter(|e| e.key == key && e.is_free()) {
+            return Ok(Some(tensor(e.tex, e.token.clone())));
+        }
+        let tex = self.pooled_or_new(key, op)?;
+        let token = Rc::new(());
+        let entry = AllocEntry { key, tex, token: token.clone() };
+        if k == plan.allocs.len() {
+            plan.allocs.push(entry);
+        } else {
+            let old = std::mem::replace(&mut plan.allocs[k], entry);
+            if old.is_free() {
+                self.release(old.tex, old.key);
+            }
+            // Else a live tensor holds it: dropping `old`'s token hands the texture over.
+        }
+        Ok(Some(tensor(tex, token)))
+    }
+
+    /// Inside a step: binds the framebuffer of the step's next draw, prepared for `target`
+    /// (attaching `target` only when the recorded draw had another one), and returns the
+    /// draw's program and uniform slots. `None` outside a step: the caller draws eagerly.
+    pub fn prepare_draw(&self, pass: &Pass<'_>, target: glow::Texture) -> Result<Option<Prepared>> {
+        let mut plans = self.plans.borrow_mut();
+        let Some((plan, act)) = plans.current() else {
+            return Ok(None);
+        };
+        let j = act.draw;
+        if j >= MAX_ENTRIES || j > plan.draws.len() {
+            return Ok(None);
+        }
+        act.draw += 1;
+        let gl = &self.gl;
+        if let Some(e) = plan.draws.get_mut(j) {
+            if e.target == Some(target) {
+                // SAFETY: the entry's framebuffer belongs to this context and has `target`
+                // attached already.
+                unsafe { gl.bind_framebuffer(glow::FRAMEBUFFER, Some(e.fbo)) };
+                if e.spec == pass.spec && pass.uniform_names().eq(e.names.iter().copied()) {
+                    self.count(|c| c.replayed += 1);
+                } else {
+                    self.resolve(pass, e)?;
+                }
+                return Ok(Some(Prepared { program: e.program.clone(), slots: e.slots.clone() }));
+            }
+            self.attach_to(e.fbo, target, pass.op)?;
+            e.target = Some(target);
+            self.resolve(pass, e)?;
+            return Ok(Some(Prepared { program: e.program.clone(), slots: e.slots.clone() }));
+        }
+        // SAFETY: object creation on the current context.
+        let fbo = unsafe { gl.create_framebuffer() }.map_err(|e| self.err(pass.op, format!("create_framebuffer: {e}")))?;
+        let made = self.attach_to(fbo, target, pass.op).and_then(|()| {
+            let program = self.program(pass.op, pass.spec)?;
+            Ok(DrawEntry { fbo, target: Some(target), program, spec: pass.spec, names: Vec::new(), slots: Rc::new([]) })
+        });
+        let mut e = match made {
+            Ok(e) => e,
+            Err(err) => {
+                // SAFETY: the framebuffer was created above and nothing refers to it.
+                unsafe { gl.delete_framebuffer(fbo) };
+                return Err(err);
+            }
+        };
+        self.resolve(pass, &mut e)?;
+        let prepared = Prepared { program: e.program.clone(), slots: e.slots.clone() };
+        plan.draws.push(e);
+        Ok(Some(prepared))
+    }
+
+    /// Attaches `target` to `fbo` (left bound) and counts a framebuffer binding.
+    fn attach_to(&self, fbo: glow::Framebuffer, target: glow::Texture, op: &'static str) -> Result<()> {
+        // SAFETY: framebuffer setup on the current context.
+        unsafe {
+            self.gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fbo));
+            self.gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0, glow::TEXTURE_2D, Some(target), 0);
+        }
+        self.check_framebuffer(op)?;
+        self.count(|c| c.bindings += 1);
+        Ok(())
+    }
+
+    /// Points a draw entry at the pass's program and uniform slots.
+    fn resolve(&self, pass: &Pass<'_>, e: &mut DrawEntry) -> Result<()> {
+        if e.spec != pass.spec {
+            e.program = self.program(pass.op, pass.spec)?;
+            e.spec = pass.spec;
+        }
+        e.names = pass.uniform_names().collect();
+        e.slots = e.names.iter().map(|n| e.program.slot(&self.gl, n)).collect();
+        Ok(())
+    }
+
+    /// Detaches deleted textures from the plans' framebuffers: natively GL reuses texture
+    /// names, so a stale entry could otherwise match a new texture, and an attachment keeps
+    /// a deleted texture's memory alive.
+    pub fn forget_targets(&self, deleted: &[glow::Texture]) {
+        let Ok(mut plans) = self.plans.try_borrow_mut() else {
+            return;
+        };
+        for plan in plans.plans.values_mut() {
+            for d in plan.draws.iter_mut().filter(|d| d.target.is_some_and(|t| deleted.contains(&t))) {
+                // SAFETY: detaching on the current context (the callers made it current).
+                unsafe {
+                    self.gl.bind_framebuffer(glow::FRAMEBUFFER, Some(d.fbo));
+                    self.gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0, glow::TEXTURE_2D, None, 0);
+                }
+                d.target = None;
+            }
+        }
+    }
+}
