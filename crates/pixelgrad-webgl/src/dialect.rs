@@ -24,6 +24,9 @@ pub const BODIES: &[(&str, &str)] = &[
     ("reduce", include_str!("shaders/reduce.glsl")),
     ("matmul", include_str!("shaders/matmul.glsl")),
     ("matmul_pack", include_str!("shaders/matmul_pack.glsl")),
+    ("matmul_block_pack", include_str!("shaders/matmul_block_pack.glsl")),
+    ("matmul_block", include_str!("shaders/matmul_block.glsl")),
+    ("matmul_unblock", include_str!("shaders/matmul_unblock.glsl")),
     ("im2col", include_str!("shaders/im2col.glsl")),
     ("col2im", include_str!("shaders/col2im.glsl")),
     ("gather", include_str!("shaders/gather.glsl")),
@@ -59,7 +62,9 @@ impl ProgramSpec {
     /// the heatmap's pixels).
     pub fn entry(&self) -> Entry {
         match self.name {
-            "matmul" | "matmul_pack" | "heatmap" => Entry::OwnMain,
+            "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" => {
+                Entry::OwnMain
+            }
             _ => Entry::Elementwise,
         }
     }
@@ -124,6 +129,7 @@ fn configs(name: &str) -> u32 {
         "binary" => 10,
         "reduce" => 4,
         "matmul" => 3,
+        "matmul_block_pack" | "matmul_unblock" => 2,
         _ => 1,
     }
 }

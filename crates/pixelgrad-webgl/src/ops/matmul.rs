@@ -1,4 +1,5 @@
-//! Batched matmul: each fragment writes one texel (4 outputs of the flat output layout).
+//! Batched matmul: each fragment writes one texel (4 outputs of the flat output layout); large
+//! products go to the 4x4-block kernel of `matmul_block.rs` instead.
 //!
 //! The kernel (`shaders/matmul.glsl`) wants A with its k axis contiguous and every row starting
 //! on a texel, and B either as rows of N (N % 4 == 0, "nn") or with its k axis contiguous too
@@ -23,13 +24,13 @@ const NT_ANY: u32 = 2;
 /// One operand seen as a batch of logical matrices `rows x cols`: element (b, r, c) sits at
 /// `b*sb + r*sr + c*sc` of its storage (sb = 0 broadcasts a single matrix over the batch).
 #[derive(Clone, Copy, Debug)]
-struct View {
-    batch: usize,
-    rows: usize,
-    cols: usize,
-    sb: i64,
-    sr: i64,
-    sc: i64,
+pub(crate) struct View {
+    pub batch: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub sb: i64,
+    pub sr: i64,
+    pub sc: i64,
 }
 
 impl View {
@@ -88,6 +89,12 @@ pub(crate) fn matmul(
     let va = View::of(sa, trans_a);
     let vb = View::of(sb, trans_b);
     let (m, k, n) = (va.rows, va.cols, vb.cols);
+    let batch = va.batch.max(vb.batch);
+    if super::matmul_block::worth_it(sh, batch, m, n, k) {
+        if let Some(t) = super::matmul_block::matmul(sh, a, b, va, vb.t(), batch, out.numel())? {
+            return Ok(t);
+        }
+    }
     // A [M, K] with k contiguous and aligned rows, or a packed copy.
     let packed_a;
     let (ta, va) = if va.rows_aligned() {

@@ -4,6 +4,7 @@ mod elementwise;
 mod index;
 mod layout;
 mod matmul;
+mod matmul_block;
 mod reduce;
 mod window;
 

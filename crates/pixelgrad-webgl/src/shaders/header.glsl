@@ -1,7 +1,8 @@
 // Shared helpers for every pixelgrad fragment program. Tensors live in RGBA textures holding 4
 // consecutive elements per texel, row-major over the texture (texel t at (t % width, t / width)).
 
-out vec4 o_color;
+// Location 0 explicitly: matmul_block.glsl adds outputs 1..3 (multiple render targets).
+layout(location = 0) out vec4 o_color;
 
 // Output geometry: the texture width in texels and the number of valid elements.
 uniform int u_out_w;

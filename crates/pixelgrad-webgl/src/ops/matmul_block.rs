@@ -1,0 +1,140 @@
+//! Large matmuls on 4x4 output blocks: one fragment computes 16 outputs and writes them to 4
+//! render targets (`shaders/matmul_block.glsl`), after both operands are repacked into 4x4
+//! blocks (`matmul_block_pack.glsl`); a last pass assembles the flat output
+//! (`matmul_unblock.glsl`).
+//!
+//! Why: a fragment of the one-target kernel writes one texel, 4 outputs, and so needs 5 texel
+//! fetches per 16 multiply-adds. On software rasterisers (Chromium's SwiftShader, llvmpipe)
+//! fetches and their address arithmetic are the cost; 16 outputs per fragment need 8 fetches
+//! per 64 multiply-adds. The 3 extra passes are O(size of A + B + C), so this path is only
+//! taken when K and the product are large enough to repay them (`worth_it`).
+
+use std::rc::Rc;
+
+use glow::HasContext;
+use pixelgrad_core::Result;
+
+use super::matmul::View;
+use crate::context::Shared;
+use crate::launch::Pass;
+use crate::texture::{layout, GlTensor};
+
+/// Render targets of the blocked kernel (WebGL2 guarantees MAX_DRAW_BUFFERS >= 4).
+const TARGETS: usize = 4;
+
+/// Whether the blocked path is expected to beat the one-target kernel: the product must be
+/// large and K long enough that the packing and assembling passes are a small share.
+pub(crate) fn worth_it(sh: &Shared, batch: usize, m: usize, n: usize, k: usize) -> bool {
+    sh.report.borrow().max_draw_buffers as usize >= TARGETS
+        && k >= 32
+        && m >= 8
+        && n >= 8
+        && batch.saturating_mul(m).saturating_mul(n).saturating_mul(k) >= 1 << 20
+}
+
+/// Elements to ask for so the texture [`layout`] picks a width that is a multiple of 4 (the
+/// kernel reads 4 neighbouring texels and must never straddle a texture row), or `None` when
+/// no such width fits `MAX_TEXTURE_SIZE`.
+fn wide_len(sh: &Shared, texels: usize) -> Option<usize> {
+    let mut w = ((texels as f64).sqrt().ceil() as usize).max(4);
+    while w * w < texels {
+        w += 1;
+    }
+    w = w.div_ceil(4) * 4;
+    if w.is_power_of_two() {
+        // The layout nudges power-of-two sides by one texel; stay clear of them.
+        w += 4;
+    }
+    // Any count in ((w-1)^2, w^2] has ceil(sqrt) == w, which the layout keeps as the width.
+    let want = texels.max((w - 1) * (w - 1) + 1);
+    let (lw, _) = layout(want * 4, sh.max_tex, "matmul", &sh.name).ok()?;
+    (lw % 4 == 0).then_some(want * 4)
+}
+
+/// The operand `v` (rows g x cols k, batched) in 4x4 blocks: `form` 0 for A (texel = one row,
+/// 4 k), 1 for B given as its transpose [N, K] (texel = one k, 4 columns).
+fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View, form: u32) -> Result<Option<GlTensor>> {
+    let (gb, kq) = (v.rows.div_ceil(4), v.cols.div_ceil(4));
+    let texels = v.batch * gb * kq * 4;
+    let Some(len) = wide_len(sh, texels) else { return Ok(None) };
+    let pass = Pass::new("matmul", "matmul_block_pack", form)
+        .input("u_x", x)
+        .int("u_texels", texels)
+        .int("u_g", v.rows)
+        .int("u_k", v.cols)
+        .int("u_gb", gb)
+        .int("u_kq", kq)
+        .sint("u_sb", v.sb)
+        .sint("u_sg", v.sr)
+        .sint("u_sk", v.sc);
+    let t = sh.run(pass, len)?;
+    // The layout rules live in texture.rs; never trust a width that is not a multiple of 4.
+    Ok((t.w % 4 == 0).then_some(t))
+}
+
+/// C = A B with A as `va` ([M, K] views) and B as `vbt` (B transposed: [N, K] views); `None`
+/// when the operands cannot be laid out for this path (the caller uses the one-target kernel).
+pub(crate) fn matmul(
+    sh: &Rc<Shared>,
+    a: &GlTensor,
+    b: &GlTensor,
+    va: View,
+    vbt: View,
+    batch: usize,
+    len: usize,
+) -> Result<Option<GlTensor>> {
+    let (m, n, k) = (va.rows, vbt.rows, va.cols);
+    let (mb, nb, kq) = (m.div_ceil(4), n.div_ceil(4), k.div_ceil(4));
+    let Some(pa) = pack(sh, a, va, 0)? else { return Ok(None) };
+    let Some(pb) = pack(sh, b, vbt, 1)? else { return Ok(None) };
+    let blocks = batch * mb * nb;
+    let targets = (0..TARGETS).map(|_| sh.alloc(blocks * 4, "matmul")).collect::<Result<Vec<_>>>()?;
+    let pass = Pass::new("matmul", "matmul_block", 0)
+        .input("u_a", &pa)
+        .input("u_b", &pb)
+        .int("u_mb", mb)
+        .int("u_nb", nb)
+        .int("u_kq", kq)
+        .int("u_a_batched", usize::from(va.batch > 1))
+        .int("u_b_batched", usize::from(vbt.batch > 1));
+    draw_targets(sh, &pass, &targets, blocks * 4)?;
+    let config = if n % 4 == 0 { 0 } else { 1 };
+    let pass = Pass::new("matmul", "matmul_unblock", config)
+        .input("u_c0", &targets[0])
+        .input("u_c1", &targets[1])
+        .input("u_c2", &targets[2])
+        .input("u_c3", &targets[3])
+        .int("u_m", m)
+        .int("u_n", n)
+        .int("u_mb", mb)
+        .int("u_nb", nb);
+    Ok(Some(sh.run(pass, len)?))
+}
+
+/// Draws `pass` into all `targets` at once: targets 1.. are attached to the shared framebuffer
+/// next to the one `Shared::draw` attaches, and detached again afterwards (also on error), so
+/// every other draw and readback sees the usual single attachment.
+fn draw_targets(sh: &Rc<Shared>, pass: &Pass<'_>, targets: &[GlTensor], len: usize) -> Result<()> {
+    let gl = &sh.gl;
+    let buffers: Vec<u32> = (0..targets.len() as u32).map(|i| glow::COLOR_ATTACHMENT0 + i).collect();
+    // SAFETY: framebuffer state on the current context; the textures are live and all the
+    // same size (same element count, same layout).
+    unsafe {
+        gl.bind_framebuffer(glow::FRAMEBUFFER, Some(sh.fbo));
+        for (i, t) in targets.iter().enumerate().skip(1) {
+            gl.framebuffer_texture_2d(glow::FRAMEBUFFER, buffers[i], glow::TEXTURE_2D, Some(t.tex), 0);
+        }
+        gl.draw_buffers(&buffers);
+    }
+    let t0 = &targets[0];
+    let drawn = sh.draw(pass, t0.tex, t0.w, t0.h, len);
+    // SAFETY: as above.
+    unsafe {
+        gl.bind_framebuffer(glow::FRAMEBUFFER, Some(sh.fbo));
+        for &att in &buffers[1..] {
+            gl.framebuffer_texture_2d(glow::FRAMEBUFFER, att, glow::TEXTURE_2D, None, 0);
+        }
+        gl.draw_buffers(&buffers[..1]);
+    }
+    drawn
+}

@@ -1,0 +1,52 @@
+// Repacks a matmul operand into 4x4 blocks for matmul_block.glsl. The operand is a batch of
+// logical matrices X[b, g, k] (rows g: M for A, N for B; k the shared axis) with element
+// (b, g, k) at b*u_sb + g*u_sg + k*u_sk. Output texel ((b*u_gb + gb)*u_kq + q)*4 + j holds
+// CONFIG 0 (A): X[b, 4gb+j, 4q .. 4q+3]  (one row, 4 consecutive k)
+// CONFIG 1 (B): X[b, 4gb .. 4gb+3, 4q+j] (one k, 4 consecutive rows, i.e. 4 columns of B)
+// with zeros past u_g rows or u_k columns, so the kernel reads the 4 texels of a 4x4 block as
+// neighbours and padding multiplies as zero.
+uniform highp sampler2D u_x;
+// Texels holding data; the texture may be larger (its width is chosen, see matmul_block.rs).
+uniform int u_texels;
+uniform int u_g;
+uniform int u_k;
+uniform int u_gb;
+uniform int u_kq;
+uniform int u_sb;
+uniform int u_sg;
+uniform int u_sk;
+
+void main() {
+    int t = out_base() >> 2;
+    vec4 v = vec4(0.0);
+    if (t < u_texels) {
+        int j = t & 3;
+        int s = t >> 2;
+        int q = s % u_kq;
+        s /= u_kq;
+        int gb = s % u_gb;
+        int b = s / u_gb;
+#if CONFIG == 0
+        int g = 4 * gb + j;
+        int k = 4 * q;
+        int src = b * u_sb + g * u_sg + k * u_sk;
+        if (g < u_g) {
+            if (k < u_k) v.x = fetch(u_x, src);
+            if (k + 1 < u_k) v.y = fetch(u_x, src + u_sk);
+            if (k + 2 < u_k) v.z = fetch(u_x, src + 2 * u_sk);
+            if (k + 3 < u_k) v.w = fetch(u_x, src + 3 * u_sk);
+        }
+#else
+        int g = 4 * gb;
+        int k = 4 * q + j;
+        int src = b * u_sb + g * u_sg + k * u_sk;
+        if (k < u_k) {
+            if (g < u_g) v.x = fetch(u_x, src);
+            if (g + 1 < u_g) v.y = fetch(u_x, src + u_sg);
+            if (g + 2 < u_g) v.z = fetch(u_x, src + 2 * u_sg);
+            if (g + 3 < u_g) v.w = fetch(u_x, src + 3 * u_sg);
+        }
+#endif
+    }
+    o_color = v;
+}

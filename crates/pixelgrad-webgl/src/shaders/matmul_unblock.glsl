@@ -1,0 +1,46 @@
+// Assembles matmul_block.glsl's 4 render targets into the flat output out[b, m, n]: element
+// (b, m, n) is component n % 4 of texel (b*u_mb + m/4)*u_nb + n/4 of target m % 4.
+// CONFIG 0: N % 4 == 0, so a texel's 4 outputs are one texel of one target. CONFIG 1: any N.
+uniform highp sampler2D u_c0;
+uniform highp sampler2D u_c1;
+uniform highp sampler2D u_c2;
+uniform highp sampler2D u_c3;
+uniform int u_m;
+uniform int u_n;
+uniform int u_mb;
+uniform int u_nb;
+
+// Texel s of target r.
+vec4 target(int r, int s) {
+    return r == 0 ? fetch4(u_c0, s) : (r == 1 ? fetch4(u_c1, s) : (r == 2 ? fetch4(u_c2, s) : fetch4(u_c3, s)));
+}
+
+float element(int i) {
+    int n = i % u_n;
+    int t = i / u_n;
+    int m = t % u_m;
+    int b = t / u_m;
+    vec4 v = target(m & 3, (b * u_mb + (m >> 2)) * u_nb + (n >> 2));
+    int c = n & 3;
+    return c == 0 ? v.x : (c == 1 ? v.y : (c == 2 ? v.z : v.w));
+}
+
+void main() {
+    int base = out_base();
+    vec4 r = vec4(0.0);
+#if CONFIG == 0
+    if (base < u_out_n) {
+        int n = base % u_n;
+        int t = base / u_n;
+        int m = t % u_m;
+        int b = t / u_m;
+        r = target(m & 3, (b * u_mb + (m >> 2)) * u_nb + (n >> 2));
+    }
+#else
+    if (base < u_out_n) r.x = element(base);
+    if (base + 1 < u_out_n) r.y = element(base + 1);
+    if (base + 2 < u_out_n) r.z = element(base + 2);
+    if (base + 3 < u_out_n) r.w = element(base + 3);
+#endif
+    o_color = r;
+}

@@ -1,0 +1,65 @@
+//! Every matmul kernel path against the CPU backend: large products take the 4x4-block path
+//! (operands repacked into blocks, 4 render targets, then assembled), small ones the
+//! one-target kernel with its repacking of transposed or unaligned operands. The conformance
+//! suite's shapes are too small for the block path, so these sizes are chosen to cross it.
+
+use pixelgrad_core::{Device, Tensor};
+use pixelgrad_cpu::CpuBackend;
+use pixelgrad_webgl::{WebGlBackend, WebGlOptions};
+
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    (0..n).map(|i| pixelgrad_core::rng::uniform(seed, i as u64) * 2.0 - 1.0).collect()
+}
+
+/// (batch of A, batch of B, m, k, n); None = rank 2.
+const SHAPES: &[(Option<usize>, Option<usize>, usize, usize, usize)] = &[
+    // Block path: aligned, and every size odd.
+    (None, None, 128, 64, 128),
+    (None, None, 130, 70, 121),
+    (Some(20), Some(20), 37, 33, 45),
+    // Block path with one matrix broadcast over the batch (the conv forward pass).
+    (None, Some(6), 16, 72, 121),
+    (Some(5), None, 40, 48, 68),
+    // One-target kernel: small products, K or N not a multiple of 4.
+    (None, None, 8, 12, 16),
+    (None, None, 9, 10, 7),
+    (Some(3), Some(3), 5, 9, 6),
+];
+
+#[test]
+fn every_path_matches_the_cpu() {
+    let gl = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
+    let gl_dev = Device::new(gl.clone());
+    let cpu = Device::new(CpuBackend::new());
+    for (i, &(ba, bb, m, k, n)) in SHAPES.iter().enumerate() {
+        for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+            let mut da = if ta { vec![k, m] } else { vec![m, k] };
+            let mut db = if tb { vec![n, k] } else { vec![k, n] };
+            if let Some(b) = ba {
+                da.insert(0, b);
+            }
+            if let Some(b) = bb {
+                db.insert(0, b);
+            }
+            let va = values(da.iter().product(), 2 * i as u64);
+            let vb = values(db.iter().product(), 2 * i as u64 + 1);
+            let run = |dev: &Device| -> Vec<f32> {
+                let a = Tensor::from_vec(dev, &va, da.clone()).unwrap();
+                let b = Tensor::from_vec(dev, &vb, db.clone()).unwrap();
+                a.matmul_t(&b, ta, tb).unwrap().to_vec().unwrap()
+            };
+            gl.set_pass_log(true);
+            let got = run(&gl_dev);
+            let log = gl.take_pass_log();
+            gl.set_pass_log(false);
+            let want = run(&cpu);
+            assert_eq!(got.len(), want.len());
+            let blocked = log.iter().any(|l| l.starts_with("matmul_block "));
+            assert_eq!(blocked, m * n * k * ba.unwrap_or(1).max(bb.unwrap_or(1)) >= 1 << 20, "{da:?} x {db:?}: {log:?}");
+            let tol = 1e-5 * k as f32;
+            for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?}{ta} x {db:?}{tb} element {j}: {g} vs {w} ({log:?})");
+            }
+        }
+    }
+}
