@@ -63,3 +63,19 @@ fn every_path_matches_the_cpu() {
         }
     }
 }
+
+/// The block path draws into 4 targets through the shared framebuffer, next to the planned
+/// draws of a step: steps replayed around it must give the eager result, bit for bit.
+#[test]
+fn block_path_inside_replayed_steps_matches_eager() {
+    let gl = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
+    let dev = Device::new(gl.clone());
+    let a = Tensor::from_vec(&dev, &values(96 * 80, 7), [96, 80]).unwrap();
+    let b = Tensor::from_vec(&dev, &values(80 * 160, 8), [80, 160]).unwrap();
+    let step = || a.matmul(&b)?.relu()?.matmul_t(&b, false, true)?.sigmoid();
+    let want = step().unwrap().to_vec().unwrap();
+    for _ in 0..4 {
+        let got = dev.step(1, || step()?.to_vec()).unwrap();
+        assert_eq!(got, want);
+    }
+}
