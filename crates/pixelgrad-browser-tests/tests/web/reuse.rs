@@ -29,3 +29,39 @@ async fn webgpu_training_steady_state_allocates_and_compiles_nothing() {
 async fn webgl_training_steady_state_allocates_and_compiles_nothing() {
     check(BackendKind::WebGl).await;
 }
+
+/// Step plans in the page: from the fifth step of a repeated training step on, nothing is
+/// allocated, compiled or bound and every launch is replayed (one submission / flush per
+/// step), and the parameters equal those of the same steps run without plans, bit for bit.
+async fn check_plan(kind: BackendKind) {
+    use pixelgrad_conformance::steps::{self, Replay};
+    use pixelgrad_nn::presets::Preset;
+    let dev = device_of_kind(kind).await.unwrap_or_else(|e| panic!("no {} device: {e}", kind.as_str()));
+    for (preset, opt) in [(Preset::Mlp, "adam"), (Preset::Cnn, "sgd")] {
+        let what = format!("{} {preset:?}/{opt}", dev.name());
+        let run = steps::run(&dev, preset, opt, 8, Replay::Plan).unwrap_or_else(|e| panic!("{what}: {e}"));
+        log(&format!("{what} plan counters, last step: {:?}", run.counters.last()));
+        if let Err(e) = steps::check_replayed(&run.counters, &what) {
+            panic!("{e}\n{:?}", run.counters);
+        }
+        let eager = steps::run(&dev, preset, opt, 8, Replay::Eager).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (x, y) in run.params.iter().zip(&eager.params) {
+            a.push(x.to_vec_async().await.unwrap_or_else(|e| panic!("{what}: {e}")));
+            b.push(y.to_vec_async().await.unwrap_or_else(|e| panic!("{what}: {e}")));
+        }
+        if let Err(e) = steps::same_bits(&a, &b, &what) {
+            panic!("{e}");
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+async fn webgpu_replayed_steps_allocate_compile_and_bind_nothing() {
+    check_plan(BackendKind::WebGpu).await;
+}
+
+#[wasm_bindgen_test]
+async fn webgl_replayed_steps_allocate_compile_and_bind_nothing() {
+    check_plan(BackendKind::WebGl).await;
+}
