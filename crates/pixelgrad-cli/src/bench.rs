@@ -67,7 +67,11 @@ const WORKLOADS: [(&str, Preset, [usize; 3], usize, usize); 3] = [
     ("cnn (28x28, batch 32)", Preset::Cnn, [1, 28, 28], 10, 32),
 ];
 
-fn steps_per_second(dev: &Device, preset: Preset, input: [usize; 3], classes: usize, batch: usize, secs: f64) -> CliResult<f64> {
+/// Training steps per second. With `plan`, each step runs inside `Device::step`, as `fit`
+/// does (GPU backends replay a prepared step plan); without, every launch is prepared afresh
+/// (the comparison row shows what the plan saves).
+#[allow(clippy::too_many_arguments)]
+fn steps_per_second(dev: &Device, preset: Preset, input: [usize; 3], classes: usize, batch: usize, secs: f64, plan: bool) -> CliResult<f64> {
     let spec = ModelSpec { preset, input, classes };
     let model = spec.build(dev, 1).ctx()?;
     let per: usize = input.iter().product();
@@ -83,18 +87,23 @@ fn steps_per_second(dev: &Device, preset: Preset, input: [usize; 3], classes: us
     let r = rate(secs, 3, |sync| {
         let idx: Vec<usize> = (0..batch).map(|k| (i * batch + k) % n).collect();
         i += 1;
-        let (xb, yb) = samples.batch(dev, &idx).ctx()?;
-        let out = model.forward(&xb, Mode::Train).ctx()?;
-        let l = loss_fn.compute(&out, &yb).ctx()?;
-        l.backward().ctx()?;
-        opt.step(&model).ctx()?;
-        last_loss = Some(l.detach());
+        let mut body = || -> pixelgrad::Result<Tensor> {
+            let (xb, yb) = samples.batch(dev, &idx)?;
+            let out = model.forward(&xb, Mode::Train)?;
+            let l = loss_fn.compute(&out, &yb)?;
+            l.backward()?;
+            opt.step(&model)?;
+            Ok(l.detach())
+        };
+        // A step inside `Device::step` ends with its own submission.
+        let l = if plan { dev.step(batch as u64, body).ctx()? } else { body().ctx()? };
+        last_loss = Some(l);
         // read back every 10 steps, as the training loop does
         if sync || i % 10 == 0 {
             if let Some(l) = &last_loss {
                 l.to_vec().ctx()?;
             }
-        } else {
+        } else if !plan {
             dev.flush().ctx()?;
         }
         Ok(())
@@ -128,13 +137,16 @@ pub fn run(a: BenchArgs) -> CliResult<()> {
         rows.push((label, vals));
     }
     for (label, preset, input, classes, batch) in WORKLOADS {
-        let label = format!("{label} steps/s");
-        let mut vals = Vec::new();
-        for (_, dev) in &devices {
-            vals.push(steps_per_second(dev, preset, input, classes, batch, a.seconds).map_err(|e| eprintln!("{label}: {e}")).ok());
+        for plan in [true, false] {
+            let label = if plan { format!("{label} steps/s") } else { format!("{label} steps/s, no step plan") };
+            let mut vals = Vec::new();
+            for (_, dev) in &devices {
+                let v = steps_per_second(dev, preset, input, classes, batch, a.seconds, plan);
+                vals.push(v.map_err(|e| eprintln!("{label}: {e}")).ok());
+            }
+            print_row(&label, &vals);
+            rows.push((label, vals));
         }
-        print_row(&label, &vals);
-        rows.push((label, vals));
     }
     if let Some(path) = &a.json_out {
         let names: Vec<&str> = devices.iter().map(|(n, _)| n.as_str()).collect();
@@ -158,5 +170,5 @@ fn print_row(label: &str, vals: &[Option<f64>]) {
             (None, _) => format!("{:>10}", "failed"),
         })
         .collect();
-    println!("{label:<40} {}", cells.join("  "));
+    println!("{label:<52} {}", cells.join("  "));
 }
