@@ -54,7 +54,8 @@ fn wide_len(sh: &Shared, texels: usize) -> Option<usize> {
 /// The operand `v` (rows g x cols k, batched) in 4x4 blocks: `form` 0 for A (texel = one row,
 /// 4 k), 1 for B given as its transpose [N, K] (texel = one k, 4 columns).
 fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View, form: u32) -> Result<Option<GlTensor>> {
-    let (gb, kq) = (v.rows.div_ceil(4), v.cols.div_ceil(4));
+    // K padded to a multiple of 8: the kernel does two steps of 4 per loop iteration.
+    let (gb, kq) = (v.rows.div_ceil(4), v.cols.div_ceil(8) * 2);
     let texels = v.batch * gb * kq * 4;
     let Some(len) = wide_len(sh, texels) else { return Ok(None) };
     let pass = Pass::new("matmul", "matmul_block_pack", form)
@@ -84,7 +85,7 @@ pub(crate) fn matmul(
     len: usize,
 ) -> Result<Option<GlTensor>> {
     let (m, n, k) = (va.rows, vbt.rows, va.cols);
-    let (mb, nb, kq) = (m.div_ceil(4), n.div_ceil(4), k.div_ceil(4));
+    let (mb, nb, kq) = (m.div_ceil(4), n.div_ceil(4), k.div_ceil(8) * 2);
     let Some(pa) = pack(sh, a, va, 0)? else { return Ok(None) };
     let Some(pb) = pack(sh, b, vbt, 1)? else { return Ok(None) };
     let blocks = batch * mb * nb;

@@ -30,7 +30,10 @@ void main() {
         int g = 4 * gb + j;
         int k = 4 * q;
         int src = b * u_sb + g * u_sg + k * u_sk;
-        if (g < u_g) {
+        if (g < u_g && u_sk == 1 && (src & 3) == 0 && k + 3 < u_k) {
+            // The common case (A row-major, K % 4 == 0): the 4 values are one texel.
+            v = fetch4(u_x, src >> 2);
+        } else if (g < u_g) {
             if (k < u_k) v.x = fetch(u_x, src);
             if (k + 1 < u_k) v.y = fetch(u_x, src + u_sk);
             if (k + 2 < u_k) v.z = fetch(u_x, src + 2 * u_sk);
@@ -40,7 +43,10 @@ void main() {
         int g = 4 * gb;
         int k = 4 * q + j;
         int src = b * u_sb + g * u_sg + k * u_sk;
-        if (k < u_k) {
+        if (k < u_k && u_sg == 1 && (src & 3) == 0 && g + 3 < u_g) {
+            // The common case (B row-major, N % 4 == 0): the 4 values are one texel.
+            v = fetch4(u_x, src >> 2);
+        } else if (k < u_k) {
             if (g < u_g) v.x = fetch(u_x, src);
             if (g + 1 < u_g) v.y = fetch(u_x, src + u_sg);
             if (g + 2 < u_g) v.z = fetch(u_x, src + 2 * u_sg);
