@@ -12,7 +12,9 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// (batch of A, batch of B, m, k, n); None = rank 2.
-const SHAPES: &[(Option<usize>, Option<usize>, usize, usize, usize)] = &[
+type Geometry = (Option<usize>, Option<usize>, usize, usize, usize);
+
+const SHAPES: &[Geometry] = &[
     // Block path: aligned, and every size odd.
     (None, None, 128, 64, 128),
     (None, None, 130, 70, 121),
