@@ -192,4 +192,34 @@ mod tests {
         assert!(msg.contains("undefined_fn"), "driver log missing: {msg}");
         assert!(msg.contains("   4: void main()"), "numbered source missing: {msg}");
     }
+
+    #[test]
+    fn uniforms_are_set_only_when_the_value_changes() {
+        use crate::dialect::ProgramSpec;
+        use crate::program::Uniform;
+        use glow::HasContext;
+        let b = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..Default::default() }).unwrap();
+        let p = b.shared.program("test", ProgramSpec::new("fill", 0)).unwrap();
+        let gl = &b.shared.gl;
+        // SAFETY: the program belongs to this context.
+        unsafe { gl.use_program(Some(p.program)) };
+        let x = p.slot(gl, "u_value");
+        assert_eq!(p.slot(gl, "u_value"), x, "slots are stable");
+        assert!(p.set(gl, x, &Uniform::F(0.0)));
+        assert!(!p.set(gl, x, &Uniform::F(0.0)), "same value: no GL call");
+        assert!(p.set(gl, x, &Uniform::F(-0.0)), "-0.0 is another value");
+        assert!(p.set(gl, x, &Uniform::F(f32::NAN)));
+        assert!(!p.set(gl, x, &Uniform::F(f32::NAN)), "the same NaN bits");
+        let missing = p.slot(gl, "u_no_such_uniform");
+        assert!(!p.set(gl, missing, &Uniform::I(1)), "no location: nothing to set");
+        assert!(p.set(gl, x, &Uniform::F(1.5)));
+        assert!(!p.set(gl, x, &Uniform::F(1.5)));
+        let mut v = [0.0f32];
+        // SAFETY: the program belongs to this context and u_value is a float.
+        unsafe {
+            let loc = gl.get_uniform_location(p.program, "u_value").expect("u_value is used");
+            gl.get_uniform_f32(p.program, &loc, &mut v);
+        }
+        assert_eq!(v[0], 1.5, "the program holds the last value set");
+    }
 }
