@@ -145,8 +145,9 @@ impl Backend for WgpuBackend {
         self.gpu.check("upload")?;
         let t = GpuTensor::new(&self.gpu, "upload", data.len())?;
         if !data.is_empty() {
-            // The buffer is idle (fresh, or recycled after its last submission completed), so
-            // a queue write — which runs before the next submission — cannot race with it.
+            // No recorded-but-unsubmitted command uses the buffer (fresh, recycled after the
+            // submission that last used it, or a free plan entry), and a queue write runs
+            // after every earlier submission: it cannot race with older reads of it.
             self.gpu.queue.write_buffer(t.buffer(), 0, bytemuck::cast_slice(data));
         }
         Ok(Storage::new(t))

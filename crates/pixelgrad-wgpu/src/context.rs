@@ -3,7 +3,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pixelgrad_core::{Counters, Error, Result};
@@ -71,14 +70,13 @@ pub(crate) struct Gpu {
     max_slots: u64,
     /// Serial of the last submission (0: none yet).
     submitted: Cell<u64>,
-    /// Index of the last submission: the next flush waits for it natively (see `flush`).
+    /// Indices of the two last submissions (older, newer): natively the next flush waits for
+    /// the older one (see `flush`).
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-    last_index: RefCell<Option<wgpu::SubmissionIndex>>,
+    last_index: RefCell<(Option<wgpu::SubmissionIndex>, Option<wgpu::SubmissionIndex>)>,
     /// Longest a native wait for the GPU may take.
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     wait_timeout: std::time::Duration,
-    /// Highest serial known complete; written by `on_submitted_work_done` callbacks.
-    completed: Arc<AtomicU64>,
     /// True while the open encoder holds commands.
     dirty: Cell<bool>,
     counters: CounterCells,
@@ -141,9 +139,8 @@ impl Gpu {
             status_armed: Cell::new(false),
             max_slots,
             submitted: Cell::new(0),
-            last_index: RefCell::new(None),
+            last_index: RefCell::new((None, None)),
             wait_timeout,
-            completed: Arc::new(AtomicU64::new(0)),
             dirty: Cell::new(false),
             counters: CounterCells::default(),
             health,
@@ -212,23 +209,9 @@ impl Gpu {
         self.check_size(op, bytes)?;
         let size = size_class(bytes, self.cap());
         let mut pool = self.pool.borrow_mut();
-        pool.recycle(self.completed.load(Ordering::Acquire));
+        pool.recycle(self.submitted.get());
         if let Some(b) = pool.take(kind, size) {
             return Ok((b, size));
-        }
-        // Natively, a buffer of this class that only waits for work already submitted is
-        // worth waiting for (at most the one submission in flight, see `flush`): a training
-        // step then reuses the previous step's buffers instead of growing the pool while the
-        // GPU lags. In the browser nothing can block; the pool grows instead.
-        #[cfg(not(target_arch = "wasm32"))]
-        if pool.pending_serial(kind, size).is_some_and(|s| s <= self.submitted.get()) {
-            drop(pool);
-            self.wait_submitted(op)?;
-            pool = self.pool.borrow_mut();
-            pool.recycle(self.completed.load(Ordering::Acquire));
-            if let Some(b) = pool.take(kind, size) {
-                return Ok((b, size));
-            }
         }
         let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(match kind {
@@ -244,21 +227,7 @@ impl Gpu {
         Ok((buf, size))
     }
 
-    /// Waits for every submitted command buffer to complete (native only), which also runs
-    /// the completion callbacks that let the pool recycle.
-    #[cfg(not(target_arch = "wasm32"))]
-    fn wait_submitted(&self, op: &'static str) -> Result<()> {
-        let last = self.last_index.borrow().clone();
-        if let Some(index) = last {
-            let wait = wgpu::PollType::Wait { submission_index: Some(index), timeout: Some(self.wait_timeout) };
-            if let Err(e) = self.device.poll(wait) {
-                return Err(self.failure(op, format!("waiting for the GPU failed: {e}")));
-            }
-        }
-        Ok(())
-    }
-
-    /// Hands a buffer back; it is reused once the work that may touch it has completed.
+    /// Hands a buffer back; it is reused once the work that may touch it has been submitted.
     pub(crate) fn release(&self, kind: Kind, size: u64, buf: wgpu::Buffer) {
         // If the open encoder holds commands, they may use this buffer: wait for the
         // submission they will go into. Otherwise only earlier submissions can.
@@ -535,20 +504,19 @@ impl Gpu {
         let serial = self.submitted.get() + 1;
         self.submitted.set(serial);
         self.dirty.set(false);
-        let done = self.completed.clone();
-        self.queue.on_submitted_work_done(move || {
-            done.fetch_max(serial, Ordering::AcqRel);
-        });
         self.counters.submissions.set(self.counters.submissions.get() + 1);
-        // Natively, completion callbacks only run inside poll. Waiting here for the
-        // *previous* submission keeps at most one submission in flight (the CPU records the
-        // next one while the GPU runs this one) and makes buffer reuse deterministic: when a
-        // training step starts, everything released two steps earlier is back in the pool,
-        // so from the third step on a step allocates nothing. Without the wait the pool grew
-        // whenever the GPU lagged (no callback had run yet).
+        // Natively nothing else bounds how far the CPU runs ahead of the GPU: waiting for the
+        // submission before the previous one keeps at most two in flight (the GPU runs one
+        // while the next is queued and a third is recorded), and the poll runs wgpu's
+        // callbacks. Buffer reuse does not depend on it (see `pool.rs`).
         #[cfg(not(target_arch = "wasm32"))]
         {
-            let prev = self.last_index.replace(Some(index.clone()));
+            let prev = {
+                let mut last = self.last_index.borrow_mut();
+                let older = last.0.take();
+                last.0 = last.1.replace(index.clone());
+                older
+            };
             if let Some(prev) = prev {
                 let wait = wgpu::PollType::Wait { submission_index: Some(prev), timeout: Some(self.wait_timeout) };
                 if let Err(e) = self.device.poll(wait) {
@@ -622,7 +590,7 @@ impl Gpu {
     /// Destroys pooled free buffers; returns the bytes given back.
     pub(crate) fn trim(&self) -> u64 {
         let mut pool = self.pool.borrow_mut();
-        pool.recycle(self.completed.load(Ordering::Acquire));
+        pool.recycle(self.submitted.get());
         pool.trim()
     }
 
@@ -633,7 +601,7 @@ impl Gpu {
 
     pub(crate) fn recycle(&self) {
         if let Ok(mut pool) = self.pool.try_borrow_mut() {
-            pool.recycle(self.completed.load(Ordering::Acquire));
+            pool.recycle(self.submitted.get());
         }
     }
 }

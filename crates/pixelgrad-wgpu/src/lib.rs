@@ -25,7 +25,8 @@
 //!
 //! Design in brief (details in the crate README):
 //! - **buffers** come from a pool of power-of-two size classes ([`pool`]); a dropped tensor's
-//!   buffer is recycled only once the submission that last used it has completed;
+//!   buffer is recycled once the submission that last used it has been submitted (queue
+//!   order makes later writes safe; no waiting for the GPU);
 //! - **pipelines** are cached by kernel and a small configuration (op code, transpose flags),
 //!   never by shape: shapes, strides and scalars travel in a 256-byte uniform slot per launch;
 //! - **submission**: launches are recorded into one command encoder and submitted at sync
@@ -70,10 +71,10 @@
 //! parameters are bit-identical to a run without plans.
 //!
 //! Outside steps, the size-class pool and the pipeline cache keep repeated work
-//! allocation-free after two repetitions, and natively at most one submission is in flight:
-//! a pool miss whose class has a buffer waiting only for submitted work waits for that work
-//! instead of allocating. In the browser nothing can block, so there the pool grows while the
-//! GPU lags; plan-owned buffers never do.
+//! allocation-free after two repetitions: a released buffer is reusable as soon as the work
+//! using it has been submitted (queue order, see `pool.rs`), so the pool does not grow while
+//! the GPU lags, in the browser as natively. Natively at most two submissions are in flight
+//! (a flush waits for the one before the previous).
 
 mod backend;
 mod context;

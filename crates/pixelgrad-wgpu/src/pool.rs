@@ -1,8 +1,11 @@
 //! The buffer pool. Tensor buffers come in power-of-two size classes; a dropped tensor's
-//! buffer waits in a "pending" list tagged with the submission that may still use it and moves
-//! to the free list once that submission is known complete (`queue.on_submitted_work_done`).
-//! Until then it is never handed out again: an upload (`queue.write_buffer`) into it would
-//! land before the already-recorded commands that still read the old contents.
+//! buffer waits in a "pending" list tagged with the submission that may still use it, and moves
+//! to the free list once that submission has been *submitted* (not completed). Before that,
+//! commands that read it are still in the open encoder, and an upload (`queue.write_buffer`)
+//! into it would land before them. After it, WebGPU's queue order does the rest: a later
+//! `write_buffer` or command runs after every earlier submission, whatever the GPU's progress,
+//! so neither the browser (which cannot block) nor a native caller has to wait for the GPU
+//! to reuse memory, and a repeated step allocates nothing from its third repetition on.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -75,12 +78,12 @@ impl Pool {
         self.free.entry((kind, size)).or_default().push(buf);
     }
 
-    /// Moves every pending buffer whose submission has completed to the free lists.
-    pub(crate) fn recycle(&mut self, completed: u64) {
+    /// Moves every pending buffer whose submission has been submitted to the free lists.
+    pub(crate) fn recycle(&mut self, submitted: u64) {
         // Tags never decrease (a release while the encoder holds commands is tagged with the
         // next serial, and after that submission every tag is at least that serial), so the
-        // completed ones are a prefix.
-        while self.pending.front().is_some_and(|e| e.0 <= completed) {
+        // submitted ones are a prefix.
+        while self.pending.front().is_some_and(|e| e.0 <= submitted) {
             if let Some((_, kind, size, buf)) = self.pending.pop_front() {
                 self.free.entry((kind, size)).or_default().push(buf);
             }
@@ -98,13 +101,6 @@ impl Pool {
         }
         self.bytes -= freed;
         freed
-    }
-
-    /// The earliest submission whose completion frees a pending buffer of this class
-    /// (natively, a pool miss waits for it; browsers cannot block).
-    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-    pub(crate) fn pending_serial(&self, kind: Kind, size: u64) -> Option<u64> {
-        self.pending.iter().find(|e| e.1 == kind && e.2 == size).map(|e| e.0)
     }
 
     /// Number of buffers waiting for their submission to complete.
