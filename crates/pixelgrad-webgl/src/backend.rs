@@ -90,6 +90,7 @@ impl WebGlBackend {
             plans: RefCell::new(Default::default()),
             state: RefCell::new(Default::default()),
             fbo,
+            shared_extra: Cell::new(0),
             vao,
             #[cfg(not(target_arch = "wasm32"))]
             egl,

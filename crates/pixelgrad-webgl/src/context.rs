@@ -37,6 +37,9 @@ pub(crate) struct Shared {
     pub state: RefCell<crate::launch::GlState>,
     /// The framebuffer of reads and of draws outside steps (its attachment changes per call).
     pub fbo: glow::Framebuffer,
+    /// Colour attachments of `fbo` beyond the first, left by a multi-target draw until the
+    /// next draw resets them.
+    pub shared_extra: Cell<usize>,
     pub vao: glow::VertexArray,
     #[cfg(not(target_arch = "wasm32"))]
     pub egl: Option<crate::egl::Headless>,

@@ -96,37 +96,67 @@ impl Shared {
     /// and framebuffer, see `plan.rs`).
     pub fn run(self: &Rc<Self>, pass: Pass<'_>, len: usize) -> Result<GlTensor> {
         let out = self.alloc(len, pass.op)?;
-        self.draw_pass(&pass, out.tex, out.w, out.h, len, true)?;
+        self.draw_pass(&pass, &[out.tex], out.w, out.h, len, true)?;
         Ok(out)
+    }
+
+    /// Draws `pass` into several textures of the same size at once (multiple render
+    /// targets: the shader writes output `i` to `targets[i]`), `len` valid elements each.
+    /// Inside a step the draw is planned like [`Shared::run`]'s (its framebuffer keeps all
+    /// targets attached); outside, targets 1.. join the shared framebuffer for this draw only.
+    // ops/matmul_block.rs draws its 4 targets through `draw` with its own attachments today;
+    // switching it to this makes those draws replayable (see the report of this change).
+    #[allow(dead_code)]
+    pub fn draw_many(&self, pass: &Pass<'_>, targets: &[&GlTensor], len: usize) -> Result<()> {
+        let Some(t0) = targets.first() else {
+            return Err(self.err(pass.op, "internal: a draw needs a target"));
+        };
+        if targets.iter().any(|t| t.texture_size() != t0.texture_size()) {
+            return Err(self.err(pass.op, "internal: render targets of one draw differ in size"));
+        }
+        let texs: Vec<glow::Texture> = targets.iter().map(|t| t.tex).collect();
+        self.draw_pass(pass, &texs, t0.w, t0.h, len, true)
     }
 
     /// Draws `pass` into `target` (w x h texels; `len` valid elements) through the shared
     /// framebuffer, never a plan's: for targets that are not tensors (the heatmap's image).
     pub fn draw(&self, pass: &Pass<'_>, target: glow::Texture, w: u32, h: u32, len: usize) -> Result<()> {
-        self.draw_pass(pass, target, w, h, len, false)
+        self.draw_pass(pass, &[target], w, h, len, false)
     }
 
-    fn draw_pass(&self, pass: &Pass<'_>, target: glow::Texture, w: u32, h: u32, len: usize, planned: bool) -> Result<()> {
+    fn draw_pass(
+        &self,
+        pass: &Pass<'_>,
+        targets: &[glow::Texture],
+        w: u32,
+        h: u32,
+        len: usize,
+        planned: bool,
+    ) -> Result<()> {
         // A texture must never be sampled and rendered to in one draw (a feedback loop:
         // undefined in GL, an error in WebGL). Outputs come fresh from the pool or from a
         // plan entry no live tensor holds (inputs are live), so this holds by construction;
         // the check keeps it that way.
-        if cfg!(debug_assertions) && pass.inputs.iter().any(|(_, t)| t.tex == target) {
+        if cfg!(debug_assertions) && pass.inputs.iter().any(|(_, t)| targets.contains(&t.tex)) {
             return Err(self.err(pass.op, "internal: an input texture is also the render target"));
         }
-        let prepared = if planned { self.prepare_draw(pass, target)? } else { None };
+        let prepared = if planned { self.prepare_draw(pass, targets)? } else { None };
         let (prog, slots) = match prepared {
             Some(p) => (p.program, Some(p.slots)),
             None => {
                 // Outside a step nothing is known about the context's state.
                 self.forget_gl_state();
                 let prog = self.program(pass.op, pass.spec)?;
-                self.attach(target, pass.op)?;
+                self.attach_shared(targets, pass.op)?;
                 self.count(|c| c.bindings += 1);
                 (prog, None)
             }
         };
         self.issue(pass, &prog, slots.as_deref(), w as i32, h as i32, len as i32);
+        if targets.len() > 1 && slots.is_none() {
+            // Back to the shared framebuffer's usual single attachment.
+            self.attach_shared(&targets[..1], pass.op)?;
+        }
         self.check_gl(pass.op, pass.spec.name)?;
         self.count(|c| c.launches += 1);
         self.log_pass(|| {
@@ -135,6 +165,31 @@ impl Shared {
             format!("{label:<18} -> {w:>4}x{h:<4} texels ({len} elements)")
         });
         Ok(())
+    }
+
+    /// Attaches `targets` to the shared framebuffer at colour attachments 0.. and enables as
+    /// many draw buffers; a single target also clears the attachments a multi-target draw
+    /// left (reads and other draws expect exactly one).
+    fn attach_shared(&self, targets: &[glow::Texture], op: &'static str) -> Result<()> {
+        let extra = self.shared_extra.get();
+        if targets.len() == 1 && extra == 0 {
+            return self.attach(targets[0], op);
+        }
+        let gl = &self.gl;
+        // SAFETY: framebuffer state on the current context; the textures are live.
+        unsafe {
+            gl.bind_framebuffer(glow::FRAMEBUFFER, Some(self.fbo));
+            for (i, t) in targets.iter().enumerate() {
+                gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0 + i as u32, glow::TEXTURE_2D, Some(*t), 0);
+            }
+            for i in targets.len()..=extra {
+                gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0 + i as u32, glow::TEXTURE_2D, None, 0);
+            }
+            let list: Vec<u32> = (0..targets.len() as u32).map(|i| glow::COLOR_ATTACHMENT0 + i).collect();
+            gl.draw_buffers(&list);
+        }
+        self.shared_extra.set(targets.len() - 1);
+        self.check_framebuffer(op)
     }
 
     /// Sets the draw's state (skipping what is already set) and draws, into the bound

@@ -22,8 +22,9 @@
 //!   free, or passes to the tensor holding it, which returns it to the pool when dropped.
 //!   Inputs of a draw are live tensors, so a plan never hands out a texture that the current
 //!   draw samples (the draw's feedback-loop check enforces it in debug builds);
-//! - a draw reuses its framebuffer only when the target is the same texture; otherwise it
-//!   attaches the new target (counted in `Counters::bindings`) and stores it. It counts as
+//! - a draw reuses its framebuffer only when the targets are the same textures (a draw has
+//!   one, or several for multiple render targets); otherwise it attaches the new ones
+//!   (counted in `Counters::bindings`) and stores them. It counts as
 //!   `replayed` when the program and uniform names match too.
 //!
 //! A draw that falls back is still correct because the fallback *is* the eager path: the same
@@ -76,12 +77,14 @@ impl AllocEntry {
     }
 }
 
-/// One planned draw: its framebuffer (with `target` attached) and its program.
+/// One planned draw: its framebuffer (with `targets` attached) and its program.
 pub(crate) struct DrawEntry {
     pub fbo: glow::Framebuffer,
-    /// The attached texture; `None` once that texture was deleted (see
-    /// [`Shared::forget_targets`]).
-    pub target: Option<glow::Texture>,
+    /// The attached textures, at colour attachments 0, 1, ...; empty once one of them was
+    /// deleted (see [`Shared::forget_targets`]).
+    pub targets: Vec<glow::Texture>,
+    /// How many draw buffers the framebuffer has enabled (a new one has 1).
+    pub buffers: usize,
     pub program: Rc<Program>,
     pub spec: crate::dialect::ProgramSpec,
     /// Uniform names in the order a draw sets them (see [`Pass::uniform_names`]) and their
@@ -259,10 +262,10 @@ impl Shared {
         Ok(Some(tensor(tex, token)))
     }
 
-    /// Inside a step: binds the framebuffer of the step's next draw, prepared for `target`
-    /// (attaching `target` only when the recorded draw had another one), and returns the
-    /// draw's program and uniform slots. `None` outside a step: the caller draws eagerly.
-    pub fn prepare_draw(&self, pass: &Pass<'_>, target: glow::Texture) -> Result<Option<Prepared>> {
+    /// Inside a step: binds the framebuffer of the step's next draw, prepared for `targets`
+    /// (attaching them only when the recorded draw had others), and returns the draw's
+    /// program and uniform slots. `None` outside a step: the caller draws eagerly.
+    pub fn prepare_draw(&self, pass: &Pass<'_>, targets: &[glow::Texture]) -> Result<Option<Prepared>> {
         let mut plans = self.plans.borrow_mut();
         let Some((plan, act)) = plans.current() else {
             return Ok(None);
@@ -274,8 +277,8 @@ impl Shared {
         act.draw += 1;
         let gl = &self.gl;
         if let Some(e) = plan.draws.get_mut(j) {
-            if e.target == Some(target) {
-                // SAFETY: the entry's framebuffer belongs to this context and has `target`
+            if e.targets == targets {
+                // SAFETY: the entry's framebuffer belongs to this context and has `targets`
                 // attached already.
                 unsafe { gl.bind_framebuffer(glow::FRAMEBUFFER, Some(e.fbo)) };
                 if e.spec == pass.spec && pass.uniform_names().eq(e.names.iter().copied()) {
@@ -285,16 +288,19 @@ impl Shared {
                 }
                 return Ok(Some(Prepared { program: e.program.clone(), slots: e.slots.clone() }));
             }
-            self.attach_to(e.fbo, target, pass.op)?;
-            e.target = Some(target);
+            self.attach_to(e.fbo, targets, e.buffers, pass.op)?;
+            e.targets = targets.to_vec();
+            e.buffers = targets.len();
             self.resolve(pass, e)?;
             return Ok(Some(Prepared { program: e.program.clone(), slots: e.slots.clone() }));
         }
         // SAFETY: object creation on the current context.
         let fbo = unsafe { gl.create_framebuffer() }.map_err(|e| self.err(pass.op, format!("create_framebuffer: {e}")))?;
-        let made = self.attach_to(fbo, target, pass.op).and_then(|()| {
+        let made = self.attach_to(fbo, targets, 1, pass.op).and_then(|()| {
             let program = self.program(pass.op, pass.spec)?;
-            Ok(DrawEntry { fbo, target: Some(target), program, spec: pass.spec, names: Vec::new(), slots: Rc::new([]) })
+            let targets = targets.to_vec();
+            let buffers = targets.len();
+            Ok(DrawEntry { fbo, targets, buffers, program, spec: pass.spec, names: Vec::new(), slots: Rc::new([]) })
         });
         let mut e = match made {
             Ok(e) => e,
@@ -310,12 +316,23 @@ impl Shared {
         Ok(Some(prepared))
     }
 
-    /// Attaches `target` to `fbo` (left bound) and counts a framebuffer binding.
-    fn attach_to(&self, fbo: glow::Framebuffer, target: glow::Texture, op: &'static str) -> Result<()> {
+    /// Attaches `targets` to `fbo` (left bound) at colour attachments 0.. and enables as many
+    /// draw buffers (`buffers`: how many it has now); counts a framebuffer binding.
+    fn attach_to(&self, fbo: glow::Framebuffer, targets: &[glow::Texture], buffers: usize, op: &'static str) -> Result<()> {
+        let gl = &self.gl;
         // SAFETY: framebuffer setup on the current context.
         unsafe {
-            self.gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fbo));
-            self.gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0, glow::TEXTURE_2D, Some(target), 0);
+            gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fbo));
+            for (i, t) in targets.iter().enumerate() {
+                gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0 + i as u32, glow::TEXTURE_2D, Some(*t), 0);
+            }
+            for i in targets.len()..buffers {
+                gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0 + i as u32, glow::TEXTURE_2D, None, 0);
+            }
+            if buffers != targets.len() {
+                let list: Vec<u32> = (0..targets.len() as u32).map(|i| glow::COLOR_ATTACHMENT0 + i).collect();
+                gl.draw_buffers(&list);
+            }
         }
         self.check_framebuffer(op)?;
         self.count(|c| c.bindings += 1);
@@ -341,13 +358,16 @@ impl Shared {
             return;
         };
         for plan in plans.plans.values_mut() {
-            for d in plan.draws.iter_mut().filter(|d| d.target.is_some_and(|t| deleted.contains(&t))) {
+            for d in plan.draws.iter_mut().filter(|d| d.targets.iter().any(|t| deleted.contains(t))) {
                 // SAFETY: detaching on the current context (the callers made it current).
                 unsafe {
                     self.gl.bind_framebuffer(glow::FRAMEBUFFER, Some(d.fbo));
-                    self.gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0, glow::TEXTURE_2D, None, 0);
+                    for i in 0..d.targets.len() {
+                        let att = glow::COLOR_ATTACHMENT0 + i as u32;
+                        self.gl.framebuffer_texture_2d(glow::FRAMEBUFFER, att, glow::TEXTURE_2D, None, 0);
+                    }
                 }
-                d.target = None;
+                d.targets.clear();
             }
         }
     }
