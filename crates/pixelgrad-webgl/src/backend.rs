@@ -91,6 +91,7 @@ impl WebGlBackend {
             state: RefCell::new(Default::default()),
             fbo,
             shared_extra: Cell::new(0),
+            unflushed: Cell::new(false),
             vao,
             #[cfg(not(target_arch = "wasm32"))]
             egl,

@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     /// Colour attachments of `fbo` beyond the first, left by a multi-target draw until the
     /// next draw resets them.
     pub shared_extra: Cell<usize>,
+    /// Work (draws, uploads) issued since the last `glFlush`.
+    pub unflushed: Cell<bool>,
     pub vao: glow::VertexArray,
     #[cfg(not(target_arch = "wasm32"))]
     pub egl: Option<crate::egl::Headless>,
@@ -125,6 +127,7 @@ impl Shared {
         self.fold_pending()?;
         // SAFETY: glFlush on the current context.
         unsafe { self.gl.flush() };
+        self.unflushed.set(false);
         self.count(|c| c.submissions += 1);
         Ok(())
     }

@@ -157,6 +157,7 @@ impl Shared {
             // Back to the shared framebuffer's usual single attachment.
             self.attach_shared(&targets[..1], pass.op)?;
         }
+        self.unflushed.set(true);
         self.check_gl(pass.op, pass.spec.name)?;
         self.count(|c| c.launches += 1);
         self.log_pass(|| {

@@ -30,7 +30,8 @@
 //!   that still read it);
 //! - `compiles`: GLSL programs linked (cache misses of the per-op-kind program cache);
 //! - `launches`: draws (one per op pass, plus the folds of queued index checks);
-//! - `submissions`: `glFlush` calls made by `Backend::flush` (and by `begin_step`/`end_step`);
+//! - `submissions`: `glFlush` calls made by `Backend::flush` and `end_step` (and by
+//!   `begin_step` when eager work is queued, so a replayed step is one submission);
 //! - `readbacks`: `readPixels` of tensors (and of folded check flags);
 //! - `bytes_in_use`: bytes of every texture the backend holds (tensors, pool, step plans);
 //! - `bindings`: framebuffer attachments made for draws: every draw outside a step attaches

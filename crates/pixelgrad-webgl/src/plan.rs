@@ -175,8 +175,13 @@ impl Shared {
             return Err(self.err("begin_step", "a step is already open (steps do not nest)"));
         }
         // Eager work queued before the step is folded and flushed first, so the step starts
-        // clean: its draws are only its own.
-        self.flush()?;
+        // clean: its draws are only its own. With nothing queued there is nothing to submit,
+        // so a replayed step is one submission (its `end_step`).
+        self.current()?;
+        self.fold_pending()?;
+        if self.unflushed.get() {
+            self.flush()?;
+        }
         let evicted = self.plans.borrow_mut().begin(key);
         self.retire(evicted);
         self.forget_gl_state();

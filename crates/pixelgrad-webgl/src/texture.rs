@@ -183,6 +183,7 @@ impl Shared {
             );
             self.gl.bind_texture(glow::TEXTURE_2D, None);
         }
+        self.unflushed.set(true);
         self.check_gl("upload", "tex_sub_image_2d")?;
         Ok(t)
     }

@@ -3,7 +3,7 @@
 //!
 //! - Inside `Device::step` (step plans): from step 3 on, a step allocates no texture,
 //!   compiles no program, attaches no framebuffer, reads nothing back, and every one of its
-//!   draws is replayed from the plan; the draws per step are fixed.
+//!   draws is replayed from the plan; the draws per step are fixed; one submission per step.
 //! - Eagerly (no `Device::step`): after two warm-up steps, no allocations, compiles or reads
 //!   and a fixed number of draws, each attaching the shared framebuffer once.
 
@@ -78,6 +78,8 @@ fn check_planned(preset: Preset, optimizer: &str) {
         assert_eq!(now.launches - prev.launches, draws, "{}: draws differ from step {STEADY_FROM}", what(i));
         assert_eq!(now.replayed - prev.replayed, draws, "{}: not every draw was replayed", what(i));
         assert_eq!(now.bytes_in_use, prev.bytes_in_use, "{}: memory grew", what(i));
+        // Nothing eager is queued between steps, so `begin_step` submits nothing.
+        assert_eq!(now.submissions - prev.submissions, 1, "{}: one submission per step", what(i));
     }
     // The recording steps did attach framebuffers and replay nothing at first.
     assert!(c[1].bindings > 0 && c[0].replayed == 0, "{:?}", c[1]);
