@@ -104,9 +104,6 @@ impl Shared {
     /// targets: the shader writes output `i` to `targets[i]`), `len` valid elements each.
     /// Inside a step the draw is planned like [`Shared::run`]'s (its framebuffer keeps all
     /// targets attached); outside, targets 1.. join the shared framebuffer for this draw only.
-    // ops/matmul_block.rs draws its 4 targets through `draw` with its own attachments today;
-    // switching it to this makes those draws replayable (see the report of this change).
-    #[allow(dead_code)]
     pub fn draw_many(&self, pass: &Pass<'_>, targets: &[&GlTensor], len: usize) -> Result<()> {
         let Some(t0) = targets.first() else {
             return Err(self.err(pass.op, "internal: a draw needs a target"));

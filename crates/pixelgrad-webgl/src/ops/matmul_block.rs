@@ -11,7 +11,6 @@
 
 use std::rc::Rc;
 
-use glow::HasContext;
 use pixelgrad_core::Result;
 
 use super::matmul::View;
@@ -98,7 +97,8 @@ pub(crate) fn matmul(
         .int("u_kq", kq)
         .int("u_a_batched", usize::from(va.batch > 1))
         .int("u_b_batched", usize::from(vbt.batch > 1));
-    draw_targets(sh, &pass, &targets, blocks * 4)?;
+    // All four targets in one draw; inside a step the draw's framebuffer is planned with them.
+    sh.draw_many(&pass, &targets.iter().collect::<Vec<_>>(), blocks * 4)?;
     let config = if n % 4 == 0 { 0 } else { 1 };
     let pass = Pass::new("matmul", "matmul_unblock", config)
         .input("u_c0", &targets[0])
@@ -110,32 +110,4 @@ pub(crate) fn matmul(
         .int("u_mb", mb)
         .int("u_nb", nb);
     Ok(Some(sh.run(pass, len)?))
-}
-
-/// Draws `pass` into all `targets` at once: targets 1.. are attached to the shared framebuffer
-/// next to the one `Shared::draw` attaches, and detached again afterwards (also on error), so
-/// every other draw and readback sees the usual single attachment.
-fn draw_targets(sh: &Rc<Shared>, pass: &Pass<'_>, targets: &[GlTensor], len: usize) -> Result<()> {
-    let gl = &sh.gl;
-    let buffers: Vec<u32> = (0..targets.len() as u32).map(|i| glow::COLOR_ATTACHMENT0 + i).collect();
-    // SAFETY: framebuffer state on the current context; the textures are live and all the
-    // same size (same element count, same layout).
-    unsafe {
-        gl.bind_framebuffer(glow::FRAMEBUFFER, Some(sh.fbo));
-        for (i, t) in targets.iter().enumerate().skip(1) {
-            gl.framebuffer_texture_2d(glow::FRAMEBUFFER, buffers[i], glow::TEXTURE_2D, Some(t.tex), 0);
-        }
-        gl.draw_buffers(&buffers);
-    }
-    let t0 = &targets[0];
-    let drawn = sh.draw(pass, t0.tex, t0.w, t0.h, len);
-    // SAFETY: as above.
-    unsafe {
-        gl.bind_framebuffer(glow::FRAMEBUFFER, Some(sh.fbo));
-        for &att in &buffers[1..] {
-            gl.framebuffer_texture_2d(glow::FRAMEBUFFER, att, glow::TEXTURE_2D, None, 0);
-        }
-        gl.draw_buffers(&buffers[..1]);
-    }
-    drawn
 }
