@@ -1,5 +1,7 @@
-//! Prints, as one JSON object `{ name: wgsl }`, the register-blocked matmul sources
-//! (`src/ops/matmul_cpu_src.rs`) for the block shapes given as `ROWSxCOLSxLANES`, so
+//! Prints, as one JSON object `{ "matmul_cpu_RxCxL": { "TTVVV": wgsl } }`, the
+//! register-blocked matmul sources (`src/ops/matmul_cpu_src.rs`) for the block shapes given
+//! as `ROWSxCOLSxLANES`, each in its 32 operand layouts (`TTVVV`: trans_a, trans_b, vec_a,
+//! vec_b, vec_c as 0/1 digits) and the run-time-strided one (`strided0`, `strided1`: vec_c), so
 //! measurement tools outside Rust (`web/bench/probe/run.mjs`) time exactly what the backend
 //! compiles. The sources lack the common prelude (`src/kernels/common.wgsl`), which every
 //! kernel gets in front.
@@ -40,8 +42,28 @@ fn main() {
             eprintln!("{arg}: rows and cols must be positive multiples of 4, lanes positive");
             std::process::exit(2);
         }
-        let src = matmul_cpu_src::source(rows, cols, lanes);
-        entries.push(format!("{}: {}", json_string(&format!("matmul_cpu_{arg}")), json_string(&src)));
+        let mut layouts = Vec::new();
+        for bits in 0..32u32 {
+            let bit = |i: u32| bits >> (4 - i) & 1 == 1;
+            let v = matmul_cpu_src::Variant {
+                rows,
+                cols,
+                lanes,
+                trans_a: bit(0),
+                trans_b: bit(1),
+                vec_a: bit(2),
+                vec_b: bit(3),
+                vec_c: bit(4),
+                strided: false,
+            };
+            let key = (0..5).map(|i| if bit(i) { '1' } else { '0' }).collect::<String>();
+            layouts.push(format!("{}: {}", json_string(&key), json_string(&matmul_cpu_src::source(&v))));
+        }
+        for vec_c in [false, true] {
+            let v = matmul_cpu_src::Variant { rows, cols, lanes, trans_a: false, trans_b: false, vec_a: false, vec_b: false, vec_c, strided: true };
+            layouts.push(format!("{}: {}", json_string(&format!("strided{}", u8::from(vec_c))), json_string(&matmul_cpu_src::source(&v))));
+        }
+        entries.push(format!("{}: {{{}}}", json_string(&format!("matmul_cpu_{arg}")), layouts.join(",\n")));
     }
     println!("{{{}}}", entries.join(",\n"));
 }

@@ -1,44 +1,168 @@
-//! Matmul for CPU adapters (Mesa lavapipe, SwiftShader): a register-blocked kernel without
-//! workgroup memory or barriers, generated here because it is fully unrolled.
+//! Matmul for CPU adapters (Mesa lavapipe, SwiftShader): register-blocked kernels without
+//! workgroup memory or barriers, generated (`matmul_cpu_src.rs`) because they are fully
+//! unrolled.
 //!
-//! Why a separate kernel: lavapipe runs 8 invocations as the lanes of one AVX2 vector, but
-//! (Mesa 22.3) compiles every storage-buffer *and* workgroup-memory load into a loop over
-//! those 8 lanes that inserts each scalar through the stack (a store-forwarding stall per
-//! lane). A load therefore costs ~30 cycles per lane and component while an FMA costs a
-//! fraction of one, so speed is set by FMAs per loaded value. The GPU-style tiled kernels
+//! Why not the tiled GPU kernel: lavapipe runs 8 invocations as the lanes of one AVX2
+//! vector, but (Mesa 22.3) compiles every storage-buffer *and* workgroup-memory load into a
+//! loop over those 8 lanes that inserts each scalar through the stack (a store-forwarding
+//! stall per lane). A load therefore costs ~30 cycles per lane and component while an FMA
+//! costs a fraction of one, so speed is set by FMAs per loaded value. The tiled kernels
 //! (`matmul.wgsl`) load every operand twice (global → workgroup memory → registers) and
-//! their barriers turn each workgroup into coroutines. This kernel instead gives every
-//! invocation a [`ROWS`]×[`COLS`] block of C, loads A and B straight from storage as `vec4`s
-//! (one lane loop fetches four components) and keeps all accumulators in registers:
-//! 32 `vec4` loads per 4 steps of K feed 1024 FMAs. Measured on lavapipe: ~4x the tiled
-//! kernel's GFLOP/s (see BENCHMARKS.md).
+//! their barriers turn each workgroup into coroutines; SwiftShader (Chromium's WebGPU on
+//! machines without a GPU) runs them 5-20x slower than these kernels and takes 2-4 s to
+//! compile each of their variants. Here every invocation owns a block of C, loads A and B
+//! straight from storage and keeps all accumulators in registers.
 //!
-//! Operands whose contiguous dimension is a multiple of 4 (`VEC_A` / `VEC_B`) are read as
-//! aligned `vec4`s; others element by element (one `vec4` load per element), so any shape
-//! works. Rows and columns past the edge are clamped for loads and skipped for stores.
+//! Two tunings, by adapter ([`Tuning`]), because the costs differ:
+//! - **lavapipe** (native): loads are what costs, so operands are read as aligned `vec4`s
+//!   where the layout allows, with a source specialised per operand layout; 16x16 blocks
+//!   (32 `vec4` loads per 4 steps of K feed 1024 FMAs) once a product is large enough to fill
+//!   them, 4x4 blocks below that (tiny batch-1 layers waste a 16x16 block).
+//! - **browsers** (Chromium's SwiftShader, any CPU fallback adapter) and native SwiftShader:
+//!   pipeline compiles are what costs (an unrolled 16x16 kernel took 2.4 s to compile in
+//!   Chromium, a 4x4 one 0.2 s; a first training step compiles every layout it meets), and
+//!   SwiftShader gathers storage loads per lane anyway, so `vec4` reads buy little. So one
+//!   8x8 kernel with run-time strides serves every layout and shape: a single pipeline
+//!   compile per device, at about the specialised kernels' speed (measured with
+//!   `web/bench/probe/run.mjs`).
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
-use super::matmul_cpu_src::source;
+use super::matmul_cpu_src::{source, Variant};
 use crate::pipelines::Kernel;
 
-/// Rows of C per invocation (multiple of 4).
-pub(crate) const ROWS: usize = 16;
-/// Columns of C per invocation (multiple of 4).
-pub(crate) const COLS: usize = 16;
-/// Invocations per workgroup, along columns: one AVX2 vector of lanes.
-pub(crate) const LANES: usize = 8;
-
-/// The kernel (source generated on first use).
-pub(crate) fn kernel() -> &'static Kernel {
-    static K: OnceLock<Kernel> = OnceLock::new();
-    static SRC: OnceLock<String> = OnceLock::new();
-    K.get_or_init(|| Kernel {
-        name: "matmul_cpu",
-        source: SRC.get_or_init(|| source(ROWS, COLS, LANES)).as_str(),
-        inputs: 2,
-        overrides: &["TRANS_A", "TRANS_B", "VEC_A", "VEC_B"],
-        status: false,
-    })
+/// Which family of register kernels an adapter runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tuning {
+    /// Specialised `vec4` kernels, 16x16 or 4x4 blocks (lavapipe and other native CPU
+    /// adapters).
+    Vec4,
+    /// One run-time-strided 8x8 kernel (browsers, SwiftShader).
+    Strided,
 }
 
+/// The tuning for an adapter: compile-cost-bound (browsers, SwiftShader) or load-bound.
+pub(crate) fn tuning(info: &wgpu::AdapterInfo) -> Tuning {
+    let swiftshader = info.name.to_ascii_lowercase().contains("swiftshader");
+    if info.backend == wgpu::Backend::BrowserWebGpu || swiftshader {
+        Tuning::Strided
+    } else {
+        Tuning::Vec4
+    }
+}
+
+/// Invocations per workgroup along columns for the vec4 kernels: one AVX2 vector of lanes.
+const VEC4_LANES: usize = 8;
+/// Smallest M·N·K·batch that runs on the 16x16 vec4 kernel; smaller products use 4x4
+/// blocks (a batch-1 MLP layer filled few 16x16 blocks and ran ~3x slower on lavapipe).
+const BIG_BLOCK_FROM: usize = 1 << 16;
+
+/// The kernel and its launch for one matmul: (kernel, grid x/y divisors, extra params).
+pub(crate) struct Choice {
+    pub kernel: &'static Kernel,
+    /// Rows of C per workgroup.
+    pub rows: usize,
+    /// Columns of C per workgroup.
+    pub cols: usize,
+    /// Strides [a_row, a_k, b_k, b_col] for the strided kernel (params 5..9), else empty.
+    pub strides: Vec<usize>,
+}
+
+/// Picks the register kernel for C[M, N] = A · B with K and `batch`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn choose(tuning: Tuning, m: usize, n: usize, k: usize, batch: usize, trans_a: bool, trans_b: bool) -> Choice {
+    // N a multiple of 4 lets C be stored as aligned vec4s (vec4 kernels only: a strided
+    // variant with and one without would be two compiles where one suffices; measured in
+    // native SwiftShader, vec4 stores did not shorten its compile).
+    let vec_c = n.is_multiple_of(4);
+    let v = match tuning {
+        Tuning::Strided => Variant {
+            rows: 8,
+            cols: 8,
+            lanes: 4,
+            trans_a: false,
+            trans_b: false,
+            vec_a: false,
+            vec_b: false,
+            vec_c: false,
+            strided: true,
+        },
+        Tuning::Vec4 => {
+            let big = m.saturating_mul(n).saturating_mul(k).saturating_mul(batch) >= BIG_BLOCK_FROM;
+            let edge = if big { 16 } else { 4 };
+            Variant {
+                rows: edge,
+                cols: edge,
+                lanes: VEC4_LANES,
+                trans_a,
+                trans_b,
+                // Aligned vec4 reads need the contiguous dimension (which also makes every
+                // batch offset) a multiple of 4.
+                vec_a: if trans_a { m.is_multiple_of(4) } else { k.is_multiple_of(4) },
+                vec_b: if trans_b { k.is_multiple_of(4) } else { n.is_multiple_of(4) },
+                vec_c,
+                strided: false,
+            }
+        }
+    };
+    let strides = if v.strided {
+        // A(r, k) at r * a_row + k * a_k; B(k, c) at k * b_k + c * b_col.
+        let (a_row, a_k) = if trans_a { (1, m) } else { (k, 1) };
+        let (b_k, b_col) = if trans_b { (1, k) } else { (n, 1) };
+        vec![a_row, a_k, b_k, b_col]
+    } else {
+        Vec::new()
+    };
+    Choice { kernel: kernel(v), rows: v.rows, cols: v.cols * v.lanes, strides }
+}
+
+/// The kernel for `v`, its source generated on first use and kept for the process (a few
+/// dozen variants at most: two block shapes times the operand layouts, or one strided).
+pub(crate) fn kernel(v: Variant) -> &'static Kernel {
+    static CACHE: Mutex<Vec<(Variant, &'static Kernel)>> = Mutex::new(Vec::new());
+    // A poisoned lock only means a panic elsewhere while it was held; the list is still valid.
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, k)) = cache.iter().find(|(w, _)| *w == v) {
+        return k;
+    }
+    let bit = |b: bool| if b { '1' } else { '0' };
+    let layout = if v.strided {
+        format!("strided{}", bit(v.vec_c))
+    } else {
+        [v.trans_a, v.trans_b, v.vec_a, v.vec_b, v.vec_c].iter().map(|&b| bit(b)).collect()
+    };
+    let name: &'static str = Box::leak(format!("matmul_cpu_{}x{}x{}_{layout}", v.rows, v.cols, v.lanes).into_boxed_str());
+    let src: &'static str = Box::leak(source(&v).into_boxed_str());
+    let k: &'static Kernel = Box::leak(Box::new(Kernel { name, source: src, inputs: 2, overrides: &[], status: false }));
+    cache.push((v, k));
+    k
+}
+
+/// Every variant the launcher can pick, for validation tests.
+#[cfg(test)]
+pub(crate) fn all() -> Vec<&'static Kernel> {
+    let mut out = Vec::new();
+    for (m, n, k) in [(4, 4, 4), (64, 64, 64)] {
+        for bits in 0..32u32 {
+            let b = |i: u32| bits >> i & 1 == 1;
+            // Shapes do not matter for the strided tuning; the vec flags come from them for
+            // the vec4 one, so enumerate the layouts directly.
+            let big = m * n * k >= BIG_BLOCK_FROM;
+            let edge = if big { 16 } else { 4 };
+            let v = Variant {
+                rows: edge,
+                cols: edge,
+                lanes: VEC4_LANES,
+                trans_a: b(0),
+                trans_b: b(1),
+                vec_a: b(2),
+                vec_b: b(3),
+                vec_c: b(4),
+                strided: false,
+            };
+            out.push(kernel(v));
+        }
+    }
+    out.push(choose(Tuning::Strided, 8, 8, 8, 1, false, false).kernel);
+    out
+}

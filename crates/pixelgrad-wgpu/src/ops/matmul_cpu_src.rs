@@ -1,80 +1,68 @@
 //! WGSL source generator of the register-blocked matmul (see `matmul_cpu.rs`). Plain `std`
 //! only, so measurement examples can include this file with `#[path]` and time the very
 //! kernels the backend runs.
+//!
+//! Each operand layout (transposed or not, readable as aligned `vec4`s or not) gets its own
+//! source instead of `override` constants with both branches in one shader: in Chromium the
+//! WGSL compiler and SwiftShader's JIT pay for every branch before dead ones are removed,
+//! and for a fully unrolled kernel that was most of a multi-second pipeline compile.
 
-/// Helpers shared by every block size: element and 4-element reads of A (element (r, k))
-/// and B (element (k, c)) in either storage order. `l` clamps indices past the edge.
-const HELPERS: &str = r#"
-override TRANS_A: bool = false;
-override TRANS_B: bool = false;
-override VEC_A: bool = false;
-override VEC_B: bool = false;
-
-@group(0) @binding(1) var<storage, read> a: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> b: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-
-fn elem_a(off: u32, r: u32, k: u32, m: u32, kk: u32) -> f32 {
-    var i = off + r * kk + k;
-    if (TRANS_A) {
-        i = off + k * m + r;
-    }
-    return a[i >> 2u][i & 3u];
+/// One kernel: a `rows` x `cols` block of C per invocation, `lanes` invocations per
+/// workgroup along columns, and the operand layout it is written for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Variant {
+    /// Rows of C per invocation (multiple of 4).
+    pub rows: usize,
+    /// Columns of C per invocation (multiple of 4).
+    pub cols: usize,
+    /// Invocations per workgroup.
+    pub lanes: usize,
+    /// A is stored as [K, M].
+    pub trans_a: bool,
+    /// B is stored as [N, K].
+    pub trans_b: bool,
+    /// A's contiguous dimension is a multiple of 4: read it as aligned `vec4`s.
+    pub vec_a: bool,
+    /// Same for B.
+    pub vec_b: bool,
+    /// N is a multiple of 4: C is written as aligned `vec4`s (implied by `vec_b` when B is
+    /// not transposed).
+    pub vec_c: bool,
+    /// Any layout: A and B addressed through run-time row / column / K strides (params
+    /// 5..9), element by element; `trans_*` and `vec_a` / `vec_b` are ignored. One
+    /// pipeline then serves every matmul of a block shape.
+    pub strided: bool,
 }
 
-fn elem_b(off: u32, k: u32, col: u32, n: u32, kk: u32) -> f32 {
-    var i = off + k * n + col;
-    if (TRANS_B) {
-        i = off + col * kk + k;
+/// Reads element `idx` (a WGSL u32 expression) of `buf`, declared as `vec4`s when `vec`.
+fn elem(buf: &str, vec: bool, idx: &str) -> String {
+    if vec {
+        format!("{buf}[({idx}) >> 2u][({idx}) & 3u]")
+    } else {
+        format!("{buf}[{idx}]")
     }
-    return b[i >> 2u][i & 3u];
 }
 
-// A at (r, k0..k0+4).
-fn a_k4(off: u32, r: u32, k0: u32, m: u32, kk: u32) -> vec4<f32> {
-    if (VEC_A && !TRANS_A) {
-        return a[(off + r * kk + k0) >> 2u];
-    }
-    return vec4<f32>(elem_a(off, r, k0, m, kk), elem_a(off, r, k0 + 1u, m, kk), elem_a(off, r, k0 + 2u, m, kk), elem_a(off, r, k0 + 3u, m, kk));
-}
-
-// A at (r0..r0+4, k), rows clamped to m - 1.
-fn a_r4(off: u32, r0: u32, k: u32, m: u32, kk: u32) -> vec4<f32> {
-    if (VEC_A && TRANS_A) {
-        return a[(off + k * m + min(r0, m - 4u)) >> 2u];
-    }
-    let l = m - 1u;
-    return vec4<f32>(elem_a(off, min(r0, l), k, m, kk), elem_a(off, min(r0 + 1u, l), k, m, kk), elem_a(off, min(r0 + 2u, l), k, m, kk), elem_a(off, min(r0 + 3u, l), k, m, kk));
-}
-
-// B at (k0..k0+4, col).
-fn b_k4(off: u32, col: u32, k0: u32, n: u32, kk: u32) -> vec4<f32> {
-    if (VEC_B && TRANS_B) {
-        return b[(off + col * kk + k0) >> 2u];
-    }
-    return vec4<f32>(elem_b(off, k0, col, n, kk), elem_b(off, k0 + 1u, col, n, kk), elem_b(off, k0 + 2u, col, n, kk), elem_b(off, k0 + 3u, col, n, kk));
-}
-
-// B at (k, c0..c0+4), columns clamped to n - 1.
-fn b_c4(off: u32, k: u32, c0: u32, n: u32, kk: u32) -> vec4<f32> {
-    if (VEC_B && !TRANS_B) {
-        return b[(off + k * n + min(c0, n - 4u)) >> 2u];
-    }
-    let l = n - 1u;
-    return vec4<f32>(elem_b(off, k, min(c0, l), n, kk), elem_b(off, k, min(c0 + 1u, l), n, kk), elem_b(off, k, min(c0 + 2u, l), n, kk), elem_b(off, k, min(c0 + 3u, l), n, kk));
-}
-"#;
-
-/// WGSL for blocks of `rows` x `cols` per invocation and `lanes` invocations per workgroup.
-/// params [M, N, K, a_batch_stride, b_batch_stride]; grid
-/// (ceil(N / (cols * lanes)), ceil(M / rows), batch).
-pub fn source(rows: usize, cols: usize, lanes: usize) -> String {
+/// WGSL for `v` (without the common prelude). params [M, N, K, a_batch_stride,
+/// b_batch_stride]; grid (ceil(N / (cols * lanes)), ceil(M / rows), batch). Rows, columns
+/// and K steps past the edge are clamped for loads (see the stores below), so any shape
+/// works.
+pub fn source(v: &Variant) -> String {
+    let Variant { rows, cols, lanes, trans_a: ta, trans_b: tb, vec_a: va, vec_b: vb, vec_c: vc, strided: st } = *v;
+    let (ta, tb, va, vb) = if st { (false, false, false, false) } else { (ta, tb, va, vb) };
+    // Aligned B columns are aligned C columns.
+    let vc = vc || (!tb && vb);
     let (rg, cg) = (rows / 4, cols / 4);
-    let mut s = String::from(HELPERS);
+    let ty = |vec: bool| if vec { "vec4<f32>" } else { "f32" };
+    let mut s = String::new();
     let mut w = |line: String| {
         s.push_str(&line);
         s.push('\n');
     };
+    w(format!("// register-blocked matmul {rows}x{cols}x{lanes}, trans_a {ta}, trans_b {tb}, vec_a {va}, vec_b {vb}, vec_c {vc}, strided {st}"));
+    w(format!("@group(0) @binding(1) var<storage, read> a: array<{}>;", ty(va)));
+    w(format!("@group(0) @binding(2) var<storage, read> b: array<{}>;", ty(vb)));
+    w(format!("@group(0) @binding(3) var<storage, read_write> c: array<{}>;", ty(vc)));
     w(format!("@compute @workgroup_size({lanes})"));
     w("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {".into());
     w("    let m = pu(0u);\n    let n = pu(1u);\n    let kk = pu(2u);".into());
@@ -83,59 +71,105 @@ pub fn source(rows: usize, cols: usize, lanes: usize) -> String {
     w(format!("    let col0 = (wid.x * {lanes}u + lid) * {cols}u;"));
     // No barriers below, so lanes past the edge may leave early.
     w("    if (row0 >= m || col0 >= n) {\n        return;\n    }".into());
-    for i in 0..rows {
-        w(format!("    let r{i} = min(row0 + {i}u, m - 1u);"));
+    // Element (r, k) of A is at ar{i} + k * (trans_a ? m : 1) with ar{i} the row's base;
+    // element (k, c) of B at bc{j} + k * (trans_b ? 1 : n).
+    if st {
+        w("    let a_rs = pu(5u);\n    let a_ks = pu(6u);\n    let b_ks = pu(7u);\n    let b_cs = pu(8u);".into());
     }
+    for i in 0..rows {
+        let base = if st { format!("min(row0 + {i}u, m - 1u) * a_rs") } else if ta { format!("min(row0 + {i}u, m - 1u)") } else { format!("min(row0 + {i}u, m - 1u) * kk") };
+        w(format!("    let ar{i} = a_off + {base};"));
+    }
+    // Columns past the edge read the last column, or with vec4 stores of C the last group
+    // of four (so a group past the edge holds exactly the last group's values).
     for j in 0..cols {
-        w(format!("    let c{j} = min(col0 + {j}u, n - 1u);"));
+        let col = if vc { format!("min(col0 + {}u, n - 4u) + {}u", j / 4 * 4, j % 4) } else { format!("min(col0 + {j}u, n - 1u)") };
+        let base = if st { format!("({col}) * b_cs") } else if tb { format!("({col}) * kk") } else { col };
+        w(format!("    let bc{j} = b_off + {base};"));
+    }
+    // Aligned vec4 groups along the contiguous dimension: four rows (trans_a) or columns
+    // (!trans_b) at once, the group's start clamped so it stays inside the matrix (m or n
+    // is a multiple of 4 there, so a clamped group is either whole or entirely past the
+    // edge, whose values are never stored).
+    if ta && va {
+        for g in 0..rg {
+            w(format!("    let ag{g} = a_off + min(row0 + {}u, m - 4u);", 4 * g));
+        }
+    }
+    if !tb && vb {
+        for g in 0..cg {
+            w(format!("    let bg{g} = b_off + min(col0 + {}u, n - 4u);", 4 * g));
+        }
     }
     for i in 0..rows {
         for g in 0..cg {
             w(format!("    var acc{i}_{g} = vec4<f32>(0.0);"));
         }
     }
-    // b{q}_{g}: B at (k0 + q, columns 4g..4g+4); a{i}: A at (row i, k0..k0+4).
+    let a_at = |i: usize, k: &str| {
+        let idx = if st { format!("ar{i} + ({k}) * a_ks") } else if ta { format!("ar{i} + ({k}) * m") } else { format!("ar{i} + {k}") };
+        elem("a", va, &idx)
+    };
+    let b_at = |j: usize, k: &str| {
+        let idx = if st { format!("bc{j} + ({k}) * b_ks") } else if tb { format!("bc{j} + {k}") } else { format!("bc{j} + ({k}) * n") };
+        elem("b", vb, &idx)
+    };
+    // One loop over K in steps of 4. When K % 4 may be nonzero (no layout here implies
+    // K % 4 == 0), the last step's k indices are clamped to K - 1 and the values loaded there
+    // replaced by zeros (select, not a multiply: 0 * inf is NaN). No second loop for the
+    // tail: every branch in the shader costs compile time in SwiftShader.
+    let mask = !((!ta && va) || (tb && vb));
+    let kq = |q: usize| if q == 0 { "k0".to_string() } else if mask { format!("k{q}") } else { format!("k0 + {q}u") };
+    w("    for (var k0 = 0u; k0 < kk; k0 += 4u) {".into());
+    if mask {
+        for q in 1..4 {
+            w(format!("        let k{q} = min(k0 + {q}u, kk - 1u);"));
+        }
+    }
+    let keep = |q: usize, v: String| if mask && q > 0 { format!("select(vec4<f32>(0.0), {v}, k0 + {q}u < kk)") } else { v };
+    // b{q}_{g}: B at (k0 + q, columns 4g..4g+4).
+    if tb && vb {
+        for j in 0..cols {
+            w(format!("        let t{j} = b[(bc{j} + k0) >> 2u];"));
+        }
+    }
     for q in 0..4 {
+        let k = kq(q);
         for g in 0..cg {
-            w(format!("    var b{q}_{g}: vec4<f32>;"));
+            let v = if tb && vb {
+                format!("vec4<f32>(t{}[{q}], t{}[{q}], t{}[{q}], t{}[{q}])", 4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3)
+            } else if vb {
+                format!("b[(bg{g} + ({k}) * n) >> 2u]")
+            } else {
+                let e: Vec<String> = (0..4).map(|x| b_at(4 * g + x, &k)).collect();
+                format!("vec4<f32>({})", e.join(", "))
+            };
+            w(format!("        let b{q}_{g} = {};", keep(q, v)));
+        }
+    }
+    // a{i}: A at (row i, k0..k0+4).
+    if ta && va {
+        for g in 0..rg {
+            for q in 0..4 {
+                w(format!("        let u{g}_{q} = {};", keep(q, format!("a[(ag{g} + ({}) * m) >> 2u]", kq(q)))));
+            }
         }
     }
     for i in 0..rows {
-        w(format!("    var a{i}: vec4<f32>;"));
+        let v = if ta && va {
+            let (g, e) = (i / 4, i % 4);
+            format!("vec4<f32>(u{g}_0[{e}], u{g}_1[{e}], u{g}_2[{e}], u{g}_3[{e}])")
+        } else if va {
+            format!("a[(ar{i} + k0) >> 2u]")
+        } else if mask {
+            let e: Vec<String> = (0..4).map(|q| a_at(i, &kq(q))).collect();
+            format!("select(vec4<f32>(0.0), vec4<f32>({}), vec4<bool>(true, k0 + 1u < kk, k0 + 2u < kk, k0 + 3u < kk))", e.join(", "))
+        } else {
+            let e: Vec<String> = (0..4).map(|q| a_at(i, &kq(q))).collect();
+            format!("vec4<f32>({})", e.join(", "))
+        };
+        w(format!("        let a{i} = {v};"));
     }
-    w("    var k0 = 0u;".into());
-    w("    for (; k0 + 4u <= kk; k0 += 4u) {".into());
-    w("        if (TRANS_B) {".into());
-    for j in 0..cols {
-        w(format!("            let t{j} = b_k4(b_off, c{j}, k0, n, kk);"));
-    }
-    for q in 0..4 {
-        for g in 0..cg {
-            let (j0, j1, j2, j3) = (4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3);
-            w(format!("            b{q}_{g} = vec4<f32>(t{j0}[{q}], t{j1}[{q}], t{j2}[{q}], t{j3}[{q}]);"));
-        }
-    }
-    w("        } else {".into());
-    for q in 0..4 {
-        for g in 0..cg {
-            w(format!("            b{q}_{g} = b_c4(b_off, k0 + {q}u, col0 + {}u, n, kk);", 4 * g));
-        }
-    }
-    w("        }".into());
-    w("        if (TRANS_A) {".into());
-    for g in 0..rg {
-        for q in 0..4 {
-            w(format!("            let u{g}_{q} = a_r4(a_off, row0 + {}u, k0 + {q}u, m, kk);", 4 * g));
-        }
-        for e in 0..4 {
-            w(format!("            a{} = vec4<f32>(u{g}_0[{e}], u{g}_1[{e}], u{g}_2[{e}], u{g}_3[{e}]);", 4 * g + e));
-        }
-    }
-    w("        } else {".into());
-    for i in 0..rows {
-        w(format!("            a{i} = a_k4(a_off, r{i}, k0, m, kk);"));
-    }
-    w("        }".into());
     for i in 0..rows {
         for q in 0..4 {
             for g in 0..cg {
@@ -144,26 +178,33 @@ pub fn source(rows: usize, cols: usize, lanes: usize) -> String {
         }
     }
     w("    }".into());
-    // K % 4 leftover steps, element by element.
-    w("    for (; k0 < kk; k0 += 1u) {".into());
-    for g in 0..cg {
-        let cs: Vec<String> = (0..4).map(|e| format!("elem_b(b_off, k0, c{}, n, kk)", 4 * g + e)).collect();
-        w(format!("        let bt{g} = vec4<f32>({});", cs.join(", ")));
-    }
+    // Stores without a branch per element: rows and columns past the edge go to the last
+    // row / column (group of four columns with vec4 stores), in program order, so the last
+    // value each such address receives is the one that belongs there: past-edge rows and
+    // columns were loaded clamped to that same last row / column / group, so their
+    // accumulators hold its exact values. No other invocation writes these addresses
+    // (blocks past the edge returned above).
     for i in 0..rows {
-        w(format!("        let at{i} = vec4<f32>(elem_a(a_off, r{i}, k0, m, kk));"));
+        w(format!("    let o{i} = c_off + min(row0 + {i}u, m - 1u) * n;"));
+    }
+    if vc {
         for g in 0..cg {
-            w(format!("        acc{i}_{g} = fma(at{i}, bt{g}, acc{i}_{g});"));
+            w(format!("    let og{g} = min(col0 + {}u, n - 4u);", 4 * g));
         }
-    }
-    w("    }".into());
-    for i in 0..rows {
-        w(format!("    if (row0 + {i}u < m) {{"));
-        w(format!("        let o{i} = c_off + (row0 + {i}u) * n + col0;"));
+        for i in 0..rows {
+            for g in 0..cg {
+                w(format!("    c[(o{i} + og{g}) >> 2u] = acc{i}_{g};"));
+            }
+        }
+    } else {
         for j in 0..cols {
-            w(format!("        if (col0 + {j}u < n) {{\n            c[o{i} + {j}u] = acc{i}_{}[{}];\n        }}", j / 4, j % 4));
+            w(format!("    let oc{j} = min(col0 + {j}u, n - 1u);"));
         }
-        w("    }".into());
+        for i in 0..rows {
+            for j in 0..cols {
+                w(format!("    c[o{i} + oc{j}] = acc{i}_{}[{}];", j / 4, j % 4));
+            }
+        }
     }
     w("}".into());
     s

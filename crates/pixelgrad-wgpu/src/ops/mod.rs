@@ -21,7 +21,7 @@ use crate::BACKEND;
 /// Every kernel, for validation tests and warm-up.
 #[cfg(test)]
 pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
-    vec![
+    let files = vec![
         &create::FILL,
         &create::RANDOM,
         &elementwise::UNARY,
@@ -30,13 +30,14 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &reduce::REDUCE,
         &matmul::MATMUL,
         &matmul::MATMUL_BIG,
-        matmul_cpu::kernel(),
         &window::IM2COL,
         &window::COL2IM,
         &index::GATHER,
         &index::SCATTER_ADD,
         &layout::COPY,
-    ]
+    ];
+    // Then the generated register-blocked matmuls, every variant.
+    files.into_iter().chain(matmul_cpu::all()).collect()
 }
 
 /// Runs one primitive; `ins` and `shapes` passed `Op::infer_shape`, `out` is its result.
