@@ -10,6 +10,7 @@ pub mod backend;
 pub mod composite;
 pub mod error;
 pub mod op;
+pub mod plan;
 pub mod rng;
 pub mod shape;
 pub mod tensor;

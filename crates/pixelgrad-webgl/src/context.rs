@@ -158,7 +158,7 @@ impl Drop for Shared {
                     self.gl.delete_texture(t);
                 }
             }
-            for plan in self.plans.get_mut().drain() {
+            for plan in self.plans.get_mut().take_all() {
                 // Every tensor is gone, so every planned texture is free.
                 for e in plan.allocs {
                     self.gl.delete_texture(e.tex);

@@ -10,7 +10,7 @@
 //! Plans are kept per `(key, parity)`: the parity of a key toggles at every `begin_step`, so
 //! even and odd steps alternate between two plans. A step's outputs (new parameters, new
 //! optimizer state) live in one plan's textures while the next step, reading them, renders
-//! into the other plan's: ping-pong pairs without copies. At most [`MAX_KEYS`] keys are kept;
+//! into the other plan's: ping-pong pairs without copies. At most four keys are kept;
 //! the least recently used key's pair is dropped first.
 //!
 //! Replay is *checked*, call by call, so it never changes a result:
@@ -45,7 +45,6 @@
 //! skip uniforms whose value they already hold, in and out of steps (`program.rs`). Code
 //! that uses the same GL context itself must do so outside steps.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use glow::HasContext;
@@ -56,11 +55,7 @@ use crate::launch::Pass;
 use crate::program::Program;
 use crate::texture::GlTensor;
 
-/// Keys whose plans are kept; the least recently used pair goes first.
-const MAX_KEYS: usize = 4;
-/// Entries per list past which a step stops recording (runs eagerly instead): a "step" that
-/// never repeats must not grow a plan without bound.
-const MAX_ENTRIES: usize = 1 << 16;
+use pixelgrad_core::plan::MAX_PLAN_ENTRIES as MAX_ENTRIES;
 
 /// One planned texture.
 pub(crate) struct AllocEntry {
@@ -99,68 +94,8 @@ pub(crate) struct Plan {
     pub draws: Vec<DrawEntry>,
 }
 
-/// The step in progress: which plan and how far into it.
-pub(crate) struct Active {
-    key: u64,
-    parity: u8,
-    alloc: usize,
-    draw: usize,
-    /// False once `drop_plans` ran during the step: the rest of it runs eagerly.
-    recording: bool,
-}
-
-/// Every plan of a backend.
-#[derive(Default)]
-pub(crate) struct Plans {
-    plans: HashMap<(u64, u8), Plan>,
-    /// Per key: parity of its next step, and when it was last used.
-    keys: HashMap<u64, (u8, u64)>,
-    clock: u64,
-    active: Option<Active>,
-}
-
-impl Plans {
-    /// Starts a step of `key`: picks its parity and returns the plans evicted to make room.
-    fn begin(&mut self, key: u64) -> Vec<Plan> {
-        self.clock += 1;
-        let mut evicted = Vec::new();
-        if !self.keys.contains_key(&key) && self.keys.len() >= MAX_KEYS {
-            if let Some((&old, _)) = self.keys.iter().min_by_key(|(_, v)| v.1) {
-                self.keys.remove(&old);
-                evicted.extend(self.plans.remove(&(old, 0)));
-                evicted.extend(self.plans.remove(&(old, 1)));
-            }
-        }
-        let e = self.keys.entry(key).or_insert((0, 0));
-        let parity = e.0;
-        e.0 ^= 1;
-        e.1 = self.clock;
-        self.active = Some(Active { key, parity, alloc: 0, draw: 0, recording: true });
-        evicted
-    }
-
-    /// The recording step's plan and cursor.
-    fn current(&mut self) -> Option<(&mut Plan, &mut Active)> {
-        let a = self.active.as_mut().filter(|a| a.recording)?;
-        let plan = self.plans.entry((a.key, a.parity)).or_default();
-        Some((plan, a))
-    }
-
-    /// Removes every plan (a step in progress continues eagerly).
-    fn take_all(&mut self) -> Vec<Plan> {
-        if let Some(a) = self.active.as_mut() {
-            a.recording = false;
-        }
-        self.keys.clear();
-        self.plans.drain().map(|(_, p)| p).collect()
-    }
-
-    /// Every plan, for `Shared`'s destructor.
-    pub fn drain(&mut self) -> impl Iterator<Item = Plan> + '_ {
-        self.keys.clear();
-        self.plans.drain().map(|(_, p)| p)
-    }
-}
+/// Every plan of a backend (the key / parity bookkeeping is core's).
+pub(crate) type Plans = pixelgrad_core::plan::StepPlans<Plan>;
 
 /// What a planned draw needs after its framebuffer is bound.
 pub(crate) struct Prepared {
@@ -171,7 +106,7 @@ pub(crate) struct Prepared {
 impl Shared {
     /// See [`pixelgrad_core::Backend::begin_step`].
     pub fn begin_step(self: &Rc<Self>, key: u64) -> Result<()> {
-        if self.plans.borrow().active.is_some() {
+        if self.plans.borrow().is_open() {
             return Err(self.err("begin_step", "a step is already open (steps do not nest)"));
         }
         // Eager work queued before the step is folded and flushed first, so the step starts
@@ -191,11 +126,11 @@ impl Shared {
     /// See [`pixelgrad_core::Backend::end_step`]: folds the step's checks (as planned draws)
     /// and flushes, then leaves step mode even if that failed.
     pub fn end_step(self: &Rc<Self>) -> Result<()> {
-        if self.plans.borrow().active.is_none() {
+        if !self.plans.borrow().is_open() {
             return Err(self.err("end_step", "no step is open"));
         }
         let flushed = self.flush();
-        self.plans.borrow_mut().active = None;
+        self.plans.borrow_mut().end();
         // Outside a step, other code may use the context between our calls.
         self.forget_gl_state();
         flushed
@@ -275,11 +210,11 @@ impl Shared {
         let Some((plan, act)) = plans.current() else {
             return Ok(None);
         };
-        let j = act.draw;
+        let j = act.launch;
         if j >= MAX_ENTRIES || j > plan.draws.len() {
             return Ok(None);
         }
-        act.draw += 1;
+        act.launch += 1;
         let gl = &self.gl;
         if let Some(e) = plan.draws.get_mut(j) {
             if e.targets == targets {
@@ -362,7 +297,7 @@ impl Shared {
         let Ok(mut plans) = self.plans.try_borrow_mut() else {
             return;
         };
-        for plan in plans.plans.values_mut() {
+        for plan in plans.plans_mut() {
             for d in plan.draws.iter_mut().filter(|d| d.targets.iter().any(|t| deleted.contains(t))) {
                 // SAFETY: detaching on the current context (the callers made it current).
                 unsafe {

@@ -411,7 +411,7 @@ impl Gpu {
 
     /// Starts a step (see [`pixelgrad_core::Backend::begin_step`]).
     pub(crate) fn begin_step(&self, key: u64) -> Result<()> {
-        if self.plans.borrow().active.is_some() {
+        if self.plans.borrow().is_open() {
             return Err(Error::backend("begin_step", BACKEND, "a step is already open (steps do not nest)"));
         }
         // A step is one submission of its own, starting at parameter slot 0.
@@ -423,7 +423,7 @@ impl Gpu {
 
     /// Ends the step and submits it.
     pub(crate) fn end_step(&self) -> Result<()> {
-        if self.plans.borrow_mut().active.take().is_none() {
+        if !self.plans.borrow_mut().end() {
             return Err(Error::backend("end_step", BACKEND, "no step is open"));
         }
         self.flush().map(|_| ())

@@ -22,14 +22,9 @@
 //! whose structure repeats allocates nothing, creates no bind group and compiles nothing: it
 //! only encodes its dispatches (pipeline, prepared bind group, grid) into one submission.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
-/// Keys whose plans are kept; the least recently used pair goes first.
-const MAX_KEYS: usize = 4;
-/// Entries per list past which a step stops recording (runs eagerly instead): a "step"
-/// that never repeats must not grow memory without bound.
-pub(crate) const MAX_ENTRIES: usize = 1 << 16;
+pub(crate) use pixelgrad_core::plan::MAX_PLAN_ENTRIES as MAX_ENTRIES;
 
 /// One planned tensor buffer.
 pub(crate) struct AllocEntry {
@@ -70,58 +65,8 @@ pub(crate) struct Plan {
     pub launches: Vec<LaunchEntry>,
 }
 
-/// The step in progress: which plan and how far into it.
-pub(crate) struct Active {
-    pub key: u64,
-    pub parity: u8,
-    pub alloc: usize,
-    pub launch: usize,
-}
-
-/// Every plan of a device.
-#[derive(Default)]
-pub(crate) struct Plans {
-    plans: HashMap<(u64, u8), Plan>,
-    /// Parity of the next step per key, and when the key was last used.
-    keys: HashMap<u64, (u8, u64)>,
-    clock: u64,
-    pub active: Option<Active>,
-}
-
-impl Plans {
-    /// Starts a step of `key`: picks its parity and returns the plans evicted to make room
-    /// (their buffers go back to the pool through [`retire`]).
-    pub fn begin(&mut self, key: u64) -> Vec<Plan> {
-        self.clock += 1;
-        let mut evicted = Vec::new();
-        if !self.keys.contains_key(&key) && self.keys.len() >= MAX_KEYS {
-            if let Some((&old, _)) = self.keys.iter().min_by_key(|(_, v)| v.1) {
-                self.keys.remove(&old);
-                evicted.extend(self.plans.remove(&(old, 0)));
-                evicted.extend(self.plans.remove(&(old, 1)));
-            }
-        }
-        let e = self.keys.entry(key).or_insert((0, 0));
-        let parity = e.0;
-        e.0 ^= 1;
-        e.1 = self.clock;
-        self.active = Some(Active { key, parity, alloc: 0, launch: 0 });
-        evicted
-    }
-
-    /// The active step's plan and cursor.
-    pub fn current(&mut self) -> Option<(&mut Plan, &mut Active)> {
-        let a = self.active.as_mut()?;
-        let plan = self.plans.entry((a.key, a.parity)).or_default();
-        Some((plan, a))
-    }
-
-    /// Removes every plan (the active step's too: it keeps running eagerly).
-    pub fn take_all(&mut self) -> Vec<Plan> {
-        self.keys.clear();
-        self.plans.drain().map(|(_, p)| p).collect()
-    }
-}
+/// Every plan of a device (the key / parity bookkeeping is core's).
+pub(crate) type Plans = pixelgrad_core::plan::StepPlans<Plan>;
 
 /// What to do with the buffers of a dropped entry: `Some` when nothing holds it any more
 /// (it goes back to the pool); `None` when a tensor still holds it (that tensor returns it
