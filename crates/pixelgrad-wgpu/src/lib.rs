@@ -36,10 +36,12 @@
 //!   tensor over `maxStorageBufferBindingSize` is an [`pixelgrad_core::Error::Limit`];
 //! - **errors**: device loss becomes [`pixelgrad_core::Error::DeviceLost`]; any other wgpu
 //!   error is reported by the next call as [`pixelgrad_core::Error::Backend`];
-//! - **matmul kernel** ([`MatmulKernel`]): on CPU adapters (Mesa lavapipe) a register-blocked
-//!   kernel without workgroup memory, because lavapipe compiles every storage and workgroup
-//!   load into a per-lane loop (~30 cycles per lane and value); tiles in workgroup memory
-//!   elsewhere.
+//! - **matmul kernel** ([`MatmulKernel`]): on CPU adapters register-blocked kernels without
+//!   workgroup memory — on Mesa lavapipe `vec4` kernels specialised per operand layout
+//!   (lavapipe compiles every storage and workgroup load into a per-lane loop, ~30 cycles per
+//!   lane and value); in browsers and on SwiftShader one kernel with run-time strides for
+//!   every layout, because there pipeline compiles (seconds per variant) dominate a first
+//!   step; tiles in workgroup memory on real GPUs.
 //!
 //! # Counters and the steady state
 //!
