@@ -188,6 +188,24 @@ impl Sums {
     }
 }
 
+/// One training step on a device-resident batch (`x` of `[B, ..]`, class indices `y` of
+/// `[B]`): forward, loss, accuracy (no graph), backward, optimizer update, and the batch's loss
+/// and correct count added to `sums`. A failed backward or update clears the gradients it
+/// half-accumulated. Run it inside [`Device::step`] so GPU backends replay it.
+pub fn train_batch(model: &dyn Module, opt: &mut dyn Optimizer, loss: Loss, x: &Tensor, y: &Tensor, sums: &mut Sums) -> Result<()> {
+    let out = model.forward(x, Mode::Train)?;
+    let l = loss.compute(&out, y)?;
+    let correct = {
+        let _g = no_grad();
+        accuracy_count(&out, y)?
+    };
+    if let Err(e) = l.backward().and_then(|_| opt.step(model)) {
+        model.zero_grad();
+        return Err(e);
+    }
+    sums.add(&l, &correct, x.dims().first().copied().unwrap_or(0))
+}
+
 /// Trains `model` on `train` for `opts.epochs` epochs, evaluating on `test` after each epoch.
 pub fn fit(
     model: &dyn Module,
@@ -220,18 +238,7 @@ pub fn fit(
             // One step plan per batch size (the last batch of an epoch may be smaller).
             dev.step(idx.len() as u64, || {
                 let (xb, yb) = train.batch(dev, idx)?;
-                let out = model.forward(&xb, Mode::Train)?;
-                let l = loss.compute(&out, &yb)?;
-                let correct = {
-                    let _g = no_grad();
-                    accuracy_count(&out, &yb)?
-                };
-                if let Err(e) = l.backward().and_then(|_| opt.step(model)) {
-                    // A failed step must not leave half-accumulated gradients behind.
-                    model.zero_grad();
-                    return Err(e);
-                }
-                window.add(&l, &correct, idx.len())
+                train_batch(model, &mut *opt, loss, &xb, &yb, &mut window)
             })?;
             step += 1;
             if window.steps() >= opts.read_every || bi == last {

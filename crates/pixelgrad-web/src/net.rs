@@ -8,7 +8,7 @@
 use pixelgrad_core::composite::accuracy_count;
 use pixelgrad_core::{no_grad, Device, Error, Result, Tensor};
 use pixelgrad_nn::optim::{Adam, Optimizer, RmsProp, Sgd};
-use pixelgrad_nn::train::Sums;
+use pixelgrad_nn::train::{train_batch, Sums};
 use pixelgrad_nn::{Loss, Mode, Module};
 use serde_json::Value;
 
@@ -123,18 +123,7 @@ impl Net {
         dev.step(shape[0] as u64, || {
             let xb = Tensor::from_vec(dev, x, shape.to_vec())?;
             let yb = Tensor::from_vec(dev, y, [shape[0]])?;
-            let out = seq.forward(&xb, Mode::Train)?;
-            let l = loss.compute(&out, &yb)?;
-            let correct = {
-                let _g = no_grad();
-                accuracy_count(&out, &yb)?
-            };
-            if let Err(e) = l.backward().and_then(|_| opt.step(seq)) {
-                // A failed step must not leave half-accumulated gradients for the next one.
-                seq.zero_grad();
-                return Err(e);
-            }
-            train.add(&l, &correct, shape[0])
+            train_batch(seq, opt.as_mut(), loss, &xb, &yb, train)
         })
     }
 
