@@ -17,7 +17,8 @@
 //!
 //! which expands into a module `conformance` with one `#[test]` per family
 //! (`cargo test conformance::matmul`, ...): `fill`, `random`, `unary`, `binary` (with
-//! broadcasting), `where_`, `reduce`, `matmul` (all four transpose combinations, batched,
+//! broadcasting), `where_`, `edges` (every elementwise function on ±0, ±inf, NaN, tiny and
+//! huge inputs, to per-function tolerances and exact IEEE classes), `reduce`, `matmul` (all four transpose combinations, batched,
 //! batch-broadcast, square operands), `im2col`, `col2im`, `gather`, `scatter_add`, `reshape`,
 //! `permute`, `expand`, `slice`, `pad`, `concat`, `composites` (activations, softmax,
 //! log_softmax, conv2d, max/avg pooling, losses), `training_curve` (a fixed-seed MLP trained 30
@@ -102,7 +103,7 @@ use family_names;
 macro_rules! __with_family_list {
     ([$($callback:tt)*] $($pre:tt)*) => {
         $($callback)*! { $($pre)* ;
-            fill, random, unary, binary, where_, reduce, matmul, im2col, col2im, gather,
+            fill, random, unary, binary, where_, edges, reduce, matmul, im2col, col2im, gather,
             scatter_add, reshape, permute, expand, slice, pad, concat, composites,
             training_curve, training_curve_cnn, errors
         }

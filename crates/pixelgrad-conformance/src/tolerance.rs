@@ -16,6 +16,12 @@
 //!
 //! Gradients are checked with the forward tolerance times [`GRAD_FACTOR`] unless a case sets
 //! its own: a backward pass chains a few ops, each adding its rounding error.
+//!
+//! The `edges` family (every elementwise function on ±0, ±1e-20 ... ±1e10, ±inf, NaN) holds
+//! each function to its own tolerance, [`edge`], far tighter than the family tolerances above
+//! near zero: the absolute part is only the subnormal range (GPUs flush results below 2^-126
+//! to zero), so `tanh(1e-20)` must be `1e-20` to 1e-5 relative, not merely close to 0. The
+//! class of a result (NaN, +inf, -inf, finite) must always be the reference's.
 
 /// Absolute plus relative tolerance.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,3 +72,40 @@ pub fn accumulate(k: usize) -> Tol {
     let s = (k.max(1) as f64).sqrt();
     Tol::new(2e-5 * s, 2e-5 * s)
 }
+
+/// Below this every result may be a flushed subnormal (2^-126 ≈ 1.18e-38, doubled).
+const SUBNORMAL: f64 = 2.4e-38;
+
+/// The per-function tolerance of the `edges` family at input `x` (the first input), for
+/// every backend against the f64 reference. `func` is the op's short name
+/// (`UnaryOp::name`, `BinaryOp::name`, or `where`).
+///
+/// | functions | rel | abs | why |
+/// |---|---|---|---|
+/// | `neg abs max min max_scalar min_scalar gt ge eq gt_scalar where` | 0 | 0 | exact on every device |
+/// | `add sub mul` | 6e-8 | subnormal | one rounding |
+/// | `affine` | 1.2e-7 | subnormal | two roundings, or one when the device fuses a multiply-add |
+/// | `div recip sqrt` | 3e-7 | subnormal | 2.5 ulp (WGSL's bound for `/` and `sqrt`) |
+/// | `exp sigmoid tanh log` | 2e-6 | subnormal | a few ulp of the device's `exp` / `log` (WGSL allows `3 + 2|x|` ulp for `exp`) |
+/// | `pow powf` | 2e-5 | subnormal | up to 63 roundings for whole exponents up to 64, `|y log2 x|` ulp beyond (see `pixelgrad_core::kernel::lower`); exact where the result is an integer below 2^24 |
+/// | `sin cos`, `|x| <= 102,900` | 2e-6 | 1e-6 · min(1, `|x|`) | polynomial plus reduction error; relative near 0 |
+/// | `sin cos`, `|x| > 102,900` | - | 2 | the f32 reduction runs out of bits: any value in [-1, 1] |
+pub fn edge(func: &str, x: f64) -> Tol {
+    match func {
+        "neg" | "abs" | "max" | "min" | "max_scalar" | "min_scalar" | "gt" | "ge" | "eq" | "gt_scalar" | "where" => EXACT,
+        "add" | "sub" | "mul" => Tol::new(6e-8, SUBNORMAL),
+        "affine" => Tol::new(1.2e-7, SUBNORMAL),
+        "div" | "recip" | "sqrt" => Tol::new(3e-7, SUBNORMAL),
+        "exp" | "sigmoid" | "tanh" | "log" => Tol::new(2e-6, SUBNORMAL),
+        "pow" | "powf" => Tol::new(2e-5, SUBNORMAL),
+        "sin" | "cos" if x.abs() > TRIG_EXACT_RANGE => Tol::new(0.0, 2.0),
+        "sin" | "cos" => Tol::new(2e-6, 1e-6 * x.abs().min(1.0)),
+        // A function this table does not know yet: the family tolerance, so a new function
+        // is still checked (and this table is where it gets its own row).
+        _ => TRANSCENDENTAL,
+    }
+}
+
+/// Largest `|x|` for which the GPU backends' `sin`/`cos` argument reduction is exact
+/// (`2^16 · pi/2`).
+pub const TRIG_EXACT_RANGE: f64 = 102_900.0;

@@ -312,7 +312,7 @@ impl Op {
                 let (oh, ow) =
                     w.out_hw(*h, *wd).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
                 let kk = w.kh * w.kw;
-                if d[1] % kk != 0 || d[2] != oh * ow {
+                if !d[1].is_multiple_of(kk) || d[2] != oh * ow {
                     return Err(err(format!(
                         "expects [N, C*{kk}, {}] for a {h}x{wd} image",
                         oh * ow

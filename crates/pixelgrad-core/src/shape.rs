@@ -121,6 +121,37 @@ pub fn broadcast_strides(input: &Shape, out: &Shape) -> Vec<usize> {
     res
 }
 
+/// Drops size-1 axes and merges neighbouring axes that are contiguous in every operand
+/// (`stride[i] == stride[i + 1] * dims[i + 1]` for all stride vectors). The element order is
+/// unchanged, so a kernel iterating the merged box visits the same elements; merging keeps the
+/// per-element index arithmetic short and makes higher-rank inputs fit in most cases.
+pub fn coalesce(dims: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut out_dims: Vec<usize> = Vec::with_capacity(dims.len());
+    let mut out_strides: Vec<Vec<usize>> = vec![Vec::with_capacity(dims.len()); strides.len()];
+    for (ax, &d) in dims.iter().enumerate() {
+        if d == 1 {
+            continue;
+        }
+        if !out_dims.is_empty() {
+            let mergeable = strides.iter().zip(out_strides.iter()).all(|(s, os)| os.last().copied() == Some(s[ax] * d));
+            if mergeable {
+                let l = out_dims.len() - 1;
+                out_dims[l] *= d;
+                for (s, os) in strides.iter().zip(out_strides.iter_mut()) {
+                    let l = os.len() - 1;
+                    os[l] = s[ax];
+                }
+                continue;
+            }
+        }
+        out_dims.push(d);
+        for (s, os) in strides.iter().zip(out_strides.iter_mut()) {
+            os.push(s[ax]);
+        }
+    }
+    (out_dims, out_strides)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +171,20 @@ mod tests {
         assert_eq!(s.axis("t", -1).unwrap(), 1);
         assert!(s.axis("t", 2).is_err());
         assert_eq!(s.strides(), vec![3, 1]);
+    }
+
+    #[test]
+    fn merges_contiguous_axes() {
+        // A plain contiguous [2, 3, 4] is one axis of 24.
+        let (d, s) = coalesce(&[2, 3, 4], &[vec![12, 4, 1]]);
+        assert_eq!(d, vec![24]);
+        assert_eq!(s, vec![vec![1]]);
+        // Broadcast along the middle axis stays separate.
+        let (d, s) = coalesce(&[2, 3, 4], &[vec![12, 4, 1], vec![4, 0, 1]]);
+        assert_eq!(d, vec![2, 3, 4]);
+        assert_eq!(s, vec![vec![12, 4, 1], vec![4, 0, 1]]);
+        // Size-1 axes vanish.
+        let (d, _) = coalesce(&[1, 5, 1], &[vec![5, 1, 1]]);
+        assert_eq!(d, vec![5]);
     }
 }

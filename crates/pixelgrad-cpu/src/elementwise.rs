@@ -1,165 +1,103 @@
-//! Elementwise kernels: unary maps, binary ops with broadcasting, and `where`.
+//! Elementwise kernels: every unary, binary and `where` op is a kernel from the one table in
+//! `pixelgrad_core::kernel::defs`, evaluated here block by block
+//! (`pixelgrad_core::kernel::eval`), with each input broadcast to the output.
 //!
-//! Binary ops take a fast path when both shapes are equal or one side is a single element;
-//! otherwise the output is walked row by row (rows of its last axis), reading each input
-//! through broadcast strides (0 on stretched axes).
+//! When every input has the output's shape or is a single value, the output is walked flat;
+//! otherwise axes are merged where all operands allow it and the output is walked row by row
+//! (rows of its last merged axis), each input read through its broadcast strides.
 
-use pixelgrad_core::shape::broadcast_strides;
-use pixelgrad_core::{BinaryOp, Shape, UnaryOp};
+use pixelgrad_core::kernel::eval::{self, eval_block, Scratch, Src};
+use pixelgrad_core::kernel::Launch;
+use pixelgrad_core::shape::{broadcast_strides, coalesce, contiguous_strides};
+use pixelgrad_core::{Result, Shape};
 
 use crate::element::Element;
 use crate::par::{for_chunks, offset_of, FLAT_CHUNK};
 
-fn map<T: Element>(x: &[T], f: impl Fn(T) -> T + Sync + Send) -> Vec<T> {
-    let mut out = vec![T::ZERO; x.len()];
-    for_chunks(&mut out, FLAT_CHUNK, |i, dst| {
-        let src = &x[i * FLAT_CHUNK..i * FLAT_CHUNK + dst.len()];
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = f(s);
-        }
-    });
-    out
-}
-
-fn flag<T: Element>(b: bool) -> T {
-    if b {
-        T::ONE
-    } else {
-        T::ZERO
-    }
-}
-
-/// One input, same shape out.
-pub fn unary<T: Element>(op: UnaryOp, x: &[T]) -> Vec<T> {
-    match op {
-        UnaryOp::Neg => map(x, |v| -v),
-        UnaryOp::Exp => map(x, T::exp),
-        UnaryOp::Log => map(x, T::ln),
-        UnaryOp::Sqrt => map(x, T::sqrt),
-        UnaryOp::Recip => map(x, |v| T::ONE / v),
-        UnaryOp::Tanh => map(x, T::tanh),
-        // 1 / (1 + e^-x): for very negative x, e^-x is +inf and the result a clean 0.
-        UnaryOp::Sigmoid => map(x, |v| T::ONE / (T::ONE + (-v).exp())),
-        UnaryOp::Abs => map(x, T::abs),
-        UnaryOp::Sin => map(x, T::sin),
-        UnaryOp::Cos => map(x, T::cos),
-        UnaryOp::Affine { mul, add } => {
-            let (m, a) = (T::from_f32(mul), T::from_f32(add));
-            map(x, move |v| v * m + a)
-        }
-        UnaryOp::Powf(p) => {
-            let p = T::from_f32(p);
-            map(x, move |v| v.powf(p))
-        }
-        UnaryOp::MaxScalar(c) => {
-            let c = T::from_f32(c);
-            map(x, move |v| if v > c { v } else { c })
-        }
-        UnaryOp::MinScalar(c) => {
-            let c = T::from_f32(c);
-            map(x, move |v| if v < c { v } else { c })
-        }
-        UnaryOp::GtScalar(c) => {
-            let c = T::from_f32(c);
-            map(x, move |v| flag(v > c))
-        }
-    }
-}
-
-/// `f` applied to `a` and `b` broadcast to `out`.
-fn zip<T: Element>(a: &[T], sa: &Shape, b: &[T], sb: &Shape, out: &Shape, f: impl Fn(T, T) -> T + Sync + Send) -> Vec<T> {
-    let n = out.numel();
-    let mut res = vec![T::ZERO; n];
-    if sa == sb {
-        for_chunks(&mut res, FLAT_CHUNK, |i, dst| {
-            let base = i * FLAT_CHUNK;
-            let (xa, xb) = (&a[base..base + dst.len()], &b[base..base + dst.len()]);
-            for ((d, &u), &v) in dst.iter_mut().zip(xa).zip(xb) {
-                *d = f(u, v);
-            }
-        });
-    } else if b.len() == 1 && sa == out {
-        let v = b[0];
-        for_chunks(&mut res, FLAT_CHUNK, |i, dst| {
-            let xa = &a[i * FLAT_CHUNK..i * FLAT_CHUNK + dst.len()];
-            for (d, &u) in dst.iter_mut().zip(xa) {
-                *d = f(u, v);
-            }
-        });
-    } else if a.len() == 1 && sb == out {
-        let u = a[0];
-        for_chunks(&mut res, FLAT_CHUNK, |i, dst| {
-            let xb = &b[i * FLAT_CHUNK..i * FLAT_CHUNK + dst.len()];
-            for (d, &v) in dst.iter_mut().zip(xb) {
-                *d = f(u, v);
-            }
-        });
-    } else {
-        let r = out.rank();
-        let (ta, tb) = (broadcast_strides(sa, out), broadcast_strides(sb, out));
-        let inner = out.0[r - 1];
-        let (la, lb) = (ta[r - 1], tb[r - 1]);
-        let outer = &out.0[..r - 1];
-        for_chunks(&mut res, inner, |row, dst| {
-            let oa = offset_of(row, outer, &ta[..r - 1]);
-            let ob = offset_of(row, outer, &tb[..r - 1]);
-            for (j, d) in dst.iter_mut().enumerate() {
-                *d = f(a[oa + j * la], b[ob + j * lb]);
-            }
-        });
-    }
-    res
-}
-
-/// Two inputs broadcast against each other.
-pub fn binary<T: Element>(op: BinaryOp, a: &[T], sa: &Shape, b: &[T], sb: &Shape, out: &Shape) -> Vec<T> {
-    match op {
-        BinaryOp::Add => zip(a, sa, b, sb, out, |x, y| x + y),
-        BinaryOp::Sub => zip(a, sa, b, sb, out, |x, y| x - y),
-        BinaryOp::Mul => zip(a, sa, b, sb, out, |x, y| x * y),
-        BinaryOp::Div => zip(a, sa, b, sb, out, |x, y| x / y),
-        BinaryOp::Max => zip(a, sa, b, sb, out, |x, y| if x >= y { x } else { y }),
-        BinaryOp::Min => zip(a, sa, b, sb, out, |x, y| if x <= y { x } else { y }),
-        BinaryOp::Pow => zip(a, sa, b, sb, out, |x, y| x.powf(y)),
-        BinaryOp::Gt => zip(a, sa, b, sb, out, |x, y| flag(x > y)),
-        BinaryOp::Ge => zip(a, sa, b, sb, out, |x, y| flag(x >= y)),
-        BinaryOp::Eq => zip(a, sa, b, sb, out, |x, y| flag(x == y)),
-    }
-}
-
-/// `cond != 0 ? a : b`, all three broadcast to `out`.
-pub fn where_<T: Element>(ins: [(&[T], &Shape); 3], out: &Shape) -> Vec<T> {
+/// Runs `launch` with `ins` (values and shapes, each broadcasting to `out`).
+pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> Result<Vec<T>> {
+    let k = &launch.kernel;
+    eval::check(k, ins.len(), launch.params.len())?;
+    let params: Vec<T> = launch.params.iter().map(|&p| T::from_f32(p)).collect();
     let n = out.numel();
     let mut res = vec![T::ZERO; n];
     if n == 0 {
-        return res;
+        return Ok(res);
     }
-    let r = out.rank();
-    if r == 0 {
-        res[0] = if ins[0].0[0] != T::ZERO { ins[1].0[0] } else { ins[2].0[0] };
-        return res;
+    let flat = ins.iter().all(|(_, s)| *s == out || s.numel() == 1);
+    if flat {
+        for_chunks(&mut res, FLAT_CHUNK, |i, dst| {
+            let base = i * FLAT_CHUNK;
+            let mut scratch = Scratch::default();
+            for (j, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
+                let start = base + j * eval::BLOCK;
+                let srcs: Vec<Src<'_, T>> = ins
+                    .iter()
+                    .map(|(x, s)| if s.numel() == 1 { Src::Scalar(x[0]) } else { Src::Slice(&x[start..start + block.len()]) })
+                    .collect();
+                eval_block(k, &srcs, &params, block, &mut scratch);
+            }
+        });
+        return Ok(res);
     }
-    let st: Vec<Vec<usize>> = ins.iter().map(|(_, s)| broadcast_strides(s, out)).collect();
-    let inner = out.0[r - 1];
-    let outer = &out.0[..r - 1];
-    let ((c, a, b), (lc, la, lb)) = ((ins[0].0, ins[1].0, ins[2].0), (st[0][r - 1], st[1][r - 1], st[2][r - 1]));
+    // Merge axes contiguous in every operand (the output's own strides included, so merged
+    // axes stay contiguous in it too); the last merged axis is then contiguous (stride 1) or
+    // broadcast (stride 0) in each input.
+    let mut all: Vec<Vec<usize>> = ins.iter().map(|(_, s)| broadcast_strides(s, out)).collect();
+    all.push(contiguous_strides(out.dims()));
+    let (dims, strides) = coalesce(out.dims(), &all);
+    let r = dims.len();
+    let inner = dims[r - 1];
+    let outer = &dims[..r - 1];
     for_chunks(&mut res, inner, |row, dst| {
-        let oc = offset_of(row, outer, &st[0][..r - 1]);
-        let oa = offset_of(row, outer, &st[1][..r - 1]);
-        let ob = offset_of(row, outer, &st[2][..r - 1]);
-        for (j, d) in dst.iter_mut().enumerate() {
-            *d = if c[oc + j * lc] != T::ZERO { a[oa + j * la] } else { b[ob + j * lb] };
+        let mut scratch = Scratch::default();
+        let offs: Vec<usize> = strides[..ins.len()].iter().map(|st| offset_of(row, outer, &st[..r - 1])).collect();
+        // After merging, the innermost stride of an input is 1 (contiguous) or 0 (broadcast);
+        // any other stride is gathered, to be safe.
+        let gathered: Vec<Option<Vec<T>>> = ins
+            .iter()
+            .enumerate()
+            .map(|(j, (x, _))| {
+                let st = strides[j][r - 1];
+                (st > 1).then(|| (0..inner).map(|c| x[offs[j] + c * st]).collect())
+            })
+            .collect();
+        let srcs: Vec<Src<'_, T>> = ins
+            .iter()
+            .enumerate()
+            .map(|(j, (x, _))| match (strides[j][r - 1], &gathered[j]) {
+                (_, Some(g)) => Src::Slice(g.as_slice()),
+                (0, None) => Src::Scalar(x[offs[j]]),
+                _ => Src::Slice(&x[offs[j]..offs[j] + inner]),
+            })
+            .collect();
+        for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
+            let start = b * eval::BLOCK;
+            let part: Vec<Src<'_, T>> = srcs
+                .iter()
+                .map(|s| match *s {
+                    Src::Slice(v) => Src::Slice(&v[start..start + block.len()]),
+                    Src::Scalar(v) => Src::Scalar(v),
+                })
+                .collect();
+            eval_block(k, &part, &params, block, &mut scratch);
         }
     });
-    res
+    Ok(res)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pixelgrad_core::kernel::defs::where_launch;
+    use pixelgrad_core::{BinaryOp, UnaryOp};
 
     fn s(d: &[usize]) -> Shape {
         Shape::from(d)
+    }
+
+    fn binary(op: BinaryOp, a: &[f64], sa: &Shape, b: &[f64], sb: &Shape, out: &Shape) -> Vec<f64> {
+        map(&op.launch().unwrap(), &[(a, sa), (b, sb)], out).unwrap()
     }
 
     #[test]
@@ -177,16 +115,31 @@ mod tests {
     #[test]
     fn comparisons_and_where() {
         let a = [1.0f32, 2.0, 3.0];
-        let b = [2.0f32];
-        assert_eq!(binary(BinaryOp::Ge, &a, &s(&[3]), &b, &s(&[1]), &s(&[3])), vec![0.0, 1.0, 1.0]);
-        assert_eq!(unary(UnaryOp::GtScalar(1.5), &a), vec![0.0, 1.0, 1.0]);
-        let c = [1.0f32, 0.0, 1.0];
-        assert_eq!(where_([(&c, &s(&[3])), (&a, &s(&[3])), (&[9.0], &s(&[]))], &s(&[3])), vec![1.0, 9.0, 3.0]);
+        let ge = map(&BinaryOp::Ge.launch().unwrap(), &[(&a, &s(&[3])), (&[2.0], &s(&[1]))], &s(&[3])).unwrap();
+        assert_eq!(ge, vec![0.0, 1.0, 1.0]);
+        let gt = map(&UnaryOp::GtScalar(1.5).launch().unwrap(), &[(&a, &s(&[3]))], &s(&[3])).unwrap();
+        assert_eq!(gt, vec![0.0, 1.0, 1.0]);
+        let c = [1.0f32, 0.0, f32::NAN];
+        let w = map(&where_launch().unwrap(), &[(&c, &s(&[3])), (&a, &s(&[3])), (&[9.0], &s(&[]))], &s(&[3])).unwrap();
+        assert_eq!(w, vec![1.0, 9.0, 3.0], "a NaN condition is nonzero");
+    }
+
+    #[test]
+    fn long_outputs_cross_blocks_and_threads() {
+        let n = 100_003;
+        let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let y = map(&UnaryOp::Affine { mul: 2.0, add: 1.0 }.launch().unwrap(), &[(&x, &s(&[n]))], &s(&[n])).unwrap();
+        assert!(y.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f32 + 1.0));
+        // Broadcast rows longer than a block.
+        let row: Vec<f32> = (0..3000).map(|i| i as f32).collect();
+        let z = map(&BinaryOp::Add.launch().unwrap(), &[(&x[..6000], &s(&[2, 3000])), (&row, &s(&[3000]))], &s(&[2, 3000])).unwrap();
+        assert_eq!(z[2999], 2999.0 * 2.0);
+        assert_eq!(z[5999], 5999.0 + 2999.0);
     }
 
     #[test]
     fn sigmoid_saturates_cleanly() {
-        let y = unary(UnaryOp::Sigmoid, &[-1000.0f32, 0.0, 1000.0]);
+        let y = map(&UnaryOp::Sigmoid.launch().unwrap(), &[(&[-1000.0f32, 0.0, 1000.0], &s(&[3]))], &s(&[3])).unwrap();
         assert_eq!(y, vec![0.0, 0.5, 1.0]);
     }
 }

@@ -1,6 +1,7 @@
 //! Dispatch of every primitive [`Op`] to its forward kernel, generic over the element type.
 //! The match is exhaustive on purpose: a new primitive fails to compile here.
 
+use pixelgrad_core::kernel::defs::where_launch;
 use pixelgrad_core::{Error, Op, Result, Shape};
 
 use crate::element::Element;
@@ -29,9 +30,9 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
     Ok(match op {
         Op::Fill { value, shape } => random::fill(*value, shape.numel()),
         Op::Random { seed, dist, shape } => random::random(*seed, *dist, shape.numel()),
-        Op::Unary(u) => elementwise::unary(*u, x[0]),
-        Op::Binary(b) => elementwise::binary(*b, x[0], shapes[0], x[1], shapes[1], out),
-        Op::Where => elementwise::where_([(x[0], shapes[0]), (x[1], shapes[1]), (x[2], shapes[2])], out),
+        Op::Unary(u) => elementwise::map(&u.launch()?, &[(x[0], shapes[0])], out)?,
+        Op::Binary(b) => elementwise::map(&b.launch()?, &[(x[0], shapes[0]), (x[1], shapes[1])], out)?,
+        Op::Where => elementwise::map(&where_launch()?, &[(x[0], shapes[0]), (x[1], shapes[1]), (x[2], shapes[2])], out)?,
         Op::Reduce { op, axis } => reduce::reduce(*op, x[0], &shapes[0].0, *axis),
         Op::MatMul { trans_a, trans_b } => matmul::matmul(x[0], &shapes[0].0, x[1], &shapes[1].0, *trans_a, *trans_b),
         Op::Im2Col(w) => {

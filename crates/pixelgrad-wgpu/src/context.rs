@@ -54,6 +54,8 @@ pub(crate) struct Gpu {
     pub limits: wgpu::Limits,
     pub info: wgpu::AdapterInfo,
     pub pipelines: Pipelines,
+    /// Elementwise kernels rendered from the kernel IR, by structure (see `ops::elementwise`).
+    pub map_kernels: RefCell<std::collections::HashMap<pixelgrad_core::kernel::Kernel, Rc<Kernel>>>,
     /// Run the register-blocked matmul (CPU adapters) instead of the tiled one.
     pub cpu_matmul: bool,
     pool: RefCell<Pool>,
@@ -130,6 +132,7 @@ impl Gpu {
             limits,
             info,
             pipelines,
+            map_kernels: RefCell::new(std::collections::HashMap::new()),
             cpu_matmul,
             pool: RefCell::new(Pool::default()),
             rec: RefCell::new(Recording { encoder: None, pass: None, params: Vec::new(), slots: 0 }),
@@ -292,10 +295,7 @@ impl Gpu {
             entries.push(wgpu::BindGroupEntry { binding: 1 + i as u32, resource: b.as_entire_binding() });
         }
         if kernel.status {
-            entries.push(wgpu::BindGroupEntry {
-                binding: 2 + inputs.len() as u32,
-                resource: self.status.as_entire_binding(),
-            });
+            entries.push(wgpu::BindGroupEntry { binding: 2 + inputs.len() as u32, resource: self.status.as_entire_binding() });
             self.status_armed.set(true);
         }
         let layout = self.pipelines.layout(kernel);
@@ -304,9 +304,9 @@ impl Gpu {
         let mut rec = self.rec.borrow_mut();
         let rec = &mut *rec;
         if rec.pass.is_none() {
-            let encoder = rec.encoder.get_or_insert_with(|| {
-                self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("pixelgrad") })
-            });
+            let encoder = rec
+                .encoder
+                .get_or_insert_with(|| self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("pixelgrad") }));
             let pass = encoder
                 .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("pixelgrad ops"), timestamp_writes: None })
                 .forget_lifetime();
@@ -348,16 +348,11 @@ impl Gpu {
                 return e.bind_group.clone();
             }
         }
-        let bind_group =
-            self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(op), layout, entries });
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(op), layout, entries });
         self.counters.bindings.set(self.counters.bindings.get() + 1);
         if let Some((plan, j)) = planned {
-            let e = LaunchEntry {
-                layout: layout.clone(),
-                slot,
-                buffers: bound.into_iter().cloned().collect(),
-                bind_group: bind_group.clone(),
-            };
+            let e =
+                LaunchEntry { layout: layout.clone(), slot, buffers: bound.into_iter().cloned().collect(), bind_group: bind_group.clone() };
             if j < plan.launches.len() {
                 plan.launches[j] = e;
             } else {
@@ -477,9 +472,9 @@ impl Gpu {
     fn copy_at(&self, src: &wgpu::Buffer, src_off: u64, dst: &wgpu::Buffer, dst_off: u64, bytes: u64) {
         let mut rec = self.rec.borrow_mut();
         rec.pass = None;
-        let encoder = rec.encoder.get_or_insert_with(|| {
-            self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("pixelgrad") })
-        });
+        let encoder = rec
+            .encoder
+            .get_or_insert_with(|| self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("pixelgrad") }));
         encoder.copy_buffer_to_buffer(src, src_off, dst, dst_off, bytes);
         self.dirty.set(true);
     }

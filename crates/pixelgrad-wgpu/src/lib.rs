@@ -98,3 +98,4 @@ pub(crate) const BACKEND: &str = "webgpu";
 
 #[cfg(test)]
 mod validate;
+mod wgsl;

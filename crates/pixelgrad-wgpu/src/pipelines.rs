@@ -2,11 +2,25 @@
 //! read-only inputs it binds and the names of its pipeline-overridable constants. Pipelines
 //! are compiled once per (kernel, constant values) and never depend on shapes.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-/// The prelude every kernel starts with (parameter slot, index helpers, `powf`).
+/// The hand-written part of the prelude every kernel starts with (parameter slot, index
+/// helpers).
 pub(crate) const COMMON: &str = include_str!("kernels/common.wgsl");
+
+/// The prelude: [`COMMON`] plus the helpers rendered from the kernel IR (the random kernel's
+/// Box-Muller transform), rendered once per process.
+pub(crate) fn prelude() -> &'static str {
+    static PRELUDE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PRELUDE.get_or_init(|| match crate::wgsl::box_muller() {
+        Ok(f) => format!("{COMMON}\n{f}"),
+        // Only a bug in the IR can get here; the kernels that need the helper then fail to
+        // compile with this message in their source, and the naga test names it.
+        Err(e) => format!("{COMMON}\n// pg_box_muller could not be rendered: {e}\n"),
+    })
+}
 
 /// Most pipeline-overridable constants a kernel has.
 pub(crate) const MAX_CONFIG: usize = 4;
@@ -14,10 +28,12 @@ pub(crate) const MAX_CONFIG: usize = 4;
 /// Most read-only storage inputs a kernel binds.
 pub(crate) const MAX_INPUTS: usize = 3;
 
-/// One compute kernel.
+/// One compute kernel: a `.wgsl` file (`Cow::Borrowed`), or source rendered at run time from
+/// the kernel IR (elementwise kernels, `Cow::Owned`).
 pub(crate) struct Kernel {
-    pub name: &'static str,
-    pub source: &'static str,
+    /// Unique per source: pipelines and shader modules are cached by it.
+    pub name: Cow<'static, str>,
+    pub source: Cow<'static, str>,
     /// Read-only storage buffers, bound at 1..=inputs; the output follows at inputs + 1.
     pub inputs: usize,
     /// Names of `override` constants, in the order launchers pass their values.
@@ -29,10 +45,8 @@ pub(crate) struct Kernel {
 
 /// The WGSL compiled for `kernel`: prelude then kernel body.
 pub(crate) fn full_source(kernel: &Kernel) -> String {
-    format!("{COMMON}\n{}", kernel.source)
+    format!("{}\n{}", prelude(), kernel.source)
 }
-
-type Key = (&'static str, [u32; MAX_CONFIG]);
 
 fn layout_index(kernel: &Kernel) -> usize {
     kernel.inputs * 2 + usize::from(kernel.status)
@@ -41,8 +55,9 @@ fn layout_index(kernel: &Kernel) -> usize {
 /// Bind group layouts (one per input count), shader modules and pipelines.
 pub(crate) struct Pipelines {
     layouts: Vec<(wgpu::BindGroupLayout, wgpu::PipelineLayout)>,
-    modules: RefCell<HashMap<&'static str, wgpu::ShaderModule>>,
-    cache: RefCell<HashMap<Key, wgpu::ComputePipeline>>,
+    modules: RefCell<HashMap<String, wgpu::ShaderModule>>,
+    /// Pipelines by kernel name, then by override values.
+    cache: RefCell<HashMap<String, HashMap<[u32; MAX_CONFIG], wgpu::ComputePipeline>>>,
 }
 
 impl Pipelines {
@@ -108,33 +123,26 @@ impl Pipelines {
 
     /// The pipeline for `kernel` with override values `config`; the bool says whether it was
     /// compiled by this call.
-    pub(crate) fn get(
-        &self,
-        device: &wgpu::Device,
-        kernel: &Kernel,
-        config: &[u32],
-    ) -> (wgpu::ComputePipeline, bool) {
+    pub(crate) fn get(&self, device: &wgpu::Device, kernel: &Kernel, config: &[u32]) -> (wgpu::ComputePipeline, bool) {
         let mut key_cfg = [0u32; MAX_CONFIG];
         key_cfg[..config.len()].copy_from_slice(config);
-        let key = (kernel.name, key_cfg);
-        if let Some(p) = self.cache.borrow().get(&key) {
+        if let Some(p) = self.cache.borrow().get(kernel.name.as_ref()).and_then(|m| m.get(&key_cfg)) {
             return (p.clone(), false);
         }
         let module = self
             .modules
             .borrow_mut()
-            .entry(kernel.name)
+            .entry(kernel.name.to_string())
             .or_insert_with(|| {
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some(kernel.name),
+                    label: Some(&kernel.name),
                     source: wgpu::ShaderSource::Wgsl(full_source(kernel).into()),
                 })
             })
             .clone();
-        let constants: Vec<(&str, f64)> =
-            kernel.overrides.iter().zip(config.iter()).map(|(n, &v)| (*n, v as f64)).collect();
+        let constants: Vec<(&str, f64)> = kernel.overrides.iter().zip(config.iter()).map(|(n, &v)| (*n, v as f64)).collect();
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(kernel.name),
+            label: Some(&kernel.name),
             layout: Some(&self.layouts[layout_index(kernel)].1),
             module: &module,
             entry_point: Some("main"),
@@ -145,7 +153,7 @@ impl Pipelines {
             },
             cache: None,
         });
-        self.cache.borrow_mut().insert(key, pipeline.clone());
+        self.cache.borrow_mut().entry(kernel.name.to_string()).or_default().insert(key_cfg, pipeline.clone());
         (pipeline, true)
     }
 }

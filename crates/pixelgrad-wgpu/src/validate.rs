@@ -2,7 +2,8 @@
 //! `src/kernels` is a registered kernel.
 
 use crate::ops::all_kernels;
-use crate::pipelines::{full_source, COMMON};
+use crate::pipelines::{full_source, prelude};
+use crate::wgsl::map_source;
 
 fn validate(name: &str, src: &str) {
     let module = naga::front::wgsl::parse_str(src)
@@ -16,15 +17,23 @@ fn validate(name: &str, src: &str) {
 #[test]
 fn every_kernel_validates_with_naga() {
     for k in all_kernels() {
-        validate(k.name, &full_source(k));
+        validate(&k.name, &full_source(k));
     }
-    validate("common", COMMON);
+    validate("prelude", prelude());
+}
+
+#[test]
+fn every_elementwise_definition_renders_to_valid_wgsl() {
+    for (name, k) in pixelgrad_core::kernel::defs::all().unwrap() {
+        let src = format!("{}\n{}", prelude(), map_source(&k).unwrap());
+        validate(&name, &src);
+    }
 }
 
 #[test]
 fn every_wgsl_file_is_a_kernel() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kernels");
-    let names: Vec<&str> = all_kernels().iter().map(|k| k.name).collect();
+    let names: Vec<&str> = all_kernels().iter().map(|k| k.name.as_ref()).collect();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().and_then(|e| e.to_str()) != Some("wgsl") {

@@ -7,6 +7,7 @@
 //! [`awaitable`] version with [`Read::Async`].
 
 mod composite;
+mod edges;
 mod elementwise;
 mod errors;
 mod indexing;
@@ -25,6 +26,7 @@ pub use training::{CNN_STEPS, STEPS};
 /// behind both the blocking functions of [`crate::families`] and the browser suite.
 pub mod awaitable {
     pub use super::composite::composites;
+    pub use super::edges::edges;
     pub use super::elementwise::{binary, fill, random, unary, where_};
     pub use super::errors::errors;
     pub use super::indexing::{concat, expand, gather, pad, permute, reshape, scatter_add, slice};

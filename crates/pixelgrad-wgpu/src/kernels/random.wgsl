@@ -51,11 +51,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let p0 = pf(3u);
     let p1 = pf(4u);
     if (NORMAL) {
-        // Box-Muller as in rng::normal (there in f64, here in f32), with the prelude's cos
-        // (the built-in is too loose on some adapters).
+        // Box-Muller as in rng::normal (there in f64, here in f32), rendered into the prelude
+        // from its one definition (kernel::defs::box_muller_kernel).
         let u1 = unit(w.x) + 1.0 / 16777216.0;
         let u2 = unit(w.y);
-        let z = sqrt(-2.0 * log(u1)) * sincos(6.283185307179586 * u2).y;
+        let z = pg_box_muller(u1, u2);
         out[i] = p0 + p1 * z;
     } else {
         out[i] = p0 + (p1 - p0) * unit(w.x);

@@ -1,15 +1,27 @@
 //! Fill and counter-based random numbers.
 
+use std::borrow::Cow;
+
 use pixelgrad_core::{Distribution, Result};
 
 use super::{f, u};
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 
-pub(crate) const FILL: Kernel =
-    Kernel { name: "fill", source: include_str!("../kernels/fill.wgsl"), inputs: 0, overrides: &[], status: false };
-pub(crate) const RANDOM: Kernel =
-    Kernel { name: "random", source: include_str!("../kernels/random.wgsl"), inputs: 0, overrides: &["NORMAL"], status: false };
+pub(crate) const FILL: Kernel = Kernel {
+    name: Cow::Borrowed("fill"),
+    source: Cow::Borrowed(include_str!("../kernels/fill.wgsl")),
+    inputs: 0,
+    overrides: &[],
+    status: false,
+};
+pub(crate) const RANDOM: Kernel = Kernel {
+    name: Cow::Borrowed("random"),
+    source: Cow::Borrowed(include_str!("../kernels/random.wgsl")),
+    inputs: 0,
+    overrides: &["NORMAL"],
+    status: false,
+};
 
 /// Writes `value` into the first `out.len` elements.
 pub(crate) fn fill(gpu: &Gpu, out: &GpuTensor, value: f32) -> Result<()> {

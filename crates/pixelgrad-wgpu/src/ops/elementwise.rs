@@ -1,91 +1,95 @@
-//! Elementwise unary, binary and select, with broadcasting through strides.
+//! Elementwise ops — every unary, binary and `where` — as kernels rendered from their one
+//! definition (`pixelgrad_core::kernel::defs`) into WGSL ([`crate::wgsl`]), with broadcasting
+//! through strides. One shader module per distinct kernel, cached by the kernel's structure;
+//! parameters (`affine`'s scalars, `powf`'s exponent) are uniforms.
 
+use std::borrow::Cow;
+use std::rc::Rc;
+
+use pixelgrad_core::kernel::{self, Launch};
 use pixelgrad_core::shape::broadcast_strides;
-use pixelgrad_core::{BinaryOp, Result, Shape, UnaryOp};
+use pixelgrad_core::{Error, Result, Shape};
 
 use super::{f, u};
 use crate::context::{Gpu, GpuTensor};
-use crate::pipelines::Kernel;
+use crate::pipelines::{Kernel, MAX_INPUTS};
 use crate::strides::{check_rank, coalesce, contiguous, MAX_RANK};
+use crate::wgsl::{map_source, MapLayout, PARAM_BASE};
+use crate::BACKEND;
 
-pub(crate) const UNARY: Kernel =
-    Kernel { name: "unary", source: include_str!("../kernels/unary.wgsl"), inputs: 1, overrides: &["OP"], status: false };
-pub(crate) const BINARY: Kernel =
-    Kernel { name: "binary", source: include_str!("../kernels/binary.wgsl"), inputs: 2, overrides: &["OP", "FAST"], status: false };
-pub(crate) const WHERE: Kernel =
-    Kernel { name: "where", source: include_str!("../kernels/where.wgsl"), inputs: 3, overrides: &["FAST"], status: false };
-
-pub(crate) fn unary(gpu: &Gpu, op: UnaryOp, x: &GpuTensor, out: &GpuTensor) -> Result<()> {
-    let (code, p0, p1) = op.code();
-    let n = u("unary", out.len)?;
-    let grid = gpu.grid_elems("unary", out.len)?;
-    gpu.launch("unary", &UNARY, &[code], &[x.buffer()], out.buffer(), &[n, f(p0), f(p1)], grid)
+/// The compiled-kernel description of `k`: rendered on first use, then cached per device.
+pub(crate) fn map_kernel(gpu: &Gpu, op: &'static str, k: &kernel::Kernel) -> Result<Rc<Kernel>> {
+    if let Some(found) = gpu.map_kernels.borrow().get(k) {
+        return Ok(found.clone());
+    }
+    if k.inputs().len() > MAX_INPUTS {
+        return Err(Error::backend(op, BACKEND, format!("{} inputs; elementwise kernels bind at most {MAX_INPUTS}", k.inputs().len())));
+    }
+    let source = map_source(k).map_err(|e| Error::backend(op, BACKEND, e.to_string()))?;
+    let id = gpu.map_kernels.borrow().len();
+    let made = Rc::new(Kernel {
+        name: Cow::Owned(format!("map{id}_{op}")),
+        source: Cow::Owned(source),
+        inputs: k.inputs().len(),
+        overrides: &["FAST", "SCALARS"],
+        status: false,
+    });
+    gpu.map_kernels.borrow_mut().insert(k.clone(), made.clone());
+    Ok(made)
 }
 
-/// Parameters [n, rank, dims[6], strides[6] per input] of the broadcasting kernels, or `None`
-/// when every input already has the output's shape (the FAST path).
-fn broadcast_params(op: &'static str, shapes: &[&Shape], out: &Shape) -> Result<Option<Vec<u32>>> {
+/// Runs `launch` over `ins` (each of shape `shapes[i]`, broadcast to `out`) into `res`.
+pub(crate) fn map(
+    gpu: &Gpu,
+    op: &'static str,
+    launch: &Launch,
+    ins: &[&GpuTensor],
+    shapes: &[&Shape],
+    out: &Shape,
+    res: &GpuTensor,
+) -> Result<()> {
+    let k = map_kernel(gpu, op, &launch.kernel)?;
+    let grid = gpu.grid_elems(op, res.len)?;
     let n = u(op, out.numel())?;
-    if shapes.iter().all(|s| *s == out) {
-        return Ok(None);
+    let lay = MapLayout::new(ins.len(), launch.params.len());
+    let mut p = vec![0u32; PARAM_BASE + launch.params.len()];
+    p[0] = n;
+    for (i, &v) in launch.params.iter().enumerate() {
+        p[PARAM_BASE + i] = f(v);
     }
+    let bufs: Vec<&wgpu::Buffer> = ins.iter().map(|t| t.buffer()).collect();
+    // Every input the output's shape or one element: no index arithmetic (FAST). A
+    // one-element output reads index 0 of everything anyway.
+    let mut scalars = 0u32;
+    let mut fast = true;
+    for (i, s) in shapes.iter().enumerate() {
+        if out.numel() == 1 {
+            continue;
+        }
+        if s.numel() == 1 {
+            scalars |= 1 << i;
+        } else if *s != out {
+            fast = false;
+        }
+    }
+    if fast {
+        return gpu.launch(op, &k, &[1, scalars], &bufs, res.buffer(), &p, grid);
+    }
+    // Merge axes contiguous in every operand (the output's strides included, so merged axes
+    // stay contiguous in it too).
     let mut all: Vec<Vec<usize>> = shapes.iter().map(|s| broadcast_strides(s, out)).collect();
-    // The output's own strides join the merge so merged axes stay contiguous in it too.
     all.push(contiguous(out.dims()));
     let (dims, strides) = coalesce(out.dims(), &all);
     check_rank(op, dims.len())?;
-    let mut p = vec![0u32; 2 + MAX_RANK * (1 + shapes.len())];
-    p[0] = n;
+    p.resize(lay.words, 0);
     p[1] = dims.len() as u32;
     for (i, &d) in dims.iter().enumerate() {
-        p[2 + i] = u(op, d)?;
+        p[lay.dims + i] = u(op, d)?;
     }
-    for (k, s) in strides.iter().take(shapes.len()).enumerate() {
+    for (k, s) in strides.iter().take(ins.len()).enumerate() {
         for (i, &v) in s.iter().enumerate() {
-            p[2 + MAX_RANK * (k + 1) + i] = u(op, v)?;
+            p[lay.strides + MAX_RANK * k + i] = u(op, v)?;
         }
     }
-    Ok(Some(p))
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn binary(
-    gpu: &Gpu,
-    op: BinaryOp,
-    a: &GpuTensor,
-    b: &GpuTensor,
-    shapes: &[&Shape],
-    out: &Shape,
-    res: &GpuTensor,
-) -> Result<()> {
-    let grid = gpu.grid_elems("binary", res.len)?;
-    let code = op.code();
-    match broadcast_params("binary", shapes, out)? {
-        None => {
-            let n = u("binary", res.len)?;
-            gpu.launch("binary", &BINARY, &[code, 1], &[a.buffer(), b.buffer()], res.buffer(), &[n], grid)
-        }
-        Some(p) => gpu.launch("binary", &BINARY, &[code, 0], &[a.buffer(), b.buffer()], res.buffer(), &p, grid),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn where_(
-    gpu: &Gpu,
-    cond: &GpuTensor,
-    a: &GpuTensor,
-    b: &GpuTensor,
-    shapes: &[&Shape],
-    out: &Shape,
-    res: &GpuTensor,
-) -> Result<()> {
-    let grid = gpu.grid_elems("where", res.len)?;
-    let bufs = [cond.buffer(), a.buffer(), b.buffer()];
-    match broadcast_params("where", shapes, out)? {
-        None => {
-            let n = u("where", res.len)?;
-            gpu.launch("where", &WHERE, &[1], &bufs, res.buffer(), &[n], grid)
-        }
-        Some(p) => gpu.launch("where", &WHERE, &[0], &bufs, res.buffer(), &p, grid),
-    }
+    gpu.launch(op, &k, &[0, 0], &bufs, res.buffer(), &p, grid)
 }

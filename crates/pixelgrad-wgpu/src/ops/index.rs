@@ -1,15 +1,27 @@
 //! gather and scatter_add along an axis (indices stored as f32).
 
+use std::borrow::Cow;
+
 use pixelgrad_core::{Result, Shape};
 
 use super::u;
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 
-pub(crate) const GATHER: Kernel =
-    Kernel { name: "gather", source: include_str!("../kernels/gather.wgsl"), inputs: 2, overrides: &[], status: true };
-pub(crate) const SCATTER_ADD: Kernel =
-    Kernel { name: "scatter_add", source: include_str!("../kernels/scatter_add.wgsl"), inputs: 2, overrides: &[], status: true };
+pub(crate) const GATHER: Kernel = Kernel {
+    name: Cow::Borrowed("gather"),
+    source: Cow::Borrowed(include_str!("../kernels/gather.wgsl")),
+    inputs: 2,
+    overrides: &[],
+    status: true,
+};
+pub(crate) const SCATTER_ADD: Kernel = Kernel {
+    name: Cow::Borrowed("scatter_add"),
+    source: Cow::Borrowed(include_str!("../kernels/scatter_add.wgsl")),
+    inputs: 2,
+    overrides: &[],
+    status: true,
+};
 
 pub(crate) fn gather(
     gpu: &Gpu,

@@ -1,6 +1,8 @@
 //! Data movement: permute, expand, slice, pad and concat, all through one strided-copy kernel
 //! (pad first fills the output with zeros).
 
+use std::borrow::Cow;
+
 use pixelgrad_core::{Result, Shape};
 
 use super::{create, u};
@@ -8,8 +10,13 @@ use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 use crate::strides::{check_rank, coalesce, contiguous, MAX_RANK};
 
-pub(crate) const COPY: Kernel =
-    Kernel { name: "copy", source: include_str!("../kernels/copy.wgsl"), inputs: 1, overrides: &[], status: false };
+pub(crate) const COPY: Kernel = Kernel {
+    name: Cow::Borrowed("copy"),
+    source: Cow::Borrowed(include_str!("../kernels/copy.wgsl")),
+    inputs: 1,
+    overrides: &[],
+    status: false,
+};
 
 /// Copies the box `dims` from `x` (at `src_base` + coordinates · `src`) to `out` (at
 /// `dst_base` + coordinates · `dst`).

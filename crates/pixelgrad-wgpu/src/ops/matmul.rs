@@ -1,5 +1,7 @@
 //! Batched matmul with transpose flags and batch broadcasting.
 
+use std::borrow::Cow;
+
 use pixelgrad_core::{Result, Shape};
 
 use super::{matmul_cpu, u};
@@ -7,16 +9,16 @@ use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 
 pub(crate) const MATMUL: Kernel = Kernel {
-    name: "matmul",
-    source: include_str!("../kernels/matmul.wgsl"),
+    name: Cow::Borrowed("matmul"),
+    source: Cow::Borrowed(include_str!("../kernels/matmul.wgsl")),
     inputs: 2,
     overrides: &["TRANS_A", "TRANS_B"],
     status: false,
 };
 
 pub(crate) const MATMUL_BIG: Kernel = Kernel {
-    name: "matmul_big",
-    source: include_str!("../kernels/matmul_big.wgsl"),
+    name: Cow::Borrowed("matmul_big"),
+    source: Cow::Borrowed(include_str!("../kernels/matmul_big.wgsl")),
     inputs: 2,
     overrides: &["TRANS_A", "TRANS_B"],
     status: false,
@@ -70,13 +72,5 @@ pub(crate) fn matmul(
         gpu.check_dim("matmul", m.div_ceil(tile) as u64)?,
         gpu.check_dim("matmul", batch as u64)?,
     ];
-    gpu.launch(
-        "matmul",
-        kernel,
-        &[u32::from(trans_a), u32::from(trans_b)],
-        &[a.buffer(), b.buffer()],
-        res.buffer(),
-        &params,
-        grid,
-    )
+    gpu.launch("matmul", kernel, &[u32::from(trans_a), u32::from(trans_b)], &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
 }

@@ -76,17 +76,9 @@ pub(crate) fn choose(tuning: Tuning, m: usize, n: usize, k: usize, batch: usize,
     // native SwiftShader, vec4 stores did not shorten its compile).
     let vec_c = n.is_multiple_of(4);
     let v = match tuning {
-        Tuning::Strided => Variant {
-            rows: 8,
-            cols: 8,
-            lanes: 4,
-            trans_a: false,
-            trans_b: false,
-            vec_a: false,
-            vec_b: false,
-            vec_c: false,
-            strided: true,
-        },
+        Tuning::Strided => {
+            Variant { rows: 8, cols: 8, lanes: 4, trans_a: false, trans_b: false, vec_a: false, vec_b: false, vec_c: false, strided: true }
+        }
         Tuning::Vec4 => {
             let big = m.saturating_mul(n).saturating_mul(k).saturating_mul(batch) >= BIG_BLOCK_FROM;
             let edge = if big { 16 } else { 4 };
@@ -133,7 +125,8 @@ pub(crate) fn kernel(v: Variant) -> &'static Kernel {
     };
     let name: &'static str = Box::leak(format!("matmul_cpu_{}x{}x{}_{layout}", v.rows, v.cols, v.lanes).into_boxed_str());
     let src: &'static str = Box::leak(source(&v).into_boxed_str());
-    let k: &'static Kernel = Box::leak(Box::new(Kernel { name, source: src, inputs: 2, overrides: &[], status: false }));
+    let k: &'static Kernel =
+        Box::leak(Box::new(Kernel { name: name.into(), source: src.into(), inputs: 2, overrides: &[], status: false }));
     cache.push((v, k));
     k
 }

@@ -2,7 +2,7 @@
 //! [`Op`] exhaustively, so a new primitive fails to compile here until it has a kernel.
 
 mod create;
-mod elementwise;
+pub(crate) mod elementwise;
 mod index;
 mod layout;
 mod matmul;
@@ -13,7 +13,7 @@ mod window;
 
 use std::rc::Rc;
 
-use pixelgrad_core::{Error, Op, Result, Shape};
+use pixelgrad_core::{kernel, Error, Op, Result, Shape};
 
 use crate::context::{Gpu, GpuTensor};
 use crate::BACKEND;
@@ -24,9 +24,6 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
     let files = vec![
         &create::FILL,
         &create::RANDOM,
-        &elementwise::UNARY,
-        &elementwise::BINARY,
-        &elementwise::WHERE,
         &reduce::REDUCE,
         &matmul::MATMUL,
         &matmul::MATMUL_BIG,
@@ -52,13 +49,14 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
     match op {
         Op::Fill { value, .. } => create::fill(gpu, &res, *value)?,
         Op::Random { seed, dist, .. } => create::random(gpu, &res, *seed, *dist)?,
-        Op::Unary(u) => elementwise::unary(gpu, *u, input(0)?, &res)?,
-        Op::Binary(b) => elementwise::binary(gpu, *b, input(0)?, input(1)?, shapes, out, &res)?,
-        Op::Where => elementwise::where_(gpu, input(0)?, input(1)?, input(2)?, shapes, out, &res)?,
-        Op::Reduce { op: r, axis } => reduce::reduce(gpu, *r, *axis, input(0)?, shapes[0], &res)?,
-        Op::MatMul { trans_a, trans_b } => {
-            matmul::matmul(gpu, *trans_a, *trans_b, input(0)?, input(1)?, shapes, out, &res)?
+        Op::Unary(u) => elementwise::map(gpu, "unary", &u.launch()?, &[input(0)?], shapes, out, &res)?,
+        Op::Binary(b) => elementwise::map(gpu, "binary", &b.launch()?, &[input(0)?, input(1)?], shapes, out, &res)?,
+        Op::Where => {
+            let ins = [input(0)?, input(1)?, input(2)?];
+            elementwise::map(gpu, "where", &kernel::defs::where_launch()?, &ins, shapes, out, &res)?
         }
+        Op::Reduce { op: r, axis } => reduce::reduce(gpu, *r, *axis, input(0)?, shapes[0], &res)?,
+        Op::MatMul { trans_a, trans_b } => matmul::matmul(gpu, *trans_a, *trans_b, input(0)?, input(1)?, shapes, out, &res)?,
         Op::Im2Col(w) => window::im2col(gpu, w, input(0)?, shapes[0], out, &res)?,
         Op::Col2Im { window: w, h, w: wd } => window::col2im(gpu, w, *h, *wd, input(0)?, out, &res)?,
         Op::Gather { axis } => index::gather(gpu, *axis, input(0)?, input(1)?, shapes, out, &res)?,

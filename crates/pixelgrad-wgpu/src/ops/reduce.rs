@@ -1,13 +1,20 @@
 //! Reductions along one axis (sum, max, min, argmax).
 
+use std::borrow::Cow;
+
 use pixelgrad_core::{ReduceOp, Result, Shape};
 
 use super::u;
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 
-pub(crate) const REDUCE: Kernel =
-    Kernel { name: "reduce", source: include_str!("../kernels/reduce.wgsl"), inputs: 1, overrides: &["OP", "TREE"], status: false };
+pub(crate) const REDUCE: Kernel = Kernel {
+    name: Cow::Borrowed("reduce"),
+    source: Cow::Borrowed(include_str!("../kernels/reduce.wgsl")),
+    inputs: 1,
+    overrides: &["OP", "TREE"],
+    status: false,
+};
 
 /// Axes at most this long are folded by one thread per output; longer ones by a workgroup
 /// tree (parallel and more accurate for long sums).

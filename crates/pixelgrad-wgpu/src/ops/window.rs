@@ -1,15 +1,27 @@
 //! im2col and its adjoint col2im (the building blocks of convolution and pooling).
 
+use std::borrow::Cow;
+
 use pixelgrad_core::{Result, Shape, Window};
 
 use super::u;
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 
-pub(crate) const IM2COL: Kernel =
-    Kernel { name: "im2col", source: include_str!("../kernels/im2col.wgsl"), inputs: 1, overrides: &[], status: false };
-pub(crate) const COL2IM: Kernel =
-    Kernel { name: "col2im", source: include_str!("../kernels/col2im.wgsl"), inputs: 1, overrides: &[], status: false };
+pub(crate) const IM2COL: Kernel = Kernel {
+    name: Cow::Borrowed("im2col"),
+    source: Cow::Borrowed(include_str!("../kernels/im2col.wgsl")),
+    inputs: 1,
+    overrides: &[],
+    status: false,
+};
+pub(crate) const COL2IM: Kernel = Kernel {
+    name: Cow::Borrowed("col2im"),
+    source: Cow::Borrowed(include_str!("../kernels/col2im.wgsl")),
+    inputs: 1,
+    overrides: &[],
+    status: false,
+};
 
 /// [n_out, C, H, W, kh, kw, stride_h, stride_w, pad_h, pad_w, OH, OW].
 fn params(op: &'static str, n_out: usize, c: usize, h: usize, w: usize, win: &Window) -> Result<[u32; 12]> {

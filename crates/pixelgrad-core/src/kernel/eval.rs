@@ -1,0 +1,437 @@
+//! Evaluating kernels on the host: what the CPU backend runs (in `f32`, and in `f64` for the
+//! reference), and what tests use to check lowered kernels without a GPU.
+//!
+//! Evaluation goes node by node over a block of elements (not element by element), so each
+//! node is one tight loop the compiler can vectorise and the interpretation cost is paid once
+//! per block. Booleans are held as `1` / `0` of the float type.
+
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+use super::ir::{DType, Kernel, Lit, Node, Op1, Op2};
+use crate::{Error, Result};
+
+/// The float types kernels evaluate in, with IEEE semantics for every function.
+pub trait Float:
+    Copy
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + Send
+    + Sync
+    + 'static
+{
+    const ZERO: Self;
+    const ONE: Self;
+    const NAN: Self;
+    fn from_f32(v: f32) -> Self;
+    fn floor(self) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn exp2(self) -> Self;
+    fn log2(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn tanh(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn abs(self) -> Self;
+    fn powf(self, p: Self) -> Self;
+    fn is_nan(self) -> bool;
+    fn is_infinite(self) -> bool;
+    fn is_sign_negative(self) -> bool;
+}
+
+macro_rules! float_impl {
+    ($t:ty) => {
+        impl Float for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const NAN: Self = <$t>::NAN;
+            fn from_f32(v: f32) -> Self {
+                v as $t
+            }
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            fn exp2(self) -> Self {
+                <$t>::exp2(self)
+            }
+            fn log2(self) -> Self {
+                <$t>::log2(self)
+            }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            fn powf(self, p: Self) -> Self {
+                <$t>::powf(self, p)
+            }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            fn is_infinite(self) -> bool {
+                <$t>::is_infinite(self)
+            }
+            fn is_sign_negative(self) -> bool {
+                <$t>::is_sign_negative(self)
+            }
+        }
+    };
+}
+
+float_impl!(f32);
+float_impl!(f64);
+
+fn flag<T: Float>(b: bool) -> T {
+    if b {
+        T::ONE
+    } else {
+        T::ZERO
+    }
+}
+
+fn truth<T: Float>(v: T) -> bool {
+    v != T::ZERO
+}
+
+/// `op` on one value, with the IEEE meaning documented on [`Op1`]. Raw built-ins are
+/// evaluated as the Rust function they stand for.
+pub fn apply1<T: Float>(op: Op1, x: T) -> T {
+    match op {
+        Op1::Neg => -x,
+        Op1::Abs => x.abs(),
+        Op1::Floor | Op1::FloorRaw => x.floor(),
+        Op1::Exp | Op1::ExpRaw => x.exp(),
+        Op1::Log | Op1::LogRaw => x.ln(),
+        Op1::Exp2Raw => x.exp2(),
+        Op1::Log2Raw => x.log2(),
+        Op1::Sqrt | Op1::SqrtRaw => x.sqrt(),
+        Op1::Tanh => x.tanh(),
+        Op1::Sin => x.sin(),
+        Op1::Cos => x.cos(),
+        Op1::IsNan => flag(x.is_nan()),
+        Op1::IsInf => flag(x.is_infinite()),
+        Op1::SignBit => flag(x.is_sign_negative()),
+        Op1::Not => flag(!truth(x)),
+    }
+}
+
+/// `op` on two values, with the IEEE meaning documented on [`Op2`].
+pub fn apply2<T: Float>(op: Op2, a: T, b: T) -> T {
+    match op {
+        Op2::Add => a + b,
+        Op2::Sub => a - b,
+        Op2::Mul => a * b,
+        Op2::Div | Op2::DivRaw => a / b,
+        Op2::Max => {
+            if a.is_nan() || b.is_nan() {
+                T::NAN
+            } else if a >= b {
+                a
+            } else {
+                b
+            }
+        }
+        Op2::Min => {
+            if a.is_nan() || b.is_nan() {
+                T::NAN
+            } else if a <= b {
+                a
+            } else {
+                b
+            }
+        }
+        Op2::MaxRaw => {
+            if a >= b {
+                a
+            } else {
+                b
+            }
+        }
+        Op2::MinRaw => {
+            if a <= b {
+                a
+            } else {
+                b
+            }
+        }
+        Op2::Pow => a.powf(b),
+        Op2::Lt | Op2::LtRaw => flag(a < b),
+        Op2::Le | Op2::LeRaw => flag(a <= b),
+        Op2::Eq | Op2::EqRaw => flag(a == b),
+        Op2::And => flag(truth(a) && truth(b)),
+        Op2::Or => flag(truth(a) || truth(b)),
+    }
+}
+
+/// Where a block reads one input from: consecutive elements, or one value for every element
+/// (an input broadcast along the block).
+#[derive(Clone, Copy, Debug)]
+pub enum Src<'a, T> {
+    Slice(&'a [T]),
+    Scalar(T),
+}
+
+/// The value of one node over a block.
+#[derive(Clone, Copy)]
+enum Val<'a, T> {
+    Slice(&'a [T]),
+    Scalar(T),
+    /// Held in scratch buffer `i`.
+    Buf(usize),
+}
+
+/// Buffers reused from block to block (one per node).
+pub struct Scratch<T> {
+    bufs: Vec<Vec<T>>,
+}
+
+impl<T> Default for Scratch<T> {
+    fn default() -> Self {
+        Scratch { bufs: Vec::new() }
+    }
+}
+
+/// Elements per block when [`eval`] walks a long output.
+pub const BLOCK: usize = 1024;
+
+/// Checks that `kernel` can be evaluated here with `inputs` inputs and `params` parameters:
+/// the host evaluates `f32` kernels (bools as 1 / 0), in `f32` or `f64`.
+pub fn check(kernel: &Kernel, inputs: usize, params: usize) -> Result<()> {
+    if let Some(t) = kernel.inputs().iter().find(|t| **t != DType::F32) {
+        return Err(Error::invalid("kernel", format!("the host evaluates f32 inputs only, not {t}")));
+    }
+    for node in kernel.nodes() {
+        match *node {
+            Node::Cast(DType::F32, a) if matches!(kernel.dtype(a), DType::F32 | DType::Bool) => {}
+            Node::Cast(t, a) => return Err(Error::invalid("kernel", format!("the host does not convert {} to {t}", kernel.dtype(a)))),
+            Node::Const(Lit::I32(_)) => return Err(Error::invalid("kernel", "the host has no i32 values")),
+            _ => {}
+        }
+    }
+    if kernel.inputs().len() != inputs || kernel.params() != params {
+        return Err(Error::invalid(
+            "kernel",
+            format!("takes {} inputs and {} parameters, given {inputs} and {params}", kernel.inputs().len(), kernel.params()),
+        ));
+    }
+    Ok(())
+}
+
+/// Evaluates `kernel` for `out.len()` consecutive elements: input `i` comes from `inputs[i]`
+/// (a slice at least as long as `out`, or one value), parameters from `params`. The caller
+/// has checked the arity ([`check`]).
+pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T], out: &mut [T], scratch: &mut Scratch<T>) {
+    let n = out.len();
+    let nodes = kernel.nodes();
+    if scratch.bufs.len() < nodes.len() {
+        scratch.bufs.resize_with(nodes.len(), Vec::new);
+    }
+    let mut vals: Vec<Val<'_, T>> = Vec::with_capacity(nodes.len());
+    for (i, node) in nodes.iter().enumerate() {
+        let v = match *node {
+            Node::Input(j) => match inputs[j as usize] {
+                Src::Slice(s) => Val::Slice(&s[..n]),
+                Src::Scalar(x) => Val::Scalar(x),
+            },
+            Node::Param(j) => Val::Scalar(params[j as usize]),
+            Node::Const(l) => Val::Scalar(match l {
+                Lit::F32(bits) => T::from_f32(f32::from_bits(bits)),
+                Lit::Bool(b) => flag(b),
+                Lit::I32(x) => T::from_f32(x as f32),
+            }),
+            Node::Op1(op, a) => match vals[a as usize] {
+                Val::Scalar(x) => Val::Scalar(apply1(op, x)),
+                va => {
+                    let mut buf = take(scratch, i, n);
+                    map1(op, read(va, scratch), &mut buf);
+                    put(scratch, i, buf)
+                }
+            },
+            Node::Op2(op, a, b) => match (vals[a as usize], vals[b as usize]) {
+                (Val::Scalar(x), Val::Scalar(y)) => Val::Scalar(apply2(op, x, y)),
+                (va, vb) => {
+                    let mut buf = take(scratch, i, n);
+                    map2(op, operand(va, scratch), operand(vb, scratch), &mut buf);
+                    put(scratch, i, buf)
+                }
+            },
+            Node::Select(c, a, b) => match (vals[c as usize], vals[a as usize], vals[b as usize]) {
+                (Val::Scalar(c), va, vb) => {
+                    if truth(c) {
+                        va
+                    } else {
+                        vb
+                    }
+                }
+                (vc, va, vb) => {
+                    let mut buf = take(scratch, i, n);
+                    let (c, a, b) = (read(vc, scratch), operand(va, scratch), operand(vb, scratch));
+                    for (j, d) in buf.iter_mut().enumerate() {
+                        *d = if truth(c[j]) { a.at(j) } else { b.at(j) };
+                    }
+                    put(scratch, i, buf)
+                }
+            },
+            // Every value is held in the float type already (bools as 1 / 0).
+            Node::Cast(_, a) => vals[a as usize],
+        };
+        vals.push(v);
+    }
+    match vals[kernel.out() as usize] {
+        Val::Scalar(x) => out.fill(x),
+        v => out.copy_from_slice(&read(v, scratch)[..n]),
+    }
+}
+
+/// Evaluates `kernel` over a whole output whose inputs are all full-length slices or single
+/// values, block by block.
+pub fn eval<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T], out: &mut [T]) -> Result<()> {
+    check(kernel, inputs.len(), params.len())?;
+    for (i, s) in inputs.iter().enumerate() {
+        if let Src::Slice(s) = s {
+            if s.len() < out.len() {
+                return Err(Error::invalid("kernel", format!("input {i} has {} elements for {} outputs", s.len(), out.len())));
+            }
+        }
+    }
+    let mut scratch = Scratch::default();
+    let mut start = 0;
+    for chunk in out.chunks_mut(BLOCK) {
+        let ins: Vec<Src<'_, T>> = inputs
+            .iter()
+            .map(|s| match *s {
+                Src::Slice(x) => Src::Slice(&x[start..start + chunk.len()]),
+                Src::Scalar(v) => Src::Scalar(v),
+            })
+            .collect();
+        eval_block(kernel, &ins, params, chunk, &mut scratch);
+        start += chunk.len();
+    }
+    Ok(())
+}
+
+/// Evaluates `kernel` for one element.
+pub fn eval_one<T: Float>(kernel: &Kernel, inputs: &[T], params: &[T]) -> Result<T> {
+    let srcs: Vec<Src<'_, T>> = inputs.iter().map(|&x| Src::Scalar(x)).collect();
+    let mut out = [T::ZERO];
+    eval(kernel, &srcs, params, &mut out)?;
+    Ok(out[0])
+}
+
+fn take<T: Float>(s: &mut Scratch<T>, i: usize, n: usize) -> Vec<T> {
+    let mut b = std::mem::take(&mut s.bufs[i]);
+    b.clear();
+    b.resize(n, T::ZERO);
+    b
+}
+
+fn put<T>(s: &mut Scratch<T>, i: usize, buf: Vec<T>) -> Val<'static, T> {
+    s.bufs[i] = buf;
+    Val::Buf(i)
+}
+
+/// The elements of a non-scalar value.
+fn read<'s, T: Float>(v: Val<'s, T>, s: &'s Scratch<T>) -> &'s [T] {
+    match v {
+        Val::Slice(x) => x,
+        Val::Buf(i) => &s.bufs[i],
+        // Callers match scalars out first.
+        Val::Scalar(_) => &[],
+    }
+}
+
+/// An operand of a vector operation: elements or one value.
+#[derive(Clone, Copy)]
+enum Operand<'s, T> {
+    Many(&'s [T]),
+    One(T),
+}
+
+impl<T: Copy> Operand<'_, T> {
+    fn at(&self, j: usize) -> T {
+        match self {
+            Operand::Many(x) => x[j],
+            Operand::One(v) => *v,
+        }
+    }
+}
+
+fn operand<'s, T: Float>(v: Val<'s, T>, s: &'s Scratch<T>) -> Operand<'s, T> {
+    match v {
+        Val::Scalar(x) => Operand::One(x),
+        other => Operand::Many(read(other, s)),
+    }
+}
+
+fn map1<T: Float>(op: Op1, x: &[T], out: &mut [T]) {
+    macro_rules! each {
+        ($f:expr) => {
+            for (d, &v) in out.iter_mut().zip(x) {
+                *d = $f(v);
+            }
+        };
+    }
+    // One loop per op, so each is monomorphic (and vectorised where the op allows).
+    match op {
+        Op1::Neg => each!(|v: T| -v),
+        Op1::Abs => each!(|v: T| v.abs()),
+        Op1::Exp | Op1::ExpRaw => each!(|v: T| v.exp()),
+        Op1::Log | Op1::LogRaw => each!(|v: T| v.ln()),
+        Op1::Sqrt | Op1::SqrtRaw => each!(|v: T| v.sqrt()),
+        Op1::Tanh => each!(|v: T| v.tanh()),
+        _ => each!(|v: T| apply1(op, v)),
+    }
+}
+
+fn map2<T: Float>(op: Op2, a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [T]) {
+    macro_rules! each {
+        ($f:expr) => {{
+            let f = $f;
+            match (a, b) {
+                (Operand::Many(x), Operand::Many(y)) => {
+                    for ((d, &u), &v) in out.iter_mut().zip(x).zip(y) {
+                        *d = f(u, v);
+                    }
+                }
+                (Operand::Many(x), Operand::One(v)) => {
+                    for (d, &u) in out.iter_mut().zip(x) {
+                        *d = f(u, v);
+                    }
+                }
+                (Operand::One(u), Operand::Many(y)) => {
+                    for (d, &v) in out.iter_mut().zip(y) {
+                        *d = f(u, v);
+                    }
+                }
+                (Operand::One(u), Operand::One(v)) => out.fill(f(u, v)),
+            }
+        }};
+    }
+    match op {
+        Op2::Add => each!(|u: T, v: T| u + v),
+        Op2::Sub => each!(|u: T, v: T| u - v),
+        Op2::Mul => each!(|u: T, v: T| u * v),
+        Op2::Div | Op2::DivRaw => each!(|u: T, v: T| u / v),
+        _ => each!(|u: T, v: T| apply2(op, u, v)),
+    }
+}

@@ -1,0 +1,38 @@
+//! Kernels from one definition.
+//!
+//! Every elementwise function of pixelgrad is written once, as a small typed expression
+//! ([`ir`]): [`defs`] holds the table (each [`crate::UnaryOp`], [`crate::BinaryOp`] and
+//! `where`). From there:
+//!
+//! - the CPU backend evaluates the expression ([`eval`]) in `f32`, and the f64 reference in
+//!   `f64`, with IEEE semantics for every function;
+//! - the GPU backends [`lower`] it — every IEEE function becomes device built-ins guarded by
+//!   explicit selects, so NaN, infinities, signed zeros and overflow come out the same as on
+//!   the CPU — and [`render`] it through their [`render::Dialect`] (WGSL for WebGPU, GLSL ES
+//!   3.00 for WebGL2). A dialect is a table of primitives; nothing else knows shader syntax.
+//!
+//! ```
+//! use pixelgrad_core::kernel::{eval, ir::{Builder, DType}};
+//!
+//! # fn main() -> pixelgrad_core::Result<()> {
+//! // softplus(x) = log(1 + exp(x)), as a kernel of one input.
+//! let b = Builder::new(&[DType::F32], 0);
+//! let x = b.input(0);
+//! let k = b.finish((x.exp() + 1.0).log())?;
+//! let y: f32 = eval::eval_one(&k, &[0.0], &[])?;
+//! assert!((y - std::f32::consts::LN_2).abs() < 1e-7);
+//! # Ok(()) }
+//! ```
+
+pub mod defs;
+pub mod eval;
+pub mod ir;
+pub mod lower;
+pub mod render;
+
+pub use defs::Launch;
+pub use ir::{Builder, DType, Kernel};
+pub use lower::lower;
+
+#[cfg(test)]
+mod tests;

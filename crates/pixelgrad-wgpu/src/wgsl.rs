@@ -1,0 +1,163 @@
+//! The WGSL dialect of the kernel IR: how each device primitive, type and literal is written
+//! (`pixelgrad_core::kernel::render::Dialect`), and the source of an elementwise kernel built
+//! around a rendered body. This is the only place that writes WGSL for elementwise math.
+
+use pixelgrad_core::kernel::ir::{DType, Kernel};
+use pixelgrad_core::kernel::lower::{Prim1, Prim2};
+use pixelgrad_core::kernel::render::{render_function, Dialect};
+use pixelgrad_core::Result;
+
+use crate::strides::MAX_RANK;
+
+/// WGSL as the kernels use it. Parameters of an elementwise kernel are words
+/// `PARAM_BASE + i` of the launch's uniform slot.
+pub(crate) struct Wgsl;
+
+/// First parameter word of an elementwise kernel (after `n` and `rank`).
+pub(crate) const PARAM_BASE: usize = 2;
+
+impl Dialect for Wgsl {
+    fn name(&self) -> &'static str {
+        "WGSL"
+    }
+    fn ty(&self, t: DType) -> Option<&'static str> {
+        match t {
+            DType::F32 => Some("f32"),
+            DType::I32 => Some("i32"),
+            DType::Bool => Some("bool"),
+            // f16 needs the shader-f16 feature and `enable f16;`; 8-bit values are unpacked
+            // from u32 words by their loads. Neither is rendered yet.
+            DType::F16 | DType::I8 | DType::U8 => None,
+        }
+    }
+    fn special_float(&self, bits: u32) -> String {
+        // `from_bits` (common.wgsl) is a run-time call: a NaN or infinite constant expression
+        // is a shader-creation error in WGSL.
+        format!("from_bits({bits:#010x}u)")
+    }
+    fn input(&self, i: usize) -> String {
+        format!("a{i}")
+    }
+    fn param(&self, i: usize) -> String {
+        format!("pf({}u)", PARAM_BASE + i)
+    }
+    fn prim1(&self, op: Prim1, a: &str) -> String {
+        match op {
+            Prim1::Neg => format!("(-{a})"),
+            Prim1::Abs => format!("abs({a})"),
+            Prim1::Not => format!("(!{a})"),
+            // Bit tests on the float's bits: no compiler may fold these.
+            Prim1::IsNan => format!("((bitcast<u32>({a}) & 0x7fffffffu) > 0x7f800000u)"),
+            Prim1::IsInf => format!("((bitcast<u32>({a}) & 0x7fffffffu) == 0x7f800000u)"),
+            Prim1::SignBit => format!("((bitcast<u32>({a}) >> 31u) != 0u)"),
+            Prim1::Exp => format!("exp({a})"),
+            Prim1::Log => format!("log({a})"),
+            Prim1::Exp2 => format!("exp2({a})"),
+            Prim1::Log2 => format!("log2({a})"),
+            Prim1::Sqrt => format!("sqrt({a})"),
+            Prim1::Floor => format!("floor({a})"),
+        }
+    }
+    fn prim2(&self, op: Prim2, a: &str, b: &str) -> String {
+        match op {
+            Prim2::Add => format!("({a} + {b})"),
+            Prim2::Sub => format!("({a} - {b})"),
+            Prim2::Mul => format!("({a} * {b})"),
+            Prim2::Div => format!("({a} / {b})"),
+            Prim2::Max => format!("max({a}, {b})"),
+            Prim2::Min => format!("min({a}, {b})"),
+            Prim2::Lt => format!("({a} < {b})"),
+            Prim2::Le => format!("({a} <= {b})"),
+            Prim2::Eq => format!("({a} == {b})"),
+            Prim2::And => format!("({a} && {b})"),
+            Prim2::Or => format!("({a} || {b})"),
+        }
+    }
+    fn select(&self, c: &str, a: &str, b: &str) -> String {
+        // WGSL's select takes the false value first.
+        format!("select({b}, {a}, {c})")
+    }
+    fn cast(&self, to: DType, from: DType, a: &str) -> Option<String> {
+        match (from, to) {
+            (f, t) if f == t => Some(a.to_string()),
+            (DType::Bool, DType::F32) => Some(format!("select(0.0, 1.0, {a})")),
+            (DType::I32, DType::F32) => Some(format!("f32({a})")),
+            (DType::F32, DType::I32) => Some(format!("i32({a})")),
+            _ => None,
+        }
+    }
+    fn declare(&self, ty: &str, name: &str, value: &str) -> String {
+        format!("    let {name}: {ty} = {value};")
+    }
+    fn function(&self, name: &str, args: &[(&str, String)], ret: &str, body: &str) -> String {
+        let args: Vec<String> = args.iter().map(|(t, n)| format!("{n}: {t}")).collect();
+        format!("fn {name}({}) -> {ret} {{\n{body}}}\n", args.join(", "))
+    }
+}
+
+/// Parameter word offsets of an elementwise launch with `inputs` inputs and `params`
+/// parameters: `[n, rank, params.., dims[MAX_RANK], strides[MAX_RANK] per input]`.
+pub(crate) struct MapLayout {
+    pub dims: usize,
+    pub strides: usize,
+    pub words: usize,
+}
+
+impl MapLayout {
+    pub(crate) fn new(inputs: usize, params: usize) -> Self {
+        let dims = PARAM_BASE + params;
+        let strides = dims + MAX_RANK;
+        MapLayout { dims, strides, words: strides + MAX_RANK * inputs }
+    }
+}
+
+/// The WGSL of an elementwise kernel: `kernel`'s body as `pg_apply(a0, a1, ..)`, and a
+/// `main` that reads each input at its broadcast index. Pipeline constants: `FAST` (every
+/// input has the output's shape or is one element, so indices need no arithmetic) and
+/// `SCALARS` (bit `i`: input `i` is one element, read at index 0).
+pub(crate) fn map_source(kernel: &Kernel) -> Result<String> {
+    let apply = render_function(kernel, &Wgsl, "pg_apply")?;
+    let n = kernel.inputs().len();
+    let lay = MapLayout::new(n, kernel.params());
+    let mut s = String::new();
+    s.push_str("// Elementwise kernel rendered from the kernel IR (pixelgrad_core::kernel).\n");
+    s.push_str("override FAST: bool = false;\noverride SCALARS: u32 = 0u;\n\n");
+    for i in 0..n {
+        s.push_str(&format!("@group(0) @binding({}) var<storage, read> x{i}: array<f32>;\n", i + 1));
+    }
+    s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out: array<f32>;\n\n", n + 1));
+    s.push_str(&apply);
+    s.push('\n');
+    s.push_str(
+        "@compute @workgroup_size(256)\n\
+         fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        \
+         @builtin(local_invocation_index) lid: u32) {\n    \
+         let i = flat_index(wid, nwg, lid);\n    \
+         if (i >= pu(0u)) {\n        return;\n    }\n",
+    );
+    let fast_args: Vec<String> = (0..n).map(|i| format!("x{i}[select(i, 0u, ((SCALARS >> {i}u) & 1u) == 1u)]")).collect();
+    s.push_str(&format!("    if (FAST) {{\n        out[i] = pg_apply({});\n        return;\n    }}\n", fast_args.join(", ")));
+    // General path: decompose i into output coordinates, innermost axis first.
+    s.push_str("    var rem = i;\n");
+    for i in 0..n {
+        s.push_str(&format!("    var i{i} = 0u;\n"));
+    }
+    s.push_str(&format!(
+        "    let rank = pu(1u);\n    for (var k = 0u; k < rank; k++) {{\n        let ax = rank - 1u - k;\n        \
+         let d = pu({}u + ax);\n        let c = rem % d;\n        rem = rem / d;\n",
+        lay.dims
+    ));
+    for i in 0..n {
+        s.push_str(&format!("        i{i} += c * pu({}u + ax);\n", lay.strides + MAX_RANK * i));
+    }
+    s.push_str("    }\n");
+    let idx_args: Vec<String> = (0..n).map(|i| format!("x{i}[i{i}]")).collect();
+    s.push_str(&format!("    out[i] = pg_apply({});\n}}\n", idx_args.join(", ")));
+    Ok(s)
+}
+
+/// The Box-Muller transform of the random kernel, `pg_box_muller(u1, u2)`, rendered from its
+/// one definition (`pixelgrad_core::kernel::defs::box_muller_kernel`).
+pub(crate) fn box_muller() -> Result<String> {
+    render_function(&pixelgrad_core::kernel::defs::box_muller_kernel()?, &Wgsl, "pg_box_muller")
+}
