@@ -11,7 +11,8 @@ use crate::shape::{broadcast_shapes, Shape};
 use crate::{Error, Result};
 
 /// Elementwise functions of one input. Scalar parameters are carried in the op (backends pass
-/// them as uniforms, so they never cause a new kernel to be compiled).
+/// them as uniforms, so they never cause a new kernel to be compiled). Each variant's meaning
+/// is its definition in [`crate::kernel::defs`], the one table every backend runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum UnaryOp {
     Neg,
@@ -25,7 +26,10 @@ pub enum UnaryOp {
     Sin,
     Cos,
     /// `x * mul + add`
-    Affine { mul: f32, add: f32 },
+    Affine {
+        mul: f32,
+        add: f32,
+    },
     /// `x ^ p` (for negative `x` only whole `p` are meaningful)
     Powf(f32),
     /// `max(x, c)`
@@ -37,6 +41,7 @@ pub enum UnaryOp {
 }
 
 /// Elementwise functions of two inputs, with broadcasting. Comparisons return `1.0` or `0.0`.
+/// Definitions: [`crate::kernel::defs`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BinaryOp {
     Add,
@@ -63,48 +68,6 @@ pub enum ReduceOp {
     Min,
     /// Index of the first maximum, as `f32`. Not differentiable.
     ArgMax,
-}
-
-impl UnaryOp {
-    /// Stable numeric code and scalar parameters `(code, p0, p1)`: GPU kernels receive these as
-    /// uniforms (or specialisation constants), and every backend's shaders use these codes.
-    pub fn code(&self) -> (u32, f32, f32) {
-        match *self {
-            UnaryOp::Neg => (0, 0.0, 0.0),
-            UnaryOp::Exp => (1, 0.0, 0.0),
-            UnaryOp::Log => (2, 0.0, 0.0),
-            UnaryOp::Sqrt => (3, 0.0, 0.0),
-            UnaryOp::Recip => (4, 0.0, 0.0),
-            UnaryOp::Tanh => (5, 0.0, 0.0),
-            UnaryOp::Sigmoid => (6, 0.0, 0.0),
-            UnaryOp::Abs => (7, 0.0, 0.0),
-            UnaryOp::Sin => (8, 0.0, 0.0),
-            UnaryOp::Cos => (9, 0.0, 0.0),
-            UnaryOp::Affine { mul, add } => (10, mul, add),
-            UnaryOp::Powf(p) => (11, p, 0.0),
-            UnaryOp::MaxScalar(c) => (12, c, 0.0),
-            UnaryOp::MinScalar(c) => (13, c, 0.0),
-            UnaryOp::GtScalar(c) => (14, c, 0.0),
-        }
-    }
-}
-
-impl BinaryOp {
-    /// Stable numeric code shared by every backend's shaders.
-    pub fn code(&self) -> u32 {
-        match self {
-            BinaryOp::Add => 0,
-            BinaryOp::Sub => 1,
-            BinaryOp::Mul => 2,
-            BinaryOp::Div => 3,
-            BinaryOp::Max => 4,
-            BinaryOp::Min => 5,
-            BinaryOp::Pow => 6,
-            BinaryOp::Gt => 7,
-            BinaryOp::Ge => 8,
-            BinaryOp::Eq => 9,
-        }
-    }
 }
 
 /// Distributions of [`Op::Random`].
@@ -246,9 +209,7 @@ impl Op {
             msg,
         };
         match self.arity() {
-            Some(n) if n != inputs.len() => {
-                return Err(err(format!("expects {n} inputs, got {}", inputs.len())))
-            }
+            Some(n) if n != inputs.len() => return Err(err(format!("expects {n} inputs, got {}", inputs.len()))),
             None if inputs.is_empty() => return Err(err("expects at least one input".into())),
             _ => {}
         }
@@ -261,9 +222,7 @@ impl Op {
         match self {
             Op::Fill { shape, .. } | Op::Random { shape, .. } => Ok(shape.clone()),
             Op::Unary(_) => Ok(inputs[0].clone()),
-            Op::Binary(_) | Op::Where => {
-                broadcast_shapes(inputs).ok_or_else(|| err("shapes do not broadcast".into()))
-            }
+            Op::Binary(_) | Op::Where => broadcast_shapes(inputs).ok_or_else(|| err("shapes do not broadcast".into())),
             Op::Reduce { axis, .. } => {
                 let s = inputs[0];
                 if *axis >= s.rank() {
@@ -302,21 +261,16 @@ impl Op {
             Op::Im2Col(w) => {
                 rank_is(4)?;
                 let d = &inputs[0].0;
-                let (oh, ow) =
-                    w.out_hw(d[2], d[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
+                let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
                 Ok(Shape(vec![d[0], d[1] * w.kh * w.kw, oh * ow]))
             }
             Op::Col2Im { window: w, h, w: wd } => {
                 rank_is(3)?;
                 let d = &inputs[0].0;
-                let (oh, ow) =
-                    w.out_hw(*h, *wd).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
+                let (oh, ow) = w.out_hw(*h, *wd).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
                 let kk = w.kh * w.kw;
                 if !d[1].is_multiple_of(kk) || d[2] != oh * ow {
-                    return Err(err(format!(
-                        "expects [N, C*{kk}, {}] for a {h}x{wd} image",
-                        oh * ow
-                    )));
+                    return Err(err(format!("expects [N, C*{kk}, {}] for a {h}x{wd} image", oh * ow)));
                 }
                 Ok(Shape(vec![d[0], d[1] / kk, *h, *wd]))
             }
@@ -396,9 +350,7 @@ impl Op {
                 }
                 let mut total = 0;
                 for s in inputs {
-                    if s.rank() != first.rank()
-                        || (0..first.rank()).any(|i| i != *axis && s.0[i] != first.0[i])
-                    {
+                    if s.rank() != first.rank() || (0..first.rank()).any(|i| i != *axis && s.0[i] != first.0[i]) {
                         return Err(err(format!("sizes differ off axis {axis}")));
                     }
                     total += s.0[*axis];

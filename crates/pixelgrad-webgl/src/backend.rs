@@ -49,11 +49,7 @@ impl WebGlBackend {
         return Self::build(gl, opts);
     }
 
-    fn build(
-        gl: glow::Context,
-        opts: WebGlOptions,
-        #[cfg(not(target_arch = "wasm32"))] egl: Option<crate::egl::Headless>,
-    ) -> Result<Self> {
+    fn build(gl: glow::Context, opts: WebGlOptions, #[cfg(not(target_arch = "wasm32"))] egl: Option<crate::egl::Headless>) -> Result<Self> {
         let report = crate::caps::measure(&gl, &opts)?;
         for w in &report.warnings {
             warn(w);
@@ -83,6 +79,8 @@ impl WebGlBackend {
             report: RefCell::new(report),
             pool: RefCell::new(HashMap::new()),
             programs: RefCell::new(HashMap::new()),
+            map_kernels: RefCell::new(Vec::new()),
+            map_index: RefCell::new(HashMap::new()),
             vertex: Cell::new(None),
             counters: Cell::new(Counters::default()),
             pass_log: RefCell::new(None),
@@ -131,13 +129,21 @@ impl WebGlBackend {
     }
 
     /// Compiles every program up front (e.g. before timing a training loop) and returns how
-    /// many were compiled.
+    /// many were compiled: every `shaders/*.glsl` program in every config, and every
+    /// elementwise definition in its two usual forms (same-shape inputs, broadcast inputs).
     pub fn warm_up(&self) -> Result<usize> {
         self.shared.current()?;
         let mut n = 0;
         for spec in crate::dialect::all_specs() {
             self.shared.program("warm_up", spec)?;
             n += 1;
+        }
+        for (label, k) in pixelgrad_core::kernel::defs::all()? {
+            let id = self.shared.map_kernel("warm_up", &k, || label)?;
+            for fast in [true, false] {
+                self.shared.program("warm_up", crate::dialect::ProgramSpec::map(id, crate::dialect::map_config(fast, 0)))?;
+                n += 1;
+            }
         }
         Ok(n)
     }

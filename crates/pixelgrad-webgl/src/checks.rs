@@ -8,10 +8,9 @@
 
 use std::rc::Rc;
 
-use pixelgrad_core::Result;
+use pixelgrad_core::{BinaryOp, Result, Shape};
 
 use crate::context::Shared;
-use crate::launch::Pass;
 use crate::texture::GlTensor;
 
 /// Queued checks are folded into one when this many are pending.
@@ -86,21 +85,13 @@ impl Shared {
         let (op, mut flag) = (first.op, first.flag);
         for c in it {
             add_parts(&mut msgs, &c);
-            // binary.max on two 1-element tensors.
-            let pass = Pass::new(op, "binary", 4)
-                .input("u_a", &flag)
-                .input("u_b", &c.flag)
-                .ranked("u_shape", &[1], 1)
-                .ranked("u_sa", &[0], 0)
-                .ranked("u_sb", &[0], 0);
-            flag = self.run(pass, 1)?;
+            // The larger of the two 1-element flags.
+            let one = Shape::from([1]);
+            let max = BinaryOp::Max.launch()?;
+            flag = crate::ops::elementwise::map(self, op, "max", &max, &[&flag, &c.flag], &[&one, &one], &one)?;
         }
         // One distinct line: every folded check had first's op and message.
-        let msg = if msgs.len() == 1 {
-            first.msg
-        } else {
-            format!("one of these checks failed since the last read: {}", msgs.join("; "))
-        };
+        let msg = if msgs.len() == 1 { first.msg } else { format!("one of these checks failed since the last read: {}", msgs.join("; ")) };
         Ok(Some(Check { flag, op, msg, parts: msgs }))
     }
 

@@ -26,6 +26,10 @@ pub(crate) struct Shared {
     pub max_tex: u32,
     pub pool: RefCell<HashMap<PoolKey, Vec<glow::Texture>>>,
     pub programs: RefCell<HashMap<ProgramSpec, Rc<Program>>>,
+    /// Elementwise kernels rendered from the kernel IR, numbered in order of first use (the
+    /// `kernel` of their [`ProgramSpec`]), with a label for logs.
+    pub map_kernels: RefCell<Vec<(pixelgrad_core::kernel::Kernel, String)>>,
+    pub map_index: RefCell<HashMap<pixelgrad_core::kernel::Kernel, u32>>,
     pub vertex: Cell<Option<glow::Shader>>,
     pub counters: Cell<Counters>,
     pub pass_log: RefCell<Option<Vec<String>>>,

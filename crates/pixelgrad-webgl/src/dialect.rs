@@ -1,6 +1,12 @@
 //! The one place that knows the GLSL dialect: the `#version` line, precision qualifiers, the
-//! shared helper functions and how a program's source is assembled from `shaders/*.glsl`.
-//! Everything else names a program by a [`ProgramSpec`] and never writes GLSL text.
+//! shared helper functions, how a program's source is assembled from `shaders/*.glsl`, and how
+//! the kernel IR's primitives are spelled ([`Glsl300`]: every elementwise function is
+//! rendered from its one definition in `pixelgrad_core::kernel::defs`). Everything else names
+//! a program by a [`ProgramSpec`] and never writes GLSL text.
+
+use pixelgrad_core::kernel::ir::{DType, Kernel};
+use pixelgrad_core::kernel::lower::{Prim1, Prim2};
+use pixelgrad_core::kernel::render::{render_function, Dialect};
 
 /// Highest tensor rank the index helpers handle (shape uniforms are arrays of this length).
 pub const MAX_RANK: usize = 6;
@@ -18,9 +24,6 @@ const VERTEX: &str = include_str!("shaders/fullscreen.vert");
 pub const BODIES: &[(&str, &str)] = &[
     ("fill", include_str!("shaders/fill.glsl")),
     ("random", include_str!("shaders/random.glsl")),
-    ("unary", include_str!("shaders/unary.glsl")),
-    ("binary", include_str!("shaders/binary.glsl")),
-    ("where", include_str!("shaders/where.glsl")),
     ("reduce", include_str!("shaders/reduce.glsl")),
     ("matmul", include_str!("shaders/matmul.glsl")),
     ("matmul_pack", include_str!("shaders/matmul_pack.glsl")),
@@ -45,45 +48,49 @@ pub enum Entry {
 }
 
 /// Which program to run: a body name plus a small configuration (an opcode or a fast-path
-/// flag), turned into `#define CONFIG n`. `(name, config)` is the cache key; shapes are never
-/// part of it, they are uniforms.
+/// flag), turned into `#define CONFIG n`, and for elementwise programs ([`MAP`]) the number
+/// of the kernel in the backend's registry of rendered kernels. The spec is the cache key;
+/// shapes are never part of it, they are uniforms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ProgramSpec {
     pub name: &'static str,
     pub config: u32,
+    /// Registry number of the rendered kernel ([`MAP`] programs; 0 otherwise).
+    pub kernel: u32,
 }
+
+/// Body name of the elementwise programs rendered from the kernel IR.
+pub const MAP: &str = "map";
 
 impl ProgramSpec {
     pub fn new(name: &'static str, config: u32) -> Self {
-        ProgramSpec { name, config }
+        ProgramSpec { name, config, kernel: 0 }
+    }
+
+    /// An elementwise program: kernel `kernel` of the registry with `config`
+    /// ([`map_config`]).
+    pub fn map(kernel: u32, config: u32) -> Self {
+        ProgramSpec { name: MAP, config, kernel }
     }
 
     /// Bodies that write whole texels themselves (matmul's 4 accumulators, its operand repacking,
     /// the heatmap's pixels).
     pub fn entry(&self) -> Entry {
         match self.name {
-            "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" => {
-                Entry::OwnMain
-            }
+            "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" => Entry::OwnMain,
             _ => Entry::Elementwise,
         }
     }
 }
 
 impl ProgramSpec {
-    /// A readable label for logs: the body name plus what its config means.
+    /// A readable label for logs: the body name plus what its config means (elementwise
+    /// programs are labelled by the backend, which knows what each kernel is).
     pub fn label(&self) -> String {
-        const UNARY: [&str; 15] = [
-            "neg", "exp", "log", "sqrt", "recip", "tanh", "sigmoid", "abs", "sin", "cos", "affine", "powf", "max_scalar",
-            "min_scalar", "gt_scalar",
-        ];
-        const BINARY: [&str; 10] = ["add", "sub", "mul", "div", "max", "min", "pow", "gt", "ge", "eq"];
         const REDUCE: [&str; 4] = ["sum", "max", "min", "first_equal"];
         const RANDOM: [&str; 2] = ["uniform", "normal"];
         const MATMUL: [&str; 3] = ["nn", "nt", "nt_any"];
         let table: &[&str] = match self.name {
-            "unary" => &UNARY,
-            "binary" => &BINARY,
             "reduce" => &REDUCE,
             "random" => &RANDOM,
             "matmul" => &MATMUL,
@@ -101,19 +108,167 @@ pub fn vertex_source() -> String {
     format!("{VERSION}{PRECISION}{VERTEX}")
 }
 
-/// The full fragment source of `spec`, or `None` for an unknown body name.
-pub fn fragment_source(spec: &ProgramSpec) -> Option<String> {
-    let body = BODIES.iter().find(|(n, _)| *n == spec.name)?.1;
-    let mut s = String::with_capacity(HEADER.len() + body.len() + 512);
+/// The start of every fragment program: version, precision, the `MAX_RANK` and `CONFIG`
+/// defines and the shared helpers.
+fn preamble(config: u32) -> String {
+    let mut s = String::with_capacity(HEADER.len() + 256);
     s.push_str(VERSION);
     s.push_str(PRECISION);
-    s.push_str(&format!("#define MAX_RANK {MAX_RANK}\n#define CONFIG {}\n", spec.config));
+    s.push_str(&format!("#define MAX_RANK {MAX_RANK}\n#define CONFIG {config}\n"));
     s.push_str(HEADER);
+    s
+}
+
+/// The full fragment source of a program with a `shaders/*.glsl` body, or `None` for an
+/// unknown body name ([`MAP`] programs come from [`map_source`]).
+pub fn fragment_source(spec: &ProgramSpec) -> Option<String> {
+    let body = BODIES.iter().find(|(n, _)| *n == spec.name)?.1;
+    let mut s = preamble(spec.config);
+    if spec.name == "random" {
+        // The Box-Muller transform, rendered from its one definition.
+        s.push_str(&render_function(&pixelgrad_core::kernel::defs::box_muller_kernel().ok()?, &Glsl300, "pg_box_muller").ok()?);
+    }
     s.push_str(body);
     if spec.entry() == Entry::Elementwise {
         s.push_str(MAIN_ELEMENTWISE);
     }
     Some(s)
+}
+
+/// Most inputs and parameters of an elementwise program (sampler and uniform names below).
+pub const MAP_MAX_INPUTS: usize = 8;
+pub const MAP_MAX_PARAMS: usize = 8;
+/// Uniform names of an elementwise program: input samplers, their broadcast strides, the
+/// scalar parameters.
+pub const MAP_INPUTS: [&str; MAP_MAX_INPUTS] = ["u_x0", "u_x1", "u_x2", "u_x3", "u_x4", "u_x5", "u_x6", "u_x7"];
+pub const MAP_STRIDES: [&str; MAP_MAX_INPUTS] = ["u_s0", "u_s1", "u_s2", "u_s3", "u_s4", "u_s5", "u_s6", "u_s7"];
+pub const MAP_PARAMS: [&str; MAP_MAX_PARAMS] = ["u_p0", "u_p1", "u_p2", "u_p3", "u_p4", "u_p5", "u_p6", "u_p7"];
+
+/// The `CONFIG` of an elementwise program: bit 0 set when no input needs index arithmetic
+/// (each has the output's shape or one element), bit `1 + i` when input `i` is one element.
+pub fn map_config(fast: bool, scalars: u32) -> u32 {
+    u32::from(fast) | (scalars << 1)
+}
+
+/// The fragment source of an elementwise program: `kernel` rendered as
+/// `pg_apply(a0, a1, ..)`, each input fetched at its broadcast index (right-aligned shapes
+/// padded to `MAX_RANK`, stride 0 on broadcast axes; the index loop stops once the remaining
+/// coordinates are all 0).
+pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
+    let n = kernel.inputs().len();
+    if n > MAP_MAX_INPUTS || kernel.params() > MAP_MAX_PARAMS {
+        return Err(pixelgrad_core::Error::invalid(
+            "GLSL kernel",
+            format!("{n} inputs and {} parameters; at most {MAP_MAX_INPUTS} and {MAP_MAX_PARAMS}", kernel.params()),
+        ));
+    }
+    let mut s = preamble(config);
+    s.push_str("// Elementwise program rendered from the kernel IR (pixelgrad_core::kernel).\n");
+    for name in &MAP_INPUTS[..n] {
+        s.push_str(&format!("uniform highp sampler2D {name};\n"));
+    }
+    s.push_str("uniform int u_shape[MAX_RANK];\n");
+    for name in &MAP_STRIDES[..n] {
+        s.push_str(&format!("uniform int {name}[MAX_RANK];\n"));
+    }
+    for name in &MAP_PARAMS[..kernel.params()] {
+        s.push_str(&format!("uniform float {name};\n"));
+    }
+    s.push_str(&render_function(kernel, &Glsl300, "pg_apply")?);
+    s.push_str("\nfloat compute(int i) {\n#if (CONFIG & 1) != 0\n");
+    let fast: Vec<String> = (0..n).map(|i| format!("fetch({}, (CONFIG & {}) != 0 ? 0 : i)", MAP_INPUTS[i], 2 << i)).collect();
+    s.push_str(&format!("    return pg_apply({});\n#else\n", fast.join(", ")));
+    let idx: Vec<String> = (0..n).map(|i| format!("i{i} = 0")).collect();
+    s.push_str(&format!("    int rest = i, {};\n", idx.join(", ")));
+    s.push_str("    for (int d = MAX_RANK - 1; d >= 0; --d) {\n        if (rest == 0) break;\n");
+    s.push_str("        int c = rest % u_shape[d];\n        rest /= u_shape[d];\n");
+    for (i, name) in MAP_STRIDES[..n].iter().enumerate() {
+        s.push_str(&format!("        i{i} += c * {name}[d];\n"));
+    }
+    s.push_str("    }\n");
+    let slow: Vec<String> = (0..n).map(|i| format!("fetch({}, i{i})", MAP_INPUTS[i])).collect();
+    s.push_str(&format!("    return pg_apply({});\n#endif\n}}\n", slow.join(", ")));
+    s.push_str(MAIN_ELEMENTWISE);
+    Ok(s)
+}
+
+/// GLSL ES 3.00, as the WebGL2 programs are written (highp everywhere). Values are `a0..`
+/// (inputs) and `u_p0..` (parameters).
+pub struct Glsl300;
+
+impl Dialect for Glsl300 {
+    fn name(&self) -> &'static str {
+        "GLSL ES 3.00"
+    }
+    fn ty(&self, t: DType) -> Option<&'static str> {
+        match t {
+            DType::F32 => Some("float"),
+            DType::I32 => Some("int"),
+            DType::Bool => Some("bool"),
+            // Half floats are stored in RGBA16F but computed in highp float; 8-bit values
+            // come from integer textures. Not rendered yet.
+            DType::F16 | DType::I8 | DType::U8 => None,
+        }
+    }
+    fn special_float(&self, bits: u32) -> String {
+        format!("uintBitsToFloat({bits:#010x}u)")
+    }
+    fn input(&self, i: usize) -> String {
+        format!("a{i}")
+    }
+    fn param(&self, i: usize) -> String {
+        MAP_PARAMS.get(i).map_or_else(|| format!("u_p{i}"), |n| n.to_string())
+    }
+    fn prim1(&self, op: Prim1, a: &str) -> String {
+        match op {
+            Prim1::Neg => format!("(-{a})"),
+            Prim1::Abs => format!("abs({a})"),
+            Prim1::Not => format!("(!{a})"),
+            // Bit tests on the float's bits: no compiler may fold these.
+            Prim1::IsNan => format!("((floatBitsToUint({a}) & 0x7fffffffu) > 0x7f800000u)"),
+            Prim1::IsInf => format!("((floatBitsToUint({a}) & 0x7fffffffu) == 0x7f800000u)"),
+            Prim1::SignBit => format!("((floatBitsToUint({a}) >> 31u) != 0u)"),
+            Prim1::Exp => format!("exp({a})"),
+            Prim1::Log => format!("log({a})"),
+            Prim1::Exp2 => format!("exp2({a})"),
+            Prim1::Log2 => format!("log2({a})"),
+            Prim1::Sqrt => format!("sqrt({a})"),
+            Prim1::Floor => format!("floor({a})"),
+        }
+    }
+    fn prim2(&self, op: Prim2, a: &str, b: &str) -> String {
+        match op {
+            Prim2::Add => format!("({a} + {b})"),
+            Prim2::Sub => format!("({a} - {b})"),
+            Prim2::Mul => format!("({a} * {b})"),
+            Prim2::Div => format!("({a} / {b})"),
+            Prim2::Max => format!("max({a}, {b})"),
+            Prim2::Min => format!("min({a}, {b})"),
+            Prim2::Lt => format!("({a} < {b})"),
+            Prim2::Le => format!("({a} <= {b})"),
+            Prim2::Eq => format!("({a} == {b})"),
+            Prim2::And => format!("({a} && {b})"),
+            Prim2::Or => format!("({a} || {b})"),
+        }
+    }
+    fn select(&self, c: &str, a: &str, b: &str) -> String {
+        format!("({c} ? {a} : {b})")
+    }
+    fn cast(&self, to: DType, from: DType, a: &str) -> Option<String> {
+        match (from, to) {
+            (f, t) if f == t => Some(a.to_string()),
+            (DType::Bool | DType::I32, DType::F32) => Some(format!("float({a})")),
+            (DType::F32, DType::I32) => Some(format!("int({a})")),
+            _ => None,
+        }
+    }
+    fn declare(&self, ty: &str, name: &str, value: &str) -> String {
+        format!("    {ty} {name} = {value};")
+    }
+    fn function(&self, name: &str, args: &[(&str, String)], ret: &str, body: &str) -> String {
+        let args: Vec<String> = args.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        format!("{ret} {name}({}) {{\n{body}}}\n", args.join(", "))
+    }
 }
 
 /// Source with line numbers, for compile errors.
@@ -125,8 +280,6 @@ pub fn numbered(src: &str) -> String {
 fn configs(name: &str) -> u32 {
     match name {
         "random" => 2,
-        "unary" => 15,
-        "binary" => 10,
         "reduce" => 4,
         "matmul" => 3,
         "matmul_block_pack" | "matmul_unblock" => 2,
@@ -134,10 +287,22 @@ fn configs(name: &str) -> u32 {
     }
 }
 
-/// Every program the backend can ask for (for warm-up and for validating all shader sources).
+/// Every program with a `shaders/*.glsl` body the backend can ask for (for warm-up and for
+/// validating shader sources; elementwise programs are enumerated from the kernel table).
 pub fn all_specs() -> Vec<ProgramSpec> {
-    BODIES
-        .iter()
-        .flat_map(|(name, _)| (0..configs(name)).map(move |c| ProgramSpec::new(name, c)))
-        .collect()
+    BODIES.iter().flat_map(|(name, _)| (0..configs(name)).map(move |c| ProgramSpec::new(name, c))).collect()
+}
+
+/// The fragment source of every elementwise definition in each form (same shapes with no
+/// one-element input, same shapes with every input one element, broadcast), labelled: for
+/// offline validation.
+pub fn all_map_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for (label, k) in pixelgrad_core::kernel::defs::all()? {
+        let every = (1u32 << k.inputs().len()) - 1;
+        for (form, config) in [("fast", map_config(true, 0)), ("scalars", map_config(true, every)), ("broadcast", map_config(false, 0))] {
+            out.push((format!("{label}.{form}"), map_source(&k, config)?));
+        }
+    }
+    Ok(out)
 }

@@ -3,7 +3,7 @@
 //! small 8-bit image is read back.
 
 use glow::HasContext;
-use pixelgrad_core::{Error, ReduceOp, Result, Shape, Storage, Tensor};
+use pixelgrad_core::{Error, ReduceOp, Result, Shape, Storage, Tensor, UnaryOp};
 
 use crate::backend::WebGlBackend;
 use crate::launch::Pass;
@@ -51,7 +51,7 @@ impl WebGlBackend {
 
         // max |x| on the GPU: abs pass, then a max tree down to one element.
         let n = shape.numel();
-        let abs = sh.run(Pass::new(op, "unary", 7).input("u_x", t).float("u_p0", 0.0).float("u_p1", 0.0), n)?;
+        let abs = crate::ops::elementwise::map(sh, op, "abs", &UnaryOp::Abs.launch()?, &[t], &[shape], shape)?;
         let scale = crate::ops::reduce_axis(sh, ReduceOp::Max, &abs, 1, n, 1)?;
 
         let gl = &sh.gl;

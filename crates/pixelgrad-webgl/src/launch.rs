@@ -22,7 +22,10 @@ pub(crate) struct Pass<'a> {
 
 impl<'a> Pass<'a> {
     pub fn new(op: &'static str, name: &'static str, config: u32) -> Self {
-        Pass { op, spec: ProgramSpec::new(name, config), inputs: Vec::new(), uniforms: Vec::new() }
+        Pass::with_spec(op, ProgramSpec::new(name, config))
+    }
+    pub fn with_spec(op: &'static str, spec: ProgramSpec) -> Self {
+        Pass { op, spec, inputs: Vec::new(), uniforms: Vec::new() }
     }
     pub fn input(mut self, name: &'static str, t: &'a GlTensor) -> Self {
         self.inputs.push((name, t));
@@ -66,11 +69,7 @@ impl Pass<'_> {
     /// The uniforms a draw of this pass sets, in order: one sampler per input, `u_out_w`,
     /// `u_out_n`, then the pass's own.
     pub fn uniform_names(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.inputs
-            .iter()
-            .map(|(n, _)| *n)
-            .chain(["u_out_w", "u_out_n"])
-            .chain(self.uniforms.iter().map(|(n, _)| *n))
+        self.inputs.iter().map(|(n, _)| *n).chain(["u_out_w", "u_out_n"]).chain(self.uniforms.iter().map(|(n, _)| *n))
     }
 }
 
@@ -121,15 +120,7 @@ impl Shared {
         self.draw_pass(pass, &[target], w, h, len, false)
     }
 
-    fn draw_pass(
-        &self,
-        pass: &Pass<'_>,
-        targets: &[glow::Texture],
-        w: u32,
-        h: u32,
-        len: usize,
-        planned: bool,
-    ) -> Result<()> {
+    fn draw_pass(&self, pass: &Pass<'_>, targets: &[glow::Texture], w: u32, h: u32, len: usize, planned: bool) -> Result<()> {
         // A texture must never be sampled and rendered to in one draw (a feedback loop:
         // undefined in GL, an error in WebGL). Outputs come fresh from the pool or from a
         // plan entry no live tensor holds (inputs are live), so this holds by construction;
@@ -159,7 +150,7 @@ impl Shared {
         self.count(|c| c.launches += 1);
         self.log_pass(|| {
             // The shared strided-copy program is labelled by the op it implements.
-            let label = if pass.spec.name == "view" { format!("view.{}", pass.op) } else { pass.spec.label() };
+            let label = if pass.spec.name == "view" { format!("view.{}", pass.op) } else { self.spec_label(&pass.spec) };
             format!("{label:<18} -> {w:>4}x{h:<4} texels ({len} elements)")
         });
         Ok(())

@@ -137,19 +137,48 @@ impl Shared {
             if !gl.get_shader_compile_status(sh) {
                 let log = gl.get_shader_info_log(sh);
                 gl.delete_shader(sh);
-                return Err(self.err(
-                    op,
-                    format!("shader {label} failed to compile:\n{log}\n--- source ---\n{}", dialect::numbered(src)),
-                ));
+                return Err(self.err(op, format!("shader {label} failed to compile:\n{log}\n--- source ---\n{}", dialect::numbered(src))));
             }
             Ok(sh)
         }
     }
 
+    /// The number of elementwise kernel `k` in this backend's registry, registering it (with
+    /// `label()` for logs) on first use.
+    pub fn map_kernel(&self, op: &'static str, k: &pixelgrad_core::kernel::Kernel, label: impl FnOnce() -> String) -> Result<u32> {
+        if let Some(&id) = self.map_index.borrow().get(k) {
+            return Ok(id);
+        }
+        let mut list = self.map_kernels.borrow_mut();
+        let id = u32::try_from(list.len()).map_err(|_| self.err(op, "too many elementwise kernels"))?;
+        list.push((k.clone(), label()));
+        self.map_index.borrow_mut().insert(k.clone(), id);
+        Ok(id)
+    }
+
+    /// A readable label of `spec` for logs.
+    pub fn spec_label(&self, spec: &ProgramSpec) -> String {
+        if spec.name == dialect::MAP {
+            let list = self.map_kernels.borrow();
+            let what = list.get(spec.kernel as usize).map_or("?", |(_, l)| l.as_str());
+            let form = if spec.config & 1 != 0 { "" } else { " (broadcast)" };
+            return format!("{what}{form}");
+        }
+        spec.label()
+    }
+
+    fn fragment(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
+        if spec.name == dialect::MAP {
+            let k = self.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
+            let k = k.ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {}", spec.kernel)))?;
+            return dialect::map_source(&k, spec.config).map_err(|e| self.err(op, e.to_string()));
+        }
+        dialect::fragment_source(spec).ok_or_else(|| self.err(op, format!("no shader named {}", spec.name)))
+    }
+
     fn compile(&self, op: &'static str, spec: ProgramSpec) -> Result<Program> {
-        let src = dialect::fragment_source(&spec)
-            .ok_or_else(|| self.err(op, format!("no shader named {}", spec.name)))?;
-        let label = format!("{}.glsl (CONFIG {})", spec.name, spec.config);
+        let src = self.fragment(op, &spec)?;
+        let label = format!("{} (CONFIG {})", self.spec_label(&spec), spec.config);
         let vs = self.vertex_shader(op)?;
         let fs = self.compile_stage(op, &label, glow::FRAGMENT_SHADER, &src)?;
         let gl = &self.gl;
@@ -165,10 +194,9 @@ impl Shared {
             if !gl.get_program_link_status(p) {
                 let log = gl.get_program_info_log(p);
                 gl.delete_program(p);
-                return Err(self.err(
-                    op,
-                    format!("program {label} failed to link:\n{log}\n--- fragment source ---\n{}", dialect::numbered(&src)),
-                ));
+                return Err(
+                    self.err(op, format!("program {label} failed to link:\n{log}\n--- fragment source ---\n{}", dialect::numbered(&src)))
+                );
             }
             Ok(Program::new(p))
         }

@@ -13,7 +13,9 @@ fn all_programs_compile_and_link_in_the_context() {
     let t = std::time::Instant::now();
     let n = b.warm_up().unwrap();
     eprintln!("compiled {n} programs in {:?}", t.elapsed());
-    assert_eq!(n, dialect::all_specs().len());
+    // Every body program, plus every elementwise definition in two forms.
+    let defs = pixelgrad_core::kernel::defs::all().unwrap().len();
+    assert_eq!(n, dialect::all_specs().len() + 2 * defs);
     assert_eq!(b.counters().compiles as usize, n);
     // Cached: a second warm-up compiles nothing.
     b.warm_up().unwrap();
@@ -32,6 +34,9 @@ fn all_shaders_pass_glslang_validator() {
     for spec in dialect::all_specs() {
         let src = dialect::fragment_source(&spec).unwrap();
         sources.push((format!("{}_{}.frag", spec.name, spec.config), src));
+    }
+    for (label, src) in dialect::all_map_sources().unwrap() {
+        sources.push((format!("{label}.frag"), src));
     }
     let mut failures = Vec::new();
     for (name, src) in &sources {

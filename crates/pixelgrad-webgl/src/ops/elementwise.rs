@@ -1,12 +1,15 @@
-//! Fill, random, unary, binary and where: one element per output position, broadcasting by
+//! Fill, random, and every elementwise function (unary, binary, where) as a program rendered
+//! from its one definition in the kernel IR: one element per output position, broadcasting by
 //! stride-0 axes.
 
 use std::rc::Rc;
 
-use pixelgrad_core::{BinaryOp, Distribution, Result, Shape, UnaryOp};
+use pixelgrad_core::kernel::Launch;
+use pixelgrad_core::shape::coalesce;
+use pixelgrad_core::{Distribution, Result, Shape};
 
-use super::strides;
 use crate::context::Shared;
+use crate::dialect::{map_config, ProgramSpec, MAP_INPUTS, MAP_MAX_INPUTS, MAP_MAX_PARAMS, MAP_PARAMS, MAP_STRIDES};
 use crate::launch::Pass;
 use crate::texture::GlTensor;
 
@@ -28,50 +31,65 @@ pub(crate) fn random(sh: &Rc<Shared>, seed: u64, dist: Distribution, n: usize) -
     sh.run(pass, n)
 }
 
-pub(crate) fn unary(sh: &Rc<Shared>, u: UnaryOp, x: &GlTensor, n: usize) -> Result<GlTensor> {
-    let (code, p0, p1) = u.code();
-    sh.run(Pass::new("unary", "unary", code).input("u_x", x).float("u_p0", p0).float("u_p1", p1), n)
-}
-
 /// Strides of `input` seen through the (right-aligned) output shape: 0 on broadcast axes.
 pub(crate) fn broadcast_strides(input: &Shape, out: &Shape) -> Vec<i64> {
-    let st = strides(&input.0);
-    let off = out.rank() - input.rank();
-    (0..out.rank())
-        .map(|d| if d < off || input.0[d - off] == 1 { 0 } else { st[d - off] })
-        .collect()
+    pixelgrad_core::shape::broadcast_strides(input, out).into_iter().map(|s| s as i64).collect()
 }
 
-fn out_dims(out: &Shape) -> Vec<i64> {
-    out.0.iter().map(|&d| d as i64).collect()
-}
-
-pub(crate) fn binary(
+/// Runs `launch` (an elementwise kernel from the kernel IR; `op.name` labels it in logs, e.g.
+/// `unary.tanh`) over `ts` of shapes `shapes`, each broadcast to `out`.
+pub(crate) fn map(
     sh: &Rc<Shared>,
-    b: BinaryOp,
-    x: &GlTensor,
-    y: &GlTensor,
-    sx: &Shape,
-    sy: &Shape,
+    op: &'static str,
+    name: &'static str,
+    launch: &Launch,
+    ts: &[&GlTensor],
+    shapes: &[&Shape],
     out: &Shape,
 ) -> Result<GlTensor> {
-    let pass = Pass::new("binary", "binary", b.code())
-        .input("u_a", x)
-        .input("u_b", y)
-        .ranked("u_shape", &out_dims(out), 1)
-        .ranked("u_sa", &broadcast_strides(sx, out), 0)
-        .ranked("u_sb", &broadcast_strides(sy, out), 0);
-    sh.run(pass, out.numel())
-}
-
-pub(crate) fn select(sh: &Rc<Shared>, ts: &[&GlTensor], shapes: &[&Shape], out: &Shape) -> Result<GlTensor> {
-    let pass = Pass::new("where", "where", 0)
-        .input("u_c", ts[0])
-        .input("u_a", ts[1])
-        .input("u_b", ts[2])
-        .ranked("u_shape", &out_dims(out), 1)
-        .ranked("u_sc", &broadcast_strides(shapes[0], out), 0)
-        .ranked("u_sa", &broadcast_strides(shapes[1], out), 0)
-        .ranked("u_sb", &broadcast_strides(shapes[2], out), 0);
+    if ts.len() > MAP_MAX_INPUTS || launch.params.len() > MAP_MAX_PARAMS {
+        return Err(sh.err(
+            op,
+            format!(
+                "{} inputs and {} parameters; programs take at most {MAP_MAX_INPUTS} and {MAP_MAX_PARAMS}",
+                ts.len(),
+                launch.params.len()
+            ),
+        ));
+    }
+    let id = sh.map_kernel(op, &launch.kernel, || if name.is_empty() { op.to_string() } else { format!("{op}.{name}") })?;
+    // Every input the output's shape or one element: no index arithmetic. A one-element
+    // output reads index 0 of everything anyway.
+    let mut scalars = 0u32;
+    let mut fast = true;
+    for (i, s) in shapes.iter().enumerate() {
+        if out.numel() == 1 {
+            continue;
+        }
+        if s.numel() == 1 {
+            scalars |= 1 << i;
+        } else if *s != out {
+            fast = false;
+        }
+    }
+    let config = if fast { map_config(true, scalars) } else { map_config(false, 0) };
+    let mut pass = Pass::with_spec(op, ProgramSpec::map(id, config));
+    for (i, t) in ts.iter().enumerate() {
+        pass = pass.input(MAP_INPUTS[i], t);
+    }
+    if !fast {
+        // Axes contiguous in every operand merge (fewer index-loop iterations).
+        let mut all: Vec<Vec<usize>> = shapes.iter().map(|s| pixelgrad_core::shape::broadcast_strides(s, out)).collect();
+        all.push(pixelgrad_core::shape::contiguous_strides(out.dims()));
+        let (dims, strides) = coalesce(out.dims(), &all);
+        let wide = |v: &[usize]| v.iter().map(|&x| x as i64).collect::<Vec<i64>>();
+        pass = pass.ranked("u_shape", &wide(&dims), 1);
+        for (i, st) in strides.iter().take(ts.len()).enumerate() {
+            pass = pass.ranked(MAP_STRIDES[i], &wide(st), 0);
+        }
+    }
+    for (i, &p) in launch.params.iter().enumerate() {
+        pass = pass.float(MAP_PARAMS[i], p);
+    }
     sh.run(pass, out.numel())
 }

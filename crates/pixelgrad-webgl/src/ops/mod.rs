@@ -1,6 +1,6 @@
 //! Forward kernels of every primitive op, as passes. `execute` matches [`Op`] exhaustively.
 
-mod elementwise;
+pub(crate) mod elementwise;
 mod index;
 mod layout;
 mod matmul;
@@ -69,9 +69,9 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
     let t = match op {
         Op::Fill { value, .. } => elementwise::fill(sh, *value, n)?,
         Op::Random { seed, dist, .. } => elementwise::random(sh, *seed, *dist, n)?,
-        Op::Unary(u) => elementwise::unary(sh, *u, ts[0], n)?,
-        Op::Binary(b) => elementwise::binary(sh, *b, ts[0], ts[1], shapes[0], shapes[1], out)?,
-        Op::Where => elementwise::select(sh, &ts, shapes, out)?,
+        Op::Unary(u) => elementwise::map(sh, "unary", u.name(), &u.launch()?, &ts, shapes, out)?,
+        Op::Binary(b) => elementwise::map(sh, "binary", b.name(), &b.launch()?, &ts, shapes, out)?,
+        Op::Where => elementwise::map(sh, "where", "", &pixelgrad_core::kernel::defs::where_launch()?, &ts, shapes, out)?,
         Op::Reduce { op: r, axis } => reduce::reduce(sh, *r, ts[0], shapes[0], *axis)?,
         Op::MatMul { trans_a, trans_b } => matmul::matmul(sh, ts[0], ts[1], shapes[0], shapes[1], *trans_a, *trans_b, out)?,
         Op::Im2Col(w) => window::im2col(sh, ts[0], shapes[0], *w, out)?,

@@ -40,6 +40,7 @@ float compute(int i) {
 #else
     float u1 = unit(w.x) + 1.0 / 16777216.0;
     float u2 = unit(w.y);
-    return u_p0 + u_p1 * (sqrt(-2.0 * log(u1)) * sincos(6.283185307179586 * u2).y);
+    // pg_box_muller is rendered from its one definition (kernel::defs::box_muller_kernel).
+    return u_p0 + u_p1 * pg_box_muller(u1, u2);
 #endif
 }
