@@ -96,21 +96,30 @@ export declare const layers: {
 };
 
 export interface OptimizerConfig {
-  readonly name: 'adam' | 'sgd' | 'rmsprop';
+  readonly name: OptimizerName;
   readonly learningRate: number;
   readonly momentum?: number;
 }
 
+/** The engine's optimizer names (the CLI's `--optimizer`). */
+export type OptimizerName = 'adam' | 'adamw' | 'sgd' | 'momentum' | 'nesterov' | 'rmsprop';
+
 export declare const optimizers: {
   adam(learningRate?: number): OptimizerConfig;
+  /** Adam with decoupled weight decay 0.01. */
+  adamw(learningRate?: number): OptimizerConfig;
   sgd(learningRate?: number, momentum?: number): OptimizerConfig;
+  /** SGD with momentum 0.9. */
+  momentum(learningRate?: number): OptimizerConfig;
+  /** SGD with Nesterov momentum 0.9. */
+  nesterov(learningRate?: number): OptimizerConfig;
   rmsprop(learningRate?: number): OptimizerConfig;
 };
 
 export type LossName = 'softmaxCrossEntropy' | 'meanSquaredError' | 'sigmoidCrossEntropy';
 
 export interface CompileOptions {
-  optimizer?: OptimizerConfig | 'adam' | 'sgd' | 'rmsprop';
+  optimizer?: OptimizerConfig | OptimizerName;
   loss?: LossName;
   metrics?: string[];
 }

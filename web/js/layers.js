@@ -34,9 +34,16 @@ function lrOf(lr, name) {
   return lr;
 }
 
-/** Optimizer configs for `model.compile`. */
+/**
+ * Optimizer configs for `model.compile`. The names are the engine's (`OptimizerKind::parse`
+ * in pixelgrad-nn, the CLI's `--optimizer`): `momentum` and `nesterov` are SGD with momentum
+ * 0.9 (plain or Nesterov), `adamw` is Adam with decoupled weight decay 0.01.
+ */
 export const optimizers = Object.freeze({
   adam: (learningRate) => Object.freeze({ name: 'adam', learningRate: lrOf(learningRate, 'adam') }),
+  adamw: (learningRate) => Object.freeze({ name: 'adamw', learningRate: lrOf(learningRate, 'adamw') }),
   sgd: (learningRate, momentum = 0) => Object.freeze({ name: 'sgd', learningRate: lrOf(learningRate, 'sgd'), momentum }),
+  momentum: (learningRate) => Object.freeze({ name: 'momentum', learningRate: lrOf(learningRate, 'momentum') }),
+  nesterov: (learningRate) => Object.freeze({ name: 'nesterov', learningRate: lrOf(learningRate, 'nesterov') }),
   rmsprop: (learningRate) => Object.freeze({ name: 'rmsprop', learningRate: lrOf(learningRate, 'rmsprop') }),
 });

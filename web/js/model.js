@@ -32,7 +32,7 @@ function positiveInt(v, dflt, what) {
 function optimizerOf(o) {
   if (o === undefined) return optimizers.adam(1e-3);
   if (typeof o === 'string') {
-    if (!optimizers[o]) throw new Error(`compile: unknown optimizer '${o}' (adam, sgd, rmsprop)`);
+    if (!optimizers[o]) throw new Error(`compile: unknown optimizer '${o}' (${Object.keys(optimizers).join(', ')})`);
     return optimizers[o]();
   }
   if (!o || typeof o.name !== 'string') throw new Error('compile: optimizer must be pg.optimizers.adam(lr) / sgd(lr) or a name');

@@ -5,9 +5,6 @@ import initWasm, * as wasm from './pixelgrad_web.js';
 
 export { wasm };
 
-/** Largest self-test relative error `auto` accepts (the native CLI's SELF_TEST_TOL). */
-export const SELF_TEST_TOL = 1e-3;
-const SOFTWARE = /swiftshader|llvmpipe|lavapipe|softpipe|basic render/i;
 const BACKENDS = ['webgpu', 'webgl', 'cpu'];
 
 let wasmReady = null;
@@ -84,7 +81,9 @@ async function startWebGpu(auto, allowSoftware) {
   const info = adapter.info || (adapter.requestAdapterInfo ? await adapter.requestAdapterInfo() : null);
   const desc = describeAdapter(info);
   const fallback = !!(adapter.isFallbackAdapter || (info && info.isFallbackAdapter));
-  if (auto && !allowSoftware && (fallback || SOFTWARE.test(desc))) {
+  // The list of software rasterisers and the self-test bound are the engine's (one copy, in
+  // pixelgrad_core::backend), asked through the loaded module.
+  if (auto && !allowSoftware && (fallback || wasm.isSoftwareRenderer(desc))) {
     throw new Error(
       `adapter '${desc || 'fallback adapter'}' is a software rasteriser, slower than the wasm CPU backend; ` +
         "use init({ backend: 'webgpu' }) or allowSoftware: true to use it",
@@ -96,7 +95,7 @@ async function startWebGpu(auto, allowSoftware) {
     inner.free();
     throw new Error(`adapter '${a}' is a software rasteriser, slower than the wasm CPU backend; use init({ backend: 'webgpu' }) or allowSoftware: true`);
   }
-  return { inner, adapter: desc || inner.adapter, software: fallback || SOFTWARE.test(desc) || inner.software };
+  return { inner, adapter: desc || inner.adapter, software: fallback || wasm.isSoftwareRenderer(desc) || inner.software };
 }
 
 function newCanvas() {
@@ -111,7 +110,7 @@ function startWebGl(auto, allowSoftware) {
   if (!gl) throw new Error('getContext("webgl2") returned null (no WebGL2 in this browser or context)');
   const dbg = gl.getExtension('WEBGL_debug_renderer_info');
   const renderer = String(gl.getParameter(dbg ? dbg.UNMASKED_RENDERER_WEBGL : gl.RENDERER) || '');
-  if (auto && !allowSoftware && SOFTWARE.test(renderer)) {
+  if (auto && !allowSoftware && wasm.isSoftwareRenderer(renderer)) {
     throw new Error(
       `renderer '${renderer}' is a software rasteriser, slower than the wasm CPU backend; ` +
         "use init({ backend: 'webgl' }) or allowSoftware: true to use it",
@@ -121,7 +120,7 @@ function startWebGl(auto, allowSoftware) {
     throw new Error('no EXT_color_buffer_float (float textures cannot be rendered to; half floats are too imprecise for auto)');
   }
   const inner = wasm.Runtime.webgl(gl);
-  return { inner, adapter: renderer || inner.adapter, keep: canvas, software: SOFTWARE.test(renderer) || inner.software };
+  return { inner, adapter: renderer || inner.adapter, keep: canvas, software: wasm.isSoftwareRenderer(renderer) || inner.software };
 }
 
 async function start(name, auto, allowSoftware) {
@@ -130,9 +129,10 @@ async function start(name, auto, allowSoftware) {
   else if (name === 'webgl') started = startWebGl(auto, allowSoftware);
   else started = { inner: wasm.Runtime.cpu(), adapter: 'wasm32 CPU' };
   const err = started.inner.maxRelError;
-  if (auto && !(err <= SELF_TEST_TOL)) {
+  const tol = wasm.selfTestTolerance();
+  if (auto && !(err <= tol)) {
     started.inner.free();
-    throw new Error(`self-test max relative error ${Number(err).toExponential(2)} exceeds ${SELF_TEST_TOL}`);
+    throw new Error(`self-test max relative error ${Number(err).toExponential(2)} exceeds ${tol}`);
   }
   return started;
 }

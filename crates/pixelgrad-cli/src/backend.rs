@@ -1,18 +1,15 @@
 //! Backend selection: `auto` tries WebGPU, then WebGL2, then the CPU, and says why it chose.
 //!
 //! A GPU backend is chosen by `auto` only if it starts, its precision self-test against host
-//! f64 passes ([`SELF_TEST_TOL`]), and its adapter is real hardware: software rasterisers
+//! f64 passes (`pixelgrad::SELF_TEST_TOL`), and its adapter is real hardware: software rasterisers
 //! (Mesa lavapipe / llvmpipe, SwiftShader) run the GPU code on the CPU more slowly than the CPU
 //! backend itself, so `auto` passes them over with that reason. Naming a backend explicitly
 //! (`--backend webgpu`) always uses it if it starts.
 
 use pixelgrad::cpu::CpuBackend;
-use pixelgrad::Device;
+use pixelgrad::{is_software_renderer, Device, SELF_TEST_TOL};
 
 use crate::CliResult;
-
-/// Largest relative error the precision self-test may show for `auto` to pick a GPU backend.
-pub const SELF_TEST_TOL: f64 = 1e-3;
 
 /// The chosen device and the log of what was tried.
 pub struct Selected {
@@ -66,7 +63,10 @@ fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
                 None => b.self_test().map_err(|e| format!("self-test failed to run: {e}"))?,
             };
             if st.max_rel_error.is_nan() || st.max_rel_error > SELF_TEST_TOL {
-                return Err(format!("self-test max relative error {:.2e} exceeds {SELF_TEST_TOL:.0e} ({:?} textures)", st.max_rel_error, report.format));
+                return Err(format!(
+                    "self-test max relative error {:.2e} exceeds {SELF_TEST_TOL:.0e} ({:?} textures)",
+                    st.max_rel_error, report.format
+                ));
             }
             if auto && is_software_renderer(&report.renderer) {
                 return Err(format!(
@@ -74,16 +74,13 @@ fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
                     report.renderer
                 ));
             }
-            Ok((Device::new(b), format!("renderer '{}', {:?} textures, self-test max rel error {:.1e}", report.renderer, report.format, st.max_rel_error)))
+            Ok((
+                Device::new(b),
+                format!("renderer '{}', {:?} textures, self-test max rel error {:.1e}", report.renderer, report.format, st.max_rel_error),
+            ))
         }
         other => Err(format!("unknown backend '{other}' (auto, cpu, webgpu, webgl)")),
     }
-}
-
-/// Mesa's llvmpipe / softpipe and Google's SwiftShader rasterise on the CPU.
-fn is_software_renderer(renderer: &str) -> bool {
-    let r = renderer.to_ascii_lowercase();
-    ["llvmpipe", "softpipe", "swiftshader", "lavapipe"].iter().any(|s| r.contains(s))
 }
 
 /// Picks the backend named by `choice` (`auto`, `cpu`, `webgpu`, `webgl`).

@@ -35,6 +35,23 @@ impl std::fmt::Display for BackendKind {
     }
 }
 
+/// Largest relative error a GPU backend's precision self-test (against host f64) may show for
+/// automatic backend selection to use it, natively (the CLI's `--backend auto`) and in the
+/// browser (`pg.init({ backend: 'auto' })`).
+pub const SELF_TEST_TOL: f64 = 1e-3;
+
+/// Names (lower case) of software rasterisers: Mesa's llvmpipe / lavapipe / softpipe, Google's
+/// SwiftShader, Microsoft's Basic Render Driver. They run GPU code correctly on the CPU, but
+/// more slowly than the CPU backend itself, so automatic selection passes them over.
+pub const SOFTWARE_RASTERISERS: [&str; 5] = ["llvmpipe", "lavapipe", "softpipe", "swiftshader", "microsoft basic render"];
+
+/// True if an adapter or renderer description names a software rasteriser
+/// ([`SOFTWARE_RASTERISERS`], case-insensitive).
+pub fn is_software_renderer(description: &str) -> bool {
+    let d = description.to_ascii_lowercase();
+    SOFTWARE_RASTERISERS.iter().any(|s| d.contains(s))
+}
+
 /// Backend-owned memory holding one tensor's elements (contiguous, row-major). A backend
 /// downcasts with [`Storage::downcast`]; dropping the last handle returns the memory to the
 /// backend (its own `Drop` decides how: a pool, deferred until submitted work completes...).

@@ -16,8 +16,8 @@ pub mod rng;
 pub mod shape;
 pub mod tensor;
 
-pub use backend::{Backend, BackendKind, Counters, LocalFuture, Storage};
+pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, SELF_TEST_TOL};
 pub use error::{Error, Result};
-pub use op::{BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
-pub use shape::Shape;
+pub use op::{check_execute, BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
+pub use shape::{Shape, MAX_RANK};
 pub use tensor::{grad_enabled, no_grad, Device, NoGradGuard, Param, Tensor};

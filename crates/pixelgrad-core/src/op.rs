@@ -7,7 +7,7 @@
 //! whole numbers stored as `f32` (exact up to 2^24), which keeps every backend's storage uniform
 //! (WebGL textures are float anyway).
 
-use crate::shape::{broadcast_shapes, Shape};
+use crate::shape::{broadcast_shapes, Shape, MAX_RANK};
 use crate::{Error, Result};
 
 /// Elementwise functions of one input. Scalar parameters are carried in the op (backends pass
@@ -200,8 +200,27 @@ impl Op {
     }
 
     /// Checks the inputs and computes the output shape. Every backend can rely on the shapes it
-    /// is given having passed this check.
+    /// is given having passed this check: among others, no input or output has more than
+    /// [`MAX_RANK`] axes, on any backend.
     pub fn infer_shape(&self, inputs: &[&Shape]) -> Result<Shape> {
+        let too_many = |s: &Shape| s.rank() > MAX_RANK;
+        let rank_error = |what: String| Error::Shape {
+            op: self.name(),
+            shapes: inputs.iter().map(|s| s.0.clone()).collect(),
+            backend: String::new(),
+            msg: format!("{what} has more than {MAX_RANK} axes, the most any backend supports"),
+        };
+        if let Some(i) = inputs.iter().position(|s| too_many(s)) {
+            return Err(rank_error(format!("input {i}")));
+        }
+        let out = self.infer_shape_unchecked(inputs)?;
+        if too_many(&out) {
+            return Err(rank_error(format!("the result {out}")));
+        }
+        Ok(out)
+    }
+
+    fn infer_shape_unchecked(&self, inputs: &[&Shape]) -> Result<Shape> {
         let err = |msg: String| Error::Shape {
             op: self.name(),
             shapes: inputs.iter().map(|s| s.0.clone()).collect(),
@@ -361,4 +380,32 @@ impl Op {
             }
         }
     }
+}
+
+/// The checks every backend's [`crate::Backend::execute`] makes before running an op (the
+/// trait is public, so a caller may skip [`crate::Tensor::apply`]): one shape per input, the
+/// shapes pass [`Op::infer_shape`] (which also enforces [`MAX_RANK`]), `out` is its result,
+/// and storage `i` holds at least `lens[i]` >= its shape's element count. One function, so
+/// every backend refuses the same calls with the same [`Error::Shape`]; backends add only
+/// their own device limits.
+pub fn check_execute(op: &Op, lens: &[usize], shapes: &[&Shape], out: &Shape, backend: &str) -> Result<()> {
+    let err = |msg: String| Error::Shape {
+        op: op.name(),
+        shapes: shapes.iter().map(|s| s.0.clone()).collect(),
+        backend: backend.to_string(),
+        msg,
+    };
+    if lens.len() != shapes.len() {
+        return Err(err(format!("{} inputs for {} shapes", lens.len(), shapes.len())));
+    }
+    let inferred = op.infer_shape(shapes).map_err(|e| e.with_backend(backend))?;
+    if &inferred != out {
+        return Err(err(format!("output shape {out} given, the op produces {inferred}")));
+    }
+    for (i, (&n, s)) in lens.iter().zip(shapes).enumerate() {
+        if n < s.numel() {
+            return Err(err(format!("input {i} holds {n} elements, its shape {s} needs {}", s.numel())));
+        }
+    }
+    Ok(())
 }

@@ -82,6 +82,11 @@ impl Shape {
     }
 }
 
+/// Most axes a tensor may have, on every backend ([`crate::Op::infer_shape`] refuses more).
+/// GPU kernels pass shapes and strides as fixed-size uniform arrays of this length (after
+/// merging axes that are contiguous in every operand, fewer are used).
+pub const MAX_RANK: usize = 8;
+
 /// Row-major contiguous strides of `dims`, in elements.
 pub fn contiguous_strides(dims: &[usize]) -> Vec<usize> {
     let mut s = vec![1; dims.len()];

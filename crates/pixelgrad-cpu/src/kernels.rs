@@ -2,31 +2,17 @@
 //! The match is exhaustive on purpose: a new primitive fails to compile here.
 
 use pixelgrad_core::kernel::defs::where_launch;
-use pixelgrad_core::{Error, Op, Result, Shape};
+use pixelgrad_core::{check_execute, Error, Op, Result, Shape};
 
 use crate::element::Element;
 use crate::{elementwise, index, matmul, movement, random, reduce, window};
 
 /// Runs `op` on host slices. Shapes passed `Op::infer_shape`, and `out` is its result.
 pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], out: &Shape) -> Result<Vec<T>> {
-    // Defensive: `execute` is public, so a caller that skipped `infer_shape` (or passed an
-    // inconsistent `out`) gets an error, not an index panic. Shape math only: cheap.
-    if x.len() != shapes.len() {
-        return Err(Error::backend(op.name(), backend, format!("{} inputs but {} shapes", x.len(), shapes.len())));
-    }
-    let inferred = op.infer_shape(shapes).map_err(|e| e.with_backend(backend))?;
-    if &inferred != out {
-        return Err(Error::backend(op.name(), backend, format!("output shape {out} given, the op produces {inferred}")));
-    }
-    for (i, (d, s)) in x.iter().zip(shapes).enumerate() {
-        if d.len() < s.numel() {
-            return Err(Error::backend(
-                op.name(),
-                backend,
-                format!("input {i} holds {} elements, its shape {s} needs {}", d.len(), s.numel()),
-            ));
-        }
-    }
+    // `execute` is public: a caller that skipped `infer_shape` (or passed an inconsistent
+    // `out`) gets the shared typed error, not an index panic. Shape math only: cheap.
+    let lens: Vec<usize> = x.iter().map(|d| d.len()).collect();
+    check_execute(op, &lens, shapes, out, backend)?;
     Ok(match op {
         Op::Fill { value, shape } => random::fill(*value, shape.numel()),
         Op::Random { seed, dist, shape } => random::random(*seed, *dist, shape.numel()),

@@ -7,7 +7,7 @@
 
 use pixelgrad_core::composite::accuracy_count;
 use pixelgrad_core::{no_grad, Device, Error, Result, Tensor};
-use pixelgrad_nn::optim::{Adam, Optimizer, RmsProp, Sgd};
+use pixelgrad_nn::optim::{Optimizer, OptimizerKind};
 use pixelgrad_nn::train::{train_batch, Sums};
 use pixelgrad_nn::{Loss, Mode, Module};
 use serde_json::Value;
@@ -36,17 +36,23 @@ impl Net {
         Ok(Net { dev: dev.clone(), built, config, opt: None, loss: Loss::CrossEntropy, train: Sums::new(), eval: Sums::new() })
     }
 
-    /// Chooses the optimizer (fresh state) and the loss. The model must end in `[N, classes]`.
+    /// Chooses the optimizer (fresh state; a name of `OptimizerKind::parse`, with `momentum`
+    /// overriding the momentum of the SGD family when nonzero) and the loss. The model must
+    /// end in `[N, classes]`.
     pub fn compile(&mut self, optimizer: &str, lr: f32, momentum: f32, loss: &str) -> Result<()> {
         if !(lr.is_finite() && lr > 0.0) {
             return Err(Error::invalid("compile", format!("learning rate must be a positive number, got {lr}")));
         }
-        let opt: Box<dyn Optimizer> = match optimizer {
-            "adam" => Box::new(Adam::new(lr)),
-            "sgd" => Box::new(Sgd::new(lr).momentum(momentum)),
-            "rmsprop" => Box::new(RmsProp::new(lr)),
-            other => return Err(Error::invalid("compile", format!("unknown optimizer '{other}' (adam, sgd, rmsprop)"))),
-        };
+        if !(momentum.is_finite() && (0.0..1.0).contains(&momentum)) {
+            return Err(Error::invalid("compile", format!("momentum must be in [0, 1), got {momentum}")));
+        }
+        let mut kind = OptimizerKind::parse(optimizer)?;
+        if let OptimizerKind::Sgd { momentum: m, .. } = &mut kind {
+            if momentum > 0.0 {
+                *m = momentum;
+            }
+        }
+        let opt = kind.build(lr);
         self.loss = Loss::parse(loss)?;
         self.classes()?;
         self.opt = Some(opt);
@@ -63,7 +69,10 @@ impl Net {
             Shape::Flat(c) if c > 0 => Ok(c),
             other => Err(Error::invalid(
                 "compile",
-                format!("the model's output is {:?} per sample; end with layers.flatten() and a dense layer giving [N, classes]", other.user_dims()),
+                format!(
+                    "the model's output is {:?} per sample; end with layers.flatten() and a dense layer giving [N, classes]",
+                    other.user_dims()
+                ),
             )),
         }
     }
@@ -103,7 +112,10 @@ impl Net {
             return Err(Error::invalid(op, format!("{} labels for {n} samples", y.len())));
         }
         if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| !(v.fract() == 0.0 && **v >= 0.0 && (**v as usize) < classes)) {
-            return Err(Error::invalid(op, format!("label {v} of sample {i} is not a class index in 0..{classes} (the model has {classes} outputs)")));
+            return Err(Error::invalid(
+                op,
+                format!("label {v} of sample {i} is not a class index in 0..{classes} (the model has {classes} outputs)"),
+            ));
         }
         Ok(())
     }

@@ -77,17 +77,24 @@ impl Shared {
         }
     }
 
-    /// Debug builds check `glGetError` after each pass and name the op; release builds skip
-    /// the round trip.
+    /// Debug builds check `glGetError` after each pass and name the op and the calling line
+    /// (`#[track_caller]`: the place that issued the GL calls, not this function); release
+    /// builds skip the round trip.
+    #[track_caller]
     pub fn check_gl(&self, op: &'static str, what: &str) -> Result<()> {
         if cfg!(debug_assertions) {
             // SAFETY: plain state query on the current context.
             let e = unsafe { self.gl.get_error() };
             if e != glow::NO_ERROR {
-                return Err(self.err(op, format!("GL error 0x{e:04X} after {what} ({}:{})", file!(), line!())));
+                return Err(self.gl_error(op, e, what, std::panic::Location::caller()));
             }
         }
         Ok(())
+    }
+
+    /// The error `check_gl` reports for GL error code `code` after `what`, issued at `at`.
+    pub(crate) fn gl_error(&self, op: &'static str, code: u32, what: &str, at: &std::panic::Location<'_>) -> Error {
+        self.err(op, format!("GL error 0x{code:04X} after {what} ({}:{})", at.file(), at.line()))
     }
 
     /// Returns a texture to the pool (called from a tensor's `Drop`).
@@ -179,6 +186,26 @@ impl Drop for Shared {
             }
             self.gl.delete_framebuffer(self.fbo);
             self.gl.delete_vertex_array(self.vao);
+        }
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use crate::{WebGlBackend, WebGlOptions};
+
+    #[test]
+    fn gl_errors_name_the_caller_line() {
+        let b = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..Default::default() }).unwrap();
+        // Provoke GL_INVALID_ENUM, then check from here.
+        // SAFETY: an invalid enum is a recorded error, not undefined behaviour.
+        unsafe { glow::HasContext::enable(&b.shared.gl, 0xFFFF) };
+        let line = line!() + 1;
+        let r = b.shared.check_gl("test", "enable");
+        if cfg!(debug_assertions) {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains(&format!("context.rs:{line}")), "{e}");
+            assert!(e.contains("GL error 0x0500"), "{e}");
         }
     }
 }

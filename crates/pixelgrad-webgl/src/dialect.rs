@@ -8,8 +8,9 @@ use pixelgrad_core::kernel::ir::{DType, Kernel};
 use pixelgrad_core::kernel::lower::{Prim1, Prim2};
 use pixelgrad_core::kernel::render::{render_function, Dialect};
 
-/// Highest tensor rank the index helpers handle (shape uniforms are arrays of this length).
-pub const MAX_RANK: usize = 6;
+/// Highest tensor rank the index helpers handle (shape uniforms are arrays of this length):
+/// the engine-wide limit.
+pub const MAX_RANK: usize = pixelgrad_core::MAX_RANK;
 
 const VERSION: &str = "#version 300 es\n";
 /// highp everywhere: index arithmetic needs 32-bit ints and training needs f32. Whether the

@@ -140,7 +140,7 @@ impl Shared {
                 (prog, None)
             }
         };
-        self.issue(pass, &prog, slots.as_deref(), w as i32, h as i32, len as i32);
+        self.issue(pass, &prog, slots.as_deref(), w as i32, h as i32, len as i32)?;
         if targets.len() > 1 && slots.is_none() {
             // Back to the shared framebuffer's usual single attachment.
             self.attach_shared(&targets[..1], pass.op)?;
@@ -183,15 +183,20 @@ impl Shared {
 
     /// Sets the draw's state (skipping what is already set) and draws, into the bound
     /// framebuffer. `slots`: the uniform slots in [`Pass::uniform_names`] order, if known.
-    fn issue(&self, pass: &Pass<'_>, prog: &Program, slots: Option<&[usize]>, w: i32, h: i32, len: i32) {
+    fn issue(&self, pass: &Pass<'_>, prog: &Program, slots: Option<&[usize]>, w: i32, h: i32, len: i32) -> Result<()> {
         let gl = &self.gl;
+        let looked_up: Vec<usize>;
+        let slots = match slots {
+            Some(s) => s,
+            None => {
+                looked_up = pass.uniform_names().map(|n| prog.slot(gl, n).map_err(|e| self.err(pass.op, e))).collect::<Result<_>>()?;
+                &looked_up
+            }
+        };
         let mut guard = self.state.try_borrow_mut();
         let mut scratch = GlState::default();
         let st = guard.as_deref_mut().unwrap_or(&mut scratch);
-        let slot = |i: usize, name: &'static str| match slots.and_then(|s| s.get(i)) {
-            Some(&s) => s,
-            None => prog.slot(gl, name),
-        };
+        let slot = |i: usize| slots.get(i).copied().unwrap_or(usize::MAX);
         // SAFETY: all objects belong to the current context; uniform values match the types
         // the shaders declare (`Program::set`).
         unsafe {
@@ -203,7 +208,7 @@ impl Shared {
                 gl.use_program(Some(prog.program));
                 st.program = Some(prog.program);
             }
-            for (unit, (name, t)) in pass.inputs.iter().enumerate() {
+            for (unit, (_, t)) in pass.inputs.iter().enumerate() {
                 let tracked = st.units.get(unit).copied().flatten();
                 if tracked != Some(t.tex) {
                     let u = glow::TEXTURE0 + unit as u32;
@@ -216,13 +221,13 @@ impl Shared {
                         *s = Some(t.tex);
                     }
                 }
-                prog.set(gl, slot(unit, name), &Uniform::I(unit as i32));
+                prog.set(gl, slot(unit), &Uniform::I(unit as i32));
             }
             let n = pass.inputs.len();
-            prog.set(gl, slot(n, "u_out_w"), &Uniform::I(w));
-            prog.set(gl, slot(n + 1, "u_out_n"), &Uniform::I(len));
-            for (i, (name, u)) in pass.uniforms.iter().enumerate() {
-                prog.set(gl, slot(n + 2 + i, name), u);
+            prog.set(gl, slot(n), &Uniform::I(w));
+            prog.set(gl, slot(n + 1), &Uniform::I(len));
+            for (i, (_, u)) in pass.uniforms.iter().enumerate() {
+                prog.set(gl, slot(n + 2 + i), u);
             }
             if !st.vao {
                 gl.bind_vertex_array(Some(self.vao));
@@ -230,5 +235,6 @@ impl Shared {
             }
             gl.draw_arrays(glow::TRIANGLES, 0, 3);
         }
+        Ok(())
     }
 }

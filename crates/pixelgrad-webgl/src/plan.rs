@@ -168,12 +168,7 @@ impl Shared {
 
     /// Inside a step: serves the step's next allocation from its plan (see the module doc).
     /// `None` outside a step (or past [`MAX_ENTRIES`]): the caller allocates eagerly.
-    pub fn alloc_planned(
-        self: &Rc<Self>,
-        key: PoolKey,
-        len: usize,
-        op: &'static str,
-    ) -> Result<Option<GlTensor>> {
+    pub fn alloc_planned(self: &Rc<Self>, key: PoolKey, len: usize, op: &'static str) -> Result<Option<GlTensor>> {
         let mut plans = self.plans.borrow_mut();
         let Some((plan, act)) = plans.current() else {
             return Ok(None);
@@ -286,7 +281,7 @@ impl Shared {
             e.spec = pass.spec;
         }
         e.names = pass.uniform_names().collect();
-        e.slots = e.names.iter().map(|n| e.program.slot(&self.gl, n)).collect();
+        e.slots = e.names.iter().map(|n| e.program.slot(&self.gl, n).map_err(|m| self.err(pass.op, m))).collect::<Result<_>>()?;
         Ok(())
     }
 

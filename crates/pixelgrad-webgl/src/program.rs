@@ -2,7 +2,7 @@
 //! [`ProgramSpec`] (op kind + small config) and reused for every shape.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use glow::HasContext;
@@ -22,6 +22,10 @@ pub(crate) struct Program {
     /// Uniform name -> index into `slots`.
     index: RefCell<HashMap<&'static str, usize>>,
     slots: RefCell<Vec<Slot>>,
+    /// Uniform names the fragment source declares, so a name with no location can be told
+    /// apart: declared but unused (dropped by the compiler, fine) or misspelled (an error in
+    /// debug builds).
+    declared: HashSet<String>,
 }
 
 /// One uniform of a program: its location (None if the compiler dropped it as unused) and
@@ -32,22 +36,28 @@ struct Slot {
 }
 
 impl Program {
-    fn new(program: glow::Program) -> Self {
-        Program { program, index: RefCell::new(HashMap::new()), slots: RefCell::new(Vec::new()) }
+    fn new(program: glow::Program, source: &str) -> Self {
+        Program { program, index: RefCell::new(HashMap::new()), slots: RefCell::new(Vec::new()), declared: declared_uniforms(source) }
     }
 
     /// The slot of a uniform, looking its location up on first use. Slots are stable, so a
-    /// step plan caches them per draw.
-    pub fn slot(&self, gl: &glow::Context, name: &'static str) -> usize {
+    /// step plan caches them per draw. In debug builds (and so in every test) a name the
+    /// program does not declare is an error instead of a uniform silently left unset.
+    pub fn slot(&self, gl: &glow::Context, name: &'static str) -> std::result::Result<usize, String> {
         if let Some(&i) = self.index.borrow().get(name) {
-            return i;
+            return Ok(i);
         }
         // SAFETY: the program is linked and belongs to this context.
         let loc = unsafe { gl.get_uniform_location(self.program, name) };
+        if cfg!(debug_assertions) && loc.is_none() && !self.declared.contains(name) {
+            let mut known: Vec<&str> = self.declared.iter().map(|s| s.as_str()).collect();
+            known.sort_unstable();
+            return Err(format!("uniform {name} is not declared by the program (it declares {})", known.join(", ")));
+        }
         let mut slots = self.slots.borrow_mut();
         slots.push(Slot { loc, value: None });
         self.index.borrow_mut().insert(name, slots.len() - 1);
-        slots.len() - 1
+        Ok(slots.len() - 1)
     }
 
     /// Sets uniform `slot` to `v` unless the program already holds exactly that value. The
@@ -103,6 +113,28 @@ impl Uniform {
             _ => false,
         }
     }
+}
+
+/// Names declared by `uniform` statements of a GLSL source (`uniform highp sampler2D u_x;`,
+/// `uniform int u_shape[MAX_RANK];`, `uniform float a, b;`).
+fn declared_uniforms(src: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for line in src.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("uniform ") else { continue };
+        let decl = rest.split(';').next().unwrap_or("");
+        // Everything after the type: `highp sampler2D u_x` -> `u_x`; lists split on commas.
+        let mut parts = decl.split(',');
+        if let Some(first) = parts.next() {
+            if let Some(name) = first.split_whitespace().last() {
+                out.insert(name.split('[').next().unwrap_or(name).to_string());
+            }
+        }
+        for more in parts {
+            let name = more.trim();
+            out.insert(name.split('[').next().unwrap_or(name).trim().to_string());
+        }
+    }
+    out
 }
 
 impl Shared {
@@ -198,7 +230,7 @@ impl Shared {
                     self.err(op, format!("program {label} failed to link:\n{log}\n--- fragment source ---\n{}", dialect::numbered(&src)))
                 );
             }
-            Ok(Program::new(p))
+            Ok(Program::new(p, &src))
         }
     }
 }
@@ -231,15 +263,18 @@ mod tests {
         let gl = &b.shared.gl;
         // SAFETY: the program belongs to this context.
         unsafe { gl.use_program(Some(p.program)) };
-        let x = p.slot(gl, "u_value");
-        assert_eq!(p.slot(gl, "u_value"), x, "slots are stable");
+        let x = p.slot(gl, "u_value").unwrap();
+        assert_eq!(p.slot(gl, "u_value").unwrap(), x, "slots are stable");
         assert!(p.set(gl, x, &Uniform::F(0.0)));
         assert!(!p.set(gl, x, &Uniform::F(0.0)), "same value: no GL call");
         assert!(p.set(gl, x, &Uniform::F(-0.0)), "-0.0 is another value");
         assert!(p.set(gl, x, &Uniform::F(f32::NAN)));
         assert!(!p.set(gl, x, &Uniform::F(f32::NAN)), "the same NaN bits");
-        let missing = p.slot(gl, "u_no_such_uniform");
-        assert!(!p.set(gl, missing, &Uniform::I(1)), "no location: nothing to set");
+        // A misspelled name is an error (debug builds); a declared one the compiler dropped
+        // (fill declares no unused uniform, so the vertex-stage name stands in) is not.
+        let misspelled = p.slot(gl, "u_valeu");
+        assert!(misspelled.unwrap_err().contains("u_valeu is not declared"), "misspelled uniform accepted");
+        assert!(super::declared_uniforms("uniform highp sampler2D u_x;\nuniform int u_s[6], u_t;\n").contains("u_t"));
         assert!(p.set(gl, x, &Uniform::F(1.5)));
         assert!(!p.set(gl, x, &Uniform::F(1.5)));
         let mut v = [0.0f32];

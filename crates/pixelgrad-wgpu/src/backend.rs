@@ -127,8 +127,7 @@ impl WgpuBackend {
 
     /// Our storage inside `s`, or an error naming the op.
     pub(crate) fn tensor<'a>(&self, op: &'static str, s: &'a Storage) -> Result<&'a GpuTensor> {
-        s.downcast::<GpuTensor>()
-            .ok_or_else(|| Error::BackendMismatch { op, a: self.name(), b: "another backend".into() })
+        s.downcast::<GpuTensor>().ok_or_else(|| Error::BackendMismatch { op, a: self.name(), b: "another backend".into() })
     }
 }
 
@@ -162,24 +161,10 @@ impl Backend for WgpuBackend {
             };
         }
         // Core validated these already; a direct caller may not have, and the launchers index
-        // shapes freely, so re-check rather than risk a panic.
-        if inputs.len() != shapes.len() {
-            return Err(Error::backend(
-                op.name(),
-                BACKEND,
-                format!("{} inputs but {} shapes", inputs.len(), shapes.len()),
-            ));
-        }
-        let inferred = op.infer_shape(shapes).map_err(|e| e.with_backend(&self.name()))?;
-        if inferred != *out {
-            return Err(Error::backend(op.name(), BACKEND, format!("output shape {out} should be {inferred}")));
-        }
+        // shapes freely, so re-check (the shared check) rather than risk a panic.
         let ins: Vec<&GpuTensor> = inputs.iter().map(|s| self.tensor(op.name(), s)).collect::<Result<_>>()?;
-        for (t, s) in ins.iter().zip(shapes) {
-            if t.len < s.numel() {
-                return Err(Error::backend(op.name(), BACKEND, format!("a storage of {} elements passed as {s}", t.len)));
-            }
-        }
+        let lens: Vec<usize> = ins.iter().map(|t| t.len).collect();
+        pixelgrad_core::check_execute(op, &lens, shapes, out, &self.name())?;
         let res = ops::execute(&self.gpu, op, &ins, shapes, out)?;
         Ok(Storage::new(res))
     }

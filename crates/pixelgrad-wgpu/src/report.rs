@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use pixelgrad_core::{Backend, Op, Result, Shape, UnaryOp, ReduceOp};
+use pixelgrad_core::{Backend, Op, ReduceOp, Result, Shape, UnaryOp};
 
 use crate::WgpuBackend;
 
@@ -25,9 +25,12 @@ pub struct WgpuReport {
 }
 
 impl WgpuReport {
-    /// True for software adapters (lavapipe, SwiftShader, WARP): correct but slow.
+    /// True for software adapters (lavapipe, SwiftShader, WARP): correct but slow. Decided by
+    /// the device type, or by the names in [`pixelgrad_core::backend::SOFTWARE_RASTERISERS`]
+    /// (browsers may report another type, or none).
     pub fn is_software(&self) -> bool {
         self.device_type == "Cpu"
+            || [&self.adapter, &self.driver, &self.driver_info].iter().any(|s| pixelgrad_core::is_software_renderer(s))
     }
 }
 
@@ -67,7 +70,11 @@ fn rel_error(got: &[f32], want: &[f64]) -> f64 {
         .zip(want)
         .map(|(&g, &w)| {
             let e = (g as f64 - w).abs() / w.abs().max(1e-30);
-            if e.is_nan() { f64::INFINITY } else { e }
+            if e.is_nan() {
+                f64::INFINITY
+            } else {
+                e
+            }
         })
         .fold(0.0, f64::max)
 }
@@ -129,11 +136,7 @@ impl WgpuBackend {
         let got = self.read_async(&c, m * n).await?;
         // Relative to sum |a_ip b_pj|: entries near zero are sums that cancelled, and no f32
         // summation order can do better than that bound.
-        let mm_err = got
-            .iter()
-            .zip(want.iter().zip(&mag))
-            .map(|(&g, (&w, &s))| (g as f64 - w).abs() / s.max(1e-30))
-            .fold(0.0, f64::max);
+        let mm_err = got.iter().zip(want.iter().zip(&mag)).map(|(&g, (&w, &s))| (g as f64 - w).abs() / s.max(1e-30)).fold(0.0, f64::max);
         details.push(("matmul 33x47x29".to_string(), mm_err));
 
         // exp on [-10, 10] and log on (0, 100].
@@ -145,22 +148,14 @@ impl WgpuBackend {
         let e = self.execute(&Op::Unary(UnaryOp::Exp), &[&sx], &[&shape], &shape)?;
         let got = self.read_async(&e, n).await?;
         let want: Vec<f64> = xs.iter().map(|&v| (v as f64).exp()).collect();
-        let exp_err = got
-            .iter()
-            .zip(&want)
-            .map(|(&g, &w)| (g as f64 - w).abs() / w.abs())
-            .fold(0.0, f64::max);
+        let exp_err = got.iter().zip(&want).map(|(&g, &w)| (g as f64 - w).abs() / w.abs()).fold(0.0, f64::max);
         details.push(("exp on [-10, 10]".to_string(), exp_err));
         let sl = self.upload(&ls)?;
         let lg = self.execute(&Op::Unary(UnaryOp::Log), &[&sl], &[&shape], &shape)?;
         let got = self.read_async(&lg, n).await?;
         let want: Vec<f64> = ls.iter().map(|&v| (v as f64).ln()).collect();
         // Absolute near log(1) = 0, relative elsewhere.
-        let log_err = got
-            .iter()
-            .zip(&want)
-            .map(|(&g, &w)| (g as f64 - w).abs() / w.abs().max(1.0))
-            .fold(0.0, f64::max);
+        let log_err = got.iter().zip(&want).map(|(&g, &w)| (g as f64 - w).abs() / w.abs().max(1.0)).fold(0.0, f64::max);
         details.push(("log on (0, 100]".to_string(), log_err));
 
         // A long sum of positive values: naive f32 accumulation would drift by ~1e-3 here.

@@ -2,8 +2,9 @@
 
 use pixelgrad_core::{Error, Result};
 
-/// Largest rank the strided kernels accept (their parameter slots hold 8 sizes per operand).
-pub(crate) const MAX_RANK: usize = 8;
+/// Largest rank the strided kernels accept (their parameter slots hold this many sizes per
+/// operand): the engine-wide limit.
+pub(crate) use pixelgrad_core::MAX_RANK;
 
 pub(crate) use pixelgrad_core::shape::coalesce;
 

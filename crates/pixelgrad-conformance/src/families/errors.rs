@@ -3,7 +3,7 @@
 //! core before any backend runs; bad index *values* (gather / scatter-add) are a typed error on
 //! the CPU backends and must at least not panic elsewhere.
 
-use pixelgrad_core::{BackendKind, Device, Error, Result, Tensor};
+use pixelgrad_core::{BackendKind, Device, Error, Result, Tensor, MAX_RANK};
 
 use crate::harness::{read_f64, Read};
 
@@ -60,6 +60,21 @@ pub async fn errors(dev: &Device, read: Read) -> Outcome {
     ));
     check(expect_err("where_mismatch", dev, "where", true, run_and_read(read, || Tensor::select(&a, &b, &a)).await));
     check(expect_err("reshape_count", dev, "reshape", true, run_and_read(read, || a.reshape([4, 2])).await));
+    // The rank limit is the engine's (pixelgrad_core::MAX_RANK), the same on every backend:
+    // MAX_RANK axes work (with broadcasting on each), one more is a shape error.
+    let full: Vec<usize> = (0..MAX_RANK).map(|i| 1 + i % 2).collect();
+    let n: usize = full.iter().product();
+    let deep = t(&vec![1.5; n], &full)?;
+    let mut half = full.clone();
+    half[MAX_RANK - 2] = 1;
+    let shallow = t(&vec![2.0; n / full[MAX_RANK - 2]], &half)?;
+    match run_and_read(read, || deep.mul(&shallow)).await {
+        Ok(v) if v.len() == n && v.iter().all(|&x| x == 3.0) => {}
+        Ok(v) => check(Err(format!("errors/max_rank: {MAX_RANK} axes gave wrong values {:?}", &v[..v.len().min(4)]))),
+        Err(e) => check(Err(format!("errors/max_rank: {MAX_RANK} axes must work: {e}"))),
+    }
+    check(expect_err("rank_above_max", dev, "reshape", true, run_and_read(read, || deep.reshape([vec![1], full.clone()].concat())).await));
+    check(expect_err("rank_above_max_fill", dev, "fill", true, run_and_read(read, || Tensor::zeros(dev, vec![1; MAX_RANK + 1])).await));
     // Index values are only known at run time. The CPU backends check them and must return a
     // typed error; a GPU backend cannot without a blocking readback of every index tensor, so
     // there any result is accepted as long as nothing panics and the device stays usable.

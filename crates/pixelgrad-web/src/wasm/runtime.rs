@@ -3,7 +3,7 @@
 //! here each constructor either gives a working device with its self-test result or an error
 //! saying why not.
 
-use pixelgrad_core::{Device, Error, Tensor};
+use pixelgrad_core::{is_software_renderer, Device, Error, Tensor, SELF_TEST_TOL};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_webgl::{glow, WebGlBackend, WebGlOptions};
 use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
@@ -12,12 +12,19 @@ use wasm_bindgen::JsCast;
 
 use super::{js_err, DeviceTensor};
 
-/// Renderer / adapter names of software rasterisers (correct, but slower than the wasm CPU path).
-const SOFTWARE: [&str; 5] = ["swiftshader", "llvmpipe", "lavapipe", "softpipe", "microsoft basic render"];
+/// True if an adapter or renderer description names a software rasteriser (the engine's one
+/// list, `pixelgrad_core::backend::SOFTWARE_RASTERISERS`): `auto` in `web/js` asks this
+/// before starting a backend.
+#[wasm_bindgen(js_name = isSoftwareRenderer)]
+pub fn is_software_renderer_js(description: &str) -> bool {
+    is_software_renderer(description)
+}
 
-fn is_software(name: &str) -> bool {
-    let n = name.to_lowercase();
-    SOFTWARE.iter().any(|s| n.contains(s))
+/// Largest self-test relative error `auto` accepts (`pixelgrad_core::SELF_TEST_TOL`, the
+/// same bound as the native CLI's).
+#[wasm_bindgen(js_name = selfTestTolerance)]
+pub fn self_test_tolerance() -> f64 {
+    SELF_TEST_TOL
 }
 
 /// A started backend: the device every model and tensor of this runtime uses.
@@ -59,7 +66,7 @@ impl Runtime {
         let report = b.report();
         let st = b.self_test_async().await.map_err(js_err)?;
         let adapter = format!("{} ({}, {})", report.adapter, report.device_type, report.driver).trim().to_string();
-        let software = report.is_software() || is_software(&report.adapter) || is_software(&report.driver) || is_software(&report.driver_info);
+        let software = report.is_software();
         Ok(Runtime {
             dev: Device::new(b),
             backend: "webgpu",
@@ -84,7 +91,7 @@ impl Runtime {
         Ok(Runtime {
             dev: Device::new(b),
             backend: "webgl",
-            software: is_software(&report.renderer),
+            software: is_software_renderer(&report.renderer),
             adapter: format!("{} ({})", report.renderer, report.version),
             max_rel_error,
             format: report.format.as_str().to_string(),

@@ -14,16 +14,7 @@ use crate::texture::GlTensor;
 const INPUTS_PER_PASS: usize = 4;
 
 #[allow(clippy::too_many_arguments)]
-fn view(
-    sh: &Rc<Shared>,
-    op: &'static str,
-    x: &GlTensor,
-    out: &Shape,
-    st: &[i64],
-    lo: &[i64],
-    hi: &[i64],
-    off: i64,
-) -> Result<GlTensor> {
+fn view(sh: &Rc<Shared>, op: &'static str, x: &GlTensor, out: &Shape, st: &[i64], lo: &[i64], hi: &[i64], off: i64) -> Result<GlTensor> {
     let dims: Vec<i64> = out.0.iter().map(|&d| d as i64).collect();
     let pass = Pass::new(op, "view", 0)
         .input("u_x", x)
@@ -31,7 +22,8 @@ fn view(
         .ranked("u_st", st, 0)
         .ranked("u_lo", lo, 0)
         .ranked("u_hi", hi, i32::MAX as i64)
-        .sint("u_off", off);
+        .sint("u_off", off)
+        .int("u_rank", out.rank());
     sh.run(pass, out.numel())
 }
 

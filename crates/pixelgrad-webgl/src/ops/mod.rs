@@ -38,33 +38,12 @@ pub(crate) fn split_axis(dims: &[usize], axis: usize) -> (usize, usize, usize) {
 pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
     sh.current()?;
     let name = op.name();
-    // The Backend contract says shapes passed `infer_shape`; check anyway, since `execute` is
-    // public and a wrong call must be an error, not an out-of-bounds panic.
-    let inferred = op.infer_shape(shapes).map_err(|e| e.with_backend(&sh.name))?;
-    if inputs.len() != shapes.len() || &inferred != out {
-        return Err(pixelgrad_core::Error::Shape {
-            op: name,
-            shapes: shapes.iter().map(|s| s.0.clone()).collect(),
-            backend: sh.name.clone(),
-            msg: format!("{} inputs for {} shapes, output {out} (expected {inferred})", inputs.len(), shapes.len()),
-        });
-    }
+    // The Backend contract says shapes passed `infer_shape` (which also bounds the rank to
+    // MAX_RANK, the length of the shape uniforms); check anyway, with the shared check, since
+    // `execute` is public and a wrong call must be an error, not an out-of-bounds panic.
     let ts: Vec<&GlTensor> = inputs.iter().map(|s| tensor_of(s, sh, name)).collect::<Result<_>>()?;
-    for (t, s) in ts.iter().zip(shapes) {
-        if t.len < s.numel() {
-            return Err(sh.err(name, format!("storage holds {} elements but the shape {s} needs {}", t.len, s.numel())));
-        }
-    }
-    let rank = shapes.iter().map(|s| s.rank()).chain(std::iter::once(out.rank())).max().unwrap_or(0);
-    if rank > crate::dialect::MAX_RANK {
-        return Err(pixelgrad_core::Error::Limit {
-            op: name,
-            backend: sh.name.clone(),
-            limit_name: "MAX_RANK",
-            limit: crate::dialect::MAX_RANK as u64,
-            requested: rank as u64,
-        });
-    }
+    let lens: Vec<usize> = ts.iter().map(|t| t.len).collect();
+    pixelgrad_core::check_execute(op, &lens, shapes, out, &sh.name)?;
     let n = out.numel();
     let t = match op {
         Op::Fill { value, .. } => elementwise::fill(sh, *value, n)?,

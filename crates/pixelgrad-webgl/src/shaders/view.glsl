@@ -8,11 +8,12 @@ uniform int u_st[MAX_RANK];
 uniform int u_lo[MAX_RANK];
 uniform int u_hi[MAX_RANK];
 uniform int u_off;
+uniform int u_rank;  // axes in use (the leading MAX_RANK - u_rank are padding)
 
 float compute(int i) {
     int src = u_off, rest = i;
     bool inside = true;
-    for (int d = MAX_RANK - 1; d >= 0; --d) {
+    for (int d = MAX_RANK - 1; d >= MAX_RANK - u_rank; --d) {
         int c = rest % u_shape[d];
         rest /= u_shape[d];
         inside = inside && c >= u_lo[d] && c < u_hi[d];
