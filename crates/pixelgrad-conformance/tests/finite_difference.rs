@@ -55,6 +55,52 @@ fn unary_ops() {
     }
 }
 
+/// Inputs a unary function's gradient is checked on. Exhaustive: a new variant does not
+/// compile until it says where its derivative exists.
+fn unary_domain(op: UnaryOp) -> Gen {
+    match op {
+        UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Recip => pos(),
+        // Fractional powers need positive bases.
+        UnaryOp::Powf(p) if p.fract() != 0.0 => pos(),
+        UnaryOp::Neg
+        | UnaryOp::Exp
+        | UnaryOp::Tanh
+        | UnaryOp::Sigmoid
+        | UnaryOp::Abs
+        | UnaryOp::Sin
+        | UnaryOp::Cos
+        | UnaryOp::Affine { .. }
+        | UnaryOp::Powf(_)
+        | UnaryOp::MaxScalar(_)
+        | UnaryOp::MinScalar(_)
+        | UnaryOp::GtScalar(_) => sym(),
+    }
+}
+
+/// Inputs of both operands of a binary function's gradient check (exhaustive, as above).
+fn binary_domain(op: BinaryOp) -> (Gen, Gen) {
+    match op {
+        BinaryOp::Div => (sym(), pos()),
+        BinaryOp::Pow => (pos(), sym()),
+        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Max | BinaryOp::Min | BinaryOp::Gt | BinaryOp::Ge | BinaryOp::Eq => {
+            (sym(), sym())
+        }
+    }
+}
+
+/// Every variant of the elementwise table, so a new function gets its gradient rule checked
+/// without anyone adding a case by hand.
+#[test]
+fn every_elementwise_variant() {
+    for op in UnaryOp::ALL {
+        fd(&format!("all/{}", op.name()), move |x| x[0].unary(op), &[(&[3, 4], unary_domain(op))]);
+    }
+    for op in BinaryOp::ALL {
+        let (ga, gb) = binary_domain(op);
+        fd(&format!("all/{}", op.name()), move |x| x[0].binary(op, &x[1]), &[(&[3, 4], ga), (&[4], gb)]);
+    }
+}
+
 #[test]
 fn binary_ops() {
     use BinaryOp as B;

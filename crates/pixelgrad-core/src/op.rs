@@ -159,24 +159,52 @@ pub enum Op {
 impl Op {
     /// Short name used in errors, logs and cache keys.
     pub fn name(&self) -> &'static str {
+        Op::NAMES[self.index()]
+    }
+
+    /// The name of every primitive, in [`Op::index`] order (the conformance suite checks that
+    /// every one of them is exercised).
+    pub const NAMES: [&'static str; 17] = [
+        "fill",
+        "random",
+        "unary",
+        "binary",
+        "where",
+        "reduce",
+        "matmul",
+        "im2col",
+        "col2im",
+        "gather",
+        "scatter_add",
+        "reshape",
+        "permute",
+        "expand",
+        "slice",
+        "pad",
+        "concat",
+    ];
+
+    /// Position of this primitive in [`Op::NAMES`]. Exhaustive: a new primitive must be
+    /// numbered here, and [`Op::NAMES`] must grow with it (a unit test checks both agree).
+    pub fn index(&self) -> usize {
         match self {
-            Op::Fill { .. } => "fill",
-            Op::Random { .. } => "random",
-            Op::Unary(_) => "unary",
-            Op::Binary(_) => "binary",
-            Op::Where => "where",
-            Op::Reduce { .. } => "reduce",
-            Op::MatMul { .. } => "matmul",
-            Op::Im2Col(_) => "im2col",
-            Op::Col2Im { .. } => "col2im",
-            Op::Gather { .. } => "gather",
-            Op::ScatterAdd { .. } => "scatter_add",
-            Op::Reshape(_) => "reshape",
-            Op::Permute(_) => "permute",
-            Op::Expand(_) => "expand",
-            Op::Slice { .. } => "slice",
-            Op::Pad { .. } => "pad",
-            Op::Concat { .. } => "concat",
+            Op::Fill { .. } => 0,
+            Op::Random { .. } => 1,
+            Op::Unary(_) => 2,
+            Op::Binary(_) => 3,
+            Op::Where => 4,
+            Op::Reduce { .. } => 5,
+            Op::MatMul { .. } => 6,
+            Op::Im2Col(_) => 7,
+            Op::Col2Im { .. } => 8,
+            Op::Gather { .. } => 9,
+            Op::ScatterAdd { .. } => 10,
+            Op::Reshape(_) => 11,
+            Op::Permute(_) => 12,
+            Op::Expand(_) => 13,
+            Op::Slice { .. } => 14,
+            Op::Pad { .. } => 15,
+            Op::Concat { .. } => 16,
         }
     }
 
@@ -409,3 +437,39 @@ pub fn check_execute(op: &Op, lens: &[usize], shapes: &[&Shape], out: &Shape, ba
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_indices_agree() {
+        let w = Window::square(1, 1, 0);
+        let s = Shape::from([1]);
+        let one = || vec![0usize];
+        let all = [
+            Op::Fill { value: 0.0, shape: s.clone() },
+            Op::Random { seed: 0, dist: Distribution::Uniform { low: 0.0, high: 1.0 }, shape: s.clone() },
+            Op::Unary(UnaryOp::Neg),
+            Op::Binary(BinaryOp::Add),
+            Op::Where,
+            Op::Reduce { op: ReduceOp::Sum, axis: 0 },
+            Op::MatMul { trans_a: false, trans_b: false },
+            Op::Im2Col(w),
+            Op::Col2Im { window: w, h: 1, w: 1 },
+            Op::Gather { axis: 0 },
+            Op::ScatterAdd { axis: 0, size: 1 },
+            Op::Reshape(s.clone()),
+            Op::Permute(one()),
+            Op::Expand(s.clone()),
+            Op::Slice { starts: one(), ends: one() },
+            Op::Pad { before: one(), after: one() },
+            Op::Concat { axis: 0 },
+        ];
+        assert_eq!(all.len(), Op::NAMES.len());
+        for (i, op) in all.iter().enumerate() {
+            assert_eq!(op.index(), i, "{op:?}");
+        }
+    }
+}
+

@@ -50,3 +50,21 @@ fn all_shaders_pass_glslang_validator() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn every_glsl_file_is_a_registered_body() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/shaders");
+    // Files the dialect includes itself rather than as program bodies.
+    let shared = ["header.glsl", "main_elementwise.glsl", "fullscreen.vert"];
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_str().unwrap().to_string();
+        if shared.contains(&file.as_str()) {
+            continue;
+        }
+        let stem = file.trim_end_matches(".glsl");
+        let body = dialect::BODIES.iter().find(|(n, _)| *n == stem);
+        let body = body.unwrap_or_else(|| panic!("{file} is not registered in dialect::BODIES"));
+        assert_eq!(body.1, std::fs::read_to_string(&path).unwrap(), "{file}: registered source differs");
+    }
+}

@@ -246,8 +246,13 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
     if scratch.bufs.len() < nodes.len() {
         scratch.bufs.resize_with(nodes.len(), Vec::new);
     }
+    // The result node is normally the last one: it is computed straight into `out`.
+    let last = nodes.len() - 1;
+    let direct = kernel.out() as usize == last;
+    let mut wrote = false;
     let mut vals: Vec<Val<'_, T>> = Vec::with_capacity(nodes.len());
     for (i, node) in nodes.iter().enumerate() {
+        let into_out = direct && i == last;
         let v = match *node {
             Node::Input(j) => match inputs[j as usize] {
                 Src::Slice(s) => Val::Slice(&s[..n]),
@@ -261,6 +266,11 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
             }),
             Node::Op1(op, a) => match vals[a as usize] {
                 Val::Scalar(x) => Val::Scalar(apply1(op, x)),
+                va if into_out => {
+                    map1(op, read(va, scratch), out);
+                    wrote = true;
+                    break;
+                }
                 va => {
                     let mut buf = take(scratch, i, n);
                     map1(op, read(va, scratch), &mut buf);
@@ -269,6 +279,11 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
             },
             Node::Op2(op, a, b) => match (vals[a as usize], vals[b as usize]) {
                 (Val::Scalar(x), Val::Scalar(y)) => Val::Scalar(apply2(op, x, y)),
+                (va, vb) if into_out => {
+                    map2(op, operand(va, scratch), operand(vb, scratch), out);
+                    wrote = true;
+                    break;
+                }
                 (va, vb) => {
                     let mut buf = take(scratch, i, n);
                     map2(op, operand(va, scratch), operand(vb, scratch), &mut buf);
@@ -283,12 +298,14 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
                         vb
                     }
                 }
+                (vc, va, vb) if into_out => {
+                    select_into(read(vc, scratch), operand(va, scratch), operand(vb, scratch), out);
+                    wrote = true;
+                    break;
+                }
                 (vc, va, vb) => {
                     let mut buf = take(scratch, i, n);
-                    let (c, a, b) = (read(vc, scratch), operand(va, scratch), operand(vb, scratch));
-                    for (j, d) in buf.iter_mut().enumerate() {
-                        *d = if truth(c[j]) { a.at(j) } else { b.at(j) };
-                    }
+                    select_into(read(vc, scratch), operand(va, scratch), operand(vb, scratch), &mut buf);
                     put(scratch, i, buf)
                 }
             },
@@ -297,9 +314,17 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
         };
         vals.push(v);
     }
-    match vals[kernel.out() as usize] {
-        Val::Scalar(x) => out.fill(x),
-        v => out.copy_from_slice(&read(v, scratch)[..n]),
+    if !wrote {
+        match vals[kernel.out() as usize] {
+            Val::Scalar(x) => out.fill(x),
+            v => out.copy_from_slice(&read(v, scratch)[..n]),
+        }
+    }
+}
+
+fn select_into<T: Float>(c: &[T], a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [T]) {
+    for (j, d) in out.iter_mut().enumerate() {
+        *d = if truth(c[j]) { a.at(j) } else { b.at(j) };
     }
 }
 

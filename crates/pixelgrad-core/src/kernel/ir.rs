@@ -351,30 +351,53 @@ impl Builder {
                 }
             }
             Node::Const(l) => Ok(l.dtype()),
+            // Exhaustive on purpose: a new function must say what it takes and gives.
             Node::Op1(op, a) => {
                 let t = ty(a);
-                match op {
-                    Op1::Not if t == DType::Bool => Ok(DType::Bool),
-                    Op1::IsNan | Op1::IsInf | Op1::SignBit if t.is_float() => Ok(DType::Bool),
-                    Op1::Neg | Op1::Abs if t.is_float() || t == DType::I32 => Ok(t),
-                    Op1::Not | Op1::IsNan | Op1::IsInf | Op1::SignBit | Op1::Neg | Op1::Abs => Err(format!("{op:?} of a {t}")),
-                    _ if t.is_float() => Ok(t),
-                    _ => Err(format!("{op:?} of a {t}")),
+                let ok = match op {
+                    Op1::Not => t == DType::Bool,
+                    Op1::Neg | Op1::Abs => t.is_float() || t == DType::I32,
+                    Op1::IsNan
+                    | Op1::IsInf
+                    | Op1::SignBit
+                    | Op1::Floor
+                    | Op1::Exp
+                    | Op1::Log
+                    | Op1::Sqrt
+                    | Op1::Tanh
+                    | Op1::Sin
+                    | Op1::Cos
+                    | Op1::ExpRaw
+                    | Op1::LogRaw
+                    | Op1::Exp2Raw
+                    | Op1::Log2Raw
+                    | Op1::SqrtRaw
+                    | Op1::FloorRaw => t.is_float(),
+                };
+                if !ok {
+                    return Err(format!("{op:?} of a {t}"));
                 }
+                Ok(match op {
+                    Op1::IsNan | Op1::IsInf | Op1::SignBit => DType::Bool,
+                    _ => t,
+                })
             }
             Node::Op2(op, a, b) => {
                 let (ta, tb) = (ty(a), ty(b));
                 if ta != tb {
                     return Err(format!("{op:?} of a {ta} and a {tb}"));
                 }
-                match op {
-                    Op2::And | Op2::Or if ta == DType::Bool => Ok(DType::Bool),
-                    Op2::And | Op2::Or => Err(format!("{op:?} of {ta}s")),
-                    _ if ta == DType::Bool => Err(format!("{op:?} of bools")),
-                    Op2::Lt | Op2::Le | Op2::Eq | Op2::LtRaw | Op2::LeRaw | Op2::EqRaw => Ok(DType::Bool),
-                    Op2::Add | Op2::Sub | Op2::Mul | Op2::Max | Op2::Min | Op2::MaxRaw | Op2::MinRaw => Ok(ta),
-                    _ if ta.is_float() => Ok(ta),
-                    _ => Err(format!("{op:?} of {ta}s")),
+                let numeric = ta.is_float() || ta == DType::I32;
+                let (ok, out) = match op {
+                    Op2::And | Op2::Or => (ta == DType::Bool, DType::Bool),
+                    Op2::Lt | Op2::Le | Op2::Eq | Op2::LtRaw | Op2::LeRaw | Op2::EqRaw => (numeric, DType::Bool),
+                    Op2::Add | Op2::Sub | Op2::Mul | Op2::Max | Op2::Min | Op2::MaxRaw | Op2::MinRaw => (numeric, ta),
+                    Op2::Div | Op2::Pow | Op2::DivRaw => (ta.is_float(), ta),
+                };
+                if ok {
+                    Ok(out)
+                } else {
+                    Err(format!("{op:?} of {ta}s"))
                 }
             }
             Node::Select(c, a, b) => {
