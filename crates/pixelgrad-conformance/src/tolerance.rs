@@ -83,7 +83,7 @@ const SUBNORMAL: f64 = 2.4e-38;
 /// | functions | rel | abs | why |
 /// |---|---|---|---|
 /// | `neg abs max min max_scalar min_scalar gt ge eq gt_scalar where` | 0 | 0 | exact on every device |
-/// | `add sub mul` | 6e-8 | subnormal | one rounding |
+/// | `add sub mul square` | 6e-8 | subnormal | one rounding |
 /// | `affine` | 1.2e-7 | subnormal | two roundings, or one when the device fuses a multiply-add |
 /// | `div recip sqrt` | 3e-7 | subnormal | 2.5 ulp (WGSL's bound for `/` and `sqrt`) |
 /// | `exp sigmoid tanh log` | 2e-6 | subnormal | a few ulp of the device's `exp` / `log` (WGSL allows `3 + 2|x|` ulp for `exp`) |
@@ -96,7 +96,7 @@ const SUBNORMAL: f64 = 2.4e-38;
 pub fn edge(func: &str, x: f64) -> Option<Tol> {
     Some(match func {
         "neg" | "abs" | "max" | "min" | "max_scalar" | "min_scalar" | "gt" | "ge" | "eq" | "gt_scalar" | "where" => EXACT,
-        "add" | "sub" | "mul" => Tol::new(6e-8, SUBNORMAL),
+        "add" | "sub" | "mul" | "square" => Tol::new(6e-8, SUBNORMAL),
         "affine" => Tol::new(1.2e-7, SUBNORMAL),
         "div" | "recip" | "sqrt" => Tol::new(3e-7, SUBNORMAL),
         "exp" | "sigmoid" | "tanh" | "log" => Tol::new(2e-6, SUBNORMAL),

@@ -67,6 +67,7 @@ fn unary_domain(op: UnaryOp) -> Gen {
         | UnaryOp::Tanh
         | UnaryOp::Sigmoid
         | UnaryOp::Abs
+        | UnaryOp::Square
         | UnaryOp::Sin
         | UnaryOp::Cos
         | UnaryOp::Affine { .. }

@@ -15,10 +15,7 @@ impl Tensor {
     /// contributed gets `d self / d leaf` added to its accumulated gradient.
     pub fn backward(&self) -> Result<()> {
         if self.numel() != 1 {
-            return Err(Error::Autodiff(format!(
-                "backward() needs a scalar (one element), got shape {}",
-                self.shape()
-            )));
+            return Err(Error::Autodiff(format!("backward() needs a scalar (one element), got shape {}", self.shape())));
         }
         if !self.requires_grad() {
             return Err(Error::Autodiff("backward(): nothing in this graph requires a gradient".into()));
@@ -124,6 +121,8 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
                 UnaryOp::Sigmoid => one(g.mul(&y.mul(&y.affine(-1.0, 1.0)?)?)?),
                 // d |a| = sign(a)
                 UnaryOp::Abs => one(g.mul(&a.gt_scalar(0.0)?.sub(&a.neg()?.gt_scalar(0.0)?)?)?),
+                // d a^2 = 2a
+                UnaryOp::Square => one(g.mul(a)?.mul_scalar(2.0)?),
                 UnaryOp::Sin => one(g.mul(&a.cos()?)?),
                 UnaryOp::Cos => one(g.mul(&a.sin()?)?.neg()?),
                 UnaryOp::Affine { mul, .. } => one(g.mul_scalar(mul)?),
@@ -163,16 +162,10 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
                     (when(na, &|| g.mul(&m))?, when(nb, &|| g.mul(&m.affine(-1.0, 1.0)?))?)
                 }
                 // d a^b / da = b a^(b-1); d a^b / db = a^b ln a
-                BinaryOp::Pow => (
-                    when(na, &|| g.mul(bb)?.mul(&a.pow(&bb.add_scalar(-1.0)?)?))?,
-                    when(nb, &|| g.mul(y)?.mul(&a.log()?))?,
-                ),
+                BinaryOp::Pow => (when(na, &|| g.mul(bb)?.mul(&a.pow(&bb.add_scalar(-1.0)?)?))?, when(nb, &|| g.mul(y)?.mul(&a.log()?))?),
                 BinaryOp::Gt | BinaryOp::Ge | BinaryOp::Eq => (None, None),
             };
-            Ok(vec![
-                ga.map(|t| sum_to_shape(&t, a.shape())).transpose()?,
-                gb.map(|t| sum_to_shape(&t, bb.shape())).transpose()?,
-            ])
+            Ok(vec![ga.map(|t| sum_to_shape(&t, a.shape())).transpose()?, gb.map(|t| sum_to_shape(&t, bb.shape())).transpose()?])
         }
         Op::Where => {
             let (c, a, b) = (&x[0], &x[1], &x[2]);

@@ -23,6 +23,8 @@ pub enum UnaryOp {
     Tanh,
     Sigmoid,
     Abs,
+    /// `x * x`
+    Square,
     Sin,
     Cos,
     /// `x * mul + add`

@@ -356,8 +356,9 @@ impl Tensor {
     pub fn powf(&self, p: f32) -> Result<Tensor> {
         self.unary(UnaryOp::Powf(p))
     }
+    /// `self * self` (cheaper than `powf(2.0)`, whose kernel handles every exponent).
     pub fn square(&self) -> Result<Tensor> {
-        self.powf(2.0)
+        self.unary(UnaryOp::Square)
     }
     pub fn max_scalar(&self, c: f32) -> Result<Tensor> {
         self.unary(UnaryOp::MaxScalar(c))

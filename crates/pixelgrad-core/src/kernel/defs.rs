@@ -42,6 +42,7 @@ impl UnaryOp {
             | UnaryOp::Tanh
             | UnaryOp::Sigmoid
             | UnaryOp::Abs
+            | UnaryOp::Square
             | UnaryOp::Sin
             | UnaryOp::Cos => vec![],
         }
@@ -69,6 +70,7 @@ impl UnaryOp {
                     x.ge(0.0).select(s, e * s)
                 }
                 UnaryOp::Abs => x.abs(),
+                UnaryOp::Square => x * x,
                 UnaryOp::Sin => x.sin(),
                 UnaryOp::Cos => x.cos(),
                 UnaryOp::Affine { .. } => x * p(0) + p(1),
@@ -88,7 +90,7 @@ impl UnaryOp {
 
     /// One instance of every variant (parameters arbitrary): for warming up caches and for
     /// tests that must cover every function. [`UnaryOp::variant_index`] keeps it complete.
-    pub const ALL: [UnaryOp; 15] = [
+    pub const ALL: [UnaryOp; 16] = [
         UnaryOp::Neg,
         UnaryOp::Exp,
         UnaryOp::Log,
@@ -104,6 +106,7 @@ impl UnaryOp {
         UnaryOp::MaxScalar(0.0),
         UnaryOp::MinScalar(0.0),
         UnaryOp::GtScalar(0.0),
+        UnaryOp::Square,
     ];
 
     /// Position of this variant in [`UnaryOp::ALL`] (exhaustive, so a new variant must be
@@ -125,6 +128,7 @@ impl UnaryOp {
             UnaryOp::MaxScalar(_) => 12,
             UnaryOp::MinScalar(_) => 13,
             UnaryOp::GtScalar(_) => 14,
+            UnaryOp::Square => 15,
         }
     }
 
@@ -139,6 +143,7 @@ impl UnaryOp {
             UnaryOp::Tanh => "tanh",
             UnaryOp::Sigmoid => "sigmoid",
             UnaryOp::Abs => "abs",
+            UnaryOp::Square => "square",
             UnaryOp::Sin => "sin",
             UnaryOp::Cos => "cos",
             UnaryOp::Affine { .. } => "affine",
