@@ -1,6 +1,6 @@
 //! The one table of elementwise functions: every [`UnaryOp`], every [`BinaryOp`] and `where`
 //! as a kernel expression. The CPU evaluates these kernels ([`super::eval`]), the GPU backends
-//! render them ([`super::lower`] then their dialect), so each function is written exactly once.
+//! render them ([`super::lower`](mod@super::lower) then their dialect), so each function is written exactly once.
 //! The matches are exhaustive: a new variant does not compile until it has a definition here.
 //!
 //! Scalar arguments of an op (`Affine`'s `mul` and `add`, `Powf`'s exponent...) are kernel

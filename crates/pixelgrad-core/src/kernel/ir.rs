@@ -85,7 +85,7 @@ impl Lit {
 /// Functions of one value.
 ///
 /// The first group has exact IEEE-754 meaning on every input (what the CPU computes); GPU
-/// renderers never see them directly: [`super::lower`] rewrites each into device primitives
+/// renderers never see them directly: [`super::lower`](mod@super::lower) rewrites each into device primitives
 /// with its edge cases spelled out. The `Raw` group are the device built-ins themselves,
 /// trusted only on the domain given in their comment; they appear in lowered kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -145,7 +145,7 @@ pub enum Op2 {
     Max,
     /// Smaller of the two; NaN if either is NaN.
     Min,
-    /// `a^b` with C99/IEEE `pow` semantics (see [`super::lower`] for the table).
+    /// `a^b` with C99/IEEE `pow` semantics (see [`super::lower`](mod@super::lower) for the table).
     Pow,
     /// `a < b` (bool).
     Lt,

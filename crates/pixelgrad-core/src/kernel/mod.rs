@@ -6,7 +6,7 @@
 //!
 //! - the CPU backend evaluates the expression ([`eval`]) in `f32`, and the f64 reference in
 //!   `f64`, with IEEE semantics for every function;
-//! - the GPU backends [`lower`] it — every IEEE function becomes device built-ins guarded by
+//! - the GPU backends [`lower`](mod@lower) it — every IEEE function becomes device built-ins guarded by
 //!   explicit selects, so NaN, infinities, signed zeros and overflow come out the same as on
 //!   the CPU — and [`render`] it through their [`render::Dialect`] (WGSL for WebGPU, GLSL ES
 //!   3.00 for WebGL2). A dialect is a table of primitives; nothing else knows shader syntax.

@@ -1,4 +1,4 @@
-//! Rendering kernels as shader code. [`render`] lowers a kernel ([`super::lower`]) and writes
+//! Rendering kernels as shader code. [`render`] lowers a kernel ([`super::lower`](mod@super::lower)) and writes
 //! one statement per node; a [`Dialect`] supplies the spelling of every device primitive, type
 //! and literal. The dialects live with their backends (WGSL in `pixelgrad-wgpu`, GLSL in
 //! `pixelgrad-webgl`'s dialect module), and each is a table with one arm per primitive: a
