@@ -81,6 +81,8 @@ impl WebGlBackend {
             programs: RefCell::new(HashMap::new()),
             map_kernels: RefCell::new(Vec::new()),
             map_index: RefCell::new(HashMap::new()),
+            fuse: opts.fuse,
+            lazies: RefCell::new(Vec::new()),
             vertex: Cell::new(None),
             counters: Cell::new(Counters::default()),
             pass_log: RefCell::new(None),
@@ -173,6 +175,11 @@ impl Backend for WebGlBackend {
     }
 
     fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        if self.shared.fuse {
+            if let Some((launch, name)) = crate::fusion::elementwise(op)? {
+                return crate::fusion::defer(&self.shared, op, &launch, name, inputs, shapes, out);
+            }
+        }
         crate::ops::execute(&self.shared, op, inputs, shapes, out)
     }
 
@@ -191,17 +198,26 @@ impl Backend for WebGlBackend {
     }
 
     fn flush(&self) -> Result<()> {
+        self.shared.current()?;
+        crate::fusion::settle(&self.shared)?;
         self.shared.flush()
     }
 
     /// Starts a step: later steps with the same `key` replay this one's plan (textures,
     /// framebuffers, programs; see the crate docs).
     fn begin_step(&self, key: u64) -> Result<()> {
+        // Work pending from before the step is drawn before it.
+        self.shared.current()?;
+        crate::fusion::settle(&self.shared)?;
         self.shared.begin_step(key)
     }
 
     fn end_step(&self) -> Result<()> {
-        self.shared.end_step()
+        // Results of the step still held are drawn inside it, so its plan has them.
+        let settled = crate::fusion::settle(&self.shared);
+        let ended = self.shared.end_step();
+        settled?;
+        ended
     }
 
     fn drop_plans(&self) {

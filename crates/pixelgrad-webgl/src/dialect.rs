@@ -138,12 +138,14 @@ pub fn fragment_source(spec: &ProgramSpec) -> Option<String> {
 
 /// Most inputs and parameters of an elementwise program (sampler and uniform names below).
 pub const MAP_MAX_INPUTS: usize = 8;
-pub const MAP_MAX_PARAMS: usize = 8;
+pub const MAP_MAX_PARAMS: usize = 16;
 /// Uniform names of an elementwise program: input samplers, their broadcast strides, the
 /// scalar parameters.
 pub const MAP_INPUTS: [&str; MAP_MAX_INPUTS] = ["u_x0", "u_x1", "u_x2", "u_x3", "u_x4", "u_x5", "u_x6", "u_x7"];
 pub const MAP_STRIDES: [&str; MAP_MAX_INPUTS] = ["u_s0", "u_s1", "u_s2", "u_s3", "u_s4", "u_s5", "u_s6", "u_s7"];
-pub const MAP_PARAMS: [&str; MAP_MAX_PARAMS] = ["u_p0", "u_p1", "u_p2", "u_p3", "u_p4", "u_p5", "u_p6", "u_p7"];
+pub const MAP_PARAMS: [&str; MAP_MAX_PARAMS] = [
+    "u_p0", "u_p1", "u_p2", "u_p3", "u_p4", "u_p5", "u_p6", "u_p7", "u_p8", "u_p9", "u_p10", "u_p11", "u_p12", "u_p13", "u_p14", "u_p15",
+];
 
 /// The `CONFIG` of an elementwise program: bit 0 set when no input needs index arithmetic
 /// (each has the output's shape or one element), bit `1 + i` when input `i` is one element.

@@ -3,10 +3,11 @@
 
 use std::rc::Rc;
 
+use pixelgrad_core::kernel::fuse::Lazy;
 use pixelgrad_core::{Backend, BackendKind, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
 
 use crate::context::{Gpu, GpuTensor};
-use crate::{ops, readback, BACKEND};
+use crate::{fusion, ops, readback, BACKEND};
 
 /// Which matmul kernel the backend runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,6 +37,9 @@ pub struct WgpuOptions {
     pub read_timeout: std::time::Duration,
     /// Matmul kernel choice (by adapter type unless forced).
     pub matmul: MatmulKernel,
+    /// Fuse chains of elementwise ops into one kernel (one launch per chain); `false` runs
+    /// every op as its own launch (for comparisons and tests).
+    pub fuse: bool,
 }
 
 impl Default for WgpuOptions {
@@ -46,6 +50,7 @@ impl Default for WgpuOptions {
             max_ops_per_submit: 1024,
             read_timeout: std::time::Duration::from_secs(120),
             matmul: MatmulKernel::Auto,
+            fuse: true,
         }
     }
 }
@@ -96,7 +101,7 @@ impl WgpuBackend {
             MatmulKernel::Tiled => false,
             MatmulKernel::Registers => true,
         };
-        let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout);
+        let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
         Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout })
     }
 
@@ -104,6 +109,16 @@ impl WgpuBackend {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn new(opts: WgpuOptions) -> Result<WgpuBackend> {
         pollster::block_on(Self::new_async(opts))
+    }
+
+    /// Starts (or stops) logging every launch: op, kernel name and grid, one line each.
+    pub fn set_launch_log(&self, on: bool) {
+        *self.gpu.launch_log.borrow_mut() = if on { Some(Vec::new()) } else { None };
+    }
+
+    /// The launches logged since the last call (see [`WgpuBackend::set_launch_log`]).
+    pub fn take_launch_log(&self) -> Vec<String> {
+        self.gpu.launch_log.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Destroys pooled buffers that no tensor uses; returns the bytes released.
@@ -125,9 +140,17 @@ impl WgpuBackend {
         }
     }
 
-    /// Our storage inside `s`, or an error naming the op.
+    /// Our storage inside `s` (computing it first if it is a pending fused computation), or
+    /// an error naming the op.
     pub(crate) fn tensor<'a>(&self, op: &'static str, s: &'a Storage) -> Result<&'a GpuTensor> {
-        s.downcast::<GpuTensor>().ok_or_else(|| Error::BackendMismatch { op, a: self.name(), b: "another backend".into() })
+        if let Some(t) = s.downcast::<GpuTensor>() {
+            return Ok(t);
+        }
+        if let Some(lazy) = s.downcast::<Lazy>() {
+            let done = lazy.force(|p| fusion::run(self, p))?;
+            return done.downcast::<GpuTensor>().ok_or_else(|| Error::backend(op, BACKEND, "a fused result is not a buffer"));
+        }
+        Err(Error::BackendMismatch { op, a: self.name(), b: "another backend".into() })
     }
 }
 
@@ -159,6 +182,11 @@ impl Backend for WgpuBackend {
                 Some(s) => Ok((*s).clone()),
                 None => Err(Error::backend("reshape", BACKEND, "missing input")),
             };
+        }
+        if self.gpu.fuse {
+            if let Some((launch, name)) = fusion::elementwise(op)? {
+                return fusion::defer(self, op, &launch, name, inputs, shapes, out);
+            }
         }
         // Core validated these already; a direct caller may not have, and the launchers index
         // shapes freely, so re-check (the shared check) rather than risk a panic.
@@ -201,6 +229,7 @@ impl Backend for WgpuBackend {
 
     fn flush(&self) -> Result<()> {
         self.gpu.check("flush")?;
+        fusion::settle(self)?;
         self.gpu.flush()?;
         Ok(())
     }
@@ -211,11 +240,17 @@ impl Backend for WgpuBackend {
 
     fn begin_step(&self, key: u64) -> Result<()> {
         self.gpu.check("begin_step")?;
+        // Work pending from before the step belongs before it.
+        fusion::settle(self)?;
         self.gpu.begin_step(key)
     }
 
     fn end_step(&self) -> Result<()> {
+        // Everything the step computed that is still held is computed inside it, so the
+        // plan records (and later replays) those launches too.
+        let settled = fusion::settle(self);
         let ended = self.gpu.end_step();
+        settled?;
         self.gpu.check("end_step")?;
         ended
     }

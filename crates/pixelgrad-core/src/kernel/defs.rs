@@ -243,6 +243,12 @@ pub fn where_launch() -> Result<Launch> {
     Ok(Launch { kernel: where_kernel()?, params: Vec::new() })
 }
 
+/// The identity of one input: a kernel that reads its input broadcast to the output is
+/// `expand` (fusing backends use it so an expand composes like any elementwise op).
+pub fn identity_launch() -> Result<Launch> {
+    Ok(Launch { kernel: build(1, 0, |b| b.input(0))?, params: Vec::new() })
+}
+
 /// The Box-Muller transform the GPU backends' `Op::Random` kernels use for normal samples:
 /// two uniforms `u1` in `(0, 1]`, `u2` in `[0, 1)` to a standard normal
 /// `sqrt(-2 ln u1) cos(2 pi u2)` (`crate::rng::normal` computes the same in f64).

@@ -47,6 +47,19 @@ pub(crate) fn map(
     shapes: &[&Shape],
     out: &Shape,
 ) -> Result<GlTensor> {
+    map_labelled(sh, op, launch, ts, shapes, out, || if name.is_empty() { op.to_string() } else { format!("{op}.{name}") })
+}
+
+/// [`map`], with the label (for logs, on first registration of the kernel) from `label()`.
+pub(crate) fn map_labelled(
+    sh: &Rc<Shared>,
+    op: &'static str,
+    launch: &Launch,
+    ts: &[&GlTensor],
+    shapes: &[&Shape],
+    out: &Shape,
+    label: impl FnOnce() -> String,
+) -> Result<GlTensor> {
     if ts.len() > MAP_MAX_INPUTS || launch.params.len() > MAP_MAX_PARAMS {
         return Err(sh.err(
             op,
@@ -57,7 +70,7 @@ pub(crate) fn map(
             ),
         ));
     }
-    let id = sh.map_kernel(op, &launch.kernel, || if name.is_empty() { op.to_string() } else { format!("{op}.{name}") })?;
+    let id = sh.map_kernel(op, &launch.kernel, label)?;
     // Every input the output's shape or one element: no index arithmetic. A one-element
     // output reads index 0 of everything anyway.
     let mut scalars = 0u32;

@@ -17,8 +17,9 @@ use crate::strides::{check_rank, coalesce, contiguous, MAX_RANK};
 use crate::wgsl::{map_source, MapLayout, PARAM_BASE};
 use crate::BACKEND;
 
-/// The compiled-kernel description of `k`: rendered on first use, then cached per device.
-pub(crate) fn map_kernel(gpu: &Gpu, op: &'static str, k: &kernel::Kernel) -> Result<Rc<Kernel>> {
+/// The compiled-kernel description of `k`: rendered on first use (named after `label()`),
+/// then cached per device.
+pub(crate) fn map_kernel(gpu: &Gpu, op: &'static str, k: &kernel::Kernel, label: impl FnOnce() -> String) -> Result<Rc<Kernel>> {
     if let Some(found) = gpu.map_kernels.borrow().get(k) {
         return Ok(found.clone());
     }
@@ -28,7 +29,7 @@ pub(crate) fn map_kernel(gpu: &Gpu, op: &'static str, k: &kernel::Kernel) -> Res
     let source = map_source(k).map_err(|e| Error::backend(op, BACKEND, e.to_string()))?;
     let id = gpu.map_kernels.borrow().len();
     let made = Rc::new(Kernel {
-        name: Cow::Owned(format!("map{id}_{op}")),
+        name: Cow::Owned(format!("map{id}_{}", label())),
         source: Cow::Owned(source),
         inputs: k.inputs().len(),
         overrides: &["FAST", "SCALARS"],
@@ -38,7 +39,9 @@ pub(crate) fn map_kernel(gpu: &Gpu, op: &'static str, k: &kernel::Kernel) -> Res
     Ok(made)
 }
 
-/// Runs `launch` over `ins` (each of shape `shapes[i]`, broadcast to `out`) into `res`.
+/// Runs `launch` over `ins` (each of shape `shapes[i]`, broadcast to `out`) into `res`;
+/// `label()` names its kernel the first time it is compiled.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn map(
     gpu: &Gpu,
     op: &'static str,
@@ -47,8 +50,9 @@ pub(crate) fn map(
     shapes: &[&Shape],
     out: &Shape,
     res: &GpuTensor,
+    label: impl FnOnce() -> String,
 ) -> Result<()> {
-    let k = map_kernel(gpu, op, &launch.kernel)?;
+    let k = map_kernel(gpu, op, &launch.kernel, label)?;
     let grid = gpu.grid_elems(op, res.len)?;
     let n = u(op, out.numel())?;
     let lay = MapLayout::new(ins.len(), launch.params.len());

@@ -1,0 +1,119 @@
+//! Elementwise fusion on WebGL, as on WebGPU: an elementwise op (unary, binary, `where`,
+//! `expand`) returns a pending [`Lazy`] result holding the composed kernel
+//! (`pixelgrad_core::kernel::fuse`); the next elementwise op composes with it, and the chain is
+//! drawn as one pass when a value is needed — a non-elementwise op or a read
+//! ([`crate::texture::tensor_of`]), the end of a step or a flush ([`settle`]).
+//!
+//! A composition that would not fit one program (more samplers or scalar uniforms than the
+//! program declares, a very long chain) draws its largest pending input first instead.
+
+use std::rc::Rc;
+
+use pixelgrad_core::kernel::defs::{identity_launch, where_launch};
+use pixelgrad_core::kernel::fuse::{compose, Arg, Lazy, Pending};
+use pixelgrad_core::kernel::Launch;
+use pixelgrad_core::{Op, Result, Shape, Storage};
+
+use crate::context::Shared;
+use crate::dialect::{MAP_MAX_INPUTS, MAP_MAX_PARAMS};
+use crate::texture::{tensor_of, GlTensor};
+
+/// Longest kernel (in IR nodes, before lowering) a chain may grow to before it is drawn.
+const MAX_NODES: usize = 96;
+/// Results made since the last settle beyond which finished entries are pruned.
+const PRUNE_AT: usize = 256;
+
+/// The kernel of an elementwise op and its name, or `None` for any other op.
+pub(crate) fn elementwise(op: &Op) -> Result<Option<(Launch, &'static str)>> {
+    Ok(match op {
+        Op::Unary(u) => Some((u.launch()?, u.name())),
+        Op::Binary(b) => Some((b.launch()?, b.name())),
+        Op::Where => Some((where_launch()?, "where")),
+        // Broadcasting is how every fused program reads its inputs: expand is the identity.
+        Op::Expand(_) => Some((identity_launch()?, "expand")),
+        _ => None,
+    })
+}
+
+fn fits(p: &Pending<Storage>) -> bool {
+    p.inputs() <= MAP_MAX_INPUTS && p.launch.params.len() <= MAP_MAX_PARAMS && p.nodes() <= MAX_NODES
+}
+
+/// `launch` over `inputs`, returned pending (see the module docs).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn defer(
+    sh: &Rc<Shared>,
+    op: &Op,
+    launch: &Launch,
+    name: &'static str,
+    inputs: &[&Storage],
+    shapes: &[&Shape],
+    out: &Shape,
+) -> Result<Storage> {
+    let lens = inputs
+        .iter()
+        .map(|s| match s.downcast::<Lazy>() {
+            Some(l) => Ok(l.shape().numel()),
+            None => tensor_of(s, sh, op.name()).map(|t| t.len),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    pixelgrad_core::check_execute(op, &lens, shapes, out, &sh.name)?;
+    // Pending inputs read with the shape they were made for are inlined; anything else (a
+    // reshaped pending result, a texture) is read as it is.
+    let mut inline: Vec<bool> =
+        inputs.iter().zip(shapes).map(|(s, sh)| s.downcast::<Lazy>().is_some_and(|l| !l.is_done() && l.shape() == *sh)).collect();
+    loop {
+        let pendings: Vec<_> =
+            inputs.iter().zip(&inline).map(|(s, &yes)| if yes { s.downcast::<Lazy>().and_then(|l| l.pending()) } else { None }).collect();
+        let args: Vec<Arg<'_, Storage>> = inputs
+            .iter()
+            .zip(shapes)
+            .zip(&pendings)
+            .map(|((s, sh), p)| match p {
+                Some(p) => Arg::Pending(p),
+                None => Arg::Leaf((*s).clone(), (*sh).clone()),
+            })
+            .collect();
+        let p = compose(launch, name, &args, out, Storage::ptr_eq)?;
+        let biggest = (0..inputs.len()).filter(|&i| inline[i]).max_by_key(|&i| pendings[i].as_ref().map_or(0, |p| p.nodes() + p.inputs()));
+        drop(args);
+        drop(pendings);
+        match biggest {
+            Some(i) if !fits(&p) => inline[i] = false,
+            _ => {
+                let st = Storage::new(Lazy::new(p));
+                remember(sh, &st);
+                return Ok(st);
+            }
+        }
+    }
+}
+
+fn remember(sh: &Shared, st: &Storage) {
+    let mut list = sh.lazies.borrow_mut();
+    if list.len() >= PRUNE_AT {
+        list.retain(|w| w.upgrade().is_some_and(|s| s.downcast::<Lazy>().is_some_and(|l| !l.is_done())));
+    }
+    list.push(st.downgrade());
+}
+
+/// Draws one pending computation into a fresh texture.
+pub(crate) fn run(sh: &Rc<Shared>, p: &Pending<Storage>) -> Result<Storage> {
+    let ins = p.leaves.iter().map(|(s, _)| tensor_of(s, sh, "fused")).collect::<Result<Vec<&GlTensor>>>()?;
+    let shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
+    let t = crate::ops::elementwise::map_labelled(sh, "fused", &p.launch, &ins, &shapes, &p.shape, || format!("fused {}", p.label()))?;
+    Ok(Storage::new(t))
+}
+
+/// Draws every pending result some tensor still holds, oldest first.
+pub(crate) fn settle(sh: &Rc<Shared>) -> Result<()> {
+    let list = std::mem::take(&mut *sh.lazies.borrow_mut());
+    for w in list {
+        if let Some(s) = w.upgrade() {
+            if s.downcast::<Lazy>().is_some_and(|l| !l.is_done()) {
+                tensor_of(&s, sh, "settle")?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! Elementwise fusion on WebGPU. An elementwise op (unary, binary, `where`, `expand`) is not
+//! launched when called: it returns a [`Lazy`] storage holding the composed kernel
+//! (`pixelgrad_core::kernel::fuse`), and the next elementwise op that reads it composes with
+//! it. The chain runs as one launch when a value is needed: a non-elementwise op reads it
+//! (`WgpuBackend::tensor`), it is read back, or the step ends or the queue is flushed
+//! ([`settle`], which computes every result still held, in the order they were made).
+//!
+//! A composition that would not fit one launch — more inputs than the bind group layouts
+//! have, a parameter slot overflowing, a very long chain — computes its largest pending input
+//! first and reads it as a plain input instead.
+
+use pixelgrad_core::kernel::defs::{identity_launch, where_launch};
+use pixelgrad_core::kernel::fuse::{compose, Arg, Lazy, Pending};
+use pixelgrad_core::kernel::Launch;
+use pixelgrad_core::{Op, Result, Shape, Storage};
+
+use crate::backend::WgpuBackend;
+use crate::context::GpuTensor;
+use crate::ops::elementwise::map;
+use crate::pipelines::MAX_INPUTS;
+use crate::strides::MAX_RANK;
+use crate::wgsl::PARAM_BASE;
+
+/// Longest kernel (in IR nodes, before lowering) a chain may grow to before it is computed.
+const MAX_NODES: usize = 96;
+/// Results made since the last settle beyond which finished entries are pruned.
+const PRUNE_AT: usize = 256;
+
+/// The kernel of an elementwise op and its name, or `None` for any other op.
+pub(crate) fn elementwise(op: &Op) -> Result<Option<(Launch, &'static str)>> {
+    Ok(match op {
+        Op::Unary(u) => Some((u.launch()?, u.name())),
+        Op::Binary(b) => Some((b.launch()?, b.name())),
+        Op::Where => Some((where_launch()?, "where")),
+        // Broadcasting is how every fused kernel reads its inputs: expand is the identity.
+        Op::Expand(_) => Some((identity_launch()?, "expand")),
+        _ => None,
+    })
+}
+
+/// True if `p` runs as one launch: its inputs fit the bind group layouts and its
+/// parameters, shape and strides fit the 256-byte parameter slot.
+fn fits(p: &Pending<Storage>) -> bool {
+    let words = PARAM_BASE + p.launch.params.len() + MAX_RANK * (1 + p.inputs());
+    p.inputs() <= MAX_INPUTS && words <= crate::context::PARAM_WORDS && p.nodes() <= MAX_NODES
+}
+
+/// Elements a storage holds (a pending result: its shape's).
+fn len_of(b: &WgpuBackend, op: &'static str, s: &Storage) -> Result<usize> {
+    match s.downcast::<Lazy>() {
+        Some(l) => Ok(l.shape().numel()),
+        None => Ok(b.tensor(op, s)?.len),
+    }
+}
+
+/// `launch` over `inputs`, returned pending (see the module docs).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn defer(
+    b: &WgpuBackend,
+    op: &Op,
+    launch: &Launch,
+    name: &'static str,
+    inputs: &[&Storage],
+    shapes: &[&Shape],
+    out: &Shape,
+) -> Result<Storage> {
+    let lens = inputs.iter().map(|s| len_of(b, op.name(), s)).collect::<Result<Vec<_>>>()?;
+    pixelgrad_core::check_execute(op, &lens, shapes, out, &pixelgrad_core::Backend::name(b))?;
+    // Inputs that are pending results of the same shape they are read with are inlined;
+    // anything else (a reshaped pending result, a buffer) is read as it is.
+    let mut inline: Vec<bool> =
+        inputs.iter().zip(shapes).map(|(s, sh)| s.downcast::<Lazy>().is_some_and(|l| !l.is_done() && l.shape() == *sh)).collect();
+    loop {
+        let pendings: Vec<_> =
+            inputs.iter().zip(&inline).map(|(s, &yes)| if yes { s.downcast::<Lazy>().and_then(|l| l.pending()) } else { None }).collect();
+        let args: Vec<Arg<'_, Storage>> = inputs
+            .iter()
+            .zip(shapes)
+            .zip(&pendings)
+            .map(|((s, sh), p)| match p {
+                Some(p) => Arg::Pending(p),
+                None => Arg::Leaf((*s).clone(), (*sh).clone()),
+            })
+            .collect();
+        let p = compose(launch, name, &args, out, Storage::ptr_eq)?;
+        if fits(&p) || !inline.iter().any(|&x| x) {
+            drop(args);
+            drop(pendings);
+            let st = Storage::new(Lazy::new(p));
+            remember(b, &st);
+            return Ok(st);
+        }
+        // Too big: read the largest pending input as a plain input.
+        let biggest = (0..inputs.len())
+            .filter(|&i| inline[i])
+            .max_by_key(|&i| pendings[i].as_ref().map_or(0, |p| p.nodes() + p.inputs()))
+            .unwrap_or(0);
+        drop(args);
+        drop(pendings);
+        inline[biggest] = false;
+    }
+}
+
+fn remember(b: &WgpuBackend, st: &Storage) {
+    let mut list = b.gpu.lazies.borrow_mut();
+    if list.len() >= PRUNE_AT {
+        list.retain(|w| w.upgrade().is_some_and(|s| s.downcast::<Lazy>().is_some_and(|l| !l.is_done())));
+    }
+    list.push(st.downgrade());
+}
+
+/// Launches one pending computation into a fresh buffer.
+pub(crate) fn run(b: &WgpuBackend, p: &Pending<Storage>) -> Result<Storage> {
+    let ins = p.leaves.iter().map(|(s, _)| b.tensor("fused", s)).collect::<Result<Vec<&GpuTensor>>>()?;
+    let shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
+    let res = GpuTensor::new(&b.gpu, "fused", p.shape.numel())?;
+    if p.shape.numel() > 0 {
+        map(&b.gpu, "fused", &p.launch, &ins, &shapes, &p.shape, &res, || p.label())?;
+    }
+    Ok(Storage::new(res))
+}
+
+/// Computes every pending result some tensor still holds, oldest first.
+pub(crate) fn settle(b: &WgpuBackend) -> Result<()> {
+    let list = std::mem::take(&mut *b.gpu.lazies.borrow_mut());
+    for w in list {
+        if let Some(s) = w.upgrade() {
+            if s.downcast::<Lazy>().is_some_and(|l| !l.is_done()) {
+                b.tensor("settle", &s)?;
+            }
+        }
+    }
+    Ok(())
+}
