@@ -356,6 +356,10 @@ impl Tensor {
     pub fn powf(&self, p: f32) -> Result<Tensor> {
         self.unary(UnaryOp::Powf(p))
     }
+    /// Largest whole number `<= self` (no gradient).
+    pub fn floor(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Floor)
+    }
     /// `self * self` (cheaper than `powf(2.0)`, whose kernel handles every exponent).
     pub fn square(&self) -> Result<Tensor> {
         self.unary(UnaryOp::Square)

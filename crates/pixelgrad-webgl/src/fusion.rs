@@ -1,5 +1,5 @@
 //! Elementwise fusion on WebGL, as on WebGPU: an elementwise op (unary, binary, `where`,
-//! `expand`) returns a pending [`Lazy`] result holding the composed kernel
+//! `expand`, `fill`) returns a pending [`Lazy`] result holding the composed kernel
 //! (`pixelgrad_core::kernel::fuse`); the next elementwise op composes with it, and the chain is
 //! drawn as one pass when a value is needed — a non-elementwise op or a read
 //! ([`crate::texture::tensor_of`]), the end of a step or a flush ([`settle`]).
@@ -9,7 +9,7 @@
 
 use std::rc::Rc;
 
-use pixelgrad_core::kernel::defs::{identity_launch, where_launch};
+use pixelgrad_core::kernel::defs::{fill_launch, identity_launch, where_launch};
 use pixelgrad_core::kernel::fuse::{compose, Arg, Lazy, Pending};
 use pixelgrad_core::kernel::Launch;
 use pixelgrad_core::{Op, Result, Shape, Storage};
@@ -31,6 +31,8 @@ pub(crate) fn elementwise(op: &Op) -> Result<Option<(Launch, &'static str)>> {
         Op::Where => Some((where_launch()?, "where")),
         // Broadcasting is how every fused program reads its inputs: expand is the identity.
         Op::Expand(_) => Some((identity_launch()?, "expand")),
+        // A constant: inlined into whatever reads it.
+        Op::Fill { value, .. } => Some((fill_launch(*value)?, "fill")),
         _ => None,
     })
 }
@@ -58,6 +60,8 @@ pub(crate) fn defer(
         })
         .collect::<Result<Vec<_>>>()?;
     pixelgrad_core::check_execute(op, &lens, shapes, out, &sh.name)?;
+    // Device limits are reported now, not when the result is finally drawn.
+    crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
     // Pending inputs read with the shape they were made for are inlined; anything else (a
     // reshaped pending result, a texture) is read as it is.
     let mut inline: Vec<bool> =

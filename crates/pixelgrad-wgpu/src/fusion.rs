@@ -1,4 +1,4 @@
-//! Elementwise fusion on WebGPU. An elementwise op (unary, binary, `where`, `expand`) is not
+//! Elementwise fusion on WebGPU. An elementwise op (unary, binary, `where`, `expand`, `fill`) is not
 //! launched when called: it returns a [`Lazy`] storage holding the composed kernel
 //! (`pixelgrad_core::kernel::fuse`), and the next elementwise op that reads it composes with
 //! it. The chain runs as one launch when a value is needed: a non-elementwise op reads it
@@ -9,7 +9,7 @@
 //! have, a parameter slot overflowing, a very long chain — computes its largest pending input
 //! first and reads it as a plain input instead.
 
-use pixelgrad_core::kernel::defs::{identity_launch, where_launch};
+use pixelgrad_core::kernel::defs::{fill_launch, identity_launch, where_launch};
 use pixelgrad_core::kernel::fuse::{compose, Arg, Lazy, Pending};
 use pixelgrad_core::kernel::Launch;
 use pixelgrad_core::{Op, Result, Shape, Storage};
@@ -34,6 +34,8 @@ pub(crate) fn elementwise(op: &Op) -> Result<Option<(Launch, &'static str)>> {
         Op::Where => Some((where_launch()?, "where")),
         // Broadcasting is how every fused kernel reads its inputs: expand is the identity.
         Op::Expand(_) => Some((identity_launch()?, "expand")),
+        // A constant: inlined into whatever reads it.
+        Op::Fill { value, .. } => Some((fill_launch(*value)?, "fill")),
         _ => None,
     })
 }
@@ -66,6 +68,8 @@ pub(crate) fn defer(
 ) -> Result<Storage> {
     let lens = inputs.iter().map(|s| len_of(b, op.name(), s)).collect::<Result<Vec<_>>>()?;
     pixelgrad_core::check_execute(op, &lens, shapes, out, &pixelgrad_core::Backend::name(b))?;
+    // Device limits are reported now, not when the result is finally computed.
+    b.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
     // Inputs that are pending results of the same shape they are read with are inlined;
     // anything else (a reshaped pending result, a buffer) is read as it is.
     let mut inline: Vec<bool> =
