@@ -83,6 +83,7 @@ impl WebGlBackend {
             map_index: RefCell::new(HashMap::new()),
             fuse: opts.fuse,
             lazies: RefCell::new(Vec::new()),
+            generation: Cell::new(0),
             vertex: Cell::new(None),
             counters: Cell::new(Counters::default()),
             pass_log: RefCell::new(None),
@@ -186,18 +187,15 @@ impl Backend for WebGlBackend {
     /// Blocking readPixels. Fine natively; in the browser prefer `read_async`, which does not
     /// stall the page.
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
-        // A read is where eager code (outside steps) ends an iteration: pending results are
-        // drawn here, so fused chains do not grow from one iteration into the next.
-        self.shared.current()?;
-        crate::fusion::settle(&self.shared)?;
+        // A read ends an iteration of eager code: later ops start a new fusion generation.
+        crate::fusion::new_generation(&self.shared.generation);
         let t = tensor_of(storage, &self.shared, "read")?;
         self.shared.read_blocking(t, len)
     }
 
     fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
         Box::pin(async move {
-            self.shared.current()?;
-            crate::fusion::settle(&self.shared)?;
+            crate::fusion::new_generation(&self.shared.generation);
             let t = tensor_of(storage, &self.shared, "read_async")?;
             crate::readback::read_async(&self.shared, t, len).await
         })

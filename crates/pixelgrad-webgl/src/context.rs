@@ -34,6 +34,8 @@ pub(crate) struct Shared {
     /// settle, oldest first.
     pub fuse: bool,
     pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
+    /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
+    pub generation: Cell<u64>,
     pub vertex: Cell<Option<glow::Shader>>,
     pub counters: Cell<Counters>,
     pub pass_log: RefCell<Option<Vec<String>>>,

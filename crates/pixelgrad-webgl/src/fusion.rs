@@ -6,6 +6,11 @@
 //!
 //! A composition that would not fit one program (more samplers or scalar uniforms than the
 //! program declares, a very long chain) draws its largest pending input first instead.
+//!
+//! Chains never cross a *generation*: every read, flush and step boundary starts a new one, and
+//! a pending result made in an earlier generation is read as a plain input (computed once)
+//! rather than inlined. Without that, eager loops would compose optimizer state and running
+//! sums into longer kernels every iteration, and compile a new one each time.
 
 use std::rc::Rc;
 
@@ -64,8 +69,11 @@ pub(crate) fn defer(
     crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
     // Pending inputs read with the shape they were made for are inlined; anything else (a
     // reshaped pending result, a texture) is read as it is.
-    let mut inline: Vec<bool> =
-        inputs.iter().zip(shapes).map(|(s, sh)| s.downcast::<Lazy>().is_some_and(|l| !l.is_done() && l.shape() == *sh)).collect();
+    let mut inline: Vec<bool> = inputs
+        .iter()
+        .zip(shapes)
+        .map(|(s, shape)| s.downcast::<Lazy>().is_some_and(|l| !l.is_done() && l.shape() == *shape && l.stamp() == sh.generation.get()))
+        .collect();
     loop {
         let pendings: Vec<_> =
             inputs.iter().zip(&inline).map(|(s, &yes)| if yes { s.downcast::<Lazy>().and_then(|l| l.pending()) } else { None }).collect();
@@ -85,7 +93,7 @@ pub(crate) fn defer(
         match biggest {
             Some(i) if !fits(&p) => inline[i] = false,
             _ => {
-                let st = Storage::new(Lazy::new(p));
+                let st = Storage::new(Lazy::new(p, sh.generation.get()));
                 remember(sh, &st);
                 return Ok(st);
             }
@@ -109,8 +117,14 @@ pub(crate) fn run(sh: &Rc<Shared>, p: &Pending<Storage>) -> Result<Storage> {
     Ok(Storage::new(t))
 }
 
+/// Starts a new generation (see the module docs).
+pub(crate) fn new_generation(generation: &std::cell::Cell<u64>) {
+    generation.set(generation.get().wrapping_add(1));
+}
+
 /// Draws every pending result some tensor still holds, oldest first.
 pub(crate) fn settle(sh: &Rc<Shared>) -> Result<()> {
+    new_generation(&sh.generation);
     let list = std::mem::take(&mut *sh.lazies.borrow_mut());
     for w in list {
         if let Some(s) = w.upgrade() {

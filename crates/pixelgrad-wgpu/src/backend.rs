@@ -199,10 +199,8 @@ impl Backend for WgpuBackend {
 
     #[cfg(not(target_arch = "wasm32"))]
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
-        // A read is where eager code (outside steps) ends an iteration: pending results are
-        // computed here, so fused chains do not grow from one iteration into the next (and
-        // compile a new kernel each time).
-        fusion::settle(self)?;
+        // A read ends an iteration of eager code: later ops start a new fusion generation.
+        fusion::new_generation(&self.gpu.generation);
         let t = self.tensor("read", storage)?;
         readback::read_blocking(&self.gpu, t, len, self.read_timeout)
     }
@@ -218,7 +216,7 @@ impl Backend for WgpuBackend {
 
     fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
         Box::pin(async move {
-            fusion::settle(self)?;
+            fusion::new_generation(&self.gpu.generation);
             let t = self.tensor("read", storage)?;
             #[cfg(not(target_arch = "wasm32"))]
             {

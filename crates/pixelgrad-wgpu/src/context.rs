@@ -60,6 +60,8 @@ pub(crate) struct Gpu {
     /// settle, oldest first.
     pub fuse: bool,
     pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
+    /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
+    pub generation: Cell<u64>,
     /// One line per launch while on (`WgpuBackend::set_launch_log`): kernel and grid.
     pub launch_log: RefCell<Option<Vec<String>>>,
     /// Run the register-blocked matmul (CPU adapters) instead of the tiled one.
@@ -142,6 +144,7 @@ impl Gpu {
             map_kernels: RefCell::new(std::collections::HashMap::new()),
             fuse,
             lazies: RefCell::new(Vec::new()),
+            generation: Cell::new(0),
             launch_log: RefCell::new(None),
             cpu_matmul,
             pool: RefCell::new(Pool::default()),

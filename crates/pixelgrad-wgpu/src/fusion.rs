@@ -8,6 +8,11 @@
 //! A composition that would not fit one launch — more inputs than the bind group layouts
 //! have, a parameter slot overflowing, a very long chain — computes its largest pending input
 //! first and reads it as a plain input instead.
+//!
+//! Chains never cross a *generation*: every read, flush and step boundary starts a new one, and
+//! a pending result made in an earlier generation is read as a plain input (computed once)
+//! rather than inlined. Without that, eager loops would compose optimizer state and running
+//! sums into longer kernels every iteration, and compile a new one each time.
 
 use pixelgrad_core::kernel::defs::{fill_launch, identity_launch, where_launch};
 use pixelgrad_core::kernel::fuse::{compose, Arg, Lazy, Pending};
@@ -72,8 +77,11 @@ pub(crate) fn defer(
     b.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
     // Inputs that are pending results of the same shape they are read with are inlined;
     // anything else (a reshaped pending result, a buffer) is read as it is.
-    let mut inline: Vec<bool> =
-        inputs.iter().zip(shapes).map(|(s, sh)| s.downcast::<Lazy>().is_some_and(|l| !l.is_done() && l.shape() == *sh)).collect();
+    let mut inline: Vec<bool> = inputs
+        .iter()
+        .zip(shapes)
+        .map(|(s, sh)| s.downcast::<Lazy>().is_some_and(|l| !l.is_done() && l.shape() == *sh && l.stamp() == b.gpu.generation.get()))
+        .collect();
     loop {
         let pendings: Vec<_> =
             inputs.iter().zip(&inline).map(|(s, &yes)| if yes { s.downcast::<Lazy>().and_then(|l| l.pending()) } else { None }).collect();
@@ -90,7 +98,7 @@ pub(crate) fn defer(
         if fits(&p) || !inline.iter().any(|&x| x) {
             drop(args);
             drop(pendings);
-            let st = Storage::new(Lazy::new(p));
+            let st = Storage::new(Lazy::new(p, b.gpu.generation.get()));
             remember(b, &st);
             return Ok(st);
         }
@@ -124,8 +132,14 @@ pub(crate) fn run(b: &WgpuBackend, p: &Pending<Storage>) -> Result<Storage> {
     Ok(Storage::new(res))
 }
 
+/// Starts a new generation (see the module docs).
+pub(crate) fn new_generation(generation: &std::cell::Cell<u64>) {
+    generation.set(generation.get().wrapping_add(1));
+}
+
 /// Computes every pending result some tensor still holds, oldest first.
 pub(crate) fn settle(b: &WgpuBackend) -> Result<()> {
+    new_generation(&b.gpu.generation);
     let list = std::mem::take(&mut *b.gpu.lazies.borrow_mut());
     for w in list {
         if let Some(s) = w.upgrade() {

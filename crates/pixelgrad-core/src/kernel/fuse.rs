@@ -125,12 +125,19 @@ pub struct Lazy {
     pending: RefCell<Option<Pending<Storage>>>,
     done: OnceCell<Storage>,
     shape: Shape,
+    stamp: u64,
 }
 
 impl Lazy {
-    pub fn new(p: Pending<Storage>) -> Lazy {
+    /// A pending result; `stamp` is the backend's own mark of when it was made (fusing
+    /// backends inline a pending input only if it is recent, see their `fusion` modules).
+    pub fn new(p: Pending<Storage>, stamp: u64) -> Lazy {
         let shape = p.shape.clone();
-        Lazy { pending: RefCell::new(Some(p)), done: OnceCell::new(), shape }
+        Lazy { pending: RefCell::new(Some(p)), done: OnceCell::new(), shape, stamp }
+    }
+    /// The mark given to [`Lazy::new`].
+    pub fn stamp(&self) -> u64 {
+        self.stamp
     }
     /// The shape it was computed for.
     pub fn shape(&self) -> &Shape {
@@ -207,7 +214,7 @@ mod tests {
     #[test]
     fn lazy_forces_once_and_retries_after_a_failure() {
         let p = Pending { launch: UnaryOp::Neg.launch().unwrap(), leaves: vec![], shape: s(&[1]), ops: vec!["neg"] };
-        let lazy = Lazy::new(p);
+        let lazy = Lazy::new(p, 0);
         assert!(lazy.force(|_| Err(Error::invalid("t", "no"))).is_err());
         assert!(lazy.pending().is_some(), "still pending after a failure");
         let mut runs = 0;
