@@ -5,7 +5,8 @@
 use crate::graph::Node;
 use crate::host::{wrap_int, DType, Data, HostTensor};
 use crate::shapes::{
-    broadcast, norm_axis, reshape_target, slice_plan, squeeze_dims, strides, unsqueeze_dims,
+    broadcast, flatten_axis, norm_axis, reshape_target, slice_plan, squeeze_dims, strides,
+    unsqueeze_dims,
 };
 use crate::Result;
 
@@ -82,7 +83,7 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
         }
         "Flatten" => {
             let x = get(0)?;
-            let a = norm_axis(node, node.int("axis", 1)?, x.rank() + 1)?;
+            let a = flatten_axis(node, node.int("axis", 1)?, x.rank())?;
             let outer: usize = x.shape[..a].iter().product();
             one(HostTensor {
                 shape: vec![outer, x.numel() / outer.max(1)],

@@ -27,6 +27,7 @@ pub mod graph;
 pub mod host;
 mod hostops;
 pub mod model;
+pub mod npy;
 mod ops;
 pub mod proto;
 pub mod session;

@@ -24,6 +24,15 @@ pub fn norm_axis(node: &Node, axis: i64, rank: usize) -> Result<usize> {
     Ok(a as usize)
 }
 
+/// `Flatten`'s axis: in `[-rank, rank]`, negative counting from the end.
+pub fn flatten_axis(node: &Node, axis: i64, rank: usize) -> Result<usize> {
+    let a = if axis < 0 { axis + rank as i64 } else { axis };
+    if a < 0 || a > rank as i64 {
+        return Err(node.err(format!("axis {axis} is out of range for rank {rank}")));
+    }
+    Ok(a as usize)
+}
+
 /// NumPy broadcasting of several shapes.
 pub fn broadcast(node: &Node, shapes: &[&[usize]]) -> Result<Vec<usize>> {
     let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);

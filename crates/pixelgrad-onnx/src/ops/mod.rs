@@ -286,15 +286,18 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         ))]),
         "Identity" => Ok(vec![cx.v(ins, 0)?.clone()]),
         "Dropout" => {
-            if node.outputs.len() > 1 && !node.outputs[1].is_empty() {
-                return Err(cx.err("the mask output is not supported (inference only)"));
-            }
             if let Some(t) = cx.opt_h(ins, 2, "training_mode")? {
                 if t.to_f64().first().copied().unwrap_or(0.0) != 0.0 {
                     return Err(cx.err("training_mode = true is not supported (imported graphs run in inference mode)"));
                 }
             }
-            Ok(vec![cx.v(ins, 0)?.clone()])
+            let x = cx.v(ins, 0)?;
+            let mut outs = vec![x.clone()];
+            if node.outputs.len() > 1 && !node.outputs[1].is_empty() {
+                // In inference every element is kept: the mask is all true.
+                outs.push(V::dev(Tensor::ones(cx.dev(), x.dims().to_vec())?, DType::Bool));
+            }
+            Ok(outs)
         }
         "Cast" | "CastLike" => {
             let to = if node.op_type == "Cast" {

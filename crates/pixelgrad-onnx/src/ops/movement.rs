@@ -7,7 +7,8 @@ use pixelgrad_core::Tensor;
 use super::{take, Cx, V};
 use crate::hostops::{axes_arg, gather_indices, to_dims};
 use crate::shapes::{
-    broadcast, norm_axis, reshape_target, slice_plan_from, squeeze_dims, unsqueeze_dims,
+    broadcast, flatten_axis, norm_axis, reshape_target, slice_plan_from, squeeze_dims,
+    unsqueeze_dims,
 };
 use crate::{OnnxError, Result};
 
@@ -40,7 +41,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         "Flatten" => {
             let x = cx.t(ins, 0)?;
-            let a = norm_axis(node, node.int("axis", 1)?, x.rank() + 1)?;
+            let a = flatten_axis(node, node.int("axis", 1)?, x.rank())?;
             let outer: usize = x.dims()[..a].iter().product();
             out(x.reshape([outer, x.numel() / outer.max(1)])?)
         }

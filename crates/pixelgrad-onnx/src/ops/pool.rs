@@ -134,9 +134,13 @@ fn windows(cx: &Cx, x: &Tensor, fill: Option<f32>) -> Result<(Tensor, Vec<usize>
     Ok((cols, vec![n, c, win.out[0], win.out[1]]))
 }
 
-/// Per output position, how many elements the average divides by: the taps inside the input
-/// (plus those in explicit padding with `count_include_pad`; never the `ceil_mode` extra).
+/// Per output position, how many elements the average divides by: the taps inside the input,
+/// or with `count_include_pad` the whole kernel (as onnxruntime does, also for windows that
+/// `ceil_mode` extends past the padding).
 fn divisors(win: &Window2, hw: [usize; 2], include_pad: bool) -> Vec<f32> {
+    if include_pad {
+        return vec![(win.k[0] * win.k[1]) as f32; win.out[0] * win.out[1]];
+    }
     let count = |a: usize| -> Vec<f32> {
         (0..win.out[a])
             .map(|o| {
