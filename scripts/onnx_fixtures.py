@@ -363,6 +363,27 @@ def write_ppocr():
     shutil.copy(os.path.join(PPOCR, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), os.path.join(OUT, "models", "ppocr_cls_backbone.onnx"))
 
 
+def write_bad_models():
+    """Models pixelgrad must refuse with a clear error (no expected outputs)."""
+    d = os.path.join(OUT, "bad")
+    os.makedirs(d, exist_ok=True)
+    x = helper.make_tensor_value_info("x", F, [2, 3])
+    y = helper.make_tensor_value_info("y", F, None)
+    g = helper.make_graph([helper.make_node("Einsum", ["x", "x"], ["y"], name="my_einsum", equation="ij,ij->ij")], "bad", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    open(os.path.join(d, "unsupported_op.onnx"), "wb").write(m.SerializeToString())
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="custom_relu", domain="com.example")], "bad", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.example", 1)])
+    open(os.path.join(d, "custom_domain.onnx"), "wb").write(m.SerializeToString())
+    g = helper.make_graph([helper.make_node("Conv", ["x4", "w"], ["y"], name="conv3d_like", pads=[1, 1, 1, 1], foo=3)], "bad",
+                          [helper.make_tensor_value_info("x4", F, [1, 1, 4, 4])], [y], [numpy_helper.from_array(rand(1, 1, 3, 3), "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    open(os.path.join(d, "unknown_attribute.onnx"), "wb").write(m.SerializeToString())
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "bad", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    open(os.path.join(d, "relu_2x3.onnx"), "wb").write(m.SerializeToString())
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     conv_cases()
@@ -374,6 +395,7 @@ def main():
     resize_cases()
     write_light_models()
     write_ppocr()
+    write_bad_models()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"onnx": onnx.__version__, "onnxruntime": ort.__version__, "cases": MANIFEST}, f, indent=1)
     print(f"{len(MANIFEST)} cases", file=sys.stderr)

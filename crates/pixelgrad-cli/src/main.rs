@@ -6,6 +6,7 @@ mod dataset;
 mod eval;
 mod plot;
 mod predict;
+mod run;
 mod train;
 mod weights;
 
@@ -28,7 +29,11 @@ impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
 }
 
 #[derive(Parser)]
-#[command(name = "pixelgrad", version, about = "Train and run neural networks on WebGPU, WebGL2 or the CPU")]
+#[command(
+    name = "pixelgrad",
+    version,
+    about = "Train and run neural networks on WebGPU, WebGL2 or the CPU"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -46,6 +51,8 @@ enum Cmd {
     Backends,
     /// Benchmark matmul and training steps per backend, side by side (not a test).
     Bench(bench::BenchArgs),
+    /// Run an ONNX model on .npy inputs and write its outputs as .npy files.
+    Run(run::RunArgs),
 }
 
 /// Headless machines often lack `XDG_RUNTIME_DIR`; the Vulkan/EGL loaders then print an
@@ -67,6 +74,7 @@ fn main() -> ExitCode {
         Cmd::Predict(a) => predict::run(a),
         Cmd::Backends => backend::list(),
         Cmd::Bench(a) => bench::run(a),
+        Cmd::Run(a) => run::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

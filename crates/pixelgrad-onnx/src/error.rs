@@ -11,6 +11,10 @@ pub enum OnnxError {
     #[error("not a valid ONNX model: {0}")]
     Parse(String),
 
+    /// A `.npy` file that cannot be read.
+    #[error("{0}")]
+    Npy(String),
+
     /// The model is well formed but uses something pixelgrad does not read (external data,
     /// sparse initializers, a newer IR, sequence types...).
     #[error("unsupported ONNX model: {0}")]

@@ -7,7 +7,7 @@ use crate::{OnnxError, Result};
 const MAGIC: &[u8] = b"\x93NUMPY";
 
 fn bad(msg: impl Into<String>) -> OnnxError {
-    OnnxError::Parse(format!("npy: {}", msg.into()))
+    OnnxError::Npy(format!("npy: {}", msg.into()))
 }
 
 /// Decodes `.npy` bytes.
@@ -104,7 +104,7 @@ pub fn read(bytes: &[u8]) -> Result<HostTensor> {
 pub fn load(path: &std::path::Path) -> Result<HostTensor> {
     let b = std::fs::read(path).map_err(|e| OnnxError::io(path, e))?;
     read(&b).map_err(|e| match e {
-        OnnxError::Parse(m) => OnnxError::Parse(format!("{}: {m}", path.display())),
+        OnnxError::Npy(m) => OnnxError::Npy(format!("{}: {m}", path.display())),
         o => o,
     })
 }
@@ -210,8 +210,8 @@ mod tests {
         assert!(read(b"PK\x03\x04 not npy").is_err());
         let mut b = write(&HostTensor::f32(vec![4], vec![1.0; 4])).unwrap();
         b.truncate(b.len() - 3);
-        assert!(matches!(read(&b), Err(OnnxError::Parse(m)) if m.contains("data bytes")));
+        assert!(matches!(read(&b), Err(OnnxError::Npy(m)) if m.contains("data bytes")));
         let be = b"\x93NUMPY\x01\x00\x46\x00{'descr': '>f8', 'fortran_order': False, 'shape': (1,), }                           \n";
-        assert!(matches!(read(be), Err(OnnxError::Parse(m)) if m.contains("'>f8'")));
+        assert!(matches!(read(be), Err(OnnxError::Npy(m)) if m.contains("'>f8'")));
     }
 }

@@ -106,6 +106,8 @@ pub struct Session {
     param_index: HashMap<String, usize>,
     /// Device copies of the other constants read by device ops, uploaded on first use.
     cache: RefCell<HashMap<String, Tensor>>,
+    /// Shared host copies of the non-trainable constants operators read.
+    host: RefCell<HashMap<String, Rc<HostTensor>>>,
 }
 
 /// Operators whose inputs after the first are weights (trainable at any size).
@@ -163,6 +165,7 @@ impl Session {
             params,
             param_index,
             cache: RefCell::new(HashMap::new()),
+            host: RefCell::new(HashMap::new()),
         })
     }
 
@@ -276,15 +279,9 @@ impl Session {
                 }
                 let v = match env.get(name.as_str()) {
                     Some(v) => v.clone(),
-                    None => match model.constants.get(name) {
-                        Some(t) => V::Host {
-                            t: Rc::new(t.clone()),
-                            name: Some(Rc::from(name.as_str())),
-                        },
-                        None => {
-                            return Err(node.err(format!("input '{name}' has not been computed")))
-                        }
-                    },
+                    None => self
+                        .constant(name)
+                        .ok_or_else(|| node.err(format!("input '{name}' has not been computed")))?,
                 };
                 ins.push(Some(v));
             }
@@ -331,6 +328,26 @@ impl Session {
                 },
             })
             .collect()
+    }
+
+    /// A constant as an operator input: weights are their trainable device tensor; other
+    /// constants a shared host value (created once per session, not copied per run).
+    fn constant(&self, name: &str) -> Option<V> {
+        if let Some(&i) = self.param_index.get(name) {
+            let t = &self.model.constants[name];
+            return Some(V::dev(self.params[i].1.tensor(), t.dtype));
+        }
+        let t = self.model.constants.get(name)?;
+        let rc = self
+            .host
+            .borrow_mut()
+            .entry(name.to_string())
+            .or_insert_with(|| Rc::new(t.clone()))
+            .clone();
+        Some(V::Host {
+            t: rc,
+            name: Some(Rc::from(name)),
+        })
     }
 
     fn check_input(&self, info: &ValueInfo, input: &Input) -> Result<V> {

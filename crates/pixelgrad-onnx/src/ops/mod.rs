@@ -295,7 +295,10 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
             let mut outs = vec![x.clone()];
             if node.outputs.len() > 1 && !node.outputs[1].is_empty() {
                 // In inference every element is kept: the mask is all true.
-                outs.push(V::dev(Tensor::ones(cx.dev(), x.dims().to_vec())?, DType::Bool));
+                outs.push(V::dev(
+                    Tensor::ones(cx.dev(), x.dims().to_vec())?,
+                    DType::Bool,
+                ));
             }
             Ok(outs)
         }
