@@ -14,11 +14,18 @@ pub struct MaxPool2d {
 impl MaxPool2d {
     /// Non-overlapping windows (stride = kernel), no padding.
     pub fn new(kernel: usize) -> Self {
-        MaxPool2d { kernel, stride: kernel, padding: 0 }
+        MaxPool2d {
+            kernel,
+            stride: kernel,
+            padding: 0,
+        }
     }
 }
 
 impl Module for MaxPool2d {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         max_pool2d(x, self.kernel, self.stride, self.padding)
     }
@@ -36,11 +43,18 @@ pub struct AvgPool2d {
 
 impl AvgPool2d {
     pub fn new(kernel: usize) -> Self {
-        AvgPool2d { kernel, stride: kernel, padding: 0 }
+        AvgPool2d {
+            kernel,
+            stride: kernel,
+            padding: 0,
+        }
     }
 }
 
 impl Module for AvgPool2d {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         avg_pool2d(x, self.kernel, self.stride, self.padding)
     }
@@ -53,6 +67,9 @@ impl Module for AvgPool2d {
 pub struct Flatten;
 
 impl Module for Flatten {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         if x.rank() < 1 {
             return Err(bad_input("flatten", x, "expects a batch axis".into()));
