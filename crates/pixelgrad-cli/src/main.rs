@@ -4,6 +4,7 @@ mod backend;
 mod bench;
 mod dataset;
 mod eval;
+mod export;
 mod plot;
 mod predict;
 mod run;
@@ -53,6 +54,8 @@ enum Cmd {
     Bench(bench::BenchArgs),
     /// Run an ONNX model on .npy inputs and write its outputs as .npy files.
     Run(run::RunArgs),
+    /// Write a model saved by `train` as an ONNX file.
+    Export(export::ExportArgs),
 }
 
 /// Headless machines often lack `XDG_RUNTIME_DIR`; the Vulkan/EGL loaders then print an
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
         Cmd::Backends => backend::list(),
         Cmd::Bench(a) => bench::run(a),
         Cmd::Run(a) => run::run(a),
+        Cmd::Export(a) => export::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

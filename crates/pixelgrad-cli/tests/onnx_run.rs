@@ -167,3 +167,103 @@ fn run_reports_bad_input_in_one_line() {
     std::fs::remove_file(&junk).ok();
     fails_with(&["run", cls, "--input", &x, "--repeat", "0"], "--repeat");
 }
+
+#[test]
+fn export_then_run_gives_the_same_predictions() {
+    let fx = fixtures();
+    let d = std::env::temp_dir().join(format!("pixelgrad-export-cli-{}", std::process::id()));
+    let out = bin()
+        .args([
+            "train",
+            "--backend",
+            "cpu",
+            "--model",
+            "cnn",
+            "--epochs",
+            "1",
+            "--out",
+        ])
+        .arg(&d)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let onnx = d.join("model.onnx");
+    let ex = bin()
+        .args(["export", "--json", "--model-file"])
+        .arg(d.join("model.safetensors"))
+        .arg("--onnx")
+        .arg(&onnx)
+        .output()
+        .unwrap();
+    assert!(
+        ex.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ex.stderr)
+    );
+    // a batch of 3 digits-shaped images through the exported model: pixelgrad and onnxruntime
+    let x: Vec<f32> = (0..3 * 64).map(|i| ((i * 37) % 17) as f32 / 16.0).collect();
+    let xin = d.join("x.npy");
+    std::fs::write(
+        &xin,
+        pixelgrad_onnx::npy::write(&pixelgrad_onnx::HostTensor::f32(vec![3, 1, 8, 8], x)).unwrap(),
+    )
+    .unwrap();
+    let run_dir = d.join("run");
+    let r = bin()
+        .args([
+            "run",
+            onnx.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--input",
+            &format!("input={}", xin.display()),
+            "--out",
+        ])
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let ort_dir = d.join("ort");
+    let root = repo_root();
+    let o = Command::new(root.join("target/onnx-venv/bin/python"))
+        .arg(root.join("scripts/ort_run.py"))
+        .arg(&onnx)
+        .arg(&ort_dir)
+        .arg(format!("input={}", xin.display()))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "onnxruntime: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let got = pixelgrad_onnx::npy::load(&run_dir.join("output_0.npy")).unwrap();
+    let want = pixelgrad_onnx::npy::load(&ort_dir.join("output_0.npy")).unwrap();
+    assert_eq!(got.shape, vec![3, 10]);
+    let err = got
+        .to_f32()
+        .iter()
+        .zip(want.to_f32())
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(
+        err < 1e-4,
+        "pixelgrad vs onnxruntime on the exported CNN: {err}"
+    );
+    let _ = fx;
+    std::fs::remove_dir_all(&d).ok();
+    fails_with(
+        &[
+            "export",
+            "--model-file",
+            "/nonexistent.safetensors",
+            "--onnx",
+            "/tmp/x.onnx",
+        ],
+        "/nonexistent.safetensors",
+    );
+}

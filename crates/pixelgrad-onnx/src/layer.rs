@@ -118,7 +118,7 @@ impl Module for OnnxLayer {
                 ),
             ));
         }
-        Ok(v.tensor(self.session.device()).map_err(Error::from)?)
+        v.tensor(self.session.device()).map_err(Error::from)
     }
     fn visit_params(&self, f: &mut dyn FnMut(&str, &Param)) {
         for (name, p) in self.session.params() {

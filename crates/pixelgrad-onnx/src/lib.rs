@@ -23,6 +23,7 @@
 //! ```
 
 pub mod error;
+pub mod export;
 pub mod graph;
 pub mod host;
 mod hostops;

@@ -81,12 +81,14 @@ impl OptimizerKind {
             "adam" => OptimizerKind::Adam { weight_decay: 0.0 },
             "adamw" => OptimizerKind::AdamW { weight_decay: 0.01 },
             "rmsprop" => OptimizerKind::RmsProp,
-            other => return Err(Error::invalid(
-                "optimizer",
-                format!(
+            other => {
+                return Err(Error::invalid(
+                    "optimizer",
+                    format!(
                     "unknown optimizer '{other}' (sgd, momentum, nesterov, adam, adamw, rmsprop)"
                 ),
-            )),
+                ))
+            }
         })
     }
     pub fn build(&self, lr: f32) -> Box<dyn Optimizer> {
