@@ -10,12 +10,21 @@ out=target/onnx-fixtures
 venv=target/onnx-venv
 gen=scripts/onnx_fixtures.py
 stamp="$out/.done"
+mkdir -p target
+# Test binaries and threads may call this at once: one builds, the others wait.
+exec 9>target/onnx-fixtures.lock
+flock 9
 if [ -f "$stamp" ] && [ "$stamp" -nt "$gen" ] && [ "$stamp" -nt "$0" ]; then
   exit 0
 fi
-mkdir -p target
 if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
+  if ! python3 -m venv "$venv" 2>/dev/null; then
+    # Debian splits venv (ensurepip) into its own package
+    rm -rf "$venv"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$venv"
+  fi
 fi
 if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy, PIL" 2>/dev/null; then
   "$venv/bin/pip" install -q --disable-pip-version-check "onnx==1.17.0" "onnxruntime==1.20.1" "numpy==1.26.4" "pillow==10.4.0"
