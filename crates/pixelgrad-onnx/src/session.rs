@@ -186,15 +186,18 @@ impl Session {
         &self.params
     }
 
-    /// Runs the graph; returns the graph outputs in order.
+    /// Runs the graph for inference (no autodiff graph is recorded); returns the graph outputs
+    /// in order.
     pub fn run(&self, inputs: &[(&str, Input)]) -> Result<Vec<(String, Value)>> {
+        let _g = pixelgrad_core::no_grad();
         let names: Vec<&str> = self.model.outputs.iter().map(|o| o.name.as_str()).collect();
         let vals = self.run_to(inputs, &names)?;
         Ok(names.into_iter().map(|s| s.to_string()).zip(vals).collect())
     }
 
     /// Runs the part of the graph needed for the values `outputs` (graph outputs or any
-    /// intermediate value name) and returns them in that order.
+    /// intermediate value name) and returns them in that order. Gradients are recorded when
+    /// the caller has them enabled (this is how [`crate::OnnxLayer`] trains).
     pub fn run_to(&self, inputs: &[(&str, Input)], outputs: &[&str]) -> Result<Vec<Value>> {
         let model = &*self.model;
         let mut env: HashMap<&str, V> = HashMap::new();
