@@ -165,6 +165,28 @@ export declare function loadModel(url: string): Promise<Sequential>;
 export declare function listModels(): Promise<{ name: string; url: string; savedAt: string; bytes: number; backend: BackendName }[]>;
 export declare function removeModel(url: string): Promise<void>;
 
+/** An input or output of an ONNX model; dynamic sizes are their names (or null when unnamed). */
+export interface OnnxValueInfo {
+  name: string;
+  shape: (number | string | null)[] | null;
+  dtype: string;
+}
+
+/** An ONNX model imported into pixelgrad, running on the runtime's device. */
+export declare class OnnxModel {
+  readonly inputs: OnnxValueInfo[];
+  readonly outputs: OnnxValueInfo[];
+  readonly backend: BackendName;
+  /** Feeds inputs by name (float32 tensors; int32 tensors for integer inputs); outputs by name. */
+  run(feeds: Record<string, Tensor>): Promise<Record<string, Tensor>>;
+  /** `indexeddb://name` (for `loadOnnx`) or `downloads://name.onnx`. */
+  save(url: string): Promise<{ url: string; bytes: number }>;
+  dispose(): void;
+}
+
+/** Loads an ONNX model: the file's bytes, a URL to fetch, or `indexeddb://name`. */
+export declare function loadOnnx(source: ArrayBuffer | Uint8Array | string | URL): Promise<OnnxModel>;
+
 export interface DataSplit {
   x: Float32Array;
   y: Int32Array;

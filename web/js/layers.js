@@ -8,7 +8,10 @@ function cfg(type, c, what) {
   return Object.freeze({ type, ...(c || {}) });
 }
 
-/** Layer configs for `pg.sequential`. Image inputs are NHWC: `inputShape: [h, w, c]`. */
+/**
+ * Layer configs for `pg.sequential`. Image inputs are NHWC: `inputShape: [h, w, c]`. Every layer
+ * takes `trainable: false` to freeze its weights (no updates; still saved).
+ */
 export const layers = Object.freeze({
   /** Fully connected: `{ units, activation?, inputShape? }`. */
   dense: (c) => cfg('dense', c, 'dense'),

@@ -282,6 +282,7 @@ export async function loadModel(url) {
   currentRuntime('loadModel');
   const rec = await getModel(name);
   if (!rec) throw new Error(`loadModel: no model named '${name}' in IndexedDB (pg.listModels() lists them)`);
+  if (rec.format === 'onnx') throw new Error(`loadModel: '${name}' is an ONNX model; load it with pg.loadOnnx('${url}')`);
   const m = new Sequential(rec.config.layers, { seed: rec.config.seed });
   m._net('loadModel').loadBytes(rec.bytes);
   if (rec.compile) m.compile(rec.compile);

@@ -6,11 +6,13 @@
 
 mod data;
 mod model;
+mod onnx;
 mod runtime;
 mod tensor;
 
 pub use data::{digits, parse_mnist, shuffled_indices};
 pub use model::Model;
+pub use onnx::OnnxModel;
 pub use runtime::Runtime;
 pub use tensor::DeviceTensor;
 
@@ -26,7 +28,9 @@ pub(crate) fn js_err(e: impl std::fmt::Display) -> JsValue {
 #[wasm_bindgen(start)]
 pub fn start() {
     std::panic::set_hook(Box::new(|info| {
-        web_sys::console::error_1(&format!("pixelgrad: internal error (please report): {info}").into());
+        web_sys::console::error_1(
+            &format!("pixelgrad: internal error (please report): {info}").into(),
+        );
     }));
 }
 
