@@ -155,9 +155,15 @@ export declare class Sequential {
   summary(): string;
   /** Throws at once for a bad layer index; resolves when drawn. */
   drawWeights(layerIndex: number, canvas: HTMLCanvasElement | OffscreenCanvas): Promise<void>;
-  /** 'indexeddb://name' or 'downloads://name'. */
+  /** 'indexeddb://name', 'downloads://name' (safetensors) or 'downloads://name.onnx'. */
   save(url: string): Promise<{ url: string; bytes: number }>;
   dispose(): void;
+  /** Every weight by name (`0.weight`, `1.running_mean`, ...) as host tensors. */
+  getWeights(): Promise<Record<string, Tensor>>;
+  /** Replaces weights by name (same shapes). */
+  setWeights(weights: Record<string, Tensor | Float32Array>): Promise<void>;
+  /** The model as ONNX bytes (input `input` `[N, ...inputShape]`, output `output`). */
+  toOnnx(): Promise<Uint8Array>;
 }
 
 export declare function sequential(layers: LayerConfig[] | { layers: LayerConfig[]; seed?: number }, options?: { seed?: number }): Sequential;

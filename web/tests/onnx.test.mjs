@@ -185,3 +185,74 @@ test('loadOnnx: metadata, byte and IndexedDB sources, errors', async () => {
   assert.match(asSequential, /is an ONNX model; load it with pg.loadOnnx/);
   assert.match(r.disposed, /disposed/);
 });
+
+for (const backend of ['webgpu', 'webgl', 'cpu']) {
+  test(`${backend}: frozen layers, weights by name, toOnnx back through loadOnnx`, async () => {
+    const r = await inPage(async (pg, backend) => {
+      await pg.init({ backend, allowSoftware: true });
+      const d = pg.data.digits();
+      const n = 256;
+      const x = pg.tensor(d.train.x.slice(0, n * 64), [n, 8, 8, 1]);
+      const y = pg.tensor(d.train.y.slice(0, n), [n]);
+      const layers = () => [
+        pg.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'same', activation: 'relu', inputShape: [8, 8, 1], trainable: false }),
+        pg.layers.maxPooling2d({ poolSize: 2 }),
+        pg.layers.flatten(),
+        pg.layers.dense({ units: 10 }),
+      ];
+      const model = pg.sequential(layers(), { seed: 3 });
+      model.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy' });
+      const before = await model.getWeights();
+      await model.fit(x, y, { epochs: 2, batchSize: 32, seed: 1 });
+      const after = await model.getWeights();
+      const same = async (a, b) => {
+        const [u, v] = [await a.data(), await b.data()];
+        return u.length === v.length && u.every((e, i) => e === v[i]);
+      };
+      const names = Object.keys(after);
+      const frozen = (await same(before['1.weight'], after['1.weight'])) && (await same(before['1.bias'], after['1.bias']));
+      const headMoved = !(await same(before['5.weight'], after['5.weight']));
+      const xt = pg.tensor(d.test.x.slice(0, 16 * 64), [16, 8, 8, 1]);
+      const want = await model.predict(xt).data();
+      // the same weights in a fresh model give the same predictions
+      const copy = pg.sequential(layers(), { seed: 99 });
+      await copy.setWeights(after);
+      const copied = await copy.predict(xt).data();
+      // ONNX export, imported again on this backend
+      const bytes = await model.toOnnx();
+      const m = await pg.loadOnnx(bytes);
+      const got = await (await m.run({ input: xt })).output.data();
+      let err = 0;
+      let scale = 1e-6;
+      for (let i = 0; i < want.length; i++) {
+        err = Math.max(err, Math.abs(got[i] - want[i]));
+        scale = Math.max(scale, Math.abs(want[i]));
+      }
+      let badName = null;
+      try {
+        await copy.setWeights({ '9.weight': new Float32Array(4) });
+      } catch (e) {
+        badName = e.message;
+      }
+      let badShape = null;
+      try {
+        await copy.setWeights({ '5.bias': pg.tensor(new Float32Array(3), [3]) });
+      } catch (e) {
+        badShape = e.message;
+      }
+      return {
+        names, frozen, headMoved, copiedSame: copied.every((v, i) => v === want[i]), onnxBytes: bytes.length,
+        inputs: m.inputs, rel: err / scale, badName, badShape,
+      };
+    }, backend);
+    assert.deepEqual(r.names, ['1.weight', '1.bias', '5.weight', '5.bias']);
+    assert.ok(r.frozen, 'the trainable: false conv changed during fit');
+    assert.ok(r.headMoved, 'the dense head did not train');
+    assert.ok(r.copiedSame, 'setWeights did not reproduce the predictions');
+    assert.ok(r.onnxBytes > 1000);
+    assert.deepEqual(r.inputs, [{ name: 'input', shape: ['N', 8, 8, 1], dtype: 'float' }]);
+    assert.ok(r.rel < 1e-4, `exported model differs by ${r.rel}`);
+    assert.match(r.badName, /no weight '9.weight'/);
+    assert.match(r.badShape, /has shape \[10\], got \[3\]/);
+  });
+}

@@ -1,5 +1,5 @@
 //! pixelgrad models → ONNX. A `Sequential` of the nn layers (`Linear`, `Conv2d`, `BatchNorm`,
-//! activations, pooling, `Flatten`, `Dropout`, nested `Sequential`s) and of imported graphs
+//! activations, pooling, `Flatten`, `Permute`, `Dropout`, nested `Sequential`s) and of imported graphs
 //! ([`OnnxLayer`], written back node for node with their current, possibly fine-tuned,
 //! weights) becomes one graph with input `input` `[N, ...]` (batch size named `N`) and output
 //! `output`. Layers are written with inference semantics (batch norm running statistics,
@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use pixelgrad_core::{Param, Tensor};
 use pixelgrad_nn::layers::{
-    Activation, AvgPool2d, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d,
+    Activation, AvgPool2d, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, Permute,
 };
 use pixelgrad_nn::{Module, Sequential};
 use prost::Message;
@@ -322,6 +322,9 @@ impl Writer {
                     int("count_include_pad", 1),
                 ],
             );
+        } else if let Some(p) = any.downcast_ref::<Permute>() {
+            let perm: Vec<i64> = p.0.iter().map(|&a| a as i64).collect();
+            self.op("Transpose", prefix, vec![], vec![ints("perm", &perm)]);
         } else if any.downcast_ref::<Flatten>().is_some() {
             self.op("Flatten", prefix, vec![], vec![int("axis", 1)]);
         } else if let Some(l) = any.downcast_ref::<OnnxLayer>() {

@@ -205,6 +205,58 @@ impl Net {
         pixelgrad_nn::io::named_tensors(&self.built.seq)
     }
 
+    /// Replaces the weight (parameter or buffer) called `name` with host values of the same
+    /// shape.
+    pub fn set_weight(&self, name: &str, data: &[f32], shape: &[usize]) -> Result<()> {
+        let mut known = Vec::new();
+        let mut found: Option<Result<()>> = None;
+        let upload = |cur: &[usize]| -> Result<Tensor> {
+            if cur != shape {
+                return Err(Error::invalid(
+                    "setWeights",
+                    format!("weight '{name}' has shape {cur:?}, got {shape:?}"),
+                ));
+            }
+            Tensor::from_vec(&self.dev, data, shape.to_vec())
+        };
+        self.built.seq.visit_params(&mut |n, p| {
+            known.push(n.to_string());
+            if n == name && found.is_none() {
+                found = Some(upload(p.shape().dims()).and_then(|t| p.set(&t)));
+            }
+        });
+        self.built.seq.visit_buffers(&mut |n, b| {
+            known.push(n.to_string());
+            if n == name && found.is_none() {
+                found = Some(upload(b.get().dims()).map(|t| b.set(&t)));
+            }
+        });
+        found.unwrap_or_else(|| {
+            Err(Error::invalid(
+                "setWeights",
+                format!(
+                    "the model has no weight '{name}' (it has {})",
+                    known.join(", ")
+                ),
+            ))
+        })
+    }
+
+    /// ONNX bytes of the network of `config` with `weights` (host copies of every named
+    /// tensor, as the caller read them): the network is rebuilt on the CPU, so export needs no
+    /// blocking GPU read.
+    pub fn onnx_bytes(
+        config: &Value,
+        weights: &[(String, Vec<usize>, Vec<f32>)],
+    ) -> Result<Vec<u8>> {
+        let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
+        let copy = Net::new(&cpu, config.clone())?;
+        for (n, shape, v) in weights {
+            copy.set_weight(n, v, shape)?;
+        }
+        pixelgrad_onnx::export::to_onnx(&copy.built.seq, &copy.built.input).map_err(Error::from)
+    }
+
     /// Loads safetensors bytes written by a save of the same architecture.
     pub fn load_bytes(&self, bytes: &[u8]) -> Result<()> {
         pixelgrad_nn::io::load_bytes(&self.built.seq, bytes)
@@ -275,5 +327,58 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("label 10"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod export_tests {
+    use super::*;
+    use pixelgrad_onnx::{Input, Model, Session};
+
+    #[test]
+    fn weights_by_name_and_onnx_export_of_an_nhwc_conv_net() {
+        let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+        let cfg = serde_json::json!({"layers": [
+            {"type": "conv2d", "filters": 3, "kernelSize": 3, "padding": "same", "activation": "relu", "inputShape": [6, 6, 2]},
+            {"type": "maxPooling2d", "poolSize": 2},
+            {"type": "flatten"},
+            {"type": "dense", "units": 4}
+        ], "seed": 3});
+        let net = Net::new(&dev, cfg.clone()).unwrap();
+        let host: Vec<(String, Vec<usize>, Vec<f32>)> = net
+            .named_tensors()
+            .iter()
+            .map(|(n, t)| (n.clone(), t.dims().to_vec(), t.to_vec().unwrap()))
+            .collect();
+        let (n0, s0, v0) = &host[0];
+        assert!(net.set_weight(n0, v0, s0).is_ok());
+        assert!(net
+            .set_weight(n0, &v0[1..], &[v0.len() - 1])
+            .unwrap_err()
+            .to_string()
+            .contains("has shape"));
+        assert!(net
+            .set_weight("nope", v0, s0)
+            .unwrap_err()
+            .to_string()
+            .contains("no weight 'nope'"));
+        // export, re-import: the same predictions on NHWC input
+        let bytes = Net::onnx_bytes(&cfg, &host).unwrap();
+        let x: Vec<f32> = (0..2 * 6 * 6 * 2)
+            .map(|i| ((i * 7) % 11) as f32 / 10.0 - 0.5)
+            .collect();
+        let want = net.predict(&x, &[2, 6, 6, 2]).unwrap().to_vec().unwrap();
+        let s = Session::new(Model::from_bytes(&bytes).unwrap(), &dev).unwrap();
+        let xt = Tensor::from_vec(&dev, &x, [2, 6, 6, 2]).unwrap();
+        let got = s.run(&[("input", Input::Tensor(xt))]).unwrap()[0]
+            .1
+            .to_host()
+            .unwrap()
+            .to_f32();
+        assert_eq!(got.len(), want.len());
+        assert!(
+            got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5),
+            "{got:?} vs {want:?}"
+        );
     }
 }

@@ -2,12 +2,14 @@
 //! turned into engine layers with shape inference.
 //!
 //! Users give image inputs as NHWC (`inputShape: [h, w, c]`, TF.js style); the engine's conv and
-//! pooling ops are NCHW. The built network therefore starts with a [`ToNchw`] permutation and
+//! pooling ops are NCHW. The built network therefore starts with a `Permute([0, 3, 1, 2])` and
 //! tracks shapes in engine layout, while summaries print the user's layout.
 
-use pixelgrad_core::{Device, Error, Result, Tensor};
-use pixelgrad_nn::layers::{Activation, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d};
-use pixelgrad_nn::{Init, Mode, Module, Sequential};
+use pixelgrad_core::{Device, Error, Result};
+use pixelgrad_nn::layers::{
+    Activation, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, Permute,
+};
+use pixelgrad_nn::{Init, Module, Sequential};
 use serde_json::Value;
 
 /// Shape of one sample between layers, in engine layout.
@@ -65,26 +67,6 @@ pub struct Built {
     /// Sample shape the user feeds (NHWC for images).
     pub input: Vec<usize>,
     pub output: Shape,
-}
-
-/// NHWC → NCHW at the network's entrance (images are given as `[n, h, w, c]`).
-pub struct ToNchw;
-
-impl Module for ToNchw {
-    fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
-        if x.rank() != 4 {
-            return Err(Error::Shape {
-                op: "input",
-                shapes: vec![x.dims().to_vec()],
-                backend: x.device().name(),
-                msg: "expects images [N, H, W, C]".into(),
-            });
-        }
-        x.permute(&[0, 3, 1, 2])
-    }
-    fn describe(&self) -> String {
-        "ToNchw".into()
-    }
 }
 
 fn bad(what: &str, msg: impl Into<String>) -> Error {
@@ -197,7 +179,8 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
         return Err(bad("sequential", "the first layer needs an inputShape, e.g. layers.dense({ units: 10, inputShape: [64] })"));
     };
     if let Shape::Image(..) = input {
-        seq.add(Box::new(ToNchw));
+        // NHWC → NCHW at the network's entrance (images are given as `[n, h, w, c]`)
+        seq.add(Box::new(Permute(vec![0, 3, 1, 2])));
     }
     let mut cur = input;
     for (i, l) in layers.iter().enumerate() {
@@ -409,7 +392,9 @@ pub fn summary(b: &Built) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pixelgrad_core::Tensor;
     use pixelgrad_cpu::CpuBackend;
+    use pixelgrad_nn::Mode;
 
     fn dev() -> Device {
         Device::new(CpuBackend::new())

@@ -80,3 +80,26 @@ impl Module for Flatten {
         "Flatten".into()
     }
 }
+
+/// Reorders axes: output axis `i` is input axis `perm[i]` (e.g. `[0, 3, 1, 2]` turns NHWC
+/// images into NCHW). Input of rank `perm.len()`.
+pub struct Permute(pub Vec<usize>);
+
+impl Module for Permute {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+    fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
+        if x.rank() != self.0.len() {
+            return Err(bad_input(
+                "permute",
+                x,
+                format!("expects a rank-{} input", self.0.len()),
+            ));
+        }
+        x.permute(&self.0)
+    }
+    fn describe(&self) -> String {
+        format!("Permute({:?})", self.0)
+    }
+}

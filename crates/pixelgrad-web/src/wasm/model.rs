@@ -162,6 +162,58 @@ impl Model {
         }))
     }
 
+    /// JSON `[{ name, shape }]` of every parameter and buffer, in save order.
+    #[wasm_bindgen(js_name = weightInfo)]
+    pub fn weight_info(&self) -> String {
+        let list: Vec<serde_json::Value> = self
+            .net
+            .named_tensors()
+            .iter()
+            .map(|(n, t)| serde_json::json!({ "name": n, "shape": t.dims() }))
+            .collect();
+        serde_json::Value::Array(list).to_string()
+    }
+
+    /// Reads (async) every parameter and buffer: an Array of Float32Array in `weightInfo` order.
+    #[wasm_bindgen(js_name = readWeights)]
+    pub fn read_weights(&self) -> Promise {
+        let tensors = self.net.named_tensors();
+        future_to_promise(async move {
+            let arr = js_sys::Array::new();
+            for (_, t) in tensors {
+                let v = t.to_vec_async().await.map_err(js_err)?;
+                arr.push(&js_sys::Float32Array::from(&v[..]).into());
+            }
+            Ok(arr.into())
+        })
+    }
+
+    /// Replaces one weight by name (same shape).
+    #[wasm_bindgen(js_name = setWeight)]
+    pub fn set_weight(&self, name: &str, data: &[f32], shape: Vec<u32>) -> Result<(), JsValue> {
+        self.net
+            .set_weight(name, data, &dims(&shape))
+            .map_err(js_err)
+    }
+
+    /// The model as ONNX bytes (input `input` in the user's layout, output `output`).
+    #[wasm_bindgen(js_name = toOnnx)]
+    pub fn to_onnx(&self) -> Promise {
+        let tensors = self.net.named_tensors();
+        // The export rebuilds the network on the CPU from the config, so it needs only the
+        // values, read asynchronously here.
+        let config = self.net.config.clone();
+        future_to_promise(async move {
+            let mut host = Vec::with_capacity(tensors.len());
+            for (name, t) in tensors {
+                let v = t.to_vec_async().await.map_err(js_err)?;
+                host.push((name, t.dims().to_vec(), v));
+            }
+            let bytes = crate::net::Net::onnx_bytes(&config, &host).map_err(js_err)?;
+            Ok(Uint8Array::from(&bytes[..]).into())
+        })
+    }
+
     /// Loads safetensors bytes saved from the same architecture.
     #[wasm_bindgen(js_name = loadBytes)]
     pub fn load_bytes(&self, bytes: &[u8]) -> Result<(), JsValue> {
