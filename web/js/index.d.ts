@@ -78,7 +78,7 @@ export interface LayerConfig {
 }
 
 export declare const layers: {
-  dense(c: { units: number; activation?: Activation; inputShape?: number[] }): LayerConfig;
+  dense(c: { units: number; activation?: Activation; inputShape?: number[]; trainable?: boolean }): LayerConfig;
   /** NHWC: inputShape [h, w, c]. padding 'same' needs an odd kernel and strides 1. */
   conv2d(c: {
     filters: number;
@@ -87,12 +87,15 @@ export declare const layers: {
     padding?: 'valid' | 'same';
     activation?: Activation;
     inputShape?: number[];
+    trainable?: boolean;
   }): LayerConfig;
   maxPooling2d(c?: { poolSize?: number | [number, number]; strides?: number | [number, number] }): LayerConfig;
   flatten(c?: { inputShape?: number[] }): LayerConfig;
   dropout(c: { rate: number }): LayerConfig;
-  batchNormalization(c?: { inputShape?: number[] }): LayerConfig;
+  batchNormalization(c?: { inputShape?: number[]; trainable?: boolean }): LayerConfig;
   activation(c: { activation: Activation; inputShape?: number[] }): LayerConfig;
+  /** An imported ONNX model (or its part up to `output`) as a layer; `trainable: false` freezes it. */
+  onnx(config: { model: OnnxModel; output?: string; input?: string; inputShape?: number[]; trainable?: boolean; activation?: Activation }): LayerConfig;
 };
 
 export interface OptimizerConfig {

@@ -27,6 +27,12 @@ export const layers = Object.freeze({
   batchNormalization: (c) => cfg('batchNormalization', c, 'batchNormalization'),
   /** An activation on its own: `{ activation }`. */
   activation: (c) => cfg('activation', c, 'activation'),
+  /**
+   * An imported ONNX model (or its part up to the value `output`) as a layer:
+   * `{ model: await pg.loadOnnx(...), output?, input?, inputShape?, trainable?, activation? }`.
+   * Image inputs reach it as NCHW, as ONNX models expect.
+   */
+  onnx: (c) => cfg('onnx', c, 'onnx'),
 });
 
 function lrOf(lr, name) {

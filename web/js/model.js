@@ -60,7 +60,16 @@ export class Sequential {
     if (this._disposed) throw new Error(`${what}: the model was disposed`);
     if (!this._inner) {
       const rt = currentRuntime(what);
-      this._inner = new wasm.Model(rt._inner, JSON.stringify(this._config()));
+      // `onnx` layers carry an OnnxModel: the config names it by index, its bytes go alongside
+      const onnx = [];
+      const layers = this._layers.map((l, i) => {
+        if (l.type !== 'onnx') return l;
+        const m = l.model;
+        if (!m || !(m._bytes instanceof Uint8Array)) throw new Error(`${what}: layer ${i} (onnx) needs { model: await pg.loadOnnx(...) }`);
+        onnx.push(m._bytes);
+        return { ...l, model: onnx.length - 1 };
+      });
+      this._inner = new wasm.Model(rt._inner, JSON.stringify({ layers, seed: this._seed }), onnx);
       this._rt = rt;
       if (registry) registry.register(this, this._inner, this);
     }
@@ -286,6 +295,9 @@ export class Sequential {
       const onnx = await net.toOnnx();
       download(onnx, name);
       return { url, bytes: onnx.length };
+    }
+    if (this._layers.some((l) => l.type === 'onnx')) {
+      throw new Error("save: a model with imported onnx layers saves as ONNX: save('downloads://name.onnx') or toOnnx()");
     }
     const config = this._config();
     const meta = { format: 'pixelgrad-web', config: JSON.stringify(config) };

@@ -256,3 +256,67 @@ for (const backend of ['webgpu', 'webgl', 'cpu']) {
     assert.match(r.badShape, /has shape \[10\], got \[3\]/);
   });
 }
+
+test('cpu: a frozen imported PP-OCR backbone with a new dense head learns digits in the page', async () => {
+  const r = await inPage(async (pg) => {
+    await pg.init({ backend: 'cpu' });
+    const backbone = await pg.loadOnnx('/test-artifacts/onnx/models-ppocr_cls.onnx');
+    const d = pg.data.digits();
+    // 8x8 digits in [0, 1] -> 48x48x3 NHWC, dark on light in [-1, 1] (the classifier's range)
+    const images = (x, n) => {
+      const out = new Float32Array(n * 48 * 48 * 3);
+      for (let s = 0; s < n; s++) {
+        for (let y = 0; y < 48; y++) {
+          for (let xx = 0; xx < 48; xx++) {
+            const v = 1 - 2 * x[s * 64 + Math.floor(y / 6) * 8 + Math.floor(xx / 6)];
+            for (let c = 0; c < 3; c++) out[((s * 48 + y) * 48 + xx) * 3 + c] = v;
+          }
+        }
+      }
+      return pg.tensor(out, [n, 48, 48, 3]);
+    };
+    const [ntr, nte] = [240, 120];
+    const x = images(d.train.x, ntr);
+    const y = pg.tensor(d.train.y.slice(0, ntr), [ntr]);
+    const xt = images(d.test.x, nte);
+    const yt = pg.tensor(d.test.y.slice(0, nte), [nte]);
+    const model = pg.sequential([
+      pg.layers.onnx({ model: backbone, output: 'reshape2_0.tmp_0', inputShape: [48, 48, 3], trainable: false }),
+      pg.layers.dense({ units: 10 }),
+    ], { seed: 5 });
+    model.compile({ optimizer: pg.optimizers.adam(2e-2), loss: 'softmaxCrossEntropy', metrics: ['accuracy'] });
+    const w0 = await model.getWeights();
+    const before = await model.evaluate(xt, yt);
+    await model.fit(x, y, { epochs: 5, batchSize: 32, seed: 1 });
+    const after = await model.evaluate(xt, yt);
+    const w1 = await model.getWeights();
+    const frozenName = Object.keys(w0).find((k) => k.startsWith('1.')); // layer 0 turns NHWC into NCHW
+    const [a, b] = [await w0[frozenName].data(), await w1[frozenName].data()];
+    let saveError = null;
+    try {
+      await model.save('indexeddb://with-onnx');
+    } catch (e) {
+      saveError = e.message;
+    }
+    const onnx = await model.toOnnx();
+    const m2 = await pg.loadOnnx(onnx);
+    const want = await model.predict(xt).data();
+    const got = await (await m2.run({ input: xt })).output.data();
+    let err = 0;
+    let scale = 1e-6;
+    for (let i = 0; i < want.length; i++) {
+      err = Math.max(err, Math.abs(got[i] - want[i]));
+      scale = Math.max(scale, Math.abs(want[i]));
+    }
+    return {
+      before: before.accuracy, after: after.accuracy, frozen: a.every((v, i) => v === b[i]), summary: model.summary(),
+      saveError, rel: err / scale,
+    };
+  });
+  console.log(`frozen PP-OCR backbone + head in the page (cpu): held-out accuracy ${r.before.toFixed(3)} -> ${r.after.toFixed(3)}`);
+  assert.ok(r.after > r.before + 0.2 && r.after > 0.3, `held-out accuracy ${r.before} -> ${r.after}`);
+  assert.ok(r.frozen, 'the frozen backbone changed');
+  assert.match(r.summary, /onnx/);
+  assert.match(r.saveError, /saves as ONNX/);
+  assert.ok(r.rel < 1e-4, `the exported fine-tuned model differs by ${r.rel}`);
+});

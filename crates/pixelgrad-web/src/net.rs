@@ -10,6 +10,8 @@ use pixelgrad_core::{no_grad, Device, Error, Result, Tensor};
 use pixelgrad_nn::optim::{Adam, Optimizer, RmsProp, Sgd};
 use pixelgrad_nn::train::{train_batch, Sums};
 use pixelgrad_nn::{Loss, Mode, Module};
+use std::rc::Rc;
+
 use serde_json::Value;
 
 use crate::spec::{self, Built, Shape};
@@ -23,6 +25,8 @@ pub struct Net {
     pub built: Built,
     /// The config it was built from (saved with the weights).
     pub config: Value,
+    /// Imported models used by `onnx` layers (kept for export).
+    pub onnx: Vec<Rc<pixelgrad_onnx::Model>>,
     opt: Option<Box<dyn Optimizer>>,
     loss: Loss,
     train: Sums,
@@ -32,11 +36,21 @@ pub struct Net {
 impl Net {
     /// Builds the layers of `config` (see [`spec::build`]) on `dev`.
     pub fn new(dev: &Device, config: Value) -> Result<Net> {
-        let built = spec::build(dev, &config)?;
+        Net::new_with(dev, config, Vec::new())
+    }
+
+    /// [`Net::new`] with the imported models that `onnx` layers of `config` refer to.
+    pub fn new_with(
+        dev: &Device,
+        config: Value,
+        onnx: Vec<Rc<pixelgrad_onnx::Model>>,
+    ) -> Result<Net> {
+        let built = spec::build_with(dev, &config, &onnx)?;
         Ok(Net {
             dev: dev.clone(),
             built,
             config,
+            onnx,
             opt: None,
             loss: Loss::CrossEntropy,
             train: Sums::new(),
@@ -247,10 +261,11 @@ impl Net {
     /// blocking GPU read.
     pub fn onnx_bytes(
         config: &Value,
+        onnx: &[Rc<pixelgrad_onnx::Model>],
         weights: &[(String, Vec<usize>, Vec<f32>)],
     ) -> Result<Vec<u8>> {
         let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
-        let copy = Net::new(&cpu, config.clone())?;
+        let copy = Net::new_with(&cpu, config.clone(), onnx.to_vec())?;
         for (n, shape, v) in weights {
             copy.set_weight(n, v, shape)?;
         }
@@ -363,7 +378,7 @@ mod export_tests {
             .to_string()
             .contains("no weight 'nope'"));
         // export, re-import: the same predictions on NHWC input
-        let bytes = Net::onnx_bytes(&cfg, &host).unwrap();
+        let bytes = Net::onnx_bytes(&cfg, &[], &host).unwrap();
         let x: Vec<f32> = (0..2 * 6 * 6 * 2)
             .map(|i| ((i * 7) % 11) as f32 / 10.0 - 0.5)
             .collect();
@@ -380,5 +395,66 @@ mod export_tests {
             got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5),
             "{got:?} vs {want:?}"
         );
+    }
+
+    #[test]
+    fn an_imported_model_is_a_layer_frozen_or_not() {
+        let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+        // an ONNX file made by our own export: 3 -> 5 dense with relu
+        let mut init = pixelgrad_nn::Init::new(4);
+        let inner = pixelgrad_nn::Sequential::new()
+            .push(pixelgrad_nn::layers::Linear::new(&dev, 3, 5, &mut init).unwrap())
+            .push(pixelgrad_nn::layers::Activation::Relu);
+        let bytes = pixelgrad_onnx::export::to_onnx(&inner, &[3]).unwrap();
+        let model = Rc::new(Model::from_bytes(&bytes).unwrap());
+        let cfg = serde_json::json!({"layers": [
+            {"type": "onnx", "model": 0, "inputShape": [3], "trainable": false},
+            {"type": "dense", "units": 2}
+        ]});
+        let mut net = Net::new_with(&dev, cfg.clone(), vec![model.clone()]).unwrap();
+        assert_eq!(net.built.seq.num_trainable(), 5 * 2 + 2);
+        assert_eq!(net.built.seq.num_params(), 3 * 5 + 5 + 5 * 2 + 2);
+        assert!(net.summary().contains("onnx"), "{}", net.summary());
+        net.compile("sgd", 0.1, 0.0, "softmaxCrossEntropy").unwrap();
+        let before: Vec<f32> = net.named_tensors()[0].1.to_vec().unwrap();
+        let x: Vec<f32> = (0..12).map(|i| i as f32 / 6.0 - 1.0).collect();
+        net.train_step(&x, &[4, 3], &[0.0, 1.0, 1.0, 0.0]).unwrap();
+        assert_eq!(
+            net.named_tensors()[0].1.to_vec().unwrap(),
+            before,
+            "the frozen imported layer changed"
+        );
+        // no model for index 0 / a bad output name: errors naming the layer
+        assert!(Net::new(&dev, cfg.clone())
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("no imported model 0"));
+        let bad = serde_json::json!({"layers": [{"type": "onnx", "model": 0, "output": "nope", "inputShape": [3]}]});
+        assert!(Net::new_with(&dev, bad, vec![model.clone()])
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("'nope'"));
+        // export keeps the imported graph
+        let host: Vec<(String, Vec<usize>, Vec<f32>)> = net
+            .named_tensors()
+            .iter()
+            .map(|(n, t)| (n.clone(), t.dims().to_vec(), t.to_vec().unwrap()))
+            .collect();
+        let out = Net::onnx_bytes(&cfg, &[model], &host).unwrap();
+        let s = Session::new(Model::from_bytes(&out).unwrap(), &dev).unwrap();
+        let got = s
+            .run(&[(
+                "input",
+                Input::Tensor(Tensor::from_vec(&dev, &x, [4, 3]).unwrap()),
+            )])
+            .unwrap()[0]
+            .1
+            .to_host()
+            .unwrap()
+            .to_f32();
+        let want = net.predict(&x, &[4, 3]).unwrap().to_vec().unwrap();
+        assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5));
     }
 }

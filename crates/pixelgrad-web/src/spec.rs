@@ -10,6 +10,8 @@ use pixelgrad_nn::layers::{
     Activation, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, Permute,
 };
 use pixelgrad_nn::{Init, Module, Sequential};
+use std::rc::Rc;
+
 use serde_json::Value;
 
 /// Shape of one sample between layers, in engine layout.
@@ -158,6 +160,15 @@ fn input_shape(v: &Value, layer: &str) -> Result<Option<Shape>> {
 
 /// Builds the network for `config = {"layers": [...], "seed": n}` on `dev`.
 pub fn build(dev: &Device, config: &Value) -> Result<Built> {
+    build_with(dev, config, &[])
+}
+
+/// [`build`] where `{"type": "onnx", "model": k, ...}` layers use the imported model `onnx[k]`.
+pub fn build_with(
+    dev: &Device,
+    config: &Value,
+    onnx: &[Rc<pixelgrad_onnx::Model>],
+) -> Result<Built> {
     let layers = config
         .get("layers")
         .and_then(Value::as_array)
@@ -296,10 +307,36 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
             "activation" => {
                 act = activation(l, &name)?;
             }
+            "onnx" => {
+                // An imported graph (or its part up to `output`) as a layer; images reach it in
+                // NCHW, as ONNX models expect. Its output shape is found by running it once.
+                let k = uint(l, "model", &name, None)?;
+                let model = onnx.get(k).ok_or_else(|| bad(&name, format!("no imported model {k} was given")))?;
+                let input = l.get("input").and_then(Value::as_str);
+                let output = l.get("output").and_then(Value::as_str);
+                let layer = pixelgrad_onnx::OnnxLayer::from_model(model.clone(), dev, input, output).map_err(|e| bad(&name, e.to_string()))?;
+                let mut probe = vec![1usize];
+                probe.extend(match cur {
+                    Shape::Flat(n) => vec![n],
+                    Shape::Image(c, h, w) => vec![c, h, w],
+                });
+                let y = {
+                    let _g = pixelgrad_core::no_grad();
+                    layer.forward(&pixelgrad_core::Tensor::zeros(dev, probe.clone())?, pixelgrad_nn::Mode::Eval).map_err(|e| bad(&name, format!("on input {:?}: {e}", &probe[1..])))?
+                };
+                cur = match *y.dims() {
+                    [1, n] => Shape::Flat(n),
+                    [1, c, h, w] => Shape::Image(c, h, w),
+                    ref other => return Err(bad(&name, format!("output {other:?} is neither [1, n] nor [1, c, h, w]; pick another output"))),
+                };
+                params = layer.num_params();
+                seq.add(Box::new(layer));
+                act = activation(l, &name)?;
+            }
             other => {
                 return Err(bad(
                     &format!("layer {i}"),
-                    format!("unknown layer type '{other}' (dense, conv2d, maxPooling2d, flatten, dropout, batchNormalization, activation)"),
+                    format!("unknown layer type '{other}' (dense, conv2d, maxPooling2d, flatten, dropout, batchNormalization, activation, onnx)"),
                 ))
             }
         }

@@ -40,11 +40,19 @@ fn read_sums(taken: Option<(Tensor, usize)>) -> Promise {
 impl Model {
     /// Builds the layers of `config` (JSON `{ layers: [...], seed }`) on the runtime's device.
     #[wasm_bindgen(constructor)]
-    pub fn new(rt: &Runtime, config: &str) -> Result<Model, JsValue> {
+    pub fn new(rt: &Runtime, config: &str, onnx: js_sys::Array) -> Result<Model, JsValue> {
         let cfg: serde_json::Value = serde_json::from_str(config)
             .map_err(|e| js_err(format!("sequential: bad config: {e}")))?;
+        // the .onnx files that `onnx` layers refer to by index
+        let mut models = Vec::new();
+        for (k, b) in onnx.iter().enumerate() {
+            let bytes = js_sys::Uint8Array::new(&b).to_vec();
+            let m = pixelgrad_onnx::Model::from_bytes(&bytes)
+                .map_err(|e| js_err(format!("sequential: imported model {k}: {e}")))?;
+            models.push(std::rc::Rc::new(m));
+        }
         Ok(Model {
-            net: Net::new(rt.device(), cfg).map_err(js_err)?,
+            net: Net::new_with(rt.device(), cfg, models).map_err(js_err)?,
         })
     }
 
@@ -203,13 +211,14 @@ impl Model {
         // The export rebuilds the network on the CPU from the config, so it needs only the
         // values, read asynchronously here.
         let config = self.net.config.clone();
+        let onnx = self.net.onnx.clone();
         future_to_promise(async move {
             let mut host = Vec::with_capacity(tensors.len());
             for (name, t) in tensors {
                 let v = t.to_vec_async().await.map_err(js_err)?;
                 host.push((name, t.dims().to_vec(), v));
             }
-            let bytes = crate::net::Net::onnx_bytes(&config, &host).map_err(js_err)?;
+            let bytes = crate::net::Net::onnx_bytes(&config, &onnx, &host).map_err(js_err)?;
             Ok(Uint8Array::from(&bytes[..]).into())
         })
     }
