@@ -14,6 +14,10 @@ use crate::Result;
 /// still fold (ConstantOfShape, Cast, Identity), other ops are left to the device.
 const FOLD_LIMIT: usize = 1 << 16;
 
+/// Largest host tensor a node may create (2^29 elements, 2 GiB of f32): a corrupted shape
+/// fails with an error instead of exhausting memory.
+const HOST_LIMIT: usize = 1 << 29;
+
 /// Evaluates `node` on host inputs (`None` for absent optional inputs). `Ok(None)`: this
 /// operator is not evaluated on the host (it runs on the device).
 pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostTensor>>> {
@@ -49,7 +53,15 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
         "Size" => one(HostTensor::i64(vec![], vec![get(0)?.numel() as i64])),
         "ConstantOfShape" => {
             let dims = to_dims(node, get(0)?)?;
-            let n: usize = dims.iter().product();
+            let n = dims
+                .iter()
+                .try_fold(1usize, |a, &d| a.checked_mul(d))
+                .filter(|&n| n <= HOST_LIMIT);
+            let n = n.ok_or_else(|| {
+                node.err(format!(
+                    "shape {dims:?} is too large (more than {HOST_LIMIT} elements)"
+                ))
+            })?;
             let t = match node.tensor_attr("value")? {
                 None => HostTensor::f32(dims, vec![0.0; n]),
                 Some(v) => {

@@ -247,6 +247,14 @@ impl Cx<'_> {
             Some(_) => self.h(ins, i, what).map(Some),
         }
     }
+    /// Refuses result shapes above 2^29 elements (a corrupted or hostile shape argument must
+    /// fail with an error, not exhaust memory).
+    pub fn check_size(&self, dims: &[usize]) -> Result<()> {
+        match dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) {
+            Some(n) if n <= 1 << 29 => Ok(()),
+            _ => Err(self.err(format!("result shape {dims:?} is too large"))),
+        }
+    }
     pub fn err(&self, msg: impl Into<String>) -> OnnxError {
         self.node.err(msg)
     }

@@ -129,6 +129,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let x = cx.t(ins, 0)?;
             let target = to_dims(node, cx.h(ins, 1, "shape")?)?;
             let shape = broadcast(node, &[x.dims(), &target])?;
+            cx.check_size(&shape)?;
             out(x.broadcast_to(shape)?)
         }
         "Tile" => {
@@ -140,6 +141,13 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                     x.rank()
                 )));
             }
+            let full: Vec<usize> = x
+                .dims()
+                .iter()
+                .zip(&reps)
+                .map(|(&d, &r)| d.saturating_mul(r as usize))
+                .collect();
+            cx.check_size(&full)?;
             let mut y = x;
             for (a, &r) in reps.iter().enumerate() {
                 if r == 1 {
@@ -286,6 +294,10 @@ fn pad(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     }
     let pb: Vec<usize> = before.iter().map(|&v| v.max(0) as usize).collect();
     let pe: Vec<usize> = after.iter().map(|&v| v.max(0) as usize).collect();
+    let full: Vec<usize> = (0..r)
+        .map(|a| y.dims()[a].saturating_add(pb[a]).saturating_add(pe[a]))
+        .collect();
+    cx.check_size(&full)?;
     if pb.iter().chain(&pe).all(|&v| v == 0) {
         return Ok(y);
     }

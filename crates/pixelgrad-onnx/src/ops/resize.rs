@@ -171,6 +171,7 @@ fn upsample(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
 }
 
 fn apply(cx: &Cx, x: &Tensor, out: &[usize], scales: &[f32], plan: &Plan) -> Result<Tensor> {
+    cx.check_size(out)?;
     let mut y = x.clone();
     for a in 0..out.len() {
         let (n, m) = (x.dims()[a], out[a]);
