@@ -40,9 +40,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     // Inputs and model first, so bad files fail before a backend starts.
     let mut feeds: Vec<(String, HostTensor)> = Vec::new();
     for spec in &a.inputs {
-        let (name, file) = spec
-            .split_once('=')
-            .ok_or_else(|| format!("--input '{spec}': expected NAME=FILE.npy"))?;
+        let (name, file) = spec.split_once('=').ok_or_else(|| format!("--input '{spec}': expected NAME=FILE.npy"))?;
         if name.is_empty() {
             return Err(format!("--input '{spec}': the input name is empty"));
         }
@@ -56,10 +54,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     let session = Session::new(model, &sel.device).ctx()?;
     sel.device.flush().ctx()?;
     let load_ms = ms(t_load);
-    let inputs: Vec<(&str, Input)> = feeds
-        .iter()
-        .map(|(n, t)| (n.as_str(), Input::Host(t.clone())))
-        .collect();
+    let inputs: Vec<(&str, Input)> = feeds.iter().map(|(n, t)| (n.as_str(), Input::Host(t.clone()))).collect();
     let _g = pixelgrad::no_grad();
     let mut times = Vec::with_capacity(a.repeat);
     let mut results = Vec::new();
@@ -67,11 +62,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
         let t = Instant::now();
         let outs = session.run(&inputs).ctx()?;
         // reading the outputs back is part of a run (GPU work is asynchronous until then)
-        results = outs
-            .iter()
-            .map(|(n, v)| v.to_host().map(|h| (n.clone(), h)))
-            .collect::<Result<Vec<_>, _>>()
-            .ctx()?;
+        results = outs.iter().map(|(n, v)| v.to_host().map(|h| (n.clone(), h))).collect::<Result<Vec<_>, _>>().ctx()?;
         times.push(ms(t));
     }
     let first_run_ms = times[0];
@@ -83,15 +74,17 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     for (k, (name, t)) in results.iter().enumerate() {
         let file = format!("output_{k}.npy");
         let path = a.out.join(&file);
-        std::fs::write(&path, npy::write(t).ctx()?)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(&path, npy::write(t).ctx()?).map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("{name}: {} {:?} -> {}", t.dtype, t.shape, path.display());
         listed.push(serde_json::json!({ "name": name, "shape": t.shape, "dtype": t.dtype.name(), "file": file }));
     }
     let index = a.out.join("outputs.json");
     let text = serde_json::to_string_pretty(&serde_json::json!({ "outputs": listed })).ctx()?;
     std::fs::write(&index, text).map_err(|e| format!("{}: {e}", index.display()))?;
-    eprintln!("load {load_ms:.1} ms, first run {first_run_ms:.1} ms, median of {} runs {run_ms:.1} ms, {weight_bytes} weight bytes", a.repeat);
+    eprintln!(
+        "load {load_ms:.1} ms, first run {first_run_ms:.1} ms, median of {} runs {run_ms:.1} ms, {weight_bytes} weight bytes",
+        a.repeat
+    );
     if a.json {
         let j = serde_json::json!({
             "backend": sel.device.kind().as_str(),

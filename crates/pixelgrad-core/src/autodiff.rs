@@ -21,21 +21,14 @@ impl Tensor {
             )));
         }
         if !self.requires_grad() {
-            return Err(Error::Autodiff(
-                "backward(): nothing in this graph requires a gradient".into(),
-            ));
+            return Err(Error::Autodiff("backward(): nothing in this graph requires a gradient".into()));
         }
         let _guard = no_grad();
         let order = topo_order(self);
         let mut grads: HashMap<u64, Tensor> = HashMap::new();
-        grads.insert(
-            self.id(),
-            Tensor::ones(self.device(), self.shape().clone())?,
-        );
+        grads.insert(self.id(), Tensor::ones(self.device(), self.shape().clone())?);
         for t in order.iter().rev() {
-            let Some(g) = grads.remove(&t.id()) else {
-                continue;
-            };
+            let Some(g) = grads.remove(&t.id()) else { continue };
             if let Some(sink) = &t.0.sink {
                 let mut s = sink.borrow_mut();
                 *s = Some(match s.take() {
@@ -50,11 +43,7 @@ impl Tensor {
                 if !x.requires_grad() {
                     continue;
                 }
-                let gx = if gx.shape() != x.shape() {
-                    gx.reshape(x.shape().clone())?
-                } else {
-                    gx
-                };
+                let gx = if gx.shape() != x.shape() { gx.reshape(x.shape().clone())? } else { gx };
                 let acc = match grads.remove(&x.id()) {
                     Some(prev) => prev.add(&gx)?,
                     None => gx,
@@ -163,24 +152,15 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
                 BinaryOp::Sub => (when(na, &|| Ok(g.clone()))?, when(nb, &|| g.neg())?),
                 BinaryOp::Mul => (when(na, &|| g.mul(bb))?, when(nb, &|| g.mul(a))?),
                 // d(a/b)/db = -a/b^2 = -y/b
-                BinaryOp::Div => (
-                    when(na, &|| g.div(bb))?,
-                    when(nb, &|| g.mul(y)?.div(bb)?.neg())?,
-                ),
+                BinaryOp::Div => (when(na, &|| g.div(bb))?, when(nb, &|| g.mul(y)?.div(bb)?.neg())?),
                 // the larger input takes the gradient; a wins ties
                 BinaryOp::Max => {
                     let m = a.ge(bb)?;
-                    (
-                        when(na, &|| g.mul(&m))?,
-                        when(nb, &|| g.mul(&m.affine(-1.0, 1.0)?))?,
-                    )
+                    (when(na, &|| g.mul(&m))?, when(nb, &|| g.mul(&m.affine(-1.0, 1.0)?))?)
                 }
                 BinaryOp::Min => {
                     let m = bb.ge(a)?;
-                    (
-                        when(na, &|| g.mul(&m))?,
-                        when(nb, &|| g.mul(&m.affine(-1.0, 1.0)?))?,
-                    )
+                    (when(na, &|| g.mul(&m))?, when(nb, &|| g.mul(&m.affine(-1.0, 1.0)?))?)
                 }
                 // d a^b / da = b a^(b-1); d a^b / db = a^b ln a
                 BinaryOp::Pow => (
@@ -199,11 +179,7 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
             let zero = Tensor::scalar(g.device(), 0.0)?;
             let ga = Tensor::select(c, g, &zero)?;
             let gb = Tensor::select(c, &zero, g)?;
-            Ok(vec![
-                None,
-                Some(sum_to_shape(&ga, a.shape())?),
-                Some(sum_to_shape(&gb, b.shape())?),
-            ])
+            Ok(vec![None, Some(sum_to_shape(&ga, a.shape())?), Some(sum_to_shape(&gb, b.shape())?)])
         }
         Op::Reduce { op, axis } => {
             let a = &x[0];
@@ -275,14 +251,7 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
         Op::Pad { before, .. } => {
             let d = x[0].dims();
             let ends: Vec<usize> = (0..d.len()).map(|i| before[i] + d[i]).collect();
-            one(Tensor::apply(
-                g.device(),
-                Op::Slice {
-                    starts: before.clone(),
-                    ends,
-                },
-                &[g],
-            )?)
+            one(Tensor::apply(g.device(), Op::Slice { starts: before.clone(), ends }, &[g])?)
         }
         Op::Concat { axis } => {
             let mut start = 0;

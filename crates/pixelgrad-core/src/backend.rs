@@ -96,24 +96,14 @@ pub trait Backend {
     fn upload(&self, data: &[f32]) -> Result<Storage>;
 
     /// Runs one primitive.
-    fn execute(
-        &self,
-        op: &Op,
-        inputs: &[&Storage],
-        shapes: &[&Shape],
-        out: &Shape,
-    ) -> Result<Storage>;
+    fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage>;
 
     /// Copies a tensor back to the host, blocking until it is ready. Backends that cannot block
     /// (GPU backends in wasm) return [`crate::Error::WouldBlock`].
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>>;
 
     /// Copies a tensor back to the host without blocking the thread.
-    fn read_async<'a>(
-        &'a self,
-        storage: &'a Storage,
-        len: usize,
-    ) -> LocalFuture<'a, Result<Vec<f32>>> {
+    fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
         Box::pin(async move { self.read(storage, len) })
     }
 
@@ -125,11 +115,7 @@ pub trait Backend {
 
     /// Read back in double precision (exact on the f64 reference backend).
     fn read_f64(&self, storage: &Storage, len: usize) -> Result<Vec<f64>> {
-        Ok(self
-            .read(storage, len)?
-            .into_iter()
-            .map(f64::from)
-            .collect())
+        Ok(self.read(storage, len)?.into_iter().map(f64::from).collect())
     }
 
     /// Submits queued work without waiting for it.

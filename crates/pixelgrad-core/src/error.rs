@@ -26,30 +26,15 @@ impl fmt::Display for ShapeList<'_> {
 pub enum Error {
     /// Inputs of an op do not fit together (shapes, axes, arguments).
     #[error("{op}: {msg} (input shapes {}; backend {backend})", ShapeList(shapes))]
-    Shape {
-        op: &'static str,
-        shapes: Vec<Vec<usize>>,
-        backend: String,
-        msg: String,
-    },
+    Shape { op: &'static str, shapes: Vec<Vec<usize>>, backend: String, msg: String },
 
     /// A backend failed to run an op (kernel compile error, driver error...).
     #[error("{op} on {backend}: {msg}")]
-    Backend {
-        op: &'static str,
-        backend: String,
-        msg: String,
-    },
+    Backend { op: &'static str, backend: String, msg: String },
 
     /// A tensor or launch exceeds a measured device limit.
     #[error("{op} on {backend}: needs {requested} but the device limit {limit_name} is {limit}")]
-    Limit {
-        op: &'static str,
-        backend: String,
-        limit_name: &'static str,
-        limit: u64,
-        requested: u64,
-    },
+    Limit { op: &'static str, backend: String, limit_name: &'static str, limit: u64, requested: u64 },
 
     /// A backend cannot be used on this machine (no adapter, no float render target...).
     #[error("backend {backend} is not available: {reason}")]
@@ -61,19 +46,11 @@ pub enum Error {
 
     /// A blocking call was made where only asynchronous ones work (e.g. a GPU read in wasm).
     #[error("{op} on {backend}: {msg}")]
-    WouldBlock {
-        op: &'static str,
-        backend: String,
-        msg: String,
-    },
+    WouldBlock { op: &'static str, backend: String, msg: String },
 
     /// Tensors from two different backends were mixed in one op.
     #[error("{op}: inputs live on different backends ({a} and {b})")]
-    BackendMismatch {
-        op: &'static str,
-        a: String,
-        b: String,
-    },
+    BackendMismatch { op: &'static str, a: String, b: String },
 
     /// Autodiff misuse (backward from a non-scalar, nothing requires grad...).
     #[error("autodiff: {0}")]
@@ -91,27 +68,17 @@ pub enum Error {
 impl Error {
     /// Shorthand for [`Error::Invalid`].
     pub fn invalid(what: impl Into<String>, msg: impl Into<String>) -> Self {
-        Error::Invalid {
-            what: what.into(),
-            msg: msg.into(),
-        }
+        Error::Invalid { what: what.into(), msg: msg.into() }
     }
 
     /// Shorthand for [`Error::Backend`].
     pub fn backend(op: &'static str, backend: impl Into<String>, msg: impl Into<String>) -> Self {
-        Error::Backend {
-            op,
-            backend: backend.into(),
-            msg: msg.into(),
-        }
+        Error::Backend { op, backend: backend.into(), msg: msg.into() }
     }
 
     /// An [`std::io::Error`] with the path it happened on.
     pub fn io(path: impl AsRef<std::path::Path>, e: std::io::Error) -> Self {
-        Error::Io {
-            path: path.as_ref().display().to_string(),
-            msg: e.to_string(),
-        }
+        Error::Io { path: path.as_ref().display().to_string(), msg: e.to_string() }
     }
 
     /// Fills in the backend name of a shape error raised before the backend was known.

@@ -25,10 +25,7 @@ pub enum UnaryOp {
     Sin,
     Cos,
     /// `x * mul + add`
-    Affine {
-        mul: f32,
-        add: f32,
-    },
+    Affine { mul: f32, add: f32 },
     /// `x ^ p` (for negative `x` only whole `p` are meaningful)
     Powf(f32),
     /// `max(x, c)`
@@ -133,14 +130,7 @@ pub struct Window {
 impl Window {
     /// A square window with equal stride and padding on both axes.
     pub fn square(k: usize, stride: usize, pad: usize) -> Self {
-        Window {
-            kh: k,
-            kw: k,
-            stride_h: stride,
-            stride_w: stride,
-            pad_h: pad,
-            pad_w: pad,
-        }
+        Window { kh: k, kw: k, stride_h: stride, stride_w: stride, pad_h: pad, pad_w: pad }
     }
 
     /// Output height and width for an input of `h` x `w`, or `None` if the window does not fit.
@@ -153,10 +143,7 @@ impl Window {
         if hp < self.kh || wp < self.kw {
             return None;
         }
-        Some((
-            (hp - self.kh) / self.stride_h + 1,
-            (wp - self.kw) / self.stride_w + 1,
-        ))
+        Some(((hp - self.kh) / self.stride_h + 1, (wp - self.kw) / self.stride_w + 1))
     }
 }
 
@@ -167,11 +154,7 @@ pub enum Op {
     Fill { value: f32, shape: Shape },
     /// No inputs. Counter-based random numbers (see [`crate::rng`]): element `i` is a pure
     /// function of `(seed, i)`, so every backend draws the same numbers.
-    Random {
-        seed: u64,
-        dist: Distribution,
-        shape: Shape,
-    },
+    Random { seed: u64, dist: Distribution, shape: Shape },
     /// One input.
     Unary(UnaryOp),
     /// Two inputs, broadcast against each other.
@@ -203,15 +186,9 @@ pub enum Op {
     /// One input; size-1 axes stretched (and new leading axes added) to `shape`.
     Expand(Shape),
     /// One input; the sub-box `starts[i]..ends[i]` on every axis.
-    Slice {
-        starts: Vec<usize>,
-        ends: Vec<usize>,
-    },
+    Slice { starts: Vec<usize>, ends: Vec<usize> },
     /// One input; zeros added `before[i]` and `after[i]` on every axis.
-    Pad {
-        before: Vec<usize>,
-        after: Vec<usize>,
-    },
+    Pad { before: Vec<usize>, after: Vec<usize> },
     /// Any number (≥ 1) of inputs joined along `axis`.
     Concat { axis: usize },
 }
@@ -253,9 +230,7 @@ impl Op {
             | Op::Expand(_)
             | Op::Slice { .. }
             | Op::Pad { .. } => Some(1),
-            Op::Binary(_) | Op::MatMul { .. } | Op::Gather { .. } | Op::ScatterAdd { .. } => {
-                Some(2)
-            }
+            Op::Binary(_) | Op::MatMul { .. } | Op::Gather { .. } | Op::ScatterAdd { .. } => Some(2),
             Op::Where => Some(3),
             Op::Concat { .. } => None,
         }
@@ -308,16 +283,8 @@ impl Op {
                 }
                 let ad = &a.0[a.rank() - 2..];
                 let bd = &b.0[b.rank() - 2..];
-                let (m, k1) = if *trans_a {
-                    (ad[1], ad[0])
-                } else {
-                    (ad[0], ad[1])
-                };
-                let (k2, n) = if *trans_b {
-                    (bd[1], bd[0])
-                } else {
-                    (bd[0], bd[1])
-                };
+                let (m, k1) = if *trans_a { (ad[1], ad[0]) } else { (ad[0], ad[1]) };
+                let (k2, n) = if *trans_b { (bd[1], bd[0]) } else { (bd[0], bd[1]) };
                 if k1 != k2 {
                     return Err(err(format!("inner sizes differ ({k1} vs {k2})")));
                 }
@@ -335,21 +302,15 @@ impl Op {
             Op::Im2Col(w) => {
                 rank_is(4)?;
                 let d = &inputs[0].0;
-                let (oh, ow) = w
-                    .out_hw(d[2], d[3])
-                    .ok_or_else(|| err(format!("window {w:?} does not fit")))?;
+                let (oh, ow) =
+                    w.out_hw(d[2], d[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
                 Ok(Shape(vec![d[0], d[1] * w.kh * w.kw, oh * ow]))
             }
-            Op::Col2Im {
-                window: w,
-                h,
-                w: wd,
-            } => {
+            Op::Col2Im { window: w, h, w: wd } => {
                 rank_is(3)?;
                 let d = &inputs[0].0;
-                let (oh, ow) = w
-                    .out_hw(*h, *wd)
-                    .ok_or_else(|| err(format!("window {w:?} does not fit")))?;
+                let (oh, ow) =
+                    w.out_hw(*h, *wd).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
                 let kk = w.kh * w.kw;
                 if d[1] % kk != 0 || d[2] != oh * ow {
                     return Err(err(format!(
@@ -362,9 +323,7 @@ impl Op {
             Op::Gather { axis } => {
                 let (x, idx) = (inputs[0], inputs[1]);
                 if x.rank() != idx.rank() || *axis >= x.rank() {
-                    return Err(err(format!(
-                        "needs equal ranks and axis < rank (axis {axis})"
-                    )));
+                    return Err(err(format!("needs equal ranks and axis < rank (axis {axis})")));
                 }
                 for i in 0..x.rank() {
                     if i != *axis && x.0[i] != idx.0[i] {
@@ -376,9 +335,7 @@ impl Op {
             Op::ScatterAdd { axis, size } => {
                 let (src, idx) = (inputs[0], inputs[1]);
                 if src != idx || *axis >= src.rank() {
-                    return Err(err(format!(
-                        "needs equal shapes and axis < rank (axis {axis})"
-                    )));
+                    return Err(err(format!("needs equal shapes and axis < rank (axis {axis})")));
                 }
                 let mut o = src.0.clone();
                 o[*axis] = *size;
@@ -386,19 +343,14 @@ impl Op {
             }
             Op::Reshape(s) => {
                 if s.numel() != inputs[0].numel() {
-                    return Err(err(format!(
-                        "cannot reshape to {s} (element counts differ)"
-                    )));
+                    return Err(err(format!("cannot reshape to {s} (element counts differ)")));
                 }
                 Ok(s.clone())
             }
             Op::Permute(p) => {
                 let s = inputs[0];
                 let mut seen = vec![false; s.rank()];
-                if p.len() != s.rank()
-                    || p.iter()
-                        .any(|&a| a >= s.rank() || std::mem::replace(&mut seen[a], true))
-                {
+                if p.len() != s.rank() || p.iter().any(|&a| a >= s.rank() || std::mem::replace(&mut seen[a], true)) {
                     return Err(err(format!("{p:?} is not a permutation of the axes")));
                 }
                 Ok(Shape(p.iter().map(|&a| s.0[a]).collect()))
@@ -424,10 +376,7 @@ impl Op {
                 let mut o = Vec::with_capacity(s.rank());
                 for i in 0..s.rank() {
                     if starts[i] > ends[i] || ends[i] > s.0[i] {
-                        return Err(err(format!(
-                            "range {}..{} out of bounds on axis {i}",
-                            starts[i], ends[i]
-                        )));
+                        return Err(err(format!("range {}..{} out of bounds on axis {i}", starts[i], ends[i])));
                     }
                     o.push(ends[i] - starts[i]);
                 }
@@ -438,11 +387,7 @@ impl Op {
                 if before.len() != s.rank() || after.len() != s.rank() {
                     return Err(err("pad needs before and after sizes per axis".into()));
                 }
-                Ok(Shape(
-                    (0..s.rank())
-                        .map(|i| s.0[i] + before[i] + after[i])
-                        .collect(),
-                ))
+                Ok(Shape((0..s.rank()).map(|i| s.0[i] + before[i] + after[i]).collect()))
             }
             Op::Concat { axis } => {
                 let first = inputs[0];

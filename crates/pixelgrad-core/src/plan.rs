@@ -41,12 +41,7 @@ pub struct StepPlans<P> {
 
 impl<P> Default for StepPlans<P> {
     fn default() -> Self {
-        StepPlans {
-            plans: HashMap::new(),
-            keys: HashMap::new(),
-            clock: 0,
-            active: None,
-        }
+        StepPlans { plans: HashMap::new(), keys: HashMap::new(), clock: 0, active: None }
     }
 }
 
@@ -72,12 +67,7 @@ impl<P: Default> StepPlans<P> {
         let parity = e.0;
         e.0 ^= 1;
         e.1 = self.clock;
-        self.active = Some(Active {
-            key,
-            parity,
-            cursor: Cursor::default(),
-            recording: true,
-        });
+        self.active = Some(Active { key, parity, cursor: Cursor::default(), recording: true });
         evicted
     }
 
@@ -138,10 +128,7 @@ mod tests {
         mark(&mut p, 3, 0);
         let evicted = p.begin(10);
         assert_eq!(evicted.len(), 2);
-        assert!(
-            evicted.iter().all(|e| e == &vec![2] || e == &vec![102]),
-            "{evicted:?}"
-        );
+        assert!(evicted.iter().all(|e| e == &vec![2] || e == &vec![102]), "{evicted:?}");
         // Cursors restart at every step; dropping plans mid-step stops recording.
         assert_eq!(p.current().map(|(_, c)| *c), Some(Cursor::default()));
         p.take_all();

@@ -29,10 +29,7 @@ pub fn philox4x32(mut ctr: [u32; 4], mut key: [u32; 2]) -> [u32; 4] {
 
 /// The four raw words for element `i` of a tensor drawn with `seed`.
 pub fn words(seed: u64, i: u64) -> [u32; 4] {
-    philox4x32(
-        [i as u32, (i >> 32) as u32, 0, 0],
-        [seed as u32, (seed >> 32) as u32],
-    )
+    philox4x32([i as u32, (i >> 32) as u32, 0, 0], [seed as u32, (seed >> 32) as u32])
 }
 
 /// `r >> 8` scaled to `[0, 1)`: 24 bits, exactly representable in f32.
@@ -65,9 +62,7 @@ pub fn sample(dist: crate::op::Distribution, seed: u64, i: u64) -> f32 {
 /// Mixes a user seed and a stream number into a fresh seed (SplitMix64), so that successive
 /// draws from one generator do not overlap.
 pub fn mix(seed: u64, stream: u64) -> u64 {
-    let mut z = seed
-        .wrapping_add(stream.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = seed.wrapping_add(stream.wrapping_mul(0x9E37_79B9_7F4A_7C15)).wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -80,10 +75,7 @@ mod tests {
     #[test]
     fn known_answer() {
         // Known-answer vectors from the Random123 distribution (kat_vectors, philox4x32 R=10).
-        assert_eq!(
-            philox4x32([0, 0, 0, 0], [0, 0]),
-            [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]
-        );
+        assert_eq!(philox4x32([0, 0, 0, 0], [0, 0]), [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]);
         assert_eq!(
             philox4x32([0xffffffff; 4], [0xffffffff; 2]),
             [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]

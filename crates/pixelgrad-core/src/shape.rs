@@ -131,10 +131,7 @@ mod tests {
         let b = Shape::from([5, 1]);
         assert_eq!(broadcast_shapes(&[&a, &b]).unwrap(), Shape::from([4, 5, 3]));
         assert!(broadcast_shapes(&[&Shape::from([2]), &Shape::from([3])]).is_none());
-        assert_eq!(
-            broadcast_strides(&b, &Shape::from([4, 5, 3])),
-            vec![0, 1, 0]
-        );
+        assert_eq!(broadcast_strides(&b, &Shape::from([4, 5, 3])), vec![0, 1, 0]);
     }
 
     #[test]

@@ -17,9 +17,7 @@ pub struct Device {
 
 impl Device {
     pub fn new(backend: impl Backend + 'static) -> Self {
-        Device {
-            backend: Rc::new(backend),
-        }
+        Device { backend: Rc::new(backend) }
     }
     pub fn from_rc(backend: Rc<dyn Backend>) -> Self {
         Device { backend }
@@ -135,31 +133,13 @@ pub struct Tensor(pub(crate) Rc<Inner>);
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Tensor(shape={}, device={})",
-            self.0.shape,
-            self.0.device.name()
-        )
+        write!(f, "Tensor(shape={}, device={})", self.0.shape, self.0.device.name())
     }
 }
 
 impl Tensor {
-    fn wrap(
-        storage: Storage,
-        shape: Shape,
-        device: Device,
-        node: Option<Node>,
-        sink: Option<GradSink>,
-    ) -> Tensor {
-        Tensor(Rc::new(Inner {
-            id: next_id(),
-            shape,
-            storage,
-            device,
-            node,
-            sink,
-        }))
+    fn wrap(storage: Storage, shape: Shape, device: Device, node: Option<Node>, sink: Option<GradSink>) -> Tensor {
+        Tensor(Rc::new(Inner { id: next_id(), shape, storage, device, node, sink }))
     }
 
     /// Runs a primitive op on `inputs` (all on `device`), recording it for autodiff when
@@ -168,17 +148,11 @@ impl Tensor {
     pub fn apply(device: &Device, op: Op, inputs: &[&Tensor]) -> Result<Tensor> {
         for t in inputs {
             if !t.0.device.same(device) {
-                return Err(Error::BackendMismatch {
-                    op: op.name(),
-                    a: device.name(),
-                    b: t.0.device.name(),
-                });
+                return Err(Error::BackendMismatch { op: op.name(), a: device.name(), b: t.0.device.name() });
             }
         }
         let shapes: Vec<&Shape> = inputs.iter().map(|t| &t.0.shape).collect();
-        let out = op
-            .infer_shape(&shapes)
-            .map_err(|e| e.with_backend(&device.name()))?;
+        let out = op.infer_shape(&shapes).map_err(|e| e.with_backend(&device.name()))?;
         let storage = if let Op::Reshape(_) = op {
             inputs[0].0.storage.clone()
         } else {
@@ -186,10 +160,7 @@ impl Tensor {
             device.backend.execute(&op, &stores, &shapes, &out)?
         };
         let node = if grad_enabled() && inputs.iter().any(|t| t.requires_grad()) {
-            Some(Node {
-                op,
-                inputs: inputs.iter().map(|&t| t.clone()).collect(),
-            })
+            Some(Node { op, inputs: inputs.iter().map(|&t| t.clone()).collect() })
         } else {
             None
         };
@@ -241,14 +212,7 @@ impl Tensor {
     }
 
     pub fn full(device: &Device, shape: impl Into<Shape>, value: f32) -> Result<Tensor> {
-        Tensor::apply(
-            device,
-            Op::Fill {
-                value,
-                shape: shape.into(),
-            },
-            &[],
-        )
+        Tensor::apply(device, Op::Fill { value, shape: shape.into() }, &[])
     }
     pub fn zeros(device: &Device, shape: impl Into<Shape>) -> Result<Tensor> {
         Tensor::full(device, shape, 0.0)
@@ -257,40 +221,12 @@ impl Tensor {
         Tensor::full(device, shape, 1.0)
     }
     /// Uniform in `[low, high)`, element `i` a pure function of `(seed, i)` on every backend.
-    pub fn rand_uniform(
-        device: &Device,
-        shape: impl Into<Shape>,
-        low: f32,
-        high: f32,
-        seed: u64,
-    ) -> Result<Tensor> {
-        Tensor::apply(
-            device,
-            Op::Random {
-                seed,
-                dist: Distribution::Uniform { low, high },
-                shape: shape.into(),
-            },
-            &[],
-        )
+    pub fn rand_uniform(device: &Device, shape: impl Into<Shape>, low: f32, high: f32, seed: u64) -> Result<Tensor> {
+        Tensor::apply(device, Op::Random { seed, dist: Distribution::Uniform { low, high }, shape: shape.into() }, &[])
     }
     /// Normal samples, element `i` a pure function of `(seed, i)` on every backend.
-    pub fn rand_normal(
-        device: &Device,
-        shape: impl Into<Shape>,
-        mean: f32,
-        std: f32,
-        seed: u64,
-    ) -> Result<Tensor> {
-        Tensor::apply(
-            device,
-            Op::Random {
-                seed,
-                dist: Distribution::Normal { mean, std },
-                shape: shape.into(),
-            },
-            &[],
-        )
+    pub fn rand_normal(device: &Device, shape: impl Into<Shape>, mean: f32, std: f32, seed: u64) -> Result<Tensor> {
+        Tensor::apply(device, Op::Random { seed, dist: Distribution::Normal { mean, std }, shape: shape.into() }, &[])
     }
     /// `0, 1, .., n-1` as f32.
     pub fn arange(device: &Device, n: usize) -> Result<Tensor> {
@@ -334,18 +270,11 @@ impl Tensor {
     }
     /// Copies the values to the host without blocking the thread.
     pub async fn to_vec_async(&self) -> Result<Vec<f32>> {
-        self.0
-            .device
-            .backend
-            .read_async(&self.0.storage, self.numel())
-            .await
+        self.0.device.backend.read_async(&self.0.storage, self.numel()).await
     }
     /// Copies the values to the host in double precision.
     pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
-        self.0
-            .device
-            .backend
-            .read_f64(&self.0.storage, self.numel())
+        self.0.device.backend.read_f64(&self.0.storage, self.numel())
     }
     /// The single value of a one-element tensor.
     pub fn item(&self) -> Result<f32> {
@@ -364,24 +293,12 @@ impl Tensor {
 
     /// The same values with no graph behind them.
     pub fn detach(&self) -> Tensor {
-        Tensor::wrap(
-            self.0.storage.clone(),
-            self.0.shape.clone(),
-            self.0.device.clone(),
-            None,
-            None,
-        )
+        Tensor::wrap(self.0.storage.clone(), self.0.shape.clone(), self.0.device.clone(), None, None)
     }
     /// A leaf copy of this tensor whose gradient is kept (read it with [`Tensor::grad`]).
     pub fn with_grad(&self) -> Tensor {
         let sink: GradSink = Rc::new(RefCell::new(None));
-        Tensor::wrap(
-            self.0.storage.clone(),
-            self.0.shape.clone(),
-            self.0.device.clone(),
-            None,
-            Some(sink),
-        )
+        Tensor::wrap(self.0.storage.clone(), self.0.shape.clone(), self.0.device.clone(), None, Some(sink))
     }
     /// Accumulated gradient of a leaf made by [`Tensor::with_grad`] or a [`Param`].
     pub fn grad(&self) -> Option<Tensor> {
@@ -490,10 +407,7 @@ impl Tensor {
     // ---- reductions ----
 
     fn reduce(&self, op: ReduceOp, axis: isize, keepdim: bool) -> Result<Tensor> {
-        let a = self
-            .shape()
-            .axis("reduce", axis)
-            .map_err(|e| e.with_backend(&self.0.device.name()))?;
+        let a = self.shape().axis("reduce", axis).map_err(|e| e.with_backend(&self.0.device.name()))?;
         let r = self.op1(Op::Reduce { op, axis: a })?;
         if keepdim {
             Ok(r)
@@ -517,10 +431,7 @@ impl Tensor {
         self.reduce(ReduceOp::ArgMax, axis, keepdim)
     }
     pub fn mean_axis(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
-        let a = self
-            .shape()
-            .axis("mean", axis)
-            .map_err(|e| e.with_backend(&self.0.device.name()))?;
+        let a = self.shape().axis("mean", axis).map_err(|e| e.with_backend(&self.0.device.name()))?;
         let n = self.dims()[a] as f32;
         self.sum_axis(axis, keepdim)?.mul_scalar(1.0 / n)
     }
@@ -610,16 +521,11 @@ impl Tensor {
         self.op1(Op::Slice { starts, ends })
     }
     pub fn pad(&self, before: &[usize], after: &[usize]) -> Result<Tensor> {
-        self.op1(Op::Pad {
-            before: before.to_vec(),
-            after: after.to_vec(),
-        })
+        self.op1(Op::Pad { before: before.to_vec(), after: after.to_vec() })
     }
     /// Joins tensors along `axis`.
     pub fn concat(tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
-        let first = tensors
-            .first()
-            .ok_or_else(|| Error::invalid("concat", "no tensors given"))?;
+        let first = tensors.first().ok_or_else(|| Error::invalid("concat", "no tensors given"))?;
         Tensor::apply(&first.0.device, Op::Concat { axis }, tensors)
     }
     /// Merges axes `from..` into one.
@@ -651,18 +557,8 @@ pub struct Param {
 impl Param {
     pub fn new(value: Tensor) -> Param {
         let grad: GradSink = Rc::new(RefCell::new(None));
-        let v = Tensor::wrap(
-            value.0.storage.clone(),
-            value.0.shape.clone(),
-            value.0.device.clone(),
-            None,
-            Some(grad.clone()),
-        );
-        Param {
-            value: RefCell::new(v),
-            grad,
-            trainable: Cell::new(true),
-        }
+        let v = Tensor::wrap(value.0.storage.clone(), value.0.shape.clone(), value.0.device.clone(), None, Some(grad.clone()));
+        Param { value: RefCell::new(v), grad, trainable: Cell::new(true) }
     }
     /// The current value, as a leaf that collects gradients (a plain constant when frozen).
     pub fn tensor(&self) -> Tensor {
@@ -700,13 +596,7 @@ impl Param {
                 msg: "new value has a different shape".into(),
             });
         }
-        let v = Tensor::wrap(
-            t.0.storage.clone(),
-            cur,
-            t.0.device.clone(),
-            None,
-            Some(self.grad.clone()),
-        );
+        let v = Tensor::wrap(t.0.storage.clone(), cur, t.0.device.clone(), None, Some(self.grad.clone()));
         *self.value.borrow_mut() = v;
         Ok(())
     }

@@ -20,33 +20,17 @@ impl Init {
         rng::mix(self.seed, self.counter)
     }
     /// Glorot (Xavier) uniform: `U(-a, a)`, `a = sqrt(6 / (fan_in + fan_out))`. Suits sigmoid/tanh.
-    pub fn glorot_uniform(
-        &mut self,
-        dev: &Device,
-        shape: impl Into<Shape>,
-        fan_in: usize,
-        fan_out: usize,
-    ) -> Result<Tensor> {
+    pub fn glorot_uniform(&mut self, dev: &Device, shape: impl Into<Shape>, fan_in: usize, fan_out: usize) -> Result<Tensor> {
         let a = (6.0 / (fan_in + fan_out).max(1) as f32).sqrt();
         Tensor::rand_uniform(dev, shape, -a, a, self.next_seed())
     }
     /// He (Kaiming) normal: `N(0, 2 / fan_in)`. Suits ReLU.
-    pub fn he_normal(
-        &mut self,
-        dev: &Device,
-        shape: impl Into<Shape>,
-        fan_in: usize,
-    ) -> Result<Tensor> {
+    pub fn he_normal(&mut self, dev: &Device, shape: impl Into<Shape>, fan_in: usize) -> Result<Tensor> {
         let std = (2.0 / fan_in.max(1) as f32).sqrt();
         Tensor::rand_normal(dev, shape, 0.0, std, self.next_seed())
     }
     /// He (Kaiming) uniform: `U(-a, a)`, `a = sqrt(6 / fan_in)`.
-    pub fn he_uniform(
-        &mut self,
-        dev: &Device,
-        shape: impl Into<Shape>,
-        fan_in: usize,
-    ) -> Result<Tensor> {
+    pub fn he_uniform(&mut self, dev: &Device, shape: impl Into<Shape>, fan_in: usize) -> Result<Tensor> {
         let a = (6.0 / fan_in.max(1) as f32).sqrt();
         Tensor::rand_uniform(dev, shape, -a, a, self.next_seed())
     }

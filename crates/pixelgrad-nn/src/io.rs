@@ -32,13 +32,8 @@ pub fn to_bytes(model: &dyn Module, metadata: &HashMap<String, String>) -> Resul
             .map_err(|e| Error::invalid(format!("safetensors tensor {name}"), e.to_string()))?;
         views.push((name.clone(), v));
     }
-    let meta = if metadata.is_empty() {
-        None
-    } else {
-        Some(metadata.clone())
-    };
-    safetensors::tensor::serialize(views, meta)
-        .map_err(|e| Error::invalid("safetensors", e.to_string()))
+    let meta = if metadata.is_empty() { None } else { Some(metadata.clone()) };
+    safetensors::tensor::serialize(views, meta).map_err(|e| Error::invalid("safetensors", e.to_string()))
 }
 
 /// Writes `model` to `path` (safetensors).
@@ -49,62 +44,37 @@ pub fn save(model: &dyn Module, path: &Path, metadata: &HashMap<String, String>)
 
 /// Reads only the metadata of a safetensors file (e.g. to rebuild the architecture first).
 pub fn read_metadata(bytes: &[u8]) -> Result<HashMap<String, String>> {
-    let (_, meta) = SafeTensors::read_metadata(bytes)
-        .map_err(|e| Error::invalid("model file", format!("not a safetensors file: {e}")))?;
+    let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| Error::invalid("model file", format!("not a safetensors file: {e}")))?;
     Ok(meta.metadata().clone().unwrap_or_default())
 }
 
 /// Loads tensors from safetensors `bytes` into `model`. Every parameter and buffer must be
 /// present with dtype F32 and the same shape; tensors the model does not have are an error too.
 pub fn load_bytes(model: &dyn Module, bytes: &[u8]) -> Result<()> {
-    let st = SafeTensors::deserialize(bytes)
-        .map_err(|e| Error::invalid("model file", format!("not a safetensors file: {e}")))?;
+    let st = SafeTensors::deserialize(bytes).map_err(|e| Error::invalid("model file", format!("not a safetensors file: {e}")))?;
     let wanted = named_tensors(model);
     let known: std::collections::HashSet<&str> = wanted.iter().map(|(n, _)| n.as_str()).collect();
     for name in st.names() {
         if !known.contains(name) {
-            return Err(Error::invalid(
-                "model file",
-                format!("tensor '{name}' does not exist in this architecture"),
-            ));
+            return Err(Error::invalid("model file", format!("tensor '{name}' does not exist in this architecture")));
         }
     }
     let mut values: HashMap<String, Tensor> = HashMap::new();
     for (name, cur) in &wanted {
-        let view = st.tensor(name).map_err(|_| {
-            Error::invalid(
-                "model file",
-                format!(
-                    "tensor '{name}' is missing (model expects shape {:?})",
-                    cur.dims()
-                ),
-            )
-        })?;
+        let view = st
+            .tensor(name)
+            .map_err(|_| Error::invalid("model file", format!("tensor '{name}' is missing (model expects shape {:?})", cur.dims())))?;
         if view.dtype() != Dtype::F32 {
-            return Err(Error::invalid(
-                "model file",
-                format!("tensor '{name}' has dtype {:?}, expected F32", view.dtype()),
-            ));
+            return Err(Error::invalid("model file", format!("tensor '{name}' has dtype {:?}, expected F32", view.dtype())));
         }
         if view.shape() != cur.dims() {
             return Err(Error::invalid(
                 "model file",
-                format!(
-                    "tensor '{name}' has shape {:?} in the file but {:?} in the model",
-                    view.shape(),
-                    cur.dims()
-                ),
+                format!("tensor '{name}' has shape {:?} in the file but {:?} in the model", view.shape(), cur.dims()),
             ));
         }
-        let vals: Vec<f32> = view
-            .data()
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        values.insert(
-            name.clone(),
-            Tensor::from_vec(cur.device(), &vals, cur.shape().clone())?,
-        );
+        let vals: Vec<f32> = view.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        values.insert(name.clone(), Tensor::from_vec(cur.device(), &vals, cur.shape().clone())?);
     }
     let mut result = Ok(());
     model.visit_params(&mut |n, p| {
@@ -125,10 +95,7 @@ pub fn load_bytes(model: &dyn Module, bytes: &[u8]) -> Result<()> {
 pub fn load(model: &dyn Module, path: &Path) -> Result<()> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     load_bytes(model, &bytes).map_err(|e| match e {
-        Error::Invalid { what, msg } => Error::Invalid {
-            what: format!("{}: {what}", path.display()),
-            msg,
-        },
+        Error::Invalid { what, msg } => Error::Invalid { what: format!("{}: {what}", path.display()), msg },
         other => other,
     })
 }

@@ -21,18 +21,10 @@ impl Loss {
     pub fn parse(name: &str) -> Result<Loss> {
         Ok(match name {
             "mse" | "meanSquaredError" => Loss::Mse,
-            "cross-entropy"
-            | "cross_entropy"
-            | "softmaxCrossEntropy"
-            | "categoricalCrossentropy" => Loss::CrossEntropy,
+            "cross-entropy" | "cross_entropy" | "softmaxCrossEntropy" | "categoricalCrossentropy" => Loss::CrossEntropy,
             "cross-entropy-one-hot" => Loss::CrossEntropyOneHot,
             "bce" | "bce-with-logits" | "sigmoidCrossEntropy" => Loss::BceWithLogits,
-            other => {
-                return Err(Error::invalid(
-                    "loss",
-                    format!("unknown loss '{other}' (mse, cross-entropy, bce)"),
-                ))
-            }
+            other => return Err(Error::invalid("loss", format!("unknown loss '{other}' (mse, cross-entropy, bce)"))),
         })
     }
 

@@ -24,12 +24,7 @@ impl Preset {
             "seed-mlp" => Preset::SeedMlp,
             "mlp" => Preset::Mlp,
             "cnn" => Preset::Cnn,
-            other => {
-                return Err(Error::invalid(
-                    "model",
-                    format!("unknown model '{other}' (seed-mlp, mlp, cnn)"),
-                ))
-            }
+            other => return Err(Error::invalid("model", format!("unknown model '{other}' (seed-mlp, mlp, cnn)"))),
         })
     }
     pub fn name(&self) -> &'static str {
@@ -66,64 +61,27 @@ impl ModelSpec {
         let [c, h, w] = self.input;
         let features = c * h * w;
         if features == 0 || self.classes < 2 {
-            return Err(Error::invalid(
-                "model",
-                format!(
-                    "input {:?} with {} classes cannot be built",
-                    self.input, self.classes
-                ),
-            ));
+            return Err(Error::invalid("model", format!("input {:?} with {} classes cannot be built", self.input, self.classes)));
         }
         Ok(match self.preset {
             Preset::SeedMlp => Sequential::new()
                 .push(Flatten)
-                .push(Linear::with_init(
-                    dev,
-                    features,
-                    64,
-                    WeightInit::Glorot,
-                    true,
-                    &mut init,
-                )?)
+                .push(Linear::with_init(dev, features, 64, WeightInit::Glorot, true, &mut init)?)
                 .push(Activation::Sigmoid)
-                .push(Linear::with_init(
-                    dev,
-                    64,
-                    self.classes,
-                    WeightInit::Glorot,
-                    true,
-                    &mut init,
-                )?)
+                .push(Linear::with_init(dev, 64, self.classes, WeightInit::Glorot, true, &mut init)?)
                 .push(Activation::Sigmoid),
             Preset::Mlp => Sequential::new()
                 .push(Flatten)
-                .push(Linear::with_init(
-                    dev,
-                    features,
-                    256,
-                    WeightInit::He,
-                    true,
-                    &mut init,
-                )?)
+                .push(Linear::with_init(dev, features, 256, WeightInit::He, true, &mut init)?)
                 .push(Activation::Relu)
-                .push(Linear::with_init(
-                    dev,
-                    256,
-                    self.classes,
-                    WeightInit::Glorot,
-                    true,
-                    &mut init,
-                )?),
+                .push(Linear::with_init(dev, 256, self.classes, WeightInit::Glorot, true, &mut init)?),
             Preset::Cnn => {
                 let c1 = Conv2d::new(dev, c, 16, 3, 1, 1, &mut init)?;
                 let (h1, w1) = (h / 2, w / 2);
                 let c2 = Conv2d::new(dev, 16, 32, 3, 1, 1, &mut init)?;
                 let (h2, w2) = (h1 / 2, w1 / 2);
                 if h2 == 0 || w2 == 0 {
-                    return Err(Error::invalid(
-                        "model",
-                        format!("cnn needs inputs of at least 4x4, got {h}x{w}"),
-                    ));
+                    return Err(Error::invalid("model", format!("cnn needs inputs of at least 4x4, got {h}x{w}")));
                 }
                 Sequential::new()
                     .push(c1)
@@ -133,45 +91,23 @@ impl ModelSpec {
                     .push(Activation::Relu)
                     .push(MaxPool2d::new(2))
                     .push(Flatten)
-                    .push(Linear::with_init(
-                        dev,
-                        32 * h2 * w2,
-                        self.classes,
-                        WeightInit::Glorot,
-                        true,
-                        &mut init,
-                    )?)
+                    .push(Linear::with_init(dev, 32 * h2 * w2, self.classes, WeightInit::Glorot, true, &mut init)?)
             }
         })
     }
 
     /// `seed-mlp;1,8,6;2` style string stored in model files.
     pub fn to_meta(&self) -> String {
-        format!(
-            "{};{},{},{};{}",
-            self.preset.name(),
-            self.input[0],
-            self.input[1],
-            self.input[2],
-            self.classes
-        )
+        format!("{};{},{},{};{}", self.preset.name(), self.input[0], self.input[1], self.input[2], self.classes)
     }
 
     pub fn from_meta(s: &str) -> Result<Self> {
-        let bad = || {
-            Error::invalid(
-                "model file",
-                format!("unrecognised architecture metadata '{s}'"),
-            )
-        };
+        let bad = || Error::invalid("model file", format!("unrecognised architecture metadata '{s}'"));
         let parts: Vec<&str> = s.split(';').collect();
         if parts.len() != 3 {
             return Err(bad());
         }
-        let dims: Vec<usize> = parts[1]
-            .split(',')
-            .map(|d| d.parse().map_err(|_| bad()))
-            .collect::<Result<_>>()?;
+        let dims: Vec<usize> = parts[1].split(',').map(|d| d.parse().map_err(|_| bad())).collect::<Result<_>>()?;
         if dims.len() != 3 {
             return Err(bad());
         }

@@ -24,19 +24,10 @@ impl<'a> Samples<'a> {
         if per == 0 || x.len() != per * labels.len() {
             return Err(Error::invalid(
                 "samples",
-                format!(
-                    "{} values do not hold {} samples of shape {:?}",
-                    x.len(),
-                    labels.len(),
-                    sample_shape
-                ),
+                format!("{} values do not hold {} samples of shape {:?}", x.len(), labels.len(), sample_shape),
             ));
         }
-        Ok(Samples {
-            x,
-            sample_shape,
-            labels,
-        })
+        Ok(Samples { x, sample_shape, labels })
     }
     pub fn len(&self) -> usize {
         self.labels.len()
@@ -58,10 +49,7 @@ impl<'a> Samples<'a> {
         }
         let mut shape = vec![idx.len()];
         shape.extend_from_slice(self.sample_shape);
-        Ok((
-            Tensor::from_vec(dev, &xb, shape)?,
-            Tensor::from_vec(dev, &yb, [idx.len()])?,
-        ))
+        Ok((Tensor::from_vec(dev, &xb, shape)?, Tensor::from_vec(dev, &yb, [idx.len()])?))
     }
 }
 
@@ -90,14 +78,7 @@ pub struct FitOptions {
 
 impl Default for FitOptions {
     fn default() -> Self {
-        FitOptions {
-            epochs: 1,
-            batch_size: 32,
-            read_every: 10,
-            shuffle: true,
-            seed: 0,
-            schedule: Schedule::Constant,
-        }
+        FitOptions { epochs: 1, batch_size: 32, read_every: 10, shuffle: true, seed: 0, schedule: Schedule::Constant }
     }
 }
 
@@ -192,9 +173,7 @@ impl Sums {
         if self.steps == 0 {
             return Ok(None);
         }
-        let (Some(l), Some(c)) = (&self.loss_sum, &self.correct) else {
-            return Ok(None);
-        };
+        let (Some(l), Some(c)) = (&self.loss_sum, &self.correct) else { return Ok(None) };
         let both = Tensor::concat(&[&l.reshape([1])?, &c.reshape([1])?], 0)?;
         let n = std::mem::take(&mut self.samples);
         self.steps = 0;
@@ -203,9 +182,7 @@ impl Sums {
     }
     /// One blocking readback of both sums: (loss sum, correct count, samples), and resets.
     pub fn read(&mut self) -> Result<Option<(f64, f64, usize)>> {
-        let Some((both, n)) = self.take()? else {
-            return Ok(None);
-        };
+        let Some((both, n)) = self.take()? else { return Ok(None) };
         let v = both.to_vec()?;
         Ok(Some((v[0] as f64, v[1] as f64, n)))
     }
@@ -215,14 +192,7 @@ impl Sums {
 /// `[B]`): forward, loss, accuracy (no graph), backward, optimizer update, and the batch's loss
 /// and correct count added to `sums`. A failed backward or update clears the gradients it
 /// half-accumulated. Run it inside [`Device::step`] so GPU backends replay it.
-pub fn train_batch(
-    model: &dyn Module,
-    opt: &mut dyn Optimizer,
-    loss: Loss,
-    x: &Tensor,
-    y: &Tensor,
-    sums: &mut Sums,
-) -> Result<()> {
+pub fn train_batch(model: &dyn Module, opt: &mut dyn Optimizer, loss: Loss, x: &Tensor, y: &Tensor, sums: &mut Sums) -> Result<()> {
     let out = model.forward(x, Mode::Train)?;
     let l = loss.compute(&out, y)?;
     let correct = {
@@ -251,20 +221,13 @@ pub fn fit(
         return Err(Error::invalid("fit", "the training set is empty"));
     }
     if opts.batch_size == 0 || opts.read_every == 0 {
-        return Err(Error::invalid(
-            "fit",
-            "batch size and read_every must be at least 1",
-        ));
+        return Err(Error::invalid("fit", "batch size and read_every must be at least 1"));
     }
     let base_lr = opt.lr();
     let mut history = History::default();
     let mut step = 0usize;
     'epochs: for epoch in 0..opts.epochs {
-        let order = if opts.shuffle {
-            shuffled(train.len(), rng::mix(opts.seed, epoch as u64))
-        } else {
-            (0..train.len()).collect()
-        };
+        let order = if opts.shuffle { shuffled(train.len(), rng::mix(opts.seed, epoch as u64)) } else { (0..train.len()).collect() };
         let mut window = Sums::new();
         let (mut ep_loss, mut ep_correct, mut ep_n) = (0.0f64, 0.0f64, 0usize);
         let batches: Vec<&[usize]> = order.chunks(opts.batch_size).collect();
@@ -283,13 +246,7 @@ pub fn fit(
                     ep_loss += ls;
                     ep_correct += cs;
                     ep_n += n;
-                    let log = StepLog {
-                        step,
-                        epoch,
-                        loss: (ls / n as f64) as f32,
-                        accuracy: (cs / n as f64) as f32,
-                        lr,
-                    };
+                    let log = StepLog { step, epoch, loss: (ls / n as f64) as f32, accuracy: (cs / n as f64) as f32, lr };
                     let flow = cb.on_step(&log);
                     history.steps.push(log);
                     if flow.is_break() {
@@ -324,13 +281,7 @@ pub fn fit(
 
 /// Mean loss and accuracy of `model` over `data` (evaluation mode, no gradients). Sums stay on
 /// the device; one readback at the end.
-pub fn evaluate(
-    model: &dyn Module,
-    loss: Loss,
-    dev: &Device,
-    data: Samples,
-    batch_size: usize,
-) -> Result<(f32, f32)> {
+pub fn evaluate(model: &dyn Module, loss: Loss, dev: &Device, data: Samples, batch_size: usize) -> Result<(f32, f32)> {
     if data.is_empty() {
         return Err(Error::invalid("evaluate", "the data set is empty"));
     }
@@ -340,11 +291,7 @@ pub fn evaluate(
     for chunk in idx.chunks(batch_size.max(1)) {
         let (xb, yb) = data.batch(dev, chunk)?;
         let out = model.forward(&xb, Mode::Eval)?;
-        window.add(
-            &loss.compute(&out, &yb)?,
-            &accuracy_count(&out, &yb)?,
-            chunk.len(),
-        )?;
+        window.add(&loss.compute(&out, &yb)?, &accuracy_count(&out, &yb)?, chunk.len())?;
     }
     let (l, c, n) = window.read()?.unwrap_or((0.0, 0.0, 1));
     Ok(((l / n as f64) as f32, (c / n as f64) as f32))

@@ -32,29 +32,20 @@ fn frozen_layers_keep_their_weights_and_pass_gradients_on() {
     let y = Tensor::zeros(&dev, [5, 3]).unwrap();
     let mut opt = OptimizerKind::parse("adam").unwrap().build(0.05);
     for _ in 0..3 {
-        mse(&model.forward(&x, Mode::Train).unwrap(), &y)
-            .unwrap()
-            .backward()
-            .unwrap();
+        mse(&model.forward(&x, Mode::Train).unwrap(), &y).unwrap().backward().unwrap();
         opt.step(&model).unwrap();
     }
     let after: Vec<Vec<Vec<f32>>> = model.layers().iter().map(|l| values(l.as_ref())).collect();
     assert_eq!(after[1], before[1], "frozen batch norm changed");
     assert_eq!(after[4], before[4], "frozen linear changed");
-    assert_ne!(
-        after[0], before[0],
-        "the conv before the frozen layers must still train"
-    );
+    assert_ne!(after[0], before[0], "the conv before the frozen layers must still train");
     assert_ne!(after[5], before[5], "the last linear must train");
     // frozen parameters are still saved, and unfreezing makes them train again
     let bytes = io::to_bytes(&model, &Default::default()).unwrap();
     assert!(String::from_utf8_lossy(&bytes).contains("4.weight"));
     model.set_trainable(true);
     assert_eq!(model.num_trainable(), total);
-    mse(&model.forward(&x, Mode::Train).unwrap(), &y)
-        .unwrap()
-        .backward()
-        .unwrap();
+    mse(&model.forward(&x, Mode::Train).unwrap(), &y).unwrap().backward().unwrap();
     opt.step(&model).unwrap();
     assert_ne!(values(model.layers()[4].as_ref()), before[4]);
 }

@@ -7,9 +7,7 @@ use pixelgrad_core::{Device, Tensor};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_nn::io::{load, load_bytes, read_metadata, save, to_bytes};
 use pixelgrad_nn::presets::{ModelSpec, Preset};
-use pixelgrad_nn::train::{
-    evaluate, fit, shuffled, Callbacks, EpochLog, FitOptions, NoCallbacks, Samples, StepLog,
-};
+use pixelgrad_nn::train::{evaluate, fit, shuffled, Callbacks, EpochLog, FitOptions, NoCallbacks, Samples, StepLog};
 use pixelgrad_nn::{Loss, Mode, Module, OptimizerKind};
 
 fn dev() -> Device {
@@ -17,11 +15,7 @@ fn dev() -> Device {
 }
 
 fn spec(p: Preset) -> ModelSpec {
-    ModelSpec {
-        preset: p,
-        input: [1, 8, 8],
-        classes: 10,
-    }
+    ModelSpec { preset: p, input: [1, 8, 8], classes: 10 }
 }
 
 #[test]
@@ -30,23 +24,13 @@ fn save_load_round_trip_with_metadata() {
     let a = spec(Preset::Cnn).build(&d, 1).unwrap();
     let b = spec(Preset::Cnn).build(&d, 2).unwrap();
     let x = Tensor::rand_uniform(&d, [2, 1, 8, 8], 0.0, 1.0, 5).unwrap();
-    assert_ne!(
-        a.forward(&x, Mode::Eval).unwrap().to_vec().unwrap(),
-        b.forward(&x, Mode::Eval).unwrap().to_vec().unwrap()
-    );
-    let path =
-        std::env::temp_dir().join(format!("pixelgrad-rt-{}.safetensors", std::process::id()));
+    assert_ne!(a.forward(&x, Mode::Eval).unwrap().to_vec().unwrap(), b.forward(&x, Mode::Eval).unwrap().to_vec().unwrap());
+    let path = std::env::temp_dir().join(format!("pixelgrad-rt-{}.safetensors", std::process::id()));
     let meta = HashMap::from([("k".to_string(), "v".to_string())]);
     save(&a, &path, &meta).unwrap();
     load(&b, &path).unwrap();
-    assert_eq!(
-        a.forward(&x, Mode::Eval).unwrap().to_vec().unwrap(),
-        b.forward(&x, Mode::Eval).unwrap().to_vec().unwrap()
-    );
-    assert_eq!(
-        read_metadata(&std::fs::read(&path).unwrap()).unwrap()["k"],
-        "v"
-    );
+    assert_eq!(a.forward(&x, Mode::Eval).unwrap().to_vec().unwrap(), b.forward(&x, Mode::Eval).unwrap().to_vec().unwrap());
+    assert_eq!(read_metadata(&std::fs::read(&path).unwrap()).unwrap()["k"], "v");
     std::fs::remove_file(&path).ok();
 }
 
@@ -54,35 +38,18 @@ fn save_load_round_trip_with_metadata() {
 fn load_rejects_mismatches_with_names_and_shapes() {
     let d = dev();
     let mlp10 = spec(Preset::Mlp).build(&d, 1).unwrap();
-    let mlp3 = ModelSpec {
-        preset: Preset::Mlp,
-        input: [1, 8, 8],
-        classes: 3,
-    }
-    .build(&d, 1)
-    .unwrap();
+    let mlp3 = ModelSpec { preset: Preset::Mlp, input: [1, 8, 8], classes: 3 }.build(&d, 1).unwrap();
     let bytes = to_bytes(&mlp10, &HashMap::new()).unwrap();
     let e = load_bytes(&mlp3, &bytes).unwrap_err().to_string();
-    assert!(
-        e.contains("3.weight") && e.contains("[256, 10]") && e.contains("[256, 3]"),
-        "{e}"
-    );
+    assert!(e.contains("3.weight") && e.contains("[256, 10]") && e.contains("[256, 3]"), "{e}");
     // a different architecture: unknown and missing tensors
     let cnn = spec(Preset::Cnn).build(&d, 1).unwrap();
     let e = load_bytes(&cnn, &bytes).unwrap_err().to_string();
     assert!(e.contains("does not exist") || e.contains("missing"), "{e}");
     // garbage and truncated files
-    assert!(load_bytes(&mlp10, b"not a model")
-        .unwrap_err()
-        .to_string()
-        .contains("not a safetensors file"));
+    assert!(load_bytes(&mlp10, b"not a model").unwrap_err().to_string().contains("not a safetensors file"));
     assert!(load_bytes(&mlp10, &bytes[..bytes.len() / 2]).is_err());
-    let e = load(
-        &mlp10,
-        std::path::Path::new("/nonexistent/model.safetensors"),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = load(&mlp10, std::path::Path::new("/nonexistent/model.safetensors")).unwrap_err().to_string();
     assert!(e.contains("/nonexistent/model.safetensors"), "{e}");
 }
 
@@ -90,29 +57,12 @@ fn load_rejects_mismatches_with_names_and_shapes() {
 fn load_rejects_wrong_dtype() {
     use safetensors::tensor::{serialize, Dtype, TensorView};
     let d = dev();
-    let m = ModelSpec {
-        preset: Preset::SeedMlp,
-        input: [1, 6, 8],
-        classes: 2,
-    }
-    .build(&d, 0)
-    .unwrap();
+    let m = ModelSpec { preset: Preset::SeedMlp, input: [1, 6, 8], classes: 2 }.build(&d, 0).unwrap();
     let mut owned = Vec::new();
     m.visit_params(&mut |n, p| owned.push((n.to_string(), p.shape().dims().to_vec())));
-    let bufs: Vec<Vec<u8>> = owned
-        .iter()
-        .map(|(_, s)| vec![0u8; s.iter().product::<usize>() * 8])
-        .collect();
-    let views: Vec<(String, TensorView)> = owned
-        .iter()
-        .zip(&bufs)
-        .map(|((n, s), b)| {
-            (
-                n.clone(),
-                TensorView::new(Dtype::F64, s.clone(), b).unwrap(),
-            )
-        })
-        .collect();
+    let bufs: Vec<Vec<u8>> = owned.iter().map(|(_, s)| vec![0u8; s.iter().product::<usize>() * 8]).collect();
+    let views: Vec<(String, TensorView)> =
+        owned.iter().zip(&bufs).map(|((n, s), b)| (n.clone(), TensorView::new(Dtype::F64, s.clone(), b).unwrap())).collect();
     let bytes = serialize(views, None).unwrap();
     let e = load_bytes(&m, &bytes).unwrap_err().to_string();
     assert!(e.contains("F64") && e.contains("F32"), "{e}");
@@ -121,11 +71,7 @@ fn load_rejects_wrong_dtype() {
 #[test]
 fn spec_metadata_round_trip() {
     for p in [Preset::SeedMlp, Preset::Mlp, Preset::Cnn] {
-        let s = ModelSpec {
-            preset: p,
-            input: [1, 28, 28],
-            classes: 10,
-        };
+        let s = ModelSpec { preset: p, input: [1, 28, 28], classes: 10 };
         assert_eq!(ModelSpec::from_meta(&s.to_meta()).unwrap(), s);
     }
     assert!(ModelSpec::from_meta("mlp;1,2;3").is_err());
@@ -174,45 +120,15 @@ fn fit_learns_and_reads_back_every_n_steps() {
     let (x, y) = blobs(200);
     let shape = [1usize, 1, 4];
     let s = Samples::new(&x, &shape, &y).unwrap();
-    let model = ModelSpec {
-        preset: Preset::Mlp,
-        input: [1, 1, 4],
-        classes: 2,
-    }
-    .build(&d, 0)
-    .unwrap();
+    let model = ModelSpec { preset: Preset::Mlp, input: [1, 1, 4], classes: 2 }.build(&d, 0).unwrap();
     let mut opt = OptimizerKind::parse("adam").unwrap().build(0.01);
-    let opts = FitOptions {
-        epochs: 3,
-        batch_size: 16,
-        read_every: 4,
-        shuffle: true,
-        seed: 1,
-        ..Default::default()
-    };
-    let mut rec = Recorder {
-        steps: vec![],
-        epochs: vec![],
-        stop_after_epoch: None,
-    };
+    let opts = FitOptions { epochs: 3, batch_size: 16, read_every: 4, shuffle: true, seed: 1, ..Default::default() };
+    let mut rec = Recorder { steps: vec![], epochs: vec![], stop_after_epoch: None };
     let reads_before = d.counters().readbacks;
-    let h = fit(
-        &model,
-        opt.as_mut(),
-        Loss::CrossEntropy,
-        &d,
-        s,
-        Some(s),
-        &opts,
-        &mut rec,
-    )
-    .unwrap();
+    let h = fit(&model, opt.as_mut(), Loss::CrossEntropy, &d, s, Some(s), &opts, &mut rec).unwrap();
     // 13 steps per epoch, read every 4 and at the epoch end: steps 4, 8, 12, 13 -> 4 logs per epoch
     assert_eq!(rec.steps.len(), 12);
-    assert_eq!(
-        rec.steps.iter().map(|s| s.step).take(4).collect::<Vec<_>>(),
-        vec![4, 8, 12, 13]
-    );
+    assert_eq!(rec.steps.iter().map(|s| s.step).take(4).collect::<Vec<_>>(), vec![4, 8, 12, 13]);
     assert_eq!(h.epochs.len(), 3);
     let last = h.epochs.last().unwrap();
     assert!(last.test_accuracy.unwrap() > 0.95, "{last:?}");
@@ -221,10 +137,7 @@ fn fit_learns_and_reads_back_every_n_steps() {
     let reads = d.counters().readbacks - reads_before;
     assert!(reads == 0 || reads <= 12 + 3, "{reads} readbacks");
     let (l, a) = evaluate(&model, Loss::CrossEntropy, &d, s, 64).unwrap();
-    assert!(
-        (a - last.test_accuracy.unwrap()).abs() < 1e-6
-            && (l - last.test_loss.unwrap()).abs() < 1e-5
-    );
+    assert!((a - last.test_accuracy.unwrap()).abs() < 1e-6 && (l - last.test_loss.unwrap()).abs() < 1e-5);
 }
 
 #[test]
@@ -233,51 +146,14 @@ fn fit_stops_when_a_callback_breaks_and_rejects_bad_options() {
     let (x, y) = blobs(40);
     let shape = [4usize];
     let s = Samples::new(&x, &shape, &y).unwrap();
-    let model = ModelSpec {
-        preset: Preset::Mlp,
-        input: [1, 1, 4],
-        classes: 2,
-    }
-    .build(&d, 0)
-    .unwrap();
+    let model = ModelSpec { preset: Preset::Mlp, input: [1, 1, 4], classes: 2 }.build(&d, 0).unwrap();
     let mut opt = OptimizerKind::parse("sgd").unwrap().build(0.1);
-    let mut rec = Recorder {
-        steps: vec![],
-        epochs: vec![],
-        stop_after_epoch: Some(0),
-    };
-    let opts = FitOptions {
-        epochs: 5,
-        batch_size: 8,
-        ..Default::default()
-    };
-    fit(
-        &model,
-        opt.as_mut(),
-        Loss::CrossEntropy,
-        &d,
-        s,
-        None,
-        &opts,
-        &mut rec,
-    )
-    .unwrap();
+    let mut rec = Recorder { steps: vec![], epochs: vec![], stop_after_epoch: Some(0) };
+    let opts = FitOptions { epochs: 5, batch_size: 8, ..Default::default() };
+    fit(&model, opt.as_mut(), Loss::CrossEntropy, &d, s, None, &opts, &mut rec).unwrap();
     assert_eq!(rec.epochs.len(), 1);
-    let bad = FitOptions {
-        batch_size: 0,
-        ..Default::default()
-    };
-    assert!(fit(
-        &model,
-        opt.as_mut(),
-        Loss::CrossEntropy,
-        &d,
-        s,
-        None,
-        &bad,
-        &mut NoCallbacks
-    )
-    .is_err());
+    let bad = FitOptions { batch_size: 0, ..Default::default() };
+    assert!(fit(&model, opt.as_mut(), Loss::CrossEntropy, &d, s, None, &bad, &mut NoCallbacks).is_err());
     assert!(Samples::new(&x[..5], &shape, &y).is_err());
 }
 
@@ -289,16 +165,8 @@ fn losses_on_one_hot_targets() {
     // MSE against one-hot: ((0.1)^2 + 0.1^2 + 0.2^2 + 0.2^2) / 4
     let mse = Loss::Mse.compute(&out, &cls).unwrap().item().unwrap();
     assert!((mse - 0.025).abs() < 1e-6, "{mse}");
-    let ce = Loss::CrossEntropy
-        .compute(&out, &cls)
-        .unwrap()
-        .item()
-        .unwrap();
-    let ce1 = Loss::CrossEntropyOneHot
-        .compute(&out, &cls)
-        .unwrap()
-        .item()
-        .unwrap();
+    let ce = Loss::CrossEntropy.compute(&out, &cls).unwrap().item().unwrap();
+    let ce1 = Loss::CrossEntropyOneHot.compute(&out, &cls).unwrap().item().unwrap();
     assert!((ce - ce1).abs() < 1e-6);
     assert!(Loss::parse("hinge").is_err());
 }

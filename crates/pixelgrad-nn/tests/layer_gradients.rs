@@ -9,9 +9,7 @@ use pixelgrad_nn::{Init, Mode, Module};
 
 /// Deterministic inputs in [-1, 1] without ties.
 fn values(n: usize, salt: u64) -> Vec<f64> {
-    (0..n)
-        .map(|i| (pixelgrad_core::rng::uniform(salt, i as u64) as f64) * 2.0 - 1.0)
-        .collect()
+    (0..n).map(|i| (pixelgrad_core::rng::uniform(salt, i as u64) as f64) * 2.0 - 1.0).collect()
 }
 
 /// `sum(layer(x) * r)` for a fixed random `r`, so every output element matters.
@@ -36,11 +34,7 @@ fn assert_close(what: &str, analytic: &[f64], v: &[f64], loss: &dyn Fn(&[f64]) -
     for i in 0..v.len() {
         let n = numeric(v, i, loss);
         let err = (analytic[i] - n).abs() / (1.0 + n.abs());
-        assert!(
-            err < 1e-6,
-            "{what}[{i}]: autodiff {} vs numeric {n}",
-            analytic[i]
-        );
+        assert!(err < 1e-6, "{what}[{i}]: autodiff {} vs numeric {n}", analytic[i]);
     }
 }
 
@@ -54,11 +48,7 @@ fn check_layer(layer: &dyn Module, x_shape: &[usize], mode: Mode) {
     layer.zero_grad();
     probe(&dev, layer, &x, mode).unwrap().backward().unwrap();
     // input gradient
-    let gx = x
-        .grad()
-        .expect("input received no gradient")
-        .to_vec_f64()
-        .unwrap();
+    let gx = x.grad().expect("input received no gradient").to_vec_f64().unwrap();
     let loss_x = |v: &[f64]| {
         let t = Tensor::from_f64(&dev, v, x_shape).unwrap();
         probe(&dev, layer, &t, mode).unwrap().to_vec_f64().unwrap()[0]
@@ -67,20 +57,14 @@ fn check_layer(layer: &dyn Module, x_shape: &[usize], mode: Mode) {
     // parameter gradients
     let x = x.detach();
     layer.visit_params(&mut |name, p| {
-        let g = p
-            .grad()
-            .expect("parameter received no gradient")
-            .to_vec_f64()
-            .unwrap();
+        let g = p.grad().expect("parameter received no gradient").to_vec_f64().unwrap();
         let base = p.tensor().to_vec_f64().unwrap();
         let loss_p = |v: &[f64]| {
-            p.set(&Tensor::from_f64(&dev, v, p.shape()).unwrap())
-                .unwrap();
+            p.set(&Tensor::from_f64(&dev, v, p.shape()).unwrap()).unwrap();
             probe(&dev, layer, &x, mode).unwrap().to_vec_f64().unwrap()[0]
         };
         assert_close(&format!("{} {name}", layer.describe()), &g, &base, &loss_p);
-        p.set(&Tensor::from_f64(&dev, &base, p.shape()).unwrap())
-            .unwrap();
+        p.set(&Tensor::from_f64(&dev, &base, p.shape()).unwrap()).unwrap();
     });
 }
 
@@ -94,40 +78,20 @@ fn layer_device(layer: &dyn Module) -> Option<Device> {
 #[test]
 fn linear() {
     let dev = reference_device();
-    check_layer(
-        &Linear::new(&dev, 5, 3, &mut Init::new(1)).unwrap(),
-        &[4, 5],
-        Mode::Train,
-    );
+    check_layer(&Linear::new(&dev, 5, 3, &mut Init::new(1)).unwrap(), &[4, 5], Mode::Train);
 }
 
 #[test]
 fn conv2d_stride_and_padding() {
     let dev = reference_device();
-    check_layer(
-        &Conv2d::new(&dev, 2, 3, 3, 1, 1, &mut Init::new(2)).unwrap(),
-        &[2, 2, 5, 5],
-        Mode::Train,
-    );
-    check_layer(
-        &Conv2d::new(&dev, 1, 2, 3, 2, 0, &mut Init::new(3)).unwrap(),
-        &[1, 1, 7, 6],
-        Mode::Train,
-    );
+    check_layer(&Conv2d::new(&dev, 2, 3, 3, 1, 1, &mut Init::new(2)).unwrap(), &[2, 2, 5, 5], Mode::Train);
+    check_layer(&Conv2d::new(&dev, 1, 2, 3, 2, 0, &mut Init::new(3)).unwrap(), &[1, 1, 7, 6], Mode::Train);
 }
 
 #[test]
 fn pools_and_flatten() {
     check_layer(&MaxPool2d::new(2), &[2, 3, 4, 4], Mode::Train);
-    check_layer(
-        &MaxPool2d {
-            kernel: 3,
-            stride: 2,
-            padding: 1,
-        },
-        &[1, 2, 5, 5],
-        Mode::Train,
-    );
+    check_layer(&MaxPool2d { kernel: 3, stride: 2, padding: 1 }, &[1, 2, 5, 5], Mode::Train);
     check_layer(&AvgPool2d::new(2), &[2, 3, 4, 6], Mode::Train);
     check_layer(&Flatten, &[2, 3, 2, 2], Mode::Train);
 }
@@ -136,28 +100,13 @@ fn pools_and_flatten() {
 fn batch_norm_train_and_eval() {
     let dev = reference_device();
     check_layer(&BatchNorm::new_1d(&dev, 3).unwrap(), &[5, 3], Mode::Train);
-    check_layer(
-        &BatchNorm::new_2d(&dev, 2).unwrap(),
-        &[3, 2, 2, 2],
-        Mode::Train,
-    );
-    check_layer(
-        &BatchNorm::new_2d(&dev, 2).unwrap(),
-        &[3, 2, 2, 2],
-        Mode::Eval,
-    );
+    check_layer(&BatchNorm::new_2d(&dev, 2).unwrap(), &[3, 2, 2, 2], Mode::Train);
+    check_layer(&BatchNorm::new_2d(&dev, 2).unwrap(), &[3, 2, 2, 2], Mode::Eval);
 }
 
 #[test]
 fn activations() {
-    for a in [
-        Activation::Relu,
-        Activation::LeakyRelu(0.1),
-        Activation::Sigmoid,
-        Activation::Tanh,
-        Activation::Gelu,
-        Activation::Softmax,
-    ] {
+    for a in [Activation::Relu, Activation::LeakyRelu(0.1), Activation::Sigmoid, Activation::Tanh, Activation::Gelu, Activation::Softmax] {
         check_layer(&a, &[3, 4], Mode::Train);
     }
 }
@@ -176,14 +125,8 @@ fn dropout_masks_and_scales() {
     y.sum_all().unwrap().backward().unwrap();
     assert_eq!(x.grad().unwrap().to_vec_f64().unwrap(), yv);
     // evaluation is the identity; a second training call draws a new mask
-    assert_eq!(
-        d.forward(&x, Mode::Eval).unwrap().to_vec_f64().unwrap(),
-        vec![1.0; 1000]
-    );
-    assert_ne!(
-        d.forward(&x, Mode::Train).unwrap().to_vec_f64().unwrap(),
-        yv
-    );
+    assert_eq!(d.forward(&x, Mode::Eval).unwrap().to_vec_f64().unwrap(), vec![1.0; 1000]);
+    assert_ne!(d.forward(&x, Mode::Train).unwrap().to_vec_f64().unwrap(), yv);
     assert!(Dropout::new(1.0, 0).is_err());
 }
 
@@ -200,14 +143,8 @@ fn batch_norm_running_statistics() {
     // running = 0.9 * init + 0.1 * batch (unbiased var: 2 and 50); momentum is an f32 scalar
     let rm = bn.running_mean.get().to_vec_f64().unwrap();
     let rv = bn.running_var.get().to_vec_f64().unwrap();
-    assert!(
-        (rm[0] - 0.2).abs() < 1e-6 && (rm[1] - 1.5).abs() < 1e-6,
-        "{rm:?}"
-    );
-    assert!(
-        (rv[0] - (0.9 + 0.2)).abs() < 1e-6 && (rv[1] - (0.9 + 5.0)).abs() < 1e-6,
-        "{rv:?}"
-    );
+    assert!((rm[0] - 0.2).abs() < 1e-6 && (rm[1] - 1.5).abs() < 1e-6, "{rm:?}");
+    assert!((rv[0] - (0.9 + 0.2)).abs() < 1e-6 && (rv[1] - (0.9 + 5.0)).abs() < 1e-6, "{rv:?}");
     // eval uses the running statistics
     let e = bn.forward(&x, Mode::Eval).unwrap().to_vec_f64().unwrap();
     assert!((e[0] - (1.0 - 0.2) / (1.1f64 + 1e-5).sqrt()).abs() < 1e-6);
@@ -217,23 +154,11 @@ fn batch_norm_running_statistics() {
 fn wrong_input_shapes_are_typed_errors() {
     let dev = reference_device();
     let l = Linear::new(&dev, 4, 2, &mut Init::new(0)).unwrap();
-    let e = l
-        .forward(&Tensor::ones(&dev, [3, 5]).unwrap(), Mode::Eval)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("linear") && e.contains("[3, 5]") && e.contains("[N, 4]"),
-        "{e}"
-    );
+    let e = l.forward(&Tensor::ones(&dev, [3, 5]).unwrap(), Mode::Eval).unwrap_err().to_string();
+    assert!(e.contains("linear") && e.contains("[3, 5]") && e.contains("[N, 4]"), "{e}");
     let c = Conv2d::new(&dev, 3, 2, 3, 1, 0, &mut Init::new(0)).unwrap();
-    let e = c
-        .forward(&Tensor::ones(&dev, [1, 1, 5, 5]).unwrap(), Mode::Eval)
-        .unwrap_err()
-        .to_string();
+    let e = c.forward(&Tensor::ones(&dev, [1, 1, 5, 5]).unwrap(), Mode::Eval).unwrap_err().to_string();
     assert!(e.contains("conv2d") && e.contains("[1, 1, 5, 5]"), "{e}");
-    let e = MaxPool2d::new(4)
-        .forward(&Tensor::ones(&dev, [1, 1, 2, 2]).unwrap(), Mode::Eval)
-        .unwrap_err()
-        .to_string();
+    let e = MaxPool2d::new(4).forward(&Tensor::ones(&dev, [1, 1, 2, 2]).unwrap(), Mode::Eval).unwrap_err().to_string();
     assert!(e.contains("max_pool2d"), "{e}");
 }

@@ -48,55 +48,29 @@ fn close(a: &[f64], b: &[f64]) {
 
 #[test]
 fn sgd_plain_momentum_nesterov_weight_decay() {
-    close(
-        &run(&mut Sgd::new(0.1), &[1.0, -2.0], &[0.5, 1.0], 2),
-        &[0.9, -2.2],
-    );
+    close(&run(&mut Sgd::new(0.1), &[1.0, -2.0], &[0.5, 1.0], 2), &[0.9, -2.2]);
     // momentum 0.9: v1 = g, v2 = 1.9 g; p = p0 - lr (g + 1.9 g)
-    close(
-        &run(&mut Sgd::new(0.1).momentum(0.9), &[1.0], &[1.0], 2),
-        &[1.0 - 0.1 * 2.9],
-    );
+    close(&run(&mut Sgd::new(0.1).momentum(0.9), &[1.0], &[1.0], 2), &[1.0 - 0.1 * 2.9]);
     // nesterov: d1 = g + 0.9 g = 1.9, v1 = 1; d2 = g + 0.9 * 1.9 = 2.71
-    close(
-        &run(
-            &mut Sgd::new(0.1).momentum(0.9).nesterov(true),
-            &[1.0],
-            &[1.0],
-            2,
-        ),
-        &[1.0 - 0.1 * (1.9 + 2.71)],
-    );
+    close(&run(&mut Sgd::new(0.1).momentum(0.9).nesterov(true), &[1.0], &[1.0], 2), &[1.0 - 0.1 * (1.9 + 2.71)]);
     // weight decay 0.5 adds 0.5 p to the gradient: 2 - 0.1 (1 + 1) = 1.8
-    close(
-        &run(&mut Sgd::new(0.1).weight_decay(0.5), &[2.0], &[1.0], 1),
-        &[1.8],
-    );
+    close(&run(&mut Sgd::new(0.1).weight_decay(0.5), &[2.0], &[1.0], 1), &[1.8]);
 }
 
 #[test]
 fn adam_and_adamw() {
     // First Adam step moves every coordinate by lr (m/c1 = g, sqrt(v/c2) = |g|).
-    close(
-        &run(&mut Adam::new(0.01), &[1.0, 1.0], &[3.0, -0.2], 1),
-        &[0.99, 1.01],
-    );
+    close(&run(&mut Adam::new(0.01), &[1.0, 1.0], &[3.0, -0.2], 1), &[0.99, 1.01]);
     // Two steps with a constant gradient: still exactly lr per step.
     close(&run(&mut Adam::new(0.01), &[0.0], &[5.0], 2), &[-0.02]);
     // AdamW decays the weight first: p (1 - lr wd) - lr
-    close(
-        &run(&mut Adam::adamw(0.1, 0.5), &[2.0], &[1.0], 1),
-        &[2.0 * (1.0 - 0.05) - 0.1],
-    );
+    close(&run(&mut Adam::adamw(0.1, 0.5), &[2.0], &[1.0], 1), &[2.0 * (1.0 - 0.05) - 0.1]);
 }
 
 #[test]
 fn rmsprop() {
     // s = 0.1 g^2, step = lr g / (sqrt(s) + eps) = lr / sqrt(0.1) for g > 0
-    close(
-        &run(&mut RmsProp::new(0.01), &[0.0], &[2.0], 1),
-        &[-0.01 / 0.1f64.sqrt()],
-    );
+    close(&run(&mut RmsProp::new(0.01), &[0.0], &[2.0], 1), &[-0.01 / 0.1f64.sqrt()]);
 }
 
 #[test]

@@ -22,21 +22,11 @@ pub enum OnnxError {
 
     /// An operator pixelgrad does not implement.
     #[error("unsupported operator {op_type} (node '{node}', domain '{domain}', opset {opset})")]
-    UnsupportedOp {
-        op_type: String,
-        node: String,
-        domain: String,
-        opset: i64,
-    },
+    UnsupportedOp { op_type: String, node: String, domain: String, opset: i64 },
 
     /// A node attribute or argument value pixelgrad does not implement, or an invalid one.
     #[error("{op_type} node '{node}' (opset {opset}): {msg}")]
-    Node {
-        op_type: String,
-        node: String,
-        opset: i64,
-        msg: String,
-    },
+    Node { op_type: String, node: String, opset: i64, msg: String },
 
     /// A tensor element type pixelgrad cannot hold (strings, complex numbers, float64 on a
     /// device...).
@@ -70,10 +60,7 @@ pub enum OnnxError {
 
 impl OnnxError {
     pub(crate) fn io(path: &std::path::Path, e: std::io::Error) -> Self {
-        OnnxError::Io {
-            path: path.display().to_string(),
-            msg: e.to_string(),
-        }
+        OnnxError::Io { path: path.display().to_string(), msg: e.to_string() }
     }
 }
 

@@ -47,17 +47,11 @@ pub struct Node {
 
 impl Node {
     pub(crate) fn from_proto(p: &NodeProto, index: usize, opset: i64) -> Result<Node> {
-        let name = if p.name.is_empty() {
-            format!("{}_{index}", p.op_type)
-        } else {
-            p.name.clone()
-        };
+        let name = if p.name.is_empty() { format!("{}_{index}", p.op_type) } else { p.name.clone() };
         let mut attrs = HashMap::new();
         for a in &p.attribute {
             if !a.ref_attr_name.is_empty() {
-                return Err(OnnxError::UnsupportedModel(format!(
-                    "node '{name}': attribute references (functions) are not supported"
-                )));
+                return Err(OnnxError::UnsupportedModel(format!("node '{name}': attribute references (functions) are not supported")));
             }
             if let Some(v) = decode_attr(a, &name)? {
                 attrs.insert(a.name.clone(), v);
@@ -76,30 +70,19 @@ impl Node {
 
     /// An error about this node.
     pub fn err(&self, msg: impl Into<String>) -> OnnxError {
-        OnnxError::Node {
-            op_type: self.op_type.clone(),
-            node: self.name.clone(),
-            opset: self.opset,
-            msg: msg.into(),
-        }
+        OnnxError::Node { op_type: self.op_type.clone(), node: self.name.clone(), opset: self.opset, msg: msg.into() }
     }
 
     /// Input `i` if present (non-empty name).
     pub fn input(&self, i: usize) -> Option<&str> {
-        self.inputs
-            .get(i)
-            .map(|s| s.as_str())
-            .filter(|s| !s.is_empty())
+        self.inputs.get(i).map(|s| s.as_str()).filter(|s| !s.is_empty())
     }
 
     fn attr(&self, name: &str) -> Option<&Attr> {
         self.attrs.get(name)
     }
     fn wrong(&self, name: &str, want: &str, got: &Attr) -> OnnxError {
-        self.err(format!(
-            "attribute '{name}' should be {want}, got {}",
-            got.kind()
-        ))
+        self.err(format!("attribute '{name}' should be {want}, got {}", got.kind()))
     }
     pub fn int(&self, name: &str, default: i64) -> Result<i64> {
         match self.attr(name) {
@@ -163,9 +146,7 @@ impl Node {
 
 fn decode_attr(a: &AttributeProto, node: &str) -> Result<Option<Attr>> {
     let what = format!("attribute '{}' of node '{node}'", a.name);
-    let utf8 = |b: &[u8]| {
-        String::from_utf8(b.to_vec()).map_err(|_| OnnxError::Parse(format!("{what} is not UTF-8")))
-    };
+    let utf8 = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| OnnxError::Parse(format!("{what} is not UTF-8")));
     Ok(Some(match a.r#type {
         at::FLOAT => Attr::Float(a.f),
         at::INT => Attr::Int(a.i),
@@ -193,16 +174,8 @@ fn decode_attr(a: &AttributeProto, node: &str) -> Result<Option<Attr>> {
                 Attr::Int(a.i)
             }
         }
-        at::GRAPH | at::GRAPHS => {
-            return Err(OnnxError::UnsupportedModel(format!(
-                "{what} is a subgraph (control flow is not supported)"
-            )))
-        }
-        other => {
-            return Err(OnnxError::UnsupportedModel(format!(
-                "{what} has attribute type {other}, which pixelgrad does not read"
-            )))
-        }
+        at::GRAPH | at::GRAPHS => return Err(OnnxError::UnsupportedModel(format!("{what} is a subgraph (control flow is not supported)"))),
+        other => return Err(OnnxError::UnsupportedModel(format!("{what} has attribute type {other}, which pixelgrad does not read"))),
     }))
 }
 
@@ -236,19 +209,11 @@ pub struct ValueInfo {
 impl ValueInfo {
     pub(crate) fn from_proto(v: &ValueInfoProto) -> Result<ValueInfo> {
         let what = format!("graph value '{}'", v.name);
-        let ty = v
-            .r#type
-            .as_ref()
-            .ok_or_else(|| OnnxError::Parse(format!("{what} has no type")))?;
+        let ty = v.r#type.as_ref().ok_or_else(|| OnnxError::Parse(format!("{what} has no type")))?;
         if ty.sequence_type.is_some() || ty.map_type.is_some() {
-            return Err(OnnxError::UnsupportedModel(format!(
-                "{what} is a sequence or map (only tensors are supported)"
-            )));
+            return Err(OnnxError::UnsupportedModel(format!("{what} is a sequence or map (only tensors are supported)")));
         }
-        let tt = ty
-            .tensor_type
-            .as_ref()
-            .ok_or_else(|| OnnxError::UnsupportedModel(format!("{what} is not a tensor")))?;
+        let tt = ty.tensor_type.as_ref().ok_or_else(|| OnnxError::UnsupportedModel(format!("{what} is not a tensor")))?;
         let dtype = DType::from_onnx(tt.elem_type, &what)?;
         let shape = tt.shape.as_ref().map(|s| {
             s.dim
@@ -260,24 +225,14 @@ impl ValueInfo {
                 })
                 .collect()
         });
-        Ok(ValueInfo {
-            name: v.name.clone(),
-            dtype,
-            shape,
-        })
+        Ok(ValueInfo { name: v.name.clone(), dtype, shape })
     }
 
     /// The declared shape as text, e.g. `[batch, 3, 224, 224]`.
     pub fn shape_text(&self) -> String {
         match &self.shape {
             None => "(any rank)".into(),
-            Some(d) => format!(
-                "[{}]",
-                d.iter()
-                    .map(|x| x.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Some(d) => format!("[{}]", d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
         }
     }
 
@@ -285,12 +240,7 @@ impl ValueInfo {
     pub fn accepts(&self, dims: &[usize]) -> bool {
         match &self.shape {
             None => true,
-            Some(d) => {
-                d.len() == dims.len()
-                    && d.iter()
-                        .zip(dims)
-                        .all(|(a, &b)| !matches!(a, Dim::Fixed(x) if *x != b))
-            }
+            Some(d) => d.len() == dims.len() && d.iter().zip(dims).all(|(a, &b)| !matches!(a, Dim::Fixed(x) if *x != b)),
         }
     }
 }

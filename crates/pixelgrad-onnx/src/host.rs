@@ -39,12 +39,7 @@ impl DType {
             dt::UINT16 => DType::U16,
             dt::UINT32 => DType::U32,
             dt::BOOL => DType::Bool,
-            other => {
-                return Err(OnnxError::Dtype {
-                    what: what.to_string(),
-                    dtype: onnx_type_name(other).to_string(),
-                })
-            }
+            other => return Err(OnnxError::Dtype { what: what.to_string(), dtype: onnx_type_name(other).to_string() }),
         })
     }
     pub fn to_onnx(self) -> i32 {
@@ -119,27 +114,15 @@ pub struct HostTensor {
 impl HostTensor {
     pub fn f32(shape: Vec<usize>, v: Vec<f32>) -> HostTensor {
         debug_assert_eq!(shape.iter().product::<usize>(), v.len());
-        HostTensor {
-            dtype: DType::F32,
-            shape,
-            data: Data::F32(v),
-        }
+        HostTensor { dtype: DType::F32, shape, data: Data::F32(v) }
     }
     pub fn i64(shape: Vec<usize>, v: Vec<i64>) -> HostTensor {
         debug_assert_eq!(shape.iter().product::<usize>(), v.len());
-        HostTensor {
-            dtype: DType::I64,
-            shape,
-            data: Data::I64(v),
-        }
+        HostTensor { dtype: DType::I64, shape, data: Data::I64(v) }
     }
     /// Integer-class data of another integer type (values must fit it).
     pub fn ints(dtype: DType, shape: Vec<usize>, v: Vec<i64>) -> HostTensor {
-        HostTensor {
-            dtype,
-            shape,
-            data: Data::I64(v),
-        }
+        HostTensor { dtype, shape, data: Data::I64(v) }
     }
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
@@ -166,10 +149,7 @@ impl HostTensor {
     pub fn to_i64(&self, what: &str) -> Result<Vec<i64>> {
         match &self.data {
             Data::I64(v) => Ok(v.clone()),
-            Data::F32(_) => Err(OnnxError::Dtype {
-                what: format!("{what} (expected an integer tensor)"),
-                dtype: self.dtype.name().into(),
-            }),
+            Data::F32(_) => Err(OnnxError::Dtype { what: format!("{what} (expected an integer tensor)"), dtype: self.dtype.name().into() }),
         }
     }
 
@@ -184,9 +164,7 @@ impl HostTensor {
         let mut shape = Vec::with_capacity(t.dims.len());
         for &d in &t.dims {
             if d < 0 {
-                return Err(OnnxError::Parse(format!(
-                    "tensor {what} has a negative dimension {d}"
-                )));
+                return Err(OnnxError::Parse(format!("tensor {what} has a negative dimension {d}")));
             }
             shape.push(d as usize);
         }
@@ -195,11 +173,7 @@ impl HostTensor {
             .try_fold(1usize, |a, &d| a.checked_mul(d))
             .ok_or_else(|| OnnxError::Parse(format!("tensor {what} is too large")))?;
         let raw = &t.raw_data;
-        let bad_len = |have: usize| {
-            OnnxError::Parse(format!(
-                "tensor {what}: {have} values stored for shape {shape:?} ({n} elements)"
-            ))
-        };
+        let bad_len = |have: usize| OnnxError::Parse(format!("tensor {what}: {have} values stored for shape {shape:?} ({n} elements)"));
         let data = if !raw.is_empty() {
             let size = match dtype {
                 DType::F32 | DType::I32 | DType::U32 => 4,
@@ -208,53 +182,17 @@ impl HostTensor {
                 DType::I8 | DType::U8 | DType::Bool => 1,
             };
             if raw.len() != n * size {
-                return Err(OnnxError::Parse(format!(
-                    "tensor {what}: {} raw bytes for shape {shape:?} of {}",
-                    raw.len(),
-                    dtype
-                )));
+                return Err(OnnxError::Parse(format!("tensor {what}: {} raw bytes for shape {shape:?} of {}", raw.len(), dtype)));
             }
             match dtype {
-                DType::F32 => Data::F32(
-                    raw.chunks_exact(4)
-                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                        .collect(),
-                ),
-                DType::F16 => Data::F32(
-                    raw.chunks_exact(2)
-                        .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
-                        .collect(),
-                ),
-                DType::BF16 => Data::F32(
-                    raw.chunks_exact(2)
-                        .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
-                        .collect(),
-                ),
-                DType::I64 => Data::I64(
-                    raw.chunks_exact(8)
-                        .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                        .collect(),
-                ),
-                DType::I32 => Data::I64(
-                    raw.chunks_exact(4)
-                        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64)
-                        .collect(),
-                ),
-                DType::U32 => Data::I64(
-                    raw.chunks_exact(4)
-                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64)
-                        .collect(),
-                ),
-                DType::I16 => Data::I64(
-                    raw.chunks_exact(2)
-                        .map(|c| i16::from_le_bytes([c[0], c[1]]) as i64)
-                        .collect(),
-                ),
-                DType::U16 => Data::I64(
-                    raw.chunks_exact(2)
-                        .map(|c| u16::from_le_bytes([c[0], c[1]]) as i64)
-                        .collect(),
-                ),
+                DType::F32 => Data::F32(raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+                DType::F16 => Data::F32(raw.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()),
+                DType::BF16 => Data::F32(raw.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect()),
+                DType::I64 => Data::I64(raw.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect()),
+                DType::I32 => Data::I64(raw.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64).collect()),
+                DType::U32 => Data::I64(raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64).collect()),
+                DType::I16 => Data::I64(raw.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]]) as i64).collect()),
+                DType::U16 => Data::I64(raw.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as i64).collect()),
                 DType::I8 => Data::I64(raw.iter().map(|&b| b as i8 as i64).collect()),
                 DType::U8 => Data::I64(raw.iter().map(|&b| b as i64).collect()),
                 DType::Bool => Data::I64(raw.iter().map(|&b| (b != 0) as i64).collect()),
@@ -262,24 +200,12 @@ impl HostTensor {
         } else {
             let d = match dtype {
                 DType::F32 => Data::F32(t.float_data.clone()),
-                DType::F16 => Data::F32(
-                    t.int32_data
-                        .iter()
-                        .map(|&b| half::f16::from_bits(b as u16).to_f32())
-                        .collect(),
-                ),
-                DType::BF16 => Data::F32(
-                    t.int32_data
-                        .iter()
-                        .map(|&b| half::bf16::from_bits(b as u16).to_f32())
-                        .collect(),
-                ),
+                DType::F16 => Data::F32(t.int32_data.iter().map(|&b| half::f16::from_bits(b as u16).to_f32()).collect()),
+                DType::BF16 => Data::F32(t.int32_data.iter().map(|&b| half::bf16::from_bits(b as u16).to_f32()).collect()),
                 DType::I64 => Data::I64(t.int64_data.clone()),
                 DType::U32 => Data::I64(t.uint64_data.iter().map(|&v| v as i64).collect()),
                 DType::Bool => Data::I64(t.int32_data.iter().map(|&v| (v != 0) as i64).collect()),
-                DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::U16 => {
-                    Data::I64(t.int32_data.iter().map(|&v| v as i64).collect())
-                }
+                DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::U16 => Data::I64(t.int32_data.iter().map(|&v| v as i64).collect()),
             };
             let have = match &d {
                 Data::F32(v) => v.len(),
@@ -297,15 +223,9 @@ impl HostTensor {
     pub fn to_proto(&self, name: &str) -> TensorProto {
         let mut raw = Vec::new();
         match (&self.data, self.dtype) {
-            (Data::F32(v), DType::F16) => v
-                .iter()
-                .for_each(|&x| raw.extend_from_slice(&half::f16::from_f32(x).to_le_bytes())),
-            (Data::F32(v), DType::BF16) => v
-                .iter()
-                .for_each(|&x| raw.extend_from_slice(&half::bf16::from_f32(x).to_le_bytes())),
-            (Data::F32(v), _) => v
-                .iter()
-                .for_each(|&x| raw.extend_from_slice(&x.to_le_bytes())),
+            (Data::F32(v), DType::F16) => v.iter().for_each(|&x| raw.extend_from_slice(&half::f16::from_f32(x).to_le_bytes())),
+            (Data::F32(v), DType::BF16) => v.iter().for_each(|&x| raw.extend_from_slice(&half::bf16::from_f32(x).to_le_bytes())),
+            (Data::F32(v), _) => v.iter().for_each(|&x| raw.extend_from_slice(&x.to_le_bytes())),
             (Data::I64(v), d) => v.iter().for_each(|&x| match d {
                 DType::I64 => raw.extend_from_slice(&x.to_le_bytes()),
                 DType::I32 => raw.extend_from_slice(&(x as i32).to_le_bytes()),
@@ -332,34 +252,18 @@ impl HostTensor {
             let v = self.to_f32();
             let v = match to {
                 DType::F16 => v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect(),
-                DType::BF16 => v
-                    .iter()
-                    .map(|&x| half::bf16::from_f32(x).to_f32())
-                    .collect(),
+                DType::BF16 => v.iter().map(|&x| half::bf16::from_f32(x).to_f32()).collect(),
                 _ => v,
             };
             Data::F32(v)
         } else {
             let v: Vec<i64> = match &self.data {
                 Data::I64(v) => v.clone(),
-                Data::F32(v) => v
-                    .iter()
-                    .map(|&x| {
-                        if to == DType::Bool {
-                            (x != 0.0) as i64
-                        } else {
-                            x.trunc() as i64
-                        }
-                    })
-                    .collect(),
+                Data::F32(v) => v.iter().map(|&x| if to == DType::Bool { (x != 0.0) as i64 } else { x.trunc() as i64 }).collect(),
             };
             Data::I64(v.into_iter().map(|x| wrap_int(x, to)).collect())
         };
-        HostTensor {
-            dtype: to,
-            shape: self.shape.clone(),
-            data,
-        }
+        HostTensor { dtype: to, shape: self.shape.clone(), data }
     }
 }
 

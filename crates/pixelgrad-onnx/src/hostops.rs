@@ -4,10 +4,7 @@
 
 use crate::graph::Node;
 use crate::host::{wrap_int, DType, Data, HostTensor};
-use crate::shapes::{
-    broadcast, flatten_axis, norm_axis, reshape_target, slice_plan, squeeze_dims, strides,
-    unsqueeze_dims,
-};
+use crate::shapes::{broadcast, flatten_axis, norm_axis, reshape_target, slice_plan, squeeze_dims, strides, unsqueeze_dims};
 use crate::Result;
 
 /// Largest result (elements) a host op may produce while folding; larger tensors of weights
@@ -21,28 +18,16 @@ const HOST_LIMIT: usize = 1 << 29;
 /// Evaluates `node` on host inputs (`None` for absent optional inputs). `Ok(None)`: this
 /// operator is not evaluated on the host (it runs on the device).
 pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostTensor>>> {
-    let get = |i: usize| -> Result<&HostTensor> {
-        ins.get(i)
-            .copied()
-            .flatten()
-            .ok_or_else(|| node.err(format!("input {i} is missing")))
-    };
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
     let one = |t: HostTensor| Ok(Some(vec![t]));
     let op = node.op_type.as_str();
     // Elementwise and reduction folding only on small tensors (shape arithmetic, scalars).
     let small = ins.iter().flatten().all(|t| t.numel() <= FOLD_LIMIT);
     match op {
         "Constant" => one(constant(node)?),
-        "Identity" | "Dropout"
-            if node.outputs.len() <= 1 || node.outputs[1..].iter().all(|o| o.is_empty()) =>
-        {
-            one(get(0)?.clone())
-        }
+        "Identity" | "Dropout" if node.outputs.len() <= 1 || node.outputs[1..].iter().all(|o| o.is_empty()) => one(get(0)?.clone()),
         "Cast" => {
-            let to = DType::from_onnx(
-                node.int("to", 0)? as i32,
-                &format!("Cast node '{}'", node.name),
-            )?;
+            let to = DType::from_onnx(node.int("to", 0)? as i32, &format!("Cast node '{}'", node.name))?;
             one(get(0)?.cast(to))
         }
         "CastLike" => one(get(0)?.cast(get(1)?.dtype)),
@@ -53,15 +38,8 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
         "Size" => one(HostTensor::i64(vec![], vec![get(0)?.numel() as i64])),
         "ConstantOfShape" => {
             let dims = to_dims(node, get(0)?)?;
-            let n = dims
-                .iter()
-                .try_fold(1usize, |a, &d| a.checked_mul(d))
-                .filter(|&n| n <= HOST_LIMIT);
-            let n = n.ok_or_else(|| {
-                node.err(format!(
-                    "shape {dims:?} is too large (more than {HOST_LIMIT} elements)"
-                ))
-            })?;
+            let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&n| n <= HOST_LIMIT);
+            let n = n.ok_or_else(|| node.err(format!("shape {dims:?} is too large (more than {HOST_LIMIT} elements)")))?;
             let t = match node.tensor_attr("value")? {
                 None => HostTensor::f32(dims, vec![0.0; n]),
                 Some(v) => {
@@ -69,16 +47,8 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
                         return Err(node.err("attribute 'value' must hold one element"));
                     }
                     match &v.data {
-                        Data::F32(x) => HostTensor {
-                            dtype: v.dtype,
-                            shape: dims,
-                            data: Data::F32(vec![x[0]; n]),
-                        },
-                        Data::I64(x) => HostTensor {
-                            dtype: v.dtype,
-                            shape: dims,
-                            data: Data::I64(vec![x[0]; n]),
-                        },
+                        Data::F32(x) => HostTensor { dtype: v.dtype, shape: dims, data: Data::F32(vec![x[0]; n]) },
+                        Data::I64(x) => HostTensor { dtype: v.dtype, shape: dims, data: Data::I64(vec![x[0]; n]) },
                     }
                 }
             };
@@ -88,35 +58,23 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
             let x = get(0)?;
             let target = get(1)?.to_i64("Reshape shape")?;
             let dims = reshape_target(node, &x.shape, &target, node.int("allowzero", 0)? != 0)?;
-            one(HostTensor {
-                shape: dims,
-                ..x.clone()
-            })
+            one(HostTensor { shape: dims, ..x.clone() })
         }
         "Flatten" => {
             let x = get(0)?;
             let a = flatten_axis(node, node.int("axis", 1)?, x.rank())?;
             let outer: usize = x.shape[..a].iter().product();
-            one(HostTensor {
-                shape: vec![outer, x.numel() / outer.max(1)],
-                ..x.clone()
-            })
+            one(HostTensor { shape: vec![outer, x.numel() / outer.max(1)], ..x.clone() })
         }
         "Unsqueeze" => {
             let x = get(0)?;
             let axes = axes_arg(node, ins, 1)?.ok_or_else(|| node.err("needs axes"))?;
-            one(HostTensor {
-                shape: unsqueeze_dims(node, &x.shape, &axes)?,
-                ..x.clone()
-            })
+            one(HostTensor { shape: unsqueeze_dims(node, &x.shape, &axes)?, ..x.clone() })
         }
         "Squeeze" => {
             let x = get(0)?;
             let axes = axes_arg(node, ins, 1)?;
-            one(HostTensor {
-                shape: squeeze_dims(node, &x.shape, axes.as_deref())?,
-                ..x.clone()
-            })
+            one(HostTensor { shape: squeeze_dims(node, &x.shape, axes.as_deref())?, ..x.clone() })
         }
         "Concat" => {
             let parts: Vec<&HostTensor> = ins.iter().flatten().copied().collect();
@@ -144,8 +102,8 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
             let v: Vec<f64> = (0..n).map(|i| s0 + i as f64 * d0).collect();
             one(from_f64(s.dtype, vec![n], v))
         }
-        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min" | "Equal" | "Less" | "Greater"
-        | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" | "Mod"
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min" | "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And"
+        | "Or" | "Mod"
             if small =>
         {
             if (op == "Max" || op == "Min") && ins.len() != 2 {
@@ -153,28 +111,15 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
             }
             one(binary(node, get(0)?, get(1)?)?)
         }
-        "Neg" | "Abs" | "Floor" | "Ceil" | "Sqrt" | "Not" | "Reciprocal" | "Relu" | "Sign"
-        | "Round"
-            if small =>
-        {
-            one(unary(node, get(0)?)?)
-        }
+        "Neg" | "Abs" | "Floor" | "Ceil" | "Sqrt" | "Not" | "Reciprocal" | "Relu" | "Sign" | "Round" if small => one(unary(node, get(0)?)?),
         "Where" if small => {
             let (c, a, b) = (get(0)?, get(1)?, get(2)?);
             let out = broadcast(node, &[&c.shape, &a.shape, &b.shape])?;
-            let (cv, av, bv) = (
-                expand_f64(c, &out),
-                expand_f64(a, &out),
-                expand_f64(b, &out),
-            );
-            let v = (0..cv.len())
-                .map(|i| if cv[i] != 0.0 { av[i] } else { bv[i] })
-                .collect();
+            let (cv, av, bv) = (expand_f64(c, &out), expand_f64(a, &out), expand_f64(b, &out));
+            let v = (0..cv.len()).map(|i| if cv[i] != 0.0 { av[i] } else { bv[i] }).collect();
             one(from_f64(a.dtype, out, v))
         }
-        "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceMean" if small => {
-            one(reduce(node, ins)?)
-        }
+        "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceMean" if small => one(reduce(node, ins)?),
         _ => Ok(None),
     }
 }
@@ -185,10 +130,7 @@ pub fn constant(node: &Node) -> Result<HostTensor> {
         return Ok(t.clone());
     }
     if node.has("value_float") {
-        return Ok(HostTensor::f32(
-            vec![],
-            vec![node.float("value_float", 0.0)?],
-        ));
+        return Ok(HostTensor::f32(vec![], vec![node.float("value_float", 0.0)?]));
     }
     if let Some(v) = node.floats("value_floats")? {
         return Ok(HostTensor::f32(vec![v.len()], v));
@@ -208,11 +150,7 @@ pub fn shape_of(node: &Node, dims: &[usize]) -> Result<HostTensor> {
     let clamp = |v: i64| if v < 0 { (v + r).max(0) } else { v.min(r) } as usize;
     let s = clamp(node.int("start", 0)?);
     let e = clamp(node.int("end", r)?);
-    let v: Vec<i64> = if s < e {
-        dims[s..e].iter().map(|&d| d as i64).collect()
-    } else {
-        vec![]
-    };
+    let v: Vec<i64> = if s < e { dims[s..e].iter().map(|&d| d as i64).collect() } else { vec![] };
     Ok(HostTensor::i64(vec![v.len()], v))
 }
 
@@ -232,13 +170,7 @@ pub fn axes_arg(node: &Node, ins: &[Option<&HostTensor>], i: usize) -> Result<Op
 pub fn to_dims(node: &Node, t: &HostTensor) -> Result<Vec<usize>> {
     t.to_i64("shape")?
         .iter()
-        .map(|&d| {
-            if d < 0 {
-                Err(node.err(format!("negative size {d} in a shape")))
-            } else {
-                Ok(d as usize)
-            }
-        })
+        .map(|&d| if d < 0 { Err(node.err(format!("negative size {d} in a shape"))) } else { Ok(d as usize) })
         .collect()
 }
 
@@ -248,17 +180,9 @@ fn to_dims_i(node: &Node, t: &HostTensor) -> Result<Vec<usize>> {
 
 pub(crate) fn from_f64(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> HostTensor {
     if dtype.is_float() {
-        HostTensor {
-            dtype,
-            shape,
-            data: Data::F32(v.into_iter().map(|x| x as f32).collect()),
-        }
+        HostTensor { dtype, shape, data: Data::F32(v.into_iter().map(|x| x as f32).collect()) }
     } else {
-        HostTensor {
-            dtype,
-            shape,
-            data: Data::I64(v.into_iter().map(|x| wrap_int(x as i64, dtype)).collect()),
-        }
+        HostTensor { dtype, shape, data: Data::I64(v.into_iter().map(|x| wrap_int(x as i64, dtype)).collect()) }
     }
 }
 
@@ -301,11 +225,7 @@ fn map_broadcast(x: &HostTensor, out: &[usize], dtype: DType) -> HostTensor {
                     idx[a] = 0;
                 }
             }
-            HostTensor {
-                dtype,
-                shape: out.to_vec(),
-                data: Data::I64(res),
-            }
+            HostTensor { dtype, shape: out.to_vec(), data: Data::I64(res) }
         }
         Data::F32(_) => from_f64(dtype, out.to_vec(), expand_f64(x, out)),
     }
@@ -315,34 +235,18 @@ fn map_broadcast(x: &HostTensor, out: &[usize], dtype: DType) -> HostTensor {
 fn bstrides(shape: &[usize], out: &[usize]) -> Vec<usize> {
     let s = strides(shape);
     let off = out.len() - shape.len();
-    (0..out.len())
-        .map(|i| {
-            if i < off || shape[i - off] == 1 {
-                0
-            } else {
-                s[i - off]
-            }
-        })
-        .collect()
+    (0..out.len()).map(|i| if i < off || shape[i - off] == 1 { 0 } else { s[i - off] }).collect()
 }
 
 fn binary(node: &Node, a: &HostTensor, b: &HostTensor) -> Result<HostTensor> {
     let out = broadcast(node, &[&a.shape, &b.shape])?;
     let op = node.op_type.as_str();
-    let cmp = matches!(
-        op,
-        "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or"
-    );
+    let cmp = matches!(op, "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or");
     let dtype = if cmp { DType::Bool } else { a.dtype };
     // Integer arithmetic stays exact in i64.
     if let (Data::I64(_), Data::I64(_)) = (&a.data, &b.data) {
-        let (av, bv) = (
-            map_broadcast(a, &out, a.dtype),
-            map_broadcast(b, &out, b.dtype),
-        );
-        let (Data::I64(av), Data::I64(bv)) = (av.data, bv.data) else {
-            unreachable!("integer tensors broadcast to integers")
-        };
+        let (av, bv) = (map_broadcast(a, &out, a.dtype), map_broadcast(b, &out, b.dtype));
+        let (Data::I64(av), Data::I64(bv)) = (av.data, bv.data) else { unreachable!("integer tensors broadcast to integers") };
         let mut v = Vec::with_capacity(av.len());
         for (&x, &y) in av.iter().zip(&bv) {
             v.push(match op {
@@ -373,11 +277,7 @@ fn binary(node: &Node, a: &HostTensor, b: &HostTensor) -> Result<HostTensor> {
                 _ => unreachable!("binary ops are listed in eval"),
             });
         }
-        return Ok(HostTensor {
-            dtype,
-            shape: out,
-            data: Data::I64(v.into_iter().map(|x| wrap_int(x, dtype)).collect()),
-        });
+        return Ok(HostTensor { dtype, shape: out, data: Data::I64(v.into_iter().map(|x| wrap_int(x, dtype)).collect()) });
     }
     let (av, bv) = (expand_f64(a, &out), expand_f64(b, &out));
     let v = av
@@ -424,11 +324,7 @@ fn unary(node: &Node, x: &HostTensor) -> Result<HostTensor> {
         if matches!(op, "Sqrt" | "Reciprocal") {
             return Err(node.err(format!("{op} of an integer tensor")));
         }
-        return Ok(HostTensor {
-            dtype: x.dtype,
-            shape: x.shape.clone(),
-            data: Data::I64(r),
-        });
+        return Ok(HostTensor { dtype: x.dtype, shape: x.shape.clone(), data: Data::I64(r) });
     }
     let v = x
         .to_f32()
@@ -454,11 +350,7 @@ fn unary(node: &Node, x: &HostTensor) -> Result<HostTensor> {
             _ => (a == 0.0) as i32 as f32,
         })
         .collect();
-    Ok(HostTensor {
-        dtype: x.dtype,
-        shape: x.shape.clone(),
-        data: Data::F32(v),
-    })
+    Ok(HostTensor { dtype: x.dtype, shape: x.shape.clone(), data: Data::F32(v) })
 }
 
 fn concat(node: &Node, parts: &[&HostTensor]) -> Result<HostTensor> {
@@ -469,10 +361,7 @@ fn concat(node: &Node, parts: &[&HostTensor]) -> Result<HostTensor> {
     out[axis] = 0;
     for p in parts {
         if p.rank() != r || (0..r).any(|i| i != axis && p.shape[i] != first.shape[i]) {
-            return Err(node.err(format!(
-                "input shapes {:?} and {:?} do not concatenate on axis {axis}",
-                first.shape, p.shape
-            )));
+            return Err(node.err(format!("input shapes {:?} and {:?} do not concatenate on axis {axis}", first.shape, p.shape)));
         }
         out[axis] += p.shape[axis];
     }
@@ -483,18 +372,12 @@ fn concat(node: &Node, parts: &[&HostTensor]) -> Result<HostTensor> {
         let mut v = Vec::with_capacity(out.iter().product());
         for o in 0..outer {
             for p in parts {
-                let Data::I64(d) = &p.data else {
-                    unreachable!("checked above")
-                };
+                let Data::I64(d) = &p.data else { unreachable!("checked above") };
                 let n = inner_of(p);
                 v.extend_from_slice(&d[o * n..(o + 1) * n]);
             }
         }
-        return Ok(HostTensor {
-            dtype: first.dtype,
-            shape: out,
-            data: Data::I64(v),
-        });
+        return Ok(HostTensor { dtype: first.dtype, shape: out, data: Data::I64(v) });
     }
     let mut v = Vec::with_capacity(out.iter().product());
     let vals: Vec<Vec<f32>> = parts.iter().map(|p| p.to_f32()).collect();
@@ -504,11 +387,7 @@ fn concat(node: &Node, parts: &[&HostTensor]) -> Result<HostTensor> {
             v.extend_from_slice(&d[o * n..(o + 1) * n]);
         }
     }
-    Ok(HostTensor {
-        dtype: first.dtype,
-        shape: out,
-        data: Data::F32(v),
-    })
+    Ok(HostTensor { dtype: first.dtype, shape: out, data: Data::F32(v) })
 }
 
 /// Element `i` of each output position along `axis` taken from `src` (`idx` per output
@@ -527,12 +406,7 @@ fn take<T: Copy>(src: &[T], shape: &[usize], axis: usize, idx: &[usize]) -> Vec<
     v
 }
 
-fn take_tensor(
-    x: &HostTensor,
-    axis: usize,
-    idx: &[usize],
-    mut out_shape: Vec<usize>,
-) -> HostTensor {
+fn take_tensor(x: &HostTensor, axis: usize, idx: &[usize], mut out_shape: Vec<usize>) -> HostTensor {
     if out_shape.is_empty() && x.rank() > 0 {
         out_shape = x.shape.clone();
         out_shape[axis] = idx.len();
@@ -541,11 +415,7 @@ fn take_tensor(
         Data::F32(v) => Data::F32(take(v, &x.shape, axis, idx)),
         Data::I64(v) => Data::I64(take(v, &x.shape, axis, idx)),
     };
-    HostTensor {
-        dtype: x.dtype,
-        shape: out_shape,
-        data,
-    }
+    HostTensor { dtype: x.dtype, shape: out_shape, data }
 }
 
 /// Resolves ONNX `Gather` indices (negative counts from the end) against an axis of size `n`.
@@ -587,10 +457,7 @@ fn slice(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
 fn transpose(node: &Node, x: &HostTensor) -> Result<HostTensor> {
     let r = x.rank();
     let perm: Vec<usize> = match node.ints("perm")? {
-        Some(p) => p
-            .iter()
-            .map(|&a| norm_axis(node, a, r))
-            .collect::<Result<_>>()?,
+        Some(p) => p.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_>>()?,
         None => (0..r).rev().collect(),
     };
     let out: Vec<usize> = perm.iter().map(|&a| x.shape[a]).collect();
@@ -599,12 +466,7 @@ fn transpose(node: &Node, x: &HostTensor) -> Result<HostTensor> {
     let mut order = Vec::with_capacity(n);
     let mut idx = vec![0usize; r];
     for _ in 0..n {
-        order.push(
-            idx.iter()
-                .zip(&perm)
-                .map(|(i, &p)| i * st[p])
-                .sum::<usize>(),
-        );
+        order.push(idx.iter().zip(&perm).map(|(i, &p)| i * st[p]).sum::<usize>());
         for a in (0..r).rev() {
             idx[a] += 1;
             if idx[a] < out[a] {
@@ -617,26 +479,16 @@ fn transpose(node: &Node, x: &HostTensor) -> Result<HostTensor> {
         Data::F32(v) => Data::F32(order.iter().map(|&o| v[o]).collect()),
         Data::I64(v) => Data::I64(order.iter().map(|&o| v[o]).collect()),
     };
-    Ok(HostTensor {
-        dtype: x.dtype,
-        shape: out,
-        data,
-    })
+    Ok(HostTensor { dtype: x.dtype, shape: out, data })
 }
 
 fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
     let x = ins[0].ok_or_else(|| node.err("input 0 is missing"))?;
     let r = x.rank();
-    let axes = if node.opset >= 18 || (node.op_type == "ReduceSum" && node.opset >= 13) {
-        axes_arg(node, ins, 1)?
-    } else {
-        node.ints("axes")?
-    };
+    let axes =
+        if node.opset >= 18 || (node.op_type == "ReduceSum" && node.opset >= 13) { axes_arg(node, ins, 1)? } else { node.ints("axes")? };
     let axes: Vec<usize> = match axes {
-        Some(a) if !a.is_empty() => a
-            .iter()
-            .map(|&v| norm_axis(node, v, r))
-            .collect::<Result<_>>()?,
+        Some(a) if !a.is_empty() => a.iter().map(|&v| norm_axis(node, v, r)).collect::<Result<_>>()?,
         _ if node.int("noop_with_empty_axes", 0)? != 0 => return Ok(x.clone()),
         _ => (0..r).collect(),
     };
@@ -663,15 +515,6 @@ fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
         v = res;
         shape[a] = 1;
     }
-    let out: Vec<usize> = if keep {
-        shape
-    } else {
-        shape
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !axes.contains(i))
-            .map(|(_, &d)| d)
-            .collect()
-    };
+    let out: Vec<usize> = if keep { shape } else { shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect() };
     Ok(from_f64(x.dtype, out, v))
 }

@@ -28,59 +28,37 @@ impl OnnxLayer {
             Some(n) => inputs
                 .iter()
                 .find(|i| i.name == n)
-                .ok_or_else(|| OnnxError::Input {
-                    name: n.into(),
-                    msg: "the model has no such input".into(),
-                })?
+                .ok_or_else(|| OnnxError::Input { name: n.into(), msg: "the model has no such input".into() })?
                 .name
                 .clone(),
             None if inputs.len() == 1 => inputs[0].name.clone(),
             None => {
                 return Err(OnnxError::Input {
                     name: String::new(),
-                    msg: format!(
-                        "the model has {} inputs; name the one the layer feeds",
-                        inputs.len()
-                    ),
+                    msg: format!("the model has {} inputs; name the one the layer feeds", inputs.len()),
                 })
             }
         };
         let output = match output {
             Some(o) => {
-                let known = session.model().value_names().contains(&o)
-                    || session.outputs().iter().any(|v| v.name == o);
+                let known = session.model().value_names().contains(&o) || session.outputs().iter().any(|v| v.name == o);
                 if !known {
-                    return Err(OnnxError::Output {
-                        name: o.into(),
-                        msg: "the graph has no such value".into(),
-                    });
+                    return Err(OnnxError::Output { name: o.into(), msg: "the graph has no such value".into() });
                 }
                 o.to_string()
             }
             None => session
                 .outputs()
                 .first()
-                .ok_or_else(|| OnnxError::Output {
-                    name: String::new(),
-                    msg: "the model has no outputs".into(),
-                })?
+                .ok_or_else(|| OnnxError::Output { name: String::new(), msg: "the model has no outputs".into() })?
                 .name
                 .clone(),
         };
-        Ok(OnnxLayer {
-            session,
-            input,
-            output,
-        })
+        Ok(OnnxLayer { session, input, output })
     }
 
     /// Loads `model` on the session's device as a layer ([`OnnxLayer::new`]).
-    pub fn from_model(
-        model: Rc<Model>,
-        dev: &pixelgrad_core::Device,
-        input: Option<&str>,
-        output: Option<&str>,
-    ) -> Result<OnnxLayer> {
+    pub fn from_model(model: Rc<Model>, dev: &pixelgrad_core::Device, input: Option<&str>, output: Option<&str>) -> Result<OnnxLayer> {
         OnnxLayer::new(Session::from_rc(model, dev)?, input, output)
     }
 
@@ -97,26 +75,10 @@ impl OnnxLayer {
 
 impl Module for OnnxLayer {
     fn forward(&self, x: &Tensor, _mode: Mode) -> CoreResult<Tensor> {
-        let out = self
-            .session
-            .run_to(
-                &[(self.input.as_str(), Input::Tensor(x.clone()))],
-                &[self.output.as_str()],
-            )
-            .map_err(Error::from)?;
-        let v = out
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::invalid("onnx layer", "no output"))?;
+        let out = self.session.run_to(&[(self.input.as_str(), Input::Tensor(x.clone()))], &[self.output.as_str()]).map_err(Error::from)?;
+        let v = out.into_iter().next().ok_or_else(|| Error::invalid("onnx layer", "no output"))?;
         if !v.dtype().is_float() {
-            return Err(Error::invalid(
-                "onnx layer",
-                format!(
-                    "value '{}' has element type {}, not float",
-                    self.output,
-                    v.dtype()
-                ),
-            ));
+            return Err(Error::invalid("onnx layer", format!("value '{}' has element type {}, not float", self.output, v.dtype())));
         }
         v.tensor(self.session.device()).map_err(Error::from)
     }
@@ -127,13 +89,7 @@ impl Module for OnnxLayer {
     }
     fn describe(&self) -> String {
         let m = self.session.model();
-        format!(
-            "Onnx({} nodes, opset {}, '{}' -> '{}')",
-            m.nodes.len(),
-            m.opset,
-            self.input,
-            self.output
-        )
+        format!("Onnx({} nodes, opset {}, '{}' -> '{}')", m.nodes.len(), m.opset, self.input, self.output)
     }
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)

@@ -54,51 +54,24 @@ impl Model {
         if bytes.is_empty() {
             return Err(OnnxError::Parse("the file is empty".into()));
         }
-        let m = proto::decode_model(bytes)
-            .map_err(|e| OnnxError::Parse(format!("protobuf decoding failed ({e})")))?;
-        let g = m.graph.as_ref().ok_or_else(|| {
-            OnnxError::Parse("the model has no graph (is this an ONNX file?)".into())
-        })?;
+        let m = proto::decode_model(bytes).map_err(|e| OnnxError::Parse(format!("protobuf decoding failed ({e})")))?;
+        let g = m.graph.as_ref().ok_or_else(|| OnnxError::Parse("the model has no graph (is this an ONNX file?)".into()))?;
         if m.ir_version < 3 {
-            return Err(OnnxError::Parse(format!(
-                "IR version {} (ONNX files have 3 or newer)",
-                m.ir_version
-            )));
+            return Err(OnnxError::Parse(format!("IR version {} (ONNX files have 3 or newer)", m.ir_version)));
         }
-        let opsets: HashMap<&str, i64> = m
-            .opset_import
-            .iter()
-            .map(|o| {
-                (
-                    if o.domain == "ai.onnx" {
-                        ""
-                    } else {
-                        o.domain.as_str()
-                    },
-                    o.version,
-                )
-            })
-            .collect();
-        let opset = *opsets.get("").ok_or_else(|| {
-            OnnxError::UnsupportedModel("the model imports no default (ai.onnx) opset".into())
-        })?;
+        let opsets: HashMap<&str, i64> =
+            m.opset_import.iter().map(|o| (if o.domain == "ai.onnx" { "" } else { o.domain.as_str() }, o.version)).collect();
+        let opset = *opsets.get("").ok_or_else(|| OnnxError::UnsupportedModel("the model imports no default (ai.onnx) opset".into()))?;
         if !(MIN_OPSET..=MAX_OPSET).contains(&opset) {
-            return Err(OnnxError::UnsupportedModel(format!(
-                "opset {opset} (pixelgrad reads opsets {MIN_OPSET} to {MAX_OPSET})"
-            )));
+            return Err(OnnxError::UnsupportedModel(format!("opset {opset} (pixelgrad reads opsets {MIN_OPSET} to {MAX_OPSET})")));
         }
         if let Some(s) = g.sparse_initializer.first() {
             let name = s.values.as_ref().map(|v| v.name.as_str()).unwrap_or("?");
-            return Err(OnnxError::UnsupportedModel(format!(
-                "sparse initializer '{name}'"
-            )));
+            return Err(OnnxError::UnsupportedModel(format!("sparse initializer '{name}'")));
         }
         let mut constants = HashMap::new();
         for t in &g.initializer {
-            constants.insert(
-                t.name.clone(),
-                HostTensor::from_proto(t, &format!("initializer '{}'", t.name))?,
-            );
+            constants.insert(t.name.clone(), HostTensor::from_proto(t, &format!("initializer '{}'", t.name))?);
         }
         let mut inputs = Vec::new();
         for v in &g.input {
@@ -106,18 +79,10 @@ impl Model {
                 inputs.push(ValueInfo::from_proto(v)?);
             }
         }
-        let outputs = g
-            .output
-            .iter()
-            .map(ValueInfo::from_proto)
-            .collect::<Result<Vec<_>>>()?;
+        let outputs = g.output.iter().map(ValueInfo::from_proto).collect::<Result<Vec<_>>>()?;
         let mut nodes = Vec::with_capacity(g.node.len());
         for (i, n) in g.node.iter().enumerate() {
-            let dom = if n.domain == "ai.onnx" {
-                ""
-            } else {
-                n.domain.as_str()
-            };
+            let dom = if n.domain == "ai.onnx" { "" } else { n.domain.as_str() };
             let node_opset = *opsets.get(dom).unwrap_or(&0);
             let node = Node::from_proto(n, i, if dom.is_empty() { opset } else { node_opset })?;
             if !dom.is_empty() || !ops::is_supported(&node.op_type) {
@@ -135,10 +100,7 @@ impl Model {
             ir_version: m.ir_version,
             opset,
             producer: m.producer_name.clone(),
-            stats: LoadStats {
-                nodes_in_file: nodes.len(),
-                ..Default::default()
-            },
+            stats: LoadStats { nodes_in_file: nodes.len(), ..Default::default() },
             nodes,
             constants,
             inputs,
@@ -149,10 +111,7 @@ impl Model {
                 || model.inputs.iter().any(|i| i.name == o.name)
                 || model.nodes.iter().any(|n| n.outputs.contains(&o.name));
             if !known {
-                return Err(OnnxError::Parse(format!(
-                    "graph output '{}' is produced by no node",
-                    o.name
-                )));
+                return Err(OnnxError::Parse(format!("graph output '{}' is produced by no node", o.name)));
             }
         }
         model.fold_constants()?;
@@ -165,22 +124,10 @@ impl Model {
     fn fold_constants(&mut self) -> Result<()> {
         let mut kept = Vec::with_capacity(self.nodes.len());
         for node in std::mem::take(&mut self.nodes) {
-            let all_const = node
-                .inputs
-                .iter()
-                .all(|i| i.is_empty() || self.constants.contains_key(i));
+            let all_const = node.inputs.iter().all(|i| i.is_empty() || self.constants.contains_key(i));
             if all_const {
-                let ins: Vec<Option<&HostTensor>> = node
-                    .inputs
-                    .iter()
-                    .map(|i| {
-                        if i.is_empty() {
-                            None
-                        } else {
-                            self.constants.get(i)
-                        }
-                    })
-                    .collect();
+                let ins: Vec<Option<&HostTensor>> =
+                    node.inputs.iter().map(|i| if i.is_empty() { None } else { self.constants.get(i) }).collect();
                 if let Some(outs) = hostops::eval(&node, &ins)? {
                     for (name, t) in node.outputs.iter().zip(outs) {
                         if !name.is_empty() {
@@ -210,19 +157,12 @@ impl Model {
         for o in &self.outputs {
             *uses.entry(o.name.clone()).or_default() += 1;
         }
-        let producer: HashMap<String, usize> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .flat_map(|(k, n)| n.outputs.iter().map(move |o| (o.clone(), k)))
-            .collect();
+        let producer: HashMap<String, usize> =
+            self.nodes.iter().enumerate().flat_map(|(k, n)| n.outputs.iter().map(move |o| (o.clone(), k))).collect();
         let mut remove = HashSet::new();
         for b in 0..self.nodes.len() {
             let bn = &self.nodes[b];
-            if bn.op_type != "BatchNormalization"
-                || bn.outputs.iter().skip(1).any(|o| !o.is_empty())
-                || bn.int("training_mode", 0)? != 0
-            {
+            if bn.op_type != "BatchNormalization" || bn.outputs.iter().skip(1).any(|o| !o.is_empty()) || bn.int("training_mode", 0)? != 0 {
                 continue;
             }
             let Some(&c) = producer.get(&bn.inputs[0]) else {
@@ -233,8 +173,7 @@ impl Model {
                 continue;
             }
             let get = |n: &Node, i: usize| n.input(i).and_then(|name| self.constants.get(name));
-            let (Some(w), Some(scale), Some(beta), Some(mean), Some(var)) =
-                (get(conv, 1), get(bn, 1), get(bn, 2), get(bn, 3), get(bn, 4))
+            let (Some(w), Some(scale), Some(beta), Some(mean), Some(var)) = (get(conv, 1), get(bn, 1), get(bn, 2), get(bn, 3), get(bn, 4))
             else {
                 continue;
             };
@@ -250,27 +189,19 @@ impl Model {
             let s: Vec<f64> = (0..m).map(|k| sc[k] / (va[k] + eps).sqrt()).collect();
             let per = w.numel() / m;
             let wv = w.to_f64();
-            let w2: Vec<f32> = wv
-                .iter()
-                .enumerate()
-                .map(|(i, &x)| (x * s[i / per]) as f32)
-                .collect();
+            let w2: Vec<f32> = wv.iter().enumerate().map(|(i, &x)| (x * s[i / per]) as f32).collect();
             let b0 = match get(conv, 2) {
                 Some(t) if t.numel() == m => t.to_f64(),
                 Some(_) => continue,
                 None => vec![0.0; m],
             };
-            let b2: Vec<f32> = (0..m)
-                .map(|k| ((b0[k] - mu[k]) * s[k] + be[k]) as f32)
-                .collect();
+            let b2: Vec<f32> = (0..m).map(|k| ((b0[k] - mu[k]) * s[k] + be[k]) as f32).collect();
             let wname = format!("{}.folded_weight", conv.name);
             let bname = format!("{}.folded_bias", conv.name);
             let wshape = w.shape.clone();
             let out = bn.outputs[0].clone();
-            self.constants
-                .insert(wname.clone(), HostTensor::f32(wshape, w2));
-            self.constants
-                .insert(bname.clone(), HostTensor::f32(vec![m], b2));
+            self.constants.insert(wname.clone(), HostTensor::f32(wshape, w2));
+            self.constants.insert(bname.clone(), HostTensor::f32(vec![m], b2));
             let conv = &mut self.nodes[c];
             conv.inputs = vec![conv.inputs[0].clone(), wname, bname];
             conv.outputs = vec![out];
@@ -287,11 +218,7 @@ impl Model {
 
     /// Forgets constants no node or output reads.
     fn drop_unused(&mut self) {
-        let mut used: HashSet<&str> = self
-            .nodes
-            .iter()
-            .flat_map(|n| n.inputs.iter().map(|s| s.as_str()))
-            .collect();
+        let mut used: HashSet<&str> = self.nodes.iter().flat_map(|n| n.inputs.iter().map(|s| s.as_str())).collect();
         used.extend(self.outputs.iter().map(|o| o.name.as_str()));
         let keep: HashSet<String> = used.into_iter().map(|s| s.to_string()).collect();
         self.constants.retain(|k, _| keep.contains(k));
@@ -304,11 +231,7 @@ impl Model {
 
     /// Every value name a node produces, in order (candidates for `Session::run_to`).
     pub fn value_names(&self) -> Vec<&str> {
-        self.nodes
-            .iter()
-            .flat_map(|n| n.outputs.iter().map(|s| s.as_str()))
-            .filter(|s| !s.is_empty())
-            .collect()
+        self.nodes.iter().flat_map(|n| n.outputs.iter().map(|s| s.as_str())).filter(|s| !s.is_empty()).collect()
     }
 
     /// The declared input called `name`.
@@ -319,24 +242,14 @@ impl Model {
 
 /// Orders nodes so every input is produced before it is read (ONNX requires files to be in
 /// this order already; some exporters are not).
-fn topo_sort(
-    nodes: Vec<Node>,
-    constants: &HashMap<String, HostTensor>,
-    inputs: &[ValueInfo],
-) -> Result<Vec<Node>> {
+fn topo_sort(nodes: Vec<Node>, constants: &HashMap<String, HostTensor>, inputs: &[ValueInfo]) -> Result<Vec<Node>> {
     let mut ready: HashSet<String> = constants.keys().cloned().collect();
     ready.extend(inputs.iter().map(|i| i.name.clone()));
-    let produced: HashSet<&str> = nodes
-        .iter()
-        .flat_map(|n| n.outputs.iter().map(|s| s.as_str()))
-        .collect();
+    let produced: HashSet<&str> = nodes.iter().flat_map(|n| n.outputs.iter().map(|s| s.as_str())).collect();
     for n in &nodes {
         for i in &n.inputs {
             if !i.is_empty() && !ready.contains(i) && !produced.contains(i.as_str()) {
-                return Err(OnnxError::Parse(format!(
-                    "node '{}' ({}) reads '{i}', which nothing produces",
-                    n.name, n.op_type
-                )));
+                return Err(OnnxError::Parse(format!("node '{}' ({}) reads '{i}', which nothing produces", n.name, n.op_type)));
             }
         }
     }
@@ -345,9 +258,7 @@ fn topo_sort(
     loop {
         let mut progressed = false;
         for slot in pending.iter_mut() {
-            let ok = slot
-                .as_ref()
-                .is_some_and(|n| n.inputs.iter().all(|i| i.is_empty() || ready.contains(i)));
+            let ok = slot.as_ref().is_some_and(|n| n.inputs.iter().all(|i| i.is_empty() || ready.contains(i)));
             if ok {
                 let n = slot.take().expect("checked is_some");
                 ready.extend(n.outputs.iter().cloned());
@@ -360,10 +271,7 @@ fn topo_sort(
         }
     }
     if let Some(n) = pending.into_iter().flatten().next() {
-        return Err(OnnxError::Parse(format!(
-            "node '{}' ({}) is part of a cycle",
-            n.name, n.op_type
-        )));
+        return Err(OnnxError::Parse(format!("node '{}' ({}) is part of a cycle", n.name, n.op_type)));
     }
     Ok(out)
 }

@@ -61,19 +61,13 @@ impl Value {
     pub fn to_host(&self) -> Result<HostTensor> {
         match self {
             Value::Host(h) => Ok(h.clone()),
-            Value::Device { tensor, dtype } => {
-                Ok(host_of(tensor.to_vec()?, tensor.dims().to_vec(), *dtype))
-            }
+            Value::Device { tensor, dtype } => Ok(host_of(tensor.to_vec()?, tensor.dims().to_vec(), *dtype)),
         }
     }
     pub async fn to_host_async(&self) -> Result<HostTensor> {
         match self {
             Value::Host(h) => Ok(h.clone()),
-            Value::Device { tensor, dtype } => Ok(host_of(
-                tensor.to_vec_async().await?,
-                tensor.dims().to_vec(),
-                *dtype,
-            )),
+            Value::Device { tensor, dtype } => Ok(host_of(tensor.to_vec_async().await?, tensor.dims().to_vec(), *dtype)),
         }
     }
     /// The value as a device tensor on `dev` (host values are uploaded).
@@ -87,11 +81,7 @@ impl Value {
 
 fn host_of(v: Vec<f32>, shape: Vec<usize>, dtype: DType) -> HostTensor {
     if dtype.is_float() {
-        HostTensor {
-            dtype,
-            shape,
-            data: crate::host::Data::F32(v),
-        }
+        HostTensor { dtype, shape, data: crate::host::Data::F32(v) }
     } else {
         HostTensor::ints(dtype, shape, v.iter().map(|&x| x.round() as i64).collect())
     }
@@ -111,16 +101,8 @@ pub struct Session {
 }
 
 /// Operators whose inputs after the first are weights (trainable at any size).
-const WEIGHT_OPS: &[&str] = &[
-    "Conv",
-    "ConvTranspose",
-    "Gemm",
-    "MatMul",
-    "PRelu",
-    "BatchNormalization",
-    "InstanceNormalization",
-    "LayerNormalization",
-];
+const WEIGHT_OPS: &[&str] =
+    &["Conv", "ConvTranspose", "Gemm", "MatMul", "PRelu", "BatchNormalization", "InstanceNormalization", "LayerNormalization"];
 
 impl Session {
     /// Binds `model` to `device`, uploading its weights: every float constant that a device op
@@ -138,10 +120,7 @@ impl Session {
                 let Some(t) = model.constants.get(name) else {
                     continue;
                 };
-                if !t.dtype.is_float()
-                    || seen.contains(name.as_str())
-                    || host_argument(&n.op_type, i)
-                {
+                if !t.dtype.is_float() || seen.contains(name.as_str()) || host_argument(&n.op_type, i) {
                     continue;
                 }
                 let weighted = WEIGHT_OPS.contains(&n.op_type.as_str()) && i >= 1;
@@ -204,16 +183,10 @@ impl Session {
         for (name, input) in inputs {
             let info = model.input(name).ok_or_else(|| OnnxError::Input {
                 name: name.to_string(),
-                msg: format!(
-                    "the model has no such input (its inputs: {})",
-                    input_list(&model.inputs)
-                ),
+                msg: format!("the model has no such input (its inputs: {})", input_list(&model.inputs)),
             })?;
             if env.contains_key(info.name.as_str()) {
-                return Err(OnnxError::Input {
-                    name: name.to_string(),
-                    msg: "given twice".into(),
-                });
+                return Err(OnnxError::Input { name: name.to_string(), msg: "given twice".into() });
             }
             env.insert(info.name.as_str(), self.check_input(info, input)?);
         }
@@ -226,21 +199,11 @@ impl Session {
             }
         }
         // Which nodes the requested values need, and how many times each value is read.
-        let producer: HashMap<&str, usize> = model
-            .nodes
-            .iter()
-            .enumerate()
-            .flat_map(|(k, n)| n.outputs.iter().map(move |o| (o.as_str(), k)))
-            .collect();
+        let producer: HashMap<&str, usize> =
+            model.nodes.iter().enumerate().flat_map(|(k, n)| n.outputs.iter().map(move |o| (o.as_str(), k))).collect();
         for o in outputs {
-            if !producer.contains_key(o)
-                && !env.contains_key(o)
-                && !model.constants.contains_key(*o)
-            {
-                return Err(OnnxError::Output {
-                    name: o.to_string(),
-                    msg: "the graph has no such value".into(),
-                });
+            if !producer.contains_key(o) && !env.contains_key(o) && !model.constants.contains_key(*o) {
+                return Err(OnnxError::Output { name: o.to_string(), msg: "the graph has no such value".into() });
             }
         }
         let mut needed = vec![false; model.nodes.len()];
@@ -249,13 +212,7 @@ impl Session {
             if let Some(&k) = producer.get(v) {
                 if !needed[k] {
                     needed[k] = true;
-                    stack.extend(
-                        model.nodes[k]
-                            .inputs
-                            .iter()
-                            .filter(|s| !s.is_empty())
-                            .map(|s| s.as_str()),
-                    );
+                    stack.extend(model.nodes[k].inputs.iter().filter(|s| !s.is_empty()).map(|s| s.as_str()));
                 }
             }
         }
@@ -282,21 +239,15 @@ impl Session {
                 }
                 let v = match env.get(name.as_str()) {
                     Some(v) => v.clone(),
-                    None => self
-                        .constant(name)
-                        .ok_or_else(|| node.err(format!("input '{name}' has not been computed")))?,
+                    None => self.constant(name).ok_or_else(|| node.err(format!("input '{name}' has not been computed")))?,
                 };
                 ins.push(Some(v));
             }
             let cx = Cx { consts: self, node };
             let outs = ops::run(&cx, &ins).map_err(|e| match e {
-                OnnxError::Core(source) => OnnxError::Engine {
-                    context: format!(
-                        "{} node '{}' (opset {})",
-                        node.op_type, node.name, node.opset
-                    ),
-                    source,
-                },
+                OnnxError::Core(source) => {
+                    OnnxError::Engine { context: format!("{} node '{}' (opset {})", node.op_type, node.name, node.opset), source }
+                }
                 other => other,
             })?;
             drop(ins);
@@ -317,17 +268,11 @@ impl Session {
         outputs
             .iter()
             .map(|o| match env.get(o) {
-                Some(V::Dev { t, dtype }) => Ok(Value::Device {
-                    tensor: t.clone(),
-                    dtype: *dtype,
-                }),
+                Some(V::Dev { t, dtype }) => Ok(Value::Device { tensor: t.clone(), dtype: *dtype }),
                 Some(V::Host { t, .. }) => Ok(Value::Host((**t).clone())),
                 None => match model.constants.get(*o) {
                     Some(t) => Ok(Value::Host(t.clone())),
-                    None => Err(OnnxError::Output {
-                        name: o.to_string(),
-                        msg: "was not computed".into(),
-                    }),
+                    None => Err(OnnxError::Output { name: o.to_string(), msg: "was not computed".into() }),
                 },
             })
             .collect()
@@ -341,16 +286,8 @@ impl Session {
             return Some(V::dev(self.params[i].1.tensor(), t.dtype));
         }
         let t = self.model.constants.get(name)?;
-        let rc = self
-            .host
-            .borrow_mut()
-            .entry(name.to_string())
-            .or_insert_with(|| Rc::new(t.clone()))
-            .clone();
-        Some(V::Host {
-            t: rc,
-            name: Some(Rc::from(name)),
-        })
+        let rc = self.host.borrow_mut().entry(name.to_string()).or_insert_with(|| Rc::new(t.clone())).clone();
+        Some(V::Host { t: rc, name: Some(Rc::from(name)) })
     }
 
     fn check_input(&self, info: &ValueInfo, input: &Input) -> Result<V> {
@@ -361,19 +298,13 @@ impl Session {
         if dtype != info.dtype {
             return Err(OnnxError::Input {
                 name: info.name.clone(),
-                msg: format!(
-                    "has element type {dtype} but the model expects {}",
-                    info.dtype
-                ),
+                msg: format!("has element type {dtype} but the model expects {}", info.dtype),
             });
         }
         if !info.accepts(&dims) {
             return Err(OnnxError::Input {
                 name: info.name.clone(),
-                msg: format!(
-                    "has shape {dims:?} but the model expects {}",
-                    info.shape_text()
-                ),
+                msg: format!("has shape {dims:?} but the model expects {}", info.shape_text()),
             });
         }
         if dims.contains(&0) {
@@ -387,19 +318,12 @@ impl Session {
                 if !t.device().same(&self.device) {
                     return Err(OnnxError::Input {
                         name: info.name.clone(),
-                        msg: format!(
-                            "lives on {}, the session on {}",
-                            t.device().name(),
-                            self.device.name()
-                        ),
+                        msg: format!("lives on {}, the session on {}", t.device().name(), self.device.name()),
                     });
                 }
                 Ok(V::dev(t.clone(), DType::F32))
             }
-            Input::Host(h) => Ok(V::dev(
-                upload(&self.device, h, &format!("input '{}'", info.name))?,
-                h.dtype,
-            )),
+            Input::Host(h) => Ok(V::dev(upload(&self.device, h, &format!("input '{}'", info.name))?, h.dtype)),
         }
     }
 }
@@ -425,17 +349,13 @@ impl Consts for Session {
 fn host_argument(op: &str, i: usize) -> bool {
     match op {
         "Reshape" | "Expand" | "Tile" | "Unsqueeze" | "Squeeze" | "ConstantOfShape" => i >= 1,
-        "Slice" | "Pad" | "Resize" | "Upsample" | "Split" | "ReduceMean" | "ReduceSum"
-        | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL2" | "ReduceSumSquare" => i >= 1,
+        "Slice" | "Pad" | "Resize" | "Upsample" | "Split" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd"
+        | "ReduceL2" | "ReduceSumSquare" => i >= 1,
         "Clip" => i >= 1,
         _ => false,
     }
 }
 
 fn input_list(inputs: &[ValueInfo]) -> String {
-    inputs
-        .iter()
-        .map(|i| format!("'{}' {} {}", i.name, i.dtype, i.shape_text()))
-        .collect::<Vec<_>>()
-        .join(", ")
+    inputs.iter().map(|i| format!("'{}' {} {}", i.name, i.dtype, i.shape_text())).collect::<Vec<_>>().join(", ")
 }

@@ -53,12 +53,7 @@ pub fn broadcast(node: &Node, shapes: &[&[usize]]) -> Result<Vec<usize>> {
 }
 
 /// `Reshape`'s target: `0` copies the input size (unless `allowzero`), one `-1` is inferred.
-pub fn reshape_target(
-    node: &Node,
-    input: &[usize],
-    target: &[i64],
-    allowzero: bool,
-) -> Result<Vec<usize>> {
+pub fn reshape_target(node: &Node, input: &[usize], target: &[i64], allowzero: bool) -> Result<Vec<usize>> {
     let n: usize = input.iter().product();
     let mut dims = Vec::with_capacity(target.len());
     let mut infer = None;
@@ -68,11 +63,9 @@ pub fn reshape_target(
                 infer = Some(i);
                 dims.push(1);
             }
-            0 if !allowzero => dims.push(*input.get(i).ok_or_else(|| {
-                node.err(format!(
-                    "shape {target:?}: 0 at axis {i} has no input axis to copy"
-                ))
-            })?),
+            0 if !allowzero => {
+                dims.push(*input.get(i).ok_or_else(|| node.err(format!("shape {target:?}: 0 at axis {i} has no input axis to copy")))?)
+            }
             t if t >= 0 => dims.push(t as usize),
             _ => return Err(node.err(format!("shape {target:?} is not a valid target"))),
         }
@@ -84,19 +77,14 @@ pub fn reshape_target(
         }
         dims[i] = n / known;
     } else if known != n {
-        return Err(node.err(format!(
-            "cannot reshape {input:?} ({n} elements) to {target:?}"
-        )));
+        return Err(node.err(format!("cannot reshape {input:?} ({n} elements) to {target:?}")));
     }
     Ok(dims)
 }
 
 pub fn unsqueeze_dims(node: &Node, shape: &[usize], axes: &[i64]) -> Result<Vec<usize>> {
     let r = shape.len() + axes.len();
-    let mut ax: Vec<usize> = axes
-        .iter()
-        .map(|&a| norm_axis(node, a, r))
-        .collect::<Result<_>>()?;
+    let mut ax: Vec<usize> = axes.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_>>()?;
     ax.sort_unstable();
     if ax.windows(2).any(|w| w[0] == w[1]) {
         return Err(node.err(format!("axes {axes:?} repeat")));
@@ -117,21 +105,13 @@ pub fn squeeze_dims(node: &Node, shape: &[usize], axes: Option<&[i64]>) -> Resul
     match axes {
         None => Ok(shape.iter().copied().filter(|&d| d != 1).collect()),
         Some(axes) => {
-            let ax: Vec<usize> = axes
-                .iter()
-                .map(|&a| norm_axis(node, a, shape.len()))
-                .collect::<Result<_>>()?;
+            let ax: Vec<usize> = axes.iter().map(|&a| norm_axis(node, a, shape.len())).collect::<Result<_>>()?;
             for &a in &ax {
                 if shape[a] != 1 {
                     return Err(node.err(format!("cannot squeeze axis {a} of size {}", shape[a])));
                 }
             }
-            Ok(shape
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !ax.contains(i))
-                .map(|(_, &d)| d)
-                .collect())
+            Ok(shape.iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, &d)| d).collect())
         }
     }
 }
@@ -147,9 +127,7 @@ pub struct AxisSlice {
 
 impl AxisSlice {
     pub fn indices(&self) -> Vec<usize> {
-        (0..self.len)
-            .map(|k| (self.start as i64 + k as i64 * self.step) as usize)
-            .collect()
+        (0..self.len).map(|k| (self.start as i64 + k as i64 * self.step) as usize).collect()
     }
 }
 
@@ -185,10 +163,7 @@ pub fn slice_plan_args(
         let (s, e) = if step > 0 {
             (norm(starts[k]).clamp(0, d), norm(ends[k]).clamp(0, d))
         } else {
-            (
-                norm(starts[k]).clamp(0, (d - 1).max(0)),
-                norm(ends[k]).clamp(-1, d - 1),
-            )
+            (norm(starts[k]).clamp(0, (d - 1).max(0)), norm(ends[k]).clamp(-1, d - 1))
         };
         let len = if step > 0 {
             if e > s {
@@ -204,51 +179,29 @@ pub fn slice_plan_args(
         if len == d && step == 1 {
             continue;
         }
-        plan.push(AxisSlice {
-            axis,
-            start: if len == 0 { 0 } else { s as usize },
-            step,
-            len: len as usize,
-        });
+        plan.push(AxisSlice { axis, start: if len == 0 { 0 } else { s as usize }, step, len: len as usize });
     }
     Ok(plan)
 }
 
 /// [`slice_plan_args`] with the arguments read from `node` and host inputs.
-pub fn slice_plan_from(
-    node: &Node,
-    shape: &[usize],
-    args: &[Option<&HostTensor>],
-) -> Result<Vec<AxisSlice>> {
+pub fn slice_plan_from(node: &Node, shape: &[usize], args: &[Option<&HostTensor>]) -> Result<Vec<AxisSlice>> {
     if node.opset < 10 {
-        let starts = node
-            .ints("starts")?
-            .ok_or_else(|| node.err("needs starts"))?;
+        let starts = node.ints("starts")?.ok_or_else(|| node.err("needs starts"))?;
         let ends = node.ints("ends")?.ok_or_else(|| node.err("needs ends"))?;
         return slice_plan_args(node, shape, &starts, &ends, node.ints("axes")?, None);
     }
     let get = |i: usize| args.get(i).copied().flatten();
-    let starts = get(1)
-        .ok_or_else(|| node.err("needs starts"))?
-        .to_i64("starts")?;
-    let ends = get(2)
-        .ok_or_else(|| node.err("needs ends"))?
-        .to_i64("ends")?;
+    let starts = get(1).ok_or_else(|| node.err("needs starts"))?.to_i64("starts")?;
+    let ends = get(2).ok_or_else(|| node.err("needs ends"))?.to_i64("ends")?;
     let axes = get(3).map(|t| t.to_i64("axes")).transpose()?;
     let steps = get(4).map(|t| t.to_i64("steps")).transpose()?;
     slice_plan_args(node, shape, &starts, &ends, axes, steps)
 }
 
 /// Host form of [`slice_plan_from`]: per changed axis, the indices kept.
-pub fn slice_plan(
-    node: &Node,
-    shape: &[usize],
-    ins: &[Option<&HostTensor>],
-) -> Result<Vec<(usize, Vec<usize>)>> {
-    Ok(slice_plan_from(node, shape, ins)?
-        .into_iter()
-        .map(|a| (a.axis, a.indices()))
-        .collect())
+pub fn slice_plan(node: &Node, shape: &[usize], ins: &[Option<&HostTensor>]) -> Result<Vec<(usize, Vec<usize>)>> {
+    Ok(slice_plan_from(node, shape, ins)?.into_iter().map(|a| (a.axis, a.indices())).collect())
 }
 
 /// Geometry of a 2-D window op after resolving `pads` / `auto_pad` / `ceil_mode`.
@@ -267,30 +220,17 @@ pub struct Window2 {
 
 /// Reads `kernel_shape` (or `k` from the weights), `strides`, `dilations`, `pads`, `auto_pad`
 /// and `ceil_mode` for a 2-D window over an `[h, w]` input.
-pub fn window2(
-    node: &Node,
-    hw: [usize; 2],
-    kernel: Option<[usize; 2]>,
-    allow_ceil: bool,
-) -> Result<Window2> {
+pub fn window2(node: &Node, hw: [usize; 2], kernel: Option<[usize; 2]>, allow_ceil: bool) -> Result<Window2> {
     let two = |name: &str, default: usize| -> Result<[usize; 2]> {
         match node.ints(name)? {
             None => Ok([default, default]),
-            Some(v) if v.len() == 2 && v.iter().all(|&x| x >= 1) => {
-                Ok([v[0] as usize, v[1] as usize])
-            }
-            Some(v) => Err(node.err(format!(
-                "{name} {v:?}: only 2-D windows with positive sizes are supported"
-            ))),
+            Some(v) if v.len() == 2 && v.iter().all(|&x| x >= 1) => Ok([v[0] as usize, v[1] as usize]),
+            Some(v) => Err(node.err(format!("{name} {v:?}: only 2-D windows with positive sizes are supported"))),
         }
     };
     let k = match (node.ints("kernel_shape")?, kernel) {
         (Some(v), _) if v.len() == 2 && v.iter().all(|&x| x >= 1) => [v[0] as usize, v[1] as usize],
-        (Some(v), _) => {
-            return Err(node.err(format!(
-                "kernel_shape {v:?}: only 2-D windows are supported"
-            )))
-        }
+        (Some(v), _) => return Err(node.err(format!("kernel_shape {v:?}: only 2-D windows are supported"))),
         (None, Some(k)) => k,
         (None, None) => return Err(node.err("needs kernel_shape")),
     };
@@ -307,9 +247,7 @@ pub fn window2(
         "NOTSET" => {
             if let Some(p) = node.ints("pads")? {
                 if p.len() != 4 || p.iter().any(|&x| x < 0) {
-                    return Err(node.err(format!(
-                        "pads {p:?}: expected 4 non-negative values for a 2-D window"
-                    )));
+                    return Err(node.err(format!("pads {p:?}: expected 4 non-negative values for a 2-D window")));
                 }
                 pb = [p[0] as usize, p[1] as usize];
                 pe = [p[2] as usize, p[3] as usize];
@@ -347,11 +285,7 @@ pub fn window2(
             )));
         }
         let span = padded - ke[a];
-        out[a] = if ceil {
-            span.div_ceil(stride[a]) + 1
-        } else {
-            span / stride[a] + 1
-        };
+        out[a] = if ceil { span.div_ceil(stride[a]) + 1 } else { span / stride[a] + 1 };
         if ceil && (out[a] - 1) * stride[a] >= hw[a] + pb[a] {
             // The last window would start in the end padding only: ONNX drops it.
             out[a] -= 1;
@@ -359,13 +293,5 @@ pub fn window2(
         let need = (out[a] - 1) * stride[a] + ke[a];
         extra[a] = need.saturating_sub(padded);
     }
-    Ok(Window2 {
-        k,
-        stride,
-        dilation,
-        pad_begin: pb,
-        pad_end: pe,
-        ceil_extra: extra,
-        out,
-    })
+    Ok(Window2 { k, stride, dilation, pad_begin: pb, pad_end: pe, ceil_extra: extra, out })
 }

@@ -37,9 +37,7 @@ fn imported_weights_train_unless_frozen() {
     assert_eq!(names, ["0.b", "0.c"]);
     let x = Tensor::rand_uniform(&dev, [4, 5], -1.0, 1.0, 3).unwrap();
     let target = Tensor::zeros(&dev, [4, 3]).unwrap();
-    let loss_of = |m: &Sequential| {
-        pixelgrad_core::composite::mse(&m.forward(&x, Mode::Train).unwrap(), &target).unwrap()
-    };
+    let loss_of = |m: &Sequential| pixelgrad_core::composite::mse(&m.forward(&x, Mode::Train).unwrap(), &target).unwrap();
 
     let mut opt = OptimizerKind::parse("sgd").unwrap().build(0.1);
     let before = loss_of(&model).item().unwrap();
@@ -49,26 +47,16 @@ fn imported_weights_train_unless_frozen() {
         opt.step(&model).unwrap();
     }
     let after = loss_of(&model).item().unwrap();
-    assert!(
-        after < before * 0.9,
-        "training the imported Gemm: loss {before} -> {after}"
-    );
+    assert!(after < before * 0.9, "training the imported Gemm: loss {before} -> {after}");
 
     model.set_trainable(false);
     assert_eq!(model.num_trainable(), 0);
     assert_eq!(model.num_params(), 5 * 3 + 3);
     let frozen = values(&model);
     let l = loss_of(&model);
-    assert!(
-        l.backward().is_err() || values(&model) == frozen,
-        "a frozen graph has nothing to differentiate"
-    );
+    assert!(l.backward().is_err() || values(&model) == frozen, "a frozen graph has nothing to differentiate");
     opt.step(&model).unwrap();
-    assert_eq!(
-        values(&model),
-        frozen,
-        "a frozen imported layer must not change"
-    );
+    assert_eq!(values(&model), frozen, "a frozen imported layer must not change");
 }
 
 /// Digits 8x8 in [0, 1] → 3 x 48 x 48 in [-1, 1] (nearest upscaling): the classifier's input
@@ -101,48 +89,19 @@ fn frozen_pretrained_backbone_with_a_new_head_learns_digits() {
     let test = Samples::new(&xte, &shape, yte).unwrap();
 
     let model = Model::load(common::fixtures().join("models/ppocr_cls/model.onnx")).unwrap();
-    let backbone = OnnxLayer::new(
-        Session::new(model, &dev).unwrap(),
-        Some("x"),
-        Some("reshape2_0.tmp_0"),
-    )
-    .unwrap();
+    let backbone = OnnxLayer::new(Session::new(model, &dev).unwrap(), Some("x"), Some("reshape2_0.tmp_0")).unwrap();
     backbone.set_trainable(false);
     let mut init = Init::new(5);
-    let net = Sequential::new()
-        .push(backbone)
-        .push(Linear::new(&dev, 200, 10, &mut init).unwrap());
+    let net = Sequential::new().push(backbone).push(Linear::new(&dev, 200, 10, &mut init).unwrap());
     assert_eq!(net.num_trainable(), 200 * 10 + 10);
     let frozen_before: Vec<f32> = values(net.layers()[0].as_ref()).concat();
 
     let (_, acc0) = evaluate(&net, Loss::CrossEntropy, &dev, test, 50).unwrap();
     let mut opt = OptimizerKind::parse("adam").unwrap().build(0.02);
-    let opts = FitOptions {
-        epochs: 6,
-        batch_size: 32,
-        seed: 1,
-        ..Default::default()
-    };
-    fit(
-        &net,
-        opt.as_mut(),
-        Loss::CrossEntropy,
-        &dev,
-        train,
-        None,
-        &opts,
-        &mut NoCallbacks,
-    )
-    .unwrap();
+    let opts = FitOptions { epochs: 6, batch_size: 32, seed: 1, ..Default::default() };
+    fit(&net, opt.as_mut(), Loss::CrossEntropy, &dev, train, None, &opts, &mut NoCallbacks).unwrap();
     let (_, acc1) = evaluate(&net, Loss::CrossEntropy, &dev, test, 50).unwrap();
     println!("held-out accuracy: {acc0:.3} before, {acc1:.3} after training the head");
-    assert!(
-        acc1 > acc0 + 0.25 && acc1 > 0.4,
-        "held-out accuracy {acc0} -> {acc1}"
-    );
-    assert_eq!(
-        values(net.layers()[0].as_ref()).concat(),
-        frozen_before,
-        "the frozen backbone changed"
-    );
+    assert!(acc1 > acc0 + 0.25 && acc1 > 0.4, "held-out accuracy {acc0} -> {acc1}");
+    assert_eq!(values(net.layers()[0].as_ref()).concat(), frozen_before, "the frozen backbone changed");
 }

@@ -17,7 +17,5 @@ fn light_architectures_match_onnxruntime() {
 
 #[test]
 fn pretrained_ppocr_models_match_onnxruntime() {
-    common::check_all(&cpu(), "models", |c| {
-        c.tags.iter().any(|t| t == "pretrained")
-    });
+    common::check_all(&cpu(), "models", |c| c.tags.iter().any(|t| t == "pretrained"));
 }

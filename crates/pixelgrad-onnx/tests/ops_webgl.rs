@@ -7,14 +7,8 @@ use pixelgrad_core::Device;
 use pixelgrad_webgl::{WebGlBackend, WebGlOptions};
 
 fn webgl() -> Device {
-    let opts = WebGlOptions {
-        self_test: false,
-        ..WebGlOptions::default()
-    };
-    Device::new(
-        WebGlBackend::new_headless(opts)
-            .expect("a headless WebGL (EGL) context (Debian: libegl-mesa0 libgles2)"),
-    )
+    let opts = WebGlOptions { self_test: false, ..WebGlOptions::default() };
+    Device::new(WebGlBackend::new_headless(opts).expect("a headless WebGL (EGL) context (Debian: libegl-mesa0 libgles2)"))
 }
 
 #[test]

@@ -7,10 +7,7 @@ use pixelgrad_core::Device;
 use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
 
 fn wgpu() -> Device {
-    Device::new(
-        WgpuBackend::new(WgpuOptions::default())
-            .expect("a WebGPU adapter (Debian: mesa-vulkan-drivers gives lavapipe)"),
-    )
+    Device::new(WgpuBackend::new(WgpuOptions::default()).expect("a WebGPU adapter (Debian: mesa-vulkan-drivers gives lavapipe)"))
 }
 
 #[test]
@@ -20,12 +17,6 @@ fn every_operator_case_matches_onnxruntime_on_wgpu() {
 
 #[test]
 fn models_match_onnxruntime_on_wgpu() {
-    let keep = [
-        "ppocr_cls",
-        "ppocr_det",
-        "squeezenet",
-        "shufflenet",
-        "resnet50",
-    ];
+    let keep = ["ppocr_cls", "ppocr_det", "squeezenet", "shufflenet", "resnet50"];
     common::check_all(&wgpu(), "models", |c| keep.contains(&c.name.as_str()));
 }

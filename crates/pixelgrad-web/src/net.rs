@@ -10,9 +10,8 @@ use pixelgrad_core::{no_grad, Device, Error, Result, Tensor};
 use pixelgrad_nn::optim::{Adam, Optimizer, RmsProp, Sgd};
 use pixelgrad_nn::train::{train_batch, Sums};
 use pixelgrad_nn::{Loss, Mode, Module};
-use std::rc::Rc;
-
 use serde_json::Value;
+use std::rc::Rc;
 
 use crate::spec::{self, Built, Shape};
 
@@ -40,42 +39,21 @@ impl Net {
     }
 
     /// [`Net::new`] with the imported models that `onnx` layers of `config` refer to.
-    pub fn new_with(
-        dev: &Device,
-        config: Value,
-        onnx: Vec<Rc<pixelgrad_onnx::Model>>,
-    ) -> Result<Net> {
+    pub fn new_with(dev: &Device, config: Value, onnx: Vec<Rc<pixelgrad_onnx::Model>>) -> Result<Net> {
         let built = spec::build_with(dev, &config, &onnx)?;
-        Ok(Net {
-            dev: dev.clone(),
-            built,
-            config,
-            onnx,
-            opt: None,
-            loss: Loss::CrossEntropy,
-            train: Sums::new(),
-            eval: Sums::new(),
-        })
+        Ok(Net { dev: dev.clone(), built, config, onnx, opt: None, loss: Loss::CrossEntropy, train: Sums::new(), eval: Sums::new() })
     }
 
     /// Chooses the optimizer (fresh state) and the loss. The model must end in `[N, classes]`.
     pub fn compile(&mut self, optimizer: &str, lr: f32, momentum: f32, loss: &str) -> Result<()> {
         if !(lr.is_finite() && lr > 0.0) {
-            return Err(Error::invalid(
-                "compile",
-                format!("learning rate must be a positive number, got {lr}"),
-            ));
+            return Err(Error::invalid("compile", format!("learning rate must be a positive number, got {lr}")));
         }
         let opt: Box<dyn Optimizer> = match optimizer {
             "adam" => Box::new(Adam::new(lr)),
             "sgd" => Box::new(Sgd::new(lr).momentum(momentum)),
             "rmsprop" => Box::new(RmsProp::new(lr)),
-            other => {
-                return Err(Error::invalid(
-                    "compile",
-                    format!("unknown optimizer '{other}' (adam, sgd, rmsprop)"),
-                ))
-            }
+            other => return Err(Error::invalid("compile", format!("unknown optimizer '{other}' (adam, sgd, rmsprop)"))),
         };
         self.loss = Loss::parse(loss)?;
         self.classes()?;
@@ -105,9 +83,7 @@ impl Net {
     }
 
     fn check_input(&self, op: &'static str, x: &[f32], shape: &[usize]) -> Result<()> {
-        let ok = shape.len() == self.built.input.len() + 1
-            && shape[1..] == self.built.input[..]
-            && shape[0] > 0;
+        let ok = shape.len() == self.built.input.len() + 1 && shape[1..] == self.built.input[..] && shape[0] > 0;
         if !ok {
             let want: Vec<String> = self.built.input.iter().map(|d| d.to_string()).collect();
             return Err(Error::Shape {
@@ -118,10 +94,7 @@ impl Net {
             });
         }
         if x.len() != shape.iter().product::<usize>() {
-            return Err(Error::invalid(
-                op,
-                format!("{} values do not fill shape {shape:?}", x.len()),
-            ));
+            return Err(Error::invalid(op, format!("{} values do not fill shape {shape:?}", x.len())));
         }
         Ok(())
     }
@@ -135,16 +108,9 @@ impl Net {
     fn check_labels(&self, op: &'static str, y: &[f32], n: usize) -> Result<()> {
         let classes = self.classes()?;
         if y.len() != n {
-            return Err(Error::invalid(
-                op,
-                format!("{} labels for {n} samples", y.len()),
-            ));
+            return Err(Error::invalid(op, format!("{} labels for {n} samples", y.len())));
         }
-        if let Some((i, v)) = y
-            .iter()
-            .enumerate()
-            .find(|(_, v)| !(v.fract() == 0.0 && **v >= 0.0 && (**v as usize) < classes))
-        {
+        if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| !(v.fract() == 0.0 && **v >= 0.0 && (**v as usize) < classes)) {
             return Err(Error::invalid(op, format!("label {v} of sample {i} is not a class index in 0..{classes} (the model has {classes} outputs)")));
         }
         Ok(())
@@ -156,10 +122,7 @@ impl Net {
         self.check_input("fit", x, shape)?;
         self.check_labels("fit", y, shape[0])?;
         let Some(opt) = self.opt.as_mut() else {
-            return Err(Error::invalid(
-                "fit",
-                "the model is not compiled; call model.compile({ optimizer, loss }) first",
-            ));
+            return Err(Error::invalid("fit", "the model is not compiled; call model.compile({ optimizer, loss }) first"));
         };
         let (dev, seq, loss, train) = (&self.dev, &self.built.seq, self.loss, &mut self.train);
         // One step plan per batch size: from the third step on, the GPU backends replay
@@ -226,10 +189,7 @@ impl Net {
         let mut found: Option<Result<()>> = None;
         let upload = |cur: &[usize]| -> Result<Tensor> {
             if cur != shape {
-                return Err(Error::invalid(
-                    "setWeights",
-                    format!("weight '{name}' has shape {cur:?}, got {shape:?}"),
-                ));
+                return Err(Error::invalid("setWeights", format!("weight '{name}' has shape {cur:?}, got {shape:?}")));
             }
             Tensor::from_vec(&self.dev, data, shape.to_vec())
         };
@@ -245,25 +205,14 @@ impl Net {
                 found = Some(upload(b.get().dims()).map(|t| b.set(&t)));
             }
         });
-        found.unwrap_or_else(|| {
-            Err(Error::invalid(
-                "setWeights",
-                format!(
-                    "the model has no weight '{name}' (it has {})",
-                    known.join(", ")
-                ),
-            ))
-        })
+        found
+            .unwrap_or_else(|| Err(Error::invalid("setWeights", format!("the model has no weight '{name}' (it has {})", known.join(", ")))))
     }
 
     /// ONNX bytes of the network of `config` with `weights` (host copies of every named
     /// tensor, as the caller read them): the network is rebuilt on the CPU, so export needs no
     /// blocking GPU read.
-    pub fn onnx_bytes(
-        config: &Value,
-        onnx: &[Rc<pixelgrad_onnx::Model>],
-        weights: &[(String, Vec<usize>, Vec<f32>)],
-    ) -> Result<Vec<u8>> {
+    pub fn onnx_bytes(config: &Value, onnx: &[Rc<pixelgrad_onnx::Model>], weights: &[(String, Vec<usize>, Vec<f32>)]) -> Result<Vec<u8>> {
         let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
         let copy = Net::new_with(&cpu, config.clone(), onnx.to_vec())?;
         for (n, shape, v) in weights {
@@ -304,8 +253,7 @@ mod tests {
         let mut net = Net::new(&dev, cfg).unwrap();
         let e = net.train_step(&[0.0; 64], &[1, 64], &[0.0]).unwrap_err();
         assert!(e.to_string().contains("compile"), "{e}");
-        net.compile("adam", 1e-2, 0.0, "softmaxCrossEntropy")
-            .unwrap();
+        net.compile("adam", 1e-2, 0.0, "softmaxCrossEntropy").unwrap();
         let split = pixelgrad_data::digits_split(0.2, 42).unwrap();
         let (x, y) = (split.train.images(), split.train.labels());
         let yf: Vec<f32> = y.iter().map(|&v| v as f32).collect();
@@ -313,8 +261,7 @@ mod tests {
         for epoch in 0..3 {
             for b in (0..y.len()).step_by(64) {
                 let e = (b + 64).min(y.len());
-                net.train_step(&x[b * 64..e * 64], &[e - b, 64], &yf[b..e])
-                    .unwrap();
+                net.train_step(&x[b * 64..e * 64], &[e - b, 64], &yf[b..e]).unwrap();
             }
             let (l, _) = read(net.take_train().unwrap());
             if epoch == 0 {
@@ -327,20 +274,11 @@ mod tests {
         let (l, acc) = read(net.take_eval().unwrap());
         assert!(l < first.unwrap(), "loss {l} vs first epoch {first:?}");
         assert!(acc > 0.85, "test accuracy {acc}");
-        assert_eq!(
-            net.predict(tx, &[ty.len(), 64]).unwrap().dims(),
-            &[ty.len(), 10]
-        );
+        assert_eq!(net.predict(tx, &[ty.len(), 64]).unwrap().dims(), &[ty.len(), 10]);
 
         let e = net.predict(&[0.0; 100], &[1, 100]).unwrap_err().to_string();
-        assert!(
-            e.contains("predict") && e.contains("[1, 100]") && e.contains("[N, 64]"),
-            "{e}"
-        );
-        let e = net
-            .train_step(&[0.0; 64], &[1, 64], &[10.0])
-            .unwrap_err()
-            .to_string();
+        assert!(e.contains("predict") && e.contains("[1, 100]") && e.contains("[N, 64]"), "{e}");
+        let e = net.train_step(&[0.0; 64], &[1, 64], &[10.0]).unwrap_err().to_string();
         assert!(e.contains("label 10"), "{e}");
     }
 }
@@ -360,41 +298,21 @@ mod export_tests {
             {"type": "dense", "units": 4}
         ], "seed": 3});
         let net = Net::new(&dev, cfg.clone()).unwrap();
-        let host: Vec<(String, Vec<usize>, Vec<f32>)> = net
-            .named_tensors()
-            .iter()
-            .map(|(n, t)| (n.clone(), t.dims().to_vec(), t.to_vec().unwrap()))
-            .collect();
+        let host: Vec<(String, Vec<usize>, Vec<f32>)> =
+            net.named_tensors().iter().map(|(n, t)| (n.clone(), t.dims().to_vec(), t.to_vec().unwrap())).collect();
         let (n0, s0, v0) = &host[0];
         assert!(net.set_weight(n0, v0, s0).is_ok());
-        assert!(net
-            .set_weight(n0, &v0[1..], &[v0.len() - 1])
-            .unwrap_err()
-            .to_string()
-            .contains("has shape"));
-        assert!(net
-            .set_weight("nope", v0, s0)
-            .unwrap_err()
-            .to_string()
-            .contains("no weight 'nope'"));
+        assert!(net.set_weight(n0, &v0[1..], &[v0.len() - 1]).unwrap_err().to_string().contains("has shape"));
+        assert!(net.set_weight("nope", v0, s0).unwrap_err().to_string().contains("no weight 'nope'"));
         // export, re-import: the same predictions on NHWC input
         let bytes = Net::onnx_bytes(&cfg, &[], &host).unwrap();
-        let x: Vec<f32> = (0..2 * 6 * 6 * 2)
-            .map(|i| ((i * 7) % 11) as f32 / 10.0 - 0.5)
-            .collect();
+        let x: Vec<f32> = (0..2 * 6 * 6 * 2).map(|i| ((i * 7) % 11) as f32 / 10.0 - 0.5).collect();
         let want = net.predict(&x, &[2, 6, 6, 2]).unwrap().to_vec().unwrap();
         let s = Session::new(Model::from_bytes(&bytes).unwrap(), &dev).unwrap();
         let xt = Tensor::from_vec(&dev, &x, [2, 6, 6, 2]).unwrap();
-        let got = s.run(&[("input", Input::Tensor(xt))]).unwrap()[0]
-            .1
-            .to_host()
-            .unwrap()
-            .to_f32();
+        let got = s.run(&[("input", Input::Tensor(xt))]).unwrap()[0].1.to_host().unwrap().to_f32();
         assert_eq!(got.len(), want.len());
-        assert!(
-            got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5),
-            "{got:?} vs {want:?}"
-        );
+        assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5), "{got:?} vs {want:?}");
     }
 
     #[test]
@@ -419,41 +337,17 @@ mod export_tests {
         let before: Vec<f32> = net.named_tensors()[0].1.to_vec().unwrap();
         let x: Vec<f32> = (0..12).map(|i| i as f32 / 6.0 - 1.0).collect();
         net.train_step(&x, &[4, 3], &[0.0, 1.0, 1.0, 0.0]).unwrap();
-        assert_eq!(
-            net.named_tensors()[0].1.to_vec().unwrap(),
-            before,
-            "the frozen imported layer changed"
-        );
+        assert_eq!(net.named_tensors()[0].1.to_vec().unwrap(), before, "the frozen imported layer changed");
         // no model for index 0 / a bad output name: errors naming the layer
-        assert!(Net::new(&dev, cfg.clone())
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("no imported model 0"));
+        assert!(Net::new(&dev, cfg.clone()).err().unwrap().to_string().contains("no imported model 0"));
         let bad = serde_json::json!({"layers": [{"type": "onnx", "model": 0, "output": "nope", "inputShape": [3]}]});
-        assert!(Net::new_with(&dev, bad, vec![model.clone()])
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("'nope'"));
+        assert!(Net::new_with(&dev, bad, vec![model.clone()]).err().unwrap().to_string().contains("'nope'"));
         // export keeps the imported graph
-        let host: Vec<(String, Vec<usize>, Vec<f32>)> = net
-            .named_tensors()
-            .iter()
-            .map(|(n, t)| (n.clone(), t.dims().to_vec(), t.to_vec().unwrap()))
-            .collect();
+        let host: Vec<(String, Vec<usize>, Vec<f32>)> =
+            net.named_tensors().iter().map(|(n, t)| (n.clone(), t.dims().to_vec(), t.to_vec().unwrap())).collect();
         let out = Net::onnx_bytes(&cfg, &[model], &host).unwrap();
         let s = Session::new(Model::from_bytes(&out).unwrap(), &dev).unwrap();
-        let got = s
-            .run(&[(
-                "input",
-                Input::Tensor(Tensor::from_vec(&dev, &x, [4, 3]).unwrap()),
-            )])
-            .unwrap()[0]
-            .1
-            .to_host()
-            .unwrap()
-            .to_f32();
+        let got = s.run(&[("input", Input::Tensor(Tensor::from_vec(&dev, &x, [4, 3]).unwrap()))]).unwrap()[0].1.to_host().unwrap().to_f32();
         let want = net.predict(&x, &[4, 3]).unwrap().to_vec().unwrap();
         assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5));
     }

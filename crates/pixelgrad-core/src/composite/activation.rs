@@ -18,9 +18,7 @@ impl Tensor {
     /// GELU, tanh approximation: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
     pub fn gelu(&self) -> Result<Tensor> {
         let c = (2.0f32 / std::f32::consts::PI).sqrt();
-        let inner = self
-            .add(&self.powf(3.0)?.mul_scalar(0.044715)?)?
-            .mul_scalar(c)?;
+        let inner = self.add(&self.powf(3.0)?.mul_scalar(0.044715)?)?.mul_scalar(c)?;
         self.mul(&inner.tanh()?.affine(0.5, 0.5)?)
     }
 

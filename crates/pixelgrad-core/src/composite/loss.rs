@@ -15,12 +15,7 @@ fn shapes_err(op: &'static str, a: &Tensor, b: &Tensor, msg: &str) -> Error {
 /// Mean squared error `mean((pred - target)^2)`; shapes must match.
 pub fn mse(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
     if pred.shape() != target.shape() {
-        return Err(shapes_err(
-            "mse",
-            pred,
-            target,
-            "prediction and target shapes differ",
-        ));
+        return Err(shapes_err("mse", pred, target, "prediction and target shapes differ"));
     }
     pred.sub(target)?.square()?.mean_all()
 }
@@ -29,12 +24,7 @@ pub fn mse(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
 /// `-mean_i log_softmax(logits)[i, y_i]`.
 pub fn cross_entropy(logits: &Tensor, classes: &Tensor) -> Result<Tensor> {
     if logits.rank() != 2 || classes.rank() != 1 || classes.dims()[0] != logits.dims()[0] {
-        return Err(shapes_err(
-            "cross_entropy",
-            logits,
-            classes,
-            "expects logits [N, C] and class indices [N]",
-        ));
+        return Err(shapes_err("cross_entropy", logits, classes, "expects logits [N, C] and class indices [N]"));
     }
     let lp = logits.log_softmax(1)?;
     let idx = classes.unsqueeze(1)?;
@@ -45,19 +35,10 @@ pub fn cross_entropy(logits: &Tensor, classes: &Tensor) -> Result<Tensor> {
 /// `-mean_i sum_c t[i, c] log_softmax(logits)[i, c]`.
 pub fn cross_entropy_one_hot(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
     if logits.rank() != 2 || logits.shape() != target.shape() {
-        return Err(shapes_err(
-            "cross_entropy_one_hot",
-            logits,
-            target,
-            "expects logits and targets of equal shape [N, C]",
-        ));
+        return Err(shapes_err("cross_entropy_one_hot", logits, target, "expects logits and targets of equal shape [N, C]"));
     }
     let n = logits.dims()[0].max(1) as f32;
-    logits
-        .log_softmax(1)?
-        .mul(target)?
-        .sum_all()?
-        .mul_scalar(-1.0 / n)
+    logits.log_softmax(1)?.mul(target)?.sum_all()?.mul_scalar(-1.0 / n)
 }
 
 /// Binary cross-entropy on logits: `mean(softplus(x) - x t)`.
@@ -68,12 +49,7 @@ pub fn cross_entropy_one_hot(logits: &Tensor, target: &Tensor) -> Result<Tensor>
 /// subgradient 0.
 pub fn bce_with_logits(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
     if logits.shape() != target.shape() {
-        return Err(shapes_err(
-            "bce_with_logits",
-            logits,
-            target,
-            "logits and target shapes differ",
-        ));
+        return Err(shapes_err("bce_with_logits", logits, target, "logits and target shapes differ"));
     }
     let abs = logits.abs()?;
     let tail = abs.neg()?.exp()?.add_scalar(1.0)?.log()?;
@@ -85,12 +61,7 @@ pub fn bce_with_logits(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
 /// tensor kept on the device (so training loops can accumulate it without a readback).
 pub fn accuracy_count(logits: &Tensor, classes: &Tensor) -> Result<Tensor> {
     if logits.rank() != 2 || classes.rank() != 1 || classes.dims()[0] != logits.dims()[0] {
-        return Err(shapes_err(
-            "accuracy",
-            logits,
-            classes,
-            "expects logits [N, C] and class indices [N]",
-        ));
+        return Err(shapes_err("accuracy", logits, classes, "expects logits [N, C] and class indices [N]"));
     }
     logits.argmax(1, false)?.eq(classes)?.sum_all()
 }

@@ -21,13 +21,7 @@ fn rank4(op: &'static str, x: &Tensor) -> Result<[usize; 4]> {
 
 /// 2-D convolution (cross-correlation), NCHW input `x`, weights `[O, C, kh, kw]`, optional bias
 /// `[O]`. Output `[N, O, OH, OW]`.
-pub fn conv2d(
-    x: &Tensor,
-    weight: &Tensor,
-    bias: Option<&Tensor>,
-    stride: usize,
-    padding: usize,
-) -> Result<Tensor> {
+pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: usize, padding: usize) -> Result<Tensor> {
     let [n, c, h, w] = rank4("conv2d", x)?;
     let wd = weight.dims();
     if weight.rank() != 4 || wd[1] != c {
@@ -38,22 +32,12 @@ pub fn conv2d(
             msg: format!("weights must be [O, {c}, kh, kw] for {c} input channels"),
         });
     }
-    let win = Window {
-        kh: wd[2],
-        kw: wd[3],
-        stride_h: stride,
-        stride_w: stride,
-        pad_h: padding,
-        pad_w: padding,
-    };
+    let win = Window { kh: wd[2], kw: wd[3], stride_h: stride, stride_w: stride, pad_h: padding, pad_w: padding };
     let (oh, ow) = win.out_hw(h, w).ok_or_else(|| Error::Shape {
         op: "conv2d",
         shapes: vec![x.dims().to_vec(), wd.to_vec()],
         backend: x.device().name(),
-        msg: format!(
-            "a {}x{} kernel with stride {stride} and padding {padding} does not fit",
-            wd[2], wd[3]
-        ),
+        msg: format!("a {}x{} kernel with stride {stride} and padding {padding} does not fit", wd[2], wd[3]),
     })?;
     let cols = x.im2col(win)?; // [N, C*kh*kw, OH*OW]
     let wm = weight.reshape([wd[0], c * wd[2] * wd[3]])?; // [O, C*kh*kw]
@@ -64,14 +48,7 @@ pub fn conv2d(
     Ok(y)
 }
 
-fn pool_cols(
-    op: &'static str,
-    x: &Tensor,
-    k: usize,
-    stride: usize,
-    pad_value: Option<f32>,
-    padding: usize,
-) -> Result<(Tensor, [usize; 4], usize)> {
+fn pool_cols(op: &'static str, x: &Tensor, k: usize, stride: usize, pad_value: Option<f32>, padding: usize) -> Result<(Tensor, [usize; 4], usize)> {
     let [n, c, h, w] = rank4(op, x)?;
     let mut src = x.reshape([n * c, 1, h, w])?;
     let (mut hh, mut ww) = (h, w);
@@ -106,7 +83,5 @@ pub fn max_pool2d(x: &Tensor, k: usize, stride: usize, padding: usize) -> Result
 /// Average pooling over `k`x`k` windows; padded positions count as zeros in the average.
 pub fn avg_pool2d(x: &Tensor, k: usize, stride: usize, padding: usize) -> Result<Tensor> {
     let (cols, [n, c, oh, ow], kk) = pool_cols("avg_pool2d", x, k, stride, None, padding)?;
-    cols.sum_axis(1, true)?
-        .mul_scalar(1.0 / kk as f32)?
-        .reshape([n, c, oh, ow])
+    cols.sum_axis(1, true)?.mul_scalar(1.0 / kk as f32)?.reshape([n, c, oh, ow])
 }

@@ -20,15 +20,7 @@ pub struct Conv2d {
 }
 
 impl Conv2d {
-    pub fn new(
-        dev: &Device,
-        in_channels: usize,
-        out_channels: usize,
-        kernel: usize,
-        stride: usize,
-        padding: usize,
-        init: &mut Init,
-    ) -> Result<Self> {
+    pub fn new(dev: &Device, in_channels: usize, out_channels: usize, kernel: usize, stride: usize, padding: usize, init: &mut Init) -> Result<Self> {
         let fan_in = in_channels * kernel * kernel;
         let weight = init.he_uniform(dev, [out_channels, in_channels, kernel, kernel], fan_in)?;
         Ok(Conv2d {
@@ -69,19 +61,9 @@ impl Module for Conv2d {
     }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         if x.rank() != 4 || x.dims()[1] != self.in_channels {
-            return Err(bad_input(
-                "conv2d",
-                x,
-                format!("expects [N, {}, H, W]", self.in_channels),
-            ));
+            return Err(bad_input("conv2d", x, format!("expects [N, {}, H, W]", self.in_channels)));
         }
-        conv2d(
-            x,
-            &self.weight.tensor(),
-            Some(&self.bias.tensor()),
-            self.stride,
-            self.padding,
-        )
+        conv2d(x, &self.weight.tensor(), Some(&self.bias.tensor()), self.stride, self.padding)
     }
     fn visit_params(&self, f: &mut dyn FnMut(&str, &Param)) {
         f("weight", &self.weight);

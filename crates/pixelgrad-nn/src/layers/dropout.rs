@@ -16,16 +16,9 @@ pub struct Dropout {
 impl Dropout {
     pub fn new(p: f32, seed: u64) -> Result<Self> {
         if !(0.0..1.0).contains(&p) {
-            return Err(Error::invalid(
-                "dropout",
-                format!("rate {p} must be in [0, 1)"),
-            ));
+            return Err(Error::invalid("dropout", format!("rate {p} must be in [0, 1)")));
         }
-        Ok(Dropout {
-            p,
-            seed,
-            calls: Cell::new(0),
-        })
+        Ok(Dropout { p, seed, calls: Cell::new(0) })
     }
     /// The drop probability.
     pub fn rate(&self) -> f32 {
@@ -43,13 +36,7 @@ impl Module for Dropout {
         }
         let n = self.calls.get() + 1;
         self.calls.set(n);
-        let u = Tensor::rand_uniform(
-            x.device(),
-            x.shape().clone(),
-            0.0,
-            1.0,
-            rng::mix(self.seed, n),
-        )?;
+        let u = Tensor::rand_uniform(x.device(), x.shape().clone(), 0.0, 1.0, rng::mix(self.seed, n))?;
         // keep where u >= p  <=>  u > p (ties have probability 2^-24)
         let mask = u.gt_scalar(self.p)?.mul_scalar(1.0 / (1.0 - self.p))?;
         x.mul(&mask)

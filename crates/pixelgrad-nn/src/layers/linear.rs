@@ -16,46 +16,18 @@ pub struct Linear {
 
 impl Linear {
     /// Glorot-uniform weights, zero bias.
-    pub fn new(
-        dev: &Device,
-        in_features: usize,
-        out_features: usize,
-        init: &mut Init,
-    ) -> Result<Self> {
-        Self::with_init(
-            dev,
-            in_features,
-            out_features,
-            WeightInit::Glorot,
-            true,
-            init,
-        )
+    pub fn new(dev: &Device, in_features: usize, out_features: usize, init: &mut Init) -> Result<Self> {
+        Self::with_init(dev, in_features, out_features, WeightInit::Glorot, true, init)
     }
 
-    pub fn with_init(
-        dev: &Device,
-        in_features: usize,
-        out_features: usize,
-        w: WeightInit,
-        bias: bool,
-        init: &mut Init,
-    ) -> Result<Self> {
+    pub fn with_init(dev: &Device, in_features: usize, out_features: usize, w: WeightInit, bias: bool, init: &mut Init) -> Result<Self> {
         let shape = [in_features, out_features];
         let weight = match w {
             WeightInit::Glorot => init.glorot_uniform(dev, shape, in_features, out_features)?,
             WeightInit::He => init.he_uniform(dev, shape, in_features)?,
         };
-        let bias = if bias {
-            Some(Param::new(Tensor::zeros(dev, [out_features])?))
-        } else {
-            None
-        };
-        Ok(Linear {
-            weight: Param::new(weight),
-            bias,
-            in_features,
-            out_features,
-        })
+        let bias = if bias { Some(Param::new(Tensor::zeros(dev, [out_features])?)) } else { None };
+        Ok(Linear { weight: Param::new(weight), bias, in_features, out_features })
     }
 
     pub fn in_features(&self) -> usize {
@@ -72,11 +44,7 @@ impl Module for Linear {
     }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         if x.rank() != 2 || x.dims()[1] != self.in_features {
-            return Err(bad_input(
-                "linear",
-                x,
-                format!("expects [N, {}]", self.in_features),
-            ));
+            return Err(bad_input("linear", x, format!("expects [N, {}]", self.in_features)));
         }
         let y = x.matmul(&self.weight.tensor())?;
         match &self.bias {

@@ -19,10 +19,5 @@ use pixelgrad_core::{Error, Tensor};
 
 /// Error for an input whose shape a layer cannot take.
 pub(crate) fn bad_input(layer: &'static str, x: &Tensor, msg: String) -> Error {
-    Error::Shape {
-        op: layer,
-        shapes: vec![x.dims().to_vec()],
-        backend: x.device().name(),
-        msg,
-    }
+    Error::Shape { op: layer, shapes: vec![x.dims().to_vec()], backend: x.device().name(), msg }
 }

@@ -56,17 +56,9 @@ impl BatchNorm {
     /// The input viewed as `[N, C, S]` (S = H*W, or 1).
     fn as_ncs(&self, x: &Tensor) -> Result<Tensor> {
         let d = x.dims();
-        let ok = if self.spatial {
-            x.rank() == 4
-        } else {
-            x.rank() == 2
-        };
+        let ok = if self.spatial { x.rank() == 4 } else { x.rank() == 2 };
         if !ok || d[1] != self.channels {
-            let want = if self.spatial {
-                format!("[N, {}, H, W]", self.channels)
-            } else {
-                format!("[N, {}]", self.channels)
-            };
+            let want = if self.spatial { format!("[N, {}, H, W]", self.channels) } else { format!("[N, {}]", self.channels) };
             return Err(bad_input("batch_norm", x, format!("expects {want}")));
         }
         x.reshape([d[0], d[1], d[2..].iter().product::<usize>()])
@@ -84,44 +76,23 @@ impl Module for BatchNorm {
             let count = h.dims()[0] * h.dims()[2];
             // mean and biased variance over N and S, shaped [1, C, 1]
             let mean = h.mean_axis(2, true)?.mean_axis(0, true)?;
-            let var = h
-                .sub(&mean)?
-                .square()?
-                .mean_axis(2, true)?
-                .mean_axis(0, true)?;
+            let var = h.sub(&mean)?.square()?.mean_axis(2, true)?.mean_axis(0, true)?;
             {
                 let _g = no_grad();
                 let m = self.momentum;
-                let unbias = if count > 1 {
-                    count as f32 / (count - 1) as f32
-                } else {
-                    1.0
-                };
-                let rm = self
-                    .running_mean
-                    .get()
-                    .mul_scalar(1.0 - m)?
-                    .add(&mean.reshape([c])?.mul_scalar(m)?)?;
-                let rv = self
-                    .running_var
-                    .get()
-                    .mul_scalar(1.0 - m)?
-                    .add(&var.reshape([c])?.mul_scalar(m * unbias)?)?;
+                let unbias = if count > 1 { count as f32 / (count - 1) as f32 } else { 1.0 };
+                let rm = self.running_mean.get().mul_scalar(1.0 - m)?.add(&mean.reshape([c])?.mul_scalar(m)?)?;
+                let rv = self.running_var.get().mul_scalar(1.0 - m)?.add(&var.reshape([c])?.mul_scalar(m * unbias)?)?;
                 self.running_mean.set(&rm);
                 self.running_var.set(&rv);
             }
             (mean, var)
         } else {
-            (
-                self.running_mean.get().reshape([1, c, 1])?,
-                self.running_var.get().reshape([1, c, 1])?,
-            )
+            (self.running_mean.get().reshape([1, c, 1])?, self.running_var.get().reshape([1, c, 1])?)
         };
         let inv_std = var.add_scalar(self.eps)?.powf(-0.5)?;
         let y = h.sub(&mean)?.mul(&inv_std)?;
-        let y = y
-            .mul(&self.gamma.tensor().reshape([1, c, 1])?)?
-            .add(&self.beta.tensor().reshape([1, c, 1])?)?;
+        let y = y.mul(&self.gamma.tensor().reshape([1, c, 1])?)?.add(&self.beta.tensor().reshape([1, c, 1])?)?;
         y.reshape(x.shape().clone())
     }
     fn visit_params(&self, f: &mut dyn FnMut(&str, &Param)) {
@@ -133,10 +104,6 @@ impl Module for BatchNorm {
         f("running_var", &self.running_var);
     }
     fn describe(&self) -> String {
-        format!(
-            "BatchNorm{}d({})",
-            if self.spatial { 2 } else { 1 },
-            self.channels
-        )
+        format!("BatchNorm{}d({})", if self.spatial { 2 } else { 1 }, self.channels)
     }
 }

@@ -14,11 +14,7 @@ pub struct MaxPool2d {
 impl MaxPool2d {
     /// Non-overlapping windows (stride = kernel), no padding.
     pub fn new(kernel: usize) -> Self {
-        MaxPool2d {
-            kernel,
-            stride: kernel,
-            padding: 0,
-        }
+        MaxPool2d { kernel, stride: kernel, padding: 0 }
     }
 }
 
@@ -43,11 +39,7 @@ pub struct AvgPool2d {
 
 impl AvgPool2d {
     pub fn new(kernel: usize) -> Self {
-        AvgPool2d {
-            kernel,
-            stride: kernel,
-            padding: 0,
-        }
+        AvgPool2d { kernel, stride: kernel, padding: 0 }
     }
 }
 
@@ -91,11 +83,7 @@ impl Module for Permute {
     }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         if x.rank() != self.0.len() {
-            return Err(bad_input(
-                "permute",
-                x,
-                format!("expects a rank-{} input", self.0.len()),
-            ));
+            return Err(bad_input("permute", x, format!("expects a rank-{} input", self.0.len())));
         }
         x.permute(&self.0)
     }

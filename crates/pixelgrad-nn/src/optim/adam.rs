@@ -20,25 +20,11 @@ pub struct Adam {
 
 impl Adam {
     pub fn new(lr: f32) -> Self {
-        Adam {
-            lr,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-            weight_decay: 0.0,
-            decoupled: false,
-            t: 0,
-            m: HashMap::new(),
-            v: HashMap::new(),
-        }
+        Adam { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0, decoupled: false, t: 0, m: HashMap::new(), v: HashMap::new() }
     }
     /// AdamW with decoupled weight decay.
     pub fn adamw(lr: f32, weight_decay: f32) -> Self {
-        Adam {
-            weight_decay,
-            decoupled: true,
-            ..Adam::new(lr)
-        }
+        Adam { weight_decay, decoupled: true, ..Adam::new(lr) }
     }
     pub fn betas(mut self, b1: f32, b2: f32) -> Self {
         self.beta1 = b1;
@@ -109,21 +95,14 @@ pub struct RmsProp {
 
 impl RmsProp {
     pub fn new(lr: f32) -> Self {
-        RmsProp {
-            lr,
-            rho: 0.9,
-            eps: 1e-7,
-            s: HashMap::new(),
-        }
+        RmsProp { lr, rho: 0.9, eps: 1e-7, s: HashMap::new() }
     }
 }
 
 impl Optimizer for RmsProp {
     fn update(&mut self, name: &str, p: &Param, g: &Tensor) -> Result<()> {
         let s = ema(self.s.get(name), &g.square()?, self.rho)?;
-        let step = g
-            .div(&s.sqrt()?.add_scalar(self.eps)?)?
-            .mul_scalar(self.lr)?;
+        let step = g.div(&s.sqrt()?.add_scalar(self.eps)?)?.mul_scalar(self.lr)?;
         self.s.insert(name.to_string(), s);
         p.set(&p.tensor().sub(&step)?)
     }

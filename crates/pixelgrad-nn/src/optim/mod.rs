@@ -45,17 +45,9 @@ pub trait Optimizer {
 /// Optimizer choice by name, with its hyper-parameters (for configs and the CLI).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum OptimizerKind {
-    Sgd {
-        momentum: f32,
-        nesterov: bool,
-        weight_decay: f32,
-    },
-    Adam {
-        weight_decay: f32,
-    },
-    AdamW {
-        weight_decay: f32,
-    },
+    Sgd { momentum: f32, nesterov: bool, weight_decay: f32 },
+    Adam { weight_decay: f32 },
+    AdamW { weight_decay: f32 },
     RmsProp,
 }
 
@@ -63,49 +55,26 @@ impl OptimizerKind {
     /// `sgd`, `momentum`, `nesterov`, `adam`, `adamw`, `rmsprop`.
     pub fn parse(name: &str) -> Result<Self> {
         Ok(match name {
-            "sgd" => OptimizerKind::Sgd {
-                momentum: 0.0,
-                nesterov: false,
-                weight_decay: 0.0,
-            },
-            "momentum" => OptimizerKind::Sgd {
-                momentum: 0.9,
-                nesterov: false,
-                weight_decay: 0.0,
-            },
-            "nesterov" => OptimizerKind::Sgd {
-                momentum: 0.9,
-                nesterov: true,
-                weight_decay: 0.0,
-            },
+            "sgd" => OptimizerKind::Sgd { momentum: 0.0, nesterov: false, weight_decay: 0.0 },
+            "momentum" => OptimizerKind::Sgd { momentum: 0.9, nesterov: false, weight_decay: 0.0 },
+            "nesterov" => OptimizerKind::Sgd { momentum: 0.9, nesterov: true, weight_decay: 0.0 },
             "adam" => OptimizerKind::Adam { weight_decay: 0.0 },
             "adamw" => OptimizerKind::AdamW { weight_decay: 0.01 },
             "rmsprop" => OptimizerKind::RmsProp,
             other => {
                 return Err(Error::invalid(
                     "optimizer",
-                    format!(
-                    "unknown optimizer '{other}' (sgd, momentum, nesterov, adam, adamw, rmsprop)"
-                ),
+                    format!("unknown optimizer '{other}' (sgd, momentum, nesterov, adam, adamw, rmsprop)"),
                 ))
             }
         })
     }
     pub fn build(&self, lr: f32) -> Box<dyn Optimizer> {
         match *self {
-            OptimizerKind::Sgd {
-                momentum,
-                nesterov,
-                weight_decay,
-            } => Box::new(
-                Sgd::new(lr)
-                    .momentum(momentum)
-                    .nesterov(nesterov)
-                    .weight_decay(weight_decay),
-            ),
-            OptimizerKind::Adam { weight_decay } => {
-                Box::new(Adam::new(lr).weight_decay(weight_decay))
+            OptimizerKind::Sgd { momentum, nesterov, weight_decay } => {
+                Box::new(Sgd::new(lr).momentum(momentum).nesterov(nesterov).weight_decay(weight_decay))
             }
+            OptimizerKind::Adam { weight_decay } => Box::new(Adam::new(lr).weight_decay(weight_decay)),
             OptimizerKind::AdamW { weight_decay } => Box::new(Adam::adamw(lr, weight_decay)),
             OptimizerKind::RmsProp => Box::new(RmsProp::new(lr)),
         }

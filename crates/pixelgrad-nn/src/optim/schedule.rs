@@ -3,20 +3,11 @@
 pub enum Schedule {
     Constant,
     /// Multiply by `gamma` every `every` steps.
-    Step {
-        every: usize,
-        gamma: f32,
-    },
+    Step { every: usize, gamma: f32 },
     /// Cosine decay from the base rate to `min_lr` over `total` steps, then `min_lr`.
-    Cosine {
-        total: usize,
-        min_lr: f32,
-    },
+    Cosine { total: usize, min_lr: f32 },
     /// Linear ramp from 0 to the base rate over `steps`, then `then`.
-    Warmup {
-        steps: usize,
-        then: Box<Schedule>,
-    },
+    Warmup { steps: usize, then: Box<Schedule> },
 }
 
 impl Schedule {
@@ -50,27 +41,12 @@ mod tests {
     #[test]
     fn schedules() {
         assert_eq!(Schedule::Constant.lr(0.1, 100), 0.1);
-        assert!(
-            (Schedule::Step {
-                every: 10,
-                gamma: 0.5
-            }
-            .lr(1.0, 25)
-                - 0.25)
-                .abs()
-                < 1e-7
-        );
-        let c = Schedule::Cosine {
-            total: 100,
-            min_lr: 0.0,
-        };
+        assert!((Schedule::Step { every: 10, gamma: 0.5 }.lr(1.0, 25) - 0.25).abs() < 1e-7);
+        let c = Schedule::Cosine { total: 100, min_lr: 0.0 };
         assert!((c.lr(1.0, 0) - 1.0).abs() < 1e-6);
         assert!((c.lr(1.0, 50) - 0.5).abs() < 1e-6);
         assert_eq!(c.lr(1.0, 200), 0.0);
-        let w = Schedule::Warmup {
-            steps: 4,
-            then: Box::new(Schedule::Constant),
-        };
+        let w = Schedule::Warmup { steps: 4, then: Box::new(Schedule::Constant) };
         assert_eq!(w.lr(1.0, 0), 0.25);
         assert_eq!(w.lr(1.0, 3), 1.0);
         assert_eq!(w.lr(1.0, 10), 1.0);

@@ -16,13 +16,7 @@ pub struct Sgd {
 
 impl Sgd {
     pub fn new(lr: f32) -> Self {
-        Sgd {
-            lr,
-            momentum: 0.0,
-            nesterov: false,
-            weight_decay: 0.0,
-            velocity: HashMap::new(),
-        }
+        Sgd { lr, momentum: 0.0, nesterov: false, weight_decay: 0.0, velocity: HashMap::new() }
     }
     pub fn momentum(mut self, m: f32) -> Self {
         self.momentum = m;
@@ -50,11 +44,7 @@ impl Optimizer for Sgd {
                 Some(v) => v.mul_scalar(self.momentum)?.add(&g)?,
                 None => g.clone(),
             };
-            let d = if self.nesterov {
-                g.add(&v.mul_scalar(self.momentum)?)?
-            } else {
-                v.clone()
-            };
+            let d = if self.nesterov { g.add(&v.mul_scalar(self.momentum)?)? } else { v.clone() };
             self.velocity.insert(name.to_string(), v);
             d
         } else {

@@ -181,18 +181,11 @@ fn unary_of(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Tensor>> {
         "Selu" => {
             let a = node.float("alpha", 1.673_263_2)?;
             let g = node.float("gamma", 1.050_701)?;
-            x.relu()?
-                .add(&x.min_scalar(0.0)?.exp()?.affine(a, -a)?)?
-                .mul_scalar(g)?
+            x.relu()?.add(&x.min_scalar(0.0)?.exp()?.affine(a, -a)?)?.mul_scalar(g)?
         }
         "Celu" => {
             let a = node.float("alpha", 1.0)?;
-            x.relu()?.add(
-                &x.min_scalar(0.0)?
-                    .mul_scalar(1.0 / a)?
-                    .exp()?
-                    .affine(a, -a)?,
-            )?
+            x.relu()?.add(&x.min_scalar(0.0)?.mul_scalar(1.0 / a)?.exp()?.affine(a, -a)?)?
         }
         "Clip" => clip(cx, ins, &x)?,
         "HardSigmoid" => {
@@ -206,9 +199,7 @@ fn unary_of(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Tensor>> {
         "Erf" => erf(&x)?,
         "Gelu" => match node.string("approximate", "none")?.as_str() {
             "tanh" => x.gelu()?,
-            "none" => {
-                x.mul(&erf(&x.mul_scalar(std::f32::consts::FRAC_1_SQRT_2)?)?.affine(0.5, 0.5)?)?
-            }
+            "none" => x.mul(&erf(&x.mul_scalar(std::f32::consts::FRAC_1_SQRT_2)?)?.affine(0.5, 0.5)?)?,
             other => return Err(cx.err(format!("approximate '{other}' is not supported"))),
         },
         _ => x.mul(&softplus(&x)?.tanh()?)?, // Mish
@@ -217,8 +208,7 @@ fn unary_of(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Tensor>> {
 
 /// `log(1 + exp(x))` without overflow: `relu(x) + log(1 + exp(-|x|))`.
 fn softplus(x: &Tensor) -> Result<Tensor> {
-    Ok(x.relu()?
-        .add(&x.abs()?.neg()?.exp()?.add_scalar(1.0)?.log()?)?)
+    Ok(x.relu()?.add(&x.abs()?.neg()?.exp()?.add_scalar(1.0)?.log()?)?)
 }
 
 /// `erf` by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7):
@@ -226,13 +216,7 @@ fn softplus(x: &Tensor) -> Result<Tensor> {
 /// odd in `x`.
 fn erf(x: &Tensor) -> Result<Tensor> {
     const P: f32 = 0.327_591_1;
-    const A: [f32; 5] = [
-        0.254_829_6,
-        -0.284_496_74,
-        1.421_413_7,
-        -1.453_152_1,
-        1.061_405_4,
-    ];
+    const A: [f32; 5] = [0.254_829_6, -0.284_496_74, 1.421_413_7, -1.453_152_1, 1.061_405_4];
     let ax = x.abs()?;
     let t = ax.affine(P, 1.0)?.recip()?;
     let mut poly = t.mul_scalar(A[4])?;
@@ -265,19 +249,11 @@ fn clip(cx: &Cx, ins: &[Option<V>], x: &Tensor) -> Result<Tensor> {
         match v.as_host() {
             Some(t) if t.numel() == 1 => {
                 let c = t.to_f32()[0];
-                y = if is_min {
-                    y.max_scalar(c)?
-                } else {
-                    y.min_scalar(c)?
-                };
+                y = if is_min { y.max_scalar(c)? } else { y.min_scalar(c)? };
             }
             _ => {
                 let c = cx.to_dev(v, i)?;
-                y = if is_min {
-                    y.maximum(&c)?
-                } else {
-                    y.minimum(&c)?
-                };
+                y = if is_min { y.maximum(&c)? } else { y.minimum(&c)? };
             }
         }
     }

@@ -18,11 +18,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             node.only_attrs(&["alpha", "beta", "transA", "transB", "broadcast"])?;
             let (a, b) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
             if a.rank() != 2 || b.rank() != 2 {
-                return Err(cx.err(format!(
-                    "expects rank-2 A and B, got {:?} and {:?}",
-                    a.dims(),
-                    b.dims()
-                )));
+                return Err(cx.err(format!("expects rank-2 A and B, got {:?} and {:?}", a.dims(), b.dims())));
             }
             let (ta, tb) = (node.int("transA", 0)? != 0, node.int("transB", 0)? != 0);
             let (alpha, beta) = (node.float("alpha", 1.0)?, node.float("beta", 1.0)?);
@@ -41,17 +37,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         "MatMul" => out(matmul(cx, &cx.t(ins, 0)?, &cx.t(ins, 1)?)?),
         "BatchNormalization" => {
-            node.only_attrs(&[
-                "epsilon",
-                "momentum",
-                "spatial",
-                "training_mode",
-                "is_test",
-                "consumed_inputs",
-            ])?;
-            if node.int("training_mode", 0)? != 0
-                || node.outputs.iter().skip(1).any(|o| !o.is_empty())
-            {
+            node.only_attrs(&["epsilon", "momentum", "spatial", "training_mode", "is_test", "consumed_inputs"])?;
+            if node.int("training_mode", 0)? != 0 || node.outputs.iter().skip(1).any(|o| !o.is_empty()) {
                 return Err(cx.err("training mode (running statistics outputs) is not supported; imported graphs run in inference mode"));
             }
             if node.int("spatial", 1)? != 1 {
@@ -79,11 +66,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let h = x.reshape([d[0], d[1], d[2..].iter().product::<usize>()])?;
             let mu = h.mean_axis(2, true)?;
             let c = h.sub(&mu)?;
-            let inv = c
-                .square()?
-                .mean_axis(2, true)?
-                .add_scalar(eps)?
-                .powf(-0.5)?;
+            let inv = c.square()?.mean_axis(2, true)?.add_scalar(eps)?.powf(-0.5)?;
             let s = cx.t(ins, 1)?.reshape([1, d[1], 1])?;
             let b = cx.t(ins, 2)?.reshape([1, d[1], 1])?;
             out(c.mul(&inv)?.mul(&s)?.add(&b)?.reshape(d)?)
@@ -101,11 +84,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let h = x.reshape([outer, d[a..].iter().product::<usize>()])?;
             let mu = h.mean_axis(1, true)?;
             let c = h.sub(&mu)?;
-            let inv = c
-                .square()?
-                .mean_axis(1, true)?
-                .add_scalar(eps)?
-                .powf(-0.5)?;
+            let inv = c.square()?.mean_axis(1, true)?.add_scalar(eps)?.powf(-0.5)?;
             let mut y = c.mul(&inv)?.reshape(d)?;
             y = y.mul(&cx.t(ins, 1)?)?;
             if cx.opt(ins, 2).is_some() {
@@ -125,33 +104,18 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 return Err(cx.err("size must be at least 1"));
             }
             let size = size as usize;
-            let (alpha, beta, bias) = (
-                node.float("alpha", 1e-4)?,
-                node.float("beta", 0.75)?,
-                node.float("bias", 1.0)?,
-            );
+            let (alpha, beta, bias) = (node.float("alpha", 1e-4)?, node.float("beta", 0.75)?, node.float("bias", 1.0)?);
             // Sum of squares over a window of channels: channels become the rows of a
             // one-column image, so im2col with a size x 1 window gathers each neighbourhood.
             let (before, after) = ((size - 1) / 2, size / 2);
             let hw = d[2] * d[3];
-            let sq = x
-                .square()?
-                .reshape([d[0], 1, d[1], hw])?
-                .pad(&[0, 0, before, 0], &[0, 0, after, 0])?;
-            let win = Window {
-                kh: size,
-                kw: 1,
-                stride_h: 1,
-                stride_w: 1,
-                pad_h: 0,
-                pad_w: 0,
-            };
+            let sq = x.square()?.reshape([d[0], 1, d[1], hw])?.pad(&[0, 0, before, 0], &[0, 0, after, 0])?;
+            let win = Window { kh: size, kw: 1, stride_h: 1, stride_w: 1, pad_h: 0, pad_w: 0 };
             let sums = sq.im2col(win)?.sum_axis(1, true)?.reshape(d.clone())?;
             let den = sums.affine(alpha / size as f32, bias)?.powf(-beta)?;
             out(x.mul(&den)?)
         }
-        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceL2" | "ReduceSumSquare"
-        | "ReduceProd" => {
+        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceL2" | "ReduceSumSquare" | "ReduceProd" => {
             node.only_attrs(&["axes", "keepdims", "noop_with_empty_axes"])?;
             let x = cx.t(ins, 0)?;
             let r = x.rank();
@@ -165,10 +129,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 axes_arg(node, &[], 1)?
             };
             let axes: Vec<usize> = match axes {
-                Some(a) if !a.is_empty() => a
-                    .iter()
-                    .map(|&v| norm_axis(node, v, r))
-                    .collect::<Result<_>>()?,
+                Some(a) if !a.is_empty() => a.iter().map(|&v| norm_axis(node, v, r)).collect::<Result<_>>()?,
                 _ if node.int("noop_with_empty_axes", 0)? != 0 => return out(x),
                 _ => (0..r).collect(),
             };
@@ -193,13 +154,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 y = y.sqrt()?;
             }
             if !keep {
-                let dims: Vec<usize> = y
-                    .dims()
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| !axes.contains(i))
-                    .map(|(_, &d)| d)
-                    .collect();
+                let dims: Vec<usize> = y.dims().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
                 y = y.reshape(dims)?;
             }
             out(y)
@@ -226,25 +181,13 @@ pub fn matmul(cx: &Cx, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if ra == 0 || rb == 0 {
         return Err(cx.err("MatMul of a scalar"));
     }
-    let a2 = if ra == 1 {
-        a.reshape([1, a.dims()[0]])?
-    } else {
-        a.clone()
-    };
-    let b2 = if rb == 1 {
-        b.reshape([b.dims()[0], 1])?
-    } else {
-        b.clone()
-    };
+    let a2 = if ra == 1 { a.reshape([1, a.dims()[0]])? } else { a.clone() };
+    let b2 = if rb == 1 { b.reshape([b.dims()[0], 1])? } else { b.clone() };
     let (ad, bd) = (a2.dims().to_vec(), b2.dims().to_vec());
     let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
     let (k2, n) = (bd[bd.len() - 2], bd[bd.len() - 1]);
     if k != k2 {
-        return Err(cx.err(format!(
-            "inner sizes differ: {:?} x {:?}",
-            a.dims(),
-            b.dims()
-        )));
+        return Err(cx.err(format!("inner sizes differ: {:?} x {:?}", a.dims(), b.dims())));
     }
     let (ba, bb) = (&ad[..ad.len() - 2], &bd[..bd.len() - 2]);
     let batch = broadcast(cx.node, &[ba, bb])?;

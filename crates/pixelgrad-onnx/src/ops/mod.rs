@@ -143,10 +143,7 @@ pub enum V {
 
 impl V {
     pub fn host(t: HostTensor) -> V {
-        V::Host {
-            t: Rc::new(t),
-            name: None,
-        }
+        V::Host { t: Rc::new(t), name: None }
     }
     pub fn dev(t: Tensor, dtype: DType) -> V {
         V::Dev { t, dtype }
@@ -184,7 +181,10 @@ pub trait Consts {
 pub fn upload(dev: &Device, t: &HostTensor, what: &str) -> Result<Tensor> {
     if let crate::host::Data::I64(v) = &t.data {
         if let Some(x) = v.iter().find(|x| x.unsigned_abs() > 1 << 24) {
-            return Err(OnnxError::Dtype { what: format!("{what}: integer {x} is not exact on the device (f32 holds integers up to 2^24)"), dtype: t.dtype.name().into() });
+            return Err(OnnxError::Dtype {
+                what: format!("{what}: integer {x} is not exact on the device (f32 holds integers up to 2^24)"),
+                dtype: t.dtype.name().into(),
+            });
         }
     }
     Ok(Tensor::from_vec(dev, &t.to_f32(), t.shape.clone())?)
@@ -212,17 +212,11 @@ impl Cx<'_> {
                 Some(p) => Ok(p.tensor()),
                 None => self.consts.cached(n, t),
             },
-            V::Host { t, name: None } => upload(
-                self.dev(),
-                t,
-                &format!("input {i} of node '{}'", self.node.name),
-            ),
+            V::Host { t, name: None } => upload(self.dev(), t, &format!("input {i} of node '{}'", self.node.name)),
         }
     }
     pub fn v<'v>(&self, ins: &'v [Option<V>], i: usize) -> Result<&'v V> {
-        ins.get(i)
-            .and_then(|v| v.as_ref())
-            .ok_or_else(|| self.node.err(format!("input {i} is missing")))
+        ins.get(i).and_then(|v| v.as_ref()).ok_or_else(|| self.node.err(format!("input {i} is missing")))
     }
     pub fn opt<'v>(&self, ins: &'v [Option<V>], i: usize) -> Option<&'v V> {
         ins.get(i).and_then(|v| v.as_ref())
@@ -231,17 +225,12 @@ impl Cx<'_> {
     pub fn h<'v>(&self, ins: &'v [Option<V>], i: usize, what: &str) -> Result<&'v HostTensor> {
         match self.v(ins, i)? {
             V::Host { t, .. } => Ok(t),
-            V::Dev { .. } => Err(self.node.err(format!(
-                "{what} (input {i}) is computed on the device; pixelgrad needs it to be a constant or shape arithmetic"
-            ))),
+            V::Dev { .. } => Err(self
+                .node
+                .err(format!("{what} (input {i}) is computed on the device; pixelgrad needs it to be a constant or shape arithmetic"))),
         }
     }
-    pub fn opt_h<'v>(
-        &self,
-        ins: &'v [Option<V>],
-        i: usize,
-        what: &str,
-    ) -> Result<Option<&'v HostTensor>> {
+    pub fn opt_h<'v>(&self, ins: &'v [Option<V>], i: usize, what: &str) -> Result<Option<&'v HostTensor>> {
         match self.opt(ins, i) {
             None => Ok(None),
             Some(_) => self.h(ins, i, what).map(Some),
@@ -260,10 +249,7 @@ impl Cx<'_> {
     }
     /// The element type of the first input (most ops keep it).
     pub fn dtype0(&self, ins: &[Option<V>]) -> DType {
-        ins.first()
-            .and_then(|v| v.as_ref())
-            .map(|v| v.dtype())
-            .unwrap_or(DType::F32)
+        ins.first().and_then(|v| v.as_ref()).map(|v| v.dtype()).unwrap_or(DType::F32)
     }
 }
 
@@ -273,10 +259,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     let node = cx.node;
     let all_host = ins.iter().all(|v| !matches!(v, Some(V::Dev { .. })));
     if all_host {
-        let hs: Vec<Option<&HostTensor>> = ins
-            .iter()
-            .map(|v| v.as_ref().and_then(|v| v.as_host()))
-            .collect();
+        let hs: Vec<Option<&HostTensor>> = ins.iter().map(|v| v.as_ref().and_then(|v| v.as_host())).collect();
         if let Some(outs) = hostops::eval(node, &hs)? {
             return Ok(outs.into_iter().map(V::host).collect());
         }
@@ -284,14 +267,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     let one = |t: Tensor, dtype: DType| Ok(vec![V::dev(t, dtype)]);
     match node.op_type.as_str() {
         // Metadata of device values, computed on the host.
-        "Shape" => Ok(vec![V::host(hostops::shape_of(
-            node,
-            cx.v(ins, 0)?.dims(),
-        )?)]),
-        "Size" => Ok(vec![V::host(HostTensor::i64(
-            vec![],
-            vec![cx.v(ins, 0)?.dims().iter().product::<usize>() as i64],
-        ))]),
+        "Shape" => Ok(vec![V::host(hostops::shape_of(node, cx.v(ins, 0)?.dims())?)]),
+        "Size" => Ok(vec![V::host(HostTensor::i64(vec![], vec![cx.v(ins, 0)?.dims().iter().product::<usize>() as i64]))]),
         "Identity" => Ok(vec![cx.v(ins, 0)?.clone()]),
         "Dropout" => {
             if let Some(t) = cx.opt_h(ins, 2, "training_mode")? {
@@ -303,19 +280,13 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
             let mut outs = vec![x.clone()];
             if node.outputs.len() > 1 && !node.outputs[1].is_empty() {
                 // In inference every element is kept: the mask is all true.
-                outs.push(V::dev(
-                    Tensor::ones(cx.dev(), x.dims().to_vec())?,
-                    DType::Bool,
-                ));
+                outs.push(V::dev(Tensor::ones(cx.dev(), x.dims().to_vec())?, DType::Bool));
             }
             Ok(outs)
         }
         "Cast" | "CastLike" => {
             let to = if node.op_type == "Cast" {
-                DType::from_onnx(
-                    node.int("to", 0)? as i32,
-                    &format!("Cast node '{}'", node.name),
-                )?
+                DType::from_onnx(node.int("to", 0)? as i32, &format!("Cast node '{}'", node.name))?
             } else {
                 cx.v(ins, 1)?.dtype()
             };

@@ -6,10 +6,7 @@ use pixelgrad_core::Tensor;
 
 use super::{take, Cx, V};
 use crate::hostops::{axes_arg, gather_indices, to_dims};
-use crate::shapes::{
-    broadcast, flatten_axis, norm_axis, reshape_target, slice_plan_from, squeeze_dims,
-    unsqueeze_dims,
-};
+use crate::shapes::{broadcast, flatten_axis, norm_axis, reshape_target, slice_plan_from, squeeze_dims, unsqueeze_dims};
 use crate::{OnnxError, Result};
 
 pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
@@ -18,15 +15,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
     let out = |t: Tensor| Ok(Some(vec![V::dev(t, dt)]));
     // Host values of the optional arguments, for ops that read axes from an input.
     let hosts = |cx: &Cx| -> Result<Vec<Option<crate::host::HostTensor>>> {
-        (0..ins.len())
-            .map(|i| {
-                if i == 0 {
-                    Ok(None)
-                } else {
-                    cx.opt_h(ins, i, "argument").map(|o| o.cloned())
-                }
-            })
-            .collect()
+        (0..ins.len()).map(|i| if i == 0 { Ok(None) } else { cx.opt_h(ins, i, "argument").map(|o| o.cloned()) }).collect()
     };
     match op {
         "Reshape" => {
@@ -61,10 +50,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let x = cx.t(ins, 0)?;
             let r = x.rank();
             let perm: Vec<usize> = match node.ints("perm")? {
-                Some(p) => p
-                    .iter()
-                    .map(|&a| norm_axis(node, a, r))
-                    .collect::<Result<_>>()?,
+                Some(p) => p.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_>>()?,
                 None => (0..r).rev().collect(),
             };
             if perm.iter().enumerate().all(|(i, &p)| i == p) {
@@ -73,10 +59,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             out(x.permute(&perm)?)
         }
         "Concat" => {
-            let ts: Vec<Tensor> = (0..ins.len())
-                .filter(|&i| cx.opt(ins, i).is_some())
-                .map(|i| cx.t(ins, i))
-                .collect::<Result<_>>()?;
+            let ts: Vec<Tensor> = (0..ins.len()).filter(|&i| cx.opt(ins, i).is_some()).map(|i| cx.t(ins, i)).collect::<Result<_>>()?;
             let first = ts.first().ok_or_else(|| cx.err("no inputs"))?;
             let a = norm_axis(node, node.int("axis", 0)?, first.rank())?;
             let refs: Vec<&Tensor> = ts.iter().filter(|t| t.dims()[a] > 0).collect();
@@ -91,11 +74,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 if s.len == 0 {
                     return Err(cx.err("the slice is empty (zero-size tensors are not supported)"));
                 }
-                y = if s.step == 1 {
-                    y.slice(s.axis, s.start, s.start + s.len)?
-                } else {
-                    take(&y, s.axis, &s.indices())?
-                };
+                y = if s.step == 1 { y.slice(s.axis, s.start, s.start + s.len)? } else { take(&y, s.axis, &s.indices())? };
             }
             out(y)
         }
@@ -136,17 +115,9 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let x = cx.t(ins, 0)?;
             let reps = cx.h(ins, 1, "repeats")?.to_i64("repeats")?;
             if reps.len() != x.rank() || reps.iter().any(|&r| r < 1) {
-                return Err(cx.err(format!(
-                    "repeats {reps:?} do not fit rank {} (each must be at least 1)",
-                    x.rank()
-                )));
+                return Err(cx.err(format!("repeats {reps:?} do not fit rank {} (each must be at least 1)", x.rank())));
             }
-            let full: Vec<usize> = x
-                .dims()
-                .iter()
-                .zip(&reps)
-                .map(|(&d, &r)| d.saturating_mul(r as usize))
-                .collect();
+            let full: Vec<usize> = x.dims().iter().zip(&reps).map(|(&d, &r)| d.saturating_mul(r as usize)).collect();
             cx.check_size(&full)?;
             let mut y = x;
             for (a, &r) in reps.iter().enumerate() {
@@ -169,23 +140,15 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let parts = node.outputs.len();
             let sizes: Vec<usize> = match (node.ints("split")?, cx.opt_h(ins, 1, "split")?) {
                 (Some(s), _) => s.iter().map(|&v| v.max(0) as usize).collect(),
-                (None, Some(t)) => t
-                    .to_i64("split")?
-                    .iter()
-                    .map(|&v| v.max(0) as usize)
-                    .collect(),
+                (None, Some(t)) => t.to_i64("split")?.iter().map(|&v| v.max(0) as usize).collect(),
                 (None, None) => {
                     let k = node.int("num_outputs", parts as i64)?.max(1) as usize;
                     let each = n.div_ceil(k);
-                    (0..k)
-                        .map(|i| each.min(n.saturating_sub(i * each)))
-                        .collect()
+                    (0..k).map(|i| each.min(n.saturating_sub(i * each))).collect()
                 }
             };
             if sizes.len() != parts || sizes.iter().sum::<usize>() != n {
-                return Err(cx.err(format!(
-                    "split sizes {sizes:?} do not divide an axis of {n} into {parts} outputs"
-                )));
+                return Err(cx.err(format!("split sizes {sizes:?} do not divide an axis of {n} into {parts} outputs")));
             }
             let mut outs = Vec::with_capacity(parts);
             let mut at = 0;
@@ -204,9 +167,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let d = x.dims().to_vec();
             let b = node.int("blocksize", 0)?;
             if d.len() != 4 || b < 1 {
-                return Err(cx.err(format!(
-                    "expects NCHW input and blocksize >= 1, got {d:?}, blocksize {b}"
-                )));
+                return Err(cx.err(format!("expects NCHW input and blocksize >= 1, got {d:?}, blocksize {b}")));
             }
             let b = b as usize;
             let [n, c, h, w] = [d[0], d[1], d[2], d[3]];
@@ -216,22 +177,16 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 }
                 let cc = c / (b * b);
                 let y = if node.string("mode", "DCR")? == "CRD" {
-                    x.reshape([n, cc, b, b, h, w])?
-                        .permute(&[0, 1, 4, 2, 5, 3])?
+                    x.reshape([n, cc, b, b, h, w])?.permute(&[0, 1, 4, 2, 5, 3])?
                 } else {
-                    x.reshape([n, b, b, cc, h, w])?
-                        .permute(&[0, 3, 4, 1, 5, 2])?
+                    x.reshape([n, b, b, cc, h, w])?.permute(&[0, 3, 4, 1, 5, 2])?
                 };
                 out(y.reshape([n, cc, h * b, w * b])?)
             } else {
                 if h % b != 0 || w % b != 0 {
-                    return Err(cx.err(format!(
-                        "height and width {h}x{w} are not multiples of blocksize {b}"
-                    )));
+                    return Err(cx.err(format!("height and width {h}x{w} are not multiples of blocksize {b}")));
                 }
-                let y = x
-                    .reshape([n, c, h / b, b, w / b, b])?
-                    .permute(&[0, 3, 5, 1, 2, 4])?;
+                let y = x.reshape([n, c, h / b, b, w / b, b])?.permute(&[0, 3, 5, 1, 2, 4])?;
                 out(y.reshape([n, c * b * b, h / b, w / b])?)
             }
         }
@@ -246,12 +201,7 @@ fn pad(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     let r = x.rank();
     let mode = node.string("mode", "constant")?;
     let (pads, value) = if node.opset < 11 {
-        (
-            node.ints("pads")?
-                .or(node.ints("paddings")?)
-                .ok_or_else(|| cx.err("needs pads"))?,
-            node.float("value", 0.0)?,
-        )
+        (node.ints("pads")?.or(node.ints("paddings")?).ok_or_else(|| cx.err("needs pads"))?, node.float("value", 0.0)?)
     } else {
         let p = cx.h(ins, 1, "pads")?.to_i64("pads")?;
         let v = match cx.opt_h(ins, 2, "constant_value")? {
@@ -263,11 +213,7 @@ fn pad(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     };
     // opset 18 `axes`: pads list only those axes
     let axes: Vec<usize> = match cx.opt_h(ins, 3, "axes")? {
-        Some(t) => t
-            .to_i64("axes")?
-            .iter()
-            .map(|&a| norm_axis(node, a, r))
-            .collect::<Result<_>>()?,
+        Some(t) => t.to_i64("axes")?.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_>>()?,
         None => (0..r).collect(),
     };
     if pads.len() != 2 * axes.len() {
@@ -294,9 +240,7 @@ fn pad(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     }
     let pb: Vec<usize> = before.iter().map(|&v| v.max(0) as usize).collect();
     let pe: Vec<usize> = after.iter().map(|&v| v.max(0) as usize).collect();
-    let full: Vec<usize> = (0..r)
-        .map(|a| y.dims()[a].saturating_add(pb[a]).saturating_add(pe[a]))
-        .collect();
+    let full: Vec<usize> = (0..r).map(|a| y.dims()[a].saturating_add(pb[a]).saturating_add(pe[a])).collect();
     cx.check_size(&full)?;
     if pb.iter().chain(&pe).all(|&v| v == 0) {
         return Ok(y);
@@ -318,10 +262,7 @@ fn pad(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
                 }
                 let n = y.dims()[a] as i64;
                 if mode == "reflect" && (pb[a] as i64 >= n || pe[a] as i64 >= n) {
-                    return Err(cx.err(format!(
-                        "reflect pads {}/{} need an axis longer than that (axis {a} has {n})",
-                        pb[a], pe[a]
-                    )));
+                    return Err(cx.err(format!("reflect pads {}/{} need an axis longer than that (axis {a} has {n})", pb[a], pe[a])));
                 }
                 let idx: Vec<usize> = (-(pb[a] as i64)..n + pe[a] as i64)
                     .map(|i| {

@@ -59,42 +59,23 @@ fn resize(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     }
     let policy = node.string("keep_aspect_ratio_policy", "stretch")?;
     if policy != "stretch" {
-        return Err(cx.err(format!(
-            "keep_aspect_ratio_policy '{policy}' is not supported"
-        )));
+        return Err(cx.err(format!("keep_aspect_ratio_policy '{policy}' is not supported")));
     }
-    let (default_tf, default_nearest) = if node.opset < 11 {
-        ("asymmetric", "simple")
-    } else {
-        ("half_pixel", "round_prefer_floor")
-    };
+    let (default_tf, default_nearest) = if node.opset < 11 { ("asymmetric", "simple") } else { ("half_pixel", "round_prefer_floor") };
     let transform = node.string("coordinate_transformation_mode", default_tf)?;
     let nearest = node.string("nearest_mode", default_nearest)?;
     if transform == "tf_crop_and_resize" {
         return Err(cx.err("coordinate_transformation_mode 'tf_crop_and_resize' is not supported"));
     }
     let axes: Vec<usize> = match node.ints("axes")? {
-        Some(a) => a
-            .iter()
-            .map(|&v| norm_axis(node, v, r))
-            .collect::<Result<_>>()?,
+        Some(a) => a.iter().map(|&v| norm_axis(node, v, r)).collect::<Result<_>>()?,
         None => (0..r).collect(),
     };
     // Inputs: opset 10 (X, scales); opset 11+ (X, roi, scales, sizes).
-    let (scales_i, sizes_i) = if node.opset < 11 {
-        (1, usize::MAX)
-    } else {
-        (2, 3)
-    };
-    let scales = cx
-        .opt_h(ins, scales_i, "scales")?
-        .filter(|t| t.numel() > 0)
-        .map(|t| t.to_f32());
+    let (scales_i, sizes_i) = if node.opset < 11 { (1, usize::MAX) } else { (2, 3) };
+    let scales = cx.opt_h(ins, scales_i, "scales")?.filter(|t| t.numel() > 0).map(|t| t.to_f32());
     let sizes = if sizes_i < ins.len() {
-        cx.opt_h(ins, sizes_i, "sizes")?
-            .filter(|t| t.numel() > 0)
-            .map(|t| t.to_i64("sizes"))
-            .transpose()?
+        cx.opt_h(ins, sizes_i, "sizes")?.filter(|t| t.numel() > 0).map(|t| t.to_i64("sizes")).transpose()?
     } else {
         None
     };
@@ -128,11 +109,7 @@ fn resize(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
         (Some(_), Some(_)) => return Err(cx.err("both scales and sizes are given")),
         (None, None) => return Err(cx.err("needs scales or sizes")),
     }
-    let plan = Plan {
-        mode,
-        transform: &transform,
-        nearest: &nearest,
-    };
+    let plan = Plan { mode, transform: &transform, nearest: &nearest };
     apply(cx, &x, &out_sizes, &scale_of, &plan)
 }
 
@@ -152,22 +129,8 @@ fn upsample(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
         "linear" | "bilinear" => Mode::Linear,
         other => return Err(cx.err(format!("mode '{other}' is not supported"))),
     };
-    let out: Vec<usize> = d
-        .iter()
-        .zip(&scales)
-        .map(|(&n, &s)| (n as f32 * s).floor() as usize)
-        .collect();
-    apply(
-        cx,
-        &x,
-        &out,
-        &scales,
-        &Plan {
-            mode,
-            transform: "asymmetric",
-            nearest: "simple",
-        },
-    )
+    let out: Vec<usize> = d.iter().zip(&scales).map(|(&n, &s)| (n as f32 * s).floor() as usize).collect();
+    apply(cx, &x, &out, &scales, &Plan { mode, transform: "asymmetric", nearest: "simple" })
 }
 
 fn apply(cx: &Cx, x: &Tensor, out: &[usize], scales: &[f32], plan: &Plan) -> Result<Tensor> {
@@ -187,10 +150,7 @@ fn apply(cx: &Cx, x: &Tensor, out: &[usize], scales: &[f32], plan: &Plan) -> Res
                 let down = scales[a] < 1.0;
                 let idx: Vec<usize> = coords
                     .iter()
-                    .map(|&c| {
-                        nearest_index(plan.nearest, c, down)
-                            .map(|i| i.clamp(0, n as i64 - 1) as usize)
-                    })
+                    .map(|&c| nearest_index(plan.nearest, c, down).map(|i| i.clamp(0, n as i64 - 1) as usize))
                     .collect::<std::result::Result<Vec<_>, String>>()
                     .map_err(|e| cx.err(e))?;
                 if idx.len() == n && idx.iter().enumerate().all(|(i, &j)| i == j) {
@@ -221,9 +181,7 @@ fn apply(cx: &Cx, x: &Tensor, out: &[usize], scales: &[f32], plan: &Plan) -> Res
                 let w1t = Tensor::from_vec(x.device(), &w1, wshape.clone())?;
                 let w0: Vec<f32> = w1.iter().map(|w| 1.0 - w).collect();
                 let w0t = Tensor::from_vec(x.device(), &w0, wshape)?;
-                y = take(&y, a, &i0)?
-                    .mul(&w0t)?
-                    .add(&take(&y, a, &i1)?.mul(&w1t)?)?;
+                y = take(&y, a, &i0)?.mul(&w0t)?.add(&take(&y, a, &i1)?.mul(&w1t)?)?;
             }
         }
     }
@@ -231,13 +189,7 @@ fn apply(cx: &Cx, x: &Tensor, out: &[usize], scales: &[f32], plan: &Plan) -> Res
 }
 
 /// The input coordinate of output index `o` (ONNX `coordinate_transformation_mode`).
-fn source_coord(
-    transform: &str,
-    o: usize,
-    n: usize,
-    m: usize,
-    scale: f64,
-) -> std::result::Result<f64, String> {
+fn source_coord(transform: &str, o: usize, n: usize, m: usize, scale: f64) -> std::result::Result<f64, String> {
     let o = o as f64;
     Ok(match transform {
         "half_pixel" => (o + 0.5) / scale - 0.5,
@@ -263,11 +215,7 @@ fn source_coord(
             let offset = center * (1.0 - adj);
             offset + (o + 0.5) / scale - 0.5
         }
-        other => {
-            return Err(format!(
-                "coordinate_transformation_mode '{other}' is not supported"
-            ))
-        }
+        other => return Err(format!("coordinate_transformation_mode '{other}' is not supported")),
     })
 }
 

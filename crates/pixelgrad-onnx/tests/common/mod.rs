@@ -9,11 +9,7 @@ use pixelgrad_core::Device;
 use pixelgrad_onnx::{npy, HostTensor, Input, Model, Session};
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("repository root")
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("repository root").to_path_buf()
 }
 
 /// The fixture folder, generated on first use (a Python venv with pinned onnx/onnxruntime).
@@ -21,15 +17,9 @@ pub fn fixtures() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let root = repo_root();
-        let status = std::process::Command::new("bash")
-            .arg(root.join("scripts/onnx-fixtures.sh"))
-            .current_dir(&root)
-            .status()
-            .expect("run bash");
-        assert!(
-            status.success(),
-            "scripts/onnx-fixtures.sh failed (needs python3 with venv and access to PyPI)"
-        );
+        let status =
+            std::process::Command::new("bash").arg(root.join("scripts/onnx-fixtures.sh")).current_dir(&root).status().expect("run bash");
+        assert!(status.success(), "scripts/onnx-fixtures.sh failed (needs python3 with venv and access to PyPI)");
         root.join("target/onnx-fixtures")
     })
 }
@@ -50,17 +40,7 @@ pub fn cases(kind: &str) -> Vec<Case> {
     let text = std::fs::read_to_string(dir.join("manifest.json")).expect("manifest.json");
     let j: serde_json::Value = serde_json::from_str(&text).expect("manifest is JSON");
     let list = |c: &serde_json::Value, key: &str, d: &Path| -> Vec<(String, PathBuf)> {
-        c[key]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| {
-                (
-                    e["name"].as_str().unwrap().to_string(),
-                    d.join(e["file"].as_str().unwrap()),
-                )
-            })
-            .collect()
+        c[key].as_array().unwrap().iter().map(|e| (e["name"].as_str().unwrap().to_string(), d.join(e["file"].as_str().unwrap()))).collect()
     };
     j["cases"]
         .as_array()
@@ -75,12 +55,7 @@ pub fn cases(kind: &str) -> Vec<Case> {
                 inputs: list(c, "inputs", &d),
                 outputs: list(c, "outputs", &d),
                 tol: c["tol"].as_f64().unwrap(),
-                tags: c["tags"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|t| t.as_str().unwrap().to_string())
-                    .collect(),
+                tags: c["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect(),
                 dir: d,
             }
         })
@@ -89,14 +64,8 @@ pub fn cases(kind: &str) -> Vec<Case> {
 
 /// Largest absolute difference over the largest magnitude of the expected output.
 pub fn rel_err(got: &[f32], want: &[f32]) -> f64 {
-    let scale = want
-        .iter()
-        .fold(0f64, |m, &v| m.max((v as f64).abs()))
-        .max(1e-6);
-    let diff = got
-        .iter()
-        .zip(want)
-        .fold(0f64, |m, (&a, &b)| m.max((a as f64 - b as f64).abs()));
+    let scale = want.iter().fold(0f64, |m, &v| m.max((v as f64).abs())).max(1e-6);
+    let diff = got.iter().zip(want).fold(0f64, |m, (&a, &b)| m.max((a as f64 - b as f64).abs()));
     if got.iter().any(|v| !v.is_finite()) {
         return f64::INFINITY;
     }
@@ -107,15 +76,8 @@ pub fn rel_err(got: &[f32], want: &[f32]) -> f64 {
 pub fn run_case(dev: &Device, case: &Case) -> Result<Vec<f64>, String> {
     let model = Model::load(case.dir.join("model.onnx")).map_err(|e| e.to_string())?;
     let session = Session::new(model, dev).map_err(|e| e.to_string())?;
-    let inputs: Vec<(String, HostTensor)> = case
-        .inputs
-        .iter()
-        .map(|(n, p)| (n.clone(), npy::load(p).unwrap()))
-        .collect();
-    let feeds: Vec<(&str, Input)> = inputs
-        .iter()
-        .map(|(n, t)| (n.as_str(), Input::Host(t.clone())))
-        .collect();
+    let inputs: Vec<(String, HostTensor)> = case.inputs.iter().map(|(n, p)| (n.clone(), npy::load(p).unwrap())).collect();
+    let feeds: Vec<(&str, Input)> = inputs.iter().map(|(n, t)| (n.as_str(), Input::Host(t.clone()))).collect();
     let _g = pixelgrad_core::no_grad();
     let outs = session.run(&feeds).map_err(|e| e.to_string())?;
     let mut errs = Vec::new();
@@ -124,10 +86,7 @@ pub fn run_case(dev: &Device, case: &Case) -> Result<Vec<f64>, String> {
         let want = npy::load(want_path).unwrap();
         let got = got.to_host().map_err(|e| e.to_string())?;
         if got.shape != want.shape {
-            return Err(format!(
-                "output {name}: shape {:?}, onnxruntime {:?}",
-                got.shape, want.shape
-            ));
+            return Err(format!("output {name}: shape {:?}, onnxruntime {:?}", got.shape, want.shape));
         }
         errs.push(rel_err(&got.to_f32(), &want.to_f32()));
     }
@@ -154,16 +113,7 @@ pub fn check_all(dev: &Device, kind: &str, filter: impl Fn(&Case) -> bool) {
             Err(msg) => bad.push(format!("{}: {msg}", case.name)),
         }
     }
-    println!(
-        "{n} {kind} cases on {}, worst relative error {worst:.2e}",
-        dev.name()
-    );
+    println!("{n} {kind} cases on {}, worst relative error {worst:.2e}", dev.name());
     assert!(n > 0, "no {kind} cases selected");
-    assert!(
-        bad.is_empty(),
-        "{} of {n} cases failed on {}:\n{}",
-        bad.len(),
-        dev.name(),
-        bad.join("\n")
-    );
+    assert!(bad.is_empty(), "{} of {n} cases failed on {}:\n{}", bad.len(), dev.name(), bad.join("\n"));
 }

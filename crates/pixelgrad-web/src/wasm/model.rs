@@ -24,14 +24,9 @@ fn dims(shape: &[u32]) -> Vec<usize> {
 /// A promise of `[loss sum, correct, samples]` (a Float64Array), or `null` if nothing was added.
 fn read_sums(taken: Option<(Tensor, usize)>) -> Promise {
     future_to_promise(async move {
-        let Some((t, n)) = taken else {
-            return Ok(JsValue::NULL);
-        };
+        let Some((t, n)) = taken else { return Ok(JsValue::NULL) };
         let v = t.to_vec_async().await.map_err(js_err)?;
-        let (l, c) = (
-            v.first().copied().unwrap_or(f32::NAN),
-            v.get(1).copied().unwrap_or(f32::NAN),
-        );
+        let (l, c) = (v.first().copied().unwrap_or(f32::NAN), v.get(1).copied().unwrap_or(f32::NAN));
         Ok(Float64Array::from(&[l as f64, c as f64, n as f64][..]).into())
     })
 }
@@ -41,32 +36,20 @@ impl Model {
     /// Builds the layers of `config` (JSON `{ layers: [...], seed }`) on the runtime's device.
     #[wasm_bindgen(constructor)]
     pub fn new(rt: &Runtime, config: &str, onnx: js_sys::Array) -> Result<Model, JsValue> {
-        let cfg: serde_json::Value = serde_json::from_str(config)
-            .map_err(|e| js_err(format!("sequential: bad config: {e}")))?;
+        let cfg: serde_json::Value = serde_json::from_str(config).map_err(|e| js_err(format!("sequential: bad config: {e}")))?;
         // the .onnx files that `onnx` layers refer to by index
         let mut models = Vec::new();
         for (k, b) in onnx.iter().enumerate() {
             let bytes = js_sys::Uint8Array::new(&b).to_vec();
-            let m = pixelgrad_onnx::Model::from_bytes(&bytes)
-                .map_err(|e| js_err(format!("sequential: imported model {k}: {e}")))?;
+            let m = pixelgrad_onnx::Model::from_bytes(&bytes).map_err(|e| js_err(format!("sequential: imported model {k}: {e}")))?;
             models.push(std::rc::Rc::new(m));
         }
-        Ok(Model {
-            net: Net::new_with(rt.device(), cfg, models).map_err(js_err)?,
-        })
+        Ok(Model { net: Net::new_with(rt.device(), cfg, models).map_err(js_err)? })
     }
 
     /// Chooses optimizer (fresh state) and loss.
-    pub fn compile(
-        &mut self,
-        optimizer: &str,
-        lr: f32,
-        momentum: f32,
-        loss: &str,
-    ) -> Result<(), JsValue> {
-        self.net
-            .compile(optimizer, lr, momentum, loss)
-            .map_err(js_err)
+    pub fn compile(&mut self, optimizer: &str, lr: f32, momentum: f32, loss: &str) -> Result<(), JsValue> {
+        self.net.compile(optimizer, lr, momentum, loss).map_err(js_err)
     }
 
     /// One training step on a batch `x` of `shape` `[n, ...input]` with class indices `y`.
@@ -95,10 +78,7 @@ impl Model {
 
     /// Model outputs `[n, classes]` on the device.
     pub fn predict(&self, x: &[f32], shape: Vec<u32>) -> Result<DeviceTensor, JsValue> {
-        self.net
-            .predict(x, &dims(&shape))
-            .map(DeviceTensor::new)
-            .map_err(js_err)
+        self.net.predict(x, &dims(&shape)).map(DeviceTensor::new).map_err(js_err)
     }
 
     /// Keras-style summary table.
@@ -126,9 +106,7 @@ impl Model {
     /// Throws the `drawWeights` error for a layer without drawable weights.
     #[wasm_bindgen(js_name = checkLayer)]
     pub fn check_layer(&self, layer: u32) -> Result<(), JsValue> {
-        weights::plan(&self.net, layer as usize)
-            .map(|_| ())
-            .map_err(js_err)
+        weights::plan(&self.net, layer as usize).map(|_| ()).map_err(js_err)
     }
 
     /// Layer `layer`'s weights as `{ width, height, pixels: Uint8ClampedArray }` (RGBA),
@@ -143,11 +121,7 @@ impl Model {
             let o = Object::new();
             Reflect::set(&o, &"width".into(), &(img.width as u32).into())?;
             Reflect::set(&o, &"height".into(), &(img.height as u32).into())?;
-            Reflect::set(
-                &o,
-                &"pixels".into(),
-                &Uint8ClampedArray::from(&img.pixels[..]).into(),
-            )?;
+            Reflect::set(&o, &"pixels".into(), &Uint8ClampedArray::from(&img.pixels[..]).into())?;
             Ok(o.into())
         }))
     }
@@ -156,8 +130,8 @@ impl Model {
     /// strings) in the header.
     #[wasm_bindgen(js_name = toBytes)]
     pub fn to_bytes(&self, metadata: &str) -> Result<Promise, JsValue> {
-        let meta: HashMap<String, String> = serde_json::from_str(metadata)
-            .map_err(|e| js_err(format!("save: bad metadata: {e}")))?;
+        let meta: HashMap<String, String> =
+            serde_json::from_str(metadata).map_err(|e| js_err(format!("save: bad metadata: {e}")))?;
         let tensors = self.net.named_tensors();
         Ok(future_to_promise(async move {
             let mut host = Vec::with_capacity(tensors.len());
@@ -173,12 +147,8 @@ impl Model {
     /// JSON `[{ name, shape }]` of every parameter and buffer, in save order.
     #[wasm_bindgen(js_name = weightInfo)]
     pub fn weight_info(&self) -> String {
-        let list: Vec<serde_json::Value> = self
-            .net
-            .named_tensors()
-            .iter()
-            .map(|(n, t)| serde_json::json!({ "name": n, "shape": t.dims() }))
-            .collect();
+        let list: Vec<serde_json::Value> =
+            self.net.named_tensors().iter().map(|(n, t)| serde_json::json!({ "name": n, "shape": t.dims() })).collect();
         serde_json::Value::Array(list).to_string()
     }
 
@@ -199,9 +169,7 @@ impl Model {
     /// Replaces one weight by name (same shape).
     #[wasm_bindgen(js_name = setWeight)]
     pub fn set_weight(&self, name: &str, data: &[f32], shape: Vec<u32>) -> Result<(), JsValue> {
-        self.net
-            .set_weight(name, data, &dims(&shape))
-            .map_err(js_err)
+        self.net.set_weight(name, data, &dims(&shape)).map_err(js_err)
     }
 
     /// The model as ONNX bytes (input `input` in the user's layout, output `output`).

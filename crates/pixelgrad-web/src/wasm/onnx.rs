@@ -42,10 +42,7 @@ impl OnnxModel {
     pub fn new(rt: &Runtime, bytes: &[u8]) -> Result<OnnxModel, JsValue> {
         let model = Model::from_bytes(bytes).map_err(js_err)?;
         let session = Session::new(model, rt.device()).map_err(js_err)?;
-        Ok(OnnxModel {
-            session,
-            feeds: HashMap::new(),
-        })
+        Ok(OnnxModel { session, feeds: HashMap::new() })
     }
 
     /// JSON `[{ name, shape (numbers, names of dynamic sizes, or null), dtype }]`.
@@ -59,19 +56,12 @@ impl OnnxModel {
 
     /// Sets input `name` to a device tensor (float).
     pub fn feed(&mut self, name: &str, t: &DeviceTensor) {
-        self.feeds
-            .insert(name.to_string(), Input::Tensor(t.tensor().clone()));
+        self.feeds.insert(name.to_string(), Input::Tensor(t.tensor().clone()));
     }
 
     /// Sets input `name` to whole numbers of element type `dtype` (`int64`, `int32`, `uint8`...).
     #[wasm_bindgen(js_name = feedInts)]
-    pub fn feed_ints(
-        &mut self,
-        name: &str,
-        data: &[i32],
-        shape: Vec<u32>,
-        dtype: &str,
-    ) -> Result<(), JsValue> {
+    pub fn feed_ints(&mut self, name: &str, data: &[i32], shape: Vec<u32>, dtype: &str) -> Result<(), JsValue> {
         let dt = match dtype {
             "int64" => DType::I64,
             "int32" => DType::I32,
@@ -80,35 +70,20 @@ impl OnnxModel {
             "uint8" => DType::U8,
             "uint16" => DType::U16,
             "bool" => DType::Bool,
-            other => {
-                return Err(js_err(format!(
-                    "input '{name}': cannot feed integers as {other}"
-                )))
-            }
+            other => return Err(js_err(format!("input '{name}': cannot feed integers as {other}"))),
         };
         let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
         if dims.iter().product::<usize>() != data.len() {
-            return Err(js_err(format!(
-                "input '{name}': {} values do not fill shape {dims:?}",
-                data.len()
-            )));
+            return Err(js_err(format!("input '{name}': {} values do not fill shape {dims:?}", data.len())));
         }
-        self.feeds.insert(
-            name.to_string(),
-            Input::Host(HostTensor::ints(
-                dt,
-                dims,
-                data.iter().map(|&v| v as i64).collect(),
-            )),
-        );
+        self.feeds.insert(name.to_string(), Input::Host(HostTensor::ints(dt, dims, data.iter().map(|&v| v as i64).collect())));
         Ok(())
     }
 
     /// Runs with the fed inputs (then forgets them); the outputs in graph order, on the device.
     pub fn run(&mut self) -> Result<js_sys::Array, JsValue> {
         let feeds = std::mem::take(&mut self.feeds);
-        let inputs: Vec<(&str, Input)> =
-            feeds.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        let inputs: Vec<(&str, Input)> = feeds.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
         let outs = self.session.run(&inputs).map_err(js_err)?;
         let arr = js_sys::Array::new();
         for (_, v) in outs {
