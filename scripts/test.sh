@@ -17,6 +17,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 
+echo "== ONNX fixtures (onnxruntime as the oracle; pinned Python venv in target/onnx-venv)"
+bash scripts/onnx-fixtures.sh
+
 echo "== native tests (all crates)"
 mkdir -p target
 log=target/test-native.log
@@ -28,7 +31,7 @@ if [ "$status" -ne 0 ]; then echo "native tests failed (full log: $log)"; exit "
 cargo test --workspace --doc -q
 
 echo "== wasm32 builds"
-cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn
+cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx
 
 # Both browser suites run even if the first fails, so one CI run shows every failure.
 failed=()

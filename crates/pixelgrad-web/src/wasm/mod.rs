@@ -6,11 +6,13 @@
 
 mod data;
 mod model;
+mod onnx;
 mod runtime;
 mod tensor;
 
 pub use data::{digits, parse_mnist, shuffled_indices};
 pub use model::Model;
+pub use onnx::OnnxModel;
 pub use runtime::Runtime;
 pub use tensor::DeviceTensor;
 
