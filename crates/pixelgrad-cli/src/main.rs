@@ -4,6 +4,7 @@ mod backend;
 mod bench;
 mod dataset;
 mod eval;
+mod federated;
 mod plot;
 mod predict;
 mod train;
@@ -28,7 +29,11 @@ impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
 }
 
 #[derive(Parser)]
-#[command(name = "pixelgrad", version, about = "Train and run neural networks on WebGPU, WebGL2 or the CPU")]
+#[command(
+    name = "pixelgrad",
+    version,
+    about = "Train and run neural networks on WebGPU, WebGL2 or the CPU"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -46,6 +51,8 @@ enum Cmd {
     Backends,
     /// Benchmark matmul and training steps per backend, side by side (not a test).
     Bench(bench::BenchArgs),
+    /// Join a Flower federation as a node (train on a local partition, send only parameters).
+    Federated(federated::FederatedArgs),
 }
 
 /// Headless machines often lack `XDG_RUNTIME_DIR`; the Vulkan/EGL loaders then print an
@@ -67,6 +74,7 @@ fn main() -> ExitCode {
         Cmd::Predict(a) => predict::run(a),
         Cmd::Backends => backend::list(),
         Cmd::Bench(a) => bench::run(a),
+        Cmd::Federated(a) => federated::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -34,7 +34,9 @@ pub struct NodeKey {
 
 impl std::fmt::Debug for NodeKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NodeKey").field("public_pem", &String::from_utf8_lossy(&self.public_pem)).finish_non_exhaustive()
+        f.debug_struct("NodeKey")
+            .field("public_pem", &String::from_utf8_lossy(&self.public_pem))
+            .finish_non_exhaustive()
     }
 }
 
@@ -43,22 +45,30 @@ impl NodeKey {
     pub fn generate() -> Result<Self> {
         for _ in 0..8 {
             let mut bytes = [0u8; 32];
-            getrandom::getrandom(&mut bytes).map_err(|e| FlowerError::Invalid(format!("no random numbers for a node key: {e}")))?;
+            getrandom::getrandom(&mut bytes).map_err(|e| {
+                FlowerError::Invalid(format!("no random numbers for a node key: {e}"))
+            })?;
             if let Ok(k) = Self::from_secret(&bytes) {
                 return Ok(k);
             }
         }
-        Err(FlowerError::Invalid("could not draw a valid P-256 key".into()))
+        Err(FlowerError::Invalid(
+            "could not draw a valid P-256 key".into(),
+        ))
     }
 
     /// The key with secret scalar `bytes` (big-endian, 32 bytes; for tests and fixed identities).
     pub fn from_secret(bytes: &[u8; 32]) -> Result<Self> {
-        let key = SigningKey::from_bytes(bytes.into()).map_err(|e| FlowerError::Invalid(format!("invalid P-256 secret: {e}")))?;
+        let key = SigningKey::from_bytes(bytes.into())
+            .map_err(|e| FlowerError::Invalid(format!("invalid P-256 secret: {e}")))?;
         let pem = key
             .verifying_key()
             .to_public_key_pem(LineEnding::LF)
             .map_err(|e| FlowerError::Invalid(format!("cannot encode the public key: {e}")))?;
-        Ok(NodeKey { key, public_pem: pem.into_bytes() })
+        Ok(NodeKey {
+            key,
+            public_pem: pem.into_bytes(),
+        })
     }
 
     /// PEM SubjectPublicKeyInfo bytes (what `RegisterNode` carries).
@@ -76,7 +86,11 @@ impl NodeKey {
     pub fn headers(&self, unix_seconds: f64) -> [(&'static str, String); 3] {
         let ts = iso_timestamp(unix_seconds);
         let sig = self.sign(ts.as_bytes());
-        [(PUBLIC_KEY_HEADER, B64.encode(&self.public_pem)), (TIMESTAMP_HEADER, ts), (SIGNATURE_HEADER, B64.encode(sig))]
+        [
+            (PUBLIC_KEY_HEADER, B64.encode(&self.public_pem)),
+            (TIMESTAMP_HEADER, ts),
+            (SIGNATURE_HEADER, B64.encode(sig)),
+        ]
     }
 }
 
@@ -89,7 +103,12 @@ pub fn iso_timestamp(unix_seconds: f64) -> String {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}+00:00", sod / 3600, sod / 60 % 60, sod % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}+00:00",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    )
 }
 
 /// Proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
@@ -116,8 +135,14 @@ mod tests {
     #[test]
     fn timestamps() {
         assert_eq!(iso_timestamp(0.0), "1970-01-01T00:00:00.000000+00:00");
-        assert_eq!(iso_timestamp(1_796_117_695.515123), "2026-12-01T09:34:55.515123+00:00");
-        assert_eq!(iso_timestamp(951_782_400.5), "2000-02-29T00:00:00.500000+00:00");
+        assert_eq!(
+            iso_timestamp(1_796_117_695.515123),
+            "2026-12-01T09:34:55.515123+00:00"
+        );
+        assert_eq!(
+            iso_timestamp(951_782_400.5),
+            "2000-02-29T00:00:00.500000+00:00"
+        );
     }
 
     #[test]

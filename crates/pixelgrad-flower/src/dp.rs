@@ -27,7 +27,12 @@ pub struct LocalDp {
 
 impl LocalDp {
     /// Checks the ranges `LocalDpMod` checks (and that epsilon and delta give a finite noise).
-    pub fn new(clipping_norm: f64, sensitivity: f64, epsilon: f64, delta: f64) -> crate::Result<Self> {
+    pub fn new(
+        clipping_norm: f64,
+        sensitivity: f64,
+        epsilon: f64,
+        delta: f64,
+    ) -> crate::Result<Self> {
         let bad = |m: &str| Err(crate::FlowerError::Invalid(format!("local DP: {m}")));
         if !(clipping_norm > 0.0 && clipping_norm.is_finite()) {
             return bad("the clipping norm must be a positive number");
@@ -41,7 +46,12 @@ impl LocalDp {
         if !(delta > 0.0 && delta < 1.0) {
             return bad("delta must be in (0, 1)");
         }
-        Ok(LocalDp { clipping_norm, sensitivity, epsilon, delta })
+        Ok(LocalDp {
+            clipping_norm,
+            sensitivity,
+            epsilon,
+            delta,
+        })
     }
     /// The noise standard deviation `LocalDpMod` uses.
     pub fn std_dev(&self) -> f64 {
@@ -66,9 +76,13 @@ pub fn update_norm(new: &[Tensor], old: &[Tensor]) -> Result<Tensor> {
     }
     match sumsq {
         Some(s) => s.sqrt(),
-        None => Tensor::scalar(new.first().or(old.first()).map(|t| t.device()).ok_or_else(|| {
-            pixelgrad_core::Error::invalid("dp", "no parameters to clip")
-        })?, 0.0),
+        None => Tensor::scalar(
+            new.first()
+                .or(old.first())
+                .map(|t| t.device())
+                .ok_or_else(|| pixelgrad_core::Error::invalid("dp", "no parameters to clip"))?,
+            0.0,
+        ),
     }
 }
 
@@ -76,10 +90,21 @@ pub fn update_norm(new: &[Tensor], old: &[Tensor]) -> Result<Tensor> {
 /// scalar). A zero update stays zero (`clip / 0` is infinite, the scale 1).
 pub fn clip_update(new: &[Tensor], old: &[Tensor], clip: f32) -> Result<(Vec<Tensor>, Tensor)> {
     if new.len() != old.len() {
-        return Err(pixelgrad_core::Error::invalid("dp", format!("{} new arrays for {} reference arrays", new.len(), old.len())));
+        return Err(pixelgrad_core::Error::invalid(
+            "dp",
+            format!(
+                "{} new arrays for {} reference arrays",
+                new.len(),
+                old.len()
+            ),
+        ));
     }
     let norm = update_norm(new, old)?;
-    let scale = norm.max_scalar(f32::MIN_POSITIVE)?.recip()?.mul_scalar(clip)?.min_scalar(1.0)?;
+    let scale = norm
+        .max_scalar(f32::MIN_POSITIVE)?
+        .recip()?
+        .mul_scalar(clip)?
+        .min_scalar(1.0)?;
     let mut out = Vec::with_capacity(new.len());
     for (n, o) in new.iter().zip(old) {
         out.push(o.add(&n.sub(o)?.mul(&scale)?)?);
@@ -93,7 +118,13 @@ pub fn add_noise(arrays: &[Tensor], std: f32, seed: u64) -> Result<Vec<Tensor>> 
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            let noise = Tensor::rand_normal(a.device(), a.shape().clone(), 0.0, std, pixelgrad_core::rng::mix(seed, i as u64))?;
+            let noise = Tensor::rand_normal(
+                a.device(),
+                a.shape().clone(),
+                0.0,
+                std,
+                pixelgrad_core::rng::mix(seed, i as u64),
+            )?;
             a.add(&noise)
         })
         .collect()
@@ -102,6 +133,7 @@ pub fn add_noise(arrays: &[Tensor], std: f32, seed: u64) -> Result<Vec<Tensor>> 
 /// A fresh 64-bit seed from the OS (natively) or `crypto.getRandomValues`.
 pub fn fresh_seed() -> crate::Result<u64> {
     let mut b = [0u8; 8];
-    getrandom::getrandom(&mut b).map_err(|e| crate::FlowerError::Invalid(format!("no random numbers for DP noise: {e}")))?;
+    getrandom::getrandom(&mut b)
+        .map_err(|e| crate::FlowerError::Invalid(format!("no random numbers for DP noise: {e}")))?;
     Ok(u64::from_le_bytes(b))
 }

@@ -8,7 +8,11 @@ pub enum FlowerError {
     Unreachable { url: String, msg: String },
     /// The SuperLink answered with an HTTP error status.
     #[error("SuperLink answered {status} to {path}: {msg}")]
-    Http { path: String, status: u16, msg: String },
+    Http {
+        path: String,
+        status: u16,
+        msg: String,
+    },
     /// A message, object or header that does not follow Flower's format or version.
     #[error("protocol error: {0}")]
     Protocol(String),

@@ -53,7 +53,11 @@ fn error_detail(r: &HttpResponse) -> String {
 
 impl<T: Transport> FleetClient<T> {
     pub fn new(transport: T, key: NodeKey) -> Self {
-        FleetClient { transport, key, traffic: Cell::new(Traffic::default()) }
+        FleetClient {
+            transport,
+            key,
+            traffic: Cell::new(Traffic::default()),
+        }
     }
 
     pub fn key(&self) -> &NodeKey {
@@ -65,7 +69,11 @@ impl<T: Transport> FleetClient<T> {
     }
 
     /// One Fleet call: `POST /v1/fleet/{route}` with `req`, answer parsed as `R`.
-    pub async fn call<Q: prost::Message, R: prost::Message + Default>(&self, route: &str, req: &Q) -> Result<R> {
+    pub async fn call<Q: prost::Message, R: prost::Message + Default>(
+        &self,
+        route: &str,
+        req: &Q,
+    ) -> Result<R> {
         let path = format!("/v1/fleet/{route}");
         let body = req.encode_to_vec();
         let mut headers: Vec<(&str, String)> = vec![
@@ -84,7 +92,9 @@ impl<T: Transport> FleetClient<T> {
         t.down += r.body.len() as u64;
         self.traffic.set(t);
         if let Some(msg) = r.header("flwr-version-incompatibility-message") {
-            return Err(FlowerError::Protocol(format!("the SuperLink reports a version mismatch: {msg}")));
+            return Err(FlowerError::Protocol(format!(
+                "the SuperLink reports a version mismatch: {msg}"
+            )));
         }
         match r.status {
             200 => {}
@@ -117,8 +127,14 @@ impl<T: Transport> FleetClient<T> {
     /// Registers the public key (a self-registered node, as a SuperLink without node
     /// authentication allows) and returns the node ID.
     pub async fn register(&self) -> Result<u64> {
-        let r: proto::RegisterNodeFleetResponse =
-            self.call("register-node", &proto::RegisterNodeFleetRequest { public_key: self.key.public_pem().to_vec() }).await?;
+        let r: proto::RegisterNodeFleetResponse = self
+            .call(
+                "register-node",
+                &proto::RegisterNodeFleetRequest {
+                    public_key: self.key.public_pem().to_vec(),
+                },
+            )
+            .await?;
         Ok(r.node_id)
     }
 
@@ -127,7 +143,10 @@ impl<T: Transport> FleetClient<T> {
         let r: proto::ActivateNodeResponse = self
             .call(
                 "activate-node",
-                &proto::ActivateNodeRequest { public_key: self.key.public_pem().to_vec(), heartbeat_interval: HEARTBEAT_INTERVAL },
+                &proto::ActivateNodeRequest {
+                    public_key: self.key.public_pem().to_vec(),
+                    heartbeat_interval: HEARTBEAT_INTERVAL,
+                },
             )
             .await?;
         Ok(r.node_id)
@@ -137,35 +156,77 @@ impl<T: Transport> FleetClient<T> {
         let r: proto::SendNodeHeartbeatResponse = self
             .call(
                 "send-node-heartbeat",
-                &proto::SendNodeHeartbeatRequest { node: Some(Node { node_id }), heartbeat_interval: HEARTBEAT_INTERVAL },
+                &proto::SendNodeHeartbeatRequest {
+                    node: Some(Node { node_id }),
+                    heartbeat_interval: HEARTBEAT_INTERVAL,
+                },
             )
             .await?;
         Ok(r.success)
     }
 
     pub async fn pull_messages(&self, node_id: u64) -> Result<proto::PullMessagesResponse> {
-        self.call("pull-messages", &proto::PullMessagesRequest { node: Some(Node { node_id }), message_ids: Vec::new() }).await
+        self.call(
+            "pull-messages",
+            &proto::PullMessagesRequest {
+                node: Some(Node { node_id }),
+                message_ids: Vec::new(),
+            },
+        )
+        .await
     }
 
-    pub async fn pull_object(&self, node_id: u64, run_id: u64, object_id: &str) -> Result<proto::PullObjectResponse> {
-        self.call("pull-object", &proto::PullObjectRequest { node: Some(Node { node_id }), run_id, object_id: object_id.into() }).await
+    pub async fn pull_object(
+        &self,
+        node_id: u64,
+        run_id: u64,
+        object_id: &str,
+    ) -> Result<proto::PullObjectResponse> {
+        self.call(
+            "pull-object",
+            &proto::PullObjectRequest {
+                node: Some(Node { node_id }),
+                run_id,
+                object_id: object_id.into(),
+            },
+        )
+        .await
     }
 
-    pub async fn confirm_received(&self, node_id: u64, run_id: u64, message_id: &str) -> Result<()> {
+    pub async fn confirm_received(
+        &self,
+        node_id: u64,
+        run_id: u64,
+        message_id: &str,
+    ) -> Result<()> {
         let _: proto::ConfirmMessageReceivedResponse = self
             .call(
                 "confirm-message-received",
-                &proto::ConfirmMessageReceivedRequest { node: Some(Node { node_id }), run_id, message_object_id: message_id.into() },
+                &proto::ConfirmMessageReceivedRequest {
+                    node: Some(Node { node_id }),
+                    run_id,
+                    message_object_id: message_id.into(),
+                },
             )
             .await?;
         Ok(())
     }
 
-    pub async fn push_messages(&self, req: &proto::PushMessagesRequest) -> Result<proto::PushMessagesResponse> {
+    pub async fn push_messages(
+        &self,
+        req: &proto::PushMessagesRequest,
+    ) -> Result<proto::PushMessagesResponse> {
         self.call("push-messages", req).await
     }
 
-    pub async fn push_object(&self, node_id: u64, run_id: u64, session_id: &str, object_id: &str, content: Vec<u8>) -> Result<bool> {
+    pub async fn push_object(
+        &self,
+        node_id: u64,
+        run_id: u64,
+        session_id: &str,
+        object_id: &str,
+        content: Vec<u8>,
+    ) -> Result<bool> {
         let r: proto::PushObjectResponse = self
             .call(
                 "push-object",
@@ -182,12 +243,19 @@ impl<T: Transport> FleetClient<T> {
     }
 
     pub async fn deactivate(&self, node_id: u64) -> Result<()> {
-        let _: proto::DeactivateNodeResponse = self.call("deactivate-node", &proto::DeactivateNodeRequest { node_id }).await?;
+        let _: proto::DeactivateNodeResponse = self
+            .call("deactivate-node", &proto::DeactivateNodeRequest { node_id })
+            .await?;
         Ok(())
     }
 
     pub async fn unregister(&self, node_id: u64) -> Result<()> {
-        let _: proto::UnregisterNodeFleetResponse = self.call("unregister-node", &proto::UnregisterNodeFleetRequest { node_id }).await?;
+        let _: proto::UnregisterNodeFleetResponse = self
+            .call(
+                "unregister-node",
+                &proto::UnregisterNodeFleetRequest { node_id },
+            )
+            .await?;
         Ok(())
     }
 }

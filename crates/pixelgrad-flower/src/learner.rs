@@ -19,16 +19,32 @@ pub struct Shard {
 impl Shard {
     pub fn new(x: Vec<f32>, labels: Vec<u32>, sample_shape: Vec<usize>) -> Result<Self> {
         Samples::new(&x, &sample_shape, &labels).map_err(FlowerError::engine("data"))?;
-        Ok(Shard { x, labels, sample_shape })
+        Ok(Shard {
+            x,
+            labels,
+            sample_shape,
+        })
     }
     /// The samples at `idx` of `x` / `labels` (`per` values each).
-    pub fn select(x: &[f32], labels: &[u32], per: usize, idx: &[usize], sample_shape: &[usize]) -> Result<Self> {
+    pub fn select(
+        x: &[f32],
+        labels: &[u32],
+        per: usize,
+        idx: &[usize],
+        sample_shape: &[usize],
+    ) -> Result<Self> {
         let mut xs = Vec::with_capacity(idx.len() * per);
         let mut ls = Vec::with_capacity(idx.len());
         for &i in idx {
-            let s = x.get(i * per..(i + 1) * per).ok_or_else(|| FlowerError::Invalid(format!("sample index {i} out of range")))?;
+            let s = x
+                .get(i * per..(i + 1) * per)
+                .ok_or_else(|| FlowerError::Invalid(format!("sample index {i} out of range")))?;
             xs.extend_from_slice(s);
-            ls.push(*labels.get(i).ok_or_else(|| FlowerError::Invalid(format!("label index {i} out of range")))?);
+            ls.push(
+                *labels
+                    .get(i)
+                    .ok_or_else(|| FlowerError::Invalid(format!("label index {i} out of range")))?,
+            );
         }
         Shard::new(xs, ls, sample_shape.to_vec())
     }
@@ -71,7 +87,10 @@ impl<M: Module> Learner for ModuleLearner<M> {
             if result.is_ok() {
                 result = match values.get(i) {
                     Some(v) => p.set(v),
-                    None => Err(pixelgrad_core::Error::invalid("set_params", "fewer values than parameters")),
+                    None => Err(pixelgrad_core::Error::invalid(
+                        "set_params",
+                        "fewer values than parameters",
+                    )),
                 };
             }
             i += 1;
@@ -88,13 +107,35 @@ impl<M: Module> Learner for ModuleLearner<M> {
             seed: pixelgrad_core::rng::mix(self.seed, cfg.server_round),
             ..Default::default()
         };
-        let h = fit(&self.model, opt.as_mut(), self.loss, &self.dev, self.train.samples()?, None, &opts, &mut NoCallbacks)
-            .map_err(FlowerError::engine("training"))?;
-        let last = h.epochs.last().ok_or_else(|| FlowerError::Invalid("local training ran no epoch".into()))?;
-        Ok(FitStats { examples: self.train.len(), loss: last.train_loss as f64, accuracy: last.train_accuracy as f64 })
+        let h = fit(
+            &self.model,
+            opt.as_mut(),
+            self.loss,
+            &self.dev,
+            self.train.samples()?,
+            None,
+            &opts,
+            &mut NoCallbacks,
+        )
+        .map_err(FlowerError::engine("training"))?;
+        let last = h
+            .epochs
+            .last()
+            .ok_or_else(|| FlowerError::Invalid("local training ran no epoch".into()))?;
+        Ok(FitStats {
+            examples: self.train.len(),
+            loss: last.train_loss as f64,
+            accuracy: last.train_accuracy as f64,
+        })
     }
     async fn evaluate(&mut self) -> Result<EvalStats> {
-        let (loss, accuracy) = evaluate(&self.model, self.loss, &self.dev, self.test.samples()?, 256).map_err(FlowerError::engine("evaluation"))?;
-        Ok(EvalStats { examples: self.test.len(), loss: loss as f64, accuracy: accuracy as f64 })
+        let (loss, accuracy) =
+            evaluate(&self.model, self.loss, &self.dev, self.test.samples()?, 256)
+                .map_err(FlowerError::engine("evaluation"))?;
+        Ok(EvalStats {
+            examples: self.test.len(),
+            loss: loss as f64,
+            accuracy: accuracy as f64,
+        })
     }
 }

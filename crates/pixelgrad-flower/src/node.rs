@@ -121,16 +121,41 @@ impl Default for NodeOptions {
 /// Progress of the node, for logs and the browser's `onRound`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
-    Connected { node_id: u64 },
+    Connected {
+        node_id: u64,
+    },
     /// A message arrived (`kind` = `train` / `evaluate` / ...), with its payload size.
-    Received { round: u64, kind: String, bytes: u64 },
-    Trained { round: u64, stats: FitStats, update_norm: f64, clipped_to: Option<f64>, noise_std: Option<f64>, seconds: f64 },
-    Evaluated { round: u64, stats: EvalStats },
+    Received {
+        round: u64,
+        kind: String,
+        bytes: u64,
+    },
+    Trained {
+        round: u64,
+        stats: FitStats,
+        update_norm: f64,
+        clipped_to: Option<f64>,
+        noise_std: Option<f64>,
+        seconds: f64,
+    },
+    Evaluated {
+        round: u64,
+        stats: EvalStats,
+    },
     /// A reply was pushed; `bytes` = its objects.
-    Replied { round: u64, kind: String, bytes: u64 },
+    Replied {
+        round: u64,
+        kind: String,
+        bytes: u64,
+    },
     /// An error reply was pushed.
-    Failed { round: u64, reason: String },
-    Finished { rounds: u64 },
+    Failed {
+        round: u64,
+        reason: String,
+    },
+    Finished {
+        rounds: u64,
+    },
 }
 
 /// What a finished node reports.
@@ -148,13 +173,21 @@ pub struct Summary {
 pub type Flow = std::ops::ControlFlow<()>;
 
 fn round_of(md: &proto::Metadata, cfg: Option<&ConfigRecord>) -> u64 {
-    cfg.and_then(|c| c.get("server-round")).and_then(|v| v.as_f64()).map(|v| v as u64).or_else(|| md.group_id.parse().ok()).unwrap_or(0)
+    cfg.and_then(|c| c.get("server-round"))
+        .and_then(|v| v.as_f64())
+        .map(|v| v as u64)
+        .or_else(|| md.group_id.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Checks that `arrays` fit `params` (count and shapes, in order).
 pub fn check_fit(arrays: &ArrayRecord, params: &[Tensor]) -> Result<()> {
     if arrays.0.len() != params.len() {
-        let server: Vec<String> = arrays.0.iter().map(|(k, a)| format!("{k} {:?}", a.shape)).collect();
+        let server: Vec<String> = arrays
+            .0
+            .iter()
+            .map(|(k, a)| format!("{k} {:?}", a.shape))
+            .collect();
         let local: Vec<String> = params.iter().map(|p| format!("{:?}", p.dims())).collect();
         return Err(FlowerError::Mismatch(format!(
             "the server sent {} arrays [{}], the local model has {} parameters [{}]",
@@ -205,18 +238,29 @@ impl<'a, T: Transport> Session<'a, T> {
     pub async fn connect(client: &'a FleetClient<T>, opts: NodeOptions) -> Result<Session<'a, T>> {
         client.register().await?;
         let node_id = client.activate().await?;
-        Ok(Session { client, node_id, opts })
+        Ok(Session {
+            client,
+            node_id,
+            opts,
+        })
     }
 
     /// Pulls the next message, if one is waiting: (message, payload bytes).
     pub async fn pull(&self) -> Result<Option<(InflatedMessage, u64)>> {
         let r = self.client.pull_messages(self.node_id).await?;
-        let (Some(m), Some(tree)) = (r.messages_list.into_iter().next(), r.message_object_trees.into_iter().next()) else {
+        let (Some(m), Some(tree)) = (
+            r.messages_list.into_iter().next(),
+            r.message_object_trees.into_iter().next(),
+        ) else {
             return Ok(None);
         };
-        let md = m.metadata.ok_or_else(|| FlowerError::Protocol("a pulled message has no metadata".into()))?;
+        let md = m
+            .metadata
+            .ok_or_else(|| FlowerError::Protocol("a pulled message has no metadata".into()))?;
         if tree.object_id != md.message_id {
-            return Err(FlowerError::Protocol("the object tree's root is not the pulled message".into()));
+            return Err(FlowerError::Protocol(
+                "the object tree's root is not the pulled message".into(),
+            ));
         }
         let mut objects: HashMap<String, Vec<u8>> = HashMap::new();
         let mut bytes = 0u64;
@@ -224,9 +268,15 @@ impl<'a, T: Transport> Session<'a, T> {
             let t0 = self.client.transport.now();
             let mut wait = 0.05;
             loop {
-                let o = self.client.pull_object(self.node_id, md.run_id, &id).await?;
+                let o = self
+                    .client
+                    .pull_object(self.node_id, md.run_id, &id)
+                    .await?;
                 if !o.object_found {
-                    return Err(FlowerError::Protocol(format!("object {id} of message {} is not on the SuperLink", md.message_id)));
+                    return Err(FlowerError::Protocol(format!(
+                        "object {id} of message {} is not on the SuperLink",
+                        md.message_id
+                    )));
                 }
                 if o.object_available {
                     bytes += o.object_content.len() as u64;
@@ -234,18 +284,31 @@ impl<'a, T: Transport> Session<'a, T> {
                     break;
                 }
                 if self.client.transport.now() - t0 > self.opts.object_timeout {
-                    return Err(FlowerError::Protocol(format!("object {id} stayed unavailable for {} s", self.opts.object_timeout)));
+                    return Err(FlowerError::Protocol(format!(
+                        "object {id} stayed unavailable for {} s",
+                        self.opts.object_timeout
+                    )));
                 }
                 self.client.transport.sleep(wait).await;
                 wait = (wait * 2.0).min(1.0);
             }
         }
-        self.client.confirm_received(self.node_id, md.run_id, &md.message_id).await?;
-        Ok(Some((objects::inflate_message(&md.message_id, &objects)?, bytes)))
+        self.client
+            .confirm_received(self.node_id, md.run_id, &md.message_id)
+            .await?;
+        Ok(Some((
+            objects::inflate_message(&md.message_id, &objects)?,
+            bytes,
+        )))
     }
 
     /// Pushes a reply (content or error) to `ins`; returns the bytes of the objects sent.
-    pub async fn reply(&self, ins: &proto::Metadata, content: Option<&RecordDict>, error: Option<proto::Error>) -> Result<u64> {
+    pub async fn reply(
+        &self,
+        ins: &proto::Metadata,
+        content: Option<&RecordDict>,
+        error: Option<proto::Error>,
+    ) -> Result<u64> {
         let t = &self.client.transport;
         let md = reply_metadata(ins, t.now());
         let d: Deflated = objects::deflate_message(&md, content, error.as_ref());
@@ -257,22 +320,34 @@ impl<'a, T: Transport> Session<'a, T> {
             error,
         };
         let req = proto::PushMessagesRequest {
-            node: Some(Node { node_id: self.node_id }),
+            node: Some(Node {
+                node_id: self.node_id,
+            }),
             messages_list: vec![msg],
             message_object_trees: vec![d.tree.clone()],
             clientapp_runtime_list: vec![0.0],
         };
         let r = self.client.push_messages(&req).await?;
         if r.results.get(&d.message_id).is_none() {
-            return Err(FlowerError::Protocol(format!("the SuperLink did not accept reply {} (no result for it)", d.message_id)));
+            return Err(FlowerError::Protocol(format!(
+                "the SuperLink did not accept reply {} (no result for it)",
+                d.message_id
+            )));
         }
-        let wanted: std::collections::HashSet<&str> = r.objects_to_push.iter().map(String::as_str).collect();
+        let wanted: std::collections::HashSet<&str> =
+            r.objects_to_push.iter().map(String::as_str).collect();
         let mut bytes = 0u64;
         for (id, content) in &d.objects {
             if wanted.contains(id.as_str()) {
                 bytes += content.len() as u64;
-                if !self.client.push_object(self.node_id, ins.run_id, &r.session_id, id, content.clone()).await? {
-                    return Err(FlowerError::Protocol(format!("the SuperLink did not store object {id} of the reply")));
+                if !self
+                    .client
+                    .push_object(self.node_id, ins.run_id, &r.session_id, id, content.clone())
+                    .await?
+                {
+                    return Err(FlowerError::Protocol(format!(
+                        "the SuperLink did not store object {id} of the reply"
+                    )));
                 }
             }
         }
@@ -280,14 +355,32 @@ impl<'a, T: Transport> Session<'a, T> {
     }
 
     async fn error_reply(&self, ins: &proto::Metadata, code: i64, reason: &str) -> Result<u64> {
-        self.reply(ins, None, Some(proto::Error { code, reason: reason.into() })).await
+        self.reply(
+            ins,
+            None,
+            Some(proto::Error {
+                code,
+                reason: reason.into(),
+            }),
+        )
+        .await
     }
 
     /// The run's status string (`running`, `finished`, ...); `None` if the SuperLink refuses
     /// to tell (it does once a run is over).
     pub async fn run_status(&self, run_id: u64) -> Result<Option<String>> {
-        let r: Result<proto::GetRunResponse> =
-            self.client.call("get-run", &proto::GetRunRequest { node: Some(Node { node_id: self.node_id }), run_id }).await;
+        let r: Result<proto::GetRunResponse> = self
+            .client
+            .call(
+                "get-run",
+                &proto::GetRunRequest {
+                    node: Some(Node {
+                        node_id: self.node_id,
+                    }),
+                    run_id,
+                },
+            )
+            .await;
         match r {
             Ok(r) => Ok(r.run.and_then(|r| r.status).map(|s| s.status)),
             Err(FlowerError::Http { .. }) => Ok(None),
@@ -305,42 +398,74 @@ impl<'a, T: Transport> Session<'a, T> {
 fn single_arrays<'m>(content: &'m RecordDict, kind: &str) -> Result<(&'m str, &'m ArrayRecord)> {
     match content.array_records().as_slice() {
         [one] => Ok(*one),
-        other => Err(FlowerError::Protocol(format!("a {kind} message must carry exactly one ArrayRecord, this one has {}", other.len()))),
+        other => Err(FlowerError::Protocol(format!(
+            "a {kind} message must carry exactly one ArrayRecord, this one has {}",
+            other.len()
+        ))),
     }
 }
 
 fn upload(dev: &Device, arrays: &ArrayRecord) -> Result<Vec<Tensor>> {
-    arrays.0.iter().map(|(_, a)| Tensor::from_vec(dev, &a.data, a.shape.clone()).map_err(FlowerError::engine("upload"))).collect()
+    arrays
+        .0
+        .iter()
+        .map(|(_, a)| {
+            Tensor::from_vec(dev, &a.data, a.shape.clone()).map_err(FlowerError::engine("upload"))
+        })
+        .collect()
 }
 
 /// Reads device tensors back (async: no blocking read in the browser).
 pub async fn read_back(ts: &[Tensor]) -> Result<Vec<NdArray>> {
     let mut out = Vec::with_capacity(ts.len());
     for t in ts {
-        let v = t.to_vec_async().await.map_err(FlowerError::engine("readback"))?;
+        let v = t
+            .to_vec_async()
+            .await
+            .map_err(FlowerError::engine("readback"))?;
         out.push(NdArray::new(t.dims().to_vec(), v)?);
     }
     Ok(out)
 }
 
 /// Local training on a train message; returns the reply content and the event.
-async fn handle_train<L: Learner>(learner: &mut L, opts: &NodeOptions, content: &RecordDict, round: u64, now: impl Fn() -> f64) -> Result<(RecordDict, Event)> {
+async fn handle_train<L: Learner>(
+    learner: &mut L,
+    opts: &NodeOptions,
+    content: &RecordDict,
+    round: u64,
+    now: impl Fn() -> f64,
+) -> Result<(RecordDict, Event)> {
     let (_, arrays) = single_arrays(content, "train")?;
     let params = learner.params();
     check_fit(arrays, &params)?;
-    let cfg = content.config_records().first().map(|(_, c)| (*c).clone()).unwrap_or_default();
+    let cfg = content
+        .config_records()
+        .first()
+        .map(|(_, c)| (*c).clone())
+        .unwrap_or_default();
     let num = |k: &str| cfg.get(k).and_then(|v| v.as_f64());
     let rc = RoundConfig {
         server_round: round,
-        epochs: num("local-epochs").map(|v| v as usize).unwrap_or(opts.epochs).max(1),
-        batch_size: num("batch-size").map(|v| v as usize).unwrap_or(opts.batch_size).max(1),
+        epochs: num("local-epochs")
+            .map(|v| v as usize)
+            .unwrap_or(opts.epochs)
+            .max(1),
+        batch_size: num("batch-size")
+            .map(|v| v as usize)
+            .unwrap_or(opts.batch_size)
+            .max(1),
         lr: num("lr").map(|v| v as f32).unwrap_or(opts.lr),
     };
     let clip = match cfg.get(KEY_CLIPPING_NORM) {
         None => None,
         Some(v) => match v.as_f64() {
             Some(c) if c > 0.0 && c.is_finite() => Some(c),
-            _ => return Err(FlowerError::Protocol(format!("'{KEY_CLIPPING_NORM}' must be a positive number, got {v:?}"))),
+            _ => {
+                return Err(FlowerError::Protocol(format!(
+                    "'{KEY_CLIPPING_NORM}' must be a positive number, got {v:?}"
+                )))
+            }
         },
     };
     let dev = learner.device().clone();
@@ -355,29 +480,60 @@ async fn handle_train<L: Learner>(learner: &mut L, opts: &NodeOptions, content: 
     // Client-side fixed clipping (the server wrapper adds the noise), then local DP (clip to
     // its own norm, add noise): the order Flower's mods run in when both are present.
     if let Some(c) = clip {
-        sent = dp::clip_update(&sent, &reference, c as f32).map_err(FlowerError::engine("dp"))?.0;
+        sent = dp::clip_update(&sent, &reference, c as f32)
+            .map_err(FlowerError::engine("dp"))?
+            .0;
     }
     let mut noise_std = None;
     if let Some(l) = opts.local_dp {
-        sent = dp::clip_update(&sent, &reference, l.clipping_norm as f32).map_err(FlowerError::engine("dp"))?.0;
+        sent = dp::clip_update(&sent, &reference, l.clipping_norm as f32)
+            .map_err(FlowerError::engine("dp"))?
+            .0;
         let std = l.std_dev();
-        sent = dp::add_noise(&sent, std as f32, dp::fresh_seed()?).map_err(FlowerError::engine("dp"))?;
+        sent = dp::add_noise(&sent, std as f32, dp::fresh_seed()?)
+            .map_err(FlowerError::engine("dp"))?;
         noise_std = Some(std);
     }
-    let update_norm = norm_t.to_vec_async().await.map_err(FlowerError::engine("dp"))?.first().copied().unwrap_or(f32::NAN) as f64;
+    let update_norm = norm_t
+        .to_vec_async()
+        .await
+        .map_err(FlowerError::engine("dp"))?
+        .first()
+        .copied()
+        .unwrap_or(f32::NAN) as f64;
     let host = read_back(&sent).await?;
     let out = ArrayRecord(arrays.0.iter().map(|(k, _)| k.clone()).zip(host).collect());
     let metrics = MetricRecord(vec![
-        ("num-examples".into(), MetricValue::Int(stats.examples as i64)),
+        (
+            "num-examples".into(),
+            MetricValue::Int(stats.examples as i64),
+        ),
         ("train_loss".into(), MetricValue::Float(stats.loss)),
         ("train_accuracy".into(), MetricValue::Float(stats.accuracy)),
     ]);
-    let reply = RecordDict(vec![("arrays".into(), Record::Arrays(out)), ("metrics".into(), Record::Metrics(metrics))]);
+    let reply = RecordDict(vec![
+        ("arrays".into(), Record::Arrays(out)),
+        ("metrics".into(), Record::Metrics(metrics)),
+    ]);
     let clipped_to = clip.or(opts.local_dp.map(|l| l.clipping_norm));
-    Ok((reply, Event::Trained { round, stats, update_norm, clipped_to, noise_std, seconds }))
+    Ok((
+        reply,
+        Event::Trained {
+            round,
+            stats,
+            update_norm,
+            clipped_to,
+            noise_std,
+            seconds,
+        },
+    ))
 }
 
-async fn handle_evaluate<L: Learner>(learner: &mut L, content: &RecordDict, round: u64) -> Result<(RecordDict, Event)> {
+async fn handle_evaluate<L: Learner>(
+    learner: &mut L,
+    content: &RecordDict,
+    round: u64,
+) -> Result<(RecordDict, Event)> {
     let (_, arrays) = single_arrays(content, "evaluate")?;
     check_fit(arrays, &learner.params())?;
     let dev = learner.device().clone();
@@ -385,11 +541,17 @@ async fn handle_evaluate<L: Learner>(learner: &mut L, content: &RecordDict, roun
     learner.set_params(&values)?;
     let stats = learner.evaluate().await?;
     let metrics = MetricRecord(vec![
-        ("num-examples".into(), MetricValue::Int(stats.examples as i64)),
+        (
+            "num-examples".into(),
+            MetricValue::Int(stats.examples as i64),
+        ),
         ("loss".into(), MetricValue::Float(stats.loss)),
         ("accuracy".into(), MetricValue::Float(stats.accuracy)),
     ]);
-    Ok((RecordDict(vec![("metrics".into(), Record::Metrics(metrics))]), Event::Evaluated { round, stats }))
+    Ok((
+        RecordDict(vec![("metrics".into(), Record::Metrics(metrics))]),
+        Event::Evaluated { round, stats },
+    ))
 }
 
 /// Runs the node until the run finishes, `on_event` returns `Break` (→ `Stopped`), or an error.
@@ -401,8 +563,15 @@ pub async fn run<T: Transport, L: Learner>(
     on_event: &mut dyn FnMut(&Event) -> Flow,
 ) -> Result<Summary> {
     let session = Session::connect(client, opts.clone()).await?;
-    let hb = client.transport.start_heartbeats(client.key(), session.node_id, opts.heartbeat_period.min(HEARTBEAT_INTERVAL / 2.0));
-    let mut summary = Summary { node_id: session.node_id, ..Default::default() };
+    let hb = client.transport.start_heartbeats(
+        client.key(),
+        session.node_id,
+        opts.heartbeat_period.min(HEARTBEAT_INTERVAL / 2.0),
+    );
+    let mut summary = Summary {
+        node_id: session.node_id,
+        ..Default::default()
+    };
     let result = serve(&session, learner, opts, on_event, &mut summary, &hb).await;
     let hb_traffic = hb.stop();
     let left = session.leave().await;
@@ -414,7 +583,9 @@ pub async fn run<T: Transport, L: Learner>(
             // A node that cannot say goodbye still finished its work; the SuperLink marks it
             // offline after two missed heartbeats.
             let _ = left;
-            let _ = on_event(&Event::Finished { rounds: summary.rounds_trained });
+            let _ = on_event(&Event::Finished {
+                rounds: summary.rounds_trained,
+            });
             Ok(summary)
         }
         Err(e) => Err(e),
@@ -464,13 +635,21 @@ async fn serve<T: Transport, L: Learner>(
         };
         let cfg = content.config_records().first().map(|(_, c)| (*c).clone());
         let round = round_of(&md, cfg.as_ref());
-        if on_event(&Event::Received { round, kind: kind.clone(), bytes }).is_break() {
+        if on_event(&Event::Received {
+            round,
+            kind: kind.clone(),
+            bytes,
+        })
+        .is_break()
+        {
             return Err(FlowerError::Stopped);
         }
         let handled = match kind.as_str() {
             "train" => handle_train(learner, opts, &content, round, || t.now()).await,
             "evaluate" => handle_evaluate(learner, &content, round).await,
-            other => Err(FlowerError::Protocol(format!("message type '{other}' is not supported (train, evaluate)"))),
+            other => Err(FlowerError::Protocol(format!(
+                "message type '{other}' is not supported (train, evaluate)"
+            ))),
         };
         match handled {
             Ok((reply, ev)) => {
@@ -481,12 +660,23 @@ async fn serve<T: Transport, L: Learner>(
                 }
                 let stop = on_event(&ev).is_break();
                 let sent = s.reply(&md, Some(&reply), None).await?;
-                if on_event(&Event::Replied { round, kind, bytes: sent }).is_break() || stop {
+                if on_event(&Event::Replied {
+                    round,
+                    kind,
+                    bytes: sent,
+                })
+                .is_break()
+                    || stop
+                {
                     return Err(FlowerError::Stopped);
                 }
             }
             Err(e) => {
-                let code = if matches!(e, FlowerError::Protocol(_)) { ERROR_MOD_FAILED_PRECONDITION } else { ERROR_CLIENT_APP_RAISED };
+                let code = if matches!(e, FlowerError::Protocol(_)) {
+                    ERROR_MOD_FAILED_PRECONDITION
+                } else {
+                    ERROR_CLIENT_APP_RAISED
+                };
                 let reason = format!("pixelgrad node {}: {e}", s.node_id);
                 let _ = s.error_reply(&md, code, &reason).await;
                 let _ = on_event(&Event::Failed { round, reason });

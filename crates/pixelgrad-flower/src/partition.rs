@@ -13,9 +13,16 @@ pub const MIN_PARTITION: usize = 10;
 
 /// `I/N` as the CLI writes it (`0/4` .. `3/4`).
 pub fn parse_partition(s: &str) -> Result<(usize, usize)> {
-    let bad = || FlowerError::Invalid(format!("--partition '{s}' must be I/N with 0 <= I < N (e.g. 0/4)"));
+    let bad = || {
+        FlowerError::Invalid(format!(
+            "--partition '{s}' must be I/N with 0 <= I < N (e.g. 0/4)"
+        ))
+    };
     let (i, n) = s.split_once('/').ok_or_else(bad)?;
-    let (i, n): (usize, usize) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+    let (i, n): (usize, usize) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
     if n == 0 || i >= n {
         return Err(bad());
     }
@@ -75,21 +82,36 @@ fn permutation(n: usize, seed: u64) -> Vec<usize> {
 /// until every partition holds at least [`MIN_PARTITION`] samples, up to 100 times.
 pub fn dirichlet(labels: &[u32], n: usize, alpha: f64, seed: u64) -> Result<Vec<Vec<usize>>> {
     if n == 0 {
-        return Err(FlowerError::Invalid("a federation needs at least one partition".into()));
+        return Err(FlowerError::Invalid(
+            "a federation needs at least one partition".into(),
+        ));
     }
     if !(alpha > 0.0 && alpha.is_finite()) {
-        return Err(FlowerError::Invalid(format!("--alpha must be a positive number, got {alpha}")));
+        return Err(FlowerError::Invalid(format!(
+            "--alpha must be a positive number, got {alpha}"
+        )));
     }
     if labels.len() < n * MIN_PARTITION {
-        return Err(FlowerError::Invalid(format!("{} samples cannot fill {n} partitions of at least {MIN_PARTITION}", labels.len())));
+        return Err(FlowerError::Invalid(format!(
+            "{} samples cannot fill {n} partitions of at least {MIN_PARTITION}",
+            labels.len()
+        )));
     }
-    let classes = labels.iter().copied().max().map(|m| m as usize + 1).unwrap_or(0);
+    let classes = labels
+        .iter()
+        .copied()
+        .max()
+        .map(|m| m as usize + 1)
+        .unwrap_or(0);
     let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); classes];
     for &i in &permutation(labels.len(), rng::mix(seed, 0x5eed)) {
         by_class[labels[i] as usize].push(i);
     }
     for attempt in 0..100u64 {
-        let mut s = Stream { seed: rng::mix(seed, attempt + 1), i: 0 };
+        let mut s = Stream {
+            seed: rng::mix(seed, attempt + 1),
+            i: 0,
+        };
         let mut parts: Vec<Vec<usize>> = vec![Vec::new(); n];
         for idx in &by_class {
             let g: Vec<f64> = (0..n).map(|_| s.gamma(alpha)).collect();
@@ -98,7 +120,11 @@ pub fn dirichlet(labels: &[u32], n: usize, alpha: f64, seed: u64) -> Result<Vec<
             let mut acc = 0.0;
             for (p, gi) in g.iter().enumerate() {
                 acc += gi / total;
-                let end = if p + 1 == n { idx.len() } else { ((acc * idx.len() as f64).round() as usize).min(idx.len()) };
+                let end = if p + 1 == n {
+                    idx.len()
+                } else {
+                    ((acc * idx.len() as f64).round() as usize).min(idx.len())
+                };
                 parts[p].extend_from_slice(&idx[start..end.max(start)]);
                 start = end.max(start);
             }
@@ -119,7 +145,9 @@ pub fn dirichlet(labels: &[u32], n: usize, alpha: f64, seed: u64) -> Result<Vec<
 /// `n` equal parts of a seeded permutation of `0..len` (the first `len % n` one larger).
 pub fn iid(len: usize, n: usize, seed: u64) -> Result<Vec<Vec<usize>>> {
     if n == 0 || len < n {
-        return Err(FlowerError::Invalid(format!("{len} samples cannot be split into {n} partitions")));
+        return Err(FlowerError::Invalid(format!(
+            "{len} samples cannot be split into {n} partitions"
+        )));
     }
     let perm = permutation(len, rng::mix(seed, 0x11d));
     let mut parts = Vec::with_capacity(n);

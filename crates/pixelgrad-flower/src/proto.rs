@@ -308,7 +308,10 @@ pub mod metric_record_value {
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ConfigRecordValue {
-    #[prost(oneof = "config_record_value::Value", tags = "1, 2, 3, 4, 5, 6, 21, 22, 23, 24, 25, 26")]
+    #[prost(
+        oneof = "config_record_value::Value",
+        tags = "1, 2, 3, 4, 5, 6, 21, 22, 23, 24, 25, 26"
+    )]
     pub value: Option<config_record_value::Value>,
 }
 
@@ -420,7 +423,9 @@ pub fn encode<M: prost::Message>(m: &M) -> Vec<u8> {
 
 /// Parses `bytes` as `M`, naming `what` in the error.
 pub fn decode<M: prost::Message + Default>(what: &str, bytes: &[u8]) -> crate::Result<M> {
-    M::decode(bytes).map_err(|e| crate::FlowerError::Protocol(format!("{what}: not a valid protobuf message ({e})")))
+    M::decode(bytes).map_err(|e| {
+        crate::FlowerError::Protocol(format!("{what}: not a valid protobuf message ({e})"))
+    })
 }
 
 // ---- run.proto (the fields a node reads) ----

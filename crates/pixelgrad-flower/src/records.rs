@@ -79,13 +79,40 @@ pub struct RecordDict(pub Vec<(String, Record)>);
 impl RecordDict {
     /// The array records, with their names.
     pub fn array_records(&self) -> Vec<(&str, &ArrayRecord)> {
-        self.0.iter().filter_map(|(k, r)| if let Record::Arrays(a) = r { Some((k.as_str(), a)) } else { None }).collect()
+        self.0
+            .iter()
+            .filter_map(|(k, r)| {
+                if let Record::Arrays(a) = r {
+                    Some((k.as_str(), a))
+                } else {
+                    None
+                }
+            })
+            .collect()
     }
     pub fn config_records(&self) -> Vec<(&str, &ConfigRecord)> {
-        self.0.iter().filter_map(|(k, r)| if let Record::Config(c) = r { Some((k.as_str(), c)) } else { None }).collect()
+        self.0
+            .iter()
+            .filter_map(|(k, r)| {
+                if let Record::Config(c) = r {
+                    Some((k.as_str(), c))
+                } else {
+                    None
+                }
+            })
+            .collect()
     }
     pub fn metric_records(&self) -> Vec<(&str, &MetricRecord)> {
-        self.0.iter().filter_map(|(k, r)| if let Record::Metrics(m) = r { Some((k.as_str(), m)) } else { None }).collect()
+        self.0
+            .iter()
+            .filter_map(|(k, r)| {
+                if let Record::Metrics(m) = r {
+                    Some((k.as_str(), m))
+                } else {
+                    None
+                }
+            })
+            .collect()
     }
 }
 
@@ -102,7 +129,10 @@ pub(crate) fn metric_to_proto(r: &MetricRecord) -> proto::MetricRecord {
                 MetricValue::IntList(vals) => mv::Value::SintList(proto::SintList { vals }),
                 MetricValue::UintList(vals) => mv::Value::UintList(proto::UintList { vals }),
             };
-            proto::MetricRecordItem { key: k.clone(), value: Some(proto::MetricRecordValue { value: Some(value) }) }
+            proto::MetricRecordItem {
+                key: k.clone(),
+                value: Some(proto::MetricRecordValue { value: Some(value) }),
+            }
         })
         .collect();
     proto::MetricRecord { items }
@@ -118,7 +148,12 @@ pub(crate) fn metric_from_proto(p: proto::MetricRecord) -> crate::Result<MetricR
             Some(mv::Value::DoubleList(l)) => MetricValue::FloatList(l.vals),
             Some(mv::Value::SintList(l)) => MetricValue::IntList(l.vals),
             Some(mv::Value::UintList(l)) => MetricValue::UintList(l.vals),
-            None => return Err(crate::FlowerError::Protocol(format!("MetricRecord value '{}' is empty", it.key))),
+            None => {
+                return Err(crate::FlowerError::Protocol(format!(
+                    "MetricRecord value '{}' is empty",
+                    it.key
+                )))
+            }
         };
         out.push((it.key, v));
     }
@@ -144,7 +179,10 @@ pub(crate) fn config_to_proto(r: &ConfigRecord) -> proto::ConfigRecord {
                 ConfigValue::StrList(vals) => cv::Value::StringList(proto::StringList { vals }),
                 ConfigValue::BytesList(vals) => cv::Value::BytesList(proto::BytesList { vals }),
             };
-            proto::ConfigRecordItem { key: k.clone(), value: Some(proto::ConfigRecordValue { value: Some(value) }) }
+            proto::ConfigRecordItem {
+                key: k.clone(),
+                value: Some(proto::ConfigRecordValue { value: Some(value) }),
+            }
         })
         .collect();
     proto::ConfigRecord { items }
@@ -166,7 +204,12 @@ pub(crate) fn config_from_proto(p: proto::ConfigRecord) -> crate::Result<ConfigR
             Some(cv::Value::BoolList(l)) => ConfigValue::BoolList(l.vals),
             Some(cv::Value::StringList(l)) => ConfigValue::StrList(l.vals),
             Some(cv::Value::BytesList(l)) => ConfigValue::BytesList(l.vals),
-            None => return Err(crate::FlowerError::Protocol(format!("ConfigRecord value '{}' is empty", it.key))),
+            None => {
+                return Err(crate::FlowerError::Protocol(format!(
+                    "ConfigRecord value '{}' is empty",
+                    it.key
+                )))
+            }
         };
         out.push((it.key, v));
     }

@@ -19,7 +19,10 @@ pub struct HttpResponse {
 
 impl HttpResponse {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -30,7 +33,12 @@ pub trait Transport {
     fn base_url(&self) -> &str;
     /// POSTs `body` to `base_url + path`. An HTTP error status is a response, not an `Err`;
     /// `Err` means no answer ([`FlowerError::Unreachable`]).
-    async fn post(&self, path: &str, headers: &[(&str, String)], body: Vec<u8>) -> Result<HttpResponse>;
+    async fn post(
+        &self,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> Result<HttpResponse>;
     async fn sleep(&self, seconds: f64);
     /// Seconds since the Unix epoch.
     fn now(&self) -> f64;
@@ -77,14 +85,22 @@ impl Heartbeats {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        Traffic { up: self.state.up.load(Ordering::SeqCst), down: self.state.down.load(Ordering::SeqCst) }
+        Traffic {
+            up: self.state.up.load(Ordering::SeqCst),
+            down: self.state.down.load(Ordering::SeqCst),
+        }
     }
 }
 
 /// The heartbeat loop, shared by both platforms: one heartbeat, then `period` seconds in
 /// short sleeps (so a stop is seen quickly). A `success: false` answer or an HTTP error marks
 /// the node lost and ends the loop; a transport error (SuperLink briefly away) is retried.
-async fn heartbeat_loop<T: Transport>(client: FleetClient<T>, node_id: u64, period: f64, state: std::sync::Arc<HeartbeatState>) {
+async fn heartbeat_loop<T: Transport>(
+    client: FleetClient<T>,
+    node_id: u64,
+    period: f64,
+    state: std::sync::Arc<HeartbeatState>,
+) {
     use std::sync::atomic::Ordering;
     let slice = 0.25f64.min(period);
     loop {
@@ -95,10 +111,15 @@ async fn heartbeat_loop<T: Transport>(client: FleetClient<T>, node_id: u64, peri
         let r = client.heartbeat(node_id).await;
         let after = client.traffic();
         state.up.fetch_add(after.up - before.up, Ordering::SeqCst);
-        state.down.fetch_add(after.down - before.down, Ordering::SeqCst);
+        state
+            .down
+            .fetch_add(after.down - before.down, Ordering::SeqCst);
         let lost = match r {
             Ok(true) | Err(FlowerError::Unreachable { .. }) => None,
-            Ok(false) => Some("the SuperLink does not recognise this node any more (heartbeat refused)".to_string()),
+            Ok(false) => Some(
+                "the SuperLink does not recognise this node any more (heartbeat refused)"
+                    .to_string(),
+            ),
             Err(e) => Some(format!("heartbeat failed: {e}")),
         };
         if let Some(l) = lost {
@@ -139,7 +160,9 @@ mod native {
         pub fn new(base: &str, timeout_s: f64) -> Result<Self> {
             let base = base.trim_end_matches('/').to_string();
             if !(base.starts_with("http://") || base.starts_with("https://")) {
-                return Err(FlowerError::Invalid(format!("SuperLink URL '{base}' must start with http:// or https://")));
+                return Err(FlowerError::Invalid(format!(
+                    "SuperLink URL '{base}' must start with http:// or https://"
+                )));
             }
             let agent: ureq::Agent = ureq::Agent::config_builder()
                 .http_status_as_error(false)
@@ -154,32 +177,55 @@ mod native {
         fn base_url(&self) -> &str {
             &self.base
         }
-        async fn post(&self, path: &str, headers: &[(&str, String)], body: Vec<u8>) -> Result<HttpResponse> {
+        async fn post(
+            &self,
+            path: &str,
+            headers: &[(&str, String)],
+            body: Vec<u8>,
+        ) -> Result<HttpResponse> {
             let url = format!("{}{path}", self.base);
             let mut req = self.agent.post(&url);
             for (k, v) in headers {
                 req = req.header(*k, v.as_str());
             }
-            let mut resp = req.send(&body[..]).map_err(|e| FlowerError::Unreachable { url: self.base.clone(), msg: e.to_string() })?;
+            let mut resp = req.send(&body[..]).map_err(|e| FlowerError::Unreachable {
+                url: self.base.clone(),
+                msg: e.to_string(),
+            })?;
             let status = resp.status().as_u16();
             let hdrs = resp
                 .headers()
                 .iter()
-                .map(|(k, v)| (k.as_str().to_ascii_lowercase(), v.to_str().unwrap_or("").to_string()))
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_ascii_lowercase(),
+                        v.to_str().unwrap_or("").to_string(),
+                    )
+                })
                 .collect();
             let body = resp
                 .body_mut()
                 .with_config()
                 .limit(MAX_BODY)
                 .read_to_vec()
-                .map_err(|e| FlowerError::Unreachable { url: self.base.clone(), msg: format!("reading the answer to {path}: {e}") })?;
-            Ok(HttpResponse { status, headers: hdrs, body })
+                .map_err(|e| FlowerError::Unreachable {
+                    url: self.base.clone(),
+                    msg: format!("reading the answer to {path}: {e}"),
+                })?;
+            Ok(HttpResponse {
+                status,
+                headers: hdrs,
+                body,
+            })
         }
         async fn sleep(&self, seconds: f64) {
             std::thread::sleep(Duration::from_secs_f64(seconds.max(0.0)));
         }
         fn now(&self) -> f64 {
-            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0)
         }
         fn start_heartbeats(&self, key: &NodeKey, node_id: u64, period: f64) -> Heartbeats {
             let mut h = Heartbeats::none();
@@ -213,7 +259,10 @@ mod web {
 
     fn js_msg(v: &JsValue) -> String {
         v.as_string()
-            .or_else(|| v.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())))
+            .or_else(|| {
+                v.dyn_ref::<js_sys::Error>()
+                    .map(|e| String::from(e.message()))
+            })
             .unwrap_or_else(|| format!("{v:?}"))
     }
 
@@ -226,10 +275,17 @@ mod web {
 
     impl FetchTransport {
         pub fn new(base: &str) -> Self {
-            FetchTransport { base: base.trim_end_matches('/').to_string() }
+            FetchTransport {
+                base: base.trim_end_matches('/').to_string(),
+            }
         }
 
-        async fn fetch(&self, url: &str, headers: &[(&str, String)], body: Vec<u8>) -> std::result::Result<web_sys::Response, JsValue> {
+        async fn fetch(
+            &self,
+            url: &str,
+            headers: &[(&str, String)],
+            body: Vec<u8>,
+        ) -> std::result::Result<web_sys::Response, JsValue> {
             let init = web_sys::RequestInit::new();
             init.set_method("POST");
             let h = web_sys::Headers::new()?;
@@ -251,9 +307,17 @@ mod web {
         fn base_url(&self) -> &str {
             &self.base
         }
-        async fn post(&self, path: &str, headers: &[(&str, String)], body: Vec<u8>) -> Result<HttpResponse> {
+        async fn post(
+            &self,
+            path: &str,
+            headers: &[(&str, String)],
+            body: Vec<u8>,
+        ) -> Result<HttpResponse> {
             let url = format!("{}{path}", self.base);
-            let unreachable = |e: JsValue| FlowerError::Unreachable { url: self.base.clone(), msg: js_msg(&e) };
+            let unreachable = |e: JsValue| FlowerError::Unreachable {
+                url: self.base.clone(),
+                msg: js_msg(&e),
+            };
             let resp = self.fetch(&url, headers, body).await.map_err(unreachable)?;
             let mut hdrs = Vec::new();
             for name in ["content-type", "flwr-version-incompatibility-message"] {
@@ -263,13 +327,19 @@ mod web {
             }
             let buf = resp.array_buffer().map_err(unreachable)?;
             let buf = JsFuture::from(buf).await.map_err(unreachable)?;
-            Ok(HttpResponse { status: resp.status(), headers: hdrs, body: Uint8Array::new(&buf).to_vec() })
+            Ok(HttpResponse {
+                status: resp.status(),
+                headers: hdrs,
+                body: Uint8Array::new(&buf).to_vec(),
+            })
         }
         async fn sleep(&self, seconds: f64) {
             let ms = (seconds.max(0.0) * 1000.0) as i32;
             let p = Promise::new(&mut |resolve, _| {
                 let global = js_sys::global();
-                if let Ok(f) = Reflect::get(&global, &"setTimeout".into()).and_then(|f| f.dyn_into::<Function>()) {
+                if let Ok(f) = Reflect::get(&global, &"setTimeout".into())
+                    .and_then(|f| f.dyn_into::<Function>())
+                {
                     let _ = f.call2(&global, &resolve, &JsValue::from(ms));
                 } else {
                     let _ = resolve.call0(&JsValue::NULL);
@@ -283,7 +353,12 @@ mod web {
         fn start_heartbeats(&self, key: &NodeKey, node_id: u64, period: f64) -> Heartbeats {
             let h = Heartbeats::none();
             let client = FleetClient::new(self.clone(), key.clone());
-            wasm_bindgen_futures::spawn_local(heartbeat_loop(client, node_id, period, h.state.clone()));
+            wasm_bindgen_futures::spawn_local(heartbeat_loop(
+                client,
+                node_id,
+                period,
+                h.state.clone(),
+            ));
             h
         }
     }
