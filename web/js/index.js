@@ -17,6 +17,7 @@ export { Tensor, tensor } from './tensor.js';
 import { Tensor, deviceTensor } from './tensor.js';
 export { layers, optimizers } from './layers.js';
 export { Sequential, sequential, loadModel, listModels, removeModel } from './model.js';
+export { flower } from './flower.js';
 
 /**
  * Matrix product `a @ b` on the current runtime's device: `[m, k] x [k, n]` or batched

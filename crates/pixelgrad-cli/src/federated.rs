@@ -205,11 +205,12 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
                 clipped_to.map(|c| format!(", clipped to {c}")).unwrap_or_default(),
                 noise_std.map(|s| format!(", local DP noise std {s:.4}")).unwrap_or_default()
             )),
-            Event::Evaluated { round, stats } => {
+            Event::Evaluated { round, stats, .. } => {
                 say(format!("round {round}: global model on {} local test samples: accuracy {:.4}, loss {:.4}", stats.examples, stats.accuracy, stats.loss))
             }
             Event::Replied { round, kind, bytes } => say(format!("round {round}: {kind} reply sent ({bytes} bytes)")),
             Event::Failed { round, reason } => say(format!("round {round}: sent an error reply: {reason}")),
+            Event::Waiting => {}
             Event::Finished { rounds } => say(format!("the run finished after {rounds} training rounds")),
         }
         ControlFlow::Continue(())

@@ -138,9 +138,11 @@ pub enum Event {
         noise_std: Option<f64>,
         seconds: f64,
     },
+    /// The global model evaluated locally; `arrays` are the global parameters it received.
     Evaluated {
         round: u64,
         stats: EvalStats,
+        arrays: ArrayRecord,
     },
     /// A reply was pushed; `bytes` = its objects.
     Replied {
@@ -153,6 +155,8 @@ pub enum Event {
         round: u64,
         reason: String,
     },
+    /// A poll found no message (lets the caller stop an idle node).
+    Waiting,
     Finished {
         rounds: u64,
     },
@@ -550,7 +554,7 @@ async fn handle_evaluate<L: Learner>(
     ]);
     Ok((
         RecordDict(vec![("metrics".into(), Record::Metrics(metrics))]),
-        Event::Evaluated { round, stats },
+        Event::Evaluated { round, stats, arrays: arrays.clone() },
     ))
 }
 
@@ -611,6 +615,9 @@ async fn serve<T: Transport, L: Learner>(
             return Err(FlowerError::Protocol(why));
         }
         let Some((msg, bytes)) = s.pull().await? else {
+            if on_event(&Event::Waiting).is_break() {
+                return Err(FlowerError::Stopped);
+            }
             if summary.run_id != 0 && t.now() - idle_since > opts.check_run_after {
                 match s.run_status(summary.run_id).await? {
                     Some(st) if st != "finished" => idle_since = t.now(),

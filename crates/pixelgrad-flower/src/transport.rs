@@ -78,6 +78,7 @@ impl Heartbeats {
         self.state.lost.lock().ok().and_then(|l| l.clone())
     }
     /// Stops sending; returns the heartbeats' traffic.
+    #[cfg_attr(target_arch = "wasm32", allow(unused_mut))]
     pub fn stop(mut self) -> Traffic {
         use std::sync::atomic::Ordering;
         self.state.stop.store(true, Ordering::SeqCst);
@@ -361,5 +362,34 @@ mod web {
             ));
             h
         }
+    }
+}
+
+/// Lets the event loop run (pending fetches, heartbeat timers, page events) between batches of
+/// local work: one macrotask through a `MessageChannel` (not throttled like `setTimeout`) in
+/// wasm, nothing natively.
+pub async fn yield_now() {
+    #[cfg(target_arch = "wasm32")]
+    {
+        use wasm_bindgen::JsCast;
+        let p = js_sys::Promise::new(&mut |resolve, _| {
+            match web_sys::MessageChannel::new() {
+                Ok(ch) => {
+                    let port = ch.port1();
+                    let r = resolve.clone();
+                    let cb = wasm_bindgen::closure::Closure::once_into_js(move || {
+                        let _ = r.call0(&wasm_bindgen::JsValue::NULL);
+                    });
+                    port.set_onmessage(Some(cb.unchecked_ref()));
+                    if ch.port2().post_message(&wasm_bindgen::JsValue::NULL).is_err() {
+                        let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
+                    }
+                }
+                Err(_) => {
+                    let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
+                }
+            }
+        });
+        let _ = wasm_bindgen_futures::JsFuture::from(p).await;
     }
 }
