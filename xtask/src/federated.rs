@@ -66,7 +66,10 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| it.next().cloned().ok_or(format!("{name} needs a value"));
-        let num = |name: &str, v: String| v.parse::<f64>().map_err(|_| format!("{name}: '{v}' is not a number"));
+        let num = |name: &str, v: String| {
+            v.parse::<f64>()
+                .map_err(|_| format!("{name}: '{v}' is not a number"))
+        };
         match a.as_str() {
             "--rounds" => o.rounds = num("--rounds", val("--rounds")?)? as usize,
             "--browsers" => o.browsers = num("--browsers", val("--browsers")?)? as usize,
@@ -74,14 +77,20 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--dataset" => o.dataset = val("--dataset")?,
             "--alpha" => {
                 let v = val("--alpha")?;
-                o.alpha = if v == "iid" { None } else { Some(num("--alpha", v)?) };
+                o.alpha = if v == "iid" {
+                    None
+                } else {
+                    Some(num("--alpha", v)?)
+                };
             }
             "--dp" => o.dp = val("--dp")?,
             "--strategy" => o.strategy = val("--strategy")?,
             "--epochs" => o.epochs = num("--epochs", val("--epochs")?)? as usize,
             "--lr" => o.lr = num("--lr", val("--lr")?)?,
             "--seed" => o.seed = num("--seed", val("--seed")?)? as u64,
-            "--privacy-margin" => o.privacy_margin = num("--privacy-margin", val("--privacy-margin")?)?,
+            "--privacy-margin" => {
+                o.privacy_margin = num("--privacy-margin", val("--privacy-margin")?)?
+            }
             "--drop-one" => o.drop_one = true,
             "--no-build" => o.build = false,
             "--json" => o.json = true,
@@ -106,13 +115,35 @@ struct Dp {
 
 fn parse_dp(s: &str) -> Result<Dp, String> {
     if s == "off" {
-        return Ok(Dp { run_config: "dp=\"off\"".into(), local: None, label: "off".into() });
+        return Ok(Dp {
+            run_config: "dp=\"off\"".into(),
+            local: None,
+            label: "off".into(),
+        });
     }
     if let Some(rest) = s.strip_prefix("client-clip") {
         let rest = rest.strip_prefix(':').unwrap_or(rest);
-        let v: Vec<&str> = if rest.is_empty() { vec![] } else { rest.split(',').collect() };
-        let c: f64 = v.first().map(|x| x.parse().map_err(|_| format!("--dp client-clip:C: '{x}' is not a number"))).transpose()?.unwrap_or(1.0);
-        let z: f64 = v.get(1).map(|x| x.parse().map_err(|_| format!("--dp client-clip:C,Z: '{x}' is not a number"))).transpose()?.unwrap_or(0.01);
+        let v: Vec<&str> = if rest.is_empty() {
+            vec![]
+        } else {
+            rest.split(',').collect()
+        };
+        let c: f64 = v
+            .first()
+            .map(|x| {
+                x.parse()
+                    .map_err(|_| format!("--dp client-clip:C: '{x}' is not a number"))
+            })
+            .transpose()?
+            .unwrap_or(1.0);
+        let z: f64 = v
+            .get(1)
+            .map(|x| {
+                x.parse()
+                    .map_err(|_| format!("--dp client-clip:C,Z: '{x}' is not a number"))
+            })
+            .transpose()?
+            .unwrap_or(0.01);
         return Ok(Dp {
             run_config: format!("dp=\"client-clip\" clipping-norm={c} noise-multiplier={z}"),
             local: None,
@@ -120,13 +151,24 @@ fn parse_dp(s: &str) -> Result<Dp, String> {
         });
     }
     if let Some(rest) = s.strip_prefix("local:") {
-        let n = rest.split(',').filter(|x| x.trim().parse::<f64>().is_ok()).count();
+        let n = rest
+            .split(',')
+            .filter(|x| x.trim().parse::<f64>().is_ok())
+            .count();
         if n != 3 {
-            return Err(format!("--dp local:EPS,DELTA,C expects three numbers, got '{rest}'"));
+            return Err(format!(
+                "--dp local:EPS,DELTA,C expects three numbers, got '{rest}'"
+            ));
         }
-        return Ok(Dp { run_config: "dp=\"off\"".into(), local: Some(rest.to_string()), label: format!("local (epsilon, delta, clip = {rest})") });
+        return Ok(Dp {
+            run_config: "dp=\"off\"".into(),
+            local: Some(rest.to_string()),
+            label: format!("local (epsilon, delta, clip = {rest})"),
+        });
     }
-    Err(format!("--dp '{s}' must be off, client-clip[:C[,Z]] or local:EPS,DELTA,C"))
+    Err(format!(
+        "--dp '{s}' must be off, client-clip[:C[,Z]] or local:EPS,DELTA,C"
+    ))
 }
 
 /// Children in their own process groups, stopped (TERM, then KILL) when dropped.
@@ -136,14 +178,16 @@ struct Procs(Vec<(String, Child)>);
 impl Procs {
     fn spawn(&mut self, name: &str, cmd: &mut Command) -> Result<usize, String> {
         cmd.process_group(0);
-        let child = cmd.spawn().map_err(|e| format!("could not start {name}: {e}"))?;
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("could not start {name}: {e}"))?;
         self.0.push((name.to_string(), child));
         Ok(self.0.len() - 1)
     }
     fn stop_all(&mut self) {
         for (_, c) in &mut self.0 {
             if let Ok(None) = c.try_wait() {
-                let _ = Command::new("kill").args(["-TERM", &format!("-{}", c.id())]).stderr(Stdio::null()).status();
+                signal_group(c.id(), libc::SIGTERM);
             }
         }
         let t0 = Instant::now();
@@ -155,7 +199,7 @@ impl Procs {
                 std::thread::sleep(Duration::from_millis(100));
             }
             if let Ok(None) = c.try_wait() {
-                let _ = Command::new("kill").args(["-KILL", &format!("-{}", c.id())]).stderr(Stdio::null()).status();
+                signal_group(c.id(), libc::SIGKILL);
                 let _ = c.wait();
             }
         }
@@ -163,9 +207,38 @@ impl Procs {
     }
 }
 
+/// Signals the process group `pgid` (a child started with `process_group(0)` leads its own).
+fn signal_group(pgid: u32, sig: libc::c_int) {
+    // Never signal group 0 (our own) or a negative/overflowing id.
+    if let Ok(p) = libc::pid_t::try_from(pgid) {
+        if p > 1 {
+            // SAFETY: kill(2) with a negative pid signals that process group; no memory is touched.
+            unsafe {
+                libc::kill(-p, sig);
+            }
+        }
+    }
+}
+
 impl Drop for Procs {
     fn drop(&mut self) {
         self.stop_all();
+    }
+}
+
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Ctrl-C / SIGTERM end the run through the normal error path, so every child is stopped.
+fn catch_signals() {
+    let h = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, h);
+        libc::signal(libc::SIGTERM, h);
     }
 }
 
@@ -185,11 +258,16 @@ fn wait_port(port: u16, secs: u64, child: &mut Child) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    Err(format!("the SuperLink did not listen on 127.0.0.1:{port} within {secs} s"))
+    Err(format!(
+        "the SuperLink did not listen on 127.0.0.1:{port} within {secs} s"
+    ))
 }
 
 fn sh(cmd: &mut Command, what: &str) -> Result<String, String> {
-    let out = cmd.stderr(Stdio::inherit()).output().map_err(|e| format!("{what}: {e}"))?;
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{what}: {e}"))?;
     if !out.status.success() {
         return Err(format!("{what} failed ({})", out.status));
     }
@@ -197,7 +275,11 @@ fn sh(cmd: &mut Command, what: &str) -> Result<String, String> {
 }
 
 fn last_json(s: &str) -> Option<serde_json::Value> {
-    s.lines().rev().find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok().filter(|v| v.is_object()))
+    s.lines().rev().find_map(|l| {
+        serde_json::from_str::<serde_json::Value>(l.trim())
+            .ok()
+            .filter(|v| v.is_object())
+    })
 }
 
 pub fn main(args: &[String]) -> i32 {
@@ -218,21 +300,53 @@ pub fn main(args: &[String]) -> i32 {
 }
 
 fn run(o: &Opts) -> Result<(), String> {
+    catch_signals();
     let root = workspace_root();
     let dp = parse_dp(&o.dp)?;
-    let say = |s: String| if o.json { eprintln!("{s}") } else { println!("{s}") };
-    let venv = PathBuf::from(sh(Command::new("bash").arg(root.join("scripts/flower-venv.sh")), "scripts/flower-venv.sh")?.trim());
+    let say = |s: String| {
+        if o.json {
+            eprintln!("{s}")
+        } else {
+            println!("{s}")
+        }
+    };
+    let venv = PathBuf::from(
+        sh(
+            Command::new("bash").arg(root.join("scripts/flower-venv.sh")),
+            "scripts/flower-venv.sh",
+        )?
+        .trim(),
+    );
     let bin = venv.join("bin");
-    let path_env = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path_env = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     if o.build {
-        sh(Command::new(env!("CARGO")).args(["build", "--release", "-q", "-p", "pixelgrad-cli"]).current_dir(&root), "building pixelgrad-cli")?;
+        sh(
+            Command::new(env!("CARGO"))
+                .args(["build", "--release", "-q", "-p", "pixelgrad-cli"])
+                .current_dir(&root),
+            "building pixelgrad-cli",
+        )?;
         if o.browsers > 0 {
-            sh(Command::new(env!("CARGO")).args(["run", "--release", "-q", "-p", "xtask", "--", "build-wasm"]).current_dir(&root), "cargo xtask build-wasm")?;
+            sh(
+                Command::new(env!("CARGO"))
+                    .args(["run", "--release", "-q", "-p", "xtask", "--", "build-wasm"])
+                    .current_dir(&root),
+                "cargo xtask build-wasm",
+            )?;
         }
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
     let pixelgrad = target.join("release/pixelgrad");
-    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
     let dir = target.join("federated").join(format!("run-{stamp}"));
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let home = dir.join("flwr-home");
@@ -252,7 +366,12 @@ fn run(o: &Opts) -> Result<(), String> {
     c.args(["federated", "--write-init"]).arg(&init);
     data_arg(&mut c);
     let out = sh(&mut c, "pixelgrad federated --write-init")?;
-    let params: u64 = out.split('(').nth(1).and_then(|s| s.split(')').next()).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let params: u64 = out
+        .split('(')
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     let payload = params * 4;
 
     let mut procs = Procs::default();
@@ -260,7 +379,14 @@ fn run(o: &Opts) -> Result<(), String> {
     let sl = procs.spawn(
         "SuperLink",
         Command::new(bin.join("flower-superlink"))
-            .args(["--insecure", "--host", "127.0.0.1", "--port", &port.to_string(), "--disable-runtime-dependency-installation"])
+            .args([
+                "--insecure",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--disable-runtime-dependency-installation",
+            ])
             .env("PATH", &path_env)
             .env("FLWR_HOME", &home)
             .stdout(log("superlink.log")?)
@@ -274,8 +400,22 @@ fn run(o: &Opts) -> Result<(), String> {
     if o.browsers > 0 {
         let mut c = Command::new("node");
         c.arg(root.join("web/federated/run.mjs"))
-            .args(["--superlink", &superlink, "--browsers", &o.browsers.to_string(), "--count", &n.to_string(), "--first-index", "0"])
-            .args(["--seed", &o.seed.to_string(), "--alpha", &o.alpha.map(|a| a.to_string()).unwrap_or_else(|| "0".into())])
+            .args([
+                "--superlink",
+                &superlink,
+                "--browsers",
+                &o.browsers.to_string(),
+                "--count",
+                &n.to_string(),
+                "--first-index",
+                "0",
+            ])
+            .args([
+                "--seed",
+                &o.seed.to_string(),
+                "--alpha",
+                &o.alpha.map(|a| a.to_string()).unwrap_or_else(|| "0".into()),
+            ])
             .args(["--data", &o.dataset])
             .current_dir(&root)
             .stdout(Stdio::piped())
@@ -287,7 +427,11 @@ fn run(o: &Opts) -> Result<(), String> {
             c.args(["--local-dp", l]);
         }
         let i = procs.spawn("browsers", &mut c)?;
-        let stdout = procs.0[i].1.stdout.take().ok_or("no stdout from the browser driver")?;
+        let stdout = procs.0[i]
+            .1
+            .stdout
+            .take()
+            .ok_or("no stdout from the browser driver")?;
         let mut blog = log("browsers.log")?;
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -302,7 +446,16 @@ fn run(o: &Opts) -> Result<(), String> {
     for k in 0..o.native {
         let index = o.browsers + k;
         let mut c = Command::new(&pixelgrad);
-        c.args(["federated", "--superlink", &superlink, "--partition", &format!("{index}/{n}"), "--backend", "cpu", "--json"]);
+        c.args([
+            "federated",
+            "--superlink",
+            &superlink,
+            "--partition",
+            &format!("{index}/{n}"),
+            "--backend",
+            "cpu",
+            "--json",
+        ]);
         data_arg(&mut c);
         if let Some(a) = o.alpha {
             c.args(["--alpha", &a.to_string()]);
@@ -310,7 +463,8 @@ fn run(o: &Opts) -> Result<(), String> {
         if let Some(l) = &dp.local {
             c.args(["--local-dp", l]);
         }
-        c.stdout(log(&format!("native-{index}.json"))?).stderr(log(&format!("native-{index}.log"))?);
+        c.stdout(log(&format!("native-{index}.json"))?)
+            .stderr(log(&format!("native-{index}.log"))?);
         natives.push((index, procs.spawn(&format!("native node {index}"), &mut c)?));
     }
 
@@ -344,12 +498,16 @@ fn run(o: &Opts) -> Result<(), String> {
     let mut rows: Vec<serde_json::Value> = Vec::new();
     let mut report = None;
     let mut flwr_done = false;
+    let mut next_note = 60;
     loop {
         while let Ok(v) = rx.try_recv() {
             if let Some(r) = v.get("report") {
                 report = Some(r.clone());
             } else if v.get("event").and_then(|e| e.as_str()) == Some("tab-closed") {
-                say(format!("tab {} closed mid-round {} (a node that disappears)", v["tab"], v["round"]));
+                say(format!(
+                    "tab {} closed mid-round {} (a node that disappears)",
+                    v["tab"], v["round"]
+                ));
             } else if v.get("event").and_then(|e| e.as_str()) == Some("driver-error") {
                 return Err(format!("browser driver: {}", v["message"]));
             }
@@ -357,7 +515,9 @@ fn run(o: &Opts) -> Result<(), String> {
         if let Ok(text) = fs::read_to_string(&results) {
             for line in text.lines().skip(shown) {
                 shown += 1;
-                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                    continue;
+                };
                 let acc = v["evaluate"]["accuracy"].as_f64();
                 say(format!(
                     "round {:>2}: global model accuracy {} on {} nodes' test shards, train loss {} ({} train replies), {:.0} s",
@@ -375,13 +535,39 @@ fn run(o: &Opts) -> Result<(), String> {
             if let Ok(Some(st)) = procs.0[flwr].1.try_wait() {
                 flwr_done = true;
                 if !st.success() {
-                    return Err(format!("flwr run failed ({st}); see {}", dir.join("serverapp.err.log").display()));
+                    return Err(format!(
+                        "flwr run failed ({st}); see {}",
+                        dir.join("serverapp.err.log").display()
+                    ));
                 }
             }
         }
-        let natives_done = natives.iter().all(|(_, i)| matches!(procs.0[*i].1.try_wait(), Ok(Some(_))));
+        let natives_done = natives
+            .iter()
+            .all(|(_, i)| matches!(procs.0[*i].1.try_wait(), Ok(Some(_))));
         if flwr_done && natives_done && (o.browsers == 0 || report.is_some()) {
             break;
+        }
+        if t0.elapsed().as_secs() >= next_note {
+            next_note += 60;
+            let mut waiting = Vec::new();
+            if !flwr_done {
+                waiting.push("the ServerApp");
+            }
+            if !natives_done {
+                waiting.push("native nodes");
+            }
+            if o.browsers > 0 && report.is_none() {
+                waiting.push("browser tabs");
+            }
+            eprintln!(
+                "xtask federated: {:.0} s, waiting for {}",
+                t0.elapsed().as_secs_f64(),
+                waiting.join(", ")
+            );
+        }
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("interrupted; stopping every process started".into());
         }
         if t0.elapsed() > Duration::from_secs(3600) {
             return Err("the federation did not finish within an hour".into());
@@ -389,7 +575,12 @@ fn run(o: &Opts) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(300));
     }
     if rows.len() != o.rounds {
-        return Err(format!("the ServerApp logged {} of {} rounds; see {}", rows.len(), o.rounds, dir.join("serverapp.log").display()));
+        return Err(format!(
+            "the ServerApp logged {} of {} rounds; see {}",
+            rows.len(),
+            o.rounds,
+            dir.join("serverapp.log").display()
+        ));
     }
 
     // Node summaries and traffic.
@@ -397,14 +588,21 @@ fn run(o: &Opts) -> Result<(), String> {
     let mut clients = Vec::new();
     for (index, i) in &natives {
         let st = procs.0[*i].1.try_wait().ok().flatten();
-        let j = fs::read_to_string(dir.join(format!("native-{index}.json"))).ok().and_then(|s| last_json(&s));
+        let j = fs::read_to_string(dir.join(format!("native-{index}.json")))
+            .ok()
+            .and_then(|s| last_json(&s));
         match (&j, st) {
             (Some(j), Some(s)) if s.success() => {
                 up += j["bytes_up"].as_u64().unwrap_or(0);
                 down += j["bytes_down"].as_u64().unwrap_or(0);
                 clients.push(serde_json::json!({"node": index, "kind": "native", "backend": "cpu", "rounds": j["rounds"]}));
             }
-            _ => return Err(format!("native node {index} failed; see {}", dir.join(format!("native-{index}.log")).display())),
+            _ => {
+                return Err(format!(
+                    "native node {index} failed; see {}",
+                    dir.join(format!("native-{index}.log")).display()
+                ))
+            }
         }
     }
     let mut privacy = serde_json::json!(null);
@@ -414,14 +612,20 @@ fn run(o: &Opts) -> Result<(), String> {
             let closed = p["closed"].as_bool().unwrap_or(false);
             if !closed {
                 if let Some(e) = p["error"].as_str() {
-                    return Err(format!("browser node {} ({}) failed: {e}", p["index"], p["backend"]));
+                    return Err(format!(
+                        "browser node {} ({}) failed: {e}",
+                        p["index"], p["backend"]
+                    ));
                 }
                 up += p["summary"]["bytesUp"].as_f64().unwrap_or(0.0) as u64;
                 down += p["summary"]["bytesDown"].as_f64().unwrap_or(0.0) as u64;
             }
             let other = p["other"].as_array().map(|a| a.len()).unwrap_or(0);
             if other > 0 {
-                return Err(format!("browser node {} made non-Fleet requests after joining: {}", p["index"], p["other"]));
+                return Err(format!(
+                    "browser node {} made non-Fleet requests after joining: {}",
+                    p["index"], p["other"]
+                ));
             }
             // Bytes sent per completed round (request bodies), against the parameter payload.
             let mut per_round = Vec::new();
@@ -456,11 +660,19 @@ fn run(o: &Opts) -> Result<(), String> {
 
     // The final global model on the whole test set.
     let mut c = Command::new(&pixelgrad);
-    c.args(["eval", "--backend", "cpu", "--model-file"]).arg(&final_file).arg("--json");
+    c.args(["eval", "--backend", "cpu", "--model-file"])
+        .arg(&final_file)
+        .arg("--json");
     data_arg(&mut c);
-    let ev = last_json(&sh(&mut c, "pixelgrad eval of the final global model")?).ok_or("pixelgrad eval printed no JSON")?;
-    let final_accuracy = ev["test_accuracy"].as_f64().ok_or("pixelgrad eval gave no test_accuracy")?;
-    say(format!("final global model: test accuracy {final_accuracy:.4} on the full test set ({})", o.dataset));
+    let ev = last_json(&sh(&mut c, "pixelgrad eval of the final global model")?)
+        .ok_or("pixelgrad eval printed no JSON")?;
+    let final_accuracy = ev["test_accuracy"]
+        .as_f64()
+        .ok_or("pixelgrad eval gave no test_accuracy")?;
+    say(format!(
+        "final global model: test accuracy {final_accuracy:.4} on the full test set ({})",
+        o.dataset
+    ));
     procs.stop_all();
 
     if o.json {

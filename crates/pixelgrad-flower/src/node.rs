@@ -554,7 +554,11 @@ async fn handle_evaluate<L: Learner>(
     ]);
     Ok((
         RecordDict(vec![("metrics".into(), Record::Metrics(metrics))]),
-        Event::Evaluated { round, stats, arrays: arrays.clone() },
+        Event::Evaluated {
+            round,
+            stats,
+            arrays: arrays.clone(),
+        },
     ))
 }
 

@@ -372,22 +372,24 @@ pub async fn yield_now() {
     #[cfg(target_arch = "wasm32")]
     {
         use wasm_bindgen::JsCast;
-        let p = js_sys::Promise::new(&mut |resolve, _| {
-            match web_sys::MessageChannel::new() {
-                Ok(ch) => {
-                    let port = ch.port1();
-                    let r = resolve.clone();
-                    let cb = wasm_bindgen::closure::Closure::once_into_js(move || {
-                        let _ = r.call0(&wasm_bindgen::JsValue::NULL);
-                    });
-                    port.set_onmessage(Some(cb.unchecked_ref()));
-                    if ch.port2().post_message(&wasm_bindgen::JsValue::NULL).is_err() {
-                        let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
-                    }
-                }
-                Err(_) => {
+        let p = js_sys::Promise::new(&mut |resolve, _| match web_sys::MessageChannel::new() {
+            Ok(ch) => {
+                let port = ch.port1();
+                let r = resolve.clone();
+                let cb = wasm_bindgen::closure::Closure::once_into_js(move || {
+                    let _ = r.call0(&wasm_bindgen::JsValue::NULL);
+                });
+                port.set_onmessage(Some(cb.unchecked_ref()));
+                if ch
+                    .port2()
+                    .post_message(&wasm_bindgen::JsValue::NULL)
+                    .is_err()
+                {
                     let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
                 }
+            }
+            Err(_) => {
+                let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
             }
         });
         let _ = wasm_bindgen_futures::JsFuture::from(p).await;
