@@ -44,7 +44,9 @@ export async function startPageServer({ superlink, port = 0, root = webRoot } = 
   const staticUrl = new URL(statics.url);
   const server = http.createServer((req, res) => {
     if (req.url.startsWith(FLEET)) return forward(req, res, target);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return res.writeHead(405).end('method not allowed');
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      return res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: `page server: no route ${req.method} ${req.url}` }));
+    }
     forward(req, res, staticUrl);
   });
   await new Promise((resolve, reject) => {
