@@ -332,7 +332,7 @@ impl<'a, T: Transport> Session<'a, T> {
             clientapp_runtime_list: vec![0.0],
         };
         let r = self.client.push_messages(&req).await?;
-        if r.results.get(&d.message_id).is_none() {
+        if !r.results.contains_key(&d.message_id) {
             return Err(FlowerError::Protocol(format!(
                 "the SuperLink did not accept reply {} (no result for it)",
                 d.message_id

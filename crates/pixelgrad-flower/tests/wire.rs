@@ -311,8 +311,11 @@ fn reply_built_here_inflates_in_flwr() {
     assert_eq!(p["runtime"], serde_json::json!([1.5]));
 }
 
+/// Shapes, reference values and updated values of some arrays.
+type Update = (Vec<Vec<usize>>, Vec<Vec<f32>>, Vec<Vec<f32>>);
+
 /// A seeded update of three arrays (4,000 values) around reference parameters.
-fn update(scale: f32) -> (Vec<Vec<usize>>, Vec<Vec<f32>>, Vec<Vec<f32>>) {
+fn update(scale: f32) -> Update {
     let shapes = vec![vec![50, 60], vec![60], vec![94, 10]];
     let mut old = Vec::new();
     let mut new = Vec::new();
