@@ -15,8 +15,10 @@ echo "== a federation: 4 rounds, 2 tabs + 1 native node, one tab closed mid-roun
 # Digits' parameter payload (77 KB) is small next to Flower's fixed per-round object traffic
 # (~8 KB: object pulls and pushes with their IDs, object heads, npy headers), so the bytes
 # check here allows 20 %; the MNIST acceptance run (814 KB payload) is checked at 10 %.
+# --debug-cli: the dev-profile CLI that the native tests already built (a release build with
+# both GPU backends would add minutes on a fresh 2-core machine).
 out=$(cargo xtask federated --rounds 4 --browsers 2 --native 1 --dataset digits --alpha 0.5 \
-        --epochs 3 --lr 0.005 --drop-one --privacy-margin 0.2 --json)
+        --epochs 3 --lr 0.005 --drop-one --privacy-margin 0.2 --debug-cli --json)
 echo "$out" | tail -n 8 | grep -v '^{' || true
 summary=$(echo "$out" | tail -n 1)
 node -e '
@@ -37,7 +39,7 @@ node -e '
 
 echo "== the CLI node against an unreachable SuperLink"
 set +e
-msg=$(target/release/pixelgrad federated --superlink http://127.0.0.1:9 --partition 0/2 2>&1 >/dev/null)
+msg=$(target/debug/pixelgrad federated --superlink http://127.0.0.1:9 --partition 0/2 2>&1 >/dev/null)
 rc=$?
 set -e
 if [ "$rc" -ne 1 ] || ! echo "$msg" | grep -q '^error: cannot reach the SuperLink at http://127.0.0.1:9'; then

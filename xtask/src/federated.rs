@@ -12,7 +12,7 @@
 //! ```text
 //! cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset idx:DIR|digits]
 //!     [--alpha A] [--dp off|client-clip:C[,Z]|local:EPS,DELTA,C] [--strategy fedavg|fedadam]
-//!     [--epochs E] [--lr X] [--drop-one] [--privacy-margin M] [--no-build] [--json]
+//!     [--epochs E] [--lr X] [--drop-one] [--privacy-margin M] [--debug-cli] [--no-build] [--json]
 //! ```
 
 use std::fs;
@@ -44,6 +44,8 @@ struct Opts {
     seed: u64,
     /// Allowed excess of bytes sent per round over the parameter payload (0.10 = 10 %).
     privacy_margin: f64,
+    /// Use a dev-profile `pixelgrad` (what `cargo test` builds anyway; CI) instead of release.
+    debug_cli: bool,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -62,6 +64,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         json: false,
         seed: 42,
         privacy_margin: 0.10,
+        debug_cli: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -93,6 +96,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--drop-one" => o.drop_one = true,
             "--no-build" => o.build = false,
+            "--debug-cli" => o.debug_cli = true,
             "--json" => o.json = true,
             other => return Err(format!("unknown argument '{other}'")),
         }
@@ -122,7 +126,7 @@ fn parse_dp(s: &str) -> Result<Dp, String> {
         });
     }
     // Client-side clipping defaults: C = 5, about the L2 norm of one local epoch's update of
-    // the MNIST MLP (so clipping bites in early rounds), and noise multiplier Z = 0.01 (the
+    // the MNIST MLP (so clipping bites in early rounds), and noise multiplier Z = 0.001 (the
     // aggregate gets N(0, (Z C / n)^2) per parameter from Flower's wrapper).
     if let Some(rest) = s.strip_prefix("client-clip") {
         let rest = rest.strip_prefix(':').unwrap_or(rest);
@@ -138,7 +142,7 @@ fn parse_dp(s: &str) -> Result<Dp, String> {
                     .map_err(|_| format!("--dp client-clip:C: '{x}' is not a number"))
             })
             .transpose()?
-            .unwrap_or(1.0);
+            .unwrap_or(5.0);
         let z: f64 = v
             .get(1)
             .map(|x| {
@@ -146,7 +150,7 @@ fn parse_dp(s: &str) -> Result<Dp, String> {
                     .map_err(|_| format!("--dp client-clip:C,Z: '{x}' is not a number"))
             })
             .transpose()?
-            .unwrap_or(0.01);
+            .unwrap_or(0.001);
         return Ok(Dp {
             run_config: format!("dp=\"client-clip\" clipping-norm={c} noise-multiplier={z}"),
             local: None,
@@ -345,7 +349,7 @@ fn run(o: &Opts) -> Result<(), String> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    let pixelgrad = target.join("release/pixelgrad");
+    let pixelgrad = target.join(if o.debug_cli { "debug/pixelgrad" } else { "release/pixelgrad" });
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
