@@ -23,12 +23,7 @@ struct Options {
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
-    let mut o = Options {
-        build: true,
-        native: true,
-        quick: false,
-        passthrough: Vec::new(),
-    };
+    let mut o = Options { build: true, native: true, quick: false, passthrough: Vec::new() };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -51,10 +46,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
 
 fn workspace_root() -> PathBuf {
     // xtask/ sits in the workspace root.
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
 }
 
 /// Runs `cmd`; Err with a readable message when it cannot start or exits non-zero.
@@ -72,14 +64,7 @@ fn npm_ci(dir: &Path, marker: &str) -> Result<(), String> {
         return Ok(());
     }
     println!("xtask bench: npm ci in {}", dir.display());
-    status(
-        Command::new("npm")
-            .arg("ci")
-            .arg("--no-audit")
-            .arg("--no-fund")
-            .current_dir(dir),
-        &format!("npm ci in {}", dir.display()),
-    )
+    status(Command::new("npm").arg("ci").arg("--no-audit").arg("--no-fund").current_dir(dir), &format!("npm ci in {}", dir.display()))
 }
 
 /// The native benchmark into `out` (JSON); a failure only costs the native table.
@@ -87,20 +72,7 @@ fn native(root: &Path, out: &Path) -> bool {
     println!("xtask bench: native side (pixelgrad bench, release build)");
     let r = status(
         Command::new(env!("CARGO"))
-            .args([
-                "run",
-                "--release",
-                "-q",
-                "-p",
-                "pixelgrad-cli",
-                "--",
-                "bench",
-                "--matmul",
-                "256,512",
-                "--seconds",
-                "1",
-                "--json-out",
-            ])
+            .args(["run", "--release", "-q", "-p", "pixelgrad-cli", "--", "bench", "--matmul", "256,512", "--seconds", "1", "--json-out"])
             .arg(out)
             .current_dir(root),
         "pixelgrad bench",
@@ -119,17 +91,11 @@ fn try_main(args: &[String]) -> Result<(), String> {
     npm_ci(&web.join("bench"), "@tensorflow/tfjs")?;
     if o.build {
         // This binary is `cargo xtask`, so building through it reuses the compiled xtask.
-        let me =
-            std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"))?;
-        status(
-            Command::new(me).arg("build-wasm").current_dir(&root),
-            "cargo xtask build-wasm (pass --no-build to use the existing web/pkg)",
-        )?;
+        let me = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"))?;
+        status(Command::new(me).arg("build-wasm").current_dir(&root), "cargo xtask build-wasm (pass --no-build to use the existing web/pkg)")?;
     }
     let mut node = Command::new("node");
-    node.arg(web.join("bench").join("run.mjs"))
-        .args(&o.passthrough)
-        .current_dir(&root);
+    node.arg(web.join("bench").join("run.mjs")).args(&o.passthrough).current_dir(&root);
     if o.native && !o.quick {
         let results = web.join("bench").join("results");
         std::fs::create_dir_all(&results).map_err(|e| format!("{}: {e}", results.display()))?;
@@ -145,20 +111,7 @@ fn try_main(args: &[String]) -> Result<(), String> {
 pub fn main(args: &[String]) -> i32 {
     if args.iter().any(|a| a == "--native") {
         let rest: Vec<&String> = args.iter().filter(|a| *a != "--native").collect();
-        let r = status(
-            Command::new(env!("CARGO"))
-                .args([
-                    "run",
-                    "--release",
-                    "-q",
-                    "-p",
-                    "pixelgrad-cli",
-                    "--",
-                    "bench",
-                ])
-                .args(rest),
-            "pixelgrad bench",
-        );
+        let r = status(Command::new(env!("CARGO")).args(["run", "--release", "-q", "-p", "pixelgrad-cli", "--", "bench"]).args(rest), "pixelgrad bench");
         return match r {
             Ok(()) => 0,
             Err(e) => {

@@ -23,15 +23,11 @@ fn status(cmd: &mut Command, what: &str) -> Res<()> {
 
 /// The version of the `wasm-bindgen` crate pinned in Cargo.lock.
 fn locked_bindgen_version(root: &Path) -> Res<String> {
-    let lock =
-        std::fs::read_to_string(root.join("Cargo.lock")).map_err(|e| format!("Cargo.lock: {e}"))?;
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).map_err(|e| format!("Cargo.lock: {e}"))?;
     let mut lines = lock.lines();
     while let Some(l) = lines.next() {
         if l.trim() == "name = \"wasm-bindgen\"" {
-            if let Some(v) = lines
-                .next()
-                .and_then(|v| v.trim().strip_prefix("version = \""))
-            {
+            if let Some(v) = lines.next().and_then(|v| v.trim().strip_prefix("version = \"")) {
                 return Ok(v.trim_end_matches('"').to_string());
             }
         }
@@ -45,34 +41,19 @@ fn bindgen_cli(want: &str) -> Res<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
         .map(|c| c.join("bin").join("wasm-bindgen"));
-    let candidates: Vec<PathBuf> = home_bin
-        .into_iter()
-        .chain([PathBuf::from("wasm-bindgen")])
-        .collect();
+    let candidates: Vec<PathBuf> = home_bin.into_iter().chain([PathBuf::from("wasm-bindgen")]).collect();
     let version_of = |p: &Path| -> Option<String> {
         let out = Command::new(p).arg("--version").output().ok()?;
-        String::from_utf8(out.stdout)
-            .ok()?
-            .split_whitespace()
-            .nth(1)
-            .map(str::to_string)
+        String::from_utf8(out.stdout).ok()?.split_whitespace().nth(1).map(str::to_string)
     };
     for c in &candidates {
         if version_of(c).as_deref() == Some(want) {
             return Ok(c.clone());
         }
     }
-    eprintln!(
-        "xtask build-wasm: wasm-bindgen {want} not found; installing wasm-bindgen-cli {want}"
-    );
+    eprintln!("xtask build-wasm: wasm-bindgen {want} not found; installing wasm-bindgen-cli {want}");
     status(
-        Command::new(env!("CARGO")).args([
-            "install",
-            "wasm-bindgen-cli",
-            "--version",
-            want,
-            "--force",
-        ]),
+        Command::new(env!("CARGO")).args(["install", "wasm-bindgen-cli", "--version", want, "--force"]),
         "cargo install wasm-bindgen-cli",
     )?;
     candidates
@@ -82,9 +63,7 @@ fn bindgen_cli(want: &str) -> Res<PathBuf> {
 }
 
 fn target_dir(root: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"))
 }
 
 /// Runs the build; returns the process exit code.
@@ -105,27 +84,15 @@ pub fn main(args: &[String]) -> i32 {
 }
 
 fn build(dev: bool, opt: bool) -> Res<()> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .ok_or("no workspace root")?;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).ok_or("no workspace root")?;
     let profile = if dev { "debug" } else { "release" };
     let mut cargo = Command::new(env!("CARGO"));
-    cargo.current_dir(&root).args([
-        "build",
-        "--target",
-        "wasm32-unknown-unknown",
-        "-p",
-        "pixelgrad-web",
-    ]);
+    cargo.current_dir(&root).args(["build", "--target", "wasm32-unknown-unknown", "-p", "pixelgrad-web"]);
     if !dev {
         cargo.arg("--release");
     }
     status(&mut cargo, "cargo build -p pixelgrad-web (wasm32)")?;
-    let wasm = target_dir(&root)
-        .join("wasm32-unknown-unknown")
-        .join(profile)
-        .join("pixelgrad_web.wasm");
+    let wasm = target_dir(&root).join("wasm32-unknown-unknown").join(profile).join("pixelgrad_web.wasm");
     if !wasm.is_file() {
         return Err(format!("{} was not produced", wasm.display()));
     }
@@ -138,12 +105,7 @@ fn build(dev: bool, opt: bool) -> Res<()> {
     std::fs::create_dir_all(&pkg).map_err(|e| format!("{}: {e}", pkg.display()))?;
     let cli = bindgen_cli(&locked_bindgen_version(&root)?)?;
     status(
-        Command::new(&cli)
-            .arg("--target")
-            .arg("web")
-            .arg("--out-dir")
-            .arg(&pkg)
-            .arg(&wasm),
+        Command::new(&cli).arg("--target").arg("web").arg("--out-dir").arg(&pkg).arg(&wasm),
         "wasm-bindgen",
     )?;
     let out_wasm = pkg.join("pixelgrad_web_bg.wasm");
@@ -151,21 +113,11 @@ fn build(dev: bool, opt: bool) -> Res<()> {
     if opt {
         let wasm_opt = root.join("web/node_modules/.bin/wasm-opt");
         if !wasm_opt.is_file() {
-            return Err(format!(
-                "{} is missing: run `cd web && npm install` (devDependency binaryen)",
-                wasm_opt.display()
-            ));
+            return Err(format!("{} is missing: run `cd web && npm install` (devDependency binaryen)", wasm_opt.display()));
         }
         status(
             Command::new(&wasm_opt)
-                .args([
-                    "-O3",
-                    "--enable-bulk-memory",
-                    "--enable-nontrapping-float-to-int",
-                    "--enable-sign-ext",
-                    "--enable-mutable-globals",
-                    "-o",
-                ])
+                .args(["-O3", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "-o"])
                 .arg(&out_wasm)
                 .arg(&out_wasm),
             "wasm-opt",
@@ -173,28 +125,19 @@ fn build(dev: bool, opt: bool) -> Res<()> {
     }
 
     let js = root.join("web").join("js");
-    let mut files = vec![
-        "pixelgrad_web.js".to_string(),
-        "pixelgrad_web_bg.wasm".to_string(),
-        "pixelgrad_web.d.ts".to_string(),
-    ];
+    let mut files = vec!["pixelgrad_web.js".to_string(), "pixelgrad_web_bg.wasm".to_string(), "pixelgrad_web.d.ts".to_string()];
     let entries = std::fs::read_dir(&js).map_err(|e| format!("{}: {e}", js.display()))?;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         if e.path().is_file() {
-            std::fs::copy(e.path(), pkg.join(&name))
-                .map_err(|err| format!("copy {name}: {err}"))?;
+            std::fs::copy(e.path(), pkg.join(&name)).map_err(|err| format!("copy {name}: {err}"))?;
             files.push(name);
         }
     }
     files.sort();
     files.retain(|f| pkg.join(f).is_file());
     let version = env!("CARGO_PKG_VERSION");
-    let list = files
-        .iter()
-        .map(|f| format!("\"{f}\""))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = files.iter().map(|f| format!("\"{f}\"")).collect::<Vec<_>>().join(", ");
     let manifest = format!(
         "{{\n  \"name\": \"pixelgrad\",\n  \"version\": \"{version}\",\n  \"description\": \"Train neural networks in the browser on WebGPU, WebGL2 or the CPU (Rust + wasm)\",\n  \"license\": \"MIT OR Apache-2.0\",\n  \"type\": \"module\",\n  \"main\": \"index.js\",\n  \"module\": \"index.js\",\n  \"types\": \"index.d.ts\",\n  \"sideEffects\": false,\n  \"files\": [{list}]\n}}\n"
     );
@@ -207,10 +150,6 @@ fn build(dev: bool, opt: bool) -> Res<()> {
         println!("  {f:<28} {size:>10} bytes");
     }
     let size = std::fs::metadata(&out_wasm).map(|m| m.len()).unwrap_or(0);
-    println!(
-        "  .wasm size: {:.2} MiB ({profile}{})",
-        size as f64 / 1048576.0,
-        if opt { ", wasm-opt -O3" } else { "" }
-    );
+    println!("  .wasm size: {:.2} MiB ({profile}{})", size as f64 / 1048576.0, if opt { ", wasm-opt -O3" } else { "" });
     Ok(())
 }

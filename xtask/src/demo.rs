@@ -21,25 +21,16 @@ struct Options {
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
-    let mut opts = Options {
-        port: DEFAULT_PORT,
-        build: true,
-    };
+    let mut opts = Options { port: DEFAULT_PORT, build: true };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--no-build" => opts.build = false,
             "--port" => {
                 let v = it.next().ok_or("--port needs a value")?;
-                opts.port = v
-                    .parse()
-                    .map_err(|_| format!("--port: '{v}' is not a port number"))?;
+                opts.port = v.parse().map_err(|_| format!("--port: '{v}' is not a port number"))?;
             }
-            other => {
-                return Err(format!(
-                    "unknown argument '{other}' (usage: cargo xtask demo [--port P] [--no-build])"
-                ))
-            }
+            other => return Err(format!("unknown argument '{other}' (usage: cargo xtask demo [--port P] [--no-build])")),
         }
     }
     Ok(opts)
@@ -58,9 +49,7 @@ pub fn main(args: &[String]) -> i32 {
     if opts.build {
         // A subprocess rather than a function call keeps the demo independent of how
         // build-wasm is implemented; it inherits CARGO_TARGET_DIR and the toolchain.
-        let status = Command::new(env!("CARGO"))
-            .args(["run", "--release", "-q", "-p", "xtask", "--", "build-wasm"])
-            .status();
+        let status = Command::new(env!("CARGO")).args(["run", "--release", "-q", "-p", "xtask", "--", "build-wasm"]).status();
         match status {
             Ok(s) if s.success() => {}
             Ok(s) => {
@@ -74,10 +63,7 @@ pub fn main(args: &[String]) -> i32 {
         }
     }
     if !root.join("pkg").join("index.js").is_file() {
-        eprintln!(
-            "xtask demo: warning: {} is missing; run `cargo xtask build-wasm`",
-            root.join("pkg/index.js").display()
-        );
+        eprintln!("xtask demo: warning: {} is missing; run `cargo xtask build-wasm`", root.join("pkg/index.js").display());
     }
     let listener = match bind(opts.port) {
         Ok(l) => l,
@@ -173,9 +159,7 @@ fn percent_decode(s: &str) -> Option<String> {
 
 /// Serves requests on one keep-alive connection until the client closes it.
 fn serve_connection(stream: TcpStream, root: &Path) {
-    let Ok(write_half) = stream.try_clone() else {
-        return;
-    };
+    let Ok(write_half) = stream.try_clone() else { return };
     let mut reader = BufReader::new(stream);
     let mut out = write_half;
     loop {
@@ -197,14 +181,7 @@ fn serve_connection(stream: TcpStream, root: &Path) {
         let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let ok = match method {
             "GET" | "HEAD" => respond(&mut out, root, target, method == "HEAD"),
-            _ => send(
-                &mut out,
-                405,
-                "Method Not Allowed",
-                "text/plain",
-                b"only GET and HEAD",
-                false,
-            ),
+            _ => send(&mut out, 405, "Method Not Allowed", "text/plain", b"only GET and HEAD", false),
         };
         if ok.is_err() {
             return;
@@ -218,25 +195,11 @@ fn respond(out: &mut TcpStream, root: &Path, target: &str, head: bool) -> std::i
     };
     match fs::read(&file) {
         Ok(body) => send(out, 200, "OK", mime(&file), &body, head),
-        Err(_) => send(
-            out,
-            404,
-            "Not Found",
-            "text/plain",
-            format!("not found: {target}").as_bytes(),
-            head,
-        ),
+        Err(_) => send(out, 404, "Not Found", "text/plain", format!("not found: {target}").as_bytes(), head),
     }
 }
 
-fn send(
-    out: &mut TcpStream,
-    code: u16,
-    reason: &str,
-    ctype: &str,
-    body: &[u8],
-    head: bool,
-) -> std::io::Result<()> {
+fn send(out: &mut TcpStream, code: u16, reason: &str, ctype: &str, body: &[u8], head: bool) -> std::io::Result<()> {
     // no-store: a rebuilt web/pkg must not be shadowed by a cached older one.
     let header = format!(
         "HTTP/1.1 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: keep-alive\r\n\r\n",
@@ -256,16 +219,10 @@ mod tests {
     #[test]
     fn resolve_stays_under_root() {
         let root = Path::new("/srv/web");
-        assert_eq!(
-            resolve(root, "/demo/main.js?x=1"),
-            Some(PathBuf::from("/srv/web/demo/main.js"))
-        );
+        assert_eq!(resolve(root, "/demo/main.js?x=1"), Some(PathBuf::from("/srv/web/demo/main.js")));
         assert_eq!(resolve(root, "/../etc/passwd"), None);
         assert_eq!(resolve(root, "/demo/%2e%2e/%2e%2e/x"), None);
-        assert_eq!(
-            resolve(root, "/a%20b.js"),
-            Some(PathBuf::from("/srv/web/a b.js"))
-        );
+        assert_eq!(resolve(root, "/a%20b.js"), Some(PathBuf::from("/srv/web/a b.js")));
     }
 
     #[test]

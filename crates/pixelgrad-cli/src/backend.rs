@@ -40,26 +40,15 @@ impl Selected {
 fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
     match name {
         "cpu" => {
-            let threads = std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1);
-            Ok((
-                Device::new(CpuBackend::new()),
-                format!("f32, {threads} threads"),
-            ))
+            let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            Ok((Device::new(CpuBackend::new()), format!("f32, {threads} threads")))
         }
         "webgpu" => {
-            let b =
-                pixelgrad::wgpu::WgpuBackend::new(Default::default()).map_err(|e| e.to_string())?;
+            let b = pixelgrad::wgpu::WgpuBackend::new(Default::default()).map_err(|e| e.to_string())?;
             let report = b.report();
-            let st = b
-                .self_test()
-                .map_err(|e| format!("self-test failed to run: {e}"))?;
+            let st = b.self_test().map_err(|e| format!("self-test failed to run: {e}"))?;
             if !st.passes(SELF_TEST_TOL) {
-                return Err(format!(
-                    "self-test max relative error {:.2e} exceeds {SELF_TEST_TOL:.0e}",
-                    st.max_rel_error
-                ));
+                return Err(format!("self-test max relative error {:.2e} exceeds {SELF_TEST_TOL:.0e}", st.max_rel_error));
             }
             if auto && report.is_software() {
                 return Err(format!(
@@ -67,23 +56,14 @@ fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
                     report.adapter
                 ));
             }
-            Ok((
-                Device::new(b),
-                format!(
-                    "adapter '{}', self-test max rel error {:.1e}",
-                    report.adapter, st.max_rel_error
-                ),
-            ))
+            Ok((Device::new(b), format!("adapter '{}', self-test max rel error {:.1e}", report.adapter, st.max_rel_error)))
         }
         "webgl" => {
-            let b = pixelgrad::webgl::WebGlBackend::new_headless(Default::default())
-                .map_err(|e| e.to_string())?;
+            let b = pixelgrad::webgl::WebGlBackend::new_headless(Default::default()).map_err(|e| e.to_string())?;
             let report = b.report();
             let st = match report.self_test.clone() {
                 Some(st) => st,
-                None => b
-                    .self_test()
-                    .map_err(|e| format!("self-test failed to run: {e}"))?,
+                None => b.self_test().map_err(|e| format!("self-test failed to run: {e}"))?,
             };
             if st.max_rel_error.is_nan() || st.max_rel_error > SELF_TEST_TOL {
                 return Err(format!("self-test max relative error {:.2e} exceeds {SELF_TEST_TOL:.0e} ({:?} textures)", st.max_rel_error, report.format));
@@ -94,46 +74,28 @@ fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
                     report.renderer
                 ));
             }
-            Ok((
-                Device::new(b),
-                format!(
-                    "renderer '{}', {:?} textures, self-test max rel error {:.1e}",
-                    report.renderer, report.format, st.max_rel_error
-                ),
-            ))
+            Ok((Device::new(b), format!("renderer '{}', {:?} textures, self-test max rel error {:.1e}", report.renderer, report.format, st.max_rel_error)))
         }
-        other => Err(format!(
-            "unknown backend '{other}' (auto, cpu, webgpu, webgl)"
-        )),
+        other => Err(format!("unknown backend '{other}' (auto, cpu, webgpu, webgl)")),
     }
 }
 
 /// Mesa's llvmpipe / softpipe and Google's SwiftShader rasterise on the CPU.
 fn is_software_renderer(renderer: &str) -> bool {
     let r = renderer.to_ascii_lowercase();
-    ["llvmpipe", "softpipe", "swiftshader", "lavapipe"]
-        .iter()
-        .any(|s| r.contains(s))
+    ["llvmpipe", "softpipe", "swiftshader", "lavapipe"].iter().any(|s| r.contains(s))
 }
 
 /// Picks the backend named by `choice` (`auto`, `cpu`, `webgpu`, `webgl`).
 pub fn select(choice: &str) -> CliResult<Selected> {
     let auto = choice == "auto";
-    let order: Vec<&str> = if auto {
-        vec!["webgpu", "webgl", "cpu"]
-    } else {
-        vec![choice]
-    };
+    let order: Vec<&str> = if auto { vec!["webgpu", "webgl", "cpu"] } else { vec![choice] };
     let mut tried = Vec::new();
     for b in order {
         match try_backend(b, auto) {
             Ok((device, why)) => {
                 tried.push((b.to_string(), Ok(why)));
-                return Ok(Selected {
-                    name: device.name(),
-                    device,
-                    tried,
-                });
+                return Ok(Selected { name: device.name(), device, tried });
             }
             Err(why) => {
                 if !auto {

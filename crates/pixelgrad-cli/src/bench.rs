@@ -54,12 +54,7 @@ fn matmul_gflops(dev: &Device, n: usize, secs: f64) -> CliResult<f64> {
         for _ in 1..per {
             c = a.matmul(&b).ctx()?;
         }
-        c.slice(0, 0, 1)
-            .ctx()?
-            .slice(1, 0, 1)
-            .ctx()?
-            .to_vec()
-            .ctx()?;
+        c.slice(0, 0, 1).ctx()?.slice(1, 0, 1).ctx()?.to_vec().ctx()?;
         Ok(())
     })?;
     Ok(r * per as f64 * 2.0 * (n as f64).powi(3) / 1e9)
@@ -67,20 +62,8 @@ fn matmul_gflops(dev: &Device, n: usize, secs: f64) -> CliResult<f64> {
 
 /// The training workloads: (label, preset, input [c,h,w], classes, batch).
 const WORKLOADS: [(&str, Preset, [usize; 3], usize, usize); 3] = [
-    (
-        "seed-mlp (48-64-2, batch 1)",
-        Preset::SeedMlp,
-        [1, 6, 8],
-        2,
-        1,
-    ),
-    (
-        "mlp (784-256-10, batch 64)",
-        Preset::Mlp,
-        [1, 28, 28],
-        10,
-        64,
-    ),
+    ("seed-mlp (48-64-2, batch 1)", Preset::SeedMlp, [1, 6, 8], 2, 1),
+    ("mlp (784-256-10, batch 64)", Preset::Mlp, [1, 28, 28], 10, 64),
     ("cnn (28x28, batch 32)", Preset::Cnn, [1, 28, 28], 10, 32),
 ];
 
@@ -88,33 +71,15 @@ const WORKLOADS: [(&str, Preset, [usize; 3], usize, usize); 3] = [
 /// does (GPU backends replay a prepared step plan); without, every launch is prepared afresh
 /// (the comparison row shows what the plan saves).
 #[allow(clippy::too_many_arguments)]
-fn steps_per_second(
-    dev: &Device,
-    preset: Preset,
-    input: [usize; 3],
-    classes: usize,
-    batch: usize,
-    secs: f64,
-    plan: bool,
-) -> CliResult<f64> {
-    let spec = ModelSpec {
-        preset,
-        input,
-        classes,
-    };
+fn steps_per_second(dev: &Device, preset: Preset, input: [usize; 3], classes: usize, batch: usize, secs: f64, plan: bool) -> CliResult<f64> {
+    let spec = ModelSpec { preset, input, classes };
     let model = spec.build(dev, 1).ctx()?;
     let per: usize = input.iter().product();
     let n = batch * 8;
-    let x: Vec<f32> = (0..n * per)
-        .map(|i| pixelgrad::rng::uniform(9, i as u64))
-        .collect();
+    let x: Vec<f32> = (0..n * per).map(|i| pixelgrad::rng::uniform(9, i as u64)).collect();
     let y: Vec<u32> = (0..n).map(|i| (i % classes) as u32).collect();
     let samples = Samples::new(&x, &input, &y).ctx()?;
-    let kind = if preset == Preset::SeedMlp {
-        "sgd"
-    } else {
-        "adam"
-    };
+    let kind = if preset == Preset::SeedMlp { "sgd" } else { "adam" };
     let mut opt = OptimizerKind::parse(kind).ctx()?.build(0.01);
     let loss_fn = preset.loss();
     let mut i = 0usize;
@@ -131,11 +96,7 @@ fn steps_per_second(
             Ok(l.detach())
         };
         // A step inside `Device::step` ends with its own submission.
-        let l = if plan {
-            dev.step(batch as u64, body).ctx()?
-        } else {
-            body().ctx()?
-        };
+        let l = if plan { dev.step(batch as u64, body).ctx()? } else { body().ctx()? };
         last_loss = Some(l);
         // read back every 10 steps, as the training loop does
         if sync || i % 10 == 0 {
@@ -154,16 +115,7 @@ fn steps_per_second(
 }
 
 pub fn run(a: BenchArgs) -> CliResult<()> {
-    let sizes: Vec<usize> = a
-        .matmul
-        .split(',')
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.trim()
-                .parse()
-                .map_err(|_| format!("bad matmul size '{s}'"))
-        })
-        .collect::<CliResult<_>>()?;
+    let sizes: Vec<usize> = a.matmul.split(',').filter(|s| !s.is_empty()).map(|s| s.trim().parse().map_err(|_| format!("bad matmul size '{s}'"))).collect::<CliResult<_>>()?;
     let mut devices = Vec::new();
     for b in a.backends.split(',') {
         match backend::select(b.trim()) {
@@ -179,22 +131,14 @@ pub fn run(a: BenchArgs) -> CliResult<()> {
         let label = format!("matmul {n}^3 (GFLOP/s)");
         let mut vals = Vec::new();
         for (_, dev) in &devices {
-            vals.push(
-                matmul_gflops(dev, n, a.seconds)
-                    .map_err(|e| eprintln!("{label}: {e}"))
-                    .ok(),
-            );
+            vals.push(matmul_gflops(dev, n, a.seconds).map_err(|e| eprintln!("{label}: {e}")).ok());
         }
         print_row(&label, &vals);
         rows.push((label, vals));
     }
     for (label, preset, input, classes, batch) in WORKLOADS {
         for plan in [true, false] {
-            let label = if plan {
-                format!("{label} steps/s")
-            } else {
-                format!("{label} steps/s, no step plan")
-            };
+            let label = if plan { format!("{label} steps/s") } else { format!("{label} steps/s, no step plan") };
             let mut vals = Vec::new();
             for (_, dev) in &devices {
                 let v = steps_per_second(dev, preset, input, classes, batch, a.seconds, plan);

@@ -49,20 +49,11 @@ impl Loaded {
 /// Loads `spec`; for the seed network, maps 8x8 digits to its 48-input binary task.
 pub fn load(spec: &DatasetSpec, preset: Preset, seed: u64) -> CliResult<Loaded> {
     let (name, split) = match spec {
-        DatasetSpec::Digits => (
-            "digits (embedded, UCI 8x8, CC BY 4.0)".to_string(),
-            data::digits_split(TEST_FRACTION, seed).ctx()?,
-        ),
-        DatasetSpec::Idx(dir) => (
-            format!("idx:{}", dir.display()),
-            data::load_idx_dir(dir).ctx()?,
-        ),
+        DatasetSpec::Digits => ("digits (embedded, UCI 8x8, CC BY 4.0)".to_string(), data::digits_split(TEST_FRACTION, seed).ctx()?),
+        DatasetSpec::Idx(dir) => (format!("idx:{}", dir.display()), data::load_idx_dir(dir).ctx()?),
         DatasetSpec::Csv(p) => {
             let ds = data::load_csv(p, &data::CsvOptions::default()).ctx()?;
-            (
-                format!("csv:{}", p.display()),
-                data::train_test_split(&ds, TEST_FRACTION, seed).ctx()?,
-            )
+            (format!("csv:{}", p.display()), data::train_test_split(&ds, TEST_FRACTION, seed).ctx()?)
         }
     };
     let (mut train, mut test) = (split.train, split.test);

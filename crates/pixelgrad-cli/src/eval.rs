@@ -37,20 +37,14 @@ pub struct ModelFile {
 
 pub fn read_model_file(path: &Path) -> CliResult<ModelFile> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(ModelFile {
-        spec: spec_of(path, &bytes)?,
-        bytes,
-    })
+    Ok(ModelFile { spec: spec_of(path, &bytes)?, bytes })
 }
 
 fn spec_of(path: &Path, bytes: &[u8]) -> CliResult<ModelSpec> {
     let meta = io::read_metadata(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    let spec_s = meta.get(SPEC_KEY).ok_or_else(|| {
-        format!(
-            "{}: no '{SPEC_KEY}' metadata; was it written by `pixelgrad train`?",
-            path.display()
-        )
-    })?;
+    let spec_s = meta
+        .get(SPEC_KEY)
+        .ok_or_else(|| format!("{}: no '{SPEC_KEY}' metadata; was it written by `pixelgrad train`?", path.display()))?;
     ModelSpec::from_meta(spec_s).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -68,27 +62,15 @@ pub fn run(a: EvalArgs) -> CliResult<()> {
     let spec = file.spec;
     let data = dataset::load(&DatasetSpec::parse(&a.dataset)?, spec.preset, a.seed)?;
     if data.shape() != spec.input {
-        return Err(format!(
-            "the model takes samples of shape {:?}, the data set has {:?}",
-            spec.input,
-            data.shape()
-        ));
+        return Err(format!("the model takes samples of shape {:?}, the data set has {:?}", spec.input, data.shape()));
     }
     let shape = data.shape();
     let test = Samples::new(data.test.images(), &shape, data.test.labels()).ctx()?;
     let (loss, acc) = evaluate(&model, spec.preset.loss(), &sel.device, test, 256).ctx()?;
     if a.json {
-        println!(
-            "{}",
-            serde_json::json!({ "test_accuracy": acc, "test_loss": loss, "samples": test.len(), "backend": sel.device.kind().as_str() })
-        );
+        println!("{}", serde_json::json!({ "test_accuracy": acc, "test_loss": loss, "samples": test.len(), "backend": sel.device.kind().as_str() }));
     } else {
-        println!(
-            "{}: {} test samples, accuracy {acc:.4}, loss {loss:.4} ({})",
-            data.name,
-            test.len(),
-            sel.name
-        );
+        println!("{}: {} test samples, accuracy {acc:.4}, loss {loss:.4} ({})", data.name, test.len(), sel.name);
     }
     Ok(())
 }

@@ -29,11 +29,7 @@ impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
 }
 
 #[derive(Parser)]
-#[command(
-    name = "pixelgrad",
-    version,
-    about = "Train and run neural networks on WebGPU, WebGL2 or the CPU"
-)]
+#[command(name = "pixelgrad", version, about = "Train and run neural networks on WebGPU, WebGL2 or the CPU")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

@@ -20,13 +20,7 @@ pub fn loss_png(path: &Path, steps: &[StepLog], title: &str) -> CliResult<()> {
         let root = BitMapBackend::with_buffer(&mut buf, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let max_step = steps.last().map(|s| s.step).unwrap_or(1).max(1) as f32;
-        let max_loss = steps
-            .iter()
-            .map(|s| s.loss)
-            .filter(|l| l.is_finite())
-            .fold(0.0f32, f32::max)
-            .max(1e-6)
-            * 1.05;
+        let max_loss = steps.iter().map(|s| s.loss).filter(|l| l.is_finite()).fold(0.0f32, f32::max).max(1e-6) * 1.05;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 18))
             .margin(12)
@@ -42,10 +36,7 @@ pub fn loss_png(path: &Path, steps: &[StepLog], title: &str) -> CliResult<()> {
             .draw()
             .map_err(|e| e.to_string())?;
         chart
-            .draw_series(LineSeries::new(
-                steps.iter().map(|s| (s.step as f32, s.loss)),
-                BLUE.stroke_width(2),
-            ))
+            .draw_series(LineSeries::new(steps.iter().map(|s| (s.step as f32, s.loss)), BLUE.stroke_width(2)))
             .map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())?;
     }

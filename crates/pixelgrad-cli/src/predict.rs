@@ -53,15 +53,9 @@ pub fn run(a: PredictArgs) -> CliResult<()> {
         let s: f32 = out.iter().sum::<f32>().max(1e-12);
         out.iter().map(|v| v / s).collect()
     };
-    let best = probs
-        .iter()
-        .enumerate()
-        .fold((0, f32::MIN), |b, (i, &p)| if p > b.1 { (i, p) } else { b });
+    let best = probs.iter().enumerate().fold((0, f32::MIN), |b, (i, &p)| if p > b.1 { (i, p) } else { b });
     if a.json {
-        println!(
-            "{}",
-            serde_json::json!({ "class": best.0, "probabilities": probs })
-        );
+        println!("{}", serde_json::json!({ "class": best.0, "probabilities": probs }));
     } else {
         for (i, p) in probs.iter().enumerate() {
             println!("class {i}: {p:.4}{}", if i == best.0 { "  <-" } else { "" });

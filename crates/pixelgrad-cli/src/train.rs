@@ -70,47 +70,19 @@ struct Defaults {
 fn defaults(preset: Preset, spec: &DatasetSpec) -> Defaults {
     let digits = matches!(spec, DatasetSpec::Digits);
     match preset {
-        Preset::SeedMlp => Defaults {
-            epochs: if digits { 10 } else { 1 },
-            batch: 1,
-            lr: 0.5,
-            optimizer: "sgd",
-        },
-        Preset::Mlp => Defaults {
-            epochs: if digits { 30 } else { 2 },
-            batch: 32,
-            lr: if digits { 0.003 } else { 0.002 },
-            optimizer: "adam",
-        },
-        Preset::Cnn => Defaults {
-            epochs: if digits { 20 } else { 1 },
-            batch: 32,
-            lr: if digits { 0.003 } else { 0.001 },
-            optimizer: "adam",
-        },
+        Preset::SeedMlp => Defaults { epochs: if digits { 10 } else { 1 }, batch: 1, lr: 0.5, optimizer: "sgd" },
+        Preset::Mlp => Defaults { epochs: if digits { 30 } else { 2 }, batch: 32, lr: if digits { 0.003 } else { 0.002 }, optimizer: "adam" },
+        Preset::Cnn => Defaults { epochs: if digits { 20 } else { 1 }, batch: 32, lr: if digits { 0.003 } else { 0.001 }, optimizer: "adam" },
     }
 }
 
 fn schedule(name: &str, total_steps: usize) -> CliResult<Schedule> {
     Ok(match name {
         "constant" => Schedule::Constant,
-        "cosine" => Schedule::Cosine {
-            total: total_steps,
-            min_lr: 0.0,
-        },
-        "step" => Schedule::Step {
-            every: (total_steps / 3).max(1),
-            gamma: 0.3,
-        },
-        "warmup" => Schedule::Warmup {
-            steps: (total_steps / 20).max(1),
-            then: Box::new(Schedule::Constant),
-        },
-        other => {
-            return Err(format!(
-                "unknown schedule '{other}' (constant, cosine, step, warmup)"
-            ))
-        }
+        "cosine" => Schedule::Cosine { total: total_steps, min_lr: 0.0 },
+        "step" => Schedule::Step { every: (total_steps / 3).max(1), gamma: 0.3 },
+        "warmup" => Schedule::Warmup { steps: (total_steps / 20).max(1), then: Box::new(Schedule::Constant) },
+        other => return Err(format!("unknown schedule '{other}' (constant, cosine, step, warmup)")),
     })
 }
 
@@ -128,8 +100,7 @@ struct Progress<'a> {
 impl Callbacks for Progress<'_> {
     fn on_step(&mut self, log: &StepLog) -> ControlFlow<()> {
         self.bar.set_position(log.step as u64);
-        self.bar
-            .set_message(format!("loss {:.4} acc {:.3}", log.loss, log.accuracy));
+        self.bar.set_message(format!("loss {:.4} acc {:.3}", log.loss, log.accuracy));
         self.steps.push(log.clone());
         ControlFlow::Continue(())
     }
@@ -170,10 +141,7 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
     let epochs = a.epochs.unwrap_or(d.epochs);
     let batch = a.batch_size.unwrap_or(d.batch);
     let lr = a.lr.unwrap_or(d.lr);
-    let opt_name = a
-        .optimizer
-        .clone()
-        .unwrap_or_else(|| d.optimizer.to_string());
+    let opt_name = a.optimizer.clone().unwrap_or_else(|| d.optimizer.to_string());
     let kind = OptimizerKind::parse(&opt_name).ctx()?;
     if batch == 0 || a.log_every == 0 {
         return Err("--batch-size and --log-every must be at least 1".into());
@@ -186,13 +154,7 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
     let sel = backend::select(&a.backend)?;
     let dev = sel.device.clone();
     // Human-readable lines go to stderr when --json owns stdout.
-    let say = |s: String| {
-        if a.json {
-            eprintln!("{s}")
-        } else {
-            println!("{s}")
-        }
-    };
+    let say = |s: String| if a.json { eprintln!("{s}") } else { println!("{s}") };
     say(format!("backend: {} [{}]", sel.name, sel.explain()));
     say(format!(
         "data: {} — {} train / {} test samples of {:?}, {} classes",
@@ -203,80 +165,36 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
         data.classes()
     ));
 
-    let model_spec = ModelSpec {
-        preset,
-        input: data.shape(),
-        classes: data.classes(),
-    };
+    let model_spec = ModelSpec { preset, input: data.shape(), classes: data.classes() };
     let model = model_spec.build(&dev, a.seed).ctx()?;
-    say(format!(
-        "model: {} ({} parameters)",
-        model.describe(),
-        model.num_params()
-    ));
-    say(format!(
-        "training: {epochs} epochs, batch {batch}, {opt_name} lr {lr}, seed {}",
-        a.seed
-    ));
+    say(format!("model: {} ({} parameters)", model.describe(), model.num_params()));
+    say(format!("training: {epochs} epochs, batch {batch}, {opt_name} lr {lr}, seed {}", a.seed));
 
     let steps_per_epoch = data.train.len().div_ceil(batch);
     let total = steps_per_epoch * epochs;
     let mut opt = kind.build(lr);
-    let opts = FitOptions {
-        epochs,
-        batch_size: batch,
-        read_every: a.log_every,
-        shuffle: true,
-        seed: a.seed,
-        schedule: schedule(&a.schedule, total)?,
-    };
+    let opts = FitOptions { epochs, batch_size: batch, read_every: a.log_every, shuffle: true, seed: a.seed, schedule: schedule(&a.schedule, total)? };
     let shape = data.shape();
     let train = Samples::new(data.train.images(), &shape, data.train.labels()).ctx()?;
     let test = Samples::new(data.test.images(), &shape, data.test.labels()).ctx()?;
 
     let bar = ProgressBar::new(total as u64);
     bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:30} {pos}/{len} steps [{elapsed_precise}<{eta_precise}] {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template("{bar:30} {pos}/{len} steps [{elapsed_precise}<{eta_precise}] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let dumper = match &a.dump_weights {
         Some(dir) => Some(WeightDumper::new(dir, data.shape())?),
         None => None,
     };
-    let mut progress = Progress {
-        model: &model,
-        dumper,
-        bar,
-        epochs,
-        steps: Vec::new(),
-        quiet: a.json,
-        epoch_start: Instant::now(),
-    };
+    let mut progress = Progress { model: &model, dumper, bar, epochs, steps: Vec::new(), quiet: a.json, epoch_start: Instant::now() };
     let t0 = Instant::now();
-    let history = fit(
-        &model,
-        opt.as_mut(),
-        preset.loss(),
-        &dev,
-        train,
-        Some(test),
-        &opts,
-        &mut progress,
-    )
-    .ctx()?;
+    let history = fit(&model, opt.as_mut(), preset.loss(), &dev, train, Some(test), &opts, &mut progress).ctx()?;
     let train_seconds = t0.elapsed().as_secs_f64();
     progress.bar.finish_and_clear();
 
-    let last = history
-        .epochs
-        .last()
-        .ok_or("training ran no epoch (--epochs 0?)")?;
-    let (test_loss, test_acc) = (
-        last.test_loss.unwrap_or(f32::NAN),
-        last.test_accuracy.unwrap_or(f32::NAN),
-    );
+    let last = history.epochs.last().ok_or("training ran no epoch (--epochs 0?)")?;
+    let (test_loss, test_acc) = (last.test_loss.unwrap_or(f32::NAN), last.test_accuracy.unwrap_or(f32::NAN));
 
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let mut meta = HashMap::new();
@@ -284,17 +202,8 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
     meta.insert("pixelgrad.dataset".to_string(), data.name.clone());
     let model_path = a.out.join("model.safetensors");
     io::save(&model, &model_path, &meta).ctx()?;
-    write_metrics(
-        &a.out.join("metrics.csv"),
-        &history.steps,
-        &history.epochs,
-        steps_per_epoch,
-    )?;
-    plot::loss_png(
-        &a.out.join("loss.png"),
-        &history.steps,
-        &format!("{} on {} ({})", preset.name(), data.name, sel.device.kind()),
-    )?;
+    write_metrics(&a.out.join("metrics.csv"), &history.steps, &history.epochs, steps_per_epoch)?;
+    plot::loss_png(&a.out.join("loss.png"), &history.steps, &format!("{} on {} ({})", preset.name(), data.name, sel.device.kind()))?;
 
     say(format!(
         "done: test accuracy {test_acc:.4}, test loss {test_loss:.4}, {train_seconds:.1} s; wrote {}, metrics.csv, loss.png",
@@ -323,33 +232,12 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
 
 /// `step,epoch,loss,accuracy,test_accuracy` — one row per readback; test accuracy on the last
 /// row of each epoch.
-fn write_metrics(
-    path: &std::path::Path,
-    steps: &[StepLog],
-    epochs: &[EpochLog],
-    steps_per_epoch: usize,
-) -> CliResult<()> {
+fn write_metrics(path: &std::path::Path, steps: &[StepLog], epochs: &[EpochLog], steps_per_epoch: usize) -> CliResult<()> {
     let mut s = String::from("step,epoch,loss,accuracy,test_accuracy\n");
     for (i, st) in steps.iter().enumerate() {
-        let end_of_epoch =
-            st.step % steps_per_epoch == 0 || steps.get(i + 1).is_none_or(|n| n.epoch != st.epoch);
-        let test = if end_of_epoch {
-            epochs
-                .get(st.epoch)
-                .and_then(|e| e.test_accuracy)
-                .map(|a| a.to_string())
-                .unwrap_or_default()
-        } else {
-            String::new()
-        };
-        s.push_str(&format!(
-            "{},{},{},{},{}\n",
-            st.step,
-            st.epoch + 1,
-            st.loss,
-            st.accuracy,
-            test
-        ));
+        let end_of_epoch = st.step % steps_per_epoch == 0 || steps.get(i + 1).is_none_or(|n| n.epoch != st.epoch);
+        let test = if end_of_epoch { epochs.get(st.epoch).and_then(|e| e.test_accuracy).map(|a| a.to_string()).unwrap_or_default() } else { String::new() };
+        s.push_str(&format!("{},{},{},{},{}\n", st.step, st.epoch + 1, st.loss, st.accuracy, test));
     }
     std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -5,42 +5,20 @@
 use std::process::Command;
 
 fn train(backend: &str) -> serde_json::Value {
-    let out_dir =
-        std::env::temp_dir().join(format!("pixelgrad-cmp-{}-{backend}", std::process::id()));
+    let out_dir = std::env::temp_dir().join(format!("pixelgrad-cmp-{}-{backend}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_pixelgrad"))
-        .args([
-            "train",
-            "--backend",
-            backend,
-            "--epochs",
-            "2",
-            "--log-every",
-            "1",
-            "--seed",
-            "7",
-            "--json",
-            "--out",
-        ])
+        .args(["train", "--backend", backend, "--epochs", "2", "--log-every", "1", "--seed", "7", "--json", "--out"])
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{backend}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&out_dir).ok();
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
 }
 
 fn losses(j: &serde_json::Value) -> Vec<f64> {
-    j["losses"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect()
+    j["losses"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
 }
 
 fn same_run_as_cpu(backend: &str) {
@@ -48,29 +26,13 @@ fn same_run_as_cpu(backend: &str) {
     let gpu = train(backend);
     assert_eq!(gpu["backend"], backend);
     let (lc, lg) = (losses(&cpu), losses(&gpu));
-    assert!(
-        lc.len() >= 50 && lg.len() == lc.len(),
-        "{} vs {} logged losses",
-        lc.len(),
-        lg.len()
-    );
+    assert!(lc.len() >= 50 && lg.len() == lc.len(), "{} vs {} logged losses", lc.len(), lg.len());
     for i in 0..50 {
         let rel = (lg[i] - lc[i]).abs() / lc[i].abs();
-        assert!(
-            rel < 1e-3,
-            "{backend}: logged loss {i}: {} vs cpu {} (relative {rel:.2e})",
-            lg[i],
-            lc[i]
-        );
+        assert!(rel < 1e-3, "{backend}: logged loss {i}: {} vs cpu {} (relative {rel:.2e})", lg[i], lc[i]);
     }
-    let (ac, ag) = (
-        cpu["test_accuracy"].as_f64().unwrap(),
-        gpu["test_accuracy"].as_f64().unwrap(),
-    );
-    assert!(
-        (ac - ag).abs() <= 0.005,
-        "{backend} test accuracy {ag} vs cpu {ac}"
-    );
+    let (ac, ag) = (cpu["test_accuracy"].as_f64().unwrap(), gpu["test_accuracy"].as_f64().unwrap());
+    assert!((ac - ag).abs() <= 0.005, "{backend} test accuracy {ag} vs cpu {ac}");
 }
 
 #[test]
@@ -87,26 +49,13 @@ fn webgl_matches_cpu_loss_curve() {
 fn dump_weights_writes_one_image_per_epoch() {
     let dir = std::env::temp_dir().join(format!("pixelgrad-dump-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_pixelgrad"))
-        .args([
-            "train",
-            "--backend",
-            "cpu",
-            "--model",
-            "cnn",
-            "--epochs",
-            "2",
-            "--dump-weights",
-        ])
+        .args(["train", "--backend", "cpu", "--model", "cnn", "--epochs", "2", "--dump-weights"])
         .arg(dir.join("w"))
         .arg("--out")
         .arg(dir.join("run"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     for e in ["epoch-001.png", "epoch-002.png"] {
         let bytes = std::fs::read(dir.join("w").join(e)).unwrap();
         let dec = png::Decoder::new(std::io::Cursor::new(bytes));
@@ -116,11 +65,7 @@ fn dump_weights_writes_one_image_per_epoch() {
         let px = &buf[..info.buffer_size()];
         // not blank: the colours vary (a diverging map of 16 random 3x3 filters)
         let distinct: std::collections::HashSet<&[u8]> = px.chunks(4).collect();
-        assert!(
-            distinct.len() > 10,
-            "{e}: only {} distinct colours",
-            distinct.len()
-        );
+        assert!(distinct.len() > 10, "{e}: only {} distinct colours", distinct.len());
     }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -16,12 +16,7 @@ fn tmp(name: &str) -> PathBuf {
 
 fn last_json(out: &Output) -> serde_json::Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().last().unwrap_or_else(|| {
-        panic!(
-            "no stdout; stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let line = stdout.lines().last().unwrap_or_else(|| panic!("no stdout; stderr: {}", String::from_utf8_lossy(&out.stderr)));
     serde_json::from_str(line).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {line}"))
 }
 
@@ -29,54 +24,27 @@ fn last_json(out: &Output) -> serde_json::Value {
 fn fails_with(args: &[&str], needle: &str) {
     let out = bin().args(args).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "args {args:?}: status {:?}, stderr {err}",
-        out.status
-    );
-    assert!(
-        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
-        "panic for {args:?}: {err}"
-    );
+    assert_eq!(out.status.code(), Some(1), "args {args:?}: status {:?}, stderr {err}", out.status);
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "panic for {args:?}: {err}");
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "expected one line for {args:?}, got: {err}");
-    assert!(
-        lines[0].starts_with("error: ") && lines[0].contains(needle),
-        "args {args:?}: {err}"
-    );
+    assert!(lines[0].starts_with("error: ") && lines[0].contains(needle), "args {args:?}: {err}");
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap()
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
 }
 
 #[test]
 fn default_training_reaches_95_percent_then_eval_and_predict() {
     let out_dir = tmp("default");
-    let out = bin()
-        .args(["train", "--backend", "cpu", "--json", "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = bin().args(["train", "--backend", "cpu", "--json", "--out"]).arg(&out_dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let j = last_json(&out);
     let acc = j["test_accuracy"].as_f64().unwrap();
     assert!(acc >= 0.95, "default digits run reached only {acc}");
     assert_eq!(j["backend"], "cpu");
-    assert!(
-        j["epochs"].as_u64().unwrap() > 0
-            && j["train_seconds"].as_f64().unwrap() > 0.0
-            && j["test_loss"].as_f64().is_some()
-    );
+    assert!(j["epochs"].as_u64().unwrap() > 0 && j["train_seconds"].as_f64().unwrap() > 0.0 && j["test_loss"].as_f64().is_some());
     for f in ["model.safetensors", "metrics.csv", "loss.png"] {
         assert!(out_dir.join(f).metadata().unwrap().len() > 0, "{f} missing");
     }
@@ -86,21 +54,10 @@ fn default_training_reaches_95_percent_then_eval_and_predict() {
 
     // eval on the same split gives the same accuracy
     let model = out_dir.join("model.safetensors");
-    let ev = bin()
-        .args(["eval", "--backend", "cpu", "--json", "--model-file"])
-        .arg(&model)
-        .output()
-        .unwrap();
-    assert!(
-        ev.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ev.stderr)
-    );
+    let ev = bin().args(["eval", "--backend", "cpu", "--json", "--model-file"]).arg(&model).output().unwrap();
+    assert!(ev.status.success(), "{}", String::from_utf8_lossy(&ev.stderr));
     let e = last_json(&ev);
-    assert!(
-        (e["test_accuracy"].as_f64().unwrap() - acc).abs() < 1e-6,
-        "{e} vs {acc}"
-    );
+    assert!((e["test_accuracy"].as_f64().unwrap() - acc).abs() < 1e-6, "{e} vs {acc}");
 
     // predict a PNG: a bright vertical bar on black, 16x16 (a "1")
     let png_path = out_dir.join("one.png");
@@ -114,24 +71,10 @@ fn default_training_reaches_95_percent_then_eval_and_predict() {
     let mut enc = png::Encoder::new(f, 16, 16);
     enc.set_color(png::ColorType::Grayscale);
     enc.write_header().unwrap().write_image_data(&px).unwrap();
-    let pr = bin()
-        .args(["predict", "--backend", "cpu", "--json", "--model-file"])
-        .arg(&model)
-        .arg(&png_path)
-        .output()
-        .unwrap();
-    assert!(
-        pr.status.success(),
-        "{}",
-        String::from_utf8_lossy(&pr.stderr)
-    );
+    let pr = bin().args(["predict", "--backend", "cpu", "--json", "--model-file"]).arg(&model).arg(&png_path).output().unwrap();
+    assert!(pr.status.success(), "{}", String::from_utf8_lossy(&pr.stderr));
     let p = last_json(&pr);
-    let probs: Vec<f64> = p["probabilities"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
+    let probs: Vec<f64> = p["probabilities"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert_eq!(probs.len(), 10);
     assert!((probs.iter().sum::<f64>() - 1.0).abs() < 1e-4);
     assert_eq!(p["class"], 1, "a vertical bar should read as a 1: {p}");
@@ -142,25 +85,11 @@ fn default_training_reaches_95_percent_then_eval_and_predict() {
 fn seed_mlp_trains_on_the_48_input_task() {
     let out_dir = tmp("seed");
     let out = bin()
-        .args([
-            "train",
-            "--backend",
-            "cpu",
-            "--model",
-            "seed-mlp",
-            "--epochs",
-            "2",
-            "--json",
-            "--out",
-        ])
+        .args(["train", "--backend", "cpu", "--model", "seed-mlp", "--epochs", "2", "--json", "--out"])
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let j = last_json(&out);
     assert!(j["test_accuracy"].as_f64().unwrap() > 0.8, "{j}");
     std::fs::remove_dir_all(&out_dir).ok();
@@ -168,14 +97,8 @@ fn seed_mlp_trains_on_the_48_input_task() {
 
 #[test]
 fn bad_arguments_and_missing_data() {
-    fails_with(
-        &["train", "--dataset", "idx:/nonexistent/dir"],
-        "/nonexistent/dir",
-    );
-    fails_with(
-        &["train", "--dataset", "csv:/nonexistent.csv"],
-        "/nonexistent.csv",
-    );
+    fails_with(&["train", "--dataset", "idx:/nonexistent/dir"], "/nonexistent/dir");
+    fails_with(&["train", "--dataset", "csv:/nonexistent.csv"], "/nonexistent.csv");
     fails_with(&["train", "--dataset", "imagenet"], "unknown dataset");
     fails_with(&["train", "--model", "resnet"], "unknown model");
     fails_with(&["train", "--optimizer", "lbfgs"], "unknown optimizer");
@@ -183,10 +106,7 @@ fn bad_arguments_and_missing_data() {
     fails_with(&["train", "--lr=-1"], "--lr");
     fails_with(&["train", "--lr=0"], "--lr");
     fails_with(&["train", "--batch-size", "0"], "--batch-size");
-    fails_with(
-        &["eval", "--model-file", "/nonexistent/model.safetensors"],
-        "/nonexistent/model.safetensors",
-    );
+    fails_with(&["eval", "--model-file", "/nonexistent/model.safetensors"], "/nonexistent/model.safetensors");
 }
 
 #[test]
@@ -201,30 +121,17 @@ fn corrupt_files_give_one_line_errors() {
         std::fs::write(d.join(f), &hdr).unwrap();
     }
     for f in ["train-labels-idx1-ubyte", "t10k-labels-idx1-ubyte"] {
-        std::fs::write(
-            d.join(f),
-            [0, 0, 8, 1, 0, 0, 0, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0],
-        )
-        .unwrap();
+        std::fs::write(d.join(f), [0, 0, 8, 1, 0, 0, 0, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0]).unwrap();
     }
-    fails_with(
-        &["train", "--dataset", &format!("idx:{}", d.display())],
-        "truncated",
-    );
+    fails_with(&["train", "--dataset", &format!("idx:{}", d.display())], "truncated");
     // CSV with a non-number
     let csv = d.join("bad.csv");
     std::fs::write(&csv, "1,2,3,0\n4,x,6,1\n").unwrap();
-    fails_with(
-        &["train", "--dataset", &format!("csv:{}", csv.display())],
-        "line 2",
-    );
+    fails_with(&["train", "--dataset", &format!("csv:{}", csv.display())], "line 2");
     // a model file that is not safetensors
     let junk = d.join("junk.safetensors");
     std::fs::write(&junk, b"this is not a model").unwrap();
-    fails_with(
-        &["eval", "--model-file", junk.to_str().unwrap()],
-        "safetensors",
-    );
+    fails_with(&["eval", "--model-file", junk.to_str().unwrap()], "safetensors");
     std::fs::remove_dir_all(&d).ok();
 }
 
@@ -234,18 +141,8 @@ fn model_file_that_does_not_fit_its_architecture() {
     let d = tmp("mismatch");
     let dev = pixelgrad::Device::new(pixelgrad::cpu::CpuBackend::new());
     // weights of a 3-class mlp labelled as a 10-class mlp
-    let m = ModelSpec {
-        preset: Preset::Mlp,
-        input: [1, 8, 8],
-        classes: 3,
-    }
-    .build(&dev, 0)
-    .unwrap();
-    let label = ModelSpec {
-        preset: Preset::Mlp,
-        input: [1, 8, 8],
-        classes: 10,
-    };
+    let m = ModelSpec { preset: Preset::Mlp, input: [1, 8, 8], classes: 3 }.build(&dev, 0).unwrap();
+    let label = ModelSpec { preset: Preset::Mlp, input: [1, 8, 8], classes: 10 };
     let meta = std::collections::HashMap::from([(SPEC_KEY.to_string(), label.to_meta())]);
     let f = d.join("m.safetensors");
     pixelgrad::nn::io::save(&m, &f, &meta).unwrap();

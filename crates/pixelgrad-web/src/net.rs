@@ -33,35 +33,19 @@ impl Net {
     /// Builds the layers of `config` (see [`spec::build`]) on `dev`.
     pub fn new(dev: &Device, config: Value) -> Result<Net> {
         let built = spec::build(dev, &config)?;
-        Ok(Net {
-            dev: dev.clone(),
-            built,
-            config,
-            opt: None,
-            loss: Loss::CrossEntropy,
-            train: Sums::new(),
-            eval: Sums::new(),
-        })
+        Ok(Net { dev: dev.clone(), built, config, opt: None, loss: Loss::CrossEntropy, train: Sums::new(), eval: Sums::new() })
     }
 
     /// Chooses the optimizer (fresh state) and the loss. The model must end in `[N, classes]`.
     pub fn compile(&mut self, optimizer: &str, lr: f32, momentum: f32, loss: &str) -> Result<()> {
         if !(lr.is_finite() && lr > 0.0) {
-            return Err(Error::invalid(
-                "compile",
-                format!("learning rate must be a positive number, got {lr}"),
-            ));
+            return Err(Error::invalid("compile", format!("learning rate must be a positive number, got {lr}")));
         }
         let opt: Box<dyn Optimizer> = match optimizer {
             "adam" => Box::new(Adam::new(lr)),
             "sgd" => Box::new(Sgd::new(lr).momentum(momentum)),
             "rmsprop" => Box::new(RmsProp::new(lr)),
-            other => {
-                return Err(Error::invalid(
-                    "compile",
-                    format!("unknown optimizer '{other}' (adam, sgd, rmsprop)"),
-                ))
-            }
+            other => return Err(Error::invalid("compile", format!("unknown optimizer '{other}' (adam, sgd, rmsprop)"))),
         };
         self.loss = Loss::parse(loss)?;
         self.classes()?;
@@ -91,9 +75,7 @@ impl Net {
     }
 
     fn check_input(&self, op: &'static str, x: &[f32], shape: &[usize]) -> Result<()> {
-        let ok = shape.len() == self.built.input.len() + 1
-            && shape[1..] == self.built.input[..]
-            && shape[0] > 0;
+        let ok = shape.len() == self.built.input.len() + 1 && shape[1..] == self.built.input[..] && shape[0] > 0;
         if !ok {
             let want: Vec<String> = self.built.input.iter().map(|d| d.to_string()).collect();
             return Err(Error::Shape {
@@ -104,10 +86,7 @@ impl Net {
             });
         }
         if x.len() != shape.iter().product::<usize>() {
-            return Err(Error::invalid(
-                op,
-                format!("{} values do not fill shape {shape:?}", x.len()),
-            ));
+            return Err(Error::invalid(op, format!("{} values do not fill shape {shape:?}", x.len())));
         }
         Ok(())
     }
@@ -121,16 +100,9 @@ impl Net {
     fn check_labels(&self, op: &'static str, y: &[f32], n: usize) -> Result<()> {
         let classes = self.classes()?;
         if y.len() != n {
-            return Err(Error::invalid(
-                op,
-                format!("{} labels for {n} samples", y.len()),
-            ));
+            return Err(Error::invalid(op, format!("{} labels for {n} samples", y.len())));
         }
-        if let Some((i, v)) = y
-            .iter()
-            .enumerate()
-            .find(|(_, v)| !(v.fract() == 0.0 && **v >= 0.0 && (**v as usize) < classes))
-        {
+        if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| !(v.fract() == 0.0 && **v >= 0.0 && (**v as usize) < classes)) {
             return Err(Error::invalid(op, format!("label {v} of sample {i} is not a class index in 0..{classes} (the model has {classes} outputs)")));
         }
         Ok(())
@@ -142,10 +114,7 @@ impl Net {
         self.check_input("fit", x, shape)?;
         self.check_labels("fit", y, shape[0])?;
         let Some(opt) = self.opt.as_mut() else {
-            return Err(Error::invalid(
-                "fit",
-                "the model is not compiled; call model.compile({ optimizer, loss }) first",
-            ));
+            return Err(Error::invalid("fit", "the model is not compiled; call model.compile({ optimizer, loss }) first"));
         };
         let (dev, seq, loss, train) = (&self.dev, &self.built.seq, self.loss, &mut self.train);
         // One step plan per batch size: from the third step on, the GPU backends replay
@@ -237,8 +206,7 @@ mod tests {
         let mut net = Net::new(&dev, cfg).unwrap();
         let e = net.train_step(&[0.0; 64], &[1, 64], &[0.0]).unwrap_err();
         assert!(e.to_string().contains("compile"), "{e}");
-        net.compile("adam", 1e-2, 0.0, "softmaxCrossEntropy")
-            .unwrap();
+        net.compile("adam", 1e-2, 0.0, "softmaxCrossEntropy").unwrap();
         let split = pixelgrad_data::digits_split(0.2, 42).unwrap();
         let (x, y) = (split.train.images(), split.train.labels());
         let yf: Vec<f32> = y.iter().map(|&v| v as f32).collect();
@@ -246,8 +214,7 @@ mod tests {
         for epoch in 0..3 {
             for b in (0..y.len()).step_by(64) {
                 let e = (b + 64).min(y.len());
-                net.train_step(&x[b * 64..e * 64], &[e - b, 64], &yf[b..e])
-                    .unwrap();
+                net.train_step(&x[b * 64..e * 64], &[e - b, 64], &yf[b..e]).unwrap();
             }
             let (l, _) = read(net.take_train().unwrap());
             if epoch == 0 {
@@ -260,20 +227,11 @@ mod tests {
         let (l, acc) = read(net.take_eval().unwrap());
         assert!(l < first.unwrap(), "loss {l} vs first epoch {first:?}");
         assert!(acc > 0.85, "test accuracy {acc}");
-        assert_eq!(
-            net.predict(tx, &[ty.len(), 64]).unwrap().dims(),
-            &[ty.len(), 10]
-        );
+        assert_eq!(net.predict(tx, &[ty.len(), 64]).unwrap().dims(), &[ty.len(), 10]);
 
         let e = net.predict(&[0.0; 100], &[1, 100]).unwrap_err().to_string();
-        assert!(
-            e.contains("predict") && e.contains("[1, 100]") && e.contains("[N, 64]"),
-            "{e}"
-        );
-        let e = net
-            .train_step(&[0.0; 64], &[1, 64], &[10.0])
-            .unwrap_err()
-            .to_string();
+        assert!(e.contains("predict") && e.contains("[1, 100]") && e.contains("[N, 64]"), "{e}");
+        let e = net.train_step(&[0.0; 64], &[1, 64], &[10.0]).unwrap_err().to_string();
         assert!(e.contains("label 10"), "{e}");
     }
 }

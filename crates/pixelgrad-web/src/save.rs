@@ -13,23 +13,15 @@ pub type HostTensor = (String, Vec<usize>, Vec<f32>);
 
 /// Serialises `tensors` (F32, little-endian) with `metadata`.
 pub fn to_bytes(tensors: &[HostTensor], metadata: &HashMap<String, String>) -> Result<Vec<u8>> {
-    let bytes: Vec<Vec<u8>> = tensors
-        .iter()
-        .map(|(_, _, v)| v.iter().flat_map(|x| x.to_le_bytes()).collect())
-        .collect();
+    let bytes: Vec<Vec<u8>> = tensors.iter().map(|(_, _, v)| v.iter().flat_map(|x| x.to_le_bytes()).collect()).collect();
     let mut views = Vec::with_capacity(tensors.len());
     for ((name, shape, _), b) in tensors.iter().zip(&bytes) {
         let v = TensorView::new(Dtype::F32, shape.clone(), b)
             .map_err(|e| Error::invalid(format!("safetensors tensor {name}"), e.to_string()))?;
         views.push((name.clone(), v));
     }
-    let meta = if metadata.is_empty() {
-        None
-    } else {
-        Some(metadata.clone())
-    };
-    safetensors::tensor::serialize(views, meta)
-        .map_err(|e| Error::invalid("safetensors", e.to_string()))
+    let meta = if metadata.is_empty() { None } else { Some(metadata.clone()) };
+    safetensors::tensor::serialize(views, meta).map_err(|e| Error::invalid("safetensors", e.to_string()))
 }
 
 #[cfg(test)]
@@ -48,11 +40,8 @@ mod tests {
             {"type": "dense", "units": 3}
         ]});
         let a = Net::new(&dev, cfg.clone()).unwrap();
-        let host: Vec<HostTensor> = a
-            .named_tensors()
-            .into_iter()
-            .map(|(n, t)| (n, t.dims().to_vec(), t.to_vec().unwrap()))
-            .collect();
+        let host: Vec<HostTensor> =
+            a.named_tensors().into_iter().map(|(n, t)| (n, t.dims().to_vec(), t.to_vec().unwrap())).collect();
         let meta = HashMap::from([("config".to_string(), cfg.to_string())]);
         let bytes = to_bytes(&host, &meta).unwrap();
         let mut cfg_b = cfg.clone();
@@ -60,13 +49,7 @@ mod tests {
         let b = Net::new(&dev, cfg_b).unwrap();
         b.load_bytes(&bytes).unwrap();
         let x = [0.1, -0.2, 0.3, 0.4, 1.0, 2.0, -1.0, 0.0];
-        assert_eq!(
-            a.predict(&x, &[2, 4]).unwrap().to_vec().unwrap(),
-            b.predict(&x, &[2, 4]).unwrap().to_vec().unwrap()
-        );
-        assert_eq!(
-            pixelgrad_nn::io::read_metadata(&bytes).unwrap()["config"],
-            cfg.to_string()
-        );
+        assert_eq!(a.predict(&x, &[2, 4]).unwrap().to_vec().unwrap(), b.predict(&x, &[2, 4]).unwrap().to_vec().unwrap());
+        assert_eq!(pixelgrad_nn::io::read_metadata(&bytes).unwrap()["config"], cfg.to_string());
     }
 }

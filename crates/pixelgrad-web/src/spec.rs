@@ -99,25 +99,17 @@ fn check_size(layer: &str, dims: &[usize]) -> Result<()> {
     let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
     match n {
         Some(n) if n <= MAX_WEIGHTS => Ok(()),
-        _ => Err(bad(
-            layer,
-            format!("weights of shape {dims:?} exceed the limit of {MAX_WEIGHTS} values"),
-        )),
+        _ => Err(bad(layer, format!("weights of shape {dims:?} exceed the limit of {MAX_WEIGHTS} values"))),
     }
 }
 
 /// A non-negative integer field; `default` when absent.
 fn uint(v: &Value, key: &str, layer: &str, default: Option<usize>) -> Result<usize> {
     match v.get(key) {
-        None | Some(Value::Null) => {
-            default.ok_or_else(|| bad(layer, format!("'{key}' is required")))
-        }
+        None | Some(Value::Null) => default.ok_or_else(|| bad(layer, format!("'{key}' is required"))),
         Some(x) => match x.as_f64() {
             Some(f) if f >= 0.0 && f.fract() == 0.0 && f < 1e9 => Ok(f as usize),
-            _ => Err(bad(
-                layer,
-                format!("'{key}' must be a non-negative whole number, got {x}"),
-            )),
+            _ => Err(bad(layer, format!("'{key}' must be a non-negative whole number, got {x}"))),
         },
     }
 }
@@ -126,20 +118,11 @@ fn uint(v: &Value, key: &str, layer: &str, default: Option<usize>) -> Result<usi
 fn square(v: &Value, key: &str, layer: &str, default: Option<usize>) -> Result<usize> {
     match v.get(key) {
         Some(Value::Array(a)) => {
-            let dims: Vec<usize> = a
-                .iter()
-                .filter_map(|x| x.as_u64().map(|u| u as usize))
-                .collect();
+            let dims: Vec<usize> = a.iter().filter_map(|x| x.as_u64().map(|u| u as usize)).collect();
             match dims.as_slice() {
                 [k] => Ok(*k),
                 [a, b] if a == b => Ok(*a),
-                _ => Err(bad(
-                    layer,
-                    format!(
-                        "'{key}' must be a number or a square [k, k], got {}",
-                        Value::Array(a.clone())
-                    ),
-                )),
+                _ => Err(bad(layer, format!("'{key}' must be a number or a square [k, k], got {}", Value::Array(a.clone())))),
             }
         }
         _ => uint(v, key, layer, default),
@@ -157,15 +140,9 @@ fn activation(v: &Value, layer: &str) -> Result<Option<Activation>> {
 }
 
 fn input_shape(v: &Value, layer: &str) -> Result<Option<Shape>> {
-    let Some(s) = v.get("inputShape").filter(|s| !s.is_null()) else {
-        return Ok(None);
-    };
-    let dims: Option<Vec<usize>> = s.as_array().map(|a| {
-        a.iter()
-            .filter_map(|x| x.as_u64().map(|u| u as usize))
-            .filter(|&u| u > 0)
-            .collect()
-    });
+    let Some(s) = v.get("inputShape").filter(|s| !s.is_null()) else { return Ok(None) };
+    let dims: Option<Vec<usize>> =
+        s.as_array().map(|a| a.iter().filter_map(|x| x.as_u64().map(|u| u as usize)).filter(|&u| u > 0).collect());
     let n = s.as_array().map(|a| a.len()).unwrap_or(0);
     match dims {
         Some(d) if d.len() == n && n == 1 => Ok(Some(Shape::Flat(d[0]))),
@@ -188,11 +165,7 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
     let mut seq = Sequential::new();
     let mut infos = Vec::with_capacity(layers.len());
 
-    let first = layers
-        .first()
-        .map(|l| input_shape(l, "layer 0"))
-        .transpose()?
-        .flatten();
+    let first = layers.first().map(|l| input_shape(l, "layer 0")).transpose()?.flatten();
     let Some(input) = first else {
         return Err(bad("sequential", "the first layer needs an inputShape, e.g. layers.dense({ units: 10, inputShape: [64] })"));
     };
@@ -201,21 +174,10 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
     }
     let mut cur = input;
     for (i, l) in layers.iter().enumerate() {
-        let kind = l
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let kind = l.get("type").and_then(Value::as_str).unwrap_or("").to_string();
         let name = format!("layer {i} ({kind})");
         if i > 0 && input_shape(l, &name)?.is_some_and(|s| s != cur) {
-            return Err(bad(
-                &name,
-                format!(
-                    "inputShape {:?} does not match the previous layer's output {:?}",
-                    l.get("inputShape"),
-                    cur.user_dims()
-                ),
-            ));
+            return Err(bad(&name, format!("inputShape {:?} does not match the previous layer's output {:?}", l.get("inputShape"), cur.user_dims())));
         }
         let at_input = cur == input && infos.is_empty();
         let index = seq.len();
@@ -323,20 +285,9 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
         if let Some(a) = act {
             seq.add(Box::new(a));
         }
-        infos.push(LayerInfo {
-            kind,
-            out: cur.user_dims(),
-            params,
-            weight,
-            view,
-        });
+        infos.push(LayerInfo { kind, out: cur.user_dims(), params, weight, view });
     }
-    Ok(Built {
-        seq,
-        layers: infos,
-        input: input.user_dims(),
-        output: cur,
-    })
+    Ok(Built { seq, layers: infos, input: input.user_dims(), output: cur })
 }
 
 /// Dense weights over the raw input image draw as per-unit tiles; any other dense as a heatmap.
@@ -359,38 +310,15 @@ fn dense_view(input: Shape, at_input: bool, n: usize) -> WeightView {
 /// A Keras-style summary table: one row per layer as the user listed them.
 pub fn summary(b: &Built) -> String {
     let mut s = String::new();
-    s.push_str(&format!(
-        "{:<4}{:<22}{:<18}{:>10}\n",
-        "#", "Layer (type)", "Output shape", "Params"
-    ));
+    s.push_str(&format!("{:<4}{:<22}{:<18}{:>10}\n", "#", "Layer (type)", "Output shape", "Params"));
     s.push_str(&format!("{}\n", "-".repeat(54)));
     for (i, l) in b.layers.iter().enumerate() {
-        let shape = format!(
-            "[null, {}]",
-            l.out
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        s.push_str(&format!(
-            "{:<4}{:<22}{:<18}{:>10}\n",
-            i, l.kind, shape, l.params
-        ));
+        let shape = format!("[null, {}]", l.out.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
+        s.push_str(&format!("{:<4}{:<22}{:<18}{:>10}\n", i, l.kind, shape, l.params));
     }
     s.push_str(&format!("{}\n", "-".repeat(54)));
-    s.push_str(&format!(
-        "Input: [null, {}]\n",
-        b.input
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    s.push_str(&format!(
-        "Total params: {}\n",
-        b.layers.iter().map(|l| l.params).sum::<usize>()
-    ));
+    s.push_str(&format!("Input: [null, {}]\n", b.input.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")));
+    s.push_str(&format!("Total params: {}\n", b.layers.iter().map(|l| l.params).sum::<usize>()));
     s
 }
 
@@ -439,35 +367,14 @@ mod tests {
     #[test]
     fn bad_configs_are_errors_naming_the_layer() {
         let no_input = serde_json::json!({"layers": [{"type": "dense", "units": 3}]});
-        assert!(build(&dev(), &no_input)
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("inputShape"));
-        let dense_on_image =
-            serde_json::json!({"layers": [{"type": "dense", "units": 3, "inputShape": [4, 4, 1]}]});
-        assert!(build(&dev(), &dense_on_image)
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("flatten"));
+        assert!(build(&dev(), &no_input).err().unwrap().to_string().contains("inputShape"));
+        let dense_on_image = serde_json::json!({"layers": [{"type": "dense", "units": 3, "inputShape": [4, 4, 1]}]});
+        assert!(build(&dev(), &dense_on_image).err().unwrap().to_string().contains("flatten"));
         let unknown = serde_json::json!({"layers": [{"type": "lstm", "inputShape": [3]}]});
-        assert!(build(&dev(), &unknown)
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("lstm"));
+        assert!(build(&dev(), &unknown).err().unwrap().to_string().contains("lstm"));
         let huge = serde_json::json!({"layers": [{"type": "dense", "units": 100000000, "inputShape": [784]}]});
-        assert!(build(&dev(), &huge)
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("exceed"));
+        assert!(build(&dev(), &huge).err().unwrap().to_string().contains("exceed"));
         let act = serde_json::json!({"layers": [{"type": "dense", "units": 3, "inputShape": [3], "activation": "swish"}]});
-        assert!(build(&dev(), &act)
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("swish"));
+        assert!(build(&dev(), &act).err().unwrap().to_string().contains("swish"));
     }
 }

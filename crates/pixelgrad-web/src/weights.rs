@@ -42,30 +42,18 @@ fn ceil_sqrt(n: usize) -> usize {
 /// Chooses the tensor and the tiling for user layer `layer` (as listed in `sequential`).
 pub fn plan(net: &Net, layer: usize) -> Result<Plan> {
     let layers = &net.built.layers;
-    let with_weights: Vec<String> = layers
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.weight.is_some())
-        .map(|(i, l)| format!("{i} ({})", l.kind))
-        .collect();
+    let with_weights: Vec<String> =
+        layers.iter().enumerate().filter(|(_, l)| l.weight.is_some()).map(|(i, l)| format!("{i} ({})", l.kind)).collect();
     let info = layers.get(layer).ok_or_else(|| {
         Error::invalid(
             "drawWeights",
-            format!(
-                "layer index {layer} is out of range: the model has {} layers (with weights: {})",
-                layers.len(),
-                with_weights.join(", ")
-            ),
+            format!("layer index {layer} is out of range: the model has {} layers (with weights: {})", layers.len(), with_weights.join(", ")),
         )
     })?;
     let (Some(name), Some(view)) = (&info.weight, &info.view) else {
         return Err(Error::invalid(
             "drawWeights",
-            format!(
-                "layer {layer} ({}) has no weights; layers with weights: {}",
-                info.kind,
-                with_weights.join(", ")
-            ),
+            format!("layer {layer} ({}) has no weights; layers with weights: {}", info.kind, with_weights.join(", ")),
         ));
     };
     let mut found = None;
@@ -74,40 +62,18 @@ pub fn plan(net: &Net, layer: usize) -> Result<Plan> {
             found = Some(p.tensor());
         }
     });
-    let w = found
-        .ok_or_else(|| Error::invalid("drawWeights", format!("parameter {name} not found")))?;
+    let w = found.ok_or_else(|| Error::invalid("drawWeights", format!("parameter {name} not found")))?;
     let d = w.dims().to_vec();
     Ok(match (view, d.as_slice()) {
-        (&WeightView::UnitTiles { h, w: iw }, [_, units]) => Plan {
-            values: w.transpose(0, 1)?,
-            tiles: *units,
-            th: h,
-            tw: iw,
-            cols: ceil_sqrt(*units),
-        },
-        (WeightView::Heatmap, [i, u]) => Plan {
-            values: w,
-            tiles: 1,
-            th: *i,
-            tw: *u,
-            cols: 1,
-        },
+        (&WeightView::UnitTiles { h, w: iw }, [_, units]) => {
+            Plan { values: w.transpose(0, 1)?, tiles: *units, th: h, tw: iw, cols: ceil_sqrt(*units) }
+        }
+        (WeightView::Heatmap, [i, u]) => Plan { values: w, tiles: 1, th: *i, tw: *u, cols: 1 },
         (WeightView::Filters, [o, i, kh, kw]) => {
             let cols = if *i > 1 { *i } else { ceil_sqrt(*o) };
-            Plan {
-                values: w.clone(),
-                tiles: o * i,
-                th: *kh,
-                tw: *kw,
-                cols,
-            }
+            Plan { values: w.clone(), tiles: o * i, th: *kh, tw: *kw, cols }
         }
-        _ => {
-            return Err(Error::invalid(
-                "drawWeights",
-                format!("unexpected weight shape {d:?} for layer {layer}"),
-            ))
-        }
+        _ => return Err(Error::invalid("drawWeights", format!("unexpected weight shape {d:?} for layer {layer}"))),
     })
 }
 
@@ -128,10 +94,7 @@ pub fn colour_map(t: &Tensor) -> Result<Tensor> {
 pub fn layout(rgb: &[f32], tiles: usize, th: usize, tw: usize, cols: usize) -> Result<Image> {
     let n = tiles * th * tw;
     if rgb.len() != 3 * n || cols == 0 {
-        return Err(Error::invalid(
-            "drawWeights",
-            format!("{} colour values for {tiles} tiles of {th}x{tw}", rgb.len()),
-        ));
+        return Err(Error::invalid("drawWeights", format!("{} colour values for {tiles} tiles of {th}x{tw}", rgb.len())));
     }
     let rows = tiles.div_ceil(cols);
     let (w0, h0) = (cols * (tw + 1) + 1, rows * (th + 1) + 1);
@@ -146,8 +109,7 @@ pub fn layout(rgb: &[f32], tiles: usize, th: usize, tw: usize, cols: usize) -> R
         for y in 0..th {
             for x in 0..tw {
                 let i = (t * th + y) * tw + x;
-                let c =
-                    [rgb[i], rgb[n + i], rgb[2 * n + i]].map(|v| v.round().clamp(0.0, 255.0) as u8);
+                let c = [rgb[i], rgb[n + i], rgb[2 * n + i]].map(|v| v.round().clamp(0.0, 255.0) as u8);
                 for sy in 0..s {
                     let row = ((oy + y) * s + sy) * width;
                     for sx in 0..s {
@@ -158,11 +120,7 @@ pub fn layout(rgb: &[f32], tiles: usize, th: usize, tw: usize, cols: usize) -> R
             }
         }
     }
-    Ok(Image {
-        width,
-        height,
-        pixels,
-    })
+    Ok(Image { width, height, pixels })
 }
 
 #[cfg(test)]
@@ -192,10 +150,6 @@ mod tests {
         assert_eq!(img.width % 11, 0); // 2 * (4 + 1) + 1 = 11 pixels before scaling
         let e = plan(&net, 1).err().unwrap().to_string();
         assert!(e.contains("no weights") && e.contains("0 (dense)"), "{e}");
-        assert!(plan(&net, 7)
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("out of range"));
+        assert!(plan(&net, 7).err().unwrap().to_string().contains("out of range"));
     }
 }

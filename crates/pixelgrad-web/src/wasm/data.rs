@@ -46,11 +46,7 @@ pub fn parse_mnist(images: Vec<u8>, labels: Vec<u8>) -> Result<Object, JsValue> 
     let img = pixelgrad_data::parse_idx_images(&images, "images").map_err(js_err)?;
     let lab = pixelgrad_data::parse_idx_labels(&labels, "labels").map_err(js_err)?;
     if lab.len() != img.n {
-        return Err(js_err(format!(
-            "parseMnist: {} images but {} labels",
-            img.n,
-            lab.len()
-        )));
+        return Err(js_err(format!("parseMnist: {} images but {} labels", img.n, lab.len())));
     }
     let o = Object::new();
     set(&o, "x", Float32Array::from(&img.pixels[..]))?;
@@ -66,8 +62,5 @@ pub fn parse_mnist(images: Vec<u8>, labels: Vec<u8>) -> Result<Object, JsValue> 
 #[wasm_bindgen(js_name = shuffledIndices)]
 pub fn shuffled_indices(n: u32, seed: u32, epoch: u32) -> Vec<u32> {
     let s = pixelgrad_core::rng::mix(seed as u64, epoch as u64);
-    pixelgrad_nn::train::shuffled(n as usize, s)
-        .into_iter()
-        .map(|i| i as u32)
-        .collect()
+    pixelgrad_nn::train::shuffled(n as usize, s).into_iter().map(|i| i as u32).collect()
 }

@@ -28,9 +28,7 @@ pub(crate) fn js_err(e: impl std::fmt::Display) -> JsValue {
 #[wasm_bindgen(start)]
 pub fn start() {
     std::panic::set_hook(Box::new(|info| {
-        web_sys::console::error_1(
-            &format!("pixelgrad: internal error (please report): {info}").into(),
-        );
+        web_sys::console::error_1(&format!("pixelgrad: internal error (please report): {info}").into());
     }));
 }
 

@@ -24,14 +24,9 @@ fn dims(shape: &[u32]) -> Vec<usize> {
 /// A promise of `[loss sum, correct, samples]` (a Float64Array), or `null` if nothing was added.
 fn read_sums(taken: Option<(Tensor, usize)>) -> Promise {
     future_to_promise(async move {
-        let Some((t, n)) = taken else {
-            return Ok(JsValue::NULL);
-        };
+        let Some((t, n)) = taken else { return Ok(JsValue::NULL) };
         let v = t.to_vec_async().await.map_err(js_err)?;
-        let (l, c) = (
-            v.first().copied().unwrap_or(f32::NAN),
-            v.get(1).copied().unwrap_or(f32::NAN),
-        );
+        let (l, c) = (v.first().copied().unwrap_or(f32::NAN), v.get(1).copied().unwrap_or(f32::NAN));
         Ok(Float64Array::from(&[l as f64, c as f64, n as f64][..]).into())
     })
 }
@@ -41,24 +36,13 @@ impl Model {
     /// Builds the layers of `config` (JSON `{ layers: [...], seed }`) on the runtime's device.
     #[wasm_bindgen(constructor)]
     pub fn new(rt: &Runtime, config: &str) -> Result<Model, JsValue> {
-        let cfg: serde_json::Value = serde_json::from_str(config)
-            .map_err(|e| js_err(format!("sequential: bad config: {e}")))?;
-        Ok(Model {
-            net: Net::new(rt.device(), cfg).map_err(js_err)?,
-        })
+        let cfg: serde_json::Value = serde_json::from_str(config).map_err(|e| js_err(format!("sequential: bad config: {e}")))?;
+        Ok(Model { net: Net::new(rt.device(), cfg).map_err(js_err)? })
     }
 
     /// Chooses optimizer (fresh state) and loss.
-    pub fn compile(
-        &mut self,
-        optimizer: &str,
-        lr: f32,
-        momentum: f32,
-        loss: &str,
-    ) -> Result<(), JsValue> {
-        self.net
-            .compile(optimizer, lr, momentum, loss)
-            .map_err(js_err)
+    pub fn compile(&mut self, optimizer: &str, lr: f32, momentum: f32, loss: &str) -> Result<(), JsValue> {
+        self.net.compile(optimizer, lr, momentum, loss).map_err(js_err)
     }
 
     /// One training step on a batch `x` of `shape` `[n, ...input]` with class indices `y`.
@@ -87,10 +71,7 @@ impl Model {
 
     /// Model outputs `[n, classes]` on the device.
     pub fn predict(&self, x: &[f32], shape: Vec<u32>) -> Result<DeviceTensor, JsValue> {
-        self.net
-            .predict(x, &dims(&shape))
-            .map(DeviceTensor::new)
-            .map_err(js_err)
+        self.net.predict(x, &dims(&shape)).map(DeviceTensor::new).map_err(js_err)
     }
 
     /// Keras-style summary table.
@@ -118,9 +99,7 @@ impl Model {
     /// Throws the `drawWeights` error for a layer without drawable weights.
     #[wasm_bindgen(js_name = checkLayer)]
     pub fn check_layer(&self, layer: u32) -> Result<(), JsValue> {
-        weights::plan(&self.net, layer as usize)
-            .map(|_| ())
-            .map_err(js_err)
+        weights::plan(&self.net, layer as usize).map(|_| ()).map_err(js_err)
     }
 
     /// Layer `layer`'s weights as `{ width, height, pixels: Uint8ClampedArray }` (RGBA),
@@ -135,11 +114,7 @@ impl Model {
             let o = Object::new();
             Reflect::set(&o, &"width".into(), &(img.width as u32).into())?;
             Reflect::set(&o, &"height".into(), &(img.height as u32).into())?;
-            Reflect::set(
-                &o,
-                &"pixels".into(),
-                &Uint8ClampedArray::from(&img.pixels[..]).into(),
-            )?;
+            Reflect::set(&o, &"pixels".into(), &Uint8ClampedArray::from(&img.pixels[..]).into())?;
             Ok(o.into())
         }))
     }
@@ -148,8 +123,8 @@ impl Model {
     /// strings) in the header.
     #[wasm_bindgen(js_name = toBytes)]
     pub fn to_bytes(&self, metadata: &str) -> Result<Promise, JsValue> {
-        let meta: HashMap<String, String> = serde_json::from_str(metadata)
-            .map_err(|e| js_err(format!("save: bad metadata: {e}")))?;
+        let meta: HashMap<String, String> =
+            serde_json::from_str(metadata).map_err(|e| js_err(format!("save: bad metadata: {e}")))?;
         let tensors = self.net.named_tensors();
         Ok(future_to_promise(async move {
             let mut host = Vec::with_capacity(tensors.len());

@@ -13,13 +13,7 @@ use wasm_bindgen::JsCast;
 use super::{js_err, DeviceTensor};
 
 /// Renderer / adapter names of software rasterisers (correct, but slower than the wasm CPU path).
-const SOFTWARE: [&str; 5] = [
-    "swiftshader",
-    "llvmpipe",
-    "lavapipe",
-    "softpipe",
-    "microsoft basic render",
-];
+const SOFTWARE: [&str; 5] = ["swiftshader", "llvmpipe", "lavapipe", "softpipe", "microsoft basic render"];
 
 fn is_software(name: &str) -> bool {
     let n = name.to_lowercase();
@@ -61,21 +55,11 @@ impl Runtime {
 
     /// WebGPU through `navigator.gpu` (page or worker), with the precision self-test.
     pub async fn webgpu() -> Result<Runtime, JsValue> {
-        let b = WgpuBackend::new_async(WgpuOptions::default())
-            .await
-            .map_err(js_err)?;
+        let b = WgpuBackend::new_async(WgpuOptions::default()).await.map_err(js_err)?;
         let report = b.report();
         let st = b.self_test_async().await.map_err(js_err)?;
-        let adapter = format!(
-            "{} ({}, {})",
-            report.adapter, report.device_type, report.driver
-        )
-        .trim()
-        .to_string();
-        let software = report.is_software()
-            || is_software(&report.adapter)
-            || is_software(&report.driver)
-            || is_software(&report.driver_info);
+        let adapter = format!("{} ({}, {})", report.adapter, report.device_type, report.driver).trim().to_string();
+        let software = report.is_software() || is_software(&report.adapter) || is_software(&report.driver) || is_software(&report.driver_info);
         Ok(Runtime {
             dev: Device::new(b),
             backend: "webgpu",
@@ -92,19 +76,11 @@ impl Runtime {
     pub fn webgl(ctx: JsValue) -> Result<Runtime, JsValue> {
         let ctx = ctx
             .dyn_into::<web_sys::WebGl2RenderingContext>()
-            .map_err(|_| {
-                js_err(
-                    "backend webgl is not available: the context is not a WebGL2RenderingContext",
-                )
-            })?;
+            .map_err(|_| js_err("backend webgl is not available: the context is not a WebGL2RenderingContext"))?;
         let gl = glow::Context::from_webgl2_context(ctx);
         let b = WebGlBackend::from_glow(gl, WebGlOptions::default()).map_err(js_err)?;
         let report = b.report();
-        let max_rel_error = report
-            .self_test
-            .as_ref()
-            .map(|s| s.max_rel_error)
-            .unwrap_or(f64::NAN);
+        let max_rel_error = report.self_test.as_ref().map(|s| s.max_rel_error).unwrap_or(f64::NAN);
         Ok(Runtime {
             dev: Device::new(b),
             backend: "webgl",
@@ -157,23 +133,15 @@ impl Runtime {
         let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
         let need = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
         if need != Some(data.len()) {
-            return Err(js_err(Error::invalid(
-                "tensor upload",
-                format!("{} values do not fill shape {dims:?}", data.len()),
-            )));
+            return Err(js_err(Error::invalid("tensor upload", format!("{} values do not fill shape {dims:?}", data.len()))));
         }
-        Tensor::from_vec(&self.dev, data, dims)
-            .map(DeviceTensor::new)
-            .map_err(js_err)
+        Tensor::from_vec(&self.dev, data, dims).map(DeviceTensor::new).map_err(js_err)
     }
 
     /// `a @ b` on the device (`[m, k] x [k, n]`, or batched `[b, m, k] x [b, k, n]`); both must
     /// live on this runtime (the engine refuses tensors of another device with a typed error).
     pub fn matmul(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<DeviceTensor, JsValue> {
-        a.tensor()
-            .matmul(b.tensor())
-            .map(DeviceTensor::new)
-            .map_err(js_err)
+        a.tensor().matmul(b.tensor()).map(DeviceTensor::new).map_err(js_err)
     }
 
     /// The backend's counters: `{ bytesInUse, allocations, compiles, launches, submissions,
