@@ -32,7 +32,7 @@ const alpha = opt('--alpha', '0');
 const seed = opt('--seed', '42');
 const dropAfter = opt('--drop-after-round') ? Number(opt('--drop-after-round')) : null;
 const localDp = opt('--local-dp');
-const timeoutS = Number(opt('--timeout', 1800));
+const timeoutS = Number(opt('--timeout', 4 * 3600));
 if (!superlink) {
   console.error('run.mjs: --superlink URL is required');
   process.exit(2);
