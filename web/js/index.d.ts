@@ -215,3 +215,43 @@ export declare const data: {
   digits(): { train: DataSplit; test: DataSplit; inputShape: [64]; imageShape: [8, 8, 1]; classes: 10 };
   parseMnist(imagesBytes: Uint8Array | ArrayBuffer, labelsBytes: Uint8Array | ArrayBuffer): DataSplit & { imageShape: number[] };
 };
+
+/** Flower's LocalDpMod settings (sensitivity defaults to the clipping norm). */
+export interface LocalDpOptions {
+  epsilon: number;
+  delta: number;
+  clippingNorm: number;
+  sensitivity?: number;
+}
+
+export type FlowerEvent =
+  | { type: 'connected'; nodeId: string }
+  | { type: 'received'; round: number; kind: string; bytes: number }
+  | { type: 'trained'; round: number; examples: number; loss: number; accuracy: number; updateNorm: number; clippedTo: number | null; noiseStd: number | null; seconds: number }
+  | { type: 'evaluated'; round: number; examples: number; loss: number; accuracy: number; weights: Uint8Array | null }
+  | { type: 'replied'; round: number; kind: string; bytes: number }
+  | { type: 'failed'; round: number; reason: string }
+  | { type: 'finished'; rounds: number };
+
+export interface FlowerJoinOptions {
+  /** Origin of a page server that forwards /v1/fleet/* to a Flower SuperLink (e.g. location.origin). */
+  server: string;
+  model: Sequential;
+  data: { train: DataSplit; test: DataSplit };
+  onRound?: (r: { round: number; accuracy: number; loss: number; examples: number; train: FlowerEvent | null }) => void;
+  onEvent?: (e: FlowerEvent) => void;
+  signal?: AbortSignal;
+  epochs?: number;
+  batchSize?: number;
+  lr?: number;
+  seed?: number;
+  localDp?: LocalDpOptions;
+  /** Default true: the model takes each round's global parameters. */
+  syncWeights?: boolean;
+}
+
+export declare const flower: {
+  /** This node's shards: Dirichlet(alpha) label shards of the training set (IID without alpha), IID parts of the test set. */
+  partition<D extends { train: DataSplit; test: DataSplit }>(data: D, options: { index: number; count: number; alpha?: number; seed?: number }): D;
+  join(options: FlowerJoinOptions): Promise<{ nodeId: string; runId: string; rounds: number; evaluations: number; bytesUp: number; bytesDown: number }>;
+};

@@ -3,10 +3,13 @@
 //! - `cargo xtask bench [--quick] [--only ...] [--no-build]` — pixelgrad vs TensorFlow.js in
 //!   headless Chromium (`web/bench/`); `--native [ARGS...]` runs only `pixelgrad bench`.
 //! - `cargo xtask test` — every test (`scripts/test.sh`).
+//! - `cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset ...] [--alpha A]
+//!   [--dp ...] [--json]` — a whole Flower federation on this machine (see `federated.rs`).
 
 mod bench_web;
 mod build_wasm;
 mod demo;
+mod federated;
 
 use std::process::{exit, Command};
 
@@ -27,8 +30,9 @@ fn main() {
         Some("build-wasm") => exit(build_wasm::main(&args[1..])),
         Some("test") => run(Command::new("bash").arg("scripts/test.sh")),
         Some("demo") => exit(demo::main(&args[1..])),
+        Some("federated") => exit(federated::main(&args[1..])),
         _ => {
-            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask test");
+            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
             exit(2)
         }
     }

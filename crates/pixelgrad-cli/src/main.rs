@@ -5,6 +5,7 @@ mod bench;
 mod dataset;
 mod eval;
 mod export;
+mod federated;
 mod plot;
 mod predict;
 mod run;
@@ -52,6 +53,8 @@ enum Cmd {
     Run(run::RunArgs),
     /// Write a model saved by `train` as an ONNX file.
     Export(export::ExportArgs),
+    /// Join a Flower federation as a node (train on a local partition, send only parameters).
+    Federated(federated::FederatedArgs),
 }
 
 /// Headless machines often lack `XDG_RUNTIME_DIR`; the Vulkan/EGL loaders then print an
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
         Cmd::Bench(a) => bench::run(a),
         Cmd::Run(a) => run::run(a),
         Cmd::Export(a) => export::run(a),
+        Cmd::Federated(a) => federated::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
