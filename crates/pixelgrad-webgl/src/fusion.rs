@@ -15,7 +15,7 @@
 use std::rc::Rc;
 
 use pixelgrad_core::kernel::defs::{fill_launch, identity_launch, where_launch};
-use pixelgrad_core::kernel::fuse::{compose, Arg, Lazy, Pending};
+use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
 use pixelgrad_core::kernel::Launch;
 use pixelgrad_core::{Op, Result, Shape, Storage};
 
@@ -67,38 +67,10 @@ pub(crate) fn defer(
     pixelgrad_core::check_execute(op, &lens, shapes, out, &sh.name)?;
     // Device limits are reported now, not when the result is finally drawn.
     crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
-    // Pending inputs read with the shape they were made for are inlined; anything else (a
-    // reshaped pending result, a texture) is read as it is.
-    let mut inline: Vec<bool> = inputs
-        .iter()
-        .zip(shapes)
-        .map(|(s, shape)| s.downcast::<Lazy>().is_some_and(|l| !l.is_done() && l.shape() == *shape && l.stamp() == sh.generation.get()))
-        .collect();
-    loop {
-        let pendings: Vec<_> =
-            inputs.iter().zip(&inline).map(|(s, &yes)| if yes { s.downcast::<Lazy>().and_then(|l| l.pending()) } else { None }).collect();
-        let args: Vec<Arg<'_, Storage>> = inputs
-            .iter()
-            .zip(shapes)
-            .zip(&pendings)
-            .map(|((s, sh), p)| match p {
-                Some(p) => Arg::Pending(p),
-                None => Arg::Leaf((*s).clone(), (*sh).clone()),
-            })
-            .collect();
-        let p = compose(launch, name, &args, out, Storage::ptr_eq)?;
-        let biggest = (0..inputs.len()).filter(|&i| inline[i]).max_by_key(|&i| pendings[i].as_ref().map_or(0, |p| p.nodes() + p.inputs()));
-        drop(args);
-        drop(pendings);
-        match biggest {
-            Some(i) if !fits(&p) => inline[i] = false,
-            _ => {
-                let st = Storage::new(Lazy::new(p, sh.generation.get()));
-                remember(sh, &st);
-                return Ok(st);
-            }
-        }
-    }
+    let p = fuse::defer(launch, name, inputs, shapes, out, sh.generation.get(), fits)?;
+    let st = Storage::new(Lazy::new(p, sh.generation.get()));
+    remember(sh, &st);
+    Ok(st)
 }
 
 fn remember(sh: &Shared, st: &Storage) {

@@ -1,7 +1,7 @@
 //! Elementwise fusion on WebGPU. An elementwise op (unary, binary, `where`, `expand`, `fill`) is not
 //! launched when called: it returns a [`Lazy`] storage holding the composed kernel
 //! (`pixelgrad_core::kernel::fuse`), and the next elementwise op that reads it composes with
-//! it. The chain runs as one launch when a value is needed: a non-elementwise op reads it
+//! it (also through a reshape, when every input of the chain has its shape). The chain runs as one launch when a value is needed: a non-elementwise op reads it
 //! (`WgpuBackend::tensor`), it is read back, or the step ends or the queue is flushed
 //! ([`settle`], which computes every result still held, in the order they were made).
 //!
@@ -15,7 +15,7 @@
 //! sums into longer kernels every iteration, and compile a new one each time.
 
 use pixelgrad_core::kernel::defs::{fill_launch, identity_launch, where_launch};
-use pixelgrad_core::kernel::fuse::{compose, Arg, Lazy, Pending};
+use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
 use pixelgrad_core::kernel::Launch;
 use pixelgrad_core::{Op, Result, Shape, Storage};
 
@@ -75,42 +75,10 @@ pub(crate) fn defer(
     pixelgrad_core::check_execute(op, &lens, shapes, out, &pixelgrad_core::Backend::name(b))?;
     // Device limits are reported now, not when the result is finally computed.
     b.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
-    // Inputs that are pending results of the same shape they are read with are inlined;
-    // anything else (a reshaped pending result, a buffer) is read as it is.
-    let mut inline: Vec<bool> = inputs
-        .iter()
-        .zip(shapes)
-        .map(|(s, sh)| s.downcast::<Lazy>().is_some_and(|l| !l.is_done() && l.shape() == *sh && l.stamp() == b.gpu.generation.get()))
-        .collect();
-    loop {
-        let pendings: Vec<_> =
-            inputs.iter().zip(&inline).map(|(s, &yes)| if yes { s.downcast::<Lazy>().and_then(|l| l.pending()) } else { None }).collect();
-        let args: Vec<Arg<'_, Storage>> = inputs
-            .iter()
-            .zip(shapes)
-            .zip(&pendings)
-            .map(|((s, sh), p)| match p {
-                Some(p) => Arg::Pending(p),
-                None => Arg::Leaf((*s).clone(), (*sh).clone()),
-            })
-            .collect();
-        let p = compose(launch, name, &args, out, Storage::ptr_eq)?;
-        if fits(&p) || !inline.iter().any(|&x| x) {
-            drop(args);
-            drop(pendings);
-            let st = Storage::new(Lazy::new(p, b.gpu.generation.get()));
-            remember(b, &st);
-            return Ok(st);
-        }
-        // Too big: read the largest pending input as a plain input.
-        let biggest = (0..inputs.len())
-            .filter(|&i| inline[i])
-            .max_by_key(|&i| pendings[i].as_ref().map_or(0, |p| p.nodes() + p.inputs()))
-            .unwrap_or(0);
-        drop(args);
-        drop(pendings);
-        inline[biggest] = false;
-    }
+    let p = fuse::defer(launch, name, inputs, shapes, out, b.gpu.generation.get(), fits)?;
+    let st = Storage::new(Lazy::new(p, b.gpu.generation.get()));
+    remember(b, &st);
+    Ok(st)
 }
 
 fn remember(b: &WgpuBackend, st: &Storage) {
