@@ -187,6 +187,9 @@ impl Backend for WgpuBackend {
             if let Some((launch, name)) = fusion::elementwise(op)? {
                 return fusion::defer(self, op, &launch, name, inputs, shapes, out);
             }
+            if let Some(s) = fusion::reduce(self, op, inputs, shapes, out)? {
+                return Ok(s);
+            }
         }
         // Core validated these already; a direct caller may not have, and the launchers index
         // shapes freely, so re-check (the shared check) rather than risk a panic.

@@ -22,6 +22,7 @@ use pixelgrad_core::{Op, Result, Shape, Storage};
 use crate::backend::WgpuBackend;
 use crate::context::GpuTensor;
 use crate::ops::elementwise::map;
+use crate::ops::reduce::ReduceInput;
 use crate::pipelines::MAX_INPUTS;
 use crate::strides::MAX_RANK;
 use crate::wgsl::PARAM_BASE;
@@ -87,6 +88,28 @@ fn remember(b: &WgpuBackend, st: &Storage) {
         list.retain(|w| w.upgrade().is_some_and(|s| s.downcast::<Lazy>().is_some_and(|l| !l.is_done())));
     }
     list.push(st.downgrade());
+}
+
+/// Words a reduction with a fused input needs in the parameter slot.
+fn reduce_fits(p: &Pending<Storage>) -> bool {
+    let words = crate::ops::reduce::OWN_WORDS + p.launch.params.len() + 1 + MAX_RANK * (1 + p.inputs());
+    p.inputs() <= MAX_INPUTS && words <= crate::context::PARAM_WORDS
+}
+
+/// A reduction of a pending elementwise result reads the computation itself (a fused
+/// prologue) instead of computing it first: `Some` result then, `None` when the op is not a
+/// reduction of an inlinable pending result (it runs as usual).
+pub(crate) fn reduce(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
+    let Op::Reduce { op: r, axis } = op else { return Ok(None) };
+    let (Some(&input), Some(&shape)) = (inputs.first(), shapes.first()) else { return Ok(None) };
+    let Some(p) = fuse::inlinable(input, shape, b.gpu.generation.get()).filter(reduce_fits) else { return Ok(None) };
+    pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &pixelgrad_core::Backend::name(b))?;
+    let ins = p.leaves.iter().map(|(s, _)| b.tensor("reduce", s)).collect::<Result<Vec<&GpuTensor>>>()?;
+    let leaf_shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
+    let res = GpuTensor::new(&b.gpu, "reduce", out.numel())?;
+    let input = ReduceInput::Fused { launch: &p.launch, ins, shapes: leaf_shapes, label: p.label() };
+    crate::ops::reduce::reduce(&b.gpu, *r, *axis, input, shape, &res)?;
+    Ok(Some(Storage::new(res)))
 }
 
 /// Launches one pending computation into a fresh buffer.
