@@ -24,8 +24,7 @@ use crate::context::GpuTensor;
 use crate::ops::elementwise::map;
 use crate::ops::reduce::ReduceInput;
 use crate::pipelines::MAX_INPUTS;
-use crate::strides::MAX_RANK;
-use crate::wgsl::PARAM_BASE;
+use crate::wgsl::MapLayout;
 
 /// Longest kernel (in IR nodes, before lowering) a chain may grow to before it is computed.
 const MAX_NODES: usize = 96;
@@ -47,9 +46,10 @@ pub(crate) fn elementwise(op: &Op) -> Result<Option<(Launch, &'static str)>> {
 }
 
 /// True if `p` runs as one launch: its inputs fit the bind group layouts and its
-/// parameters, shape and strides fit the 256-byte parameter slot.
+/// parameters, shape and strides fit the 256-byte parameter slot (counted over the
+/// unmerged rank, an upper bound of the merged one).
 fn fits(p: &Pending<Storage>) -> bool {
-    let words = PARAM_BASE + p.launch.params.len() + MAX_RANK * (1 + p.inputs());
+    let words = MapLayout::map(p.launch.params.len()).words(p.inputs(), p.shape.rank());
     p.inputs() <= MAX_INPUTS && words <= crate::context::PARAM_WORDS && p.nodes() <= MAX_NODES
 }
 
@@ -92,7 +92,7 @@ fn remember(b: &WgpuBackend, st: &Storage) {
 
 /// Words a reduction with a fused input needs in the parameter slot.
 fn reduce_fits(p: &Pending<Storage>) -> bool {
-    let words = crate::ops::reduce::OWN_WORDS + p.launch.params.len() + 1 + MAX_RANK * (1 + p.inputs());
+    let words = MapLayout::after(crate::ops::reduce::OWN_WORDS, p.launch.params.len()).words(p.inputs(), p.shape.rank());
     p.inputs() <= MAX_INPUTS && words <= crate::context::PARAM_WORDS
 }
 
@@ -102,12 +102,17 @@ fn reduce_fits(p: &Pending<Storage>) -> bool {
 pub(crate) fn reduce(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
     let Op::Reduce { op: r, axis } = op else { return Ok(None) };
     let (Some(&input), Some(&shape)) = (inputs.first(), shapes.first()) else { return Ok(None) };
-    let Some(p) = fuse::inlinable(input, shape, b.gpu.generation.get()).filter(reduce_fits) else { return Ok(None) };
+    // The reduction walks its input in flat order, so the pending computation is read with
+    // its own shape, whatever shape the reduction sees (a reshape keeps the flat order).
+    let Some(p) = fuse::current(input, b.gpu.generation.get()) else { return Ok(None) };
+    if !reduce_fits(&p) || p.shape.numel() != shape.numel() {
+        return Ok(None);
+    }
     pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &pixelgrad_core::Backend::name(b))?;
     let ins = p.leaves.iter().map(|(s, _)| b.tensor("reduce", s)).collect::<Result<Vec<&GpuTensor>>>()?;
     let leaf_shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
     let res = GpuTensor::new(&b.gpu, "reduce", out.numel())?;
-    let input = ReduceInput::Fused { launch: &p.launch, ins, shapes: leaf_shapes, label: p.label() };
+    let input = ReduceInput::Fused { launch: &p.launch, ins, shapes: leaf_shapes, of: &p.shape, label: p.label() };
     crate::ops::reduce::reduce(&b.gpu, *r, *axis, input, shape, &res)?;
     Ok(Some(Storage::new(res)))
 }

@@ -7,8 +7,6 @@ use pixelgrad_core::kernel::lower::{Prim1, Prim2};
 use pixelgrad_core::kernel::render::{render_function, Dialect};
 use pixelgrad_core::Result;
 
-use crate::strides::MAX_RANK;
-
 /// WGSL as the kernels use it. Parameter `i` of a rendered kernel is word `param_base + i`
 /// of the launch's uniform slot.
 pub(crate) struct Wgsl {
@@ -97,28 +95,28 @@ impl Dialect for Wgsl {
     }
 }
 
-/// Where a fused read keeps its words in the launch's uniform slot: its parameters, the rank,
-/// the (merged) output dims and each input's strides (`MAX_RANK` each).
+/// Where a fused read keeps its words in the launch's uniform slot: its parameters, the rank
+/// `r` of the (merged) index space, then its `r` dims and `r` strides per input, packed.
 pub(crate) struct MapLayout {
     pub params: usize,
     pub rank: usize,
     pub dims: usize,
-    pub strides: usize,
-    pub words: usize,
 }
 
 impl MapLayout {
-    /// An elementwise kernel's: `[n, rank, params.., dims[MAX_RANK], strides[MAX_RANK] per input]`.
-    pub(crate) fn map(inputs: usize, params: usize) -> Self {
-        let dims = PARAM_BASE + params;
-        MapLayout { params: PARAM_BASE, rank: 1, dims, strides: dims + MAX_RANK, words: dims + MAX_RANK * (1 + inputs) }
+    /// An elementwise kernel's: `[n, rank, params.., dims[r], strides[r] per input]`.
+    pub(crate) fn map(params: usize) -> Self {
+        MapLayout { params: PARAM_BASE, rank: 1, dims: PARAM_BASE + params }
     }
     /// A fused read placed after a kernel's own `first` words (a reduction's prologue):
-    /// `[.., params.., rank, dims[MAX_RANK], strides[MAX_RANK] per input]`.
-    pub(crate) fn after(first: usize, inputs: usize, params: usize) -> Self {
-        let rank = first + params;
-        let dims = rank + 1;
-        MapLayout { params: first, rank, dims, strides: dims + MAX_RANK, words: dims + MAX_RANK * (1 + inputs) }
+    /// `[.., params.., rank, dims[r], strides[r] per input]`.
+    pub(crate) fn after(first: usize, params: usize) -> Self {
+        MapLayout { params: first, rank: first + params, dims: first + params + 1 }
+    }
+    /// Words used for `inputs` inputs over `rank` axes (the FAST path needs only the
+    /// parameters, but the slot must hold the general one).
+    pub(crate) fn words(&self, inputs: usize, rank: usize) -> usize {
+        self.dims.max(self.rank + 1) + rank * (1 + inputs)
     }
 }
 
@@ -150,8 +148,9 @@ fn fused_read(kernel: &Kernel, lay: &MapLayout) -> Result<String> {
          let d = pu({}u + ax);\n        let c = rem % d;\n        rem = rem / d;\n",
         lay.rank, lay.dims
     ));
+    // Input k's strides follow the dims, `rank` words each.
     for i in 0..n {
-        s.push_str(&format!("        i{i} += c * pu({}u + ax);\n", lay.strides + MAX_RANK * i));
+        s.push_str(&format!("        i{i} += c * pu({}u + rank * {}u + ax);\n", lay.dims, i + 1));
     }
     s.push_str("    }\n");
     let idx_args: Vec<String> = (0..n).map(|i| format!("x{i}[i{i}]")).collect();
@@ -163,7 +162,7 @@ fn fused_read(kernel: &Kernel, lay: &MapLayout) -> Result<String> {
 /// [`MapLayout::map`]) written to `out` at every index below `n`.
 pub(crate) fn map_source(kernel: &Kernel) -> Result<String> {
     let n = kernel.inputs().len();
-    let mut s = fused_read(kernel, &MapLayout::map(n, kernel.params()))?;
+    let mut s = fused_read(kernel, &MapLayout::map(kernel.params()))?;
     s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out: array<f32>;\n\n", n + 1));
     s.push_str(
         "@compute @workgroup_size(256)\n\
@@ -189,7 +188,7 @@ pub(crate) fn with_fused_input(source: &str, kernel: &Kernel, first: usize) -> R
     let a = source.find(INPUT_BEGIN).ok_or_else(missing)?;
     let b = source.find(INPUT_END).ok_or_else(missing)?;
     let n = kernel.inputs().len();
-    let mut read = fused_read(kernel, &MapLayout::after(first, n, kernel.params()))?;
+    let mut read = fused_read(kernel, &MapLayout::after(first, kernel.params()))?;
     read.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out: array<f32>;\n", n + 1));
     Ok(format!("{}{read}{}", &source[..a], &source[b + INPUT_END.len()..]))
 }

@@ -140,9 +140,15 @@ pub fn compose<L: Clone>(
 /// a new generation at every read, flush and step boundary, so chains never grow across
 /// them), and readable as `shape` ([`Pending::viewed_as`]).
 pub fn inlinable(s: &Storage, shape: &Shape, generation: u64) -> Option<Pending<Storage>> {
-    let lazy = s.downcast::<Lazy>().filter(|l| !l.is_done() && l.stamp() == generation)?;
-    let p = lazy.pending()?;
-    p.viewed_as(shape)
+    current(s, generation)?.viewed_as(shape)
+}
+
+/// The pending computation behind `s` with its own shape, if it is a [`Lazy`] not yet
+/// computed and made in generation `generation`. A consumer that walks its input in flat
+/// (row-major) order, as a reduction does, can read it whatever shape it is viewed with:
+/// a reshape does not change the flat order.
+pub fn current(s: &Storage, generation: u64) -> Option<Ref<'_, Pending<Storage>>> {
+    s.downcast::<Lazy>().filter(|l| !l.is_done() && l.stamp() == generation)?.pending()
 }
 
 /// An elementwise op on `inputs` as one pending computation, inlining every input

@@ -11,9 +11,10 @@ use pixelgrad_core::shape::broadcast_strides;
 use pixelgrad_core::{Error, Result, Shape};
 
 use super::{f, u};
+use crate::context::PARAM_WORDS;
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::{Kernel, MAX_INPUTS};
-use crate::strides::{check_rank, coalesce, contiguous, MAX_RANK};
+use crate::strides::{check_rank, coalesce, contiguous};
 use crate::wgsl::{map_source, MapLayout};
 use crate::BACKEND;
 
@@ -55,7 +56,7 @@ pub(crate) fn map(
     let k = map_kernel(gpu, op, &launch.kernel, label)?;
     let grid = gpu.grid_elems(op, res.len)?;
     let mut p = vec![u(op, out.numel())?];
-    let (fast, scalars) = fill_fused(op, launch, shapes, out, &MapLayout::map(ins.len(), launch.params.len()), &mut p)?;
+    let (fast, scalars) = fill_fused(op, launch, shapes, out, &MapLayout::map(launch.params.len()), &mut p)?;
     let bufs: Vec<&wgpu::Buffer> = ins.iter().map(|t| t.buffer()).collect();
     gpu.launch(op, &k, &[u32::from(fast), scalars], &bufs, res.buffer(), &p, grid)
 }
@@ -98,14 +99,23 @@ pub(crate) fn fill_fused(
     all.push(contiguous(out.dims()));
     let (dims, strides) = coalesce(out.dims(), &all);
     check_rank(op, dims.len())?;
-    p.resize(p.len().max(lay.words), 0);
-    p[lay.rank] = dims.len() as u32;
+    let r = dims.len();
+    let words = lay.words(shapes.len(), r);
+    if words > PARAM_WORDS {
+        return Err(Error::backend(
+            op,
+            BACKEND,
+            format!("a fused read of {} inputs over {r} axes needs {words} parameter words, the slot has {PARAM_WORDS}", shapes.len()),
+        ));
+    }
+    p.resize(p.len().max(words), 0);
+    p[lay.rank] = r as u32;
     for (i, &d) in dims.iter().enumerate() {
         p[lay.dims + i] = u(op, d)?;
     }
     for (k, s) in strides.iter().take(shapes.len()).enumerate() {
         for (i, &v) in s.iter().enumerate() {
-            p[lay.strides + MAX_RANK * k + i] = u(op, v)?;
+            p[lay.dims + r * (k + 1) + i] = u(op, v)?;
         }
     }
     Ok((false, 0))

@@ -33,7 +33,15 @@ pub(crate) const OWN_WORDS: usize = 3;
 /// straight into the reduction (a fused prologue: its values are never stored).
 pub(crate) enum ReduceInput<'a> {
     Buffer(&'a GpuTensor),
-    Fused { launch: &'a Launch, ins: Vec<&'a GpuTensor>, shapes: Vec<&'a Shape>, label: String },
+    /// `launch` over `ins` (of `shapes`) broadcast to `of`, walked in flat order (`of` has
+    /// as many elements as the reduction's input, not necessarily its shape).
+    Fused {
+        launch: &'a Launch,
+        ins: Vec<&'a GpuTensor>,
+        shapes: Vec<&'a Shape>,
+        of: &'a Shape,
+        label: String,
+    },
 }
 
 /// The reduction kernel reading a fused input computed by `k`, rendered on first use.
@@ -71,11 +79,11 @@ pub(crate) fn reduce(gpu: &Gpu, op: ReduceOp, axis: usize, x: ReduceInput<'_>, s
     let grid = if tree { gpu.grid_1d("reduce", outputs as u64)? } else { gpu.grid_elems("reduce", outputs)? };
     match x {
         ReduceInput::Buffer(t) => gpu.launch("reduce", &REDUCE, &[code, u32::from(tree)], &[t.buffer()], out.buffer(), &params, grid),
-        ReduceInput::Fused { launch, ins, shapes, label } => {
+        ReduceInput::Fused { launch, ins, shapes, of, label } => {
             let k = fused_kernel(gpu, &launch.kernel, &label)?;
             let mut p = params.to_vec();
-            let lay = MapLayout::after(OWN_WORDS, ins.len(), launch.params.len());
-            let (fast, scalars) = fill_fused("reduce", launch, &shapes, shape, &lay, &mut p)?;
+            let lay = MapLayout::after(OWN_WORDS, launch.params.len());
+            let (fast, scalars) = fill_fused("reduce", launch, &shapes, of, &lay, &mut p)?;
             let bufs: Vec<&wgpu::Buffer> = ins.iter().map(|t| t.buffer()).collect();
             gpu.launch("reduce", &k, &[code, u32::from(tree), u32::from(fast), scalars], &bufs, out.buffer(), &p, grid)
         }
