@@ -21,6 +21,7 @@ use pixelgrad_core::{Op, Result, Shape, Storage};
 
 use crate::context::Shared;
 use crate::dialect::{MAP_MAX_INPUTS, MAP_MAX_PARAMS};
+use crate::ops::elementwise::FusedRead;
 use crate::texture::{tensor_of, GlTensor};
 
 /// Longest kernel (in IR nodes, before lowering) a chain may grow to before it is drawn.
@@ -79,6 +80,27 @@ fn remember(sh: &Shared, st: &Storage) {
         list.retain(|w| w.upgrade().is_some_and(|s| s.downcast::<Lazy>().is_some_and(|l| !l.is_done())));
     }
     list.push(st.downgrade());
+}
+
+/// A reduction of a pending elementwise result reads the computation itself in its first
+/// pass (a fused prologue) instead of drawing it first: `Some` result then, `None` when the
+/// op is not a reduction of a pending result of this generation (it runs as usual).
+pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
+    let Op::Reduce { op: r, axis } = op else { return Ok(None) };
+    let (Some(&input), Some(&shape)) = (inputs.first(), shapes.first()) else { return Ok(None) };
+    // The reduction walks its input in flat order, so the computation is read with its own
+    // shape, whatever shape the reduction sees (a reshape keeps the flat order).
+    let Some(p) = fuse::current(input, sh.generation.get()) else { return Ok(None) };
+    if !fits(&p) || p.shape.numel() != shape.numel() {
+        return Ok(None);
+    }
+    pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &sh.name)?;
+    crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
+    let ins = p.leaves.iter().map(|(s, _)| tensor_of(s, sh, "reduce")).collect::<Result<Vec<&GlTensor>>>()?;
+    let leaf_shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
+    let read = FusedRead::new(sh, "reduce", &p.launch, &ins, &leaf_shapes, &p.shape, || format!("fused {}", p.label()))?;
+    let t = crate::ops::reduce::reduce(sh, *r, crate::ops::reduce::Input::Fused(&read), shape, *axis)?;
+    Ok(Some(Storage::new(t)))
 }
 
 /// Draws one pending computation into a fresh texture.
