@@ -71,7 +71,15 @@ const WORKLOADS: [(&str, Preset, [usize; 3], usize, usize); 3] = [
 /// does (GPU backends replay a prepared step plan); without, every launch is prepared afresh
 /// (the comparison row shows what the plan saves).
 #[allow(clippy::too_many_arguments)]
-fn steps_per_second(dev: &Device, preset: Preset, input: [usize; 3], classes: usize, batch: usize, secs: f64, plan: bool) -> CliResult<f64> {
+fn steps_per_second(
+    dev: &Device,
+    preset: Preset,
+    input: [usize; 3],
+    classes: usize,
+    batch: usize,
+    secs: f64,
+    plan: bool,
+) -> CliResult<f64> {
     let spec = ModelSpec { preset, input, classes };
     let model = spec.build(dev, 1).ctx()?;
     let per: usize = input.iter().product();
@@ -87,6 +95,7 @@ fn steps_per_second(dev: &Device, preset: Preset, input: [usize; 3], classes: us
     let r = rate(secs, 3, |sync| {
         let idx: Vec<usize> = (0..batch).map(|k| (i * batch + k) % n).collect();
         i += 1;
+        let key = pixelgrad::nn::step_key(&model, &*opt, &[batch]);
         let mut body = || -> pixelgrad::Result<Tensor> {
             let (xb, yb) = samples.batch(dev, &idx)?;
             let out = model.forward(&xb, Mode::Train)?;
@@ -96,7 +105,7 @@ fn steps_per_second(dev: &Device, preset: Preset, input: [usize; 3], classes: us
             Ok(l.detach())
         };
         // A step inside `Device::step` ends with its own submission.
-        let l = if plan { dev.step(batch as u64, body).ctx()? } else { body().ctx()? };
+        let l = if plan { dev.step(key, body).ctx()? } else { body().ctx()? };
         last_loss = Some(l);
         // read back every 10 steps, as the training loop does
         if sync || i % 10 == 0 {
@@ -115,7 +124,12 @@ fn steps_per_second(dev: &Device, preset: Preset, input: [usize; 3], classes: us
 }
 
 pub fn run(a: BenchArgs) -> CliResult<()> {
-    let sizes: Vec<usize> = a.matmul.split(',').filter(|s| !s.is_empty()).map(|s| s.trim().parse().map_err(|_| format!("bad matmul size '{s}'"))).collect::<CliResult<_>>()?;
+    let sizes: Vec<usize> = a
+        .matmul
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.trim().parse().map_err(|_| format!("bad matmul size '{s}'")))
+        .collect::<CliResult<_>>()?;
     let mut devices = Vec::new();
     for b in a.backends.split(',') {
         match backend::select(b.trim()) {
