@@ -231,3 +231,28 @@ pub fn same_bits(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) -> std::result::Res
     }
     Ok(())
 }
+
+/// Every optimizer the fused-vs-unfused comparisons train with.
+pub const OPTIMIZERS: [&str; 6] = ["sgd", "momentum", "nesterov", "adam", "adamw", "rmsprop"];
+
+/// How far a fused training run may drift from the unfused one after a few steps: the same
+/// f32 operations in the same order, but a shader compiler may contract `a * b + c` inside one
+/// fused kernel where separate kernels round in between (one rounding per op, amplified a
+/// little by the optimizers' divisions).
+pub const FUSED_VS_UNFUSED: crate::tolerance::Tol = crate::tolerance::Tol::new(1e-4, 1e-5);
+
+/// Element-by-element comparison of two lists of host values within `tol`.
+pub fn close(got: &[Vec<f32>], want: &[Vec<f32>], tol: crate::tolerance::Tol, what: &str) -> std::result::Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: {} vs {} tensors", got.len(), want.len()));
+    }
+    for (i, (x, y)) in got.iter().zip(want).enumerate() {
+        if x.len() != y.len() {
+            return Err(format!("{what}: tensor {i} has {} vs {} values", x.len(), y.len()));
+        }
+        if let Some((j, (u, v))) = x.iter().zip(y).enumerate().find(|(_, (u, v))| !tol.accepts(**u as f64, **v as f64)) {
+            return Err(format!("{what}: tensor {i} value {j}: {u} vs {v} (tolerance {tol:?})"));
+        }
+    }
+    Ok(())
+}
