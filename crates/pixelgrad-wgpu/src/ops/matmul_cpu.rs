@@ -34,21 +34,44 @@ use crate::pipelines::Kernel;
 /// Which family of register kernels an adapter runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Tuning {
-    /// Specialised `vec4` kernels, 16x16 or 4x4 blocks (lavapipe and other native CPU
-    /// adapters).
+    /// Specialised `vec4` kernels, 16x16 or 4x4 blocks (native CPU adapters without
+    /// subgroups of [`VEC4_LANES`]).
     Vec4,
+    /// As `Vec4`, but large products share A's loads across the workgroup's lanes through
+    /// subgroup broadcasts, in blocks shaped by M (lavapipe with 8-wide subgroups; see
+    /// [`shared_block`]).
+    Shared,
     /// One run-time-strided 8x8 kernel (browsers, SwiftShader).
     Strided,
 }
 
-/// The tuning for an adapter: compile-cost-bound (browsers, SwiftShader) or load-bound.
-pub(crate) fn tuning(info: &wgpu::AdapterInfo) -> Tuning {
+/// The tuning for an adapter: compile-cost-bound (browsers, SwiftShader) or load-bound, and
+/// for the latter whether the device has subgroups of exactly [`VEC4_LANES`] invocations.
+pub(crate) fn tuning(info: &wgpu::AdapterInfo, features: wgpu::Features) -> Tuning {
     let swiftshader = info.name.to_ascii_lowercase().contains("swiftshader");
     if info.backend == wgpu::Backend::BrowserWebGpu || swiftshader {
         Tuning::Strided
+    } else if features.contains(wgpu::Features::SUBGROUP)
+        && info.subgroup_min_size as usize == VEC4_LANES
+        && info.subgroup_max_size as usize == VEC4_LANES
+    {
+        Tuning::Shared
     } else {
         Tuning::Vec4
     }
+}
+
+/// Block (rows, columns) per invocation of the shared-A kernels for M rows. Lavapipe (Mesa
+/// 22.3) loads storage per lane, one lane after another, so a load costs about as much as
+/// eight; loading A once per workgroup leaves B's loads (one `vec4` per column group and K
+/// step, each lane its own columns) as the cost, and tall blocks feed each of them to more
+/// multiply-adds: at 1024³ 64x4 ran 2.4x, 32x8 2.0x and 16x16 1.4x the unshared 16x16 block
+/// per CPU second (`examples/lavapipe_probe.rs`). Rows follow M (a block taller than the
+/// matrix wastes its loads and FMAs), columns keep 256 accumulators (more spill and compile
+/// longer).
+pub(crate) fn shared_block(m: usize) -> (usize, usize) {
+    let rows = m.next_power_of_two().clamp(VEC4_LANES, 64);
+    (rows, (256 / rows).clamp(4, 16))
 }
 
 /// Invocations per workgroup along columns for the vec4 kernels: one AVX2 vector of lanes.
@@ -76,15 +99,31 @@ pub(crate) fn choose(tuning: Tuning, m: usize, n: usize, k: usize, batch: usize,
     // native SwiftShader, vec4 stores did not shorten its compile).
     let vec_c = n.is_multiple_of(4);
     let v = match tuning {
-        Tuning::Strided => {
-            Variant { rows: 8, cols: 8, lanes: 4, trans_a: false, trans_b: false, vec_a: false, vec_b: false, vec_c: false, strided: true }
-        }
-        Tuning::Vec4 => {
+        Tuning::Strided => Variant {
+            rows: 8,
+            cols: 8,
+            lanes: 4,
+            trans_a: false,
+            trans_b: false,
+            vec_a: false,
+            vec_b: false,
+            vec_c: false,
+            strided: true,
+            share_a: false,
+        },
+        Tuning::Vec4 | Tuning::Shared => {
             let big = m.saturating_mul(n).saturating_mul(k).saturating_mul(batch) >= BIG_BLOCK_FROM;
-            let edge = if big { 16 } else { 4 };
+            let share_a = big && tuning == Tuning::Shared;
+            let (rows, cols) = if share_a {
+                shared_block(m)
+            } else if big {
+                (16, 16)
+            } else {
+                (4, 4)
+            };
             Variant {
-                rows: edge,
-                cols: edge,
+                rows,
+                cols,
                 lanes: VEC4_LANES,
                 trans_a,
                 trans_b,
@@ -94,6 +133,7 @@ pub(crate) fn choose(tuning: Tuning, m: usize, n: usize, k: usize, batch: usize,
                 vec_b: if trans_b { k.is_multiple_of(4) } else { n.is_multiple_of(4) },
                 vec_c,
                 strided: false,
+                share_a,
             }
         }
     };
@@ -121,7 +161,12 @@ pub(crate) fn kernel(v: Variant) -> &'static Kernel {
     let layout = if v.strided {
         format!("strided{}", bit(v.vec_c))
     } else {
-        [v.trans_a, v.trans_b, v.vec_a, v.vec_b, v.vec_c].iter().map(|&b| bit(b)).collect()
+        let bits: String = [v.trans_a, v.trans_b, v.vec_a, v.vec_b, v.vec_c].iter().map(|&b| bit(b)).collect();
+        if v.share_a {
+            format!("{bits}_shared")
+        } else {
+            bits
+        }
     };
     let name: &'static str = Box::leak(format!("matmul_cpu_{}x{}x{}_{layout}", v.rows, v.cols, v.lanes).into_boxed_str());
     let src: &'static str = Box::leak(source(&v).into_boxed_str());
@@ -135,6 +180,25 @@ pub(crate) fn kernel(v: Variant) -> &'static Kernel {
 #[cfg(test)]
 pub(crate) fn all() -> Vec<&'static Kernel> {
     let mut out = Vec::new();
+    for bits in 0..32u32 {
+        let b = |i: u32| bits >> i & 1 == 1;
+        for m in [8, 16, 32, 64] {
+            let (rows, cols) = shared_block(m);
+            let v = Variant {
+                rows,
+                cols,
+                lanes: VEC4_LANES,
+                trans_a: b(0),
+                trans_b: b(1),
+                vec_a: b(2),
+                vec_b: b(3),
+                vec_c: b(4),
+                strided: false,
+                share_a: true,
+            };
+            out.push(kernel(v));
+        }
+    }
     for (m, n, k) in [(4, 4, 4), (64, 64, 64)] {
         for bits in 0..32u32 {
             let b = |i: u32| bits >> i & 1 == 1;
@@ -152,6 +216,7 @@ pub(crate) fn all() -> Vec<&'static Kernel> {
                 vec_b: b(3),
                 vec_c: b(4),
                 strided: false,
+                share_a: false,
             };
             out.push(kernel(v));
         }
