@@ -2,8 +2,11 @@
 //!
 //! - `cargo xtask bench [--quick] [--only ...] [--no-build]` — pixelgrad vs TensorFlow.js in
 //!   headless Chromium (`web/bench/`); `--native [ARGS...]` runs only `pixelgrad bench`.
+//! - `cargo xtask bench-burn [--rounds N] [--seconds S]` — pixelgrad's WebGPU backend against
+//!   Burn's wgpu backend on the same adapter (`bench/burn-side/`), alternating, with medians.
 //! - `cargo xtask test` — every test (`scripts/test.sh`).
 
+mod bench_burn;
 mod bench_web;
 mod build_wasm;
 mod demo;
@@ -24,11 +27,12 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("bench") => exit(bench_web::main(&args[1..])),
+        Some("bench-burn") => exit(bench_burn::main(&args[1..])),
         Some("build-wasm") => exit(build_wasm::main(&args[1..])),
         Some("test") => run(Command::new("bash").arg("scripts/test.sh")),
         Some("demo") => exit(demo::main(&args[1..])),
         _ => {
-            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask test");
+            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask test");
             exit(2)
         }
     }
