@@ -186,7 +186,7 @@ fn matmul_odd_sizes_transposes_and_batches() {
     // then share A's loads across the lanes, in blocks of 8 to 64 rows chosen by M).
     for (matmul, subgroups) in [(MatmulKernel::Tiled, true), (MatmulKernel::Registers, false), (MatmulKernel::Registers, true)] {
         let b = WgpuBackend::new(WgpuOptions { matmul, subgroups, ..Default::default() }).expect("a WebGPU adapter");
-        let cases: [(&[usize], &[usize], bool, bool); 28] = [
+        let cases: [(&[usize], &[usize], bool, bool); 30] = [
             (&[1, 1], &[1, 1], false, false),
             (&[17, 33], &[33, 65], false, false),
             (&[33, 17], &[33, 65], true, false),
@@ -221,6 +221,10 @@ fn matmul_odd_sizes_transposes_and_batches() {
             (&[103, 24], &[103, 44], true, false),
             (&[70, 130], &[130, 33], false, false),
             (&[2, 100, 31], &[2, 45, 100], true, true),
+            // Split-K (outputs up to 16x16, K contiguous in both): K not a multiple of the
+            // lanes' stride, a broadcast B, a 3x5 block.
+            (&[2, 16, 100], &[1, 16, 100], false, true),
+            (&[3, 256], &[5, 256], false, true),
         ];
         for (sa, sb, ta, tb) in cases {
             let a = data(sa.iter().product(), 7, -1.0, 1.0);

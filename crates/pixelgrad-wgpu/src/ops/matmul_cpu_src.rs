@@ -302,3 +302,89 @@ pub fn source(v: &Variant) -> String {
     w("}".into());
     s
 }
+
+/// WGSL of the split-K register matmul for small outputs with a long K, both operands
+/// contiguous along K and aligned (A [M, K], B stored [N, K], K a multiple of 4): the
+/// workgroup's `lanes` invocations (one subgroup, as for `share_a`) own the same `rows` x
+/// `cols` block of C and take turns along K, four values each, then `subgroupAdd` sums
+/// their partial blocks and the first lane stores. This is the weight gradient of a
+/// convolution (dC [O, P] times columns [C*kh*kw, P] transposed): with the usual kernels its
+/// 8x9 output left 7 of 8 lanes idle for 676 K steps. params and grid as [`source`].
+pub fn source_split_k(rows: usize, cols: usize, lanes: usize) -> String {
+    let cg = cols / 4;
+    let mut s = String::new();
+    let mut w = |line: String| {
+        s.push_str(&line);
+        s.push('\n');
+    };
+    w(format!("// split-K register matmul {rows}x{cols}, {lanes} lanes along K, A [M, K], B [N, K]"));
+    w("@group(0) @binding(1) var<storage, read> a: array<vec4<f32>>;".into());
+    w("@group(0) @binding(2) var<storage, read> b: array<vec4<f32>>;".into());
+    w("@group(0) @binding(3) var<storage, read_write> c: array<f32>;".into());
+    w(format!("@compute @workgroup_size({lanes})"));
+    w("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {".into());
+    w("    let m = pu(0u);\n    let n = pu(1u);\n    let kk = pu(2u);".into());
+    w("    let a_off = wid.z * pu(3u);\n    let b_off = wid.z * pu(4u);\n    let c_off = wid.z * m * n;".into());
+    w(format!("    let row0 = wid.y * {rows}u;"));
+    w(format!("    let col0 = wid.x * {cols}u;"));
+    // The same for the whole workgroup, so leaving keeps the subgroup whole.
+    w("    if (row0 >= m || col0 >= n) {\n        return;\n    }".into());
+    for i in 0..rows {
+        w(format!("    let ar{i} = a_off + min(row0 + {i}u, m - 1u) * kk;"));
+    }
+    for j in 0..cols {
+        w(format!("    let bc{j} = b_off + min(col0 + {j}u, n - 1u) * kk;"));
+    }
+    for i in 0..rows {
+        for g in 0..cg {
+            w(format!("    var acc{i}_{g} = vec4<f32>(0.0);"));
+        }
+    }
+    // A uniform loop (every lane runs every step, so the subgroup stays whole for the sum
+    // after it); a lane past the end of K loads the last four values and drops them.
+    w(format!("    for (var k00 = 0u; k00 < kk; k00 += {}u) {{", 4 * lanes));
+    w("        let k = k00 + 4u * lid;".into());
+    w("        let k0 = min(k, kk - 4u);".into());
+    w("        let live = k < kk;".into());
+    for i in 0..rows {
+        w(format!("        let a{i} = select(vec4<f32>(0.0), a[(ar{i} + k0) >> 2u], live);"));
+    }
+    // Both dropped, not just one: 0 * inf is NaN.
+    for j in 0..cols {
+        w(format!("        let t{j} = select(vec4<f32>(0.0), b[(bc{j} + k0) >> 2u], live);"));
+    }
+    for q in 0..4 {
+        for g in 0..cg {
+            w(format!("        let b{q}_{g} = vec4<f32>(t{}[{q}], t{}[{q}], t{}[{q}], t{}[{q}]);", 4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3));
+        }
+    }
+    for i in 0..rows {
+        for q in 0..4 {
+            for g in 0..cg {
+                w(format!("        acc{i}_{g} = fma(vec4<f32>(a{i}[{q}]), b{q}_{g}, acc{i}_{g});"));
+            }
+        }
+    }
+    w("    }".into());
+    for i in 0..rows {
+        for g in 0..cg {
+            w(format!("    let s{i}_{g} = subgroupAdd(acc{i}_{g});"));
+        }
+    }
+    w("    if (lid != 0u) {\n        return;\n    }".into());
+    // Past-edge rows and columns hold the last row's / column's values (clamped loads), and
+    // go to that same address after it, in program order (see `source`).
+    for i in 0..rows {
+        w(format!("    let o{i} = c_off + min(row0 + {i}u, m - 1u) * n;"));
+    }
+    for j in 0..cols {
+        w(format!("    let oc{j} = min(col0 + {j}u, n - 1u);"));
+    }
+    for i in 0..rows {
+        for j in 0..cols {
+            w(format!("    c[o{i} + oc{j}] = s{i}_{}[{}];", j / 4, j % 4));
+        }
+    }
+    w("}".into());
+    s
+}
