@@ -16,6 +16,12 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+# The pinned Flower (flwr 1.42) the federated tests talk to; its tests fail rather than skip.
+bash scripts/flower-venv.sh >/dev/null
+export PIXELGRAD_REQUIRE_FLWR=1
+
+echo "== ONNX fixtures (onnxruntime as the oracle; pinned Python venv in target/onnx-venv)"
+bash scripts/onnx-fixtures.sh
 
 echo "== native tests (all crates)"
 mkdir -p target
@@ -28,7 +34,7 @@ if [ "$status" -ne 0 ]; then echo "native tests failed (full log: $log)"; exit "
 cargo test --workspace --doc -q
 
 echo "== wasm32 builds"
-cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn
+cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx
 
 # Both browser suites run even if the first fails, so one CI run shows every failure.
 failed=()
@@ -37,6 +43,9 @@ bash scripts/browser-tests.sh || failed+=("browser-tests.sh")
 
 echo "== npm package tests: JS API on webgpu/webgl/cpu, in a Worker, and the demo end to end"
 bash scripts/web-tests.sh || failed+=("web-tests.sh")
+
+echo "== federated training with Flower: a small federation of tabs and a native node, CLI errors"
+bash scripts/flower-tests.sh || failed+=("flower-tests.sh")
 
 echo "== benchmark report code (web/bench: weight layout, safetensors, ratios, BENCHMARKS.md splice; no browser)"
 (cd web/bench && node --test tests/) || failed+=("web/bench node tests")

@@ -78,7 +78,7 @@ export interface LayerConfig {
 }
 
 export declare const layers: {
-  dense(c: { units: number; activation?: Activation; inputShape?: number[] }): LayerConfig;
+  dense(c: { units: number; activation?: Activation; inputShape?: number[]; trainable?: boolean }): LayerConfig;
   /** NHWC: inputShape [h, w, c]. padding 'same' needs an odd kernel and strides 1. */
   conv2d(c: {
     filters: number;
@@ -87,12 +87,15 @@ export declare const layers: {
     padding?: 'valid' | 'same';
     activation?: Activation;
     inputShape?: number[];
+    trainable?: boolean;
   }): LayerConfig;
   maxPooling2d(c?: { poolSize?: number | [number, number]; strides?: number | [number, number] }): LayerConfig;
   flatten(c?: { inputShape?: number[] }): LayerConfig;
   dropout(c: { rate: number }): LayerConfig;
-  batchNormalization(c?: { inputShape?: number[] }): LayerConfig;
+  batchNormalization(c?: { inputShape?: number[]; trainable?: boolean }): LayerConfig;
   activation(c: { activation: Activation; inputShape?: number[] }): LayerConfig;
+  /** An imported ONNX model (or its part up to `output`) as a layer; `trainable: false` freezes it. */
+  onnx(config: { model: OnnxModel; output?: string; input?: string; inputShape?: number[]; trainable?: boolean; activation?: Activation }): LayerConfig;
 };
 
 export interface OptimizerConfig {
@@ -164,15 +167,43 @@ export declare class Sequential {
   summary(): string;
   /** Throws at once for a bad layer index; resolves when drawn. */
   drawWeights(layerIndex: number, canvas: HTMLCanvasElement | OffscreenCanvas): Promise<void>;
-  /** 'indexeddb://name' or 'downloads://name'. */
+  /** 'indexeddb://name', 'downloads://name' (safetensors) or 'downloads://name.onnx'. */
   save(url: string): Promise<{ url: string; bytes: number }>;
   dispose(): void;
+  /** Every weight by name (`0.weight`, `1.running_mean`, ...) as host tensors. */
+  getWeights(): Promise<Record<string, Tensor>>;
+  /** Replaces weights by name (same shapes). */
+  setWeights(weights: Record<string, Tensor | Float32Array>): Promise<void>;
+  /** The model as ONNX bytes (input `input` `[N, ...inputShape]`, output `output`). */
+  toOnnx(): Promise<Uint8Array>;
 }
 
 export declare function sequential(layers: LayerConfig[] | { layers: LayerConfig[]; seed?: number }, options?: { seed?: number }): Sequential;
 export declare function loadModel(url: string): Promise<Sequential>;
 export declare function listModels(): Promise<{ name: string; url: string; savedAt: string; bytes: number; backend: BackendName }[]>;
 export declare function removeModel(url: string): Promise<void>;
+
+/** An input or output of an ONNX model; dynamic sizes are their names (or null when unnamed). */
+export interface OnnxValueInfo {
+  name: string;
+  shape: (number | string | null)[] | null;
+  dtype: string;
+}
+
+/** An ONNX model imported into pixelgrad, running on the runtime's device. */
+export declare class OnnxModel {
+  readonly inputs: OnnxValueInfo[];
+  readonly outputs: OnnxValueInfo[];
+  readonly backend: BackendName;
+  /** Feeds inputs by name (float32 tensors; int32 tensors for integer inputs); outputs by name. */
+  run(feeds: Record<string, Tensor>): Promise<Record<string, Tensor>>;
+  /** `indexeddb://name` (for `loadOnnx`) or `downloads://name.onnx`. */
+  save(url: string): Promise<{ url: string; bytes: number }>;
+  dispose(): void;
+}
+
+/** Loads an ONNX model: the file's bytes, a URL to fetch, or `indexeddb://name`. */
+export declare function loadOnnx(source: ArrayBuffer | Uint8Array | string | URL): Promise<OnnxModel>;
 
 export interface DataSplit {
   x: Float32Array;
@@ -183,4 +214,44 @@ export interface DataSplit {
 export declare const data: {
   digits(): { train: DataSplit; test: DataSplit; inputShape: [64]; imageShape: [8, 8, 1]; classes: 10 };
   parseMnist(imagesBytes: Uint8Array | ArrayBuffer, labelsBytes: Uint8Array | ArrayBuffer): DataSplit & { imageShape: number[] };
+};
+
+/** Flower's LocalDpMod settings (sensitivity defaults to the clipping norm). */
+export interface LocalDpOptions {
+  epsilon: number;
+  delta: number;
+  clippingNorm: number;
+  sensitivity?: number;
+}
+
+export type FlowerEvent =
+  | { type: 'connected'; nodeId: string }
+  | { type: 'received'; round: number; kind: string; bytes: number }
+  | { type: 'trained'; round: number; examples: number; loss: number; accuracy: number; updateNorm: number; clippedTo: number | null; noiseStd: number | null; seconds: number }
+  | { type: 'evaluated'; round: number; examples: number; loss: number; accuracy: number; weights: Uint8Array | null }
+  | { type: 'replied'; round: number; kind: string; bytes: number }
+  | { type: 'failed'; round: number; reason: string }
+  | { type: 'finished'; rounds: number };
+
+export interface FlowerJoinOptions {
+  /** Origin of a page server that forwards /v1/fleet/* to a Flower SuperLink (e.g. location.origin). */
+  server: string;
+  model: Sequential;
+  data: { train: DataSplit; test: DataSplit };
+  onRound?: (r: { round: number; accuracy: number; loss: number; examples: number; train: FlowerEvent | null }) => void;
+  onEvent?: (e: FlowerEvent) => void;
+  signal?: AbortSignal;
+  epochs?: number;
+  batchSize?: number;
+  lr?: number;
+  seed?: number;
+  localDp?: LocalDpOptions;
+  /** Default true: the model takes each round's global parameters. */
+  syncWeights?: boolean;
+}
+
+export declare const flower: {
+  /** This node's shards: Dirichlet(alpha) label shards of the training set (IID without alpha), IID parts of the test set. */
+  partition<D extends { train: DataSplit; test: DataSplit }>(data: D, options: { index: number; count: number; alpha?: number; seed?: number }): D;
+  join(options: FlowerJoinOptions): Promise<{ nodeId: string; runId: string; rounds: number; evaluations: number; bytesUp: number; bytesDown: number }>;
 };

@@ -17,6 +17,8 @@ export { Tensor, tensor } from './tensor.js';
 import { Tensor, deviceTensor } from './tensor.js';
 export { layers, optimizers } from './layers.js';
 export { Sequential, sequential, loadModel, listModels, removeModel } from './model.js';
+export { OnnxModel, loadOnnx } from './onnx.js';
+export { flower } from './flower.js';
 
 /**
  * Matrix product `a @ b` on the current runtime's device: `[m, k] x [k, n]` or batched

@@ -8,7 +8,10 @@ function cfg(type, c, what) {
   return Object.freeze({ type, ...(c || {}) });
 }
 
-/** Layer configs for `pg.sequential`. Image inputs are NHWC: `inputShape: [h, w, c]`. */
+/**
+ * Layer configs for `pg.sequential`. Image inputs are NHWC: `inputShape: [h, w, c]`. Every layer
+ * takes `trainable: false` to freeze its weights (no updates; still saved).
+ */
 export const layers = Object.freeze({
   /** Fully connected: `{ units, activation?, inputShape? }`. */
   dense: (c) => cfg('dense', c, 'dense'),
@@ -24,6 +27,12 @@ export const layers = Object.freeze({
   batchNormalization: (c) => cfg('batchNormalization', c, 'batchNormalization'),
   /** An activation on its own: `{ activation }`. */
   activation: (c) => cfg('activation', c, 'activation'),
+  /**
+   * An imported ONNX model (or its part up to the value `output`) as a layer:
+   * `{ model: await pg.loadOnnx(...), output?, input?, inputShape?, trainable?, activation? }`.
+   * Image inputs reach it as NCHW, as ONNX models expect.
+   */
+  onnx: (c) => cfg('onnx', c, 'onnx'),
 });
 
 function lrOf(lr, name) {

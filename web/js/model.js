@@ -60,7 +60,16 @@ export class Sequential {
     if (this._disposed) throw new Error(`${what}: the model was disposed`);
     if (!this._inner) {
       const rt = currentRuntime(what);
-      this._inner = new wasm.Model(rt._inner, JSON.stringify(this._config()));
+      // `onnx` layers carry an OnnxModel: the config names it by index, its bytes go alongside
+      const onnx = [];
+      const layers = this._layers.map((l, i) => {
+        if (l.type !== 'onnx') return l;
+        const m = l.model;
+        if (!m || !(m._bytes instanceof Uint8Array)) throw new Error(`${what}: layer ${i} (onnx) needs { model: await pg.loadOnnx(...) }`);
+        onnx.push(m._bytes);
+        return { ...l, model: onnx.length - 1 };
+      });
+      this._inner = new wasm.Model(rt._inner, JSON.stringify({ layers, seed: this._seed }), onnx);
       this._rt = rt;
       if (registry) registry.register(this, this._inner, this);
     }
@@ -237,10 +246,59 @@ export class Sequential {
     });
   }
 
-  /** `indexeddb://name` (weights + config + compile options) or `downloads://name` (a .safetensors file). */
+  /**
+   * Every weight by name (`0.weight`, `0.bias`, `1.running_mean`, ...) as host tensors:
+   * `{ name: Tensor }` (read asynchronously from the device).
+   */
+  async getWeights() {
+    const net = this._net('getWeights');
+    const info = JSON.parse(net.weightInfo());
+    const values = await net.readWeights();
+    const out = {};
+    info.forEach((w, k) => {
+      out[w.name] = new Tensor(values[k], w.shape, 'float32');
+    });
+    return out;
+  }
+
+  /**
+   * Replaces weights by name: `{ name: Tensor | Float32Array }` (shapes must match; a
+   * Float32Array takes the weight's shape). Unknown names are an error; nothing is set then.
+   */
+  async setWeights(weights) {
+    const net = this._net('setWeights');
+    if (!weights || typeof weights !== 'object') throw new Error('setWeights: expects an object { name: tensor }');
+    const info = new Map(JSON.parse(net.weightInfo()).map((w) => [w.name, w.shape]));
+    const plan = [];
+    for (const [name, v] of Object.entries(weights)) {
+      if (!info.has(name)) throw new Error(`setWeights: the model has no weight '${name}' (it has ${[...info.keys()].join(', ')})`);
+      if (v instanceof Tensor) plan.push([name, Float32Array.from(await v._hostValues('setWeights')), v.shape]);
+      else if (v instanceof Float32Array) plan.push([name, v, info.get(name)]);
+      else throw new Error(`setWeights: weight '${name}' must be a pg tensor or a Float32Array`);
+    }
+    for (const [name, data, shape] of plan) net.setWeight(name, data, shape);
+  }
+
+  /** The model as ONNX bytes (input `input` `[N, ...inputShape]`, output `output`). */
+  async toOnnx() {
+    return this._net('toOnnx').toOnnx();
+  }
+
+  /**
+   * `indexeddb://name` (weights + config + compile options), `downloads://name` (a .safetensors
+   * file) or `downloads://name.onnx` (an ONNX file, see `toOnnx`).
+   */
   async save(url) {
     const net = this._net('save');
     const { scheme, name } = parseUrl(url, 'save');
+    if (scheme === 'downloads' && name.endsWith('.onnx')) {
+      const onnx = await net.toOnnx();
+      download(onnx, name);
+      return { url, bytes: onnx.length };
+    }
+    if (this._layers.some((l) => l.type === 'onnx')) {
+      throw new Error("save: a model with imported onnx layers saves as ONNX: save('downloads://name.onnx') or toOnnx()");
+    }
     const config = this._config();
     const meta = { format: 'pixelgrad-web', config: JSON.stringify(config) };
     if (this._compile) meta.compile = JSON.stringify(this._compile);
@@ -282,6 +340,7 @@ export async function loadModel(url) {
   currentRuntime('loadModel');
   const rec = await getModel(name);
   if (!rec) throw new Error(`loadModel: no model named '${name}' in IndexedDB (pg.listModels() lists them)`);
+  if (rec.format === 'onnx') throw new Error(`loadModel: '${name}' is an ONNX model; load it with pg.loadOnnx('${url}')`);
   const m = new Sequential(rec.config.layers, { seed: rec.config.seed });
   m._net('loadModel').loadBytes(rec.bytes);
   if (rec.compile) m.compile(rec.compile);

@@ -89,7 +89,7 @@ pub fn main(args: &[String]) -> i32 {
 }
 
 /// The workspace root: xtask's manifest dir is `<root>/xtask`.
-fn workspace_root() -> PathBuf {
+pub fn workspace_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     here.parent().unwrap_or(here).to_path_buf()
 }

@@ -4,8 +4,11 @@ mod backend;
 mod bench;
 mod dataset;
 mod eval;
+mod export;
+mod federated;
 mod plot;
 mod predict;
+mod run;
 mod train;
 mod weights;
 
@@ -46,6 +49,12 @@ enum Cmd {
     Backends,
     /// Benchmark matmul and training steps per backend, side by side (not a test).
     Bench(bench::BenchArgs),
+    /// Run an ONNX model on .npy inputs and write its outputs as .npy files.
+    Run(run::RunArgs),
+    /// Write a model saved by `train` as an ONNX file.
+    Export(export::ExportArgs),
+    /// Join a Flower federation as a node (train on a local partition, send only parameters).
+    Federated(federated::FederatedArgs),
 }
 
 /// Headless machines often lack `XDG_RUNTIME_DIR`; the Vulkan/EGL loaders then print an
@@ -67,6 +76,9 @@ fn main() -> ExitCode {
         Cmd::Predict(a) => predict::run(a),
         Cmd::Backends => backend::list(),
         Cmd::Bench(a) => bench::run(a),
+        Cmd::Run(a) => run::run(a),
+        Cmd::Export(a) => export::run(a),
+        Cmd::Federated(a) => federated::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

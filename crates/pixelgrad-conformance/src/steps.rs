@@ -46,6 +46,10 @@ pub fn run(dev: &Device, preset: Preset, optimizer: &str, steps: usize, replay: 
     let loss_fn = preset.loss();
     let mut counters = Vec::with_capacity(steps);
     let mut losses: Vec<Tensor> = Vec::new();
+    // Work queued while building the model is submitted before the first step, as
+    // `Device::step` does, so both kinds of run group (fuse) their ops the same way and
+    // their results can be compared bit for bit.
+    dev.flush()?;
     for step in 0..steps {
         let idx: Vec<usize> = (0..batch).map(|k| (step * batch + k) % n).collect();
         let mut body = || -> Result<Tensor> {

@@ -68,6 +68,7 @@ fn unary_domain(op: UnaryOp) -> Gen {
         | UnaryOp::Sigmoid
         | UnaryOp::Abs
         | UnaryOp::Square
+        | UnaryOp::Floor
         | UnaryOp::Sin
         | UnaryOp::Cos
         | UnaryOp::Affine { .. }

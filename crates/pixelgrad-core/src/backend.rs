@@ -70,6 +70,22 @@ impl Storage {
     pub fn ptr_eq(&self, other: &Storage) -> bool {
         Rc::ptr_eq(&self.0, &other.0)
     }
+    /// A handle that does not keep the storage alive.
+    pub fn downgrade(&self) -> WeakStorage {
+        WeakStorage(Rc::downgrade(&self.0))
+    }
+}
+
+/// A [`Storage`] handle that does not keep it alive (a backend's list of the results it still
+/// owes, say).
+#[derive(Clone)]
+pub struct WeakStorage(std::rc::Weak<dyn Any>);
+
+impl WeakStorage {
+    /// The storage, if some handle still holds it.
+    pub fn upgrade(&self) -> Option<Storage> {
+        self.0.upgrade().map(Storage)
+    }
 }
 
 /// Counters a backend keeps so tests and benchmarks can see what it did.

@@ -16,7 +16,7 @@ pub mod rng;
 pub mod shape;
 pub mod tensor;
 
-pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, SELF_TEST_TOL};
+pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, WeakStorage, SELF_TEST_TOL};
 pub use error::{Error, Result};
 pub use op::{check_execute, BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
 pub use shape::{Shape, MAX_RANK};

@@ -25,6 +25,8 @@ pub enum UnaryOp {
     Abs,
     /// `x * x`
     Square,
+    /// Largest whole number `<= x` (not differentiable: its gradient is 0 almost everywhere).
+    Floor,
     Sin,
     Cos,
     /// `x * mul + add`

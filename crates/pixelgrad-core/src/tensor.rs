@@ -356,6 +356,10 @@ impl Tensor {
     pub fn powf(&self, p: f32) -> Result<Tensor> {
         self.unary(UnaryOp::Powf(p))
     }
+    /// Largest whole number `<= self` (no gradient).
+    pub fn floor(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Floor)
+    }
     /// `self * self` (cheaper than `powf(2.0)`, whose kernel handles every exponent).
     pub fn square(&self) -> Result<Tensor> {
         self.unary(UnaryOp::Square)
@@ -546,21 +550,39 @@ impl Tensor {
 }
 
 /// A trainable tensor: its value is replaced by optimizer steps, and gradients from every
-/// `backward()` that used it accumulate until [`Param::zero_grad`].
+/// `backward()` that used it accumulate until [`Param::zero_grad`]. A frozen parameter
+/// ([`Param::set_trainable`]`(false)`) hands out its value without a gradient sink, so no
+/// gradient reaches it and optimizers leave it alone; it is still saved and loaded.
 pub struct Param {
     value: RefCell<Tensor>,
     grad: GradSink,
+    trainable: Cell<bool>,
 }
 
 impl Param {
     pub fn new(value: Tensor) -> Param {
         let grad: GradSink = Rc::new(RefCell::new(None));
         let v = Tensor::wrap(value.0.storage.clone(), value.0.shape.clone(), value.0.device.clone(), None, Some(grad.clone()));
-        Param { value: RefCell::new(v), grad }
+        Param { value: RefCell::new(v), grad, trainable: Cell::new(true) }
     }
-    /// The current value, as a leaf that collects gradients.
+    /// The current value, as a leaf that collects gradients (a plain constant when frozen).
     pub fn tensor(&self) -> Tensor {
-        self.value.borrow().clone()
+        let v = self.value.borrow();
+        if self.trainable.get() {
+            v.clone()
+        } else {
+            v.detach()
+        }
+    }
+    /// Freezes (`false`) or unfreezes the parameter; freezing drops any accumulated gradient.
+    pub fn set_trainable(&self, trainable: bool) {
+        self.trainable.set(trainable);
+        if !trainable {
+            self.zero_grad();
+        }
+    }
+    pub fn is_trainable(&self) -> bool {
+        self.trainable.get()
     }
     pub fn shape(&self) -> Shape {
         self.value.borrow().shape().clone()

@@ -52,6 +52,30 @@ pub trait Module {
     fn zero_grad(&self) {
         self.visit_params(&mut |_, p| p.zero_grad());
     }
+
+    /// Freezes (`false`) or unfreezes every parameter of this module: a frozen layer still runs
+    /// and is saved, but gets no gradients and no optimizer updates (gradients still flow
+    /// through it to the layers before it).
+    fn set_trainable(&self, trainable: bool) {
+        self.visit_params(&mut |_, p| p.set_trainable(trainable));
+    }
+
+    /// Number of scalars in parameters that are currently trainable.
+    fn num_trainable(&self) -> usize {
+        let mut n = 0;
+        self.visit_params(&mut |_, p| {
+            if p.is_trainable() {
+                n += p.shape().numel()
+            }
+        });
+        n
+    }
+
+    /// The concrete layer, for code that inspects models (ONNX export); `None` for layers that
+    /// do not expose themselves.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// Layers applied in order.
@@ -84,6 +108,9 @@ impl Sequential {
 }
 
 impl Module for Sequential {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, mode: Mode) -> Result<Tensor> {
         let mut h = x.clone();
         for l in &self.layers {

@@ -10,8 +10,10 @@
 //! - [`net`]: a compiled model and its training state (optimizer, device-side loss/accuracy sums
 //!   read back only when the caller asks, so training never blocks on the GPU);
 //! - [`weights`]: a layer's weights as a colour image (normalised and colour-mapped on the device);
-//! - [`save`]: safetensors serialisation from host copies (reads are async in the browser).
+//! - [`save`]: safetensors serialisation from host copies (reads are async in the browser);
+//! - [`flower`]: the model as a node of a Flower federation (`pg.flower.join`).
 
+pub mod flower;
 pub mod net;
 pub mod save;
 pub mod spec;

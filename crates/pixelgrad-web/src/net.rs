@@ -11,6 +11,7 @@ use pixelgrad_nn::optim::{Optimizer, OptimizerKind};
 use pixelgrad_nn::train::{train_batch, Sums};
 use pixelgrad_nn::{Loss, Mode, Module};
 use serde_json::Value;
+use std::rc::Rc;
 
 use crate::spec::{self, Built, Shape};
 
@@ -23,6 +24,8 @@ pub struct Net {
     pub built: Built,
     /// The config it was built from (saved with the weights).
     pub config: Value,
+    /// Imported models used by `onnx` layers (kept for export).
+    pub onnx: Vec<Rc<pixelgrad_onnx::Model>>,
     opt: Option<Box<dyn Optimizer>>,
     loss: Loss,
     train: Sums,
@@ -32,8 +35,13 @@ pub struct Net {
 impl Net {
     /// Builds the layers of `config` (see [`spec::build`]) on `dev`.
     pub fn new(dev: &Device, config: Value) -> Result<Net> {
-        let built = spec::build(dev, &config)?;
-        Ok(Net { dev: dev.clone(), built, config, opt: None, loss: Loss::CrossEntropy, train: Sums::new(), eval: Sums::new() })
+        Net::new_with(dev, config, Vec::new())
+    }
+
+    /// [`Net::new`] with the imported models that `onnx` layers of `config` refer to.
+    pub fn new_with(dev: &Device, config: Value, onnx: Vec<Rc<pixelgrad_onnx::Model>>) -> Result<Net> {
+        let built = spec::build_with(dev, &config, &onnx)?;
+        Ok(Net { dev: dev.clone(), built, config, onnx, opt: None, loss: Loss::CrossEntropy, train: Sums::new(), eval: Sums::new() })
     }
 
     /// Chooses the optimizer (fresh state; a name of `OptimizerKind::parse`, with `momentum`
@@ -186,6 +194,45 @@ impl Net {
         pixelgrad_nn::io::named_tensors(&self.built.seq)
     }
 
+    /// Replaces the weight (parameter or buffer) called `name` with host values of the same
+    /// shape.
+    pub fn set_weight(&self, name: &str, data: &[f32], shape: &[usize]) -> Result<()> {
+        let mut known = Vec::new();
+        let mut found: Option<Result<()>> = None;
+        let upload = |cur: &[usize]| -> Result<Tensor> {
+            if cur != shape {
+                return Err(Error::invalid("setWeights", format!("weight '{name}' has shape {cur:?}, got {shape:?}")));
+            }
+            Tensor::from_vec(&self.dev, data, shape.to_vec())
+        };
+        self.built.seq.visit_params(&mut |n, p| {
+            known.push(n.to_string());
+            if n == name && found.is_none() {
+                found = Some(upload(p.shape().dims()).and_then(|t| p.set(&t)));
+            }
+        });
+        self.built.seq.visit_buffers(&mut |n, b| {
+            known.push(n.to_string());
+            if n == name && found.is_none() {
+                found = Some(upload(b.get().dims()).map(|t| b.set(&t)));
+            }
+        });
+        found
+            .unwrap_or_else(|| Err(Error::invalid("setWeights", format!("the model has no weight '{name}' (it has {})", known.join(", ")))))
+    }
+
+    /// ONNX bytes of the network of `config` with `weights` (host copies of every named
+    /// tensor, as the caller read them): the network is rebuilt on the CPU, so export needs no
+    /// blocking GPU read.
+    pub fn onnx_bytes(config: &Value, onnx: &[Rc<pixelgrad_onnx::Model>], weights: &[(String, Vec<usize>, Vec<f32>)]) -> Result<Vec<u8>> {
+        let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
+        let copy = Net::new_with(&cpu, config.clone(), onnx.to_vec())?;
+        for (n, shape, v) in weights {
+            copy.set_weight(n, v, shape)?;
+        }
+        pixelgrad_onnx::export::to_onnx(&copy.built.seq, &copy.built.input).map_err(Error::from)
+    }
+
     /// Loads safetensors bytes written by a save of the same architecture.
     pub fn load_bytes(&self, bytes: &[u8]) -> Result<()> {
         pixelgrad_nn::io::load_bytes(&self.built.seq, bytes)
@@ -245,5 +292,75 @@ mod tests {
         assert!(e.contains("predict") && e.contains("[1, 100]") && e.contains("[N, 64]"), "{e}");
         let e = net.train_step(&[0.0; 64], &[1, 64], &[10.0]).unwrap_err().to_string();
         assert!(e.contains("label 10"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod export_tests {
+    use super::*;
+    use pixelgrad_onnx::{Input, Model, Session};
+
+    #[test]
+    fn weights_by_name_and_onnx_export_of_an_nhwc_conv_net() {
+        let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+        let cfg = serde_json::json!({"layers": [
+            {"type": "conv2d", "filters": 3, "kernelSize": 3, "padding": "same", "activation": "relu", "inputShape": [6, 6, 2]},
+            {"type": "maxPooling2d", "poolSize": 2},
+            {"type": "flatten"},
+            {"type": "dense", "units": 4}
+        ], "seed": 3});
+        let net = Net::new(&dev, cfg.clone()).unwrap();
+        let host: Vec<(String, Vec<usize>, Vec<f32>)> =
+            net.named_tensors().iter().map(|(n, t)| (n.clone(), t.dims().to_vec(), t.to_vec().unwrap())).collect();
+        let (n0, s0, v0) = &host[0];
+        assert!(net.set_weight(n0, v0, s0).is_ok());
+        assert!(net.set_weight(n0, &v0[1..], &[v0.len() - 1]).unwrap_err().to_string().contains("has shape"));
+        assert!(net.set_weight("nope", v0, s0).unwrap_err().to_string().contains("no weight 'nope'"));
+        // export, re-import: the same predictions on NHWC input
+        let bytes = Net::onnx_bytes(&cfg, &[], &host).unwrap();
+        let x: Vec<f32> = (0..2 * 6 * 6 * 2).map(|i| ((i * 7) % 11) as f32 / 10.0 - 0.5).collect();
+        let want = net.predict(&x, &[2, 6, 6, 2]).unwrap().to_vec().unwrap();
+        let s = Session::new(Model::from_bytes(&bytes).unwrap(), &dev).unwrap();
+        let xt = Tensor::from_vec(&dev, &x, [2, 6, 6, 2]).unwrap();
+        let got = s.run(&[("input", Input::Tensor(xt))]).unwrap()[0].1.to_host().unwrap().to_f32();
+        assert_eq!(got.len(), want.len());
+        assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5), "{got:?} vs {want:?}");
+    }
+
+    #[test]
+    fn an_imported_model_is_a_layer_frozen_or_not() {
+        let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+        // an ONNX file made by our own export: 3 -> 5 dense with relu
+        let mut init = pixelgrad_nn::Init::new(4);
+        let inner = pixelgrad_nn::Sequential::new()
+            .push(pixelgrad_nn::layers::Linear::new(&dev, 3, 5, &mut init).unwrap())
+            .push(pixelgrad_nn::layers::Activation::Relu);
+        let bytes = pixelgrad_onnx::export::to_onnx(&inner, &[3]).unwrap();
+        let model = Rc::new(Model::from_bytes(&bytes).unwrap());
+        let cfg = serde_json::json!({"layers": [
+            {"type": "onnx", "model": 0, "inputShape": [3], "trainable": false},
+            {"type": "dense", "units": 2}
+        ]});
+        let mut net = Net::new_with(&dev, cfg.clone(), vec![model.clone()]).unwrap();
+        assert_eq!(net.built.seq.num_trainable(), 5 * 2 + 2);
+        assert_eq!(net.built.seq.num_params(), 3 * 5 + 5 + 5 * 2 + 2);
+        assert!(net.summary().contains("onnx"), "{}", net.summary());
+        net.compile("sgd", 0.1, 0.0, "softmaxCrossEntropy").unwrap();
+        let before: Vec<f32> = net.named_tensors()[0].1.to_vec().unwrap();
+        let x: Vec<f32> = (0..12).map(|i| i as f32 / 6.0 - 1.0).collect();
+        net.train_step(&x, &[4, 3], &[0.0, 1.0, 1.0, 0.0]).unwrap();
+        assert_eq!(net.named_tensors()[0].1.to_vec().unwrap(), before, "the frozen imported layer changed");
+        // no model for index 0 / a bad output name: errors naming the layer
+        assert!(Net::new(&dev, cfg.clone()).err().unwrap().to_string().contains("no imported model 0"));
+        let bad = serde_json::json!({"layers": [{"type": "onnx", "model": 0, "output": "nope", "inputShape": [3]}]});
+        assert!(Net::new_with(&dev, bad, vec![model.clone()]).err().unwrap().to_string().contains("'nope'"));
+        // export keeps the imported graph
+        let host: Vec<(String, Vec<usize>, Vec<f32>)> =
+            net.named_tensors().iter().map(|(n, t)| (n.clone(), t.dims().to_vec(), t.to_vec().unwrap())).collect();
+        let out = Net::onnx_bytes(&cfg, &[model], &host).unwrap();
+        let s = Session::new(Model::from_bytes(&out).unwrap(), &dev).unwrap();
+        let got = s.run(&[("input", Input::Tensor(Tensor::from_vec(&dev, &x, [4, 3]).unwrap()))]).unwrap()[0].1.to_host().unwrap().to_f32();
+        let want = net.predict(&x, &[4, 3]).unwrap().to_vec().unwrap();
+        assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5));
     }
 }

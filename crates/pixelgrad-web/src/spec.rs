@@ -2,12 +2,14 @@
 //! turned into engine layers with shape inference.
 //!
 //! Users give image inputs as NHWC (`inputShape: [h, w, c]`, TF.js style); the engine's conv and
-//! pooling ops are NCHW. The built network therefore starts with a [`ToNchw`] permutation and
+//! pooling ops are NCHW. The built network therefore starts with a `Permute([0, 3, 1, 2])` and
 //! tracks shapes in engine layout, while summaries print the user's layout.
 
-use pixelgrad_core::{Device, Error, Result, Tensor};
-use pixelgrad_nn::layers::{Activation, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d};
-use pixelgrad_nn::{Init, Mode, Module, Sequential};
+use pixelgrad_core::{Device, Error, Result};
+use pixelgrad_nn::layers::{Activation, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, Permute};
+use pixelgrad_nn::{Init, Module, Sequential};
+use std::rc::Rc;
+
 use serde_json::Value;
 
 /// Shape of one sample between layers, in engine layout.
@@ -65,26 +67,6 @@ pub struct Built {
     /// Sample shape the user feeds (NHWC for images).
     pub input: Vec<usize>,
     pub output: Shape,
-}
-
-/// NHWC → NCHW at the network's entrance (images are given as `[n, h, w, c]`).
-pub struct ToNchw;
-
-impl Module for ToNchw {
-    fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
-        if x.rank() != 4 {
-            return Err(Error::Shape {
-                op: "input",
-                shapes: vec![x.dims().to_vec()],
-                backend: x.device().name(),
-                msg: "expects images [N, H, W, C]".into(),
-            });
-        }
-        x.permute(&[0, 3, 1, 2])
-    }
-    fn describe(&self) -> String {
-        "ToNchw".into()
-    }
 }
 
 fn bad(what: &str, msg: impl Into<String>) -> Error {
@@ -153,6 +135,11 @@ fn input_shape(v: &Value, layer: &str) -> Result<Option<Shape>> {
 
 /// Builds the network for `config = {"layers": [...], "seed": n}` on `dev`.
 pub fn build(dev: &Device, config: &Value) -> Result<Built> {
+    build_with(dev, config, &[])
+}
+
+/// [`build`] where `{"type": "onnx", "model": k, ...}` layers use the imported model `onnx[k]`.
+pub fn build_with(dev: &Device, config: &Value, onnx: &[Rc<pixelgrad_onnx::Model>]) -> Result<Built> {
     let layers = config
         .get("layers")
         .and_then(Value::as_array)
@@ -170,7 +157,8 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
         return Err(bad("sequential", "the first layer needs an inputShape, e.g. layers.dense({ units: 10, inputShape: [64] })"));
     };
     if let Shape::Image(..) = input {
-        seq.add(Box::new(ToNchw));
+        // NHWC → NCHW at the network's entrance (images are given as `[n, h, w, c]`)
+        seq.add(Box::new(Permute(vec![0, 3, 1, 2])));
     }
     let mut cur = input;
     for (i, l) in layers.iter().enumerate() {
@@ -275,12 +263,48 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
             "activation" => {
                 act = activation(l, &name)?;
             }
+            "onnx" => {
+                // An imported graph (or its part up to `output`) as a layer; images reach it in
+                // NCHW, as ONNX models expect. Its output shape is found by running it once.
+                let k = uint(l, "model", &name, None)?;
+                let model = onnx.get(k).ok_or_else(|| bad(&name, format!("no imported model {k} was given")))?;
+                let input = l.get("input").and_then(Value::as_str);
+                let output = l.get("output").and_then(Value::as_str);
+                let layer =
+                    pixelgrad_onnx::OnnxLayer::from_model(model.clone(), dev, input, output).map_err(|e| bad(&name, e.to_string()))?;
+                let mut probe = vec![1usize];
+                probe.extend(match cur {
+                    Shape::Flat(n) => vec![n],
+                    Shape::Image(c, h, w) => vec![c, h, w],
+                });
+                let y = {
+                    let _g = pixelgrad_core::no_grad();
+                    layer
+                        .forward(&pixelgrad_core::Tensor::zeros(dev, probe.clone())?, pixelgrad_nn::Mode::Eval)
+                        .map_err(|e| bad(&name, format!("on input {:?}: {e}", &probe[1..])))?
+                };
+                cur = match *y.dims() {
+                    [1, n] => Shape::Flat(n),
+                    [1, c, h, w] => Shape::Image(c, h, w),
+                    ref other => {
+                        return Err(bad(&name, format!("output {other:?} is neither [1, n] nor [1, c, h, w]; pick another output")))
+                    }
+                };
+                params = layer.num_params();
+                seq.add(Box::new(layer));
+                act = activation(l, &name)?;
+            }
             other => {
                 return Err(bad(
                     &format!("layer {i}"),
-                    format!("unknown layer type '{other}' (dense, conv2d, maxPooling2d, flatten, dropout, batchNormalization, activation)"),
+                    format!("unknown layer type '{other}' (dense, conv2d, maxPooling2d, flatten, dropout, batchNormalization, activation, onnx)"),
                 ))
             }
+        }
+        match l.get("trainable") {
+            None | Some(Value::Bool(true)) => {}
+            Some(Value::Bool(false)) => seq.layers()[index..].iter().for_each(|m| m.set_trainable(false)),
+            Some(other) => return Err(bad(&name, format!("'trainable' must be true or false, got {other}"))),
         }
         if let Some(a) = act {
             seq.add(Box::new(a));
@@ -325,7 +349,9 @@ pub fn summary(b: &Built) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pixelgrad_core::Tensor;
     use pixelgrad_cpu::CpuBackend;
+    use pixelgrad_nn::Mode;
 
     fn dev() -> Device {
         Device::new(CpuBackend::new())
@@ -362,6 +388,19 @@ mod tests {
         assert_eq!(b.layers[0].view, Some(WeightView::UnitTiles { h: 8, w: 8 }));
         assert_eq!(b.layers[1].view, Some(WeightView::Heatmap));
         assert_eq!(b.layers[1].weight.as_deref(), Some("2.weight"));
+    }
+
+    #[test]
+    fn trainable_false_freezes_the_layer() {
+        let cfg = serde_json::json!({"layers": [
+            {"type": "dense", "units": 4, "inputShape": [3], "trainable": false},
+            {"type": "dense", "units": 2}
+        ]});
+        let b = build(&dev(), &cfg).unwrap();
+        assert_eq!(b.seq.num_params(), 3 * 4 + 4 + 4 * 2 + 2);
+        assert_eq!(b.seq.num_trainable(), 4 * 2 + 2);
+        let bad = serde_json::json!({"layers": [{"type": "dense", "units": 4, "inputShape": [3], "trainable": "no"}]});
+        assert!(build(&dev(), &bad).err().expect("a bad trainable value is an error").to_string().contains("'trainable'"));
     }
 
     #[test]

@@ -81,6 +81,9 @@ impl WebGlBackend {
             programs: RefCell::new(HashMap::new()),
             map_kernels: RefCell::new(Vec::new()),
             map_index: RefCell::new(HashMap::new()),
+            fuse: opts.fuse,
+            lazies: RefCell::new(Vec::new()),
+            generation: Cell::new(0),
             vertex: Cell::new(None),
             counters: Cell::new(Counters::default()),
             pass_log: RefCell::new(None),
@@ -173,35 +176,56 @@ impl Backend for WebGlBackend {
     }
 
     fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        if self.shared.fuse {
+            if let Some((launch, name)) = crate::fusion::elementwise(op)? {
+                return crate::fusion::defer(&self.shared, op, &launch, name, inputs, shapes, out);
+            }
+            self.shared.current()?;
+            if let Some(s) = crate::fusion::reduce(&self.shared, op, inputs, shapes, out)? {
+                return Ok(s);
+            }
+        }
         crate::ops::execute(&self.shared, op, inputs, shapes, out)
     }
 
     /// Blocking readPixels. Fine natively; in the browser prefer `read_async`, which does not
     /// stall the page.
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
+        // A read ends an iteration of eager code: later ops start a new fusion generation.
+        crate::fusion::new_generation(&self.shared.generation);
         let t = tensor_of(storage, &self.shared, "read")?;
         self.shared.read_blocking(t, len)
     }
 
     fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
         Box::pin(async move {
+            crate::fusion::new_generation(&self.shared.generation);
             let t = tensor_of(storage, &self.shared, "read_async")?;
             crate::readback::read_async(&self.shared, t, len).await
         })
     }
 
     fn flush(&self) -> Result<()> {
+        self.shared.current()?;
+        crate::fusion::settle(&self.shared)?;
         self.shared.flush()
     }
 
     /// Starts a step: later steps with the same `key` replay this one's plan (textures,
     /// framebuffers, programs; see the crate docs).
     fn begin_step(&self, key: u64) -> Result<()> {
+        // Work pending from before the step is drawn before it.
+        self.shared.current()?;
+        crate::fusion::settle(&self.shared)?;
         self.shared.begin_step(key)
     }
 
     fn end_step(&self) -> Result<()> {
-        self.shared.end_step()
+        // Results of the step still held are drawn inside it, so its plan has them.
+        let settled = crate::fusion::settle(&self.shared);
+        let ended = self.shared.end_step();
+        settled?;
+        ended
     }
 
     fn drop_plans(&self) {

@@ -30,6 +30,12 @@ pub(crate) struct Shared {
     /// `kernel` of their [`ProgramSpec`]), with a label for logs.
     pub map_kernels: RefCell<Vec<(pixelgrad_core::kernel::Kernel, String)>>,
     pub map_index: RefCell<HashMap<pixelgrad_core::kernel::Kernel, u32>>,
+    /// Fuse elementwise chains (`fusion.rs`), and the pending results made since the last
+    /// settle, oldest first.
+    pub fuse: bool,
+    pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
+    /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
+    pub generation: Cell<u64>,
     pub vertex: Cell<Option<glow::Shader>>,
     pub counters: Cell<Counters>,
     pub pass_log: RefCell<Option<Vec<String>>>,

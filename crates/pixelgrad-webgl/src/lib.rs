@@ -67,6 +67,7 @@ mod context;
 pub mod dialect;
 #[cfg(not(target_arch = "wasm32"))]
 mod egl;
+mod fusion;
 mod heatmap;
 mod launch;
 mod ops;

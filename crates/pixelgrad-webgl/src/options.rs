@@ -11,11 +11,14 @@ pub struct WebGlOptions {
     pub max_texture_size: Option<u32>,
     /// Run the precision self-test while creating the backend (its result is in the report).
     pub self_test: bool,
+    /// Fuse chains of elementwise ops into one draw; `false` draws every op on its own (for
+    /// comparisons and tests).
+    pub fuse: bool,
 }
 
 impl Default for WebGlOptions {
     fn default() -> Self {
-        WebGlOptions { force_half_float: false, max_texture_size: None, self_test: true }
+        WebGlOptions { force_half_float: false, max_texture_size: None, self_test: true, fuse: true }
     }
 }
 

@@ -100,11 +100,18 @@ impl Drop for GlTensor {
     }
 }
 
-/// Downcasts a storage to this backend's texture.
-pub(crate) fn tensor_of<'a>(s: &'a Storage, shared: &Shared, op: &'static str) -> Result<&'a GlTensor> {
-    s.downcast::<GlTensor>()
-        .filter(|t| std::ptr::eq(Rc::as_ptr(&t.shared), shared as *const Shared))
-        .ok_or_else(|| Error::BackendMismatch { op, a: shared.name.clone(), b: "another backend".into() })
+/// Downcasts a storage to this backend's texture, drawing it first if it is a pending fused
+/// computation (`fusion.rs`).
+pub(crate) fn tensor_of<'a>(s: &'a Storage, shared: &Rc<Shared>, op: &'static str) -> Result<&'a GlTensor> {
+    let s = match s.downcast::<pixelgrad_core::kernel::fuse::Lazy>() {
+        Some(lazy) => lazy.force(|p| crate::fusion::run(shared, p))?,
+        None => s,
+    };
+    s.downcast::<GlTensor>().filter(|t| Rc::ptr_eq(&t.shared, shared)).ok_or_else(|| Error::BackendMismatch {
+        op,
+        a: shared.name.clone(),
+        b: "another backend".into(),
+    })
 }
 
 impl Shared {

@@ -3,10 +3,11 @@
 
 use std::rc::Rc;
 
+use pixelgrad_core::kernel::fuse::Lazy;
 use pixelgrad_core::{Backend, BackendKind, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
 
 use crate::context::{Gpu, GpuTensor};
-use crate::{ops, readback, BACKEND};
+use crate::{fusion, ops, readback, BACKEND};
 
 /// Which matmul kernel the backend runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,6 +40,9 @@ pub struct WgpuOptions {
     /// Use subgroup operations where a native CPU adapter offers them (the shared-A register
     /// matmul); `false` runs that adapter without them, for comparisons.
     pub subgroups: bool,
+    /// Fuse chains of elementwise ops into one kernel (one launch per chain); `false` runs
+    /// every op as its own launch (for comparisons and tests).
+    pub fuse: bool,
 }
 
 impl Default for WgpuOptions {
@@ -50,6 +54,7 @@ impl Default for WgpuOptions {
             read_timeout: std::time::Duration::from_secs(120),
             matmul: MatmulKernel::Auto,
             subgroups: true,
+            fuse: true,
         }
     }
 }
@@ -107,7 +112,7 @@ impl WgpuBackend {
             MatmulKernel::Tiled => false,
             MatmulKernel::Registers => true,
         };
-        let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout);
+        let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
         Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout })
     }
 
@@ -115,6 +120,16 @@ impl WgpuBackend {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn new(opts: WgpuOptions) -> Result<WgpuBackend> {
         pollster::block_on(Self::new_async(opts))
+    }
+
+    /// Starts (or stops) logging every launch: op, kernel name and grid, one line each.
+    pub fn set_launch_log(&self, on: bool) {
+        *self.gpu.launch_log.borrow_mut() = if on { Some(Vec::new()) } else { None };
+    }
+
+    /// The launches logged since the last call (see [`WgpuBackend::set_launch_log`]).
+    pub fn take_launch_log(&self) -> Vec<String> {
+        self.gpu.launch_log.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Destroys pooled buffers that no tensor uses; returns the bytes released.
@@ -136,9 +151,17 @@ impl WgpuBackend {
         }
     }
 
-    /// Our storage inside `s`, or an error naming the op.
+    /// Our storage inside `s` (computing it first if it is a pending fused computation), or
+    /// an error naming the op.
     pub(crate) fn tensor<'a>(&self, op: &'static str, s: &'a Storage) -> Result<&'a GpuTensor> {
-        s.downcast::<GpuTensor>().ok_or_else(|| Error::BackendMismatch { op, a: self.name(), b: "another backend".into() })
+        if let Some(t) = s.downcast::<GpuTensor>() {
+            return Ok(t);
+        }
+        if let Some(lazy) = s.downcast::<Lazy>() {
+            let done = lazy.force(|p| fusion::run(self, p))?;
+            return done.downcast::<GpuTensor>().ok_or_else(|| Error::backend(op, BACKEND, "a fused result is not a buffer"));
+        }
+        Err(Error::BackendMismatch { op, a: self.name(), b: "another backend".into() })
     }
 }
 
@@ -171,6 +194,14 @@ impl Backend for WgpuBackend {
                 None => Err(Error::backend("reshape", BACKEND, "missing input")),
             };
         }
+        if self.gpu.fuse {
+            if let Some((launch, name)) = fusion::elementwise(op)? {
+                return fusion::defer(self, op, &launch, name, inputs, shapes, out);
+            }
+            if let Some(s) = fusion::reduce(self, op, inputs, shapes, out)? {
+                return Ok(s);
+            }
+        }
         // Core validated these already; a direct caller may not have, and the launchers index
         // shapes freely, so re-check (the shared check) rather than risk a panic.
         let ins: Vec<&GpuTensor> = inputs.iter().map(|s| self.tensor(op.name(), s)).collect::<Result<_>>()?;
@@ -182,6 +213,8 @@ impl Backend for WgpuBackend {
 
     #[cfg(not(target_arch = "wasm32"))]
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
+        // A read ends an iteration of eager code: later ops start a new fusion generation.
+        fusion::new_generation(&self.gpu.generation);
         let t = self.tensor("read", storage)?;
         readback::read_blocking(&self.gpu, t, len, self.read_timeout)
     }
@@ -197,6 +230,7 @@ impl Backend for WgpuBackend {
 
     fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
         Box::pin(async move {
+            fusion::new_generation(&self.gpu.generation);
             let t = self.tensor("read", storage)?;
             #[cfg(not(target_arch = "wasm32"))]
             {
@@ -212,6 +246,7 @@ impl Backend for WgpuBackend {
 
     fn flush(&self) -> Result<()> {
         self.gpu.check("flush")?;
+        fusion::settle(self)?;
         self.gpu.flush()?;
         Ok(())
     }
@@ -222,11 +257,17 @@ impl Backend for WgpuBackend {
 
     fn begin_step(&self, key: u64) -> Result<()> {
         self.gpu.check("begin_step")?;
+        // Work pending from before the step belongs before it.
+        fusion::settle(self)?;
         self.gpu.begin_step(key)
     }
 
     fn end_step(&self) -> Result<()> {
+        // Everything the step computed that is still held is computed inside it, so the
+        // plan records (and later replays) those launches too.
+        let settled = fusion::settle(self);
         let ended = self.gpu.end_step();
+        settled?;
         self.gpu.check("end_step")?;
         ended
     }

@@ -56,6 +56,16 @@ pub(crate) struct Gpu {
     pub pipelines: Pipelines,
     /// Elementwise kernels rendered from the kernel IR, by structure (see `ops::elementwise`).
     pub map_kernels: RefCell<std::collections::HashMap<pixelgrad_core::kernel::Kernel, Rc<Kernel>>>,
+    /// Reductions with a fused input, by the input's kernel (see `ops::reduce`).
+    pub reduce_kernels: RefCell<std::collections::HashMap<pixelgrad_core::kernel::Kernel, Rc<Kernel>>>,
+    /// Fuse elementwise chains (`fusion.rs`), and the pending results made since the last
+    /// settle, oldest first.
+    pub fuse: bool,
+    pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
+    /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
+    pub generation: Cell<u64>,
+    /// One line per launch while on (`WgpuBackend::set_launch_log`): kernel and grid.
+    pub launch_log: RefCell<Option<Vec<String>>>,
     /// Run the register-blocked matmul (CPU adapters) instead of the tiled one.
     pub cpu_matmul: bool,
     pool: RefCell<Pool>,
@@ -93,6 +103,7 @@ impl Gpu {
         max_ops_per_submit: usize,
         cpu_matmul: bool,
         wait_timeout: std::time::Duration,
+        fuse: bool,
     ) -> Rc<Gpu> {
         let limits = device.limits();
         let health = Arc::new(Mutex::new(Health::default()));
@@ -133,6 +144,11 @@ impl Gpu {
             info,
             pipelines,
             map_kernels: RefCell::new(std::collections::HashMap::new()),
+            reduce_kernels: RefCell::new(std::collections::HashMap::new()),
+            fuse,
+            lazies: RefCell::new(Vec::new()),
+            generation: Cell::new(0),
+            launch_log: RefCell::new(None),
             cpu_matmul,
             pool: RefCell::new(Pool::default()),
             rec: RefCell::new(Recording { encoder: None, pass: None, params: Vec::new(), slots: 0 }),
@@ -319,6 +335,9 @@ impl Gpu {
         }
         self.dirty.set(true);
         self.counters.launches.set(self.counters.launches.get() + 1);
+        if let Some(log) = self.launch_log.borrow_mut().as_mut() {
+            log.push(format!("{op:<12} {:<28} grid {grid:?}", kernel.name));
+        }
         Ok(())
     }
 

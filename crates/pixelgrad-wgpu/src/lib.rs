@@ -80,6 +80,7 @@
 
 mod backend;
 mod context;
+mod fusion;
 mod ops;
 mod pipelines;
 mod plan;

@@ -25,8 +25,9 @@ pub(crate) fn prelude() -> &'static str {
 /// Most pipeline-overridable constants a kernel has.
 pub(crate) const MAX_CONFIG: usize = 4;
 
-/// Most read-only storage inputs a kernel binds.
-pub(crate) const MAX_INPUTS: usize = 3;
+/// Most read-only storage inputs a kernel binds (a fused elementwise kernel may read this
+/// many; with the output that is 7 of the 8 storage buffers WebGPU guarantees per stage).
+pub(crate) const MAX_INPUTS: usize = 6;
 
 /// One compute kernel: a `.wgsl` file (`Cow::Borrowed`), or source rendered at run time from
 /// the kernel IR (elementwise kernels, `Cow::Owned`).

@@ -3,7 +3,7 @@
 
 use crate::ops::all_kernels;
 use crate::pipelines::{full_source, prelude};
-use crate::wgsl::map_source;
+use crate::wgsl::{map_source, with_fused_input};
 
 fn validate(name: &str, src: &str) {
     let module = naga::front::wgsl::parse_str(src)
@@ -29,6 +29,10 @@ fn every_elementwise_definition_renders_to_valid_wgsl() {
     for (name, k) in pixelgrad_core::kernel::defs::all().unwrap() {
         let src = format!("{}\n{}", prelude(), map_source(&k).unwrap());
         validate(&name, &src);
+        // The same computation as a reduction's fused input.
+        let reduce = crate::ops::reduce::REDUCE.source.as_ref();
+        let src = format!("{}\n{}", prelude(), with_fused_input(reduce, &k, crate::ops::reduce::OWN_WORDS).unwrap());
+        validate(&format!("reduce of {name}"), &src);
     }
 }
 

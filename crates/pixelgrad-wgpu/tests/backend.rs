@@ -35,7 +35,14 @@ fn philox_scaled_uniform_and_normal_match_rng() {
 
 #[test]
 fn pool_reuses_buffers_for_repeated_ops() {
-    let b = backend();
+    // exp(x) * x: one fused launch per step, or two without fusion.
+    for (fuse, launches) in [(true, 20), (false, 40)] {
+        pool_reuse(fuse, launches);
+    }
+}
+
+fn pool_reuse(fuse: bool, launches: u64) {
+    let b = pixelgrad_wgpu::WgpuBackend::new(pixelgrad_wgpu::WgpuOptions { fuse, ..Default::default() }).unwrap();
     let x = b.upload(&data(1000, 1, -1.0, 1.0)).unwrap();
     let s = Shape::from([1000]);
     let step = |b: &pixelgrad_wgpu::WgpuBackend| {
@@ -54,7 +61,7 @@ fn pool_reuses_buffers_for_repeated_ops() {
     assert_eq!(after.allocations, before.allocations, "allocations grew: {before:?} -> {after:?}");
     assert_eq!(after.compiles, before.compiles, "pipelines recompiled");
     assert_eq!(after.bytes_in_use, before.bytes_in_use);
-    assert_eq!(after.launches - before.launches, 40);
+    assert_eq!(after.launches - before.launches, launches, "fuse {fuse}");
     assert_eq!(after.readbacks - before.readbacks, 20);
 }
 
@@ -80,19 +87,27 @@ fn pipelines_do_not_depend_on_shapes() {
 
 #[test]
 fn ops_are_batched_into_few_submissions() {
-    let b = backend();
-    let s = Shape::from([64]);
-    let mut x = b.upload(&[1.0; 64]).unwrap();
-    let before = b.counters();
-    for _ in 0..100 {
-        x = b.execute(&Op::Unary(UnaryOp::Affine { mul: 1.0, add: 1.0 }), &[&x], &[&s], &s).unwrap();
+    // Unfused: 100 launches; fused: chains cut only where a launch's parameter slot is full.
+    for fuse in [false, true] {
+        let b = pixelgrad_wgpu::WgpuBackend::new(pixelgrad_wgpu::WgpuOptions { fuse, ..Default::default() }).unwrap();
+        let s = Shape::from([64]);
+        let mut x = b.upload(&[1.0; 64]).unwrap();
+        let before = b.counters();
+        for _ in 0..100 {
+            x = b.execute(&Op::Unary(UnaryOp::Affine { mul: 1.0, add: 1.0 }), &[&x], &[&s], &s).unwrap();
+        }
+        let got = b.read(&x, 64).unwrap();
+        assert_eq!(got, vec![101.0; 64]);
+        let after = b.counters();
+        // One submission at the read.
+        assert_eq!(after.submissions - before.submissions, 1, "fuse {fuse}");
+        let launches = after.launches - before.launches;
+        if fuse {
+            assert!((2..=10).contains(&launches), "{launches} launches for a fused chain of 100");
+        } else {
+            assert_eq!(launches, 100);
+        }
     }
-    let got = b.read(&x, 64).unwrap();
-    assert_eq!(got, vec![101.0; 64]);
-    let after = b.counters();
-    // 100 launches, one submission at the read.
-    assert_eq!(after.submissions - before.submissions, 1);
-    assert_eq!(after.launches - before.launches, 100);
 }
 
 #[test]
@@ -175,10 +190,7 @@ fn inconsistent_direct_calls_are_errors_not_panics() {
     // A storage from another backend.
     let cpu = pixelgrad_cpu::CpuBackend::new();
     let foreign = cpu.upload(&[1.0, 2.0]).unwrap();
-    assert!(matches!(
-        b.execute(&Op::Unary(UnaryOp::Neg), &[&foreign], &[&s2], &s2),
-        Err(Error::BackendMismatch { .. })
-    ));
+    assert!(matches!(b.execute(&Op::Unary(UnaryOp::Neg), &[&foreign], &[&s2], &s2), Err(Error::BackendMismatch { .. })));
     // Reading more than the tensor holds.
     assert!(b.read(&x, 3).is_err());
     // Bad gather indices are reported at the next read, naming the op, and then cleared.

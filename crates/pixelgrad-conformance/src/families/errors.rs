@@ -75,6 +75,16 @@ pub async fn errors(dev: &Device, read: Read) -> Outcome {
     }
     check(expect_err("rank_above_max", dev, "reshape", true, run_and_read(read, || deep.reshape([vec![1], full.clone()].concat())).await));
     check(expect_err("rank_above_max_fill", dev, "fill", true, run_and_read(read, || Tensor::zeros(dev, vec![1; MAX_RANK + 1])).await));
+    // cross_entropy picks classes with a one-hot mask: a class outside 0..C, or fractional,
+    // must make the loss NaN on every backend (never silently pick nothing).
+    let logits = t(&[0.5, -1.0, 2.0, 0.0, 1.0, -0.5], &[2, 3])?;
+    for bad in [3.0, -1.0, 1.5] {
+        let y = t(&[0.0, bad], &[2])?;
+        match run_and_read(read, || pixelgrad_core::composite::cross_entropy(&logits, &y)).await {
+            Ok(v) if v.len() == 1 && v[0].is_nan() => {}
+            other => check(Err(format!("errors/cross_entropy_bad_class {bad}: expected a NaN loss, got {other:?}"))),
+        }
+    }
     // Index values are only known at run time. The CPU backends check them and must return a
     // typed error; a GPU backend cannot without a blocking readback of every index tensor, so
     // there any result is accepted as long as nothing panics and the device stays usable.

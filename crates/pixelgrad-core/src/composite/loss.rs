@@ -4,12 +4,7 @@ use crate::tensor::Tensor;
 use crate::{Error, Result};
 
 fn shapes_err(op: &'static str, a: &Tensor, b: &Tensor, msg: &str) -> Error {
-    Error::Shape {
-        op,
-        shapes: vec![a.dims().to_vec(), b.dims().to_vec()],
-        backend: a.device().name(),
-        msg: msg.into(),
-    }
+    Error::Shape { op, shapes: vec![a.dims().to_vec(), b.dims().to_vec()], backend: a.device().name(), msg: msg.into() }
 }
 
 /// Mean squared error `mean((pred - target)^2)`; shapes must match.
@@ -22,13 +17,26 @@ pub fn mse(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
 
 /// Cross-entropy from logits `[N, C]` and class indices `[N]` (whole numbers stored as f32):
 /// `-mean_i log_softmax(logits)[i, y_i]`.
+///
+/// The class is picked with a one-hot mask (`arange(C) == y`) rather than a gather, so the
+/// whole loss and its gradient are elementwise ops and reductions, which the GPU backends fuse
+/// (no gather / scatter-add passes). A class outside `0..C`, or not a whole number, makes the
+/// loss NaN instead of silently picking nothing.
 pub fn cross_entropy(logits: &Tensor, classes: &Tensor) -> Result<Tensor> {
     if logits.rank() != 2 || classes.rank() != 1 || classes.dims()[0] != logits.dims()[0] {
         return Err(shapes_err("cross_entropy", logits, classes, "expects logits [N, C] and class indices [N]"));
     }
-    let lp = logits.log_softmax(1)?;
-    let idx = classes.unsqueeze(1)?;
-    lp.gather(1, &idx)?.mean_all()?.neg()
+    let c = logits.dims()[1];
+    let dev = logits.device();
+    let y = classes.unsqueeze(1)?;
+    let one_hot = Tensor::arange(dev, c)?.reshape([1, c])?.eq(&y)?;
+    // NaN for a row whose class is negative, >= C or fractional.
+    let below = y.neg()?.gt_scalar(0.0)?;
+    let above = y.gt_scalar(c as f32 - 1.0)?;
+    let fractional = y.floor()?.eq(&y)?.affine(-1.0, 1.0)?;
+    let bad = below.maximum(&above)?.maximum(&fractional)?;
+    let poison = Tensor::select(&bad, &Tensor::scalar(dev, f32::NAN)?, &Tensor::scalar(dev, 0.0)?)?;
+    cross_entropy_one_hot(logits, &one_hot.add(&poison)?)
 }
 
 /// Cross-entropy from logits `[N, C]` and one-hot (or soft) targets `[N, C]`:

@@ -43,6 +43,7 @@ impl UnaryOp {
             | UnaryOp::Sigmoid
             | UnaryOp::Abs
             | UnaryOp::Square
+            | UnaryOp::Floor
             | UnaryOp::Sin
             | UnaryOp::Cos => vec![],
         }
@@ -71,6 +72,7 @@ impl UnaryOp {
                 }
                 UnaryOp::Abs => x.abs(),
                 UnaryOp::Square => x * x,
+                UnaryOp::Floor => x.floor(),
                 UnaryOp::Sin => x.sin(),
                 UnaryOp::Cos => x.cos(),
                 UnaryOp::Affine { .. } => x * p(0) + p(1),
@@ -90,7 +92,7 @@ impl UnaryOp {
 
     /// One instance of every variant (parameters arbitrary): for warming up caches and for
     /// tests that must cover every function. [`UnaryOp::variant_index`] keeps it complete.
-    pub const ALL: [UnaryOp; 16] = [
+    pub const ALL: [UnaryOp; 17] = [
         UnaryOp::Neg,
         UnaryOp::Exp,
         UnaryOp::Log,
@@ -107,6 +109,7 @@ impl UnaryOp {
         UnaryOp::MinScalar(0.0),
         UnaryOp::GtScalar(0.0),
         UnaryOp::Square,
+        UnaryOp::Floor,
     ];
 
     /// Position of this variant in [`UnaryOp::ALL`] (exhaustive, so a new variant must be
@@ -129,6 +132,7 @@ impl UnaryOp {
             UnaryOp::MinScalar(_) => 13,
             UnaryOp::GtScalar(_) => 14,
             UnaryOp::Square => 15,
+            UnaryOp::Floor => 16,
         }
     }
 
@@ -144,6 +148,7 @@ impl UnaryOp {
             UnaryOp::Sigmoid => "sigmoid",
             UnaryOp::Abs => "abs",
             UnaryOp::Square => "square",
+            UnaryOp::Floor => "floor",
             UnaryOp::Sin => "sin",
             UnaryOp::Cos => "cos",
             UnaryOp::Affine { .. } => "affine",
@@ -241,6 +246,17 @@ pub fn where_kernel() -> Result<Kernel> {
 /// [`where_kernel`] ready to launch.
 pub fn where_launch() -> Result<Launch> {
     Ok(Launch { kernel: where_kernel()?, params: Vec::new() })
+}
+
+/// The identity of one input: a kernel that reads its input broadcast to the output is
+/// `expand` (fusing backends use it so an expand composes like any elementwise op).
+pub fn identity_launch() -> Result<Launch> {
+    Ok(Launch { kernel: build(1, 0, |b| b.input(0))?, params: Vec::new() })
+}
+
+/// Every element `value` (parameter 0): `fill`, for backends that fuse it into its consumers.
+pub fn fill_launch(value: f32) -> Result<Launch> {
+    Ok(Launch { kernel: build(0, 1, |b| b.param(0))?, params: vec![value] })
 }
 
 /// The Box-Muller transform the GPU backends' `Op::Random` kernels use for normal samples:

@@ -231,6 +231,35 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// Adds this kernel's nodes to `b`, reading `inputs[i]` wherever it reads input `i` and
+    /// parameter `param_base + j` wherever it reads parameter `j`; returns its result in `b`.
+    /// This is how kernels compose: the result can feed another kernel's input.
+    pub fn inline_into<'a>(&self, b: &'a Builder, inputs: &[E<'a>], param_base: usize) -> E<'a> {
+        let mut map: Vec<E<'a>> = Vec::with_capacity(self.nodes.len());
+        for node in &self.nodes {
+            let v = |i: V| map[i as usize].v;
+            let e = match *node {
+                Node::Input(i) => match inputs.get(i as usize) {
+                    Some(&e) => e,
+                    None => {
+                        b.fail(format!("inlining needs input {i}, given {}", inputs.len()));
+                        b.f32(0.0)
+                    }
+                },
+                Node::Param(j) => b.param(param_base + j as usize),
+                Node::Const(l) => b.push(Node::Const(l)),
+                Node::Op1(op, a) => b.push(Node::Op1(op, v(a))),
+                Node::Op2(op, x, y) => b.push(Node::Op2(op, v(x), v(y))),
+                Node::Select(c, x, y) => b.push(Node::Select(v(c), v(x), v(y))),
+                Node::Cast(t, a) => b.push(Node::Cast(t, v(a))),
+            };
+            map.push(e);
+        }
+        map[self.out as usize]
+    }
+}
+
 impl fmt::Display for Kernel {
     /// One node per line, e.g. `v2: f32 = Mul(v0, v1)`: the form logged at trace level and
     /// printed by tests that fail.

@@ -9,7 +9,9 @@
 //! - the GPU backends [`lower`](mod@lower) it — every IEEE function becomes device built-ins guarded by
 //!   explicit selects, so NaN, infinities, signed zeros and overflow come out the same as on
 //!   the CPU — and [`render`] it through their [`render::Dialect`] (WGSL for WebGPU, GLSL ES
-//!   3.00 for WebGL2). A dialect is a table of primitives; nothing else knows shader syntax.
+//!   3.00 for WebGL2). A dialect is a table of primitives; nothing else knows shader syntax;
+//! - chains of elementwise ops [`fuse`] into one kernel on the GPU backends: an op's result
+//!   stays pending until something needs it, and the next elementwise op composes with it.
 //!
 //! ```
 //! use pixelgrad_core::kernel::{eval, ir::{Builder, DType}};
@@ -26,6 +28,7 @@
 
 pub mod defs;
 pub mod eval;
+pub mod fuse;
 pub mod ir;
 pub mod lower;
 pub mod render;

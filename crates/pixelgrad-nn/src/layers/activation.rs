@@ -41,6 +41,9 @@ impl Activation {
 }
 
 impl Module for Activation {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         self.apply(x)
     }

@@ -41,9 +41,24 @@ impl Conv2d {
     pub fn out_channels(&self) -> usize {
         self.out_channels
     }
+    pub fn in_channels(&self) -> usize {
+        self.in_channels
+    }
+    pub fn kernel(&self) -> usize {
+        self.kernel
+    }
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+    pub fn padding(&self) -> usize {
+        self.padding
+    }
 }
 
 impl Module for Conv2d {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         if x.rank() != 4 || x.dims()[1] != self.in_channels {
             return Err(bad_input("conv2d", x, format!("expects [N, {}, H, W]", self.in_channels)));

@@ -20,9 +20,16 @@ impl Dropout {
         }
         Ok(Dropout { p, seed, calls: Cell::new(0) })
     }
+    /// The drop probability.
+    pub fn rate(&self) -> f32 {
+        self.p
+    }
 }
 
 impl Module for Dropout {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, mode: Mode) -> Result<Tensor> {
         if mode == Mode::Eval || self.p == 0.0 {
             return Ok(x.clone());

@@ -39,6 +39,9 @@ impl Linear {
 }
 
 impl Module for Linear {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         if x.rank() != 2 || x.dims()[1] != self.in_features {
             return Err(bad_input("linear", x, format!("expects [N, {}]", self.in_features)));

@@ -13,7 +13,7 @@ pub use conv::Conv2d;
 pub use dropout::Dropout;
 pub use linear::Linear;
 pub use norm::BatchNorm;
-pub use pool::{AvgPool2d, Flatten, MaxPool2d};
+pub use pool::{AvgPool2d, Flatten, MaxPool2d, Permute};
 
 use pixelgrad_core::{Error, Tensor};
 

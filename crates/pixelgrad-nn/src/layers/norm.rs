@@ -42,6 +42,17 @@ impl BatchNorm {
         })
     }
 
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+    /// True for `[N, C, H, W]` inputs, false for `[N, C]`.
+    pub fn is_spatial(&self) -> bool {
+        self.spatial
+    }
+    pub fn eps(&self) -> f32 {
+        self.eps
+    }
+
     /// The input viewed as `[N, C, S]` (S = H*W, or 1).
     fn as_ncs(&self, x: &Tensor) -> Result<Tensor> {
         let d = x.dims();
@@ -55,6 +66,9 @@ impl BatchNorm {
 }
 
 impl Module for BatchNorm {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, mode: Mode) -> Result<Tensor> {
         let h = self.as_ncs(x)?;
         let c = self.channels;

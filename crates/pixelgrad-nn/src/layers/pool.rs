@@ -19,6 +19,9 @@ impl MaxPool2d {
 }
 
 impl Module for MaxPool2d {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         max_pool2d(x, self.kernel, self.stride, self.padding)
     }
@@ -41,6 +44,9 @@ impl AvgPool2d {
 }
 
 impl Module for AvgPool2d {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         avg_pool2d(x, self.kernel, self.stride, self.padding)
     }
@@ -53,6 +59,9 @@ impl Module for AvgPool2d {
 pub struct Flatten;
 
 impl Module for Flatten {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
         if x.rank() < 1 {
             return Err(bad_input("flatten", x, "expects a batch axis".into()));
@@ -61,5 +70,24 @@ impl Module for Flatten {
     }
     fn describe(&self) -> String {
         "Flatten".into()
+    }
+}
+
+/// Reorders axes: output axis `i` is input axis `perm[i]` (e.g. `[0, 3, 1, 2]` turns NHWC
+/// images into NCHW). Input of rank `perm.len()`.
+pub struct Permute(pub Vec<usize>);
+
+impl Module for Permute {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+    fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
+        if x.rank() != self.0.len() {
+            return Err(bad_input("permute", x, format!("expects a rank-{} input", self.0.len())));
+        }
+        x.permute(&self.0)
+    }
+    fn describe(&self) -> String {
+        format!("Permute({:?})", self.0)
     }
 }

@@ -5,12 +5,16 @@
 //! the engine's message (op, shapes, backend), so nothing panics across the boundary.
 
 mod data;
+mod flower;
 mod model;
+mod onnx;
 mod runtime;
 mod tensor;
 
 pub use data::{digits, parse_mnist, shuffled_indices};
+pub use flower::{flower_join, flower_partition, FlowerNode};
 pub use model::Model;
+pub use onnx::OnnxModel;
 pub use runtime::Runtime;
 pub use tensor::DeviceTensor;
 

@@ -35,9 +35,16 @@ fn read_sums(taken: Option<(Tensor, usize)>) -> Promise {
 impl Model {
     /// Builds the layers of `config` (JSON `{ layers: [...], seed }`) on the runtime's device.
     #[wasm_bindgen(constructor)]
-    pub fn new(rt: &Runtime, config: &str) -> Result<Model, JsValue> {
+    pub fn new(rt: &Runtime, config: &str, onnx: js_sys::Array) -> Result<Model, JsValue> {
         let cfg: serde_json::Value = serde_json::from_str(config).map_err(|e| js_err(format!("sequential: bad config: {e}")))?;
-        Ok(Model { net: Net::new(rt.device(), cfg).map_err(js_err)? })
+        // the .onnx files that `onnx` layers refer to by index
+        let mut models = Vec::new();
+        for (k, b) in onnx.iter().enumerate() {
+            let bytes = js_sys::Uint8Array::new(&b).to_vec();
+            let m = pixelgrad_onnx::Model::from_bytes(&bytes).map_err(|e| js_err(format!("sequential: imported model {k}: {e}")))?;
+            models.push(std::rc::Rc::new(m));
+        }
+        Ok(Model { net: Net::new_with(rt.device(), cfg, models).map_err(js_err)? })
     }
 
     /// Chooses optimizer (fresh state) and loss.
@@ -135,6 +142,53 @@ impl Model {
             let bytes = save::to_bytes(&host, &meta).map_err(js_err)?;
             Ok(Uint8Array::from(&bytes[..]).into())
         }))
+    }
+
+    /// JSON `[{ name, shape }]` of every parameter and buffer, in save order.
+    #[wasm_bindgen(js_name = weightInfo)]
+    pub fn weight_info(&self) -> String {
+        let list: Vec<serde_json::Value> =
+            self.net.named_tensors().iter().map(|(n, t)| serde_json::json!({ "name": n, "shape": t.dims() })).collect();
+        serde_json::Value::Array(list).to_string()
+    }
+
+    /// Reads (async) every parameter and buffer: an Array of Float32Array in `weightInfo` order.
+    #[wasm_bindgen(js_name = readWeights)]
+    pub fn read_weights(&self) -> Promise {
+        let tensors = self.net.named_tensors();
+        future_to_promise(async move {
+            let arr = js_sys::Array::new();
+            for (_, t) in tensors {
+                let v = t.to_vec_async().await.map_err(js_err)?;
+                arr.push(&js_sys::Float32Array::from(&v[..]).into());
+            }
+            Ok(arr.into())
+        })
+    }
+
+    /// Replaces one weight by name (same shape).
+    #[wasm_bindgen(js_name = setWeight)]
+    pub fn set_weight(&self, name: &str, data: &[f32], shape: Vec<u32>) -> Result<(), JsValue> {
+        self.net.set_weight(name, data, &dims(&shape)).map_err(js_err)
+    }
+
+    /// The model as ONNX bytes (input `input` in the user's layout, output `output`).
+    #[wasm_bindgen(js_name = toOnnx)]
+    pub fn to_onnx(&self) -> Promise {
+        let tensors = self.net.named_tensors();
+        // The export rebuilds the network on the CPU from the config, so it needs only the
+        // values, read asynchronously here.
+        let config = self.net.config.clone();
+        let onnx = self.net.onnx.clone();
+        future_to_promise(async move {
+            let mut host = Vec::with_capacity(tensors.len());
+            for (name, t) in tensors {
+                let v = t.to_vec_async().await.map_err(js_err)?;
+                host.push((name, t.dims().to_vec(), v));
+            }
+            let bytes = crate::net::Net::onnx_bytes(&config, &onnx, &host).map_err(js_err)?;
+            Ok(Uint8Array::from(&bytes[..]).into())
+        })
     }
 
     /// Loads safetensors bytes saved from the same architecture.

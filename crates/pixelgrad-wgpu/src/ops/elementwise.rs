@@ -11,14 +11,16 @@ use pixelgrad_core::shape::broadcast_strides;
 use pixelgrad_core::{Error, Result, Shape};
 
 use super::{f, u};
+use crate::context::PARAM_WORDS;
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::{Kernel, MAX_INPUTS};
-use crate::strides::{check_rank, coalesce, contiguous, MAX_RANK};
-use crate::wgsl::{map_source, MapLayout, PARAM_BASE};
+use crate::strides::{check_rank, coalesce, contiguous};
+use crate::wgsl::{map_source, MapLayout};
 use crate::BACKEND;
 
-/// The compiled-kernel description of `k`: rendered on first use, then cached per device.
-pub(crate) fn map_kernel(gpu: &Gpu, op: &'static str, k: &kernel::Kernel) -> Result<Rc<Kernel>> {
+/// The compiled-kernel description of `k`: rendered on first use (named after `label()`),
+/// then cached per device.
+pub(crate) fn map_kernel(gpu: &Gpu, op: &'static str, k: &kernel::Kernel, label: impl FnOnce() -> String) -> Result<Rc<Kernel>> {
     if let Some(found) = gpu.map_kernels.borrow().get(k) {
         return Ok(found.clone());
     }
@@ -28,7 +30,7 @@ pub(crate) fn map_kernel(gpu: &Gpu, op: &'static str, k: &kernel::Kernel) -> Res
     let source = map_source(k).map_err(|e| Error::backend(op, BACKEND, e.to_string()))?;
     let id = gpu.map_kernels.borrow().len();
     let made = Rc::new(Kernel {
-        name: Cow::Owned(format!("map{id}_{op}")),
+        name: Cow::Owned(format!("map{id}_{}", label())),
         source: Cow::Owned(source),
         inputs: k.inputs().len(),
         overrides: &["FAST", "SCALARS"],
@@ -38,7 +40,9 @@ pub(crate) fn map_kernel(gpu: &Gpu, op: &'static str, k: &kernel::Kernel) -> Res
     Ok(made)
 }
 
-/// Runs `launch` over `ins` (each of shape `shapes[i]`, broadcast to `out`) into `res`.
+/// Runs `launch` over `ins` (each of shape `shapes[i]`, broadcast to `out`) into `res`;
+/// `label()` names its kernel the first time it is compiled.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn map(
     gpu: &Gpu,
     op: &'static str,
@@ -47,19 +51,33 @@ pub(crate) fn map(
     shapes: &[&Shape],
     out: &Shape,
     res: &GpuTensor,
+    label: impl FnOnce() -> String,
 ) -> Result<()> {
-    let k = map_kernel(gpu, op, &launch.kernel)?;
+    let k = map_kernel(gpu, op, &launch.kernel, label)?;
     let grid = gpu.grid_elems(op, res.len)?;
-    let n = u(op, out.numel())?;
-    let lay = MapLayout::new(ins.len(), launch.params.len());
-    let mut p = vec![0u32; PARAM_BASE + launch.params.len()];
-    p[0] = n;
-    for (i, &v) in launch.params.iter().enumerate() {
-        p[PARAM_BASE + i] = f(v);
-    }
+    let mut p = vec![u(op, out.numel())?];
+    let (fast, scalars) = fill_fused(op, launch, shapes, out, &MapLayout::map(launch.params.len()), &mut p)?;
     let bufs: Vec<&wgpu::Buffer> = ins.iter().map(|t| t.buffer()).collect();
-    // Every input the output's shape or one element: no index arithmetic (FAST). A
-    // one-element output reads index 0 of everything anyway.
+    gpu.launch(op, &k, &[u32::from(fast), scalars], &bufs, res.buffer(), &p, grid)
+}
+
+/// Writes the words of a fused read of `launch` (laid out by `lay`) over inputs of `shapes`
+/// broadcast to `out` into `p` (grown as needed; words before the layout's are the caller's)
+/// and returns the `FAST` and `SCALARS` pipeline constants: FAST when every input has the
+/// read's shape or is one element, so no index arithmetic runs (a one-element read reads
+/// index 0 of everything anyway).
+pub(crate) fn fill_fused(
+    op: &'static str,
+    launch: &Launch,
+    shapes: &[&Shape],
+    out: &Shape,
+    lay: &MapLayout,
+    p: &mut Vec<u32>,
+) -> Result<(bool, u32)> {
+    p.resize(p.len().max(lay.params + launch.params.len()), 0);
+    for (i, &v) in launch.params.iter().enumerate() {
+        p[lay.params + i] = f(v);
+    }
     let mut scalars = 0u32;
     let mut fast = true;
     for (i, s) in shapes.iter().enumerate() {
@@ -73,7 +91,7 @@ pub(crate) fn map(
         }
     }
     if fast {
-        return gpu.launch(op, &k, &[1, scalars], &bufs, res.buffer(), &p, grid);
+        return Ok((true, scalars));
     }
     // Merge axes contiguous in every operand (the output's strides included, so merged axes
     // stay contiguous in it too).
@@ -81,15 +99,24 @@ pub(crate) fn map(
     all.push(contiguous(out.dims()));
     let (dims, strides) = coalesce(out.dims(), &all);
     check_rank(op, dims.len())?;
-    p.resize(lay.words, 0);
-    p[1] = dims.len() as u32;
+    let r = dims.len();
+    let words = lay.words(shapes.len(), r);
+    if words > PARAM_WORDS {
+        return Err(Error::backend(
+            op,
+            BACKEND,
+            format!("a fused read of {} inputs over {r} axes needs {words} parameter words, the slot has {PARAM_WORDS}", shapes.len()),
+        ));
+    }
+    p.resize(p.len().max(words), 0);
+    p[lay.rank] = r as u32;
     for (i, &d) in dims.iter().enumerate() {
         p[lay.dims + i] = u(op, d)?;
     }
-    for (k, s) in strides.iter().take(ins.len()).enumerate() {
+    for (k, s) in strides.iter().take(shapes.len()).enumerate() {
         for (i, &v) in s.iter().enumerate() {
-            p[lay.strides + MAX_RANK * k + i] = u(op, v)?;
+            p[lay.dims + r * (k + 1) + i] = u(op, v)?;
         }
     }
-    gpu.launch(op, &k, &[0, 0], &bufs, res.buffer(), &p, grid)
+    Ok((false, 0))
 }

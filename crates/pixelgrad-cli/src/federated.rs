@@ -1,0 +1,233 @@
+//! `pixelgrad federated`: this machine as a node of a Flower federation (see pixelgrad-flower).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use clap::Args;
+use pixelgrad::nn::presets::{ModelSpec, Preset, SPEC_KEY};
+use pixelgrad::nn::{io, Module, OptimizerKind};
+use pixelgrad_flower::auth::NodeKey;
+use pixelgrad_flower::dp::LocalDp;
+use pixelgrad_flower::fleet::FleetClient;
+use pixelgrad_flower::learner::{ModuleLearner, Shard};
+use pixelgrad_flower::node::{self, Event, NodeOptions};
+use pixelgrad_flower::partition;
+use pixelgrad_flower::transport::NativeTransport;
+
+use crate::dataset::{self, DatasetSpec};
+use crate::{backend, CliResult, Context};
+
+/// Metadata key listing the parameter names in the model's order (the ServerApp builds its
+/// ArrayRecord in that order).
+pub const ORDER_KEY: &str = "pixelgrad.order";
+
+#[derive(Args)]
+pub struct FederatedArgs {
+    /// The SuperLink's Fleet API, e.g. http://127.0.0.1:9093
+    #[arg(long)]
+    pub superlink: Option<String>,
+    /// digits (embedded default) | idx:DIR | csv:PATH
+    #[arg(long, default_value = "digits")]
+    pub dataset: String,
+    /// mlp | cnn | seed-mlp (every node and the ServerApp's initial file must agree)
+    #[arg(long, default_value = "mlp")]
+    pub model: String,
+    /// This node's share of the training set: I/N (0-based)
+    #[arg(long, default_value = "0/1")]
+    pub partition: String,
+    /// Dirichlet concentration of the label shards (non-IID; smaller = more skewed).
+    /// Without it the shards are IID.
+    #[arg(long)]
+    pub alpha: Option<f64>,
+    /// auto | cpu | webgpu | webgl
+    #[arg(long, default_value = "cpu")]
+    pub backend: String,
+    /// Seed of the data split and the partitions (the same on every node)
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Local epochs, batch size and learning rate when the server's config does not say
+    #[arg(long, default_value_t = 1)]
+    pub epochs: usize,
+    #[arg(long, default_value_t = 32)]
+    pub batch_size: usize,
+    #[arg(long, default_value_t = 0.001)]
+    pub lr: f32,
+    /// Local differential privacy (Flower's LocalDpMod): EPSILON,DELTA,CLIP[,SENSITIVITY]
+    /// (sensitivity defaults to the clipping norm)
+    #[arg(long)]
+    pub local_dp: Option<String>,
+    /// Write the model's initial parameters (safetensors, with the order the ServerApp needs)
+    /// to FILE and exit
+    #[arg(long)]
+    pub write_init: Option<PathBuf>,
+    /// Print one JSON summary as the last line of stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `EPSILON,DELTA,CLIP[,SENSITIVITY]`.
+pub fn parse_local_dp(s: &str) -> CliResult<LocalDp> {
+    let v: Vec<f64> = s
+        .split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<f64>()
+                .map_err(|_| format!("--local-dp '{s}': '{x}' is not a number"))
+        })
+        .collect::<CliResult<_>>()?;
+    match v[..] {
+        [eps, delta, clip] => LocalDp::new(clip, clip, eps, delta).ctx(),
+        [eps, delta, clip, sens] => LocalDp::new(clip, sens, eps, delta).ctx(),
+        _ => Err(format!(
+            "--local-dp '{s}' must be EPSILON,DELTA,CLIP[,SENSITIVITY]"
+        )),
+    }
+}
+
+pub fn run(a: FederatedArgs) -> CliResult<()> {
+    let preset = Preset::parse(&a.model).ctx()?;
+    let spec = DatasetSpec::parse(&a.dataset)?;
+    let (index, n) = partition::parse_partition(&a.partition).ctx()?;
+    let local_dp = a.local_dp.as_deref().map(parse_local_dp).transpose()?;
+    let say = |s: String| {
+        if a.json {
+            eprintln!("{s}")
+        } else {
+            println!("{s}")
+        }
+    };
+
+    let data = dataset::load(&spec, preset, a.seed)?;
+    let shape = data.shape();
+    let model_spec = ModelSpec {
+        preset,
+        input: shape,
+        classes: data.classes(),
+    };
+
+    if let Some(path) = &a.write_init {
+        let dev = pixelgrad::Device::new(pixelgrad::cpu::CpuBackend::new());
+        let model = model_spec.build(&dev, a.seed).ctx()?;
+        let mut names = Vec::new();
+        model.visit_params(&mut |name, _| names.push(name.to_string()));
+        let mut meta = HashMap::new();
+        meta.insert(SPEC_KEY.to_string(), model_spec.to_meta());
+        meta.insert(ORDER_KEY.to_string(), names.join(","));
+        io::save(&model, path, &meta).ctx()?;
+        say(format!(
+            "wrote the initial {} parameters ({}) to {}",
+            preset.name(),
+            model.num_params(),
+            path.display()
+        ));
+        return Ok(());
+    }
+    let url = a
+        .superlink
+        .clone()
+        .ok_or("--superlink URL is required (or --write-init FILE)")?;
+
+    let train_parts = match a.alpha {
+        Some(alpha) => partition::dirichlet(data.train.labels(), n, alpha, a.seed).ctx()?,
+        None => partition::iid(data.train.len(), n, a.seed).ctx()?,
+    };
+    let test_parts = partition::iid(data.test.len(), n, a.seed).ctx()?;
+    let per: usize = shape.iter().product();
+    let sample_shape = shape.to_vec();
+    let train = Shard::select(
+        data.train.images(),
+        data.train.labels(),
+        per,
+        &train_parts[index],
+        &sample_shape,
+    )
+    .ctx()?;
+    let test = Shard::select(
+        data.test.images(),
+        data.test.labels(),
+        per,
+        &test_parts[index],
+        &sample_shape,
+    )
+    .ctx()?;
+    let mut hist = vec![0usize; data.classes()];
+    train.labels.iter().for_each(|&l| hist[l as usize] += 1);
+
+    let sel = backend::select(&a.backend)?;
+    let dev = sel.device.clone();
+    let model = model_spec.build(&dev, a.seed).ctx()?;
+    say(format!("backend: {}", sel.name));
+    say(format!(
+        "data: {} — partition {index}/{n} ({}): {} train samples, labels {:?}; {} test samples",
+        data.name,
+        a.alpha
+            .map(|al| format!("Dirichlet alpha {al}"))
+            .unwrap_or_else(|| "IID".into()),
+        train.len(),
+        hist,
+        test.len()
+    ));
+    say(format!(
+        "model: {} ({} parameters)",
+        model.describe(),
+        model.num_params()
+    ));
+
+    let transport = NativeTransport::new(&url, 120.0).ctx()?;
+    let client = FleetClient::new(transport, NodeKey::generate().ctx()?);
+    let opts = NodeOptions {
+        epochs: a.epochs,
+        batch_size: a.batch_size,
+        lr: a.lr,
+        local_dp,
+        ..Default::default()
+    };
+    let mut learner = ModuleLearner {
+        dev,
+        model,
+        loss: preset.loss(),
+        optimizer: OptimizerKind::parse("adam").ctx()?,
+        train,
+        test,
+        seed: a.seed.wrapping_add(index as u64),
+    };
+    let mut on_event = |e: &Event| {
+        match e {
+            Event::Connected { node_id } => say(format!("connected to {url} as node {node_id}")),
+            Event::Received { round, kind, bytes } => say(format!("round {round}: {kind} message ({bytes} bytes)")),
+            Event::Trained { round, stats, update_norm, clipped_to, noise_std, seconds } => say(format!(
+                "round {round}: trained on {} samples in {seconds:.1} s, loss {:.4}, accuracy {:.4}, update norm {update_norm:.4}{}{}",
+                stats.examples,
+                stats.loss,
+                stats.accuracy,
+                clipped_to.map(|c| format!(", clipped to {c}")).unwrap_or_default(),
+                noise_std.map(|s| format!(", local DP noise std {s:.4}")).unwrap_or_default()
+            )),
+            Event::Evaluated { round, stats, .. } => {
+                say(format!("round {round}: global model on {} local test samples: accuracy {:.4}, loss {:.4}", stats.examples, stats.accuracy, stats.loss))
+            }
+            Event::Replied { round, kind, bytes } => say(format!("round {round}: {kind} reply sent ({bytes} bytes)")),
+            Event::Failed { round, reason } => say(format!("round {round}: sent an error reply: {reason}")),
+            Event::Waiting => {}
+            Event::Finished { rounds } => say(format!("the run finished after {rounds} training rounds")),
+        }
+        ControlFlow::Continue(())
+    };
+    let summary =
+        pollster::block_on(node::run(&client, &mut learner, &opts, &mut on_event)).ctx()?;
+    if a.json {
+        let j = serde_json::json!({
+            "node_id": summary.node_id,
+            "run_id": summary.run_id,
+            "rounds": summary.rounds_trained,
+            "evaluations": summary.evaluations,
+            "bytes_up": summary.traffic.up,
+            "bytes_down": summary.traffic.down,
+            "backend": sel.device.kind().as_str(),
+        });
+        writeln!(std::io::stdout().lock(), "{j}").ctx()?;
+    }
+    Ok(())
+}

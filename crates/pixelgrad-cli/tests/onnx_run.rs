@@ -1,0 +1,125 @@
+//! `pixelgrad run MODEL.onnx --input NAME=FILE.npy`: outputs as .npy plus outputs.json, the
+//! `--json` summary, and one-line errors (exit 1) for bad models, inputs and arguments.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
+}
+
+fn fixtures() -> PathBuf {
+    let root = repo_root();
+    let ok = Command::new("bash").arg(root.join("scripts/onnx-fixtures.sh")).current_dir(&root).status().unwrap().success();
+    assert!(ok, "scripts/onnx-fixtures.sh failed");
+    root.join("target/onnx-fixtures")
+}
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pixelgrad"))
+}
+
+fn fails_with(args: &[&str], needle: &str) {
+    let out = bin().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "panic for {args:?}: {err}");
+    let last = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+    assert!(last.starts_with("error: ") && last.contains(needle), "{args:?}: expected an error line with '{needle}', got: {err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("error")).count(), 1, "{err}");
+}
+
+#[test]
+fn run_writes_outputs_that_match_onnxruntime() {
+    let f = fixtures().join("models/ppocr_cls");
+    let out_dir = std::env::temp_dir().join(format!("pixelgrad-onnx-run-{}", std::process::id()));
+    let input = format!("x={}", f.join("input_0.npy").display());
+    let out = bin()
+        .args(["run", f.join("model.onnx").to_str().unwrap(), "--input", &input, "--backend", "cpu", "--repeat", "2", "--json", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let j: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(j["backend"], "cpu");
+    for k in ["load_ms", "first_run_ms", "run_ms"] {
+        assert!(j[k].as_f64().unwrap() > 0.0, "{k}: {j}");
+    }
+    assert!(j["weight_bytes"].as_u64().unwrap() > 100_000, "{j}");
+    let outs = j["outputs"].as_array().unwrap();
+    assert_eq!(outs.len(), 1);
+    assert_eq!(outs[0]["name"], "save_infer_model/scale_0.tmp_1");
+    assert_eq!(outs[0]["shape"], serde_json::json!([8, 2]));
+    let index: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("outputs.json")).unwrap()).unwrap();
+    assert_eq!(index["outputs"], j["outputs"]);
+    let got = pixelgrad_onnx::npy::load(&out_dir.join("output_0.npy")).unwrap().to_f32();
+    let want = pixelgrad_onnx::npy::load(&f.join("expected_0.npy")).unwrap().to_f32();
+    let err = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    assert!(err < 1e-4, "max abs error {err} against onnxruntime");
+    std::fs::remove_dir_all(&out_dir).ok();
+}
+
+#[test]
+fn run_reports_bad_input_in_one_line() {
+    let fx = fixtures();
+    let cls = fx.join("models/ppocr_cls/model.onnx");
+    let cls = cls.to_str().unwrap();
+    let x = format!("x={}", fx.join("models/ppocr_cls/input_0.npy").display());
+    let labels = format!("x={}", fx.join("models/ppocr_cls/labels.npy").display());
+    let relu = fx.join("bad/relu_2x3.onnx");
+    let wrong_shape = format!("x={}", fx.join("ops/unary_relu/input_0.npy").display());
+    fails_with(&["run", cls, "--input", &x.replace("x=", "image="), "--backend", "cpu"], "input 'image': the model has no such input");
+    fails_with(&["run", cls, "--input", &labels, "--backend", "cpu"], "int64");
+    fails_with(&["run", relu.to_str().unwrap(), "--input", &wrong_shape, "--backend", "cpu"], "expects [2, 3]");
+    fails_with(&["run", cls, "--backend", "cpu"], "missing");
+    fails_with(&["run", cls, "--input", "x", "--backend", "cpu"], "NAME=FILE");
+    fails_with(&["run", cls, "--input", "x=/nonexistent.npy"], "/nonexistent.npy");
+    fails_with(&["run", fx.join("bad/unsupported_op.onnx").to_str().unwrap(), "--input", &x], "Einsum");
+    fails_with(&["run", "/nonexistent.onnx", "--input", &x], "/nonexistent.onnx");
+    let junk = std::env::temp_dir().join(format!("pixelgrad-junk-{}.onnx", std::process::id()));
+    std::fs::write(&junk, b"definitely not protobuf \xff\xff\xff").unwrap();
+    fails_with(&["run", junk.to_str().unwrap(), "--input", &x], "not a valid ONNX model");
+    std::fs::remove_file(&junk).ok();
+    fails_with(&["run", cls, "--input", &x, "--repeat", "0"], "--repeat");
+}
+
+#[test]
+fn export_then_run_gives_the_same_predictions() {
+    let fx = fixtures();
+    let d = std::env::temp_dir().join(format!("pixelgrad-export-cli-{}", std::process::id()));
+    let out = bin().args(["train", "--backend", "cpu", "--model", "cnn", "--epochs", "1", "--out"]).arg(&d).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let onnx = d.join("model.onnx");
+    let ex = bin().args(["export", "--json", "--model-file"]).arg(d.join("model.safetensors")).arg("--onnx").arg(&onnx).output().unwrap();
+    assert!(ex.status.success(), "{}", String::from_utf8_lossy(&ex.stderr));
+    // a batch of 3 digits-shaped images through the exported model: pixelgrad and onnxruntime
+    let x: Vec<f32> = (0..3 * 64).map(|i| ((i * 37) % 17) as f32 / 16.0).collect();
+    let xin = d.join("x.npy");
+    std::fs::write(&xin, pixelgrad_onnx::npy::write(&pixelgrad_onnx::HostTensor::f32(vec![3, 1, 8, 8], x)).unwrap()).unwrap();
+    let run_dir = d.join("run");
+    let r = bin()
+        .args(["run", onnx.to_str().unwrap(), "--backend", "cpu", "--input", &format!("input={}", xin.display()), "--out"])
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let ort_dir = d.join("ort");
+    let root = repo_root();
+    let o = Command::new(root.join("target/onnx-venv/bin/python"))
+        .arg(root.join("scripts/ort_run.py"))
+        .arg(&onnx)
+        .arg(&ort_dir)
+        .arg(format!("input={}", xin.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "onnxruntime: {}", String::from_utf8_lossy(&o.stderr));
+    let got = pixelgrad_onnx::npy::load(&run_dir.join("output_0.npy")).unwrap();
+    let want = pixelgrad_onnx::npy::load(&ort_dir.join("output_0.npy")).unwrap();
+    assert_eq!(got.shape, vec![3, 10]);
+    let err = got.to_f32().iter().zip(want.to_f32()).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    assert!(err < 1e-4, "pixelgrad vs onnxruntime on the exported CNN: {err}");
+    let _ = fx;
+    std::fs::remove_dir_all(&d).ok();
+    fails_with(&["export", "--model-file", "/nonexistent.safetensors", "--onnx", "/tmp/x.onnx"], "/nonexistent.safetensors");
+}

@@ -1,0 +1,297 @@
+//! Fusing elementwise ops. A GPU backend need not run an elementwise op when it is called:
+//! it can keep it as a [`Pending`] computation (a kernel over *leaves*, the tensors already in
+//! memory it reads), and when the next elementwise op consumes it, [`compose`] the two into
+//! one kernel. The chain runs as one kernel (one pass, one draw) when something needs its
+//! values: a non-elementwise op, a read, the end of a step. [`Lazy`] is the storage such a
+//! backend hands out meanwhile.
+//!
+//! Broadcasting composes: a leaf of shape `L` read broadcast to an intermediate shape `S`,
+//! itself broadcast to the output `O`, is the leaf read broadcast straight to `O` (every axis
+//! where `L` has extent 1 or is missing reads index 0 either way). So a fused kernel only
+//! needs each leaf's own shape, whatever the chain of shapes in between.
+
+use std::cell::{OnceCell, Ref, RefCell};
+
+use super::defs::Launch;
+use super::ir::{Builder, DType, E};
+use crate::backend::Storage;
+use crate::shape::Shape;
+use crate::{Error, Result};
+
+/// An elementwise computation not yet run: `launch` over `leaves` (input `i` of the kernel is
+/// leaf `i`, read broadcast to `shape`).
+#[derive(Clone, Debug)]
+pub struct Pending<L> {
+    pub launch: Launch,
+    pub leaves: Vec<(L, Shape)>,
+    pub shape: Shape,
+    /// The ops composed so far, first to last (for logs and kernel names).
+    pub ops: Vec<&'static str>,
+}
+
+/// One input of an elementwise op being fused.
+pub enum Arg<'a, L> {
+    /// A value in memory, of this shape.
+    Leaf(L, Shape),
+    /// A computation not yet run, whose shape broadcasts to the op's output.
+    Pending(&'a Pending<L>),
+}
+
+impl<L> Pending<L> {
+    /// Distinct tensors the fused kernel reads.
+    pub fn inputs(&self) -> usize {
+        self.leaves.len()
+    }
+    /// Nodes of its kernel (before lowering).
+    pub fn nodes(&self) -> usize {
+        self.launch.kernel.nodes().len()
+    }
+    /// This computation read as `shape` (the same number of elements), as a reshape of its
+    /// result would read it: possible when every leaf has the computation's own shape or is
+    /// one element, since element `i` then depends on element `i` of each leaf alone.
+    pub fn viewed_as(&self, shape: &Shape) -> Option<Pending<L>>
+    where
+        L: Clone,
+    {
+        if shape == &self.shape {
+            return Some(self.clone());
+        }
+        if shape.numel() != self.shape.numel() || !self.leaves.iter().all(|(_, s)| s == &self.shape || s.numel() == 1) {
+            return None;
+        }
+        let leaves = self.leaves.iter().map(|(l, s)| (l.clone(), if s == &self.shape { shape.clone() } else { s.clone() })).collect();
+        Some(Pending { launch: self.launch.clone(), leaves, shape: shape.clone(), ops: self.ops.clone() })
+    }
+
+    /// The composed ops as one label, e.g. `add+max_scalar` (long chains abbreviated).
+    pub fn label(&self) -> String {
+        const SHOWN: usize = 6;
+        let mut s = self.ops.iter().take(SHOWN).copied().collect::<Vec<_>>().join("+");
+        if self.ops.len() > SHOWN {
+            s.push_str(&format!("+{} more", self.ops.len() - SHOWN));
+        }
+        s
+    }
+}
+
+/// `launch` (the op named `op`) applied to `args`, producing `out`, as one computation:
+/// pending arguments are inlined (their kernels become part of this one), leaves that are the
+/// same tensor with the same shape (`same`) are read once, and parameters are concatenated.
+pub fn compose<L: Clone>(
+    launch: &Launch,
+    op: &'static str,
+    args: &[Arg<'_, L>],
+    out: &Shape,
+    same: impl Fn(&L, &L) -> bool,
+) -> Result<Pending<L>> {
+    if args.len() != launch.kernel.inputs().len() {
+        return Err(Error::invalid("fuse", format!("the kernel takes {} inputs, given {}", launch.kernel.inputs().len(), args.len())));
+    }
+    let mut leaves: Vec<(L, Shape)> = Vec::new();
+    let mut leaf = |l: &L, s: &Shape| -> usize {
+        if let Some(i) = leaves.iter().position(|(m, t)| t == s && same(m, l)) {
+            return i;
+        }
+        leaves.push((l.clone(), s.clone()));
+        leaves.len() - 1
+    };
+    // Where each argument's values come from: a leaf, or a pending kernel with its leaves
+    // renumbered and its parameters moved to `base`.
+    enum Source<'p, L> {
+        Leaf(usize),
+        Inline(&'p Pending<L>, Vec<usize>, usize),
+    }
+    let mut params: Vec<f32> = Vec::new();
+    let mut ops: Vec<&'static str> = Vec::new();
+    let mut sources = Vec::with_capacity(args.len());
+    for a in args {
+        sources.push(match a {
+            Arg::Leaf(l, s) => Source::Leaf(leaf(l, s)),
+            Arg::Pending(p) => {
+                let idx: Vec<usize> = p.leaves.iter().map(|(l, s)| leaf(l, s)).collect();
+                let base = params.len();
+                params.extend_from_slice(&p.launch.params);
+                ops.extend_from_slice(&p.ops);
+                Source::Inline(p, idx, base)
+            }
+        });
+    }
+    let own_base = params.len();
+    params.extend_from_slice(&launch.params);
+    let b = Builder::new(&vec![DType::F32; leaves.len()], params.len());
+    let inputs: Vec<E<'_>> = sources
+        .iter()
+        .map(|s| match s {
+            Source::Leaf(i) => b.input(*i),
+            Source::Inline(p, idx, base) => {
+                let ins: Vec<E<'_>> = idx.iter().map(|&i| b.input(i)).collect();
+                p.launch.kernel.inline_into(&b, &ins, *base)
+            }
+        })
+        .collect();
+    let result = launch.kernel.inline_into(&b, &inputs, own_base);
+    let kernel = b.finish(result)?;
+    ops.push(op);
+    Ok(Pending { launch: Launch { kernel, params }, leaves, shape: out.clone(), ops })
+}
+
+/// The pending computation behind `s` as an input read with `shape`, if it may be inlined:
+/// `s` is a [`Lazy`] not yet computed, made in generation `generation` (fusing backends start
+/// a new generation at every read, flush and step boundary, so chains never grow across
+/// them), and readable as `shape` ([`Pending::viewed_as`]).
+pub fn inlinable(s: &Storage, shape: &Shape, generation: u64) -> Option<Pending<Storage>> {
+    current(s, generation)?.viewed_as(shape)
+}
+
+/// The pending computation behind `s` with its own shape, if it is a [`Lazy`] not yet
+/// computed and made in generation `generation`. A consumer that walks its input in flat
+/// (row-major) order, as a reduction does, can read it whatever shape it is viewed with:
+/// a reshape does not change the flat order.
+pub fn current(s: &Storage, generation: u64) -> Option<Ref<'_, Pending<Storage>>> {
+    s.downcast::<Lazy>().filter(|l| !l.is_done() && l.stamp() == generation)?.pending()
+}
+
+/// An elementwise op on `inputs` as one pending computation, inlining every input
+/// [`inlinable`] allows, as long as the result `fits` one launch: otherwise the largest
+/// inlined input is read as a plain input instead, until it fits (or nothing is inlined).
+pub fn defer(
+    launch: &Launch,
+    op: &'static str,
+    inputs: &[&Storage],
+    shapes: &[&Shape],
+    out: &Shape,
+    generation: u64,
+    fits: impl Fn(&Pending<Storage>) -> bool,
+) -> Result<Pending<Storage>> {
+    let mut views: Vec<Option<Pending<Storage>>> = inputs.iter().zip(shapes).map(|(s, sh)| inlinable(s, sh, generation)).collect();
+    loop {
+        let args: Vec<Arg<'_, Storage>> = inputs
+            .iter()
+            .zip(shapes)
+            .zip(&views)
+            .map(|((s, sh), v)| match v {
+                Some(p) => Arg::Pending(p),
+                None => Arg::Leaf((*s).clone(), (*sh).clone()),
+            })
+            .collect();
+        let p = compose(launch, op, &args, out, Storage::ptr_eq)?;
+        let biggest =
+            (0..views.len()).filter(|&i| views[i].is_some()).max_by_key(|&i| views[i].as_ref().map_or(0, |v| v.nodes() + v.inputs()));
+        match biggest {
+            Some(i) if !fits(&p) => views[i] = None,
+            _ => return Ok(p),
+        }
+    }
+}
+
+/// The storage a fusing backend hands out for an elementwise result it has not computed
+/// yet. [`Lazy::force`] computes it once (the backend says how) and keeps the result; the
+/// pending kernel, and with it the leaves it kept alive, is dropped then.
+pub struct Lazy {
+    pending: RefCell<Option<Pending<Storage>>>,
+    done: OnceCell<Storage>,
+    shape: Shape,
+    stamp: u64,
+}
+
+impl Lazy {
+    /// A pending result; `stamp` is the backend's own mark of when it was made (fusing
+    /// backends inline a pending input only if it is recent, see their `fusion` modules).
+    pub fn new(p: Pending<Storage>, stamp: u64) -> Lazy {
+        let shape = p.shape.clone();
+        Lazy { pending: RefCell::new(Some(p)), done: OnceCell::new(), shape, stamp }
+    }
+    /// The mark given to [`Lazy::new`].
+    pub fn stamp(&self) -> u64 {
+        self.stamp
+    }
+    /// The shape it was computed for.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+    /// The computation, while it has not run.
+    pub fn pending(&self) -> Option<Ref<'_, Pending<Storage>>> {
+        Ref::filter_map(self.pending.borrow(), |p| p.as_ref()).ok()
+    }
+    /// True once computed.
+    pub fn is_done(&self) -> bool {
+        self.done.get().is_some()
+    }
+    /// The result, computing it with `run` the first time. A failed `run` leaves the
+    /// computation pending (the next call tries again).
+    pub fn force(&self, run: impl FnOnce(&Pending<Storage>) -> Result<Storage>) -> Result<&Storage> {
+        if let Some(s) = self.done.get() {
+            return Ok(s);
+        }
+        let p = self.pending.borrow_mut().take().ok_or_else(|| Error::invalid("fuse", "a pending computation was taken while it ran"))?;
+        match run(&p) {
+            Ok(s) => Ok(self.done.get_or_init(|| s)),
+            Err(e) => {
+                *self.pending.borrow_mut() = Some(p);
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::eval::eval_one;
+    use crate::{BinaryOp, UnaryOp};
+
+    fn s(d: &[usize]) -> Shape {
+        Shape::from(d)
+    }
+
+    #[test]
+    fn chains_compose_into_one_kernel() {
+        // relu(x + b) * 2, with x read twice (once through the pending add): one leaf each.
+        let add = BinaryOp::Add.launch().unwrap();
+        let p1 = compose(&add, "add", &[Arg::Leaf("x", s(&[4, 3])), Arg::Leaf("b", s(&[3]))], &s(&[4, 3]), |a, b| a == b).unwrap();
+        let relu = UnaryOp::MaxScalar(0.0).launch().unwrap();
+        let p2 = compose(&relu, "relu", &[Arg::Pending(&p1)], &s(&[4, 3]), |a, b| a == b).unwrap();
+        let twice = UnaryOp::Affine { mul: 2.0, add: 0.0 }.launch().unwrap();
+        let p3 = compose(&twice, "twice", &[Arg::Pending(&p2)], &s(&[4, 3]), |a, b| a == b).unwrap();
+        assert_eq!(p3.leaves.iter().map(|(l, _)| *l).collect::<Vec<_>>(), vec!["x", "b"]);
+        assert_eq!(p3.launch.params, vec![0.0, 2.0, 0.0]);
+        assert_eq!(p3.label(), "add+relu+twice");
+        let y: f32 = eval_one(&p3.launch.kernel, &[-1.0, 0.25], &p3.launch.params).unwrap();
+        assert_eq!(y, 0.0);
+        let y: f32 = eval_one(&p3.launch.kernel, &[1.0, 0.25], &p3.launch.params).unwrap();
+        assert_eq!(y, 2.5);
+        // x * x + x: the leaf is read once.
+        let mul = BinaryOp::Mul.launch().unwrap();
+        let sq = compose(&mul, "mul", &[Arg::Leaf("x", s(&[2])), Arg::Leaf("x", s(&[2]))], &s(&[2]), |a, b| a == b).unwrap();
+        let sum = compose(&add, "add", &[Arg::Pending(&sq), Arg::Leaf("x", s(&[2]))], &s(&[2]), |a, b| a == b).unwrap();
+        assert_eq!(sum.inputs(), 1);
+        assert_eq!(eval_one::<f32>(&sum.launch.kernel, &[3.0], &[]).unwrap(), 12.0);
+    }
+
+    #[test]
+    fn the_same_tensor_under_two_shapes_is_two_leaves() {
+        let add = BinaryOp::Add.launch().unwrap();
+        let p = compose(&add, "add", &[Arg::Leaf(1, s(&[2, 3])), Arg::Leaf(1, s(&[6]))], &s(&[2, 6]), |a, b| a == b);
+        // [2, 3] does not broadcast to [2, 6]; composition does not check shapes (core's
+        // infer_shape did), but it must keep the two readings apart.
+        assert_eq!(p.unwrap().inputs(), 2);
+    }
+
+    #[test]
+    fn lazy_forces_once_and_retries_after_a_failure() {
+        let p = Pending { launch: UnaryOp::Neg.launch().unwrap(), leaves: vec![], shape: s(&[1]), ops: vec!["neg"] };
+        let lazy = Lazy::new(p, 0);
+        assert!(lazy.force(|_| Err(Error::invalid("t", "no"))).is_err());
+        assert!(lazy.pending().is_some(), "still pending after a failure");
+        let mut runs = 0;
+        for _ in 0..2 {
+            lazy.force(|_| {
+                runs += 1;
+                Ok(Storage::new(7u8))
+            })
+            .unwrap();
+        }
+        assert_eq!(runs, 1);
+        assert!(lazy.is_done() && lazy.pending().is_none());
+    }
+}

@@ -1,0 +1,1 @@
+"""Flower ServerApp for federations of pixelgrad nodes."""

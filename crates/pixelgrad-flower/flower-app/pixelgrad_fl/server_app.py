@@ -1,0 +1,128 @@
+"""ServerApp: Flower's strategies (FedAvg, FedAdam; optional client-side-clipping central DP)
+driving pixelgrad nodes.
+
+Run config (see pyproject.toml): the initial parameters come from a pixelgrad safetensors file
+whose metadata "pixelgrad.order" lists the parameter names in the model's order; every round's
+aggregated evaluation metrics are appended to `results-file` as one JSON line, and the final
+global parameters are written to `final-file` (loadable by `pixelgrad eval`).
+"""
+
+import json
+import time
+
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, MetricRecord, RecordDict
+from flwr.serverapp import Grid, ServerApp
+from flwr.serverapp.strategy import (
+    DifferentialPrivacyClientSideFixedClipping,
+    FedAdam,
+    FedAvg,
+)
+from flwr.serverapp.strategy.strategy_utils import aggregate_metricrecords
+
+from . import safetensors_io
+
+app = ServerApp()
+
+
+def _initial_arrays(path: str) -> tuple[ArrayRecord, dict[str, str]]:
+    tensors, meta = safetensors_io.read(path)
+    order = [n for n in meta.get("pixelgrad.order", "").split(",") if n]
+    if sorted(order) != sorted(tensors):
+        raise ValueError(f"{path}: metadata 'pixelgrad.order' does not list the file's tensors")
+    return ArrayRecord({name: Array(tensors[name]) for name in order}), meta
+
+
+def _wait_for_nodes(grid: Grid, expected: int, timeout: float) -> int:
+    t0 = time.time()
+    while True:
+        n = len(list(grid.get_node_ids()))
+        if n >= expected:
+            return n
+        if time.time() - t0 > timeout:
+            raise RuntimeError(f"only {n} of {expected} nodes connected within {timeout:.0f} s")
+        time.sleep(0.5)
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    cfg = context.run_config
+    rounds = int(cfg["num-server-rounds"])
+    expected = int(cfg["expected-nodes"])
+    results_file = str(cfg.get("results-file", ""))
+    arrays, meta = _initial_arrays(str(cfg["init-file"]))
+
+    # Aggregated metrics of the round in progress; `after_round` (Flower calls it after the
+    # round's train and evaluate steps) writes them out. A round whose aggregation was skipped
+    # (no valid replies) has no entry for that step.
+    pending: dict = {}
+    t_start = time.time()
+
+    def train_aggr(records: list[RecordDict], weight_key: str) -> MetricRecord:
+        m = aggregate_metricrecords(records, weight_key)
+        pending["train"] = {k: float(v) for k, v in m.items()}
+        pending["train_replies"] = len(records)
+        return m
+
+    def eval_aggr(records: list[RecordDict], weight_key: str) -> MetricRecord:
+        m = aggregate_metricrecords(records, weight_key)
+        pending["evaluate"] = {k: float(v) for k, v in m.items()}
+        pending["evaluate_replies"] = len(records)
+        return m
+
+    def after_round(server_round: int, current: ArrayRecord) -> MetricRecord | None:
+        if server_round == 0:
+            return None
+        row = {"round": server_round, "seconds": round(time.time() - t_start, 3), **pending}
+        pending.clear()
+        print("pixelgrad-round " + json.dumps(row), flush=True)
+        if results_file:
+            with open(results_file, "a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+        if server_round == rounds and cfg.get("final-file"):
+            tensors = {k: v.numpy() for k, v in current.items()}
+            safetensors_io.write(str(cfg["final-file"]), tensors, meta)
+        return None
+
+    common = dict(
+        fraction_train=1.0,
+        fraction_evaluate=1.0,
+        min_train_nodes=1,
+        min_evaluate_nodes=1,
+        min_available_nodes=1,
+        train_metrics_aggr_fn=train_aggr,
+        evaluate_metrics_aggr_fn=eval_aggr,
+    )
+    name = str(cfg["strategy"])
+    if name == "fedavg":
+        strategy = FedAvg(**common)
+    elif name == "fedadam":
+        strategy = FedAdam(**common, eta=0.01, eta_l=float(cfg["lr"]), tau=1e-3)
+    else:
+        raise ValueError(f"unknown strategy '{name}' (fedavg, fedadam)")
+    if str(cfg["dp"]) == "client-clip":
+        strategy = DifferentialPrivacyClientSideFixedClipping(
+            strategy,
+            noise_multiplier=float(cfg["noise-multiplier"]),
+            clipping_norm=float(cfg["clipping-norm"]),
+            num_sampled_clients=expected,
+        )
+    elif str(cfg["dp"]) != "off":
+        raise ValueError(f"unknown dp '{cfg['dp']}' (off, client-clip)")
+
+    connected = _wait_for_nodes(grid, expected, float(cfg["connect-timeout"]))
+    print(f"pixelgrad: {connected} nodes connected; {rounds} rounds of {name}", flush=True)
+    train_config = ConfigRecord(
+        {
+            "local-epochs": int(cfg["local-epochs"]),
+            "batch-size": int(cfg["batch-size"]),
+            "lr": float(cfg["lr"]),
+        }
+    )
+    strategy.start(
+        grid=grid,
+        initial_arrays=arrays,
+        num_rounds=rounds,
+        timeout=float(cfg["round-timeout"]),
+        train_config=train_config,
+        evaluate_fn=after_round,
+    )

@@ -1,0 +1,564 @@
+//! Flower's message/object format: a message travels as a tree of content-addressed objects.
+//!
+//! Every object is `head \0 body` with `head = "<Type> <child ids joined by ','> <body length>"`
+//! and its ID is the SHA-256 (hex) of those bytes. The types and bodies, as flwr 1.42 deflates
+//! them:
+//!
+//! | type | body | children |
+//! | --- | --- | --- |
+//! | `Message` | protobuf `Message { metadata (message_id = ""), error }` | the `RecordDict`, if content |
+//! | `RecordDict` | JSON `{"name": "<record id>", ...}` | its records, unique, first-seen order |
+//! | `ArrayRecord` | JSON `{"name": "<array id>", ...}` | its arrays, unique |
+//! | `Array` | JSON `{"dtype", "shape", "stype", "arraychunk_ids": [indices into children]}` | its chunks, unique |
+//! | `ArrayChunk` | up to 5 MiB of the array's `np.save` bytes | none |
+//! | `MetricRecord` / `ConfigRecord` | protobuf `MetricRecord` / `ConfigRecord` | none |
+//!
+//! JSON is written as Python's `json.dumps` writes it (`", "` and `": "` separators, ASCII with
+//! `\uXXXX` escapes), so the same content gives the same object IDs as flwr (tested against it).
+//! A message's `message_id` is the ID of its `Message` object. [`Deflated`] is a message ready
+//! to push (objects in post-order, the tree); [`inflate_message`] rebuilds a pulled one and
+//! checks every ID, head, length and reference.
+
+use std::collections::{HashMap, HashSet};
+
+use prost::Message as _;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use sha2::{Digest, Sha256};
+
+use crate::npy::{self, NdArray, STYPE_NUMPY};
+use crate::proto::{self, ObjectTree};
+use crate::records::{self, ArrayRecord, Record, RecordDict};
+use crate::{FlowerError, Result};
+
+/// Largest `ArrayChunk` body (flwr's `FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE` default, 5 MiB).
+pub const MAX_ARRAY_CHUNK: usize = 5 * 1024 * 1024;
+
+/// SHA-256 of `content`, lower-case hex: an object's ID.
+pub fn object_id(content: &[u8]) -> String {
+    let d = Sha256::digest(content);
+    let mut s = String::with_capacity(64);
+    for b in d {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+fn with_head(kind: &str, children: &[String], body: &[u8]) -> Vec<u8> {
+    let head = format!("{kind} {} {}", children.join(","), body.len());
+    let mut out = Vec::with_capacity(head.len() + 1 + body.len());
+    out.extend_from_slice(head.as_bytes());
+    out.push(0);
+    out.extend_from_slice(body);
+    out
+}
+
+/// A JSON string literal as Python's `json.dumps` (with `ensure_ascii=True`) writes it.
+pub fn py_json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                let mut buf = [0u16; 2];
+                for u in c.encode_utf16(&mut buf) {
+                    out.push_str(&format!("\\u{u:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn py_json_refs(refs: &[(String, String)]) -> String {
+    let items: Vec<String> = refs
+        .iter()
+        .map(|(k, v)| format!("{}: {}", py_json_str(k), py_json_str(v)))
+        .collect();
+    format!("{{{}}}", items.join(", "))
+}
+
+fn unique(ids: &[String]) -> Vec<String> {
+    let mut seen = HashSet::new();
+    ids.iter()
+        .filter(|i| seen.insert(i.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// A message deflated into objects, ready to push.
+#[derive(Clone, Debug)]
+pub struct Deflated {
+    /// The `Message` object's ID (= the message ID).
+    pub message_id: String,
+    /// The object tree, rooted at the message.
+    pub tree: ObjectTree,
+    /// Every object, each once, children before parents (Flower's post-order).
+    pub objects: Vec<(String, Vec<u8>)>,
+}
+
+impl Deflated {
+    /// Content of object `id`.
+    pub fn get(&self, id: &str) -> Option<&[u8]> {
+        self.objects
+            .iter()
+            .find(|(i, _)| i == id)
+            .map(|(_, c)| c.as_slice())
+    }
+    /// Total bytes of all objects.
+    pub fn bytes(&self) -> usize {
+        self.objects.iter().map(|(_, c)| c.len()).sum()
+    }
+}
+
+#[derive(Default)]
+struct Builder {
+    objects: Vec<(String, Vec<u8>)>,
+    seen: HashSet<String>,
+}
+
+impl Builder {
+    fn put(&mut self, content: Vec<u8>, children: Vec<ObjectTree>) -> ObjectTree {
+        let id = object_id(&content);
+        if self.seen.insert(id.clone()) {
+            self.objects.push((id.clone(), content));
+        }
+        ObjectTree {
+            object_id: id,
+            children,
+        }
+    }
+
+    /// Trees of `children` deduplicated by ID, first-seen order (as Flower's `children` dicts).
+    fn unique_trees(trees: Vec<ObjectTree>) -> Vec<ObjectTree> {
+        let mut seen = HashSet::new();
+        trees
+            .into_iter()
+            .filter(|t| seen.insert(t.object_id.clone()))
+            .collect()
+    }
+
+    fn array(&mut self, a: &NdArray) -> ObjectTree {
+        let data = npy::encode_f32(&a.shape, &a.data);
+        let chunks: Vec<ObjectTree> = data
+            .chunks(MAX_ARRAY_CHUNK)
+            .map(|c| self.put(with_head("ArrayChunk", &[], c), Vec::new()))
+            .collect();
+        let ids: Vec<String> = chunks.iter().map(|t| t.object_id.clone()).collect();
+        let uniq = unique(&ids);
+        let idx: Vec<String> = ids
+            .iter()
+            .map(|id| uniq.iter().position(|u| u == id).unwrap_or(0).to_string())
+            .collect();
+        let shape: Vec<String> = a.shape.iter().map(|d| d.to_string()).collect();
+        let body = format!(
+            "{{\"dtype\": \"float32\", \"shape\": [{}], \"stype\": {}, \"arraychunk_ids\": [{}]}}",
+            shape.join(", "),
+            py_json_str(STYPE_NUMPY),
+            idx.join(", ")
+        );
+        let children = Self::unique_trees(chunks);
+        self.put(with_head("Array", &uniq, body.as_bytes()), children)
+    }
+
+    fn array_record(&mut self, r: &ArrayRecord) -> ObjectTree {
+        let trees: Vec<ObjectTree> = r.0.iter().map(|(_, a)| self.array(a)).collect();
+        let refs: Vec<(String, String)> =
+            r.0.iter()
+                .zip(&trees)
+                .map(|((k, _), t)| (k.clone(), t.object_id.clone()))
+                .collect();
+        let children = Self::unique_trees(trees);
+        let ids: Vec<String> = children.iter().map(|t| t.object_id.clone()).collect();
+        self.put(
+            with_head("ArrayRecord", &ids, py_json_refs(&refs).as_bytes()),
+            children,
+        )
+    }
+
+    fn record(&mut self, r: &Record) -> ObjectTree {
+        match r {
+            Record::Arrays(a) => self.array_record(a),
+            Record::Metrics(m) => self.put(
+                with_head(
+                    "MetricRecord",
+                    &[],
+                    &records::metric_to_proto(m).encode_to_vec(),
+                ),
+                Vec::new(),
+            ),
+            Record::Config(c) => self.put(
+                with_head(
+                    "ConfigRecord",
+                    &[],
+                    &records::config_to_proto(c).encode_to_vec(),
+                ),
+                Vec::new(),
+            ),
+        }
+    }
+
+    fn record_dict(&mut self, d: &RecordDict) -> ObjectTree {
+        let trees: Vec<ObjectTree> = d.0.iter().map(|(_, r)| self.record(r)).collect();
+        let refs: Vec<(String, String)> =
+            d.0.iter()
+                .zip(&trees)
+                .map(|((k, _), t)| (k.clone(), t.object_id.clone()))
+                .collect();
+        let children = Self::unique_trees(trees);
+        let ids: Vec<String> = children.iter().map(|t| t.object_id.clone()).collect();
+        self.put(
+            with_head("RecordDict", &ids, py_json_refs(&refs).as_bytes()),
+            children,
+        )
+    }
+}
+
+/// Deflates a message with `metadata` (its `message_id` is ignored) and either `content` or
+/// `error`, as Flower's `Message.deflate` and its records do.
+pub fn deflate_message(
+    metadata: &proto::Metadata,
+    content: Option<&RecordDict>,
+    error: Option<&proto::Error>,
+) -> Deflated {
+    let mut b = Builder::default();
+    let children: Vec<ObjectTree> = content.map(|c| vec![b.record_dict(c)]).unwrap_or_default();
+    let ids: Vec<String> = children.iter().map(|t| t.object_id.clone()).collect();
+    let body = message_body(metadata, error);
+    let tree = b.put(with_head("Message", &ids, &body), children);
+    Deflated {
+        message_id: tree.object_id.clone(),
+        tree,
+        objects: b.objects,
+    }
+}
+
+/// The protobuf body of a `Message` object: metadata without its ID, the error if any.
+pub fn message_body(metadata: &proto::Metadata, error: Option<&proto::Error>) -> Vec<u8> {
+    let mut md = metadata.clone();
+    md.message_id.clear();
+    proto::Message {
+        metadata: Some(md),
+        content: None,
+        error: error.cloned(),
+    }
+    .encode_to_vec()
+}
+
+// ---- inflating ----
+
+fn bad(id: &str, msg: impl Into<String>) -> FlowerError {
+    FlowerError::Protocol(format!(
+        "object {}: {}",
+        &id[..id.len().min(12)],
+        msg.into()
+    ))
+}
+
+/// Splits and checks an object: its hash is `id`, its head is `type children len`, its body
+/// has that length. Returns (type, children, body).
+pub fn parse_object<'a>(id: &str, content: &'a [u8]) -> Result<(&'a str, Vec<String>, &'a [u8])> {
+    if object_id(content) != id {
+        return Err(bad(id, "content does not hash to its ID"));
+    }
+    let split = content
+        .iter()
+        .position(|&b| b == 0)
+        .ok_or_else(|| bad(id, "no head/body divider"))?;
+    let head = std::str::from_utf8(&content[..split]).map_err(|_| bad(id, "head is not UTF-8"))?;
+    let body = &content[split + 1..];
+    let parts: Vec<&str> = head.split(' ').collect();
+    let [kind, children, len] = parts[..] else {
+        return Err(bad(
+            id,
+            format!("head '{head}' is not 'type children length'"),
+        ));
+    };
+    if len.parse::<usize>().ok() != Some(body.len()) {
+        return Err(bad(
+            id,
+            format!("head says {len} body bytes, found {}", body.len()),
+        ));
+    }
+    let children: Vec<String> = if children.is_empty() {
+        Vec::new()
+    } else {
+        children.split(',').map(str::to_string).collect()
+    };
+    Ok((kind, children, body))
+}
+
+/// A JSON object's entries in document order (serde_json's own map would sort them).
+struct Ordered<V>(Vec<(String, V)>);
+
+impl<'de, V: serde::Deserialize<'de>> serde::Deserialize<'de> for Ordered<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V2<V>(std::marker::PhantomData<V>);
+        impl<'de, V: serde::Deserialize<'de>> Visitor<'de> for V2<V> {
+            type Value = Ordered<V>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, V>()? {
+                    out.push((k, v));
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(V2(std::marker::PhantomData))
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ArrayMeta {
+    dtype: String,
+    shape: Vec<usize>,
+    stype: String,
+    arraychunk_ids: Vec<usize>,
+}
+
+/// A pulled message: metadata plus content or error.
+#[derive(Clone, Debug)]
+pub struct InflatedMessage {
+    pub metadata: proto::Metadata,
+    pub content: Option<RecordDict>,
+    pub error: Option<proto::Error>,
+}
+
+struct Inflater<'a> {
+    objects: &'a HashMap<String, Vec<u8>>,
+}
+
+impl Inflater<'_> {
+    fn get(&self, id: &str, want: &str) -> Result<(Vec<String>, &[u8])> {
+        let content = self
+            .objects
+            .get(id)
+            .ok_or_else(|| bad(id, format!("{want} object was not pulled")))?;
+        let (kind, children, body) = parse_object(id, content)?;
+        if kind != want {
+            return Err(bad(id, format!("expected a {want}, found a {kind}")));
+        }
+        Ok((children, body))
+    }
+
+    fn refs(&self, id: &str, body: &[u8], children: &[String]) -> Result<Vec<(String, String)>> {
+        let Ordered(refs) = serde_json::from_slice::<Ordered<String>>(body)
+            .map_err(|e| bad(id, format!("bad reference JSON: {e}")))?;
+        let referenced: HashSet<&str> = refs.iter().map(|(_, v)| v.as_str()).collect();
+        let listed: HashSet<&str> = children.iter().map(String::as_str).collect();
+        if referenced != listed {
+            return Err(bad(
+                id,
+                "references in the body do not match the children in the head",
+            ));
+        }
+        Ok(refs)
+    }
+
+    fn array(&self, id: &str) -> Result<NdArray> {
+        let (children, body) = self.get(id, "Array")?;
+        let meta: ArrayMeta = serde_json::from_slice(body)
+            .map_err(|e| bad(id, format!("bad Array metadata: {e}")))?;
+        if meta.stype != STYPE_NUMPY {
+            return Err(bad(
+                id,
+                format!(
+                    "array serialisation '{}' is not supported ({STYPE_NUMPY})",
+                    meta.stype
+                ),
+            ));
+        }
+        let mut data = Vec::new();
+        for &i in &meta.arraychunk_ids {
+            let cid = children
+                .get(i)
+                .ok_or_else(|| bad(id, format!("chunk index {i} out of range")))?;
+            let (cc, chunk) = self.get(cid, "ArrayChunk")?;
+            if !cc.is_empty() {
+                return Err(bad(cid, "an ArrayChunk has no children"));
+            }
+            data.extend_from_slice(chunk);
+        }
+        let a = npy::decode(&data)?;
+        if a.shape != meta.shape || a.dtype != meta.dtype {
+            return Err(bad(
+                id,
+                format!(
+                    "metadata says {} {:?}, data holds {} {:?}",
+                    meta.dtype, meta.shape, a.dtype, a.shape
+                ),
+            ));
+        }
+        Ok(a)
+    }
+
+    fn record(&self, id: &str) -> Result<Record> {
+        let content = self
+            .objects
+            .get(id)
+            .ok_or_else(|| bad(id, "record object was not pulled"))?;
+        let (kind, children, body) = parse_object(id, content)?;
+        match kind {
+            "ArrayRecord" => {
+                let refs = self.refs(id, body, &children)?;
+                let mut items = Vec::with_capacity(refs.len());
+                for (k, aid) in refs {
+                    items.push((k, self.array(&aid)?));
+                }
+                Ok(Record::Arrays(ArrayRecord(items)))
+            }
+            "MetricRecord" => Ok(Record::Metrics(records::metric_from_proto(proto::decode(
+                "MetricRecord",
+                body,
+            )?)?)),
+            "ConfigRecord" => Ok(Record::Config(records::config_from_proto(proto::decode(
+                "ConfigRecord",
+                body,
+            )?)?)),
+            other => Err(bad(id, format!("'{other}' is not a record type"))),
+        }
+    }
+}
+
+/// Rebuilds the message `message_id` from pulled `objects` (ID → content), checking hashes,
+/// heads and references. The metadata's `message_id` is set to the ID.
+pub fn inflate_message(
+    message_id: &str,
+    objects: &HashMap<String, Vec<u8>>,
+) -> Result<InflatedMessage> {
+    let inf = Inflater { objects };
+    let (children, body) = inf.get(message_id, "Message")?;
+    let m: proto::Message = proto::decode("Message object", body)?;
+    let mut metadata = m
+        .metadata
+        .ok_or_else(|| bad(message_id, "message has no metadata"))?;
+    metadata.message_id = message_id.to_string();
+    let content = match children.as_slice() {
+        [] => None,
+        [rd] => {
+            let (rchildren, rbody) = inf.get(rd, "RecordDict")?;
+            let refs = inf.refs(rd, rbody, &rchildren)?;
+            let mut items = Vec::with_capacity(refs.len());
+            for (k, rid) in refs {
+                items.push((k, inf.record(&rid)?));
+            }
+            Some(RecordDict(items))
+        }
+        _ => return Err(bad(message_id, "a Message has at most one child")),
+    };
+    if content.is_some() == m.error.is_some() {
+        return Err(bad(
+            message_id,
+            "a message carries either content or an error",
+        ));
+    }
+    Ok(InflatedMessage {
+        metadata,
+        content,
+        error: m.error,
+    })
+}
+
+/// Object IDs of `tree` in post-order (children first), each once.
+pub fn post_order(tree: &ObjectTree) -> Vec<String> {
+    fn walk(t: &ObjectTree, out: &mut Vec<String>, seen: &mut HashSet<String>) {
+        for c in &t.children {
+            walk(c, out, seen);
+        }
+        if seen.insert(t.object_id.clone()) {
+            out.push(t.object_id.clone());
+        }
+    }
+    let mut out = Vec::new();
+    walk(tree, &mut out, &mut HashSet::new());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{ConfigRecord, ConfigValue, MetricRecord, MetricValue};
+
+    fn sample() -> RecordDict {
+        let w = NdArray::new(vec![2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        let z = NdArray::new(vec![3], vec![0.0; 3]).unwrap();
+        RecordDict(vec![
+            (
+                "arrays".into(),
+                Record::Arrays(ArrayRecord(vec![
+                    ("w".into(), w),
+                    ("b1".into(), z.clone()),
+                    ("b2".into(), z),
+                ])),
+            ),
+            (
+                "metrics".into(),
+                Record::Metrics(MetricRecord(vec![(
+                    "num-examples".into(),
+                    MetricValue::Int(7),
+                )])),
+            ),
+            (
+                "config".into(),
+                Record::Config(ConfigRecord(vec![("lr".into(), ConfigValue::Float(0.1))])),
+            ),
+        ])
+    }
+
+    #[test]
+    fn deflate_inflate_round_trip_dedups_identical_arrays() {
+        let md = proto::Metadata {
+            run_id: 5,
+            message_type: "train".into(),
+            created_at: 1.8e9,
+            ttl: 60.0,
+            ..Default::default()
+        };
+        let d = deflate_message(&md, Some(&sample()), None);
+        // message, record dict, 3 records, 2 distinct arrays, 2 distinct chunks.
+        assert_eq!(d.objects.len(), 9);
+        assert_eq!(post_order(&d.tree).last(), Some(&d.message_id));
+        let map: HashMap<String, Vec<u8>> = d.objects.iter().cloned().collect();
+        let m = inflate_message(&d.message_id, &map).unwrap();
+        assert_eq!(m.content.unwrap(), sample());
+        assert_eq!(m.metadata.run_id, 5);
+    }
+
+    #[test]
+    fn tampering_is_detected() {
+        let md = proto::Metadata {
+            run_id: 5,
+            ..Default::default()
+        };
+        let d = deflate_message(&md, Some(&sample()), None);
+        let mut map: HashMap<String, Vec<u8>> = d.objects.iter().cloned().collect();
+        let (id, c) = d.objects[0].clone();
+        let mut c2 = c.clone();
+        *c2.last_mut().unwrap() ^= 1;
+        map.insert(id, c2);
+        let e = inflate_message(&d.message_id, &map)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not hash"), "{e}");
+    }
+
+    #[test]
+    fn python_json_strings() {
+        assert_eq!(py_json_str("a\"b\\c\n"), r#""a\"b\\c\n""#);
+        assert_eq!(py_json_str("é😀"), r#""\u00e9\ud83d\ude00""#);
+    }
+}

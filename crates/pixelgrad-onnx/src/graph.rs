@@ -1,0 +1,246 @@
+//! The imported graph: nodes with decoded attributes, constants, typed inputs and outputs.
+
+use std::collections::HashMap;
+
+use crate::host::{DType, HostTensor};
+use crate::proto::{attribute_type as at, AttributeProto, DimValue, NodeProto, ValueInfoProto};
+use crate::{OnnxError, Result};
+
+/// A decoded attribute value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attr {
+    Float(f32),
+    Int(i64),
+    String(String),
+    Tensor(HostTensor),
+    Floats(Vec<f32>),
+    Ints(Vec<i64>),
+    Strings(Vec<String>),
+}
+
+impl Attr {
+    fn kind(&self) -> &'static str {
+        match self {
+            Attr::Float(_) => "float",
+            Attr::Int(_) => "int",
+            Attr::String(_) => "string",
+            Attr::Tensor(_) => "tensor",
+            Attr::Floats(_) => "floats",
+            Attr::Ints(_) => "ints",
+            Attr::Strings(_) => "strings",
+        }
+    }
+}
+
+/// One operator application. Missing optional inputs are empty strings, as in ONNX.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub name: String,
+    pub op_type: String,
+    pub domain: String,
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    pub attrs: HashMap<String, Attr>,
+    /// The opset of the node's domain the model imports (the default domain's for ONNX ops).
+    pub opset: i64,
+}
+
+impl Node {
+    pub(crate) fn from_proto(p: &NodeProto, index: usize, opset: i64) -> Result<Node> {
+        let name = if p.name.is_empty() { format!("{}_{index}", p.op_type) } else { p.name.clone() };
+        let mut attrs = HashMap::new();
+        for a in &p.attribute {
+            if !a.ref_attr_name.is_empty() {
+                return Err(OnnxError::UnsupportedModel(format!("node '{name}': attribute references (functions) are not supported")));
+            }
+            if let Some(v) = decode_attr(a, &name)? {
+                attrs.insert(a.name.clone(), v);
+            }
+        }
+        Ok(Node {
+            name,
+            op_type: p.op_type.clone(),
+            domain: p.domain.clone(),
+            inputs: p.input.clone(),
+            outputs: p.output.clone(),
+            attrs,
+            opset,
+        })
+    }
+
+    /// An error about this node.
+    pub fn err(&self, msg: impl Into<String>) -> OnnxError {
+        OnnxError::Node { op_type: self.op_type.clone(), node: self.name.clone(), opset: self.opset, msg: msg.into() }
+    }
+
+    /// Input `i` if present (non-empty name).
+    pub fn input(&self, i: usize) -> Option<&str> {
+        self.inputs.get(i).map(|s| s.as_str()).filter(|s| !s.is_empty())
+    }
+
+    fn attr(&self, name: &str) -> Option<&Attr> {
+        self.attrs.get(name)
+    }
+    fn wrong(&self, name: &str, want: &str, got: &Attr) -> OnnxError {
+        self.err(format!("attribute '{name}' should be {want}, got {}", got.kind()))
+    }
+    pub fn int(&self, name: &str, default: i64) -> Result<i64> {
+        match self.attr(name) {
+            None => Ok(default),
+            Some(Attr::Int(v)) => Ok(*v),
+            Some(a) => Err(self.wrong(name, "an int", a)),
+        }
+    }
+    pub fn float(&self, name: &str, default: f32) -> Result<f32> {
+        match self.attr(name) {
+            None => Ok(default),
+            Some(Attr::Float(v)) => Ok(*v),
+            Some(Attr::Int(v)) => Ok(*v as f32),
+            Some(a) => Err(self.wrong(name, "a float", a)),
+        }
+    }
+    pub fn string(&self, name: &str, default: &str) -> Result<String> {
+        match self.attr(name) {
+            None => Ok(default.to_string()),
+            Some(Attr::String(v)) => Ok(v.clone()),
+            Some(a) => Err(self.wrong(name, "a string", a)),
+        }
+    }
+    pub fn ints(&self, name: &str) -> Result<Option<Vec<i64>>> {
+        match self.attr(name) {
+            None => Ok(None),
+            Some(Attr::Ints(v)) => Ok(Some(v.clone())),
+            Some(Attr::Int(v)) => Ok(Some(vec![*v])),
+            Some(a) => Err(self.wrong(name, "ints", a)),
+        }
+    }
+    pub fn floats(&self, name: &str) -> Result<Option<Vec<f32>>> {
+        match self.attr(name) {
+            None => Ok(None),
+            Some(Attr::Floats(v)) => Ok(Some(v.clone())),
+            Some(a) => Err(self.wrong(name, "floats", a)),
+        }
+    }
+    pub fn tensor_attr(&self, name: &str) -> Result<Option<&HostTensor>> {
+        match self.attr(name) {
+            None => Ok(None),
+            Some(Attr::Tensor(t)) => Ok(Some(t)),
+            Some(a) => Err(self.wrong(name, "a tensor", a)),
+        }
+    }
+    pub fn has(&self, name: &str) -> bool {
+        self.attrs.contains_key(name)
+    }
+    /// Refuses attributes outside `known` (so nothing a model asks for is silently ignored).
+    pub fn only_attrs(&self, known: &[&str]) -> Result<()> {
+        let mut names: Vec<&String> = self.attrs.keys().collect();
+        names.sort();
+        for n in names {
+            if !known.contains(&n.as_str()) {
+                return Err(self.err(format!("attribute '{n}' is not supported")));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn decode_attr(a: &AttributeProto, node: &str) -> Result<Option<Attr>> {
+    let what = format!("attribute '{}' of node '{node}'", a.name);
+    let utf8 = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| OnnxError::Parse(format!("{what} is not UTF-8")));
+    Ok(Some(match a.r#type {
+        at::FLOAT => Attr::Float(a.f),
+        at::INT => Attr::Int(a.i),
+        at::STRING => Attr::String(utf8(&a.s)?),
+        at::TENSOR => match &a.t {
+            Some(t) => Attr::Tensor(HostTensor::from_proto(t, &what)?),
+            None => return Err(OnnxError::Parse(format!("{what} has no tensor"))),
+        },
+        at::FLOATS => Attr::Floats(a.floats.clone()),
+        at::INTS => Attr::Ints(a.ints.clone()),
+        at::STRINGS => Attr::Strings(a.strings.iter().map(|s| utf8(s)).collect::<Result<_>>()?),
+        at::UNDEFINED => {
+            // IR < 2 had no type field: infer it from what is set.
+            if !a.ints.is_empty() {
+                Attr::Ints(a.ints.clone())
+            } else if !a.floats.is_empty() {
+                Attr::Floats(a.floats.clone())
+            } else if !a.s.is_empty() {
+                Attr::String(utf8(&a.s)?)
+            } else if let Some(t) = &a.t {
+                Attr::Tensor(HostTensor::from_proto(t, &what)?)
+            } else if a.f != 0.0 {
+                Attr::Float(a.f)
+            } else {
+                Attr::Int(a.i)
+            }
+        }
+        at::GRAPH | at::GRAPHS => return Err(OnnxError::UnsupportedModel(format!("{what} is a subgraph (control flow is not supported)"))),
+        other => return Err(OnnxError::UnsupportedModel(format!("{what} has attribute type {other}, which pixelgrad does not read"))),
+    }))
+}
+
+/// One axis of a declared input or output shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dim {
+    Fixed(usize),
+    /// A named (symbolic) size such as `batch`; any size is accepted.
+    Named(String),
+    Unknown,
+}
+
+impl std::fmt::Display for Dim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dim::Fixed(d) => write!(f, "{d}"),
+            Dim::Named(n) => write!(f, "{n}"),
+            Dim::Unknown => write!(f, "?"),
+        }
+    }
+}
+
+/// A graph input or output: its name, element type and declared shape (`None`: rank unknown).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueInfo {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Option<Vec<Dim>>,
+}
+
+impl ValueInfo {
+    pub(crate) fn from_proto(v: &ValueInfoProto) -> Result<ValueInfo> {
+        let what = format!("graph value '{}'", v.name);
+        let ty = v.r#type.as_ref().ok_or_else(|| OnnxError::Parse(format!("{what} has no type")))?;
+        if ty.sequence_type.is_some() || ty.map_type.is_some() {
+            return Err(OnnxError::UnsupportedModel(format!("{what} is a sequence or map (only tensors are supported)")));
+        }
+        let tt = ty.tensor_type.as_ref().ok_or_else(|| OnnxError::UnsupportedModel(format!("{what} is not a tensor")))?;
+        let dtype = DType::from_onnx(tt.elem_type, &what)?;
+        let shape = tt.shape.as_ref().map(|s| {
+            s.dim
+                .iter()
+                .map(|d| match &d.value {
+                    Some(DimValue::DimValue(v)) if *v >= 0 => Dim::Fixed(*v as usize),
+                    Some(DimValue::DimParam(p)) if !p.is_empty() => Dim::Named(p.clone()),
+                    _ => Dim::Unknown,
+                })
+                .collect()
+        });
+        Ok(ValueInfo { name: v.name.clone(), dtype, shape })
+    }
+
+    /// The declared shape as text, e.g. `[batch, 3, 224, 224]`.
+    pub fn shape_text(&self) -> String {
+        match &self.shape {
+            None => "(any rank)".into(),
+            Some(d) => format!("[{}]", d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
+        }
+    }
+
+    /// Checks a concrete shape against the declaration.
+    pub fn accepts(&self, dims: &[usize]) -> bool {
+        match &self.shape {
+            None => true,
+            Some(d) => d.len() == dims.len() && d.iter().zip(dims).all(|(a, &b)| !matches!(a, Dim::Fixed(x) if *x != b)),
+        }
+    }
+}

@@ -1,0 +1,520 @@
+//! Operators evaluated on the host when all their inputs are host tensors: constant folding at
+//! load time, and the shape arithmetic that depends on input sizes at run time (`Shape` →
+//! `Gather` → `Concat` → `Reshape`). The device never sees these.
+
+use crate::graph::Node;
+use crate::host::{wrap_int, DType, Data, HostTensor};
+use crate::shapes::{broadcast, flatten_axis, norm_axis, reshape_target, slice_plan, squeeze_dims, strides, unsqueeze_dims};
+use crate::Result;
+
+/// Largest result (elements) a host op may produce while folding; larger tensors of weights
+/// still fold (ConstantOfShape, Cast, Identity), other ops are left to the device.
+const FOLD_LIMIT: usize = 1 << 16;
+
+/// Largest host tensor a node may create (2^29 elements, 2 GiB of f32): a corrupted shape
+/// fails with an error instead of exhausting memory.
+const HOST_LIMIT: usize = 1 << 29;
+
+/// Evaluates `node` on host inputs (`None` for absent optional inputs). `Ok(None)`: this
+/// operator is not evaluated on the host (it runs on the device).
+pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    let op = node.op_type.as_str();
+    // Elementwise and reduction folding only on small tensors (shape arithmetic, scalars).
+    let small = ins.iter().flatten().all(|t| t.numel() <= FOLD_LIMIT);
+    match op {
+        "Constant" => one(constant(node)?),
+        "Identity" | "Dropout" if node.outputs.len() <= 1 || node.outputs[1..].iter().all(|o| o.is_empty()) => one(get(0)?.clone()),
+        "Cast" => {
+            let to = DType::from_onnx(node.int("to", 0)? as i32, &format!("Cast node '{}'", node.name))?;
+            one(get(0)?.cast(to))
+        }
+        "CastLike" => one(get(0)?.cast(get(1)?.dtype)),
+        "Shape" => {
+            let x = get(0)?;
+            one(shape_of(node, &x.shape)?)
+        }
+        "Size" => one(HostTensor::i64(vec![], vec![get(0)?.numel() as i64])),
+        "ConstantOfShape" => {
+            let dims = to_dims(node, get(0)?)?;
+            let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&n| n <= HOST_LIMIT);
+            let n = n.ok_or_else(|| node.err(format!("shape {dims:?} is too large (more than {HOST_LIMIT} elements)")))?;
+            let t = match node.tensor_attr("value")? {
+                None => HostTensor::f32(dims, vec![0.0; n]),
+                Some(v) => {
+                    if v.numel() != 1 {
+                        return Err(node.err("attribute 'value' must hold one element"));
+                    }
+                    match &v.data {
+                        Data::F32(x) => HostTensor { dtype: v.dtype, shape: dims, data: Data::F32(vec![x[0]; n]) },
+                        Data::I64(x) => HostTensor { dtype: v.dtype, shape: dims, data: Data::I64(vec![x[0]; n]) },
+                    }
+                }
+            };
+            one(t)
+        }
+        "Reshape" => {
+            let x = get(0)?;
+            let target = get(1)?.to_i64("Reshape shape")?;
+            let dims = reshape_target(node, &x.shape, &target, node.int("allowzero", 0)? != 0)?;
+            one(HostTensor { shape: dims, ..x.clone() })
+        }
+        "Flatten" => {
+            let x = get(0)?;
+            let a = flatten_axis(node, node.int("axis", 1)?, x.rank())?;
+            let outer: usize = x.shape[..a].iter().product();
+            one(HostTensor { shape: vec![outer, x.numel() / outer.max(1)], ..x.clone() })
+        }
+        "Unsqueeze" => {
+            let x = get(0)?;
+            let axes = axes_arg(node, ins, 1)?.ok_or_else(|| node.err("needs axes"))?;
+            one(HostTensor { shape: unsqueeze_dims(node, &x.shape, &axes)?, ..x.clone() })
+        }
+        "Squeeze" => {
+            let x = get(0)?;
+            let axes = axes_arg(node, ins, 1)?;
+            one(HostTensor { shape: squeeze_dims(node, &x.shape, axes.as_deref())?, ..x.clone() })
+        }
+        "Concat" => {
+            let parts: Vec<&HostTensor> = ins.iter().flatten().copied().collect();
+            one(concat(node, &parts)?)
+        }
+        "Gather" => one(gather(node, get(0)?, get(1)?)?),
+        "Slice" => one(slice(node, ins)?),
+        "Transpose" if small => one(transpose(node, get(0)?)?),
+        "Expand" if small => {
+            let x = get(0)?;
+            let target = to_dims_i(node, get(1)?)?;
+            let out = broadcast(node, &[&x.shape, &target])?;
+            one(map_broadcast(x, &out, x.dtype))
+        }
+        "Range" if small => {
+            let (s, l, d) = (get(0)?, get(1)?, get(2)?);
+            let (s0, l0, d0) = (s.to_f64()[0], l.to_f64()[0], d.to_f64()[0]);
+            if d0 == 0.0 {
+                return Err(node.err("delta is 0"));
+            }
+            let n = ((l0 - s0) / d0).ceil().max(0.0) as usize;
+            if n > FOLD_LIMIT {
+                return Ok(None);
+            }
+            let v: Vec<f64> = (0..n).map(|i| s0 + i as f64 * d0).collect();
+            one(from_f64(s.dtype, vec![n], v))
+        }
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min" | "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And"
+        | "Or" | "Mod"
+            if small =>
+        {
+            if (op == "Max" || op == "Min") && ins.len() != 2 {
+                return Ok(None);
+            }
+            one(binary(node, get(0)?, get(1)?)?)
+        }
+        "Neg" | "Abs" | "Floor" | "Ceil" | "Sqrt" | "Not" | "Reciprocal" | "Relu" | "Sign" | "Round" if small => one(unary(node, get(0)?)?),
+        "Where" if small => {
+            let (c, a, b) = (get(0)?, get(1)?, get(2)?);
+            let out = broadcast(node, &[&c.shape, &a.shape, &b.shape])?;
+            let (cv, av, bv) = (expand_f64(c, &out), expand_f64(a, &out), expand_f64(b, &out));
+            let v = (0..cv.len()).map(|i| if cv[i] != 0.0 { av[i] } else { bv[i] }).collect();
+            one(from_f64(a.dtype, out, v))
+        }
+        "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceMean" if small => one(reduce(node, ins)?),
+        _ => Ok(None),
+    }
+}
+
+/// The value of a `Constant` node.
+pub fn constant(node: &Node) -> Result<HostTensor> {
+    if let Some(t) = node.tensor_attr("value")? {
+        return Ok(t.clone());
+    }
+    if node.has("value_float") {
+        return Ok(HostTensor::f32(vec![], vec![node.float("value_float", 0.0)?]));
+    }
+    if let Some(v) = node.floats("value_floats")? {
+        return Ok(HostTensor::f32(vec![v.len()], v));
+    }
+    if node.has("value_int") {
+        return Ok(HostTensor::i64(vec![], vec![node.int("value_int", 0)?]));
+    }
+    if let Some(v) = node.ints("value_ints")? {
+        return Ok(HostTensor::i64(vec![v.len()], v));
+    }
+    Err(node.err("only tensor, float(s) and int(s) values are supported (sparse and string constants are not)"))
+}
+
+/// `Shape` with the opset-15 `start`/`end` attributes.
+pub fn shape_of(node: &Node, dims: &[usize]) -> Result<HostTensor> {
+    let r = dims.len() as i64;
+    let clamp = |v: i64| if v < 0 { (v + r).max(0) } else { v.min(r) } as usize;
+    let s = clamp(node.int("start", 0)?);
+    let e = clamp(node.int("end", r)?);
+    let v: Vec<i64> = if s < e { dims[s..e].iter().map(|&d| d as i64).collect() } else { vec![] };
+    Ok(HostTensor::i64(vec![v.len()], v))
+}
+
+/// Axes given as an attribute (older opsets) or as input `i` (opset 13+ for Squeeze/Unsqueeze,
+/// 18+ for reductions).
+pub fn axes_arg(node: &Node, ins: &[Option<&HostTensor>], i: usize) -> Result<Option<Vec<i64>>> {
+    if let Some(a) = node.ints("axes")? {
+        return Ok(Some(a));
+    }
+    match ins.get(i).copied().flatten() {
+        Some(t) => Ok(Some(t.to_i64("axes")?)),
+        None => Ok(None),
+    }
+}
+
+/// A shape tensor's values as sizes (no negatives).
+pub fn to_dims(node: &Node, t: &HostTensor) -> Result<Vec<usize>> {
+    t.to_i64("shape")?
+        .iter()
+        .map(|&d| if d < 0 { Err(node.err(format!("negative size {d} in a shape"))) } else { Ok(d as usize) })
+        .collect()
+}
+
+fn to_dims_i(node: &Node, t: &HostTensor) -> Result<Vec<usize>> {
+    to_dims(node, t)
+}
+
+pub(crate) fn from_f64(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> HostTensor {
+    if dtype.is_float() {
+        HostTensor { dtype, shape, data: Data::F32(v.into_iter().map(|x| x as f32).collect()) }
+    } else {
+        HostTensor { dtype, shape, data: Data::I64(v.into_iter().map(|x| wrap_int(x as i64, dtype)).collect()) }
+    }
+}
+
+/// Values of `t` broadcast to `out`, as f64.
+fn expand_f64(t: &HostTensor, out: &[usize]) -> Vec<f64> {
+    let v = t.to_f64();
+    let st = bstrides(&t.shape, out);
+    let n: usize = out.iter().product();
+    let mut res = Vec::with_capacity(n);
+    let mut idx = vec![0usize; out.len()];
+    for _ in 0..n {
+        let off: usize = idx.iter().zip(&st).map(|(i, s)| i * s).sum();
+        res.push(v[off]);
+        for a in (0..out.len()).rev() {
+            idx[a] += 1;
+            if idx[a] < out[a] {
+                break;
+            }
+            idx[a] = 0;
+        }
+    }
+    res
+}
+
+fn map_broadcast(x: &HostTensor, out: &[usize], dtype: DType) -> HostTensor {
+    match &x.data {
+        Data::I64(v) => {
+            let st = bstrides(&x.shape, out);
+            let n: usize = out.iter().product();
+            let mut res = Vec::with_capacity(n);
+            let mut idx = vec![0usize; out.len()];
+            for _ in 0..n {
+                let off: usize = idx.iter().zip(&st).map(|(i, s)| i * s).sum();
+                res.push(v[off]);
+                for a in (0..out.len()).rev() {
+                    idx[a] += 1;
+                    if idx[a] < out[a] {
+                        break;
+                    }
+                    idx[a] = 0;
+                }
+            }
+            HostTensor { dtype, shape: out.to_vec(), data: Data::I64(res) }
+        }
+        Data::F32(_) => from_f64(dtype, out.to_vec(), expand_f64(x, out)),
+    }
+}
+
+/// Strides to read `shape` broadcast to `out` (0 on stretched axes).
+fn bstrides(shape: &[usize], out: &[usize]) -> Vec<usize> {
+    let s = strides(shape);
+    let off = out.len() - shape.len();
+    (0..out.len()).map(|i| if i < off || shape[i - off] == 1 { 0 } else { s[i - off] }).collect()
+}
+
+fn binary(node: &Node, a: &HostTensor, b: &HostTensor) -> Result<HostTensor> {
+    let out = broadcast(node, &[&a.shape, &b.shape])?;
+    let op = node.op_type.as_str();
+    let cmp = matches!(op, "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or");
+    let dtype = if cmp { DType::Bool } else { a.dtype };
+    // Integer arithmetic stays exact in i64.
+    if let (Data::I64(_), Data::I64(_)) = (&a.data, &b.data) {
+        let (av, bv) = (map_broadcast(a, &out, a.dtype), map_broadcast(b, &out, b.dtype));
+        let (Data::I64(av), Data::I64(bv)) = (av.data, bv.data) else { unreachable!("integer tensors broadcast to integers") };
+        let mut v = Vec::with_capacity(av.len());
+        for (&x, &y) in av.iter().zip(&bv) {
+            v.push(match op {
+                "Add" => x.wrapping_add(y),
+                "Sub" => x.wrapping_sub(y),
+                "Mul" => x.wrapping_mul(y),
+                "Div" | "Mod" if y == 0 => return Err(node.err("integer division by zero")),
+                "Div" => x / y,
+                "Mod" => {
+                    // ONNX Mod with fmod=0 takes the sign of the divisor, like Python.
+                    let r = x % y;
+                    if r != 0 && (r < 0) != (y < 0) {
+                        r + y
+                    } else {
+                        r
+                    }
+                }
+                "Pow" => (x as f64).powf(y as f64) as i64,
+                "Max" => x.max(y),
+                "Min" => x.min(y),
+                "Equal" => (x == y) as i64,
+                "Less" => (x < y) as i64,
+                "Greater" => (x > y) as i64,
+                "LessOrEqual" => (x <= y) as i64,
+                "GreaterOrEqual" => (x >= y) as i64,
+                "And" => (x != 0 && y != 0) as i64,
+                "Or" => (x != 0 || y != 0) as i64,
+                _ => unreachable!("binary ops are listed in eval"),
+            });
+        }
+        return Ok(HostTensor { dtype, shape: out, data: Data::I64(v.into_iter().map(|x| wrap_int(x, dtype)).collect()) });
+    }
+    let (av, bv) = (expand_f64(a, &out), expand_f64(b, &out));
+    let v = av
+        .iter()
+        .zip(&bv)
+        .map(|(&x, &y)| {
+            let (x32, y32) = (x as f32, y as f32);
+            (match op {
+                "Add" => x32 + y32,
+                "Sub" => x32 - y32,
+                "Mul" => x32 * y32,
+                "Div" => x32 / y32,
+                "Mod" => x32 % y32,
+                "Pow" => x32.powf(y32),
+                "Max" => x32.max(y32),
+                "Min" => x32.min(y32),
+                "Equal" => (x == y) as i32 as f32,
+                "Less" => (x < y) as i32 as f32,
+                "Greater" => (x > y) as i32 as f32,
+                "LessOrEqual" => (x <= y) as i32 as f32,
+                "GreaterOrEqual" => (x >= y) as i32 as f32,
+                "And" => (x != 0.0 && y != 0.0) as i32 as f32,
+                _ => (x != 0.0 || y != 0.0) as i32 as f32,
+            }) as f64
+        })
+        .collect();
+    Ok(from_f64(dtype, out, v))
+}
+
+fn unary(node: &Node, x: &HostTensor) -> Result<HostTensor> {
+    let op = node.op_type.as_str();
+    if let Data::I64(v) = &x.data {
+        let r = v
+            .iter()
+            .map(|&a| match op {
+                "Neg" => -a,
+                "Abs" => a.abs(),
+                "Not" => (a == 0) as i64,
+                "Relu" => a.max(0),
+                "Sign" => a.signum(),
+                _ => a, // Floor, Ceil, Round of integers
+            })
+            .collect();
+        if matches!(op, "Sqrt" | "Reciprocal") {
+            return Err(node.err(format!("{op} of an integer tensor")));
+        }
+        return Ok(HostTensor { dtype: x.dtype, shape: x.shape.clone(), data: Data::I64(r) });
+    }
+    let v = x
+        .to_f32()
+        .iter()
+        .map(|&a| match op {
+            "Neg" => -a,
+            "Abs" => a.abs(),
+            "Floor" => a.floor(),
+            "Ceil" => a.ceil(),
+            "Sqrt" => a.sqrt(),
+            "Reciprocal" => 1.0 / a,
+            "Relu" => a.max(0.0),
+            "Sign" => {
+                if a > 0.0 {
+                    1.0
+                } else if a < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            }
+            "Round" => a.round_ties_even(),
+            _ => (a == 0.0) as i32 as f32,
+        })
+        .collect();
+    Ok(HostTensor { dtype: x.dtype, shape: x.shape.clone(), data: Data::F32(v) })
+}
+
+fn concat(node: &Node, parts: &[&HostTensor]) -> Result<HostTensor> {
+    let first = parts.first().ok_or_else(|| node.err("no inputs"))?;
+    let r = first.rank();
+    let axis = norm_axis(node, node.int("axis", 0)?, r)?;
+    let mut out = first.shape.clone();
+    out[axis] = 0;
+    for p in parts {
+        if p.rank() != r || (0..r).any(|i| i != axis && p.shape[i] != first.shape[i]) {
+            return Err(node.err(format!("input shapes {:?} and {:?} do not concatenate on axis {axis}", first.shape, p.shape)));
+        }
+        out[axis] += p.shape[axis];
+    }
+    let outer: usize = first.shape[..axis].iter().product();
+    let inner_of = |p: &HostTensor| p.shape[axis..].iter().product::<usize>();
+    let ints = parts.iter().all(|p| matches!(p.data, Data::I64(_)));
+    if ints {
+        let mut v = Vec::with_capacity(out.iter().product());
+        for o in 0..outer {
+            for p in parts {
+                let Data::I64(d) = &p.data else { unreachable!("checked above") };
+                let n = inner_of(p);
+                v.extend_from_slice(&d[o * n..(o + 1) * n]);
+            }
+        }
+        return Ok(HostTensor { dtype: first.dtype, shape: out, data: Data::I64(v) });
+    }
+    let mut v = Vec::with_capacity(out.iter().product());
+    let vals: Vec<Vec<f32>> = parts.iter().map(|p| p.to_f32()).collect();
+    for o in 0..outer {
+        for (p, d) in parts.iter().zip(&vals) {
+            let n = inner_of(p);
+            v.extend_from_slice(&d[o * n..(o + 1) * n]);
+        }
+    }
+    Ok(HostTensor { dtype: first.dtype, shape: out, data: Data::F32(v) })
+}
+
+/// Element `i` of each output position along `axis` taken from `src` (`idx` per output
+/// position along that axis).
+fn take<T: Copy>(src: &[T], shape: &[usize], axis: usize, idx: &[usize]) -> Vec<T> {
+    let outer: usize = shape[..axis].iter().product();
+    let inner: usize = shape[axis + 1..].iter().product();
+    let n = shape[axis];
+    let mut v = Vec::with_capacity(outer * idx.len() * inner);
+    for o in 0..outer {
+        for &i in idx {
+            let base = (o * n + i) * inner;
+            v.extend_from_slice(&src[base..base + inner]);
+        }
+    }
+    v
+}
+
+fn take_tensor(x: &HostTensor, axis: usize, idx: &[usize], mut out_shape: Vec<usize>) -> HostTensor {
+    if out_shape.is_empty() && x.rank() > 0 {
+        out_shape = x.shape.clone();
+        out_shape[axis] = idx.len();
+    }
+    let data = match &x.data {
+        Data::F32(v) => Data::F32(take(v, &x.shape, axis, idx)),
+        Data::I64(v) => Data::I64(take(v, &x.shape, axis, idx)),
+    };
+    HostTensor { dtype: x.dtype, shape: out_shape, data }
+}
+
+/// Resolves ONNX `Gather` indices (negative counts from the end) against an axis of size `n`.
+pub fn gather_indices(node: &Node, idx: &HostTensor, n: usize) -> Result<Vec<usize>> {
+    idx.to_i64("Gather indices")?
+        .iter()
+        .map(|&i| {
+            let j = if i < 0 { i + n as i64 } else { i };
+            if j < 0 || j >= n as i64 {
+                Err(node.err(format!("index {i} is out of range for an axis of size {n}")))
+            } else {
+                Ok(j as usize)
+            }
+        })
+        .collect()
+}
+
+fn gather(node: &Node, x: &HostTensor, idx: &HostTensor) -> Result<HostTensor> {
+    let axis = norm_axis(node, node.int("axis", 0)?, x.rank())?;
+    let ii = gather_indices(node, idx, x.shape[axis])?;
+    let mut shape = x.shape[..axis].to_vec();
+    shape.extend_from_slice(&idx.shape);
+    shape.extend_from_slice(&x.shape[axis + 1..]);
+    let mut t = take_tensor(x, axis, &ii, vec![]);
+    t.shape = shape;
+    Ok(t)
+}
+
+fn slice(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
+    let x = ins[0].ok_or_else(|| node.err("input 0 is missing"))?;
+    let plan = slice_plan(node, &x.shape, ins)?;
+    let mut t = x.clone();
+    for (axis, idx) in plan {
+        t = take_tensor(&t, axis, &idx, vec![]);
+    }
+    Ok(t)
+}
+
+fn transpose(node: &Node, x: &HostTensor) -> Result<HostTensor> {
+    let r = x.rank();
+    let perm: Vec<usize> = match node.ints("perm")? {
+        Some(p) => p.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_>>()?,
+        None => (0..r).rev().collect(),
+    };
+    let out: Vec<usize> = perm.iter().map(|&a| x.shape[a]).collect();
+    let st = strides(&x.shape);
+    let n = x.numel();
+    let mut order = Vec::with_capacity(n);
+    let mut idx = vec![0usize; r];
+    for _ in 0..n {
+        order.push(idx.iter().zip(&perm).map(|(i, &p)| i * st[p]).sum::<usize>());
+        for a in (0..r).rev() {
+            idx[a] += 1;
+            if idx[a] < out[a] {
+                break;
+            }
+            idx[a] = 0;
+        }
+    }
+    let data = match &x.data {
+        Data::F32(v) => Data::F32(order.iter().map(|&o| v[o]).collect()),
+        Data::I64(v) => Data::I64(order.iter().map(|&o| v[o]).collect()),
+    };
+    Ok(HostTensor { dtype: x.dtype, shape: out, data })
+}
+
+fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
+    let x = ins[0].ok_or_else(|| node.err("input 0 is missing"))?;
+    let r = x.rank();
+    let axes =
+        if node.opset >= 18 || (node.op_type == "ReduceSum" && node.opset >= 13) { axes_arg(node, ins, 1)? } else { node.ints("axes")? };
+    let axes: Vec<usize> = match axes {
+        Some(a) if !a.is_empty() => a.iter().map(|&v| norm_axis(node, v, r)).collect::<Result<_>>()?,
+        _ if node.int("noop_with_empty_axes", 0)? != 0 => return Ok(x.clone()),
+        _ => (0..r).collect(),
+    };
+    let keep = node.int("keepdims", 1)? != 0;
+    let mut v = x.to_f64();
+    let mut shape = x.shape.clone();
+    for &a in &axes {
+        let outer: usize = shape[..a].iter().product();
+        let inner: usize = shape[a + 1..].iter().product();
+        let n = shape[a];
+        let mut res = Vec::with_capacity(outer * inner);
+        for o in 0..outer {
+            for i in 0..inner {
+                let it = (0..n).map(|k| v[(o * n + k) * inner + i]);
+                res.push(match node.op_type.as_str() {
+                    "ReduceProd" => it.product(),
+                    "ReduceSum" => it.sum(),
+                    "ReduceMean" => it.sum::<f64>() / n as f64,
+                    "ReduceMax" => it.fold(f64::NEG_INFINITY, f64::max),
+                    _ => it.fold(f64::INFINITY, f64::min),
+                });
+            }
+        }
+        v = res;
+        shape[a] = 1;
+    }
+    let out: Vec<usize> = if keep { shape } else { shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect() };
+    Ok(from_f64(x.dtype, out, v))
+}

@@ -1,0 +1,44 @@
+//! pixelgrad-onnx: ONNX models in and out of pixelgrad.
+//!
+//! - [`Model`] decodes an `.onnx` file (protobuf messages of our own in [`proto`]), checks it,
+//!   folds constant subgraphs and shape arithmetic on the host, and folds
+//!   `BatchNormalization` into the `Conv` before it.
+//! - [`Session`] binds a model to any `pixelgrad_core::Device` (CPU, WebGPU, WebGL) and runs
+//!   it with inputs and outputs by name. Every operator is built from pixelgrad's tensor ops,
+//!   so it runs on every backend and is differentiable: [`OnnxLayer`] puts an imported graph
+//!   (or its part up to a named value) into a `Sequential`, frozen or trainable.
+//! - [`export`] writes pixelgrad models back as ONNX.
+//!
+//! ```no_run
+//! use pixelgrad_core::{Device, Tensor};
+//! use pixelgrad_onnx::{Model, Session};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+//! let session = Session::new(Model::load("model.onnx")?, &dev)?;
+//! let x = Tensor::zeros(&dev, [1, 3, 224, 224])?;
+//! for (name, value) in session.run(&[("input", x.into())])? {
+//!     println!("{name}: {:?}", value.dims());
+//! }
+//! # Ok(()) }
+//! ```
+
+pub mod error;
+pub mod export;
+pub mod graph;
+pub mod host;
+mod hostops;
+mod layer;
+pub mod model;
+pub mod npy;
+mod ops;
+pub mod proto;
+pub mod session;
+mod shapes;
+
+pub use error::{OnnxError, Result};
+pub use graph::{Dim, ValueInfo};
+pub use host::{DType, Data, HostTensor};
+pub use layer::OnnxLayer;
+pub use model::Model;
+pub use ops::SUPPORTED as SUPPORTED_OPS;
+pub use session::{Input, Session, Value};

@@ -1,0 +1,277 @@
+//! [`Model`]: an ONNX file decoded, checked, constant-folded and with batch norms folded into
+//! the convolutions before them. It holds no device memory; [`crate::Session`] binds it to a
+//! `Device`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use crate::graph::{Node, ValueInfo};
+use crate::host::HostTensor;
+use crate::{hostops, ops, proto, OnnxError, Result};
+
+/// Oldest and newest default-domain opset accepted.
+pub const MIN_OPSET: i64 = 7;
+pub const MAX_OPSET: i64 = 22;
+
+/// A decoded model.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub ir_version: i64,
+    /// The default (`ai.onnx`) opset.
+    pub opset: i64,
+    pub producer: String,
+    /// Nodes in execution order, after folding.
+    pub nodes: Vec<Node>,
+    /// Constant values by name: initializers, `Constant` nodes and everything folded from them.
+    pub constants: HashMap<String, HostTensor>,
+    /// Inputs the caller provides (graph inputs that are not initializers).
+    pub inputs: Vec<ValueInfo>,
+    pub outputs: Vec<ValueInfo>,
+    /// What loading did: nodes folded to constants, batch norms folded into convolutions.
+    pub stats: LoadStats,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadStats {
+    pub nodes_in_file: usize,
+    pub folded_constants: usize,
+    pub folded_batch_norms: usize,
+}
+
+impl Model {
+    /// Reads a model file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Model> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| OnnxError::io(path, e))?;
+        Model::from_bytes(&bytes).map_err(|e| match e {
+            OnnxError::Parse(m) => OnnxError::Parse(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
+    /// Decodes, checks and folds a model from the bytes of an `.onnx` file.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
+        if bytes.is_empty() {
+            return Err(OnnxError::Parse("the file is empty".into()));
+        }
+        let m = proto::decode_model(bytes).map_err(|e| OnnxError::Parse(format!("protobuf decoding failed ({e})")))?;
+        let g = m.graph.as_ref().ok_or_else(|| OnnxError::Parse("the model has no graph (is this an ONNX file?)".into()))?;
+        if m.ir_version < 3 {
+            return Err(OnnxError::Parse(format!("IR version {} (ONNX files have 3 or newer)", m.ir_version)));
+        }
+        let opsets: HashMap<&str, i64> =
+            m.opset_import.iter().map(|o| (if o.domain == "ai.onnx" { "" } else { o.domain.as_str() }, o.version)).collect();
+        let opset = *opsets.get("").ok_or_else(|| OnnxError::UnsupportedModel("the model imports no default (ai.onnx) opset".into()))?;
+        if !(MIN_OPSET..=MAX_OPSET).contains(&opset) {
+            return Err(OnnxError::UnsupportedModel(format!("opset {opset} (pixelgrad reads opsets {MIN_OPSET} to {MAX_OPSET})")));
+        }
+        if let Some(s) = g.sparse_initializer.first() {
+            let name = s.values.as_ref().map(|v| v.name.as_str()).unwrap_or("?");
+            return Err(OnnxError::UnsupportedModel(format!("sparse initializer '{name}'")));
+        }
+        let mut constants = HashMap::new();
+        for t in &g.initializer {
+            constants.insert(t.name.clone(), HostTensor::from_proto(t, &format!("initializer '{}'", t.name))?);
+        }
+        let mut inputs = Vec::new();
+        for v in &g.input {
+            if !constants.contains_key(&v.name) {
+                inputs.push(ValueInfo::from_proto(v)?);
+            }
+        }
+        let outputs = g.output.iter().map(ValueInfo::from_proto).collect::<Result<Vec<_>>>()?;
+        let mut nodes = Vec::with_capacity(g.node.len());
+        for (i, n) in g.node.iter().enumerate() {
+            let dom = if n.domain == "ai.onnx" { "" } else { n.domain.as_str() };
+            let node_opset = *opsets.get(dom).unwrap_or(&0);
+            let node = Node::from_proto(n, i, if dom.is_empty() { opset } else { node_opset })?;
+            if !dom.is_empty() || !ops::is_supported(&node.op_type) {
+                return Err(OnnxError::UnsupportedOp {
+                    op_type: node.op_type,
+                    node: node.name,
+                    domain: n.domain.clone(),
+                    opset: node_opset,
+                });
+            }
+            nodes.push(node);
+        }
+        let nodes = topo_sort(nodes, &constants, &inputs)?;
+        let mut model = Model {
+            ir_version: m.ir_version,
+            opset,
+            producer: m.producer_name.clone(),
+            stats: LoadStats { nodes_in_file: nodes.len(), ..Default::default() },
+            nodes,
+            constants,
+            inputs,
+            outputs,
+        };
+        for o in &model.outputs {
+            let known = model.constants.contains_key(&o.name)
+                || model.inputs.iter().any(|i| i.name == o.name)
+                || model.nodes.iter().any(|n| n.outputs.contains(&o.name));
+            if !known {
+                return Err(OnnxError::Parse(format!("graph output '{}' is produced by no node", o.name)));
+            }
+        }
+        model.fold_constants()?;
+        model.fold_batch_norms()?;
+        model.drop_unused();
+        Ok(model)
+    }
+
+    /// Evaluates on the host every node whose inputs are all constants.
+    fn fold_constants(&mut self) -> Result<()> {
+        let mut kept = Vec::with_capacity(self.nodes.len());
+        for node in std::mem::take(&mut self.nodes) {
+            let all_const = node.inputs.iter().all(|i| i.is_empty() || self.constants.contains_key(i));
+            if all_const {
+                let ins: Vec<Option<&HostTensor>> =
+                    node.inputs.iter().map(|i| if i.is_empty() { None } else { self.constants.get(i) }).collect();
+                if let Some(outs) = hostops::eval(&node, &ins)? {
+                    for (name, t) in node.outputs.iter().zip(outs) {
+                        if !name.is_empty() {
+                            self.constants.insert(name.clone(), t);
+                        }
+                    }
+                    self.stats.folded_constants += 1;
+                    continue;
+                }
+            }
+            kept.push(node);
+        }
+        self.nodes = kept;
+        Ok(())
+    }
+
+    /// `Conv → BatchNormalization` (inference form, constant statistics, the conv output used
+    /// only by the batch norm) becomes one `Conv` with `W' = W * s`, `b' = (b - mean) * s + beta`
+    /// where `s = scale / sqrt(var + eps)` per output channel.
+    fn fold_batch_norms(&mut self) -> Result<()> {
+        let mut uses: HashMap<String, usize> = HashMap::new();
+        for n in &self.nodes {
+            for i in &n.inputs {
+                *uses.entry(i.clone()).or_default() += 1;
+            }
+        }
+        for o in &self.outputs {
+            *uses.entry(o.name.clone()).or_default() += 1;
+        }
+        let producer: HashMap<String, usize> =
+            self.nodes.iter().enumerate().flat_map(|(k, n)| n.outputs.iter().map(move |o| (o.clone(), k))).collect();
+        let mut remove = HashSet::new();
+        for b in 0..self.nodes.len() {
+            let bn = &self.nodes[b];
+            if bn.op_type != "BatchNormalization" || bn.outputs.iter().skip(1).any(|o| !o.is_empty()) || bn.int("training_mode", 0)? != 0 {
+                continue;
+            }
+            let Some(&c) = producer.get(&bn.inputs[0]) else {
+                continue;
+            };
+            let conv = &self.nodes[c];
+            if conv.op_type != "Conv" || uses.get(&conv.outputs[0]).copied() != Some(1) {
+                continue;
+            }
+            let get = |n: &Node, i: usize| n.input(i).and_then(|name| self.constants.get(name));
+            let (Some(w), Some(scale), Some(beta), Some(mean), Some(var)) = (get(conv, 1), get(bn, 1), get(bn, 2), get(bn, 3), get(bn, 4))
+            else {
+                continue;
+            };
+            if !w.dtype.is_float() || w.rank() < 3 {
+                continue;
+            }
+            let m = w.shape[0];
+            if [scale, beta, mean, var].iter().any(|t| t.numel() != m) {
+                continue;
+            }
+            let eps = bn.float("epsilon", 1e-5)? as f64;
+            let (sc, be, mu, va) = (scale.to_f64(), beta.to_f64(), mean.to_f64(), var.to_f64());
+            let s: Vec<f64> = (0..m).map(|k| sc[k] / (va[k] + eps).sqrt()).collect();
+            let per = w.numel() / m;
+            let wv = w.to_f64();
+            let w2: Vec<f32> = wv.iter().enumerate().map(|(i, &x)| (x * s[i / per]) as f32).collect();
+            let b0 = match get(conv, 2) {
+                Some(t) if t.numel() == m => t.to_f64(),
+                Some(_) => continue,
+                None => vec![0.0; m],
+            };
+            let b2: Vec<f32> = (0..m).map(|k| ((b0[k] - mu[k]) * s[k] + be[k]) as f32).collect();
+            let wname = format!("{}.folded_weight", conv.name);
+            let bname = format!("{}.folded_bias", conv.name);
+            let wshape = w.shape.clone();
+            let out = bn.outputs[0].clone();
+            self.constants.insert(wname.clone(), HostTensor::f32(wshape, w2));
+            self.constants.insert(bname.clone(), HostTensor::f32(vec![m], b2));
+            let conv = &mut self.nodes[c];
+            conv.inputs = vec![conv.inputs[0].clone(), wname, bname];
+            conv.outputs = vec![out];
+            remove.insert(b);
+            self.stats.folded_batch_norms += 1;
+        }
+        let mut k = 0;
+        self.nodes.retain(|_| {
+            k += 1;
+            !remove.contains(&(k - 1))
+        });
+        Ok(())
+    }
+
+    /// Forgets constants no node or output reads.
+    fn drop_unused(&mut self) {
+        let mut used: HashSet<&str> = self.nodes.iter().flat_map(|n| n.inputs.iter().map(|s| s.as_str())).collect();
+        used.extend(self.outputs.iter().map(|o| o.name.as_str()));
+        let keep: HashSet<String> = used.into_iter().map(|s| s.to_string()).collect();
+        self.constants.retain(|k, _| keep.contains(k));
+    }
+
+    /// Bytes of float weights the model keeps (what a device upload costs).
+    pub fn weight_bytes(&self) -> usize {
+        self.constants.values().map(|t| t.numel() * 4).sum()
+    }
+
+    /// Every value name a node produces, in order (candidates for `Session::run_to`).
+    pub fn value_names(&self) -> Vec<&str> {
+        self.nodes.iter().flat_map(|n| n.outputs.iter().map(|s| s.as_str())).filter(|s| !s.is_empty()).collect()
+    }
+
+    /// The declared input called `name`.
+    pub fn input(&self, name: &str) -> Option<&ValueInfo> {
+        self.inputs.iter().find(|i| i.name == name)
+    }
+}
+
+/// Orders nodes so every input is produced before it is read (ONNX requires files to be in
+/// this order already; some exporters are not).
+fn topo_sort(nodes: Vec<Node>, constants: &HashMap<String, HostTensor>, inputs: &[ValueInfo]) -> Result<Vec<Node>> {
+    let mut ready: HashSet<String> = constants.keys().cloned().collect();
+    ready.extend(inputs.iter().map(|i| i.name.clone()));
+    let produced: HashSet<&str> = nodes.iter().flat_map(|n| n.outputs.iter().map(|s| s.as_str())).collect();
+    for n in &nodes {
+        for i in &n.inputs {
+            if !i.is_empty() && !ready.contains(i) && !produced.contains(i.as_str()) {
+                return Err(OnnxError::Parse(format!("node '{}' ({}) reads '{i}', which nothing produces", n.name, n.op_type)));
+            }
+        }
+    }
+    let mut pending: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(pending.len());
+    loop {
+        let mut progressed = false;
+        for slot in pending.iter_mut() {
+            let ok = slot.as_ref().is_some_and(|n| n.inputs.iter().all(|i| i.is_empty() || ready.contains(i)));
+            if ok {
+                let n = slot.take().expect("checked is_some");
+                ready.extend(n.outputs.iter().cloned());
+                out.push(n);
+                progressed = true;
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+    if let Some(n) = pending.into_iter().flatten().next() {
+        return Err(OnnxError::Parse(format!("node '{}' ({}) is part of a cycle", n.name, n.op_type)));
+    }
+    Ok(out)
+}

@@ -1,0 +1,206 @@
+//! `Conv` and `ConvTranspose` on im2col / col2im.
+//!
+//! - `group = 1`: one matmul of the weights `[M, C*kh*kw]` with the columns.
+//! - Depthwise (`C/group = 1`): columns `[N, C, kh*kw, L]` times the weights broadcast as
+//!   `[1, C, kh*kw, 1]`, summed over the window axis: one multiply and one reduction for all
+//!   channels (no per-channel matmul).
+//! - Other groups: one batched matmul with the group as the batch axis.
+//! - Dilations: the kernel is spread out with zeros (pad + reshape on the weights), so the same
+//!   im2col runs with the dilated kernel size.
+//! - Asymmetric pads: an explicit `Pad` first; symmetric pads go into the im2col window.
+
+use pixelgrad_core::{Tensor, Window};
+
+use super::{Cx, V};
+use crate::shapes::window2;
+use crate::Result;
+
+pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
+    let dt = cx.dtype0(ins);
+    match op {
+        "Conv" => Ok(Some(vec![V::dev(conv(cx, ins)?, dt)])),
+        "ConvTranspose" => Ok(Some(vec![V::dev(conv_transpose(cx, ins)?, dt)])),
+        _ => Ok(None),
+    }
+}
+
+/// Weights `[A, B, kh, kw]` with `d - 1` zeros between taps: `[A, B, (kh-1)dh+1, (kw-1)dw+1]`.
+fn dilate(w: &Tensor, d: [usize; 2]) -> Result<Tensor> {
+    if d == [1, 1] {
+        return Ok(w.clone());
+    }
+    let s = w.dims().to_vec();
+    let (kh, kw) = (s[2], s[3]);
+    let spread = w.reshape([s[0], s[1], kh, 1, kw, 1])?.pad(&[0; 6], &[0, 0, 0, d[0] - 1, 0, d[1] - 1])?.reshape([
+        s[0],
+        s[1],
+        kh * d[0],
+        kw * d[1],
+    ])?;
+    let (eh, ew) = ((kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1);
+    Ok(spread.slice(2, 0, eh)?.slice(3, 0, ew)?)
+}
+
+fn conv(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
+    let node = cx.node;
+    node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])?;
+    let x = cx.t(ins, 0)?;
+    let w = cx.t(ins, 1)?;
+    if x.rank() != 4 || w.rank() != 4 {
+        return Err(cx.err(format!(
+            "only 2-D convolutions (NCHW input, rank-4 weights) are supported; got input {:?}, weights {:?}",
+            x.dims(),
+            w.dims()
+        )));
+    }
+    let [n, c, h, wd] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
+    let wdims = w.dims().to_vec();
+    let (m, cg) = (wdims[0], wdims[1]);
+    let g = node.int("group", 1)?;
+    if g < 1 || c % g as usize != 0 || m % g as usize != 0 || c / g as usize != cg {
+        return Err(cx.err(format!("group {g} does not fit input channels {c}, weights {wdims:?}")));
+    }
+    let g = g as usize;
+    let win = window2(node, [h, wd], Some([wdims[2], wdims[3]]), false)?;
+    let w = dilate(&w, win.dilation)?;
+    let (kh, kw) = (w.dims()[2], w.dims()[3]);
+    let kk = kh * kw;
+    let (x, pad) = if win.pad_begin == win.pad_end {
+        (x, win.pad_begin)
+    } else {
+        let b = [0, 0, win.pad_begin[0], win.pad_begin[1]];
+        let e = [0, 0, win.pad_end[0], win.pad_end[1]];
+        (x.pad(&b, &e)?, [0, 0])
+    };
+    let window = Window { kh, kw, stride_h: win.stride[0], stride_w: win.stride[1], pad_h: pad[0], pad_w: pad[1] };
+    let [oh, ow] = win.out;
+    let l = oh * ow;
+    let cols = x.im2col(window)?; // [N, C*kk, L]
+    let y = if g == 1 {
+        w.reshape([m, c * kk])?.matmul(&cols)? // [N, M, L]
+    } else if cg == 1 {
+        let mult = m / c;
+        if mult == 1 {
+            cols.reshape([n, c, kk, l])?.mul(&w.reshape([1, c, kk, 1])?)?.sum_axis(2, true)?
+        } else {
+            cols.reshape([n, c, 1, kk, l])?.mul(&w.reshape([1, c, mult, kk, 1])?)?.sum_axis(3, true)?
+        }
+    } else {
+        let (mg, ck) = (m / g, cg * kk);
+        let w3 = w.reshape([g, mg, ck])?;
+        if n == 1 {
+            w3.matmul(&cols.reshape([g, ck, l])?)?
+        } else {
+            let c3 = cols.reshape([n, g, ck, l])?.permute(&[1, 2, 0, 3])?.reshape([g, ck, n * l])?;
+            w3.matmul(&c3)?.reshape([g, mg, n, l])?.permute(&[2, 0, 1, 3])?
+        }
+    };
+    let mut y = y.reshape([n, m, oh, ow])?;
+    if cx.opt(ins, 2).is_some() {
+        y = y.add(&cx.t(ins, 2)?.reshape([1, m, 1, 1])?)?;
+    }
+    Ok(y)
+}
+
+fn conv_transpose(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
+    let node = cx.node;
+    node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"])?;
+    let x = cx.t(ins, 0)?;
+    let w = cx.t(ins, 1)?;
+    if x.rank() != 4 || w.rank() != 4 {
+        return Err(cx.err(format!("only 2-D transposed convolutions are supported; got input {:?}, weights {:?}", x.dims(), w.dims())));
+    }
+    let [n, c, h, wd] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
+    let wdims = w.dims().to_vec();
+    let g = node.int("group", 1)?;
+    if g < 1 || wdims[0] != c || c % g as usize != 0 {
+        return Err(cx.err(format!("weights {wdims:?} do not fit input channels {c} with group {g}")));
+    }
+    let g = g as usize;
+    let (cg, mg) = (c / g, wdims[1]);
+    let m = mg * g;
+    let two = |name: &str, d: i64| -> Result<[usize; 2]> {
+        match node.ints(name)? {
+            None => Ok([d as usize; 2]),
+            Some(v) if v.len() == 2 && v.iter().all(|&x| x >= 0) => Ok([v[0] as usize, v[1] as usize]),
+            Some(v) => Err(cx.err(format!("{name} {v:?}: expected two non-negative values"))),
+        }
+    };
+    let stride = two("strides", 1)?;
+    let dil = two("dilations", 1)?;
+    let opad = two("output_padding", 0)?;
+    if let Some(k) = node.ints("kernel_shape")? {
+        if k != [wdims[2] as i64, wdims[3] as i64] {
+            return Err(cx.err(format!("kernel_shape {k:?} differs from the weights {wdims:?}")));
+        }
+    }
+    if stride.contains(&0) || dil.contains(&0) || opad[0] >= stride[0].max(dil[0]) || opad[1] >= stride[1].max(dil[1]) {
+        return Err(cx.err(format!("strides {stride:?}, dilations {dil:?}, output_padding {opad:?} are not valid")));
+    }
+    let w = dilate(&w, dil)?;
+    let (kh, kw) = (w.dims()[2], w.dims()[3]);
+    let kk = kh * kw;
+    let full = [(h - 1) * stride[0] + kh + opad[0], (wd - 1) * stride[1] + kw + opad[1]];
+    let auto_pad = node.string("auto_pad", "NOTSET")?;
+    let output_shape = node.ints("output_shape")?;
+    let same = matches!(auto_pad.as_str(), "SAME_UPPER" | "SAME_LOWER");
+    let (pb, pe) = if output_shape.is_some() || same {
+        // Pads follow from the requested output size; the total splits as in ONNX's spec
+        // (SAME_UPPER puts the larger half at the end, otherwise at the beginning).
+        let target = match &output_shape {
+            Some(os) if os.len() >= 2 && os.iter().all(|&v| v > 0) => [os[os.len() - 2] as usize, os[os.len() - 1] as usize],
+            Some(os) => return Err(cx.err(format!("output_shape {os:?} is not valid"))),
+            None => [h * stride[0], wd * stride[1]],
+        };
+        let (mut pb, mut pe) = ([0usize; 2], [0usize; 2]);
+        for a in 0..2 {
+            let total = full[a]
+                .checked_sub(target[a])
+                .ok_or_else(|| cx.err(format!("output_shape {target:?} is larger than the full output {full:?}")))?;
+            if auto_pad == "SAME_UPPER" {
+                pb[a] = total / 2;
+                pe[a] = total - total / 2;
+            } else {
+                pb[a] = total - total / 2;
+                pe[a] = total / 2;
+            }
+        }
+        (pb, pe)
+    } else {
+        match (auto_pad.as_str(), node.ints("pads")?) {
+            ("VALID", _) | ("NOTSET", None) => ([0, 0], [0, 0]),
+            ("NOTSET", Some(p)) if p.len() == 4 && p.iter().all(|&v| v >= 0) => {
+                ([p[0] as usize, p[1] as usize], [p[2] as usize, p[3] as usize])
+            }
+            ("NOTSET", Some(p)) => return Err(cx.err(format!("pads {p:?}: expected 4 non-negative values"))),
+            (other, _) => return Err(cx.err(format!("auto_pad '{other}' is not supported"))),
+        }
+    };
+    if pb[0] + pe[0] >= full[0] || pb[1] + pe[1] >= full[1] {
+        return Err(cx.err(format!("pads {pb:?}/{pe:?} remove the whole {full:?} output")));
+    }
+    let hw = h * wd;
+    let cols = if g == 1 {
+        // [C, M*kk]^T x [N, C, HW] = [N, M*kk, HW]
+        w.reshape([c, m * kk])?.matmul_t(&x.reshape([n, c, hw])?, true, false)?
+    } else {
+        let w3 = w.reshape([g, cg, mg * kk])?;
+        let x3 =
+            if n == 1 { x.reshape([g, cg, hw])? } else { x.reshape([n, g, cg, hw])?.permute(&[1, 2, 0, 3])?.reshape([g, cg, n * hw])? };
+        let y = w3.matmul_t(&x3, true, false)?; // [g, mg*kk, N*HW]
+        if n == 1 {
+            y.reshape([1, m * kk, hw])?
+        } else {
+            y.reshape([g, mg * kk, n, hw])?.permute(&[2, 0, 1, 3])?.reshape([n, m * kk, hw])?
+        }
+    };
+    let window = Window { kh, kw, stride_h: stride[0], stride_w: stride[1], pad_h: 0, pad_w: 0 };
+    let mut y = cols.col2im(window, full[0], full[1])?;
+    if pb != [0, 0] || pe != [0, 0] {
+        y = y.slice(2, pb[0], full[0] - pe[0])?.slice(3, pb[1], full[1] - pe[1])?;
+    }
+    if cx.opt(ins, 2).is_some() {
+        y = y.add(&cx.t(ins, 2)?.reshape([1, m, 1, 1])?)?;
+    }
+    Ok(y)
+}

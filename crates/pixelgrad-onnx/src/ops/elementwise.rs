@@ -1,0 +1,269 @@
+//! Elementwise operators and softmax. Broadcasting follows NumPy (the core binary ops
+//! broadcast). A constant scalar operand becomes a scalar op parameter (`x * c` is one affine
+//! op with `c` as a uniform, not a broadcast tensor).
+
+use pixelgrad_core::Tensor;
+
+use super::{Cx, V};
+use crate::host::DType;
+use crate::shapes::norm_axis;
+use crate::Result;
+
+/// The scalar value of a host input with one element whose rank does not exceed `other`'s.
+fn host_scalar(v: &V, other_rank: usize) -> Option<f32> {
+    match v.as_host() {
+        Some(t) if t.numel() == 1 && t.rank() <= other_rank => t.to_f32().first().copied(),
+        _ => None,
+    }
+}
+
+pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
+    let node = cx.node;
+    let dt = cx.dtype0(ins);
+    let out = |t: Tensor| Ok(Some(vec![V::dev(t, dt)]));
+    let bool_out = |t: Tensor| Ok(Some(vec![V::dev(t, DType::Bool)]));
+    match op {
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" => {
+            node.only_attrs(&[])?;
+            let (a, b) = (cx.v(ins, 0)?, cx.v(ins, 1)?);
+            if !a.dtype().is_float() && op == "Div" {
+                return Err(cx.err("integer division on the device is not supported (it needs a floor)"));
+            }
+            let (ra, rb) = (a.dims().len(), b.dims().len());
+            if let Some(c) = host_scalar(b, ra) {
+                let x = cx.to_dev(a, 0)?;
+                return out(match op {
+                    "Add" => x.add_scalar(c)?,
+                    "Sub" => x.add_scalar(-c)?,
+                    "Mul" => x.mul_scalar(c)?,
+                    "Div" => x.mul_scalar(1.0 / c)?,
+                    _ if c == 1.0 => x,
+                    _ if c == 0.5 => x.sqrt()?,
+                    _ => x.powf(c)?,
+                });
+            }
+            if let Some(c) = host_scalar(a, rb) {
+                let y = cx.to_dev(b, 1)?;
+                match op {
+                    "Add" => return out(y.add_scalar(c)?),
+                    "Sub" => return out(y.affine(-1.0, c)?),
+                    "Mul" => return out(y.mul_scalar(c)?),
+                    "Div" => return out(y.recip()?.mul_scalar(c)?),
+                    _ => {}
+                }
+            }
+            let (x, y) = (cx.to_dev(a, 0)?, cx.to_dev(b, 1)?);
+            out(match op {
+                "Add" => x.add(&y)?,
+                "Sub" => x.sub(&y)?,
+                "Mul" => x.mul(&y)?,
+                "Div" => x.div(&y)?,
+                _ => x.pow(&y)?,
+            })
+        }
+        "Max" | "Min" | "Sum" | "Mean" => {
+            let ts: Vec<Tensor> = (0..ins.len()).filter(|&i| cx.opt(ins, i).is_some()).map(|i| cx.t(ins, i)).collect::<Result<_>>()?;
+            let mut acc = ts.first().cloned().ok_or_else(|| cx.err("needs at least one input"))?;
+            for t in &ts[1..] {
+                acc = match op {
+                    "Max" => acc.maximum(t)?,
+                    "Min" => acc.minimum(t)?,
+                    _ => acc.add(t)?,
+                };
+            }
+            if op == "Mean" {
+                acc = acc.mul_scalar(1.0 / ts.len() as f32)?;
+            }
+            out(acc)
+        }
+        "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" => {
+            let (a, b) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
+            bool_out(match op {
+                "Equal" => a.eq(&b)?,
+                "Greater" => a.gt(&b)?,
+                "Less" => b.gt(&a)?,
+                "GreaterOrEqual" => a.ge(&b)?,
+                _ => b.ge(&a)?,
+            })
+        }
+        "And" => bool_out(cx.t(ins, 0)?.mul(&cx.t(ins, 1)?)?),
+        "Or" => bool_out(cx.t(ins, 0)?.maximum(&cx.t(ins, 1)?)?),
+        "Not" => bool_out(cx.t(ins, 0)?.affine(-1.0, 1.0)?),
+        "Where" => {
+            let (c, a, b) = (cx.t(ins, 0)?, cx.t(ins, 1)?, cx.t(ins, 2)?);
+            let dt = cx.v(ins, 1)?.dtype();
+            Ok(Some(vec![V::dev(Tensor::select(&c, &a, &b)?, dt)]))
+        }
+        "Floor" | "Ceil" | "Round" | "Mod" | "Sign" => Err(cx.err(format!(
+            "{op} of a device tensor needs a rounding primitive, which pixelgrad's op set does not have (it works on constants and shape arithmetic)"
+        ))),
+        "Softmax" | "LogSoftmax" => {
+            node.only_attrs(&["axis"])?;
+            let x = cx.t(ins, 0)?;
+            let r = x.rank();
+            let log = op == "LogSoftmax";
+            if node.opset < 13 {
+                // Before opset 13 the input is flattened to 2-D at `axis` and normalised over
+                // the second dimension.
+                let a = norm_axis(node, node.int("axis", 1)?, r)?;
+                let outer: usize = x.dims()[..a].iter().product();
+                let flat = x.reshape([outer, x.numel() / outer.max(1)])?;
+                let y = if log { flat.log_softmax(1)? } else { flat.softmax(1)? };
+                return out(y.reshape(x.shape().clone())?);
+            }
+            let a = norm_axis(node, node.int("axis", -1)?, r)? as isize;
+            out(if log { x.log_softmax(a)? } else { x.softmax(a)? })
+        }
+        _ => {
+            let Some(f) = unary_of(cx, ins, op)? else { return Ok(None) };
+            out(f)
+        }
+    }
+}
+
+/// Activations and other one-input functions.
+fn unary_of(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Tensor>> {
+    let node = cx.node;
+    let known = [
+        "Sqrt",
+        "Neg",
+        "Abs",
+        "Exp",
+        "Log",
+        "Reciprocal",
+        "Sin",
+        "Cos",
+        "Tanh",
+        "Sigmoid",
+        "Relu",
+        "LeakyRelu",
+        "PRelu",
+        "Elu",
+        "Selu",
+        "Celu",
+        "Clip",
+        "HardSigmoid",
+        "HardSwish",
+        "Softplus",
+        "Softsign",
+        "Erf",
+        "Gelu",
+        "Mish",
+    ];
+    if !known.contains(&op) {
+        return Ok(None);
+    }
+    let x = cx.t(ins, 0)?;
+    Ok(Some(match op {
+        "Sqrt" => x.sqrt()?,
+        "Neg" => x.neg()?,
+        "Abs" => x.abs()?,
+        "Exp" => x.exp()?,
+        "Log" => x.log()?,
+        "Reciprocal" => x.recip()?,
+        "Sin" => x.sin()?,
+        "Cos" => x.cos()?,
+        "Tanh" => x.tanh()?,
+        "Sigmoid" => x.sigmoid()?,
+        "Relu" => x.relu()?,
+        "LeakyRelu" => {
+            node.only_attrs(&["alpha"])?;
+            x.leaky_relu(node.float("alpha", 0.01)?)?
+        }
+        "PRelu" => {
+            let slope = cx.t(ins, 1)?;
+            x.relu()?.add(&x.min_scalar(0.0)?.mul(&slope)?)?
+        }
+        "Elu" => {
+            let a = node.float("alpha", 1.0)?;
+            x.relu()?.add(&x.min_scalar(0.0)?.exp()?.affine(a, -a)?)?
+        }
+        "Selu" => {
+            let a = node.float("alpha", 1.673_263_2)?;
+            let g = node.float("gamma", 1.050_701)?;
+            x.relu()?.add(&x.min_scalar(0.0)?.exp()?.affine(a, -a)?)?.mul_scalar(g)?
+        }
+        "Celu" => {
+            let a = node.float("alpha", 1.0)?;
+            x.relu()?.add(&x.min_scalar(0.0)?.mul_scalar(1.0 / a)?.exp()?.affine(a, -a)?)?
+        }
+        "Clip" => clip(cx, ins, &x)?,
+        "HardSigmoid" => {
+            node.only_attrs(&["alpha", "beta"])?;
+            let (a, b) = (node.float("alpha", 0.2)?, node.float("beta", 0.5)?);
+            x.affine(a, b)?.max_scalar(0.0)?.min_scalar(1.0)?
+        }
+        "HardSwish" => x.mul(&x.affine(1.0 / 6.0, 0.5)?.max_scalar(0.0)?.min_scalar(1.0)?)?,
+        "Softplus" => softplus(&x)?,
+        "Softsign" => x.div(&x.abs()?.add_scalar(1.0)?)?,
+        "Erf" => erf(&x)?,
+        "Gelu" => match node.string("approximate", "none")?.as_str() {
+            "tanh" => x.gelu()?,
+            "none" => x.mul(&erf(&x.mul_scalar(std::f32::consts::FRAC_1_SQRT_2)?)?.affine(0.5, 0.5)?)?,
+            other => return Err(cx.err(format!("approximate '{other}' is not supported"))),
+        },
+        _ => x.mul(&softplus(&x)?.tanh()?)?, // Mish
+    }))
+}
+
+/// `log(1 + exp(x))` without overflow: `relu(x) + log(1 + exp(-|x|))`.
+fn softplus(x: &Tensor) -> Result<Tensor> {
+    Ok(x.relu()?.add(&x.abs()?.neg()?.exp()?.add_scalar(1.0)?.log()?)?)
+}
+
+/// `erf` by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7):
+/// `erf(|x|) = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-x^2)`, `t = 1 / (1 + p |x|)`,
+/// odd in `x`.
+fn erf(x: &Tensor) -> Result<Tensor> {
+    const P: f32 = 0.327_591_1;
+    const A: [f32; 5] = [0.254_829_6, -0.284_496_74, 1.421_413_7, -1.453_152_1, 1.061_405_4];
+    let ax = x.abs()?;
+    let t = ax.affine(P, 1.0)?.recip()?;
+    let mut poly = t.mul_scalar(A[4])?;
+    for &a in A[..4].iter().rev() {
+        poly = poly.add_scalar(a)?.mul(&t)?;
+    }
+    let e = poly.mul(&x.square()?.neg()?.exp()?)?.affine(-1.0, 1.0)?;
+    // sign(x): 1 for x > 0, -1 for x < 0 (at 0, e is ~0 either way)
+    let sign = x.gt_scalar(0.0)?.affine(2.0, -1.0)?;
+    Ok(e.mul(&sign)?)
+}
+
+fn clip(cx: &Cx, ins: &[Option<V>], x: &Tensor) -> Result<Tensor> {
+    let node = cx.node;
+    if node.opset < 11 {
+        let lo = node.float("min", f32::NEG_INFINITY)?;
+        let hi = node.float("max", f32::INFINITY)?;
+        let mut y = x.clone();
+        if lo > f32::NEG_INFINITY {
+            y = y.max_scalar(lo)?;
+        }
+        if hi < f32::INFINITY {
+            y = y.min_scalar(hi)?;
+        }
+        return Ok(y);
+    }
+    let mut y = x.clone();
+    for (i, is_min) in [(1usize, true), (2, false)] {
+        let Some(v) = cx.opt(ins, i) else { continue };
+        match v.as_host() {
+            Some(t) if t.numel() == 1 => {
+                let c = t.to_f32()[0];
+                y = if is_min { y.max_scalar(c)? } else { y.min_scalar(c)? };
+            }
+            _ => {
+                let c = cx.to_dev(v, i)?;
+                y = if is_min { y.maximum(&c)? } else { y.minimum(&c)? };
+            }
+        }
+    }
+    Ok(y)
+}
+
+/// Rounds toward zero. Not available on the device (see the `Floor` error).
+pub fn trunc(_x: &Tensor) -> Result<Tensor> {
+    Err(crate::OnnxError::Dtype {
+        what: "Cast of a device float tensor to an integer type (needs a rounding primitive pixelgrad's op set does not have)".into(),
+        dtype: "float".into(),
+    })
+}

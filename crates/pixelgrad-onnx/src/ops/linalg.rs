@@ -1,0 +1,226 @@
+//! `Gemm`, `MatMul` (NumPy batching on top of the rank-2/3 core matmul), normalisations and
+//! reductions.
+
+use pixelgrad_core::{Tensor, Window};
+
+use super::{Cx, V};
+use crate::host::DType;
+use crate::hostops::axes_arg;
+use crate::shapes::{broadcast, norm_axis};
+use crate::Result;
+
+pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
+    let node = cx.node;
+    let dt = cx.dtype0(ins);
+    let out = |t: Tensor| Ok(Some(vec![V::dev(t, dt)]));
+    match op {
+        "Gemm" => {
+            node.only_attrs(&["alpha", "beta", "transA", "transB", "broadcast"])?;
+            let (a, b) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
+            if a.rank() != 2 || b.rank() != 2 {
+                return Err(cx.err(format!("expects rank-2 A and B, got {:?} and {:?}", a.dims(), b.dims())));
+            }
+            let (ta, tb) = (node.int("transA", 0)? != 0, node.int("transB", 0)? != 0);
+            let (alpha, beta) = (node.float("alpha", 1.0)?, node.float("beta", 1.0)?);
+            let mut y = a.matmul_t(&b, ta, tb)?;
+            if alpha != 1.0 {
+                y = y.mul_scalar(alpha)?;
+            }
+            if cx.opt(ins, 2).is_some() && beta != 0.0 {
+                let mut c = cx.t(ins, 2)?;
+                if beta != 1.0 {
+                    c = c.mul_scalar(beta)?;
+                }
+                y = y.add(&c)?;
+            }
+            out(y)
+        }
+        "MatMul" => out(matmul(cx, &cx.t(ins, 0)?, &cx.t(ins, 1)?)?),
+        "BatchNormalization" => {
+            node.only_attrs(&["epsilon", "momentum", "spatial", "training_mode", "is_test", "consumed_inputs"])?;
+            if node.int("training_mode", 0)? != 0 || node.outputs.iter().skip(1).any(|o| !o.is_empty()) {
+                return Err(cx.err("training mode (running statistics outputs) is not supported; imported graphs run in inference mode"));
+            }
+            if node.int("spatial", 1)? != 1 {
+                return Err(cx.err("spatial = 0 is not supported"));
+            }
+            let x = cx.t(ins, 0)?;
+            if x.rank() < 2 {
+                return Err(cx.err(format!("expects [N, C, ...], got {:?}", x.dims())));
+            }
+            let eps = node.float("epsilon", 1e-5)?;
+            let mut cshape = vec![1usize; x.rank()];
+            cshape[1] = x.dims()[1];
+            let p = |i: usize| -> Result<Tensor> { Ok(cx.t(ins, i)?.reshape(cshape.clone())?) };
+            let (scale, bias, mean, var) = (p(1)?, p(2)?, p(3)?, p(4)?);
+            let k = scale.mul(&var.add_scalar(eps)?.powf(-0.5)?)?;
+            out(x.sub(&mean)?.mul(&k)?.add(&bias)?)
+        }
+        "InstanceNormalization" => {
+            let x = cx.t(ins, 0)?;
+            let d = x.dims().to_vec();
+            if d.len() < 3 {
+                return Err(cx.err(format!("expects [N, C, D1, ...], got {d:?}")));
+            }
+            let eps = node.float("epsilon", 1e-5)?;
+            let h = x.reshape([d[0], d[1], d[2..].iter().product::<usize>()])?;
+            let mu = h.mean_axis(2, true)?;
+            let c = h.sub(&mu)?;
+            let inv = c.square()?.mean_axis(2, true)?.add_scalar(eps)?.powf(-0.5)?;
+            let s = cx.t(ins, 1)?.reshape([1, d[1], 1])?;
+            let b = cx.t(ins, 2)?.reshape([1, d[1], 1])?;
+            out(c.mul(&inv)?.mul(&s)?.add(&b)?.reshape(d)?)
+        }
+        "LayerNormalization" => {
+            node.only_attrs(&["axis", "epsilon", "stash_type"])?;
+            if node.outputs.iter().skip(1).any(|o| !o.is_empty()) {
+                return Err(cx.err("the Mean and InvStdDev outputs are not supported"));
+            }
+            let x = cx.t(ins, 0)?;
+            let d = x.dims().to_vec();
+            let a = norm_axis(node, node.int("axis", -1)?, d.len())?;
+            let eps = node.float("epsilon", 1e-5)?;
+            let outer: usize = d[..a].iter().product();
+            let h = x.reshape([outer, d[a..].iter().product::<usize>()])?;
+            let mu = h.mean_axis(1, true)?;
+            let c = h.sub(&mu)?;
+            let inv = c.square()?.mean_axis(1, true)?.add_scalar(eps)?.powf(-0.5)?;
+            let mut y = c.mul(&inv)?.reshape(d)?;
+            y = y.mul(&cx.t(ins, 1)?)?;
+            if cx.opt(ins, 2).is_some() {
+                y = y.add(&cx.t(ins, 2)?)?;
+            }
+            out(y)
+        }
+        "LRN" => {
+            node.only_attrs(&["alpha", "beta", "bias", "size"])?;
+            let x = cx.t(ins, 0)?;
+            let d = x.dims().to_vec();
+            if d.len() != 4 {
+                return Err(cx.err(format!("expects [N, C, H, W], got {d:?}")));
+            }
+            let size = node.int("size", 0)?;
+            if size < 1 {
+                return Err(cx.err("size must be at least 1"));
+            }
+            let size = size as usize;
+            let (alpha, beta, bias) = (node.float("alpha", 1e-4)?, node.float("beta", 0.75)?, node.float("bias", 1.0)?);
+            // Sum of squares over a window of channels: channels become the rows of a
+            // one-column image, so im2col with a size x 1 window gathers each neighbourhood.
+            let (before, after) = ((size - 1) / 2, size / 2);
+            let hw = d[2] * d[3];
+            let sq = x.square()?.reshape([d[0], 1, d[1], hw])?.pad(&[0, 0, before, 0], &[0, 0, after, 0])?;
+            let win = Window { kh: size, kw: 1, stride_h: 1, stride_w: 1, pad_h: 0, pad_w: 0 };
+            let sums = sq.im2col(win)?.sum_axis(1, true)?.reshape(d.clone())?;
+            let den = sums.affine(alpha / size as f32, bias)?.powf(-beta)?;
+            out(x.mul(&den)?)
+        }
+        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceL2" | "ReduceSumSquare" | "ReduceProd" => {
+            node.only_attrs(&["axes", "keepdims", "noop_with_empty_axes"])?;
+            let x = cx.t(ins, 0)?;
+            let r = x.rank();
+            let axes_from_input = node.opset >= 18 || (op == "ReduceSum" && node.opset >= 13);
+            let axes = if axes_from_input {
+                match cx.opt_h(ins, 1, "axes")? {
+                    Some(t) => Some(t.to_i64("axes")?),
+                    None => None,
+                }
+            } else {
+                axes_arg(node, &[], 1)?
+            };
+            let axes: Vec<usize> = match axes {
+                Some(a) if !a.is_empty() => a.iter().map(|&v| norm_axis(node, v, r)).collect::<Result<_>>()?,
+                _ if node.int("noop_with_empty_axes", 0)? != 0 => return out(x),
+                _ => (0..r).collect(),
+            };
+            if op == "ReduceProd" {
+                return Err(cx.err("ReduceProd of a device tensor is not supported"));
+            }
+            let keep = node.int("keepdims", 1)? != 0;
+            let mut y = match op {
+                "ReduceL2" | "ReduceSumSquare" => x.square()?,
+                _ => x.clone(),
+            };
+            for &a in &axes {
+                let ai = a as isize;
+                y = match op {
+                    "ReduceMean" => y.mean_axis(ai, true)?,
+                    "ReduceMax" => y.max_axis(ai, true)?,
+                    "ReduceMin" => y.min_axis(ai, true)?,
+                    _ => y.sum_axis(ai, true)?,
+                };
+            }
+            if op == "ReduceL2" {
+                y = y.sqrt()?;
+            }
+            if !keep {
+                let dims: Vec<usize> = y.dims().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
+                y = y.reshape(dims)?;
+            }
+            out(y)
+        }
+        "ArgMax" | "ArgMin" => {
+            node.only_attrs(&["axis", "keepdims", "select_last_index"])?;
+            if node.int("select_last_index", 0)? != 0 {
+                return Err(cx.err("select_last_index = 1 is not supported"));
+            }
+            let x = cx.t(ins, 0)?;
+            let a = norm_axis(node, node.int("axis", 0)?, x.rank())? as isize;
+            let keep = node.int("keepdims", 1)? != 0;
+            let src = if op == "ArgMin" { x.neg()? } else { x };
+            Ok(Some(vec![V::dev(src.argmax(a, keep)?, DType::I64)]))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// NumPy `matmul` on the core's rank-2/3 matmul: 1-D operands gain and lose an axis, batch
+/// axes broadcast and are flattened into one.
+pub fn matmul(cx: &Cx, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (ra, rb) = (a.rank(), b.rank());
+    if ra == 0 || rb == 0 {
+        return Err(cx.err("MatMul of a scalar"));
+    }
+    let a2 = if ra == 1 { a.reshape([1, a.dims()[0]])? } else { a.clone() };
+    let b2 = if rb == 1 { b.reshape([b.dims()[0], 1])? } else { b.clone() };
+    let (ad, bd) = (a2.dims().to_vec(), b2.dims().to_vec());
+    let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
+    let (k2, n) = (bd[bd.len() - 2], bd[bd.len() - 1]);
+    if k != k2 {
+        return Err(cx.err(format!("inner sizes differ: {:?} x {:?}", a.dims(), b.dims())));
+    }
+    let (ba, bb) = (&ad[..ad.len() - 2], &bd[..bd.len() - 2]);
+    let batch = broadcast(cx.node, &[ba, bb])?;
+    let nb: usize = batch.iter().product();
+    let y = if bb.iter().product::<usize>() == 1 && bd.len() <= 3 || bb.is_empty() {
+        // [.., M, K] x [K, N]: one 2-D product over all rows of A.
+        let b2d = b2.reshape([k, n])?;
+        if ba.iter().product::<usize>() == nb {
+            a2.reshape([nb * m, k])?.matmul(&b2d)?
+        } else {
+            let mut full = batch.clone();
+            full.extend([m, k]);
+            a2.broadcast_to(full)?.reshape([nb * m, k])?.matmul(&b2d)?
+        }
+    } else {
+        let expand = |t: &Tensor, inner: [usize; 2], own: &[usize]| -> Result<Tensor> {
+            let mut full = batch.clone();
+            full.extend(inner);
+            if own.iter().product::<usize>() == 1 {
+                return Ok(t.reshape([1, inner[0], inner[1]])?);
+            }
+            Ok(t.broadcast_to(full)?.reshape([nb, inner[0], inner[1]])?)
+        };
+        let a3 = expand(&a2, [m, k], ba)?;
+        let b3 = expand(&b2, [k, n], bb)?;
+        a3.matmul(&b3)?
+    };
+    let mut dims = batch;
+    if ra > 1 {
+        dims.push(m);
+    }
+    if rb > 1 {
+        dims.push(n);
+    }
+    Ok(y.reshape(dims)?)
+}

@@ -1,0 +1,358 @@
+//! Operators on the device, each written with pixelgrad tensor ops (primitives and core
+//! composites), so every backend runs them and autodiff differentiates them. Arguments that
+//! shape the computation (`Reshape`'s shape, `Slice`'s starts, `Resize`'s scales, pads...) must
+//! be host values: constants, or shape arithmetic the runtime evaluates on the host.
+
+mod conv;
+mod elementwise;
+mod linalg;
+mod movement;
+mod pool;
+mod resize;
+
+use std::rc::Rc;
+
+use pixelgrad_core::{Device, Param, Tensor};
+
+use crate::graph::Node;
+use crate::host::{DType, HostTensor};
+use crate::{hostops, OnnxError, Result};
+
+/// Every operator type [`run`] handles (the README's table lists their attributes).
+pub const SUPPORTED: &[&str] = &[
+    // shape arithmetic and constants (host when their inputs are host values)
+    "Constant",
+    "ConstantOfShape",
+    "Shape",
+    "Size",
+    "Cast",
+    "CastLike",
+    "Identity",
+    "Dropout",
+    "Range",
+    // elementwise
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Sqrt",
+    "Neg",
+    "Abs",
+    "Exp",
+    "Log",
+    "Reciprocal",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sign",
+    "Relu",
+    "LeakyRelu",
+    "PRelu",
+    "Elu",
+    "Selu",
+    "Celu",
+    "Clip",
+    "Sigmoid",
+    "HardSigmoid",
+    "HardSwish",
+    "Tanh",
+    "Softplus",
+    "Softsign",
+    "Erf",
+    "Gelu",
+    "Mish",
+    "Sin",
+    "Cos",
+    "Max",
+    "Min",
+    "Sum",
+    "Mean",
+    "Where",
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "Not",
+    "And",
+    "Or",
+    "Mod",
+    "Softmax",
+    "LogSoftmax",
+    // linear algebra and normalisation
+    "Gemm",
+    "MatMul",
+    "BatchNormalization",
+    "InstanceNormalization",
+    "LayerNormalization",
+    "LRN",
+    "ReduceMean",
+    "ReduceSum",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL2",
+    "ReduceSumSquare",
+    "ArgMax",
+    "ArgMin",
+    // convolution and pooling
+    "Conv",
+    "ConvTranspose",
+    "MaxPool",
+    "AveragePool",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    // movement
+    "Reshape",
+    "Flatten",
+    "Transpose",
+    "Concat",
+    "Slice",
+    "Squeeze",
+    "Unsqueeze",
+    "Pad",
+    "Gather",
+    "Expand",
+    "Tile",
+    "Split",
+    "Resize",
+    "Upsample",
+    "DepthToSpace",
+    "SpaceToDepth",
+];
+
+pub fn is_supported(op_type: &str) -> bool {
+    SUPPORTED.contains(&op_type)
+}
+
+/// A value while a graph runs: on the host (constants and shape arithmetic) or on the device.
+#[derive(Clone)]
+pub enum V {
+    /// A host value; `name` is set for the model's constants, whose device copy (a trainable
+    /// [`Param`] or a cached upload) the session keeps.
+    Host {
+        t: Rc<HostTensor>,
+        name: Option<Rc<str>>,
+    },
+    Dev {
+        t: Tensor,
+        dtype: DType,
+    },
+}
+
+impl V {
+    pub fn host(t: HostTensor) -> V {
+        V::Host { t: Rc::new(t), name: None }
+    }
+    pub fn dev(t: Tensor, dtype: DType) -> V {
+        V::Dev { t, dtype }
+    }
+    pub fn dims(&self) -> &[usize] {
+        match self {
+            V::Host { t, .. } => &t.shape,
+            V::Dev { t, .. } => t.dims(),
+        }
+    }
+    pub fn dtype(&self) -> DType {
+        match self {
+            V::Host { t, .. } => t.dtype,
+            V::Dev { dtype, .. } => *dtype,
+        }
+    }
+    pub fn as_host(&self) -> Option<&HostTensor> {
+        match self {
+            V::Host { t, .. } => Some(t),
+            V::Dev { .. } => None,
+        }
+    }
+}
+
+/// Where device copies of constants come from.
+pub trait Consts {
+    fn device(&self) -> &Device;
+    /// The trainable parameter holding constant `name`, if it is one.
+    fn param(&self, name: &str) -> Option<&Param>;
+    /// A cached device copy of a non-trainable constant.
+    fn cached(&self, name: &str, t: &HostTensor) -> Result<Tensor>;
+}
+
+/// Uploads a host tensor as f32. Integers must be exact in f32 (|v| ≤ 2^24).
+pub fn upload(dev: &Device, t: &HostTensor, what: &str) -> Result<Tensor> {
+    if let crate::host::Data::I64(v) = &t.data {
+        if let Some(x) = v.iter().find(|x| x.unsigned_abs() > 1 << 24) {
+            return Err(OnnxError::Dtype {
+                what: format!("{what}: integer {x} is not exact on the device (f32 holds integers up to 2^24)"),
+                dtype: t.dtype.name().into(),
+            });
+        }
+    }
+    Ok(Tensor::from_vec(dev, &t.to_f32(), t.shape.clone())?)
+}
+
+/// The context an operator runs in.
+pub struct Cx<'a> {
+    pub consts: &'a dyn Consts,
+    pub node: &'a Node,
+}
+
+impl Cx<'_> {
+    pub fn dev(&self) -> &Device {
+        self.consts.device()
+    }
+    /// Input `i` as a device tensor (uploading or reusing the device copy of a constant).
+    pub fn t(&self, ins: &[Option<V>], i: usize) -> Result<Tensor> {
+        let v = self.v(ins, i)?;
+        self.to_dev(v, i)
+    }
+    pub fn to_dev(&self, v: &V, i: usize) -> Result<Tensor> {
+        match v {
+            V::Dev { t, .. } => Ok(t.clone()),
+            V::Host { t, name: Some(n) } => match self.consts.param(n) {
+                Some(p) => Ok(p.tensor()),
+                None => self.consts.cached(n, t),
+            },
+            V::Host { t, name: None } => upload(self.dev(), t, &format!("input {i} of node '{}'", self.node.name)),
+        }
+    }
+    pub fn v<'v>(&self, ins: &'v [Option<V>], i: usize) -> Result<&'v V> {
+        ins.get(i).and_then(|v| v.as_ref()).ok_or_else(|| self.node.err(format!("input {i} is missing")))
+    }
+    pub fn opt<'v>(&self, ins: &'v [Option<V>], i: usize) -> Option<&'v V> {
+        ins.get(i).and_then(|v| v.as_ref())
+    }
+    /// Input `i` as a host value (shape-like arguments).
+    pub fn h<'v>(&self, ins: &'v [Option<V>], i: usize, what: &str) -> Result<&'v HostTensor> {
+        match self.v(ins, i)? {
+            V::Host { t, .. } => Ok(t),
+            V::Dev { .. } => Err(self
+                .node
+                .err(format!("{what} (input {i}) is computed on the device; pixelgrad needs it to be a constant or shape arithmetic"))),
+        }
+    }
+    pub fn opt_h<'v>(&self, ins: &'v [Option<V>], i: usize, what: &str) -> Result<Option<&'v HostTensor>> {
+        match self.opt(ins, i) {
+            None => Ok(None),
+            Some(_) => self.h(ins, i, what).map(Some),
+        }
+    }
+    /// Refuses result shapes above 2^29 elements (a corrupted or hostile shape argument must
+    /// fail with an error, not exhaust memory).
+    pub fn check_size(&self, dims: &[usize]) -> Result<()> {
+        match dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) {
+            Some(n) if n <= 1 << 29 => Ok(()),
+            _ => Err(self.err(format!("result shape {dims:?} is too large"))),
+        }
+    }
+    pub fn err(&self, msg: impl Into<String>) -> OnnxError {
+        self.node.err(msg)
+    }
+    /// The element type of the first input (most ops keep it).
+    pub fn dtype0(&self, ins: &[Option<V>]) -> DType {
+        ins.first().and_then(|v| v.as_ref()).map(|v| v.dtype()).unwrap_or(DType::F32)
+    }
+}
+
+/// Runs one node. Host inputs everywhere → the host evaluator where it knows the op; otherwise
+/// the device implementation.
+pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let all_host = ins.iter().all(|v| !matches!(v, Some(V::Dev { .. })));
+    if all_host {
+        let hs: Vec<Option<&HostTensor>> = ins.iter().map(|v| v.as_ref().and_then(|v| v.as_host())).collect();
+        if let Some(outs) = hostops::eval(node, &hs)? {
+            return Ok(outs.into_iter().map(V::host).collect());
+        }
+    }
+    let one = |t: Tensor, dtype: DType| Ok(vec![V::dev(t, dtype)]);
+    match node.op_type.as_str() {
+        // Metadata of device values, computed on the host.
+        "Shape" => Ok(vec![V::host(hostops::shape_of(node, cx.v(ins, 0)?.dims())?)]),
+        "Size" => Ok(vec![V::host(HostTensor::i64(vec![], vec![cx.v(ins, 0)?.dims().iter().product::<usize>() as i64]))]),
+        "Identity" => Ok(vec![cx.v(ins, 0)?.clone()]),
+        "Dropout" => {
+            if let Some(t) = cx.opt_h(ins, 2, "training_mode")? {
+                if t.to_f64().first().copied().unwrap_or(0.0) != 0.0 {
+                    return Err(cx.err("training_mode = true is not supported (imported graphs run in inference mode)"));
+                }
+            }
+            let x = cx.v(ins, 0)?;
+            let mut outs = vec![x.clone()];
+            if node.outputs.len() > 1 && !node.outputs[1].is_empty() {
+                // In inference every element is kept: the mask is all true.
+                outs.push(V::dev(Tensor::ones(cx.dev(), x.dims().to_vec())?, DType::Bool));
+            }
+            Ok(outs)
+        }
+        "Cast" | "CastLike" => {
+            let to = if node.op_type == "Cast" {
+                DType::from_onnx(node.int("to", 0)? as i32, &format!("Cast node '{}'", node.name))?
+            } else {
+                cx.v(ins, 1)?.dtype()
+            };
+            let x = cx.t(ins, 0)?;
+            let from = cx.dtype0(ins);
+            let y = if to.is_float() || !from.is_float() {
+                x
+            } else if to == DType::Bool {
+                x.abs()?.gt_scalar(0.0)?
+            } else {
+                // float → integer truncates toward zero: sign(x) * floor(|x|), floor as x - frac
+                elementwise::trunc(&x)?
+            };
+            one(y, to)
+        }
+        _ => {
+            let outs = dispatch(cx, ins)?;
+            Ok(outs)
+        }
+    }
+}
+
+fn dispatch(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let op = cx.node.op_type.as_str();
+    if let Some(r) = elementwise::run(cx, ins, op)? {
+        return Ok(r);
+    }
+    if let Some(r) = linalg::run(cx, ins, op)? {
+        return Ok(r);
+    }
+    if let Some(r) = conv::run(cx, ins, op)? {
+        return Ok(r);
+    }
+    if let Some(r) = pool::run(cx, ins, op)? {
+        return Ok(r);
+    }
+    if let Some(r) = movement::run(cx, ins, op)? {
+        return Ok(r);
+    }
+    if let Some(r) = resize::run(cx, ins, op)? {
+        return Ok(r);
+    }
+    Err(OnnxError::UnsupportedOp {
+        op_type: op.to_string(),
+        node: cx.node.name.clone(),
+        domain: cx.node.domain.clone(),
+        opset: cx.node.opset,
+    })
+}
+
+/// `x` gathered along `axis` at host-computed `idx` (one entry per output position): the
+/// indices are uploaded once as `[1.., k, ..1]` and broadcast on the device, as the core
+/// `Gather` primitive wants an index per output element. Contiguous runs become a slice.
+pub fn take(x: &Tensor, axis: usize, idx: &[usize]) -> Result<Tensor> {
+    let d = x.dims().to_vec();
+    if !idx.is_empty() && idx.windows(2).all(|w| w[1] == w[0] + 1) {
+        if idx.len() == d[axis] {
+            return Ok(x.clone());
+        }
+        return Ok(x.slice(axis, idx[0], idx[0] + idx.len())?);
+    }
+    let mut ishape = vec![1usize; d.len()];
+    ishape[axis] = idx.len();
+    let iv: Vec<f32> = idx.iter().map(|&i| i as f32).collect();
+    let it = Tensor::from_vec(x.device(), &iv, ishape)?;
+    let mut full = d.clone();
+    full[axis] = idx.len();
+    Ok(x.gather(axis, &it.broadcast_to(full)?)?)
+}

@@ -1,0 +1,295 @@
+//! Data movement: reshapes, transposes, concatenation, slicing (with steps), padding (constant,
+//! reflect, edge, wrap), gathers, expand/tile, split, depth/space rearrangements. Index lists
+//! are computed on the host; the device runs slices, pads, permutes and gathers.
+
+use pixelgrad_core::Tensor;
+
+use super::{take, Cx, V};
+use crate::hostops::{axes_arg, gather_indices, to_dims};
+use crate::shapes::{broadcast, flatten_axis, norm_axis, reshape_target, slice_plan_from, squeeze_dims, unsqueeze_dims};
+use crate::{OnnxError, Result};
+
+pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
+    let node = cx.node;
+    let dt = cx.dtype0(ins);
+    let out = |t: Tensor| Ok(Some(vec![V::dev(t, dt)]));
+    // Host values of the optional arguments, for ops that read axes from an input.
+    let hosts = |cx: &Cx| -> Result<Vec<Option<crate::host::HostTensor>>> {
+        (0..ins.len()).map(|i| if i == 0 { Ok(None) } else { cx.opt_h(ins, i, "argument").map(|o| o.cloned()) }).collect()
+    };
+    match op {
+        "Reshape" => {
+            let x = cx.t(ins, 0)?;
+            let target = if node.opset < 5 {
+                node.ints("shape")?.ok_or_else(|| cx.err("needs shape"))?
+            } else {
+                cx.h(ins, 1, "shape")?.to_i64("shape")?
+            };
+            let dims = reshape_target(node, x.dims(), &target, node.int("allowzero", 0)? != 0)?;
+            out(x.reshape(dims)?)
+        }
+        "Flatten" => {
+            let x = cx.t(ins, 0)?;
+            let a = flatten_axis(node, node.int("axis", 1)?, x.rank())?;
+            let outer: usize = x.dims()[..a].iter().product();
+            out(x.reshape([outer, x.numel() / outer.max(1)])?)
+        }
+        "Squeeze" | "Unsqueeze" => {
+            let x = cx.t(ins, 0)?;
+            let h = hosts(cx)?;
+            let hr: Vec<Option<&crate::host::HostTensor>> = h.iter().map(|o| o.as_ref()).collect();
+            let axes = axes_arg(node, &hr, 1)?;
+            let dims = if op == "Squeeze" {
+                squeeze_dims(node, x.dims(), axes.as_deref())?
+            } else {
+                unsqueeze_dims(node, x.dims(), &axes.ok_or_else(|| cx.err("needs axes"))?)?
+            };
+            out(x.reshape(dims)?)
+        }
+        "Transpose" => {
+            let x = cx.t(ins, 0)?;
+            let r = x.rank();
+            let perm: Vec<usize> = match node.ints("perm")? {
+                Some(p) => p.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_>>()?,
+                None => (0..r).rev().collect(),
+            };
+            if perm.iter().enumerate().all(|(i, &p)| i == p) {
+                return out(x);
+            }
+            out(x.permute(&perm)?)
+        }
+        "Concat" => {
+            let ts: Vec<Tensor> = (0..ins.len()).filter(|&i| cx.opt(ins, i).is_some()).map(|i| cx.t(ins, i)).collect::<Result<_>>()?;
+            let first = ts.first().ok_or_else(|| cx.err("no inputs"))?;
+            let a = norm_axis(node, node.int("axis", 0)?, first.rank())?;
+            let refs: Vec<&Tensor> = ts.iter().filter(|t| t.dims()[a] > 0).collect();
+            out(Tensor::concat(&refs, a)?)
+        }
+        "Slice" => {
+            let x = cx.t(ins, 0)?;
+            let h = hosts(cx)?;
+            let hr: Vec<Option<&crate::host::HostTensor>> = h.iter().map(|o| o.as_ref()).collect();
+            let mut y = x.clone();
+            for s in slice_plan_from(node, x.dims(), &hr)? {
+                if s.len == 0 {
+                    return Err(cx.err("the slice is empty (zero-size tensors are not supported)"));
+                }
+                y = if s.step == 1 { y.slice(s.axis, s.start, s.start + s.len)? } else { take(&y, s.axis, &s.indices())? };
+            }
+            out(y)
+        }
+        "Gather" => {
+            let x = cx.t(ins, 0)?;
+            let a = norm_axis(node, node.int("axis", 0)?, x.rank())?;
+            let d = x.dims().to_vec();
+            let idx = cx.v(ins, 1)?;
+            let mut shape = d[..a].to_vec();
+            shape.extend_from_slice(idx.dims());
+            shape.extend_from_slice(&d[a + 1..]);
+            let y = match idx.as_host() {
+                Some(t) => take(&x, a, &gather_indices(node, t, d[a])?)?,
+                None => {
+                    // Indices computed on the device: negative ones wrap, then one gather with
+                    // the indices broadcast over the other axes.
+                    let it = cx.to_dev(idx, 1)?;
+                    let k = it.numel();
+                    let n = d[a] as f32;
+                    let it = it.reshape([k])?;
+                    let it = it.add(&it.gt_scalar(-0.5)?.affine(-n, n)?)?;
+                    let outer: usize = d[..a].iter().product();
+                    let inner: usize = d[a + 1..].iter().product();
+                    let x3 = x.reshape([outer, d[a], inner])?;
+                    x3.gather(1, &it.reshape([1, k, 1])?.broadcast_to([outer, k, inner])?)?
+                }
+            };
+            out(y.reshape(shape)?)
+        }
+        "Expand" => {
+            let x = cx.t(ins, 0)?;
+            let target = to_dims(node, cx.h(ins, 1, "shape")?)?;
+            let shape = broadcast(node, &[x.dims(), &target])?;
+            cx.check_size(&shape)?;
+            out(x.broadcast_to(shape)?)
+        }
+        "Tile" => {
+            let x = cx.t(ins, 0)?;
+            let reps = cx.h(ins, 1, "repeats")?.to_i64("repeats")?;
+            if reps.len() != x.rank() || reps.iter().any(|&r| r < 1) {
+                return Err(cx.err(format!("repeats {reps:?} do not fit rank {} (each must be at least 1)", x.rank())));
+            }
+            let full: Vec<usize> = x.dims().iter().zip(&reps).map(|(&d, &r)| d.saturating_mul(r as usize)).collect();
+            cx.check_size(&full)?;
+            let mut y = x;
+            for (a, &r) in reps.iter().enumerate() {
+                if r == 1 {
+                    continue;
+                }
+                let d = y.dims().to_vec();
+                let mut big = d.clone();
+                big.insert(a, r as usize);
+                let mut fin = d.clone();
+                fin[a] *= r as usize;
+                y = y.unsqueeze(a)?.broadcast_to(big)?.reshape(fin)?;
+            }
+            out(y)
+        }
+        "Split" => {
+            let x = cx.t(ins, 0)?;
+            let a = norm_axis(node, node.int("axis", 0)?, x.rank())?;
+            let n = x.dims()[a];
+            let parts = node.outputs.len();
+            let sizes: Vec<usize> = match (node.ints("split")?, cx.opt_h(ins, 1, "split")?) {
+                (Some(s), _) => s.iter().map(|&v| v.max(0) as usize).collect(),
+                (None, Some(t)) => t.to_i64("split")?.iter().map(|&v| v.max(0) as usize).collect(),
+                (None, None) => {
+                    let k = node.int("num_outputs", parts as i64)?.max(1) as usize;
+                    let each = n.div_ceil(k);
+                    (0..k).map(|i| each.min(n.saturating_sub(i * each))).collect()
+                }
+            };
+            if sizes.len() != parts || sizes.iter().sum::<usize>() != n {
+                return Err(cx.err(format!("split sizes {sizes:?} do not divide an axis of {n} into {parts} outputs")));
+            }
+            let mut outs = Vec::with_capacity(parts);
+            let mut at = 0;
+            for s in sizes {
+                if s == 0 {
+                    return Err(cx.err("an empty split part (zero-size tensors are not supported)"));
+                }
+                outs.push(V::dev(x.slice(a, at, at + s)?, dt));
+                at += s;
+            }
+            Ok(Some(outs))
+        }
+        "Pad" => out(pad(cx, ins)?),
+        "DepthToSpace" | "SpaceToDepth" => {
+            let x = cx.t(ins, 0)?;
+            let d = x.dims().to_vec();
+            let b = node.int("blocksize", 0)?;
+            if d.len() != 4 || b < 1 {
+                return Err(cx.err(format!("expects NCHW input and blocksize >= 1, got {d:?}, blocksize {b}")));
+            }
+            let b = b as usize;
+            let [n, c, h, w] = [d[0], d[1], d[2], d[3]];
+            if op == "DepthToSpace" {
+                if c % (b * b) != 0 {
+                    return Err(cx.err(format!("channels {c} are not a multiple of blocksize^2")));
+                }
+                let cc = c / (b * b);
+                let y = if node.string("mode", "DCR")? == "CRD" {
+                    x.reshape([n, cc, b, b, h, w])?.permute(&[0, 1, 4, 2, 5, 3])?
+                } else {
+                    x.reshape([n, b, b, cc, h, w])?.permute(&[0, 3, 4, 1, 5, 2])?
+                };
+                out(y.reshape([n, cc, h * b, w * b])?)
+            } else {
+                if h % b != 0 || w % b != 0 {
+                    return Err(cx.err(format!("height and width {h}x{w} are not multiples of blocksize {b}")));
+                }
+                let y = x.reshape([n, c, h / b, b, w / b, b])?.permute(&[0, 3, 5, 1, 2, 4])?;
+                out(y.reshape([n, c * b * b, h / b, w / b])?)
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+/// `Pad`: negative pads crop; constant (any value), reflect, edge and wrap modes.
+fn pad(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
+    let node = cx.node;
+    let x = cx.t(ins, 0)?;
+    let r = x.rank();
+    let mode = node.string("mode", "constant")?;
+    let (pads, value) = if node.opset < 11 {
+        (node.ints("pads")?.or(node.ints("paddings")?).ok_or_else(|| cx.err("needs pads"))?, node.float("value", 0.0)?)
+    } else {
+        let p = cx.h(ins, 1, "pads")?.to_i64("pads")?;
+        let v = match cx.opt_h(ins, 2, "constant_value")? {
+            Some(t) if t.numel() == 1 => t.to_f32()[0],
+            Some(_) => return Err(cx.err("constant_value must be a scalar")),
+            None => 0.0,
+        };
+        (p, v)
+    };
+    // opset 18 `axes`: pads list only those axes
+    let axes: Vec<usize> = match cx.opt_h(ins, 3, "axes")? {
+        Some(t) => t.to_i64("axes")?.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_>>()?,
+        None => (0..r).collect(),
+    };
+    if pads.len() != 2 * axes.len() {
+        return Err(cx.err(format!("pads {pads:?} do not fit {} axes", axes.len())));
+    }
+    let k = axes.len();
+    let mut before = vec![0i64; r];
+    let mut after = vec![0i64; r];
+    for (i, &a) in axes.iter().enumerate() {
+        before[a] = pads[i];
+        after[a] = pads[k + i];
+    }
+    let mut y = x;
+    // crop first (negative pads)
+    for a in 0..r {
+        let n = y.dims()[a] as i64;
+        let (b, e) = ((-before[a]).max(0), (-after[a]).max(0));
+        if b + e >= n && (b > 0 || e > 0) {
+            return Err(cx.err(format!("negative pads remove all of axis {a}")));
+        }
+        if b > 0 || e > 0 {
+            y = y.slice(a, b as usize, (n - e) as usize)?;
+        }
+    }
+    let pb: Vec<usize> = before.iter().map(|&v| v.max(0) as usize).collect();
+    let pe: Vec<usize> = after.iter().map(|&v| v.max(0) as usize).collect();
+    let full: Vec<usize> = (0..r).map(|a| y.dims()[a].saturating_add(pb[a]).saturating_add(pe[a])).collect();
+    cx.check_size(&full)?;
+    if pb.iter().chain(&pe).all(|&v| v == 0) {
+        return Ok(y);
+    }
+    match mode.as_str() {
+        "constant" => {
+            let dims = y.dims().to_vec();
+            let mut z = y.pad(&pb, &pe)?;
+            if value != 0.0 {
+                let ones = Tensor::ones(z.device(), dims)?.pad(&pb, &pe)?;
+                z = z.add(&ones.affine(-value, value)?)?;
+            }
+            Ok(z)
+        }
+        "reflect" | "edge" | "wrap" => {
+            for a in 0..r {
+                if pb[a] == 0 && pe[a] == 0 {
+                    continue;
+                }
+                let n = y.dims()[a] as i64;
+                if mode == "reflect" && (pb[a] as i64 >= n || pe[a] as i64 >= n) {
+                    return Err(cx.err(format!("reflect pads {}/{} need an axis longer than that (axis {a} has {n})", pb[a], pe[a])));
+                }
+                let idx: Vec<usize> = (-(pb[a] as i64)..n + pe[a] as i64)
+                    .map(|i| {
+                        (match mode.as_str() {
+                            "reflect" => {
+                                let period = 2 * (n - 1).max(1);
+                                let j = i.rem_euclid(period);
+                                if j >= n {
+                                    period - j
+                                } else {
+                                    j
+                                }
+                            }
+                            "edge" => i.clamp(0, n - 1),
+                            _ => i.rem_euclid(n),
+                        }) as usize
+                    })
+                    .collect();
+                y = take(&y, a, &idx)?;
+            }
+            Ok(y)
+        }
+        other => Err(OnnxError::Node {
+            op_type: node.op_type.clone(),
+            node: node.name.clone(),
+            opset: node.opset,
+            msg: format!("mode '{other}' is not supported"),
+        }),
+    }
+}

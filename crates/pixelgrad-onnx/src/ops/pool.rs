@@ -1,0 +1,114 @@
+//! Pooling on im2col: every window becomes a column of `[N*C, kh*kw, L]`, reduced along the
+//! window axis. Padding (asymmetric, `auto_pad`, the extra end rows of `ceil_mode`) is an
+//! explicit pad first: `-3e38` for max pooling (never selected), zeros for averages, whose
+//! divisors (with or without `count_include_pad`) are computed on the host from the geometry.
+
+use pixelgrad_core::{Tensor, Window};
+
+use super::{take, Cx, V};
+use crate::shapes::{window2, Window2};
+use crate::Result;
+
+/// The fill value of max-pooling padding (finite, so `0 * pad` stays 0 in the fill trick).
+const NEG: f32 = -3.0e38;
+
+pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
+    let node = cx.node;
+    let dt = cx.dtype0(ins);
+    let out = |t: Tensor| Ok(Some(vec![V::dev(t, dt)]));
+    match op {
+        "GlobalAveragePool" | "GlobalMaxPool" => {
+            let x = cx.t(ins, 0)?;
+            let d = x.dims().to_vec();
+            if d.len() < 3 {
+                return Err(cx.err(format!("expects [N, C, D1, ...], got {d:?}")));
+            }
+            let h = x.reshape([d[0], d[1], d[2..].iter().product::<usize>()])?;
+            let r = if op == "GlobalAveragePool" { h.mean_axis(2, true)? } else { h.max_axis(2, true)? };
+            let mut od = vec![d[0], d[1]];
+            od.extend(std::iter::repeat_n(1, d.len() - 2));
+            out(r.reshape(od)?)
+        }
+        "MaxPool" => {
+            node.only_attrs(&["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"])?;
+            if node.outputs.len() > 1 && !node.outputs[1].is_empty() {
+                return Err(cx.err("the Indices output is not supported"));
+            }
+            let x = cx.t(ins, 0)?;
+            let (cols, shape) = windows(cx, &x, Some(NEG))?;
+            out(cols.max_axis(1, true)?.reshape(shape)?)
+        }
+        "AveragePool" => {
+            node.only_attrs(&["auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides", "dilations"])?;
+            let x = cx.t(ins, 0)?;
+            let (cols, shape) = windows(cx, &x, None)?;
+            let win = geometry(cx, &x)?;
+            let div = divisors(&win, [x.dims()[2], x.dims()[3]], node.int("count_include_pad", 0)? != 0);
+            let sums = cols.sum_axis(1, true)?; // [N*C, 1, L]
+            let y = if div.iter().all(|&d| d == div[0]) {
+                sums.mul_scalar(1.0 / div[0])?
+            } else {
+                let inv: Vec<f32> = div.iter().map(|d| 1.0 / d).collect();
+                let l = inv.len();
+                sums.mul(&Tensor::from_vec(x.device(), &inv, [1, 1, l])?)?
+            };
+            out(y.reshape(shape)?)
+        }
+        _ => Ok(None),
+    }
+}
+
+fn geometry(cx: &Cx, x: &Tensor) -> Result<Window2> {
+    if x.rank() != 4 {
+        return Err(cx.err(format!("only 2-D pooling (NCHW input) is supported; got {:?}", x.dims())));
+    }
+    window2(cx.node, [x.dims()[2], x.dims()[3]], None, true)
+}
+
+/// The windows of `x` as columns `[N*C, kh*kw, OH*OW]` and the output shape; `fill` is the
+/// padding value (`None`: zeros).
+fn windows(cx: &Cx, x: &Tensor, fill: Option<f32>) -> Result<(Tensor, Vec<usize>)> {
+    let win = geometry(cx, x)?;
+    let [n, c, h, w] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
+    let mut src = x.reshape([n * c, 1, h, w])?;
+    let b = [0, 0, win.pad_begin[0], win.pad_begin[1]];
+    let e = [0, 0, win.pad_end[0] + win.ceil_extra[0], win.pad_end[1] + win.ceil_extra[1]];
+    if b != [0; 4] || e != [0; 4] {
+        src = src.pad(&b, &e)?;
+        if let Some(v) = fill {
+            // pad(x) + (pad(1) * -v + v): the inside is untouched, the border becomes v.
+            let inside = Tensor::ones(x.device(), [1, 1, h, w])?.pad(&b, &e)?;
+            src = src.add(&inside.affine(-v, v)?)?;
+        }
+    }
+    let [dh, dw] = win.dilation;
+    let (eh, ew) = ((win.k[0] - 1) * dh + 1, (win.k[1] - 1) * dw + 1);
+    let window = Window { kh: eh, kw: ew, stride_h: win.stride[0], stride_w: win.stride[1], pad_h: 0, pad_w: 0 };
+    let mut cols = src.im2col(window)?;
+    if win.dilation != [1, 1] {
+        // keep only the dilated taps of the spread-out window
+        let rows: Vec<usize> = (0..win.k[0]).flat_map(|i| (0..win.k[1]).map(move |j| i * dh * ew + j * dw)).collect();
+        cols = take(&cols, 1, &rows)?;
+    }
+    Ok((cols, vec![n, c, win.out[0], win.out[1]]))
+}
+
+/// Per output position, how many elements the average divides by: the taps inside the input,
+/// or with `count_include_pad` the whole kernel (as onnxruntime does, also for windows that
+/// `ceil_mode` extends past the padding).
+fn divisors(win: &Window2, hw: [usize; 2], include_pad: bool) -> Vec<f32> {
+    if include_pad {
+        return vec![(win.k[0] * win.k[1]) as f32; win.out[0] * win.out[1]];
+    }
+    let count = |a: usize| -> Vec<f32> {
+        (0..win.out[a])
+            .map(|o| {
+                let start = (o * win.stride[a]) as i64 - win.pad_begin[a] as i64;
+                let (lo, hi) = if include_pad { (-(win.pad_begin[a] as i64), (hw[a] + win.pad_end[a]) as i64) } else { (0, hw[a] as i64) };
+                (0..win.k[a]).filter(|&t| (lo..hi).contains(&(start + (t * win.dilation[a]) as i64))).count() as f32
+            })
+            .collect()
+    };
+    let (ch, cw) = (count(0), count(1));
+    ch.iter().flat_map(|&a| cw.iter().map(move |&b| a * b)).collect()
+}

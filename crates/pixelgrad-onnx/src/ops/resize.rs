@@ -1,0 +1,252 @@
+//! `Resize` (nearest and linear, every coordinate transformation except `tf_crop_and_resize`)
+//! and the older `Upsample`. Source indices and interpolation weights are computed on the host
+//! per axis; the device runs one gather per axis (two and a weighted sum for linear).
+
+use pixelgrad_core::Tensor;
+
+use super::{take, Cx, V};
+use crate::shapes::norm_axis;
+use crate::Result;
+
+pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
+    let dt = cx.dtype0(ins);
+    match op {
+        "Resize" => Ok(Some(vec![V::dev(resize(cx, ins)?, dt)])),
+        "Upsample" => Ok(Some(vec![V::dev(upsample(cx, ins)?, dt)])),
+        _ => Ok(None),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Nearest,
+    Linear,
+}
+
+/// How an output coordinate maps back to the input, and how nearest rounds.
+struct Plan<'a> {
+    mode: Mode,
+    transform: &'a str,
+    nearest: &'a str,
+}
+
+fn resize(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
+    let node = cx.node;
+    node.only_attrs(&[
+        "antialias",
+        "axes",
+        "coordinate_transformation_mode",
+        "cubic_coeff_a",
+        "exclude_outside",
+        "extrapolation_value",
+        "keep_aspect_ratio_policy",
+        "mode",
+        "nearest_mode",
+    ])?;
+    let x = cx.t(ins, 0)?;
+    let d = x.dims().to_vec();
+    let r = d.len();
+    let mode = match node.string("mode", "nearest")?.as_str() {
+        "nearest" => Mode::Nearest,
+        "linear" | "bilinear" => Mode::Linear,
+        other => return Err(cx.err(format!("mode '{other}' is not supported (nearest, linear)"))),
+    };
+    if node.int("antialias", 0)? != 0 {
+        return Err(cx.err("antialias = 1 is not supported"));
+    }
+    if node.int("exclude_outside", 0)? != 0 && mode != Mode::Nearest {
+        return Err(cx.err("exclude_outside = 1 is not supported"));
+    }
+    let policy = node.string("keep_aspect_ratio_policy", "stretch")?;
+    if policy != "stretch" {
+        return Err(cx.err(format!("keep_aspect_ratio_policy '{policy}' is not supported")));
+    }
+    let (default_tf, default_nearest) = if node.opset < 11 { ("asymmetric", "simple") } else { ("half_pixel", "round_prefer_floor") };
+    let transform = node.string("coordinate_transformation_mode", default_tf)?;
+    let nearest = node.string("nearest_mode", default_nearest)?;
+    if transform == "tf_crop_and_resize" {
+        return Err(cx.err("coordinate_transformation_mode 'tf_crop_and_resize' is not supported"));
+    }
+    let axes: Vec<usize> = match node.ints("axes")? {
+        Some(a) => a.iter().map(|&v| norm_axis(node, v, r)).collect::<Result<_>>()?,
+        None => (0..r).collect(),
+    };
+    // Inputs: opset 10 (X, scales); opset 11+ (X, roi, scales, sizes).
+    let (scales_i, sizes_i) = if node.opset < 11 { (1, usize::MAX) } else { (2, 3) };
+    let scales = cx.opt_h(ins, scales_i, "scales")?.filter(|t| t.numel() > 0).map(|t| t.to_f32());
+    let sizes = if sizes_i < ins.len() {
+        cx.opt_h(ins, sizes_i, "sizes")?.filter(|t| t.numel() > 0).map(|t| t.to_i64("sizes")).transpose()?
+    } else {
+        None
+    };
+    let mut out_sizes = d.clone();
+    let mut scale_of = vec![1.0f32; r];
+    match (scales, sizes) {
+        (Some(s), None) => {
+            if s.len() != axes.len() {
+                return Err(cx.err(format!("{} scales for {} axes", s.len(), axes.len())));
+            }
+            for (k, &a) in axes.iter().enumerate() {
+                if s[k] <= 0.0 {
+                    return Err(cx.err(format!("scale {} must be positive", s[k])));
+                }
+                scale_of[a] = s[k];
+                out_sizes[a] = (d[a] as f32 * s[k]).floor() as usize;
+            }
+        }
+        (None, Some(sz)) => {
+            if sz.len() != axes.len() {
+                return Err(cx.err(format!("{} sizes for {} axes", sz.len(), axes.len())));
+            }
+            for (k, &a) in axes.iter().enumerate() {
+                if sz[k] <= 0 {
+                    return Err(cx.err(format!("size {} must be positive", sz[k])));
+                }
+                out_sizes[a] = sz[k] as usize;
+                scale_of[a] = sz[k] as f32 / d[a] as f32;
+            }
+        }
+        (Some(_), Some(_)) => return Err(cx.err("both scales and sizes are given")),
+        (None, None) => return Err(cx.err("needs scales or sizes")),
+    }
+    let plan = Plan { mode, transform: &transform, nearest: &nearest };
+    apply(cx, &x, &out_sizes, &scale_of, &plan)
+}
+
+fn upsample(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
+    let node = cx.node;
+    let x = cx.t(ins, 0)?;
+    let d = x.dims().to_vec();
+    let scales = match node.floats("scales")? {
+        Some(s) => s,
+        None => cx.h(ins, 1, "scales")?.to_f32(),
+    };
+    if scales.len() != d.len() || scales.iter().any(|&s| s <= 0.0) {
+        return Err(cx.err(format!("scales {scales:?} do not fit input {d:?}")));
+    }
+    let mode = match node.string("mode", "nearest")?.as_str() {
+        "nearest" => Mode::Nearest,
+        "linear" | "bilinear" => Mode::Linear,
+        other => return Err(cx.err(format!("mode '{other}' is not supported"))),
+    };
+    let out: Vec<usize> = d.iter().zip(&scales).map(|(&n, &s)| (n as f32 * s).floor() as usize).collect();
+    apply(cx, &x, &out, &scales, &Plan { mode, transform: "asymmetric", nearest: "simple" })
+}
+
+fn apply(cx: &Cx, x: &Tensor, out: &[usize], scales: &[f32], plan: &Plan) -> Result<Tensor> {
+    cx.check_size(out)?;
+    let mut y = x.clone();
+    for a in 0..out.len() {
+        let (n, m) = (x.dims()[a], out[a]);
+        if m == 0 {
+            return Err(cx.err(format!("axis {a} would be resized to 0")));
+        }
+        let coords: Vec<f64> = (0..m)
+            .map(|o| source_coord(plan.transform, o, n, m, scales[a] as f64))
+            .collect::<std::result::Result<Vec<_>, String>>()
+            .map_err(|e| cx.err(e))?;
+        match plan.mode {
+            Mode::Nearest => {
+                let down = scales[a] < 1.0;
+                let idx: Vec<usize> = coords
+                    .iter()
+                    .map(|&c| nearest_index(plan.nearest, c, down).map(|i| i.clamp(0, n as i64 - 1) as usize))
+                    .collect::<std::result::Result<Vec<_>, String>>()
+                    .map_err(|e| cx.err(e))?;
+                if idx.len() == n && idx.iter().enumerate().all(|(i, &j)| i == j) {
+                    continue;
+                }
+                y = take(&y, a, &idx)?;
+            }
+            Mode::Linear => {
+                let mut i0 = Vec::with_capacity(m);
+                let mut i1 = Vec::with_capacity(m);
+                let mut w1 = Vec::with_capacity(m);
+                for &c in &coords {
+                    let c = c.clamp(0.0, (n - 1) as f64);
+                    let f = c.floor();
+                    let lo = f as usize;
+                    i0.push(lo);
+                    i1.push((lo + 1).min(n - 1));
+                    w1.push((c - f) as f32);
+                }
+                if w1.iter().all(|&w| w == 0.0) {
+                    if !(i0.len() == n && i0.iter().enumerate().all(|(i, &j)| i == j)) {
+                        y = take(&y, a, &i0)?;
+                    }
+                    continue;
+                }
+                let mut wshape = vec![1usize; out.len()];
+                wshape[a] = m;
+                let w1t = Tensor::from_vec(x.device(), &w1, wshape.clone())?;
+                let w0: Vec<f32> = w1.iter().map(|w| 1.0 - w).collect();
+                let w0t = Tensor::from_vec(x.device(), &w0, wshape)?;
+                y = take(&y, a, &i0)?.mul(&w0t)?.add(&take(&y, a, &i1)?.mul(&w1t)?)?;
+            }
+        }
+    }
+    Ok(y)
+}
+
+/// The input coordinate of output index `o` (ONNX `coordinate_transformation_mode`).
+fn source_coord(transform: &str, o: usize, n: usize, m: usize, scale: f64) -> std::result::Result<f64, String> {
+    let o = o as f64;
+    Ok(match transform {
+        "half_pixel" => (o + 0.5) / scale - 0.5,
+        "pytorch_half_pixel" => {
+            if m > 1 {
+                (o + 0.5) / scale - 0.5
+            } else {
+                0.0
+            }
+        }
+        "align_corners" => {
+            if m == 1 {
+                0.0
+            } else {
+                o * (n as f64 - 1.0) / (m as f64 - 1.0)
+            }
+        }
+        "asymmetric" => o / scale,
+        "tf_half_pixel_for_nearest" => (o + 0.5) / scale,
+        "half_pixel_symmetric" => {
+            let adj = m as f64 / (n as f64 * scale);
+            let center = n as f64 / 2.0;
+            let offset = center * (1.0 - adj);
+            offset + (o + 0.5) / scale - 0.5
+        }
+        other => return Err(format!("coordinate_transformation_mode '{other}' is not supported")),
+    })
+}
+
+fn nearest_index(mode: &str, c: f64, downsample: bool) -> std::result::Result<i64, String> {
+    let f = c.floor();
+    let frac = c - f;
+    Ok(match mode {
+        "round_prefer_floor" => {
+            if frac == 0.5 {
+                f as i64
+            } else {
+                c.round() as i64
+            }
+        }
+        "round_prefer_ceil" => {
+            if frac == 0.5 {
+                f as i64 + 1
+            } else {
+                c.round() as i64
+            }
+        }
+        "floor" => f as i64,
+        "ceil" => c.ceil() as i64,
+        // Upsample and Resize-10: truncate when enlarging, ceil when shrinking.
+        "simple" => {
+            if downsample {
+                c.ceil() as i64
+            } else {
+                c as i64
+            }
+        }
+        other => return Err(format!("nearest_mode '{other}' is not supported")),
+    })
+}

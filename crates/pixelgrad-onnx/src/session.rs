@@ -1,0 +1,361 @@
+//! [`Session`]: a [`Model`] bound to a `Device`. Weights are uploaded once as [`Param`]s (so an
+//! imported model can be fine-tuned); each run checks the inputs, evaluates the nodes needed
+//! for the requested outputs in order and frees every value after its last use.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use pixelgrad_core::{Device, Param, Tensor};
+
+use crate::graph::ValueInfo;
+use crate::host::{DType, HostTensor};
+use crate::ops::{self, upload, Consts, Cx, V};
+use crate::{Model, OnnxError, Result};
+
+/// A caller's input: a device tensor (f32) or a host tensor of any supported element type.
+#[derive(Clone, Debug)]
+pub enum Input {
+    Tensor(Tensor),
+    Host(HostTensor),
+}
+
+impl From<Tensor> for Input {
+    fn from(t: Tensor) -> Self {
+        Input::Tensor(t)
+    }
+}
+impl From<&Tensor> for Input {
+    fn from(t: &Tensor) -> Self {
+        Input::Tensor(t.clone())
+    }
+}
+impl From<HostTensor> for Input {
+    fn from(t: HostTensor) -> Self {
+        Input::Host(t)
+    }
+}
+
+/// An output value: on the device (what most nodes produce) or on the host (outputs that are
+/// constants or shape arithmetic).
+#[derive(Clone, Debug)]
+pub enum Value {
+    Device { tensor: Tensor, dtype: DType },
+    Host(HostTensor),
+}
+
+impl Value {
+    pub fn dims(&self) -> &[usize] {
+        match self {
+            Value::Device { tensor, .. } => tensor.dims(),
+            Value::Host(h) => &h.shape,
+        }
+    }
+    pub fn dtype(&self) -> DType {
+        match self {
+            Value::Device { dtype, .. } => *dtype,
+            Value::Host(h) => h.dtype,
+        }
+    }
+    /// The values on the host (a blocking read for device values; see [`Value::to_host_async`]).
+    pub fn to_host(&self) -> Result<HostTensor> {
+        match self {
+            Value::Host(h) => Ok(h.clone()),
+            Value::Device { tensor, dtype } => Ok(host_of(tensor.to_vec()?, tensor.dims().to_vec(), *dtype)),
+        }
+    }
+    pub async fn to_host_async(&self) -> Result<HostTensor> {
+        match self {
+            Value::Host(h) => Ok(h.clone()),
+            Value::Device { tensor, dtype } => Ok(host_of(tensor.to_vec_async().await?, tensor.dims().to_vec(), *dtype)),
+        }
+    }
+    /// The value as a device tensor on `dev` (host values are uploaded).
+    pub fn tensor(&self, dev: &Device) -> Result<Tensor> {
+        match self {
+            Value::Device { tensor, .. } => Ok(tensor.clone()),
+            Value::Host(h) => upload(dev, h, "output"),
+        }
+    }
+}
+
+fn host_of(v: Vec<f32>, shape: Vec<usize>, dtype: DType) -> HostTensor {
+    if dtype.is_float() {
+        HostTensor { dtype, shape, data: crate::host::Data::F32(v) }
+    } else {
+        HostTensor::ints(dtype, shape, v.iter().map(|&x| x.round() as i64).collect())
+    }
+}
+
+/// A model bound to a device.
+pub struct Session {
+    model: Rc<Model>,
+    device: Device,
+    /// Trainable weights by constant name, in a stable order.
+    params: Vec<(String, Param)>,
+    param_index: HashMap<String, usize>,
+    /// Device copies of the other constants read by device ops, uploaded on first use.
+    cache: RefCell<HashMap<String, Tensor>>,
+    /// Shared host copies of the non-trainable constants operators read.
+    host: RefCell<HashMap<String, Rc<HostTensor>>>,
+}
+
+/// Operators whose inputs after the first are weights (trainable at any size).
+const WEIGHT_OPS: &[&str] =
+    &["Conv", "ConvTranspose", "Gemm", "MatMul", "PRelu", "BatchNormalization", "InstanceNormalization", "LayerNormalization"];
+
+impl Session {
+    /// Binds `model` to `device`, uploading its weights: every float constant that a device op
+    /// reads as data and that is either larger than one element or an input of a weighted op
+    /// (Conv, Gemm, MatMul, ...) becomes a [`Param`].
+    pub fn new(model: Model, device: &Device) -> Result<Session> {
+        Session::from_rc(Rc::new(model), device)
+    }
+
+    pub fn from_rc(model: Rc<Model>, device: &Device) -> Result<Session> {
+        let mut wanted: Vec<&str> = Vec::new();
+        let mut seen = HashSet::new();
+        for n in &model.nodes {
+            for (i, name) in n.inputs.iter().enumerate() {
+                let Some(t) = model.constants.get(name) else {
+                    continue;
+                };
+                if !t.dtype.is_float() || seen.contains(name.as_str()) || host_argument(&n.op_type, i) {
+                    continue;
+                }
+                let weighted = WEIGHT_OPS.contains(&n.op_type.as_str()) && i >= 1;
+                if t.numel() > 1 || weighted {
+                    seen.insert(name.as_str());
+                    wanted.push(name);
+                }
+            }
+        }
+        let mut params = Vec::with_capacity(wanted.len());
+        let mut param_index = HashMap::new();
+        for name in wanted {
+            let t = &model.constants[name];
+            let p = Param::new(Tensor::from_vec(device, &t.to_f32(), t.shape.clone())?);
+            param_index.insert(name.to_string(), params.len());
+            params.push((name.to_string(), p));
+        }
+        Ok(Session {
+            model,
+            device: device.clone(),
+            params,
+            param_index,
+            cache: RefCell::new(HashMap::new()),
+            host: RefCell::new(HashMap::new()),
+        })
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+    pub fn inputs(&self) -> &[ValueInfo] {
+        &self.model.inputs
+    }
+    pub fn outputs(&self) -> &[ValueInfo] {
+        &self.model.outputs
+    }
+    /// The weights, by the model's tensor names.
+    pub fn params(&self) -> &[(String, Param)] {
+        &self.params
+    }
+
+    /// Runs the graph for inference (no autodiff graph is recorded); returns the graph outputs
+    /// in order.
+    pub fn run(&self, inputs: &[(&str, Input)]) -> Result<Vec<(String, Value)>> {
+        let _g = pixelgrad_core::no_grad();
+        let names: Vec<&str> = self.model.outputs.iter().map(|o| o.name.as_str()).collect();
+        let vals = self.run_to(inputs, &names)?;
+        Ok(names.into_iter().map(|s| s.to_string()).zip(vals).collect())
+    }
+
+    /// Runs the part of the graph needed for the values `outputs` (graph outputs or any
+    /// intermediate value name) and returns them in that order. Gradients are recorded when
+    /// the caller has them enabled (this is how [`crate::OnnxLayer`] trains).
+    pub fn run_to(&self, inputs: &[(&str, Input)], outputs: &[&str]) -> Result<Vec<Value>> {
+        let model = &*self.model;
+        let mut env: HashMap<&str, V> = HashMap::new();
+        for (name, input) in inputs {
+            let info = model.input(name).ok_or_else(|| OnnxError::Input {
+                name: name.to_string(),
+                msg: format!("the model has no such input (its inputs: {})", input_list(&model.inputs)),
+            })?;
+            if env.contains_key(info.name.as_str()) {
+                return Err(OnnxError::Input { name: name.to_string(), msg: "given twice".into() });
+            }
+            env.insert(info.name.as_str(), self.check_input(info, input)?);
+        }
+        for i in &model.inputs {
+            if !env.contains_key(i.name.as_str()) {
+                return Err(OnnxError::Input {
+                    name: i.name.clone(),
+                    msg: format!("missing (expected {} of shape {})", i.dtype, i.shape_text()),
+                });
+            }
+        }
+        // Which nodes the requested values need, and how many times each value is read.
+        let producer: HashMap<&str, usize> =
+            model.nodes.iter().enumerate().flat_map(|(k, n)| n.outputs.iter().map(move |o| (o.as_str(), k))).collect();
+        for o in outputs {
+            if !producer.contains_key(o) && !env.contains_key(o) && !model.constants.contains_key(*o) {
+                return Err(OnnxError::Output { name: o.to_string(), msg: "the graph has no such value".into() });
+            }
+        }
+        let mut needed = vec![false; model.nodes.len()];
+        let mut stack: Vec<&str> = outputs.to_vec();
+        while let Some(v) = stack.pop() {
+            if let Some(&k) = producer.get(v) {
+                if !needed[k] {
+                    needed[k] = true;
+                    stack.extend(model.nodes[k].inputs.iter().filter(|s| !s.is_empty()).map(|s| s.as_str()));
+                }
+            }
+        }
+        let mut uses: HashMap<&str, usize> = HashMap::new();
+        for (k, n) in model.nodes.iter().enumerate() {
+            if needed[k] {
+                for i in n.inputs.iter().filter(|s| !s.is_empty()) {
+                    *uses.entry(i.as_str()).or_default() += 1;
+                }
+            }
+        }
+        for o in outputs {
+            *uses.entry(o).or_default() += 1;
+        }
+        for (k, node) in model.nodes.iter().enumerate() {
+            if !needed[k] {
+                continue;
+            }
+            let mut ins = Vec::with_capacity(node.inputs.len());
+            for name in &node.inputs {
+                if name.is_empty() {
+                    ins.push(None);
+                    continue;
+                }
+                let v = match env.get(name.as_str()) {
+                    Some(v) => v.clone(),
+                    None => self.constant(name).ok_or_else(|| node.err(format!("input '{name}' has not been computed")))?,
+                };
+                ins.push(Some(v));
+            }
+            let cx = Cx { consts: self, node };
+            let outs = ops::run(&cx, &ins).map_err(|e| match e {
+                OnnxError::Core(source) => {
+                    OnnxError::Engine { context: format!("{} node '{}' (opset {})", node.op_type, node.name, node.opset), source }
+                }
+                other => other,
+            })?;
+            drop(ins);
+            for (name, v) in node.outputs.iter().zip(outs) {
+                if !name.is_empty() && uses.contains_key(name.as_str()) {
+                    env.insert(name.as_str(), v);
+                }
+            }
+            for name in node.inputs.iter().filter(|s| !s.is_empty()) {
+                if let Some(u) = uses.get_mut(name.as_str()) {
+                    *u -= 1;
+                    if *u == 0 {
+                        env.remove(name.as_str());
+                    }
+                }
+            }
+        }
+        outputs
+            .iter()
+            .map(|o| match env.get(o) {
+                Some(V::Dev { t, dtype }) => Ok(Value::Device { tensor: t.clone(), dtype: *dtype }),
+                Some(V::Host { t, .. }) => Ok(Value::Host((**t).clone())),
+                None => match model.constants.get(*o) {
+                    Some(t) => Ok(Value::Host(t.clone())),
+                    None => Err(OnnxError::Output { name: o.to_string(), msg: "was not computed".into() }),
+                },
+            })
+            .collect()
+    }
+
+    /// A constant as an operator input: weights are their trainable device tensor; other
+    /// constants a shared host value (created once per session, not copied per run).
+    fn constant(&self, name: &str) -> Option<V> {
+        if let Some(&i) = self.param_index.get(name) {
+            let t = &self.model.constants[name];
+            return Some(V::dev(self.params[i].1.tensor(), t.dtype));
+        }
+        let t = self.model.constants.get(name)?;
+        let rc = self.host.borrow_mut().entry(name.to_string()).or_insert_with(|| Rc::new(t.clone())).clone();
+        Some(V::Host { t: rc, name: Some(Rc::from(name)) })
+    }
+
+    fn check_input(&self, info: &ValueInfo, input: &Input) -> Result<V> {
+        let (dims, dtype) = match input {
+            Input::Tensor(t) => (t.dims().to_vec(), DType::F32),
+            Input::Host(h) => (h.shape.clone(), h.dtype),
+        };
+        if dtype != info.dtype {
+            return Err(OnnxError::Input {
+                name: info.name.clone(),
+                msg: format!("has element type {dtype} but the model expects {}", info.dtype),
+            });
+        }
+        if !info.accepts(&dims) {
+            return Err(OnnxError::Input {
+                name: info.name.clone(),
+                msg: format!("has shape {dims:?} but the model expects {}", info.shape_text()),
+            });
+        }
+        if dims.contains(&0) {
+            return Err(OnnxError::Input {
+                name: info.name.clone(),
+                msg: format!("has shape {dims:?}; zero-size tensors are not supported"),
+            });
+        }
+        match input {
+            Input::Tensor(t) => {
+                if !t.device().same(&self.device) {
+                    return Err(OnnxError::Input {
+                        name: info.name.clone(),
+                        msg: format!("lives on {}, the session on {}", t.device().name(), self.device.name()),
+                    });
+                }
+                Ok(V::dev(t.clone(), DType::F32))
+            }
+            Input::Host(h) => Ok(V::dev(upload(&self.device, h, &format!("input '{}'", info.name))?, h.dtype)),
+        }
+    }
+}
+
+impl Consts for Session {
+    fn device(&self) -> &Device {
+        &self.device
+    }
+    fn param(&self, name: &str) -> Option<&Param> {
+        self.param_index.get(name).map(|&i| &self.params[i].1)
+    }
+    fn cached(&self, name: &str, t: &HostTensor) -> Result<Tensor> {
+        if let Some(d) = self.cache.borrow().get(name) {
+            return Ok(d.clone());
+        }
+        let d = upload(&self.device, t, &format!("constant '{name}'"))?;
+        self.cache.borrow_mut().insert(name.to_string(), d.clone());
+        Ok(d)
+    }
+}
+
+/// Inputs the operators read on the host (shapes, indices, scales...), never as weights.
+fn host_argument(op: &str, i: usize) -> bool {
+    match op {
+        "Reshape" | "Expand" | "Tile" | "Unsqueeze" | "Squeeze" | "ConstantOfShape" => i >= 1,
+        "Slice" | "Pad" | "Resize" | "Upsample" | "Split" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd"
+        | "ReduceL2" | "ReduceSumSquare" => i >= 1,
+        "Clip" => i >= 1,
+        _ => false,
+    }
+}
+
+fn input_list(inputs: &[ValueInfo]) -> String {
+    inputs.iter().map(|i| format!("'{}' {} {}", i.name, i.dtype, i.shape_text())).collect::<Vec<_>>().join(", ")
+}

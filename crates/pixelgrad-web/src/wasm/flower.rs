@@ -1,0 +1,277 @@
+//! `pg.flower`: a model joins a Flower federation from the page (or a worker) through `fetch`.
+//!
+//! The node runs as one future on the page's event loop; the model trained is a copy of the
+//! user's model (built from its config on the same runtime), so the user's model changes only
+//! when a round's global parameters are handed back through the events (`weights`, safetensors
+//! bytes the JS side loads). Errors reject the promise with a JS `Error`; nothing panics.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::rc::Rc;
+
+use js_sys::{Function, Object, Promise, Reflect, Uint32Array, Uint8Array};
+use pixelgrad_flower::auth::NodeKey;
+use pixelgrad_flower::dp::LocalDp;
+use pixelgrad_flower::fleet::FleetClient;
+use pixelgrad_flower::node::{self, Event, NodeOptions};
+use pixelgrad_flower::partition;
+use pixelgrad_flower::transport::FetchTransport;
+use pixelgrad_nn::Module;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use super::{js_err, Runtime};
+use crate::flower::{HostData, NetLearner};
+use crate::net::Net;
+
+fn set(o: &Object, k: &str, v: impl Into<JsValue>) {
+    let _ = Reflect::set(o, &JsValue::from_str(k), &v.into());
+}
+
+fn num(o: &serde_json::Value, k: &str) -> Option<f64> {
+    o.get(k).and_then(|v| v.as_f64())
+}
+
+/// The event as a plain JS object (`{ type: 'trained', round, ... }`).
+fn event_obj(e: &Event, weights: Option<Vec<u8>>) -> Object {
+    let o = Object::new();
+    match e {
+        Event::Connected { node_id } => {
+            set(&o, "type", "connected");
+            set(&o, "nodeId", node_id.to_string());
+        }
+        Event::Received { round, kind, bytes } => {
+            set(&o, "type", "received");
+            set(&o, "round", *round as f64);
+            set(&o, "kind", kind.as_str());
+            set(&o, "bytes", *bytes as f64);
+        }
+        Event::Trained {
+            round,
+            stats,
+            update_norm,
+            clipped_to,
+            noise_std,
+            seconds,
+        } => {
+            set(&o, "type", "trained");
+            set(&o, "round", *round as f64);
+            set(&o, "examples", stats.examples as f64);
+            set(&o, "loss", stats.loss);
+            set(&o, "accuracy", stats.accuracy);
+            set(&o, "updateNorm", *update_norm);
+            set(
+                &o,
+                "clippedTo",
+                clipped_to.map(JsValue::from).unwrap_or(JsValue::NULL),
+            );
+            set(
+                &o,
+                "noiseStd",
+                noise_std.map(JsValue::from).unwrap_or(JsValue::NULL),
+            );
+            set(&o, "seconds", *seconds);
+        }
+        Event::Evaluated { round, stats, .. } => {
+            set(&o, "type", "evaluated");
+            set(&o, "round", *round as f64);
+            set(&o, "examples", stats.examples as f64);
+            set(&o, "loss", stats.loss);
+            set(&o, "accuracy", stats.accuracy);
+            set(
+                &o,
+                "weights",
+                weights
+                    .map(|w| JsValue::from(Uint8Array::from(&w[..])))
+                    .unwrap_or(JsValue::NULL),
+            );
+        }
+        Event::Replied { round, kind, bytes } => {
+            set(&o, "type", "replied");
+            set(&o, "round", *round as f64);
+            set(&o, "kind", kind.as_str());
+            set(&o, "bytes", *bytes as f64);
+        }
+        Event::Failed { round, reason } => {
+            set(&o, "type", "failed");
+            set(&o, "round", *round as f64);
+            set(&o, "reason", reason.as_str());
+        }
+        Event::Waiting => set(&o, "type", "waiting"),
+        Event::Finished { rounds } => {
+            set(&o, "type", "finished");
+            set(&o, "rounds", *rounds as f64);
+        }
+    }
+    o
+}
+
+/// A running node: `promise` settles when it ends; `stop()` ends it after the current step.
+#[wasm_bindgen]
+pub struct FlowerNode {
+    promise: Promise,
+    stop: Rc<Cell<bool>>,
+}
+
+#[wasm_bindgen]
+impl FlowerNode {
+    #[wasm_bindgen(getter)]
+    pub fn promise(&self) -> Promise {
+        self.promise.clone()
+    }
+    pub fn stop(&self) {
+        self.stop.set(true);
+    }
+}
+
+/// Joins the federation at `options.server` with a copy of the model `config` (JSON of
+/// `model._config()`), compiled with `optimizer`/`loss`, on `rt`'s device, training on `train*`
+/// and evaluating on `test*` (`sample` is the per-sample shape). `options` (JSON): `server`,
+/// `epochs`, `batchSize`, `lr`, `momentum`, `seed`, `readEvery`, `pollMax`, `heartbeatPeriod`,
+/// `syncWeights`, `localDp: { epsilon, delta, clippingNorm, sensitivity }`. `on_event` gets one
+/// object per event.
+#[allow(clippy::too_many_arguments)]
+#[wasm_bindgen(js_name = flowerJoin)]
+pub fn flower_join(
+    rt: &Runtime,
+    config: &str,
+    optimizer: &str,
+    loss: &str,
+    train_x: Vec<f32>,
+    train_y: Vec<f32>,
+    test_x: Vec<f32>,
+    test_y: Vec<f32>,
+    sample: Vec<u32>,
+    options: &str,
+    on_event: Function,
+) -> Result<FlowerNode, JsValue> {
+    let cfg: serde_json::Value = serde_json::from_str(config)
+        .map_err(|e| js_err(format!("flower.join: bad model config: {e}")))?;
+    let o: serde_json::Value = serde_json::from_str(options)
+        .map_err(|e| js_err(format!("flower.join: bad options: {e}")))?;
+    let server = o
+        .get("server")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| js_err("flower.join: `server` (the page server's origin) is required"))?;
+    let sample: Vec<usize> = sample.iter().map(|&d| d as usize).collect();
+    let train = HostData::new(train_x, train_y, sample.clone())
+        .map_err(|e| js_err(format!("flower.join: train data: {e}")))?;
+    let test = HostData::new(test_x, test_y, sample)
+        .map_err(|e| js_err(format!("flower.join: test data: {e}")))?;
+    let local_dp = match o.get("localDp") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(d) => {
+            let clip = num(d, "clippingNorm")
+                .ok_or_else(|| js_err("flower.join: localDp.clippingNorm is required"))?;
+            Some(
+                LocalDp::new(
+                    clip,
+                    num(d, "sensitivity").unwrap_or(clip),
+                    num(d, "epsilon").unwrap_or(f64::NAN),
+                    num(d, "delta").unwrap_or(f64::NAN),
+                )
+                .map_err(js_err)?,
+            )
+        }
+    };
+    let net = Net::new(rt.device(), cfg).map_err(js_err)?;
+    let mut names = Vec::new();
+    net.built
+        .seq
+        .visit_params(&mut |n, _| names.push(n.to_string()));
+    let mut buffers = 0;
+    net.built.seq.visit_buffers(&mut |_, _| buffers += 1);
+    let sync = o
+        .get("syncWeights")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(true)
+        && buffers == 0;
+    let mut learner = NetLearner {
+        net,
+        optimizer: optimizer.to_string(),
+        momentum: num(&o, "momentum").unwrap_or(0.0) as f32,
+        loss: loss.to_string(),
+        train,
+        test,
+        seed: num(&o, "seed").unwrap_or(0.0) as u64,
+        read_every: num(&o, "readEvery").unwrap_or(10.0).max(1.0) as usize,
+    };
+    let d = NodeOptions::default();
+    let opts = NodeOptions {
+        epochs: num(&o, "epochs").unwrap_or(1.0).max(1.0) as usize,
+        batch_size: num(&o, "batchSize").unwrap_or(32.0).max(1.0) as usize,
+        lr: num(&o, "lr").unwrap_or(1e-3) as f32,
+        local_dp,
+        poll_max: num(&o, "pollMax").unwrap_or(d.poll_max),
+        heartbeat_period: num(&o, "heartbeatPeriod").unwrap_or(d.heartbeat_period),
+        ..d
+    };
+    let key = NodeKey::generate().map_err(js_err)?;
+    let transport = FetchTransport::new(server);
+    let stop = Rc::new(Cell::new(false));
+    let stop2 = stop.clone();
+    let promise = future_to_promise(async move {
+        let client = FleetClient::new(transport, key);
+        let mut on = |e: &Event| {
+            let weights = match e {
+                Event::Evaluated { arrays, .. } if sync => {
+                    let host: Vec<_> = names
+                        .iter()
+                        .cloned()
+                        .zip(&arrays.0)
+                        .map(|(n, (_, a))| (n, a.shape.clone(), a.data.clone()))
+                        .collect();
+                    crate::save::to_bytes(&host, &HashMap::new()).ok()
+                }
+                _ => None,
+            };
+            if !matches!(e, Event::Waiting) {
+                let _ = on_event.call1(&JsValue::NULL, &event_obj(e, weights));
+            }
+            if stop2.get() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        let s = node::run(&client, &mut learner, &opts, &mut on)
+            .await
+            .map_err(|e| js_err(format!("flower.join: {e}")))?;
+        let out = Object::new();
+        set(&out, "nodeId", s.node_id.to_string());
+        set(&out, "runId", s.run_id.to_string());
+        set(&out, "rounds", s.rounds_trained as f64);
+        set(&out, "evaluations", s.evaluations as f64);
+        set(&out, "bytesUp", s.traffic.up as f64);
+        set(&out, "bytesDown", s.traffic.down as f64);
+        Ok(out.into())
+    });
+    Ok(FlowerNode { promise, stop })
+}
+
+/// Indices of partition `index` of `count`: Dirichlet(`alpha`) label shards when `alpha > 0`,
+/// else an IID split (the same partitions as `pixelgrad federated --partition index/count`).
+#[wasm_bindgen(js_name = flowerPartition)]
+pub fn flower_partition(
+    labels: Vec<u32>,
+    index: u32,
+    count: u32,
+    alpha: f64,
+    seed: u32,
+) -> Result<Uint32Array, JsValue> {
+    let (i, n) = (index as usize, count as usize);
+    if n == 0 || i >= n {
+        return Err(js_err(format!(
+            "flower.partition: index {index} is not in 0..{count}"
+        )));
+    }
+    let parts = if alpha > 0.0 {
+        partition::dirichlet(&labels, n, alpha, seed as u64)
+    } else {
+        partition::iid(labels.len(), n, seed as u64)
+    }
+    .map_err(|e| js_err(format!("flower.partition: {e}")))?;
+    let v: Vec<u32> = parts[i].iter().map(|&x| x as u32).collect();
+    Ok(Uint32Array::from(&v[..]))
+}

@@ -1,0 +1,95 @@
+//! An imported ONNX model on a runtime (`pg.loadOnnx`): inputs are fed by name, `run` returns
+//! the graph outputs as device tensors in graph order.
+
+use std::collections::HashMap;
+
+use pixelgrad_onnx::{DType, HostTensor, Input, Model, Session, ValueInfo};
+use wasm_bindgen::prelude::*;
+
+use super::{js_err, DeviceTensor, Runtime};
+
+#[wasm_bindgen]
+pub struct OnnxModel {
+    session: Session,
+    feeds: HashMap<String, Input>,
+}
+
+fn infos(v: &[ValueInfo]) -> String {
+    let list: Vec<serde_json::Value> = v
+        .iter()
+        .map(|i| {
+            let shape: serde_json::Value = match &i.shape {
+                None => serde_json::Value::Null,
+                Some(d) => d
+                    .iter()
+                    .map(|x| match x {
+                        pixelgrad_onnx::Dim::Fixed(n) => serde_json::json!(n),
+                        pixelgrad_onnx::Dim::Named(s) => serde_json::json!(s),
+                        pixelgrad_onnx::Dim::Unknown => serde_json::Value::Null,
+                    })
+                    .collect(),
+            };
+            serde_json::json!({ "name": i.name, "shape": shape, "dtype": i.dtype.name() })
+        })
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
+#[wasm_bindgen]
+impl OnnxModel {
+    /// Decodes `bytes` (an .onnx file) and uploads its weights to the runtime's device.
+    #[wasm_bindgen(constructor)]
+    pub fn new(rt: &Runtime, bytes: &[u8]) -> Result<OnnxModel, JsValue> {
+        let model = Model::from_bytes(bytes).map_err(js_err)?;
+        let session = Session::new(model, rt.device()).map_err(js_err)?;
+        Ok(OnnxModel { session, feeds: HashMap::new() })
+    }
+
+    /// JSON `[{ name, shape (numbers, names of dynamic sizes, or null), dtype }]`.
+    pub fn inputs(&self) -> String {
+        infos(self.session.inputs())
+    }
+
+    pub fn outputs(&self) -> String {
+        infos(self.session.outputs())
+    }
+
+    /// Sets input `name` to a device tensor (float).
+    pub fn feed(&mut self, name: &str, t: &DeviceTensor) {
+        self.feeds.insert(name.to_string(), Input::Tensor(t.tensor().clone()));
+    }
+
+    /// Sets input `name` to whole numbers of element type `dtype` (`int64`, `int32`, `uint8`...).
+    #[wasm_bindgen(js_name = feedInts)]
+    pub fn feed_ints(&mut self, name: &str, data: &[i32], shape: Vec<u32>, dtype: &str) -> Result<(), JsValue> {
+        let dt = match dtype {
+            "int64" => DType::I64,
+            "int32" => DType::I32,
+            "int16" => DType::I16,
+            "int8" => DType::I8,
+            "uint8" => DType::U8,
+            "uint16" => DType::U16,
+            "bool" => DType::Bool,
+            other => return Err(js_err(format!("input '{name}': cannot feed integers as {other}"))),
+        };
+        let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+        if dims.iter().product::<usize>() != data.len() {
+            return Err(js_err(format!("input '{name}': {} values do not fill shape {dims:?}", data.len())));
+        }
+        self.feeds.insert(name.to_string(), Input::Host(HostTensor::ints(dt, dims, data.iter().map(|&v| v as i64).collect())));
+        Ok(())
+    }
+
+    /// Runs with the fed inputs (then forgets them); the outputs in graph order, on the device.
+    pub fn run(&mut self) -> Result<js_sys::Array, JsValue> {
+        let feeds = std::mem::take(&mut self.feeds);
+        let inputs: Vec<(&str, Input)> = feeds.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        let outs = self.session.run(&inputs).map_err(js_err)?;
+        let arr = js_sys::Array::new();
+        for (_, v) in outs {
+            let t = v.tensor(self.session.device()).map_err(js_err)?;
+            arr.push(&JsValue::from(DeviceTensor::new(t)));
+        }
+        Ok(arr)
+    }
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Federated training with Flower, end to end on this machine (called by scripts/test.sh):
+# a small federation through an unmodified flwr 1.42 SuperLink — 2 headless Chromium tabs
+# (webgpu, webgl) + 1 native node on non-IID digits shards, 4 rounds, the last tab closed
+# mid-round 2 —
+# then the CLI's error for an unreachable SuperLink. The wire and fault tests of
+# crates/pixelgrad-flower run with the native tests (they need the venv made here).
+# Usage: bash scripts/flower-tests.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/flower-venv.sh >/dev/null
+[ -d web/node_modules/playwright-core ] || (cd web && npm ci --silent)
+
+echo "== a federation: 4 rounds, 2 tabs + 1 native node, one tab closed mid-round 2"
+# Digits' parameter payload (77 KB) is small next to Flower's fixed per-round object traffic
+# (~8 KB: object pulls and pushes with their IDs, object heads, npy headers), so the bytes
+# check here allows 20 %; the MNIST acceptance run (814 KB payload) is checked at 10 %.
+# --debug-cli: the dev-profile CLI that the native tests already built (a release build with
+# both GPU backends would add minutes on a fresh 2-core machine).
+out=$(cargo xtask federated --rounds 4 --browsers 2 --native 1 --dataset digits --alpha 0.5 \
+        --epochs 3 --lr 0.005 --drop-one --privacy-margin 0.2 --debug-cli --json)
+echo "$out" | tail -n 8 | grep -v '^{' || true
+summary=$(echo "$out" | tail -n 1)
+node -e '
+  const s = JSON.parse(process.argv[1]);
+  const fail = (m) => { console.error("federation check failed: " + m); process.exit(1); };
+  if (s.rounds !== 4) fail(`rounds ${s.rounds}`);
+  // Chance is 0.1; two non-IID digits shards after the drop reach ~0.8.
+  if (!(s.final_accuracy >= 0.75)) fail(`final accuracy ${s.final_accuracy} < 0.75`);
+  if (s.flwr_version !== "1.42.0") fail(`flwr ${s.flwr_version}`);
+  const closed = s.clients.filter((c) => c.closed_mid_round);
+  if (closed.length !== 1) fail("expected one tab closed mid-round");
+  const last = s.per_round[3];
+  if (last.train_replies !== 2) fail(`round 4 had ${last.train_replies} train replies, expected 2 after the tab closed`);
+  if (!(s.bytes_up > 0 && s.bytes_down > 0)) fail("no traffic counted");
+  for (const c of s.clients) if (c.other_requests) fail(`tab ${c.node} made non-Fleet requests`);
+  console.log(`federation ok: final accuracy ${s.final_accuracy.toFixed(4)}, ${s.clients.length} nodes, ${s.bytes_up} bytes up, ${s.bytes_down} down`);
+' "$summary"
+
+echo "== the CLI node against an unreachable SuperLink"
+set +e
+msg=$(target/debug/pixelgrad federated --superlink http://127.0.0.1:9 --partition 0/2 2>&1 >/dev/null)
+rc=$?
+set -e
+if [ "$rc" -ne 1 ] || ! echo "$msg" | grep -q '^error: cannot reach the SuperLink at http://127.0.0.1:9'; then
+  echo "expected exit 1 and 'error: cannot reach the SuperLink ...', got $rc: $msg"; exit 1
+fi
+echo "unreachable SuperLink: $msg"
+echo "1 passed, 0 failed"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds the ONNX test fixtures with onnxruntime as the oracle (the pixelgrad-onnx tests call
+# this when target/onnx-fixtures is missing or older than the generator).
+#   bash scripts/onnx-fixtures.sh            -> target/onnx-fixtures/
+# Creates a Python venv in target/onnx-venv with pinned onnx, onnxruntime and numpy, and fetches
+# the wheel of rapidocr-onnxruntime (Apache-2.0) for the pretrained PP-OCR models it ships.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=target/onnx-fixtures
+venv=target/onnx-venv
+gen=scripts/onnx_fixtures.py
+stamp="$out/.done"
+mkdir -p target
+# Test binaries and threads may call this at once: one builds, the others wait.
+exec 9>target/onnx-fixtures.lock
+flock 9
+if [ -f "$stamp" ] && [ "$stamp" -nt "$gen" ] && [ "$stamp" -nt "$0" ]; then
+  exit 0
+fi
+if [ ! -x "$venv/bin/python" ]; then
+  if ! python3 -m venv "$venv" 2>/dev/null; then
+    # Debian splits venv (ensurepip) into its own package
+    rm -rf "$venv"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$venv"
+  fi
+fi
+if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy, PIL" 2>/dev/null; then
+  "$venv/bin/pip" install -q --disable-pip-version-check "onnx==1.17.0" "onnxruntime==1.20.1" "numpy==1.26.4" "pillow==10.4.0"
+fi
+wheel_dir=target/onnx-pkgs
+if [ ! -f "$wheel_dir/rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx" ]; then
+  mkdir -p "$wheel_dir"
+  "$venv/bin/pip" download -q --disable-pip-version-check --no-deps -d "$wheel_dir" "rapidocr-onnxruntime==1.4.4"
+  "$venv/bin/python" -c "import zipfile,glob,sys; z=zipfile.ZipFile(glob.glob('$wheel_dir/rapidocr_onnxruntime-1.4.4-*.whl')[0]); [z.extract(n,'$wheel_dir') for n in z.namelist() if n.startswith('rapidocr_onnxruntime/models/')]"
+fi
+rm -rf "$out.tmp"
+"$venv/bin/python" "$gen" "$out.tmp" "$wheel_dir/rapidocr_onnxruntime/models"
+rm -rf "$out"
+mv "$out.tmp" "$out"
+touch "$stamp"
+echo "onnx fixtures: $(ls "$out/ops" | wc -l) operator cases, $(ls "$out/models" | wc -l) models in $out"

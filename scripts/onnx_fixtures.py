@@ -1,0 +1,405 @@
+"""Builds ONNX test fixtures for pixelgrad-onnx, with onnxruntime as the oracle.
+
+Usage: python scripts/onnx_fixtures.py OUT_DIR PPOCR_MODELS_DIR
+
+OUT_DIR/manifest.json lists every case: the model file, its inputs and onnxruntime's outputs
+(all .npy). Cases:
+  ops/<name>/      small per-operator models made with onnx.helper, one per attribute combination
+  models/<name>/   the architectures in onnx/backend/test/data/light (constant weights), and the
+                   pretrained PP-OCR text direction classifier and text detector shipped in the
+                   rapidocr-onnxruntime wheel, run on rendered text images
+"""
+
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+ort.set_default_logger_severity(3)
+OUT = sys.argv[1]
+PPOCR = sys.argv[2] if len(sys.argv) > 2 else None
+RNG = np.random.default_rng(1234)
+MANIFEST = []
+F = TensorProto.FLOAT
+
+
+def rand(*shape, lo=-1.0, hi=1.0):
+    return RNG.uniform(lo, hi, size=shape).astype(np.float32)
+
+
+def save_case(kind, name, model_bytes, feeds, outputs, tol=1e-4, tags=()):
+    d = os.path.join(OUT, kind, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "model.onnx"), "wb") as f:
+        f.write(model_bytes)
+    ins = []
+    for i, (k, v) in enumerate(feeds.items()):
+        fn = f"input_{i}.npy"
+        np.save(os.path.join(d, fn), np.asarray(v, order="C"))
+        ins.append({"name": k, "file": fn})
+    outs = []
+    for i, (k, v) in enumerate(outputs):
+        fn = f"expected_{i}.npy"
+        np.save(os.path.join(d, fn), np.asarray(v, order="C"))
+        outs.append({"name": k, "file": fn})
+    MANIFEST.append({"kind": kind, "name": name, "dir": f"{kind}/{name}", "inputs": ins, "outputs": outs, "tol": tol, "tags": list(tags)})
+
+
+def run_ort(model_bytes, feeds):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return list(zip(names, sess.run(names, feeds)))
+
+
+def case(name, nodes, inputs, outputs, initializers=(), opset=13, tol=1e-4, feeds=None, tags=()):
+    """One per-operator model: `inputs` are (name, np.ndarray, declared shape or None)."""
+    vi_in = []
+    fd = {}
+    for n, arr, shape in inputs:
+        et = helper.np_dtype_to_tensor_dtype(arr.dtype)
+        vi_in.append(helper.make_tensor_value_info(n, et, shape if shape is not None else list(arr.shape)))
+        fd[n] = arr
+    vi_out = [helper.make_tensor_value_info(n, et, None) for n, et in outputs]
+    inits = [numpy_helper.from_array(a, n) for n, a in initializers]
+    g = helper.make_graph(nodes, name, vi_in, vi_out, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="pixelgrad-fixtures")
+    m.ir_version = min(m.ir_version, 8)
+    m = onnx.shape_inference.infer_shapes(m)
+    b = m.SerializeToString()
+    save_case("ops", name, b, fd, run_ort(b, fd), tol=tol, tags=tags)
+
+
+def node(op, ins, outs, **attrs):
+    return helper.make_node(op, ins, outs, name=f"{op.lower()}_node", **attrs)
+
+
+def conv_cases():
+    x = rand(1, 4, 9, 9)
+    w = rand(6, 4, 3, 3)
+    b = rand(6)
+    case("conv_basic", [node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])], [("x", x, None)], [("y", F)], [("w", w), ("b", b)])
+    case("conv_stride2_asym_pads_nobias", [node("Conv", ["x", "w"], ["y"], strides=[2, 2], pads=[0, 1, 1, 0])], [("x", x, None)], [("y", F)], [("w", w)])
+    case("conv_dilation2", [node("Conv", ["x", "w", "b"], ["y"], dilations=[2, 2], pads=[2, 2, 2, 2])], [("x", x, None)], [("y", F)], [("w", w), ("b", b)])
+    case("conv_dilation_2x1_stride_1x2", [node("Conv", ["x", "w"], ["y"], dilations=[2, 1], strides=[1, 2])], [("x", x, None)], [("y", F)], [("w", w)])
+    case("conv_group2_batch2", [node("Conv", ["x", "w", "b"], ["y"], group=2, pads=[1, 1, 1, 1])], [("x", rand(2, 4, 7, 7), None)], [("y", F)],
+         [("w", rand(6, 2, 3, 3)), ("b", b)])
+    case("conv_group2_batch1", [node("Conv", ["x", "w"], ["y"], group=2, strides=[2, 2])], [("x", rand(1, 4, 8, 8), None)], [("y", F)], [("w", rand(4, 2, 3, 3))])
+    case("conv_depthwise", [node("Conv", ["x", "w", "b"], ["y"], group=4, pads=[1, 1, 1, 1])], [("x", rand(2, 4, 8, 8), None)], [("y", F)],
+         [("w", rand(4, 1, 3, 3)), ("b", rand(4))])
+    case("conv_depthwise_mult2_stride2", [node("Conv", ["x", "w"], ["y"], group=4, strides=[2, 2], pads=[2, 2, 2, 2])], [("x", rand(1, 4, 9, 9), None)], [("y", F)],
+         [("w", rand(8, 1, 5, 5))])
+    case("conv_autopad_same_upper", [node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", strides=[2, 2])], [("x", rand(1, 4, 8, 8), None)], [("y", F)], [("w", w)])
+    case("conv_autopad_same_lower", [node("Conv", ["x", "w"], ["y"], auto_pad="SAME_LOWER", strides=[2, 2])], [("x", rand(1, 4, 8, 8), None)], [("y", F)], [("w", rand(6, 4, 4, 4))])
+    case("conv_autopad_valid", [node("Conv", ["x", "w"], ["y"], auto_pad="VALID")], [("x", x, None)], [("y", F)], [("w", w)])
+    case("conv_1x3_stride_2x1", [node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[1, 3], strides=[2, 1], pads=[0, 1, 0, 1])], [("x", x, None)], [("y", F)],
+         [("w", rand(6, 4, 1, 3)), ("b", b)])
+    case("conv_dynamic_batch", [node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])], [("x", rand(3, 4, 6, 5), ["N", 4, "H", "W"])], [("y", F)],
+         [("w", w), ("b", b)], tags=["dynamic"])
+    # Conv + BatchNormalization: folded into one Conv at load
+    c = 6
+    bn = [("s", rand(c, lo=0.5, hi=1.5)), ("bb", rand(c)), ("m", rand(c)), ("v", rand(c, lo=0.5, hi=2.0))]
+    case("conv_bn_folded", [node("Conv", ["x", "w", "b"], ["t"], pads=[1, 1, 1, 1]), helper.make_node("BatchNormalization", ["t", "s", "bb", "m", "v"], ["y"], name="bn", epsilon=1e-3)],
+         [("x", x, None)], [("y", F)], [("w", w), ("b", b)] + bn)
+    case("batchnorm_standalone", [node("Relu", ["x"], ["t"]), helper.make_node("BatchNormalization", ["t", "s", "bb", "m", "v"], ["y"], name="bn")],
+         [("x", rand(2, c, 4, 4), None)], [("y", F)], bn)
+
+
+def conv_transpose_cases():
+    x = rand(1, 4, 5, 5)
+    case("convtranspose_k2_s2", [node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[2, 2], strides=[2, 2])], [("x", x, None)], [("y", F)],
+         [("w", rand(4, 3, 2, 2)), ("b", rand(3))])
+    case("convtranspose_k3_s2_pads_outpad", [node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1])],
+         [("x", rand(2, 4, 4, 4), None)], [("y", F)], [("w", rand(4, 3, 3, 3))])
+    case("convtranspose_group2", [node("ConvTranspose", ["x", "w", "b"], ["y"], group=2, strides=[2, 2])], [("x", rand(2, 4, 3, 3), None)], [("y", F)],
+         [("w", rand(4, 2, 3, 3)), ("b", rand(4))])
+    case("convtranspose_output_shape", [node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], output_shape=[10, 9])], [("x", x, None)], [("y", F)], [("w", rand(4, 2, 3, 3))])
+    case("convtranspose_dilation2", [node("ConvTranspose", ["x", "w"], ["y"], dilations=[2, 2])], [("x", x, None)], [("y", F)], [("w", rand(4, 2, 3, 3))])
+    case("convtranspose_same_upper", [node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")], [("x", x, None)], [("y", F)], [("w", rand(4, 2, 3, 3))])
+
+
+def pool_cases():
+    x = rand(2, 3, 9, 9)
+    case("maxpool_k3_s2_p1", [node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])], [("x", x, None)], [("y", F)])
+    case("maxpool_k2_s2", [node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])], [("x", x, None)], [("y", F)])
+    case("maxpool_ceil", [node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)], [("x", rand(1, 2, 8, 8), None)], [("y", F)])
+    case("maxpool_asym_pads_3x2", [node("MaxPool", ["x"], ["y"], kernel_shape=[3, 2], strides=[1, 2], pads=[0, 1, 2, 0])], [("x", x, None)], [("y", F)])
+    case("maxpool_dilation2", [node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])], [("x", x, None)], [("y", F)], opset=12)
+    case("maxpool_same_upper", [node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")], [("x", rand(1, 2, 8, 8), None)], [("y", F)])
+    case("avgpool_pad_exclude", [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])], [("x", x, None)], [("y", F)])
+    case("avgpool_pad_include", [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)], [("x", x, None)], [("y", F)])
+    case("avgpool_ceil", [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)], [("x", rand(1, 2, 8, 8), None)], [("y", F)])
+    case("avgpool_ceil_include_pad", [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)],
+         [("x", rand(1, 2, 8, 8), None)], [("y", F)])
+    case("avgpool_3x2_s3x2", [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 2], strides=[3, 2])], [("x", rand(1, 2, 9, 8), None)], [("y", F)])
+    case("global_avgpool", [node("GlobalAveragePool", ["x"], ["y"])], [("x", x, None)], [("y", F)])
+    case("global_maxpool", [node("GlobalMaxPool", ["x"], ["y"])], [("x", x, None)], [("y", F)])
+    case("lrn", [node("LRN", ["x"], ["y"], size=3, alpha=1e-2, beta=0.75, bias=2.0)], [("x", rand(1, 6, 4, 4), None)], [("y", F)])
+    case("lrn_size5", [node("LRN", ["x"], ["y"], size=5)], [("x", rand(1, 6, 3, 3), None)], [("y", F)])
+
+
+def linalg_cases():
+    a, b = rand(4, 5), rand(5, 3)
+    case("gemm_basic", [node("Gemm", ["a", "b", "c"], ["y"])], [("a", a, None)], [("y", F)], [("b", b), ("c", rand(3))])
+    case("gemm_transA_transB_alpha_beta", [node("Gemm", ["a", "b", "c"], ["y"], transA=1, transB=1, alpha=0.5, beta=2.0)], [("a", rand(5, 4), None)], [("y", F)],
+         [("b", rand(3, 5)), ("c", rand(4, 3))])
+    case("gemm_no_c", [node("Gemm", ["a", "b"], ["y"], transB=1)], [("a", a, None)], [("y", F)], [("b", rand(3, 5))])
+    case("matmul_2d", [node("MatMul", ["a", "b"], ["y"])], [("a", a, None), ("b", b, None)], [("y", F)])
+    case("matmul_3d_2d", [node("MatMul", ["a", "b"], ["y"])], [("a", rand(2, 4, 5), None)], [("y", F)], [("b", b)])
+    case("matmul_3d_3d", [node("MatMul", ["a", "b"], ["y"])], [("a", rand(2, 4, 5), None), ("b", rand(2, 5, 3), None)], [("y", F)])
+    case("matmul_4d_broadcast", [node("MatMul", ["a", "b"], ["y"])], [("a", rand(2, 3, 4, 5), None), ("b", rand(1, 3, 5, 2), None)], [("y", F)])
+    case("matmul_2d_3d", [node("MatMul", ["a", "b"], ["y"])], [("a", a, None), ("b", rand(3, 5, 2), None)], [("y", F)])
+    case("matmul_1d_2d", [node("MatMul", ["a", "b"], ["y"])], [("a", rand(5), None)], [("y", F)], [("b", b)])
+    case("matmul_2d_1d", [node("MatMul", ["a", "b"], ["y"])], [("a", a, None)], [("y", F)], [("b", rand(5))])
+    x = rand(2, 3, 4, 5)
+    case("reducemean_23_keep", [node("ReduceMean", ["x"], ["y"], axes=[2, 3])], [("x", x, None)], [("y", F)])
+    case("reducemean_last_nokeep", [node("ReduceMean", ["x"], ["y"], axes=[-1], keepdims=0)], [("x", x, None)], [("y", F)])
+    case("reducemean_all", [node("ReduceMean", ["x"], ["y"], keepdims=0)], [("x", x, None)], [("y", F)])
+    case("reducemean_opset18_axes_input", [node("ReduceMean", ["x", "ax"], ["y"])], [("x", x, None)], [("y", F)], [("ax", np.array([1], np.int64))], opset=18)
+    case("reducesum_opset13", [node("ReduceSum", ["x", "ax"], ["y"], keepdims=0)], [("x", x, None)], [("y", F)], [("ax", np.array([0, 2], np.int64))])
+    case("reducemax", [node("ReduceMax", ["x"], ["y"], axes=[1])], [("x", x, None)], [("y", F)])
+    case("layernorm", [node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1, epsilon=1e-5)], [("x", x, None)], [("y", F)], [("s", rand(5)), ("b", rand(5))], opset=17)
+    case("instancenorm", [node("InstanceNormalization", ["x", "s", "b"], ["y"])], [("x", x, None)], [("y", F)], [("s", rand(3)), ("b", rand(3))])
+
+
+def elementwise_cases():
+    x = rand(2, 3, 4)
+    for op in ["Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Erf", "Softplus", "Softsign"]:
+        case(f"unary_{op.lower()}", [node(op, ["x"], ["y"])], [("x", x * 3, None)], [("y", F)])
+    case("unary_sqrt", [node("Sqrt", ["x"], ["y"])], [("x", rand(2, 3, lo=0.1, hi=4.0), None)], [("y", F)])
+    case("unary_log", [node("Log", ["x"], ["y"])], [("x", rand(2, 3, lo=0.1, hi=4.0), None)], [("y", F)])
+    case("unary_reciprocal", [node("Reciprocal", ["x"], ["y"])], [("x", rand(2, 3, lo=0.5, hi=4.0), None)], [("y", F)])
+    case("leakyrelu_alpha", [node("LeakyRelu", ["x"], ["y"], alpha=0.2)], [("x", x, None)], [("y", F)])
+    case("leakyrelu_default", [node("LeakyRelu", ["x"], ["y"])], [("x", x, None)], [("y", F)])
+    case("elu", [node("Elu", ["x"], ["y"], alpha=0.7)], [("x", x * 2, None)], [("y", F)])
+    case("prelu", [node("PRelu", ["x", "s"], ["y"])], [("x", rand(2, 3, 4, 4), None)], [("y", F)], [("s", rand(3, 1, 1))])
+    case("hardsigmoid_default", [node("HardSigmoid", ["x"], ["y"])], [("x", x * 4, None)], [("y", F)])
+    case("hardsigmoid_alpha_beta", [node("HardSigmoid", ["x"], ["y"], alpha=1 / 6, beta=0.5)], [("x", x * 5, None)], [("y", F)])
+    case("hardswish", [node("HardSwish", ["x"], ["y"])], [("x", x * 5, None)], [("y", F)], opset=14)
+    case("clip_inputs", [node("Clip", ["x", "lo", "hi"], ["y"])], [("x", x * 3, None)], [("y", F)], [("lo", np.array(-0.5, np.float32)), ("hi", np.array(0.75, np.float32))])
+    case("clip_max_only", [node("Clip", ["x", "", "hi"], ["y"])], [("x", x * 3, None)], [("y", F)], [("hi", np.array(6.0, np.float32))])
+    case("clip_opset9_attrs", [node("Clip", ["x"], ["y"], min=0.0, max=6.0)], [("x", x * 8, None)], [("y", F)], opset=9)
+    case("gelu_opset20", [node("Gelu", ["x"], ["y"])], [("x", x * 3, None)], [("y", F)], opset=20)
+    case("softmax_opset13_last", [node("Softmax", ["x"], ["y"])], [("x", x * 3, None)], [("y", F)])
+    case("softmax_opset13_axis1", [node("Softmax", ["x"], ["y"], axis=1)], [("x", x * 3, None)], [("y", F)])
+    case("softmax_opset11_coerced_axis1", [node("Softmax", ["x"], ["y"], axis=1)], [("x", x * 3, None)], [("y", F)], opset=11)
+    case("logsoftmax", [node("LogSoftmax", ["x"], ["y"], axis=-1)], [("x", x * 3, None)], [("y", F)])
+    for op in ["Add", "Sub", "Mul", "Div"]:
+        case(f"{op.lower()}_broadcast", [node(op, ["a", "b"], ["y"])], [("a", rand(2, 3, 4), None), ("b", rand(3, 1, lo=0.5, hi=2.0), None)], [("y", F)])
+        case(f"{op.lower()}_const_scalar", [node(op, ["a", "c"], ["y"])], [("a", rand(2, 3), None)], [("y", F)], [("c", np.array(1.75, np.float32))])
+        case(f"{op.lower()}_scalar_first", [node(op, ["c", "a"], ["y"])], [("a", rand(2, 3, lo=0.5, hi=2.0), None)], [("y", F)], [("c", np.array(3.0, np.float32))])
+    case("pow_broadcast", [node("Pow", ["a", "b"], ["y"])], [("a", rand(2, 3, lo=0.5, hi=2.0), None), ("b", rand(3, lo=-2, hi=2), None)], [("y", F)])
+    case("pow_const_2", [node("Pow", ["a", "c"], ["y"])], [("a", rand(2, 3), None)], [("y", F)], [("c", np.array(2.0, np.float32))])
+    case("pow_const_half", [node("Pow", ["a", "c"], ["y"])], [("a", rand(2, 3, lo=0.1, hi=3), None)], [("y", F)], [("c", np.array(0.5, np.float32))])
+    case("sum_variadic", [node("Sum", ["a", "b", "c"], ["y"])], [("a", rand(2, 3), None), ("b", rand(3), None), ("c", rand(2, 1), None)], [("y", F)])
+    case("max_min_mean", [node("Max", ["a", "b"], ["t"]), helper.make_node("Min", ["t", "c"], ["u"], name="min"), helper.make_node("Mean", ["u", "a"], ["y"], name="mean")],
+         [("a", rand(2, 3), None), ("b", rand(2, 3), None), ("c", rand(3), None)], [("y", F)])
+    case("where_greater", [node("Greater", ["a", "b"], ["c"]), helper.make_node("Where", ["c", "a", "b"], ["y"], name="where")],
+         [("a", rand(2, 3), None), ("b", rand(2, 3), None)], [("y", F)])
+
+
+def movement_cases():
+    x = rand(2, 3, 4, 5)
+    case("reshape_zero_minus1", [node("Reshape", ["x", "s"], ["y"])], [("x", x, None)], [("y", F)], [("s", np.array([0, -1, 5], np.int64))])
+    case("flatten_axis1", [node("Flatten", ["x"], ["y"])], [("x", x, None)], [("y", F)])
+    case("flatten_axis0", [node("Flatten", ["x"], ["y"], axis=0)], [("x", x, None)], [("y", F)])
+    case("flatten_axis_neg1", [node("Flatten", ["x"], ["y"], axis=-1)], [("x", x, None)], [("y", F)])
+    case("transpose_perm", [node("Transpose", ["x"], ["y"], perm=[0, 2, 3, 1])], [("x", x, None)], [("y", F)])
+    case("transpose_default", [node("Transpose", ["x"], ["y"])], [("x", x, None)], [("y", F)])
+    case("concat_axis1_three", [node("Concat", ["a", "b", "c"], ["y"], axis=1)], [("a", rand(2, 1, 3), None), ("b", rand(2, 2, 3), None)], [("y", F)], [("c", rand(2, 4, 3))])
+    case("concat_axis_neg1", [node("Concat", ["a", "b"], ["y"], axis=-1)], [("a", rand(2, 3), None), ("b", rand(2, 2), None)], [("y", F)])
+    case("slice_basic", [node("Slice", ["x", "s", "e"], ["y"])], [("x", x, None)], [("y", F)], [("s", np.array([0, 1], np.int64)), ("e", np.array([1, 3], np.int64))])
+    case("slice_axes_steps", [node("Slice", ["x", "s", "e", "a", "st"], ["y"])], [("x", x, None)], [("y", F)],
+         [("s", np.array([0, 1], np.int64)), ("e", np.array([5, 100], np.int64)), ("a", np.array([3, 2], np.int64)), ("st", np.array([2, 2], np.int64))])
+    case("slice_negative_step", [node("Slice", ["x", "s", "e", "a", "st"], ["y"])], [("x", x, None)], [("y", F)],
+         [("s", np.array([-1], np.int64)), ("e", np.array([-1000], np.int64)), ("a", np.array([-1], np.int64)), ("st", np.array([-2], np.int64))])
+    case("slice_negative_starts", [node("Slice", ["x", "s", "e", "a"], ["y"])], [("x", x, None)], [("y", F)],
+         [("s", np.array([-3], np.int64)), ("e", np.array([-1], np.int64)), ("a", np.array([1], np.int64))])
+    case("slice_opset9_attrs", [node("Slice", ["x"], ["y"], starts=[1, 0], ends=[3, 2], axes=[2, 3])], [("x", x, None)], [("y", F)], opset=9)
+    case("squeeze_unsqueeze_opset13", [node("Unsqueeze", ["x", "a"], ["t"]), helper.make_node("Squeeze", ["t", "b"], ["y"], name="sq")], [("x", rand(3, 4), None)], [("y", F)],
+         [("a", np.array([0, 3], np.int64)), ("b", np.array([0], np.int64))])
+    case("squeeze_unsqueeze_opset11", [node("Unsqueeze", ["x"], ["t"], axes=[1]), helper.make_node("Squeeze", ["t"], ["y"], name="sq", axes=[1])], [("x", rand(3, 4), None)],
+         [("y", F)], opset=11)
+    case("squeeze_all", [node("Squeeze", ["x"], ["y"])], [("x", rand(1, 3, 1, 4), None)], [("y", F)])
+    case("pad_constant_value", [node("Pad", ["x", "p", "v"], ["y"])], [("x", x, None)], [("y", F)], [("p", np.array([0, 0, 1, 2, 0, 1, 2, 0], np.int64)), ("v", np.array(1.5, np.float32))])
+    case("pad_reflect", [node("Pad", ["x", "p"], ["y"], mode="reflect")], [("x", x, None)], [("y", F)], [("p", np.array([0, 0, 2, 1, 0, 0, 1, 3], np.int64))])
+    case("pad_edge", [node("Pad", ["x", "p"], ["y"], mode="edge")], [("x", x, None)], [("y", F)], [("p", np.array([0, 0, 2, 1, 0, 0, 1, 3], np.int64))])
+    case("pad_negative", [node("Pad", ["x", "p"], ["y"])], [("x", x, None)], [("y", F)], [("p", np.array([0, 0, -1, 2, 0, 0, 1, -2], np.int64))])
+    case("pad_opset2_attrs", [node("Pad", ["x"], ["y"], pads=[0, 0, 1, 1, 0, 0, 1, 1], value=-2.0)], [("x", x, None)], [("y", F)], opset=10)
+    case("gather_axis1_host_indices", [node("Gather", ["x", "i"], ["y"], axis=1)], [("x", x, None)], [("y", F)], [("i", np.array([[2, 0], [-1, 1]], np.int64))])
+    case("gather_scalar_index", [node("Gather", ["x", "i"], ["y"], axis=3)], [("x", x, None)], [("y", F)], [("i", np.array(3, np.int64))])
+    case("gather_device_indices", [node("Gather", ["x", "i"], ["y"], axis=0)], [("x", rand(6, 3), None), ("i", np.array([5, 0, -2], np.int64), None)], [("y", F)])
+    case("expand", [node("Expand", ["x", "s"], ["y"])], [("x", rand(3, 1), None)], [("y", F)], [("s", np.array([2, 3, 4], np.int64))])
+    case("tile", [node("Tile", ["x", "r"], ["y"])], [("x", rand(2, 3), None)], [("y", F)], [("r", np.array([2, 3], np.int64))])
+    case("split_opset13", [node("Split", ["x", "s"], ["y0", "y1"], axis=1)], [("x", rand(2, 5), None)], [("y0", F), ("y1", F)],
+         [("s", np.array([2, 3], np.int64))])
+    case("depth_to_space_dcr", [node("DepthToSpace", ["x"], ["y"], blocksize=2)], [("x", rand(1, 8, 2, 3), None)], [("y", F)])
+    case("depth_to_space_crd", [node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="CRD")], [("x", rand(1, 8, 2, 3), None)], [("y", F)])
+    case("space_to_depth", [node("SpaceToDepth", ["x"], ["y"], blocksize=2)], [("x", rand(1, 2, 4, 6), None)], [("y", F)])
+    case("identity_dropout_constant", [node("Identity", ["x"], ["t"]), helper.make_node("Dropout", ["t"], ["u"], name="drop"),
+                                       helper.make_node("Constant", [], ["c"], name="const", value=numpy_helper.from_array(rand(5), "cv")),
+                                       helper.make_node("Add", ["u", "c"], ["y"], name="add")], [("x", x, None)], [("y", F)])
+    # Shape arithmetic on a dynamic batch: Shape -> Gather -> Unsqueeze -> Concat -> Reshape
+    nodes = [
+        node("Shape", ["x"], ["sh"]),
+        helper.make_node("Gather", ["sh", "zero"], ["n"], name="g", axis=0),
+        helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"], name="u"),
+        helper.make_node("Concat", ["n1", "minus1"], ["target"], name="c", axis=0),
+        helper.make_node("Cast", ["target"], ["target32"], name="cast", to=TensorProto.INT32),
+        helper.make_node("Cast", ["target32"], ["target64"], name="cast2", to=TensorProto.INT64),
+        helper.make_node("Reshape", ["x", "target64"], ["y"], name="r"),
+    ]
+    case("shape_arithmetic_dynamic_batch", nodes, [("x", rand(3, 2, 4, 4), ["batch", 2, 4, 4])], [("y", F)],
+         [("zero", np.array(0, np.int64)), ("ax0", np.array([0], np.int64)), ("minus1", np.array([-1], np.int64))], tags=["dynamic"])
+
+
+def resize_cases():
+    x = rand(1, 2, 4, 5)
+    empty = np.array([], np.float32)
+    sc = lambda *s: np.array(s, np.float32)
+    sz = lambda *s: np.array(s, np.int64)
+    R = lambda **a: node("Resize", ["x", "roi", "scales"], ["y"], **a)
+    RS = lambda **a: node("Resize", ["x", "roi", "", "sizes"], ["y"], **a)
+    case("resize_nearest_asymmetric_floor_x2", [R(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")], [("x", x, None)], [("y", F)],
+         [("roi", empty), ("scales", sc(1, 1, 2, 2))])
+    case("resize_nearest_half_pixel_sizes", [RS(mode="nearest")], [("x", x, None)], [("y", F)], [("roi", empty), ("sizes", sz(1, 2, 7, 3))])
+    case("resize_nearest_round_prefer_ceil", [R(mode="nearest", nearest_mode="round_prefer_ceil")],
+         [("x", x, None)], [("y", F)], [("roi", empty), ("scales", sc(1, 1, 1.5, 2.5))], opset=11)
+    case("resize_nearest_align_corners_ceil", [RS(mode="nearest", coordinate_transformation_mode="align_corners", nearest_mode="ceil")], [("x", x, None)], [("y", F)],
+         [("roi", empty), ("sizes", sz(1, 2, 8, 9))])
+    case("resize_linear_half_pixel_x2", [R(mode="linear")], [("x", x, None)], [("y", F)], [("roi", empty), ("scales", sc(1, 1, 2, 2))])
+    case("resize_linear_align_corners_sizes", [RS(mode="linear", coordinate_transformation_mode="align_corners")], [("x", x, None)], [("y", F)],
+         [("roi", empty), ("sizes", sz(1, 2, 7, 11))])
+    case("resize_linear_pytorch_half_pixel_down", [R(mode="linear", coordinate_transformation_mode="pytorch_half_pixel")], [("x", rand(1, 2, 8, 6), None)], [("y", F)],
+         [("roi", empty), ("scales", sc(1, 1, 0.5, 0.5))])
+    case("resize_linear_asymmetric", [R(mode="linear", coordinate_transformation_mode="asymmetric")], [("x", x, None)], [("y", F)], [("roi", empty), ("scales", sc(1, 1, 3, 1.5))])
+    case("resize_opset10", [node("Resize", ["x", "scales"], ["y"], mode="nearest")], [("x", x, None)], [("y", F)], [("scales", sc(1, 1, 2, 3))], opset=10)
+    case("upsample_opset9", [node("Upsample", ["x", "scales"], ["y"], mode="nearest")], [("x", x, None)], [("y", F)], [("scales", sc(1, 1, 2, 2))], opset=9)
+
+
+def write_light_models():
+    light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    for fn in sorted(os.listdir(light)):
+        if not fn.endswith(".onnx"):
+            continue
+        name = fn[len("light_"):-len(".onnx")]
+        m = onnx.load(os.path.join(light, fn))
+        init = {t.name for t in m.graph.initializer}
+        inp = [i for i in m.graph.input if i.name not in init][0]
+        shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+        x = rand(*shape)
+        b = m.SerializeToString()
+        out = run_ort(b, {inp.name: x})
+        d = os.path.join(OUT, "models", name)
+        os.makedirs(d, exist_ok=True)
+        save_case("models", name, b, {inp.name: x}, out, tol=1e-4, tags=["light"])
+
+
+def text_images():
+    """Rendered text lines (DejaVu Sans), upright and rotated 180 degrees, as uint8 RGB."""
+    from PIL import Image, ImageDraw, ImageFont
+    font_path = os.path.join(os.path.dirname(__file__), "..", "crates", "pixelgrad-cli", "assets", "DejaVuSans.ttf")
+    lines = ["pixelgrad runs ONNX", "Hello, world 2024", "The quick brown fox", "training as rendering"]
+    imgs = []
+    for k, text in enumerate(lines):
+        font = ImageFont.truetype(font_path, 28 + 2 * k)
+        w = int(font.getlength(text)) + 16
+        im = Image.new("RGB", (w, 48), (255, 255, 255))
+        ImageDraw.Draw(im).text((8, 6), text, font=font, fill=(20, 20, 20))
+        imgs.append(np.asarray(im))
+    return imgs
+
+
+def cls_preprocess(img):
+    """PaddleOCR's text-direction classifier input: height 48, width <= 192 keeping the aspect
+    ratio, (x / 255 - 0.5) / 0.5, padded right with zeros to 192."""
+    from PIL import Image
+    h, w = img.shape[:2]
+    nw = min(192, int(np.ceil(48 * w / h)))
+    im = np.asarray(Image.fromarray(img).resize((nw, 48), Image.BILINEAR)).astype(np.float32)
+    im = (im / 255.0 - 0.5) / 0.5
+    out = np.zeros((3, 48, 192), np.float32)
+    out[:, :, :nw] = im.transpose(2, 0, 1)
+    return out
+
+
+def write_ppocr():
+    if not PPOCR or not os.path.isdir(PPOCR):
+        print("PP-OCR models not found; skipping", file=sys.stderr)
+        return
+    imgs = text_images()
+    cls = open(os.path.join(PPOCR, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), "rb").read()
+    batch, labels = [], []
+    for im in imgs:
+        batch.append(cls_preprocess(im))
+        labels.append(0)
+        batch.append(cls_preprocess(np.ascontiguousarray(im[::-1, ::-1])))
+        labels.append(1)
+    x = np.stack(batch)
+    out = run_ort(cls, {"x": x})
+    save_case("models", "ppocr_cls", cls, {"x": x}, out, tol=1e-4, tags=["pretrained"])
+    np.save(os.path.join(OUT, "models", "ppocr_cls", "labels.npy"), np.array(labels, np.int64))
+    # Text detector (DBNet, MobileNetV3 backbone): one 96x320 image, ImageNet normalisation.
+    from PIL import Image
+    canvas = np.full((96, 320, 3), 255, np.uint8)
+    line = imgs[0][:, : min(300, imgs[0].shape[1])]
+    canvas[24 : 24 + line.shape[0], 10 : 10 + line.shape[1]] = line
+    xd = canvas.astype(np.float32) / 255.0
+    xd = (xd - np.array([0.485, 0.456, 0.406], np.float32)) / np.array([0.229, 0.224, 0.225], np.float32)
+    xd = xd.transpose(2, 0, 1)[None].astype(np.float32)
+    det = open(os.path.join(PPOCR, "ch_PP-OCRv4_det_infer.onnx"), "rb").read()
+    out = run_ort(det, {"x": xd})
+    save_case("models", "ppocr_det", det, {"x": xd}, out, tol=1e-4, tags=["pretrained"])
+    mask = np.zeros((96, 320), np.uint8)
+    mask[24 : 24 + line.shape[0], 10 : 10 + line.shape[1]] = 1
+    np.save(os.path.join(OUT, "models", "ppocr_det", "text_mask.npy"), mask)
+    # The classifier's backbone, for the fine-tuning test: its feature map before the head.
+    shutil.copy(os.path.join(PPOCR, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), os.path.join(OUT, "models", "ppocr_cls_backbone.onnx"))
+
+
+def write_bad_models():
+    """Models pixelgrad must refuse with a clear error (no expected outputs)."""
+    d = os.path.join(OUT, "bad")
+    os.makedirs(d, exist_ok=True)
+    x = helper.make_tensor_value_info("x", F, [2, 3])
+    y = helper.make_tensor_value_info("y", F, None)
+    g = helper.make_graph([helper.make_node("Einsum", ["x", "x"], ["y"], name="my_einsum", equation="ij,ij->ij")], "bad", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    open(os.path.join(d, "unsupported_op.onnx"), "wb").write(m.SerializeToString())
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="custom_relu", domain="com.example")], "bad", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.example", 1)])
+    open(os.path.join(d, "custom_domain.onnx"), "wb").write(m.SerializeToString())
+    g = helper.make_graph([helper.make_node("Conv", ["x4", "w"], ["y"], name="conv3d_like", pads=[1, 1, 1, 1], foo=3)], "bad",
+                          [helper.make_tensor_value_info("x4", F, [1, 1, 4, 4])], [y], [numpy_helper.from_array(rand(1, 1, 3, 3), "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    open(os.path.join(d, "unknown_attribute.onnx"), "wb").write(m.SerializeToString())
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "bad", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    open(os.path.join(d, "relu_2x3.onnx"), "wb").write(m.SerializeToString())
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    conv_cases()
+    conv_transpose_cases()
+    pool_cases()
+    linalg_cases()
+    elementwise_cases()
+    movement_cases()
+    resize_cases()
+    write_light_models()
+    write_ppocr()
+    write_bad_models()
+    with open(os.path.join(OUT, "manifest.json"), "w") as f:
+        json.dump({"onnx": onnx.__version__, "onnxruntime": ort.__version__, "cases": MANIFEST}, f, indent=1)
+    print(f"{len(MANIFEST)} cases", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+// `pg.loadOnnx`: ONNX models imported into pixelgrad and run on the current runtime's device
+// (WebGPU, WebGL2 or the wasm CPU). Inputs and outputs are named as in the model.
+import { currentRuntime, wasm } from './runtime.js';
+import { Tensor, deviceTensor, registry } from './tensor.js';
+import { download, getModel, parseUrl, putModel } from './storage.js';
+
+async function bytesOf(source) {
+  if (typeof URL !== 'undefined' && source instanceof URL) source = source.href;
+  if (source instanceof Uint8Array) return source;
+  if (source instanceof ArrayBuffer) return new Uint8Array(source);
+  if (ArrayBuffer.isView(source)) return new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+  if (typeof source === 'string') {
+    if (source.startsWith('indexeddb://')) {
+      const { name } = parseUrl(source, 'loadOnnx');
+      const rec = await getModel(name);
+      if (!rec) throw new Error(`loadOnnx: no model named '${name}' in IndexedDB`);
+      if (rec.format !== 'onnx') throw new Error(`loadOnnx: '${name}' in IndexedDB is a pixelgrad model, not ONNX (use pg.loadModel)`);
+      return rec.bytes;
+    }
+    let r;
+    try {
+      r = await fetch(source);
+    } catch (e) {
+      throw new Error(`loadOnnx: fetching ${source} failed: ${e && e.message ? e.message : e}`);
+    }
+    if (!r.ok) throw new Error(`loadOnnx: fetching ${source} gave HTTP ${r.status}`);
+    return new Uint8Array(await r.arrayBuffer());
+  }
+  throw new Error('loadOnnx: source must be an ArrayBuffer, a Uint8Array, a URL or \'indexeddb://name\'');
+}
+
+export class OnnxModel {
+  /** @internal Use `pg.loadOnnx`. */
+  constructor(inner, rt, bytes) {
+    this._inner = inner;
+    this._rt = rt;
+    this._bytes = bytes;
+    this._disposed = false;
+    this._inputs = JSON.parse(inner.inputs());
+    this._outputs = JSON.parse(inner.outputs());
+    if (registry) registry.register(this, inner, this);
+  }
+  /** @internal */
+  _check(what) {
+    if (this._disposed) throw new Error(`${what}: the ONNX model was disposed`);
+    this._rt._check(what);
+  }
+  /** `[{ name, shape, dtype }]`; dynamic sizes are their names (or null). */
+  get inputs() {
+    return this._inputs.map((i) => ({ ...i, shape: i.shape && i.shape.slice() }));
+  }
+  get outputs() {
+    return this._outputs.map((i) => ({ ...i, shape: i.shape && i.shape.slice() }));
+  }
+  /** The runtime's backend the model runs on. */
+  get backend() {
+    return this._rt.backend;
+  }
+  /**
+   * Runs the model: `feeds` maps input names to `pg` tensors (float32; int32 tensors for
+   * integer inputs). Resolves to `{ outputName: Tensor }` (device tensors; read with `data()`).
+   */
+  async run(feeds) {
+    this._check('onnx.run');
+    if (!feeds || typeof feeds !== 'object') throw new Error('onnx.run: expects an object { inputName: tensor }');
+    for (const [name, t] of Object.entries(feeds)) {
+      if (!(t instanceof Tensor)) throw new Error(`onnx.run: input '${name}' must be a pg tensor`);
+      const info = this._inputs.find((i) => i.name === name);
+      if (t.dtype === 'int32') {
+        const dtype = info ? info.dtype : 'int64';
+        this._inner.feedInts(name, Int32Array.from(await t._hostValues('onnx.run')), t.shape, dtype);
+      } else {
+        this._inner.feed(name, t._onDevice(this._rt, 'onnx.run'));
+      }
+    }
+    const outs = this._inner.run();
+    const result = {};
+    this._outputs.forEach((o, k) => {
+      result[o.name] = deviceTensor(outs[k], this._rt);
+    });
+    return result;
+  }
+  /** Stores the model's bytes: `indexeddb://name` (for `pg.loadOnnx`) or `downloads://name.onnx`. */
+  async save(url) {
+    this._check('onnx.save');
+    const { scheme, name } = parseUrl(url, 'onnx.save');
+    if (scheme === 'downloads') {
+      download(this._bytes, name.endsWith('.onnx') ? name : `${name}.onnx`);
+    } else {
+      await putModel({ name, bytes: this._bytes, format: 'onnx', savedAt: new Date().toISOString(), backend: this._rt.backend });
+    }
+    return { url, bytes: this._bytes.length };
+  }
+  /** Frees the model's weights on the device. */
+  dispose() {
+    if (this._disposed) return;
+    this._disposed = true;
+    if (registry) registry.unregister(this);
+    try {
+      this._inner.free();
+    } catch {
+      // already freed
+    }
+  }
+}
+
+/**
+ * Loads an ONNX model on the current runtime. `source`: an ArrayBuffer or Uint8Array of the
+ * .onnx file, a URL to fetch, or `indexeddb://name` (saved with `m.save`).
+ */
+export async function loadOnnx(source) {
+  const rt = currentRuntime('loadOnnx');
+  const bytes = await bytesOf(source);
+  return new OnnxModel(new wasm.OnnxModel(rt._inner, bytes), rt, bytes);
+}

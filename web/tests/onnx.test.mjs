@@ -1,0 +1,322 @@
+// `pg.loadOnnx` in headless Chromium on webgpu, webgl and cpu (SwiftShader for the GPU
+// backends): every per-operator fixture of scripts/onnx-fixtures.sh and the pretrained PP-OCR
+// text direction classifier against onnxruntime's outputs (1e-4 relative), model metadata,
+// the URL / bytes / IndexedDB sources, and errors as JS Errors.
+import test, { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer, launchBrowser, newPage } from './harness.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '..', '..');
+const webRoot = path.resolve(here, '..');
+const bundle = path.join(webRoot, 'test-artifacts', 'onnx');
+
+/** Reads a .npy file (float32, int64, int32) into { dtype, shape, data }. */
+function readNpy(file) {
+  const b = fs.readFileSync(file);
+  const major = b[6];
+  const hlen = major === 1 ? b.readUInt16LE(8) : b.readUInt32LE(8);
+  const start = major === 1 ? 10 : 12;
+  const header = b.subarray(start, start + hlen).toString('latin1');
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim()).filter(Boolean).map(Number);
+  const raw = b.subarray(start + hlen);
+  const ab = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength);
+  if (descr === '<f4') return { dtype: 'float32', shape, data: new Float32Array(ab) };
+  if (descr === '<i8') return { dtype: 'int64', shape, data: Int32Array.from(new BigInt64Array(ab), (v) => Number(v)) };
+  if (descr === '<i4') return { dtype: 'int32', shape, data: new Int32Array(ab) };
+  if (descr === '|b1') return { dtype: 'bool', shape, data: Float32Array.from(new Uint8Array(ab)) };
+  throw new Error(`${file}: npy type ${descr} not handled by the test`);
+}
+
+/** Copies the fixtures the page needs into web/test-artifacts/onnx (served with web/). */
+function makeBundle() {
+  execFileSync('bash', [path.join(repo, 'scripts', 'onnx-fixtures.sh')], { stdio: 'inherit' });
+  const fx = path.join(repo, 'target', 'onnx-fixtures');
+  const manifest = JSON.parse(fs.readFileSync(path.join(fx, 'manifest.json'), 'utf8'));
+  fs.rmSync(bundle, { recursive: true, force: true });
+  fs.mkdirSync(bundle, { recursive: true });
+  const cases = [];
+  for (const c of manifest.cases.filter((c) => c.kind === 'ops' || c.name === 'ppocr_cls')) {
+    const id = `${c.kind}-${c.name}`;
+    fs.copyFileSync(path.join(fx, c.dir, 'model.onnx'), path.join(bundle, `${id}.onnx`));
+    const io = (list, what) => list.map((e, k) => {
+      const t = readNpy(path.join(fx, c.dir, e.file));
+      const file = `${id}.${what}${k}.bin`;
+      fs.writeFileSync(path.join(bundle, file), Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+      return { name: e.name, file, shape: t.shape, dtype: t.dtype };
+    });
+    cases.push({ name: c.name, kind: c.kind, model: `${id}.onnx`, inputs: io(c.inputs, 'in'), outputs: io(c.outputs, 'out'), tol: c.tol });
+  }
+  return cases;
+}
+
+let server;
+let browser;
+let page;
+let cases;
+
+before(async () => {
+  cases = makeBundle();
+  server = await startServer();
+  browser = await launchBrowser();
+  page = await newPage(browser);
+  await page.goto(`${server.url}/tests/pages/api.html`);
+  await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  fs.rmSync(bundle, { recursive: true, force: true });
+});
+
+function inPage(fn, arg) {
+  return page.evaluate(([src, a]) => {
+    // eslint-disable-next-line no-new-func
+    const f = new Function('pg', 'arg', `return (${src})(pg, arg);`);
+    return f(window.pg, a);
+  }, [fn.toString(), arg]);
+}
+
+/** Runs the cases in the page on `backend`; per case the worst relative error or the error text. */
+async function runCases(backend, list) {
+  return inPage(async (pg, { backend, list }) => {
+    await pg.init({ backend, allowSoftware: true });
+    const get = async (f) => (await fetch(`/test-artifacts/onnx/${f}`)).arrayBuffer();
+    const out = [];
+    for (const c of list) {
+      try {
+        const m = await pg.loadOnnx(`/test-artifacts/onnx/${c.model}`);
+        const feeds = {};
+        for (const i of c.inputs) {
+          const buf = await get(i.file);
+          const data = i.dtype === 'float32' ? new Float32Array(buf) : new Int32Array(buf);
+          feeds[i.name] = pg.tensor(data, i.shape);
+        }
+        const res = await m.run(feeds);
+        let worst = 0;
+        for (const o of c.outputs) {
+          const want = new Float32Array(await get(o.file));
+          const t = res[o.name];
+          if (!t) throw new Error(`no output ${o.name}`);
+          if (JSON.stringify(t.shape) !== JSON.stringify(o.shape)) throw new Error(`output ${o.name}: shape [${t.shape}] vs [${o.shape}]`);
+          const got = await t.data();
+          let scale = 1e-6;
+          for (const v of want) scale = Math.max(scale, Math.abs(v));
+          let d = 0;
+          for (let k = 0; k < want.length; k++) d = Math.max(d, Math.abs(got[k] - want[k]));
+          worst = Math.max(worst, Number.isFinite(d) ? d / scale : Infinity);
+          t.dispose();
+        }
+        Object.values(feeds).forEach((t) => t.dispose());
+        m.dispose();
+        out.push({ name: c.name, err: worst, tol: c.tol });
+      } catch (e) {
+        out.push({ name: c.name, error: String(e && e.message ? e.message : e) });
+      }
+    }
+    return out;
+  }, { backend, list });
+}
+
+for (const backend of ['webgpu', 'webgl', 'cpu']) {
+  test(`${backend}: every ONNX operator case and the PP-OCR classifier match onnxruntime`, async () => {
+    const res = await runCases(backend, cases);
+    const bad = res.filter((r) => r.error || !(r.err <= r.tol));
+    const worst = Math.max(...res.filter((r) => !r.error).map((r) => r.err));
+    console.log(`${backend}: ${res.length} cases, worst relative error ${worst.toExponential(2)}`);
+    assert.equal(res.length, cases.length);
+    assert.deepEqual(bad, [], `${bad.length} cases failed on ${backend}`);
+  });
+}
+
+test('loadOnnx: metadata, byte and IndexedDB sources, errors', async () => {
+  const r = await inPage(async (pg) => {
+    await pg.init({ backend: 'cpu' });
+    const url = '/test-artifacts/onnx/models-ppocr_cls.onnx';
+    const bytes = await (await fetch(url)).arrayBuffer();
+    const m = await pg.loadOnnx(bytes);
+    const meta = { inputs: m.inputs, outputs: m.outputs, backend: m.backend };
+    await m.save('indexeddb://ppocr-cls');
+    const again = await pg.loadOnnx('indexeddb://ppocr-cls');
+    const x = pg.tensor(new Float32Array(3 * 48 * 100).fill(0.5), [1, 3, 48, 100]);
+    const a = await (await m.run({ x }))[m.outputs[0].name].data();
+    const b = await (await again.run({ x }))[m.outputs[0].name].data();
+    const errors = [];
+    for (const f of [
+      () => pg.loadOnnx(new Uint8Array([1, 2, 3, 4, 5])),
+      () => pg.loadOnnx('/test-artifacts/onnx/nope.onnx'),
+      () => pg.loadOnnx('indexeddb://not-saved'),
+      () => m.run({ image: x }),
+      () => m.run({ x: pg.tensor(new Float32Array(6), [2, 3]) }),
+      () => pg.loadModel('indexeddb://ppocr-cls'),
+    ]) {
+      try {
+        await f();
+        errors.push(null);
+      } catch (e) {
+        errors.push(e instanceof Error ? e.message : `not an Error: ${e}`);
+      }
+    }
+    m.dispose();
+    let disposed = null;
+    try {
+      await m.run({ x });
+    } catch (e) {
+      disposed = e.message;
+    }
+    return { meta, same: a.length === 2 && a.every((v, i) => v === b[i]), errors, disposed };
+  });
+  assert.deepEqual(r.meta.inputs, [{ name: 'x', shape: [null, 3, '?', '?'], dtype: 'float' }]);
+  assert.equal(r.meta.outputs[0].name, 'save_infer_model/scale_0.tmp_1');
+  assert.equal(r.meta.backend, 'cpu');
+  assert.ok(r.same, 'the IndexedDB copy gives the same output');
+  const [junk, missing, notSaved, wrongName, wrongShape, asSequential] = r.errors;
+  assert.match(junk, /not a valid ONNX model/);
+  assert.match(missing, /HTTP 404/);
+  assert.match(notSaved, /no model named 'not-saved'/);
+  assert.match(wrongName, /input 'image': the model has no such input/);
+  assert.match(wrongShape, /input 'x': has shape \[2, 3\] but the model expects \[\?, 3, \?, \?\]/);
+  assert.match(asSequential, /is an ONNX model; load it with pg.loadOnnx/);
+  assert.match(r.disposed, /disposed/);
+});
+
+for (const backend of ['webgpu', 'webgl', 'cpu']) {
+  test(`${backend}: frozen layers, weights by name, toOnnx back through loadOnnx`, async () => {
+    const r = await inPage(async (pg, backend) => {
+      await pg.init({ backend, allowSoftware: true });
+      const d = pg.data.digits();
+      const n = 256;
+      const x = pg.tensor(d.train.x.slice(0, n * 64), [n, 8, 8, 1]);
+      const y = pg.tensor(d.train.y.slice(0, n), [n]);
+      const layers = () => [
+        pg.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'same', activation: 'relu', inputShape: [8, 8, 1], trainable: false }),
+        pg.layers.maxPooling2d({ poolSize: 2 }),
+        pg.layers.flatten(),
+        pg.layers.dense({ units: 10 }),
+      ];
+      const model = pg.sequential(layers(), { seed: 3 });
+      model.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy' });
+      const before = await model.getWeights();
+      await model.fit(x, y, { epochs: 2, batchSize: 32, seed: 1 });
+      const after = await model.getWeights();
+      const same = async (a, b) => {
+        const [u, v] = [await a.data(), await b.data()];
+        return u.length === v.length && u.every((e, i) => e === v[i]);
+      };
+      const names = Object.keys(after);
+      const frozen = (await same(before['1.weight'], after['1.weight'])) && (await same(before['1.bias'], after['1.bias']));
+      const headMoved = !(await same(before['5.weight'], after['5.weight']));
+      const xt = pg.tensor(d.test.x.slice(0, 16 * 64), [16, 8, 8, 1]);
+      const want = await model.predict(xt).data();
+      // the same weights in a fresh model give the same predictions
+      const copy = pg.sequential(layers(), { seed: 99 });
+      await copy.setWeights(after);
+      const copied = await copy.predict(xt).data();
+      // ONNX export, imported again on this backend
+      const bytes = await model.toOnnx();
+      const m = await pg.loadOnnx(bytes);
+      const got = await (await m.run({ input: xt })).output.data();
+      let err = 0;
+      let scale = 1e-6;
+      for (let i = 0; i < want.length; i++) {
+        err = Math.max(err, Math.abs(got[i] - want[i]));
+        scale = Math.max(scale, Math.abs(want[i]));
+      }
+      let badName = null;
+      try {
+        await copy.setWeights({ '9.weight': new Float32Array(4) });
+      } catch (e) {
+        badName = e.message;
+      }
+      let badShape = null;
+      try {
+        await copy.setWeights({ '5.bias': pg.tensor(new Float32Array(3), [3]) });
+      } catch (e) {
+        badShape = e.message;
+      }
+      return {
+        names, frozen, headMoved, copiedSame: copied.every((v, i) => v === want[i]), onnxBytes: bytes.length,
+        inputs: m.inputs, rel: err / scale, badName, badShape,
+      };
+    }, backend);
+    assert.deepEqual(r.names, ['1.weight', '1.bias', '5.weight', '5.bias']);
+    assert.ok(r.frozen, 'the trainable: false conv changed during fit');
+    assert.ok(r.headMoved, 'the dense head did not train');
+    assert.ok(r.copiedSame, 'setWeights did not reproduce the predictions');
+    assert.ok(r.onnxBytes > 1000);
+    assert.deepEqual(r.inputs, [{ name: 'input', shape: ['N', 8, 8, 1], dtype: 'float' }]);
+    assert.ok(r.rel < 1e-4, `exported model differs by ${r.rel}`);
+    assert.match(r.badName, /no weight '9.weight'/);
+    assert.match(r.badShape, /has shape \[10\], got \[3\]/);
+  });
+}
+
+test('cpu: a frozen imported PP-OCR backbone with a new dense head learns digits in the page', async () => {
+  const r = await inPage(async (pg) => {
+    await pg.init({ backend: 'cpu' });
+    const backbone = await pg.loadOnnx('/test-artifacts/onnx/models-ppocr_cls.onnx');
+    const d = pg.data.digits();
+    // 8x8 digits in [0, 1] -> 48x48x3 NHWC, dark on light in [-1, 1] (the classifier's range)
+    const images = (x, n) => {
+      const out = new Float32Array(n * 48 * 48 * 3);
+      for (let s = 0; s < n; s++) {
+        for (let y = 0; y < 48; y++) {
+          for (let xx = 0; xx < 48; xx++) {
+            const v = 1 - 2 * x[s * 64 + Math.floor(y / 6) * 8 + Math.floor(xx / 6)];
+            for (let c = 0; c < 3; c++) out[((s * 48 + y) * 48 + xx) * 3 + c] = v;
+          }
+        }
+      }
+      return pg.tensor(out, [n, 48, 48, 3]);
+    };
+    const [ntr, nte] = [240, 120];
+    const x = images(d.train.x, ntr);
+    const y = pg.tensor(d.train.y.slice(0, ntr), [ntr]);
+    const xt = images(d.test.x, nte);
+    const yt = pg.tensor(d.test.y.slice(0, nte), [nte]);
+    const model = pg.sequential([
+      pg.layers.onnx({ model: backbone, output: 'reshape2_0.tmp_0', inputShape: [48, 48, 3], trainable: false }),
+      pg.layers.dense({ units: 10 }),
+    ], { seed: 5 });
+    model.compile({ optimizer: pg.optimizers.adam(2e-2), loss: 'softmaxCrossEntropy', metrics: ['accuracy'] });
+    const w0 = await model.getWeights();
+    const before = await model.evaluate(xt, yt);
+    await model.fit(x, y, { epochs: 5, batchSize: 32, seed: 1 });
+    const after = await model.evaluate(xt, yt);
+    const w1 = await model.getWeights();
+    const frozenName = Object.keys(w0).find((k) => k.startsWith('1.')); // layer 0 turns NHWC into NCHW
+    const [a, b] = [await w0[frozenName].data(), await w1[frozenName].data()];
+    let saveError = null;
+    try {
+      await model.save('indexeddb://with-onnx');
+    } catch (e) {
+      saveError = e.message;
+    }
+    const onnx = await model.toOnnx();
+    const m2 = await pg.loadOnnx(onnx);
+    const want = await model.predict(xt).data();
+    const got = await (await m2.run({ input: xt })).output.data();
+    let err = 0;
+    let scale = 1e-6;
+    for (let i = 0; i < want.length; i++) {
+      err = Math.max(err, Math.abs(got[i] - want[i]));
+      scale = Math.max(scale, Math.abs(want[i]));
+    }
+    return {
+      before: before.accuracy, after: after.accuracy, frozen: a.every((v, i) => v === b[i]), summary: model.summary(),
+      saveError, rel: err / scale,
+    };
+  });
+  console.log(`frozen PP-OCR backbone + head in the page (cpu): held-out accuracy ${r.before.toFixed(3)} -> ${r.after.toFixed(3)}`);
+  assert.ok(r.after > r.before + 0.2 && r.after > 0.3, `held-out accuracy ${r.before} -> ${r.after}`);
+  assert.ok(r.frozen, 'the frozen backbone changed');
+  assert.match(r.summary, /onnx/);
+  assert.match(r.saveError, /saves as ONNX/);
+  assert.ok(r.rel < 1e-4, `the exported fine-tuned model differs by ${r.rel}`);
+});

@@ -1,0 +1,707 @@
+//! `cargo xtask federated`: a whole Flower federation on this machine.
+//!
+//! Starts Flower's SuperLink (`flower-superlink --insecure`, from the venv that
+//! `scripts/flower-venv.sh` installs), K headless Chromium tabs (`web/federated/run.mjs`: the
+//! page server forwarding `/v1/fleet/*`, tabs cycling webgpu, webgl, cpu) and M native nodes
+//! (`pixelgrad federated`), each on its own partition of the data, then submits the ServerApp
+//! (`crates/pixelgrad-flower/flower-app`, Flower's FedAvg) with `flwr run` and prints every
+//! round's federated evaluation of the global model. At the end the final global model is
+//! evaluated on the whole test set with `pixelgrad eval`. Everything binds to 127.0.0.1 and
+//! every process started is stopped (each in its own process group) whatever happens.
+//!
+//! ```text
+//! cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset idx:DIR|digits]
+//!     [--alpha A] [--dp off|client-clip:C[,Z]|local:EPS,DELTA,C] [--strategy fedavg|fedadam]
+//!     [--epochs E] [--lr X] [--drop-one] [--privacy-margin M] [--debug-cli] [--no-build] [--json]
+//! ```
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::demo::workspace_root;
+
+const FLWR_VERSION: &str = "1.42.0";
+/// Longest a whole federation may take (the browser driver gets the same limit): 10 MNIST
+/// rounds with 4 SwiftShader tabs take 20-30 minutes on a busy 2-core machine.
+const MAX_RUN_S: u64 = 4 * 3600;
+
+struct Opts {
+    rounds: usize,
+    browsers: usize,
+    native: usize,
+    dataset: String,
+    alpha: Option<f64>,
+    dp: String,
+    strategy: String,
+    epochs: usize,
+    lr: f64,
+    drop_one: bool,
+    build: bool,
+    json: bool,
+    seed: u64,
+    /// Allowed excess of bytes sent per round over the parameter payload (0.10 = 10 %).
+    privacy_margin: f64,
+    /// Use a dev-profile `pixelgrad` (what `cargo test` builds anyway; CI) instead of release.
+    debug_cli: bool,
+}
+
+fn parse(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        rounds: 3,
+        browsers: 1,
+        native: 1,
+        dataset: "digits".into(),
+        alpha: Some(0.5),
+        dp: "off".into(),
+        strategy: "fedavg".into(),
+        epochs: 1,
+        lr: 0.001,
+        drop_one: false,
+        build: true,
+        json: false,
+        seed: 42,
+        privacy_margin: 0.10,
+        debug_cli: false,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = |name: &str| it.next().cloned().ok_or(format!("{name} needs a value"));
+        let num = |name: &str, v: String| {
+            v.parse::<f64>()
+                .map_err(|_| format!("{name}: '{v}' is not a number"))
+        };
+        match a.as_str() {
+            "--rounds" => o.rounds = num("--rounds", val("--rounds")?)? as usize,
+            "--browsers" => o.browsers = num("--browsers", val("--browsers")?)? as usize,
+            "--native" => o.native = num("--native", val("--native")?)? as usize,
+            "--dataset" => o.dataset = val("--dataset")?,
+            "--alpha" => {
+                let v = val("--alpha")?;
+                o.alpha = if v == "iid" {
+                    None
+                } else {
+                    Some(num("--alpha", v)?)
+                };
+            }
+            "--dp" => o.dp = val("--dp")?,
+            "--strategy" => o.strategy = val("--strategy")?,
+            "--epochs" => o.epochs = num("--epochs", val("--epochs")?)? as usize,
+            "--lr" => o.lr = num("--lr", val("--lr")?)?,
+            "--seed" => o.seed = num("--seed", val("--seed")?)? as u64,
+            "--privacy-margin" => {
+                o.privacy_margin = num("--privacy-margin", val("--privacy-margin")?)?
+            }
+            "--drop-one" => o.drop_one = true,
+            "--no-build" => o.build = false,
+            "--debug-cli" => o.debug_cli = true,
+            "--json" => o.json = true,
+            other => return Err(format!("unknown argument '{other}'")),
+        }
+    }
+    if o.rounds == 0 || o.browsers + o.native == 0 {
+        return Err("need at least one round and one node (--browsers K / --native M)".into());
+    }
+    if o.drop_one && o.browsers + o.native < 2 {
+        return Err("--drop-one needs at least two nodes".into());
+    }
+    Ok(o)
+}
+
+/// What `--dp` asks of the ServerApp (run config) and of the nodes (local DP option).
+struct Dp {
+    run_config: String,
+    local: Option<String>,
+    label: String,
+}
+
+fn parse_dp(s: &str) -> Result<Dp, String> {
+    if s == "off" {
+        return Ok(Dp {
+            run_config: "dp=\"off\"".into(),
+            local: None,
+            label: "off".into(),
+        });
+    }
+    // Client-side clipping defaults: C = 5, about the L2 norm of one local epoch's update of
+    // the MNIST MLP (so clipping bites in early rounds), and noise multiplier Z = 0.001 (the
+    // aggregate gets N(0, (Z C / n)^2) per parameter from Flower's wrapper).
+    if let Some(rest) = s.strip_prefix("client-clip") {
+        let rest = rest.strip_prefix(':').unwrap_or(rest);
+        let v: Vec<&str> = if rest.is_empty() {
+            vec![]
+        } else {
+            rest.split(',').collect()
+        };
+        let c: f64 = v
+            .first()
+            .map(|x| {
+                x.parse()
+                    .map_err(|_| format!("--dp client-clip:C: '{x}' is not a number"))
+            })
+            .transpose()?
+            .unwrap_or(5.0);
+        let z: f64 = v
+            .get(1)
+            .map(|x| {
+                x.parse()
+                    .map_err(|_| format!("--dp client-clip:C,Z: '{x}' is not a number"))
+            })
+            .transpose()?
+            .unwrap_or(0.001);
+        return Ok(Dp {
+            run_config: format!("dp=\"client-clip\" clipping-norm={c} noise-multiplier={z}"),
+            local: None,
+            label: format!("client-clip (clipping norm {c}, noise multiplier {z})"),
+        });
+    }
+    if let Some(rest) = s.strip_prefix("local:") {
+        let n = rest
+            .split(',')
+            .filter(|x| x.trim().parse::<f64>().is_ok())
+            .count();
+        if n != 3 {
+            return Err(format!(
+                "--dp local:EPS,DELTA,C expects three numbers, got '{rest}'"
+            ));
+        }
+        return Ok(Dp {
+            run_config: "dp=\"off\"".into(),
+            local: Some(rest.to_string()),
+            label: format!("local (epsilon, delta, clip = {rest})"),
+        });
+    }
+    Err(format!(
+        "--dp '{s}' must be off, client-clip[:C[,Z]] or local:EPS,DELTA,C"
+    ))
+}
+
+/// Children in their own process groups, stopped (TERM, then KILL) when dropped.
+#[derive(Default)]
+struct Procs(Vec<(String, Child)>);
+
+impl Procs {
+    fn spawn(&mut self, name: &str, cmd: &mut Command) -> Result<usize, String> {
+        cmd.process_group(0);
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("could not start {name}: {e}"))?;
+        self.0.push((name.to_string(), child));
+        Ok(self.0.len() - 1)
+    }
+    fn stop_all(&mut self) {
+        for (_, c) in &mut self.0 {
+            if let Ok(None) = c.try_wait() {
+                signal_group(c.id(), libc::SIGTERM);
+            }
+        }
+        let t0 = Instant::now();
+        for (_, c) in &mut self.0 {
+            while t0.elapsed() < Duration::from_secs(5) {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if let Ok(None) = c.try_wait() {
+                signal_group(c.id(), libc::SIGKILL);
+                let _ = c.wait();
+            }
+        }
+        self.0.clear();
+    }
+}
+
+/// Signals the process group `pgid` (a child started with `process_group(0)` leads its own).
+fn signal_group(pgid: u32, sig: libc::c_int) {
+    // Never signal group 0 (our own) or a negative/overflowing id.
+    if let Ok(p) = libc::pid_t::try_from(pgid) {
+        if p > 1 {
+            // SAFETY: kill(2) with a negative pid signals that process group; no memory is touched.
+            unsafe {
+                libc::kill(-p, sig);
+            }
+        }
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Ctrl-C / SIGTERM end the run through the normal error path, so every child is stopped.
+fn catch_signals() {
+    let h = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, h);
+        libc::signal(libc::SIGTERM, h);
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
+    l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+}
+
+fn wait_port(port: u16, secs: u64, child: &mut Child) -> Result<(), String> {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(secs) {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        if let Ok(Some(s)) = child.try_wait() {
+            return Err(format!("the SuperLink exited ({s}) before listening"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Err(format!(
+        "the SuperLink did not listen on 127.0.0.1:{port} within {secs} s"
+    ))
+}
+
+fn sh(cmd: &mut Command, what: &str) -> Result<String, String> {
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{what} failed ({})", out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn last_json(s: &str) -> Option<serde_json::Value> {
+    s.lines().rev().find_map(|l| {
+        serde_json::from_str::<serde_json::Value>(l.trim())
+            .ok()
+            .filter(|v| v.is_object())
+    })
+}
+
+pub fn main(args: &[String]) -> i32 {
+    let o = match parse(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("xtask federated: {e}");
+            return 2;
+        }
+    };
+    match run(&o) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("xtask federated: error: {e}");
+            1
+        }
+    }
+}
+
+fn run(o: &Opts) -> Result<(), String> {
+    catch_signals();
+    let root = workspace_root();
+    let dp = parse_dp(&o.dp)?;
+    let say = |s: String| {
+        if o.json {
+            eprintln!("{s}")
+        } else {
+            println!("{s}")
+        }
+    };
+    let venv = PathBuf::from(
+        sh(
+            Command::new("bash").arg(root.join("scripts/flower-venv.sh")),
+            "scripts/flower-venv.sh",
+        )?
+        .trim(),
+    );
+    let bin = venv.join("bin");
+    let path_env = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    if o.build {
+        sh(
+            Command::new(env!("CARGO"))
+                .args(["build", "--release", "-q", "-p", "pixelgrad-cli"])
+                .current_dir(&root),
+            "building pixelgrad-cli",
+        )?;
+        if o.browsers > 0 {
+            sh(
+                Command::new(env!("CARGO"))
+                    .args(["run", "--release", "-q", "-p", "xtask", "--", "build-wasm"])
+                    .current_dir(&root),
+                "cargo xtask build-wasm",
+            )?;
+        }
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let pixelgrad = target.join(if o.debug_cli { "debug/pixelgrad" } else { "release/pixelgrad" });
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let dir = target.join("federated").join(format!("run-{stamp}"));
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let home = dir.join("flwr-home");
+    fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+    let port = free_port()?;
+    fs::write(home.join("config.toml"), format!("[superlink]\ndefault = \"local\"\n\n[superlink.local]\naddress = \"127.0.0.1:{port}\"\ninsecure = true\n"))
+        .map_err(|e| e.to_string())?;
+    let superlink = format!("http://127.0.0.1:{port}");
+    let n = o.browsers + o.native;
+    let data_arg = |c: &mut Command| {
+        c.args(["--dataset", &o.dataset, "--seed", &o.seed.to_string()]);
+    };
+
+    // The ServerApp's initial parameters, from the same model the nodes build.
+    let init = dir.join("init.safetensors");
+    let mut c = Command::new(&pixelgrad);
+    c.args(["federated", "--write-init"]).arg(&init);
+    data_arg(&mut c);
+    let out = sh(&mut c, "pixelgrad federated --write-init")?;
+    let params: u64 = out
+        .split('(')
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let payload = params * 4;
+
+    let mut procs = Procs::default();
+    let log = |name: &str| fs::File::create(dir.join(name)).map_err(|e| e.to_string());
+    let sl = procs.spawn(
+        "SuperLink",
+        Command::new(bin.join("flower-superlink"))
+            .args([
+                "--insecure",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--disable-runtime-dependency-installation",
+            ])
+            .env("PATH", &path_env)
+            .env("FLWR_HOME", &home)
+            .stdout(log("superlink.log")?)
+            .stderr(log("superlink.err.log")?),
+    )?;
+    wait_port(port, 90, &mut procs.0[sl].1)?;
+    say(format!("SuperLink (flwr {FLWR_VERSION}) on {superlink}; {} browser tabs + {} native nodes; logs in {}", o.browsers, o.native, dir.display()));
+
+    // Browser tabs report through JSON lines on stdout, read on a thread.
+    let (tx, rx) = mpsc::channel::<serde_json::Value>();
+    if o.browsers > 0 {
+        let mut c = Command::new("node");
+        c.arg(root.join("web/federated/run.mjs"))
+            .args([
+                "--superlink",
+                &superlink,
+                "--browsers",
+                &o.browsers.to_string(),
+                "--count",
+                &n.to_string(),
+                "--first-index",
+                "0",
+            ])
+            .args([
+                "--seed",
+                &o.seed.to_string(),
+                "--alpha",
+                &o.alpha.map(|a| a.to_string()).unwrap_or_else(|| "0".into()),
+            ])
+            .args(["--data", &o.dataset, "--timeout", &MAX_RUN_S.to_string()])
+            .current_dir(&root)
+            .stdout(Stdio::piped())
+            .stderr(log("browsers.err.log")?);
+        if o.drop_one {
+            c.args(["--drop-after-round", &(o.rounds.div_ceil(2)).to_string()]);
+        }
+        if let Some(l) = &dp.local {
+            c.args(["--local-dp", l]);
+        }
+        let i = procs.spawn("browsers", &mut c)?;
+        let stdout = procs.0[i]
+            .1
+            .stdout
+            .take()
+            .ok_or("no stdout from the browser driver")?;
+        let mut blog = log("browsers.log")?;
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = writeln!(blog, "{line}");
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+    }
+    let mut natives = Vec::new();
+    for k in 0..o.native {
+        let index = o.browsers + k;
+        let mut c = Command::new(&pixelgrad);
+        c.args([
+            "federated",
+            "--superlink",
+            &superlink,
+            "--partition",
+            &format!("{index}/{n}"),
+            "--backend",
+            "cpu",
+            "--json",
+        ]);
+        data_arg(&mut c);
+        if let Some(a) = o.alpha {
+            c.args(["--alpha", &a.to_string()]);
+        }
+        if let Some(l) = &dp.local {
+            c.args(["--local-dp", l]);
+        }
+        c.stdout(log(&format!("native-{index}.json"))?)
+            .stderr(log(&format!("native-{index}.log"))?);
+        natives.push((index, procs.spawn(&format!("native node {index}"), &mut c)?));
+    }
+
+    let results = dir.join("results.jsonl");
+    let final_file = dir.join("final.safetensors");
+    let run_config = format!(
+        "num-server-rounds={} expected-nodes={n} strategy=\"{}\" local-epochs={} lr={} {} init-file=\"{}\" results-file=\"{}\" final-file=\"{}\"",
+        o.rounds,
+        o.strategy,
+        o.epochs,
+        o.lr,
+        dp.run_config,
+        init.display(),
+        results.display(),
+        final_file.display()
+    );
+    let flwr = procs.spawn(
+        "flwr run",
+        Command::new(bin.join("flwr"))
+            .args(["run", ".", "local", "--stream", "--run-config", &run_config])
+            .current_dir(root.join("crates/pixelgrad-flower/flower-app"))
+            .env("PATH", &path_env)
+            .env("FLWR_HOME", &home)
+            .stdout(log("serverapp.log")?)
+            .stderr(log("serverapp.err.log")?),
+    )?;
+
+    // Follow the rounds as the ServerApp writes them.
+    let t0 = Instant::now();
+    let mut shown = 0usize;
+    let mut rows: Vec<serde_json::Value> = Vec::new();
+    let mut report = None;
+    let mut flwr_done = false;
+    let mut next_note = 60;
+    loop {
+        while let Ok(v) = rx.try_recv() {
+            if let Some(r) = v.get("report") {
+                report = Some(r.clone());
+            } else if v.get("event").and_then(|e| e.as_str()) == Some("tab-closed") {
+                say(format!(
+                    "tab {} closed mid-round {} (a node that disappears)",
+                    v["tab"], v["round"]
+                ));
+            } else if v.get("event").and_then(|e| e.as_str()) == Some("driver-error") {
+                return Err(format!("browser driver: {}", v["message"]));
+            }
+        }
+        if let Ok(text) = fs::read_to_string(&results) {
+            for line in text.lines().skip(shown) {
+                shown += 1;
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                    continue;
+                };
+                let acc = v["evaluate"]["accuracy"].as_f64();
+                say(format!(
+                    "round {:>2}: global model accuracy {} on {} nodes' test shards, train loss {} ({} train replies), {:.0} s",
+                    v["round"],
+                    acc.map(|a| format!("{a:.4}")).unwrap_or_else(|| "-".into()),
+                    v["evaluate_replies"],
+                    v["train"]["train_loss"].as_f64().map(|a| format!("{a:.4}")).unwrap_or_else(|| "-".into()),
+                    v["train_replies"],
+                    v["seconds"].as_f64().unwrap_or(0.0)
+                ));
+                rows.push(v);
+            }
+        }
+        if !flwr_done {
+            if let Ok(Some(st)) = procs.0[flwr].1.try_wait() {
+                flwr_done = true;
+                if !st.success() {
+                    return Err(format!(
+                        "flwr run failed ({st}); see {}",
+                        dir.join("serverapp.err.log").display()
+                    ));
+                }
+            }
+        }
+        let natives_done = natives
+            .iter()
+            .all(|(_, i)| matches!(procs.0[*i].1.try_wait(), Ok(Some(_))));
+        if flwr_done && natives_done && (o.browsers == 0 || report.is_some()) {
+            break;
+        }
+        if t0.elapsed().as_secs() >= next_note {
+            next_note += 60;
+            let mut waiting = Vec::new();
+            if !flwr_done {
+                waiting.push("the ServerApp");
+            }
+            if !natives_done {
+                waiting.push("native nodes");
+            }
+            if o.browsers > 0 && report.is_none() {
+                waiting.push("browser tabs");
+            }
+            eprintln!(
+                "xtask federated: {:.0} s, waiting for {}",
+                t0.elapsed().as_secs_f64(),
+                waiting.join(", ")
+            );
+        }
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("interrupted; stopping every process started".into());
+        }
+        if t0.elapsed() > Duration::from_secs(MAX_RUN_S) {
+            return Err(format!("the federation did not finish within {MAX_RUN_S} s"));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    if rows.len() != o.rounds {
+        return Err(format!(
+            "the ServerApp logged {} of {} rounds; see {}",
+            rows.len(),
+            o.rounds,
+            dir.join("serverapp.log").display()
+        ));
+    }
+
+    // Node summaries and traffic.
+    let (mut up, mut down) = (0u64, 0u64);
+    let mut clients = Vec::new();
+    for (index, i) in &natives {
+        let st = procs.0[*i].1.try_wait().ok().flatten();
+        let j = fs::read_to_string(dir.join(format!("native-{index}.json")))
+            .ok()
+            .and_then(|s| last_json(&s));
+        match (&j, st) {
+            (Some(j), Some(s)) if s.success() => {
+                up += j["bytes_up"].as_u64().unwrap_or(0);
+                down += j["bytes_down"].as_u64().unwrap_or(0);
+                clients.push(serde_json::json!({"node": index, "kind": "native", "backend": "cpu", "rounds": j["rounds"]}));
+            }
+            _ => {
+                return Err(format!(
+                    "native node {index} failed; see {}",
+                    dir.join(format!("native-{index}.log")).display()
+                ))
+            }
+        }
+    }
+    let mut privacy = serde_json::json!(null);
+    if let Some(r) = &report {
+        let mut checks = Vec::new();
+        for p in r["pages"].as_array().cloned().unwrap_or_default() {
+            let closed = p["closed"].as_bool().unwrap_or(false);
+            if !closed {
+                if let Some(e) = p["error"].as_str() {
+                    return Err(format!(
+                        "browser node {} ({}) failed: {e}",
+                        p["index"], p["backend"]
+                    ));
+                }
+                up += p["summary"]["bytesUp"].as_f64().unwrap_or(0.0) as u64;
+                down += p["summary"]["bytesDown"].as_f64().unwrap_or(0.0) as u64;
+            }
+            let other = p["other"].as_array().map(|a| a.len()).unwrap_or(0);
+            if other > 0 {
+                return Err(format!(
+                    "browser node {} made non-Fleet requests after joining: {}",
+                    p["index"], p["other"]
+                ));
+            }
+            // Bytes sent per completed round (request bodies), against the parameter payload.
+            let mut per_round = Vec::new();
+            if let Some(rs) = p["rounds"].as_object() {
+                for (round, b) in rs {
+                    let rn: usize = round.parse().unwrap_or(0);
+                    if rn == 0 || closed || rn > o.rounds {
+                        continue;
+                    }
+                    let body = b["body"].as_f64().unwrap_or(0.0);
+                    let ratio = body / payload.max(1) as f64;
+                    let m = o.privacy_margin;
+                    if !(1.0 - m..=1.0 + m).contains(&ratio) {
+                        return Err(format!(
+                            "browser node {} sent {body} body bytes in round {rn}, {ratio:.3}x the {payload}-byte parameter payload (outside {:.0} %)",
+                            p["index"],
+                            m * 100.0
+                        ));
+                    }
+                    per_round.push(serde_json::json!({"round": rn, "body_bytes": body, "header_bytes": b["headers"], "requests": b["requests"], "ratio": ratio}));
+                }
+            }
+            clients.push(serde_json::json!({"node": p["index"], "kind": "browser", "backend": p["backend"], "closed_mid_round": closed, "fleet_requests": p["fleet"], "other_requests": other}));
+            checks.push(serde_json::json!({"node": p["index"], "backend": p["backend"], "rounds": per_round}));
+        }
+        privacy = serde_json::json!({"payload_bytes": payload, "pages": checks});
+        say(format!(
+            "privacy check: every tab made only Fleet API requests after joining; request bodies per round within {:.0} % of the {payload}-byte parameter payload",
+            o.privacy_margin * 100.0
+        ));
+    }
+
+    // The final global model on the whole test set.
+    let mut c = Command::new(&pixelgrad);
+    c.args(["eval", "--backend", "cpu", "--model-file"])
+        .arg(&final_file)
+        .arg("--json");
+    data_arg(&mut c);
+    let ev = last_json(&sh(&mut c, "pixelgrad eval of the final global model")?)
+        .ok_or("pixelgrad eval printed no JSON")?;
+    let final_accuracy = ev["test_accuracy"]
+        .as_f64()
+        .ok_or("pixelgrad eval gave no test_accuracy")?;
+    say(format!(
+        "final global model: test accuracy {final_accuracy:.4} on the full test set ({})",
+        o.dataset
+    ));
+    procs.stop_all();
+
+    if o.json {
+        let j = serde_json::json!({
+            "rounds": rows.len(),
+            "clients": clients,
+            "final_accuracy": final_accuracy,
+            "flwr_version": FLWR_VERSION,
+            "bytes_up": up,
+            "bytes_down": down,
+            "dp": dp.label,
+            "strategy": o.strategy,
+            "dataset": o.dataset,
+            "alpha": o.alpha,
+            "per_round": rows,
+            "privacy": privacy,
+            "logs": dir.display().to_string(),
+        });
+        println!("{j}");
+    }
+    Ok(())
+}
