@@ -6,8 +6,11 @@ use crate::pipelines::{full_source, prelude};
 use crate::wgsl::{map_source, with_fused_input};
 
 fn validate(name: &str, src: &str) {
-    let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{name}.wgsl does not parse:\n{}", e.emit_to_string(src)));
-    let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default());
+    let module = naga::front::wgsl::parse_str(src)
+        .unwrap_or_else(|e| panic!("{name}.wgsl does not parse:\n{}", e.emit_to_string(src)));
+    // Subgroup operations: the shared-A register matmuls broadcast A across lanes.
+    let caps = naga::valid::Capabilities::default() | naga::valid::Capabilities::SUBGROUP;
+    let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps);
     if let Err(e) = v.validate(&module) {
         panic!("{name}.wgsl does not validate:\n{}", e.emit_to_string(src));
     }
