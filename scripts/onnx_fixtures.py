@@ -172,6 +172,11 @@ def elementwise_cases():
     x = rand(2, 3, 4)
     for op in ["Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Erf", "Softplus", "Softsign"]:
         case(f"unary_{op.lower()}", [node(op, ["x"], ["y"])], [("x", x * 3, None)], [("y", F)])
+    # Halves (ties to even), values just below a half, negatives and integers past 2^23.
+    r = np.concatenate([np.arange(-3.5, 3.6, 0.5), [0.49999997, -0.49999997, 2.4999998, 8388609.0, -8388609.0, 1e9]]).astype(np.float32)
+    r = np.concatenate([r, (rand(9) * 50).astype(np.float32)]).reshape(3, 10)
+    for op in ["Floor", "Ceil", "Round"]:
+        case(f"unary_{op.lower()}", [node(op, ["x"], ["y"])], [("x", r, None)], [("y", F)], tol=0.0)
     case("unary_sqrt", [node("Sqrt", ["x"], ["y"])], [("x", rand(2, 3, lo=0.1, hi=4.0), None)], [("y", F)])
     case("unary_log", [node("Log", ["x"], ["y"])], [("x", rand(2, 3, lo=0.1, hi=4.0), None)], [("y", F)])
     case("unary_reciprocal", [node("Reciprocal", ["x"], ["y"])], [("x", rand(2, 3, lo=0.5, hi=4.0), None)], [("y", F)])

@@ -256,3 +256,31 @@ pub fn close(got: &[Vec<f32>], want: &[Vec<f32>], tol: crate::tolerance::Tol, wh
     }
     Ok(())
 }
+
+/// Trains `preset` with every optimizer of [`OPTIMIZERS`] for `steps` replayed steps on a
+/// device from `make(true)` (fusion on) and one from `make(false)` (off), and checks that the
+/// losses and parameters agree within [`FUSED_VS_UNFUSED`] and that fusion saved launches.
+/// Returns `(optimizer, fused, unfused)` launches per step. Reads back with the blocking
+/// `to_vec`: for native devices and WebGL, not WebGPU in a browser.
+pub fn fused_matches_unfused(
+    make: &dyn Fn(bool) -> Device,
+    preset: Preset,
+    steps: usize,
+) -> std::result::Result<Vec<(&'static str, u64, u64)>, String> {
+    let read = |ts: &[Tensor], what: &str| ts.iter().map(|t| t.to_vec()).collect::<Result<Vec<_>>>().map_err(|e| format!("{what}: {e}"));
+    let per_step = |r: &Run| r.counters[steps - 1].launches - r.counters[steps - 2].launches;
+    let mut out = Vec::new();
+    for opt in OPTIMIZERS {
+        let what = format!("{preset:?}/{opt}");
+        let fused = run(&make(true), preset, opt, steps, Replay::Plan).map_err(|e| format!("{what} fused: {e}"))?;
+        let plain = run(&make(false), preset, opt, steps, Replay::Plan).map_err(|e| format!("{what} unfused: {e}"))?;
+        let (f, u) = (per_step(&fused), per_step(&plain));
+        if f >= u {
+            return Err(format!("{what}: fusion saved nothing ({f} vs {u} launches per step)"));
+        }
+        close(&read(&fused.losses, &what)?, &read(&plain.losses, &what)?, FUSED_VS_UNFUSED, &format!("{what} loss"))?;
+        close(&read(&fused.params, &what)?, &read(&plain.params, &what)?, FUSED_VS_UNFUSED, &what)?;
+        out.push((opt, f, u));
+    }
+    Ok(out)
+}

@@ -14,7 +14,6 @@
 
 use std::rc::Rc;
 
-use pixelgrad_core::kernel::defs::{fill_launch, identity_launch, where_launch};
 use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
 use pixelgrad_core::kernel::Launch;
 use pixelgrad_core::{Op, Result, Shape, Storage};
@@ -29,19 +28,7 @@ const MAX_NODES: usize = 96;
 /// Results made since the last settle beyond which finished entries are pruned.
 const PRUNE_AT: usize = 256;
 
-/// The kernel of an elementwise op and its name, or `None` for any other op.
-pub(crate) fn elementwise(op: &Op) -> Result<Option<(Launch, &'static str)>> {
-    Ok(match op {
-        Op::Unary(u) => Some((u.launch()?, u.name())),
-        Op::Binary(b) => Some((b.launch()?, b.name())),
-        Op::Where => Some((where_launch()?, "where")),
-        // Broadcasting is how every fused program reads its inputs: expand is the identity.
-        Op::Expand(_) => Some((identity_launch()?, "expand")),
-        // A constant: inlined into whatever reads it.
-        Op::Fill { value, .. } => Some((fill_launch(*value)?, "fill")),
-        _ => None,
-    })
-}
+pub(crate) use fuse::elementwise;
 
 fn fits(p: &Pending<Storage>) -> bool {
     p.inputs() <= MAP_MAX_INPUTS && p.launch.params.len() <= MAP_MAX_PARAMS && p.nodes() <= MAX_NODES

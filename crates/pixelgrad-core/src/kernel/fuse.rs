@@ -135,6 +135,43 @@ pub fn compose<L: Clone>(
     Ok(Pending { launch: Launch { kernel, params }, leaves, shape: out.clone(), ops })
 }
 
+/// The kernel of an elementwise op and its name, or `None` for any other op: what a fusing
+/// backend defers instead of running.
+pub fn elementwise(op: &crate::Op) -> Result<Option<(Launch, &'static str)>> {
+    use super::defs::{fill_launch, identity_launch, where_launch};
+    use crate::Op;
+    Ok(match op {
+        Op::Unary(u) => Some((u.launch()?, u.name())),
+        Op::Binary(b) => Some((b.launch()?, b.name())),
+        Op::Where => Some((where_launch()?, "where")),
+        // Broadcasting is how every fused kernel reads its inputs: expand is the identity.
+        Op::Expand(_) => Some((identity_launch()?, "expand")),
+        // A constant: inlined into whatever reads it.
+        Op::Fill { value, .. } => Some((fill_launch(*value)?, "fill")),
+        _ => None,
+    })
+}
+
+/// How a fused kernel reads inputs of `shapes` for an output of shape `out`: `(fast,
+/// scalars)`, `fast` when every input has the output's shape or is one element (no index
+/// arithmetic needed), bit `i` of `scalars` set when input `i` is one element. A one-element
+/// output reads index 0 of everything anyway (fast, no scalar bits).
+pub fn read_mode(shapes: &[&Shape], out: &Shape) -> (bool, u32) {
+    let mut scalars = 0u32;
+    let mut fast = true;
+    if out.numel() == 1 {
+        return (true, 0);
+    }
+    for (i, s) in shapes.iter().enumerate() {
+        if s.numel() == 1 {
+            scalars |= 1 << i;
+        } else if *s != out {
+            fast = false;
+        }
+    }
+    (fast, scalars)
+}
+
 /// The pending computation behind `s` as an input read with `shape`, if it may be inlined:
 /// `s` is a [`Lazy`] not yet computed, made in generation `generation` (fusing backends start
 /// a new generation at every read, flush and step boundary, so chains never grow across

@@ -94,7 +94,17 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let dt = cx.v(ins, 1)?.dtype();
             Ok(Some(vec![V::dev(Tensor::select(&c, &a, &b)?, dt)]))
         }
-        "Floor" | "Ceil" | "Round" | "Mod" | "Sign" => Err(cx.err(format!(
+        "Floor" | "Ceil" | "Round" => {
+            let (x, dt) = (cx.t(ins, 0)?, cx.v(ins, 0)?.dtype());
+            let y = match op {
+                "Floor" => x.floor()?,
+                // ceil(x) = -floor(-x), exact (negation is).
+                "Ceil" => x.neg()?.floor()?.neg()?,
+                _ => round_half_even(&x)?,
+            };
+            Ok(Some(vec![V::dev(y, dt)]))
+        }
+        "Mod" | "Sign" => Err(cx.err(format!(
             "{op} of a device tensor needs a rounding primitive, which pixelgrad's op set does not have (it works on constants and shape arithmetic)"
         ))),
         "Softmax" | "LogSoftmax" => {
@@ -266,4 +276,20 @@ pub fn trunc(_x: &Tensor) -> Result<Tensor> {
         what: "Cast of a device float tensor to an integer type (needs a rounding primitive pixelgrad's op set does not have)".into(),
         dtype: "float".into(),
     })
+}
+
+/// ONNX `Round`: to the nearest integer, halves to the even one, from `floor` alone.
+/// `f = floor(x + 0.5)` is right but for exact halves with an odd `f`, which go one down, and
+/// for `x` just below a half, where `x + 0.5` rounds up to the next integer (`f - x > 0.5`:
+/// one down too). From 2^23 on every f32 is an integer (and `x + 0.5` would round), so `x` is
+/// kept; that also keeps ±inf. NaN stays NaN.
+fn round_half_even(x: &Tensor) -> pixelgrad_core::Result<Tensor> {
+    let f = x.add_scalar(0.5)?.floor()?;
+    let tie = f.sub(x)?.eq(&Tensor::scalar(x.device(), 0.5)?)?;
+    // f - 2 * floor(f / 2) is 1 for odd f.
+    let odd = f.sub(&f.mul_scalar(0.5)?.floor()?.mul_scalar(2.0)?)?;
+    let over = f.sub(x)?.gt_scalar(0.5)?;
+    let rounded = f.sub(&tie.mul(&odd)?)?.sub(&over)?;
+    let big = x.abs()?.ge(&Tensor::scalar(x.device(), 8_388_608.0)?)?;
+    Tensor::select(&big, x, &rounded)
 }

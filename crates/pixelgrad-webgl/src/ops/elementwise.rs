@@ -100,20 +100,7 @@ impl<'a> FusedRead<'a> {
             ));
         }
         let kernel = sh.map_kernel(op, &launch.kernel, label)?;
-        // Every input the output's shape or one element: no index arithmetic. A one-element
-        // output reads index 0 of everything anyway.
-        let mut scalars = 0u32;
-        let mut fast = true;
-        for (i, s) in shapes.iter().enumerate() {
-            if out.numel() == 1 {
-                continue;
-            }
-            if s.numel() == 1 {
-                scalars |= 1 << i;
-            } else if *s != out {
-                fast = false;
-            }
-        }
+        let (fast, scalars) = pixelgrad_core::kernel::fuse::read_mode(shapes, out);
         let broadcast = (!fast).then(|| {
             // Axes contiguous in every operand merge (fewer index-loop iterations).
             let mut all: Vec<Vec<usize>> = shapes.iter().map(|s| pixelgrad_core::shape::broadcast_strides(s, out)).collect();

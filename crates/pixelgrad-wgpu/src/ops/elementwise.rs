@@ -78,18 +78,7 @@ pub(crate) fn fill_fused(
     for (i, &v) in launch.params.iter().enumerate() {
         p[lay.params + i] = f(v);
     }
-    let mut scalars = 0u32;
-    let mut fast = true;
-    for (i, s) in shapes.iter().enumerate() {
-        if out.numel() == 1 {
-            continue;
-        }
-        if s.numel() == 1 {
-            scalars |= 1 << i;
-        } else if *s != out {
-            fast = false;
-        }
-    }
+    let (fast, scalars) = pixelgrad_core::kernel::fuse::read_mode(shapes, out);
     if fast {
         return Ok((true, scalars));
     }
