@@ -210,12 +210,16 @@ export class Sequential {
     return { loss: r[0] / r[2], accuracy: r[1] / r[2] };
   }
 
-  /** Outputs `[n, classes]` (logits for softmaxCrossEntropy) as a device tensor; read with `await t.data()`. */
+  /**
+   * Outputs `[n, classes]` (logits for softmaxCrossEntropy) as a device tensor; read with
+   * `await t.data()`. `x` is a host tensor (`pg.tensor`) or a device tensor of this runtime
+   * (`pg.fromPixels(video, { size, layout: 'nhwc' })`: nothing is uploaded or read back).
+   */
   predict(x) {
     const net = this._net('predict');
     if (!(x instanceof Tensor)) throw new Error('predict: x must be a pg.tensor');
     x._check('predict');
-    if (!x._host) throw new Error('predict: x must be a tensor made with pg.tensor (host data)');
+    if (!x._host) return deviceTensor(net.predictDevice(x._onDevice(this._rt, 'predict')), this._rt);
     const xv = x._host instanceof Float32Array ? x._host : Float32Array.from(x._host);
     return deviceTensor(net.predict(xv, x.shape), this._rt);
   }

@@ -167,6 +167,23 @@ impl Net {
         self.eval.take()
     }
 
+    /// Outputs for a tensor already on the device (`pg.fromPixels`, another model's output):
+    /// inference mode, nothing uploaded or read back. `x` must be `[N, ..input]`.
+    pub fn predict_tensor(&self, x: &Tensor) -> Result<Tensor> {
+        let _g = no_grad();
+        let shape = x.dims();
+        if !(shape.len() == self.built.input.len() + 1 && shape[1..] == self.built.input[..] && shape[0] > 0) {
+            let want: Vec<String> = self.built.input.iter().map(|d| d.to_string()).collect();
+            return Err(Error::Shape {
+                op: "predict",
+                shapes: vec![shape.to_vec()],
+                backend: self.dev.name(),
+                msg: format!("the model expects input [N, {}]", want.join(", ")),
+            });
+        }
+        self.built.seq.forward(x, Mode::Eval)
+    }
+
     /// Outputs `[n, classes]` for `x` (inference mode), on the device.
     pub fn predict(&self, x: &[f32], shape: &[usize]) -> Result<Tensor> {
         let _g = no_grad();
@@ -253,6 +270,23 @@ mod tests {
         let (t, n) = t.unwrap();
         let v = t.to_vec().unwrap();
         (v[0] / n as f32, v[1] / n as f32)
+    }
+
+    #[test]
+    fn predict_tensor_takes_device_tensors_of_the_input_shape() {
+        let dev = Device::new(CpuBackend::new());
+        let cfg = serde_json::json!({"seed": 2, "layers": [
+            {"type": "conv2d", "filters": 2, "kernelSize": 3, "inputShape": [4, 4, 3]},
+            {"type": "flatten"},
+            {"type": "dense", "units": 3}
+        ]});
+        let net = Net::new(&dev, cfg).unwrap();
+        let x: Vec<f32> = (0..2 * 48).map(|i| (i % 7) as f32 / 7.0).collect();
+        let want = net.predict(&x, &[2, 4, 4, 3]).unwrap().to_vec().unwrap();
+        let got = net.predict_tensor(&Tensor::from_vec(&dev, &x, [2, 4, 4, 3]).unwrap()).unwrap().to_vec().unwrap();
+        assert_eq!(got, want);
+        let e = net.predict_tensor(&Tensor::zeros(&dev, [1, 3, 4, 4]).unwrap()).unwrap_err().to_string();
+        assert!(e.contains("expects input [N, 4, 4, 3]"), "{e}");
     }
 
     #[test]

@@ -81,6 +81,12 @@ impl Model {
         self.net.predict(x, &dims(&shape)).map(DeviceTensor::new).map_err(js_err)
     }
 
+    /// Model outputs for a tensor already on this runtime's device (`pg.fromPixels`).
+    #[wasm_bindgen(js_name = predictDevice)]
+    pub fn predict_device(&self, x: &DeviceTensor) -> Result<DeviceTensor, JsValue> {
+        self.net.predict_tensor(x.tensor()).map(DeviceTensor::new).map_err(js_err)
+    }
+
     /// Keras-style summary table.
     pub fn summary(&self) -> String {
         self.net.summary()
