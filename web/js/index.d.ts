@@ -217,11 +217,15 @@ export declare class Sequential {
   /** x: [n, ...inputShape] (images NHWC); y: class indices [n] (int32) or one-hot [n, classes]. */
   fit(x: Tensor, y: Tensor, options?: FitOptions): Promise<History>;
   evaluate(x: Tensor, y: Tensor, options?: { batchSize?: number }): Promise<{ loss: number; accuracy: number }>;
-  /** Outputs [n, classes] on the device; read with `await t.data()`. */
+  /** Outputs [n, classes] on the device; read with `await t.data()`. `x`: a host tensor or a device tensor (pg.fromPixels). */
   predict(x: Tensor): Tensor;
   summary(): string;
   /** Throws at once for a bad layer index; resolves when drawn. */
   drawWeights(layerIndex: number, canvas: HTMLCanvasElement | OffscreenCanvas): Promise<void>;
+  /** Layer `layerIndex`'s output for `x`, on the device (user layout: [n, h, w, c] for image layers). */
+  activations(x: Tensor, layerIndex: number): Tensor;
+  /** Draws sample 0 of layer `layerIndex`'s output for `x` on `canvas` (colour-mapped on the device). */
+  drawActivations(x: Tensor, layerIndex: number, canvas: HTMLCanvasElement | OffscreenCanvas): Promise<void>;
   /** 'indexeddb://name', 'downloads://name' (safetensors) or 'downloads://name.onnx'. */
   save(url: string): Promise<{ url: string; bytes: number }>;
   dispose(): void;

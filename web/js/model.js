@@ -251,6 +251,38 @@ export class Sequential {
   }
 
   /**
+   * Layer `layerIndex`'s output for `x` (counting layers as listed in `sequential`; a host or
+   * device tensor `[n, ...inputShape]`), computed on the device in inference mode: a device
+   * tensor in the user's layout (`[n, h, w, c]` for image layers).
+   */
+  activations(x, layerIndex) {
+    const net = this._net('activations');
+    if (!(x instanceof Tensor)) throw new Error('activations: x must be a pg tensor');
+    if (!Number.isInteger(layerIndex) || layerIndex < 0) throw new Error(`activations: layer index must be a non-negative integer, got ${layerIndex}`);
+    return deviceTensor(net.activations(x._onDevice(this._rt, 'activations'), layerIndex), this._rt);
+  }
+
+  /**
+   * Draws sample 0 of layer `layerIndex`'s output for `x` on `canvas` (channels of an image
+   * layer as tiles, a vector as a near-square grid; blue < 0 < red, white at 0, scaled by the
+   * largest magnitude; colour-mapped on the device, only the small image is read back).
+   * Resolves when drawn.
+   */
+  drawActivations(x, layerIndex, canvas) {
+    const net = this._net('drawActivations');
+    if (!(x instanceof Tensor)) throw new Error('drawActivations: x must be a pg tensor');
+    if (!Number.isInteger(layerIndex) || layerIndex < 0) throw new Error(`drawActivations: layer index must be a non-negative integer, got ${layerIndex}`);
+    if (!canvas || typeof canvas.getContext !== 'function') throw new Error('drawActivations: pass an HTMLCanvasElement or an OffscreenCanvas');
+    return net.activationsImage(x._onDevice(this._rt, 'drawActivations'), layerIndex).then((img) => {
+      canvas.width = img.width;
+      canvas.height = img.height;
+      const ctx = canvas.getContext('2d');
+      if (!ctx) throw new Error('drawActivations: the canvas has no 2d context (is it already used for WebGL?)');
+      ctx.putImageData(new ImageData(img.pixels, img.width, img.height), 0, 0);
+    });
+  }
+
+  /**
    * Every weight by name (`0.weight`, `0.bias`, `1.running_mean`, ...) as host tensors:
    * `{ name: Tensor }` (read asynchronously from the device).
    */

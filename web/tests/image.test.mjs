@@ -276,3 +276,41 @@ test('topk, softmax, nonMaxSuppression and resizeBilinear on the device match a 
     for (const { got, want } of res) assert.deepEqual(got.map((v) => Math.round(v * 1e5) / 1e5), want.map((v) => Math.round(v * 1e5) / 1e5), backend);
   }
 });
+
+test('model.activations and drawActivations: any layer\'s output, from the device', async () => {
+  const r = await inPage(async (pg) => {
+    const out = {};
+    for (const backend of ['webgpu', 'webgl', 'cpu']) {
+      await pg.init({ backend, allowSoftware: true });
+      const m = pg.sequential([
+        pg.layers.conv2d({ filters: 2, kernelSize: 3, inputShape: [6, 6, 1], activation: 'relu' }),
+        pg.layers.flatten(),
+        pg.layers.dense({ units: 4 }),
+      ], { seed: 5 });
+      const x = pg.tensor(Float32Array.from({ length: 36 }, (_, i) => Math.sin(i)), [1, 6, 6, 1]);
+      const a0 = m.activations(x, 0);
+      const a2 = await m.activations(x, 2).data();
+      const p = await m.predict(x).data();
+      const v0 = await a0.data();
+      const c = document.createElement('canvas');
+      await m.drawActivations(x, 0, c);
+      const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      const colours = new Set();
+      for (let i = 0; i < px.length; i += 4) colours.add(`${px[i]},${px[i + 1]},${px[i + 2]}`);
+      let err = '';
+      try {
+        m.activations(x, 3);
+      } catch (e) {
+        err = e.message;
+      }
+      out[backend] = { shape: a0.shape, relu: Array.from(v0).every((v) => v >= 0), same: Array.from(a2).every((v, i) => Math.abs(v - p[i]) < 1e-5), size: [c.width, c.height], colours: colours.size, err };
+    }
+    return out;
+  });
+  for (const [backend, o] of Object.entries(r)) {
+    assert.deepEqual(o.shape, [1, 4, 4, 2], backend);
+    assert.ok(o.relu && o.same, `${backend}: ${JSON.stringify(o)}`);
+    assert.ok(o.size[0] > 0 && o.colours > 3, `${backend}: drawn image ${JSON.stringify(o)}`);
+    assert.match(o.err, /layer index 3 is out of range/, backend);
+  }
+});
