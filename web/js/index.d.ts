@@ -119,6 +119,11 @@ export declare function nonMaxSuppression(boxes: Tensor, scores: Tensor, options
 /** `[N, C, H, W]` → `[N, C, h, w]`, half-pixel bilinear (antialias 'never' by default: upsampling masks and heatmaps). */
 export declare function resizeBilinear(x: Tensor, size: [number, number], options?: { antialias?: 'auto' | 'always' | 'never' }): Tensor;
 
+/** Draws a map [h, w] on a canvas, colour-mapped on the device ('diverging' | 'heat' | 'mask'; overlay stretches it over the canvas). */
+export declare function drawHeatmap(x: Tensor, canvas: HTMLCanvasElement | OffscreenCanvas, options?: { colormap?: 'diverging' | 'heat' | 'mask'; range?: [number, number]; overlay?: boolean }): Promise<void>;
+/** Draws boxes [N, 4] (model-input corners) on a canvas, mapped back through `geometry`; resolves to the number drawn. */
+export declare function drawBoxes(canvas: HTMLCanvasElement | OffscreenCanvas, boxes: Tensor | number[] | number[][], options?: { geometry?: PixelGeometry; keep?: Tensor | number[]; labels?: string[]; color?: string; lineWidth?: number }): Promise<number>;
+
 /** Throws if `data.length` differs from the product of `shape`. */
 export declare function tensor(data: TensorData, shape?: number[]): Tensor;
 /** `a @ b` on the device (`[m, k] x [k, n]`, or batched); host tensors are uploaded once and

@@ -314,3 +314,52 @@ test('model.activations and drawActivations: any layer\'s output, from the devic
     assert.match(o.err, /layer index 3 is out of range/, backend);
   }
 });
+
+test('drawHeatmap and drawBoxes draw maps and boxes on a canvas from the device', async () => {
+  const r = await inPage(async (pg) => {
+    const out = {};
+    for (const backend of ['webgpu', 'webgl', 'cpu']) {
+      await pg.init({ backend, allowSoftware: true });
+      const px = (c, x, y) => Array.from(c.getContext('2d').getImageData(x, y, 1, 1).data);
+      const c = document.createElement('canvas');
+      // [2, 3] map: 0, 0.5, 1 / -1, 0, 2
+      const m = pg.tensor([0, 0.5, 1, -1, 0, 2], [2, 3]);
+      await pg.drawHeatmap(m, c, { colormap: 'heat' });
+      const heat = { size: [c.width, c.height], zero: px(c, 0, 0), one: px(c, 2, 0), half: px(c, 1, 0), clip: px(c, 2, 1) };
+      await pg.drawHeatmap(m, c, { colormap: 'diverging' });
+      const div = { neg: px(c, 0, 1), zero: px(c, 1, 1), pos: px(c, 2, 1) };
+      await pg.drawHeatmap(m, c, { colormap: 'mask' });
+      const mask = { none: px(c, 0, 0), full: px(c, 2, 0) };
+      let err = '';
+      try {
+        await pg.drawHeatmap(pg.tensor([1, 2, 3, 4, 5, 6, 7, 8], [2, 2, 2]), c);
+      } catch (e) {
+        err = e.message;
+      }
+      const b = document.createElement('canvas');
+      b.width = 40;
+      b.height = 40;
+      const n = await pg.drawBoxes(b, [[5, 5, 15, 15], [20, 20, 30, 30]], { keep: [1, -1], color: '#00ff00', lineWidth: 2 });
+      out[backend] = { heat, div, mask, err, n, edge: px(b, 20, 25), inside: px(b, 25, 25), other: px(b, 5, 10) };
+    }
+    return out;
+  });
+  for (const [backend, o] of Object.entries(r)) {
+    const { heat, div, mask } = o;
+    assert.deepEqual(heat.size, [3, 2], backend);
+    assert.deepEqual(heat.zero, [0, 0, 0, 255], `${backend}: 0 is black`);
+    assert.deepEqual(heat.one, [255, 255, 255, 255], `${backend}: 1 is white`);
+    assert.deepEqual(heat.half, [255, 128, 0, 255], `${backend}: 0.5 is orange`);
+    assert.deepEqual(heat.clip, [255, 255, 255, 255], `${backend}: above the range clips`);
+    assert.ok(div.neg[2] > 200 && div.neg[0] < 200, `${backend}: negative is blue ${div.neg}`);
+    assert.deepEqual(div.zero, [255, 255, 255, 255], `${backend}: 0 is white`);
+    assert.ok(div.pos[0] > 200 && div.pos[2] < 60, `${backend}: max is red ${div.pos}`);
+    assert.equal(mask.none[3], 0, `${backend}: mask 0 is transparent`);
+    assert.deepEqual(mask.full, [255, 0, 0, 255], `${backend}: mask 1 is opaque red`);
+    assert.match(o.err, /drawHeatmap: expects a map/, backend);
+    assert.equal(o.n, 1);
+    assert.equal(o.edge[1], 255, `${backend}: the kept box is drawn ${o.edge}`);
+    assert.equal(o.inside[3], 0, `${backend}: boxes are outlines`);
+    assert.equal(o.other[3], 0, `${backend}: the dropped box is not drawn`);
+  }
+});

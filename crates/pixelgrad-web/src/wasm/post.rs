@@ -5,7 +5,7 @@
 
 use pixelgrad_core::composite::{non_max_suppression, resize, topk, NmsOptions};
 use pixelgrad_core::image::Antialias;
-use pixelgrad_core::Error;
+use pixelgrad_core::{Error, Tensor};
 use wasm_bindgen::prelude::*;
 
 use super::runtime::Runtime;
@@ -51,5 +51,62 @@ impl Runtime {
             other => return Err(js_err(Error::invalid("resizeBilinear", format!("antialias '{other}' is not auto, always or never")))),
         };
         resize(x.tensor(), h as usize, w as usize, aa).map(DeviceTensor::new).map_err(js_err)
+    }
+}
+
+/// RGBA values `[4, N]` in 0..=255 of `t`'s values under `colormap`, on the device.
+/// `diverging`: blue < 0 < red, white at 0, scaled by max |v| (the weight images' map);
+/// `heat`: black, red, yellow, white over `[lo, hi]`; `mask`: red with alpha = the value over
+/// `[lo, hi]` (to lay over the frame it came from).
+fn colour(t: &Tensor, colormap: &str, lo: f32, hi: f32) -> pixelgrad_core::Result<Tensor> {
+    let n = t.numel();
+    let dev = t.device();
+    let opaque = Tensor::full(dev, [1, n], 255.0)?;
+    if colormap == "diverging" {
+        return Tensor::concat(&[&crate::weights::colour_map(t)?, &opaque], 0);
+    }
+    if !(lo.is_finite() && hi.is_finite() && hi > lo) {
+        return Err(Error::invalid("drawHeatmap", format!("range [{lo}, {hi}] must be finite with lo < hi")));
+    }
+    let v = t.reshape([1, n])?.affine(1.0 / (hi - lo), -lo / (hi - lo))?.max_scalar(0.0)?.min_scalar(1.0)?;
+    let band = |k: f32| -> pixelgrad_core::Result<Tensor> { v.affine(3.0, -k)?.max_scalar(0.0)?.min_scalar(1.0)?.mul_scalar(255.0) };
+    match colormap {
+        "heat" => Tensor::concat(&[&band(0.0)?, &band(1.0)?, &band(2.0)?, &opaque], 0),
+        "mask" => {
+            let zero = Tensor::zeros(dev, [1, n])?;
+            Tensor::concat(&[&opaque, &zero, &zero, &v.mul_scalar(255.0)?], 0)
+        }
+        other => Err(Error::invalid("drawHeatmap", format!("colormap '{other}' is not diverging, heat or mask"))),
+    }
+}
+
+#[wasm_bindgen]
+impl Runtime {
+    /// A `[h, w]` map (also `[1, h, w]`, `[1, 1, h, w]`) as `{ width, height, pixels }` RGBA,
+    /// colour-mapped on the device (see [`colour`]); only the 8-bit image is read back.
+    #[wasm_bindgen(js_name = heatmapImage)]
+    pub fn heatmap_image(&self, x: &DeviceTensor, colormap: &str, lo: f32, hi: f32) -> Result<js_sys::Promise, JsValue> {
+        let t = x.tensor();
+        let d = t.dims().to_vec();
+        let (h, w) = match d.as_slice() {
+            [h, w] | [1, h, w] | [1, 1, h, w] => (*h, *w),
+            _ => {
+                return Err(js_err(Error::invalid("drawHeatmap", format!("expects a map [h, w] (or [1, h, w], [1, 1, h, w]), got {d:?}"))))
+            }
+        };
+        if h == 0 || w == 0 {
+            return Err(js_err(Error::invalid("drawHeatmap", "the map is empty")));
+        }
+        // [4, N] -> [N, 4]: RGBA pixels in row order.
+        let rgba = colour(t, colormap, lo, hi).and_then(|c| c.transpose(0, 1)).map_err(js_err)?;
+        Ok(wasm_bindgen_futures::future_to_promise(async move {
+            let v = rgba.to_vec_async().await.map_err(js_err)?;
+            let px: Vec<u8> = v.iter().map(|x| x.round().clamp(0.0, 255.0) as u8).collect();
+            let o = js_sys::Object::new();
+            js_sys::Reflect::set(&o, &"width".into(), &(w as u32).into())?;
+            js_sys::Reflect::set(&o, &"height".into(), &(h as u32).into())?;
+            js_sys::Reflect::set(&o, &"pixels".into(), &js_sys::Uint8ClampedArray::from(&px[..]).into())?;
+            Ok(o.into())
+        }))
     }
 }
