@@ -5,13 +5,15 @@
 // K class probabilities) are read back. Per-stage times are wall-clock times of the calls
 // (preprocess and inference only queue GPU work; "read" waits for it).
 //
-// Teach: K classes recorded from the camera; a new dense head is trained by model.fit on the
-// frozen backbone's features (the loaded ONNX model as a non-trainable pg.layers.onnx, or the
-// downsampled frame itself when none is loaded). The personalised model saves to IndexedDB
+// Teach: K classes recorded from the camera; a new dense head is trained by model.fit in a
+// worker (camera-worker.js, its own runtime on the same backend) on the frozen backbone's
+// features (the loaded ONNX model as a non-trainable pg.layers.onnx, or the downsampled frame
+// itself when none is loaded); the page sets the trained weights on its copy of the head. The personalised model saves to IndexedDB
 // and exports as a download. Nothing leaves the page: the request counter stays at 0 after
 // load. `window.cameraDemo` exposes the same actions for tests.
 import * as pg from '../pkg/index.js';
 import { watchNetwork } from './netwatch.js';
+import { headLayers } from './camera-head.js';
 
 const params = new URLSearchParams(location.search);
 const $ = (id) => document.getElementById(id);
@@ -81,15 +83,31 @@ async function addSample(y) {
 }
 
 function buildHead() {
-  const k = state.classes.length;
-  const layers = state.onnx
-    ? [pg.layers.onnx({ model: state.onnx.model, inputShape: [...state.onnx.size, 3], trainable: false }), pg.layers.flatten(), pg.layers.dense({ units: k })]
-    : [pg.layers.flatten({ inputShape: [SIDE, SIDE, 3] }), pg.layers.dense({ units: k })];
-  const m = pg.sequential(layers, { seed: 1 });
+  const m = pg.sequential(headLayers(pg, state.onnx && state.onnx.model, [...teachInput().size, 3], state.classes.length), { seed: 1 });
   m.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy' });
   return m;
 }
 
+/** Messages to the trainer worker, one reply (`trained`, `onnx`, `ready` or `error`) each. */
+let trainer = null;
+function ask(msg, transfer, want) {
+  return new Promise((resolve, reject) => {
+    const on = ({ data }) => {
+      if (data.type === 'epoch') {
+        $('teach-status').textContent = `epoch ${data.epoch + 1}: loss ${data.logs.loss.toFixed(3)}, accuracy ${(100 * data.logs.accuracy).toFixed(1)}%`;
+        return;
+      }
+      trainer.removeEventListener('message', on);
+      if (data.type === 'error') reject(new Error(`trainer (${data.job}): ${data.message}`));
+      else if (data.type === want) resolve(data);
+      else reject(new Error(`trainer: unexpected ${data.type}`));
+    };
+    trainer.addEventListener('message', on);
+    trainer.postMessage(msg, transfer || []);
+  });
+}
+
+/** Trains a new head on the recorded samples in the worker, then takes its weights. */
 async function train(opts = {}) {
   if (state.training) throw new Error('already training');
   state.training = true;
@@ -103,19 +121,14 @@ async function train(opts = {}) {
       x.set(s.x, i * per);
       y[i] = s.y;
     });
+    const shape = [...teachInput().size, 3];
+    const r = await ask({ type: 'train', x, y, n, shape, classes: state.classes.length, epochs: opts.epochs ?? 30 }, [x.buffer, y.buffer], 'trained');
+    const head = buildHead();
+    await head.setWeights(r.weights);
     if (state.head) state.head.dispose();
-    state.head = buildHead();
-    const shape = [n, ...teachInput().size, 3];
-    const h = await state.head.fit(pg.tensor(x, shape), pg.tensor(y, [n]), {
-      epochs: opts.epochs ?? 30,
-      batchSize: 16,
-      seed: 3,
-      onEpochEnd: (e, logs) => {
-        $('teach-status').textContent = `epoch ${e + 1}: loss ${logs.loss.toFixed(3)}, accuracy ${(100 * logs.accuracy).toFixed(1)}%`;
-      },
-    });
+    state.head = head;
     ['save', 'export'].forEach((b) => ($(b).disabled = false));
-    return h.history;
+    return r.history;
   } finally {
     state.training = false;
     renderClasses();
@@ -161,7 +174,8 @@ async function loop() {
   let last = performance.now();
   for (;;) {
     await new Promise((r) => requestAnimationFrame(r));
-    if (state.video.readyState < 2 || state.training) continue;
+    // Training runs in the worker: frames keep being classified meanwhile.
+    if (state.video.readyState < 2) continue;
     try {
       let times = [0, 0, 0];
       if (state.recording >= 0) await addSample(state.recording);
@@ -199,12 +213,20 @@ async function loadOnnx(bytes) {
   const channels = (nhwc ? s[3] : s[1]) === 1 ? 1 : 3;
   if (state.onnx) state.onnx.model.dispose();
   state.onnx = { model, size, input: inp.name, layout: nhwc ? 'nhwc' : 'nchw', channels };
+  // The trainer needs the backbone too; samples recorded for the old input no longer fit.
+  await ask({ type: 'onnx', bytes }, [], 'onnx');
+  state.samples = [];
+  renderClasses();
   status(`ONNX model: input ${inp.name} [${s.join(', ')}] → ${size.join('x')} ${nhwc ? 'NHWC' : 'NCHW'}`);
 }
 
 async function main() {
   const backend = params.get('backend') || 'auto';
-  const rt = await pg.init({ backend, allowSoftware: params.get('software') === '1' });
+  const allowSoftware = params.get('software') === '1';
+  const rt = await pg.init({ backend, allowSoftware });
+  // The trainer starts before the page counts requests (its script and wasm are loads).
+  trainer = new Worker(new URL('./camera-worker.js', import.meta.url), { type: 'module' });
+  await ask({ type: 'init', backend: rt.backend, allowSoftware }, [], 'ready');
   const stream = await navigator.mediaDevices.getUserMedia({ video: { width: 320, height: 240 } });
   state.video.srcObject = stream;
   await state.video.play();
