@@ -193,7 +193,7 @@ async function loop() {
       [s.preprocess, s.inference, s.read] = times.map((t, k) => 0.9 * [s.preprocess, s.inference, s.read][k] + 0.1 * t);
       last = now;
       $('stats').dataset.fps = s.fps.toFixed(1);
-      $('stats').textContent = `${s.fps.toFixed(1)} frames/s · preprocess ${s.preprocess.toFixed(1)} ms · inference ${s.inference.toFixed(1)} ms · post-process + read ${s.read.toFixed(1)} ms`;
+      $('stats').textContent = `${s.fps.toFixed(1)} frames/s · capture + preprocess ${s.preprocess.toFixed(1)} ms · inference ${s.inference.toFixed(1)} ms · post-process + read ${s.read.toFixed(1)} ms`;
     } catch (e) {
       status(`error: ${e.message}`);
       await new Promise((r) => setTimeout(r, 500));

@@ -163,6 +163,6 @@ test('camera demo classifies live frames with an imported ONNX model (top-3, per
   assert.equal(r.top.length, 3, r.top.join('; '));
   assert.ok(r.top.every((t) => /^class [0-4]: \d+\.\d%$/.test(t)), r.top.join('; '));
   assert.ok(r.frames >= 2, 'frames keep being classified');
-  assert.match(r.stats, /frames\/s · preprocess [\d.]+ ms · inference [\d.]+ ms/);
+  assert.match(r.stats, /frames\/s · capture \+ preprocess [\d.]+ ms · inference [\d.]+ ms · post-process \+ read [\d.]+ ms/);
   assert.equal(r.requests, '0');
 });
