@@ -44,7 +44,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     Ok(o)
 }
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     // xtask/ sits in the workspace root.
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
 }

@@ -2,10 +2,13 @@
 //!
 //! - `cargo xtask bench [--quick] [--only ...] [--no-build]` — pixelgrad vs TensorFlow.js in
 //!   headless Chromium (`web/bench/`); `--native [ARGS...]` runs only `pixelgrad bench`.
+//! - `cargo xtask bench-burn [--rounds N] [--seconds S]` — pixelgrad's WebGPU backend against
+//!   Burn's wgpu backend on the same adapter (`bench/burn-side/`), alternating, with medians.
 //! - `cargo xtask test` — every test (`scripts/test.sh`).
 //! - `cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset ...] [--alpha A]
 //!   [--dp ...] [--json]` — a whole Flower federation on this machine (see `federated.rs`).
 
+mod bench_burn;
 mod bench_web;
 mod build_wasm;
 mod demo;
@@ -27,12 +30,13 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("bench") => exit(bench_web::main(&args[1..])),
+        Some("bench-burn") => exit(bench_burn::main(&args[1..])),
         Some("build-wasm") => exit(build_wasm::main(&args[1..])),
         Some("test") => run(Command::new("bash").arg("scripts/test.sh")),
         Some("demo") => exit(demo::main(&args[1..])),
         Some("federated") => exit(federated::main(&args[1..])),
         _ => {
-            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
+            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
             exit(2)
         }
     }

@@ -33,45 +33,143 @@ pub struct Run {
     pub params: Vec<Tensor>,
 }
 
+/// One model with its optimizer and deterministic data (input 1x8x8, 4 classes, batch 8).
+struct Trainer {
+    model: Box<dyn Module>,
+    opt: Box<dyn pixelgrad_nn::Optimizer>,
+    x: Vec<f32>,
+    y: Vec<u32>,
+    loss: pixelgrad_nn::Loss,
+    step: usize,
+}
+
+const BATCH: usize = 8;
+
+impl Trainer {
+    fn new(dev: &Device, preset: Preset, optimizer: &str, seed: u64) -> Result<Trainer> {
+        let (input, classes) = ([1, 8, 8], 4);
+        let model = ModelSpec { preset, input, classes }.build(dev, seed)?;
+        let n = BATCH * 2;
+        let x: Vec<f32> = (0..n * 64).map(|i| pixelgrad_core::rng::uniform(seed + 2, i as u64)).collect();
+        let y: Vec<u32> = (0..n).map(|i| (i % classes) as u32).collect();
+        let opt = OptimizerKind::parse(optimizer)?.build(0.01);
+        Ok(Trainer { model: Box::new(model), opt, x, y, loss: preset.loss(), step: 0 })
+    }
+
+    /// One step (new batch each step) under `key`, or eagerly (then flushed) for `None`;
+    /// returns the loss.
+    fn step(&mut self, dev: &Device, key: Option<u64>) -> Result<Tensor> {
+        let idx: Vec<usize> = (0..BATCH).map(|k| (self.step * BATCH + k) % (BATCH * 2)).collect();
+        self.step += 1;
+        let Trainer { model, opt, x, y, loss, .. } = self;
+        let samples = Samples::new(x, &[1, 8, 8], y)?;
+        let mut body = || -> Result<Tensor> {
+            let (xb, yb) = samples.batch(dev, &idx)?;
+            let l = loss.compute(&model.forward(&xb, Mode::Train)?, &yb)?;
+            l.backward()?;
+            opt.step(&**model)?;
+            Ok(l.detach())
+        };
+        match key {
+            None => {
+                let l = body()?;
+                dev.flush()?;
+                Ok(l)
+            }
+            Some(k) => dev.step(k, body),
+        }
+    }
+
+    fn params(&self) -> Vec<Tensor> {
+        let mut params = Vec::new();
+        self.model.visit_params(&mut |_, p| params.push(p.tensor()));
+        params
+    }
+}
+
 /// Trains `preset` (input 1x8x8, 4 classes, batch 8, seed 3) for `steps` steps of
 /// `optimizer` (`sgd`, `adam`, ...) on deterministic data, new batch each step.
 pub fn run(dev: &Device, preset: Preset, optimizer: &str, steps: usize, replay: Replay) -> Result<Run> {
-    let (input, classes, batch) = ([1, 8, 8], 4, 8);
-    let model = ModelSpec { preset, input, classes }.build(dev, 3)?;
-    let n = batch * 2;
-    let x: Vec<f32> = (0..n * 64).map(|i| pixelgrad_core::rng::uniform(5, i as u64)).collect();
-    let y: Vec<u32> = (0..n).map(|i| (i % classes) as u32).collect();
-    let samples = Samples::new(&x, &input, &y)?;
-    let mut opt = OptimizerKind::parse(optimizer)?.build(0.01);
-    let loss_fn = preset.loss();
+    let mut t = Trainer::new(dev, preset, optimizer, 3)?;
     let mut counters = Vec::with_capacity(steps);
     let mut losses: Vec<Tensor> = Vec::new();
-    for step in 0..steps {
-        let idx: Vec<usize> = (0..batch).map(|k| (step * batch + k) % n).collect();
-        let mut body = || -> Result<Tensor> {
-            let (xb, yb) = samples.batch(dev, &idx)?;
-            let loss = loss_fn.compute(&model.forward(&xb, Mode::Train)?, &yb)?;
-            loss.backward()?;
-            opt.step(&model)?;
-            Ok(loss.detach())
-        };
-        let loss = match replay {
-            Replay::Eager => {
-                let l = body()?;
-                dev.flush()?;
-                l
-            }
-            Replay::Plan | Replay::PlanHoldingLosses => dev.step(KEY, body)?,
-        };
+    // Work queued while building the model is submitted before the first step, as
+    // `Device::step` does, so both kinds of run group (fuse) their ops the same way and
+    // their results can be compared bit for bit.
+    dev.flush()?;
+    for _ in 0..steps {
+        let loss = t.step(dev, if replay == Replay::Eager { None } else { Some(KEY) })?;
         if replay != Replay::PlanHoldingLosses {
             losses.clear();
         }
         losses.push(loss);
         counters.push(dev.counters());
     }
-    let mut params = Vec::new();
-    model.visit_params(&mut |_, p| params.push(p.tensor()));
-    Ok(Run { counters, losses, params })
+    Ok(Run { counters, losses, params: t.params() })
+}
+
+/// What [`alternate`] did, per model.
+pub struct Alternated {
+    /// Counters before and after each of the model's steps.
+    pub steps: Vec<(Counters, Counters)>,
+    /// The parameters after the last step.
+    pub params: Vec<Tensor>,
+}
+
+/// Two models of `preset` (seeds 3 and 4, the same batch size) trained on one device in
+/// turns, `steps` steps each, every step inside `Device::step` under the key
+/// [`pixelgrad_nn::step_key`] gives it (or under one shared constant key with `shared_key`,
+/// to show what that costs). Each model must replay its own plan.
+pub fn alternate(dev: &Device, preset: Preset, optimizer: &str, steps: usize, shared_key: bool) -> Result<[Alternated; 2]> {
+    let mut ts = [Trainer::new(dev, preset, optimizer, 3)?, Trainer::new(dev, preset, optimizer, 4)?];
+    let mut out: [Vec<(Counters, Counters)>; 2] = [Vec::new(), Vec::new()];
+    dev.flush()?;
+    for _ in 0..steps {
+        for (t, log) in ts.iter_mut().zip(&mut out) {
+            let key = if shared_key { KEY } else { pixelgrad_nn::step_key(&*t.model, &*t.opt, &[BATCH, 1, 8, 8]) };
+            let before = dev.counters();
+            t.step(dev, Some(key))?;
+            log.push((before, dev.counters()));
+        }
+    }
+    let [a, b] = out;
+    Ok([Alternated { steps: a, params: ts[0].params() }, Alternated { steps: b, params: ts[1].params() }])
+}
+
+/// The model [`alternate`] trains with `seed`, trained alone and eagerly for `steps` steps
+/// (what each alternated model must equal bit for bit).
+pub fn alone(dev: &Device, preset: Preset, optimizer: &str, steps: usize, seed: u64) -> Result<Vec<Tensor>> {
+    let mut t = Trainer::new(dev, preset, optimizer, seed)?;
+    dev.flush()?;
+    for _ in 0..steps {
+        t.step(dev, None)?;
+    }
+    Ok(t.params())
+}
+
+/// Checks the steps of one model of [`alternate`] from [`STEADY_FROM`] on: each allocates,
+/// compiles and binds nothing, and replays every launch.
+pub fn check_alternated(a: &Alternated, what: &str) -> std::result::Result<(), String> {
+    if a.steps.len() <= STEADY_FROM {
+        return Err(format!("{what}: need more than {STEADY_FROM} steps"));
+    }
+    for (i, (prev, now)) in a.steps.iter().enumerate().skip(STEADY_FROM) {
+        let at = format!("{what} step {i}");
+        for (name, x, y) in [
+            ("allocations", prev.allocations, now.allocations),
+            ("compiles", prev.compiles, now.compiles),
+            ("bindings", prev.bindings, now.bindings),
+        ] {
+            if x != y {
+                return Err(format!("{at}: {name} went from {x} to {y}"));
+            }
+        }
+        let (launches, replayed) = (now.launches - prev.launches, now.replayed - prev.replayed);
+        if launches == 0 || replayed != launches {
+            return Err(format!("{at}: {replayed} of {launches} launches replayed"));
+        }
+    }
+    Ok(())
 }
 
 /// Step from which replay must be complete: steps 0 and 1 record the two parities, step 2
@@ -129,6 +227,31 @@ pub fn same_bits(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) -> std::result::Res
         }
         if let Some((j, (u, v))) = x.iter().zip(y).enumerate().find(|(_, (u, v))| u.to_bits() != v.to_bits()) {
             return Err(format!("{what}: tensor {i} value {j}: {u} vs {v}"));
+        }
+    }
+    Ok(())
+}
+
+/// Every optimizer the fused-vs-unfused comparisons train with.
+pub const OPTIMIZERS: [&str; 6] = ["sgd", "momentum", "nesterov", "adam", "adamw", "rmsprop"];
+
+/// How far a fused training run may drift from the unfused one after a few steps: the same
+/// f32 operations in the same order, but a shader compiler may contract `a * b + c` inside one
+/// fused kernel where separate kernels round in between (one rounding per op, amplified a
+/// little by the optimizers' divisions).
+pub const FUSED_VS_UNFUSED: crate::tolerance::Tol = crate::tolerance::Tol::new(1e-4, 1e-5);
+
+/// Element-by-element comparison of two lists of host values within `tol`.
+pub fn close(got: &[Vec<f32>], want: &[Vec<f32>], tol: crate::tolerance::Tol, what: &str) -> std::result::Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: {} vs {} tensors", got.len(), want.len()));
+    }
+    for (i, (x, y)) in got.iter().zip(want).enumerate() {
+        if x.len() != y.len() {
+            return Err(format!("{what}: tensor {i} has {} vs {} values", x.len(), y.len()));
+        }
+        if let Some((j, (u, v))) = x.iter().zip(y).enumerate().find(|(_, (u, v))| !tol.accepts(**u as f64, **v as f64)) {
+            return Err(format!("{what}: tensor {i} value {j}: {u} vs {v} (tolerance {tol:?})"));
         }
     }
     Ok(())

@@ -79,17 +79,29 @@ fn topo_order(root: &Tensor) -> Vec<Tensor> {
 }
 
 /// Sums `g` down to `shape` (the inverse of broadcasting): leading extra axes and axes where
-/// `shape` has size 1 are summed.
+/// `shape` has size 1 are summed. Neighbouring axes that are all summed (or all kept) are
+/// merged first, so each run of summed axes is one reduction (a conv bias gradient, `[N, C,
+/// H, W]` down to `[1, C, 1, 1]`, is two instead of three).
 pub fn sum_to_shape(g: &Tensor, shape: &Shape) -> Result<Tensor> {
     if g.shape() == shape {
         return Ok(g.clone());
     }
-    let mut t = g.clone();
-    while t.rank() > shape.rank() {
-        t = t.sum_axis(0, false)?;
+    let r = g.rank();
+    let off = r.saturating_sub(shape.rank());
+    let dims = g.dims();
+    // Runs of axes with the same fate: (extent, summed?).
+    let mut runs: Vec<(usize, bool)> = Vec::new();
+    for (i, &d) in dims.iter().enumerate() {
+        let summed = i < off || (shape.dims()[i - off] == 1 && d != 1);
+        match runs.last_mut() {
+            Some((n, s)) if *s == summed => *n *= d,
+            _ => runs.push((d, summed)),
+        }
     }
-    for (i, &d) in shape.dims().iter().enumerate() {
-        if d == 1 && t.dims()[i] != 1 {
+    let mut t = g.reshape(runs.iter().map(|&(n, _)| n).collect::<Vec<_>>())?;
+    // Innermost first, so the axis numbers of the runs still to do stay valid.
+    for (i, &(_, summed)) in runs.iter().enumerate().rev() {
+        if summed {
             t = t.sum_axis(i as isize, true)?;
         }
     }

@@ -565,13 +565,19 @@ pub struct Param {
     value: RefCell<Tensor>,
     grad: GradSink,
     trainable: Cell<bool>,
+    id: u64,
 }
 
 impl Param {
     pub fn new(value: Tensor) -> Param {
         let grad: GradSink = Rc::new(RefCell::new(None));
         let v = Tensor::wrap(value.0.storage.clone(), value.0.shape.clone(), value.0.device.clone(), None, Some(grad.clone()));
-        Param { value: RefCell::new(v), grad, trainable: Cell::new(true) }
+        Param { value: RefCell::new(v), grad, trainable: Cell::new(true), id: next_id() }
+    }
+    /// Unique id of this parameter, kept for its whole life whatever values it is given (a
+    /// model's identity for step plans: see `pixelgrad_nn::step_key`).
+    pub fn id(&self) -> u64 {
+        self.id
     }
     /// The current value, as a leaf that collects gradients (a plain constant when frozen).
     pub fn tensor(&self) -> Tensor {

@@ -25,9 +25,11 @@ pub mod loss;
 pub mod module;
 pub mod optim;
 pub mod presets;
+mod step_key;
 pub mod train;
 
 pub use init::Init;
 pub use loss::Loss;
 pub use module::{Buffer, Mode, Module, Sequential};
 pub use optim::{Optimizer, OptimizerKind, Schedule};
+pub use step_key::step_key;

@@ -235,8 +235,10 @@ pub fn fit(
         for (bi, idx) in batches.into_iter().enumerate() {
             let lr = opts.schedule.lr(base_lr, step);
             opt.set_lr(lr);
-            // One step plan per batch size (the last batch of an epoch may be smaller).
-            dev.step(idx.len() as u64, || {
+            // One step plan per model, optimizer and batch size (the last batch of an epoch
+            // may be smaller).
+            let key = crate::step_key(model, &*opt, &[idx.len()]);
+            dev.step(key, || {
                 let (xb, yb) = train.batch(dev, idx)?;
                 train_batch(model, &mut *opt, loss, &xb, &yb, &mut window)
             })?;

@@ -137,10 +137,11 @@ impl Net {
             return Err(Error::invalid("fit", "the model is not compiled; call model.compile({ optimizer, loss }) first"));
         };
         let (dev, seq, loss, train) = (&self.dev, &self.built.seq, self.loss, &mut self.train);
-        // One step plan per batch size: from the third step on, the GPU backends replay
-        // prepared buffers and bind groups / framebuffers. The step ends with one submission,
-        // so GPU queues never grow between reads.
-        dev.step(shape[0] as u64, || {
+        // One step plan per model, optimizer and input shape: from the third step on, the GPU
+        // backends replay prepared buffers and bind groups / framebuffers. The step ends with
+        // one submission, so GPU queues never grow between reads.
+        let key = pixelgrad_nn::step_key(seq, &**opt, shape);
+        dev.step(key, || {
             let xb = Tensor::from_vec(dev, x, shape.to_vec())?;
             let yb = Tensor::from_vec(dev, y, [shape[0]])?;
             train_batch(seq, opt.as_mut(), loss, &xb, &yb, train)

@@ -180,6 +180,10 @@ impl Backend for WebGlBackend {
             if let Some((launch, name)) = crate::fusion::elementwise(op)? {
                 return crate::fusion::defer(&self.shared, op, &launch, name, inputs, shapes, out);
             }
+            self.shared.current()?;
+            if let Some(s) = crate::fusion::reduce(&self.shared, op, inputs, shapes, out)? {
+                return Ok(s);
+            }
         }
         crate::ops::execute(&self.shared, op, inputs, shapes, out)
     }

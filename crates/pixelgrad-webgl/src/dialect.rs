@@ -144,9 +144,8 @@ pub const MAP_MAX_PARAMS: usize = 16;
 /// scalar parameters.
 pub const MAP_INPUTS: [&str; MAP_MAX_INPUTS] = ["u_x0", "u_x1", "u_x2", "u_x3", "u_x4", "u_x5", "u_x6", "u_x7"];
 pub const MAP_STRIDES: [&str; MAP_MAX_INPUTS] = ["u_s0", "u_s1", "u_s2", "u_s3", "u_s4", "u_s5", "u_s6", "u_s7"];
-pub const MAP_PARAMS: [&str; MAP_MAX_PARAMS] = [
-    "u_p0", "u_p1", "u_p2", "u_p3", "u_p4", "u_p5", "u_p6", "u_p7", "u_p8", "u_p9", "u_p10", "u_p11", "u_p12", "u_p13", "u_p14", "u_p15",
-];
+pub const MAP_PARAMS: [&str; MAP_MAX_PARAMS] =
+    ["u_p0", "u_p1", "u_p2", "u_p3", "u_p4", "u_p5", "u_p6", "u_p7", "u_p8", "u_p9", "u_p10", "u_p11", "u_p12", "u_p13", "u_p14", "u_p15"];
 
 /// The `CONFIG` of an elementwise program: bit 0 set when no input needs index arithmetic
 /// (each has the output's shape or one element), bit `1 + i` when input `i` is one element.
@@ -154,11 +153,12 @@ pub fn map_config(fast: bool, scalars: u32) -> u32 {
     u32::from(fast) | (scalars << 1)
 }
 
-/// The fragment source of an elementwise program: `kernel` rendered as
-/// `pg_apply(a0, a1, ..)`, each input fetched at its broadcast index (right-aligned shapes
-/// padded to `MAX_RANK`, stride 0 on broadcast axes; the index loop stops once the remaining
-/// coordinates are all 0).
-pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
+/// The declarations of a fused read of `kernel` (input samplers, `u_shape`, strides and
+/// parameter uniforms, `pg_apply(a0, a1, ..)`) and `float pg_load(int i)`: element `i` of the
+/// result, each input fetched at its broadcast index (right-aligned shapes padded to
+/// `MAX_RANK`, stride 0 on broadcast axes; the index loop stops once the remaining
+/// coordinates are all 0). `config` names the macro holding its [`map_config`].
+fn fused_read(kernel: &Kernel, config: &str) -> pixelgrad_core::Result<String> {
     let n = kernel.inputs().len();
     if n > MAP_MAX_INPUTS || kernel.params() > MAP_MAX_PARAMS {
         return Err(pixelgrad_core::Error::invalid(
@@ -166,8 +166,7 @@ pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String
             format!("{n} inputs and {} parameters; at most {MAP_MAX_INPUTS} and {MAP_MAX_PARAMS}", kernel.params()),
         ));
     }
-    let mut s = preamble(config);
-    s.push_str("// Elementwise program rendered from the kernel IR (pixelgrad_core::kernel).\n");
+    let mut s = String::from("// Fused read rendered from the kernel IR (pixelgrad_core::kernel).\n");
     for name in &MAP_INPUTS[..n] {
         s.push_str(&format!("uniform highp sampler2D {name};\n"));
     }
@@ -179,11 +178,13 @@ pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String
         s.push_str(&format!("uniform float {name};\n"));
     }
     s.push_str(&render_function(kernel, &Glsl300, "pg_apply")?);
-    s.push_str("\nfloat compute(int i) {\n#if (CONFIG & 1) != 0\n");
-    let fast: Vec<String> = (0..n).map(|i| format!("fetch({}, (CONFIG & {}) != 0 ? 0 : i)", MAP_INPUTS[i], 2 << i)).collect();
+    s.push_str(&format!("\nfloat pg_load(int i) {{\n#if ({config} & 1) != 0\n"));
+    let fast: Vec<String> = (0..n).map(|i| format!("fetch({}, ({config} & {}) != 0 ? 0 : i)", MAP_INPUTS[i], 2 << i)).collect();
     s.push_str(&format!("    return pg_apply({});\n#else\n", fast.join(", ")));
-    let idx: Vec<String> = (0..n).map(|i| format!("i{i} = 0")).collect();
-    s.push_str(&format!("    int rest = i, {};\n", idx.join(", ")));
+    s.push_str("    int rest = i;\n");
+    for i in 0..n {
+        s.push_str(&format!("    int i{i} = 0;\n"));
+    }
     s.push_str("    for (int d = MAX_RANK - 1; d >= 0; --d) {\n        if (rest == 0) break;\n");
     s.push_str("        int c = rest % u_shape[d];\n        rest /= u_shape[d];\n");
     for (i, name) in MAP_STRIDES[..n].iter().enumerate() {
@@ -192,6 +193,33 @@ pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String
     s.push_str("    }\n");
     let slow: Vec<String> = (0..n).map(|i| format!("fetch({}, i{i})", MAP_INPUTS[i])).collect();
     s.push_str(&format!("    return pg_apply({});\n#endif\n}}\n", slow.join(", ")));
+    Ok(s)
+}
+
+/// The fragment source of an elementwise program: a fused read of `kernel` ([`fused_read`])
+/// written element by element; `config` is its [`map_config`].
+pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
+    let mut s = preamble(config);
+    s.push_str(&fused_read(kernel, "CONFIG")?);
+    s.push_str("\nfloat compute(int i) {\n    return pg_load(i);\n}\n");
+    s.push_str(MAIN_ELEMENTWISE);
+    Ok(s)
+}
+
+/// Body name of a reduction pass whose input is a fused read of a pending elementwise
+/// computation: its `config` is the reduction's in the low 4 bits and the read's
+/// [`map_config`] above them.
+pub const REDUCE_FUSED: &str = "reduce_fused";
+
+/// The fragment source of a [`REDUCE_FUSED`] pass: `reduce.glsl` loading its input through
+/// a fused read of `kernel` instead of its sampler.
+pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
+    let body = BODIES.iter().find(|(n, _)| *n == "reduce").map(|(_, b)| *b).unwrap_or("");
+    let mut s = preamble(config & 15);
+    s.push_str(&format!("#define MAP_CONFIG {}\n", config >> 4));
+    s.push_str(&fused_read(kernel, "MAP_CONFIG")?);
+    s.push_str("#define LOAD(i) pg_load(i)\n");
+    s.push_str(body);
     s.push_str(MAIN_ELEMENTWISE);
     Ok(s)
 }
@@ -298,14 +326,17 @@ pub fn all_specs() -> Vec<ProgramSpec> {
 }
 
 /// The fragment source of every elementwise definition in each form (same shapes with no
-/// one-element input, same shapes with every input one element, broadcast), labelled: for
-/// offline validation.
+/// one-element input, same shapes with every input one element, broadcast), and as the fused
+/// input of a sum and of argmax's candidate pass, labelled: for offline validation.
 pub fn all_map_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for (label, k) in pixelgrad_core::kernel::defs::all()? {
         let every = (1u32 << k.inputs().len()) - 1;
         for (form, config) in [("fast", map_config(true, 0)), ("scalars", map_config(true, every)), ("broadcast", map_config(false, 0))] {
             out.push((format!("{label}.{form}"), map_source(&k, config)?));
+            for reduce in [0, 3] {
+                out.push((format!("reduce{reduce}.{label}.{form}"), reduce_fused_source(&k, reduce | (config << 4))?));
+            }
         }
     }
     Ok(out)

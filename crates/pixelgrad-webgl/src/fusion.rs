@@ -15,12 +15,13 @@
 use std::rc::Rc;
 
 use pixelgrad_core::kernel::defs::{fill_launch, identity_launch, where_launch};
-use pixelgrad_core::kernel::fuse::{compose, Arg, Lazy, Pending};
+use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
 use pixelgrad_core::kernel::Launch;
 use pixelgrad_core::{Op, Result, Shape, Storage};
 
 use crate::context::Shared;
 use crate::dialect::{MAP_MAX_INPUTS, MAP_MAX_PARAMS};
+use crate::ops::elementwise::FusedRead;
 use crate::texture::{tensor_of, GlTensor};
 
 /// Longest kernel (in IR nodes, before lowering) a chain may grow to before it is drawn.
@@ -67,38 +68,10 @@ pub(crate) fn defer(
     pixelgrad_core::check_execute(op, &lens, shapes, out, &sh.name)?;
     // Device limits are reported now, not when the result is finally drawn.
     crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
-    // Pending inputs read with the shape they were made for are inlined; anything else (a
-    // reshaped pending result, a texture) is read as it is.
-    let mut inline: Vec<bool> = inputs
-        .iter()
-        .zip(shapes)
-        .map(|(s, shape)| s.downcast::<Lazy>().is_some_and(|l| !l.is_done() && l.shape() == *shape && l.stamp() == sh.generation.get()))
-        .collect();
-    loop {
-        let pendings: Vec<_> =
-            inputs.iter().zip(&inline).map(|(s, &yes)| if yes { s.downcast::<Lazy>().and_then(|l| l.pending()) } else { None }).collect();
-        let args: Vec<Arg<'_, Storage>> = inputs
-            .iter()
-            .zip(shapes)
-            .zip(&pendings)
-            .map(|((s, sh), p)| match p {
-                Some(p) => Arg::Pending(p),
-                None => Arg::Leaf((*s).clone(), (*sh).clone()),
-            })
-            .collect();
-        let p = compose(launch, name, &args, out, Storage::ptr_eq)?;
-        let biggest = (0..inputs.len()).filter(|&i| inline[i]).max_by_key(|&i| pendings[i].as_ref().map_or(0, |p| p.nodes() + p.inputs()));
-        drop(args);
-        drop(pendings);
-        match biggest {
-            Some(i) if !fits(&p) => inline[i] = false,
-            _ => {
-                let st = Storage::new(Lazy::new(p, sh.generation.get()));
-                remember(sh, &st);
-                return Ok(st);
-            }
-        }
-    }
+    let p = fuse::defer(launch, name, inputs, shapes, out, sh.generation.get(), fits)?;
+    let st = Storage::new(Lazy::new(p, sh.generation.get()));
+    remember(sh, &st);
+    Ok(st)
 }
 
 fn remember(sh: &Shared, st: &Storage) {
@@ -107,6 +80,27 @@ fn remember(sh: &Shared, st: &Storage) {
         list.retain(|w| w.upgrade().is_some_and(|s| s.downcast::<Lazy>().is_some_and(|l| !l.is_done())));
     }
     list.push(st.downgrade());
+}
+
+/// A reduction of a pending elementwise result reads the computation itself in its first
+/// pass (a fused prologue) instead of drawing it first: `Some` result then, `None` when the
+/// op is not a reduction of a pending result of this generation (it runs as usual).
+pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
+    let Op::Reduce { op: r, axis } = op else { return Ok(None) };
+    let (Some(&input), Some(&shape)) = (inputs.first(), shapes.first()) else { return Ok(None) };
+    // The reduction walks its input in flat order, so the computation is read with its own
+    // shape, whatever shape the reduction sees (a reshape keeps the flat order).
+    let Some(p) = fuse::current(input, sh.generation.get()) else { return Ok(None) };
+    if !fits(&p) || p.shape.numel() != shape.numel() {
+        return Ok(None);
+    }
+    pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &sh.name)?;
+    crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
+    let ins = p.leaves.iter().map(|(s, _)| tensor_of(s, sh, "reduce")).collect::<Result<Vec<&GlTensor>>>()?;
+    let leaf_shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
+    let read = FusedRead::new(sh, "reduce", &p.launch, &ins, &leaf_shapes, &p.shape, || format!("fused {}", p.label()))?;
+    let t = crate::ops::reduce::reduce(sh, *r, crate::ops::reduce::Input::Fused(&read), shape, *axis)?;
+    Ok(Some(Storage::new(t)))
 }
 
 /// Draws one pending computation into a fresh texture.

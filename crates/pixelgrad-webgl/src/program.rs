@@ -190,20 +190,29 @@ impl Shared {
 
     /// A readable label of `spec` for logs.
     pub fn spec_label(&self, spec: &ProgramSpec) -> String {
-        if spec.name == dialect::MAP {
+        if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {
             let list = self.map_kernels.borrow();
             let what = list.get(spec.kernel as usize).map_or("?", |(_, l)| l.as_str());
-            let form = if spec.config & 1 != 0 { "" } else { " (broadcast)" };
+            let map_config = if spec.name == dialect::MAP { spec.config } else { spec.config >> 4 };
+            let form = if map_config & 1 != 0 { "" } else { " (broadcast)" };
+            if spec.name == dialect::REDUCE_FUSED {
+                return format!("reduce of {what}{form}");
+            }
             return format!("{what}{form}");
         }
         spec.label()
     }
 
     fn fragment(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
-        if spec.name == dialect::MAP {
+        if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {
             let k = self.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
             let k = k.ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {}", spec.kernel)))?;
-            return dialect::map_source(&k, spec.config).map_err(|e| self.err(op, e.to_string()));
+            let src = if spec.name == dialect::MAP {
+                dialect::map_source(&k, spec.config)
+            } else {
+                dialect::reduce_fused_source(&k, spec.config)
+            };
+            return src.map_err(|e| self.err(op, e.to_string()));
         }
         dialect::fragment_source(spec).ok_or_else(|| self.err(op, format!("no shader named {}", spec.name)))
     }

@@ -55,12 +55,24 @@ fn main() {
                 vec_b: bit(3),
                 vec_c: bit(4),
                 strided: false,
+                share_a: false,
             };
             let key = (0..5).map(|i| if bit(i) { '1' } else { '0' }).collect::<String>();
             layouts.push(format!("{}: {}", json_string(&key), json_string(&matmul_cpu_src::source(&v))));
         }
         for vec_c in [false, true] {
-            let v = matmul_cpu_src::Variant { rows, cols, lanes, trans_a: false, trans_b: false, vec_a: false, vec_b: false, vec_c, strided: true };
+            let v = matmul_cpu_src::Variant {
+                rows,
+                cols,
+                lanes,
+                trans_a: false,
+                trans_b: false,
+                vec_a: false,
+                vec_b: false,
+                vec_c,
+                strided: true,
+                share_a: false,
+            };
             layouts.push(format!("{}: {}", json_string(&format!("strided{}", u8::from(vec_c))), json_string(&matmul_cpu_src::source(&v))));
         }
         entries.push(format!("{}: {{{}}}", json_string(&format!("matmul_cpu_{arg}")), layouts.join(",\n")));

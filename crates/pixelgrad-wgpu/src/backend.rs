@@ -37,6 +37,9 @@ pub struct WgpuOptions {
     pub read_timeout: std::time::Duration,
     /// Matmul kernel choice (by adapter type unless forced).
     pub matmul: MatmulKernel,
+    /// Use subgroup operations where a native CPU adapter offers them (the shared-A register
+    /// matmul); `false` runs that adapter without them, for comparisons.
+    pub subgroups: bool,
     /// Fuse chains of elementwise ops into one kernel (one launch per chain); `false` runs
     /// every op as its own launch (for comparisons and tests).
     pub fuse: bool,
@@ -50,6 +53,7 @@ impl Default for WgpuOptions {
             max_ops_per_submit: 1024,
             read_timeout: std::time::Duration::from_secs(120),
             matmul: MatmulKernel::Auto,
+            subgroups: true,
             fuse: true,
         }
     }
@@ -85,10 +89,17 @@ impl WgpuBackend {
         let info = adapter.get_info();
         // Ask for everything the adapter offers: large tensors need the larger binding sizes.
         let limits = adapter.limits();
+        // Subgroups for the shared-A register matmul on native CPU adapters (lavapipe); not
+        // requested in browsers, where that kernel is never chosen.
+        let features = if info.device_type == wgpu::DeviceType::Cpu && info.backend != wgpu::Backend::BrowserWebGpu && opts.subgroups {
+            adapter.features() & wgpu::Features::SUBGROUP
+        } else {
+            wgpu::Features::empty()
+        };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("pixelgrad"),
-                required_features: wgpu::Features::empty(),
+                required_features: features,
                 required_limits: limits,
                 experimental_features: wgpu::ExperimentalFeatures::disabled(),
                 memory_hints: wgpu::MemoryHints::Performance,
@@ -186,6 +197,9 @@ impl Backend for WgpuBackend {
         if self.gpu.fuse {
             if let Some((launch, name)) = fusion::elementwise(op)? {
                 return fusion::defer(self, op, &launch, name, inputs, shapes, out);
+            }
+            if let Some(s) = fusion::reduce(self, op, inputs, shapes, out)? {
+                return Ok(s);
             }
         }
         // Core validated these already; a direct caller may not have, and the launchers index

@@ -56,6 +56,8 @@ pub(crate) struct Gpu {
     pub pipelines: Pipelines,
     /// Elementwise kernels rendered from the kernel IR, by structure (see `ops::elementwise`).
     pub map_kernels: RefCell<std::collections::HashMap<pixelgrad_core::kernel::Kernel, Rc<Kernel>>>,
+    /// Reductions with a fused input, by the input's kernel (see `ops::reduce`).
+    pub reduce_kernels: RefCell<std::collections::HashMap<pixelgrad_core::kernel::Kernel, Rc<Kernel>>>,
     /// Fuse elementwise chains (`fusion.rs`), and the pending results made since the last
     /// settle, oldest first.
     pub fuse: bool,
@@ -142,6 +144,7 @@ impl Gpu {
             info,
             pipelines,
             map_kernels: RefCell::new(std::collections::HashMap::new()),
+            reduce_kernels: RefCell::new(std::collections::HashMap::new()),
             fuse,
             lazies: RefCell::new(Vec::new()),
             generation: Cell::new(0),

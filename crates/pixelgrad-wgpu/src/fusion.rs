@@ -1,7 +1,7 @@
 //! Elementwise fusion on WebGPU. An elementwise op (unary, binary, `where`, `expand`, `fill`) is not
 //! launched when called: it returns a [`Lazy`] storage holding the composed kernel
 //! (`pixelgrad_core::kernel::fuse`), and the next elementwise op that reads it composes with
-//! it. The chain runs as one launch when a value is needed: a non-elementwise op reads it
+//! it (also through a reshape, when every input of the chain has its shape). The chain runs as one launch when a value is needed: a non-elementwise op reads it
 //! (`WgpuBackend::tensor`), it is read back, or the step ends or the queue is flushed
 //! ([`settle`], which computes every result still held, in the order they were made).
 //!
@@ -15,16 +15,16 @@
 //! sums into longer kernels every iteration, and compile a new one each time.
 
 use pixelgrad_core::kernel::defs::{fill_launch, identity_launch, where_launch};
-use pixelgrad_core::kernel::fuse::{compose, Arg, Lazy, Pending};
+use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
 use pixelgrad_core::kernel::Launch;
 use pixelgrad_core::{Op, Result, Shape, Storage};
 
 use crate::backend::WgpuBackend;
 use crate::context::GpuTensor;
 use crate::ops::elementwise::map;
+use crate::ops::reduce::ReduceInput;
 use crate::pipelines::MAX_INPUTS;
-use crate::strides::MAX_RANK;
-use crate::wgsl::PARAM_BASE;
+use crate::wgsl::MapLayout;
 
 /// Longest kernel (in IR nodes, before lowering) a chain may grow to before it is computed.
 const MAX_NODES: usize = 96;
@@ -46,9 +46,10 @@ pub(crate) fn elementwise(op: &Op) -> Result<Option<(Launch, &'static str)>> {
 }
 
 /// True if `p` runs as one launch: its inputs fit the bind group layouts and its
-/// parameters, shape and strides fit the 256-byte parameter slot.
+/// parameters, shape and strides fit the 256-byte parameter slot (counted over the
+/// unmerged rank, an upper bound of the merged one).
 fn fits(p: &Pending<Storage>) -> bool {
-    let words = PARAM_BASE + p.launch.params.len() + MAX_RANK * (1 + p.inputs());
+    let words = MapLayout::map(p.launch.params.len()).words(p.inputs(), p.shape.rank());
     p.inputs() <= MAX_INPUTS && words <= crate::context::PARAM_WORDS && p.nodes() <= MAX_NODES
 }
 
@@ -75,42 +76,10 @@ pub(crate) fn defer(
     pixelgrad_core::check_execute(op, &lens, shapes, out, &pixelgrad_core::Backend::name(b))?;
     // Device limits are reported now, not when the result is finally computed.
     b.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
-    // Inputs that are pending results of the same shape they are read with are inlined;
-    // anything else (a reshaped pending result, a buffer) is read as it is.
-    let mut inline: Vec<bool> = inputs
-        .iter()
-        .zip(shapes)
-        .map(|(s, sh)| s.downcast::<Lazy>().is_some_and(|l| !l.is_done() && l.shape() == *sh && l.stamp() == b.gpu.generation.get()))
-        .collect();
-    loop {
-        let pendings: Vec<_> =
-            inputs.iter().zip(&inline).map(|(s, &yes)| if yes { s.downcast::<Lazy>().and_then(|l| l.pending()) } else { None }).collect();
-        let args: Vec<Arg<'_, Storage>> = inputs
-            .iter()
-            .zip(shapes)
-            .zip(&pendings)
-            .map(|((s, sh), p)| match p {
-                Some(p) => Arg::Pending(p),
-                None => Arg::Leaf((*s).clone(), (*sh).clone()),
-            })
-            .collect();
-        let p = compose(launch, name, &args, out, Storage::ptr_eq)?;
-        if fits(&p) || !inline.iter().any(|&x| x) {
-            drop(args);
-            drop(pendings);
-            let st = Storage::new(Lazy::new(p, b.gpu.generation.get()));
-            remember(b, &st);
-            return Ok(st);
-        }
-        // Too big: read the largest pending input as a plain input.
-        let biggest = (0..inputs.len())
-            .filter(|&i| inline[i])
-            .max_by_key(|&i| pendings[i].as_ref().map_or(0, |p| p.nodes() + p.inputs()))
-            .unwrap_or(0);
-        drop(args);
-        drop(pendings);
-        inline[biggest] = false;
-    }
+    let p = fuse::defer(launch, name, inputs, shapes, out, b.gpu.generation.get(), fits)?;
+    let st = Storage::new(Lazy::new(p, b.gpu.generation.get()));
+    remember(b, &st);
+    Ok(st)
 }
 
 fn remember(b: &WgpuBackend, st: &Storage) {
@@ -119,6 +88,33 @@ fn remember(b: &WgpuBackend, st: &Storage) {
         list.retain(|w| w.upgrade().is_some_and(|s| s.downcast::<Lazy>().is_some_and(|l| !l.is_done())));
     }
     list.push(st.downgrade());
+}
+
+/// Words a reduction with a fused input needs in the parameter slot.
+fn reduce_fits(p: &Pending<Storage>) -> bool {
+    let words = MapLayout::after(crate::ops::reduce::OWN_WORDS, p.launch.params.len()).words(p.inputs(), p.shape.rank());
+    p.inputs() <= MAX_INPUTS && words <= crate::context::PARAM_WORDS
+}
+
+/// A reduction of a pending elementwise result reads the computation itself (a fused
+/// prologue) instead of computing it first: `Some` result then, `None` when the op is not a
+/// reduction of an inlinable pending result (it runs as usual).
+pub(crate) fn reduce(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
+    let Op::Reduce { op: r, axis } = op else { return Ok(None) };
+    let (Some(&input), Some(&shape)) = (inputs.first(), shapes.first()) else { return Ok(None) };
+    // The reduction walks its input in flat order, so the pending computation is read with
+    // its own shape, whatever shape the reduction sees (a reshape keeps the flat order).
+    let Some(p) = fuse::current(input, b.gpu.generation.get()) else { return Ok(None) };
+    if !reduce_fits(&p) || p.shape.numel() != shape.numel() {
+        return Ok(None);
+    }
+    pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &pixelgrad_core::Backend::name(b))?;
+    let ins = p.leaves.iter().map(|(s, _)| b.tensor("reduce", s)).collect::<Result<Vec<&GpuTensor>>>()?;
+    let leaf_shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
+    let res = GpuTensor::new(&b.gpu, "reduce", out.numel())?;
+    let input = ReduceInput::Fused { launch: &p.launch, ins, shapes: leaf_shapes, of: &p.shape, label: p.label() };
+    crate::ops::reduce::reduce(&b.gpu, *r, *axis, input, shape, &res)?;
+    Ok(Some(Storage::new(res)))
 }
 
 /// Launches one pending computation into a fresh buffer.

@@ -3,12 +3,14 @@
 
 use crate::ops::all_kernels;
 use crate::pipelines::{full_source, prelude};
-use crate::wgsl::map_source;
+use crate::wgsl::{map_source, with_fused_input};
 
 fn validate(name: &str, src: &str) {
     let module = naga::front::wgsl::parse_str(src)
         .unwrap_or_else(|e| panic!("{name}.wgsl does not parse:\n{}", e.emit_to_string(src)));
-    let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default());
+    // Subgroup operations: the shared-A register matmuls broadcast A across lanes.
+    let caps = naga::valid::Capabilities::default() | naga::valid::Capabilities::SUBGROUP;
+    let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps);
     if let Err(e) = v.validate(&module) {
         panic!("{name}.wgsl does not validate:\n{}", e.emit_to_string(src));
     }
@@ -27,6 +29,10 @@ fn every_elementwise_definition_renders_to_valid_wgsl() {
     for (name, k) in pixelgrad_core::kernel::defs::all().unwrap() {
         let src = format!("{}\n{}", prelude(), map_source(&k).unwrap());
         validate(&name, &src);
+        // The same computation as a reduction's fused input.
+        let reduce = crate::ops::reduce::REDUCE.source.as_ref();
+        let src = format!("{}\n{}", prelude(), with_fused_input(reduce, &k, crate::ops::reduce::OWN_WORDS).unwrap());
+        validate(&format!("reduce of {name}"), &src);
     }
 }
 

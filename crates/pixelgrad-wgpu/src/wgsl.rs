@@ -7,11 +7,11 @@ use pixelgrad_core::kernel::lower::{Prim1, Prim2};
 use pixelgrad_core::kernel::render::{render_function, Dialect};
 use pixelgrad_core::Result;
 
-use crate::strides::MAX_RANK;
-
-/// WGSL as the kernels use it. Parameters of an elementwise kernel are words
-/// `PARAM_BASE + i` of the launch's uniform slot.
-pub(crate) struct Wgsl;
+/// WGSL as the kernels use it. Parameter `i` of a rendered kernel is word `param_base + i`
+/// of the launch's uniform slot.
+pub(crate) struct Wgsl {
+    pub param_base: usize,
+}
 
 /// First parameter word of an elementwise kernel (after `n` and `rank`).
 pub(crate) const PARAM_BASE: usize = 2;
@@ -39,7 +39,7 @@ impl Dialect for Wgsl {
         format!("a{i}")
     }
     fn param(&self, i: usize) -> String {
-        format!("pf({}u)", PARAM_BASE + i)
+        format!("pf({}u)", self.param_base + i)
     }
     fn prim1(&self, op: Prim1, a: &str) -> String {
         match op {
@@ -95,69 +95,106 @@ impl Dialect for Wgsl {
     }
 }
 
-/// Parameter word offsets of an elementwise launch with `inputs` inputs and `params`
-/// parameters: `[n, rank, params.., dims[MAX_RANK], strides[MAX_RANK] per input]`.
+/// Where a fused read keeps its words in the launch's uniform slot: its parameters, the rank
+/// `r` of the (merged) index space, then its `r` dims and `r` strides per input, packed.
 pub(crate) struct MapLayout {
+    pub params: usize,
+    pub rank: usize,
     pub dims: usize,
-    pub strides: usize,
-    pub words: usize,
 }
 
 impl MapLayout {
-    pub(crate) fn new(inputs: usize, params: usize) -> Self {
-        let dims = PARAM_BASE + params;
-        let strides = dims + MAX_RANK;
-        MapLayout { dims, strides, words: strides + MAX_RANK * inputs }
+    /// An elementwise kernel's: `[n, rank, params.., dims[r], strides[r] per input]`.
+    pub(crate) fn map(params: usize) -> Self {
+        MapLayout { params: PARAM_BASE, rank: 1, dims: PARAM_BASE + params }
+    }
+    /// A fused read placed after a kernel's own `first` words (a reduction's prologue):
+    /// `[.., params.., rank, dims[r], strides[r] per input]`.
+    pub(crate) fn after(first: usize, params: usize) -> Self {
+        MapLayout { params: first, rank: first + params, dims: first + params + 1 }
+    }
+    /// Words used for `inputs` inputs over `rank` axes (the FAST path needs only the
+    /// parameters, but the slot must hold the general one).
+    pub(crate) fn words(&self, inputs: usize, rank: usize) -> usize {
+        self.dims.max(self.rank + 1) + rank * (1 + inputs)
     }
 }
 
-/// The WGSL of an elementwise kernel: `kernel`'s body as `pg_apply(a0, a1, ..)`, and a
-/// `main` that reads each input at its broadcast index. Pipeline constants: `FAST` (every
-/// input has the output's shape or is one element, so indices need no arithmetic) and
-/// `SCALARS` (bit `i`: input `i` is one element, read at index 0).
-pub(crate) fn map_source(kernel: &Kernel) -> Result<String> {
-    let apply = render_function(kernel, &Wgsl, "pg_apply")?;
+/// The WGSL of a fused read of `kernel`: its inputs bound at 1..=n (`x0`, `x1`, ..), the
+/// pipeline constants `FAST` (every input has the read's shape or is one element: no index
+/// arithmetic) and `SCALARS` (bit `i`: input `i` is one element), the kernel as
+/// `pg_apply(a0, ..)`, and `fn pg_load(i: u32) -> f32`, element `i` of the result (inputs read
+/// through their broadcast strides, `lay` says where they are).
+fn fused_read(kernel: &Kernel, lay: &MapLayout) -> Result<String> {
+    let apply = render_function(kernel, &Wgsl { param_base: lay.params }, "pg_apply")?;
     let n = kernel.inputs().len();
-    let lay = MapLayout::new(n, kernel.params());
     let mut s = String::new();
-    s.push_str("// Elementwise kernel rendered from the kernel IR (pixelgrad_core::kernel).\n");
+    s.push_str("// Fused read rendered from the kernel IR (pixelgrad_core::kernel).\n");
     s.push_str("override FAST: bool = false;\noverride SCALARS: u32 = 0u;\n\n");
     for i in 0..n {
         s.push_str(&format!("@group(0) @binding({}) var<storage, read> x{i}: array<f32>;\n", i + 1));
     }
-    s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out: array<f32>;\n\n", n + 1));
     s.push_str(&apply);
-    s.push('\n');
-    s.push_str(
-        "@compute @workgroup_size(256)\n\
-         fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        \
-         @builtin(local_invocation_index) lid: u32) {\n    \
-         let i = flat_index(wid, nwg, lid);\n    \
-         if (i >= pu(0u)) {\n        return;\n    }\n",
-    );
+    s.push_str("\nfn pg_load(i: u32) -> f32 {\n");
     let fast_args: Vec<String> = (0..n).map(|i| format!("x{i}[select(i, 0u, ((SCALARS >> {i}u) & 1u) == 1u)]")).collect();
-    s.push_str(&format!("    if (FAST) {{\n        out[i] = pg_apply({});\n        return;\n    }}\n", fast_args.join(", ")));
-    // General path: decompose i into output coordinates, innermost axis first.
+    s.push_str(&format!("    if (FAST) {{\n        return pg_apply({});\n    }}\n", fast_args.join(", ")));
+    // General path: decompose i into coordinates, innermost axis first.
     s.push_str("    var rem = i;\n");
     for i in 0..n {
         s.push_str(&format!("    var i{i} = 0u;\n"));
     }
     s.push_str(&format!(
-        "    let rank = pu(1u);\n    for (var k = 0u; k < rank; k++) {{\n        let ax = rank - 1u - k;\n        \
+        "    let rank = pu({}u);\n    for (var k = 0u; k < rank; k++) {{\n        let ax = rank - 1u - k;\n        \
          let d = pu({}u + ax);\n        let c = rem % d;\n        rem = rem / d;\n",
-        lay.dims
+        lay.rank, lay.dims
     ));
+    // Input k's strides follow the dims, `rank` words each.
     for i in 0..n {
-        s.push_str(&format!("        i{i} += c * pu({}u + ax);\n", lay.strides + MAX_RANK * i));
+        s.push_str(&format!("        i{i} += c * pu({}u + rank * {}u + ax);\n", lay.dims, i + 1));
     }
     s.push_str("    }\n");
     let idx_args: Vec<String> = (0..n).map(|i| format!("x{i}[i{i}]")).collect();
-    s.push_str(&format!("    out[i] = pg_apply({});\n}}\n", idx_args.join(", ")));
+    s.push_str(&format!("    return pg_apply({});\n}}\n\n", idx_args.join(", ")));
     Ok(s)
+}
+
+/// The WGSL of an elementwise kernel: a fused read of `kernel` ([`fused_read`], laid out by
+/// [`MapLayout::map`]) written to `out` at every index below `n`.
+pub(crate) fn map_source(kernel: &Kernel) -> Result<String> {
+    let n = kernel.inputs().len();
+    let mut s = fused_read(kernel, &MapLayout::map(kernel.params()))?;
+    s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out: array<f32>;\n\n", n + 1));
+    s.push_str(
+        "@compute @workgroup_size(256)\n\
+         fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        \
+         @builtin(local_invocation_index) lid: u32) {\n    \
+         let i = flat_index(wid, nwg, lid);\n    \
+         if (i >= pu(0u)) {\n        return;\n    }\n    \
+         out[i] = pg_load(i);\n}\n",
+    );
+    Ok(s)
+}
+
+/// Markers around the input declarations of a kernel file that can read a fused input
+/// instead (`reduce.wgsl`): [`with_fused_input`] replaces what lies between them.
+const INPUT_BEGIN: &str = "// BEGIN INPUT";
+const INPUT_END: &str = "// END INPUT";
+
+/// `source` (a kernel whose input section, between the markers, declares `pg_load` and its
+/// output binding) with that section replaced by a fused read of `kernel` placed after the
+/// kernel's own `first` parameter words, and the output bound after its inputs.
+pub(crate) fn with_fused_input(source: &str, kernel: &Kernel, first: usize) -> Result<String> {
+    let missing = || pixelgrad_core::Error::invalid("WGSL kernel", "no fused-input markers in the kernel source");
+    let a = source.find(INPUT_BEGIN).ok_or_else(missing)?;
+    let b = source.find(INPUT_END).ok_or_else(missing)?;
+    let n = kernel.inputs().len();
+    let mut read = fused_read(kernel, &MapLayout::after(first, kernel.params()))?;
+    read.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out: array<f32>;\n", n + 1));
+    Ok(format!("{}{read}{}", &source[..a], &source[b + INPUT_END.len()..]))
 }
 
 /// The Box-Muller transform of the random kernel, `pg_box_muller(u1, u2)`, rendered from its
 /// one definition (`pixelgrad_core::kernel::defs::box_muller_kernel`).
 pub(crate) fn box_muller() -> Result<String> {
-    render_function(&pixelgrad_core::kernel::defs::box_muller_kernel()?, &Wgsl, "pg_box_muller")
+    render_function(&pixelgrad_core::kernel::defs::box_muller_kernel()?, &Wgsl { param_base: PARAM_BASE }, "pg_box_muller")
 }

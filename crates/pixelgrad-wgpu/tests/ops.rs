@@ -181,10 +181,12 @@ fn matmul_ref(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], ta: bool, tb: bo
 #[test]
 fn matmul_odd_sizes_transposes_and_batches() {
     // Both kernels on whatever adapter runs the tests: the tiled one (GPUs) and the
-    // register-blocked one (CPU adapters), each with aligned (vec4) and unaligned operands.
-    for matmul in [MatmulKernel::Tiled, MatmulKernel::Registers] {
-        let b = WgpuBackend::new(WgpuOptions { matmul, ..Default::default() }).expect("a WebGPU adapter");
-        let cases: [(&[usize], &[usize], bool, bool); 20] = [
+    // register-blocked one (CPU adapters), each with aligned (vec4) and unaligned operands;
+    // the register one with and without subgroups (on lavapipe, products of 2^16 and more
+    // then share A's loads across the lanes, in blocks of 8 to 64 rows chosen by M).
+    for (matmul, subgroups) in [(MatmulKernel::Tiled, true), (MatmulKernel::Registers, false), (MatmulKernel::Registers, true)] {
+        let b = WgpuBackend::new(WgpuOptions { matmul, subgroups, ..Default::default() }).expect("a WebGPU adapter");
+        let cases: [(&[usize], &[usize], bool, bool); 30] = [
             (&[1, 1], &[1, 1], false, false),
             (&[17, 33], &[33, 65], false, false),
             (&[33, 17], &[33, 65], true, false),
@@ -208,13 +210,28 @@ fn matmul_odd_sizes_transposes_and_batches() {
             (&[6, 8], &[12, 6], true, true),
             (&[3, 4, 8], &[1, 8, 4], false, false),
             (&[2, 12, 4], &[2, 12, 8], true, false),
+            // Shared-A blocks: the convolution shapes of a small CNN (M = 8 or 16 filters,
+            // K = 9 or 72, N = 676 or 121 positions, the weights broadcast over the batch),
+            // their gradients, and each block height with edges in M, N and K.
+            (&[8, 9], &[6, 9, 676], false, false),
+            (&[16, 72], &[4, 72, 121], false, false),
+            (&[4, 8, 676], &[4, 9, 676], false, true),
+            (&[8, 9], &[4, 8, 676], true, false),
+            (&[103, 64], &[103, 40], true, false),
+            (&[103, 24], &[103, 44], true, false),
+            (&[70, 130], &[130, 33], false, false),
+            (&[2, 100, 31], &[2, 45, 100], true, true),
+            // Split-K (outputs up to 16x16, K contiguous in both): K not a multiple of the
+            // lanes' stride, a broadcast B, a 3x5 block.
+            (&[2, 16, 100], &[1, 16, 100], false, true),
+            (&[3, 256], &[5, 256], false, true),
         ];
         for (sa, sb, ta, tb) in cases {
             let a = data(sa.iter().product(), 7, -1.0, 1.0);
             let bv = data(sb.iter().product(), 8, -1.0, 1.0);
             let op = Op::MatMul { trans_a: ta, trans_b: tb };
             let (got, _) = run(&b, &op, &[(&a, sa), (&bv, sb)]);
-            let what = format!("{matmul:?} matmul {sa:?} {sb:?} {ta} {tb}");
+            let what = format!("{matmul:?} (subgroups {subgroups}) matmul {sa:?} {sb:?} {ta} {tb}");
             close(&got, &matmul_ref(&a, sa, &bv, sb, ta, tb), 1e-5, 1e-5, &what);
         }
         // K = 0 gives zeros.

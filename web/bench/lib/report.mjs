@@ -110,8 +110,8 @@ function nativeSection(native) {
     '',
     '### Native (`pixelgrad bench --json-out`, same machine, just before the browser run)',
     '',
-    "The CLI's own presets (not the browser definitions above: its mlp is 784-256-10 with Adam, its",
-    'cnn has 16/32 filters), so compare these with each other, not with the browser rows.',
+    "The CLI's presets (its mlp is 784-256-10 with Adam, its cnn has 16/32 filters) and the browser",
+    "workloads above run natively (the rows named after them, plain SGD); compare within this table.",
     `Devices: ${(native.backends ?? []).map((b) => `${b.backend} = ${b.name}`).join('; ')}.`,
     '',
     `| workload | ${names.join(' | ')} |`,
@@ -119,6 +119,13 @@ function nativeSection(native) {
   ];
   for (const row of native.rows ?? []) {
     lines.push(`| ${row.workload} | ${names.map((n) => fmt(row.values?.[n])).join(' | ')} |`);
+  }
+  if ((native.passes_per_step ?? []).length) {
+    lines.push('', 'Passes (GPU launches; CPU kernels) of one training step replayed from its step plan:', '');
+    lines.push(`| workload, optimizer | ${names.join(' | ')} |`, `| --- | ${names.map(() => '---').join(' | ')} |`);
+    for (const p of native.passes_per_step) {
+      lines.push(`| ${p.workload}, ${p.optimizer} | ${names.map((n) => p.values?.[n] ?? 'n/a').join(' | ')} |`);
+    }
   }
   return lines;
 }

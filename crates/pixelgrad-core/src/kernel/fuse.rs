@@ -46,6 +46,23 @@ impl<L> Pending<L> {
     pub fn nodes(&self) -> usize {
         self.launch.kernel.nodes().len()
     }
+    /// This computation read as `shape` (the same number of elements), as a reshape of its
+    /// result would read it: possible when every leaf has the computation's own shape or is
+    /// one element, since element `i` then depends on element `i` of each leaf alone.
+    pub fn viewed_as(&self, shape: &Shape) -> Option<Pending<L>>
+    where
+        L: Clone,
+    {
+        if shape == &self.shape {
+            return Some(self.clone());
+        }
+        if shape.numel() != self.shape.numel() || !self.leaves.iter().all(|(_, s)| s == &self.shape || s.numel() == 1) {
+            return None;
+        }
+        let leaves = self.leaves.iter().map(|(l, s)| (l.clone(), if s == &self.shape { shape.clone() } else { s.clone() })).collect();
+        Some(Pending { launch: self.launch.clone(), leaves, shape: shape.clone(), ops: self.ops.clone() })
+    }
+
     /// The composed ops as one label, e.g. `add+max_scalar` (long chains abbreviated).
     pub fn label(&self) -> String {
         const SHOWN: usize = 6;
@@ -116,6 +133,55 @@ pub fn compose<L: Clone>(
     let kernel = b.finish(result)?;
     ops.push(op);
     Ok(Pending { launch: Launch { kernel, params }, leaves, shape: out.clone(), ops })
+}
+
+/// The pending computation behind `s` as an input read with `shape`, if it may be inlined:
+/// `s` is a [`Lazy`] not yet computed, made in generation `generation` (fusing backends start
+/// a new generation at every read, flush and step boundary, so chains never grow across
+/// them), and readable as `shape` ([`Pending::viewed_as`]).
+pub fn inlinable(s: &Storage, shape: &Shape, generation: u64) -> Option<Pending<Storage>> {
+    current(s, generation)?.viewed_as(shape)
+}
+
+/// The pending computation behind `s` with its own shape, if it is a [`Lazy`] not yet
+/// computed and made in generation `generation`. A consumer that walks its input in flat
+/// (row-major) order, as a reduction does, can read it whatever shape it is viewed with:
+/// a reshape does not change the flat order.
+pub fn current(s: &Storage, generation: u64) -> Option<Ref<'_, Pending<Storage>>> {
+    s.downcast::<Lazy>().filter(|l| !l.is_done() && l.stamp() == generation)?.pending()
+}
+
+/// An elementwise op on `inputs` as one pending computation, inlining every input
+/// [`inlinable`] allows, as long as the result `fits` one launch: otherwise the largest
+/// inlined input is read as a plain input instead, until it fits (or nothing is inlined).
+pub fn defer(
+    launch: &Launch,
+    op: &'static str,
+    inputs: &[&Storage],
+    shapes: &[&Shape],
+    out: &Shape,
+    generation: u64,
+    fits: impl Fn(&Pending<Storage>) -> bool,
+) -> Result<Pending<Storage>> {
+    let mut views: Vec<Option<Pending<Storage>>> = inputs.iter().zip(shapes).map(|(s, sh)| inlinable(s, sh, generation)).collect();
+    loop {
+        let args: Vec<Arg<'_, Storage>> = inputs
+            .iter()
+            .zip(shapes)
+            .zip(&views)
+            .map(|((s, sh), v)| match v {
+                Some(p) => Arg::Pending(p),
+                None => Arg::Leaf((*s).clone(), (*sh).clone()),
+            })
+            .collect();
+        let p = compose(launch, op, &args, out, Storage::ptr_eq)?;
+        let biggest =
+            (0..views.len()).filter(|&i| views[i].is_some()).max_by_key(|&i| views[i].as_ref().map_or(0, |v| v.nodes() + v.inputs()));
+        match biggest {
+            Some(i) if !fits(&p) => views[i] = None,
+            _ => return Ok(p),
+        }
+    }
 }
 
 /// The storage a fusing backend hands out for an elementwise result it has not computed

@@ -60,49 +60,89 @@ pub(crate) fn map_labelled(
     out: &Shape,
     label: impl FnOnce() -> String,
 ) -> Result<GlTensor> {
-    if ts.len() > MAP_MAX_INPUTS || launch.params.len() > MAP_MAX_PARAMS {
-        return Err(sh.err(
-            op,
-            format!(
-                "{} inputs and {} parameters; programs take at most {MAP_MAX_INPUTS} and {MAP_MAX_PARAMS}",
-                ts.len(),
-                launch.params.len()
-            ),
-        ));
-    }
-    let id = sh.map_kernel(op, &launch.kernel, label)?;
-    // Every input the output's shape or one element: no index arithmetic. A one-element
-    // output reads index 0 of everything anyway.
-    let mut scalars = 0u32;
-    let mut fast = true;
-    for (i, s) in shapes.iter().enumerate() {
-        if out.numel() == 1 {
-            continue;
-        }
-        if s.numel() == 1 {
-            scalars |= 1 << i;
-        } else if *s != out {
-            fast = false;
-        }
-    }
-    let config = if fast { map_config(true, scalars) } else { map_config(false, 0) };
-    let mut pass = Pass::with_spec(op, ProgramSpec::map(id, config));
-    for (i, t) in ts.iter().enumerate() {
-        pass = pass.input(MAP_INPUTS[i], t);
-    }
-    if !fast {
-        // Axes contiguous in every operand merge (fewer index-loop iterations).
-        let mut all: Vec<Vec<usize>> = shapes.iter().map(|s| pixelgrad_core::shape::broadcast_strides(s, out)).collect();
-        all.push(pixelgrad_core::shape::contiguous_strides(out.dims()));
-        let (dims, strides) = coalesce(out.dims(), &all);
-        let wide = |v: &[usize]| v.iter().map(|&x| x as i64).collect::<Vec<i64>>();
-        pass = pass.ranked("u_shape", &wide(&dims), 1);
-        for (i, st) in strides.iter().take(ts.len()).enumerate() {
-            pass = pass.ranked(MAP_STRIDES[i], &wide(st), 0);
-        }
-    }
-    for (i, &p) in launch.params.iter().enumerate() {
-        pass = pass.float(MAP_PARAMS[i], p);
-    }
+    let read = FusedRead::new(sh, op, launch, ts, shapes, out, label)?;
+    let pass = read.uniforms(Pass::with_spec(op, ProgramSpec::map(read.kernel, read.config)));
     sh.run(pass, out.numel())
+}
+
+/// A fused read of a kernel (from the registry) over textures broadcast to a shape, ready to
+/// set its uniforms on a pass: the elementwise programs' whole body, and a reduction pass's
+/// input (`REDUCE_FUSED`).
+pub(crate) struct FusedRead<'a> {
+    /// Registry number of the kernel.
+    pub kernel: u32,
+    /// Its `map_config`.
+    pub config: u32,
+    ts: Vec<&'a GlTensor>,
+    /// `u_shape` and each input's strides, when the read needs index arithmetic.
+    broadcast: Option<(Vec<i64>, Vec<Vec<i64>>)>,
+    params: Vec<f32>,
+}
+
+impl<'a> FusedRead<'a> {
+    pub(crate) fn new(
+        sh: &Rc<Shared>,
+        op: &'static str,
+        launch: &Launch,
+        ts: &[&'a GlTensor],
+        shapes: &[&Shape],
+        out: &Shape,
+        label: impl FnOnce() -> String,
+    ) -> Result<Self> {
+        if ts.len() > MAP_MAX_INPUTS || launch.params.len() > MAP_MAX_PARAMS {
+            return Err(sh.err(
+                op,
+                format!(
+                    "{} inputs and {} parameters; programs take at most {MAP_MAX_INPUTS} and {MAP_MAX_PARAMS}",
+                    ts.len(),
+                    launch.params.len()
+                ),
+            ));
+        }
+        let kernel = sh.map_kernel(op, &launch.kernel, label)?;
+        // Every input the output's shape or one element: no index arithmetic. A one-element
+        // output reads index 0 of everything anyway.
+        let mut scalars = 0u32;
+        let mut fast = true;
+        for (i, s) in shapes.iter().enumerate() {
+            if out.numel() == 1 {
+                continue;
+            }
+            if s.numel() == 1 {
+                scalars |= 1 << i;
+            } else if *s != out {
+                fast = false;
+            }
+        }
+        let broadcast = (!fast).then(|| {
+            // Axes contiguous in every operand merge (fewer index-loop iterations).
+            let mut all: Vec<Vec<usize>> = shapes.iter().map(|s| pixelgrad_core::shape::broadcast_strides(s, out)).collect();
+            all.push(pixelgrad_core::shape::contiguous_strides(out.dims()));
+            let (dims, strides) = coalesce(out.dims(), &all);
+            let wide = |v: &[usize]| v.iter().map(|&x| x as i64).collect::<Vec<i64>>();
+            (wide(&dims), strides.iter().take(ts.len()).map(|st| wide(st)).collect())
+        });
+        let config = if fast { map_config(true, scalars) } else { map_config(false, 0) };
+        Ok(FusedRead { kernel, config, ts: ts.to_vec(), broadcast, params: launch.params.clone() })
+    }
+
+    /// `pass` with the read's samplers and uniforms added.
+    pub(crate) fn uniforms<'p>(&self, mut pass: Pass<'p>) -> Pass<'p>
+    where
+        'a: 'p,
+    {
+        for (i, t) in self.ts.iter().enumerate() {
+            pass = pass.input(MAP_INPUTS[i], t);
+        }
+        if let Some((dims, strides)) = &self.broadcast {
+            pass = pass.ranked("u_shape", dims, 1);
+            for (i, st) in strides.iter().enumerate() {
+                pass = pass.ranked(MAP_STRIDES[i], st, 0);
+            }
+        }
+        for (i, &p) in self.params.iter().enumerate() {
+            pass = pass.float(MAP_PARAMS[i], p);
+        }
+        pass
+    }
 }

@@ -5,7 +5,7 @@ mod index;
 mod layout;
 mod matmul;
 mod matmul_block;
-mod reduce;
+pub(crate) mod reduce;
 mod window;
 
 use std::rc::Rc;
@@ -51,7 +51,7 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         Op::Unary(u) => elementwise::map(sh, "unary", u.name(), &u.launch()?, &ts, shapes, out)?,
         Op::Binary(b) => elementwise::map(sh, "binary", b.name(), &b.launch()?, &ts, shapes, out)?,
         Op::Where => elementwise::map(sh, "where", "", &pixelgrad_core::kernel::defs::where_launch()?, &ts, shapes, out)?,
-        Op::Reduce { op: r, axis } => reduce::reduce(sh, *r, ts[0], shapes[0], *axis)?,
+        Op::Reduce { op: r, axis } => reduce::reduce(sh, *r, reduce::Input::Texture(ts[0]), shapes[0], *axis)?,
         Op::MatMul { trans_a, trans_b } => matmul::matmul(sh, ts[0], ts[1], shapes[0], shapes[1], *trans_a, *trans_b, out)?,
         Op::Im2Col(w) => window::im2col(sh, ts[0], shapes[0], *w, out)?,
         Op::Col2Im { window: w, h, w: wd } => window::col2im(sh, ts[0], *w, *h, *wd, out)?,

@@ -6,8 +6,10 @@ use std::rc::Rc;
 
 use pixelgrad_core::{ReduceOp, Result, Shape};
 
+use super::elementwise::FusedRead;
 use super::split_axis;
 use crate::context::Shared;
+use crate::dialect::{ProgramSpec, REDUCE_FUSED};
 use crate::launch::Pass;
 use crate::texture::GlTensor;
 
@@ -19,13 +21,38 @@ const MAX: u32 = 1;
 const MIN: u32 = 2;
 const FIRST_EQUAL: u32 = 3;
 
-pub(crate) fn reduce(sh: &Rc<Shared>, op: ReduceOp, x: &GlTensor, shape: &Shape, axis: usize) -> Result<GlTensor> {
+/// What a reduction reads: a texture, or a pending elementwise computation read straight
+/// into its first pass (a fused prologue: its values are never stored).
+#[derive(Clone, Copy)]
+pub(crate) enum Input<'a> {
+    Texture(&'a GlTensor),
+    Fused(&'a FusedRead<'a>),
+}
+
+impl<'a> Input<'a> {
+    /// A pass of body config `config` reading this input.
+    fn pass(self, config: u32) -> Pass<'a> {
+        match self {
+            Input::Texture(t) => Pass::new("reduce", "reduce", config).input("u_x", t),
+            Input::Fused(f) => {
+                let spec = ProgramSpec { name: REDUCE_FUSED, config: config | (f.config << 4), kernel: f.kernel };
+                f.uniforms(Pass::with_spec("reduce", spec))
+            }
+        }
+    }
+}
+
+pub(crate) fn reduce(sh: &Rc<Shared>, op: ReduceOp, x: Input<'_>, shape: &Shape, axis: usize) -> Result<GlTensor> {
     let (outer, n, inner) = split_axis(&shape.0, axis);
-    reduce_axis(sh, op, x, outer, n, inner)
+    reduce_input(sh, op, x, outer, n, inner)
 }
 
 /// Reduces `x` viewed as `[outer, n, inner]` over the middle axis into `[outer, 1, inner]`.
 pub(crate) fn reduce_axis(sh: &Rc<Shared>, op: ReduceOp, x: &GlTensor, outer: usize, n: usize, inner: usize) -> Result<GlTensor> {
+    reduce_input(sh, op, Input::Texture(x), outer, n, inner)
+}
+
+fn reduce_input(sh: &Rc<Shared>, op: ReduceOp, x: Input<'_>, outer: usize, n: usize, inner: usize) -> Result<GlTensor> {
     match op {
         ReduceOp::Sum => tree(sh, SUM, x, outer, n, inner),
         ReduceOp::Max => tree(sh, MAX, x, outer, n, inner),
@@ -35,36 +62,29 @@ pub(crate) fn reduce_axis(sh: &Rc<Shared>, op: ReduceOp, x: &GlTensor, outer: us
             // none does), then a min tree over those candidates: the first maximum overall.
             let best = tree(sh, MAX, x, outer, n, inner)?;
             let m = n.div_ceil(GROUP);
-            let pass = Pass::new("reduce", "reduce", FIRST_EQUAL)
-                .input("u_x", x)
-                .input("u_best", &best)
-                .int("u_n", n)
-                .int("u_m", m)
-                .int("u_inner", inner)
-                .int("u_group", GROUP);
+            let pass = x.pass(FIRST_EQUAL).input("u_best", &best).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", GROUP);
             let cand = sh.run(pass, outer * m * inner)?;
             if m == 1 {
                 Ok(cand)
             } else {
-                tree(sh, MIN, &cand, outer, m, inner)
+                tree(sh, MIN, Input::Texture(&cand), outer, m, inner)
             }
         }
     }
 }
 
-fn tree(sh: &Rc<Shared>, config: u32, x: &GlTensor, outer: usize, mut n: usize, inner: usize) -> Result<GlTensor> {
+fn tree(sh: &Rc<Shared>, config: u32, x: Input<'_>, outer: usize, mut n: usize, inner: usize) -> Result<GlTensor> {
     // Each pass reads the previous pass's texture and renders into a fresh pooled one; the
-    // previous one goes back to the pool as soon as it is consumed (ping-pong).
+    // previous one goes back to the pool as soon as it is consumed (ping-pong). Only the
+    // first reads the input itself (which may be a fused read).
     let mut cur: Option<GlTensor> = None;
     loop {
         let m = n.div_ceil(GROUP);
-        let src = cur.as_ref().unwrap_or(x);
-        let pass = Pass::new("reduce", "reduce", config)
-            .input("u_x", src)
-            .int("u_n", n)
-            .int("u_m", m)
-            .int("u_inner", inner)
-            .int("u_group", GROUP);
+        let src = match &cur {
+            Some(t) => Input::Texture(t),
+            None => x,
+        };
+        let pass = src.pass(config).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", GROUP);
         let next = sh.run(pass, outer * m * inner)?;
         cur = Some(next);
         n = m;

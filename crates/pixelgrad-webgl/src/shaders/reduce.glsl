@@ -10,6 +10,12 @@ uniform int u_m;
 uniform int u_inner;
 uniform int u_group;
 
+// Element i of the input: the sampler, or (REDUCE_FUSED passes) a fused read of a pending
+// elementwise computation, defined before this body.
+#ifndef LOAD
+#define LOAD(i) fetch(u_x, i)
+#endif
+
 float compute(int i) {
     int inner = i % u_inner;
     int j = (i / u_inner) % u_m;
@@ -20,13 +26,13 @@ float compute(int i) {
 #if CONFIG == 3
     float best = fetch(u_best, o * u_inner + inner);
     for (int k = k0; k < k1; ++k) {
-        if (fetch(u_x, base + k * u_inner) == best) return float(k);
+        if (LOAD(base + k * u_inner) == best) return float(k);
     }
     return 3.0e38;
 #else
-    float acc = fetch(u_x, base + k0 * u_inner);
+    float acc = LOAD(base + k0 * u_inner);
     for (int k = k0 + 1; k < k1; ++k) {
-        float v = fetch(u_x, base + k * u_inner);
+        float v = LOAD(base + k * u_inner);
 #if CONFIG == 0
         acc += v;
 #elif CONFIG == 1

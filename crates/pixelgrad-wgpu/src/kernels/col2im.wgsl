@@ -1,17 +1,27 @@
 // Adjoint of im2col, written as a gather so no two threads write one address (WGSL has no
-// float atomics): each image pixel sums the column entries of every window covering it.
-// [N, C*kh*kw, OH*OW] -> [N, C, H, W].
-// params [n_out, C, H, W, kh, kw, stride_h, stride_w, pad_h, pad_w, OH, OW].
+// float atomics): each image pixel sums the column entries of every window covering it, in
+// ascending (i, j) order. [N, C*kh*kw, OH*OW] -> [N, C, H, W]. Grid (ceil(H*W / 256), C,
+// images), the last two folded into loops when larger than the grid allows. The windows
+// covering row y are those with i = (y + pad_h) mod stride_h + a * stride_h, at window row
+// oy = (y + pad_h) div stride_h - a, so the loops step through them directly; the divisions
+// are in f32 (`div_small`: lavapipe runs u32 division lane by lane).
+// params [N, C, H, W, kh, kw, stride_h, stride_w, pad_h, pad_w, OH, OW, f32 1/OW, f32 1/W,
+// f32 1/stride_h, f32 1/stride_w].
 @group(0) @binding(1) var<storage, read> col: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+// a / b for a < 2^24 and b > 0, with inv = 1 / b in f32: the f32 quotient is within one of
+// the truth (both roundings are below 2^-23 relative), and the remainder's sign fixes it.
+fn div_small(a: u32, b: u32, inv: f32) -> u32 {
+    let q = u32(f32(a) * inv);
+    let r = i32(a) - i32(q * b);
+    return q - select(0u, 1u, r < 0) + select(0u, 1u, r >= i32(b));
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    let i = flat_index(wid, nwg, lid);
-    if (i >= pu(0u)) {
-        return;
-    }
+    let images = pu(0u);
     let ch = pu(1u);
     let h = pu(2u);
     let w = pu(3u);
@@ -21,35 +31,38 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let sw = pu(7u);
     let oh = pu(10u);
     let ow = pu(11u);
+    let q = wid.x * 256u + lid;
+    if (q >= h * w) {
+        return;
+    }
+    let y = div_small(q, w, pf(13u));
+    let xx = q - y * w;
+    let ty = y + pu(8u);
+    let oy_top = div_small(ty, sh, pf(14u));
+    let ki0 = ty - oy_top * sh;
+    let tx = xx + pu(9u);
+    let ox_top = div_small(tx, sw, pf(15u));
+    let kj0 = tx - ox_top * sw;
     let kk = kh * kw;
-    let xx = i % w;
-    let y = (i / w) % h;
-    let nc = i / (w * h);
-    let c = nc % ch;
-    let n = nc / ch;
-    let row_base = (n * ch + c) * kk;
-    var sum = 0.0;
-    for (var ki = 0u; ki < kh; ki++) {
-        // Window row oy covers y when oy * sh + ki - pad_h == y.
-        let ty = i32(y + pu(8u)) - i32(ki);
-        if (ty < 0 || u32(ty) % sh != 0u) {
-            continue;
-        }
-        let oy = u32(ty) / sh;
-        if (oy >= oh) {
-            continue;
-        }
-        for (var kj = 0u; kj < kw; kj++) {
-            let tx = i32(xx + pu(9u)) - i32(kj);
-            if (tx < 0 || u32(tx) % sw != 0u) {
-                continue;
+    let positions = oh * ow;
+    for (var c = wid.y; c < ch; c += nwg.y) {
+        for (var n = wid.z; n < images; n += nwg.z) {
+            let row_base = (n * ch + c) * kk;
+            var sum = 0.0;
+            var oy = i32(oy_top);
+            for (var ki = ki0; ki < kh && oy >= 0; ki += sh) {
+                if (u32(oy) < oh) {
+                    var ox = i32(ox_top);
+                    for (var kj = kj0; kj < kw && ox >= 0; kj += sw) {
+                        if (u32(ox) < ow) {
+                            sum += col[(row_base + ki * kw + kj) * positions + u32(oy) * ow + u32(ox)];
+                        }
+                        ox -= 1;
+                    }
+                }
+                oy -= 1;
             }
-            let ox = u32(tx) / sw;
-            if (ox >= ow) {
-                continue;
-            }
-            sum += col[(row_base + ki * kw + kj) * oh * ow + oy * ow + ox];
+            out[((n * ch + c) * h + y) * w + xx] = sum;
         }
     }
-    out[i] = sum;
 }

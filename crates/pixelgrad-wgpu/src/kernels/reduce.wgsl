@@ -7,8 +7,16 @@
 override OP: u32 = 0u;
 override TREE: bool = true;
 
+// The input section: `reduce_fused` kernels replace it with a fused read of a pending
+// elementwise computation (wgsl::with_fused_input), so its values are never stored.
+// BEGIN INPUT
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+fn pg_load(i: u32) -> f32 {
+    return x[i];
+}
+// END INPUT
 
 var<workgroup> part_v: array<f32, 256>;
 var<workgroup> part_i: array<u32, 256>;
@@ -62,7 +70,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let base = (o / inner) * len * inner + o % inner;
             var acc = init();
             for (var j = 0u; j < len; j++) {
-                acc = combine(acc, Acc(x[base + j * inner], j));
+                acc = combine(acc, Acc(pg_load(base + j * inner), j));
             }
             out[o] = finish(acc);
         }
@@ -76,7 +84,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let base = (o / inner) * len * inner + o % inner;
     var acc = init();
     for (var j = lid; j < len; j += 256u) {
-        acc = combine(acc, Acc(x[base + j * inner], j));
+        acc = combine(acc, Acc(pg_load(base + j * inner), j));
     }
     part_v[lid] = acc.v;
     part_i[lid] = acc.i;

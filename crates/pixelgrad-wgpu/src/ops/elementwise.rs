@@ -11,10 +11,11 @@ use pixelgrad_core::shape::broadcast_strides;
 use pixelgrad_core::{Error, Result, Shape};
 
 use super::{f, u};
+use crate::context::PARAM_WORDS;
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::{Kernel, MAX_INPUTS};
-use crate::strides::{check_rank, coalesce, contiguous, MAX_RANK};
-use crate::wgsl::{map_source, MapLayout, PARAM_BASE};
+use crate::strides::{check_rank, coalesce, contiguous};
+use crate::wgsl::{map_source, MapLayout};
 use crate::BACKEND;
 
 /// The compiled-kernel description of `k`: rendered on first use (named after `label()`),
@@ -54,16 +55,29 @@ pub(crate) fn map(
 ) -> Result<()> {
     let k = map_kernel(gpu, op, &launch.kernel, label)?;
     let grid = gpu.grid_elems(op, res.len)?;
-    let n = u(op, out.numel())?;
-    let lay = MapLayout::new(ins.len(), launch.params.len());
-    let mut p = vec![0u32; PARAM_BASE + launch.params.len()];
-    p[0] = n;
-    for (i, &v) in launch.params.iter().enumerate() {
-        p[PARAM_BASE + i] = f(v);
-    }
+    let mut p = vec![u(op, out.numel())?];
+    let (fast, scalars) = fill_fused(op, launch, shapes, out, &MapLayout::map(launch.params.len()), &mut p)?;
     let bufs: Vec<&wgpu::Buffer> = ins.iter().map(|t| t.buffer()).collect();
-    // Every input the output's shape or one element: no index arithmetic (FAST). A
-    // one-element output reads index 0 of everything anyway.
+    gpu.launch(op, &k, &[u32::from(fast), scalars], &bufs, res.buffer(), &p, grid)
+}
+
+/// Writes the words of a fused read of `launch` (laid out by `lay`) over inputs of `shapes`
+/// broadcast to `out` into `p` (grown as needed; words before the layout's are the caller's)
+/// and returns the `FAST` and `SCALARS` pipeline constants: FAST when every input has the
+/// read's shape or is one element, so no index arithmetic runs (a one-element read reads
+/// index 0 of everything anyway).
+pub(crate) fn fill_fused(
+    op: &'static str,
+    launch: &Launch,
+    shapes: &[&Shape],
+    out: &Shape,
+    lay: &MapLayout,
+    p: &mut Vec<u32>,
+) -> Result<(bool, u32)> {
+    p.resize(p.len().max(lay.params + launch.params.len()), 0);
+    for (i, &v) in launch.params.iter().enumerate() {
+        p[lay.params + i] = f(v);
+    }
     let mut scalars = 0u32;
     let mut fast = true;
     for (i, s) in shapes.iter().enumerate() {
@@ -77,7 +91,7 @@ pub(crate) fn map(
         }
     }
     if fast {
-        return gpu.launch(op, &k, &[1, scalars], &bufs, res.buffer(), &p, grid);
+        return Ok((true, scalars));
     }
     // Merge axes contiguous in every operand (the output's strides included, so merged axes
     // stay contiguous in it too).
@@ -85,15 +99,24 @@ pub(crate) fn map(
     all.push(contiguous(out.dims()));
     let (dims, strides) = coalesce(out.dims(), &all);
     check_rank(op, dims.len())?;
-    p.resize(lay.words, 0);
-    p[1] = dims.len() as u32;
+    let r = dims.len();
+    let words = lay.words(shapes.len(), r);
+    if words > PARAM_WORDS {
+        return Err(Error::backend(
+            op,
+            BACKEND,
+            format!("a fused read of {} inputs over {r} axes needs {words} parameter words, the slot has {PARAM_WORDS}", shapes.len()),
+        ));
+    }
+    p.resize(p.len().max(words), 0);
+    p[lay.rank] = r as u32;
     for (i, &d) in dims.iter().enumerate() {
         p[lay.dims + i] = u(op, d)?;
     }
-    for (k, s) in strides.iter().take(ins.len()).enumerate() {
+    for (k, s) in strides.iter().take(shapes.len()).enumerate() {
         for (i, &v) in s.iter().enumerate() {
-            p[lay.strides + MAX_RANK * k + i] = u(op, v)?;
+            p[lay.dims + r * (k + 1) + i] = u(op, v)?;
         }
     }
-    gpu.launch(op, &k, &[0, 0], &bufs, res.buffer(), &p, grid)
+    Ok((false, 0))
 }

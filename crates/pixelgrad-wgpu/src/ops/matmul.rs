@@ -53,7 +53,7 @@ pub(crate) fn matmul(
     let b_stride = if sb.len() == 3 && sb[0] > 1 { k * n } else { 0 };
     let params = [u("matmul", m)?, u("matmul", n)?, u("matmul", k)?, u("matmul", a_stride)?, u("matmul", b_stride)?];
     if gpu.cpu_matmul {
-        let c = matmul_cpu::choose(matmul_cpu::tuning(&gpu.info), m, n, k, batch, trans_a, trans_b);
+        let c = matmul_cpu::choose(matmul_cpu::tuning(&gpu.info, gpu.device.features()), m, n, k, batch, trans_a, trans_b);
         let grid = [
             gpu.check_dim("matmul", n.div_ceil(c.cols) as u64)?,
             gpu.check_dim("matmul", m.div_ceil(c.rows) as u64)?,

@@ -28,27 +28,52 @@
 
 use std::sync::Mutex;
 
-use super::matmul_cpu_src::{source, Variant};
+use super::matmul_cpu_src::{source, source_split_k, Variant};
 use crate::pipelines::Kernel;
 
 /// Which family of register kernels an adapter runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Tuning {
-    /// Specialised `vec4` kernels, 16x16 or 4x4 blocks (lavapipe and other native CPU
-    /// adapters).
+    /// Specialised `vec4` kernels, 16x16 or 4x4 blocks (native CPU adapters without
+    /// subgroups of [`VEC4_LANES`]).
     Vec4,
+    /// As `Vec4`, but large products share A's loads across the workgroup's lanes through
+    /// subgroup broadcasts, in blocks shaped by M (lavapipe with 8-wide subgroups; see
+    /// [`shared_block`]).
+    Shared,
     /// One run-time-strided 8x8 kernel (browsers, SwiftShader).
     Strided,
 }
 
-/// The tuning for an adapter: compile-cost-bound (browsers, SwiftShader) or load-bound.
-pub(crate) fn tuning(info: &wgpu::AdapterInfo) -> Tuning {
+/// The tuning for an adapter: compile-cost-bound (browsers, SwiftShader) or load-bound, and
+/// for the latter whether the device has subgroups of exactly [`VEC4_LANES`] invocations.
+pub(crate) fn tuning(info: &wgpu::AdapterInfo, features: wgpu::Features) -> Tuning {
     let swiftshader = info.name.to_ascii_lowercase().contains("swiftshader");
     if info.backend == wgpu::Backend::BrowserWebGpu || swiftshader {
         Tuning::Strided
+    } else if features.contains(wgpu::Features::SUBGROUP)
+        && info.subgroup_min_size as usize == VEC4_LANES
+        && info.subgroup_max_size as usize == VEC4_LANES
+    {
+        Tuning::Shared
     } else {
         Tuning::Vec4
     }
+}
+
+/// Block (rows, columns) per invocation of the shared-A kernels for C [M, N]. Lavapipe (Mesa
+/// 22.3) loads storage per lane, one lane after another, so a load costs about as much as
+/// eight; with A loaded once per workgroup, a block of R x C per lane costs R / 8 + C `vec4`
+/// loads per 4 steps of K for 4RC multiply-adds, and that count, summed over the blocks the
+/// matrix needs (partial edge blocks in full), picks the shape; ties go to the taller block
+/// (at 1024³ 64x4 ran 2.4x, 32x8 2.0x and 16x16 1.4x the unshared 16x16 block per CPU
+/// second, `examples/lavapipe_probe.rs`). Blocks keep at most 256 accumulators: more spill
+/// and compile for tens of seconds.
+pub(crate) fn shared_block(m: usize, n: usize) -> (usize, usize) {
+    let cost = |(r, c): (usize, usize)| m.div_ceil(r) * n.div_ceil(c * VEC4_LANES) * (r / VEC4_LANES + c);
+    let shapes = [(64, 4), (32, 8), (16, 16), (8, 16)];
+    // `min_by_key` keeps the first of equal costs: the tallest.
+    shapes.into_iter().min_by_key(|&b| cost(b)).unwrap_or((16, 16))
 }
 
 /// Invocations per workgroup along columns for the vec4 kernels: one AVX2 vector of lanes.
@@ -75,16 +100,35 @@ pub(crate) fn choose(tuning: Tuning, m: usize, n: usize, k: usize, batch: usize,
     // variant with and one without would be two compiles where one suffices; measured in
     // native SwiftShader, vec4 stores did not shorten its compile).
     let vec_c = n.is_multiple_of(4);
+    if let Some((rows, cols)) = split_k_block(tuning, m, n, k, trans_a, trans_b) {
+        return Choice { kernel: split_k_kernel(rows, cols), rows, cols, strides: Vec::new() };
+    }
     let v = match tuning {
-        Tuning::Strided => {
-            Variant { rows: 8, cols: 8, lanes: 4, trans_a: false, trans_b: false, vec_a: false, vec_b: false, vec_c: false, strided: true }
-        }
-        Tuning::Vec4 => {
+        Tuning::Strided => Variant {
+            rows: 8,
+            cols: 8,
+            lanes: 4,
+            trans_a: false,
+            trans_b: false,
+            vec_a: false,
+            vec_b: false,
+            vec_c: false,
+            strided: true,
+            share_a: false,
+        },
+        Tuning::Vec4 | Tuning::Shared => {
             let big = m.saturating_mul(n).saturating_mul(k).saturating_mul(batch) >= BIG_BLOCK_FROM;
-            let edge = if big { 16 } else { 4 };
+            let share_a = big && tuning == Tuning::Shared;
+            let (rows, cols) = if share_a {
+                shared_block(m, n)
+            } else if big {
+                (16, 16)
+            } else {
+                (4, 4)
+            };
             Variant {
-                rows: edge,
-                cols: edge,
+                rows,
+                cols,
                 lanes: VEC4_LANES,
                 trans_a,
                 trans_b,
@@ -94,6 +138,7 @@ pub(crate) fn choose(tuning: Tuning, m: usize, n: usize, k: usize, batch: usize,
                 vec_b: if trans_b { k.is_multiple_of(4) } else { n.is_multiple_of(4) },
                 vec_c,
                 strided: false,
+                share_a,
             }
         }
     };
@@ -106,6 +151,34 @@ pub(crate) fn choose(tuning: Tuning, m: usize, n: usize, k: usize, batch: usize,
         Vec::new()
     };
     Choice { kernel: kernel(v), rows: v.rows, cols: v.cols * v.lanes, strides }
+}
+
+/// Smallest K for the split-K kernel: two rounds of its lanes, four values each.
+const SPLIT_K_FROM: usize = 8 * VEC4_LANES;
+
+/// The block (rows, columns) of the split-K kernel when it fits the product: shared tuning,
+/// an output of at most 16x16 with a long K, both operands contiguous and aligned along K
+/// (A [M, K], B stored [N, K]: the weight gradient of a convolution or dense layer). There
+/// the other kernels put the lanes along N and leave most of them idle (an 8x9 output used
+/// one lane of eight).
+fn split_k_block(tuning: Tuning, m: usize, n: usize, k: usize, trans_a: bool, trans_b: bool) -> Option<(usize, usize)> {
+    let fits = tuning == Tuning::Shared && !trans_a && trans_b && k.is_multiple_of(4) && k >= SPLIT_K_FROM && m <= 16 && n <= 16;
+    fits.then(|| (m.next_power_of_two().max(4), n.next_multiple_of(4)))
+}
+
+/// The split-K kernel for a block, generated on first use and kept for the process.
+fn split_k_kernel(rows: usize, cols: usize) -> &'static Kernel {
+    static CACHE: Mutex<Vec<((usize, usize), &'static Kernel)>> = Mutex::new(Vec::new());
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, k)) = cache.iter().find(|(b, _)| *b == (rows, cols)) {
+        return k;
+    }
+    let name: &'static str = Box::leak(format!("matmul_cpu_splitk_{rows}x{cols}x{VEC4_LANES}").into_boxed_str());
+    let src: &'static str = Box::leak(source_split_k(rows, cols, VEC4_LANES).into_boxed_str());
+    let k: &'static Kernel =
+        Box::leak(Box::new(Kernel { name: name.into(), source: src.into(), inputs: 2, overrides: &[], status: false }));
+    cache.push(((rows, cols), k));
+    k
 }
 
 /// The kernel for `v`, its source generated on first use and kept for the process (a few
@@ -121,7 +194,12 @@ pub(crate) fn kernel(v: Variant) -> &'static Kernel {
     let layout = if v.strided {
         format!("strided{}", bit(v.vec_c))
     } else {
-        [v.trans_a, v.trans_b, v.vec_a, v.vec_b, v.vec_c].iter().map(|&b| bit(b)).collect()
+        let bits: String = [v.trans_a, v.trans_b, v.vec_a, v.vec_b, v.vec_c].iter().map(|&b| bit(b)).collect();
+        if v.share_a {
+            format!("{bits}_shared")
+        } else {
+            bits
+        }
     };
     let name: &'static str = Box::leak(format!("matmul_cpu_{}x{}x{}_{layout}", v.rows, v.cols, v.lanes).into_boxed_str());
     let src: &'static str = Box::leak(source(&v).into_boxed_str());
@@ -135,6 +213,24 @@ pub(crate) fn kernel(v: Variant) -> &'static Kernel {
 #[cfg(test)]
 pub(crate) fn all() -> Vec<&'static Kernel> {
     let mut out = Vec::new();
+    for bits in 0..32u32 {
+        let b = |i: u32| bits >> i & 1 == 1;
+        for (rows, cols) in [(64, 4), (32, 8), (16, 16), (8, 16)] {
+            let v = Variant {
+                rows,
+                cols,
+                lanes: VEC4_LANES,
+                trans_a: b(0),
+                trans_b: b(1),
+                vec_a: b(2),
+                vec_b: b(3),
+                vec_c: b(4),
+                strided: false,
+                share_a: true,
+            };
+            out.push(kernel(v));
+        }
+    }
     for (m, n, k) in [(4, 4, 4), (64, 64, 64)] {
         for bits in 0..32u32 {
             let b = |i: u32| bits >> i & 1 == 1;
@@ -152,10 +248,35 @@ pub(crate) fn all() -> Vec<&'static Kernel> {
                 vec_b: b(3),
                 vec_c: b(4),
                 strided: false,
+                share_a: false,
             };
             out.push(kernel(v));
         }
     }
+    for (m, n) in [(3, 5), (8, 9), (16, 16)] {
+        out.push(choose(Tuning::Shared, m, n, 256, 1, false, true).kernel);
+    }
     out.push(choose(Tuning::Strided, 8, 8, 8, 1, false, false).kernel);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_blocks_follow_the_shape() {
+        // Square: the tallest of the tied shapes; a few rows: short blocks; M = 72 wastes less
+        // in 32-row blocks than in 64-row ones.
+        assert_eq!(shared_block(1024, 1024), (64, 4));
+        assert_eq!(shared_block(8, 676), (8, 16));
+        assert_eq!(shared_block(16, 121), (16, 16));
+        assert_eq!(shared_block(72, 121), (32, 8));
+        // Split-K only for small outputs with a long, aligned K in both operands.
+        assert_eq!(split_k_block(Tuning::Shared, 8, 9, 676, false, true), Some((8, 12)));
+        assert_eq!(split_k_block(Tuning::Shared, 8, 9, 675, false, true), None);
+        assert_eq!(split_k_block(Tuning::Vec4, 8, 9, 676, false, true), None);
+        assert_eq!(split_k_block(Tuning::Shared, 8, 9, 676, false, false), None);
+        assert_eq!(split_k_block(Tuning::Shared, 17, 9, 676, false, true), None);
+    }
 }

@@ -8,7 +8,7 @@ mod layout;
 mod matmul;
 mod matmul_cpu;
 mod matmul_cpu_src;
-mod reduce;
+pub(crate) mod reduce;
 mod window;
 
 use std::rc::Rc;
@@ -58,7 +58,7 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
             let ins = [input(0)?, input(1)?, input(2)?];
             elementwise::map(gpu, "where", &kernel::defs::where_launch()?, &ins, shapes, out, &res, || "where".into())?
         }
-        Op::Reduce { op: r, axis } => reduce::reduce(gpu, *r, *axis, input(0)?, shapes[0], &res)?,
+        Op::Reduce { op: r, axis } => reduce::reduce(gpu, *r, *axis, reduce::ReduceInput::Buffer(input(0)?), shapes[0], &res)?,
         Op::MatMul { trans_a, trans_b } => matmul::matmul(gpu, *trans_a, *trans_b, input(0)?, input(1)?, shapes, out, &res)?,
         Op::Im2Col(w) => window::im2col(gpu, w, input(0)?, shapes[0], out, &res)?,
         Op::Col2Im { window: w, h, w: wd } => window::col2im(gpu, w, *h, *wd, input(0)?, out, &res)?,

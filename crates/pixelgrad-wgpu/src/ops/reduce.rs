@@ -2,11 +2,17 @@
 
 use std::borrow::Cow;
 
-use pixelgrad_core::{ReduceOp, Result, Shape};
+use std::rc::Rc;
 
+use pixelgrad_core::kernel::{self, Launch};
+use pixelgrad_core::{Error, ReduceOp, Result, Shape};
+
+use super::elementwise::fill_fused;
 use super::u;
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
+use crate::wgsl::{with_fused_input, MapLayout};
+use crate::BACKEND;
 
 pub(crate) const REDUCE: Kernel = Kernel {
     name: Cow::Borrowed("reduce"),
@@ -20,7 +26,43 @@ pub(crate) const REDUCE: Kernel = Kernel {
 /// tree (parallel and more accurate for long sums).
 const SERIAL_MAX_LEN: usize = 64;
 
-pub(crate) fn reduce(gpu: &Gpu, op: ReduceOp, axis: usize, x: &GpuTensor, shape: &Shape, out: &GpuTensor) -> Result<()> {
+/// The reduction's own parameter words: `[outputs, len, inner]`.
+pub(crate) const OWN_WORDS: usize = 3;
+
+/// What a reduction reads: a buffer, or a pending elementwise computation over buffers read
+/// straight into the reduction (a fused prologue: its values are never stored).
+pub(crate) enum ReduceInput<'a> {
+    Buffer(&'a GpuTensor),
+    /// `launch` over `ins` (of `shapes`) broadcast to `of`, walked in flat order (`of` has
+    /// as many elements as the reduction's input, not necessarily its shape).
+    Fused {
+        launch: &'a Launch,
+        ins: Vec<&'a GpuTensor>,
+        shapes: Vec<&'a Shape>,
+        of: &'a Shape,
+        label: String,
+    },
+}
+
+/// The reduction kernel reading a fused input computed by `k`, rendered on first use.
+fn fused_kernel(gpu: &Gpu, k: &kernel::Kernel, label: &str) -> Result<Rc<Kernel>> {
+    if let Some(found) = gpu.reduce_kernels.borrow().get(k) {
+        return Ok(found.clone());
+    }
+    let source = with_fused_input(&REDUCE.source, k, OWN_WORDS).map_err(|e| Error::backend("reduce", BACKEND, e.to_string()))?;
+    let id = gpu.reduce_kernels.borrow().len();
+    let made = Rc::new(Kernel {
+        name: Cow::Owned(format!("reduce_fused{id}_{label}")),
+        source: Cow::Owned(source),
+        inputs: k.inputs().len(),
+        overrides: &["OP", "TREE", "FAST", "SCALARS"],
+        status: false,
+    });
+    gpu.reduce_kernels.borrow_mut().insert(k.clone(), made.clone());
+    Ok(made)
+}
+
+pub(crate) fn reduce(gpu: &Gpu, op: ReduceOp, axis: usize, x: ReduceInput<'_>, shape: &Shape, out: &GpuTensor) -> Result<()> {
     let dims = shape.dims();
     let outer: usize = dims[..axis].iter().product();
     let len = dims[axis];
@@ -33,11 +75,17 @@ pub(crate) fn reduce(gpu: &Gpu, op: ReduceOp, axis: usize, x: &GpuTensor, shape:
         ReduceOp::ArgMax => 3,
     };
     let params = [u("reduce", outputs)?, u("reduce", len)?, u("reduce", inner)?];
-    if len <= SERIAL_MAX_LEN {
-        let grid = gpu.grid_elems("reduce", outputs)?;
-        gpu.launch("reduce", &REDUCE, &[code, 0], &[x.buffer()], out.buffer(), &params, grid)
-    } else {
-        let grid = gpu.grid_1d("reduce", outputs as u64)?;
-        gpu.launch("reduce", &REDUCE, &[code, 1], &[x.buffer()], out.buffer(), &params, grid)
+    let tree = len > SERIAL_MAX_LEN;
+    let grid = if tree { gpu.grid_1d("reduce", outputs as u64)? } else { gpu.grid_elems("reduce", outputs)? };
+    match x {
+        ReduceInput::Buffer(t) => gpu.launch("reduce", &REDUCE, &[code, u32::from(tree)], &[t.buffer()], out.buffer(), &params, grid),
+        ReduceInput::Fused { launch, ins, shapes, of, label } => {
+            let k = fused_kernel(gpu, &launch.kernel, &label)?;
+            let mut p = params.to_vec();
+            let lay = MapLayout::after(OWN_WORDS, launch.params.len());
+            let (fast, scalars) = fill_fused("reduce", launch, &shapes, of, &lay, &mut p)?;
+            let bufs: Vec<&wgpu::Buffer> = ins.iter().map(|t| t.buffer()).collect();
+            gpu.launch("reduce", &k, &[code, u32::from(tree), u32::from(fast), scalars], &bufs, out.buffer(), &p, grid)
+        }
     }
 }

@@ -2,11 +2,12 @@
 
 use std::borrow::Cow;
 
-use pixelgrad_core::{Result, Shape, Window};
+use pixelgrad_core::{Error, Result, Shape, Window};
 
-use super::u;
+use super::{f, u};
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
+use crate::BACKEND;
 
 pub(crate) const IM2COL: Kernel = Kernel {
     name: Cow::Borrowed("im2col"),
@@ -23,11 +24,24 @@ pub(crate) const COL2IM: Kernel = Kernel {
     status: false,
 };
 
-/// [n_out, C, H, W, kh, kw, stride_h, stride_w, pad_h, pad_w, OH, OW].
-fn params(op: &'static str, n_out: usize, c: usize, h: usize, w: usize, win: &Window) -> Result<[u32; 12]> {
+/// [N, C, H, W, kh, kw, stride_h, stride_w, pad_h, pad_w, OH, OW, f32 1/OW, f32 1/W,
+/// f32 1/stride_h, f32 1/stride_w] (the kernels read the reciprocals they divide by).
+fn params(op: &'static str, images: usize, c: usize, h: usize, w: usize, win: &Window) -> Result<[u32; 16]> {
     let (oh, ow) = win.out_hw(h, w).unwrap_or((0, 0));
+    // The kernels divide in f32 (see `div_small` in the WGSL), exact below 2^24.
+    let small = 1 << 24;
+    if oh * ow >= small || h * w >= small || h + win.pad_h >= small || w + win.pad_w >= small {
+        return Err(Error::Limit {
+            op,
+            backend: BACKEND.into(),
+            limit_name: "pixels per image (2^24)",
+            limit: small as u64,
+            requested: (oh * ow).max(h * w) as u64,
+        });
+    }
+    let inv = |d: usize| f(1.0 / d.max(1) as f32);
     Ok([
-        u(op, n_out)?,
+        u(op, images)?,
         u(op, c)?,
         u(op, h)?,
         u(op, w)?,
@@ -39,19 +53,31 @@ fn params(op: &'static str, n_out: usize, c: usize, h: usize, w: usize, win: &Wi
         u(op, win.pad_w)?,
         u(op, oh)?,
         u(op, ow)?,
+        inv(ow),
+        inv(w),
+        inv(win.stride_h),
+        inv(win.stride_w),
     ])
+}
+
+/// Grid of the window kernels: blocks of 256 along `per` (one row's positions or one
+/// channel's pixels), then `outer` and `images`, folded into the kernels' loops beyond the
+/// adapter's grid limit.
+fn grid(gpu: &Gpu, op: &'static str, per: usize, outer: usize, images: usize) -> Result<[u32; 3]> {
+    let max = gpu.limits.max_compute_workgroups_per_dimension as usize;
+    Ok([gpu.check_dim(op, per.div_ceil(256) as u64)?, outer.clamp(1, max) as u32, images.clamp(1, max) as u32])
 }
 
 pub(crate) fn im2col(gpu: &Gpu, win: &Window, x: &GpuTensor, shape: &Shape, out: &Shape, res: &GpuTensor) -> Result<()> {
     let d = shape.dims();
-    let p = params("im2col", out.numel(), d[1], d[2], d[3], win)?;
-    let grid = gpu.grid_elems("im2col", out.numel())?;
+    let p = params("im2col", d[0], d[1], d[2], d[3], win)?;
+    let grid = grid(gpu, "im2col", out.dims()[2], d[1], d[0])?;
     gpu.launch("im2col", &IM2COL, &[], &[x.buffer()], res.buffer(), &p, grid)
 }
 
 pub(crate) fn col2im(gpu: &Gpu, win: &Window, h: usize, w: usize, col: &GpuTensor, out: &Shape, res: &GpuTensor) -> Result<()> {
-    let c = out.dims()[1];
-    let p = params("col2im", out.numel(), c, h, w, win)?;
-    let grid = gpu.grid_elems("col2im", out.numel())?;
+    let d = out.dims();
+    let p = params("col2im", d[0], d[1], h, w, win)?;
+    let grid = grid(gpu, "col2im", h * w, d[1], d[0])?;
     gpu.launch("col2im", &COL2IM, &[], &[col.buffer()], res.buffer(), &p, grid)
 }
