@@ -88,7 +88,8 @@ const net = watchNetwork($('net'));
 const weights = $('weights');
 if (weights.transferControlToOffscreen) {
   const off = weights.transferControlToOffscreen();
-  send({ type: 'canvas', canvas: off }, [off]);
+  const hidden = $('hidden').transferControlToOffscreen();
+  send({ type: 'canvas', canvas: off, hidden }, [off, hidden]);
 } else {
   showError('page', 'this browser cannot hand a canvas to a worker (no transferControlToOffscreen); weights are not drawn');
 }

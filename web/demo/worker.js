@@ -15,6 +15,7 @@ const S = {
   model: null,
   spec: null, // { preset, optimizer, lr, seed, conv, loss }
   canvas: null, // OffscreenCanvas for the first layer's weights
+  hidden: null, // OffscreenCanvas for the first layer's output on a test digit
   training: false,
   pauseRequested: false,
   step: 0, // batches trained with this model, across fit calls (and teaching)
@@ -167,8 +168,22 @@ async function drawWeights() {
   if (!S.canvas || !S.model) return;
   try {
     await S.model.drawWeights(0, S.canvas);
+    await drawHidden();
   } catch (e) {
     postError(e, 'drawWeights');
+  }
+}
+
+/** The first layer's output for the first test digit (the hidden layer, live while training). */
+async function drawHidden() {
+  if (!S.hidden || !S.model || !S.data) return;
+  const shape = S.model.inputShape;
+  const per = shape.reduce((a, b) => a * b, 1);
+  const x = pg.tensor(S.data.test.x.subarray(0, per), [1, ...shape]);
+  try {
+    await S.model.drawActivations(x, 0, S.hidden);
+  } finally {
+    x.dispose();
   }
 }
 
@@ -342,7 +357,8 @@ async function load(msg) {
 }
 
 async function setCanvas(msg) {
-  S.canvas = msg.canvas;
+  if (msg.hidden) S.hidden = msg.hidden;
+  if (msg.canvas) S.canvas = msg.canvas;
   await drawWeights();
 }
 

@@ -64,6 +64,66 @@ export declare class Tensor {
   dispose(): void;
 }
 
+export type PixelSource = HTMLCanvasElement | OffscreenCanvas | ImageBitmap | ImageData | HTMLImageElement | HTMLVideoElement | VideoFrame;
+
+export interface FromPixelsOptions {
+  /** Output `[height, width]` (default: the source's size). */
+  size?: [number, number];
+  /** 'fill' (stretch, default), 'cover' (centre crop) or 'contain' (letterbox). */
+  fit?: 'fill' | 'cover' | 'contain';
+  /** 1 (luma, BT.601), 3 (RGB, default) or 4 (RGBA). */
+  channels?: 1 | 3 | 4;
+  /** 'nchw' → [1, C, H, W] (default, ONNX/PyTorch); 'nhwc' → [1, H, W, C]. */
+  layout?: 'nchw' | 'nhwc';
+  /** Per channel (or one number), in [0, 1] pixel units: value = (v / 255 - mean) / std. */
+  mean?: number | number[];
+  std?: number | number[];
+  /** Letterbox colour of 'contain' per channel, in [0, 1] (default 0). */
+  pad?: number | number[];
+  /** Stretch the filter when shrinking: 'auto' (default: above 2×), 'always' / true, 'never' / false. */
+  antialias?: 'auto' | 'always' | 'never' | boolean;
+  /** Only 'float32' (device tensors are f32). */
+  dtype?: 'float32';
+}
+
+/** Where the source landed in a fromPixels tensor. Source coordinate = (output - x) * scaleX + offsetX (and y). */
+export interface PixelGeometry {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  scaleX: number;
+  scaleY: number;
+  offsetX: number;
+  offsetY: number;
+  sourceWidth: number;
+  sourceHeight: number;
+  antialiasX: boolean;
+  antialiasY: boolean;
+}
+
+/** An image as a model input on the device, resized/cropped/letterboxed and normalised in one
+ *  GPU pass (WebGPU: copyExternalImageToTexture; WebGL2: texSubImage2D; CPU: getImageData).
+ *  Synchronous: the GPU work is queued. Throws an Error naming the problem for a tainted
+ *  source, a video with no frame, a closed VideoFrame or bad options. */
+export declare function fromPixels(source: PixelSource, options?: FromPixelsOptions): Tensor & { geometry: PixelGeometry };
+/** Maps `[x0, y0, x1, y1]` in model-input pixels back onto the source. */
+export declare function toSourceBox(box: [number, number, number, number], geometry: PixelGeometry): [number, number, number, number];
+
+/** The `k` largest values along the last axis and their indices (float32), on the device; ties in index order, NaN last. */
+export declare function topk(x: Tensor, k: number): { values: Tensor; indices: Tensor };
+/** Softmax along `axis` (default -1), on the device. */
+export declare function softmax(x: Tensor, axis?: number): Tensor;
+/** Greedy NMS on the device: `[maxOutputs]` selected box indices (float32), -1 after the last. */
+export declare function nonMaxSuppression(boxes: Tensor, scores: Tensor, options?: { maxOutputs?: number; iouThreshold?: number; scoreThreshold?: number }): Tensor;
+/** `[N, C, H, W]` → `[N, C, h, w]`, half-pixel bilinear (antialias 'never' by default: upsampling masks and heatmaps). */
+export declare function resizeBilinear(x: Tensor, size: [number, number], options?: { antialias?: 'auto' | 'always' | 'never' }): Tensor;
+
+/** Draws a map [h, w] on a canvas, colour-mapped on the device ('diverging' | 'heat' | 'mask'; overlay stretches it over the canvas). */
+export declare function drawHeatmap(x: Tensor, canvas: HTMLCanvasElement | OffscreenCanvas, options?: { colormap?: 'diverging' | 'heat' | 'mask'; range?: [number, number]; overlay?: boolean }): Promise<void>;
+/** Draws boxes [N, 4] (model-input corners) on a canvas, mapped back through `geometry`; resolves to the number drawn. */
+export declare function drawBoxes(canvas: HTMLCanvasElement | OffscreenCanvas, boxes: Tensor | number[] | number[][], options?: { geometry?: PixelGeometry; keep?: Tensor | number[]; labels?: string[]; color?: string; lineWidth?: number }): Promise<number>;
+
 /** Throws if `data.length` differs from the product of `shape`. */
 export declare function tensor(data: TensorData, shape?: number[]): Tensor;
 /** `a @ b` on the device (`[m, k] x [k, n]`, or batched); host tensors are uploaded once and
@@ -162,11 +222,15 @@ export declare class Sequential {
   /** x: [n, ...inputShape] (images NHWC); y: class indices [n] (int32) or one-hot [n, classes]. */
   fit(x: Tensor, y: Tensor, options?: FitOptions): Promise<History>;
   evaluate(x: Tensor, y: Tensor, options?: { batchSize?: number }): Promise<{ loss: number; accuracy: number }>;
-  /** Outputs [n, classes] on the device; read with `await t.data()`. */
+  /** Outputs [n, classes] on the device; read with `await t.data()`. `x`: a host tensor or a device tensor (pg.fromPixels). */
   predict(x: Tensor): Tensor;
   summary(): string;
   /** Throws at once for a bad layer index; resolves when drawn. */
   drawWeights(layerIndex: number, canvas: HTMLCanvasElement | OffscreenCanvas): Promise<void>;
+  /** Layer `layerIndex`'s output for `x`, on the device (user layout: [n, h, w, c] for image layers). */
+  activations(x: Tensor, layerIndex: number): Tensor;
+  /** Draws sample 0 of layer `layerIndex`'s output for `x` on `canvas` (colour-mapped on the device). */
+  drawActivations(x: Tensor, layerIndex: number, canvas: HTMLCanvasElement | OffscreenCanvas): Promise<void>;
   /** 'indexeddb://name', 'downloads://name' (safetensors) or 'downloads://name.onnx'. */
   save(url: string): Promise<{ url: string; bytes: number }>;
   dispose(): void;

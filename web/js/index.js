@@ -19,6 +19,8 @@ export { layers, optimizers } from './layers.js';
 export { Sequential, sequential, loadModel, listModels, removeModel } from './model.js';
 export { OnnxModel, loadOnnx } from './onnx.js';
 export { flower } from './flower.js';
+export { fromPixels, toSourceBox } from './image.js';
+export { topk, softmax, nonMaxSuppression, resizeBilinear, drawHeatmap, drawBoxes } from './post.js';
 
 /**
  * Matrix product `a @ b` on the current runtime's device: `[m, k] x [k, n]` or batched

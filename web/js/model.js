@@ -210,12 +210,16 @@ export class Sequential {
     return { loss: r[0] / r[2], accuracy: r[1] / r[2] };
   }
 
-  /** Outputs `[n, classes]` (logits for softmaxCrossEntropy) as a device tensor; read with `await t.data()`. */
+  /**
+   * Outputs `[n, classes]` (logits for softmaxCrossEntropy) as a device tensor; read with
+   * `await t.data()`. `x` is a host tensor (`pg.tensor`) or a device tensor of this runtime
+   * (`pg.fromPixels(video, { size, layout: 'nhwc' })`: nothing is uploaded or read back).
+   */
   predict(x) {
     const net = this._net('predict');
     if (!(x instanceof Tensor)) throw new Error('predict: x must be a pg.tensor');
     x._check('predict');
-    if (!x._host) throw new Error('predict: x must be a tensor made with pg.tensor (host data)');
+    if (!x._host) return deviceTensor(net.predictDevice(x._onDevice(this._rt, 'predict')), this._rt);
     const xv = x._host instanceof Float32Array ? x._host : Float32Array.from(x._host);
     return deviceTensor(net.predict(xv, x.shape), this._rt);
   }
@@ -242,6 +246,38 @@ export class Sequential {
       canvas.height = img.height;
       const ctx = canvas.getContext('2d');
       if (!ctx) throw new Error('drawWeights: the canvas has no 2d context (is it already used for WebGL?)');
+      ctx.putImageData(new ImageData(img.pixels, img.width, img.height), 0, 0);
+    });
+  }
+
+  /**
+   * Layer `layerIndex`'s output for `x` (counting layers as listed in `sequential`; a host or
+   * device tensor `[n, ...inputShape]`), computed on the device in inference mode: a device
+   * tensor in the user's layout (`[n, h, w, c]` for image layers).
+   */
+  activations(x, layerIndex) {
+    const net = this._net('activations');
+    if (!(x instanceof Tensor)) throw new Error('activations: x must be a pg tensor');
+    if (!Number.isInteger(layerIndex) || layerIndex < 0) throw new Error(`activations: layer index must be a non-negative integer, got ${layerIndex}`);
+    return deviceTensor(net.activations(x._onDevice(this._rt, 'activations'), layerIndex), this._rt);
+  }
+
+  /**
+   * Draws sample 0 of layer `layerIndex`'s output for `x` on `canvas` (channels of an image
+   * layer as tiles, a vector as a near-square grid; blue < 0 < red, white at 0, scaled by the
+   * largest magnitude; colour-mapped on the device, only the small image is read back).
+   * Resolves when drawn.
+   */
+  drawActivations(x, layerIndex, canvas) {
+    const net = this._net('drawActivations');
+    if (!(x instanceof Tensor)) throw new Error('drawActivations: x must be a pg tensor');
+    if (!Number.isInteger(layerIndex) || layerIndex < 0) throw new Error(`drawActivations: layer index must be a non-negative integer, got ${layerIndex}`);
+    if (!canvas || typeof canvas.getContext !== 'function') throw new Error('drawActivations: pass an HTMLCanvasElement or an OffscreenCanvas');
+    return net.activationsImage(x._onDevice(this._rt, 'drawActivations'), layerIndex).then((img) => {
+      canvas.width = img.width;
+      canvas.height = img.height;
+      const ctx = canvas.getContext('2d');
+      if (!ctx) throw new Error('drawActivations: the canvas has no 2d context (is it already used for WebGL?)');
       ctx.putImageData(new ImageData(img.pixels, img.width, img.height), 0, 0);
     });
   }

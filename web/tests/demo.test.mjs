@@ -167,6 +167,8 @@ test('live demo', { timeout: 240_000 }, async (t) => {
 
       const variance = await weightVariance(page);
       assert.ok(variance > 0, `weight canvas variance ${variance}`);
+      const hidden = pngVariance(await page.locator('#hidden').screenshot());
+      assert.ok(hidden > 0, `hidden-layer canvas variance ${hidden}`);
 
       await drawSeven(page);
       const before = await prediction(page);

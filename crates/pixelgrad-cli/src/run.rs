@@ -1,10 +1,15 @@
 //! `pixelgrad run MODEL.onnx --input NAME=FILE.npy ...`: runs an ONNX model on a backend and
-//! writes its outputs as `.npy` files.
+//! writes its outputs as `.npy` files. An input may also be a PNG (`NAME=photo.png`): it is
+//! decoded to 8-bit RGBA, uploaded as `[1, 4, H, W]` in `[0, 1]` and turned into the model input
+//! on the device by `pixelgrad_core::composite::preprocess` (`--resize`, `--fit`, `--mean`,
+//! `--std`, `--channels`, `--layout`: the same definition as `pg.fromPixels` in the browser).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
+use pixelgrad::image::{Fit, Layout, PixelSpec};
+use pixelgrad::{Device, Tensor};
 use pixelgrad_onnx::{npy, HostTensor, Input, Model, Session};
 
 use crate::{backend, CliResult, Context};
@@ -27,6 +32,128 @@ pub struct RunArgs {
     /// Print one JSON object as the last line of stdout
     #[arg(long)]
     pub json: bool,
+    /// PNG inputs: output size H,W (default: the image's)
+    #[arg(long, value_name = "H,W")]
+    pub resize: Option<String>,
+    /// PNG inputs: fill (stretch), cover (centre crop) or contain (letterbox)
+    #[arg(long, default_value = "fill")]
+    pub fit: String,
+    /// PNG inputs: per-channel mean in [0, 1] pixel units (one value or one per channel)
+    #[arg(long, value_name = "M[,M,M]")]
+    pub mean: Option<String>,
+    /// PNG inputs: per-channel std in [0, 1] pixel units: value = (v / 255 - mean) / std
+    #[arg(long, value_name = "S[,S,S]")]
+    pub std: Option<String>,
+    /// PNG inputs: 1 (luma), 3 (RGB) or 4 (RGBA)
+    #[arg(long, default_value_t = 3)]
+    pub channels: usize,
+    /// PNG inputs: nchw ([1, C, H, W]) or nhwc ([1, H, W, C])
+    #[arg(long, default_value = "nchw")]
+    pub layout: String,
+}
+
+/// The `PixelSpec` of the image flags.
+fn pixel_spec(a: &RunArgs) -> Result<PixelSpec, String> {
+    let nums = |s: &str, what: &str| -> Result<Vec<f32>, String> {
+        s.split(',').map(|v| v.trim().parse::<f32>().map_err(|_| format!("--{what} '{s}': expected numbers separated by commas"))).collect()
+    };
+    let per_channel = |s: &Option<String>, what: &str, default: f32| -> Result<[f32; 4], String> {
+        let Some(s) = s else { return Ok([default; 4]) };
+        let v = nums(s, what)?;
+        match v.len() {
+            1 => Ok([v[0]; 4]),
+            n if n >= a.channels && n <= 4 => {
+                let mut out = [default; 4];
+                out[..n].copy_from_slice(&v);
+                Ok(out)
+            }
+            n => Err(format!("--{what} '{s}': {n} values for {} channels (give one, or one per channel)", a.channels)),
+        }
+    };
+    let size = match &a.resize {
+        None => None,
+        Some(s) => {
+            let v: Vec<usize> = s
+                .split(',')
+                .map(|x| x.trim().parse::<usize>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| format!("--resize '{s}': expected H,W"))?;
+            match v[..] {
+                [h, w] => Some((h, w)),
+                _ => return Err(format!("--resize '{s}': expected H,W")),
+            }
+        }
+    };
+    let spec = PixelSpec {
+        size,
+        fit: Fit::parse(&a.fit).ctx()?,
+        channels: a.channels,
+        layout: Layout::parse(&a.layout).ctx()?,
+        mean: per_channel(&a.mean, "mean", 0.0)?,
+        std: per_channel(&a.std, "std", 1.0)?,
+        ..PixelSpec::default()
+    };
+    spec.validate("--input").ctx()?;
+    Ok(spec)
+}
+
+/// A PNG as 8-bit RGBA: `(pixels, width, height)` (grey, grey+alpha and RGB are expanded,
+/// 16-bit samples keep their high byte, palettes are expanded).
+pub fn decode_png_rgba8(bytes: &[u8], file: &str) -> Result<(Vec<u8>, usize, usize), String> {
+    let err = |e: png::DecodingError| format!("{file}: not a readable PNG: {e}");
+    let mut dec = png::Decoder::new(std::io::Cursor::new(bytes));
+    dec.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = dec.read_info().map_err(err)?;
+    let mut buf = vec![0u8; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).map_err(err)?;
+    let (w, h) = (info.width as usize, info.height as usize);
+    let ch = match info.color_type {
+        png::ColorType::Grayscale => 1,
+        png::ColorType::GrayscaleAlpha => 2,
+        png::ColorType::Rgb => 3,
+        png::ColorType::Rgba => 4,
+        png::ColorType::Indexed => return Err(format!("{file}: indexed colour was not expanded")),
+    };
+    let mut out = Vec::with_capacity(4 * w * h);
+    for y in 0..h {
+        let row = buf.get(y * info.line_size..y * info.line_size + w * ch).ok_or_else(|| format!("{file}: row {y} is short"))?;
+        for p in row.chunks_exact(ch) {
+            let px = match ch {
+                1 => [p[0], p[0], p[0], 255],
+                2 => [p[0], p[0], p[0], p[1]],
+                3 => [p[0], p[1], p[2], 255],
+                _ => [p[0], p[1], p[2], p[3]],
+            };
+            out.extend_from_slice(&px);
+        }
+    }
+    Ok((out, w, h))
+}
+
+/// The model input for a PNG file under `spec`, computed on `dev`.
+fn image_input(path: &Path, spec: &PixelSpec, dev: &Device) -> Result<Tensor, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (px, w, h) = decode_png_rgba8(&bytes, &path.display().to_string())?;
+    // HWC bytes -> [1, 4, H, W] in [0, 1]
+    let mut chw = vec![0f32; 4 * w * h];
+    for (i, p) in px.chunks_exact(4).enumerate() {
+        for c in 0..4 {
+            chw[c * w * h + i] = f32::from(p[c]) / 255.0;
+        }
+    }
+    let x = Tensor::from_vec(dev, &chw, [1, 4, h, w]).ctx()?;
+    let (t, g) = pixelgrad::composite::preprocess(&x, spec).ctx()?;
+    eprintln!(
+        "{}: {w}x{h} -> {:?} ({}, content {}x{} at ({}, {}))",
+        path.display(),
+        t.dims(),
+        spec.fit.name(),
+        g.x.len,
+        g.y.len,
+        g.x.start,
+        g.y.start
+    );
+    Ok(t)
 }
 
 fn ms(t: Instant) -> f64 {
@@ -39,13 +166,19 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     }
     // Inputs and model first, so bad files fail before a backend starts.
     let mut feeds: Vec<(String, HostTensor)> = Vec::new();
+    let mut images: Vec<(String, PathBuf)> = Vec::new();
     for spec in &a.inputs {
-        let (name, file) = spec.split_once('=').ok_or_else(|| format!("--input '{spec}': expected NAME=FILE.npy"))?;
+        let (name, file) = spec.split_once('=').ok_or_else(|| format!("--input '{spec}': expected NAME=FILE.npy or NAME=FILE.png"))?;
         if name.is_empty() {
             return Err(format!("--input '{spec}': the input name is empty"));
         }
-        feeds.push((name.to_string(), npy::load(Path::new(file)).ctx()?));
+        if file.to_ascii_lowercase().ends_with(".png") {
+            images.push((name.to_string(), PathBuf::from(file)));
+        } else {
+            feeds.push((name.to_string(), npy::load(Path::new(file)).ctx()?));
+        }
     }
+    let pixels = pixel_spec(&a)?;
     let t_load = Instant::now();
     let model = Model::load(&a.model).ctx()?;
     let sel = backend::select(&a.backend)?;
@@ -54,7 +187,10 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     let session = Session::new(model, &sel.device).ctx()?;
     sel.device.flush().ctx()?;
     let load_ms = ms(t_load);
-    let inputs: Vec<(&str, Input)> = feeds.iter().map(|(n, t)| (n.as_str(), Input::Host(t.clone()))).collect();
+    let mut inputs: Vec<(&str, Input)> = feeds.iter().map(|(n, t)| (n.as_str(), Input::Host(t.clone()))).collect();
+    for (name, path) in &images {
+        inputs.push((name.as_str(), Input::Tensor(image_input(path, &pixels, &sel.device)?)));
+    }
     let _g = pixelgrad::no_grad();
     let mut times = Vec::with_capacity(a.repeat);
     let mut results = Vec::new();

@@ -123,3 +123,60 @@ fn export_then_run_gives_the_same_predictions() {
     std::fs::remove_dir_all(&d).ok();
     fails_with(&["export", "--model-file", "/nonexistent.safetensors", "--onnx", "/tmp/x.onnx"], "/nonexistent.safetensors");
 }
+
+/// Writes an RGB PNG with a smooth pattern; returns its RGBA bytes.
+fn write_png(path: &Path, w: usize, h: usize) -> Vec<u8> {
+    let rgb: Vec<u8> = (0..w * h * 3).map(|i| ((i / 3 % w) * 255 / w + (i / 3 / w) * 80 / h + (i % 3) * 50) as u8).collect();
+    let file = std::fs::File::create(path).unwrap();
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), w as u32, h as u32);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.write_header().unwrap().write_image_data(&rgb).unwrap();
+    rgb.chunks(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect()
+}
+
+#[test]
+fn run_takes_a_png_resized_and_normalised_on_the_device() {
+    use pixelgrad::image::host::{to_tensor_values, Rgba8};
+    use pixelgrad::image::{Fit, PixelSpec};
+    let fx = fixtures();
+    let cls = fx.join("models/ppocr_cls/model.onnx");
+    let d = std::env::temp_dir().join(format!("pixelgrad-run-png-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let img = d.join("photo.png");
+    let rgba = write_png(&img, 150, 40);
+    // The host reference of the same preprocessing, fed as .npy.
+    let spec = PixelSpec { size: Some((48, 192)), fit: Fit::Contain, mean: [0.5; 4], std: [0.5; 4], ..PixelSpec::default() };
+    let (v, dims, _) = to_tensor_values(Rgba8::packed(&rgba, 150, 40).unwrap(), &spec, "test").unwrap();
+    let npy = d.join("x.npy");
+    std::fs::write(&npy, pixelgrad_onnx::npy::write(&pixelgrad_onnx::HostTensor::f32(dims.to_vec(), v)).unwrap()).unwrap();
+    let run = |input: String, out: &str, extra: &[&str]| {
+        let o = bin()
+            .args(["run", cls.to_str().unwrap(), "--backend", "cpu", "--input", &input, "--out"])
+            .arg(d.join(out))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    let flags = ["--resize", "48,192", "--fit", "contain", "--mean", "0.5", "--std", "0.5,0.5,0.5"];
+    let log = run(format!("x={}", img.display()), "png", &flags);
+    assert!(log.contains("150x40 -> [1, 3, 48, 192] (contain, content 180x48 at (6, 0))"), "{log}");
+    run(format!("x={}", npy.display()), "npy", &[]);
+    let got = pixelgrad_onnx::npy::load(&d.join("png/output_0.npy")).unwrap().to_f32();
+    let want = pixelgrad_onnx::npy::load(&d.join("npy/output_0.npy")).unwrap().to_f32();
+    assert_eq!(got.len(), 2);
+    let err = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    assert!(err < 1e-5, "PNG path vs host reference: {err}");
+    let x = format!("x={}", img.display());
+    let cls = cls.to_str().unwrap();
+    fails_with(&["run", cls, "--backend", "cpu", "--input", &x, "--resize", "0,4"], "zero side");
+    fails_with(&["run", cls, "--backend", "cpu", "--input", &x, "--resize", "48"], "--resize '48'");
+    fails_with(&["run", cls, "--backend", "cpu", "--input", &x, "--fit", "stretch"], "fit 'stretch'");
+    fails_with(&["run", cls, "--backend", "cpu", "--input", &x, "--mean", "0.5,0.5"], "--mean");
+    let junk = d.join("junk.png");
+    std::fs::write(&junk, b"not a png").unwrap();
+    fails_with(&["run", cls, "--backend", "cpu", "--input", &format!("x={}", junk.display())], "not a readable PNG");
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -21,7 +21,8 @@
 //! huge inputs, to per-function tolerances and exact IEEE classes), `reduce`, `matmul` (all four transpose combinations, batched,
 //! batch-broadcast, square operands), `im2col`, `col2im`, `gather`, `scatter_add`, `reshape`,
 //! `permute`, `expand`, `slice`, `pad`, `concat`, `composites` (activations, softmax,
-//! log_softmax, conv2d, max/avg pooling, losses), `training_curve` (a fixed-seed MLP trained 30
+//! log_softmax, conv2d, max/avg pooling, losses), `images` (resize, the fromPixels
+//! preprocessing as tensor ops, Y'CbCr to RGB, top-k, non-maximum suppression), `training_curve` (a fixed-seed MLP trained 30
 //! SGD steps; the loss sequence must match the reference to 1e-3 relative), `training_curve_cnn`
 //! (the same for a tiny conv net: conv, relu, max pool, linear) and `errors`
 //! (bad input gives typed errors, never a panic).
@@ -104,7 +105,7 @@ macro_rules! __with_family_list {
     ([$($callback:tt)*] $($pre:tt)*) => {
         $($callback)*! { $($pre)* ;
             fill, random, unary, binary, where_, edges, reduce, matmul, im2col, col2im, gather,
-            scatter_add, reshape, permute, expand, slice, pad, concat, composites,
+            scatter_add, reshape, permute, expand, slice, pad, concat, composites, images,
             training_curve, training_curve_cnn, errors
         }
     };

@@ -280,6 +280,26 @@ fn losses() {
     );
 }
 
+#[test]
+fn image_composites() {
+    use pixelgrad_core::composite::{preprocess, resize, topk, yuv_to_rgb};
+    use pixelgrad_core::image::{yuv::YuvMatrix, Antialias, Fit, Layout, PixelSpec};
+    let px = Gen::Uniform(0.0, 1.0);
+    fd("resize_down_antialiased", |x| resize(&x[0], 2, 3, Antialias::Auto), &[(&[1, 2, 7, 9], px.clone())]);
+    fd("resize_up", |x| resize(&x[0], 5, 7, Antialias::Never), &[(&[1, 1, 3, 4], sym())]);
+    let spec =
+        PixelSpec { size: Some((4, 5)), fit: Fit::Contain, layout: Layout::Nhwc, channels: 1, pad: [0.3; 4], ..PixelSpec::default() };
+    fd("preprocess_contain_luma", |x| Ok(preprocess(&x[0], &spec)?.0), &[(&[1, 3, 6, 11], px.clone())]);
+    let m = YuvMatrix::bt709(false);
+    // inputs away from the clamp at 0 and 1, where the derivative jumps
+    fd(
+        "yuv_to_rgb",
+        |x| yuv_to_rgb(&x[0], &x[1], &x[2], &m),
+        &[(&[3, 4], Gen::Uniform(100.0, 140.0)), (&[2, 2], Gen::Uniform(120.0, 136.0)), (&[2, 2], Gen::Uniform(120.0, 136.0))],
+    );
+    fd("topk_values", |x| Ok(topk(&x[0], 3)?.0), &[(&[2, 6], sym())]);
+}
+
 /// The checker itself must catch a wrong gradient: `x.detach() * x` has true derivative `2x`
 /// but autodiff only sees the second factor (`x`).
 #[test]

@@ -206,6 +206,14 @@ impl Tensor {
         Ok(Tensor::wrap(storage, shape, device.clone(), None, None))
     }
 
+    /// A tensor over storage that `device`'s backend made outside [`Backend::execute`] (an
+    /// image decoded by a kernel of its own, say). The storage must belong to that backend
+    /// (ops on it fail with [`Error::BackendMismatch`] otherwise) and hold at least the shape's
+    /// element count.
+    pub fn from_storage(device: &Device, storage: Storage, shape: impl Into<Shape>) -> Tensor {
+        Tensor::wrap(storage, shape.into(), device.clone(), None, None)
+    }
+
     /// A scalar (rank-0) tensor.
     pub fn scalar(device: &Device, v: f32) -> Result<Tensor> {
         Tensor::full(device, Shape::scalar(), v)

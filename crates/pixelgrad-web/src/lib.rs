@@ -11,10 +11,12 @@
 //!   read back only when the caller asks, so training never blocks on the GPU);
 //! - [`weights`]: a layer's weights as a colour image (normalised and colour-mapped on the device);
 //! - [`save`]: safetensors serialisation from host copies (reads are async in the browser);
-//! - [`flower`]: the model as a node of a Flower federation (`pg.flower.join`).
+//! - [`flower`]: the model as a node of a Flower federation (`pg.flower.join`);
+//! - [`pixels`]: `pg.fromPixels` options → a `PixelSpec`, and the geometry returned with the tensor.
 
 pub mod flower;
 pub mod net;
+pub mod pixels;
 pub mod save;
 pub mod spec;
 pub mod weights;

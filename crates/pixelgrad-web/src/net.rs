@@ -168,6 +168,54 @@ impl Net {
         self.eval.take()
     }
 
+    /// Layer `layer`'s output (counting layers as listed in `sequential`) for `x [N, ..input]`
+    /// on the device, inference mode, in the user's layout (`[N, h, w, c]` for images).
+    pub fn activations(&self, x: &Tensor, layer: usize) -> Result<Tensor> {
+        let t = self.activations_internal(x, layer)?;
+        if t.rank() == 4 {
+            t.permute(&[0, 2, 3, 1])
+        } else {
+            Ok(t)
+        }
+    }
+
+    /// [`Net::activations`] in the engine's layout (`[N, c, h, w]` for images).
+    pub fn activations_internal(&self, x: &Tensor, layer: usize) -> Result<Tensor> {
+        let _g = no_grad();
+        let infos = &self.built.layers;
+        let info = infos.get(layer).ok_or_else(|| {
+            Error::invalid("activations", format!("layer index {layer} is out of range: the model has {} layers", infos.len()))
+        })?;
+        self.check_tensor("activations", x)?;
+        let mut t = x.clone();
+        for m in &self.built.seq.layers()[..info.end] {
+            t = m.forward(&t, Mode::Eval)?;
+        }
+        Ok(t)
+    }
+
+    fn check_tensor(&self, op: &'static str, x: &Tensor) -> Result<()> {
+        let shape = x.dims();
+        if !(shape.len() == self.built.input.len() + 1 && shape[1..] == self.built.input[..] && shape[0] > 0) {
+            let want: Vec<String> = self.built.input.iter().map(|d| d.to_string()).collect();
+            return Err(Error::Shape {
+                op,
+                shapes: vec![shape.to_vec()],
+                backend: self.dev.name(),
+                msg: format!("the model expects input [N, {}]", want.join(", ")),
+            });
+        }
+        Ok(())
+    }
+
+    /// Outputs for a tensor already on the device (`pg.fromPixels`, another model's output):
+    /// inference mode, nothing uploaded or read back. `x` must be `[N, ..input]`.
+    pub fn predict_tensor(&self, x: &Tensor) -> Result<Tensor> {
+        let _g = no_grad();
+        self.check_tensor("predict", x)?;
+        self.built.seq.forward(x, Mode::Eval)
+    }
+
     /// Outputs `[n, classes]` for `x` (inference mode), on the device.
     pub fn predict(&self, x: &[f32], shape: &[usize]) -> Result<Tensor> {
         let _g = no_grad();
@@ -254,6 +302,43 @@ mod tests {
         let (t, n) = t.unwrap();
         let v = t.to_vec().unwrap();
         (v[0] / n as f32, v[1] / n as f32)
+    }
+
+    #[test]
+    fn predict_tensor_takes_device_tensors_of_the_input_shape() {
+        let dev = Device::new(CpuBackend::new());
+        let cfg = serde_json::json!({"seed": 2, "layers": [
+            {"type": "conv2d", "filters": 2, "kernelSize": 3, "inputShape": [4, 4, 3]},
+            {"type": "flatten"},
+            {"type": "dense", "units": 3}
+        ]});
+        let net = Net::new(&dev, cfg).unwrap();
+        let x: Vec<f32> = (0..2 * 48).map(|i| (i % 7) as f32 / 7.0).collect();
+        let want = net.predict(&x, &[2, 4, 4, 3]).unwrap().to_vec().unwrap();
+        let got = net.predict_tensor(&Tensor::from_vec(&dev, &x, [2, 4, 4, 3]).unwrap()).unwrap().to_vec().unwrap();
+        assert_eq!(got, want);
+        let e = net.predict_tensor(&Tensor::zeros(&dev, [1, 3, 4, 4]).unwrap()).unwrap_err().to_string();
+        assert!(e.contains("expects input [N, 4, 4, 3]"), "{e}");
+    }
+
+    #[test]
+    fn activations_of_each_layer_end_in_the_model_output() {
+        let dev = Device::new(CpuBackend::new());
+        let cfg = serde_json::json!({"seed": 4, "layers": [
+            {"type": "conv2d", "filters": 2, "kernelSize": 3, "inputShape": [5, 5, 1], "activation": "relu"},
+            {"type": "flatten"},
+            {"type": "dense", "units": 3}
+        ]});
+        let net = Net::new(&dev, cfg).unwrap();
+        let x = Tensor::from_vec(&dev, &(0..25).map(|i| (i % 5) as f32 - 2.0).collect::<Vec<_>>(), [1, 5, 5, 1]).unwrap();
+        let a0 = net.activations(&x, 0).unwrap();
+        assert_eq!(a0.dims(), &[1, 3, 3, 2]);
+        assert!(a0.to_vec().unwrap().iter().all(|&v| v >= 0.0), "relu is part of layer 0");
+        assert_eq!(net.activations_internal(&x, 0).unwrap().dims(), &[1, 2, 3, 3]);
+        assert_eq!(net.activations(&x, 1).unwrap().dims(), &[1, 18]);
+        assert_eq!(net.activations(&x, 2).unwrap().to_vec().unwrap(), net.predict_tensor(&x).unwrap().to_vec().unwrap());
+        let e = net.activations(&x, 3).unwrap_err().to_string();
+        assert!(e.contains("layer index 3 is out of range"), "{e}");
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub struct LayerInfo {
     /// Name of its weight parameter in the [`Sequential`] (e.g. `1.weight`), if it has one.
     pub weight: Option<String>,
     pub view: Option<WeightView>,
+    /// Modules of the [`Sequential`] up to and including this layer (its activation too):
+    /// `seq.layers()[..end]` computes its output (`model.activations`).
+    pub end: usize,
 }
 
 /// A network built from a config.
@@ -309,7 +312,7 @@ pub fn build_with(dev: &Device, config: &Value, onnx: &[Rc<pixelgrad_onnx::Model
         if let Some(a) = act {
             seq.add(Box::new(a));
         }
-        infos.push(LayerInfo { kind, out: cur.user_dims(), params, weight, view });
+        infos.push(LayerInfo { kind, out: cur.user_dims(), params, weight, view, end: seq.len() });
     }
     Ok(Built { seq, layers: infos, input: input.user_dims(), output: cur })
 }

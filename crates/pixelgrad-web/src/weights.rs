@@ -77,6 +77,24 @@ pub fn plan(net: &Net, layer: usize) -> Result<Plan> {
     })
 }
 
+/// How sample 0 of a layer's output (`net.activations_internal`) draws: channels of an image
+/// as tiles, a flat vector as one near-square tile (padded with zeros, drawn white).
+pub fn activation_plan(t: &Tensor) -> Result<Plan> {
+    let d = t.dims().to_vec();
+    let first = t.slice(0, 0, 1)?;
+    Ok(match d.as_slice() {
+        [_, c, h, w] => Plan { values: first.reshape([c * h * w])?, tiles: *c, th: *h, tw: *w, cols: ceil_sqrt(*c) },
+        [_, f] => {
+            let tw = ceil_sqrt(*f);
+            let th = f.div_ceil(tw);
+            let flat = first.reshape([*f])?;
+            let values = if th * tw > *f { Tensor::concat(&[&flat, &Tensor::zeros(t.device(), [th * tw - f])?], 0)? } else { flat };
+            Plan { values, tiles: 1, th, tw, cols: 1 }
+        }
+        _ => return Err(Error::invalid("drawActivations", format!("cannot draw an output of shape {d:?}"))),
+    })
+}
+
 /// `[3, N]` colour channels in 0..=255 for the values of `t`, computed on `t`'s device.
 pub fn colour_map(t: &Tensor) -> Result<Tensor> {
     let n = t.numel();

@@ -39,6 +39,7 @@ pub const BODIES: &[(&str, &str)] = &[
     ("concat", include_str!("shaders/concat.glsl")),
     ("heatmap", include_str!("shaders/heatmap.glsl")),
     ("check_index", include_str!("shaders/check_index.glsl")),
+    ("from_pixels", include_str!("shaders/from_pixels.glsl")),
 ];
 
 /// How a body is driven: one `float compute(int i)` per element, or its own `main`.

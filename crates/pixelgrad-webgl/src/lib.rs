@@ -69,6 +69,7 @@ pub mod dialect;
 mod egl;
 mod fusion;
 mod heatmap;
+mod image;
 mod launch;
 mod ops;
 mod options;
@@ -81,6 +82,7 @@ mod texture;
 pub use backend::WebGlBackend;
 #[cfg(not(target_arch = "wasm32"))]
 pub use heatmap::save_png;
+pub use image::PixelTexture;
 pub use options::{HeatmapOptions, PrecisionFormat, RgbaImage, SelfTest, TexelFormat, WebGlOptions, WebGlReport};
 pub use texture::{layout, GlTensor};
 

@@ -81,6 +81,7 @@
 mod backend;
 mod context;
 mod fusion;
+mod image;
 mod ops;
 mod pipelines;
 mod plan;
@@ -90,6 +91,7 @@ mod report;
 mod strides;
 
 pub use backend::{MatmulKernel, WgpuBackend, WgpuOptions};
+pub use image::PIXEL_FORMAT;
 pub use report::{SelfTest, WgpuReport};
 /// The `wgpu` version this crate is built on (for options such as [`wgpu::PowerPreference`]).
 pub use wgpu;

@@ -10,6 +10,7 @@ mod composite;
 mod edges;
 mod elementwise;
 mod errors;
+mod image;
 mod indexing;
 mod linalg;
 mod training;
@@ -29,6 +30,7 @@ pub mod awaitable {
     pub use super::edges::edges;
     pub use super::elementwise::{binary, fill, random, unary, where_};
     pub use super::errors::errors;
+    pub use super::image::images;
     pub use super::indexing::{concat, expand, gather, pad, permute, reshape, scatter_add, slice};
     pub use super::linalg::{col2im, im2col, matmul, reduce};
     pub use super::training::{cnn_loss_curve, loss_curve, training_curve, training_curve_cnn};

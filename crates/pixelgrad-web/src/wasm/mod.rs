@@ -6,8 +6,10 @@
 
 mod data;
 mod flower;
+mod image;
 mod model;
 mod onnx;
+mod post;
 mod runtime;
 mod tensor;
 

@@ -81,6 +81,36 @@ impl Model {
         self.net.predict(x, &dims(&shape)).map(DeviceTensor::new).map_err(js_err)
     }
 
+    /// Model outputs for a tensor already on this runtime's device (`pg.fromPixels`).
+    #[wasm_bindgen(js_name = predictDevice)]
+    pub fn predict_device(&self, x: &DeviceTensor) -> Result<DeviceTensor, JsValue> {
+        self.net.predict_tensor(x.tensor()).map(DeviceTensor::new).map_err(js_err)
+    }
+
+    /// Layer `layer`'s output for `x` (a device tensor of this runtime), on the device, in the
+    /// user's layout.
+    pub fn activations(&self, x: &DeviceTensor, layer: u32) -> Result<DeviceTensor, JsValue> {
+        self.net.activations(x.tensor(), layer as usize).map(DeviceTensor::new).map_err(js_err)
+    }
+
+    /// Sample 0 of layer `layer`'s output for `x` as `{ width, height, pixels }` (RGBA):
+    /// channels as tiles, colour-mapped on the device (as `weightsImage`).
+    #[wasm_bindgen(js_name = activationsImage)]
+    pub fn activations_image(&self, x: &DeviceTensor, layer: u32) -> Result<Promise, JsValue> {
+        let t = self.net.activations_internal(x.tensor(), layer as usize).map_err(js_err)?;
+        let p = weights::activation_plan(&t).map_err(js_err)?;
+        let rgb = weights::colour_map(&p.values).map_err(js_err)?;
+        Ok(future_to_promise(async move {
+            let v = rgb.to_vec_async().await.map_err(js_err)?;
+            let img = weights::layout(&v, p.tiles, p.th, p.tw, p.cols).map_err(js_err)?;
+            let o = Object::new();
+            Reflect::set(&o, &"width".into(), &(img.width as u32).into())?;
+            Reflect::set(&o, &"height".into(), &(img.height as u32).into())?;
+            Reflect::set(&o, &"pixels".into(), &Uint8ClampedArray::from(&img.pixels[..]).into())?;
+            Ok(o.into())
+        }))
+    }
+
     /// Keras-style summary table.
     pub fn summary(&self) -> String {
         self.net.summary()

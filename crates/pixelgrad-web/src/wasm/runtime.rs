@@ -3,6 +3,9 @@
 //! here each constructor either gives a working device with its self-test result or an error
 //! saying why not.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use pixelgrad_core::{is_software_renderer, Device, Error, Tensor, SELF_TEST_TOL};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_webgl::{glow, WebGlBackend, WebGlOptions};
@@ -30,13 +33,23 @@ pub fn self_test_tolerance() -> f64 {
 /// A started backend: the device every model and tensor of this runtime uses.
 #[wasm_bindgen]
 pub struct Runtime {
-    dev: Device,
+    pub(crate) dev: Device,
+    /// The backend itself, for what goes past the `Backend` trait (`fromPixels`).
+    pub(crate) backing: Backing,
     backend: &'static str,
     adapter: String,
     max_rel_error: f64,
     software: bool,
     format: String,
     warnings: Vec<String>,
+}
+
+/// A runtime's concrete backend and what `fromPixels` keeps between frames: the RGBA8 texture
+/// sources are copied into (reused while the source size stays the same).
+pub(crate) enum Backing {
+    Cpu,
+    Wgpu { b: Rc<WgpuBackend>, tex: RefCell<Option<pixelgrad_wgpu::wgpu::Texture>> },
+    WebGl { b: WebGlBackend, ctx: web_sys::WebGl2RenderingContext, tex: RefCell<Option<pixelgrad_webgl::PixelTexture>> },
 }
 
 impl Runtime {
@@ -51,6 +64,7 @@ impl Runtime {
     pub fn cpu() -> Runtime {
         Runtime {
             dev: Device::new(CpuBackend::new()),
+            backing: Backing::Cpu,
             backend: "cpu",
             adapter: "wasm32 (single thread)".into(),
             max_rel_error: 0.0,
@@ -67,8 +81,10 @@ impl Runtime {
         let st = b.self_test_async().await.map_err(js_err)?;
         let adapter = format!("{} ({}, {})", report.adapter, report.device_type, report.driver).trim().to_string();
         let software = report.is_software();
+        let b = Rc::new(b);
         Ok(Runtime {
-            dev: Device::new(b),
+            dev: Device::from_rc(b.clone()),
+            backing: Backing::Wgpu { b, tex: RefCell::new(None) },
             backend: "webgpu",
             adapter,
             max_rel_error: st.max_rel_error,
@@ -84,12 +100,13 @@ impl Runtime {
         let ctx = ctx
             .dyn_into::<web_sys::WebGl2RenderingContext>()
             .map_err(|_| js_err("backend webgl is not available: the context is not a WebGL2RenderingContext"))?;
-        let gl = glow::Context::from_webgl2_context(ctx);
+        let gl = glow::Context::from_webgl2_context(ctx.clone());
         let b = WebGlBackend::from_glow(gl, WebGlOptions::default()).map_err(js_err)?;
         let report = b.report();
         let max_rel_error = report.self_test.as_ref().map(|s| s.max_rel_error).unwrap_or(f64::NAN);
         Ok(Runtime {
-            dev: Device::new(b),
+            dev: Device::new(b.clone()),
+            backing: Backing::WebGl { b, ctx, tex: RefCell::new(None) },
             backend: "webgl",
             software: is_software_renderer(&report.renderer),
             adapter: format!("{} ({})", report.renderer, report.version),

@@ -32,6 +32,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &index::GATHER,
         &index::SCATTER_ADD,
         &layout::COPY,
+        &crate::image::FROM_PIXELS,
     ];
     // Then the generated register-blocked matmuls, every variant.
     files.into_iter().chain(matmul_cpu::all()).collect()

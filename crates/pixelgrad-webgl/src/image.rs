@@ -1,0 +1,208 @@
+//! Images into model inputs on the device (`pg.fromPixels` on WebGL2): 8-bit RGBA pixels in a
+//! texture (filled by `texSubImage2D` from a canvas, image, video or `VideoFrame` in the
+//! browser, or from bytes) are resampled, normalised and laid out into the tensor's float
+//! texture by one fragment pass (`shaders/from_pixels.glsl`), as `pixelgrad_core::image`
+//! defines. Nothing goes through the host.
+
+use std::rc::Rc;
+
+use glow::HasContext;
+use pixelgrad_core::image::host::Rgba8;
+use pixelgrad_core::image::{Geometry, Layout, PixelSpec};
+use pixelgrad_core::{Device, Error, Result, Storage, Tensor};
+
+use crate::backend::WebGlBackend;
+use crate::context::Shared;
+use crate::launch::Pass;
+use crate::texture::GlTensor;
+
+const OP: &str = "fromPixels";
+
+/// An RGBA8 texture that [`WebGlBackend::from_pixels_texture`] reads (the source of one frame).
+/// Keep it and reuse it while the source size stays the same; dropping it deletes the texture.
+pub struct PixelTexture {
+    tex: glow::Texture,
+    width: u32,
+    height: u32,
+    shared: Rc<Shared>,
+    /// Held while a pass reads the texture through a [`GlTensor`] view, so that view's drop
+    /// leaves the texture alone (see `GlTensor::drop`).
+    keep: Rc<()>,
+}
+
+impl PixelTexture {
+    /// The GL texture (bind it to `TEXTURE_2D` and `texSubImage2D` into it).
+    pub fn texture(&self) -> glow::Texture {
+        self.tex
+    }
+    /// Size in pixels.
+    pub fn size(&self) -> (u32, u32) {
+        (self.width, self.height)
+    }
+
+    /// A tensor-shaped view for binding the texture as a pass input; never returned to the
+    /// pool (the `keep` token outlives it).
+    fn view(&self) -> GlTensor {
+        GlTensor {
+            tex: self.tex,
+            w: self.width,
+            h: self.height,
+            len: 4 * self.width as usize * self.height as usize,
+            shared: self.shared.clone(),
+            token: Some(self.keep.clone()),
+        }
+    }
+}
+
+impl std::fmt::Debug for PixelTexture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PixelTexture({}x{})", self.width, self.height)
+    }
+}
+
+impl Drop for PixelTexture {
+    fn drop(&mut self) {
+        if self.shared.current().is_ok() {
+            self.shared.forget_gl_state();
+            // SAFETY: the texture belongs to this context; GL keeps it alive for draws still
+            // queued that read it.
+            unsafe { self.shared.gl.delete_texture(self.tex) };
+        }
+    }
+}
+
+impl WebGlBackend {
+    /// A `width` x `height` RGBA8 texture for [`WebGlBackend::from_pixels_texture`].
+    pub fn pixel_texture(&self, width: u32, height: u32) -> Result<PixelTexture> {
+        let sh = &self.shared;
+        sh.current()?;
+        if width == 0 || height == 0 {
+            return Err(Error::invalid(OP, format!("the source is {width}x{height} pixels; it has nothing to copy")));
+        }
+        let max = sh.report.borrow().max_texture_size;
+        if width > max || height > max {
+            return Err(Error::Limit {
+                op: OP,
+                backend: sh.name.clone(),
+                limit_name: "MAX_TEXTURE_SIZE",
+                limit: max as u64,
+                requested: width.max(height) as u64,
+            });
+        }
+        sh.forget_gl_state();
+        let gl = &sh.gl;
+        // SAFETY: creating and configuring a texture on the current context.
+        let tex = unsafe {
+            let t = gl.create_texture().map_err(|e| sh.err(OP, format!("create_texture: {e}")))?;
+            gl.bind_texture(glow::TEXTURE_2D, Some(t));
+            gl.tex_storage_2d(glow::TEXTURE_2D, 1, glow::RGBA8, width as i32, height as i32);
+            gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MIN_FILTER, glow::NEAREST as i32);
+            gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MAG_FILTER, glow::NEAREST as i32);
+            gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_WRAP_S, glow::CLAMP_TO_EDGE as i32);
+            gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_WRAP_T, glow::CLAMP_TO_EDGE as i32);
+            gl.bind_texture(glow::TEXTURE_2D, None);
+            t
+        };
+        sh.check_gl(OP, "pixel texture allocation")?;
+        Ok(PixelTexture { tex, width, height, shared: sh.clone(), keep: Rc::new(()) })
+    }
+
+    /// The model input for the pixels of `texture` (its top-left `width` x `height` pixels are
+    /// the source) under `spec`, as a tensor on `dev` (a device of this backend). `fill` is
+    /// called first, with the context and the texture bound to `TEXTURE_2D` on the active
+    /// unit, to put the pixels there (`texSubImage2D` from a DOM source in the browser).
+    pub fn from_pixels_texture(
+        &self,
+        dev: &Device,
+        texture: &PixelTexture,
+        width: u32,
+        height: u32,
+        spec: &PixelSpec,
+        fill: impl FnOnce(&glow::Context) -> Result<()>,
+    ) -> Result<(Tensor, Geometry)> {
+        let sh = &self.shared;
+        sh.current()?;
+        let g = Geometry::new(width as usize, height as usize, spec, OP)?;
+        if !Rc::ptr_eq(&texture.shared, sh) || texture.width < width || texture.height < height {
+            return Err(Error::invalid(OP, format!("the texture is not a {width}x{height} pixel_texture of this backend")));
+        }
+        sh.forget_gl_state();
+        // SAFETY: binding a live texture of this context; unbound again below.
+        unsafe {
+            sh.gl.bind_texture(glow::TEXTURE_2D, Some(texture.tex));
+            sh.gl.pixel_store_i32(glow::UNPACK_ALIGNMENT, 1);
+        }
+        let filled = fill(&sh.gl);
+        // SAFETY: as above.
+        unsafe { sh.gl.bind_texture(glow::TEXTURE_2D, None) };
+        filled?;
+        sh.check_gl(OP, "texSubImage2D")?;
+        sh.unflushed.set(true);
+        let out = draw(sh, &texture.view(), &g, spec)?;
+        Ok((Tensor::from_storage(dev, Storage::new(out), spec.out_dims(&g).to_vec()), g))
+    }
+
+    /// [`WebGlBackend::from_pixels_texture`] for pixels on the host (ImageData, decoded files),
+    /// through a texture made for the call.
+    pub fn from_pixels_host(&self, dev: &Device, img: Rgba8<'_>, spec: &PixelSpec) -> Result<(Tensor, Geometry)> {
+        img.check(OP)?;
+        spec.validate(OP)?;
+        let tex = self.pixel_texture(img.width as u32, img.height as u32)?;
+        let row = 4 * img.width;
+        let packed: Vec<u8> = if img.stride == row {
+            img.pixels[..row * img.height].to_vec()
+        } else {
+            (0..img.height).flat_map(|y| img.pixels[y * img.stride..y * img.stride + row].iter().copied()).collect()
+        };
+        let (w, h) = (img.width as i32, img.height as i32);
+        self.from_pixels_texture(dev, &tex, img.width as u32, img.height as u32, spec, |gl| {
+            // SAFETY: the bound texture is w x h RGBA8 and `packed` holds exactly w*h pixels
+            // (UNPACK_ALIGNMENT is 1).
+            unsafe {
+                gl.tex_sub_image_2d(
+                    glow::TEXTURE_2D,
+                    0,
+                    0,
+                    0,
+                    w,
+                    h,
+                    glow::RGBA,
+                    glow::UNSIGNED_BYTE,
+                    glow::PixelUnpackData::Slice(Some(&packed)),
+                );
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The one pass: `px` (the pixel texture's view) into a new tensor texture.
+fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Result<GlTensor> {
+    let aff = spec.affine();
+    let len = g.x.out * g.y.out * spec.channels;
+    const MUL: [&str; 4] = ["u_mul0", "u_mul1", "u_mul2", "u_mul3"];
+    const ADD: [&str; 4] = ["u_add0", "u_add1", "u_add2", "u_add3"];
+    const PAD: [&str; 4] = ["u_pad0", "u_pad1", "u_pad2", "u_pad3"];
+    let mut pass = Pass::new(OP, "from_pixels", 0)
+        .input("u_px", px)
+        .int("u_src_w", g.x.src)
+        .int("u_src_h", g.y.src)
+        .int("u_ow", g.x.out)
+        .int("u_oh", g.y.out)
+        .int("u_ch", spec.channels)
+        .int("u_nhwc", usize::from(spec.layout == Layout::Nhwc))
+        .int("u_xs", g.x.start)
+        .int("u_xl", g.x.len)
+        .int("u_ys", g.y.start)
+        .int("u_yl", g.y.len)
+        .float("u_xscale", g.x.scale as f32)
+        .float("u_xoff", g.x.offset as f32)
+        .float("u_xsup", g.x.support as f32)
+        .float("u_yscale", g.y.scale as f32)
+        .float("u_yoff", g.y.offset as f32)
+        .float("u_ysup", g.y.support as f32);
+    for c in 0..4 {
+        pass = pass.float(MUL[c], aff[c].0).float(ADD[c], aff[c].1).float(PAD[c], spec.pad[c] * aff[c].0 + aff[c].1);
+    }
+    sh.run(pass, len)
+}

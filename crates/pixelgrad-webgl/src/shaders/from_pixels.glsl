@@ -1,0 +1,90 @@
+// From pixels: an RGBA8 texture (the source, row 0 at the top, as texImage2D from a DOM source
+// or tex_sub_image_2d from bytes puts it) resampled, normalised and laid out into a model
+// input, one element per compute(i). The filter is pixelgrad_core::image's (the same as
+// pixelgrad-wgpu's kernels/from_pixels.wgsl): output pixel o of the content box samples
+// c = (o + 0.5) * scale + offset - 0.5 with a triangle of half-width `support`, weights
+// normalised, indices clamped to the edge. texelFetch of an RGBA8 texture gives v / 255.
+uniform highp sampler2D u_px;
+// source size; output size; channels; layout (0 nchw, 1 nhwc); content box per axis.
+uniform int u_src_w;
+uniform int u_src_h;
+uniform int u_ow;
+uniform int u_oh;
+uniform int u_ch;
+uniform int u_nhwc;
+uniform int u_xs;
+uniform int u_xl;
+uniform int u_ys;
+uniform int u_yl;
+// per axis: scale, offset, support.
+uniform float u_xscale;
+uniform float u_xoff;
+uniform float u_xsup;
+uniform float u_yscale;
+uniform float u_yoff;
+uniform float u_ysup;
+// per channel: value = pixel * mul + add; padding value (already normalised).
+uniform float u_mul0, u_mul1, u_mul2, u_mul3;
+uniform float u_add0, u_add1, u_add2, u_add3;
+uniform float u_pad0, u_pad1, u_pad2, u_pad3;
+
+float wt(int j, float c, float s) {
+    return max(0.0, 1.0 - abs(float(j) - c) / s);
+}
+
+float pick(vec4 v, int c) {
+    return c == 0 ? v.x : (c == 1 ? v.y : (c == 2 ? v.z : v.w));
+}
+
+float compute(int i) {
+    int c, ox, oy;
+    if (u_nhwc == 1) {
+        c = i % u_ch;
+        int p = i / u_ch;
+        ox = p % u_ow;
+        oy = p / u_ow;
+    } else {
+        ox = i % u_ow;
+        int r = i / u_ow;
+        oy = r % u_oh;
+        c = r / u_oh;
+    }
+    vec4 mul = vec4(u_mul0, u_mul1, u_mul2, u_mul3);
+    vec4 add = vec4(u_add0, u_add1, u_add2, u_add3);
+    vec4 pad = vec4(u_pad0, u_pad1, u_pad2, u_pad3);
+    bool inside = ox >= u_xs && ox < u_xs + u_xl && oy >= u_ys && oy < u_ys + u_yl;
+    if (!inside) {
+        return pick(pad, c);
+    }
+    float cx = (float(ox - u_xs) + 0.5) * u_xscale + u_xoff - 0.5;
+    float cy = (float(oy - u_ys) + 0.5) * u_yscale + u_yoff - 0.5;
+    int x0 = int(floor(cx - u_xsup)) + 1;
+    int x1 = int(ceil(cx + u_xsup)) - 1;
+    int y0 = int(floor(cy - u_ysup)) + 1;
+    int y1 = int(ceil(cy + u_ysup)) - 1;
+    float wxs = 0.0;
+    for (int jx = x0; jx <= x1; jx++) {
+        wxs += wt(jx, cx, u_xsup);
+    }
+    float wys = 0.0;
+    vec4 v = vec4(0.0);
+    for (int jy = y0; jy <= y1; jy++) {
+        float wy = wt(jy, cy, u_ysup);
+        if (wy <= 0.0) continue;
+        wys += wy;
+        int row = clamp(jy, 0, u_src_h - 1);
+        vec4 acc = vec4(0.0);
+        for (int jx = x0; jx <= x1; jx++) {
+            float wx = wt(jx, cx, u_xsup);
+            if (wx > 0.0) {
+                acc += wx * texelFetch(u_px, ivec2(clamp(jx, 0, u_src_w - 1), row), 0);
+            }
+        }
+        v += wy * acc;
+    }
+    v /= wxs * wys;
+    if (u_ch == 1) {
+        return dot(v.xyz, vec3(0.299, 0.587, 0.114)) * u_mul0 + u_add0;
+    }
+    return pick(v, c) * pick(mul, c) + pick(add, c);
+}

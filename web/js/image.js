@@ -1,0 +1,119 @@
+// `pg.fromPixels`: an image, canvas, video frame or ImageData → a model input tensor on the
+// current runtime's device, resized, cropped or letterboxed, normalised and laid out in one
+// pass (pixelgrad_core::image defines the filter: bilinear with half-pixel centres as ONNX
+// Resize linear / half_pixel, antialiased when an axis shrinks by more than 2×).
+//
+// WebGPU: copyExternalImageToTexture + one compute pass (video through a 2D canvas first, see
+// below). WebGL2: texSubImage2D + one fragment
+// pass. CPU: getImageData + the host reference. Synchronous, like TF.js's
+// tf.browser.fromPixels: the GPU work is queued and nothing is read back.
+import { currentRuntime } from './runtime.js';
+import { deviceTensor } from './tensor.js';
+
+const has = (name) => typeof globalThis[name] !== 'undefined';
+const is = (x, name) => has(name) && x instanceof globalThis[name];
+
+/** The kind and pixel size of a source, or a clear error for anything else. */
+export function sourceInfo(source, what = 'fromPixels') {
+  if (source === null || typeof source !== 'object') throw new Error(`${what}: the source must be an image, canvas, video, ImageBitmap, VideoFrame or ImageData, got ${source === null ? 'null' : typeof source}`);
+  if (is(source, 'ImageData')) return { kind: 'ImageData', width: source.width, height: source.height };
+  if (is(source, 'HTMLVideoElement')) {
+    const { videoWidth: width, videoHeight: height } = source;
+    if (!width || !height) throw new Error(`${what}: the video is ${width}x${height} pixels: it has no frame yet (wait for 'loadeddata'; readyState is ${source.readyState})`);
+    return { kind: 'HTMLVideoElement', width, height };
+  }
+  if (is(source, 'HTMLImageElement')) {
+    if (!source.complete || !source.naturalWidth) throw new Error(`${what}: the image has not loaded (or failed to load): ${source.naturalWidth}x${source.naturalHeight} pixels`);
+    return { kind: 'HTMLImageElement', width: source.naturalWidth, height: source.naturalHeight };
+  }
+  if (is(source, 'VideoFrame')) {
+    if (source.format === null && !source.displayWidth) throw new Error(`${what}: the VideoFrame is closed`);
+    return { kind: 'VideoFrame', width: source.displayWidth, height: source.displayHeight, format: source.format };
+  }
+  for (const k of ['HTMLCanvasElement', 'OffscreenCanvas', 'ImageBitmap']) {
+    if (is(source, k)) return { kind: k, width: source.width, height: source.height };
+  }
+  throw new Error(`${what}: unsupported source ${Object.prototype.toString.call(source)}; expected HTMLCanvasElement, OffscreenCanvas, ImageBitmap, ImageData, HTMLImageElement, HTMLVideoElement or VideoFrame`);
+}
+
+let scratch = null;
+let frameCanvas = null;
+
+/** `source` drawn onto a reused 2D canvas of its size (`readable`: for getImageData). */
+function drawn(source, info, readable) {
+  const { width, height } = info;
+  let c = readable ? scratch : frameCanvas;
+  if (!c) {
+    c = typeof document !== 'undefined' && document.createElement ? document.createElement('canvas') : new OffscreenCanvas(width, height);
+    if (readable) scratch = c;
+    else frameCanvas = c;
+  }
+  if (c.width !== width || c.height !== height) {
+    c.width = width;
+    c.height = height;
+  }
+  const ctx = c.getContext('2d', readable ? { willReadFrequently: true } : { alpha: true });
+  ctx.clearRect(0, 0, width, height);
+  ctx.drawImage(source, 0, 0, width, height);
+  return { c, ctx };
+}
+
+/** RGBA bytes of a DOM source through a 2D canvas (the CPU backend's path). */
+function readPixels(source, info, what) {
+  const { width, height } = info;
+  if (!width || !height) throw new Error(`${what}: the source is ${width}x${height} pixels; it has nothing to read`);
+  const { ctx } = drawn(source, info, true);
+  try {
+    return ctx.getImageData(0, 0, width, height).data;
+  } catch (e) {
+    const msg = e && e.message ? `${e.name}: ${e.message}` : String(e);
+    throw new Error(`${what}: the source cannot be read: ${msg} (the source is tainted: a canvas, image or video from another origin without CORS cannot be read)`);
+  }
+}
+
+/**
+ * An image as a model input on the current runtime's device: `[1, C, H, W]` (`layout: 'nchw'`,
+ * the default) or `[1, H, W, C]` (`'nhwc'`). Options: `size: [h, w]` (default: the source's),
+ * `fit: 'fill' | 'cover' | 'contain'`, `channels: 1 | 3 | 4`, `mean`, `std` (a number or one
+ * per channel, in [0, 1] pixel units: `(v / 255 - mean) / std`), `pad` (the letterbox colour
+ * of `contain`, in [0, 1]), `antialias: 'auto' | 'always' | 'never'`, `dtype: 'float32'`.
+ * The tensor's `geometry` says where the content landed (`x, y, width, height` in output
+ * pixels) and how output coordinates map back onto the source (`scaleX/Y`, `offsetX/Y`).
+ */
+export function fromPixels(source, opts = {}) {
+  const what = 'fromPixels';
+  const rt = currentRuntime(what);
+  rt._check(what);
+  if (opts === null || typeof opts !== 'object') throw new Error(`${what}: options must be an object`);
+  const info = sourceInfo(source, what);
+  const json = JSON.stringify(opts);
+  let r;
+  if (info.kind === 'ImageData') {
+    r = rt._inner.fromPixelsBytes(new Uint8Array(source.data.buffer, source.data.byteOffset, source.data.byteLength), info.width, info.height, json);
+  } else if (rt.backend === 'cpu') {
+    const px = readPixels(source, info, what);
+    r = rt._inner.fromPixelsBytes(new Uint8Array(px.buffer, px.byteOffset, px.byteLength), info.width, info.height, json);
+  } else if (rt.backend === 'webgpu' && (info.kind === 'HTMLVideoElement' || info.kind === 'VideoFrame')) {
+    // Video on WebGPU goes through a 2D canvas (drawImage stays on the GPU in browsers with
+    // accelerated canvas): Chromium with SwiftShader destroys the GPUDevice when
+    // copyExternalImageToTexture is given a video or a VideoFrame directly.
+    const { c } = drawn(source, info, false);
+    r = rt._inner.fromPixelsSource(c, info.width, info.height, json);
+  } else {
+    r = rt._inner.fromPixelsSource(source, info.width, info.height, json);
+  }
+  const t = deviceTensor(r.tensor, rt);
+  t.geometry = JSON.parse(r.geometry);
+  return t;
+}
+
+/**
+ * Maps a box `[x0, y0, x1, y1]` in model-input pixels (e.g. a detector's output) back onto the
+ * source, using the `geometry` of the `fromPixels` tensor it came from.
+ */
+export function toSourceBox(box, geometry) {
+  const g = geometry;
+  const mx = (v) => (v - g.x) * g.scaleX + g.offsetX;
+  const my = (v) => (v - g.y) * g.scaleY + g.offsetY;
+  return [mx(box[0]), my(box[1]), mx(box[2]), my(box[3])];
+}

@@ -1,0 +1,168 @@
+// The camera demo (web/demo/camera.html) end to end in headless Chromium with a fake camera
+// playing a .y4m this test writes: two synthetic classes alternating every half second (a dark
+// red pattern and a bright blue one). The test records samples of each class through the
+// demo's teach mode (labels from the frame's colour, read on a 2D canvas around each sample),
+// trains the head, and requires >= 90 % on held-out frames; the frames/s readout updates and
+// no network request is made after load.
+import test, { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startServer, launchBrowser, newPage } from './harness.mjs';
+
+const W = 160;
+const H = 120;
+
+/** Two classes, 15 frames each, alternating. Y'CbCr 4:2:0 (full range, as C420jpeg). */
+function writeY4m(file) {
+  const parts = [Buffer.from(`YUV4MPEG2 W${W} H${H} F30:1 Ip A1:1 C420jpeg\n`)];
+  for (let f = 0; f < 60; f++) {
+    const cls = Math.floor(f / 15) % 2;
+    const y = Buffer.alloc(W * H);
+    const u = Buffer.alloc((W / 2) * (H / 2));
+    const v = Buffer.alloc((W / 2) * (H / 2));
+    for (let r = 0; r < H; r++) {
+      for (let c = 0; c < W; c++) {
+        const t = (f * 3 + c + r) % 40; // moving texture so frames differ within a class
+        y[r * W + c] = cls === 0 ? 50 + t : 150 + t;
+      }
+    }
+    u.fill(cls === 0 ? 100 : 200); // class 1: blue
+    v.fill(cls === 0 ? 200 : 100); // class 0: red
+    parts.push(Buffer.from('FRAME\n'), y, u, v);
+  }
+  fs.writeFileSync(file, Buffer.concat(parts));
+}
+
+let server;
+let browser;
+let page;
+let tmp;
+
+before(async () => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pixelgrad-camera-demo-'));
+  const y4m = path.join(tmp, 'classes.y4m');
+  writeY4m(y4m);
+  server = await startServer();
+  browser = await launchBrowser(['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', `--use-file-for-fake-video-capture=${y4m}`]);
+  page = await newPage(browser);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+for (const backend of ['webgpu', 'webgl']) {
+  test(`camera demo on ${backend}: teach two classes from the camera, >= 90 % on held-out frames, no requests`, async () => {
+    await page.goto(`${server.url}/demo/camera.html?backend=${backend}&software=1`);
+    await page.waitForFunction(() => document.body.dataset.state !== 'loading', null, { timeout: 60000 });
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.evaluate(() => document.getElementById('status').textContent));
+    const r = await page.evaluate(async () => {
+      const demo = window.cameraDemo;
+      const video = demo.state.video;
+      const c = document.createElement('canvas');
+      c.width = 8;
+      c.height = 8;
+      const ctx = c.getContext('2d', { willReadFrequently: true });
+      // The class of the frame on screen: red-dominant (0) or blue-dominant (1).
+      const truth = () => {
+        ctx.drawImage(video, 0, 0, 8, 8);
+        const d = ctx.getImageData(0, 0, 8, 8).data;
+        let red = 0;
+        let blue = 0;
+        for (let i = 0; i < d.length; i += 4) {
+          red += d[i];
+          blue += d[i + 2];
+        }
+        return red > blue ? 0 : 1;
+      };
+      const wait = (ms) => new Promise((res) => setTimeout(res, ms));
+      const counts = [0, 0];
+      for (let tries = 0; tries < 400 && (counts[0] < 12 || counts[1] < 12); tries++) {
+        const a = truth();
+        const p = demo.addSample(a);
+        const b = truth();
+        await p;
+        if (a !== b || counts[a] >= 12) demo.state.samples.pop();
+        else counts[a] += 1;
+        await wait(37);
+      }
+      const history = await demo.train({ epochs: 30 });
+      let right = 0;
+      let seen = 0;
+      const seenClasses = [0, 0];
+      for (let tries = 0; tries < 400 && seen < 30; tries++) {
+        await wait(41);
+        const a = truth();
+        const p = demo.predictNow();
+        const b = truth();
+        const probs = await p;
+        if (a !== b) continue;
+        seen += 1;
+        seenClasses[a] += 1;
+        if ((probs[1] > probs[0] ? 1 : 0) === a) right += 1;
+      }
+      await wait(300);
+      return {
+        counts,
+        loss: history.loss[history.loss.length - 1],
+        accuracy: right / seen,
+        seen,
+        seenClasses,
+        fps: Number(document.getElementById('stats').dataset.fps),
+        pred: document.getElementById('teach-pred').dataset.class,
+        requests: document.getElementById('net').dataset.count,
+      };
+    });
+    console.log(`${backend}: ${JSON.stringify(r)}`);
+    assert.deepEqual(r.counts, [12, 12]);
+    assert.equal(r.seen, 30);
+    assert.ok(r.seenClasses[0] > 0 && r.seenClasses[1] > 0, `held-out frames of both classes: ${r.seenClasses}`);
+    assert.ok(r.accuracy >= 0.9, `held-out accuracy ${r.accuracy}`);
+    assert.ok(r.fps > 0, 'the frames/s readout updates');
+    assert.ok(r.pred === '0' || r.pred === '1', 'the live prediction is shown');
+    assert.equal(r.requests, '0', 'no network requests after load');
+  });
+}
+
+test('camera demo classifies live frames with an imported ONNX model (top-3, per-stage times)', async () => {
+  await page.goto(`${server.url}/demo/camera.html?backend=webgpu&software=1`);
+  await page.waitForFunction(() => document.body.dataset.state !== 'loading', null, { timeout: 60000 });
+  const r = await page.evaluate(async () => {
+    const pg = await import('/pkg/index.js');
+    // An ONNX classifier made in the page (no download): a small conv net exported by pixelgrad.
+    const m = pg.sequential([
+      pg.layers.conv2d({ filters: 4, kernelSize: 3, inputShape: [32, 32, 3], activation: 'relu' }),
+      pg.layers.flatten(),
+      pg.layers.dense({ units: 5 }),
+    ], { seed: 2 });
+    const bytes = await m.toOnnx();
+    await window.cameraDemo.loadOnnx(bytes);
+    const inputs = window.cameraDemo.state.onnx;
+    const wait = (ms) => new Promise((res) => setTimeout(res, ms));
+    // The first frame compiles the model's pipelines (slow on SwiftShader): wait for two
+    // classified frames after the first.
+    const classified = () => document.querySelectorAll('#top li').length === 3;
+    for (let i = 0; i < 600 && !classified(); i++) await wait(50);
+    const frames0 = window.cameraDemo.state.stats.frames;
+    for (let i = 0; i < 600 && window.cameraDemo.state.stats.frames < frames0 + 2; i++) await wait(50);
+    return {
+      size: inputs.size,
+      top: Array.from(document.querySelectorAll('#top li'), (li) => li.textContent),
+      frames: window.cameraDemo.state.stats.frames - frames0,
+      stats: document.getElementById('stats').textContent,
+      status: document.getElementById('status').textContent,
+      requests: document.getElementById('net').dataset.count,
+    };
+  });
+  console.log(`onnx: ${JSON.stringify(r)}`);
+  assert.deepEqual(r.size, [32, 32]);
+  assert.equal(r.top.length, 3, r.top.join('; '));
+  assert.ok(r.top.every((t) => /^class [0-4]: \d+\.\d%$/.test(t)), r.top.join('; '));
+  assert.ok(r.frames >= 2, 'frames keep being classified');
+  assert.match(r.stats, /frames\/s · capture \+ preprocess [\d.]+ ms · inference [\d.]+ ms · post-process \+ read [\d.]+ ms/);
+  assert.equal(r.requests, '0');
+});
