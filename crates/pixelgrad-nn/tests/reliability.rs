@@ -385,3 +385,26 @@ fn automatic_checkpoint_interval_follows_the_measured_costs() {
     assert!((20..=2000).contains(&h.checkpoint_every) && h.checkpoints >= 2, "{} every {}", h.checkpoints, h.checkpoint_every);
     let _ = Mode::Eval;
 }
+
+/// Found by the safetensors fuzz target: sizes from a model file's header multiplied without
+/// overflow checks (a panic) or built matrices without bound (an allocation of any size).
+#[test]
+fn model_file_sizes_that_overflow_or_exceed_the_weight_limit_are_errors() {
+    use pixelgrad_nn::presets::ModelSpec;
+    let dev = cpu();
+    for meta in [
+        "mlp;4294967296,4294967296,4294967296;10",
+        "mlp;1,100000,100000;10",
+        "seed-mlp;1,8,6;18446744073709551615",
+        "cnn;1,4096,4096;100000",
+        "cnn;18446744073709551615,4,4;2",
+    ] {
+        let spec = ModelSpec::from_meta(meta).unwrap();
+        let e = spec.build(&dev, 0).err().unwrap_or_else(|| panic!("{meta} built")).to_string();
+        assert!(e.contains("more than") && e.contains("values"), "{meta}: {e}");
+    }
+    // the presets at their usual sizes still build
+    for meta in ["mlp;1,28,28;10", "cnn;3,32,32;10", "seed-mlp;1,8,6;2"] {
+        assert!(ModelSpec::from_meta(meta).unwrap().build(&dev, 0).is_ok(), "{meta}");
+    }
+}
