@@ -49,7 +49,7 @@ impl<'a> Samples<'a> {
     /// them, and gives the sample count).
     pub fn with_values(x: &'a [f32], sample_shape: &'a [usize], values: &'a [f32], target_shape: &'a [usize]) -> Result<Self> {
         let per: usize = target_shape.iter().product();
-        if per == 0 || values.len() % per != 0 {
+        if per == 0 || !values.len().is_multiple_of(per) {
             return Err(Error::invalid(
                 "samples",
                 format!("{} target values are not a whole number of targets of shape {target_shape:?}", values.len()),
@@ -413,6 +413,7 @@ fn now() -> Option<f64> {
 /// indices in range). With checkpoints on (the default), a device loss reported by a step,
 /// a read or an evaluation is recovered from through [`Callbacks::on_device_lost`]; without a
 /// device from it, `fit` returns the error.
+#[allow(clippy::too_many_arguments)]
 pub fn fit(
     model: &dyn Module,
     opt: &mut dyn Optimizer,
