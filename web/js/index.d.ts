@@ -124,8 +124,18 @@ export declare function drawHeatmap(x: Tensor, canvas: HTMLCanvasElement | Offsc
 /** Draws boxes [N, 4] (model-input corners) on a canvas, mapped back through `geometry`; resolves to the number drawn. */
 export declare function drawBoxes(canvas: HTMLCanvasElement | OffscreenCanvas, boxes: Tensor | number[] | number[][], options?: { geometry?: PixelGeometry; keep?: Tensor | number[]; labels?: string[]; color?: string; lineWidth?: number }): Promise<number>;
 
-/** Throws if `data.length` differs from the product of `shape`. */
-export declare function tensor(data: TensorData, shape?: number[]): Tensor;
+/** Options of `tensor`: `check: true` rejects NaN and infinities. */
+export interface TensorOptions {
+  check?: boolean;
+}
+/**
+ * A tensor as TF.js makes them: a number, a typed array, an array of numbers or nested arrays
+ * (`[[1, 2], [3, 4]]` is `[2, 2]`). Throws for ragged arrays, non-numbers, sizes that are not
+ * positive integers, and `data` that does not fill `shape`.
+ */
+export declare function tensor(data: TensorData | NestedArray, shape?: number[], options?: TensorOptions): Tensor;
+export declare function tensor(data: TensorData | NestedArray, options: TensorOptions): Tensor;
+export type NestedArray = number | ArrayLike<number> | NestedArray[];
 /** `a @ b` on the device (`[m, k] x [k, n]`, or batched); host tensors are uploaded once and
  *  stay resident; the result lives on the device. */
 export declare function matmul(a: Tensor, b: Tensor): Tensor;
@@ -189,7 +199,8 @@ export interface CompileOptions {
 
 export interface Logs {
   loss: number;
-  accuracy: number;
+  /** Absent where accuracy means nothing (MSE on float targets). */
+  accuracy?: number;
   valLoss?: number;
   valAccuracy?: number;
 }
@@ -209,7 +220,8 @@ export interface FitOptions {
 }
 
 export interface History {
-  history: { loss: number[]; accuracy: number[]; valLoss?: number[]; valAccuracy?: number[] };
+  /** No `accuracy` where it means nothing (MSE on float targets). */
+  history: { loss: number[]; accuracy?: number[]; valLoss?: number[]; valAccuracy?: number[] };
   epoch: number[];
 }
 
@@ -219,10 +231,17 @@ export declare class Sequential {
   readonly backend: BackendName | null;
   readonly inputShape: number[];
   compile(options?: CompileOptions): void;
-  /** x: [n, ...inputShape] (images NHWC); y: class indices [n] (int32) or one-hot [n, classes]. */
+  /**
+   * x: [n, ...inputShape] (images NHWC); y, used as given: class indices [n], one-hot or
+   * probability rows [n, classes], or float targets [n, outputs] (MSE, BCE regression). A
+   * mismatch with the model's output or loss throws, naming both shapes.
+   */
   fit(x: Tensor, y: Tensor, options?: FitOptions): Promise<History>;
   evaluate(x: Tensor, y: Tensor, options?: { batchSize?: number }): Promise<{ loss: number; accuracy: number }>;
   /** Outputs [n, classes] on the device; read with `await t.data()`. `x`: a host tensor or a device tensor (pg.fromPixels). */
+
+  evaluate(x: Tensor, y: Tensor, options?: { batchSize?: number }): Promise<{ loss: number; accuracy?: number }>;
+  /** Outputs [n, classes] on the device; read with `await t.data()`. */
   predict(x: Tensor): Tensor;
   summary(): string;
   /** Throws at once for a bad layer index; resolves when drawn. */

@@ -3,7 +3,7 @@
 // accuracy sums are read back (asynchronously) every `readEvery` steps; between batches the
 // loop yields to the event loop so a page stays responsive.
 import { currentRuntime, wasm } from './runtime.js';
-import { Tensor, deviceTensor, labelsOf, registry } from './tensor.js';
+import { Tensor, deviceTensor, registry, targetsOf } from './tensor.js';
 import { optimizers } from './layers.js';
 import { allModels, deleteModel, download, getModel, parseUrl, putModel } from './storage.js';
 
@@ -107,13 +107,16 @@ export class Sequential {
     if (!(x.rank >= 2 && n > 0)) throw new Error(`${what}: x must have shape [n, ...features] with n > 0, got [${x.shape.join(', ')}]`);
     const xs = await x._hostValues(what);
     const xv = xs instanceof Float32Array ? xs : Float32Array.from(xs);
-    const yv = await labelsOf(y, n, what);
-    return { n, xv, yv, sample: x.shape.slice(1) };
+    const t = await targetsOf(y, n, what);
+    // per-sample target size: 1 for class indices [n], C for targets [n, C]
+    return { n, xv, yv: t.values, yshape: t.shape, yper: t.values.length / n, sample: x.shape.slice(1) };
   }
 
   /**
    * Trains; resolves to `{ history: { loss, accuracy, valLoss?, valAccuracy? } }` (one number
-   * per epoch). Options: epochs, batchSize, shuffle, seed, readEvery, validationData: [x, y],
+   * per epoch; no accuracy where it means nothing, i.e. MSE on float targets). `y` is used as
+   * given: class indices `[n]`, one-hot or probability rows `[n, classes]`, or any float
+   * targets `[n, outputs]` (MSE, BCE); a mismatch with the model's output or loss is an error. Options: epochs, batchSize, shuffle, seed, readEvery, validationData: [x, y],
    * onBatchEnd(step, logs) (after each read), onEpochEnd(epoch, logs); callbacks may also come
    * as `callbacks: { onBatchEnd, onEpochEnd }`.
    */
@@ -129,10 +132,11 @@ export class Sequential {
     const cbs = opts.callbacks || {};
     const onBatchEnd = opts.onBatchEnd || cbs.onBatchEnd;
     const onEpochEnd = opts.onEpochEnd || cbs.onEpochEnd;
-    const { n, xv, yv, sample } = await this._xy(x, y, 'fit');
+    const { n, xv, yv, yshape, yper, sample } = await this._xy(x, y, 'fit');
     const per = xv.length / n;
-    const history = { loss: [], accuracy: [] };
-    if (opts.validationData) Object.assign(history, { valLoss: [], valAccuracy: [] });
+    const withAcc = net.hasAccuracy(yshape);
+    const history = withAcc ? { loss: [], accuracy: [] } : { loss: [] };
+    if (opts.validationData) Object.assign(history, withAcc ? { valLoss: [], valAccuracy: [] } : { valLoss: [] });
     this._fitting = true;
     this.stopTraining = false;
     try {
@@ -149,14 +153,14 @@ export class Sequential {
           const start = b * batchSize;
           const m = Math.min(n, start + batchSize) - start;
           const xb = new Float32Array(m * per);
-          const yb = new Float32Array(m);
+          const yb = new Float32Array(m * yper);
           for (let i = 0; i < m; i++) {
             const k = order ? order[start + i] : start + i;
             xb.set(xv.subarray(k * per, (k + 1) * per), i * per);
-            yb[i] = yv[k];
+            yb.set(yv.subarray(k * yper, (k + 1) * yper), i * yper);
           }
           this._rt._check('fit');
-          net.trainStep(xb, [m, ...sample], yb);
+          net.trainStep(xb, [m, ...sample], yb, [m, ...yshape.slice(1)]);
           step++;
           sinceRead++;
           if (sinceRead >= readEvery || b === batches - 1 || this.stopTraining) {
@@ -166,24 +170,29 @@ export class Sequential {
               sumLoss += r[0];
               sumCorrect += r[1];
               seen += r[2];
-              if (onBatchEnd) await onBatchEnd(step, { loss: r[0] / r[2], accuracy: r[1] / r[2] });
+              const logs = { loss: r[0] / r[2] };
+              if (withAcc) logs.accuracy = r[1] / r[2];
+              if (onBatchEnd) await onBatchEnd(step, logs);
             }
           }
           if (this.stopTraining) break;
           await yieldNow();
         }
         if (seen === 0) break;
-        const logs = { loss: sumLoss / seen, accuracy: sumCorrect / seen };
+        const logs = { loss: sumLoss / seen };
+        if (withAcc) logs.accuracy = sumCorrect / seen;
         if (opts.validationData) {
           const [vx, vy] = opts.validationData;
           const v = await this.evaluate(vx, vy, { batchSize: Math.max(batchSize, 256) });
           logs.valLoss = v.loss;
-          logs.valAccuracy = v.accuracy;
           history.valLoss.push(v.loss);
-          history.valAccuracy.push(v.accuracy);
+          if (v.accuracy !== undefined && history.valAccuracy) {
+            logs.valAccuracy = v.accuracy;
+            history.valAccuracy.push(v.accuracy);
+          }
         }
         history.loss.push(logs.loss);
-        history.accuracy.push(logs.accuracy);
+        if (withAcc) history.accuracy.push(logs.accuracy);
         if (onEpochEnd) await onEpochEnd(epoch, logs);
         if (this.stopTraining) break;
       }
@@ -193,21 +202,26 @@ export class Sequential {
     return { history, epoch: history.loss.map((_, i) => i) };
   }
 
-  /** Mean loss and accuracy over `x`, `y` (inference mode): `{ loss, accuracy }`. */
+  /**
+   * Mean loss and accuracy over `x`, `y` (inference mode): `{ loss, accuracy }`, without
+   * `accuracy` where it means nothing (MSE on float targets). Targets as in `fit`.
+   */
   async evaluate(x, y, opts = {}) {
     const net = this._net('evaluate');
     if (!this._compile) throw new Error('evaluate: the model is not compiled; call model.compile({ optimizer, loss }) first');
     const batchSize = positiveInt(opts.batchSize, 256, 'evaluate: batchSize');
-    const { n, xv, yv, sample } = await this._xy(x, y, 'evaluate');
+    const { n, xv, yv, yshape, yper, sample } = await this._xy(x, y, 'evaluate');
     const per = xv.length / n;
     await net.readEval();
     for (let start = 0; start < n; start += batchSize) {
       const m = Math.min(n, start + batchSize) - start;
-      net.evalStep(xv.subarray(start * per, (start + m) * per), [m, ...sample], yv.subarray(start, start + m));
+      net.evalStep(xv.subarray(start * per, (start + m) * per), [m, ...sample], yv.subarray(start * yper, (start + m) * yper), [m, ...yshape.slice(1)]);
       if (start + batchSize < n) await yieldNow();
     }
     const r = await net.readEval();
-    return { loss: r[0] / r[2], accuracy: r[1] / r[2] };
+    const out = { loss: r[0] / r[2] };
+    if (net.hasAccuracy(yshape)) out.accuracy = r[1] / r[2];
+    return out;
   }
 
   /**

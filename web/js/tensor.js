@@ -16,8 +16,8 @@ function product(shape) {
 }
 
 function checkShape(shape, what) {
-  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
-    throw new Error(`${what}: shape must be an array of non-negative integers, got ${JSON.stringify(shape)}`);
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d > 0)) {
+    throw new Error(`${what}: shape must be an array of positive integers, got ${JSON.stringify(shape)}`);
   }
 }
 
@@ -122,23 +122,82 @@ export class Tensor {
 }
 
 /**
- * A tensor from `data` (a typed array or an array of numbers) and `shape` (default
- * `[data.length]`). Int32Array data makes an int32 tensor (class labels); anything else float32.
+ * Shape and flat values of nested arrays (`[[1, 2], [3, 4]]` -> `[2, 2]`), as TF.js infers
+ * them. Ragged rows, empty rows, non-numbers and mixed nesting are errors naming the position.
  */
-export function tensor(data, shape) {
-  if (data instanceof Tensor) throw new Error('pg.tensor: data is already a tensor');
-  const isTyped = ArrayBuffer.isView(data) && !(data instanceof DataView);
-  if (!isTyped && !Array.isArray(data)) {
-    throw new Error(`pg.tensor: data must be a typed array or an array of numbers, got ${data === null ? 'null' : typeof data}`);
+function flatten(data, what) {
+  const shape = [];
+  for (let d = data; Array.isArray(d) || (ArrayBuffer.isView(d) && !(d instanceof DataView)); d = d[0]) {
+    shape.push(d.length);
+    if (d.length === 0) break;
   }
-  if (shape === undefined) shape = [data.length];
-  checkShape(shape, 'pg.tensor');
+  const out = [];
+  const walk = (v, depth, at) => {
+    const nested = Array.isArray(v) || (ArrayBuffer.isView(v) && !(v instanceof DataView));
+    if (depth === shape.length) {
+      if (nested) throw new Error(`${what}: element ${at} is an array, but elements at this depth are numbers (ragged array)`);
+      if (typeof v !== 'number' && typeof v !== 'boolean') {
+        throw new Error(`${what}: element ${at} is ${v === null ? 'null' : typeof v}, not a number`);
+      }
+      out.push(Number(v));
+      return;
+    }
+    if (!nested) throw new Error(`${what}: element ${at} is a number, but the array's shape is [${shape.join(', ')}] (ragged array)`);
+    if (v.length !== shape[depth]) {
+      throw new Error(`${what}: element ${at} has length ${v.length}, expected ${shape[depth]} (ragged array; shape [${shape.join(', ')}])`);
+    }
+    for (let k = 0; k < v.length; k++) walk(v[k], depth + 1, `${at}[${k}]`);
+  };
+  walk(data, 0, 'x');
+  return { shape, values: out };
+}
+
+/**
+ * A tensor, as TF.js makes them: `data` is a number, a typed array, an array of numbers or
+ * nested arrays (shape inferred); `shape` (optional) must hold exactly that many values and
+ * positive whole sizes. Int32Array data makes an int32 tensor (class labels); anything else
+ * float32. `{ check: true }` also rejects NaN and infinities. Every bad input is an Error.
+ */
+export function tensor(data, shape, opts) {
+  const what = 'pg.tensor';
+  if (data instanceof Tensor) throw new Error(`${what}: data is already a tensor`);
+  if (shape !== undefined && shape !== null && !Array.isArray(shape) && typeof shape === 'object' && opts === undefined) {
+    opts = shape;
+    shape = undefined;
+  }
+  const isTyped = ArrayBuffer.isView(data) && !(data instanceof DataView);
+  let values;
+  let inferred;
+  if (typeof data === 'number') {
+    values = [data];
+    inferred = [];
+  } else if (isTyped && !Array.isArray(data)) {
+    values = data;
+    inferred = [data.length];
+  } else if (Array.isArray(data)) {
+    const f = flatten(data, what);
+    values = f.values;
+    inferred = f.shape;
+  } else {
+    throw new Error(`${what}: data must be a number, a typed array or (nested) arrays of numbers, got ${data === null ? 'null' : typeof data}`);
+  }
+  if (shape === undefined || shape === null) {
+    shape = inferred;
+  } else {
+    checkShape(shape, what);
+  }
+  if (shape.some((d) => d === 0)) throw new Error(`${what}: shape [${shape.join(', ')}] has a zero size; tensors need at least one value`);
   const need = product(shape);
-  if (data.length !== need) {
-    throw new Error(`pg.tensor: ${data.length} values do not fit shape [${shape.join(', ')}], which needs ${need}`);
+  if (values.length !== need) {
+    throw new Error(`${what}: ${values.length} values do not fit shape [${shape.join(', ')}], which needs ${need}`);
+  }
+  if (opts && opts.check) {
+    for (let k = 0; k < values.length; k++) {
+      if (!Number.isFinite(values[k])) throw new Error(`${what}: value ${k} is ${values[k]} (check: true rejects NaN and infinities)`);
+    }
   }
   if (data instanceof Int32Array) return new Tensor(Int32Array.from(data), shape.slice(), 'int32');
-  const f = Float32Array.from(data);
+  const f = Float32Array.from(values);
   return new Tensor(f, shape.slice(), 'float32');
 }
 
@@ -148,23 +207,16 @@ export function deviceTensor(inner, runtime) {
 }
 
 /**
- * @internal Class indices (Float32Array) for `n` samples from `y`: an int/float tensor `[n]` of
- * whole numbers, or one-hot (any `[n, C]`, argmax per row).
+ * @internal The targets for `n` samples as given: `{ values: Float32Array, shape }` with
+ * `shape` `[n]` (class indices) or `[n, ...]` (one-hot, probability or any float targets).
+ * Nothing is converted here; the model checks them against its output and loss.
  */
-export async function labelsOf(y, n, what) {
-  if (!(y instanceof Tensor)) throw new Error(`${what}: labels must be a pg.tensor, got ${typeof y}`);
+export async function targetsOf(y, n, what) {
+  if (!(y instanceof Tensor)) throw new Error(`${what}: targets must be a pg.tensor, got ${typeof y}`);
   const s = y.shape;
-  const v = await y._hostValues(what);
-  if (s.length === 1 && s[0] === n) return Float32Array.from(v);
-  if (s.length === 2 && s[0] === n && s[1] > 0) {
-    const c = s[1];
-    const out = new Float32Array(n);
-    for (let i = 0; i < n; i++) {
-      let best = 0;
-      for (let j = 1; j < c; j++) if (v[i * c + j] > v[i * c + best]) best = j;
-      out[i] = best;
-    }
-    return out;
+  if (!(s.length >= 1 && s[0] === n)) {
+    throw new Error(`${what}: targets of shape [${s.join(', ')}] do not match ${n} samples (class indices [${n}] or targets [${n}, outputs])`);
   }
-  throw new Error(`${what}: labels of shape [${s.join(', ')}] do not match ${n} samples (expects class indices [${n}] or one-hot [${n}, classes])`);
+  const v = await y._hostValues(what);
+  return { values: v instanceof Float32Array ? v : Float32Array.from(v), shape: s };
 }

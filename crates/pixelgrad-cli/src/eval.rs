@@ -67,6 +67,8 @@ pub fn run(a: EvalArgs) -> CliResult<()> {
     let shape = data.shape();
     let test = Samples::new(data.test.images(), &shape, data.test.labels()).ctx()?;
     let (loss, acc) = evaluate(&model, spec.preset.loss(), &sel.device, test, 256).ctx()?;
+    // class-index targets: accuracy is always defined
+    let acc = acc.unwrap_or(f32::NAN);
     if a.json {
         println!("{}", serde_json::json!({ "test_accuracy": acc, "test_loss": loss, "samples": test.len(), "backend": sel.device.kind().as_str() }));
     } else {

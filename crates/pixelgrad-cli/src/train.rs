@@ -100,7 +100,7 @@ struct Progress<'a> {
 impl Callbacks for Progress<'_> {
     fn on_step(&mut self, log: &StepLog) -> ControlFlow<()> {
         self.bar.set_position(log.step as u64);
-        self.bar.set_message(format!("loss {:.4} acc {:.3}", log.loss, log.accuracy));
+        self.bar.set_message(format!("loss {:.4} acc {:.3}", log.loss, log.accuracy.unwrap_or(f32::NAN)));
         self.steps.push(log.clone());
         ControlFlow::Continue(())
     }
@@ -110,7 +110,7 @@ impl Callbacks for Progress<'_> {
             log.epoch + 1,
             self.epochs,
             log.train_loss,
-            log.train_accuracy,
+            log.train_accuracy.unwrap_or(f32::NAN),
             log.test_loss.unwrap_or(f32::NAN),
             log.test_accuracy.unwrap_or(f32::NAN),
             self.epoch_start.elapsed().as_secs_f32()
@@ -173,7 +173,7 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
     let steps_per_epoch = data.train.len().div_ceil(batch);
     let total = steps_per_epoch * epochs;
     let mut opt = kind.build(lr);
-    let opts = FitOptions { epochs, batch_size: batch, read_every: a.log_every, shuffle: true, seed: a.seed, schedule: schedule(&a.schedule, total)? };
+    let opts = FitOptions { epochs, batch_size: batch, read_every: a.log_every, shuffle: true, seed: a.seed, schedule: schedule(&a.schedule, total)?, ..Default::default() };
     let shape = data.shape();
     let train = Samples::new(data.train.images(), &shape, data.train.labels()).ctx()?;
     let test = Samples::new(data.test.images(), &shape, data.test.labels()).ctx()?;
@@ -237,7 +237,7 @@ fn write_metrics(path: &std::path::Path, steps: &[StepLog], epochs: &[EpochLog],
     for (i, st) in steps.iter().enumerate() {
         let end_of_epoch = st.step % steps_per_epoch == 0 || steps.get(i + 1).is_none_or(|n| n.epoch != st.epoch);
         let test = if end_of_epoch { epochs.get(st.epoch).and_then(|e| e.test_accuracy).map(|a| a.to_string()).unwrap_or_default() } else { String::new() };
-        s.push_str(&format!("{},{},{},{},{}\n", st.step, st.epoch + 1, st.loss, st.accuracy, test));
+        s.push_str(&format!("{},{},{},{},{}\n", st.step, st.epoch + 1, st.loss, st.accuracy.map(|a| a.to_string()).unwrap_or_default(), test));
     }
     std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
 }

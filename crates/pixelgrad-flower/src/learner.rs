@@ -105,6 +105,9 @@ impl<M: Module> Learner for ModuleLearner<M> {
             read_every: usize::MAX / 2,
             shuffle: true,
             seed: pixelgrad_core::rng::mix(self.seed, cfg.server_round),
+            // a round that fails is the server's to retry: no host checkpoints (reads)
+            checkpoint_every: Some(0),
+            stop_on_nan: false,
             ..Default::default()
         };
         let h = fit(
@@ -125,7 +128,7 @@ impl<M: Module> Learner for ModuleLearner<M> {
         Ok(FitStats {
             examples: self.train.len(),
             loss: last.train_loss as f64,
-            accuracy: last.train_accuracy as f64,
+            accuracy: last.train_accuracy.map_or(f64::NAN, f64::from),
         })
     }
     async fn evaluate(&mut self) -> Result<EvalStats> {
@@ -135,7 +138,7 @@ impl<M: Module> Learner for ModuleLearner<M> {
         Ok(EvalStats {
             examples: self.test.len(),
             loss: loss as f64,
-            accuracy: accuracy as f64,
+            accuracy: accuracy.map_or(f64::NAN, f64::from),
         })
     }
 }

@@ -18,6 +18,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod checkpoint;
 pub mod init;
 pub mod io;
 pub mod layers;
@@ -31,5 +32,5 @@ pub mod train;
 pub use init::Init;
 pub use loss::Loss;
 pub use module::{Buffer, Mode, Module, Sequential};
-pub use optim::{Optimizer, OptimizerKind, Schedule};
+pub use optim::{Optimizer, OptimizerKind, OptimizerState, Schedule};
 pub use step_key::step_key;

@@ -1,20 +1,41 @@
-//! Loss functions as a value (so a model config can name one). Targets are always class
-//! indices `[N]`; losses that need dense targets (MSE, BCE, one-hot cross-entropy) build the
-//! one-hot matrix on the device.
+//! Loss functions as a value (so a model config can name one), and what a loss compares the
+//! model's output with: class indices, or float targets shaped like the output.
+//!
+//! Targets are used as given, never converted behind the caller's back:
+//!
+//! - **class indices** `[N]` (whole numbers in `0..C`) for an output `[N, C]`: cross-entropy
+//!   picks the class; MSE and BCE compare against the one-hot matrix, built on the device;
+//! - **float targets** of the output's exact shape `[N, ...]`: one-hot or probability rows for
+//!   cross-entropy (soft targets), any values for MSE, 0/1 (or probabilities) for BCE.
+//!
+//! Anything else is an error naming both shapes ([`Loss::check`] on shapes before training,
+//! [`Loss::compute`] on tensors).
 
-use pixelgrad_core::composite::{bce_with_logits, cross_entropy, cross_entropy_one_hot, mse};
+use pixelgrad_core::composite::{accuracy_count, bce_with_logits, cross_entropy, cross_entropy_one_hot, mse};
 use pixelgrad_core::{Error, Result, Tensor};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Loss {
-    /// Mean squared error against one-hot targets (the seed network's loss).
+    /// Mean squared error (the seed network's loss): against float targets, or against the
+    /// one-hot rows of class indices.
     Mse,
-    /// Softmax cross-entropy from logits and class indices.
+    /// Softmax cross-entropy from logits, against class indices or probability rows.
     CrossEntropy,
-    /// Softmax cross-entropy from logits and one-hot targets (same value as `CrossEntropy`).
+    /// Softmax cross-entropy from logits; class indices are turned into one-hot rows on the
+    /// device first (same value as `CrossEntropy`).
     CrossEntropyOneHot,
-    /// Sigmoid binary cross-entropy from logits, per output, against one-hot targets.
+    /// Sigmoid binary cross-entropy from logits, per output, against 0/1 (or probability)
+    /// targets, or the one-hot rows of class indices.
     BceWithLogits,
+}
+
+/// What the targets of a data set are, as far as checking them against a model goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind<'a> {
+    /// One class index per sample.
+    Classes,
+    /// Float targets, `shape` per sample.
+    Values(&'a [usize]),
 }
 
 impl Loss {
@@ -23,20 +44,120 @@ impl Loss {
             "mse" | "meanSquaredError" => Loss::Mse,
             "cross-entropy" | "cross_entropy" | "softmaxCrossEntropy" | "categoricalCrossentropy" => Loss::CrossEntropy,
             "cross-entropy-one-hot" => Loss::CrossEntropyOneHot,
-            "bce" | "bce-with-logits" | "sigmoidCrossEntropy" => Loss::BceWithLogits,
+            "bce" | "bce-with-logits" | "sigmoidCrossEntropy" | "binaryCrossentropy" => Loss::BceWithLogits,
             other => return Err(Error::invalid("loss", format!("unknown loss '{other}' (mse, cross-entropy, bce)"))),
         })
     }
 
-    /// The loss of `output [N, C]` against class indices `classes [N]` (f32 whole numbers).
-    pub fn compute(&self, output: &Tensor, classes: &Tensor) -> Result<Tensor> {
+    /// The name used in messages.
+    pub fn name(&self) -> &'static str {
         match self {
-            Loss::CrossEntropy => cross_entropy(output, classes),
-            Loss::Mse => mse(output, &one_hot(output, classes)?),
-            Loss::CrossEntropyOneHot => cross_entropy_one_hot(output, &one_hot(output, classes)?),
-            Loss::BceWithLogits => bce_with_logits(output, &one_hot(output, classes)?),
+            Loss::Mse => "mse",
+            Loss::CrossEntropy => "cross-entropy",
+            Loss::CrossEntropyOneHot => "cross-entropy-one-hot",
+            Loss::BceWithLogits => "bce",
         }
     }
+
+    /// Checks that targets of `kind` fit a model whose output is `output` per sample (without
+    /// the batch axis): class indices need an output `[C]` with at least two classes, float
+    /// targets the output's exact shape (and rows `[C]` for cross-entropy). The error names
+    /// both shapes.
+    pub fn check(&self, op: &'static str, output: &[usize], kind: TargetKind) -> Result<()> {
+        let msg = match kind {
+            TargetKind::Classes => match output {
+                [c] if *c >= 2 => return Ok(()),
+                _ => format!(
+                    "{} with class indices needs a model output [N, classes] with at least 2 classes; this model's output is [N{}] \
+                     (give targets of the output's shape instead)",
+                    self.name(),
+                    tail(output)
+                ),
+            },
+            TargetKind::Values(t) if t != output => format!(
+                "targets of shape [N{}] do not match the model's output [N{}] ({} compares tensors of equal shape{})",
+                tail(t),
+                tail(output),
+                self.name(),
+                if t.is_empty() && output.len() == 1 { "; class indices need an output [N, classes] with 2 or more classes" } else { "" }
+            ),
+            TargetKind::Values(_) if matches!(self, Loss::CrossEntropy | Loss::CrossEntropyOneHot) && output.len() != 1 => {
+                format!("{} needs a model output [N, classes]; this model's output is [N{}]", self.name(), tail(output))
+            }
+            TargetKind::Values(_) => return Ok(()),
+        };
+        let shapes = match kind {
+            TargetKind::Classes => vec![output.to_vec(), vec![]],
+            TargetKind::Values(t) => vec![output.to_vec(), t.to_vec()],
+        };
+        Err(Error::Shape { op, shapes, backend: String::new(), msg })
+    }
+
+    /// The loss of `output [N, ...]` against `target`: class indices `[N]` (f32 whole numbers)
+    /// for an output `[N, C]`, or float targets of the output's shape.
+    pub fn compute(&self, output: &Tensor, target: &Tensor) -> Result<Tensor> {
+        match (self.kind_of(output, target)?, self) {
+            (Kind::Classes, Loss::CrossEntropy) => cross_entropy(output, target),
+            (Kind::Classes, Loss::Mse) => mse(output, &one_hot(output, target)?),
+            (Kind::Classes, Loss::CrossEntropyOneHot) => cross_entropy_one_hot(output, &one_hot(output, target)?),
+            (Kind::Classes, Loss::BceWithLogits) => bce_with_logits(output, &one_hot(output, target)?),
+            (Kind::Values, Loss::Mse) => mse(output, target),
+            (Kind::Values, Loss::CrossEntropy | Loss::CrossEntropyOneHot) => cross_entropy_one_hot(output, target),
+            (Kind::Values, Loss::BceWithLogits) => bce_with_logits(output, target),
+        }
+    }
+
+    /// Correct predictions in the batch, as a device scalar, where accuracy means something:
+    /// class indices (argmax equals the class), probability rows with cross-entropy (argmax of
+    /// the output equals argmax of the target) and BCE targets (logit > 0 agrees with target >
+    /// 0.5, averaged over a sample's outputs, so the count divided by the samples is the binary
+    /// accuracy). `None` for MSE on float targets: a regression has no accuracy.
+    pub fn correct(&self, output: &Tensor, target: &Tensor) -> Result<Option<Tensor>> {
+        Ok(match (self.kind_of(output, target)?, self) {
+            (Kind::Classes, _) => Some(accuracy_count(output, target)?),
+            (Kind::Values, Loss::Mse) => None,
+            (Kind::Values, Loss::CrossEntropy | Loss::CrossEntropyOneHot) => {
+                Some(output.argmax(1, false)?.eq(&target.argmax(1, false)?)?.sum_all()?)
+            }
+            (Kind::Values, Loss::BceWithLogits) => {
+                let per = output.dims().iter().skip(1).product::<usize>().max(1) as f32;
+                let agree = output.gt_scalar(0.0)?.eq(&target.gt_scalar(0.5)?)?;
+                Some(agree.sum_all()?.mul_scalar(1.0 / per)?)
+            }
+        })
+    }
+
+    /// Whether accuracy is reported for targets of `kind` (see [`Loss::correct`]).
+    pub fn has_accuracy(&self, kind: TargetKind) -> bool {
+        !matches!((kind, self), (TargetKind::Values(_), Loss::Mse))
+    }
+
+    fn kind_of(&self, output: &Tensor, target: &Tensor) -> Result<Kind> {
+        let (o, t) = (output.dims(), target.dims());
+        if o == t {
+            return Ok(Kind::Values);
+        }
+        if o.len() == 2 && t.len() == 1 && o[0] == t[0] {
+            return Ok(Kind::Classes);
+        }
+        Err(Error::Shape {
+            op: "loss",
+            shapes: vec![o.to_vec(), t.to_vec()],
+            backend: output.device().name(),
+            msg: format!("{}: targets must be class indices [N] for an output [N, C], or have the output's shape", self.name()),
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Classes,
+    Values,
+}
+
+/// `, 2, 3` for `[2, 3]`: the per-sample part of a batch shape `[N, ...]`.
+fn tail(dims: &[usize]) -> String {
+    dims.iter().map(|d| format!(", {d}")).collect()
 }
 
 /// One-hot targets shaped like `output [N, C]` from class indices `[N]`, built on the device by

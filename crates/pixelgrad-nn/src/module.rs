@@ -1,6 +1,6 @@
 //! The [`Module`] trait, [`Sequential`], and the parameter visitor.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use pixelgrad_core::{Param, Result, Tensor};
 
@@ -37,6 +37,10 @@ pub trait Module {
 
     /// Calls `f` with every buffer (saved, not trained) and its name.
     fn visit_buffers(&self, _f: &mut dyn FnMut(&str, &Buffer)) {}
+
+    /// Calls `f` with every counter the layer keeps between calls (dropout's draw count, which
+    /// seeds its next mask), so a checkpoint restores training exactly.
+    fn visit_counters(&self, _f: &mut dyn FnMut(&str, &Cell<u64>)) {}
 
     /// Short description, e.g. `Linear(784 -> 128)`.
     fn describe(&self) -> String;
@@ -126,6 +130,11 @@ impl Module for Sequential {
     fn visit_buffers(&self, f: &mut dyn FnMut(&str, &Buffer)) {
         for (i, l) in self.layers.iter().enumerate() {
             l.visit_buffers(&mut |name, b| f(&format!("{i}.{name}"), b));
+        }
+    }
+    fn visit_counters(&self, f: &mut dyn FnMut(&str, &Cell<u64>)) {
+        for (i, l) in self.layers.iter().enumerate() {
+            l.visit_counters(&mut |name, c| f(&format!("{i}.{name}"), c));
         }
     }
     fn describe(&self) -> String {

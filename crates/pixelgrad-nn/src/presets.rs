@@ -59,9 +59,24 @@ impl ModelSpec {
     pub fn build(&self, dev: &Device, seed: u64) -> Result<Sequential> {
         let mut init = Init::new(seed);
         let [c, h, w] = self.input;
-        let features = c * h * w;
+        // sizes come from model files: no overflow, no weight matrix above MAX_WEIGHTS values
+        let features = c.checked_mul(h).and_then(|n| n.checked_mul(w)).unwrap_or(usize::MAX);
         if features == 0 || self.classes < 2 {
             return Err(Error::invalid("model", format!("input {:?} with {} classes cannot be built", self.input, self.classes)));
+        }
+        let widest = match self.preset {
+            Preset::SeedMlp => [features.checked_mul(64), self.classes.checked_mul(64)],
+            Preset::Mlp => [features.checked_mul(256), self.classes.checked_mul(256)],
+            Preset::Cnn => [
+                c.checked_mul(16 * 9),
+                (h / 4).checked_mul(w / 4).and_then(|n| n.checked_mul(32)).and_then(|n| n.checked_mul(self.classes)),
+            ],
+        };
+        if widest.iter().any(|n| !n.is_some_and(|n| n <= MAX_WEIGHTS)) {
+            return Err(Error::invalid(
+                "model",
+                format!("input {:?} with {} classes needs a weight matrix of more than {MAX_WEIGHTS} values", self.input, self.classes),
+            ));
         }
         Ok(match self.preset {
             Preset::SeedMlp => Sequential::new()
@@ -118,6 +133,10 @@ impl ModelSpec {
         })
     }
 }
+
+/// Most values one weight tensor of a preset may hold (256 MiB of f32): model files give the
+/// sizes, and a corrupt or hostile one must not make the program allocate without bound.
+pub const MAX_WEIGHTS: usize = 1 << 26;
 
 /// Metadata key under which [`ModelSpec::to_meta`] is stored.
 pub const SPEC_KEY: &str = "pixelgrad.model";

@@ -1,55 +1,131 @@
 //! The training loop. Loss and accuracy are accumulated on the device and read back every
 //! `read_every` steps (one small readback), never per op, so a GPU queue never drains while
 //! training.
+//!
+//! Targets are what the caller gave ([`Targets`]: class indices or float targets of any
+//! shape), checked against the model's output before the first step. Every
+//! `checkpoint_every` steps [`fit`] copies parameters and optimizer state to the host
+//! ([`Checkpoint`]); when the device is lost it asks [`Callbacks::on_device_lost`] for a new
+//! one, restores the checkpoint there and redoes the steps since; with `stop_on_nan` a
+//! non-finite loss stops training with the last good checkpoint restored.
 
 use std::ops::ControlFlow;
 
-use pixelgrad_core::composite::accuracy_count;
 use pixelgrad_core::{no_grad, rng, Device, Error, Result, Tensor};
 
+use crate::checkpoint::{Capture, Checkpoint};
+use crate::loss::TargetKind;
 use crate::optim::{Optimizer, Schedule};
 use crate::{Loss, Mode, Module};
 
-/// Host-side samples: `x` holds `labels.len()` samples of `sample_shape` each, contiguous.
+/// What each sample is compared with.
+#[derive(Clone, Copy, Debug)]
+pub enum Targets<'a> {
+    /// One class index per sample.
+    Classes(&'a [u32]),
+    /// `shape` floats per sample, contiguous: one-hot or probability rows for cross-entropy,
+    /// any values for MSE, 0/1 for BCE. Used as given.
+    Values { values: &'a [f32], shape: &'a [usize] },
+}
+
+/// Host-side samples: `x` holds `len()` samples of `sample_shape` each, contiguous, and
+/// their targets.
 #[derive(Clone, Copy, Debug)]
 pub struct Samples<'a> {
     pub x: &'a [f32],
     pub sample_shape: &'a [usize],
-    pub labels: &'a [u32],
+    pub targets: Targets<'a>,
+    n: usize,
 }
 
 impl<'a> Samples<'a> {
+    /// Samples with class indices as targets.
     pub fn new(x: &'a [f32], sample_shape: &'a [usize], labels: &'a [u32]) -> Result<Self> {
-        let per: usize = sample_shape.iter().product();
-        if per == 0 || x.len() != per * labels.len() {
+        Self::check_x(x, sample_shape, labels.len())?;
+        Ok(Samples { x, sample_shape, targets: Targets::Classes(labels), n: labels.len() })
+    }
+
+    /// Samples with float targets of `target_shape` each (`values.len()` is a whole number of
+    /// them, and gives the sample count).
+    pub fn with_values(x: &'a [f32], sample_shape: &'a [usize], values: &'a [f32], target_shape: &'a [usize]) -> Result<Self> {
+        let per: usize = target_shape.iter().product();
+        if per == 0 || !values.len().is_multiple_of(per) {
             return Err(Error::invalid(
                 "samples",
-                format!("{} values do not hold {} samples of shape {:?}", x.len(), labels.len(), sample_shape),
+                format!("{} target values are not a whole number of targets of shape {target_shape:?}", values.len()),
             ));
         }
-        Ok(Samples { x, sample_shape, labels })
+        let n = values.len() / per;
+        Self::check_x(x, sample_shape, n)?;
+        Ok(Samples { x, sample_shape, targets: Targets::Values { values, shape: target_shape }, n })
     }
+
+    fn check_x(x: &[f32], sample_shape: &[usize], n: usize) -> Result<()> {
+        let per: usize = sample_shape.iter().product();
+        if per == 0 || x.len() != per * n {
+            return Err(Error::invalid("samples", format!("{} values do not hold {n} samples of shape {sample_shape:?}", x.len())));
+        }
+        Ok(())
+    }
+
     pub fn len(&self) -> usize {
-        self.labels.len()
+        self.n
     }
     pub fn is_empty(&self) -> bool {
-        self.labels.is_empty()
+        self.n == 0
     }
     fn per_sample(&self) -> usize {
         self.sample_shape.iter().product()
     }
-    /// Uploads the samples at `idx` as `(x [B, ..sample_shape], classes [B])`.
+    /// What the targets are, for [`Loss::check`].
+    pub fn kind(&self) -> TargetKind<'a> {
+        match self.targets {
+            Targets::Classes(_) => TargetKind::Classes,
+            Targets::Values { shape, .. } => TargetKind::Values(shape),
+        }
+    }
+    /// Checks the targets against a model whose output per sample is `output` under `loss`
+    /// (shapes, and class indices below the number of classes): a typed error before any
+    /// training step, naming the sample.
+    pub fn check(&self, op: &'static str, loss: Loss, output: &[usize], backend: &str) -> Result<()> {
+        loss.check(op, output, self.kind()).map_err(|e| e.with_backend(backend))?;
+        if let (Targets::Classes(labels), [classes]) = (self.targets, output) {
+            if let Some((i, c)) = labels.iter().enumerate().find(|(_, c)| **c as usize >= *classes) {
+                return Err(Error::invalid(
+                    op,
+                    format!("label {c} of sample {i} is not a class index in 0..{classes} (the model has {classes} outputs)"),
+                ));
+            }
+        }
+        Ok(())
+    }
+    /// Uploads the samples at `idx` as `(x [B, ..sample_shape], targets)`: class indices `[B]`
+    /// or float targets `[B, ..target_shape]`.
     pub fn batch(&self, dev: &Device, idx: &[usize]) -> Result<(Tensor, Tensor)> {
         let per = self.per_sample();
         let mut xb = Vec::with_capacity(idx.len() * per);
-        let mut yb = Vec::with_capacity(idx.len());
         for &i in idx {
             xb.extend_from_slice(&self.x[i * per..(i + 1) * per]);
-            yb.push(self.labels[i] as f32);
         }
         let mut shape = vec![idx.len()];
         shape.extend_from_slice(self.sample_shape);
-        Ok((Tensor::from_vec(dev, &xb, shape)?, Tensor::from_vec(dev, &yb, [idx.len()])?))
+        let y = match self.targets {
+            Targets::Classes(labels) => {
+                let yb: Vec<f32> = idx.iter().map(|&i| labels[i] as f32).collect();
+                Tensor::from_vec(dev, &yb, [idx.len()])?
+            }
+            Targets::Values { values, shape: ts } => {
+                let tp: usize = ts.iter().product();
+                let mut yb = Vec::with_capacity(idx.len() * tp);
+                for &i in idx {
+                    yb.extend_from_slice(&values[i * tp..(i + 1) * tp]);
+                }
+                let mut s = vec![idx.len()];
+                s.extend_from_slice(ts);
+                Tensor::from_vec(dev, &yb, s)?
+            }
+        };
+        Ok((Tensor::from_vec(dev, &xb, shape)?, y))
     }
 }
 
@@ -74,12 +150,44 @@ pub struct FitOptions {
     pub shuffle: bool,
     pub seed: u64,
     pub schedule: Schedule,
+    /// Host checkpoint every this many steps (see [`Checkpoint`]): `Some(0)` never (no
+    /// recovery from device loss), `None` chosen from the measured cost of a checkpoint against
+    /// a training step ([`auto_checkpoint_every`]).
+    pub checkpoint_every: Option<usize>,
+    /// Stop at the first non-finite loss read back, with the last good checkpoint restored.
+    pub stop_on_nan: bool,
 }
 
 impl Default for FitOptions {
     fn default() -> Self {
-        FitOptions { epochs: 1, batch_size: 32, read_every: 10, shuffle: true, seed: 0, schedule: Schedule::Constant }
+        FitOptions {
+            epochs: 1,
+            batch_size: 32,
+            read_every: 10,
+            shuffle: true,
+            seed: 0,
+            schedule: Schedule::Constant,
+            checkpoint_every: None,
+            stop_on_nan: true,
+        }
     }
+}
+
+/// Share of training time that automatic checkpoints may take (see [`auto_checkpoint_every`]).
+pub const CHECKPOINT_BUDGET: f64 = 0.02;
+/// Bounds of the automatic checkpoint interval, in steps.
+pub const CHECKPOINT_EVERY_MIN: usize = 20;
+pub const CHECKPOINT_EVERY_MAX: usize = 2000;
+
+/// The checkpoint interval that keeps checkpoints under [`CHECKPOINT_BUDGET`] of the training
+/// time, from the measured seconds of one checkpoint and of one step, within
+/// [`CHECKPOINT_EVERY_MIN`]..=[`CHECKPOINT_EVERY_MAX`] (the most steps a device loss redoes).
+pub fn auto_checkpoint_every(checkpoint_seconds: f64, step_seconds: f64) -> usize {
+    if !(checkpoint_seconds > 0.0 && step_seconds > 0.0) {
+        return CHECKPOINT_EVERY_MIN;
+    }
+    let n = (checkpoint_seconds / (CHECKPOINT_BUDGET * step_seconds)).ceil();
+    (n.min(CHECKPOINT_EVERY_MAX as f64) as usize).clamp(CHECKPOINT_EVERY_MIN, CHECKPOINT_EVERY_MAX)
 }
 
 /// What a step callback sees after a readback: means over the steps since the last one.
@@ -90,7 +198,8 @@ pub struct StepLog {
     /// 0-based epoch.
     pub epoch: usize,
     pub loss: f32,
-    pub accuracy: f32,
+    /// `None` where accuracy means nothing (MSE on float targets).
+    pub accuracy: Option<f32>,
     pub lr: f32,
 }
 
@@ -99,9 +208,22 @@ pub struct StepLog {
 pub struct EpochLog {
     pub epoch: usize,
     pub train_loss: f32,
-    pub train_accuracy: f32,
+    pub train_accuracy: Option<f32>,
     pub test_loss: Option<f32>,
     pub test_accuracy: Option<f32>,
+}
+
+/// A device loss during [`fit`], as [`Callbacks::on_device_lost`] sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceLost {
+    /// Steps done when the loss was noticed.
+    pub step: usize,
+    /// The step of the checkpoint training goes back to (at most `checkpoint_every` earlier).
+    pub checkpoint_step: usize,
+    /// The lost device's name.
+    pub backend: String,
+    /// What the backend reported.
+    pub reason: String,
 }
 
 /// Per-step and per-epoch hooks. Returning `ControlFlow::Break` from either stops training.
@@ -112,17 +234,43 @@ pub trait Callbacks {
     fn on_epoch(&mut self, _log: &EpochLog) -> ControlFlow<()> {
         ControlFlow::Continue(())
     }
+    /// The device was lost: return a device to go on with (the same backend started again,
+    /// or another one), on which the last checkpoint is restored and the steps since are
+    /// redone; `None` (the default) ends `fit` with the device-loss error. Steps after the
+    /// checkpoint are logged again as they are redone.
+    fn on_device_lost(&mut self, _info: &DeviceLost) -> Option<Device> {
+        None
+    }
 }
 
 /// Callbacks that do nothing.
 pub struct NoCallbacks;
 impl Callbacks for NoCallbacks {}
 
+/// Why [`fit`] stopped before its last epoch, other than a callback asking.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stopped {
+    /// A loss read back at `step` was NaN or infinite (somewhere in `first_step..=step`); the
+    /// weights and optimizer state are those of the checkpoint of `restored_step`.
+    NonFiniteLoss { first_step: usize, step: usize, loss: f32, restored_step: usize },
+}
+
 /// Everything logged during [`fit`].
 #[derive(Clone, Debug, Default)]
 pub struct History {
     pub steps: Vec<StepLog>,
     pub epochs: Vec<EpochLog>,
+    /// Device losses recovered from, in order.
+    pub recoveries: Vec<DeviceLost>,
+    pub stopped: Option<Stopped>,
+    /// The checkpoint interval used (chosen or given; 0: none).
+    pub checkpoint_every: usize,
+    /// Checkpoints taken, and the seconds they took in all (0 where time is not measured).
+    pub checkpoints: usize,
+    pub checkpoint_seconds: f64,
+    /// The last good checkpoint (`None` without checkpoints): restore it to get the model back
+    /// after a later device loss.
+    pub last_checkpoint: Option<Checkpoint>,
 }
 
 /// Device-side running sums of `loss * batch` and correct predictions, plus the host-side
@@ -145,10 +293,10 @@ impl Sums {
     pub fn new() -> Self {
         Sums::default()
     }
-    /// Adds one batch's mean loss and correct-prediction count (both device scalars).
-    pub fn add(&mut self, loss: &Tensor, correct: &Tensor, batch: usize) -> Result<()> {
+    /// Adds one batch's mean loss and correct-prediction count (both device scalars; no
+    /// count where accuracy means nothing, for every batch of these sums).
+    pub fn add(&mut self, loss: &Tensor, correct: Option<&Tensor>, batch: usize) -> Result<()> {
         let l = loss.detach().mul_scalar(batch as f32)?;
-        let c = correct.detach();
         let keep = self.keep;
         let fold = |prev: Option<Tensor>, v: Tensor| -> Result<Tensor> {
             match prev {
@@ -157,7 +305,10 @@ impl Sums {
             }
         };
         self.loss_sum = Some(fold(self.loss_sum.take(), l)?);
-        self.correct = Some(fold(self.correct.take(), c)?);
+        self.correct = match correct {
+            Some(c) => Some(fold(self.correct.take(), c.detach())?),
+            None => None,
+        };
         self.keep = 1.0;
         self.samples += batch;
         self.steps += 1;
@@ -167,46 +318,102 @@ impl Sums {
     pub fn steps(&self) -> usize {
         self.steps
     }
-    /// `[loss sum, correct]` as one device tensor of 2 elements plus the sample count, and
-    /// starts new sums; `None` when nothing was added since the last take.
+    /// `[loss sum, correct]` (or `[loss sum]` without accuracy) as one device tensor plus the
+    /// sample count, and starts new sums; `None` when nothing was added since the last take.
     pub fn take(&mut self) -> Result<Option<(Tensor, usize)>> {
         if self.steps == 0 {
             return Ok(None);
         }
-        let (Some(l), Some(c)) = (&self.loss_sum, &self.correct) else { return Ok(None) };
-        let both = Tensor::concat(&[&l.reshape([1])?, &c.reshape([1])?], 0)?;
+        let Some(l) = &self.loss_sum else { return Ok(None) };
+        let both = match &self.correct {
+            Some(c) => Tensor::concat(&[&l.reshape([1])?, &c.reshape([1])?], 0)?,
+            None => l.reshape([1])?,
+        };
         let n = std::mem::take(&mut self.samples);
         self.steps = 0;
         self.keep = 0.0;
         Ok(Some((both, n)))
     }
+    /// Drops what was added since the last take (after a device loss).
+    pub fn clear(&mut self) {
+        *self = Sums::new();
+    }
     /// One blocking readback of both sums: (loss sum, correct count, samples), and resets.
-    pub fn read(&mut self) -> Result<Option<(f64, f64, usize)>> {
+    pub fn read(&mut self) -> Result<Option<(f64, Option<f64>, usize)>> {
         let Some((both, n)) = self.take()? else { return Ok(None) };
         let v = both.to_vec()?;
-        Ok(Some((v[0] as f64, v[1] as f64, n)))
+        Ok(Some((v[0] as f64, v.get(1).map(|&c| c as f64), n)))
     }
 }
 
-/// One training step on a device-resident batch (`x` of `[B, ..]`, class indices `y` of
-/// `[B]`): forward, loss, accuracy (no graph), backward, optimizer update, and the batch's loss
-/// and correct count added to `sums`. A failed backward or update clears the gradients it
-/// half-accumulated. Run it inside [`Device::step`] so GPU backends replay it.
+/// One training step on a device-resident batch (`x` of `[B, ..]`, targets `y`: class indices
+/// `[B]` or float targets shaped like the output): forward, loss, accuracy where it means
+/// something (no graph), backward, optimizer update, and the batch's loss and correct count
+/// added to `sums`. A failed backward or update clears the gradients it half-accumulated. Run
+/// it inside [`Device::step`] so GPU backends replay it.
 pub fn train_batch(model: &dyn Module, opt: &mut dyn Optimizer, loss: Loss, x: &Tensor, y: &Tensor, sums: &mut Sums) -> Result<()> {
     let out = model.forward(x, Mode::Train)?;
     let l = loss.compute(&out, y)?;
     let correct = {
         let _g = no_grad();
-        accuracy_count(&out, y)?
+        loss.correct(&out, y)?
     };
     if let Err(e) = l.backward().and_then(|_| opt.step(model)) {
         model.zero_grad();
         return Err(e);
     }
-    sums.add(&l, &correct, x.dims().first().copied().unwrap_or(0))
+    sums.add(&l, correct.as_ref(), x.dims().first().copied().unwrap_or(0))
+}
+
+/// The model's output shape for one sample (without the batch axis), found by running one
+/// sample in evaluation mode.
+pub fn output_shape(model: &dyn Module, dev: &Device, data: &Samples) -> Result<Vec<usize>> {
+    let _g = no_grad();
+    let (x, _) = data.batch(dev, &[0])?;
+    Ok(model.forward(&x, Mode::Eval)?.dims()[1..].to_vec())
+}
+
+/// Where training is: the next batch, and the epoch's sums so far.
+#[derive(Clone, Debug, Default)]
+struct Pos {
+    epoch: usize,
+    batch: usize,
+    step: usize,
+    ep_loss: f64,
+    ep_correct: f64,
+    ep_n: usize,
+}
+
+/// The last good checkpoint with the position it was taken at.
+struct Good {
+    ck: Checkpoint,
+    pos: Pos,
+    /// Step and epoch logs in the history when it was taken.
+    logged: usize,
+    epochs_logged: usize,
+}
+
+/// Most device losses one `fit` recovers from.
+const MAX_RECOVERIES: usize = 16;
+
+fn now() -> Option<f64> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use std::sync::OnceLock;
+        static T0: OnceLock<std::time::Instant> = OnceLock::new();
+        Some(T0.get_or_init(std::time::Instant::now).elapsed().as_secs_f64())
+    }
+    #[cfg(target_arch = "wasm32")]
+    None
 }
 
 /// Trains `model` on `train` for `opts.epochs` epochs, evaluating on `test` after each epoch.
+///
+/// Before the first step the targets are checked against the model's output (shapes; class
+/// indices in range). With checkpoints on (the default), a device loss reported by a step,
+/// a read or an evaluation is recovered from through [`Callbacks::on_device_lost`]; without a
+/// device from it, `fit` returns the error.
+#[allow(clippy::too_many_arguments)]
 pub fn fit(
     model: &dyn Module,
     opt: &mut dyn Optimizer,
@@ -223,80 +430,211 @@ pub fn fit(
     if opts.batch_size == 0 || opts.read_every == 0 {
         return Err(Error::invalid("fit", "batch size and read_every must be at least 1"));
     }
+    let output = output_shape(model, dev, &train)?;
+    train.check("fit", loss, &output, &dev.name())?;
+    if let Some(t) = &test {
+        t.check("fit (test set)", loss, &output, &dev.name())?;
+    }
+    let accuracy = loss.has_accuracy(train.kind());
     let base_lr = opt.lr();
+    let mut dev = dev.clone();
     let mut history = History::default();
-    let mut step = 0usize;
-    'epochs: for epoch in 0..opts.epochs {
-        let order = if opts.shuffle { shuffled(train.len(), rng::mix(opts.seed, epoch as u64)) } else { (0..train.len()).collect() };
-        let mut window = Sums::new();
-        let (mut ep_loss, mut ep_correct, mut ep_n) = (0.0f64, 0.0f64, 0usize);
-        let batches: Vec<&[usize]> = order.chunks(opts.batch_size).collect();
-        let last = batches.len() - 1;
-        for (bi, idx) in batches.into_iter().enumerate() {
-            let lr = opts.schedule.lr(base_lr, step);
-            opt.set_lr(lr);
-            // One step plan per model, optimizer and batch size (the last batch of an epoch
-            // may be smaller).
-            let key = crate::step_key(model, &*opt, &[idx.len()]);
-            dev.step(key, || {
-                let (xb, yb) = train.batch(dev, idx)?;
-                train_batch(model, &mut *opt, loss, &xb, &yb, &mut window)
-            })?;
-            step += 1;
-            if window.steps() >= opts.read_every || bi == last {
-                if let Some((ls, cs, n)) = window.read()? {
-                    ep_loss += ls;
-                    ep_correct += cs;
-                    ep_n += n;
-                    let log = StepLog { step, epoch, loss: (ls / n as f64) as f32, accuracy: (cs / n as f64) as f32, lr };
-                    let flow = cb.on_step(&log);
-                    history.steps.push(log);
-                    if flow.is_break() {
-                        break 'epochs;
+    let mut every = opts.checkpoint_every.unwrap_or(CHECKPOINT_EVERY_MIN);
+    let auto = opts.checkpoint_every.is_none();
+    let mut good: Option<Good> = None;
+    let mut pos = Pos::default();
+    let mut window = Sums::new();
+    let mut step_started = now();
+    let result = (|| -> Result<()> {
+        let checkpoint = |pos: &Pos, history: &mut History, good: &mut Option<Good>, opt: &dyn Optimizer| -> Result<Option<f64>> {
+            let t0 = now();
+            let ck = Capture::of(model, opt, pos.step).read()?;
+            let secs = match (t0, now()) {
+                (Some(a), Some(b)) => Some(b - a),
+                _ => None,
+            };
+            history.checkpoints += 1;
+            history.checkpoint_seconds += secs.unwrap_or(0.0);
+            if ck.is_finite() {
+                *good = Some(Good { ck, pos: pos.clone(), logged: history.steps.len(), epochs_logged: history.epochs.len() });
+            }
+            Ok(secs)
+        };
+        if every > 0 || opts.stop_on_nan {
+            checkpoint(&pos, &mut history, &mut good, &*opt)?;
+        }
+        step_started = now();
+        'outer: while pos.epoch < opts.epochs {
+            let order =
+                if opts.shuffle { shuffled(train.len(), rng::mix(opts.seed, pos.epoch as u64)) } else { (0..train.len()).collect() };
+            let batches: Vec<&[usize]> = order.chunks(opts.batch_size).collect();
+            let last = batches.len() - 1;
+            let lost = |e: Error| -> std::result::Result<Error, Error> {
+                match e {
+                    Error::DeviceLost { .. } => Ok(e),
+                    other => Err(other),
+                }
+            };
+            // Steps of this epoch; a device loss jumps back to the last checkpoint.
+            let outcome: std::result::Result<bool, Error> = (|| {
+                while pos.batch < batches.len() {
+                    let idx = batches[pos.batch];
+                    let lr = opts.schedule.lr(base_lr, pos.step);
+                    opt.set_lr(lr);
+                    // One step plan per model, optimizer and batch size (the last batch of an
+                    // epoch may be smaller).
+                    let key = crate::step_key(model, &*opt, &[idx.len()]);
+                    dev.step(key, || {
+                        let (xb, yb) = train.batch(&dev, idx)?;
+                        train_batch(model, &mut *opt, loss, &xb, &yb, &mut window)
+                    })?;
+                    pos.step += 1;
+                    pos.batch += 1;
+                    let at_checkpoint = every > 0 && pos.step % every == 0;
+                    if window.steps() >= opts.read_every || pos.batch > last || at_checkpoint {
+                        if let Some((ls, cs, n)) = window.read()? {
+                            pos.ep_loss += ls;
+                            pos.ep_correct += cs.unwrap_or(0.0);
+                            pos.ep_n += n;
+                            let mean = (ls / n as f64) as f32;
+                            let log =
+                                StepLog { step: pos.step, epoch: pos.epoch, loss: mean, accuracy: cs.map(|c| (c / n as f64) as f32), lr };
+                            if opts.stop_on_nan && !mean.is_finite() {
+                                let first_step = history.steps.last().map(|s| s.step + 1).unwrap_or(1);
+                                history.steps.push(log);
+                                let restored_step = match &good {
+                                    Some(g) => {
+                                        g.ck.restore(model, &mut *opt, &dev)?;
+                                        g.ck.step
+                                    }
+                                    None => 0,
+                                };
+                                history.stopped = Some(Stopped::NonFiniteLoss { first_step, step: pos.step, loss: mean, restored_step });
+                                return Ok(true);
+                            }
+                            let flow = cb.on_step(&log);
+                            history.steps.push(log);
+                            if flow.is_break() {
+                                return Ok(true);
+                            }
+                        }
+                    }
+                    if at_checkpoint {
+                        let step_secs = match (step_started, now()) {
+                            (Some(a), Some(b)) => Some((b - a) / every as f64),
+                            _ => None,
+                        };
+                        let ck_secs = checkpoint(&pos, &mut history, &mut good, &*opt)?;
+                        if auto && pos.step == every {
+                            // The first interval measured both costs: choose the interval once.
+                            if let (Some(c), Some(st)) = (ck_secs, step_secs) {
+                                every = auto_checkpoint_every(c, st);
+                            }
+                        }
+                        step_started = now();
                     }
                 }
+                Ok(false)
+            })();
+            let stop = match outcome.map_err(lost) {
+                Ok(stop) => stop,
+                Err(Err(other)) => return Err(other),
+                Err(Ok(e)) => {
+                    recover(e, model, &mut *opt, &mut dev, &mut pos, &mut window, &mut history, &good, cb)?;
+                    step_started = now();
+                    continue 'outer;
+                }
+            };
+            if stop {
+                // a callback asked, or the loss was not finite: no evaluation, no epoch log
+                break;
             }
-        }
-        let (test_loss, test_accuracy) = match &test {
-            Some(t) if !t.is_empty() => {
-                let (a, b) = evaluate(model, loss, dev, *t, opts.batch_size.max(256))?;
-                (Some(a), Some(b))
+            let (test_loss, test_accuracy) = match &test {
+                Some(t) if !t.is_empty() => match evaluate(model, loss, &dev, *t, opts.batch_size.max(256)) {
+                    Ok((a, b)) => (Some(a), b),
+                    Err(e @ Error::DeviceLost { .. }) => {
+                        recover(e, model, &mut *opt, &mut dev, &mut pos, &mut window, &mut history, &good, cb)?;
+                        continue 'outer;
+                    }
+                    Err(e) => return Err(e),
+                },
+                _ => (None, None),
+            };
+            let log = EpochLog {
+                epoch: pos.epoch,
+                train_loss: (pos.ep_loss / pos.ep_n.max(1) as f64) as f32,
+                train_accuracy: accuracy.then(|| (pos.ep_correct / pos.ep_n.max(1) as f64) as f32),
+                test_loss,
+                test_accuracy,
+            };
+            let flow = cb.on_epoch(&log);
+            history.epochs.push(log);
+            if flow.is_break() {
+                break;
             }
-            _ => (None, None),
-        };
-        let log = EpochLog {
-            epoch,
-            train_loss: (ep_loss / ep_n.max(1) as f64) as f32,
-            train_accuracy: (ep_correct / ep_n.max(1) as f64) as f32,
-            test_loss,
-            test_accuracy,
-        };
-        let flow = cb.on_epoch(&log);
-        history.epochs.push(log);
-        if flow.is_break() {
-            break;
+            pos = Pos { epoch: pos.epoch + 1, step: pos.step, ..Pos::default() };
         }
-    }
+        Ok(())
+    })();
     opt.set_lr(base_lr);
+    result?;
+    history.checkpoint_every = every;
+    history.last_checkpoint = good.map(|g| g.ck);
     Ok(history)
 }
 
-/// Mean loss and accuracy of `model` over `data` (evaluation mode, no gradients). Sums stay on
-/// the device; one readback at the end.
-pub fn evaluate(model: &dyn Module, loss: Loss, dev: &Device, data: Samples, batch_size: usize) -> Result<(f32, f32)> {
+/// Restores the last good checkpoint on a device from the callbacks and rewinds to it.
+#[allow(clippy::too_many_arguments)]
+fn recover(
+    e: Error,
+    model: &dyn Module,
+    opt: &mut dyn Optimizer,
+    dev: &mut Device,
+    pos: &mut Pos,
+    window: &mut Sums,
+    history: &mut History,
+    good: &Option<Good>,
+    cb: &mut dyn Callbacks,
+) -> Result<()> {
+    let Some(g) = good else { return Err(e) };
+    if history.recoveries.len() >= MAX_RECOVERIES {
+        return Err(e);
+    }
+    let reason = match &e {
+        Error::DeviceLost { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    };
+    let info = DeviceLost { step: pos.step, checkpoint_step: g.ck.step, backend: dev.name(), reason };
+    let Some(new_dev) = cb.on_device_lost(&info) else { return Err(e) };
+    // Sums and gradients of the lost device are gone with it.
+    window.clear();
+    g.ck.restore(model, opt, &new_dev)?;
+    *dev = new_dev;
+    *pos = g.pos.clone();
+    history.steps.truncate(g.logged);
+    history.epochs.truncate(g.epochs_logged);
+    history.recoveries.push(info);
+    Ok(())
+}
+
+/// Mean loss and accuracy (`None` where it means nothing) of `model` over `data` (evaluation
+/// mode, no gradients). Sums stay on the device; one readback at the end.
+pub fn evaluate(model: &dyn Module, loss: Loss, dev: &Device, data: Samples, batch_size: usize) -> Result<(f32, Option<f32>)> {
     if data.is_empty() {
         return Err(Error::invalid("evaluate", "the data set is empty"));
     }
+    let output = output_shape(model, dev, &data)?;
+    data.check("evaluate", loss, &output, &dev.name())?;
     let _g = no_grad();
     let idx: Vec<usize> = (0..data.len()).collect();
     let mut window = Sums::new();
     for chunk in idx.chunks(batch_size.max(1)) {
         let (xb, yb) = data.batch(dev, chunk)?;
         let out = model.forward(&xb, Mode::Eval)?;
-        window.add(&loss.compute(&out, &yb)?, &accuracy_count(&out, &yb)?, chunk.len())?;
+        window.add(&loss.compute(&out, &yb)?, loss.correct(&out, &yb)?.as_ref(), chunk.len())?;
     }
-    let (l, c, n) = window.read()?.unwrap_or((0.0, 0.0, 1));
-    Ok(((l / n as f64) as f32, (c / n as f64) as f32))
+    let (l, c, n) = window.read()?.unwrap_or((0.0, None, 1));
+    Ok(((l / n as f64) as f32, c.map(|c| (c / n as f64) as f32)))
 }
 
 /// Model outputs for `x` in evaluation mode, as host data `[N, C]` (row-major).

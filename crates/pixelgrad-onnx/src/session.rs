@@ -98,6 +98,8 @@ pub struct Session {
     cache: RefCell<HashMap<String, Tensor>>,
     /// Shared host copies of the non-trainable constants operators read.
     host: RefCell<HashMap<String, Rc<HostTensor>>>,
+    /// See [`Session::set_max_elements`].
+    max_elements: std::cell::Cell<usize>,
 }
 
 /// Operators whose inputs after the first are weights (trainable at any size).
@@ -145,7 +147,16 @@ impl Session {
             param_index,
             cache: RefCell::new(HashMap::new()),
             host: RefCell::new(HashMap::new()),
+            max_elements: std::cell::Cell::new(crate::ops::MAX_ELEMENTS),
         })
+    }
+
+    /// Limits the elements of a result whose size the model's data decides (Resize scales,
+    /// Pad, Expand, Tile, ConstantOfShape): larger results are errors instead of allocations.
+    /// Default 2^28 (1 GiB of f32); lower it for models from untrusted sources that must also
+    /// stay cheap to run (the fuzz target uses 2^20).
+    pub fn set_max_elements(&self, n: usize) {
+        self.max_elements.set(n);
     }
 
     pub fn model(&self) -> &Model {
@@ -331,6 +342,9 @@ impl Session {
 impl Consts for Session {
     fn device(&self) -> &Device {
         &self.device
+    }
+    fn max_elements(&self) -> usize {
+        self.max_elements.get()
     }
     fn param(&self, name: &str) -> Option<&Param> {
         self.param_index.get(name).map(|&i| &self.params[i].1)

@@ -70,7 +70,10 @@ pub fn reshape_target(node: &Node, input: &[usize], target: &[i64], allowzero: b
             _ => return Err(node.err(format!("shape {target:?} is not a valid target"))),
         }
     }
-    let known: usize = dims.iter().product();
+    // the target comes from the file: its product may overflow (found by fuzzing)
+    let Some(known) = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) else {
+        return Err(node.err(format!("cannot reshape {input:?} ({n} elements) to {target:?}: the target is too large")));
+    };
     if let Some(i) = infer {
         if known == 0 || !n.is_multiple_of(known) {
             return Err(node.err(format!("cannot reshape {input:?} to {target:?}")));

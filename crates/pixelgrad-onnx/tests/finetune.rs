@@ -96,11 +96,11 @@ fn frozen_pretrained_backbone_with_a_new_head_learns_digits() {
     assert_eq!(net.num_trainable(), 200 * 10 + 10);
     let frozen_before: Vec<f32> = values(net.layers()[0].as_ref()).concat();
 
-    let (_, acc0) = evaluate(&net, Loss::CrossEntropy, &dev, test, 50).unwrap();
+    let acc0 = evaluate(&net, Loss::CrossEntropy, &dev, test, 50).unwrap().1.expect("class indices have an accuracy");
     let mut opt = OptimizerKind::parse("adam").unwrap().build(0.02);
     let opts = FitOptions { epochs: 6, batch_size: 32, seed: 1, ..Default::default() };
     fit(&net, opt.as_mut(), Loss::CrossEntropy, &dev, train, None, &opts, &mut NoCallbacks).unwrap();
-    let (_, acc1) = evaluate(&net, Loss::CrossEntropy, &dev, test, 50).unwrap();
+    let acc1 = evaluate(&net, Loss::CrossEntropy, &dev, test, 50).unwrap().1.expect("class indices have an accuracy");
     println!("held-out accuracy: {acc0:.3} before, {acc1:.3} after training the head");
     assert!(acc1 > acc0 + 0.25 && acc1 > 0.4, "held-out accuracy {acc0} -> {acc1}");
     assert_eq!(values(net.layers()[0].as_ref()).concat(), frozen_before, "the frozen backbone changed");

@@ -127,7 +127,7 @@ impl Learner for NetLearner {
             for idx in order.chunks(cfg.batch_size) {
                 let (x, shape, y) = self.train.batch(idx);
                 self.net
-                    .train_step(&x, &shape, &y)
+                    .train_step(&x, &shape, &y, &[y.len()])
                     .map_err(engine("training"))?;
                 since_read += 1;
                 if since_read >= self.read_every {
@@ -160,7 +160,7 @@ impl Learner for NetLearner {
         for chunk in idx.chunks(256) {
             let (x, shape, y) = self.test.batch(chunk);
             self.net
-                .eval_step(&x, &shape, &y)
+                .eval_step(&x, &shape, &y, &[y.len()])
                 .map_err(engine("evaluation"))?;
         }
         let (l, c, n) = read_sums(self.net.take_eval().map_err(engine("evaluation"))?).await?;

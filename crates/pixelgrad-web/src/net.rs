@@ -5,8 +5,8 @@
 //! on the device in [`Sums`] until the caller takes them ([`Net::take_train`]) and reads the
 //! two numbers with one asynchronous readback, as `pixelgrad_nn::train` does natively.
 
-use pixelgrad_core::composite::accuracy_count;
 use pixelgrad_core::{no_grad, Device, Error, Result, Tensor};
+use pixelgrad_nn::loss::TargetKind;
 use pixelgrad_nn::optim::{Optimizer, OptimizerKind};
 use pixelgrad_nn::train::{train_batch, Sums};
 use pixelgrad_nn::{Loss, Mode, Module};
@@ -108,31 +108,65 @@ impl Net {
         Ok(())
     }
 
-    /// Checks that `y` holds `n` whole-number class indices below the model's output count.
-    fn labels(&self, op: &'static str, y: &[f32], n: usize) -> Result<Tensor> {
-        self.check_labels(op, y, n)?;
-        Tensor::from_vec(&self.dev, y, [n])
+    /// Checks the targets `y` of shape `y_shape` for `n` samples and uploads them: class
+    /// indices `[n]` (whole numbers below the model's output count), or float targets of the
+    /// model's output shape `[n, C]`, used as given (a `[n]` vector for a model with one output
+    /// counts as `[n, 1]`). Anything else is an error naming both shapes.
+    fn targets(&self, op: &'static str, y: &[f32], y_shape: &[usize], n: usize) -> Result<Tensor> {
+        let dims = self.check_targets(op, y, y_shape, n)?;
+        Tensor::from_vec(&self.dev, y, dims)
     }
 
-    fn check_labels(&self, op: &'static str, y: &[f32], n: usize) -> Result<()> {
+    /// The shape the targets are uploaded with (see [`Net::targets`]).
+    fn check_targets(&self, op: &'static str, y: &[f32], y_shape: &[usize], n: usize) -> Result<Vec<usize>> {
         let classes = self.classes()?;
-        if y.len() != n {
-            return Err(Error::invalid(op, format!("{} labels for {n} samples", y.len())));
+        if y.len() != y_shape.iter().product::<usize>() {
+            return Err(Error::invalid(op, format!("{} target values do not fill shape {y_shape:?}", y.len())));
         }
-        if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| !(v.fract() == 0.0 && **v >= 0.0 && (**v as usize) < classes)) {
-            return Err(Error::invalid(
+        if y_shape.first() != Some(&n) {
+            return Err(Error::Shape {
                 op,
-                format!("label {v} of sample {i} is not a class index in 0..{classes} (the model has {classes} outputs)"),
-            ));
+                shapes: vec![vec![n], y_shape.to_vec()],
+                backend: self.dev.name(),
+                msg: format!("targets of shape {y_shape:?} do not match {n} samples (class indices [{n}] or targets [{n}, {classes}])"),
+            });
         }
-        Ok(())
+        let output = [classes];
+        let dims = match y_shape {
+            [_] if classes == 1 => vec![n, 1],
+            [_] => {
+                self.loss.check(op, &output, TargetKind::Classes).map_err(|e| e.with_backend(&self.dev.name()))?;
+                if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| !(v.fract() == 0.0 && **v >= 0.0 && (**v as usize) < classes)) {
+                    return Err(Error::invalid(
+                        op,
+                        format!(
+                            "label {v} of sample {i} is not a class index in 0..{classes} (the model has {classes} outputs; \
+                             float targets need the output's shape [{n}, {classes}])"
+                        ),
+                    ));
+                }
+                return Ok(vec![n]);
+            }
+            _ => y_shape.to_vec(),
+        };
+        self.loss.check(op, &output, TargetKind::Values(&dims[1..])).map_err(|e| e.with_backend(&self.dev.name()))?;
+        Ok(dims)
+    }
+
+    /// Whether the loss reports an accuracy for targets of `y_shape` (not for MSE on float
+    /// targets: a regression has none).
+    pub fn has_accuracy(&self, y_shape: &[usize]) -> bool {
+        let classes = self.classes().unwrap_or(0);
+        let kind = if y_shape.len() == 1 && classes != 1 { TargetKind::Classes } else { TargetKind::Values(&[]) };
+        self.loss.has_accuracy(kind)
     }
 
     /// One training step on a batch: forward, loss, backward, optimizer update. Sums stay on
-    /// the device; nothing is read back.
-    pub fn train_step(&mut self, x: &[f32], shape: &[usize], y: &[f32]) -> Result<()> {
+    /// the device; nothing is read back. `y` holds class indices `[n]` or float targets
+    /// `[n, C]` (`y_shape`).
+    pub fn train_step(&mut self, x: &[f32], shape: &[usize], y: &[f32], y_shape: &[usize]) -> Result<()> {
         self.check_input("fit", x, shape)?;
-        self.check_labels("fit", y, shape[0])?;
+        let y_dims = self.check_targets("fit", y, y_shape, shape[0])?;
         let Some(opt) = self.opt.as_mut() else {
             return Err(Error::invalid("fit", "the model is not compiled; call model.compile({ optimizer, loss }) first"));
         };
@@ -143,22 +177,23 @@ impl Net {
         let key = pixelgrad_nn::step_key(seq, &**opt, shape);
         dev.step(key, || {
             let xb = Tensor::from_vec(dev, x, shape.to_vec())?;
-            let yb = Tensor::from_vec(dev, y, [shape[0]])?;
+            let yb = Tensor::from_vec(dev, y, y_dims.clone())?;
             train_batch(seq, opt.as_mut(), loss, &xb, &yb, train)
         })
     }
 
     /// Adds one batch to the evaluation sums (inference mode, no gradients).
-    pub fn eval_step(&mut self, x: &[f32], shape: &[usize], y: &[f32]) -> Result<()> {
+    pub fn eval_step(&mut self, x: &[f32], shape: &[usize], y: &[f32], y_shape: &[usize]) -> Result<()> {
         let _g = no_grad();
         let xb = self.input("evaluate", x, shape)?;
-        let yb = self.labels("evaluate", y, shape[0])?;
+        let yb = self.targets("evaluate", y, y_shape, shape[0])?;
         let out = self.built.seq.forward(&xb, Mode::Eval)?;
         let l = self.loss.compute(&out, &yb)?;
-        self.eval.add(&l, &accuracy_count(&out, &yb)?, shape[0])
+        self.eval.add(&l, self.loss.correct(&out, &yb)?.as_ref(), shape[0])
     }
 
-    /// Takes the training sums since the last take: `([loss sum, correct], samples)`.
+    /// Takes the training sums since the last take: `([loss sum, correct], samples)`, or
+    /// `([loss sum], samples)` where there is no accuracy.
     pub fn take_train(&mut self) -> Result<Option<(Tensor, usize)>> {
         self.train.take()
     }
@@ -349,7 +384,7 @@ mod tests {
             {"type": "dense", "units": 10}
         ]});
         let mut net = Net::new(&dev, cfg).unwrap();
-        let e = net.train_step(&[0.0; 64], &[1, 64], &[0.0]).unwrap_err();
+        let e = net.train_step(&[0.0; 64], &[1, 64], &[0.0], &[1]).unwrap_err();
         assert!(e.to_string().contains("compile"), "{e}");
         net.compile("adam", 1e-2, 0.0, "softmaxCrossEntropy").unwrap();
         let split = pixelgrad_data::digits_split(0.2, 42).unwrap();
@@ -359,7 +394,7 @@ mod tests {
         for epoch in 0..3 {
             for b in (0..y.len()).step_by(64) {
                 let e = (b + 64).min(y.len());
-                net.train_step(&x[b * 64..e * 64], &[e - b, 64], &yf[b..e]).unwrap();
+                net.train_step(&x[b * 64..e * 64], &[e - b, 64], &yf[b..e], &[e - b]).unwrap();
             }
             let (l, _) = read(net.take_train().unwrap());
             if epoch == 0 {
@@ -368,7 +403,7 @@ mod tests {
         }
         let (tx, ty) = (split.test.images(), split.test.labels());
         let tyf: Vec<f32> = ty.iter().map(|&v| v as f32).collect();
-        net.eval_step(tx, &[ty.len(), 64], &tyf).unwrap();
+        net.eval_step(tx, &[ty.len(), 64], &tyf, &[ty.len()]).unwrap();
         let (l, acc) = read(net.take_eval().unwrap());
         assert!(l < first.unwrap(), "loss {l} vs first epoch {first:?}");
         assert!(acc > 0.85, "test accuracy {acc}");
@@ -376,8 +411,59 @@ mod tests {
 
         let e = net.predict(&[0.0; 100], &[1, 100]).unwrap_err().to_string();
         assert!(e.contains("predict") && e.contains("[1, 100]") && e.contains("[N, 64]"), "{e}");
-        let e = net.train_step(&[0.0; 64], &[1, 64], &[10.0]).unwrap_err().to_string();
+        let e = net.train_step(&[0.0; 64], &[1, 64], &[10.0], &[1]).unwrap_err().to_string();
         assert!(e.contains("label 10"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod target_tests {
+    use super::*;
+    use pixelgrad_cpu::CpuBackend;
+
+    /// The seed network (48-64-2, sigmoid, MSE, SGD, batch 1) on float targets: the targets
+    /// are used as given (no argmax), so the loss goes well below what class indices give.
+    #[test]
+    fn float_targets_train_a_regression_and_bad_targets_name_both_shapes() {
+        let dev = Device::new(CpuBackend::new());
+        let cfg = serde_json::json!({"seed": 2, "layers": [
+            {"type": "dense", "units": 64, "inputShape": [48], "activation": "sigmoid"},
+            {"type": "dense", "units": 2, "activation": "sigmoid"}
+        ]});
+        let mut net = Net::new(&dev, cfg).unwrap();
+        net.compile("sgd", 0.5, 0.0, "meanSquaredError").unwrap();
+        let n = 32;
+        let x: Vec<f32> = (0..n * 48).map(|i| ((i * 31) % 23) as f32 / 23.0).collect();
+        let y: Vec<f32> = (0..n).flat_map(|i| [0.1 + 0.8 * (i % 4) as f32 / 3.0, 0.3]).collect();
+        assert!(!net.has_accuracy(&[n, 2]) && net.has_accuracy(&[n]));
+        let mut losses = Vec::new();
+        for _ in 0..20 {
+            for i in 0..n {
+                net.train_step(&x[i * 48..(i + 1) * 48], &[1, 48], &y[i * 2..(i + 1) * 2], &[1, 2]).unwrap();
+            }
+            let (t, k) = net.take_train().unwrap().unwrap();
+            let v = t.to_vec().unwrap();
+            assert_eq!(v.len(), 1, "no accuracy sum for a regression");
+            losses.push(v[0] / k as f32);
+        }
+        assert!(losses[19] < 0.8 * losses[0] && losses.windows(2).all(|w| w[1] < w[0]), "{losses:?}");
+        net.eval_step(&x, &[n, 48], &y, &[n, 2]).unwrap();
+        let (t, k) = net.take_eval().unwrap().unwrap();
+        assert!(t.to_vec().unwrap()[0] / (k as f32) < losses[0]);
+        // targets of another shape: an error naming both, and the next valid call works
+        let e = net.train_step(&x[..48], &[1, 48], &[0.1, 0.2, 0.3], &[1, 3]).unwrap_err().to_string();
+        assert!(e.contains("[N, 3]") && e.contains("[N, 2]") && e.contains("mse"), "{e}");
+        let e = net.train_step(&x[..48], &[1, 48], &[0.1, 0.2], &[2]).unwrap_err().to_string();
+        assert!(e.contains("do not match 1 samples"), "{e}");
+        let e = net.eval_step(&x[..48], &[1, 48], &[0.5], &[1]).unwrap_err().to_string();
+        assert!(e.contains("label 0.5") && e.contains("[1, 2]"), "{e}");
+        net.train_step(&x[..48], &[1, 48], &y[..2], &[1, 2]).unwrap();
+        // one output: a [n] vector is the [n, 1] regression target, not class indices
+        let one = serde_json::json!({"layers": [{"type": "dense", "units": 1, "inputShape": [48]}]});
+        let mut net1 = Net::new(&dev, one).unwrap();
+        net1.compile("sgd", 0.1, 0.0, "meanSquaredError").unwrap();
+        net1.train_step(&x[..96], &[2, 48], &[0.25, 0.75], &[2]).unwrap();
+        assert!(!net1.has_accuracy(&[2]));
     }
 }
 
@@ -434,7 +520,7 @@ mod export_tests {
         net.compile("sgd", 0.1, 0.0, "softmaxCrossEntropy").unwrap();
         let before: Vec<f32> = net.named_tensors()[0].1.to_vec().unwrap();
         let x: Vec<f32> = (0..12).map(|i| i as f32 / 6.0 - 1.0).collect();
-        net.train_step(&x, &[4, 3], &[0.0, 1.0, 1.0, 0.0]).unwrap();
+        net.train_step(&x, &[4, 3], &[0.0, 1.0, 1.0, 0.0], &[4]).unwrap();
         assert_eq!(net.named_tensors()[0].1.to_vec().unwrap(), before, "the frozen imported layer changed");
         // no model for index 0 / a bad output name: errors naming the layer
         assert!(Net::new(&dev, cfg.clone()).err().unwrap().to_string().contains("no imported model 0"));

@@ -41,6 +41,9 @@ impl Module for Dropout {
         let mask = u.gt_scalar(self.p)?.mul_scalar(1.0 / (1.0 - self.p))?;
         x.mul(&mask)
     }
+    fn visit_counters(&self, f: &mut dyn FnMut(&str, &Cell<u64>)) {
+        f("calls", &self.calls);
+    }
     fn describe(&self) -> String {
         format!("Dropout(p={})", self.p)
     }

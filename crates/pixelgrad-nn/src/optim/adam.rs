@@ -2,7 +2,7 @@ use std::collections::HashMap;
 
 use pixelgrad_core::{Param, Result, Tensor};
 
-use super::Optimizer;
+use super::{Optimizer, OptimizerState};
 
 /// Adam (Kingma & Ba 2015), with L2 weight decay added to the gradient, or AdamW (decoupled
 /// decay `p -= lr wd p`, Loshchilov & Hutter 2019).
@@ -83,6 +83,26 @@ impl Optimizer for Adam {
             "adam"
         }
     }
+    fn state(&self) -> OptimizerState {
+        let mut s = OptimizerState { scalars: vec![("t".into(), self.t as f64)], ..Default::default() };
+        s.push_map("m", &self.m);
+        s.push_map("v", &self.v);
+        s
+    }
+    fn set_state(&mut self, state: OptimizerState) -> Result<()> {
+        let mut t = 0;
+        for (n, v) in &state.scalars {
+            match n.as_str() {
+                "t" if v.fract() == 0.0 && (0.0..=i32::MAX as f64).contains(v) => t = *v as i32,
+                _ => return Err(pixelgrad_core::Error::invalid("optimizer state", format!("{}: bad scalar {n} = {v}", self.name()))),
+            }
+        }
+        let mut maps = state.maps(self.name(), &["m", "v"])?.into_iter();
+        self.m = maps.next().unwrap_or_default();
+        self.v = maps.next().unwrap_or_default();
+        self.t = t;
+        Ok(())
+    }
 }
 
 /// RMSprop: `s = rho s + (1 - rho) g^2; p -= lr g / (sqrt(s) + eps)`.
@@ -114,5 +134,17 @@ impl Optimizer for RmsProp {
     }
     fn name(&self) -> &'static str {
         "rmsprop"
+    }
+    fn state(&self) -> OptimizerState {
+        let mut s = OptimizerState::default();
+        s.push_map("s", &self.s);
+        s
+    }
+    fn set_state(&mut self, state: OptimizerState) -> Result<()> {
+        if let Some((n, _)) = state.scalars.first() {
+            return Err(pixelgrad_core::Error::invalid("optimizer state", format!("rmsprop has no scalar '{n}'")));
+        }
+        self.s = state.maps("rmsprop", &["s"])?.into_iter().next().unwrap_or_default();
+        Ok(())
     }
 }

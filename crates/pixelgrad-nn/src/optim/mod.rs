@@ -40,6 +40,51 @@ pub trait Optimizer {
     fn lr(&self) -> f32;
     fn set_lr(&mut self, lr: f32);
     fn name(&self) -> &'static str;
+    /// The optimizer's state (momentum buffers, Adam moments and step count), for host
+    /// checkpoints: tensors named `kind/parameter` (e.g. `m/0.weight`) plus scalars.
+    fn state(&self) -> OptimizerState {
+        OptimizerState::default()
+    }
+    /// Replaces the state with one from [`Optimizer::state`] (tensors on the model's device,
+    /// possibly a new one after a device loss). Unknown names are an error.
+    fn set_state(&mut self, state: OptimizerState) -> Result<()> {
+        match state.tensors.first().map(|(n, _)| n.clone()).or_else(|| state.scalars.first().map(|(n, _)| n.clone())) {
+            None => Ok(()),
+            Some(n) => Err(Error::invalid("optimizer state", format!("{} keeps no state, got '{n}'", self.name()))),
+        }
+    }
+}
+
+/// What [`Optimizer::state`] returns: device tensors by name and host scalars by name.
+#[derive(Clone, Debug, Default)]
+pub struct OptimizerState {
+    pub tensors: Vec<(String, Tensor)>,
+    pub scalars: Vec<(String, f64)>,
+}
+
+impl OptimizerState {
+    /// Splits the tensors named `kind/param` into one map per `kind` in `kinds`; any other
+    /// name is an error naming the optimizer.
+    pub(crate) fn maps(self, optimizer: &str, kinds: &[&str]) -> Result<Vec<std::collections::HashMap<String, Tensor>>> {
+        let mut out = vec![std::collections::HashMap::new(); kinds.len()];
+        for (name, t) in self.tensors {
+            let slot = name.split_once('/').and_then(|(k, p)| kinds.iter().position(|x| *x == k).map(|i| (i, p.to_string())));
+            match slot {
+                Some((i, p)) => {
+                    out[i].insert(p, t);
+                }
+                None => return Err(Error::invalid("optimizer state", format!("{optimizer} has no state '{name}'"))),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The tensors of `map` named `kind/param`, sorted by name (a stable order for files).
+    pub(crate) fn push_map(&mut self, kind: &str, map: &std::collections::HashMap<String, Tensor>) {
+        let mut v: Vec<(String, Tensor)> = map.iter().map(|(p, t)| (format!("{kind}/{p}"), t.clone())).collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        self.tensors.extend(v);
+    }
 }
 
 /// Optimizer choice by name, with its hyper-parameters (for configs and the CLI).

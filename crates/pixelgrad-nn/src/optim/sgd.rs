@@ -2,7 +2,7 @@ use std::collections::HashMap;
 
 use pixelgrad_core::{Param, Result, Tensor};
 
-use super::Optimizer;
+use super::{Optimizer, OptimizerState};
 
 /// Stochastic gradient descent with optional momentum (heavy-ball or Nesterov) and L2 weight
 /// decay: `g += wd p; v = mu v + g; p -= lr (nesterov ? g + mu v : v)` (PyTorch's convention).
@@ -60,5 +60,17 @@ impl Optimizer for Sgd {
     }
     fn name(&self) -> &'static str {
         "sgd"
+    }
+    fn state(&self) -> OptimizerState {
+        let mut s = OptimizerState::default();
+        s.push_map("velocity", &self.velocity);
+        s
+    }
+    fn set_state(&mut self, state: OptimizerState) -> Result<()> {
+        if let Some((n, _)) = state.scalars.first() {
+            return Err(pixelgrad_core::Error::invalid("optimizer state", format!("sgd has no scalar '{n}'")));
+        }
+        self.velocity = state.maps("sgd", &["velocity"])?.into_iter().next().unwrap_or_default();
+        Ok(())
     }
 }

@@ -175,7 +175,15 @@ pub trait Consts {
     fn param(&self, name: &str) -> Option<&Param>;
     /// A cached device copy of a non-trainable constant.
     fn cached(&self, name: &str, t: &HostTensor) -> Result<Tensor>;
+    /// Most elements a result whose size comes from the model's data (Resize, Pad, Expand,
+    /// Tile, ConstantOfShape) may have.
+    fn max_elements(&self) -> usize {
+        MAX_ELEMENTS
+    }
 }
+
+/// Default of [`Consts::max_elements`]: 2^28 elements, 1 GiB of f32.
+pub const MAX_ELEMENTS: usize = 1 << 28;
 
 /// Uploads a host tensor as f32. Integers must be exact in f32 (|v| ≤ 2^24).
 pub fn upload(dev: &Device, t: &HostTensor, what: &str) -> Result<Tensor> {
@@ -236,12 +244,13 @@ impl Cx<'_> {
             Some(_) => self.h(ins, i, what).map(Some),
         }
     }
-    /// Refuses result shapes above 2^29 elements (a corrupted or hostile shape argument must
-    /// fail with an error, not exhaust memory).
+    /// Refuses result shapes above the session's element limit (a corrupted or hostile shape
+    /// argument must fail with an error, not exhaust memory; [`MAX_ELEMENTS`] by default).
     pub fn check_size(&self, dims: &[usize]) -> Result<()> {
+        let max = self.consts.max_elements();
         match dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) {
-            Some(n) if n <= 1 << 29 => Ok(()),
-            _ => Err(self.err(format!("result shape {dims:?} is too large"))),
+            Some(n) if n <= max => Ok(()),
+            _ => Err(self.err(format!("result shape {dims:?} is too large (more than {max} elements)"))),
         }
     }
     pub fn err(&self, msg: impl Into<String>) -> OnnxError {

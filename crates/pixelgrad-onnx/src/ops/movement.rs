@@ -230,8 +230,9 @@ fn pad(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     // crop first (negative pads)
     for a in 0..r {
         let n = y.dims()[a] as i64;
-        let (b, e) = ((-before[a]).max(0), (-after[a]).max(0));
-        if b + e >= n && (b > 0 || e > 0) {
+        // pads come from the file: i64::MIN must not overflow (found by fuzzing)
+        let (b, e) = (before[a].saturating_neg().max(0), after[a].saturating_neg().max(0));
+        if b.saturating_add(e) >= n && (b > 0 || e > 0) {
             return Err(cx.err(format!("negative pads remove all of axis {a}")));
         }
         if b > 0 || e > 0 {

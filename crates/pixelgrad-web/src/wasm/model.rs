@@ -21,7 +21,8 @@ fn dims(shape: &[u32]) -> Vec<usize> {
     shape.iter().map(|&d| d as usize).collect()
 }
 
-/// A promise of `[loss sum, correct, samples]` (a Float64Array), or `null` if nothing was added.
+/// A promise of `[loss sum, correct, samples]` (a Float64Array; `correct` is NaN where the loss
+/// has no accuracy), or `null` if nothing was added.
 fn read_sums(taken: Option<(Tensor, usize)>) -> Promise {
     future_to_promise(async move {
         let Some((t, n)) = taken else { return Ok(JsValue::NULL) };
@@ -52,10 +53,11 @@ impl Model {
         self.net.compile(optimizer, lr, momentum, loss).map_err(js_err)
     }
 
-    /// One training step on a batch `x` of `shape` `[n, ...input]` with class indices `y`.
+    /// One training step on a batch `x` of `shape` `[n, ...input]` with targets `y` of
+    /// `y_shape`: class indices `[n]` or float targets `[n, outputs]`, used as given.
     #[wasm_bindgen(js_name = trainStep)]
-    pub fn train_step(&mut self, x: &[f32], shape: Vec<u32>, y: &[f32]) -> Result<(), JsValue> {
-        self.net.train_step(x, &dims(&shape), y).map_err(js_err)
+    pub fn train_step(&mut self, x: &[f32], shape: Vec<u32>, y: &[f32], y_shape: Vec<u32>) -> Result<(), JsValue> {
+        self.net.train_step(x, &dims(&shape), y, &dims(&y_shape)).map_err(js_err)
     }
 
     /// Reads (async) and resets the training sums: `[loss sum, correct, samples]` or null.
@@ -66,8 +68,15 @@ impl Model {
 
     /// Adds one batch to the evaluation sums.
     #[wasm_bindgen(js_name = evalStep)]
-    pub fn eval_step(&mut self, x: &[f32], shape: Vec<u32>, y: &[f32]) -> Result<(), JsValue> {
-        self.net.eval_step(x, &dims(&shape), y).map_err(js_err)
+    pub fn eval_step(&mut self, x: &[f32], shape: Vec<u32>, y: &[f32], y_shape: Vec<u32>) -> Result<(), JsValue> {
+        self.net.eval_step(x, &dims(&shape), y, &dims(&y_shape)).map_err(js_err)
+    }
+
+    /// Whether the compiled loss reports an accuracy for targets of `y_shape` (MSE on float
+    /// targets does not).
+    #[wasm_bindgen(js_name = hasAccuracy)]
+    pub fn has_accuracy(&self, y_shape: Vec<u32>) -> bool {
+        self.net.has_accuracy(&dims(&y_shape))
     }
 
     /// Reads (async) and resets the evaluation sums.
@@ -160,8 +169,7 @@ impl Model {
     /// strings) in the header.
     #[wasm_bindgen(js_name = toBytes)]
     pub fn to_bytes(&self, metadata: &str) -> Result<Promise, JsValue> {
-        let meta: HashMap<String, String> =
-            serde_json::from_str(metadata).map_err(|e| js_err(format!("save: bad metadata: {e}")))?;
+        let meta: HashMap<String, String> = serde_json::from_str(metadata).map_err(|e| js_err(format!("save: bad metadata: {e}")))?;
         let tensors = self.net.named_tensors();
         Ok(future_to_promise(async move {
             let mut host = Vec::with_capacity(tensors.len());

@@ -1,0 +1,34 @@
+// ONNX model files: decode, check, fold constants, bind to the CPU backend and, for models
+// with small inputs, run once on zeros.
+//
+// Shared by the cargo-fuzz target `fuzz/fuzz_targets/onnx.rs` and the stable test that runs
+// the seed corpus and regressions (`crates/pixelgrad-web/tests/fuzz_corpora.rs`): any panic
+// is a bug.
+use pixelgrad_core::Device;
+use pixelgrad_onnx::{Data, Dim, HostTensor, Input, Model, Session};
+
+pub fn run(data: &[u8]) {
+    let Ok(model) = Model::from_bytes(data) else { return };
+    let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+    let Ok(session) = Session::new(model, &dev) else { return };
+    // results sized by the model's data stay small: the fuzzer explores structure, not
+    // compute (a Resize to 2^28 elements takes minutes under ASan)
+    session.set_max_elements(1 << 20);
+    let mut feeds = Vec::new();
+    for v in session.inputs() {
+        let Some(dims) = &v.shape else { return };
+        let dims: Vec<usize> = dims.iter().map(|d| if let Dim::Fixed(n) = d { *n } else { 1 }).collect();
+        let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        if !matches!(n, Some(n) if n <= 4096) {
+            return;
+        }
+        let t = if v.dtype.is_float() {
+            HostTensor { dtype: v.dtype, shape: dims, data: Data::F32(vec![0.0; n.unwrap_or(0)]) }
+        } else {
+            HostTensor::ints(v.dtype, dims, vec![0; n.unwrap_or(0)])
+        };
+        feeds.push((v.name.clone(), Input::Host(t)));
+    }
+    let feeds: Vec<(&str, Input)> = feeds.iter().map(|(n, i)| (n.as_str(), i.clone())).collect();
+    let _ = session.run(&feeds);
+}
