@@ -177,6 +177,8 @@ fn windows() {
     fd("col2im", move |x| x[0].col2im(w, 4, 5), &[(&[2, 2 * 6, oh * ow], sym())]);
     let sq = Window::square(3, 2, 0);
     fd("im2col_k3s2", move |x| x[0].im2col(sq), &[(&[1, 2, 7, 7], sym())]);
+    fd("depthwise_conv", move |x| x[0].depthwise_conv(&x[1], w), &[(&[2, 3, 4, 5], sym()), (&[3, 1, 2, 3], sym())]);
+    fd("depthwise_conv_k3s2", move |x| x[0].depthwise_conv(&x[1], sq), &[(&[1, 2, 7, 7], sym()), (&[2, 1, 3, 3], sym())]);
 }
 
 #[test]

@@ -234,6 +234,30 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
             one(g.col2im(*w, d[2], d[3])?)
         }
         Op::Col2Im { window, .. } => one(g.im2col(*window)?),
+        Op::DepthwiseConv(win) => {
+            let (a, k) = (&x[0], &x[1]);
+            let d = a.dims();
+            let (n, c, kk) = (d[0], d[1], win.kh * win.kw);
+            let l = g.dims()[2] * g.dims()[3];
+            // out[n,c,p] = Σ_r cols[n, c*kk + r, p] w[c, r] with cols = im2col(x), so
+            // dcols[n, c*kk + r, p] = w[c, r] g[n, c, p] (dx = col2im(dcols)) and
+            // dw[c, r] = Σ_n Σ_p cols[n, c*kk + r, p] g[n, c, p]. Both materialise the columns,
+            // which the forward pass avoids; training a depthwise layer is the rarer case.
+            let g4 = g.reshape([n, c, 1, l])?;
+            let ga = if a.requires_grad() {
+                let dcols = g4.mul(&k.reshape([1, c, kk, 1])?)?.reshape([n, c * kk, l])?;
+                Some(dcols.col2im(*win, d[2], d[3])?)
+            } else {
+                None
+            };
+            let gk = if k.requires_grad() {
+                let prod = a.im2col(*win)?.reshape([n, c, kk, l])?.mul(&g4)?;
+                Some(prod.sum_axis(3, false)?.sum_axis(0, false)?.reshape(k.shape().clone())?)
+            } else {
+                None
+            };
+            Ok(vec![ga, gk])
+        }
         Op::Gather { axis } => {
             let size = x[0].dims()[*axis];
             Ok(vec![Some(g.scatter_add(*axis, size, &x[1])?), None])

@@ -140,6 +140,12 @@ pub enum Op {
     /// The adjoint of [`Op::Im2Col`]: one input `[N, C*kh*kw, OH*OW]` → `[N, C, h, w]`,
     /// overlapping window positions summed.
     Col2Im { window: Window, h: usize, w: usize },
+    /// Depthwise 2-D convolution (one filter per channel): two inputs `x [N, C, H, W]` and
+    /// `w [C, 1, kh, kw]` → `[N, C, OH, OW]` with
+    /// `out[n, c, oy, ox] = Σ_i Σ_j x[n, c, oy*sh + i - ph, ox*sw + j - pw] * w[c, 0, i, j]`
+    /// (taps in the padding are skipped; summed over `i` then `j`, ascending). One pass on the GPU
+    /// backends, without the `[N, C*kh*kw, OH*OW]` columns im2col would materialise.
+    DepthwiseConv(Window),
     /// Two inputs `(x, idx)` of equal rank, equal sizes except on `axis`:
     /// `out[.., j, ..] = x[.., idx[.., j, ..], ..]`. Output has `idx`'s shape.
     Gather { axis: usize },
@@ -168,7 +174,7 @@ impl Op {
 
     /// The name of every primitive, in [`Op::index`] order (the conformance suite checks that
     /// every one of them is exercised).
-    pub const NAMES: [&'static str; 17] = [
+    pub const NAMES: [&'static str; 18] = [
         "fill",
         "random",
         "unary",
@@ -186,6 +192,7 @@ impl Op {
         "slice",
         "pad",
         "concat",
+        "depthwise_conv",
     ];
 
     /// Position of this primitive in [`Op::NAMES`]. Exhaustive: a new primitive must be
@@ -209,6 +216,7 @@ impl Op {
             Op::Slice { .. } => 14,
             Op::Pad { .. } => 15,
             Op::Concat { .. } => 16,
+            Op::DepthwiseConv(_) => 17,
         }
     }
 
@@ -225,7 +233,7 @@ impl Op {
             | Op::Expand(_)
             | Op::Slice { .. }
             | Op::Pad { .. } => Some(1),
-            Op::Binary(_) | Op::MatMul { .. } | Op::Gather { .. } | Op::ScatterAdd { .. } => Some(2),
+            Op::Binary(_) | Op::MatMul { .. } | Op::Gather { .. } | Op::ScatterAdd { .. } | Op::DepthwiseConv(_) => Some(2),
             Op::Where => Some(3),
             Op::Concat { .. } => None,
         }
@@ -324,6 +332,20 @@ impl Op {
                     return Err(err(format!("expects [N, C*{kk}, {}] for a {h}x{wd} image", oh * ow)));
                 }
                 Ok(Shape(vec![d[0], d[1] / kk, *h, *wd]))
+            }
+            Op::DepthwiseConv(w) => {
+                let (x, k) = (&inputs[0].0, &inputs[1].0);
+                if x.len() != 4 || k.len() != 4 {
+                    return Err(err("expects x [N, C, H, W] and weights [C, 1, kh, kw]".into()));
+                }
+                if k != &[x[1], 1, w.kh, w.kw] {
+                    return Err(err(format!(
+                        "weights must be [{}, 1, {}, {}] for {} channels and a {}x{} window",
+                        x[1], w.kh, w.kw, x[1], w.kh, w.kw
+                    )));
+                }
+                let (oh, ow) = w.out_hw(x[2], x[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
+                Ok(Shape(vec![x[0], x[1], oh, ow]))
             }
             Op::Gather { axis } => {
                 let (x, idx) = (inputs[0], inputs[1]);
@@ -469,6 +491,7 @@ mod tests {
             Op::Slice { starts: one(), ends: one() },
             Op::Pad { before: one(), after: one() },
             Op::Concat { axis: 0 },
+            Op::DepthwiseConv(w),
         ];
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {
@@ -476,4 +499,3 @@ mod tests {
         }
     }
 }
-

@@ -474,6 +474,11 @@ impl Tensor {
     pub fn col2im(&self, window: Window, h: usize, w: usize) -> Result<Tensor> {
         self.op1(Op::Col2Im { window, h, w })
     }
+    /// Depthwise convolution of `self [N, C, H, W]` with one filter per channel,
+    /// `weights [C, 1, kh, kw]` ([`Op::DepthwiseConv`]).
+    pub fn depthwise_conv(&self, weights: &Tensor, window: Window) -> Result<Tensor> {
+        self.op2(Op::DepthwiseConv(window), weights)
+    }
     /// `out[.., j, ..] = self[.., idx[.., j, ..], ..]` along `axis` (indices stored as f32).
     pub fn gather(&self, axis: usize, idx: &Tensor) -> Result<Tensor> {
         self.op2(Op::Gather { axis }, idx)

@@ -97,6 +97,38 @@ pub fn col2im<T: Element>(cols: &[T], dims: &[usize], w: &Window, h: usize, wd: 
     out
 }
 
+/// Depthwise convolution `x [N, C, H, W]` * `k [C, 1, kh, kw]` → `[N, C, OH, OW]`
+/// ([`pixelgrad_core::Op::DepthwiseConv`]): one output plane per (n, c), taps in the padding
+/// skipped, each output summed over the taps in (i, j) order.
+pub fn depthwise<T: Element>(x: &[T], dims: &[usize], k: &[T], w: &Window, oh: usize, ow: usize) -> Vec<T> {
+    let (n, c, h, wd) = (dims[0], dims[1], dims[2], dims[3]);
+    let kk = w.kh * w.kw;
+    let mut out = vec![T::ZERO; n * c * oh * ow];
+    for_chunks(&mut out, oh * ow, |plane, dst| {
+        let ch = plane % c;
+        let src = &x[plane * h * wd..(plane + 1) * h * wd];
+        let taps = &k[ch * kk..(ch + 1) * kk];
+        for i in 0..w.kh {
+            for j in 0..w.kw {
+                let tap = taps[i * w.kw + j];
+                let (lo, hi) = valid_range(ow, w.stride_w, j, w.pad_w, wd);
+                if lo == hi {
+                    continue;
+                }
+                for oy in 0..oh {
+                    let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else { continue };
+                    let x0 = lo * w.stride_w + j - w.pad_w;
+                    let row = &src[y * wd..(y + 1) * wd];
+                    for (t, d) in dst[oy * ow + lo..oy * ow + hi].iter_mut().enumerate() {
+                        *d += row[x0 + t * w.stride_w] * tap;
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +145,28 @@ mod tests {
                             assert_eq!((lo..hi).collect::<Vec<_>>(), want, "n{n} s{stride} k{k} p{pad} size{size}");
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// The depthwise kernel equals im2col followed by the per-channel weighted sum of rows.
+    #[test]
+    fn depthwise_matches_im2col_then_weighted_sum() {
+        let w = Window { kh: 3, kw: 2, stride_h: 2, stride_w: 1, pad_h: 1, pad_w: 1 };
+        let (n, c, h, wd) = (2, 3, 5, 4);
+        let (oh, ow) = w.out_hw(h, wd).unwrap();
+        let x: Vec<f64> = (0..n * c * h * wd).map(|i| (i as f64 * 0.37).sin()).collect();
+        let k: Vec<f64> = (0..c * 6).map(|i| (i as f64 * 0.71).cos()).collect();
+        let got = depthwise(&x, &[n, c, h, wd], &k, &w, oh, ow);
+        let cols = im2col(&x, &[n, c, h, wd], &w, oh, ow);
+        let l = oh * ow;
+        for img in 0..n {
+            for ch in 0..c {
+                for p in 0..l {
+                    let want: f64 = (0..6).map(|r| cols[((img * c + ch) * 6 + r) * l + p] * k[ch * 6 + r]).sum();
+                    let g = got[(img * c + ch) * l + p];
+                    assert!((g - want).abs() < 1e-12, "n{img} c{ch} p{p}: {g} vs {want}");
                 }
             }
         }

@@ -33,6 +33,7 @@ pub const BODIES: &[(&str, &str)] = &[
     ("matmul_unblock", include_str!("shaders/matmul_unblock.glsl")),
     ("im2col", include_str!("shaders/im2col.glsl")),
     ("col2im", include_str!("shaders/col2im.glsl")),
+    ("depthwise_conv", include_str!("shaders/depthwise_conv.glsl")),
     ("gather", include_str!("shaders/gather.glsl")),
     ("scatter_add", include_str!("shaders/scatter_add.glsl")),
     ("view", include_str!("shaders/view.glsl")),

@@ -1,4 +1,4 @@
-//! reduce, matmul, im2col, col2im.
+//! reduce, matmul, im2col, col2im, depthwise_conv.
 
 use pixelgrad_core::{Device, Op, ReduceOp, Tensor, Window};
 
@@ -123,6 +123,25 @@ pub async fn col2im(dev: &Device, read: Read) -> Outcome {
                 .input(vec![dims[0], dims[1] * w.kh * w.kw, oh * ow], Gen::Uniform(-1.0, 1.0))
                 .tol(accumulate(w.kh * w.kw))
                 .grad_tol(EXACT)
+        })
+        .collect();
+    check_all_with(dev, &cases, read).await
+}
+
+/// Depthwise convolution on the im2col windows (plus a 7x7 stride-2 case and a 1x1 one), weights
+/// `[C, 1, kh, kw]`; the gradients run through im2col / col2im.
+pub async fn depthwise(dev: &Device, read: Read) -> Outcome {
+    let mut ws = windows();
+    ws.push(("k7s2p3", vec![1, 4, 11, 9], Window::square(7, 2, 3)));
+    let cases: Vec<Case> = ws
+        .into_iter()
+        .map(|(name, dims, w)| {
+            let c = dims[1];
+            Case::new("depthwise_conv", name, move |_, x| x[0].depthwise_conv(&x[1], w))
+                .input(dims.clone(), Gen::Uniform(-1.0, 1.0))
+                .input(vec![c, 1, w.kh, w.kw], Gen::Uniform(-1.0, 1.0))
+                .tol(accumulate(w.kh * w.kw))
+                .grad_tol(accumulate(w.kh * w.kw * dims[0] * dims[2] * dims[3]).scaled(GRAD_FACTOR))
         })
         .collect();
     check_all_with(dev, &cases, read).await

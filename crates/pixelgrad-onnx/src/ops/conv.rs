@@ -1,9 +1,11 @@
 //! `Conv` and `ConvTranspose` on im2col / col2im.
 //!
 //! - `group = 1`: one matmul of the weights `[M, C*kh*kw]` with the columns.
-//! - Depthwise (`C/group = 1`): columns `[N, C, kh*kw, L]` times the weights broadcast as
-//!   `[1, C, kh*kw, 1]`, summed over the window axis: one multiply and one reduction for all
-//!   channels (no per-channel matmul).
+//! - Depthwise with one filter per channel (`C/group = 1`, `M = C`): the depthwise primitive,
+//!   one pass over the windows without materialising columns.
+//! - Depthwise with a channel multiplier (`M = k·C`): columns `[N, C, 1, kh*kw, L]` times the
+//!   weights broadcast as `[1, C, k, kh*kw, 1]`, summed over the window axis (no per-channel
+//!   matmul).
 //! - Other groups: one batched matmul with the group as the batch axis.
 //! - Dilations: the kernel is spread out with zeros (pad + reshape on the weights), so the same
 //!   im2col runs with the dilated kernel size.
@@ -75,16 +77,20 @@ fn conv(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     let window = Window { kh, kw, stride_h: win.stride[0], stride_w: win.stride[1], pad_h: pad[0], pad_w: pad[1] };
     let [oh, ow] = win.out;
     let l = oh * ow;
+    if cg == 1 && m == c {
+        // Depthwise with one filter per channel: its own kernel, no columns.
+        let mut y = x.depthwise_conv(&w, window)?;
+        if cx.opt(ins, 2).is_some() {
+            y = y.add(&cx.t(ins, 2)?.reshape([1, m, 1, 1])?)?;
+        }
+        return Ok(y);
+    }
     let cols = x.im2col(window)?; // [N, C*kk, L]
     let y = if g == 1 {
         w.reshape([m, c * kk])?.matmul(&cols)? // [N, M, L]
     } else if cg == 1 {
         let mult = m / c;
-        if mult == 1 {
-            cols.reshape([n, c, kk, l])?.mul(&w.reshape([1, c, kk, 1])?)?.sum_axis(2, true)?
-        } else {
-            cols.reshape([n, c, 1, kk, l])?.mul(&w.reshape([1, c, mult, kk, 1])?)?.sum_axis(3, true)?
-        }
+        cols.reshape([n, c, 1, kk, l])?.mul(&w.reshape([1, c, mult, kk, 1])?)?.sum_axis(3, true)?
     } else {
         let (mg, ck) = (m / g, cg * kk);
         let w3 = w.reshape([g, mg, ck])?;

@@ -1,5 +1,6 @@
 //! im2col and col2im (col2im as a gather over the windows covering each pixel, so no two
-//! fragments ever write the same output).
+//! fragments ever write the same output), and the depthwise convolution, which reads its
+//! windows directly.
 
 use std::rc::Rc;
 
@@ -36,4 +37,10 @@ pub(crate) fn col2im(sh: &Rc<Shared>, x: &GlTensor, w: Window, h: usize, wd: usi
     let c = out.0[1];
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("col2im", "window does not fit"))?;
     sh.run(window_pass("col2im", x, w, c, h, wd, oh, ow), out.numel())
+}
+
+pub(crate) fn depthwise(sh: &Rc<Shared>, x: &GlTensor, k: &GlTensor, s: &Shape, w: Window, out: &Shape) -> Result<GlTensor> {
+    let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
+    let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("depthwise_conv", "window does not fit"))?;
+    sh.run(window_pass("depthwise_conv", x, w, c, h, wd, oh, ow).input("u_k", k), out.numel())
 }

@@ -29,6 +29,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &matmul::MATMUL_BIG,
         &window::IM2COL,
         &window::COL2IM,
+        &window::DEPTHWISE,
         &index::GATHER,
         &index::SCATTER_ADD,
         &layout::COPY,
@@ -62,6 +63,7 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::MatMul { trans_a, trans_b } => matmul::matmul(gpu, *trans_a, *trans_b, input(0)?, input(1)?, shapes, out, &res)?,
         Op::Im2Col(w) => window::im2col(gpu, w, input(0)?, shapes[0], out, &res)?,
         Op::Col2Im { window: w, h, w: wd } => window::col2im(gpu, w, *h, *wd, input(0)?, out, &res)?,
+        Op::DepthwiseConv(w) => window::depthwise(gpu, w, input(0)?, input(1)?, shapes[0], out, &res)?,
         Op::Gather { axis } => index::gather(gpu, *axis, input(0)?, input(1)?, shapes, out, &res)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(gpu, *axis, *size, input(0)?, input(1)?, shapes, &res)?,
         // Core shares storage for reshape and never sends it; the backend handles it before

@@ -1,4 +1,5 @@
-//! im2col and its adjoint col2im (the building blocks of convolution and pooling).
+//! im2col and its adjoint col2im (the building blocks of convolution and pooling), and the
+//! depthwise convolution, which reads its windows directly.
 
 use std::borrow::Cow;
 
@@ -13,6 +14,13 @@ pub(crate) const IM2COL: Kernel = Kernel {
     name: Cow::Borrowed("im2col"),
     source: Cow::Borrowed(include_str!("../kernels/im2col.wgsl")),
     inputs: 1,
+    overrides: &[],
+    status: false,
+};
+pub(crate) const DEPTHWISE: Kernel = Kernel {
+    name: Cow::Borrowed("depthwise_conv"),
+    source: Cow::Borrowed(include_str!("../kernels/depthwise_conv.wgsl")),
+    inputs: 2,
     overrides: &[],
     status: false,
 };
@@ -80,4 +88,12 @@ pub(crate) fn col2im(gpu: &Gpu, win: &Window, h: usize, w: usize, col: &GpuTenso
     let p = params("col2im", d[0], d[1], h, w, win)?;
     let grid = grid(gpu, "col2im", h * w, d[1], d[0])?;
     gpu.launch("col2im", &COL2IM, &[], &[col.buffer()], res.buffer(), &p, grid)
+}
+
+pub(crate) fn depthwise(gpu: &Gpu, win: &Window, x: &GpuTensor, k: &GpuTensor, shape: &Shape, out: &Shape, res: &GpuTensor) -> Result<()> {
+    let d = shape.dims();
+    let p = params("depthwise_conv", d[0], d[1], d[2], d[3], win)?;
+    let o = out.dims();
+    let grid = grid(gpu, "depthwise_conv", o[2] * o[3], d[1], d[0])?;
+    gpu.launch("depthwise_conv", &DEPTHWISE, &[], &[x.buffer(), k.buffer()], res.buffer(), &p, grid)
 }
