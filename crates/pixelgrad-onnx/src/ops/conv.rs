@@ -1,6 +1,7 @@
 //! `Conv` and `ConvTranspose` on im2col / col2im.
 //!
-//! - `group = 1`: one matmul of the weights `[M, C*kh*kw]` with the columns.
+//! - `group = 1`: one matmul of the weights `[M, C*kh*kw]` with the columns (for a 1×1
+//!   kernel with stride 1 and no padding, the image itself reshaped: no im2col pass).
 //! - Depthwise with one filter per channel (`C/group = 1`, `M = C`): the depthwise primitive,
 //!   one pass over the windows without materialising columns.
 //! - Depthwise with a channel multiplier (`M = k·C`): columns `[N, C, 1, kh*kw, L]` times the
@@ -85,7 +86,12 @@ fn conv(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
         }
         return Ok(y);
     }
-    let cols = x.im2col(window)?; // [N, C*kk, L]
+    // A pointwise convolution's columns are the image itself: no im2col pass.
+    let cols = if kk == 1 && window.stride_h == 1 && window.stride_w == 1 && pad == [0, 0] {
+        x.reshape([n, c, l])?
+    } else {
+        x.im2col(window)? // [N, C*kk, L]
+    };
     let y = if g == 1 {
         w.reshape([m, c * kk])?.matmul(&cols)? // [N, M, L]
     } else if cg == 1 {
