@@ -1,7 +1,9 @@
 //! `cargo xtask bench`: the side-by-side browser benchmark, pixelgrad {webgpu, webgl, cpu} vs
 //! TensorFlow.js 4.22.0 {webgpu, webgl, wasm} in headless Chromium (`web/bench/run.mjs`), plus
 //! the native `pixelgrad bench` for context. `cargo xtask bench --native [ARGS]` runs only the
-//! native benchmark, as before.
+//! native benchmark, as before. `cargo xtask bench --inference` runs the inference benchmark
+//! instead: batch-1 latency of ONNX models, pixelgrad against ONNX Runtime Web
+//! (`web/bench/inference.mjs`; see [`inference`]).
 //!
 //! Steps: `npm ci` in `web/` and `web/bench/` when their node_modules are missing, build the
 //! npm package (`cargo xtask build-wasm`, skipped by `--no-build`), run the native benchmark
@@ -12,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const USAGE: &str = "usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] [--no-native] [--no-markdown | --markdown FILE] [--tfjs-tuned] [--out FILE] [--timeout S]\n       cargo xtask bench --native [--backends cpu,webgpu,webgl] [--matmul 256,1024] [--seconds S]";
+const USAGE: &str = "usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] [--no-native] [--no-markdown | --markdown FILE] [--tfjs-tuned] [--out FILE] [--timeout S]\n       cargo xtask bench --inference [--quick] [--only MODELS] [--no-build] [--no-markdown | --markdown FILE] [--out FILE]\n       cargo xtask bench --native [--backends cpu,webgpu,webgl] [--matmul 256,1024] [--seconds S]";
 
 /// Options of the browser benchmark; everything not handled here is passed to run.mjs.
 struct Options {
@@ -89,10 +91,14 @@ fn try_main(args: &[String]) -> Result<(), String> {
     let web = root.join("web");
     npm_ci(&web, "playwright-core")?;
     npm_ci(&web.join("bench"), "@tensorflow/tfjs")?;
+    npm_ci(&web.join("bench"), "onnxruntime-web")?;
     if o.build {
         // This binary is `cargo xtask`, so building through it reuses the compiled xtask.
         let me = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"))?;
-        status(Command::new(me).arg("build-wasm").current_dir(&root), "cargo xtask build-wasm (pass --no-build to use the existing web/pkg)")?;
+        status(
+            Command::new(me).arg("build-wasm").current_dir(&root),
+            "cargo xtask build-wasm (pass --no-build to use the existing web/pkg)",
+        )?;
     }
     let mut node = Command::new("node");
     node.arg(web.join("bench").join("run.mjs")).args(&o.passthrough).current_dir(&root);
@@ -107,11 +113,68 @@ fn try_main(args: &[String]) -> Result<(), String> {
     status(&mut node, "node web/bench/run.mjs")
 }
 
+/// `cargo xtask bench --inference`: the ONNX fixtures' Python venv and the PP-OCR models
+/// (`scripts/onnx-fixtures.sh`), the benchmark's models (`web/bench/make_models.py` into
+/// `web/bench/models/`), the npm package, then `web/bench/inference.mjs`.
+fn inference(args: &[String]) -> Result<(), String> {
+    let mut build = true;
+    let mut pass = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--no-build" => build = false,
+            "--quick" | "--no-markdown" => pass.push(a.clone()),
+            "--only" | "--out" | "--markdown" => {
+                let v = it.next().ok_or(format!("{a} needs a value"))?;
+                pass.extend([a.clone(), v.clone()]);
+            }
+            other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
+        }
+    }
+    let root = workspace_root();
+    let web = root.join("web");
+    npm_ci(&web, "playwright-core")?;
+    npm_ci(&web.join("bench"), "onnxruntime-web")?;
+    status(Command::new("bash").arg("scripts/onnx-fixtures.sh").current_dir(&root), "scripts/onnx-fixtures.sh")?;
+    let python = root.join("target").join("onnx-venv").join("bin").join("python");
+    let ppocr = root.join("target").join("onnx-pkgs").join("rapidocr_onnxruntime").join("models");
+    status(
+        Command::new(&python)
+            .arg(web.join("bench").join("make_models.py"))
+            .arg(web.join("bench").join("models"))
+            .arg(&ppocr)
+            .arg(root.join("target").join("onnx-fixtures"))
+            .current_dir(&root),
+        "web/bench/make_models.py",
+    )?;
+    if build {
+        let me = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"))?;
+        status(
+            Command::new(me).arg("build-wasm").current_dir(&root),
+            "cargo xtask build-wasm (pass --no-build to use the existing web/pkg)",
+        )?;
+    }
+    status(Command::new("node").arg(web.join("bench").join("inference.mjs")).args(&pass).current_dir(&root), "node web/bench/inference.mjs")
+}
+
 /// Entry point of `cargo xtask bench`; returns the process exit code.
 pub fn main(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "--inference") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--inference").cloned().collect();
+        return match inference(&rest) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("xtask bench: {e}");
+                1
+            }
+        };
+    }
     if args.iter().any(|a| a == "--native") {
         let rest: Vec<&String> = args.iter().filter(|a| *a != "--native").collect();
-        let r = status(Command::new(env!("CARGO")).args(["run", "--release", "-q", "-p", "pixelgrad-cli", "--", "bench"]).args(rest), "pixelgrad bench");
+        let r = status(
+            Command::new(env!("CARGO")).args(["run", "--release", "-q", "-p", "pixelgrad-cli", "--", "bench"]).args(rest),
+            "pixelgrad bench",
+        );
         return match r {
             Ok(()) => 0,
             Err(e) => {

@@ -1,7 +1,8 @@
 //! `cargo xtask <task>`: project chores that need more than one cargo command.
 //!
 //! - `cargo xtask bench [--quick] [--only ...] [--no-build]` — pixelgrad vs TensorFlow.js in
-//!   headless Chromium (`web/bench/`); `--native [ARGS...]` runs only `pixelgrad bench`.
+//!   headless Chromium (`web/bench/`); `--native [ARGS...]` runs only `pixelgrad bench`;
+//!   `--inference [--quick]` times ONNX models against ONNX Runtime Web instead.
 //! - `cargo xtask bench-burn [--rounds N] [--seconds S]` — pixelgrad's WebGPU backend against
 //!   Burn's wgpu backend on the same adapter (`bench/burn-side/`), alternating, with medians.
 //! - `cargo xtask test` — every test (`scripts/test.sh`).
@@ -36,7 +37,7 @@ fn main() {
         Some("demo") => exit(demo::main(&args[1..])),
         Some("federated") => exit(federated::main(&args[1..])),
         _ => {
-            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
+            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --inference [--quick] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
             exit(2)
         }
     }

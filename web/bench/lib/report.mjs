@@ -206,13 +206,13 @@ export function renderMarkdown(res, jsonPath) {
 }
 
 /** Replaces the text between the markers in `file` (appending markers at the end if absent). */
-export function spliceInto(file, section) {
+export function spliceInto(file, section, start = START, end = END) {
   const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-  const a = text.indexOf(START);
-  const b = text.indexOf(END);
+  const a = text.indexOf(start);
+  const b = text.indexOf(end);
   let out;
   if (a >= 0 && b > a) {
-    out = text.slice(0, a) + section.trimEnd() + text.slice(b + END.length);
+    out = text.slice(0, a) + section.trimEnd() + text.slice(b + end.length);
   } else {
     out = text.trimEnd() + (text ? '\n\n' : '') + section;
   }

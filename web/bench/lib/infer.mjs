@@ -1,0 +1,127 @@
+// The inference benchmark's page API (web/bench/inference.mjs calls it through page.evaluate):
+// one page per (library, backend), so the libraries never share a GPU context.
+//   pixelgrad: the npm package from web/pkg (`pg.loadOnnx`, `model.run`), backends webgpu,
+//              webgl, cpu (wasm32, one thread)
+//   ort:       ONNX Runtime Web from web/bench/node_modules (no CDN), execution providers
+//              webgpu, webgl, wasm (one thread: the test server sets no cross-origin isolation,
+//              and pixelgrad's CPU backend is single-threaded in the browser too)
+// Latency is what a caller waits for: inputs in, outputs read back to JS. The runner loads a
+// model on both libraries' pages, then alternates short timed chunks between them.
+
+const ORT_DIST = '/bench/node_modules/onnxruntime-web/dist/';
+let side = null;
+
+/** The deterministic batch-1 input of `shape`: values in [0, 1), the same in both libraries. */
+export function inputOf(shape) {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const x = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    const v = Math.sin(i * 12.9898) * 43758.5453;
+    x[i] = v - Math.floor(v);
+  }
+  return x;
+}
+
+async function pixelgrad(backend) {
+  const pg = await import('/pkg/index.js');
+  const rt = await pg.init({ backend, allowSoftware: true });
+  if (rt.backend !== backend) throw new Error(`pixelgrad started ${rt.backend}, not ${backend}`);
+  return {
+    library: `pixelgrad ${pg.version}`,
+    adapter: rt.report?.adapter ?? null,
+    async load(bytes) {
+      const m = await pg.loadOnnx(new Uint8Array(bytes));
+      return {
+        async run(name, x, shape) {
+          const t = pg.tensor(x, shape);
+          const outs = await m.run({ [name]: t });
+          t.dispose();
+          const first = Object.keys(outs)[0];
+          const data = await outs[first].data();
+          for (const o of Object.values(outs)) o.dispose();
+          return data;
+        },
+        dispose: () => m.dispose(),
+      };
+    },
+  };
+}
+
+async function ortSide(backend) {
+  const ort = await import(`${ORT_DIST}ort.all.min.mjs`);
+  ort.env.wasm.wasmPaths = ORT_DIST;
+  ort.env.wasm.numThreads = 1;
+  ort.env.logLevel = 'error';
+  return {
+    library: `onnxruntime-web ${ort.env.versions?.web ?? ''}`.trim(),
+    adapter: null,
+    async load(bytes) {
+      const s = await ort.InferenceSession.create(new Uint8Array(bytes), { executionProviders: [backend], graphOptimizationLevel: 'all' });
+      return {
+        async run(name, x, shape) {
+          const outs = await s.run({ [name]: new ort.Tensor('float32', x, shape) });
+          const first = s.outputNames[0];
+          // getData() downloads GPU-resident outputs; CPU outputs are already host arrays.
+          const data = outs[first].getData ? await outs[first].getData() : outs[first].data;
+          return Float32Array.from(data);
+        },
+        dispose: () => s.release(),
+      };
+    },
+  };
+}
+
+let loaded = null;
+
+window.pgInfer = {
+  /** Starts `lib` ('pixelgrad' | 'ort') on `backend`; returns { library, backend, adapter }. */
+  async init(lib, backend) {
+    if (lib === 'pixelgrad') side = await pixelgrad(backend);
+    else if (lib === 'ort') side = await ortSide(backend);
+    else throw new Error(`unknown library ${lib}`);
+    return { library: side.library, backend, adapter: side.adapter };
+  },
+  /**
+   * Loads `model` ({ file, input, shape, inputFile? }) and runs it once: `loadMs` (fetch
+   * excluded) and `firstRunMs` (the first run, shader compiles included).
+   */
+  async load(model) {
+    if (loaded) loaded.m.dispose();
+    loaded = null;
+    const bytes = await (await fetch(`/bench/models/${model.file}`)).arrayBuffer();
+    const x = model.inputFile ? new Float32Array(await (await fetch(`/bench/models/${model.inputFile}`)).arrayBuffer()) : inputOf(model.shape);
+    if (x.length !== model.shape.reduce((a, b) => a * b, 1)) throw new Error(`${model.inputFile}: ${x.length} values for shape ${model.shape}`);
+    let t = performance.now();
+    const m = await side.load(bytes);
+    const loadMs = performance.now() - t;
+    loaded = { m, model, x };
+    t = performance.now();
+    loaded.out = await m.run(model.input, x, model.shape);
+    return { loadMs, firstRunMs: performance.now() - t };
+  },
+  /**
+   * Times runs of the loaded model until `budgetMs` is spent (at least `minRuns`, at most
+   * `maxRuns`): the latency of each, ms.
+   */
+  async time({ budgetMs = 1000, minRuns = 1, maxRuns = 20 }) {
+    if (!loaded) throw new Error('load a model first');
+    const { m, model, x } = loaded;
+    const times = [];
+    const start = performance.now();
+    while (times.length < maxRuns && (times.length < minRuns || performance.now() - start < budgetMs)) {
+      const t = performance.now();
+      loaded.out = await m.run(model.input, x, model.shape);
+      times.push(performance.now() - t);
+    }
+    return times;
+  },
+  /** The first output of the last run, and disposes of the model. */
+  async unload() {
+    if (!loaded) return null;
+    const out = Array.from(loaded.out);
+    loaded.m.dispose();
+    loaded = null;
+    return out;
+  },
+};
+window.pgInferReady = true;

@@ -1,0 +1,94 @@
+// Pure helpers of the inference benchmark (web/bench/inference.mjs): output agreement and the
+// BENCHMARKS.md section. No browser, no file system beyond what callers pass.
+
+export const START = '<!-- inference-bench:start -->';
+export const END = '<!-- inference-bench:end -->';
+
+/** Backend pairs compared: pixelgrad's backend and the ONNX Runtime Web execution provider. */
+export const pairs = [
+  { pixelgrad: 'webgpu', ort: 'webgpu' },
+  { pixelgrad: 'webgl', ort: 'webgl' },
+  { pixelgrad: 'cpu', ort: 'wasm' },
+];
+
+/** max |a - b| / max |b| (b the reference); Infinity when the lengths differ or a value is not finite. */
+export function maxRelDiff(a, b) {
+  if (!a || !b || a.length !== b.length || a.length === 0) return Infinity;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < a.length; i++) {
+    const d = Math.abs(a[i] - b[i]);
+    if (!Number.isFinite(d)) return Infinity;
+    num = Math.max(num, d);
+    den = Math.max(den, Math.abs(b[i]));
+  }
+  return den === 0 ? num : num / den;
+}
+
+/** Index of the largest value (the class a classifier picks). */
+export function argmax(xs) {
+  let best = 0;
+  for (let i = 1; i < xs.length; i++) if (xs[i] > xs[best]) best = i;
+  return best;
+}
+
+const fmt = (ms) => (ms == null ? '—' : ms >= 100 ? ms.toFixed(0) : ms.toPrecision(3));
+
+/**
+ * The rows of the table: per model and backend pair, both libraries' first-run and median
+ * latency, the speed ratio (ORT's median / pixelgrad's: above 1, pixelgrad is faster) and
+ * pixelgrad's output error against ORT's wasm output (the reference every row is compared to).
+ */
+export function rows(result) {
+  const find = (lib, backend, model) => result.runs.find((r) => r.lib === lib && r.backend === backend && r.model === model);
+  const out = [];
+  for (const m of result.models) {
+    const ref = find('ort', 'wasm', m.name);
+    for (const p of pairs) {
+      const a = find('pixelgrad', p.pixelgrad, m.name);
+      const b = find('ort', p.ort, m.name);
+      const ok = (r) => r && !r.error;
+      out.push({
+        model: m.name,
+        pair: `${p.pixelgrad} / ${p.ort}`,
+        pixelgrad: a,
+        ort: b,
+        ratio: ok(a) && ok(b) ? b.medianMs / a.medianMs : null,
+        error: ok(a) && ok(ref) ? maxRelDiff(a.output, ref.output) : null,
+      });
+    }
+  }
+  return out;
+}
+
+/** The BENCHMARKS.md section, between START and END. */
+export function renderMarkdown(result, file) {
+  const cell = (r, key) => (!r ? 'not run' : r.error ? `failed: ${r.error.slice(0, 80)}` : fmt(r[key]));
+  const L = [
+    START,
+    '## Inference in the browser: pixelgrad vs ONNX Runtime Web (`cargo xtask bench --inference`)',
+    '',
+    `Run: ${result.date.slice(0, 10)}, ${result.browser}, ${result.machine.cpu} ×${result.machine.cores}` +
+      (result.machine.commit ? `, commit ${result.machine.commit}` : '') +
+      `; ${result.ort}; raw results in \`${file}\`.`,
+    'Batch 1, one headless Chromium session, each library on its own page; latency is inputs in',
+    'to the first output read back into JS, ms; "first" includes shader compiles. Both libraries',
+    `load the model, then take turns running ${result.settings.rounds} chunks of about ${result.settings.chunkMs} ms each, so the machine's load`,
+    "drifts alike for both; the median is over all of a row's runs. ratio = ONNX Runtime Web's median / pixelgrad's (above 1: pixelgrad",
+    'faster). error = max |pixelgrad − ort wasm| / max |ort wasm| on the first output. ORT\'s',
+    'wasm EP and pixelgrad\'s CPU backend both run one thread. TF.js cannot load ONNX models, so it',
+    'has no row. SwiftShader runs WebGPU and WebGL on the CPU here: the ratios say how the',
+    'libraries\' passes behave, not how fast a GPU is.',
+    '',
+    '| model | pixelgrad / ort backend | pixelgrad first | pixelgrad median | ort first | ort median | ratio | error |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const r of rows(result)) {
+    const ratio = r.ratio == null ? '—' : `${r.ratio.toFixed(2)}×`;
+    const err = r.error == null ? '—' : r.error.toExponential(1);
+    L.push(`| ${r.model} | ${r.pair} | ${cell(r.pixelgrad, 'firstRunMs')} | ${cell(r.pixelgrad, 'medianMs')} | ${cell(r.ort, 'firstRunMs')} | ${cell(r.ort, 'medianMs')} | ${ratio} | ${err} |`);
+  }
+  L.push('', ...result.models.map((m) => `- ${m.name}: input \`${m.input}\` ${JSON.stringify(m.shape)}; ${m.about}`));
+  L.push(END);
+  return L.join('\n') + '\n';
+}

@@ -1,0 +1,53 @@
+// The inference benchmark's pure helpers: agreement measure, ratios and the BENCHMARKS.md table.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { maxRelDiff, argmax, rows, renderMarkdown, START, END } from '../lib/inference-report.mjs';
+
+test('maxRelDiff is relative to the reference and refuses mismatched outputs', () => {
+  assert.equal(maxRelDiff([1, 2, 3], [1, 2, 3]), 0);
+  assert.equal(maxRelDiff([1, 2, 4.5], [1, 2, 5]), 0.1);
+  assert.equal(maxRelDiff([1, 2], [1, 2, 3]), Infinity);
+  assert.equal(maxRelDiff([NaN], [1]), Infinity);
+  assert.equal(maxRelDiff([], []), Infinity);
+  assert.equal(argmax([0.1, 3, -2, 2.9]), 1);
+});
+
+function result() {
+  const run = (lib, backend, medianMs, output, extra = {}) => ({ lib, backend, model: 'm', firstRunMs: medianMs * 10, medianMs, runs: 5, output, ...extra });
+  return {
+    date: '2026-12-01T00:00:00Z',
+    settings: { rounds: 8, chunkMs: 800 },
+    machine: { cpu: 'cpu', cores: 2, commit: 'abc1234' },
+    ort: 'onnxruntime-web 1.30.0',
+    browser: 'Chromium 1',
+    models: [{ name: 'm', input: 'x', shape: [1, 3], about: 'a model' }],
+    runs: [
+      run('pixelgrad', 'webgpu', 10, [1, 2]),
+      run('ort', 'webgpu', 20, [1, 2]),
+      run('pixelgrad', 'webgl', 40, [1, 2.2]),
+      run('ort', 'webgl', 20, [1, 2]),
+      run('pixelgrad', 'cpu', 5, [1, 2]),
+      { lib: 'ort', backend: 'wasm', model: 'm', medianMs: 5, firstRunMs: 6, output: [1, 2] },
+    ],
+  };
+}
+
+test('rows pair the libraries per backend and compare outputs with ORT wasm', () => {
+  const r = rows(result());
+  assert.equal(r.length, 3);
+  assert.equal(r[0].ratio, 2);
+  assert.equal(r[1].ratio, 0.5);
+  assert.ok(Math.abs(r[1].error - 0.1) < 1e-12);
+  assert.equal(r[2].ratio, 1);
+});
+
+test('a failed run shows as failed, with no ratio', () => {
+  const res = result();
+  res.runs[1] = { lib: 'ort', backend: 'webgpu', model: 'm', error: 'init: no adapter' };
+  const r = rows(res);
+  assert.equal(r[0].ratio, null);
+  const md = renderMarkdown(res, 'web/bench/results/x.json');
+  assert.ok(md.startsWith(START) && md.trimEnd().endsWith(END));
+  assert.match(md, /failed: init: no adapter/);
+  assert.match(md, /\| m \| webgl \/ webgl \| 400 \| 40\.0 \| 200 \| 20\.0 \| 0\.50× \| 1\.0e-1 \|/);
+});
