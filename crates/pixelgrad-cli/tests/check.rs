@@ -100,3 +100,35 @@ fn backends_check_and_layouts() {
         assert!(s.lines().any(|l| l.starts_with("1.weight") && l.contains("buffer") && l.contains("16384/")), "{s}");
     }
 }
+
+/// `train --max-steps-per-second`: same losses as an unpaced run, not faster than asked
+/// (lower bound only), and a bad rate is a one-line error.
+#[test]
+fn paced_train_logs_the_same_losses() {
+    let run = |extra: &[&str]| {
+        let out_dir = std::env::temp_dir().join(format!("pixelgrad-paced-{}-{}", std::process::id(), extra.len()));
+        let mut args = vec!["train", "--backend", "cpu", "--epochs", "1", "--batch-size", "256", "--log-every", "1", "--json", "--out"];
+        let dir = out_dir.to_string_lossy().to_string();
+        args.push(&dir);
+        args.extend_from_slice(extra);
+        let t0 = std::time::Instant::now();
+        let out = pixelgrad(&args);
+        let secs = t0.elapsed().as_secs_f64();
+        std::fs::remove_dir_all(&out_dir).ok();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let j: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        (j["losses"].clone(), secs)
+    };
+    let (fast, _) = run(&[]);
+    let (slow, secs) = run(&["--max-steps-per-second", "10"]);
+    assert_eq!(fast, slow);
+    let steps = fast.as_array().unwrap().len();
+    assert!(steps >= 3, "{fast}");
+    assert!(secs >= 0.9 * (steps - 1) as f64 / 10.0, "{steps} steps at 10/s took {secs:.2} s");
+    let out =
+        pixelgrad(&["train", "--backend", "cpu", "--epochs", "1", "--max-steps-per-second", "0", "--out", "/tmp/pixelgrad-paced-bad"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("max_steps_per_second"), "{err}");
+}
