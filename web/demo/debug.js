@@ -40,8 +40,11 @@ function layoutText(rows) {
   return lines.join('\n');
 }
 
-/** Wires the controls; `send` posts to the worker; returns the handlers of the worker's answers. */
-export function setupDebug(send) {
+/**
+ * Wires the controls; `send` posts to the worker; `handlers` are the page's existing ones
+ * (their `training` is wrapped). Returns the handlers to add for the worker's answers.
+ */
+export function setupDebug(send, handlers) {
   const speedMax = Number($('speed').max);
   const pace = () => {
     const rate = sliderRate($('speed').value, speedMax);
@@ -61,7 +64,12 @@ export function setupDebug(send) {
   });
   $('layouts').addEventListener('click', () => send({ type: 'layouts' }));
   pace();
+  const training = handlers.training;
   return {
+    training(m) {
+      training(m);
+      if (!m.on) $('step-once').disabled = true; // nothing waits for a step any more
+    },
     crosscheck(m) {
       $('debug-out').textContent = crossCheckText(m.report);
       $('debug-out').dataset.passed = String(m.report.passed);

@@ -208,7 +208,7 @@ const handlers = {
   net: (m) => net.setWorker(m.count, m.urls),
 };
 
-Object.assign(handlers, setupDebug(send));
+Object.assign(handlers, setupDebug(send, handlers));
 
 worker.addEventListener('message', (e) => {
   const m = e.data || {};

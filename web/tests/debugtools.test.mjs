@@ -168,6 +168,7 @@ test('demo: cross-check and layout buttons, speed slider, step-through', async (
     assert.equal(await demo.$eval('#step', (el) => el.textContent), String(first + 1));
     await demo.click('#pause');
     await waitFor(ready);
+    assert.equal(await demo.$eval('#step-once', (b) => b.disabled), true);
   } finally {
     await demo.close();
   }

@@ -104,7 +104,7 @@ impl CheckConfig {
         if self.steps == 0 || self.steps > 1000 || self.batch == 0 || self.batch > 4096 {
             return bad("steps must be 1..=1000 and batch 1..=4096");
         }
-        if !self.lr.is_finite() || !(self.tolerance_scale.is_finite() && self.tolerance_scale > 0.0) {
+        if !(self.lr.is_finite() && self.tolerance_scale.is_finite() && self.tolerance_scale > 0.0) {
             return bad("lr must be finite and the tolerance scale positive");
         }
         Ok(())
