@@ -8,6 +8,7 @@ import { createPad, drawPreview } from './pad.js';
 import { readMnistFiles } from './files.js';
 import { argmax } from './util.js';
 import { watchNetwork } from './netwatch.js';
+import { setupDebug } from './debug.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -206,6 +207,8 @@ const handlers = {
   },
   net: (m) => net.setWorker(m.count, m.urls),
 };
+
+Object.assign(handlers, setupDebug(send, handlers));
 
 worker.addEventListener('message', (e) => {
   const m = e.data || {};

@@ -21,6 +21,9 @@ const S = {
   step: 0, // batches trained with this model, across fit calls (and teaching)
   epoch: 0,
   userSamples: [], // [{ pixels: Float32Array, label }] taught by the user
+  maxStepsPerSecond: null, // the speed slider (null: full speed), read by fit before each step
+  stepThrough: false, // fit waits in onBatchEnd for a 'step' message
+  stepRelease: null, // resolves the wait
 };
 
 const post = (msg, transfer) => self.postMessage(msg, transfer || []);
@@ -213,7 +216,9 @@ async function train(msg) {
         batchSize,
         shuffle: true,
         seed: (S.spec.seed + S.epoch * 7919) >>> 0,
-        readEvery: 10,
+        // a slow speed or step-through shows every step (reads do not change results)
+        readEvery: S.maxStepsPerSecond !== null || S.stepThrough ? 1 : 10,
+        maxStepsPerSecond: () => S.maxStepsPerSecond ?? undefined,
         validationData: [xTest, yTest],
         // Called after each loss read-back (every `readEvery` batches) with the batch count of
         // this fit call; awaited by fit, so the weights are drawn between batches.
@@ -223,6 +228,13 @@ async function train(msg) {
             post({ type: 'batch', step: S.step, loss: logs.loss, accuracy: logs.accuracy });
           }
           await drawWeights();
+          if (S.stepThrough && !S.pauseRequested) {
+            post({ type: 'stepwait', step: S.step });
+            await new Promise((resolve) => (S.stepRelease = resolve));
+            S.stepRelease = null;
+            if (S.stepThrough && !S.pauseRequested) return 'step';
+          }
+          return undefined;
         },
         onEpochEnd(_epoch, logs) {
           S.epoch += 1;
@@ -243,9 +255,35 @@ async function train(msg) {
   }
 }
 
+/** The speed slider and the step-through box (they bypass the queue, like pause). */
+function setPace(msg) {
+  S.maxStepsPerSecond = typeof msg.maxStepsPerSecond === 'number' && msg.maxStepsPerSecond > 0 ? msg.maxStepsPerSecond : null;
+  S.stepThrough = !!msg.stepThrough;
+  if (!S.stepThrough && S.stepRelease) S.stepRelease();
+}
+
+/** The Step button: fit, waiting in onBatchEnd in step-through mode, runs one more step. */
+function stepOnce() {
+  if (S.stepRelease) S.stepRelease();
+}
+
+async function crossCheck() {
+  if (!S.rt) throw new Error('no backend; press Restart on this backend');
+  status(`cross-checking ${S.rt.backend} against the CPU in f64…`);
+  const report = await S.rt.crossCheck({ layers: [4, 4, 2], steps: 3 });
+  post({ type: 'crosscheck', report });
+  status(report.summary);
+}
+
+function layouts() {
+  if (!S.model) throw new Error('no model; press New model first');
+  post({ type: 'layouts', rows: S.model.layouts() });
+}
+
 function pause() {
   if (!S.training) return;
   S.pauseRequested = true;
+  if (S.stepRelease) S.stepRelease();
   if (S.model) S.model.stopTraining = true;
   status('pausing after the current batch…');
 }
@@ -370,7 +408,7 @@ function markReady() {
   post({ type: 'net', count: 0, urls: [] });
 }
 
-const handlers = { init, data: loadData, build, optimizer: setOptimizer, train, predict, teach, save, load, canvas: setCanvas, ready: markReady };
+const handlers = { init, data: loadData, build, optimizer: setOptimizer, train, predict, teach, save, load, canvas: setCanvas, ready: markReady, crosscheck: crossCheck, layouts };
 
 // Jobs run one at a time in arrival order (a model must not be rebuilt under a running fit).
 // Pause and predictions during training bypass the queue so they take effect at once: fit
@@ -380,6 +418,8 @@ let queue = Promise.resolve();
 self.onmessage = (ev) => {
   const msg = ev.data || {};
   if (msg.type === 'pause') return pause();
+  if (msg.type === 'pace') return setPace(msg);
+  if (msg.type === 'step') return stepOnce();
   if (msg.type === 'predict' && S.training) {
     predict(msg).catch((e) => postError(e, 'predict'));
     return;

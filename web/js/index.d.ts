@@ -39,6 +39,93 @@ export declare class Runtime {
   /** Backend counters: bytes held now by tensors and pools, and what was allocated, compiled,
    *  launched, submitted and read back since start. */
   memory(): { bytesInUse: number; allocations: number; compiles: number; launches: number; submissions: number; readbacks: number };
+  /**
+   * Trains a tiny fully connected network (same seeded weights and data) for a few SGD steps
+   * on this backend and on the f64 CPU reference, reads back every intermediate of every step
+   * and compares element by element (the engine of `pixelgrad check`).
+   *
+   * ```js
+   * const rt = await pg.init({ backend: 'webgl' });
+   * const r = await rt.crossCheck({ layers: [4, 4, 2], steps: 3 });
+   * console.log(r.passed, r.summary);          // true 'PASS: 42 tensors over 3 steps ...'
+   * if (!r.passed) console.log(r.firstFailure.tensor, r.firstFailure.op);
+   * ```
+   */
+  crossCheck(options?: CrossCheckOptions): Promise<CrossCheckReport>;
+  /** The layout table of `model`'s live tensors: same as `model.layouts()`. */
+  layouts(model: Sequential): LayoutRow[];
+}
+
+export interface CrossCheckOptions {
+  /** Layer widths, input first (default [4, 4, 2]). */
+  layers?: number[];
+  /** Activation of every layer (default 'sigmoid'; the loss is MSE, the optimizer plain SGD). */
+  activation?: 'sigmoid' | 'tanh' | 'relu';
+  /** Steps compared (default 3), batch size (8), learning rate (0.5), seed (1). */
+  steps?: number;
+  batch?: number;
+  lr?: number;
+  seed?: number;
+  /** Multiplies every tolerance (default 1). */
+  toleranceScale?: number;
+  /**
+   * Test-only: corrupt results of one op on this backend, `'OP[@N][+OFFSET]'` (e.g. 'sigmoid',
+   * 'matmul@2+0.5'; the N-th result counted from 0, offset default 0.01), to see the check
+   * fail and name the tensor that op produced.
+   */
+  injectFault?: string;
+}
+
+/** One compared tensor of one step. */
+export interface CrossCheckRow {
+  /** 1-based step. */
+  step: number;
+  /** 'layer1.pre', 'layer1.act', 'loss', 'layer1.act.grad', 'layer2.weight.grad', 'layer2.bias' (updated) ... */
+  tensor: string;
+  /** The op that produced it, e.g. 'sigmoid', 'matmul + bias add', 'sgd update (p - lr·g)'. */
+  op: string;
+  shape: number[];
+  /** Largest |got - ref|, largest |got - ref| / |ref| (null if not finite). */
+  maxAbs: number | null;
+  maxRel: number | null;
+  worstIndex: number;
+  /** Passes when |got - ref| <= tolAbs + tolRel * |ref| for every element. */
+  tolAbs: number;
+  tolRel: number;
+  pass: boolean;
+}
+
+export interface CrossCheckReport {
+  passed: boolean;
+  /** One line: PASS, or the first failing tensor, its step, the op that produced it and the error. */
+  summary: string;
+  backend: string;
+  reference: string;
+  config: { layers: number[]; activation: string; steps: number; batch: number; lr: number; seed: number; toleranceScale: number };
+  /** The first tensor (computation order, earliest step) outside its tolerance. */
+  firstFailure: CrossCheckRow | null;
+  rows: CrossCheckRow[];
+}
+
+/** One live tensor in device memory (`model.layouts()`). */
+export interface LayoutRow {
+  /** '0.weight', or optimizer state such as 'm/0.weight'. */
+  name: string;
+  shape: number[];
+  elements: number;
+  /** 'texture' (WebGL), 'buffer' (WebGPU) or 'host' (CPU); absent with the keys below if the backend does not say. */
+  memory?: 'texture' | 'buffer' | 'host';
+  /** Texture width x height in texels; for a buffer or host memory, its element slots x 1. */
+  width?: number;
+  height?: number;
+  /** 'RGBA32F', 'RGBA16F', 'f32'. */
+  format?: string;
+  /** Texels (texture) or elements holding data, of `allocated`; the rest is padding. */
+  used?: number;
+  allocated?: number;
+  /** e.g. 'row-major fold, 4 elements per texel'. */
+  layout?: string;
+  bytes?: number;
 }
 
 /** Starts (or switches) the backend. Objects of a replaced runtime throw when used. */
@@ -213,8 +300,18 @@ export interface FitOptions {
   /** Read loss/accuracy back every this many steps (default 10). */
   readEvery?: number;
   validationData?: [Tensor, Tensor];
-  /** After each read: step is the 1-based global step, logs are means since the last read. */
-  onBatchEnd?(step: number, logs: Logs): void | Promise<void>;
+  /**
+   * Pacing for watching: at most this many steps per second (results are bit-identical to an
+   * unpaced run; n steps take at least (n - 1) / rate seconds). A function is read before
+   * every step (a live speed slider); undefined or Infinity from it means full speed.
+   */
+  maxStepsPerSecond?: number | (() => number | undefined);
+  /**
+   * After each read: step is the 1-based global step, logs are means since the last read.
+   * Return (or resolve to) `'step'` to run one more step and read right after it (step-through
+   * mode: resolve when the user clicks "step"); anything else goes back to `readEvery`.
+   */
+  onBatchEnd?(step: number, logs: Logs): void | 'step' | Promise<void | 'step'>;
   onEpochEnd?(epoch: number, logs: Logs): void | Promise<void>;
   callbacks?: { onBatchEnd?: FitOptions['onBatchEnd']; onEpochEnd?: FitOptions['onEpochEnd'] };
 }
@@ -259,6 +356,11 @@ export declare class Sequential {
   setWeights(weights: Record<string, Tensor | Float32Array>): Promise<void>;
   /** The model as ONNX bytes (input `input` `[N, ...inputShape]`, output `output`). */
   toOnnx(): Promise<Uint8Array>;
+  /**
+   * The layout table of the model's live tensors (parameters, buffers, optimizer state) on
+   * its backend: texture or buffer size, texels used, layout, bytes.
+   */
+  layouts(): LayoutRow[];
 }
 
 export declare function sequential(layers: LayerConfig[] | { layers: LayerConfig[]; seed?: number }, options?: { seed?: number }): Sequential;

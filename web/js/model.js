@@ -5,6 +5,7 @@
 import { currentRuntime, wasm } from './runtime.js';
 import { Tensor, deviceTensor, registry, targetsOf } from './tensor.js';
 import { optimizers } from './layers.js';
+import { pacer } from './pacing.js';
 import { allModels, deleteModel, download, getModel, parseUrl, putModel } from './storage.js';
 
 /** Yields one macrotask (MessageChannel is not throttled like setTimeout). */
@@ -82,6 +83,14 @@ export class Sequential {
     return { layers: this._layers, seed: this._seed };
   }
 
+  /**
+   * The layout table of the model's live tensors (parameters, buffers, optimizer state):
+   * `[{ name, shape, elements, memory, width, height, format, used, allocated, layout, bytes }]`.
+   */
+  layouts() {
+    return JSON.parse(this._net('layouts').layouts());
+  }
+
   /** The runtime's backend this model lives on. */
   get backend() {
     return this._rt ? this._rt.backend : null;
@@ -118,7 +127,9 @@ export class Sequential {
    * given: class indices `[n]`, one-hot or probability rows `[n, classes]`, or any float
    * targets `[n, outputs]` (MSE, BCE); a mismatch with the model's output or loss is an error. Options: epochs, batchSize, shuffle, seed, readEvery, validationData: [x, y],
    * onBatchEnd(step, logs) (after each read), onEpochEnd(epoch, logs); callbacks may also come
-   * as `callbacks: { onBatchEnd, onEpochEnd }`.
+   * as `callbacks: { onBatchEnd, onEpochEnd }`. `maxStepsPerSecond` paces training for
+   * watching (same results); `onBatchEnd` returning (or resolving to) `'step'` asks for one
+   * more step and a read right after it (step-through mode).
    */
   async fit(x, y, opts = {}) {
     const net = this._net('fit');
@@ -132,6 +143,8 @@ export class Sequential {
     const cbs = opts.callbacks || {};
     const onBatchEnd = opts.onBatchEnd || cbs.onBatchEnd;
     const onEpochEnd = opts.onEpochEnd || cbs.onEpochEnd;
+    const pace = pacer(opts.maxStepsPerSecond, 'fit');
+    let single = false; // onBatchEnd asked for one step at a time
     const { n, xv, yv, yshape, yper, sample } = await this._xy(x, y, 'fit');
     const per = xv.length / n;
     const withAcc = net.hasAccuracy(yshape);
@@ -160,10 +173,11 @@ export class Sequential {
             yb.set(yv.subarray(k * yper, (k + 1) * yper), i * yper);
           }
           this._rt._check('fit');
+          await pace.wait();
           net.trainStep(xb, [m, ...sample], yb, [m, ...yshape.slice(1)]);
           step++;
           sinceRead++;
-          if (sinceRead >= readEvery || b === batches - 1 || this.stopTraining) {
+          if (sinceRead >= readEvery || single || b === batches - 1 || this.stopTraining) {
             sinceRead = 0;
             const r = await net.readTrain();
             if (r) {
@@ -172,7 +186,7 @@ export class Sequential {
               seen += r[2];
               const logs = { loss: r[0] / r[2] };
               if (withAcc) logs.accuracy = r[1] / r[2];
-              if (onBatchEnd) await onBatchEnd(step, logs);
+              single = onBatchEnd ? (await onBatchEnd(step, logs)) === 'step' : false;
             }
           }
           if (this.stopTraining) break;

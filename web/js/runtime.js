@@ -51,6 +51,20 @@ export class Runtime {
     this._check('runtime.memory');
     return this._inner.memory();
   }
+  /**
+   * Trains a tiny network for a few steps here and on the f64 CPU reference and compares every
+   * intermediate (see index.d.ts): resolves to `{ passed, summary, firstFailure, rows, ... }`.
+   */
+  async crossCheck(opts = {}) {
+    this._check('runtime.crossCheck');
+    return JSON.parse(await this._inner.crossCheck(JSON.stringify(opts === undefined ? {} : opts)));
+  }
+  /** The layout table of `model`'s live tensors (`model.layouts()`). */
+  layouts(model) {
+    this._check('runtime.layouts');
+    if (!model || typeof model.layouts !== 'function') throw new Error('runtime.layouts: pass a model, e.g. rt.layouts(model)');
+    return model.layouts();
+  }
   /** Throws if a later `pg.init` replaced this runtime. */
   _check(what) {
     if (this._retiredBy) {

@@ -105,9 +105,49 @@ pub fn select(choice: &str) -> CliResult<Selected> {
     Err("no backend could be started".into())
 }
 
-pub fn list() -> CliResult<()> {
+/// `pixelgrad backends` options.
+#[derive(clap::Args)]
+pub struct BackendsArgs {
+    /// Also cross-check every backend that starts against the f64 CPU reference
+    /// (`pixelgrad check` with its defaults)
+    #[arg(long)]
+    pub check: bool,
+    /// Also print the layout table (texture / buffer of every tensor) of a small model on each
+    /// GPU backend that starts
+    #[arg(long)]
+    pub layouts: bool,
+}
+
+pub fn list(a: BackendsArgs) -> CliResult<()> {
     let s = select("auto")?;
     println!("auto-selection: {}", s.explain());
     println!("using: {}", s.name);
-    Ok(())
+    let mut failed = Vec::new();
+    if a.check || a.layouts {
+        for b in ["cpu", "webgpu", "webgl"] {
+            let dev = match try_backend(b, false) {
+                Ok((dev, _)) => dev,
+                Err(why) => {
+                    println!("\n{b}: not available ({why})");
+                    continue;
+                }
+            };
+            if a.check {
+                let r = crate::check::check_device(&dev, &Default::default(), None)?;
+                println!("\n{b} cross-check: {}", r.summary());
+                if !r.passed() {
+                    failed.push(b);
+                }
+            }
+            if a.layouts && b != "cpu" {
+                println!("\n{b} layout table ({}, mlp preset after one Adam step):", dev.name());
+                print!("{}", crate::check::layouts(&dev)?);
+            }
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("cross-check failed on {} (run `pixelgrad check --backend {}` for the table)", failed.join(", "), failed[0]))
+    }
 }

@@ -2,6 +2,7 @@
 
 mod backend;
 mod bench;
+mod check;
 mod dataset;
 mod eval;
 mod export;
@@ -46,7 +47,10 @@ enum Cmd {
     /// Classify a PNG image with a saved model.
     Predict(predict::PredictArgs),
     /// List the backends this machine offers and why auto-selection picks one.
-    Backends,
+    Backends(backend::BackendsArgs),
+    /// Cross-check a backend against the f64 CPU reference, every intermediate of a few
+    /// training steps of a tiny network.
+    Check(check::CheckArgs),
     /// Benchmark matmul and training steps per backend, side by side (not a test).
     Bench(bench::BenchArgs),
     /// Run an ONNX model on .npy inputs and write its outputs as .npy files.
@@ -74,7 +78,8 @@ fn main() -> ExitCode {
         Cmd::Train(a) => train::run(a),
         Cmd::Eval(a) => eval::run(a),
         Cmd::Predict(a) => predict::run(a),
-        Cmd::Backends => backend::list(),
+        Cmd::Backends(a) => backend::list(a),
+        Cmd::Check(a) => check::run(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::Run(a) => run::run(a),
         Cmd::Export(a) => export::run(a),

@@ -58,6 +58,9 @@ pub struct TrainArgs {
     /// through the WebGL backend's heatmap program)
     #[arg(long)]
     pub dump_weights: Option<PathBuf>,
+    /// Pace training for watching: at most this many steps per second (same results)
+    #[arg(long)]
+    pub max_steps_per_second: Option<f64>,
 }
 
 struct Defaults {
@@ -173,7 +176,7 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
     let steps_per_epoch = data.train.len().div_ceil(batch);
     let total = steps_per_epoch * epochs;
     let mut opt = kind.build(lr);
-    let opts = FitOptions { epochs, batch_size: batch, read_every: a.log_every, shuffle: true, seed: a.seed, schedule: schedule(&a.schedule, total)?, ..Default::default() };
+    let opts = FitOptions { epochs, batch_size: batch, read_every: a.log_every, shuffle: true, seed: a.seed, schedule: schedule(&a.schedule, total)?, max_steps_per_second: a.max_steps_per_second, ..Default::default() };
     let shape = data.shape();
     let train = Samples::new(data.train.images(), &shape, data.train.labels()).ctx()?;
     let test = Samples::new(data.test.images(), &shape, data.test.labels()).ctx()?;

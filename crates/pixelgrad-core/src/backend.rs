@@ -183,4 +183,12 @@ pub trait Backend {
     /// Drops every step plan, returning its memory to the pool (for example when a model is
     /// done training). The next steps record new plans.
     fn drop_plans(&self) {}
+
+    /// How `storage` (a tensor of `len` elements) sits in device memory, for the layout table
+    /// (`pixelgrad backends --layouts`, `model.layouts()` in JS); `None` where the backend does
+    /// not say or the storage is not its own.
+    fn describe_storage(&self, storage: &Storage, len: usize) -> Option<crate::layout::StorageLayout> {
+        let _ = (storage, len);
+        None
+    }
 }

@@ -11,6 +11,7 @@ pub mod composite;
 pub mod error;
 pub mod image;
 pub mod kernel;
+pub mod layout;
 pub mod op;
 pub mod plan;
 pub mod rng;
@@ -19,6 +20,7 @@ pub mod tensor;
 
 pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, WeakStorage, SELF_TEST_TOL};
 pub use error::{Error, Result};
+pub use layout::StorageLayout;
 pub use op::{check_execute, BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
 pub use shape::{Shape, MAX_RANK};
 pub use tensor::{grad_enabled, no_grad, Device, NoGradGuard, Param, Tensor};

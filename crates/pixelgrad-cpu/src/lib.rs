@@ -240,4 +240,22 @@ impl Backend for CpuBackend {
     fn counters(&self) -> Counters {
         self.counters.get()
     }
+
+    fn describe_storage(&self, storage: &Storage, len: usize) -> Option<pixelgrad_core::StorageLayout> {
+        let data = self.mine("describe_storage", storage).ok()?;
+        let (n, format) = match data {
+            CpuStorage::F32(v) => (v.len() as u64, "f32"),
+            CpuStorage::F64(v) => (v.len() as u64, "f64"),
+        };
+        Some(pixelgrad_core::StorageLayout {
+            container: "host",
+            width: n,
+            height: 1,
+            format: format.into(),
+            used: (len as u64).min(n),
+            allocated: n,
+            layout: "row-major, contiguous".into(),
+            bytes: data.bytes(),
+        })
+    }
 }

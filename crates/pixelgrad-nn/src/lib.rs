@@ -19,12 +19,15 @@
 //! ```
 
 pub mod checkpoint;
+pub mod crosscheck;
 pub mod init;
 pub mod io;
 pub mod layers;
+pub mod layouts;
 pub mod loss;
 pub mod module;
 pub mod optim;
+pub mod pacing;
 pub mod presets;
 mod step_key;
 pub mod train;

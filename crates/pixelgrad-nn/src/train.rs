@@ -156,6 +156,10 @@ pub struct FitOptions {
     pub checkpoint_every: Option<usize>,
     /// Stop at the first non-finite loss read back, with the last good checkpoint restored.
     pub stop_on_nan: bool,
+    /// Pacing for watching training: at most this many steps per second (the thread sleeps
+    /// between steps; results are unchanged). `None` runs at full speed. Native only: in wasm
+    /// the JS `fit({ maxStepsPerSecond })` paces instead.
+    pub max_steps_per_second: Option<f64>,
 }
 
 impl Default for FitOptions {
@@ -169,6 +173,7 @@ impl Default for FitOptions {
             schedule: Schedule::Constant,
             checkpoint_every: None,
             stop_on_nan: true,
+            max_steps_per_second: None,
         }
     }
 }
@@ -430,6 +435,10 @@ pub fn fit(
     if opts.batch_size == 0 || opts.read_every == 0 {
         return Err(Error::invalid("fit", "batch size and read_every must be at least 1"));
     }
+    if opts.max_steps_per_second.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+        return Err(Error::invalid("fit", format!("max_steps_per_second must be a positive number, got {:?}", opts.max_steps_per_second)));
+    }
+    let mut pacer = crate::pacing::Pacer::new(opts.max_steps_per_second);
     let output = output_shape(model, dev, &train)?;
     train.check("fit", loss, &output, &dev.name())?;
     if let Some(t) = &test {
@@ -484,6 +493,7 @@ pub fn fit(
                     // One step plan per model, optimizer and batch size (the last batch of an
                     // epoch may be smaller).
                     let key = crate::step_key(model, &*opt, &[idx.len()]);
+                    pacer.wait();
                     dev.step(key, || {
                         let (xb, yb) = train.batch(&dev, idx)?;
                         train_batch(model, &mut *opt, loss, &xb, &yb, &mut window)

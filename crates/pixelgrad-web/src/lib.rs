@@ -14,6 +14,7 @@
 //! - [`flower`]: the model as a node of a Flower federation (`pg.flower.join`);
 //! - [`pixels`]: `pg.fromPixels` options → a `PixelSpec`, and the geometry returned with the tensor.
 
+pub mod debug;
 pub mod flower;
 pub mod net;
 pub mod pixels;

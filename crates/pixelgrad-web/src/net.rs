@@ -273,6 +273,11 @@ impl Net {
         Tensor::concat(&refs, 0)
     }
 
+    /// The layout table of the model's live tensors: parameters, buffers, optimizer state.
+    pub fn layouts(&self) -> Vec<pixelgrad_nn::layouts::LayoutRow> {
+        pixelgrad_nn::layouts::layout_table(&self.built.seq, self.opt.as_deref())
+    }
+
     /// Every parameter and buffer with its name (what a save writes).
     pub fn named_tensors(&self) -> Vec<(String, Tensor)> {
         pixelgrad_nn::io::named_tensors(&self.built.seq)

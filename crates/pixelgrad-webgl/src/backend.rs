@@ -235,4 +235,11 @@ impl Backend for WebGlBackend {
     fn counters(&self) -> Counters {
         self.shared.counters.get()
     }
+
+    fn describe_storage(&self, storage: &Storage, len: usize) -> Option<pixelgrad_core::StorageLayout> {
+        // A pending fused result is drawn first: its texture exists only then.
+        self.shared.current().ok()?;
+        let t = tensor_of(storage, &self.shared, "describe_storage").ok()?;
+        Some(crate::texture::describe(t, len, self.shared.format))
+    }
 }

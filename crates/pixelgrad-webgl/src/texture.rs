@@ -100,6 +100,23 @@ impl Drop for GlTensor {
     }
 }
 
+/// The layout-table row of a texture holding `len` elements (see [`layout`]): elements fill
+/// texels in order, 4 per texel (R, G, B, A), texels row by row; the last texel and the rows
+/// past the data are padding.
+pub(crate) fn describe(t: &GlTensor, len: usize, format: crate::TexelFormat) -> pixelgrad_core::StorageLayout {
+    let allocated = t.w as u64 * t.h as u64;
+    pixelgrad_core::StorageLayout {
+        container: "texture",
+        width: t.w as u64,
+        height: t.h as u64,
+        format: format.as_str().into(),
+        used: (len.min(t.len) as u64).div_ceil(4),
+        allocated,
+        layout: "row-major fold, 4 elements per texel".into(),
+        bytes: allocated * format.texel_bytes(),
+    }
+}
+
 /// Downcasts a storage to this backend's texture, drawing it first if it is a pending fused
 /// computation (`fusion.rs`).
 pub(crate) fn tensor_of<'a>(s: &'a Storage, shared: &Rc<Shared>, op: &'static str) -> Result<&'a GlTensor> {

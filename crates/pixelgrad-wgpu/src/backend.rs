@@ -275,4 +275,20 @@ impl Backend for WgpuBackend {
     fn drop_plans(&self) {
         self.gpu.drop_plans()
     }
+
+    fn describe_storage(&self, storage: &Storage, len: usize) -> Option<pixelgrad_core::StorageLayout> {
+        // A pending fused result is computed first: its buffer exists only then.
+        let t = self.tensor("describe_storage", storage).ok()?;
+        let slots = t.size() / 4;
+        Some(pixelgrad_core::StorageLayout {
+            container: "buffer",
+            width: slots,
+            height: 1,
+            format: "f32".into(),
+            used: (len.min(t.len)) as u64,
+            allocated: slots,
+            layout: "row-major, contiguous (pool size class)".into(),
+            bytes: t.size(),
+        })
+    }
 }

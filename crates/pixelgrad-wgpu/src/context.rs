@@ -639,6 +639,11 @@ impl GpuTensor {
         Ok(GpuTensor { buf: Some(buf), size, len, gpu: gpu.clone(), plan })
     }
 
+    /// Bytes of the buffer (its pool size class, at least `len * 4`).
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
         // Only `drop` takes the buffer out.
         self.buf.as_ref().expect("buffer present until drop")

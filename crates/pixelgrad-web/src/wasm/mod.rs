@@ -5,6 +5,7 @@
 //! the engine's message (op, shapes, backend), so nothing panics across the boundary.
 
 mod data;
+mod debug;
 mod flower;
 mod image;
 mod model;

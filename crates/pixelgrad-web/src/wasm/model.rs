@@ -14,7 +14,7 @@ use crate::{save, weights};
 
 #[wasm_bindgen]
 pub struct Model {
-    net: Net,
+    pub(crate) net: Net,
 }
 
 fn dims(shape: &[u32]) -> Vec<usize> {
