@@ -39,6 +39,36 @@ export declare class Runtime {
   /** Backend counters: bytes held now by tensors and pools, and what was allocated, compiled,
    *  launched, submitted and read back since start. */
   memory(): { bytesInUse: number; allocations: number; compiles: number; launches: number; submissions: number; readbacks: number };
+  /** Why the device is gone (WebGL context loss, WebGPU device loss), or null while it works. */
+  readonly lost: string | null;
+  /**
+   * Test hook: loses the device as a browser or driver would. WebGL: `WEBGL_lose_context`,
+   * restored after `restoreAfterMs` (default 50; null: never). WebGPU: `device.destroy()`.
+   */
+  simulateContextLoss(options?: { restoreAfterMs?: number | null }): void;
+  /** After a loss: the same backend started again (else the next in the auto order), in this runtime. */
+  recover(): Promise<{ backend: BackendName; tried: BackendTry[] }>;
+}
+
+/**
+ * Every error the package throws or rejects with: the engine's message unchanged, plus its
+ * fields as data.
+ *
+ * ```js
+ * try { model.predict(pg.tensor(new Float32Array(20), [2, 10])); }
+ * catch (e) { if (e instanceof pg.PixelgradError) console.log(e.kind, e.op, e.shapes, e.backend); }
+ * ```
+ */
+export declare class PixelgradError extends Error {
+  constructor(message: string, fields?: { kind?: string; op?: string; shapes?: number[][]; backend?: string });
+  /** 'invalid' (bad argument), 'shape', 'backend', 'limit', 'unavailable', 'deviceLost', 'disposed', 'wouldBlock', 'backendMismatch', 'autodiff', 'io'. */
+  readonly kind: string;
+  /** The operation, e.g. 'fit', 'predict', 'matmul' ('' where none). */
+  readonly op: string;
+  /** Input shapes involved (empty where none). */
+  readonly shapes: number[][];
+  /** The backend's name ('' where none). */
+  readonly backend: string;
 }
 
 /** Starts (or switches) the backend. Objects of a replaced runtime throw when used. */
@@ -216,13 +246,53 @@ export interface FitOptions {
   /** After each read: step is the 1-based global step, logs are means since the last read. */
   onBatchEnd?(step: number, logs: Logs): void | Promise<void>;
   onEpochEnd?(epoch: number, logs: Logs): void | Promise<void>;
-  callbacks?: { onBatchEnd?: FitOptions['onBatchEnd']; onEpochEnd?: FitOptions['onEpochEnd'] };
+  callbacks?: { onBatchEnd?: FitOptions['onBatchEnd']; onEpochEnd?: FitOptions['onEpochEnd']; onDeviceLost?: FitOptions['onDeviceLost'] };
+  /**
+   * Host checkpoint (parameters, buffers, optimizer state) every this many steps; the most
+   * steps a device loss redoes. Default: measured (checkpoints take at most 2 % of training
+   * time, 20..2000 steps); 0: none (a loss then rejects fit).
+   */
+  checkpointEvery?: number;
+  /** Stop at the first non-finite loss read back, with the last good checkpoint restored (default true). */
+  stopOnNaN?: boolean;
+  /** Fired once per context/device loss, after the backend was restarted and the checkpoint restored. */
+  onDeviceLost?(info: DeviceLostInfo): void | Promise<void>;
+  /** Recoveries allowed in one fit (default 5). */
+  maxRecoveries?: number;
+}
+
+export interface DeviceLostInfo {
+  /** Steps done when the loss was noticed. */
+  step: number;
+  /** The checkpoint training went back to; `redo` = step - checkpointStep steps are redone. */
+  checkpointStep: number;
+  redo: number;
+  lostBackend: BackendName;
+  reason: string;
+  /** The backend training goes on with. */
+  backend: BackendName;
+  tried: BackendTry[];
+  recoveryMs: number;
 }
 
 export interface History {
   /** No `accuracy` where it means nothing (MSE on float targets). */
   history: { loss: number[]; accuracy?: number[]; valLoss?: number[]; valAccuracy?: number[] };
   epoch: number[];
+  /** The checkpoint interval used, checkpoints taken, their total time and size. */
+  checkpoints: { every: number | null; taken: number; ms: number; bytes: number };
+  /** One entry per recovered loss. */
+  deviceLosses: DeviceLostInfo[];
+  /** Present when stopOnNaN stopped training: the step of the read, and the checkpoint restored. */
+  stopped?: { step: number; reason: string; restoredStep: number | null };
+}
+
+export interface Checkpoint {
+  step: number;
+  bytes: number;
+  isFinite: boolean;
+  /** Every parameter and buffer by name (copies). */
+  weights(): Record<string, Float32Array>;
 }
 
 export declare class Sequential {
@@ -252,6 +322,12 @@ export declare class Sequential {
   drawActivations(x: Tensor, layerIndex: number, canvas: HTMLCanvasElement | OffscreenCanvas): Promise<void>;
   /** 'indexeddb://name', 'downloads://name' (safetensors) or 'downloads://name.onnx'. */
   save(url: string): Promise<{ url: string; bytes: number }>;
+  /** Copies parameters and optimizer state to host memory now; kept as `lastCheckpoint`. */
+  checkpoint(): Promise<Checkpoint>;
+  /** The last checkpoint (fit takes them every checkpointEvery steps and at its end), or null. */
+  readonly lastCheckpoint: Checkpoint | null;
+  /** Puts the last checkpoint back; after a device loss, restarts the backend and rebuilds the model first. */
+  restore(checkpoint?: Checkpoint): Promise<{ step: number; backend: BackendName }>;
   dispose(): void;
   /** Every weight by name (`0.weight`, `1.running_mean`, ...) as host tensors. */
   getWeights(): Promise<Record<string, Tensor>>;

@@ -9,14 +9,20 @@
 //
 // This file is the package entry; the wasm-bindgen output (pixelgrad_web.js + .wasm) sits next
 // to it and is an implementation detail.
-import { currentRuntime, init, loadWasm, wasm, wasmLoaded } from './runtime.js';
+import { currentRuntime, init as initImpl, loadWasm, wasm, wasmLoaded, Runtime } from './runtime.js';
+import { PixelgradError, guard, guardClass } from './errors.js';
+import { Tensor, deviceTensor, tensor as tensorImpl } from './tensor.js';
+import { Sequential, sequential as sequentialImpl, loadModel as loadModelImpl } from './model.js';
 
-export { init, loadWasm };
-export { Runtime } from './runtime.js';
-export { Tensor, tensor } from './tensor.js';
-import { Tensor, deviceTensor } from './tensor.js';
+// Every error the public API throws or rejects with is a PixelgradError (errors.js).
+[Runtime, Tensor, Sequential].forEach(guardClass);
+export const init = guard(initImpl);
+export const tensor = guard(tensorImpl);
+export const sequential = guard(sequentialImpl);
+export const loadModel = guard(loadModelImpl);
+export { loadWasm, PixelgradError, Runtime, Tensor, Sequential };
 export { layers, optimizers } from './layers.js';
-export { Sequential, sequential, loadModel, listModels, removeModel } from './model.js';
+export { listModels, removeModel } from './model.js';
 export { OnnxModel, loadOnnx } from './onnx.js';
 export { flower } from './flower.js';
 export { fromPixels, toSourceBox } from './image.js';
@@ -27,11 +33,11 @@ export { topk, softmax, nonMaxSuppression, resizeBilinear, drawHeatmap, drawBoxe
  * `[b, m, k] x [b, k, n]`. Host tensors (`pg.tensor`) are uploaded once and stay on the device
  * for later calls; the result lives on the device (read it with `await c.data()`).
  */
-export function matmul(a, b) {
+export const matmul = guard(function matmul(a, b) {
   const rt = currentRuntime('matmul');
   if (!(a instanceof Tensor) || !(b instanceof Tensor)) throw new Error('matmul: both arguments must be pg tensors');
   return deviceTensor(rt._inner.matmul(a._onDevice(rt, 'matmul'), b._onDevice(rt, 'matmul')), rt);
-}
+});
 
 /** The package version. */
 export const version = '0.1.0';

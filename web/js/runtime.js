@@ -2,6 +2,8 @@
 // each one was refused; the Rust side (`Runtime.webgpu/webgl/cpu`) only starts a given backend
 // and runs its precision self-test.
 import initWasm, * as wasm from './pixelgrad_web.js';
+import { PixelgradError } from './errors.js';
+import { lostError, lostReason, recoverRuntime, simulateLoss, watch } from './recovery.js';
 
 export { wasm };
 
@@ -20,6 +22,7 @@ export function wasmLoaded() {
 export function loadWasm(opts = {}) {
   if (!wasmReady) {
     wasmReady = initWasm(opts.wasmUrl ? { module_or_path: opts.wasmUrl } : undefined).then((m) => {
+      wasm.setErrorClass(PixelgradError.prototype); // errors from Rust are PixelgradErrors
       loaded = true;
       return m;
     }, (e) => {
@@ -33,10 +36,14 @@ export function loadWasm(opts = {}) {
 
 /** A started backend. Replaced (and retired) by the next `pg.init`. */
 export class Runtime {
-  constructor(inner, report, keepAlive) {
+  constructor(inner, report, keepAlive, gl) {
     this._inner = inner;
     this._keep = keepAlive; // the canvas of a WebGL context must outlive the context
+    this._keepGl = gl || null;
     this._retiredBy = null;
+    this._gen = 0; // bumped by each recovery from a lost device (recovery.js)
+    this._history = [inner.backend];
+    watch(this, keepAlive, gl);
     /** `webgpu`, `webgl` or `cpu`. */
     this.backend = inner.backend;
     /** `{ tried: [{ backend, ok, reason }], adapter, selfTest: { maxRelError }, ... }` */
@@ -51,8 +58,57 @@ export class Runtime {
     this._check('runtime.memory');
     return this._inner.memory();
   }
-  /** Throws if a later `pg.init` replaced this runtime. */
-  _check(what) {
+  /** Why the device is gone (context or device loss), or null while it works. */
+  get lost() {
+    return lostReason(this);
+  }
+  /**
+   * Test hook: loses the device as a browser or driver would (WebGL: WEBGL_lose_context,
+   * restored after `restoreAfterMs`, default 50, `null` never; WebGPU: `device.destroy()`).
+   */
+  simulateContextLoss(opts) {
+    this._check('simulateContextLoss');
+    simulateLoss(this, opts);
+  }
+  /**
+   * After a loss: starts the same backend again (else the next in the auto order) in this
+   * runtime; resolves to `{ backend, tried }`. `fit` and `model.restore()` call it themselves.
+   */
+  async recover() {
+    this._check('recover');
+    if (!this.lost) return { backend: this.backend, tried: [] };
+    return recoverRuntime(this);
+  }
+  /** @internal Frees the wasm runtime (once). */
+  _freeInner() {
+    if (this._innerFreed === this._inner) return;
+    this._innerFreed = this._inner;
+    try {
+      this._inner.free();
+    } catch {
+      // already freed
+    }
+  }
+  /** @internal Swaps in a backend started by recovery; objects of older generations refuse. */
+  _swap(started, info) {
+    this._freeInner();
+    this._inner = started.inner;
+    this._keep = started.keep;
+    this._keepGl = started.gl || null;
+    this._gen += 1;
+    this._history.push(started.inner.backend);
+    this.backend = started.inner.backend;
+    const recoveries = [...(this.report.recoveries || []), { lost: info.lost, backend: this.backend, tried: info.tried }];
+    this.report = { ...this.report, adapter: started.adapter, name: started.inner.name, format: started.inner.format, recoveries };
+    watch(this, started.keep, started.gl);
+  }
+  /**
+   * Throws if a later `pg.init` replaced this runtime, if its device is lost, or if `gen` (the
+   * generation an object was made on) is older than the runtime's.
+   */
+  _check(what, gen) {
+    if (gen !== undefined && gen !== this._gen && !this._retiredBy) throw lostError(this, what, gen);
+    if (!this._retiredBy && this.backend !== 'cpu' && this.lost) throw lostError(this, what);
     if (this._retiredBy) {
       throw new Error(
         `${what}: this object belongs to the ${this.backend} runtime, which pg.init() has replaced by ${this._retiredBy}; ` +
@@ -104,9 +160,9 @@ function newCanvas() {
   throw new Error('no canvas: neither document nor OffscreenCanvas exists in this context');
 }
 
-function startWebGl(auto, allowSoftware) {
-  const canvas = newCanvas();
-  const gl = canvas.getContext('webgl2', { antialias: false, depth: false, stencil: false, alpha: true, powerPreference: 'high-performance' });
+function startWebGl(auto, allowSoftware, reuse = {}) {
+  const canvas = reuse.canvas || newCanvas();
+  const gl = reuse.gl || canvas.getContext('webgl2', { antialias: false, depth: false, stencil: false, alpha: true, powerPreference: 'high-performance' });
   if (!gl) throw new Error('getContext("webgl2") returned null (no WebGL2 in this browser or context)');
   const dbg = gl.getExtension('WEBGL_debug_renderer_info');
   const renderer = String(gl.getParameter(dbg ? dbg.UNMASKED_RENDERER_WEBGL : gl.RENDERER) || '');
@@ -120,13 +176,13 @@ function startWebGl(auto, allowSoftware) {
     throw new Error('no EXT_color_buffer_float (float textures cannot be rendered to; half floats are too imprecise for auto)');
   }
   const inner = wasm.Runtime.webgl(gl);
-  return { inner, adapter: renderer || inner.adapter, keep: canvas, software: wasm.isSoftwareRenderer(renderer) || inner.software };
+  return { inner, adapter: renderer || inner.adapter, keep: canvas, gl, software: wasm.isSoftwareRenderer(renderer) || inner.software };
 }
 
-async function start(name, auto, allowSoftware) {
+async function start(name, auto, allowSoftware, reuse) {
   let started;
   if (name === 'webgpu') started = await startWebGpu(auto, allowSoftware);
-  else if (name === 'webgl') started = startWebGl(auto, allowSoftware);
+  else if (name === 'webgl') started = startWebGl(auto, allowSoftware, reuse);
   else started = { inner: wasm.Runtime.cpu(), adapter: 'wasm32 CPU' };
   const err = started.inner.maxRelError;
   const tol = wasm.selfTestTolerance();
@@ -135,6 +191,11 @@ async function start(name, auto, allowSoftware) {
     throw new Error(`self-test max relative error ${Number(err).toExponential(2)} exceeds ${tol}`);
   }
   return started;
+}
+
+/** @internal Starts backend `name` as asked by name (recovery; `reuse`: a restored WebGL canvas). */
+export function startBackend(name, reuse) {
+  return start(name, false, true, reuse);
 }
 
 /**
@@ -171,7 +232,7 @@ export async function init(opts = {}) {
       software: s.software === undefined ? inner.software : s.software,
       warnings: inner.warnings,
     };
-    const rt = new Runtime(inner, report, s.keep);
+    const rt = new Runtime(inner, report, s.keep, s.gl);
     if (current) {
       current._retiredBy = rt.backend;
       // Models and tensors hold their own reference to the old device; this drops the runtime's.

@@ -14,7 +14,7 @@ use crate::{save, weights};
 
 #[wasm_bindgen]
 pub struct Model {
-    net: Net,
+    pub(super) net: Net,
 }
 
 fn dims(shape: &[u32]) -> Vec<usize> {

@@ -1,0 +1,159 @@
+// Context and device loss in the browser (issue 17): `fit` keeps host checkpoints and, when the
+// WebGL2 context or the WebGPU device is lost (simulated with `rt.simulateContextLoss()`:
+// WEBGL_lose_context / device.destroy()), restarts the backend, restores the last checkpoint
+// and goes on. Also: tensors of a lost device throw a `deviceLost` PixelgradError, and
+// `model.restore()` brings a model back from its last checkpoint.
+import test, { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, newPage } from './harness.mjs';
+
+let server;
+let browser;
+let page;
+
+before(async () => {
+  server = await startServer();
+  browser = await launchBrowser();
+  page = await newPage(browser);
+  await page.goto(`${server.url}/tests/pages/api.html`);
+  await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+function inPage(fn, arg) {
+  return page.evaluate(([src, a]) => {
+    // eslint-disable-next-line no-new-func
+    const f = new Function('pg', 'arg', `return (${src})(pg, arg);`);
+    return f(window.pg, a);
+  }, [fn.toString(), arg]);
+}
+
+/**
+ * In the page: the digits MLP trained for 600 steps (1200 samples, batches of 20, 10 epochs) on
+ * `backend`, losing the device after the read at step `loseAt` (0: never). Returns the test
+ * accuracy, the device-loss reports, and whether the weights right after recovery equal the
+ * checkpoint's.
+ */
+async function run600(pg, { backend, loseAt }) {
+  const rt = await pg.init({ backend });
+  const d = pg.data.digits();
+  const n = 1200;
+  const x = pg.tensor(d.train.x.subarray(0, n * 64), [n, 64]);
+  const y = pg.tensor(d.train.y.subarray(0, n), [n]);
+  const model = pg.sequential(
+    [pg.layers.dense({ units: 32, inputShape: [64], activation: 'relu' }), pg.layers.dropout({ rate: 0.1 }), pg.layers.dense({ units: 10 })],
+    { seed: 5 },
+  );
+  model.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy', metrics: ['accuracy'] });
+  const losses = [];
+  const checks = [];
+  let steps = 0;
+  const h = await model.fit(x, y, {
+    epochs: 10, batchSize: 20, shuffle: true, seed: 3, readEvery: 10,
+    onBatchEnd: (step) => {
+      steps = Math.max(steps, step);
+      if (step === loseAt && losses.length === 0) rt.simulateContextLoss();
+    },
+    callbacks: {
+      onDeviceLost: async (info) => {
+        // right after the restore, before any step is redone: the weights are the checkpoint's
+        const ck = model.lastCheckpoint;
+        const want = ck.weights();
+        const got = await model.getWeights();
+        let equal = Object.keys(want).length === Object.keys(got).length;
+        for (const [k, v] of Object.entries(want)) {
+          const g = await got[k].data();
+          equal = equal && g.length === v.length && g.every((e, i) => e === v[i]);
+        }
+        checks.push({ equal, ckStep: ck.step, names: Object.keys(want).length });
+        losses.push({ ...info, tried: info.tried.map((t) => [t.backend, t.ok]) });
+      },
+    },
+  });
+  const xt = pg.tensor(d.test.x, [d.test.n, 64]);
+  const yt = pg.tensor(d.test.y, [d.test.n]);
+  const ev = await model.evaluate(xt, yt);
+  const w = await model.getWeights();
+  const w0 = Array.from(await w['0.weight'].data()).slice(0, 8);
+  return { backend: rt.backend, lost: rt.lost, accuracy: ev.accuracy, epochs: h.history.loss.length, steps, losses, checks, checkpoints: h.checkpoints, w0, recoveries: (rt.report.recoveries || []).length };
+}
+
+for (const backend of ['webgl', 'webgpu']) {
+  test(`${backend}: a device loss at step 300 of 600 is recovered from the last checkpoint`, async () => {
+    const clean = await inPage(run600, { backend, loseAt: 0 });
+    const lost = await inPage(run600, { backend, loseAt: 300 });
+    process.stderr.write(`[${backend}] clean ${JSON.stringify(clean)}\n[${backend}] lost ${JSON.stringify(lost)}\n`);
+    assert.equal(clean.losses.length, 0);
+    assert.equal(clean.epochs, 10);
+    assert.equal(lost.backend, backend, 'the same backend came back');
+    assert.equal(lost.lost, null, 'the runtime works again');
+    assert.equal(lost.epochs, 10, 'fit completed every epoch');
+    assert.equal(lost.steps, 600);
+    assert.equal(lost.losses.length, 1, 'onDeviceLost fired once');
+    const info = lost.losses[0];
+    assert.equal(info.lostBackend, backend);
+    assert.equal(info.backend, backend);
+    assert.ok(info.step >= 300 && info.redo >= 0 && info.redo <= lost.checkpoints.every, JSON.stringify(info));
+    assert.equal(info.checkpointStep, info.step - info.redo);
+    assert.deepEqual(lost.checks.map((c) => c.equal), [true], 'weights after recovery equal the checkpoint');
+    assert.equal(lost.checks[0].ckStep, info.checkpointStep);
+    assert.ok(clean.accuracy > 0.85, `accuracy ${clean.accuracy}`);
+    assert.ok(Math.abs(lost.accuracy - clean.accuracy) <= 0.01, `accuracy ${lost.accuracy} vs uninterrupted ${clean.accuracy}`);
+    assert.ok(lost.checkpoints.every >= 20 && lost.checkpoints.taken >= 600 / lost.checkpoints.every, JSON.stringify(lost.checkpoints));
+    assert.equal(lost.recoveries, 1);
+    // the redone steps replay the same batches, dropout masks and optimizer state
+    assert.deepEqual(lost.w0, clean.w0, 'final weights equal the uninterrupted run');
+  });
+
+  test(`${backend}: outside fit, tensors of a lost device throw deviceLost and model.restore() brings the model back`, async () => {
+    const r = await inPage(async (pg, backend) => {
+      const rt = await pg.init({ backend });
+      const d = pg.data.digits();
+      const x = pg.tensor(d.train.x.subarray(0, 200 * 64), [200, 64]);
+      const y = pg.tensor(d.train.y.subarray(0, 200), [200]);
+      const model = pg.sequential([pg.layers.dense({ units: 16, inputShape: [64], activation: 'relu' }), pg.layers.dense({ units: 10 })]);
+      model.compile({ optimizer: pg.optimizers.sgd(0.1), loss: 'softmaxCrossEntropy' });
+      await model.fit(x, y, { epochs: 2, batchSize: 50, checkpointEvery: 4 });
+      const xt = pg.tensor(d.test.x.subarray(0, 10 * 64), [10, 64]);
+      const before = Array.from(await model.predict(xt).data());
+      const p = model.predict(xt);
+      const ckStep = model.lastCheckpoint.step;
+      rt.simulateContextLoss();
+      const lostNow = rt.lost;
+      const errs = [];
+      const grab = async (f) => {
+        try {
+          await f();
+          errs.push(null);
+        } catch (e) {
+          errs.push({ pg: e instanceof pg.PixelgradError, error: e instanceof Error, kind: e.kind, op: e.op, msg: e.message });
+        }
+      };
+      await grab(() => p.data());
+      await grab(() => model.predict(xt));
+      await grab(() => rt.memory());
+      const restored = await model.restore();
+      const after = Array.from(await model.predict(xt).data());
+      // an old tensor stays refused after the recovery
+      await grab(() => p.data());
+      const mem = rt.memory();
+      return { lostNow, errs, ckStep, restored, same: after.length === before.length && after.every((v, i) => Math.abs(v - before[i]) <= 1e-6 * Math.max(1, Math.abs(before[i]))), lostAfter: rt.lost, bytes: mem.bytesInUse, backend: rt.backend };
+    }, backend);
+    process.stderr.write(`[${backend}] ${JSON.stringify(r)}\n`);
+    assert.ok(r.lostNow, 'rt.lost says the device is gone');
+    for (const e of r.errs) {
+      assert.ok(e && e.pg && e.error && e.kind === 'deviceLost', JSON.stringify(e));
+      assert.match(e.msg, /lost/);
+    }
+    assert.match(r.errs[3].msg, /made on the .* device that was lost/);
+    assert.equal(r.restored.step, 8, 'the last checkpoint is the end of fit');
+    assert.equal(r.ckStep, 8);
+    assert.equal(r.restored.backend, backend);
+    assert.ok(r.same, 'predictions after restore equal those before the loss');
+    assert.equal(r.lostAfter, null);
+  });
+}
