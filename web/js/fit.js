@@ -232,7 +232,8 @@ export async function fitLoop(model, x, y, opts = {}) {
             if (onBatchEnd) await onBatchEnd(s.step, logs);
           }
         }
-        if (epochEnd) {
+        if (epochEnd || model.stopTraining) {
+          // a stop mid-epoch still reports that epoch's (partial) means
           if (s.seen === 0) break;
           const logs = { loss: s.sumLoss / s.seen };
           if (withAcc) logs.accuracy = s.sumCorrect / s.seen;
