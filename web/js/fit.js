@@ -69,6 +69,11 @@ export async function takeCheckpoint(model, step, state = null) {
   const net = model._net('checkpoint');
   const host = await net.checkpoint(step);
   const prev = model._lastCheckpoint;
+  if (!host.isFinite && prev && prev.isFinite) {
+    // never replace good weights by NaN or infinite ones: the caller hears of it
+    host.free();
+    return null;
+  }
   model._lastCheckpoint = wrapCheckpoint(host, state);
   if (prev && prev._host !== host) {
     try {
@@ -174,8 +179,16 @@ export async function fitLoop(model, x, y, opts = {}) {
     const ck = await takeCheckpoint(model, s.step, snapshot());
     stats.ms += now() - t;
     stats.taken += 1;
-    stats.bytes = ck.bytes;
+    if (ck) stats.bytes = ck.bytes;
+    else if (stopOnNaN) stopAtNaN(`the parameters at step ${s.step} are not finite`);
     return now() - t;
+  };
+  // stopOnNaN: the last good checkpoint back into the model, and where it happened
+  const stopAtNaN = (why) => {
+    const good = model._lastCheckpoint;
+    const ok = !!(good && good.isFinite);
+    if (ok) net.restore(good._host);
+    stopped = { step: s.step, reason: why, restoredStep: ok ? good.step : null };
   };
 
   model._fitting = true;
@@ -215,13 +228,7 @@ export async function fitLoop(model, x, y, opts = {}) {
           const r = await net.readTrain();
           if (r) {
             if (stopOnNaN && !Number.isFinite(r[0])) {
-              const good = model._lastCheckpoint;
-              if (good && good.isFinite) net.restore(good._host);
-              stopped = {
-                step: s.step,
-                reason: `the loss read back at step ${s.step} is ${r[0] / r[2]} (not finite; it became so within the last ${readEvery} steps)`,
-                restoredStep: good && good.isFinite ? good.step : null,
-              };
+              stopAtNaN(`the loss read back at step ${s.step} is ${r[0] / r[2]} (not finite; it became so within the last ${readEvery} steps)`);
               break;
             }
             s.sumLoss += r[0];
@@ -261,7 +268,7 @@ export async function fitLoop(model, x, y, opts = {}) {
           stats.every = every;
         }
         if (ckDue && s.step < total) await checkpointNow();
-        if (model.stopTraining) break;
+        if (model.stopTraining || stopped) break;
         await yieldNow();
       } catch (e) {
         if (!isLost(model, e)) throw e;

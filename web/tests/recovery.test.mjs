@@ -157,3 +157,38 @@ for (const backend of ['webgl', 'webgpu']) {
     assert.equal(r.lostAfter, null);
   });
 }
+
+for (const backend of ['cpu', 'webgl']) {
+  test(`${backend}: stopOnNaN (default) stops at the first non-finite loss with the last good weights; off, training goes on`, async () => {
+    const r = await inPage(async (pg, backend) => {
+      await pg.init({ backend });
+      const x = pg.tensor(Float32Array.from({ length: 64 * 4 }, (_, i) => 50 + (i % 7) * 10), [64, 4]);
+      const y = pg.tensor(new Float32Array(64).fill(1e4), [64, 1]);
+      const run = async (opts) => {
+        const model = pg.sequential([pg.layers.dense({ units: 1, inputShape: [4] })], { seed: 2 });
+        model.compile({ optimizer: pg.optimizers.sgd(0.5), loss: 'meanSquaredError' });
+        const seen = [];
+        const h = await model.fit(x, y, { epochs: 20, batchSize: 8, readEvery: 1, checkpointEvery: 3, ...opts, onBatchEnd: (s, l) => seen.push([s, l.loss]) });
+        const w = await model.getWeights();
+        const vals = [...(await w['0.weight'].data()), ...(await w['0.bias'].data())];
+        const ck = model.lastCheckpoint;
+        const ckVals = ck ? [...ck.weights()['0.weight'], ...ck.weights()['0.bias']] : null;
+        return { stopped: h.stopped || null, epochs: h.history.loss.length, finite: vals.every(Number.isFinite), equalsCk: !!ckVals && vals.every((v, i) => v === ckVals[i]), ckStep: ck && ck.step, lastLog: seen[seen.length - 1], logs: seen.length };
+      };
+      return { on: await run({}), off: await run({ stopOnNaN: false }) };
+    }, backend);
+    process.stderr.write(`[${backend}] ${JSON.stringify(r)}\n`);
+    const { on, off } = r;
+    assert.ok(on.stopped, 'stopped');
+    assert.ok(on.stopped.step > 0 && on.stopped.step < 160, JSON.stringify(on.stopped));
+    assert.match(on.stopped.reason, new RegExp(`step ${on.stopped.step}`));
+    assert.ok(on.finite, 'the weights kept are finite');
+    assert.ok(on.equalsCk, 'they are the last good checkpoint');
+    assert.equal(on.stopped.restoredStep, on.ckStep);
+    assert.ok(on.ckStep < on.stopped.step && on.stopped.step - on.ckStep <= 3 + 1, JSON.stringify(on));
+    assert.ok(on.lastLog[0] < on.stopped.step, 'no log reports the non-finite loss');
+    assert.equal(off.stopped, null);
+    assert.equal(off.epochs, 20);
+    assert.equal(off.finite, false, 'without stopOnNaN the weights end non-finite');
+  });
+}
