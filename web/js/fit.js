@@ -17,6 +17,7 @@ import { wasm } from './runtime.js';
 import { PixelgradError } from './errors.js';
 import { recoverRuntime } from './recovery.js';
 import { registry } from './tensor.js';
+import { loadCheckpoint, recordName, saveCheckpoint } from './autosave.js';
 
 /** Yields one macrotask (MessageChannel is not throttled like setTimeout). */
 function yieldNow() {
@@ -155,6 +156,10 @@ export async function fitLoop(model, x, y, opts = {}) {
   const onEpochEnd = opts.onEpochEnd || cbs.onEpochEnd;
   const onDeviceLost = opts.onDeviceLost || cbs.onDeviceLost;
   const maxRecoveries = opts.maxRecoveries === undefined ? 5 : opts.maxRecoveries;
+  const autosave = opts.autosave ? recordName(opts.autosave, 'fit: autosave') : null;
+  const autosaveEvery = positiveInt(opts.autosaveEvery, 500, 'fit: autosaveEvery');
+  const resume = opts.resume ? recordName(opts.resume, 'fit: resume') : null;
+  if (autosave && every === 0) throw new PixelgradError('fit: autosave needs checkpoints (checkpointEvery must not be 0)');
   const { n, xv, yv, yshape, yper, sample } = await model._xy(x, y, 'fit');
   const per = xv.length / n;
   const withAcc = net.hasAccuracy(yshape);
@@ -170,6 +175,10 @@ export async function fitLoop(model, x, y, opts = {}) {
   let order = null;
   let orderEpoch = -1;
   let measureFrom = 0;
+  let measureAt = MEASURE_STEPS;
+  let savedAt = 0;
+  let resumedFrom = null;
+  const schedule = { n, batchSize, epochs, shuffle, seed, readEvery };
 
   const lostError = () =>
     new PixelgradError(`fit: the ${model._rt.backend} device was lost (${model._rt.lost})`, { kind: 'deviceLost', op: 'fit', backend: model._rt.backend });
@@ -195,6 +204,17 @@ export async function fitLoop(model, x, y, opts = {}) {
   model.stopTraining = false;
   try {
     await net.readTrain(); // drop sums a failed earlier call may have left
+    if (resume) {
+      const r = await loadCheckpoint(resume, model, schedule);
+      if (r) {
+        net.restore(r.host);
+        r.host.free();
+        s = { ...r.state, history: cloneHistory(r.state.history) };
+        resumedFrom = r.step;
+      }
+    }
+    measureAt = s.step + MEASURE_STEPS;
+    savedAt = s.step;
     let firstMs = 0;
     if (checkpoints) firstMs = await checkpointNow();
     measureFrom = now();
@@ -220,8 +240,9 @@ export async function fitLoop(model, x, y, opts = {}) {
         net.trainStep(xb, [m, ...sample], yb, [m, ...yshape.slice(1)]);
         s.step += 1;
         s.sinceRead += 1;
-        const measuring = checkpoints && every === null && s.step === MEASURE_STEPS;
-        const ckDue = checkpoints && (measuring || (every !== null && model._lastCheckpoint && s.step - model._lastCheckpoint.step >= every));
+        const measuring = checkpoints && every === null && s.step === measureAt;
+        const saveDue = !!autosave && s.step - savedAt >= autosaveEvery;
+        const ckDue = checkpoints && (measuring || saveDue || (every !== null && model._lastCheckpoint && s.step - model._lastCheckpoint.step >= every));
         const epochEnd = b === batches - 1;
         if (s.sinceRead >= readEvery || epochEnd || model.stopTraining || ckDue) {
           s.sinceRead = 0;
@@ -267,7 +288,13 @@ export async function fitLoop(model, x, y, opts = {}) {
           every = wasm.autoCheckpointEvery(firstMs / 1000, stepMs / 1000);
           stats.every = every;
         }
-        if (ckDue && s.step < total) await checkpointNow();
+        if (ckDue && s.step < total) {
+          await checkpointNow();
+          if (saveDue && !stopped) {
+            await saveCheckpoint(autosave, model, model._lastCheckpoint, schedule);
+            savedAt = s.step;
+          }
+        }
         if (model.stopTraining || stopped) break;
         await yieldNow();
       } catch (e) {
@@ -291,6 +318,7 @@ export async function fitLoop(model, x, y, opts = {}) {
     }
     // A last checkpoint at the end, so `model.restore()` after a later loss loses nothing.
     if (checkpoints && !stopped && model._lastCheckpoint && model._lastCheckpoint.step !== s.step) await checkpointNow();
+    if (autosave && !stopped && savedAt !== s.step) await saveCheckpoint(autosave, model, model._lastCheckpoint, schedule);
   } finally {
     model._fitting = false;
   }
@@ -298,5 +326,6 @@ export async function fitLoop(model, x, y, opts = {}) {
   out.checkpoints = { every: stats.every, taken: stats.taken, ms: stats.ms, bytes: stats.bytes };
   out.deviceLosses = stats.losses;
   if (stopped) out.stopped = stopped;
+  if (resume) out.resumedFrom = resumedFrom;
   return out;
 }

@@ -192,3 +192,62 @@ for (const backend of ['cpu', 'webgl']) {
     assert.equal(off.finite, false, 'without stopOnNaN the weights end non-finite');
   });
 }
+
+for (const backend of ['cpu', 'webgl']) {
+  test(`${backend}: fit autosaves to IndexedDB and resumes after a page reload exactly where the save was`, async () => {
+    const setup = async (pg, { backend, url, extra }) => {
+      if (!pg.runtime() || pg.runtime().backend !== backend) await pg.init({ backend });
+      const d = pg.data.digits();
+      const n = 400;
+      const x = pg.tensor(d.train.x.subarray(0, n * 64), [n, 64]);
+      const y = pg.tensor(d.train.y.subarray(0, n), [n]);
+      const model = pg.sequential([pg.layers.dense({ units: 16, inputShape: [64], activation: 'relu' }), pg.layers.dense({ units: 10 })], { seed: 9 });
+      model.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy' });
+      const o = { epochs: 4, batchSize: 20, seed: 4, ...(url ? { autosave: url, autosaveEvery: 30, resume: url } : {}), ...extra };
+      return { model, x, y, o };
+    };
+    const url = `indexeddb://run-${backend}`;
+    // first page: training is cut by a reload after step 70 (saves at steps 30 and 60)
+    await inPage(async (pg, a) => {
+      const { model, x, y, o } = await (0, eval)(`(${a.setup})`)(pg, { backend: a.backend, url: a.url, extra: {} });
+      window.lastStep = 0;
+      // from step 70 the callback never returns: the reload below cuts training there
+      window.cut = model.fit(x, y, { ...o, onBatchEnd: (s) => { window.lastStep = s; return s >= 70 ? new Promise(() => {}) : undefined; } }).catch(() => {});
+    }, { setup: setup.toString(), backend, url });
+    await page.waitForFunction(() => window.lastStep >= 70, null, { timeout: 60000 });
+    await page.reload();
+    await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
+    const r = await inPage(async (pg, a) => {
+      const make = (0, eval)(`(${a.setup})`);
+      const res = await make(pg, { backend: a.backend, url: a.url, extra: {} });
+      const firstSteps = [];
+      const h = await res.model.fit(res.x, res.y, { ...res.o, onBatchEnd: (s) => firstSteps.push(s) });
+      const clean = await make(pg, { backend: a.backend, url: null, extra: {} });
+      const h2 = await clean.model.fit(clean.x, clean.y, clean.o);
+      const w = await res.model.getWeights();
+      const w2 = await clean.model.getWeights();
+      let equal = true;
+      for (const k of Object.keys(w2)) {
+        const p = await w[k].data();
+        const q = await w2[k].data();
+        equal = equal && p.every((v, i) => v === q[i]);
+      }
+      // a completed run resumes as done; another schedule is an error naming it
+      const again = await res.model.fit(res.x, res.y, res.o);
+      let err = null;
+      try {
+        await res.model.fit(res.x, res.y, { ...res.o, batchSize: 10 });
+      } catch (e) {
+        err = { pg: e instanceof pg.PixelgradError, msg: e.message };
+      }
+      return { resumedFrom: h.resumedFrom, firstStep: firstSteps[0], loss: h.history.loss, cleanLoss: h2.history.loss, equal, againFrom: again.resumedFrom, err };
+    }, { setup: setup.toString(), backend, url });
+    process.stderr.write(`[${backend}] ${JSON.stringify(r)}\n`);
+    assert.equal(r.resumedFrom, 60, 'resumed from the last autosave');
+    assert.equal(r.firstStep, 70, 'the first read after resuming is step 70');
+    assert.deepEqual(r.loss, r.cleanLoss, 'the same epoch losses as an uninterrupted run');
+    assert.ok(r.equal, 'the same final weights as an uninterrupted run');
+    assert.equal(r.againFrom, 80);
+    assert.ok(r.err && r.err.pg && /batchSize 20, this fit 10/.test(r.err.msg), JSON.stringify(r.err));
+  });
+}
