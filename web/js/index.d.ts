@@ -259,6 +259,15 @@ export interface FitOptions {
   onDeviceLost?(info: DeviceLostInfo): void | Promise<void>;
   /** Recoveries allowed in one fit (default 5). */
   maxRecoveries?: number;
+  /** 'indexeddb://name': write the last checkpoint and the loop state there every autosaveEvery steps and at the end. */
+  autosave?: string;
+  /** Steps between autosaves (default 500). */
+  autosaveEvery?: number;
+  /**
+   * 'indexeddb://name': continue from that autosave (after a page reload) when there is one;
+   * the model and schedule (samples, batchSize, epochs, seed, shuffle, readEvery) must match.
+   */
+  resume?: string;
 }
 
 export interface DeviceLostInfo {
@@ -285,6 +294,8 @@ export interface History {
   deviceLosses: DeviceLostInfo[];
   /** Present when stopOnNaN stopped training: the step of the read, and the checkpoint restored. */
   stopped?: { step: number; reason: string; restoredStep: number | null };
+  /** With `resume`: the step training continued from, or null when there was no save. */
+  resumedFrom?: number | null;
 }
 
 export interface Checkpoint {

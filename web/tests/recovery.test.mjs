@@ -251,3 +251,31 @@ for (const backend of ['cpu', 'webgl']) {
     assert.ok(r.err && r.err.pg && /batchSize 20, this fit 10/.test(r.err.msg), JSON.stringify(r.err));
   });
 }
+
+test('webgl: a context that is not given back is replaced by a new one, and fit goes on', async () => {
+  const r = await inPage(async (pg) => {
+    const rt = await pg.init({ backend: 'webgl' });
+    const d = pg.data.digits();
+    const x = pg.tensor(d.train.x.subarray(0, 200 * 64), [200, 64]);
+    const y = pg.tensor(d.train.y.subarray(0, 200), [200]);
+    const model = pg.sequential([pg.layers.dense({ units: 10, inputShape: [64] })]);
+    model.compile({ optimizer: 'adam', loss: 'softmaxCrossEntropy' });
+    const infos = [];
+    const h = await model.fit(x, y, {
+      epochs: 4, batchSize: 20, checkpointEvery: 10,
+      onBatchEnd: (s) => { if (s === 20 && infos.length === 0) rt.simulateContextLoss({ restoreAfterMs: null }); },
+      onDeviceLost: (info) => infos.push({ ...info, tried: info.tried.map((t) => [t.backend, t.ok, t.reason]) }),
+    });
+    return { infos, epochs: h.history.loss.length, backend: rt.backend, lost: rt.lost, predict: (await model.predict(x).data()).length };
+  });
+  assert.equal(r.infos.length, 1);
+  assert.deepEqual(r.infos[0].tried.map((t) => [t[0], t[1]]), [['webgl', false], ['webgl', true]]);
+  assert.match(r.infos[0].tried[0][2], /not restored within/);
+  // lost in the callback of step 20, before that step's checkpoint: back to step 10
+  assert.equal(r.infos[0].checkpointStep, 10);
+  assert.equal(r.infos[0].redo, 10);
+  assert.equal(r.epochs, 4);
+  assert.equal(r.backend, 'webgl');
+  assert.equal(r.lost, null);
+  assert.equal(r.predict, 2000);
+});
