@@ -10,6 +10,13 @@ export interface InitOptions {
   allowSoftware?: boolean;
   /** Where to fetch pixelgrad_web_bg.wasm from (default: next to index.js). */
   wasmUrl?: string | URL;
+  /**
+   * 'low' (WebGL only, for tests): the precision-limited mode of some phones, RGBA16F storage and
+   * mediump fragment shaders. Init runs a short training check (48-64-2 sigmoid MSE SGD) against
+   * the f32 CPU and refuses the backend, with the measured losses, if the loss does not go down
+   * (`report.precisionCheck` holds them otherwise).
+   */
+  precision?: 'default' | 'low';
 }
 
 export interface BackendTry {

@@ -120,12 +120,12 @@ async function doRecover(rt) {
         // the same context, once the browser gives it back
         const back = await Promise.race([rt._restored, sleep(RESTORE_WAIT_MS).then(() => false)]);
         if (back && rt._keep && !rt._keepGl.isContextLost()) {
-          started = await startBackend('webgl', { canvas: rt._keep, gl: rt._keepGl });
+          started = await startBackend('webgl', { canvas: rt._keep, gl: rt._keepGl, low: rt._low });
         } else {
           tried.push({ backend: 'webgl', ok: false, reason: `the lost context was not restored within ${RESTORE_WAIT_MS} ms` });
         }
       }
-      if (!started) started = await startBackend(name, {});
+      if (!started) started = await startBackend(name, { low: rt._low && name === 'webgl' });
     } catch (e) {
       tried.push({ backend: name, ok: false, reason: e && e.message ? e.message : String(e) });
       continue;

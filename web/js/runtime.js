@@ -175,7 +175,7 @@ function startWebGl(auto, allowSoftware, reuse = {}) {
   if (auto && !gl.getExtension('EXT_color_buffer_float')) {
     throw new Error('no EXT_color_buffer_float (float textures cannot be rendered to; half floats are too imprecise for auto)');
   }
-  const inner = wasm.Runtime.webgl(gl);
+  const inner = reuse.low ? wasm.Runtime.webglLowPrecision(gl) : wasm.Runtime.webgl(gl);
   return { inner, adapter: renderer || inner.adapter, keep: canvas, gl, software: wasm.isSoftwareRenderer(renderer) || inner.software };
 }
 
@@ -184,6 +184,7 @@ async function start(name, auto, allowSoftware, reuse) {
   if (name === 'webgpu') started = await startWebGpu(auto, allowSoftware);
   else if (name === 'webgl') started = startWebGl(auto, allowSoftware, reuse);
   else started = { inner: wasm.Runtime.cpu(), adapter: 'wasm32 CPU' };
+  if (reuse && reuse.low) started.precisionCheck = await lowPrecisionCheck(started.inner);
   const err = started.inner.maxRelError;
   const tol = wasm.selfTestTolerance();
   if (auto && !(err <= tol)) {
@@ -191,6 +192,33 @@ async function start(name, auto, allowSoftware, reuse) {
     throw new Error(`self-test max relative error ${Number(err).toExponential(2)} exceeds ${tol}`);
   }
   return started;
+}
+
+/**
+ * The precision-limited mode's training check (crates/pixelgrad-web/src/wasm/precision.rs):
+ * refuses the backend, with the measured losses, unless the seed network's loss goes down on
+ * the device by at least half as much as on the f32 CPU.
+ */
+async function lowPrecisionCheck(inner) {
+  let c;
+  try {
+    c = await inner.trainingCheck();
+  } catch (e) {
+    inner.free();
+    throw e;
+  }
+  const drop = (l) => (l[0] - l[1]) / l[0];
+  const check = { steps: c.steps, device: Array.from(c.device), cpu: Array.from(c.cpu), deviceDrop: drop(c.device), cpuDrop: drop(c.cpu) };
+  if (!(check.deviceDrop > 0 && check.deviceDrop >= 0.5 * check.cpuDrop)) {
+    inner.free();
+    const pct = (v) => `${(100 * v).toFixed(2)} %`;
+    throw new Error(
+      `precision 'low' (RGBA16F, mediump): ${check.steps} SGD steps of the 48-64-2 sigmoid MSE network lower the loss by ` +
+        `${pct(check.deviceDrop)} here (${check.device[0].toPrecision(4)} -> ${check.device[1].toPrecision(4)}) but by ${pct(check.cpuDrop)} ` +
+        'in f32 on the CPU: updates or gradients are lost at this precision, so training would stall; use the default precision',
+    );
+  }
+  return check;
 }
 
 /** @internal Starts backend `name` as asked by name (recovery; `reuse`: a restored WebGL canvas). */
@@ -209,13 +237,18 @@ export async function init(opts = {}) {
   if (backend !== 'auto' && !BACKENDS.includes(backend)) {
     throw new Error(`pg.init: unknown backend '${backend}' (auto, webgpu, webgl, cpu)`);
   }
+  const low = opts.precision === 'low';
+  if (opts.precision !== undefined && !['low', 'default'].includes(opts.precision)) {
+    throw new Error(`pg.init: unknown precision '${opts.precision}' ('default', or 'low': RGBA16F + mediump, webgl only)`);
+  }
+  if (low && backend !== 'webgl') throw new Error("pg.init: precision 'low' is a WebGL mode; use init({ backend: 'webgl', precision: 'low' })");
   await loadWasm(opts);
   const auto = backend === 'auto';
   const tried = [];
   for (const name of auto ? BACKENDS : [backend]) {
     let s;
     try {
-      s = await start(name, auto, allowSoftware);
+      s = await start(name, auto, allowSoftware, { low });
     } catch (e) {
       tried.push({ backend: name, ok: false, reason: e && e.message ? e.message : String(e) });
       continue;
@@ -232,7 +265,9 @@ export async function init(opts = {}) {
       software: s.software === undefined ? inner.software : s.software,
       warnings: inner.warnings,
     };
+    if (s.precisionCheck) report.precisionCheck = s.precisionCheck;
     const rt = new Runtime(inner, report, s.keep, s.gl);
+    rt._low = low;
     if (current) {
       current._retiredBy = rt.backend;
       // Models and tensors hold their own reference to the old device; this drops the runtime's.

@@ -82,6 +82,7 @@ impl WebGlBackend {
             map_kernels: RefCell::new(Vec::new()),
             map_index: RefCell::new(HashMap::new()),
             fuse: opts.fuse,
+            mediump: opts.mediump,
             lazies: RefCell::new(Vec::new()),
             generation: Cell::new(0),
             vertex: Cell::new(None),

@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     /// Fuse elementwise chains (`fusion.rs`), and the pending results made since the last
     /// settle, oldest first.
     pub fuse: bool,
+    /// Fragment shaders in `mediump float` ([`crate::WebGlOptions::mediump`]).
+    pub mediump: bool,
     pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
     /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
     pub generation: Cell<u64>,

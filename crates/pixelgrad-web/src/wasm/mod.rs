@@ -12,6 +12,7 @@ mod image;
 mod model;
 mod onnx;
 mod post;
+mod precision;
 mod runtime;
 mod tensor;
 
