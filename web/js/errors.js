@@ -81,3 +81,10 @@ export function guardClass(cls) {
 
 /** `f` whose errors (thrown or rejected) become PixelgradErrors. */
 export const guard = wrapFn;
+
+/** A frozen copy of `obj` (a namespace like `layers`) with every function guarded. */
+export function guardObject(obj) {
+  const out = {};
+  for (const [k, v] of Object.entries(obj)) out[k] = typeof v === 'function' ? wrapFn(v) : v;
+  return Object.freeze(out);
+}

@@ -10,23 +10,31 @@
 // This file is the package entry; the wasm-bindgen output (pixelgrad_web.js + .wasm) sits next
 // to it and is an implementation detail.
 import { currentRuntime, init as initImpl, loadWasm, wasm, wasmLoaded, Runtime } from './runtime.js';
-import { PixelgradError, guard, guardClass } from './errors.js';
+import { PixelgradError, guard, guardClass, guardObject } from './errors.js';
 import { Tensor, deviceTensor, tensor as tensorImpl } from './tensor.js';
-import { Sequential, sequential as sequentialImpl, loadModel as loadModelImpl } from './model.js';
+import { Sequential, sequential as sequentialImpl, loadModel as loadModelImpl, listModels as listImpl, removeModel as removeImpl } from './model.js';
+import { layers as layersImpl, optimizers as optimizersImpl } from './layers.js';
+import { OnnxModel, loadOnnx as loadOnnxImpl } from './onnx.js';
+import { flower as flowerImpl } from './flower.js';
+import * as image from './image.js';
+import * as post from './post.js';
 
 // Every error the public API throws or rejects with is a PixelgradError (errors.js).
-[Runtime, Tensor, Sequential].forEach(guardClass);
+[Runtime, Tensor, Sequential, OnnxModel].forEach(guardClass);
 export const init = guard(initImpl);
 export const tensor = guard(tensorImpl);
 export const sequential = guard(sequentialImpl);
 export const loadModel = guard(loadModelImpl);
-export { loadWasm, PixelgradError, Runtime, Tensor, Sequential };
-export { layers, optimizers } from './layers.js';
-export { listModels, removeModel } from './model.js';
-export { OnnxModel, loadOnnx } from './onnx.js';
-export { flower } from './flower.js';
-export { fromPixels, toSourceBox } from './image.js';
-export { topk, softmax, nonMaxSuppression, resizeBilinear, drawHeatmap, drawBoxes } from './post.js';
+export const listModels = guard(listImpl);
+export const removeModel = guard(removeImpl);
+export const loadOnnx = guard(loadOnnxImpl);
+export const layers = guardObject(layersImpl);
+export const optimizers = guardObject(optimizersImpl);
+export const flower = guardObject(flowerImpl);
+export const fromPixels = guard(image.fromPixels);
+export const toSourceBox = guard(image.toSourceBox);
+export const { topk, softmax, nonMaxSuppression, resizeBilinear, drawHeatmap, drawBoxes } = guardObject(post);
+export { loadWasm, PixelgradError, Runtime, Tensor, Sequential, OnnxModel };
 
 /**
  * Matrix product `a @ b` on the current runtime's device: `[m, k] x [k, n]` or batched

@@ -58,6 +58,13 @@ for (const backend of ['webgpu', 'webgl', 'cpu']) {
         url: () => model.save('ftp://x'),
         backendName: () => pg.init({ backend: 'metal' }),
         restoreNone: () => pg.sequential([pg.layers.dense({ units: 2, inputShape: [2] })]).restore(),
+        layerOpts: () => pg.layers.dense(5),
+        learningRate: () => pg.optimizers.adam(-1),
+        fromPixels: () => pg.fromPixels(null),
+        topk: () => pg.topk(pg.tensor([1, 2, 3]), 0),
+        onnx: () => pg.loadOnnx(new Uint8Array([1, 2, 3])),
+        checkpointEvery: () => model.fit(good, labels, { checkpointEvery: -2 }),
+        autosaveUrl: () => model.fit(good, labels, { autosave: 'downloads://x' }),
       };
       const out = {};
       for (const [name, f] of Object.entries(cases)) {
