@@ -51,8 +51,9 @@ export declare class Runtime {
   /**
    * Test hook: loses the device as a browser or driver would. WebGL: `WEBGL_lose_context`,
    * restored after `restoreAfterMs` (default 50; null: never). WebGPU: `device.destroy()`.
+   * `permanent`: the backend does not start again; recovery moves on to the next in the auto order.
    */
-  simulateContextLoss(options?: { restoreAfterMs?: number | null }): void;
+  simulateContextLoss(options?: { restoreAfterMs?: number | null; permanent?: boolean }): void;
   /** After a loss: the same backend started again (else the next in the auto order), in this runtime. */
   recover(): Promise<{ backend: BackendName; tried: BackendTry[] }>;
 }

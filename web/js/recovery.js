@@ -61,12 +61,15 @@ export function lostReason(rt) {
 /**
  * The test hook behind `rt.simulateContextLoss(opts)`. WebGL: `WEBGL_lose_context.loseContext()`,
  * restored after `opts.restoreAfterMs` (default 50; `null`: never, so recovery moves on to a new
- * context); WebGPU: `device.destroy()`. The CPU cannot be lost (an error).
+ * context); WebGPU: `device.destroy()`. `opts.permanent`: the backend will not start again in
+ * this runtime either (as when the GPU process is gone), so recovery moves on to the next one in
+ * the auto order. The CPU cannot be lost (an error).
  */
 export function simulateLoss(rt, opts = {}) {
+  if (opts.permanent && rt.backend !== 'cpu') rt._gone = rt.backend;
   if (rt.backend === 'webgl') {
     if (!rt._loseExt) throw new PixelgradError('simulateContextLoss: this WebGL2 context has no WEBGL_lose_context extension', { kind: 'unavailable', backend: 'webgl' });
-    rt._simulated = { restoreAfterMs: opts.restoreAfterMs === undefined ? 50 : opts.restoreAfterMs };
+    rt._simulated = { restoreAfterMs: opts.permanent ? null : opts.restoreAfterMs === undefined ? 50 : opts.restoreAfterMs };
     rt._loseExt.loseContext();
     return;
   }
@@ -115,6 +118,10 @@ async function doRecover(rt) {
   const candidates = [lost, ...ORDER.slice(ORDER.indexOf(lost) + 1).filter((b) => b !== lost)];
   for (const name of candidates) {
     let started = null;
+    if (rt._gone === name) {
+      tried.push({ backend: name, ok: false, reason: 'gone for good (simulateContextLoss({ permanent: true }))' });
+      continue;
+    }
     try {
       if (name === 'webgl' && lost === 'webgl' && rt._restored) {
         // the same context, once the browser gives it back

@@ -65,6 +65,7 @@ export class Runtime {
   /**
    * Test hook: loses the device as a browser or driver would (WebGL: WEBGL_lose_context,
    * restored after `restoreAfterMs`, default 50, `null` never; WebGPU: `device.destroy()`).
+   * `permanent: true`: the backend does not come back, recovery takes the next in the auto order.
    */
   simulateContextLoss(opts) {
     this._check('simulateContextLoss');

@@ -282,3 +282,39 @@ test('webgl: a context that is not given back is replaced by a new one, and fit 
   assert.equal(r.lost, null);
   assert.equal(r.predict, 2000);
 });
+
+test('a backend that does not come back: fit goes on with the next one in the auto order (webgpu -> webgl -> cpu)', async () => {
+  const r = await inPage(async (pg) => {
+    const rt = await pg.init({ backend: 'webgpu' });
+    const d = pg.data.digits();
+    const n = 600;
+    const x = pg.tensor(d.train.x.subarray(0, n * 64), [n, 64]);
+    const y = pg.tensor(d.train.y.subarray(0, n), [n]);
+    const model = pg.sequential([pg.layers.dense({ units: 32, inputShape: [64], activation: 'relu' }), pg.layers.dense({ units: 10 })], { seed: 2 });
+    model.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy' });
+    const infos = [];
+    const h = await model.fit(x, y, {
+      epochs: 8, batchSize: 20, checkpointEvery: 20,
+      onBatchEnd: (s) => {
+        if ((s === 60 && infos.length === 0) || (s === 150 && infos.length === 1)) rt.simulateContextLoss({ permanent: true });
+      },
+      onDeviceLost: async (info) => {
+        const ck = model.lastCheckpoint.weights();
+        const got = await (await model.getWeights())['0.weight'].data();
+        infos.push({ lost: info.lostBackend, backend: info.backend, tried: info.tried.map((t) => [t.backend, t.ok]), step: info.step, ckStep: info.checkpointStep, equal: got.every((v, i) => v === ck['0.weight'][i]) });
+      },
+    });
+    const ev = await model.evaluate(pg.tensor(d.test.x, [d.test.n, 64]), pg.tensor(d.test.y, [d.test.n]));
+    return { infos, epochs: h.history.loss.length, backend: rt.backend, modelBackend: model.backend, accuracy: ev.accuracy, recoveries: rt.report.recoveries.map((q) => [q.lost, q.backend]) };
+  });
+  process.stderr.write(`[fallback] ${JSON.stringify(r)}\n`);
+  assert.deepEqual(r.infos.map((i) => [i.lost, i.backend]), [['webgpu', 'webgl'], ['webgl', 'cpu']]);
+  assert.deepEqual(r.infos[0].tried, [['webgpu', false], ['webgl', true]]);
+  assert.deepEqual(r.infos[1].tried, [['webgl', false], ['cpu', true]]);
+  assert.ok(r.infos.every((i) => i.equal && i.step - i.ckStep <= 20), JSON.stringify(r.infos));
+  assert.equal(r.epochs, 8);
+  assert.equal(r.backend, 'cpu');
+  assert.equal(r.modelBackend, 'cpu');
+  assert.deepEqual(r.recoveries, [['webgpu', 'webgl'], ['webgl', 'cpu']]);
+  assert.ok(r.accuracy > 0.85, `accuracy ${r.accuracy}`);
+});
