@@ -120,7 +120,8 @@ export class Sequential {
    * given: class indices `[n]`, one-hot or probability rows `[n, classes]`, or any float
    * targets `[n, outputs]` (MSE, BCE); a mismatch with the model's output or loss is an error. Options: epochs, batchSize, shuffle, seed, readEvery, validationData: [x, y],
    * onBatchEnd(step, logs) (after each read), onEpochEnd(epoch, logs); callbacks may also come
-   * as `callbacks: { onBatchEnd, onEpochEnd }`.
+   * as `callbacks: { onBatchEnd, onEpochEnd }`. Reliability (fit.js): checkpointEvery,
+   * stopOnNaN, onDeviceLost(info), maxRecoveries, autosave / autosaveEvery / resume.
    */
   async fit(x, y, opts = {}) {
     return fitLoop(this, x, y, opts);
@@ -312,7 +313,11 @@ export class Sequential {
   dispose() {
     if (this._disposed) return;
     this._disposed = true;
-    if (this._lastCheckpoint) this._lastCheckpoint._host.free();
+    try {
+      if (this._lastCheckpoint) this._lastCheckpoint._host.free();
+    } catch {
+      // already freed
+    }
     this._lastCheckpoint = null;
     if (this._inner) {
       if (registry) registry.unregister(this);
