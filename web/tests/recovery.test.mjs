@@ -318,3 +318,26 @@ test('a backend that does not come back: fit goes on with the next one in the au
   assert.deepEqual(r.recoveries, [['webgpu', 'webgl'], ['webgl', 'cpu']]);
   assert.ok(r.accuracy > 0.85, `accuracy ${r.accuracy}`);
 });
+
+for (const backend of ['webgl', 'webgpu']) {
+  test(`${backend} in a module Worker: a loss during fit is recovered as in a page`, async () => {
+    const r = await page.evaluate((b) => new Promise((resolve) => {
+      const w = new Worker('/tests/pages/recovery-worker.js', { type: 'module' });
+      w.onmessage = (e) => {
+        w.terminate();
+        resolve(e.data);
+      };
+      w.onerror = (e) => resolve({ error: e.message || 'worker error' });
+      w.postMessage({ backend: b });
+    }), backend);
+    process.stderr.write(`[worker ${backend}] ${JSON.stringify(r)}\n`);
+    assert.equal(r.error, undefined, r.error);
+    assert.equal(r.backend, backend);
+    assert.equal(r.lost, null);
+    assert.equal(r.losses.length, 1);
+    assert.deepEqual([r.losses[0].lostBackend, r.losses[0].backend], [backend, backend]);
+    assert.ok(r.losses[0].step - r.losses[0].checkpointStep <= 20);
+    assert.equal(r.epochs, 3);
+    assert.ok(r.loss[2] < r.loss[0], `loss goes down: ${r.loss}`);
+  });
+}
