@@ -37,6 +37,10 @@ export interface RuntimeReport {
   format: string;
   software: boolean;
   warnings: string[];
+  /** One entry per recovery from a context/device loss: the backend lost, the one started, what was tried. */
+  recoveries?: { lost: BackendName; backend: BackendName; tried: BackendTry[] }[];
+  /** With `precision: 'low'`: the training check's mean losses before/after, here and on the f32 CPU. */
+  precisionCheck?: { steps: number; device: number[]; cpu: number[]; deviceDrop: number; cpuDrop: number };
 }
 
 export declare class Runtime {
