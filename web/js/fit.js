@@ -15,7 +15,7 @@
 //   last good checkpoint restored; `result.stopped` says at which step.
 import { wasm } from './runtime.js';
 import { PixelgradError } from './errors.js';
-import { recoverRuntime } from './recovery.js';
+import { abandon, recoverRuntime } from './recovery.js';
 import { registry } from './tensor.js';
 import { loadCheckpoint, recordName, saveCheckpoint } from './autosave.js';
 
@@ -115,6 +115,7 @@ export async function restoreModel(model, checkpoint) {
   if (!ck || !ck._host) throw new PixelgradError('restore: the model has no checkpoint (fit takes them; or call model.checkpoint())');
   const rt = model._rt;
   if (rt && rt.lost) {
+    abandon(rt);
     dropNet(model);
     await recoverRuntime(rt);
   }
@@ -304,7 +305,8 @@ export async function fitLoop(model, x, y, opts = {}) {
         const rt = model._rt;
         const info = { step: s.step, checkpointStep: ck.step, redo: s.step - ck.step, lostBackend: rt.backend, reason: rt.lost || (e && e.message) };
         const t = now();
-        dropNet(model); // while the device is still lost (see recovery.js)
+        abandon(rt);
+        dropNet(model);
         const rec = await recoverRuntime(rt);
         net = rebuild(model);
         net.restore(ck._host);

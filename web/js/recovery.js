@@ -48,6 +48,18 @@ export function watch(rt, canvas, gl) {
   });
 }
 
+/**
+ * After a loss: the lost device's objects (the runtime's, its models' and tensors') delete
+ * nothing from now on, since a restored WebGL context has a new generation of objects.
+ */
+export function abandon(rt) {
+  try {
+    rt._inner.abandon();
+  } catch {
+    // already freed
+  }
+}
+
 /** Why `rt`'s device is gone, or null while it works. */
 export function lostReason(rt) {
   if (rt._lostEvent) return rt._lostEvent.reason;
@@ -112,8 +124,7 @@ export function recoverRuntime(rt) {
 async function doRecover(rt) {
   const lost = rt.backend;
   const tried = [];
-  // Free the lost device's objects now, while the context is still lost (deletes are no-ops
-  // then); after a restore they would be deletes of another generation's objects.
+  abandon(rt);
   rt._freeInner();
   const candidates = [lost, ...ORDER.slice(ORDER.indexOf(lost) + 1).filter((b) => b !== lost)];
   for (const name of candidates) {

@@ -95,6 +95,15 @@ impl Runtime {
         }
     }
 
+    /// After a loss, before the lost backend's objects are freed: WebGL2 deletes nothing on the
+    /// context any more (it may be restored with a new generation of objects) and every call
+    /// on it fails with `DeviceLost`. A no-op on the other backends.
+    pub fn abandon(&self) {
+        if let Backing::WebGl { b, .. } = &self.backing {
+            b.abandon();
+        }
+    }
+
     /// WebGPU: destroys the device (`device.destroy()`), as a driver reset would. WebGL2 is
     /// lost from JavaScript (`WEBGL_lose_context`); the CPU cannot be lost.
     #[wasm_bindgen(js_name = destroyDevice)]
