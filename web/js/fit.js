@@ -289,7 +289,10 @@ export async function fitLoop(model, x, y, opts = {}) {
           every = wasm.autoCheckpointEvery(firstMs / 1000, stepMs / 1000);
           stats.every = every;
         }
-        if (ckDue && s.step < total) {
+        // the last step's checkpoint too (inside this try, so a loss just before it is
+        // recovered like any other): `model.restore()` after a later loss loses nothing
+        const last = s.step === total || model.stopTraining;
+        if (checkpoints && !stopped && (ckDue || last) && model._lastCheckpoint.step !== s.step) {
           await checkpointNow();
           if (saveDue && !stopped) {
             await saveCheckpoint(autosave, model, model._lastCheckpoint, schedule);
@@ -318,8 +321,6 @@ export async function fitLoop(model, x, y, opts = {}) {
         if (onDeviceLost) await onDeviceLost(info);
       }
     }
-    // A last checkpoint at the end, so `model.restore()` after a later loss loses nothing.
-    if (checkpoints && !stopped && model._lastCheckpoint && model._lastCheckpoint.step !== s.step) await checkpointNow();
     if (autosave && !stopped && savedAt !== s.step) await saveCheckpoint(autosave, model, model._lastCheckpoint, schedule);
   } finally {
     model._fitting = false;
