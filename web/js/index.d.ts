@@ -10,6 +10,13 @@ export interface InitOptions {
   allowSoftware?: boolean;
   /** Where to fetch pixelgrad_web_bg.wasm from (default: next to index.js). */
   wasmUrl?: string | URL;
+  /**
+   * 'low' (WebGL only, for tests): the precision-limited mode of some phones, RGBA16F storage and
+   * mediump fragment shaders. Init runs a short training check (48-64-2 sigmoid MSE SGD) against
+   * the f32 CPU and refuses the backend, with the measured losses, if the loss does not go down
+   * (`report.precisionCheck` holds them otherwise).
+   */
+  precision?: 'default' | 'low';
 }
 
 export interface BackendTry {
@@ -30,6 +37,10 @@ export interface RuntimeReport {
   format: string;
   software: boolean;
   warnings: string[];
+  /** One entry per recovery from a context/device loss: the backend lost, the one started, what was tried. */
+  recoveries?: { lost: BackendName; backend: BackendName; tried: BackendTry[] }[];
+  /** With `precision: 'low'`: the training check's mean losses before/after, here and on the f32 CPU. */
+  precisionCheck?: { steps: number; device: number[]; cpu: number[]; deviceDrop: number; cpuDrop: number };
 }
 
 export declare class Runtime {
@@ -54,6 +65,37 @@ export declare class Runtime {
   crossCheck(options?: CrossCheckOptions): Promise<CrossCheckReport>;
   /** The layout table of `model`'s live tensors: same as `model.layouts()`. */
   layouts(model: Sequential): LayoutRow[];
+  /** Why the device is gone (WebGL context loss, WebGPU device loss), or null while it works. */
+  readonly lost: string | null;
+  /**
+   * Test hook: loses the device as a browser or driver would. WebGL: `WEBGL_lose_context`,
+   * restored after `restoreAfterMs` (default 50; null: never). WebGPU: `device.destroy()`.
+   * `permanent`: the backend does not start again; recovery moves on to the next in the auto order.
+   */
+  simulateContextLoss(options?: { restoreAfterMs?: number | null; permanent?: boolean }): void;
+  /** After a loss: the same backend started again (else the next in the auto order), in this runtime. */
+  recover(): Promise<{ backend: BackendName; tried: BackendTry[] }>;
+}
+
+/**
+ * Every error the package throws or rejects with: the engine's message unchanged, plus its
+ * fields as data.
+ *
+ * ```js
+ * try { model.predict(pg.tensor(new Float32Array(20), [2, 10])); }
+ * catch (e) { if (e instanceof pg.PixelgradError) console.log(e.kind, e.op, e.shapes, e.backend); }
+ * ```
+ */
+export declare class PixelgradError extends Error {
+  constructor(message: string, fields?: { kind?: string; op?: string; shapes?: number[][]; backend?: string });
+  /** 'invalid' (bad argument), 'shape', 'backend', 'limit', 'unavailable', 'deviceLost', 'disposed', 'wouldBlock', 'backendMismatch', 'autodiff', 'io'. */
+  readonly kind: string;
+  /** The operation, e.g. 'fit', 'predict', 'matmul' ('' where none). */
+  readonly op: string;
+  /** Input shapes involved (empty where none). */
+  readonly shapes: number[][];
+  /** The backend's name ('' where none). */
+  readonly backend: string;
 }
 
 export interface CrossCheckOptions {
@@ -313,13 +355,64 @@ export interface FitOptions {
    */
   onBatchEnd?(step: number, logs: Logs): void | 'step' | Promise<void | 'step'>;
   onEpochEnd?(epoch: number, logs: Logs): void | Promise<void>;
-  callbacks?: { onBatchEnd?: FitOptions['onBatchEnd']; onEpochEnd?: FitOptions['onEpochEnd'] };
+  callbacks?: { onBatchEnd?: FitOptions['onBatchEnd']; onEpochEnd?: FitOptions['onEpochEnd']; onDeviceLost?: FitOptions['onDeviceLost'] };
+  /**
+   * Host checkpoint (parameters, buffers, optimizer state) every this many steps; the most
+   * steps a device loss redoes. Default: measured (checkpoints take at most 2 % of training
+   * time, 20..2000 steps); 0: none (a loss then rejects fit).
+   */
+  checkpointEvery?: number;
+  /** Stop at the first non-finite loss read back, with the last good checkpoint restored (default true). */
+  stopOnNaN?: boolean;
+  /** Fired once per context/device loss, after the backend was restarted and the checkpoint restored. */
+  onDeviceLost?(info: DeviceLostInfo): void | Promise<void>;
+  /** Recoveries allowed in one fit (default 5). */
+  maxRecoveries?: number;
+  /** 'indexeddb://name': write the last checkpoint and the loop state there every autosaveEvery steps and at the end. */
+  autosave?: string;
+  /** Steps between autosaves (default 500). */
+  autosaveEvery?: number;
+  /**
+   * 'indexeddb://name': continue from that autosave (after a page reload) when there is one;
+   * the model and schedule (samples, batchSize, epochs, seed, shuffle, readEvery) must match.
+   */
+  resume?: string;
+}
+
+export interface DeviceLostInfo {
+  /** Steps done when the loss was noticed. */
+  step: number;
+  /** The checkpoint training went back to; `redo` = step - checkpointStep steps are redone. */
+  checkpointStep: number;
+  redo: number;
+  lostBackend: BackendName;
+  reason: string;
+  /** The backend training goes on with. */
+  backend: BackendName;
+  tried: BackendTry[];
+  recoveryMs: number;
 }
 
 export interface History {
   /** No `accuracy` where it means nothing (MSE on float targets). */
   history: { loss: number[]; accuracy?: number[]; valLoss?: number[]; valAccuracy?: number[] };
   epoch: number[];
+  /** The checkpoint interval used, checkpoints taken, their total time and size. */
+  checkpoints: { every: number | null; taken: number; ms: number; bytes: number };
+  /** One entry per recovered loss. */
+  deviceLosses: DeviceLostInfo[];
+  /** Present when stopOnNaN stopped training: the step of the read, and the checkpoint restored. */
+  stopped?: { step: number; reason: string; restoredStep: number | null };
+  /** With `resume`: the step training continued from, or null when there was no save. */
+  resumedFrom?: number | null;
+}
+
+export interface Checkpoint {
+  step: number;
+  bytes: number;
+  isFinite: boolean;
+  /** Every parameter and buffer by name (copies). */
+  weights(): Record<string, Float32Array>;
 }
 
 export declare class Sequential {
@@ -349,6 +442,12 @@ export declare class Sequential {
   drawActivations(x: Tensor, layerIndex: number, canvas: HTMLCanvasElement | OffscreenCanvas): Promise<void>;
   /** 'indexeddb://name', 'downloads://name' (safetensors) or 'downloads://name.onnx'. */
   save(url: string): Promise<{ url: string; bytes: number }>;
+  /** Copies parameters and optimizer state to host memory now; kept as `lastCheckpoint`. */
+  checkpoint(): Promise<Checkpoint>;
+  /** The last checkpoint (fit takes them every checkpointEvery steps and at its end), or null. */
+  readonly lastCheckpoint: Checkpoint | null;
+  /** Puts the last checkpoint back; after a device loss, restarts the backend and rebuilds the model first. */
+  restore(checkpoint?: Checkpoint): Promise<{ step: number; backend: BackendName }>;
   dispose(): void;
   /** Every weight by name (`0.weight`, `1.running_mean`, ...) as host tensors. */
   getWeights(): Promise<Record<string, Tensor>>;

@@ -9,29 +9,43 @@
 //
 // This file is the package entry; the wasm-bindgen output (pixelgrad_web.js + .wasm) sits next
 // to it and is an implementation detail.
-import { currentRuntime, init, loadWasm, wasm, wasmLoaded } from './runtime.js';
+import { currentRuntime, init as initImpl, loadWasm, wasm, wasmLoaded, Runtime } from './runtime.js';
+import { PixelgradError, guard, guardClass, guardObject } from './errors.js';
+import { Tensor, deviceTensor, tensor as tensorImpl } from './tensor.js';
+import { Sequential, sequential as sequentialImpl, loadModel as loadModelImpl, listModels as listImpl, removeModel as removeImpl } from './model.js';
+import { layers as layersImpl, optimizers as optimizersImpl } from './layers.js';
+import { OnnxModel, loadOnnx as loadOnnxImpl } from './onnx.js';
+import { flower as flowerImpl } from './flower.js';
+import * as image from './image.js';
+import * as post from './post.js';
 
-export { init, loadWasm };
-export { Runtime } from './runtime.js';
-export { Tensor, tensor } from './tensor.js';
-import { Tensor, deviceTensor } from './tensor.js';
-export { layers, optimizers } from './layers.js';
-export { Sequential, sequential, loadModel, listModels, removeModel } from './model.js';
-export { OnnxModel, loadOnnx } from './onnx.js';
-export { flower } from './flower.js';
-export { fromPixels, toSourceBox } from './image.js';
-export { topk, softmax, nonMaxSuppression, resizeBilinear, drawHeatmap, drawBoxes } from './post.js';
+// Every error the public API throws or rejects with is a PixelgradError (errors.js).
+[Runtime, Tensor, Sequential, OnnxModel].forEach(guardClass);
+export const init = guard(initImpl);
+export const tensor = guard(tensorImpl);
+export const sequential = guard(sequentialImpl);
+export const loadModel = guard(loadModelImpl);
+export const listModels = guard(listImpl);
+export const removeModel = guard(removeImpl);
+export const loadOnnx = guard(loadOnnxImpl);
+export const layers = guardObject(layersImpl);
+export const optimizers = guardObject(optimizersImpl);
+export const flower = guardObject(flowerImpl);
+export const fromPixels = guard(image.fromPixels);
+export const toSourceBox = guard(image.toSourceBox);
+export const { topk, softmax, nonMaxSuppression, resizeBilinear, drawHeatmap, drawBoxes } = guardObject(post);
+export { loadWasm, PixelgradError, Runtime, Tensor, Sequential, OnnxModel };
 
 /**
  * Matrix product `a @ b` on the current runtime's device: `[m, k] x [k, n]` or batched
  * `[b, m, k] x [b, k, n]`. Host tensors (`pg.tensor`) are uploaded once and stay on the device
  * for later calls; the result lives on the device (read it with `await c.data()`).
  */
-export function matmul(a, b) {
+export const matmul = guard(function matmul(a, b) {
   const rt = currentRuntime('matmul');
   if (!(a instanceof Tensor) || !(b instanceof Tensor)) throw new Error('matmul: both arguments must be pg tensors');
   return deviceTensor(rt._inner.matmul(a._onDevice(rt, 'matmul'), b._onDevice(rt, 'matmul')), rt);
-}
+});
 
 /** The package version. */
 export const version = '0.1.0';

@@ -5,8 +5,8 @@
 import { currentRuntime, wasm } from './runtime.js';
 import { Tensor, deviceTensor, registry, targetsOf } from './tensor.js';
 import { optimizers } from './layers.js';
-import { pacer } from './pacing.js';
 import { allModels, deleteModel, download, getModel, parseUrl, putModel } from './storage.js';
+import { fitLoop, restoreModel, takeCheckpoint } from './fit.js';
 
 /** Yields one macrotask (MessageChannel is not throttled like setTimeout). */
 function yieldNow() {
@@ -72,9 +72,10 @@ export class Sequential {
       });
       this._inner = new wasm.Model(rt._inner, JSON.stringify({ layers, seed: this._seed }), onnx);
       this._rt = rt;
+      this._gen = rt._gen;
       if (registry) registry.register(this, this._inner, this);
     }
-    this._rt._check(what);
+    this._rt._check(what, this._gen);
     return this._inner;
   }
 
@@ -129,91 +130,34 @@ export class Sequential {
    * onBatchEnd(step, logs) (after each read), onEpochEnd(epoch, logs); callbacks may also come
    * as `callbacks: { onBatchEnd, onEpochEnd }`. `maxStepsPerSecond` paces training for
    * watching (same results); `onBatchEnd` returning (or resolving to) `'step'` asks for one
-   * more step and a read right after it (step-through mode).
+   * more step and a read right after it (step-through mode). Reliability (fit.js): checkpointEvery,
+   * stopOnNaN, onDeviceLost(info), maxRecoveries, autosave / autosaveEvery / resume.
    */
   async fit(x, y, opts = {}) {
-    const net = this._net('fit');
-    if (!this._compile) throw new Error('fit: the model is not compiled; call model.compile({ optimizer, loss }) first');
-    if (this._fitting) throw new Error('fit: this model is already training');
-    const epochs = positiveInt(opts.epochs, 1, 'fit: epochs');
-    const batchSize = positiveInt(opts.batchSize, 32, 'fit: batchSize');
-    const readEvery = positiveInt(opts.readEvery, 10, 'fit: readEvery');
-    const shuffle = opts.shuffle !== false;
-    const seed = (opts.seed || 0) >>> 0;
-    const cbs = opts.callbacks || {};
-    const onBatchEnd = opts.onBatchEnd || cbs.onBatchEnd;
-    const onEpochEnd = opts.onEpochEnd || cbs.onEpochEnd;
-    const pace = pacer(opts.maxStepsPerSecond, 'fit');
-    let single = false; // onBatchEnd asked for one step at a time
-    const { n, xv, yv, yshape, yper, sample } = await this._xy(x, y, 'fit');
-    const per = xv.length / n;
-    const withAcc = net.hasAccuracy(yshape);
-    const history = withAcc ? { loss: [], accuracy: [] } : { loss: [] };
-    if (opts.validationData) Object.assign(history, withAcc ? { valLoss: [], valAccuracy: [] } : { valLoss: [] });
-    this._fitting = true;
-    this.stopTraining = false;
-    try {
-      await net.readTrain(); // drop sums a failed earlier call may have left
-      let step = 0;
-      for (let epoch = 0; epoch < epochs; epoch++) {
-        const order = shuffle ? wasm.shuffledIndices(n, seed, epoch) : null;
-        const batches = Math.ceil(n / batchSize);
-        let sinceRead = 0;
-        let sumLoss = 0;
-        let sumCorrect = 0;
-        let seen = 0;
-        for (let b = 0; b < batches; b++) {
-          const start = b * batchSize;
-          const m = Math.min(n, start + batchSize) - start;
-          const xb = new Float32Array(m * per);
-          const yb = new Float32Array(m * yper);
-          for (let i = 0; i < m; i++) {
-            const k = order ? order[start + i] : start + i;
-            xb.set(xv.subarray(k * per, (k + 1) * per), i * per);
-            yb.set(yv.subarray(k * yper, (k + 1) * yper), i * yper);
-          }
-          this._rt._check('fit');
-          await pace.wait();
-          net.trainStep(xb, [m, ...sample], yb, [m, ...yshape.slice(1)]);
-          step++;
-          sinceRead++;
-          if (sinceRead >= readEvery || single || b === batches - 1 || this.stopTraining) {
-            sinceRead = 0;
-            const r = await net.readTrain();
-            if (r) {
-              sumLoss += r[0];
-              sumCorrect += r[1];
-              seen += r[2];
-              const logs = { loss: r[0] / r[2] };
-              if (withAcc) logs.accuracy = r[1] / r[2];
-              single = onBatchEnd ? (await onBatchEnd(step, logs)) === 'step' : false;
-            }
-          }
-          if (this.stopTraining) break;
-          await yieldNow();
-        }
-        if (seen === 0) break;
-        const logs = { loss: sumLoss / seen };
-        if (withAcc) logs.accuracy = sumCorrect / seen;
-        if (opts.validationData) {
-          const [vx, vy] = opts.validationData;
-          const v = await this.evaluate(vx, vy, { batchSize: Math.max(batchSize, 256) });
-          logs.valLoss = v.loss;
-          history.valLoss.push(v.loss);
-          if (v.accuracy !== undefined && history.valAccuracy) {
-            logs.valAccuracy = v.accuracy;
-            history.valAccuracy.push(v.accuracy);
-          }
-        }
-        history.loss.push(logs.loss);
-        if (withAcc) history.accuracy.push(logs.accuracy);
-        if (onEpochEnd) await onEpochEnd(epoch, logs);
-        if (this.stopTraining) break;
-      }
-    } finally {
-      this._fitting = false;
-    }
-    return { history, epoch: history.loss.map((_, i) => i) };
+    return fitLoop(this, x, y, opts);
+  }
+
+  /**
+   * Copies parameters, buffers and optimizer state to host memory now and keeps it as the
+   * model's last checkpoint (`fit` takes them every `checkpointEvery` steps on its own).
+   * Resolves to `{ step, bytes, weights() }`.
+   */
+  async checkpoint() {
+    return takeCheckpoint(this, this._lastCheckpoint ? this._lastCheckpoint.step : 0);
+  }
+
+  /** The last checkpoint (`{ step, bytes, weights(): { name: Float32Array } }`), or null. */
+  get lastCheckpoint() {
+    return this._lastCheckpoint || null;
+  }
+
+  /**
+   * Puts the last checkpoint (or `checkpoint`) back into the model. After a context or device
+   * loss this first restarts the runtime's backend (`rt.recover()`) and rebuilds the model on
+   * it, so a model whose device was lost works again with the checkpoint's weights.
+   */
+  async restore(checkpoint) {
+    return restoreModel(this, checkpoint);
   }
 
   /**
@@ -379,6 +323,12 @@ export class Sequential {
   dispose() {
     if (this._disposed) return;
     this._disposed = true;
+    try {
+      if (this._lastCheckpoint) this._lastCheckpoint._host.free();
+    } catch {
+      // already freed
+    }
+    this._lastCheckpoint = null;
     if (this._inner) {
       if (registry) registry.unregister(this);
       try {

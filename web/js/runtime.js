@@ -2,6 +2,8 @@
 // each one was refused; the Rust side (`Runtime.webgpu/webgl/cpu`) only starts a given backend
 // and runs its precision self-test.
 import initWasm, * as wasm from './pixelgrad_web.js';
+import { PixelgradError } from './errors.js';
+import { lostError, lostReason, recoverRuntime, simulateLoss, watch } from './recovery.js';
 
 export { wasm };
 
@@ -20,6 +22,7 @@ export function wasmLoaded() {
 export function loadWasm(opts = {}) {
   if (!wasmReady) {
     wasmReady = initWasm(opts.wasmUrl ? { module_or_path: opts.wasmUrl } : undefined).then((m) => {
+      wasm.setErrorClass(PixelgradError.prototype); // errors from Rust are PixelgradErrors
       loaded = true;
       return m;
     }, (e) => {
@@ -33,10 +36,14 @@ export function loadWasm(opts = {}) {
 
 /** A started backend. Replaced (and retired) by the next `pg.init`. */
 export class Runtime {
-  constructor(inner, report, keepAlive) {
+  constructor(inner, report, keepAlive, gl) {
     this._inner = inner;
     this._keep = keepAlive; // the canvas of a WebGL context must outlive the context
+    this._keepGl = gl || null;
     this._retiredBy = null;
+    this._gen = 0; // bumped by each recovery from a lost device (recovery.js)
+    this._history = [inner.backend];
+    watch(this, keepAlive, gl);
     /** `webgpu`, `webgl` or `cpu`. */
     this.backend = inner.backend;
     /** `{ tried: [{ backend, ok, reason }], adapter, selfTest: { maxRelError }, ... }` */
@@ -65,8 +72,58 @@ export class Runtime {
     if (!model || typeof model.layouts !== 'function') throw new Error('runtime.layouts: pass a model, e.g. rt.layouts(model)');
     return model.layouts();
   }
-  /** Throws if a later `pg.init` replaced this runtime. */
-  _check(what) {
+  /** Why the device is gone (context or device loss), or null while it works. */
+  get lost() {
+    return lostReason(this);
+  }
+  /**
+   * Test hook: loses the device as a browser or driver would (WebGL: WEBGL_lose_context,
+   * restored after `restoreAfterMs`, default 50, `null` never; WebGPU: `device.destroy()`).
+   * `permanent: true`: the backend does not come back, recovery takes the next in the auto order.
+   */
+  simulateContextLoss(opts) {
+    this._check('simulateContextLoss');
+    simulateLoss(this, opts);
+  }
+  /**
+   * After a loss: starts the same backend again (else the next in the auto order) in this
+   * runtime; resolves to `{ backend, tried }`. `fit` and `model.restore()` call it themselves.
+   */
+  async recover() {
+    this._check('recover');
+    if (!this.lost) return { backend: this.backend, tried: [] };
+    return recoverRuntime(this);
+  }
+  /** @internal Frees the wasm runtime (once). */
+  _freeInner() {
+    if (this._innerFreed === this._inner) return;
+    this._innerFreed = this._inner;
+    try {
+      this._inner.free();
+    } catch {
+      // already freed
+    }
+  }
+  /** @internal Swaps in a backend started by recovery; objects of older generations refuse. */
+  _swap(started, info) {
+    this._freeInner();
+    this._inner = started.inner;
+    this._keep = started.keep;
+    this._keepGl = started.gl || null;
+    this._gen += 1;
+    this._history.push(started.inner.backend);
+    this.backend = started.inner.backend;
+    const recoveries = [...(this.report.recoveries || []), { lost: info.lost, backend: this.backend, tried: info.tried }];
+    this.report = { ...this.report, adapter: started.adapter, name: started.inner.name, format: started.inner.format, recoveries };
+    watch(this, started.keep, started.gl);
+  }
+  /**
+   * Throws if a later `pg.init` replaced this runtime, if its device is lost, or if `gen` (the
+   * generation an object was made on) is older than the runtime's.
+   */
+  _check(what, gen) {
+    if (gen !== undefined && gen !== this._gen && !this._retiredBy) throw lostError(this, what, gen);
+    if (!this._retiredBy && this.backend !== 'cpu' && this.lost) throw lostError(this, what);
     if (this._retiredBy) {
       throw new Error(
         `${what}: this object belongs to the ${this.backend} runtime, which pg.init() has replaced by ${this._retiredBy}; ` +
@@ -118,9 +175,9 @@ function newCanvas() {
   throw new Error('no canvas: neither document nor OffscreenCanvas exists in this context');
 }
 
-function startWebGl(auto, allowSoftware) {
-  const canvas = newCanvas();
-  const gl = canvas.getContext('webgl2', { antialias: false, depth: false, stencil: false, alpha: true, powerPreference: 'high-performance' });
+function startWebGl(auto, allowSoftware, reuse = {}) {
+  const canvas = reuse.canvas || newCanvas();
+  const gl = reuse.gl || canvas.getContext('webgl2', { antialias: false, depth: false, stencil: false, alpha: true, powerPreference: 'high-performance' });
   if (!gl) throw new Error('getContext("webgl2") returned null (no WebGL2 in this browser or context)');
   const dbg = gl.getExtension('WEBGL_debug_renderer_info');
   const renderer = String(gl.getParameter(dbg ? dbg.UNMASKED_RENDERER_WEBGL : gl.RENDERER) || '');
@@ -133,15 +190,16 @@ function startWebGl(auto, allowSoftware) {
   if (auto && !gl.getExtension('EXT_color_buffer_float')) {
     throw new Error('no EXT_color_buffer_float (float textures cannot be rendered to; half floats are too imprecise for auto)');
   }
-  const inner = wasm.Runtime.webgl(gl);
-  return { inner, adapter: renderer || inner.adapter, keep: canvas, software: wasm.isSoftwareRenderer(renderer) || inner.software };
+  const inner = reuse.low ? wasm.Runtime.webglLowPrecision(gl) : wasm.Runtime.webgl(gl);
+  return { inner, adapter: renderer || inner.adapter, keep: canvas, gl, software: wasm.isSoftwareRenderer(renderer) || inner.software };
 }
 
-async function start(name, auto, allowSoftware) {
+async function start(name, auto, allowSoftware, reuse) {
   let started;
   if (name === 'webgpu') started = await startWebGpu(auto, allowSoftware);
-  else if (name === 'webgl') started = startWebGl(auto, allowSoftware);
+  else if (name === 'webgl') started = startWebGl(auto, allowSoftware, reuse);
   else started = { inner: wasm.Runtime.cpu(), adapter: 'wasm32 CPU' };
+  if (reuse && reuse.low) started.precisionCheck = await lowPrecisionCheck(started.inner);
   const err = started.inner.maxRelError;
   const tol = wasm.selfTestTolerance();
   if (auto && !(err <= tol)) {
@@ -149,6 +207,38 @@ async function start(name, auto, allowSoftware) {
     throw new Error(`self-test max relative error ${Number(err).toExponential(2)} exceeds ${tol}`);
   }
   return started;
+}
+
+/**
+ * The precision-limited mode's training check (crates/pixelgrad-web/src/wasm/precision.rs):
+ * refuses the backend, with the measured losses, unless the seed network's loss goes down on
+ * the device by at least half as much as on the f32 CPU.
+ */
+async function lowPrecisionCheck(inner) {
+  let c;
+  try {
+    c = await inner.trainingCheck();
+  } catch (e) {
+    inner.free();
+    throw e;
+  }
+  const drop = (l) => (l[0] - l[1]) / l[0];
+  const check = { steps: c.steps, device: Array.from(c.device), cpu: Array.from(c.cpu), deviceDrop: drop(c.device), cpuDrop: drop(c.cpu) };
+  if (!(check.deviceDrop > 0 && check.deviceDrop >= 0.5 * check.cpuDrop)) {
+    inner.free();
+    const pct = (v) => `${(100 * v).toFixed(2)} %`;
+    throw new Error(
+      `precision 'low' (RGBA16F, mediump): ${check.steps} SGD steps of the 48-64-2 sigmoid MSE network lower the loss by ` +
+        `${pct(check.deviceDrop)} here (${check.device[0].toPrecision(4)} -> ${check.device[1].toPrecision(4)}) but by ${pct(check.cpuDrop)} ` +
+        'in f32 on the CPU: updates or gradients are lost at this precision, so training would stall; use the default precision',
+    );
+  }
+  return check;
+}
+
+/** @internal Starts backend `name` as asked by name (recovery; `reuse`: a restored WebGL canvas). */
+export function startBackend(name, reuse) {
+  return start(name, false, true, reuse);
 }
 
 /**
@@ -162,13 +252,18 @@ export async function init(opts = {}) {
   if (backend !== 'auto' && !BACKENDS.includes(backend)) {
     throw new Error(`pg.init: unknown backend '${backend}' (auto, webgpu, webgl, cpu)`);
   }
+  const low = opts.precision === 'low';
+  if (opts.precision !== undefined && !['low', 'default'].includes(opts.precision)) {
+    throw new Error(`pg.init: unknown precision '${opts.precision}' ('default', or 'low': RGBA16F + mediump, webgl only)`);
+  }
+  if (low && backend !== 'webgl') throw new Error("pg.init: precision 'low' is a WebGL mode; use init({ backend: 'webgl', precision: 'low' })");
   await loadWasm(opts);
   const auto = backend === 'auto';
   const tried = [];
   for (const name of auto ? BACKENDS : [backend]) {
     let s;
     try {
-      s = await start(name, auto, allowSoftware);
+      s = await start(name, auto, allowSoftware, { low });
     } catch (e) {
       tried.push({ backend: name, ok: false, reason: e && e.message ? e.message : String(e) });
       continue;
@@ -185,7 +280,9 @@ export async function init(opts = {}) {
       software: s.software === undefined ? inner.software : s.software,
       warnings: inner.warnings,
     };
-    const rt = new Runtime(inner, report, s.keep);
+    if (s.precisionCheck) report.precisionCheck = s.precisionCheck;
+    const rt = new Runtime(inner, report, s.keep, s.gl);
+    rt._low = low;
     if (current) {
       current._retiredBy = rt.backend;
       // Models and tensors hold their own reference to the old device; this drops the runtime's.

@@ -3,6 +3,8 @@
 
 const DB = 'pixelgrad';
 const STORE = 'models';
+// fit's autosaved checkpoints (weights, optimizer state, loop state), keyed by name (fit.js)
+const CHECKPOINTS = 'checkpoints';
 
 function req(r) {
   return new Promise((resolve, reject) => {
@@ -13,22 +15,24 @@ function req(r) {
 
 async function open() {
   if (typeof indexedDB === 'undefined') throw new Error('IndexedDB is not available in this context');
-  const r = indexedDB.open(DB, 1);
+  const r = indexedDB.open(DB, 2);
   r.onupgradeneeded = () => {
-    if (!r.result.objectStoreNames.contains(STORE)) r.result.createObjectStore(STORE, { keyPath: 'name' });
+    for (const name of [STORE, CHECKPOINTS]) {
+      if (!r.result.objectStoreNames.contains(name)) r.result.createObjectStore(name, { keyPath: 'name' });
+    }
   };
   return req(r);
 }
 
-async function withStore(mode, f) {
+async function withStore(mode, f, store = STORE) {
   const db = await open();
   try {
-    const tx = db.transaction(STORE, mode);
+    const tx = db.transaction(store, mode);
     const done = new Promise((resolve, reject) => {
       tx.oncomplete = () => resolve();
       tx.onabort = tx.onerror = () => reject(new Error(`IndexedDB: ${tx.error && tx.error.message ? tx.error.message : 'transaction failed'}`));
     });
-    const result = await f(tx.objectStore(STORE));
+    const result = await f(tx.objectStore(store));
     await done;
     return result;
   } finally {
@@ -40,6 +44,9 @@ export const putModel = (record) => withStore('readwrite', (s) => req(s.put(reco
 export const getModel = (name) => withStore('readonly', (s) => req(s.get(name)));
 export const deleteModel = (name) => withStore('readwrite', (s) => req(s.delete(name)));
 export const allModels = () => withStore('readonly', (s) => req(s.getAll()));
+export const putCheckpoint = (record) => withStore('readwrite', (s) => req(s.put(record)), CHECKPOINTS);
+export const getCheckpoint = (name) => withStore('readonly', (s) => req(s.get(name)), CHECKPOINTS);
+export const deleteCheckpoint = (name) => withStore('readwrite', (s) => req(s.delete(name)), CHECKPOINTS);
 
 /** `indexeddb://name` → `{ scheme: 'indexeddb', name }`. */
 export function parseUrl(url, what) {

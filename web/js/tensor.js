@@ -29,6 +29,7 @@ export class Tensor {
     this._dtype = dtype;
     this._dev = device || null;
     this._rt = runtime || null;
+    this._gen = runtime ? runtime._gen : undefined; // the device generation it lives on
     this._disposed = false;
     if (this._dev && registry) registry.register(this, this._dev, this);
   }
@@ -50,7 +51,7 @@ export class Tensor {
   /** @internal */
   _check(what) {
     if (this._disposed) throw new Error(`${what}: the tensor was disposed`);
-    if (this._rt) this._rt._check(what);
+    if (this._rt) this._rt._check(what, this._gen);
   }
   /** The values (a copy): Float32Array, or Int32Array for int32 tensors. */
   async data() {
@@ -78,10 +79,11 @@ export class Tensor {
       if (this._rt !== rt) throw new Error(`${what}: the tensor belongs to another runtime`);
       return this._dev;
     }
-    if (!this._upload || this._upload.rt !== rt) {
+    rt._check(what);
+    if (!this._upload || this._upload.rt !== rt || this._upload.gen !== rt._gen) {
       this._dropUpload();
       const inner = rt._inner.upload(this._host instanceof Float32Array ? this._host : Float32Array.from(this._host), this._shape);
-      this._upload = { rt, inner };
+      this._upload = { rt, inner, gen: rt._gen };
       if (registry) registry.register(this, inner, this._upload);
     }
     return this._upload.inner;

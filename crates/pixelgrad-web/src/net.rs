@@ -15,6 +15,8 @@ use std::rc::Rc;
 
 use crate::spec::{self, Built, Shape};
 
+mod checkpoint;
+
 /// Rows per forward pass in [`Net::predict`] (bounds texture and buffer sizes on the GPU).
 const PREDICT_CHUNK: usize = 1024;
 

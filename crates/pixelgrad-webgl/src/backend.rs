@@ -82,6 +82,8 @@ impl WebGlBackend {
             map_kernels: RefCell::new(Vec::new()),
             map_index: RefCell::new(HashMap::new()),
             fuse: opts.fuse,
+            mediump: opts.mediump,
+            abandoned: Cell::new(false),
             lazies: RefCell::new(Vec::new()),
             generation: Cell::new(0),
             vertex: Cell::new(None),
@@ -103,6 +105,13 @@ impl WebGlBackend {
             b.shared.report.borrow_mut().self_test = Some(st);
         }
         Ok(b)
+    }
+
+    /// After a context loss: every later call (on this backend and its tensors) returns
+    /// `Error::DeviceLost`, and dropping them deletes nothing. A restored context starts a new
+    /// generation of objects, and deleting the lost generation's objects on it is a GL error.
+    pub fn abandon(&self) {
+        self.shared.abandoned.set(true);
     }
 
     /// Capabilities measured at init, the chosen format, warnings and the self-test result.

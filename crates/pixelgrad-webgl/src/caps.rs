@@ -60,6 +60,9 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
             )));
         }
     }
+    if opts.mediump {
+        warnings.push("mediump forced by options: fragment shaders compute in mediump float (16-bit on GPUs that honour it)".to_string());
+    }
     let format = if float_render_target && !opts.force_half_float {
         TexelFormat::Rgba32F
     } else if half_render_target {

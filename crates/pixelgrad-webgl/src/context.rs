@@ -33,6 +33,11 @@ pub(crate) struct Shared {
     /// Fuse elementwise chains (`fusion.rs`), and the pending results made since the last
     /// settle, oldest first.
     pub fuse: bool,
+    /// Fragment shaders in `mediump float` ([`crate::WebGlOptions::mediump`]).
+    pub mediump: bool,
+    /// Set by [`crate::WebGlBackend::abandon`] after a context loss: every call fails with
+    /// `DeviceLost` and nothing is deleted on the context any more.
+    pub abandoned: Cell<bool>,
     pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
     /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
     pub generation: Cell<u64>,
@@ -58,8 +63,13 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Makes this backend's context current (a no-op unless several live in one thread).
+    /// Makes this backend's context current (a no-op unless several live in one thread);
+    /// `DeviceLost` once the backend was abandoned. Every GL call, drops included, goes
+    /// through here first.
     pub fn current(&self) -> Result<()> {
+        if self.abandoned.get() {
+            return Err(Error::DeviceLost { backend: self.name.clone(), reason: "the WebGL2 context was lost".into() });
+        }
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(e) = &self.egl {
             e.make_current()?;

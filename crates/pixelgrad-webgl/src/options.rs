@@ -14,11 +14,15 @@ pub struct WebGlOptions {
     /// Fuse chains of elementwise ops into one draw; `false` draws every op on its own (for
     /// comparisons and tests).
     pub fuse: bool,
+    /// Compile fragment shaders with `precision mediump float` (integers stay highp): with
+    /// `force_half_float`, the precision-limited mode of phones whose GPUs compute mediump in
+    /// 16 bits, for tests of what training does there.
+    pub mediump: bool,
 }
 
 impl Default for WebGlOptions {
     fn default() -> Self {
-        WebGlOptions { force_half_float: false, max_texture_size: None, self_test: true, fuse: true }
+        WebGlOptions { force_half_float: false, max_texture_size: None, self_test: true, fuse: true, mediump: false }
     }
 }
 

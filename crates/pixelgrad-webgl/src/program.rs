@@ -160,6 +160,14 @@ impl Shared {
 
     fn compile_stage(&self, op: &'static str, label: &str, stage: u32, src: &str) -> Result<glow::Shader> {
         let gl = &self.gl;
+        // The precision-limited mode: every float of the fragment stage in mediump.
+        let lowered;
+        let src = if self.mediump && stage == glow::FRAGMENT_SHADER {
+            lowered = src.replace("precision highp float;", "precision mediump float;");
+            lowered.as_str()
+        } else {
+            src
+        };
         // SAFETY: standard shader creation on the current context; the shader is deleted on
         // failure.
         unsafe {

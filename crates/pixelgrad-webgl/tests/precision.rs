@@ -66,3 +66,20 @@ impl NameHint for WebGlBackend {
         pixelgrad_core::Backend::name(self)
     }
 }
+
+/// The precision-limited mode the browser's `init({ precision: 'low' })` selects: RGBA16F
+/// storage and mediump fragment shaders. Every program still compiles (mediump applies to
+/// floats only; indices stay highp int), the report says so, and training reduces the loss.
+#[test]
+fn mediump_with_half_float_compiles_reports_and_trains() {
+    let low = WebGlBackend::new_headless(WebGlOptions { force_half_float: true, mediump: true, ..Default::default() }).unwrap();
+    let r = low.report();
+    assert_eq!(r.format, TexelFormat::Rgba16F);
+    assert!(r.warnings.iter().any(|w| w.contains("mediump forced")), "{:?}", r.warnings);
+    let e = r.self_test.unwrap().max_rel_error;
+    eprintln!("RGBA16F + mediump self-test max relative error {e:.3e}");
+    assert!(e < 0.05, "self-test error {e}");
+    let l = train_tiny_mlp(&Device::new(low)).unwrap();
+    eprintln!("RGBA16F + mediump losses {:.4} -> {:.4}", l[0], l[l.len() - 1]);
+    assert!(l[l.len() - 1] < 0.7 * l[0], "training did not reduce the loss: {l:?}");
+}

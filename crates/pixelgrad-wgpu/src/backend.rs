@@ -151,6 +151,12 @@ impl WgpuBackend {
         }
     }
 
+    /// Why the device was lost (`device.lost` fired, or [`WgpuBackend::simulate_device_loss`]),
+    /// or `None` while it works. Lets a caller notice a loss without issuing an op.
+    pub fn lost_reason(&self) -> Option<String> {
+        self.gpu.health.lock().ok().and_then(|h| h.lost.clone())
+    }
+
     /// Our storage inside `s` (computing it first if it is a pending fused computation), or
     /// an error naming the op.
     pub(crate) fn tensor<'a>(&self, op: &'static str, s: &'a Storage) -> Result<&'a GpuTensor> {

@@ -4,16 +4,20 @@
 //! Every exported call returns `Result<_, JsValue>` whose error is a JavaScript `Error` carrying
 //! the engine's message (op, shapes, backend), so nothing panics across the boundary.
 
+mod checkpoint;
 mod data;
 mod debug;
+mod error;
 mod flower;
 mod image;
 mod model;
 mod onnx;
 mod post;
+mod precision;
 mod runtime;
 mod tensor;
 
+pub use checkpoint::{auto_checkpoint_every_js, HostCheckpoint};
 pub use data::{digits, parse_mnist, shuffled_indices};
 pub use flower::{flower_join, flower_partition, FlowerNode};
 pub use model::Model;
@@ -23,10 +27,8 @@ pub use tensor::DeviceTensor;
 
 use wasm_bindgen::prelude::*;
 
-/// A pixelgrad error as a JavaScript `Error` with the engine's message.
-pub(crate) fn js_err(e: impl std::fmt::Display) -> JsValue {
-    js_sys::Error::new(&e.to_string()).into()
-}
+pub(crate) use error::js_err;
+pub use error::set_error_class;
 
 /// Last-resort reporting: a panic (a bug; every user-input path returns an error) is logged to
 /// the console with its message and location before wasm aborts.

@@ -97,11 +97,24 @@ impl Runtime {
     /// WebGL2 on a context the caller created (`canvas.getContext('webgl2')` on a detached
     /// canvas or an `OffscreenCanvas` in a worker). The backend runs its self-test.
     pub fn webgl(ctx: JsValue) -> Result<Runtime, JsValue> {
+        Runtime::webgl_with(ctx, WebGlOptions::default())
+    }
+
+    /// WebGL2 in the precision-limited mode (RGBA16F storage, mediump fragment shaders) that
+    /// `init({ precision: 'low' })` selects for tests.
+    #[wasm_bindgen(js_name = webglLowPrecision)]
+    pub fn webgl_low_precision(ctx: JsValue) -> Result<Runtime, JsValue> {
+        Runtime::webgl_with(ctx, WebGlOptions { force_half_float: true, mediump: true, ..WebGlOptions::default() })
+    }
+}
+
+impl Runtime {
+    fn webgl_with(ctx: JsValue, opts: WebGlOptions) -> Result<Runtime, JsValue> {
         let ctx = ctx
             .dyn_into::<web_sys::WebGl2RenderingContext>()
             .map_err(|_| js_err("backend webgl is not available: the context is not a WebGL2RenderingContext"))?;
         let gl = glow::Context::from_webgl2_context(ctx.clone());
-        let b = WebGlBackend::from_glow(gl, WebGlOptions::default()).map_err(js_err)?;
+        let b = WebGlBackend::from_glow(gl, opts).map_err(js_err)?;
         let report = b.report();
         let max_rel_error = report.self_test.as_ref().map(|s| s.max_rel_error).unwrap_or(f64::NAN);
         Ok(Runtime {
@@ -115,7 +128,10 @@ impl Runtime {
             warnings: report.warnings.clone(),
         })
     }
+}
 
+#[wasm_bindgen]
+impl Runtime {
     /// `webgpu`, `webgl` or `cpu`.
     #[wasm_bindgen(getter)]
     pub fn backend(&self) -> String {

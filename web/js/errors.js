@@ -1,0 +1,90 @@
+// `PixelgradError`: every error the package throws or rejects with. A subclass of `Error` whose
+// message is the engine's text unchanged, with the typed fields of the Rust error as data:
+//
+//   try { model.predict(pg.tensor(new Float32Array(20), [2, 10])); }
+//   catch (e) { e instanceof pg.PixelgradError; e.kind; e.op; e.shapes; e.backend; }
+//
+// Errors made in Rust get this class's prototype at the boundary (`wasm.setErrorClass`, see
+// crates/pixelgrad-web/src/wasm/error.rs); errors thrown by the JS wrapper are converted by
+// `guardClass`, which wraps the public methods of the API classes once.
+
+/** The op a message names: the text before its first `: ` (`fit: epochs must be ...` -> `fit`). */
+function opOf(message) {
+  const m = /^([A-Za-z_.][\w.]{0,39}): /.exec(message);
+  return m ? m[1] : '';
+}
+
+export class PixelgradError extends Error {
+  /**
+   * `fields`: `{ kind, op, shapes, backend }`; `kind` defaults to 'invalid' (a bad argument),
+   * `op` to the name before the message's first colon.
+   */
+  constructor(message, fields = {}) {
+    super(message);
+    /** 'invalid' | 'shape' | 'backend' | 'limit' | 'unavailable' | 'deviceLost' | 'disposed' | ... */
+    this.kind = fields.kind || 'invalid';
+    /** The operation that failed, e.g. 'fit', 'predict', 'matmul'. */
+    this.op = fields.op !== undefined ? fields.op : opOf(message);
+    /** The input shapes involved, e.g. `[[2, 10]]` (empty where none). */
+    this.shapes = fields.shapes || [];
+    /** The backend's name, or '' where none was involved. */
+    this.backend = fields.backend || '';
+  }
+
+  /** `e` as a PixelgradError (itself if it already is one), the message unchanged. */
+  static from(e, fields) {
+    if (e instanceof PixelgradError) return e;
+    const msg = e && typeof e.message === 'string' ? e.message : String(e);
+    const out = new PixelgradError(msg, fields);
+    if (e && e.stack) out.stack = e.stack;
+    if (e && e.report) out.report = e.report;
+    return out;
+  }
+}
+Object.defineProperty(PixelgradError.prototype, 'name', { value: 'PixelgradError', writable: true, configurable: true });
+
+function wrapFn(f) {
+  return function guarded(...args) {
+    let r;
+    try {
+      r = f.apply(this, args);
+    } catch (e) {
+      throw PixelgradError.from(e);
+    }
+    if (r && typeof r.then === 'function') {
+      return r.then(undefined, (e) => {
+        throw PixelgradError.from(e);
+      });
+    }
+    return r;
+  };
+}
+
+/**
+ * Wraps every method and getter of `cls.prototype` (and the given static functions) so that an
+ * error thrown or rejected inside becomes a PixelgradError with the same message. Applied once
+ * at load, to the public classes.
+ */
+export function guardClass(cls) {
+  const proto = cls.prototype;
+  for (const key of Object.getOwnPropertyNames(proto)) {
+    if (key === 'constructor' || key.startsWith('_')) continue;
+    const d = Object.getOwnPropertyDescriptor(proto, key);
+    if (typeof d.value === 'function') {
+      Object.defineProperty(proto, key, { ...d, value: wrapFn(d.value) });
+    } else if (typeof d.get === 'function') {
+      Object.defineProperty(proto, key, { ...d, get: wrapFn(d.get) });
+    }
+  }
+  return cls;
+}
+
+/** `f` whose errors (thrown or rejected) become PixelgradErrors. */
+export const guard = wrapFn;
+
+/** A frozen copy of `obj` (a namespace like `layers`) with every function guarded. */
+export function guardObject(obj) {
+  const out = {};
+  for (const [k, v] of Object.entries(obj)) out[k] = typeof v === 'function' ? wrapFn(v) : v;
+  return Object.freeze(out);
+}
