@@ -68,9 +68,11 @@ pub mod dialect;
 #[cfg(not(target_arch = "wasm32"))]
 mod egl;
 mod fusion;
+pub mod gl1;
 mod heatmap;
 mod image;
 mod launch;
+mod legacy;
 mod ops;
 mod options;
 mod plan;
