@@ -183,10 +183,10 @@ pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Resu
 }
 
 /// GLSL ES 1.00. As [`crate::dialect::Glsl300`], except for what needs bit access: NaN and
-/// infinity constants are computed at run time from a zero the compiler cannot see, and the
-/// bit tests are comparisons (`is_inf`: beyond the largest finite f32; `is_nan`: neither below,
-/// above nor equal to 0; `sign_bit`: below 0 or a zero whose reciprocal is negative, so the
-/// sign of a NaN is not seen).
+/// infinity constants are computed at run time from a uniform zero the compiler cannot see,
+/// and the bit tests are arithmetic (`is_inf`: beyond the largest finite f32; `is_nan`: `x * 0`
+/// is not 0 and `x` is not infinite; `sign_bit`: below 0 or a zero whose reciprocal is negative,
+/// so the sign of a NaN is not seen).
 pub struct Glsl100;
 
 impl Dialect for Glsl100 {
@@ -204,11 +204,11 @@ impl Dialect for Glsl100 {
     fn special_float(&self, bits: u32) -> String {
         let v = f32::from_bits(bits);
         if v.is_nan() {
-            "(PG_ZERO / PG_ZERO)".to_string()
+            "(u_zero / u_zero)".to_string()
         } else if v > 0.0 {
-            "(1.0 / PG_ZERO)".to_string()
+            "(1.0 / u_zero)".to_string()
         } else {
-            "(-1.0 / PG_ZERO)".to_string()
+            "(-1.0 / u_zero)".to_string()
         }
     }
     fn input(&self, i: usize) -> String {

@@ -201,6 +201,8 @@ impl Shared {
         }
         let one = prog.slot(gl, "u_one").map_err(|e| self.err(pass.op, e))?;
         prog.set(gl, one, &Uniform::F(1.0));
+        let zero = prog.slot(gl, "u_zero").map_err(|e| self.err(pass.op, e))?;
+        prog.set(gl, zero, &Uniform::F(0.0));
         for (name, t) in &pass.inputs {
             let size = crate::gl1::size_uniform(name).ok_or_else(|| self.err(pass.op, format!("internal: no size uniform for {name}")))?;
             let s = prog.slot(gl, size).map_err(|e| self.err(pass.op, e))?;

@@ -21,10 +21,10 @@ fn make_device() -> Device {
     Device::new(backend())
 }
 
-/// The families WebGL1 supports: every op family (conv's im2col / col2im included), the
-/// composites and both training curves. Not `images` (GPU pixel import does not exist in this
-/// mode) nor `edges`: without bit access to floats, NaN cannot be told apart reliably in GLSL ES
-/// 1.00 (compilers fold comparison-based tests), so NaN propagation is not guaranteed here.
+/// The families WebGL1 supports: every op family (conv's im2col / col2im included), the IEEE
+/// edge cases (NaN tested arithmetically, `x * u_zero`, see shaders/gl1/header.glsl), the
+/// composites and both training curves. Not `images`: GPU pixel import does not exist in this
+/// mode.
 macro_rules! families {
     ($($family:ident),* $(,)?) => {
         mod conformance {
@@ -44,6 +44,7 @@ families!(
     unary,
     binary,
     where_,
+    edges,
     reduce,
     matmul,
     im2col,

@@ -20,6 +20,10 @@ uniform float u_out_n;
 // -0, infinities and NaN included) keeps everything before it highp; the target is RGBA32F,
 // so the value is stored as computed.
 uniform float u_one;
+// Exactly 0.0 (set by the launcher), a zero the compiler cannot see: NaN and the infinities of
+// the kernels' special constants are computed from it at run time, never folded, and the NaN
+// test below multiplies by it.
+uniform float u_zero;
 
 vec4 pg_out(vec4 v) {
     return v * u_one;
@@ -63,14 +67,11 @@ float out_base() {
     return 4.0 * (floor(gl_FragCoord.y) * u_out_w + floor(gl_FragCoord.x));
 }
 
-// A zero the compiler cannot see (gl_FragCoord.x >= 0.5): infinities and NaN for the kernels'
-// special constants are computed from it at run time, never folded.
-#define PG_ZERO min(gl_FragCoord.x, 0.0)
-
-// NaN test without bit access (GLSL ES 1.00 has no floatBitsToUint): a NaN is neither below,
-// above nor equal to 0.
+// NaN test without bit access (GLSL ES 1.00 has no floatBitsToUint): x * 0 is 0 for every
+// finite x and NaN for NaN and the infinities; the zero is a uniform, so the product cannot be
+// folded away (a comparison-only test such as x != x can be, and is by Mesa).
 bool pg_isnan(float x) {
-    return !(x < 0.0) && !(x > 0.0) && !(x == 0.0);
+    return !(x * u_zero == 0.0) && !(abs(x) > 3.4028235e38);
 }
 
 // Sign bit: below zero, or -0 (whose reciprocal is -inf).
