@@ -1,6 +1,6 @@
 //! The `webgl1` mode (GLSL ES 1.00 programs, WebGL1's feature set) natively: every program is
 //! compiled by the driver (Mesa accepts `#version 100` shaders in its ES 3 context), the
-//! conformance families WebGL1 supports pass, the MLP presets train to the CPU's losses with
+//! conformance families pass, the MLP presets train to the CPU's losses with
 //! every optimizer, and what WebGL1 cannot do fails with a typed error.
 
 use std::ops::ControlFlow;
@@ -21,10 +21,10 @@ fn make_device() -> Device {
     Device::new(backend())
 }
 
-/// The families WebGL1 supports: every op family (conv's im2col / col2im included), the IEEE
-/// edge cases (NaN tested arithmetically, `x * u_zero`, see shaders/gl1/header.glsl), the
-/// composites and both training curves. Not `images`: GPU pixel import does not exist in this
-/// mode.
+/// Every family: each op (conv's im2col / col2im included), the IEEE edge cases (NaN tested
+/// arithmetically, `x * u_zero`, see shaders/gl1/header.glsl), the composites, the image
+/// transforms (tensor ops; GPU pixel import itself does not exist in this mode) and both
+/// training curves.
 macro_rules! families {
     ($($family:ident),* $(,)?) => {
         mod conformance {
@@ -44,6 +44,7 @@ families!(
     unary,
     binary,
     where_,
+    images,
     edges,
     reduce,
     matmul,
