@@ -223,7 +223,7 @@ impl Dialect for Glsl100 {
             Prim1::Abs => format!("abs({a})"),
             Prim1::Not => format!("(!{a})"),
             Prim1::IsNan => format!("pg_isnan({a})"),
-            Prim1::IsInf => format!("(abs({a}) > 3.4028235e38)"),
+            Prim1::IsInf => format!("pg_isinf({a})"),
             Prim1::SignBit => format!("pg_signbit({a})"),
             Prim1::Exp => format!("exp({a})"),
             Prim1::Log => format!("log({a})"),

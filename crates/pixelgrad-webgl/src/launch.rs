@@ -203,6 +203,8 @@ impl Shared {
         prog.set(gl, one, &Uniform::F(1.0));
         let zero = prog.slot(gl, "u_zero").map_err(|e| self.err(pass.op, e))?;
         prog.set(gl, zero, &Uniform::F(0.0));
+        let fmax = prog.slot(gl, "u_fmax").map_err(|e| self.err(pass.op, e))?;
+        prog.set(gl, fmax, &Uniform::F(f32::MAX));
         for (name, t) in &pass.inputs {
             let size = crate::gl1::size_uniform(name).ok_or_else(|| self.err(pass.op, format!("internal: no size uniform for {name}")))?;
             let s = prog.slot(gl, size).map_err(|e| self.err(pass.op, e))?;

@@ -24,6 +24,9 @@ uniform float u_one;
 // the kernels' special constants are computed from it at run time, never folded, and the NaN
 // test below multiplies by it.
 uniform float u_zero;
+// The largest finite f32 (set by the launcher): a literal for it may be printed back by a
+// shader translator with too few digits and read as infinity (ANGLE's WebGL1 path did).
+uniform float u_fmax;
 
 vec4 pg_out(vec4 v) {
     return v * u_one;
@@ -62,16 +65,23 @@ float fetch(highp sampler2D s, vec2 size, float i) {
 }
 
 // Flat index of the first of the 4 elements this fragment writes (gl_FragCoord is the pixel
-// centre, x + 0.5).
+// centre, x + 0.5). GLSL ES 1.00 declares gl_FragCoord mediump: even at 16 bits the centres are
+// exact up to 1023.5, and 1024.5 rounds to 1024 (to even), still the right floor; tensors below
+// 2^22 elements are laid out at most 1025 texels on a side, so no larger centre occurs.
 float out_base() {
     return 4.0 * (floor(gl_FragCoord.y) * u_out_w + floor(gl_FragCoord.x));
 }
 
 // NaN test without bit access (GLSL ES 1.00 has no floatBitsToUint): x * 0 is 0 for every
 // finite x and NaN for NaN and the infinities; the zero is a uniform, so the product cannot be
-// folded away (a comparison-only test such as x != x can be, and is by Mesa).
+// folded away (a comparison-only test can be: Mesa folds "neither below, above nor equal to 0").
 bool pg_isnan(float x) {
-    return !(x * u_zero == 0.0) && !(abs(x) > 3.4028235e38);
+    return !(x * u_zero == 0.0) && !(abs(x) > u_fmax);
+}
+
+// Infinity test: beyond the largest finite f32.
+bool pg_isinf(float x) {
+    return abs(x) > u_fmax;
 }
 
 // Sign bit: below zero, or -0 (whose reciprocal is -inf).
