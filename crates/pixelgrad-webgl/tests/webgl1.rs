@@ -90,6 +90,26 @@ fn every_gl1_program_compiles_and_links() {
 }
 
 #[test]
+fn every_gl1_file_is_a_registered_body() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/shaders/gl1");
+    let shared = ["header.glsl", "main_elementwise.glsl", "fullscreen.vert"];
+    let mut bodies = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_str().unwrap().to_string();
+        if shared.contains(&file.as_str()) {
+            continue;
+        }
+        let stem = file.trim_end_matches(".glsl");
+        let body = pixelgrad_webgl::gl1::BODIES.iter().find(|(n, _)| *n == stem);
+        let body = body.unwrap_or_else(|| panic!("{file} is not registered in gl1::BODIES"));
+        assert_eq!(body.1, std::fs::read_to_string(&path).unwrap(), "{file}: registered source differs");
+        bodies += 1;
+    }
+    assert_eq!(bodies, pixelgrad_webgl::gl1::BODIES.len());
+}
+
+#[test]
 fn float_index_arithmetic_is_exact_at_the_size_limit() {
     // Element indices up to 2^22 - 1 go through pg_divmod and texel-centre coordinates: a
     // strided copy (permute) of a tensor near the limit must move every element exactly.
