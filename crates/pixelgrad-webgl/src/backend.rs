@@ -41,7 +41,9 @@ impl WebGlBackend {
     /// A backend over an existing context, which must be OpenGL ES 3 / WebGL2 and current on
     /// this thread for as long as the backend lives. In the browser:
     /// `glow::Context::from_webgl2_context(canvas.get_context("webgl2"))` (a canvas or an
-    /// OffscreenCanvas in a worker).
+    /// OffscreenCanvas in a worker). A WebGL1 context
+    /// (`glow::Context::from_webgl1_context(canvas.get_context("webgl"))`) needs
+    /// `WebGlOptions { webgl1: true, .. }` (see [`crate::gl1`]).
     pub fn from_glow(gl: glow::Context, opts: WebGlOptions) -> Result<Self> {
         #[cfg(not(target_arch = "wasm32"))]
         return Self::build(gl, opts, None);
