@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Browser tests in headless Chromium (WebGPU and WebGL2 through SwiftShader): the conformance
-# suite on webgpu, webgl and the CPU backend compiled to wasm (each against the f64 reference in
-# the same page), smoke tests (a matmul and one SGD step against the CPU backend in the page)
+# suite on webgpu, webgl, webgl1 (a WebGL1 context) and the CPU backend compiled to wasm (each
+# against the f64 reference in the same page), smoke tests (a matmul and one SGD step against the CPU backend in the page)
 # and a steady-state training check per GPU backend (no allocation or compile after warm-up).
 # Prints a pass/fail summary per backend. Installs what a fresh Debian machine lacks (chromium, chromium-driver, the wasm32
 # target, wasm-bindgen-cli at the exact version of the wasm-bindgen crate in Cargo.lock).

@@ -1,10 +1,18 @@
 // TypeScript declarations of the `pixelgrad` package (hand-written; the wasm-bindgen
 // declarations in pixelgrad_web.d.ts describe internals).
 
-export type BackendName = 'webgpu' | 'webgl' | 'cpu';
+/**
+ * `webgl1`: WebGL1 (`getContext('webgl')`) with OES_texture_float and a float render target,
+ * for devices without WebGL2: GLSL ES 1.00 programs; trains the MLP presets and conv nets with
+ * the results of `webgl` up to f32 rounding; pixels come in through the host
+ * (`fromPixelsBytes`; `fromPixelsSource` is refused); tensors up to 2^22 elements, matmul K up
+ * to 65536 (beyond either, a typed error).
+ * `auto` tries webgpu, webgl, webgl1, cpu in that order.
+ */
+export type BackendName = 'webgpu' | 'webgl' | 'webgl1' | 'cpu';
 
 export interface InitOptions {
-  /** 'auto' (default): webgpu, then webgl, then cpu; software GPUs are skipped unless allowSoftware. */
+  /** 'auto' (default): webgpu, then webgl, then webgl1, then cpu; software GPUs are skipped unless allowSoftware. */
   backend?: 'auto' | BackendName;
   /** Let 'auto' pick software rasterisers (SwiftShader, llvmpipe, lavapipe). */
   allowSoftware?: boolean;

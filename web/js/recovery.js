@@ -14,7 +14,7 @@
 import { PixelgradError } from './errors.js';
 import { startBackend } from './runtime.js';
 
-const ORDER = ['webgpu', 'webgl', 'cpu'];
+const ORDER = ['webgpu', 'webgl', 'webgl1', 'cpu'];
 
 /** How long recovery waits for a lost WebGL context to be restored before making a new one. */
 export const RESTORE_WAIT_MS = 2000;
@@ -79,8 +79,8 @@ export function lostReason(rt) {
  */
 export function simulateLoss(rt, opts = {}) {
   if (opts.permanent && rt.backend !== 'cpu') rt._gone = rt.backend;
-  if (rt.backend === 'webgl') {
-    if (!rt._loseExt) throw new PixelgradError('simulateContextLoss: this WebGL2 context has no WEBGL_lose_context extension', { kind: 'unavailable', backend: 'webgl' });
+  if (rt.backend === 'webgl' || rt.backend === 'webgl1') {
+    if (!rt._loseExt) throw new PixelgradError('simulateContextLoss: this WebGL context has no WEBGL_lose_context extension', { kind: 'unavailable', backend: rt.backend });
     rt._simulated = { restoreAfterMs: opts.permanent ? null : opts.restoreAfterMs === undefined ? 50 : opts.restoreAfterMs };
     rt._loseExt.loseContext();
     return;

@@ -7,7 +7,7 @@ import { lostError, lostReason, recoverRuntime, simulateLoss, watch } from './re
 
 export { wasm };
 
-const BACKENDS = ['webgpu', 'webgl', 'cpu'];
+const BACKENDS = ['webgpu', 'webgl', 'webgl1', 'cpu'];
 
 let wasmReady = null;
 let loaded = false;
@@ -44,7 +44,7 @@ export class Runtime {
     this._gen = 0; // bumped by each recovery from a lost device (recovery.js)
     this._history = [inner.backend];
     watch(this, keepAlive, gl);
-    /** `webgpu`, `webgl` or `cpu`. */
+    /** `webgpu`, `webgl`, `webgl1` or `cpu`. */
     this.backend = inner.backend;
     /** `{ tried: [{ backend, ok, reason }], adapter, selfTest: { maxRelError }, ... }` */
     this.report = report;
@@ -194,10 +194,31 @@ function startWebGl(auto, allowSoftware, reuse = {}) {
   return { inner, adapter: renderer || inner.adapter, keep: canvas, gl, software: wasm.isSoftwareRenderer(renderer) || inner.software };
 }
 
+// WebGL1 (`getContext('webgl')`) for browsers and devices without WebGL2: the backend's
+// GLSL ES 1.00 mode. OES_texture_float is required; float render targets are checked on the
+// Rust side by really rendering into one (the extension strings alone are not trusted).
+function startWebGl1(auto, allowSoftware) {
+  const canvas = newCanvas();
+  const gl = canvas.getContext('webgl', { antialias: false, depth: false, stencil: false, alpha: true, powerPreference: 'high-performance' });
+  if (!gl) throw new Error('getContext("webgl") returned null (no WebGL in this browser or context)');
+  const dbg = gl.getExtension('WEBGL_debug_renderer_info');
+  const renderer = String(gl.getParameter(dbg ? dbg.UNMASKED_RENDERER_WEBGL : gl.RENDERER) || '');
+  if (auto && !allowSoftware && wasm.isSoftwareRenderer(renderer)) {
+    throw new Error(
+      `renderer '${renderer}' is a software rasteriser, slower than the wasm CPU backend; ` +
+        "use init({ backend: 'webgl1' }) or allowSoftware: true to use it",
+    );
+  }
+  if (!gl.getExtension('OES_texture_float')) throw new Error('no OES_texture_float (tensors are float textures)');
+  const inner = wasm.Runtime.webgl1(gl);
+  return { inner, adapter: renderer || inner.adapter, keep: canvas, gl, software: wasm.isSoftwareRenderer(renderer) || inner.software };
+}
+
 async function start(name, auto, allowSoftware, reuse) {
   let started;
   if (name === 'webgpu') started = await startWebGpu(auto, allowSoftware);
   else if (name === 'webgl') started = startWebGl(auto, allowSoftware, reuse);
+  else if (name === 'webgl1') started = startWebGl1(auto, allowSoftware);
   else started = { inner: wasm.Runtime.cpu(), adapter: 'wasm32 CPU' };
   if (reuse && reuse.low) started.precisionCheck = await lowPrecisionCheck(started.inner);
   const err = started.inner.maxRelError;
@@ -242,7 +263,7 @@ export function startBackend(name, reuse) {
 }
 
 /**
- * Starts a backend: `backend` is 'auto' (webgpu, webgl, cpu in that order; software GPUs are
+ * Starts a backend: `backend` is 'auto' (webgpu, webgl, webgl1, cpu in that order; software GPUs are
  * skipped unless `allowSoftware`), or a name, used whenever it starts. Calling it again
  * switches backend; objects of the previous runtime then refuse to be used.
  */
@@ -250,7 +271,7 @@ export async function init(opts = {}) {
   const backend = opts.backend || 'auto';
   const allowSoftware = !!opts.allowSoftware;
   if (backend !== 'auto' && !BACKENDS.includes(backend)) {
-    throw new Error(`pg.init: unknown backend '${backend}' (auto, webgpu, webgl, cpu)`);
+    throw new Error(`pg.init: unknown backend '${backend}' (auto, webgpu, webgl, webgl1, cpu)`);
   }
   const low = opts.precision === 'low';
   if (opts.precision !== undefined && !['low', 'default'].includes(opts.precision)) {

@@ -211,7 +211,7 @@ test('auto records every try with a reason; allowSoftware takes a software GPU',
   for (const rt of [r.a, r.b]) {
     assert.ok(rt.tried.length >= 1);
     assert.ok(rt.tried.every((t) => typeof t.reason === 'string' && t.reason.length > 0), JSON.stringify(rt.tried));
-    assert.deepEqual(rt.tried.map((t) => t.backend), ['webgpu', 'webgl', 'cpu'].slice(0, rt.tried.length));
+    assert.deepEqual(rt.tried.map((t) => t.backend), ['webgpu', 'webgl', 'webgl1', 'cpu'].slice(0, rt.tried.length));
     assert.equal(rt.tried.at(-1).ok, true);
     assert.ok(rt.tried.slice(0, -1).every((t) => !t.ok));
     assert.equal(rt.backend, rt.tried.at(-1).backend);

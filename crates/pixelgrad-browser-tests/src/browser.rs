@@ -79,3 +79,38 @@ pub async fn shared_device(kind: BackendKind) -> Result<Device> {
     SHARED.with(|s| s.borrow_mut().push(dev.clone()));
     Ok(dev)
 }
+
+/// A WebGL1 device (the webgl backend's GLSL ES 1.00 mode) on a fresh `<canvas>`'s
+/// `getContext('webgl')`, checked to run in that mode; one per page, like [`shared_device`]'s
+/// (its kind is `WebGl` too, so it has its own slot).
+pub fn shared_webgl1_device() -> Result<Device> {
+    if let Some(dev) = WEBGL1.with(|s| s.borrow().clone()) {
+        return Ok(dev);
+    }
+    let un = |r: String| unavailable("webgl1", r);
+    let document = web_sys::window().and_then(|w| w.document()).ok_or_else(|| un("no document (not running in a page)".into()))?;
+    let canvas = document
+        .create_element("canvas")
+        .map_err(|e| un(format!("create_element(canvas): {e:?}")))?
+        .dyn_into::<web_sys::HtmlCanvasElement>()
+        .map_err(|_| un("created element is not a canvas".into()))?;
+    let ctx = canvas
+        .get_context("webgl")
+        .map_err(|e| un(format!("getContext(webgl) threw: {e:?}")))?
+        .ok_or_else(|| un("getContext(webgl) returned null".into()))?
+        .dyn_into::<web_sys::WebGlRenderingContext>()
+        .map_err(|_| un("getContext(webgl) is not a WebGlRenderingContext".into()))?;
+    let backend =
+        WebGlBackend::from_glow(glow::Context::from_webgl1_context(ctx), WebGlOptions { webgl1: true, ..WebGlOptions::default() })?;
+    if !backend.report().webgl1 || !backend.report().version.starts_with("WebGL 1") {
+        return Err(un(format!("not a WebGL1 context in webgl1 mode: {:?}", backend.report().version)));
+    }
+    let dev = Device::new(backend);
+    log(&format!("device: {}", dev.name()));
+    WEBGL1.with(|s| *s.borrow_mut() = Some(dev.clone()));
+    Ok(dev)
+}
+
+thread_local! {
+    static WEBGL1: RefCell<Option<Device>> = const { RefCell::new(None) };
+}

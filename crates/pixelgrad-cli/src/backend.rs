@@ -1,4 +1,5 @@
-//! Backend selection: `auto` tries WebGPU, then WebGL2, then the CPU, and says why it chose.
+//! Backend selection: `auto` tries WebGPU, then WebGL2, then WebGL1 (the webgl backend's GLSL ES
+//! 1.00 mode), then the CPU, and says why it chose.
 //!
 //! A GPU backend is chosen by `auto` only if it starts, its precision self-test against host
 //! f64 passes (`pixelgrad::SELF_TEST_TOL`), and its adapter is real hardware: software rasterisers
@@ -55,8 +56,10 @@ fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
             }
             Ok((Device::new(b), format!("adapter '{}', self-test max rel error {:.1e}", report.adapter, st.max_rel_error)))
         }
-        "webgl" => {
-            let b = pixelgrad::webgl::WebGlBackend::new_headless(Default::default()).map_err(|e| e.to_string())?;
+        "webgl" | "webgl1" => {
+            // webgl1: the same backend's GLSL ES 1.00 mode (what runs on WebGL1-only devices).
+            let opts = pixelgrad::webgl::WebGlOptions { webgl1: name == "webgl1", ..Default::default() };
+            let b = pixelgrad::webgl::WebGlBackend::new_headless(opts).map_err(|e| e.to_string())?;
             let report = b.report();
             let st = match report.self_test.clone() {
                 Some(st) => st,
@@ -70,7 +73,7 @@ fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
             }
             if auto && is_software_renderer(&report.renderer) {
                 return Err(format!(
-                    "renderer '{}' is a software rasteriser, slower than the CPU backend; use --backend webgl to force it",
+                    "renderer '{}' is a software rasteriser, slower than the CPU backend; use --backend {name} to force it",
                     report.renderer
                 ));
             }
@@ -79,14 +82,14 @@ fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
                 format!("renderer '{}', {:?} textures, self-test max rel error {:.1e}", report.renderer, report.format, st.max_rel_error),
             ))
         }
-        other => Err(format!("unknown backend '{other}' (auto, cpu, webgpu, webgl)")),
+        other => Err(format!("unknown backend '{other}' (auto, cpu, webgpu, webgl, webgl1)")),
     }
 }
 
-/// Picks the backend named by `choice` (`auto`, `cpu`, `webgpu`, `webgl`).
+/// Picks the backend named by `choice` (`auto`, `cpu`, `webgpu`, `webgl`, `webgl1`).
 pub fn select(choice: &str) -> CliResult<Selected> {
     let auto = choice == "auto";
-    let order: Vec<&str> = if auto { vec!["webgpu", "webgl", "cpu"] } else { vec![choice] };
+    let order: Vec<&str> = if auto { vec!["webgpu", "webgl", "webgl1", "cpu"] } else { vec![choice] };
     let mut tried = Vec::new();
     for b in order {
         match try_backend(b, auto) {

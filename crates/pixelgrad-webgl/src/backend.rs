@@ -41,7 +41,9 @@ impl WebGlBackend {
     /// A backend over an existing context, which must be OpenGL ES 3 / WebGL2 and current on
     /// this thread for as long as the backend lives. In the browser:
     /// `glow::Context::from_webgl2_context(canvas.get_context("webgl2"))` (a canvas or an
-    /// OffscreenCanvas in a worker).
+    /// OffscreenCanvas in a worker). A WebGL1 context
+    /// (`glow::Context::from_webgl1_context(canvas.get_context("webgl"))`) needs
+    /// `WebGlOptions { webgl1: true, .. }` (see [`crate::gl1`]).
     pub fn from_glow(gl: glow::Context, opts: WebGlOptions) -> Result<Self> {
         #[cfg(not(target_arch = "wasm32"))]
         return Self::build(gl, opts, None);
@@ -55,21 +57,27 @@ impl WebGlBackend {
             warn(w);
         }
         let name = format!(
-            "webgl ({}, {}{})",
+            "{} ({}, {}{})",
+            if opts.webgl1 { crate::legacy::NAME } else { "webgl" },
             report.renderer,
             report.version,
             if report.format == crate::TexelFormat::Rgba16F { ", RGBA16F" } else { "" }
         );
         let unavailable = |what: String| pixelgrad_core::Error::Unavailable { backend: name.clone(), reason: what };
         // SAFETY: object creation on the current context.
-        let (fbo, vao) = unsafe {
+        let legacy = crate::legacy::is_legacy_context(&report.version);
+        let (fbo, vao, triangle) = unsafe {
             let fbo = gl.create_framebuffer().map_err(|e| unavailable(format!("create_framebuffer: {e}")))?;
-            let vao = gl.create_vertex_array().map_err(|e| unavailable(format!("create_vertex_array: {e}")))?;
+            let (vao, triangle) = if opts.webgl1 {
+                (None, Some(crate::legacy::triangle_buffer(&gl).map_err(|e| unavailable(format!("create_buffer: {e}")))?))
+            } else {
+                (Some(gl.create_vertex_array().map_err(|e| unavailable(format!("create_vertex_array: {e}")))?), None)
+            };
             // Compute passes never blend, test depth or dither.
             gl.disable(glow::BLEND);
             gl.disable(glow::DEPTH_TEST);
             gl.disable(glow::DITHER);
-            (fbo, vao)
+            (fbo, vao, triangle)
         };
         let shared = Shared {
             gl,
@@ -96,10 +104,16 @@ impl WebGlBackend {
             shared_extra: Cell::new(0),
             unflushed: Cell::new(false),
             vao,
+            gl1: opts.webgl1,
+            legacy,
+            triangle,
             #[cfg(not(target_arch = "wasm32"))]
             egl,
         };
         let b = WebGlBackend { shared: Rc::new(shared) };
+        if opts.webgl1 {
+            b.probe_float_rendering()?;
+        }
         if opts.self_test {
             let st = b.self_test()?;
             b.shared.report.borrow_mut().self_test = Some(st);
@@ -146,7 +160,8 @@ impl WebGlBackend {
     pub fn warm_up(&self) -> Result<usize> {
         self.shared.current()?;
         let mut n = 0;
-        for spec in crate::dialect::all_specs() {
+        let specs = if self.shared.gl1 { crate::gl1::all_specs() } else { crate::dialect::all_specs() };
+        for spec in specs {
             self.shared.program("warm_up", spec)?;
             n += 1;
         }

@@ -35,6 +35,9 @@ fn renderable(gl: &glow::Context, internal: u32) -> bool {
 
 /// Queries everything and picks the format (or explains why the backend cannot run).
 pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlReport> {
+    if opts.webgl1 {
+        return crate::legacy::measure(gl, opts);
+    }
     // SAFETY: plain queries on the current context.
     let (renderer, version, vendor, max_tex, max_db, highp) = unsafe {
         (
@@ -91,6 +94,9 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
         ext_color_buffer_float: has_ext(gl, "EXT_color_buffer_float"),
         ext_color_buffer_half_float: has_ext(gl, "EXT_color_buffer_half_float"),
         ext_float_blend: has_ext(gl, "EXT_float_blend"),
+        webgl1: false,
+        oes_texture_float: has_ext(gl, "OES_texture_float"),
+        webgl_color_buffer_float: has_ext(gl, "WEBGL_color_buffer_float"),
         float_render_target,
         half_render_target,
         fragment_highp,

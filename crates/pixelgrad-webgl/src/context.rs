@@ -57,7 +57,14 @@ pub(crate) struct Shared {
     pub shared_extra: Cell<usize>,
     /// Work (draws, uploads) issued since the last `glFlush`.
     pub unflushed: Cell<bool>,
-    pub vao: glow::VertexArray,
+    /// The vertex array of every draw (none in the `webgl1` mode: WebGL1 has VAOs only
+    /// through OES_vertex_array_object, so draws bind `triangle` at attribute 0 instead).
+    pub vao: Option<glow::VertexArray>,
+    /// The `webgl1` mode (GLSL ES 1.00 programs, `gl1.rs` and `legacy.rs`), and whether the
+    /// context itself is WebGL1 / ES 2 (unsized texture formats).
+    pub gl1: bool,
+    pub legacy: bool,
+    pub triangle: Option<glow::Buffer>,
     #[cfg(not(target_arch = "wasm32"))]
     pub egl: Option<crate::egl::Headless>,
 }
@@ -201,7 +208,12 @@ impl Drop for Shared {
                 self.gl.delete_shader(v);
             }
             self.gl.delete_framebuffer(self.fbo);
-            self.gl.delete_vertex_array(self.vao);
+            if let Some(v) = self.vao {
+                self.gl.delete_vertex_array(v);
+            }
+            if let Some(b) = self.triangle {
+                self.gl.delete_buffer(b);
+            }
         }
     }
 }

@@ -17,6 +17,9 @@ impl WebGlBackend {
         let sh = &self.shared;
         sh.current()?;
         let op = "render_heatmap";
+        if sh.gl1 {
+            return Err(crate::legacy::unsupported(op, "the heatmap renderer"));
+        }
         let bad = |msg: &str| Error::Shape { op, shapes: vec![shape.0.clone()], backend: sh.name.clone(), msg: msg.into() };
         let (tiles, default_cols, th, tw) = match shape.0.as_slice() {
             [w] => (1, 1, 1, *w),

@@ -76,6 +76,9 @@ impl WebGlBackend {
     pub fn pixel_texture(&self, width: u32, height: u32) -> Result<PixelTexture> {
         let sh = &self.shared;
         sh.current()?;
+        if sh.gl1 {
+            return Err(crate::legacy::unsupported(OP, "pixel import on the GPU"));
+        }
         if width == 0 || height == 0 {
             return Err(Error::invalid(OP, format!("the source is {width}x{height} pixels; it has nothing to copy")));
         }

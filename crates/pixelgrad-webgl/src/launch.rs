@@ -181,6 +181,38 @@ impl Shared {
         self.check_framebuffer(op)
     }
 
+    /// The `webgl1` mode's uniforms: every int as a float (GLSL ES 1.00 programs index with
+    /// floats; the values are whole numbers below 2^24, exact in f32) and each sampler's size.
+    fn set_gl1_uniforms(&self, pass: &Pass<'_>, prog: &Program, slot: &dyn Fn(usize) -> usize, w: i32, len: i32) -> Result<()> {
+        let gl = &self.gl;
+        let n = pass.inputs.len();
+        prog.set(gl, slot(n), &Uniform::F(w as f32));
+        prog.set(gl, slot(n + 1), &Uniform::F(len as f32));
+        for (i, (_, u)) in pass.uniforms.iter().enumerate() {
+            let as_float = match u {
+                Uniform::I(x) => Uniform::F(*x as f32),
+                Uniform::IArr(x) => Uniform::FArr(x.iter().map(|&v| v as f32).collect()),
+                Uniform::U(_) | Uniform::U2(_) => {
+                    return Err(crate::legacy::unsupported(pass.op, "an unsigned uniform"));
+                }
+                other => other.clone(),
+            };
+            prog.set(gl, slot(n + 2 + i), &as_float);
+        }
+        let one = prog.slot(gl, "u_one").map_err(|e| self.err(pass.op, e))?;
+        prog.set(gl, one, &Uniform::F(1.0));
+        let zero = prog.slot(gl, "u_zero").map_err(|e| self.err(pass.op, e))?;
+        prog.set(gl, zero, &Uniform::F(0.0));
+        let fmax = prog.slot(gl, "u_fmax").map_err(|e| self.err(pass.op, e))?;
+        prog.set(gl, fmax, &Uniform::F(f32::MAX));
+        for (name, t) in &pass.inputs {
+            let size = crate::gl1::size_uniform(name).ok_or_else(|| self.err(pass.op, format!("internal: no size uniform for {name}")))?;
+            let s = prog.slot(gl, size).map_err(|e| self.err(pass.op, e))?;
+            prog.set(gl, s, &Uniform::F2([t.w as f32, t.h as f32]));
+        }
+        Ok(())
+    }
+
     /// Sets the draw's state (skipping what is already set) and draws, into the bound
     /// framebuffer. `slots`: the uniform slots in [`Pass::uniform_names`] order, if known.
     fn issue(&self, pass: &Pass<'_>, prog: &Program, slots: Option<&[usize]>, w: i32, h: i32, len: i32) -> Result<()> {
@@ -224,13 +256,30 @@ impl Shared {
                 prog.set(gl, slot(unit), &Uniform::I(unit as i32));
             }
             let n = pass.inputs.len();
-            prog.set(gl, slot(n), &Uniform::I(w));
-            prog.set(gl, slot(n + 1), &Uniform::I(len));
-            for (i, (_, u)) in pass.uniforms.iter().enumerate() {
-                prog.set(gl, slot(n + 2 + i), u);
+            if self.gl1 {
+                self.set_gl1_uniforms(pass, prog, &slot, w, len)?;
+            } else {
+                prog.set(gl, slot(n), &Uniform::I(w));
+                prog.set(gl, slot(n + 1), &Uniform::I(len));
+                for (i, (_, u)) in pass.uniforms.iter().enumerate() {
+                    prog.set(gl, slot(n + 2 + i), u);
+                }
             }
             if !st.vao {
-                gl.bind_vertex_array(Some(self.vao));
+                match (self.vao, self.triangle) {
+                    (Some(vao), _) => gl.bind_vertex_array(Some(vao)),
+                    (None, Some(buf)) => {
+                        // webgl1: no VAO, the triangle's buffer at attribute 0 (in an ES 3
+                        // context, of the default vertex array).
+                        if !self.legacy {
+                            gl.bind_vertex_array(None);
+                        }
+                        gl.bind_buffer(glow::ARRAY_BUFFER, Some(buf));
+                        gl.enable_vertex_attrib_array(0);
+                        gl.vertex_attrib_pointer_f32(0, 2, glow::FLOAT, false, 0, 0);
+                    }
+                    (None, None) => return Err(self.err(pass.op, "internal: no vertex array and no triangle buffer")),
+                }
                 st.vao = true;
             }
             gl.draw_arrays(glow::TRIANGLES, 0, 3);

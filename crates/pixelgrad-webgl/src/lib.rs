@@ -22,6 +22,13 @@
 //!
 //! See the crate README for the design (texture layout, passes, ping-pong, precision).
 //!
+//! # WebGL1
+//!
+//! [`WebGlOptions::webgl1`] selects the `webgl1` mode: the same ops as GLSL ES 1.00 programs
+//! under WebGL1's rules (no texelFetch or integer bit operations, constant loop bounds, one
+//! render target, no VAOs), for WebGL1 contexts with OES_texture_float; [`gl1`] documents the
+//! rules and where each is kept.
+//!
 //! # Counters and the steady state
 //!
 //! [`Backend::counters`](pixelgrad_core::Backend::counters) reports, cumulatively:
@@ -68,9 +75,11 @@ pub mod dialect;
 #[cfg(not(target_arch = "wasm32"))]
 mod egl;
 mod fusion;
+pub mod gl1;
 mod heatmap;
 mod image;
 mod launch;
+mod legacy;
 mod ops;
 mod options;
 mod plan;

@@ -18,11 +18,16 @@ pub struct WebGlOptions {
     /// `force_half_float`, the precision-limited mode of phones whose GPUs compute mediump in
     /// 16 bits, for tests of what training does there.
     pub mediump: bool,
+    /// The `webgl1` mode: GLSL ES 1.00 programs and only what WebGL1 (with OES_texture_float
+    /// and a float render target) offers: no texelFetch, integer bit operations, VAOs, multiple
+    /// render targets, pixel-pack buffers or fences. Required for a WebGL1 context; on an
+    /// OpenGL ES 3 / WebGL2 context it runs the same programs (how the native tests check it).
+    pub webgl1: bool,
 }
 
 impl Default for WebGlOptions {
     fn default() -> Self {
-        WebGlOptions { force_half_float: false, max_texture_size: None, self_test: true, fuse: true, mediump: false }
+        WebGlOptions { force_half_float: false, max_texture_size: None, self_test: true, fuse: true, mediump: false, webgl1: false }
     }
 }
 
@@ -76,6 +81,12 @@ pub struct WebGlReport {
     pub ext_color_buffer_float: bool,
     pub ext_color_buffer_half_float: bool,
     pub ext_float_blend: bool,
+    /// The `webgl1` mode (GLSL ES 1.00 programs) is in use.
+    pub webgl1: bool,
+    /// OES_texture_float (WebGL1 float textures) and WEBGL_color_buffer_float (WebGL1 float
+    /// render targets) advertised.
+    pub oes_texture_float: bool,
+    pub webgl_color_buffer_float: bool,
     /// Measured: an RGBA32F texture makes a complete framebuffer.
     pub float_render_target: bool,
     /// Measured: an RGBA16F texture makes a complete framebuffer.

@@ -81,6 +81,8 @@ impl Program {
                 Uniform::I(x) => gl.uniform_1_i32(Some(loc), *x),
                 Uniform::IArr(x) => gl.uniform_1_i32_slice(Some(loc), x),
                 Uniform::F(x) => gl.uniform_1_f32(Some(loc), *x),
+                Uniform::FArr(x) => gl.uniform_1_f32_slice(Some(loc), x),
+                Uniform::F2(x) => gl.uniform_2_f32(Some(loc), x[0], x[1]),
                 Uniform::U(x) => gl.uniform_1_u32(Some(loc), *x),
                 Uniform::U2(x) => gl.uniform_2_u32(Some(loc), x[0], x[1]),
             }
@@ -97,6 +99,10 @@ pub(crate) enum Uniform {
     /// Padded by the caller to the array length the shader declares.
     IArr(Vec<i32>),
     F(f32),
+    /// The `webgl1` mode's int arrays (GLSL ES 1.00 programs take every index as a float).
+    FArr(Vec<f32>),
+    /// A sampler's size in texels (`webgl1` mode).
+    F2([f32; 2]),
     U(u32),
     U2([u32; 2]),
 }
@@ -108,6 +114,8 @@ impl Uniform {
             (Uniform::I(a), Uniform::I(b)) => a == b,
             (Uniform::IArr(a), Uniform::IArr(b)) => a == b,
             (Uniform::F(a), Uniform::F(b)) => a.to_bits() == b.to_bits(),
+            (Uniform::FArr(a), Uniform::FArr(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
+            (Uniform::F2(a), Uniform::F2(b)) => a[0].to_bits() == b[0].to_bits() && a[1].to_bits() == b[1].to_bits(),
             (Uniform::U(a), Uniform::U(b)) => a == b,
             (Uniform::U2(a), Uniform::U2(b)) => a == b,
             _ => false,
@@ -153,7 +161,8 @@ impl Shared {
         if let Some(v) = self.vertex.get() {
             return Ok(v);
         }
-        let v = self.compile_stage(op, "fullscreen.vert", glow::VERTEX_SHADER, &dialect::vertex_source())?;
+        let src = if self.gl1 { crate::gl1::vertex_source() } else { dialect::vertex_source() };
+        let v = self.compile_stage(op, "fullscreen.vert", glow::VERTEX_SHADER, &src)?;
         self.vertex.set(Some(v));
         Ok(v)
     }
@@ -212,6 +221,9 @@ impl Shared {
     }
 
     fn fragment(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
+        if self.gl1 {
+            return self.fragment_gl1(op, spec);
+        }
         if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {
             let k = self.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
             let k = k.ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {}", spec.kernel)))?;
@@ -225,6 +237,21 @@ impl Shared {
         dialect::fragment_source(spec).ok_or_else(|| self.err(op, format!("no shader named {}", spec.name)))
     }
 
+    /// [`Shared::fragment`] in the `webgl1` mode: the GLSL ES 1.00 sources of `gl1.rs`.
+    fn fragment_gl1(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
+        if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {
+            let k = self.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
+            let k = k.ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {}", spec.kernel)))?;
+            let src = if spec.name == dialect::MAP {
+                crate::gl1::map_source(&k, spec.config)
+            } else {
+                crate::gl1::reduce_fused_source(&k, spec.config)
+            };
+            return src.map_err(|e| self.err(op, e.to_string()));
+        }
+        crate::gl1::fragment_source(spec).ok_or_else(|| crate::legacy::unsupported(op, &format!("the {} program", spec.name)))
+    }
+
     fn compile(&self, op: &'static str, spec: ProgramSpec) -> Result<Program> {
         let src = self.fragment(op, &spec)?;
         let label = format!("{} (CONFIG {})", self.spec_label(&spec), spec.config);
@@ -236,6 +263,9 @@ impl Shared {
             let p = gl.create_program().map_err(|e| self.err(op, format!("create_program: {e}")))?;
             gl.attach_shader(p, vs);
             gl.attach_shader(p, fs);
+            if self.gl1 {
+                gl.bind_attrib_location(p, 0, crate::gl1::POSITION);
+            }
             gl.link_program(p);
             gl.detach_shader(p, vs);
             gl.detach_shader(p, fs);

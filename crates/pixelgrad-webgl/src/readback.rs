@@ -13,6 +13,10 @@ use crate::texture::{f32_bytes_mut, GlTensor};
 /// Reads `t` after the pending run-time checks (see `checks.rs`) have passed.
 pub(crate) async fn read_async(sh: &Rc<Shared>, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
     sh.current()?;
+    if sh.gl1 {
+        // WebGL1 has no pixel-pack buffers or fences: readPixels is the only read.
+        return sh.read_blocking(t, len);
+    }
     if let Some(c) = sh.merge_pending()? {
         let flag = read_async_raw(sh, &c.flag, 1).await?;
         c.verdict(flag[0], sh)?;

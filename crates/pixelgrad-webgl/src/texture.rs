@@ -135,6 +135,15 @@ impl Shared {
     /// A texture for `len` elements: inside a step the plan's entry for this allocation
     /// (see `plan.rs`), otherwise one from the pool when one of the same size is free.
     pub fn alloc(self: &Rc<Self>, len: usize, op: &'static str) -> Result<GlTensor> {
+        if self.gl1 && len > crate::gl1::MAX_ELEMENTS {
+            return Err(Error::Limit {
+                op,
+                backend: self.name.clone(),
+                limit_name: "elements per tensor (webgl1: float index arithmetic exact below 2^24)",
+                limit: crate::gl1::MAX_ELEMENTS as u64,
+                requested: len as u64,
+            });
+        }
         let (w, h) = layout(len, self.max_tex, op, &self.name)?;
         let key = (w, h, self.format.internal_format());
         if let Some(t) = self.alloc_planned(key, len, op)? {
@@ -157,8 +166,34 @@ impl Shared {
         let gl = &self.gl;
         // Binding the new texture changes the active unit's binding.
         self.forget_gl_state();
-        // SAFETY: creating and configuring a texture on the current context.
-        let tex = unsafe {
+        let tex = if self.gl1 {
+            // SAFETY: creating a texture on the current context; unbound below.
+            unsafe {
+                let t = crate::legacy::float_texture(gl, self.legacy, key.0, key.1)
+                    .map_err(|e| self.err(op, format!("create_texture: {e}")))?;
+                gl.bind_texture(glow::TEXTURE_2D, None);
+                t
+            }
+        } else {
+            // SAFETY: the context is current (every caller made it so).
+            unsafe { self.new_texture_storage(key, op)? }
+        };
+        self.check_gl(op, "texture allocation")?;
+        let bytes = texture_bytes(key, self.format);
+        self.count(|c| {
+            c.allocations += 1;
+            c.bytes_in_use += bytes;
+        });
+        Ok(tex)
+    }
+
+    /// An immutable-storage texture (WebGL2 / ES 3).
+    ///
+    /// # Safety
+    /// The context must be current.
+    unsafe fn new_texture_storage(&self, key: PoolKey, op: &'static str) -> Result<glow::Texture> {
+        let gl = &self.gl;
+        let tex = {
             let t = gl.create_texture().map_err(|e| self.err(op, format!("create_texture: {e}")))?;
             gl.bind_texture(glow::TEXTURE_2D, Some(t));
             gl.tex_storage_2d(glow::TEXTURE_2D, 1, key.2, key.0 as i32, key.1 as i32);
@@ -171,12 +206,6 @@ impl Shared {
             gl.bind_texture(glow::TEXTURE_2D, None);
             t
         };
-        self.check_gl(op, "texture allocation")?;
-        let bytes = texture_bytes(key, self.format);
-        self.count(|c| {
-            c.allocations += 1;
-            c.bytes_in_use += bytes;
-        });
         Ok(tex)
     }
 

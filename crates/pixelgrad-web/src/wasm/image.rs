@@ -88,7 +88,8 @@ impl Runtime {
         let spec = parse_spec(opts).map_err(js_err)?;
         let (t, g) = match &self.backing {
             Backing::Cpu => {
-                return Err(js_err(Error::invalid(OP, "the cpu runtime takes RGBA bytes (fromPixelsBytes), not a DOM source")));
+                let msg = format!("the {} runtime takes RGBA bytes (fromPixelsBytes), not a DOM source", self.backend());
+                return Err(js_err(Error::invalid(OP, msg)));
             }
             Backing::Wgpu { b, tex } => {
                 let mut slot = tex.borrow_mut();

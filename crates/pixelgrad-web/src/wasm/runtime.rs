@@ -132,7 +132,30 @@ impl Runtime {
 
 #[wasm_bindgen]
 impl Runtime {
-    /// `webgpu`, `webgl` or `cpu`.
+    /// WebGL1 on a `canvas.getContext('webgl')` context: the backend's `webgl1` mode (GLSL ES
+    /// 1.00 programs, OES_texture_float storage, float render targets checked by rendering),
+    /// with the self-test. Pixels are imported on the host (`fromPixelsBytes`; `Backing::Cpu`).
+    pub fn webgl1(ctx: JsValue) -> Result<Runtime, JsValue> {
+        let ctx = ctx
+            .dyn_into::<web_sys::WebGlRenderingContext>()
+            .map_err(|_| js_err("backend webgl1 is not available: the context is not a WebGLRenderingContext"))?;
+        let gl = glow::Context::from_webgl1_context(ctx);
+        let b = WebGlBackend::from_glow(gl, WebGlOptions { webgl1: true, ..WebGlOptions::default() }).map_err(js_err)?;
+        let report = b.report();
+        let max_rel_error = report.self_test.as_ref().map(|s| s.max_rel_error).unwrap_or(f64::NAN);
+        Ok(Runtime {
+            dev: Device::new(b),
+            backing: Backing::Cpu,
+            backend: "webgl1",
+            software: is_software_renderer(&report.renderer),
+            adapter: format!("{} ({})", report.renderer, report.version),
+            max_rel_error,
+            format: report.format.as_str().to_string(),
+            warnings: report.warnings.clone(),
+        })
+    }
+
+    /// `webgpu`, `webgl`, `webgl1` or `cpu`.
     #[wasm_bindgen(getter)]
     pub fn backend(&self) -> String {
         self.backend.to_string()

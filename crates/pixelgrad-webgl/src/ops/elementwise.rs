@@ -18,6 +18,11 @@ pub(crate) fn fill(sh: &Rc<Shared>, value: f32, n: usize) -> Result<GlTensor> {
 }
 
 pub(crate) fn random(sh: &Rc<Shared>, seed: u64, dist: Distribution, n: usize) -> Result<GlTensor> {
+    if sh.gl1 {
+        // GLSL ES 1.00 has no unsigned integers for Philox: the same words, drawn on the host.
+        let data: Vec<f32> = (0..n).map(|i| pixelgrad_core::rng::sample(dist, seed, i as u64)).collect();
+        return sh.upload(&data);
+    }
     let (config, p0, p1) = match dist {
         // (high - low) on the host in f32, exactly as pixelgrad_core::rng::sample computes it.
         Distribution::Uniform { low, high } => (0, low, high - low),

@@ -37,6 +37,7 @@ pub(crate) fn gather(sh: &Rc<Shared>, x: &GlTensor, idx: &GlTensor, sx: &Shape, 
 
 pub(crate) fn scatter_add(sh: &Rc<Shared>, src: &GlTensor, idx: &GlTensor, s: &Shape, axis: usize, size: usize) -> Result<GlTensor> {
     let (outer, j, inner) = split_axis(&s.0, axis);
+    super::gl1::loop_bound(sh, "scatter_add", "webgl1 scatter_add loop (GLSL ES 1.00 constant bound)", j, crate::gl1::MAX_LOOP)?;
     let pass = Pass::new("scatter_add", "scatter_add", 0)
         .input("u_src", src)
         .input("u_idx", idx)

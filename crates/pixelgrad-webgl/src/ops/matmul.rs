@@ -25,6 +25,7 @@ const NT_ANY: u32 = 2;
 /// `b*sb + r*sr + c*sc` of its storage (sb = 0 broadcasts a single matrix over the batch).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct View {
+    // (Fields are read by the GLSL ES 1.00 matmul in gl1.rs too.)
     pub batch: usize,
     pub rows: usize,
     pub cols: usize,
@@ -88,6 +89,9 @@ pub(crate) fn matmul(
 ) -> Result<GlTensor> {
     let va = View::of(sa, trans_a);
     let vb = View::of(sb, trans_b);
+    if sh.gl1 {
+        return super::gl1::matmul(sh, a, b, va, vb, out);
+    }
     let (m, k, n) = (va.rows, va.cols, vb.cols);
     let batch = va.batch.max(vb.batch);
     if super::matmul_block::worth_it(sh, batch, m, n, k) {

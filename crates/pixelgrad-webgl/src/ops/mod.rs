@@ -1,6 +1,7 @@
 //! Forward kernels of every primitive op, as passes. `execute` matches [`Op`] exhaustively.
 
 pub(crate) mod elementwise;
+mod gl1;
 mod index;
 mod layout;
 mod matmul;

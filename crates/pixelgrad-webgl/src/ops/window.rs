@@ -35,12 +35,15 @@ pub(crate) fn im2col(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out: &
 
 pub(crate) fn col2im(sh: &Rc<Shared>, x: &GlTensor, w: Window, h: usize, wd: usize, out: &Shape) -> Result<GlTensor> {
     let c = out.0[1];
+    super::gl1::loop_bound(sh, "col2im", "webgl1 col2im window (GLSL ES 1.00 constant bound)", w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("col2im", "window does not fit"))?;
     sh.run(window_pass("col2im", x, w, c, h, wd, oh, ow), out.numel())
 }
 
 pub(crate) fn depthwise(sh: &Rc<Shared>, x: &GlTensor, k: &GlTensor, s: &Shape, w: Window, out: &Shape) -> Result<GlTensor> {
     let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
+    let bound = "webgl1 depthwise_conv window (GLSL ES 1.00 constant bound)";
+    super::gl1::loop_bound(sh, "depthwise_conv", bound, w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("depthwise_conv", "window does not fit"))?;
     sh.run(window_pass("depthwise_conv", x, w, c, h, wd, oh, ow).input("u_k", k), out.numel())
 }

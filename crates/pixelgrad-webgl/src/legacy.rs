@@ -1,0 +1,216 @@
+//! The `webgl1` mode's side of the backend (the programs are in `gl1.rs`): what it measures at
+//! init, the one-buffer full-screen triangle, float textures created with `texImage2D`, and the
+//! render check that decides whether float render targets really work.
+//!
+//! WebGL1 stores float tensors through OES_texture_float and renders into them through
+//! WEBGL_color_buffer_float (EXT_color_buffer_half_float offers only half floats, which this
+//! mode does not store: their uploads and reads would need host-side f16 conversion). An
+//! extension string is not trusted: init builds a framebuffer around a float texture, draws a
+//! constant into it and reads it back.
+
+use glow::HasContext;
+use pixelgrad_core::{Error, Result};
+
+use crate::options::{PrecisionFormat, TexelFormat, WebGlOptions, WebGlReport};
+
+/// Backend name of this mode, in errors and reports.
+pub const NAME: &str = "webgl1";
+
+fn has_ext(gl: &glow::Context, name: &str) -> bool {
+    let e = gl.supported_extensions();
+    e.contains(name) || e.contains(&format!("GL_{name}"))
+}
+
+/// True for a WebGL1 / OpenGL ES 2 context (its VERSION string): there textures take unsized
+/// formats (`RGBA` with type `FLOAT`); an ES 3 / WebGL2 context takes sized ones (`RGBA32F`).
+pub(crate) fn is_legacy_context(version: &str) -> bool {
+    version.starts_with("WebGL 1") || version.starts_with("OpenGL ES 2")
+}
+
+/// The internal format `texImage2D` is given for float tensors.
+pub(crate) fn internal_format(legacy: bool) -> i32 {
+    if legacy {
+        glow::RGBA as i32
+    } else {
+        glow::RGBA32F as i32
+    }
+}
+
+/// Creates a float texture of `w` x `h` texels with `texImage2D` (no `texStorage2D` in WebGL1),
+/// NEAREST and CLAMP_TO_EDGE (what texel-centre sampling and non-power-of-two sizes need), and
+/// leaves it bound.
+///
+/// # Safety
+/// The context must be current.
+pub(crate) unsafe fn float_texture(gl: &glow::Context, legacy: bool, w: u32, h: u32) -> std::result::Result<glow::Texture, String> {
+    let t = gl.create_texture()?;
+    gl.bind_texture(glow::TEXTURE_2D, Some(t));
+    gl.tex_image_2d(
+        glow::TEXTURE_2D,
+        0,
+        internal_format(legacy),
+        w as i32,
+        h as i32,
+        0,
+        glow::RGBA,
+        glow::FLOAT,
+        glow::PixelUnpackData::Slice(None),
+    );
+    gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MIN_FILTER, glow::NEAREST as i32);
+    gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MAG_FILTER, glow::NEAREST as i32);
+    gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_WRAP_S, glow::CLAMP_TO_EDGE as i32);
+    gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_WRAP_T, glow::CLAMP_TO_EDGE as i32);
+    Ok(t)
+}
+
+/// True if a 3x3 float texture makes a complete framebuffer.
+fn float_framebuffer(gl: &glow::Context, legacy: bool) -> bool {
+    // SAFETY: temporary objects on the current context, deleted before returning.
+    unsafe {
+        let Ok(f) = gl.create_framebuffer() else { return false };
+        let Ok(t) = float_texture(gl, legacy, 3, 3) else {
+            gl.delete_framebuffer(f);
+            return false;
+        };
+        gl.bind_framebuffer(glow::FRAMEBUFFER, Some(f));
+        gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0, glow::TEXTURE_2D, Some(t), 0);
+        let ok = gl.check_framebuffer_status(glow::FRAMEBUFFER) == glow::FRAMEBUFFER_COMPLETE;
+        gl.bind_framebuffer(glow::FRAMEBUFFER, None);
+        gl.bind_texture(glow::TEXTURE_2D, None);
+        gl.delete_framebuffer(f);
+        gl.delete_texture(t);
+        while gl.get_error() != glow::NO_ERROR {}
+        ok
+    }
+}
+
+fn unavailable(reason: String) -> Error {
+    Error::Unavailable { backend: NAME.into(), reason }
+}
+
+/// Queries the context for the `webgl1` mode and picks the format (RGBA32F) or explains why it
+/// cannot run.
+pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlReport> {
+    // SAFETY: plain queries on the current context.
+    let (renderer, version, vendor, max_tex, highp) = unsafe {
+        (
+            gl.get_parameter_string(glow::RENDERER),
+            gl.get_parameter_string(glow::VERSION),
+            gl.get_parameter_string(glow::VENDOR),
+            gl.get_parameter_i32(glow::MAX_TEXTURE_SIZE).max(1) as u32,
+            gl.get_shader_precision_format(glow::FRAGMENT_SHADER, glow::HIGH_FLOAT),
+        )
+    };
+    let legacy = is_legacy_context(&version);
+    let draw_buffers_ext = has_ext(gl, "WEBGL_draw_buffers") || has_ext(gl, "EXT_draw_buffers");
+    // MAX_DRAW_BUFFERS is an invalid enum on WebGL1 without WEBGL_draw_buffers. This mode draws
+    // into one target only, so the value is only reported.
+    let max_draw_buffers = if !legacy || draw_buffers_ext {
+        // SAFETY: a plain query; an error it may record is cleared.
+        unsafe {
+            let v = gl.get_parameter_i32(glow::MAX_DRAW_BUFFERS).max(1) as u32;
+            while gl.get_error() != glow::NO_ERROR {}
+            v
+        }
+    } else {
+        1
+    };
+    let fragment_highp = highp.map(|p| PrecisionFormat { range_max: p.range_max, precision: p.precision });
+    if let Some(p) = fragment_highp {
+        if p.precision < 23 {
+            return Err(unavailable(format!(
+                "fragment shaders have no 32-bit highp float ({} bits of precision): the webgl1 \
+                 backend does all index arithmetic in floats and needs 23 bits; use the cpu backend",
+                p.precision
+            )));
+        }
+    }
+    let oes_texture_float = has_ext(gl, "OES_texture_float");
+    let webgl_color_buffer_float = has_ext(gl, "WEBGL_color_buffer_float");
+    let ext_color_buffer_half_float = has_ext(gl, "EXT_color_buffer_half_float");
+    if legacy && !oes_texture_float {
+        return Err(unavailable(format!(
+            "the WebGL1 context ({renderer}) has no OES_texture_float: tensors are float textures; \
+             use the cpu backend"
+        )));
+    }
+    if opts.force_half_float {
+        return Err(unavailable(
+            "force_half_float: the webgl1 backend stores tensors in RGBA32F only (half-float \
+             uploads and reads would need host-side f16 conversion)"
+                .into(),
+        ));
+    }
+    let float_render_target = float_framebuffer(gl, legacy);
+    if !float_render_target {
+        let half = if ext_color_buffer_half_float {
+            " (EXT_color_buffer_half_float is present, but this backend does not store half floats)"
+        } else {
+            ""
+        };
+        return Err(unavailable(format!(
+            "the GPU ({renderer}) cannot render into float textures: a framebuffer around an RGBA \
+             FLOAT texture is incomplete (WEBGL_color_buffer_float missing or not working){half}; \
+             use the cpu backend"
+        )));
+    }
+    let effective = opts.max_texture_size.map_or(max_tex, |m| m.clamp(1, max_tex));
+    Ok(WebGlReport {
+        renderer,
+        version,
+        vendor,
+        ext_color_buffer_float: has_ext(gl, "EXT_color_buffer_float"),
+        ext_color_buffer_half_float,
+        ext_float_blend: has_ext(gl, "EXT_float_blend"),
+        webgl1: true,
+        oes_texture_float,
+        webgl_color_buffer_float,
+        float_render_target,
+        half_render_target: false,
+        fragment_highp,
+        max_texture_size: max_tex,
+        effective_max_texture_size: effective,
+        max_draw_buffers,
+        format: TexelFormat::Rgba32F,
+        warnings: Vec::new(),
+        self_test: None,
+    })
+}
+
+/// The full-screen triangle's corners, attribute 0 of every draw in this mode.
+pub(crate) fn triangle_buffer(gl: &glow::Context) -> std::result::Result<glow::Buffer, String> {
+    let corners: [f32; 6] = [-1.0, -1.0, 3.0, -1.0, -1.0, 3.0];
+    // SAFETY: a new buffer on the current context, filled with 6 floats.
+    unsafe {
+        let b = gl.create_buffer()?;
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(b));
+        gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, crate::texture::f32_bytes(&corners), glow::STATIC_DRAW);
+        gl.bind_buffer(glow::ARRAY_BUFFER, None);
+        Ok(b)
+    }
+}
+
+impl crate::WebGlBackend {
+    /// Really renders into a float target: fills 12 elements with values a clamping or 8-bit
+    /// target could not hold and reads them back (the check WEBGL_color_buffer_float is only
+    /// a promise of).
+    pub(crate) fn probe_float_rendering(&self) -> Result<()> {
+        let want = -12345.678_f32;
+        let t = crate::ops::elementwise::fill(&self.shared, want, 12)?;
+        let got = self.shared.read_raw(&t, 12)?;
+        if got.iter().any(|&v| v != want) {
+            return Err(unavailable(format!(
+                "rendering into an RGBA32F target does not keep floats (drew {want}, read back {:?}): \
+                 float render targets do not work on {}; use the cpu backend",
+                got.first(),
+                self.shared.report.borrow().renderer
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The error for a feature the `webgl1` mode does not have.
+pub(crate) fn unsupported(op: &'static str, what: &str) -> Error {
+    Error::backend(op, NAME, format!("{what} is not available on the webgl1 backend (GLSL ES 1.00); use the webgl, webgpu or cpu backend"))
+}

@@ -1,0 +1,6 @@
+// Op::Fill: every element is u_value.
+uniform float u_value;
+
+float compute(float i) {
+    return u_value;
+}

@@ -1,0 +1,182 @@
+//! The `webgl1` mode (GLSL ES 1.00 programs, WebGL1's feature set) natively: every program is
+//! compiled by the driver (Mesa accepts `#version 100` shaders in its ES 3 context), the
+//! conformance families pass, the MLP presets train to the CPU's losses with
+//! every optimizer, and what WebGL1 cannot do fails with a typed error.
+
+use std::ops::ControlFlow;
+
+use pixelgrad_core::{Device, Error, Tensor};
+use pixelgrad_cpu::CpuBackend;
+use pixelgrad_nn::presets::{ModelSpec, Preset};
+use pixelgrad_nn::train::{fit, Callbacks, FitOptions, Samples, StepLog};
+use pixelgrad_nn::OptimizerKind;
+use pixelgrad_webgl::{HeatmapOptions, WebGlBackend, WebGlOptions};
+
+fn backend() -> WebGlBackend {
+    WebGlBackend::new_headless(WebGlOptions { webgl1: true, self_test: false, ..Default::default() })
+        .expect("headless webgl1 (EGL) context")
+}
+
+fn make_device() -> Device {
+    Device::new(backend())
+}
+
+// Every family (the shared list, so a new family runs here too): each op (conv's im2col /
+// col2im and the depthwise convolution included), the IEEE edge cases (NaN tested
+// arithmetically, `x * u_zero`, see shaders/gl1/header.glsl), the composites, the image
+// transforms (tensor ops; GPU pixel import itself does not exist in this mode) and both
+// training curves.
+pixelgrad_conformance::conformance_tests!(make_device);
+
+#[test]
+fn reports_the_mode_and_names_the_backend_webgl1() {
+    let b = backend();
+    let r = b.report();
+    assert!(r.webgl1, "{r:?}");
+    assert!(r.float_render_target);
+    assert!(pixelgrad_core::Backend::name(&b).starts_with("webgl1 ("), "{}", pixelgrad_core::Backend::name(&b));
+}
+
+#[test]
+fn every_gl1_program_compiles_and_links() {
+    // warm_up compiles every body in every config and every elementwise definition.
+    let b = backend();
+    let n = b.warm_up().expect("every GLSL ES 1.00 program compiles");
+    assert!(n > 20, "{n} programs");
+    for (label, src) in pixelgrad_webgl::gl1::all_sources().unwrap() {
+        assert!(src.starts_with("#version 100\n"), "{label}");
+        // The code without comments uses none of what GLSL ES 1.00 lacks.
+        let code: String = src.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+        for banned in ["texelFetch", "textureSize", "layout(", "gl_VertexID", "gl_FragData", " % ", " & ", ">>", "<<", "uint", "out vec4"] {
+            assert!(!code.contains(banned), "{label} uses {banned}:\n{src}");
+        }
+    }
+}
+
+#[test]
+fn every_gl1_file_is_a_registered_body() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/shaders/gl1");
+    let shared = ["header.glsl", "main_elementwise.glsl", "fullscreen.vert"];
+    let mut bodies = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_str().unwrap().to_string();
+        if shared.contains(&file.as_str()) {
+            continue;
+        }
+        let stem = file.trim_end_matches(".glsl");
+        let body = pixelgrad_webgl::gl1::BODIES.iter().find(|(n, _)| *n == stem);
+        let body = body.unwrap_or_else(|| panic!("{file} is not registered in gl1::BODIES"));
+        assert_eq!(body.1, std::fs::read_to_string(&path).unwrap(), "{file}: registered source differs");
+        bodies += 1;
+    }
+    assert_eq!(bodies, pixelgrad_webgl::gl1::BODIES.len());
+}
+
+#[test]
+fn float_index_arithmetic_is_exact_at_the_size_limit() {
+    // Element indices up to 2^22 - 1 go through pg_divmod and texel-centre coordinates: a
+    // strided copy (permute) of a tensor near the limit must move every element exactly.
+    let dev = make_device();
+    let (r, c) = (2047, 2047);
+    let data: Vec<f32> = (0..r * c).map(|i| i as f32).collect();
+    let x = Tensor::from_vec(&dev, &data, [r, c]).unwrap();
+    let t = x.transpose(0, 1).unwrap().to_vec().unwrap();
+    for (k, &v) in t.iter().enumerate() {
+        let (i, j) = (k / r, k % r);
+        assert_eq!(v, (j * c + i) as f32, "element {k}");
+    }
+    // Past the limit: a typed error naming it, not wrong indices.
+    let err = Tensor::zeros(&dev, [(1 << 22) + 1]).and_then(|t| t.to_vec()).unwrap_err();
+    assert!(matches!(err, Error::Limit { limit: 4194304, .. }), "{err:?}");
+    assert!(err.to_string().contains("webgl1"), "{err}");
+}
+
+#[test]
+fn what_webgl1_cannot_do_is_a_typed_error() {
+    let b = backend();
+    let dev = Device::new(b.clone());
+    // A K longer than the matmul loop's constant bound.
+    let k = pixelgrad_webgl::gl1::MAX_LOOP + 1;
+    let a = Tensor::ones(&dev, [1, k]).unwrap();
+    let w = Tensor::ones(&dev, [k, 1]).unwrap();
+    let err = a.matmul(&w).and_then(|t| t.to_vec()).unwrap_err();
+    assert!(matches!(err, Error::Limit { op: "matmul", limit: 65536, .. }), "{err:?}");
+    // The heatmap renderer (RGBA8 targets, its own main) does not exist in this mode.
+    let t = Tensor::ones(&dev, [2, 2]).unwrap();
+    let err = b.render_heatmap_tensor(&t, HeatmapOptions::default()).unwrap_err();
+    assert!(matches!(err, Error::Backend { .. }) && err.to_string().contains("webgl1"), "{err}");
+    // Half-float storage is refused up front, with the reason.
+    let err = WebGlBackend::new_headless(WebGlOptions { webgl1: true, force_half_float: true, ..Default::default() }).err().unwrap();
+    assert!(matches!(err, Error::Unavailable { .. }) && err.to_string().contains("RGBA32F"), "{err}");
+}
+
+#[test]
+fn self_test_passes_in_webgl1_mode() {
+    let b = WebGlBackend::new_headless(WebGlOptions { webgl1: true, ..Default::default() }).unwrap();
+    let st = b.report().self_test.unwrap();
+    assert!(st.max_rel_error < 1e-4, "{st:?}");
+}
+
+struct Losses(Vec<f32>);
+impl Callbacks for Losses {
+    fn on_step(&mut self, log: &StepLog) -> ControlFlow<()> {
+        self.0.push(log.loss);
+        ControlFlow::Continue(())
+    }
+}
+
+/// Trains `preset` on the digits for `epochs` with `opt` and returns the logged losses and the
+/// final test accuracy.
+fn train(dev: &Device, preset: Preset, opt: &str, epochs: usize) -> (Vec<f32>, f32) {
+    let split = pixelgrad_data::digits_split(0.2, 7).unwrap();
+    let (train, test) = if preset == Preset::SeedMlp {
+        (pixelgrad_data::seed_mlp_view(&split.train).unwrap(), pixelgrad_data::seed_mlp_view(&split.test).unwrap())
+    } else {
+        (split.train, split.test)
+    };
+    let shape = train.shape();
+    let model = ModelSpec { preset, input: shape, classes: train.classes() }.build(dev, 3).unwrap();
+    let lr = match opt {
+        "sgd" | "momentum" | "nesterov" => 0.05,
+        _ => 0.003,
+    };
+    let mut o = OptimizerKind::parse(opt).unwrap().build(lr);
+    let s = Samples::new(train.images(), &shape, train.labels()).unwrap();
+    let t = Samples::new(test.images(), &shape, test.labels()).unwrap();
+    let opts = FitOptions { epochs, batch_size: 32, read_every: 1, seed: 5, checkpoint_every: Some(0), ..Default::default() };
+    let mut losses = Losses(Vec::new());
+    let h = fit(&model, o.as_mut(), preset.loss(), dev, s, Some(t), &opts, &mut losses).unwrap();
+    let acc = h.epochs.last().and_then(|e| e.test_accuracy).unwrap();
+    (losses.0, acc)
+}
+
+fn assert_matches_cpu(preset: Preset, opt: &str, epochs: usize) {
+    let (gl, gl_acc) = train(&make_device(), preset, opt, epochs);
+    let (cpu, cpu_acc) = train(&Device::new(CpuBackend::new()), preset, opt, epochs);
+    assert_eq!(gl.len(), cpu.len());
+    for (i, (a, b)) in gl.iter().zip(&cpu).take(50).enumerate() {
+        let rel = (a - b).abs() / b.abs().max(1e-6);
+        assert!(rel < 1e-3, "{preset:?}/{opt}: step {} loss {a} on webgl1, {b} on cpu (relative {rel:.2e})", i + 1);
+    }
+    assert!((gl_acc - cpu_acc).abs() <= 0.005, "{preset:?}/{opt}: accuracy {gl_acc} on webgl1, {cpu_acc} on cpu");
+    assert!(gl.last().unwrap() < gl.first().unwrap(), "{preset:?}/{opt} did not learn: {gl:?}");
+}
+
+#[test]
+fn mlp_preset_trains_like_the_cpu_with_sgd_and_adam() {
+    assert_matches_cpu(Preset::Mlp, "sgd", 1);
+    assert_matches_cpu(Preset::Mlp, "adam", 1);
+}
+
+#[test]
+fn seed_mlp_preset_trains_like_the_cpu() {
+    assert_matches_cpu(Preset::SeedMlp, "sgd", 1);
+}
+
+#[test]
+fn every_optimizer_trains_like_the_cpu() {
+    for opt in ["momentum", "nesterov", "adamw", "rmsprop"] {
+        assert_matches_cpu(Preset::Mlp, opt, 1);
+    }
+}
