@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Browser tests in headless Chromium (WebGPU and WebGL2 through SwiftShader): the conformance
-# suite on webgpu, webgl, webgl1 (a WebGL1 context) and the CPU backend compiled to wasm (each
+# suite on webgpu, webgl, webgl1 (a WebGL1 context, in a page of its own) and the CPU backend compiled to wasm (each
 # against the f64 reference in the same page), smoke tests (a matmul and one SGD step against the CPU backend in the page)
 # and a steady-state training check per GPU backend (no allocation or compile after warm-up).
 # Prints a pass/fail summary per backend. Installs what a fresh Debian machine lacks (chromium, chromium-driver, the wasm32
@@ -54,24 +54,24 @@ export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-120}
 log=$(mktemp /tmp/pixelgrad-browser-tests.XXXXXX.log)
 echo "== browser tests (headless $(chromium --version 2>/dev/null || echo chromium), wasm-bindgen $wb_version; log: $log)"
 timeout --kill-after=30 "${BROWSER_TESTS_TIMEOUT:-900}" \
-  cargo test --target wasm32-unknown-unknown -p pixelgrad-browser-tests --test web -- --nocapture "$@" 2>&1 | tee "$log" \
+  cargo test --no-fail-fast --target wasm32-unknown-unknown -p pixelgrad-browser-tests --test web --test webgl1 -- --nocapture "$@" 2>&1 | tee "$log" \
   | grep -E '^(test |test result|running|error)|panicked|FAILED|failed:|^  [a-z_0-9]+/|max rel error|loss |steady state' 
 status=${PIPESTATUS[0]}
 
 # Per-backend summary from the runner's "test <path> ... ok|FAIL" lines: a test belongs to the
-# first of webgpu / webgl / cpu its path names (conformance::webgl::unary, webgpu_matmul_...).
+# first of webgpu / webgl1 / webgl / cpu its path names (conformance::webgl::unary, webgpu_matmul_...).
 # A test that was invoked but never reported (page crash, timeout) is listed as unfinished.
 awk '
   /^Invoking test: / { inv[$3] = 1 }
   /^test .* \.\.\. / {
     name = $2; res = $NF; done_[name] = 1
-    b = "other"; if (match(name, /webgpu|webgl|cpu/)) b = substr(name, RSTART, RLENGTH)
+    b = "other"; if (match(name, /webgpu|webgl1|webgl|cpu/)) b = substr(name, RSTART, RLENGTH)
     seen[b] = 1
     if (res == "ok") ok[b]++; else if (res == "ignored") ign[b]++; else { bad[b]++; failed[b] = failed[b] " " name }
   }
   END {
     print "browser tests per backend:"
-    n = split("webgpu webgl cpu other", order, " ")
+    n = split("webgpu webgl webgl1 cpu other", order, " ")
     for (i = 1; i <= n; i++) {
       b = order[i]; if (!seen[b]) continue
       printf "  %-7s %3d passed, %d failed%s\n", b ":", ok[b], bad[b], (bad[b] ? "  (" substr(failed[b], 2) ")" : "")
