@@ -3,34 +3,11 @@
 // WEBGL_lose_context / device.destroy()), restarts the backend, restores the last checkpoint
 // and goes on. Also: tensors of a lost device throw a `deviceLost` PixelgradError, and
 // `model.restore()` brings a model back from its last checkpoint.
-import test, { before, after } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage } from './harness.mjs';
+import { apiPage } from './api-page.mjs';
 
-let server;
-let browser;
-let page;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-  page = await newPage(browser);
-  await page.goto(`${server.url}/tests/pages/api.html`);
-  await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-function inPage(fn, arg) {
-  return page.evaluate(([src, a]) => {
-    // eslint-disable-next-line no-new-func
-    const f = new Function('pg', 'arg', `return (${src})(pg, arg);`);
-    return f(window.pg, a);
-  }, [fn.toString(), arg]);
-}
+const { inPage, ctx } = apiPage();
 
 /**
  * In the page: the digits MLP trained for 600 steps (1200 samples, batches of 20, 10 epochs) on
@@ -214,9 +191,9 @@ for (const backend of ['cpu', 'webgl']) {
       // from step 70 the callback never returns: the reload below cuts training there
       window.cut = model.fit(x, y, { ...o, onBatchEnd: (s) => { window.lastStep = s; return s >= 70 ? new Promise(() => {}) : undefined; } }).catch(() => {});
     }, { setup: setup.toString(), backend, url });
-    await page.waitForFunction(() => window.lastStep >= 70, null, { timeout: 60000 });
-    await page.reload();
-    await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
+    await ctx.page.waitForFunction(() => window.lastStep >= 70, null, { timeout: 60000 });
+    await ctx.page.reload();
+    await ctx.page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
     const r = await inPage(async (pg, a) => {
       const make = (0, eval)(`(${a.setup})`);
       const res = await make(pg, { backend: a.backend, url: a.url, extra: {} });
@@ -283,7 +260,7 @@ test('webgl: a context that is not given back is replaced by a new one, and fit 
   assert.equal(r.predict, 2000);
 });
 
-test('a backend that does not come back: fit goes on with the next one in the auto order (webgpu -> webgl -> cpu)', async () => {
+test('a backend that does not come back: fit goes on with the next one in the auto order (webgpu -> webgl -> webgl1 -> cpu)', async () => {
   const r = await inPage(async (pg) => {
     const rt = await pg.init({ backend: 'webgpu' });
     const d = pg.data.digits();
@@ -296,7 +273,7 @@ test('a backend that does not come back: fit goes on with the next one in the au
     const h = await model.fit(x, y, {
       epochs: 8, batchSize: 20, checkpointEvery: 20,
       onBatchEnd: (s) => {
-        if ((s === 60 && infos.length === 0) || (s === 150 && infos.length === 1)) rt.simulateContextLoss({ permanent: true });
+        if ((s === 50 && infos.length === 0) || (s === 110 && infos.length === 1) || (s === 170 && infos.length === 2)) rt.simulateContextLoss({ permanent: true });
       },
       onDeviceLost: async (info) => {
         const ck = model.lastCheckpoint.weights();
@@ -308,20 +285,21 @@ test('a backend that does not come back: fit goes on with the next one in the au
     return { infos, epochs: h.history.loss.length, backend: rt.backend, modelBackend: model.backend, accuracy: ev.accuracy, recoveries: rt.report.recoveries.map((q) => [q.lost, q.backend]) };
   });
   process.stderr.write(`[fallback] ${JSON.stringify(r)}\n`);
-  assert.deepEqual(r.infos.map((i) => [i.lost, i.backend]), [['webgpu', 'webgl'], ['webgl', 'cpu']]);
+  assert.deepEqual(r.infos.map((i) => [i.lost, i.backend]), [['webgpu', 'webgl'], ['webgl', 'webgl1'], ['webgl1', 'cpu']]);
   assert.deepEqual(r.infos[0].tried, [['webgpu', false], ['webgl', true]]);
-  assert.deepEqual(r.infos[1].tried, [['webgl', false], ['cpu', true]]);
+  assert.deepEqual(r.infos[1].tried, [['webgl', false], ['webgl1', true]]);
+  assert.deepEqual(r.infos[2].tried, [['webgl1', false], ['cpu', true]]);
   assert.ok(r.infos.every((i) => i.equal && i.step - i.ckStep <= 20), JSON.stringify(r.infos));
   assert.equal(r.epochs, 8);
   assert.equal(r.backend, 'cpu');
   assert.equal(r.modelBackend, 'cpu');
-  assert.deepEqual(r.recoveries, [['webgpu', 'webgl'], ['webgl', 'cpu']]);
+  assert.deepEqual(r.recoveries, [['webgpu', 'webgl'], ['webgl', 'webgl1'], ['webgl1', 'cpu']]);
   assert.ok(r.accuracy > 0.85, `accuracy ${r.accuracy}`);
 });
 
 for (const backend of ['webgl', 'webgpu']) {
   test(`${backend} in a module Worker: a loss during fit is recovered as in a page`, async () => {
-    const r = await page.evaluate((b) => new Promise((resolve) => {
+    const r = await ctx.page.evaluate((b) => new Promise((resolve) => {
       const w = new Worker('/tests/pages/recovery-worker.js', { type: 'module' });
       w.onmessage = (e) => {
         w.terminate();

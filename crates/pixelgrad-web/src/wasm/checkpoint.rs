@@ -92,14 +92,15 @@ impl Runtime {
             Backing::Cpu => None,
             Backing::Wgpu { b, .. } => b.lost_reason(),
             Backing::WebGl { ctx, .. } => ctx.is_context_lost().then(|| "the WebGL2 context was lost".to_string()),
+            Backing::WebGl1 { ctx, .. } => ctx.is_context_lost().then(|| "the WebGL context was lost".to_string()),
         }
     }
 
-    /// After a loss, before the lost backend's objects are freed: WebGL2 deletes nothing on the
+    /// After a loss, before the lost backend's objects are freed: WebGL (2 and 1) deletes nothing on the
     /// context any more (it may be restored with a new generation of objects) and every call
     /// on it fails with `DeviceLost`. A no-op on the other backends.
     pub fn abandon(&self) {
-        if let Backing::WebGl { b, .. } = &self.backing {
+        if let Backing::WebGl { b, .. } | Backing::WebGl1 { b, .. } = &self.backing {
             b.abandon();
         }
     }

@@ -87,7 +87,7 @@ impl Runtime {
     pub fn from_pixels_source(&self, source: &JsValue, width: u32, height: u32, opts: &str) -> std::result::Result<JsValue, JsValue> {
         let spec = parse_spec(opts).map_err(js_err)?;
         let (t, g) = match &self.backing {
-            Backing::Cpu => {
+            Backing::Cpu | Backing::WebGl1 { .. } => {
                 let msg = format!("the {} runtime takes RGBA bytes (fromPixelsBytes), not a DOM source", self.backend());
                 return Err(js_err(Error::invalid(OP, msg)));
             }
@@ -130,7 +130,7 @@ impl Runtime {
         let spec = parse_spec(opts).map_err(js_err)?;
         let img = Rgba8::packed(data, width as usize, height as usize).map_err(js_err)?;
         let (t, g) = match &self.backing {
-            Backing::Cpu => {
+            Backing::Cpu | Backing::WebGl1 { .. } => {
                 to_tensor_values(img, &spec, OP).and_then(|(v, dims, g)| Ok((Tensor::from_vec(&self.dev, &v, dims.to_vec())?, g)))
             }
             Backing::Wgpu { b, .. } => b.from_pixels_host(&self.dev, img, &spec),

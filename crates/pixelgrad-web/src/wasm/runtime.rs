@@ -48,8 +48,20 @@ pub struct Runtime {
 /// sources are copied into (reused while the source size stays the same).
 pub(crate) enum Backing {
     Cpu,
-    Wgpu { b: Rc<WgpuBackend>, tex: RefCell<Option<pixelgrad_wgpu::wgpu::Texture>> },
-    WebGl { b: WebGlBackend, ctx: web_sys::WebGl2RenderingContext, tex: RefCell<Option<pixelgrad_webgl::PixelTexture>> },
+    Wgpu {
+        b: Rc<WgpuBackend>,
+        tex: RefCell<Option<pixelgrad_wgpu::wgpu::Texture>>,
+    },
+    WebGl {
+        b: WebGlBackend,
+        ctx: web_sys::WebGl2RenderingContext,
+        tex: RefCell<Option<pixelgrad_webgl::PixelTexture>>,
+    },
+    /// The webgl1 mode: pixels are imported on the host (no GPU import programs in GLSL ES 1.00).
+    WebGl1 {
+        b: WebGlBackend,
+        ctx: web_sys::WebGlRenderingContext,
+    },
 }
 
 impl Runtime {
@@ -134,18 +146,18 @@ impl Runtime {
 impl Runtime {
     /// WebGL1 on a `canvas.getContext('webgl')` context: the backend's `webgl1` mode (GLSL ES
     /// 1.00 programs, OES_texture_float storage, float render targets checked by rendering),
-    /// with the self-test. Pixels are imported on the host (`fromPixelsBytes`; `Backing::Cpu`).
+    /// with the self-test. Pixels are imported on the host (`fromPixelsBytes`).
     pub fn webgl1(ctx: JsValue) -> Result<Runtime, JsValue> {
         let ctx = ctx
             .dyn_into::<web_sys::WebGlRenderingContext>()
             .map_err(|_| js_err("backend webgl1 is not available: the context is not a WebGLRenderingContext"))?;
-        let gl = glow::Context::from_webgl1_context(ctx);
+        let gl = glow::Context::from_webgl1_context(ctx.clone());
         let b = WebGlBackend::from_glow(gl, WebGlOptions { webgl1: true, ..WebGlOptions::default() }).map_err(js_err)?;
         let report = b.report();
         let max_rel_error = report.self_test.as_ref().map(|s| s.max_rel_error).unwrap_or(f64::NAN);
         Ok(Runtime {
-            dev: Device::new(b),
-            backing: Backing::Cpu,
+            dev: Device::new(b.clone()),
+            backing: Backing::WebGl1 { b, ctx },
             backend: "webgl1",
             software: is_software_renderer(&report.renderer),
             adapter: format!("{} ({})", report.renderer, report.version),
