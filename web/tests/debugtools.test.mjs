@@ -3,36 +3,14 @@
 // names the tensor and op), `model.layouts()` (textures on WebGL, buffers on WebGPU), and fit
 // pacing (`maxStepsPerSecond` gives bit-identical weights and takes at least 0.9x the expected
 // time — a lower bound only; step-through through `onBatchEnd` returning 'step').
-import test, { before, after } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage } from './harness.mjs';
+import { apiPage } from './api-page.mjs';
+import { newPage } from './harness.mjs';
 
-let server;
-let browser;
-let page;
+const { inPage, ctx } = apiPage();
 
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-  page = await newPage(browser);
-  await page.goto(`${server.url}/tests/pages/api.html`);
-  await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-function inPage(fn, arg) {
-  return page.evaluate(([src, a]) => {
-    // eslint-disable-next-line no-new-func
-    const f = new Function('pg', 'arg', `return (${src})(pg, arg);`);
-    return f(window.pg, a);
-  }, [fn.toString(), arg]);
-}
-
-for (const backend of ['webgpu', 'webgl', 'cpu']) {
+for (const backend of ['webgpu', 'webgl', 'webgl1', 'cpu']) {
   test(`${backend}: crossCheck passes, and an injected fault fails naming the tensor and op`, async () => {
     const r = await inPage(async (pg, backend) => {
       const rt = await pg.init({ backend });
@@ -132,9 +110,9 @@ test('pacing: 20 steps/s gives bit-identical weights and takes at least 0.9x the
 });
 
 test('demo: cross-check and layout buttons, speed slider, step-through', async () => {
-  const demo = await newPage(browser);
+  const demo = await newPage(ctx.browser);
   try {
-    await demo.goto(`${server.url}/demo/?backend=cpu`, { waitUntil: 'load' });
+    await demo.goto(`${ctx.server.url}/demo/?backend=cpu`, { waitUntil: 'load' });
     const waitFor = async (fn, arg) => {
       const h = await demo.waitForFunction(fn, arg, { timeout: 120_000 });
       await h.dispose();

@@ -64,6 +64,12 @@ fn check_passes_on_webgl_and_names_an_injected_fault() {
 }
 
 #[test]
+fn check_passes_on_webgl1_and_names_an_injected_fault() {
+    passes_on("webgl1");
+    fault_named_on("webgl1");
+}
+
+#[test]
 fn bad_check_arguments_are_one_line_errors() {
     for (args, needle) in [
         (&["check", "--layers", "4,x"][..], "--layers"),
