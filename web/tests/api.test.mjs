@@ -1,35 +1,11 @@
 // The public JS API of the `pixelgrad` package (web/pkg, built by `cargo xtask build-wasm`),
 // exercised in headless Chromium on each backend by name, plus `auto` selection and runtime
 // switching. Models are small and epochs few: WebGPU and WebGL run on SwiftShader here.
-import test, { before, after } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage } from './harness.mjs';
+import { apiPage } from './api-page.mjs';
 
-let server;
-let browser;
-let page;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-  page = await newPage(browser);
-  await page.goto(`${server.url}/tests/pages/api.html`);
-  await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-/** Runs `fn(pg, arg)` in the page. */
-function inPage(fn, arg) {
-  return page.evaluate(([src, a]) => {
-    // eslint-disable-next-line no-new-func
-    const f = new Function('pg', 'arg', `return (${src})(pg, arg);`);
-    return f(window.pg, a);
-  }, [fn.toString(), arg]);
-}
+const { inPage } = apiPage();
 
 for (const backend of ['webgpu', 'webgl', 'cpu']) {
   test(`${backend}: digits MLP trains, evaluates, predicts, saves and reloads`, async () => {

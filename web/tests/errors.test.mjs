@@ -2,34 +2,11 @@
 // exported) with `kind`, `op`, `shapes` and `backend`, the message as before, and the module
 // keeps working (the next valid call succeeds). An operation in flight when its model or tensor
 // is disposed completes or rejects with such an error, never silently does nothing.
-import test, { before, after } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage } from './harness.mjs';
+import { apiPage } from './api-page.mjs';
 
-let server;
-let browser;
-let page;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-  page = await newPage(browser);
-  await page.goto(`${server.url}/tests/pages/api.html`);
-  await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-function inPage(fn, arg) {
-  return page.evaluate(([src, a]) => {
-    // eslint-disable-next-line no-new-func
-    const f = new Function('pg', 'arg', `return (${src})(pg, arg);`);
-    return f(window.pg, a);
-  }, [fn.toString(), arg]);
-}
+const { inPage } = apiPage();
 
 for (const backend of ['webgpu', 'webgl', 'cpu']) {
   test(`${backend}: every bad input is a PixelgradError with its fields, and the next valid call works`, async () => {

@@ -3,34 +3,11 @@
 // runs a training check against the f32 CPU: either training still reduces the loss there (and
 // then a JS fit of the seed network on float targets does too), or init refuses the backend
 // with the measured reason. Never a silently flat loss.
-import test, { before, after } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage } from './harness.mjs';
+import { apiPage } from './api-page.mjs';
 
-let server;
-let browser;
-let page;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-  page = await newPage(browser);
-  await page.goto(`${server.url}/tests/pages/api.html`);
-  await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-function inPage(fn, arg) {
-  return page.evaluate(([src, a]) => {
-    // eslint-disable-next-line no-new-func
-    const f = new Function('pg', 'arg', `return (${src})(pg, arg);`);
-    return f(window.pg, a);
-  }, [fn.toString(), arg]);
-}
+const { inPage } = apiPage();
 
 test('webgl precision low: training reduces the loss, or init refuses with the measured reason', async () => {
   const r = await inPage(async (pg) => {

@@ -2,21 +2,14 @@
 // `auto`, runs the op checks below against host arithmetic and trains the digits MLP to the
 // CPU's losses and accuracy with the same seed. Headless Chromium's WebGL1 context is
 // SwiftShader (a software rasteriser), so `allowSoftware` lets `auto` take it.
-import test, { before, after } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage } from './harness.mjs';
+import { apiPage } from './api-page.mjs';
 
-let server;
-let browser;
-let page;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-  page = await newPage(browser);
-  // Before any page script: no WebGPU, and getContext('webgl2') returns null (as on a device
-  // with WebGL1 only); getContext('webgl') is left alone.
-  await page.addInitScript(() => {
+// Before any page script: no WebGPU, and getContext('webgl2') returns null (as on a device
+// with WebGL1 only); getContext('webgl') is left alone.
+const { inPage } = apiPage({
+  initScript: () => {
     try {
       Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true });
     } catch {
@@ -30,24 +23,8 @@ before(async () => {
         return orig.call(this, kind, ...rest);
       };
     }
-  });
-  await page.goto(`${server.url}/tests/pages/api.html`);
-  await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
+  },
 });
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-/** Runs `fn(pg, arg)` in the page. */
-function inPage(fn, arg) {
-  return page.evaluate(([src, a]) => {
-    // eslint-disable-next-line no-new-func
-    const f = new Function('pg', 'arg', `return (${src})(pg, arg);`);
-    return f(window.pg, a);
-  }, [fn.toString(), arg]);
-}
 
 test('auto picks webgl1 when webgl2 is unavailable and says why at each step', async () => {
   const r = await inPage(async (pg) => {

@@ -10,14 +10,6 @@
 @group(0) @binding(1) var<storage, read> col: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 
-// a / b for a < 2^24 and b > 0, with inv = 1 / b in f32: the f32 quotient is within one of
-// the truth (both roundings are below 2^-23 relative), and the remainder's sign fixes it.
-fn div_small(a: u32, b: u32, inv: f32) -> u32 {
-    let q = u32(f32(a) * inv);
-    let r = i32(a) - i32(q * b);
-    return q - select(0u, 1u, r < 0) + select(0u, 1u, r >= i32(b));
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {

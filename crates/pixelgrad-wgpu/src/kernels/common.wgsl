@@ -32,3 +32,11 @@ fn flat_group(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 fn from_bits(b: u32) -> f32 {
     return bitcast<f32>(b);
 }
+
+// a / b for a < 2^24 and b > 0, with inv = 1 / b in f32: the f32 quotient is within one of
+// the truth (both roundings are below 2^-23 relative), and the remainder's sign fixes it.
+fn div_small(a: u32, b: u32, inv: f32) -> u32 {
+    let q = u32(f32(a) * inv);
+    let r = i32(a) - i32(q * b);
+    return q - select(0u, 1u, r < 0) + select(0u, 1u, r >= i32(b));
+}
