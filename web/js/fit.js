@@ -21,7 +21,7 @@ import { loadCheckpoint, recordName, saveCheckpoint } from './autosave.js';
 import { pacer } from './pacing.js';
 
 /** Yields one macrotask (MessageChannel is not throttled like setTimeout). */
-function yieldNow() {
+export function yieldNow() {
   return new Promise((resolve) => {
     if (typeof MessageChannel !== 'undefined') {
       const ch = new MessageChannel();
@@ -36,7 +36,8 @@ function yieldNow() {
   });
 }
 
-function positiveInt(v, dflt, what) {
+/** `v` if it is a positive integer, `dflt` if undefined; else a PixelgradError naming `what`. */
+export function positiveInt(v, dflt, what) {
   if (v === undefined) return dflt;
   if (!Number.isInteger(v) || v < 1) throw new PixelgradError(`${what} must be a positive integer, got ${v}`);
   return v;

@@ -1,34 +1,12 @@
-// `pg.sequential`: a Keras/TF.js-style model over the Rust `Model`. The training loop lives
-// here: batches are gathered on the host, each step only records device work, and loss and
+// `pg.sequential`: a Keras/TF.js-style model over the Rust `Model`. The training loop is in
+// fit.js: batches are gathered on the host, each step only records device work, and loss and
 // accuracy sums are read back (asynchronously) every `readEvery` steps; between batches the
 // loop yields to the event loop so a page stays responsive.
 import { currentRuntime, wasm } from './runtime.js';
 import { Tensor, deviceTensor, registry, targetsOf } from './tensor.js';
 import { optimizers } from './layers.js';
 import { allModels, deleteModel, download, getModel, parseUrl, putModel } from './storage.js';
-import { fitLoop, restoreModel, takeCheckpoint } from './fit.js';
-
-/** Yields one macrotask (MessageChannel is not throttled like setTimeout). */
-function yieldNow() {
-  return new Promise((resolve) => {
-    if (typeof MessageChannel !== 'undefined') {
-      const ch = new MessageChannel();
-      ch.port1.onmessage = () => {
-        ch.port1.close();
-        resolve();
-      };
-      ch.port2.postMessage(null);
-    } else {
-      setTimeout(resolve, 0);
-    }
-  });
-}
-
-function positiveInt(v, dflt, what) {
-  if (v === undefined) return dflt;
-  if (!Number.isInteger(v) || v < 1) throw new Error(`${what} must be a positive integer, got ${v}`);
-  return v;
-}
+import { fitLoop, positiveInt, restoreModel, takeCheckpoint, yieldNow } from './fit.js';
 
 function optimizerOf(o) {
   if (o === undefined) return optimizers.adam(1e-3);
