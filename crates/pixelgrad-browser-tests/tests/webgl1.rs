@@ -5,13 +5,16 @@
 //! `scripts/browser-tests.sh` (it runs this binary after `tests/web`).
 #![cfg(target_arch = "wasm32")]
 
-use pixelgrad_browser_tests::browser::shared_webgl1_device;
-use pixelgrad_core::{Device, Result};
-
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-async fn webgl1() -> Result<Device> {
-    shared_webgl1_device()
-}
+/// Named `conformance::webgl1::<family>`, as when it shared the page with the other backends.
+mod conformance {
+    use pixelgrad_browser_tests::browser::shared_webgl1_device;
+    use pixelgrad_core::{Device, Result};
 
-pixelgrad_conformance::conformance_tests_async!(webgl1, super::webgl1, wasm_bindgen_test::wasm_bindgen_test);
+    async fn webgl1() -> Result<Device> {
+        shared_webgl1_device()
+    }
+
+    pixelgrad_conformance::conformance_tests_async!(webgl1, super::webgl1, wasm_bindgen_test::wasm_bindgen_test);
+}

@@ -14,7 +14,11 @@ use crate::texture::{f32_bytes_mut, GlTensor};
 pub(crate) async fn read_async(sh: &Rc<Shared>, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
     sh.current()?;
     if sh.gl1 {
-        // WebGL1 has no pixel-pack buffers or fences: readPixels is the only read.
+        // WebGL1 has no pixel-pack buffers or fences: readPixels is the only read. Yield to the
+        // event loop first, so a page (and a test runner polling it) keeps getting turns
+        // between reads instead of one task running until training or a suite ends.
+        yield_now().await;
+        sh.current()?;
         return sh.read_blocking(t, len);
     }
     if let Some(c) = sh.merge_pending()? {
@@ -120,9 +124,8 @@ async fn yield_now() {
     use wasm_bindgen::{JsCast, JsValue};
     let promise = js_sys::Promise::new(&mut |resolve, _reject| {
         let global = js_sys::global();
-        let set_timeout = js_sys::Reflect::get(&global, &JsValue::from_str("setTimeout"))
-            .ok()
-            .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+        let set_timeout =
+            js_sys::Reflect::get(&global, &JsValue::from_str("setTimeout")).ok().and_then(|f| f.dyn_into::<js_sys::Function>().ok());
         match set_timeout {
             Some(f) => {
                 let _ = f.call2(&global, &resolve, &JsValue::from(0));
