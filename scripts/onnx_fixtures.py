@@ -164,6 +164,10 @@ def linalg_cases():
     case("reducemean_opset18_axes_input", [node("ReduceMean", ["x", "ax"], ["y"])], [("x", x, None)], [("y", F)], [("ax", np.array([1], np.int64))], opset=18)
     case("reducesum_opset13", [node("ReduceSum", ["x", "ax"], ["y"], keepdims=0)], [("x", x, None)], [("y", F)], [("ax", np.array([0, 2], np.int64))])
     case("reducemax", [node("ReduceMax", ["x"], ["y"], axes=[1])], [("x", x, None)], [("y", F)])
+    case("reducelogsumexp", [node("ReduceLogSumExp", ["x"], ["y"], axes=[1])], [("x", x, None)], [("y", F)])
+    case("reducelogsumexp_all_large", [node("ReduceLogSumExp", ["x"], ["y"], keepdims=0)], [("x", (x * 200).astype(np.float32), None)], [("y", F)])
+    case("reducelogsum_23", [node("ReduceLogSum", ["x"], ["y"], axes=[2, 3])], [("x", np.abs(x) + 0.1, None)], [("y", F)])
+    case("reducel1_last", [node("ReduceL1", ["x"], ["y"], axes=[-1], keepdims=0)], [("x", x, None)], [("y", F)])
     case("layernorm", [node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1, epsilon=1e-5)], [("x", x, None)], [("y", F)], [("s", rand(5)), ("b", rand(5))], opset=17)
     case("instancenorm", [node("InstanceNormalization", ["x", "s", "b"], ["y"])], [("x", x, None)], [("y", F)], [("s", rand(3)), ("b", rand(3))])
 

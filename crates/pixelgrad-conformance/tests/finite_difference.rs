@@ -138,7 +138,7 @@ fn where_op() {
 
 #[test]
 fn reductions() {
-    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax] {
+    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::LogSumExp] {
         for axis in 0..3 {
             fd(
                 &format!("{op:?}_axis{axis}"),

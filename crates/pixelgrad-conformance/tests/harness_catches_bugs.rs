@@ -3,7 +3,7 @@
 //! case and the bad index.
 
 use pixelgrad_conformance::families;
-use pixelgrad_core::{Backend, BackendKind, Device, Op, Result, Shape, Storage, UnaryOp};
+use pixelgrad_core::{Backend, BackendKind, Device, Op, ReduceOp, Result, Shape, Storage, UnaryOp};
 use pixelgrad_cpu::CpuBackend;
 
 #[derive(Clone, Copy)]
@@ -14,6 +14,8 @@ enum Bug {
     MatmulIgnoresTransB,
     /// col2im drops the first element (only reached from im2col's backward).
     Col2ImDropsFirst,
+    /// log-sum-exp is off by 1e-2 (absolute).
+    LogSumExpOff,
 }
 
 struct Faulty {
@@ -55,6 +57,10 @@ impl Backend for Faulty {
                     self.inner.execute(op, inputs, shapes, out)
                 }
             }
+            (Bug::LogSumExpOff, Op::Reduce { op: ReduceOp::LogSumExp, .. }) => {
+                let s = self.inner.execute(op, inputs, shapes, out)?;
+                self.patch(s, out.numel(), |v| v.iter_mut().for_each(|x| *x += 0.01))
+            }
             (Bug::Col2ImDropsFirst, Op::Col2Im { .. }) => {
                 let s = self.inner.execute(op, inputs, shapes, out)?;
                 self.patch(s, out.numel(), |v| v[0] = 0.0)
@@ -72,11 +78,19 @@ fn faulty(bug: Bug) -> Device {
 fn wrong_exp_is_reported_with_case_and_index() {
     let err = families::unary(&faulty(Bug::ExpOff)).unwrap_err();
     assert!(err.contains("unary/exp:") && err.contains("output[0] got"), "{err}");
-    // exp feeds softmax and the training run too.
+    // exp feeds softmax too.
     assert!(families::composites(&faulty(Bug::ExpOff)).is_err());
-    assert!(families::training_curve(&faulty(Bug::ExpOff)).is_err());
     // ...but not families that never use it.
     families::matmul(&faulty(Bug::ExpOff)).unwrap();
+}
+
+#[test]
+fn wrong_log_sum_exp_is_reported_and_spoils_training() {
+    let err = families::reduce(&faulty(Bug::LogSumExpOff)).unwrap_err();
+    assert!(err.contains("reduce/logsumexp"), "{err}");
+    // The cross-entropy loss is log-softmax, x - logsumexp(x): the training run sees it.
+    assert!(families::training_curve(&faulty(Bug::LogSumExpOff)).is_err());
+    families::matmul(&faulty(Bug::LogSumExpOff)).unwrap();
 }
 
 #[test]

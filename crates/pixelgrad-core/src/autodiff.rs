@@ -198,6 +198,8 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
                     one(g.mul(&share)?)
                 }
                 ReduceOp::ArgMax => Ok(vec![None]),
+                // d lse / dx = exp(x - lse) = softmax(x)
+                ReduceOp::LogSumExp => one(g.mul(&a.sub(y)?.exp()?)?),
             }
         }
         Op::MatMul { trans_a, trans_b } => {

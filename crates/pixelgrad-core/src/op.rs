@@ -72,6 +72,11 @@ pub enum ReduceOp {
     Min,
     /// Index of the first maximum, as `f32`. Not differentiable.
     ArgMax,
+    /// `log(sum(exp(x)))` in one pass, computed stably (`m + log(sum(exp(x - m)))` with `m` the
+    /// running maximum, so `exp` never overflows): softmax and log-softmax need one reduction
+    /// instead of a max and a sum. `+inf` when an element is `+inf`, `-inf` when every element
+    /// is `-inf`; NaN in, NaN out. Its gradient is `softmax(x)`, i.e. `exp(x - out)`.
+    LogSumExp,
 }
 
 /// Distributions of [`Op::Random`].

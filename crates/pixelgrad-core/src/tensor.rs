@@ -443,6 +443,11 @@ impl Tensor {
     pub fn argmax(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
         self.reduce(ReduceOp::ArgMax, axis, keepdim)
     }
+    /// `log(sum(exp(x)))` along `axis`, stable for large values, in one reduction
+    /// ([`ReduceOp::LogSumExp`]).
+    pub fn logsumexp(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::LogSumExp, axis, keepdim)
+    }
     pub fn mean_axis(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
         let a = self.shape().axis("mean", axis).map_err(|e| e.with_backend(&self.0.device.name()))?;
         let n = self.dims()[a] as f32;

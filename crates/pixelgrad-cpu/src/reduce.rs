@@ -83,6 +83,32 @@ fn argmax<T: Element>(x: &[T], outer: usize, n: usize, inner: usize) -> Vec<T> {
     out
 }
 
+/// `log(sum(exp(x)))` along the axis, stably: the maximum `m` first, then
+/// `m + ln(sum(exp(x - m)))`, accumulated in f64. NaN anywhere gives NaN; an infinite
+/// maximum is the result itself (`+inf`, or `-inf` when every element is `-inf`).
+fn logsumexp<T: Element>(x: &[T], outer: usize, n: usize, inner: usize) -> Vec<T> {
+    let mut out = vec![T::ZERO; outer * inner];
+    for_chunks(&mut out, inner, |o, dst| {
+        let base = o * n * inner;
+        for (i, d) in dst.iter_mut().enumerate() {
+            let at = |k: usize| x[base + k * inner + i].to_f64();
+            let mut m = f64::NEG_INFINITY;
+            for k in 0..n {
+                let v = at(k);
+                if v.is_nan() || v > m {
+                    m = v;
+                }
+                if m.is_nan() {
+                    break;
+                }
+            }
+            let r = if m.is_nan() || m.is_infinite() { m } else { m + (0..n).map(|k| (at(k) - m).exp()).sum::<f64>().ln() };
+            *d = T::from_f64(r);
+        }
+    });
+    out
+}
+
 /// Reduces `axis` of a tensor with dimensions `dims` (the axis is non-empty: checked by
 /// `infer_shape`).
 pub fn reduce<T: Element>(op: ReduceOp, x: &[T], dims: &[usize], axis: usize) -> Vec<T> {
@@ -99,6 +125,7 @@ pub fn reduce<T: Element>(op: ReduceOp, x: &[T], dims: &[usize], axis: usize) ->
         ReduceOp::Max => reduce_with(x, outer, n, inner, |v| v, |a, v| if v > a { v } else { a }),
         ReduceOp::Min => reduce_with(x, outer, n, inner, |v| v, |a, v| if v < a { v } else { a }),
         ReduceOp::ArgMax => argmax(x, outer, n, inner),
+        ReduceOp::LogSumExp => logsumexp(x, outer, n, inner),
     }
 }
 
@@ -115,6 +142,22 @@ mod tests {
         assert_eq!(reduce(ReduceOp::Sum, &x, &[2, 3, 4], 0), (0..12).map(|i| (2 * i + 12) as f64).collect::<Vec<_>>());
         assert_eq!(reduce(ReduceOp::Max, &x, &[2, 3, 4], 1), vec![8., 9., 10., 11., 20., 21., 22., 23.]);
         assert_eq!(reduce(ReduceOp::Min, &x, &[2, 3, 4], 1), vec![0., 1., 2., 3., 12., 13., 14., 15.]);
+    }
+
+    #[test]
+    fn logsumexp_is_stable_and_keeps_its_edges() {
+        let inf = f32::INFINITY;
+        let x = [1000.0f32, 1000.0, -inf, -inf, 0.0, inf, 1.0, f32::NAN, 2.0, 3.0];
+        let r = reduce(ReduceOp::LogSumExp, &x, &[5, 2], 1);
+        assert!((r[0] - (1000.0 + 2f32.ln())).abs() < 1e-3, "no overflow: {}", r[0]);
+        assert_eq!(r[1], -inf, "every element -inf");
+        assert_eq!(r[2], inf, "an element +inf");
+        assert!(r[3].is_nan(), "NaN in, NaN out");
+        let want = (2f64.exp() + 3f64.exp()).ln() as f32;
+        assert!((r[4] - want).abs() < 1e-6);
+        // Along a non-last axis.
+        let r = reduce(ReduceOp::LogSumExp, &[0.0f32, 1.0, 0.0, 1.0], &[2, 2], 0);
+        assert!((r[0] - 2f32.ln()).abs() < 1e-6 && (r[1] - (1.0 + 2f32.ln())).abs() < 1e-6);
     }
 
     #[test]

@@ -364,7 +364,7 @@ fn host_argument(op: &str, i: usize) -> bool {
     match op {
         "Reshape" | "Expand" | "Tile" | "Unsqueeze" | "Squeeze" | "ConstantOfShape" => i >= 1,
         "Slice" | "Pad" | "Resize" | "Upsample" | "Split" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd"
-        | "ReduceL2" | "ReduceSumSquare" => i >= 1,
+        | "ReduceL1" | "ReduceL2" | "ReduceSumSquare" | "ReduceLogSum" | "ReduceLogSumExp" => i >= 1,
         "Clip" => i >= 1,
         _ => false,
     }

@@ -38,6 +38,11 @@ fn all_shaders_pass_glslang_validator() {
     for (label, src) in dialect::all_map_sources().unwrap() {
         sources.push((format!("{label}.frag"), src));
     }
+    let groups = dialect::all_group_sources().unwrap();
+    assert!(groups.len() >= 2 && groups.iter().all(|(_, s)| s.contains("o_color1")), "grouped draws write several targets");
+    for (label, src) in groups {
+        sources.push((format!("{label}.frag"), src));
+    }
     let mut failures = Vec::new();
     for (name, src) in &sources {
         let path = dir.join(name);

@@ -14,7 +14,13 @@ pub async fn reduce(dev: &Device, read: Read) -> Outcome {
     for dims in shapes {
         for axis in 0..dims.len() {
             let k = dims[axis];
-            for (name, op) in [("sum", ReduceOp::Sum), ("max", ReduceOp::Max), ("min", ReduceOp::Min), ("argmax", ReduceOp::ArgMax)] {
+            for (name, op) in [
+                ("sum", ReduceOp::Sum),
+                ("max", ReduceOp::Max),
+                ("min", ReduceOp::Min),
+                ("argmax", ReduceOp::ArgMax),
+                ("logsumexp", ReduceOp::LogSumExp),
+            ] {
                 let case = Case::new("reduce", format!("{name}_{dims:?}_axis{axis}"), move |d, x| {
                     Tensor::apply(d, Op::Reduce { op, axis }, &[&x[0]])
                 })
@@ -24,6 +30,7 @@ pub async fn reduce(dev: &Device, read: Read) -> Outcome {
                     // The extreme is one of the inputs: exact.
                     ReduceOp::Max | ReduceOp::Min => case.tol(EXACT).grad_tol(ELEMENTWISE),
                     ReduceOp::ArgMax => case.tol(EXACT).forward_only(),
+                    ReduceOp::LogSumExp => case.tol(accumulate(k)).grad_tol(ELEMENTWISE),
                 });
             }
         }
@@ -34,6 +41,17 @@ pub async fn reduce(dev: &Device, read: Read) -> Outcome {
     );
     cases.push(
         Case::new("reduce", "max_long_axis", |_, x| x[0].max_axis(0, true)).input([70_001], sym.clone()).tol(EXACT).grad_tol(ELEMENTWISE),
+    );
+    // Large magnitudes (exp would overflow without the running maximum) and long axes (tree
+    // passes / workgroup trees combine partial log-sum-exps).
+    cases.push(
+        Case::new("reduce", "logsumexp_large_values", |_, x| x[0].logsumexp(1, true))
+            .input([5, 40], Gen::Uniform(-300.0, 300.0))
+            .tol(accumulate(40))
+            .grad_tol(ELEMENTWISE),
+    );
+    cases.push(
+        Case::new("reduce", "logsumexp_long_axis", |_, x| x[0].logsumexp(1, false)).input([3, 5_000], sym.clone()).tol(accumulate(5_000)),
     );
     cases.push(Case::new("reduce", "mean_axis", |_, x| x[0].mean_axis(-1, false)).input([7, 33], sym.clone()).tol(accumulate(33)));
     // Ties: max gradients go to every tied position on all backends.

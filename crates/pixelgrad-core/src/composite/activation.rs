@@ -23,14 +23,17 @@ impl Tensor {
     }
 
     /// Softmax along `axis`; the max is subtracted first (and treated as a constant, which does
-    /// not change the gradient) so `exp` never overflows.
+    /// not change the gradient) so `exp` never overflows. (Not `exp(x - logsumexp(x))`: that
+    /// needs one reduction instead of two, but `x - logsumexp(x)` loses every digit once the
+    /// logits are so large that `ln n` is below their rounding step, where `x - max` is exact.)
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
         let m = self.max_axis(axis, true)?.detach();
         let e = self.sub(&m)?.exp()?;
         e.div(&e.sum_axis(axis, true)?)
     }
 
-    /// `log(softmax(x))` computed stably: `x - m - log(sum(exp(x - m)))`.
+    /// `log(softmax(x))` computed stably: `x - m - log(sum(exp(x - m)))` (see
+    /// [`Tensor::softmax`] for why not `x - logsumexp(x)`).
     pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
         let m = self.max_axis(axis, true)?.detach();
         let z = self.sub(&m)?;

@@ -457,6 +457,12 @@ fn map2<T: Float>(op: Op2, a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [T]) 
         Op2::Sub => each!(|u: T, v: T| u - v),
         Op2::Mul => each!(|u: T, v: T| u * v),
         Op2::Div | Op2::DivRaw => each!(|u: T, v: T| u / v),
+        // Clamps (ReLU, ReLU6, hard sigmoid) are on every conv's output: a monomorphic loop
+        // per op lets them vectorise instead of matching `op` per element.
+        Op2::Max => each!(|u: T, v: T| apply2(Op2::Max, u, v)),
+        Op2::Min => each!(|u: T, v: T| apply2(Op2::Min, u, v)),
+        Op2::MaxRaw => each!(|u: T, v: T| apply2(Op2::MaxRaw, u, v)),
+        Op2::MinRaw => each!(|u: T, v: T| apply2(Op2::MinRaw, u, v)),
         _ => each!(|u: T, v: T| apply2(op, u, v)),
     }
 }

@@ -115,7 +115,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let den = sums.affine(alpha / size as f32, bias)?.powf(-beta)?;
             out(x.mul(&den)?)
         }
-        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceL2" | "ReduceSumSquare" | "ReduceProd" => {
+        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceL1" | "ReduceL2" | "ReduceSumSquare" | "ReduceLogSum"
+        | "ReduceLogSumExp" | "ReduceProd" => {
             node.only_attrs(&["axes", "keepdims", "noop_with_empty_axes"])?;
             let x = cx.t(ins, 0)?;
             let r = x.rank();
@@ -139,6 +140,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let keep = node.int("keepdims", 1)? != 0;
             let mut y = match op {
                 "ReduceL2" | "ReduceSumSquare" => x.square()?,
+                "ReduceL1" => x.abs()?,
                 _ => x.clone(),
             };
             for &a in &axes {
@@ -147,11 +149,15 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                     "ReduceMean" => y.mean_axis(ai, true)?,
                     "ReduceMax" => y.max_axis(ai, true)?,
                     "ReduceMin" => y.min_axis(ai, true)?,
+                    // One axis at a time: the log-sum-exp of partial log-sum-exps is the whole.
+                    "ReduceLogSumExp" => y.logsumexp(ai, true)?,
                     _ => y.sum_axis(ai, true)?,
                 };
             }
-            if op == "ReduceL2" {
-                y = y.sqrt()?;
+            match op {
+                "ReduceL2" => y = y.sqrt()?,
+                "ReduceLogSum" => y = y.log()?,
+                _ => {}
             }
             if !keep {
                 let dims: Vec<usize> = y.dims().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();

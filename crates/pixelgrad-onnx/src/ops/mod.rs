@@ -92,8 +92,11 @@ pub const SUPPORTED: &[&str] = &[
     "ReduceMax",
     "ReduceMin",
     "ReduceProd",
+    "ReduceL1",
     "ReduceL2",
     "ReduceSumSquare",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
     "ArgMax",
     "ArgMin",
     // convolution and pooling

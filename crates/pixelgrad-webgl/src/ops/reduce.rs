@@ -20,6 +20,8 @@ const SUM: u32 = 0;
 const MAX: u32 = 1;
 const MIN: u32 = 2;
 const FIRST_EQUAL: u32 = 3;
+const LOG_SUM_EXP: u32 = 4;
+const ARGMAX_GROUP: u32 = 5;
 
 /// What a reduction reads: a texture, or a pending elementwise computation read straight
 /// into its first pass (a fused prologue: its values are never stored).
@@ -57,6 +59,13 @@ fn reduce_input(sh: &Rc<Shared>, op: ReduceOp, x: Input<'_>, outer: usize, n: us
         ReduceOp::Sum => tree(sh, SUM, x, outer, n, inner),
         ReduceOp::Max => tree(sh, MAX, x, outer, n, inner),
         ReduceOp::Min => tree(sh, MIN, x, outer, n, inner),
+        // Each pass takes the log-sum-exp of its group: later passes combine partial ones.
+        ReduceOp::LogSumExp => tree(sh, LOG_SUM_EXP, x, outer, n, inner),
+        // A short axis is one group: one pass finds the first maximum.
+        ReduceOp::ArgMax if n <= GROUP => {
+            let pass = x.pass(ARGMAX_GROUP).int("u_n", n).int("u_m", 1).int("u_inner", inner).int("u_group", GROUP);
+            sh.run(pass, outer * inner)
+        }
         ReduceOp::ArgMax => {
             // Max tree first, then the first index per group that hits the maximum (3e38 when
             // none does), then a min tree over those candidates: the first maximum overall.

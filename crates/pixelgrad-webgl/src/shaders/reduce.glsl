@@ -2,7 +2,9 @@
 // [outer, u_m, inner] with u_m = ceil(u_n / u_group): each output combines up to u_group
 // consecutive elements along the axis. Passes repeat until u_m == 1.
 // CONFIG 0 sum, 1 max, 2 min, 3 "first index whose value equals u_best" (argmax's last step
-// before a min tree; misses give 3e38).
+// before a min tree; misses give 3e38), 4 log-sum-exp of the group (every pass: the
+// log-sum-exp of partial log-sum-exps is the whole one), 5 index of the first maximum of
+// the group (argmax in one pass when the whole axis is one group).
 uniform highp sampler2D u_x;
 uniform highp sampler2D u_best;  // CONFIG 3 only: [outer, 1, inner] maxima
 uniform int u_n;
@@ -29,6 +31,36 @@ float compute(int i) {
         if (LOAD(base + k * u_inner) == best) return float(k);
     }
     return 3.0e38;
+#elif CONFIG == 5
+    float best = LOAD(base + k0 * u_inner);
+    int at = k0;
+    for (int k = k0 + 1; k < k1; ++k) {
+        float v = LOAD(base + k * u_inner);
+        if (v > best) {
+            best = v;
+            at = k;
+        }
+    }
+    return float(at);
+#elif CONFIG == 4
+    // Running maximum m and sum s of exp(v - m). NaN wins (bit test: compilers may fold
+    // v != v); an infinite maximum is the result; -inf elements add nothing.
+    float m = uintBitsToFloat(0xff800000u);
+    float s = 0.0;
+    bool nan = false;
+    for (int k = k0; k < k1; ++k) {
+        float v = LOAD(base + k * u_inner);
+        nan = nan || (floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u;
+        if (v > m) {
+            s = s * exp(m - v) + 1.0;
+            m = v;
+        } else if (v > -3.4e38 && m < 3.4e38) {
+            s += exp(v - m);
+        }
+    }
+    if (nan) return uintBitsToFloat(0x7fc00000u);
+    if (abs(m) > 3.4e38) return m;
+    return m + log(s);
 #else
     float acc = LOAD(base + k0 * u_inner);
     for (int k = k0 + 1; k < k1; ++k) {

@@ -1,5 +1,6 @@
 // Reduction of the middle axis of [outer, len, inner] to [outer, 1, inner]. OP: 0 sum, 1 max,
-// 2 min, 3 argmax (index of the first maximum, as f32).
+// 2 min, 3 argmax (index of the first maximum, as f32), 4 log-sum-exp (a partial is the
+// running maximum v and the sum s of exp(x - v); the result v + log(s)).
 // TREE: one workgroup per output; each thread folds a strided part of the axis, then a tree in
 // workgroup memory combines the 256 partials (long sums keep their precision this way).
 // Otherwise one thread per output walks the (short) axis serially.
@@ -20,26 +21,60 @@ fn pg_load(i: u32) -> f32 {
 
 var<workgroup> part_v: array<f32, 256>;
 var<workgroup> part_i: array<u32, 256>;
+var<workgroup> part_s: array<f32, 256>;
 
 struct Acc {
     v: f32,
     i: u32,
+    // log-sum-exp only: the sum of exp(x - v).
+    s: f32,
 }
 
 fn init() -> Acc {
     switch OP {
-        case 0u: { return Acc(0.0, 0u); }
-        case 2u: { return Acc(from_bits(0x7f800000u), 0xffffffffu); }
-        default: { return Acc(from_bits(0xff800000u), 0xffffffffu); }
+        case 0u: { return Acc(0.0, 0u, 0.0); }
+        case 2u: { return Acc(from_bits(0x7f800000u), 0xffffffffu, 0.0); }
+        default: { return Acc(from_bits(0xff800000u), 0xffffffffu, 0.0); }
     }
+}
+
+// One element as a partial.
+fn elem(v: f32, j: u32) -> Acc {
+    return Acc(v, j, 1.0);
+}
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// Log-sum-exp partials: NaN wins, then +inf; a partial with maximum -inf (nothing but -inf
+// so far) adds nothing. Otherwise both sums are rescaled to the larger maximum, so no
+// exponent is positive.
+fn combine_lse(a: Acc, b: Acc) -> Acc {
+    if (is_nan(a.v) || is_nan(b.v)) {
+        return Acc(from_bits(0x7fc00000u), 0u, 1.0);
+    }
+    let inf = from_bits(0x7f800000u);
+    if (a.v == inf || b.v == inf) {
+        return Acc(inf, 0u, 1.0);
+    }
+    if (a.v == -inf) {
+        return b;
+    }
+    if (b.v == -inf) {
+        return a;
+    }
+    let m = max(a.v, b.v);
+    return Acc(m, 0u, a.s * exp(a.v - m) + b.s * exp(b.v - m));
 }
 
 // Combines two partials; for argmax a tie keeps the smaller index (the first maximum).
 fn combine(a: Acc, b: Acc) -> Acc {
     switch OP {
-        case 0u: { return Acc(a.v + b.v, 0u); }
-        case 1u: { return Acc(max(a.v, b.v), 0u); }
-        case 2u: { return Acc(min(a.v, b.v), 0u); }
+        case 0u: { return Acc(a.v + b.v, 0u, 0.0); }
+        case 1u: { return Acc(max(a.v, b.v), 0u, 0.0); }
+        case 2u: { return Acc(min(a.v, b.v), 0u, 0.0); }
+        case 4u: { return combine_lse(a, b); }
         default: {
             if (b.v > a.v || (b.v == a.v && b.i < a.i)) {
                 return b;
@@ -52,6 +87,9 @@ fn combine(a: Acc, b: Acc) -> Acc {
 fn finish(a: Acc) -> f32 {
     if (OP == 3u) {
         return f32(a.i);
+    }
+    if (OP == 4u && a.s > 0.0 && abs(a.v) < from_bits(0x7f800000u)) {
+        return a.v + log(a.s);
     }
     return a.v;
 }
@@ -70,7 +108,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let base = (o / inner) * len * inner + o % inner;
             var acc = init();
             for (var j = 0u; j < len; j++) {
-                acc = combine(acc, Acc(pg_load(base + j * inner), j));
+                acc = combine(acc, elem(pg_load(base + j * inner), j));
             }
             out[o] = finish(acc);
         }
@@ -84,20 +122,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let base = (o / inner) * len * inner + o % inner;
     var acc = init();
     for (var j = lid; j < len; j += 256u) {
-        acc = combine(acc, Acc(pg_load(base + j * inner), j));
+        acc = combine(acc, elem(pg_load(base + j * inner), j));
     }
     part_v[lid] = acc.v;
     part_i[lid] = acc.i;
+    part_s[lid] = acc.s;
     workgroupBarrier();
     for (var s = 128u; s > 0u; s >>= 1u) {
         if (lid < s) {
-            let r = combine(Acc(part_v[lid], part_i[lid]), Acc(part_v[lid + s], part_i[lid + s]));
+            let r = combine(Acc(part_v[lid], part_i[lid], part_s[lid]), Acc(part_v[lid + s], part_i[lid + s], part_s[lid + s]));
             part_v[lid] = r.v;
             part_i[lid] = r.i;
+            part_s[lid] = r.s;
         }
         workgroupBarrier();
     }
     if (lid == 0u) {
-        out[o] = finish(Acc(part_v[0], part_i[0]));
+        out[o] = finish(Acc(part_v[0], part_i[0], part_s[0]));
     }
 }

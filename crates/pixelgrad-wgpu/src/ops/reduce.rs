@@ -18,6 +18,7 @@ pub(crate) const REDUCE: Kernel = Kernel {
     name: Cow::Borrowed("reduce"),
     source: Cow::Borrowed(include_str!("../kernels/reduce.wgsl")),
     inputs: 1,
+    outputs: 1,
     overrides: &["OP", "TREE"],
     status: false,
 };
@@ -55,6 +56,7 @@ fn fused_kernel(gpu: &Gpu, k: &kernel::Kernel, label: &str) -> Result<Rc<Kernel>
         name: Cow::Owned(format!("reduce_fused{id}_{label}")),
         source: Cow::Owned(source),
         inputs: k.inputs().len(),
+        outputs: 1,
         overrides: &["OP", "TREE", "FAST", "SCALARS"],
         status: false,
     });
@@ -73,6 +75,7 @@ pub(crate) fn reduce(gpu: &Gpu, op: ReduceOp, axis: usize, x: ReduceInput<'_>, s
         ReduceOp::Max => 1,
         ReduceOp::Min => 2,
         ReduceOp::ArgMax => 3,
+        ReduceOp::LogSumExp => 4,
     };
     let params = [u("reduce", outputs)?, u("reduce", len)?, u("reduce", inner)?];
     let tree = len > SERIAL_MAX_LEN;

@@ -1,6 +1,8 @@
 // One pass of a reduction tree (as shaders/reduce.glsl): the input viewed as [outer, u_n,
 // inner], each output combining up to u_group (<= GROUP) consecutive elements along the axis.
-// CONFIG 0 sum, 1 max, 2 min, 3 first index whose value equals u_best (3e38 when none).
+// CONFIG 0 sum, 1 max, 2 min, 3 first index whose value equals u_best (3e38 when none),
+// 5 index of the first maximum of the group, 4 log-sum-exp of the group (of partial log-sum-exps in later passes). GLSL ES 1.00 has no
+// bit tests: finite inputs and -inf are exact in meaning, NaN is not detected here.
 // The loop has the constant bound GROUP and breaks at the group's end (GLSL ES 1.00 loops).
 #define GROUP 16
 uniform highp sampler2D u_x;
@@ -32,6 +34,35 @@ float compute(float i) {
         if (LOAD(base + k * u_inner) == best) return k;
     }
     return 3.0e38;
+#elif CONFIG == 5
+    float best = LOAD(base + k0 * u_inner);
+    float at = k0;
+    for (int q = 1; q < GROUP; ++q) {
+        float k = k0 + float(q);
+        if (k >= k1) break;
+        float v = LOAD(base + k * u_inner);
+        if (v > best) {
+            best = v;
+            at = k;
+        }
+    }
+    return at;
+#elif CONFIG == 4
+    float m = LOAD(base + k0 * u_inner);
+    float s = 1.0;
+    for (int q = 1; q < GROUP; ++q) {
+        float k = k0 + float(q);
+        if (k >= k1) break;
+        float v = LOAD(base + k * u_inner);
+        if (v > m) {
+            s = s * exp(m - v) + 1.0;
+            m = v;
+        } else if (v > -3.4e38 && m < 3.4e38) {
+            s += exp(v - m);
+        }
+    }
+    if (abs(m) > 3.4e38) return m;
+    return m + log(s);
 #else
     float acc = LOAD(base + k0 * u_inner);
     for (int q = 1; q < GROUP; ++q) {
