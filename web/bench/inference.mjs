@@ -3,7 +3,10 @@
 // (web/tests/harness.mjs). Run through `cargo xtask bench --inference`, which builds the models
 // (web/bench/make_models.py into web/bench/models/) and the npm package first.
 //
-//   node web/bench/inference.mjs [--quick] [--only NAME,...] [--out FILE] [--markdown FILE | --no-markdown]
+//   node web/bench/inference.mjs [--quick] [--only NAME,...] [--pairs cpu,webgl,webgpu] [--out FILE] [--markdown FILE | --no-markdown]
+//
+// --pairs keeps only the pairs whose pixelgrad backend is listed (e.g. `--pairs cpu` times
+// pixelgrad's CPU backend against ORT's wasm EP alone).
 //
 // Writes web/bench/results/inference-<date>.json and the inference section of BENCHMARKS.md.
 
@@ -25,7 +28,7 @@ const ABOUT = {
 };
 
 function parseArgs(argv) {
-  const a = { quick: false, only: [], out: null, markdown: path.join(repoRoot, 'BENCHMARKS.md') };
+  const a = { quick: false, only: [], pairs: [], out: null, markdown: path.join(repoRoot, 'BENCHMARKS.md') };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i];
     const next = () => {
@@ -34,6 +37,7 @@ function parseArgs(argv) {
     };
     if (v === '--quick') a.quick = true;
     else if (v === '--only') a.only.push(...next().split(',').filter(Boolean));
+    else if (v === '--pairs') a.pairs.push(...next().split(',').filter(Boolean));
     else if (v === '--out') a.out = next();
     else if (v === '--markdown') a.markdown = next();
     else if (v === '--no-markdown') a.markdown = null;
@@ -158,7 +162,7 @@ async function main() {
   result.browser = await browserVersion(browser);
   console.log(`${result.browser}; ${result.machine.cpu} x${result.machine.cores}; ${result.ort}`);
   try {
-    for (const p of pairs) await runPair(browser, server, p, models, settings, result.runs);
+    for (const p of pairs.filter((p) => !args.pairs.length || args.pairs.includes(p.pixelgrad))) await runPair(browser, server, p, models, settings, result.runs);
   } finally {
     await browser.close();
     await server.close();

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const USAGE: &str = "usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] [--no-native] [--no-markdown | --markdown FILE] [--tfjs-tuned] [--out FILE] [--timeout S]\n       cargo xtask bench --inference [--quick] [--only MODELS] [--no-build] [--no-markdown | --markdown FILE] [--out FILE]\n       cargo xtask bench --native [--backends cpu,webgpu,webgl] [--matmul 256,1024] [--seconds S]";
+const USAGE: &str = "usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] [--no-native] [--no-markdown | --markdown FILE] [--tfjs-tuned] [--out FILE] [--timeout S]\n       cargo xtask bench --inference [--quick] [--only MODELS] [--pairs cpu,webgl,webgpu] [--no-build] [--no-markdown | --markdown FILE] [--out FILE]\n       cargo xtask bench --native [--backends cpu,webgpu,webgl] [--matmul 256,1024] [--seconds S]";
 
 /// Options of the browser benchmark; everything not handled here is passed to run.mjs.
 struct Options {
@@ -124,7 +124,7 @@ fn inference(args: &[String]) -> Result<(), String> {
         match a.as_str() {
             "--no-build" => build = false,
             "--quick" | "--no-markdown" => pass.push(a.clone()),
-            "--only" | "--out" | "--markdown" => {
+            "--only" | "--pairs" | "--out" | "--markdown" => {
                 let v = it.next().ok_or(format!("{a} needs a value"))?;
                 pass.extend([a.clone(), v.clone()]);
             }

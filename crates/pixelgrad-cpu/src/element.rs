@@ -20,10 +20,13 @@ pub trait Element: Float + Debug + Default + AddAssign {
     /// and `b`; `c` is contiguous `m x n` and is overwritten.
     #[allow(clippy::too_many_arguments)]
     fn gemm(m: usize, k: usize, n: usize, a: &[Self], rsa: usize, csa: usize, b: &[Self], rsb: usize, csb: usize, c: &mut [Self]);
+    /// Depthwise convolution `x [N, C, H, W]` * `k [C, 1, kh, kw]` → `[N, C, oh, ow]`
+    /// (`Op::DepthwiseConv`): the reference loops of `window::depthwise`, or their SIMD form.
+    fn depthwise(x: &[Self], dims: &[usize], k: &[Self], w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self>;
 }
 
 macro_rules! float_element {
-    ($t:ty, $fast:expr, $gemm:path) => {
+    ($t:ty, $fast:expr, $gemm:path, $depthwise:path) => {
         impl Element for $t {
             const FAST: bool = $fast;
             fn from_f64(v: f64) -> Self {
@@ -38,9 +41,12 @@ macro_rules! float_element {
             fn gemm(m: usize, k: usize, n: usize, a: &[Self], rsa: usize, csa: usize, b: &[Self], rsb: usize, csb: usize, c: &mut [Self]) {
                 $gemm(m, k, n, a, rsa, csa, b, rsb, csb, c)
             }
+            fn depthwise(x: &[Self], dims: &[usize], k: &[Self], w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self> {
+                $depthwise(x, dims, k, w, oh, ow)
+            }
         }
     };
 }
 
-float_element!(f32, true, crate::matmul::gemm_f32);
-float_element!(f64, false, crate::matmul::gemm_loops);
+float_element!(f32, true, crate::matmul::gemm_f32, crate::depthwise::depthwise_f32);
+float_element!(f64, false, crate::matmul::gemm_loops, crate::window::depthwise);

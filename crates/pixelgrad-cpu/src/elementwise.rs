@@ -14,6 +14,9 @@ use pixelgrad_core::{Result, Shape};
 use crate::element::Element;
 use crate::par::{for_chunks, offset_of, FLAT_CHUNK};
 
+/// Inputs of the largest elementwise kernel (`where`).
+const MAX_INPUTS: usize = 3;
+
 /// Runs `launch` with `ins` (values and shapes, each broadcasting to `out`).
 pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> Result<Vec<T>> {
     let k = &launch.kernel;
@@ -49,38 +52,65 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
     let r = dims.len();
     let inner = dims[r - 1];
     let outer = &dims[..r - 1];
-    for_chunks(&mut res, inner, |row, dst| {
+    // Rows are grouped into tasks of about FLAT_CHUNK elements: short rows (a bias or scale
+    // per channel over a small feature map) share one scratch instead of allocating per row.
+    let rows_per_task = (FLAT_CHUNK / inner.max(1)).max(1);
+    // The usual case (every input contiguous or broadcast along the row, at most three
+    // inputs) builds its sources in fixed arrays: no allocation per row.
+    let simple = ins.len() <= MAX_INPUTS && strides[..ins.len()].iter().all(|st| st[r - 1] <= 1);
+    for_chunks(&mut res, inner * rows_per_task, |task, rows| {
         let mut scratch = Scratch::default();
-        let offs: Vec<usize> = strides[..ins.len()].iter().map(|st| offset_of(row, outer, &st[..r - 1])).collect();
-        // After merging, the innermost stride of an input is 1 (contiguous) or 0 (broadcast);
-        // any other stride is gathered, to be safe.
-        let gathered: Vec<Option<Vec<T>>> = ins
-            .iter()
-            .enumerate()
-            .map(|(j, (x, _))| {
-                let st = strides[j][r - 1];
-                (st > 1).then(|| (0..inner).map(|c| x[offs[j] + c * st]).collect())
-            })
-            .collect();
-        let srcs: Vec<Src<'_, T>> = ins
-            .iter()
-            .enumerate()
-            .map(|(j, (x, _))| match (strides[j][r - 1], &gathered[j]) {
-                (_, Some(g)) => Src::Slice(g.as_slice()),
-                (0, None) => Src::Scalar(x[offs[j]]),
-                _ => Src::Slice(&x[offs[j]..offs[j] + inner]),
-            })
-            .collect();
-        for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
-            let start = b * eval::BLOCK;
-            let part: Vec<Src<'_, T>> = srcs
+        for (i, dst) in rows.chunks_mut(inner).enumerate() {
+            let row = task * rows_per_task + i;
+            if simple {
+                let mut srcs = [Src::Scalar(T::ZERO); MAX_INPUTS];
+                for (j, ((x, _), src)) in ins.iter().zip(srcs.iter_mut()).enumerate() {
+                    let off = offset_of(row, outer, &strides[j][..r - 1]);
+                    *src = if strides[j][r - 1] == 0 { Src::Scalar(x[off]) } else { Src::Slice(&x[off..off + inner]) };
+                }
+                for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
+                    let start = b * eval::BLOCK;
+                    let mut part = srcs;
+                    for p in part.iter_mut() {
+                        if let Src::Slice(v) = *p {
+                            *p = Src::Slice(&v[start..start + block.len()]);
+                        }
+                    }
+                    eval_block(k, &part[..ins.len()], &params, block, &mut scratch);
+                }
+                continue;
+            }
+            let offs: Vec<usize> = strides[..ins.len()].iter().map(|st| offset_of(row, outer, &st[..r - 1])).collect();
+            // After merging, the innermost stride of an input is 1 (contiguous) or 0 (broadcast);
+            // any other stride is gathered, to be safe.
+            let gathered: Vec<Option<Vec<T>>> = ins
                 .iter()
-                .map(|s| match *s {
-                    Src::Slice(v) => Src::Slice(&v[start..start + block.len()]),
-                    Src::Scalar(v) => Src::Scalar(v),
+                .enumerate()
+                .map(|(j, (x, _))| {
+                    let st = strides[j][r - 1];
+                    (st > 1).then(|| (0..inner).map(|c| x[offs[j] + c * st]).collect())
                 })
                 .collect();
-            eval_block(k, &part, &params, block, &mut scratch);
+            let srcs: Vec<Src<'_, T>> = ins
+                .iter()
+                .enumerate()
+                .map(|(j, (x, _))| match (strides[j][r - 1], &gathered[j]) {
+                    (_, Some(g)) => Src::Slice(g.as_slice()),
+                    (0, None) => Src::Scalar(x[offs[j]]),
+                    _ => Src::Slice(&x[offs[j]..offs[j] + inner]),
+                })
+                .collect();
+            for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
+                let start = b * eval::BLOCK;
+                let part: Vec<Src<'_, T>> = srcs
+                    .iter()
+                    .map(|s| match *s {
+                        Src::Slice(v) => Src::Slice(&v[start..start + block.len()]),
+                        Src::Scalar(v) => Src::Scalar(v),
+                    })
+                    .collect();
+                eval_block(k, &part, &params, block, &mut scratch);
+            }
         }
     });
     Ok(res)

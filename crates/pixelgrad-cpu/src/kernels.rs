@@ -33,7 +33,7 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
         Op::DepthwiseConv(w) => {
             let d = &shapes[0].0;
             let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| Error::backend("depthwise_conv", backend, "window does not fit"))?;
-            window::depthwise(x[0], d, x[1], w, oh, ow)
+            T::depthwise(x[0], d, x[1], w, oh, ow)
         }
         Op::Gather { axis } => index::gather(backend, x[0], &shapes[0].0, x[1], &shapes[1].0, *axis)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(backend, x[0], &shapes[0].0, x[1], *axis, *size)?,

@@ -1,8 +1,10 @@
 //! pixelgrad-cpu: the CPU backend, in two modes sharing one set of kernels.
 //!
 //! - [`CpuBackend::new`]: the fast path. `f32` storage, matmul through `matrixmultiply`
-//!   (SIMD, cache-blocked), large elementwise / window / reduction kernels split across rayon
-//!   threads natively; single-threaded on `wasm32`.
+//!   natively (SIMD, cache-blocked) and through pixelgrad's own wasm SIMD GEMM in the browser
+//!   (`sgemm`: packed 4x8 tiles on `v128` lanes), depthwise convolution on 4-lane vectors
+//!   (`depthwise`), large elementwise / window / reduction kernels split across rayon threads
+//!   natively; single-threaded on `wasm32`.
 //! - [`CpuBackend::reference`]: the numerical reference. `f64` storage, plain loops, no
 //!   threads; [`Backend::upload_f64`] and [`Backend::read_f64`] are exact. Conformance tests
 //!   compare every backend with it and check gradients by finite differences on it.
@@ -34,6 +36,7 @@ use std::rc::Rc;
 
 use pixelgrad_core::{Backend, BackendKind, Counters, Error, Op, Result, Shape, Storage};
 
+mod depthwise;
 pub mod element;
 mod elementwise;
 mod index;
@@ -43,6 +46,10 @@ mod movement;
 mod par;
 mod random;
 mod reduce;
+// Natively only its tests call it (the backend uses matrixmultiply there).
+#[cfg_attr(not(all(target_arch = "wasm32", target_feature = "simd128")), allow(dead_code))]
+mod sgemm;
+mod simd;
 mod window;
 
 pub use element::Element;

@@ -1,6 +1,7 @@
 //! (Batched) matrix products. Transposes are free: a transposed operand is just read with
-//! swapped row/column strides. The f32 path calls `matrixmultiply::sgemm` (cache-blocked,
-//! SIMD, threaded natively); the f64 reference is a plain triple loop.
+//! swapped row/column strides. The f32 path calls `matrixmultiply::sgemm` natively
+//! (cache-blocked, AVX/FMA, threaded) and pixelgrad's own wasm SIMD GEMM (`crate::sgemm`) in
+//! the browser; the f64 reference is a plain triple loop.
 
 use crate::element::Element;
 
@@ -48,6 +49,12 @@ pub(crate) fn gemm_f32(m: usize, k: usize, n: usize, a: &[f32], rsa: usize, csa:
         // bounds.
         return gemm_loops(m, k, n, a, rsa, csa, b, rsb, csb, c);
     }
+    // In the browser: pixelgrad's own wasm SIMD kernel (src/sgemm.rs).
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        crate::sgemm::sgemm(m, k, n, a, rsa, csa, b, rsb, csb, c);
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
     // SAFETY: the bounds checks above keep every access of sgemm inside `a`, `b` and `c`;
     // `c` is exclusively borrowed and beta = 0 means its old contents are not read.
     unsafe {

@@ -9,7 +9,7 @@ use crate::par::for_chunks;
 
 /// Input coordinate of output position `o` at kernel offset `k`, or `None` in the padding.
 #[inline]
-fn src_coord(o: usize, stride: usize, k: usize, pad: usize, size: usize) -> Option<usize> {
+pub(crate) fn src_coord(o: usize, stride: usize, k: usize, pad: usize, size: usize) -> Option<usize> {
     let p = o * stride + k;
     if p < pad || p - pad >= size {
         None
@@ -21,7 +21,7 @@ fn src_coord(o: usize, stride: usize, k: usize, pad: usize, size: usize) -> Opti
 /// The output positions `lo..hi` (out of `n`) whose input coordinate `o * stride + k - pad`
 /// falls inside `0..size`, so inner loops run without bounds tests.
 #[inline]
-fn valid_range(n: usize, stride: usize, k: usize, pad: usize, size: usize) -> (usize, usize) {
+pub(crate) fn valid_range(n: usize, stride: usize, k: usize, pad: usize, size: usize) -> (usize, usize) {
     // o * stride + k >= pad  <=>  o >= ceil((pad - k) / stride)
     let lo = if k >= pad { 0 } else { (pad - k).div_ceil(stride) };
     // o * stride + k - pad < size  <=>  o * stride < size + pad - k
@@ -100,6 +100,8 @@ pub fn col2im<T: Element>(cols: &[T], dims: &[usize], w: &Window, h: usize, wd: 
 /// Depthwise convolution `x [N, C, H, W]` * `k [C, 1, kh, kw]` → `[N, C, OH, OW]`
 /// ([`pixelgrad_core::Op::DepthwiseConv`]): one output plane per (n, c), taps in the padding
 /// skipped, each output summed over the taps in (i, j) order.
+/// The f32 fast path computes the same sums with SIMD instead (`Element::depthwise`,
+/// src/depthwise.rs).
 pub fn depthwise<T: Element>(x: &[T], dims: &[usize], k: &[T], w: &Window, oh: usize, ow: usize) -> Vec<T> {
     let (n, c, h, wd) = (dims[0], dims[1], dims[2], dims[3]);
     let kk = w.kh * w.kw;

@@ -1,0 +1,170 @@
+//! The fast path's depthwise convolution (`Op::DepthwiseConv`). Each input plane is copied
+//! once into a zero-padded, de-interleaved form (row `y`, phase `q` holds padded columns
+//! `q, q + s, q + 2s, ...` for the horizontal stride `s`), so that every tap of every output
+//! row reads a contiguous run; outputs are then computed eight at a time, each summing its taps
+//! in (i, j) order like the reference loops in `window::depthwise`. The padding contributes
+//! `0 * tap` terms where the reference skips the tap: the same values for finite weights (up
+//! to the sign of a zero result).
+
+use std::cell::RefCell;
+
+use pixelgrad_core::Window;
+
+use crate::par::for_chunks;
+use crate::simd::F4;
+
+/// Outputs per group (two 4-lane vectors of f32 in wasm SIMD).
+const LANES: usize = 8;
+
+thread_local! {
+    /// The padded plane and one output row, reused from plane to plane.
+    static SCRATCH: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// `x [N, C, H, W]` * `k [C, 1, kh, kw]` → `[N, C, OH, OW]`.
+pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh: usize, ow: usize) -> Vec<f32> {
+    let (n, c, h, wd) = (dims[0], dims[1], dims[2], dims[3]);
+    let (kh, kw) = (w.kh, w.kw);
+    let kk = kh * kw;
+    let s = w.stride_w.max(1);
+    let mut out = vec![0.0f32; n * c * oh * ow];
+    if out.is_empty() {
+        return out;
+    }
+    // Rows of the padded plane that outputs read: oy * stride_h + i < hp.
+    let hp = (oh - 1) * w.stride_h + kh;
+    let wp = wd + 2 * w.pad_w;
+    // Outputs per row rounded up to whole groups; a phase must hold every column a group
+    // reads: ox + j / s for ox < ow4, j < kw.
+    let ow4 = ow.div_ceil(LANES) * LANES;
+    let plen = wp.div_ceil(s).max(ow4 + (kw - 1) / s);
+    let stride_row = s * plen;
+    // Offset in the padded copy of tap (i, j) from the start of output row oy's first input
+    // row: row i, phase j % s, position j / s.
+    let offs: Vec<usize> = (0..kk).map(|t| (t / kw) * stride_row + (t % kw % s) * plen + (t % kw) / s).collect();
+    let reach = offs.iter().max().copied().unwrap_or(0) + ow4;
+    for_chunks(&mut out, oh * ow, |plane, dst| {
+        let ch = plane % c;
+        let src = &x[plane * h * wd..(plane + 1) * h * wd];
+        let taps = &k[ch * kk..(ch + 1) * kk];
+        SCRATCH.with(|cell| {
+            let mut scratch = cell.borrow_mut();
+            let (pp, line) = &mut *scratch;
+            // Padded, de-interleaved copy: padded column u = x + pad_w of padded row
+            // v = y + pad_h goes to row v, phase u % s, position u / s.
+            pp.clear();
+            pp.resize(hp * stride_row, 0.0);
+            for v in w.pad_h..(h + w.pad_h).min(hp) {
+                let row = &src[(v - w.pad_h) * wd..(v - w.pad_h + 1) * wd];
+                let prow = &mut pp[v * stride_row..(v + 1) * stride_row];
+                if s == 2 {
+                    // The common strided case: shifts instead of divisions.
+                    for (xc, &val) in row.iter().enumerate() {
+                        let u = xc + w.pad_w;
+                        prow[(u & 1) * plen + (u >> 1)] = val;
+                    }
+                    continue;
+                }
+                for q in 0..s {
+                    // The first padded column u >= pad_w with u % s == q.
+                    let u0 = w.pad_w + (q + s - w.pad_w % s) % s;
+                    if u0 - w.pad_w >= wd {
+                        continue;
+                    }
+                    let phase = &mut prow[q * plen + u0 / s..(q + 1) * plen];
+                    if s == 1 {
+                        phase[..wd].copy_from_slice(row);
+                        continue;
+                    }
+                    for (d, &v) in phase.iter_mut().zip(row[u0 - w.pad_w..].iter().step_by(s)) {
+                        *d = v;
+                    }
+                }
+            }
+            line.clear();
+            line.resize(ow4, 0.0);
+            for oy in 0..oh {
+                let window = &pp[oy * w.stride_h * stride_row..];
+                // Every load below reads window[off + g .. off + g + LANES] with
+                // off + g + LANES <= reach.
+                assert!(reach <= window.len(), "depthwise: padded plane too short");
+                for g in (0..ow4).step_by(LANES) {
+                    let (mut a0, mut a1) = (F4::zero(), F4::zero());
+                    for (&off, &tap) in offs.iter().zip(taps) {
+                        let t = F4::splat(tap);
+                        // SAFETY: off + g + LANES <= reach <= window.len() (asserted above).
+                        unsafe {
+                            let p = window.as_ptr().add(off + g);
+                            a0 = a0.mul_add(F4::load(p), t);
+                            a1 = a1.mul_add(F4::load(p.add(4)), t);
+                        }
+                    }
+                    // SAFETY: g + LANES <= ow4 = line.len().
+                    unsafe {
+                        a0.store(line.as_mut_ptr().add(g));
+                        a1.store(line.as_mut_ptr().add(g + 4));
+                    }
+                }
+                dst[oy * ow..(oy + 1) * ow].copy_from_slice(&line[..ow]);
+            }
+        });
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::src_coord;
+
+    /// The row kernel equals the reference loops exactly (same products, same order) for
+    /// strides 1 to 3, padding, and windows wider than the image.
+    #[test]
+    fn matches_the_reference_loops() {
+        for &(kh, kw, sh, sw, ph, pw, h, wd) in &[
+            (3, 3, 1, 1, 1, 1, 7, 9),
+            (3, 3, 2, 2, 1, 1, 8, 8),
+            (3, 3, 2, 2, 1, 1, 9, 7),
+            (5, 5, 2, 2, 2, 2, 11, 6),
+            (3, 2, 2, 3, 1, 0, 5, 10),
+            (1, 1, 1, 1, 0, 0, 3, 3),
+            (3, 3, 1, 1, 2, 2, 2, 2),
+        ] {
+            let win = Window { kh, kw, stride_h: sh, stride_w: sw, pad_h: ph, pad_w: pw };
+            let Some((oh, ow)) = win.out_hw(h, wd) else { panic!("window does not fit") };
+            let (n, c) = (2, 3);
+            let x: Vec<f32> = (0..n * c * h * wd).map(|i| (i as f32 * 0.37).sin()).collect();
+            let k: Vec<f32> = (0..c * kh * kw).map(|i| (i as f32 * 0.71).cos()).collect();
+            let got = depthwise_f32(&x, &[n, c, h, wd], &k, &win, oh, ow);
+            // Same products in the same order in f32 (plus exact zeros from the padding).
+            let want = reference_f32(&x, &[n, c, h, wd], &k, &win, oh, ow);
+            assert_eq!(got, want, "{win:?} on {h}x{wd}");
+        }
+    }
+
+    /// One f32 sum per output over its taps in (i, j) order, padding skipped: the definition
+    /// the reference backend's loops follow.
+    fn reference_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh: usize, ow: usize) -> Vec<f32> {
+        let (n, c, h, wd) = (dims[0], dims[1], dims[2], dims[3]);
+        let mut out = vec![0.0f32; n * c * oh * ow];
+        for plane in 0..n * c {
+            let ch = plane % c;
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut acc = 0.0f32;
+                    for i in 0..w.kh {
+                        for j in 0..w.kw {
+                            let (Some(y), Some(xx)) = (src_coord(oy, w.stride_h, i, w.pad_h, h), src_coord(ox, w.stride_w, j, w.pad_w, wd))
+                            else {
+                                continue;
+                            };
+                            acc += x[plane * h * wd + y * wd + xx] * k[ch * w.kh * w.kw + i * w.kw + j];
+                        }
+                    }
+                    out[plane * oh * ow + oy * ow + ox] = acc;
+                }
+            }
+        }
+        out
+    }
+}
