@@ -79,6 +79,7 @@ impl WebGlBackend {
             gl.disable(glow::DITHER);
             (fbo, vao, triangle)
         };
+        let group_targets = if opts.group && opts.fuse && !opts.webgl1 { crate::group::max_targets(&gl, &report) } else { 0 };
         let shared = Shared {
             gl,
             name: name.clone(),
@@ -89,6 +90,9 @@ impl WebGlBackend {
             programs: RefCell::new(HashMap::new()),
             map_kernels: RefCell::new(Vec::new()),
             map_index: RefCell::new(HashMap::new()),
+            map_groups: RefCell::new(Vec::new()),
+            group_index: RefCell::new(HashMap::new()),
+            group_targets,
             fuse: opts.fuse,
             mediump: opts.mediump,
             abandoned: Cell::new(false),

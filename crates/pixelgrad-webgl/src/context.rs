@@ -30,6 +30,12 @@ pub(crate) struct Shared {
     /// `kernel` of their [`ProgramSpec`]), with a label for logs.
     pub map_kernels: RefCell<Vec<(pixelgrad_core::kernel::Kernel, String)>>,
     pub map_index: RefCell<HashMap<pixelgrad_core::kernel::Kernel, u32>>,
+    /// Grouped draws of several elementwise kernels (`group.rs`), numbered in order of first
+    /// use (the `kernel` of their [`ProgramSpec`]), and the most outputs one may have (0:
+    /// results are never grouped).
+    pub map_groups: RefCell<Vec<crate::group::GroupDef>>,
+    pub group_index: RefCell<HashMap<crate::group::GroupDef, u32>>,
+    pub group_targets: usize,
     /// Fuse elementwise chains (`fusion.rs`), and the pending results made since the last
     /// settle, oldest first.
     pub fuse: bool,

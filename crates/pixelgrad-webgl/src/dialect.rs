@@ -225,6 +225,173 @@ pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Resu
     Ok(s)
 }
 
+/// Body name of a grouped elementwise draw: several kernels over the same inputs, each
+/// written to its own render target (`group.rs`). Its `kernel` is the number of the group in
+/// the backend's registry and its `config` the [`map_config`] of the shared inputs (always the
+/// fast path: no input needs index arithmetic).
+pub const MAP_GROUP: &str = "map_group";
+
+/// Most scalar parameters of a grouped draw (all its members' together).
+pub const GROUP_MAX_PARAMS: usize = 32;
+/// Uniform names of a grouped draw's parameters: [`MAP_PARAMS`], then more.
+pub const GROUP_PARAMS: [&str; GROUP_MAX_PARAMS] = [
+    "u_p0", "u_p1", "u_p2", "u_p3", "u_p4", "u_p5", "u_p6", "u_p7", "u_p8", "u_p9", "u_p10", "u_p11", "u_p12", "u_p13", "u_p14", "u_p15",
+    "u_p16", "u_p17", "u_p18", "u_p19", "u_p20", "u_p21", "u_p22", "u_p23", "u_p24", "u_p25", "u_p26", "u_p27", "u_p28", "u_p29", "u_p30",
+    "u_p31",
+];
+/// Most render targets of a grouped draw (fewer where the context has fewer draw buffers).
+pub const GROUP_MAX_TARGETS: usize = 8;
+/// Uniform names of a grouped draw's output lengths: its outputs share a texture size, not
+/// necessarily a length (`u_out_n` is the longest; each output is 0 past its own length, as
+/// a single draw leaves it).
+pub const GROUP_LENS: [&str; GROUP_MAX_TARGETS] = ["u_n0", "u_n1", "u_n2", "u_n3", "u_n4", "u_n5", "u_n6", "u_n7"];
+
+/// One output of a grouped draw: its kernel and, for each kernel input, which of the draw's
+/// inputs it is.
+pub struct GroupMember<'a> {
+    pub kernel: &'a Kernel,
+    pub inputs: &'a [usize],
+}
+
+/// [`Glsl300`] with parameter `i` spelled as the group's parameter `base + i`: each member of
+/// a grouped draw renders exactly as it would alone, reading its own slice of the uniforms.
+struct Shifted(usize);
+
+impl Dialect for Shifted {
+    fn name(&self) -> &'static str {
+        Glsl300.name()
+    }
+    fn ty(&self, t: DType) -> Option<&'static str> {
+        Glsl300.ty(t)
+    }
+    fn float(&self, v: f32) -> String {
+        Glsl300.float(v)
+    }
+    fn special_float(&self, bits: u32) -> String {
+        Glsl300.special_float(bits)
+    }
+    fn boolean(&self, b: bool) -> String {
+        Glsl300.boolean(b)
+    }
+    fn input(&self, i: usize) -> String {
+        Glsl300.input(i)
+    }
+    fn param(&self, i: usize) -> String {
+        GROUP_PARAMS.get(self.0 + i).map_or_else(|| format!("u_p{}", self.0 + i), |n| n.to_string())
+    }
+    fn prim1(&self, op: Prim1, a: &str) -> String {
+        Glsl300.prim1(op, a)
+    }
+    fn prim2(&self, op: Prim2, a: &str, b: &str) -> String {
+        Glsl300.prim2(op, a, b)
+    }
+    fn select(&self, c: &str, a: &str, b: &str) -> String {
+        Glsl300.select(c, a, b)
+    }
+    fn cast(&self, to: DType, from: DType, a: &str) -> Option<String> {
+        Glsl300.cast(to, from, a)
+    }
+    fn declare(&self, ty: &str, name: &str, value: &str) -> String {
+        Glsl300.declare(ty, name, value)
+    }
+    fn ret(&self, value: &str) -> String {
+        Glsl300.ret(value)
+    }
+    fn function(&self, name: &str, args: &[(&str, String)], ret: &str, body: &str) -> String {
+        Glsl300.function(name, args, ret, body)
+    }
+}
+
+/// The fragment source of a [`MAP_GROUP`] draw: `inputs` samplers, the members' parameters
+/// one after the other, and member `k` (rendered as `pg_apply{k}`, the same code as its single
+/// program's `pg_apply`) written to render target `k` up to its length `u_n{k}`, element by
+/// element as `main_elementwise.glsl` writes one output. Each input is fetched once per
+/// element (an input has its member's length, so its texture has the targets' size, or is one
+/// element).
+pub fn map_group_source(members: &[GroupMember<'_>], inputs: usize, config: u32) -> pixelgrad_core::Result<String> {
+    let params: usize = members.iter().map(|m| m.kernel.params()).sum();
+    let bad = |what: String| pixelgrad_core::Error::invalid("GLSL grouped kernel", what);
+    if inputs > MAP_MAX_INPUTS || params > GROUP_MAX_PARAMS || members.is_empty() || members.len() > GROUP_MAX_TARGETS {
+        return Err(bad(format!(
+            "{} outputs, {inputs} inputs and {params} parameters; at most {GROUP_MAX_TARGETS}, {MAP_MAX_INPUTS} and {GROUP_MAX_PARAMS}",
+            members.len()
+        )));
+    }
+    let mut s = preamble(config);
+    s.push_str("// Grouped elementwise draw rendered from the kernel IR (pixelgrad_core::kernel).\n");
+    for k in 1..members.len() {
+        s.push_str(&format!("layout(location = {k}) out vec4 o_color{k};\n"));
+    }
+    for name in &MAP_INPUTS[..inputs] {
+        s.push_str(&format!("uniform highp sampler2D {name};\n"));
+    }
+    for name in &GROUP_PARAMS[..params] {
+        s.push_str(&format!("uniform float {name};\n"));
+    }
+    for name in &GROUP_LENS[..members.len()] {
+        s.push_str(&format!("uniform int {name};\n"));
+    }
+    let mut base = 0;
+    for (k, m) in members.iter().enumerate() {
+        if m.inputs.len() != m.kernel.inputs().len() || m.inputs.iter().any(|&i| i >= inputs) {
+            return Err(bad(format!("member {k} reads inputs {:?} of {inputs}", m.inputs)));
+        }
+        s.push_str(&render_function(m.kernel, &Shifted(base), &format!("pg_apply{k}"))?);
+        base += m.kernel.params();
+    }
+    s.push_str("\nvoid main() {\n    int base = out_base();\n");
+    for k in 0..members.len() {
+        s.push_str(&format!("    vec4 r{k} = vec4(0.0);\n"));
+    }
+    for (j, c) in ["x", "y", "z", "w"].iter().enumerate() {
+        s.push_str(&format!("    if (base + {j} < u_out_n) {{\n        int i = base + {j};\n"));
+        for (i, name) in MAP_INPUTS[..inputs].iter().enumerate() {
+            s.push_str(&format!("        float v{i} = fetch({name}, (CONFIG & {}) != 0 ? 0 : i);\n", 2 << i));
+        }
+        for (k, m) in members.iter().enumerate() {
+            let args: Vec<String> = m.inputs.iter().map(|i| format!("v{i}")).collect();
+            s.push_str(&format!("        if (i < {}) r{k}.{c} = pg_apply{k}({});\n", GROUP_LENS[k], args.join(", ")));
+        }
+        s.push_str("    }\n");
+    }
+    s.push_str("    o_color = r0;\n");
+    for k in 1..members.len() {
+        s.push_str(&format!("    o_color{k} = r{k};\n"));
+    }
+    s.push_str("}\n");
+    Ok(s)
+}
+
+/// Grouped draws of every elementwise definition (up to [`GROUP_MAX_TARGETS`] per draw, all
+/// reading the same inputs), with no one-element input and with every input one element,
+/// labelled: for offline validation.
+pub fn all_group_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
+    let defs = pixelgrad_core::kernel::defs::all()?;
+    let mut groups: Vec<Vec<&Kernel>> = vec![Vec::new()];
+    for (_, k) in &defs {
+        let last = groups.last().map_or(0, |g| g.iter().map(|k| k.params()).sum::<usize>());
+        if groups.last().is_some_and(|g| g.len() == GROUP_MAX_TARGETS || last + k.params() > GROUP_MAX_PARAMS) {
+            groups.push(Vec::new());
+        }
+        if let Some(g) = groups.last_mut() {
+            g.push(k);
+        }
+    }
+    let mut out = Vec::new();
+    let order: Vec<Vec<usize>> = defs.iter().map(|(_, k)| (0..k.inputs().len()).collect()).collect();
+    let mut at = 0;
+    for (n, g) in groups.iter().enumerate() {
+        let members: Vec<GroupMember<'_>> = g.iter().zip(&order[at..]).map(|(kernel, inputs)| GroupMember { kernel, inputs }).collect();
+        at += g.len();
+        let inputs = g.iter().map(|k| k.inputs().len()).max().unwrap_or(0);
+        let every = (1u32 << inputs) - 1;
+        for (form, config) in [("fast", map_config(true, 0)), ("scalars", map_config(true, every))] {
+            out.push((format!("group{n}.{form}"), map_group_source(&members, inputs, config)?));
+        }
+    }
+    Ok(out)
+}
+
 /// GLSL ES 3.00, as the WebGL2 programs are written (highp everywhere). Values are `a0..`
 /// (inputs) and `u_p0..` (parameters).
 pub struct Glsl300;

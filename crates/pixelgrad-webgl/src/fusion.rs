@@ -2,7 +2,8 @@
 //! `expand`, `fill`) returns a pending [`Lazy`] result holding the composed kernel
 //! (`pixelgrad_core::kernel::fuse`); the next elementwise op composes with it, and the chain is
 //! drawn as one pass when a value is needed — a non-elementwise op or a read
-//! ([`crate::texture::tensor_of`]), the end of a step or a flush ([`settle`]).
+//! ([`crate::texture::tensor_of`]), the end of a step or a flush ([`settle`]). At a settle,
+//! results whose textures have one size are drawn together on WebGL2 (`group.rs`).
 //!
 //! A composition that would not fit one program (more samplers or scalar uniforms than the
 //! program declares, a very long chain) draws its largest pending input first instead.
@@ -103,10 +104,15 @@ pub(crate) fn new_generation(generation: &std::cell::Cell<u64>) {
     generation.set(generation.get().wrapping_add(1));
 }
 
-/// Draws every pending result some tensor still holds, oldest first.
+/// Draws every pending result some tensor still holds, oldest first; results of the same
+/// size together where the context has multiple render targets (`group.rs`).
 pub(crate) fn settle(sh: &Rc<Shared>) -> Result<()> {
     new_generation(&sh.generation);
     let list = std::mem::take(&mut *sh.lazies.borrow_mut());
+    if sh.group_targets >= 2 {
+        let live: Vec<Storage> = list.iter().filter_map(|w| w.upgrade()).collect();
+        return crate::group::settle(sh, &live);
+    }
     for w in list {
         if let Some(s) = w.upgrade() {
             if s.downcast::<Lazy>().is_some_and(|l| !l.is_done()) {

@@ -47,6 +47,14 @@
 //! - `replayed`: draws served from a step plan (same target, program and uniforms as
 //!   recorded).
 //!
+//! # Grouped draws
+//!
+//! When pending elementwise results are drawn at the end of a step or a flush, those whose
+//! output textures have one size are drawn together, one draw with several render targets
+//! (`src/group.rs`; e.g. Adam's `m`, `v` and parameter update of each parameter), with the
+//! same per-output code as single draws, so results are bit-identical.
+//! [`WebGlOptions::group`] turns it off; the `webgl1` mode never groups.
+//!
 //! # Step plans
 //!
 //! Inside [`Device::step`](pixelgrad_core::Device::step) (`Backend::begin_step` /
@@ -76,6 +84,7 @@ pub mod dialect;
 mod egl;
 mod fusion;
 pub mod gl1;
+mod group;
 mod heatmap;
 mod image;
 mod launch;

@@ -23,11 +23,24 @@ pub struct WebGlOptions {
     /// render targets, pixel-pack buffers or fences. Required for a WebGL1 context; on an
     /// OpenGL ES 3 / WebGL2 context it runs the same programs (how the native tests check it).
     pub webgl1: bool,
+    /// Draw pending results of the same size together at the end of a step (or a flush), one
+    /// draw with several render targets instead of one draw each (`group.rs`); `false` draws
+    /// each alone (for comparisons and tests). Only with `fuse`, and never in the `webgl1`
+    /// mode (WebGL1 has no multiple render targets).
+    pub group: bool,
 }
 
 impl Default for WebGlOptions {
     fn default() -> Self {
-        WebGlOptions { force_half_float: false, max_texture_size: None, self_test: true, fuse: true, mediump: false, webgl1: false }
+        WebGlOptions {
+            force_half_float: false,
+            max_texture_size: None,
+            self_test: true,
+            fuse: true,
+            mediump: false,
+            webgl1: false,
+            group: true,
+        }
     }
 }
 

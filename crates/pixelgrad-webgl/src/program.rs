@@ -207,6 +207,9 @@ impl Shared {
 
     /// A readable label of `spec` for logs.
     pub fn spec_label(&self, spec: &ProgramSpec) -> String {
+        if spec.name == dialect::MAP_GROUP {
+            return self.group_label(spec.kernel);
+        }
         if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {
             let list = self.map_kernels.borrow();
             let what = list.get(spec.kernel as usize).map_or("?", |(_, l)| l.as_str());
@@ -223,6 +226,9 @@ impl Shared {
     fn fragment(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
         if self.gl1 {
             return self.fragment_gl1(op, spec);
+        }
+        if spec.name == dialect::MAP_GROUP {
+            return self.group_source(op, spec);
         }
         if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {
             let k = self.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
