@@ -43,6 +43,11 @@ pub struct WgpuOptions {
     /// Fuse chains of elementwise ops into one kernel (one launch per chain); `false` runs
     /// every op as its own launch (for comparisons and tests).
     pub fuse: bool,
+    /// Compute the pending elementwise results a step (or a flush) ends with in grouped
+    /// launches, several outputs per launch (the optimizer's updates of every parameter, the
+    /// running sums); `false` gives each its own launch (for comparisons and tests). Needs
+    /// `fuse`.
+    pub group: bool,
 }
 
 impl Default for WgpuOptions {
@@ -55,6 +60,7 @@ impl Default for WgpuOptions {
             matmul: MatmulKernel::Auto,
             subgroups: true,
             fuse: true,
+            group: true,
         }
     }
 }
@@ -113,6 +119,7 @@ impl WgpuBackend {
             MatmulKernel::Registers => true,
         };
         let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
+        gpu.group.set(opts.group);
         Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout })
     }
 
@@ -163,6 +170,9 @@ impl WgpuBackend {
         if let Some(t) = s.downcast::<GpuTensor>() {
             return Ok(t);
         }
+        if let Some(m) = s.downcast::<fusion::LazyMatmul>() {
+            return m.force(self);
+        }
         if let Some(lazy) = s.downcast::<Lazy>() {
             let done = lazy.force(|p| fusion::run(self, p))?;
             return done.downcast::<GpuTensor>().ok_or_else(|| Error::backend(op, BACKEND, "a fused result is not a buffer"));
@@ -205,6 +215,9 @@ impl Backend for WgpuBackend {
                 return fusion::defer(self, op, &launch, name, inputs, shapes, out);
             }
             if let Some(s) = fusion::reduce(self, op, inputs, shapes, out)? {
+                return Ok(s);
+            }
+            if let Some(s) = fusion::defer_matmul(self, op, inputs, shapes, out)? {
                 return Ok(s);
             }
         }

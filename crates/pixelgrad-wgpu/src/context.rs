@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use pixelgrad_core::{Counters, Error, Result};
 
-use crate::pipelines::{Kernel, Pipelines};
+use crate::pipelines::{Kernel, Pipelines, MAX_INPUTS};
 use crate::plan::{self, AllocEntry, LaunchEntry, Plans};
 use crate::pool::{size_class, Kind, Pool};
 use crate::BACKEND;
@@ -18,6 +18,9 @@ pub(crate) const PARAM_SLOT: u64 = 256;
 const STATUS_BYTES: u64 = 256;
 /// u32 words in a parameter slot.
 pub(crate) const PARAM_WORDS: usize = (PARAM_SLOT / 4) as usize;
+
+/// A grouped launch's structure: its members and how many inputs they share.
+pub(crate) type GroupKey = (Vec<crate::wgsl::GroupMember>, usize);
 
 /// What went wrong on the device, written by wgpu callbacks (which must be `Send`).
 #[derive(Default)]
@@ -58,9 +61,13 @@ pub(crate) struct Gpu {
     pub map_kernels: RefCell<std::collections::HashMap<pixelgrad_core::kernel::Kernel, Rc<Kernel>>>,
     /// Reductions with a fused input, by the input's kernel (see `ops::reduce`).
     pub reduce_kernels: RefCell<std::collections::HashMap<pixelgrad_core::kernel::Kernel, Rc<Kernel>>>,
+    /// Grouped elementwise launches, by their members and input count (see `fusion::settle`).
+    pub group_kernels: RefCell<std::collections::HashMap<GroupKey, Rc<Kernel>>>,
     /// Fuse elementwise chains (`fusion.rs`), and the pending results made since the last
     /// settle, oldest first.
     pub fuse: bool,
+    /// Whether `fusion::settle` groups pending results into multi-output launches.
+    pub group: Cell<bool>,
     pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
     /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
     pub generation: Cell<u64>,
@@ -145,7 +152,9 @@ impl Gpu {
             pipelines,
             map_kernels: RefCell::new(std::collections::HashMap::new()),
             reduce_kernels: RefCell::new(std::collections::HashMap::new()),
+            group_kernels: RefCell::new(std::collections::HashMap::new()),
             fuse,
+            group: Cell::new(true),
             lazies: RefCell::new(Vec::new()),
             generation: Cell::new(0),
             launch_log: RefCell::new(None),
@@ -167,6 +176,17 @@ impl Gpu {
     }
 
     /// The adapter's name; browsers often hide it, then the vendor id stands in.
+    /// Storage buffers one fused kernel may bind on this device: its limit per shader stage
+    /// (WebGPU guarantees 8), at most [`crate::pipelines::MAX_BUFFERS`].
+    pub(crate) fn max_buffers(&self) -> usize {
+        (self.limits.max_storage_buffers_per_shader_stage as usize).clamp(MAX_INPUTS + 1, crate::pipelines::MAX_BUFFERS)
+    }
+
+    /// Read-only inputs of a fused kernel with one output ([`Gpu::max_buffers`] less one).
+    pub(crate) fn max_inputs(&self) -> usize {
+        self.max_buffers() - 1
+    }
+
     pub(crate) fn adapter_name(&self) -> String {
         if self.info.name.is_empty() {
             format!("unnamed adapter, vendor {:#x}", self.info.vendor)
@@ -277,7 +297,23 @@ impl Gpu {
         params: &[u32],
         grid: [u32; 3],
     ) -> Result<()> {
+        self.launch_multi(op, kernel, config, inputs, &[output], params, grid)
+    }
+
+    /// [`Gpu::launch`] of a kernel writing several outputs (bound after the inputs, in order).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch_multi(
+        &self,
+        op: &'static str,
+        kernel: &Kernel,
+        config: &[u32],
+        inputs: &[&wgpu::Buffer],
+        outputs: &[&wgpu::Buffer],
+        params: &[u32],
+        grid: [u32; 3],
+    ) -> Result<()> {
         debug_assert_eq!(inputs.len(), kernel.inputs);
+        debug_assert_eq!(outputs.len(), kernel.outputs);
         debug_assert!(params.len() <= PARAM_WORDS);
         if grid.contains(&0) {
             return Ok(());
@@ -307,15 +343,16 @@ impl Gpu {
                 size: wgpu::BufferSize::new(PARAM_SLOT),
             }),
         });
-        for (i, b) in inputs.iter().chain(std::iter::once(&output)).enumerate() {
+        for (i, b) in inputs.iter().chain(outputs).enumerate() {
             entries.push(wgpu::BindGroupEntry { binding: 1 + i as u32, resource: b.as_entire_binding() });
         }
         if kernel.status {
-            entries.push(wgpu::BindGroupEntry { binding: 2 + inputs.len() as u32, resource: self.status.as_entire_binding() });
+            let binding = 1 + (inputs.len() + outputs.len()) as u32;
+            entries.push(wgpu::BindGroupEntry { binding, resource: self.status.as_entire_binding() });
             self.status_armed.set(true);
         }
-        let layout = self.pipelines.layout(kernel);
-        let bind_group = self.planned_bind_group(op, layout, slot, inputs, output, &entries);
+        let layout = self.pipelines.layout(&self.device, kernel);
+        let bind_group = self.planned_bind_group(op, &layout, slot, inputs, outputs, &entries);
 
         let mut rec = self.rec.borrow_mut();
         let rec = &mut *rec;
@@ -349,12 +386,12 @@ impl Gpu {
         layout: &wgpu::BindGroupLayout,
         slot: u64,
         inputs: &[&wgpu::Buffer],
-        output: &wgpu::Buffer,
+        outputs: &[&wgpu::Buffer],
         entries: &[wgpu::BindGroupEntry<'_>],
     ) -> wgpu::BindGroup {
-        let mut bound: Vec<&wgpu::Buffer> = Vec::with_capacity(inputs.len() + 1);
+        let mut bound: Vec<&wgpu::Buffer> = Vec::with_capacity(inputs.len() + outputs.len());
         bound.extend_from_slice(inputs);
-        bound.push(output);
+        bound.extend_from_slice(outputs);
         let mut plans = self.plans.borrow_mut();
         let planned = plans.current().and_then(|(plan, at)| {
             let j = at.launch;

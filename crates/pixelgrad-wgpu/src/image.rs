@@ -20,6 +20,7 @@ pub(crate) const FROM_PIXELS: Kernel = Kernel {
     name: Cow::Borrowed("from_pixels"),
     source: Cow::Borrowed(include_str!("kernels/from_pixels.wgsl")),
     inputs: 1,
+    outputs: 1,
     overrides: &[],
     status: false,
 };

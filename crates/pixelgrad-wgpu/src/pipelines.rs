@@ -25,9 +25,13 @@ pub(crate) fn prelude() -> &'static str {
 /// Most pipeline-overridable constants a kernel has.
 pub(crate) const MAX_CONFIG: usize = 4;
 
-/// Most read-only storage inputs a kernel binds (a fused elementwise kernel may read this
-/// many; with the output that is 7 of the 8 storage buffers WebGPU guarantees per stage).
+/// Read-only storage inputs every device can bind: with the output that is 7 of the 8
+/// storage buffers WebGPU guarantees per stage. Their layouts are made up front.
 pub(crate) const MAX_INPUTS: usize = 6;
+
+/// Most storage buffers a fused kernel binds even where the device allows more
+/// ([`crate::context::Gpu::max_inputs`] is the device's own bound below this).
+pub(crate) const MAX_BUFFERS: usize = 24;
 
 /// One compute kernel: a `.wgsl` file (`Cow::Borrowed`), or source rendered at run time from
 /// the kernel IR (elementwise kernels, `Cow::Owned`).
@@ -35,8 +39,10 @@ pub(crate) struct Kernel {
     /// Unique per source: pipelines and shader modules are cached by it.
     pub name: Cow<'static, str>,
     pub source: Cow<'static, str>,
-    /// Read-only storage buffers, bound at 1..=inputs; the output follows at inputs + 1.
+    /// Read-only storage buffers, bound at 1..=inputs; the outputs follow from inputs + 1.
     pub inputs: usize,
+    /// Storage buffers written (1 for every op; a grouped elementwise launch writes several).
+    pub outputs: usize,
     /// Names of `override` constants, in the order launchers pass their values.
     pub overrides: &'static [&'static str],
     /// Binds the device's status word after the output (kernels that validate run-time data,
@@ -49,77 +55,73 @@ pub(crate) fn full_source(kernel: &Kernel) -> String {
     format!("{}\n{}", prelude(), kernel.source)
 }
 
-fn layout_index(kernel: &Kernel) -> usize {
-    kernel.inputs * 2 + usize::from(kernel.status)
+/// What a bind group layout depends on: read-only inputs, outputs, status binding.
+type LayoutKey = (usize, usize, bool);
+
+fn layout_key(kernel: &Kernel) -> LayoutKey {
+    (kernel.inputs, kernel.outputs, kernel.status)
 }
 
-/// Bind group layouts (one per input count), shader modules and pipelines.
+/// Bind group layouts (one per input / output count), shader modules and pipelines.
 pub(crate) struct Pipelines {
-    layouts: Vec<(wgpu::BindGroupLayout, wgpu::PipelineLayout)>,
+    layouts: RefCell<HashMap<LayoutKey, (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
     modules: RefCell<HashMap<String, wgpu::ShaderModule>>,
     /// Pipelines by kernel name, then by override values.
     cache: RefCell<HashMap<String, HashMap<[u32; MAX_CONFIG], wgpu::ComputePipeline>>>,
 }
 
+/// Explicit layouts: binding 0 the parameter slot, then the read-only inputs, then the
+/// outputs, then (when asked) the status word. Shared across kernels with the same counts.
+fn make_layout(device: &wgpu::Device, (inputs, outputs, status): LayoutKey) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+    let buffer = |binding: usize, read_only: bool| wgpu::BindGroupLayoutEntry {
+        binding: binding as u32,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    };
+    let mut entries = vec![wgpu::BindGroupLayoutEntry {
+        binding: 0,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: wgpu::BufferSize::new(crate::context::PARAM_SLOT),
+        },
+        count: None,
+    }];
+    entries.extend((0..inputs + outputs).map(|i| buffer(1 + i, i < inputs)));
+    if status {
+        entries.push(buffer(1 + inputs + outputs, false));
+    }
+    let bgl =
+        device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("pixelgrad inputs+outputs"), entries: &entries });
+    let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("pixelgrad pipeline layout"),
+        bind_group_layouts: &[Some(&bgl)],
+        immediate_size: 0,
+    });
+    (bgl, pl)
+}
+
 impl Pipelines {
     pub(crate) fn new(device: &wgpu::Device) -> Self {
-        // Explicit layouts: binding 0 the parameter slot, then read-only inputs, then the
-        // output. Shared across kernels with the same input count.
-        let layouts = (0..=MAX_INPUTS)
-            .flat_map(|n| [(n, false), (n, true)])
-            .map(|(n, status)| {
-                let mut entries = vec![wgpu::BindGroupLayoutEntry {
-                    binding: 0,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: wgpu::BufferSize::new(crate::context::PARAM_SLOT),
-                    },
-                    count: None,
-                }];
-                for i in 0..=n {
-                    entries.push(wgpu::BindGroupLayoutEntry {
-                        binding: 1 + i as u32,
-                        visibility: wgpu::ShaderStages::COMPUTE,
-                        ty: wgpu::BindingType::Buffer {
-                            ty: wgpu::BufferBindingType::Storage { read_only: i < n },
-                            has_dynamic_offset: false,
-                            min_binding_size: None,
-                        },
-                        count: None,
-                    });
-                }
-                if status {
-                    entries.push(wgpu::BindGroupLayoutEntry {
-                        binding: 2 + n as u32,
-                        visibility: wgpu::ShaderStages::COMPUTE,
-                        ty: wgpu::BindingType::Buffer {
-                            ty: wgpu::BufferBindingType::Storage { read_only: false },
-                            has_dynamic_offset: false,
-                            min_binding_size: None,
-                        },
-                        count: None,
-                    });
-                }
-                let bgl = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                    label: Some("pixelgrad inputs+output"),
-                    entries: &entries,
-                });
-                let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                    label: Some("pixelgrad pipeline layout"),
-                    bind_group_layouts: &[Some(&bgl)],
-                    immediate_size: 0,
-                });
-                (bgl, pl)
-            })
-            .collect();
-        Pipelines { layouts, modules: RefCell::new(HashMap::new()), cache: RefCell::new(HashMap::new()) }
+        // The single-output layouts every op uses are made up front; multi-output ones (the
+        // grouped elementwise launches) when first asked for.
+        let layouts = (0..=MAX_INPUTS).flat_map(|n| [(n, 1, false), (n, 1, true)]).map(|k| (k, make_layout(device, k))).collect();
+        Pipelines { layouts: RefCell::new(layouts), modules: RefCell::new(HashMap::new()), cache: RefCell::new(HashMap::new()) }
     }
 
-    /// Bind group layout of `kernel` (by input count and status binding).
-    pub(crate) fn layout(&self, kernel: &Kernel) -> &wgpu::BindGroupLayout {
-        &self.layouts[layout_index(kernel)].0
+    fn layouts_of(&self, device: &wgpu::Device, kernel: &Kernel) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+        self.layouts.borrow_mut().entry(layout_key(kernel)).or_insert_with(|| make_layout(device, layout_key(kernel))).clone()
+    }
+
+    /// Bind group layout of `kernel` (by input and output count and status binding).
+    pub(crate) fn layout(&self, device: &wgpu::Device, kernel: &Kernel) -> wgpu::BindGroupLayout {
+        self.layouts_of(device, kernel).0
     }
 
     /// The pipeline for `kernel` with override values `config`; the bool says whether it was
@@ -144,7 +146,7 @@ impl Pipelines {
         let constants: Vec<(&str, f64)> = kernel.overrides.iter().zip(config.iter()).map(|(n, &v)| (*n, v as f64)).collect();
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(&kernel.name),
-            layout: Some(&self.layouts[layout_index(kernel)].1),
+            layout: Some(&self.layouts_of(device, kernel).1),
             module: &module,
             entry_point: Some("main"),
             compilation_options: wgpu::PipelineCompilationOptions {

@@ -175,6 +175,121 @@ pub(crate) fn map_source(kernel: &Kernel) -> Result<String> {
     Ok(s)
 }
 
+/// One output of a grouped elementwise launch ([`group_source`]): its kernel, which bound
+/// input each kernel input reads, and which of those are one element (read at index 0; the
+/// others have the output's shape and are read at the output's index).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct GroupMember {
+    pub kernel: Kernel,
+    pub reads: Vec<usize>,
+    pub scalars: u32,
+}
+
+impl GroupMember {
+    /// Parameter words it uses: its element count, then its kernel's parameters.
+    pub(crate) fn words(&self) -> usize {
+        1 + self.kernel.params()
+    }
+}
+
+/// First parameter word of a grouped launch's members (after the grid's element count).
+pub(crate) const GROUP_BASE: usize = 1;
+
+/// The WGSL of one launch computing several elementwise results over `inputs` shared
+/// inputs: member `k` writes `out{k}` at every index below its own element count. Word 0 of
+/// the slot is the largest count (the grid); member `k`'s words follow the previous
+/// members' ([`GroupMember::words`]). Every read is at the output's own index or index 0, so
+/// no index arithmetic runs.
+pub(crate) fn group_source(members: &[GroupMember], inputs: usize) -> Result<String> {
+    let mut s = String::from("// Grouped elementwise results rendered from the kernel IR (pixelgrad_core::kernel).\n");
+    for i in 0..inputs {
+        s.push_str(&format!("@group(0) @binding({}) var<storage, read> x{i}: array<f32>;\n", i + 1));
+    }
+    for k in 0..members.len() {
+        s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out{k}: array<f32>;\n", inputs + 1 + k));
+    }
+    let mut body = String::new();
+    let mut base = GROUP_BASE;
+    for (k, m) in members.iter().enumerate() {
+        s.push_str(&render_function(&m.kernel, &Wgsl { param_base: base + 1 }, &format!("pg_apply{k}"))?);
+        let args: Vec<String> = m
+            .reads
+            .iter()
+            .enumerate()
+            .map(|(j, &x)| if (m.scalars >> j) & 1 == 1 { format!("x{x}[0u]") } else { format!("x{x}[i]") })
+            .collect();
+        body.push_str(&format!("    if (i < pu({base}u)) {{\n        out{k}[i] = pg_apply{k}({});\n    }}\n", args.join(", ")));
+        base += m.words();
+    }
+    s.push_str(
+        "\n@compute @workgroup_size(256)\n\
+         fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        \
+         @builtin(local_invocation_index) lid: u32) {\n    \
+         let i = flat_index(wid, nwg, lid);\n    \
+         if (i >= pu(0u)) {\n        return;\n    }\n",
+    );
+    s.push_str(&body);
+    s.push_str("}\n");
+    Ok(s)
+}
+
+/// An elementwise computation applied to a matmul's results as it stores them (an epilogue):
+/// `kernel`'s input `given` is the matmul's value; its other inputs are bound from `binding`
+/// on (`e0`, `e1`, .. in order, skipping `given`). Each is read at the output's flat index
+/// when `fast` (bit `j` of `scalars`: input `j` is one element, read at 0), else at
+/// `batch * sb + row * sr + col * sc` with its broadcast strides: three words per input after
+/// the kernel's parameters. No loop, so the many inlined stores of a register kernel stay
+/// cheap to compile.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Epilogue {
+    pub kernel: Kernel,
+    pub given: usize,
+    pub fast: bool,
+    pub scalars: u32,
+}
+
+impl Epilogue {
+    /// Storage buffers it reads (the kernel's inputs but the matmul's value).
+    pub(crate) fn inputs(&self) -> usize {
+        self.kernel.inputs().len() - 1
+    }
+
+    /// WGSL: the input bindings, `pg_epi_apply` and
+    /// `fn pg_epi(i: u32, batch: u32, row: u32, col: u32, v: f32) -> f32`, the epilogue's
+    /// value at flat output index `i` (= batch, row, col) for the matmul's value `v`.
+    pub(crate) fn source(&self, binding: usize, first: usize) -> Result<String> {
+        let n = self.kernel.inputs().len();
+        let mut s = render_function(&self.kernel, &Wgsl { param_base: first }, "pg_epi_apply")?;
+        // Bound position of kernel input j (the given one has none).
+        let slot = |j: usize| if j < self.given { j } else { j - 1 };
+        let strides = first + self.kernel.params();
+        for j in (0..n).filter(|&j| j != self.given) {
+            s.push_str(&format!("@group(0) @binding({}) var<storage, read> e{}: array<f32>;\n", binding + slot(j), slot(j)));
+        }
+        let args: Vec<String> = (0..n)
+            .map(|j| {
+                if j == self.given {
+                    return "v".to_string();
+                }
+                let e = slot(j);
+                if self.fast && (self.scalars >> j) & 1 == 1 {
+                    format!("e{e}[0u]")
+                } else if self.fast {
+                    format!("e{e}[i]")
+                } else {
+                    let w = strides + 3 * e;
+                    format!("e{e}[batch * pu({w}u) + row * pu({}u) + col * pu({}u)]", w + 1, w + 2)
+                }
+            })
+            .collect();
+        s.push_str(&format!(
+            "fn pg_epi(i: u32, batch: u32, row: u32, col: u32, v: f32) -> f32 {{\n    return pg_epi_apply({});\n}}\n",
+            args.join(", ")
+        ));
+        Ok(s)
+    }
+}
+
 /// Markers around the input declarations of a kernel file that can read a fused input
 /// instead (`reduce.wgsl`): [`with_fused_input`] replaces what lies between them.
 const INPUT_BEGIN: &str = "// BEGIN INPUT";

@@ -21,6 +21,29 @@ fn compare(preset: Preset) {
     }
 }
 
+/// Grouped launches (several pending results per launch at the end of a step) against one
+/// launch per result, both fused: same parameters, fewer launches.
+fn compare_grouping(preset: Preset) {
+    let make = |group: bool| {
+        let opts = WgpuOptions { group, ..WgpuOptions::default() };
+        Device::new(WgpuBackend::new(opts).expect("a WebGPU adapter (Mesa lavapipe in CI)"))
+    };
+    let counts = steps::fused_matches_unfused(&make, preset, STEPS).unwrap();
+    for (opt, grouped, single) in counts {
+        eprintln!("{preset:?}/{opt}: {grouped} passes per step grouped, {single} one launch per result");
+    }
+}
+
+#[test]
+fn mlp_grouped_equals_ungrouped_for_every_optimizer() {
+    compare_grouping(Preset::Mlp);
+}
+
+#[test]
+fn cnn_grouped_equals_ungrouped_for_every_optimizer() {
+    compare_grouping(Preset::Cnn);
+}
+
 #[test]
 fn mlp_fused_equals_unfused_for_every_optimizer() {
     compare(Preset::Mlp);
@@ -29,4 +52,57 @@ fn mlp_fused_equals_unfused_for_every_optimizer() {
 #[test]
 fn cnn_fused_equals_unfused_for_every_optimizer() {
     compare(Preset::Cnn);
+}
+
+/// On register-kernel adapters (lavapipe) a bias add and activation applied to a matmul's
+/// result run in the matmul's own launch (an epilogue), which stores the raw product too.
+#[test]
+fn bias_and_activation_ride_on_the_matmul() {
+    let vals = |n: usize, seed: usize| -> Vec<f32> { (0..n).map(|i| (((i * 37 + seed * 11) % 23) as f32 - 11.0) / 7.0).collect() };
+    for matmul in [pixelgrad_wgpu::MatmulKernel::Auto, pixelgrad_wgpu::MatmulKernel::Tiled] {
+        epilogue_case(matmul, &vals);
+    }
+}
+
+fn epilogue_case(matmul: pixelgrad_wgpu::MatmulKernel, vals: &dyn Fn(usize, usize) -> Vec<f32>) {
+    use pixelgrad_core::Tensor;
+    let run = |fuse: bool| {
+        let d = Device::new(WgpuBackend::new(WgpuOptions { fuse, matmul, ..WgpuOptions::default() }).expect("a WebGPU adapter"));
+        let x = Tensor::from_vec(&d, &vals(6 * 5, 1), [6, 5]).unwrap();
+        let w = Tensor::from_vec(&d, &vals(5 * 7, 2), [5, 7]).unwrap();
+        let b = Tensor::from_vec(&d, &vals(7, 3), [7]).unwrap();
+        let w2 = Tensor::from_vec(&d, &vals(7 * 3, 4), [7, 3]).unwrap();
+        d.flush().unwrap();
+        let before = d.counters().launches;
+        let z = x.matmul(&w).unwrap();
+        let h = z.add(&b).unwrap().relu().unwrap();
+        let y = h.matmul(&w2).unwrap();
+        d.flush().unwrap();
+        let launches = d.counters().launches - before;
+        (z.to_vec().unwrap(), h.to_vec().unwrap(), y.to_vec().unwrap(), launches)
+    };
+    let (z1, h1, y1, fused) = run(true);
+    let (z0, h0, y0, plain) = run(false);
+    for (a, b, what) in [(&z1, &z0, "matmul"), (&h1, &h0, "relu(matmul + bias)"), (&y1, &y0, "next matmul")] {
+        let worst = a.iter().zip(b).map(|(p, q)| (p - q).abs()).fold(0f32, f32::max);
+        assert!(worst <= 1e-5, "{matmul:?} {what}: fused and unfused differ by {worst}");
+    }
+    assert!(h1.contains(&0.0) && h1.iter().any(|&v| v > 0.0), "the ReLU cuts some values");
+    assert_eq!(plain, 4, "unfused: matmul, add, relu, matmul (got {plain})");
+    assert_eq!(fused, 2, "{matmul:?} fused: the matmul with its epilogue, then the next matmul (got {fused})");
+}
+
+/// The tiled matmul kernels (what GPUs and browsers run) take epilogues too: training with
+/// them fused equals training with fusion off, on every optimizer.
+#[test]
+fn tiled_matmuls_fused_equal_unfused() {
+    let make = |fuse: bool| {
+        let opts = WgpuOptions { fuse, matmul: pixelgrad_wgpu::MatmulKernel::Tiled, ..WgpuOptions::default() };
+        Device::new(WgpuBackend::new(opts).expect("a WebGPU adapter (Mesa lavapipe in CI)"))
+    };
+    for preset in [Preset::Mlp, Preset::Cnn] {
+        for (opt, fused, unfused) in steps::fused_matches_unfused(&make, preset, STEPS).unwrap() {
+            eprintln!("tiled {preset:?}/{opt}: {fused} passes per step fused, {unfused} unfused");
+        }
+    }
 }

@@ -127,6 +127,10 @@ fn reduce_ref(op: ReduceOp, x: &[f32], d: &[usize], axis: usize) -> Vec<f64> {
                     }
                     best as f64
                 }
+                ReduceOp::LogSumExp => {
+                    let m = vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    m + vals.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
+                }
             });
         }
     }
@@ -143,7 +147,7 @@ fn reductions_short_and_long_axes() {
         let n: usize = d.iter().product();
         // Coarse values produce ties for argmax (the first maximum wins).
         let x: Vec<f32> = data(n, 6, -2.0, 2.0).iter().map(|v| v.round()).collect();
-        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax] {
+        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::LogSumExp] {
             let (got, _) = run(&b, &Op::Reduce { op, axis }, &[(&x, d)]);
             close(&got, &reduce_ref(op, &x, d, axis), 1e-5, 1e-4, &format!("{op:?} {d:?} axis {axis}"));
         }

@@ -12,6 +12,7 @@ pub(crate) const FILL: Kernel = Kernel {
     name: Cow::Borrowed("fill"),
     source: Cow::Borrowed(include_str!("../kernels/fill.wgsl")),
     inputs: 0,
+    outputs: 1,
     overrides: &[],
     status: false,
 };
@@ -19,6 +20,7 @@ pub(crate) const RANDOM: Kernel = Kernel {
     name: Cow::Borrowed("random"),
     source: Cow::Borrowed(include_str!("../kernels/random.wgsl")),
     inputs: 0,
+    outputs: 1,
     overrides: &["NORMAL"],
     status: false,
 };

@@ -13,7 +13,7 @@ use pixelgrad_core::{Error, Result, Shape};
 use super::{f, u};
 use crate::context::PARAM_WORDS;
 use crate::context::{Gpu, GpuTensor};
-use crate::pipelines::{Kernel, MAX_INPUTS};
+use crate::pipelines::Kernel;
 use crate::strides::{check_rank, coalesce, contiguous};
 use crate::wgsl::{map_source, MapLayout};
 use crate::BACKEND;
@@ -24,8 +24,9 @@ pub(crate) fn map_kernel(gpu: &Gpu, op: &'static str, k: &kernel::Kernel, label:
     if let Some(found) = gpu.map_kernels.borrow().get(k) {
         return Ok(found.clone());
     }
-    if k.inputs().len() > MAX_INPUTS {
-        return Err(Error::backend(op, BACKEND, format!("{} inputs; elementwise kernels bind at most {MAX_INPUTS}", k.inputs().len())));
+    let most = gpu.max_inputs();
+    if k.inputs().len() > most {
+        return Err(Error::backend(op, BACKEND, format!("{} inputs; elementwise kernels bind at most {most} here", k.inputs().len())));
     }
     let source = map_source(k).map_err(|e| Error::backend(op, BACKEND, e.to_string()))?;
     let id = gpu.map_kernels.borrow().len();
@@ -33,6 +34,7 @@ pub(crate) fn map_kernel(gpu: &Gpu, op: &'static str, k: &kernel::Kernel, label:
         name: Cow::Owned(format!("map{id}_{}", label())),
         source: Cow::Owned(source),
         inputs: k.inputs().len(),
+        outputs: 1,
         overrides: &["FAST", "SCALARS"],
         status: false,
     });

@@ -12,6 +12,7 @@ pub(crate) const GATHER: Kernel = Kernel {
     name: Cow::Borrowed("gather"),
     source: Cow::Borrowed(include_str!("../kernels/gather.wgsl")),
     inputs: 2,
+    outputs: 1,
     overrides: &[],
     status: true,
 };
@@ -19,6 +20,7 @@ pub(crate) const SCATTER_ADD: Kernel = Kernel {
     name: Cow::Borrowed("scatter_add"),
     source: Cow::Borrowed(include_str!("../kernels/scatter_add.wgsl")),
     inputs: 2,
+    outputs: 1,
     overrides: &[],
     status: true,
 };

@@ -14,6 +14,7 @@ pub(crate) const COPY: Kernel = Kernel {
     name: Cow::Borrowed("copy"),
     source: Cow::Borrowed(include_str!("../kernels/copy.wgsl")),
     inputs: 1,
+    outputs: 1,
     overrides: &[],
     status: false,
 };

@@ -12,6 +12,7 @@ pub(crate) const MATMUL: Kernel = Kernel {
     name: Cow::Borrowed("matmul"),
     source: Cow::Borrowed(include_str!("../kernels/matmul.wgsl")),
     inputs: 2,
+    outputs: 1,
     overrides: &["TRANS_A", "TRANS_B"],
     status: false,
 };
@@ -20,6 +21,7 @@ pub(crate) const MATMUL_BIG: Kernel = Kernel {
     name: Cow::Borrowed("matmul_big"),
     source: Cow::Borrowed(include_str!("../kernels/matmul_big.wgsl")),
     inputs: 2,
+    outputs: 1,
     overrides: &["TRANS_A", "TRANS_B"],
     status: false,
 };
@@ -30,6 +32,198 @@ const TILE_BIG: usize = 128;
 /// Both M and N at least this large use the 128x128 kernel: it needs enough tiles to fill
 /// the GPU, and wastes little on partial edge tiles.
 const BIG_FROM: usize = 256;
+
+/// An elementwise computation a matmul applies to its results as it stores them: `launch`
+/// over `leaves` (of `shapes`, broadcast to the output's shape), whose input `given` is the
+/// matmul's result.
+pub(crate) struct EpilogueArgs<'a> {
+    pub launch: &'a pixelgrad_core::kernel::Launch,
+    pub given: usize,
+    pub leaves: Vec<&'a GpuTensor>,
+    pub shapes: Vec<&'a Shape>,
+}
+
+/// The matmul's own parameter words on the register kernels: 5, plus 4 strides when strided.
+const OWN_WORDS_MAX: usize = 9;
+
+/// True if a matmul into `out` can store `epi` in the same launch: register kernels (native
+/// CPU adapters) other than split-K, and the epilogue's words fit the parameter slot.
+pub(crate) fn takes_epilogue(
+    gpu: &Gpu,
+    trans_a: bool,
+    trans_b: bool,
+    shapes: &[&Shape],
+    out: &Shape,
+    epi_params: usize,
+    epi_inputs: usize,
+) -> bool {
+    if shapes.len() != 2 {
+        return false;
+    }
+    let (m, n, k, batch) = dims(trans_a, shapes, out);
+    // The tiled kernels always can; of the register kernels, all but split-K.
+    let kernel_can = !gpu.cpu_matmul
+        || matmul_cpu::choose(matmul_cpu::tuning(&gpu.info, gpu.device.features()), m, n, k, batch, trans_a, trans_b).variant.is_some();
+    let words = OWN_WORDS_MAX + epi_params + 3 * epi_inputs;
+    kernel_can && out.rank() <= 3 && words <= crate::context::PARAM_WORDS && 4 + epi_inputs <= gpu.max_buffers()
+}
+
+/// `(m, n, k, batch)` of a matmul.
+type Mnkb = (usize, usize, usize, usize);
+
+/// The [`Mnkb`] of a matmul.
+fn dims(trans_a: bool, shapes: &[&Shape], out: &Shape) -> Mnkb {
+    let sa = shapes[0].dims();
+    let od = out.dims();
+    let (m, n) = (od[od.len() - 2], od[od.len() - 1]);
+    let ad = &sa[sa.len() - 2..];
+    let k = if trans_a { ad[0] } else { ad[1] };
+    let batch = if od.len() == 3 { od[0] } else { 1 };
+    (m, n, k, batch)
+}
+
+/// The matmul's own parameter words `[m, n, k, a batch stride, b batch stride]` (a batch of
+/// one broadcasts: stride 0 re-reads the same matrix for every batch entry) and its
+/// `(m, n, k, batch)`.
+fn own_params(trans_a: bool, shapes: &[&Shape], out: &Shape) -> Result<(Vec<u32>, Mnkb)> {
+    let op = "matmul";
+    let (m, n, k, batch) = dims(trans_a, shapes, out);
+    let (sa, sb) = (shapes[0].dims(), shapes[1].dims());
+    let a_stride = if sa.len() == 3 && sa[0] > 1 { m * k } else { 0 };
+    let b_stride = if sb.len() == 3 && sb[0] > 1 { k * n } else { 0 };
+    Ok((vec![u(op, m)?, u(op, n)?, u(op, k)?, u(op, a_stride)?, u(op, b_stride)?], (m, n, k, batch)))
+}
+
+/// The register kernel's grid for a `rows` x `cols` block per workgroup.
+fn register_grid(gpu: &Gpu, c: &matmul_cpu::Choice, (m, n, _, batch): Mnkb) -> Result<[u32; 3]> {
+    let op = "matmul";
+    Ok([gpu.check_dim(op, n.div_ceil(c.cols) as u64)?, gpu.check_dim(op, m.div_ceil(c.rows) as u64)?, gpu.check_dim(op, batch as u64)?])
+}
+
+/// [`matmul`] into `res` that also writes `epi` of every result into `epi_res`, in one launch
+/// (callers check [`takes_epilogue`] first).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_epilogue(
+    gpu: &Gpu,
+    trans_a: bool,
+    trans_b: bool,
+    a: &GpuTensor,
+    b: &GpuTensor,
+    shapes: &[&Shape],
+    out: &Shape,
+    res: &GpuTensor,
+    epi: &EpilogueArgs<'_>,
+    epi_res: &GpuTensor,
+) -> Result<()> {
+    let op = "matmul";
+    let (mut all, mnkb) = own_params(trans_a, shapes, out)?;
+    let (m, n, k, batch) = mnkb;
+    // Every leaf, the matmul's own result (given) included, read as the output's shape.
+    let mut leaf_shapes: Vec<&Shape> = epi.shapes.clone();
+    leaf_shapes.insert(epi.given, out);
+    let (fast, scalars) = pixelgrad_core::kernel::fuse::read_mode(&leaf_shapes, out);
+    let e = crate::wgsl::Epilogue { kernel: epi.launch.kernel.clone(), given: epi.given, fast, scalars };
+    let mut ins: Vec<&wgpu::Buffer> = vec![a.buffer(), b.buffer()];
+    ins.extend(epi.leaves.iter().map(|t| t.buffer()));
+    if !gpu.cpu_matmul {
+        let (big, tile) = tiled(m, n);
+        let kernel = tiled_with_epilogue(big, &e, all.len())?;
+        push_epilogue_words(op, epi, out, &mut all)?;
+        let grid =
+            [gpu.check_dim(op, n.div_ceil(tile) as u64)?, gpu.check_dim(op, m.div_ceil(tile) as u64)?, gpu.check_dim(op, batch as u64)?];
+        return gpu.launch_multi(
+            op,
+            kernel,
+            &[u32::from(trans_a), u32::from(trans_b)],
+            &ins,
+            &[res.buffer(), epi_res.buffer()],
+            &all,
+            grid,
+        );
+    }
+    let c = matmul_cpu::choose(matmul_cpu::tuning(&gpu.info, gpu.device.features()), m, n, k, batch, trans_a, trans_b);
+    let Some(v) = c.variant else {
+        return Err(pixelgrad_core::Error::backend(op, crate::BACKEND, "internal: an epilogue on the split-K kernel"));
+    };
+    for &s in &c.strides {
+        all.push(u(op, s)?);
+    }
+    let kernel = matmul_cpu::kernel_with_epilogue(v, &e, all.len())?;
+    push_epilogue_words(op, epi, out, &mut all)?;
+    let grid = register_grid(gpu, &c, mnkb)?;
+    gpu.launch_multi(op, kernel, &[], &ins, &[res.buffer(), epi_res.buffer()], &all, grid)
+}
+
+/// The epilogue's parameter words after the matmul's: its kernel's parameters, then each read
+/// input's strides over (batch, row, column) of the output.
+fn push_epilogue_words(op: &'static str, epi: &EpilogueArgs<'_>, out: &Shape, all: &mut Vec<u32>) -> Result<()> {
+    all.extend(epi.launch.params.iter().map(|&p| super::f(p)));
+    for sh in &epi.shapes {
+        let st = pixelgrad_core::shape::broadcast_strides(sh, out);
+        let mut bsc = [0usize; 3];
+        for (slot, &v) in bsc.iter_mut().rev().zip(st.iter().rev()) {
+            *slot = v;
+        }
+        for v in bsc {
+            all.push(u(op, v)?);
+        }
+    }
+    Ok(())
+}
+
+/// Whether the tiled path takes the 128x128 kernel, and its tile edge.
+fn tiled(m: usize, n: usize) -> (bool, usize) {
+    let big = m >= BIG_FROM && n >= BIG_FROM;
+    (big, if big { TILE_BIG } else { TILE })
+}
+
+/// The line each tiled kernel stores a result with; the epilogue variant replaces it.
+const TILED_STORE: &str = "c[c_off + row * n_size + col] = ";
+/// The output's declaration in the tiled kernels.
+const TILED_OUTPUT: &str = "@group(0) @binding(3) var<storage, read_write> c: array<f32>;";
+
+/// The tiled kernel (`big`: the 128x128 one) storing `epi` of every result too: the
+/// epilogue's inputs bound from 3 on, then `c` and `e`. Generated on first use and kept for the
+/// process; `first` is where the epilogue's parameter words start.
+fn tiled_with_epilogue(big: bool, epi: &crate::wgsl::Epilogue, first: usize) -> Result<&'static Kernel> {
+    type Key = (bool, crate::wgsl::Epilogue, usize);
+    static CACHE: std::sync::Mutex<Vec<(Key, &'static Kernel)>> = std::sync::Mutex::new(Vec::new());
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (big, epi.clone(), first);
+    if let Some((_, k)) = cache.iter().find(|(w, _)| *w == key) {
+        return Ok(k);
+    }
+    let base = if big { &MATMUL_BIG } else { &MATMUL };
+    let n = epi.inputs();
+    let src = base.source.as_ref();
+    let store_at = src.find(TILED_STORE).filter(|_| src.contains(TILED_OUTPUT));
+    let Some(at) = store_at else {
+        return Err(pixelgrad_core::Error::backend("matmul", crate::BACKEND, "internal: the tiled kernel's store line changed"));
+    };
+    let end = at + src[at..].find(';').unwrap_or(0);
+    let value = &src[at + TILED_STORE.len()..end];
+    let store = format!(
+        "{{ let v = {value}; let idx = c_off + row * n_size + col; c[idx] = v; pg_epi_out[idx] = pg_epi(idx, wid.z, row, col, v); }}"
+    );
+    let decl = format!(
+        "{}@group(0) @binding({}) var<storage, read_write> c: array<f32>;\n@group(0) @binding({}) var<storage, read_write> pg_epi_out: array<f32>;",
+        epi.source(3, first)?,
+        3 + n,
+        4 + n
+    );
+    let source = format!("{}{store}{}", &src[..at], &src[end + 1..]).replace(TILED_OUTPUT, &decl);
+    let name: &'static str = Box::leak(format!("{}_epi{}", base.name, cache.len()).into_boxed_str());
+    let k: &'static Kernel = Box::leak(Box::new(Kernel {
+        name: name.into(),
+        source: source.into(),
+        inputs: 2 + n,
+        outputs: 2,
+        overrides: base.overrides,
+        status: false,
+    }));
+    cache.push((key, k));
+    Ok(k)
+}
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul(
@@ -42,31 +236,19 @@ pub(crate) fn matmul(
     out: &Shape,
     res: &GpuTensor,
 ) -> Result<()> {
-    let (sa, sb) = (shapes[0].dims(), shapes[1].dims());
-    let od = out.dims();
-    let (m, n) = (od[od.len() - 2], od[od.len() - 1]);
-    let ad = &sa[sa.len() - 2..];
-    let k = if trans_a { ad[0] } else { ad[1] };
-    let batch = if od.len() == 3 { od[0] } else { 1 };
-    // A batch of one broadcasts: stride 0 re-reads the same matrix for every batch entry.
-    let a_stride = if sa.len() == 3 && sa[0] > 1 { m * k } else { 0 };
-    let b_stride = if sb.len() == 3 && sb[0] > 1 { k * n } else { 0 };
-    let params = [u("matmul", m)?, u("matmul", n)?, u("matmul", k)?, u("matmul", a_stride)?, u("matmul", b_stride)?];
+    let (params, mnkb) = own_params(trans_a, shapes, out)?;
+    let (m, n, k, batch) = mnkb;
     if gpu.cpu_matmul {
         let c = matmul_cpu::choose(matmul_cpu::tuning(&gpu.info, gpu.device.features()), m, n, k, batch, trans_a, trans_b);
-        let grid = [
-            gpu.check_dim("matmul", n.div_ceil(c.cols) as u64)?,
-            gpu.check_dim("matmul", m.div_ceil(c.rows) as u64)?,
-            gpu.check_dim("matmul", batch as u64)?,
-        ];
-        let mut all = params.to_vec();
+        let grid = register_grid(gpu, &c, mnkb)?;
+        let mut all = params;
         for &s in &c.strides {
             all.push(u("matmul", s)?);
         }
         return gpu.launch("matmul", c.kernel, &[], &[a.buffer(), b.buffer()], res.buffer(), &all, grid);
     }
-    let big = m >= BIG_FROM && n >= BIG_FROM;
-    let (kernel, tile) = if big { (&MATMUL_BIG, TILE_BIG) } else { (&MATMUL, TILE) };
+    let (big, tile) = tiled(m, n);
+    let kernel = if big { &MATMUL_BIG } else { &MATMUL };
     let grid = [
         gpu.check_dim("matmul", n.div_ceil(tile) as u64)?,
         gpu.check_dim("matmul", m.div_ceil(tile) as u64)?,

@@ -28,7 +28,7 @@
 
 use std::sync::Mutex;
 
-use super::matmul_cpu_src::{source, source_split_k, Variant};
+use super::matmul_cpu_src::{source, source_split_k, source_with, Variant};
 use crate::pipelines::Kernel;
 
 /// Which family of register kernels an adapter runs.
@@ -91,6 +91,8 @@ pub(crate) struct Choice {
     pub cols: usize,
     /// Strides [a_row, a_k, b_k, b_col] for the strided kernel (params 5..9), else empty.
     pub strides: Vec<usize>,
+    /// The register variant (`None` for the split-K kernel, which takes no epilogue).
+    pub variant: Option<Variant>,
 }
 
 /// Picks the register kernel for C[M, N] = A · B with K and `batch`.
@@ -101,7 +103,7 @@ pub(crate) fn choose(tuning: Tuning, m: usize, n: usize, k: usize, batch: usize,
     // native SwiftShader, vec4 stores did not shorten its compile).
     let vec_c = n.is_multiple_of(4);
     if let Some((rows, cols)) = split_k_block(tuning, m, n, k, trans_a, trans_b) {
-        return Choice { kernel: split_k_kernel(rows, cols), rows, cols, strides: Vec::new() };
+        return Choice { kernel: split_k_kernel(rows, cols), rows, cols, strides: Vec::new(), variant: None };
     }
     let v = match tuning {
         Tuning::Strided => Variant {
@@ -150,7 +152,35 @@ pub(crate) fn choose(tuning: Tuning, m: usize, n: usize, k: usize, batch: usize,
     } else {
         Vec::new()
     };
-    Choice { kernel: kernel(v), rows: v.rows, cols: v.cols * v.lanes, strides }
+    Choice { kernel: kernel(v), rows: v.rows, cols: v.cols * v.lanes, strides, variant: Some(v) }
+}
+
+/// The kernel for `v` storing `epi` of every result too (see
+/// [`super::matmul_cpu_src::source_with`]), generated on first use and kept for the process
+/// (one per layer shape of a model: few). `first` is where the epilogue's parameter words
+/// start (after the matmul's own).
+pub(crate) fn kernel_with_epilogue(v: Variant, epi: &crate::wgsl::Epilogue, first: usize) -> pixelgrad_core::Result<&'static Kernel> {
+    type Key = (Variant, crate::wgsl::Epilogue, usize);
+    static CACHE: Mutex<Vec<(Key, &'static Kernel)>> = Mutex::new(Vec::new());
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (v, epi.clone(), first);
+    if let Some((_, k)) = cache.iter().find(|(w, _)| *w == key) {
+        return Ok(k);
+    }
+    let epi_src = epi.source(3, first)?;
+    let base = kernel(v);
+    let name: &'static str = Box::leak(format!("{}_epi{}", base.name, cache.len()).into_boxed_str());
+    let src: &'static str = Box::leak(source_with(&v, Some((&epi_src, epi.inputs()))).into_boxed_str());
+    let k: &'static Kernel = Box::leak(Box::new(Kernel {
+        name: name.into(),
+        source: src.into(),
+        inputs: 2 + epi.inputs(),
+        outputs: 2,
+        overrides: &[],
+        status: false,
+    }));
+    cache.push((key, k));
+    Ok(k)
 }
 
 /// Smallest K for the split-K kernel: two rounds of its lanes, four values each.
@@ -176,7 +206,7 @@ fn split_k_kernel(rows: usize, cols: usize) -> &'static Kernel {
     let name: &'static str = Box::leak(format!("matmul_cpu_splitk_{rows}x{cols}x{VEC4_LANES}").into_boxed_str());
     let src: &'static str = Box::leak(source_split_k(rows, cols, VEC4_LANES).into_boxed_str());
     let k: &'static Kernel =
-        Box::leak(Box::new(Kernel { name: name.into(), source: src.into(), inputs: 2, overrides: &[], status: false }));
+        Box::leak(Box::new(Kernel { name: name.into(), source: src.into(), inputs: 2, outputs: 1, overrides: &[], status: false }));
     cache.push(((rows, cols), k));
     k
 }
@@ -204,7 +234,7 @@ pub(crate) fn kernel(v: Variant) -> &'static Kernel {
     let name: &'static str = Box::leak(format!("matmul_cpu_{}x{}x{}_{layout}", v.rows, v.cols, v.lanes).into_boxed_str());
     let src: &'static str = Box::leak(source(&v).into_boxed_str());
     let k: &'static Kernel =
-        Box::leak(Box::new(Kernel { name: name.into(), source: src.into(), inputs: 2, overrides: &[], status: false }));
+        Box::leak(Box::new(Kernel { name: name.into(), source: src.into(), inputs: 2, outputs: 1, overrides: &[], status: false }));
     cache.push((v, k));
     k
 }

@@ -54,6 +54,14 @@ fn elem(buf: &str, vec: bool, idx: &str) -> String {
 /// and K steps past the edge are clamped for loads (see the stores below), so any shape
 /// works.
 pub fn source(v: &Variant) -> String {
+    source_with(v, None)
+}
+
+/// [`source`] with an epilogue: `epi` is `(wgsl, inputs)`, the epilogue's bindings and
+/// `fn pg_epi(i, v)` (`crate::wgsl::Epilogue::source`, its inputs bound from 3 on). The
+/// kernel then also writes `pg_epi(index, value)` of every result into `e`: bindings a = 1,
+/// b = 2, the epilogue's inputs, then `c` and `e`.
+pub fn source_with(v: &Variant, epi: Option<(&str, usize)>) -> String {
     let Variant { rows, cols, lanes, trans_a: ta, trans_b: tb, vec_a: va, vec_b: vb, vec_c: vc, strided: st, share_a: sh } = *v;
     let (ta, tb, va, vb, sh) = if st { (false, false, false, false, false) } else { (ta, tb, va, vb, sh) };
     // Aligned B columns are aligned C columns.
@@ -68,7 +76,12 @@ pub fn source(v: &Variant) -> String {
     w(format!("// register-blocked matmul {rows}x{cols}x{lanes}, trans_a {ta}, trans_b {tb}, vec_a {va}, vec_b {vb}, vec_c {vc}, strided {st}, share_a {sh}"));
     w(format!("@group(0) @binding(1) var<storage, read> a: array<{}>;", ty(va)));
     w(format!("@group(0) @binding(2) var<storage, read> b: array<{}>;", ty(vb)));
-    w(format!("@group(0) @binding(3) var<storage, read_write> c: array<{}>;", ty(vc)));
+    let c_binding = 3 + epi.map_or(0, |(_, n)| n);
+    w(format!("@group(0) @binding({c_binding}) var<storage, read_write> c: array<{}>;", ty(vc)));
+    if let Some((src, _)) = epi {
+        w(format!("@group(0) @binding({}) var<storage, read_write> e: array<{}>;", c_binding + 1, ty(vc)));
+        w(src.to_string());
+    }
     w(format!("@compute @workgroup_size({lanes})"));
     w("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {".into());
     w("    let m = pu(0u);\n    let n = pu(1u);\n    let kk = pu(2u);".into());
@@ -278,6 +291,9 @@ pub fn source(v: &Variant) -> String {
     // accumulators hold its exact values. No other invocation writes these addresses
     // (blocks past the edge returned above).
     for i in 0..rows {
+        if epi.is_some() {
+            w(format!("    let r{i} = min(row0 + {i}u, m - 1u);"));
+        }
         w(format!("    let o{i} = c_off + min(row0 + {i}u, m - 1u) * n;"));
     }
     if vc {
@@ -287,6 +303,10 @@ pub fn source(v: &Variant) -> String {
         for i in 0..rows {
             for g in 0..cg {
                 w(format!("    c[(o{i} + og{g}) >> 2u] = acc{i}_{g};"));
+                if epi.is_some() {
+                    let lane = |q: usize| format!("pg_epi(o{i} + og{g} + {q}u, wid.z, r{i}, og{g} + {q}u, acc{i}_{g}[{q}])");
+                    w(format!("    e[(o{i} + og{g}) >> 2u] = vec4<f32>({}, {}, {}, {});", lane(0), lane(1), lane(2), lane(3)));
+                }
             }
         }
     } else {
@@ -296,6 +316,9 @@ pub fn source(v: &Variant) -> String {
         for i in 0..rows {
             for j in 0..cols {
                 w(format!("    c[o{i} + oc{j}] = acc{i}_{}[{}];", j / 4, j % 4));
+                if epi.is_some() {
+                    w(format!("    e[o{i} + oc{j}] = pg_epi(o{i} + oc{j}, wid.z, r{i}, oc{j}, acc{i}_{}[{}]);", j / 4, j % 4));
+                }
             }
         }
     }

@@ -5,7 +5,7 @@ mod create;
 pub(crate) mod elementwise;
 mod index;
 mod layout;
-mod matmul;
+pub(crate) mod matmul;
 mod matmul_cpu;
 mod matmul_cpu_src;
 pub(crate) mod reduce;

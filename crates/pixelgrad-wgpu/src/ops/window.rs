@@ -14,6 +14,7 @@ pub(crate) const IM2COL: Kernel = Kernel {
     name: Cow::Borrowed("im2col"),
     source: Cow::Borrowed(include_str!("../kernels/im2col.wgsl")),
     inputs: 1,
+    outputs: 1,
     overrides: &[],
     status: false,
 };
@@ -21,6 +22,7 @@ pub(crate) const DEPTHWISE: Kernel = Kernel {
     name: Cow::Borrowed("depthwise_conv"),
     source: Cow::Borrowed(include_str!("../kernels/depthwise_conv.wgsl")),
     inputs: 2,
+    outputs: 1,
     overrides: &[],
     status: false,
 };
@@ -28,6 +30,7 @@ pub(crate) const COL2IM: Kernel = Kernel {
     name: Cow::Borrowed("col2im"),
     source: Cow::Borrowed(include_str!("../kernels/col2im.wgsl")),
     inputs: 1,
+    outputs: 1,
     overrides: &[],
     status: false,
 };
