@@ -107,6 +107,70 @@ export function fromPixels(source, opts = {}) {
   return t;
 }
 
+/** `x` as a Uint8Array view (typed arrays and ArrayBuffers), or a clear error. */
+function bytesOf(x, name, what) {
+  if (x instanceof Uint8Array) return x;
+  if (x instanceof ArrayBuffer) return new Uint8Array(x);
+  if (ArrayBuffer.isView(x) && x.BYTES_PER_ELEMENT === 1) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  throw new Error(`${what}: ${name} must be a Uint8Array (or Uint8ClampedArray, ArrayBuffer) of 8-bit samples, got ${x === undefined ? 'nothing' : Object.prototype.toString.call(x)}`);
+}
+
+/**
+ * A raw 4:2:0 frame (I420: `y, u, v`; NV12: `y, uv`; or `data` + `layout` as
+ * `VideoFrame.copyTo` gives them) as a model input on the current runtime's device: the planes
+ * are uploaded as samples, converted to RGB with `matrix` / `fullRange` and preprocessed with
+ * the fromPixels options, all as tensor ops on the device (pixelgrad_core::composite's
+ * yuv_to_rgb and preprocess). Strides default to packed rows.
+ */
+export function fromYUV(frame, opts = {}) {
+  const what = 'fromYUV';
+  const rt = currentRuntime(what);
+  rt._check(what);
+  if (frame === null || typeof frame !== 'object') throw new Error(`${what}: expects { format, width, height, y, u, v } (or uv for NV12, or data + layout), got ${frame === null ? 'null' : typeof frame}`);
+  if (opts === null || typeof opts !== 'object') throw new Error(`${what}: options must be an object`);
+  const { format, width, height } = frame;
+  if (typeof format !== 'string') throw new Error(`${what}: format must be 'I420' or 'NV12'`);
+  if (!Number.isInteger(width) || !Number.isInteger(height) || width < 0 || height < 0) {
+    throw new Error(`${what}: width and height must be whole numbers, got ${width}x${height}`);
+  }
+  const nv12 = format.toUpperCase() === 'NV12';
+  const cw = Math.ceil(width / 2);
+  const none = new Uint8Array(0);
+  let y;
+  let u;
+  let v = none;
+  let ys;
+  let us;
+  let vs = 0;
+  if (frame.data !== undefined) {
+    const data = bytesOf(frame.data, 'data', what);
+    const n = nv12 ? 2 : 3;
+    const layout = frame.layout;
+    if (!Array.isArray(layout) || layout.length < n || !layout.slice(0, n).every((p) => p && Number.isInteger(p.offset) && Number.isInteger(p.stride) && p.offset >= 0 && p.stride >= 0)) {
+      throw new Error(`${what}: layout must give ${n} planes as { offset, stride } (what VideoFrame.copyTo resolves to)`);
+    }
+    const at = (p) => data.subarray(Math.min(p.offset, data.length));
+    [y, ys] = [at(layout[0]), layout[0].stride];
+    [u, us] = [at(layout[1]), layout[1].stride];
+    if (!nv12) [v, vs] = [at(layout[2]), layout[2].stride];
+  } else {
+    y = bytesOf(frame.y, 'y', what);
+    u = bytesOf(nv12 ? frame.uv ?? frame.u : frame.u, nv12 ? 'uv' : 'u', what);
+    if (!nv12) v = bytesOf(frame.v, 'v', what);
+    ys = frame.yStride ?? width;
+    us = frame.uStride ?? (nv12 ? 2 * cw : cw);
+    vs = nv12 ? 0 : frame.vStride ?? cw;
+  }
+  for (const [name, s] of [['yStride', ys], ['uStride', us], ['vStride', vs]]) {
+    if (!Number.isInteger(s) || s < 0) throw new Error(`${what}: ${name} must be a whole number of bytes, got ${s}`);
+  }
+  const matrix = frame.matrix ?? 'bt601';
+  const r = rt._inner.fromYuvPlanes(format, width, height, y, ys, u, us, v, vs, String(matrix), !!frame.fullRange, JSON.stringify(opts));
+  const t = deviceTensor(r.tensor, rt);
+  t.geometry = JSON.parse(r.geometry);
+  return t;
+}
+
 /**
  * Maps a box `[x0, y0, x1, y1]` in model-input pixels (e.g. a detector's output) back onto the
  * source, using the `geometry` of the `fromPixels` tensor it came from.

@@ -244,6 +244,32 @@ export interface PixelGeometry {
  *  Synchronous: the GPU work is queued. Throws an Error naming the problem for a tainted
  *  source, a video with no frame, a closed VideoFrame or bad options. */
 export declare function fromPixels(source: PixelSource, options?: FromPixelsOptions): Tensor & { geometry: PixelGeometry };
+/** One 4:2:0 frame as raw 8-bit planes: `y, u, v` (I420) or `y, uv` (NV12, interleaved
+ *  chroma) with row strides (default: packed), or one buffer `data` with the planes'
+ *  `layout` as `VideoFrame.copyTo` resolves it (`[{ offset, stride }, ...]`). */
+export interface YuvFrame {
+  format: 'I420' | 'NV12';
+  width: number;
+  height: number;
+  y?: Uint8Array | Uint8ClampedArray | ArrayBuffer;
+  u?: Uint8Array | Uint8ClampedArray | ArrayBuffer;
+  v?: Uint8Array | Uint8ClampedArray | ArrayBuffer;
+  uv?: Uint8Array | Uint8ClampedArray | ArrayBuffer;
+  yStride?: number;
+  uStride?: number;
+  vStride?: number;
+  data?: Uint8Array | ArrayBuffer;
+  layout?: { offset: number; stride: number }[];
+  /** `VideoColorSpace.matrix`: 'bt601' (default; also 'smpte170m', 'bt470bg') or 'bt709'. */
+  matrix?: 'bt601' | 'smpte170m' | 'bt470bg' | 'bt709';
+  /** `VideoColorSpace.fullRange` (default false: limited range, Y in 16..235). */
+  fullRange?: boolean;
+}
+/** A raw I420 / NV12 frame as a model input on the device: converted to RGB and preprocessed
+ *  (the same options as fromPixels; channels 1 or 3) by tensor ops on the current backend, no
+ *  canvas and no readback. Throws an Error naming the problem for planes too small for the
+ *  frame, an unknown format or matrix, or a zero-sized frame. */
+export declare function fromYUV(frame: YuvFrame, options?: FromPixelsOptions): Tensor & { geometry: PixelGeometry };
 /** Maps `[x0, y0, x1, y1]` in model-input pixels back onto the source. */
 export declare function toSourceBox(box: [number, number, number, number], geometry: PixelGeometry): [number, number, number, number];
 

@@ -157,6 +157,98 @@ for (const kind of ['canvas', 'bitmap', 'video']) {
   });
 }
 
+test('fromYUV: I420 and NV12 planes (strided, and as VideoFrame.copyTo lays them out) equal fromPixels of the same frame within 1/255', async () => {
+  const r = await inPage(async (pg, { specs }) => {
+    const W = 37;
+    const H = 23;
+    const cw = Math.ceil(W / 2);
+    const ch = Math.ceil(H / 2);
+    const ys = W + 3;
+    const y = new Uint8Array(ys * H);
+    for (let i = 0; i < y.length; i++) y[i] = 16 + ((i * 37) % 220);
+    const u = new Uint8Array(cw * ch);
+    const v = new Uint8Array(cw * ch);
+    for (let i = 0; i < u.length; i++) {
+      u[i] = 40 + ((i * 53) % 180);
+      v[i] = 30 + ((i * 71) % 200);
+    }
+    // The reference pixels: BT.601 limited range, nearest chroma, rounded to bytes.
+    const img = new ImageData(W, H);
+    for (let r = 0; r < H; r++) {
+      for (let c = 0; c < W; c++) {
+        const k = Math.floor(r / 2) * cw + Math.floor(c / 2);
+        const Y = (y[r * ys + c] - 16) / 219;
+        const cb = (u[k] - 128) / 224;
+        const cr = (v[k] - 128) / 224;
+        const R = Y + 2 * (1 - 0.299) * cr;
+        const B = Y + 2 * (1 - 0.114) * cb;
+        const G = (Y - 0.299 * R - 0.114 * B) / (1 - 0.299 - 0.114);
+        const o = 4 * (r * W + c);
+        [R, G, B].forEach((x, j) => (img.data[o + j] = Math.round(Math.min(1, Math.max(0, x)) * 255)));
+        img.data[o + 3] = 255;
+      }
+    }
+    const uv = new Uint8Array(2 * u.length);
+    u.forEach((x, i) => {
+      uv[2 * i] = x;
+      uv[2 * i + 1] = v[i];
+    });
+    // NV12 as one buffer with offsets, the way VideoFrame.copyTo describes it.
+    const data = new Uint8Array(8 + y.length + uv.length);
+    data.set(y, 8);
+    data.set(uv, 8 + y.length);
+    const frames = {
+      i420: { format: 'I420', width: W, height: H, y, u, v, yStride: ys },
+      nv12: { format: 'NV12', width: W, height: H, data, layout: [{ offset: 8, stride: ys }, { offset: 8 + y.length, stride: 2 * cw }] },
+    };
+    const out = {};
+    for (const backend of ['webgpu', 'webgl', 'cpu']) {
+      await pg.init({ backend, allowSoftware: true });
+      let worst = 0;
+      const problems = [];
+      for (const s of specs) {
+        const ref = pg.fromPixels(img, s);
+        const want = await ref.data();
+        for (const [name, f] of Object.entries(frames)) {
+          const t = pg.fromYUV(f, s);
+          if (JSON.stringify(t.shape) !== JSON.stringify(ref.shape)) problems.push(`${name} ${JSON.stringify(s)}: shape ${t.shape} vs ${ref.shape}`);
+          if (JSON.stringify(t.geometry) !== JSON.stringify(ref.geometry)) problems.push(`${name} ${JSON.stringify(s)}: geometry differs`);
+          const got = await t.data();
+          const std = Math.min(...[].concat(s.std ?? 1));
+          for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) * std * 255);
+          t.dispose();
+        }
+        ref.dispose();
+      }
+      const errors = [];
+      const bad = [
+        [{ format: 'YUY2', width: W, height: H, y, u, v }, /I420 or NV12/],
+        [{ format: 'I420', width: W, height: H, y, u: u.subarray(1), v }, /too small/],
+        [{ format: 'I420', width: 0, height: H, y, u, v }, /0x23/],
+        [{ format: 'I420', width: W, height: H, y: [1, 2], u, v }, /Uint8Array/],
+        [{ format: 'NV12', width: W, height: H, data, layout: [{ offset: 8, stride: ys }] }, /layout/],
+        [{ format: 'I420', width: W, height: H, y, u, v, matrix: 'bt2020' }, /matrix 'bt2020'/],
+      ];
+      for (const [f, re] of bad) {
+        try {
+          pg.fromYUV(f, { size: [8, 8] });
+          errors.push(`no error for ${JSON.stringify({ ...f, y: undefined, u: undefined, v: undefined, data: undefined })}`);
+        } catch (e) {
+          if (!(e instanceof Error) || !new RegExp(re.source).test(e.message)) errors.push(`${e && e.message} does not match ${re}`);
+        }
+      }
+      out[backend] = { worst, problems, errors };
+    }
+    return out;
+  }, { specs: [{}, { size: [12, 16], fit: 'contain', layout: 'nhwc', pad: 0.5 }, { size: [9, 9], fit: 'cover', mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] }, { size: [8, 10], channels: 1 }] });
+  for (const [backend, res] of Object.entries(r)) {
+    console.log(`fromYUV on ${backend}: worst difference ${res.worst.toFixed(4)} / 255`);
+    assert.deepEqual(res.problems, [], backend);
+    assert.deepEqual(res.errors, [], backend);
+    assert.ok(res.worst <= 1, `fromYUV on ${backend}: worst difference ${res.worst} / 255`);
+  }
+});
+
 test('fromPixels: bad input is a JS Error naming the problem, on every backend', async () => {
   const origin = new URL(server.url);
   // Same port, other host name: another origin, so an image from there taints a canvas.

@@ -13,11 +13,13 @@
 //! - [`save`]: safetensors serialisation from host copies (reads are async in the browser);
 //! - [`flower`]: the model as a node of a Flower federation (`pg.flower.join`);
 //! - [`pixels`]: `pg.fromPixels` options → a `PixelSpec`, and the geometry returned with the tensor.
+//! - [`yuv`]: `pg.fromYUV`, raw I420 / NV12 planes → a model input on the device.
 
 pub mod debug;
 pub mod flower;
 pub mod net;
 pub mod pixels;
+pub mod yuv;
 pub mod save;
 pub mod spec;
 pub mod weights;

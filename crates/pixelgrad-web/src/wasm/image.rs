@@ -139,6 +139,45 @@ impl Runtime {
         .map_err(js_err)?;
         result(t, &g, (width, height))
     }
+
+    /// The model input for raw 4:2:0 planes (`format` I420 or NV12; for NV12 `u` holds the
+    /// interleaved chroma and `v` is unused), converted with the colour `matrix`
+    /// (`bt601`/`smpte170m`/`bt470bg` or `bt709`) on the device: `{ tensor, geometry }`.
+    #[allow(clippy::too_many_arguments)]
+    #[wasm_bindgen(js_name = fromYuvPlanes)]
+    pub fn from_yuv_planes(
+        &self,
+        format: &str,
+        width: u32,
+        height: u32,
+        y: &[u8],
+        y_stride: u32,
+        u: &[u8],
+        u_stride: u32,
+        v: &[u8],
+        v_stride: u32,
+        matrix: &str,
+        full_range: bool,
+        opts: &str,
+    ) -> std::result::Result<JsValue, JsValue> {
+        use pixelgrad_core::image::yuv::{YuvMatrix, YuvPlanes};
+        let spec = parse_spec(opts).map_err(js_err)?;
+        let format = crate::yuv::parse_format(format).map_err(js_err)?;
+        let m = YuvMatrix::parse(matrix, full_range).map_err(js_err)?;
+        let planes = YuvPlanes {
+            format,
+            width: width as usize,
+            height: height as usize,
+            y,
+            y_stride: y_stride as usize,
+            u,
+            u_stride: u_stride as usize,
+            v,
+            v_stride: v_stride as usize,
+        };
+        let (t, g) = crate::yuv::from_yuv(&self.dev, &planes, &m, &spec).map_err(js_err)?;
+        result(t, &g, (width, height))
+    }
 }
 
 /// The GL enums used here (glow's values, as WebGL2 numbers them).
