@@ -32,7 +32,7 @@ def rand(*shape, lo=-1.0, hi=1.0):
     return RNG.uniform(lo, hi, size=shape).astype(np.float32)
 
 
-def save_case(kind, name, model_bytes, feeds, outputs, tol=1e-4, tags=()):
+def save_case(kind, name, model_bytes, feeds, outputs, tol=1e-4, tags=(), atol=None):
     d = os.path.join(OUT, kind, name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "model.onnx"), "wb") as f:
@@ -47,7 +47,10 @@ def save_case(kind, name, model_bytes, feeds, outputs, tol=1e-4, tags=()):
         fn = f"expected_{i}.npy"
         np.save(os.path.join(d, fn), np.asarray(v, order="C"))
         outs.append({"name": k, "file": fn})
-    MANIFEST.append({"kind": kind, "name": name, "dir": f"{kind}/{name}", "inputs": ins, "outputs": outs, "tol": tol, "tags": list(tags)})
+    entry = {"kind": kind, "name": name, "dir": f"{kind}/{name}", "inputs": ins, "outputs": outs, "tol": tol, "tags": list(tags)}
+    if atol is not None:
+        entry["atol"] = atol
+    MANIFEST.append(entry)
 
 
 def run_ort(model_bytes, feeds):
@@ -58,7 +61,7 @@ def run_ort(model_bytes, feeds):
     return list(zip(names, sess.run(names, feeds)))
 
 
-def case(name, nodes, inputs, outputs, initializers=(), opset=13, tol=1e-4, feeds=None, tags=()):
+def case(name, nodes, inputs, outputs, initializers=(), opset=13, tol=1e-4, feeds=None, tags=(), atol=None, ms=False):
     """One per-operator model: `inputs` are (name, np.ndarray, declared shape or None)."""
     vi_in = []
     fd = {}
@@ -69,11 +72,12 @@ def case(name, nodes, inputs, outputs, initializers=(), opset=13, tol=1e-4, feed
     vi_out = [helper.make_tensor_value_info(n, et, None) for n, et in outputs]
     inits = [numpy_helper.from_array(a, n) for n, a in initializers]
     g = helper.make_graph(nodes, name, vi_in, vi_out, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="pixelgrad-fixtures")
+    opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
+    m = helper.make_model(g, opset_imports=opsets, producer_name="pixelgrad-fixtures")
     m.ir_version = min(m.ir_version, 8)
     m = onnx.shape_inference.infer_shapes(m)
     b = m.SerializeToString()
-    save_case("ops", name, b, fd, run_ort(b, fd), tol=tol, tags=tags)
+    save_case("ops", name, b, fd, run_ort(b, fd), tol=tol, tags=tags, atol=atol)
 
 
 def node(op, ins, outs, **attrs):
@@ -372,6 +376,182 @@ def write_ppocr():
     shutil.copy(os.path.join(PPOCR, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), os.path.join(OUT, "models", "ppocr_cls_backbone.onnx"))
 
 
+U8, I8, I32 = TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
+
+
+def q8(shape, dtype):
+    lo, hi = (0, 256) if dtype == np.uint8 else (-128, 128)
+    return RNG.integers(lo, hi, size=shape).astype(dtype)
+
+
+def quant_cases():
+    """Quantisation operators (default domain and com.microsoft's QLinear* ops). Integer outputs
+    are compared exactly (atol 0) or within one step (atol 1) where onnxruntime requantises a
+    float product whose rounding can land on the other side of a half."""
+    s, zu, zi = np.array(0.05, np.float32), np.array(128, np.uint8), np.array(3, np.int8)
+    # ties (x / scale = k + 0.5), saturation at both ends, negative values
+    x = np.concatenate([np.arange(-2.0, 2.0, 0.025, dtype=np.float32)[:150], [1e3, -1e3, 0.075, 0.125, -0.075, -0.125]]).astype(np.float32).reshape(2, 3, 26)
+    tag = ["int8"]
+    case("quantizelinear_u8", [node("QuantizeLinear", ["x", "s", "z"], ["y"])], [("x", x, None)], [("y", U8)], [("s", s), ("z", zu)], tol=0.0, tags=tag, atol=0.0)
+    case("quantizelinear_i8", [node("QuantizeLinear", ["x", "s", "z"], ["y"])], [("x", x, None)], [("y", I8)], [("s", s), ("z", zi)], tol=0.0, tags=tag, atol=0.0)
+    case("quantizelinear_no_zero_point", [node("QuantizeLinear", ["x", "s"], ["y"])], [("x", x, None)], [("y", U8)], [("s", s)], tol=0.0, tags=tag, atol=0.0)
+    cs = np.array([0.02, 0.05, 0.1], np.float32)
+    case("quantizelinear_per_axis_i8", [node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=1)], [("x", x, None)], [("y", I8)],
+         [("s", cs), ("z", np.array([0, -5, 7], np.int8))], tol=0.0, tags=tag, atol=0.0)
+    case("dequantizelinear_u8", [node("DequantizeLinear", ["q", "s", "z"], ["y"])], [("q", q8((2, 3, 5), np.uint8), None)], [("y", F)], [("s", s), ("z", zu)], tags=tag)
+    case("dequantizelinear_per_axis_i8", [node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)], [("q", q8((2, 3, 5), np.int8), None)], [("y", F)],
+         [("s", cs), ("z", np.array([0, -5, 7], np.int8))], tags=tag)
+    case("dequantizelinear_i32_bias", [node("DequantizeLinear", ["q", "s"], ["y"])], [("q", RNG.integers(-50000, 50000, size=(6,)).astype(np.int32), None)], [("y", F)],
+         [("s", np.array(1e-4, np.float32))], tags=tag)
+    case("dynamicquantizelinear", [node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"])], [("x", rand(2, 3, 4) * 3, None)], [("y", U8), ("ys", F), ("yz", U8)], tol=1e-6, tags=tag, atol=1.0)
+    # QLinearConv: u8 activations, i8 weights, per-tensor and per-channel, bias, groups, strides
+    xq = q8((1, 4, 7, 7), np.uint8)
+    xs, xz, ys, yz = np.array(0.02, np.float32), np.array(120, np.uint8), np.array(0.05, np.float32), np.array(100, np.uint8)
+    w = q8((6, 4, 3, 3), np.int8)
+    ws, wz = np.array(0.01, np.float32), np.array(0, np.int8)
+    b = RNG.integers(-2000, 2000, size=(6,)).astype(np.int32)
+    qins = lambda ws_, wz_: [("xs", xs), ("xz", xz), ("w", w), ("ws", ws_), ("wz", wz_), ("ys", ys), ("yz", yz)]
+    case("qlinearconv_per_tensor_bias", [node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], pads=[1, 1, 1, 1])], [("x", xq, None)], [("y", U8)],
+         qins(ws, wz) + [("b", b)], tol=1.0, tags=tag, atol=1.0)
+    case("qlinearconv_per_channel_stride2", [node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], strides=[2, 2], pads=[0, 1, 1, 0])], [("x", xq, None)], [("y", U8)],
+         qins(RNG.uniform(0.005, 0.02, 6).astype(np.float32), np.zeros(6, np.int8)), tol=1.0, tags=tag, atol=1.0)
+    case("qlinearconv_depthwise_i8", [node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], group=4, pads=[1, 1, 1, 1])], [("x", q8((2, 4, 6, 6), np.int8), None)],
+         [("y", I8)], [("xs", xs), ("xz", np.array(-7, np.int8)), ("w", q8((4, 1, 3, 3), np.int8)), ("ws", ws), ("wz", wz), ("ys", ys), ("yz", np.array(-10, np.int8))], tol=1.0, tags=tag, atol=1.0)
+    case("qlinearmatmul_u8_i8", [node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])], [("a", q8((2, 5, 16), np.uint8), None)], [("y", U8)],
+         [("as", xs), ("az", xz), ("b", q8((16, 7), np.int8)), ("bs", ws), ("bz", wz), ("ys", ys), ("yz", yz)], tol=1.0, tags=tag, atol=1.0)
+    case("matmulinteger_u8_i8_zero_points", [node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])], [("a", q8((3, 20), np.uint8), None)], [("y", I32)],
+         [("b", q8((20, 4), np.int8)), ("az", np.array(12, np.uint8)), ("bz", np.array(-3, np.int8))], tol=0.0, tags=tag, atol=0.0)
+    case("convinteger_u8_u8", [node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1, 1, 1, 1])], [("x", xq, None)], [("y", I32)],
+         [("w", q8((3, 4, 3, 3), np.uint8)), ("xz", xz), ("wz", np.array(128, np.uint8))], tol=0.0, tags=tag, atol=0.0)
+    msq = lambda op, extra=(): [("as", xs), ("az", xz), ("b", q8((1, 4, 1, 1), np.uint8)), ("bs", np.array(0.03, np.float32)), ("bz", np.array(90, np.uint8)), ("cs", ys), ("cz", yz)]
+    for op in ["QLinearAdd", "QLinearMul"]:
+        n = helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["y"], name=op.lower(), domain="com.microsoft")
+        case(f"{op.lower()}_broadcast", [n], [("a", xq, None)], [("y", U8)], msq(op), tol=1.0, tags=tag, atol=1.0, ms=True)
+    n = helper.make_node("QLinearGlobalAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], name="qgap", domain="com.microsoft", channels_last=0)
+    case("qlinearglobalaveragepool", [n], [("x", xq, None)], [("y", U8)], [("xs", xs), ("xz", xz), ("ys", np.array(0.01, np.float32)), ("yz", np.array(5, np.uint8))],
+         tol=1.0, tags=tag, atol=1.0, ms=True)
+    n = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], name="qsoftmax", domain="com.microsoft", axis=-1, opset=13)
+    case("qlinearsoftmax", [n], [("x", q8((2, 3, 10), np.uint8), None)], [("y", U8)], [("xs", np.array(0.1, np.float32)), ("xz", xz), ("ys", np.array(1 / 256, np.float32)),
+         ("yz", np.array(0, np.uint8))], tol=1.0, tags=tag, atol=1.0, ms=True)
+    n = helper.make_node("QLinearConcat", ["ys", "yz", "a", "as", "az", "b", "bs", "bz"], ["y"], name="qconcat", domain="com.microsoft", axis=1)
+    case("qlinearconcat", [n], [("a", xq, None)], [("y", U8)], [("ys", ys), ("yz", yz), ("as", xs), ("az", xz), ("b", q8((1, 2, 7, 7), np.uint8)), ("bs", np.array(0.03, np.float32)),
+         ("bz", np.array(90, np.uint8))], tol=1.0, tags=tag, atol=1.0, ms=True)
+
+
+def he_weights(m, rng):
+    """The light architectures' constant (ConstantOfShape) weights replaced by He-initialised
+    random ones, so that quantisation sees real weight distributions; converted to opset 13
+    (per-channel QDQ needs DequantizeLinear's axis)."""
+    init = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    keep = []
+    for n in m.graph.node:
+        if n.op_type == "ConstantOfShape" and n.input[0] in init:
+            shape = [int(v) for v in init[n.input[0]]]
+            fan = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+            a = rng.uniform(-0.1, 0.1, shape) if len(shape) == 1 else rng.normal(0, np.sqrt(2.0 / fan), shape)
+            m.graph.initializer.append(numpy_helper.from_array(a.astype(np.float32), n.output[0]))
+        else:
+            keep.append(n)
+    del m.graph.node[:]
+    m.graph.node.extend(keep)
+    names = {i.name for i in m.graph.input}
+    for t in m.graph.initializer:
+        if t.name not in names:
+            m.graph.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    return onnx.version_converter.convert_version(m, 13)
+
+
+def small_mlp_cnn():
+    """A digits-sized MLP (Gemm + Relu) and a small CNN (Conv, Relu, MaxPool, Gemm), random
+    weights, as pixelgrad's own training examples build them."""
+    def gemm_layer(i, fin, fout, x, relu):
+        w = numpy_helper.from_array((RNG.normal(0, np.sqrt(2 / fin), (fin, fout))).astype(np.float32), f"w{i}")
+        b = numpy_helper.from_array(rand(fout, lo=-0.1, hi=0.1), f"b{i}")
+        nodes = [helper.make_node("Gemm", [x, f"w{i}", f"b{i}"], [f"g{i}"], name=f"gemm{i}")]
+        if relu:
+            nodes.append(helper.make_node("Relu", [f"g{i}"], [f"h{i}"], name=f"relu{i}"))
+        return nodes, [w, b], f"h{i}" if relu else f"g{i}"
+    n1, i1, h = gemm_layer(1, 64, 32, "x", True)
+    n2, i2, h = gemm_layer(2, 32, 10, h, False)
+    mlp = helper.make_graph(n1 + n2, "mlp", [helper.make_tensor_value_info("x", F, [None, 64])], [helper.make_tensor_value_info(h, F, None)], i1 + i2)
+    cw = lambda n, o, c: numpy_helper.from_array(RNG.normal(0, np.sqrt(2 / (c * 9)), (o, c, 3, 3)).astype(np.float32), n)
+    nodes = [
+        helper.make_node("Conv", ["x", "cw1", "cb1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "cw2", "cb2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("MaxPool", ["r2"], ["p2"], name="pool2", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p2"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "fw", "fb"], ["y"], name="fc"),
+    ]
+    inits = [cw("cw1", 8, 1), numpy_helper.from_array(rand(8, lo=-0.1, hi=0.1), "cb1"), cw("cw2", 16, 8), numpy_helper.from_array(rand(16, lo=-0.1, hi=0.1), "cb2"),
+             numpy_helper.from_array(RNG.normal(0, np.sqrt(2 / 784), (784, 10)).astype(np.float32), "fw"), numpy_helper.from_array(rand(10, lo=-0.1, hi=0.1), "fb")]
+    cnn = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", F, [None, 1, 28, 28])], [helper.make_tensor_value_info("y", F, None)], inits)
+    out = []
+    for g, x in [(mlp, rand(8, 64, lo=0.0, hi=1.0)), (cnn, rand(4, 1, 28, 28, lo=0.0, hi=1.0))]:
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="pixelgrad-fixtures")
+        m.ir_version = 8
+        out.append((g.name, m, x))
+    return out
+
+
+def write_quantized_models(ppocr_dir):
+    """Models quantised by onnxruntime's own tool (quantize_static, MinMax calibration on the
+    model's input plus two noisy copies): QDQ per-tensor with u8 activations, QDQ per-channel
+    with i8 activations, and QOperator per-channel (QLinearConv, QLinearMatMul, com.microsoft
+    QLinearAdd/Concat/GlobalAveragePool/Softmax, QGemm). The tolerance is one quantisation
+    step of the last DequantizeLinear before the output, absolute."""
+    import logging
+    import tempfile
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    logging.disable(logging.WARNING)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self, name, xs):
+            self.it = iter([{name: x} for x in xs])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    rng = np.random.default_rng(7)
+    light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    models = [("squeezenet", he_weights(onnx.load(os.path.join(light, "light_squeezenet.onnx")), rng), rand(1, 3, 224, 224))]
+    models += small_mlp_cnn()
+    cls = os.path.join(ppocr_dir or "", "ch_ppocr_mobile_v2.0_cls_infer.onnx")
+    if os.path.exists(cls):
+        x = np.stack([cls_preprocess(im) for im in text_images()])
+        models.append(("ppocr_cls", onnx.load(cls), x))
+    tmp = tempfile.mkdtemp()
+    for name, m, x in models:
+        fp = os.path.join(tmp, f"{name}.onnx")
+        onnx.save(m, fp)
+        inp = [i.name for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}][0]
+        calib = [x] + [(x + rng.normal(0, 0.05, x.shape)).astype(np.float32) for _ in range(2)]
+        for fmt, per_channel, act, label in [(QuantFormat.QDQ, False, QuantType.QUInt8, "qdq_u8"), (QuantFormat.QDQ, True, QuantType.QInt8, "qdq_i8_per_channel"),
+                                             (QuantFormat.QOperator, True, QuantType.QUInt8, "qop_u8_per_channel")]:
+            qp = os.path.join(tmp, f"{name}_{label}.onnx")
+            quantize_static(fp, qp, Reader(inp, calib), quant_format=fmt, per_channel=per_channel, activation_type=act, weight_type=QuantType.QInt8)
+            q = onnx.load(qp)
+            b = q.SerializeToString()
+            # the output's step: the scale of the last DequantizeLinear
+            inits = {t.name: numpy_helper.to_array(t) for t in q.graph.initializer}
+            producer = {o: n for n in q.graph.node for o in n.output}
+            todo, step = [q.graph.output[0].name], None
+            while todo and step is None:
+                n = producer.get(todo.pop(0))
+                if n is None:
+                    continue
+                if n.op_type == "DequantizeLinear":
+                    step = float(inits[n.input[1]].max())
+                todo += list(n.input)
+            assert step is not None, f"{name}_{label}: no DequantizeLinear before the output"
+            out = run_ort(b, {inp: x})
+            save_case("models", f"{name}_{label}", b, {inp: x}, out, tol=1.0, tags=["int8"], atol=1.001 * step)
+            np.save(os.path.join(OUT, "models", f"{name}_{label}", "float_reference.npy"), run_ort(m.SerializeToString(), {inp: x})[0][1])
+    shutil.rmtree(tmp)
+
+
 def write_bad_models():
     """Models pixelgrad must refuse with a clear error (no expected outputs)."""
     d = os.path.join(OUT, "bad")
@@ -402,7 +582,9 @@ def main():
     elementwise_cases()
     movement_cases()
     resize_cases()
+    quant_cases()
     write_light_models()
+    write_quantized_models(PPOCR)
     write_ppocr()
     write_bad_models()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::graph::{Node, ValueInfo};
-use crate::host::HostTensor;
+use crate::host::{DType, HostTensor};
 use crate::{hostops, ops, proto, OnnxError, Result};
 
 /// Oldest and newest default-domain opset accepted.
@@ -36,6 +36,9 @@ pub struct LoadStats {
     pub nodes_in_file: usize,
     pub folded_constants: usize,
     pub folded_batch_norms: usize,
+    /// `DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear` groups run as one integer
+    /// operator (`QLinearConv`, `QLinearMatMul`, `QGemm`).
+    pub fused_qdq: usize,
 }
 
 impl Model {
@@ -85,7 +88,7 @@ impl Model {
             let dom = if n.domain == "ai.onnx" { "" } else { n.domain.as_str() };
             let node_opset = *opsets.get(dom).unwrap_or(&0);
             let node = Node::from_proto(n, i, if dom.is_empty() { opset } else { node_opset })?;
-            if !dom.is_empty() || !ops::is_supported(&node.op_type) {
+            if !ops::is_supported(dom, &node.op_type) {
                 return Err(OnnxError::UnsupportedOp {
                     op_type: node.op_type,
                     node: node.name,
@@ -116,6 +119,7 @@ impl Model {
         }
         model.fold_constants()?;
         model.fold_batch_norms()?;
+        model.fuse_qdq()?;
         model.drop_unused();
         Ok(model)
     }
@@ -213,6 +217,148 @@ impl Model {
             k += 1;
             !remove.contains(&(k - 1))
         });
+        Ok(())
+    }
+
+    /// QDQ-format quantised products become integer operators, as onnxruntime fuses them:
+    /// `Conv` (or `MatMul`, `Gemm` with `beta = 1`) whose data inputs all come from
+    /// `DequantizeLinear` nodes with constant scales, whose bias (if any) is a dequantised
+    /// `int32` constant with scale `x_scale · w_scale`, and whose output only feeds one
+    /// `QuantizeLinear`, becomes `QLinearConv` / `QLinearMatMul` / `QGemm` reading the 8-bit
+    /// values directly. `DequantizeLinear` nodes nothing reads any more are dropped.
+    fn fuse_qdq(&mut self) -> Result<()> {
+        let mut uses: HashMap<String, usize> = HashMap::new();
+        for n in &self.nodes {
+            for i in &n.inputs {
+                *uses.entry(i.clone()).or_default() += 1;
+            }
+        }
+        for o in &self.outputs {
+            *uses.entry(o.name.clone()).or_default() += 1;
+        }
+        let producer: HashMap<String, usize> =
+            self.nodes.iter().enumerate().flat_map(|(k, n)| n.outputs.iter().map(move |o| (o.clone(), k))).collect();
+        let consumer: HashMap<String, usize> =
+            self.nodes.iter().enumerate().flat_map(|(k, n)| n.inputs.iter().map(move |i| (i.clone(), k))).collect();
+        // (x, scale, zero point) of a DequantizeLinear producing `name`, scales constant.
+        let dq = |name: &str| -> Option<[String; 3]> {
+            let n = &self.nodes[*producer.get(name)?];
+            let scale = n.input(1)?;
+            let constant_zp = n.input(2).map(|z| self.constants.contains_key(z)).unwrap_or(true);
+            if n.op_type != "DequantizeLinear" || !self.constants.contains_key(scale) || !constant_zp {
+                return None;
+            }
+            Some([n.inputs[0].clone(), scale.to_string(), n.input(2).unwrap_or("").to_string()])
+        };
+        let is_8bit = |name: &str, dtypes: &HashMap<&str, DType>| matches!(dtypes.get(name), Some(DType::U8 | DType::I8));
+        // Element types of quantised values: those QuantizeLinear writes and 8-bit constants.
+        let mut dtypes: HashMap<&str, DType> = self.constants.iter().map(|(k, t)| (k.as_str(), t.dtype)).collect();
+        for n in &self.nodes {
+            if n.op_type == "QuantizeLinear" {
+                let dt = n.input(2).and_then(|z| self.constants.get(z)).map(|t| t.dtype).unwrap_or(DType::U8);
+                dtypes.insert(n.outputs[0].as_str(), dt);
+            }
+        }
+        let mut rewrites = Vec::new();
+        for (k, n) in self.nodes.iter().enumerate() {
+            let kind = n.op_type.as_str();
+            if !matches!(kind, "Conv" | "MatMul" | "Gemm") || n.outputs.len() != 1 || uses.get(&n.outputs[0]).copied() != Some(1) {
+                continue;
+            }
+            if kind == "Gemm" && (n.float("beta", 1.0)? != 1.0 || n.float("alpha", 1.0)? != 1.0) {
+                continue;
+            }
+            let Some(&q) = consumer.get(&n.outputs[0]) else { continue };
+            let qn = &self.nodes[q];
+            let q_scale_ok = qn.input(1).map(|s| self.constants.get(s).map(|t| t.numel() == 1).unwrap_or(false)).unwrap_or(false);
+            let q_zp_ok = qn.input(2).map(|z| self.constants.contains_key(z)).unwrap_or(true);
+            if qn.op_type != "QuantizeLinear" || !q_scale_ok || !q_zp_ok {
+                continue;
+            }
+            let (Some(a), Some(b)) = (dq(&n.inputs[0]), dq(&n.inputs[1])) else { continue };
+            if !is_8bit(&a[0], &dtypes) || !is_8bit(&b[0], &dtypes) || self.constants[&a[1]].numel() != 1 {
+                continue;
+            }
+            // Per-channel weight scales must run along the output channels.
+            if self.constants[&b[1]].numel() > 1 {
+                let Some(w) = self.constants.get(&b[0]) else { continue };
+                let want = match kind {
+                    "Conv" => 0,
+                    "Gemm" if n.int("transB", 0)? != 0 => 0,
+                    _ => w.rank() as i64 - 1,
+                };
+                let dqn = &self.nodes[producer[&n.inputs[1]]];
+                let axis = dqn.int("axis", 1)?;
+                if (if axis < 0 { axis + w.rank() as i64 } else { axis }) != want {
+                    continue;
+                }
+            }
+            // The bias: a dequantised int32 constant whose scale is a_scale · b_scale.
+            let bias = match n.input(2) {
+                None => None,
+                Some(name) => {
+                    let Some(d) = dq(name) else { continue };
+                    let (Some(bq), Some(bs), Some(sa), Some(sb)) =
+                        (self.constants.get(&d[0]), self.constants.get(&d[1]), self.constants.get(&a[1]), self.constants.get(&b[1]))
+                    else {
+                        continue;
+                    };
+                    if bq.dtype != DType::I32 || !d[2].is_empty() && self.constants[&d[2]].to_f64().iter().any(|&z| z != 0.0) {
+                        continue;
+                    }
+                    let (bs, sa, sb) = (bs.to_f32(), sa.to_f32(), sb.to_f32());
+                    let at = |v: &[f32], i: usize| if v.len() == 1 { v[0] } else { v[i] };
+                    let n = bs.len().max(sb.len());
+                    if (0..n).any(|i| (at(&bs, i) - at(&sa, 0) * at(&sb, i)).abs() > 1e-6 * at(&bs, i).abs()) {
+                        continue;
+                    }
+                    Some(d[0].clone())
+                }
+            };
+            let y = [qn.inputs[1].clone(), qn.input(2).unwrap_or("").to_string()];
+            let mut fused = n.clone();
+            fused.outputs = qn.outputs.clone();
+            fused.name = format!("{}.qdq", n.name);
+            let [ax, asc, az] = a;
+            let [bx, bsc, bz] = b;
+            match kind {
+                "Conv" | "MatMul" => {
+                    fused.op_type = if kind == "Conv" { "QLinearConv" } else { "QLinearMatMul" }.to_string();
+                    fused.inputs = vec![ax, asc, az, bx, bsc, bz, y[0].clone(), y[1].clone()];
+                    if let Some(b) = bias {
+                        fused.inputs.push(b);
+                    }
+                }
+                _ => {
+                    fused.op_type = "QGemm".to_string();
+                    fused.domain = "com.microsoft".to_string();
+                    fused.attrs.retain(|k, _| k == "transA" || k == "transB");
+                    fused.inputs = vec![ax, asc, az, bx, bsc, bz, bias.unwrap_or_default(), y[0].clone(), y[1].clone()];
+                }
+            }
+            while fused.inputs.last().map(|s| s.is_empty()).unwrap_or(false) {
+                fused.inputs.pop();
+            }
+            rewrites.push((k, q, fused));
+        }
+        if rewrites.is_empty() {
+            return Ok(());
+        }
+        let mut remove = HashSet::new();
+        for (k, q, fused) in rewrites {
+            self.nodes[k] = fused;
+            remove.insert(q);
+            self.stats.fused_qdq += 1;
+        }
+        let mut k = 0;
+        self.nodes.retain(|_| {
+            k += 1;
+            !remove.contains(&(k - 1))
+        });
+        // DequantizeLinear nodes whose outputs nothing reads any more.
+        let mut used: HashSet<String> = self.nodes.iter().flat_map(|n| n.inputs.iter().cloned()).collect();
+        used.extend(self.outputs.iter().map(|o| o.name.clone()));
+        self.nodes.retain(|n| n.op_type != "DequantizeLinear" || n.outputs.iter().any(|o| used.contains(o)));
         Ok(())
     }
 

@@ -49,10 +49,11 @@ pub fn read(bytes: &[u8]) -> Result<HostTensor> {
         "<i8" => (DType::I64, 8),
         "<i4" => (DType::I32, 4),
         "|u1" | "<u1" => (DType::U8, 1),
+        "|i1" | "<i1" => (DType::I8, 1),
         "|b1" => (DType::Bool, 1),
         other => {
             return Err(bad(format!(
-                "element type '{other}' is not supported (float32, float16, int64, int32, uint8, bool; little-endian)"
+                "element type '{other}' is not supported (float32, float16, int64, int32, uint8, int8, bool; little-endian)"
             )))
         }
     };
@@ -66,6 +67,7 @@ pub fn read(bytes: &[u8]) -> Result<HostTensor> {
             Data::I64(data.chunks_exact(8).map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect())
         }
         DType::I32 => Data::I64(data.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64).collect()),
+        DType::I8 => Data::I64(data.iter().map(|&b| b as i8 as i64).collect()),
         _ => Data::I64(data.iter().map(|&b| b as i64).collect()),
     };
     Ok(HostTensor { dtype, shape, data: d })
@@ -105,6 +107,7 @@ pub fn write(t: &HostTensor) -> Result<Vec<u8>> {
         DType::I64 => "<i8",
         DType::I32 => "<i4",
         DType::U8 => "|u1",
+        DType::I8 => "|i1",
         DType::Bool => "|b1",
         other => return Err(OnnxError::Dtype { what: "npy output".into(), dtype: other.name().into() }),
     };

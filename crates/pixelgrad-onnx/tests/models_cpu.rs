@@ -34,3 +34,11 @@ fn pretrained_classifier_gets_every_orientation_right() {
     assert_eq!(got, labels);
     assert!(labels.contains(&0) && labels.contains(&1));
 }
+
+/// Models quantised by onnxruntime's `quantize_static` (QDQ per-tensor and per-channel,
+/// QOperator with com.microsoft ops; squeezenet, a small MLP and CNN, and the pretrained PP-OCR
+/// classifier): within one output quantisation step of onnxruntime's int8 result, same argmax.
+#[test]
+fn quantized_models_match_onnxruntime() {
+    common::check_all(&cpu(), "models", |c| c.tags.iter().any(|t| t == "int8"));
+}

@@ -20,3 +20,10 @@ fn every_operator_case_matches_onnxruntime_on_webgl() {
 fn pretrained_classifier_matches_onnxruntime_on_webgl() {
     common::check_all(&webgl(), "models", |c| c.name == "ppocr_cls");
 }
+
+/// The small quantised models (MLP, CNN and the PP-OCR classifier, QDQ and QOperator): within
+/// one output quantisation step of onnxruntime's int8 result, same argmax.
+#[test]
+fn quantized_models_match_onnxruntime_on_webgl() {
+    common::check_all(&webgl(), "models", |c| c.tags.iter().any(|t| t == "int8") && !c.name.starts_with("squeezenet"));
+}

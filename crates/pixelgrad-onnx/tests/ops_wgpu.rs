@@ -20,3 +20,10 @@ fn models_match_onnxruntime_on_wgpu() {
     let keep = ["ppocr_cls", "ppocr_det", "squeezenet", "shufflenet", "resnet50"];
     common::check_all(&wgpu(), "models", |c| keep.contains(&c.name.as_str()));
 }
+
+/// The models quantised by onnxruntime's `quantize_static` (QDQ and QOperator): within one
+/// output quantisation step of onnxruntime's int8 result, same argmax.
+#[test]
+fn quantized_models_match_onnxruntime_on_wgpu() {
+    common::check_all(&wgpu(), "models", |c| c.tags.iter().any(|t| t == "int8"));
+}

@@ -45,10 +45,19 @@ fn dilate(w: &Tensor, d: [usize; 2]) -> Result<Tensor> {
 }
 
 fn conv(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
+    let bias = match cx.opt(ins, 2) {
+        Some(_) => Some(cx.t(ins, 2)?),
+        None => None,
+    };
+    conv_tensors(cx, cx.t(ins, 0)?, cx.t(ins, 1)?, bias.as_ref())
+}
+
+/// `Conv` of `x` with `w` under the node's attributes (shared with the integer convolutions,
+/// which pass zero-point-corrected inputs: padding with zeros is then padding with the zero
+/// point, as ONNX wants).
+pub fn conv_tensors(cx: &Cx, x: Tensor, w: Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     let node = cx.node;
     node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])?;
-    let x = cx.t(ins, 0)?;
-    let w = cx.t(ins, 1)?;
     if x.rank() != 4 || w.rank() != 4 {
         return Err(cx.err(format!(
             "only 2-D convolutions (NCHW input, rank-4 weights) are supported; got input {:?}, weights {:?}",
@@ -81,8 +90,8 @@ fn conv(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     if cg == 1 && m == c {
         // Depthwise with one filter per channel: its own kernel, no columns.
         let mut y = x.depthwise_conv(&w, window)?;
-        if cx.opt(ins, 2).is_some() {
-            y = y.add(&cx.t(ins, 2)?.reshape([1, m, 1, 1])?)?;
+        if let Some(b) = bias {
+            y = y.add(&b.reshape([1, m, 1, 1])?)?;
         }
         return Ok(y);
     }
@@ -108,8 +117,8 @@ fn conv(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
         }
     };
     let mut y = y.reshape([n, m, oh, ow])?;
-    if cx.opt(ins, 2).is_some() {
-        y = y.add(&cx.t(ins, 2)?.reshape([1, m, 1, 1])?)?;
+    if let Some(b) = bias {
+        y = y.add(&b.reshape([1, m, 1, 1])?)?;
     }
     Ok(y)
 }

@@ -283,7 +283,7 @@ pub fn trunc(_x: &Tensor) -> Result<Tensor> {
 /// for `x` just below a half, where `x + 0.5` rounds up to the next integer (`f - x > 0.5`:
 /// one down too). From 2^23 on every f32 is an integer (and `x + 0.5` would round), so `x` is
 /// kept; that also keeps ±inf. NaN stays NaN.
-fn round_half_even(x: &Tensor) -> pixelgrad_core::Result<Tensor> {
+pub(crate) fn round_half_even(x: &Tensor) -> pixelgrad_core::Result<Tensor> {
     let f = x.add_scalar(0.5)?.floor()?;
     let tie = f.sub(x)?.eq(&Tensor::scalar(x.device(), 0.5)?)?;
     // f - 2 * floor(f / 2) is 1 for odd f.

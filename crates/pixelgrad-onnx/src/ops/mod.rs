@@ -8,6 +8,7 @@ mod elementwise;
 mod linalg;
 mod movement;
 mod pool;
+mod quant;
 mod resize;
 
 use std::rc::Rc;
@@ -123,10 +124,26 @@ pub const SUPPORTED: &[&str] = &[
     "Upsample",
     "DepthToSpace",
     "SpaceToDepth",
+    // quantisation (8-bit integers, `int32` accumulators and biases)
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "DynamicQuantizeLinear",
+    "QLinearConv",
+    "QLinearMatMul",
+    "MatMulInteger",
+    "ConvInteger",
 ];
 
-pub fn is_supported(op_type: &str) -> bool {
-    SUPPORTED.contains(&op_type)
+/// The com.microsoft operators pixelgrad runs: the quantised ones onnxruntime's quantiser writes.
+pub use quant::SUPPORTED_MS;
+
+/// Whether [`run`] handles `op_type` of `domain` (`""` for the default ONNX domain).
+pub fn is_supported(domain: &str, op_type: &str) -> bool {
+    match domain {
+        "" | "ai.onnx" => SUPPORTED.contains(&op_type),
+        "com.microsoft" => SUPPORTED_MS.contains(&op_type),
+        _ => false,
+    }
 }
 
 /// A value while a graph runs: on the host (constants and shape arithmetic) or on the device.
@@ -339,6 +356,9 @@ fn dispatch(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         return Ok(r);
     }
     if let Some(r) = resize::run(cx, ins, op)? {
+        return Ok(r);
+    }
+    if let Some(r) = quant::run(cx, ins, op)? {
         return Ok(r);
     }
     Err(OnnxError::UnsupportedOp {

@@ -32,6 +32,9 @@ pub struct Case {
     pub inputs: Vec<(String, PathBuf)>,
     pub outputs: Vec<(String, PathBuf)>,
     pub tol: f64,
+    /// Quantised cases: the largest absolute difference allowed (one quantisation step, or 0
+    /// for exact integer results), checked instead of `tol`.
+    pub atol: Option<f64>,
     pub tags: Vec<String>,
 }
 
@@ -55,6 +58,7 @@ pub fn cases(kind: &str) -> Vec<Case> {
                 inputs: list(c, "inputs", &d),
                 outputs: list(c, "outputs", &d),
                 tol: c["tol"].as_f64().unwrap(),
+                atol: c.get("atol").and_then(|a| a.as_f64()),
                 tags: c["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect(),
                 dir: d,
             }
@@ -72,7 +76,20 @@ pub fn rel_err(got: &[f32], want: &[f32]) -> f64 {
     diff / scale
 }
 
-/// Runs a case and returns, per output, the relative error against onnxruntime (or the error).
+/// Largest absolute difference (infinite if `got` has a non-finite value `want` does not).
+pub fn abs_err(got: &[f32], want: &[f32]) -> f64 {
+    got.iter().zip(want).fold(0f64, |m, (&a, &b)| if a.is_finite() { m.max((a as f64 - b as f64).abs()) } else { f64::INFINITY })
+}
+
+/// Index of the largest value of each row of length `n`.
+pub fn argmax_rows(v: &[f32], n: usize) -> Vec<usize> {
+    v.chunks(n.max(1)).map(|r| r.iter().enumerate().fold(0, |b, (i, &x)| if x > r[b] { i } else { b })).collect()
+}
+
+/// Runs a case and returns, per output, the error against onnxruntime over the case's
+/// tolerance (≤ 1 passes): the relative error over `tol`, or for quantised cases the absolute
+/// error over `atol` (exact cases: any difference fails). A quantised model must also pick the
+/// same class as onnxruntime for every row of its output.
 pub fn run_case(dev: &Device, case: &Case) -> Result<Vec<f64>, String> {
     let model = Model::load(case.dir.join("model.onnx")).map_err(|e| e.to_string())?;
     let session = Session::new(model, dev).map_err(|e| e.to_string())?;
@@ -88,7 +105,33 @@ pub fn run_case(dev: &Device, case: &Case) -> Result<Vec<f64>, String> {
         if got.shape != want.shape {
             return Err(format!("output {name}: shape {:?}, onnxruntime {:?}", got.shape, want.shape));
         }
-        errs.push(rel_err(&got.to_f32(), &want.to_f32()));
+        let (g, w) = (got.to_f32(), want.to_f32());
+        let e = match case.atol {
+            Some(a) => {
+                let d = abs_err(&g, &w);
+                if a == 0.0 {
+                    if d == 0.0 {
+                        0.0
+                    } else {
+                        f64::INFINITY
+                    }
+                } else {
+                    d / a
+                }
+            }
+            None => rel_err(&g, &w) / case.tol.max(1e-30),
+        };
+        if case.kind == "models" && case.atol.is_some() {
+            let n = *want.shape.last().unwrap_or(&1);
+            if argmax_rows(&g, n) != argmax_rows(&w, n) {
+                return Err(format!(
+                    "output {name}: argmax differs from onnxruntime's ({:?} vs {:?})",
+                    argmax_rows(&g, n),
+                    argmax_rows(&w, n)
+                ));
+            }
+        }
+        errs.push(e);
     }
     Ok(errs)
 }
@@ -105,15 +148,16 @@ pub fn check_all(dev: &Device, kind: &str, filter: impl Fn(&Case) -> bool) {
             Ok(errs) => {
                 let e = errs.iter().cloned().fold(0.0, f64::max);
                 worst = worst.max(e);
-                println!("{:48} max rel err {e:.2e}", case.name);
-                if e > case.tol {
-                    bad.push(format!("{}: error {e:.2e} > {:.0e}", case.name, case.tol));
+                let what = if case.atol.is_some() { "abs err / atol" } else { "rel err / tol" };
+                println!("{:48} {what} {e:.2e}", case.name);
+                if e > 1.0 {
+                    bad.push(format!("{}: error {e:.2e} of the tolerance (tol {:.0e}, atol {:?})", case.name, case.tol, case.atol));
                 }
             }
             Err(msg) => bad.push(format!("{}: {msg}", case.name)),
         }
     }
-    println!("{n} {kind} cases on {}, worst relative error {worst:.2e}", dev.name());
+    println!("{n} {kind} cases on {}, worst error {worst:.2e} of the tolerance", dev.name());
     assert!(n > 0, "no {kind} cases selected");
     assert!(bad.is_empty(), "{} of {n} cases failed on {}:\n{}", bad.len(), dev.name(), bad.join("\n"));
 }

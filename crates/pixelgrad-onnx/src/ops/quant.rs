@@ -1,0 +1,308 @@
+//! Quantised operators: `QuantizeLinear`, `DequantizeLinear`, `DynamicQuantizeLinear`, the
+//! integer products `QLinearConv`, `QLinearMatMul`, `MatMulInteger`, `ConvInteger` and
+//! com.microsoft's `QGemm`, `QLinearAdd`, `QLinearMul`, `QLinearConcat`,
+//! `QLinearGlobalAveragePool` and `QLinearSoftmax`.
+//!
+//! Quantised values live on the device as integer-valued `f32` (the value's ONNX type, `uint8`,
+//! `int8` or `int32`, travels with it). The integer products subtract the zero points, multiply
+//! and accumulate exactly (every partial sum of 8-bit products stays far below 2^24, where `f32`
+//! stops holding every integer), add the `int32` bias and requantise as onnxruntime does:
+//! `saturate(round_half_even(acc · (x_scale · w_scale / y_scale)) + y_zero_point)`, the
+//! multiplier computed in `f32` on the host in that order. Quantised graphs in the QDQ format
+//! (`DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear`) are rewritten into these integer
+//! operators when the model loads (`Model::fuse_qdq`), so they compute what onnxruntime's
+//! fused kernels compute instead of a float product rounded afterwards.
+
+use pixelgrad_core::Tensor;
+
+use super::{conv, elementwise::round_half_even, linalg, Cx, V};
+use crate::host::DType;
+use crate::shapes::norm_axis;
+use crate::Result;
+
+/// The com.microsoft operators [`run`] handles (as onnxruntime's quantiser writes them).
+pub const SUPPORTED_MS: &[&str] = &["QGemm", "QLinearAdd", "QLinearMul", "QLinearConcat", "QLinearGlobalAveragePool", "QLinearSoftmax"];
+
+/// The saturation range of an 8-bit (or 32-bit) integer type.
+fn range(dt: DType) -> Option<(f32, f32)> {
+    match dt {
+        DType::U8 => Some((0.0, 255.0)),
+        DType::I8 => Some((-128.0, 127.0)),
+        _ => None,
+    }
+}
+
+pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(Some(vec![V::dev(t, dt)]));
+    match op {
+        "QuantizeLinear" => {
+            node.only_attrs(&["axis", "saturate"])?;
+            let x = cx.t(ins, 0)?;
+            let dt = zero_point_type(cx, ins, 2)?;
+            let axis = node.int("axis", 1)?;
+            let s = param(cx, ins, 1, x.rank(), axis)?.ok_or_else(|| cx.err("y_scale is missing"))?;
+            let z = param(cx, ins, 2, x.rank(), axis)?;
+            one(quantize(&x, &s, z.as_ref(), dt)?, dt)
+        }
+        "DequantizeLinear" => {
+            node.only_attrs(&["axis"])?;
+            let x = cx.t(ins, 0)?;
+            let axis = node.int("axis", 1)?;
+            let s = param(cx, ins, 1, x.rank(), axis)?.ok_or_else(|| cx.err("x_scale is missing"))?;
+            let z = param(cx, ins, 2, x.rank(), axis)?;
+            one(dequantize(&x, &s, z.as_ref())?, DType::F32)
+        }
+        "DynamicQuantizeLinear" => {
+            node.only_attrs(&[])?;
+            // scale = (max(0, max x) - min(0, min x)) / 255, zero point = saturate(round(-min / scale))
+            let x = cx.t(ins, 0)?;
+            let flat = x.reshape([x.numel()])?;
+            let hi = flat.max_axis(0, false)?.max_scalar(0.0)?;
+            let lo = flat.min_axis(0, false)?.min_scalar(0.0)?;
+            let scale = hi.sub(&lo)?.mul_scalar(1.0 / 255.0)?;
+            let z = round_half_even(&lo.neg()?.div(&scale)?)?.max_scalar(0.0)?.min_scalar(255.0)?;
+            let ones = vec![1usize; x.rank()];
+            let y = quantize(&x, &scale.reshape(ones.clone())?, Some(&z.reshape(ones)?), DType::U8)?;
+            Ok(Some(vec![V::dev(y, DType::U8), V::dev(scale, DType::F32), V::dev(z, DType::U8)]))
+        }
+        "QLinearConv" => {
+            node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])?;
+            let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
+            let (x, w) = (centred(cx, ins, 0, 2, 1)?, centred(cx, ins, 3, 5, 0)?);
+            let bias = match cx.opt(ins, 8) {
+                Some(_) => Some(cx.t(ins, 8)?),
+                None => None,
+            };
+            let acc = conv::conv_tensors(cx, x, w, bias.as_ref())?;
+            let m = multiplier(cx, ins, [1, 4, 6], acc.rank(), 1, 1.0)?;
+            one(requantize(cx, &acc, &m, ins, 7, 1, dt)?, dt)
+        }
+        "ConvInteger" => {
+            node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])?;
+            let (x, w) = (centred(cx, ins, 0, 2, 1)?, centred(cx, ins, 1, 3, 0)?);
+            one(conv::conv_tensors(cx, x, w, None)?, DType::I32)
+        }
+        "QLinearMatMul" => {
+            node.only_attrs(&[])?;
+            let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
+            let (a, b) = (centred(cx, ins, 0, 2, -2)?, centred(cx, ins, 3, 5, -1)?);
+            let acc = linalg::matmul(cx, &a, &b)?;
+            let m = multiplier(cx, ins, [1, 4, 6], acc.rank(), -1, 1.0)?;
+            one(requantize(cx, &acc, &m, ins, 7, -1, dt)?, dt)
+        }
+        "MatMulInteger" => {
+            node.only_attrs(&[])?;
+            let (a, b) = (centred(cx, ins, 0, 2, -2)?, centred(cx, ins, 1, 3, -1)?);
+            one(linalg::matmul(cx, &a, &b)?, DType::I32)
+        }
+        "QGemm" => {
+            node.only_attrs(&["alpha", "transA", "transB"])?;
+            let (ta, tb) = (node.int("transA", 0)? != 0, node.int("transB", 0)? != 0);
+            let alpha = node.float("alpha", 1.0)?;
+            let a = centred(cx, ins, 0, 2, if ta { -1 } else { -2 })?;
+            let b = centred(cx, ins, 3, 5, if tb { -2 } else { -1 })?;
+            if a.rank() != 2 || b.rank() != 2 {
+                return Err(cx.err(format!("expects rank-2 A and B, got {:?} and {:?}", a.dims(), b.dims())));
+            }
+            let mut acc = a.matmul_t(&b, ta, tb)?;
+            if cx.opt(ins, 6).is_some() {
+                acc = acc.add(&cx.t(ins, 6)?)?;
+            }
+            if cx.opt(ins, 7).is_none() {
+                // No output scale: the float result alpha · a_scale · b_scale · acc.
+                let m = multiplier(cx, ins, [1, 4, usize::MAX], 2, -1, alpha)?;
+                return one(acc.mul(&m)?, DType::F32);
+            }
+            let dt = cx.v(ins, 8).map(|v| v.dtype()).unwrap_or(DType::U8);
+            let m = multiplier(cx, ins, [1, 4, 7], 2, -1, alpha)?;
+            one(requantize(cx, &acc, &m, ins, 8, -1, dt)?, dt)
+        }
+        "QLinearAdd" | "QLinearMul" => {
+            node.only_attrs(&[])?;
+            let a = dequantize_input(cx, ins, 0, 1, 2)?;
+            let b = dequantize_input(cx, ins, 3, 4, 5)?;
+            let y = if op == "QLinearAdd" { a.add(&b)? } else { a.mul(&b)? };
+            let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
+            one(quantize_output(cx, ins, &y, 6, 7, dt)?, dt)
+        }
+        "QLinearConcat" => {
+            node.only_attrs(&["axis"])?;
+            let n = ins.len().saturating_sub(2);
+            if n == 0 || n % 3 != 0 {
+                return Err(
+                    cx.err(format!("expects Y_scale, Y_zero_point and (X, X_scale, X_zero_point) triples, got {} inputs", ins.len()))
+                );
+            }
+            let parts = (0..n / 3).map(|k| dequantize_input(cx, ins, 2 + 3 * k, 3 + 3 * k, 4 + 3 * k)).collect::<Result<Vec<_>>>()?;
+            let axis = norm_axis(node, node.int("axis", 0)?, parts[0].rank())?;
+            let refs: Vec<&Tensor> = parts.iter().collect();
+            let y = Tensor::concat(&refs, axis)?;
+            let dt = cx.v(ins, 1).map(|v| v.dtype()).unwrap_or(DType::U8);
+            one(quantize_output(cx, ins, &y, 0, 1, dt)?, dt)
+        }
+        "QLinearGlobalAveragePool" => {
+            node.only_attrs(&["channels_last"])?;
+            let x = dequantize_input(cx, ins, 0, 1, 2)?;
+            if x.rank() < 3 {
+                return Err(cx.err(format!("expects [N, C, spatial...], got {:?}", x.dims())));
+            }
+            let d = x.dims().to_vec();
+            let r = d.len();
+            let y = if node.int("channels_last", 0)? != 0 {
+                // [N, spatial..., C] → mean over the spatial axes, keeping them as ones
+                let hw: usize = d[1..r - 1].iter().product();
+                let mut out = vec![d[0]];
+                out.extend(std::iter::repeat(1).take(r - 2));
+                out.push(d[r - 1]);
+                x.reshape([d[0], hw, d[r - 1]])?.mean_axis(1, true)?.reshape(out)?
+            } else {
+                let hw: usize = d[2..].iter().product();
+                let mut out = vec![d[0], d[1]];
+                out.extend(std::iter::repeat(1).take(r - 2));
+                x.reshape([d[0], d[1], hw])?.mean_axis(2, true)?.reshape(out)?
+            };
+            let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
+            one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
+        }
+        "QLinearSoftmax" => {
+            node.only_attrs(&["axis", "opset"])?;
+            let x = dequantize_input(cx, ins, 0, 1, 2)?;
+            let r = x.rank();
+            let y = if node.int("opset", 13)? < 13 {
+                let a = norm_axis(node, node.int("axis", 1)?, r)?;
+                let outer: usize = x.dims()[..a].iter().product();
+                x.reshape([outer, x.numel() / outer.max(1)])?.softmax(1)?.reshape(x.shape().clone())?
+            } else {
+                x.softmax(norm_axis(node, node.int("axis", -1)?, r)? as isize)?
+            };
+            let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
+            one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The element type a quantiser writes: its zero point's (`uint8` when there is none).
+fn zero_point_type(cx: &Cx, ins: &[Option<V>], i: usize) -> Result<DType> {
+    let dt = cx.opt(ins, i).map(|v| v.dtype()).unwrap_or(DType::U8);
+    if range(dt).is_none() {
+        return Err(cx.err(format!("quantising to {dt} is not supported (uint8 and int8 are)")));
+    }
+    Ok(dt)
+}
+
+/// Scale or zero point input `i` shaped to broadcast against a rank-`rank` tensor: a scalar
+/// (one element) everywhere, a vector along `axis`. `None` when the input is absent.
+fn param(cx: &Cx, ins: &[Option<V>], i: usize, rank: usize, axis: i64) -> Result<Option<Tensor>> {
+    if cx.opt(ins, i).is_none() {
+        return Ok(None);
+    }
+    let t = cx.t(ins, i)?;
+    if t.numel() == 1 {
+        return Ok(Some(t.reshape(vec![1usize; rank.max(1)])?));
+    }
+    if t.rank() != 1 {
+        return Err(cx.err(format!("input {i}: per-axis scales and zero points must be 1-D, got {:?}", t.dims())));
+    }
+    let a = norm_axis(cx.node, axis, rank)?;
+    let mut shape = vec![1usize; rank];
+    shape[a] = t.numel();
+    Ok(Some(t.reshape(shape)?))
+}
+
+/// `saturate(round_half_even(x / s) + z)` for an 8-bit type.
+fn quantize(x: &Tensor, s: &Tensor, z: Option<&Tensor>, dt: DType) -> pixelgrad_core::Result<Tensor> {
+    let (lo, hi) = range(dt).unwrap_or((0.0, 255.0));
+    let mut q = round_half_even(&x.div(s)?)?;
+    if let Some(z) = z {
+        q = q.add(z)?;
+    }
+    q.max_scalar(lo)?.min_scalar(hi)
+}
+
+/// `(q - z) · s`.
+fn dequantize(q: &Tensor, s: &Tensor, z: Option<&Tensor>) -> pixelgrad_core::Result<Tensor> {
+    match z {
+        Some(z) => q.sub(z)?.mul(s),
+        None => q.mul(s),
+    }
+}
+
+/// Quantised input `x` minus its zero point `z` (per-axis along `axis` when a vector); exact.
+fn centred(cx: &Cx, ins: &[Option<V>], x: usize, z: usize, axis: i64) -> Result<Tensor> {
+    let t = cx.t(ins, x)?;
+    let dt = cx.v(ins, x)?.dtype();
+    if range(dt).is_none() {
+        return Err(cx.err(format!("input {x} is {dt}; integer products take uint8 or int8")));
+    }
+    match param(cx, ins, z, t.rank(), axis)? {
+        Some(zp) => Ok(t.sub(&zp)?),
+        None => Ok(t),
+    }
+}
+
+fn dequantize_input(cx: &Cx, ins: &[Option<V>], x: usize, s: usize, z: usize) -> Result<Tensor> {
+    let t = cx.t(ins, x)?;
+    let st = param(cx, ins, s, t.rank(), 1)?.ok_or_else(|| cx.err(format!("scale input {s} is missing")))?;
+    let zt = param(cx, ins, z, t.rank(), 1)?;
+    Ok(dequantize(&t, &st, zt.as_ref())?)
+}
+
+fn quantize_output(cx: &Cx, ins: &[Option<V>], y: &Tensor, s: usize, z: usize, dt: DType) -> Result<Tensor> {
+    if range(dt).is_none() {
+        return Err(cx.err(format!("output type {dt} is not supported (uint8 and int8 are)")));
+    }
+    let st = param(cx, ins, s, y.rank(), 1)?.ok_or_else(|| cx.err(format!("scale input {s} is missing")))?;
+    let zt = param(cx, ins, z, y.rank(), 1)?;
+    Ok(quantize(y, &st, zt.as_ref(), dt)?)
+}
+
+/// The requantisation multiplier `alpha · a_scale · b_scale / y_scale` (`y_scale` at index
+/// `usize::MAX`: none) in `f32`, in that order, on the host when the scales are constants (as
+/// onnxruntime computes it), shaped along `axis` of the rank-`rank` result.
+fn multiplier(cx: &Cx, ins: &[Option<V>], idx: [usize; 3], rank: usize, axis: i64, alpha: f32) -> Result<Tensor> {
+    let host = |i: usize| -> Option<Vec<f32>> {
+        if i == usize::MAX {
+            return Some(vec![1.0]);
+        }
+        cx.opt(ins, i).and_then(|v| v.as_host()).map(|h| h.to_f32())
+    };
+    if let (Some(a), Some(b), Some(y)) = (host(idx[0]), host(idx[1]), host(idx[2])) {
+        let n = a.len().max(b.len()).max(y.len());
+        let at = |v: &[f32], k: usize| if v.len() == 1 { v[0] } else { v[k] };
+        if [a.len(), b.len(), y.len()].iter().any(|&l| l != 1 && l != n) {
+            return Err(cx.err(format!("scales of {}, {} and {} elements do not broadcast", a.len(), b.len(), y.len())));
+        }
+        let m: Vec<f32> = (0..n).map(|k| alpha * at(&a, k) * at(&b, k) / at(&y, k)).collect();
+        let t = Tensor::from_vec(cx.dev(), &m, [n])?;
+        return Ok(if n == 1 {
+            t.reshape(vec![1usize; rank.max(1)])?
+        } else {
+            let mut shape = vec![1usize; rank];
+            shape[norm_axis(cx.node, axis, rank)?] = n;
+            t.reshape(shape)?
+        });
+    }
+    let p = |i: usize| param(cx, ins, i, rank, axis)?.ok_or_else(|| cx.err(format!("scale input {i} is missing")));
+    let mut m = p(idx[0])?.mul(&p(idx[1])?)?;
+    if alpha != 1.0 {
+        m = m.mul_scalar(alpha)?;
+    }
+    if idx[2] != usize::MAX {
+        m = m.div(&p(idx[2])?)?;
+    }
+    Ok(m)
+}
+
+/// `saturate(round_half_even(acc · m) + y_zero_point)`.
+fn requantize(cx: &Cx, acc: &Tensor, m: &Tensor, ins: &[Option<V>], z: usize, axis: i64, dt: DType) -> Result<Tensor> {
+    let Some((lo, hi)) = range(dt) else {
+        return Err(cx.err(format!("output type {dt} is not supported (uint8 and int8 are)")));
+    };
+    let mut q = round_half_even(&acc.mul(m)?)?;
+    if let Some(zp) = param(cx, ins, z, acc.rank(), axis)? {
+        q = q.add(&zp)?;
+    }
+    Ok(q.max_scalar(lo)?.min_scalar(hi)?)
+}
