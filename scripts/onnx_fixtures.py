@@ -521,9 +521,18 @@ def write_quantized_models(ppocr_dir):
     cls = os.path.join(ppocr_dir or "", "ch_ppocr_mobile_v2.0_cls_infer.onnx")
     if os.path.exists(cls):
         x = np.stack([cls_preprocess(im) for im in text_images()])
-        models.append(("ppocr_cls", onnx.load(cls), x))
+        # opset 13 for per-channel DequantizeLinear (the file is opset 10)
+        models.append(("ppocr_cls", onnx.version_converter.convert_version(onnx.load(cls), 13), x))
     tmp = tempfile.mkdtemp()
     for name, m, x in models:
+        # Weights held in Constant nodes (as in the PP-OCR models) become initializers: the
+        # quantiser only quantises initializers as weights.
+        consts = [n for n in m.graph.node if n.op_type == "Constant" and len(n.attribute) == 1 and n.attribute[0].name == "value"]
+        for n in consts:
+            t = numpy_helper.to_array(n.attribute[0].t)
+            if t.dtype == np.float32 and t.size > 1:
+                m.graph.initializer.append(numpy_helper.from_array(t, n.output[0]))
+                m.graph.node.remove(n)
         fp = os.path.join(tmp, f"{name}.onnx")
         onnx.save(m, fp)
         inp = [i.name for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}][0]

@@ -221,6 +221,16 @@ pub fn run(a: RunArgs) -> CliResult<()> {
         "load {load_ms:.1} ms, first run {first_run_ms:.1} ms, median of {} runs {run_ms:.1} ms, {weight_bytes} weight bytes",
         a.repeat
     );
+    let precision = session.model().precision();
+    let device_weight_bytes = session.device_weight_bytes();
+    if let Some(path) = session.int8_path() {
+        eprintln!(
+            "precision: {} ({} int8 nodes, {} f32 nodes), int8 path {path}, {device_weight_bytes} weight bytes on the device",
+            precision.summary(),
+            precision.int8.values().sum::<usize>(),
+            precision.f32.values().sum::<usize>()
+        );
+    }
     if a.json {
         let j = serde_json::json!({
             "backend": sel.device.kind().as_str(),
@@ -230,6 +240,10 @@ pub fn run(a: RunArgs) -> CliResult<()> {
             "first_run_ms": first_run_ms,
             "run_ms": run_ms,
             "weight_bytes": weight_bytes,
+            "device_weight_bytes": device_weight_bytes,
+            "precision": precision.summary(),
+            "precision_groups": { "int8": precision.int8, "f32": precision.f32 },
+            "path": session.int8_path().unwrap_or("f32"),
         });
         println!("{j}");
     }

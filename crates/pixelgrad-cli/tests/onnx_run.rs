@@ -29,6 +29,35 @@ fn fails_with(args: &[&str], needle: &str) {
     assert_eq!(err.lines().filter(|l| l.starts_with("error")).count(), 1, "{err}");
 }
 
+/// A model quantised by onnxruntime (QOperator) reports its precision, its path and its weight
+/// bytes, int8 weights counting one byte each in the file (≤ 0.3× the float model's).
+#[test]
+fn quantized_model_reports_precision_path_and_weight_bytes() {
+    let f = fixtures().join("models");
+    let json = |dir: &str| -> serde_json::Value {
+        let out_dir = std::env::temp_dir().join(format!("pixelgrad-onnx-run-q-{dir}-{}", std::process::id()));
+        let input = format!("x={}", f.join(dir).join("input_0.npy").display());
+        let out = bin()
+            .args(["run", f.join(dir).join("model.onnx").to_str().unwrap(), "--input", &input, "--backend", "cpu", "--json", "--out"])
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::remove_dir_all(&out_dir).ok();
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap()
+    };
+    let q = json("ppocr_cls_qop_u8_per_channel");
+    let fp = json("ppocr_cls");
+    assert_eq!(q["precision"], "mixed", "{q}");
+    assert!(q["precision_groups"]["int8"]["QLinearConv"].as_u64().unwrap() > 10, "{q}");
+    assert!(q["path"].as_str().unwrap().contains("f32-emulated") || q["path"].as_str().unwrap().contains("i8"), "{q}");
+    assert_eq!(fp["precision"], "f32", "{fp}");
+    assert_eq!(fp["path"], "f32", "{fp}");
+    let (qb, fb) = (q["weight_bytes"].as_f64().unwrap(), fp["weight_bytes"].as_f64().unwrap());
+    assert!(qb <= 0.3 * fb, "int8 weight bytes {qb} vs float {fb}");
+    assert!(q["device_weight_bytes"].as_u64().unwrap() > 0, "{q}");
+}
+
 #[test]
 fn run_writes_outputs_that_match_onnxruntime() {
     let f = fixtures().join("models/ppocr_cls");

@@ -57,6 +57,15 @@ impl DType {
             DType::Bool => dt::BOOL,
         }
     }
+    /// Bytes per element as ONNX files store them.
+    pub fn size(self) -> usize {
+        match self {
+            DType::I64 => 8,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
+            DType::I8 | DType::U8 | DType::Bool => 1,
+        }
+    }
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F16 | DType::BF16)
     }

@@ -39,6 +39,6 @@ pub use error::{OnnxError, Result};
 pub use graph::{Dim, ValueInfo};
 pub use host::{DType, Data, HostTensor};
 pub use layer::OnnxLayer;
-pub use model::Model;
+pub use model::{Model, Precision};
 pub use ops::{SUPPORTED as SUPPORTED_OPS, SUPPORTED_MS as SUPPORTED_MS_OPS};
 pub use session::{Input, Session, Value};

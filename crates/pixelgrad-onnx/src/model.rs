@@ -41,6 +41,24 @@ pub struct LoadStats {
     pub fused_qdq: usize,
 }
 
+/// Node counts by operator type, per precision ([`Model::precision`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Precision {
+    pub int8: std::collections::BTreeMap<String, usize>,
+    pub f32: std::collections::BTreeMap<String, usize>,
+}
+
+impl Precision {
+    /// `"int8"`, `"f32"` or `"mixed"` (both).
+    pub fn summary(&self) -> &'static str {
+        match (self.int8.is_empty(), self.f32.is_empty()) {
+            (false, true) => "int8",
+            (false, false) => "mixed",
+            _ => "f32",
+        }
+    }
+}
+
 impl Model {
     /// Reads a model file.
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
@@ -372,7 +390,18 @@ impl Model {
 
     /// Bytes of float weights the model keeps (what a device upload costs).
     pub fn weight_bytes(&self) -> usize {
-        self.constants.values().map(|t| t.numel() * 4).sum()
+        self.constants.values().map(|t| t.numel() * t.dtype.size()).sum()
+    }
+
+    /// Which nodes compute in which precision: `int8` for the quantised operators
+    /// (quantise, dequantise and the integer products), `f32` for the others.
+    pub fn precision(&self) -> Precision {
+        let mut p = Precision::default();
+        for n in &self.nodes {
+            let group = if crate::ops::is_quantized(&n.op_type) { &mut p.int8 } else { &mut p.f32 };
+            *group.entry(n.op_type.clone()).or_default() += 1;
+        }
+        p
     }
 
     /// Every value name a node produces, in order (candidates for `Session::run_to`).

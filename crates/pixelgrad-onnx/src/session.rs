@@ -171,6 +171,24 @@ impl Session {
     pub fn outputs(&self) -> &[ValueInfo] {
         &self.model.outputs
     }
+    /// How the quantised operators compute on this device: `"f32-emulated"` (8-bit values
+    /// held as integer-valued `f32`, products accumulated exactly in `f32` below 2^24 and
+    /// requantised as onnxruntime does), or `None` when the model has no quantised operator.
+    pub fn int8_path(&self) -> Option<&'static str> {
+        if self.model.precision().int8.is_empty() {
+            None
+        } else {
+            Some("f32-emulated")
+        }
+    }
+
+    /// Bytes the device holds for the model's weights: the parameters and every constant
+    /// uploaded so far (constants upload on first use: call after a run).
+    pub fn device_weight_bytes(&self) -> usize {
+        let params: usize = self.params.iter().map(|(_, p)| p.tensor().numel() * 4).sum();
+        params + self.cache.borrow().values().map(|t| t.numel() * 4).sum::<usize>()
+    }
+
     /// The weights, by the model's tensor names.
     pub fn params(&self) -> &[(String, Param)] {
         &self.params

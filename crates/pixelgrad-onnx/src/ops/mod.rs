@@ -137,6 +137,11 @@ pub const SUPPORTED: &[&str] = &[
 /// The com.microsoft operators pixelgrad runs: the quantised ones onnxruntime's quantiser writes.
 pub use quant::SUPPORTED_MS;
 
+/// Whether `op_type` is one of the quantised operators (8-bit values, integer products).
+pub fn is_quantized(op_type: &str) -> bool {
+    SUPPORTED_MS.contains(&op_type) || SUPPORTED.iter().skip_while(|&&o| o != "QuantizeLinear").any(|&o| o == op_type)
+}
+
 /// Whether [`run`] handles `op_type` of `domain` (`""` for the default ONNX domain).
 pub fn is_supported(domain: &str, op_type: &str) -> bool {
     match domain {
