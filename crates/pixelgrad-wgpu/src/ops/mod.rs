@@ -74,6 +74,7 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::Slice { starts, .. } => layout::slice(gpu, starts, input(0)?, shapes[0], out, &res)?,
         Op::Pad { before, .. } => layout::pad(gpu, before, input(0)?, shapes[0], out, &res)?,
         Op::Concat { axis } => layout::concat(gpu, *axis, ins, shapes, out, &res)?,
+        Op::MatMulI8 => return Err(Error::backend("matmul_i8", BACKEND, "internal: 8-bit matmul reached the f32 launchers")),
     }
     Ok(res)
 }
