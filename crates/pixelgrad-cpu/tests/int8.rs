@@ -132,7 +132,13 @@ fn matmul_i8_large_takes_the_parallel_path_exactly() {
 /// not an f32 accumulation.
 #[test]
 fn large_sums_round_once_from_i32() {
-    let dev = Device::new(CpuBackend::new());
+    // The reference too: its f64 output holds the f32-rounded value, not the exact sum.
+    for dev in [Device::new(CpuBackend::new()), Device::new(CpuBackend::reference())] {
+        large_sums_on(&dev);
+    }
+}
+
+fn large_sums_on(dev: &Device) {
     let k = 2048;
     // 127 * 65535 * 2048 ≈ 1.7e10 would wrap i32; 127 * 65000 * 2000 ≈ 1.65e10 too. Use
     // values that stay inside i32 but pass 2^24 by far, with odd low bits.
@@ -141,14 +147,16 @@ fn large_sums_round_once_from_i32() {
     let want: i64 = a.iter().zip(&b).map(|(&x, &y)| x as i64 * y as i64).sum();
     assert!(want.abs() > 1 << 24 && want.abs() < i32::MAX as i64, "{want}");
     assert_ne!(want as i32 as f32 as i64, want, "the case must not be exact in f32");
-    let at = Tensor::from_i8(&dev, &a, [1, k]).unwrap();
-    let bt = Tensor::from_vec(&dev, &b, [k, 1]).unwrap();
-    let got = at.matmul_i8(&bt).unwrap().to_vec().unwrap();
+    let at = Tensor::from_i8(dev, &a, [1, k]).unwrap();
+    let bt = Tensor::from_vec(dev, &b, [k, 1]).unwrap();
+    let y = at.matmul_i8(&bt).unwrap();
+    let got = y.to_vec().unwrap();
     assert_eq!(got[0].to_bits(), (want as i32 as f32).to_bits(), "got {} want {want}", got[0]);
+    assert_eq!(y.to_vec_f64().unwrap()[0], want as i32 as f32 as f64, "{}", dev.name());
     // An f32 matmul of the same values accumulates with rounding at every step and may
     // differ; the integer path must not depend on that.
     let mut rng = Rng(3);
-    check_case(&dev, &mut rng, true, &[5, 4000], &[4000, 3], 65536);
+    check_case(dev, &mut rng, true, &[5, 4000], &[4000, 3], 65536);
 }
 
 #[test]
