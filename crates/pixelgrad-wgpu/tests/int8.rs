@@ -88,6 +88,13 @@ const CASES: &[(&[usize], &[usize])] = &[
     (&[3, 4, 13], &[13, 6]),
     (&[1, 4, 13], &[3, 13, 6]),
     (&[3, 4, 13], &[1, 13, 6]),
+    // K and N multiples of 4 (the vec4 kernel), rows off 4, batched and broadcast.
+    (&[33, 64], &[64, 20]),
+    (&[1, 4], &[4, 4]),
+    (&[3, 9, 28], &[3, 28, 12]),
+    (&[6, 16], &[3, 16, 8]),
+    (&[3, 5, 16], &[16, 36]),
+    (&[70, 200], &[200, 68]),
 ];
 
 #[test]
@@ -127,6 +134,7 @@ fn large_sums_round_once_from_i32() {
     let mut rng = Rng(3);
     check_case(&dev, &mut rng, true, &[5, 3000], &[3000, 6], 65536);
     check_case(&dev, &mut rng, false, &[5, 3000], &[3000, 6], 65536);
+    check_case(&dev, &mut rng, true, &[5, 3000], &[3000, 8], 65536);
 }
 
 #[test]
@@ -252,5 +260,31 @@ fn works_inside_step_plans() {
         }
         outs.push(got);
         drop(y);
+    }
+}
+
+/// Timing, for comparisons (`cargo test --release -p pixelgrad-wgpu --test int8 -- --ignored
+/// --nocapture`): matmul_i8 against the f32 matmul of the same shape.
+#[test]
+#[ignore]
+fn timing() {
+    let dev = Device::new(backend());
+    for (m, k, n) in [(768usize, 768usize, 196usize), (3072, 768, 64), (64, 147, 3136)] {
+        let w: Vec<i8> = (0..m * k).map(|i| (i * 7 % 255) as u8 as i8).collect();
+        let a8 = Tensor::from_i8(&dev, &w, [m, k]).unwrap();
+        let af = Tensor::from_vec(&dev, &w.iter().map(|&v| v as f32).collect::<Vec<_>>(), [m, k]).unwrap();
+        let b = Tensor::from_vec(&dev, &(0..k * n).map(|i| (i % 511) as f32 - 255.0).collect::<Vec<_>>(), [k, n]).unwrap();
+        type Run<'a> = Box<dyn Fn() -> pixelgrad_core::Result<Tensor> + 'a>;
+        let runs: [(&str, Run); 2] = [("matmul_i8", Box::new(|| a8.matmul_i8(&b))), ("matmul f32", Box::new(|| af.matmul(&b)))];
+        for (name, f) in runs {
+            f().unwrap().to_vec().unwrap();
+            let t = std::time::Instant::now();
+            let reps = 5;
+            for _ in 0..reps {
+                f().unwrap().to_vec().unwrap();
+            }
+            let s = t.elapsed().as_secs_f64() / reps as f64;
+            eprintln!("{m}x{k}x{n} {name}: {:.2} ms, {:.2} GOP/s", s * 1e3, 2.0 * (m * k * n) as f64 / s / 1e9);
+        }
     }
 }

@@ -20,6 +20,16 @@ pub(crate) const MATMUL_I8: Kernel = Kernel {
     status: false,
 };
 
+/// [`MATMUL_I8`] for K and N multiples of 4: whole words of A, vec4s of B.
+pub(crate) const MATMUL_I8_VEC4: Kernel = Kernel {
+    name: Cow::Borrowed("matmul_i8_vec4"),
+    source: Cow::Borrowed(include_str!("../kernels/matmul_i8_vec4.wgsl")),
+    inputs: 2,
+    outputs: 1,
+    overrides: &["SIGNED"],
+    status: false,
+};
+
 /// Output tile edge of one workgroup (must match the kernel).
 const TILE: usize = 32;
 
@@ -49,5 +59,6 @@ pub(crate) fn matmul_i8(gpu: &Gpu, a: &GpuTensor, b: &GpuTensor, shapes: &[&Shap
     u(op, batch * m * n)?;
     let params = [u(op, m)?, u(op, n)?, u(op, k)?, u(op, a_stride)?, u(op, b_stride)?];
     let grid = [gpu.check_dim(op, n.div_ceil(TILE) as u64)?, gpu.check_dim(op, m.div_ceil(TILE) as u64)?, gpu.check_dim(op, batch as u64)?];
-    gpu.launch(op, &MATMUL_I8, &[u32::from(signed)], &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
+    let kernel = if k.is_multiple_of(4) && n.is_multiple_of(4) { &MATMUL_I8_VEC4 } else { &MATMUL_I8 };
+    gpu.launch(op, kernel, &[u32::from(signed)], &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
 }

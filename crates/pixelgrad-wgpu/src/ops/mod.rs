@@ -29,6 +29,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &matmul::MATMUL,
         &matmul::MATMUL_BIG,
         &matmul_i8::MATMUL_I8,
+        &matmul_i8::MATMUL_I8_VEC4,
         &window::IM2COL,
         &window::COL2IM,
         &window::DEPTHWISE,
