@@ -119,13 +119,18 @@ fn matmul_i8_is_exact_for_every_shape_and_signedness() {
     }
 }
 
-/// Large enough to take the threaded path (many rows), and K past one block.
+/// Both fast-path algorithms on large inputs: f32 GEMM in exact blocks (8-bit activations;
+/// K = 700 is two blocks of at most 513, and 300 rows two panels) and the direct i32 loops
+/// (activations up to 2^16 allow no useful exact block) on enough rows to use threads.
 #[test]
-fn matmul_i8_large_takes_the_parallel_path_exactly() {
+fn matmul_i8_large_takes_both_paths_exactly() {
     let mut rng = Rng(7);
     let dev = Device::new(CpuBackend::new());
     check_case(&dev, &mut rng, true, &[300, 700], &[700, 130], 255);
     check_case(&dev, &mut rng, false, &[2, 129, 257], &[2, 257, 129], 255);
+    check_case(&dev, &mut rng, false, &[3, 40, 600], &[600, 16], 255);
+    check_case(&dev, &mut rng, true, &[300, 300], &[300, 130], 65536);
+    check_case(&dev, &mut rng, false, &[2, 70, 300], &[1, 300, 260], 65536);
 }
 
 /// Sums past 2^24 are not exact in f32: the result is the i32 sum rounded as `as f32` does,
@@ -277,4 +282,30 @@ fn without_int8_support_from_i8_falls_back_to_f32() {
     assert_eq!(u.storage_dtype(), DType::F32);
     let x = Tensor::from_vec(&dev, &[1.0, 1.0], [2, 1]).unwrap();
     assert!(matches!(u.matmul_i8(&x), Err(Error::Shape { .. })));
+}
+
+/// Timing, for comparisons (`cargo test -p pixelgrad-cpu --test int8 -- --ignored
+/// --nocapture`): matmul_i8 against the f32 matmul of the same shape.
+#[test]
+#[ignore]
+fn timing() {
+    let dev = Device::new(CpuBackend::new());
+    for (m, k, n) in [(768usize, 768usize, 196usize), (3072, 768, 64), (64, 147, 3136), (768, 768, 1)] {
+        let w: Vec<i8> = (0..m * k).map(|i| (i * 7 % 255) as u8 as i8).collect();
+        let a8 = Tensor::from_i8(&dev, &w, [m, k]).unwrap();
+        let af = Tensor::from_vec(&dev, &w.iter().map(|&v| v as f32).collect::<Vec<_>>(), [m, k]).unwrap();
+        let b = Tensor::from_vec(&dev, &(0..k * n).map(|i| (i % 511) as f32 - 255.0).collect::<Vec<_>>(), [k, n]).unwrap();
+        type Run<'a> = Box<dyn Fn() -> pixelgrad_core::Result<Tensor> + 'a>;
+        let runs: [(&str, Run); 2] = [("matmul_i8", Box::new(|| a8.matmul_i8(&b))), ("matmul f32", Box::new(|| af.matmul(&b)))];
+        for (name, f) in runs {
+            f().unwrap();
+            let t = std::time::Instant::now();
+            let reps = 5;
+            for _ in 0..reps {
+                f().unwrap();
+            }
+            let s = t.elapsed().as_secs_f64() / reps as f64;
+            eprintln!("{m}x{k}x{n} {name}: {:.2} ms, {:.2} GOP/s", s * 1e3, 2.0 * (m * k * n) as f64 / s / 1e9);
+        }
+    }
 }
