@@ -309,3 +309,23 @@ fn timing() {
         }
     }
 }
+
+/// Sums past i32 wrap (two's complement), as documented, the same on every backend.
+#[test]
+fn overflow_wraps_in_i32() {
+    for dev in [Device::new(CpuBackend::new()), Device::new(CpuBackend::reference())] {
+        // 127 * 2^24 twice: 4_261_412_864, which wraps to -33_554_432; a u8 row too.
+        let a = Tensor::from_i8(&dev, &[127, 127, -128, -128, 1, -1, 127, 127], [4, 2]).unwrap();
+        let u = Tensor::from_u8(&dev, &[255, 255, 0, 255, 255, 255, 1, 1], [4, 2]).unwrap();
+        let big = (1u32 << 24) as f32;
+        let b = Tensor::from_vec(&dev, &[big, big, big, big, big, big, big, big], [2, 4]).unwrap();
+        let wrap = |x: i64| (x as i32) as f32;
+        let t = 1i64 << 24;
+        let row = |p: i64, q: i64| vec![wrap(p * t + q * t); 4];
+        let want_a: Vec<f32> = [row(127, 127), row(-128, -128), row(1, -1), row(127, 127)].concat();
+        let want_u: Vec<f32> = [row(255, 255), row(0, 255), row(255, 255), row(1, 1)].concat();
+        assert_eq!(want_a[0], -33_554_432.0);
+        assert_eq!(bits(&a.matmul_i8(&b).unwrap().to_vec().unwrap()), bits(&want_a), "{}", dev.name());
+        assert_eq!(bits(&u.matmul_i8(&b).unwrap().to_vec().unwrap()), bits(&want_u), "{}", dev.name());
+    }
+}
