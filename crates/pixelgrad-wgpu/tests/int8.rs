@@ -292,7 +292,8 @@ fn timing() {
 /// Sums past i32 wrap (two's complement), as documented, the same on every backend.
 #[test]
 fn overflow_wraps_in_i32() {
-    for dev in [Device::new(backend())] {
+    {
+        let dev = Device::new(backend());
         // 127 * 2^24 twice: 4_261_412_864, which wraps to -33_554_432; a u8 row too.
         let a = Tensor::from_i8(&dev, &[127, 127, -128, -128, 1, -1, 127, 127], [4, 2]).unwrap();
         let u = Tensor::from_u8(&dev, &[255, 255, 0, 255, 255, 255, 1, 1], [4, 2]).unwrap();
