@@ -33,6 +33,12 @@ impl Backend for Recording {
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
         self.inner.read(storage, len)
     }
+    fn supports_int8(&self) -> bool {
+        self.inner.supports_int8()
+    }
+    fn upload_int8(&self, data: &[u8], dtype: pixelgrad_core::kernel::DType) -> Result<Storage> {
+        self.inner.upload_int8(data, dtype)
+    }
 }
 
 macro_rules! run_all {

@@ -7,9 +7,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
+use crate::kernel::DType;
 use crate::op::Op;
 use crate::shape::Shape;
-use crate::Result;
+use crate::{Error, Result};
 
 /// Which kind of device a backend drives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -149,6 +150,22 @@ pub trait Backend {
     /// Read back in double precision (exact on the f64 reference backend).
     fn read_f64(&self, storage: &Storage, len: usize) -> Result<Vec<f64>> {
         Ok(self.read(storage, len)?.into_iter().map(f64::from).collect())
+    }
+
+    /// True if the backend stores 8-bit tensors (one byte per element, or four per 32-bit word)
+    /// and runs [`Op::MatMulI8`] on them. Where it is false, [`crate::Tensor::from_i8`] and
+    /// [`crate::Tensor::from_u8`] make ordinary f32 tensors of the same values.
+    fn supports_int8(&self) -> bool {
+        false
+    }
+
+    /// Copies 8-bit host data to a new device tensor of `data.len()` elements: `dtype` is
+    /// [`DType::I8`] (each byte a two's-complement `i8`) or [`DType::U8`]. Reading it back
+    /// ([`Backend::read`]) gives the values as f32, exactly. The default refuses: backends
+    /// without [`Backend::supports_int8`] have no 8-bit storage.
+    fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
+        let _ = data;
+        Err(Error::backend("upload_int8", self.name(), format!("8-bit storage ({dtype}) is not supported on this backend")))
     }
 
     /// Submits queued work without waiting for it.

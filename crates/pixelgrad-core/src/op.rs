@@ -5,7 +5,9 @@
 //!
 //! All tensors hold `f32` values. Index tensors (for [`Op::Gather`], [`Op::ScatterAdd`]) hold
 //! whole numbers stored as `f32` (exact up to 2^24), which keeps every backend's storage uniform
-//! (WebGL textures are float anyway).
+//! (WebGL textures are float anyway). The one exception is the first input of
+//! [`Op::MatMulI8`]: 8-bit weights, on backends that store them (see
+//! [`crate::Tensor::storage_dtype`]); every other op refuses 8-bit inputs with a typed error.
 
 use crate::shape::{broadcast_shapes, Shape, MAX_RANK};
 use crate::{Error, Result};
@@ -169,6 +171,17 @@ pub enum Op {
     Pad { before: Vec<usize>, after: Vec<usize> },
     /// Any number (≥ 1) of inputs joined along `axis`.
     Concat { axis: usize },
+    /// Exact integer matrix product of 8-bit weights: two inputs `a [M, K]` or `[G, M, K]`
+    /// whose storage is 8-bit ([`crate::kernel::DType::I8`] or [`crate::kernel::DType::U8`],
+    /// see [`crate::Tensor::from_i8`]) and `b [K, N]`, `[G, K, N]` or `[B, K, N]` (f32 storage
+    /// holding whole numbers); batching as [`Op::MatMul`] without transposes (a batch of one,
+    /// or a rank-2 operand, broadcasts). Output f32 `[.., M, N]` with
+    /// `out[m, n] = (Σ_k a[m, k] * (b[k, n] as i32)) as f32`: every `b` element is converted to
+    /// `i32` (truncating; callers pass whole numbers, about ±65536), products and sums are
+    /// `i32` (wrapping on overflow, which real models stay far from), and the final `i32` is
+    /// rounded to the nearest `f32`. Not differentiable: its result records no gradient.
+    /// Only backends whose [`crate::Backend::supports_int8`] is true implement it.
+    MatMulI8,
 }
 
 impl Op {
@@ -179,7 +192,7 @@ impl Op {
 
     /// The name of every primitive, in [`Op::index`] order (the conformance suite checks that
     /// every one of them is exercised).
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 19] = [
         "fill",
         "random",
         "unary",
@@ -198,6 +211,7 @@ impl Op {
         "pad",
         "concat",
         "depthwise_conv",
+        "matmul_i8",
     ];
 
     /// Position of this primitive in [`Op::NAMES`]. Exhaustive: a new primitive must be
@@ -222,6 +236,7 @@ impl Op {
             Op::Pad { .. } => 15,
             Op::Concat { .. } => 16,
             Op::DepthwiseConv(_) => 17,
+            Op::MatMulI8 => 18,
         }
     }
 
@@ -238,7 +253,7 @@ impl Op {
             | Op::Expand(_)
             | Op::Slice { .. }
             | Op::Pad { .. } => Some(1),
-            Op::Binary(_) | Op::MatMul { .. } | Op::Gather { .. } | Op::ScatterAdd { .. } | Op::DepthwiseConv(_) => Some(2),
+            Op::Binary(_) | Op::MatMul { .. } | Op::MatMulI8 | Op::Gather { .. } | Op::ScatterAdd { .. } | Op::DepthwiseConv(_) => Some(2),
             Op::Where => Some(3),
             Op::Concat { .. } => None,
         }
@@ -299,10 +314,14 @@ impl Op {
                 o[*axis] = 1;
                 Ok(Shape(o))
             }
-            Op::MatMul { trans_a, trans_b } => {
+            Op::MatMul { .. } | Op::MatMulI8 => {
+                let (trans_a, trans_b) = match self {
+                    Op::MatMul { trans_a, trans_b } => (trans_a, trans_b),
+                    _ => (&false, &false),
+                };
                 let (a, b) = (inputs[0], inputs[1]);
                 if !(2..=3).contains(&a.rank()) || !(2..=3).contains(&b.rank()) {
-                    return Err(err("matmul takes rank-2 or rank-3 inputs".into()));
+                    return Err(err(format!("{} takes rank-2 or rank-3 inputs", self.name())));
                 }
                 let ad = &a.0[a.rank() - 2..];
                 let bd = &b.0[b.rank() - 2..];
@@ -497,6 +516,7 @@ mod tests {
             Op::Pad { before: one(), after: one() },
             Op::Concat { axis: 0 },
             Op::DepthwiseConv(w),
+            Op::MatMulI8,
         ];
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {

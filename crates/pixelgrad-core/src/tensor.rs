@@ -5,6 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use crate::backend::{Backend, BackendKind, Counters, Storage};
+use crate::kernel::DType;
 use crate::op::{BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
 use crate::shape::Shape;
 use crate::{Error, Result};
@@ -121,6 +122,8 @@ pub(crate) struct Inner {
     pub id: u64,
     pub shape: Shape,
     pub storage: Storage,
+    /// Element type of `storage`: [`DType::F32`], or 8-bit weights ([`Tensor::from_i8`]).
+    pub dtype: DType,
     pub device: Device,
     pub node: Option<Node>,
     /// Where gradients accumulate for leaves that want them (parameters, inputs under test).
@@ -139,7 +142,36 @@ impl std::fmt::Debug for Tensor {
 
 impl Tensor {
     fn wrap(storage: Storage, shape: Shape, device: Device, node: Option<Node>, sink: Option<GradSink>) -> Tensor {
-        Tensor(Rc::new(Inner { id: next_id(), shape, storage, device, node, sink }))
+        Tensor::wrap_typed(storage, DType::F32, shape, device, node, sink)
+    }
+
+    fn wrap_typed(storage: Storage, dtype: DType, shape: Shape, device: Device, node: Option<Node>, sink: Option<GradSink>) -> Tensor {
+        Tensor(Rc::new(Inner { id: next_id(), shape, storage, dtype, device, node, sink }))
+    }
+
+    /// The one storage-type rule of [`Tensor::apply`]: every input of every op is f32, except
+    /// the weights (input 0) of [`Op::MatMulI8`], which must be 8-bit, and a reshape, which
+    /// moves no data and keeps any type. A typed [`Error::Shape`] otherwise, so an 8-bit
+    /// tensor can never reach a kernel that would read its bytes as floats.
+    fn check_dtypes(device: &Device, op: &Op, inputs: &[&Tensor]) -> Result<()> {
+        for (i, t) in inputs.iter().enumerate() {
+            let d = t.0.dtype;
+            let eight = matches!(d, DType::I8 | DType::U8);
+            let (ok, want) = match op {
+                Op::Reshape(_) => (true, ""),
+                Op::MatMulI8 if i == 0 => (eight, "8-bit (i8 or u8) weights"),
+                _ => (d == DType::F32, "f32"),
+            };
+            if !ok {
+                return Err(Error::Shape {
+                    op: op.name(),
+                    shapes: inputs.iter().map(|t| t.dims().to_vec()).collect(),
+                    backend: device.name(),
+                    msg: format!("input {i} has {d} storage; this input takes {want}"),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Runs a primitive op on `inputs` (all on `device`), recording it for autodiff when
@@ -151,20 +183,23 @@ impl Tensor {
                 return Err(Error::BackendMismatch { op: op.name(), a: device.name(), b: t.0.device.name() });
             }
         }
+        Tensor::check_dtypes(device, &op, inputs)?;
         let shapes: Vec<&Shape> = inputs.iter().map(|t| &t.0.shape).collect();
         let out = op.infer_shape(&shapes).map_err(|e| e.with_backend(&device.name()))?;
-        let storage = if let Op::Reshape(_) = op {
-            inputs[0].0.storage.clone()
+        let (storage, dtype) = if let Op::Reshape(_) = op {
+            (inputs[0].0.storage.clone(), inputs[0].0.dtype)
         } else {
             let stores: Vec<&Storage> = inputs.iter().map(|t| &t.0.storage).collect();
-            device.backend.execute(&op, &stores, &shapes, &out)?
+            (device.backend.execute(&op, &stores, &shapes, &out)?, DType::F32)
         };
-        let node = if grad_enabled() && inputs.iter().any(|t| t.requires_grad()) {
+        // MatMulI8 is not differentiable: its result is a constant (inference only).
+        let differentiable = !matches!(op, Op::MatMulI8);
+        let node = if differentiable && grad_enabled() && inputs.iter().any(|t| t.requires_grad()) {
             Some(Node { op, inputs: inputs.iter().map(|&t| t.clone()).collect() })
         } else {
             None
         };
-        Ok(Tensor::wrap(storage, out, device.clone(), node, None))
+        Ok(Tensor::wrap_typed(storage, dtype, out, device.clone(), node, None))
     }
 
     fn op1(&self, op: Op) -> Result<Tensor> {
@@ -204,6 +239,46 @@ impl Tensor {
         }
         let storage = device.backend.upload_f64(data)?;
         Ok(Tensor::wrap(storage, shape, device.clone(), None, None))
+    }
+
+    /// 8-bit weights from host data (`data.len()` must equal the shape's element count): one
+    /// byte per element, [`Tensor::storage_dtype`] [`DType::I8`], on backends whose
+    /// [`Backend::supports_int8`] is true; elsewhere an ordinary f32 tensor of the same values
+    /// (storage type [`DType::F32`]), usable with every op. Only a reshape and
+    /// [`Tensor::matmul_i8`] (as its weights) take an 8-bit tensor; `to_vec` reads its values.
+    pub fn from_i8(device: &Device, data: &[i8], shape: impl Into<Shape>) -> Result<Tensor> {
+        let bytes: Vec<u8> = data.iter().map(|&v| v as u8).collect();
+        Tensor::from_8bit(device, "from_i8", &bytes, DType::I8, shape.into(), || data.iter().map(|&v| v as f32).collect())
+    }
+
+    /// As [`Tensor::from_i8`] for unsigned bytes ([`DType::U8`]).
+    pub fn from_u8(device: &Device, data: &[u8], shape: impl Into<Shape>) -> Result<Tensor> {
+        Tensor::from_8bit(device, "from_u8", data, DType::U8, shape.into(), || data.iter().map(|&v| v as f32).collect())
+    }
+
+    fn from_8bit(
+        device: &Device,
+        op: &'static str,
+        bytes: &[u8],
+        dtype: DType,
+        shape: Shape,
+        floats: impl FnOnce() -> Vec<f32>,
+    ) -> Result<Tensor> {
+        if bytes.len() != shape.numel() {
+            return Err(Error::Shape {
+                op,
+                shapes: vec![shape.0.clone()],
+                backend: device.name(),
+                msg: format!("{} values given for {} elements", bytes.len(), shape.numel()),
+            });
+        }
+        if device.backend.supports_int8() {
+            let storage = device.backend.upload_int8(bytes, dtype)?;
+            Ok(Tensor::wrap_typed(storage, dtype, shape, device.clone(), None, None))
+        } else {
+            let storage = device.backend.upload(&floats())?;
+            Ok(Tensor::wrap(storage, shape, device.clone(), None, None))
+        }
     }
 
     /// A tensor over storage that `device`'s backend made outside [`Backend::execute`] (an
@@ -263,6 +338,12 @@ impl Tensor {
     pub fn id(&self) -> u64 {
         self.0.id
     }
+    /// Element type of the storage: [`DType::F32`] for every tensor except 8-bit weights made
+    /// by [`Tensor::from_i8`] / [`Tensor::from_u8`] on a backend that stores them
+    /// ([`DType::I8`] / [`DType::U8`]), and reshapes of those.
+    pub fn storage_dtype(&self) -> DType {
+        self.0.dtype
+    }
     /// The backend storage (for backends and tools that render tensors directly).
     pub fn storage(&self) -> &Storage {
         &self.0.storage
@@ -301,12 +382,12 @@ impl Tensor {
 
     /// The same values with no graph behind them.
     pub fn detach(&self) -> Tensor {
-        Tensor::wrap(self.0.storage.clone(), self.0.shape.clone(), self.0.device.clone(), None, None)
+        Tensor::wrap_typed(self.0.storage.clone(), self.0.dtype, self.0.shape.clone(), self.0.device.clone(), None, None)
     }
     /// A leaf copy of this tensor whose gradient is kept (read it with [`Tensor::grad`]).
     pub fn with_grad(&self) -> Tensor {
         let sink: GradSink = Rc::new(RefCell::new(None));
-        Tensor::wrap(self.0.storage.clone(), self.0.shape.clone(), self.0.device.clone(), None, Some(sink))
+        Tensor::wrap_typed(self.0.storage.clone(), self.0.dtype, self.0.shape.clone(), self.0.device.clone(), None, Some(sink))
     }
     /// Accumulated gradient of a leaf made by [`Tensor::with_grad`] or a [`Param`].
     pub fn grad(&self) -> Option<Tensor> {
@@ -473,6 +554,20 @@ impl Tensor {
     pub fn matmul_t(&self, o: &Tensor, trans_a: bool, trans_b: bool) -> Result<Tensor> {
         self.op2(Op::MatMul { trans_a, trans_b }, o)
     }
+    /// Exact integer matrix product ([`Op::MatMulI8`]): `self` is 8-bit weights `[M, K]` or
+    /// `[G, M, K]` (storage [`DType::I8`] or [`DType::U8`], from [`Tensor::from_i8`] /
+    /// [`Tensor::from_u8`]), `b` an f32 tensor of whole numbers `[K, N]`, `[G, K, N]` or
+    /// `[B, K, N]` (rank-2 weights broadcast over B). Each output element is
+    /// `(Σ_k a[m, k] * (b[k, n] as i32)) as f32`, accumulated in `i32` (wrapping on overflow).
+    ///
+    /// Errors ([`Error::Shape`], naming the op, shapes and backend): `self` not 8-bit
+    /// (including the f32 tensors `from_i8` makes where [`Backend::supports_int8`] is false,
+    /// so check that first), `b` not f32, ranks other than 2 or 3, inner sizes or batches
+    /// that differ. The result records no gradient (it is a constant, even when `b`
+    /// requires one). An example on the CPU backend is in `pixelgrad_cpu`'s crate docs.
+    pub fn matmul_i8(&self, b: &Tensor) -> Result<Tensor> {
+        self.op2(Op::MatMulI8, b)
+    }
     pub fn im2col(&self, w: Window) -> Result<Tensor> {
         self.op1(Op::Im2Col(w))
     }
@@ -581,7 +676,14 @@ pub struct Param {
 impl Param {
     pub fn new(value: Tensor) -> Param {
         let grad: GradSink = Rc::new(RefCell::new(None));
-        let v = Tensor::wrap(value.0.storage.clone(), value.0.shape.clone(), value.0.device.clone(), None, Some(grad.clone()));
+        let v = Tensor::wrap_typed(
+            value.0.storage.clone(),
+            value.0.dtype,
+            value.0.shape.clone(),
+            value.0.device.clone(),
+            None,
+            Some(grad.clone()),
+        );
         Param { value: RefCell::new(v), grad, trainable: Cell::new(true), id: next_id() }
     }
     /// Unique id of this parameter, kept for its whole life whatever values it is given (a
@@ -625,7 +727,7 @@ impl Param {
                 msg: "new value has a different shape".into(),
             });
         }
-        let v = Tensor::wrap(t.0.storage.clone(), cur, t.0.device.clone(), None, Some(self.grad.clone()));
+        let v = Tensor::wrap_typed(t.0.storage.clone(), t.0.dtype, cur, t.0.device.clone(), None, Some(self.grad.clone()));
         *self.value.borrow_mut() = v;
         Ok(())
     }

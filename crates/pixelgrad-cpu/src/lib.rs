@@ -11,7 +11,12 @@
 //!
 //! Kernels are written once, generic over [`Element`] (`f32` / `f64`), one file per op family:
 //! `elementwise`, `reduce`, `matmul`, `window` (im2col / col2im), `index` (gather /
-//! scatter-add), `movement` (permute / expand / slice / pad / concat), `random`.
+//! scatter-add), `movement` (permute / expand / slice / pad / concat), `random`, `int8`.
+//!
+//! Both modes store 8-bit weights ([`Backend::supports_int8`] is true): [`CpuStorage::I8`] /
+//! [`CpuStorage::U8`], one byte per element (`bytes_in_use` counts one byte each), read back
+//! as exact f32 (or f64 on the reference), and run [`Op::MatMulI8`] with `i32` accumulation
+//! (`int8`; on the reference too, whose f64 output holds the same f32-rounded values).
 //!
 //! ```
 //! use pixelgrad_core::{Device, Tensor};
@@ -30,16 +35,41 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! 8-bit weights and the exact integer matmul ([`Tensor::matmul_i8`](pixelgrad_core::Tensor::matmul_i8)):
+//!
+//! ```
+//! use pixelgrad_core::{kernel::DType, Backend, Device, Tensor};
+//! use pixelgrad_cpu::CpuBackend;
+//!
+//! # fn main() -> pixelgrad_core::Result<()> {
+//! let dev = Device::new(CpuBackend::new());
+//! assert!(dev.backend().supports_int8());
+//! // Weights [2, 3], one byte each.
+//! let w = Tensor::from_i8(&dev, &[1, -2, 3, -128, 127, 0], [2, 3])?;
+//! assert_eq!(w.storage_dtype(), DType::I8);
+//! assert_eq!(w.to_vec()?, vec![1.0, -2.0, 3.0, -128.0, 127.0, 0.0]);
+//! // Whole-number activations [3, 1] (stored as f32).
+//! let x = Tensor::from_vec(&dev, &[10.0, -20.0, 255.0], [3, 1])?;
+//! // 1*10 - 2*(-20) + 3*255 = 815 and -128*10 + 127*(-20) + 0 = -3820, summed in i32.
+//! assert_eq!(w.matmul_i8(&x)?.to_vec()?, vec![815.0, -3820.0]);
+//! // Other ops refuse 8-bit inputs with a typed error.
+//! assert!(w.add(&w).is_err());
+//! # Ok(())
+//! # }
+//! ```
 
 use std::cell::Cell;
 use std::rc::Rc;
 
+use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Backend, BackendKind, Counters, Error, Op, Result, Shape, Storage};
 
 mod depthwise;
 pub mod element;
 mod elementwise;
 mod index;
+mod int8;
 pub mod kernels;
 mod matmul;
 mod movement;
@@ -54,11 +84,14 @@ mod window;
 
 pub use element::Element;
 
-/// Host memory of one tensor: `f32` on the fast path, `f64` on the reference.
+/// Host memory of one tensor: `f32` on the fast path, `f64` on the reference, and 8-bit
+/// weights on both ([`pixelgrad_core::Tensor::from_i8`], one byte per element).
 #[derive(Debug)]
 pub enum CpuStorage {
     F32(Vec<f32>),
     F64(Vec<f64>),
+    I8(Vec<i8>),
+    U8(Vec<u8>),
 }
 
 impl CpuStorage {
@@ -66,7 +99,43 @@ impl CpuStorage {
         match self {
             CpuStorage::F32(v) => (v.len() * 4) as u64,
             CpuStorage::F64(v) => (v.len() * 8) as u64,
+            CpuStorage::I8(v) => v.len() as u64,
+            CpuStorage::U8(v) => v.len() as u64,
         }
+    }
+
+    /// Elements held.
+    fn len(&self) -> usize {
+        match self {
+            CpuStorage::F32(v) => v.len(),
+            CpuStorage::F64(v) => v.len(),
+            CpuStorage::I8(v) => v.len(),
+            CpuStorage::U8(v) => v.len(),
+        }
+    }
+
+    /// The element type, as core names it.
+    pub fn dtype(&self) -> DType {
+        match self {
+            CpuStorage::F32(_) => DType::F32,
+            // The reference's doubles stand for f32 tensors.
+            CpuStorage::F64(_) => DType::F32,
+            CpuStorage::I8(_) => DType::I8,
+            CpuStorage::U8(_) => DType::U8,
+        }
+    }
+
+    /// The first `len` values as f64 (exact for every variant), or `None` if fewer are held.
+    fn values_f64(&self, len: usize) -> Option<Vec<f64>> {
+        if self.len() < len {
+            return None;
+        }
+        Some(match self {
+            CpuStorage::F32(v) => v[..len].iter().map(|&x| x as f64).collect(),
+            CpuStorage::F64(v) => v[..len].to_vec(),
+            CpuStorage::I8(v) => v[..len].iter().map(|&x| x as f64).collect(),
+            CpuStorage::U8(v) => v[..len].iter().map(|&x| x as f64).collect(),
+        })
     }
 }
 
@@ -159,25 +228,63 @@ impl CpuBackend {
         let name = self.name();
         let mut xs = Vec::with_capacity(inputs.len());
         for s in inputs {
-            let v = get(self.mine(op.name(), s)?)
-                .ok_or_else(|| Error::backend(op.name(), name.clone(), "storage has the other precision (fast vs reference)"))?;
+            let data = self.mine(op.name(), s)?;
+            let v = get(data).ok_or_else(|| {
+                let msg = match data {
+                    CpuStorage::I8(_) | CpuStorage::U8(_) => "an input has 8-bit storage, which only matmul_i8 (as its weights) takes",
+                    _ => "storage has the other precision (fast vs reference)",
+                };
+                Error::backend(op.name(), name.clone(), msg)
+            })?;
             xs.push(v.as_slice());
         }
         kernels::run::<T>(&name, op, &xs, shapes, out)
+    }
+
+    /// [`Op::MatMulI8`]: 8-bit weights times whole numbers of this mode's precision.
+    fn matmul_i8(&self, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<CpuStorage> {
+        let op = Op::MatMulI8;
+        let name = self.name();
+        if inputs.len() != 2 {
+            return Err(Error::backend("matmul_i8", name, format!("expects 2 inputs, got {}", inputs.len())));
+        }
+        let (a, b) = (self.mine("matmul_i8", inputs[0])?, self.mine("matmul_i8", inputs[1])?);
+        pixelgrad_core::check_execute(&op, &[a.len(), b.len()], shapes, out, &name)?;
+        let shape_err = |msg: String| Error::Shape {
+            op: "matmul_i8",
+            shapes: shapes.iter().map(|s| s.0.clone()).collect(),
+            backend: name.clone(),
+            msg,
+        };
+        let (ad, bd, od) = (&shapes[0].0, &shapes[1].0, &out.0);
+        macro_rules! with_b {
+            ($a:expr) => {
+                match (b, self.mode) {
+                    (CpuStorage::F32(bv), Mode::Fast) => CpuStorage::F32(int8::matmul_i8($a, ad, bv, bd, od)),
+                    (CpuStorage::F64(bv), Mode::Reference) => CpuStorage::F64(int8::matmul_i8($a, ad, bv, bd, od)),
+                    (other, _) => return Err(shape_err(format!("input 1 has {} storage of this mode; it must be f32", other.dtype()))),
+                }
+            };
+        }
+        Ok(match a {
+            CpuStorage::I8(av) => with_b!(av),
+            CpuStorage::U8(av) => with_b!(av),
+            other => return Err(shape_err(format!("input 0 has {} storage; it must be 8-bit (i8 or u8)", other.dtype()))),
+        })
     }
 }
 
 fn as_f32(s: &CpuStorage) -> Option<&Vec<f32>> {
     match s {
         CpuStorage::F32(v) => Some(v),
-        CpuStorage::F64(_) => None,
+        _ => None,
     }
 }
 
 fn as_f64(s: &CpuStorage) -> Option<&Vec<f64>> {
     match s {
         CpuStorage::F64(v) => Some(v),
-        CpuStorage::F32(_) => None,
+        _ => None,
     }
 }
 
@@ -207,11 +314,29 @@ impl Backend for CpuBackend {
         })
     }
 
+    /// True in both modes (the reference reads 8-bit storage as exact f64 too).
+    fn supports_int8(&self) -> bool {
+        true
+    }
+
+    fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
+        Ok(match dtype {
+            DType::I8 => self.wrap(CpuStorage::I8(data.iter().map(|&v| v as i8).collect())),
+            DType::U8 => self.wrap(CpuStorage::U8(data.to_vec())),
+            other => return Err(Error::backend("upload_int8", self.name(), format!("{other} is not an 8-bit type (i8 or u8)"))),
+        })
+    }
+
     fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
         if let Op::Reshape(_) = op {
             if let Some(s) = inputs.first() {
                 return Ok((*s).clone());
             }
+        }
+        if let Op::MatMulI8 = op {
+            let res = self.matmul_i8(inputs, shapes, out)?;
+            self.bump(|c| c.launches += 1);
+            return Ok(self.wrap(res));
         }
         self.bump(|c| c.launches += 1);
         Ok(match self.mode {
@@ -225,6 +350,8 @@ impl Backend for CpuBackend {
         let v: Vec<f32> = match self.mine("read", storage)? {
             CpuStorage::F32(v) => v.iter().take(len).copied().collect(),
             CpuStorage::F64(v) => v.iter().take(len).map(|&x| x as f32).collect(),
+            CpuStorage::I8(v) => v.iter().take(len).map(|&x| x as f32).collect(),
+            CpuStorage::U8(v) => v.iter().take(len).map(|&x| x as f32).collect(),
         };
         if v.len() != len {
             return Err(Error::backend("read", self.name(), format!("asked for {len} elements, storage holds {}", v.len())));
@@ -234,10 +361,8 @@ impl Backend for CpuBackend {
 
     fn read_f64(&self, storage: &Storage, len: usize) -> Result<Vec<f64>> {
         self.bump(|c| c.readbacks += 1);
-        let v: Vec<f64> = match self.mine("read", storage)? {
-            CpuStorage::F32(v) => v.iter().take(len).map(|&x| x as f64).collect(),
-            CpuStorage::F64(v) => v.iter().take(len).copied().collect(),
-        };
+        let data = self.mine("read", storage)?;
+        let v: Vec<f64> = data.values_f64(len.min(data.len())).unwrap_or_default();
         if v.len() != len {
             return Err(Error::backend("read", self.name(), format!("asked for {len} elements, storage holds {}", v.len())));
         }
@@ -250,9 +375,12 @@ impl Backend for CpuBackend {
 
     fn describe_storage(&self, storage: &Storage, len: usize) -> Option<pixelgrad_core::StorageLayout> {
         let data = self.mine("describe_storage", storage).ok()?;
-        let (n, format) = match data {
-            CpuStorage::F32(v) => (v.len() as u64, "f32"),
-            CpuStorage::F64(v) => (v.len() as u64, "f64"),
+        let n = data.len() as u64;
+        let format = match data {
+            CpuStorage::F32(_) => "f32",
+            CpuStorage::F64(_) => "f64",
+            CpuStorage::I8(_) => "i8",
+            CpuStorage::U8(_) => "u8",
         };
         Some(pixelgrad_core::StorageLayout {
             container: "host",

@@ -4,6 +4,7 @@
 use std::rc::Rc;
 
 use pixelgrad_core::kernel::fuse::Lazy;
+use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Backend, BackendKind, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
 
 use crate::context::{Gpu, GpuTensor};
@@ -70,6 +71,9 @@ pub struct WgpuBackend {
     pub(crate) gpu: Rc<Gpu>,
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     read_timeout: std::time::Duration,
+    /// Whether the instance's WGSL offers `packed_4x8_integer_dot_product` (see
+    /// [`WgpuBackend::wgsl_packed_4x8_integer_dot_product`]).
+    packed_4x8_dot: bool,
 }
 
 fn unavailable(reason: impl Into<String>) -> Error {
@@ -83,6 +87,7 @@ impl WgpuBackend {
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
         desc.backends = opts.backends | wgpu::Backends::BROWSER_WEBGPU;
         let instance = wgpu::Instance::new(desc);
+        let packed_4x8_dot = instance.wgsl_language_features().contains(wgpu::WgslLanguageFeatures::Packed4x8IntegerDotProduct);
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: opts.power_preference,
@@ -120,7 +125,7 @@ impl WgpuBackend {
         };
         let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
         gpu.group.set(opts.group);
-        Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout })
+        Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot })
     }
 
     /// Blocking constructor (native only).
@@ -137,6 +142,19 @@ impl WgpuBackend {
     /// The launches logged since the last call (see [`WgpuBackend::set_launch_log`]).
     pub fn take_launch_log(&self) -> Vec<String> {
         self.gpu.launch_log.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Which kernel runs [`Op::MatMulI8`]: `"unpacked-i32"`, weights unpacked from their
+    /// packed words with shifts (sign-extended for i8) and multiplied and summed as i32.
+    pub fn int8_path(&self) -> &'static str {
+        ops::matmul_i8::PATH
+    }
+
+    /// True if the WGSL of this instance has the `packed_4x8_integer_dot_product` language
+    /// extension (`dot4I8Packed`, `unpack4xI8`, ...): always natively, where naga implements it;
+    /// in a browser when the browser reports it. [`WgpuBackend::int8_path`] does not use it yet.
+    pub fn wgsl_packed_4x8_integer_dot_product(&self) -> bool {
+        self.packed_4x8_dot
     }
 
     /// Destroys pooled buffers that no tensor uses; returns the bytes released.
@@ -181,6 +199,32 @@ impl WgpuBackend {
     }
 }
 
+impl WgpuBackend {
+    /// [`Op::MatMulI8`]: never deferred; a pending (fused) `b` is computed first, like every
+    /// input of a non-elementwise op ([`WgpuBackend::tensor`]).
+    fn matmul_i8(&self, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        let op = Op::MatMulI8;
+        let ins: Vec<&GpuTensor> = inputs.iter().map(|s| self.tensor(op.name(), s)).collect::<Result<_>>()?;
+        let lens: Vec<usize> = ins.iter().map(|t| t.len).collect();
+        pixelgrad_core::check_execute(&op, &lens, shapes, out, &self.name())?;
+        let type_err = |i: usize, d: DType, want: &str| Error::Shape {
+            op: op.name(),
+            shapes: shapes.iter().map(|s| s.0.clone()).collect(),
+            backend: self.name(),
+            msg: format!("input {i} has {d} storage; it must be {want}"),
+        };
+        if !ins[0].is_8bit() {
+            return Err(type_err(0, ins[0].dtype, "8-bit (i8 or u8)"));
+        }
+        if ins[1].is_8bit() {
+            return Err(type_err(1, ins[1].dtype, "f32"));
+        }
+        self.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
+        let res = ops::execute(&self.gpu, &op, &ins, shapes, out)?;
+        Ok(Storage::new(res))
+    }
+}
+
 impl Backend for WgpuBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::WebGpu
@@ -202,6 +246,27 @@ impl Backend for WgpuBackend {
         Ok(Storage::new(t))
     }
 
+    /// 8-bit storage: four elements per u32 word, buffers rounded up to whole words.
+    fn supports_int8(&self) -> bool {
+        true
+    }
+
+    fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
+        self.gpu.check("upload_int8")?;
+        if !matches!(dtype, DType::I8 | DType::U8) {
+            return Err(Error::backend("upload_int8", self.name(), format!("{dtype} is not an 8-bit type (i8 or u8)")));
+        }
+        let t = GpuTensor::new_8bit(&self.gpu, "upload_int8", data.len(), dtype)?;
+        if !data.is_empty() {
+            // Little-endian words: element 4i + j is byte j of word i. Queue writes need whole
+            // words, so the tail is padded with zeros. Safe to write now as in `upload`.
+            let mut words = data.to_vec();
+            words.resize(t.data_bytes(data.len()) as usize, 0);
+            self.gpu.queue.write_buffer(t.buffer(), 0, &words);
+        }
+        Ok(Storage::new(t))
+    }
+
     fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
         self.gpu.check(op.name())?;
         if let Op::Reshape(_) = op {
@@ -209,6 +274,19 @@ impl Backend for WgpuBackend {
                 Some(s) => Ok((*s).clone()),
                 None => Err(Error::backend("reshape", BACKEND, "missing input")),
             };
+        }
+        if let Op::MatMulI8 = op {
+            return self.matmul_i8(inputs, shapes, out);
+        }
+        // Only matmul_i8 reads 8-bit storage (core checks this; `execute` is public, so a
+        // direct caller gets the error here instead of bytes read as floats).
+        if inputs.iter().any(|s| s.downcast::<GpuTensor>().is_some_and(|t| t.is_8bit())) {
+            return Err(Error::Shape {
+                op: op.name(),
+                shapes: shapes.iter().map(|s| s.0.clone()).collect(),
+                backend: self.name(),
+                msg: "an input has 8-bit storage, which only matmul_i8 (as its weights) takes".into(),
+            });
         }
         if self.gpu.fuse {
             if let Some((launch, name)) = fusion::elementwise(op)? {
@@ -298,15 +376,19 @@ impl Backend for WgpuBackend {
     fn describe_storage(&self, storage: &Storage, len: usize) -> Option<pixelgrad_core::StorageLayout> {
         // A pending fused result is computed first: its buffer exists only then.
         let t = self.tensor("describe_storage", storage).ok()?;
-        let slots = t.size() / 4;
+        let (slots, format, layout) = if t.is_8bit() {
+            (t.size(), t.dtype.name(), "row-major, contiguous, four per u32 word (pool size class)")
+        } else {
+            (t.size() / 4, "f32", "row-major, contiguous (pool size class)")
+        };
         Some(pixelgrad_core::StorageLayout {
             container: "buffer",
             width: slots,
             height: 1,
-            format: "f32".into(),
+            format: format.into(),
             used: (len.min(t.len)) as u64,
             allocated: slots,
-            layout: "row-major, contiguous (pool size class)".into(),
+            layout: layout.into(),
             bytes: t.size(),
         })
     }

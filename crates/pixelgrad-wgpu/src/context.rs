@@ -657,12 +657,20 @@ impl Gpu {
     }
 }
 
+/// Bytes of `len` 8-bit elements packed four per u32 word.
+pub(crate) fn packed_bytes(len: usize) -> u64 {
+    (len as u64).div_ceil(4) * 4
+}
+
 /// A tensor's device memory: a pooled buffer that goes back to the pool on drop.
 pub(crate) struct GpuTensor {
     buf: Option<wgpu::Buffer>,
     size: u64,
     /// Elements (the buffer may be larger: size classes).
     pub len: usize,
+    /// Element type: `F32` (4 bytes each), or 8-bit weights `I8` / `U8` packed four per u32
+    /// word (element `4i + j` in byte `j` of word `i`, little-endian).
+    pub dtype: pixelgrad_core::kernel::DType,
     gpu: Rc<Gpu>,
     /// Set when the buffer belongs to a step plan: while the plan holds its clone too, the
     /// plan owns the buffer and a drop leaves it there.
@@ -673,7 +681,28 @@ impl GpuTensor {
     /// A fresh (pooled) buffer for `len` elements; contents undefined.
     pub(crate) fn new(gpu: &Rc<Gpu>, op: &'static str, len: usize) -> Result<GpuTensor> {
         let (buf, size, plan) = gpu.tensor_buffer(op, len as u64 * 4)?;
-        Ok(GpuTensor { buf: Some(buf), size, len, gpu: gpu.clone(), plan })
+        Ok(GpuTensor { buf: Some(buf), size, len, gpu: gpu.clone(), plan, dtype: pixelgrad_core::kernel::DType::F32 })
+    }
+
+    /// A fresh (pooled) buffer for `len` 8-bit elements of `dtype`, packed four per word:
+    /// [`GpuTensor::data_bytes`] of them, rounded up to whole words.
+    pub(crate) fn new_8bit(gpu: &Rc<Gpu>, op: &'static str, len: usize, dtype: pixelgrad_core::kernel::DType) -> Result<GpuTensor> {
+        let (buf, size, plan) = gpu.tensor_buffer(op, packed_bytes(len))?;
+        Ok(GpuTensor { buf: Some(buf), size, len, gpu: gpu.clone(), plan, dtype })
+    }
+
+    /// True for 8-bit storage.
+    pub(crate) fn is_8bit(&self) -> bool {
+        !matches!(self.dtype, pixelgrad_core::kernel::DType::F32)
+    }
+
+    /// Bytes the first `len` elements occupy: 4 each for f32, packed words for 8-bit.
+    pub(crate) fn data_bytes(&self, len: usize) -> u64 {
+        if self.is_8bit() {
+            packed_bytes(len)
+        } else {
+            len as u64 * 4
+        }
     }
 
     /// Bytes of the buffer (its pool size class, at least `len * 4`).

@@ -36,6 +36,10 @@
 //!   tensor over `maxStorageBufferBindingSize` is an [`pixelgrad_core::Error::Limit`];
 //! - **errors**: device loss becomes [`pixelgrad_core::Error::DeviceLost`]; any other wgpu
 //!   error is reported by the next call as [`pixelgrad_core::Error::Backend`];
+//! - **8-bit weights** ([`pixelgrad_core::Tensor::from_i8`], `supports_int8` is true): packed
+//!   four per u32 word (element `4i + j` in byte `j` of word `i`), buffers rounded up to whole
+//!   words, read back as exact f32; [`pixelgrad_core::Op::MatMulI8`] unpacks them with shifts
+//!   and accumulates in i32 (`src/kernels/matmul_i8.wgsl`, [`WgpuBackend::int8_path`]);
 //! - **matmul kernel** ([`MatmulKernel`]): on CPU adapters register-blocked kernels without
 //!   workgroup memory — on Mesa lavapipe `vec4` kernels specialised per operand layout
 //!   (lavapipe compiles every storage and workgroup load into a per-lane loop, ~30 cycles per

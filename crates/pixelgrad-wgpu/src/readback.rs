@@ -63,6 +63,8 @@ pub(crate) struct PendingRead {
     pub size: u64,
     pub bytes: u64,
     pub len: usize,
+    /// Element type of the tensor read (8-bit data is unpacked to f32).
+    pub dtype: pixelgrad_core::kernel::DType,
     /// Where the status word was copied, if it was.
     pub status: Option<u64>,
     pub signal: MapSignal,
@@ -76,7 +78,7 @@ pub(crate) fn begin(gpu: &Gpu, t: &GpuTensor, len: usize) -> Result<PendingRead>
     if len > t.len {
         return Err(Error::backend("read", BACKEND, format!("asked for {len} elements of a tensor of {}", t.len)));
     }
-    let data_bytes = (len as u64 * 4).max(4);
+    let data_bytes = t.data_bytes(len).max(4);
     // Room for the status word behind the data (copy offsets: multiples of 4; map: of 8).
     let status_at = data_bytes.div_ceil(8) * 8;
     let bytes = status_at + 8;
@@ -87,7 +89,7 @@ pub(crate) fn begin(gpu: &Gpu, t: &GpuTensor, len: usize) -> Result<PendingRead>
     let signal = MapSignal::default();
     staging.slice(0..bytes).map_async(wgpu::MapMode::Read, signal.callback());
     gpu.count_readback();
-    Ok(PendingRead { staging, size, bytes, len, status, signal, submission })
+    Ok(PendingRead { staging, size, bytes, len, dtype: t.dtype, status, signal, submission })
 }
 
 /// Copies the mapped data out and returns the staging buffer to the pool.
@@ -97,14 +99,18 @@ pub(crate) fn finish(gpu: &Gpu, p: PendingRead, mapped: std::result::Result<(), 
     }
     let mut word = 0u32;
     let out = {
-        let view = p
-            .staging
-            .slice(0..p.bytes)
-            .get_mapped_range();
+        let view = p.staging.slice(0..p.bytes).get_mapped_range();
         let view = view.map_err(|e| gpu.failure("read", format!("mapped range unavailable: {e}")))?;
         let bytes: &[u8] = &view;
-        let mut out = vec![0f32; p.len];
-        bytemuck::cast_slice_mut::<f32, u8>(&mut out).copy_from_slice(&bytes[..p.len * 4]);
+        let out: Vec<f32> = match p.dtype {
+            pixelgrad_core::kernel::DType::I8 => bytes[..p.len].iter().map(|&v| v as i8 as f32).collect(),
+            pixelgrad_core::kernel::DType::U8 => bytes[..p.len].iter().map(|&v| v as f32).collect(),
+            _ => {
+                let mut out = vec![0f32; p.len];
+                bytemuck::cast_slice_mut::<f32, u8>(&mut out).copy_from_slice(&bytes[..p.len * 4]);
+                out
+            }
+        };
         if let Some(at) = p.status {
             let at = at as usize;
             word = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
@@ -156,8 +162,8 @@ mod tests {
     /// drives wgpu's callbacks (the browser's event loop; here an explicit poll), then resolves.
     #[test]
     fn async_read_resolves_once_callbacks_run() {
-        let b = crate::WgpuBackend::new(crate::WgpuOptions::default())
-            .expect("a WebGPU adapter (install mesa-vulkan-drivers for lavapipe)");
+        let b =
+            crate::WgpuBackend::new(crate::WgpuOptions::default()).expect("a WebGPU adapter (install mesa-vulkan-drivers for lavapipe)");
         let s = b.upload(&[1.0, 2.0, 3.0]).unwrap();
         let t = s.downcast::<GpuTensor>().unwrap();
         let mut fut = Box::pin(read_async(&b.gpu, t, 3));

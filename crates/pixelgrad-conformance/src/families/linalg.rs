@@ -105,7 +105,59 @@ pub async fn matmul(dev: &Device, read: Read) -> Outcome {
             );
         }
     }
-    check_all_with(dev, &cases, read).await
+    let floats = check_all_with(dev, &cases, read).await;
+    let ints = matmul_i8(dev, read).await;
+    match (floats, ints) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(a), Err(b)) => Err(format!("{a}\n{b}")),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    }
+}
+
+/// [`Op::MatMulI8`] on backends with 8-bit storage (`supports_int8`), exactly against an
+/// integer product computed here: i8 and u8 weights, a batch, weights broadcast over a batch
+/// of activations. Backends without 8-bit storage skip it (nothing to run).
+async fn matmul_i8(dev: &Device, read: Read) -> Outcome {
+    if !dev.backend().supports_int8() {
+        return Ok(());
+    }
+    let run = async |a_dims: &[usize], b_dims: &[usize], signed: bool| -> Outcome {
+        let tag = format!("matmul_i8 {a_dims:?}x{b_dims:?} {}", if signed { "i8" } else { "u8" });
+        let err = |e: pixelgrad_core::Error| format!("{tag}: {e}");
+        let na: usize = a_dims.iter().product();
+        let nb: usize = b_dims.iter().product();
+        // Deterministic values over the whole 8-bit range and whole numbers in -255..=255.
+        let av: Vec<i64> = (0..na).map(|i| ((i * 37 + 11) % 256) as i64 - if signed { 128 } else { 0 }).collect();
+        let bv: Vec<i64> = (0..nb).map(|i| ((i * 101 + 7) % 511) as i64 - 255).collect();
+        let a = if signed {
+            Tensor::from_i8(dev, &av.iter().map(|&v| v as i8).collect::<Vec<_>>(), a_dims.to_vec())
+        } else {
+            Tensor::from_u8(dev, &av.iter().map(|&v| v as u8).collect::<Vec<_>>(), a_dims.to_vec())
+        }
+        .map_err(err)?;
+        let b = Tensor::from_vec(dev, &bv.iter().map(|&v| v as f32).collect::<Vec<_>>(), b_dims.to_vec()).map_err(err)?;
+        let y = a.matmul_i8(&b).map_err(err)?;
+        let got = crate::harness::read_f64(&y, read).await.map_err(err)?;
+        let (m, k) = (a_dims[a_dims.len() - 2], a_dims[a_dims.len() - 1]);
+        let n = b_dims[b_dims.len() - 1];
+        let ga = if a_dims.len() == 3 { a_dims[0] } else { 1 };
+        let gb = if b_dims.len() == 3 { b_dims[0] } else { 1 };
+        let mut want = Vec::new();
+        for g in 0..ga.max(gb) {
+            let (ao, bo) = (if ga > 1 { g * m * k } else { 0 }, if gb > 1 { g * k * n } else { 0 });
+            for i in 0..m {
+                for j in 0..n {
+                    let acc: i64 = (0..k).map(|p| av[ao + i * k + p] * bv[bo + p * n + j]).sum();
+                    want.push(acc as i32 as f32 as f64);
+                }
+            }
+        }
+        crate::harness::compare(&tag, "output", &got, &want, EXACT)
+    };
+    run(&[3, 7], &[7, 5], true).await?;
+    run(&[17, 9], &[9, 33], false).await?;
+    run(&[2, 5, 6], &[2, 6, 3], true).await?;
+    run(&[4, 13], &[3, 13, 6], false).await
 }
 
 fn windows() -> Vec<(&'static str, Vec<usize>, Window)> {

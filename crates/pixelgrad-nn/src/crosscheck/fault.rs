@@ -88,6 +88,12 @@ impl Backend for FaultyBackend {
     fn upload_f64(&self, data: &[f64]) -> Result<Storage> {
         self.inner.backend().upload_f64(data)
     }
+    fn supports_int8(&self) -> bool {
+        self.inner.backend().supports_int8()
+    }
+    fn upload_int8(&self, data: &[u8], dtype: pixelgrad_core::kernel::DType) -> Result<Storage> {
+        self.inner.backend().upload_int8(data, dtype)
+    }
     fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
         let b = self.inner.backend();
         let result = b.execute(op, inputs, shapes, out)?;

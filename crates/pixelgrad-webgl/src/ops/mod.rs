@@ -66,6 +66,10 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         Op::Slice { starts, .. } => layout::slice(sh, ts[0], shapes[0], starts, out)?,
         Op::Pad { before, .. } => layout::pad(sh, ts[0], shapes[0], before, out)?,
         Op::Concat { axis } => layout::concat(sh, &ts, shapes, *axis, out)?,
+        // No 8-bit textures in this backend (`supports_int8` is false): callers use f32 weights.
+        Op::MatMulI8 => {
+            return Err(pixelgrad_core::Error::backend("matmul_i8", sh.name.clone(), "8-bit weights are not supported on WebGL"))
+        }
     };
     Ok(Storage::new(t))
 }

@@ -7,6 +7,7 @@ mod index;
 mod layout;
 pub(crate) mod matmul;
 mod matmul_cpu;
+pub(crate) mod matmul_i8;
 mod matmul_cpu_src;
 pub(crate) mod reduce;
 mod window;
@@ -27,6 +28,8 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &reduce::REDUCE,
         &matmul::MATMUL,
         &matmul::MATMUL_BIG,
+        &matmul_i8::MATMUL_I8,
+        &matmul_i8::MATMUL_I8_VEC4,
         &window::IM2COL,
         &window::COL2IM,
         &window::DEPTHWISE,
@@ -74,6 +77,7 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::Slice { starts, .. } => layout::slice(gpu, starts, input(0)?, shapes[0], out, &res)?,
         Op::Pad { before, .. } => layout::pad(gpu, before, input(0)?, shapes[0], out, &res)?,
         Op::Concat { axis } => layout::concat(gpu, *axis, ins, shapes, out, &res)?,
+        Op::MatMulI8 => matmul_i8::matmul_i8(gpu, input(0)?, input(1)?, shapes, out, &res)?,
     }
     Ok(res)
 }
