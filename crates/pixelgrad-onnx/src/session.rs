@@ -177,16 +177,23 @@ impl Session {
     pub fn int8_path(&self) -> Option<&'static str> {
         if self.model.precision().int8.is_empty() {
             None
+        } else if self.device.backend().supports_int8() {
+            Some("i8-weights + i32 accumulation (matmul_i8); other quantised ops f32-emulated")
         } else {
             Some("f32-emulated")
         }
     }
 
     /// Bytes the device holds for the model's weights: the parameters and every constant
-    /// uploaded so far (constants upload on first use: call after a run).
+    /// uploaded so far (constants upload on first use: call after a run), 8-bit weights at one
+    /// byte each.
     pub fn device_weight_bytes(&self) -> usize {
+        let size = |t: &Tensor| match t.storage_dtype() {
+            pixelgrad_core::kernel::DType::I8 | pixelgrad_core::kernel::DType::U8 => 1,
+            _ => 4,
+        };
         let params: usize = self.params.iter().map(|(_, p)| p.tensor().numel() * 4).sum();
-        params + self.cache.borrow().values().map(|t| t.numel() * 4).sum::<usize>()
+        params + self.cache.borrow().values().map(|t| t.numel() * size(t)).sum::<usize>()
     }
 
     /// The weights, by the model's tensor names.
@@ -374,6 +381,26 @@ impl Consts for Session {
         let d = upload(&self.device, t, &format!("constant '{name}'"))?;
         self.cache.borrow_mut().insert(name.to_string(), d.clone());
         Ok(d)
+    }
+    fn cached_int8(&self, name: &str, t: &HostTensor, transpose: bool) -> Result<Option<Tensor>> {
+        if !self.device.backend().supports_int8() || !matches!(t.dtype, DType::I8 | DType::U8) || t.rank() < 2 {
+            return Ok(None);
+        }
+        let key = format!("{name}\u{0}int8{}", if transpose { "T" } else { "" });
+        if let Some(d) = self.cache.borrow().get(&key) {
+            return Ok(Some(d.clone()));
+        }
+        let v = t.to_f64();
+        let (r, c) = (t.shape[0], t.numel() / t.shape[0]);
+        let v: Vec<f64> = if transpose { (0..c).flat_map(|j| (0..r).map(move |i| (i, j))).map(|(i, j)| v[i * c + j]).collect() } else { v };
+        let shape = if transpose { vec![c, r] } else { vec![r, c] };
+        let d = if t.dtype == DType::I8 {
+            Tensor::from_i8(&self.device, &v.iter().map(|&x| x as i8).collect::<Vec<_>>(), shape)?
+        } else {
+            Tensor::from_u8(&self.device, &v.iter().map(|&x| x as u8).collect::<Vec<_>>(), shape)?
+        };
+        self.cache.borrow_mut().insert(key, d.clone());
+        Ok(Some(d))
     }
 }
 

@@ -123,6 +123,44 @@ pub fn conv_tensors(cx: &Cx, x: Tensor, w: Tensor, bias: Option<&Tensor>) -> Res
     Ok(y)
 }
 
+/// An integer convolution on 8-bit weights ([`Tensor::matmul_i8`]): `x` zero-point corrected
+/// (f32 whole numbers), `w8` the weights as an 8-bit `[M, C·kh·kw]` matrix of the node's
+/// `[M, C, kh, kw]` weights `wdims`, `wz` their zero points (`[M]` or one) when not all zero.
+/// Returns the exact `int32` accumulator as f32, `[N, M, OH, OW]`; `None` for the shapes this
+/// path does not take (groups, dilations), which run on the f32 path.
+pub fn conv_i8(cx: &Cx, x: &Tensor, w8: &Tensor, wdims: &[usize], wz: Option<&Tensor>) -> Result<Option<Tensor>> {
+    let node = cx.node;
+    if x.rank() != 4 || wdims.len() != 4 || node.int("group", 1)? != 1 || x.dims()[1] != wdims[1] {
+        return Ok(None);
+    }
+    let [n, c, h, wd] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
+    let win = window2(node, [h, wd], Some([wdims[2], wdims[3]]), false)?;
+    if win.dilation != [1, 1] {
+        return Ok(None);
+    }
+    let (kh, kw, m) = (wdims[2], wdims[3], wdims[0]);
+    let (x, pad) = if win.pad_begin == win.pad_end {
+        (x.clone(), win.pad_begin)
+    } else {
+        (x.pad(&[0, 0, win.pad_begin[0], win.pad_begin[1]], &[0, 0, win.pad_end[0], win.pad_end[1]])?, [0, 0])
+    };
+    let window = Window { kh, kw, stride_h: win.stride[0], stride_w: win.stride[1], pad_h: pad[0], pad_w: pad[1] };
+    let [oh, ow] = win.out;
+    let l = oh * ow;
+    let cols = if kh * kw == 1 && window.stride_h == 1 && window.stride_w == 1 && pad == [0, 0] {
+        x.reshape([n, c, l])?
+    } else {
+        x.im2col(window)?
+    };
+    let mut acc = w8.matmul_i8(&cols)?; // [N, M, L]
+    if let Some(z) = wz {
+        // Σ (w - z)·x = Σ w·x - z·Σ x
+        let zs = z.reshape([1, z.numel(), 1])?;
+        acc = acc.sub(&cols.sum_axis(1, true)?.mul(&zs)?)?;
+    }
+    Ok(Some(acc.reshape([n, m, oh, ow])?))
+}
+
 fn conv_transpose(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     let node = cx.node;
     node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"])?;

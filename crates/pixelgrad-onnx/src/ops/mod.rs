@@ -200,6 +200,12 @@ pub trait Consts {
     fn param(&self, name: &str) -> Option<&Param>;
     /// A cached device copy of a non-trainable constant.
     fn cached(&self, name: &str, t: &HostTensor) -> Result<Tensor>;
+    /// A cached 8-bit device copy of an `int8` / `uint8` constant, reshaped to `[rows, cols]`
+    /// (transposed first when `transpose`: a `[cols, rows]` matrix), for
+    /// [`Tensor::matmul_i8`]. `None` where the device has no 8-bit storage.
+    fn cached_int8(&self, _name: &str, _t: &HostTensor, _transpose: bool) -> Result<Option<Tensor>> {
+        Ok(None)
+    }
     /// Most elements a result whose size comes from the model's data (Resize, Pad, Expand,
     /// Tile, ConstantOfShape) may have.
     fn max_elements(&self) -> usize {

@@ -69,30 +69,46 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         "QLinearConv" => {
             node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])?;
             let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
-            let (x, w) = (centred(cx, ins, 0, 2, 1)?, centred(cx, ins, 3, 5, 0)?);
             let bias = match cx.opt(ins, 8) {
                 Some(_) => Some(cx.t(ins, 8)?),
                 None => None,
             };
-            let acc = conv::conv_tensors(cx, x, w, bias.as_ref())?;
+            let acc = match int8_conv(cx, ins, 0, 2, 3, 5)? {
+                Some(acc) => match &bias {
+                    Some(b) => acc.add(&b.reshape([1, b.numel(), 1, 1])?)?,
+                    None => acc,
+                },
+                None => {
+                    let (x, w) = (centred(cx, ins, 0, 2, 1)?, centred(cx, ins, 3, 5, 0)?);
+                    conv::conv_tensors(cx, x, w, bias.as_ref())?
+                }
+            };
             let m = multiplier(cx, ins, [1, 4, 6], acc.rank(), 1, 1.0)?;
             one(requantize(cx, &acc, &m, ins, 7, 1, dt)?, dt)
         }
         "ConvInteger" => {
             node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])?;
+            if let Some(acc) = int8_conv(cx, ins, 0, 2, 1, 3)? {
+                return one(acc, DType::I32);
+            }
             let (x, w) = (centred(cx, ins, 0, 2, 1)?, centred(cx, ins, 1, 3, 0)?);
             one(conv::conv_tensors(cx, x, w, None)?, DType::I32)
         }
         "QLinearMatMul" => {
             node.only_attrs(&[])?;
             let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
-            let (a, b) = (centred(cx, ins, 0, 2, -2)?, centred(cx, ins, 3, 5, -1)?);
-            let acc = linalg::matmul(cx, &a, &b)?;
+            let acc = match int8_matmul(cx, ins, 0, 2, 3, 5, false)? {
+                Some(acc) => acc,
+                None => linalg::matmul(cx, &centred(cx, ins, 0, 2, -2)?, &centred(cx, ins, 3, 5, -1)?)?,
+            };
             let m = multiplier(cx, ins, [1, 4, 6], acc.rank(), -1, 1.0)?;
             one(requantize(cx, &acc, &m, ins, 7, -1, dt)?, dt)
         }
         "MatMulInteger" => {
             node.only_attrs(&[])?;
+            if let Some(acc) = int8_matmul(cx, ins, 0, 2, 1, 3, false)? {
+                return one(acc, DType::I32);
+            }
             let (a, b) = (centred(cx, ins, 0, 2, -2)?, centred(cx, ins, 1, 3, -1)?);
             one(linalg::matmul(cx, &a, &b)?, DType::I32)
         }
@@ -100,12 +116,18 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             node.only_attrs(&["alpha", "transA", "transB"])?;
             let (ta, tb) = (node.int("transA", 0)? != 0, node.int("transB", 0)? != 0);
             let alpha = node.float("alpha", 1.0)?;
-            let a = centred(cx, ins, 0, 2, if ta { -1 } else { -2 })?;
-            let b = centred(cx, ins, 3, 5, if tb { -2 } else { -1 })?;
-            if a.rank() != 2 || b.rank() != 2 {
-                return Err(cx.err(format!("expects rank-2 A and B, got {:?} and {:?}", a.dims(), b.dims())));
-            }
-            let mut acc = a.matmul_t(&b, ta, tb)?;
+            let native = if ta { None } else { int8_matmul(cx, ins, 0, 2, 3, 5, tb)? };
+            let mut acc = match native {
+                Some(acc) => acc,
+                None => {
+                    let a = centred(cx, ins, 0, 2, if ta { -1 } else { -2 })?;
+                    let b = centred(cx, ins, 3, 5, if tb { -2 } else { -1 })?;
+                    if a.rank() != 2 || b.rank() != 2 {
+                        return Err(cx.err(format!("expects rank-2 A and B, got {:?} and {:?}", a.dims(), b.dims())));
+                    }
+                    a.matmul_t(&b, ta, tb)?
+                }
+            };
             if cx.opt(ins, 6).is_some() {
                 acc = acc.add(&cx.t(ins, 6)?)?;
             }
@@ -129,7 +151,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         "QLinearConcat" => {
             node.only_attrs(&["axis"])?;
             let n = ins.len().saturating_sub(2);
-            if n == 0 || n % 3 != 0 {
+            if n == 0 || !n.is_multiple_of(3) {
                 return Err(
                     cx.err(format!("expects Y_scale, Y_zero_point and (X, X_scale, X_zero_point) triples, got {} inputs", ins.len()))
                 );
@@ -153,13 +175,13 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 // [N, spatial..., C] → mean over the spatial axes, keeping them as ones
                 let hw: usize = d[1..r - 1].iter().product();
                 let mut out = vec![d[0]];
-                out.extend(std::iter::repeat(1).take(r - 2));
+                out.extend(std::iter::repeat_n(1, r - 2));
                 out.push(d[r - 1]);
                 x.reshape([d[0], hw, d[r - 1]])?.mean_axis(1, true)?.reshape(out)?
             } else {
                 let hw: usize = d[2..].iter().product();
                 let mut out = vec![d[0], d[1]];
-                out.extend(std::iter::repeat(1).take(r - 2));
+                out.extend(std::iter::repeat_n(1, r - 2));
                 x.reshape([d[0], d[1], hw])?.mean_axis(2, true)?.reshape(out)?
             };
             let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
@@ -181,6 +203,61 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         _ => Ok(None),
     }
+}
+
+/// Zero points of constant 8-bit weights input `z` as a device vector, or `None` when they are
+/// absent or all zero.
+fn weight_zero_points(cx: &Cx, ins: &[Option<V>], z: usize) -> Result<Option<Tensor>> {
+    match cx.opt(ins, z) {
+        None => Ok(None),
+        Some(v) => match v.as_host() {
+            Some(h) if h.to_f64().iter().all(|&x| x == 0.0) => Ok(None),
+            _ => {
+                let t = cx.t(ins, z)?;
+                Ok(Some(t.reshape([t.numel()])?))
+            }
+        },
+    }
+}
+
+/// The 8-bit weights of input `w` when it is a constant and the device stores 8-bit values,
+/// as a `[rows, cols]` matrix (transposed first when `transpose`).
+fn int8_weights(cx: &Cx, ins: &[Option<V>], w: usize, transpose: bool) -> Result<Option<(Tensor, Vec<usize>)>> {
+    let Some(V::Host { t, name: Some(name) }) = cx.opt(ins, w) else { return Ok(None) };
+    Ok(cx.consts.cached_int8(name, t, transpose)?.map(|w8| (w8, t.shape.clone())))
+}
+
+/// `QLinearConv` / `ConvInteger`'s accumulator on 8-bit weights (`None`: the f32 path).
+fn int8_conv(cx: &Cx, ins: &[Option<V>], x: usize, xz: usize, w: usize, wz: usize) -> Result<Option<Tensor>> {
+    let Some((w8, wdims)) = int8_weights(cx, ins, w, false)? else { return Ok(None) };
+    let xc = centred(cx, ins, x, xz, 1)?;
+    conv::conv_i8(cx, &xc, &w8, &wdims, weight_zero_points(cx, ins, wz)?.as_ref())
+}
+
+/// `A · B` accumulated in `int32` with `B` constant 8-bit weights `[K, N]` (`[N, K]` when
+/// `trans_b`) and `A` `[.., M, K]`, computed as `(B^T · A^T)^T` on [`Tensor::matmul_i8`]
+/// (`None`: the f32 path).
+fn int8_matmul(cx: &Cx, ins: &[Option<V>], a: usize, az: usize, b: usize, bz: usize, trans_b: bool) -> Result<Option<Tensor>> {
+    let Some(bv) = cx.opt(ins, b) else { return Ok(None) };
+    if bv.dims().len() != 2 {
+        return Ok(None);
+    }
+    let Some((bt, _)) = int8_weights(cx, ins, b, !trans_b)? else { return Ok(None) };
+    let ac = centred(cx, ins, a, az, -2)?;
+    let r = ac.rank();
+    if !(2..=3).contains(&r) || ac.dims()[r - 1] != bt.dims()[1] {
+        return Ok(None);
+    }
+    let perm: Vec<usize> = if r == 2 { vec![1, 0] } else { vec![0, 2, 1] };
+    let mut acc = bt.matmul_i8(&ac.permute(&perm)?)?; // [.., N, M]
+    if let Some(z) = weight_zero_points(cx, ins, bz)? {
+        // Σ_k a[m,k]·(b[k,n] - z[n]) = Σ_k a·b - z[n]·Σ_k a[m,k]
+        let rows = ac.sum_axis(-1, true)?.permute(&perm)?; // [.., 1, M]
+        let mut zs = vec![1usize; r];
+        zs[r - 2] = z.numel();
+        acc = acc.sub(&rows.mul(&z.reshape(zs)?)?)?;
+    }
+    Ok(Some(acc.permute(&perm)?))
 }
 
 /// The element type a quantiser writes: its zero point's (`uint8` when there is none).
