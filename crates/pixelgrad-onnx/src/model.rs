@@ -166,21 +166,21 @@ impl Model {
         Ok(())
     }
 
+    /// How many times each value is read (graph outputs count once), and which node makes it.
+    fn uses_and_producers(&self) -> (HashMap<String, usize>, HashMap<String, usize>) {
+        let mut uses: HashMap<String, usize> = HashMap::new();
+        for i in self.nodes.iter().flat_map(|n| n.inputs.iter()).chain(self.outputs.iter().map(|o| &o.name)) {
+            *uses.entry(i.clone()).or_default() += 1;
+        }
+        let producer = self.nodes.iter().enumerate().flat_map(|(k, n)| n.outputs.iter().map(move |o| (o.clone(), k))).collect();
+        (uses, producer)
+    }
+
     /// `Conv → BatchNormalization` (inference form, constant statistics, the conv output used
     /// only by the batch norm) becomes one `Conv` with `W' = W * s`, `b' = (b - mean) * s + beta`
     /// where `s = scale / sqrt(var + eps)` per output channel.
     fn fold_batch_norms(&mut self) -> Result<()> {
-        let mut uses: HashMap<String, usize> = HashMap::new();
-        for n in &self.nodes {
-            for i in &n.inputs {
-                *uses.entry(i.clone()).or_default() += 1;
-            }
-        }
-        for o in &self.outputs {
-            *uses.entry(o.name.clone()).or_default() += 1;
-        }
-        let producer: HashMap<String, usize> =
-            self.nodes.iter().enumerate().flat_map(|(k, n)| n.outputs.iter().map(move |o| (o.clone(), k))).collect();
+        let (uses, producer) = self.uses_and_producers();
         let mut remove = HashSet::new();
         for b in 0..self.nodes.len() {
             let bn = &self.nodes[b];
@@ -245,17 +245,7 @@ impl Model {
     /// `QuantizeLinear`, becomes `QLinearConv` / `QLinearMatMul` / `QGemm` reading the 8-bit
     /// values directly. `DequantizeLinear` nodes nothing reads any more are dropped.
     fn fuse_qdq(&mut self) -> Result<()> {
-        let mut uses: HashMap<String, usize> = HashMap::new();
-        for n in &self.nodes {
-            for i in &n.inputs {
-                *uses.entry(i.clone()).or_default() += 1;
-            }
-        }
-        for o in &self.outputs {
-            *uses.entry(o.name.clone()).or_default() += 1;
-        }
-        let producer: HashMap<String, usize> =
-            self.nodes.iter().enumerate().flat_map(|(k, n)| n.outputs.iter().map(move |o| (o.clone(), k))).collect();
+        let (uses, producer) = self.uses_and_producers();
         let consumer: HashMap<String, usize> =
             self.nodes.iter().enumerate().flat_map(|(k, n)| n.inputs.iter().map(move |i| (i.clone(), k))).collect();
         // (x, scale, zero point) of a DequantizeLinear producing `name`, scales constant.
