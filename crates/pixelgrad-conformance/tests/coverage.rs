@@ -39,6 +39,12 @@ impl Backend for Recording {
     fn upload_int8(&self, data: &[u8], dtype: pixelgrad_core::kernel::DType) -> Result<Storage> {
         self.inner.upload_int8(data, dtype)
     }
+    fn supports_f16_storage(&self) -> bool {
+        self.inner.supports_f16_storage()
+    }
+    fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
+        self.inner.upload_f16(bits)
+    }
 }
 
 macro_rules! run_all {

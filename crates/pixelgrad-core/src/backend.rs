@@ -168,6 +168,23 @@ pub trait Backend {
         Err(Error::backend("upload_int8", self.name(), format!("8-bit storage ({dtype}) is not supported on this backend")))
     }
 
+    /// True if the backend stores half-precision tensors ([`DType::F16`], two bytes per
+    /// element, or two per 32-bit word) and runs [`Op::Widen`] on them. Where it is false,
+    /// [`crate::Tensor::from_f16`] makes an ordinary f32 tensor of the same (exactly widened)
+    /// values.
+    fn supports_f16_storage(&self) -> bool {
+        false
+    }
+
+    /// Copies IEEE half-precision bit patterns (`bits[i]` is element `i`) to a new device
+    /// tensor of `bits.len()` elements, storage [`DType::F16`]. Reading it back
+    /// ([`Backend::read`]) gives the values as f32, exactly. The default refuses: backends
+    /// without [`Backend::supports_f16_storage`] have no f16 storage.
+    fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
+        let _ = bits;
+        Err(Error::backend("upload_f16", self.name(), "f16 storage is not supported on this backend"))
+    }
+
     /// Submits queued work without waiting for it.
     fn flush(&self) -> Result<()> {
         Ok(())

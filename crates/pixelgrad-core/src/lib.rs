@@ -24,3 +24,7 @@ pub use layout::StorageLayout;
 pub use op::{check_execute, BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
 pub use shape::{Shape, MAX_RANK};
 pub use tensor::{grad_enabled, no_grad, Device, NoGradGuard, Param, Tensor};
+
+/// The `half` crate, whose [`half::f16`] [`Tensor::from_f16`] takes (the same version as
+/// pixelgrad's, so callers need not depend on it themselves).
+pub use half;

@@ -7,7 +7,8 @@
 //! whole numbers stored as `f32` (exact up to 2^24), which keeps every backend's storage uniform
 //! (WebGL textures are float anyway). The one exception is the first input of
 //! [`Op::MatMulI8`]: 8-bit weights, on backends that store them (see
-//! [`crate::Tensor::storage_dtype`]); every other op refuses 8-bit inputs with a typed error.
+//! [`crate::Tensor::storage_dtype`]), and the input of [`Op::Widen`], which converts 8-bit or
+//! f16 storage to f32; every other op refuses non-f32 inputs with a typed error.
 
 use crate::shape::{broadcast_shapes, Shape, MAX_RANK};
 use crate::{Error, Result};
@@ -182,6 +183,13 @@ pub enum Op {
     /// rounded to the nearest `f32`. Not differentiable: its result records no gradient.
     /// Only backends whose [`crate::Backend::supports_int8`] is true implement it.
     MatMulI8,
+    /// One input whose storage is not f32 ([`crate::kernel::DType::I8`],
+    /// [`crate::kernel::DType::U8`] or [`crate::kernel::DType::F16`]); output an f32 tensor of
+    /// the same shape holding the same values, converted exactly (every i8, u8 and f16 value,
+    /// subnormals, ±0, ±inf and NaN included, is an f32). Not differentiable: its result
+    /// records no gradient. Implemented by backends with 8-bit or f16 storage
+    /// ([`crate::Backend::supports_int8`], [`crate::Backend::supports_f16_storage`]).
+    Widen,
 }
 
 impl Op {
@@ -192,7 +200,7 @@ impl Op {
 
     /// The name of every primitive, in [`Op::index`] order (the conformance suite checks that
     /// every one of them is exercised).
-    pub const NAMES: [&'static str; 19] = [
+    pub const NAMES: [&'static str; 20] = [
         "fill",
         "random",
         "unary",
@@ -212,6 +220,7 @@ impl Op {
         "concat",
         "depthwise_conv",
         "matmul_i8",
+        "widen",
     ];
 
     /// Position of this primitive in [`Op::NAMES`]. Exhaustive: a new primitive must be
@@ -237,6 +246,7 @@ impl Op {
             Op::Concat { .. } => 16,
             Op::DepthwiseConv(_) => 17,
             Op::MatMulI8 => 18,
+            Op::Widen => 19,
         }
     }
 
@@ -252,7 +262,8 @@ impl Op {
             | Op::Permute(_)
             | Op::Expand(_)
             | Op::Slice { .. }
-            | Op::Pad { .. } => Some(1),
+            | Op::Pad { .. }
+            | Op::Widen => Some(1),
             Op::Binary(_) | Op::MatMul { .. } | Op::MatMulI8 | Op::Gather { .. } | Op::ScatterAdd { .. } | Op::DepthwiseConv(_) => Some(2),
             Op::Where => Some(3),
             Op::Concat { .. } => None,
@@ -300,7 +311,7 @@ impl Op {
         };
         match self {
             Op::Fill { shape, .. } | Op::Random { shape, .. } => Ok(shape.clone()),
-            Op::Unary(_) => Ok(inputs[0].clone()),
+            Op::Unary(_) | Op::Widen => Ok(inputs[0].clone()),
             Op::Binary(_) | Op::Where => broadcast_shapes(inputs).ok_or_else(|| err("shapes do not broadcast".into())),
             Op::Reduce { axis, .. } => {
                 let s = inputs[0];
@@ -517,6 +528,7 @@ mod tests {
             Op::Concat { axis: 0 },
             Op::DepthwiseConv(w),
             Op::MatMulI8,
+            Op::Widen,
         ];
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {

@@ -122,7 +122,8 @@ pub(crate) struct Inner {
     pub id: u64,
     pub shape: Shape,
     pub storage: Storage,
-    /// Element type of `storage`: [`DType::F32`], or 8-bit weights ([`Tensor::from_i8`]).
+    /// Element type of `storage`: [`DType::F32`], 8-bit weights ([`Tensor::from_i8`]) or
+    /// half-precision values ([`Tensor::from_f16`]).
     pub dtype: DType,
     pub device: Device,
     pub node: Option<Node>,
@@ -150,9 +151,10 @@ impl Tensor {
     }
 
     /// The one storage-type rule of [`Tensor::apply`]: every input of every op is f32, except
-    /// the weights (input 0) of [`Op::MatMulI8`], which must be 8-bit, and a reshape, which
-    /// moves no data and keeps any type. A typed [`Error::Shape`] otherwise, so an 8-bit
-    /// tensor can never reach a kernel that would read its bytes as floats.
+    /// the weights (input 0) of [`Op::MatMulI8`], which must be 8-bit, the input of
+    /// [`Op::Widen`], which must not be f32 (8-bit or f16), and a reshape, which moves no data
+    /// and keeps any type. A typed [`Error::Shape`] otherwise, so 8-bit or f16 storage can
+    /// never reach a kernel that would read its bytes as f32.
     fn check_dtypes(device: &Device, op: &Op, inputs: &[&Tensor]) -> Result<()> {
         for (i, t) in inputs.iter().enumerate() {
             let d = t.0.dtype;
@@ -160,6 +162,7 @@ impl Tensor {
             let (ok, want) = match op {
                 Op::Reshape(_) => (true, ""),
                 Op::MatMulI8 if i == 0 => (eight, "8-bit (i8 or u8) weights"),
+                Op::Widen => (matches!(d, DType::I8 | DType::U8 | DType::F16), "i8, u8 or f16 storage"),
                 _ => (d == DType::F32, "f32"),
             };
             if !ok {
@@ -192,8 +195,9 @@ impl Tensor {
             let stores: Vec<&Storage> = inputs.iter().map(|t| &t.0.storage).collect();
             (device.backend.execute(&op, &stores, &shapes, &out)?, DType::F32)
         };
-        // MatMulI8 is not differentiable: its result is a constant (inference only).
-        let differentiable = !matches!(op, Op::MatMulI8);
+        // MatMulI8 and Widen are not differentiable: their results are constants (inference
+        // only; their inputs are stored weights, which never require gradients anyway).
+        let differentiable = !matches!(op, Op::MatMulI8 | Op::Widen);
         let node = if differentiable && grad_enabled() && inputs.iter().any(|t| t.requires_grad()) {
             Some(Node { op, inputs: inputs.iter().map(|&t| t.clone()).collect() })
         } else {
@@ -254,6 +258,33 @@ impl Tensor {
     /// As [`Tensor::from_i8`] for unsigned bytes ([`DType::U8`]).
     pub fn from_u8(device: &Device, data: &[u8], shape: impl Into<Shape>) -> Result<Tensor> {
         Tensor::from_8bit(device, "from_u8", data, DType::U8, shape.into(), || data.iter().map(|&v| v as f32).collect())
+    }
+
+    /// Half-precision values from host data (`data.len()` must equal the shape's element
+    /// count): two bytes per element, [`Tensor::storage_dtype`] [`DType::F16`], on backends
+    /// whose [`Backend::supports_f16_storage`] is true; elsewhere an ordinary f32 tensor of
+    /// the same values, widened exactly (storage type [`DType::F32`]), usable with every op.
+    /// Only a reshape and [`Tensor::widen`] take an f16 tensor; `to_vec` reads its values (as
+    /// exact f32).
+    pub fn from_f16(device: &Device, data: &[half::f16], shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
+        if data.len() != shape.numel() {
+            return Err(Error::Shape {
+                op: "from_f16",
+                shapes: vec![shape.0.clone()],
+                backend: device.name(),
+                msg: format!("{} values given for {} elements", data.len(), shape.numel()),
+            });
+        }
+        if device.backend.supports_f16_storage() {
+            let bits: Vec<u16> = data.iter().map(|v| v.to_bits()).collect();
+            let storage = device.backend.upload_f16(&bits)?;
+            Ok(Tensor::wrap_typed(storage, DType::F16, shape, device.clone(), None, None))
+        } else {
+            let floats: Vec<f32> = data.iter().map(|v| v.to_f32()).collect();
+            let storage = device.backend.upload(&floats)?;
+            Ok(Tensor::wrap(storage, shape, device.clone(), None, None))
+        }
     }
 
     fn from_8bit(
@@ -340,7 +371,8 @@ impl Tensor {
     }
     /// Element type of the storage: [`DType::F32`] for every tensor except 8-bit weights made
     /// by [`Tensor::from_i8`] / [`Tensor::from_u8`] on a backend that stores them
-    /// ([`DType::I8`] / [`DType::U8`]), and reshapes of those.
+    /// ([`DType::I8`] / [`DType::U8`]), half-precision values made by [`Tensor::from_f16`]
+    /// on a backend that stores them ([`DType::F16`]), and reshapes of those.
     pub fn storage_dtype(&self) -> DType {
         self.0.dtype
     }
@@ -567,6 +599,21 @@ impl Tensor {
     /// requires one). An example on the CPU backend is in `pixelgrad_cpu`'s crate docs.
     pub fn matmul_i8(&self, b: &Tensor) -> Result<Tensor> {
         self.op2(Op::MatMulI8, b)
+    }
+    /// This tensor's values in f32 storage ([`Op::Widen`]): for 8-bit ([`DType::I8`],
+    /// [`DType::U8`]) or half-precision ([`DType::F16`]) storage, a new f32 tensor of the same
+    /// shape holding the same values, converted exactly (f16 subnormals, ±0, ±inf and NaN
+    /// included); for an f32 tensor, a clone of it (no op runs). Use it to feed stored
+    /// weights to ordinary f32 ops.
+    ///
+    /// Not differentiable: the widened tensor records no gradient (its input is stored data,
+    /// a constant). Backends without 8-bit / f16 storage never hold such tensors
+    /// ([`Tensor::from_i8`], [`Tensor::from_f16`] make f32 ones there), so `widen` is a clone.
+    pub fn widen(&self) -> Result<Tensor> {
+        if self.0.dtype == DType::F32 {
+            return Ok(self.clone());
+        }
+        self.op1(Op::Widen)
     }
     pub fn im2col(&self, w: Window) -> Result<Tensor> {
         self.op1(Op::Im2Col(w))

@@ -49,5 +49,9 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
         Op::MatMulI8 => {
             return Err(Error::backend("matmul_i8", backend, "takes 8-bit weights; run it through CpuBackend::execute"));
         }
+        // Its input is 8-bit or f16, not `T`: `CpuBackend::execute` runs it.
+        Op::Widen => {
+            return Err(Error::backend("widen", backend, "takes 8-bit or f16 storage; run it through CpuBackend::execute"));
+        }
     })
 }

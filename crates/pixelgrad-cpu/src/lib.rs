@@ -18,6 +18,10 @@
 //! as exact f32 (or f64 on the reference), and run [`Op::MatMulI8`] with `i32` accumulation
 //! (`int8`; on the reference too, whose f64 output holds the same f32-rounded values).
 //!
+//! Both modes store half-precision values too ([`Backend::supports_f16_storage`] is true):
+//! [`CpuStorage::F16`], two bytes per element, read back exactly as f32 / f64. [`Op::Widen`]
+//! converts 8-bit or f16 storage to this mode's precision, exactly.
+//!
 //! ```
 //! use pixelgrad_core::{Device, Tensor};
 //! use pixelgrad_cpu::CpuBackend;
@@ -85,13 +89,15 @@ mod window;
 pub use element::Element;
 
 /// Host memory of one tensor: `f32` on the fast path, `f64` on the reference, and 8-bit
-/// weights on both ([`pixelgrad_core::Tensor::from_i8`], one byte per element).
+/// weights ([`pixelgrad_core::Tensor::from_i8`], one byte per element) and half-precision
+/// values ([`pixelgrad_core::Tensor::from_f16`], two bytes per element) on both.
 #[derive(Debug)]
 pub enum CpuStorage {
     F32(Vec<f32>),
     F64(Vec<f64>),
     I8(Vec<i8>),
     U8(Vec<u8>),
+    F16(Vec<half::f16>),
 }
 
 impl CpuStorage {
@@ -101,6 +107,7 @@ impl CpuStorage {
             CpuStorage::F64(v) => (v.len() * 8) as u64,
             CpuStorage::I8(v) => v.len() as u64,
             CpuStorage::U8(v) => v.len() as u64,
+            CpuStorage::F16(v) => (v.len() * 2) as u64,
         }
     }
 
@@ -111,6 +118,7 @@ impl CpuStorage {
             CpuStorage::F64(v) => v.len(),
             CpuStorage::I8(v) => v.len(),
             CpuStorage::U8(v) => v.len(),
+            CpuStorage::F16(v) => v.len(),
         }
     }
 
@@ -122,6 +130,7 @@ impl CpuStorage {
             CpuStorage::F64(_) => DType::F32,
             CpuStorage::I8(_) => DType::I8,
             CpuStorage::U8(_) => DType::U8,
+            CpuStorage::F16(_) => DType::F16,
         }
     }
 
@@ -135,6 +144,7 @@ impl CpuStorage {
             CpuStorage::F64(v) => v[..len].to_vec(),
             CpuStorage::I8(v) => v[..len].iter().map(|&x| x as f64).collect(),
             CpuStorage::U8(v) => v[..len].iter().map(|&x| x as f64).collect(),
+            CpuStorage::F16(v) => v[..len].iter().map(|x| x.to_f64()).collect(),
         })
     }
 }
@@ -231,7 +241,10 @@ impl CpuBackend {
             let data = self.mine(op.name(), s)?;
             let v = get(data).ok_or_else(|| {
                 let msg = match data {
-                    CpuStorage::I8(_) | CpuStorage::U8(_) => "an input has 8-bit storage, which only matmul_i8 (as its weights) takes",
+                    CpuStorage::I8(_) | CpuStorage::U8(_) => {
+                        "an input has 8-bit storage, which only matmul_i8 (as its weights) and widen take"
+                    }
+                    CpuStorage::F16(_) => "an input has f16 storage, which only widen takes",
                     _ => "storage has the other precision (fast vs reference)",
                 };
                 Error::backend(op.name(), name.clone(), msg)
@@ -270,6 +283,43 @@ impl CpuBackend {
             CpuStorage::I8(av) => with_b!(av),
             CpuStorage::U8(av) => with_b!(av),
             other => return Err(shape_err(format!("input 0 has {} storage; it must be 8-bit (i8 or u8)", other.dtype()))),
+        })
+    }
+
+    /// [`Op::Widen`]: 8-bit or f16 storage to this mode's precision (exact in both).
+    fn widen(&self, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<CpuStorage> {
+        let op = Op::Widen;
+        let name = self.name();
+        if inputs.len() != 1 {
+            return Err(Error::backend("widen", name, format!("expects 1 input, got {}", inputs.len())));
+        }
+        let x = self.mine("widen", inputs[0])?;
+        pixelgrad_core::check_execute(&op, &[x.len()], shapes, out, &name)?;
+        let n = out.numel();
+        macro_rules! conv {
+            ($v:expr, $f:expr) => {
+                match self.mode {
+                    Mode::Fast => CpuStorage::F32($v[..n].iter().map(|&x| $f(x) as f32).collect()),
+                    Mode::Reference => CpuStorage::F64($v[..n].iter().map(|&x| $f(x)).collect()),
+                }
+            };
+        }
+        Ok(match x {
+            CpuStorage::I8(v) => conv!(v, |x: i8| x as f64),
+            CpuStorage::U8(v) => conv!(v, |x: u8| x as f64),
+            // f16 -> f64 -> f32 is exact: every f16 (NaN payloads aside) is an f32.
+            CpuStorage::F16(v) => match self.mode {
+                Mode::Fast => CpuStorage::F32(v[..n].iter().map(|x| x.to_f32()).collect()),
+                Mode::Reference => CpuStorage::F64(v[..n].iter().map(|x| x.to_f64()).collect()),
+            },
+            other => {
+                return Err(Error::Shape {
+                    op: "widen",
+                    shapes: shapes.iter().map(|s| s.0.clone()).collect(),
+                    backend: name,
+                    msg: format!("input 0 has {} storage; it must be i8, u8 or f16", other.dtype()),
+                })
+            }
         })
     }
 }
@@ -327,6 +377,15 @@ impl Backend for CpuBackend {
         })
     }
 
+    /// True in both modes (the reference reads f16 storage as exact f64 too).
+    fn supports_f16_storage(&self) -> bool {
+        true
+    }
+
+    fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
+        Ok(self.wrap(CpuStorage::F16(bits.iter().map(|&b| half::f16::from_bits(b)).collect())))
+    }
+
     fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
         if let Op::Reshape(_) = op {
             if let Some(s) = inputs.first() {
@@ -335,6 +394,11 @@ impl Backend for CpuBackend {
         }
         if let Op::MatMulI8 = op {
             let res = self.matmul_i8(inputs, shapes, out)?;
+            self.bump(|c| c.launches += 1);
+            return Ok(self.wrap(res));
+        }
+        if let Op::Widen = op {
+            let res = self.widen(inputs, shapes, out)?;
             self.bump(|c| c.launches += 1);
             return Ok(self.wrap(res));
         }
@@ -352,6 +416,7 @@ impl Backend for CpuBackend {
             CpuStorage::F64(v) => v.iter().take(len).map(|&x| x as f32).collect(),
             CpuStorage::I8(v) => v.iter().take(len).map(|&x| x as f32).collect(),
             CpuStorage::U8(v) => v.iter().take(len).map(|&x| x as f32).collect(),
+            CpuStorage::F16(v) => v.iter().take(len).map(|x| x.to_f32()).collect(),
         };
         if v.len() != len {
             return Err(Error::backend("read", self.name(), format!("asked for {len} elements, storage holds {}", v.len())));
@@ -381,6 +446,7 @@ impl Backend for CpuBackend {
             CpuStorage::F64(_) => "f64",
             CpuStorage::I8(_) => "i8",
             CpuStorage::U8(_) => "u8",
+            CpuStorage::F16(_) => "f16",
         };
         Some(pixelgrad_core::StorageLayout {
             container: "host",

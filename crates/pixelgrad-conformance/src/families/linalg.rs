@@ -105,13 +105,45 @@ pub async fn matmul(dev: &Device, read: Read) -> Outcome {
             );
         }
     }
-    let floats = check_all_with(dev, &cases, read).await;
-    let ints = matmul_i8(dev, read).await;
-    match (floats, ints) {
-        (Ok(()), Ok(())) => Ok(()),
-        (Err(a), Err(b)) => Err(format!("{a}\n{b}")),
-        (Err(e), _) | (_, Err(e)) => Err(e),
+    let results = [check_all_with(dev, &cases, read).await, matmul_i8(dev, read).await, widen(dev, read).await];
+    let errors: Vec<String> = results.into_iter().filter_map(|r| r.err()).collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("\n"))
     }
+}
+
+/// [`Op::Widen`] of stored weights, exactly: every i8 and u8 value and a sweep of f16 bit
+/// patterns (subnormals, ±0, ±inf, NaN, the extremes), then the widened tensor used by a
+/// matmul. On backends without 8-bit / f16 storage `from_i8` / `from_f16` make f32 tensors
+/// and `widen` is a clone: the same values are checked.
+async fn widen(dev: &Device, read: Read) -> Outcome {
+    let check = async |tag: &str, t: pixelgrad_core::Result<Tensor>, want: Vec<f64>| -> Outcome {
+        let err = |e: pixelgrad_core::Error| format!("widen {tag}: {e}");
+        let y = t.and_then(|t| t.widen()).map_err(err)?;
+        if y.storage_dtype() != pixelgrad_core::kernel::DType::F32 {
+            return Err(format!("widen {tag}: result has {} storage", y.storage_dtype()));
+        }
+        let got = crate::harness::read_f64(&y, read).await.map_err(err)?;
+        crate::harness::compare(&format!("widen {tag}"), "output", &got, &want, EXACT)
+    };
+    let i8s: Vec<i8> = (0..=255u8).map(|v| v as i8).collect();
+    check("i8", Tensor::from_i8(dev, &i8s, [16, 16]), i8s.iter().map(|&v| v as f64).collect()).await?;
+    let u8s: Vec<u8> = (0..=254u8).collect();
+    check("u8", Tensor::from_u8(dev, &u8s, [5, 51]), u8s.iter().map(|&v| v as f64).collect()).await?;
+    // Every 7th bit pattern (all exponents, both signs) and the special values.
+    let mut bits: Vec<u16> = (0..=u16::MAX).step_by(7).collect();
+    bits.extend([0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0xfe01]);
+    let f16s: Vec<half::f16> = bits.iter().map(|&b| half::f16::from_bits(b)).collect();
+    let n = f16s.len();
+    check("f16", Tensor::from_f16(dev, &f16s, [n]), f16s.iter().map(|v| v.to_f64()).collect()).await?;
+    // A widened weight feeds an f32 op: [2, 3] x [3, 1].
+    let w = Tensor::from_i8(dev, &[1, -2, 3, -128, 127, 0], [2, 3]).and_then(|w| w.widen());
+    let x = Tensor::from_vec(dev, &[0.5, -0.25, 2.0], [3, 1]);
+    let y = w.and_then(|w| w.matmul(&x?)).map_err(|e| format!("widen then matmul: {e}"))?;
+    let got = crate::harness::read_f64(&y, read).await.map_err(|e| format!("widen then matmul: {e}"))?;
+    crate::harness::compare("widen then matmul", "output", &got, &[7.0, -95.75], EXACT)
 }
 
 /// [`Op::MatMulI8`] on backends with 8-bit storage (`supports_int8`), exactly against an

@@ -94,6 +94,12 @@ impl Backend for FaultyBackend {
     fn upload_int8(&self, data: &[u8], dtype: pixelgrad_core::kernel::DType) -> Result<Storage> {
         self.inner.backend().upload_int8(data, dtype)
     }
+    fn supports_f16_storage(&self) -> bool {
+        self.inner.backend().supports_f16_storage()
+    }
+    fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
+        self.inner.backend().upload_f16(bits)
+    }
     fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
         let b = self.inner.backend();
         let result = b.execute(op, inputs, shapes, out)?;

@@ -70,6 +70,11 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         Op::MatMulI8 => {
             return Err(pixelgrad_core::Error::backend("matmul_i8", sh.name.clone(), "8-bit weights are not supported on WebGL"))
         }
+        // No 8-bit or f16 textures either (`supports_f16_storage` is false): every tensor here
+        // is f32, and `Tensor::widen` of one is a clone that never reaches the backend.
+        Op::Widen => {
+            return Err(pixelgrad_core::Error::backend("widen", sh.name.clone(), "8-bit and f16 storage are not supported on WebGL"))
+        }
     };
     Ok(Storage::new(t))
 }
