@@ -216,8 +216,29 @@ impl WgpuBackend {
         if !ins[0].is_8bit() {
             return Err(type_err(0, ins[0].dtype, "8-bit (i8 or u8)"));
         }
-        if ins[1].is_8bit() {
+        if ins[1].is_packed() {
             return Err(type_err(1, ins[1].dtype, "f32"));
+        }
+        self.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
+        let res = ops::execute(&self.gpu, &op, &ins, shapes, out)?;
+        Ok(Storage::new(res))
+    }
+
+    /// [`Op::Widen`]: packed 8-bit or f16 storage to f32, never deferred. Its input is stored
+    /// data (an upload), so nothing pending is computed first except, through
+    /// [`WgpuBackend::tensor`], what a direct caller might pass.
+    fn widen(&self, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        let op = Op::Widen;
+        let ins: Vec<&GpuTensor> = inputs.iter().map(|s| self.tensor(op.name(), s)).collect::<Result<_>>()?;
+        let lens: Vec<usize> = ins.iter().map(|t| t.len).collect();
+        pixelgrad_core::check_execute(&op, &lens, shapes, out, &self.name())?;
+        if !ins[0].is_packed() {
+            return Err(Error::Shape {
+                op: op.name(),
+                shapes: shapes.iter().map(|s| s.0.clone()).collect(),
+                backend: self.name(),
+                msg: format!("input 0 has {} storage; it must be i8, u8 or f16", ins[0].dtype),
+            });
         }
         self.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
         let res = ops::execute(&self.gpu, &op, &ins, shapes, out)?;
@@ -256,13 +277,33 @@ impl Backend for WgpuBackend {
         if !matches!(dtype, DType::I8 | DType::U8) {
             return Err(Error::backend("upload_int8", self.name(), format!("{dtype} is not an 8-bit type (i8 or u8)")));
         }
-        let t = GpuTensor::new_8bit(&self.gpu, "upload_int8", data.len(), dtype)?;
+        let t = GpuTensor::new_packed(&self.gpu, "upload_int8", data.len(), dtype)?;
         if !data.is_empty() {
             // Little-endian words: element 4i + j is byte j of word i. Queue writes need whole
             // words, so the tail is padded with zeros. Safe to write now as in `upload`.
             let mut words = data.to_vec();
             words.resize(t.data_bytes(data.len()) as usize, 0);
             self.gpu.queue.write_buffer(t.buffer(), 0, &words);
+        }
+        Ok(Storage::new(t))
+    }
+
+    /// f16 storage: two elements per u32 word (element `2i` in the low half of word `i`),
+    /// buffers rounded up to whole words. No `shader-f16` feature is needed: kernels unpack
+    /// the halves with integer operations.
+    fn supports_f16_storage(&self) -> bool {
+        true
+    }
+
+    fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
+        self.gpu.check("upload_f16")?;
+        let t = GpuTensor::new_packed(&self.gpu, "upload_f16", bits.len(), DType::F16)?;
+        if !bits.is_empty() {
+            // Little-endian halves, the tail padded with zeros to a whole word; safe to write
+            // now as in `upload`.
+            let mut bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+            bytes.resize(t.data_bytes(bits.len()) as usize, 0);
+            self.gpu.queue.write_buffer(t.buffer(), 0, &bytes);
         }
         Ok(Storage::new(t))
     }
@@ -278,14 +319,18 @@ impl Backend for WgpuBackend {
         if let Op::MatMulI8 = op {
             return self.matmul_i8(inputs, shapes, out);
         }
-        // Only matmul_i8 reads 8-bit storage (core checks this; `execute` is public, so a
-        // direct caller gets the error here instead of bytes read as floats).
-        if inputs.iter().any(|s| s.downcast::<GpuTensor>().is_some_and(|t| t.is_8bit())) {
+        if let Op::Widen = op {
+            return self.widen(inputs, shapes, out);
+        }
+        // Only matmul_i8 and widen read packed (8-bit / f16) storage (core checks this;
+        // `execute` is public, so a direct caller gets the error here instead of bytes read
+        // as floats).
+        if inputs.iter().any(|s| s.downcast::<GpuTensor>().is_some_and(|t| t.is_packed())) {
             return Err(Error::Shape {
                 op: op.name(),
                 shapes: shapes.iter().map(|s| s.0.clone()).collect(),
                 backend: self.name(),
-                msg: "an input has 8-bit storage, which only matmul_i8 (as its weights) takes".into(),
+                msg: "an input has 8-bit or f16 storage, which only matmul_i8 (8-bit weights) and widen take".into(),
             });
         }
         if self.gpu.fuse {
@@ -378,6 +423,8 @@ impl Backend for WgpuBackend {
         let t = self.tensor("describe_storage", storage).ok()?;
         let (slots, format, layout) = if t.is_8bit() {
             (t.size(), t.dtype.name(), "row-major, contiguous, four per u32 word (pool size class)")
+        } else if t.is_packed() {
+            (t.size() / 2, t.dtype.name(), "row-major, contiguous, two per u32 word (pool size class)")
         } else {
             (t.size() / 4, "f32", "row-major, contiguous (pool size class)")
         };

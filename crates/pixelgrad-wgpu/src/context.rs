@@ -662,14 +662,26 @@ pub(crate) fn packed_bytes(len: usize) -> u64 {
     (len as u64).div_ceil(4) * 4
 }
 
+/// Bytes of `len` elements of `dtype` as stored: 4 each for f32, 8-bit elements four per u32
+/// word, f16 two per word (whole words either way).
+pub(crate) fn stored_bytes(len: usize, dtype: pixelgrad_core::kernel::DType) -> u64 {
+    use pixelgrad_core::kernel::DType;
+    match dtype {
+        DType::I8 | DType::U8 => packed_bytes(len),
+        DType::F16 => (len as u64).div_ceil(2) * 4,
+        _ => len as u64 * 4,
+    }
+}
+
 /// A tensor's device memory: a pooled buffer that goes back to the pool on drop.
 pub(crate) struct GpuTensor {
     buf: Option<wgpu::Buffer>,
     size: u64,
     /// Elements (the buffer may be larger: size classes).
     pub len: usize,
-    /// Element type: `F32` (4 bytes each), or 8-bit weights `I8` / `U8` packed four per u32
-    /// word (element `4i + j` in byte `j` of word `i`, little-endian).
+    /// Element type: `F32` (4 bytes each), 8-bit weights `I8` / `U8` packed four per u32
+    /// word (element `4i + j` in byte `j` of word `i`, little-endian), or half-precision `F16`
+    /// packed two per word (element `2i` in the low 16 bits of word `i`, `2i + 1` in the high).
     pub dtype: pixelgrad_core::kernel::DType,
     gpu: Rc<Gpu>,
     /// Set when the buffer belongs to a step plan: while the plan holds its clone too, the
@@ -684,25 +696,27 @@ impl GpuTensor {
         Ok(GpuTensor { buf: Some(buf), size, len, gpu: gpu.clone(), plan, dtype: pixelgrad_core::kernel::DType::F32 })
     }
 
-    /// A fresh (pooled) buffer for `len` 8-bit elements of `dtype`, packed four per word:
-    /// [`GpuTensor::data_bytes`] of them, rounded up to whole words.
-    pub(crate) fn new_8bit(gpu: &Rc<Gpu>, op: &'static str, len: usize, dtype: pixelgrad_core::kernel::DType) -> Result<GpuTensor> {
-        let (buf, size, plan) = gpu.tensor_buffer(op, packed_bytes(len))?;
+    /// A fresh (pooled) buffer for `len` packed elements of `dtype` (8-bit four per word, f16
+    /// two per word): [`GpuTensor::data_bytes`] of them, rounded up to whole words.
+    pub(crate) fn new_packed(gpu: &Rc<Gpu>, op: &'static str, len: usize, dtype: pixelgrad_core::kernel::DType) -> Result<GpuTensor> {
+        let (buf, size, plan) = gpu.tensor_buffer(op, stored_bytes(len, dtype))?;
         Ok(GpuTensor { buf: Some(buf), size, len, gpu: gpu.clone(), plan, dtype })
     }
 
-    /// True for 8-bit storage.
+    /// True for 8-bit storage (i8 or u8).
     pub(crate) fn is_8bit(&self) -> bool {
+        matches!(self.dtype, pixelgrad_core::kernel::DType::I8 | pixelgrad_core::kernel::DType::U8)
+    }
+
+    /// True for packed (non-f32) storage: 8-bit or f16. Only matmul_i8 (8-bit weights) and
+    /// widen read it; every other kernel reads f32.
+    pub(crate) fn is_packed(&self) -> bool {
         !matches!(self.dtype, pixelgrad_core::kernel::DType::F32)
     }
 
-    /// Bytes the first `len` elements occupy: 4 each for f32, packed words for 8-bit.
+    /// Bytes the first `len` elements occupy: 4 each for f32, packed words otherwise.
     pub(crate) fn data_bytes(&self, len: usize) -> u64 {
-        if self.is_8bit() {
-            packed_bytes(len)
-        } else {
-            len as u64 * 4
-        }
+        stored_bytes(len, self.dtype)
     }
 
     /// Bytes of the buffer (its pool size class, at least `len * 4`).

@@ -40,6 +40,11 @@
 //!   four per u32 word (element `4i + j` in byte `j` of word `i`), buffers rounded up to whole
 //!   words, read back as exact f32; [`pixelgrad_core::Op::MatMulI8`] unpacks them with shifts
 //!   and accumulates in i32 (`src/kernels/matmul_i8.wgsl`, [`WgpuBackend::int8_path`]);
+//! - **f16 storage** ([`pixelgrad_core::Tensor::from_f16`], `supports_f16_storage` is true):
+//!   packed two per u32 word (element `2i` in the low 16 bits of word `i`), buffers rounded up
+//!   to whole words, read back as exact f32; [`pixelgrad_core::Op::Widen`] converts 8-bit or
+//!   f16 storage to f32 with integer operations only (`src/kernels/widen.wgsl`: exact,
+//!   subnormals included, no `shader-f16` feature);
 //! - **matmul kernel** ([`MatmulKernel`]): on CPU adapters register-blocked kernels without
 //!   workgroup memory — on Mesa lavapipe `vec4` kernels specialised per operand layout
 //!   (lavapipe compiles every storage and workgroup load into a per-lane loop, ~30 cycles per

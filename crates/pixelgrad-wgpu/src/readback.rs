@@ -63,7 +63,7 @@ pub(crate) struct PendingRead {
     pub size: u64,
     pub bytes: u64,
     pub len: usize,
-    /// Element type of the tensor read (8-bit data is unpacked to f32).
+    /// Element type of the tensor read (8-bit and f16 data is unpacked to f32).
     pub dtype: pixelgrad_core::kernel::DType,
     /// Where the status word was copied, if it was.
     pub status: Option<u64>,
@@ -105,6 +105,11 @@ pub(crate) fn finish(gpu: &Gpu, p: PendingRead, mapped: std::result::Result<(), 
         let out: Vec<f32> = match p.dtype {
             pixelgrad_core::kernel::DType::I8 => bytes[..p.len].iter().map(|&v| v as i8 as f32).collect(),
             pixelgrad_core::kernel::DType::U8 => bytes[..p.len].iter().map(|&v| v as f32).collect(),
+            // Two little-endian halves per word, widened exactly.
+            pixelgrad_core::kernel::DType::F16 => bytes[..p.len * 2]
+                .chunks_exact(2)
+                .map(|h| pixelgrad_core::half::f16::from_bits(u16::from_le_bytes([h[0], h[1]])).to_f32())
+                .collect(),
             _ => {
                 let mut out = vec![0f32; p.len];
                 bytemuck::cast_slice_mut::<f32, u8>(&mut out).copy_from_slice(&bytes[..p.len * 4]);

@@ -10,6 +10,7 @@ mod matmul_cpu;
 pub(crate) mod matmul_i8;
 mod matmul_cpu_src;
 pub(crate) mod reduce;
+mod widen;
 mod window;
 
 use std::rc::Rc;
@@ -30,6 +31,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &matmul::MATMUL_BIG,
         &matmul_i8::MATMUL_I8,
         &matmul_i8::MATMUL_I8_VEC4,
+        &widen::WIDEN,
         &window::IM2COL,
         &window::COL2IM,
         &window::DEPTHWISE,
@@ -78,6 +80,7 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::Pad { before, .. } => layout::pad(gpu, before, input(0)?, shapes[0], out, &res)?,
         Op::Concat { axis } => layout::concat(gpu, *axis, ins, shapes, out, &res)?,
         Op::MatMulI8 => matmul_i8::matmul_i8(gpu, input(0)?, input(1)?, shapes, out, &res)?,
+        Op::Widen => widen::widen(gpu, input(0)?, &res)?,
     }
     Ok(res)
 }
