@@ -62,6 +62,30 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! Half-precision storage, widened exactly to f32 for ordinary ops
+//! ([`Tensor::widen`](pixelgrad_core::Tensor::widen)):
+//!
+//! ```
+//! use pixelgrad_core::half::f16;
+//! use pixelgrad_core::{kernel::DType, Backend, Device, Tensor};
+//! use pixelgrad_cpu::CpuBackend;
+//!
+//! # fn main() -> pixelgrad_core::Result<()> {
+//! let dev = Device::new(CpuBackend::new());
+//! assert!(dev.backend().supports_f16_storage());
+//! let h: Vec<f16> = [1.5f32, -0.0, 65504.0].iter().map(|&v| f16::from_f32(v)).collect();
+//! let w = Tensor::from_f16(&dev, &h, [3])?; // two bytes per element
+//! assert_eq!(w.storage_dtype(), DType::F16);
+//! assert!(w.add(&w).is_err()); // only reshape and widen take f16 storage
+//! let x = w.widen()?; // f32, the same values
+//! assert_eq!(x.storage_dtype(), DType::F32);
+//! assert_eq!(x.add(&x)?.to_vec()?, vec![3.0, -0.0, 131008.0]);
+//! // 8-bit weights widen the same way.
+//! assert_eq!(Tensor::from_i8(&dev, &[-128, 127], [2])?.widen()?.to_vec()?, vec![-128.0, 127.0]);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::cell::Cell;
 use std::rc::Rc;
