@@ -161,6 +161,9 @@ fn f16_inputs_and_bad_calls_are_typed_errors() {
     let Err(e) = h.add(&f) else { panic!() };
     assert!(e.to_string().contains("f16"), "{e}");
     assert!(matches!(Tensor::from_f16(&dev, &halves(2), [3]), Err(Error::Shape { op: "from_f16", .. })));
+    // Op::Widen applied to f32 storage directly (Tensor::widen clones instead) is refused.
+    let Err(e) = Tensor::apply(&dev, Op::Widen, &[&f]) else { panic!("widen of f32 storage accepted") };
+    assert!(matches!(&e, Error::Shape { op: "widen", .. }) && e.to_string().contains("input 0 has f32 storage"), "{e}");
     // Direct backend calls: widen of f32 storage, f16 storage into another op, wrong shapes.
     let cpu = CpuBackend::new();
     let sh = cpu.upload_f16(&[0x3c00, 0xc000, 0x0001, 0x7c00]).unwrap();
