@@ -513,6 +513,15 @@ export declare class OnnxModel {
   readonly inputs: OnnxValueInfo[];
   readonly outputs: OnnxValueInfo[];
   readonly backend: BackendName;
+  /** What computes in which precision and how the weights are held (device bytes: after a run). */
+  readonly info: {
+    precision: 'f32' | 'int8' | 'mixed';
+    precisionGroups: { int8: Record<string, number>; f32: Record<string, number> };
+    path: string;
+    weightStorage: 'f32' | 'f16' | 'f16+f32';
+    weightBytes: number;
+    deviceWeightBytes: number;
+  };
   /** Feeds inputs by name (float32 tensors; int32 tensors for integer inputs); outputs by name. */
   run(feeds: Record<string, Tensor>): Promise<Record<string, Tensor>>;
   /** `indexeddb://name` (for `loadOnnx`) or `downloads://name.onnx`. */
@@ -521,7 +530,7 @@ export declare class OnnxModel {
 }
 
 /** Loads an ONNX model: the file's bytes, a URL to fetch, or `indexeddb://name`. */
-export declare function loadOnnx(source: ArrayBuffer | Uint8Array | string | URL): Promise<OnnxModel>;
+export declare function loadOnnx(source: ArrayBuffer | Uint8Array | string | URL, options?: { precision?: 'auto' | 'f32' | 'f16' }): Promise<OnnxModel>;
 
 export interface DataSplit {
   x: Float32Array;

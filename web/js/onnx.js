@@ -57,6 +57,14 @@ export class OnnxModel {
     return this._rt.backend;
   }
   /**
+   * What computes in which precision and how the weights are held: `{ precision ('f32',
+   * 'int8' or 'mixed'), precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes }`.
+   */
+  get info() {
+    this._check('onnxModel.info');
+    return JSON.parse(this._inner.info());
+  }
+  /**
    * Runs the model: `feeds` maps input names to `pg` tensors (float32; int32 tensors for
    * integer inputs). Resolves to `{ outputName: Tensor }` (device tensors; read with `data()`).
    */
@@ -106,10 +114,16 @@ export class OnnxModel {
 
 /**
  * Loads an ONNX model on the current runtime. `source`: an ArrayBuffer or Uint8Array of the
- * .onnx file, a URL to fetch, or `indexeddb://name` (saved with `m.save`).
+ * .onnx file, a URL to fetch, or `indexeddb://name` (saved with `m.save`). `options.precision`:
+ * how float weights are stored, `'auto'` (f16 for a float16 model), `'f32'` or `'f16'` (half
+ * the bytes, widened to f32 where read; the arithmetic stays f32).
  */
-export async function loadOnnx(source) {
+export async function loadOnnx(source, options = {}) {
   const rt = currentRuntime('loadOnnx');
+  const precision = options.precision ?? 'auto';
+  if (!['auto', 'f32', 'f16'].includes(precision)) {
+    throw new Error(`loadOnnx: precision '${precision}' (use 'auto', 'f32' or 'f16')`);
+  }
   const bytes = await bytesOf(source);
-  return new OnnxModel(new wasm.OnnxModel(rt._inner, bytes), rt, bytes);
+  return new OnnxModel(new wasm.OnnxModel(rt._inner, bytes, precision), rt, bytes);
 }

@@ -145,6 +145,69 @@ for (const backend of ['webgpu', 'webgl', 'cpu']) {
   });
 }
 
+test("loadOnnx({ precision: 'f16' }): half the weight bytes on webgpu and cpu, within 1e-2; webgl says it keeps f32; int8 info", async () => {
+  const c = cases.find((c) => c.name === 'ppocr_cls');
+  const q = cases.find((c) => c.name === 'ppocr_cls_qdq_u8');
+  const r = await inPage(async (pg, { c, q }) => {
+    const get = async (f) => (await fetch(`/test-artifacts/onnx/${f}`)).arrayBuffer();
+    const out = {};
+    for (const backend of ['webgpu', 'webgl', 'cpu']) {
+      await pg.init({ backend, allowSoftware: true });
+      const x = pg.tensor(new Float32Array(await get(c.inputs[0].file)), c.inputs[0].shape);
+      const want = new Float32Array(await get(c.outputs[0].file));
+      const res = {};
+      for (const precision of ['f32', 'f16']) {
+        const m = await pg.loadOnnx(`/test-artifacts/onnx/${c.model}`, { precision });
+        const got = await (await m.run({ x }))[c.outputs[0].name].data();
+        let d = 0;
+        let scale = 1e-6;
+        for (let k = 0; k < want.length; k++) {
+          d = Math.max(d, Math.abs(got[k] - want[k]));
+          scale = Math.max(scale, Math.abs(want[k]));
+        }
+        res[precision] = { err: d / scale, info: m.info };
+        m.dispose();
+      }
+      const qm = await pg.loadOnnx(`/test-artifacts/onnx/${q.model}`);
+      const xq = pg.tensor(new Float32Array(await get(q.inputs[0].file)), q.inputs[0].shape);
+      await (await qm.run({ x: xq }))[q.outputs[0].name].data();
+      res.int8 = qm.info;
+      qm.dispose();
+      let bad = null;
+      try {
+        await pg.loadOnnx(`/test-artifacts/onnx/${c.model}`, { precision: 'f8' });
+      } catch (e) {
+        bad = e.message;
+      }
+      res.bad = bad;
+      out[backend] = res;
+      x.dispose();
+      xq.dispose();
+    }
+    return out;
+  }, { c, q });
+  for (const [backend, res] of Object.entries(r)) {
+    console.log(`${backend}: f16 rel err ${res.f16.err.toExponential(2)}, storage ${res.f16.info.weightStorage}, device weight bytes f16 ${res.f16.info.deviceWeightBytes} / f32 ${res.f32.info.deviceWeightBytes}; int8 ${res.int8.path}, ${res.int8.deviceWeightBytes} bytes`);
+    assert.ok(res.f32.err < 1e-4, `${backend} f32: ${res.f32.err}`);
+    assert.ok(res.f16.err < 1e-2, `${backend} f16: ${res.f16.err}`);
+    assert.equal(res.f32.info.weightStorage, 'f32');
+    assert.equal(res.f32.info.precision, 'f32');
+    assert.match(res.bad, /precision 'f8'/);
+    assert.equal(res.int8.precision, 'mixed');
+    assert.ok(res.int8.precisionGroups.int8.QLinearConv > 10);
+    const ratio = res.f16.info.deviceWeightBytes / res.f32.info.deviceWeightBytes;
+    if (backend === 'webgl') {
+      assert.equal(res.f16.info.weightStorage, 'f32', 'webgl has no f16 storage and says so');
+      assert.equal(res.int8.path, 'f32-emulated');
+    } else {
+      assert.equal(res.f16.info.weightStorage, 'f16');
+      assert.ok(ratio > 0.45 && ratio < 0.55, `${backend}: f16/f32 device weight bytes ${ratio}`);
+      assert.match(res.int8.path, /^i8 weights stored 8-bit/);
+      assert.ok(res.int8.deviceWeightBytes < 0.35 * res.f32.info.deviceWeightBytes, `${backend}: int8 ${res.int8.deviceWeightBytes}`);
+    }
+  }
+});
+
 test('loadOnnx: metadata, byte and IndexedDB sources, errors', async () => {
   const r = await inPage(async (pg) => {
     await pg.init({ backend: 'cpu' });

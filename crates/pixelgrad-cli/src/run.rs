@@ -10,7 +10,7 @@ use std::time::Instant;
 use clap::Args;
 use pixelgrad::image::{Fit, Layout, PixelSpec};
 use pixelgrad::{Device, Tensor};
-use pixelgrad_onnx::{npy, HostTensor, Input, Model, Session};
+use pixelgrad_onnx::{npy, HostTensor, Input, Model, Session, WeightStorage};
 
 use crate::{backend, CliResult, Context};
 
@@ -32,6 +32,10 @@ pub struct RunArgs {
     /// Print one JSON object as the last line of stdout
     #[arg(long)]
     pub json: bool,
+    /// How float weights are stored on the device: auto (f16 for a float16 model, else f32),
+    /// f32, or f16 (half the bytes, widened to f32 where read; arithmetic stays f32)
+    #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
+    pub precision: String,
     /// PNG inputs: output size H,W (default: the image's)
     #[arg(long, value_name = "H,W")]
     pub resize: Option<String>,
@@ -184,7 +188,15 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     let sel = backend::select(&a.backend)?;
     eprintln!("backend: {}", sel.explain());
     let weight_bytes = model.weight_bytes();
-    let session = Session::new(model, &sel.device).ctx()?;
+    let storage = match a.precision.as_str() {
+        "f16" => WeightStorage::F16,
+        "f32" => WeightStorage::F32,
+        _ => WeightStorage::Auto,
+    };
+    let session = Session::with_storage(std::rc::Rc::new(model), &sel.device, storage).ctx()?;
+    if a.precision == "f16" && session.weight_storage() == "f32" {
+        eprintln!("precision f16: {} has no f16 storage; the weights stay f32", sel.device.name());
+    }
     sel.device.flush().ctx()?;
     let load_ms = ms(t_load);
     let mut inputs: Vec<(&str, Input)> = feeds.iter().map(|(n, t)| (n.as_str(), Input::Host(t.clone()))).collect();
@@ -242,6 +254,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
             "weight_bytes": weight_bytes,
             "device_weight_bytes": device_weight_bytes,
             "precision": precision.summary(),
+            "weight_storage": session.weight_storage(),
             "precision_groups": { "int8": precision.int8, "f32": precision.f32 },
             "path": session.int8_path().unwrap_or("f32"),
         });

@@ -41,4 +41,4 @@ pub use host::{DType, Data, HostTensor};
 pub use layer::OnnxLayer;
 pub use model::{Model, Precision};
 pub use ops::{SUPPORTED as SUPPORTED_OPS, SUPPORTED_MS as SUPPORTED_MS_OPS};
-pub use session::{Input, Session, Value};
+pub use session::{Input, Session, Value, WeightStorage};

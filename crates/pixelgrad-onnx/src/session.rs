@@ -87,10 +87,27 @@ fn host_of(v: Vec<f32>, shape: Vec<usize>, dtype: DType) -> HostTensor {
     }
 }
 
+/// How a [`Session`] stores the model's float weights on the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WeightStorage {
+    /// `float16` weights of the file in f16, the others in f32 (trainable).
+    #[default]
+    Auto,
+    /// Every float weight in f32, trainable ([`Session::params`]).
+    F32,
+    /// Every float weight in f16 (half the bytes), widened to f32 where an operator reads it;
+    /// arithmetic stays f32. Inference only: the weights are not [`Param`]s. Backends without
+    /// f16 storage ([`pixelgrad_core::Backend::supports_f16_storage`]) keep f32, and
+    /// [`Session::weight_storage`] says so.
+    F16,
+}
+
 /// A model bound to a device.
 pub struct Session {
     model: Rc<Model>,
     device: Device,
+    /// Float constants that live in f16 on the device (not parameters).
+    f16: HashSet<String>,
     /// Trainable weights by constant name, in a stable order.
     params: Vec<(String, Param)>,
     param_index: HashMap<String, usize>,
@@ -115,6 +132,27 @@ impl Session {
     }
 
     pub fn from_rc(model: Rc<Model>, device: &Device) -> Result<Session> {
+        Session::with_storage(model, device, WeightStorage::Auto)
+    }
+
+    /// [`Session::from_rc`] with the float weights stored as `storage` says (`F16`: half the
+    /// weight bytes, inference only).
+    pub fn with_storage(model: Rc<Model>, device: &Device, storage: WeightStorage) -> Result<Session> {
+        let f16_ok = device.backend().supports_f16_storage();
+        let f16: HashSet<String> = model
+            .constants
+            .iter()
+            .filter(|(_, t)| {
+                f16_ok
+                    && t.dtype.is_float()
+                    && match storage {
+                        WeightStorage::F16 => true,
+                        WeightStorage::Auto => t.dtype == DType::F16,
+                        WeightStorage::F32 => false,
+                    }
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
         let mut wanted: Vec<&str> = Vec::new();
         let mut seen = HashSet::new();
         for n in &model.nodes {
@@ -122,7 +160,7 @@ impl Session {
                 let Some(t) = model.constants.get(name) else {
                     continue;
                 };
-                if !t.dtype.is_float() || seen.contains(name.as_str()) || host_argument(&n.op_type, i) {
+                if !t.dtype.is_float() || seen.contains(name.as_str()) || host_argument(&n.op_type, i) || f16.contains(name) {
                     continue;
                 }
                 let weighted = WEIGHT_OPS.contains(&n.op_type.as_str()) && i >= 1;
@@ -143,6 +181,7 @@ impl Session {
         Ok(Session {
             model,
             device: device.clone(),
+            f16,
             params,
             param_index,
             cache: RefCell::new(HashMap::new()),
@@ -174,11 +213,28 @@ impl Session {
     /// How the quantised operators compute on this device: `"f32-emulated"` (8-bit values
     /// held as integer-valued `f32`, products accumulated exactly in `f32` below 2^24 and
     /// requantised as onnxruntime does), or `None` when the model has no quantised operator.
+    /// Whether constant `t` lives in fewer bits than f32 on this device (8-bit values where the
+    /// backend stores them).
+    fn stored_narrow(&self, t: &HostTensor) -> bool {
+        matches!(t.dtype, DType::I8 | DType::U8) && !t.shape.is_empty() && self.device.backend().supports_int8()
+    }
+
+    /// How the float weights are stored: `"f32"`, `"f16"` (every float weight) or
+    /// `"f16+f32"` (some of each).
+    pub fn weight_storage(&self) -> &'static str {
+        let floats = self.model.constants.values().filter(|t| t.dtype.is_float()).count();
+        match self.f16.len() {
+            0 => "f32",
+            n if n == floats => "f16",
+            _ => "f16+f32",
+        }
+    }
+
     pub fn int8_path(&self) -> Option<&'static str> {
         if self.model.precision().int8.is_empty() {
             None
         } else if self.device.backend().supports_int8() {
-            Some("i8-weights + i32 accumulation (matmul_i8); other quantised ops f32-emulated")
+            Some("i8 weights stored 8-bit; group-1 convolutions and matrix products on matmul_i8 (i32 accumulation), other quantised ops f32-emulated")
         } else {
             Some("f32-emulated")
         }
@@ -190,6 +246,7 @@ impl Session {
     pub fn device_weight_bytes(&self) -> usize {
         let size = |t: &Tensor| match t.storage_dtype() {
             pixelgrad_core::kernel::DType::I8 | pixelgrad_core::kernel::DType::U8 => 1,
+            pixelgrad_core::kernel::DType::F16 => 2,
             _ => 4,
         };
         let params: usize = self.params.iter().map(|(_, p)| p.tensor().numel() * 4).sum();
@@ -374,34 +431,63 @@ impl Consts for Session {
     fn param(&self, name: &str) -> Option<&Param> {
         self.param_index.get(name).map(|&i| &self.params[i].1)
     }
+    /// 8-bit constants stay 8-bit on devices that store them, and f16-stored float constants
+    /// f16; both are widened to f32 for the operator that reads them (a temporary).
     fn cached(&self, name: &str, t: &HostTensor) -> Result<Tensor> {
+        let narrow = self.stored_narrow(t) || self.f16.contains(name);
         if let Some(d) = self.cache.borrow().get(name) {
-            return Ok(d.clone());
+            return Ok(if narrow { d.widen()? } else { d.clone() });
         }
-        let d = upload(&self.device, t, &format!("constant '{name}'"))?;
+        let d = if matches!(t.dtype, DType::I8 | DType::U8) && self.stored_narrow(t) {
+            narrow_8bit(&self.device, t, false)?
+        } else if self.f16.contains(name) {
+            let h: Vec<half::f16> = t.to_f32().iter().map(|&x| half::f16::from_f32(x)).collect();
+            Tensor::from_f16(&self.device, &h, t.shape.clone())?
+        } else {
+            upload(&self.device, t, &format!("constant '{name}'"))?
+        };
         self.cache.borrow_mut().insert(name.to_string(), d.clone());
-        Ok(d)
+        Ok(if narrow { d.widen()? } else { d })
     }
     fn cached_int8(&self, name: &str, t: &HostTensor, transpose: bool) -> Result<Option<Tensor>> {
-        if !self.device.backend().supports_int8() || !matches!(t.dtype, DType::I8 | DType::U8) || t.rank() < 2 {
+        if !self.stored_narrow(t) || t.rank() < 2 {
             return Ok(None);
         }
-        let key = format!("{name}\u{0}int8{}", if transpose { "T" } else { "" });
+        let (r, c) = (t.shape[0], t.numel() / t.shape[0]);
+        if !transpose {
+            // the same 8-bit copy the f32 path widens, viewed as a matrix
+            if self.cache.borrow().get(name).is_none() {
+                self.cached(name, t)?;
+            }
+            return Ok(Some(self.cache.borrow()[name].reshape([r, c])?));
+        }
+        let key = format!("{name}\u{0}int8T");
         if let Some(d) = self.cache.borrow().get(&key) {
             return Ok(Some(d.clone()));
         }
-        let v = t.to_f64();
-        let (r, c) = (t.shape[0], t.numel() / t.shape[0]);
-        let v: Vec<f64> = if transpose { (0..c).flat_map(|j| (0..r).map(move |i| (i, j))).map(|(i, j)| v[i * c + j]).collect() } else { v };
-        let shape = if transpose { vec![c, r] } else { vec![r, c] };
-        let d = if t.dtype == DType::I8 {
-            Tensor::from_i8(&self.device, &v.iter().map(|&x| x as i8).collect::<Vec<_>>(), shape)?
-        } else {
-            Tensor::from_u8(&self.device, &v.iter().map(|&x| x as u8).collect::<Vec<_>>(), shape)?
-        };
+        let d = narrow_8bit(&self.device, t, true)?;
         self.cache.borrow_mut().insert(key, d.clone());
         Ok(Some(d))
     }
+}
+
+/// An 8-bit constant as an 8-bit device tensor: its own shape, or as the `[cols, rows]`
+/// transpose of its `[rows, cols]` matrix view when `transpose`.
+fn narrow_8bit(dev: &Device, t: &HostTensor, transpose: bool) -> Result<Tensor> {
+    let v = t.to_f64();
+    let (r, c) = (t.shape[0], t.numel() / t.shape[0].max(1));
+    let v: Vec<f64> = if transpose {
+        let src = &v;
+        (0..c).flat_map(|j| (0..r).map(move |i| src[i * c + j])).collect()
+    } else {
+        v
+    };
+    let shape = if transpose { vec![c, r] } else { t.shape.clone() };
+    Ok(if t.dtype == DType::I8 {
+        Tensor::from_i8(dev, &v.iter().map(|&x| x as i8).collect::<Vec<_>>(), shape)?
+    } else {
+        Tensor::from_u8(dev, &v.iter().map(|&x| x as u8).collect::<Vec<_>>(), shape)?
+    })
 }
 
 /// Inputs the operators read on the host (shapes, indices, scales...), never as weights.

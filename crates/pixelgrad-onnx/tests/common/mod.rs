@@ -93,6 +93,11 @@ pub fn argmax_rows(v: &[f32], n: usize) -> Vec<usize> {
 pub fn run_case(dev: &Device, case: &Case) -> Result<Vec<f64>, String> {
     let model = Model::load(case.dir.join("model.onnx")).map_err(|e| e.to_string())?;
     let session = Session::new(model, dev).map_err(|e| e.to_string())?;
+    compare(case, &session)
+}
+
+/// Runs `case` on `session` and compares as [`run_case`] does.
+pub fn compare(case: &Case, session: &Session) -> Result<Vec<f64>, String> {
     let inputs: Vec<(String, HostTensor)> = case.inputs.iter().map(|(n, p)| (n.clone(), npy::load(p).unwrap())).collect();
     let feeds: Vec<(&str, Input)> = inputs.iter().map(|(n, t)| (n.as_str(), Input::Host(t.clone()))).collect();
     let _g = pixelgrad_core::no_grad();

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use pixelgrad_onnx::{DType, HostTensor, Input, Model, Session, ValueInfo};
+use pixelgrad_onnx::{DType, HostTensor, Input, Model, Session, ValueInfo, WeightStorage};
 use wasm_bindgen::prelude::*;
 
 use super::{js_err, DeviceTensor, Runtime};
@@ -37,12 +37,35 @@ fn infos(v: &[ValueInfo]) -> String {
 
 #[wasm_bindgen]
 impl OnnxModel {
-    /// Decodes `bytes` (an .onnx file) and uploads its weights to the runtime's device.
+    /// Decodes `bytes` (an .onnx file) and uploads its weights to the runtime's device, float
+    /// weights stored as `precision` says (`auto`, `f32` or `f16`).
     #[wasm_bindgen(constructor)]
-    pub fn new(rt: &Runtime, bytes: &[u8]) -> Result<OnnxModel, JsValue> {
+    pub fn new(rt: &Runtime, bytes: &[u8], precision: &str) -> Result<OnnxModel, JsValue> {
+        let storage = match precision {
+            "auto" => WeightStorage::Auto,
+            "f32" => WeightStorage::F32,
+            "f16" => WeightStorage::F16,
+            other => return Err(js_err(format!("loadOnnx: precision '{other}' (use 'auto', 'f32' or 'f16')"))),
+        };
         let model = Model::from_bytes(bytes).map_err(js_err)?;
-        let session = Session::new(model, rt.device()).map_err(js_err)?;
+        let session = Session::with_storage(std::rc::Rc::new(model), rt.device(), storage).map_err(js_err)?;
         Ok(OnnxModel { session, feeds: HashMap::new() })
+    }
+
+    /// JSON `{ precision, precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes }`:
+    /// what computes in which precision and how the weights are held (device bytes count the
+    /// constants uploaded so far: read it after a run).
+    pub fn info(&self) -> String {
+        let p = self.session.model().precision();
+        serde_json::json!({
+            "precision": p.summary(),
+            "precisionGroups": { "int8": p.int8, "f32": p.f32 },
+            "path": self.session.int8_path().unwrap_or("f32"),
+            "weightStorage": self.session.weight_storage(),
+            "weightBytes": self.session.model().weight_bytes(),
+            "deviceWeightBytes": self.session.device_weight_bytes(),
+        })
+        .to_string()
     }
 
     /// JSON `[{ name, shape (numbers, names of dynamic sizes, or null), dtype }]`.

@@ -1,0 +1,67 @@
+//! Weights stored in f16 (`WeightStorage::F16`, `pixelgrad run --precision f16`): the models
+//! stay within 1e-2 of onnxruntime's f32 outputs, pick the same class, and hold about half the
+//! weight bytes on the device; on CPU and WebGPU (both store f16). 8-bit weights of quantised
+//! models stay 8-bit on the device.
+
+mod common;
+
+use std::rc::Rc;
+
+use pixelgrad_core::Device;
+use pixelgrad_onnx::{Model, Session, WeightStorage};
+
+fn devices() -> Vec<Device> {
+    let mut v = vec![Device::new(pixelgrad_cpu::CpuBackend::new())];
+    v.push(Device::new(pixelgrad_wgpu::WgpuBackend::new(pixelgrad_wgpu::WgpuOptions::default()).expect("a WebGPU adapter (lavapipe)")));
+    v
+}
+
+#[test]
+fn f16_weights_stay_within_1e_2_with_half_the_bytes() {
+    let names = ["ppocr_cls", "squeezenet", "resnet50"];
+    for dev in devices() {
+        let _g = pixelgrad_core::no_grad();
+        for case in common::cases("models").iter().filter(|c| names.contains(&c.name.as_str()) && c.atol.is_none()) {
+            let model = Rc::new(Model::load(case.dir.join("model.onnx")).unwrap());
+            let full = Session::with_storage(model.clone(), &dev, WeightStorage::F32).unwrap();
+            let half = Session::with_storage(model, &dev, WeightStorage::F16).unwrap();
+            assert_eq!(half.weight_storage(), "f16", "{} on {}", case.name, dev.name());
+            assert!(half.params().is_empty(), "f16 weights are not trainable parameters");
+            // relative error over the largest output magnitude, against onnxruntime's f32 run
+            let mut strict = case.clone();
+            strict.tol = 1e-2;
+            let errs = common::compare(&strict, &half).unwrap_or_else(|e| panic!("{} on {}: {e}", case.name, dev.name()));
+            assert!(errs.iter().all(|&e| e <= 1.0), "{} on {}: error {errs:?} of 1e-2", case.name, dev.name());
+            common::compare(case, &full).unwrap();
+            let (h, f) = (half.device_weight_bytes() as f64, full.device_weight_bytes() as f64);
+            println!("{:12} on {}: rel err / 1e-2 {errs:?}, device weight bytes f16 {h} / f32 {f} = {:.3}", case.name, dev.name(), h / f);
+            assert!(h <= 0.55 * f && h >= 0.45 * f, "{}: f16 weights take {h} bytes, f32 {f}", case.name);
+            // the same class as onnxruntime
+            let want = pixelgrad_onnx::npy::load(&case.outputs[0].1).unwrap();
+            let (name, path) = &case.inputs[0];
+            let x = pixelgrad_onnx::npy::load(path).unwrap();
+            let got = half.run(&[(name.as_str(), x.into())]).unwrap()[0].1.to_host().unwrap().to_f32();
+            let n = *want.shape.last().unwrap();
+            assert_eq!(common::argmax_rows(&got, n), common::argmax_rows(&want.to_f32(), n), "{}", case.name);
+        }
+    }
+}
+
+/// A quantised model's 8-bit weights are held in 8 bits: a quarter of the bytes of the same
+/// weights uploaded as f32 (the f32 path's depthwise weights included, widened where read).
+#[test]
+fn int8_weights_stay_8_bit_on_the_device() {
+    for dev in devices() {
+        let case = common::cases("models").into_iter().find(|c| c.name == "ppocr_cls_qdq_u8").unwrap();
+        let model = Rc::new(Model::load(case.dir.join("model.onnx")).unwrap());
+        let s = Session::with_storage(model.clone(), &dev, WeightStorage::F32).unwrap();
+        let errs = common::compare(&case, &s).unwrap();
+        assert!(errs.iter().all(|&e| e <= 1.0), "{errs:?}");
+        let int8: usize = model.constants.values().filter(|t| t.dtype.size() == 1 && !t.shape.is_empty()).map(|t| t.numel()).sum();
+        let float: usize = model.constants.values().filter(|t| t.dtype.size() != 1 || t.shape.is_empty()).map(|t| t.numel() * 4).sum();
+        let bytes = s.device_weight_bytes();
+        println!("{} on {}: {bytes} device weight bytes; {int8} 8-bit weights, at most {float} other bytes", case.name, dev.name());
+        assert!(bytes <= int8 + float, "{bytes} > {int8} 8-bit + {float} other bytes");
+        assert!(s.int8_path().unwrap().starts_with("i8 weights stored 8-bit"), "{:?}", s.int8_path());
+    }
+}
