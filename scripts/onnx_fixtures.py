@@ -520,7 +520,8 @@ def write_quantized_models(ppocr_dir):
     models += small_mlp_cnn()
     cls = os.path.join(ppocr_dir or "", "ch_ppocr_mobile_v2.0_cls_infer.onnx")
     if os.path.exists(cls):
-        x = np.stack([cls_preprocess(im) for im in text_images()])
+        # the float fixture's batch: every text line upright and rotated 180 degrees
+        x = np.stack([cls_preprocess(a) for im in text_images() for a in (im, np.ascontiguousarray(im[::-1, ::-1]))])
         # opset 13 for per-channel DequantizeLinear (the file is opset 10)
         models.append(("ppocr_cls", onnx.version_converter.convert_version(onnx.load(cls), 13), x))
     tmp = tempfile.mkdtemp()
