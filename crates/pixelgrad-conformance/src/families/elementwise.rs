@@ -94,7 +94,15 @@ pub async fn unary(dev: &Device, read: Read) -> Outcome {
     ];
     cases.push(unary_case("round_even", U::RoundEven, Gen::Uniform(-6.0, 6.0)).tol(EXACT).forward_only());
     let n = halves.len();
-    cases.push(Case::new("unary", "round_even_halves", |_, x| x[0].round_even()).input([n], Gen::Values(halves)).tol(EXACT).forward_only());
+    cases.push(
+        Case::new("unary", "round_even_halves", |_, x| x[0].round_even()).input([n], Gen::Values(halves.clone())).tol(EXACT).forward_only(),
+    );
+    // A chain the GPU backends fuse into one kernel (scaling by powers of two is exact, so the
+    // f64 reference agrees bit for bit): 2.5 -> 5 -> 5 -> 2.5 -> 2.
+    let chain = |x: &Tensor| x.mul_scalar(2.0)?.round_even()?.mul_scalar(0.5)?.round_even();
+    cases.push(
+        Case::new("unary", "round_even_fused_chain", move |_, x| chain(&x[0])).input([n], Gen::Values(halves)).tol(EXACT).forward_only(),
+    );
     cases.push(Case::new("unary", "exp_large", |_, x| x[0].exp()).input([260, 130], Gen::Uniform(-3.0, 3.0)).tol(TRANSCENDENTAL));
     cases.push(Case::new("unary", "neg_scalar", |_, x| x[0].neg()).input([], sym.clone()));
     // Long and odd-sized: GPU layouts (4 floats per texel, 2-D textures, dispatch limits) must
