@@ -234,9 +234,10 @@ fn floor(x: E<'_>) -> E<'_> {
 /// Every f32 from 2^23 on is a whole number.
 const WHOLE_FROM: f32 = 8_388_608.0;
 
-/// Ties to even, from the exact device floor. For finite `|x| < 2^23`, `f = floor(x)` and
-/// `d = x - f` in `[0, 1)` are exact (both are multiples of the ulp of `x`), as are `f + 1`
-/// and the evenness test `floor(f / 2) == f / 2`; so every comparison decides exactly.
+/// Ties to even, from the exact device floor. For finite `|x| < 2^23`, `f = floor(x)`, `f + 1`
+/// and the evenness test `floor(f / 2) == f / 2` are exact, and so is `d = x - f` in `[0, 1)`
+/// except for `x` in `(-0.5, 0)`, where `x + 1` may round, but only to `0.5` from above or
+/// to `1`: there `f = -1` is odd and every such `d` rounds up, to `-0`, as it should.
 fn round_even(x: E<'_>) -> E<'_> {
     let f = x.floor_raw();
     let d = x - f;
