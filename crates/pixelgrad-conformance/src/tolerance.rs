@@ -82,7 +82,7 @@ const SUBNORMAL: f64 = 2.4e-38;
 ///
 /// | functions | rel | abs | why |
 /// |---|---|---|---|
-/// | `neg abs floor max min max_scalar min_scalar gt ge eq gt_scalar where` | 0 | 0 | exact on every device |
+/// | `neg abs floor round_even max min max_scalar min_scalar gt ge eq gt_scalar where` | 0 | 0 | exact on every device |
 /// | `add sub mul square` | 6e-8 | subnormal | one rounding |
 /// | `affine` | 1.2e-7 | subnormal | two roundings, or one when the device fuses a multiply-add |
 /// | `div recip sqrt` | 3e-7 | subnormal | 2.5 ulp (WGSL's bound for `/` and `sqrt`) |
@@ -95,7 +95,8 @@ const SUBNORMAL: f64 = 2.4e-38;
 /// elementwise function gets its tolerance written down here.
 pub fn edge(func: &str, x: f64) -> Option<Tol> {
     Some(match func {
-        "neg" | "abs" | "floor" | "max" | "min" | "max_scalar" | "min_scalar" | "gt" | "ge" | "eq" | "gt_scalar" | "where" => EXACT,
+        "neg" | "abs" | "floor" | "round_even" | "max" | "min" | "max_scalar" | "min_scalar" | "gt" | "ge" | "eq" | "gt_scalar"
+        | "where" => EXACT,
         "add" | "sub" | "mul" | "square" => Tol::new(6e-8, SUBNORMAL),
         "affine" => Tol::new(1.2e-7, SUBNORMAL),
         "div" | "recip" | "sqrt" => Tol::new(3e-7, SUBNORMAL),

@@ -69,6 +69,7 @@ fn unary_domain(op: UnaryOp) -> Gen {
         | UnaryOp::Abs
         | UnaryOp::Square
         | UnaryOp::Floor
+        | UnaryOp::RoundEven
         | UnaryOp::Sin
         | UnaryOp::Cos
         | UnaryOp::Affine { .. }

@@ -16,6 +16,9 @@ enum Bug {
     Col2ImDropsFirst,
     /// log-sum-exp is off by 1e-2 (absolute).
     LogSumExpOff,
+    /// round_even rounds ties away from zero (`f32::round`), like a `round()` built-in that
+    /// ignores the spec.
+    RoundHalfAway,
 }
 
 struct Faulty {
@@ -61,6 +64,10 @@ impl Backend for Faulty {
                 let s = self.inner.execute(op, inputs, shapes, out)?;
                 self.patch(s, out.numel(), |v| v.iter_mut().for_each(|x| *x += 0.01))
             }
+            (Bug::RoundHalfAway, Op::Unary(UnaryOp::RoundEven)) => {
+                let x = self.inner.read(inputs[0], out.numel())?;
+                self.inner.upload(&x.iter().map(|v| v.round()).collect::<Vec<f32>>())
+            }
             (Bug::Col2ImDropsFirst, Op::Col2Im { .. }) => {
                 let s = self.inner.execute(op, inputs, shapes, out)?;
                 self.patch(s, out.numel(), |v| v[0] = 0.0)
@@ -82,6 +89,13 @@ fn wrong_exp_is_reported_with_case_and_index() {
     assert!(families::composites(&faulty(Bug::ExpOff)).is_err());
     // ...but not families that never use it.
     families::matmul(&faulty(Bug::ExpOff)).unwrap();
+}
+
+#[test]
+fn round_half_away_is_reported() {
+    let err = families::unary(&faulty(Bug::RoundHalfAway)).unwrap_err();
+    assert!(err.contains("unary/round_even_halves:") && err.contains("output[0] got"), "{err}");
+    families::matmul(&faulty(Bug::RoundHalfAway)).unwrap();
 }
 
 #[test]

@@ -144,7 +144,7 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
                 UnaryOp::MaxScalar(c) => one(g.mul(&a.gt_scalar(c)?)?),
                 // passes where a < c
                 UnaryOp::MinScalar(c) => one(g.mul(&a.neg()?.gt_scalar(-c)?)?),
-                UnaryOp::GtScalar(_) | UnaryOp::Floor => Ok(vec![None]),
+                UnaryOp::GtScalar(_) | UnaryOp::Floor | UnaryOp::RoundEven => Ok(vec![None]),
             }
         }
         Op::Binary(b) => {

@@ -30,6 +30,9 @@ pub enum UnaryOp {
     Square,
     /// Largest whole number `<= x` (not differentiable: its gradient is 0 almost everywhere).
     Floor,
+    /// Nearest whole number, ties to even (IEEE roundTiesToEven: `2.5 -> 2`, `-0.5 -> -0`);
+    /// NaN, infinities, zeros and `|x| >= 2^23` pass through (no gradient, like floor).
+    RoundEven,
     Sin,
     Cos,
     /// `x * mul + add`

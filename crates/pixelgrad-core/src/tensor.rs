@@ -481,6 +481,10 @@ impl Tensor {
     pub fn floor(&self) -> Result<Tensor> {
         self.unary(UnaryOp::Floor)
     }
+    /// Nearest whole number, ties to even (`0.5 -> 0`, `1.5 -> 2`, `-2.5 -> -2`; no gradient).
+    pub fn round_even(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::RoundEven)
+    }
     /// `self * self` (cheaper than `powf(2.0)`, whose kernel handles every exponent).
     pub fn square(&self) -> Result<Tensor> {
         self.unary(UnaryOp::Square)

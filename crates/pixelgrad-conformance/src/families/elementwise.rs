@@ -61,6 +61,48 @@ pub async fn unary(dev: &Device, read: Read) -> Outcome {
         .map(|(name, op, gen, trans)| unary_case(name, op, gen).tol(if trans { TRANSCENDENTAL } else { ELEMENTWISE }))
         .collect();
     cases.push(unary_case("gt_scalar", U::GtScalar(0.3), sym.clone()).tol(EXACT).forward_only());
+    // Ties to even: exact halves, their f32 neighbours (0.49999997 + 0.5 is 1 in f32, so
+    // floor(x + 0.5) would be wrong), negatives, zeros and whole numbers past 2^23.
+    let halves = vec![
+        -2.5,
+        -1.5,
+        -0.5,
+        0.5,
+        1.5,
+        2.5,
+        3.5,
+        -3.5,
+        0.499_999_97,
+        2.499_999_8,
+        -0.499_999_97,
+        -2.499_999_8,
+        0.500_000_06,
+        -0.4,
+        0.4,
+        1.25,
+        -1.75,
+        8_388_607.5,
+        -8_388_607.5,
+        8_388_609.0,
+        -8_388_609.0,
+        1e9,
+        -1e9,
+        0.0,
+        -0.0,
+        7.0,
+        -7.0,
+    ];
+    cases.push(unary_case("round_even", U::RoundEven, Gen::Uniform(-6.0, 6.0)).tol(EXACT).forward_only());
+    let n = halves.len();
+    cases.push(
+        Case::new("unary", "round_even_halves", |_, x| x[0].round_even()).input([n], Gen::Values(halves.clone())).tol(EXACT).forward_only(),
+    );
+    // A chain the GPU backends fuse into one kernel (scaling by powers of two is exact, so the
+    // f64 reference agrees bit for bit): 2.5 -> 5 -> 5 -> 2.5 -> 2.
+    let chain = |x: &Tensor| x.mul_scalar(2.0)?.round_even()?.mul_scalar(0.5)?.round_even();
+    cases.push(
+        Case::new("unary", "round_even_fused_chain", move |_, x| chain(&x[0])).input([n], Gen::Values(halves)).tol(EXACT).forward_only(),
+    );
     cases.push(Case::new("unary", "exp_large", |_, x| x[0].exp()).input([260, 130], Gen::Uniform(-3.0, 3.0)).tol(TRANSCENDENTAL));
     cases.push(Case::new("unary", "neg_scalar", |_, x| x[0].neg()).input([], sym.clone()));
     // Long and odd-sized: GPU layouts (4 floats per texel, 2-D textures, dispatch limits) must

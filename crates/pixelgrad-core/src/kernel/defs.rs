@@ -44,6 +44,7 @@ impl UnaryOp {
             | UnaryOp::Abs
             | UnaryOp::Square
             | UnaryOp::Floor
+            | UnaryOp::RoundEven
             | UnaryOp::Sin
             | UnaryOp::Cos => vec![],
         }
@@ -73,6 +74,7 @@ impl UnaryOp {
                 UnaryOp::Abs => x.abs(),
                 UnaryOp::Square => x * x,
                 UnaryOp::Floor => x.floor(),
+                UnaryOp::RoundEven => x.round_even(),
                 UnaryOp::Sin => x.sin(),
                 UnaryOp::Cos => x.cos(),
                 UnaryOp::Affine { .. } => x * p(0) + p(1),
@@ -92,7 +94,7 @@ impl UnaryOp {
 
     /// One instance of every variant (parameters arbitrary): for warming up caches and for
     /// tests that must cover every function. [`UnaryOp::variant_index`] keeps it complete.
-    pub const ALL: [UnaryOp; 17] = [
+    pub const ALL: [UnaryOp; 18] = [
         UnaryOp::Neg,
         UnaryOp::Exp,
         UnaryOp::Log,
@@ -110,6 +112,7 @@ impl UnaryOp {
         UnaryOp::GtScalar(0.0),
         UnaryOp::Square,
         UnaryOp::Floor,
+        UnaryOp::RoundEven,
     ];
 
     /// Position of this variant in [`UnaryOp::ALL`] (exhaustive, so a new variant must be
@@ -133,6 +136,7 @@ impl UnaryOp {
             UnaryOp::GtScalar(_) => 14,
             UnaryOp::Square => 15,
             UnaryOp::Floor => 16,
+            UnaryOp::RoundEven => 17,
         }
     }
 
@@ -149,6 +153,7 @@ impl UnaryOp {
             UnaryOp::Abs => "abs",
             UnaryOp::Square => "square",
             UnaryOp::Floor => "floor",
+            UnaryOp::RoundEven => "round_even",
             UnaryOp::Sin => "sin",
             UnaryOp::Cos => "cos",
             UnaryOp::Affine { .. } => "affine",

@@ -28,6 +28,7 @@ pub trait Float:
     const NAN: Self;
     fn from_f32(v: f32) -> Self;
     fn floor(self) -> Self;
+    fn round_ties_even(self) -> Self;
     fn exp(self) -> Self;
     fn ln(self) -> Self;
     fn exp2(self) -> Self;
@@ -54,6 +55,9 @@ macro_rules! float_impl {
             }
             fn floor(self) -> Self {
                 <$t>::floor(self)
+            }
+            fn round_ties_even(self) -> Self {
+                <$t>::round_ties_even(self)
             }
             fn exp(self) -> Self {
                 <$t>::exp(self)
@@ -120,6 +124,7 @@ pub fn apply1<T: Float>(op: Op1, x: T) -> T {
         Op1::Neg => -x,
         Op1::Abs => x.abs(),
         Op1::Floor | Op1::FloorRaw => x.floor(),
+        Op1::RoundEven => x.round_ties_even(),
         Op1::Exp | Op1::ExpRaw => x.exp(),
         Op1::Log | Op1::LogRaw => x.ln(),
         Op1::Exp2Raw => x.exp2(),

@@ -96,6 +96,9 @@ pub enum Op1 {
     Abs,
     /// Largest whole number `<= x`; NaN and infinities pass through.
     Floor,
+    /// Nearest whole number, ties to even (IEEE roundTiesToEven); NaN, infinities, zeros
+    /// (with their sign) and `|x| >= 2^23` (already whole) pass through.
+    RoundEven,
     /// `e^x`; `+inf` on overflow, `0` for `-inf`.
     Exp,
     /// Natural log: `-inf` at `±0`, NaN below 0, `+inf` at `+inf`.
@@ -390,6 +393,7 @@ impl Builder {
                     | Op1::IsInf
                     | Op1::SignBit
                     | Op1::Floor
+                    | Op1::RoundEven
                     | Op1::Exp
                     | Op1::Log
                     | Op1::Sqrt
@@ -526,6 +530,9 @@ impl<'a> E<'a> {
     }
     pub fn floor(self) -> E<'a> {
         self.op1(Op1::Floor)
+    }
+    pub fn round_even(self) -> E<'a> {
+        self.op1(Op1::RoundEven)
     }
     pub fn exp(self) -> E<'a> {
         self.op1(Op1::Exp)

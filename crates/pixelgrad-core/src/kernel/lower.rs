@@ -29,6 +29,7 @@
 //! | `tanh` | `x + x^3 P(x^2)` (Taylor to x^13) below `|x| = 0.5`, so `tanh(1e-20) = 1e-20`; `1 - 2/(e^(2|x|) + 1)` up to 9.1; `±1` beyond |
 //! | `sin`, `cos` | Cody-Waite reduction by pi/2 (constant in three parts, the first with 8 significant bits, so `k * C1` is exact for `k < 2^16`), Taylor polynomials on `[-pi/4, pi/4]`; NaN at `±inf`. Accurate to ~1e-7 absolute up to `|x| = 2^16 * pi/2 ≈ 102,900`; beyond that the reduction has too few bits and the result is only guaranteed to be in `[-1, 1]` |
 //! | `floor` | NaN and `±inf` pass through |
+//! | `round_even` | NaN, `±inf` and `|x| >= 2^23` pass through; from `floor`, no device `round`/`roundEven` (GLSL ES 1.00 has none, GLSL ES 3.00 leaves ties to the driver): `f = floor(x)`, `d = x - f` (exact), `f + 1` when `d > 0.5` or `d = 0.5` and `f` is odd; a zero result takes the sign of `x` (`-0.4 -> -0`) |
 //!
 //! Accuracy, apart from the special cases: each raw built-in's own (WGSL: `exp`/`exp2`
 //! `3 + 2|x|` ulp, `log` 3 ulp, `sqrt` and `/` 2.5 ulp; GLSL ES leaves them to the driver), plus
@@ -99,7 +100,7 @@ impl Op1 {
             Op1::Log2Raw => Prim1::Log2,
             Op1::SqrtRaw => Prim1::Sqrt,
             Op1::FloorRaw => Prim1::Floor,
-            Op1::Floor | Op1::Exp | Op1::Log | Op1::Sqrt | Op1::Tanh | Op1::Sin | Op1::Cos => return None,
+            Op1::Floor | Op1::RoundEven | Op1::Exp | Op1::Log | Op1::Sqrt | Op1::Tanh | Op1::Sin | Op1::Cos => return None,
         })
     }
 }
@@ -154,6 +155,7 @@ pub fn lower(kernel: &Kernel) -> Result<Kernel> {
 fn lower1<'a>(op: Op1, x: E<'a>) -> E<'a> {
     match op {
         Op1::Floor => floor(x),
+        Op1::RoundEven => round_even(x),
         Op1::Exp => exp(x),
         Op1::Log => log(x),
         Op1::Sqrt => sqrt(x),
@@ -227,6 +229,27 @@ fn non_finite(x: E<'_>) -> E<'_> {
 
 fn floor(x: E<'_>) -> E<'_> {
     non_finite(x).select(x, x.floor_raw())
+}
+
+/// Every f32 from 2^23 on is a whole number.
+const WHOLE_FROM: f32 = 8_388_608.0;
+
+/// Ties to even, from the exact device floor. For finite `|x| < 2^23`, `f = floor(x)`, `f + 1`
+/// and the evenness test `floor(f / 2) == f / 2` are exact, and so is `d = x - f` in `[0, 1)`
+/// except for `x` in `(-0.5, 0)`, where `x + 1` may round, but only to `0.5` from above or
+/// to `1`: there `f = -1` is odd and every such `d` rounds up, to `-0`, as it should.
+fn round_even(x: E<'_>) -> E<'_> {
+    let f = x.floor_raw();
+    let d = x - f;
+    let half = f * 0.5;
+    let odd = half.floor_raw().eq_raw(half).not();
+    let up = d.gt_raw(0.5).or(d.eq_raw(0.5).and(odd));
+    let r = up.select(f + 1.0, f);
+    // -0.4 and -0.5 round to -0 (floor gives -1, and -1 + 1 = +0).
+    let zero = lit(x, 0.0);
+    let r = r.eq_raw(0.0).select(x.sign_bit().select(-zero, zero), r);
+    let keep = non_finite(x).or(x.abs().lt_raw(WHOLE_FROM).not());
+    keep.select(x, r)
 }
 
 /// Largest and smallest arguments with a normal f32 result range handled by the device:

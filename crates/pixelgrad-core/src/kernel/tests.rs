@@ -143,3 +143,43 @@ fn lowering_is_idempotent_and_shares_nodes() {
     let pow = lower(&BinaryOp::Pow.kernel().unwrap()).unwrap();
     assert!(pow.nodes().len() < 160, "pow lowers to {} nodes", pow.nodes().len());
 }
+
+/// Inputs where rounding ties to even is easy to get wrong: exact halves, their f32
+/// neighbours (`0.49999997 + 0.5` rounds up to 1 in f32), zeros, the 2^23 boundary and beyond.
+fn round_even_inputs() -> Vec<f32> {
+    let mut xs = vec![0.0, -0.0, 1e-20, -1e-20, 0.499_999_97, 2.499_999_8, 8_388_607.5, 8_388_608.0, 8_388_609.0, 1e9];
+    xs.extend([f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX, f32::MIN_POSITIVE]);
+    for i in -4000..=4000 {
+        let h = i as f32 * 0.25;
+        xs.extend([h, h.next_up(), h.next_down()]);
+    }
+    for e in 0..30 {
+        let p = (1u32 << e) as f32;
+        xs.extend([p + 0.5, p - 0.5, (p + 0.5).next_up(), (p + 0.5).next_down()]);
+    }
+    let neg: Vec<f32> = xs.iter().map(|&x| -x).collect();
+    xs.extend(neg);
+    xs
+}
+
+#[test]
+fn lowered_round_even_is_exact() {
+    let k = UnaryOp::RoundEven.kernel().unwrap();
+    let low = lower(&k).unwrap();
+    let mut failures = Vec::new();
+    for x in round_even_inputs() {
+        let want = x.round_ties_even();
+        for (what, kernel) in [("definition", &k), ("lowered", &low)] {
+            let got = eval_one::<f32>(kernel, &[x], &[]).unwrap();
+            let same = if want.is_nan() { got.is_nan() } else { got.to_bits() == want.to_bits() };
+            if !same {
+                failures.push(format!("{what} round_even({x:e}) = {got:e}, want {want:e}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures[..failures.len().min(20)].join("\n"));
+    let un = |x: f32| eval_one::<f32>(&low, &[x], &[]).unwrap();
+    assert_eq!(un(2.5), 2.0);
+    assert_eq!(un(-1.5), -2.0);
+    assert!(un(-0.5).is_sign_negative());
+}

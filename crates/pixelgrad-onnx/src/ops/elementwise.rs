@@ -278,18 +278,9 @@ pub fn trunc(_x: &Tensor) -> Result<Tensor> {
     })
 }
 
-/// ONNX `Round`: to the nearest integer, halves to the even one, from `floor` alone.
-/// `f = floor(x + 0.5)` is right but for exact halves with an odd `f`, which go one down, and
-/// for `x` just below a half, where `x + 0.5` rounds up to the next integer (`f - x > 0.5`:
-/// one down too). From 2^23 on every f32 is an integer (and `x + 0.5` would round), so `x` is
-/// kept; that also keeps ±inf. NaN stays NaN.
+/// ONNX `Round`: to the nearest integer, halves to the even one (IEEE roundTiesToEven, what
+/// onnxruntime computes). One elementwise primitive, [`Tensor::round_even`], exact on every
+/// backend: ±0, ±inf, NaN and `|x| >= 2^23` (already whole) pass through.
 pub(crate) fn round_half_even(x: &Tensor) -> pixelgrad_core::Result<Tensor> {
-    let f = x.add_scalar(0.5)?.floor()?;
-    let tie = f.sub(x)?.eq(&Tensor::scalar(x.device(), 0.5)?)?;
-    // f - 2 * floor(f / 2) is 1 for odd f.
-    let odd = f.sub(&f.mul_scalar(0.5)?.floor()?.mul_scalar(2.0)?)?;
-    let over = f.sub(x)?.gt_scalar(0.5)?;
-    let rounded = f.sub(&tie.mul(&odd)?)?.sub(&over)?;
-    let big = x.abs()?.ge(&Tensor::scalar(x.device(), 8_388_608.0)?)?;
-    Tensor::select(&big, x, &rounded)
+    x.round_even()
 }
