@@ -183,6 +183,11 @@ def elementwise_cases():
     # Halves (ties to even), values just below a half, negatives and integers past 2^23.
     r = np.concatenate([np.arange(-3.5, 3.6, 0.5), [0.49999997, -0.49999997, 2.4999998, 8388609.0, -8388609.0, 1e9]]).astype(np.float32)
     r = np.concatenate([r, (rand(9) * 50).astype(np.float32)]).reshape(3, 10)
+    case("sign", [node("Sign", ["x"], ["y"])], [("x", np.array([-2.7, -0.5, -0.0, 0.0, 0.3, 2.5, 1e9, -1e-30], np.float32), None)], [("y", F)], tol=0.0)
+    # float → integer Cast of a device value truncates toward zero (in-range values)
+    tr = np.array([-2.7, -2.5, -0.5, -0.0, 0.3, 2.5, 300.7, 8388609.0], np.float32)
+    case("cast_float_to_int32_device", [node("Relu", ["x"], ["r"]), node("Sub", ["x", "r"], ["n"]), node("Add", ["n", "r"], ["t"]),
+                                        helper.make_node("Cast", ["t"], ["y"], name="cast", to=TensorProto.INT32)], [("x", tr, None)], [("y", TensorProto.INT32)], tol=0.0)
     for op in ["Floor", "Ceil", "Round"]:
         case(f"unary_{op.lower()}", [node(op, ["x"], ["y"])], [("x", r, None)], [("y", F)], tol=0.0)
     case("unary_sqrt", [node("Sqrt", ["x"], ["y"])], [("x", rand(2, 3, lo=0.1, hi=4.0), None)], [("y", F)])

@@ -104,9 +104,15 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             };
             Ok(Some(vec![V::dev(y, dt)]))
         }
-        "Mod" | "Sign" => Err(cx.err(format!(
-            "{op} of a device tensor needs a rounding primitive, which pixelgrad's op set does not have (it works on constants and shape arithmetic)"
-        ))),
+        "Sign" => {
+            // (x > 0) - (x < 0), NaN kept (x == x fails only for NaN), as onnxruntime does
+            let (x, dt) = (cx.t(ins, 0)?, cx.v(ins, 0)?.dtype());
+            let s = x.gt_scalar(0.0)?.sub(&x.neg()?.gt_scalar(0.0)?)?;
+            Ok(Some(vec![V::dev(Tensor::select(&x.eq(&x)?, &s, &x)?, dt)]))
+        }
+        "Mod" => Err(cx.err(
+            "Mod of a device tensor is not supported (float division does not give an exact quotient to round; it works on constants and shape arithmetic)",
+        )),
         "Softmax" | "LogSoftmax" => {
             node.only_attrs(&["axis"])?;
             let x = cx.t(ins, 0)?;
@@ -270,12 +276,12 @@ fn clip(cx: &Cx, ins: &[Option<V>], x: &Tensor) -> Result<Tensor> {
     Ok(y)
 }
 
-/// Rounds toward zero. Not available on the device (see the `Floor` error).
-pub fn trunc(_x: &Tensor) -> Result<Tensor> {
-    Err(crate::OnnxError::Dtype {
-        what: "Cast of a device float tensor to an integer type (needs a rounding primitive pixelgrad's op set does not have)".into(),
-        dtype: "float".into(),
-    })
+/// Rounds toward zero (a float → integer `Cast`): `floor` for x ≥ 0, `-floor(-x)` below,
+/// exact. Values outside the target integer type's range are not wrapped or saturated (ONNX
+/// leaves them undefined).
+pub fn trunc(x: &Tensor) -> Result<Tensor> {
+    let neg = x.neg()?.gt_scalar(0.0)?;
+    Ok(Tensor::select(&neg, &x.neg()?.floor()?.neg()?, &x.floor()?)?)
 }
 
 /// ONNX `Round`: to the nearest integer, halves to the even one (IEEE roundTiesToEven, what
