@@ -1,25 +1,10 @@
 //! 8-bit weight storage and the exact integer matmul (`Op::MatMulI8`) on both CPU modes,
 //! compared bit for bit with an i64 reference computed here.
 
+use pixelgrad_conformance::narrow::{matmul_i8_reference, F32Only, Rng};
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Backend, Device, Error, Op, Shape, Tensor};
 use pixelgrad_cpu::CpuBackend;
-
-/// Small deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in `lo..=hi`.
-    fn int(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
-}
 
 /// Weights of either signedness, as the values they stand for.
 enum Weights {
@@ -49,29 +34,6 @@ impl Weights {
     }
 }
 
-/// `a [ga?, m, k]` times `b [gb?, k, n]` in i64, then as the op defines it: wrapped to i32,
-/// rounded to f32.
-fn reference(a: &[i64], a_dims: &[usize], b: &[i64], b_dims: &[usize]) -> (Vec<usize>, Vec<f32>) {
-    let (m, k) = (a_dims[a_dims.len() - 2], a_dims[a_dims.len() - 1]);
-    let n = b_dims[b_dims.len() - 1];
-    let ga = if a_dims.len() == 3 { a_dims[0] } else { 1 };
-    let gb = if b_dims.len() == 3 { b_dims[0] } else { 1 };
-    let g = ga.max(gb);
-    let mut out = Vec::with_capacity(g * m * n);
-    for bi in 0..g {
-        let ao = if ga > 1 { bi * m * k } else { 0 };
-        let bo = if gb > 1 { bi * k * n } else { 0 };
-        for i in 0..m {
-            for j in 0..n {
-                let acc: i64 = (0..k).map(|p| a[ao + i * k + p] * b[bo + p * n + j]).sum();
-                out.push(acc as i32 as f32);
-            }
-        }
-    }
-    let dims = if a_dims.len() == 2 && b_dims.len() == 2 { vec![m, n] } else { vec![g, m, n] };
-    (dims, out)
-}
-
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
@@ -86,7 +48,7 @@ fn check_case(dev: &Device, rng: &mut Rng, signed: bool, a_dims: &[usize], b_dim
     let bf: Vec<f32> = bv.iter().map(|&x| x as f32).collect();
     let b = Tensor::from_vec(dev, &bf, b_dims.to_vec()).unwrap();
     let y = a.matmul_i8(&b).unwrap();
-    let (dims, want) = reference(&w.values(), a_dims, &bv, b_dims);
+    let (dims, want) = matmul_i8_reference(&w.values(), a_dims, &bv, b_dims);
     assert_eq!(y.dims(), &dims[..], "{a_dims:?} x {b_dims:?}");
     assert_eq!(y.storage_dtype(), DType::F32);
     let got = y.to_vec().unwrap();
@@ -246,30 +208,6 @@ fn matmul_i8_records_no_gradient() {
 /// default `upload_int8` is a typed error.
 #[test]
 fn without_int8_support_from_i8_falls_back_to_f32() {
-    struct F32Only(CpuBackend);
-    impl Backend for F32Only {
-        fn kind(&self) -> pixelgrad_core::BackendKind {
-            self.0.kind()
-        }
-        fn name(&self) -> String {
-            "f32-only".into()
-        }
-        fn upload(&self, data: &[f32]) -> pixelgrad_core::Result<pixelgrad_core::Storage> {
-            self.0.upload(data)
-        }
-        fn execute(
-            &self,
-            op: &Op,
-            i: &[&pixelgrad_core::Storage],
-            s: &[&Shape],
-            o: &Shape,
-        ) -> pixelgrad_core::Result<pixelgrad_core::Storage> {
-            self.0.execute(op, i, s, o)
-        }
-        fn read(&self, s: &pixelgrad_core::Storage, len: usize) -> pixelgrad_core::Result<Vec<f32>> {
-            self.0.read(s, len)
-        }
-    }
     let b = F32Only(CpuBackend::new());
     assert!(!b.supports_int8());
     let Err(e) = b.upload_int8(&[1], DType::I8) else { panic!("default upload_int8 accepted") };

@@ -1,41 +1,11 @@
 //! f16 storage (`Tensor::from_f16`, two bytes per element) and `Op::Widen` (8-bit or f16
 //! storage to f32, exactly) on both CPU modes, compared bit for bit with the host values.
 
+use pixelgrad_conformance::narrow::{assert_same, halves, i8s, u8s, F32Only, SIZES, SPECIAL_F16};
 use pixelgrad_core::half::f16;
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Backend, Device, Error, Op, Shape, Tensor};
 use pixelgrad_cpu::CpuBackend;
-
-/// Sizes off every multiple of 2 and 4 (the packings) and past a 4096-element block.
-const SIZES: [usize; 5] = [1, 3, 5, 1023, 4097];
-
-/// Half bit patterns worth checking one by one: ±0, the smallest and largest subnormals, the
-/// smallest normal, ±max finite, ±inf, quiet and signalling NaNs of both signs, 1, -2, 1/3.
-const SPECIAL_F16: [u16; 16] =
-    [0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0xfc01, 0x3c00, 0xc000, 0x3555];
-
-/// `n` half values: the specials first, then bit patterns spread over all 65536 (an odd
-/// multiplier visits each once), so every exponent and both signs appear.
-fn halves(n: usize) -> Vec<f16> {
-    (0..n).map(|i| f16::from_bits(SPECIAL_F16.get(i).copied().unwrap_or((i as u32).wrapping_mul(40503) as u16))).collect()
-}
-
-fn i8s(n: usize) -> Vec<i8> {
-    (0..n).map(|i| ((i * 37 + 11) % 256) as u8 as i8).collect()
-}
-
-fn u8s(n: usize) -> Vec<u8> {
-    (0..n).map(|i| ((i * 101 + 7) % 256) as u8).collect()
-}
-
-/// Bit-exact comparison, except that any NaN matches any NaN (payloads may be quietened).
-fn assert_same(got: &[f32], want: &[f32], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let ok = if w.is_nan() { g.is_nan() } else { g.to_bits() == w.to_bits() };
-        assert!(ok, "{what}: element {i}: got {g} ({:#010x}), want {w} ({:#010x})", g.to_bits(), w.to_bits());
-    }
-}
 
 fn assert_same_f64(got: &[f64], want: &[f32], what: &str) {
     assert_same(&got.iter().map(|&v| v as f32).collect::<Vec<_>>(), want, what);
@@ -199,30 +169,6 @@ fn widen_records_no_gradient() {
 /// a clone, and the default `upload_f16` is a typed error naming the backend.
 #[test]
 fn without_f16_support_from_f16_falls_back_to_f32() {
-    struct F32Only(CpuBackend);
-    impl Backend for F32Only {
-        fn kind(&self) -> pixelgrad_core::BackendKind {
-            self.0.kind()
-        }
-        fn name(&self) -> String {
-            "f32-only".into()
-        }
-        fn upload(&self, data: &[f32]) -> pixelgrad_core::Result<pixelgrad_core::Storage> {
-            self.0.upload(data)
-        }
-        fn execute(
-            &self,
-            op: &Op,
-            i: &[&pixelgrad_core::Storage],
-            s: &[&Shape],
-            o: &Shape,
-        ) -> pixelgrad_core::Result<pixelgrad_core::Storage> {
-            self.0.execute(op, i, s, o)
-        }
-        fn read(&self, s: &pixelgrad_core::Storage, len: usize) -> pixelgrad_core::Result<Vec<f32>> {
-            self.0.read(s, len)
-        }
-    }
     let b = F32Only(CpuBackend::new());
     assert!(!b.supports_f16_storage());
     let Err(e) = b.upload_f16(&[0x3c00]) else { panic!("default upload_f16 accepted") };

@@ -5,25 +5,10 @@
 mod common;
 
 use common::backend;
+use pixelgrad_conformance::narrow::{matmul_i8_reference, Rng};
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Backend, Device, Error, Op, Shape, Tensor};
 use pixelgrad_wgpu::pool::size_class;
-
-/// Small deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in `lo..=hi`.
-    fn int(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
-}
 
 /// Random weights of `n` elements (i8 when `signed`, else u8): the tensor and its values.
 fn weights(dev: &Device, rng: &mut Rng, signed: bool, dims: &[usize]) -> (Tensor, Vec<i64>) {
@@ -35,26 +20,6 @@ fn weights(dev: &Device, rng: &mut Rng, signed: bool, dims: &[usize]) -> (Tensor
         let v: Vec<u8> = (0..n).map(|_| rng.int(0, 255) as u8).collect();
         (Tensor::from_u8(dev, &v, dims.to_vec()).unwrap(), v.iter().map(|&x| x as i64).collect())
     }
-}
-
-/// `a [ga?, m, k]` times `b [gb?, k, n]` in i64, then as the op defines it: wrapped to i32,
-/// rounded to f32.
-fn reference(a: &[i64], a_dims: &[usize], b: &[i64], b_dims: &[usize]) -> Vec<f32> {
-    let (m, k) = (a_dims[a_dims.len() - 2], a_dims[a_dims.len() - 1]);
-    let n = b_dims[b_dims.len() - 1];
-    let ga = if a_dims.len() == 3 { a_dims[0] } else { 1 };
-    let gb = if b_dims.len() == 3 { b_dims[0] } else { 1 };
-    let mut out = Vec::new();
-    for g in 0..ga.max(gb) {
-        let (ao, bo) = (if ga > 1 { g * m * k } else { 0 }, if gb > 1 { g * k * n } else { 0 });
-        for i in 0..m {
-            for j in 0..n {
-                let acc: i64 = (0..k).map(|p| a[ao + i * k + p] * b[bo + p * n + j]).sum();
-                out.push(acc as i32 as f32);
-            }
-        }
-    }
-    out
 }
 
 fn bits(v: &[f32]) -> Vec<u32> {
@@ -70,7 +35,7 @@ fn check_case(dev: &Device, rng: &mut Rng, signed: bool, a_dims: &[usize], b_dim
     let y = a.matmul_i8(&b).unwrap();
     assert_eq!(y.storage_dtype(), DType::F32);
     let got = y.to_vec().unwrap();
-    let want = reference(&av, a_dims, &bv, b_dims);
+    let want = matmul_i8_reference(&av, a_dims, &bv, b_dims).1;
     assert_eq!(bits(&got), bits(&want), "{a_dims:?} x {b_dims:?} signed {signed}");
     got
 }
@@ -109,7 +74,7 @@ fn matmul_i8_is_exact_for_every_shape_and_signedness() {
     for &(ad, bd) in CASES {
         for signed in [true, false] {
             // The same random draw on both backends: bit-identical results.
-            let seed = rng.next();
+            let seed = rng.next_u64();
             let gpu = check_case(&dev, &mut Rng(seed), signed, ad, bd, 255);
             let host = check_case(&cpu, &mut Rng(seed), signed, ad, bd, 255);
             assert_eq!(bits(&gpu), bits(&host), "{ad:?} x {bd:?}: webgpu and cpu differ");
@@ -219,15 +184,15 @@ fn pending_fused_inputs_are_settled_first() {
     let chain = x.affine(2.0, 1.0).unwrap().max_scalar(-50.0).unwrap();
     let cv: Vec<i64> = xv.iter().map(|&v| (2 * v + 1).max(-50)).collect();
     let got = a.matmul_i8(&chain).unwrap().to_vec().unwrap();
-    assert_eq!(bits(&got), bits(&reference(&av, &[9, 6], &cv, &[6, 10])), "fused chain input");
+    assert_eq!(bits(&got), bits(&matmul_i8_reference(&av, &[9, 6], &cv, &[6, 10]).1), "fused chain input");
     // A matmul's result (deferred on CPU adapters), of whole numbers: I [6, 6] * x.
     let eye: Vec<f32> = (0..36).map(|i| if i % 7 == 0 { 1.0 } else { 0.0 }).collect();
     let mm = Tensor::from_vec(&dev, &eye, [6, 6]).unwrap().matmul(&x).unwrap();
     let got = a.matmul_i8(&mm).unwrap().to_vec().unwrap();
-    assert_eq!(bits(&got), bits(&reference(&av, &[9, 6], &xv, &[6, 10])), "matmul input");
+    assert_eq!(bits(&got), bits(&matmul_i8_reference(&av, &[9, 6], &xv, &[6, 10]).1), "matmul input");
     // And its result feeds ordinary f32 ops (fused after it).
     let y = a.matmul_i8(&x).unwrap().mul_scalar(0.5).unwrap().to_vec().unwrap();
-    let want: Vec<f32> = reference(&av, &[9, 6], &xv, &[6, 10]).iter().map(|v| v * 0.5).collect();
+    let want: Vec<f32> = matmul_i8_reference(&av, &[9, 6], &xv, &[6, 10]).1.iter().map(|v| v * 0.5).collect();
     assert_eq!(bits(&y), bits(&want), "f32 op after matmul_i8");
 }
 
@@ -251,7 +216,7 @@ fn works_inside_step_plans() {
         let after = dev.counters();
         let got = y.to_vec().unwrap();
         let bx: Vec<i64> = xv.iter().map(|v| v + 1).collect();
-        let want: Vec<f32> = reference(&av, &[2, 7, 19], &bx, &[2, 19, 5]).iter().map(|v| v * 2.0).collect();
+        let want: Vec<f32> = matmul_i8_reference(&av, &[2, 7, 19], &bx, &[2, 19, 5]).1.iter().map(|v| v * 2.0).collect();
         assert_eq!(bits(&got), bits(&want), "step {step}");
         if step >= 4 {
             assert_eq!(after.allocations, before.allocations, "step {step} allocated");

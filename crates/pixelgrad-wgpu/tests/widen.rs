@@ -5,41 +5,11 @@
 mod common;
 
 use common::backend;
+use pixelgrad_conformance::narrow::{assert_same, halves, i8s, u8s, SIZES, SPECIAL_F16};
 use pixelgrad_core::half::f16;
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Backend, Device, Error, Op, Shape, Tensor};
 use pixelgrad_wgpu::pool::size_class;
-
-/// Sizes off every multiple of 2 and 4 (the packings) and of the 256-wide workgroups.
-const SIZES: [usize; 5] = [1, 3, 5, 1023, 4097];
-
-/// Half bit patterns worth checking one by one: ±0, the smallest and largest subnormals, the
-/// smallest normal, ±max finite, ±inf, quiet and signalling NaNs of both signs, 1, -2, 1/3.
-const SPECIAL_F16: [u16; 16] =
-    [0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0xfc01, 0x3c00, 0xc000, 0x3555];
-
-/// `n` half values: the specials first, then bit patterns spread over all 65536 (an odd
-/// multiplier visits each once), so every exponent and both signs appear.
-fn halves(n: usize) -> Vec<f16> {
-    (0..n).map(|i| f16::from_bits(SPECIAL_F16.get(i).copied().unwrap_or((i as u32).wrapping_mul(40503) as u16))).collect()
-}
-
-fn i8s(n: usize) -> Vec<i8> {
-    (0..n).map(|i| ((i * 37 + 11) % 256) as u8 as i8).collect()
-}
-
-fn u8s(n: usize) -> Vec<u8> {
-    (0..n).map(|i| ((i * 101 + 7) % 256) as u8).collect()
-}
-
-/// Bit-exact comparison, except that any NaN matches any NaN.
-fn assert_same(got: &[f32], want: &[f32], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let ok = if w.is_nan() { g.is_nan() } else { g.to_bits() == w.to_bits() };
-        assert!(ok, "{what}: element {i}: got {g} ({:#010x}), want {w} ({:#010x})", g.to_bits(), w.to_bits());
-    }
-}
 
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
