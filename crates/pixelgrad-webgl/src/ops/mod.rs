@@ -75,6 +75,10 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         Op::Widen => {
             return Err(pixelgrad_core::Error::backend("widen", sh.name.clone(), "8-bit and f16 storage are not supported on WebGL"))
         }
+        // Mixed-precision training keeps f32 here (`supports_narrow_f16` is false).
+        Op::NarrowF16 => {
+            return Err(pixelgrad_core::Error::backend("narrow_f16", sh.name.clone(), "f16 results are not supported on WebGL"))
+        }
     };
     Ok(Storage::new(t))
 }
