@@ -113,6 +113,10 @@ impl LossScaler {
     pub fn scale(&self) -> &Tensor {
         &self.scale
     }
+    /// Steps skipped so far for f16 overflow (a device scalar).
+    pub fn skipped(&self) -> &Tensor {
+        &self.skipped
+    }
     /// One readback: `(scale, skipped steps)`.
     pub fn read(&self) -> Result<(f32, u64)> {
         let v = Tensor::concat(&[&self.scale.reshape([1])?, &self.skipped.reshape([1])?], 0)?.to_vec()?;
