@@ -15,6 +15,9 @@ use crate::texture::{tensor_of, GlTensor};
 
 /// The WebGL2 backend: "training as rendering". Every tensor is an RGBA float texture (4
 /// elements per texel) and every op is one or more full-screen draws into a fresh texture.
+/// On WebGL2, 8-bit and f16 tensors (`Tensor::from_i8`, `from_u8`, `from_f16`) are integer
+/// textures in the same layout, read by `widen` and `matmul_i8` (see the crate docs); the
+/// `webgl1` mode stores them as f32.
 ///
 /// Tensors are immutable, so an in-place-looking update (an optimizer step, an accumulation)
 /// always renders into a new texture taken from the pool while the old one is still bound as
