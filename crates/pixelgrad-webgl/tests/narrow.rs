@@ -371,3 +371,25 @@ fn works_inside_step_plans() {
         drop((y, z));
     }
 }
+
+/// With the RGBA16F fallback format every f32 tensor (so every widen and matmul_i8 result) is
+/// rounded to f16; the narrow textures themselves are unchanged, and values f16 holds exactly
+/// (every i8 and u8, small products) still come out exact.
+#[test]
+fn half_float_fallback_keeps_narrow_inputs_exact() {
+    let b = WebGlBackend::new_headless(WebGlOptions { self_test: false, force_half_float: true, ..Default::default() }).unwrap();
+    assert!(b.supports_int8() && b.supports_f16_storage());
+    let dev = Device::new(b);
+    let v = i8s(1023);
+    let want: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+    widened(&Tensor::from_i8(&dev, &v, [1023]).unwrap(), &want, "i8 under RGBA16F");
+    let u = u8s(1023);
+    let want: Vec<f32> = u.iter().map(|&x| x as f32).collect();
+    widened(&Tensor::from_u8(&dev, &u, [1023]).unwrap(), &want, "u8 under RGBA16F");
+    let h: Vec<f16> = (0..100).map(|i| f16::from_f32(i as f32 * 0.375 - 9.0)).collect();
+    let want: Vec<f32> = h.iter().map(|x| x.to_f32()).collect();
+    widened(&Tensor::from_f16(&dev, &h, [100]).unwrap(), &want, "f16 under RGBA16F");
+    let mut rng = Rng(7);
+    // |sums| <= 128 * 2 * 6 = 1536: whole numbers f16 holds exactly.
+    check_case(&dev, &mut rng, true, &[5, 6], &[6, 8], 2);
+}
