@@ -393,3 +393,22 @@ fn half_float_fallback_keeps_narrow_inputs_exact() {
     // |sums| <= 128 * 2 * 6 = 1536: whole numbers f16 holds exactly.
     check_case(&dev, &mut rng, true, &[5, 6], &[6, 8], 2);
 }
+
+/// The heatmap of 8-bit or f16 weights is the heatmap of their values (drawn from the widened
+/// texture, never the integer one through a float sampler).
+#[test]
+fn heatmaps_of_narrow_tensors_equal_those_of_their_values() {
+    let b = backend();
+    let dev = Device::new(b.clone());
+    let opts = pixelgrad_webgl::HeatmapOptions { pixel_size: 2, border: 1, columns: None };
+    let v: Vec<i8> = (0..24).map(|i| (i * 11 % 256) as u8 as i8).collect();
+    let f = Tensor::from_vec(&dev, &v.iter().map(|&x| x as f32).collect::<Vec<_>>(), [4, 6]).unwrap();
+    let want = b.render_heatmap_tensor(&f, opts).unwrap();
+    let got = b.render_heatmap_tensor(&Tensor::from_i8(&dev, &v, [4, 6]).unwrap(), opts).unwrap();
+    assert_eq!(got.pixels, want.pixels);
+    let h: Vec<f16> = v.iter().map(|&x| f16::from_f32(x as f32 / 8.0)).collect();
+    let f = Tensor::from_vec(&dev, &h.iter().map(|x| x.to_f32()).collect::<Vec<_>>(), [4, 6]).unwrap();
+    let want = b.render_heatmap_tensor(&f, opts).unwrap();
+    let got = b.render_heatmap_tensor(&Tensor::from_f16(&dev, &h, [4, 6]).unwrap(), opts).unwrap();
+    assert_eq!(got.pixels, want.pixels);
+}
