@@ -71,6 +71,16 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         // Narrow storage (WebGL2; the `webgl1` mode has none and these fail naming why).
         Op::MatMulI8 => narrow::matmul_i8(sh, ts[0], ts[1], shapes, out)?,
         Op::Widen => narrow::widen_op(sh, ts[0], shapes, out)?,
+        // f32 -> f16 results (mixed-precision training) are not drawn here:
+        // `supports_narrow_f16` is false, so `Tensor::narrow_f16` refuses before reaching us.
+        Op::NarrowF16 => {
+            return Err(pixelgrad_core::Error::backend(
+                "narrow_f16",
+                sh.name.clone(),
+                "f16 results (narrow_f16) are not supported on WebGL (supports_narrow_f16 is false): \
+                 f16 storage holds uploaded values only",
+            ))
+        }
     };
     Ok(Storage::new(t))
 }
