@@ -96,7 +96,7 @@ impl ProgramSpec {
         const RANDOM: [&str; 2] = ["uniform", "normal"];
         const MATMUL: [&str; 3] = ["nn", "nt", "nt_any"];
         const WIDEN: [&str; 3] = ["i8", "u8", "f16"];
-        const MATMUL_I8: [&str; 4] = ["i8", "u8", "i8_vec4", "u8_vec4"];
+        const MATMUL_I8: [&str; 4] = ["i8", "u8", "i8_k4", "u8_k4"];
         let table: &[&str] = match self.name {
             "widen" => &WIDEN,
             "matmul_i8" => &MATMUL_I8,

@@ -412,3 +412,29 @@ fn heatmaps_of_narrow_tensors_equal_those_of_their_values() {
     let got = b.render_heatmap_tensor(&Tensor::from_f16(&dev, &h, [4, 6]).unwrap(), opts).unwrap();
     assert_eq!(got.pixels, want.pixels);
 }
+
+/// Timing, for comparisons (`cargo test --release -p pixelgrad-webgl --test narrow --
+/// --ignored --nocapture`): matmul_i8 against the f32 matmul of the same shape.
+#[test]
+#[ignore]
+fn timing() {
+    let dev = Device::new(backend());
+    for (m, k, n) in [(256usize, 256usize, 196usize), (64, 147, 784), (768, 768, 64)] {
+        let w: Vec<i8> = (0..m * k).map(|i| (i * 7 % 255) as u8 as i8).collect();
+        let a8 = Tensor::from_i8(&dev, &w, [m, k]).unwrap();
+        let af = Tensor::from_vec(&dev, &w.iter().map(|&v| v as f32).collect::<Vec<_>>(), [m, k]).unwrap();
+        let b = Tensor::from_vec(&dev, &(0..k * n).map(|i| (i % 511) as f32 - 255.0).collect::<Vec<_>>(), [k, n]).unwrap();
+        type Run<'a> = Box<dyn Fn() -> pixelgrad_core::Result<Tensor> + 'a>;
+        let runs: [(&str, Run); 2] = [("matmul_i8", Box::new(|| a8.matmul_i8(&b))), ("matmul f32", Box::new(|| af.matmul(&b)))];
+        for (name, f) in runs {
+            f().unwrap().to_vec().unwrap();
+            let t = std::time::Instant::now();
+            let reps = 5;
+            for _ in 0..reps {
+                f().unwrap().to_vec().unwrap();
+            }
+            let s = t.elapsed().as_secs_f64() / reps as f64;
+            eprintln!("{m}x{k}x{n} {name}: {:.2} ms, {:.2} GOP/s", s * 1e3, 2.0 * (m * k * n) as f64 / s / 1e9);
+        }
+    }
+}

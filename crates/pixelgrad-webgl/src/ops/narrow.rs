@@ -69,10 +69,24 @@ pub(crate) fn matmul_i8(sh: &Rc<Shared>, a: &GlTensor, b: &GlTensor, shapes: &[&
     let (sa, sb, od) = (shapes[0].dims(), shapes[1].dims(), out.dims());
     let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
     let n = od[od.len() - 1];
+    let batch = if od.len() == 3 { od[0] } else { 1 };
+    // The shader takes N a multiple of 4 (each fragment's 4 outputs in one row): otherwise b's
+    // columns are padded with zeros (which add nothing) and the extra output columns dropped.
+    let n4 = n.div_ceil(4) * 4;
+    let padded_b;
+    let b = if n4 == n {
+        b
+    } else {
+        let mut dims = sb.to_vec();
+        *dims.last_mut().unwrap_or(&mut 0) = n4;
+        let before = vec![0; sb.len()];
+        padded_b = super::layout::pad(sh, b, shapes[1], &before, &Shape(dims))?;
+        &padded_b
+    };
     let a_stride = if sa.len() == 3 && sa[0] > 1 { m * k } else { 0 };
-    let b_stride = if sb.len() == 3 && sb[0] > 1 { k * n } else { 0 };
+    let b_stride = if sb.len() == 3 && sb[0] > 1 { k * n4 } else { 0 };
     // Element indices are ints in the shader.
-    let biggest = [a.len, b.len, out.numel()].into_iter().max().unwrap_or(0);
+    let biggest = [a.len, b.len, batch * m * n4].into_iter().max().unwrap_or(0);
     if biggest > i32::MAX as usize {
         return Err(Error::Limit {
             op,
@@ -82,15 +96,20 @@ pub(crate) fn matmul_i8(sh: &Rc<Shared>, a: &GlTensor, b: &GlTensor, shapes: &[&
             requested: biggest as u64,
         });
     }
-    let vec4 = n % 4 == 0 && n > 0;
-    let config = u32::from(!signed) | (u32::from(vec4) << 1);
+    let config = u32::from(!signed) | (u32::from(k % 4 == 0) << 1);
     let pass = Pass::new(op, "matmul_i8", config)
         .input("u_a", a)
         .input("u_b", b)
-        .int("u_m", m)
-        .int("u_n", n.max(1))
+        .int("u_m", m.max(1))
+        .int("u_n", n4.max(4))
         .int("u_k", k)
         .int("u_a_stride", a_stride)
         .int("u_b_stride", b_stride);
-    sh.run(pass, out.numel())
+    let res = sh.run(pass, batch * m * n4)?;
+    if n4 == n {
+        return Ok(res);
+    }
+    let mut wide = od.to_vec();
+    *wide.last_mut().unwrap_or(&mut 0) = n4;
+    super::layout::slice(sh, &res, &Shape(wide), &vec![0; od.len()], out)
 }
