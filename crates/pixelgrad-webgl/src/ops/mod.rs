@@ -81,10 +81,6 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
                  f16 storage holds uploaded values only",
             ))
         }
-        // Mixed-precision training keeps f32 here (`supports_narrow_f16` is false).
-        Op::NarrowF16 => {
-            return Err(pixelgrad_core::Error::backend("narrow_f16", sh.name.clone(), "f16 results are not supported on WebGL"))
-        }
     };
     Ok(Storage::new(t))
 }
