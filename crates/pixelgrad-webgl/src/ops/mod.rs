@@ -67,7 +67,7 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         Op::Pad { before, .. } => layout::pad(sh, ts[0], shapes[0], before, out)?,
         Op::Concat { axis } => layout::concat(sh, &ts, shapes, *axis, out)?,
         // No 8-bit textures in this backend (`supports_int8` is false): callers use f32 weights.
-        Op::MatMulI8 => {
+        Op::MatMulI8 { .. } => {
             return Err(pixelgrad_core::Error::backend("matmul_i8", sh.name.clone(), "8-bit weights are not supported on WebGL"))
         }
         // No 8-bit or f16 textures either (`supports_f16_storage` is false): every tensor here

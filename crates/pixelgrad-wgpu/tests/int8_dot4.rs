@@ -1,0 +1,200 @@
+//! `Tensor::matmul_i8_packed` on WebGPU: the `dot4I8Packed` path (where the WGSL has the
+//! `packed_4x8_integer_dot_product` language feature, as lavapipe's does), the unpacked-i32
+//! fallback it takes when that is forced off, the plain `matmul_i8` and the CPU backend, all
+//! bit-identical to an i64 reference; values that break the `[-128, 127]` contract are errors.
+
+mod common;
+
+use common::backend;
+use pixelgrad_conformance::narrow::{matmul_i8_reference, Rng};
+use pixelgrad_core::{Device, Error, Tensor};
+use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn unpacked_backend() -> WgpuBackend {
+    WgpuBackend::new(WgpuOptions { int8_dot4: false, ..WgpuOptions::default() }).expect("a WebGPU adapter (Mesa lavapipe in CI)")
+}
+
+/// Random 8-bit weights (`signed`: i8, else u8) and activations in `[-128, 127]`, the first
+/// elements pinned to the extremes of each range. Host values, as i64.
+fn draw(rng: &mut Rng, signed: bool, a_dims: &[usize], b_dims: &[usize]) -> (Vec<i64>, Vec<i64>) {
+    let (lo, hi) = if signed { (-128, 127) } else { (0, 255) };
+    let na: usize = a_dims.iter().product();
+    let nb: usize = b_dims.iter().product();
+    let mut a: Vec<i64> = (0..na).map(|_| rng.int(lo, hi)).collect();
+    let mut b: Vec<i64> = (0..nb).map(|_| rng.int(-128, 127)).collect();
+    for (i, v) in [lo, hi, lo, hi].into_iter().enumerate().take(na) {
+        a[i] = v;
+    }
+    for (i, v) in [-128, 127, 127, -128].into_iter().enumerate().take(nb) {
+        b[i] = v;
+    }
+    (a, b)
+}
+
+fn upload(dev: &Device, signed: bool, a: &[i64], a_dims: &[usize], b: &[i64], b_dims: &[usize]) -> (Tensor, Tensor) {
+    let at = if signed {
+        Tensor::from_i8(dev, &a.iter().map(|&v| v as i8).collect::<Vec<_>>(), a_dims.to_vec()).unwrap()
+    } else {
+        Tensor::from_u8(dev, &a.iter().map(|&v| v as u8).collect::<Vec<_>>(), a_dims.to_vec()).unwrap()
+    };
+    let bt = Tensor::from_vec(dev, &b.iter().map(|&v| v as f32).collect::<Vec<_>>(), b_dims.to_vec()).unwrap();
+    (at, bt)
+}
+
+/// Fixed shapes: K off every multiple of 4, N and M off the 4x4 blocks and 32x32 tiles,
+/// ranks 2 and 3, batches broadcast either way.
+const CASES: &[(&[usize], &[usize])] = &[
+    (&[1, 1], &[1, 1]),
+    (&[1, 3], &[3, 1]),
+    (&[3, 5], &[5, 7]),
+    (&[4, 4], &[4, 4]),
+    (&[17, 9], &[9, 33]),
+    (&[33, 65], &[65, 31]),
+    (&[64, 64], &[64, 20]),
+    (&[2, 5, 30], &[2, 30, 3]),
+    (&[4, 13], &[3, 13, 6]),
+    (&[3, 4, 13], &[13, 6]),
+    (&[1, 4, 13], &[3, 13, 6]),
+    (&[3, 4, 13], &[1, 13, 6]),
+    (&[3, 9, 28], &[3, 28, 12]),
+    (&[2, 7, 3], &[2, 3, 5]),
+    (&[70, 201], &[201, 67]),
+];
+
+/// Random shapes: M, K, N in 1..=40 (K up to 70), ranks 2 and 3 with every broadcast.
+fn random_shapes(rng: &mut Rng, count: usize) -> Vec<(Vec<usize>, Vec<usize>)> {
+    (0..count)
+        .map(|i| {
+            let (m, k, n) = (rng.int(1, 40) as usize, rng.int(1, 70) as usize, rng.int(1, 40) as usize);
+            let g = rng.int(2, 3) as usize;
+            match i % 4 {
+                0 => (vec![m, k], vec![k, n]),
+                1 => (vec![g, m, k], vec![g, k, n]),
+                2 => (vec![m, k], vec![g, k, n]),
+                _ => (vec![g, m, k], vec![k, n]),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn packed_unpacked_and_cpu_are_bit_identical() {
+    let packed = backend();
+    let has = packed.wgsl_packed_4x8_integer_dot_product();
+    eprintln!("packed_4x8_integer_dot_product in WGSL: {has}; int8 path {}", packed.int8_path());
+    assert_eq!(packed.int8_path(), if has { "dot4I8Packed" } else { "unpacked-i32" });
+    let unpacked = unpacked_backend();
+    assert_eq!(unpacked.int8_path(), "unpacked-i32");
+    let (gp, gu) = (Device::new(packed), Device::new(unpacked));
+    let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut shapes: Vec<(Vec<usize>, Vec<usize>)> = CASES.iter().map(|(a, b)| (a.to_vec(), b.to_vec())).collect();
+    shapes.extend(random_shapes(&mut rng, 24));
+    for (ad, bd) in &shapes {
+        for signed in [true, false] {
+            let (a, b) = draw(&mut rng, signed, ad, bd);
+            let want = bits(&matmul_i8_reference(&a, ad, &b, bd).1);
+            let what = format!("{ad:?} x {bd:?} signed {signed}");
+            for (name, dev) in [("webgpu dot4", &gp), ("webgpu unpacked", &gu), ("cpu", &cpu)] {
+                let (at, bt) = upload(dev, signed, &a, ad, &b, bd);
+                let y = at.matmul_i8_packed(&bt).unwrap().to_vec().unwrap();
+                assert_eq!(bits(&y), want, "{what}: matmul_i8_packed on {name}");
+                let y = at.matmul_i8(&bt).unwrap().to_vec().unwrap();
+                assert_eq!(bits(&y), want, "{what}: matmul_i8 on {name}");
+            }
+        }
+    }
+}
+
+/// Sums past 2^24 round once from i32, and past 2^31 wrap, on the packed path too.
+#[test]
+fn large_sums_round_once_and_wrap() {
+    let devs = [Device::new(backend()), Device::new(unpacked_backend()), Device::new(pixelgrad_cpu::CpuBackend::new())];
+    // K = 3001 (not a multiple of 4): -127 * -127 * 3001 = 48_403_129, not exact in f32.
+    let k = 3001;
+    let mut rng = Rng(77);
+    let a: Vec<i64> = (0..3 * k).map(|i| if i < k { -127 } else { rng.int(-128, 127) }).collect();
+    let b: Vec<i64> = (0..k * 5).map(|i| if i % 5 == 0 { -127 } else { rng.int(-128, 127) }).collect();
+    let want_f = matmul_i8_reference(&a, &[3, k], &b, &[k, 5]).1;
+    assert_ne!(want_f[0] as i64, 48_403_129, "the case must not be exact in f32");
+    let want = bits(&want_f);
+    // u8 255 * -128 * 70_000 passes i32: the sum wraps. (Not on the unpacked kernels: on
+    // lavapipe their k loop stops after 65535 iterations, and no 8-bit sum of fewer terms
+    // leaves i32; the dot4 loop runs K / 4 times.)
+    let kw = 70_000;
+    let au: Vec<i64> = vec![255; kw];
+    let bu: Vec<i64> = vec![-128; kw];
+    let want_u = bits(&matmul_i8_reference(&au, &[1, kw], &bu, &[kw, 1]).1);
+    assert_eq!(want_u[0], ((255i64 * -128 * kw as i64) as i32 as f32).to_bits());
+    for dev in &devs {
+        let (at, bt) = upload(dev, true, &a, &[3, k], &b, &[k, 5]);
+        assert_eq!(bits(&at.matmul_i8_packed(&bt).unwrap().to_vec().unwrap()), want, "{}", dev.name());
+    }
+    for dev in [&devs[0], &devs[2]] {
+        let (at, bt) = upload(dev, false, &au, &[1, kw], &bu, &[kw, 1]);
+        assert_eq!(bits(&at.matmul_i8_packed(&bt).unwrap().to_vec().unwrap()), want_u, "{}", dev.name());
+    }
+}
+
+/// Forcing the feature off switches the reported path; the numbers stay the same.
+#[test]
+fn forcing_the_feature_off_switches_the_path() {
+    let on = backend();
+    if !on.wgsl_packed_4x8_integer_dot_product() {
+        eprintln!("no packed_4x8_integer_dot_product here: only the fallback is checked");
+    }
+    let off = unpacked_backend();
+    assert_eq!(off.int8_path(), "unpacked-i32");
+    let on_path = on.int8_path();
+    let (don, doff) = (Device::new(on), Device::new(off));
+    assert_eq!(don.backend().int8_kernel(), Some(on_path));
+    assert_eq!(doff.backend().int8_kernel(), Some("unpacked-i32"));
+    // The launches differ: a pack prologue and the dot4 kernel against one unpacked launch.
+    let mut rng = Rng(9);
+    let (a, b) = draw(&mut rng, true, &[9, 21], &[21, 10]);
+    let want = bits(&matmul_i8_reference(&a, &[9, 21], &b, &[21, 10]).1);
+    let mut launches = Vec::new();
+    for dev in [&don, &doff] {
+        let (at, bt) = upload(dev, true, &a, &[9, 21], &b, &[21, 10]);
+        let before = dev.counters().launches;
+        let y = at.matmul_i8_packed(&bt).unwrap().to_vec().unwrap();
+        launches.push(dev.counters().launches - before);
+        assert_eq!(bits(&y), want, "{}", dev.name());
+    }
+    if on_path == "dot4I8Packed" {
+        assert_eq!(launches, [2, 1], "dot4: pack + product; unpacked: one launch");
+    }
+}
+
+/// A `b` outside the contract is an error on the packed path (at the next read) and on the
+/// CPU, never a number computed from truncated bytes.
+#[test]
+fn values_outside_i8_are_errors() {
+    let gpu = backend();
+    let packed = gpu.int8_path() == "dot4I8Packed";
+    let dev = Device::new(gpu);
+    let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
+    for bad in [128.0f32, -129.0, 0.5, f32::NAN, 1e9] {
+        let b: Vec<f32> = (0..12).map(|i| if i == 7 { bad } else { (i as f32) - 6.0 }).collect();
+        let a = Tensor::from_i8(&cpu, &[1, 2, 3, 4, 5, 6], [2, 3]).unwrap();
+        let bt = Tensor::from_vec(&cpu, &b, [3, 4]).unwrap();
+        let e = a.matmul_i8_packed(&bt).unwrap_err();
+        assert!(matches!(&e, Error::Shape { op: "matmul_i8", .. }) && e.to_string().contains("[-128, 127]"), "{e}");
+        if packed {
+            let a = Tensor::from_i8(&dev, &[1, 2, 3, 4, 5, 6], [2, 3]).unwrap();
+            let bt = Tensor::from_vec(&dev, &b, [3, 4]).unwrap();
+            let e = a.matmul_i8_packed(&bt).and_then(|y| y.to_vec()).unwrap_err();
+            assert!(matches!(&e, Error::Backend { op: "matmul_i8", .. }) && e.to_string().contains("[-128, 127]"), "{bad}: {e}");
+            // The error is reported once; the device keeps working.
+            let ok = Tensor::from_vec(&dev, &[1.0; 12], [3, 4]).unwrap();
+            assert_eq!(
+                a.matmul_i8_packed(&ok).unwrap().to_vec().unwrap(),
+                vec![6.0; 4].into_iter().chain(vec![15.0; 4]).collect::<Vec<_>>()
+            );
+        }
+    }
+}
