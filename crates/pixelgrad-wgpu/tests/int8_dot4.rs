@@ -198,3 +198,31 @@ fn values_outside_i8_are_errors() {
         }
     }
 }
+
+/// Timing, side by side in one run (`cargo test -p pixelgrad-wgpu --test int8_dot4 --
+/// --ignored --nocapture`): `matmul_i8_packed` on `dot4I8Packed` (pack prologue included)
+/// against the same call forced onto the unpacked-i32 kernels. Printed, not asserted.
+#[test]
+#[ignore]
+fn timing_dot4_vs_unpacked() {
+    let on = Device::new(backend());
+    let off = Device::new(unpacked_backend());
+    eprintln!("{} vs {}", on.backend().int8_kernel().unwrap(), off.backend().int8_kernel().unwrap());
+    for (m, k, n) in [(768usize, 768usize, 196usize), (3072, 768, 64), (64, 147, 3136), (128, 1152, 196)] {
+        let w: Vec<i8> = (0..m * k).map(|i| (i * 7 % 255) as u8 as i8).collect();
+        let bv: Vec<f32> = (0..k * n).map(|i| (i % 255) as f32 - 128.0).collect();
+        let mut ms = Vec::new();
+        for dev in [&on, &off] {
+            let a8 = Tensor::from_i8(dev, &w, [m, k]).unwrap();
+            let b = Tensor::from_vec(dev, &bv, [k, n]).unwrap();
+            a8.matmul_i8_packed(&b).unwrap().to_vec().unwrap();
+            let reps = 5;
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                a8.matmul_i8_packed(&b).unwrap().to_vec().unwrap();
+            }
+            ms.push(t.elapsed().as_secs_f64() * 1e3 / reps as f64);
+        }
+        eprintln!("{m}x{k}x{n}: dot4I8Packed {:.2} ms, unpacked-i32 {:.2} ms, ratio packed/unpacked {:.2}", ms[0], ms[1], ms[0] / ms[1]);
+    }
+}
