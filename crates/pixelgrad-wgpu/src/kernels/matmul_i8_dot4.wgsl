@@ -1,3 +1,4 @@
+requires packed_4x8_integer_dot_product;
 // Exact integer matmul of 8-bit weights on packed 8-bit dot products (Op::MatMulI8 with
 // b_i8): C[g] = A[g] * B[g], A packed four elements per u32 word (element e in byte e % 4 of
 // word e / 4), B packed by matmul_i8_pack_b.wgsl (word (g, q, n): b[g, 4q..4q+4, n], zero
