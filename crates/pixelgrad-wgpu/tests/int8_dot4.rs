@@ -9,6 +9,7 @@ use common::backend;
 use pixelgrad_conformance::narrow::{matmul_i8_reference, Rng};
 use pixelgrad_core::{Device, Error, Tensor};
 use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
+use std::rc::Rc;
 
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
@@ -63,6 +64,12 @@ const CASES: &[(&[usize], &[usize])] = &[
     (&[3, 9, 28], &[3, 28, 12]),
     (&[2, 7, 3], &[2, 3, 5]),
     (&[70, 201], &[201, 67]),
+    // N a multiple of 4 (vec4 loads of packed B), K odd or not.
+    (&[5, 7], &[7, 8]),
+    (&[2, 9, 13], &[2, 13, 16]),
+    (&[4, 13], &[3, 13, 8]),
+    (&[3, 6, 16], &[16, 36]),
+    (&[33, 33], &[33, 36]),
 ];
 
 /// Random shapes: M, K, N in 1..=40 (K up to 70), ranks 2 and 3 with every broadcast.
@@ -143,30 +150,33 @@ fn large_sums_round_once_and_wrap() {
 /// Forcing the feature off switches the reported path; the numbers stay the same.
 #[test]
 fn forcing_the_feature_off_switches_the_path() {
-    let on = backend();
+    let on = Rc::new(backend());
     if !on.wgsl_packed_4x8_integer_dot_product() {
         eprintln!("no packed_4x8_integer_dot_product here: only the fallback is checked");
     }
-    let off = unpacked_backend();
+    let off = Rc::new(unpacked_backend());
     assert_eq!(off.int8_path(), "unpacked-i32");
     let on_path = on.int8_path();
-    let (don, doff) = (Device::new(on), Device::new(off));
+    let (don, doff) = (Device::from_rc(on.clone()), Device::from_rc(off.clone()));
     assert_eq!(don.backend().int8_kernel(), Some(on_path));
     assert_eq!(doff.backend().int8_kernel(), Some("unpacked-i32"));
-    // The launches differ: a pack prologue and the dot4 kernel against one unpacked launch.
+    // The launches differ: a pack prologue and the dot4 kernel (scalar for N = 10, vec4 for
+    // N = 12) against one unpacked launch; the numbers do not.
     let mut rng = Rng(9);
-    let (a, b) = draw(&mut rng, true, &[9, 21], &[21, 10]);
-    let want = bits(&matmul_i8_reference(&a, &[9, 21], &b, &[21, 10]).1);
-    let mut launches = Vec::new();
-    for dev in [&don, &doff] {
-        let (at, bt) = upload(dev, true, &a, &[9, 21], &b, &[21, 10]);
-        let before = dev.counters().launches;
-        let y = at.matmul_i8_packed(&bt).unwrap().to_vec().unwrap();
-        launches.push(dev.counters().launches - before);
-        assert_eq!(bits(&y), want, "{}", dev.name());
-    }
-    if on_path == "dot4I8Packed" {
-        assert_eq!(launches, [2, 1], "dot4: pack + product; unpacked: one launch");
+    for (n, dot4_kernel) in [(10usize, "matmul_i8_dot4"), (12, "matmul_i8_dot4_vec4")] {
+        let (a, b) = draw(&mut rng, true, &[9, 21], &[21, n]);
+        let want = bits(&matmul_i8_reference(&a, &[9, 21], &b, &[21, n]).1);
+        for (dev, be) in [(&don, &on), (&doff, &off)] {
+            let (at, bt) = upload(dev, true, &a, &[9, 21], &b, &[21, n]);
+            be.set_launch_log(true);
+            let y = at.matmul_i8_packed(&bt).unwrap().to_vec().unwrap();
+            let kernels: Vec<String> = be.take_launch_log().iter().filter_map(|l| l.split_whitespace().nth(1).map(String::from)).collect();
+            be.set_launch_log(false);
+            assert_eq!(bits(&y), want, "{} N {n}", dev.name());
+            let expect: Vec<&str> =
+                if be.int8_path() == "dot4I8Packed" { vec!["matmul_i8_pack_b", dot4_kernel] } else { vec!["matmul_i8"] };
+            assert_eq!(kernels, expect, "{} N {n}", be.int8_path());
+        }
     }
 }
 

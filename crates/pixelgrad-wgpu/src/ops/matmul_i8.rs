@@ -55,6 +55,16 @@ pub(crate) const MATMUL_I8_DOT4: Kernel = Kernel {
     status: false,
 };
 
+/// [`MATMUL_I8_DOT4`] for N a multiple of 4: vec4 loads of packed `b`.
+pub(crate) const MATMUL_I8_DOT4_VEC4: Kernel = Kernel {
+    name: Cow::Borrowed("matmul_i8_dot4_vec4"),
+    source: Cow::Borrowed(include_str!("../kernels/matmul_i8_dot4_vec4.wgsl")),
+    inputs: 2,
+    outputs: 1,
+    overrides: &["SIGNED", "ALIGNED"],
+    status: false,
+};
+
 /// Output tile edge of one workgroup (must match the kernel).
 const TILE: usize = 32;
 
@@ -109,7 +119,8 @@ pub(crate) fn matmul_i8(
         let bp_stride = if b_stride == 0 { 0 } else { k4 * n };
         let params = [u(op, m)?, u(op, n)?, u(op, k)?, u(op, a_stride)?, u(op, bp_stride)?, u(op, k4)?];
         let config = [u32::from(signed), u32::from(k.is_multiple_of(4))];
-        return gpu.launch(op, &MATMUL_I8_DOT4, &config, &[a.buffer(), packed.buffer()], res.buffer(), &params, grid);
+        let kernel = if n.is_multiple_of(4) { &MATMUL_I8_DOT4_VEC4 } else { &MATMUL_I8_DOT4 };
+        return gpu.launch(op, kernel, &config, &[a.buffer(), packed.buffer()], res.buffer(), &params, grid);
     }
     let kernel = if k.is_multiple_of(4) && n.is_multiple_of(4) { &MATMUL_I8_VEC4 } else { &MATMUL_I8 };
     gpu.launch(op, kernel, &[u32::from(signed)], &[a.buffer(), b.buffer()], res.buffer(), &params, grid)

@@ -33,6 +33,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &matmul_i8::MATMUL_I8_VEC4,
         &matmul_i8::MATMUL_I8_PACK_B,
         &matmul_i8::MATMUL_I8_DOT4,
+        &matmul_i8::MATMUL_I8_DOT4_VEC4,
         &widen::WIDEN,
         &window::IM2COL,
         &window::COL2IM,
