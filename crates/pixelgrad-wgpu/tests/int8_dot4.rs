@@ -236,3 +236,31 @@ fn timing_dot4_vs_unpacked() {
         eprintln!("{m}x{k}x{n}: dot4I8Packed {:.2} ms, unpacked-i32 {:.2} ms, ratio packed/unpacked {:.2}", ms[0], ms[1], ms[0] / ms[1]);
     }
 }
+
+/// Inside repeated steps the pack prologue's scratch buffer is recorded and replayed like
+/// every other allocation: the same numbers, no new allocations once warm.
+#[test]
+fn packed_path_works_inside_step_plans() {
+    let dev = Device::new(backend());
+    let mut rng = Rng(15);
+    let (av, _) = draw(&mut rng, false, &[2, 7, 19], &[1, 1]);
+    let a = Tensor::from_u8(&dev, &av.iter().map(|&v| v as u8).collect::<Vec<_>>(), [2, 7, 19]).unwrap();
+    for step in 0..6i64 {
+        let xv: Vec<i64> = (0..2 * 19 * 8).map(|i| ((i * 31 + step * 17) % 255) - 128).collect();
+        let before = dev.counters();
+        let y = dev
+            .step(43, || {
+                let x = Tensor::from_vec(&dev, &xv.iter().map(|&v| v as f32).collect::<Vec<_>>(), [2, 19, 8])?;
+                a.matmul_i8_packed(&x.add_scalar(1.0)?)?.mul_scalar(2.0)
+            })
+            .unwrap();
+        let after = dev.counters();
+        let got = y.to_vec().unwrap();
+        let bx: Vec<i64> = xv.iter().map(|v| v + 1).collect();
+        let want: Vec<f32> = matmul_i8_reference(&av, &[2, 7, 19], &bx, &[2, 19, 8]).1.iter().map(|v| v * 2.0).collect();
+        assert_eq!(bits(&got), bits(&want), "step {step}");
+        if step >= 4 {
+            assert_eq!(after.allocations, before.allocations, "step {step} allocated");
+        }
+    }
+}
