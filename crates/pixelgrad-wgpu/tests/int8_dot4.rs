@@ -70,6 +70,8 @@ const CASES: &[(&[usize], &[usize])] = &[
     (&[4, 13], &[3, 13, 8]),
     (&[3, 6, 16], &[16, 36]),
     (&[33, 33], &[33, 36]),
+    // Empty inner size: zeros.
+    (&[3, 0], &[0, 5]),
 ];
 
 /// Random shapes: M, K, N in 1..=40 (K up to 70), ranks 2 and 3 with every broadcast.
