@@ -214,9 +214,6 @@ impl Session {
     pub fn outputs(&self) -> &[ValueInfo] {
         &self.model.outputs
     }
-    /// How the quantised operators compute on this device: `"f32-emulated"` (8-bit values
-    /// held as integer-valued `f32`, products accumulated exactly in `f32` below 2^24 and
-    /// requantised as onnxruntime does), or `None` when the model has no quantised operator.
     /// Whether constant `t` lives in fewer bits than f32 on this device (8-bit values where the
     /// backend stores them).
     fn stored_narrow(&self, t: &HostTensor) -> bool {
@@ -234,6 +231,13 @@ impl Session {
         }
     }
 
+    /// How the quantised operators compute on this device, or `None` when the model has no
+    /// quantised operator: `"f32-emulated"` where the backend has no 8-bit storage (8-bit
+    /// values held as integer-valued `f32`, products accumulated exactly in `f32` below 2^24
+    /// and requantised as onnxruntime does); else `"i8 weights stored 8-bit; ..."`, naming
+    /// the kernel the integer products run on ([`pixelgrad_core::Backend::int8_kernel`]):
+    /// `(dot4I8Packed, i32 accumulation)` or `(unpacked-i32, i32 accumulation)` on WebGPU,
+    /// `(i32 accumulation)` on the CPU.
     pub fn int8_path(&self) -> Option<&'static str> {
         if self.model.precision().int8.is_empty() {
             None
