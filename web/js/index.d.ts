@@ -358,6 +358,19 @@ export interface CompileOptions {
   optimizer?: OptimizerConfig | OptimizerName;
   loss?: LossName;
   metrics?: string[];
+  /**
+   * 'f32' (default) or 'mixed': f16 activations and gradients, f32 master weights, a dynamic
+   * loss scale decided on the device. Where the backend cannot (WebGL), training stays f32 and
+   * `model.precision.fallback` says why.
+   */
+  precision?: 'f32' | 'mixed';
+}
+
+export interface PrecisionInfo {
+  requested: 'f32' | 'mixed';
+  precision: 'f32' | 'mixed';
+  /** Why `precision` differs from `requested`; null when it does not. */
+  fallback: string | null;
 }
 
 export interface Logs {
@@ -455,6 +468,10 @@ export declare class Sequential {
   readonly backend: BackendName | null;
   readonly inputShape: number[];
   compile(options?: CompileOptions): void;
+  /** The training precision asked for in `compile`, the one that runs, and why they differ. */
+  readonly precision: PrecisionInfo;
+  /** Mixed precision: the current loss scale and the steps skipped for f16 overflow (one readback); null in f32. */
+  lossScale(): Promise<{ scale: number; skippedSteps: number } | null>;
   /**
    * x: [n, ...inputShape] (images NHWC); y, used as given: class indices [n], one-hot or
    * probability rows [n, classes], or float targets [n, outputs] (MSE, BCE regression). A

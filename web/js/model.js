@@ -80,13 +80,32 @@ export class Sequential {
     return Array.from(this._net('inputShape').inputShape);
   }
 
-  /** `{ optimizer, loss, metrics }`. A new compile resets the optimizer's state. */
+  /**
+   * `{ optimizer, loss, metrics, precision }`. A new compile resets the optimizer's state.
+   * `precision: 'mixed'` trains with f16 activations and gradients, f32 master weights and a
+   * dynamic loss scale decided on the device; where the backend cannot (WebGL today), training
+   * stays f32 and `model.precision` says why. Default `'f32'`.
+   */
   compile(opts = {}) {
     const net = this._net('compile');
     const optimizer = optimizerOf(opts.optimizer);
     const loss = opts.loss || 'softmaxCrossEntropy';
+    const precision = opts.precision || 'f32';
+    if (precision !== 'f32' && precision !== 'mixed') throw new Error(`compile: precision must be 'f32' or 'mixed', got '${precision}'`);
     net.compile(optimizer.name, optimizer.learningRate, optimizer.momentum || 0, loss);
-    this._compile = { optimizer: { ...optimizer }, loss, metrics: opts.metrics || ['accuracy'] };
+    net.setPrecision(precision);
+    this._compile = { optimizer: { ...optimizer }, loss, metrics: opts.metrics || ['accuracy'], precision };
+  }
+
+  /** `{ requested, precision, fallback }`: the training precision asked for, the one that runs, and why they differ (null when they do not). */
+  get precision() {
+    return this._net('precision').precisionInfo();
+  }
+
+  /** Mixed precision: `{ scale, skippedSteps }` (one readback), or null when training is f32. */
+  async lossScale() {
+    const v = await this._net('lossScale').readLossScale();
+    return v ? { scale: v[0], skippedSteps: v[1] } : null;
   }
 
   async _xy(x, y, what) {

@@ -10,7 +10,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use pixelgrad::nn::presets::{ModelSpec, Preset, SPEC_KEY};
 use pixelgrad::nn::train::{fit, Callbacks, EpochLog, FitOptions, Samples, StepLog};
-use pixelgrad::nn::{io, Module, OptimizerKind, Schedule};
+use pixelgrad::nn::{io, Mode, Module, OptimizerKind, Precision, Schedule};
 
 use crate::dataset::{self, DatasetSpec};
 use crate::weights::WeightDumper;
@@ -61,6 +61,10 @@ pub struct TrainArgs {
     /// Pace training for watching: at most this many steps per second (same results)
     #[arg(long)]
     pub max_steps_per_second: Option<f64>,
+    /// f32 | mixed: mixed keeps activations and gradients in f16 with f32 master weights and
+    /// dynamic loss scaling; on a backend that cannot, it trains f32 and says so
+    #[arg(long, default_value = "f32")]
+    pub precision: String,
 }
 
 struct Defaults {
@@ -74,8 +78,12 @@ fn defaults(preset: Preset, spec: &DatasetSpec) -> Defaults {
     let digits = matches!(spec, DatasetSpec::Digits);
     match preset {
         Preset::SeedMlp => Defaults { epochs: if digits { 10 } else { 1 }, batch: 1, lr: 0.5, optimizer: "sgd" },
-        Preset::Mlp => Defaults { epochs: if digits { 30 } else { 2 }, batch: 32, lr: if digits { 0.003 } else { 0.002 }, optimizer: "adam" },
-        Preset::Cnn => Defaults { epochs: if digits { 20 } else { 1 }, batch: 32, lr: if digits { 0.003 } else { 0.001 }, optimizer: "adam" },
+        Preset::Mlp => {
+            Defaults { epochs: if digits { 30 } else { 2 }, batch: 32, lr: if digits { 0.003 } else { 0.002 }, optimizer: "adam" }
+        }
+        Preset::Cnn => {
+            Defaults { epochs: if digits { 20 } else { 1 }, batch: 32, lr: if digits { 0.003 } else { 0.001 }, optimizer: "adam" }
+        }
     }
 }
 
@@ -146,6 +154,7 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
     let lr = a.lr.unwrap_or(d.lr);
     let opt_name = a.optimizer.clone().unwrap_or_else(|| d.optimizer.to_string());
     let kind = OptimizerKind::parse(&opt_name).ctx()?;
+    let precision = Precision::parse(&a.precision).ctx()?;
     if batch == 0 || a.log_every == 0 {
         return Err("--batch-size and --log-every must be at least 1".into());
     }
@@ -171,12 +180,22 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
     let model_spec = ModelSpec { preset, input: data.shape(), classes: data.classes() };
     let model = model_spec.build(&dev, a.seed).ctx()?;
     say(format!("model: {} ({} parameters)", model.describe(), model.num_params()));
-    say(format!("training: {epochs} epochs, batch {batch}, {opt_name} lr {lr}, seed {}", a.seed));
+    say(format!("training: {epochs} epochs, batch {batch}, {opt_name} lr {lr}, seed {}, {}", a.seed, precision.name()));
 
     let steps_per_epoch = data.train.len().div_ceil(batch);
     let total = steps_per_epoch * epochs;
     let mut opt = kind.build(lr);
-    let opts = FitOptions { epochs, batch_size: batch, read_every: a.log_every, shuffle: true, seed: a.seed, schedule: schedule(&a.schedule, total)?, max_steps_per_second: a.max_steps_per_second, ..Default::default() };
+    let opts = FitOptions {
+        epochs,
+        batch_size: batch,
+        read_every: a.log_every,
+        shuffle: true,
+        seed: a.seed,
+        schedule: schedule(&a.schedule, total)?,
+        max_steps_per_second: a.max_steps_per_second,
+        precision,
+        ..Default::default()
+    };
     let shape = data.shape();
     let train = Samples::new(data.train.images(), &shape, data.train.labels()).ctx()?;
     let test = Samples::new(data.test.images(), &shape, data.test.labels()).ctx()?;
@@ -191,6 +210,7 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
         None => None,
     };
     let mut progress = Progress { model: &model, dumper, bar, epochs, steps: Vec::new(), quiet: a.json, epoch_start: Instant::now() };
+    let activations = activation_bytes(&model, preset, &dev, &train, batch)?;
     let t0 = Instant::now();
     let history = fit(&model, opt.as_mut(), preset.loss(), &dev, train, Some(test), &opts, &mut progress).ctx()?;
     let train_seconds = t0.elapsed().as_secs_f64();
@@ -208,6 +228,20 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
     write_metrics(&a.out.join("metrics.csv"), &history.steps, &history.epochs, steps_per_epoch)?;
     plot::loss_png(&a.out.join("loss.png"), &history.steps, &format!("{} on {} ({})", preset.name(), data.name, sel.device.kind()))?;
 
+    let mixed = history.mixed.clone();
+    if let Some(m) = &mixed {
+        match &m.fallback {
+            Some(why) => say(format!("precision: f32 ({why})")),
+            None => say(format!(
+                "precision: mixed, final loss scale {}, {} steps skipped for f16 overflow; activations kept for backward {} bytes vs {} in f32 ({:.2}x)",
+                m.final_scale,
+                m.skipped_steps,
+                activations.1,
+                activations.0,
+                activations.1 as f64 / activations.0.max(1) as f64
+            )),
+        }
+    }
     say(format!(
         "done: test accuracy {test_acc:.4}, test loss {test_loss:.4}, {train_seconds:.1} s; wrote {}, metrics.csv, loss.png",
         model_path.display()
@@ -226,11 +260,31 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
             "train_seconds": train_seconds,
             "out": a.out.display().to_string(),
             "losses": history.steps.iter().map(|s| s.loss).collect::<Vec<_>>(),
+            "precision": mixed.as_ref().map(|m| m.precision).unwrap_or("f32"),
+            "precision_fallback": mixed.as_ref().and_then(|m| m.fallback.clone()),
+            "loss_scale": mixed.as_ref().filter(|m| m.fallback.is_none()).map(|m| m.final_scale),
+            "skipped_steps": mixed.as_ref().map(|m| m.skipped_steps).unwrap_or(0),
+            "activation_bytes_f32": activations.0,
+            "activation_bytes": if mixed.as_ref().is_some_and(|m| m.fallback.is_none()) { activations.1 } else { activations.0 },
         });
         let mut out = std::io::stdout().lock();
         writeln!(out, "{j}").ctx()?;
     }
     Ok(())
+}
+
+/// Bytes one training step's graph keeps for the backward pass on the first batch, in f32 and
+/// in a mixed-precision scope (the same where the device cannot narrow): what `--precision
+/// mixed` saves. One forward pass each, no update.
+fn activation_bytes(model: &dyn Module, preset: Preset, dev: &pixelgrad::Device, train: &Samples, batch: usize) -> CliResult<(u64, u64)> {
+    let idx: Vec<usize> = (0..batch.min(train.len())).collect();
+    let (x, y) = train.batch(dev, &idx).ctx()?;
+    let bytes = |mixed: bool| -> CliResult<u64> {
+        let _g = mixed.then(pixelgrad::mixed_precision);
+        let out = model.forward(&x, Mode::Train).ctx()?;
+        Ok(preset.loss().compute(&out, &y).ctx()?.graph_bytes())
+    };
+    Ok((bytes(false)?, bytes(true)?))
 }
 
 /// `step,epoch,loss,accuracy,test_accuracy` — one row per readback; test accuracy on the last
@@ -239,8 +293,19 @@ fn write_metrics(path: &std::path::Path, steps: &[StepLog], epochs: &[EpochLog],
     let mut s = String::from("step,epoch,loss,accuracy,test_accuracy\n");
     for (i, st) in steps.iter().enumerate() {
         let end_of_epoch = st.step % steps_per_epoch == 0 || steps.get(i + 1).is_none_or(|n| n.epoch != st.epoch);
-        let test = if end_of_epoch { epochs.get(st.epoch).and_then(|e| e.test_accuracy).map(|a| a.to_string()).unwrap_or_default() } else { String::new() };
-        s.push_str(&format!("{},{},{},{},{}\n", st.step, st.epoch + 1, st.loss, st.accuracy.map(|a| a.to_string()).unwrap_or_default(), test));
+        let test = if end_of_epoch {
+            epochs.get(st.epoch).and_then(|e| e.test_accuracy).map(|a| a.to_string()).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        s.push_str(&format!(
+            "{},{},{},{},{}\n",
+            st.step,
+            st.epoch + 1,
+            st.loss,
+            st.accuracy.map(|a| a.to_string()).unwrap_or_default(),
+            test
+        ));
     }
     std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
 }

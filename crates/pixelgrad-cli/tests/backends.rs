@@ -69,3 +69,39 @@ fn dump_weights_writes_one_image_per_epoch() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+fn train_precision(backend: &str, precision: &str) -> std::process::Output {
+    let out_dir = std::env::temp_dir().join(format!("pixelgrad-prec-{}-{backend}-{precision}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_pixelgrad"))
+        .args(["train", "--backend", backend, "--epochs", "1", "--precision", precision, "--json", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&out_dir).ok();
+    out
+}
+
+/// `--precision mixed` reports what ran: mixed with half the activation bytes on cpu and
+/// webgpu, the f32 fallback and its reason on webgl; a bad name is refused.
+#[test]
+fn train_precision_mixed_reports_what_ran() {
+    for (backend, mixed) in [("cpu", true), ("webgpu", true), ("webgl", false)] {
+        let out = train_precision(backend, "mixed");
+        assert!(out.status.success(), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
+        let j: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+        let (a, a32) = (j["activation_bytes"].as_u64().unwrap(), j["activation_bytes_f32"].as_u64().unwrap());
+        assert!(j["test_accuracy"].as_f64().unwrap() > 0.85, "{backend}: {j}");
+        if mixed {
+            assert_eq!(j["precision"], "mixed", "{backend}: {j}");
+            assert!(j["precision_fallback"].is_null() && j["loss_scale"].as_f64().unwrap() > 0.0);
+            assert!(a as f64 <= 0.6 * a32 as f64, "{backend}: {a} vs {a32}");
+        } else {
+            assert_eq!(j["precision"], "f32", "{backend}: {j}");
+            assert!(j["precision_fallback"].as_str().unwrap().contains("f16"), "{j}");
+            assert_eq!(a, a32);
+        }
+    }
+    let out = train_precision("cpu", "bf16");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("f32 or mixed"));
+}

@@ -39,6 +39,9 @@ impl Backend for Recording {
     fn upload_int8(&self, data: &[u8], dtype: pixelgrad_core::kernel::DType) -> Result<Storage> {
         self.inner.upload_int8(data, dtype)
     }
+    fn supports_narrow_f16(&self) -> bool {
+        self.inner.supports_narrow_f16()
+    }
     fn supports_f16_storage(&self) -> bool {
         self.inner.supports_f16_storage()
     }

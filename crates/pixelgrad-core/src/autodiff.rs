@@ -5,6 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::kernel::DType;
 use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp};
 use crate::shape::Shape;
 use crate::tensor::{no_grad, Tensor};
@@ -34,13 +35,20 @@ impl Tensor {
                 });
             }
             let Some(node) = &t.0.node else { continue };
-            let input_grads = grad_rule(&node.op, &node.inputs, t, &g)?;
+            // Values kept in f16 by a mixed-precision scope are read back to f32 for the rule.
+            let input_grads = if node.inputs.iter().chain([t]).any(|x| x.storage_dtype() == DType::F16) {
+                let xs = node.inputs.iter().map(crate::mixed::as_f32).collect::<Result<Vec<_>>>()?;
+                grad_rule(&node.op, &xs, &crate::mixed::as_f32(t)?, &g)?
+            } else {
+                grad_rule(&node.op, &node.inputs, t, &g)?
+            };
             for (x, gx) in node.inputs.iter().zip(input_grads) {
                 let Some(gx) = gx else { continue };
                 if !x.requires_grad() {
                     continue;
                 }
                 let gx = if gx.shape() != x.shape() { gx.reshape(x.shape().clone())? } else { gx };
+                let gx = crate::mixed::round_gradient(gx)?;
                 let acc = match grads.remove(&x.id()) {
                     Some(prev) => prev.add(&gx)?,
                     None => gx,
@@ -235,6 +243,7 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
         // that does gets an error rather than a wrong gradient.
         Op::MatMulI8 { .. } => Err(Error::Autodiff("matmul_i8 is not differentiable (its result records no gradient)".into())),
         Op::Widen => Err(Error::Autodiff("widen is not differentiable (its result records no gradient)".into())),
+        Op::NarrowF16 => Err(Error::Autodiff("narrow_f16 is not differentiable (its result records no gradient)".into())),
         Op::Im2Col(w) => {
             let d = x[0].dims();
             one(g.col2im(*w, d[2], d[3])?)

@@ -192,6 +192,13 @@ pub trait Backend {
         Err(Error::backend("upload_f16", self.name(), "f16 storage is not supported on this backend"))
     }
 
+    /// True if the backend runs [`Op::NarrowF16`] (f32 to f16 storage, rounded to nearest
+    /// even), on which mixed-precision training keeps its activations
+    /// ([`crate::mixed_precision`]). Needs [`Backend::supports_f16_storage`] as well.
+    fn supports_narrow_f16(&self) -> bool {
+        false
+    }
+
     /// Submits queued work without waiting for it.
     fn flush(&self) -> Result<()> {
         Ok(())

@@ -199,6 +199,14 @@ pub enum Op {
     /// records no gradient. Implemented by backends with 8-bit or f16 storage
     /// ([`crate::Backend::supports_int8`], [`crate::Backend::supports_f16_storage`]).
     Widen,
+    /// One f32 input; output the same values in half-precision storage
+    /// ([`crate::kernel::DType::F16`]), each rounded to the nearest f16, ties to even: values
+    /// beyond ±65504 (after rounding) become ±inf, small ones f16 subnormals or ±0, NaN stays
+    /// NaN. The storage of mixed-precision training (activations saved for the backward
+    /// pass, see [`crate::mixed_precision`]); [`Op::Widen`] reads it back. Not
+    /// differentiable. Implemented by backends whose [`crate::Backend::supports_narrow_f16`]
+    /// is true.
+    NarrowF16,
 }
 
 impl Op {
@@ -209,7 +217,7 @@ impl Op {
 
     /// The name of every primitive, in [`Op::index`] order (the conformance suite checks that
     /// every one of them is exercised).
-    pub const NAMES: [&'static str; 20] = [
+    pub const NAMES: [&'static str; 21] = [
         "fill",
         "random",
         "unary",
@@ -230,6 +238,7 @@ impl Op {
         "depthwise_conv",
         "matmul_i8",
         "widen",
+        "narrow_f16",
     ];
 
     /// Position of this primitive in [`Op::NAMES`]. Exhaustive: a new primitive must be
@@ -256,6 +265,7 @@ impl Op {
             Op::DepthwiseConv(_) => 17,
             Op::MatMulI8 { .. } => 18,
             Op::Widen => 19,
+            Op::NarrowF16 => 20,
         }
     }
 
@@ -272,7 +282,8 @@ impl Op {
             | Op::Expand(_)
             | Op::Slice { .. }
             | Op::Pad { .. }
-            | Op::Widen => Some(1),
+            | Op::Widen
+            | Op::NarrowF16 => Some(1),
             Op::Binary(_) | Op::MatMul { .. } | Op::MatMulI8 { .. } | Op::Gather { .. } | Op::ScatterAdd { .. } | Op::DepthwiseConv(_) => {
                 Some(2)
             }
@@ -322,7 +333,7 @@ impl Op {
         };
         match self {
             Op::Fill { shape, .. } | Op::Random { shape, .. } => Ok(shape.clone()),
-            Op::Unary(_) | Op::Widen => Ok(inputs[0].clone()),
+            Op::Unary(_) | Op::Widen | Op::NarrowF16 => Ok(inputs[0].clone()),
             Op::Binary(_) | Op::Where => broadcast_shapes(inputs).ok_or_else(|| err("shapes do not broadcast".into())),
             Op::Reduce { axis, .. } => {
                 let s = inputs[0];
@@ -540,6 +551,7 @@ mod tests {
             Op::DepthwiseConv(w),
             Op::MatMulI8 { b_i8: false },
             Op::Widen,
+            Op::NarrowF16,
         ];
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {

@@ -193,13 +193,17 @@ impl Tensor {
             (inputs[0].0.storage.clone(), inputs[0].0.dtype)
         } else {
             let stores: Vec<&Storage> = inputs.iter().map(|t| &t.0.storage).collect();
-            (device.backend.execute(&op, &stores, &shapes, &out)?, DType::F32)
+            let dtype = if let Op::NarrowF16 = op { DType::F16 } else { DType::F32 };
+            (device.backend.execute(&op, &stores, &shapes, &out)?, dtype)
         };
-        // MatMulI8 and Widen are not differentiable: their results are constants (inference
-        // only; their inputs are stored weights, which never require gradients anyway).
-        let differentiable = !matches!(op, Op::MatMulI8 { .. } | Op::Widen);
+        // MatMulI8, Widen and NarrowF16 are not differentiable: their results are constants
+        // (stored weights, or the copies mixed-precision training keeps).
+        let differentiable = !matches!(op, Op::MatMulI8 { .. } | Op::Widen | Op::NarrowF16);
         let node = if differentiable && grad_enabled() && inputs.iter().any(|t| t.requires_grad()) {
-            Some(Node { op, inputs: inputs.iter().map(|&t| t.clone()).collect() })
+            // What the node keeps of each input: the input, or its f16 copy in a
+            // mixed-precision scope (crate::mixed).
+            let kept = inputs.iter().enumerate().map(|(i, &t)| crate::mixed::saved(&op, i, t)).collect::<Result<Vec<_>>>()?;
+            Some(Node { op, inputs: kept })
         } else {
             None
         };
@@ -632,6 +636,20 @@ impl Tensor {
             return Ok(self.clone());
         }
         self.op1(Op::Widen)
+    }
+    /// This tensor's values rounded to half precision, in f16 storage ([`Op::NarrowF16`]:
+    /// nearest, ties to even; ±inf past the f16 range). Not differentiable. Errors
+    /// ([`Error::Backend`]) on backends without it
+    /// ([`crate::Backend::supports_narrow_f16`]) and for input that is not f32.
+    pub fn narrow_f16(&self) -> Result<Tensor> {
+        if !self.0.device.backend().supports_narrow_f16() {
+            return Err(Error::backend(
+                "narrow_f16",
+                self.0.device.name(),
+                "this backend does not store f16 results (supports_narrow_f16 is false)",
+            ));
+        }
+        self.op1(Op::NarrowF16)
     }
     pub fn im2col(&self, w: Window) -> Result<Tensor> {
         self.op1(Op::Im2Col(w))

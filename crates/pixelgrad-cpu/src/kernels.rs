@@ -53,5 +53,9 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
         Op::Widen => {
             return Err(Error::backend("widen", backend, "takes 8-bit or f16 storage; run it through CpuBackend::execute"));
         }
+        // Its result is f16, not `T`: `CpuBackend::execute` runs it.
+        Op::NarrowF16 => {
+            return Err(Error::backend("narrow_f16", backend, "stores f16; run it through CpuBackend::execute"));
+        }
     })
 }

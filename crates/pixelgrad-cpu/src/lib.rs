@@ -324,6 +324,26 @@ impl CpuBackend {
         })
     }
 
+    /// [`Op::NarrowF16`]: this mode's values rounded to the nearest f16 (ties to even, one
+    /// rounding from f32 or f64), stored as f16.
+    fn narrow_f16(&self, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<CpuStorage> {
+        let op = Op::NarrowF16;
+        let name = self.name();
+        if inputs.len() != 1 {
+            return Err(Error::backend("narrow_f16", name, format!("expects 1 input, got {}", inputs.len())));
+        }
+        let x = self.mine("narrow_f16", inputs[0])?;
+        pixelgrad_core::check_execute(&op, &[x.len()], shapes, out, &name)?;
+        let n = out.numel();
+        Ok(match x {
+            CpuStorage::F32(v) => CpuStorage::F16(v[..n].iter().map(|&x| half::f16::from_f32(x)).collect()),
+            CpuStorage::F64(v) => CpuStorage::F16(v[..n].iter().map(|&x| half::f16::from_f64(x)).collect()),
+            other => {
+                return Err(Error::backend("narrow_f16", name, format!("input has {} storage; it must be f32", other.dtype())));
+            }
+        })
+    }
+
     /// [`Op::Widen`]: 8-bit or f16 storage to this mode's precision (exact in both).
     fn widen(&self, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<CpuStorage> {
         let op = Op::Widen;
@@ -424,6 +444,10 @@ impl Backend for CpuBackend {
         true
     }
 
+    fn supports_narrow_f16(&self) -> bool {
+        true
+    }
+
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
         Ok(self.wrap(CpuStorage::F16(bits.iter().map(|&b| half::f16::from_bits(b)).collect())))
     }
@@ -441,6 +465,11 @@ impl Backend for CpuBackend {
         }
         if let Op::Widen = op {
             let res = self.widen(inputs, shapes, out)?;
+            self.bump(|c| c.launches += 1);
+            return Ok(self.wrap(res));
+        }
+        if let Op::NarrowF16 = op {
+            let res = self.narrow_f16(inputs, shapes, out)?;
             self.bump(|c| c.launches += 1);
             return Ok(self.wrap(res));
         }

@@ -25,6 +25,7 @@ pub mod io;
 pub mod layers;
 pub mod layouts;
 pub mod loss;
+pub mod mixed;
 pub mod module;
 pub mod optim;
 pub mod pacing;
@@ -34,6 +35,7 @@ pub mod train;
 
 pub use init::Init;
 pub use loss::Loss;
+pub use mixed::{LossScaler, MixedReport, Precision, ScaleOptions};
 pub use module::{Buffer, Mode, Module, Sequential};
 pub use optim::{Optimizer, OptimizerKind, OptimizerState, Schedule};
 pub use step_key::step_key;

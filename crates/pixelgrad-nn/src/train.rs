@@ -15,6 +15,7 @@ use pixelgrad_core::{no_grad, rng, Device, Error, Result, Tensor};
 
 use crate::checkpoint::{Capture, Checkpoint};
 use crate::loss::TargetKind;
+use crate::mixed::{scaler_for, train_batch_mixed, LossScaler, MixedReport, Precision, ScaleOptions};
 use crate::optim::{Optimizer, Schedule};
 use crate::{Loss, Mode, Module};
 
@@ -160,6 +161,12 @@ pub struct FitOptions {
     /// between steps; results are unchanged). `None` runs at full speed. Native only: in wasm
     /// the JS `fit({ maxStepsPerSecond })` paces instead.
     pub max_steps_per_second: Option<f64>,
+    /// f32, or mixed precision (f16 activations and gradients, f32 master weights, dynamic
+    /// loss scaling: see [`crate::mixed`]). Mixed on a device that cannot falls back to f32,
+    /// as [`History::mixed`] reports.
+    pub precision: Precision,
+    /// The loss scale of mixed-precision training.
+    pub loss_scale: ScaleOptions,
 }
 
 impl Default for FitOptions {
@@ -174,6 +181,8 @@ impl Default for FitOptions {
             checkpoint_every: None,
             stop_on_nan: true,
             max_steps_per_second: None,
+            precision: Precision::F32,
+            loss_scale: ScaleOptions::default(),
         }
     }
 }
@@ -276,6 +285,9 @@ pub struct History {
     /// The last good checkpoint (`None` without checkpoints): restore it to get the model back
     /// after a later device loss.
     pub last_checkpoint: Option<Checkpoint>,
+    /// For `precision: Mixed`: what ran (or the f32 fallback and why), the final loss scale and
+    /// the steps skipped for overflow. `None` for f32 training.
+    pub mixed: Option<MixedReport>,
 }
 
 /// Device-side running sums of `loss * batch` and correct predictions, plus the host-side
@@ -454,6 +466,7 @@ pub fn fit(
     let mut pos = Pos::default();
     let mut window = Sums::new();
     let mut step_started = now();
+    let mut scaler = scaler_for(opts.precision, &dev, opts.loss_scale)?;
     let result = (|| -> Result<()> {
         let checkpoint = |pos: &Pos, history: &mut History, good: &mut Option<Good>, opt: &dyn Optimizer| -> Result<Option<f64>> {
             let t0 = now();
@@ -492,11 +505,14 @@ pub fn fit(
                     opt.set_lr(lr);
                     // One step plan per model, optimizer and batch size (the last batch of an
                     // epoch may be smaller).
-                    let key = crate::step_key(model, &*opt, &[idx.len()]);
+                    let key = crate::step_key(model, &*opt, &[idx.len(), scaler.is_some() as usize]);
                     pacer.wait();
                     dev.step(key, || {
                         let (xb, yb) = train.batch(&dev, idx)?;
-                        train_batch(model, &mut *opt, loss, &xb, &yb, &mut window)
+                        match scaler.as_mut() {
+                            Some(s) => train_batch_mixed(model, &mut *opt, loss, &xb, &yb, &mut window, s),
+                            None => train_batch(model, &mut *opt, loss, &xb, &yb, &mut window),
+                        }
                     })?;
                     pos.step += 1;
                     pos.batch += 1;
@@ -551,6 +567,7 @@ pub fn fit(
                 Err(Err(other)) => return Err(other),
                 Err(Ok(e)) => {
                     recover(e, model, &mut *opt, &mut dev, &mut pos, &mut window, &mut history, &good, cb)?;
+                    restart_scaler(&mut scaler, opts, &dev)?;
                     step_started = now();
                     continue 'outer;
                 }
@@ -564,6 +581,7 @@ pub fn fit(
                     Ok((a, b)) => (Some(a), b),
                     Err(e @ Error::DeviceLost { .. }) => {
                         recover(e, model, &mut *opt, &mut dev, &mut pos, &mut window, &mut history, &good, cb)?;
+                        restart_scaler(&mut scaler, opts, &dev)?;
                         continue 'outer;
                     }
                     Err(e) => return Err(e),
@@ -588,9 +606,21 @@ pub fn fit(
     })();
     opt.set_lr(base_lr);
     result?;
+    if opts.precision == Precision::Mixed {
+        history.mixed = Some(LossScaler::report(scaler.as_ref(), &dev)?);
+    }
     history.checkpoint_every = every;
     history.last_checkpoint = good.map(|g| g.ck);
     Ok(history)
+}
+
+/// After a device loss the loss scale starts again from its initial value on the new device
+/// (the old one's scale cannot be read).
+fn restart_scaler(scaler: &mut Option<LossScaler>, opts: &FitOptions, dev: &Device) -> Result<()> {
+    if scaler.is_some() || opts.precision == Precision::Mixed {
+        *scaler = scaler_for(opts.precision, dev, opts.loss_scale)?;
+    }
+    Ok(())
 }
 
 /// Restores the last good checkpoint on a device from the callbacks and rewinds to it.

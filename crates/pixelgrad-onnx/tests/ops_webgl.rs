@@ -27,3 +27,46 @@ fn pretrained_classifier_matches_onnxruntime_on_webgl() {
 fn quantized_models_match_onnxruntime_on_webgl() {
     common::check_all(&webgl(), "models", |c| c.tags.iter().any(|t| t == "int8") && !c.name.starts_with("squeezenet"));
 }
+
+/// WebGL2 stores 8-bit weights in integer textures, so a quantised model's weights stay 8-bit
+/// on the device and its convolutions and matrix products run on `matmul_i8`; the result
+/// stays within one quantisation step of onnxruntime.
+#[test]
+fn int8_weights_stay_8_bit_on_webgl() {
+    use std::rc::Rc;
+    let dev = webgl();
+    assert!(dev.backend().supports_int8());
+    let case = common::cases("models").into_iter().find(|c| c.name == "ppocr_cls_qdq_u8").unwrap();
+    let model = Rc::new(pixelgrad_onnx::Model::load(case.dir.join("model.onnx")).unwrap());
+    let s = pixelgrad_onnx::Session::with_storage(model.clone(), &dev, pixelgrad_onnx::WeightStorage::F32).unwrap();
+    let errs = common::compare(&case, &s).unwrap();
+    assert!(errs.iter().all(|&e| e <= 1.0), "{errs:?}");
+    let int8: usize = model.constants.values().filter(|t| t.dtype.size() == 1 && !t.shape.is_empty()).map(|t| t.numel()).sum();
+    let float: usize = model.constants.values().filter(|t| t.dtype.size() != 1 || t.shape.is_empty()).map(|t| t.numel() * 4).sum();
+    let bytes = s.device_weight_bytes();
+    assert!(bytes <= int8 + float, "{bytes} > {int8} 8-bit + {float} other bytes");
+    assert!(s.int8_path().unwrap().starts_with("i8 weights stored 8-bit"), "{:?}", s.int8_path());
+}
+
+/// WebGL2 stores f16 weights (RGBA16UI bit patterns, widened exactly where read): the
+/// pretrained classifier holds about half the weight bytes and stays within 1e-2 of
+/// onnxruntime's f32 outputs.
+#[test]
+fn f16_weights_take_half_the_bytes_on_webgl() {
+    use std::rc::Rc;
+    let dev = webgl();
+    assert!(dev.backend().supports_f16_storage());
+    let _g = pixelgrad_core::no_grad();
+    let case = common::cases("models").into_iter().find(|c| c.name == "ppocr_cls" && c.atol.is_none()).unwrap();
+    let model = Rc::new(pixelgrad_onnx::Model::load(case.dir.join("model.onnx")).unwrap());
+    let full = pixelgrad_onnx::Session::with_storage(model.clone(), &dev, pixelgrad_onnx::WeightStorage::F32).unwrap();
+    let half = pixelgrad_onnx::Session::with_storage(model, &dev, pixelgrad_onnx::WeightStorage::F16).unwrap();
+    assert_eq!(half.weight_storage(), "f16");
+    let mut strict = case.clone();
+    strict.tol = 1e-2;
+    let errs = common::compare(&strict, &half).unwrap();
+    assert!(errs.iter().all(|&e| e <= 1.0), "error {errs:?} of 1e-2");
+    common::compare(&case, &full).unwrap();
+    let (h, f) = (half.device_weight_bytes() as f64, full.device_weight_bytes() as f64);
+    assert!(h <= 0.55 * f && h >= 0.45 * f, "f16 weights take {h} bytes, f32 {f}");
+}

@@ -7,6 +7,7 @@
 
 use pixelgrad_core::{no_grad, Device, Error, Result, Tensor};
 use pixelgrad_nn::loss::TargetKind;
+use pixelgrad_nn::mixed::{train_batch_mixed, LossScaler, Precision, ScaleOptions};
 use pixelgrad_nn::optim::{Optimizer, OptimizerKind};
 use pixelgrad_nn::train::{train_batch, Sums};
 use pixelgrad_nn::{Loss, Mode, Module};
@@ -32,6 +33,9 @@ pub struct Net {
     loss: Loss,
     train: Sums,
     eval: Sums,
+    /// What `set_precision` asked for, and the loss scaler where mixed precision runs.
+    precision: Precision,
+    scaler: Option<LossScaler>,
 }
 
 impl Net {
@@ -43,7 +47,18 @@ impl Net {
     /// [`Net::new`] with the imported models that `onnx` layers of `config` refer to.
     pub fn new_with(dev: &Device, config: Value, onnx: Vec<Rc<pixelgrad_onnx::Model>>) -> Result<Net> {
         let built = spec::build_with(dev, &config, &onnx)?;
-        Ok(Net { dev: dev.clone(), built, config, onnx, opt: None, loss: Loss::CrossEntropy, train: Sums::new(), eval: Sums::new() })
+        Ok(Net {
+            dev: dev.clone(),
+            built,
+            config,
+            onnx,
+            opt: None,
+            loss: Loss::CrossEntropy,
+            train: Sums::new(),
+            eval: Sums::new(),
+            precision: Precision::F32,
+            scaler: None,
+        })
     }
 
     /// Chooses the optimizer (fresh state; a name of `OptimizerKind::parse`, with `momentum`
@@ -67,6 +82,32 @@ impl Net {
         self.classes()?;
         self.opt = Some(opt);
         Ok(())
+    }
+
+    /// Training precision, `f32` or `mixed` (f16 activations and gradients, f32 master
+    /// weights, dynamic loss scaling; see `pixelgrad_nn::mixed`). The loss scale starts afresh.
+    /// Where the device cannot run mixed precision, training stays f32 and
+    /// [`Net::precision_info`] says why.
+    pub fn set_precision(&mut self, name: &str) -> Result<()> {
+        let p = Precision::parse(name).map_err(|e| Error::invalid("compile", e.to_string()))?;
+        self.scaler = pixelgrad_nn::mixed::scaler_for(p, &self.dev, ScaleOptions::default())?;
+        self.precision = p;
+        Ok(())
+    }
+
+    /// `(asked, running, fallback reason)`: the precision `set_precision` asked for, the one
+    /// training runs in, and why they differ (`None` when they do not).
+    pub fn precision_info(&self) -> (&'static str, &'static str, Option<String>) {
+        match (self.precision, &self.scaler) {
+            (Precision::F32, _) => ("f32", "f32", None),
+            (Precision::Mixed, Some(_)) => ("mixed", "mixed", None),
+            (Precision::Mixed, None) => ("mixed", "f32", Some(pixelgrad_nn::mixed::fallback_reason(&self.dev))),
+        }
+    }
+
+    /// The loss scaler of mixed-precision training (`None` in f32).
+    pub fn scaler(&self) -> Option<&LossScaler> {
+        self.scaler.as_ref()
     }
 
     pub fn is_compiled(&self) -> bool {
@@ -172,15 +213,20 @@ impl Net {
         let Some(opt) = self.opt.as_mut() else {
             return Err(Error::invalid("fit", "the model is not compiled; call model.compile({ optimizer, loss }) first"));
         };
-        let (dev, seq, loss, train) = (&self.dev, &self.built.seq, self.loss, &mut self.train);
-        // One step plan per model, optimizer and input shape: from the third step on, the GPU
-        // backends replay prepared buffers and bind groups / framebuffers. The step ends with
-        // one submission, so GPU queues never grow between reads.
-        let key = pixelgrad_nn::step_key(seq, &**opt, shape);
+        let (dev, seq, loss, train, scaler) = (&self.dev, &self.built.seq, self.loss, &mut self.train, &mut self.scaler);
+        // One step plan per model, optimizer, input shape and precision: from the third step
+        // on, the GPU backends replay prepared buffers and bind groups / framebuffers. The step
+        // ends with one submission, so GPU queues never grow between reads.
+        let mut key_dims = shape.to_vec();
+        key_dims.push(scaler.is_some() as usize);
+        let key = pixelgrad_nn::step_key(seq, &**opt, &key_dims);
         dev.step(key, || {
             let xb = Tensor::from_vec(dev, x, shape.to_vec())?;
             let yb = Tensor::from_vec(dev, y, y_dims.clone())?;
-            train_batch(seq, opt.as_mut(), loss, &xb, &yb, train)
+            match scaler.as_mut() {
+                Some(s) => train_batch_mixed(seq, opt.as_mut(), loss, &xb, &yb, train, s),
+                None => train_batch(seq, opt.as_mut(), loss, &xb, &yb, train),
+            }
         })
     }
 
@@ -381,6 +427,35 @@ mod tests {
         assert_eq!(net.activations(&x, 2).unwrap().to_vec().unwrap(), net.predict_tensor(&x).unwrap().to_vec().unwrap());
         let e = net.activations(&x, 3).unwrap_err().to_string();
         assert!(e.contains("layer index 3 is out of range"), "{e}");
+    }
+
+    #[test]
+    fn mixed_precision_trains_and_reports_what_runs() {
+        let cfg = serde_json::json!({"seed": 1, "layers": [
+            {"type": "dense", "units": 16, "inputShape": [8], "activation": "relu"},
+            {"type": "dense", "units": 2}
+        ]});
+        let x: Vec<f32> = (0..64).map(|i| ((i * 7) % 11) as f32 / 11.0).collect();
+        let y: Vec<f32> = (0..8).map(|i| (i % 2) as f32).collect();
+        // (the f32 fallback of devices without f16 is tested in pixelgrad-nn and in Chromium)
+        for (dev, runs) in [(Device::new(CpuBackend::new()), "mixed")] {
+            let mut net = Net::new(&dev, cfg.clone()).unwrap();
+            net.compile("adam", 1e-2, 0.0, "softmaxCrossEntropy").unwrap();
+            assert_eq!(net.precision_info(), ("f32", "f32", None));
+            net.set_precision("mixed").unwrap();
+            let (asked, running, why) = net.precision_info();
+            assert_eq!((asked, running), ("mixed", runs));
+            assert_eq!(why.is_some(), runs == "f32", "{why:?}");
+            for _ in 0..4 {
+                net.train_step(&x, &[8, 8], &y, &[8]).unwrap();
+            }
+            assert_eq!(net.scaler().is_some(), runs == "mixed");
+            let (l, _) = read(net.take_train().unwrap());
+            assert!(l.is_finite());
+        }
+        let mut net = Net::new(&Device::new(CpuBackend::new()), cfg).unwrap();
+        let e = net.set_precision("bf16").unwrap_err().to_string();
+        assert!(e.contains("f32 or mixed"), "{e}");
     }
 
     #[test]

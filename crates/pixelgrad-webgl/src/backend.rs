@@ -6,14 +6,18 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use glow::HasContext;
-use pixelgrad_core::{Backend, BackendKind, Counters, LocalFuture, Op, Result, Shape, Storage};
+use pixelgrad_core::kernel::DType;
+use pixelgrad_core::{Backend, BackendKind, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
 
 use crate::context::Shared;
 use crate::options::{WebGlOptions, WebGlReport};
-use crate::texture::tensor_of;
+use crate::texture::{tensor_of, GlTensor};
 
 /// The WebGL2 backend: "training as rendering". Every tensor is an RGBA float texture (4
 /// elements per texel) and every op is one or more full-screen draws into a fresh texture.
+/// On WebGL2, 8-bit and f16 tensors (`Tensor::from_i8`, `from_u8`, `from_f16`) are integer
+/// textures in the same layout, read by `widen` and `matmul_i8` (see the crate docs); the
+/// `webgl1` mode stores them as f32.
 ///
 /// Tensors are immutable, so an in-place-looking update (an optimizer step, an accumulation)
 /// always renders into a new texture taken from the pool while the old one is still bound as
@@ -203,7 +207,70 @@ impl Backend for WebGlBackend {
         Ok(Storage::new(self.shared.upload(data)?))
     }
 
+    /// WebGL2: 8-bit weights in integer textures (`RGBA8I` / `RGBA8UI`, one byte per element,
+    /// four per texel in the f32 layout), read by `matmul_i8` and `widen` with integer
+    /// `texelFetch`. False in the `webgl1` mode (no integer textures): `Tensor::from_i8` /
+    /// `from_u8` make f32 tensors there.
+    fn supports_int8(&self) -> bool {
+        !self.shared.gl1
+    }
+
+    fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
+        if !matches!(dtype, DType::I8 | DType::U8) {
+            return Err(Error::backend("upload_int8", self.name(), format!("{dtype} is not an 8-bit type (i8 or u8)")));
+        }
+        let t = self.shared.upload_narrow("upload_int8", data.len(), dtype, |b| b.copy_from_slice(data))?;
+        Ok(Storage::new(t))
+    }
+
+    /// WebGL2: f16 bit patterns in `RGBA16UI` textures (two bytes per element, four per texel
+    /// in the f32 layout), decoded exactly by `widen` with integer operations. False in the
+    /// `webgl1` mode: `Tensor::from_f16` makes f32 tensors there.
+    fn supports_f16_storage(&self) -> bool {
+        !self.shared.gl1
+    }
+
+    fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
+        let t = self.shared.upload_narrow("upload_f16", bits.len(), DType::F16, |b| {
+            for (d, v) in b.chunks_exact_mut(2).zip(bits) {
+                d.copy_from_slice(&v.to_le_bytes());
+            }
+        })?;
+        Ok(Storage::new(t))
+    }
+
     fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        self.shared.current()?;
+        if let Op::Reshape(_) = op {
+            // No data moves: the output shares the input (of any storage type).
+            return crate::ops::execute(&self.shared, op, inputs, shapes, out);
+        }
+        // Narrow storage is read only by matmul_i8 (its weights) and widen. Core checks this;
+        // `execute` is public, so a direct caller gets a typed error here instead of integer
+        // texels bound to a float sampler. Pending (fused) results are f32.
+        let dtypes: Vec<DType> = inputs.iter().map(|s| s.downcast::<GlTensor>().map_or(DType::F32, |t| t.dtype)).collect();
+        let bad = match op {
+            Op::MatMulI8 { .. } => dtypes.iter().enumerate().position(|(i, d)| (i == 0) != matches!(d, DType::I8 | DType::U8)),
+            Op::Widen => dtypes.iter().position(|d| *d == DType::F32),
+            _ => dtypes.iter().position(|d| *d != DType::F32),
+        };
+        if let Some(i) = bad {
+            let want = match (op, i) {
+                (Op::MatMulI8 { .. }, 0) => "8-bit (i8 or u8)",
+                (Op::Widen, _) => "i8, u8 or f16",
+                _ => "f32 (only matmul_i8's weights and widen take 8-bit or f16 storage)",
+            };
+            return Err(Error::Shape {
+                op: op.name(),
+                shapes: shapes.iter().map(|s| s.0.clone()).collect(),
+                backend: self.name(),
+                msg: format!("input {i} has {} storage; it must be {want}", dtypes[i]),
+            });
+        }
+        if matches!(op, Op::MatMulI8 { .. } | Op::Widen) {
+            // Never deferred: a pending `b` is drawn first (`tensor_of`).
+            return crate::ops::execute(&self.shared, op, inputs, shapes, out);
+        }
         if self.shared.fuse {
             if let Some((launch, name)) = crate::fusion::elementwise(op)? {
                 return crate::fusion::defer(&self.shared, op, &launch, name, inputs, shapes, out);

@@ -180,9 +180,11 @@ impl Shared {
     }
 }
 
-/// Device bytes of a pooled texture (RGBA8 heatmap targets are not pooled).
+/// Device bytes of a pooled texture: the backend's float format, or a narrow integer format
+/// (RGBA8 heatmap targets are not pooled).
 pub(crate) fn texture_bytes(key: PoolKey, format: TexelFormat) -> u64 {
-    key.0 as u64 * key.1 as u64 * format.texel_bytes()
+    let texel = crate::texture::narrow_texel(key.2).map_or(format.texel_bytes(), |(_, b)| b);
+    key.0 as u64 * key.1 as u64 * texel
 }
 
 impl Drop for Shared {

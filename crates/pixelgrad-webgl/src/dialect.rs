@@ -41,6 +41,8 @@ pub const BODIES: &[(&str, &str)] = &[
     ("heatmap", include_str!("shaders/heatmap.glsl")),
     ("check_index", include_str!("shaders/check_index.glsl")),
     ("from_pixels", include_str!("shaders/from_pixels.glsl")),
+    ("widen", include_str!("shaders/widen.glsl")),
+    ("matmul_i8", include_str!("shaders/matmul_i8.glsl")),
 ];
 
 /// How a body is driven: one `float compute(int i)` per element, or its own `main`.
@@ -80,7 +82,7 @@ impl ProgramSpec {
     /// the heatmap's pixels).
     pub fn entry(&self) -> Entry {
         match self.name {
-            "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" => Entry::OwnMain,
+            "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" | "matmul_i8" => Entry::OwnMain,
             _ => Entry::Elementwise,
         }
     }
@@ -93,7 +95,11 @@ impl ProgramSpec {
         const REDUCE: [&str; 4] = ["sum", "max", "min", "first_equal"];
         const RANDOM: [&str; 2] = ["uniform", "normal"];
         const MATMUL: [&str; 3] = ["nn", "nt", "nt_any"];
+        const WIDEN: [&str; 3] = ["i8", "u8", "f16"];
+        const MATMUL_I8: [&str; 4] = ["i8", "u8", "i8_k4", "u8_k4"];
         let table: &[&str] = match self.name {
+            "widen" => &WIDEN,
+            "matmul_i8" => &MATMUL_I8,
             "reduce" => &REDUCE,
             "random" => &RANDOM,
             "matmul" => &MATMUL,
@@ -481,7 +487,8 @@ fn configs(name: &str) -> u32 {
     match name {
         "random" => 2,
         "reduce" => 4,
-        "matmul" => 3,
+        "matmul" | "widen" => 3,
+        "matmul_i8" => 4,
         "matmul_block_pack" | "matmul_unblock" => 2,
         _ => 1,
     }

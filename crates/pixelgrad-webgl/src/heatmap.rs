@@ -35,6 +35,14 @@ impl WebGlBackend {
         if t.len < shape.numel() {
             return Err(bad("storage is smaller than the shape"));
         }
+        // Narrow storage (8-bit, f16) is drawn from its exact f32 values.
+        let wide;
+        let t = if t.dtype == pixelgrad_core::kernel::DType::F32 {
+            t
+        } else {
+            wide = crate::ops::widen(sh, t, t.len)?;
+            &wide
+        };
         let pix = opts.pixel_size.max(1) as usize;
         let border = opts.border as usize;
         let cols = opts.columns.map_or(default_cols, |c| c as usize).clamp(1, tiles);

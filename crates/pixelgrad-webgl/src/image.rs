@@ -50,6 +50,7 @@ impl PixelTexture {
             len: 4 * self.width as usize * self.height as usize,
             shared: self.shared.clone(),
             token: Some(self.keep.clone()),
+            dtype: pixelgrad_core::kernel::DType::F32,
         }
     }
 }

@@ -214,3 +214,23 @@ impl crate::WebGlBackend {
 pub(crate) fn unsupported(op: &'static str, what: &str) -> Error {
     Error::backend(op, NAME, format!("{what} is not available on the webgl1 backend (GLSL ES 1.00); use the webgl, webgpu or cpu backend"))
 }
+
+/// The error for narrow storage (8-bit or f16) in the `webgl1` mode, naming the missing
+/// feature. WebGL1 has no integer textures (`RGBA8I` / `RGBA8UI` / `RGBA16UI`, `isampler2D`,
+/// `texelFetch`), no integer bit operations in GLSL ES 1.00, and half-float render targets only
+/// through an optional extension, so it stores no narrow tensors:
+/// [`pixelgrad_core::Backend::supports_int8`] and
+/// [`pixelgrad_core::Backend::supports_f16_storage`] are false there and
+/// `Tensor::from_i8` / `from_u8` / `from_f16` make f32 tensors of the same values.
+pub(crate) fn no_narrow(op: &'static str, backend: &str, dtype: pixelgrad_core::kernel::DType) -> Error {
+    use pixelgrad_core::kernel::DType;
+    let what = match dtype {
+        DType::F16 => "f16 storage needs 16-bit integer textures (RGBA16UI) and GLSL ES 3.00 bit operations",
+        _ => "8-bit storage needs integer textures (RGBA8I / RGBA8UI, isampler2D) and GLSL ES 3.00 integer arithmetic",
+    };
+    Error::backend(
+        op,
+        backend.to_string(),
+        format!("{what}, which WebGL1 does not have; this mode stores {dtype} tensors as f32 (Tensor::from_i8 / from_u8 / from_f16 do so where supports_int8 / supports_f16_storage are false)"),
+    )
+}

@@ -22,12 +22,32 @@
 //!
 //! See the crate README for the design (texture layout, passes, ping-pong, precision).
 //!
+//! # Narrow storage: 8-bit and f16 (WebGL2)
+//!
+//! [`Backend::supports_int8`](pixelgrad_core::Backend::supports_int8) and
+//! [`Backend::supports_f16_storage`](pixelgrad_core::Backend::supports_f16_storage) are true
+//! on WebGL2 contexts. `Tensor::from_i8` / `from_u8` keep one byte per element in `RGBA8I` /
+//! `RGBA8UI` textures and `Tensor::from_f16` two, the IEEE half bit patterns in `RGBA16UI`
+//! textures, in the same layout as f32 tensors (4 elements per texel), uploaded bit for bit.
+//! [`Op::Widen`](pixelgrad_core::Op::Widen) is a fragment pass that reads them with integer
+//! `texelFetch` and writes f32, decoding halves with integer operations (exact for every bit
+//! pattern, subnormals included, whatever the driver does with half-float sampling);
+//! [`Op::MatMulI8`](pixelgrad_core::Op::MatMulI8) multiplies 8-bit weights by whole-number f32
+//! activations with `highp int` products and sums (wrapping like `i32`). Both are
+//! bit-identical to the CPU backend, and reading a narrow tensor back widens it first. Every
+//! other op given a narrow input is a typed `Error::Shape`.
+//!
+//! The [`webgl1`](WebGlOptions::webgl1) mode has no integer textures: there both capabilities
+//! are false, `from_i8` / `from_u8` / `from_f16` make f32 tensors of the same values (the
+//! documented fallback), and `upload_int8` / `upload_f16` called directly fail naming the
+//! missing feature.
+//!
 //! # WebGL1
 //!
 //! [`WebGlOptions::webgl1`] selects the `webgl1` mode: the same ops as GLSL ES 1.00 programs
 //! under WebGL1's rules (no texelFetch or integer bit operations, constant loop bounds, one
 //! render target, no VAOs), for WebGL1 contexts with OES_texture_float; [`gl1`] documents the
-//! rules and where each is kept.
+//! rules and where each is kept. It stores no 8-bit or f16 tensors (see above).
 //!
 //! # Counters and the steady state
 //!

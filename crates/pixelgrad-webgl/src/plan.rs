@@ -178,7 +178,15 @@ impl Shared {
             return Ok(None);
         }
         act.alloc += 1;
-        let tensor = |tex, token| GlTensor { tex, w: key.0, h: key.1, len, shared: self.clone(), token: Some(token) };
+        let tensor = |tex, token| GlTensor {
+            tex,
+            w: key.0,
+            h: key.1,
+            len,
+            shared: self.clone(),
+            token: Some(token),
+            dtype: pixelgrad_core::kernel::DType::F32,
+        };
         if let Some(e) = plan.allocs.get(k).filter(|e| e.key == key && e.is_free()) {
             return Ok(Some(tensor(e.tex, e.token.clone())));
         }

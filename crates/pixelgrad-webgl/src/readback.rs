@@ -25,6 +25,11 @@ pub(crate) async fn read_async(sh: &Rc<Shared>, t: &GlTensor, len: usize) -> Res
         let flag = read_async_raw(sh, &c.flag, 1).await?;
         c.verdict(flag[0], sh)?;
     }
+    if t.dtype != pixelgrad_core::kernel::DType::F32 {
+        // Narrow storage reads as its exact f32 values: widened on the GPU first.
+        let wide = crate::ops::widen(sh, t, len)?;
+        return read_async_raw(sh, &wide, len).await;
+    }
     read_async_raw(sh, t, len).await
 }
 

@@ -1,11 +1,21 @@
-//! Tensor storage: one RGBA float texture per tensor, 4 consecutive elements per texel, texels
-//! in row-major order over a near-square texture. Textures come from a pool keyed by
-//! (width, height, format) and go back to it when the tensor's last handle drops, unless a
-//! step plan owns them (see `plan.rs`).
+//! Tensor storage: one RGBA texture per tensor, 4 consecutive elements per texel, texels in
+//! row-major order over a near-square texture. Textures come from a pool keyed by
+//! (width, height, internal format) and go back to it when the tensor's last handle drops,
+//! unless a step plan owns them (see `plan.rs`).
+//!
+//! f32 tensors (every op's result) use the backend's float format ([`crate::TexelFormat`]).
+//! Narrow storage (WebGL2 only, see [`narrow_format`]) keeps the same layout in integer
+//! textures: 8-bit weights one byte per element (`RGBA8I` for i8, `RGBA8UI` for u8), f16 two
+//! bytes per element (`RGBA16UI` holding the IEEE half bit patterns). Integer textures are
+//! uploaded and sampled (`texelFetch` on `isampler2D` / `usampler2D`) bit for bit on every
+//! driver; a half-float (`RGBA16F`) texture would leave the half-to-float conversion (f16
+//! subnormals, NaN payloads) to the sampler, which GLSL ES allows to flush. Only `widen` and
+//! `matmul_i8` read them; reading one back widens it first.
 
 use std::rc::Rc;
 
 use glow::HasContext;
+use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Error, Result, Storage};
 
 use crate::context::{texture_bytes, PoolKey, Shared};
@@ -69,6 +79,31 @@ pub struct GlTensor {
     /// Set when a step plan handed out the texture: the plan keeps the other clone while the
     /// texture is one of its entries (see `plan.rs`).
     pub(crate) token: Option<Rc<()>>,
+    /// Element type: [`DType::F32`] in the backend's float format, or narrow storage in an
+    /// integer texture ([`narrow_format`]).
+    pub(crate) dtype: DType,
+}
+
+/// The internal format of narrow storage: `RGBA8I` (i8), `RGBA8UI` (u8), `RGBA16UI` (f16 bit
+/// patterns); `None` for f32, which uses the backend's float format.
+pub(crate) fn narrow_format(dtype: DType) -> Option<u32> {
+    match dtype {
+        DType::I8 => Some(glow::RGBA8I),
+        DType::U8 => Some(glow::RGBA8UI),
+        DType::F16 => Some(glow::RGBA16UI),
+        _ => None,
+    }
+}
+
+/// Layout-table name and bytes per texel of an internal format (`None`: not one of the narrow
+/// formats).
+pub(crate) fn narrow_texel(internal: u32) -> Option<(&'static str, u64)> {
+    match internal {
+        glow::RGBA8I => Some(("RGBA8I (i8)", 4)),
+        glow::RGBA8UI => Some(("RGBA8UI (u8)", 4)),
+        glow::RGBA16UI => Some(("RGBA16UI (f16 bits)", 8)),
+        _ => None,
+    }
 }
 
 impl GlTensor {
@@ -84,8 +119,12 @@ impl GlTensor {
     pub fn texture_size(&self) -> (u32, u32) {
         (self.w, self.h)
     }
+    /// Element type of the storage (f32, or narrow: i8, u8, f16).
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
     pub(crate) fn key(&self) -> PoolKey {
-        (self.w, self.h, self.shared.format.internal_format())
+        (self.w, self.h, self.shared.internal_format(self.dtype))
     }
 }
 
@@ -105,15 +144,16 @@ impl Drop for GlTensor {
 /// past the data are padding.
 pub(crate) fn describe(t: &GlTensor, len: usize, format: crate::TexelFormat) -> pixelgrad_core::StorageLayout {
     let allocated = t.w as u64 * t.h as u64;
+    let (name, texel) = narrow_texel(t.key().2).unwrap_or((format.as_str(), format.texel_bytes()));
     pixelgrad_core::StorageLayout {
         container: "texture",
         width: t.w as u64,
         height: t.h as u64,
-        format: format.as_str().into(),
+        format: name.into(),
         used: (len.min(t.len) as u64).div_ceil(4),
         allocated,
         layout: "row-major fold, 4 elements per texel".into(),
-        bytes: allocated * format.texel_bytes(),
+        bytes: allocated * texel,
     }
 }
 
@@ -135,6 +175,16 @@ impl Shared {
     /// A texture for `len` elements: inside a step the plan's entry for this allocation
     /// (see `plan.rs`), otherwise one from the pool when one of the same size is free.
     pub fn alloc(self: &Rc<Self>, len: usize, op: &'static str) -> Result<GlTensor> {
+        self.alloc_typed(len, DType::F32, op)
+    }
+
+    /// The internal format of a texture holding `dtype` elements.
+    pub fn internal_format(&self, dtype: DType) -> u32 {
+        narrow_format(dtype).unwrap_or_else(|| self.format.internal_format())
+    }
+
+    /// As [`Shared::alloc`] for a texture of `dtype` elements (narrow storage: WebGL2 only).
+    pub fn alloc_typed(self: &Rc<Self>, len: usize, dtype: DType, op: &'static str) -> Result<GlTensor> {
         if self.gl1 && len > crate::gl1::MAX_ELEMENTS {
             return Err(Error::Limit {
                 op,
@@ -144,13 +194,17 @@ impl Shared {
                 requested: len as u64,
             });
         }
+        if self.gl1 && dtype != DType::F32 {
+            return Err(crate::legacy::no_narrow(op, &self.name, dtype));
+        }
         let (w, h) = layout(len, self.max_tex, op, &self.name)?;
-        let key = (w, h, self.format.internal_format());
-        if let Some(t) = self.alloc_planned(key, len, op)? {
+        let key = (w, h, self.internal_format(dtype));
+        if let Some(mut t) = self.alloc_planned(key, len, op)? {
+            t.dtype = dtype;
             return Ok(t);
         }
         let tex = self.pooled_or_new(key, op)?;
-        Ok(GlTensor { tex, w, h, len, shared: self.clone(), token: None })
+        Ok(GlTensor { tex, w, h, len, shared: self.clone(), token: None, dtype })
     }
 
     /// A texture from the pool, or a new one.
@@ -241,6 +295,47 @@ impl Shared {
         Ok(t)
     }
 
+    /// Uploads narrow host data (`bytes` of `dtype`: one per i8 / u8 element, two
+    /// little-endian per f16 element) into a new integer texture, exactly, the last texel
+    /// padded with zeros. Fails naming the missing feature in the `webgl1` mode.
+    pub fn upload_narrow(self: &Rc<Self>, op: &'static str, len: usize, dtype: DType, fill: impl FnOnce(&mut [u8])) -> Result<GlTensor> {
+        self.current()?;
+        let t = self.alloc_typed(len, dtype, op)?;
+        let texels = t.w as usize * t.h as usize;
+        let (format_ty, elem) = match dtype {
+            DType::I8 => (glow::BYTE, 1),
+            DType::U8 => (glow::UNSIGNED_BYTE, 1),
+            DType::F16 => (glow::UNSIGNED_SHORT, 2),
+            other => return Err(self.err(op, format!("internal: {other} is not narrow storage"))),
+        };
+        // A u16 buffer: in the browser glow views UNSIGNED_SHORT data as a Uint16Array, which
+        // must start 2-byte aligned (see `f32_bytes`).
+        let mut buf = vec![0u16; (texels * 4 * elem).div_ceil(2)];
+        let bytes = u16_bytes_mut(&mut buf);
+        fill(&mut bytes[..len * elem]);
+        self.forget_gl_state();
+        // SAFETY: the buffer holds exactly w*h RGBA texels of the format's type.
+        unsafe {
+            self.gl.bind_texture(glow::TEXTURE_2D, Some(t.tex));
+            self.gl.pixel_store_i32(glow::UNPACK_ALIGNMENT, 4);
+            self.gl.tex_sub_image_2d(
+                glow::TEXTURE_2D,
+                0,
+                0,
+                0,
+                t.w as i32,
+                t.h as i32,
+                glow::RGBA_INTEGER,
+                format_ty,
+                glow::PixelUnpackData::Slice(Some(&bytes[..texels * 4 * elem])),
+            );
+            self.gl.bind_texture(glow::TEXTURE_2D, None);
+        }
+        self.unflushed.set(true);
+        self.check_gl(op, "tex_sub_image_2d")?;
+        Ok(t)
+    }
+
     /// Attaches `tex` as the shared framebuffer's colour target: reads, and draws outside
     /// steps, go through it (step plans give each draw its own, see `plan.rs`).
     pub fn attach(&self, tex: glow::Texture, op: &'static str) -> Result<()> {
@@ -269,6 +364,11 @@ impl Shared {
     pub fn read_blocking(self: &Rc<Self>, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
         self.current()?;
         self.verify_pending()?;
+        if t.dtype != DType::F32 {
+            // Narrow storage reads as its exact f32 values: widened on the GPU first.
+            let wide = crate::ops::widen(self, t, len)?;
+            return self.read_raw(&wide, len);
+        }
         self.read_raw(t, len)
     }
 
@@ -305,6 +405,12 @@ impl Shared {
 pub(crate) fn f32_bytes(v: &[f32]) -> &[u8] {
     // SAFETY: any f32 bit pattern is valid bytes; the length covers exactly the slice.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// Mutable bytes of a u16 buffer (see [`f32_bytes`]).
+fn u16_bytes_mut(v: &mut [u16]) -> &mut [u8] {
+    // SAFETY: any byte pattern is a valid u16; the length covers exactly the slice.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
 /// Mutable bytes of an f32 buffer (see [`f32_bytes`]).

@@ -274,40 +274,6 @@ fn direct_execute_with_wrong_arguments_is_an_error() {
     assert!(matches!(r, Err(Error::Shape { .. })));
 }
 
-/// No 8-bit or f16 textures: `from_i8` / `from_f16` give f32 tensors of the same values,
-/// `widen` of those is a clone, and `Op::Widen` or `upload_f16` called directly are typed
-/// errors naming WebGL.
-#[test]
-fn f16_and_8bit_storage_fall_back_to_f32_and_widen_is_a_typed_error() {
-    use pixelgrad_core::half::f16;
-    use pixelgrad_core::kernel::DType;
-    use pixelgrad_core::{Op, Shape};
-    let b = default_backend();
-    assert!(!b.supports_f16_storage() && !b.supports_int8());
-    let dev = Device::new(b.clone());
-    let h: Vec<f16> = [1.5f32, -0.0, 65504.0, f32::INFINITY].iter().map(|&v| f16::from_f32(v)).collect();
-    let t = Tensor::from_f16(&dev, &h, [4]).unwrap();
-    assert_eq!(t.storage_dtype(), DType::F32);
-    let launches = dev.counters().launches;
-    let w = t.widen().unwrap();
-    assert_eq!((w.id(), dev.counters().launches), (t.id(), launches));
-    let got = w.to_vec().unwrap();
-    assert_eq!(got, vec![1.5, -0.0, 65504.0, f32::INFINITY]);
-    assert!(got[1].is_sign_negative());
-    let q = Tensor::from_i8(&dev, &[-128, 127], [2]).unwrap().widen().unwrap();
-    assert_eq!(q.add(&q).unwrap().to_vec().unwrap(), vec![-256.0, 254.0]);
-    let x = b.upload(&[1.0, 2.0]).unwrap();
-    let s = Shape::from([2]);
-    match b.execute(&Op::Widen, &[&x], &[&s], &s) {
-        Err(e @ Error::Backend { op: "widen", .. }) => assert!(e.to_string().contains("not supported on WebGL"), "{e}"),
-        r => panic!("expected a typed widen error, got {:?}", r.err()),
-    }
-    match b.upload_f16(&[0x3c00]) {
-        Err(e @ Error::Backend { op: "upload_f16", .. }) => assert!(e.to_string().contains("f16 storage"), "{e}"),
-        r => panic!("expected a typed upload_f16 error, got {:?}", r.err()),
-    }
-}
-
 #[test]
 fn bad_indices_surface_at_the_next_read_even_downstream() {
     let b = default_backend();

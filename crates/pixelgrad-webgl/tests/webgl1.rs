@@ -180,3 +180,57 @@ fn every_optimizer_trains_like_the_cpu() {
         assert_matches_cpu(Preset::Mlp, opt, 1);
     }
 }
+
+/// WebGL1 has no integer textures: the narrow-storage capabilities are false for this
+/// context (true for a WebGL2 one), `from_i8` / `from_u8` / `from_f16` give f32 tensors of
+/// the same values, `widen` of those is a clone, and the narrow entry points called directly
+/// are typed errors naming the missing feature.
+#[test]
+fn narrow_storage_falls_back_to_f32_and_errors_name_the_missing_feature() {
+    use pixelgrad_core::half::f16;
+    use pixelgrad_core::kernel::DType;
+    use pixelgrad_core::{Backend, Op, Shape};
+    let b = backend();
+    assert!(!b.supports_f16_storage() && !b.supports_int8());
+    let gl2 = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..Default::default() }).unwrap();
+    assert!(gl2.supports_f16_storage() && gl2.supports_int8(), "the answers are per context");
+    let dev = Device::new(b.clone());
+    let h: Vec<f16> = [1.5f32, -0.0, 65504.0, f32::INFINITY].iter().map(|&v| f16::from_f32(v)).collect();
+    let t = Tensor::from_f16(&dev, &h, [4]).unwrap();
+    assert_eq!(t.storage_dtype(), DType::F32);
+    let launches = dev.counters().launches;
+    let w = t.widen().unwrap();
+    assert_eq!((w.id(), dev.counters().launches), (t.id(), launches));
+    let got = w.to_vec().unwrap();
+    assert_eq!(got, vec![1.5, -0.0, 65504.0, f32::INFINITY]);
+    assert!(got[1].is_sign_negative());
+    let q = Tensor::from_i8(&dev, &[-128, 127], [2]).unwrap();
+    assert_eq!(q.storage_dtype(), DType::F32);
+    let q = q.widen().unwrap();
+    assert_eq!(q.add(&q).unwrap().to_vec().unwrap(), vec![-256.0, 254.0]);
+    let u = Tensor::from_u8(&dev, &[0, 255], [2]).unwrap();
+    assert_eq!(u.storage_dtype(), DType::F32);
+    assert_eq!(u.to_vec().unwrap(), vec![0.0, 255.0]);
+    // matmul_i8 takes only 8-bit weights, which this mode never has: a typed shape error.
+    let bm = Tensor::from_vec(&dev, &[1.0, 2.0], [2, 1]).unwrap();
+    assert!(matches!(u.reshape([1, 2]).unwrap().matmul_i8(&bm), Err(Error::Shape { op: "matmul_i8", .. })));
+    let x = b.upload(&[1.0, 2.0]).unwrap();
+    let s = Shape::from([2]);
+    assert!(matches!(b.execute(&Op::Widen, &[&x], &[&s], &s), Err(Error::Shape { op: "widen", .. })));
+    match b.upload_f16(&[0x3c00]) {
+        Err(e @ Error::Backend { op: "upload_f16", .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("RGBA16UI") && m.contains("WebGL1"), "{m}");
+        }
+        r => panic!("expected a typed upload_f16 error, got {:?}", r.err()),
+    }
+    match b.upload_int8(&[1, 2], DType::I8) {
+        Err(e @ Error::Backend { op: "upload_int8", .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("integer textures") && m.contains("WebGL1"), "{m}");
+        }
+        r => panic!("expected a typed upload_int8 error, got {:?}", r.err()),
+    }
+    // The device still works.
+    assert_eq!(Tensor::from_vec(&dev, &[1.0, 2.0], [2]).unwrap().exp().unwrap().dims(), &[2]);
+}

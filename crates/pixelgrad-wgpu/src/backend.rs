@@ -331,6 +331,11 @@ impl Backend for WgpuBackend {
         true
     }
 
+    /// [`Op::NarrowF16`] writes the same packed layout, rounding with integer operations.
+    fn supports_narrow_f16(&self) -> bool {
+        true
+    }
+
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
         self.gpu.check("upload_f16")?;
         let t = GpuTensor::new_packed(&self.gpu, "upload_f16", bits.len(), DType::F16)?;

@@ -105,7 +105,8 @@ pub async fn matmul(dev: &Device, read: Read) -> Outcome {
             );
         }
     }
-    let results = [check_all_with(dev, &cases, read).await, matmul_i8(dev, read).await, widen(dev, read).await];
+    let results =
+        [check_all_with(dev, &cases, read).await, matmul_i8(dev, read).await, widen(dev, read).await, narrow_f16(dev, read).await];
     let errors: Vec<String> = results.into_iter().filter_map(|r| r.err()).collect();
     if errors.is_empty() {
         Ok(())
@@ -144,6 +145,41 @@ async fn widen(dev: &Device, read: Read) -> Outcome {
     let y = w.and_then(|w| w.matmul(&x?)).map_err(|e| format!("widen then matmul: {e}"))?;
     let got = crate::harness::read_f64(&y, read).await.map_err(|e| format!("widen then matmul: {e}"))?;
     crate::harness::compare("widen then matmul", "output", &got, &[7.0, -95.75], EXACT)
+}
+
+/// [`Op::NarrowF16`] on backends that have it, exactly against the `half` crate's rounding
+/// (nearest, ties to even): a sweep of f32 bit patterns over every exponent, the ties, the
+/// edges of the f16 range and of its subnormals, ±inf and NaN; odd and even lengths (two
+/// halves per word on the GPU). Read back through [`Op::Widen`].
+async fn narrow_f16(dev: &Device, read: Read) -> Outcome {
+    if !dev.backend().supports_narrow_f16() {
+        return Ok(());
+    }
+    let mut xs: Vec<f32> = (0..3001u32).map(|i| f32::from_bits(i.wrapping_mul(0x0015_5557))).filter(|v| !v.is_nan()).collect();
+    let ulp = 2f32.powi(-11);
+    xs.extend([0.0, -0.0, 1.0 + ulp, 1.0 + 3.0 * ulp, 65504.0, 65519.0, 65520.0, -65520.0, 6.0e-8, 2.98e-8, 2.9802322e-8, 1e-30]);
+    xs.extend([f32::INFINITY, f32::NEG_INFINITY, f32::MIN_POSITIVE, -6.1e-5, 6.1035156e-5, 3.0517578e-5 * 1.5]);
+    for len in [xs.len(), xs.len() - 1] {
+        let tag = format!("narrow_f16 [{len}]");
+        let err = |e: pixelgrad_core::Error| format!("{tag}: {e}");
+        let t = Tensor::from_vec(dev, &xs[..len], [len]).map_err(err)?;
+        let h = t.narrow_f16().map_err(err)?;
+        if h.storage_dtype() != pixelgrad_core::kernel::DType::F16 {
+            return Err(format!("{tag}: result has {} storage", h.storage_dtype()));
+        }
+        let got = crate::harness::read_f64(&h.widen().map_err(err)?, read).await.map_err(err)?;
+        let want: Vec<f64> = xs[..len].iter().map(|&x| half::f16::from_f32(x).to_f64()).collect();
+        crate::harness::compare(&tag, "output", &got, &want, EXACT)?;
+    }
+    // NaN stays NaN.
+    let nan = Tensor::from_vec(dev, &[f32::NAN, 1.0, -f32::NAN], [3]).and_then(|t| t.narrow_f16()).and_then(|h| h.widen());
+    let got = crate::harness::read_f64(&nan.map_err(|e| format!("narrow_f16 NaN: {e}"))?, read)
+        .await
+        .map_err(|e| format!("narrow_f16 NaN: {e}"))?;
+    if !(got[0].is_nan() && got[1] == 1.0 && got[2].is_nan()) {
+        return Err(format!("narrow_f16 NaN: got {got:?}"));
+    }
+    Ok(())
 }
 
 /// [`Op::MatMulI8`] on backends with 8-bit storage (`supports_int8`), exactly against an

@@ -45,6 +45,15 @@ impl DType {
         matches!(self, DType::F32 | DType::F16)
     }
 
+    /// Bytes per stored element (1 for the 8-bit types; `Bool` is never stored, counted as 4).
+    pub fn size_bytes(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 | DType::Bool => 4,
+            DType::F16 => 2,
+            DType::I8 | DType::U8 => 1,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",

@@ -53,6 +53,42 @@ impl Model {
         self.net.compile(optimizer, lr, momentum, loss).map_err(js_err)
     }
 
+    /// Training precision: `f32` or `mixed` (see `Net::set_precision`).
+    #[wasm_bindgen(js_name = setPrecision)]
+    pub fn set_precision(&mut self, name: &str) -> Result<(), JsValue> {
+        self.net.set_precision(name).map_err(js_err)
+    }
+
+    /// `{ requested, precision, fallback }`: what was asked, what trains, and why they differ
+    /// (null when they do not).
+    #[wasm_bindgen(js_name = precisionInfo)]
+    pub fn precision_info(&self) -> Result<Object, JsValue> {
+        let (asked, running, why) = self.net.precision_info();
+        let o = Object::new();
+        Reflect::set(&o, &"requested".into(), &asked.into())?;
+        Reflect::set(&o, &"precision".into(), &running.into())?;
+        Reflect::set(&o, &"fallback".into(), &why.map(JsValue::from).unwrap_or(JsValue::NULL))?;
+        Ok(o)
+    }
+
+    /// Reads (async) the mixed-precision loss scale and the steps skipped for f16 overflow:
+    /// `[scale, skipped]`, or null in f32.
+    #[wasm_bindgen(js_name = readLossScale)]
+    pub fn read_loss_scale(&self) -> Result<Promise, JsValue> {
+        let both = match self.net.scaler() {
+            Some(s) => Some(
+                Tensor::concat(&[&s.scale().reshape([1]).map_err(js_err)?, &s.skipped().reshape([1]).map_err(js_err)?], 0)
+                    .map_err(js_err)?,
+            ),
+            None => None,
+        };
+        Ok(future_to_promise(async move {
+            let Some(t) = both else { return Ok(JsValue::NULL) };
+            let v = t.to_vec_async().await.map_err(js_err)?;
+            Ok(Float64Array::from(&[v[0] as f64, v[1] as f64][..]).into())
+        }))
+    }
+
     /// One training step on a batch `x` of `shape` `[n, ...input]` with targets `y` of
     /// `y_shape`: class indices `[n]` or float targets `[n, outputs]`, used as given.
     #[wasm_bindgen(js_name = trainStep)]

@@ -6,6 +6,7 @@ mod index;
 mod layout;
 mod matmul;
 mod matmul_block;
+mod narrow;
 pub(crate) mod reduce;
 mod window;
 
@@ -16,6 +17,7 @@ use pixelgrad_core::{Op, Result, Shape, Storage};
 use crate::context::Shared;
 use crate::texture::{tensor_of, GlTensor};
 
+pub(crate) use narrow::widen;
 pub(crate) use reduce::reduce_axis;
 
 /// Row-major strides as i64 (uniform-friendly).
@@ -66,14 +68,19 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         Op::Slice { starts, .. } => layout::slice(sh, ts[0], shapes[0], starts, out)?,
         Op::Pad { before, .. } => layout::pad(sh, ts[0], shapes[0], before, out)?,
         Op::Concat { axis } => layout::concat(sh, &ts, shapes, *axis, out)?,
-        // No 8-bit textures in this backend (`supports_int8` is false): callers use f32 weights.
-        Op::MatMulI8 { .. } => {
-            return Err(pixelgrad_core::Error::backend("matmul_i8", sh.name.clone(), "8-bit weights are not supported on WebGL"))
-        }
-        // No 8-bit or f16 textures either (`supports_f16_storage` is false): every tensor here
-        // is f32, and `Tensor::widen` of one is a clone that never reaches the backend.
-        Op::Widen => {
-            return Err(pixelgrad_core::Error::backend("widen", sh.name.clone(), "8-bit and f16 storage are not supported on WebGL"))
+        // Narrow storage (WebGL2; the `webgl1` mode has none and these fail naming why).
+        // `b_i8` (b in [-128, 127]) changes nothing here: the same exact product.
+        Op::MatMulI8 { .. } => narrow::matmul_i8(sh, ts[0], ts[1], shapes, out)?,
+        Op::Widen => narrow::widen_op(sh, ts[0], shapes, out)?,
+        // f32 -> f16 results (mixed-precision training) are not drawn here:
+        // `supports_narrow_f16` is false, so `Tensor::narrow_f16` refuses before reaching us.
+        Op::NarrowF16 => {
+            return Err(pixelgrad_core::Error::backend(
+                "narrow_f16",
+                sh.name.clone(),
+                "f16 results (narrow_f16) are not supported on WebGL (supports_narrow_f16 is false): \
+                 f16 storage holds uploaded values only",
+            ))
         }
     };
     Ok(Storage::new(t))

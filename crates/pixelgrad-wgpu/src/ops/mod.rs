@@ -35,6 +35,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &matmul_i8::MATMUL_I8_DOT4,
         &matmul_i8::MATMUL_I8_DOT4_VEC4,
         &widen::WIDEN,
+        &widen::NARROW_F16,
         &window::IM2COL,
         &window::COL2IM,
         &window::DEPTHWISE,
@@ -49,6 +50,11 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
 
 /// Runs one primitive; `ins` and `shapes` passed `Op::infer_shape`, `out` is its result.
 pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Shape], out: &Shape) -> Result<GpuTensor> {
+    if let Op::NarrowF16 = op {
+        // Packed output: its own allocation.
+        let x = ins.first().copied().ok_or_else(|| Error::backend(op.name(), BACKEND, "missing input 0"))?;
+        return narrow_f16(gpu, x, out.numel());
+    }
     let res = GpuTensor::new(gpu, op.name(), out.numel())?;
     if out.numel() == 0 {
         return Ok(res);
@@ -84,6 +90,16 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::Concat { axis } => layout::concat(gpu, *axis, ins, shapes, out, &res)?,
         Op::MatMulI8 { b_i8 } => matmul_i8::matmul_i8(gpu, *b_i8, input(0)?, input(1)?, shapes, out, &res)?,
         Op::Widen => widen::widen(gpu, input(0)?, &res)?,
+        Op::NarrowF16 => return Err(Error::backend(op.name(), BACKEND, "internal: narrow_f16 runs before the f32 allocation")),
+    }
+    Ok(res)
+}
+
+/// [`Op::NarrowF16`] into a new packed f16 tensor of `n` elements.
+fn narrow_f16(gpu: &Rc<Gpu>, x: &GpuTensor, n: usize) -> Result<GpuTensor> {
+    let res = GpuTensor::new_packed(gpu, "narrow_f16", n, pixelgrad_core::kernel::DType::F16)?;
+    if n > 0 {
+        widen::narrow_f16(gpu, x, &res, n)?;
     }
     Ok(res)
 }

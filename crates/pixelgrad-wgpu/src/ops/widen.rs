@@ -1,5 +1,6 @@
 //! [`pixelgrad_core::Op::Widen`]: packed 8-bit or f16 storage to f32, one invocation per
-//! element, with integer operations only (exact on every device, subnormals included).
+//! element, with integer operations only (exact on every device, subnormals included); and
+//! its inverse for halves, [`pixelgrad_core::Op::NarrowF16`], one invocation per word.
 
 use std::borrow::Cow;
 
@@ -33,4 +34,22 @@ pub(crate) fn widen(gpu: &Gpu, x: &GpuTensor, res: &GpuTensor) -> Result<()> {
     let n = u(op, res.len)?;
     let grid = gpu.grid_elems(op, res.len)?;
     gpu.launch(op, &WIDEN, &[kind], &[x.buffer()], res.buffer(), &[n], grid)
+}
+
+pub(crate) const NARROW_F16: Kernel = Kernel {
+    name: Cow::Borrowed("narrow_f16"),
+    source: Cow::Borrowed(include_str!("../kernels/narrow_f16.wgsl")),
+    inputs: 1,
+    outputs: 1,
+    overrides: &[],
+    status: false,
+};
+
+/// The first `n` f32 elements of `x` rounded to f16 into `res` (packed two per word, allocated
+/// by the caller for `n` halves).
+pub(crate) fn narrow_f16(gpu: &Gpu, x: &GpuTensor, res: &GpuTensor, n: usize) -> Result<()> {
+    let op = "narrow_f16";
+    let params = [u(op, n)?];
+    let grid = gpu.grid_elems(op, n.div_ceil(2))?;
+    gpu.launch(op, &NARROW_F16, &[], &[x.buffer()], res.buffer(), &params, grid)
 }
