@@ -36,7 +36,9 @@ PY
       python3 - "$m" "$form" "$b" "$j" <<'PY'
 import json, sys
 m, form, b, j = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-tag = j["weight_storage"] if form in ("f32", "f16") else j["path"].split(";")[0]
+import re
+kernel = re.search(r"\(([\w-]+), i32", j["path"])
+tag = j["weight_storage"] if form in ("f32", "f16") else j["path"].split(";")[0] + (f" ({kernel.group(1)})" if kernel else "")
 print(f"| {m} | {form} | {b} | {j['run_ms']:.1f} | {j['weight_bytes']} | {j['device_weight_bytes']} | {tag} |")
 PY
     done

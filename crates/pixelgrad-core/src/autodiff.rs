@@ -241,7 +241,7 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
         }
         // `Tensor::apply` never records it (its result is a constant); a hand-built graph
         // that does gets an error rather than a wrong gradient.
-        Op::MatMulI8 => Err(Error::Autodiff("matmul_i8 is not differentiable (its result records no gradient)".into())),
+        Op::MatMulI8 { .. } => Err(Error::Autodiff("matmul_i8 is not differentiable (its result records no gradient)".into())),
         Op::Widen => Err(Error::Autodiff("widen is not differentiable (its result records no gradient)".into())),
         Op::NarrowF16 => Err(Error::Autodiff("narrow_f16 is not differentiable (its result records no gradient)".into())),
         Op::Im2Col(w) => {

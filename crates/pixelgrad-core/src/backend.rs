@@ -159,6 +159,13 @@ pub trait Backend {
         false
     }
 
+    /// The kernel [`crate::Tensor::matmul_i8_packed`] runs on ([`Op::MatMulI8`] with `b_i8`),
+    /// for reports: WebGPU's `"dot4I8Packed"` or `"unpacked-i32"`, the CPU's `"cpu-i32"`;
+    /// `None` (the default) where [`Backend::supports_int8`] is false.
+    fn int8_kernel(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Copies 8-bit host data to a new device tensor of `data.len()` elements: `dtype` is
     /// [`DType::I8`] (each byte a two's-complement `i8`) or [`DType::U8`]. Reading it back
     /// ([`Backend::read`]) gives the values as f32, exactly. The default refuses: backends

@@ -185,7 +185,13 @@ pub enum Op {
     /// `i32` (wrapping on overflow, which real models stay far from), and the final `i32` is
     /// rounded to the nearest `f32`. Not differentiable: its result records no gradient.
     /// Only backends whose [`crate::Backend::supports_int8`] is true implement it.
-    MatMulI8,
+    ///
+    /// `b_i8` is the caller's promise that every `b` element is a whole number in
+    /// `[-128, 127]` ([`crate::Tensor::matmul_i8_packed`]): the result is the same, but a
+    /// backend may then pack `b` four per word as well and multiply with packed 8-bit dot
+    /// products (WebGPU's `dot4I8Packed`). Backends that can check it refuse a broken promise
+    /// with an error rather than compute with truncated values.
+    MatMulI8 { b_i8: bool },
     /// One input whose storage is not f32 ([`crate::kernel::DType::I8`],
     /// [`crate::kernel::DType::U8`] or [`crate::kernel::DType::F16`]); output an f32 tensor of
     /// the same shape holding the same values, converted exactly (every i8, u8 and f16 value,
@@ -257,7 +263,7 @@ impl Op {
             Op::Pad { .. } => 15,
             Op::Concat { .. } => 16,
             Op::DepthwiseConv(_) => 17,
-            Op::MatMulI8 => 18,
+            Op::MatMulI8 { .. } => 18,
             Op::Widen => 19,
             Op::NarrowF16 => 20,
         }
@@ -278,7 +284,9 @@ impl Op {
             | Op::Pad { .. }
             | Op::Widen
             | Op::NarrowF16 => Some(1),
-            Op::Binary(_) | Op::MatMul { .. } | Op::MatMulI8 | Op::Gather { .. } | Op::ScatterAdd { .. } | Op::DepthwiseConv(_) => Some(2),
+            Op::Binary(_) | Op::MatMul { .. } | Op::MatMulI8 { .. } | Op::Gather { .. } | Op::ScatterAdd { .. } | Op::DepthwiseConv(_) => {
+                Some(2)
+            }
             Op::Where => Some(3),
             Op::Concat { .. } => None,
         }
@@ -339,7 +347,7 @@ impl Op {
                 o[*axis] = 1;
                 Ok(Shape(o))
             }
-            Op::MatMul { .. } | Op::MatMulI8 => {
+            Op::MatMul { .. } | Op::MatMulI8 { .. } => {
                 let (trans_a, trans_b) = match self {
                     Op::MatMul { trans_a, trans_b } => (trans_a, trans_b),
                     _ => (&false, &false),
@@ -541,7 +549,7 @@ mod tests {
             Op::Pad { before: one(), after: one() },
             Op::Concat { axis: 0 },
             Op::DepthwiseConv(w),
-            Op::MatMulI8,
+            Op::MatMulI8 { b_i8: false },
             Op::Widen,
             Op::NarrowF16,
         ];

@@ -161,7 +161,7 @@ impl Tensor {
             let eight = matches!(d, DType::I8 | DType::U8);
             let (ok, want) = match op {
                 Op::Reshape(_) => (true, ""),
-                Op::MatMulI8 if i == 0 => (eight, "8-bit (i8 or u8) weights"),
+                Op::MatMulI8 { .. } if i == 0 => (eight, "8-bit (i8 or u8) weights"),
                 Op::Widen => (matches!(d, DType::I8 | DType::U8 | DType::F16), "i8, u8 or f16 storage"),
                 _ => (d == DType::F32, "f32"),
             };
@@ -198,7 +198,7 @@ impl Tensor {
         };
         // MatMulI8, Widen and NarrowF16 are not differentiable: their results are constants
         // (stored weights, or the copies mixed-precision training keeps).
-        let differentiable = !matches!(op, Op::MatMulI8 | Op::Widen | Op::NarrowF16);
+        let differentiable = !matches!(op, Op::MatMulI8 { .. } | Op::Widen | Op::NarrowF16);
         let node = if differentiable && grad_enabled() && inputs.iter().any(|t| t.requires_grad()) {
             // What the node keeps of each input: the input, or its f16 copy in a
             // mixed-precision scope (crate::mixed).
@@ -606,7 +606,21 @@ impl Tensor {
     /// that differ. The result records no gradient (it is a constant, even when `b`
     /// requires one). An example on the CPU backend is in `pixelgrad_cpu`'s crate docs.
     pub fn matmul_i8(&self, b: &Tensor) -> Result<Tensor> {
-        self.op2(Op::MatMulI8, b)
+        self.op2(Op::MatMulI8 { b_i8: false }, b)
+    }
+    /// [`Tensor::matmul_i8`] for a `b` whose values are whole numbers in `[-128, 127]` (the
+    /// contract of [`Op::MatMulI8`]'s `b_i8`): the same exact result, but a backend may pack
+    /// `b` to bytes too and use packed 8-bit dot products (WebGPU's `dot4I8Packed` where the
+    /// adapter's WGSL has `packed_4x8_integer_dot_product`; see `WgpuBackend::int8_path`).
+    /// Activations quantised to `int8` fit as they are; `uint8` ones `x` with zero point `z`
+    /// as `x - 128`, adding `(128 - z) · Σ_k a[m, k]` to the result.
+    ///
+    /// Errors as [`Tensor::matmul_i8`]; a `b` value outside the contract (fractional, NaN or
+    /// outside `[-128, 127]`) is an error too, never a wrong number: [`Error::Shape`] from the
+    /// CPU backend, an [`Error::Backend`] naming `matmul_i8` at the next read on WebGPU's
+    /// packed path (its unpacked fallback computes the exact product of what it was given).
+    pub fn matmul_i8_packed(&self, b: &Tensor) -> Result<Tensor> {
+        self.op2(Op::MatMulI8 { b_i8: true }, b)
     }
     /// This tensor's values in f32 storage ([`Op::Widen`]): for 8-bit ([`DType::I8`],
     /// [`DType::U8`]) or half-precision ([`DType::F16`]) storage, a new f32 tensor of the same

@@ -46,7 +46,7 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
         Op::Pad { before, .. } => movement::pad(x[0], &shapes[0].0, before, out),
         Op::Concat { axis } => movement::concat(x, shapes, *axis, out),
         // Its weights are 8-bit, not `T`: `CpuBackend::execute` runs it (module `int8`).
-        Op::MatMulI8 => {
+        Op::MatMulI8 { .. } => {
             return Err(Error::backend("matmul_i8", backend, "takes 8-bit weights; run it through CpuBackend::execute"));
         }
         // Its input is 8-bit or f16, not `T`: `CpuBackend::execute` runs it.

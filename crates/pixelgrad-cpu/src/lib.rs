@@ -279,8 +279,11 @@ impl CpuBackend {
     }
 
     /// [`Op::MatMulI8`]: 8-bit weights times whole numbers of this mode's precision.
-    fn matmul_i8(&self, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<CpuStorage> {
-        let op = Op::MatMulI8;
+    /// With `b_i8` (`Tensor::matmul_i8_packed`) every `b` value is checked to be a whole
+    /// number in `[-128, 127]` first: a typed [`Error::Shape`] otherwise, as WebGPU's packed
+    /// path refuses it (the same product is computed either way).
+    fn matmul_i8(&self, b_i8: bool, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<CpuStorage> {
+        let op = Op::MatMulI8 { b_i8 };
         let name = self.name();
         if inputs.len() != 2 {
             return Err(Error::backend("matmul_i8", name, format!("expects 2 inputs, got {}", inputs.len())));
@@ -294,6 +297,17 @@ impl CpuBackend {
             msg,
         };
         let (ad, bd, od) = (&shapes[0].0, &shapes[1].0, &out.0);
+        if b_i8 {
+            let fits = |v: f64| v == v.trunc() && (-128.0..=127.0).contains(&v);
+            let bad = match b {
+                CpuStorage::F32(bv) => bv.iter().map(|&v| v as f64).find(|&v| !fits(v)),
+                CpuStorage::F64(bv) => bv.iter().copied().find(|&v| !fits(v)),
+                _ => None,
+            };
+            if let Some(v) = bad {
+                return Err(shape_err(format!("input 1 holds {v}; matmul_i8_packed takes whole numbers in [-128, 127]")));
+            }
+        }
         macro_rules! with_b {
             ($a:expr) => {
                 match (b, self.mode) {
@@ -413,6 +427,10 @@ impl Backend for CpuBackend {
         true
     }
 
+    fn int8_kernel(&self) -> Option<&'static str> {
+        Some("cpu-i32")
+    }
+
     fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
         Ok(match dtype {
             DType::I8 => self.wrap(CpuStorage::I8(data.iter().map(|&v| v as i8).collect())),
@@ -440,8 +458,8 @@ impl Backend for CpuBackend {
                 return Ok((*s).clone());
             }
         }
-        if let Op::MatMulI8 = op {
-            let res = self.matmul_i8(inputs, shapes, out)?;
+        if let Op::MatMulI8 { b_i8 } = op {
+            let res = self.matmul_i8(*b_i8, inputs, shapes, out)?;
             self.bump(|c| c.launches += 1);
             return Ok(self.wrap(res));
         }

@@ -184,11 +184,11 @@ fn eight_bit_inputs_and_bad_shapes_are_typed_errors() {
     let sf = cpu.upload(&[1.0; 4]).unwrap();
     let (s22, s4) = (Shape::from([2, 2]), Shape::from([4]));
     assert!(cpu.execute(&Op::Unary(pixelgrad_core::UnaryOp::Neg), &[&s8], &[&s4], &s4).is_err());
-    assert!(cpu.execute(&Op::MatMulI8, &[&sf, &sf], &[&s22, &s22], &s22).is_err());
-    assert!(cpu.execute(&Op::MatMulI8, &[&s8, &s8], &[&s22, &s22], &s22).is_err());
-    assert!(cpu.execute(&Op::MatMulI8, &[&s8, &sf], &[&s22, &s22], &s4).is_err());
+    assert!(cpu.execute(&Op::MatMulI8 { b_i8: false }, &[&sf, &sf], &[&s22, &s22], &s22).is_err());
+    assert!(cpu.execute(&Op::MatMulI8 { b_i8: false }, &[&s8, &s8], &[&s22, &s22], &s22).is_err());
+    assert!(cpu.execute(&Op::MatMulI8 { b_i8: false }, &[&s8, &sf], &[&s22, &s22], &s4).is_err());
     assert!(cpu.upload_int8(&[1], DType::F32).is_err());
-    let r = cpu.execute(&Op::MatMulI8, &[&s8, &sf], &[&s22, &s22], &s22).unwrap();
+    let r = cpu.execute(&Op::MatMulI8 { b_i8: false }, &[&s8, &sf], &[&s22, &s22], &s22).unwrap();
     assert_eq!(cpu.read(&r, 4).unwrap(), vec![3.0, 3.0, 7.0, 7.0]);
 }
 

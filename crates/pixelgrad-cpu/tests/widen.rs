@@ -141,7 +141,7 @@ fn f16_inputs_and_bad_calls_are_typed_errors() {
     let (s22, s4) = (Shape::from([2, 2]), Shape::from([4]));
     assert!(matches!(cpu.execute(&Op::Widen, &[&sf], &[&s4], &s4), Err(Error::Shape { op: "widen", .. })));
     assert!(cpu.execute(&Op::Unary(pixelgrad_core::UnaryOp::Neg), &[&sh], &[&s4], &s4).is_err());
-    assert!(cpu.execute(&Op::MatMulI8, &[&sh, &sf], &[&s22, &s22], &s22).is_err());
+    assert!(cpu.execute(&Op::MatMulI8 { b_i8: false }, &[&sh, &sf], &[&s22, &s22], &s22).is_err());
     assert!(cpu.execute(&Op::Widen, &[&sh], &[&s4], &s22).is_err());
     assert!(cpu.execute(&Op::Widen, &[&sh, &sh], &[&s4, &s4], &s4).is_err());
     let r = cpu.execute(&Op::Widen, &[&sh], &[&s4], &s4).unwrap();

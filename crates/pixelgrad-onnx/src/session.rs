@@ -115,6 +115,9 @@ pub struct Session {
     cache: RefCell<HashMap<String, Tensor>>,
     /// Shared host copies of the non-trainable constants operators read.
     host: RefCell<HashMap<String, Rc<HostTensor>>>,
+    /// Row sums of 8-bit weight matrices and their largest `Σ|w|`, by name and transpose
+    /// ([`Consts::cached_int8_row_sums`]); not counted as weight bytes (one f32 per row).
+    int8_sums: RefCell<HashMap<(String, bool), (Tensor, u64)>>,
     /// See [`Session::set_max_elements`].
     max_elements: std::cell::Cell<usize>,
 }
@@ -186,6 +189,7 @@ impl Session {
             param_index,
             cache: RefCell::new(HashMap::new()),
             host: RefCell::new(HashMap::new()),
+            int8_sums: RefCell::new(HashMap::new()),
             max_elements: std::cell::Cell::new(crate::ops::MAX_ELEMENTS),
         })
     }
@@ -210,9 +214,6 @@ impl Session {
     pub fn outputs(&self) -> &[ValueInfo] {
         &self.model.outputs
     }
-    /// How the quantised operators compute on this device: `"f32-emulated"` (8-bit values
-    /// held as integer-valued `f32`, products accumulated exactly in `f32` below 2^24 and
-    /// requantised as onnxruntime does), or `None` when the model has no quantised operator.
     /// Whether constant `t` lives in fewer bits than f32 on this device (8-bit values where the
     /// backend stores them).
     fn stored_narrow(&self, t: &HostTensor) -> bool {
@@ -230,11 +231,28 @@ impl Session {
         }
     }
 
+    /// How the quantised operators compute on this device, or `None` when the model has no
+    /// quantised operator: `"f32-emulated"` where the backend has no 8-bit storage (8-bit
+    /// values held as integer-valued `f32`, products accumulated exactly in `f32` below 2^24
+    /// and requantised as onnxruntime does); else `"i8 weights stored 8-bit; ..."`, naming
+    /// the kernel the integer products run on ([`pixelgrad_core::Backend::int8_kernel`]):
+    /// `(dot4I8Packed, i32 accumulation)` or `(unpacked-i32, i32 accumulation)` on WebGPU,
+    /// `(i32 accumulation)` on the CPU.
     pub fn int8_path(&self) -> Option<&'static str> {
         if self.model.precision().int8.is_empty() {
             None
         } else if self.device.backend().supports_int8() {
-            Some("i8 weights stored 8-bit; group-1 convolutions and matrix products on matmul_i8 (i32 accumulation), other quantised ops f32-emulated")
+            // The kernel the products run on (`Backend::int8_kernel`): WebGPU's dot4I8Packed or
+            // unpacked-i32, the CPU's cpu-i32.
+            Some(match self.device.backend().int8_kernel() {
+                Some("dot4I8Packed") => {
+                    "i8 weights stored 8-bit; group-1 convolutions and matrix products on matmul_i8 (dot4I8Packed, i32 accumulation), other quantised ops f32-emulated"
+                }
+                Some("unpacked-i32") => {
+                    "i8 weights stored 8-bit; group-1 convolutions and matrix products on matmul_i8 (unpacked-i32, i32 accumulation), other quantised ops f32-emulated"
+                }
+                _ => "i8 weights stored 8-bit; group-1 convolutions and matrix products on matmul_i8 (i32 accumulation), other quantised ops f32-emulated",
+            })
         } else {
             Some("f32-emulated")
         }
@@ -467,6 +485,34 @@ impl Consts for Session {
         }
         let d = narrow_8bit(&self.device, t, true)?;
         self.cache.borrow_mut().insert(key, d.clone());
+        Ok(Some(d))
+    }
+    fn cached_int8_row_sums(&self, name: &str, t: &HostTensor, transpose: bool) -> Result<Option<(Tensor, u64)>> {
+        if !self.stored_narrow(t) || t.rank() < 2 {
+            return Ok(None);
+        }
+        let key = (name.to_string(), transpose);
+        if let Some(d) = self.int8_sums.borrow().get(&key) {
+            return Ok(Some(d.clone()));
+        }
+        let v = t.to_f64();
+        let (r, c) = (t.shape[0], t.numel() / t.shape[0].max(1));
+        // Rows of the [r, c] matrix, or of its [c, r] transpose (the columns).
+        let (rows, at): (usize, Box<dyn Fn(usize, usize) -> f64>) =
+            if transpose { (c, Box::new(|row, k| v[k * c + row])) } else { (r, Box::new(|row, k| v[row * c + k])) };
+        let len = if transpose { r } else { c };
+        let mut sums = Vec::with_capacity(rows);
+        let mut most = 0u64;
+        for row in 0..rows {
+            let (s, a) = (0..len).fold((0i64, 0u64), |(s, a), k| {
+                let w = at(row, k) as i64;
+                (s + w, a + w.unsigned_abs())
+            });
+            sums.push(s as f32);
+            most = most.max(a);
+        }
+        let d = (Tensor::from_vec(&self.device, &sums, [rows])?, most);
+        self.int8_sums.borrow_mut().insert(key, d.clone());
         Ok(Some(d))
     }
 }

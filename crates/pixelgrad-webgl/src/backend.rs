@@ -250,13 +250,13 @@ impl Backend for WebGlBackend {
         // texels bound to a float sampler. Pending (fused) results are f32.
         let dtypes: Vec<DType> = inputs.iter().map(|s| s.downcast::<GlTensor>().map_or(DType::F32, |t| t.dtype)).collect();
         let bad = match op {
-            Op::MatMulI8 => dtypes.iter().enumerate().position(|(i, d)| (i == 0) != matches!(d, DType::I8 | DType::U8)),
+            Op::MatMulI8 { .. } => dtypes.iter().enumerate().position(|(i, d)| (i == 0) != matches!(d, DType::I8 | DType::U8)),
             Op::Widen => dtypes.iter().position(|d| *d == DType::F32),
             _ => dtypes.iter().position(|d| *d != DType::F32),
         };
         if let Some(i) = bad {
             let want = match (op, i) {
-                (Op::MatMulI8, 0) => "8-bit (i8 or u8)",
+                (Op::MatMulI8 { .. }, 0) => "8-bit (i8 or u8)",
                 (Op::Widen, _) => "i8, u8 or f16",
                 _ => "f32 (only matmul_i8's weights and widen take 8-bit or f16 storage)",
             };
@@ -267,7 +267,7 @@ impl Backend for WebGlBackend {
                 msg: format!("input {i} has {} storage; it must be {want}", dtypes[i]),
             });
         }
-        if matches!(op, Op::MatMulI8 | Op::Widen) {
+        if matches!(op, Op::MatMulI8 { .. } | Op::Widen) {
             // Never deferred: a pending `b` is drawn first (`tensor_of`).
             return crate::ops::execute(&self.shared, op, inputs, shapes, out);
         }

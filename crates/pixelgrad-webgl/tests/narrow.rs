@@ -164,18 +164,18 @@ fn narrow_inputs_and_bad_calls_are_typed_errors() {
         be.execute(&Op::Reduce { op: pixelgrad_core::ReduceOp::Sum, axis: 0 }, &[&sh], &[&s4], &Shape::from([1])),
         Err(Error::Shape { .. })
     ));
-    assert!(be.execute(&Op::MatMulI8, &[&sh, &sf], &[&s22, &s22], &s22).is_err());
-    assert!(be.execute(&Op::MatMulI8, &[&sf, &sf], &[&s22, &s22], &s22).is_err());
-    assert!(be.execute(&Op::MatMulI8, &[&s8, &sh], &[&s22, &s22], &s22).is_err());
-    assert!(be.execute(&Op::MatMulI8, &[&s8, &s8], &[&s22, &s22], &s22).is_err());
-    assert!(be.execute(&Op::MatMulI8, &[&s8, &sf], &[&s22, &s22], &s4).is_err());
+    assert!(be.execute(&Op::MatMulI8 { b_i8: false }, &[&sh, &sf], &[&s22, &s22], &s22).is_err());
+    assert!(be.execute(&Op::MatMulI8 { b_i8: false }, &[&sf, &sf], &[&s22, &s22], &s22).is_err());
+    assert!(be.execute(&Op::MatMulI8 { b_i8: false }, &[&s8, &sh], &[&s22, &s22], &s22).is_err());
+    assert!(be.execute(&Op::MatMulI8 { b_i8: false }, &[&s8, &s8], &[&s22, &s22], &s22).is_err());
+    assert!(be.execute(&Op::MatMulI8 { b_i8: false }, &[&s8, &sf], &[&s22, &s22], &s4).is_err());
     assert!(be.execute(&Op::Widen, &[&sh], &[&s4], &s22).is_err());
     assert!(be.upload_int8(&[1], DType::F32).is_err());
     let r = be.execute(&Op::Widen, &[&sh], &[&s4], &s4).unwrap();
     assert_eq!(be.read(&r, 4).unwrap(), vec![1.0, -2.0, 2f32.powi(-24), f32::INFINITY]);
     let r = be.execute(&Op::Widen, &[&s8], &[&s22], &s22).unwrap();
     assert_eq!(be.read(&r, 4).unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
-    let r = be.execute(&Op::MatMulI8, &[&s8, &sf], &[&s22, &s22], &s22).unwrap();
+    let r = be.execute(&Op::MatMulI8 { b_i8: false }, &[&s8, &sf], &[&s22, &s22], &s22).unwrap();
     assert_eq!(be.read(&r, 4).unwrap(), vec![3.0, 3.0, 7.0, 7.0]);
     // Widened results are ordinary f32 tensors, fused with what follows.
     let w = h.widen().unwrap();

@@ -49,6 +49,12 @@ pub struct WgpuOptions {
     /// running sums); `false` gives each its own launch (for comparisons and tests). Needs
     /// `fuse`.
     pub group: bool,
+    /// Run [`Tensor::matmul_i8_packed`](pixelgrad_core::Tensor::matmul_i8_packed) on WGSL's
+    /// `dot4I8Packed` where the instance has the `packed_4x8_integer_dot_product` language
+    /// feature; `false` runs the unpacked-i32 kernels instead (for comparisons and tests). The
+    /// environment variable `PIXELGRAD_WGPU_NO_DOT4` (any value but `0` or empty) turns it
+    /// off as well, for tools that build the backend with default options (the CLI).
+    pub int8_dot4: bool,
 }
 
 impl Default for WgpuOptions {
@@ -62,6 +68,7 @@ impl Default for WgpuOptions {
             subgroups: true,
             fuse: true,
             group: true,
+            int8_dot4: true,
         }
     }
 }
@@ -74,6 +81,19 @@ pub struct WgpuBackend {
     /// Whether the instance's WGSL offers `packed_4x8_integer_dot_product` (see
     /// [`WgpuBackend::wgsl_packed_4x8_integer_dot_product`]).
     packed_4x8_dot: bool,
+}
+
+/// Whether `PIXELGRAD_WGPU_NO_DOT4` asks for the unpacked int8 kernels (see
+/// [`WgpuOptions::int8_dot4`]). Browsers have no environment: never there.
+fn dot4_disabled_by_env() -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        std::env::var("PIXELGRAD_WGPU_NO_DOT4").is_ok_and(|v| !v.is_empty() && v != "0")
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        false
+    }
 }
 
 fn unavailable(reason: impl Into<String>) -> Error {
@@ -125,6 +145,7 @@ impl WgpuBackend {
         };
         let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
         gpu.group.set(opts.group);
+        gpu.int8_dot4.set(packed_4x8_dot && opts.int8_dot4 && !dot4_disabled_by_env());
         Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot })
     }
 
@@ -144,15 +165,26 @@ impl WgpuBackend {
         self.gpu.launch_log.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    /// Which kernel runs [`Op::MatMulI8`]: `"unpacked-i32"`, weights unpacked from their
-    /// packed words with shifts (sign-extended for i8) and multiplied and summed as i32.
+    /// Which kernel runs [`Tensor::matmul_i8_packed`](pixelgrad_core::Tensor::matmul_i8_packed)
+    /// ([`Op::MatMulI8`] with `b_i8`, what the ONNX importer's quantised products use):
+    /// `"dot4I8Packed"` where [`WgpuBackend::wgsl_packed_4x8_integer_dot_product`] is true and
+    /// [`WgpuOptions::int8_dot4`] left it on (`b` packed to bytes by a prologue launch, then
+    /// four products and their sum per `dot4I8Packed`), else `"unpacked-i32"` (weights
+    /// unpacked from their packed words with shifts, sign-extended for i8, multiplied and
+    /// summed as i32). Plain [`Tensor::matmul_i8`](pixelgrad_core::Tensor::matmul_i8), whose
+    /// `b` may exceed 8 bits, always runs unpacked-i32. Both give the same exact result.
     pub fn int8_path(&self) -> &'static str {
-        ops::matmul_i8::PATH
+        if self.gpu.int8_dot4.get() {
+            ops::matmul_i8::PATH_DOT4
+        } else {
+            ops::matmul_i8::PATH
+        }
     }
 
     /// True if the WGSL of this instance has the `packed_4x8_integer_dot_product` language
     /// extension (`dot4I8Packed`, `unpack4xI8`, ...): always natively, where naga implements it;
-    /// in a browser when the browser reports it. [`WgpuBackend::int8_path`] does not use it yet.
+    /// in a browser when the browser reports it. Where it is true [`WgpuBackend::int8_path`]
+    /// is `"dot4I8Packed"` unless [`WgpuOptions::int8_dot4`] turned it off.
     pub fn wgsl_packed_4x8_integer_dot_product(&self) -> bool {
         self.packed_4x8_dot
     }
@@ -202,8 +234,8 @@ impl WgpuBackend {
 impl WgpuBackend {
     /// [`Op::MatMulI8`]: never deferred; a pending (fused) `b` is computed first, like every
     /// input of a non-elementwise op ([`WgpuBackend::tensor`]).
-    fn matmul_i8(&self, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
-        let op = Op::MatMulI8;
+    fn matmul_i8(&self, b_i8: bool, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        let op = Op::MatMulI8 { b_i8 };
         let ins: Vec<&GpuTensor> = inputs.iter().map(|s| self.tensor(op.name(), s)).collect::<Result<_>>()?;
         let lens: Vec<usize> = ins.iter().map(|t| t.len).collect();
         pixelgrad_core::check_execute(&op, &lens, shapes, out, &self.name())?;
@@ -272,6 +304,10 @@ impl Backend for WgpuBackend {
         true
     }
 
+    fn int8_kernel(&self) -> Option<&'static str> {
+        Some(self.int8_path())
+    }
+
     fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
         self.gpu.check("upload_int8")?;
         if !matches!(dtype, DType::I8 | DType::U8) {
@@ -321,8 +357,8 @@ impl Backend for WgpuBackend {
                 None => Err(Error::backend("reshape", BACKEND, "missing input")),
             };
         }
-        if let Op::MatMulI8 = op {
-            return self.matmul_i8(inputs, shapes, out);
+        if let Op::MatMulI8 { b_i8 } = op {
+            return self.matmul_i8(*b_i8, inputs, shapes, out);
         }
         if let Op::Widen = op {
             return self.widen(inputs, shapes, out);

@@ -68,6 +68,9 @@ pub(crate) struct Gpu {
     pub fuse: bool,
     /// Whether `fusion::settle` groups pending results into multi-output launches.
     pub group: Cell<bool>,
+    /// Whether `Op::MatMulI8 { b_i8: true }` runs on `dot4I8Packed` (`ops::matmul_i8`): the
+    /// WGSL language feature is there and `WgpuOptions::int8_dot4` did not turn it off.
+    pub int8_dot4: Cell<bool>,
     pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
     /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
     pub generation: Cell<u64>,
@@ -155,6 +158,7 @@ impl Gpu {
             group_kernels: RefCell::new(std::collections::HashMap::new()),
             fuse,
             group: Cell::new(true),
+            int8_dot4: Cell::new(false),
             lazies: RefCell::new(Vec::new()),
             generation: Cell::new(0),
             launch_log: RefCell::new(None),
@@ -512,6 +516,13 @@ impl Gpu {
             return Ok(());
         }
         self.queue.write_buffer(&self.status, 0, &[0u8; 4]);
+        if word & 3 == 0 {
+            return Err(Error::backend(
+                "matmul_i8",
+                BACKEND,
+                "matmul_i8_packed was given a value that is not a whole number in [-128, 127] (found on the GPU; reported at the next read)",
+            ));
+        }
         let op = if word & 1 != 0 { "gather" } else { "scatter_add" };
         Err(Error::backend(
             op,

@@ -39,7 +39,10 @@
 //! - **8-bit weights** ([`pixelgrad_core::Tensor::from_i8`], `supports_int8` is true): packed
 //!   four per u32 word (element `4i + j` in byte `j` of word `i`), buffers rounded up to whole
 //!   words, read back as exact f32; [`pixelgrad_core::Op::MatMulI8`] unpacks them with shifts
-//!   and accumulates in i32 (`src/kernels/matmul_i8.wgsl`, [`WgpuBackend::int8_path`]);
+//!   and accumulates in i32 (`src/kernels/matmul_i8.wgsl`), or, for
+//!   [`pixelgrad_core::Tensor::matmul_i8_packed`] where the WGSL has
+//!   `packed_4x8_integer_dot_product`, packs `b` to bytes too and multiplies with
+//!   `dot4I8Packed` (`src/kernels/matmul_i8_dot4.wgsl`); [`WgpuBackend::int8_path`] says which;
 //! - **f16 storage** ([`pixelgrad_core::Tensor::from_f16`], `supports_f16_storage` is true):
 //!   packed two per u32 word (element `2i` in the low 16 bits of word `i`), buffers rounded up
 //!   to whole words, read back as exact f32; [`pixelgrad_core::Op::Widen`] converts 8-bit or

@@ -50,9 +50,23 @@ pub(crate) struct Kernel {
     pub status: bool,
 }
 
-/// The WGSL compiled for `kernel`: prelude then kernel body.
+/// The WGSL compiled for `kernel`: prelude then kernel body, the body's leading `requires`
+/// directives first (WGSL wants directives before any declaration).
 pub(crate) fn full_source(kernel: &Kernel) -> String {
-    format!("{}\n{}", prelude(), kernel.source)
+    let src: &str = &kernel.source;
+    let mut split = 0;
+    for line in src.split_inclusive('\n') {
+        let t = line.trim_start();
+        if !(t.starts_with("requires ") || t.starts_with("//") || t.trim().is_empty()) {
+            break;
+        }
+        split += line.len();
+    }
+    let (head, body) = src.split_at(split);
+    if !head.contains("requires ") {
+        return format!("{}\n{}", prelude(), src);
+    }
+    format!("{head}{}\n{body}", prelude())
 }
 
 /// What a bind group layout depends on: read-only inputs, outputs, status binding.

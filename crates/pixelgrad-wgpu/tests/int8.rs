@@ -66,7 +66,7 @@ const CASES: &[(&[usize], &[usize])] = &[
 fn matmul_i8_is_exact_for_every_shape_and_signedness() {
     let b = backend();
     assert!(b.supports_int8());
-    assert_eq!(b.int8_path(), "unpacked-i32");
+    assert_eq!(b.int8_path(), if b.wgsl_packed_4x8_integer_dot_product() { "dot4I8Packed" } else { "unpacked-i32" });
     eprintln!("packed_4x8_integer_dot_product in WGSL: {}", b.wgsl_packed_4x8_integer_dot_product());
     let dev = Device::new(b);
     let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
@@ -161,11 +161,11 @@ fn eight_bit_inputs_and_bad_shapes_are_typed_errors() {
     let (s22, s4) = (Shape::from([2, 2]), Shape::from([4]));
     assert!(matches!(be.execute(&Op::Unary(pixelgrad_core::UnaryOp::Neg), &[&s8], &[&s4], &s4), Err(Error::Shape { .. })));
     assert!(be.execute(&Op::MatMul { trans_a: false, trans_b: false }, &[&s8, &sf], &[&s22, &s22], &s22).is_err());
-    assert!(be.execute(&Op::MatMulI8, &[&sf, &sf], &[&s22, &s22], &s22).is_err());
-    assert!(be.execute(&Op::MatMulI8, &[&s8, &s8], &[&s22, &s22], &s22).is_err());
-    assert!(be.execute(&Op::MatMulI8, &[&s8, &sf], &[&s22, &s22], &s4).is_err());
+    assert!(be.execute(&Op::MatMulI8 { b_i8: false }, &[&sf, &sf], &[&s22, &s22], &s22).is_err());
+    assert!(be.execute(&Op::MatMulI8 { b_i8: false }, &[&s8, &s8], &[&s22, &s22], &s22).is_err());
+    assert!(be.execute(&Op::MatMulI8 { b_i8: false }, &[&s8, &sf], &[&s22, &s22], &s4).is_err());
     assert!(be.upload_int8(&[1], DType::F32).is_err());
-    let r = be.execute(&Op::MatMulI8, &[&s8, &sf], &[&s22, &s22], &s22).unwrap();
+    let r = be.execute(&Op::MatMulI8 { b_i8: false }, &[&s8, &sf], &[&s22, &s22], &s22).unwrap();
     assert_eq!(be.read(&r, 4).unwrap(), vec![3.0, 3.0, 7.0, 7.0]);
     // The device still works after all of that.
     assert_eq!(f.add(&f).unwrap().to_vec().unwrap(), vec![2.0; 6]);

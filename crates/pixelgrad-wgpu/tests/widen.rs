@@ -132,8 +132,8 @@ fn f16_inputs_and_bad_calls_are_typed_errors() {
     let pending = be.execute(&Op::Unary(pixelgrad_core::UnaryOp::Neg), &[&sf], &[&s4], &s4).unwrap();
     assert!(matches!(be.execute(&Op::Widen, &[&pending], &[&s4], &s4), Err(Error::Shape { op: "widen", .. })));
     assert!(matches!(be.execute(&Op::Unary(pixelgrad_core::UnaryOp::Neg), &[&sh], &[&s4], &s4), Err(Error::Shape { .. })));
-    assert!(be.execute(&Op::MatMulI8, &[&sh, &sf], &[&s22, &s22], &s22).is_err());
-    assert!(be.execute(&Op::MatMulI8, &[&s8, &sh], &[&s22, &s22], &s22).is_err());
+    assert!(be.execute(&Op::MatMulI8 { b_i8: false }, &[&sh, &sf], &[&s22, &s22], &s22).is_err());
+    assert!(be.execute(&Op::MatMulI8 { b_i8: false }, &[&s8, &sh], &[&s22, &s22], &s22).is_err());
     assert!(be.execute(&Op::Widen, &[&sh], &[&s4], &s22).is_err());
     let r = be.execute(&Op::Widen, &[&sh], &[&s4], &s4).unwrap();
     assert_eq!(be.read(&r, 4).unwrap(), vec![1.0, -2.0, 2f32.powi(-24), f32::INFINITY]);

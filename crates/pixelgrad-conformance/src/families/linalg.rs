@@ -184,19 +184,23 @@ async fn narrow_f16(dev: &Device, read: Read) -> Outcome {
 
 /// [`Op::MatMulI8`] on backends with 8-bit storage (`supports_int8`), exactly against an
 /// integer product computed here: i8 and u8 weights, a batch, weights broadcast over a batch
-/// of activations. Backends without 8-bit storage skip it (nothing to run).
+/// of activations; `matmul_i8_packed` (activations in `[-128, 127]`, WebGPU's `dot4I8Packed`
+/// where the adapter has it) on the same shapes. Backends without 8-bit storage skip it.
 async fn matmul_i8(dev: &Device, read: Read) -> Outcome {
     if !dev.backend().supports_int8() {
         return Ok(());
     }
-    let run = async |a_dims: &[usize], b_dims: &[usize], signed: bool| -> Outcome {
-        let tag = format!("matmul_i8 {a_dims:?}x{b_dims:?} {}", if signed { "i8" } else { "u8" });
+    let run = async |a_dims: &[usize], b_dims: &[usize], signed: bool, packed: bool| -> Outcome {
+        let name = if packed { "matmul_i8_packed" } else { "matmul_i8" };
+        let tag = format!("{name} {a_dims:?}x{b_dims:?} {}", if signed { "i8" } else { "u8" });
         let err = |e: pixelgrad_core::Error| format!("{tag}: {e}");
         let na: usize = a_dims.iter().product();
         let nb: usize = b_dims.iter().product();
-        // Deterministic values over the whole 8-bit range and whole numbers in -255..=255.
+        // Deterministic values over the whole 8-bit range and whole numbers in -255..=255
+        // (-128..=127 for the packed product).
         let av: Vec<i64> = (0..na).map(|i| ((i * 37 + 11) % 256) as i64 - if signed { 128 } else { 0 }).collect();
-        let bv: Vec<i64> = (0..nb).map(|i| ((i * 101 + 7) % 511) as i64 - 255).collect();
+        let (span, off) = if packed { (256, 128) } else { (511, 255) };
+        let bv: Vec<i64> = (0..nb).map(|i| ((i * 101 + 7) % span) as i64 - off).collect();
         let a = if signed {
             Tensor::from_i8(dev, &av.iter().map(|&v| v as i8).collect::<Vec<_>>(), a_dims.to_vec())
         } else {
@@ -204,7 +208,7 @@ async fn matmul_i8(dev: &Device, read: Read) -> Outcome {
         }
         .map_err(err)?;
         let b = Tensor::from_vec(dev, &bv.iter().map(|&v| v as f32).collect::<Vec<_>>(), b_dims.to_vec()).map_err(err)?;
-        let y = a.matmul_i8(&b).map_err(err)?;
+        let y = if packed { a.matmul_i8_packed(&b) } else { a.matmul_i8(&b) }.map_err(err)?;
         let got = crate::harness::read_f64(&y, read).await.map_err(err)?;
         let (m, k) = (a_dims[a_dims.len() - 2], a_dims[a_dims.len() - 1]);
         let n = b_dims[b_dims.len() - 1];
@@ -222,10 +226,13 @@ async fn matmul_i8(dev: &Device, read: Read) -> Outcome {
         }
         crate::harness::compare(&tag, "output", &got, &want, EXACT)
     };
-    run(&[3, 7], &[7, 5], true).await?;
-    run(&[17, 9], &[9, 33], false).await?;
-    run(&[2, 5, 6], &[2, 6, 3], true).await?;
-    run(&[4, 13], &[3, 13, 6], false).await
+    for packed in [false, true] {
+        run(&[3, 7], &[7, 5], true, packed).await?;
+        run(&[17, 9], &[9, 33], false, packed).await?;
+        run(&[2, 5, 6], &[2, 6, 3], true, packed).await?;
+        run(&[4, 13], &[3, 13, 6], false, packed).await?;
+    }
+    Ok(())
 }
 
 fn windows() -> Vec<(&'static str, Vec<usize>, Window)> {

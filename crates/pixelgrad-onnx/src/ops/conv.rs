@@ -128,7 +128,20 @@ pub fn conv_tensors(cx: &Cx, x: Tensor, w: Tensor, bias: Option<&Tensor>) -> Res
 /// `[M, C, kh, kw]` weights `wdims`, `wz` their zero points (`[M]` or one) when not all zero.
 /// Returns the exact `int32` accumulator as f32, `[N, M, OH, OW]`; `None` for the shapes this
 /// path does not take (groups, dilations), which run on the f32 path.
-pub fn conv_i8(cx: &Cx, x: &Tensor, w8: &Tensor, wdims: &[usize], wz: Option<&Tensor>) -> Result<Option<Tensor>> {
+///
+/// `shift` (`delta` `[1, 1, 1, 1]`, the weights' row sums `[M]`) runs the product on
+/// [`Tensor::matmul_i8_packed`]: `x + delta` is in `[-128, 127]` (the caller knows it by
+/// construction, see `quant::packed_shift`), padding included, so the input is padded
+/// explicitly (zeros of the centred `x`) before the shift, and `delta · Σ_k w` is subtracted
+/// from the product.
+pub fn conv_i8(
+    cx: &Cx,
+    x: &Tensor,
+    w8: &Tensor,
+    wdims: &[usize],
+    wz: Option<&Tensor>,
+    shift: Option<(&Tensor, &Tensor)>,
+) -> Result<Option<Tensor>> {
     let node = cx.node;
     if x.rank() != 4 || wdims.len() != 4 || node.int("group", 1)? != 1 || x.dims()[1] != wdims[1] {
         return Ok(None);
@@ -139,10 +152,15 @@ pub fn conv_i8(cx: &Cx, x: &Tensor, w8: &Tensor, wdims: &[usize], wz: Option<&Te
         return Ok(None);
     }
     let (kh, kw, m) = (wdims[2], wdims[3], wdims[0]);
-    let (x, pad) = if win.pad_begin == win.pad_end {
+    let unpadded = win.pad_begin == [0, 0] && win.pad_end == [0, 0];
+    let (x, pad) = if win.pad_begin == win.pad_end && (shift.is_none() || unpadded) {
         (x.clone(), win.pad_begin)
     } else {
         (x.pad(&[0, 0, win.pad_begin[0], win.pad_begin[1]], &[0, 0, win.pad_end[0], win.pad_end[1]])?, [0, 0])
+    };
+    let x = match shift {
+        Some((delta, _)) => x.add(delta)?,
+        None => x,
     };
     let window = Window { kh, kw, stride_h: win.stride[0], stride_w: win.stride[1], pad_h: pad[0], pad_w: pad[1] };
     let [oh, ow] = win.out;
@@ -152,11 +170,23 @@ pub fn conv_i8(cx: &Cx, x: &Tensor, w8: &Tensor, wdims: &[usize], wz: Option<&Te
     } else {
         x.im2col(window)?
     };
-    let mut acc = w8.matmul_i8(&cols)?; // [N, M, L]
+    let mut acc = match shift {
+        Some((delta, sums)) => {
+            // Σ w·x = Σ w·(x + delta) - delta·Σ_k w
+            let d = delta.reshape([1, 1, 1])?;
+            w8.matmul_i8_packed(&cols)?.sub(&sums.reshape([1, m, 1])?.mul(&d)?)?
+            // [N, M, L]
+        }
+        None => w8.matmul_i8(&cols)?, // [N, M, L]
+    };
     if let Some(z) = wz {
-        // Σ (w - z)·x = Σ w·x - z·Σ x
+        // Σ (w - z)·x = Σ w·x - z·Σ x (the columns hold x + delta when shifted)
         let zs = z.reshape([1, z.numel(), 1])?;
-        acc = acc.sub(&cols.sum_axis(1, true)?.mul(&zs)?)?;
+        let mut sum = cols.sum_axis(1, true)?;
+        if let Some((delta, _)) = shift {
+            sum = sum.sub(&delta.reshape([1, 1, 1])?.mul_scalar((c * kh * kw) as f32)?)?;
+        }
+        acc = acc.sub(&sum.mul(&zs)?)?;
     }
     Ok(Some(acc.reshape([n, m, oh, ow])?))
 }

@@ -206,6 +206,13 @@ pub trait Consts {
     fn cached_int8(&self, _name: &str, _t: &HostTensor, _transpose: bool) -> Result<Option<Tensor>> {
         Ok(None)
     }
+    /// The row sums `Σ_k w[row, k]` of the matrix [`Consts::cached_int8`] gives for the same
+    /// arguments, as a cached f32 device vector `[rows]` (exact: at most 255 · cols), and the
+    /// largest `Σ_k |w[row, k]|` (bounds for exactness). For the shifted activations of
+    /// [`Tensor::matmul_i8_packed`]. `None` where `cached_int8` is `None`.
+    fn cached_int8_row_sums(&self, _name: &str, _t: &HostTensor, _transpose: bool) -> Result<Option<(Tensor, u64)>> {
+        Ok(None)
+    }
     /// Most elements a result whose size comes from the model's data (Resize, Pad, Expand,
     /// Tile, ConstantOfShape) may have.
     fn max_elements(&self) -> usize {

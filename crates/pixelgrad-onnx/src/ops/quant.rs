@@ -227,11 +227,61 @@ fn int8_weights(cx: &Cx, ins: &[Option<V>], w: usize, transpose: bool) -> Result
     Ok(cx.consts.cached_int8(name, t, transpose)?.map(|w8| (w8, t.shape.clone())))
 }
 
+/// What feeds [`Tensor::matmul_i8_packed`] instead of the centred activations `x - zx`, when
+/// their range is known by construction: quantised `uint8` `x` in `[0, 255]` shifted to
+/// `x - 128`, `int8` `x` as it is, both in `[-128, 127]`. `delta = zx - s` (`s` = 128 or 0),
+/// shaped `[1; rank]`, turns the centred values into those (`(x - zx) + delta = x - s`; also
+/// in `[-128, 127]`, so padding of the centred input, zeros, stays in range too), and
+/// `Σ_k w·(x - zx) = Σ_k w·(x - s) - delta·Σ_k w` with `sums` the weight matrix's row sums,
+/// precomputed once per weight. `None` keeps the unshifted `matmul_i8`: per-axis activation
+/// zero points, weights other than a cached 8-bit matrix, or weights whose `Σ|w|` could let
+/// the shifted accumulator pass 2^24, where f32 stops holding every integer (below it the
+/// corrected result is the unshifted one, bit for bit).
+fn packed_shift(
+    cx: &Cx,
+    ins: &[Option<V>],
+    x: usize,
+    xz: usize,
+    w: usize,
+    transpose: bool,
+    rank: usize,
+) -> Result<Option<(Tensor, Tensor)>> {
+    let s = match cx.v(ins, x)?.dtype() {
+        DType::U8 => 128.0,
+        DType::I8 => 0.0,
+        _ => return Ok(None),
+    };
+    let Some(V::Host { t, name: Some(name) }) = cx.opt(ins, w) else { return Ok(None) };
+    let Some((sums, most)) = cx.consts.cached_int8_row_sums(name, t, transpose)? else { return Ok(None) };
+    // |x - s| <= 128 and |delta| <= 255: both products' partial sums stay exact in f32.
+    if most.saturating_mul(255) >= 1 << 24 {
+        return Ok(None);
+    }
+    let ones = vec![1usize; rank];
+    let delta = match cx.opt(ins, xz) {
+        None => Tensor::from_vec(cx.dev(), &[-s], ones)?,
+        Some(v) => match v.as_host() {
+            Some(h) if h.numel() == 1 => Tensor::from_vec(cx.dev(), &[h.to_f32()[0] - s], ones)?,
+            Some(_) => return Ok(None),
+            None => {
+                let z = cx.t(ins, xz)?;
+                if z.numel() != 1 {
+                    return Ok(None);
+                }
+                z.reshape(ones)?.add_scalar(-s)?
+            }
+        },
+    };
+    Ok(Some((delta, sums)))
+}
+
 /// `QLinearConv` / `ConvInteger`'s accumulator on 8-bit weights (`None`: the f32 path).
 fn int8_conv(cx: &Cx, ins: &[Option<V>], x: usize, xz: usize, w: usize, wz: usize) -> Result<Option<Tensor>> {
     let Some((w8, wdims)) = int8_weights(cx, ins, w, false)? else { return Ok(None) };
     let xc = centred(cx, ins, x, xz, 1)?;
-    conv::conv_i8(cx, &xc, &w8, &wdims, weight_zero_points(cx, ins, wz)?.as_ref())
+    let shift = packed_shift(cx, ins, x, xz, w, false, 4)?;
+    let shift = shift.as_ref().map(|(d, s)| (d, s));
+    conv::conv_i8(cx, &xc, &w8, &wdims, weight_zero_points(cx, ins, wz)?.as_ref(), shift)
 }
 
 /// `A · B` accumulated in `int32` with `B` constant 8-bit weights `[K, N]` (`[N, K]` when
@@ -249,7 +299,17 @@ fn int8_matmul(cx: &Cx, ins: &[Option<V>], a: usize, az: usize, b: usize, bz: us
         return Ok(None);
     }
     let perm: Vec<usize> = if r == 2 { vec![1, 0] } else { vec![0, 2, 1] };
-    let mut acc = bt.matmul_i8(&ac.permute(&perm)?)?; // [.., N, M]
+    let at = ac.permute(&perm)?; // [.., K, M]
+    let mut acc = match packed_shift(cx, ins, a, az, b, !trans_b, r)? {
+        Some((delta, sums)) => {
+            // Σ_k w·(a - za) = Σ_k w·(a - s) - delta·Σ_k w, with a - s = (a - za) + delta.
+            let acc = bt.matmul_i8_packed(&at.add(&delta)?)?; // [.., N, M]
+            let mut sd = vec![1usize; r];
+            sd[r - 2] = sums.numel();
+            acc.sub(&sums.reshape(sd)?.mul(&delta)?)?
+        }
+        None => bt.matmul_i8(&at)?, // [.., N, M]
+    };
     if let Some(z) = weight_zero_points(cx, ins, bz)? {
         // Σ_k a[m,k]·(b[k,n] - z[n]) = Σ_k a·b - z[n]·Σ_k a[m,k]
         let rows = ac.sum_axis(-1, true)?.permute(&perm)?; // [.., 1, M]

@@ -69,7 +69,8 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         Op::Pad { before, .. } => layout::pad(sh, ts[0], shapes[0], before, out)?,
         Op::Concat { axis } => layout::concat(sh, &ts, shapes, *axis, out)?,
         // Narrow storage (WebGL2; the `webgl1` mode has none and these fail naming why).
-        Op::MatMulI8 => narrow::matmul_i8(sh, ts[0], ts[1], shapes, out)?,
+        // `b_i8` (b in [-128, 127]) changes nothing here: the same exact product.
+        Op::MatMulI8 { .. } => narrow::matmul_i8(sh, ts[0], ts[1], shapes, out)?,
         Op::Widen => narrow::widen_op(sh, ts[0], shapes, out)?,
         // f32 -> f16 results (mixed-precision training) are not drawn here:
         // `supports_narrow_f16` is false, so `Tensor::narrow_f16` refuses before reaching us.

@@ -1,7 +1,11 @@
 //! The exact integer matmul of 8-bit weights ([`pixelgrad_core::Op::MatMulI8`]): weights
-//! packed four per u32 word, unpacked with shifts in the kernel, i32 accumulation.
+//! packed four per u32 word, i32 accumulation. Two paths: [`PATH`], bytes unpacked with
+//! shifts and multiplied as i32 (any whole-number `b`), and [`PATH_DOT4`], for `b_i8`
+//! (`b` in `[-128, 127]`) where the WGSL has `packed_4x8_integer_dot_product`: `b` packed
+//! to bytes by a prologue launch, then `dot4I8Packed` on word pairs.
 
 use std::borrow::Cow;
+use std::rc::Rc;
 
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Error, Result, Shape};
@@ -30,15 +34,59 @@ pub(crate) const MATMUL_I8_VEC4: Kernel = Kernel {
     status: false,
 };
 
+/// Packs `b` (f32 whole numbers in `[-128, 127]`) four k per word for [`MATMUL_I8_DOT4`];
+/// raises a status bit for values outside that.
+pub(crate) const MATMUL_I8_PACK_B: Kernel = Kernel {
+    name: Cow::Borrowed("matmul_i8_pack_b"),
+    source: Cow::Borrowed(include_str!("../kernels/matmul_i8_pack_b.wgsl")),
+    inputs: 1,
+    outputs: 1,
+    overrides: &[],
+    status: true,
+};
+
+/// [`MATMUL_I8`] on `dot4I8Packed`, `b` packed by [`MATMUL_I8_PACK_B`].
+pub(crate) const MATMUL_I8_DOT4: Kernel = Kernel {
+    name: Cow::Borrowed("matmul_i8_dot4"),
+    source: Cow::Borrowed(include_str!("../kernels/matmul_i8_dot4.wgsl")),
+    inputs: 2,
+    outputs: 1,
+    overrides: &["SIGNED", "ALIGNED"],
+    status: false,
+};
+
+/// [`MATMUL_I8_DOT4`] for N a multiple of 4: vec4 loads of packed `b`.
+pub(crate) const MATMUL_I8_DOT4_VEC4: Kernel = Kernel {
+    name: Cow::Borrowed("matmul_i8_dot4_vec4"),
+    source: Cow::Borrowed(include_str!("../kernels/matmul_i8_dot4_vec4.wgsl")),
+    inputs: 2,
+    outputs: 1,
+    overrides: &["SIGNED", "ALIGNED"],
+    status: false,
+};
+
 /// Output tile edge of one workgroup (must match the kernel).
 const TILE: usize = 32;
 
-/// What [`crate::WgpuBackend::int8_path`] reports: bytes unpacked by shifts, i32 products.
+/// What [`crate::WgpuBackend::int8_path`] reports for the shift-unpacking kernels, i32 products.
 pub(crate) const PATH: &str = "unpacked-i32";
 
-/// `a` (8-bit, `[M, K]` or `[G, M, K]`) times `b` (f32 whole numbers) into `res`; shapes passed
-/// `Op::infer_shape`, and the caller checked the storage types.
-pub(crate) fn matmul_i8(gpu: &Gpu, a: &GpuTensor, b: &GpuTensor, shapes: &[&Shape], out: &Shape, res: &GpuTensor) -> Result<()> {
+/// What it reports where `b_i8` products run on `dot4I8Packed`.
+pub(crate) const PATH_DOT4: &str = "dot4I8Packed";
+
+/// `a` (8-bit, `[M, K]` or `[G, M, K]`) times `b` (f32 whole numbers; in `[-128, 127]` when
+/// `b_i8`) into `res`; shapes passed `Op::infer_shape`, and the caller checked the storage
+/// types. `b_i8` takes the `dot4I8Packed` path where `Gpu::int8_dot4` is on.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_i8(
+    gpu: &Rc<Gpu>,
+    b_i8: bool,
+    a: &GpuTensor,
+    b: &GpuTensor,
+    shapes: &[&Shape],
+    out: &Shape,
+    res: &GpuTensor,
+) -> Result<()> {
     let op = "matmul_i8";
     let signed = match a.dtype {
         DType::I8 => true,
@@ -59,6 +107,21 @@ pub(crate) fn matmul_i8(gpu: &Gpu, a: &GpuTensor, b: &GpuTensor, shapes: &[&Shap
     u(op, batch * m * n)?;
     let params = [u(op, m)?, u(op, n)?, u(op, k)?, u(op, a_stride)?, u(op, b_stride)?];
     let grid = [gpu.check_dim(op, n.div_ceil(TILE) as u64)?, gpu.check_dim(op, m.div_ceil(TILE) as u64)?, gpu.check_dim(op, batch as u64)?];
+    if b_i8 && gpu.int8_dot4.get() {
+        // B's batches (1 when rank 2 or broadcast), each packed to [K4, N] words.
+        let k4 = k.div_ceil(4);
+        let b_batches = if sb.len() == 3 { sb[0] } else { 1 };
+        let words = b_batches * k4 * n;
+        let packed = GpuTensor::new(gpu, op, words)?;
+        let pack = [u(op, words)?, u(op, n)?, u(op, k)?, u(op, k4)?];
+        let pack_grid = gpu.grid_elems(op, words)?;
+        gpu.launch(op, &MATMUL_I8_PACK_B, &[], &[b.buffer()], packed.buffer(), &pack, pack_grid)?;
+        let bp_stride = if b_stride == 0 { 0 } else { k4 * n };
+        let params = [u(op, m)?, u(op, n)?, u(op, k)?, u(op, a_stride)?, u(op, bp_stride)?, u(op, k4)?];
+        let config = [u32::from(signed), u32::from(k.is_multiple_of(4))];
+        let kernel = if n.is_multiple_of(4) { &MATMUL_I8_DOT4_VEC4 } else { &MATMUL_I8_DOT4 };
+        return gpu.launch(op, kernel, &config, &[a.buffer(), packed.buffer()], res.buffer(), &params, grid);
+    }
     let kernel = if k.is_multiple_of(4) && n.is_multiple_of(4) { &MATMUL_I8_VEC4 } else { &MATMUL_I8 };
     gpu.launch(op, kernel, &[u32::from(signed)], &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
 }

@@ -31,6 +31,9 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &matmul::MATMUL_BIG,
         &matmul_i8::MATMUL_I8,
         &matmul_i8::MATMUL_I8_VEC4,
+        &matmul_i8::MATMUL_I8_PACK_B,
+        &matmul_i8::MATMUL_I8_DOT4,
+        &matmul_i8::MATMUL_I8_DOT4_VEC4,
         &widen::WIDEN,
         &widen::NARROW_F16,
         &window::IM2COL,
@@ -85,7 +88,7 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::Slice { starts, .. } => layout::slice(gpu, starts, input(0)?, shapes[0], out, &res)?,
         Op::Pad { before, .. } => layout::pad(gpu, before, input(0)?, shapes[0], out, &res)?,
         Op::Concat { axis } => layout::concat(gpu, *axis, ins, shapes, out, &res)?,
-        Op::MatMulI8 => matmul_i8::matmul_i8(gpu, input(0)?, input(1)?, shapes, out, &res)?,
+        Op::MatMulI8 { b_i8 } => matmul_i8::matmul_i8(gpu, *b_i8, input(0)?, input(1)?, shapes, out, &res)?,
         Op::Widen => widen::widen(gpu, input(0)?, &res)?,
         Op::NarrowF16 => return Err(Error::backend(op.name(), BACKEND, "internal: narrow_f16 runs before the f32 allocation")),
     }
