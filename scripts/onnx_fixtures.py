@@ -543,10 +543,20 @@ def write_quantized_models(ppocr_dir):
         onnx.save(m, fp)
         inp = [i.name for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}][0]
         calib = [x] + [(x + rng.normal(0, 0.05, x.shape)).astype(np.float32) for _ in range(2)]
-        for fmt, per_channel, act, label in [(QuantFormat.QDQ, False, QuantType.QUInt8, "qdq_u8"), (QuantFormat.QDQ, True, QuantType.QInt8, "qdq_i8_per_channel"),
-                                             (QuantFormat.QOperator, True, QuantType.QUInt8, "qop_u8_per_channel")]:
+        forms = [(QuantFormat.QDQ, False, QuantType.QUInt8, "qdq_u8"), (QuantFormat.QDQ, True, QuantType.QInt8, "qdq_i8_per_channel"),
+                 (QuantFormat.QOperator, True, QuantType.QUInt8, "qop_u8_per_channel")]
+        if name == "ppocr_cls":
+            # onnxruntime's recommended flow: quant_pre_process (shape inference and graph
+            # optimisation, which folds BatchNormalization into the convolutions) first.
+            forms.append((QuantFormat.QDQ, True, QuantType.QUInt8, "pre_qdq_u8_per_channel"))
+        for fmt, per_channel, act, label in forms:
             qp = os.path.join(tmp, f"{name}_{label}.onnx")
-            quantize_static(fp, qp, Reader(inp, calib), quant_format=fmt, per_channel=per_channel, activation_type=act, weight_type=QuantType.QInt8)
+            src = fp
+            if label.startswith("pre_"):
+                from onnxruntime.quantization.shape_inference import quant_pre_process
+                src = os.path.join(tmp, f"{name}_pre.onnx")
+                quant_pre_process(fp, src, skip_symbolic_shape=True)
+            quantize_static(src, qp, Reader(inp, calib), quant_format=fmt, per_channel=per_channel, activation_type=act, weight_type=QuantType.QInt8)
             q = onnx.load(qp)
             b = q.SerializeToString()
             # the output's step: the scale of the last DequantizeLinear
