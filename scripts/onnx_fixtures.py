@@ -188,6 +188,19 @@ def elementwise_cases():
     tr = np.array([-2.7, -2.5, -0.5, -0.0, 0.3, 2.5, 300.7, 8388609.0], np.float32)
     case("cast_float_to_int32_device", [node("Relu", ["x"], ["r"]), node("Sub", ["x", "r"], ["n"]), node("Add", ["n", "r"], ["t"]),
                                         helper.make_node("Cast", ["t"], ["y"], name="cast", to=TensorProto.INT32)], [("x", tr, None)], [("y", TensorProto.INT32)], tol=0.0)
+    # Integer Div (truncates) and Mod (fmod 0: divisor's sign; 1: dividend's) of device tensors
+    ia = np.array([-7, -7, 7, 7, -6, 6, 0, 13, -13, 16777215, -100000, 5, -1, 1], np.int32)
+    ib = np.array([3, -3, 3, -3, 3, -3, 5, 1, 7, 7, 999, 1, 16777213, -2], np.int32)
+    for dt in [np.int32, np.int64]:
+        t = TensorProto.INT32 if dt == np.int32 else TensorProto.INT64
+        sfx = "int32" if dt == np.int32 else "int64"
+        for fm in [0, 1]:
+            case(f"mod_{sfx}_fmod{fm}", [helper.make_node("Mod", ["a", "b"], ["y"], name="mod", fmod=fm)],
+                 [("a", ia.astype(dt), None), ("b", ib.astype(dt), None)], [("y", t)], tol=0.0)
+        case(f"div_{sfx}", [node("Div", ["a", "b"], ["y"])], [("a", ia.astype(dt), None), ("b", ib.astype(dt), None)], [("y", t)], tol=0.0)
+    # broadcast against a constant divisor (a scalar initializer)
+    case("mod_int64_scalar", [helper.make_node("Mod", ["a", "b"], ["y"], name="mod")], [("a", ia.astype(np.int64).reshape(2, 7), None)],
+         [("y", TensorProto.INT64)], [("b", np.array(4, np.int64))], tol=0.0)
     for op in ["Floor", "Ceil", "Round"]:
         case(f"unary_{op.lower()}", [node(op, ["x"], ["y"])], [("x", r, None)], [("y", F)], tol=0.0)
     case("unary_sqrt", [node("Sqrt", ["x"], ["y"])], [("x", rand(2, 3, lo=0.1, hi=4.0), None)], [("y", F)])

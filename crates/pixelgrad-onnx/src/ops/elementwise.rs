@@ -17,6 +17,20 @@ fn host_scalar(v: &V, other_rank: usize) -> Option<f32> {
     }
 }
 
+/// The quotient of integer tensors `a / b` (whole numbers in f32), floored or truncated
+/// toward zero. Exact for |a|, |b| < 2^24 (what integer tensors on the device hold): the f32
+/// quotient of two such integers is never rounded onto a whole number it is not, since its
+/// distance to the nearest one (at least 1/|b|) exceeds half an f32 step there. Division by
+/// zero gives ±inf or NaN (onnxruntime's integer kernels leave it undefined).
+fn int_quotient(a: &Tensor, b: &Tensor, floored: bool) -> Result<Tensor> {
+    let q = a.div(b)?;
+    if floored {
+        return Ok(q.floor()?);
+    }
+    // trunc(q) = floor(q) for q > 0, -floor(-q) otherwise
+    Ok(Tensor::select(&q.gt_scalar(0.0)?, &q.floor()?, &q.neg()?.floor()?.neg()?)?)
+}
+
 pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
     let node = cx.node;
     let dt = cx.dtype0(ins);
@@ -27,7 +41,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             node.only_attrs(&[])?;
             let (a, b) = (cx.v(ins, 0)?, cx.v(ins, 1)?);
             if !a.dtype().is_float() && op == "Div" {
-                return Err(cx.err("integer division on the device is not supported (it needs a floor)"));
+                // Integer division truncates toward zero.
+                return out(int_quotient(&cx.to_dev(a, 0)?, &cx.to_dev(b, 1)?, false)?);
             }
             let (ra, rb) = (a.dims().len(), b.dims().len());
             if let Some(c) = host_scalar(b, ra) {
@@ -110,9 +125,21 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let s = x.gt_scalar(0.0)?.sub(&x.neg()?.gt_scalar(0.0)?)?;
             Ok(Some(vec![V::dev(Tensor::select(&x.eq(&x)?, &s, &x)?, dt)]))
         }
-        "Mod" => Err(cx.err(
-            "Mod of a device tensor is not supported (float division does not give an exact quotient to round; it works on constants and shape arithmetic)",
-        )),
+        "Mod" => {
+            node.only_attrs(&["fmod"])?;
+            let (a, b) = (cx.v(ins, 0)?, cx.v(ins, 1)?);
+            if a.dtype().is_float() {
+                return Err(cx.err(
+                    "Mod of float device tensors is not supported (a - trunc(a / b) * b is not exact in f32 for large quotients); integer Mod is, and so is Mod of constants",
+                ));
+            }
+            // fmod = 0: the remainder takes the divisor's sign (floored quotient); fmod = 1:
+            // the dividend's (truncated quotient), as C's fmod.
+            let floored = node.int("fmod", 0)? == 0;
+            let (x, y) = (cx.to_dev(a, 0)?, cx.to_dev(b, 1)?);
+            let q = int_quotient(&x, &y, floored)?;
+            out(x.sub(&q.mul(&y)?)?)
+        }
         "Softmax" | "LogSoftmax" => {
             node.only_attrs(&["axis"])?;
             let x = cx.t(ins, 0)?;
