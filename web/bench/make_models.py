@@ -7,6 +7,12 @@ Usage: python web/bench/make_models.py OUT_DIR PPOCR_MODELS_DIR FIXTURES_DIR
   pooling, a 1000-way Gemm), random weights from a fixed seed, built with onnx.helper.
 - ppocr_cls.onnx, ppocr_det.onnx: the pretrained PaddleOCR text direction classifier and text
   detector (Apache-2.0) from the rapidocr-onnxruntime wheel that scripts/onnx-fixtures.sh fetches.
+- *_fp16.onnx and *_int8.onnx of MobileNet and the classifier, for the precision rows (issue 14):
+  fp16 by onnxruntime's own converter (`onnxruntime.transformers.float16`, inputs and outputs kept
+  float32) for ONNX Runtime Web, while pixelgrad loads the float file with `{ precision: 'f16' }`;
+  int8 through onnxruntime's recommended flow (`quant_pre_process`, then `quantize_static`, QDQ,
+  u8 activations, per-channel i8 weights, calibrated on the benchmark input and two noisy copies),
+  the same file for both libraries.
 models.json lists each file with its input name and batch-1 shape, and for the PP-OCR models an
 input file (raw little-endian f32): the first rendered text image of their test fixtures
 (FIXTURES_DIR, written by scripts/onnx-fixtures.sh), since on noise the detector's output is
@@ -80,6 +86,61 @@ def mobilenet_v1(alpha=0.5, size=128, classes=1000):
     return model
 
 
+def bench_input(m):
+    """The input a model entry runs on: its input file, or the page's deterministic values."""
+    n = int(np.prod(m["shape"]))
+    if m.get("inputFile"):
+        return np.fromfile(os.path.join(OUT, m["inputFile"]), dtype="<f4").reshape(m["shape"])
+    i = np.arange(n, dtype=np.float64)
+    v = np.sin(i * 12.9898) * 43758.5453
+    return (v - np.floor(v)).astype(np.float32).reshape(m["shape"])
+
+
+def precision_variants(base):
+    """The fp16 and int8 entries of a float model entry (see the module docs)."""
+    import logging
+    import tempfile
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+    logging.disable(logging.WARNING)
+    src = os.path.join(OUT, base["file"])
+    stem = base["file"][: -len(".onnx")]
+    out = []
+    fp16 = convert_float_to_float16(onnx.load(src), keep_io_types=True)
+    onnx.save(fp16, os.path.join(OUT, f"{stem}_fp16.onnx"))
+    out.append({**base, "name": f"{base['name']} f16", "ortFile": f"{stem}_fp16.onnx", "precision": "f16", "form": "f16", "base": base["name"]})
+
+    x = bench_input(base)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{base["input"]: v} for v in [x] + [(x + RNG.normal(0, 0.05, x.shape)).astype(np.float32) for _ in range(2)]])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    tmp = tempfile.mkdtemp()
+    m = onnx.load(src)
+    # Weights in Constant nodes become initializers: the quantiser only quantises initializers.
+    for n in [n for n in m.graph.node if n.op_type == "Constant" and len(n.attribute) == 1 and n.attribute[0].name == "value"]:
+        t = numpy_helper.to_array(n.attribute[0].t)
+        if t.dtype == np.float32 and t.size > 1:
+            m.graph.initializer.append(numpy_helper.from_array(t, n.output[0]))
+            m.graph.node.remove(n)
+    if m.opset_import[0].version < 13:
+        m = onnx.version_converter.convert_version(m, 13)
+    f32 = os.path.join(tmp, "f32.onnx")
+    onnx.save(m, f32)
+    pre = os.path.join(tmp, "pre.onnx")
+    quant_pre_process(f32, pre, skip_symbolic_shape=True)
+    quantize_static(pre, os.path.join(OUT, f"{stem}_int8.onnx"), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    shutil.rmtree(tmp)
+    out.append({**base, "name": f"{base['name']} int8", "file": f"{stem}_int8.onnx", "form": "int8", "base": base["name"]})
+    return out
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     models = []
@@ -94,6 +155,8 @@ def main():
         x = np.load(os.path.join(FIXTURES, "models", fixture, "input_0.npy"))[:1].astype("<f4")
         x.tofile(os.path.join(OUT, f"{fixture}.input.f32"))
         models.append({"name": key, "file": dst, "input": m.graph.input[0].name, "shape": list(x.shape), "inputFile": f"{fixture}.input.f32"})
+    for base in [m for m in models if m["name"] in ("mobilenet-v1-0.5-128", "ppocr-cls")]:
+        models += precision_variants(base)
     with open(os.path.join(OUT, "models.json"), "w") as f:
         json.dump(models, f, indent=2)
 

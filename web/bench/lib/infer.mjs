@@ -29,9 +29,12 @@ async function pixelgrad(backend) {
   return {
     library: `pixelgrad ${pg.version}`,
     adapter: rt.report?.adapter ?? null,
-    async load(bytes) {
-      const m = await pg.loadOnnx(new Uint8Array(bytes));
+    async load(bytes, precision) {
+      const m = await pg.loadOnnx(new Uint8Array(bytes), precision ? { precision } : {});
+      const info = m.info ?? {};
       return {
+        weightBytes: info.deviceWeightBytes ?? null,
+        storage: [info.precision, info.weightStorage, info.path].filter(Boolean).join('; ') || null,
         async run(name, x, shape) {
           const t = pg.tensor(x, shape);
           const outs = await m.run({ [name]: t });
@@ -58,6 +61,9 @@ async function ortSide(backend) {
     async load(bytes) {
       const s = await ort.InferenceSession.create(new Uint8Array(bytes), { executionProviders: [backend], graphOptimizationLevel: 'all' });
       return {
+        // ORT does not report its device memory: the size of the model file it loaded
+        weightBytes: bytes.byteLength,
+        storage: null,
         async run(name, x, shape) {
           const outs = await s.run({ [name]: new ort.Tensor('float32', x, shape) });
           const first = s.outputNames[0];
@@ -77,7 +83,7 @@ window.pgInfer = {
   /** Starts `lib` ('pixelgrad' | 'ort') on `backend`; returns { library, backend, adapter }. */
   async init(lib, backend) {
     if (lib === 'pixelgrad') side = await pixelgrad(backend);
-    else if (lib === 'ort') side = await ortSide(backend);
+    else if (lib === 'ort') side = { ...(await ortSide(backend)), isOrt: true };
     else throw new Error(`unknown library ${lib}`);
     return { library: side.library, backend, adapter: side.adapter };
   },
@@ -88,16 +94,18 @@ window.pgInfer = {
   async load(model) {
     if (loaded) loaded.m.dispose();
     loaded = null;
-    const bytes = await (await fetch(`/bench/models/${model.file}`)).arrayBuffer();
+    // the fp16 rows: ORT loads onnxruntime's float16 conversion, pixelgrad the float file with { precision: 'f16' }
+    const file = side.isOrt && model.ortFile ? model.ortFile : model.file;
+    const bytes = await (await fetch(`/bench/models/${file}`)).arrayBuffer();
     const x = model.inputFile ? new Float32Array(await (await fetch(`/bench/models/${model.inputFile}`)).arrayBuffer()) : inputOf(model.shape);
     if (x.length !== model.shape.reduce((a, b) => a * b, 1)) throw new Error(`${model.inputFile}: ${x.length} values for shape ${model.shape}`);
     let t = performance.now();
-    const m = await side.load(bytes);
+    const m = await side.load(bytes, side.isOrt ? null : model.precision);
     const loadMs = performance.now() - t;
     loaded = { m, model, x };
     t = performance.now();
     loaded.out = await m.run(model.input, x, model.shape);
-    return { loadMs, firstRunMs: performance.now() - t };
+    return { loadMs, firstRunMs: performance.now() - t, weightBytes: m.weightBytes, storage: m.storage };
   },
   /**
    * Times runs of the loaded model until `budgetMs` is spent (at least `minRuns`, at most

@@ -80,15 +80,25 @@ export function renderMarkdown(result, file) {
     'has no row. SwiftShader runs WebGPU and WebGL on the CPU here: the ratios say how the',
     'libraries\' passes behave, not how fast a GPU is.',
     '',
-    '| model | pixelgrad / ort backend | pixelgrad first | pixelgrad median | ort first | ort median | ratio | error |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    'The `f16` and `int8` rows (issue 14): pixelgrad loads the float file with `{ precision: \'f16\' }`',
+    "and ORT onnxruntime's own float16 conversion of it; int8 is one QDQ file (quant_pre_process, then",
+    "quantize_static, u8 activations, per-channel i8 weights) for both, so their error is against ORT's",
+    "int8 (or fp16) wasm output. weights: pixelgrad's device weight bytes (`m.info.deviceWeightBytes`) /",
+    "the size of the model file ORT loaded (it reports no device memory).",
+    '',
+    '| model | pixelgrad / ort backend | pixelgrad first | pixelgrad median | ort first | ort median | ratio | error | weights (pixelgrad device / ort file) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
+  const kb = (r) => (r && !r.error && r.weightBytes != null ? `${(r.weightBytes / 1024).toFixed(0)} KiB` : '—');
   for (const r of rows(result)) {
     const ratio = r.ratio == null ? '—' : `${r.ratio.toFixed(2)}×`;
     const err = r.error == null ? '—' : r.error.toExponential(1);
-    L.push(`| ${r.model} | ${r.pair} | ${cell(r.pixelgrad, 'firstRunMs')} | ${cell(r.pixelgrad, 'medianMs')} | ${cell(r.ort, 'firstRunMs')} | ${cell(r.ort, 'medianMs')} | ${ratio} | ${err} |`);
+    L.push(
+      `| ${r.model} | ${r.pair} | ${cell(r.pixelgrad, 'firstRunMs')} | ${cell(r.pixelgrad, 'medianMs')} | ${cell(r.ort, 'firstRunMs')} | ${cell(r.ort, 'medianMs')} | ${ratio} | ${err} | ${kb(r.pixelgrad)} / ${kb(r.ort)} |`,
+    );
   }
-  L.push('', ...result.models.map((m) => `- ${m.name}: input \`${m.input}\` ${JSON.stringify(m.shape)}; ${m.about}`));
+  const about = (m) => m.about || (m.base ? `${m.base} in ${m.form}` : '');
+  L.push('', ...result.models.map((m) => `- ${m.name}: input \`${m.input}\` ${JSON.stringify(m.shape)}; ${about(m)}`));
   L.push(END);
   return L.join('\n') + '\n';
 }

@@ -49,5 +49,15 @@ test('a failed run shows as failed, with no ratio', () => {
   const md = renderMarkdown(res, 'web/bench/results/x.json');
   assert.ok(md.startsWith(START) && md.trimEnd().endsWith(END));
   assert.match(md, /failed: init: no adapter/);
-  assert.match(md, /\| m \| webgl \/ webgl \| 400 \| 40\.0 \| 200 \| 20\.0 \| 0\.50× \| 1\.0e-1 \|/);
+  assert.match(md, /\| m \| webgl \/ webgl \| 400 \| 40\.0 \| 200 \| 20\.0 \| 0\.50× \| 1\.0e-1 \| — \/ — \|/);
+});
+
+test('precision rows show both libraries\' weight bytes and name their base model', () => {
+  const res = result();
+  res.models.push({ name: 'm int8', input: 'x', shape: [1, 3], base: 'm', form: 'int8', about: '' });
+  const run = (lib, backend, medianMs, weightBytes) => ({ lib, backend, model: 'm int8', firstRunMs: 1, medianMs, runs: 3, output: [1, 2], weightBytes });
+  res.runs.push(run('pixelgrad', 'cpu', 4, 3072), run('ort', 'wasm', 2, 4096));
+  const md = renderMarkdown(res, 'web/bench/results/x.json');
+  assert.match(md, /\| m int8 \| cpu \/ wasm \| 1\.00 \| 4\.00 \| 1\.00 \| 2\.00 \| 0\.50× \| 0\.0e\+0 \| 3 KiB \/ 4 KiB \|/);
+  assert.match(md, /- m int8: input `x` \[1,3\]; m in int8/);
 });
