@@ -538,6 +538,10 @@ export declare class OnnxModel {
     weightStorage: 'f32' | 'f16' | 'f16+f32';
     weightBytes: number;
     deviceWeightBytes: number;
+    /** Always 'f32': f16 weights are widened where read. */
+    arithmetic: 'f32';
+    /** Whether the WebGPU adapter offers f16 arithmetic (`shader-f16`); null on the other backends. */
+    shaderF16: boolean | null;
   };
   /** Feeds inputs by name (float32 tensors; int32 tensors for integer inputs); outputs by name. */
   run(feeds: Record<string, Tensor>): Promise<Record<string, Tensor>>;

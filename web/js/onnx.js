@@ -58,7 +58,7 @@ export class OnnxModel {
   }
   /**
    * What computes in which precision and how the weights are held: `{ precision ('f32',
-   * 'int8' or 'mixed'), precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes }`.
+   * 'int8' or 'mixed'), precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes, arithmetic ('f32': f16 weights are widened where read), shaderF16 (whether the WebGPU adapter offers f16 arithmetic; null elsewhere) }`.
    */
   get info() {
     this._check('onnxModel.info');

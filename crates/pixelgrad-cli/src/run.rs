@@ -197,6 +197,14 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     if a.precision == "f16" && session.weight_storage() == "f32" {
         eprintln!("precision f16: {} has no f16 storage; the weights stay f32", sel.device.name());
     }
+    if session.weight_storage() != "f32" {
+        let hw = match sel.device.backend().shader_f16() {
+            Some(true) => " (the adapter offers shader-f16; pixelgrad's kernels do not use it yet)",
+            Some(false) => " (the adapter has no shader-f16)",
+            None => "",
+        };
+        eprintln!("f16 weights: stored in f16, widened where read; arithmetic f32{hw}");
+    }
     sel.device.flush().ctx()?;
     let load_ms = ms(t_load);
     let mut inputs: Vec<(&str, Input)> = feeds.iter().map(|(n, t)| (n.as_str(), Input::Host(t.clone()))).collect();
@@ -257,6 +265,8 @@ pub fn run(a: RunArgs) -> CliResult<()> {
             "weight_storage": session.weight_storage(),
             "precision_groups": { "int8": precision.int8, "f32": precision.f32 },
             "path": session.int8_path().unwrap_or("f32"),
+            "arithmetic": "f32",
+            "shader_f16": sel.device.backend().shader_f16(),
         });
         println!("{j}");
     }

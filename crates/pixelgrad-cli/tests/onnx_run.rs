@@ -262,3 +262,35 @@ fn run_takes_a_png_resized_and_normalised_on_the_device() {
     fails_with(&["run", cls, "--backend", "cpu", "--input", &format!("x={}", junk.display())], "not a readable PNG");
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// The report says the arithmetic is f32 and whether WebGPU offers shader-f16 (null on the CPU).
+#[test]
+fn run_reports_arithmetic_and_shader_f16() {
+    let f = fixtures().join("models").join("ppocr_cls");
+    let out_dir = std::env::temp_dir().join(format!("pixelgrad-onnx-run-arith-{}", std::process::id()));
+    let input = format!("x={}", f.join("input_0.npy").display());
+    for (backend, want_bool) in [("cpu", false), ("webgpu", true)] {
+        let out = bin()
+            .args([
+                "run",
+                f.join("model.onnx").to_str().unwrap(),
+                "--input",
+                &input,
+                "--backend",
+                backend,
+                "--precision",
+                "f16",
+                "--json",
+                "--out",
+            ])
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let j: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+        assert_eq!(j["arithmetic"], "f32", "{j}");
+        assert_eq!(j["shader_f16"].is_boolean(), want_bool, "{j}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("arithmetic f32"));
+    }
+    std::fs::remove_dir_all(&out_dir).ok();
+}

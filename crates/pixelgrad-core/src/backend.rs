@@ -192,6 +192,14 @@ pub trait Backend {
         Err(Error::backend("upload_f16", self.name(), "f16 storage is not supported on this backend"))
     }
 
+    /// Whether the device could do half-precision arithmetic in its shaders (WebGPU's
+    /// `shader-f16` feature): `Some(true)` / `Some(false)` on WebGPU, `None` where the
+    /// question does not apply. pixelgrad's kernels compute in f32 either way (f16 storage is
+    /// widened where read); this is reported so users know what the hardware offers.
+    fn shader_f16(&self) -> Option<bool> {
+        None
+    }
+
     /// True if the backend runs [`Op::NarrowF16`] (f32 to f16 storage, rounded to nearest
     /// even), on which mixed-precision training keeps its activations
     /// ([`crate::mixed_precision`]). Needs [`Backend::supports_f16_storage`] as well.

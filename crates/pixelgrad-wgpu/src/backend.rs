@@ -81,6 +81,8 @@ pub struct WgpuBackend {
     /// Whether the instance's WGSL offers `packed_4x8_integer_dot_product` (see
     /// [`WgpuBackend::wgsl_packed_4x8_integer_dot_product`]).
     packed_4x8_dot: bool,
+    /// The adapter offers `shader-f16` (not requested: the kernels compute in f32).
+    shader_f16: bool,
 }
 
 /// Whether `PIXELGRAD_WGPU_NO_DOT4` asks for the unpacked int8 kernels (see
@@ -118,6 +120,7 @@ impl WgpuBackend {
             .await
             .map_err(|e| unavailable(format!("no GPU adapter: {e}")))?;
         let info = adapter.get_info();
+        let shader_f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
         // Ask for everything the adapter offers: large tensors need the larger binding sizes.
         let limits = adapter.limits();
         // Subgroups for the shared-A register matmul on native CPU adapters (lavapipe); not
@@ -146,7 +149,7 @@ impl WgpuBackend {
         let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
         gpu.group.set(opts.group);
         gpu.int8_dot4.set(packed_4x8_dot && opts.int8_dot4 && !dot4_disabled_by_env());
-        Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot })
+        Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, shader_f16 })
     }
 
     /// Blocking constructor (native only).
@@ -334,6 +337,10 @@ impl Backend for WgpuBackend {
     /// [`Op::NarrowF16`] writes the same packed layout, rounding with integer operations.
     fn supports_narrow_f16(&self) -> bool {
         true
+    }
+
+    fn shader_f16(&self) -> Option<bool> {
+        Some(self.shader_f16)
     }
 
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {

@@ -52,9 +52,11 @@ impl OnnxModel {
         Ok(OnnxModel { session, feeds: HashMap::new() })
     }
 
-    /// JSON `{ precision, precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes }`:
-    /// what computes in which precision and how the weights are held (device bytes count the
-    /// constants uploaded so far: read it after a run).
+    /// JSON `{ precision, precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes,
+    /// arithmetic, shaderF16 }`: what computes in which precision and how the weights are held
+    /// (device bytes count the constants uploaded so far: read it after a run). `arithmetic`
+    /// is always `f32` (f16 weights are widened where read); `shaderF16` says whether the
+    /// WebGPU adapter offers half-precision arithmetic (null on the other backends).
     pub fn info(&self) -> String {
         let p = self.session.model().precision();
         serde_json::json!({
@@ -64,6 +66,8 @@ impl OnnxModel {
             "weightStorage": self.session.weight_storage(),
             "weightBytes": self.session.model().weight_bytes(),
             "deviceWeightBytes": self.session.device_weight_bytes(),
+            "arithmetic": "f32",
+            "shaderF16": self.session.device().backend().shader_f16(),
         })
         .to_string()
     }
