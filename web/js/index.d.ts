@@ -360,8 +360,8 @@ export interface CompileOptions {
   metrics?: string[];
   /**
    * 'f32' (default) or 'mixed': f16 activations and gradients, f32 master weights, a dynamic
-   * loss scale decided on the device. Where the backend cannot (WebGL), training stays f32 and
-   * `model.precision.fallback` says why.
+   * loss scale decided on the device. Where the backend cannot (webgl1, or webgl with
+   * precision 'low'), training stays f32 and `model.precision.fallback` says why.
    */
   precision?: 'f32' | 'mixed';
 }

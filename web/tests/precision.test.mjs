@@ -63,12 +63,13 @@ test('webgl precision low: training reduces the loss, or init refuses with the m
 });
 
 // Mixed-precision training (issue 14): `compile({ precision: 'mixed' })` trains the digits MLP
-// with f16 activations and gradients and a device-side loss scale on webgpu and cpu, reaching the
-// f32 run's accuracy; on webgl (no f16 results) it trains f32 and `model.precision` says why.
+// with f16 activations and gradients and a device-side loss scale on webgpu, cpu and webgl
+// (WebGL2: f16 copies drawn into RGBA16UI textures), reaching the f32 run's accuracy; on webgl1
+// (no integer textures, so no f16 results) it trains f32 and `model.precision` says why.
 test('compile precision mixed: the digits MLP matches f32, or reports the f32 fallback', async () => {
   const r = await inPage(async (pg) => {
     const out = {};
-    for (const backend of ['webgpu', 'cpu', 'webgl']) {
+    for (const backend of ['webgpu', 'cpu', 'webgl', 'webgl1']) {
       await pg.init({ backend });
       const d = pg.data.digits();
       const x = pg.tensor(d.train.x, [d.train.n, 64]);
@@ -102,13 +103,13 @@ test('compile precision mixed: the digits MLP matches f32, or reports the f32 fa
     return out;
   });
   process.stderr.write(`[precision mixed] ${JSON.stringify(r)}\n`);
-  for (const backend of ['webgpu', 'cpu', 'webgl']) {
+  for (const backend of ['webgpu', 'cpu', 'webgl', 'webgl1']) {
     const { acc, info, scale, bad } = r[backend];
     assert.ok(acc.f32 > 0.9, `${backend}: f32 accuracy ${acc.f32}`);
     assert.ok(Math.abs(acc.f32 - acc.mixed) <= 0.005 + 1e-6, `${backend}: f32 ${acc.f32}, mixed ${acc.mixed}`);
     assert.equal(info.requested, 'mixed');
     assert.match(bad, /precision must be 'f32' or 'mixed'/);
-    if (backend === 'webgl') {
+    if (backend === 'webgl1') {
       assert.equal(info.precision, 'f32', JSON.stringify(info));
       assert.match(info.fallback, /f16/);
       assert.equal(scale, null);

@@ -230,6 +230,15 @@ impl Backend for WebGlBackend {
         !self.shared.gl1
     }
 
+    /// WebGL2 with true f32 tensors (`RGBA32F`): `Op::NarrowF16` draws the half bit patterns
+    /// into an `RGBA16UI` texture with integer operations (bit for bit the host's rounding),
+    /// so mixed-precision training keeps its saved activations in f16 here. False in the
+    /// `webgl1` mode (no integer textures) and in the `RGBA16F` fallback (f32 tensors are
+    /// already half precision, in as many bytes as an f16 copy).
+    fn supports_narrow_f16(&self) -> bool {
+        crate::ops::narrow_f16_available(&self.shared)
+    }
+
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
         let t = self.shared.upload_narrow("upload_f16", bits.len(), DType::F16, |b| {
             for (d, v) in b.chunks_exact_mut(2).zip(bits) {

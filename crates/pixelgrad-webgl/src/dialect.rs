@@ -43,6 +43,7 @@ pub const BODIES: &[(&str, &str)] = &[
     ("from_pixels", include_str!("shaders/from_pixels.glsl")),
     ("widen", include_str!("shaders/widen.glsl")),
     ("matmul_i8", include_str!("shaders/matmul_i8.glsl")),
+    ("narrow_f16", include_str!("shaders/narrow_f16.glsl")),
 ];
 
 /// How a body is driven: one `float compute(int i)` per element, or its own `main`.
@@ -82,7 +83,9 @@ impl ProgramSpec {
     /// the heatmap's pixels).
     pub fn entry(&self) -> Entry {
         match self.name {
-            "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" | "matmul_i8" => Entry::OwnMain,
+            "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" | "matmul_i8" | "narrow_f16" => {
+                Entry::OwnMain
+            }
             _ => Entry::Elementwise,
         }
     }
@@ -118,21 +121,32 @@ pub fn vertex_source() -> String {
 }
 
 /// The start of every fragment program: version, precision, the `MAX_RANK` and `CONFIG`
-/// defines and the shared helpers.
-fn preamble(config: u32) -> String {
+/// defines and the shared helpers. `uint_out`: the program draws into an integer texture
+/// (`PG_OUT_UINT`: its output is a `uvec4`).
+fn preamble(config: u32, uint_out: bool) -> String {
     let mut s = String::with_capacity(HEADER.len() + 256);
     s.push_str(VERSION);
     s.push_str(PRECISION);
     s.push_str(&format!("#define MAX_RANK {MAX_RANK}\n#define CONFIG {config}\n"));
+    if uint_out {
+        s.push_str("#define PG_OUT_UINT 1\n");
+    }
     s.push_str(HEADER);
     s
+}
+
+impl ProgramSpec {
+    /// True for programs that draw into an integer (`RGBA16UI`) texture: `narrow_f16`.
+    pub fn uint_out(&self) -> bool {
+        self.name == "narrow_f16"
+    }
 }
 
 /// The full fragment source of a program with a `shaders/*.glsl` body, or `None` for an
 /// unknown body name ([`MAP`] programs come from [`map_source`]).
 pub fn fragment_source(spec: &ProgramSpec) -> Option<String> {
     let body = BODIES.iter().find(|(n, _)| *n == spec.name)?.1;
-    let mut s = preamble(spec.config);
+    let mut s = preamble(spec.config, spec.uint_out());
     if spec.name == "random" {
         // The Box-Muller transform, rendered from its one definition.
         s.push_str(&render_function(&pixelgrad_core::kernel::defs::box_muller_kernel().ok()?, &Glsl300, "pg_box_muller").ok()?);
@@ -206,7 +220,7 @@ fn fused_read(kernel: &Kernel, config: &str) -> pixelgrad_core::Result<String> {
 /// The fragment source of an elementwise program: a fused read of `kernel` ([`fused_read`])
 /// written element by element; `config` is its [`map_config`].
 pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
-    let mut s = preamble(config);
+    let mut s = preamble(config, false);
     s.push_str(&fused_read(kernel, "CONFIG")?);
     s.push_str("\nfloat compute(int i) {\n    return pg_load(i);\n}\n");
     s.push_str(MAIN_ELEMENTWISE);
@@ -222,7 +236,7 @@ pub const REDUCE_FUSED: &str = "reduce_fused";
 /// a fused read of `kernel` instead of its sampler.
 pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
     let body = BODIES.iter().find(|(n, _)| *n == "reduce").map(|(_, b)| *b).unwrap_or("");
-    let mut s = preamble(config & 15);
+    let mut s = preamble(config & 15, false);
     s.push_str(&format!("#define MAP_CONFIG {}\n", config >> 4));
     s.push_str(&fused_read(kernel, "MAP_CONFIG")?);
     s.push_str("#define LOAD(i) pg_load(i)\n");
@@ -323,7 +337,7 @@ pub fn map_group_source(members: &[GroupMember<'_>], inputs: usize, config: u32)
             members.len()
         )));
     }
-    let mut s = preamble(config);
+    let mut s = preamble(config, false);
     s.push_str("// Grouped elementwise draw rendered from the kernel IR (pixelgrad_core::kernel).\n");
     for k in 1..members.len() {
         s.push_str(&format!("layout(location = {k}) out vec4 o_color{k};\n"));

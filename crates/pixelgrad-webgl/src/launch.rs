@@ -94,7 +94,13 @@ impl Shared {
     /// Runs `pass` into a new texture of `len` elements (inside a step: the planned texture
     /// and framebuffer, see `plan.rs`).
     pub fn run(self: &Rc<Self>, pass: Pass<'_>, len: usize) -> Result<GlTensor> {
-        let out = self.alloc(len, pass.op)?;
+        self.run_typed(pass, len, pixelgrad_core::kernel::DType::F32)
+    }
+
+    /// As [`Shared::run`] into a texture of `dtype` elements (f16: an `RGBA16UI` target,
+    /// drawn by a program whose output is a `uvec4`, [`ProgramSpec::uint_out`]).
+    pub fn run_typed(self: &Rc<Self>, pass: Pass<'_>, len: usize, dtype: pixelgrad_core::kernel::DType) -> Result<GlTensor> {
+        let out = self.alloc_typed(len, dtype, pass.op)?;
         self.draw_pass(&pass, &[out.tex], out.w, out.h, len, true)?;
         Ok(out)
     }

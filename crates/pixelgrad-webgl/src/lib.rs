@@ -37,10 +37,18 @@
 //! bit-identical to the CPU backend, and reading a narrow tensor back widens it first. Every
 //! other op given a narrow input is a typed `Error::Shape`.
 //!
-//! The [`webgl1`](WebGlOptions::webgl1) mode has no integer textures: there both capabilities
-//! are false, `from_i8` / `from_u8` / `from_f16` make f32 tensors of the same values (the
-//! documented fallback), and `upload_int8` / `upload_f16` called directly fail naming the
-//! missing feature.
+//! [`Op::NarrowF16`](pixelgrad_core::Op::NarrowF16) goes the other way: one pass renders the
+//! f16 bits of an f32 tensor into an `RGBA16UI` target, computed from the f32 bits with
+//! integer operations and bit-identical to `half::f16::from_f32`. That makes
+//! [`Backend::supports_narrow_f16`](pixelgrad_core::Backend::supports_narrow_f16) true on
+//! WebGL2 contexts with `RGBA32F` tensors, so mixed-precision training keeps its saved
+//! activations in f16. The capability is false under the `RGBA16F` fallback, where f32
+//! tensors already hold halves in as many bytes; a direct call there is a typed error.
+//!
+//! The [`webgl1`](WebGlOptions::webgl1) mode has no integer textures: there all three
+//! capabilities are false, `from_i8` / `from_u8` / `from_f16` make f32 tensors of the same
+//! values (the documented fallback), mixed precision trains f32, and `upload_int8` /
+//! `upload_f16` / `Op::NarrowF16` called directly fail naming the missing feature.
 //!
 //! # WebGL1
 //!

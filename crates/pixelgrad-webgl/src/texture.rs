@@ -10,7 +10,8 @@
 //! uploaded and sampled (`texelFetch` on `isampler2D` / `usampler2D`) bit for bit on every
 //! driver; a half-float (`RGBA16F`) texture would leave the half-to-float conversion (f16
 //! subnormals, NaN payloads) to the sampler, which GLSL ES allows to flush. Only `widen` and
-//! `matmul_i8` read them; reading one back widens it first.
+//! `matmul_i8` read them and only `narrow_f16` draws into one (`RGBA16UI`); reading one back
+//! widens it first.
 
 use std::rc::Rc;
 

@@ -438,3 +438,231 @@ fn timing() {
         }
     }
 }
+
+// ---- Op::NarrowF16: f32 -> f16 results drawn into RGBA16UI ----
+
+/// f32 values worth narrowing one by one: ±0, the f16 range's edges (65504, the last value
+/// rounding down to it, the first rounding to inf), ties to even at 1 and among the f16
+/// subnormals, the smallest subnormal and half of it (a tie to 0), f32 subnormals (to ±0),
+/// ±inf, quiet and signalling NaNs of both signs with payloads.
+const SPECIAL_F32: [u32; 24] = [
+    0x0000_0000,
+    0x8000_0000,
+    0x477f_e000,
+    0x477f_efff,
+    0x477f_f000,
+    0xc77f_f000,
+    0x3f80_1000,
+    0x3f80_3000,
+    0x3380_0000,
+    0x3300_0000,
+    0x3300_0001,
+    0xb3c0_0000,
+    0x3420_0000,
+    0x387f_c000,
+    0x387f_e000,
+    0x0000_0001,
+    0x807f_ffff,
+    0x7f80_0000,
+    0xff80_0000,
+    0x7fc0_0000,
+    0xffc0_0001,
+    0x7f80_0001,
+    0x7fbf_e000,
+    0x3eaa_aaab,
+];
+
+/// `n` f32 values: the specials first, then bit patterns spread over every exponent and both
+/// signs (an odd multiplier), each also checked against the host's conversion.
+fn floats(n: usize) -> Vec<f32> {
+    (0..n).map(|i| f32::from_bits(SPECIAL_F32.get(i).copied().unwrap_or((i as u32).wrapping_mul(0x9e37_79b1)))).collect()
+}
+
+/// What `narrow_f16` then `widen` must give: the host's f32 -> f16 -> f32, bit for bit (NaNs
+/// too: both sides make them quiet and keep the payload's top bits).
+fn narrowed(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|&x| f16::from_f32(x).to_f32()).collect()
+}
+
+/// Narrows `t`, checks storage, shape and the widened bits against the host, and returns them.
+fn narrow_checked(t: &Tensor, want: &[f32], what: &str) -> Vec<f32> {
+    let h = t.narrow_f16().unwrap();
+    assert_eq!(h.storage_dtype(), DType::F16, "{what}");
+    assert_eq!(h.dims(), t.dims(), "{what}");
+    let got = h.widen().unwrap().to_vec().unwrap();
+    assert_eq!(bits(&got), bits(want), "{what}");
+    // Reading the f16 tensor directly widens it the same way.
+    assert_eq!(bits(&h.to_vec().unwrap()), bits(want), "{what}: read");
+    got
+}
+
+#[test]
+fn narrow_f16_is_bit_exact_for_odd_sizes() {
+    let b = backend();
+    assert!(b.supports_narrow_f16() && b.supports_f16_storage());
+    assert!(pixelgrad_core::mixed_precision_available(&Device::new(b.clone())));
+    let dev = Device::new(b);
+    let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
+    for n in SIZES.into_iter().chain([2, 4, 7, 8, 9]) {
+        let v = floats(n);
+        let want = narrowed(&v);
+        let got = narrow_checked(&Tensor::from_vec(&dev, &v, [n]).unwrap(), &want, &format!("x{n}"));
+        let host = Tensor::from_vec(&cpu, &v, [n]).unwrap().narrow_f16().unwrap().widen().unwrap().to_vec().unwrap();
+        assert_eq!(bits(&got), bits(&host), "x{n}: webgl and cpu differ");
+    }
+    // Every exponent densely: 2^16 bit patterns with the low mantissa bits swept too.
+    let v: Vec<f32> = (0..65536u32).map(|i| f32::from_bits(i.wrapping_mul(0x0001_0001) ^ (i << 9))).collect();
+    narrow_checked(&Tensor::from_vec(&dev, &v, [256, 256]).unwrap(), &narrowed(&v), "sweep");
+}
+
+#[test]
+fn narrow_f16_special_values() {
+    let dev = Device::new(backend());
+    let v: Vec<f32> = SPECIAL_F32.iter().map(|&b| f32::from_bits(b)).collect();
+    let got = narrow_checked(&Tensor::from_vec(&dev, &v, [4, 6]).unwrap(), &narrowed(&v), "specials");
+    let h: Vec<u16> = got.iter().map(|&x| f16::from_f32(x).to_bits()).collect();
+    assert_eq!(&h[..2], &[0x0000, 0x8000], "signed zeros");
+    assert_eq!(&h[2..6], &[0x7bff, 0x7bff, 0x7c00, 0xfc00], "65504 stays, 65519.99 rounds down, 65520 to ±inf");
+    assert_eq!(&h[6..8], &[0x3c00, 0x3c02], "ties to even at 1");
+    assert_eq!(&h[8..12], &[0x0001, 0x0000, 0x0001, 0x8002], "2^-24, the tie 2^-25 to 0, just above it, -1.5 * 2^-23");
+    assert_eq!(h[12], 0x0002, "a tie among subnormals: 2.5 * 2^-24 to 2 (even)");
+    assert_eq!(&h[13..15], &[0x03ff, 0x0400], "largest subnormal; a tie rounding up to the smallest normal");
+    assert_eq!(&h[15..17], &[0x0000, 0x8000], "f32 subnormals to ±0");
+    assert_eq!(&h[17..19], &[0x7c00, 0xfc00], "±inf");
+    for (i, x) in got[19..23].iter().enumerate() {
+        assert!(x.is_nan(), "NaN {i} stays NaN: {x}");
+    }
+    assert!(got[20].is_sign_negative(), "the NaN's sign is kept");
+    assert_eq!(h[23], 0x3555, "1/3");
+    // Odd offsets into the texels: the 23-element tail narrows to the same values.
+    let tail = narrow_checked(&Tensor::from_vec(&dev, &v[1..], [23]).unwrap(), &narrowed(&v[1..]), "tail");
+    assert_eq!(bits(&tail), bits(&got[1..]));
+}
+
+#[test]
+fn narrow_f16_results_take_two_bytes_per_element_and_feed_widen() {
+    let dev = Device::new(backend());
+    let n = 4096;
+    let x = Tensor::from_vec(&dev, &floats(n), [64, 64]).unwrap();
+    let f32_bytes = dev.backend().describe_storage(x.storage(), n).unwrap().bytes;
+    let h = x.narrow_f16().unwrap();
+    let l = dev.backend().describe_storage(h.storage(), n).unwrap();
+    assert_eq!(l.format, "RGBA16UI (f16 bits)");
+    assert_eq!(l.bytes * 2, f32_bytes, "{l:?}");
+    // A narrowed tensor is f16 storage like an uploaded one: reshape keeps it, widen reads
+    // it, other ops refuse it.
+    let flat = h.reshape([4096]).unwrap();
+    assert_eq!(flat.storage_dtype(), DType::F16);
+    assert_eq!(bits(&flat.widen().unwrap().to_vec().unwrap()), bits(&narrowed(&floats(n))));
+    assert!(matches!(h.exp(), Err(Error::Shape { .. })));
+    // Narrowing f16 storage again is a typed error, in core and called directly.
+    assert!(h.narrow_f16().is_err());
+    let be = dev.backend();
+    let s = Shape::from([4]);
+    let sh = be.upload_f16(&[0x3c00, 0xc000, 0x0001, 0x7c00]).unwrap();
+    assert!(matches!(be.execute(&Op::NarrowF16, &[&sh], &[&s], &s), Err(Error::Shape { .. })));
+    let sf = be.upload(&[1.0, -2.0, 1e-7, 1e6]).unwrap();
+    assert!(be.execute(&Op::NarrowF16, &[&sf], &[&s], &Shape::from([2, 3])).is_err());
+    let r = be.execute(&Op::NarrowF16, &[&sf], &[&s], &s).unwrap();
+    let got = be.read(&r, 4).unwrap();
+    assert_eq!(bits(&got), bits(&narrowed(&[1.0, -2.0, 1e-7, 1e6])));
+    // Dropped narrowed textures go back to the pool: the next narrow of the size reuses one.
+    drop((h, flat, r));
+    let allocs = dev.counters().allocations;
+    let again = x.narrow_f16().unwrap();
+    assert_eq!(dev.counters().allocations, allocs);
+    drop(again);
+}
+
+#[test]
+fn narrow_f16_settles_pending_fused_inputs() {
+    let dev = Device::new(backend());
+    let n = 1023;
+    let v = floats(n);
+    let x = Tensor::from_vec(&dev, &v, [n]).unwrap();
+    // A pending elementwise chain (drawn by the narrow pass's input fetch, not fused into it).
+    let chain = x.mul_scalar(3.0).unwrap().add_scalar(0.5).unwrap();
+    let cv: Vec<f32> = chain.to_vec().unwrap();
+    let chain = x.mul_scalar(3.0).unwrap().add_scalar(0.5).unwrap();
+    narrow_checked(&chain, &narrowed(&cv), "fused chain");
+    // A matmul result, a permuted view and a reduction.
+    let m = Tensor::from_vec(&dev, &v[..31 * 33], [31, 33]).unwrap();
+    let eye: Vec<f32> = (0..33 * 33).map(|i| if i % 34 == 0 { 1.0 } else { 0.0 }).collect();
+    let mm = m.matmul(&Tensor::from_vec(&dev, &eye, [33, 33]).unwrap()).unwrap();
+    narrow_checked(&mm, &narrowed(&mm.to_vec().unwrap()), "matmul");
+    let p = m.permute(&[1, 0]).unwrap();
+    narrow_checked(&p, &narrowed(&p.to_vec().unwrap()), "permute");
+    let s = m.sum_axis(1, false).unwrap();
+    narrow_checked(&s, &narrowed(&s.to_vec().unwrap()), "sum");
+    // And what follows the widened copy fuses as usual: as after widening uploaded halves.
+    let y = x.narrow_f16().unwrap().widen().unwrap().mul_scalar(2.0).unwrap().to_vec().unwrap();
+    let halves: Vec<f16> = v.iter().map(|&x| f16::from_f32(x)).collect();
+    let want = Tensor::from_f16(&dev, &halves, [n]).unwrap().widen().unwrap().mul_scalar(2.0).unwrap().to_vec().unwrap();
+    assert_same(&y, &want, "widen then mul");
+}
+
+/// Inside repeated steps the narrow pass is planned and replayed like every other draw: same
+/// bits, and from the fifth step no allocations or new framebuffer bindings.
+#[test]
+fn narrow_f16_inside_step_plans() {
+    let dev = Device::new(backend());
+    let n = 1021;
+    for step in 0..6u32 {
+        let v: Vec<f32> = floats(n + 8).into_iter().skip(step as usize).take(n).collect();
+        let before = dev.counters();
+        let (c, h, y) = dev
+            .step(7, || {
+                let x = Tensor::from_vec(&dev, &v, [n])?;
+                // A pending input: the narrow pass draws it first (its f32 result is checked
+                // as computed on the GPU, which flushes f32 subnormals in arithmetic).
+                let c = x.mul_scalar(4.0)?;
+                let h = c.narrow_f16()?;
+                let y = h.widen()?.add_scalar(1.0)?;
+                Ok((c, h, y))
+            })
+            .unwrap();
+        let after = dev.counters();
+        let want = narrowed(&c.to_vec().unwrap());
+        assert_eq!(h.storage_dtype(), DType::F16);
+        assert_eq!(bits(&h.to_vec().unwrap()), bits(&want), "step {step}");
+        let plus: Vec<f32> = want.iter().map(|x| x + 1.0).collect();
+        assert_same(&y.to_vec().unwrap(), &plus, &format!("step {step}"));
+        if step >= 4 {
+            assert_eq!(after.allocations, before.allocations, "step {step} allocated");
+            assert!(after.replayed - before.replayed >= 2, "step {step}: {before:?} -> {after:?}");
+            assert_eq!(after.bindings, before.bindings, "step {step} bound");
+        }
+        drop((c, h, y));
+    }
+}
+
+/// The mediump mode (fragment floats in mediump) leaves the narrow pass exact: it reads the
+/// f32 bits straight from the highp sampler and computes in integers.
+#[test]
+fn narrow_f16_is_exact_in_the_mediump_mode() {
+    let b = WebGlBackend::new_headless(WebGlOptions { self_test: false, mediump: true, ..Default::default() }).unwrap();
+    assert!(b.supports_narrow_f16());
+    let dev = Device::new(b);
+    let v = floats(1023);
+    narrow_checked(&Tensor::from_vec(&dev, &v, [1023]).unwrap(), &narrowed(&v), "mediump");
+}
+
+/// With the RGBA16F fallback f32 tensors already hold halves, in as many bytes as an f16
+/// copy: narrow_f16 is not offered (mixed precision keeps its f32 path) and a direct call is
+/// a typed error, never a silently different result.
+#[test]
+fn half_float_fallback_does_not_offer_narrow_f16() {
+    let b = WebGlBackend::new_headless(WebGlOptions { self_test: false, force_half_float: true, ..Default::default() }).unwrap();
+    assert!(!b.supports_narrow_f16() && b.supports_f16_storage());
+    let dev = Device::new(b.clone());
+    assert!(!pixelgrad_core::mixed_precision_available(&dev));
+    let x = Tensor::from_vec(&dev, &[1.0, 2.0, 3.0], [3]).unwrap();
+    assert!(matches!(x.narrow_f16(), Err(Error::Backend { op: "narrow_f16", .. })));
+    let s = Shape::from([3]);
+    let sf = b.upload(&[1.0, 2.0, 3.0]).unwrap();
+    match b.execute(&Op::NarrowF16, &[&sf], &[&s], &s) {
+        Err(e @ Error::Backend { op: "narrow_f16", .. }) => assert!(e.to_string().contains("RGBA16F"), "{e}"),
+        r => panic!("expected a typed narrow_f16 error, got {:?}", r.err()),
+    }
+    assert_eq!(x.add(&x).unwrap().to_vec().unwrap(), vec![2.0, 4.0, 6.0]);
+}

@@ -231,6 +231,19 @@ fn narrow_storage_falls_back_to_f32_and_errors_name_the_missing_feature() {
         }
         r => panic!("expected a typed upload_int8 error, got {:?}", r.err()),
     }
+    // No f16 results either: mixed precision is not offered (it keeps its f32 path), and
+    // narrow_f16 is a typed error, in core and called directly.
+    assert!(!b.supports_narrow_f16() && gl2.supports_narrow_f16());
+    assert!(!pixelgrad_core::mixed_precision_available(&dev));
+    let f = Tensor::from_vec(&dev, &[1.0, 2.0], [2]).unwrap();
+    assert!(matches!(f.narrow_f16(), Err(Error::Backend { op: "narrow_f16", .. })));
+    match b.execute(&Op::NarrowF16, &[&x], &[&s], &s) {
+        Err(e @ Error::Backend { op: "narrow_f16", .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("RGBA16UI") && m.contains("WebGL1"), "{m}");
+        }
+        r => panic!("expected a typed narrow_f16 error, got {:?}", r.err()),
+    }
     // The device still works.
     assert_eq!(Tensor::from_vec(&dev, &[1.0, 2.0], [2]).unwrap().exp().unwrap().dims(), &[2]);
 }

@@ -17,7 +17,7 @@ use pixelgrad_core::{Op, Result, Shape, Storage};
 use crate::context::Shared;
 use crate::texture::{tensor_of, GlTensor};
 
-pub(crate) use narrow::widen;
+pub(crate) use narrow::{narrow_f16_available, widen};
 pub(crate) use reduce::reduce_axis;
 
 /// Row-major strides as i64 (uniform-friendly).
@@ -72,16 +72,8 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         // `b_i8` (b in [-128, 127]) changes nothing here: the same exact product.
         Op::MatMulI8 { .. } => narrow::matmul_i8(sh, ts[0], ts[1], shapes, out)?,
         Op::Widen => narrow::widen_op(sh, ts[0], shapes, out)?,
-        // f32 -> f16 results (mixed-precision training) are not drawn here:
-        // `supports_narrow_f16` is false, so `Tensor::narrow_f16` refuses before reaching us.
-        Op::NarrowF16 => {
-            return Err(pixelgrad_core::Error::backend(
-                "narrow_f16",
-                sh.name.clone(),
-                "f16 results (narrow_f16) are not supported on WebGL (supports_narrow_f16 is false): \
-                 f16 storage holds uploaded values only",
-            ))
-        }
+        // f32 -> f16 results (mixed-precision training's saved activations).
+        Op::NarrowF16 => narrow::narrow_f16(sh, ts[0], shapes, out)?,
     };
     Ok(Storage::new(t))
 }

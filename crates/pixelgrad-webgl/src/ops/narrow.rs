@@ -1,6 +1,6 @@
-//! The ops that read narrow storage (WebGL2 only): [`widen`] (8-bit or f16 to f32) and
-//! [`matmul_i8`] (the exact integer matmul of 8-bit weights), each one fragment pass over
-//! integer textures (`texture.rs` documents the formats).
+//! The ops on narrow storage (WebGL2 only): [`widen`] (8-bit or f16 to f32), [`matmul_i8`]
+//! (the exact integer matmul of 8-bit weights) and [`narrow_f16`] (f32 to f16, drawn into an
+//! integer texture), each one fragment pass (`texture.rs` documents the formats).
 
 use std::rc::Rc;
 
@@ -10,6 +10,7 @@ use pixelgrad_core::{Error, Result, Shape};
 use crate::context::Shared;
 use crate::launch::Pass;
 use crate::texture::GlTensor;
+use crate::TexelFormat;
 
 /// A typed error for an input whose storage type the op does not take.
 fn type_err(sh: &Shared, op: &'static str, shapes: &[&Shape], i: usize, d: DType, want: &str) -> Error {
@@ -112,4 +113,37 @@ pub(crate) fn matmul_i8(sh: &Rc<Shared>, a: &GlTensor, b: &GlTensor, shapes: &[&
     let mut wide = od.to_vec();
     *wide.last_mut().unwrap_or(&mut 0) = n4;
     super::layout::slice(sh, &res, &Shape(wide), &vec![0; od.len()], out)
+}
+
+/// Whether [`narrow_f16`] runs on this context: WebGL2 (the `webgl1` mode has no integer
+/// textures) with true f32 tensors. In the `RGBA16F` fallback every f32 tensor already holds
+/// half-precision values in 8 bytes a texel, as many as an f16 copy's `RGBA16UI`: narrowing
+/// would save nothing and mixed-precision training there keeps its f32 path.
+pub(crate) fn narrow_f16_available(sh: &Shared) -> bool {
+    !sh.gl1 && sh.format == TexelFormat::Rgba32F
+}
+
+/// [`pixelgrad_core::Op::NarrowF16`] after the shared shape check: `x` (f32) rounded to half
+/// precision into a new f16 tensor (`RGBA16UI` bit patterns), one pass, integer operations on
+/// the f32 bits only (bit for bit the host's f32 -> f16: nearest even, ±inf past 65504, f16
+/// subnormals, NaN stays NaN). Fails with a typed error where [`narrow_f16_available`] is
+/// false.
+pub(crate) fn narrow_f16(sh: &Rc<Shared>, x: &GlTensor, shapes: &[&Shape], out: &Shape) -> Result<GlTensor> {
+    let op = "narrow_f16";
+    if x.dtype != DType::F32 {
+        return Err(type_err(sh, op, shapes, 0, x.dtype, "f32"));
+    }
+    check_mode(sh, op, DType::F16)?;
+    if !narrow_f16_available(sh) {
+        return Err(sh.err(
+            op,
+            format!(
+                "f16 results need true f32 tensors; this context stores them in {} (half precision already), \
+                 so narrow_f16 is not offered (supports_narrow_f16 is false)",
+                sh.format.as_str()
+            ),
+        ));
+    }
+    let n = out.numel();
+    sh.run_typed(Pass::new(op, "narrow_f16", 0).input("u_x", x), n, DType::F16)
 }

@@ -2,7 +2,12 @@
 // consecutive elements per texel, row-major over the texture (texel t at (t % width, t / width)).
 
 // Location 0 explicitly: matmul_block.glsl adds outputs 1..3 (multiple render targets).
+// Programs drawing into an integer texture (RGBA16UI: narrow_f16.glsl) write unsigned texels.
+#ifdef PG_OUT_UINT
+layout(location = 0) out highp uvec4 o_color;
+#else
 layout(location = 0) out vec4 o_color;
+#endif
 
 // Output geometry: the texture width in texels and the number of valid elements.
 uniform int u_out_w;
