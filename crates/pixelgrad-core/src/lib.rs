@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod layout;
 pub mod mixed;
 pub mod op;
+pub mod param;
 pub mod plan;
 pub mod rng;
 pub mod shape;
@@ -25,7 +26,8 @@ pub use layout::StorageLayout;
 pub use mixed::{mixed_precision, mixed_precision_available, mixed_precision_enabled, MixedPrecisionGuard};
 pub use op::{check_execute, BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
 pub use shape::{Shape, MAX_RANK};
-pub use tensor::{grad_enabled, no_grad, Device, NoGradGuard, Param, Tensor};
+pub use param::Param;
+pub use tensor::{grad_enabled, no_grad, Device, NoGradGuard, Tensor};
 
 /// The `half` crate, whose [`half::f16`] [`Tensor::from_f16`] takes (the same version as
 /// pixelgrad's, so callers need not depend on it themselves).
