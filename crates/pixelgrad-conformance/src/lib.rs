@@ -63,6 +63,7 @@
 pub mod families;
 pub mod gradcheck;
 pub mod harness;
+pub mod mixed;
 pub mod narrow;
 pub mod steps;
 pub mod tolerance;

@@ -1,53 +1,24 @@
 //! Mixed-precision training on WebGPU (Mesa lavapipe in CI): the f16 copies the graph keeps,
 //! the digits MLP against f32 training from the same seed, and step plans replaying mixed
-//! steps.
+//! steps (the shared checks of `pixelgrad_conformance::mixed`).
 
 mod common;
 
-use pixelgrad_core::{mixed_precision, mixed_precision_available, Device, Tensor};
-use pixelgrad_nn::presets::{ModelSpec, Preset};
-use pixelgrad_nn::train::{fit, FitOptions, NoCallbacks, Samples};
-use pixelgrad_nn::{Mode, OptimizerKind, Precision};
+use pixelgrad_conformance::mixed::{assert_mixed_matches_f32, graph_bytes};
+use pixelgrad_core::{mixed_precision_available, Device};
+use pixelgrad_nn::presets::Preset;
 
 #[test]
 fn the_graph_keeps_f16_copies_on_webgpu() {
     let d = Device::new(common::backend());
     assert!(mixed_precision_available(&d));
     for preset in [Preset::Mlp, Preset::Cnn] {
-        let m = ModelSpec { preset, input: [1, 8, 8], classes: 10 }.build(&d, 3).unwrap();
-        let x = Tensor::rand_uniform(&d, [16, 1, 8, 8], 0.0, 1.0, 9).unwrap();
-        let y = Tensor::from_vec(&d, &(0..16).map(|i| (i % 10) as f32).collect::<Vec<_>>(), [16]).unwrap();
-        let bytes = |mixed: bool| {
-            let _g = mixed.then(mixed_precision);
-            preset.loss().compute(&pixelgrad_nn::Module::forward(&m, &x, Mode::Train).unwrap(), &y).unwrap().graph_bytes()
-        };
-        let (b32, b16) = (bytes(false), bytes(true));
+        let (b32, b16) = graph_bytes(&d, preset);
         assert!(b16 > 0 && b16 as f64 <= 0.6 * b32 as f64, "{preset:?}: {b16} bytes mixed, {b32} f32");
     }
 }
 
 #[test]
 fn mixed_digits_mlp_matches_f32_on_webgpu_and_replays_its_steps() {
-    let split = pixelgrad_data::digits_split(0.2, 7).unwrap();
-    let shape = [1usize, 8, 8];
-    let run = |precision: Precision| {
-        let d = Device::new(common::backend());
-        let tr = Samples::new(split.train.images(), &shape, split.train.labels()).unwrap();
-        let te = Samples::new(split.test.images(), &shape, split.test.labels()).unwrap();
-        let m = ModelSpec { preset: Preset::Mlp, input: shape, classes: 10 }.build(&d, 11).unwrap();
-        let mut opt = OptimizerKind::parse("adam").unwrap().build(0.003);
-        let opts = FitOptions { epochs: 6, batch_size: 32, seed: 5, precision, checkpoint_every: Some(0), ..Default::default() };
-        let h = fit(&m, opt.as_mut(), Preset::Mlp.loss(), &d, tr, Some(te), &opts, &mut NoCallbacks).unwrap();
-        (h.epochs.last().unwrap().test_accuracy.unwrap(), h, d.counters())
-    };
-    let (a32, _, _) = run(Precision::F32);
-    let (a16, h, c) = run(Precision::Mixed);
-    let r = h.mixed.unwrap();
-    assert_eq!((r.precision, r.fallback), ("mixed", None));
-    eprintln!(
-        "webgpu digits mlp: f32 {a32:.4}, mixed {a16:.4}, scale {}, {} skipped, {} of {} launches replayed",
-        r.final_scale, r.skipped_steps, c.replayed, c.launches
-    );
-    assert!(a32 > 0.9 && (a32 - a16).abs() * 100.0 <= 0.5 + 1e-4, "f32 {a32}, mixed {a16}");
-    assert!(c.replayed > c.launches / 2, "mixed steps did not replay their plans: {c:?}");
+    eprintln!("{}", assert_mixed_matches_f32("webgpu", &|| Device::new(common::backend()), true));
 }
