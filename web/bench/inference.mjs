@@ -154,7 +154,7 @@ async function main() {
     machine: { cpu: os.cpus()[0]?.model?.trim() ?? 'unknown', cores: os.cpus().length, commit: commit(), loadAverageAtStart: os.loadavg() },
     ort: `onnxruntime-web ${ortPkg.version}`,
     browser: null,
-    models: models.map(({ name, file, input, shape, inputFile, about }) => ({ name, file, input, shape, inputFile, about })),
+    models: models.map(({ name, file, ortFile, precision, form, base, input, shape, inputFile, about }) => ({ name, file, ortFile, precision, form, base, input, shape, inputFile, about })),
     runs: [],
   };
   const server = await startServer(webRoot);

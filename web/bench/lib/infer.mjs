@@ -31,10 +31,12 @@ async function pixelgrad(backend) {
     adapter: rt.report?.adapter ?? null,
     async load(bytes, precision) {
       const m = await pg.loadOnnx(new Uint8Array(bytes), precision ? { precision } : {});
-      const info = m.info ?? {};
       return {
-        weightBytes: info.deviceWeightBytes ?? null,
-        storage: [info.precision, info.weightStorage, info.path].filter(Boolean).join('; ') || null,
+        // constants upload on first use: ask after a run
+        report() {
+          const info = m.info ?? {};
+          return { weightBytes: info.deviceWeightBytes ?? null, storage: [info.precision, info.weightStorage, info.path].filter(Boolean).join('; ') || null };
+        },
         async run(name, x, shape) {
           const t = pg.tensor(x, shape);
           const outs = await m.run({ [name]: t });
@@ -62,8 +64,7 @@ async function ortSide(backend) {
       const s = await ort.InferenceSession.create(new Uint8Array(bytes), { executionProviders: [backend], graphOptimizationLevel: 'all' });
       return {
         // ORT does not report its device memory: the size of the model file it loaded
-        weightBytes: bytes.byteLength,
-        storage: null,
+        report: () => ({ weightBytes: bytes.byteLength, storage: null }),
         async run(name, x, shape) {
           const outs = await s.run({ [name]: new ort.Tensor('float32', x, shape) });
           const first = s.outputNames[0];
@@ -105,7 +106,7 @@ window.pgInfer = {
     loaded = { m, model, x };
     t = performance.now();
     loaded.out = await m.run(model.input, x, model.shape);
-    return { loadMs, firstRunMs: performance.now() - t, weightBytes: m.weightBytes, storage: m.storage };
+    return { loadMs, firstRunMs: performance.now() - t, ...m.report() };
   },
   /**
    * Times runs of the loaded model until `budgetMs` is spent (at least `minRuns`, at most

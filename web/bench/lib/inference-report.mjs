@@ -55,6 +55,9 @@ export function rows(result) {
         ort: b,
         ratio: ok(a) && ok(b) ? b.medianMs / a.medianMs : null,
         error: ok(a) && ok(ref) ? maxRelDiff(a.output, ref.output) : null,
+        // ORT's own output on this EP against its wasm output: a run that gives wrong numbers
+        // (e.g. WebGPU validation errors) is not a timing to compare with
+        ortError: ok(b) && ok(ref) && b !== ref ? maxRelDiff(b.output, ref.output) : null,
       });
     }
   }
@@ -75,7 +78,7 @@ export function renderMarkdown(result, file) {
     'to the first output read back into JS, ms; "first" includes shader compiles. Both libraries',
     `load the model, then take turns running ${result.settings.rounds} chunks of about ${result.settings.chunkMs} ms each, so the machine's load`,
     "drifts alike for both; the median is over all of a row's runs. ratio = ONNX Runtime Web's median / pixelgrad's (above 1: pixelgrad",
-    'faster). error = max |pixelgrad − ort wasm| / max |ort wasm| on the first output. ORT\'s',
+    'faster). error = max |pixelgrad − ort wasm| / max |ort wasm| on the first output (after the slash: ORT\'s own output on that EP, the same way; a large one marks an ORT run that computed wrong numbers, whose time means nothing). ORT\'s',
     'wasm EP and pixelgrad\'s CPU backend both run one thread. TF.js cannot load ONNX models, so it',
     'has no row. SwiftShader runs WebGPU and WebGL on the CPU here: the ratios say how the',
     'libraries\' passes behave, not how fast a GPU is.',
@@ -91,8 +94,10 @@ export function renderMarkdown(result, file) {
   ];
   const kb = (r) => (r && !r.error && r.weightBytes != null ? `${(r.weightBytes / 1024).toFixed(0)} KiB` : '—');
   for (const r of rows(result)) {
-    const ratio = r.ratio == null ? '—' : `${r.ratio.toFixed(2)}×`;
-    const err = r.error == null ? '—' : r.error.toExponential(1);
+    const wrong = r.ortError != null && r.ortError > 0.05;
+    const ratio = r.ratio == null ? '—' : wrong ? `(${r.ratio.toFixed(2)}×: ORT output wrong)` : `${r.ratio.toFixed(2)}×`;
+    const e = (v) => (v == null ? '—' : v.toExponential(1));
+    const err = r.ortError == null ? e(r.error) : `${e(r.error)} / ${e(r.ortError)}`;
     L.push(
       `| ${r.model} | ${r.pair} | ${cell(r.pixelgrad, 'firstRunMs')} | ${cell(r.pixelgrad, 'medianMs')} | ${cell(r.ort, 'firstRunMs')} | ${cell(r.ort, 'medianMs')} | ${ratio} | ${err} | ${kb(r.pixelgrad)} / ${kb(r.ort)} |`,
     );

@@ -49,7 +49,7 @@ test('a failed run shows as failed, with no ratio', () => {
   const md = renderMarkdown(res, 'web/bench/results/x.json');
   assert.ok(md.startsWith(START) && md.trimEnd().endsWith(END));
   assert.match(md, /failed: init: no adapter/);
-  assert.match(md, /\| m \| webgl \/ webgl \| 400 \| 40\.0 \| 200 \| 20\.0 \| 0\.50× \| 1\.0e-1 \| — \/ — \|/);
+  assert.match(md, /\| m \| webgl \/ webgl \| 400 \| 40\.0 \| 200 \| 20\.0 \| 0\.50× \| 1\.0e-1 \/ 0\.0e\+0 \| — \/ — \|/);
 });
 
 test('precision rows show both libraries\' weight bytes and name their base model', () => {
