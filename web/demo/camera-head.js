@@ -6,3 +6,18 @@ export function headLayers(pg, onnx, shape, classes) {
     ? [pg.layers.onnx({ model: onnx, inputShape: shape, trainable: false }), pg.layers.flatten(), pg.layers.dense({ units: classes })]
     : [pg.layers.flatten({ inputShape: shape }), pg.layers.dense({ units: classes })];
 }
+
+/**
+ * What the worker trains: with a backbone, only the dense layer, on the backbone's features
+ * (`[features]`, computed once per sample when it is recorded); without one, the page's head
+ * itself on the frames.
+ */
+export function trainedLayers(pg, onnx, shape, features, classes) {
+  return onnx ? [pg.layers.dense({ units: classes, inputShape: [features] })] : headLayers(pg, null, shape, classes);
+}
+
+/** The trained weights' names in the page's head (`headLayers`): the dense layer is layer 2 there with a backbone. */
+export function pageWeightNames(weights, onnx) {
+  if (!onnx) return weights;
+  return Object.fromEntries(Object.entries(weights).map(([name, v]) => [name.replace(/^0\./, '2.'), v]));
+}

@@ -83,8 +83,11 @@ impl Runtime {
     /// backend stores f16 results; uint8 by the WebGPU `pack_u8` kernel, or from the values on
     /// the CPU; an error naming the backend and what it lacks elsewhere (never a silent f32).
     fn finish(&self, t: Tensor, dtype: PixelDtype) -> Result<Tensor> {
-        if dtype != PixelDtype::U8 || t.storage_dtype() == pixelgrad_core::kernel::DType::U8 {
+        if dtype != PixelDtype::U8 {
             return finish_float(t, dtype);
+        }
+        if t.storage_dtype() == pixelgrad_core::kernel::DType::U8 {
+            return Ok(t); // made from the host values already (the CPU's fromPixelsBytes)
         }
         match &self.backing {
             Backing::Wgpu { b, .. } => b.pixels_to_u8(&self.dev, &t),
