@@ -16,8 +16,13 @@ export function trainedLayers(pg, onnx, shape, features, classes) {
   return onnx ? [pg.layers.dense({ units: classes, inputShape: [features] })] : headLayers(pg, null, shape, classes);
 }
 
-/** The trained weights' names in the page's head (`headLayers`): the dense layer is layer 2 there with a backbone. */
-export function pageWeightNames(weights, onnx) {
-  if (!onnx) return weights;
-  return Object.fromEntries(Object.entries(weights).map(([name, v]) => [name.replace(/^0\./, '2.'), v]));
+/**
+ * The trained weights under the page's names (`headLayers`): the worker's head is the page
+ * head's last layer (its dense layer) with a backbone, the whole head without; its weights map
+ * in order onto the page head's last ones.
+ */
+export function pageWeights(trained, pageInfo) {
+  const entries = Object.entries(trained);
+  const names = pageInfo.slice(pageInfo.length - entries.length).map((w) => w.name);
+  return Object.fromEntries(entries.map(([, v], k) => [names[k], v]));
 }

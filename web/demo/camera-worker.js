@@ -10,7 +10,7 @@
 // `onnx`, `sample {id, shape}`, `epoch {epoch, logs}`, `trained {history, weights}`,
 // `error {message}`.
 import * as pg from '../pkg/index.js';
-import { pageWeightNames, trainedLayers } from './camera-head.js';
+import { trainedLayers } from './camera-head.js';
 
 let onnx = null;
 let features = null; // { key, model }: the frozen backbone (+ flatten) for one input shape
@@ -104,7 +104,7 @@ const handlers = {
       weights[name] = await t.data();
       transfer.push(weights[name].buffer);
     }
-    return [{ type: 'trained', history: h.history, weights: pageWeightNames(weights, onnx) }, transfer];
+    return [{ type: 'trained', history: h.history, weights }, transfer];
   },
 };
 

@@ -16,7 +16,7 @@
 // load. `window.cameraDemo` exposes the same actions for tests.
 import * as pg from '../pkg/index.js';
 import { watchNetwork } from './netwatch.js';
-import { headLayers } from './camera-head.js';
+import { headLayers, pageWeights } from './camera-head.js';
 
 const params = new URLSearchParams(location.search);
 const $ = (id) => document.getElementById(id);
@@ -124,7 +124,7 @@ async function train(opts = {}) {
     const shape = [...teachInput().size, 3];
     const r = await ask({ type: 'train', ids, shape, classes: state.classes.length, epochs: opts.epochs ?? 30 }, [], 'trained');
     const head = buildHead();
-    await head.setWeights(r.weights);
+    await head.setWeights(pageWeights(r.weights, head.weightInfo()));
     if (state.head) state.head.dispose();
     state.head = head;
     ['save', 'export'].forEach((b) => ($(b).disabled = false));

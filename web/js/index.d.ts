@@ -491,6 +491,8 @@ export declare class Sequential {
    * device tensor of this runtime (fromPixels results, features, `pg.concat` of them): batches
    * are gathered on the device and x is never read back.
    */
+  /** Every weight's name and shape, in layer order (nothing is read from the device). */
+  weightInfo(): { name: string; shape: number[] }[];
   fit(x: Tensor, y: Tensor, options?: FitOptions): Promise<History>;
   evaluate(x: Tensor, y: Tensor, options?: { batchSize?: number }): Promise<{ loss: number; accuracy: number }>;
   /** Outputs [n, classes] on the device; read with `await t.data()`. `x`: a host tensor or a device tensor (pg.fromPixels). */

@@ -276,6 +276,11 @@ export class Sequential {
     return out;
   }
 
+  /** Every weight's name and shape (`[{ name, shape }]`, in layer order), read from nothing. */
+  weightInfo() {
+    return JSON.parse(this._net('weightInfo').weightInfo());
+  }
+
   /**
    * Replaces weights by name: `{ name: Tensor | Float32Array }` (shapes must match; a
    * Float32Array takes the weight's shape). Unknown names are an error; nothing is set then.
