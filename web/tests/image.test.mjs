@@ -245,6 +245,51 @@ test("fromPixels dtype: 'float16' within f16 rounding and 'uint8' the nearest by
   }
 });
 
+test('pg.concat joins fromPixels tensors on the device, and model.fit on that device tensor equals fit on the same host values', async () => {
+  const r = await inPage(async (pg) => {
+    const out = {};
+    for (const backend of ['webgpu', 'webgl', 'cpu']) {
+      await pg.init({ backend, allowSoftware: true });
+      const n = 10;
+      const xs = [];
+      for (let k = 0; k < n; k++) {
+        const img = new ImageData(8, 8);
+        for (let i = 0; i < 64; i++) {
+          img.data[4 * i] = (k * 50 + i * 3) % 256;
+          img.data[4 * i + 1] = (k * 20) % 256;
+          img.data[4 * i + 2] = k % 2 ? 255 : 0;
+          img.data[4 * i + 3] = 255;
+        }
+        xs.push(pg.fromPixels(img, { size: [4, 4], layout: 'nhwc' }));
+      }
+      const x = pg.concat(xs, 0);
+      const joined = await x.data();
+      const parts = await Promise.all(xs.map((t) => t.data()));
+      let same = x.shape.join() === [n, 4, 4, 3].join();
+      parts.forEach((p, k) => p.forEach((v, i) => (same = same && joined[k * 48 + i] === v)));
+      const y = pg.tensor(Int32Array.from({ length: n }, (_, k) => k % 2), [n]);
+      const hist = async (input) => {
+        const m = pg.sequential([pg.layers.flatten({ inputShape: [4, 4, 3] }), pg.layers.dense({ units: 2 })], { seed: 1 });
+        m.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy' });
+        const h = await m.fit(input, y, { epochs: 3, batchSize: 4, seed: 5, checkpointEvery: 0 });
+        m.dispose();
+        return h.history.loss;
+      };
+      const onDevice = await hist(x);
+      const onHost = await hist(pg.tensor(joined, [n, 4, 4, 3]));
+      out[backend] = { same, worst: Math.max(...onDevice.map((v, k) => Math.abs(v - onHost[k]))), onDevice };
+      xs.forEach((t) => t.dispose());
+      x.dispose();
+    }
+    return out;
+  });
+  for (const [backend, res] of Object.entries(r)) {
+    console.log(`concat + fit on device tensors, ${backend}: ${JSON.stringify(res)}`);
+    assert.ok(res.same, `${backend}: concat equals the parts`);
+    assert.ok(res.worst <= 1e-5, `${backend}: fit on the device tensor differs from fit on the host values by ${res.worst}`);
+  }
+});
+
 test('fromYUV: I420 and NV12 planes (strided, and as VideoFrame.copyTo lays them out) equal fromPixels of the same frame within 1/255', async () => {
   const r = await inPage(async (pg, { specs }) => {
     const W = 37;
