@@ -6,7 +6,9 @@
 // WebGPU: copyExternalImageToTexture + one compute pass (video through a 2D canvas first, see
 // below). WebGL2: texSubImage2D + one fragment
 // pass. CPU: getImageData + the host reference. Synchronous, like TF.js's
-// tf.browser.fromPixels: the GPU work is queued and nothing is read back.
+// tf.browser.fromPixels: the GPU work is queued and nothing is read back. `dtype` 'float16' /
+// 'uint8' add one conversion on the device (narrow_f16 / pack_u8) where the backend stores
+// those types, and are an Error elsewhere (WebGL today).
 import { currentRuntime } from './runtime.js';
 import { deviceTensor } from './tensor.js';
 
