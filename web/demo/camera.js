@@ -6,14 +6,17 @@
 // (preprocess and inference only queue GPU work; "read" waits for it).
 //
 // Teach: K classes recorded from the camera; a new dense head is trained by model.fit in a
-// worker (camera-worker.js, its own runtime on the same backend) on the frozen backbone's
-// features (the loaded ONNX model as a non-trainable pg.layers.onnx, or the downsampled frame
-// itself when none is loaded); the page sets the trained weights on its copy of the head. The personalised model saves to IndexedDB
+// worker (camera-worker.js, its own runtime on the same backend). Each recorded frame goes to
+// the worker as a VideoFrame; there fromPixels and the frozen backbone (the loaded ONNX model
+// as a non-trainable pg.layers.onnx, or none: the downsampled frame itself) run once and the
+// features stay on the worker's device (no readback per sample); fit trains on them joined on
+// the device and reads back only the periodic loss. The page sets the trained weights on its
+// copy of the head. The personalised model saves to IndexedDB
 // and exports as a download. Nothing leaves the page: the request counter stays at 0 after
 // load. `window.cameraDemo` exposes the same actions for tests.
 import * as pg from '../pkg/index.js';
 import { watchNetwork } from './netwatch.js';
-import { headLayers } from './camera-head.js';
+import { headLayers, pageWeights } from './camera-head.js';
 
 const params = new URLSearchParams(location.search);
 const $ = (id) => document.getElementById(id);
@@ -31,7 +34,7 @@ const state = {
   video: $('video'),
   onnx: null, // { model, size: [h, w] }
   classes: [],
-  samples: [], // { x: Float32Array, y }
+  samples: [], // { id, y }: the sample's features live on the trainer's device
   head: null,
   recording: -1,
   training: false,
@@ -73,13 +76,14 @@ function addClass() {
   renderClasses();
 }
 
-/** Records the current frame as a sample of class `y`. */
+let nextSample = 0;
+/** Records the current frame as a sample of class `y` (the worker keeps its features). */
 async function addSample(y) {
-  const t = pg.fromPixels(state.video, teachInput());
-  const x = await t.data();
-  t.dispose();
-  state.samples.push({ x, y });
+  const id = nextSample++;
+  const frame = new VideoFrame(state.video);
+  state.samples.push({ id, y });
   renderClasses();
+  await ask({ type: 'sample', id, y, frame, input: teachInput() }, [frame], 'sample');
 }
 
 function buildHead() {
@@ -88,22 +92,25 @@ function buildHead() {
   return m;
 }
 
-/** Messages to the trainer worker, one reply (`trained`, `onnx`, `ready` or `error`) each. */
+/** Messages to the trainer worker, one reply (`seq` echoed) each. */
 let trainer = null;
+let seq = 0;
 function ask(msg, transfer, want) {
+  const mine = ++seq;
   return new Promise((resolve, reject) => {
     const on = ({ data }) => {
       if (data.type === 'epoch') {
         $('teach-status').textContent = `epoch ${data.epoch + 1}: loss ${data.logs.loss.toFixed(3)}, accuracy ${(100 * data.logs.accuracy).toFixed(1)}%`;
         return;
       }
+      if (data.seq !== mine) return;
       trainer.removeEventListener('message', on);
       if (data.type === 'error') reject(new Error(`trainer (${data.job}): ${data.message}`));
       else if (data.type === want) resolve(data);
       else reject(new Error(`trainer: unexpected ${data.type}`));
     };
     trainer.addEventListener('message', on);
-    trainer.postMessage(msg, transfer || []);
+    trainer.postMessage({ ...msg, seq: mine }, transfer || []);
   });
 }
 
@@ -113,18 +120,11 @@ async function train(opts = {}) {
   state.training = true;
   renderClasses();
   try {
-    const n = state.samples.length;
-    const per = state.samples[0].x.length;
-    const x = new Float32Array(n * per);
-    const y = new Int32Array(n);
-    state.samples.forEach((s, i) => {
-      x.set(s.x, i * per);
-      y[i] = s.y;
-    });
+    const ids = state.samples.map((s) => s.id);
     const shape = [...teachInput().size, 3];
-    const r = await ask({ type: 'train', x, y, n, shape, classes: state.classes.length, epochs: opts.epochs ?? 30 }, [x.buffer, y.buffer], 'trained');
+    const r = await ask({ type: 'train', ids, shape, classes: state.classes.length, epochs: opts.epochs ?? 30 }, [], 'trained');
     const head = buildHead();
-    await head.setWeights(r.weights);
+    await head.setWeights(pageWeights(r.weights, head.weightInfo()));
     if (state.head) state.head.dispose();
     state.head = head;
     ['save', 'export'].forEach((b) => ($(b).disabled = false));

@@ -165,8 +165,8 @@ export async function fitLoop(model, x, y, opts = {}) {
   const autosaveEvery = positiveInt(opts.autosaveEvery, 500, 'fit: autosaveEvery');
   const resume = opts.resume ? recordName(opts.resume, 'fit: resume') : null;
   if (autosave && every === 0) throw new PixelgradError('fit: autosave needs checkpoints (checkpointEvery must not be 0)');
-  const { n, xv, yv, yshape, yper, sample } = await model._xy(x, y, 'fit');
-  const per = xv.length / n;
+  const { n, xv, xdev, yv, yshape, yper, sample } = await model._xy(x, y, 'fit', true);
+  const per = xv ? xv.length / n : 0;
   const withAcc = net.hasAccuracy(yshape);
   const history0 = withAcc ? { loss: [], accuracy: [] } : { loss: [] };
   if (opts.validationData) Object.assign(history0, withAcc ? { valLoss: [], valAccuracy: [] } : { valLoss: [] });
@@ -234,16 +234,19 @@ export async function fitLoop(model, x, y, opts = {}) {
         }
         const start = b * batchSize;
         const m = Math.min(n, start + batchSize) - start;
-        const xb = new Float32Array(m * per);
+        const xb = xdev ? null : new Float32Array(m * per);
+        const rows = xdev ? new Uint32Array(m) : null;
         const yb = new Float32Array(m * yper);
         for (let i = 0; i < m; i++) {
           const k = order ? order[start + i] : start + i;
-          xb.set(xv.subarray(k * per, (k + 1) * per), i * per);
+          if (xdev) rows[i] = k;
+          else xb.set(xv.subarray(k * per, (k + 1) * per), i * per);
           yb.set(yv.subarray(k * yper, (k + 1) * yper), i * yper);
         }
         model._rt._check('fit', model._gen);
         await pace.wait();
-        net.trainStep(xb, [m, ...sample], yb, [m, ...yshape.slice(1)]);
+        if (xdev) net.trainStepRows(xdev, rows, yb, [m, ...yshape.slice(1)]);
+        else net.trainStep(xb, [m, ...sample], yb, [m, ...yshape.slice(1)]);
         s.step += 1;
         s.sinceRead += 1;
         const measuring = checkpoints && every === null && s.step === measureAt;

@@ -6,7 +6,9 @@
 // WebGPU: copyExternalImageToTexture + one compute pass (video through a 2D canvas first, see
 // below). WebGL2: texSubImage2D + one fragment
 // pass. CPU: getImageData + the host reference. Synchronous, like TF.js's
-// tf.browser.fromPixels: the GPU work is queued and nothing is read back.
+// tf.browser.fromPixels: the GPU work is queued and nothing is read back. `dtype` 'float16' /
+// 'uint8' add one conversion on the device (narrow_f16 / pack_u8) where the backend stores
+// those types, and are an Error elsewhere (WebGL today).
 import { currentRuntime } from './runtime.js';
 import { deviceTensor } from './tensor.js';
 
@@ -76,7 +78,14 @@ function readPixels(source, info, what) {
  * the default) or `[1, H, W, C]` (`'nhwc'`). Options: `size: [h, w]` (default: the source's),
  * `fit: 'fill' | 'cover' | 'contain'`, `channels: 1 | 3 | 4`, `mean`, `std` (a number or one
  * per channel, in [0, 1] pixel units: `(v / 255 - mean) / std`), `pad` (the letterbox colour
- * of `contain`, in [0, 1]), `antialias: 'auto' | 'always' | 'never'`, `dtype: 'float32'`.
+ * of `contain`, in [0, 1]), `antialias: 'auto' | 'always' | 'never'`, `dtype`:
+ * `'float32'` (default); `'float16'` (the float32 values rounded to half precision, nearest
+ * even, in f16 storage: WebGPU and CPU; an Error on WebGL); `'uint8'` (the resampled pixel
+ * values 0..255 as `floor(clamp(v * 255, 0, 255) + 0.5)` of the float32 value `v` in [0, 1],
+ * in 8-bit storage; `mean` / `std` are an Error with it: WebGPU and CPU; an Error on WebGL).
+ * float16 / uint8 tensors are for `data()` (exact values; a Uint8Array for uint8) and
+ * `onnx.run` (a model input of that element type; widened to f32 on the device); other ops
+ * take float32.
  * The tensor's `geometry` says where the content landed (`x, y, width, height` in output
  * pixels) and how output coordinates map back onto the source (`scaleX/Y`, `offsetX/Y`).
  */
@@ -102,7 +111,7 @@ export function fromPixels(source, opts = {}) {
   } else {
     r = rt._inner.fromPixelsSource(source, info.width, info.height, json);
   }
-  const t = deviceTensor(r.tensor, rt);
+  const t = deviceTensor(r.tensor, rt, r.dtype);
   t.geometry = JSON.parse(r.geometry);
   return t;
 }
@@ -166,7 +175,7 @@ export function fromYUV(frame, opts = {}) {
   }
   const matrix = frame.matrix ?? 'bt601';
   const r = rt._inner.fromYuvPlanes(format, width, height, y, ys, u, us, v, vs, String(matrix), !!frame.fullRange, JSON.stringify(opts));
-  const t = deviceTensor(r.tensor, rt);
+  const t = deviceTensor(r.tensor, rt, r.dtype);
   t.geometry = JSON.parse(r.geometry);
   return t;
 }

@@ -193,7 +193,8 @@ export declare class Tensor {
   readonly shape: number[];
   readonly size: number;
   readonly rank: number;
-  readonly dtype: 'float32' | 'int32';
+  /** 'float16' / 'uint8' only for fromPixels results of that dtype. */
+  readonly dtype: 'float32' | 'int32' | 'float16' | 'uint8';
   /** A copy of the values (device tensors are read without blocking). */
   data(): Promise<Float32Array | Int32Array>;
   array(): Promise<any>;
@@ -219,8 +220,16 @@ export interface FromPixelsOptions {
   pad?: number | number[];
   /** Stretch the filter when shrinking: 'auto' (default: above 2×), 'always' / true, 'never' / false. */
   antialias?: 'auto' | 'always' | 'never' | boolean;
-  /** Only 'float32' (device tensors are f32). */
-  dtype?: 'float32';
+  /**
+   * 'float32' (default); 'float16': the float32 values rounded to half precision (nearest,
+   * ties to even) in f16 storage, on backends that store f16 results (WebGPU, CPU; an Error on
+   * WebGL); 'uint8': the resampled pixel values 0..255, `floor(clamp(v * 255, 0, 255) + 0.5)`
+   * of the float32 value `v` in [0, 1], in 8-bit storage (WebGPU, CPU; an Error on WebGL), with
+   * `mean` / `std` an Error. float16 / uint8 tensors go to `data()` (exact values; Uint8Array
+   * for uint8) and `onnxModel.run` (an input of that element type, widened exactly on the
+   * device); other ops take float32.
+   */
+  dtype?: 'float32' | 'float16' | 'uint8';
 }
 
 /** Where the source landed in a fromPixels tensor. Source coordinate = (output - x) * scaleX + offsetX (and y). */
@@ -244,6 +253,9 @@ export interface PixelGeometry {
  *  Synchronous: the GPU work is queued. Throws an Error naming the problem for a tainted
  *  source, a video with no frame, a closed VideoFrame or bad options. */
 export declare function fromPixels(source: PixelSource, options?: FromPixelsOptions): Tensor & { geometry: PixelGeometry };
+/** Float32 device tensors (equal shapes but on `axis`, default 0) joined on the device, e.g.
+ *  recorded `[1, ...]` inputs or features into a training set for `model.fit`. */
+export declare function concat(tensors: Tensor[], axis?: number): Tensor;
 /** One 4:2:0 frame as raw 8-bit planes: `y, u, v` (I420) or `y, uv` (NV12, interleaved
  *  chroma) with row strides (default: packed), or one buffer `data` with the planes'
  *  `layout` as `VideoFrame.copyTo` resolves it (`[{ offset, stride }, ...]`). */
@@ -475,8 +487,12 @@ export declare class Sequential {
   /**
    * x: [n, ...inputShape] (images NHWC); y, used as given: class indices [n], one-hot or
    * probability rows [n, classes], or float targets [n, outputs] (MSE, BCE regression). A
-   * mismatch with the model's output or loss throws, naming both shapes.
+   * mismatch with the model's output or loss throws, naming both shapes. `x` may be a float32
+   * device tensor of this runtime (fromPixels results, features, `pg.concat` of them): batches
+   * are gathered on the device and x is never read back.
    */
+  /** Every weight's name and shape, in layer order (nothing is read from the device). */
+  weightInfo(): { name: string; shape: number[] }[];
   fit(x: Tensor, y: Tensor, options?: FitOptions): Promise<History>;
   evaluate(x: Tensor, y: Tensor, options?: { batchSize?: number }): Promise<{ loss: number; accuracy: number }>;
   /** Outputs [n, classes] on the device; read with `await t.data()`. `x`: a host tensor or a device tensor (pg.fromPixels). */

@@ -108,10 +108,18 @@ export class Sequential {
     return v ? { scale: v[0], skippedSteps: v[1] } : null;
   }
 
-  async _xy(x, y, what) {
+  async _xy(x, y, what, allowDevice = false) {
     if (!(x instanceof Tensor)) throw new Error(`${what}: x must be a pg.tensor`);
     const n = x.shape[0];
     if (!(x.rank >= 2 && n > 0)) throw new Error(`${what}: x must have shape [n, ...features] with n > 0, got [${x.shape.join(', ')}]`);
+    if (allowDevice && !x._host) {
+      // A device tensor (pg.fromPixels results, features, pg.concat of them): batches are
+      // gathered on the device; nothing of x is read back.
+      if (x.dtype !== 'float32') throw new Error(`${what}: x must be float32, got ${x.dtype} (fromPixels with dtype 'float32')`);
+      const xdev = x._onDevice(this._rt, what);
+      const t = await targetsOf(y, n, what);
+      return { n, xv: null, xdev, yv: t.values, yshape: t.shape, yper: t.values.length / n, sample: x.shape.slice(1) };
+    }
     const xs = await x._hostValues(what);
     const xv = xs instanceof Float32Array ? xs : Float32Array.from(xs);
     const t = await targetsOf(y, n, what);
@@ -121,7 +129,9 @@ export class Sequential {
 
   /**
    * Trains; resolves to `{ history: { loss, accuracy, valLoss?, valAccuracy? } }` (one number
-   * per epoch; no accuracy where it means nothing, i.e. MSE on float targets). `y` is used as
+   * per epoch; `x` a host tensor, or a device tensor of this runtime (fromPixels results or
+   * features concatenated with `pg.concat`: batches are gathered on the device, x is never
+   * read back; targets stay host values); no accuracy where it means nothing, i.e. MSE on float targets). `y` is used as
    * given: class indices `[n]`, one-hot or probability rows `[n, classes]`, or any float
    * targets `[n, outputs]` (MSE, BCE); a mismatch with the model's output or loss is an error. Options: epochs, batchSize, shuffle, seed, readEvery, validationData: [x, y],
    * onBatchEnd(step, logs) (after each read), onEpochEnd(epoch, logs); callbacks may also come
@@ -264,6 +274,11 @@ export class Sequential {
       out[w.name] = new Tensor(values[k], w.shape, 'float32');
     });
     return out;
+  }
+
+  /** Every weight's name and shape (`[{ name, shape }]`, in layer order), read from nothing. */
+  weightInfo() {
+    return JSON.parse(this._net('weightInfo').weightInfo());
   }
 
   /**

@@ -18,6 +18,36 @@ export function topk(x, k) {
   return { values: deviceTensor(v, rt), indices: deviceTensor(i, rt) };
 }
 
+/**
+ * `tensors` (float32, equal shapes but on `axis`) joined along `axis` (default 0) on the
+ * device: e.g. recorded `fromPixels` inputs or features `[1, ...]` into a training set
+ * `[n, ...]` for `model.fit`, with nothing read back. Joined pairwise in a balanced tree.
+ */
+export function concat(tensors, axis = 0) {
+  const rt = currentRuntime('concat');
+  if (!Array.isArray(tensors) || tensors.length === 0) throw new Error('concat: expects a non-empty array of pg tensors');
+  if (!Number.isInteger(axis) || axis < 0) throw new Error(`concat: axis must be a non-negative integer, got ${axis}`);
+  let level = tensors.map((t, k) => {
+    if (t instanceof Tensor && t.dtype !== 'float32') throw new Error(`concat: tensor ${k} is ${t.dtype}; concat takes float32`);
+    return { inner: dev(t, rt, 'concat'), own: false };
+  });
+  while (level.length > 1) {
+    const next = [];
+    for (let i = 0; i < level.length; i += 2) {
+      if (i + 1 === level.length) {
+        next.push(level[i]);
+        continue;
+      }
+      next.push({ inner: rt._inner.concat2(level[i].inner, level[i + 1].inner, axis), own: true });
+      for (const p of [level[i], level[i + 1]]) if (p.own) p.inner.free();
+    }
+    level = next;
+  }
+  const only = level[0];
+  // A single tensor is returned as a copy (concat of one), so disposing either is safe.
+  return deviceTensor(only.own ? only.inner : rt._inner.concat1(only.inner, axis), rt);
+}
+
 /** Softmax along `axis` (default the last). */
 export function softmax(x, axis = -1) {
   const rt = currentRuntime('softmax');

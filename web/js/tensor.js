@@ -41,7 +41,7 @@ export class Tensor {
   get size() {
     return product(this._shape);
   }
-  /** `float32` or `int32`. */
+  /** `float32` or `int32`; `float16` / `uint8` for `pg.fromPixels` results of that dtype. */
   get dtype() {
     return this._dtype;
   }
@@ -53,11 +53,12 @@ export class Tensor {
     if (this._disposed) throw new Error(`${what}: the tensor was disposed`);
     if (this._rt) this._rt._check(what, this._gen);
   }
-  /** The values (a copy): Float32Array, or Int32Array for int32 tensors. */
+  /** The values (a copy): Float32Array, Int32Array for int32 tensors, Uint8Array for uint8. */
   async data() {
     this._check('tensor.data');
     if (this._host) return this._host.slice();
-    return this._dev.data();
+    const v = await this._dev.data();
+    return this._dtype === 'uint8' ? Uint8Array.from(v) : v;
   }
   /** Nested arrays, like TF.js `array()`. */
   async array() {
@@ -204,8 +205,8 @@ export function tensor(data, shape, opts) {
 }
 
 /** @internal A tensor wrapping a device tensor of `runtime`. */
-export function deviceTensor(inner, runtime) {
-  return new Tensor(null, Array.from(inner.shape), 'float32', inner, runtime);
+export function deviceTensor(inner, runtime, dtype = 'float32') {
+  return new Tensor(null, Array.from(inner.shape), dtype, inner, runtime);
 }
 
 /**

@@ -149,7 +149,14 @@ test('camera demo classifies live frames with an imported ONNX model (top-3, per
     for (let i = 0; i < 600 && !classified(); i++) await wait(50);
     const frames0 = window.cameraDemo.state.stats.frames;
     for (let i = 0; i < 600 && window.cameraDemo.state.stats.frames < frames0 + 2; i++) await wait(50);
+    // Teach on the backbone: the worker keeps each sample's ONNX features on its device and
+    // trains a dense head on them (no frame is read back); the page's head predicts.
+    const demo = window.cameraDemo;
+    for (let i = 0; i < 4; i++) await demo.addSample(i % 2);
+    const taught = await demo.train({ epochs: 2 });
+    const probs = await demo.predictNow();
     return {
+      taught: { epochs: taught.loss.length, finite: taught.loss.every(Number.isFinite), probs: probs.length },
       size: inputs.size,
       top: Array.from(document.querySelectorAll('#top li'), (li) => li.textContent),
       frames: window.cameraDemo.state.stats.frames - frames0,
@@ -159,6 +166,7 @@ test('camera demo classifies live frames with an imported ONNX model (top-3, per
     };
   });
   console.log(`onnx: ${JSON.stringify(r)}`);
+  assert.deepEqual(r.taught, { epochs: 2, finite: true, probs: 2 }, 'teach on the ONNX backbone');
   assert.deepEqual(r.size, [32, 32]);
   assert.equal(r.top.length, 3, r.top.join('; '));
   assert.ok(r.top.every((t) => /^class [0-4]: \d+\.\d%$/.test(t)), r.top.join('; '));

@@ -157,6 +157,139 @@ for (const kind of ['canvas', 'bitmap', 'video']) {
   });
 }
 
+test("fromPixels dtype: 'float16' within f16 rounding and 'uint8' the nearest byte of the host reference; Errors where a backend lacks the storage", async () => {
+  const r = await inPage(async (pg, { specs }) => {
+    const W = 160;
+    const H = 120;
+    const canvas = document.createElement('canvas');
+    canvas.width = W;
+    canvas.height = H;
+    const img = new ImageData(W, H);
+    for (let i = 0; i < W * H; i++) {
+      const x = i % W;
+      const y = Math.floor(i / W);
+      img.data[4 * i] = (x * 255) / W;
+      img.data[4 * i + 1] = (y * 255) / H;
+      img.data[4 * i + 2] = ((x * 7 + y * 13) % 64) * 4;
+      img.data[4 * i + 3] = 255;
+    }
+    canvas.getContext('2d').putImageData(img, 0, 0);
+    const data = canvas.getContext('2d').getImageData(0, 0, W, H);
+    const plain = (s) => ({ ...s, mean: undefined, std: undefined });
+    await pg.init({ backend: 'cpu' });
+    const ref = [];
+    for (const s of specs) {
+      ref.push({ norm: await pg.fromPixels(data, s).data(), raw: await pg.fromPixels(data, plain(s)).data() });
+    }
+    const f16 = new Float32Array(1);
+    const msg = (f) => {
+      try {
+        f();
+        return 'no error';
+      } catch (e) {
+        return e instanceof Error ? e.message : `not an Error: ${e}`;
+      }
+    };
+    const out = {};
+    for (const backend of ['webgpu', 'webgl', 'cpu']) {
+      await pg.init({ backend, allowSoftware: true });
+      const res = { f16: 0, u8: 0, problems: [], errors: {} };
+      for (let k = 0; k < specs.length; k++) {
+        const s = specs[k];
+        for (const [dtype, opts] of [['float16', s], ['uint8', plain(s)]]) {
+          let t;
+          try {
+            t = pg.fromPixels(canvas, { ...opts, dtype });
+          } catch (e) {
+            res.errors[dtype] = e.message;
+            continue;
+          }
+          if (t.dtype !== dtype) res.problems.push(`${dtype}: tensor dtype ${t.dtype}`);
+          const v = await t.data();
+          if (dtype === 'uint8') {
+            if (!(v instanceof Uint8Array)) res.problems.push(`uint8 data() is ${Object.prototype.toString.call(v)}`);
+            // The nearest byte of the reference (either neighbour within 1e-3 of a tie).
+            for (let i = 0; i < v.length; i++) res.u8 = Math.max(res.u8, Math.abs(v[i] - ref[k].raw[i] * 255));
+          } else {
+            // Within half an f16 ulp of the reference (plus 1e-4 for the f32 pipeline).
+            for (let i = 0; i < v.length; i++) {
+              const want = ref[k].norm[i];
+              f16[0] = Math.abs(want);
+              const e = Math.max(Math.pow(2, Math.floor(Math.log2(Math.max(f16[0], Math.pow(2, -14)))) - 11), 0);
+              res.f16 = Math.max(res.f16, (Math.abs(v[i] - want) - 1e-4) / e);
+            }
+          }
+          t.dispose();
+        }
+      }
+      res.errors.meanWithU8 = msg(() => pg.fromPixels(canvas, { size: [4, 4], dtype: 'uint8', mean: 0.5 }));
+      res.errors.badDtype = msg(() => pg.fromPixels(canvas, { size: [4, 4], dtype: 'int8' }));
+      out[backend] = res;
+    }
+    return out;
+  }, { specs: SPECS });
+  for (const [backend, res] of Object.entries(r)) {
+    console.log(`dtype on ${backend}: float16 worst ${res.f16.toFixed(3)} half-ulps, uint8 worst |byte - 255 ref| ${res.u8.toFixed(4)}; errors ${JSON.stringify(res.errors)}`);
+    assert.deepEqual(res.problems, [], backend);
+    assert.match(res.errors.meanWithU8, /fromPixels: mean cannot be given with dtype 'uint8'/, backend);
+    assert.match(res.errors.badDtype, /dtype 'int8' is not one of float32, float16, uint8/, backend);
+    if (backend === 'webgl') {
+      assert.match(res.errors.float16 ?? '', /float16.*supports_narrow_f16.*webgl/i, `webgl float16: ${res.errors.float16}`);
+      assert.match(res.errors.uint8 ?? '', /uint8.*webgl/i, `webgl uint8: ${res.errors.uint8}`);
+      continue;
+    }
+    assert.equal(res.errors.float16, undefined, `${backend} float16`);
+    assert.equal(res.errors.uint8, undefined, `${backend} uint8`);
+    assert.ok(res.f16 <= 1, `${backend}: float16 off by ${res.f16} half-ulps`);
+    assert.ok(res.u8 <= 0.501, `${backend}: uint8 off by ${res.u8} from 255 * reference`);
+  }
+});
+
+test('pg.concat joins fromPixels tensors on the device, and model.fit on that device tensor equals fit on the same host values', async () => {
+  const r = await inPage(async (pg) => {
+    const out = {};
+    for (const backend of ['webgpu', 'webgl', 'cpu']) {
+      await pg.init({ backend, allowSoftware: true });
+      const n = 10;
+      const xs = [];
+      for (let k = 0; k < n; k++) {
+        const img = new ImageData(8, 8);
+        for (let i = 0; i < 64; i++) {
+          img.data[4 * i] = (k * 50 + i * 3) % 256;
+          img.data[4 * i + 1] = (k * 20) % 256;
+          img.data[4 * i + 2] = k % 2 ? 255 : 0;
+          img.data[4 * i + 3] = 255;
+        }
+        xs.push(pg.fromPixels(img, { size: [4, 4], layout: 'nhwc' }));
+      }
+      const x = pg.concat(xs, 0);
+      const joined = await x.data();
+      const parts = await Promise.all(xs.map((t) => t.data()));
+      let same = x.shape.join() === [n, 4, 4, 3].join();
+      parts.forEach((p, k) => p.forEach((v, i) => (same = same && joined[k * 48 + i] === v)));
+      const y = pg.tensor(Int32Array.from({ length: n }, (_, k) => k % 2), [n]);
+      const hist = async (input) => {
+        const m = pg.sequential([pg.layers.flatten({ inputShape: [4, 4, 3] }), pg.layers.dense({ units: 2 })], { seed: 1 });
+        m.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy' });
+        const h = await m.fit(input, y, { epochs: 3, batchSize: 4, seed: 5, checkpointEvery: 0 });
+        m.dispose();
+        return h.history.loss;
+      };
+      const onDevice = await hist(x);
+      const onHost = await hist(pg.tensor(joined, [n, 4, 4, 3]));
+      out[backend] = { same, worst: Math.max(...onDevice.map((v, k) => Math.abs(v - onHost[k]))), onDevice };
+      xs.forEach((t) => t.dispose());
+      x.dispose();
+    }
+    return out;
+  });
+  for (const [backend, res] of Object.entries(r)) {
+    console.log(`concat + fit on device tensors, ${backend}: ${JSON.stringify(res)}`);
+    assert.ok(res.same, `${backend}: concat equals the parts`);
+    assert.ok(res.worst <= 1e-5, `${backend}: fit on the device tensor differs from fit on the host values by ${res.worst}`);
+  }
+});
+
 test('fromYUV: I420 and NV12 planes (strided, and as VideoFrame.copyTo lays them out) equal fromPixels of the same frame within 1/255', async () => {
   const r = await inPage(async (pg, { specs }) => {
     const W = 37;

@@ -331,6 +331,15 @@ impl Tensor {
         Tensor::wrap(storage, shape.into(), device.clone(), None, None)
     }
 
+    /// [`Tensor::from_storage`] for storage of element type `dtype` that the backend made itself
+    /// (an image converted to 8-bit or f16 storage by a kernel of its own): the storage must
+    /// hold the shape's element count in that backend's layout for `dtype` (the one
+    /// [`crate::Backend::upload_int8`] / [`crate::Backend::upload_f16`] write). Like those tensors, only a
+    /// reshape, [`Tensor::widen`] and reads take it.
+    pub fn from_storage_typed(device: &Device, storage: Storage, dtype: DType, shape: impl Into<Shape>) -> Tensor {
+        Tensor::wrap_typed(storage, dtype, shape.into(), device.clone(), None, None)
+    }
+
     /// A scalar (rank-0) tensor.
     pub fn scalar(device: &Device, v: f32) -> Result<Tensor> {
         Tensor::full(device, Shape::scalar(), v)

@@ -231,6 +231,10 @@ impl Writer {
         } else if any.downcast_ref::<Flatten>().is_some() {
             self.op("Flatten", prefix, vec![], vec![int("axis", 1)]);
         } else if let Some(l) = any.downcast_ref::<OnnxLayer>() {
+            if l.nhwc() {
+                // The layer permutes its NCHW images to the graph's declared NHWC input.
+                self.op("Transpose", prefix, vec![], vec![ints("perm", &[0, 2, 3, 1])]);
+            }
             self.imported(l, prefix)?;
         } else {
             return Err(OnnxError::Export(format!("layer {} has no ONNX form", m.describe())));

@@ -20,6 +20,18 @@ pub enum Input {
     Host(HostTensor),
 }
 
+/// The ONNX element type a device tensor stands for: its storage type (u8, i8 or f16 storage
+/// for a model input of that type), f32 for everything else.
+fn device_element_type(t: &Tensor) -> DType {
+    use pixelgrad_core::kernel::DType as Storage;
+    match t.storage_dtype() {
+        Storage::U8 => DType::U8,
+        Storage::I8 => DType::I8,
+        Storage::F16 => DType::F16,
+        _ => DType::F32,
+    }
+}
+
 impl From<Tensor> for Input {
     fn from(t: Tensor) -> Self {
         Input::Tensor(t)
@@ -403,7 +415,7 @@ impl Session {
 
     fn check_input(&self, info: &ValueInfo, input: &Input) -> Result<V> {
         let (dims, dtype) = match input {
-            Input::Tensor(t) => (t.dims().to_vec(), DType::F32),
+            Input::Tensor(t) => (t.dims().to_vec(), device_element_type(t)),
             Input::Host(h) => (h.shape.clone(), h.dtype),
         };
         if dtype != info.dtype {
@@ -432,7 +444,10 @@ impl Session {
                         msg: format!("lives on {}, the session on {}", t.device().name(), self.device.name()),
                     });
                 }
-                Ok(V::dev(t.clone(), DType::F32))
+                // 8-bit and f16 storage (pg.fromPixels with dtype 'uint8' / 'float16') is
+                // widened on the device, exactly: operators read f32, the element type stays
+                // what the model declared.
+                Ok(V::dev(t.widen()?, device_element_type(t)))
             }
             Input::Host(h) => Ok(V::dev(upload(&self.device, h, &format!("input '{}'", info.name))?, h.dtype)),
         }
@@ -549,4 +564,83 @@ fn host_argument(op: &str, i: usize) -> bool {
 
 fn input_list(inputs: &[ValueInfo]) -> String {
     inputs.iter().map(|i| format!("'{}' {} {}", i.name, i.dtype, i.shape_text())).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{
+        attribute_type as at, data_type as dt, AttributeProto, DimValue, Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
+        TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
+    };
+    use prost::Message;
+
+    fn info(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
+        let dim = dims.iter().map(|&d| Dimension { value: Some(DimValue::DimValue(d)), ..Default::default() }).collect();
+        let tensor = TypeProtoTensor { elem_type, shape: Some(TensorShapeProto { dim }) };
+        ValueInfoProto {
+            name: name.into(),
+            r#type: Some(TypeProto { tensor_type: Some(tensor), ..Default::default() }),
+            ..Default::default()
+        }
+    }
+
+    /// `y = float(x) * float(x)` with `x` of ONNX element type `elem_type`.
+    fn cast_square(elem_type: i32) -> Model {
+        let cast = NodeProto {
+            input: vec!["x".into()],
+            output: vec!["c".into()],
+            name: "cast".into(),
+            op_type: "Cast".into(),
+            attribute: vec![AttributeProto { name: "to".into(), r#type: at::INT, i: dt::FLOAT as i64, ..Default::default() }],
+            ..Default::default()
+        };
+        let mul = NodeProto {
+            input: vec!["c".into(), "c".into()],
+            output: vec!["y".into()],
+            name: "mul".into(),
+            op_type: "Mul".into(),
+            ..Default::default()
+        };
+        let graph = GraphProto {
+            node: vec![cast, mul],
+            name: "g".into(),
+            input: vec![info("x", elem_type, &[1, 4])],
+            output: vec![info("y", dt::FLOAT, &[1, 4])],
+            ..Default::default()
+        };
+        let m = ModelProto {
+            ir_version: 8,
+            opset_import: vec![OperatorSetIdProto { domain: String::new(), version: 17 }],
+            graph: Some(graph),
+            ..Default::default()
+        };
+        Model::from_bytes(&m.encode_to_vec()).unwrap()
+    }
+
+    /// Device tensors in 8-bit or f16 storage (what `pg.fromPixels` makes with dtype 'uint8' /
+    /// 'float16') feed model inputs of that element type, widened exactly on the device; an f32
+    /// tensor for a uint8 input is still refused by type.
+    #[test]
+    fn narrow_device_tensors_feed_inputs_of_their_type() {
+        let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+        let s = Session::new(cast_square(dt::UINT8), &dev).unwrap();
+        let x = Tensor::from_u8(&dev, &[0, 3, 128, 255], [1, 4]).unwrap();
+        assert_eq!(x.storage_dtype(), pixelgrad_core::kernel::DType::U8);
+        let y = s.run(&[("x", x.into())]).unwrap();
+        let Value::Device { tensor, .. } = &y[0].1 else { panic!("a device output") };
+        assert_eq!(tensor.to_vec().unwrap(), vec![0.0, 9.0, 16384.0, 65025.0]);
+        let f = Tensor::from_vec(&dev, &[1.0; 4], [1, 4]).unwrap();
+        let msg = s.run(&[("x", f.into())]).unwrap_err().to_string();
+        assert!(msg.contains("float") && msg.contains("uint8"), "{msg}");
+
+        let s = Session::new(cast_square(dt::FLOAT16), &dev).unwrap();
+        let h: Vec<pixelgrad_core::half::f16> =
+            [0.5f32, -2.0, 0.1, 1000.0].iter().map(|&v| pixelgrad_core::half::f16::from_f32(v)).collect();
+        let x = Tensor::from_f16(&dev, &h, [1, 4]).unwrap();
+        let y = s.run(&[("x", x.into())]).unwrap();
+        let Value::Device { tensor, .. } = &y[0].1 else { panic!("a device output") };
+        let want: Vec<f32> = h.iter().map(|v| v.to_f32() * v.to_f32()).collect();
+        assert_eq!(tensor.to_vec().unwrap(), want);
+    }
 }

@@ -230,6 +230,43 @@ impl Net {
         })
     }
 
+    /// [`Net::train_step`] on rows `rows` of `x` (`[N, ..input]`, already on the device: a
+    /// fromPixels result or features joined with `pg.concat`), gathered into the batch on the
+    /// device, so the training set is never read back or uploaded again. `y` holds the
+    /// batch's targets (host values, as in `train_step`).
+    pub fn train_step_rows(&mut self, x: &Tensor, rows: &[u32], y: &[f32], y_shape: &[usize]) -> Result<()> {
+        self.check_tensor("fit", x)?;
+        let n = x.dims()[0];
+        if rows.is_empty() {
+            return Err(Error::invalid("fit", "a batch needs at least one row"));
+        }
+        if let Some(&r) = rows.iter().find(|&&r| r as usize >= n) {
+            return Err(Error::invalid("fit", format!("row {r} is out of range: x has {n} samples")));
+        }
+        let m = rows.len();
+        let y_dims = self.check_targets("fit", y, y_shape, m)?;
+        let Some(opt) = self.opt.as_mut() else {
+            return Err(Error::invalid("fit", "the model is not compiled; call model.compile({ optimizer, loss }) first"));
+        };
+        let (dev, seq, loss, train, scaler) = (&self.dev, &self.built.seq, self.loss, &mut self.train, &mut self.scaler);
+        let per: usize = x.dims()[1..].iter().product();
+        let mut shape = x.dims().to_vec();
+        shape[0] = m;
+        // The batch: rows gathered along axis 0 of x seen as [N, per] (indices as f32, exact
+        // below 2^24), with no gradient (x is data).
+        let xb = {
+            let _g = no_grad();
+            let idx: Vec<f32> = rows.iter().map(|&r| r as f32).collect();
+            let idx = Tensor::from_vec(dev, &idx, vec![m, 1])?.broadcast_to(vec![m, per])?;
+            x.reshape(vec![n, per])?.gather(0, &idx)?.reshape(shape)?
+        };
+        let yb = Tensor::from_vec(dev, y, y_dims)?;
+        match scaler.as_mut() {
+            Some(s) => train_batch_mixed(seq, opt.as_mut(), loss, &xb, &yb, train, s),
+            None => train_batch(seq, opt.as_mut(), loss, &xb, &yb, train),
+        }
+    }
+
     /// Adds one batch to the evaluation sums (inference mode, no gradients).
     pub fn eval_step(&mut self, x: &[f32], shape: &[usize], y: &[f32], y_shape: &[usize]) -> Result<()> {
         let _g = no_grad();
@@ -407,6 +444,39 @@ mod tests {
         assert_eq!(got, want);
         let e = net.predict_tensor(&Tensor::zeros(&dev, [1, 3, 4, 4]).unwrap()).unwrap_err().to_string();
         assert!(e.contains("expects input [N, 4, 4, 3]"), "{e}");
+    }
+
+    /// Training on rows of a device tensor is the same computation as training on the host
+    /// batch of those rows: the same weights after the same steps.
+    #[test]
+    fn train_step_rows_matches_train_step_on_the_same_rows() {
+        let dev = Device::new(CpuBackend::new());
+        let cfg = serde_json::json!({"seed": 3, "layers": [
+            {"type": "flatten", "inputShape": [2, 2, 3]},
+            {"type": "dense", "units": 2}
+        ]});
+        let n = 6;
+        let x: Vec<f32> = (0..n * 12).map(|i| ((i * 5) % 13) as f32 / 13.0).collect();
+        let y: Vec<f32> = (0..n).map(|i| (i % 2) as f32).collect();
+        let rows = [4u32, 1, 3];
+        let mut a = Net::new(&dev, cfg.clone()).unwrap();
+        let mut b = Net::new(&dev, cfg).unwrap();
+        for m in [&mut a, &mut b] {
+            m.compile("adam", 1e-2, 0.0, "softmaxCrossEntropy").unwrap();
+        }
+        let xb: Vec<f32> = rows.iter().flat_map(|&r| x[r as usize * 12..(r as usize + 1) * 12].iter().copied()).collect();
+        let yb: Vec<f32> = rows.iter().map(|&r| y[r as usize]).collect();
+        let all = Tensor::from_vec(&dev, &x, [n, 2, 2, 3]).unwrap();
+        for _ in 0..3 {
+            a.train_step(&xb, &[3, 2, 2, 3], &yb, &[3]).unwrap();
+            b.train_step_rows(&all, &rows, &yb, &[3]).unwrap();
+        }
+        let probe = Tensor::from_vec(&dev, &x[..12], [1, 2, 2, 3]).unwrap();
+        let (pa, pb) = (a.predict_tensor(&probe).unwrap().to_vec().unwrap(), b.predict_tensor(&probe).unwrap().to_vec().unwrap());
+        for (u, v) in pa.iter().zip(&pb) {
+            assert!((u - v).abs() < 1e-6, "{pa:?} vs {pb:?}");
+        }
+        assert!(b.train_step_rows(&all, &[6], &[0.0], &[1]).unwrap_err().to_string().contains("row 6 is out of range"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! natively.
 
 use pixelgrad_core::image::{Antialias, Fit, Geometry, Layout, PixelSpec};
-use pixelgrad_core::{Error, Result};
+use pixelgrad_core::{Device, Error, Result, Tensor};
 use serde_json::{json, Value};
 
 const OP: &str = "fromPixels";
@@ -42,10 +42,40 @@ fn string<'a>(v: &'a Value, name: &str) -> Result<Option<&'a str>> {
     }
 }
 
+/// The element type of a `pg.fromPixels` result (its `dtype` option).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PixelDtype {
+    /// f32 values, normalised with `mean` / `std` (the default).
+    #[default]
+    F32,
+    /// The f32 values rounded to half precision (nearest, ties to even), in f16 storage
+    /// ([`Tensor::narrow_f16`]), on backends that store f16 results.
+    F16,
+    /// The resampled 8-bit values `0..=255` (no `mean` / `std`), `floor(clamp(v * 255, 0, 255)
+    /// + 0.5)` of the f32 value `v` in `[0, 1]`, in 8-bit storage, on backends that have it.
+    U8,
+}
+
+impl PixelDtype {
+    pub fn name(&self) -> &'static str {
+        match self {
+            PixelDtype::F32 => "float32",
+            PixelDtype::F16 => "float16",
+            PixelDtype::U8 => "uint8",
+        }
+    }
+}
+
+/// [`parse_options`] without the dtype (for callers that make float32 only).
+pub fn parse_spec(json: &str) -> Result<PixelSpec> {
+    parse_options(json).map(|(s, _)| s)
+}
+
 /// Parses the options object of `pg.fromPixels` (see `web/js/index.d.ts`): `size: [h, w]`,
 /// `fit`, `channels`, `layout`, `mean`, `std`, `pad`, `antialias`, `dtype`. Unknown keys are
-/// errors (a typo would otherwise be ignored silently).
-pub fn parse_spec(json: &str) -> Result<PixelSpec> {
+/// errors (a typo would otherwise be ignored silently), and so are `mean` / `std` with dtype
+/// `'uint8'` (8-bit results are the pixel values themselves).
+pub fn parse_options(json: &str) -> Result<(PixelSpec, PixelDtype)> {
     let v: Value = serde_json::from_str(json).map_err(|e| bad(format!("options are not valid JSON: {e}")))?;
     let Value::Object(o) = &v else {
         return Err(bad(format!("options must be an object, got {v}")));
@@ -92,15 +122,61 @@ pub fn parse_spec(json: &str) -> Result<PixelSpec> {
         Value::String(s) if s == "never" => Antialias::Never,
         other => return Err(bad(format!("antialias must be 'auto', 'always', 'never' or a boolean, got {other}"))),
     };
-    match string(get("dtype"), "dtype")? {
-        None | Some("float32") | Some("f32") => {}
-        Some(d @ ("float16" | "f16" | "uint8" | "u8")) => {
-            return Err(bad(format!("dtype '{d}' is not supported: device tensors are float32 (use dtype 'float32')")))
+    let dtype = match string(get("dtype"), "dtype")? {
+        None | Some("float32") | Some("f32") => PixelDtype::F32,
+        Some("float16") | Some("f16") => PixelDtype::F16,
+        Some("uint8") | Some("u8") => PixelDtype::U8,
+        Some(d) => return Err(bad(format!("dtype '{d}' is not one of float32, float16, uint8"))),
+    };
+    if dtype == PixelDtype::U8 {
+        if let Some(k) = ["mean", "std"].into_iter().find(|k| !get(k).is_null()) {
+            return Err(bad(format!(
+                "{k} cannot be given with dtype 'uint8': 8-bit results are the resampled pixel values 0..255 (normalise in the model, or use dtype 'float32')"
+            )));
         }
-        Some(d) => return Err(bad(format!("dtype '{d}' is not one of float32"))),
     }
     spec.validate(OP)?;
-    Ok(spec)
+    Ok((spec, dtype))
+}
+
+/// The byte of an f32 pixel value `v` in `[0, 1]` under dtype `'uint8'`:
+/// `floor(clamp(v * 255, 0, 255) + 0.5)` in f32 arithmetic (what `pack_u8.wgsl` computes).
+pub fn pixel_byte(v: f32) -> u8 {
+    ((v * 255.0).clamp(0.0, 255.0) + 0.5).floor() as u8
+}
+
+/// `t` (a float32 fromPixels result) as `dtype` where that needs no backend-specific kernel:
+/// float32 as is; float16 through [`Tensor::narrow_f16`] on backends that store f16 results,
+/// an error naming the backend elsewhere. `uint8` is made by the caller (a kernel on WebGPU,
+/// the host bytes on the CPU, see [`u8_from_values`]); here it is an error.
+pub fn finish_float(t: Tensor, dtype: PixelDtype) -> Result<Tensor> {
+    match dtype {
+        PixelDtype::F32 => Ok(t),
+        PixelDtype::F16 => {
+            let b = t.device().backend();
+            if !b.supports_narrow_f16() {
+                return Err(bad(format!(
+                    "dtype 'float16' needs a backend that stores f16 results (supports_narrow_f16); the {} backend does not: use dtype 'float32'",
+                    t.device().name()
+                )));
+            }
+            t.narrow_f16()
+        }
+        PixelDtype::U8 => Err(bad("internal: uint8 results are made per backend")),
+    }
+}
+
+/// The uint8 result from f32 pixel values in `[0, 1]` on the host (the CPU backend): the bytes
+/// of [`pixel_byte`] in 8-bit storage, or an error where the backend has none.
+pub fn u8_from_values(dev: &Device, values: &[f32], dims: &[usize]) -> Result<Tensor> {
+    if !dev.backend().supports_int8() {
+        return Err(bad(format!(
+            "dtype 'uint8' needs 8-bit storage (supports_int8); the {} backend has none: use dtype 'float32'",
+            dev.name()
+        )));
+    }
+    let bytes: Vec<u8> = values.iter().map(|&v| pixel_byte(v)).collect();
+    Tensor::from_u8(dev, &bytes, dims.to_vec())
 }
 
 /// What JavaScript gets back besides the tensor: the content box in output pixels
@@ -147,7 +223,9 @@ mod tests {
             (r#"{"channels":2}"#, "channels must be 1, 3 or 4"),
             (r#"{"mean":[0.5,0.5]}"#, "mean has 2 values"),
             (r#"{"std":[1,0,1]}"#, "std[1]"),
-            (r#"{"dtype":"f16"}"#, "dtype 'f16' is not supported"),
+            (r#"{"dtype":"int8"}"#, "dtype 'int8' is not one of"),
+            (r#"{"dtype":"uint8","mean":0.5}"#, "mean cannot be given with dtype 'uint8'"),
+            (r#"{"dtype":"u8","std":[1,1,1]}"#, "std cannot be given with dtype 'uint8'"),
             (r#"{"sise":[2,2]}"#, "unknown option 'sise'"),
             (r#"[1]"#, "must be an object"),
         ] {
@@ -164,5 +242,27 @@ mod tests {
         assert_eq!((v["x"].as_u64(), v["y"].as_u64(), v["width"].as_u64(), v["height"].as_u64()), (Some(0), Some(12), Some(50), Some(25)));
         assert_eq!(v["scaleX"].as_f64(), Some(4.0));
         assert_eq!(v["antialiasX"].as_bool(), Some(true));
+    }
+
+    #[test]
+    fn dtypes_parse_and_convert_on_the_cpu() {
+        for (json, want) in
+            [("{}", PixelDtype::F32), (r#"{"dtype":"float16"}"#, PixelDtype::F16), (r#"{"dtype":"uint8","pad":0.5}"#, PixelDtype::U8)]
+        {
+            assert_eq!(parse_options(json).unwrap().1, want, "{json}");
+        }
+        assert_eq!([pixel_byte(0.0), pixel_byte(-1.0), pixel_byte(2.0), pixel_byte(100.0 / 255.0)], [0, 0, 255, 100]);
+        assert_eq!(pixel_byte(100.5 / 255.0), 101);
+        let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+        let v = [0.0f32, 0.1, 1.0 / 3.0, 0.5, 1.0, 70000.0];
+        let t = finish_float(Tensor::from_vec(&dev, &v, vec![1, 1, 2, 3]).unwrap(), PixelDtype::F16).unwrap();
+        assert_eq!(t.storage_dtype(), pixelgrad_core::kernel::DType::F16);
+        let got = t.to_vec().unwrap();
+        for (g, x) in got.iter().zip(v) {
+            assert_eq!(*g, pixelgrad_core::half::f16::from_f32(x).to_f32());
+        }
+        let t = u8_from_values(&dev, &v[..5], &[1, 5]).unwrap();
+        assert_eq!(t.storage_dtype(), pixelgrad_core::kernel::DType::U8);
+        assert_eq!(t.to_vec().unwrap(), vec![0.0, 26.0, 85.0, 128.0, 255.0]);
     }
 }

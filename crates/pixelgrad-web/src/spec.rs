@@ -268,7 +268,8 @@ pub fn build_with(dev: &Device, config: &Value, onnx: &[Rc<pixelgrad_onnx::Model
             }
             "onnx" => {
                 // An imported graph (or its part up to `output`) as a layer; images reach it in
-                // NCHW, as ONNX models expect. Its output shape is found by running it once.
+                // NCHW, as ONNX models expect (permuted to NHWC by the layer for a model whose
+                // input is declared [N, H, W, C]). Its output shape is found by running it once.
                 let k = uint(l, "model", &name, None)?;
                 let model = onnx.get(k).ok_or_else(|| bad(&name, format!("no imported model {k} was given")))?;
                 let input = l.get("input").and_then(Value::as_str);

@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use pixelgrad_core::image::host::Rgba8;
 use pixelgrad_core::image::{Geometry, Layout, PixelSpec};
+use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Device, Error, Result, Storage, Tensor};
 
 use crate::context::{Gpu, GpuTensor, PARAM_WORDS};
@@ -19,6 +20,15 @@ use crate::{WgpuBackend, BACKEND};
 pub(crate) const FROM_PIXELS: Kernel = Kernel {
     name: Cow::Borrowed("from_pixels"),
     source: Cow::Borrowed(include_str!("kernels/from_pixels.wgsl")),
+    inputs: 1,
+    outputs: 1,
+    overrides: &[],
+    status: false,
+};
+
+pub(crate) const PACK_U8: Kernel = Kernel {
+    name: Cow::Borrowed("pack_u8"),
+    source: Cow::Borrowed(include_str!("kernels/pack_u8.wgsl")),
     inputs: 1,
     outputs: 1,
     overrides: &[],
@@ -126,6 +136,29 @@ impl WgpuBackend {
         self.gpu.queue.write_buffer(px.buffer(), 0, &packed);
         let out = launch(&self.gpu, &px, u(op, img.width)?, &g, spec)?;
         Ok((Tensor::from_storage(dev, Storage::new(out), spec.out_dims(&g).to_vec()), g))
+    }
+}
+
+impl WgpuBackend {
+    /// `fromPixels` with dtype `'uint8'`: `t` (an f32 tensor of this backend holding pixel
+    /// values in `[0, 1]`, as [`WgpuBackend::from_pixels_texture`] makes with mean 0 and std 1)
+    /// as 8-bit storage ([`DType::U8`], four per word) of the values
+    /// `floor(clamp(v * 255, 0, 255) + 0.5)`, by one kernel (`kernels/pack_u8.wgsl`); nothing
+    /// is read back.
+    pub fn pixels_to_u8(&self, dev: &Device, t: &Tensor) -> Result<Tensor> {
+        let op = "fromPixels";
+        self.gpu.check(op)?;
+        if t.storage_dtype() != DType::F32 {
+            return Err(Error::invalid(op, format!("pixels_to_u8 takes f32 values, got {} storage", t.storage_dtype())));
+        }
+        let x = self.tensor(op, t.storage())?;
+        let n = t.numel();
+        let res = GpuTensor::new_packed(&self.gpu, op, n, DType::U8)?;
+        if n > 0 {
+            let grid = self.gpu.grid_elems(op, n.div_ceil(4))?;
+            self.gpu.launch(op, &PACK_U8, &[], &[x.buffer()], res.buffer(), &[u(op, n)?], grid)?;
+        }
+        Ok(Tensor::from_storage_typed(dev, Storage::new(res), DType::U8, t.dims().to_vec()))
     }
 }
 

@@ -23,7 +23,7 @@ use wasm_bindgen::JsCast;
 
 use super::runtime::{Backing, Runtime};
 use super::{js_err, DeviceTensor};
-use crate::pixels::{geometry_json, parse_spec};
+use crate::pixels::{finish_float, geometry_json, parse_options, u8_from_values, PixelDtype};
 
 const OP: &str = "fromPixels";
 
@@ -56,9 +56,10 @@ fn set(o: &Object, k: &str, v: &JsValue) -> Result<()> {
     Reflect::set(o, &k.into(), v).map(|_| ()).map_err(|e| Error::invalid(OP, thrown(&e)))
 }
 
-/// `{ tensor, geometry }` for JavaScript.
-fn result(t: Tensor, g: &Geometry, source: (u32, u32)) -> std::result::Result<JsValue, JsValue> {
+/// `{ tensor, geometry, dtype }` for JavaScript.
+fn result(t: Tensor, g: &Geometry, source: (u32, u32), dtype: PixelDtype) -> std::result::Result<JsValue, JsValue> {
     let o = Object::new();
+    set(&o, "dtype", &dtype.name().into()).map_err(js_err)?;
     let geo = geometry_json(g, (source.0 as usize, source.1 as usize)).to_string();
     set(&o, "tensor", &DeviceTensor::new(t).into()).map_err(js_err)?;
     set(&o, "geometry", &geo.into()).map_err(js_err)?;
@@ -77,6 +78,29 @@ fn wgpu_copy(q: &wgpu::Queue, t: &wgpu::Texture, source: &JsValue, w: u32, h: u3
     call(q.as_ref(), "copyExternalImageToTexture", &Array::of3(&src, &dst, &size))
 }
 
+impl Runtime {
+    /// A float32 fromPixels result `t` as `dtype`: float16 through `narrow_f16` where the
+    /// backend stores f16 results; uint8 by the WebGPU `pack_u8` kernel, or from the values on
+    /// the CPU; an error naming the backend and what it lacks elsewhere (never a silent f32).
+    fn finish(&self, t: Tensor, dtype: PixelDtype) -> Result<Tensor> {
+        if dtype != PixelDtype::U8 {
+            return finish_float(t, dtype);
+        }
+        if t.storage_dtype() == pixelgrad_core::kernel::DType::U8 {
+            return Ok(t); // made from the host values already (the CPU's fromPixelsBytes)
+        }
+        match &self.backing {
+            Backing::Wgpu { b, .. } => b.pixels_to_u8(&self.dev, &t),
+            Backing::Cpu => u8_from_values(&self.dev, &t.to_vec()?, t.dims()),
+            Backing::WebGl1 { .. } => u8_from_values(&self.dev, &[], &[0]),
+            Backing::WebGl { .. } => Err(Error::invalid(
+                OP,
+                "dtype 'uint8' is not available on the webgl backend yet (its 8-bit textures are uploaded from the host; no pass renders fromPixels into them): use dtype 'float32', or the webgpu or cpu backend",
+            )),
+        }
+    }
+}
+
 #[wasm_bindgen]
 impl Runtime {
     /// The model input for a DOM image source (`HTMLCanvasElement`, `OffscreenCanvas`,
@@ -85,7 +109,7 @@ impl Runtime {
     /// geometry }` (geometry as JSON). The GPU work is queued; nothing is read back.
     #[wasm_bindgen(js_name = fromPixelsSource)]
     pub fn from_pixels_source(&self, source: &JsValue, width: u32, height: u32, opts: &str) -> std::result::Result<JsValue, JsValue> {
-        let spec = parse_spec(opts).map_err(js_err)?;
+        let (spec, dtype) = parse_options(opts).map_err(js_err)?;
         let (t, g) = match &self.backing {
             Backing::Cpu | Backing::WebGl1 { .. } => {
                 let msg = format!("the {} runtime takes RGBA bytes (fromPixelsBytes), not a DOM source", self.backend());
@@ -120,24 +144,29 @@ impl Runtime {
             }
         }
         .map_err(js_err)?;
-        result(t, &g, (width, height))
+        result(self.finish(t, dtype).map_err(js_err)?, &g, (width, height), dtype)
     }
 
     /// The model input for RGBA bytes (`ImageData.data`, rows `4 * width` apart) on any
     /// runtime: `{ tensor, geometry }`.
     #[wasm_bindgen(js_name = fromPixelsBytes)]
     pub fn from_pixels_bytes(&self, data: &[u8], width: u32, height: u32, opts: &str) -> std::result::Result<JsValue, JsValue> {
-        let spec = parse_spec(opts).map_err(js_err)?;
+        let (spec, dtype) = parse_options(opts).map_err(js_err)?;
         let img = Rgba8::packed(data, width as usize, height as usize).map_err(js_err)?;
         let (t, g) = match &self.backing {
-            Backing::Cpu | Backing::WebGl1 { .. } => {
-                to_tensor_values(img, &spec, OP).and_then(|(v, dims, g)| Ok((Tensor::from_vec(&self.dev, &v, dims.to_vec())?, g)))
-            }
+            Backing::Cpu | Backing::WebGl1 { .. } => to_tensor_values(img, &spec, OP).and_then(|(v, dims, g)| {
+                // uint8 straight from the host values (nothing to convert on a device).
+                if dtype == PixelDtype::U8 {
+                    let t = u8_from_values(&self.dev, &v, &dims)?;
+                    return Ok((t, g));
+                }
+                Ok((Tensor::from_vec(&self.dev, &v, dims.to_vec())?, g))
+            }),
             Backing::Wgpu { b, .. } => b.from_pixels_host(&self.dev, img, &spec),
             Backing::WebGl { b, .. } => b.from_pixels_host(&self.dev, img, &spec),
         }
         .map_err(js_err)?;
-        result(t, &g, (width, height))
+        result(self.finish(t, dtype).map_err(js_err)?, &g, (width, height), dtype)
     }
 
     /// The model input for raw 4:2:0 planes (`format` I420 or NV12; for NV12 `u` holds the
@@ -161,7 +190,7 @@ impl Runtime {
         opts: &str,
     ) -> std::result::Result<JsValue, JsValue> {
         use pixelgrad_core::image::yuv::{YuvMatrix, YuvPlanes};
-        let spec = parse_spec(opts).map_err(js_err)?;
+        let (spec, dtype) = parse_options(opts).map_err(js_err)?;
         let format = crate::yuv::parse_format(format).map_err(js_err)?;
         let m = YuvMatrix::parse(matrix, full_range).map_err(js_err)?;
         let planes = YuvPlanes {
@@ -176,7 +205,7 @@ impl Runtime {
             v_stride: v_stride as usize,
         };
         let (t, g) = crate::yuv::from_yuv(&self.dev, &planes, &m, &spec).map_err(js_err)?;
-        result(t, &g, (width, height))
+        result(self.finish(t, dtype).map_err(js_err)?, &g, (width, height), dtype)
     }
 }
 

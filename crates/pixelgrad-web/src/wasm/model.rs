@@ -96,6 +96,13 @@ impl Model {
         self.net.train_step(x, &dims(&shape), y, &dims(&y_shape)).map_err(js_err)
     }
 
+    /// One training step on rows `rows` of the device tensor `x` (`[N, ..input]`), gathered
+    /// on the device; `y` the batch's targets.
+    #[wasm_bindgen(js_name = trainStepRows)]
+    pub fn train_step_rows(&mut self, x: &DeviceTensor, rows: &[u32], y: &[f32], y_shape: Vec<u32>) -> Result<(), JsValue> {
+        self.net.train_step_rows(x.tensor(), rows, y, &dims(&y_shape)).map_err(js_err)
+    }
+
     /// Reads (async) and resets the training sums: `[loss sum, correct, samples]` or null.
     #[wasm_bindgen(js_name = readTrain)]
     pub fn read_train(&mut self) -> Result<Promise, JsValue> {

@@ -20,6 +20,16 @@ impl Runtime {
         Ok(js_sys::Array::of2(&DeviceTensor::new(v).into(), &DeviceTensor::new(i).into()))
     }
 
+    /// `a` and `b` joined along `axis` (a new tensor on the device).
+    pub fn concat2(&self, a: &DeviceTensor, b: &DeviceTensor, axis: u32) -> Result<DeviceTensor, JsValue> {
+        Tensor::concat(&[a.tensor(), b.tensor()], axis as usize).map(DeviceTensor::new).map_err(js_err)
+    }
+
+    /// A copy of `a` (a concat of one tensor).
+    pub fn concat1(&self, a: &DeviceTensor, axis: u32) -> Result<DeviceTensor, JsValue> {
+        Tensor::concat(&[a.tensor()], axis as usize).map(DeviceTensor::new).map_err(js_err)
+    }
+
     /// Softmax along `axis` (negative counts from the end).
     pub fn softmax(&self, x: &DeviceTensor, axis: i32) -> Result<DeviceTensor, JsValue> {
         x.tensor().softmax(axis as isize).map(DeviceTensor::new).map_err(js_err)

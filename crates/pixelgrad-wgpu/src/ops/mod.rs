@@ -43,6 +43,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &index::SCATTER_ADD,
         &layout::COPY,
         &crate::image::FROM_PIXELS,
+        &crate::image::PACK_U8,
     ];
     // Then the generated register-blocked matmuls, every variant.
     files.into_iter().chain(matmul_cpu::all()).collect()
