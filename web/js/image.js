@@ -8,7 +8,7 @@
 // pass. CPU: getImageData + the host reference. Synchronous, like TF.js's
 // tf.browser.fromPixels: the GPU work is queued and nothing is read back. `dtype` 'float16' /
 // 'uint8' add one conversion on the device (narrow_f16 / pack_u8) where the backend stores
-// those types, and are an Error elsewhere (WebGL today).
+// those types, and are an Error elsewhere (uint8 on WebGL, both in the webgl1 mode).
 import { currentRuntime } from './runtime.js';
 import { deviceTensor } from './tensor.js';
 
@@ -80,7 +80,7 @@ function readPixels(source, info, what) {
  * per channel, in [0, 1] pixel units: `(v / 255 - mean) / std`), `pad` (the letterbox colour
  * of `contain`, in [0, 1]), `antialias: 'auto' | 'always' | 'never'`, `dtype`:
  * `'float32'` (default); `'float16'` (the float32 values rounded to half precision, nearest
- * even, in f16 storage: WebGPU and CPU; an Error on WebGL); `'uint8'` (the resampled pixel
+ * even, in f16 storage: WebGPU, CPU and WebGL2; an Error in the webgl1 mode); `'uint8'` (the resampled pixel
  * values 0..255 as `floor(clamp(v * 255, 0, 255) + 0.5)` of the float32 value `v` in [0, 1],
  * in 8-bit storage; `mean` / `std` are an Error with it: WebGPU and CPU; an Error on WebGL).
  * float16 / uint8 tensors are for `data()` (exact values; a Uint8Array for uint8) and

@@ -222,8 +222,8 @@ export interface FromPixelsOptions {
   antialias?: 'auto' | 'always' | 'never' | boolean;
   /**
    * 'float32' (default); 'float16': the float32 values rounded to half precision (nearest,
-   * ties to even) in f16 storage, on backends that store f16 results (WebGPU, CPU; an Error on
-   * WebGL); 'uint8': the resampled pixel values 0..255, `floor(clamp(v * 255, 0, 255) + 0.5)`
+   * ties to even) in f16 storage, on backends that store f16 results (WebGPU, CPU, WebGL2; an
+   * Error in the webgl1 mode); 'uint8': the resampled pixel values 0..255, `floor(clamp(v * 255, 0, 255) + 0.5)`
    * of the float32 value `v` in [0, 1], in 8-bit storage (WebGPU, CPU; an Error on WebGL), with
    * `mean` / `std` an Error. float16 / uint8 tensors go to `data()` (exact values; Uint8Array
    * for uint8) and `onnxModel.run` (an input of that element type, widened exactly on the
