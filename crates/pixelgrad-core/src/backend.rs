@@ -200,6 +200,21 @@ pub trait Backend {
         None
     }
 
+    /// True if [`Op::MatMul`] reads an f16-stored operand ([`DType::F16`], A or B, not
+    /// both) directly, with no [`Op::Widen`] pass: the ONNX importer then hands f16 weights
+    /// straight to its products. Where it is false (the default), an f16 matmul input is a
+    /// typed error and the weights must be widened first.
+    fn supports_f16_matmul(&self) -> bool {
+        false
+    }
+
+    /// The arithmetic of an [`Op::MatMul`] on an f16 operand, for reports: WebGPU's
+    /// `"f16 products (shader-f16)"` or `"f32 (f16 weights read directly)"`; `None` (the
+    /// default) where [`Backend::supports_f16_matmul`] is false.
+    fn f16_matmul_arithmetic(&self) -> Option<&'static str> {
+        None
+    }
+
     /// True if the backend runs [`Op::NarrowF16`] (f32 to f16 storage, rounded to nearest
     /// even), on which mixed-precision training keeps its activations
     /// ([`crate::mixed_precision`]). Needs [`Backend::supports_f16_storage`] as well.

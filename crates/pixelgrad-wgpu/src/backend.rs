@@ -184,6 +184,13 @@ impl WgpuBackend {
         }
     }
 
+    /// The arithmetic of a matmul on an f16 operand ([`Op::MatMul`] on f16 storage, what
+    /// the ONNX importer's f16 weights run on): `"f32 (f16 weights read directly)"`, the
+    /// halves unpacked to f32 where the kernel loads its tiles.
+    pub fn f16_matmul_path(&self) -> &'static str {
+        ops::matmul::F16_PATH_F32
+    }
+
     /// True if the WGSL of this instance has the `packed_4x8_integer_dot_product` language
     /// extension (`dot4I8Packed`, `unpack4xI8`, ...): always natively, where naga implements it;
     /// in a browser when the browser reports it. Where it is true [`WgpuBackend::int8_path`]
@@ -256,6 +263,27 @@ impl WgpuBackend {
         }
         self.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
         let res = ops::execute(&self.gpu, &op, &ins, shapes, out)?;
+        Ok(Storage::new(res))
+    }
+
+    /// [`Op::MatMul`] with an f16 operand (stored weights): never deferred and never fused
+    /// (the epilogue kernels read f32); a pending (fused) f32 operand is computed first
+    /// ([`WgpuBackend::tensor`]). Exactly one operand must be f16, the other f32.
+    fn matmul_f16(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        let ins: Vec<&GpuTensor> = inputs.iter().map(|s| self.tensor(op.name(), s)).collect::<Result<_>>()?;
+        let lens: Vec<usize> = ins.iter().map(|t| t.len).collect();
+        pixelgrad_core::check_execute(op, &lens, shapes, out, &self.name())?;
+        let halves = ins.iter().filter(|t| t.dtype == DType::F16).count();
+        if halves != 1 || ins.iter().any(|t| t.is_8bit()) {
+            return Err(Error::Shape {
+                op: op.name(),
+                shapes: shapes.iter().map(|s| s.0.clone()).collect(),
+                backend: self.name(),
+                msg: "a matmul takes at most one f16 operand, the other f32".into(),
+            });
+        }
+        self.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
+        let res = ops::execute(&self.gpu, op, &ins, shapes, out)?;
         Ok(Storage::new(res))
     }
 
@@ -343,6 +371,15 @@ impl Backend for WgpuBackend {
         Some(self.shader_f16)
     }
 
+    /// [`Op::MatMul`] reads one f16 operand directly (`src/kernels/matmul_f16.wgsl`).
+    fn supports_f16_matmul(&self) -> bool {
+        true
+    }
+
+    fn f16_matmul_arithmetic(&self) -> Option<&'static str> {
+        Some(self.f16_matmul_path())
+    }
+
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
         self.gpu.check("upload_f16")?;
         let t = GpuTensor::new_packed(&self.gpu, "upload_f16", bits.len(), DType::F16)?;
@@ -369,6 +406,11 @@ impl Backend for WgpuBackend {
         }
         if let Op::Widen = op {
             return self.widen(inputs, shapes, out);
+        }
+        if let Op::MatMul { .. } = op {
+            if inputs.iter().any(|s| s.downcast::<GpuTensor>().is_some_and(|t| t.dtype == DType::F16)) {
+                return self.matmul_f16(op, inputs, shapes, out);
+            }
         }
         // Only matmul_i8 and widen read packed (8-bit / f16) storage (core checks this;
         // `execute` is public, so a direct caller gets the error here instead of bytes read
