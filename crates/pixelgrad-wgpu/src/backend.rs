@@ -55,6 +55,12 @@ pub struct WgpuOptions {
     /// environment variable `PIXELGRAD_WGPU_NO_DOT4` (any value but `0` or empty) turns it
     /// off as well, for tools that build the backend with default options (the CLI).
     pub int8_dot4: bool,
+    /// Let [`pixelgrad_core::Op::MatMul`] read one f16-stored operand directly
+    /// (`Backend::supports_f16_matmul`, what the ONNX importer's f16 weights use); `false`
+    /// reports no support, so f16 weights are widened to f32 before their products (the
+    /// earlier path, for comparisons and tests). The environment variable
+    /// `PIXELGRAD_WGPU_NO_F16_MATMUL` (any value but `0` or empty) turns it off as well.
+    pub f16_matmul: bool,
 }
 
 impl Default for WgpuOptions {
@@ -69,6 +75,7 @@ impl Default for WgpuOptions {
             fuse: true,
             group: true,
             int8_dot4: true,
+            f16_matmul: true,
         }
     }
 }
@@ -83,6 +90,8 @@ pub struct WgpuBackend {
     packed_4x8_dot: bool,
     /// The adapter offers `shader-f16` (not requested: the kernels compute in f32).
     shader_f16: bool,
+    /// [`WgpuOptions::f16_matmul`], the environment considered.
+    f16_matmul: bool,
 }
 
 /// Whether `PIXELGRAD_WGPU_NO_DOT4` asks for the unpacked int8 kernels (see
@@ -91,6 +100,19 @@ fn dot4_disabled_by_env() -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     {
         std::env::var("PIXELGRAD_WGPU_NO_DOT4").is_ok_and(|v| !v.is_empty() && v != "0")
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        false
+    }
+}
+
+/// Whether `PIXELGRAD_WGPU_NO_F16_MATMUL` turns off [`WgpuOptions::f16_matmul`] (never in
+/// browsers).
+fn f16_matmul_disabled_by_env() -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        std::env::var("PIXELGRAD_WGPU_NO_F16_MATMUL").is_ok_and(|v| !v.is_empty() && v != "0")
     }
     #[cfg(target_arch = "wasm32")]
     {
@@ -149,7 +171,8 @@ impl WgpuBackend {
         let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
         gpu.group.set(opts.group);
         gpu.int8_dot4.set(packed_4x8_dot && opts.int8_dot4 && !dot4_disabled_by_env());
-        Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, shader_f16 })
+        let f16_matmul = opts.f16_matmul && !f16_matmul_disabled_by_env();
+        Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, shader_f16, f16_matmul })
     }
 
     /// Blocking constructor (native only).
@@ -371,13 +394,14 @@ impl Backend for WgpuBackend {
         Some(self.shader_f16)
     }
 
-    /// [`Op::MatMul`] reads one f16 operand directly (`src/kernels/matmul_f16.wgsl`).
+    /// [`Op::MatMul`] reads one f16 operand directly (`src/kernels/matmul_f16.wgsl`) unless
+    /// [`WgpuOptions::f16_matmul`] is off.
     fn supports_f16_matmul(&self) -> bool {
-        true
+        self.f16_matmul
     }
 
     fn f16_matmul_arithmetic(&self) -> Option<&'static str> {
-        Some(self.f16_matmul_path())
+        self.f16_matmul.then(|| self.f16_matmul_path())
     }
 
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
