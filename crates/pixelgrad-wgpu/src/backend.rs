@@ -61,6 +61,15 @@ pub struct WgpuOptions {
     /// earlier path, for comparisons and tests). The environment variable
     /// `PIXELGRAD_WGPU_NO_F16_MATMUL` (any value but `0` or empty) turns it off as well.
     pub f16_matmul: bool,
+    /// Compute those products in f16 (`matmul_f16h.wgsl`, f32 accumulation) where the
+    /// adapter offers `shader-f16`, requesting the feature at device creation. Off by
+    /// default: the f32 operand (the activations) is rounded to f16 too, and activations
+    /// above 65504 overflow to infinity (the squeezenet and resnet50 test fixtures do: their
+    /// outputs become inf; the PP-OCR classifier stays within 1e-2 of onnxruntime);
+    /// off keeps f32 arithmetic on the unpacked halves (`matmul_f16.wgsl`), which is exact
+    /// to f32 rounding. The environment variable `PIXELGRAD_WGPU_F16_ARITH` (any value but
+    /// `0` or empty) turns it on, for tools that build the backend with default options.
+    pub f16_arithmetic: bool,
 }
 
 impl Default for WgpuOptions {
@@ -76,6 +85,7 @@ impl Default for WgpuOptions {
             group: true,
             int8_dot4: true,
             f16_matmul: true,
+            f16_arithmetic: false,
         }
     }
 }
@@ -88,7 +98,8 @@ pub struct WgpuBackend {
     /// Whether the instance's WGSL offers `packed_4x8_integer_dot_product` (see
     /// [`WgpuBackend::wgsl_packed_4x8_integer_dot_product`]).
     packed_4x8_dot: bool,
-    /// The adapter offers `shader-f16` (not requested: the kernels compute in f32).
+    /// The adapter offers `shader-f16` (requested where [`WgpuOptions::f16_arithmetic`] uses
+    /// it).
     shader_f16: bool,
     /// [`WgpuOptions::f16_matmul`], the environment considered.
     f16_matmul: bool,
@@ -110,9 +121,19 @@ fn dot4_disabled_by_env() -> bool {
 /// Whether `PIXELGRAD_WGPU_NO_F16_MATMUL` turns off [`WgpuOptions::f16_matmul`] (never in
 /// browsers).
 fn f16_matmul_disabled_by_env() -> bool {
+    env_flag("PIXELGRAD_WGPU_NO_F16_MATMUL")
+}
+
+/// Whether `PIXELGRAD_WGPU_F16_ARITH` turns on [`WgpuOptions::f16_arithmetic`].
+fn f16_arith_enabled_by_env() -> bool {
+    env_flag("PIXELGRAD_WGPU_F16_ARITH")
+}
+
+/// Whether environment variable `name` is set to anything but `0` or empty (never in browsers).
+fn env_flag(name: &str) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     {
-        std::env::var("PIXELGRAD_WGPU_NO_F16_MATMUL").is_ok_and(|v| !v.is_empty() && v != "0")
+        std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
     }
     #[cfg(target_arch = "wasm32")]
     {
@@ -147,11 +168,17 @@ impl WgpuBackend {
         let limits = adapter.limits();
         // Subgroups for the shared-A register matmul on native CPU adapters (lavapipe); not
         // requested in browsers, where that kernel is never chosen.
-        let features = if info.device_type == wgpu::DeviceType::Cpu && info.backend != wgpu::Backend::BrowserWebGpu && opts.subgroups {
+        let mut features = if info.device_type == wgpu::DeviceType::Cpu && info.backend != wgpu::Backend::BrowserWebGpu && opts.subgroups {
             adapter.features() & wgpu::Features::SUBGROUP
         } else {
             wgpu::Features::empty()
         };
+        // shader-f16 for the f16-product matmul on f16 weights.
+        let f16_matmul = opts.f16_matmul && !f16_matmul_disabled_by_env();
+        let f16_arith = shader_f16 && f16_matmul && (opts.f16_arithmetic || f16_arith_enabled_by_env());
+        if f16_arith {
+            features |= wgpu::Features::SHADER_F16;
+        }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("pixelgrad"),
@@ -171,7 +198,7 @@ impl WgpuBackend {
         let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
         gpu.group.set(opts.group);
         gpu.int8_dot4.set(packed_4x8_dot && opts.int8_dot4 && !dot4_disabled_by_env());
-        let f16_matmul = opts.f16_matmul && !f16_matmul_disabled_by_env();
+        gpu.f16_arith.set(f16_arith);
         Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, shader_f16, f16_matmul })
     }
 
@@ -208,10 +235,21 @@ impl WgpuBackend {
     }
 
     /// The arithmetic of a matmul on an f16 operand ([`Op::MatMul`] on f16 storage, what
-    /// the ONNX importer's f16 weights run on): `"f32 (f16 weights read directly)"`, the
-    /// halves unpacked to f32 where the kernel loads its tiles.
+    /// the ONNX importer's f16 weights run on): `"f16 products (shader-f16)"` where the
+    /// device has `shader-f16` and [`WgpuOptions::f16_arithmetic`] is on (tiles staged in
+    /// f16, each product in f16, sums in f32), else `"f32 (f16 weights read directly)"` (the
+    /// halves unpacked to f32 where the kernel loads its tiles).
     pub fn f16_matmul_path(&self) -> &'static str {
-        ops::matmul::F16_PATH_F32
+        if self.gpu.f16_arith.get() {
+            ops::matmul::F16_PATH_F16
+        } else {
+            ops::matmul::F16_PATH_F32
+        }
+    }
+
+    /// Whether the adapter offers `shader-f16` (as [`Backend::shader_f16`], without the trait).
+    pub fn shader_f16_offered(&self) -> Option<bool> {
+        Some(self.shader_f16)
     }
 
     /// True if the WGSL of this instance has the `packed_4x8_integer_dot_product` language

@@ -8,7 +8,17 @@ mod common;
 use common::{backend, close, data};
 use pixelgrad_core::half::f16;
 use pixelgrad_core::kernel::DType;
-use pixelgrad_core::{Device, Error, Tensor};
+use pixelgrad_core::{Backend, Device, Error, Tensor};
+use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
+
+trait ShaderF16 {
+    fn backend_shader_f16(&self) -> bool;
+}
+impl ShaderF16 for WgpuBackend {
+    fn backend_shader_f16(&self) -> bool {
+        self.shader_f16() == Some(true)
+    }
+}
 
 fn halves(n: usize, salt: u64) -> Vec<f16> {
     data(n, salt, -2.0, 2.0).iter().map(|&x| f16::from_f32(x)).collect()
@@ -17,6 +27,12 @@ fn halves(n: usize, salt: u64) -> Vec<f16> {
 /// The f64 product of `a` [ba?, m, k] (or [k, m] when `ta`) and `b`, batch 1 broadcasting.
 #[allow(clippy::too_many_arguments)]
 fn reference(a: &[f32], b: &[f32], ba: usize, bb: usize, m: usize, n: usize, k: usize, ta: bool, tb: bool) -> Vec<f64> {
+    reference_abs(a, b, ba, bb, m, n, k, ta, tb, false)
+}
+
+/// [`reference`], or with `abs` the sums of |a·b| (what bounds f16 rounding of each product).
+#[allow(clippy::too_many_arguments)]
+fn reference_abs(a: &[f32], b: &[f32], ba: usize, bb: usize, m: usize, n: usize, k: usize, ta: bool, tb: bool, abs: bool) -> Vec<f64> {
     let batch = ba.max(bb);
     let mut out = vec![0.0; batch * m * n];
     for z in 0..batch {
@@ -27,7 +43,8 @@ fn reference(a: &[f32], b: &[f32], ba: usize, bb: usize, m: usize, n: usize, k: 
                 for p in 0..k {
                     let av = if ta { a[ao + p * m + i] } else { a[ao + i * k + p] };
                     let bv = if tb { b[bo + j * k + p] } else { b[bo + p * n + j] };
-                    s += av as f64 * bv as f64;
+                    let p = av as f64 * bv as f64;
+                    s += if abs { p.abs() } else { p };
                 }
                 out[z * m * n + i * n + j] = s;
             }
@@ -44,10 +61,23 @@ fn dims(batch: usize, r: usize, c: usize) -> Vec<usize> {
     }
 }
 
-/// Every case: f16 A or B, transposes, rank 2 (batch 0) or 3, broadcast batches.
+/// Every case: f16 A or B, transposes, rank 2 (batch 0) or 3, broadcast batches; with f32
+/// arithmetic (`f16_arithmetic: false`): f32 rounding of the exact widened values; with f16
+/// products where the adapter has shader-f16: within two f16 roundings per product (the f32
+/// operand's and the product's), 2^-10 of the sum of |a·b|.
 #[test]
 fn f16_operand_matches_the_f32_product_of_the_widened_values() {
-    let dev = Device::new(backend());
+    for f16_arithmetic in [false, true] {
+        let b = WgpuBackend::new(WgpuOptions { f16_arithmetic, ..WgpuOptions::default() }).unwrap();
+        let f16_products = f16_arithmetic && b.backend_shader_f16();
+        let want = if f16_products { "f16 products (shader-f16)" } else { "f32 (f16 weights read directly)" };
+        assert_eq!(b.f16_matmul_path(), want);
+        println!("{}", b.f16_matmul_path());
+        check_products(Device::new(b), f16_products);
+    }
+}
+
+fn check_products(dev: Device, f16_products: bool) {
     assert!(dev.backend().supports_f16_matmul());
     let shapes = [(1, 1, 1), (3, 5, 7), (17, 33, 9), (64, 64, 64), (65, 31, 130), (2, 129, 67)];
     let mut salt = 0;
@@ -76,8 +106,19 @@ fn f16_operand_matches_the_f32_product_of_the_widened_values() {
                     let y = a.matmul_t(&b, ta, tb).unwrap_or_else(|e| panic!("{what}: {e}"));
                     assert_eq!(y.storage_dtype(), DType::F32);
                     let want = reference(&av, &bv, ba.max(1), bb.max(1), m, n, k, ta, tb);
-                    // f32 arithmetic on the exact widened halves: f32 rounding only.
-                    close(&y.to_vec().unwrap(), &want, 1e-5, 1e-5 * k as f64, &what);
+                    let got = y.to_vec().unwrap();
+                    if f16_products {
+                        let mag = reference_abs(&av, &bv, ba.max(1), bb.max(1), m, n, k, ta, tb, true);
+                        for (i, ((&g, &w), &s)) in got.iter().zip(&want).zip(&mag).enumerate() {
+                            assert!(
+                                (g as f64 - w).abs() <= 2f64.powi(-10) * s + 1e-6,
+                                "{what}: element {i}: got {g}, want {w} (sum |ab| {s})"
+                            );
+                        }
+                    } else {
+                        // f32 arithmetic on the exact widened halves: f32 rounding only.
+                        close(&got, &want, 1e-5, 1e-5 * k as f64, &what);
+                    }
                 }
             }
         }
@@ -158,6 +199,14 @@ fn typed_errors_where_f16_cannot_go() {
     let msg = shape_err(a.with_grad().matmul(&x), "f16 with grad");
     assert!(msg.contains("gradient"), "{msg}");
     shape_err(a.add(&a), "f16 into add");
+    // With f16_matmul off WebGPU reports no support and refuses, as the CPU does.
+    let off = Device::new(WgpuBackend::new(WgpuOptions { f16_matmul: false, ..WgpuOptions::default() }).unwrap());
+    assert!(!off.backend().supports_f16_matmul());
+    let a_off = Tensor::from_f16(&off, &h, [3, 4]).unwrap();
+    let x_off = Tensor::from_vec(&off, &data(12, 2, -1.0, 1.0), [4, 3]).unwrap();
+    let msg = shape_err(a_off.matmul(&x_off), "webgpu f16 matmul turned off");
+    assert!(msg.contains("widen it first"), "{msg}");
+    assert_eq!(a_off.widen().unwrap().matmul(&x_off).unwrap().dims(), &[3, 3]);
     let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
     assert!(!cpu.backend().supports_f16_matmul());
     if cpu.backend().supports_f16_storage() {

@@ -36,8 +36,21 @@ pub(crate) const MATMUL_F16: Kernel = Kernel {
     status: false,
 };
 
+/// [`MATMUL_F16`] with f16 products (f32 accumulation), on devices with `shader-f16`.
+pub(crate) const MATMUL_F16H: Kernel = Kernel {
+    name: Cow::Borrowed("matmul_f16h"),
+    source: Cow::Borrowed(include_str!("../kernels/matmul_f16h.wgsl")),
+    inputs: 2,
+    outputs: 1,
+    overrides: &["TRANS_A", "TRANS_B", "F16_B"],
+    status: false,
+};
+
 /// What [`crate::WgpuBackend::f16_matmul_path`] reports for [`MATMUL_F16`].
 pub(crate) const F16_PATH_F32: &str = "f32 (f16 weights read directly)";
+
+/// What it reports for [`MATMUL_F16H`].
+pub(crate) const F16_PATH_F16: &str = "f16 products (shader-f16)";
 
 /// Output tile edges of one workgroup (must match the kernels).
 const TILE: usize = 64;
@@ -272,7 +285,8 @@ pub(crate) fn matmul(
 
 /// [`matmul`] where `a` or `b` (not both; the caller checked) is packed f16 storage: the
 /// tiled [`MATMUL_F16`], which reads the halves where it loads its tiles (no widen pass), on
-/// every adapter (the register kernels have no f16 variant).
+/// every adapter (the register kernels have no f16 variant); [`MATMUL_F16H`], products in
+/// f16, where `Gpu::f16_arith` is on.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul_f16(
     gpu: &Gpu,
@@ -292,5 +306,6 @@ pub(crate) fn matmul_f16(
     let f16_b = b.dtype == pixelgrad_core::kernel::DType::F16;
     let grid = [gpu.check_dim(op, n.div_ceil(TILE) as u64)?, gpu.check_dim(op, m.div_ceil(TILE) as u64)?, gpu.check_dim(op, batch as u64)?];
     let config = [u32::from(trans_a), u32::from(trans_b), u32::from(f16_b)];
-    gpu.launch(op, &MATMUL_F16, &config, &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
+    let kernel = if gpu.f16_arith.get() { &MATMUL_F16H } else { &MATMUL_F16 };
+    gpu.launch(op, kernel, &config, &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
 }

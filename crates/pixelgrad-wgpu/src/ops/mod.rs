@@ -30,6 +30,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &matmul::MATMUL,
         &matmul::MATMUL_BIG,
         &matmul::MATMUL_F16,
+        &matmul::MATMUL_F16H,
         &matmul_i8::MATMUL_I8,
         &matmul_i8::MATMUL_I8_VEC4,
         &matmul_i8::MATMUL_I8_PACK_B,
