@@ -12,17 +12,41 @@ override F16_B: bool = true;
 @group(0) @binding(2) var<storage, read> b: array<u32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
-// Element i of A / B as f16, whichever is the f16 one (exact; naga has no u32 to vec2<f16>
-// bitcast, so through unpack2x16float), the other rounded.
+// The f32 bits of the IEEE half whose bits are the low 16 of `h` (widen.wgsl's conversion:
+// integer operations, exact for subnormals too; unpack2x16float would need naga's
+// SHADER_FLOAT16_IN_FLOAT32 capability).
+fn pg_half_bits(h: u32) -> u32 {
+    let sign = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let m = h & 0x3ffu;
+    if (e == 0x1fu) {
+        if (m == 0u) {
+            return sign | 0x7f800000u;
+        }
+        // NaN: sign and payload kept, quiet (as the host's f16 -> f32 conversion does).
+        return sign | 0x7fc00000u | (m << 13u);
+    }
+    if (e == 0u) {
+        if (m == 0u) {
+            return sign;
+        }
+        // Subnormal: m * 2^-24 with the leading one at bit p, a normal f32 of exponent p - 24.
+        let p = firstLeadingBit(m);
+        return sign | ((p + 103u) << 23u) | ((m << (23u - p)) & 0x7fffffu);
+    }
+    return sign | ((e + 112u) << 23u) | (m << 13u);
+}
+
+// Element i of A / B as f16, whichever is the f16 one (exact: widened bits, then f16), the other rounded.
 fn load_a(i: u32) -> f16 {
     if (F16_B) {
         return f16(bitcast<f32>(a[i]));
     }
-    return f16(unpack2x16float(a[i >> 1u])[i & 1u]);
+    return f16(bitcast<f32>(pg_half_bits(a[i >> 1u] >> ((i & 1u) * 16u))));
 }
 fn load_b(i: u32) -> f16 {
     if (F16_B) {
-        return f16(unpack2x16float(b[i >> 1u])[i & 1u]);
+        return f16(bitcast<f32>(pg_half_bits(b[i >> 1u] >> ((i & 1u) * 16u))));
     }
     return f16(bitcast<f32>(b[i]));
 }
