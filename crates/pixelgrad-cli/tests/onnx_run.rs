@@ -263,15 +263,26 @@ fn run_takes_a_png_resized_and_normalised_on_the_device() {
     std::fs::remove_dir_all(&d).ok();
 }
 
-/// The report says how the products compute on f16 weights (WebGPU reads them directly, the
-/// CPU widens them first) and whether WebGPU offers shader-f16 (null on the CPU).
+/// The report says how the products compute on f16 weights (the CPU widens them first; WebGPU
+/// reads them directly on its tiled kernels, and on a CPU adapter such as CI's lavapipe, whose
+/// register kernels have no f16 variant, widens them too unless PIXELGRAD_WGPU_MATMUL=tiled)
+/// and whether WebGPU offers shader-f16 (null on the CPU).
 #[test]
 fn run_reports_arithmetic_and_shader_f16() {
     let f = fixtures().join("models").join("ppocr_cls");
     let out_dir = std::env::temp_dir().join(format!("pixelgrad-onnx-run-arith-{}", std::process::id()));
     let input = format!("x={}", f.join("input_0.npy").display());
-    for (backend, want_bool, arith) in [("cpu", false, "f32 (widened)"), ("webgpu", true, "f32 (f16 weights read directly)")] {
-        let out = bin()
+    let runs = [
+        ("cpu", false, "f32 (widened)", None),
+        ("webgpu", true, "f32 (f16 weights read directly)", Some("tiled")),
+        ("webgpu", true, "f32 (widened)", Some("registers")),
+    ];
+    for (backend, want_bool, arith, matmul) in runs {
+        let mut cmd = bin();
+        if let Some(m) = matmul {
+            cmd.env("PIXELGRAD_WGPU_MATMUL", m);
+        }
+        let out = cmd
             .args([
                 "run",
                 f.join("model.onnx").to_str().unwrap(),

@@ -13,6 +13,10 @@ use pixelgrad_onnx::{Model, Session, WeightStorage};
 fn devices() -> Vec<Device> {
     let mut v = vec![Device::new(pixelgrad_cpu::CpuBackend::new())];
     v.push(Device::new(pixelgrad_wgpu::WgpuBackend::new(pixelgrad_wgpu::WgpuOptions::default()).expect("a WebGPU adapter (lavapipe)")));
+    // The tiled matmuls, where f16 weights are read directly (on CPU adapters the default
+    // register kernels widen them first).
+    let tiled = pixelgrad_wgpu::WgpuOptions { matmul: pixelgrad_wgpu::MatmulKernel::Tiled, ..Default::default() };
+    v.push(Device::new(pixelgrad_wgpu::WgpuBackend::new(tiled).unwrap()));
     v
 }
 
@@ -66,7 +70,7 @@ fn int8_weights_stay_8_bit_on_the_device() {
     }
 }
 
-/// On WebGPU the f16 weights of convolutions and matrix products go straight into
+/// On WebGPU's tiled matmuls the f16 weights of convolutions and matrix products go straight into
 /// `matmul_f16` (no widen launch for them), and the report says so: every `matmul_f16`
 /// launch replaces one widen of the path that widens first (`WgpuOptions::f16_matmul` off),
 /// with the same outputs to f32 rounding.
@@ -79,7 +83,8 @@ fn f16_weights_are_read_directly_by_webgpu_products() {
     let (name, path) = &case.inputs[0];
     let mut runs = vec![];
     for direct in [true, false] {
-        let b = Rc::new(WgpuBackend::new(WgpuOptions { f16_matmul: direct, ..WgpuOptions::default() }).unwrap());
+        let opts = WgpuOptions { f16_matmul: direct, matmul: pixelgrad_wgpu::MatmulKernel::Tiled, ..WgpuOptions::default() };
+        let b = Rc::new(WgpuBackend::new(opts).unwrap());
         let dev = Device::from_rc(b.clone());
         let s = Session::with_storage(model.clone(), &dev, WeightStorage::F16).unwrap();
         let want = if direct { "f32 (f16 weights read directly)" } else { "f32 (widened)" };
@@ -111,7 +116,8 @@ fn f16_weights_are_read_directly_by_webgpu_products() {
 fn opt_in_f16_products_stay_within_1e_2_on_ppocr_cls() {
     use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
     let _g = pixelgrad_core::no_grad();
-    let b = Rc::new(WgpuBackend::new(WgpuOptions { f16_arithmetic: true, ..WgpuOptions::default() }).unwrap());
+    let opts = WgpuOptions { f16_arithmetic: true, matmul: pixelgrad_wgpu::MatmulKernel::Tiled, ..WgpuOptions::default() };
+    let b = Rc::new(WgpuBackend::new(opts).unwrap());
     if b.shader_f16_offered() != Some(true) {
         println!("the adapter has no shader-f16: f16 products not tested");
         return;

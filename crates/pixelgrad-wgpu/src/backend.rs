@@ -36,7 +36,8 @@ pub struct WgpuOptions {
     pub max_ops_per_submit: usize,
     /// Longest a native blocking read waits for the GPU before giving up with an error.
     pub read_timeout: std::time::Duration,
-    /// Matmul kernel choice (by adapter type unless forced).
+    /// Matmul kernel choice (by adapter type unless forced; the environment variable
+    /// `PIXELGRAD_WGPU_MATMUL=tiled|registers` forces it too).
     pub matmul: MatmulKernel,
     /// Use subgroup operations where a native CPU adapter offers them (the shared-A register
     /// matmul); `false` runs that adapter without them, for comparisons.
@@ -56,9 +57,13 @@ pub struct WgpuOptions {
     /// off as well, for tools that build the backend with default options (the CLI).
     pub int8_dot4: bool,
     /// Let [`pixelgrad_core::Op::MatMul`] read one f16-stored operand directly
-    /// (`Backend::supports_f16_matmul`, what the ONNX importer's f16 weights use); `false`
-    /// reports no support, so f16 weights are widened to f32 before their products (the
-    /// earlier path, for comparisons and tests). The environment variable
+    /// (`Backend::supports_f16_matmul`, what the ONNX importer's f16 weights use) where the
+    /// matmuls run on the tiled kernels ([`MatmulKernel::Tiled`], every GPU; the f16 kernel
+    /// is the tiled one with f16 tile loads). On CPU adapters (lavapipe, SwiftShader), whose
+    /// register-blocked f32 kernels are 3-5x faster than the tiled ones, f16 weights keep
+    /// being widened first (one widen pass is cheaper there) unless
+    /// [`WgpuOptions::matmul`] forces `Tiled`. `false` reports no support anywhere, so f16
+    /// weights are widened to f32 before their products (the earlier path, for comparisons). The environment variable
     /// `PIXELGRAD_WGPU_NO_F16_MATMUL` (any value but `0` or empty) turns it off as well.
     pub f16_matmul: bool,
     /// Compute those products in f16 (`matmul_f16h.wgsl`, f32 accumulation) where the
@@ -124,6 +129,24 @@ fn f16_matmul_disabled_by_env() -> bool {
     env_flag("PIXELGRAD_WGPU_NO_F16_MATMUL")
 }
 
+/// `PIXELGRAD_WGPU_MATMUL=tiled|registers` overriding [`WgpuOptions::matmul`] (for tools
+/// that build the backend with default options: benchmarks of the tiled and f16 kernels on
+/// CPU adapters); never in browsers.
+fn matmul_from_env() -> Option<MatmulKernel> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        match std::env::var("PIXELGRAD_WGPU_MATMUL").ok()?.as_str() {
+            "tiled" => Some(MatmulKernel::Tiled),
+            "registers" => Some(MatmulKernel::Registers),
+            _ => None,
+        }
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        None
+    }
+}
+
 /// Whether `PIXELGRAD_WGPU_F16_ARITH` turns on [`WgpuOptions::f16_arithmetic`].
 fn f16_arith_enabled_by_env() -> bool {
     env_flag("PIXELGRAD_WGPU_F16_ARITH")
@@ -174,7 +197,13 @@ impl WgpuBackend {
             wgpu::Features::empty()
         };
         // shader-f16 for the f16-product matmul on f16 weights.
-        let f16_matmul = opts.f16_matmul && !f16_matmul_disabled_by_env();
+        let matmul = matmul_from_env().unwrap_or(opts.matmul);
+        let cpu_matmul = match matmul {
+            MatmulKernel::Auto => info.device_type == wgpu::DeviceType::Cpu,
+            MatmulKernel::Tiled => false,
+            MatmulKernel::Registers => true,
+        };
+        let f16_matmul = opts.f16_matmul && !cpu_matmul && !f16_matmul_disabled_by_env();
         let f16_arith = shader_f16 && f16_matmul && (opts.f16_arithmetic || f16_arith_enabled_by_env());
         if f16_arith {
             features |= wgpu::Features::SHADER_F16;
@@ -190,11 +219,6 @@ impl WgpuBackend {
             })
             .await
             .map_err(|e| unavailable(format!("adapter {} refused a device: {e}", info.name)))?;
-        let cpu_matmul = match opts.matmul {
-            MatmulKernel::Auto => info.device_type == wgpu::DeviceType::Cpu,
-            MatmulKernel::Tiled => false,
-            MatmulKernel::Registers => true,
-        };
         let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
         gpu.group.set(opts.group);
         gpu.int8_dot4.set(packed_4x8_dot && opts.int8_dot4 && !dot4_disabled_by_env());

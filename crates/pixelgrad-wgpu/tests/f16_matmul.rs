@@ -5,11 +5,21 @@
 
 mod common;
 
-use common::{backend, close, data};
+use common::{close, data};
 use pixelgrad_core::half::f16;
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Backend, Device, Error, Tensor};
-use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
+use pixelgrad_wgpu::{MatmulKernel, WgpuBackend, WgpuOptions};
+
+/// The tiled matmul kernels, where the f16 one runs (CPU adapters such as lavapipe otherwise
+/// take the register kernels and widen f16 weights first).
+fn tiled(opts: WgpuOptions) -> WgpuBackend {
+    WgpuBackend::new(WgpuOptions { matmul: MatmulKernel::Tiled, ..opts }).expect("a WebGPU adapter (lavapipe in CI)")
+}
+
+fn backend() -> WgpuBackend {
+    tiled(WgpuOptions::default())
+}
 
 trait ShaderF16 {
     fn backend_shader_f16(&self) -> bool;
@@ -68,7 +78,7 @@ fn dims(batch: usize, r: usize, c: usize) -> Vec<usize> {
 #[test]
 fn f16_operand_matches_the_f32_product_of_the_widened_values() {
     for f16_arithmetic in [false, true] {
-        let b = WgpuBackend::new(WgpuOptions { f16_arithmetic, ..WgpuOptions::default() }).unwrap();
+        let b = tiled(WgpuOptions { f16_arithmetic, ..WgpuOptions::default() });
         let f16_products = f16_arithmetic && b.backend_shader_f16();
         let want = if f16_products { "f16 products (shader-f16)" } else { "f32 (f16 weights read directly)" };
         assert_eq!(b.f16_matmul_path(), want);
@@ -200,7 +210,10 @@ fn typed_errors_where_f16_cannot_go() {
     assert!(msg.contains("gradient"), "{msg}");
     shape_err(a.add(&a), "f16 into add");
     // With f16_matmul off WebGPU reports no support and refuses, as the CPU does.
-    let off = Device::new(WgpuBackend::new(WgpuOptions { f16_matmul: false, ..WgpuOptions::default() }).unwrap());
+    let off = Device::new(tiled(WgpuOptions { f16_matmul: false, ..WgpuOptions::default() }));
+    // The register kernels (CPU adapters' default) have no f16 variant: no support there.
+    let regs = WgpuBackend::new(WgpuOptions { matmul: MatmulKernel::Registers, ..WgpuOptions::default() }).unwrap();
+    assert!(!regs.supports_f16_matmul());
     assert!(!off.backend().supports_f16_matmul());
     let a_off = Tensor::from_f16(&off, &h, [3, 4]).unwrap();
     let x_off = Tensor::from_vec(&off, &data(12, 2, -1.0, 1.0), [4, 3]).unwrap();
