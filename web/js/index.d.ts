@@ -556,8 +556,8 @@ export declare class OnnxModel {
     deviceWeightBytes: number;
     /**
      * How the matrix products (convolutions, Gemm, MatMul) compute on the float weights: 'f32'
-     * with f32 weights; with f16 weights 'f32 (f16 weights read directly)' on WebGPU (no widen
-     * pass), 'f32 (widened)' on WebGL and the CPU.
+     * with f32 weights; with f16 weights 'f32 (f16 weights read directly)' on WebGPU GPUs (no
+     * widen pass), 'f32 (widened)' on WebGL, the CPU and CPU adapters (SwiftShader).
      */
     arithmetic: 'f32' | 'f32 (f16 weights read directly)' | 'f32 (widened)' | 'f16 products (shader-f16)';
     /** Whether the WebGPU adapter offers f16 arithmetic (`shader-f16`); null on the other backends. */

@@ -58,7 +58,7 @@ export class OnnxModel {
   }
   /**
    * What computes in which precision and how the weights are held: `{ precision ('f32',
-   * 'int8' or 'mixed'), precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes, arithmetic (how the matrix products compute on the float weights: 'f32', or with f16 weights 'f32 (f16 weights read directly)' on WebGPU, 'f32 (widened)' elsewhere), shaderF16 (whether the WebGPU adapter offers f16 arithmetic; null elsewhere) }`.
+   * 'int8' or 'mixed'), precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes, arithmetic (how the matrix products compute on the float weights: 'f32', or with f16 weights 'f32 (f16 weights read directly)' on WebGPU GPUs, 'f32 (widened)' elsewhere), shaderF16 (whether the WebGPU adapter offers f16 arithmetic; null elsewhere) }`.
    */
   get info() {
     this._check('onnxModel.info');

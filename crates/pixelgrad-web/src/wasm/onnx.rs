@@ -56,8 +56,8 @@ impl OnnxModel {
     /// arithmetic, shaderF16 }`: what computes in which precision and how the weights are held
     /// (device bytes count the constants uploaded so far: read it after a run). `arithmetic`
     /// is how the matrix products compute on the float weights ([`Session::arithmetic`]):
-    /// `f32` with f32 weights; with f16 weights `f32 (f16 weights read directly)` on WebGPU,
-    /// `f32 (widened)` where they are widened first; `shaderF16` says whether the WebGPU
+    /// `f32` with f32 weights; with f16 weights `f32 (f16 weights read directly)` on WebGPU
+    /// GPUs, `f32 (widened)` where they are widened first; `shaderF16` says whether the WebGPU
     /// adapter offers half-precision arithmetic (null on the other backends).
     pub fn info(&self) -> String {
         let p = self.session.model().precision();
