@@ -77,7 +77,7 @@ pub fn conv_tensors(cx: &Cx, x: Tensor, w: Tensor, bias: Option<&Tensor>) -> Res
     // f16-stored weights (Cx::t_weight) stay f16 only into the matmuls below (group 1, or
     // groups of more than one channel) and undilated; dilation, depthwise and the per-channel
     // product widen them.
-    let matmul_path = !(cg == 1 && m == c) && (g == 1 || cg != 1);
+    let matmul_path = cg != 1 || (m != c && g == 1);
     let w =
         if w.storage_dtype() == pixelgrad_core::kernel::DType::F16 && !(matmul_path && win.dilation == [1, 1]) { w.widen()? } else { w };
     let w = dilate(&w, win.dilation)?;
