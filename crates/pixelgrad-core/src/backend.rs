@@ -194,8 +194,9 @@ pub trait Backend {
 
     /// Whether the device could do half-precision arithmetic in its shaders (WebGPU's
     /// `shader-f16` feature): `Some(true)` / `Some(false)` on WebGPU, `None` where the
-    /// question does not apply. pixelgrad's kernels compute in f32 either way (f16 storage is
-    /// widened where read); this is reported so users know what the hardware offers.
+    /// question does not apply. pixelgrad's kernels compute in f32 unless asked otherwise
+    /// (WebGPU's opt-in f16 products on f16 weights, [`Backend::f16_matmul_arithmetic`]);
+    /// this is reported so users know what the hardware offers.
     fn shader_f16(&self) -> Option<bool> {
         None
     }
