@@ -554,8 +554,12 @@ export declare class OnnxModel {
     weightStorage: 'f32' | 'f16' | 'f16+f32';
     weightBytes: number;
     deviceWeightBytes: number;
-    /** Always 'f32': f16 weights are widened where read. */
-    arithmetic: 'f32';
+    /**
+     * How the matrix products (convolutions, Gemm, MatMul) compute on the float weights: 'f32'
+     * with f32 weights; with f16 weights 'f32 (f16 weights read directly)' on WebGPU GPUs (no
+     * widen pass), 'f32 (widened)' on WebGL, the CPU and CPU adapters (SwiftShader).
+     */
+    arithmetic: 'f32' | 'f32 (f16 weights read directly)' | 'f32 (widened)' | 'f16 products (shader-f16)';
     /** Whether the WebGPU adapter offers f16 arithmetic (`shader-f16`); null on the other backends. */
     shaderF16: boolean | null;
   };

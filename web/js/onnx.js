@@ -58,7 +58,7 @@ export class OnnxModel {
   }
   /**
    * What computes in which precision and how the weights are held: `{ precision ('f32',
-   * 'int8' or 'mixed'), precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes, arithmetic ('f32': f16 weights are widened where read), shaderF16 (whether the WebGPU adapter offers f16 arithmetic; null elsewhere) }`.
+   * 'int8' or 'mixed'), precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes, arithmetic (how the matrix products compute on the float weights: 'f32', or with f16 weights 'f32 (f16 weights read directly)' on WebGPU GPUs, 'f32 (widened)' elsewhere), shaderF16 (whether the WebGPU adapter offers f16 arithmetic; null elsewhere) }`.
    */
   get info() {
     this._check('onnxModel.info');
@@ -116,7 +116,8 @@ export class OnnxModel {
  * Loads an ONNX model on the current runtime. `source`: an ArrayBuffer or Uint8Array of the
  * .onnx file, a URL to fetch, or `indexeddb://name` (saved with `m.save`). `options.precision`:
  * how float weights are stored, `'auto'` (f16 for a float16 model), `'f32'` or `'f16'` (half
- * the bytes, widened to f32 where read; the arithmetic stays f32).
+ * the bytes; WebGPU's matrix products read them directly, other operators widen them to f32;
+ * the arithmetic stays f32, see `m.info.arithmetic`).
  */
 export async function loadOnnx(source, options = {}) {
   const rt = currentRuntime('loadOnnx');

@@ -33,7 +33,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
     /// How float weights are stored on the device: auto (f16 for a float16 model, else f32),
-    /// f32, or f16 (half the bytes, widened to f32 where read; arithmetic stays f32)
+    /// f32, or f16 (half the bytes; WebGPU's matrix products read them directly, other
+    /// operators and backends widen them to f32 where read; see "arithmetic" in the JSON)
     #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
     pub precision: String,
     /// PNG inputs: output size H,W (default: the image's)
@@ -199,11 +200,11 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     }
     if session.weight_storage() != "f32" {
         let hw = match sel.device.backend().shader_f16() {
-            Some(true) => " (the adapter offers shader-f16; pixelgrad's kernels do not use it yet)",
+            Some(true) => " (the adapter offers shader-f16)",
             Some(false) => " (the adapter has no shader-f16)",
             None => "",
         };
-        eprintln!("f16 weights: stored in f16, widened where read; arithmetic f32{hw}");
+        eprintln!("f16 weights: stored in f16; matrix products: arithmetic {}{hw}", session.arithmetic());
     }
     sel.device.flush().ctx()?;
     let load_ms = ms(t_load);
@@ -265,7 +266,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
             "weight_storage": session.weight_storage(),
             "precision_groups": { "int8": precision.int8, "f32": precision.f32 },
             "path": session.int8_path().unwrap_or("f32"),
-            "arithmetic": "f32",
+            "arithmetic": session.arithmetic(),
             "shader_f16": sel.device.backend().shader_f16(),
         });
         println!("{j}");

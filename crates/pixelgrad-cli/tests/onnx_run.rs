@@ -263,14 +263,26 @@ fn run_takes_a_png_resized_and_normalised_on_the_device() {
     std::fs::remove_dir_all(&d).ok();
 }
 
-/// The report says the arithmetic is f32 and whether WebGPU offers shader-f16 (null on the CPU).
+/// The report says how the products compute on f16 weights (the CPU widens them first; WebGPU
+/// reads them directly on its tiled kernels, and on a CPU adapter such as CI's lavapipe, whose
+/// register kernels have no f16 variant, widens them too unless PIXELGRAD_WGPU_MATMUL=tiled)
+/// and whether WebGPU offers shader-f16 (null on the CPU).
 #[test]
 fn run_reports_arithmetic_and_shader_f16() {
     let f = fixtures().join("models").join("ppocr_cls");
     let out_dir = std::env::temp_dir().join(format!("pixelgrad-onnx-run-arith-{}", std::process::id()));
     let input = format!("x={}", f.join("input_0.npy").display());
-    for (backend, want_bool) in [("cpu", false), ("webgpu", true)] {
-        let out = bin()
+    let runs = [
+        ("cpu", false, "f32 (widened)", None),
+        ("webgpu", true, "f32 (f16 weights read directly)", Some("tiled")),
+        ("webgpu", true, "f32 (widened)", Some("registers")),
+    ];
+    for (backend, want_bool, arith, matmul) in runs {
+        let mut cmd = bin();
+        if let Some(m) = matmul {
+            cmd.env("PIXELGRAD_WGPU_MATMUL", m);
+        }
+        let out = cmd
             .args([
                 "run",
                 f.join("model.onnx").to_str().unwrap(),
@@ -288,9 +300,9 @@ fn run_reports_arithmetic_and_shader_f16() {
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let j: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
-        assert_eq!(j["arithmetic"], "f32", "{j}");
+        assert_eq!(j["arithmetic"], arith, "{j}");
         assert_eq!(j["shader_f16"].is_boolean(), want_bool, "{j}");
-        assert!(String::from_utf8_lossy(&out.stderr).contains("arithmetic f32"));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("arithmetic {arith}")));
     }
     std::fs::remove_dir_all(&out_dir).ok();
 }

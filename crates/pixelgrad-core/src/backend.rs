@@ -194,9 +194,25 @@ pub trait Backend {
 
     /// Whether the device could do half-precision arithmetic in its shaders (WebGPU's
     /// `shader-f16` feature): `Some(true)` / `Some(false)` on WebGPU, `None` where the
-    /// question does not apply. pixelgrad's kernels compute in f32 either way (f16 storage is
-    /// widened where read); this is reported so users know what the hardware offers.
+    /// question does not apply. pixelgrad's kernels compute in f32 unless asked otherwise
+    /// (WebGPU's opt-in f16 products on f16 weights, [`Backend::f16_matmul_arithmetic`]);
+    /// this is reported so users know what the hardware offers.
     fn shader_f16(&self) -> Option<bool> {
+        None
+    }
+
+    /// True if [`Op::MatMul`] reads an f16-stored operand ([`DType::F16`], A or B, not
+    /// both) directly, with no [`Op::Widen`] pass: the ONNX importer then hands f16 weights
+    /// straight to its products. Where it is false (the default), an f16 matmul input is a
+    /// typed error and the weights must be widened first.
+    fn supports_f16_matmul(&self) -> bool {
+        false
+    }
+
+    /// The arithmetic of an [`Op::MatMul`] on an f16 operand, for reports: WebGPU's
+    /// `"f16 products (shader-f16)"` or `"f32 (f16 weights read directly)"`; `None` (the
+    /// default) where [`Backend::supports_f16_matmul`] is false.
+    fn f16_matmul_arithmetic(&self) -> Option<&'static str> {
         None
     }
 

@@ -159,8 +159,9 @@ impl Tensor {
 
     /// The one storage-type rule of [`Tensor::apply`]: every input of every op is f32, except
     /// the weights (input 0) of [`Op::MatMulI8`], which must be 8-bit, the input of
-    /// [`Op::Widen`], which must not be f32 (8-bit or f16), and a reshape, which moves no data
-    /// and keeps any type. A typed [`Error::Shape`] otherwise, so 8-bit or f16 storage can
+    /// [`Op::Widen`], which must not be f32 (8-bit or f16), a reshape, which moves no data
+    /// and keeps any type, and one f16 operand of [`Op::MatMul`] that needs no gradient, on
+    /// backends with [`crate::Backend::supports_f16_matmul`]. A typed [`Error::Shape`] otherwise, so 8-bit or f16 storage can
     /// never reach a kernel that would read its bytes as f32.
     fn check_dtypes(device: &Device, op: &Op, inputs: &[&Tensor]) -> Result<()> {
         for (i, t) in inputs.iter().enumerate() {
@@ -170,6 +171,18 @@ impl Tensor {
                 Op::Reshape(_) => (true, ""),
                 Op::MatMulI8 { .. } if i == 0 => (eight, "8-bit (i8 or u8) weights"),
                 Op::Widen => (matches!(d, DType::I8 | DType::U8 | DType::F16), "i8, u8 or f16 storage"),
+                // One f16 operand (stored weights, never differentiated) where the backend
+                // reads halves directly; the other stays f32.
+                Op::MatMul { .. } if d == DType::F16 => {
+                    let other_f32 = inputs.iter().enumerate().all(|(j, o)| j == i || o.0.dtype == DType::F32);
+                    if !device.backend.supports_f16_matmul() {
+                        (false, "f32 (this backend has no matmul on f16 storage; widen it first)")
+                    } else if t.requires_grad() {
+                        (false, "f32 when it requires a gradient (f16 operands are constants; widen it first)")
+                    } else {
+                        (other_f32, "f32 (at most one matmul operand may be f16)")
+                    }
+                }
                 _ => (d == DType::F32, "f32"),
             };
             if !ok {

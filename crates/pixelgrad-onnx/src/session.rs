@@ -243,6 +243,23 @@ impl Session {
         }
     }
 
+    /// The arithmetic of the matrix products (convolutions, Gemm, MatMul) on the float
+    /// weights: `"f32"` where they are stored f32; with f16 weights, the backend's
+    /// [`pixelgrad_core::Backend::f16_matmul_arithmetic`] where it reads them directly
+    /// (WebGPU: `"f32 (f16 weights read directly)"`), else `"f32 (widened)"` (a widen pass per
+    /// weight per run). Other operators reading f16 weights (biases, normalisations, depthwise
+    /// and dilated convolutions) widen them and compute in f32.
+    pub fn arithmetic(&self) -> &'static str {
+        if self.f16.is_empty() {
+            return "f32";
+        }
+        let b = self.device.backend();
+        match b.f16_matmul_arithmetic() {
+            Some(a) if b.supports_f16_matmul() => a,
+            _ => "f32 (widened)",
+        }
+    }
+
     /// How the quantised operators compute on this device, or `None` when the model has no
     /// quantised operator: `"f32-emulated"` where the backend has no 8-bit storage (8-bit
     /// values held as integer-valued `f32`, products accumulated exactly in `f32` below 2^24
@@ -481,6 +498,15 @@ impl Consts for Session {
         };
         self.cache.borrow_mut().insert(name.to_string(), d.clone());
         Ok(if narrow { d.widen()? } else { d })
+    }
+    fn cached_f16(&self, name: &str, t: &HostTensor) -> Result<Option<Tensor>> {
+        if !self.f16.contains(name) || !self.device.backend().supports_f16_matmul() {
+            return Ok(None);
+        }
+        if self.cache.borrow().get(name).is_none() {
+            self.cached(name, t)?;
+        }
+        Ok(Some(self.cache.borrow()[name].clone()))
     }
     fn cached_int8(&self, name: &str, t: &HostTensor, transpose: bool) -> Result<Option<Tensor>> {
         if !self.stored_narrow(t) || t.rank() < 2 {

@@ -13,6 +13,10 @@ use pixelgrad_onnx::{Model, Session, WeightStorage};
 fn devices() -> Vec<Device> {
     let mut v = vec![Device::new(pixelgrad_cpu::CpuBackend::new())];
     v.push(Device::new(pixelgrad_wgpu::WgpuBackend::new(pixelgrad_wgpu::WgpuOptions::default()).expect("a WebGPU adapter (lavapipe)")));
+    // The tiled matmuls, where f16 weights are read directly (on CPU adapters the default
+    // register kernels widen them first).
+    let tiled = pixelgrad_wgpu::WgpuOptions { matmul: pixelgrad_wgpu::MatmulKernel::Tiled, ..Default::default() };
+    v.push(Device::new(pixelgrad_wgpu::WgpuBackend::new(tiled).unwrap()));
     v
 }
 
@@ -63,5 +67,70 @@ fn int8_weights_stay_8_bit_on_the_device() {
         println!("{} on {}: {bytes} device weight bytes; {int8} 8-bit weights, at most {float} other bytes", case.name, dev.name());
         assert!(bytes <= int8 + float, "{bytes} > {int8} 8-bit + {float} other bytes");
         assert!(s.int8_path().unwrap().starts_with("i8 weights stored 8-bit"), "{:?}", s.int8_path());
+    }
+}
+
+/// On WebGPU's tiled matmuls the f16 weights of convolutions and matrix products go straight into
+/// `matmul_f16` (no widen launch for them), and the report says so: every `matmul_f16`
+/// launch replaces one widen of the path that widens first (`WgpuOptions::f16_matmul` off),
+/// with the same outputs to f32 rounding.
+#[test]
+fn f16_weights_are_read_directly_by_webgpu_products() {
+    use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
+    let _g = pixelgrad_core::no_grad();
+    let case = common::cases("models").into_iter().find(|c| c.name == "squeezenet").expect("the squeezenet fixture");
+    let model = Rc::new(Model::load(case.dir.join("model.onnx")).unwrap());
+    let (name, path) = &case.inputs[0];
+    let mut runs = vec![];
+    for direct in [true, false] {
+        let opts = WgpuOptions { f16_matmul: direct, matmul: pixelgrad_wgpu::MatmulKernel::Tiled, ..WgpuOptions::default() };
+        let b = Rc::new(WgpuBackend::new(opts).unwrap());
+        let dev = Device::from_rc(b.clone());
+        let s = Session::with_storage(model.clone(), &dev, WeightStorage::F16).unwrap();
+        let want = if direct { "f32 (f16 weights read directly)" } else { "f32 (widened)" };
+        assert_eq!(s.arithmetic(), want);
+        // The first run uploads; the second is the steady state.
+        let x = pixelgrad_onnx::npy::load(path).unwrap();
+        s.run(&[(name.as_str(), x.clone().into())]).unwrap();
+        b.set_launch_log(true);
+        let y = s.run(&[(name.as_str(), x.into())]).unwrap()[0].1.to_host().unwrap().to_f32();
+        let log = b.take_launch_log();
+        let count = |k: &str| log.iter().filter(|l| l.contains(k)).count();
+        runs.push((y, count("widen"), count("matmul_f16")));
+    }
+    let ((yd, widen_d, mm_d), (yw, widen_w, mm_w)) = (&runs[0], &runs[1]);
+    println!("squeezenet f16 on WebGPU: widen launches {widen_d} direct / {widen_w} widened, matmul_f16 launches {mm_d}");
+    assert_eq!(*mm_w, 0);
+    assert!(*mm_d > 0, "no matmul_f16 launch");
+    assert_eq!(widen_d + mm_d, *widen_w, "each matmul_f16 should replace one widen");
+    let top = yw.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let worst = yd.iter().zip(yw).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    assert!(worst <= 1e-4 * top.max(1.0), "direct and widened differ by {worst} (largest output {top})");
+}
+
+/// Opt-in f16 products (`WgpuOptions::f16_arithmetic`, where the adapter has shader-f16):
+/// the PP-OCR classifier stays within 1e-2 of onnxruntime. Not the default: the activations
+/// are rounded to f16 too, and squeezenet's and resnet50's exceed 65504 in these fixtures
+/// (constant weights), so their outputs become inf on this path.
+#[test]
+fn opt_in_f16_products_stay_within_1e_2_on_ppocr_cls() {
+    use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
+    let _g = pixelgrad_core::no_grad();
+    let opts = WgpuOptions { f16_arithmetic: true, matmul: pixelgrad_wgpu::MatmulKernel::Tiled, ..WgpuOptions::default() };
+    let b = Rc::new(WgpuBackend::new(opts).unwrap());
+    if b.shader_f16_offered() != Some(true) {
+        println!("the adapter has no shader-f16: f16 products not tested");
+        return;
+    }
+    let dev = Device::from_rc(b);
+    for case in common::cases("models").iter().filter(|c| c.name == "ppocr_cls") {
+        let model = Rc::new(Model::load(case.dir.join("model.onnx")).unwrap());
+        let s = Session::with_storage(model, &dev, WeightStorage::F16).unwrap();
+        assert_eq!(s.arithmetic(), "f16 products (shader-f16)");
+        let mut strict = case.clone();
+        strict.tol = 1e-2;
+        let errs = common::compare(&strict, &s).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        println!("{:12} f16 products: rel err / 1e-2 {errs:?}", case.name);
+        assert!(errs.iter().all(|&e| e <= 1.0), "{}: error {errs:?} of 1e-2", case.name);
     }
 }

@@ -36,7 +36,8 @@ pub struct WgpuOptions {
     pub max_ops_per_submit: usize,
     /// Longest a native blocking read waits for the GPU before giving up with an error.
     pub read_timeout: std::time::Duration,
-    /// Matmul kernel choice (by adapter type unless forced).
+    /// Matmul kernel choice (by adapter type unless forced; the environment variable
+    /// `PIXELGRAD_WGPU_MATMUL=tiled|registers` forces it too).
     pub matmul: MatmulKernel,
     /// Use subgroup operations where a native CPU adapter offers them (the shared-A register
     /// matmul); `false` runs that adapter without them, for comparisons.
@@ -55,6 +56,25 @@ pub struct WgpuOptions {
     /// environment variable `PIXELGRAD_WGPU_NO_DOT4` (any value but `0` or empty) turns it
     /// off as well, for tools that build the backend with default options (the CLI).
     pub int8_dot4: bool,
+    /// Let [`pixelgrad_core::Op::MatMul`] read one f16-stored operand directly
+    /// (`Backend::supports_f16_matmul`, what the ONNX importer's f16 weights use) where the
+    /// matmuls run on the tiled kernels ([`MatmulKernel::Tiled`], every GPU; the f16 kernel
+    /// is the tiled one with f16 tile loads). On CPU adapters (lavapipe, SwiftShader), whose
+    /// register-blocked f32 kernels are 3-5x faster than the tiled ones, f16 weights keep
+    /// being widened first (one widen pass is cheaper there) unless
+    /// [`WgpuOptions::matmul`] forces `Tiled`. `false` reports no support anywhere, so f16
+    /// weights are widened to f32 before their products (the earlier path, for comparisons). The environment variable
+    /// `PIXELGRAD_WGPU_NO_F16_MATMUL` (any value but `0` or empty) turns it off as well.
+    pub f16_matmul: bool,
+    /// Compute those products in f16 (`matmul_f16h.wgsl`, f32 accumulation) where the
+    /// adapter offers `shader-f16`, requesting the feature at device creation. Off by
+    /// default: the f32 operand (the activations) is rounded to f16 too, and activations
+    /// above 65504 overflow to infinity (the squeezenet and resnet50 test fixtures do: their
+    /// outputs become inf; the PP-OCR classifier stays within 1e-2 of onnxruntime);
+    /// off keeps f32 arithmetic on the unpacked halves (`matmul_f16.wgsl`), which is exact
+    /// to f32 rounding. The environment variable `PIXELGRAD_WGPU_F16_ARITH` (any value but
+    /// `0` or empty) turns it on, for tools that build the backend with default options.
+    pub f16_arithmetic: bool,
 }
 
 impl Default for WgpuOptions {
@@ -69,6 +89,8 @@ impl Default for WgpuOptions {
             fuse: true,
             group: true,
             int8_dot4: true,
+            f16_matmul: true,
+            f16_arithmetic: false,
         }
     }
 }
@@ -81,8 +103,11 @@ pub struct WgpuBackend {
     /// Whether the instance's WGSL offers `packed_4x8_integer_dot_product` (see
     /// [`WgpuBackend::wgsl_packed_4x8_integer_dot_product`]).
     packed_4x8_dot: bool,
-    /// The adapter offers `shader-f16` (not requested: the kernels compute in f32).
+    /// The adapter offers `shader-f16` (requested where [`WgpuOptions::f16_arithmetic`] uses
+    /// it).
     shader_f16: bool,
+    /// [`WgpuOptions::f16_matmul`], the environment considered.
+    f16_matmul: bool,
 }
 
 /// Whether `PIXELGRAD_WGPU_NO_DOT4` asks for the unpacked int8 kernels (see
@@ -91,6 +116,47 @@ fn dot4_disabled_by_env() -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     {
         std::env::var("PIXELGRAD_WGPU_NO_DOT4").is_ok_and(|v| !v.is_empty() && v != "0")
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        false
+    }
+}
+
+/// Whether `PIXELGRAD_WGPU_NO_F16_MATMUL` turns off [`WgpuOptions::f16_matmul`] (never in
+/// browsers).
+fn f16_matmul_disabled_by_env() -> bool {
+    env_flag("PIXELGRAD_WGPU_NO_F16_MATMUL")
+}
+
+/// `PIXELGRAD_WGPU_MATMUL=tiled|registers` overriding [`WgpuOptions::matmul`] (for tools
+/// that build the backend with default options: benchmarks of the tiled and f16 kernels on
+/// CPU adapters); never in browsers.
+fn matmul_from_env() -> Option<MatmulKernel> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        match std::env::var("PIXELGRAD_WGPU_MATMUL").ok()?.as_str() {
+            "tiled" => Some(MatmulKernel::Tiled),
+            "registers" => Some(MatmulKernel::Registers),
+            _ => None,
+        }
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        None
+    }
+}
+
+/// Whether `PIXELGRAD_WGPU_F16_ARITH` turns on [`WgpuOptions::f16_arithmetic`].
+fn f16_arith_enabled_by_env() -> bool {
+    env_flag("PIXELGRAD_WGPU_F16_ARITH")
+}
+
+/// Whether environment variable `name` is set to anything but `0` or empty (never in browsers).
+fn env_flag(name: &str) -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
     }
     #[cfg(target_arch = "wasm32")]
     {
@@ -125,11 +191,23 @@ impl WgpuBackend {
         let limits = adapter.limits();
         // Subgroups for the shared-A register matmul on native CPU adapters (lavapipe); not
         // requested in browsers, where that kernel is never chosen.
-        let features = if info.device_type == wgpu::DeviceType::Cpu && info.backend != wgpu::Backend::BrowserWebGpu && opts.subgroups {
+        let mut features = if info.device_type == wgpu::DeviceType::Cpu && info.backend != wgpu::Backend::BrowserWebGpu && opts.subgroups {
             adapter.features() & wgpu::Features::SUBGROUP
         } else {
             wgpu::Features::empty()
         };
+        // shader-f16 for the f16-product matmul on f16 weights.
+        let matmul = matmul_from_env().unwrap_or(opts.matmul);
+        let cpu_matmul = match matmul {
+            MatmulKernel::Auto => info.device_type == wgpu::DeviceType::Cpu,
+            MatmulKernel::Tiled => false,
+            MatmulKernel::Registers => true,
+        };
+        let f16_matmul = opts.f16_matmul && !cpu_matmul && !f16_matmul_disabled_by_env();
+        let f16_arith = shader_f16 && f16_matmul && (opts.f16_arithmetic || f16_arith_enabled_by_env());
+        if f16_arith {
+            features |= wgpu::Features::SHADER_F16;
+        }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("pixelgrad"),
@@ -141,15 +219,11 @@ impl WgpuBackend {
             })
             .await
             .map_err(|e| unavailable(format!("adapter {} refused a device: {e}", info.name)))?;
-        let cpu_matmul = match opts.matmul {
-            MatmulKernel::Auto => info.device_type == wgpu::DeviceType::Cpu,
-            MatmulKernel::Tiled => false,
-            MatmulKernel::Registers => true,
-        };
         let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
         gpu.group.set(opts.group);
         gpu.int8_dot4.set(packed_4x8_dot && opts.int8_dot4 && !dot4_disabled_by_env());
-        Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, shader_f16 })
+        gpu.f16_arith.set(f16_arith);
+        Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, shader_f16, f16_matmul })
     }
 
     /// Blocking constructor (native only).
@@ -182,6 +256,24 @@ impl WgpuBackend {
         } else {
             ops::matmul_i8::PATH
         }
+    }
+
+    /// The arithmetic of a matmul on an f16 operand ([`Op::MatMul`] on f16 storage, what
+    /// the ONNX importer's f16 weights run on): `"f16 products (shader-f16)"` where the
+    /// device has `shader-f16` and [`WgpuOptions::f16_arithmetic`] is on (tiles staged in
+    /// f16, each product in f16, sums in f32), else `"f32 (f16 weights read directly)"` (the
+    /// halves unpacked to f32 where the kernel loads its tiles).
+    pub fn f16_matmul_path(&self) -> &'static str {
+        if self.gpu.f16_arith.get() {
+            ops::matmul::F16_PATH_F16
+        } else {
+            ops::matmul::F16_PATH_F32
+        }
+    }
+
+    /// Whether the adapter offers `shader-f16` (as [`Backend::shader_f16`], without the trait).
+    pub fn shader_f16_offered(&self) -> Option<bool> {
+        Some(self.shader_f16)
     }
 
     /// True if the WGSL of this instance has the `packed_4x8_integer_dot_product` language
@@ -256,6 +348,27 @@ impl WgpuBackend {
         }
         self.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
         let res = ops::execute(&self.gpu, &op, &ins, shapes, out)?;
+        Ok(Storage::new(res))
+    }
+
+    /// [`Op::MatMul`] with an f16 operand (stored weights): never deferred and never fused
+    /// (the epilogue kernels read f32); a pending (fused) f32 operand is computed first
+    /// ([`WgpuBackend::tensor`]). Exactly one operand must be f16, the other f32.
+    fn matmul_f16(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        let ins: Vec<&GpuTensor> = inputs.iter().map(|s| self.tensor(op.name(), s)).collect::<Result<_>>()?;
+        let lens: Vec<usize> = ins.iter().map(|t| t.len).collect();
+        pixelgrad_core::check_execute(op, &lens, shapes, out, &self.name())?;
+        let halves = ins.iter().filter(|t| t.dtype == DType::F16).count();
+        if halves != 1 || ins.iter().any(|t| t.is_8bit()) {
+            return Err(Error::Shape {
+                op: op.name(),
+                shapes: shapes.iter().map(|s| s.0.clone()).collect(),
+                backend: self.name(),
+                msg: "a matmul takes at most one f16 operand, the other f32".into(),
+            });
+        }
+        self.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
+        let res = ops::execute(&self.gpu, op, &ins, shapes, out)?;
         Ok(Storage::new(res))
     }
 
@@ -343,6 +456,16 @@ impl Backend for WgpuBackend {
         Some(self.shader_f16)
     }
 
+    /// [`Op::MatMul`] reads one f16 operand directly (`src/kernels/matmul_f16.wgsl`) unless
+    /// [`WgpuOptions::f16_matmul`] is off.
+    fn supports_f16_matmul(&self) -> bool {
+        self.f16_matmul
+    }
+
+    fn f16_matmul_arithmetic(&self) -> Option<&'static str> {
+        self.f16_matmul.then(|| self.f16_matmul_path())
+    }
+
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
         self.gpu.check("upload_f16")?;
         let t = GpuTensor::new_packed(&self.gpu, "upload_f16", bits.len(), DType::F16)?;
@@ -369,6 +492,11 @@ impl Backend for WgpuBackend {
         }
         if let Op::Widen = op {
             return self.widen(inputs, shapes, out);
+        }
+        if let Op::MatMul { .. } = op {
+            if inputs.iter().any(|s| s.downcast::<GpuTensor>().is_some_and(|t| t.dtype == DType::F16)) {
+                return self.matmul_f16(op, inputs, shapes, out);
+            }
         }
         // Only matmul_i8 and widen read packed (8-bit / f16) storage (core checks this;
         // `execute` is public, so a direct caller gets the error here instead of bytes read

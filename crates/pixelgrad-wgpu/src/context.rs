@@ -71,6 +71,9 @@ pub(crate) struct Gpu {
     /// Whether `Op::MatMulI8 { b_i8: true }` runs on `dot4I8Packed` (`ops::matmul_i8`): the
     /// WGSL language feature is there and `WgpuOptions::int8_dot4` did not turn it off.
     pub int8_dot4: Cell<bool>,
+    /// Whether matmuls on an f16 operand compute their products in f16 (`matmul_f16h.wgsl`):
+    /// the device was created with `shader-f16` and `WgpuOptions::f16_arithmetic` left it on.
+    pub f16_arith: Cell<bool>,
     pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
     /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
     pub generation: Cell<u64>,
@@ -159,6 +162,7 @@ impl Gpu {
             fuse,
             group: Cell::new(true),
             int8_dot4: Cell::new(false),
+            f16_arith: Cell::new(false),
             lazies: RefCell::new(Vec::new()),
             generation: Cell::new(0),
             launch_log: RefCell::new(None),

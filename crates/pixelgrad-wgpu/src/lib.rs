@@ -47,7 +47,11 @@
 //!   packed two per u32 word (element `2i` in the low 16 bits of word `i`), buffers rounded up
 //!   to whole words, read back as exact f32; [`pixelgrad_core::Op::Widen`] converts 8-bit or
 //!   f16 storage to f32 with integer operations only (`src/kernels/widen.wgsl`: exact,
-//!   subnormals included, no `shader-f16` feature);
+//!   subnormals included, no `shader-f16` feature); [`pixelgrad_core::Op::MatMul`] takes one
+//!   f16 operand directly where the tiled kernels run (`supports_f16_matmul`;
+//!   `src/kernels/matmul_f16.wgsl` converts the halves the same way at its tile loads; opt-in
+//!   f16 products with `shader-f16`: [`WgpuOptions::f16_arithmetic`], `matmul_f16h.wgsl`);
+//!   [`WgpuBackend::f16_matmul_path`] says which;
 //! - **matmul kernel** ([`MatmulKernel`]): on CPU adapters register-blocked kernels without
 //!   workgroup memory — on Mesa lavapipe `vec4` kernels specialised per operand layout
 //!   (lavapipe compiles every storage and workgroup load into a per-lane loop, ~30 cycles per

@@ -51,19 +51,19 @@ pub(crate) struct Kernel {
 }
 
 /// The WGSL compiled for `kernel`: prelude then kernel body, the body's leading `requires`
-/// directives first (WGSL wants directives before any declaration).
+/// and `enable` directives first (WGSL wants directives before any declaration).
 pub(crate) fn full_source(kernel: &Kernel) -> String {
     let src: &str = &kernel.source;
     let mut split = 0;
     for line in src.split_inclusive('\n') {
         let t = line.trim_start();
-        if !(t.starts_with("requires ") || t.starts_with("//") || t.trim().is_empty()) {
+        if !(t.starts_with("requires ") || t.starts_with("enable ") || t.starts_with("//") || t.trim().is_empty()) {
             break;
         }
         split += line.len();
     }
     let (head, body) = src.split_at(split);
-    if !head.contains("requires ") {
+    if !head.contains("requires ") && !head.contains("enable ") {
         return format!("{}\n{}", prelude(), src);
     }
     format!("{head}{}\n{body}", prelude())

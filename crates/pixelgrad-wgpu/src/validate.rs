@@ -9,7 +9,8 @@ fn validate(name: &str, src: &str) {
     let module = naga::front::wgsl::parse_str(src)
         .unwrap_or_else(|e| panic!("{name}.wgsl does not parse:\n{}", e.emit_to_string(src)));
     // Subgroup operations: the shared-A register matmuls broadcast A across lanes.
-    let caps = naga::valid::Capabilities::default() | naga::valid::Capabilities::SUBGROUP;
+    // f16 for the shader-f16 matmul.
+    let caps = naga::valid::Capabilities::default() | naga::valid::Capabilities::SUBGROUP | naga::valid::Capabilities::SHADER_FLOAT16;
     let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps);
     if let Err(e) = v.validate(&module) {
         panic!("{name}.wgsl does not validate:\n{}", e.emit_to_string(src));

@@ -49,7 +49,7 @@ fn conv(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
         Some(_) => Some(cx.t(ins, 2)?),
         None => None,
     };
-    conv_tensors(cx, cx.t(ins, 0)?, cx.t(ins, 1)?, bias.as_ref())
+    conv_tensors(cx, cx.t(ins, 0)?, cx.t_weight(ins, 1)?, bias.as_ref())
 }
 
 /// `Conv` of `x` with `w` under the node's attributes (shared with the integer convolutions,
@@ -74,6 +74,12 @@ pub fn conv_tensors(cx: &Cx, x: Tensor, w: Tensor, bias: Option<&Tensor>) -> Res
     }
     let g = g as usize;
     let win = window2(node, [h, wd], Some([wdims[2], wdims[3]]), false)?;
+    // f16-stored weights (Cx::t_weight) stay f16 only into the matmuls below (group 1, or
+    // groups of more than one channel) and undilated; dilation, depthwise and the per-channel
+    // product widen them.
+    let matmul_path = cg != 1 || (m != c && g == 1);
+    let w =
+        if w.storage_dtype() == pixelgrad_core::kernel::DType::F16 && !(matmul_path && win.dilation == [1, 1]) { w.widen()? } else { w };
     let w = dilate(&w, win.dilation)?;
     let (kh, kw) = (w.dims()[2], w.dims()[3]);
     let kk = kh * kw;

@@ -16,7 +16,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
     match op {
         "Gemm" => {
             node.only_attrs(&["alpha", "beta", "transA", "transB", "broadcast"])?;
-            let (a, b) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
+            let (a, b) = (cx.t(ins, 0)?, cx.t_weight(ins, 1)?);
             if a.rank() != 2 || b.rank() != 2 {
                 return Err(cx.err(format!("expects rank-2 A and B, got {:?} and {:?}", a.dims(), b.dims())));
             }
@@ -35,7 +35,14 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             }
             out(y)
         }
-        "MatMul" => out(matmul(cx, &cx.t(ins, 0)?, &cx.t(ins, 1)?)?),
+        "MatMul" => {
+            // A 2-D constant B (a weight) may stay f16: the product reads it directly. Other
+            // shapes are broadcast first, which needs f32.
+            let a = cx.t(ins, 0)?;
+            let b = cx.t_weight(ins, 1)?;
+            let b = if b.rank() != 2 && b.storage_dtype() == pixelgrad_core::kernel::DType::F16 { b.widen()? } else { b };
+            out(matmul(cx, &a, &b)?)
+        }
         "BatchNormalization" => {
             node.only_attrs(&["epsilon", "momentum", "spatial", "training_mode", "is_test", "consumed_inputs"])?;
             if node.int("training_mode", 0)? != 0 || node.outputs.iter().skip(1).any(|o| !o.is_empty()) {

@@ -200,6 +200,13 @@ pub trait Consts {
     fn param(&self, name: &str) -> Option<&Param>;
     /// A cached device copy of a non-trainable constant.
     fn cached(&self, name: &str, t: &HostTensor) -> Result<Tensor>;
+    /// The cached f16-stored copy of float constant `name`, not widened, for a matrix
+    /// product that reads it directly: `Some` only where the constant is kept in f16 and the
+    /// backend runs [`pixelgrad_core::Op::MatMul`] on f16 storage
+    /// ([`pixelgrad_core::Backend::supports_f16_matmul`]).
+    fn cached_f16(&self, _name: &str, _t: &HostTensor) -> Result<Option<Tensor>> {
+        Ok(None)
+    }
     /// A cached 8-bit device copy of an `int8` / `uint8` constant, reshaped to `[rows, cols]`
     /// (transposed first when `transpose`: a `[cols, rows]` matrix), for
     /// [`Tensor::matmul_i8`]. `None` where the device has no 8-bit storage.
@@ -260,6 +267,18 @@ impl Cx<'_> {
             },
             V::Host { t, name: None } => upload(self.dev(), t, &format!("input {i} of node '{}'", self.node.name)),
         }
+    }
+    /// Input `i` for a matrix product's weight operand: an f16-stored constant as is (the
+    /// product reads the halves, see [`Consts::cached_f16`]), anything else as [`Cx::t`].
+    pub fn t_weight(&self, ins: &[Option<V>], i: usize) -> Result<Tensor> {
+        if let V::Host { t, name: Some(n) } = self.v(ins, i)? {
+            if self.consts.param(n).is_none() {
+                if let Some(d) = self.consts.cached_f16(n, t)? {
+                    return Ok(d);
+                }
+            }
+        }
+        self.t(ins, i)
     }
     pub fn v<'v>(&self, ins: &'v [Option<V>], i: usize) -> Result<&'v V> {
         ins.get(i).and_then(|v| v.as_ref()).ok_or_else(|| self.node.err(format!("input {i} is missing")))

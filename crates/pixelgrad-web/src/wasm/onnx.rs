@@ -55,8 +55,10 @@ impl OnnxModel {
     /// JSON `{ precision, precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes,
     /// arithmetic, shaderF16 }`: what computes in which precision and how the weights are held
     /// (device bytes count the constants uploaded so far: read it after a run). `arithmetic`
-    /// is always `f32` (f16 weights are widened where read); `shaderF16` says whether the
-    /// WebGPU adapter offers half-precision arithmetic (null on the other backends).
+    /// is how the matrix products compute on the float weights ([`Session::arithmetic`]):
+    /// `f32` with f32 weights; with f16 weights `f32 (f16 weights read directly)` on WebGPU
+    /// GPUs, `f32 (widened)` where they are widened first; `shaderF16` says whether the WebGPU
+    /// adapter offers half-precision arithmetic (null on the other backends).
     pub fn info(&self) -> String {
         let p = self.session.model().precision();
         serde_json::json!({
@@ -66,7 +68,7 @@ impl OnnxModel {
             "weightStorage": self.session.weight_storage(),
             "weightBytes": self.session.model().weight_bytes(),
             "deviceWeightBytes": self.session.device_weight_bytes(),
-            "arithmetic": "f32",
+            "arithmetic": self.session.arithmetic(),
             "shaderF16": self.session.device().backend().shader_f16(),
         })
         .to_string()

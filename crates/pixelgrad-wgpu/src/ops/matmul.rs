@@ -26,6 +26,32 @@ pub(crate) const MATMUL_BIG: Kernel = Kernel {
     status: false,
 };
 
+/// [`MATMUL`] with one operand (`F16_B`: B, else A) stored as packed f16, read directly.
+pub(crate) const MATMUL_F16: Kernel = Kernel {
+    name: Cow::Borrowed("matmul_f16"),
+    source: Cow::Borrowed(include_str!("../kernels/matmul_f16.wgsl")),
+    inputs: 2,
+    outputs: 1,
+    overrides: &["TRANS_A", "TRANS_B", "F16_B"],
+    status: false,
+};
+
+/// [`MATMUL_F16`] with f16 products (f32 accumulation), on devices with `shader-f16`.
+pub(crate) const MATMUL_F16H: Kernel = Kernel {
+    name: Cow::Borrowed("matmul_f16h"),
+    source: Cow::Borrowed(include_str!("../kernels/matmul_f16h.wgsl")),
+    inputs: 2,
+    outputs: 1,
+    overrides: &["TRANS_A", "TRANS_B", "F16_B"],
+    status: false,
+};
+
+/// What [`crate::WgpuBackend::f16_matmul_path`] reports for [`MATMUL_F16`].
+pub(crate) const F16_PATH_F32: &str = "f32 (f16 weights read directly)";
+
+/// What it reports for [`MATMUL_F16H`].
+pub(crate) const F16_PATH_F16: &str = "f16 products (shader-f16)";
+
 /// Output tile edges of one workgroup (must match the kernels).
 const TILE: usize = 64;
 const TILE_BIG: usize = 128;
@@ -255,4 +281,31 @@ pub(crate) fn matmul(
         gpu.check_dim("matmul", batch as u64)?,
     ];
     gpu.launch("matmul", kernel, &[u32::from(trans_a), u32::from(trans_b)], &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
+}
+
+/// [`matmul`] where `a` or `b` (not both; the caller checked) is packed f16 storage: the
+/// tiled [`MATMUL_F16`], which reads the halves where it loads its tiles (no widen pass), on
+/// every adapter (the register kernels have no f16 variant); [`MATMUL_F16H`], products in
+/// f16, where `Gpu::f16_arith` is on.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_f16(
+    gpu: &Gpu,
+    trans_a: bool,
+    trans_b: bool,
+    a: &GpuTensor,
+    b: &GpuTensor,
+    shapes: &[&Shape],
+    out: &Shape,
+    res: &GpuTensor,
+) -> Result<()> {
+    let op = "matmul";
+    let (params, (m, n, _, batch)) = own_params(trans_a, shapes, out)?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let f16_b = b.dtype == pixelgrad_core::kernel::DType::F16;
+    let grid = [gpu.check_dim(op, n.div_ceil(TILE) as u64)?, gpu.check_dim(op, m.div_ceil(TILE) as u64)?, gpu.check_dim(op, batch as u64)?];
+    let config = [u32::from(trans_a), u32::from(trans_b), u32::from(f16_b)];
+    let kernel = if gpu.f16_arith.get() { &MATMUL_F16H } else { &MATMUL_F16 };
+    gpu.launch(op, kernel, &config, &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
 }

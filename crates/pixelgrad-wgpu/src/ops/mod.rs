@@ -29,6 +29,8 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &reduce::REDUCE,
         &matmul::MATMUL,
         &matmul::MATMUL_BIG,
+        &matmul::MATMUL_F16,
+        &matmul::MATMUL_F16H,
         &matmul_i8::MATMUL_I8,
         &matmul_i8::MATMUL_I8_VEC4,
         &matmul_i8::MATMUL_I8_PACK_B,
@@ -75,7 +77,14 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
             elementwise::map(gpu, "where", &kernel::defs::where_launch()?, &ins, shapes, out, &res, || "where".into())?
         }
         Op::Reduce { op: r, axis } => reduce::reduce(gpu, *r, *axis, reduce::ReduceInput::Buffer(input(0)?), shapes[0], &res)?,
-        Op::MatMul { trans_a, trans_b } => matmul::matmul(gpu, *trans_a, *trans_b, input(0)?, input(1)?, shapes, out, &res)?,
+        Op::MatMul { trans_a, trans_b } => {
+            let (a, b) = (input(0)?, input(1)?);
+            if a.dtype == kernel::DType::F16 || b.dtype == kernel::DType::F16 {
+                matmul::matmul_f16(gpu, *trans_a, *trans_b, a, b, shapes, out, &res)?
+            } else {
+                matmul::matmul(gpu, *trans_a, *trans_b, a, b, shapes, out, &res)?
+            }
+        }
         Op::Im2Col(w) => window::im2col(gpu, w, input(0)?, shapes[0], out, &res)?,
         Op::Col2Im { window: w, h, w: wd } => window::col2im(gpu, w, *h, *wd, input(0)?, out, &res)?,
         Op::DepthwiseConv(w) => window::depthwise(gpu, w, input(0)?, input(1)?, shapes[0], out, &res)?,
