@@ -113,14 +113,7 @@ pub struct WgpuBackend {
 /// Whether `PIXELGRAD_WGPU_NO_DOT4` asks for the unpacked int8 kernels (see
 /// [`WgpuOptions::int8_dot4`]). Browsers have no environment: never there.
 fn dot4_disabled_by_env() -> bool {
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        std::env::var("PIXELGRAD_WGPU_NO_DOT4").is_ok_and(|v| !v.is_empty() && v != "0")
-    }
-    #[cfg(target_arch = "wasm32")]
-    {
-        false
-    }
+    env_flag("PIXELGRAD_WGPU_NO_DOT4")
 }
 
 /// Whether `PIXELGRAD_WGPU_NO_F16_MATMUL` turns off [`WgpuOptions::f16_matmul`] (never in
@@ -160,6 +153,7 @@ fn env_flag(name: &str) -> bool {
     }
     #[cfg(target_arch = "wasm32")]
     {
+        let _ = name;
         false
     }
 }
