@@ -19,7 +19,7 @@
 //! (`cargo test conformance::matmul`, ...): `fill`, `random`, `unary`, `binary` (with
 //! broadcasting), `where_`, `edges` (every elementwise function on ±0, ±inf, NaN, tiny and
 //! huge inputs, to per-function tolerances and exact IEEE classes), `reduce`, `matmul` (all four transpose combinations, batched,
-//! batch-broadcast, square operands; exact `matmul_i8` cases where the backend stores 8-bit weights, and `widen` of i8, u8 and f16 storage), `im2col`, `col2im`, `depthwise`, `gather`, `scatter_add`, `reshape`,
+//! batch-broadcast, square operands; exact `matmul_i8` cases where the backend stores 8-bit weights, and `widen` of i8, u8 and f16 storage), `im2col`, `col2im`, `depthwise`, `max_pool` (ties included, with its gradient), `gather`, `scatter_add`, `reshape`,
 //! `permute`, `expand`, `slice`, `pad`, `concat`, `composites` (activations, softmax,
 //! log_softmax, conv2d, max/avg pooling, losses), `images` (resize, the fromPixels
 //! preprocessing as tensor ops, Y'CbCr to RGB, top-k, non-maximum suppression), `training_curve` (a fixed-seed MLP trained 30
@@ -106,7 +106,7 @@ use family_names;
 macro_rules! __with_family_list {
     ([$($callback:tt)*] $($pre:tt)*) => {
         $($callback)*! { $($pre)* ;
-            fill, random, unary, binary, where_, edges, reduce, matmul, im2col, col2im, depthwise, gather,
+            fill, random, unary, binary, where_, edges, reduce, matmul, im2col, col2im, depthwise, max_pool, gather,
             scatter_add, reshape, permute, expand, slice, pad, concat, composites, images,
             training_curve, training_curve_cnn, errors
         }

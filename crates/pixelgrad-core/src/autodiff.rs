@@ -249,6 +249,8 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
             one(g.col2im(*w, d[2], d[3])?)
         }
         Op::Col2Im { window, .. } => one(g.im2col(*window)?),
+        Op::MaxPool(w) => one(x[0].max_pool_grad(g, *w)?),
+        Op::MaxPoolGrad(_) => Err(Error::Autodiff("max_pool_grad is not differentiable (train through max_pool2d once)".into())),
         Op::DepthwiseConv(win) => {
             let (a, k) = (&x[0], &x[1]);
             let d = a.dims();

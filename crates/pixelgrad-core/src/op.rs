@@ -157,6 +157,20 @@ pub enum Op {
     /// (taps in the padding are skipped; summed over `i` then `j`, ascending). One pass on the GPU
     /// backends, without the `[N, C*kh*kw, OH*OW]` columns im2col would materialise.
     DepthwiseConv(Window),
+    /// Max pooling, one input `x [N, C, H, W]` → `[N, C, OH, OW]`:
+    /// `out[n, c, oy, ox]` is the largest of the window's taps
+    /// `x[n, c, oy*sh + i - ph, ox*sw + j - pw]` that lie inside the image (padding is never
+    /// selected; the padding must be smaller than the window on both axes, so every window
+    /// has a tap inside). Taps are visited in `(i, j)` order and a later one replaces the
+    /// running maximum only if it is greater, as in [`ReduceOp::Max`]. One pass on the GPU
+    /// backends, with no im2col columns.
+    MaxPool(Window),
+    /// The gradient of [`Op::MaxPool`]: two inputs `x [N, C, H, W]` (the pooled input) and
+    /// `dy [N, C, OH, OW]` → `dx`, `x`'s shape. Every window passes its `dy` to the taps equal
+    /// to its maximum, split evenly among ties (the gradient [`ReduceOp::Max`] gives), and each
+    /// pixel sums what the windows covering it pass it. Recomputes the maxima from `x`. Not
+    /// differentiable.
+    MaxPoolGrad(Window),
     /// Two inputs `(x, idx)` of equal rank, equal sizes except on `axis`:
     /// `out[.., j, ..] = x[.., idx[.., j, ..], ..]`. Output has `idx`'s shape.
     Gather { axis: usize },
@@ -217,7 +231,7 @@ impl Op {
 
     /// The name of every primitive, in [`Op::index`] order (the conformance suite checks that
     /// every one of them is exercised).
-    pub const NAMES: [&'static str; 21] = [
+    pub const NAMES: [&'static str; 23] = [
         "fill",
         "random",
         "unary",
@@ -239,6 +253,8 @@ impl Op {
         "matmul_i8",
         "widen",
         "narrow_f16",
+        "max_pool",
+        "max_pool_grad",
     ];
 
     /// Position of this primitive in [`Op::NAMES`]. Exhaustive: a new primitive must be
@@ -266,6 +282,8 @@ impl Op {
             Op::MatMulI8 { .. } => 18,
             Op::Widen => 19,
             Op::NarrowF16 => 20,
+            Op::MaxPool(_) => 21,
+            Op::MaxPoolGrad(_) => 22,
         }
     }
 
@@ -283,10 +301,15 @@ impl Op {
             | Op::Slice { .. }
             | Op::Pad { .. }
             | Op::Widen
-            | Op::NarrowF16 => Some(1),
-            Op::Binary(_) | Op::MatMul { .. } | Op::MatMulI8 { .. } | Op::Gather { .. } | Op::ScatterAdd { .. } | Op::DepthwiseConv(_) => {
-                Some(2)
-            }
+            | Op::NarrowF16
+            | Op::MaxPool(_) => Some(1),
+            Op::Binary(_)
+            | Op::MatMul { .. }
+            | Op::MatMulI8 { .. }
+            | Op::Gather { .. }
+            | Op::ScatterAdd { .. }
+            | Op::DepthwiseConv(_)
+            | Op::MaxPoolGrad(_) => Some(2),
             Op::Where => Some(3),
             Op::Concat { .. } => None,
         }
@@ -403,6 +426,20 @@ impl Op {
                 }
                 let (oh, ow) = w.out_hw(x[2], x[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
                 Ok(Shape(vec![x[0], x[1], oh, ow]))
+            }
+            Op::MaxPool(w) | Op::MaxPoolGrad(w) => {
+                rank_is(4)?;
+                if w.pad_h >= w.kh || w.pad_w >= w.kw {
+                    return Err(err(format!("padding {}x{} must be smaller than the {}x{} window", w.pad_h, w.pad_w, w.kh, w.kw)));
+                }
+                let d = &inputs[0].0;
+                let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
+                let pooled = Shape(vec![d[0], d[1], oh, ow]);
+                match self {
+                    Op::MaxPool(_) => Ok(pooled),
+                    _ if inputs[1] != &pooled => Err(err(format!("the gradient must be {pooled} (the pooled shape)"))),
+                    _ => Ok(inputs[0].clone()),
+                }
             }
             Op::Gather { axis } => {
                 let (x, idx) = (inputs[0], inputs[1]);
@@ -552,6 +589,8 @@ mod tests {
             Op::MatMulI8 { b_i8: false },
             Op::Widen,
             Op::NarrowF16,
+            Op::MaxPool(w),
+            Op::MaxPoolGrad(w),
         ];
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {

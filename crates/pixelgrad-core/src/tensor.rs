@@ -691,6 +691,16 @@ impl Tensor {
     pub fn depthwise_conv(&self, weights: &Tensor, window: Window) -> Result<Tensor> {
         self.op2(Op::DepthwiseConv(window), weights)
     }
+    /// Max pooling of `self [N, C, H, W]` over `window` ([`Op::MaxPool`]); its gradient is
+    /// [`Tensor::max_pool_grad`].
+    pub fn max_pool(&self, window: Window) -> Result<Tensor> {
+        self.op1(Op::MaxPool(window))
+    }
+    /// The gradient of [`Tensor::max_pool`] of `self` for the output gradient `dy`
+    /// ([`Op::MaxPoolGrad`]).
+    pub fn max_pool_grad(&self, dy: &Tensor, window: Window) -> Result<Tensor> {
+        self.op2(Op::MaxPoolGrad(window), dy)
+    }
     /// `out[.., j, ..] = self[.., idx[.., j, ..], ..]` along `axis` (indices stored as f32).
     pub fn gather(&self, axis: usize, idx: &Tensor) -> Result<Tensor> {
         self.op2(Op::Gather { axis }, idx)

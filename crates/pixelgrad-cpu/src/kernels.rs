@@ -35,6 +35,14 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
             let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| Error::backend("depthwise_conv", backend, "window does not fit"))?;
             T::depthwise(x[0], d, x[1], w, oh, ow)
         }
+        Op::MaxPool(w) | Op::MaxPoolGrad(w) => {
+            let d = &shapes[0].0;
+            let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| Error::backend(op.name(), backend, "window does not fit"))?;
+            match op {
+                Op::MaxPool(_) => window::max_pool(x[0], d, w, oh, ow),
+                _ => window::max_pool_grad(x[0], d, x[1], w, oh, ow),
+            }
+        }
         Op::Gather { axis } => index::gather(backend, x[0], &shapes[0].0, x[1], &shapes[1].0, *axis)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(backend, x[0], &shapes[0].0, x[1], *axis, *size)?,
         // Reshape moves no data; `execute` shares the storage before getting here, but a copy

@@ -1,6 +1,7 @@
-//! Sliding windows: im2col and its adjoint col2im (NCHW). Both are split into independent
-//! output rows (im2col: one column-matrix row per (n, c, i, j); col2im: one image plane per
-//! (n, c)), so they parallelise without write conflicts.
+//! Sliding windows (NCHW): im2col and its adjoint col2im, the depthwise convolution, and max
+//! pooling and its gradient. Each is split into independent output rows or planes (im2col:
+//! one column-matrix row per (n, c, i, j); the others one image plane per (n, c)), so they
+//! parallelise without write conflicts.
 
 use pixelgrad_core::Window;
 
@@ -123,6 +124,68 @@ pub fn depthwise<T: Element>(x: &[T], dims: &[usize], k: &[T], w: &Window, oh: u
                     let row = &src[y * wd..(y + 1) * wd];
                     for (t, d) in dst[oy * ow + lo..oy * ow + hi].iter_mut().enumerate() {
                         *d += row[x0 + t * w.stride_w] * tap;
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
+/// The maximum of window `(oy, ox)` of one image plane and how many taps equal it: taps in
+/// `(i, j)` order, padding skipped, a later tap replacing the maximum only if greater
+/// (`Op::MaxPool`). The padding is smaller than the window, so some tap is inside.
+#[inline]
+fn window_max<T: Element>(plane: &[T], h: usize, wd: usize, w: &Window, oy: usize, ox: usize) -> (T, usize) {
+    let mut best: Option<(T, usize)> = None;
+    for i in 0..w.kh {
+        let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else { continue };
+        for j in 0..w.kw {
+            let Some(x) = src_coord(ox, w.stride_w, j, w.pad_w, wd) else { continue };
+            let v = plane[y * wd + x];
+            best = match best {
+                None => Some((v, 1)),
+                Some((m, _)) if v > m => Some((v, 1)),
+                Some((m, n)) if v == m => Some((m, n + 1)),
+                keep => keep,
+            };
+        }
+    }
+    best.unwrap_or((T::ZERO, 1))
+}
+
+/// Max pooling `[N, C, H, W]` → `[N, C, OH, OW]` (`Op::MaxPool`), one output plane per (n, c).
+pub fn max_pool<T: Element>(x: &[T], dims: &[usize], w: &Window, oh: usize, ow: usize) -> Vec<T> {
+    let (h, wd) = (dims[2], dims[3]);
+    let mut out = vec![T::ZERO; dims[0] * dims[1] * oh * ow];
+    for_chunks(&mut out, oh * ow, |plane, dst| {
+        let src = &x[plane * h * wd..(plane + 1) * h * wd];
+        for (p, d) in dst.iter_mut().enumerate() {
+            *d = window_max(src, h, wd, w, p / ow, p % ow).0;
+        }
+    });
+    out
+}
+
+/// The gradient of max pooling (`Op::MaxPoolGrad`): every window passes `dy / ties` to each tap
+/// equal to its maximum; one input plane per (n, c), windows in (oy, ox) order.
+pub fn max_pool_grad<T: Element>(x: &[T], dims: &[usize], dy: &[T], w: &Window, oh: usize, ow: usize) -> Vec<T> {
+    let (h, wd) = (dims[2], dims[3]);
+    let mut out = vec![T::ZERO; x.len()];
+    for_chunks(&mut out, h * wd, |plane, dst| {
+        let src = &x[plane * h * wd..(plane + 1) * h * wd];
+        let g = &dy[plane * oh * ow..(plane + 1) * oh * ow];
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let (m, ties) = window_max(src, h, wd, w, oy, ox);
+                let share = g[oy * ow + ox] / T::from_usize(ties);
+                for i in 0..w.kh {
+                    let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else { continue };
+                    for j in 0..w.kw {
+                        let Some(xx) = src_coord(ox, w.stride_w, j, w.pad_w, wd) else { continue };
+                        if src[y * wd + xx] == m {
+                            dst[y * wd + xx] += share;
+                        }
                     }
                 }
             }

@@ -34,6 +34,8 @@ pub const BODIES: &[(&str, &str)] = &[
     ("im2col", include_str!("shaders/im2col.glsl")),
     ("col2im", include_str!("shaders/col2im.glsl")),
     ("depthwise_conv", include_str!("shaders/depthwise_conv.glsl")),
+    ("max_pool", concat!(include_str!("shaders/window_max.glsl"), include_str!("shaders/max_pool.glsl"))),
+    ("max_pool_grad", concat!(include_str!("shaders/window_max.glsl"), include_str!("shaders/max_pool_grad.glsl"))),
     ("gather", include_str!("shaders/gather.glsl")),
     ("scatter_add", include_str!("shaders/scatter_add.glsl")),
     ("view", include_str!("shaders/view.glsl")),

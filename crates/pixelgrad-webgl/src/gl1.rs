@@ -13,7 +13,7 @@
 //!   product and intermediate is a whole number below 2^24, where f32 is exact; `pg_divmod`
 //!   corrects the one rounding, division's) and every int uniform is sent as a float;
 //! - loops have constant bounds and an early `break`: [`MAX_LOOP`] for the matmul k loop and
-//!   scatter-add's source loop, [`MAX_WINDOW`] for col2im's and depthwise_conv's window, `GROUP` for reductions;
+//!   scatter-add's source loop, [`MAX_WINDOW`] for the windows of col2im, depthwise_conv and max pooling, `GROUP` for reductions;
 //!   longer loops are refused with [`pixelgrad_core::Error::Limit`];
 //! - no `layout(location)` outputs: `gl_FragColor`, one render target (the 4-target matmul is
 //!   never used, so `WEBGL_draw_buffers` is not needed);
@@ -52,6 +52,8 @@ pub const BODIES: &[(&str, &str)] = &[
     ("im2col", include_str!("shaders/gl1/im2col.glsl")),
     ("col2im", include_str!("shaders/gl1/col2im.glsl")),
     ("depthwise_conv", include_str!("shaders/gl1/depthwise_conv.glsl")),
+    ("max_pool", concat!(include_str!("shaders/gl1/window_max.glsl"), include_str!("shaders/gl1/max_pool.glsl"))),
+    ("max_pool_grad", concat!(include_str!("shaders/gl1/window_max.glsl"), include_str!("shaders/gl1/max_pool_grad.glsl"))),
     ("gather", include_str!("shaders/gl1/gather.glsl")),
     ("scatter_add", include_str!("shaders/gl1/scatter_add.glsl")),
     ("view", include_str!("shaders/gl1/view.glsl")),

@@ -6,8 +6,7 @@ use crate::pipelines::{full_source, prelude};
 use crate::wgsl::{map_source, with_fused_input};
 
 fn validate(name: &str, src: &str) {
-    let module = naga::front::wgsl::parse_str(src)
-        .unwrap_or_else(|e| panic!("{name}.wgsl does not parse:\n{}", e.emit_to_string(src)));
+    let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{name}.wgsl does not parse:\n{}", e.emit_to_string(src)));
     // Subgroup operations: the shared-A register matmuls broadcast A across lanes.
     // f16 for the shader-f16 matmul.
     let caps = naga::valid::Capabilities::default() | naga::valid::Capabilities::SUBGROUP | naga::valid::Capabilities::SHADER_FLOAT16;
@@ -50,10 +49,20 @@ fn every_wgsl_file_is_a_kernel() {
         if stem == "common" {
             continue;
         }
-        assert!(names.contains(&stem.as_str()), "{} is not registered in ops::all_kernels", path.display());
-        // The registered source is this file's text.
         let text = std::fs::read_to_string(&path).unwrap();
+        // A snippet shared by several kernels (put before their own text) is no kernel itself.
+        if stem == SNIPPETS[0] {
+            assert!(all_kernels().iter().any(|k| k.source.starts_with(&text)), "snippet {} is used by no kernel", path.display());
+            continue;
+        }
+        assert!(names.contains(&stem.as_str()), "{} is not registered in ops::all_kernels", path.display());
+        // The registered source is this file's text, after any shared snippet.
         let k = all_kernels().into_iter().find(|k| k.name == stem).unwrap();
-        assert_eq!(k.source, text);
+        let snippet = std::fs::read_to_string(dir.join(format!("{}.wgsl", SNIPPETS[0]))).unwrap();
+        let rest = k.source.strip_prefix(snippet.as_str()).unwrap_or(&k.source);
+        assert_eq!(rest, text);
     }
 }
+
+/// The kernel source shared by several kernels (`concat!`ed before their own files).
+const SNIPPETS: [&str; 1] = ["window_max"];

@@ -1,4 +1,4 @@
-//! reduce, matmul, im2col, col2im, depthwise_conv.
+//! reduce, matmul, im2col, col2im, depthwise_conv, max_pool (and its gradient).
 
 use pixelgrad_core::{Device, Op, ReduceOp, Tensor, Window};
 
@@ -289,5 +289,30 @@ pub async fn depthwise(dev: &Device, read: Read) -> Outcome {
                 .grad_tol(accumulate(w.kh * w.kw * dims[0] * dims[2] * dims[3]).scaled(GRAD_FACTOR))
         })
         .collect();
+    check_all_with(dev, &cases, read).await
+}
+
+/// Max pooling on the im2col windows whose padding is smaller than the window (plus 2x2
+/// stride 2, a 3x3 stride 1 with overlapping windows, and a window as large as the image),
+/// once on random values and once on whole numbers in 0..3, so that most windows hold ties and
+/// the gradient splits between them. The gradient is `max_pool_grad`.
+pub async fn max_pool(dev: &Device, read: Read) -> Outcome {
+    let mut ws: Vec<_> = windows().into_iter().filter(|(_, _, w)| w.pad_h < w.kh && w.pad_w < w.kw).collect();
+    ws.push(("k2s2", vec![2, 3, 8, 6], Window::square(2, 2, 0)));
+    ws.push(("k3s1_overlap", vec![1, 2, 6, 7], Window::square(3, 1, 0)));
+    ws.push(("whole_image", vec![2, 2, 5, 4], Window { kh: 5, kw: 4, stride_h: 1, stride_w: 1, pad_h: 0, pad_w: 0 }));
+    let mut cases = Vec::new();
+    for (name, dims, w) in ws {
+        // Each pixel receives from at most ceil(kh / sh) * ceil(kw / sw) windows.
+        let fan = w.kh.div_ceil(w.stride_h) * w.kw.div_ceil(w.stride_w);
+        for (suffix, gen) in [("", Gen::Uniform(-1.0, 1.0)), ("_ties", Gen::Indices(3))] {
+            cases.push(
+                Case::new("max_pool", format!("{name}{suffix}"), move |_, x| x[0].max_pool(w))
+                    .input(dims.clone(), gen)
+                    .tol(EXACT)
+                    .grad_tol(accumulate(fan)),
+            );
+        }
+    }
     check_all_with(dev, &cases, read).await
 }

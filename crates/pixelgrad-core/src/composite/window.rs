@@ -1,6 +1,7 @@
-//! Convolution and pooling via im2col: a window op turns each receptive field into a column,
-//! then a matmul (convolution) or a reduction (pooling) finishes the job. Their gradients come
-//! from im2col's adjoint, col2im.
+//! Convolution and average pooling via im2col: a window op turns each receptive field into a
+//! column, then a matmul (convolution) or a reduction (pooling) finishes the job. Their
+//! gradients come from im2col's adjoint, col2im. Max pooling is its own primitive, read
+//! straight from the image.
 
 use crate::op::Window;
 use crate::tensor::Tensor;
@@ -48,40 +49,29 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: usize,
     Ok(y)
 }
 
-fn pool_cols(op: &'static str, x: &Tensor, k: usize, stride: usize, pad_value: Option<f32>, padding: usize) -> Result<(Tensor, [usize; 4], usize)> {
+/// The `k`x`k` windows of `x` as columns `[N*C, k*k, OH*OW]` (padding reads 0) and the pooled
+/// shape.
+fn pool_cols(op: &'static str, x: &Tensor, k: usize, stride: usize, padding: usize) -> Result<(Tensor, [usize; 4], usize)> {
     let [n, c, h, w] = rank4(op, x)?;
-    let mut src = x.reshape([n * c, 1, h, w])?;
-    let (mut hh, mut ww) = (h, w);
-    if padding > 0 {
-        if let Some(v) = pad_value {
-            // Pad with `v` (not zero) exactly: pad(x) + pad(ones)*(-v) + v leaves the inside
-            // untouched and puts `v` in the border.
-            let p = [0, 0, padding, padding];
-            let inside = Tensor::ones(x.device(), [n * c, 1, h, w])?.pad(&p, &p)?;
-            src = src.pad(&p, &p)?.add(&inside.affine(-v, v)?)?;
-            hh += 2 * padding;
-            ww += 2 * padding;
-        }
-    }
-    let inner_pad = if pad_value.is_some() { 0 } else { padding };
-    let win = Window::square(k, stride, inner_pad);
-    let (oh, ow) = win.out_hw(hh, ww).ok_or_else(|| Error::Shape {
+    let win = Window::square(k, stride, padding);
+    let (oh, ow) = win.out_hw(h, w).ok_or_else(|| Error::Shape {
         op,
         shapes: vec![x.dims().to_vec()],
         backend: x.device().name(),
         msg: format!("a {k}x{k} window with stride {stride} does not fit"),
     })?;
-    Ok((src.im2col(win)?, [n, c, oh, ow], k * k))
+    Ok((x.reshape([n * c, 1, h, w])?.im2col(win)?, [n, c, oh, ow], k * k))
 }
 
-/// Max pooling over `k`x`k` windows. Padding counts as -infinity (never selected).
+/// Max pooling over `k`x`k` windows ([`Op::MaxPool`](crate::Op::MaxPool): one pass, no
+/// im2col columns). Padding is never selected and must be smaller than `k`.
 pub fn max_pool2d(x: &Tensor, k: usize, stride: usize, padding: usize) -> Result<Tensor> {
-    let (cols, [n, c, oh, ow], _) = pool_cols("max_pool2d", x, k, stride, Some(-3.0e38), padding)?;
-    cols.max_axis(1, true)?.reshape([n, c, oh, ow])
+    rank4("max_pool2d", x)?;
+    x.max_pool(Window::square(k, stride, padding))
 }
 
 /// Average pooling over `k`x`k` windows; padded positions count as zeros in the average.
 pub fn avg_pool2d(x: &Tensor, k: usize, stride: usize, padding: usize) -> Result<Tensor> {
-    let (cols, [n, c, oh, ow], kk) = pool_cols("avg_pool2d", x, k, stride, None, padding)?;
+    let (cols, [n, c, oh, ow], kk) = pool_cols("avg_pool2d", x, k, stride, padding)?;
     cols.sum_axis(1, true)?.mul_scalar(1.0 / kk as f32)?.reshape([n, c, oh, ow])
 }

@@ -1,5 +1,6 @@
 //! Pooling on im2col: every window becomes a column of `[N*C, kh*kw, L]`, reduced along the
-//! window axis. Padding (asymmetric, `auto_pad`, the extra end rows of `ceil_mode`) is an
+//! window axis. Max pooling with symmetric padding, no dilation and no `ceil_mode` rows is one
+//! `max_pool` pass instead. Padding (asymmetric, `auto_pad`, the extra end rows of `ceil_mode`) is an
 //! explicit pad first: `-3e38` for max pooling (never selected), zeros for averages, whose
 //! divisors (with or without `count_include_pad`) are computed on the host from the geometry.
 
@@ -35,6 +36,15 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 return Err(cx.err("the Indices output is not supported"));
             }
             let x = cx.t(ins, 0)?;
+            let win = geometry(cx, &x)?;
+            let symmetric = win.pad_begin == win.pad_end && win.ceil_extra == [0, 0];
+            if symmetric && win.dilation == [1, 1] && win.pad_begin[0] < win.k[0] && win.pad_begin[1] < win.k[1] {
+                // One pass, reading the image directly (padding never selected).
+                let [kh, kw] = win.k;
+                let [sh, sw] = win.stride;
+                let w = Window { kh, kw, stride_h: sh, stride_w: sw, pad_h: win.pad_begin[0], pad_w: win.pad_begin[1] };
+                return out(x.max_pool(w)?);
+            }
             let (cols, shape) = windows(cx, &x, Some(NEG))?;
             out(cols.max_axis(1, true)?.reshape(shape)?)
         }

@@ -59,6 +59,8 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         Op::Im2Col(w) => window::im2col(sh, ts[0], shapes[0], *w, out)?,
         Op::Col2Im { window: w, h, w: wd } => window::col2im(sh, ts[0], *w, *h, *wd, out)?,
         Op::DepthwiseConv(w) => window::depthwise(sh, ts[0], ts[1], shapes[0], *w, out)?,
+        Op::MaxPool(w) => window::max_pool(sh, ts[0], shapes[0], *w, out)?,
+        Op::MaxPoolGrad(w) => window::max_pool_grad(sh, ts[0], ts[1], shapes[0], *w)?,
         Op::Gather { axis } => index::gather(sh, ts[0], ts[1], shapes[0], shapes[1], *axis)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(sh, ts[0], ts[1], shapes[0], *axis, *size)?,
         // No data moves: the output shares the input's texture.

@@ -1,6 +1,6 @@
 //! im2col and col2im (col2im as a gather over the windows covering each pixel, so no two
-//! fragments ever write the same output), and the depthwise convolution, which reads its
-//! windows directly.
+//! fragments ever write the same output), and the depthwise convolution and max pooling, which
+//! read their windows directly (max pooling's gradient gathers like col2im).
 
 use std::rc::Rc;
 
@@ -46,4 +46,21 @@ pub(crate) fn depthwise(sh: &Rc<Shared>, x: &GlTensor, k: &GlTensor, s: &Shape, 
     super::gl1::loop_bound(sh, "depthwise_conv", bound, w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("depthwise_conv", "window does not fit"))?;
     sh.run(window_pass("depthwise_conv", x, w, c, h, wd, oh, ow).input("u_k", k), out.numel())
+}
+
+/// [`pixelgrad_core::Op::MaxPool`]: one window scan per output.
+pub(crate) fn max_pool(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out: &Shape) -> Result<GlTensor> {
+    let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
+    super::gl1::loop_bound(sh, "max_pool", "webgl1 max_pool window (GLSL ES 1.00 constant bound)", w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
+    let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("max_pool", "window does not fit"))?;
+    sh.run(window_pass("max_pool", x, w, c, h, wd, oh, ow), out.numel())
+}
+
+/// [`pixelgrad_core::Op::MaxPoolGrad`]: a gather over the windows covering each pixel.
+pub(crate) fn max_pool_grad(sh: &Rc<Shared>, x: &GlTensor, dy: &GlTensor, s: &Shape, w: Window) -> Result<GlTensor> {
+    let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
+    let bound = "webgl1 max_pool_grad window (GLSL ES 1.00 constant bound)";
+    super::gl1::loop_bound(sh, "max_pool_grad", bound, w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
+    let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("max_pool_grad", "window does not fit"))?;
+    sh.run(window_pass("max_pool_grad", x, w, c, h, wd, oh, ow).input("u_b", dy), s.numel())
 }

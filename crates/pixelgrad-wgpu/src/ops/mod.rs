@@ -41,6 +41,8 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &window::IM2COL,
         &window::COL2IM,
         &window::DEPTHWISE,
+        &window::MAX_POOL,
+        &window::MAX_POOL_GRAD,
         &index::GATHER,
         &index::SCATTER_ADD,
         &layout::COPY,
@@ -88,6 +90,8 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::Im2Col(w) => window::im2col(gpu, w, input(0)?, shapes[0], out, &res)?,
         Op::Col2Im { window: w, h, w: wd } => window::col2im(gpu, w, *h, *wd, input(0)?, out, &res)?,
         Op::DepthwiseConv(w) => window::depthwise(gpu, w, input(0)?, input(1)?, shapes[0], out, &res)?,
+        Op::MaxPool(w) => window::max_pool(gpu, w, input(0)?, shapes[0], out, &res)?,
+        Op::MaxPoolGrad(w) => window::max_pool_grad(gpu, w, input(0)?, input(1)?, shapes[0], &res)?,
         Op::Gather { axis } => index::gather(gpu, *axis, input(0)?, input(1)?, shapes, out, &res)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(gpu, *axis, *size, input(0)?, input(1)?, shapes, &res)?,
         // Core shares storage for reshape and never sends it; the backend handles it before

@@ -1,5 +1,6 @@
-//! im2col and its adjoint col2im (the building blocks of convolution and pooling), and the
-//! depthwise convolution, which reads its windows directly.
+//! im2col and its adjoint col2im (the building blocks of convolution and average pooling), and
+//! the depthwise convolution and max pooling (with its gradient), which read their windows
+//! directly.
 
 use std::borrow::Cow;
 
@@ -21,6 +22,22 @@ pub(crate) const IM2COL: Kernel = Kernel {
 pub(crate) const DEPTHWISE: Kernel = Kernel {
     name: Cow::Borrowed("depthwise_conv"),
     source: Cow::Borrowed(include_str!("../kernels/depthwise_conv.wgsl")),
+    inputs: 2,
+    outputs: 1,
+    overrides: &[],
+    status: false,
+};
+pub(crate) const MAX_POOL: Kernel = Kernel {
+    name: Cow::Borrowed("max_pool"),
+    source: Cow::Borrowed(concat!(include_str!("../kernels/window_max.wgsl"), include_str!("../kernels/max_pool.wgsl"))),
+    inputs: 1,
+    outputs: 1,
+    overrides: &[],
+    status: false,
+};
+pub(crate) const MAX_POOL_GRAD: Kernel = Kernel {
+    name: Cow::Borrowed("max_pool_grad"),
+    source: Cow::Borrowed(concat!(include_str!("../kernels/window_max.wgsl"), include_str!("../kernels/max_pool_grad.wgsl"))),
     inputs: 2,
     outputs: 1,
     overrides: &[],
@@ -99,4 +116,22 @@ pub(crate) fn depthwise(gpu: &Gpu, win: &Window, x: &GpuTensor, k: &GpuTensor, s
     let o = out.dims();
     let grid = grid(gpu, "depthwise_conv", o[2] * o[3], d[1], d[0])?;
     gpu.launch("depthwise_conv", &DEPTHWISE, &[], &[x.buffer(), k.buffer()], res.buffer(), &p, grid)
+}
+
+/// [`pixelgrad_core::Op::MaxPool`]: one invocation per output position (as the depthwise
+/// convolution).
+pub(crate) fn max_pool(gpu: &Gpu, win: &Window, x: &GpuTensor, shape: &Shape, out: &Shape, res: &GpuTensor) -> Result<()> {
+    let d = shape.dims();
+    let p = params("max_pool", d[0], d[1], d[2], d[3], win)?;
+    let o = out.dims();
+    let grid = grid(gpu, "max_pool", o[2] * o[3], d[1], d[0])?;
+    gpu.launch("max_pool", &MAX_POOL, &[], &[x.buffer()], res.buffer(), &p, grid)
+}
+
+/// [`pixelgrad_core::Op::MaxPoolGrad`]: one invocation per input pixel (as col2im).
+pub(crate) fn max_pool_grad(gpu: &Gpu, win: &Window, x: &GpuTensor, dy: &GpuTensor, shape: &Shape, res: &GpuTensor) -> Result<()> {
+    let d = shape.dims();
+    let p = params("max_pool_grad", d[0], d[1], d[2], d[3], win)?;
+    let grid = grid(gpu, "max_pool_grad", d[2] * d[3], d[1], d[0])?;
+    gpu.launch("max_pool_grad", &MAX_POOL_GRAD, &[], &[x.buffer(), dy.buffer()], res.buffer(), &p, grid)
 }
