@@ -184,6 +184,21 @@ fn undone(s: &Storage) -> bool {
 fn run_as_epilogue(b: &WgpuBackend, p: &Pending<Storage>) -> Result<Option<Storage>> {
     let Some(given) = epilogue_of(p) else { return Ok(None) };
     let Some(mm) = p.leaves[given].0.downcast::<LazyMatmul>() else { return Ok(None) };
+    // A computation on a reshape of the product (a convolution's [N, O, OH, OW] view of its
+    // [N, O, OH*OW] product) is read in the product's shape, when its other leaves follow
+    // the reshape; the result is the same elements in the same flat order.
+    let viewed;
+    let p = if p.shape == mm.out {
+        p
+    } else {
+        match p.viewed_as(&mm.out) {
+            Some(v) => {
+                viewed = v;
+                &viewed
+            }
+            None => return Ok(None),
+        }
+    };
     let shapes = [&mm.shapes[0], &mm.shapes[1]];
     if !crate::ops::matmul::takes_epilogue(&b.gpu, mm.trans_a, mm.trans_b, &shapes, &mm.out, p.launch.params.len(), p.leaves.len() - 1) {
         return Ok(None);
@@ -276,8 +291,8 @@ pub(crate) fn settle(b: &WgpuBackend) -> Result<()> {
     Ok(())
 }
 
-/// The leaf of `p` that is a pending matmul of `p`'s own shape, read once: what
-/// [`run_as_epilogue`] can fold `p` into.
+/// The leaf of `p` that is a pending matmul of `p`'s own shape (or a reshape of it), read
+/// once: what [`run_as_epilogue`] can fold `p` into.
 fn epilogue_of(p: &Pending<Storage>) -> Option<usize> {
     // Short computations only (a bias add and activation): the register kernels inline the
     // epilogue once per stored value (up to 256), and a long one (an optimizer update) makes
@@ -285,10 +300,9 @@ fn epilogue_of(p: &Pending<Storage>) -> Option<usize> {
     if p.nodes() > MAX_EPILOGUE_NODES || p.inputs() > MAX_EPILOGUE_INPUTS {
         return None;
     }
-    let given = p
-        .leaves
-        .iter()
-        .position(|(s, sh)| sh == &p.shape && s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done() && m.out == p.shape))?;
+    let given = p.leaves.iter().position(|(s, sh)| {
+        sh == &p.shape && s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done() && m.out.numel() == p.shape.numel())
+    })?;
     (p.leaves.iter().filter(|(s, _)| s.ptr_eq(&p.leaves[given].0)).count() == 1).then_some(given)
 }
 

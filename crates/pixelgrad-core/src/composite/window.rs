@@ -42,11 +42,12 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: usize,
     })?;
     let cols = x.im2col(win)?; // [N, C*kh*kw, OH*OW]
     let wm = weight.reshape([wd[0], c * wd[2] * wd[3]])?; // [O, C*kh*kw]
-    let mut y = wm.matmul(&cols)?.reshape([n, wd[0], oh, ow])?;
+    let mut y = wm.matmul(&cols)?; // [N, O, OH*OW]
     if let Some(b) = bias {
-        y = y.add(&b.reshape([1, wd[0], 1, 1])?)?;
+        // Added before the reshape, so a GPU backend applies it as the product's epilogue.
+        y = y.add(&b.reshape([1, wd[0], 1])?)?;
     }
-    Ok(y)
+    y.reshape([n, wd[0], oh, ow])
 }
 
 /// The `k`x`k` windows of `x` as columns `[N*C, k*k, OH*OW]` (padding reads 0) and the pooled

@@ -47,8 +47,10 @@ impl<L> Pending<L> {
         self.launch.kernel.nodes().len()
     }
     /// This computation read as `shape` (the same number of elements), as a reshape of its
-    /// result would read it: possible when every leaf has the computation's own shape or is
-    /// one element, since element `i` then depends on element `i` of each leaf alone.
+    /// result would read it. Possible when every leaf reshapes along: the two shapes split
+    /// into blocks of axes with equal products (see [`reshape_blocks`]), and in every block
+    /// a leaf either has the computation's extents or is broadcast (extent 1) throughout, so
+    /// element `i` of the result still reads the same element of each leaf.
     pub fn viewed_as(&self, shape: &Shape) -> Option<Pending<L>>
     where
         L: Clone,
@@ -56,10 +58,15 @@ impl<L> Pending<L> {
         if shape == &self.shape {
             return Some(self.clone());
         }
-        if shape.numel() != self.shape.numel() || !self.leaves.iter().all(|(_, s)| s == &self.shape || s.numel() == 1) {
+        if shape.numel() != self.shape.numel() {
             return None;
         }
-        let leaves = self.leaves.iter().map(|(l, s)| (l.clone(), if s == &self.shape { shape.clone() } else { s.clone() })).collect();
+        let blocks = reshape_blocks(self.shape.dims(), shape.dims())?;
+        let leaves = self
+            .leaves
+            .iter()
+            .map(|(l, s)| Some((l.clone(), leaf_reshaped(s, &self.shape, shape, &blocks)?)))
+            .collect::<Option<Vec<_>>>()?;
         Some(Pending { launch: self.launch.clone(), leaves, shape: shape.clone(), ops: self.ops.clone() })
     }
 
@@ -72,6 +79,71 @@ impl<L> Pending<L> {
         }
         s
     }
+}
+
+/// The blocks of a reshape from `from` to `to`: pairs of axis ranges `(from_axes, to_axes)`,
+/// in order, whose extents have equal products, each as short as the two shapes allow (so a
+/// block is a run of axes merged or split by the reshape). `None` when the element counts
+/// differ or are zero.
+pub fn reshape_blocks(from: &[usize], to: &[usize]) -> Option<Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>> {
+    let n = from.iter().product::<usize>();
+    if n == 0 || n != to.iter().product::<usize>() {
+        return None;
+    }
+    let (mut i, mut j) = (0, 0);
+    let mut blocks = Vec::new();
+    while i < from.len() || j < to.len() {
+        let (i0, j0) = (i, j);
+        let (mut a, mut b) = (1usize, 1usize);
+        // Grow the side with the smaller product (each side takes an axis first, if it has
+        // one left) until the products agree.
+        loop {
+            if i < from.len() && (i == i0 || a < b || j == to.len()) {
+                a *= from[i];
+                i += 1;
+            } else if j < to.len() {
+                b *= to[j];
+                j += 1;
+            } else {
+                break;
+            }
+            if a == b && (i > i0 || i == from.len()) && (j > j0 || j == to.len()) {
+                break;
+            }
+        }
+        if a != b {
+            return None;
+        }
+        blocks.push((i0..i, j0..j));
+    }
+    Some(blocks)
+}
+
+/// The shape of a leaf read broadcast to `from` when the computation is read as `to` instead,
+/// or `None` if some block of the reshape is neither full nor broadcast in the leaf.
+fn leaf_reshaped(leaf: &Shape, from: &Shape, to: &Shape, blocks: &[(std::ops::Range<usize>, std::ops::Range<usize>)]) -> Option<Shape> {
+    if leaf == from {
+        return Some(to.clone());
+    }
+    if leaf.numel() == 1 {
+        return Some(leaf.clone());
+    }
+    // The leaf's extents aligned to `from` (missing leading axes are broadcast).
+    let pad = from.rank().checked_sub(leaf.rank())?;
+    let ext = |k: usize| if k < pad { 1 } else { leaf.dims()[k - pad] };
+    let mut out = Vec::with_capacity(to.rank());
+    for (fa, ta) in blocks {
+        let full = fa.clone().all(|k| ext(k) == from.dims()[k]);
+        let one = fa.clone().all(|k| ext(k) == 1);
+        if full {
+            out.extend_from_slice(&to.dims()[ta.clone()]);
+        } else if one {
+            out.extend(std::iter::repeat_n(1, ta.len()));
+        } else {
+            return None;
+        }
+    }
+    Some(Shape(out))
 }
 
 /// `launch` (the op named `op`) applied to `args`, producing `out`, as one computation:
@@ -279,6 +351,40 @@ mod tests {
 
     fn s(d: &[usize]) -> Shape {
         Shape::from(d)
+    }
+
+    #[test]
+    fn reshape_blocks_pair_merged_and_split_axes() {
+        let b = |f: &[usize], t: &[usize]| reshape_blocks(f, t);
+        assert_eq!(b(&[2, 3, 20], &[2, 3, 4, 5]), Some(vec![(0..1, 0..1), (1..2, 1..2), (2..3, 2..4)]));
+        assert_eq!(b(&[6, 4], &[2, 3, 4]), Some(vec![(0..1, 0..2), (1..2, 2..3)]));
+        assert_eq!(b(&[2, 1, 3], &[2, 3]), Some(vec![(0..1, 0..1), (1..3, 1..2)]));
+        assert_eq!(b(&[6], &[6, 1]), Some(vec![(0..1, 0..1), (1..1, 1..2)]));
+        // 4 * 6 as 3 * 8: one block of everything.
+        assert_eq!(b(&[4, 6], &[3, 8]), Some(vec![(0..2, 0..2)]));
+        assert_eq!(b(&[4, 6], &[5, 5]), None);
+        assert_eq!(b(&[0, 3], &[3, 0]), None);
+    }
+
+    #[test]
+    fn broadcast_leaves_follow_a_reshape_that_keeps_their_axes() {
+        // (x [2, 3, 20] + bias [1, 3, 1]) read as [2, 3, 4, 5]: the bias becomes [1, 3, 1, 1].
+        let add = BinaryOp::Add.launch().unwrap();
+        let p =
+            compose(&add, "add", &[Arg::Leaf("x", s(&[2, 3, 20])), Arg::Leaf("b", s(&[1, 3, 1]))], &s(&[2, 3, 20]), |a, b| a == b).unwrap();
+        let v = p.viewed_as(&s(&[2, 3, 4, 5])).unwrap();
+        assert_eq!(v.leaves, vec![("x", s(&[2, 3, 4, 5])), ("b", s(&[1, 3, 1, 1]))]);
+        // And back, and with a missing leading axis ([3, 1] read as [2, 3, 20]).
+        let back = v.viewed_as(&s(&[2, 3, 20])).unwrap();
+        assert_eq!(back.leaves, p.leaves);
+        let q =
+            compose(&add, "add", &[Arg::Leaf("x", s(&[2, 3, 20])), Arg::Leaf("c", s(&[3, 1]))], &s(&[2, 3, 20]), |a, b| a == b).unwrap();
+        assert!(q.viewed_as(&s(&[6, 20])).is_none(), "merging the batch and channel axes splits the leaf's block");
+        assert_eq!(q.viewed_as(&s(&[2, 3, 2, 10])).unwrap().leaves[1], ("c", s(&[1, 3, 1, 1])));
+        // A leaf that is neither full nor broadcast over a block cannot follow.
+        let r = compose(&add, "add", &[Arg::Leaf("x", s(&[4, 6])), Arg::Leaf("d", s(&[1, 6]))], &s(&[4, 6]), |a, b| a == b).unwrap();
+        assert!(r.viewed_as(&s(&[3, 8])).is_none());
+        assert_eq!(r.viewed_as(&s(&[4, 2, 3])).unwrap().leaves[1], ("d", s(&[1, 2, 3])));
     }
 
     #[test]
