@@ -67,8 +67,16 @@ fn pool_cols(op: &'static str, x: &Tensor, k: usize, stride: usize, padding: usi
 /// Max pooling over `k`x`k` windows ([`Op::MaxPool`](crate::Op::MaxPool): one pass, no
 /// im2col columns). Padding is never selected and must be smaller than `k`.
 pub fn max_pool2d(x: &Tensor, k: usize, stride: usize, padding: usize) -> Result<Tensor> {
-    rank4("max_pool2d", x)?;
-    x.max_pool(Window::square(k, stride, padding))
+    let [_, _, h, w] = rank4("max_pool2d", x)?;
+    let win = Window::square(k, stride, padding);
+    let bad = |msg: String| Error::Shape { op: "max_pool2d", shapes: vec![x.dims().to_vec()], backend: x.device().name(), msg };
+    if padding >= k {
+        return Err(bad(format!("padding {padding} must be smaller than the {k}x{k} window")));
+    }
+    if win.out_hw(h, w).is_none() {
+        return Err(bad(format!("a {k}x{k} window with stride {stride} does not fit")));
+    }
+    x.max_pool(win)
 }
 
 /// Average pooling over `k`x`k` windows; padded positions count as zeros in the average.

@@ -1,6 +1,9 @@
-//! Reductions as multi-pass trees: each pass combines up to [`GROUP`] consecutive elements
-//! along the axis, so a sum of n values takes ceil(log_16 n) passes and every partial sum
-//! adds at most 16 terms (which also keeps f32 rounding error low on long sums).
+//! Reductions as multi-pass trees: each pass combines a group of consecutive elements along
+//! the axis. On WebGL2 a group holds up to [`MAX_GROUP`] elements, balanced over the fewest
+//! passes (an axis of up to 1024 elements is one pass, up to 2^20 two), because every draw
+//! costs far more than a fragment's loop at these sizes. WebGL1's programs have the constant
+//! loop bound [`GROUP`]: ceil(log_16 n) passes there. Sums are serial within a group (about
+//! sqrt(group) roundings of error growth, 1e-6 relative at 1024 terms in practice).
 
 use std::rc::Rc;
 
@@ -13,8 +16,33 @@ use crate::dialect::{ProgramSpec, REDUCE_FUSED};
 use crate::launch::Pass;
 use crate::texture::GlTensor;
 
-/// Elements combined per output in one pass.
+/// Elements combined per output in one pass of the `webgl1` mode (its programs' constant
+/// loop bound).
 pub(crate) const GROUP: usize = 16;
+/// Most elements combined per output in one pass on WebGL2.
+pub(crate) const MAX_GROUP: usize = 1024;
+
+/// The group size of a pass over an axis of `n` elements: `n` itself up to [`MAX_GROUP`], else
+/// the `p`-th root of `n` (rounded up) for the fewest passes `p` that reach one element; always
+/// [`GROUP`] in the `webgl1` mode.
+pub(crate) fn group_for(sh: &Shared, n: usize) -> usize {
+    if sh.gl1 {
+        return GROUP;
+    }
+    if n <= MAX_GROUP {
+        return n.max(1);
+    }
+    let mut passes = 1u32;
+    while MAX_GROUP.checked_pow(passes).is_some_and(|c| c < n) {
+        passes += 1;
+    }
+    // The smallest g with g^passes >= n: the float root, corrected upwards.
+    let mut g = (n as f64).powf(1.0 / f64::from(passes)).ceil() as usize;
+    while g.checked_pow(passes).is_some_and(|c| c < n) {
+        g += 1;
+    }
+    g.clamp(2, MAX_GROUP)
+}
 
 const SUM: u32 = 0;
 const MAX: u32 = 1;
@@ -62,16 +90,17 @@ fn reduce_input(sh: &Rc<Shared>, op: ReduceOp, x: Input<'_>, outer: usize, n: us
         // Each pass takes the log-sum-exp of its group: later passes combine partial ones.
         ReduceOp::LogSumExp => tree(sh, LOG_SUM_EXP, x, outer, n, inner),
         // A short axis is one group: one pass finds the first maximum.
-        ReduceOp::ArgMax if n <= GROUP => {
-            let pass = x.pass(ARGMAX_GROUP).int("u_n", n).int("u_m", 1).int("u_inner", inner).int("u_group", GROUP);
+        ReduceOp::ArgMax if n <= group_for(sh, n) => {
+            let pass = x.pass(ARGMAX_GROUP).int("u_n", n).int("u_m", 1).int("u_inner", inner).int("u_group", n.max(1));
             sh.run(pass, outer * inner)
         }
         ReduceOp::ArgMax => {
             // Max tree first, then the first index per group that hits the maximum (3e38 when
             // none does), then a min tree over those candidates: the first maximum overall.
             let best = tree(sh, MAX, x, outer, n, inner)?;
-            let m = n.div_ceil(GROUP);
-            let pass = x.pass(FIRST_EQUAL).input("u_best", &best).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", GROUP);
+            let group = group_for(sh, n);
+            let m = n.div_ceil(group);
+            let pass = x.pass(FIRST_EQUAL).input("u_best", &best).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", group);
             let cand = sh.run(pass, outer * m * inner)?;
             if m == 1 {
                 Ok(cand)
@@ -88,12 +117,13 @@ fn tree(sh: &Rc<Shared>, config: u32, x: Input<'_>, outer: usize, mut n: usize, 
     // first reads the input itself (which may be a fused read).
     let mut cur: Option<GlTensor> = None;
     loop {
-        let m = n.div_ceil(GROUP);
+        let group = group_for(sh, n);
+        let m = n.div_ceil(group);
         let src = match &cur {
             Some(t) => Input::Texture(t),
             None => x,
         };
-        let pass = src.pass(config).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", GROUP);
+        let pass = src.pass(config).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", group);
         let next = sh.run(pass, outer * m * inner)?;
         cur = Some(next);
         n = m;
