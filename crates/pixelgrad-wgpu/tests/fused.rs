@@ -106,3 +106,34 @@ fn tiled_matmuls_fused_equal_unfused() {
         }
     }
 }
+
+/// A convolution's bias and ReLU ride on its matmul even though they are applied to the
+/// `[N, O, OH, OW]` reshape of the `[N, O, OH*OW]` product (the chain follows the reshape), and
+/// max pooling is one launch: conv + bias + ReLU + pool is im2col, the matmul with its
+/// epilogue and the pool, with the values of the unfused run. On both matmul paths.
+#[test]
+fn convolution_epilogue_and_pool_take_three_launches() {
+    use pixelgrad_core::composite::{conv2d, max_pool2d};
+    use pixelgrad_core::Tensor;
+    let vals = |n: usize, seed: usize| -> Vec<f32> { (0..n).map(|i| (((i * 29 + seed * 13) % 19) as f32 - 9.0) / 5.0).collect() };
+    for matmul in [pixelgrad_wgpu::MatmulKernel::Auto, pixelgrad_wgpu::MatmulKernel::Tiled] {
+        let run = |fuse: bool| {
+            let d = Device::new(WgpuBackend::new(WgpuOptions { fuse, matmul, ..WgpuOptions::default() }).expect("a WebGPU adapter"));
+            let x = Tensor::from_vec(&d, &vals(2 * 3 * 9 * 8, 1), [2, 3, 9, 8]).unwrap();
+            let w = Tensor::from_vec(&d, &vals(4 * 3 * 3 * 3, 2), [4, 3, 3, 3]).unwrap();
+            let b = Tensor::from_vec(&d, &vals(4, 3), [4]).unwrap();
+            d.flush().unwrap();
+            let before = d.counters().launches;
+            let y = max_pool2d(&conv2d(&x, &w, Some(&b), 1, 1).unwrap().relu().unwrap(), 2, 2, 0).unwrap();
+            d.flush().unwrap();
+            (y.to_vec().unwrap(), d.counters().launches - before)
+        };
+        let (y1, fused) = run(true);
+        let (y0, plain) = run(false);
+        let worst = y1.iter().zip(&y0).map(|(p, q)| (p - q).abs()).fold(0f32, f32::max);
+        assert!(worst <= 1e-5, "{matmul:?}: fused and unfused differ by {worst}");
+        assert!(y1.contains(&0.0) && y1.iter().any(|&v| v > 0.0), "the ReLU cuts some values");
+        assert_eq!(plain, 5, "unfused: im2col, matmul, add, relu, pool (got {plain})");
+        assert_eq!(fused, 3, "{matmul:?} fused: im2col, the matmul with bias + relu, pool (got {fused})");
+    }
+}
