@@ -312,6 +312,9 @@ impl WgpuBackend {
         if let Some(m) = s.downcast::<fusion::LazyMatmul>() {
             return m.force(self);
         }
+        if let Some(r) = s.downcast::<fusion::LazyReduce>() {
+            return r.force(self);
+        }
         if let Some(lazy) = s.downcast::<Lazy>() {
             let done = lazy.force(|p| fusion::run(self, p))?;
             return done.downcast::<GpuTensor>().ok_or_else(|| Error::backend(op, BACKEND, "a fused result is not a buffer"));

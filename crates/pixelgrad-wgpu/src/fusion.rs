@@ -19,7 +19,9 @@ use std::rc::Rc;
 
 use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
 use pixelgrad_core::kernel::Launch;
-use pixelgrad_core::{Error, Op, Result, Shape, Storage};
+use std::cell::OnceCell;
+
+use pixelgrad_core::{Error, Op, ReduceOp, Result, Shape, Storage};
 
 use crate::backend::WgpuBackend;
 use crate::context::GpuTensor;
@@ -51,6 +53,9 @@ fn fits(b: &WgpuBackend, p: &Pending<Storage>) -> bool {
 fn len_of(b: &WgpuBackend, op: &'static str, s: &Storage) -> Result<usize> {
     if let Some(m) = s.downcast::<LazyMatmul>() {
         return Ok(m.out.numel());
+    }
+    if let Some(r) = s.downcast::<LazyReduce>() {
+        return Ok(r.out.numel());
     }
     match s.downcast::<Lazy>() {
         Some(l) => Ok(l.shape().numel()),
@@ -96,9 +101,21 @@ fn reduce_fits(b: &WgpuBackend, p: &Pending<Storage>) -> bool {
 /// A reduction of a pending elementwise result reads the computation itself (a fused
 /// prologue) instead of computing it first: `Some` result then, `None` when the op is not a
 /// reduction of an inlinable pending result (it runs as usual).
+///
+/// A sum is returned pending ([`LazyReduce`]): when the next op is a sum of its result over
+/// the other end of its input (`[A, B, C]` summed over `C`, then over `A`: what the gradient
+/// of a broadcast bias asks for), both run as one launch.
 pub(crate) fn reduce(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
     let Op::Reduce { op: r, axis } = op else { return Ok(None) };
     let (Some(&input), Some(&shape)) = (inputs.first(), shapes.first()) else { return Ok(None) };
+    if let Some(first) = input.downcast::<LazyReduce>() {
+        if *r == ReduceOp::Sum && !first.is_done() {
+            pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &pixelgrad_core::Backend::name(b))?;
+            if let Some(st) = first.merged(b, *axis)? {
+                return Ok(Some(st));
+            }
+        }
+    }
     // The reduction walks its input in flat order, so the pending computation is read with
     // its own shape, whatever shape the reduction sees (a reshape keeps the flat order).
     let Some(p) = fuse::current(input, b.gpu.generation.get()) else { return Ok(None) };
@@ -106,12 +123,83 @@ pub(crate) fn reduce(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes: &[&S
         return Ok(None);
     }
     pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &pixelgrad_core::Backend::name(b))?;
+    if *r == ReduceOp::Sum {
+        let st =
+            Storage::new(LazyReduce { axis: *axis, pending: p.clone(), shape: shape.clone(), out: out.clone(), done: OnceCell::new() });
+        remember(b, &st);
+        return Ok(Some(st));
+    }
+    Ok(Some(Storage::new(run_reduce(b, *r, &p, Layout::Axis(*axis, shape), out)?)))
+}
+
+/// How a fused reduction folds its input: one axis of `shape`, or `[reps, outputs, len]`
+/// over its first and last axes.
+enum Layout<'a> {
+    Axis(usize, &'a Shape),
+    OuterAndInner { reps: usize, outputs: usize, len: usize },
+}
+
+/// Launches a reduction reading the pending computation `p` into a fresh buffer of `out`'s size.
+fn run_reduce(b: &WgpuBackend, r: ReduceOp, p: &Pending<Storage>, at: Layout<'_>, out: &Shape) -> Result<GpuTensor> {
     let ins = p.leaves.iter().map(|(s, _)| b.tensor("reduce", s)).collect::<Result<Vec<&GpuTensor>>>()?;
     let leaf_shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
     let res = GpuTensor::new(&b.gpu, "reduce", out.numel())?;
     let input = ReduceInput::Fused { launch: &p.launch, ins, shapes: leaf_shapes, of: &p.shape, label: p.label() };
-    crate::ops::reduce::reduce(&b.gpu, *r, *axis, input, shape, &res)?;
-    Ok(Some(Storage::new(res)))
+    match at {
+        Layout::Axis(axis, shape) => crate::ops::reduce::reduce(&b.gpu, r, axis, input, shape, &res)?,
+        Layout::OuterAndInner { reps, outputs, len } => crate::ops::reduce::sum_outer_and_inner(&b.gpu, reps, outputs, len, input, &res)?,
+    }
+    Ok(res)
+}
+
+/// A sum over one axis of a pending elementwise computation, not launched yet: it runs when
+/// its value is needed ([`LazyReduce::force`], or at the end of the step), or merges with the
+/// sum that reads it ([`LazyReduce::merged`]).
+pub(crate) struct LazyReduce {
+    axis: usize,
+    /// The computation summed, read in flat order.
+    pending: Pending<Storage>,
+    /// The reduction's input shape (as many elements as `pending`'s).
+    shape: Shape,
+    out: Shape,
+    done: OnceCell<Storage>,
+}
+
+impl LazyReduce {
+    pub(crate) fn is_done(&self) -> bool {
+        self.done.get().is_some()
+    }
+
+    /// The result, launching the reduction the first time.
+    pub(crate) fn force(&self, b: &WgpuBackend) -> Result<&GpuTensor> {
+        if self.done.get().is_none() {
+            let t = run_reduce(b, ReduceOp::Sum, &self.pending, Layout::Axis(self.axis, &self.shape), &self.out)?;
+            let _ = self.done.set(Storage::new(t));
+        }
+        self.done
+            .get()
+            .and_then(|s| s.downcast::<GpuTensor>())
+            .ok_or_else(|| Error::backend("reduce", BACKEND, "a reduction result is not a buffer"))
+    }
+
+    /// The sum of this result over `axis` as one launch with this one's, when the two summed
+    /// axes are the two ends of the input (every axis outside them of size 1): `None`
+    /// otherwise, and this sum then runs on its own when read.
+    fn merged(&self, b: &WgpuBackend, axis: usize) -> Result<Option<Storage>> {
+        let d = self.shape.dims();
+        let (lo, hi) = (axis.min(self.axis), axis.max(self.axis));
+        if lo == hi || hi >= d.len() || d[..lo].iter().chain(&d[hi + 1..]).any(|&e| e != 1) {
+            return Ok(None);
+        }
+        let (reps, len) = (d[lo], d[hi]);
+        let outputs: usize = d[lo + 1..hi].iter().product();
+        let mut od = d.to_vec();
+        od[lo] = 1;
+        od[hi] = 1;
+        let out = Shape(od);
+        let at = Layout::OuterAndInner { reps, outputs, len };
+        Ok(Some(Storage::new(run_reduce(b, ReduceOp::Sum, &self.pending, at, &out)?)))
+    }
 }
 
 /// A matmul not launched yet (register kernels, native CPU adapters): it runs when its value
@@ -176,7 +264,9 @@ pub(crate) fn defer_matmul(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes
 
 /// True while `s` holds a computation not run yet (a pending elementwise result or matmul).
 fn undone(s: &Storage) -> bool {
-    s.downcast::<Lazy>().is_some_and(|l| !l.is_done()) || s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done())
+    s.downcast::<Lazy>().is_some_and(|l| !l.is_done())
+        || s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done())
+        || s.downcast::<LazyReduce>().is_some_and(|r| !r.is_done())
 }
 
 /// Runs `p` as the epilogue of the pending matmul it reads, if it reads one of its own shape
@@ -256,6 +346,10 @@ pub(crate) fn settle(b: &WgpuBackend) -> Result<()> {
             // Matmuls run last (or when something reads them): a pending result of a matmul
             // computed below takes it as its epilogue.
             matmuls.push(s);
+            continue;
+        }
+        if s.downcast::<LazyReduce>().is_some_and(|r| !r.is_done()) {
+            b.tensor("settle", &s)?;
             continue;
         }
         let Some(p) = s.downcast::<Lazy>().and_then(|l| l.pending()).map(|p| p.clone()) else { continue };

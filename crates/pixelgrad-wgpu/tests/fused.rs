@@ -137,3 +137,37 @@ fn convolution_epilogue_and_pool_take_three_launches() {
         assert_eq!(fused, 3, "{matmul:?} fused: im2col, the matmul with bias + relu, pool (got {fused})");
     }
 }
+
+/// A broadcast bias's gradient, the sum of a pending `[N, O, P]` computation over `N` and `P`,
+/// is one launch (the two sums merge), and sums that cannot merge (the middle axis, or one read
+/// on its own) still give the CPU's values.
+#[test]
+fn sums_over_both_ends_of_an_axis_run_as_one_launch() {
+    use pixelgrad_core::Tensor;
+    let vals = |n: usize| -> Vec<f32> { (0..n).map(|i| ((i * 13) % 17) as f32 - 8.0).collect() };
+    let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
+    let gpu = device(true);
+    let (n, o, p) = (5, 3, 70);
+    let run = |d: &Device| {
+        let x = Tensor::from_vec(d, &vals(n * o * p), [n, o, p]).unwrap();
+        let m = Tensor::from_vec(d, &vals(o), [1, o, 1]).unwrap();
+        d.flush().unwrap();
+        let before = d.counters().launches;
+        // relu'(x) * m, summed to [1, O, 1] the way sum_to_shape does (innermost first).
+        let g = x.gt_scalar(0.0).unwrap().mul(&m).unwrap();
+        let bias = g.sum_axis(2, true).unwrap().sum_axis(0, true).unwrap();
+        let got = bias.to_vec().unwrap();
+        let launches = d.counters().launches - before;
+        // Not mergeable: the middle axis then the first, and a sum read by itself.
+        let g = x.mul(&m).unwrap();
+        let mid = g.sum_axis(1, true).unwrap().sum_axis(0, true).unwrap().to_vec().unwrap();
+        let alone = x.mul(&m).unwrap().sum_axis(2, true).unwrap().to_vec().unwrap();
+        (got, launches, mid, alone)
+    };
+    let (want, _, want_mid, want_alone) = run(&cpu);
+    let (got, launches, mid, alone) = run(&gpu);
+    assert_eq!(got, want, "bias gradient");
+    assert_eq!(mid, want_mid, "middle then first axis");
+    assert_eq!(alone, want_alone, "one sum");
+    assert_eq!(launches, 1, "the two sums of the bias gradient merge into one launch");
+}

@@ -4,7 +4,9 @@
 // TREE: one workgroup per output; each thread folds a strided part of the axis, then a tree in
 // workgroup memory combines the 256 partials (long sums keep their precision this way).
 // Otherwise one thread per output walks the (short) axis serially.
-// params [outputs, len, inner].
+// REPS > 1 (sums only) also sums `reps` copies of that layout `rep_stride` apart: the sum over
+// the first and last axes of [reps, outputs, len] (a bias gradient) in one launch.
+// params [outputs, len, inner, reps, rep_stride].
 override OP: u32 = 0u;
 override TREE: bool = true;
 
@@ -100,6 +102,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let outputs = pu(0u);
     let len = pu(1u);
     let inner = pu(2u);
+    let reps = pu(3u);
+    let rep_stride = pu(4u);
     if (!TREE) {
         // No early return on the per-thread index: WGSL's uniformity analysis (enforced by
         // browsers' Tint, not by naga) would then reject the barriers of the TREE path below.
@@ -107,8 +111,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (o < outputs) {
             let base = (o / inner) * len * inner + o % inner;
             var acc = init();
-            for (var j = 0u; j < len; j++) {
-                acc = combine(acc, elem(pg_load(base + j * inner), j));
+            for (var r = 0u; r < reps; r++) {
+                for (var j = 0u; j < len; j++) {
+                    acc = combine(acc, elem(pg_load(base + r * rep_stride + j * inner), j));
+                }
             }
             out[o] = finish(acc);
         }
@@ -121,8 +127,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let base = (o / inner) * len * inner + o % inner;
     var acc = init();
-    for (var j = lid; j < len; j += 256u) {
-        acc = combine(acc, elem(pg_load(base + j * inner), j));
+    for (var r = 0u; r < reps; r++) {
+        for (var j = lid; j < len; j += 256u) {
+            acc = combine(acc, elem(pg_load(base + r * rep_stride + j * inner), j));
+        }
     }
     part_v[lid] = acc.v;
     part_i[lid] = acc.i;

@@ -27,8 +27,8 @@ pub(crate) const REDUCE: Kernel = Kernel {
 /// tree (parallel and more accurate for long sums).
 const SERIAL_MAX_LEN: usize = 64;
 
-/// The reduction's own parameter words: `[outputs, len, inner]`.
-pub(crate) const OWN_WORDS: usize = 3;
+/// The reduction's own parameter words: `[outputs, len, inner, reps, rep_stride]`.
+pub(crate) const OWN_WORDS: usize = 5;
 
 /// What a reduction reads: a buffer, or a pending elementwise computation over buffers read
 /// straight into the reduction (a fused prologue: its values are never stored).
@@ -69,7 +69,26 @@ pub(crate) fn reduce(gpu: &Gpu, op: ReduceOp, axis: usize, x: ReduceInput<'_>, s
     let outer: usize = dims[..axis].iter().product();
     let len = dims[axis];
     let inner: usize = dims[axis + 1..].iter().product();
-    let outputs = outer * inner;
+    launch(gpu, op, Layout { outputs: outer * inner, len, inner, reps: 1 }, x, out)
+}
+
+/// The sum of `x` viewed as `[reps, outputs, len]` over its first and last axes, in one launch
+/// (a bias gradient: what two reductions would give, summed over `len` first).
+pub(crate) fn sum_outer_and_inner(gpu: &Gpu, reps: usize, outputs: usize, len: usize, x: ReduceInput<'_>, out: &GpuTensor) -> Result<()> {
+    launch(gpu, ReduceOp::Sum, Layout { outputs, len, inner: 1, reps }, x, out)
+}
+
+/// Where the elements of each output are: output `o` folds `len` elements `inner` apart from
+/// `(o / inner) * len * inner + o % inner`, and `reps` copies of that `outputs * len` apart.
+struct Layout {
+    outputs: usize,
+    len: usize,
+    inner: usize,
+    reps: usize,
+}
+
+fn launch(gpu: &Gpu, op: ReduceOp, at: Layout, x: ReduceInput<'_>, out: &GpuTensor) -> Result<()> {
+    let Layout { outputs, len, inner, reps } = at;
     let code = match op {
         ReduceOp::Sum => 0,
         ReduceOp::Max => 1,
@@ -77,8 +96,9 @@ pub(crate) fn reduce(gpu: &Gpu, op: ReduceOp, axis: usize, x: ReduceInput<'_>, s
         ReduceOp::ArgMax => 3,
         ReduceOp::LogSumExp => 4,
     };
-    let params = [u("reduce", outputs)?, u("reduce", len)?, u("reduce", inner)?];
-    let tree = len > SERIAL_MAX_LEN;
+    let rep_stride = if reps > 1 { outputs * len } else { 0 };
+    let params = [u("reduce", outputs)?, u("reduce", len)?, u("reduce", inner)?, u("reduce", reps)?, u("reduce", rep_stride)?];
+    let tree = len * reps > SERIAL_MAX_LEN;
     let grid = if tree { gpu.grid_1d("reduce", outputs as u64)? } else { gpu.grid_elems("reduce", outputs)? };
     match x {
         ReduceInput::Buffer(t) => gpu.launch("reduce", &REDUCE, &[code, u32::from(tree)], &[t.buffer()], out.buffer(), &params, grid),
