@@ -104,10 +104,26 @@ fn reduce_fits(b: &WgpuBackend, p: &Pending<Storage>) -> bool {
 ///
 /// A sum is returned pending ([`LazyReduce`]): when the next op is a sum of its result over
 /// the other end of its input (`[A, B, C]` summed over `C`, then over `A`: what the gradient
-/// of a broadcast bias asks for), both run as one launch.
+/// of a broadcast bias asks for), both run as one launch. A sum over the batch of a pending
+/// batched matmul is one launch of the matmul too (a convolution's weight gradient).
 pub(crate) fn reduce(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
     let Op::Reduce { op: r, axis } = op else { return Ok(None) };
     let (Some(&input), Some(&shape)) = (inputs.first(), shapes.first()) else { return Ok(None) };
+    if let Some(mm) = input.downcast::<LazyMatmul>() {
+        // A batched product summed over its batch: one launch, each output summing its batch.
+        // (Read as any shape whose first axis is the batch: a reshape keeps the flat order.)
+        let batch = mm.out.dims()[0];
+        let batched = mm.out.rank() == 3 && batch > 1 && shape.dims().first() == Some(&batch) && shape.numel() == mm.out.numel();
+        if *r == ReduceOp::Sum && *axis == 0 && !mm.is_done() && batched {
+            pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &pixelgrad_core::Backend::name(b))?;
+            let a = b.tensor("matmul", &mm.inputs[0])?;
+            let bb = b.tensor("matmul", &mm.inputs[1])?;
+            let res = GpuTensor::new(&b.gpu, "matmul", out.numel())?;
+            let mshapes = [&mm.shapes[0], &mm.shapes[1]];
+            crate::ops::matmul::matmul_sum_batches(&b.gpu, mm.trans_a, mm.trans_b, a, bb, &mshapes, &mm.out, &res)?;
+            return Ok(Some(Storage::new(res)));
+        }
+    }
     if let Some(first) = input.downcast::<LazyReduce>() {
         if *r == ReduceOp::Sum && !first.is_done() {
             pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &pixelgrad_core::Backend::name(b))?;

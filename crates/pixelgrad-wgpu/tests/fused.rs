@@ -171,3 +171,43 @@ fn sums_over_both_ends_of_an_axis_run_as_one_launch() {
     assert_eq!(alone, want_alone, "one sum");
     assert_eq!(launches, 1, "the two sums of the bias gradient merge into one launch");
 }
+
+/// A batched matmul summed over its batch (a convolution's weight gradient, as autodiff
+/// computes it: the product per image, then `sum_to_shape`) is one launch on both matmul
+/// paths and every register-kernel shape class (plain, transposed, the split-K kernel of
+/// long-K small outputs), with the CPU's values.
+#[test]
+fn batched_products_summed_over_the_batch_are_one_launch() {
+    use pixelgrad_core::Tensor;
+    let vals = |n: usize, seed: usize| -> Vec<f32> { (0..n).map(|i| (((i * 7 + seed * 5) % 13) as f32 - 6.0) / 8.0).collect() };
+    let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
+    // (batch, a dims, b dims, trans_a, trans_b)
+    let cases: [(usize, [usize; 3], [usize; 3], bool, bool); 4] = [
+        (3, [3, 5, 7], [3, 7, 6], false, false),
+        (4, [4, 8, 676], [4, 9, 676], false, true), // split-K on subgroup adapters
+        (2, [2, 9, 5], [2, 9, 4], true, false),
+        (5, [5, 16, 20], [5, 12, 20], false, true),
+    ];
+    for matmul in [pixelgrad_wgpu::MatmulKernel::Auto, pixelgrad_wgpu::MatmulKernel::Tiled] {
+        let gpu = Device::new(WgpuBackend::new(WgpuOptions { matmul, ..WgpuOptions::default() }).expect("a WebGPU adapter"));
+        for (i, &(_, ad, bd, ta, tb)) in cases.iter().enumerate() {
+            let run = |d: &Device| {
+                let a = Tensor::from_vec(d, &vals(ad.iter().product(), i), ad).unwrap();
+                let b = Tensor::from_vec(d, &vals(bd.iter().product(), i + 9), bd).unwrap();
+                d.flush().unwrap();
+                let before = d.counters().launches;
+                let prod = a.matmul_t(&b, ta, tb).unwrap();
+                let dims = prod.dims().to_vec();
+                // sum_to_shape's form: the batch, then the rest as one axis.
+                let s = prod.reshape([dims[0], dims[1] * dims[2]]).unwrap().sum_axis(0, false).unwrap();
+                let got = s.to_vec().unwrap();
+                (got, d.counters().launches - before)
+            };
+            let (want, _) = run(&cpu);
+            let (got, launches) = run(&gpu);
+            let worst = got.iter().zip(&want).map(|(p, q)| (p - q).abs()).fold(0f32, f32::max);
+            assert!(worst <= 1e-4, "{matmul:?} case {i}: differs from the CPU by {worst}");
+            assert_eq!(launches, 1, "{matmul:?} case {i}: the product and its batch sum are one launch");
+        }
+    }
+}

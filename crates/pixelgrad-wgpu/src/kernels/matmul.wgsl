@@ -3,7 +3,8 @@
 // columns tx + 16j, so neighbouring threads touch neighbouring addresses). K advances in steps
 // of 16. TRANS_A / TRANS_B read A as [K, M] / B as [N, K]; the tile loads follow the memory
 // order in each case so global reads stay coalesced.
-// params [M, N, K, a_batch_stride, b_batch_stride]; batch stride 0 broadcasts. Grid
+// params [M, N, K, a_batch_stride, b_batch_stride, batches summed]; batch stride 0 broadcasts;
+// with more than one batch summed, every output sums that many products (the grid's z is 1). Grid
 // (ceil(N/64), ceil(M/64), batch).
 override TRANS_A: bool = false;
 override TRANS_B: bool = false;
@@ -21,8 +22,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let m_size = pu(0u);
     let n_size = pu(1u);
     let k_size = pu(2u);
-    let a_off = wid.z * pu(3u);
-    let b_off = wid.z * pu(4u);
+    let nb = pu(5u);
     let c_off = wid.z * m_size * n_size;
     let row0 = wid.y * 64u;
     let col0 = wid.x * 64u;
@@ -34,6 +34,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         acc[i] = vec4<f32>(0.0);
     }
 
+    // Batches summed into this output (1: one batch entry, wid.z).
+    for (var zb = 0u; zb < nb; zb++) {
+    let a_off = (wid.z + zb) * pu(3u);
+    let b_off = (wid.z + zb) * pu(4u);
     for (var k0 = 0u; k0 < k_size; k0 += 16u) {
         for (var r = 0u; r < 4u; r++) {
             let e = lid + 256u * r;
@@ -91,6 +95,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             acc[3] = fma(vec4<f32>(as_[ab + 48u]), bv, acc[3]);
         }
         workgroupBarrier();
+    }
     }
 
     for (var i = 0u; i < 4u; i++) {

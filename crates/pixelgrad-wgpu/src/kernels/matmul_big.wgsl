@@ -2,7 +2,8 @@
 // 128x128 tile of C and each thread an 8x8 block (rows ty + 16i, columns tx + 16j), with K in
 // steps of 8. Twice the work per shared-memory read of the 64x64 kernel, at the price of
 // fewer workgroups, so the launcher picks it only when both M and N are large.
-// params [M, N, K, a_batch_stride, b_batch_stride]; grid (ceil(N/128), ceil(M/128), batch).
+// params [M, N, K, a_batch_stride, b_batch_stride, batches summed]; grid (ceil(N/128),
+// ceil(M/128), batch), or z = 1 when every output sums that many products.
 override TRANS_A: bool = false;
 override TRANS_B: bool = false;
 
@@ -19,8 +20,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let m_size = pu(0u);
     let n_size = pu(1u);
     let k_size = pu(2u);
-    let a_off = wid.z * pu(3u);
-    let b_off = wid.z * pu(4u);
+    let nb = pu(5u);
     let c_off = wid.z * m_size * n_size;
     let row0 = wid.y * 128u;
     let col0 = wid.x * 128u;
@@ -33,6 +33,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         acc[i] = vec4<f32>(0.0);
     }
 
+    // Batches summed into this output (1: one batch entry, wid.z).
+    for (var zb = 0u; zb < nb; zb++) {
+    let a_off = (wid.z + zb) * pu(3u);
+    let b_off = (wid.z + zb) * pu(4u);
     for (var k0 = 0u; k0 < k_size; k0 += 8u) {
         for (var r = 0u; r < 4u; r++) {
             let e = lid + 256u * r;
@@ -90,6 +94,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
         }
         workgroupBarrier();
+    }
     }
 
     for (var i = 0u; i < 8u; i++) {

@@ -69,8 +69,9 @@ pub(crate) struct EpilogueArgs<'a> {
     pub shapes: Vec<&'a Shape>,
 }
 
-/// The matmul's own parameter words on the register kernels: 5, plus 4 strides when strided.
-const OWN_WORDS_MAX: usize = 9;
+/// The matmul's own parameter words on the register kernels: 5, plus 4 strides when strided,
+/// plus the count of batches summed.
+const OWN_WORDS_MAX: usize = 10;
 
 /// True if a matmul into `out` can store `epi` in the same launch: register kernels (native
 /// CPU adapters) other than split-K, and the epilogue's words fit the parameter slot.
@@ -153,6 +154,7 @@ pub(crate) fn matmul_epilogue(
     ins.extend(epi.leaves.iter().map(|t| t.buffer()));
     if !gpu.cpu_matmul {
         let (big, tile) = tiled(m, n);
+        all.push(1);
         let kernel = tiled_with_epilogue(big, &e, all.len())?;
         push_epilogue_words(op, epi, out, &mut all)?;
         let grid =
@@ -174,6 +176,7 @@ pub(crate) fn matmul_epilogue(
     for &s in &c.strides {
         all.push(u(op, s)?);
     }
+    all.push(1);
     let kernel = matmul_cpu::kernel_with_epilogue(v, &e, all.len())?;
     push_epilogue_words(op, epi, out, &mut all)?;
     let grid = register_grid(gpu, &c, mnkb)?;
@@ -262,23 +265,59 @@ pub(crate) fn matmul(
     out: &Shape,
     res: &GpuTensor,
 ) -> Result<()> {
-    let (params, mnkb) = own_params(trans_a, shapes, out)?;
+    launch_plain(gpu, trans_a, trans_b, a, b, shapes, out, res, false)
+}
+
+/// The batched matmul into `out` (`[B, M, N]`) summed over its batch, into `res` of `M * N`
+/// elements, in one launch: each output accumulates the `B` products in turn (what the
+/// matmul and a sum over axis 0 give; the weight gradient of a layer applied to a batch of
+/// matrices, like a convolution's).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_sum_batches(
+    gpu: &Gpu,
+    trans_a: bool,
+    trans_b: bool,
+    a: &GpuTensor,
+    b: &GpuTensor,
+    shapes: &[&Shape],
+    out: &Shape,
+    res: &GpuTensor,
+) -> Result<()> {
+    launch_plain(gpu, trans_a, trans_b, a, b, shapes, out, res, true)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch_plain(
+    gpu: &Gpu,
+    trans_a: bool,
+    trans_b: bool,
+    a: &GpuTensor,
+    b: &GpuTensor,
+    shapes: &[&Shape],
+    out: &Shape,
+    res: &GpuTensor,
+    sum: bool,
+) -> Result<()> {
+    let (mut params, mnkb) = own_params(trans_a, shapes, out)?;
     let (m, n, k, batch) = mnkb;
+    // Summing: one launch along z, each output looping over every batch entry.
+    let (summed, z) = if sum { (batch, 1) } else { (1, batch) };
     if gpu.cpu_matmul {
         let c = matmul_cpu::choose(matmul_cpu::tuning(&gpu.info, gpu.device.features()), m, n, k, batch, trans_a, trans_b);
-        let grid = register_grid(gpu, &c, mnkb)?;
-        let mut all = params;
+        let grid = register_grid(gpu, &c, (m, n, k, z))?;
         for &s in &c.strides {
-            all.push(u("matmul", s)?);
+            params.push(u("matmul", s)?);
         }
-        return gpu.launch("matmul", c.kernel, &[], &[a.buffer(), b.buffer()], res.buffer(), &all, grid);
+        params.push(u("matmul", summed)?);
+        return gpu.launch("matmul", c.kernel, &[], &[a.buffer(), b.buffer()], res.buffer(), &params, grid);
     }
+    params.push(u("matmul", summed)?);
     let (big, tile) = tiled(m, n);
     let kernel = if big { &MATMUL_BIG } else { &MATMUL };
     let grid = [
         gpu.check_dim("matmul", n.div_ceil(tile) as u64)?,
         gpu.check_dim("matmul", m.div_ceil(tile) as u64)?,
-        gpu.check_dim("matmul", batch as u64)?,
+        gpu.check_dim("matmul", z as u64)?,
     ];
     gpu.launch("matmul", kernel, &[u32::from(trans_a), u32::from(trans_b)], &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
 }

@@ -50,7 +50,9 @@ fn elem(buf: &str, vec: bool, idx: &str) -> String {
 }
 
 /// WGSL for `v` (without the common prelude). params [M, N, K, a_batch_stride,
-/// b_batch_stride]; grid (ceil(N / (cols * lanes)), ceil(M / rows), batch). Rows, columns
+/// b_batch_stride, (the strided variant's four strides,) batches summed]; grid
+/// (ceil(N / (cols * lanes)), ceil(M / rows), batch), or z = 1 when every output sums
+/// `batches summed` products. Rows, columns
 /// and K steps past the edge are clamped for loads (see the stores below), so any shape
 /// works.
 pub fn source(v: &Variant) -> String {
@@ -85,7 +87,8 @@ pub fn source_with(v: &Variant, epi: Option<(&str, usize)>) -> String {
     w(format!("@compute @workgroup_size({lanes})"));
     w("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {".into());
     w("    let m = pu(0u);\n    let n = pu(1u);\n    let kk = pu(2u);".into());
-    w("    let a_off = wid.z * pu(3u);\n    let b_off = wid.z * pu(4u);\n    let c_off = wid.z * m * n;".into());
+    // Batches summed into each output (1: one batch entry, wid.z), after the strides.
+    w(format!("    let nb = pu({}u);\n    let c_off = wid.z * m * n;", if st { 9 } else { 5 }));
     w(format!("    let row0 = wid.y * {rows}u;"));
     w(format!("    let col0 = (wid.x * {lanes}u + lid) * {cols}u;"));
     if sh {
@@ -97,6 +100,12 @@ pub fn source_with(v: &Variant, epi: Option<(&str, usize)>) -> String {
         // No barriers below, so lanes past the edge may leave early.
         w("    if (row0 >= m || col0 >= n) {\n        return;\n    }".into());
     }
+    for i in 0..rows {
+        for g in 0..cg {
+            w(format!("    var acc{i}_{g} = vec4<f32>(0.0);"));
+        }
+    }
+    w("    for (var zb = 0u; zb < nb; zb++) {\n    let a_off = (wid.z + zb) * pu(3u);\n    let b_off = (wid.z + zb) * pu(4u);".into());
     // Element (r, k) of A is at ar{i} + k * (trans_a ? m : 1) with ar{i} the row's base;
     // element (k, c) of B at bc{j} + k * (trans_b ? 1 : n).
     if st {
@@ -153,11 +162,6 @@ pub fn source_with(v: &Variant, epi: Option<(&str, usize)>) -> String {
     if !tb && vb {
         for g in 0..cg {
             w(format!("    let bg{g} = b_off + min(col0 + {}u, n - 4u);", 4 * g));
-        }
-    }
-    for i in 0..rows {
-        for g in 0..cg {
-            w(format!("    var acc{i}_{g} = vec4<f32>(0.0);"));
         }
     }
     // Element (row with base `base`, k) of A.
@@ -279,7 +283,7 @@ pub fn source_with(v: &Variant, epi: Option<(&str, usize)>) -> String {
             }
         }
     }
-    w("    }".into());
+    w("    }\n    }".into());
     if sh {
         // Past every subgroup operation: lanes past the column edge may leave now.
         w("    if (col0 >= n) {\n        return;\n    }".into());
@@ -347,21 +351,22 @@ pub fn source_split_k(rows: usize, cols: usize, lanes: usize) -> String {
     w(format!("@compute @workgroup_size({lanes})"));
     w("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {".into());
     w("    let m = pu(0u);\n    let n = pu(1u);\n    let kk = pu(2u);".into());
-    w("    let a_off = wid.z * pu(3u);\n    let b_off = wid.z * pu(4u);\n    let c_off = wid.z * m * n;".into());
+    w("    let nb = pu(5u);\n    let c_off = wid.z * m * n;".into());
     w(format!("    let row0 = wid.y * {rows}u;"));
     w(format!("    let col0 = wid.x * {cols}u;"));
     // The same for the whole workgroup, so leaving keeps the subgroup whole.
     w("    if (row0 >= m || col0 >= n) {\n        return;\n    }".into());
     for i in 0..rows {
+        for g in 0..cg {
+            w(format!("    var acc{i}_{g} = vec4<f32>(0.0);"));
+        }
+    }
+    w("    for (var zb = 0u; zb < nb; zb++) {\n    let a_off = (wid.z + zb) * pu(3u);\n    let b_off = (wid.z + zb) * pu(4u);".into());
+    for i in 0..rows {
         w(format!("    let ar{i} = a_off + min(row0 + {i}u, m - 1u) * kk;"));
     }
     for j in 0..cols {
         w(format!("    let bc{j} = b_off + min(col0 + {j}u, n - 1u) * kk;"));
-    }
-    for i in 0..rows {
-        for g in 0..cg {
-            w(format!("    var acc{i}_{g} = vec4<f32>(0.0);"));
-        }
     }
     // A uniform loop (every lane runs every step, so the subgroup stays whole for the sum
     // after it); a lane past the end of K loads the last four values and drops them.
@@ -388,7 +393,7 @@ pub fn source_split_k(rows: usize, cols: usize, lanes: usize) -> String {
             }
         }
     }
-    w("    }".into());
+    w("    }\n    }".into());
     for i in 0..rows {
         for g in 0..cg {
             w(format!("    let s{i}_{g} = subgroupAdd(acc{i}_{g});"));
