@@ -120,7 +120,7 @@ pub(crate) fn reduce(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes: &[&S
             let bb = b.tensor("matmul", &mm.inputs[1])?;
             let res = GpuTensor::new(&b.gpu, "matmul", out.numel())?;
             let mshapes = [&mm.shapes[0], &mm.shapes[1]];
-            crate::ops::matmul::matmul_sum_batches(&b.gpu, mm.trans_a, mm.trans_b, a, bb, &mshapes, &mm.out, &res)?;
+            crate::ops::matmul::matmul_summing(&b.gpu, mm.trans_a, mm.trans_b, a, bb, &mshapes, &mm.out, &res, true)?;
             return Ok(Some(Storage::new(res)));
         }
     }

@@ -181,16 +181,17 @@ fn batched_products_summed_over_the_batch_are_one_launch() {
     use pixelgrad_core::Tensor;
     let vals = |n: usize, seed: usize| -> Vec<f32> { (0..n).map(|i| (((i * 7 + seed * 5) % 13) as f32 - 6.0) / 8.0).collect() };
     let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
-    // (batch, a dims, b dims, trans_a, trans_b)
-    let cases: [(usize, [usize; 3], [usize; 3], bool, bool); 4] = [
-        (3, [3, 5, 7], [3, 7, 6], false, false),
-        (4, [4, 8, 676], [4, 9, 676], false, true), // split-K on subgroup adapters
-        (2, [2, 9, 5], [2, 9, 4], true, false),
-        (5, [5, 16, 20], [5, 12, 20], false, true),
+    // (a dims, b dims, trans_a, trans_b); the batch is the first axis.
+    type Case = ([usize; 3], [usize; 3], bool, bool);
+    let cases: [Case; 4] = [
+        ([3, 5, 7], [3, 7, 6], false, false),
+        ([4, 8, 676], [4, 9, 676], false, true), // split-K on subgroup adapters
+        ([2, 9, 5], [2, 9, 4], true, false),
+        ([5, 16, 20], [5, 12, 20], false, true),
     ];
     for matmul in [pixelgrad_wgpu::MatmulKernel::Auto, pixelgrad_wgpu::MatmulKernel::Tiled] {
         let gpu = Device::new(WgpuBackend::new(WgpuOptions { matmul, ..WgpuOptions::default() }).expect("a WebGPU adapter"));
-        for (i, &(_, ad, bd, ta, tb)) in cases.iter().enumerate() {
+        for (i, &(ad, bd, ta, tb)) in cases.iter().enumerate() {
             let run = |d: &Device| {
                 let a = Tensor::from_vec(d, &vals(ad.iter().product(), i), ad).unwrap();
                 let b = Tensor::from_vec(d, &vals(bd.iter().product(), i + 9), bd).unwrap();

@@ -265,29 +265,15 @@ pub(crate) fn matmul(
     out: &Shape,
     res: &GpuTensor,
 ) -> Result<()> {
-    launch_plain(gpu, trans_a, trans_b, a, b, shapes, out, res, false)
+    matmul_summing(gpu, trans_a, trans_b, a, b, shapes, out, res, false)
 }
 
-/// The batched matmul into `out` (`[B, M, N]`) summed over its batch, into `res` of `M * N`
-/// elements, in one launch: each output accumulates the `B` products in turn (what the
-/// matmul and a sum over axis 0 give; the weight gradient of a layer applied to a batch of
-/// matrices, like a convolution's).
+/// [`matmul`], or with `sum` the batched product into `out` (`[B, M, N]`) summed over its
+/// batch, into `res` of `M * N` elements, in one launch: each output accumulates the `B`
+/// products in turn (the matmul and a sum over axis 0; the weight gradient of a layer applied
+/// to a batch of matrices, like a convolution's).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn matmul_sum_batches(
-    gpu: &Gpu,
-    trans_a: bool,
-    trans_b: bool,
-    a: &GpuTensor,
-    b: &GpuTensor,
-    shapes: &[&Shape],
-    out: &Shape,
-    res: &GpuTensor,
-) -> Result<()> {
-    launch_plain(gpu, trans_a, trans_b, a, b, shapes, out, res, true)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn launch_plain(
+pub(crate) fn matmul_summing(
     gpu: &Gpu,
     trans_a: bool,
     trans_b: bool,
