@@ -126,7 +126,8 @@ fn leaf_reshaped(leaf: &Shape, from: &Shape, to: &Shape, blocks: &[(std::ops::Ra
         return Some(to.clone());
     }
     if leaf.numel() == 1 {
-        return Some(leaf.clone());
+        // One element broadcasts to anything; keep its rank within the new shape's.
+        return Some(Shape(vec![1; leaf.rank().min(to.rank())]));
     }
     // The leaf's extents aligned to `from` (missing leading axes are broadcast).
     let pad = from.rank().checked_sub(leaf.rank())?;
@@ -381,6 +382,10 @@ mod tests {
             compose(&add, "add", &[Arg::Leaf("x", s(&[2, 3, 20])), Arg::Leaf("c", s(&[3, 1]))], &s(&[2, 3, 20]), |a, b| a == b).unwrap();
         assert!(q.viewed_as(&s(&[6, 20])).is_none(), "merging the batch and channel axes splits the leaf's block");
         assert_eq!(q.viewed_as(&s(&[2, 3, 2, 10])).unwrap().leaves[1], ("c", s(&[1, 3, 1, 1])));
+        // A one-element leaf of a higher rank than the new shape drops its extra axes.
+        let one =
+            compose(&add, "add", &[Arg::Leaf("x", s(&[2, 3, 20])), Arg::Leaf("k", s(&[1, 1, 1]))], &s(&[2, 3, 20]), |a, b| a == b).unwrap();
+        assert_eq!(one.viewed_as(&s(&[120])).unwrap().leaves[1], ("k", s(&[1])));
         // A leaf that is neither full nor broadcast over a block cannot follow.
         let r = compose(&add, "add", &[Arg::Leaf("x", s(&[4, 6])), Arg::Leaf("d", s(&[1, 6]))], &s(&[4, 6]), |a, b| a == b).unwrap();
         assert!(r.viewed_as(&s(&[3, 8])).is_none());
