@@ -114,7 +114,10 @@ fn main() -> Result<(), Box<dyn Error>> {
             std::fs::create_dir_all(dir)?;
             let opts = HeatmapOptions { pixel_size: 4, border: 1, columns: None };
             let w1 = model.w1.tensor().transpose(0, 1)?; // one row per hidden unit
-            save_png(&backend.render_heatmap_tensor(&w1.reshape([64, 6, 8])?, HeatmapOptions { columns: Some(8), ..opts })?, format!("{dir}/w1_epoch{}.png", epoch + 1))?;
+            save_png(
+                &backend.render_heatmap_tensor(&w1.reshape([64, 6, 8])?, HeatmapOptions { columns: Some(8), ..opts })?,
+                format!("{dir}/w1_epoch{}.png", epoch + 1),
+            )?;
             save_png(&backend.render_heatmap_tensor(&model.w2.tensor(), opts)?, format!("{dir}/w2_epoch{}.png", epoch + 1))?;
         }
     }

@@ -288,6 +288,9 @@ impl Backend for WebGlBackend {
             if let Some(s) = crate::fusion::reduce(&self.shared, op, inputs, shapes, out)? {
                 return Ok(s);
             }
+            if let Some(s) = crate::fusion::defer_matmul(&self.shared, op, inputs, shapes, out)? {
+                return Ok(s);
+            }
         }
         crate::ops::execute(&self.shared, op, inputs, shapes, out)
     }

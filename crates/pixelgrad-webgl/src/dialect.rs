@@ -99,7 +99,7 @@ impl ProgramSpec {
     pub fn label(&self) -> String {
         const REDUCE: [&str; 4] = ["sum", "max", "min", "first_equal"];
         const RANDOM: [&str; 2] = ["uniform", "normal"];
-        const MATMUL: [&str; 3] = ["nn", "nt", "nt_any"];
+        const MATMUL: [&str; 4] = ["nn", "nt", "nt_any", "strided"];
         const WIDEN: [&str; 3] = ["i8", "u8", "f16"];
         const MATMUL_I8: [&str; 4] = ["i8", "u8", "i8_k4", "u8_k4"];
         let table: &[&str] = match self.name {
@@ -245,6 +245,119 @@ pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Resu
     s.push_str(body);
     s.push_str(MAIN_ELEMENTWISE);
     Ok(s)
+}
+
+/// Body names of the matmul passes that write the flat product (`matmul.glsl` and the 4x4
+/// block path's `matmul_unblock.glsl`) drawn with an *epilogue*: a pending elementwise
+/// computation that reads the product (a bias add and activation, an optimizer update) is
+/// applied to each product value as it is stored and written to a second render target, so
+/// the chain needs no draw of its own. The spec's `config` packs the body's config (2 bits),
+/// which kernel input is the product (3 bits) and the [`map_config`] of the other inputs
+/// (`epilogue_config`); its `kernel` is the epilogue kernel's registry number.
+pub const MATMUL_EPI: &str = "matmul_epi";
+pub const MATMUL_UNBLOCK_EPI: &str = "matmul_unblock_epi";
+
+/// The `config` of a [`MATMUL_EPI`] / [`MATMUL_UNBLOCK_EPI`] spec.
+pub fn epilogue_config(body_config: u32, given: usize, read_config: u32) -> u32 {
+    body_config | ((given as u32) << 2) | (read_config << 5)
+}
+
+/// The fragment source of a matmul pass with an epilogue (see [`MATMUL_EPI`]): the body
+/// (`matmul` or `matmul_unblock`) compiled with `PG_EPILOGUE`, a second output, and
+/// `vec4 pg_epilogue(int base, vec4 r)`: the kernel applied to the 4 product values `r` of
+/// elements `base..base+3`, kernel input `given` being the product value and every other
+/// input fetched as a fused read does ([`fused_read`]; samplers `u_x0..` in order, skipping
+/// the product).
+pub fn matmul_epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
+    let bad = |what: String| pixelgrad_core::Error::invalid("GLSL matmul epilogue", what);
+    let text = BODIES.iter().find(|(n, _)| *n == body).map(|(_, b)| *b).ok_or_else(|| bad(format!("no body {body}")))?;
+    let given = ((config >> 2) & 7) as usize;
+    let n = kernel.inputs().len();
+    if given >= n || n > MAP_MAX_INPUTS + 1 || kernel.params() > MAP_MAX_PARAMS {
+        return Err(bad(format!("product is input {given} of {n}; {} parameters", kernel.params())));
+    }
+    let others = n - 1;
+    let mut s = preamble(config & 3, false);
+    s.push_str(&format!("#define PG_EPILOGUE 1\n#define MAP_CONFIG {}\n", config >> 5));
+    s.push_str("layout(location = 1) out vec4 o_color1;\n");
+    s.push_str("// Epilogue rendered from the kernel IR (pixelgrad_core::kernel).\n");
+    for name in &MAP_INPUTS[..others] {
+        s.push_str(&format!("uniform highp sampler2D {name};\n"));
+    }
+    s.push_str("uniform int u_shape[MAX_RANK];\n");
+    for name in &MAP_STRIDES[..others] {
+        s.push_str(&format!("uniform int {name}[MAX_RANK];\n"));
+    }
+    for name in &MAP_PARAMS[..kernel.params()] {
+        s.push_str(&format!("uniform float {name};\n"));
+    }
+    s.push_str(&render_function(kernel, &Glsl300, "pg_apply")?);
+    // Kernel input j is sampler c(j): the inputs before the product keep their number, those
+    // after it move down one.
+    let args = |fetch: &dyn Fn(usize) -> String| -> String {
+        (0..n).map(|j| if j == given { "g".to_string() } else { fetch(if j < given { j } else { j - 1 }) }).collect::<Vec<_>>().join(", ")
+    };
+    s.push_str("\nfloat pg_epi(int i, float g) {\n#if (MAP_CONFIG & 1) != 0\n");
+    s.push_str(&format!(
+        "    return pg_apply({});\n#else\n",
+        args(&|c| format!("fetch({}, (MAP_CONFIG & {}) != 0 ? 0 : i)", MAP_INPUTS[c], 2 << c))
+    ));
+    s.push_str("    int rest = i;\n");
+    for c in 0..others {
+        s.push_str(&format!("    int i{c} = 0;\n"));
+    }
+    s.push_str("    for (int d = MAX_RANK - 1; d >= 0; --d) {\n        if (rest == 0) break;\n");
+    s.push_str("        int c = rest % u_shape[d];\n        rest /= u_shape[d];\n");
+    for (c, name) in MAP_STRIDES[..others].iter().enumerate() {
+        s.push_str(&format!("        i{c} += c * {name}[d];\n"));
+    }
+    s.push_str("    }\n");
+    s.push_str(&format!("    return pg_apply({});\n#endif\n}}\n", args(&|c| format!("fetch({}, i{c})", MAP_INPUTS[c]))));
+    s.push_str("\nvec4 pg_epilogue(int base, vec4 r) {\n    vec4 e = vec4(0.0);\n");
+    for (j, c) in ["x", "y", "z", "w"].iter().enumerate() {
+        s.push_str(&format!("    if (base + {j} < u_out_n) e.{c} = pg_epi(base + {j}, r.{c});\n"));
+    }
+    s.push_str("    return e;\n}\n\n");
+    s.push_str(text);
+    Ok(s)
+}
+
+/// Matmul passes with an epilogue, labelled, for offline validation: every elementwise
+/// definition on the strided kernel (fast and broadcast reads), and every definition of two
+/// inputs with the product as either input on each body and config of both product passes.
+pub fn all_epilogue_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for (label, k) in pixelgrad_core::kernel::defs::all()? {
+        if k.inputs().is_empty() {
+            continue;
+        }
+        let others = k.inputs().len() - 1;
+        let mut forms = vec![("fast", map_config(true, 0)), ("broadcast", map_config(false, 0))];
+        if others > 0 {
+            forms.push(("scalars", map_config(true, (1 << others) - 1)));
+        }
+        let bodies: &[(&str, &str, u32)] = if others == 1 {
+            &[
+                (MATMUL_EPI, "matmul", 0),
+                (MATMUL_EPI, "matmul", 1),
+                (MATMUL_EPI, "matmul", 2),
+                (MATMUL_EPI, "matmul", 3),
+                (MATMUL_UNBLOCK_EPI, "matmul_unblock", 0),
+                (MATMUL_UNBLOCK_EPI, "matmul_unblock", 1),
+            ]
+        } else {
+            &[(MATMUL_EPI, "matmul", 3)]
+        };
+        for &(name, body, body_config) in bodies {
+            for given in 0..k.inputs().len().min(if others == 1 { 2 } else { 1 }) {
+                for (form, read) in &forms {
+                    let config = epilogue_config(body_config, given, *read);
+                    out.push((format!("{name}{body_config}.{label}.{given}.{form}"), matmul_epilogue_source(body, &k, config)?));
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Body name of a grouped elementwise draw: several kernels over the same inputs, each
@@ -503,7 +616,8 @@ fn configs(name: &str) -> u32 {
     match name {
         "random" => 2,
         "reduce" => 4,
-        "matmul" | "widen" => 3,
+        "matmul" => 4,
+        "widen" => 3,
         "matmul_i8" => 4,
         "matmul_block_pack" | "matmul_unblock" => 2,
         _ => 1,

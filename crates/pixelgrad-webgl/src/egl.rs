@@ -42,18 +42,11 @@ impl Headless {
     /// Creates the context and makes it current on this thread.
     pub(crate) fn new() -> Result<Self> {
         // SAFETY: loading libEGL runs its initialisers; the library is the system's EGL.
-        let egl = unsafe { Egl::load_required() }
-            .map_err(|e| unavailable(format!("could not load libEGL.so.1 ({e})")))?;
+        let egl = unsafe { Egl::load_required() }.map_err(|e| unavailable(format!("could not load libEGL.so.1 ({e})")))?;
         let display = Self::display(&egl)?;
         egl.initialize(display).map_err(|e| unavailable(format!("eglInitialize failed ({e})")))?;
         // Without PBUFFER_BIT + ES3_BIT, Mesa's surfaceless platform matches no config.
-        let attribs = [
-            egl::SURFACE_TYPE,
-            egl::PBUFFER_BIT,
-            egl::RENDERABLE_TYPE,
-            egl::OPENGL_ES3_BIT,
-            egl::NONE,
-        ];
+        let attribs = [egl::SURFACE_TYPE, egl::PBUFFER_BIT, egl::RENDERABLE_TYPE, egl::OPENGL_ES3_BIT, egl::NONE];
         let config = egl
             .choose_first_config(display, &attribs)
             .map_err(|e| unavailable(format!("eglChooseConfig failed ({e})")))?
@@ -79,15 +72,12 @@ impl Headless {
     fn display(egl: &Egl) -> Result<egl::Display> {
         if let Some(egl15) = egl.upcast::<egl::EGL1_5>() {
             // SAFETY: the surfaceless platform takes no native display.
-            if let Ok(d) = unsafe {
-                egl15.get_platform_display(PLATFORM_SURFACELESS_MESA, egl::DEFAULT_DISPLAY, &[egl::ATTRIB_NONE])
-            } {
+            if let Ok(d) = unsafe { egl15.get_platform_display(PLATFORM_SURFACELESS_MESA, egl::DEFAULT_DISPLAY, &[egl::ATTRIB_NONE]) } {
                 return Ok(d);
             }
         }
         // SAFETY: EGL_DEFAULT_DISPLAY is always a valid argument.
-        unsafe { egl.get_display(egl::DEFAULT_DISPLAY) }
-            .ok_or_else(|| unavailable("no EGL display (surfaceless or default)".into()))
+        unsafe { egl.get_display(egl::DEFAULT_DISPLAY) }.ok_or_else(|| unavailable("no EGL display (surfaceless or default)".into()))
     }
 
     /// Binds this context to the calling thread if it is not already.

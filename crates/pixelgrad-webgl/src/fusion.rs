@@ -46,13 +46,7 @@ pub(crate) fn defer(
     shapes: &[&Shape],
     out: &Shape,
 ) -> Result<Storage> {
-    let lens = inputs
-        .iter()
-        .map(|s| match s.downcast::<Lazy>() {
-            Some(l) => Ok(l.shape().numel()),
-            None => tensor_of(s, sh, op.name()).map(|t| t.len),
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let lens = inputs.iter().map(|s| len_of(sh, op.name(), s)).collect::<Result<Vec<_>>>()?;
     pixelgrad_core::check_execute(op, &lens, shapes, out, &sh.name)?;
     // Device limits are reported now, not when the result is finally drawn.
     crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
@@ -62,12 +56,140 @@ pub(crate) fn defer(
     Ok(st)
 }
 
+/// Elements of `s`, without drawing it when it is pending.
+fn len_of(sh: &Rc<Shared>, op: &'static str, s: &Storage) -> Result<usize> {
+    if let Some(l) = s.downcast::<Lazy>() {
+        return Ok(l.shape().numel());
+    }
+    if let Some(m) = s.downcast::<LazyMatmul>() {
+        return Ok(m.out.numel());
+    }
+    tensor_of(s, sh, op).map(|t| t.len)
+}
+
 fn remember(sh: &Shared, st: &Storage) {
     let mut list = sh.lazies.borrow_mut();
     if list.len() >= PRUNE_AT {
-        list.retain(|w| w.upgrade().is_some_and(|s| s.downcast::<Lazy>().is_some_and(|l| !l.is_done())));
+        list.retain(|w| w.upgrade().is_some_and(|s| undone(&s)));
     }
     list.push(st.downgrade());
+}
+
+/// True while `s` holds a computation not drawn yet (a pending elementwise result or matmul).
+pub(crate) fn undone(s: &Storage) -> bool {
+    s.downcast::<Lazy>().is_some_and(|l| !l.is_done()) || s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done())
+}
+
+/// Most inputs of an epilogue besides the product: with the product pass's own samplers (4
+/// for the block path's assembling pass) a draw binds at most 8 textures.
+const MAX_EPILOGUE_OTHERS: usize = 4;
+
+/// A matmul not drawn yet (fusion on, WebGL2 with multiple render targets): it is drawn when
+/// its value is needed ([`LazyMatmul::force`]), or — when the first thing computed from it is
+/// a pending elementwise result of its size that reads it once (a bias add and activation, an
+/// optimizer's update of a weight from its gradient) — in the same draw as that result, which
+/// the matmul pass writes to a second render target as it stores the product (an epilogue,
+/// `dialect::MATMUL_EPI`). The product is stored either way (the backward pass may read it).
+pub(crate) struct LazyMatmul {
+    trans_a: bool,
+    trans_b: bool,
+    inputs: [Storage; 2],
+    shapes: [Shape; 2],
+    out: Shape,
+    done: std::cell::OnceCell<Storage>,
+}
+
+impl LazyMatmul {
+    pub(crate) fn is_done(&self) -> bool {
+        self.done.get().is_some()
+    }
+
+    /// The product, drawing the matmul the first time.
+    pub(crate) fn force(&self, sh: &Rc<Shared>) -> Result<&Storage> {
+        if let Some(s) = self.done.get() {
+            return Ok(s);
+        }
+        let a = tensor_of(&self.inputs[0], sh, "matmul")?;
+        let b = tensor_of(&self.inputs[1], sh, "matmul")?;
+        let t = crate::ops::matmul::matmul(sh, a, b, &self.shapes[0], &self.shapes[1], self.trans_a, self.trans_b, &self.out)?;
+        Ok(self.done.get_or_init(|| Storage::new(t)))
+    }
+}
+
+/// A matmul returned pending when the context can draw epilogues (see [`LazyMatmul`]):
+/// `None` draws it as usual.
+pub(crate) fn defer_matmul(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
+    let Op::MatMul { trans_a, trans_b } = *op else { return Ok(None) };
+    if sh.gl1 || sh.group_targets < 2 || inputs.len() != 2 || shapes.len() != 2 || out.numel() == 0 {
+        return Ok(None);
+    }
+    let lens = inputs.iter().map(|s| len_of(sh, op.name(), s)).collect::<Result<Vec<_>>>()?;
+    pixelgrad_core::check_execute(op, &lens, shapes, out, &sh.name)?;
+    crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
+    let st = Storage::new(LazyMatmul {
+        trans_a,
+        trans_b,
+        inputs: [inputs[0].clone(), inputs[1].clone()],
+        shapes: [shapes[0].clone(), shapes[1].clone()],
+        out: out.clone(),
+        done: std::cell::OnceCell::new(),
+    });
+    remember(sh, &st);
+    Ok(Some(st))
+}
+
+/// The leaf of `p` that is a pending matmul of `p`'s size, read once, when `p` is small
+/// enough to be its epilogue: what [`run_as_epilogue`] folds `p` into.
+pub(crate) fn epilogue_of(p: &Pending<Storage>) -> Option<usize> {
+    if p.inputs() > MAX_EPILOGUE_OTHERS + 1 || p.launch.params.len() > crate::dialect::MAP_MAX_PARAMS {
+        return None;
+    }
+    let given = p.leaves.iter().position(|(s, sh)| {
+        sh.numel() == p.shape.numel() && s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done() && m.out.numel() == p.shape.numel())
+    })?;
+    (p.leaves.iter().filter(|(s, _)| s.ptr_eq(&p.leaves[given].0)).count() == 1).then_some(given)
+}
+
+/// Draws `p` as the epilogue of the pending matmul it reads (see [`epilogue_of`]), if the
+/// product's shape can be read the way `p` reads it: `Some(result)` then, the product stored
+/// too.
+fn run_as_epilogue(sh: &Rc<Shared>, p: &Pending<Storage>) -> Result<Option<Storage>> {
+    let Some(given) = epilogue_of(p) else { return Ok(None) };
+    let Some(mm) = p.leaves[given].0.downcast::<LazyMatmul>() else { return Ok(None) };
+    // A computation on a reshape of the product (a convolution's [N, O, OH, OW] view of its
+    // [N, O, OH*OW] product) is read in the product's shape when its other leaves follow the
+    // reshape; the result has the same elements in the same flat order.
+    let viewed;
+    let p = if p.shape == mm.out {
+        p
+    } else {
+        match p.viewed_as(&mm.out) {
+            Some(v) => {
+                viewed = v;
+                &viewed
+            }
+            None => return Ok(None),
+        }
+    };
+    if p.leaves[given].1 != mm.out {
+        return Ok(None);
+    }
+    let a = tensor_of(&mm.inputs[0], sh, "matmul")?;
+    let b = tensor_of(&mm.inputs[1], sh, "matmul")?;
+    let mut ins = Vec::with_capacity(p.leaves.len());
+    let mut shapes = Vec::with_capacity(p.leaves.len());
+    for (j, (s, shape)) in p.leaves.iter().enumerate() {
+        if j != given {
+            ins.push(tensor_of(s, sh, "fused")?);
+            shapes.push(shape);
+        }
+    }
+    let read = FusedRead::new(sh, "fused", &p.launch, &ins, &shapes, &p.shape, || format!("fused {}", p.label()))?;
+    let epi = crate::ops::matmul::Epilogue { read, given };
+    let (product, result) =
+        crate::ops::matmul::matmul_epilogue(sh, a, b, &mm.shapes[0], &mm.shapes[1], mm.trans_a, mm.trans_b, &mm.out, Some(&epi))?;
+    let _ = mm.done.set(Storage::new(product));
+    Ok(result.map(Storage::new))
 }
 
 /// A reduction of a pending elementwise result reads the computation itself in its first
@@ -79,7 +201,10 @@ pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&S
     // The reduction walks its input in flat order, so the computation is read with its own
     // shape, whatever shape the reduction sees (a reshape keeps the flat order).
     let Some(p) = fuse::current(input, sh.generation.get()) else { return Ok(None) };
-    if !fits(&p) || p.shape.numel() != shape.numel() {
+    // A computation that can be a pending matmul's epilogue is drawn as one (the reduction
+    // reads its result): the same number of draws, and whatever else reads it later reads
+    // that result instead of a draw of its own.
+    if !fits(&p) || p.shape.numel() != shape.numel() || epilogue_of(&p).is_some() {
         return Ok(None);
     }
     pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &sh.name)?;
@@ -91,8 +216,13 @@ pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&S
     Ok(Some(Storage::new(t)))
 }
 
-/// Draws one pending computation into a fresh texture.
+/// Draws one pending computation into a fresh texture (as a matmul's epilogue when it can).
 pub(crate) fn run(sh: &Rc<Shared>, p: &Pending<Storage>) -> Result<Storage> {
+    if p.shape.numel() > 0 {
+        if let Some(s) = run_as_epilogue(sh, p)? {
+            return Ok(s);
+        }
+    }
     let ins = p.leaves.iter().map(|(s, _)| tensor_of(s, sh, "fused")).collect::<Result<Vec<&GlTensor>>>()?;
     let shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
     let t = crate::ops::elementwise::map_labelled(sh, "fused", &p.launch, &ins, &shapes, &p.shape, || format!("fused {}", p.label()))?;
@@ -115,7 +245,7 @@ pub(crate) fn settle(sh: &Rc<Shared>) -> Result<()> {
     }
     for w in list {
         if let Some(s) = w.upgrade() {
-            if s.downcast::<Lazy>().is_some_and(|l| !l.is_done()) {
+            if undone(&s) {
                 tensor_of(&s, sh, "settle")?;
             }
         }

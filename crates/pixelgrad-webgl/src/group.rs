@@ -96,7 +96,14 @@ fn fits(sh: &Shared, group: &Group, p: &Pending<Storage>) -> bool {
 /// results of other sizes still meet.
 pub(crate) fn settle(sh: &Rc<Shared>, live: &[Storage]) -> Result<()> {
     let mut open: Vec<Group> = Vec::new();
+    let mut matmuls = Vec::new();
     for s in live {
+        if s.downcast::<crate::fusion::LazyMatmul>().is_some_and(|m| !m.is_done()) {
+            // Matmuls are drawn last (or when something reads them): a pending result of one
+            // drawn below takes it as its epilogue.
+            matmuls.push(s);
+            continue;
+        }
         let Some(lazy) = s.downcast::<Lazy>() else { continue };
         let Some(p) = lazy.pending().map(|p| p.clone()) else { continue };
         // Groups holding an input of this result are drawn first.
@@ -104,7 +111,7 @@ pub(crate) fn settle(sh: &Rc<Shared>, live: &[Storage]) -> Result<()> {
         {
             draw(sh, open.remove(g))?;
         }
-        if !groupable(&p) {
+        if !groupable(&p) || crate::fusion::epilogue_of(&p).is_some() {
             tensor_of(s, sh, "settle")?;
             continue;
         }
@@ -120,6 +127,9 @@ pub(crate) fn settle(sh: &Rc<Shared>, live: &[Storage]) -> Result<()> {
     }
     for g in open {
         draw(sh, g)?;
+    }
+    for m in matmuls {
+        tensor_of(m, sh, "settle")?;
     }
     Ok(())
 }

@@ -60,3 +60,88 @@ fn reductions_take_the_fewest_draws_the_mode_allows() {
         assert_eq!(draws, want, "webgl1 {webgl1}, n {n}: draws");
     }
 }
+
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    (0..n).map(|i| pixelgrad_core::rng::uniform(seed, i as u64) * 2.0 - 1.0).collect()
+}
+
+/// `relu(A B + bias)` (bias broadcast over rows: a read with index arithmetic) and
+/// `tanh(A B) * c` (c of the product's shape: the fast read) on one device: values and the
+/// pass log.
+fn epilogue_case(fuse: bool, m: usize, k: usize, n: usize, ta: bool, tb: bool) -> (Vec<f32>, Vec<f32>, Vec<String>) {
+    use pixelgrad_core::Tensor;
+    let b = WebGlBackend::new_headless(WebGlOptions { fuse, self_test: false, ..WebGlOptions::default() }).unwrap();
+    let dev = Device::new(b.clone());
+    let da = if ta { [k, m] } else { [m, k] };
+    let db = if tb { [n, k] } else { [k, n] };
+    let a = Tensor::from_vec(&dev, &values(m * k, 1), da).unwrap();
+    let bm = Tensor::from_vec(&dev, &values(k * n, 2), db).unwrap();
+    let bias = Tensor::from_vec(&dev, &values(n, 3), [n]).unwrap();
+    let c = Tensor::from_vec(&dev, &values(m * n, 4), [m, n]).unwrap();
+    b.set_pass_log(true);
+    let y = a.matmul_t(&bm, ta, tb).unwrap().add(&bias).unwrap().relu().unwrap();
+    let z = a.matmul_t(&bm, ta, tb).unwrap().tanh().unwrap().mul(&c).unwrap();
+    let (y, z) = (y.to_vec().unwrap(), z.to_vec().unwrap());
+    (y, z, b.take_pass_log())
+}
+
+/// An elementwise computation of a product (bias add and activation, with a broadcast or a
+/// same-shape input) is drawn in the pass that stores the product, on every matmul path: the
+/// one-target kernel's aligned, repacked and strided forms and the block path's assembling
+/// pass (N a multiple of 4 or not). One draw fewer per product, the same values.
+#[test]
+fn elementwise_results_of_a_product_are_drawn_as_its_epilogue() {
+    for (m, k, n, ta, tb) in [
+        (8, 12, 16, false, false),
+        (9, 10, 7, true, false),
+        (5, 9, 6, true, true),
+        (64, 70, 63, false, true),
+        (128, 64, 128, false, false),
+        (130, 70, 121, true, false),
+    ] {
+        let (y1, z1, fused) = epilogue_case(true, m, k, n, ta, tb);
+        let (y0, z0, unfused) = epilogue_case(false, m, k, n, ta, tb);
+        let what = format!("[{m}, {k}] x [{k}, {n}] ta {ta} tb {tb}");
+        let epilogues = fused.iter().filter(|l| l.starts_with("matmul") && l.contains(" + fused ")).count();
+        assert_eq!(epilogues, 2, "{what}: {fused:?}");
+        assert!(!fused.iter().any(|l| l.starts_with("fused ")), "{what}: no elementwise draw of its own: {fused:?}");
+        assert_eq!(fused.len() + 4, unfused.len(), "{what}: fused {fused:?} unfused {unfused:?}");
+        let tol = 1e-5 * k as f32;
+        for (got, want) in [(&y1, &y0), (&z1, &z0)] {
+            assert_eq!(got.len(), want.len());
+            for (j, (g, w)) in got.iter().zip(want.iter()).enumerate() {
+                assert!((g - w).abs() <= tol * w.abs().max(1.0), "{what} element {j}: {g} vs {w}");
+            }
+        }
+    }
+}
+
+/// A product read by two computations: the first drawn takes it as its epilogue, the second
+/// reads the stored product (a draw of its own); one computation reading a product twice
+/// (`q * q`) fetches it once and is an epilogue too.
+#[test]
+fn a_product_read_twice_is_stored_once() {
+    use pixelgrad_core::Tensor;
+    let run = |fuse: bool| {
+        let b = WebGlBackend::new_headless(WebGlOptions { fuse, self_test: false, ..WebGlOptions::default() }).unwrap();
+        let dev = Device::new(b.clone());
+        let a = Tensor::from_vec(&dev, &values(6 * 10, 5), [6, 10]).unwrap();
+        let w = Tensor::from_vec(&dev, &values(10 * 8, 6), [10, 8]).unwrap();
+        let p = a.matmul(&w).unwrap();
+        let y = p.sigmoid().unwrap();
+        let z = p.mul(&p).unwrap().neg().unwrap();
+        let q = a.matmul(&w).unwrap();
+        let s = q.mul(&q).unwrap();
+        b.set_pass_log(true);
+        let out = [y.to_vec().unwrap(), z.to_vec().unwrap(), p.to_vec().unwrap(), s.to_vec().unwrap()];
+        (out, b.take_pass_log())
+    };
+    let (fused, log) = run(true);
+    let (unfused, _) = run(false);
+    assert_eq!(log.iter().filter(|l| l.contains(" + fused ")).count(), 2, "{log:?}");
+    assert_eq!(log.iter().filter(|l| l.starts_with("fused mul+neg")).count(), 1, "{log:?}");
+    assert_eq!(log.len(), 3, "{log:?}");
+    for (g, w) in fused.iter().flatten().zip(unfused.iter().flatten()) {
+        assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{g} vs {w}");
+    }
+}

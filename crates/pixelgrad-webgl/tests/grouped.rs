@@ -118,9 +118,11 @@ fn bench_step(preset: Preset, batch: usize, optimizer: &str, group: bool) -> Res
     Ok((after.launches - before.launches, log, params))
 }
 
-/// Outputs of the grouped draws in a pass log (`group of N: ...` lines).
+/// Outputs of the grouped draws in a pass log (`group of N: ...` lines), and results drawn
+/// as a matmul's epilogue (`matmul... + fused ...` lines: a second output of the matmul's draw).
 fn grouped_outputs(log: &[String]) -> u64 {
-    log.iter().filter_map(|l| l.strip_prefix("group of ")?.split(':').next()?.parse::<u64>().ok()).sum()
+    let grouped: u64 = log.iter().filter_map(|l| l.strip_prefix("group of ")?.split(':').next()?.parse::<u64>().ok()).sum();
+    grouped + log.iter().filter(|l| l.starts_with("matmul") && l.contains(" + fused ")).count() as u64
 }
 
 #[test]

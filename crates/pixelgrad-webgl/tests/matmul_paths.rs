@@ -22,7 +22,9 @@ const SHAPES: &[Geometry] = &[
     // Block path with one matrix broadcast over the batch (the conv forward pass).
     (None, Some(6), 16, 72, 121),
     (Some(5), None, 40, 48, 68),
-    // One-target kernel: small products, K or N not a multiple of 4.
+    // One-target kernel with its operands repacked: above the strided kernel's limit.
+    (None, None, 64, 70, 63),
+    // One-target kernel: small products, K or N not a multiple of 4 (read where they lie).
     (None, None, 8, 12, 16),
     (None, None, 9, 10, 7),
     (Some(3), Some(3), 5, 9, 6),
@@ -30,7 +32,8 @@ const SHAPES: &[Geometry] = &[
 
 #[test]
 fn every_path_matches_the_cpu() {
-    let gl = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
+    let gl =
+        WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
     let gl_dev = Device::new(gl.clone());
     let cpu = Device::new(CpuBackend::new());
     for (i, &(ba, bb, m, k, n)) in SHAPES.iter().enumerate() {
@@ -57,7 +60,14 @@ fn every_path_matches_the_cpu() {
             let want = run(&cpu);
             assert_eq!(got.len(), want.len());
             let blocked = log.iter().any(|l| l.starts_with("matmul_block "));
-            assert_eq!(blocked, m * n * k * ba.unwrap_or(1).max(bb.unwrap_or(1)) >= 1 << 20, "{da:?} x {db:?}: {log:?}");
+            let macs = m * n * k * ba.unwrap_or(1).max(bb.unwrap_or(1));
+            assert_eq!(blocked, macs >= 1 << 20, "{da:?} x {db:?}: {log:?}");
+            // Products up to 2^18 multiply-adds never pack an operand: the strided kernel
+            // reads them where they lie, in the product's one draw.
+            let strided = log.iter().any(|l| l.starts_with("matmul.strided"));
+            let packed = log.iter().any(|l| l.starts_with("matmul_pack"));
+            assert!(!strided || macs <= 1 << 18, "{da:?} x {db:?}: {log:?}");
+            assert!(!(macs <= 1 << 18 && packed), "{da:?} x {db:?}: {log:?}");
             let tol = 1e-5 * k as f32;
             for (j, (g, w)) in got.iter().zip(&want).enumerate() {
                 assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?}{ta} x {db:?}{tb} element {j}: {g} vs {w} ({log:?})");
@@ -71,7 +81,8 @@ fn every_path_matches_the_cpu() {
 /// and the result equals the eager one, bit for bit.
 #[test]
 fn block_path_inside_replayed_steps_matches_eager() {
-    let gl = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
+    let gl =
+        WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
     let dev = Device::new(gl.clone());
     let a = Tensor::from_vec(&dev, &values(96 * 80, 7), [96, 80]).unwrap();
     let b = Tensor::from_vec(&dev, &values(80 * 160, 8), [80, 160]).unwrap();

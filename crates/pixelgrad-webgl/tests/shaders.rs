@@ -38,6 +38,12 @@ fn all_shaders_pass_glslang_validator() {
     for (label, src) in dialect::all_map_sources().unwrap() {
         sources.push((format!("{label}.frag"), src));
     }
+    let epilogues = dialect::all_epilogue_sources().unwrap();
+    assert!(
+        epilogues.len() >= 12 && epilogues.iter().all(|(_, s)| s.contains("o_color1 = pg_epilogue")),
+        "epilogues write a second target"
+    );
+    sources.extend(epilogues.into_iter().map(|(label, src)| (format!("{label}.frag"), src)));
     let groups = dialect::all_group_sources().unwrap();
     assert!(groups.len() >= 2 && groups.iter().all(|(_, s)| s.contains("o_color1")), "grouped draws write several targets");
     for (label, src) in groups {

@@ -7,9 +7,9 @@ use std::rc::Rc;
 use pixelgrad_core::{Result, Shape};
 
 use super::split_axis;
+use crate::checks::Check;
 use crate::context::Shared;
 use crate::launch::Pass;
-use crate::checks::Check;
 use crate::texture::GlTensor;
 
 /// Renders a 1-element flag: non-zero if any index is NaN, fractional or outside `0..bound`.
@@ -22,12 +22,8 @@ fn index_check(sh: &Rc<Shared>, op: &'static str, idx: &GlTensor, n: usize, boun
 
 pub(crate) fn gather(sh: &Rc<Shared>, x: &GlTensor, idx: &GlTensor, sx: &Shape, si: &Shape, axis: usize) -> Result<GlTensor> {
     let (_, j, inner) = split_axis(&si.0, axis);
-    let pass = Pass::new("gather", "gather", 0)
-        .input("u_x", x)
-        .input("u_idx", idx)
-        .int("u_inner", inner)
-        .int("u_j", j)
-        .int("u_a", sx.0[axis]);
+    let pass =
+        Pass::new("gather", "gather", 0).input("u_x", x).input("u_idx", idx).int("u_inner", inner).int("u_j", j).int("u_a", sx.0[axis]);
     let out = sh.run(pass, si.numel())?;
     if si.numel() > 0 {
         index_check(sh, "gather", idx, si.numel(), sx.0[axis], axis)?;

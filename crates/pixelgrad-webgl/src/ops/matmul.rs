@@ -12,7 +12,9 @@ use std::rc::Rc;
 
 use pixelgrad_core::{Result, Shape};
 
+use super::elementwise::FusedRead;
 use crate::context::Shared;
+use crate::dialect::{epilogue_config, ProgramSpec, MATMUL_EPI, MATMUL_UNBLOCK_EPI};
 use crate::launch::Pass;
 use crate::texture::GlTensor;
 
@@ -20,6 +22,12 @@ use crate::texture::GlTensor;
 const NN: u32 = 0;
 const NT: u32 = 1;
 const NT_ANY: u32 = 2;
+const STRIDED: u32 = 3;
+
+/// Largest product (batch * M * N * K multiply-adds) read with any strides (`STRIDED`)
+/// instead of packing an operand first: below it the packing pass costs more than the
+/// kernel's one-element fetches save.
+const STRIDED_MAX: usize = 1 << 18;
 
 /// One operand seen as a batch of logical matrices `rows x cols`: element (b, r, c) sits at
 /// `b*sb + r*sr + c*sc` of its storage (sb = 0 broadcasts a single matrix over the batch).
@@ -76,6 +84,27 @@ fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View) -> Result<(GlTensor, View)> {
     Ok((t, View { sb, sr: cols4 as i64, sc: 1, ..v }))
 }
 
+/// A pending elementwise computation drawn in the pass that stores the product (see
+/// `dialect::MATMUL_EPI`): the read of its inputs other than the product, and which kernel
+/// input the product is.
+pub(crate) struct Epilogue<'a> {
+    pub read: FusedRead<'a>,
+    pub given: usize,
+}
+
+/// Draws `pass` (the `matmul` or `matmul_unblock` pass writing the flat product of `len`
+/// elements): alone, or with `epi` as its second output.
+pub(super) fn store<'a>(sh: &Rc<Shared>, pass: Pass<'a>, epi: Option<&Epilogue<'a>>, len: usize) -> Result<(GlTensor, Option<GlTensor>)> {
+    let Some(e) = epi else { return Ok((sh.run(pass, len)?, None)) };
+    let name = if pass.spec.name == "matmul" { MATMUL_EPI } else { MATMUL_UNBLOCK_EPI };
+    let spec = ProgramSpec { name, config: epilogue_config(pass.spec.config, e.given, e.read.config), kernel: e.read.kernel };
+    let pass = e.read.uniforms(Pass { spec, ..pass });
+    let product = sh.alloc(len, "matmul")?;
+    let result = sh.alloc(len, "fused")?;
+    sh.draw_many(&pass, &[&product, &result], len)?;
+    Ok((product, Some(result)))
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul(
     sh: &Rc<Shared>,
@@ -87,21 +116,57 @@ pub(crate) fn matmul(
     trans_b: bool,
     out: &Shape,
 ) -> Result<GlTensor> {
+    Ok(matmul_epilogue(sh, a, b, sa, sb, trans_a, trans_b, out, None)?.0)
+}
+
+/// [`matmul`], with `epi` (if any) applied as the product is stored: `(product, epilogue's
+/// result)`. The `webgl1` mode takes no epilogue (`None` then).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_epilogue<'a>(
+    sh: &Rc<Shared>,
+    a: &'a GlTensor,
+    b: &'a GlTensor,
+    sa: &Shape,
+    sb: &Shape,
+    trans_a: bool,
+    trans_b: bool,
+    out: &Shape,
+    epi: Option<&Epilogue<'a>>,
+) -> Result<(GlTensor, Option<GlTensor>)> {
     let va = View::of(sa, trans_a);
     let vb = View::of(sb, trans_b);
     if sh.gl1 {
-        return super::gl1::matmul(sh, a, b, va, vb, out);
+        return Ok((super::gl1::matmul(sh, a, b, va, vb, out)?, None));
     }
     let (m, k, n) = (va.rows, va.cols, vb.cols);
     let batch = va.batch.max(vb.batch);
     if super::matmul_block::worth_it(sh, batch, m, n, k) {
-        if let Some(t) = super::matmul_block::matmul(sh, a, b, va, vb.t(), batch, out.numel())? {
+        if let Some(t) = super::matmul_block::matmul(sh, a, b, va, vb.t(), batch, out.numel(), epi)? {
             return Ok(t);
         }
     }
+    let bt = vb.t();
+    let pack_a = !va.rows_aligned();
+    let pack_b = !(bt.rows_aligned() || vb.rows_aligned() && n % 4 == 0);
+    if (pack_a || pack_b) && batch.saturating_mul(m).saturating_mul(n).saturating_mul(k) <= STRIDED_MAX {
+        // Small: read both operands where they lie, one element per fetch, in this one pass.
+        let pass = Pass::new("matmul", "matmul", STRIDED)
+            .input("u_a", a)
+            .input("u_b", b)
+            .int("u_m", m)
+            .int("u_n", n)
+            .int("u_k", k)
+            .sint("u_a_sb", va.sb)
+            .sint("u_a_sm", va.sr)
+            .sint("u_a_sk", va.sc)
+            .sint("u_b_sb", vb.sb)
+            .sint("u_b_sk", vb.sr)
+            .sint("u_b_sn", vb.sc);
+        return store(sh, pass, epi, out.numel());
+    }
     // A [M, K] with k contiguous and aligned rows, or a packed copy.
     let packed_a;
-    let (ta, va) = if va.rows_aligned() {
+    let (ta, va) = if !pack_a {
         (a, va)
     } else {
         let (t, v) = pack(sh, a, va)?;
@@ -111,7 +176,6 @@ pub(crate) fn matmul(
     // B as rows of N ("nn", the forward pass of a dense layer: no copy), else as [N, K] with k
     // contiguous (a transposed operand, as backprop's dA = G B^T, often already is), else packed
     // into that form.
-    let bt = vb.t();
     let packed_b;
     let (tb, config, b_sk, b_sn, b_sb) = if vb.rows_aligned() && n % 4 == 0 {
         (b, NN, vb.sr, 1, vb.sb)
@@ -136,5 +200,5 @@ pub(crate) fn matmul(
         .sint("u_b_sb", b_sb)
         .sint("u_b_sk", b_sk)
         .sint("u_b_sn", b_sn);
-    sh.run(pass, out.numel())
+    store(sh, pass, epi, out.numel())
 }

@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use pixelgrad_core::Result;
 
-use super::matmul::View;
+use super::matmul::{store, Epilogue, View};
 use crate::context::Shared;
 use crate::launch::Pass;
 use crate::texture::{layout, GlTensor};
@@ -72,9 +72,11 @@ fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View, form: u32) -> Result<Option<GlTe
     Ok((t.w % 4 == 0).then_some(t))
 }
 
-/// C = A B with A as `va` ([M, K] views) and B as `vbt` (B transposed: [N, K] views); `None`
-/// when the operands cannot be laid out for this path (the caller uses the one-target kernel).
-pub(crate) fn matmul(
+/// C = A B with A as `va` ([M, K] views) and B as `vbt` (B transposed: [N, K] views), with
+/// `epi` applied as the assembling pass stores C (`(C, epilogue's result)`); `None` when the
+/// operands cannot be laid out for this path (the caller uses the one-target kernel).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul<'a>(
     sh: &Rc<Shared>,
     a: &GlTensor,
     b: &GlTensor,
@@ -82,7 +84,8 @@ pub(crate) fn matmul(
     vbt: View,
     batch: usize,
     len: usize,
-) -> Result<Option<GlTensor>> {
+    epi: Option<&Epilogue<'a>>,
+) -> Result<Option<(GlTensor, Option<GlTensor>)>> {
     let (m, n, k) = (va.rows, vbt.rows, va.cols);
     let (mb, nb, kq) = (m.div_ceil(4), n.div_ceil(4), k.div_ceil(8) * 2);
     let Some(pa) = pack(sh, a, va, 0)? else { return Ok(None) };
@@ -109,5 +112,5 @@ pub(crate) fn matmul(
         .int("u_n", n)
         .int("u_mb", mb)
         .int("u_nb", nb);
-    Ok(Some(sh.run(pass, len)?))
+    store(sh, pass, epi, len).map(Some)
 }

@@ -4,7 +4,7 @@ pub(crate) mod elementwise;
 mod gl1;
 mod index;
 mod layout;
-mod matmul;
+pub(crate) mod matmul;
 mod matmul_block;
 mod narrow;
 pub(crate) mod reduce;

@@ -10,6 +10,7 @@
 //   output column) per 4 k, as dot products.
 // CONFIG 2 ("nt_any"): as 1 for any N: the 4 outputs may lie in different rows (and batches), so
 //   each has its own A row too: 8 texels per 4 k.
+// CONFIG 3 ("strided"): any strides on both operands, one element per fetch (small products).
 //
 // Speed (software rasterisers such as SwiftShader and llvmpipe run this on the CPU): texel
 // fetches and integer division dominate. No division runs per step: each operand row is a stream
@@ -21,6 +22,7 @@ uniform int u_n;
 uniform int u_k;
 uniform int u_a_sb;
 uniform int u_a_sm;
+uniform int u_a_sk;
 uniform int u_b_sb;
 uniform int u_b_sk;
 uniform int u_b_sn;
@@ -48,6 +50,9 @@ void main() {
     if (base >= u_out_n) {
         // Spare texels of the last texture row: nothing to compute.
         o_color = vec4(0.0);
+#ifdef PG_EPILOGUE
+        o_color1 = vec4(0.0);
+#endif
         return;
     }
     int wa = textureSize(u_a, 0).x;
@@ -114,7 +119,7 @@ void main() {
         pb2 = advance(pb2, one, wb);
         pb3 = advance(pb3, one, wb);
     }
-#else
+#elif CONFIG == 2
     ivec2 pa0, pa1, pa2, pa3, pb0, pb1, pb2, pb3;
     for (int j = 0; j < 4; ++j) {
         int i = min(base + j, u_out_n - 1);
@@ -146,6 +151,42 @@ void main() {
         pb2 = advance(pb2, one, wb);
         pb3 = advance(pb3, one, wb);
     }
+#else
+    // CONFIG 3 ("strided"): A[b, m, k] at b*u_a_sb + m*u_a_sm + k*u_a_sk and B as in CONFIG 1
+    // with any u_b_sk, element by element: no operand needs a packing pass, for products too
+    // small to repay one (matmul.rs). Each of the 4 outputs walks its own A row and B column.
+    int ia0, ia1, ia2, ia3, ib0, ib1, ib2, ib3;
+    for (int j = 0; j < 4; ++j) {
+        int i = min(base + j, u_out_n - 1);
+        int n = i % u_n;
+        int t = i / u_n;
+        int m = t % u_m;
+        int b = t / u_m;
+        int ia = b * u_a_sb + m * u_a_sm;
+        int ib = b * u_b_sb + n * u_b_sn;
+        if (j == 0) { ia0 = ia; ib0 = ib; }
+        else if (j == 1) { ia1 = ia; ib1 = ib; }
+        else if (j == 2) { ia2 = ia; ib2 = ib; }
+        else { ia3 = ia; ib3 = ib; }
+    }
+    for (int q = 0; q < u_k; ++q) {
+        acc.x += fetch(u_a, ia0) * fetch(u_b, ib0);
+        acc.y += fetch(u_a, ia1) * fetch(u_b, ib1);
+        acc.z += fetch(u_a, ia2) * fetch(u_b, ib2);
+        acc.w += fetch(u_a, ia3) * fetch(u_b, ib3);
+        ia0 += u_a_sk;
+        ia1 += u_a_sk;
+        ia2 += u_a_sk;
+        ia3 += u_a_sk;
+        ib0 += u_b_sk;
+        ib1 += u_b_sk;
+        ib2 += u_b_sk;
+        ib3 += u_b_sk;
+    }
+#endif
+#ifdef PG_EPILOGUE
+    // The fused computation that reads the product (dialect::MATMUL_EPI), as a second output.
+    o_color1 = pg_epilogue(base, acc);
 #endif
     o_color = acc;
 }

@@ -42,5 +42,9 @@ void main() {
     if (base + 2 < u_out_n) r.z = element(base + 2);
     if (base + 3 < u_out_n) r.w = element(base + 3);
 #endif
+#ifdef PG_EPILOGUE
+    // The fused computation that reads the product (dialect::MATMUL_UNBLOCK_EPI).
+    o_color1 = pg_epilogue(base, r);
+#endif
     o_color = r;
 }
