@@ -84,6 +84,8 @@ impl WebGlBackend {
             (fbo, vao, triangle)
         };
         let group_targets = if opts.group && opts.fuse && !opts.webgl1 { crate::group::max_targets(&gl, &report) } else { 0 };
+        // Matmul epilogues write a second render target (`fusion::LazyMatmul`).
+        let epilogues = opts.fuse && !opts.webgl1 && crate::group::max_targets(&gl, &report) >= 2;
         let shared = Shared {
             gl,
             name: name.clone(),
@@ -97,6 +99,7 @@ impl WebGlBackend {
             map_groups: RefCell::new(Vec::new()),
             group_index: RefCell::new(HashMap::new()),
             group_targets,
+            epilogues,
             fuse: opts.fuse,
             mediump: opts.mediump,
             abandoned: Cell::new(false),

@@ -36,6 +36,10 @@ pub(crate) struct Shared {
     pub map_groups: RefCell<Vec<crate::group::GroupDef>>,
     pub group_index: RefCell<HashMap<crate::group::GroupDef, u32>>,
     pub group_targets: usize,
+    /// Matmuls are deferred and take a pending result of their product as an epilogue
+    /// drawn to a second render target (`fusion::LazyMatmul`): fusion on, WebGL2 with
+    /// multiple render targets.
+    pub epilogues: bool,
     /// Fuse elementwise chains (`fusion.rs`), and the pending results made since the last
     /// settle, oldest first.
     pub fuse: bool,

@@ -17,7 +17,7 @@ use std::rc::Rc;
 
 use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
 use pixelgrad_core::kernel::Launch;
-use pixelgrad_core::{Op, Result, Shape, Storage};
+use pixelgrad_core::{Op, ReduceOp, Result, Shape, Storage};
 
 use crate::context::Shared;
 use crate::dialect::{MAP_MAX_INPUTS, MAP_MAX_PARAMS};
@@ -96,6 +96,8 @@ pub(crate) struct LazyMatmul {
     inputs: [Storage; 2],
     shapes: [Shape; 2],
     out: Shape,
+    /// A batched product summed over its batch (`out` has no batch axis).
+    sum_batch: bool,
     done: std::cell::OnceCell<Storage>,
 }
 
@@ -111,7 +113,8 @@ impl LazyMatmul {
         }
         let a = tensor_of(&self.inputs[0], sh, "matmul")?;
         let b = tensor_of(&self.inputs[1], sh, "matmul")?;
-        let t = crate::ops::matmul::matmul(sh, a, b, &self.shapes[0], &self.shapes[1], self.trans_a, self.trans_b, &self.out)?;
+        let (m, s) = (&self.shapes, self.sum_batch);
+        let (t, _) = crate::ops::matmul::matmul_epilogue(sh, a, b, &m[0], &m[1], self.trans_a, self.trans_b, s, &self.out, None)?;
         Ok(self.done.get_or_init(|| Storage::new(t)))
     }
 }
@@ -120,7 +123,7 @@ impl LazyMatmul {
 /// `None` draws it as usual.
 pub(crate) fn defer_matmul(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
     let Op::MatMul { trans_a, trans_b } = *op else { return Ok(None) };
-    if sh.gl1 || sh.group_targets < 2 || inputs.len() != 2 || shapes.len() != 2 || out.numel() == 0 {
+    if !sh.epilogues || inputs.len() != 2 || shapes.len() != 2 || out.numel() == 0 {
         return Ok(None);
     }
     let lens = inputs.iter().map(|s| len_of(sh, op.name(), s)).collect::<Result<Vec<_>>>()?;
@@ -132,6 +135,34 @@ pub(crate) fn defer_matmul(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes
         inputs: [inputs[0].clone(), inputs[1].clone()],
         shapes: [shapes[0].clone(), shapes[1].clone()],
         out: out.clone(),
+        sum_batch: false,
+        done: std::cell::OnceCell::new(),
+    });
+    remember(sh, &st);
+    Ok(Some(st))
+}
+
+/// A sum over the batch of a pending batched matmul (a convolution's weight gradient),
+/// returned as a pending matmul that sums its batch as it multiplies (`None`: not such a sum).
+fn summed_matmul(sh: &Rc<Shared>, op: &Op, input: &Storage, shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
+    let (Op::Reduce { op: ReduceOp::Sum, axis: 0 }, Some(mm), Some(&shape)) = (op, input.downcast::<LazyMatmul>(), shapes.first()) else {
+        return Ok(None);
+    };
+    // Read as any shape whose first axis is the batch: a reshape keeps the flat order.
+    let batch = mm.out.dims()[0];
+    let batched = mm.out.rank() == 3 && batch > 1 && shape.dims().first() == Some(&batch) && shape.numel() == mm.out.numel();
+    if mm.is_done() || mm.sum_batch || !batched {
+        return Ok(None);
+    }
+    pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &sh.name)?;
+    crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
+    let st = Storage::new(LazyMatmul {
+        trans_a: mm.trans_a,
+        trans_b: mm.trans_b,
+        inputs: mm.inputs.clone(),
+        shapes: mm.shapes.clone(),
+        out: out.clone(),
+        sum_batch: true,
         done: std::cell::OnceCell::new(),
     });
     remember(sh, &st);
@@ -186,8 +217,18 @@ fn run_as_epilogue(sh: &Rc<Shared>, p: &Pending<Storage>) -> Result<Option<Stora
     }
     let read = FusedRead::new(sh, "fused", &p.launch, &ins, &shapes, &p.shape, || format!("fused {}", p.label()))?;
     let epi = crate::ops::matmul::Epilogue { read, given };
-    let (product, result) =
-        crate::ops::matmul::matmul_epilogue(sh, a, b, &mm.shapes[0], &mm.shapes[1], mm.trans_a, mm.trans_b, &mm.out, Some(&epi))?;
+    let (product, result) = crate::ops::matmul::matmul_epilogue(
+        sh,
+        a,
+        b,
+        &mm.shapes[0],
+        &mm.shapes[1],
+        mm.trans_a,
+        mm.trans_b,
+        mm.sum_batch,
+        &mm.out,
+        Some(&epi),
+    )?;
     let _ = mm.done.set(Storage::new(product));
     Ok(result.map(Storage::new))
 }
@@ -198,6 +239,9 @@ fn run_as_epilogue(sh: &Rc<Shared>, p: &Pending<Storage>) -> Result<Option<Stora
 pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
     let Op::Reduce { op: r, axis } = op else { return Ok(None) };
     let (Some(&input), Some(&shape)) = (inputs.first(), shapes.first()) else { return Ok(None) };
+    if let Some(st) = summed_matmul(sh, op, input, shapes, out)? {
+        return Ok(Some(st));
+    }
     // The reduction walks its input in flat order, so the computation is read with its own
     // shape, whatever shape the reduction sees (a reshape keeps the flat order).
     let Some(p) = fuse::current(input, sh.generation.get()) else { return Ok(None) };
@@ -243,12 +287,20 @@ pub(crate) fn settle(sh: &Rc<Shared>) -> Result<()> {
         let live: Vec<Storage> = list.iter().filter_map(|w| w.upgrade()).collect();
         return crate::group::settle(sh, &live);
     }
+    // Matmuls last (or when something reads them): a pending result of one drawn first takes
+    // it as its epilogue.
+    let mut matmuls = Vec::new();
     for w in list {
         if let Some(s) = w.upgrade() {
-            if undone(&s) {
+            if s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done()) {
+                matmuls.push(s);
+            } else if undone(&s) {
                 tensor_of(&s, sh, "settle")?;
             }
         }
+    }
+    for m in matmuls {
+        tensor_of(&m, sh, "settle")?;
     }
     Ok(())
 }

@@ -43,8 +43,10 @@ fn compare(preset: Preset, replay: Replay) {
             assert!(g <= a, "{what}: {g} grouped draws vs {a}");
         } else {
             // An optimizer with state (momentum, Adam, RMSprop) updates it with each
-            // parameter, in one draw: the MLP and the CNN have 4 and 6 parameters.
-            assert!(g + 4 <= a, "{what}: {g} grouped draws vs {a}");
+            // parameter, in one draw: the MLP and the CNN have 4 and 6 parameters. A weight's
+            // first state update may already be its gradient matmul's epilogue (in both
+            // runs), so grouping saves at least 3.
+            assert!(g + 3 <= a, "{what}: {g} grouped draws vs {a}");
         }
         if replay == Replay::Plan {
             steps::check_replayed(&grouped.counters, &what).unwrap();
@@ -127,8 +129,8 @@ fn grouped_outputs(log: &[String]) -> u64 {
 
 #[test]
 fn adam_steps_of_the_benchmark_draw_less() {
-    // Adam's new `m`, `v` and parameter were three draws per parameter, now at most one: at
-    // least two fewer per parameter. The MLP's replayed step was 42 draws (4 parameters), the
+    // Adam's new `m`, `v` and parameter were three draws per parameter, now at most one
+    // (or a matmul's epilogue and one). The MLP's replayed step was 42 draws (4 parameters), the
     // CNN's 84 (6); results whose textures have one size (small biases, the loss) share draws
     // across parameters too.
     for (preset, batch, most) in [(Preset::Mlp, 64, Some(35)), (Preset::Cnn, 32, None)] {
@@ -137,7 +139,9 @@ fn adam_steps_of_the_benchmark_draw_less() {
         eprintln!("{preset:?}/adam: {grouped} draws per replayed step grouped, {alone} alone, {params} parameters");
         let outputs = grouped_outputs(&log);
         assert!(outputs >= 3 * params, "{outputs} results in grouped draws, {params} parameters:\n{}", log.join("\n"));
-        assert!(grouped + 2 * params <= alone, "{preset:?}/adam: {grouped} vs {alone} draws per step");
+        // Without grouping the first of the three may be the gradient matmul's epilogue: at
+        // least one draw fewer per parameter, and two per bias (no matmul).
+        assert!(grouped + params + 2 <= alone, "{preset:?}/adam: {grouped} vs {alone} draws per step");
         if let Some(most) = most {
             assert!(grouped <= most, "{preset:?}/adam: {grouped} draws per step, target {most}:\n{}", log.join("\n"));
         }

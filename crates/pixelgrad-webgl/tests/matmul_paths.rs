@@ -62,12 +62,13 @@ fn every_path_matches_the_cpu() {
             let blocked = log.iter().any(|l| l.starts_with("matmul_block "));
             let macs = m * n * k * ba.unwrap_or(1).max(bb.unwrap_or(1));
             assert_eq!(blocked, macs >= 1 << 20, "{da:?} x {db:?}: {log:?}");
-            // Products up to 2^18 multiply-adds never pack an operand: the strided kernel
-            // reads them where they lie, in the product's one draw.
+            // Tiny products never pack an operand: the strided kernel reads them where they
+            // lie, in the product's one draw; large ones pack rather than fetch per element.
             let strided = log.iter().any(|l| l.starts_with("matmul.strided"));
             let packed = log.iter().any(|l| l.starts_with("matmul_pack"));
-            assert!(!strided || macs <= 1 << 18, "{da:?} x {db:?}: {log:?}");
-            assert!(!(macs <= 1 << 18 && packed), "{da:?} x {db:?}: {log:?}");
+            assert!(!(strided && packed), "{da:?} x {db:?}: {log:?}");
+            assert!(!(macs <= 1 << 12 && packed), "{da:?} x {db:?}: {log:?}");
+            assert!(!(macs > 1 << 16 && strided), "{da:?} x {db:?}: {log:?}");
             let tol = 1e-5 * k as f32;
             for (j, (g, w)) in got.iter().zip(&want).enumerate() {
                 assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?}{ta} x {db:?}{tb} element {j}: {g} vs {w} ({log:?})");
@@ -96,6 +97,63 @@ fn block_path_inside_replayed_steps_matches_eager() {
         if i >= 2 {
             assert_eq!(after.replayed - before.replayed, after.launches - before.launches, "step {i}: {before:?} {after:?}");
             assert_eq!((after.bindings, after.allocations), (before.bindings, before.allocations), "step {i}");
+        }
+    }
+}
+
+/// A batched product summed over its batch (a convolution's weight gradient: `G X^T` per
+/// sample, summed) is one matmul with the batch merged into k: in one draw on the strided
+/// kernel, in the block path's draws, or the batched product and a reduction past both; an
+/// elementwise result of the sum (an SGD update) is that matmul's epilogue (a draw after the
+/// reduction on the last path). Every path equals the CPU.
+#[test]
+fn products_summed_over_the_batch_match_the_cpu() {
+    let gl =
+        WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
+    let gl_dev = Device::new(gl.clone());
+    let cpu = Device::new(CpuBackend::new());
+    // (batch, m, k, n, trans_b, a broadcast over the batch, the path's draw count)
+    for (i, &(batch, m, k, n, tb, shared_a, draws)) in [
+        (4, 5, 6, 7, true, false, 1),
+        (3, 6, 9, 5, false, true, 1),
+        (8, 16, 300, 9, true, false, 3),
+        (32, 16, 784, 9, true, false, 4),
+        (6, 20, 400, 24, false, false, 4),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let da = if shared_a { vec![m, k] } else { vec![batch, m, k] };
+        let db = if tb { vec![batch, n, k] } else { vec![batch, k, n] };
+        let va = values(da.iter().product(), 20 + 2 * i as u64);
+        let vb = values(db.iter().product(), 21 + 2 * i as u64);
+        let vw = values(m * n, 40 + i as u64);
+        let run = |dev: &Device| -> (Vec<f32>, Vec<f32>) {
+            let a = Tensor::from_vec(dev, &va, da.clone()).unwrap();
+            let b = Tensor::from_vec(dev, &vb, db.clone()).unwrap();
+            let w = Tensor::from_vec(dev, &vw, [m, n]).unwrap();
+            let g = a.matmul_t(&b, false, tb).unwrap().sum_axis(0, false).unwrap();
+            let updated = w.sub(&g.mul_scalar(0.1).unwrap()).unwrap();
+            (updated.to_vec().unwrap(), g.to_vec().unwrap())
+        };
+        gl.set_pass_log(true);
+        let got = run(&gl_dev);
+        let log = gl.take_pass_log();
+        gl.set_pass_log(false);
+        let want = run(&cpu);
+        let what = format!("{da:?} x {db:?} (trans_b {tb}) summed over {batch}");
+        assert_eq!(log.len(), draws, "{what}: {log:?}");
+        // The fallback (batched product, then its sum) draws the update after the sum.
+        let fallback = draws == 3;
+        let epilogues = log.iter().filter(|l| l.contains(" + fused ")).count();
+        assert_eq!(epilogues, usize::from(!fallback), "{what}: the update is an epilogue: {log:?}");
+        assert_eq!(log.iter().any(|l| l.starts_with("reduce")), fallback, "{what}: {log:?}");
+        let tol = 1e-5 * (k * batch) as f32;
+        for (got, want) in [(&got.0, &want.0), (&got.1, &want.1)] {
+            assert_eq!(got.len(), m * n);
+            for (j, (g, w)) in got.iter().zip(want.iter()).enumerate() {
+                assert!((g - w).abs() <= tol * w.abs().max(1.0), "{what} element {j}: {g} vs {w} ({log:?})");
+            }
         }
     }
 }

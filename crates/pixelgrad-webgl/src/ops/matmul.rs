@@ -24,10 +24,20 @@ const NT: u32 = 1;
 const NT_ANY: u32 = 2;
 const STRIDED: u32 = 3;
 
-/// Largest product (batch * M * N * K multiply-adds) read with any strides (`STRIDED`)
-/// instead of packing an operand first: below it the packing pass costs more than the
-/// kernel's one-element fetches save.
+/// Largest product (batch * M * N * K multiply-adds) the strided kernel sums over its batch
+/// in one draw (`STRIDED`, `u_reps`); larger ones take the block path or a reduction.
 const STRIDED_MAX: usize = 1 << 18;
+
+/// What one draw costs on a software rasteriser, in texel fetches: the strided kernel is
+/// chosen over packing when its extra fetches cost less than the packing draws they save.
+const DRAW_FETCHES: usize = 1 << 14;
+
+/// Whether the strided kernel (one fetch per operand element: 2 per multiply-add) beats
+/// packing `packed` elements in `packs` draws and running the packed kernel (at most 8
+/// fetches per 16 multiply-adds).
+fn strided_pays(macs: usize, packed: usize, packs: usize) -> bool {
+    macs.saturating_mul(2) <= macs / 2 + packed + packs * DRAW_FETCHES
+}
 
 /// One operand seen as a batch of logical matrices `rows x cols`: element (b, r, c) sits at
 /// `b*sb + r*sr + c*sc` of its storage (sb = 0 broadcasts a single matrix over the batch).
@@ -116,11 +126,15 @@ pub(crate) fn matmul(
     trans_b: bool,
     out: &Shape,
 ) -> Result<GlTensor> {
-    Ok(matmul_epilogue(sh, a, b, sa, sb, trans_a, trans_b, out, None)?.0)
+    Ok(matmul_epilogue(sh, a, b, sa, sb, trans_a, trans_b, false, out, None)?.0)
 }
 
 /// [`matmul`], with `epi` (if any) applied as the product is stored: `(product, epilogue's
-/// result)`. The `webgl1` mode takes no epilogue (`None` then).
+/// result)`. With `sum_batch` the product of a batched matmul is summed over its batch
+/// (`[M, N]`: a convolution's weight gradient), in the same draws where the strided kernel or
+/// the block path takes the product, else by a reduction after it. `None` for the epilogue's
+/// result when this path could not apply it (the `webgl1` mode, a summed product reduced
+/// after the matmul): the caller draws it then.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul_epilogue<'a>(
     sh: &Rc<Shared>,
@@ -130,32 +144,53 @@ pub(crate) fn matmul_epilogue<'a>(
     sb: &Shape,
     trans_a: bool,
     trans_b: bool,
+    sum_batch: bool,
     out: &Shape,
     epi: Option<&Epilogue<'a>>,
 ) -> Result<(GlTensor, Option<GlTensor>)> {
     let va = View::of(sa, trans_a);
     let vb = View::of(sb, trans_b);
-    if sh.gl1 {
-        return Ok((super::gl1::matmul(sh, a, b, va, vb, out)?, None));
-    }
     let (m, k, n) = (va.rows, va.cols, vb.cols);
     let batch = va.batch.max(vb.batch);
-    if super::matmul_block::worth_it(sh, batch, m, n, k) {
-        if let Some(t) = super::matmul_block::matmul(sh, a, b, va, vb.t(), batch, out.numel(), epi)? {
+    let macs = batch.saturating_mul(m).saturating_mul(n).saturating_mul(k);
+    if sh.gl1 || (sum_batch && macs > STRIDED_MAX && !super::matmul_block::worth_it(sh, 1, m, n, batch * k)) {
+        // The batched product, then its sum over the batch (one reduction).
+        let full = Shape(vec![batch, m, n]);
+        let t = if sh.gl1 { super::gl1::matmul(sh, a, b, va, vb, &full)? } else { matmul(sh, a, b, sa, sb, trans_a, trans_b, &full)? };
+        if !sum_batch || batch == 1 {
+            return Ok((t, None));
+        }
+        return Ok((super::reduce::reduce_axis(sh, pixelgrad_core::ReduceOp::Sum, &t, 1, batch, m * n)?, None));
+    }
+    if sum_batch && macs > STRIDED_MAX {
+        // One matrix product with the batch merged into k: k' = b*K + k.
+        let merge = |v: View| View { batch: 1, cols: batch * v.cols, ..v };
+        if let Some(t) = super::matmul_block::matmul(sh, a, b, merge(va), merge(vb.t()), 1, k, m * n, epi)? {
+            return Ok(t);
+        }
+        let full = Shape(vec![batch, m, n]);
+        let t = matmul(sh, a, b, sa, sb, trans_a, trans_b, &full)?;
+        return Ok((super::reduce::reduce_axis(sh, pixelgrad_core::ReduceOp::Sum, &t, 1, batch, m * n)?, None));
+    }
+    if !sum_batch && super::matmul_block::worth_it(sh, batch, m, n, k) {
+        if let Some(t) = super::matmul_block::matmul(sh, a, b, va, vb.t(), batch, k, out.numel(), epi)? {
             return Ok(t);
         }
     }
     let bt = vb.t();
     let pack_a = !va.rows_aligned();
     let pack_b = !(bt.rows_aligned() || vb.rows_aligned() && n % 4 == 0);
-    if (pack_a || pack_b) && batch.saturating_mul(m).saturating_mul(n).saturating_mul(k) <= STRIDED_MAX {
-        // Small: read both operands where they lie, one element per fetch, in this one pass.
+    let packed = if pack_a { va.batch * m * k } else { 0 } + if pack_b { vb.batch * k * n } else { 0 };
+    if sum_batch || ((pack_a || pack_b) && strided_pays(macs, packed, usize::from(pack_a) + usize::from(pack_b))) {
+        // Small: read both operands where they lie, one element per fetch, in this one pass
+        // (summing the batch: each output walks its row and column in every batch entry).
         let pass = Pass::new("matmul", "matmul", STRIDED)
             .input("u_a", a)
             .input("u_b", b)
             .int("u_m", m)
             .int("u_n", n)
             .int("u_k", k)
+            .int("u_reps", if sum_batch { batch } else { 1 })
             .sint("u_a_sb", va.sb)
             .sint("u_a_sm", va.sr)
             .sint("u_a_sk", va.sc)

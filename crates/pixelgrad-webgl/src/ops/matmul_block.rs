@@ -52,7 +52,11 @@ fn wide_len(sh: &Shared, texels: usize) -> Option<usize> {
 
 /// The operand `v` (rows g x cols k, batched) in 4x4 blocks: `form` 0 for A (texel = one row,
 /// 4 k), 1 for B given as its transpose [N, K] (texel = one k, 4 columns).
-fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View, form: u32) -> Result<Option<GlTensor>> {
+///
+/// `kin` is the length of one run of k: the k axis of `v` (`v.cols`) may be `batch` runs of
+/// `kin` laid out `v.sb` apart (a product summed over its batch, its batch merged into k:
+/// element (g, k) at `(k / kin) * sb + g * sr + (k % kin) * sc`); `kin == v.cols` otherwise.
+fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View, form: u32, kin: usize) -> Result<Option<GlTensor>> {
     // K padded to a multiple of 8: the kernel does two steps of 4 per loop iteration.
     let (gb, kq) = (v.rows.div_ceil(4), v.cols.div_ceil(8) * 2);
     let texels = v.batch * gb * kq * 4;
@@ -64,6 +68,7 @@ fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View, form: u32) -> Result<Option<GlTe
         .int("u_k", v.cols)
         .int("u_gb", gb)
         .int("u_kq", kq)
+        .int("u_kin", kin)
         .sint("u_sb", v.sb)
         .sint("u_sg", v.sr)
         .sint("u_sk", v.sc);
@@ -74,7 +79,8 @@ fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View, form: u32) -> Result<Option<GlTe
 
 /// C = A B with A as `va` ([M, K] views) and B as `vbt` (B transposed: [N, K] views), with
 /// `epi` applied as the assembling pass stores C (`(C, epilogue's result)`); `None` when the
-/// operands cannot be laid out for this path (the caller uses the one-target kernel).
+/// operands cannot be laid out for this path (the caller uses the one-target kernel). `kin`:
+/// see [`pack`] (runs of k of a product summed over its batch).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul<'a>(
     sh: &Rc<Shared>,
@@ -83,13 +89,14 @@ pub(crate) fn matmul<'a>(
     va: View,
     vbt: View,
     batch: usize,
+    kin: usize,
     len: usize,
     epi: Option<&Epilogue<'a>>,
 ) -> Result<Option<(GlTensor, Option<GlTensor>)>> {
     let (m, n, k) = (va.rows, vbt.rows, va.cols);
     let (mb, nb, kq) = (m.div_ceil(4), n.div_ceil(4), k.div_ceil(8) * 2);
-    let Some(pa) = pack(sh, a, va, 0)? else { return Ok(None) };
-    let Some(pb) = pack(sh, b, vbt, 1)? else { return Ok(None) };
+    let Some(pa) = pack(sh, a, va, 0, kin)? else { return Ok(None) };
+    let Some(pb) = pack(sh, b, vbt, 1, kin)? else { return Ok(None) };
     let blocks = batch * mb * nb;
     let targets = (0..TARGETS).map(|_| sh.alloc(blocks * 4, "matmul")).collect::<Result<Vec<_>>>()?;
     let pass = Pass::new("matmul", "matmul_block", 0)

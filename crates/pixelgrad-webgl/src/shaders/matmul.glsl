@@ -23,6 +23,7 @@ uniform int u_k;
 uniform int u_a_sb;
 uniform int u_a_sm;
 uniform int u_a_sk;
+uniform int u_reps;
 uniform int u_b_sb;
 uniform int u_b_sk;
 uniform int u_b_sn;
@@ -43,6 +44,22 @@ ivec2 step_of(int s, int w) {
 ivec2 advance(ivec2 p, ivec2 d, int w) {
     p += d;
     return p.x >= w ? ivec2(p.x - w, p.y + 1) : p;
+}
+
+// Component c (0..3) of v, without dynamic vector indexing.
+float component(vec4 v, int c) {
+    return c == 0 ? v.x : (c == 1 ? v.y : (c == 2 ? v.z : v.w));
+}
+
+// Moves a stream of elements (texel p, component c) forward by one stride: d is the stride's
+// whole texels (step_of), r its remainder in elements (stride & 3).
+void stream_next(inout ivec2 p, inout int c, ivec2 d, int r, int w) {
+    p = advance(p, d, w);
+    c += r;
+    if (c >= 4) {
+        c -= 4;
+        p = advance(p, ivec2(1, 0), w);
+    }
 }
 
 void main() {
@@ -154,7 +171,10 @@ void main() {
 #else
     // CONFIG 3 ("strided"): A[b, m, k] at b*u_a_sb + m*u_a_sm + k*u_a_sk and B as in CONFIG 1
     // with any u_b_sk, element by element: no operand needs a packing pass, for products too
-    // small to repay one (matmul.rs). Each of the 4 outputs walks its own A row and B column.
+    // small to repay one (matmul.rs). Each of the 4 outputs walks its own A row and B column
+    // as a stream of (texel, component) positions advanced without division.
+    // u_reps > 1: a product summed over its batch (the output has no batch axis, so b == 0):
+    // each output adds its row times column of every batch entry.
     int ia0, ia1, ia2, ia3, ib0, ib1, ib2, ib3;
     for (int j = 0; j < 4; ++j) {
         int i = min(base + j, u_out_n - 1);
@@ -169,19 +189,37 @@ void main() {
         else if (j == 2) { ia2 = ia; ib2 = ib; }
         else { ia3 = ia; ib3 = ib; }
     }
-    for (int q = 0; q < u_k; ++q) {
-        acc.x += fetch(u_a, ia0) * fetch(u_b, ib0);
-        acc.y += fetch(u_a, ia1) * fetch(u_b, ib1);
-        acc.z += fetch(u_a, ia2) * fetch(u_b, ib2);
-        acc.w += fetch(u_a, ia3) * fetch(u_b, ib3);
-        ia0 += u_a_sk;
-        ia1 += u_a_sk;
-        ia2 += u_a_sk;
-        ia3 += u_a_sk;
-        ib0 += u_b_sk;
-        ib1 += u_b_sk;
-        ib2 += u_b_sk;
-        ib3 += u_b_sk;
+    ivec2 da = step_of(u_a_sk >> 2, wa);
+    ivec2 db = step_of(u_b_sk >> 2, wb);
+    int ra = u_a_sk & 3;
+    int rb = u_b_sk & 3;
+    for (int r = 0; r < u_reps; ++r) {
+        ivec2 pa0 = texel_at(ia0 >> 2, wa), pa1 = texel_at(ia1 >> 2, wa), pa2 = texel_at(ia2 >> 2, wa), pa3 = texel_at(ia3 >> 2, wa);
+        ivec2 pb0 = texel_at(ib0 >> 2, wb), pb1 = texel_at(ib1 >> 2, wb), pb2 = texel_at(ib2 >> 2, wb), pb3 = texel_at(ib3 >> 2, wb);
+        int ca0 = ia0 & 3, ca1 = ia1 & 3, ca2 = ia2 & 3, ca3 = ia3 & 3;
+        int cb0 = ib0 & 3, cb1 = ib1 & 3, cb2 = ib2 & 3, cb3 = ib3 & 3;
+        for (int q = 0; q < u_k; ++q) {
+            acc.x += component(texelFetch(u_a, pa0, 0), ca0) * component(texelFetch(u_b, pb0, 0), cb0);
+            acc.y += component(texelFetch(u_a, pa1, 0), ca1) * component(texelFetch(u_b, pb1, 0), cb1);
+            acc.z += component(texelFetch(u_a, pa2, 0), ca2) * component(texelFetch(u_b, pb2, 0), cb2);
+            acc.w += component(texelFetch(u_a, pa3, 0), ca3) * component(texelFetch(u_b, pb3, 0), cb3);
+            stream_next(pa0, ca0, da, ra, wa);
+            stream_next(pa1, ca1, da, ra, wa);
+            stream_next(pa2, ca2, da, ra, wa);
+            stream_next(pa3, ca3, da, ra, wa);
+            stream_next(pb0, cb0, db, rb, wb);
+            stream_next(pb1, cb1, db, rb, wb);
+            stream_next(pb2, cb2, db, rb, wb);
+            stream_next(pb3, cb3, db, rb, wb);
+        }
+        ia0 += u_a_sb;
+        ia1 += u_a_sb;
+        ia2 += u_a_sb;
+        ia3 += u_a_sb;
+        ib0 += u_b_sb;
+        ib1 += u_b_sb;
+        ib2 += u_b_sb;
+        ib3 += u_b_sb;
     }
 #endif
 #ifdef PG_EPILOGUE
