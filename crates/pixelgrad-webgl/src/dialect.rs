@@ -99,7 +99,7 @@ impl ProgramSpec {
     pub fn label(&self) -> String {
         const REDUCE: [&str; 4] = ["sum", "max", "min", "first_equal"];
         const RANDOM: [&str; 2] = ["uniform", "normal"];
-        const MATMUL: [&str; 4] = ["nn", "nt", "nt_any", "strided"];
+        const MATMUL: [&str; 5] = ["nn", "nt", "nt_any", "strided", "nt_shift"];
         const WIDEN: [&str; 3] = ["i8", "u8", "f16"];
         const MATMUL_I8: [&str; 4] = ["i8", "u8", "i8_k4", "u8_k4"];
         let table: &[&str] = match self.name {
@@ -251,7 +251,7 @@ pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Resu
 /// block path's `matmul_unblock.glsl`) drawn with an *epilogue*: a pending elementwise
 /// computation that reads the product (a bias add and activation, an optimizer update) is
 /// applied to each product value as it is stored and written to a second render target, so
-/// the chain needs no draw of its own. The spec's `config` packs the body's config (2 bits),
+/// the chain needs no draw of its own. The spec's `config` packs the body's config (3 bits),
 /// which kernel input is the product (3 bits) and the [`map_config`] of the other inputs
 /// (`epilogue_config`); its `kernel` is the epilogue kernel's registry number.
 pub const MATMUL_EPI: &str = "matmul_epi";
@@ -259,7 +259,7 @@ pub const MATMUL_UNBLOCK_EPI: &str = "matmul_unblock_epi";
 
 /// The `config` of a [`MATMUL_EPI`] / [`MATMUL_UNBLOCK_EPI`] spec.
 pub fn epilogue_config(body_config: u32, given: usize, read_config: u32) -> u32 {
-    body_config | ((given as u32) << 2) | (read_config << 5)
+    body_config | ((given as u32) << 3) | (read_config << 6)
 }
 
 /// The fragment source of a matmul pass with an epilogue (see [`MATMUL_EPI`]): the body
@@ -271,14 +271,14 @@ pub fn epilogue_config(body_config: u32, given: usize, read_config: u32) -> u32 
 pub fn matmul_epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
     let bad = |what: String| pixelgrad_core::Error::invalid("GLSL matmul epilogue", what);
     let text = BODIES.iter().find(|(n, _)| *n == body).map(|(_, b)| *b).ok_or_else(|| bad(format!("no body {body}")))?;
-    let given = ((config >> 2) & 7) as usize;
+    let given = ((config >> 3) & 7) as usize;
     let n = kernel.inputs().len();
     if given >= n || n > MAP_MAX_INPUTS + 1 || kernel.params() > MAP_MAX_PARAMS {
         return Err(bad(format!("product is input {given} of {n}; {} parameters", kernel.params())));
     }
     let others = n - 1;
-    let mut s = preamble(config & 3, false);
-    s.push_str(&format!("#define PG_EPILOGUE 1\n#define MAP_CONFIG {}\n", config >> 5));
+    let mut s = preamble(config & 7, false);
+    s.push_str(&format!("#define PG_EPILOGUE 1\n#define MAP_CONFIG {}\n", config >> 6));
     s.push_str("layout(location = 1) out vec4 o_color1;\n");
     s.push_str("// Epilogue rendered from the kernel IR (pixelgrad_core::kernel).\n");
     for name in &MAP_INPUTS[..others] {
@@ -342,6 +342,7 @@ pub fn all_epilogue_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
                 (MATMUL_EPI, "matmul", 1),
                 (MATMUL_EPI, "matmul", 2),
                 (MATMUL_EPI, "matmul", 3),
+                (MATMUL_EPI, "matmul", 4),
                 (MATMUL_UNBLOCK_EPI, "matmul_unblock", 0),
                 (MATMUL_UNBLOCK_EPI, "matmul_unblock", 1),
             ]
@@ -616,7 +617,7 @@ fn configs(name: &str) -> u32 {
     match name {
         "random" => 2,
         "reduce" => 4,
-        "matmul" => 4,
+        "matmul" => 5,
         "widen" => 3,
         "matmul_i8" => 4,
         "matmul_block_pack" | "matmul_unblock" => 2,

@@ -213,7 +213,7 @@ impl Shared {
         if spec.name == dialect::MATMUL_EPI || spec.name == dialect::MATMUL_UNBLOCK_EPI {
             let list = self.map_kernels.borrow();
             let what = list.get(spec.kernel as usize).map_or("?", |(_, l)| l.as_str());
-            let body = ProgramSpec::new(if spec.name == dialect::MATMUL_EPI { "matmul" } else { "matmul_unblock" }, spec.config & 3);
+            let body = ProgramSpec::new(if spec.name == dialect::MATMUL_EPI { "matmul" } else { "matmul_unblock" }, spec.config & 7);
             return format!("{} + {what}", body.label());
         }
         if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {

@@ -157,3 +157,37 @@ fn products_summed_over_the_batch_match_the_cpu() {
         }
     }
 }
+
+/// Operands whose rows have k contiguous but do not start on a texel (a `[64, 10]` gradient
+/// times a `[256, 10]` weight transposed: backprop through a 10-class layer) are read in place
+/// by the shifted-row kernel, one draw, no packing; every K % 4 and a batched product.
+#[test]
+fn unaligned_rows_are_read_in_place() {
+    let gl =
+        WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
+    let gl_dev = Device::new(gl.clone());
+    let cpu = Device::new(CpuBackend::new());
+    for (i, &(batch, m, k, n)) in
+        [(1, 64, 10, 256), (1, 33, 9, 17), (1, 7, 7, 5), (1, 12, 5, 40), (3, 9, 6, 11), (1, 20, 13, 3)].iter().enumerate()
+    {
+        let (da, db) = if batch > 1 { (vec![batch, m, k], vec![batch, n, k]) } else { (vec![m, k], vec![n, k]) };
+        let va = values(da.iter().product(), 60 + 2 * i as u64);
+        let vb = values(db.iter().product(), 61 + 2 * i as u64);
+        let run = |dev: &Device| -> Vec<f32> {
+            let a = Tensor::from_vec(dev, &va, da.clone()).unwrap();
+            let b = Tensor::from_vec(dev, &vb, db.clone()).unwrap();
+            a.matmul_t(&b, false, true).unwrap().to_vec().unwrap()
+        };
+        gl.set_pass_log(true);
+        let got = run(&gl_dev);
+        let log = gl.take_pass_log();
+        gl.set_pass_log(false);
+        let want = run(&cpu);
+        assert_eq!(log.len(), 1, "{da:?} x {db:?}^T: {log:?}");
+        assert!(log[0].starts_with("matmul.nt_shift"), "{da:?} x {db:?}^T: {log:?}");
+        let tol = 1e-5 * k as f32;
+        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?} x {db:?}^T element {j}: {g} vs {w}");
+        }
+    }
+}

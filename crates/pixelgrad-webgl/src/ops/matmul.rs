@@ -23,6 +23,7 @@ const NN: u32 = 0;
 const NT: u32 = 1;
 const NT_ANY: u32 = 2;
 const STRIDED: u32 = 3;
+const NT_SHIFT: u32 = 4;
 
 /// Largest product (batch * M * N * K multiply-adds) the strided kernel sums over its batch
 /// in one draw (`STRIDED`, `u_reps`); larger ones take the block path or a reduction.
@@ -180,6 +181,20 @@ pub(crate) fn matmul_epilogue<'a>(
     let bt = vb.t();
     let pack_a = !va.rows_aligned();
     let pack_b = !(bt.rows_aligned() || vb.rows_aligned() && n % 4 == 0);
+    if !sum_batch && (pack_a || pack_b) && va.sc == 1 && bt.sc == 1 {
+        // Both operands have k contiguous, only not starting rows on a texel: read in place.
+        let pass = Pass::new("matmul", "matmul", NT_SHIFT)
+            .input("u_a", a)
+            .input("u_b", b)
+            .int("u_m", m)
+            .int("u_n", n)
+            .int("u_k", k)
+            .sint("u_a_sb", va.sb)
+            .sint("u_a_sm", va.sr)
+            .sint("u_b_sb", bt.sb)
+            .sint("u_b_sn", bt.sr);
+        return store(sh, pass, epi, out.numel());
+    }
     let packed = if pack_a { va.batch * m * k } else { 0 } + if pack_b { vb.batch * k * n } else { 0 };
     if sum_batch || ((pack_a || pack_b) && strided_pays(macs, packed, usize::from(pack_a) + usize::from(pack_b))) {
         // Small: read both operands where they lie, one element per fetch, in this one pass

@@ -11,6 +11,7 @@
 // CONFIG 2 ("nt_any"): as 1 for any N: the 4 outputs may lie in different rows (and batches), so
 //   each has its own A row too: 8 texels per 4 k.
 // CONFIG 3 ("strided"): any strides on both operands, one element per fetch (small products).
+// CONFIG 4 ("nt_shift"): as 2 with rows that need not start on a texel (no packing pass).
 //
 // Speed (software rasterisers such as SwiftShader and llvmpipe run this on the CPU): texel
 // fetches and integer division dominate. No division runs per step: each operand row is a stream
@@ -44,6 +45,12 @@ ivec2 step_of(int s, int w) {
 ivec2 advance(ivec2 p, ivec2 d, int w) {
     p += d;
     return p.x >= w ? ivec2(p.x - w, p.y + 1) : p;
+}
+
+// The 4 consecutive elements starting at component c (0..3) of texel a, running on into the
+// next texel b.
+vec4 shifted(vec4 a, vec4 b, int c) {
+    return c == 0 ? a : (c == 1 ? vec4(a.yzw, b.x) : (c == 2 ? vec4(a.zw, b.xy) : vec4(a.w, b.xyz)));
 }
 
 // Component c (0..3) of v, without dynamic vector indexing.
@@ -136,24 +143,40 @@ void main() {
         pb2 = advance(pb2, one, wb);
         pb3 = advance(pb3, one, wb);
     }
-#elif CONFIG == 2
+#elif CONFIG == 2 || CONFIG == 4
+    // CONFIG 4 ("nt_shift"): rows with k contiguous that need not start on a texel (a [M, 10]
+    // gradient, a [N, 10] weight read as B^T): each row is streamed a texel ahead and its 4
+    // values are the two texels it straddles shifted by its start's offset (one fetch per
+    // step, as for aligned rows); past K the values are zeroed (neighbouring rows lie there).
     ivec2 pa0, pa1, pa2, pa3, pb0, pb1, pb2, pb3;
+#if CONFIG == 4
+    int ca0, ca1, ca2, ca3, cb0, cb1, cb2, cb3;
+#endif
     for (int j = 0; j < 4; ++j) {
         int i = min(base + j, u_out_n - 1);
         int n = i % u_n;
         int t = i / u_n;
         int m = t % u_m;
         int b = t / u_m;
-        ivec2 pa = texel_at((b * u_a_sb + m * u_a_sm) >> 2, wa);
-        ivec2 pb = texel_at((b * u_b_sb + n * u_b_sn) >> 2, wb);
+        int ea = b * u_a_sb + m * u_a_sm;
+        int eb = b * u_b_sb + n * u_b_sn;
+        ivec2 pa = texel_at(ea >> 2, wa);
+        ivec2 pb = texel_at(eb >> 2, wb);
         // Constant j after unrolling: plain moves, no dynamic indexing.
         if (j == 0) { pa0 = pa; pb0 = pb; }
         else if (j == 1) { pa1 = pa; pb1 = pb; }
         else if (j == 2) { pa2 = pa; pb2 = pb; }
         else { pa3 = pa; pb3 = pb; }
+#if CONFIG == 4
+        if (j == 0) { ca0 = ea & 3; cb0 = eb & 3; }
+        else if (j == 1) { ca1 = ea & 3; cb1 = eb & 3; }
+        else if (j == 2) { ca2 = ea & 3; cb2 = eb & 3; }
+        else { ca3 = ea & 3; cb3 = eb & 3; }
+#endif
     }
     ivec2 one = ivec2(1, 0);
     int steps = (u_k + 3) >> 2;
+#if CONFIG == 2
     for (int q = 0; q < steps; ++q) {
         acc.x += dot(texelFetch(u_a, pa0, 0), texelFetch(u_b, pb0, 0));
         acc.y += dot(texelFetch(u_a, pa1, 0), texelFetch(u_b, pb1, 0));
@@ -168,6 +191,37 @@ void main() {
         pb2 = advance(pb2, one, wb);
         pb3 = advance(pb3, one, wb);
     }
+#else
+    vec4 qa0 = texelFetch(u_a, pa0, 0), qa1 = texelFetch(u_a, pa1, 0), qa2 = texelFetch(u_a, pa2, 0), qa3 = texelFetch(u_a, pa3, 0);
+    vec4 qb0 = texelFetch(u_b, pb0, 0), qb1 = texelFetch(u_b, pb1, 0), qb2 = texelFetch(u_b, pb2, 0), qb3 = texelFetch(u_b, pb3, 0);
+    // The tail of the last step: components k < K kept.
+    bvec4 tail = lessThan(ivec4(0, 1, 2, 3), ivec4(((u_k - 1) & 3) + 1));
+    for (int q = 0; q < steps; ++q) {
+        pa0 = advance(pa0, one, wa);
+        pa1 = advance(pa1, one, wa);
+        pa2 = advance(pa2, one, wa);
+        pa3 = advance(pa3, one, wa);
+        pb0 = advance(pb0, one, wb);
+        pb1 = advance(pb1, one, wb);
+        pb2 = advance(pb2, one, wb);
+        pb3 = advance(pb3, one, wb);
+        vec4 na0 = texelFetch(u_a, pa0, 0), na1 = texelFetch(u_a, pa1, 0), na2 = texelFetch(u_a, pa2, 0), na3 = texelFetch(u_a, pa3, 0);
+        vec4 nb0 = texelFetch(u_b, pb0, 0), nb1 = texelFetch(u_b, pb1, 0), nb2 = texelFetch(u_b, pb2, 0), nb3 = texelFetch(u_b, pb3, 0);
+        vec4 a0 = shifted(qa0, na0, ca0), a1 = shifted(qa1, na1, ca1), a2 = shifted(qa2, na2, ca2), a3 = shifted(qa3, na3, ca3);
+        vec4 b0 = shifted(qb0, nb0, cb0), b1 = shifted(qb1, nb1, cb1), b2 = shifted(qb2, nb2, cb2), b3 = shifted(qb3, nb3, cb3);
+        if (q == steps - 1) {
+            vec4 z = vec4(0.0);
+            a0 = mix(z, a0, tail); a1 = mix(z, a1, tail); a2 = mix(z, a2, tail); a3 = mix(z, a3, tail);
+            b0 = mix(z, b0, tail); b1 = mix(z, b1, tail); b2 = mix(z, b2, tail); b3 = mix(z, b3, tail);
+        }
+        acc.x += dot(a0, b0);
+        acc.y += dot(a1, b1);
+        acc.z += dot(a2, b2);
+        acc.w += dot(a3, b3);
+        qa0 = na0; qa1 = na1; qa2 = na2; qa3 = na3;
+        qb0 = nb0; qb1 = nb1; qb2 = nb2; qb3 = nb3;
+    }
+#endif
 #else
     // CONFIG 3 ("strided"): A[b, m, k] at b*u_a_sb + m*u_a_sm + k*u_a_sk and B as in CONFIG 1
     // with any u_b_sk, element by element: no operand needs a packing pass, for products too
