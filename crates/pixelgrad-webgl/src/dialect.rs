@@ -99,7 +99,7 @@ impl ProgramSpec {
     pub fn label(&self) -> String {
         const REDUCE: [&str; 4] = ["sum", "max", "min", "first_equal"];
         const RANDOM: [&str; 2] = ["uniform", "normal"];
-        const MATMUL: [&str; 5] = ["nn", "nt", "nt_any", "strided", "nt_shift"];
+        const MATMUL: [&str; 6] = ["nn", "nt", "nt_any", "strided", "nt_shift", "nn_shift"];
         const WIDEN: [&str; 3] = ["i8", "u8", "f16"];
         const MATMUL_I8: [&str; 4] = ["i8", "u8", "i8_k4", "u8_k4"];
         let table: &[&str] = match self.name {
@@ -343,6 +343,7 @@ pub fn all_epilogue_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
                 (MATMUL_EPI, "matmul", 2),
                 (MATMUL_EPI, "matmul", 3),
                 (MATMUL_EPI, "matmul", 4),
+                (MATMUL_EPI, "matmul", 5),
                 (MATMUL_UNBLOCK_EPI, "matmul_unblock", 0),
                 (MATMUL_UNBLOCK_EPI, "matmul_unblock", 1),
             ]
@@ -617,7 +618,7 @@ fn configs(name: &str) -> u32 {
     match name {
         "random" => 2,
         "reduce" => 4,
-        "matmul" => 5,
+        "matmul" => 6,
         "widen" => 3,
         "matmul_i8" => 4,
         "matmul_block_pack" | "matmul_unblock" => 2,

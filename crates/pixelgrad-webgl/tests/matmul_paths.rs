@@ -191,3 +191,35 @@ fn unaligned_rows_are_read_in_place() {
         }
     }
 }
+
+/// A left operand with k contiguous but rows not starting on a texel (a `[16, 9]` convolution
+/// weight) times rows of N (its im2col columns) is read in place too: one draw, no packing.
+#[test]
+fn unaligned_left_rows_times_rows_of_n_are_read_in_place() {
+    let gl =
+        WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
+    let gl_dev = Device::new(gl.clone());
+    let cpu = Device::new(CpuBackend::new());
+    for (i, &(batch, m, k, n)) in [(4, 16, 9, 784), (1, 5, 7, 8), (1, 33, 10, 12), (2, 3, 5, 4), (1, 6, 11, 400)].iter().enumerate() {
+        let da = vec![m, k];
+        let db = if batch > 1 { vec![batch, k, n] } else { vec![k, n] };
+        let va = values(da.iter().product(), 80 + 2 * i as u64);
+        let vb = values(db.iter().product(), 81 + 2 * i as u64);
+        let run = |dev: &Device| -> Vec<f32> {
+            let a = Tensor::from_vec(dev, &va, da.clone()).unwrap();
+            let b = Tensor::from_vec(dev, &vb, db.clone()).unwrap();
+            a.matmul(&b).unwrap().to_vec().unwrap()
+        };
+        gl.set_pass_log(true);
+        let got = run(&gl_dev);
+        let log = gl.take_pass_log();
+        gl.set_pass_log(false);
+        let want = run(&cpu);
+        assert_eq!(log.len(), 1, "{da:?} x {db:?}: {log:?}");
+        assert!(log[0].starts_with("matmul.nn_shift"), "{da:?} x {db:?}: {log:?}");
+        let tol = 1e-5 * k as f32;
+        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?} x {db:?} element {j}: {g} vs {w}");
+        }
+    }
+}

@@ -24,6 +24,7 @@ const NT: u32 = 1;
 const NT_ANY: u32 = 2;
 const STRIDED: u32 = 3;
 const NT_SHIFT: u32 = 4;
+const NN_SHIFT: u32 = 5;
 
 /// Largest product (batch * M * N * K multiply-adds) the strided kernel sums over its batch
 /// in one draw (`STRIDED`, `u_reps`); larger ones take the block path or a reduction.
@@ -193,6 +194,20 @@ pub(crate) fn matmul_epilogue<'a>(
             .sint("u_a_sm", va.sr)
             .sint("u_b_sb", bt.sb)
             .sint("u_b_sn", bt.sr);
+        return store(sh, pass, epi, out.numel());
+    }
+    if !sum_batch && pack_a && va.sc == 1 && vb.rows_aligned() && n % 4 == 0 {
+        // A has k contiguous but rows not starting on a texel, B is rows of N: read in place.
+        let pass = Pass::new("matmul", "matmul", NN_SHIFT)
+            .input("u_a", a)
+            .input("u_b", b)
+            .int("u_m", m)
+            .int("u_n", n)
+            .int("u_k", k)
+            .sint("u_a_sb", va.sb)
+            .sint("u_a_sm", va.sr)
+            .sint("u_b_sb", vb.sb)
+            .sint("u_b_sk", vb.sr);
         return store(sh, pass, epi, out.numel());
     }
     let packed = if pack_a { va.batch * m * k } else { 0 } + if pack_b { vb.batch * k * n } else { 0 };

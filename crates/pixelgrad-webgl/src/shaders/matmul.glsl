@@ -12,6 +12,7 @@
 //   each has its own A row too: 8 texels per 4 k.
 // CONFIG 3 ("strided"): any strides on both operands, one element per fetch (small products).
 // CONFIG 4 ("nt_shift"): as 2 with rows that need not start on a texel (no packing pass).
+// CONFIG 5 ("nn_shift"): as 0 with A's rows starting anywhere (no packing pass).
 //
 // Speed (software rasterisers such as SwiftShader and llvmpipe run this on the CPU): texel
 // fetches and integer division dominate. No division runs per step: each operand row is a stream
@@ -82,21 +83,32 @@ void main() {
     int wa = textureSize(u_a, 0).x;
     int wb = textureSize(u_b, 0).x;
     vec4 acc = vec4(0.0);
-#if CONFIG == 0 || CONFIG == 1
+#if CONFIG == 0 || CONFIG == 1 || CONFIG == 5
     int n = base % u_n;
     int t = base / u_n;
     int m = t % u_m;
     int b = t / u_m;
-    ivec2 pa = texel_at((b * u_a_sb + m * u_a_sm) >> 2, wa);
+    int ea = b * u_a_sb + m * u_a_sm;
+    ivec2 pa = texel_at(ea >> 2, wa);
     ivec2 one = ivec2(1, 0);
 #endif
-#if CONFIG == 0
+#if CONFIG == 5
+    // CONFIG 5 ("nn_shift"): as 0 with A's row starting anywhere in a texel (a [16, 9]
+    // convolution weight): streamed a texel ahead and shifted, as CONFIG 4 reads its rows.
+    int ca = ea & 3;
+    vec4 qa = texelFetch(u_a, pa, 0);
+    pa = advance(pa, one, wa);
+#define A_NEXT(av) { vec4 na = texelFetch(u_a, pa, 0); pa = advance(pa, one, wa); av = shifted(qa, na, ca); qa = na; }
+#else
+#define A_NEXT(av) { av = texelFetch(u_a, pa, 0); pa = advance(pa, one, wa); }
+#endif
+#if CONFIG == 0 || CONFIG == 5
     ivec2 pb = texel_at((b * u_b_sb + n) >> 2, wb);
     ivec2 db = step_of(u_b_sk >> 2, wb);
     int steps = u_k >> 2;
     for (int q = 0; q < steps; ++q) {
-        vec4 av = texelFetch(u_a, pa, 0);
-        pa = advance(pa, one, wa);
+        vec4 av;
+        A_NEXT(av);
         vec4 b0 = texelFetch(u_b, pb, 0);
         pb = advance(pb, db, wb);
         vec4 b1 = texelFetch(u_b, pb, 0);
@@ -113,7 +125,8 @@ void main() {
     // The last K % 4 rows of B: A's texel is complete (padded), B's missing rows are not read.
     int rem = u_k & 3;
     if (rem > 0) {
-        vec4 av = texelFetch(u_a, pa, 0);
+        vec4 av;
+        A_NEXT(av);
         acc += av.x * texelFetch(u_b, pb, 0);
         if (rem > 1) {
             pb = advance(pb, db, wb);
