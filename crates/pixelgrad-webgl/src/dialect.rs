@@ -256,21 +256,37 @@ pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Resu
 /// (`epilogue_config`); its `kernel` is the epilogue kernel's registry number.
 pub const MATMUL_EPI: &str = "matmul_epi";
 pub const MATMUL_UNBLOCK_EPI: &str = "matmul_unblock_epi";
+/// The last pass of a reduction tree with an epilogue (a bias's update from its summed
+/// gradient), `config` and `kernel` as for [`MATMUL_EPI`].
+pub const REDUCE_EPI: &str = "reduce_epi";
 
-/// The `config` of a [`MATMUL_EPI`] / [`MATMUL_UNBLOCK_EPI`] spec.
+/// The body an epilogue program name draws (`None`: not one).
+pub fn epilogue_body(name: &str) -> Option<&'static str> {
+    match name {
+        MATMUL_EPI => Some("matmul"),
+        MATMUL_UNBLOCK_EPI => Some("matmul_unblock"),
+        REDUCE_EPI => Some("reduce"),
+        _ => None,
+    }
+}
+
+/// The `config` of a [`MATMUL_EPI`] / [`MATMUL_UNBLOCK_EPI`] / [`REDUCE_EPI`] spec.
 pub fn epilogue_config(body_config: u32, given: usize, read_config: u32) -> u32 {
     body_config | ((given as u32) << 3) | (read_config << 6)
 }
 
-/// The fragment source of a matmul pass with an epilogue (see [`MATMUL_EPI`]): the body
-/// (`matmul` or `matmul_unblock`) compiled with `PG_EPILOGUE`, a second output, and
+/// The fragment source of a pass with an epilogue (see [`MATMUL_EPI`], [`REDUCE_EPI`]): the body
+/// (`matmul`, `matmul_unblock` or `reduce`) compiled with `PG_EPILOGUE`, a second output, and
 /// `vec4 pg_epilogue(int base, vec4 r)`: the kernel applied to the 4 product values `r` of
 /// elements `base..base+3`, kernel input `given` being the product value and every other
 /// input fetched as a fused read does ([`fused_read`]; samplers `u_x0..` in order, skipping
 /// the product).
-pub fn matmul_epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
-    let bad = |what: String| pixelgrad_core::Error::invalid("GLSL matmul epilogue", what);
+pub fn epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
+    let bad = |what: String| pixelgrad_core::Error::invalid("GLSL epilogue", what);
     let text = BODIES.iter().find(|(n, _)| *n == body).map(|(_, b)| *b).ok_or_else(|| bad(format!("no body {body}")))?;
+    // The reduction is an elementwise body, driven by main_elementwise.glsl, which writes
+    // the epilogue too.
+    let entry = if body == "reduce" { MAIN_ELEMENTWISE } else { "" };
     let given = ((config >> 3) & 7) as usize;
     let n = kernel.inputs().len();
     if given >= n || n > MAP_MAX_INPUTS + 1 || kernel.params() > MAP_MAX_PARAMS {
@@ -319,6 +335,7 @@ pub fn matmul_epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixel
     }
     s.push_str("    return e;\n}\n\n");
     s.push_str(text);
+    s.push_str(entry);
     Ok(s)
 }
 
@@ -344,6 +361,9 @@ pub fn all_epilogue_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
                 (MATMUL_EPI, "matmul", 3),
                 (MATMUL_EPI, "matmul", 4),
                 (MATMUL_EPI, "matmul", 5),
+                (REDUCE_EPI, "reduce", 0),
+                (REDUCE_EPI, "reduce", 1),
+                (REDUCE_EPI, "reduce", 4),
                 (MATMUL_UNBLOCK_EPI, "matmul_unblock", 0),
                 (MATMUL_UNBLOCK_EPI, "matmul_unblock", 1),
             ]
@@ -354,7 +374,7 @@ pub fn all_epilogue_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
             for given in 0..k.inputs().len().min(if others == 1 { 2 } else { 1 }) {
                 for (form, read) in &forms {
                     let config = epilogue_config(body_config, given, *read);
-                    out.push((format!("{name}{body_config}.{label}.{given}.{form}"), matmul_epilogue_source(body, &k, config)?));
+                    out.push((format!("{name}{body_config}.{label}.{given}.{form}"), epilogue_source(body, &k, config)?));
                 }
             }
         }

@@ -68,6 +68,9 @@ fn len_of(sh: &Rc<Shared>, op: &'static str, s: &Storage) -> Result<usize> {
     if let Some(m) = s.downcast::<LazyMatmul>() {
         return Ok(m.out.numel());
     }
+    if let Some(r) = s.downcast::<LazyReduce>() {
+        return Ok(r.out.numel());
+    }
     tensor_of(s, sh, op).map(|t| t.len)
 }
 
@@ -81,7 +84,13 @@ fn remember(sh: &Shared, st: &Storage) {
 
 /// True while `s` holds a computation not drawn yet (a pending elementwise result or matmul).
 pub(crate) fn undone(s: &Storage) -> bool {
-    s.downcast::<Lazy>().is_some_and(|l| !l.is_done()) || s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done())
+    s.downcast::<Lazy>().is_some_and(|l| !l.is_done()) || deferred(s)
+}
+
+/// True while `s` is a matmul or reduction not drawn yet: these are drawn after the pending
+/// elementwise results at a settle (one of those may take it as its epilogue).
+pub(crate) fn deferred(s: &Storage) -> bool {
+    s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done()) || s.downcast::<LazyReduce>().is_some_and(|r| !r.is_done())
 }
 
 /// Most inputs of an epilogue besides the product: with the product pass's own samplers (4
@@ -173,32 +182,41 @@ fn summed_matmul(sh: &Rc<Shared>, op: &Op, input: &Storage, shapes: &[&Shape], o
     Ok(Some(st))
 }
 
-/// The leaf of `p` that is a pending matmul of `p`'s size, read once, when `p` is small
-/// enough to be its epilogue: what [`run_as_epilogue`] folds `p` into.
+/// The leaf of `p` that is a pending matmul or reduction of `p`'s size that can take an
+/// epilogue, read once, when `p` is small enough to be one: what [`run_as_epilogue`] folds
+/// `p` into.
 pub(crate) fn epilogue_of(p: &Pending<Storage>) -> Option<usize> {
     if p.inputs() > MAX_EPILOGUE_OTHERS + 1 || p.launch.params.len() > crate::dialect::MAP_MAX_PARAMS {
         return None;
     }
+    let n = p.shape.numel();
     let given = p.leaves.iter().position(|(s, sh)| {
-        sh.numel() == p.shape.numel() && s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done() && m.out.numel() == p.shape.numel())
+        sh.numel() == n
+            && (s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done() && m.out.numel() == n)
+                || s.downcast::<LazyReduce>().is_some_and(|r| !r.is_done() && r.out.numel() == n && r.takes_epilogue()))
     })?;
     (p.leaves.iter().filter(|(s, _)| s.ptr_eq(&p.leaves[given].0)).count() == 1).then_some(given)
 }
 
-/// Draws `p` as the epilogue of the pending matmul it reads (see [`epilogue_of`]), if the
-/// product's shape can be read the way `p` reads it: `Some(result)` then, the product stored
-/// too.
+/// Draws `p` as the epilogue of the pending matmul or reduction it reads (see
+/// [`epilogue_of`]), if that result's shape can be read the way `p` reads it: `Some(result)`
+/// then, the matmul's or reduction's own result stored too.
 fn run_as_epilogue(sh: &Rc<Shared>, p: &Pending<Storage>) -> Result<Option<Storage>> {
     let Some(given) = epilogue_of(p) else { return Ok(None) };
-    let Some(mm) = p.leaves[given].0.downcast::<LazyMatmul>() else { return Ok(None) };
-    // A computation on a reshape of the product (a convolution's [N, O, OH, OW] view of its
-    // [N, O, OH*OW] product) is read in the product's shape when its other leaves follow the
-    // reshape; the result has the same elements in the same flat order.
+    let leaf = &p.leaves[given].0;
+    let out = match (leaf.downcast::<LazyMatmul>(), leaf.downcast::<LazyReduce>()) {
+        (Some(mm), _) => &mm.out,
+        (_, Some(r)) => &r.out,
+        _ => return Ok(None),
+    };
+    // A computation on a reshape of the result (a convolution's [N, O, OH, OW] view of its
+    // [N, O, OH*OW] product) is read in the result's shape when its other leaves follow the
+    // reshape; the values are the same elements in the same flat order.
     let viewed;
-    let p = if p.shape == mm.out {
+    let p = if &p.shape == out {
         p
     } else {
-        match p.viewed_as(&mm.out) {
+        match p.viewed_as(out) {
             Some(v) => {
                 viewed = v;
                 &viewed
@@ -206,11 +224,9 @@ fn run_as_epilogue(sh: &Rc<Shared>, p: &Pending<Storage>) -> Result<Option<Stora
             None => return Ok(None),
         }
     };
-    if p.leaves[given].1 != mm.out {
+    if &p.leaves[given].1 != out {
         return Ok(None);
     }
-    let a = tensor_of(&mm.inputs[0], sh, "matmul")?;
-    let b = tensor_of(&mm.inputs[1], sh, "matmul")?;
     let mut ins = Vec::with_capacity(p.leaves.len());
     let mut shapes = Vec::with_capacity(p.leaves.len());
     for (j, (s, shape)) in p.leaves.iter().enumerate() {
@@ -221,25 +237,88 @@ fn run_as_epilogue(sh: &Rc<Shared>, p: &Pending<Storage>) -> Result<Option<Stora
     }
     let read = FusedRead::new(sh, "fused", &p.launch, &ins, &shapes, &p.shape, || format!("fused {}", p.label()))?;
     let epi = crate::ops::matmul::Epilogue { read, given };
-    let (product, result) = crate::ops::matmul::matmul_epilogue(
-        sh,
-        a,
-        b,
-        &mm.shapes[0],
-        &mm.shapes[1],
-        mm.trans_a,
-        mm.trans_b,
-        mm.sum_batch,
-        &mm.out,
-        Some(&epi),
-    )?;
-    let _ = mm.done.set(Storage::new(product));
-    Ok(result.map(Storage::new))
+    if let Some(mm) = leaf.downcast::<LazyMatmul>() {
+        let a = tensor_of(&mm.inputs[0], sh, "matmul")?;
+        let b = tensor_of(&mm.inputs[1], sh, "matmul")?;
+        let (m, s) = (&mm.shapes, mm.sum_batch);
+        let (product, result) =
+            crate::ops::matmul::matmul_epilogue(sh, a, b, &m[0], &m[1], mm.trans_a, mm.trans_b, s, &mm.out, Some(&epi))?;
+        let _ = mm.done.set(Storage::new(product));
+        return Ok(result.map(Storage::new));
+    }
+    match leaf.downcast::<LazyReduce>() {
+        Some(r) => r.draw(sh, Some(&epi)),
+        None => Ok(None),
+    }
+}
+
+/// What a pending reduction reads: a pending elementwise computation read in its first pass
+/// (a fused prologue; the computation itself is never stored for it), or a tensor.
+enum ReduceSource {
+    Prologue(Pending<Storage>),
+    Plain(Storage),
+}
+
+/// A reduction not drawn yet (fusion on, WebGL2 with multiple render targets): drawn when its
+/// value is needed, or — when the first thing computed from it is a pending elementwise
+/// result of its size (a bias's update from its summed gradient) — with that result as the
+/// epilogue of its last pass (`dialect::REDUCE_EPI`), which stores both.
+pub(crate) struct LazyReduce {
+    op: ReduceOp,
+    source: ReduceSource,
+    /// The shape reduced and the axis.
+    shape: Shape,
+    axis: usize,
+    out: Shape,
+    done: std::cell::OnceCell<Storage>,
+}
+
+impl LazyReduce {
+    pub(crate) fn is_done(&self) -> bool {
+        self.done.get().is_some()
+    }
+
+    /// Whether its last pass can apply an epilogue: a tree reduction of a value (reductions
+    /// with a prologue are drawn when asked for, see [`reduce`]; a one-pass one could not
+    /// take both, they would declare the same uniforms).
+    fn takes_epilogue(&self) -> bool {
+        crate::ops::reduce::takes_epilogue(self.op) && matches!(self.source, ReduceSource::Plain(_))
+    }
+
+    /// Draws the reduction (with `epi` in its last pass where it can): the epilogue's result.
+    fn draw(&self, sh: &Rc<Shared>, epi: Option<&crate::ops::matmul::Epilogue<'_>>) -> Result<Option<Storage>> {
+        use crate::ops::reduce::{reduce_epilogue, Input};
+        let (t, applied) = match &self.source {
+            ReduceSource::Prologue(p) => {
+                let ins = p.leaves.iter().map(|(s, _)| tensor_of(s, sh, "reduce")).collect::<Result<Vec<&GlTensor>>>()?;
+                let leaf_shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
+                let read = FusedRead::new(sh, "reduce", &p.launch, &ins, &leaf_shapes, &p.shape, || format!("fused {}", p.label()))?;
+                reduce_epilogue(sh, self.op, Input::Fused(&read), &self.shape, self.axis, epi)?
+            }
+            ReduceSource::Plain(s) => {
+                let x = tensor_of(s, sh, "reduce")?;
+                reduce_epilogue(sh, self.op, Input::Texture(x), &self.shape, self.axis, epi)?
+            }
+        };
+        let _ = self.done.set(Storage::new(t));
+        Ok(applied.map(Storage::new))
+    }
+
+    /// The result, drawing the reduction the first time.
+    pub(crate) fn force(&self, sh: &Rc<Shared>) -> Result<&Storage> {
+        if self.done.get().is_none() {
+            self.draw(sh, None)?;
+        }
+        self.done.get().ok_or_else(|| sh.err("reduce", "internal: a reduction was not drawn"))
+    }
 }
 
 /// A reduction of a pending elementwise result reads the computation itself in its first
 /// pass (a fused prologue) instead of drawing it first: `Some` result then, `None` when the
-/// op is not a reduction of a pending result of this generation (it runs as usual).
+/// op is not a reduction of a pending result of this generation (it runs as usual). Where
+/// the context draws epilogues, tree reductions are returned pending ([`LazyReduce`]), with
+/// their prologue if they have one; a sum over the batch of a pending batched matmul is one
+/// pending matmul.
 pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
     let Op::Reduce { op: r, axis } = op else { return Ok(None) };
     let (Some(&input), Some(&shape)) = (inputs.first(), shapes.first()) else { return Ok(None) };
@@ -248,20 +327,38 @@ pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&S
     }
     // The reduction walks its input in flat order, so the computation is read with its own
     // shape, whatever shape the reduction sees (a reshape keeps the flat order).
-    let Some(p) = fuse::current(input, sh.generation.get()) else { return Ok(None) };
     // A computation that can be a pending matmul's epilogue is drawn as one (the reduction
     // reads its result): the same number of draws, and whatever else reads it later reads
     // that result instead of a draw of its own.
-    if !fits(&p) || p.shape.numel() != shape.numel() || epilogue_of(&p).is_some() {
+    let prologue = fuse::current(input, sh.generation.get())
+        .filter(|p| fits(p) && p.shape.numel() == shape.numel() && epilogue_of(p).is_none())
+        .map(|p| p.clone());
+    // A reduction with a prologue is drawn now, as before epilogues existed; one reading a
+    // pending elementwise result it cannot inline has that result drawn now (as a matmul's
+    // epilogue, typically), and is itself deferred. This keeps the order in which products
+    // meet their epilogues.
+    let deferred = sh.epilogues && crate::ops::reduce::takes_epilogue(*r) && prologue.is_none();
+    if deferred && input.downcast::<Lazy>().is_some_and(|l| !l.is_done()) {
+        tensor_of(input, sh, op.name())?;
+    }
+    if prologue.is_none() && !deferred {
         return Ok(None);
     }
-    pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &sh.name)?;
+    let len = len_of(sh, op.name(), input)?;
+    pixelgrad_core::check_execute(op, &[len], shapes, out, &sh.name)?;
     crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
-    let ins = p.leaves.iter().map(|(s, _)| tensor_of(s, sh, "reduce")).collect::<Result<Vec<&GlTensor>>>()?;
-    let leaf_shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
-    let read = FusedRead::new(sh, "reduce", &p.launch, &ins, &leaf_shapes, &p.shape, || format!("fused {}", p.label()))?;
-    let t = crate::ops::reduce::reduce(sh, *r, crate::ops::reduce::Input::Fused(&read), shape, *axis)?;
-    Ok(Some(Storage::new(t)))
+    let source = match prologue {
+        Some(p) => ReduceSource::Prologue(p),
+        None => ReduceSource::Plain(input.clone()),
+    };
+    let lazy = LazyReduce { op: *r, source, shape: shape.clone(), axis: *axis, out: out.clone(), done: std::cell::OnceCell::new() };
+    if !deferred {
+        lazy.draw(sh, None)?;
+        return Ok(lazy.done.into_inner());
+    }
+    let st = Storage::new(lazy);
+    remember(sh, &st);
+    Ok(Some(st))
 }
 
 /// Draws one pending computation into a fresh texture (as a matmul's epilogue when it can).
@@ -296,7 +393,7 @@ pub(crate) fn settle(sh: &Rc<Shared>) -> Result<()> {
     let mut matmuls = Vec::new();
     for w in list {
         if let Some(s) = w.upgrade() {
-            if s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done()) {
+            if deferred(&s) {
                 matmuls.push(s);
             } else if undone(&s) {
                 tensor_of(&s, sh, "settle")?;

@@ -98,9 +98,9 @@ pub(crate) fn settle(sh: &Rc<Shared>, live: &[Storage]) -> Result<()> {
     let mut open: Vec<Group> = Vec::new();
     let mut matmuls = Vec::new();
     for s in live {
-        if s.downcast::<crate::fusion::LazyMatmul>().is_some_and(|m| !m.is_done()) {
-            // Matmuls are drawn last (or when something reads them): a pending result of one
-            // drawn below takes it as its epilogue.
+        if crate::fusion::deferred(s) {
+            // Matmuls and reductions are drawn last (or when something reads them): a pending
+            // result of one drawn below takes it as its epilogue.
             matmuls.push(s);
             continue;
         }

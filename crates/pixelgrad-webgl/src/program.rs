@@ -210,11 +210,10 @@ impl Shared {
         if spec.name == dialect::MAP_GROUP {
             return self.group_label(spec.kernel);
         }
-        if spec.name == dialect::MATMUL_EPI || spec.name == dialect::MATMUL_UNBLOCK_EPI {
+        if let Some(body) = dialect::epilogue_body(spec.name) {
             let list = self.map_kernels.borrow();
             let what = list.get(spec.kernel as usize).map_or("?", |(_, l)| l.as_str());
-            let body = ProgramSpec::new(if spec.name == dialect::MATMUL_EPI { "matmul" } else { "matmul_unblock" }, spec.config & 7);
-            return format!("{} + {what}", body.label());
+            return format!("{} + {what}", ProgramSpec::new(body, spec.config & 7).label());
         }
         if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {
             let list = self.map_kernels.borrow();
@@ -236,17 +235,13 @@ impl Shared {
         if spec.name == dialect::MAP_GROUP {
             return self.group_source(op, spec);
         }
-        if spec.name == dialect::MAP
-            || spec.name == dialect::REDUCE_FUSED
-            || spec.name == dialect::MATMUL_EPI
-            || spec.name == dialect::MATMUL_UNBLOCK_EPI
-        {
+        let epilogue = dialect::epilogue_body(spec.name);
+        if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED || epilogue.is_some() {
             let k = self.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
             let k = k.ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {}", spec.kernel)))?;
-            let src = match spec.name {
-                dialect::MAP => dialect::map_source(&k, spec.config),
-                dialect::MATMUL_EPI => dialect::matmul_epilogue_source("matmul", &k, spec.config),
-                dialect::MATMUL_UNBLOCK_EPI => dialect::matmul_epilogue_source("matmul_unblock", &k, spec.config),
+            let src = match (spec.name, epilogue) {
+                (_, Some(body)) => dialect::epilogue_source(body, &k, spec.config),
+                (dialect::MAP, _) => dialect::map_source(&k, spec.config),
                 _ => dialect::reduce_fused_source(&k, spec.config),
             };
             return src.map_err(|e| self.err(op, e.to_string()));

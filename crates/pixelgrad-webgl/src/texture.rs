@@ -169,6 +169,10 @@ pub(crate) fn tensor_of<'a>(s: &'a Storage, shared: &Rc<Shared>, op: &'static st
         Some(m) => m.force(shared)?,
         None => s,
     };
+    let s = match s.downcast::<crate::fusion::LazyReduce>() {
+        Some(r) => r.force(shared)?,
+        None => s,
+    };
     s.downcast::<GlTensor>().filter(|t| Rc::ptr_eq(&t.shared, shared)).ok_or_else(|| Error::BackendMismatch {
         op,
         a: shared.name.clone(),

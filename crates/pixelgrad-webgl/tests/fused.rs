@@ -145,3 +145,45 @@ fn a_product_read_twice_is_stored_once() {
         assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{g} vs {w}");
     }
 }
+
+/// A pending elementwise result of a sum (a bias's update from its summed gradient) is drawn
+/// in the sum's last pass: one-pass and multi-pass sums of a texture, and a max; the same
+/// values as with fusion off. A sum of a pending computation keeps its prologue (drawn when
+/// asked for, as before epilogues) and draws the update apart.
+#[test]
+fn elementwise_results_of_a_sum_are_drawn_in_its_last_pass() {
+    use pixelgrad_core::Tensor;
+    // (rows, columns, the input is pending, max instead of sum, epilogue expected)
+    for (rows, cols, pending, max, epilogue) in [
+        (32, 256, false, false, true),
+        (3000, 16, false, false, true),
+        (3000, 16, true, false, false),
+        (40, 7, false, true, true),
+        (32, 256, true, false, false),
+    ] {
+        let run = |fuse: bool| {
+            let b = WebGlBackend::new_headless(WebGlOptions { fuse, self_test: false, ..WebGlOptions::default() }).unwrap();
+            let dev = Device::new(b.clone());
+            let x = Tensor::from_vec(&dev, &values(rows * cols, 7), [rows, cols]).unwrap();
+            let w = Tensor::from_vec(&dev, &values(cols, 8), [cols]).unwrap();
+            x.to_vec().unwrap();
+            b.set_pass_log(true);
+            let x = if pending { x.tanh().unwrap().mul_scalar(2.0).unwrap() } else { x };
+            let g = if max { x.max_axis(0, false).unwrap() } else { x.sum_axis(0, false).unwrap() };
+            let updated = w.sub(&g.mul_scalar(0.1).unwrap()).unwrap();
+            let out = (updated.to_vec().unwrap(), g.to_vec().unwrap());
+            (out, b.take_pass_log())
+        };
+        let ((u1, g1), log) = run(true);
+        let ((u0, g0), _) = run(false);
+        let what = format!("[{rows}, {cols}] pending {pending} max {max}");
+        let epilogues = log.iter().filter(|l| l.starts_with("reduce") && l.contains(" + fused ")).count();
+        assert_eq!(epilogues, usize::from(epilogue), "{what}: {log:?}");
+        assert_eq!(log.iter().filter(|l| l.starts_with("fused ")).count(), usize::from(!epilogue), "{what}: {log:?}");
+        for (got, want) in [(&u1, &u0), (&g1, &g0)] {
+            for (j, (g, w)) in got.iter().zip(want.iter()).enumerate() {
+                assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{what} element {j}: {g} vs {w}");
+            }
+        }
+    }
+}

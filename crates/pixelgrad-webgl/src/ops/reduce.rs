@@ -10,9 +10,10 @@ use std::rc::Rc;
 use pixelgrad_core::{ReduceOp, Result, Shape};
 
 use super::elementwise::FusedRead;
+use super::matmul::Epilogue;
 use super::split_axis;
 use crate::context::Shared;
-use crate::dialect::{ProgramSpec, REDUCE_FUSED};
+use crate::dialect::{epilogue_config, ProgramSpec, REDUCE_EPI, REDUCE_FUSED};
 use crate::launch::Pass;
 use crate::texture::GlTensor;
 
@@ -77,6 +78,39 @@ pub(crate) fn reduce(sh: &Rc<Shared>, op: ReduceOp, x: Input<'_>, shape: &Shape,
     reduce_input(sh, op, x, outer, n, inner)
 }
 
+/// Whether [`reduce_epilogue`] can draw an epilogue for `op` (the tree reductions).
+pub(crate) fn takes_epilogue(op: ReduceOp) -> bool {
+    tree_config(op).is_some()
+}
+
+fn tree_config(op: ReduceOp) -> Option<u32> {
+    match op {
+        ReduceOp::Sum => Some(SUM),
+        ReduceOp::Max => Some(MAX),
+        ReduceOp::Min => Some(MIN),
+        ReduceOp::LogSumExp => Some(LOG_SUM_EXP),
+        ReduceOp::ArgMax => None,
+    }
+}
+
+/// [`reduce`] with `epi` applied in its last pass as it stores the result: `(result,
+/// epilogue's result)`, the latter `None` where the last pass cannot take it (it reads a
+/// fused prologue, or `op` is not a tree reduction): the caller draws it then.
+pub(crate) fn reduce_epilogue<'a>(
+    sh: &Rc<Shared>,
+    op: ReduceOp,
+    x: Input<'a>,
+    shape: &Shape,
+    axis: usize,
+    epi: Option<&Epilogue<'a>>,
+) -> Result<(GlTensor, Option<GlTensor>)> {
+    let (outer, n, inner) = split_axis(&shape.0, axis);
+    match (tree_config(op), epi) {
+        (Some(config), Some(_)) => tree(sh, config, x, outer, n, inner, epi),
+        _ => Ok((reduce_input(sh, op, x, outer, n, inner)?, None)),
+    }
+}
+
 /// Reduces `x` viewed as `[outer, n, inner]` over the middle axis into `[outer, 1, inner]`.
 pub(crate) fn reduce_axis(sh: &Rc<Shared>, op: ReduceOp, x: &GlTensor, outer: usize, n: usize, inner: usize) -> Result<GlTensor> {
     reduce_input(sh, op, Input::Texture(x), outer, n, inner)
@@ -84,11 +118,11 @@ pub(crate) fn reduce_axis(sh: &Rc<Shared>, op: ReduceOp, x: &GlTensor, outer: us
 
 fn reduce_input(sh: &Rc<Shared>, op: ReduceOp, x: Input<'_>, outer: usize, n: usize, inner: usize) -> Result<GlTensor> {
     match op {
-        ReduceOp::Sum => tree(sh, SUM, x, outer, n, inner),
-        ReduceOp::Max => tree(sh, MAX, x, outer, n, inner),
-        ReduceOp::Min => tree(sh, MIN, x, outer, n, inner),
+        ReduceOp::Sum => Ok(tree(sh, SUM, x, outer, n, inner, None)?.0),
+        ReduceOp::Max => Ok(tree(sh, MAX, x, outer, n, inner, None)?.0),
+        ReduceOp::Min => Ok(tree(sh, MIN, x, outer, n, inner, None)?.0),
         // Each pass takes the log-sum-exp of its group: later passes combine partial ones.
-        ReduceOp::LogSumExp => tree(sh, LOG_SUM_EXP, x, outer, n, inner),
+        ReduceOp::LogSumExp => Ok(tree(sh, LOG_SUM_EXP, x, outer, n, inner, None)?.0),
         // A short axis is one group: one pass finds the first maximum.
         ReduceOp::ArgMax if n <= group_for(sh, n) => {
             let pass = x.pass(ARGMAX_GROUP).int("u_n", n).int("u_m", 1).int("u_inner", inner).int("u_group", n.max(1));
@@ -97,7 +131,7 @@ fn reduce_input(sh: &Rc<Shared>, op: ReduceOp, x: Input<'_>, outer: usize, n: us
         ReduceOp::ArgMax => {
             // Max tree first, then the first index per group that hits the maximum (3e38 when
             // none does), then a min tree over those candidates: the first maximum overall.
-            let best = tree(sh, MAX, x, outer, n, inner)?;
+            let best = tree(sh, MAX, x, outer, n, inner, None)?.0;
             let group = group_for(sh, n);
             let m = n.div_ceil(group);
             let pass = x.pass(FIRST_EQUAL).input("u_best", &best).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", group);
@@ -105,13 +139,24 @@ fn reduce_input(sh: &Rc<Shared>, op: ReduceOp, x: Input<'_>, outer: usize, n: us
             if m == 1 {
                 Ok(cand)
             } else {
-                tree(sh, MIN, Input::Texture(&cand), outer, m, inner)
+                Ok(tree(sh, MIN, Input::Texture(&cand), outer, m, inner, None)?.0)
             }
         }
     }
 }
 
-fn tree(sh: &Rc<Shared>, config: u32, x: Input<'_>, outer: usize, mut n: usize, inner: usize) -> Result<GlTensor> {
+/// A reduction tree; its last pass applies `epi` when it reads a texture (an epilogue and a
+/// fused prologue would share uniform names): `(result, epilogue's result)`.
+#[allow(clippy::too_many_arguments)]
+fn tree<'a>(
+    sh: &Rc<Shared>,
+    config: u32,
+    x: Input<'a>,
+    outer: usize,
+    mut n: usize,
+    inner: usize,
+    epi: Option<&Epilogue<'a>>,
+) -> Result<(GlTensor, Option<GlTensor>)> {
     // Each pass reads the previous pass's texture and renders into a fresh pooled one; the
     // previous one goes back to the pool as soon as it is consumed (ping-pong). Only the
     // first reads the input itself (which may be a fused read).
@@ -123,13 +168,24 @@ fn tree(sh: &Rc<Shared>, config: u32, x: Input<'_>, outer: usize, mut n: usize, 
             Some(t) => Input::Texture(t),
             None => x,
         };
+        let len = outer * m * inner;
+        if let (1, Some(e), Input::Texture(t)) = (m, epi, src) {
+            let spec = ProgramSpec { name: REDUCE_EPI, config: epilogue_config(config, e.given, e.read.config), kernel: e.read.kernel };
+            let pass =
+                Pass::with_spec("reduce", spec).input("u_x", t).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", group);
+            let pass = e.read.uniforms(pass);
+            let result = sh.alloc(len, "reduce")?;
+            let applied = sh.alloc(len, "fused")?;
+            sh.draw_many(&pass, &[&result, &applied], len)?;
+            return Ok((result, Some(applied)));
+        }
         let pass = src.pass(config).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", group);
-        let next = sh.run(pass, outer * m * inner)?;
+        let next = sh.run(pass, len)?;
         cur = Some(next);
         n = m;
         if m == 1 {
             break;
         }
     }
-    cur.ok_or_else(|| sh.err("reduce", "internal: empty reduction tree"))
+    Ok((cur.ok_or_else(|| sh.err("reduce", "internal: empty reduction tree"))?, None))
 }

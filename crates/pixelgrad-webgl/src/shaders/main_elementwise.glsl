@@ -6,5 +6,9 @@ void main() {
     if (base + 1 < u_out_n) r.y = compute(base + 1);
     if (base + 2 < u_out_n) r.z = compute(base + 2);
     if (base + 3 < u_out_n) r.w = compute(base + 3);
+#ifdef PG_EPILOGUE
+    // A pending computation reading this result (dialect::REDUCE_EPI), as a second output.
+    o_color1 = pg_epilogue(base, r);
+#endif
     o_color = r;
 }
