@@ -104,7 +104,7 @@ fn block_path_inside_replayed_steps_matches_eager() {
 /// A batched product summed over its batch (a convolution's weight gradient: `G X^T` per
 /// sample, summed) is one matmul with the batch merged into k: in one draw on the strided
 /// kernel, in the block path's draws, or the batched product and a reduction past both; an
-/// elementwise result of the sum (an SGD update) is that matmul's epilogue (a draw after the
+/// elementwise result of the sum (an SGD update) is the epilogue of that matmul (or of the
 /// reduction on the last path). Every path equals the CPU.
 #[test]
 fn products_summed_over_the_batch_match_the_cpu() {
@@ -116,7 +116,7 @@ fn products_summed_over_the_batch_match_the_cpu() {
     for (i, &(batch, m, k, n, tb, shared_a, draws)) in [
         (4, 5, 6, 7, true, false, 1),
         (3, 6, 9, 5, false, true, 1),
-        (8, 16, 300, 9, true, false, 3),
+        (8, 16, 300, 9, true, false, 2),
         (32, 16, 784, 9, true, false, 4),
         (6, 20, 400, 24, false, false, 4),
     ]
@@ -143,10 +143,10 @@ fn products_summed_over_the_batch_match_the_cpu() {
         let want = run(&cpu);
         let what = format!("{da:?} x {db:?} (trans_b {tb}) summed over {batch}");
         assert_eq!(log.len(), draws, "{what}: {log:?}");
-        // The fallback (batched product, then its sum) draws the update after the sum.
-        let fallback = draws == 3;
+        // The fallback (the batched product, then its sum) draws the update in the sum's pass.
+        let fallback = draws == 2;
         let epilogues = log.iter().filter(|l| l.contains(" + fused ")).count();
-        assert_eq!(epilogues, usize::from(!fallback), "{what}: the update is an epilogue: {log:?}");
+        assert_eq!(epilogues, 1, "{what}: the update is an epilogue: {log:?}");
         assert_eq!(log.iter().any(|l| l.starts_with("reduce")), fallback, "{what}: {log:?}");
         let tol = 1e-5 * (k * batch) as f32;
         for (got, want) in [(&got.0, &want.0), (&got.1, &want.1)] {

@@ -117,6 +117,19 @@ pub(super) fn store<'a>(sh: &Rc<Shared>, pass: Pass<'a>, epi: Option<&Epilogue<'
     Ok((product, Some(result)))
 }
 
+/// The sum over the batch of a batched product `t` (`batch` matrices of `len` values), with
+/// `epi` in the reduction's last pass.
+fn sum_over_batch<'a>(
+    sh: &Rc<Shared>,
+    t: &GlTensor,
+    batch: usize,
+    len: usize,
+    epi: Option<&Epilogue<'a>>,
+) -> Result<(GlTensor, Option<GlTensor>)> {
+    let shape = Shape(vec![batch, len]);
+    super::reduce::reduce_epilogue(sh, pixelgrad_core::ReduceOp::Sum, super::reduce::Input::Texture(t), &shape, 0, epi)
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul(
     sh: &Rc<Shared>,
@@ -162,7 +175,7 @@ pub(crate) fn matmul_epilogue<'a>(
         if !sum_batch || batch == 1 {
             return Ok((t, None));
         }
-        return Ok((super::reduce::reduce_axis(sh, pixelgrad_core::ReduceOp::Sum, &t, 1, batch, m * n)?, None));
+        return sum_over_batch(sh, &t, batch, m * n, epi);
     }
     if sum_batch && macs > STRIDED_MAX {
         // One matrix product with the batch merged into k: k' = b*K + k.
@@ -172,7 +185,7 @@ pub(crate) fn matmul_epilogue<'a>(
         }
         let full = Shape(vec![batch, m, n]);
         let t = matmul(sh, a, b, sa, sb, trans_a, trans_b, &full)?;
-        return Ok((super::reduce::reduce_axis(sh, pixelgrad_core::ReduceOp::Sum, &t, 1, batch, m * n)?, None));
+        return sum_over_batch(sh, &t, batch, m * n, epi);
     }
     if !sum_batch && super::matmul_block::worth_it(sh, batch, m, n, k) {
         if let Some(t) = super::matmul_block::matmul(sh, a, b, va, vb.t(), batch, k, out.numel(), epi)? {
