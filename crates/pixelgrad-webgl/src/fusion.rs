@@ -5,9 +5,10 @@
 //! ([`crate::texture::tensor_of`]), the end of a step or a flush ([`settle`]). At a settle,
 //! results whose textures have one size are drawn together on WebGL2 (`group.rs`).
 //!
-//! Matmuls are deferred too where the context has multiple render targets ([`LazyMatmul`]):
-//! the first pending result of a product that reads it is drawn in the matmul's own pass as
-//! an epilogue, and a sum over the batch of a batched product is one matmul summing its batch.
+//! Matmuls and reductions of values are deferred too where the context has multiple render
+//! targets ([`LazyMatmul`], [`LazyReduce`]): the first pending result of one that reads it is
+//! drawn in its own (last) pass as an epilogue, and a sum over the batch of a batched product
+//! is one matmul summing its batch.
 //!
 //! A composition that would not fit one program (more samplers or scalar uniforms than the
 //! program declares, a very long chain) draws its largest pending input first instead.
