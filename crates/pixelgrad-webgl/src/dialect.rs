@@ -182,40 +182,66 @@ pub fn map_config(fast: bool, scalars: u32) -> u32 {
 /// `MAX_RANK`, stride 0 on broadcast axes; the index loop stops once the remaining
 /// coordinates are all 0). `config` names the macro holding its [`map_config`].
 fn fused_read(kernel: &Kernel, config: &str) -> pixelgrad_core::Result<String> {
+    read_function(kernel, config, None)
+}
+
+/// The declarations and read function of a fused read of `kernel`: `float pg_load(int i)`
+/// ([`fused_read`]) or, with `given`, `float pg_epi(int i, float g)` where kernel input
+/// `given` is the value `g` and every other input is fetched (samplers `u_x0..` in order,
+/// skipping `given`: an epilogue's read, [`epilogue_source`]).
+fn read_function(kernel: &Kernel, config: &str, given: Option<usize>) -> pixelgrad_core::Result<String> {
     let n = kernel.inputs().len();
-    if n > MAP_MAX_INPUTS || kernel.params() > MAP_MAX_PARAMS {
+    let fetched = n - usize::from(given.is_some_and(|g| g < n));
+    if fetched > MAP_MAX_INPUTS || kernel.params() > MAP_MAX_PARAMS || given.is_some_and(|g| g >= n) {
         return Err(pixelgrad_core::Error::invalid(
             "GLSL kernel",
-            format!("{n} inputs and {} parameters; at most {MAP_MAX_INPUTS} and {MAP_MAX_PARAMS}", kernel.params()),
+            format!(
+                "{n} inputs (given {given:?}) and {} parameters; at most {MAP_MAX_INPUTS} fetched and {MAP_MAX_PARAMS}",
+                kernel.params()
+            ),
         ));
     }
     let mut s = String::from("// Fused read rendered from the kernel IR (pixelgrad_core::kernel).\n");
-    for name in &MAP_INPUTS[..n] {
+    for name in &MAP_INPUTS[..fetched] {
         s.push_str(&format!("uniform highp sampler2D {name};\n"));
     }
     s.push_str("uniform int u_shape[MAX_RANK];\n");
-    for name in &MAP_STRIDES[..n] {
+    for name in &MAP_STRIDES[..fetched] {
         s.push_str(&format!("uniform int {name}[MAX_RANK];\n"));
     }
     for name in &MAP_PARAMS[..kernel.params()] {
         s.push_str(&format!("uniform float {name};\n"));
     }
     s.push_str(&render_function(kernel, &Glsl300, "pg_apply")?);
-    s.push_str(&format!("\nfloat pg_load(int i) {{\n#if ({config} & 1) != 0\n"));
-    let fast: Vec<String> = (0..n).map(|i| format!("fetch({}, ({config} & {}) != 0 ? 0 : i)", MAP_INPUTS[i], 2 << i)).collect();
-    s.push_str(&format!("    return pg_apply({});\n#else\n", fast.join(", ")));
+    // Kernel input j is sampler c: the inputs before `given` keep their number, those after
+    // it move down one.
+    let args = |fetch: &dyn Fn(usize) -> String| -> String {
+        (0..n)
+            .map(|j| match given {
+                Some(g) if j == g => "g".to_string(),
+                Some(g) if j > g => fetch(j - 1),
+                _ => fetch(j),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let signature = if given.is_some() { "float pg_epi(int i, float g)" } else { "float pg_load(int i)" };
+    s.push_str(&format!("\n{signature} {{\n#if ({config} & 1) != 0\n"));
+    s.push_str(&format!(
+        "    return pg_apply({});\n#else\n",
+        args(&|c| format!("fetch({}, ({config} & {}) != 0 ? 0 : i)", MAP_INPUTS[c], 2 << c))
+    ));
     s.push_str("    int rest = i;\n");
-    for i in 0..n {
-        s.push_str(&format!("    int i{i} = 0;\n"));
+    for c in 0..fetched {
+        s.push_str(&format!("    int i{c} = 0;\n"));
     }
     s.push_str("    for (int d = MAX_RANK - 1; d >= 0; --d) {\n        if (rest == 0) break;\n");
     s.push_str("        int c = rest % u_shape[d];\n        rest /= u_shape[d];\n");
-    for (i, name) in MAP_STRIDES[..n].iter().enumerate() {
-        s.push_str(&format!("        i{i} += c * {name}[d];\n"));
+    for (c, name) in MAP_STRIDES[..fetched].iter().enumerate() {
+        s.push_str(&format!("        i{c} += c * {name}[d];\n"));
     }
     s.push_str("    }\n");
-    let slow: Vec<String> = (0..n).map(|i| format!("fetch({}, i{i})", MAP_INPUTS[i])).collect();
-    s.push_str(&format!("    return pg_apply({});\n#endif\n}}\n", slow.join(", ")));
+    s.push_str(&format!("    return pg_apply({});\n#endif\n}}\n", args(&|c| format!("fetch({}, i{c})", MAP_INPUTS[c]))));
     Ok(s)
 }
 
@@ -292,43 +318,10 @@ pub fn epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixelgrad_co
     if given >= n || n > MAP_MAX_INPUTS + 1 || kernel.params() > MAP_MAX_PARAMS {
         return Err(bad(format!("product is input {given} of {n}; {} parameters", kernel.params())));
     }
-    let others = n - 1;
     let mut s = preamble(config & 7, false);
     s.push_str(&format!("#define PG_EPILOGUE 1\n#define MAP_CONFIG {}\n", config >> 6));
     s.push_str("layout(location = 1) out vec4 o_color1;\n");
-    s.push_str("// Epilogue rendered from the kernel IR (pixelgrad_core::kernel).\n");
-    for name in &MAP_INPUTS[..others] {
-        s.push_str(&format!("uniform highp sampler2D {name};\n"));
-    }
-    s.push_str("uniform int u_shape[MAX_RANK];\n");
-    for name in &MAP_STRIDES[..others] {
-        s.push_str(&format!("uniform int {name}[MAX_RANK];\n"));
-    }
-    for name in &MAP_PARAMS[..kernel.params()] {
-        s.push_str(&format!("uniform float {name};\n"));
-    }
-    s.push_str(&render_function(kernel, &Glsl300, "pg_apply")?);
-    // Kernel input j is sampler c(j): the inputs before the product keep their number, those
-    // after it move down one.
-    let args = |fetch: &dyn Fn(usize) -> String| -> String {
-        (0..n).map(|j| if j == given { "g".to_string() } else { fetch(if j < given { j } else { j - 1 }) }).collect::<Vec<_>>().join(", ")
-    };
-    s.push_str("\nfloat pg_epi(int i, float g) {\n#if (MAP_CONFIG & 1) != 0\n");
-    s.push_str(&format!(
-        "    return pg_apply({});\n#else\n",
-        args(&|c| format!("fetch({}, (MAP_CONFIG & {}) != 0 ? 0 : i)", MAP_INPUTS[c], 2 << c))
-    ));
-    s.push_str("    int rest = i;\n");
-    for c in 0..others {
-        s.push_str(&format!("    int i{c} = 0;\n"));
-    }
-    s.push_str("    for (int d = MAX_RANK - 1; d >= 0; --d) {\n        if (rest == 0) break;\n");
-    s.push_str("        int c = rest % u_shape[d];\n        rest /= u_shape[d];\n");
-    for (c, name) in MAP_STRIDES[..others].iter().enumerate() {
-        s.push_str(&format!("        i{c} += c * {name}[d];\n"));
-    }
-    s.push_str("    }\n");
-    s.push_str(&format!("    return pg_apply({});\n#endif\n}}\n", args(&|c| format!("fetch({}, i{c})", MAP_INPUTS[c]))));
+    s.push_str(&read_function(kernel, "MAP_CONFIG", Some(given))?);
     s.push_str("\nvec4 pg_epilogue(int base, vec4 r) {\n    vec4 e = vec4(0.0);\n");
     for (j, c) in ["x", "y", "z", "w"].iter().enumerate() {
         s.push_str(&format!("    if (base + {j} < u_out_n) e.{c} = pg_epi(base + {j}, r.{c});\n"));

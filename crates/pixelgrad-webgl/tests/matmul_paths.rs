@@ -158,68 +158,39 @@ fn products_summed_over_the_batch_match_the_cpu() {
     }
 }
 
-/// Operands whose rows have k contiguous but do not start on a texel (a `[64, 10]` gradient
-/// times a `[256, 10]` weight transposed: backprop through a 10-class layer) are read in place
-/// by the shifted-row kernel, one draw, no packing; every K % 4 and a batched product.
+/// Operands whose rows have k contiguous but do not start on a texel are read in place, in
+/// one draw with no packing pass, on every K % 4 and batched: a `[64, 10]` gradient times a
+/// `[256, 10]` weight transposed (backprop through a 10-class layer; `nt_shift`), and a
+/// `[16, 9]` convolution weight times its im2col columns (rows of N; `nn_shift`).
 #[test]
 fn unaligned_rows_are_read_in_place() {
     let gl =
         WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
     let gl_dev = Device::new(gl.clone());
     let cpu = Device::new(CpuBackend::new());
-    for (i, &(batch, m, k, n)) in
-        [(1, 64, 10, 256), (1, 33, 9, 17), (1, 7, 7, 5), (1, 12, 5, 40), (3, 9, 6, 11), (1, 20, 13, 3)].iter().enumerate()
-    {
-        let (da, db) = if batch > 1 { (vec![batch, m, k], vec![batch, n, k]) } else { (vec![m, k], vec![n, k]) };
+    // (batch, m, k, n, B given transposed [N, K]); A is batched with B only when B is.
+    let transposed = [(1, 64, 10, 256), (1, 33, 9, 17), (1, 7, 7, 5), (1, 12, 5, 40), (3, 9, 6, 11), (1, 20, 13, 3)].map(|c| (c, true));
+    let rows_of_n = [(4, 16, 9, 784), (1, 5, 7, 8), (1, 33, 10, 12), (2, 3, 5, 4), (1, 6, 11, 400)].map(|c| (c, false));
+    for (i, ((batch, m, k, n), tb)) in transposed.into_iter().chain(rows_of_n).enumerate() {
+        let batched = |d: Vec<usize>| if batch > 1 { [vec![batch], d].concat() } else { d };
+        let (da, db) = if tb { (batched(vec![m, k]), batched(vec![n, k])) } else { (vec![m, k], batched(vec![k, n])) };
         let va = values(da.iter().product(), 60 + 2 * i as u64);
         let vb = values(db.iter().product(), 61 + 2 * i as u64);
         let run = |dev: &Device| -> Vec<f32> {
             let a = Tensor::from_vec(dev, &va, da.clone()).unwrap();
             let b = Tensor::from_vec(dev, &vb, db.clone()).unwrap();
-            a.matmul_t(&b, false, true).unwrap().to_vec().unwrap()
+            a.matmul_t(&b, false, tb).unwrap().to_vec().unwrap()
         };
         gl.set_pass_log(true);
         let got = run(&gl_dev);
         let log = gl.take_pass_log();
         gl.set_pass_log(false);
         let want = run(&cpu);
-        assert_eq!(log.len(), 1, "{da:?} x {db:?}^T: {log:?}");
-        assert!(log[0].starts_with("matmul.nt_shift"), "{da:?} x {db:?}^T: {log:?}");
+        let kernel = if tb { "matmul.nt_shift" } else { "matmul.nn_shift" };
+        assert!(log.len() == 1 && log[0].starts_with(kernel), "{da:?} x {db:?} (trans_b {tb}): {log:?}");
         let tol = 1e-5 * k as f32;
         for (j, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?} x {db:?}^T element {j}: {g} vs {w}");
-        }
-    }
-}
-
-/// A left operand with k contiguous but rows not starting on a texel (a `[16, 9]` convolution
-/// weight) times rows of N (its im2col columns) is read in place too: one draw, no packing.
-#[test]
-fn unaligned_left_rows_times_rows_of_n_are_read_in_place() {
-    let gl =
-        WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
-    let gl_dev = Device::new(gl.clone());
-    let cpu = Device::new(CpuBackend::new());
-    for (i, &(batch, m, k, n)) in [(4, 16, 9, 784), (1, 5, 7, 8), (1, 33, 10, 12), (2, 3, 5, 4), (1, 6, 11, 400)].iter().enumerate() {
-        let da = vec![m, k];
-        let db = if batch > 1 { vec![batch, k, n] } else { vec![k, n] };
-        let va = values(da.iter().product(), 80 + 2 * i as u64);
-        let vb = values(db.iter().product(), 81 + 2 * i as u64);
-        let run = |dev: &Device| -> Vec<f32> {
-            let a = Tensor::from_vec(dev, &va, da.clone()).unwrap();
-            let b = Tensor::from_vec(dev, &vb, db.clone()).unwrap();
-            a.matmul(&b).unwrap().to_vec().unwrap()
-        };
-        gl.set_pass_log(true);
-        let got = run(&gl_dev);
-        let log = gl.take_pass_log();
-        gl.set_pass_log(false);
-        let want = run(&cpu);
-        assert_eq!(log.len(), 1, "{da:?} x {db:?}: {log:?}");
-        assert!(log[0].starts_with("matmul.nn_shift"), "{da:?} x {db:?}: {log:?}");
-        let tol = 1e-5 * k as f32;
-        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?} x {db:?} element {j}: {g} vs {w}");
+            assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?} x {db:?} (trans_b {tb}) element {j}: {g} vs {w}");
         }
     }
 }

@@ -117,6 +117,12 @@ pub(super) fn store<'a>(sh: &Rc<Shared>, pass: Pass<'a>, epi: Option<&Epilogue<'
     Ok((product, Some(result)))
 }
 
+/// A `matmul.glsl` pass of `config` over `a` and `b` for an `[M, N]` product (per batch entry)
+/// summing over `k`: the uniforms every config reads; the caller adds the operands' strides.
+fn product_pass<'a>(config: u32, a: &'a GlTensor, b: &'a GlTensor, m: usize, n: usize, k: usize) -> Pass<'a> {
+    Pass::new("matmul", "matmul", config).input("u_a", a).input("u_b", b).int("u_m", m).int("u_n", n).int("u_k", k)
+}
+
 /// The sum over the batch of a batched product `t` (`batch` matrices of `len` values), with
 /// `epi` in the reduction's last pass.
 fn sum_over_batch<'a>(
@@ -197,42 +203,21 @@ pub(crate) fn matmul_epilogue<'a>(
     let pack_b = !(bt.rows_aligned() || vb.rows_aligned() && n % 4 == 0);
     if !sum_batch && (pack_a || pack_b) && va.sc == 1 && bt.sc == 1 {
         // Both operands have k contiguous, only not starting rows on a texel: read in place.
-        let pass = Pass::new("matmul", "matmul", NT_SHIFT)
-            .input("u_a", a)
-            .input("u_b", b)
-            .int("u_m", m)
-            .int("u_n", n)
-            .int("u_k", k)
-            .sint("u_a_sb", va.sb)
-            .sint("u_a_sm", va.sr)
-            .sint("u_b_sb", bt.sb)
-            .sint("u_b_sn", bt.sr);
+        let pass =
+            product_pass(NT_SHIFT, a, b, m, n, k).sint("u_a_sb", va.sb).sint("u_a_sm", va.sr).sint("u_b_sb", bt.sb).sint("u_b_sn", bt.sr);
         return store(sh, pass, epi, out.numel());
     }
     if !sum_batch && pack_a && va.sc == 1 && vb.rows_aligned() && n % 4 == 0 {
         // A has k contiguous but rows not starting on a texel, B is rows of N: read in place.
-        let pass = Pass::new("matmul", "matmul", NN_SHIFT)
-            .input("u_a", a)
-            .input("u_b", b)
-            .int("u_m", m)
-            .int("u_n", n)
-            .int("u_k", k)
-            .sint("u_a_sb", va.sb)
-            .sint("u_a_sm", va.sr)
-            .sint("u_b_sb", vb.sb)
-            .sint("u_b_sk", vb.sr);
+        let pass =
+            product_pass(NN_SHIFT, a, b, m, n, k).sint("u_a_sb", va.sb).sint("u_a_sm", va.sr).sint("u_b_sb", vb.sb).sint("u_b_sk", vb.sr);
         return store(sh, pass, epi, out.numel());
     }
     let packed = if pack_a { va.batch * m * k } else { 0 } + if pack_b { vb.batch * k * n } else { 0 };
     if sum_batch || ((pack_a || pack_b) && strided_pays(macs, packed, usize::from(pack_a) + usize::from(pack_b))) {
         // Small: read both operands where they lie, one element per fetch, in this one pass
         // (summing the batch: each output walks its row and column in every batch entry).
-        let pass = Pass::new("matmul", "matmul", STRIDED)
-            .input("u_a", a)
-            .input("u_b", b)
-            .int("u_m", m)
-            .int("u_n", n)
-            .int("u_k", k)
+        let pass = product_pass(STRIDED, a, b, m, n, k)
             .int("u_reps", if sum_batch { batch } else { 1 })
             .sint("u_a_sb", va.sb)
             .sint("u_a_sm", va.sr)
@@ -267,12 +252,7 @@ pub(crate) fn matmul_epilogue<'a>(
         };
         (t, if n % 4 == 0 { NT } else { NT_ANY }, 1, v.sr, v.sb)
     };
-    let pass = Pass::new("matmul", "matmul", config)
-        .input("u_a", ta)
-        .input("u_b", tb)
-        .int("u_m", m)
-        .int("u_n", n)
-        .int("u_k", k)
+    let pass = product_pass(config, ta, tb, m, n, k)
         .sint("u_a_sb", va.sb)
         .sint("u_a_sm", va.sr)
         .sint("u_b_sb", b_sb)

@@ -54,6 +54,18 @@ vec4 shifted(vec4 a, vec4 b, int c) {
     return c == 0 ? a : (c == 1 ? vec4(a.yzw, b.x) : (c == 2 ? vec4(a.zw, b.xy) : vec4(a.w, b.xyz)));
 }
 
+// Where output base + j (the last output past the end) starts reading: element offsets of
+// its A row (ea) and of its B column, a B^T row in CONFIG 2 and 4 (eb).
+void operand_starts(int base, int j, out int ea, out int eb) {
+    int i = min(base + j, u_out_n - 1);
+    int n = i % u_n;
+    int t = i / u_n;
+    int m = t % u_m;
+    int b = t / u_m;
+    ea = b * u_a_sb + m * u_a_sm;
+    eb = b * u_b_sb + n * u_b_sn;
+}
+
 // Component c (0..3) of v, without dynamic vector indexing.
 float component(vec4 v, int c) {
     return c == 0 ? v.x : (c == 1 ? v.y : (c == 2 ? v.z : v.w));
@@ -161,32 +173,17 @@ void main() {
     // gradient, a [N, 10] weight read as B^T): each row is streamed a texel ahead and its 4
     // values are the two texels it straddles shifted by its start's offset (one fetch per
     // step, as for aligned rows); past K the values are zeroed (neighbouring rows lie there).
-    ivec2 pa0, pa1, pa2, pa3, pb0, pb1, pb2, pb3;
+    int ea0, ea1, ea2, ea3, eb0, eb1, eb2, eb3;
+    operand_starts(base, 0, ea0, eb0);
+    operand_starts(base, 1, ea1, eb1);
+    operand_starts(base, 2, ea2, eb2);
+    operand_starts(base, 3, ea3, eb3);
+    ivec2 pa0 = texel_at(ea0 >> 2, wa), pa1 = texel_at(ea1 >> 2, wa), pa2 = texel_at(ea2 >> 2, wa), pa3 = texel_at(ea3 >> 2, wa);
+    ivec2 pb0 = texel_at(eb0 >> 2, wb), pb1 = texel_at(eb1 >> 2, wb), pb2 = texel_at(eb2 >> 2, wb), pb3 = texel_at(eb3 >> 2, wb);
 #if CONFIG == 4
-    int ca0, ca1, ca2, ca3, cb0, cb1, cb2, cb3;
+    int ca0 = ea0 & 3, ca1 = ea1 & 3, ca2 = ea2 & 3, ca3 = ea3 & 3;
+    int cb0 = eb0 & 3, cb1 = eb1 & 3, cb2 = eb2 & 3, cb3 = eb3 & 3;
 #endif
-    for (int j = 0; j < 4; ++j) {
-        int i = min(base + j, u_out_n - 1);
-        int n = i % u_n;
-        int t = i / u_n;
-        int m = t % u_m;
-        int b = t / u_m;
-        int ea = b * u_a_sb + m * u_a_sm;
-        int eb = b * u_b_sb + n * u_b_sn;
-        ivec2 pa = texel_at(ea >> 2, wa);
-        ivec2 pb = texel_at(eb >> 2, wb);
-        // Constant j after unrolling: plain moves, no dynamic indexing.
-        if (j == 0) { pa0 = pa; pb0 = pb; }
-        else if (j == 1) { pa1 = pa; pb1 = pb; }
-        else if (j == 2) { pa2 = pa; pb2 = pb; }
-        else { pa3 = pa; pb3 = pb; }
-#if CONFIG == 4
-        if (j == 0) { ca0 = ea & 3; cb0 = eb & 3; }
-        else if (j == 1) { ca1 = ea & 3; cb1 = eb & 3; }
-        else if (j == 2) { ca2 = ea & 3; cb2 = eb & 3; }
-        else { ca3 = ea & 3; cb3 = eb & 3; }
-#endif
-    }
     ivec2 one = ivec2(1, 0);
     int steps = (u_k + 3) >> 2;
 #if CONFIG == 2
@@ -243,19 +240,10 @@ void main() {
     // u_reps > 1: a product summed over its batch (the output has no batch axis, so b == 0):
     // each output adds its row times column of every batch entry.
     int ia0, ia1, ia2, ia3, ib0, ib1, ib2, ib3;
-    for (int j = 0; j < 4; ++j) {
-        int i = min(base + j, u_out_n - 1);
-        int n = i % u_n;
-        int t = i / u_n;
-        int m = t % u_m;
-        int b = t / u_m;
-        int ia = b * u_a_sb + m * u_a_sm;
-        int ib = b * u_b_sb + n * u_b_sn;
-        if (j == 0) { ia0 = ia; ib0 = ib; }
-        else if (j == 1) { ia1 = ia; ib1 = ib; }
-        else if (j == 2) { ia2 = ia; ib2 = ib; }
-        else { ia3 = ia; ib3 = ib; }
-    }
+    operand_starts(base, 0, ia0, ib0);
+    operand_starts(base, 1, ia1, ib1);
+    operand_starts(base, 2, ia2, ib2);
+    operand_starts(base, 3, ia3, ib3);
     ivec2 da = step_of(u_a_sk >> 2, wa);
     ivec2 db = step_of(u_b_sk >> 2, wb);
     int ra = u_a_sk & 3;
