@@ -1,10 +1,16 @@
-//! Elementwise kernels: every unary, binary and `where` op is a kernel from the one table in
+//! Elementwise kernels: every unary, binary and `where` op — and every chain of them the fast
+//! path fuses (`crate::fusion`) — is a kernel from the one table in
 //! `pixelgrad_core::kernel::defs`, evaluated here block by block
 //! (`pixelgrad_core::kernel::eval`), with each input broadcast to the output.
 //!
-//! When every input has the output's shape or is a single value, the output is walked flat;
-//! otherwise axes are merged where all operands allow it and the output is walked row by row
-//! (rows of its last merged axis), each input read through its broadcast strides.
+//! Three ways through the output, chosen by how the inputs are read:
+//! - *flat*: every input has the output's shape or is a single value; blocks of the output
+//!   read blocks of the inputs in place;
+//! - *rows*: after merging axes contiguous in every operand, the last axis is long and each
+//!   input is contiguous or constant along it; each row reads its inputs in place;
+//! - *gathered*: anything else (short rows, as in nearest upsampling or a per-channel scale of
+//!   a small feature map; odd strides): each block first copies the inputs that need it into
+//!   block buffers, a row segment at a time, then evaluates the block as in the flat case.
 
 use pixelgrad_core::kernel::eval::{self, eval_block, Scratch, Src};
 use pixelgrad_core::kernel::Launch;
@@ -14,8 +20,12 @@ use pixelgrad_core::{Result, Shape};
 use crate::element::Element;
 use crate::par::{for_chunks, offset_of, FLAT_CHUNK};
 
-/// Inputs of the largest elementwise kernel (`where`).
-const MAX_INPUTS: usize = 3;
+/// Inputs a kernel may have for the rows path's fixed-size source arrays (no allocation per
+/// row); fused kernels are kept within it (`crate::fusion`). More inputs take the gathered path.
+pub(crate) const MAX_INPUTS: usize = 8;
+
+/// Rows at least this long are read in place; shorter ones are gathered into blocks.
+const LONG_ROW: usize = 256;
 
 /// Runs `launch` with `ins` (values and shapes, each broadcasting to `out`).
 pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> Result<Vec<T>> {
@@ -45,75 +55,142 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
     }
     // Merge axes contiguous in every operand (the output's own strides included, so merged
     // axes stay contiguous in it too); the last merged axis is then contiguous (stride 1) or
-    // broadcast (stride 0) in each input.
+    // broadcast (stride 0) in each input, unless an input is read with other strides.
     let mut all: Vec<Vec<usize>> = ins.iter().map(|(_, s)| broadcast_strides(s, out)).collect();
     all.push(contiguous_strides(out.dims()));
     let (dims, strides) = coalesce(out.dims(), &all);
     let r = dims.len();
     let inner = dims[r - 1];
     let outer = &dims[..r - 1];
-    // Rows are grouped into tasks of about FLAT_CHUNK elements: short rows (a bias or scale
-    // per channel over a small feature map) share one scratch instead of allocating per row.
-    let rows_per_task = (FLAT_CHUNK / inner.max(1)).max(1);
-    // The usual case (every input contiguous or broadcast along the row, at most three
-    // inputs) builds its sources in fixed arrays: no allocation per row.
-    let simple = ins.len() <= MAX_INPUTS && strides[..ins.len()].iter().all(|st| st[r - 1] <= 1);
+    let rows = ins.len() <= MAX_INPUTS && inner >= LONG_ROW && strides[..ins.len()].iter().all(|st| st[r - 1] <= 1);
+    if !rows {
+        gathered(launch, &params, ins, &dims, &strides, &mut res);
+        return Ok(res);
+    }
+    // Rows are grouped into tasks of about FLAT_CHUNK elements.
+    let rows_per_task = (FLAT_CHUNK / inner).max(1);
     for_chunks(&mut res, inner * rows_per_task, |task, rows| {
         let mut scratch = Scratch::default();
         for (i, dst) in rows.chunks_mut(inner).enumerate() {
             let row = task * rows_per_task + i;
-            if simple {
-                let mut srcs = [Src::Scalar(T::ZERO); MAX_INPUTS];
-                for (j, ((x, _), src)) in ins.iter().zip(srcs.iter_mut()).enumerate() {
-                    let off = offset_of(row, outer, &strides[j][..r - 1]);
-                    *src = if strides[j][r - 1] == 0 { Src::Scalar(x[off]) } else { Src::Slice(&x[off..off + inner]) };
-                }
-                for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
-                    let start = b * eval::BLOCK;
-                    let mut part = srcs;
-                    for p in part.iter_mut() {
-                        if let Src::Slice(v) = *p {
-                            *p = Src::Slice(&v[start..start + block.len()]);
-                        }
-                    }
-                    eval_block(k, &part[..ins.len()], &params, block, &mut scratch);
-                }
-                continue;
+            let mut srcs = [Src::Scalar(T::ZERO); MAX_INPUTS];
+            for (j, ((x, _), src)) in ins.iter().zip(srcs.iter_mut()).enumerate() {
+                let off = offset_of(row, outer, &strides[j][..r - 1]);
+                *src = if strides[j][r - 1] == 0 { Src::Scalar(x[off]) } else { Src::Slice(&x[off..off + inner]) };
             }
-            let offs: Vec<usize> = strides[..ins.len()].iter().map(|st| offset_of(row, outer, &st[..r - 1])).collect();
-            // After merging, the innermost stride of an input is 1 (contiguous) or 0 (broadcast);
-            // any other stride is gathered, to be safe.
-            let gathered: Vec<Option<Vec<T>>> = ins
-                .iter()
-                .enumerate()
-                .map(|(j, (x, _))| {
-                    let st = strides[j][r - 1];
-                    (st > 1).then(|| (0..inner).map(|c| x[offs[j] + c * st]).collect())
-                })
-                .collect();
-            let srcs: Vec<Src<'_, T>> = ins
-                .iter()
-                .enumerate()
-                .map(|(j, (x, _))| match (strides[j][r - 1], &gathered[j]) {
-                    (_, Some(g)) => Src::Slice(g.as_slice()),
-                    (0, None) => Src::Scalar(x[offs[j]]),
-                    _ => Src::Slice(&x[offs[j]..offs[j] + inner]),
-                })
-                .collect();
             for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
                 let start = b * eval::BLOCK;
-                let part: Vec<Src<'_, T>> = srcs
-                    .iter()
-                    .map(|s| match *s {
-                        Src::Slice(v) => Src::Slice(&v[start..start + block.len()]),
-                        Src::Scalar(v) => Src::Scalar(v),
-                    })
-                    .collect();
-                eval_block(k, &part, &params, block, &mut scratch);
+                let mut part = srcs;
+                for p in part.iter_mut() {
+                    if let Src::Slice(v) = *p {
+                        *p = Src::Slice(&v[start..start + block.len()]);
+                    }
+                }
+                eval_block(&launch.kernel, &part[..ins.len()], &params, block, &mut scratch);
             }
         }
     });
     Ok(res)
+}
+
+/// How the gathered path reads one input.
+enum Read {
+    /// One value for the whole output.
+    Scalar,
+    /// The output's own layout: blocks are read in place.
+    InPlace,
+    /// Copied into a block buffer through these strides (over the merged `dims`).
+    Gather,
+}
+
+/// The gathered path of [`map`]: `dims` and `strides` are the merged axes (`strides[j]` for
+/// input `j`, the output's own last).
+fn gathered<T: Element>(launch: &Launch, params: &[T], ins: &[(&[T], &Shape)], dims: &[usize], strides: &[Vec<usize>], res: &mut [T]) {
+    let own = &strides[ins.len()];
+    let reads: Vec<Read> = ins
+        .iter()
+        .zip(strides)
+        .map(|((_, s), st)| {
+            if s.numel() == 1 {
+                Read::Scalar
+            } else if st == own {
+                Read::InPlace
+            } else {
+                Read::Gather
+            }
+        })
+        .collect();
+    for_chunks(res, FLAT_CHUNK, |task, dst| {
+        let base = task * FLAT_CHUNK;
+        let mut scratch = Scratch::default();
+        let mut bufs: Vec<Vec<T>> =
+            reads.iter().map(|r| if matches!(r, Read::Gather) { vec![T::ZERO; eval::BLOCK] } else { Vec::new() }).collect();
+        for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
+            let start = base + b * eval::BLOCK;
+            let len = block.len();
+            for (j, read) in reads.iter().enumerate() {
+                if let Read::Gather = read {
+                    gather_block(ins[j].0, dims, &strides[j], start, &mut bufs[j][..len]);
+                }
+            }
+            let srcs: Vec<Src<'_, T>> = reads
+                .iter()
+                .enumerate()
+                .map(|(j, read)| match read {
+                    Read::Scalar => Src::Scalar(ins[j].0[0]),
+                    Read::InPlace => Src::Slice(&ins[j].0[start..start + len]),
+                    Read::Gather => Src::Slice(&bufs[j][..len]),
+                })
+                .collect();
+            eval_block(&launch.kernel, &srcs, params, block, &mut scratch);
+        }
+    });
+}
+
+/// Copies output elements `start..start + dst.len()` of an input read through `strides` over
+/// `dims` (row-major) into `dst`, one row segment at a time; the row's offset is carried
+/// from row to row (no division per row).
+fn gather_block<T: Copy>(x: &[T], dims: &[usize], strides: &[usize], start: usize, dst: &mut [T]) {
+    let r = dims.len();
+    let inner = dims[r - 1];
+    let last = strides[r - 1];
+    let (outer, ost) = (&dims[..r - 1], &strides[..r - 1]);
+    let (row, mut col) = (start / inner, start % inner);
+    // The row's index along each outer axis, and its offset.
+    let mut idx = vec![0usize; r - 1];
+    let mut rem = row;
+    for a in (0..r - 1).rev() {
+        idx[a] = rem % outer[a];
+        rem /= outer[a];
+    }
+    let mut off: usize = idx.iter().zip(ost).map(|(i, s)| i * s).sum();
+    let mut k = 0;
+    while k < dst.len() {
+        let n = (inner - col).min(dst.len() - k);
+        let at = off + col * last;
+        let seg = &mut dst[k..k + n];
+        match last {
+            0 => seg.fill(x[at]),
+            1 => seg.copy_from_slice(&x[at..at + n]),
+            s => {
+                for (i, v) in seg.iter_mut().enumerate() {
+                    *v = x[at + i * s];
+                }
+            }
+        }
+        k += n;
+        col = 0;
+        // Next row: carry through the outer axes.
+        for a in (0..r - 1).rev() {
+            idx[a] += 1;
+            off += ost[a];
+            if idx[a] < outer[a] {
+                break;
+            }
+            off -= ost[a] * outer[a];
+            idx[a] = 0;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -90,12 +90,14 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Backend, BackendKind, Counters, Error, Op, Result, Shape, Storage};
 
 mod depthwise;
 pub mod element;
 mod elementwise;
+mod fusion;
 mod index;
 mod int8;
 pub mod kernels;
@@ -207,6 +209,10 @@ enum Mode {
 pub struct CpuBackend {
     mode: Mode,
     counters: Rc<Cell<Counters>>,
+    /// Elementwise chains fuse into one pass (`fusion`); the fast path only.
+    fuse: bool,
+    /// Fusion generation: bumped at every read, flush and step boundary (see `fusion`).
+    generation: Cell<u64>,
 }
 
 impl Default for CpuBackend {
@@ -216,14 +222,57 @@ impl Default for CpuBackend {
 }
 
 impl CpuBackend {
-    /// The fast `f32` backend (multi-threaded natively).
+    /// The fast `f32` backend (multi-threaded natively), fusing chains of elementwise ops
+    /// into one pass over memory (see [`CpuBackend::unfused`]).
     pub fn new() -> Self {
-        CpuBackend { mode: Mode::Fast, counters: Rc::new(Cell::new(Counters::default())) }
+        Self::with_mode(Mode::Fast, true)
     }
 
-    /// The `f64` plain-loop reference backend.
+    /// The fast `f32` backend running every elementwise op as its own pass: the same values
+    /// as [`CpuBackend::new`] (fusion evaluates the same `f32` operations in the same order),
+    /// for comparisons and benchmarks.
+    ///
+    /// ```
+    /// use pixelgrad_core::{Backend, Device, Tensor};
+    /// use pixelgrad_cpu::CpuBackend;
+    ///
+    /// # fn main() -> pixelgrad_core::Result<()> {
+    /// let run = |b: CpuBackend| -> pixelgrad_core::Result<(Vec<f32>, u64)> {
+    ///     let dev = Device::new(b);
+    ///     let x = Tensor::from_vec(&dev, &[-4.0, -1.0, 0.5, 5.0], [4])?;
+    ///     // hard-swish as ONNX graphs spell it: x * clip(x + 3, 0, 6) / 6
+    ///     let y = x.mul(&x.add_scalar(3.0)?.max_scalar(0.0)?.min_scalar(6.0)?)?.mul_scalar(1.0 / 6.0)?;
+    ///     Ok((y.to_vec()?, dev.backend().counters().launches))
+    /// };
+    /// let (fused, fused_passes) = run(CpuBackend::new())?;
+    /// let (plain, plain_passes) = run(CpuBackend::unfused())?;
+    /// assert_eq!(fused, plain);
+    /// assert_eq!(fused_passes, 1);
+    /// assert!(plain_passes > 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn unfused() -> Self {
+        Self::with_mode(Mode::Fast, false)
+    }
+
+    /// The `f64` plain-loop reference backend (never fuses).
     pub fn reference() -> Self {
-        CpuBackend { mode: Mode::Reference, counters: Rc::new(Cell::new(Counters::default())) }
+        Self::with_mode(Mode::Reference, false)
+    }
+
+    fn with_mode(mode: Mode, fuse: bool) -> Self {
+        CpuBackend { mode, counters: Rc::new(Cell::new(Counters::default())), fuse, generation: Cell::new(0) }
+    }
+
+    /// True unless made by [`CpuBackend::unfused`] or [`CpuBackend::reference`].
+    pub fn fuses(&self) -> bool {
+        self.fuse
+    }
+
+    /// Starts a new fusion generation (see the `fusion` module).
+    fn new_generation(&self) {
+        self.generation.set(self.generation.get().wrapping_add(1));
     }
 
     /// True for [`CpuBackend::reference`].
@@ -237,8 +286,79 @@ impl CpuBackend {
         self.counters.set(c);
     }
 
+    /// Our data inside `s`, computing it first if it is a pending fused result.
     fn mine<'a>(&self, op: &'static str, s: &'a Storage) -> Result<&'a CpuStorage> {
+        let s = match s.downcast::<Lazy>() {
+            Some(lazy) => lazy.force(|p| self.run_fused(p))?,
+            None => s,
+        };
         s.downcast::<CpuBuffer>().map(|b| &b.data).ok_or_else(|| Error::backend(op, self.name(), "storage belongs to another backend"))
+    }
+
+    /// Elements `s` holds (a pending result: its shape's), without computing it.
+    fn len_of(&self, op: &'static str, s: &Storage) -> Result<usize> {
+        match s.downcast::<Lazy>() {
+            Some(l) => Ok(l.shape().numel()),
+            None => Ok(self.mine(op, s)?.len()),
+        }
+    }
+
+    /// The error for an input whose storage `op` cannot take.
+    fn wrong_storage(&self, op: &'static str, data: &CpuStorage) -> Error {
+        let msg = match data {
+            CpuStorage::I8(_) | CpuStorage::U8(_) => "an input has 8-bit storage, which only matmul_i8 (as its weights) and widen take",
+            CpuStorage::F16(_) => "an input has f16 storage, which only widen takes",
+            _ => "storage has the other precision (fast vs reference)",
+        };
+        Error::backend(op, self.name(), msg)
+    }
+
+    /// An elementwise op returned pending (see the `fusion` module).
+    #[allow(clippy::too_many_arguments)]
+    fn defer(
+        &self,
+        op: &Op,
+        launch: &pixelgrad_core::kernel::Launch,
+        name: &'static str,
+        inputs: &[&Storage],
+        shapes: &[&Shape],
+        out: &Shape,
+    ) -> Result<Storage> {
+        let lens = inputs.iter().map(|s| self.len_of(op.name(), s)).collect::<Result<Vec<_>>>()?;
+        pixelgrad_core::check_execute(op, &lens, shapes, out, &self.name())?;
+        // Only f32 storage is read by elementwise kernels: refuse the rest now, as running the
+        // op at once would.
+        for s in inputs {
+            if let Some(b) = s.downcast::<CpuBuffer>() {
+                if !matches!(b.data, CpuStorage::F32(_)) {
+                    return Err(self.wrong_storage(op.name(), &b.data));
+                }
+            }
+        }
+        let generation = self.generation.get();
+        let p = fuse::defer(launch, name, inputs, shapes, out, generation, fusion::fits)?;
+        // Inputs still pending but not inlined are computed now: a pending result's inputs
+        // are always in memory, so forcing it never recurses.
+        for (leaf, _) in &p.leaves {
+            if fusion::undone(leaf) {
+                self.mine(op.name(), leaf)?;
+            }
+        }
+        Ok(Storage::new(Lazy::new(p, generation)))
+    }
+
+    /// Computes a pending fused result: one elementwise pass over its inputs.
+    fn run_fused(&self, p: &Pending<Storage>) -> Result<Storage> {
+        let mut ins: Vec<(&[f32], &Shape)> = Vec::with_capacity(p.leaves.len());
+        for (leaf, shape) in &p.leaves {
+            match self.mine("fused", leaf)? {
+                CpuStorage::F32(v) => ins.push((v.as_slice(), shape)),
+                other => return Err(self.wrong_storage("fused", other)),
+            }
+        }
+        let res = elementwise::map(&p.launch, &ins, &p.shape)?;
+        self.bump(|c| c.launches += 1);
+        Ok(self.wrap(CpuStorage::F32(res)))
     }
 
     fn wrap(&self, data: CpuStorage) -> Storage {
@@ -263,16 +383,7 @@ impl CpuBackend {
         let mut xs = Vec::with_capacity(inputs.len());
         for s in inputs {
             let data = self.mine(op.name(), s)?;
-            let v = get(data).ok_or_else(|| {
-                let msg = match data {
-                    CpuStorage::I8(_) | CpuStorage::U8(_) => {
-                        "an input has 8-bit storage, which only matmul_i8 (as its weights) and widen take"
-                    }
-                    CpuStorage::F16(_) => "an input has f16 storage, which only widen takes",
-                    _ => "storage has the other precision (fast vs reference)",
-                };
-                Error::backend(op.name(), name.clone(), msg)
-            })?;
+            let v = get(data).ok_or_else(|| self.wrong_storage(op.name(), data))?;
             xs.push(v.as_slice());
         }
         kernels::run::<T>(&name, op, &xs, shapes, out)
@@ -473,6 +584,11 @@ impl Backend for CpuBackend {
             self.bump(|c| c.launches += 1);
             return Ok(self.wrap(res));
         }
+        if self.fuse {
+            if let Some((launch, name)) = fuse::elementwise(op)? {
+                return self.defer(op, &launch, name, inputs, shapes, out);
+            }
+        }
         self.bump(|c| c.launches += 1);
         Ok(match self.mode {
             Mode::Fast => self.wrap(CpuStorage::F32(self.run_typed(op, inputs, shapes, out, as_f32)?)),
@@ -481,6 +597,8 @@ impl Backend for CpuBackend {
     }
 
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
+        // A read ends an iteration of eager code: later ops start a new fusion generation.
+        self.new_generation();
         self.bump(|c| c.readbacks += 1);
         let v: Vec<f32> = match self.mine("read", storage)? {
             CpuStorage::F32(v) => v.iter().take(len).copied().collect(),
@@ -496,6 +614,7 @@ impl Backend for CpuBackend {
     }
 
     fn read_f64(&self, storage: &Storage, len: usize) -> Result<Vec<f64>> {
+        self.new_generation();
         self.bump(|c| c.readbacks += 1);
         let data = self.mine("read", storage)?;
         let v: Vec<f64> = data.values_f64(len.min(data.len())).unwrap_or_default();
@@ -507,6 +626,21 @@ impl Backend for CpuBackend {
 
     fn counters(&self) -> Counters {
         self.counters.get()
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.new_generation();
+        Ok(())
+    }
+
+    fn begin_step(&self, _key: u64) -> Result<()> {
+        self.new_generation();
+        Ok(())
+    }
+
+    fn end_step(&self) -> Result<()> {
+        self.new_generation();
+        Ok(())
     }
 
     fn describe_storage(&self, storage: &Storage, len: usize) -> Option<pixelgrad_core::StorageLayout> {

@@ -102,7 +102,7 @@ pub fn matmul<T: Element>(a: &[T], da: &[usize], b: &[T], db: &[usize], trans_a:
     // Many small products (conv over a batch of images): one product per thread. Large
     // products are threaded inside sgemm instead.
     #[cfg(not(target_arch = "wasm32"))]
-    if T::FAST && batch > 1 && m * n * k < 512 * 512 * 64 {
+    if T::FAST && batch > 1 && m * n * k < 512 * 512 * 64 && crate::par::threaded() {
         use rayon::prelude::*;
         out.par_chunks_mut(m * n).enumerate().for_each(|(bi, c)| one(bi, c));
         return out;

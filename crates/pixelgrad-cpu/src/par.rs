@@ -13,7 +13,7 @@ pub(crate) const PAR_MIN: usize = 1 << 15;
 pub(crate) fn for_chunks<T: Element>(out: &mut [T], chunk: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
     let chunk = chunk.max(1);
     #[cfg(not(target_arch = "wasm32"))]
-    if T::FAST && out.len() >= PAR_MIN {
+    if T::FAST && out.len() >= PAR_MIN && threaded() {
         use rayon::prelude::*;
         // Group tiny chunks so each rayon task still covers a few thousand elements.
         let min_len = (4096 / chunk).max(1);
@@ -23,6 +23,13 @@ pub(crate) fn for_chunks<T: Element>(out: &mut [T], chunk: usize, f: impl Fn(usi
     for (i, c) in out.chunks_mut(chunk).enumerate() {
         f(i, c);
     }
+}
+
+/// True when rayon's pool has more than one thread (`RAYON_NUM_THREADS=1` or a one-core
+/// machine runs every kernel inline: handing work to a single worker only adds wake-ups).
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn threaded() -> bool {
+    rayon::current_num_threads() > 1
 }
 
 /// Chunk length for flat elementwise work: big enough to amortise the per-chunk call.

@@ -13,7 +13,18 @@ fn names_and_kind() {
 
 #[test]
 fn counters_count_launches_and_reads() {
+    // Fused (the default): a + a and exp are one pass, with one result allocated.
     let dev = Device::new(CpuBackend::new());
+    let a = Tensor::from_vec(&dev, &[1.0, 2.0], [2]).unwrap();
+    let b = a.add(&a).unwrap().exp().unwrap();
+    assert_eq!(dev.counters().launches, 0, "pending until read");
+    b.to_vec().unwrap();
+    let c = dev.counters();
+    assert_eq!((c.launches, c.readbacks, c.allocations, c.bytes_in_use), (1, 1, 2, 8 + 8));
+    drop((a, b));
+    assert_eq!(dev.counters().bytes_in_use, 0);
+
+    let dev = Device::new(CpuBackend::unfused());
     let a = Tensor::from_vec(&dev, &[1.0, 2.0], [2]).unwrap();
     let b = a.add(&a).unwrap().exp().unwrap();
     // Reshape shares storage: no launch.
