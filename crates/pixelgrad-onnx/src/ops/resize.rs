@@ -136,10 +136,16 @@ fn upsample(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
 fn apply(cx: &Cx, x: &Tensor, out: &[usize], scales: &[f32], plan: &Plan) -> Result<Tensor> {
     cx.check_size(out)?;
     let mut y = x.clone();
+    // Nearest upsampling by a whole factor (output `o` reads input `o / r`) repeats each
+    // element: one broadcast for all such axes, after the other axes' gathers.
+    let mut reps = vec![1usize; out.len()];
     for a in 0..out.len() {
         let (n, m) = (x.dims()[a], out[a]);
         if m == 0 {
             return Err(cx.err(format!("axis {a} would be resized to 0")));
+        }
+        if n == 0 {
+            return Err(cx.err(format!("axis {a} of the input is empty; it cannot be resized to {m}")));
         }
         let coords: Vec<f64> = (0..m)
             .map(|o| source_coord(plan.transform, o, n, m, scales[a] as f64))
@@ -154,6 +160,11 @@ fn apply(cx: &Cx, x: &Tensor, out: &[usize], scales: &[f32], plan: &Plan) -> Res
                     .collect::<std::result::Result<Vec<_>, String>>()
                     .map_err(|e| cx.err(e))?;
                 if idx.len() == n && idx.iter().enumerate().all(|(i, &j)| i == j) {
+                    continue;
+                }
+                let r = m / n;
+                if m % n == 0 && idx.iter().enumerate().all(|(o, &j)| j == o / r) {
+                    reps[a] = r;
                     continue;
                 }
                 y = take(&y, a, &idx)?;
@@ -185,7 +196,26 @@ fn apply(cx: &Cx, x: &Tensor, out: &[usize], scales: &[f32], plan: &Plan) -> Res
             }
         }
     }
+    if reps.iter().any(|&r| r > 1) {
+        y = repeat_each(&y, &reps)?;
+    }
     Ok(y)
+}
+
+/// `x` with every element repeated `reps[a]` times along each axis `a`, as one broadcast:
+/// `[.., n, ..]` read as `[.., n, 1, ..]`, stretched to `[.., n, r, ..]`, merged to `n·r`.
+fn repeat_each(x: &Tensor, reps: &[usize]) -> Result<Tensor> {
+    let (mut split, mut wide, mut out) = (Vec::new(), Vec::new(), Vec::new());
+    for (&n, &r) in x.dims().iter().zip(reps) {
+        split.push(n);
+        wide.push(n);
+        if r > 1 {
+            split.push(1);
+            wide.push(r);
+        }
+        out.push(n * r);
+    }
+    Ok(x.reshape(split)?.broadcast_to(wide)?.reshape(out)?)
 }
 
 /// The input coordinate of output index `o` (ONNX `coordinate_transformation_mode`).
