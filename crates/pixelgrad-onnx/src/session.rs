@@ -2,7 +2,7 @@
 //! imported model can be fine-tuned); each run checks the inputs, evaluates the nodes needed
 //! for the requested outputs in order and frees every value after its last use.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
@@ -132,6 +132,52 @@ pub struct Session {
     int8_sums: RefCell<HashMap<(String, bool), (Tensor, u64)>>,
     /// See [`Session::set_max_elements`].
     max_elements: std::cell::Cell<usize>,
+    /// The graph's values and nodes by integer id, built on the first run.
+    wiring: OnceCell<Wiring>,
+    /// What a run needs for each set of requested values, by those values' names.
+    plans: RefCell<HashMap<Vec<String>, Rc<RunPlan>>>,
+}
+
+/// The graph by integer ids: what [`Session::run_to`] walks, instead of looking value names
+/// up in hash maps for every node of every run.
+struct Wiring {
+    /// Every value a node reads or writes, by name.
+    ids: HashMap<String, usize>,
+    /// Per node: its inputs' ids (`None` for an omitted optional input), then its outputs'.
+    ins: Vec<Vec<Option<usize>>>,
+    outs: Vec<Vec<Option<usize>>>,
+    /// The node computing each value, if one does.
+    producer: Vec<Option<usize>>,
+}
+
+impl Wiring {
+    fn new(model: &Model) -> Wiring {
+        let mut ids: HashMap<String, usize> = HashMap::new();
+        let mut id = |name: &String| -> Option<usize> {
+            if name.is_empty() {
+                return None;
+            }
+            let n = ids.len();
+            Some(*ids.entry(name.clone()).or_insert(n))
+        };
+        let ins: Vec<Vec<Option<usize>>> = model.nodes.iter().map(|n| n.inputs.iter().map(&mut id).collect()).collect();
+        let outs: Vec<Vec<Option<usize>>> = model.nodes.iter().map(|n| n.outputs.iter().map(&mut id).collect()).collect();
+        let mut producer = vec![None; ids.len()];
+        for (k, o) in outs.iter().enumerate() {
+            for v in o.iter().flatten() {
+                producer[*v] = Some(k);
+            }
+        }
+        Wiring { ids, ins, outs, producer }
+    }
+}
+
+/// The nodes a run computes for one set of requested values, in graph order, and how many
+/// times each value is read (by those nodes and as a requested value): a value is freed after
+/// its last read.
+struct RunPlan {
+    nodes: Vec<usize>,
+    uses: Vec<usize>,
 }
 
 /// Operators whose inputs after the first are weights (trainable at any size).
@@ -203,6 +249,8 @@ impl Session {
             host: RefCell::new(HashMap::new()),
             int8_sums: RefCell::new(HashMap::new()),
             max_elements: std::cell::Cell::new(crate::ops::MAX_ELEMENTS),
+            wiring: OnceCell::new(),
+            plans: RefCell::new(HashMap::new()),
         })
     }
 
@@ -338,46 +386,25 @@ impl Session {
                 });
             }
         }
-        // Which nodes the requested values need, and how many times each value is read.
-        let producer: HashMap<&str, usize> =
-            model.nodes.iter().enumerate().flat_map(|(k, n)| n.outputs.iter().map(move |o| (o.as_str(), k))).collect();
-        for o in outputs {
-            if !producer.contains_key(o) && !env.contains_key(o) && !model.constants.contains_key(*o) {
-                return Err(OnnxError::Output { name: o.to_string(), msg: "the graph has no such value".into() });
+        let wiring = self.wiring.get_or_init(|| Wiring::new(model));
+        let plan = self.plan(wiring, outputs)?;
+        // Values by id: the given inputs, then each node's results until their last read.
+        let mut vals: Vec<Option<V>> = vec![None; wiring.producer.len()];
+        for (name, v) in &env {
+            if let Some(&i) = wiring.ids.get(*name) {
+                vals[i] = Some(v.clone());
             }
         }
-        let mut needed = vec![false; model.nodes.len()];
-        let mut stack: Vec<&str> = outputs.to_vec();
-        while let Some(v) = stack.pop() {
-            if let Some(&k) = producer.get(v) {
-                if !needed[k] {
-                    needed[k] = true;
-                    stack.extend(model.nodes[k].inputs.iter().filter(|s| !s.is_empty()).map(|s| s.as_str()));
-                }
-            }
-        }
-        let mut uses: HashMap<&str, usize> = HashMap::new();
-        for (k, n) in model.nodes.iter().enumerate() {
-            if needed[k] {
-                for i in n.inputs.iter().filter(|s| !s.is_empty()) {
-                    *uses.entry(i.as_str()).or_default() += 1;
-                }
-            }
-        }
-        for o in outputs {
-            *uses.entry(o).or_default() += 1;
-        }
-        for (k, node) in model.nodes.iter().enumerate() {
-            if !needed[k] {
-                continue;
-            }
+        let mut uses = plan.uses.clone();
+        for &k in &plan.nodes {
+            let node = &model.nodes[k];
             let mut ins = Vec::with_capacity(node.inputs.len());
-            for name in &node.inputs {
-                if name.is_empty() {
+            for (name, id) in node.inputs.iter().zip(&wiring.ins[k]) {
+                let Some(i) = *id else {
                     ins.push(None);
                     continue;
-                }
-                let v = match env.get(name.as_str()) {
+                };
+                let v = match &vals[i] {
                     Some(v) => v.clone(),
                     None => self.constant(name).ok_or_else(|| node.err(format!("input '{name}' has not been computed")))?,
                 };
@@ -391,35 +418,78 @@ impl Session {
                 other => other,
             })?;
             drop(ins);
-            for (name, v) in node.outputs.iter().zip(outs) {
-                if !name.is_empty() && uses.contains_key(name.as_str()) {
-                    env.insert(name.as_str(), v);
+            for (id, v) in wiring.outs[k].iter().zip(outs) {
+                if let Some(i) = *id {
+                    if uses[i] > 0 {
+                        vals[i] = Some(v);
+                    }
                 }
             }
-            for name in node.inputs.iter().filter(|s| !s.is_empty()) {
-                if let Some(u) = uses.get_mut(name.as_str()) {
-                    *u -= 1;
-                    if *u == 0 {
-                        env.remove(name.as_str());
+            for i in wiring.ins[k].iter().flatten() {
+                if uses[*i] > 0 {
+                    uses[*i] -= 1;
+                    if uses[*i] == 0 {
+                        vals[*i] = None;
                     }
                 }
             }
         }
         outputs
             .iter()
-            .map(|o| match env.get(o) {
-                Some(V::Dev { t, dtype }) => Ok(Value::Device { tensor: t.clone(), dtype: *dtype }),
-                Some(V::Host { t, .. }) => Ok(Value::Host((**t).clone())),
-                None => match model.constants.get(*o) {
-                    Some(t) => Ok(Value::Host(t.clone())),
-                    None => Err(OnnxError::Output { name: o.to_string(), msg: "was not computed".into() }),
-                },
+            .map(|o| {
+                // A graph input asked for as an output is the value given.
+                let v = wiring.ids.get(*o).and_then(|&i| vals[i].as_ref()).or_else(|| env.get(*o));
+                match (v, model.constants.get(*o)) {
+                    (Some(V::Dev { t, dtype }), _) => Ok(Value::Device { tensor: t.clone(), dtype: *dtype }),
+                    (Some(V::Host { t, .. }), _) => Ok(Value::Host((**t).clone())),
+                    (None, Some(t)) => Ok(Value::Host(t.clone())),
+                    (None, None) => Err(OnnxError::Output { name: o.to_string(), msg: "was not computed".into() }),
+                }
             })
             .collect()
     }
 
-    /// A constant as an operator input: weights are their trainable device tensor; other
-    /// constants a shared host value (created once per session, not copied per run).
+    /// The run plan for `outputs` (cached): the nodes they need and each value's reads.
+    fn plan(&self, wiring: &Wiring, outputs: &[&str]) -> Result<Rc<RunPlan>> {
+        let key: Vec<String> = outputs.iter().map(|o| o.to_string()).collect();
+        if let Some(p) = self.plans.borrow().get(&key) {
+            return Ok(p.clone());
+        }
+        let model = &*self.model;
+        let mut ids = Vec::with_capacity(outputs.len());
+        for o in outputs {
+            let id = wiring.ids.get(*o).copied();
+            let known = id.is_some_and(|i| wiring.producer[i].is_some()) || model.input(o).is_some() || model.constants.contains_key(*o);
+            if !known {
+                return Err(OnnxError::Output { name: o.to_string(), msg: "the graph has no such value".into() });
+            }
+            ids.push(id);
+        }
+        let mut needed = vec![false; model.nodes.len()];
+        let mut stack: Vec<usize> = ids.iter().flatten().copied().collect();
+        while let Some(v) = stack.pop() {
+            if let Some(k) = wiring.producer[v] {
+                if !needed[k] {
+                    needed[k] = true;
+                    stack.extend(wiring.ins[k].iter().flatten());
+                }
+            }
+        }
+        let mut uses = vec![0usize; wiring.producer.len()];
+        for (k, _) in needed.iter().enumerate().filter(|(_, n)| **n) {
+            for i in wiring.ins[k].iter().flatten() {
+                uses[*i] += 1;
+            }
+        }
+        for i in ids.iter().flatten() {
+            uses[*i] += 1;
+        }
+        let nodes = (0..model.nodes.len()).filter(|&k| needed[k]).collect();
+        let plan = Rc::new(RunPlan { nodes, uses });
+        self.plans.borrow_mut().insert(key, plan.clone());
+        Ok(plan)
+    }
+
     fn constant(&self, name: &str) -> Option<V> {
         if let Some(&i) = self.param_index.get(name) {
             let t = &self.model.constants[name];
