@@ -198,21 +198,23 @@ pub enum Src<'a, T> {
 
 /// The value of one node over a block.
 #[derive(Clone, Copy)]
-enum Val<'a, T> {
-    Slice(&'a [T]),
+enum Val<T> {
+    /// The elements of input `j` (a slice).
+    In(usize),
     Scalar(T),
     /// Held in scratch buffer `i`.
     Buf(usize),
 }
 
-/// Buffers reused from block to block (one per node).
+/// Buffers reused from block to block (one per node), and the nodes' values.
 pub struct Scratch<T> {
     bufs: Vec<Vec<T>>,
+    vals: Vec<Val<T>>,
 }
 
 impl<T> Default for Scratch<T> {
     fn default() -> Self {
-        Scratch { bufs: Vec::new() }
+        Scratch { bufs: Vec::new(), vals: Vec::new() }
     }
 }
 
@@ -255,12 +257,13 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
     let last = nodes.len() - 1;
     let direct = kernel.out() as usize == last;
     let mut wrote = false;
-    let mut vals: Vec<Val<'_, T>> = Vec::with_capacity(nodes.len());
+    let mut vals = std::mem::take(&mut scratch.vals);
+    vals.clear();
     for (i, node) in nodes.iter().enumerate() {
         let into_out = direct && i == last;
         let v = match *node {
             Node::Input(j) => match inputs[j as usize] {
-                Src::Slice(s) => Val::Slice(&s[..n]),
+                Src::Slice(_) => Val::In(j as usize),
                 Src::Scalar(x) => Val::Scalar(x),
             },
             Node::Param(j) => Val::Scalar(params[j as usize]),
@@ -272,26 +275,26 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
             Node::Op1(op, a) => match vals[a as usize] {
                 Val::Scalar(x) => Val::Scalar(apply1(op, x)),
                 va if into_out => {
-                    map1(op, read(va, scratch), out);
+                    map1(op, read(va, inputs, scratch, n), out);
                     wrote = true;
                     break;
                 }
                 va => {
                     let mut buf = take(scratch, i, n);
-                    map1(op, read(va, scratch), &mut buf);
+                    map1(op, read(va, inputs, scratch, n), &mut buf);
                     put(scratch, i, buf)
                 }
             },
             Node::Op2(op, a, b) => match (vals[a as usize], vals[b as usize]) {
                 (Val::Scalar(x), Val::Scalar(y)) => Val::Scalar(apply2(op, x, y)),
                 (va, vb) if into_out => {
-                    map2(op, operand(va, scratch), operand(vb, scratch), out);
+                    map2(op, operand(va, inputs, scratch, n), operand(vb, inputs, scratch, n), out);
                     wrote = true;
                     break;
                 }
                 (va, vb) => {
                     let mut buf = take(scratch, i, n);
-                    map2(op, operand(va, scratch), operand(vb, scratch), &mut buf);
+                    map2(op, operand(va, inputs, scratch, n), operand(vb, inputs, scratch, n), &mut buf);
                     put(scratch, i, buf)
                 }
             },
@@ -304,13 +307,13 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
                     }
                 }
                 (vc, va, vb) if into_out => {
-                    select_into(read(vc, scratch), operand(va, scratch), operand(vb, scratch), out);
+                    select_into(read(vc, inputs, scratch, n), operand(va, inputs, scratch, n), operand(vb, inputs, scratch, n), out);
                     wrote = true;
                     break;
                 }
                 (vc, va, vb) => {
                     let mut buf = take(scratch, i, n);
-                    select_into(read(vc, scratch), operand(va, scratch), operand(vb, scratch), &mut buf);
+                    select_into(read(vc, inputs, scratch, n), operand(va, inputs, scratch, n), operand(vb, inputs, scratch, n), &mut buf);
                     put(scratch, i, buf)
                 }
             },
@@ -322,9 +325,10 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
     if !wrote {
         match vals[kernel.out() as usize] {
             Val::Scalar(x) => out.fill(x),
-            v => out.copy_from_slice(&read(v, scratch)[..n]),
+            v => out.copy_from_slice(&read(v, inputs, scratch, n)[..n]),
         }
     }
+    scratch.vals = vals;
 }
 
 fn select_into<T: Float>(c: &[T], a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [T]) {
@@ -368,22 +372,26 @@ pub fn eval_one<T: Float>(kernel: &Kernel, inputs: &[T], params: &[T]) -> Result
     Ok(out[0])
 }
 
+/// Node `i`'s buffer, `n` long. Its old contents stay: every vector operation writes each
+/// element of its output.
 fn take<T: Float>(s: &mut Scratch<T>, i: usize, n: usize) -> Vec<T> {
     let mut b = std::mem::take(&mut s.bufs[i]);
-    b.clear();
     b.resize(n, T::ZERO);
     b
 }
 
-fn put<T>(s: &mut Scratch<T>, i: usize, buf: Vec<T>) -> Val<'static, T> {
+fn put<T>(s: &mut Scratch<T>, i: usize, buf: Vec<T>) -> Val<T> {
     s.bufs[i] = buf;
     Val::Buf(i)
 }
 
-/// The elements of a non-scalar value.
-fn read<'s, T: Float>(v: Val<'s, T>, s: &'s Scratch<T>) -> &'s [T] {
+/// The `n` elements of a non-scalar value.
+fn read<'s, T: Float>(v: Val<T>, inputs: &[Src<'s, T>], s: &'s Scratch<T>, n: usize) -> &'s [T] {
     match v {
-        Val::Slice(x) => x,
+        Val::In(j) => match inputs[j] {
+            Src::Slice(x) => &x[..n],
+            Src::Scalar(_) => &[],
+        },
         Val::Buf(i) => &s.bufs[i],
         // Callers match scalars out first.
         Val::Scalar(_) => &[],
@@ -406,10 +414,10 @@ impl<T: Copy> Operand<'_, T> {
     }
 }
 
-fn operand<'s, T: Float>(v: Val<'s, T>, s: &'s Scratch<T>) -> Operand<'s, T> {
+fn operand<'s, T: Float>(v: Val<T>, inputs: &[Src<'s, T>], s: &'s Scratch<T>, n: usize) -> Operand<'s, T> {
     match v {
         Val::Scalar(x) => Operand::One(x),
-        other => Operand::Many(read(other, s)),
+        other => Operand::Many(read(other, inputs, s, n)),
     }
 }
 
