@@ -7,7 +7,7 @@ mod loss;
 mod select;
 mod window;
 
-pub use loss::{accuracy_count, bce_with_logits, cross_entropy, cross_entropy_one_hot, mse};
 pub use image::{preprocess, resize, yuv_to_rgb};
+pub use loss::{accuracy_count, bce_with_logits, cross_entropy, cross_entropy_one_hot, mse};
 pub use select::{non_max_suppression, topk, NmsOptions};
 pub use window::{avg_pool2d, conv2d, max_pool2d};
