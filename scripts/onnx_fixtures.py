@@ -276,6 +276,16 @@ def movement_cases():
     case("identity_dropout_constant", [node("Identity", ["x"], ["t"]), helper.make_node("Dropout", ["t"], ["u"], name="drop"),
                                        helper.make_node("Constant", [], ["c"], name="const", value=numpy_helper.from_array(rand(5), "cv")),
                                        helper.make_node("Add", ["u", "c"], ["y"], name="add")], [("x", x, None)], [("y", F)])
+    # Argument tensors that are graph inputs (integers given at run time), not initializers:
+    # they stay on the host like constants, so these run (onnx's own node tests feed them so).
+    i64 = lambda *v: np.array(v, np.int64)
+    case("slice_args_as_inputs", [node("Slice", ["x", "s", "e", "a", "st"], ["y"])],
+         [("x", x, None), ("s", i64(0, 1), None), ("e", i64(5, 100), None), ("a", i64(3, 2), None), ("st", i64(2, 2), None)], [("y", F)])
+    case("reshape_shape_as_input", [node("Reshape", ["x", "s"], ["y"])], [("x", x, None), ("s", i64(6, -1), None)], [("y", F)])
+    case("unsqueeze_squeeze_axes_as_inputs", [node("Unsqueeze", ["x", "a"], ["t"]), helper.make_node("Squeeze", ["t", "b"], ["y"], name="sq")],
+         [("x", rand(3, 4), None), ("a", i64(0, 3), None), ("b", i64(0), None)], [("y", F)])
+    case("pad_pads_as_input", [node("Pad", ["x", "p"], ["y"])], [("x", x, None), ("p", i64(0, 0, 1, 2, 0, 1, 2, 0), None)], [("y", F)])
+    case("reducemean_axes_as_input", [node("ReduceMean", ["x", "a"], ["y"])], [("x", x, None), ("a", i64(1, 3), None)], [("y", F)], opset=18)
     # Shape arithmetic on a dynamic batch: Shape -> Gather -> Unsqueeze -> Concat -> Reshape
     nodes = [
         node("Shape", ["x"], ["sh"]),
@@ -310,6 +320,7 @@ def resize_cases():
     case("resize_linear_pytorch_half_pixel_down", [R(mode="linear", coordinate_transformation_mode="pytorch_half_pixel")], [("x", rand(1, 2, 8, 6), None)], [("y", F)],
          [("roi", empty), ("scales", sc(1, 1, 0.5, 0.5))])
     case("resize_linear_asymmetric", [R(mode="linear", coordinate_transformation_mode="asymmetric")], [("x", x, None)], [("y", F)], [("roi", empty), ("scales", sc(1, 1, 3, 1.5))])
+    case("resize_sizes_as_input", [RS(mode="nearest")], [("x", x, None), ("sizes", sz(1, 2, 7, 3), None)], [("y", F)], [("roi", empty)])
     case("resize_opset10", [node("Resize", ["x", "scales"], ["y"], mode="nearest")], [("x", x, None)], [("y", F)], [("scales", sc(1, 1, 2, 3))], opset=10)
     case("upsample_opset9", [node("Upsample", ["x", "scales"], ["y"], mode="nearest")], [("x", x, None)], [("y", F)], [("scales", sc(1, 1, 2, 2))], opset=9)
 

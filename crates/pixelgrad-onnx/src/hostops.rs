@@ -91,6 +91,9 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
         }
         "Range" if small => {
             let (s, l, d) = (get(0)?, get(1)?, get(2)?);
+            if [s, l, d].iter().any(|t| t.numel() != 1) {
+                return Err(node.err("start, limit and delta must be scalars (one element each)"));
+            }
             let (s0, l0, d0) = (s.to_f64()[0], l.to_f64()[0], d.to_f64()[0]);
             if d0 == 0.0 {
                 return Err(node.err("delta is 0"));
@@ -245,6 +248,8 @@ fn binary(node: &Node, a: &HostTensor, b: &HostTensor) -> Result<HostTensor> {
     let dtype = if cmp { DType::Bool } else { a.dtype };
     // Integer arithmetic stays exact in i64.
     if let (Data::I64(_), Data::I64(_)) = (&a.data, &b.data) {
+        // Mod's fmod = 1: the remainder takes the dividend's sign (C's fmod, Rust's `%`).
+        let fmod = op == "Mod" && node.int("fmod", 0)? == 1;
         let (av, bv) = (map_broadcast(a, &out, a.dtype), map_broadcast(b, &out, b.dtype));
         let (Data::I64(av), Data::I64(bv)) = (av.data, bv.data) else { unreachable!("integer tensors broadcast to integers") };
         let mut v = Vec::with_capacity(av.len());
@@ -254,10 +259,12 @@ fn binary(node: &Node, a: &HostTensor, b: &HostTensor) -> Result<HostTensor> {
                 "Sub" => x.wrapping_sub(y),
                 "Mul" => x.wrapping_mul(y),
                 "Div" | "Mod" if y == 0 => return Err(node.err("integer division by zero")),
-                "Div" => x / y,
+                // wrapping: i64::MIN / -1 overflows (and would panic)
+                "Div" => x.wrapping_div(y),
+                "Mod" if fmod => x.wrapping_rem(y),
                 "Mod" => {
                     // ONNX Mod with fmod=0 takes the sign of the divisor, like Python.
-                    let r = x % y;
+                    let r = x.wrapping_rem(y);
                     if r != 0 && (r < 0) != (y < 0) {
                         r + y
                     } else {

@@ -91,6 +91,17 @@ impl Value {
     }
 }
 
+/// Float host inputs up to this many elements stay on the host (see [`keeps_on_host`]).
+const SMALL_HOST_INPUT: usize = 16;
+
+/// Whether a host input stays on the host: integer and bool inputs (indices, axes, shapes,
+/// pads) and tiny float ones (Resize scales). Operators that take such a value as an argument
+/// read it there, as they read a constant (so a graph whose `axes` or `sizes` is an input
+/// runs); operators that compute with it upload it when they run.
+fn keeps_on_host(h: &HostTensor) -> bool {
+    !h.dtype.is_float() || h.numel() <= SMALL_HOST_INPUT
+}
+
 fn host_of(v: Vec<f32>, shape: Vec<usize>, dtype: DType) -> HostTensor {
     if dtype.is_float() {
         HostTensor { dtype, shape, data: crate::host::Data::F32(v) }
@@ -517,7 +528,8 @@ impl Session {
                 msg: format!("has shape {dims:?} but the model expects {}", info.shape_text()),
             });
         }
-        if dims.contains(&0) {
+        let on_host = matches!(input, Input::Host(h) if keeps_on_host(h));
+        if dims.contains(&0) && !on_host {
             return Err(OnnxError::Input {
                 name: info.name.clone(),
                 msg: format!("has shape {dims:?}; zero-size tensors are not supported"),
@@ -536,6 +548,7 @@ impl Session {
                 // what the model declared.
                 Ok(V::dev(t.widen()?, device_element_type(t)))
             }
+            Input::Host(h) if on_host => Ok(V::Host { t: Rc::new(h.clone()), name: None }),
             Input::Host(h) => Ok(V::dev(upload(&self.device, h, &format!("input '{}'", info.name))?, h.dtype)),
         }
     }
