@@ -40,6 +40,10 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
             let dims = to_dims(node, get(0)?)?;
             let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&n| n <= HOST_LIMIT);
             let n = n.ok_or_else(|| node.err(format!("shape {dims:?} is too large (more than {HOST_LIMIT} elements)")))?;
+            if n > FOLD_LIMIT {
+                // Large: made on the device, under the session's size limit.
+                return Ok(None);
+            }
             let t = match node.tensor_attr("value")? {
                 None => HostTensor::f32(dims, vec![0.0; n]),
                 Some(v) => {
@@ -80,13 +84,21 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
             let parts: Vec<&HostTensor> = ins.iter().flatten().copied().collect();
             one(concat(node, &parts)?)
         }
-        "Gather" => one(gather(node, get(0)?, get(1)?)?),
+        "Gather" => {
+            let (x, idx) = (get(0)?, get(1)?);
+            let axis = norm_axis(node, node.int("axis", 0)?, x.rank())?;
+            let rest: usize = x.shape.iter().enumerate().filter(|&(a, _)| a != axis).map(|(_, &d)| d).product();
+            if idx.numel().saturating_mul(rest) > FOLD_LIMIT.max(x.numel()) {
+                return Ok(None);
+            }
+            one(gather(node, x, idx)?)
+        }
         "Slice" => one(slice(node, ins)?),
         "Transpose" if small => one(transpose(node, get(0)?)?),
         "Expand" if small => {
             let x = get(0)?;
             let target = to_dims_i(node, get(1)?)?;
-            let out = broadcast(node, &[&x.shape, &target])?;
+            let Some(out) = small_broadcast(node, &[&x.shape, &target])? else { return Ok(None) };
             one(map_broadcast(x, &out, x.dtype))
         }
         "Range" if small => {
@@ -112,12 +124,16 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
             if (op == "Max" || op == "Min") && ins.len() != 2 {
                 return Ok(None);
             }
-            one(binary(node, get(0)?, get(1)?)?)
+            let (a, b) = (get(0)?, get(1)?);
+            if small_broadcast(node, &[&a.shape, &b.shape])?.is_none() {
+                return Ok(None);
+            }
+            one(binary(node, a, b)?)
         }
         "Neg" | "Abs" | "Floor" | "Ceil" | "Sqrt" | "Not" | "Reciprocal" | "Relu" | "Sign" | "Round" if small => one(unary(node, get(0)?)?),
         "Where" if small => {
             let (c, a, b) = (get(0)?, get(1)?, get(2)?);
-            let out = broadcast(node, &[&c.shape, &a.shape, &b.shape])?;
+            let Some(out) = small_broadcast(node, &[&c.shape, &a.shape, &b.shape])? else { return Ok(None) };
             let (cv, av, bv) = (expand_f64(c, &out), expand_f64(a, &out), expand_f64(b, &out));
             let v = (0..cv.len()).map(|i| if cv[i] != 0.0 { av[i] } else { bv[i] }).collect();
             one(from_f64(a.dtype, out, v))
@@ -125,6 +141,15 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
         "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceMean" if small => one(reduce(node, ins)?),
         _ => Ok(None),
     }
+}
+
+/// The broadcast of `shapes` when folding it on the host stays small (at most `FOLD_LIMIT`
+/// elements, as small inputs can broadcast to a huge result); `None` sends the node to the
+/// device, where the session's size limit applies.
+fn small_broadcast(node: &Node, shapes: &[&[usize]]) -> Result<Option<Vec<usize>>> {
+    let out = broadcast(node, shapes)?;
+    let n = out.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    Ok(n.filter(|&n| n <= FOLD_LIMIT).map(|_| out))
 }
 
 /// The value of a `Constant` node.

@@ -104,6 +104,18 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             };
             out(y.reshape(shape)?)
         }
+        "ConstantOfShape" => {
+            // Folded on the host when small (hostops); a large one is made here, under the
+            // session's size limit.
+            let dims = to_dims(node, cx.h(ins, 0, "input")?)?;
+            cx.check_size(&dims)?;
+            let (value, dtype) = match node.tensor_attr("value")? {
+                None => (0.0, crate::host::DType::F32),
+                Some(v) if v.numel() == 1 => (v.to_f32()[0], v.dtype),
+                Some(_) => return Err(cx.err("attribute 'value' must hold one element")),
+            };
+            Ok(Some(vec![V::dev(Tensor::full(cx.dev(), dims, value)?, dtype)]))
+        }
         "Expand" => {
             let x = cx.t(ins, 0)?;
             let target = to_dims(node, cx.h(ins, 1, "shape")?)?;
