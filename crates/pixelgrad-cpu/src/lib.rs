@@ -265,11 +265,6 @@ impl CpuBackend {
         CpuBackend { mode, counters: Rc::new(Cell::new(Counters::default())), fuse, generation: Cell::new(0) }
     }
 
-    /// True unless made by [`CpuBackend::unfused`] or [`CpuBackend::reference`].
-    pub fn fuses(&self) -> bool {
-        self.fuse
-    }
-
     /// Starts a new fusion generation (see the `fusion` module).
     fn new_generation(&self) {
         self.generation.set(self.generation.get().wrapping_add(1));
