@@ -235,6 +235,90 @@ def elementwise_cases():
          [("a", rand(2, 3), None), ("b", rand(2, 3), None)], [("y", F)])
 
 
+def select_cases():
+    """Trigonometric unaries, selection, indexing, normalisations and Einsum."""
+    x = rand(2, 3, 4)
+    for op in ["Tan", "Atan", "Sinh", "Cosh", "Asinh"]:
+        case(f"unary_{op.lower()}", [node(op, ["x"], ["y"])], [("x", x * 3, None)], [("y", F)])
+    # small arguments (sinh's series branch), both ends of [-1, 1], large atan arguments
+    edge = np.array([-1.0, -0.999, -0.5, -1e-3, 0.0, 2e-4, 0.05, 0.7, 0.9999, 1.0], np.float32)
+    for op in ["Asin", "Acos", "Sinh", "Atanh"]:
+        e = edge if op != "Atanh" else edge[1:-1]
+        case(f"unary_{op.lower()}_edges", [node(op, ["x"], ["y"])], [("x", e, None)], [("y", F)], atol=1e-6)
+    case("unary_atan_wide", [node("Atan", ["x"], ["y"])], [("x", np.array([-1e6, -30, -1.0001, 0.4142, 1.0, 2.5, 1e3], np.float32), None)], [("y", F)])
+    case("unary_acosh", [node("Acosh", ["x"], ["y"])], [("x", rand(2, 5, lo=1.0, hi=20.0), None)], [("y", F)])
+    case("thresholded_relu", [node("ThresholdedRelu", ["x"], ["y"], alpha=0.3)], [("x", x, None)], [("y", F)], opset=10)
+    case("shrink", [node("Shrink", ["x"], ["y"], lambd=0.4, bias=0.1)], [("x", x, None)], [("y", F)], opset=9)
+    b = lambda *sh: (rand(*sh) > 0)
+    case("xor", [node("Xor", ["a", "b"], ["y"])], [("a", b(2, 3), None), ("b", b(3), None)], [("y", TensorProto.BOOL)], tol=0.0)
+    xi = np.array([1.0, -np.inf, np.inf, np.nan, 0.0, -2.0], np.float32)
+    case("isinf_positive_only", [node("IsInf", ["x"], ["y"], detect_negative=0)], [("x", xi, None)], [("y", TensorProto.BOOL)], tol=0.0)
+    # ties: the first index for ArgMax, the last with select_last_index
+    t = np.array([[1, 3, 3, 0], [2, 2, 2, 2], [5, 1, 5, 4]], np.float32)
+    for last in [0, 1]:
+        case(f"argmax_select_last_{last}", [node("ArgMax", ["x"], ["y"], axis=1, keepdims=0, select_last_index=last)], [("x", t, None)], [("y", TensorProto.INT64)], tol=0.0)
+        case(f"argmin_select_last_{last}", [node("ArgMin", ["x"], ["y"], axis=0, select_last_index=last)], [("x", t, None)], [("y", TensorProto.INT64)], tol=0.0)
+    case("hardmax_axis1", [node("Hardmax", ["x"], ["y"], axis=1)], [("x", np.concatenate([t, t[:1]]).reshape(2, 2, 4), None)], [("y", F)], tol=0.0)
+    k = lambda v: [("k", np.array([v], np.int64))]
+    case("topk_last_axis", [node("TopK", ["x", "k"], ["v", "i"])], [("x", rand(3, 7), None)], [("v", F), ("i", TensorProto.INT64)], k(3))
+    case("topk_axis1_smallest", [node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=0)], [("x", rand(2, 6, 3), None)], [("v", F), ("i", TensorProto.INT64)], k(2))
+    case("topk_ties", [node("TopK", ["x", "k"], ["v", "i"])], [("x", t, None)], [("v", F), ("i", TensorProto.INT64)], k(3))
+    ax = lambda v: [("a", np.array(v, np.int64))]
+    y5 = rand(3, 5)
+    case("cumsum_axis1", [node("CumSum", ["x", "a"], ["y"])], [("x", y5, None)], [("y", F)], ax(1))
+    case("cumsum_axis0_exclusive_reverse", [node("CumSum", ["x", "a"], ["y"], exclusive=1, reverse=1)], [("x", rand(7, 2), None)], [("y", F)], ax(0))
+    case("cumsum_reverse_neg_axis", [node("CumSum", ["x", "a"], ["y"], reverse=1)], [("x", rand(2, 2, 9), None)], [("y", F)], ax(-1))
+    case("cumsum_int64_exclusive", [node("CumSum", ["x", "a"], ["y"], exclusive=1)], [("x", np.arange(1, 13, dtype=np.int64).reshape(2, 6), None)], [("y", TensorProto.INT64)], ax(1), tol=0.0)
+    case("onehot_axis0_negative", [node("OneHot", ["i", "d", "v"], ["y"], axis=0)], [("i", np.array([[0, -1], [3, 7]], np.int64), None)], [("y", F)],
+         [("d", np.array(5, np.int64)), ("v", np.array([-2.0, 3.5], np.float32))], tol=0.0)
+    case("onehot_last_axis", [node("OneHot", ["i", "d", "v"], ["y"])], [("i", np.array([2, 0, 1], np.int64), None)], [("y", TensorProto.INT64)],
+         [("d", np.array([3], np.int64)), ("v", np.array([0, 1], np.int64))], tol=0.0)
+    data = rand(3, 4)
+    gi = np.array([[2, 0, 1, -1], [0, 0, 2, 1]], np.int64)
+    case("gather_elements_axis0", [node("GatherElements", ["x", "i"], ["y"], axis=0)], [("x", data, None), ("i", gi, None)], [("y", F)], tol=0.0)
+    case("gather_elements_axis1_corner", [node("GatherElements", ["x", "i"], ["y"], axis=1)], [("x", data, None)], [("y", F)], [("i", np.array([[3, 0], [-2, 2]], np.int64))], tol=0.0)
+    si = np.array([[1, 0, -1], [0, 2, 0]], np.int64)  # no position written twice ("none" leaves that undefined)
+    for red in ["none", "add"]:
+        case(f"scatter_elements_{red}", [node("ScatterElements", ["x", "i", "u"], ["y"], axis=0, reduction=red)], [("x", rand(3, 4), None), ("u", rand(2, 3), None)], [("y", F)],
+             [("i", si)], opset=18)
+    case("scatter_elements_add_duplicates_axis1", [node("ScatterElements", ["x", "i", "u"], ["y"], axis=1, reduction="add")], [("x", rand(2, 3), None), ("u", rand(2, 4), None)],
+         [("y", F)], [("i", np.array([[0, 0, 2, 0], [1, 1, 1, 1]], np.int64))], opset=18)
+    for up in [0, 1]:
+        case(f"trilu_upper{up}", [node("Trilu", ["x", "k"], ["y"], upper=up)], [("x", rand(2, 4, 5), None)], [("y", F)], [("k", np.array(-1 if up else 1, np.int64))], opset=14)
+    case("trilu_default_k", [node("Trilu", ["x"], ["y"])], [("x", rand(5, 3), None)], [("y", F)], opset=14)
+    case("layernorm_mean_invstd_outputs", [node("LayerNormalization", ["x", "s", "b"], ["y", "m", "r"], axis=1)], [("x", rand(2, 3, 4), None)],
+         [("y", F), ("m", F), ("r", F)], [("s", rand(3, 4)), ("b", rand(3, 4))], opset=17)
+    case("group_normalization", [node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2, epsilon=1e-3)], [("x", rand(2, 6, 3, 3), None)], [("y", F)],
+         [("s", rand(6)), ("b", rand(6))], opset=21)
+    case("mean_variance_normalization", [node("MeanVarianceNormalization", ["x"], ["y"])], [("x", rand(2, 3, 4, 4) * 4, None)], [("y", F)])
+    for p_ in [1, 2]:
+        case(f"lp_normalization_p{p_}", [node("LpNormalization", ["x"], ["y"], axis=1, p=p_)], [("x", rand(3, 4, 2), None)], [("y", F)])
+    # boxes [B, N, 4] as (y1, x1, y2, x2); scores [B, C, N]
+    bx = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11], [0, 10.1, 1, 11.1], [0, 100, 1, 101]]], np.float32)
+    sc = np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3], [0.1, 0.2, 0.85, 0.3, 0.4, 0.05]]], np.float32)
+    nms_args = [("m", np.array([3], np.int64)), ("iou", np.array([0.5], np.float32)), ("st", np.array([0.15], np.float32))]
+    case("nms_two_classes", [node("NonMaxSuppression", ["b", "s", "m", "iou", "st"], ["y"])], [("b", bx, None), ("s", sc, None)], [("y", TensorProto.INT64)], nms_args, tol=0.0, tags=["reads_back"])
+    cb = np.array([[[0.5, 0.5, 1, 1], [0.55, 0.5, 1, 1], [5, 5, 2, 2]], [[0, 0, 1, 1], [3, 3, 1, 1], [0.1, 0, 1, 1]]], np.float32)
+    case("nms_center_point_two_batches", [node("NonMaxSuppression", ["b", "s", "m", "iou"], ["y"], center_point_box=1)], [("b", cb, None), ("s", rand(2, 1, 3, lo=0, hi=1), None)],
+         [("y", TensorProto.INT64)], nms_args[:2], tol=0.0, tags=["reads_back"])
+    case("nonzero", [node("NonZero", ["x"], ["y"])], [("x", np.array([[0, 1.5, 0], [2, 0, -1]], np.float32), None)], [("y", TensorProto.INT64)], tol=0.0, tags=["reads_back"])
+    ein = [
+        ("einsum_attention_scores", "bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]),
+        ("einsum_ellipsis_matmul", "...ij,...jk->...ik", [(2, 2, 3, 4), (2, 2, 4, 5)]),
+        ("einsum_implicit_output", "ij,jk", [(3, 4), (4, 2)]),
+        ("einsum_transpose", "ijk->kji", [(2, 3, 4)]),
+        ("einsum_sum_all", "ij->", [(3, 4)]),
+        ("einsum_inner_product", "i,i", [(5,), (5,)]),
+        ("einsum_outer_product", "i,j->ij", [(3,), (4,)]),
+        ("einsum_three_operands", "ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+        ("einsum_broadcast_batch", "bij,bjk->bik", [(1, 2, 3), (4, 3, 2)]),
+        ("einsum_sum_unshared", "ijk,jl->il", [(2, 3, 4), (3, 5)]),
+    ]
+    for name, eqn, shapes in ein:
+        names = [f"x{i}" for i in range(len(shapes))]
+        case(name, [node("Einsum", names, ["y"], equation=eqn)], [(n, rand(*sh), None) for n, sh in zip(names, shapes)], [("y", F)], opset=12)
+
+
 def movement_cases():
     x = rand(2, 3, 4, 5)
     case("reshape_zero_minus1", [node("Reshape", ["x", "s"], ["y"])], [("x", x, None)], [("y", F)], [("s", np.array([0, -1, 5], np.int64))])
@@ -607,7 +691,7 @@ def write_bad_models():
     os.makedirs(d, exist_ok=True)
     x = helper.make_tensor_value_info("x", F, [2, 3])
     y = helper.make_tensor_value_info("y", F, None)
-    g = helper.make_graph([helper.make_node("Einsum", ["x", "x"], ["y"], name="my_einsum", equation="ij,ij->ij")], "bad", [x], [y])
+    g = helper.make_graph([helper.make_node("Det", ["x"], ["y"], name="my_det")], "bad", [x], [y])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     open(os.path.join(d, "unsupported_op.onnx"), "wb").write(m.SerializeToString())
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="custom_relu", domain="com.example")], "bad", [x], [y])
@@ -629,6 +713,7 @@ def main():
     pool_cases()
     linalg_cases()
     elementwise_cases()
+    select_cases()
     movement_cases()
     resize_cases()
     quant_cases()

@@ -104,6 +104,22 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         "And" => bool_out(cx.t(ins, 0)?.mul(&cx.t(ins, 1)?)?),
         "Or" => bool_out(cx.t(ins, 0)?.maximum(&cx.t(ins, 1)?)?),
         "Not" => bool_out(cx.t(ins, 0)?.affine(-1.0, 1.0)?),
+        // a != b on 0/1 values
+        "Xor" => bool_out(cx.t(ins, 0)?.sub(&cx.t(ins, 1)?)?.abs()?),
+        "IsNaN" => {
+            let x = cx.t(ins, 0)?;
+            bool_out(x.eq(&x)?.affine(-1.0, 1.0)?)
+        }
+        "IsInf" => {
+            node.only_attrs(&["detect_negative", "detect_positive"])?;
+            let x = cx.t(ins, 0)?;
+            let pos = x.gt_scalar(f32::MAX)?;
+            let neg = x.neg()?.gt_scalar(f32::MAX)?;
+            let zero = Tensor::zeros(x.device(), x.dims().to_vec())?;
+            let p = if node.int("detect_positive", 1)? != 0 { pos } else { zero.clone() };
+            let n = if node.int("detect_negative", 1)? != 0 { neg } else { zero };
+            bool_out(p.maximum(&n)?)
+        }
         "Where" => {
             let (c, a, b) = (cx.t(ins, 0)?, cx.t(ins, 1)?, cx.t(ins, 2)?);
             let dt = cx.v(ins, 1)?.dtype();
@@ -176,6 +192,15 @@ fn unary_of(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Tensor>> {
         "Reciprocal",
         "Sin",
         "Cos",
+        "Tan",
+        "Asin",
+        "Acos",
+        "Atan",
+        "Sinh",
+        "Cosh",
+        "Asinh",
+        "Acosh",
+        "Atanh",
         "Tanh",
         "Sigmoid",
         "Relu",
@@ -192,6 +217,8 @@ fn unary_of(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Tensor>> {
         "Erf",
         "Gelu",
         "Mish",
+        "ThresholdedRelu",
+        "Shrink",
     ];
     if !known.contains(&op) {
         return Ok(None);
@@ -206,6 +233,24 @@ fn unary_of(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Tensor>> {
         "Reciprocal" => x.recip()?,
         "Sin" => x.sin()?,
         "Cos" => x.cos()?,
+        "Tan" => x.sin()?.div(&x.cos()?)?,
+        "Atan" => atan(&x)?,
+        "Asin" => asin(&x)?,
+        // acos(x) = pi/2 - asin(x)
+        "Acos" => asin(&x)?.affine(-1.0, std::f32::consts::FRAC_PI_2)?,
+        "Sinh" => sinh(&x)?,
+        // (e^x + e^-x) / 2
+        "Cosh" => x.exp()?.add(&x.neg()?.exp()?)?.mul_scalar(0.5)?,
+        // sign(x) * log(|x| + sqrt(x^2 + 1)), on |x| so large negative values do not cancel
+        "Asinh" => {
+            let ax = x.abs()?;
+            let m = ax.add(&ax.square()?.add_scalar(1.0)?.sqrt()?)?.log()?;
+            Tensor::select(&x.gt_scalar(0.0)?, &m, &m.neg()?)?
+        }
+        // log(x + sqrt(x^2 - 1)); NaN below 1
+        "Acosh" => x.add(&x.square()?.add_scalar(-1.0)?.sqrt()?)?.log()?,
+        // log((1 + x) / (1 - x)) / 2; ±inf at ±1, NaN outside
+        "Atanh" => x.add_scalar(1.0)?.div(&x.affine(-1.0, 1.0)?)?.log()?.mul_scalar(0.5)?,
         "Tanh" => x.tanh()?,
         "Sigmoid" => x.sigmoid()?,
         "Relu" => x.relu()?,
@@ -245,8 +290,58 @@ fn unary_of(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Tensor>> {
             "none" => x.mul(&erf(&x.mul_scalar(std::f32::consts::FRAC_1_SQRT_2)?)?.affine(0.5, 0.5)?)?,
             other => return Err(cx.err(format!("approximate '{other}' is not supported"))),
         },
+        "ThresholdedRelu" => {
+            node.only_attrs(&["alpha"])?;
+            let zero = Tensor::scalar(x.device(), 0.0)?;
+            Tensor::select(&x.gt_scalar(node.float("alpha", 1.0)?)?, &x, &zero)?
+        }
+        "Shrink" => {
+            // x + bias below -lambd, x - bias above lambd, 0 between
+            node.only_attrs(&["bias", "lambd"])?;
+            let (bias, lambd) = (node.float("bias", 0.0)?, node.float("lambd", 0.5)?);
+            let zero = Tensor::scalar(x.device(), 0.0)?;
+            let hi = Tensor::select(&x.gt_scalar(lambd)?, &x.add_scalar(-bias)?, &zero)?;
+            Tensor::select(&x.neg()?.gt_scalar(lambd)?, &x.add_scalar(bias)?, &hi)?
+        }
         _ => x.mul(&softplus(&x)?.tanh()?)?, // Mish
     }))
+}
+
+/// `sinh(x)`: `(e^x - e^-x) / 2`, and its Taylor series `x + x^3/6 + x^5/120` below
+/// `|x| < 0.1`, where the difference of exponentials loses the value's leading digits.
+fn sinh(x: &Tensor) -> Result<Tensor> {
+    let wide = x.exp()?.sub(&x.neg()?.exp()?)?.mul_scalar(0.5)?;
+    let x2 = x.square()?;
+    let small = x.mul(&x2.mul(&x2.affine(1.0 / 120.0, 1.0 / 6.0)?)?.add_scalar(1.0)?)?;
+    Ok(Tensor::select(&x.abs()?.gt_scalar(0.1)?, &wide, &small)?)
+}
+
+/// `atan(x)` to f32 accuracy from the primitives: reflected into `|x| <= 1`
+/// (`atan(x) = pi/2 - atan(1/x)` above), halved (`atan(t) = 2 atan(t / (1 + sqrt(1 + t^2)))`,
+/// so `|t| <= tan(pi/8)`), then the odd Taylor series to `t^15` (error below 2e-8).
+fn atan(x: &Tensor) -> Result<Tensor> {
+    let ax = x.abs()?;
+    let big = ax.gt_scalar(1.0)?;
+    // 1 / |x| where |x| > 1 (|x| itself elsewhere, so no division by zero is selected)
+    let r = Tensor::select(&big, &ax.recip()?, &ax)?;
+    let t = r.div(&r.square()?.add_scalar(1.0)?.sqrt()?.add_scalar(1.0)?)?;
+    let t2 = t.square()?;
+    let mut poly = t2.mul_scalar(-1.0 / 15.0)?;
+    for k in (1..7).rev() {
+        let c = if k % 2 == 0 { 1.0 } else { -1.0 } / (2 * k + 1) as f32;
+        poly = poly.add_scalar(c)?.mul(&t2)?;
+    }
+    let a = t.mul(&poly.add_scalar(1.0)?)?.mul_scalar(2.0)?;
+    let a = Tensor::select(&big, &a.affine(-1.0, std::f32::consts::FRAC_PI_2)?, &a)?;
+    // odd: the sign of x (NaN stays NaN through the arithmetic above)
+    Ok(Tensor::select(&x.neg()?.gt_scalar(0.0)?, &a.neg()?, &a)?)
+}
+
+/// `asin(x) = 2 atan(x / (1 + sqrt(1 - x^2)))`: the argument stays in `[-1, 1]` (no division
+/// by zero at `|x| = 1`); NaN outside `[-1, 1]` through the square root.
+fn asin(x: &Tensor) -> Result<Tensor> {
+    let d = x.square()?.affine(-1.0, 1.0)?.sqrt()?.add_scalar(1.0)?;
+    Ok(atan(&x.div(&d)?)?.mul_scalar(2.0)?)
 }
 
 /// `log(1 + exp(x))` without overflow: `relu(x) + log(1 + exp(-|x|))`.

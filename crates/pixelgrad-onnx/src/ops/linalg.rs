@@ -80,9 +80,6 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         "LayerNormalization" => {
             node.only_attrs(&["axis", "epsilon", "stash_type"])?;
-            if node.outputs.iter().skip(1).any(|o| !o.is_empty()) {
-                return Err(cx.err("the Mean and InvStdDev outputs are not supported"));
-            }
             let x = cx.t(ins, 0)?;
             let d = x.dims().to_vec();
             let a = norm_axis(node, node.int("axis", -1)?, d.len())?;
@@ -92,12 +89,74 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let mu = h.mean_axis(1, true)?;
             let c = h.sub(&mu)?;
             let inv = c.square()?.mean_axis(1, true)?.add_scalar(eps)?.powf(-0.5)?;
-            let mut y = c.mul(&inv)?.reshape(d)?;
+            let mut y = c.mul(&inv)?.reshape(d.clone())?;
             y = y.mul(&cx.t(ins, 1)?)?;
             if cx.opt(ins, 2).is_some() {
                 y = y.add(&cx.t(ins, 2)?)?;
             }
-            out(y)
+            // the optional Mean and InvStdDev outputs keep the normalised axes as size 1
+            let stat: Vec<usize> = d.iter().enumerate().map(|(i, &n)| if i < a { n } else { 1 }).collect();
+            let mut outs = vec![V::dev(y, dt)];
+            for (i, t) in [mu, inv].into_iter().enumerate() {
+                if node.outputs.get(i + 1).is_some_and(|o| !o.is_empty()) {
+                    outs.push(V::dev(t.reshape(stat.clone())?, DType::F32));
+                }
+            }
+            Ok(Some(outs))
+        }
+        "GroupNormalization" => {
+            node.only_attrs(&["epsilon", "num_groups", "stash_type"])?;
+            let x = cx.t(ins, 0)?;
+            let d = x.dims().to_vec();
+            let g = node.int("num_groups", 0)?;
+            if d.len() < 3 || g < 1 || d[1] % g as usize != 0 {
+                return Err(cx.err(format!("expects [N, C, D1, ...] with C divisible by num_groups = {g}, got {d:?}")));
+            }
+            let (g, c) = (g as usize, d[1]);
+            let eps = node.float("epsilon", 1e-5)?;
+            let h = x.reshape([d[0], g, x.numel() / (d[0] * g)])?;
+            let mu = h.mean_axis(2, true)?;
+            let cen = h.sub(&mu)?;
+            let inv = cen.square()?.mean_axis(2, true)?.add_scalar(eps)?.powf(-0.5)?;
+            let y = cen.mul(&inv)?.reshape(d.clone())?;
+            // scale and bias: one per channel (opset 21), or one per group (opset 18)
+            let per = |i: usize, what: &str| -> Result<Tensor> {
+                let t = cx.t(ins, i)?;
+                let mut cs = vec![1usize; d.len()];
+                cs[1] = c;
+                match t.numel() {
+                    n if n == c => Ok(t.reshape(cs)?),
+                    n if n == g => Ok(t.reshape([g, 1])?.broadcast_to([g, c / g])?.reshape(cs)?),
+                    n => Err(cx.err(format!("{what} has {n} values; expected {c} (channels) or {g} (groups)"))),
+                }
+            };
+            out(y.mul(&per(1, "scale")?)?.add(&per(2, "bias")?)?)
+        }
+        "MeanVarianceNormalization" => {
+            node.only_attrs(&["axes"])?;
+            let x = cx.t(ins, 0)?;
+            let r = x.rank();
+            let axes = match node.ints("axes")? {
+                Some(a) => a.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<Vec<_>>>()?,
+                None => vec![0, 2, 3].into_iter().filter(|&a| a < r).collect(),
+            };
+            let mean = |t: &Tensor| -> Result<Tensor> { axes.iter().try_fold(t.clone(), |acc, &a| Ok(acc.mean_axis(a as isize, true)?)) };
+            let c = x.sub(&mean(&x)?)?;
+            // onnxruntime divides by sqrt(var) + 1e-9
+            out(c.div(&mean(&c.square()?)?.sqrt()?.add_scalar(1e-9)?)?)
+        }
+        "LpNormalization" => {
+            node.only_attrs(&["axis", "p"])?;
+            let x = cx.t(ins, 0)?;
+            let a = norm_axis(node, node.int("axis", -1)?, x.rank())? as isize;
+            let norm = match node.int("p", 2)? {
+                1 => x.abs()?.sum_axis(a, true)?,
+                2 => x.square()?.sum_axis(a, true)?.sqrt()?,
+                p => return Err(cx.err(format!("p = {p} is not supported (1 or 2)"))),
+            };
+            // a zero vector stays zero
+            let zero = Tensor::scalar(cx.dev(), 0.0)?;
+            out(Tensor::select(&norm.gt_scalar(0.0)?, &x.div(&norm.max_scalar(f32::MIN_POSITIVE)?)?, &zero)?)
         }
         "LRN" => {
             node.only_attrs(&["alpha", "beta", "bias", "size"])?;
@@ -174,14 +233,21 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         "ArgMax" | "ArgMin" => {
             node.only_attrs(&["axis", "keepdims", "select_last_index"])?;
-            if node.int("select_last_index", 0)? != 0 {
-                return Err(cx.err("select_last_index = 1 is not supported"));
-            }
             let x = cx.t(ins, 0)?;
-            let a = norm_axis(node, node.int("axis", 0)?, x.rank())? as isize;
+            let a = norm_axis(node, node.int("axis", 0)?, x.rank())?;
             let keep = node.int("keepdims", 1)? != 0;
             let src = if op == "ArgMin" { x.neg()? } else { x };
-            Ok(Some(vec![V::dev(src.argmax(a, keep)?, DType::I64)]))
+            if node.int("select_last_index", 0)? == 0 {
+                return Ok(Some(vec![V::dev(src.argmax(a as isize, keep)?, DType::I64)]));
+            }
+            // the largest index holding the extreme value
+            let n = src.dims()[a];
+            let mut shape = vec![1; src.rank()];
+            shape[a] = n;
+            let ids = Tensor::arange(cx.dev(), n)?.reshape(shape)?;
+            let at_max = src.eq(&src.max_axis(a as isize, true)?)?;
+            let last = Tensor::select(&at_max, &ids, &Tensor::scalar(cx.dev(), -1.0)?)?.max_axis(a as isize, keep)?;
+            Ok(Some(vec![V::dev(last, DType::I64)]))
         }
         _ => Ok(None),
     }

@@ -4,12 +4,14 @@
 //! be host values: constants, or shape arithmetic the runtime evaluates on the host.
 
 mod conv;
+mod einsum;
 mod elementwise;
 mod linalg;
 mod movement;
 mod pool;
 mod quant;
 mod resize;
+mod select;
 
 use std::rc::Rc;
 
@@ -65,6 +67,19 @@ pub const SUPPORTED: &[&str] = &[
     "Mish",
     "Sin",
     "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "ThresholdedRelu",
+    "Shrink",
+    "IsNaN",
+    "IsInf",
     "Max",
     "Min",
     "Sum",
@@ -78,16 +93,21 @@ pub const SUPPORTED: &[&str] = &[
     "Not",
     "And",
     "Or",
+    "Xor",
     "Mod",
     "Softmax",
     "LogSoftmax",
     // linear algebra and normalisation
     "Gemm",
     "MatMul",
+    "Einsum",
     "BatchNormalization",
     "InstanceNormalization",
     "LayerNormalization",
     "LRN",
+    "GroupNormalization",
+    "MeanVarianceNormalization",
+    "LpNormalization",
     "ReduceMean",
     "ReduceSum",
     "ReduceMax",
@@ -100,6 +120,17 @@ pub const SUPPORTED: &[&str] = &[
     "ReduceLogSumExp",
     "ArgMax",
     "ArgMin",
+    // selection and indexing
+    "TopK",
+    "Hardmax",
+    "CumSum",
+    "OneHot",
+    "GatherElements",
+    "ScatterElements",
+    "Scatter",
+    "Trilu",
+    "NonMaxSuppression",
+    "NonZero",
     // convolution and pooling
     "Conv",
     "ConvTranspose",
@@ -377,6 +408,9 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
 
 fn dispatch(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     let op = cx.node.op_type.as_str();
+    if op == "Einsum" {
+        return einsum::run(cx, ins);
+    }
     if let Some(r) = elementwise::run(cx, ins, op)? {
         return Ok(r);
     }
@@ -393,6 +427,9 @@ fn dispatch(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         return Ok(r);
     }
     if let Some(r) = resize::run(cx, ins, op)? {
+        return Ok(r);
+    }
+    if let Some(r) = select::run(cx, ins, op)? {
         return Ok(r);
     }
     if let Some(r) = quant::run(cx, ins, op)? {

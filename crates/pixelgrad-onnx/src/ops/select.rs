@@ -1,0 +1,281 @@
+//! Selection and indexing operators: top-k, hard max, cumulative sums, one-hot, element-wise
+//! gathers and scatters, triangular masks, non-maximum suppression and `NonZero`. Everything
+//! but the last two stays on the device; `NonMaxSuppression` and `NonZero` have results whose
+//! length depends on the data, so they read their (small) selection back to the host.
+
+use pixelgrad_core::composite::{non_max_suppression, topk, NmsOptions};
+use pixelgrad_core::Tensor;
+
+use super::{Cx, V};
+use crate::host::{DType, HostTensor};
+use crate::shapes::norm_axis;
+use crate::Result;
+
+pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
+    let node = cx.node;
+    let dt = cx.dtype0(ins);
+    let one = |t: Tensor, dtype: DType| Ok(Some(vec![V::dev(t, dtype)]));
+    match op {
+        "TopK" => {
+            node.only_attrs(&["axis", "largest", "sorted"])?;
+            let x = cx.t(ins, 0)?;
+            let r = x.rank();
+            let a = norm_axis(node, node.int("axis", -1)?, r)?;
+            let k = match node.opset {
+                ..=9 => node.int("k", 0)?,
+                _ => scalar_int(cx, ins, 1, "K")?,
+            };
+            let n = x.dims()[a];
+            if k < 1 || k as usize > n {
+                return Err(cx.err(format!("K = {k} must be between 1 and the axis' size {n} (zero-size results are not supported)")));
+            }
+            // the axis moves last, where the core's top-k works
+            let perm: Vec<usize> = (0..r).filter(|&i| i != a).chain([a]).collect();
+            let mut inv = vec![0; r];
+            for (i, &p) in perm.iter().enumerate() {
+                inv[p] = i;
+            }
+            let largest = node.int("largest", 1)? != 0;
+            let xt = x.permute(&perm)?;
+            // smallest first = largest of the negation; ties stay in index order either way
+            let (v, i) = topk(&if largest { xt } else { xt.neg()? }, k as usize)?;
+            let v = if largest { v } else { v.neg()? };
+            Ok(Some(vec![V::dev(v.permute(&inv)?, dt), V::dev(i.permute(&inv)?, DType::I64)]))
+        }
+        "Hardmax" => {
+            node.only_attrs(&["axis"])?;
+            let x = cx.t(ins, 0)?;
+            let d = x.dims().to_vec();
+            if node.opset < 13 {
+                // before 13 the input is coerced to 2-D at `axis` (default 1)
+                let a = norm_axis(node, node.int("axis", 1)?, d.len())?;
+                let outer: usize = d[..a].iter().product();
+                let flat = x.reshape([outer, x.numel() / outer.max(1)])?;
+                return one(hardmax(&flat, 1)?.reshape(d)?, dt);
+            }
+            let a = norm_axis(node, node.int("axis", -1)?, d.len())?;
+            one(hardmax(&x, a)?, dt)
+        }
+        "CumSum" => {
+            node.only_attrs(&["exclusive", "reverse"])?;
+            let x = cx.t(ins, 0)?;
+            let a = norm_axis(node, scalar_int(cx, ins, 1, "axis")?, x.rank())?;
+            let reverse = node.int("reverse", 0)? != 0;
+            let n = x.dims()[a];
+            let mut y = if node.int("exclusive", 0)? != 0 { shift(&x, a, 1, reverse)? } else { x };
+            // Hillis-Steele scan: after the round with offset s every element holds the sum
+            // of the 2s values ending at it
+            let mut s = 1;
+            while s < n {
+                y = y.add(&shift(&y, a, s, reverse)?)?;
+                s *= 2;
+            }
+            one(y, dt)
+        }
+        "OneHot" => {
+            node.only_attrs(&["axis"])?;
+            let idx = cx.t(ins, 0)?;
+            let depth = cx.h(ins, 1, "depth")?.to_f64();
+            if depth.len() != 1 || !(1.0..=(1u64 << 24) as f64).contains(&depth[0]) {
+                return Err(cx.err(format!("depth must be one positive number, got {depth:?}")));
+            }
+            let depth = depth[0] as usize;
+            let r = idx.rank();
+            let axis = node.int("axis", -1)?;
+            let a = norm_axis(node, axis, r + 1)?;
+            // negative indices count from the end; out-of-range ones match no position
+            let idx = idx.add(&idx.neg()?.gt_scalar(0.0)?.mul_scalar(depth as f32)?)?;
+            let mut ishape = idx.dims().to_vec();
+            ishape.insert(a, 1);
+            let mut rshape = vec![1; r + 1];
+            rshape[a] = depth;
+            let mut out_dims = idx.dims().to_vec();
+            out_dims.insert(a, depth);
+            cx.check_size(&out_dims)?;
+            let hit = Tensor::arange(cx.dev(), depth)?.reshape(rshape)?.eq(&idx.reshape(ishape)?)?;
+            let values = cx.v(ins, 2)?;
+            if values.dims().iter().product::<usize>() != 2 {
+                return Err(cx.err(format!("values must hold two elements [off, on], got shape {:?}", values.dims())));
+            }
+            let vt = cx.to_dev(values, 2)?.reshape([2])?;
+            let (off, on) = (vt.slice(0, 0, 1)?, vt.slice(0, 1, 2)?);
+            one(Tensor::select(&hit, &on, &off)?, values.dtype())
+        }
+        "GatherElements" => {
+            node.only_attrs(&["axis"])?;
+            let (x, idx) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
+            let a = norm_axis(node, node.int("axis", 0)?, x.rank())?;
+            let x = fit_other_axes(cx, &x, idx.dims(), a)?;
+            let n = x.dims()[a] as f32;
+            let idx = idx.add(&idx.neg()?.gt_scalar(0.0)?.mul_scalar(n)?)?;
+            one(x.gather(a, &idx)?, dt)
+        }
+        "ScatterElements" | "Scatter" => {
+            node.only_attrs(&["axis", "reduction"])?;
+            let (x, idx, upd) = (cx.t(ins, 0)?, cx.t(ins, 1)?, cx.t(ins, 2)?);
+            let a = norm_axis(node, node.int("axis", 0)?, x.rank())?;
+            if idx.dims() != upd.dims() || idx.rank() != x.rank() {
+                return Err(cx.err(format!(
+                    "indices {:?} and updates {:?} must have one shape, of the data's rank",
+                    idx.dims(),
+                    upd.dims()
+                )));
+            }
+            let d = x.dims().to_vec();
+            if idx.dims().iter().zip(&d).enumerate().any(|(i, (&e, &n))| i != a && e > n) {
+                return Err(cx.err(format!("indices {:?} exceed the data {d:?} on an axis other than {a}", idx.dims())));
+            }
+            // updates cover a corner of the data on the other axes: pad them (and their
+            // indices) with zeros to the data's size there, adding nothing
+            let after: Vec<usize> = idx.dims().iter().zip(&d).enumerate().map(|(i, (&e, &n))| if i == a { 0 } else { n - e }).collect();
+            let before = vec![0; d.len()];
+            let n = d[a] as f32;
+            let idx = idx.add(&idx.neg()?.gt_scalar(0.0)?.mul_scalar(n)?)?.pad(&before, &after)?;
+            let sums = upd.pad(&before, &after)?.scatter_add(a, d[a], &idx)?;
+            let y = match node.string("reduction", "none")?.as_str() {
+                "add" => x.add(&sums)?,
+                "none" => {
+                    let touched = Tensor::ones(cx.dev(), upd.dims().to_vec())?.pad(&before, &after)?.scatter_add(a, d[a], &idx)?;
+                    Tensor::select(&touched.gt_scalar(0.0)?, &sums, &x)?
+                }
+                other => return Err(cx.err(format!("reduction '{other}' is not supported (none, add)"))),
+            };
+            one(y, dt)
+        }
+        "Trilu" => {
+            node.only_attrs(&["upper"])?;
+            let x = cx.t(ins, 0)?;
+            let d = x.dims().to_vec();
+            if d.len() < 2 {
+                return Err(cx.err(format!("needs rank 2 or more, got {d:?}")));
+            }
+            let k = match cx.opt(ins, 1) {
+                Some(_) => scalar_int(cx, ins, 1, "k")?,
+                None => 0,
+            };
+            let (rows, cols) = (d[d.len() - 2], d[d.len() - 1]);
+            let upper = node.int("upper", 1)? != 0;
+            let keep: Vec<f32> = (0..rows * cols)
+                .map(|p| {
+                    let off = (p % cols) as i64 - (p / cols) as i64;
+                    f32::from(if upper { off >= k } else { off <= k })
+                })
+                .collect();
+            let mask = Tensor::from_vec(cx.dev(), &keep, [rows, cols])?;
+            one(Tensor::select(&mask, &x, &Tensor::scalar(cx.dev(), 0.0)?)?, dt)
+        }
+        "NonMaxSuppression" => {
+            node.only_attrs(&["center_point_box"])?;
+            let (boxes, scores) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
+            let (bd, sd) = (boxes.dims().to_vec(), scores.dims().to_vec());
+            if bd.len() != 3 || bd[2] != 4 || sd.len() != 3 || sd[0] != bd[0] || sd[2] != bd[1] {
+                return Err(cx.err(format!("expects boxes [B, N, 4] and scores [B, C, N], got {bd:?} and {sd:?}")));
+            }
+            let max_out = match cx.opt(ins, 2) {
+                Some(_) => scalar_int(cx, ins, 2, "max_output_boxes_per_class")?.max(0) as usize,
+                None => 0,
+            };
+            let host_f = |i: usize, what: &str| -> Result<Option<f32>> {
+                match cx.opt_h(ins, i, what)? {
+                    None => Ok(None),
+                    Some(t) if t.numel() == 1 => Ok(Some(t.to_f32()[0])),
+                    Some(t) => Err(cx.err(format!("{what} must be a scalar, got shape {:?}", t.shape))),
+                }
+            };
+            let iou_threshold = host_f(3, "iou_threshold")?.unwrap_or(0.0);
+            let score_threshold = host_f(4, "score_threshold")?;
+            let (nb, nc, n) = (bd[0], sd[1], bd[1]);
+            let boxes = match node.int("center_point_box", 0)? {
+                0 => boxes,
+                1 => {
+                    // [x_centre, y_centre, w, h] -> corners
+                    let centre = boxes.slice(2, 0, 2)?;
+                    let half = boxes.slice(2, 2, 4)?.mul_scalar(0.5)?;
+                    Tensor::concat(&[&centre.sub(&half)?, &centre.add(&half)?], 2)?
+                }
+                other => return Err(cx.err(format!("center_point_box must be 0 or 1, got {other}"))),
+            };
+            let mut sel = Vec::new();
+            if max_out > 0 && n > 0 {
+                let opts = NmsOptions { max_outputs: max_out.min(n), iou_threshold, score_threshold };
+                for b in 0..nb {
+                    let bx = boxes.slice(0, b, b + 1)?.reshape([n, 4])?;
+                    for c in 0..nc {
+                        let s = scores.slice(0, b, b + 1)?.slice(1, c, c + 1)?.reshape([n])?;
+                        let picked = non_max_suppression(&bx, &s, opts)?.to_vec()?;
+                        for i in picked.into_iter().take_while(|&i| i >= 0.0) {
+                            sel.extend([b as i64, c as i64, i as i64]);
+                        }
+                    }
+                }
+            }
+            Ok(Some(vec![V::host(HostTensor::i64(vec![sel.len() / 3, 3], sel))]))
+        }
+        "NonZero" => {
+            node.only_attrs(&[])?;
+            let v = cx.v(ins, 0)?;
+            let d = v.dims().to_vec();
+            let vals = match v.as_host() {
+                Some(h) => h.to_f64(),
+                None => cx.to_dev(v, 0)?.to_vec()?.into_iter().map(f64::from).collect(),
+            };
+            let nz: Vec<usize> = vals.iter().enumerate().filter(|(_, &x)| x != 0.0).map(|(i, _)| i).collect();
+            // one row per axis: the coordinates of the non-zero elements in row-major order
+            let mut out = vec![0i64; d.len() * nz.len()];
+            for (j, &flat) in nz.iter().enumerate() {
+                let mut rem = flat;
+                for ax in (0..d.len()).rev() {
+                    out[ax * nz.len() + j] = (rem % d[ax]) as i64;
+                    rem /= d[ax];
+                }
+            }
+            Ok(Some(vec![V::host(HostTensor::i64(vec![d.len(), nz.len()], out))]))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A host integer argument with one element.
+fn scalar_int(cx: &Cx, ins: &[Option<V>], i: usize, what: &str) -> Result<i64> {
+    let v = cx.h(ins, i, what)?.to_i64(what)?;
+    match v[..] {
+        [k] => Ok(k),
+        _ => Err(cx.err(format!("{what} must hold one value, got {} values", v.len()))),
+    }
+}
+
+/// One-hot of the first largest value along `axis` (same shape as `x`).
+fn hardmax(x: &Tensor, axis: usize) -> Result<Tensor> {
+    let a = axis as isize;
+    let first = x.eq(&x.max_axis(a, true)?)?.argmax(a, true)?;
+    let mut shape = vec![1; x.rank()];
+    shape[axis] = x.dims()[axis];
+    Ok(Tensor::arange(x.device(), shape[axis])?.reshape(shape)?.eq(&first)?)
+}
+
+/// `x` moved `by` places along `axis` (toward larger indices, or smaller when `reverse`),
+/// zeros filling the vacated places.
+fn shift(x: &Tensor, axis: usize, by: usize, reverse: bool) -> Result<Tensor> {
+    let n = x.dims()[axis];
+    let mut pad = vec![0; x.rank()];
+    pad[axis] = by;
+    let zeros = vec![0; x.rank()];
+    Ok(if reverse { x.pad(&zeros, &pad)?.slice(axis, by, n + by)? } else { x.pad(&pad, &zeros)?.slice(axis, 0, n)? })
+}
+
+/// `x` cut to `dims` on every axis but `axis` (GatherElements' indices may cover a corner).
+fn fit_other_axes(cx: &Cx, x: &Tensor, dims: &[usize], axis: usize) -> Result<Tensor> {
+    if dims.len() != x.rank() {
+        return Err(cx.err(format!("indices {dims:?} must have the data's rank {}", x.rank())));
+    }
+    let mut y = x.clone();
+    for (i, (&e, &n)) in dims.iter().zip(x.dims()).enumerate() {
+        if i != axis && e != n {
+            if e > n {
+                return Err(cx.err(format!("indices {dims:?} exceed the data {:?} on axis {i}", x.dims())));
+            }
+            y = y.slice(i, 0, e)?;
+        }
+    }
+    Ok(y)
+}
