@@ -128,6 +128,18 @@ def conv_transpose_cases():
     case("convtranspose_same_upper", [node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")], [("x", x, None)], [("y", F)], [("w", rand(4, 2, 3, 3))])
 
 
+def one_d_cases():
+    """1-D convolutions and pooling ([N, C, L]), which run as 2-D ones of height 1."""
+    x = rand(2, 4, 17)
+    case("conv1d_pads_stride_bias", [node("Conv", ["x", "w", "b"], ["y"], pads=[2, 1], strides=[2])], [("x", x, None)], [("y", F)], [("w", rand(6, 4, 5)), ("b", rand(6))])
+    case("conv1d_dilated", [node("Conv", ["x", "w"], ["y"], dilations=[2], pads=[2, 2])], [("x", x, None)], [("y", F)], [("w", rand(3, 4, 3))])
+    case("conv1d_same_upper_stride", [node("Conv", ["x", "w"], ["y"], strides=[2], auto_pad="SAME_UPPER")], [("x", x, None)], [("y", F)], [("w", rand(3, 4, 3))])
+    case("conv1d_depthwise_grouped", [node("Conv", ["x", "w"], ["y"], group=4, pads=[1, 1])], [("x", x, None)], [("y", F)], [("w", rand(8, 1, 3))])
+    case("conv_transpose1d_stride", [node("ConvTranspose", ["x", "w"], ["y"], strides=[3], output_padding=[1])], [("x", rand(1, 3, 6), None)], [("y", F)], [("w", rand(3, 2, 4))])
+    case("maxpool1d_ceil", [node("MaxPool", ["x"], ["y"], kernel_shape=[3], strides=[2], ceil_mode=1)], [("x", x, None)], [("y", F)])
+    case("averagepool1d_pads_include", [node("AveragePool", ["x"], ["y"], kernel_shape=[4], pads=[1, 2], count_include_pad=1)], [("x", x, None)], [("y", F)])
+
+
 def pool_cases():
     x = rand(2, 3, 9, 9)
     case("maxpool_k3_s2_p1", [node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])], [("x", x, None)], [("y", F)])
@@ -710,6 +722,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     conv_cases()
     conv_transpose_cases()
+    one_d_cases()
     pool_cases()
     linalg_cases()
     elementwise_cases()

@@ -399,11 +399,57 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
             };
             one(y, to)
         }
+        "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" if cx.v(ins, 0)?.dims().len() == 3 => one_d_as_two_d(cx, ins),
         _ => {
             let outs = dispatch(cx, ins)?;
             Ok(outs)
         }
     }
+}
+
+/// A 1-D convolution or pooling (`[N, C, L]` input) as the 2-D one over `[N, C, 1, L]`: the
+/// window attributes gain a leading unit axis, the input and rank-3 weights a unit height,
+/// and the result loses it again.
+fn one_d_as_two_d(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    use crate::graph::Attr;
+    let mut node = cx.node.clone();
+    for (name, lead) in [("kernel_shape", 1), ("strides", 1), ("dilations", 1), ("output_padding", 0), ("output_shape", 1)] {
+        if let Some(Attr::Ints(v)) = node.attrs.get(name) {
+            if v.len() != 1 {
+                return Err(cx.err(format!("{name} {v:?}: a 1-D window takes one value")));
+            }
+            let v = vec![lead, v[0]];
+            node.attrs.insert(name.into(), Attr::Ints(v));
+        }
+    }
+    if let Some(Attr::Ints(p)) = node.attrs.get("pads") {
+        if p.len() != 2 {
+            return Err(cx.err(format!("pads {p:?}: a 1-D window takes two values")));
+        }
+        let p = vec![0, p[0], 0, p[1]];
+        node.attrs.insert("pads".into(), Attr::Ints(p));
+    }
+    let unit_height = |v: &V, i: usize| -> Result<Option<V>> {
+        let t = cx.to_dev(v, i)?;
+        let mut d = t.dims().to_vec();
+        d.insert(2, 1);
+        Ok(Some(V::dev(t.reshape(d)?, v.dtype())))
+    };
+    // the input and the weights (rank 3) gain the unit height; the bias stays
+    let mut ins2 = ins.to_vec();
+    for (i, slot) in ins2.iter_mut().enumerate().take(2) {
+        if let Some(v) = cx.opt(ins, i).filter(|v| v.dims().len() == 3) {
+            *slot = unit_height(v, i)?;
+        }
+    }
+    let cx2 = Cx { consts: cx.consts, node: &node };
+    let mut outs = dispatch(&cx2, &ins2)?;
+    if let Some(V::Dev { t, dtype }) = outs.first() {
+        let mut d = t.dims().to_vec();
+        d.remove(2);
+        outs[0] = V::dev(t.reshape(d)?, *dtype);
+    }
+    Ok(outs)
 }
 
 fn dispatch(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
