@@ -558,6 +558,22 @@ def quant_cases():
     n = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], name="qsoftmax", domain="com.microsoft", axis=-1, opset=13)
     case("qlinearsoftmax", [n], [("x", q8((2, 3, 10), np.uint8), None)], [("y", U8)], [("xs", np.array(0.1, np.float32)), ("xz", xz), ("ys", np.array(1 / 256, np.float32)),
          ("yz", np.array(0, np.uint8))], tol=1.0, tags=tag, atol=1.0, ms=True)
+    qio = [("xs", xs), ("xz", xz), ("ys", np.array(0.015, np.float32)), ("yz", np.array(40, np.uint8))]
+    n = helper.make_node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], name="qavgpool", domain="com.microsoft", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    case("qlinearaveragepool", [n], [("x", xq, None)], [("y", U8)], qio, tol=1.0, tags=tag, atol=1.0, ms=True)
+    n = helper.make_node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], name="qavgpool", domain="com.microsoft", kernel_shape=[2, 2], channels_last=1)
+    case("qlinearaveragepool_channels_last", [n], [("x", q8((1, 6, 5, 3), np.uint8), None)], [("y", U8)], qio, tol=1.0, tags=tag, atol=1.0, ms=True)
+    n = helper.make_node("QLinearSigmoid", ["x", "xs", "xz", "ys", "yz"], ["y"], name="qsigmoid", domain="com.microsoft")
+    case("qlinearsigmoid", [n], [("x", q8((2, 3, 10), np.uint8), None)], [("y", U8)], [("xs", np.array(0.05, np.float32)), ("xz", xz), ("ys", np.array(1 / 256, np.float32)),
+         ("yz", np.array(0, np.uint8))], tol=1.0, tags=tag, atol=1.0, ms=True)
+    n = helper.make_node("QLinearLeakyRelu", ["x", "xs", "xz", "ys", "yz"], ["y"], name="qleaky", domain="com.microsoft", alpha=0.1)
+    case("qlinearleakyrelu_i8", [n], [("x", q8((2, 3, 10), np.int8), None)], [("y", I8)], [("xs", np.array(0.05, np.float32)), ("xz", np.array(-3, np.int8)),
+         ("ys", np.array(0.04, np.float32)), ("yz", np.array(-20, np.int8))], tol=1.0, tags=tag, atol=1.0, ms=True)
+    # int32 biases beyond 2^24 (a channel whose weight scale is tiny): rounded to f32
+    wsb = np.array([0.01, 1e-7, 0.02, 0.01, 1e-6, 0.015], np.float32)
+    bb = (np.array([0.3, -0.7, 0.5, 0.1, 0.9, -0.2], np.float32) / (0.02 * wsb)).round().astype(np.int32)
+    case("qlinearconv_large_int32_bias", [node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], pads=[1, 1, 1, 1])], [("x", xq, None)], [("y", U8)],
+         qins(wsb, np.zeros(6, np.int8)) + [("b", bb)], tol=1.0, tags=tag, atol=1.0)
     n = helper.make_node("QLinearConcat", ["ys", "yz", "a", "as", "az", "b", "bs", "bz"], ["y"], name="qconcat", domain="com.microsoft", axis=1)
     case("qlinearconcat", [n], [("a", xq, None)], [("y", U8)], [("ys", ys), ("yz", yz), ("as", xs), ("az", xz), ("b", q8((1, 2, 7, 7), np.uint8)), ("bs", np.array(0.03, np.float32)),
          ("bz", np.array(90, np.uint8))], tol=1.0, tags=tag, atol=1.0, ms=True)

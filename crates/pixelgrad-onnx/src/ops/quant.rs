@@ -1,7 +1,9 @@
 //! Quantised operators: `QuantizeLinear`, `DequantizeLinear`, `DynamicQuantizeLinear`, the
 //! integer products `QLinearConv`, `QLinearMatMul`, `MatMulInteger`, `ConvInteger` and
 //! com.microsoft's `QGemm`, `QLinearAdd`, `QLinearMul`, `QLinearConcat`,
-//! `QLinearGlobalAveragePool` and `QLinearSoftmax`.
+//! `QLinearGlobalAveragePool`, `QLinearAveragePool`, `QLinearSigmoid`, `QLinearLeakyRelu` and
+//! `QLinearSoftmax` (the last five: dequantised, computed in float, quantised again, which is
+//! what onnxruntime's kernels and lookup tables compute).
 //!
 //! Quantised values live on the device as integer-valued `f32` (the value's ONNX type, `uint8`,
 //! `int8` or `int32`, travels with it). The integer products subtract the zero points, multiply
@@ -21,7 +23,17 @@ use crate::shapes::norm_axis;
 use crate::Result;
 
 /// The com.microsoft operators [`run`] handles (as onnxruntime's quantiser writes them).
-pub const SUPPORTED_MS: &[&str] = &["QGemm", "QLinearAdd", "QLinearMul", "QLinearConcat", "QLinearGlobalAveragePool", "QLinearSoftmax"];
+pub const SUPPORTED_MS: &[&str] = &[
+    "QGemm",
+    "QLinearAdd",
+    "QLinearMul",
+    "QLinearConcat",
+    "QLinearGlobalAveragePool",
+    "QLinearAveragePool",
+    "QLinearSigmoid",
+    "QLinearLeakyRelu",
+    "QLinearSoftmax",
+];
 
 /// The saturation range of an 8-bit (or 32-bit) integer type.
 fn range(dt: DType) -> Option<(f32, f32)> {
@@ -70,7 +82,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])?;
             let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
             let bias = match cx.opt(ins, 8) {
-                Some(_) => Some(cx.t(ins, 8)?),
+                Some(_) => Some(int32_bias(cx, ins, 8)?),
                 None => None,
             };
             let acc = match int8_conv(cx, ins, 0, 2, 3, 5)? {
@@ -129,7 +141,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 }
             };
             if cx.opt(ins, 6).is_some() {
-                acc = acc.add(&cx.t(ins, 6)?)?;
+                acc = acc.add(&int32_bias(cx, ins, 6)?)?;
             }
             if cx.opt(ins, 7).is_none() {
                 // No output scale: the float result alpha · a_scale · b_scale · acc.
@@ -184,6 +196,35 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 out.extend(std::iter::repeat_n(1, r - 2));
                 x.reshape([d[0], d[1], hw])?.mean_axis(2, true)?.reshape(out)?
             };
+            let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
+            one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
+        }
+        "QLinearAveragePool" => {
+            // x, x_scale, x_zero_point, y_scale, y_zero_point; AveragePool's attributes
+            let x = dequantize_input(cx, ins, 0, 1, 2)?;
+            let last = node.int("channels_last", 0)? != 0;
+            let r = x.rank();
+            // channels last: [N, spatial..., C] -> [N, C, spatial...] and back
+            let to_first: Vec<usize> = [0, r - 1].into_iter().chain(1..r - 1).collect();
+            let to_last: Vec<usize> = [0].into_iter().chain(2..r).chain([1]).collect();
+            let x = if last && r >= 3 { x.permute(&to_first)? } else { x };
+            let mut pool = node.clone();
+            pool.op_type = "AveragePool".into();
+            pool.domain.clear();
+            pool.attrs.remove("channels_last");
+            let cx2 = Cx { consts: cx.consts, node: &pool };
+            let y = match super::run(&cx2, &[Some(V::dev(x, DType::F32))])?.into_iter().next() {
+                Some(V::Dev { t, .. }) => t,
+                _ => return Err(cx.err("the pooling gave no device result")),
+            };
+            let y = if last && r >= 3 { y.permute(&to_last)? } else { y };
+            let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
+            one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
+        }
+        "QLinearSigmoid" | "QLinearLeakyRelu" => {
+            node.only_attrs(&["alpha"])?;
+            let x = dequantize_input(cx, ins, 0, 1, 2)?;
+            let y = if op == "QLinearSigmoid" { x.sigmoid()? } else { x.leaky_relu(node.float("alpha", 0.01)?)? };
             let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
             one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
         }
@@ -377,6 +418,23 @@ fn centred(cx: &Cx, ins: &[Option<V>], x: usize, z: usize, axis: i64) -> Result<
         Some(zp) => Ok(t.sub(&zp)?),
         None => Ok(t),
     }
+}
+
+/// The `int32` bias of an integer product on the device. Constant biases beyond 2^24 (a
+/// channel whose weight scale is tiny) are rounded to f32, which moves the requantised result
+/// by less than 2^-24 of the output range (the bias times its multiplier stays within it), far
+/// below one quantisation step; other integer values must be exact, as everywhere.
+fn int32_bias(cx: &Cx, ins: &[Option<V>], i: usize) -> Result<Tensor> {
+    if let V::Host { t, name } = cx.v(ins, i)? {
+        if t.dtype == DType::I32 && t.to_f64().iter().any(|v| v.abs() > (1u32 << 24) as f64) {
+            let rounded = crate::host::HostTensor::f32(t.shape.clone(), t.to_f32());
+            return match name {
+                Some(n) => cx.consts.cached(&format!("{n}#rounded-to-f32"), &rounded),
+                None => super::upload(cx.dev(), &rounded, "bias"),
+            };
+        }
+    }
+    cx.t(ins, i)
 }
 
 fn dequantize_input(cx: &Cx, ins: &[Option<V>], x: usize, s: usize, z: usize) -> Result<Tensor> {
