@@ -416,6 +416,12 @@ def resize_cases():
     case("resize_linear_pytorch_half_pixel_down", [R(mode="linear", coordinate_transformation_mode="pytorch_half_pixel")], [("x", rand(1, 2, 8, 6), None)], [("y", F)],
          [("roi", empty), ("scales", sc(1, 1, 0.5, 0.5))])
     case("resize_linear_asymmetric", [R(mode="linear", coordinate_transformation_mode="asymmetric")], [("x", x, None)], [("y", F)], [("roi", empty), ("scales", sc(1, 1, 3, 1.5))])
+    case("resize_cubic_half_pixel_x2", [R(mode="cubic")], [("x", x, None)], [("y", F)], [("roi", empty), ("scales", sc(1, 1, 2, 2))])
+    case("resize_cubic_pytorch_a_exclude_outside_down", [R(mode="cubic", cubic_coeff_a=-0.5, exclude_outside=1)], [("x", rand(1, 2, 9, 7), None)], [("y", F)],
+         [("roi", empty), ("scales", sc(1, 1, 0.6, 0.75))])
+    case("resize_cubic_align_corners_sizes", [RS(mode="cubic", coordinate_transformation_mode="align_corners")], [("x", x, None)], [("y", F)],
+         [("roi", empty), ("sizes", sz(1, 2, 3, 8))])
+    case("resize_cubic_asymmetric", [R(mode="cubic", coordinate_transformation_mode="asymmetric")], [("x", x, None)], [("y", F)], [("roi", empty), ("scales", sc(1, 1, 1.5, 2.5))])
     case("resize_sizes_as_input", [RS(mode="nearest")], [("x", x, None), ("sizes", sz(1, 2, 7, 3), None)], [("y", F)], [("roi", empty)])
     case("resize_opset10", [node("Resize", ["x", "scales"], ["y"], mode="nearest")], [("x", x, None)], [("y", F)], [("scales", sc(1, 1, 2, 3))], opset=10)
     case("upsample_opset9", [node("Upsample", ["x", "scales"], ["y"], mode="nearest")], [("x", x, None)], [("y", F)], [("scales", sc(1, 1, 2, 2))], opset=9)

@@ -1,6 +1,7 @@
-//! `Resize` (nearest and linear, every coordinate transformation except `tf_crop_and_resize`)
-//! and the older `Upsample`. Source indices and interpolation weights are computed on the host
-//! per axis; the device runs one gather per axis (two and a weighted sum for linear).
+//! `Resize` (nearest, linear and cubic, every coordinate transformation except
+//! `tf_crop_and_resize`) and the older `Upsample`. Source indices and interpolation weights are
+//! computed on the host per axis; the device runs one gather per axis (two and a weighted sum
+//! for linear, four for cubic).
 
 use pixelgrad_core::Tensor;
 
@@ -21,6 +22,12 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
 enum Mode {
     Nearest,
     Linear,
+    /// Keys' cubic convolution with coefficient `a`; `exclude_outside` drops the taps beyond
+    /// the edges and renormalises the rest.
+    Cubic {
+        a: f64,
+        exclude_outside: bool,
+    },
 }
 
 /// How an output coordinate maps back to the input, and how nearest rounds.
@@ -49,13 +56,14 @@ fn resize(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     let mode = match node.string("mode", "nearest")?.as_str() {
         "nearest" => Mode::Nearest,
         "linear" | "bilinear" => Mode::Linear,
-        other => return Err(cx.err(format!("mode '{other}' is not supported (nearest, linear)"))),
+        "cubic" => Mode::Cubic { a: node.float("cubic_coeff_a", -0.75)? as f64, exclude_outside: node.int("exclude_outside", 0)? != 0 },
+        other => return Err(cx.err(format!("mode '{other}' is not supported (nearest, linear, cubic)"))),
     };
     if node.int("antialias", 0)? != 0 {
         return Err(cx.err("antialias = 1 is not supported"));
     }
-    if node.int("exclude_outside", 0)? != 0 && mode != Mode::Nearest {
-        return Err(cx.err("exclude_outside = 1 is not supported"));
+    if node.int("exclude_outside", 0)? != 0 && mode == Mode::Linear {
+        return Err(cx.err("exclude_outside = 1 is not supported with linear"));
     }
     let policy = node.string("keep_aspect_ratio_policy", "stretch")?;
     if policy != "stretch" {
@@ -194,12 +202,58 @@ fn apply(cx: &Cx, x: &Tensor, out: &[usize], scales: &[f32], plan: &Plan) -> Res
                 let w0t = Tensor::from_vec(x.device(), &w0, wshape)?;
                 y = take(&y, a, &i0)?.mul(&w0t)?.add(&take(&y, a, &i1)?.mul(&w1t)?)?;
             }
+            Mode::Cubic { a: coeff, exclude_outside } => {
+                if scales[a] == 1.0 && m == n && coords.iter().enumerate().all(|(i, &c)| c == i as f64) {
+                    continue;
+                }
+                // four taps per output: floor(c) - 1 ..= floor(c) + 2, edge-clamped
+                let mut idx: [Vec<usize>; 4] = std::array::from_fn(|_| Vec::with_capacity(m));
+                let mut wts: [Vec<f32>; 4] = std::array::from_fn(|_| Vec::with_capacity(m));
+                for &c in &coords {
+                    let f = c.floor();
+                    let w = cubic_weights(coeff, c - f);
+                    let inside: Vec<bool> = (0..4).map(|k| (0.0..n as f64).contains(&(f + k as f64 - 1.0))).collect();
+                    let norm: f64 = if exclude_outside { (0..4).filter(|&k| inside[k]).map(|k| w[k]).sum() } else { 1.0 };
+                    for k in 0..4 {
+                        let i = (f as i64 + k as i64 - 1).clamp(0, n as i64 - 1) as usize;
+                        idx[k].push(i);
+                        let wk = if exclude_outside && !inside[k] { 0.0 } else { w[k] / norm };
+                        wts[k].push(wk as f32);
+                    }
+                }
+                let mut wshape = vec![1usize; out.len()];
+                wshape[a] = m;
+                let mut acc: Option<Tensor> = None;
+                for k in 0..4 {
+                    if wts[k].iter().all(|&w| w == 0.0) {
+                        continue;
+                    }
+                    let term = take(&y, a, &idx[k])?.mul(&Tensor::from_vec(x.device(), &wts[k], wshape.clone())?)?;
+                    acc = Some(match acc {
+                        Some(t) => t.add(&term)?,
+                        None => term,
+                    });
+                }
+                y = match acc {
+                    Some(t) => t,
+                    None => return Err(cx.err("cubic weights are all zero")),
+                };
+            }
         }
     }
     if reps.iter().any(|&r| r > 1) {
         y = repeat_each(&y, &reps)?;
     }
     Ok(y)
+}
+
+/// Keys' cubic convolution weights of the taps at offsets -1, 0, 1, 2 from `floor(c)`, for
+/// the fraction `t = c - floor(c)` (they sum to 1).
+fn cubic_weights(a: f64, t: f64) -> [f64; 4] {
+    // |d| <= 1: (a + 2)|d|^3 - (a + 3)|d|^2 + 1; 1 < |d| < 2: a|d|^3 - 5a|d|^2 + 8a|d| - 4a
+    let near = |d: f64| ((a + 2.0) * d - (a + 3.0)) * d * d + 1.0;
+    let far = |d: f64| ((a * d - 5.0 * a) * d + 8.0 * a) * d - 4.0 * a;
+    [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
 }
 
 /// `x` with every element repeated `reps[a]` times along each axis `a`, as one broadcast:
