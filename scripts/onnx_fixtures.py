@@ -331,6 +331,32 @@ def select_cases():
         case(name, [node("Einsum", names, ["y"], equation=eqn)], [(n, rand(*sh), None) for n, sh in zip(names, shapes)], [("y", F)], opset=12)
 
 
+def rnn_cases():
+    """LSTM, GRU and RNN: directions, sequence lengths, initial states, biases, peepholes,
+    clip, linear_before_reset, batch-first layout and non-default activations."""
+    seq, batch, inp, hid = 5, 3, 4, 6
+    x = rand(seq, batch, inp)
+    lens = np.array([5, 3, 1], np.int32)
+
+    def weights(gates, dirs):
+        return [("w", rand(dirs, gates * hid, inp)), ("r", rand(dirs, gates * hid, hid)), ("b", rand(dirs, 2 * gates * hid) * 0.5)]
+
+    st = lambda dirs: rand(dirs, batch, hid)
+    case("lstm_bidirectional_seq_lens_initial_states", [node("LSTM", ["x", "w", "r", "b", "sl", "h0", "c0"], ["y", "yh", "yc"], hidden_size=hid, direction="bidirectional")],
+         [("x", x, None), ("sl", lens, None)], [("y", F), ("yh", F), ("yc", F)], weights(4, 2) + [("h0", st(2)), ("c0", st(2))])
+    case("lstm_peepholes_clip_reverse", [node("LSTM", ["x", "w", "r", "b", "", "", "", "p"], ["y", "yh"], hidden_size=hid, direction="reverse", clip=0.7)],
+         [("x", x * 3, None)], [("y", F), ("yh", F)], weights(4, 1) + [("p", rand(1, 3 * hid))])
+    # (layout = 1, batch first, is checked by onnx's own node tests: onnxruntime refuses it)
+    case("lstm_hardsigmoid_activations", [node("LSTM", ["x", "w", "r"], ["y"], hidden_size=hid, activations=["HardSigmoid", "Tanh", "Tanh"], activation_alpha=[0.3],
+                                               activation_beta=[0.4])], [("x", x, None)], [("y", F)], weights(4, 1)[:2])
+    for lbr in [0, 1]:
+        case(f"gru_bidirectional_lbr{lbr}", [node("GRU", ["x", "w", "r", "b", "", "h0"], ["y", "yh"], hidden_size=hid, direction="bidirectional", linear_before_reset=lbr)],
+             [("x", x, None)], [("y", F), ("yh", F)], weights(3, 2) + [("h0", st(2))])
+    case("gru_seq_lens_only_last_state", [node("GRU", ["x", "w", "r", "b", "sl"], ["", "yh"], hidden_size=hid)], [("x", x, None), ("sl", lens, None)], [("yh", F)], weights(3, 1))
+    case("rnn_relu_reverse_seq_lens", [node("RNN", ["x", "w", "r", "b", "sl"], ["y", "yh"], hidden_size=hid, direction="reverse", activations=["Relu"])],
+         [("x", x, None), ("sl", lens, None)], [("y", F), ("yh", F)], weights(1, 1))
+
+
 def movement_cases():
     x = rand(2, 3, 4, 5)
     case("reshape_zero_minus1", [node("Reshape", ["x", "s"], ["y"])], [("x", x, None)], [("y", F)], [("s", np.array([0, -1, 5], np.int64))])
@@ -749,6 +775,7 @@ def main():
     linalg_cases()
     elementwise_cases()
     select_cases()
+    rnn_cases()
     movement_cases()
     resize_cases()
     quant_cases()

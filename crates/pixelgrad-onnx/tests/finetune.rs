@@ -105,3 +105,33 @@ fn frozen_pretrained_backbone_with_a_new_head_learns_digits() {
     assert!(acc1 > acc0 + 0.25 && acc1 > 0.4, "held-out accuracy {acc0} -> {acc1}");
     assert_eq!(values(net.layers()[0].as_ref()).concat(), frozen_before, "the frozen backbone changed");
 }
+
+#[test]
+fn imported_recurrent_layers_train() {
+    // LSTM (weights w, r) and bidirectional GRU (w, r, b and the initial state h0): the
+    // unrolled steps differentiate back to every weight and a few Adam steps lower the loss
+    let dev = cpu();
+    for case in ["lstm_hardsigmoid_activations", "gru_bidirectional_lbr1"] {
+        let model = Model::load(common::fixtures().join(format!("ops/{case}/model.onnx"))).unwrap();
+        let layer = OnnxLayer::new(Session::new(model, &dev).unwrap(), None, None).unwrap();
+        let model = Sequential::new().push(layer);
+        let mut names = Vec::new();
+        model.visit_params(&mut |n, _| names.push(n.to_string()));
+        assert!(names.contains(&"0.w".to_string()) && names.contains(&"0.r".to_string()), "{case}: {names:?}");
+        let x = Tensor::rand_uniform(&dev, [5, 3, 4], -1.0, 1.0, 11).unwrap();
+        let target = Tensor::full(&dev, model.forward(&x, Mode::Eval).unwrap().dims().to_vec(), 0.25).unwrap();
+        let loss_of = |m: &Sequential| pixelgrad_core::composite::mse(&m.forward(&x, Mode::Train).unwrap(), &target).unwrap();
+        let mut opt = OptimizerKind::parse("adam").unwrap().build(0.05);
+        let before = loss_of(&model).item().unwrap();
+        let start = values(&model);
+        for _ in 0..20 {
+            let l = loss_of(&model);
+            l.backward().unwrap();
+            opt.step(&model).unwrap();
+        }
+        let after = loss_of(&model).item().unwrap();
+        assert!(after < before * 0.5, "{case}: loss {before} -> {after}");
+        let moved = values(&model).iter().zip(&start).filter(|(a, b)| a != b).count();
+        assert_eq!(moved, start.len(), "{case}: every weight tensor should have changed");
+    }
+}

@@ -11,6 +11,7 @@ mod movement;
 mod pool;
 mod quant;
 mod resize;
+mod rnn;
 mod select;
 
 use std::rc::Rc;
@@ -120,6 +121,10 @@ pub const SUPPORTED: &[&str] = &[
     "ReduceLogSumExp",
     "ArgMax",
     "ArgMin",
+    // recurrent layers
+    "LSTM",
+    "GRU",
+    "RNN",
     // selection and indexing
     "TopK",
     "Hardmax",
@@ -473,6 +478,9 @@ fn dispatch(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         return Ok(r);
     }
     if let Some(r) = resize::run(cx, ins, op)? {
+        return Ok(r);
+    }
+    if let Some(r) = rnn::run(cx, ins, op)? {
         return Ok(r);
     }
     if let Some(r) = select::run(cx, ins, op)? {
