@@ -295,6 +295,14 @@ def select_cases():
              [("i", si)], opset=18)
     case("scatter_elements_add_duplicates_axis1", [node("ScatterElements", ["x", "i", "u"], ["y"], axis=1, reduction="add")], [("x", rand(2, 3), None), ("u", rand(2, 4), None)],
          [("y", F)], [("i", np.array([[0, 0, 2, 0], [1, 1, 1, 1]], np.int64))], opset=18)
+    d4 = rand(2, 3, 4, 5)
+    case("gathernd_slices_negative", [node("GatherND", ["x", "i"], ["y"])], [("x", d4, None)], [("y", F)], [("i", np.array([[[1, -1]], [[0, 0]], [[-2, 2]]], np.int64))], tol=0.0)
+    case("gathernd_batch_dims1", [node("GatherND", ["x", "i"], ["y"], batch_dims=1)], [("x", d4, None), ("i", np.array([[[2, 3], [0, 1]], [[1, 0], [2, -1]]], np.int64), None)],
+         [("y", F)], tol=0.0)
+    case("scatternd_rows", [node("ScatterND", ["x", "i", "u"], ["y"])], [("x", d4, None), ("u", rand(2, 4, 5), None)], [("y", F)], [("i", np.array([[1, 2], [0, -3]], np.int64))],
+         tol=0.0)
+    case("scatternd_add_duplicates", [node("ScatterND", ["x", "i", "u"], ["y"], reduction="add")], [("x", rand(4, 3), None), ("u", rand(3, 3), None)], [("y", F)],
+         [("i", np.array([[1], [3], [1]], np.int64))], opset=16)
     for up in [0, 1]:
         case(f"trilu_upper{up}", [node("Trilu", ["x", "k"], ["y"], upper=up)], [("x", rand(2, 4, 5), None)], [("y", F)], [("k", np.array(-1 if up else 1, np.int64))], opset=14)
     case("trilu_default_k", [node("Trilu", ["x"], ["y"])], [("x", rand(5, 3), None)], [("y", F)], opset=14)

@@ -133,6 +133,8 @@ pub const SUPPORTED: &[&str] = &[
     "GatherElements",
     "ScatterElements",
     "Scatter",
+    "GatherND",
+    "ScatterND",
     "Trilu",
     "NonMaxSuppression",
     "NonZero",

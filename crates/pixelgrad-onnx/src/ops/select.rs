@@ -142,6 +142,40 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             };
             one(y, dt)
         }
+        "GatherND" => {
+            node.only_attrs(&["batch_dims"])?;
+            let (x, idx) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
+            let b = node.int("batch_dims", 0)?.max(0) as usize;
+            let (lin, rows, rest) = nd_rows(cx, &x, &idx, b)?;
+            let n = lin.numel();
+            let flat = x.reshape([rows, rest])?;
+            let y = flat.gather(0, &lin.reshape([n, 1])?.broadcast_to([n, rest])?)?;
+            // indices' leading shape, then the data's trailing axes
+            let k = idx.dims()[idx.rank() - 1];
+            let mut shape = idx.dims()[..idx.rank() - 1].to_vec();
+            shape.extend_from_slice(&x.dims()[b + k..]);
+            one(y.reshape(shape)?, dt)
+        }
+        "ScatterND" => {
+            node.only_attrs(&["reduction"])?;
+            let (x, idx, upd) = (cx.t(ins, 0)?, cx.t(ins, 1)?, cx.t(ins, 2)?);
+            let (lin, rows, rest) = nd_rows(cx, &x, &idx, 0)?;
+            let n = lin.numel();
+            if upd.numel() != n * rest {
+                return Err(cx.err(format!("updates {:?} do not fit indices {:?} into data {:?}", upd.dims(), idx.dims(), x.dims())));
+            }
+            let at = lin.reshape([n, 1])?.broadcast_to([n, rest])?;
+            let sums = upd.reshape([n, rest])?.scatter_add(0, rows, &at)?.reshape(x.dims().to_vec())?;
+            let y = match node.string("reduction", "none")?.as_str() {
+                "add" => x.add(&sums)?,
+                "none" => {
+                    let touched = Tensor::ones(cx.dev(), [n, rest])?.scatter_add(0, rows, &at)?.reshape(x.dims().to_vec())?;
+                    Tensor::select(&touched.gt_scalar(0.0)?, &sums, &x)?
+                }
+                other => return Err(cx.err(format!("reduction '{other}' is not supported (none, add)"))),
+            };
+            one(y, dt)
+        }
         "Trilu" => {
             node.only_attrs(&["upper"])?;
             let x = cx.t(ins, 0)?;
@@ -242,6 +276,42 @@ fn scalar_int(cx: &Cx, ins: &[Option<V>], i: usize, what: &str) -> Result<i64> {
         [k] => Ok(k),
         _ => Err(cx.err(format!("{what} must hold one value, got {} values", v.len()))),
     }
+}
+
+/// For `GatherND` / `ScatterND`: the row of each index tuple (the last axis of `idx`, `k`
+/// coordinates after `b` batch axes, negative ones counting from the end) in `x` viewed as
+/// `[rows, rest]`, where a row is one `x[batch.., i_1, .., i_k]` slice of `rest` elements.
+fn nd_rows(cx: &Cx, x: &Tensor, idx: &Tensor, b: usize) -> Result<(Tensor, usize, usize)> {
+    let (xd, id) = (x.dims().to_vec(), idx.dims().to_vec());
+    let k = id.last().copied().unwrap_or(0);
+    if id.is_empty() || k == 0 || b + k > xd.len() || b >= id.len() || xd[..b] != id[..b] {
+        return Err(cx.err(format!("indices {id:?} do not index data {xd:?} (batch_dims {b})")));
+    }
+    let rows: usize = xd[..b + k].iter().product();
+    let rest: usize = xd[b + k..].iter().product();
+    // row = batch * prod(d_b..d_{b+k}) + sum_j i_j * stride_j
+    let dims = &xd[b..b + k];
+    let mut strides = vec![1f32; k];
+    for j in (0..k.saturating_sub(1)).rev() {
+        strides[j] = strides[j + 1] * dims[j + 1] as f32;
+    }
+    let sizes: Vec<f32> = dims.iter().map(|&d| d as f32).collect();
+    let size_row = Tensor::from_vec(cx.dev(), &sizes, [1, k])?;
+    let m: usize = id[..id.len() - 1].iter().product();
+    let i2 = idx.reshape([m, k])?;
+    let i2 = i2.add(&i2.neg()?.gt_scalar(0.0)?.mul(&size_row)?)?;
+    let mut lin = i2.mul(&Tensor::from_vec(cx.dev(), &strides, [1, k])?)?.sum_axis(1, false)?;
+    if b > 0 {
+        let nb: usize = id[..b].iter().product();
+        let per = m / nb;
+        let block: usize = dims.iter().product();
+        let offs: Vec<f32> = (0..m).map(|r| ((r / per) * block) as f32).collect();
+        lin = lin.add(&Tensor::from_vec(cx.dev(), &offs, [m])?)?;
+    }
+    if rows > 1 << 24 {
+        return Err(cx.err(format!("data {xd:?} has more index rows than f32 indices hold exactly (2^24)")));
+    }
+    Ok((lin, rows, rest))
 }
 
 /// One-hot of the first largest value along `axis` (same shape as `x`).
