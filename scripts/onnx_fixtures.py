@@ -321,6 +321,8 @@ def select_cases():
     cb = np.array([[[0.5, 0.5, 1, 1], [0.55, 0.5, 1, 1], [5, 5, 2, 2]], [[0, 0, 1, 1], [3, 3, 1, 1], [0.1, 0, 1, 1]]], np.float32)
     case("nms_center_point_two_batches", [node("NonMaxSuppression", ["b", "s", "m", "iou"], ["y"], center_point_box=1)], [("b", cb, None), ("s", rand(2, 1, 3, lo=0, hi=1), None)],
          [("y", TensorProto.INT64)], nms_args[:2], tol=0.0, tags=["reads_back"])
+    case("nms_nothing_selected", [node("NonMaxSuppression", ["b", "s", "m", "iou", "st"], ["y"])], [("b", bx, None), ("s", sc, None)], [("y", TensorProto.INT64)],
+         nms_args[:2] + [("st", np.array([0.99], np.float32))], tol=0.0, tags=["reads_back"])
     case("nonzero", [node("NonZero", ["x"], ["y"])], [("x", np.array([[0, 1.5, 0], [2, 0, -1]], np.float32), None)], [("y", TensorProto.INT64)], tol=0.0, tags=["reads_back"])
     ein = [
         ("einsum_attention_scores", "bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]),

@@ -81,7 +81,7 @@ export class OnnxModel {
         this._inner.feed(name, t._onDevice(this._rt, 'onnx.run'));
       }
     }
-    const outs = this._inner.run();
+    const outs = await this._inner.run();
     const result = {};
     this._outputs.forEach((o, k) => {
       result[o.name] = deviceTensor(outs[k], this._rt);

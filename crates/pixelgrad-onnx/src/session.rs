@@ -4,6 +4,7 @@
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::rc::Rc;
 
 use pixelgrad_core::{Device, Param, Tensor};
@@ -377,6 +378,29 @@ impl Session {
     /// intermediate value name) and returns them in that order. Gradients are recorded when
     /// the caller has them enabled (this is how [`crate::OnnxLayer`] trains).
     pub fn run_to(&self, inputs: &[(&str, Input)], outputs: &[&str]) -> Result<Vec<Value>> {
+        // Natively every read completes at once, so the core below never waits; in a browser
+        // only a graph with a data-dependent operator on WebGPU would, and that needs run_async.
+        let fut = std::pin::pin!(self.run_core(inputs, outputs));
+        match fut.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+            std::task::Poll::Ready(r) => r,
+            std::task::Poll::Pending => Err(OnnxError::Output {
+                name: outputs.join(", "),
+                msg: "this graph reads values back while it runs (NonMaxSuppression, NonZero), which the device cannot do without waiting: use Session::run_async".into(),
+            }),
+        }
+    }
+
+    /// [`Session::run`] for devices whose reads are asynchronous (WebGPU in a browser): the
+    /// inputs of operators whose result length depends on the data (`NonMaxSuppression`,
+    /// `NonZero`) are read back with [`Tensor::to_vec_async`] before they run.
+    pub async fn run_async(&self, inputs: &[(&str, Input)]) -> Result<Vec<(String, Value)>> {
+        let _g = pixelgrad_core::no_grad();
+        let names: Vec<&str> = self.model.outputs.iter().map(|o| o.name.as_str()).collect();
+        let vals = self.run_core(inputs, &names).await?;
+        Ok(names.into_iter().map(|s| s.to_string()).zip(vals).collect())
+    }
+
+    async fn run_core(&self, inputs: &[(&str, Input)], outputs: &[&str]) -> Result<Vec<Value>> {
         let model = &*self.model;
         let mut env: HashMap<&str, V> = HashMap::new();
         for (name, input) in inputs {
@@ -420,6 +444,15 @@ impl Session {
                     None => self.constant(name).ok_or_else(|| node.err(format!("input '{name}' has not been computed")))?,
                 };
                 ins.push(Some(v));
+            }
+            if ops::READS_BACK.contains(&node.op_type.as_str()) {
+                // Data-dependent result length: its inputs come to the host first.
+                for v in ins.iter_mut().flatten() {
+                    if let V::Dev { t, dtype } = &*v {
+                        let h = host_of(t.to_vec_async().await?, t.dims().to_vec(), *dtype);
+                        *v = V::host(h);
+                    }
+                }
             }
             let cx = Cx { consts: self, node };
             let outs = ops::run(&cx, &ins).map_err(|e| match e {

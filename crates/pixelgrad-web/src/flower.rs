@@ -22,11 +22,7 @@ impl HostData {
     pub fn new(x: Vec<f32>, y: Vec<f32>, sample: Vec<usize>) -> Result<Self> {
         let per: usize = sample.iter().product();
         if per == 0 || x.len() != per * y.len() {
-            return Err(FlowerError::Invalid(format!(
-                "{} values do not hold {} samples of shape {sample:?}",
-                x.len(),
-                y.len()
-            )));
+            return Err(FlowerError::Invalid(format!("{} values do not hold {} samples of shape {sample:?}", x.len(), y.len())));
         }
         Ok(HostData { x, y, sample })
     }
@@ -72,11 +68,7 @@ async fn read_sums(taken: Option<(Tensor, usize)>) -> Result<(f64, f64, usize)> 
         return Ok((0.0, 0.0, 0));
     };
     let v = t.to_vec_async().await.map_err(engine("readback"))?;
-    Ok((
-        v.first().copied().unwrap_or(f32::NAN) as f64,
-        v.get(1).copied().unwrap_or(f32::NAN) as f64,
-        n,
-    ))
+    Ok((v.first().copied().unwrap_or(f32::NAN) as f64, v.get(1).copied().unwrap_or(f32::NAN) as f64, n))
 }
 
 impl Learner for NetLearner {
@@ -85,10 +77,7 @@ impl Learner for NetLearner {
     }
     fn params(&self) -> Vec<Tensor> {
         let mut v = Vec::new();
-        self.net
-            .built
-            .seq
-            .visit_params(&mut |_, p| v.push(p.tensor()));
+        self.net.built.seq.visit_params(&mut |_, p| v.push(p.tensor()));
         v
     }
     fn set_params(&mut self, values: &[Tensor]) -> Result<()> {
@@ -98,10 +87,7 @@ impl Learner for NetLearner {
             if result.is_ok() {
                 result = match values.get(i) {
                     Some(v) => p.set(v),
-                    None => Err(pixelgrad_core::Error::invalid(
-                        "set_params",
-                        "fewer values than parameters",
-                    )),
+                    None => Err(pixelgrad_core::Error::invalid("set_params", "fewer values than parameters")),
                 };
             }
             i += 1;
@@ -110,14 +96,10 @@ impl Learner for NetLearner {
     }
     async fn fit(&mut self, cfg: &RoundConfig) -> Result<FitStats> {
         if self.train.is_empty() {
-            return Err(FlowerError::Invalid(
-                "this node has no training samples".into(),
-            ));
+            return Err(FlowerError::Invalid("this node has no training samples".into()));
         }
         // A fresh optimizer per round, as a Flower ClientApp builds one per message.
-        self.net
-            .compile(&self.optimizer, cfg.lr, self.momentum, &self.loss)
-            .map_err(engine("compile"))?;
+        self.net.compile(&self.optimizer, cfg.lr, self.momentum, &self.loss).map_err(engine("compile"))?;
         let (mut loss, mut correct, mut seen) = (0.0, 0.0, 0usize);
         let mut since_read = 0usize;
         for epoch in 0..cfg.epochs {
@@ -126,14 +108,11 @@ impl Learner for NetLearner {
             let (mut el, mut ec, mut en) = (0.0, 0.0, 0usize);
             for idx in order.chunks(cfg.batch_size) {
                 let (x, shape, y) = self.train.batch(idx);
-                self.net
-                    .train_step(&x, &shape, &y, &[y.len()])
-                    .map_err(engine("training"))?;
+                self.net.train_step(&x, &shape, &y, &[y.len()]).map_err(engine("training"))?;
                 since_read += 1;
                 if since_read >= self.read_every {
                     since_read = 0;
-                    let (l, c, n) =
-                        read_sums(self.net.take_train().map_err(engine("training"))?).await?;
+                    let (l, c, n) = read_sums(self.net.take_train().map_err(engine("training"))?).await?;
                     (el, ec, en) = (el + l, ec + c, en + n);
                     pixelgrad_flower::transport::yield_now().await;
                 }
@@ -146,11 +125,7 @@ impl Learner for NetLearner {
             pixelgrad_flower::transport::yield_now().await;
         }
         let n = seen.max(1) as f64;
-        Ok(FitStats {
-            examples: self.train.len(),
-            loss: loss / n,
-            accuracy: correct / n,
-        })
+        Ok(FitStats { examples: self.train.len(), loss: loss / n, accuracy: correct / n })
     }
     async fn evaluate(&mut self) -> Result<EvalStats> {
         if self.test.is_empty() {
@@ -159,17 +134,11 @@ impl Learner for NetLearner {
         let idx: Vec<usize> = (0..self.test.len()).collect();
         for chunk in idx.chunks(256) {
             let (x, shape, y) = self.test.batch(chunk);
-            self.net
-                .eval_step(&x, &shape, &y, &[y.len()])
-                .map_err(engine("evaluation"))?;
+            self.net.eval_step(&x, &shape, &y, &[y.len()]).map_err(engine("evaluation"))?;
         }
         let (l, c, n) = read_sums(self.net.take_eval().map_err(engine("evaluation"))?).await?;
         let d = n.max(1) as f64;
-        Ok(EvalStats {
-            examples: self.test.len(),
-            loss: l / d,
-            accuracy: c / d,
-        })
+        Ok(EvalStats { examples: self.test.len(), loss: l / d, accuracy: c / d })
     }
 }
 
@@ -187,12 +156,7 @@ mod tests {
         ]});
         let split = pixelgrad_data::digits_split(0.2, 42).unwrap();
         let f = |d: &pixelgrad_data::Dataset| {
-            HostData::new(
-                d.images().to_vec(),
-                d.labels().iter().map(|&v| v as f32).collect(),
-                vec![64],
-            )
-            .unwrap()
+            HostData::new(d.images().to_vec(), d.labels().iter().map(|&v| v as f32).collect(), vec![64]).unwrap()
         };
         let mut l = NetLearner {
             net: Net::new(&dev, cfg).unwrap(),
@@ -205,19 +169,10 @@ mod tests {
             read_every: 10,
         };
         let before = pollster::block_on(l.evaluate()).unwrap();
-        let st = pollster::block_on(l.fit(&RoundConfig {
-            server_round: 1,
-            epochs: 3,
-            batch_size: 32,
-            lr: 0.01,
-        }))
-        .unwrap();
+        let st = pollster::block_on(l.fit(&RoundConfig { server_round: 1, epochs: 3, batch_size: 32, lr: 0.01 })).unwrap();
         let after = pollster::block_on(l.evaluate()).unwrap();
         assert_eq!(st.examples, split.train.len());
-        assert!(
-            after.accuracy > 0.85 && after.accuracy > before.accuracy,
-            "{before:?} -> {after:?}"
-        );
+        assert!(after.accuracy > 0.85 && after.accuracy > before.accuracy, "{before:?} -> {after:?}");
         let p = l.params();
         assert_eq!(p.len(), 4);
         let e = l.set_params(&p[..1]).unwrap_err().to_string();

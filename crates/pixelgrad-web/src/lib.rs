@@ -19,10 +19,10 @@ pub mod debug;
 pub mod flower;
 pub mod net;
 pub mod pixels;
-pub mod yuv;
 pub mod save;
 pub mod spec;
 pub mod weights;
+pub mod yuv;
 
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

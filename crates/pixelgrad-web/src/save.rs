@@ -40,8 +40,7 @@ mod tests {
             {"type": "dense", "units": 3}
         ]});
         let a = Net::new(&dev, cfg.clone()).unwrap();
-        let host: Vec<HostTensor> =
-            a.named_tensors().into_iter().map(|(n, t)| (n, t.dims().to_vec(), t.to_vec().unwrap())).collect();
+        let host: Vec<HostTensor> = a.named_tensors().into_iter().map(|(n, t)| (n, t.dims().to_vec(), t.to_vec().unwrap())).collect();
         let meta = HashMap::from([("config".to_string(), cfg.to_string())]);
         let bytes = to_bytes(&host, &meta).unwrap();
         let mut cfg_b = cfg.clone();

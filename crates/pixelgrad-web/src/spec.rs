@@ -117,9 +117,8 @@ fn square(v: &Value, key: &str, layer: &str, default: Option<usize>) -> Result<u
 fn activation(v: &Value, layer: &str) -> Result<Option<Activation>> {
     match v.get("activation") {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Activation::parse(s).ok_or_else(|| {
-            bad(layer, format!("unknown activation '{s}' (linear, relu, leakyRelu, sigmoid, tanh, gelu, softmax)"))
-        }),
+        Some(Value::String(s)) => Activation::parse(s)
+            .ok_or_else(|| bad(layer, format!("unknown activation '{s}' (linear, relu, leakyRelu, sigmoid, tanh, gelu, softmax)"))),
         Some(x) => Err(bad(layer, format!("'activation' must be a string, got {x}"))),
     }
 }
@@ -143,10 +142,7 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
 
 /// [`build`] where `{"type": "onnx", "model": k, ...}` layers use the imported model `onnx[k]`.
 pub fn build_with(dev: &Device, config: &Value, onnx: &[Rc<pixelgrad_onnx::Model>]) -> Result<Built> {
-    let layers = config
-        .get("layers")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("sequential", "the config has no 'layers' list"))?;
+    let layers = config.get("layers").and_then(Value::as_array).ok_or_else(|| bad("sequential", "the config has no 'layers' list"))?;
     if layers.is_empty() {
         return Err(bad("sequential", "a model needs at least one layer"));
     }
@@ -168,7 +164,10 @@ pub fn build_with(dev: &Device, config: &Value, onnx: &[Rc<pixelgrad_onnx::Model
         let kind = l.get("type").and_then(Value::as_str).unwrap_or("").to_string();
         let name = format!("layer {i} ({kind})");
         if i > 0 && input_shape(l, &name)?.is_some_and(|s| s != cur) {
-            return Err(bad(&name, format!("inputShape {:?} does not match the previous layer's output {:?}", l.get("inputShape"), cur.user_dims())));
+            return Err(bad(
+                &name,
+                format!("inputShape {:?} does not match the previous layer's output {:?}", l.get("inputShape"), cur.user_dims()),
+            ));
         }
         let at_input = cur == input && infos.is_empty();
         let index = seq.len();
@@ -298,12 +297,12 @@ pub fn build_with(dev: &Device, config: &Value, onnx: &[Rc<pixelgrad_onnx::Model
                 seq.add(Box::new(layer));
                 act = activation(l, &name)?;
             }
-            other => {
-                return Err(bad(
-                    &format!("layer {i}"),
-                    format!("unknown layer type '{other}' (dense, conv2d, maxPooling2d, flatten, dropout, batchNormalization, activation, onnx)"),
-                ))
-            }
+            other => return Err(bad(
+                &format!("layer {i}"),
+                format!(
+                    "unknown layer type '{other}' (dense, conv2d, maxPooling2d, flatten, dropout, batchNormalization, activation, onnx)"
+                ),
+            )),
         }
         match l.get("trainable") {
             None | Some(Value::Bool(true)) => {}

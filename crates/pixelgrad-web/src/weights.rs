@@ -47,7 +47,11 @@ pub fn plan(net: &Net, layer: usize) -> Result<Plan> {
     let info = layers.get(layer).ok_or_else(|| {
         Error::invalid(
             "drawWeights",
-            format!("layer index {layer} is out of range: the model has {} layers (with weights: {})", layers.len(), with_weights.join(", ")),
+            format!(
+                "layer index {layer} is out of range: the model has {} layers (with weights: {})",
+                layers.len(),
+                with_weights.join(", ")
+            ),
         )
     })?;
     let (Some(name), Some(view)) = (&info.weight, &info.view) else {

@@ -84,7 +84,9 @@ mod tests {
             };
             let planes = YuvPlanes { format, width: w, height: h, y: &y, y_stride: stride, u: pu, u_stride: us, v: pv, v_stride: vs };
             let rgba = planes.to_rgba8(&m, "test").unwrap();
-            for (fit, layout, size) in [(Fit::Fill, Layout::Nchw, None), (Fit::Cover, Layout::Nhwc, Some((5, 6))), (Fit::Contain, Layout::Nchw, Some((8, 4)))] {
+            for (fit, layout, size) in
+                [(Fit::Fill, Layout::Nchw, None), (Fit::Cover, Layout::Nhwc, Some((5, 6))), (Fit::Contain, Layout::Nchw, Some((8, 4)))]
+            {
                 let spec = PixelSpec { fit, layout, size, ..PixelSpec::default() };
                 let (t, g) = from_yuv(&dev, &planes, &m, &spec).unwrap();
                 let (want, dims, g2) = to_tensor_values(Rgba8::packed(&rgba, w, h).unwrap(), &spec, "test").unwrap();
@@ -102,7 +104,17 @@ mod tests {
         let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
         let m = YuvMatrix::bt601(false);
         let y = vec![0u8; 16];
-        let short = YuvPlanes { format: YuvFormat::I420, width: 4, height: 4, y: &y, y_stride: 4, u: &y[..3], u_stride: 2, v: &y[..4], v_stride: 2 };
+        let short = YuvPlanes {
+            format: YuvFormat::I420,
+            width: 4,
+            height: 4,
+            y: &y,
+            y_stride: 4,
+            u: &y[..3],
+            u_stride: 2,
+            v: &y[..4],
+            v_stride: 2,
+        };
         let e = from_yuv(&dev, &short, &m, &PixelSpec::default()).unwrap_err().to_string();
         assert!(e.contains("too small"), "{e}");
         let empty = YuvPlanes { width: 0, ..short };

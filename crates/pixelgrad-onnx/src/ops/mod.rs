@@ -172,6 +172,10 @@ pub const SUPPORTED: &[&str] = &[
     "ConvInteger",
 ];
 
+/// Operators whose result length depends on the values: the session reads their inputs back
+/// to the host before they run (asynchronously in [`crate::Session::run_async`]).
+pub const READS_BACK: &[&str] = &["NonMaxSuppression", "NonZero"];
+
 /// The com.microsoft operators pixelgrad runs: the quantised ones onnxruntime's quantiser writes.
 pub use quant::SUPPORTED_MS;
 

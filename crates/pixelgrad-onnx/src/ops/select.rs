@@ -1,9 +1,10 @@
 //! Selection and indexing operators: top-k, hard max, cumulative sums, one-hot, element-wise
-//! gathers and scatters, triangular masks, non-maximum suppression and `NonZero`. Everything
-//! but the last two stays on the device; `NonMaxSuppression` and `NonZero` have results whose
-//! length depends on the data, so they read their (small) selection back to the host.
+//! and N-D gathers and scatters, triangular masks, non-maximum suppression and `NonZero`.
+//! Everything but the last two stays on the device; `NonMaxSuppression` and `NonZero` have
+//! results whose length depends on the data, so the session brings their inputs to the host
+//! (asynchronously where the device needs it, see [`super::READS_BACK`]) and they run there.
 
-use pixelgrad_core::composite::{non_max_suppression, topk, NmsOptions};
+use pixelgrad_core::composite::topk;
 use pixelgrad_core::Tensor;
 
 use super::{Cx, V};
@@ -200,8 +201,14 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         "NonMaxSuppression" => {
             node.only_attrs(&["center_point_box"])?;
-            let (boxes, scores) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
-            let (bd, sd) = (boxes.dims().to_vec(), scores.dims().to_vec());
+            // the session brings boxes and scores to the host first (ops::READS_BACK)
+            let host = |i: usize| -> Result<Vec<f32>> {
+                match cx.v(ins, i)? {
+                    V::Host { t, .. } => Ok(t.to_f32()),
+                    V::Dev { t, .. } => Ok(t.to_vec()?),
+                }
+            };
+            let (bd, sd) = (cx.v(ins, 0)?.dims().to_vec(), cx.v(ins, 1)?.dims().to_vec());
             if bd.len() != 3 || bd[2] != 4 || sd.len() != 3 || sd[0] != bd[0] || sd[2] != bd[1] {
                 return Err(cx.err(format!("expects boxes [B, N, 4] and scores [B, C, N], got {bd:?} and {sd:?}")));
             }
@@ -217,29 +224,24 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 }
             };
             let iou_threshold = host_f(3, "iou_threshold")?.unwrap_or(0.0);
+            if !(0.0..=1.0).contains(&iou_threshold) {
+                return Err(cx.err(format!("iou_threshold {iou_threshold} must be in [0, 1]")));
+            }
             let score_threshold = host_f(4, "score_threshold")?;
-            let (nb, nc, n) = (bd[0], sd[1], bd[1]);
-            let boxes = match node.int("center_point_box", 0)? {
-                0 => boxes,
-                1 => {
-                    // [x_centre, y_centre, w, h] -> corners
-                    let centre = boxes.slice(2, 0, 2)?;
-                    let half = boxes.slice(2, 2, 4)?.mul_scalar(0.5)?;
-                    Tensor::concat(&[&centre.sub(&half)?, &centre.add(&half)?], 2)?
-                }
+            let centre = match node.int("center_point_box", 0)? {
+                0 => false,
+                1 => true,
                 other => return Err(cx.err(format!("center_point_box must be 0 or 1, got {other}"))),
             };
+            let (nb, nc, n) = (bd[0], sd[1], bd[1]);
+            let (bv, sv) = (host(0)?, host(1)?);
             let mut sel = Vec::new();
-            if max_out > 0 && n > 0 {
-                let opts = NmsOptions { max_outputs: max_out.min(n), iou_threshold, score_threshold };
-                for b in 0..nb {
-                    let bx = boxes.slice(0, b, b + 1)?.reshape([n, 4])?;
-                    for c in 0..nc {
-                        let s = scores.slice(0, b, b + 1)?.slice(1, c, c + 1)?.reshape([n])?;
-                        let picked = non_max_suppression(&bx, &s, opts)?.to_vec()?;
-                        for i in picked.into_iter().take_while(|&i| i >= 0.0) {
-                            sel.extend([b as i64, c as i64, i as i64]);
-                        }
+            for b in 0..nb {
+                let corners: Vec<[f32; 4]> = (0..n).map(|i| box_corners(&bv[(b * n + i) * 4..(b * n + i) * 4 + 4], centre)).collect();
+                for c in 0..nc {
+                    let s = &sv[(b * nc + c) * n..(b * nc + c + 1) * n];
+                    for i in greedy_nms(&corners, s, max_out, iou_threshold, score_threshold) {
+                        sel.extend([b as i64, c as i64, i as i64]);
                     }
                 }
             }
@@ -267,6 +269,45 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         _ => Ok(None),
     }
+}
+
+/// `(min_a, min_b, max_a, max_b)` of one box: two corners in any order, or (centre format)
+/// `[x_centre, y_centre, width, height]`.
+fn box_corners(v: &[f32], centre: bool) -> [f32; 4] {
+    let (p, q) = if centre {
+        ([v[0] - v[2] / 2.0, v[1] - v[3] / 2.0], [v[0] + v[2] / 2.0, v[1] + v[3] / 2.0])
+    } else {
+        ([v[0], v[1]], [v[2], v[3]])
+    };
+    [p[0].min(q[0]), p[1].min(q[1]), p[0].max(q[0]), p[1].max(q[1])]
+}
+
+/// Greedy non-maximum suppression of one class: candidates scoring above `threshold` (NaN
+/// never), highest score first (equal scores in index order); a candidate is kept unless its
+/// intersection over union with a kept box exceeds `iou`; at most `max_out` kept.
+fn greedy_nms(boxes: &[[f32; 4]], scores: &[f32], max_out: usize, iou: f32, threshold: Option<f32>) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..scores.len()).filter(|&i| !scores[i].is_nan() && threshold.is_none_or(|t| scores[i] > t)).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    let area = |r: &[f32; 4]| (r[2] - r[0]) * (r[3] - r[1]);
+    let mut kept: Vec<usize> = Vec::new();
+    for i in order {
+        if kept.len() >= max_out {
+            break;
+        }
+        let a = &boxes[i];
+        let overlaps = kept.iter().any(|&k| {
+            let b = &boxes[k];
+            let w = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
+            let h = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
+            let inter = w * h;
+            let union = area(a) + area(b) - inter;
+            union > 0.0 && inter / union > iou
+        });
+        if !overlaps {
+            kept.push(i);
+        }
+    }
+    kept
 }
 
 /// A host integer argument with one element.

@@ -47,30 +47,15 @@ fn event_obj(e: &Event, weights: Option<Vec<u8>>) -> Object {
             set(&o, "kind", kind.as_str());
             set(&o, "bytes", *bytes as f64);
         }
-        Event::Trained {
-            round,
-            stats,
-            update_norm,
-            clipped_to,
-            noise_std,
-            seconds,
-        } => {
+        Event::Trained { round, stats, update_norm, clipped_to, noise_std, seconds } => {
             set(&o, "type", "trained");
             set(&o, "round", *round as f64);
             set(&o, "examples", stats.examples as f64);
             set(&o, "loss", stats.loss);
             set(&o, "accuracy", stats.accuracy);
             set(&o, "updateNorm", *update_norm);
-            set(
-                &o,
-                "clippedTo",
-                clipped_to.map(JsValue::from).unwrap_or(JsValue::NULL),
-            );
-            set(
-                &o,
-                "noiseStd",
-                noise_std.map(JsValue::from).unwrap_or(JsValue::NULL),
-            );
+            set(&o, "clippedTo", clipped_to.map(JsValue::from).unwrap_or(JsValue::NULL));
+            set(&o, "noiseStd", noise_std.map(JsValue::from).unwrap_or(JsValue::NULL));
             set(&o, "seconds", *seconds);
         }
         Event::Evaluated { round, stats, .. } => {
@@ -79,13 +64,7 @@ fn event_obj(e: &Event, weights: Option<Vec<u8>>) -> Object {
             set(&o, "examples", stats.examples as f64);
             set(&o, "loss", stats.loss);
             set(&o, "accuracy", stats.accuracy);
-            set(
-                &o,
-                "weights",
-                weights
-                    .map(|w| JsValue::from(Uint8Array::from(&w[..])))
-                    .unwrap_or(JsValue::NULL),
-            );
+            set(&o, "weights", weights.map(|w| JsValue::from(Uint8Array::from(&w[..]))).unwrap_or(JsValue::NULL));
         }
         Event::Replied { round, kind, bytes } => {
             set(&o, "type", "replied");
@@ -146,24 +125,17 @@ pub fn flower_join(
     options: &str,
     on_event: Function,
 ) -> Result<FlowerNode, JsValue> {
-    let cfg: serde_json::Value = serde_json::from_str(config)
-        .map_err(|e| js_err(format!("flower.join: bad model config: {e}")))?;
-    let o: serde_json::Value = serde_json::from_str(options)
-        .map_err(|e| js_err(format!("flower.join: bad options: {e}")))?;
-    let server = o
-        .get("server")
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| js_err("flower.join: `server` (the page server's origin) is required"))?;
+    let cfg: serde_json::Value = serde_json::from_str(config).map_err(|e| js_err(format!("flower.join: bad model config: {e}")))?;
+    let o: serde_json::Value = serde_json::from_str(options).map_err(|e| js_err(format!("flower.join: bad options: {e}")))?;
+    let server =
+        o.get("server").and_then(|v| v.as_str()).ok_or_else(|| js_err("flower.join: `server` (the page server's origin) is required"))?;
     let sample: Vec<usize> = sample.iter().map(|&d| d as usize).collect();
-    let train = HostData::new(train_x, train_y, sample.clone())
-        .map_err(|e| js_err(format!("flower.join: train data: {e}")))?;
-    let test = HostData::new(test_x, test_y, sample)
-        .map_err(|e| js_err(format!("flower.join: test data: {e}")))?;
+    let train = HostData::new(train_x, train_y, sample.clone()).map_err(|e| js_err(format!("flower.join: train data: {e}")))?;
+    let test = HostData::new(test_x, test_y, sample).map_err(|e| js_err(format!("flower.join: test data: {e}")))?;
     let local_dp = match o.get("localDp") {
         None | Some(serde_json::Value::Null) => None,
         Some(d) => {
-            let clip = num(d, "clippingNorm")
-                .ok_or_else(|| js_err("flower.join: localDp.clippingNorm is required"))?;
+            let clip = num(d, "clippingNorm").ok_or_else(|| js_err("flower.join: localDp.clippingNorm is required"))?;
             Some(
                 LocalDp::new(
                     clip,
@@ -177,16 +149,10 @@ pub fn flower_join(
     };
     let net = Net::new(rt.device(), cfg).map_err(js_err)?;
     let mut names = Vec::new();
-    net.built
-        .seq
-        .visit_params(&mut |n, _| names.push(n.to_string()));
+    net.built.seq.visit_params(&mut |n, _| names.push(n.to_string()));
     let mut buffers = 0;
     net.built.seq.visit_buffers(&mut |_, _| buffers += 1);
-    let sync = o
-        .get("syncWeights")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(true)
-        && buffers == 0;
+    let sync = o.get("syncWeights").and_then(|v| v.as_bool()).unwrap_or(true) && buffers == 0;
     let mut learner = NetLearner {
         net,
         optimizer: optimizer.to_string(),
@@ -216,12 +182,8 @@ pub fn flower_join(
         let mut on = |e: &Event| {
             let weights = match e {
                 Event::Evaluated { arrays, .. } if sync => {
-                    let host: Vec<_> = names
-                        .iter()
-                        .cloned()
-                        .zip(&arrays.0)
-                        .map(|(n, (_, a))| (n, a.shape.clone(), a.data.clone()))
-                        .collect();
+                    let host: Vec<_> =
+                        names.iter().cloned().zip(&arrays.0).map(|(n, (_, a))| (n, a.shape.clone(), a.data.clone())).collect();
                     crate::save::to_bytes(&host, &HashMap::new()).ok()
                 }
                 _ => None,
@@ -235,9 +197,7 @@ pub fn flower_join(
                 ControlFlow::Continue(())
             }
         };
-        let s = node::run(&client, &mut learner, &opts, &mut on)
-            .await
-            .map_err(|e| js_err(format!("flower.join: {e}")))?;
+        let s = node::run(&client, &mut learner, &opts, &mut on).await.map_err(|e| js_err(format!("flower.join: {e}")))?;
         let out = Object::new();
         set(&out, "nodeId", s.node_id.to_string());
         set(&out, "runId", s.run_id.to_string());
@@ -253,25 +213,14 @@ pub fn flower_join(
 /// Indices of partition `index` of `count`: Dirichlet(`alpha`) label shards when `alpha > 0`,
 /// else an IID split (the same partitions as `pixelgrad federated --partition index/count`).
 #[wasm_bindgen(js_name = flowerPartition)]
-pub fn flower_partition(
-    labels: Vec<u32>,
-    index: u32,
-    count: u32,
-    alpha: f64,
-    seed: u32,
-) -> Result<Uint32Array, JsValue> {
+pub fn flower_partition(labels: Vec<u32>, index: u32, count: u32, alpha: f64, seed: u32) -> Result<Uint32Array, JsValue> {
     let (i, n) = (index as usize, count as usize);
     if n == 0 || i >= n {
-        return Err(js_err(format!(
-            "flower.partition: index {index} is not in 0..{count}"
-        )));
+        return Err(js_err(format!("flower.partition: index {index} is not in 0..{count}")));
     }
-    let parts = if alpha > 0.0 {
-        partition::dirichlet(&labels, n, alpha, seed as u64)
-    } else {
-        partition::iid(labels.len(), n, seed as u64)
-    }
-    .map_err(|e| js_err(format!("flower.partition: {e}")))?;
+    let parts =
+        if alpha > 0.0 { partition::dirichlet(&labels, n, alpha, seed as u64) } else { partition::iid(labels.len(), n, seed as u64) }
+            .map_err(|e| js_err(format!("flower.partition: {e}")))?;
     let v: Vec<u32> = parts[i].iter().map(|&x| x as u32).collect();
     Ok(Uint32Array::from(&v[..]))
 }

@@ -10,7 +10,7 @@ use super::{js_err, DeviceTensor, Runtime};
 
 #[wasm_bindgen]
 pub struct OnnxModel {
-    session: Session,
+    session: std::rc::Rc<Session>,
     feeds: HashMap<String, Input>,
 }
 
@@ -49,7 +49,7 @@ impl OnnxModel {
         };
         let model = Model::from_bytes(bytes).map_err(js_err)?;
         let session = Session::with_storage(std::rc::Rc::new(model), rt.device(), storage).map_err(js_err)?;
-        Ok(OnnxModel { session, feeds: HashMap::new() })
+        Ok(OnnxModel { session: std::rc::Rc::new(session), feeds: HashMap::new() })
     }
 
     /// JSON `{ precision, precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes,
@@ -109,16 +109,22 @@ impl OnnxModel {
         Ok(())
     }
 
-    /// Runs with the fed inputs (then forgets them); the outputs in graph order, on the device.
-    pub fn run(&mut self) -> Result<js_sys::Array, JsValue> {
+    /// Runs with the fed inputs (then forgets them); resolves to the outputs in graph order,
+    /// on the device. Asynchronous because operators whose result length depends on the data
+    /// (`NonMaxSuppression`, `NonZero`) read their inputs back while the graph runs, which
+    /// WebGPU can only do by waiting for the GPU.
+    pub fn run(&mut self) -> js_sys::Promise {
         let feeds = std::mem::take(&mut self.feeds);
-        let inputs: Vec<(&str, Input)> = feeds.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-        let outs = self.session.run(&inputs).map_err(js_err)?;
-        let arr = js_sys::Array::new();
-        for (_, v) in outs {
-            let t = v.tensor(self.session.device()).map_err(js_err)?;
-            arr.push(&JsValue::from(DeviceTensor::new(t)));
-        }
-        Ok(arr)
+        let session = self.session.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let inputs: Vec<(&str, Input)> = feeds.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+            let outs = session.run_async(&inputs).await.map_err(js_err)?;
+            let arr = js_sys::Array::new();
+            for (_, v) in outs {
+                let t = v.tensor(session.device()).map_err(js_err)?;
+                arr.push(&JsValue::from(DeviceTensor::new(t)));
+            }
+            Ok(arr.into())
+        })
     }
 }
