@@ -394,7 +394,8 @@ impl Op {
                 if a.rank() == 2 && b.rank() == 2 {
                     Ok(Shape(vec![m, n]))
                 } else {
-                    Ok(Shape(vec![ba.max(bb), m, n]))
+                    // a batch of one broadcasts (against an empty batch too)
+                    Ok(Shape(vec![if ba == 1 { bb } else { ba }, m, n]))
                 }
             }
             Op::Im2Col(w) => {

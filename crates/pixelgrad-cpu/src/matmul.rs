@@ -90,7 +90,7 @@ pub fn matmul<T: Element>(a: &[T], da: &[usize], b: &[T], db: &[usize], trans_a:
     let (rsb, csb) = if trans_b { (1, b1) } else { (b1, 1) };
     let ba = if ra == 3 { da[0] } else { 1 };
     let bb = if rb == 3 { db[0] } else { 1 };
-    let batch = ba.max(bb);
+    let batch = if ba == 1 { bb } else { ba };
     let (sa, sb) = (if ba == 1 { 0 } else { a0 * a1 }, if bb == 1 { 0 } else { b0 * b1 });
     let mut out = vec![T::ZERO; batch * m * n];
     if m * n == 0 {
