@@ -303,6 +303,16 @@ def select_cases():
          tol=0.0)
     case("scatternd_add_duplicates", [node("ScatterND", ["x", "i", "u"], ["y"], reduction="add")], [("x", rand(4, 3), None), ("u", rand(3, 3), None)], [("y", F)],
          [("i", np.array([[1], [3], [1]], np.int64))], opset=16)
+    case("compress_axis1_device_condition", [node("Compress", ["x", "c"], ["y"], axis=1)], [("x", d4, None), ("c", np.array([True, False, True]), None)], [("y", F)], tol=0.0,
+         tags=["reads_back"])
+    case("compress_flat_short_condition", [node("Compress", ["x", "c"], ["y"])], [("x", rand(3, 4), None)], [("y", F)], [("c", np.array([0, 1, 1, 0, 1], bool))], tol=0.0)
+    case("reverse_sequence_batch_first", [node("ReverseSequence", ["x", "l"], ["y"], batch_axis=0, time_axis=1)], [("x", rand(3, 5, 2), None)], [("y", F)],
+         [("l", np.array([5, 2, 1], np.int64))], tol=0.0, opset=10)
+    case("reverse_sequence_time_first", [node("ReverseSequence", ["x", "l"], ["y"])], [("x", rand(4, 3), None), ("l", np.array([3, 4, 1], np.int64), None)], [("y", F)], tol=0.0,
+         opset=10)
+    case("eyelike_k1", [node("EyeLike", ["x"], ["y"], k=1)], [("x", rand(3, 5), None)], [("y", F)], tol=0.0, opset=9)
+    case("lppool_p3_pads_stride", [node("LpPool", ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1], p=3)], [("x", rand(1, 2, 6, 5), None)], [("y", F)], opset=18)
+    case("lppool1d_p2", [node("LpPool", ["x"], ["y"], kernel_shape=[3])], [("x", rand(2, 3, 9), None)], [("y", F)], opset=11)
     for up in [0, 1]:
         case(f"trilu_upper{up}", [node("Trilu", ["x", "k"], ["y"], upper=up)], [("x", rand(2, 4, 5), None)], [("y", F)], [("k", np.array(-1 if up else 1, np.int64))], opset=14)
     case("trilu_default_k", [node("Trilu", ["x"], ["y"])], [("x", rand(5, 3), None)], [("y", F)], opset=14)

@@ -445,9 +445,9 @@ impl Session {
                 };
                 ins.push(Some(v));
             }
-            if ops::READS_BACK.contains(&node.op_type.as_str()) {
-                // Data-dependent result length: its inputs come to the host first.
-                for v in ins.iter_mut().flatten() {
+            // Data-dependent result length: those inputs come to the host first.
+            for &i in ops::reads_back(&node.op_type) {
+                if let Some(Some(v)) = ins.get_mut(i) {
                     if let V::Dev { t, dtype } = &*v {
                         let h = host_of(t.to_vec_async().await?, t.dims().to_vec(), *dtype);
                         *v = V::host(h);

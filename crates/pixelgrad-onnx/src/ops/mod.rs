@@ -138,6 +138,10 @@ pub const SUPPORTED: &[&str] = &[
     "Trilu",
     "NonMaxSuppression",
     "NonZero",
+    "Compress",
+    "ReverseSequence",
+    "EyeLike",
+    "CenterCropPad",
     // convolution and pooling
     "Conv",
     "ConvTranspose",
@@ -145,6 +149,7 @@ pub const SUPPORTED: &[&str] = &[
     "AveragePool",
     "GlobalAveragePool",
     "GlobalMaxPool",
+    "LpPool",
     // movement
     "Reshape",
     "Flatten",
@@ -172,9 +177,17 @@ pub const SUPPORTED: &[&str] = &[
     "ConvInteger",
 ];
 
-/// Operators whose result length depends on the values: the session reads their inputs back
-/// to the host before they run (asynchronously in [`crate::Session::run_async`]).
-pub const READS_BACK: &[&str] = &["NonMaxSuppression", "NonZero"];
+/// The inputs an operator needs on the host because its result's length depends on their
+/// values: the session reads them back before the operator runs (asynchronously in
+/// [`crate::Session::run_async`]). Empty for every other operator.
+pub fn reads_back(op_type: &str) -> &'static [usize] {
+    match op_type {
+        "NonMaxSuppression" => &[0, 1],
+        "NonZero" => &[0],
+        "Compress" => &[1],
+        _ => &[],
+    }
+}
 
 /// The com.microsoft operators pixelgrad runs: the quantised ones onnxruntime's quantiser writes.
 pub use quant::SUPPORTED_MS;
@@ -410,7 +423,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
             };
             one(y, to)
         }
-        "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" if cx.v(ins, 0)?.dims().len() == 3 => one_d_as_two_d(cx, ins),
+        "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" | "LpPool" if cx.v(ins, 0)?.dims().len() == 3 => one_d_as_two_d(cx, ins),
         _ => {
             let outs = dispatch(cx, ins)?;
             Ok(outs)

@@ -64,6 +64,22 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             };
             out(y.reshape(shape)?)
         }
+        "LpPool" => {
+            // (sum over the window of |x|^p)^(1/p); padding adds zeros
+            node.only_attrs(&["auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"])?;
+            let p = node.int("p", 2)?;
+            if p < 1 {
+                return Err(cx.err(format!("p = {p} must be at least 1")));
+            }
+            let x = cx.t(ins, 0)?;
+            let (cols, shape) = windows(cx, &x, None)?;
+            let y = match p {
+                1 => cols.abs()?.sum_axis(1, true)?,
+                2 => cols.square()?.sum_axis(1, true)?.sqrt()?,
+                _ => cols.abs()?.powf(p as f32)?.sum_axis(1, true)?.powf(1.0 / p as f32)?,
+            };
+            out(y.reshape(shape)?)
+        }
         _ => Ok(None),
     }
 }

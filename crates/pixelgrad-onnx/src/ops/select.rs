@@ -2,7 +2,7 @@
 //! and N-D gathers and scatters, triangular masks, non-maximum suppression and `NonZero`.
 //! Everything but the last two stays on the device; `NonMaxSuppression` and `NonZero` have
 //! results whose length depends on the data, so the session brings their inputs to the host
-//! (asynchronously where the device needs it, see [`super::READS_BACK`]) and they run there.
+//! (asynchronously where the device needs it, see [`super::reads_back`]) and they run there.
 
 use pixelgrad_core::composite::topk;
 use pixelgrad_core::Tensor;
@@ -177,6 +177,98 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             };
             one(y, dt)
         }
+        "Compress" => {
+            node.only_attrs(&["axis"])?;
+            let x = cx.t(ins, 0)?;
+            // the condition is on the host (ops::reads_back)
+            let cond = match cx.v(ins, 1)? {
+                V::Host { t, .. } => t.to_f64(),
+                V::Dev { t, .. } => t.to_vec()?.into_iter().map(f64::from).collect(),
+            };
+            let (x, a) = match node.attrs.contains_key("axis") {
+                true => {
+                    let a = norm_axis(node, node.int("axis", 0)?, x.rank())?;
+                    (x, a)
+                }
+                false => (x.reshape([x.numel()])?, 0),
+            };
+            let n = x.dims()[a];
+            if cond.len() > n {
+                return Err(cx.err(format!("condition has {} values for an axis of {n}", cond.len())));
+            }
+            let keep: Vec<usize> = (0..cond.len()).filter(|&i| cond[i] != 0.0).collect();
+            if keep.is_empty() {
+                return Err(cx.err("the condition selects nothing (zero-size tensors are not supported on the device)"));
+            }
+            one(super::take(&x, a, &keep)?, dt)
+        }
+        "ReverseSequence" => {
+            node.only_attrs(&["batch_axis", "time_axis"])?;
+            let x = cx.t(ins, 0)?;
+            let r = x.rank();
+            let ba = norm_axis(node, node.int("batch_axis", 1)?, r)?;
+            let ta = norm_axis(node, node.int("time_axis", 0)?, r)?;
+            if r < 2 || ba == ta {
+                return Err(cx.err(format!("needs distinct batch and time axes of a rank-2+ input, got {:?}", x.dims())));
+            }
+            let (nt, nb) = (x.dims()[ta], x.dims()[ba]);
+            let lens = cx.t(ins, 1)?;
+            if lens.dims() != [nb] {
+                return Err(cx.err(format!("sequence_lens {:?} must have one length per batch entry ({nb})", lens.dims())));
+            }
+            // source time of (t, b): len_b - 1 - t inside the sequence, t past its end
+            let t = Tensor::arange(cx.dev(), nt)?.reshape([nt, 1])?;
+            let l = lens.reshape([1, nb])?;
+            let idx = Tensor::select(&l.gt(&t)?, &l.sub(&t)?.add_scalar(-1.0)?, &t.broadcast_to([nt, nb])?)?;
+            let mut shape = vec![1; r];
+            shape[ta] = nt;
+            shape[ba] = nb;
+            let idx = if ta < ba { idx.reshape(shape)? } else { idx.permute(&[1, 0])?.reshape(shape)? };
+            one(x.gather(ta, &idx.broadcast_to(x.dims().to_vec())?)?, dt)
+        }
+        "EyeLike" => {
+            node.only_attrs(&["dtype", "k"])?;
+            let d = cx.v(ins, 0)?.dims().to_vec();
+            if d.len() != 2 {
+                return Err(cx.err(format!("needs a rank-2 input, got {d:?}")));
+            }
+            let k = node.int("k", 0)?;
+            let eye: Vec<f32> = (0..d[0] * d[1]).map(|p| f32::from((p % d[1]) as i64 - (p / d[1]) as i64 == k)).collect();
+            let out_dt = match node.attrs.contains_key("dtype") {
+                true => DType::from_onnx(node.int("dtype", 1)? as i32, &format!("EyeLike node '{}'", node.name))?,
+                false => dt,
+            };
+            one(Tensor::from_vec(cx.dev(), &eye, d)?, out_dt)
+        }
+        "CenterCropPad" => {
+            node.only_attrs(&["axes"])?;
+            let x = cx.t(ins, 0)?;
+            let r = x.rank();
+            let target = cx.h(ins, 1, "shape")?.to_i64("shape")?;
+            let axes: Vec<usize> = match node.ints("axes")? {
+                Some(a) => a.iter().map(|&v| norm_axis(node, v, r)).collect::<Result<_>>()?,
+                None => (0..r).collect(),
+            };
+            if target.len() != axes.len() || target.iter().any(|&s| s < 1) {
+                return Err(cx.err(format!("shape {target:?} must give one positive size per axis ({} axes)", axes.len())));
+            }
+            let mut y = x;
+            for (&a, &s) in axes.iter().zip(&target) {
+                let (n, s) = (y.dims()[a], s as usize);
+                if s < n {
+                    // a centred window, the extra element on the right
+                    let start = (n - s) / 2;
+                    y = y.slice(a, start, start + s)?;
+                } else if s > n {
+                    let (mut before, mut after) = (vec![0; r], vec![0; r]);
+                    before[a] = (s - n) / 2;
+                    after[a] = s - n - before[a];
+                    cx.check_size(&y.dims().iter().enumerate().map(|(i, &d)| if i == a { s } else { d }).collect::<Vec<_>>())?;
+                    y = y.pad(&before, &after)?;
+                }
+            }
+            one(y, dt)
+        }
         "Trilu" => {
             node.only_attrs(&["upper"])?;
             let x = cx.t(ins, 0)?;
@@ -201,7 +293,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         "NonMaxSuppression" => {
             node.only_attrs(&["center_point_box"])?;
-            // the session brings boxes and scores to the host first (ops::READS_BACK)
+            // the session brings boxes and scores to the host first (ops::reads_back)
             let host = |i: usize| -> Result<Vec<f32>> {
                 match cx.v(ins, i)? {
                     V::Host { t, .. } => Ok(t.to_f32()),
