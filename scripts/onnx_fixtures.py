@@ -313,6 +313,11 @@ def select_cases():
     case("eyelike_k1", [node("EyeLike", ["x"], ["y"], k=1)], [("x", rand(3, 5), None)], [("y", F)], tol=0.0, opset=9)
     case("lppool_p3_pads_stride", [node("LpPool", ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1], p=3)], [("x", rand(1, 2, 6, 5), None)], [("y", F)], opset=18)
     case("lppool1d_p2", [node("LpPool", ["x"], ["y"], kernel_shape=[3])], [("x", rand(2, 3, 9), None)], [("y", F)], opset=11)
+    lab = np.array([[2, 0, 4], [1, -1, 3]], np.int64)
+    case("softmax_cross_entropy_weights_ignore_log_prob", [node("SoftmaxCrossEntropyLoss", ["x", "t", "w"], ["y", "lp"], ignore_index=-1)],
+         [("x", rand(2, 5, 3) * 3, None), ("t", lab, None)], [("y", F), ("lp", F)], [("w", rand(5, lo=0.2, hi=1.0))], opset=13)
+    case("nll_loss_sum_none", [node("NegativeLogLikelihoodLoss", ["x", "t"], ["s"], reduction="sum"), helper.make_node("NegativeLogLikelihoodLoss", ["x", "t"], ["y"],
+         name="nll2", reduction="none")], [("x", rand(3, 4), None), ("t", np.array([3, 0, 1], np.int64), None)], [("s", F), ("y", F)], opset=13)
     for up in [0, 1]:
         case(f"trilu_upper{up}", [node("Trilu", ["x", "k"], ["y"], upper=up)], [("x", rand(2, 4, 5), None)], [("y", F)], [("k", np.array(-1 if up else 1, np.int64))], opset=14)
     case("trilu_default_k", [node("Trilu", ["x"], ["y"])], [("x", rand(5, 3), None)], [("y", F)], opset=14)

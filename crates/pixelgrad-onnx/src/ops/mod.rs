@@ -98,6 +98,8 @@ pub const SUPPORTED: &[&str] = &[
     "Mod",
     "Softmax",
     "LogSoftmax",
+    "SoftmaxCrossEntropyLoss",
+    "NegativeLogLikelihoodLoss",
     // linear algebra and normalisation
     "Gemm",
     "MatMul",
