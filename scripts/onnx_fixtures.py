@@ -473,6 +473,12 @@ def resize_cases():
     case("resize_cubic_align_corners_sizes", [RS(mode="cubic", coordinate_transformation_mode="align_corners")], [("x", x, None)], [("y", F)],
          [("roi", empty), ("sizes", sz(1, 2, 3, 8))])
     case("resize_cubic_asymmetric", [R(mode="cubic", coordinate_transformation_mode="asymmetric")], [("x", x, None)], [("y", F)], [("roi", empty), ("scales", sc(1, 1, 1.5, 2.5))])
+    grid = rand(2, 3, 4, 2, lo=-1.3, hi=1.3)
+    case("gridsample_bilinear_zeros", [node("GridSample", ["x", "g"], ["y"])], [("x", rand(2, 3, 5, 6), None), ("g", grid, None)], [("y", F)], opset=16)
+    case("gridsample_nearest_border_align_corners", [node("GridSample", ["x", "g"], ["y"], mode="nearest", padding_mode="border", align_corners=1)],
+         [("x", rand(2, 3, 5, 6), None), ("g", grid, None)], [("y", F)], opset=16)
+    case("gridsample_bilinear_border_opset20", [node("GridSample", ["x", "g"], ["y"], mode="linear", padding_mode="border")], [("x", rand(2, 3, 5, 6), None), ("g", grid, None)],
+         [("y", F)], opset=20)
     case("resize_sizes_as_input", [RS(mode="nearest")], [("x", x, None), ("sizes", sz(1, 2, 7, 3), None)], [("y", F)], [("roi", empty)])
     case("resize_opset10", [node("Resize", ["x", "scales"], ["y"], mode="nearest")], [("x", x, None)], [("y", F)], [("scales", sc(1, 1, 2, 3))], opset=10)
     case("upsample_opset9", [node("Upsample", ["x", "scales"], ["y"], mode="nearest")], [("x", x, None)], [("y", F)], [("scales", sc(1, 1, 2, 2))], opset=9)

@@ -167,6 +167,7 @@ pub const SUPPORTED: &[&str] = &[
     "Split",
     "Resize",
     "Upsample",
+    "GridSample",
     "DepthToSpace",
     "SpaceToDepth",
     // quantisation (8-bit integers, `int32` accumulators and biases)

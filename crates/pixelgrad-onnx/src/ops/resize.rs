@@ -14,6 +14,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
     match op {
         "Resize" => Ok(Some(vec![V::dev(resize(cx, ins)?, dt)])),
         "Upsample" => Ok(Some(vec![V::dev(upsample(cx, ins)?, dt)])),
+        "GridSample" => Ok(Some(vec![V::dev(grid_sample(cx, ins)?, dt)])),
         _ => Ok(None),
     }
 }
@@ -333,4 +334,66 @@ fn nearest_index(mode: &str, c: f64, downsample: bool) -> std::result::Result<i6
         }
         other => return Err(format!("nearest_mode '{other}' is not supported")),
     })
+}
+
+/// `GridSample` on 2-D inputs: `x [N, C, H, W]` read at the normalised `(x, y)` positions of
+/// `grid [N, Ho, Wo, 2]` (-1 and 1 the edges; pixel centres or corners with `align_corners`),
+/// bilinear or nearest (halves to even), zeros or border padding. Each tap is one gather over
+/// the flattened image with indices computed on the device.
+fn grid_sample(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
+    let node = cx.node;
+    node.only_attrs(&["align_corners", "mode", "padding_mode"])?;
+    let (x, grid) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
+    let (xd, gd) = (x.dims().to_vec(), grid.dims().to_vec());
+    if xd.len() != 4 || gd.len() != 4 || gd[0] != xd[0] || gd[3] != 2 {
+        return Err(cx.err(format!("expects X [N, C, H, W] and grid [N, Ho, Wo, 2] (2-D sampling), got {xd:?} and {gd:?}")));
+    }
+    let nearest = match node.string("mode", "linear")?.as_str() {
+        "linear" | "bilinear" => false,
+        "nearest" => true,
+        other => return Err(cx.err(format!("mode '{other}' is not supported (linear, nearest)"))),
+    };
+    let border = match node.string("padding_mode", "zeros")?.as_str() {
+        "zeros" => false,
+        "border" => true,
+        other => return Err(cx.err(format!("padding_mode '{other}' is not supported (zeros, border)"))),
+    };
+    let align = node.int("align_corners", 0)? != 0;
+    let [n, c, h, w] = [xd[0], xd[1], xd[2], xd[3]];
+    let l = gd[1] * gd[2];
+    let g = grid.reshape([n, l, 2])?;
+    // pixel coordinates: corners map -1 / 1 to 0 / size - 1, otherwise to -0.5 / size - 0.5
+    let pix = |k: usize, size: usize| -> Result<Tensor> {
+        let v = g.slice(2, k, k + 1)?.reshape([n, 1, l])?;
+        let s = size as f32;
+        let p = if align { v.affine((s - 1.0) / 2.0, (s - 1.0) / 2.0)? } else { v.affine(s / 2.0, (s - 1.0) / 2.0)? };
+        Ok(if border { p.max_scalar(0.0)?.min_scalar(s - 1.0)? } else { p })
+    };
+    let (px, py) = (pix(0, w)?, pix(1, h)?);
+    let flat = x.reshape([n, c, h * w])?;
+    let zero = Tensor::scalar(cx.dev(), 0.0)?;
+    // the value at integer position (ix, iy), zero outside the image
+    let tap = |ix: &Tensor, iy: &Tensor| -> Result<Tensor> {
+        let inside = ix
+            .gt_scalar(-1.0)?
+            .mul(&ix.affine(-1.0, w as f32)?.gt_scalar(0.0)?)?
+            .mul(&iy.gt_scalar(-1.0)?)?
+            .mul(&iy.affine(-1.0, h as f32)?.gt_scalar(0.0)?)?;
+        let cx_ = ix.max_scalar(0.0)?.min_scalar(w as f32 - 1.0)?;
+        let cy = iy.max_scalar(0.0)?.min_scalar(h as f32 - 1.0)?;
+        let at = cy.mul_scalar(w as f32)?.add(&cx_)?.broadcast_to([n, c, l])?;
+        Ok(Tensor::select(&inside, &flat.gather(2, &at)?, &zero)?)
+    };
+    let y = if nearest {
+        tap(&px.round_even()?, &py.round_even()?)?
+    } else {
+        let (x0, y0) = (px.floor()?, py.floor()?);
+        let (fx, fy) = (px.sub(&x0)?, py.sub(&y0)?);
+        let (x1, y1) = (x0.add_scalar(1.0)?, y0.add_scalar(1.0)?);
+        let (gx, gy) = (fx.affine(-1.0, 1.0)?, fy.affine(-1.0, 1.0)?);
+        let top = tap(&x0, &y0)?.mul(&gx)?.add(&tap(&x1, &y0)?.mul(&fx)?)?;
+        let bottom = tap(&x0, &y1)?.mul(&gx)?.add(&tap(&x1, &y1)?.mul(&fx)?)?;
+        top.mul(&gy)?.add(&bottom.mul(&fy)?)?
+    };
+    Ok(y.reshape([n, c, gd[1], gd[2]])?)
 }
