@@ -148,6 +148,13 @@ def pool_cases():
     case("maxpool_asym_pads_3x2", [node("MaxPool", ["x"], ["y"], kernel_shape=[3, 2], strides=[1, 2], pads=[0, 1, 2, 0])], [("x", x, None)], [("y", F)])
     case("maxpool_dilation2", [node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])], [("x", x, None)], [("y", F)], opset=12)
     case("maxpool_same_upper", [node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")], [("x", rand(1, 2, 8, 8), None)], [("y", F)])
+    case("maxpool_indices_pads_stride", [node("MaxPool", ["x"], ["y", "i"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])], [("x", x, None)],
+         [("y", F), ("i", TensorProto.INT64)], opset=12)
+    case("maxpool_indices_column_major", [node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 3], strides=[2, 1], storage_order=1)], [("x", x, None)],
+         [("y", F), ("i", TensorProto.INT64)], opset=12)
+    case("maxunpool_roundtrip_output_shape", [node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+                                              helper.make_node("MaxUnpool", ["p", "i", "s"], ["y"], name="unpool", kernel_shape=[2, 2], strides=[2, 2])],
+         [("x", x, None)], [("y", F)], [("s", np.array([2, 3, 9, 9], np.int64))], opset=12)
     case("avgpool_pad_exclude", [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])], [("x", x, None)], [("y", F)])
     case("avgpool_pad_include", [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)], [("x", x, None)], [("y", F)])
     case("avgpool_ceil", [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)], [("x", rand(1, 2, 8, 8), None)], [("y", F)])

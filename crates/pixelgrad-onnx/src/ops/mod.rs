@@ -152,6 +152,7 @@ pub const SUPPORTED: &[&str] = &[
     "GlobalAveragePool",
     "GlobalMaxPool",
     "LpPool",
+    "MaxUnpool",
     // movement
     "Reshape",
     "Flatten",

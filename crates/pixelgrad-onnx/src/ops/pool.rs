@@ -7,6 +7,7 @@
 use pixelgrad_core::{Tensor, Window};
 
 use super::{take, Cx, V};
+use crate::host::DType;
 use crate::shapes::{window2, Window2};
 use crate::Result;
 
@@ -32,11 +33,11 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         "MaxPool" => {
             node.only_attrs(&["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"])?;
-            if node.outputs.len() > 1 && !node.outputs[1].is_empty() {
-                return Err(cx.err("the Indices output is not supported"));
-            }
             let x = cx.t(ins, 0)?;
             let win = geometry(cx, &x)?;
+            if node.outputs.get(1).is_some_and(|o| !o.is_empty()) {
+                return max_pool_with_indices(cx, &x, &win, node.int("storage_order", 0)? != 0, dt);
+            }
             let symmetric = win.pad_begin == win.pad_end && win.ceil_extra == [0, 0];
             if symmetric && win.dilation == [1, 1] && win.pad_begin[0] < win.k[0] && win.pad_begin[1] < win.k[1] {
                 // One pass, reading the image directly (padding never selected).
@@ -63,6 +64,40 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 sums.mul(&Tensor::from_vec(x.device(), &inv, [1, 1, l])?)?
             };
             out(y.reshape(shape)?)
+        }
+        "MaxUnpool" => {
+            // values scattered back to the positions MaxPool's Indices name
+            node.only_attrs(&["kernel_shape", "pads", "strides"])?;
+            let (x, idx) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
+            let d = x.dims().to_vec();
+            if d.len() != 4 || idx.dims() != d.as_slice() {
+                return Err(cx.err(format!("expects X [N, C, H, W] and indices of its shape, got {d:?} and {:?}", idx.dims())));
+            }
+            // indices are flat positions in the output: the window's default shape, or
+            // output_shape (as onnxruntime reads them; the reference pads the default instead)
+            let k = node.ints("kernel_shape")?.ok_or_else(|| cx.err("needs kernel_shape"))?;
+            let st = node.ints("strides")?.unwrap_or_else(|| vec![1, 1]);
+            let p = node.ints("pads")?.unwrap_or_else(|| vec![0; 4]);
+            if k.len() != 2 || st.len() != 2 || p.len() != 4 {
+                return Err(cx.err("only 2-D unpooling is supported (kernel_shape, strides: 2 values; pads: 4)"));
+            }
+            let size = |a: usize| (d[2 + a] as i64 - 1) * st[a] + k[a] - p[a] - p[a + 2];
+            let (oh, ow) = (size(0), size(1));
+            if oh < 1 || ow < 1 {
+                return Err(cx.err(format!("the window gives an empty output ({oh}x{ow})")));
+            }
+            let out_dims = vec![d[0], d[1], oh as usize, ow as usize];
+            let target: Vec<usize> = match cx.opt(ins, 2) {
+                Some(_) => cx.h(ins, 2, "output_shape")?.to_i64("output_shape")?.iter().map(|&v| v.max(0) as usize).collect(),
+                None => out_dims,
+            };
+            if target.len() != 4 || target[..2] != d[..2] || target.contains(&0) {
+                return Err(cx.err(format!("output_shape {target:?} must be [N, C, H, W] of X {d:?}")));
+            }
+            cx.check_size(&target)?;
+            let total: usize = target.iter().product();
+            let n = x.numel();
+            out(x.reshape([n])?.scatter_add(0, total, &idx.reshape([n])?)?.reshape(target)?)
         }
         "LpPool" => {
             // (sum over the window of |x|^p)^(1/p); padding adds zeros
@@ -117,6 +152,33 @@ fn windows(cx: &Cx, x: &Tensor, fill: Option<f32>) -> Result<(Tensor, Vec<usize>
         cols = take(&cols, 1, &rows)?;
     }
     Ok((cols, vec![n, c, win.out[0], win.out[1]]))
+}
+
+/// `MaxPool` with its `Indices` output: the first largest tap of each window (as onnxruntime
+/// picks it) and its position in the flattened input, `((n·C + c)·H + h)·W + w`, or with
+/// `storage_order` 1 (column major within each image) `(n·C + c)·H·W + w·H + h`.
+fn max_pool_with_indices(cx: &Cx, x: &Tensor, win: &Window2, column_major: bool, dt: DType) -> Result<Option<Vec<V>>> {
+    let [n, c, h, w] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
+    if n * c * h * w > 1 << 24 {
+        return Err(cx.err(format!("input {:?} has more elements than f32 indices hold exactly (2^24)", x.dims())));
+    }
+    let (cols, shape) = windows(cx, x, Some(NEG))?;
+    let (k, l) = (win.k[0] * win.k[1], win.out[0] * win.out[1]);
+    // the input position of every tap of every window (padding taps are never the maximum)
+    let mut table = Vec::with_capacity(k * l);
+    for tap in 0..k {
+        for o in 0..l {
+            let y = (o / win.out[1] * win.stride[0] + tap / win.k[1] * win.dilation[0]) as i64 - win.pad_begin[0] as i64;
+            let xx = (o % win.out[1] * win.stride[1] + tap % win.k[1] * win.dilation[1]) as i64 - win.pad_begin[1] as i64;
+            let (y, xx) = (y.clamp(0, h as i64 - 1), xx.clamp(0, w as i64 - 1));
+            table.push(if column_major { xx * h as i64 + y } else { y * w as i64 + xx } as f32);
+        }
+    }
+    let first = cols.argmax(1, true)?; // [N·C, 1, L]
+    let pos = Tensor::from_vec(x.device(), &table, [1, k, l])?.broadcast_to([n * c, k, l])?.gather(1, &first)?;
+    let base = Tensor::arange(x.device(), n * c)?.mul_scalar((h * w) as f32)?.reshape([n * c, 1, 1])?;
+    let values = cols.max_axis(1, true)?.reshape(shape.clone())?;
+    Ok(Some(vec![V::dev(values, dt), V::dev(pos.add(&base)?.reshape(shape)?, DType::I64)]))
 }
 
 /// Per output position, how many elements the average divides by: the taps inside the input,

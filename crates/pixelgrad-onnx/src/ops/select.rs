@@ -1,8 +1,10 @@
 //! Selection and indexing operators: top-k, hard max, cumulative sums, one-hot, element-wise
-//! and N-D gathers and scatters, triangular masks, non-maximum suppression and `NonZero`.
-//! Everything but the last two stays on the device; `NonMaxSuppression` and `NonZero` have
-//! results whose length depends on the data, so the session brings their inputs to the host
-//! (asynchronously where the device needs it, see [`super::reads_back`]) and they run there.
+//! and N-D gathers and scatters, triangular masks, sequence reversal, crops, the
+//! classification losses, `Compress`, non-maximum suppression and `NonZero`. All run on the
+//! device except where a result's length depends on the data: the session brings the inputs
+//! that decide it to the host first (asynchronously where the device needs that, see
+//! [`super::reads_back`]); `NonMaxSuppression` and `NonZero` then run on the host, `Compress`
+//! gathers on the device.
 
 use pixelgrad_core::composite::topk;
 use pixelgrad_core::Tensor;
