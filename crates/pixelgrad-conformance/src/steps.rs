@@ -284,3 +284,43 @@ pub fn fused_matches_unfused(
     }
     Ok(out)
 }
+
+/// The benchmark's training workloads with their passes per replayed step before fusion
+/// (issue 12's baseline): (preset on 28x28 inputs, batch, optimizer, WebGL draws, WebGPU
+/// dispatches). The budget is a third of each.
+pub const PASS_BUDGETS: &[(Preset, usize, &str, u64, u64)] = &[
+    (Preset::Mlp, 64, "sgd", 63, 41),
+    (Preset::Mlp, 64, "adam", 107, 85),
+    (Preset::Cnn, 32, "sgd", 110, 76),
+    (Preset::Cnn, 32, "adam", 176, 142),
+];
+
+/// Launches of the 7th replayed training step of `preset` (28x28 inputs, 10 classes,
+/// `batch`, cross-entropy) with `optimizer` on `dev`, counted as `pixelgrad bench` counts
+/// `passes_per_step`: forward, loss, backward and update inside `Device::step`, no accuracy
+/// sums, the loss read back after each step.
+pub fn bench_passes(dev: &Device, preset: Preset, batch: usize, optimizer: &str) -> Result<u64> {
+    let input = [1, 28, 28];
+    let model = ModelSpec { preset, input, classes: 10 }.build(dev, 1)?;
+    let x: Vec<f32> = (0..batch * 784).map(|i| pixelgrad_core::rng::uniform(9, i as u64)).collect();
+    let y: Vec<u32> = (0..batch).map(|i| (i % 10) as u32).collect();
+    let samples = Samples::new(&x, &input, &y)?;
+    let mut opt = OptimizerKind::parse(optimizer)?.build(0.01);
+    let idx: Vec<usize> = (0..batch).collect();
+    let key = pixelgrad_nn::step_key(&model, &*opt, &[batch]);
+    let mut last = 0;
+    for _ in 0..7 {
+        let before = dev.counters().launches;
+        let l = dev.step(key, || {
+            let (xb, yb) = samples.batch(dev, &idx)?;
+            let out = model.forward(&xb, Mode::Train)?;
+            let l = pixelgrad_nn::Loss::CrossEntropy.compute(&out, &yb)?;
+            l.backward()?;
+            opt.step(&model)?;
+            Ok(l.detach())
+        })?;
+        last = dev.counters().launches - before;
+        l.to_vec()?;
+    }
+    Ok(last)
+}

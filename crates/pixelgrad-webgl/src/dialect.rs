@@ -102,7 +102,10 @@ impl ProgramSpec {
         const MATMUL: [&str; 6] = ["nn", "nt", "nt_any", "strided", "nt_shift", "nn_shift"];
         const WIDEN: [&str; 3] = ["i8", "u8", "f16"];
         const MATMUL_I8: [&str; 4] = ["i8", "u8", "i8_k4", "u8_k4"];
+        // Config 0 (packed operands) keeps the plain name.
+        const MATMUL_BLOCK: [&str; 3] = ["", "nn", "nt"];
         let table: &[&str] = match self.name {
+            "matmul_block" => &MATMUL_BLOCK,
             "widen" => &WIDEN,
             "matmul_i8" => &MATMUL_I8,
             "reduce" => &REDUCE,
@@ -111,8 +114,8 @@ impl ProgramSpec {
             _ => &[],
         };
         match table.get(self.config as usize) {
-            Some(c) => format!("{}.{c}", self.name),
-            None => self.name.to_string(),
+            Some(c) if !c.is_empty() => format!("{}.{c}", self.name),
+            _ => self.name.to_string(),
         }
     }
 }
@@ -635,6 +638,7 @@ fn configs(name: &str) -> u32 {
         "widen" => 3,
         "matmul_i8" => 4,
         "matmul_block_pack" | "matmul_unblock" => 2,
+        "matmul_block" => 3,
         _ => 1,
     }
 }

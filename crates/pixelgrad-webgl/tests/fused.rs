@@ -187,3 +187,15 @@ fn elementwise_results_of_a_sum_are_drawn_in_its_last_pass() {
         }
     }
 }
+
+/// Issue 12's budget (`steps::PASS_BUDGETS`): a replayed training step of the benchmark's mlp
+/// and cnn draws at most a third of what it drew before fusion, so a change that splits a
+/// fused pass again fails here, not only in the benchmark's table.
+#[test]
+fn training_steps_stay_within_a_third_of_the_unfused_draws() {
+    for &(preset, batch, opt, webgl_before, _) in steps::PASS_BUDGETS {
+        let got = steps::bench_passes(&device(true), preset, batch, opt).unwrap();
+        eprintln!("{preset:?}/{opt}: {got} draws per replayed step (before fusion {webgl_before})");
+        assert!(3 * got <= webgl_before, "{preset:?}/{opt}: {got} draws per step, budget {}", webgl_before / 3);
+    }
+}

@@ -59,7 +59,7 @@ fn every_path_matches_the_cpu() {
             gl.set_pass_log(false);
             let want = run(&cpu);
             assert_eq!(got.len(), want.len());
-            let blocked = log.iter().any(|l| l.starts_with("matmul_block "));
+            let blocked = log.iter().any(|l| l.starts_with("matmul_block ") || l.starts_with("matmul_block."));
             let macs = m * n * k * ba.unwrap_or(1).max(bb.unwrap_or(1));
             assert_eq!(blocked, macs >= 1 << 20, "{da:?} x {db:?}: {log:?}");
             // Tiny products never pack an operand: the strided kernel reads them where they
@@ -112,13 +112,17 @@ fn products_summed_over_the_batch_match_the_cpu() {
         WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
     let gl_dev = Device::new(gl.clone());
     let cpu = Device::new(CpuBackend::new());
-    // (batch, m, k, n, trans_b, a broadcast over the batch, the path's draw count)
-    for (i, &(batch, m, k, n, tb, shared_a, draws)) in [
-        (4, 5, 6, 7, true, false, 1),
-        (3, 6, 9, 5, false, true, 1),
-        (8, 16, 300, 9, true, false, 2),
-        (32, 16, 784, 9, true, false, 4),
-        (6, 20, 400, 24, false, false, 4),
+    // (batch, m, k, n, trans_b, a broadcast over the batch, the path's draw count, whether it
+    // is the fallback)
+    for (i, &(batch, m, k, n, tb, shared_a, draws, fallback)) in [
+        (4, 5, 6, 7, true, false, 1, false),
+        (3, 6, 9, 5, false, true, 1, false),
+        (8, 16, 300, 9, true, false, 2, true),
+        // The block kernel reading both operands in place (a convolution's weight gradient).
+        (32, 16, 784, 9, true, false, 2, false),
+        (6, 20, 400, 24, false, false, 2, false),
+        // k runs not a multiple of 4: the block path packs both operands.
+        (8, 20, 398, 24, true, false, 4, false),
     ]
     .iter()
     .enumerate()
@@ -144,7 +148,6 @@ fn products_summed_over_the_batch_match_the_cpu() {
         let what = format!("{da:?} x {db:?} (trans_b {tb}) summed over {batch}");
         assert_eq!(log.len(), draws, "{what}: {log:?}");
         // The fallback (the batched product, then its sum) draws the update in the sum's pass.
-        let fallback = draws == 2;
         let epilogues = log.iter().filter(|l| l.contains(" + fused ")).count();
         assert_eq!(epilogues, 1, "{what}: the update is an epilogue: {log:?}");
         assert_eq!(log.iter().any(|l| l.starts_with("reduce")), fallback, "{what}: {log:?}");
@@ -191,6 +194,57 @@ fn unaligned_rows_are_read_in_place() {
         let tol = 1e-5 * k as f32;
         for (j, (g, w)) in got.iter().zip(&want).enumerate() {
             assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?} x {db:?} (trans_b {tb}) element {j}: {g} vs {w}");
+        }
+    }
+}
+
+/// Large products whose operands already have the block kernel's access pattern (A's rows
+/// with k contiguous, B as rows of N or with k contiguous, every row on a texel) skip the
+/// block packing passes: the kernel reads them in place (`matmul_block.nn` / `.nt`) and the
+/// product is the block draw plus the assembling pass; a transposed A is repacked by one
+/// cheap pass. Anything else keeps both packing passes. Every case equals the CPU.
+#[test]
+fn aligned_operands_skip_the_block_packing() {
+    let gl =
+        WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
+    let gl_dev = Device::new(gl.clone());
+    let cpu = Device::new(CpuBackend::new());
+    // (A dims, B dims, trans_a, trans_b, the passes expected)
+    type Case<'a> = (&'a [usize], &'a [usize], bool, bool, &'a [&'a str]);
+    let cases: &[Case] = &[
+        (&[128, 64], &[64, 128], false, false, &["matmul_block.nn", "matmul_unblock"]),
+        (&[130, 80], &[121, 80], false, true, &["matmul_block.nt", "matmul_unblock"]),
+        (&[64, 130], &[64, 132], true, false, &["matmul_pack", "matmul_block.nn", "matmul_unblock"]),
+        // A convolution's forward product: a weight shared over the batch, im2col columns.
+        (&[32, 144], &[4, 144, 196], false, false, &["matmul_block.nn", "matmul_unblock"]),
+        (&[6, 40, 96], &[6, 96, 68], false, false, &["matmul_block.nn", "matmul_unblock"]),
+        // N % 4 != 0 and B not transposed: packed.
+        (&[128, 80], &[80, 127], false, false, &["matmul_block_pack", "matmul_block_pack", "matmul_block ", "matmul_unblock"]),
+        // K % 4 != 0: packed.
+        (&[128, 66], &[128, 66], false, true, &["matmul_block_pack", "matmul_block_pack", "matmul_block ", "matmul_unblock"]),
+    ];
+    for (i, &(da, db, ta, tb, want_log)) in cases.iter().enumerate() {
+        let va = values(da.iter().product(), 80 + 2 * i as u64);
+        let vb = values(db.iter().product(), 81 + 2 * i as u64);
+        let run = |dev: &Device| -> Vec<f32> {
+            let a = Tensor::from_vec(dev, &va, da.to_vec()).unwrap();
+            let b = Tensor::from_vec(dev, &vb, db.to_vec()).unwrap();
+            a.matmul_t(&b, ta, tb).unwrap().to_vec().unwrap()
+        };
+        gl.set_pass_log(true);
+        let got = run(&gl_dev);
+        let log = gl.take_pass_log();
+        gl.set_pass_log(false);
+        let want = run(&cpu);
+        assert_eq!(log.len(), want_log.len(), "{da:?}{ta} x {db:?}{tb}: {log:?}");
+        for (l, w) in log.iter().zip(want_log.iter()) {
+            assert!(l.starts_with(w), "{da:?}{ta} x {db:?}{tb}: {log:?}");
+        }
+        let k = if ta { da[da.len() - 2] } else { da[da.len() - 1] };
+        let tol = 1e-5 * k as f32;
+        assert_eq!(got.len(), want.len());
+        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?}{ta} x {db:?}{tb} element {j}: {g} vs {w} ({log:?})");
         }
     }
 }

@@ -212,3 +212,14 @@ fn batched_products_summed_over_the_batch_are_one_launch() {
         }
     }
 }
+
+/// Issue 12's budget (`steps::PASS_BUDGETS`): a replayed training step of the benchmark's mlp
+/// and cnn launches at most a third of what it launched before fusion.
+#[test]
+fn training_steps_stay_within_a_third_of_the_unfused_launches() {
+    for &(preset, batch, opt, _, webgpu_before) in steps::PASS_BUDGETS {
+        let got = steps::bench_passes(&device(true), preset, batch, opt).unwrap();
+        eprintln!("{preset:?}/{opt}: {got} launches per replayed step (before fusion {webgpu_before})");
+        assert!(3 * got <= webgpu_before, "{preset:?}/{opt}: {got} launches per step, budget {}", webgpu_before / 3);
+    }
+}

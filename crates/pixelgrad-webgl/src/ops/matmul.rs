@@ -81,7 +81,7 @@ impl View {
 
 /// Copies `v` of `x` into a fresh texture in the aligned form: `[batch, rows, cols4]` with
 /// `cols4 = cols` rounded up to a multiple of 4 and zeros in the padding.
-fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View) -> Result<(GlTensor, View)> {
+pub(super) fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View) -> Result<(GlTensor, View)> {
     let cols4 = v.cols.div_ceil(4) * 4;
     let pass = Pass::new("matmul", "matmul_pack", 0)
         .input("u_x", x)

@@ -6,6 +6,15 @@
 // are multiples of 4), so a step is 8 fetches at one coordinate plus 0..3 and 64
 // multiply-adds, against 5 fetches for 16 in matmul.glsl: 2.5x fewer fetches per product,
 // which is what a software rasteriser (SwiftShader, llvmpipe) spends most of its time on.
+//
+// CONFIG 1 and 2 read both operands where they lie, with no packing pass: A as rows with k
+// contiguous, element (b, m, k) at b*u_a_sb + m*u_a_sm + k, rows starting on a texel; B as
+// CONFIG 1 ("nn") rows of N, element (b, k, n) at b*u_b_sb + k*u_b_sk + n (N % 4 == 0), or
+// CONFIG 2 ("nt") rows with k contiguous, element (b, n, k) at b*u_b_sb + n*u_b_sn + k. The k
+// axis is u_reps runs of u_kin (u_kin % 4 == 0), run r at r*u_a_sb / r*u_b_sb past the first: a
+// product summed over its batch (u_reps > 1, the output has no batch axis) or one run
+// (u_reps == 1, the output's batch b picks the operands' matrices). A step of 4 k is the same
+// 8 fetches as CONFIG 0's, from 5 (nn) or 8 (nt) texel streams advanced without division.
 layout(location = 1) out vec4 o_color1;
 layout(location = 2) out vec4 o_color2;
 layout(location = 3) out vec4 o_color3;
@@ -17,12 +26,36 @@ uniform int u_kq;
 // 1 when the operand has a batch axis, 0 when one matrix is broadcast over the batch.
 uniform int u_a_batched;
 uniform int u_b_batched;
+#if CONFIG != 0
+uniform int u_m;
+uniform int u_n;
+uniform int u_kin;
+uniform int u_reps;
+uniform int u_a_sb;
+uniform int u_a_sm;
+uniform int u_b_sb;
+uniform int u_b_sk;
+uniform int u_b_sn;
+
+// A step of s texels in a texture w texels wide, as (dx, dy) with dx < w.
+ivec2 step_of(int s, int w) {
+    int dy = s / w;
+    return ivec2(s - dy * w, dy);
+}
+
+// p moved forward by the step d (from step_of), wrapping into the next texture row.
+ivec2 advance(ivec2 p, ivec2 d, int w) {
+    p += d;
+    return p.x >= w ? ivec2(p.x - w, p.y + 1) : p;
+}
+#endif
 
 ivec2 texel_at(int t, int w) {
     int y = t / w;
     return ivec2(t - y * w, y);
 }
 
+#if CONFIG == 0
 void main() {
     int t = out_base() >> 2;
     vec4 c0 = vec4(0.0), c1 = vec4(0.0), c2 = vec4(0.0), c3 = vec4(0.0);
@@ -94,3 +127,98 @@ void main() {
     o_color2 = c2;
     o_color3 = c3;
 }
+#else
+void main() {
+    int t = out_base() >> 2;
+    vec4 c0 = vec4(0.0), c1 = vec4(0.0), c2 = vec4(0.0), c3 = vec4(0.0);
+    if (4 * t < u_out_n) {
+        int nb = t % u_nb;
+        int s = t / u_nb;
+        int mb = s % u_mb;
+        int b = s / u_mb;
+        int wa = textureSize(u_a, 0).x;
+        int wb = textureSize(u_b, 0).x;
+        ivec2 one = ivec2(1, 0);
+        // Fetches through texture() at texel centres (NEAREST, one level: exact), as CONFIG 0.
+        vec2 ia = 1.0 / vec2(textureSize(u_a, 0));
+        vec2 ib = 1.0 / vec2(textureSize(u_b, 0));
+#define SA(p) texture(u_a, (vec2(p) + 0.5) * ia)
+#define SB(p) texture(u_b, (vec2(p) + 0.5) * ib)
+        // Rows and columns past the matrix repeat its last one: their outputs are never read.
+        int m0 = 4 * mb;
+        int ea0 = b * u_a_sb + min(m0, u_m - 1) * u_a_sm;
+        int ea1 = b * u_a_sb + min(m0 + 1, u_m - 1) * u_a_sm;
+        int ea2 = b * u_a_sb + min(m0 + 2, u_m - 1) * u_a_sm;
+        int ea3 = b * u_a_sb + min(m0 + 3, u_m - 1) * u_a_sm;
+#if CONFIG == 1
+        int eb = b * u_b_sb + 4 * nb;
+        ivec2 db = step_of(u_b_sk >> 2, wb);
+#else
+        int n0 = 4 * nb;
+        int eb0 = b * u_b_sb + min(n0, u_n - 1) * u_b_sn;
+        int eb1 = b * u_b_sb + min(n0 + 1, u_n - 1) * u_b_sn;
+        int eb2 = b * u_b_sb + min(n0 + 2, u_n - 1) * u_b_sn;
+        int eb3 = b * u_b_sb + min(n0 + 3, u_n - 1) * u_b_sn;
+#endif
+        int steps = u_kin >> 2;
+        for (int r = 0; r < u_reps; ++r) {
+            ivec2 pa0 = texel_at(ea0 >> 2, wa), pa1 = texel_at(ea1 >> 2, wa), pa2 = texel_at(ea2 >> 2, wa), pa3 = texel_at(ea3 >> 2, wa);
+#if CONFIG == 1
+            ivec2 pb = texel_at(eb >> 2, wb);
+#else
+            ivec2 pb0 = texel_at(eb0 >> 2, wb), pb1 = texel_at(eb1 >> 2, wb), pb2 = texel_at(eb2 >> 2, wb), pb3 = texel_at(eb3 >> 2, wb);
+#endif
+            for (int q = 0; q < steps; ++q) {
+                vec4 va0 = SA(pa0), va1 = SA(pa1), va2 = SA(pa2), va3 = SA(pa3);
+                pa0 = advance(pa0, one, wa);
+                pa1 = advance(pa1, one, wa);
+                pa2 = advance(pa2, one, wa);
+                pa3 = advance(pa3, one, wa);
+#if CONFIG == 1
+                // Rows 4q .. 4q+3 of B, 4 columns each: c_r += sum_j A[r, 4q+j] * B[4q+j, :].
+                vec4 vb0 = SB(pb);
+                pb = advance(pb, db, wb);
+                vec4 vb1 = SB(pb);
+                pb = advance(pb, db, wb);
+                vec4 vb2 = SB(pb);
+                pb = advance(pb, db, wb);
+                vec4 vb3 = SB(pb);
+                pb = advance(pb, db, wb);
+                mat4 bm = mat4(vb0, vb1, vb2, vb3);
+                c0 += bm * va0;
+                c1 += bm * va1;
+                c2 += bm * va2;
+                c3 += bm * va3;
+#else
+                // Columns 4nb .. 4nb+3 of B, 4 k each: c_r[j] = dot(A row r, B column j).
+                mat4 bm = mat4(SB(pb0), SB(pb1), SB(pb2), SB(pb3));
+                pb0 = advance(pb0, one, wb);
+                pb1 = advance(pb1, one, wb);
+                pb2 = advance(pb2, one, wb);
+                pb3 = advance(pb3, one, wb);
+                c0 += va0 * bm;
+                c1 += va1 * bm;
+                c2 += va2 * bm;
+                c3 += va3 * bm;
+#endif
+            }
+            ea0 += u_a_sb;
+            ea1 += u_a_sb;
+            ea2 += u_a_sb;
+            ea3 += u_a_sb;
+#if CONFIG == 1
+            eb += u_b_sb;
+#else
+            eb0 += u_b_sb;
+            eb1 += u_b_sb;
+            eb2 += u_b_sb;
+            eb3 += u_b_sb;
+#endif
+        }
+    }
+    o_color = c0;
+    o_color1 = c1;
+    o_color2 = c2;
+    o_color3 = c3;
+}
+#endif
