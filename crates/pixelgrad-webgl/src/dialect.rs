@@ -174,10 +174,16 @@ pub const MAP_PARAMS: [&str; MAP_MAX_PARAMS] =
     ["u_p0", "u_p1", "u_p2", "u_p3", "u_p4", "u_p5", "u_p6", "u_p7", "u_p8", "u_p9", "u_p10", "u_p11", "u_p12", "u_p13", "u_p14", "u_p15"];
 
 /// The `CONFIG` of an elementwise program: bit 0 set when no input needs index arithmetic
-/// (each has the output's shape or one element), bit `1 + i` when input `i` is one element.
+/// (each has the output's shape or one element). With bit 0, bit `1 + i` marks input `i` as
+/// one element; without it (a broadcast read), as having the output's shape, and
+/// [`MAP_TEXEL_RUNS`] may be set.
 pub fn map_config(fast: bool, scalars: u32) -> u32 {
     u32::from(fast) | (scalars << 1)
 }
+
+/// A broadcast read's config bit: the output's last axis is a multiple of 4 long, so the 4
+/// elements of a texel share one run of it and are read texel by texel (`pg_load4`).
+pub const MAP_TEXEL_RUNS: u32 = 1 << (MAP_MAX_INPUTS + 1);
 
 /// The declarations of a fused read of `kernel` (input samplers, `u_shape`, strides and
 /// parameter uniforms, `pg_apply(a0, a1, ..)`) and `float pg_load(int i)`: element `i` of the
@@ -234,18 +240,65 @@ fn read_function(kernel: &Kernel, config: &str, given: Option<usize>) -> pixelgr
         "    return pg_apply({});\n#else\n",
         args(&|c| format!("fetch({}, ({config} & {}) != 0 ? 0 : i)", MAP_INPUTS[c], 2 << c))
     ));
-    s.push_str("    int rest = i;\n");
+    // Broadcast form: bit 1 + c of the config marks input c as having the output's shape
+    // (read at i, no index arithmetic); the others are indexed through their strides.
+    let full = |c: usize| format!("({config} & {}) != 0", 2 << c);
+    s.push_str(&index_loop(fetched, &full, "i"));
+    s.push_str(&format!("    return pg_apply({});\n#endif\n}}\n", args(&|c| format!("fetch({}, {} ? i : i{c})", MAP_INPUTS[c], full(c)))));
+    if given.is_none() {
+        // Four consecutive elements from i (i % 4 == 0; past the end they are garbage, never
+        // out of range) when the fast form or whole-texel runs of the last axis
+        // (`MAP_TEXEL_RUNS`) allow: whole texels of the inputs read at i, one index
+        // computation for the others (their lanes step by the last axis's stride), and the
+        // kernel applied to each lane.
+        s.push_str(&format!(
+            "\n#if ({config} & 1) != 0 || ({config} & {MAP_TEXEL_RUNS}) != 0\n#define PG_LOAD4\nvec4 pg_load4(int i) {{\n#if ({config} & 1) != 0\n"
+        ));
+        for c in 0..fetched {
+            s.push_str(&format!(
+                "    vec4 a{c} = ({config} & {}) != 0 ? vec4(fetch({1}, 0)) : fetch4({1}, i >> 2);\n",
+                2 << c,
+                MAP_INPUTS[c]
+            ));
+        }
+        s.push_str("#else\n");
+        s.push_str(&index_loop(fetched, &full, "i"));
+        for c in 0..fetched {
+            let (x, st) = (MAP_INPUTS[c], MAP_STRIDES[c]);
+            s.push_str(&format!("#if {}\n    vec4 a{c} = fetch4({x}, i >> 2);\n#else\n", full(c)));
+            s.push_str(&format!("    int s{c} = {st}[MAX_RANK - 1];\n"));
+            s.push_str(&format!(
+                "    vec4 a{c} = s{c} == 0 ? vec4(fetch({x}, i{c})) : vec4(fetch({x}, i{c}), fetch({x}, i{c} + s{c}), fetch({x}, i{c} + 2 * s{c}), fetch({x}, i{c} + 3 * s{c}));\n#endif\n"
+            ));
+        }
+        s.push_str("#endif\n");
+        let lane = |l: &str| args(&|c| format!("a{c}.{l}"));
+        s.push_str(&format!(
+            "    return vec4(pg_apply({}), pg_apply({}), pg_apply({}), pg_apply({}));\n}}\n#endif\n",
+            lane("x"),
+            lane("y"),
+            lane("z"),
+            lane("w")
+        ));
+    }
+    Ok(s)
+}
+
+/// GLSL declaring `int i0 .. i{fetched-1}` and setting each to its input's element index for
+/// output element `at` (from `u_shape` and the inputs' strides), skipping the inputs `full`
+/// marks (read at the output's index).
+fn index_loop(fetched: usize, full: &dyn Fn(usize) -> String, at: &str) -> String {
+    let mut s = format!("    int rest = {at};\n");
     for c in 0..fetched {
         s.push_str(&format!("    int i{c} = 0;\n"));
     }
     s.push_str("    for (int d = MAX_RANK - 1; d >= 0; --d) {\n        if (rest == 0) break;\n");
     s.push_str("        int c = rest % u_shape[d];\n        rest /= u_shape[d];\n");
     for (c, name) in MAP_STRIDES[..fetched].iter().enumerate() {
-        s.push_str(&format!("        i{c} += c * {name}[d];\n"));
+        s.push_str(&format!("#if !({})\n        i{c} += c * {name}[d];\n#endif\n", full(c)));
     }
     s.push_str("    }\n");
-    s.push_str(&format!("    return pg_apply({});\n#endif\n}}\n", args(&|c| format!("fetch({}, i{c})", MAP_INPUTS[c]))));
-    Ok(s)
+    s
 }
 
 /// The fragment source of an elementwise program: a fused read of `kernel` ([`fused_read`])
@@ -253,7 +306,7 @@ fn read_function(kernel: &Kernel, config: &str, given: Option<usize>) -> pixelgr
 pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
     let mut s = preamble(config, false);
     s.push_str(&fused_read(kernel, "CONFIG")?);
-    s.push_str("\nfloat compute(int i) {\n    return pg_load(i);\n}\n");
+    s.push_str("\nfloat compute(int i) {\n    return pg_load(i);\n}\n#define PG_MAP 1\n");
     s.push_str(MAIN_ELEMENTWISE);
     Ok(s)
 }
@@ -656,7 +709,13 @@ pub fn all_map_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for (label, k) in pixelgrad_core::kernel::defs::all()? {
         let every = (1u32 << k.inputs().len()) - 1;
-        for (form, config) in [("fast", map_config(true, 0)), ("scalars", map_config(true, every)), ("broadcast", map_config(false, 0))] {
+        for (form, config) in [
+            ("fast", map_config(true, 0)),
+            ("scalars", map_config(true, every)),
+            ("broadcast", map_config(false, 0)),
+            ("broadcast_full", map_config(false, every >> 1)),
+            ("broadcast_runs", map_config(false, every >> 1) | MAP_TEXEL_RUNS),
+        ] {
             out.push((format!("{label}.{form}"), map_source(&k, config)?));
             for reduce in [0, 3] {
                 out.push((format!("reduce{reduce}.{label}.{form}"), reduce_fused_source(&k, reduce | (config << 4))?));

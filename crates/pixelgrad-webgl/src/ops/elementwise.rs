@@ -9,7 +9,7 @@ use pixelgrad_core::shape::coalesce;
 use pixelgrad_core::{Distribution, Result, Shape};
 
 use crate::context::Shared;
-use crate::dialect::{map_config, ProgramSpec, MAP_INPUTS, MAP_MAX_INPUTS, MAP_MAX_PARAMS, MAP_PARAMS, MAP_STRIDES};
+use crate::dialect::{map_config, ProgramSpec, MAP_INPUTS, MAP_MAX_INPUTS, MAP_MAX_PARAMS, MAP_PARAMS, MAP_STRIDES, MAP_TEXEL_RUNS};
 use crate::launch::Pass;
 use crate::texture::GlTensor;
 
@@ -114,7 +114,10 @@ impl<'a> FusedRead<'a> {
             let wide = |v: &[usize]| v.iter().map(|&x| x as i64).collect::<Vec<i64>>();
             (wide(&dims), strides.iter().take(ts.len()).map(|st| wide(st)).collect())
         });
-        let config = if fast { map_config(true, scalars) } else { map_config(false, 0) };
+        // Broadcast reads mark the inputs that have the output's shape (read at its index).
+        let full = shapes.iter().enumerate().filter(|(_, s)| **s == out).fold(0u32, |m, (i, _)| m | 1 << i);
+        let runs = broadcast.as_ref().is_some_and(|(dims, _)| dims.last().is_some_and(|&d| d % 4 == 0));
+        let config = if fast { map_config(true, scalars) } else { map_config(false, full) | if runs { MAP_TEXEL_RUNS } else { 0 } };
         Ok(FusedRead { kernel, config, ts: ts.to_vec(), broadcast, params: launch.params.clone() })
     }
 

@@ -2,10 +2,16 @@
 void main() {
     int base = out_base();
     vec4 r = vec4(0.0);
+#if defined(PG_MAP) && defined(PG_LOAD4)
+    // An elementwise program: a whole texel of every input at once; lanes past the end are 0.
+    r = pg_load4(base);
+    if (base + 3 >= u_out_n) r = mix(vec4(0.0), r, lessThan(ivec4(base) + ivec4(0, 1, 2, 3), ivec4(u_out_n)));
+#else
     if (base + 0 < u_out_n) r.x = compute(base + 0);
     if (base + 1 < u_out_n) r.y = compute(base + 1);
     if (base + 2 < u_out_n) r.z = compute(base + 2);
     if (base + 3 < u_out_n) r.w = compute(base + 3);
+#endif
 #ifdef PG_EPILOGUE
     // A pending computation reading this result (dialect::REDUCE_EPI), as a second output.
     o_color1 = pg_epilogue(base, r);

@@ -16,6 +16,12 @@ uniform int u_group;
 // elementwise computation, defined before this body.
 #ifndef LOAD
 #define LOAD(i) fetch(u_x, i)
+// Elements i .. i+3 (i % 4 == 0): one texel.
+#define LOAD4(i) fetch4(u_x, (i) >> 2)
+#define PG_REDUCE4 1
+#elif defined(PG_LOAD4)
+#define LOAD4(i) pg_load4(i)
+#define PG_REDUCE4 1
 #endif
 
 float compute(int i) {
@@ -62,6 +68,39 @@ float compute(int i) {
     if (abs(m) > 3.4e38) return m;
     return m + log(s);
 #else
+#ifdef PG_REDUCE4
+    // One loop, one read of each kind (fused reads are inlined where they are used): whole
+    // texels where the run is consecutive and a texel lies inside it, else one element,
+    // replicated (max, min) or padded with zeros (sum) to a texel.
+#if CONFIG == 0
+    float acc = 0.0;
+#elif CONFIG == 1
+    float acc = uintBitsToFloat(0xff800000u);
+#else
+    float acc = uintBitsToFloat(0x7f800000u);
+#endif
+    int k = k0;
+    while (k < k1) {
+        vec4 v;
+        int at = base + k * u_inner;
+        if (u_inner == 1 && (at & 3) == 0 && k + 3 < k1) {
+            v = LOAD4(at);
+            k += 4;
+        } else {
+            float e = LOAD(at);
+            v = CONFIG == 0 ? vec4(e, 0.0, 0.0, 0.0) : vec4(e);
+            k += 1;
+        }
+#if CONFIG == 0
+        acc += (v.x + v.y) + (v.z + v.w);
+#elif CONFIG == 1
+        acc = max(acc, max(max(v.x, v.y), max(v.z, v.w)));
+#else
+        acc = min(acc, min(min(v.x, v.y), min(v.z, v.w)));
+#endif
+    }
+    return acc;
+#else
     float acc = LOAD(base + k0 * u_inner);
     for (int k = k0 + 1; k < k1; ++k) {
         float v = LOAD(base + k * u_inner);
@@ -74,5 +113,6 @@ float compute(int i) {
 #endif
     }
     return acc;
+#endif
 #endif
 }
