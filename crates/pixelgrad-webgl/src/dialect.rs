@@ -254,12 +254,8 @@ fn read_function(kernel: &Kernel, config: &str, given: Option<usize>) -> pixelgr
         s.push_str(&format!(
             "\n#if ({config} & 1) != 0 || ({config} & {MAP_TEXEL_RUNS}) != 0\n#define PG_LOAD4\nvec4 pg_load4(int i) {{\n#if ({config} & 1) != 0\n"
         ));
-        for c in 0..fetched {
-            s.push_str(&format!(
-                "    vec4 a{c} = ({config} & {}) != 0 ? vec4(fetch({1}, 0)) : fetch4({1}, i >> 2);\n",
-                2 << c,
-                MAP_INPUTS[c]
-            ));
+        for (c, x) in MAP_INPUTS[..fetched].iter().enumerate() {
+            s.push_str(&format!("    vec4 a{c} = ({config} & {}) != 0 ? vec4(fetch({x}, 0)) : fetch4({x}, i >> 2);\n", 2 << c));
         }
         s.push_str("#else\n");
         s.push_str(&index_loop(fetched, &full, "i"));
