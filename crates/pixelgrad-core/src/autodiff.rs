@@ -148,10 +148,13 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
                 UnaryOp::Affine { mul, .. } => one(g.mul_scalar(mul)?),
                 // d a^p = p a^(p-1)
                 UnaryOp::Powf(p) => one(g.mul(&a.powf(p - 1.0)?)?.mul_scalar(p)?),
-                // passes where a > c (ties get 0, so relu'(0) = 0)
-                UnaryOp::MaxScalar(c) => one(g.mul(&a.gt_scalar(c)?)?),
-                // passes where a < c
-                UnaryOp::MinScalar(c) => one(g.mul(&a.neg()?.gt_scalar(-c)?)?),
+                // passes where a > c (ties get 0, so relu'(0) = 0). Read from the output
+                // (y > c exactly where a > c, NaN in neither): a ReLU's saved activation, not
+                // its input, which a fused backward would otherwise recompute (a matmul
+                // product plus a broadcast bias).
+                UnaryOp::MaxScalar(c) => one(g.mul(&y.gt_scalar(c)?)?),
+                // passes where a < c (y < c exactly there)
+                UnaryOp::MinScalar(c) => one(g.mul(&y.neg()?.gt_scalar(-c)?)?),
                 UnaryOp::GtScalar(_) | UnaryOp::Floor | UnaryOp::RoundEven => Ok(vec![None]),
             }
         }
