@@ -245,14 +245,16 @@ fn read_function(kernel: &Kernel, config: &str, given: Option<usize>) -> pixelgr
     let full = |c: usize| format!("({config} & {}) != 0", 2 << c);
     s.push_str(&index_loop(fetched, &full, "i"));
     s.push_str(&format!("    return pg_apply({});\n#endif\n}}\n", args(&|c| format!("fetch({}, {} ? i : i{c})", MAP_INPUTS[c], full(c)))));
-    if given.is_none() {
+    {
         // Four consecutive elements from i (i % 4 == 0; past the end they are garbage, never
         // out of range) when the fast form or whole-texel runs of the last axis
         // (`MAP_TEXEL_RUNS`) allow: whole texels of the inputs read at i, one index
         // computation for the others (their lanes step by the last axis's stride), and the
-        // kernel applied to each lane.
+        // kernel applied to each lane. An epilogue's is `pg_epi4(i, g)`, g the 4 given values.
+        let (define, signature) =
+            if given.is_some() { ("PG_EPI4", "vec4 pg_epi4(int i, vec4 g)") } else { ("PG_LOAD4", "vec4 pg_load4(int i)") };
         s.push_str(&format!(
-            "\n#if ({config} & 1) != 0 || ({config} & {MAP_TEXEL_RUNS}) != 0\n#define PG_LOAD4\nvec4 pg_load4(int i) {{\n#if ({config} & 1) != 0\n"
+            "\n#if ({config} & 1) != 0 || ({config} & {MAP_TEXEL_RUNS}) != 0\n#define {define}\n{signature} {{\n#if ({config} & 1) != 0\n"
         ));
         for (c, x) in MAP_INPUTS[..fetched].iter().enumerate() {
             s.push_str(&format!("    vec4 a{c} = ({config} & {}) != 0 ? vec4(fetch({x}, 0)) : fetch4({x}, i >> 2);\n", 2 << c));
@@ -268,7 +270,16 @@ fn read_function(kernel: &Kernel, config: &str, given: Option<usize>) -> pixelgr
             ));
         }
         s.push_str("#endif\n");
-        let lane = |l: &str| args(&|c| format!("a{c}.{l}"));
+        let lane = |l: &str| {
+            (0..n)
+                .map(|j| match given {
+                    Some(g) if j == g => format!("g.{l}"),
+                    Some(g) if j > g => format!("a{}.{l}", j - 1),
+                    _ => format!("a{j}.{l}"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         s.push_str(&format!(
             "    return vec4(pg_apply({}), pg_apply({}), pg_apply({}), pg_apply({}));\n}}\n#endif\n",
             lane("x"),
@@ -302,7 +313,8 @@ fn index_loop(fetched: usize, full: &dyn Fn(usize) -> String, at: &str) -> Strin
 pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
     let mut s = preamble(config, false);
     s.push_str(&fused_read(kernel, "CONFIG")?);
-    s.push_str("\nfloat compute(int i) {\n    return pg_load(i);\n}\n#define PG_MAP 1\n");
+    s.push_str("\nfloat compute(int i) {\n    return pg_load(i);\n}\n");
+    s.push_str("#ifdef PG_LOAD4\n#define PG_COMPUTE4\nvec4 compute4(int i) {\n    return pg_load4(i);\n}\n#endif\n");
     s.push_str(MAIN_ELEMENTWISE);
     Ok(s)
 }
@@ -374,11 +386,13 @@ pub fn epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixelgrad_co
     s.push_str(&format!("#define PG_EPILOGUE 1\n#define MAP_CONFIG {}\n", config >> 6));
     s.push_str("layout(location = 1) out vec4 o_color1;\n");
     s.push_str(&read_function(kernel, "MAP_CONFIG", Some(given))?);
-    s.push_str("\nvec4 pg_epilogue(int base, vec4 r) {\n    vec4 e = vec4(0.0);\n");
+    s.push_str("\nvec4 pg_epilogue(int base, vec4 r) {\n    vec4 e = vec4(0.0);\n#ifdef PG_EPI4\n");
+    s.push_str("    e = pg_epi4(base, r);\n");
+    s.push_str("    if (base + 3 >= u_out_n) e = mix(vec4(0.0), e, lessThan(ivec4(base) + ivec4(0, 1, 2, 3), ivec4(u_out_n)));\n#else\n");
     for (j, c) in ["x", "y", "z", "w"].iter().enumerate() {
         s.push_str(&format!("    if (base + {j} < u_out_n) e.{c} = pg_epi(base + {j}, r.{c});\n"));
     }
-    s.push_str("    return e;\n}\n\n");
+    s.push_str("#endif\n    return e;\n}\n\n");
     s.push_str(text);
     s.push_str(entry);
     Ok(s)
@@ -394,7 +408,11 @@ pub fn all_epilogue_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
             continue;
         }
         let others = k.inputs().len() - 1;
-        let mut forms = vec![("fast", map_config(true, 0)), ("broadcast", map_config(false, 0))];
+        let mut forms = vec![
+            ("fast", map_config(true, 0)),
+            ("broadcast", map_config(false, 0)),
+            ("broadcast_runs", map_config(false, 0) | MAP_TEXEL_RUNS),
+        ];
         if others > 0 {
             forms.push(("scalars", map_config(true, (1 << others) - 1)));
         }
@@ -688,6 +706,7 @@ fn configs(name: &str) -> u32 {
         "matmul_i8" => 4,
         "matmul_block_pack" | "matmul_unblock" => 2,
         "matmul_block" => 3,
+        "max_pool_grad" => 2,
         _ => 1,
     }
 }

@@ -1,10 +1,12 @@
-// Entry point for programs that compute one element at a time: `float compute(int i)`.
+// Entry point for programs that compute one element at a time (`float compute(int i)`) or,
+// defining PG_COMPUTE4, a texel at a time.
 void main() {
     int base = out_base();
     vec4 r = vec4(0.0);
-#if defined(PG_MAP) && defined(PG_LOAD4)
-    // An elementwise program: a whole texel of every input at once; lanes past the end are 0.
-    r = pg_load4(base);
+#ifdef PG_COMPUTE4
+    // Bodies that compute a whole texel at once (`vec4 compute4(int base)`: elementwise
+    // programs reading a texel of each input, im2col, ...); lanes past the end are 0.
+    r = compute4(base);
     if (base + 3 >= u_out_n) r = mix(vec4(0.0), r, lessThan(ivec4(base) + ivec4(0, 1, 2, 3), ivec4(u_out_n)));
 #else
     if (base + 0 < u_out_n) r.x = compute(base + 0);

@@ -26,3 +26,39 @@ float compute(int i) {
     }
     return acc;
 }
+
+#if CONFIG == 1
+// 2x2 windows, stride 2, no padding, W even (window.rs checks): a texel is two pairs of
+// neighbouring pixels of one row, each pair covered by one window, whose taps are two pairs
+// of x that each lie in one texel: 2 texel reads of x and 1 read of dy per pair.
+#define PG_COMPUTE4
+
+// One more tap of a window, in window_max's order and rule: (maximum, ties).
+vec2 tap(vec2 mt, float v) {
+    return v > mt.x ? vec2(v, 1.0) : (v == mt.x ? vec2(mt.x, mt.y + 1.0) : mt);
+}
+
+// The gradient of pixels i and i + 1 (i even: one pair of one window's row).
+vec2 pair_grad(int i) {
+    int hw = u_h * u_w;
+    int plane = i / hw;
+    int q = i - plane * hw;
+    int y = q / u_w;
+    int x = q - y * u_w;
+    int oy = y >> 1;
+    if (oy >= u_oh) return vec2(0.0);
+    int row = plane * hw + 2 * oy * u_w + x;
+    vec4 ta = fetch4(u_x, row >> 2);
+    vec4 tb = fetch4(u_x, (row + u_w) >> 2);
+    vec2 a = (row & 2) == 0 ? ta.xy : ta.zw;
+    vec2 b = ((row + u_w) & 2) == 0 ? tb.xy : tb.zw;
+    vec2 m = tap(tap(tap(vec2(a.x, 1.0), a.y), b.x), b.y);
+    vec2 v = (y & 1) == 0 ? a : b;
+    float d = fetch(u_b, (plane * u_oh + oy) * u_ow + (x >> 1)) / m.y;
+    return vec2(v.x == m.x ? d : 0.0, v.y == m.x ? d : 0.0);
+}
+
+vec4 compute4(int base) {
+    return vec4(pair_grad(base), pair_grad(base + 2));
+}
+#endif
