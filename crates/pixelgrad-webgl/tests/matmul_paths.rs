@@ -11,6 +11,16 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
     (0..n).map(|i| pixelgrad_core::rng::uniform(seed, i as u64) * 2.0 - 1.0).collect()
 }
 
+/// `run` on the WebGL device with its pass log recorded, then on the CPU: (WebGL's result,
+/// its passes, the CPU's result).
+fn on_both<T>(gl: &WebGlBackend, gl_dev: &Device, cpu: &Device, run: impl Fn(&Device) -> T) -> (T, Vec<String>, T) {
+    gl.set_pass_log(true);
+    let got = run(gl_dev);
+    let log = gl.take_pass_log();
+    gl.set_pass_log(false);
+    (got, log, run(cpu))
+}
+
 /// (batch of A, batch of B, m, k, n); None = rank 2.
 type Geometry = (Option<usize>, Option<usize>, usize, usize, usize);
 
@@ -53,11 +63,7 @@ fn every_path_matches_the_cpu() {
                 let b = Tensor::from_vec(dev, &vb, db.clone()).unwrap();
                 a.matmul_t(&b, ta, tb).unwrap().to_vec().unwrap()
             };
-            gl.set_pass_log(true);
-            let got = run(&gl_dev);
-            let log = gl.take_pass_log();
-            gl.set_pass_log(false);
-            let want = run(&cpu);
+            let (got, log, want) = on_both(&gl, &gl_dev, &cpu, run);
             assert_eq!(got.len(), want.len());
             let blocked = log.iter().any(|l| l.starts_with("matmul_block ") || l.starts_with("matmul_block."));
             let macs = m * n * k * ba.unwrap_or(1).max(bb.unwrap_or(1));
@@ -140,11 +146,7 @@ fn products_summed_over_the_batch_match_the_cpu() {
             let updated = w.sub(&g.mul_scalar(0.1).unwrap()).unwrap();
             (updated.to_vec().unwrap(), g.to_vec().unwrap())
         };
-        gl.set_pass_log(true);
-        let got = run(&gl_dev);
-        let log = gl.take_pass_log();
-        gl.set_pass_log(false);
-        let want = run(&cpu);
+        let (got, log, want) = on_both(&gl, &gl_dev, &cpu, run);
         let what = format!("{da:?} x {db:?} (trans_b {tb}) summed over {batch}");
         assert_eq!(log.len(), draws, "{what}: {log:?}");
         // The fallback (the batched product, then its sum) draws the update in the sum's pass.
@@ -184,11 +186,7 @@ fn unaligned_rows_are_read_in_place() {
             let b = Tensor::from_vec(dev, &vb, db.clone()).unwrap();
             a.matmul_t(&b, false, tb).unwrap().to_vec().unwrap()
         };
-        gl.set_pass_log(true);
-        let got = run(&gl_dev);
-        let log = gl.take_pass_log();
-        gl.set_pass_log(false);
-        let want = run(&cpu);
+        let (got, log, want) = on_both(&gl, &gl_dev, &cpu, run);
         let kernel = if tb { "matmul.nt_shift" } else { "matmul.nn_shift" };
         assert!(log.len() == 1 && log[0].starts_with(kernel), "{da:?} x {db:?} (trans_b {tb}): {log:?}");
         let tol = 1e-5 * k as f32;
@@ -231,11 +229,7 @@ fn aligned_operands_skip_the_block_packing() {
             let b = Tensor::from_vec(dev, &vb, db.to_vec()).unwrap();
             a.matmul_t(&b, ta, tb).unwrap().to_vec().unwrap()
         };
-        gl.set_pass_log(true);
-        let got = run(&gl_dev);
-        let log = gl.take_pass_log();
-        gl.set_pass_log(false);
-        let want = run(&cpu);
+        let (got, log, want) = on_both(&gl, &gl_dev, &cpu, run);
         assert_eq!(log.len(), want_log.len(), "{da:?}{ta} x {db:?}{tb}: {log:?}");
         for (l, w) in log.iter().zip(want_log.iter()) {
             assert!(l.starts_with(w), "{da:?}{ta} x {db:?}{tb}: {log:?}");

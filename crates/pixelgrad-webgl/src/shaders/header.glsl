@@ -35,3 +35,22 @@ int out_base() {
     ivec2 p = ivec2(gl_FragCoord.xy);
     return 4 * (p.y * u_out_w + p.x);
 }
+
+// Texel t of a texture w texels wide, as coordinates.
+ivec2 texel_at(int t, int w) {
+    int y = t / w;
+    return ivec2(t - y * w, y);
+}
+
+// A step of s texels in a texture w texels wide, as (dx, dy) with dx < w.
+ivec2 step_of(int s, int w) {
+    int dy = s / w;
+    return ivec2(s - dy * w, dy);
+}
+
+// p moved forward by the step d (from step_of), wrapping into the next texture row: texel
+// streams advanced without division.
+ivec2 advance(ivec2 p, ivec2 d, int w) {
+    p += d;
+    return p.x >= w ? ivec2(p.x - w, p.y + 1) : p;
+}

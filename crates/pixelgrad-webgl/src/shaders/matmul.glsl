@@ -30,24 +30,6 @@ uniform int u_b_sb;
 uniform int u_b_sk;
 uniform int u_b_sn;
 
-// Texel t of a texture w texels wide, as coordinates.
-ivec2 texel_at(int t, int w) {
-    int y = t / w;
-    return ivec2(t - y * w, y);
-}
-
-// A step of s texels in a texture w texels wide, as (dx, dy) with dx < w.
-ivec2 step_of(int s, int w) {
-    int dy = s / w;
-    return ivec2(s - dy * w, dy);
-}
-
-// p moved forward by the step d (from step_of), wrapping into the next texture row.
-ivec2 advance(ivec2 p, ivec2 d, int w) {
-    p += d;
-    return p.x >= w ? ivec2(p.x - w, p.y + 1) : p;
-}
-
 // The 4 consecutive elements starting at component c (0..3) of texel a, running on into the
 // next texel b.
 vec4 shifted(vec4 a, vec4 b, int c) {

@@ -36,24 +36,7 @@ uniform int u_a_sm;
 uniform int u_b_sb;
 uniform int u_b_sk;
 uniform int u_b_sn;
-
-// A step of s texels in a texture w texels wide, as (dx, dy) with dx < w.
-ivec2 step_of(int s, int w) {
-    int dy = s / w;
-    return ivec2(s - dy * w, dy);
-}
-
-// p moved forward by the step d (from step_of), wrapping into the next texture row.
-ivec2 advance(ivec2 p, ivec2 d, int w) {
-    p += d;
-    return p.x >= w ? ivec2(p.x - w, p.y + 1) : p;
-}
 #endif
-
-ivec2 texel_at(int t, int w) {
-    int y = t / w;
-    return ivec2(t - y * w, y);
-}
 
 #if CONFIG == 0
 void main() {

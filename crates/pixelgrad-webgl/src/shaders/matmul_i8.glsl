@@ -25,24 +25,6 @@ ivec4 fetch_a4(ivec2 p) {
     return ivec4(texelFetch(u_a, p, 0));
 }
 
-// Texel t of a texture w texels wide, as coordinates.
-ivec2 texel_at(int t, int w) {
-    int y = t / w;
-    return ivec2(t - y * w, y);
-}
-
-// A step of s texels in a texture w texels wide, as (dx, dy) with dx < w.
-ivec2 step_of(int s, int w) {
-    int dy = s / w;
-    return ivec2(s - dy * w, dy);
-}
-
-// p moved forward by the step d (from step_of), wrapping into the next texture row.
-ivec2 advance(ivec2 p, ivec2 d, int w) {
-    p += d;
-    return p.x >= w ? ivec2(p.x - w, p.y + 1) : p;
-}
-
 // Rust's `x as i32`: truncation toward zero, saturating, NaN gives 0 (GLSL leaves int() of
 // out-of-range values undefined, so those are handled first, NaN by its bits).
 int to_i32(float x) {
