@@ -706,7 +706,7 @@ fn configs(name: &str) -> u32 {
         "matmul_i8" => 4,
         "matmul_block_pack" | "matmul_unblock" => 2,
         "matmul_block" => 3,
-        "max_pool_grad" => 2,
+        "max_pool_grad" | "col2im" => 2,
         _ => 1,
     }
 }

@@ -37,7 +37,12 @@ pub(crate) fn col2im(sh: &Rc<Shared>, x: &GlTensor, w: Window, h: usize, wd: usi
     let c = out.0[1];
     super::gl1::loop_bound(sh, "col2im", "webgl1 col2im window (GLSL ES 1.00 constant bound)", w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("col2im", "window does not fit"))?;
-    sh.run(window_pass("col2im", x, w, c, h, wd, oh, ow), out.numel())
+    let mut pass = window_pass("col2im", x, w, c, h, wd, oh, ow);
+    // Stride 1: window taps need no division (CONFIG 1).
+    if !sh.gl1 && (w.stride_h, w.stride_w) == (1, 1) {
+        pass.spec.config = 1;
+    }
+    sh.run(pass, out.numel())
 }
 
 pub(crate) fn depthwise(sh: &Rc<Shared>, x: &GlTensor, k: &GlTensor, s: &Shape, w: Window, out: &Shape) -> Result<GlTensor> {
