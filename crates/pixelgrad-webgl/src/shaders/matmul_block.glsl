@@ -38,7 +38,6 @@ uniform int u_b_sk;
 uniform int u_b_sn;
 #endif
 
-#if CONFIG == 0
 void main() {
     int t = out_base() >> 2;
     vec4 c0 = vec4(0.0), c1 = vec4(0.0), c2 = vec4(0.0), c3 = vec4(0.0);
@@ -49,6 +48,7 @@ void main() {
         int b = s / u_mb;
         int wa = textureSize(u_a, 0).x;
         int wb = textureSize(u_b, 0).x;
+#if CONFIG == 0
         ivec2 pa = texel_at(((b * u_a_batched * u_mb + mb) * u_kq) << 2, wa);
         ivec2 pb = texel_at(((b * u_b_batched * u_nb + nb) * u_kq) << 2, wb);
         // Fetches go through texture() at texel centres, not texelFetch: on SwiftShader the
@@ -104,23 +104,7 @@ void main() {
             c2 += va2.x * vb0; c2 += va2.y * vb1; c2 += va2.z * vb2; c2 += va2.w * vb3;
             c3 += va3.x * vb0; c3 += va3.y * vb1; c3 += va3.z * vb2; c3 += va3.w * vb3;
         }
-    }
-    o_color = c0;
-    o_color1 = c1;
-    o_color2 = c2;
-    o_color3 = c3;
-}
 #else
-void main() {
-    int t = out_base() >> 2;
-    vec4 c0 = vec4(0.0), c1 = vec4(0.0), c2 = vec4(0.0), c3 = vec4(0.0);
-    if (4 * t < u_out_n) {
-        int nb = t % u_nb;
-        int s = t / u_nb;
-        int mb = s % u_mb;
-        int b = s / u_mb;
-        int wa = textureSize(u_a, 0).x;
-        int wb = textureSize(u_b, 0).x;
         ivec2 one = ivec2(1, 0);
         // Fetches through texture() at texel centres (NEAREST, one level: exact), as CONFIG 0.
         vec2 ia = 1.0 / vec2(textureSize(u_a, 0));
@@ -198,10 +182,10 @@ void main() {
             eb3 += u_b_sb;
 #endif
         }
+#endif
     }
     o_color = c0;
     o_color1 = c1;
     o_color2 = c2;
     o_color3 = c3;
 }
-#endif
