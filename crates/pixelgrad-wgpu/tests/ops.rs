@@ -140,9 +140,18 @@ fn reduce_ref(op: ReduceOp, x: &[f32], d: &[usize], axis: usize) -> Vec<f64> {
 #[test]
 fn reductions_short_and_long_axes() {
     let b = backend();
-    // Short axes take the serial kernel, long ones the workgroup tree.
-    let cases: [(&[usize], usize); 6] =
-        [(&[3, 4, 5], 0), (&[3, 4, 5], 1), (&[3, 4, 5], 2), (&[2, 1000, 3], 1), (&[5000], 0), (&[7, 300], 1)];
+    // Short axes take the serial kernel, long ones the workgroup tree; on CPU adapters the
+    // serial kernel folds up to 4096 values in chunks of 64 (4096 and 4097 sit either side).
+    let cases: [(&[usize], usize); 8] = [
+        (&[3, 4, 5], 0),
+        (&[3, 4, 5], 1),
+        (&[3, 4, 5], 2),
+        (&[2, 1000, 3], 1),
+        (&[5000], 0),
+        (&[7, 300], 1),
+        (&[2, 4096], 1),
+        (&[4097, 2], 0),
+    ];
     for (d, axis) in cases {
         let n: usize = d.iter().product();
         // Coarse values produce ties for argmax (the first maximum wins).

@@ -3,7 +3,8 @@
 // running maximum v and the sum s of exp(x - v); the result v + log(s)).
 // TREE: one workgroup per output; each thread folds a strided part of the axis, then a tree in
 // workgroup memory combines the 256 partials (long sums keep their precision this way).
-// Otherwise one thread per output walks the (short) axis serially.
+// Otherwise one thread per output walks the axis serially (short axes; on CPU adapters, where
+// barriers are costly, axes up to a few thousand: see ops/reduce.rs).
 // REPS > 1 (sums only) also sums `reps` copies of that layout `rep_stride` apart: the sum over
 // the first and last axes of [reps, outputs, len] (a bias gradient) in one launch.
 // params [outputs, len, inner, reps, rep_stride].
@@ -110,10 +111,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let o = flat_index(wid, nwg, lid);
         if (o < outputs) {
             let base = (o / inner) * len * inner + o % inner;
+            // Chunks of 64 folded on their own, then combined: a long sum's rounding error
+            // grows with 64 + len / 64 rather than with len.
             var acc = init();
             for (var r = 0u; r < reps; r++) {
-                for (var j = 0u; j < len; j++) {
-                    acc = combine(acc, elem(pg_load(base + r * rep_stride + j * inner), j));
+                for (var j0 = 0u; j0 < len; j0 += 64u) {
+                    var part = init();
+                    let end = min(len, j0 + 64u);
+                    for (var j = j0; j < end; j++) {
+                        part = combine(part, elem(pg_load(base + r * rep_stride + j * inner), j));
+                    }
+                    acc = combine(acc, part);
                 }
             }
             out[o] = finish(acc);

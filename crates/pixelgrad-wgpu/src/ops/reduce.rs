@@ -27,6 +27,23 @@ pub(crate) const REDUCE: Kernel = Kernel {
 /// tree (parallel and more accurate for long sums).
 const SERIAL_MAX_LEN: usize = 64;
 
+/// The same limit on CPU adapters (SwiftShader, lavapipe). There a workgroup barrier is the
+/// expensive part (SwiftShader runs a workgroup's invocations as fibers and switches between
+/// them at each one; the tree has nine), so folding a few thousand elements in one thread
+/// is much faster: a global average pool over 88 channels of 288 values took 36 ms as trees
+/// and 3 ms serially in one measurement (BENCHMARKS.md). The serial fold combines chunks of
+/// `CHUNK` (reduce.wgsl), which keeps a long sum's rounding error near a tree's.
+const SERIAL_MAX_LEN_CPU_ADAPTER: usize = 4096;
+
+/// The longest axis (times `reps`) folded serially on `gpu`'s adapter.
+fn serial_max_len(gpu: &Gpu) -> usize {
+    if gpu.info.device_type == wgpu::DeviceType::Cpu {
+        SERIAL_MAX_LEN_CPU_ADAPTER
+    } else {
+        SERIAL_MAX_LEN
+    }
+}
+
 /// The reduction's own parameter words: `[outputs, len, inner, reps, rep_stride]`.
 pub(crate) const OWN_WORDS: usize = 5;
 
@@ -98,7 +115,7 @@ fn launch(gpu: &Gpu, op: ReduceOp, at: Layout, x: ReduceInput<'_>, out: &GpuTens
     };
     let rep_stride = if reps > 1 { outputs * len } else { 0 };
     let params = [u("reduce", outputs)?, u("reduce", len)?, u("reduce", inner)?, u("reduce", reps)?, u("reduce", rep_stride)?];
-    let tree = len * reps > SERIAL_MAX_LEN;
+    let tree = len * reps > serial_max_len(gpu);
     let grid = if tree { gpu.grid_1d("reduce", outputs as u64)? } else { gpu.grid_elems("reduce", outputs)? };
     match x {
         ReduceInput::Buffer(t) => gpu.launch("reduce", &REDUCE, &[code, u32::from(tree)], &[t.buffer()], out.buffer(), &params, grid),
