@@ -215,12 +215,15 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     let _g = pixelgrad::no_grad();
     let mut times = Vec::with_capacity(a.repeat);
     let mut results = Vec::new();
+    let mut launches = 0;
     for _ in 0..a.repeat {
         let t = Instant::now();
+        let before = sel.device.counters().launches;
         let outs = session.run(&inputs).ctx()?;
         // reading the outputs back is part of a run (GPU work is asynchronous until then)
         results = outs.iter().map(|(n, v)| v.to_host().map(|h| (n.clone(), h))).collect::<Result<Vec<_>, _>>().ctx()?;
         times.push(ms(t));
+        launches = sel.device.counters().launches - before;
     }
     let first_run_ms = times[0];
     let mut sorted = times.clone();
@@ -239,7 +242,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     let text = serde_json::to_string_pretty(&serde_json::json!({ "outputs": listed })).ctx()?;
     std::fs::write(&index, text).map_err(|e| format!("{}: {e}", index.display()))?;
     eprintln!(
-        "load {load_ms:.1} ms, first run {first_run_ms:.1} ms, median of {} runs {run_ms:.1} ms, {weight_bytes} weight bytes",
+        "load {load_ms:.1} ms, first run {first_run_ms:.1} ms, median of {} runs {run_ms:.1} ms, {weight_bytes} weight bytes, {launches} launches per run",
         a.repeat
     );
     let precision = session.model().precision();
@@ -260,6 +263,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
             "load_ms": load_ms,
             "first_run_ms": first_run_ms,
             "run_ms": run_ms,
+            "launches_per_run": launches,
             "weight_bytes": weight_bytes,
             "device_weight_bytes": device_weight_bytes,
             "precision": precision.summary(),

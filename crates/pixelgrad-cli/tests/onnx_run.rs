@@ -129,6 +129,8 @@ fn run_writes_outputs_that_match_onnxruntime() {
         assert!(j[k].as_f64().unwrap() > 0.0, "{k}: {j}");
     }
     assert!(j["weight_bytes"].as_u64().unwrap() > 100_000, "{j}");
+    // 53 convolutions at least one kernel each, fused or not
+    assert!(j["launches_per_run"].as_u64().unwrap() >= 53, "{j}");
     let outs = j["outputs"].as_array().unwrap();
     assert_eq!(outs.len(), 1);
     assert_eq!(outs[0]["name"], "save_infer_model/scale_0.tmp_1");
