@@ -112,9 +112,13 @@ pub(crate) fn col2im(gpu: &Gpu, win: &Window, h: usize, w: usize, col: &GpuTenso
 
 pub(crate) fn depthwise(gpu: &Gpu, win: &Window, x: &GpuTensor, k: &GpuTensor, shape: &Shape, out: &Shape, res: &GpuTensor) -> Result<()> {
     let d = shape.dims();
-    let p = params("depthwise_conv", d[0], d[1], d[2], d[3], win)?;
+    let mut p = params("depthwise_conv", d[0], d[1], d[2], d[3], win)?;
     let o = out.dims();
-    let grid = grid(gpu, "depthwise_conv", o[2] * o[3], d[1], d[0])?;
+    // Four outputs of a row per invocation, 64 invocations per workgroup (depthwise_conv.wgsl).
+    let quads = o[3].div_ceil(4);
+    p[12] = f(1.0 / quads.max(1) as f32);
+    let max = gpu.limits.max_compute_workgroups_per_dimension as usize;
+    let grid = [gpu.check_dim("depthwise_conv", (o[2] * quads).div_ceil(64) as u64)?, d[1].clamp(1, max) as u32, d[0].clamp(1, max) as u32];
     gpu.launch("depthwise_conv", &DEPTHWISE, &[], &[x.buffer(), k.buffer()], res.buffer(), &p, grid)
 }
 
