@@ -3,7 +3,11 @@
 //! for the requested outputs in order and frees every value after its last use.
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+// FxHash for the maps read on every run (names of values and constants): SipHash showed up
+// in the CPU backend's profiles.
+use rustc_hash::FxHashMap as HashMap;
 use std::future::Future;
 use std::rc::Rc;
 
@@ -164,7 +168,7 @@ struct Wiring {
 
 impl Wiring {
     fn new(model: &Model) -> Wiring {
-        let mut ids: HashMap<String, usize> = HashMap::new();
+        let mut ids: HashMap<String, usize> = HashMap::default();
         let mut id = |name: &String| -> Option<usize> {
             if name.is_empty() {
                 return None;
@@ -244,7 +248,7 @@ impl Session {
             }
         }
         let mut params = Vec::with_capacity(wanted.len());
-        let mut param_index = HashMap::new();
+        let mut param_index = HashMap::default();
         for name in wanted {
             let t = &model.constants[name];
             let p = Param::new(Tensor::from_vec(device, &t.to_f32(), t.shape.clone())?);
@@ -257,12 +261,12 @@ impl Session {
             f16,
             params,
             param_index,
-            cache: RefCell::new(HashMap::new()),
-            host: RefCell::new(HashMap::new()),
-            int8_sums: RefCell::new(HashMap::new()),
+            cache: RefCell::new(HashMap::default()),
+            host: RefCell::new(HashMap::default()),
+            int8_sums: RefCell::new(HashMap::default()),
             max_elements: std::cell::Cell::new(crate::ops::MAX_ELEMENTS),
             wiring: OnceCell::new(),
-            plans: RefCell::new(HashMap::new()),
+            plans: RefCell::new(HashMap::default()),
         })
     }
 
@@ -402,7 +406,7 @@ impl Session {
 
     async fn run_core(&self, inputs: &[(&str, Input)], outputs: &[&str]) -> Result<Vec<Value>> {
         let model = &*self.model;
-        let mut env: HashMap<&str, V> = HashMap::new();
+        let mut env: HashMap<&str, V> = HashMap::default();
         for (name, input) in inputs {
             let info = model.input(name).ok_or_else(|| OnnxError::Input {
                 name: name.to_string(),

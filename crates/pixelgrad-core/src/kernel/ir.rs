@@ -9,8 +9,8 @@
 //! node. A finished [`Kernel`] is a plain value with `Eq + Hash`: backends cache compiled code
 //! by it.
 
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fmt;
 use std::ops;
 
@@ -302,7 +302,9 @@ struct State {
     params: u8,
     nodes: Vec<Node>,
     types: Vec<DType>,
-    memo: HashMap<Node, V>,
+    /// Hash-consing of nodes (FxHash: kernels are rebuilt for every fused op, where the
+    /// default SipHash showed up in profiles).
+    memo: FxHashMap<Node, V>,
     error: Option<String>,
 }
 
@@ -336,7 +338,7 @@ impl Builder {
             params: params.min(u8::MAX as usize) as u8,
             nodes: Vec::new(),
             types: Vec::new(),
-            memo: HashMap::new(),
+            memo: FxHashMap::default(),
             error: (params > u8::MAX as usize || inputs.len() > u8::MAX as usize)
                 .then(|| format!("{} inputs and {params} parameters: at most 255 of each", inputs.len())),
         };
