@@ -8,7 +8,7 @@
 #
 # Usage: bash scripts/browser-tests.sh [FILTER]   (from anywhere; exit status 0 only if all
 #        passed; FILTER, e.g. `conformance::webgl`, runs only the tests whose path contains it)
-# Env:   BROWSER_TESTS_TIMEOUT  seconds for the whole cargo test run (default 900)
+# Env:   BROWSER_TESTS_TIMEOUT  seconds for running the tests, after they are built (default 1500)
 #        WASM_BINDGEN_TEST_TIMEOUT  seconds per test in the browser (default 120)
 #        CARGO_TARGET_DIR is honoured as usual.
 set -uo pipefail
@@ -53,7 +53,15 @@ export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-120}
 log=$(mktemp /tmp/pixelgrad-browser-tests.XXXXXX.log)
 echo "== browser tests (headless $(chromium --version 2>/dev/null || echo chromium), wasm-bindgen $wb_version; log: $log)"
-timeout --kill-after=30 "${BROWSER_TESTS_TIMEOUT:-900}" \
+# Compile first, outside the timeout: a cold wasm32 build of wgpu and the conformance suite takes
+# several minutes on a small machine, and only the browser run should be bounded.
+echo "== building the browser tests (wasm32)"
+if ! cargo test --no-run --target wasm32-unknown-unknown -p pixelgrad-browser-tests --test web --test webgl1 \
+     >"$log.build" 2>&1; then
+  tail -40 "$log.build"
+  fail "cargo test --no-run (wasm32) failed; full log: $log.build"
+fi
+timeout --kill-after=30 "${BROWSER_TESTS_TIMEOUT:-1500}" \
   cargo test --no-fail-fast --target wasm32-unknown-unknown -p pixelgrad-browser-tests --test web --test webgl1 -- --nocapture "$@" 2>&1 | tee "$log" \
   | grep -E '^(test |test result|running|error)|panicked|FAILED|failed:|^  [a-z_0-9]+/|max rel error|loss |steady state' 
 status=${PIPESTATUS[0]}
@@ -83,7 +91,7 @@ passed=$(grep -Eo '[0-9]+ passed' "$log" | awk '{ s += $1 } END { print s + 0 }'
 failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{ s += $1 } END { print s + 0 }')
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
   failed=1  # build error, timeout or runner crash: count it so the summary never says 0 failed
-  [ "$status" -eq 124 ] && echo "browser tests: timed out after ${BROWSER_TESTS_TIMEOUT:-900} s"
+  [ "$status" -eq 124 ] && echo "browser tests: timed out after ${BROWSER_TESTS_TIMEOUT:-1500} s"
   tail -30 "$log"
 fi
 if [ "$status" -eq 0 ] && [ "$passed" -eq 0 ]; then

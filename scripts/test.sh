@@ -36,19 +36,37 @@ cargo test --workspace --doc -q
 echo "== wasm32 builds"
 cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx
 
-# Both browser suites run even if the first fails, so one CI run shows every failure.
+# Every suite runs even if an earlier one fails, so one CI run shows every failure; each suite's
+# output is also kept in target/, and the end of a failed one is repeated last, where a CI log
+# that keeps only its tail still shows why.
 failed=()
+suite() { # NAME COMMAND...: run a suite, keep its output, note a failure
+  local name=$1; shift
+  local out="target/test-${name//[^a-zA-Z0-9]/-}.log"
+  set +e
+  "$@" 2>&1 | tee "$out"
+  local status=${PIPESTATUS[0]}
+  set -e
+  [ "$status" -eq 0 ] || failed+=("$name")
+}
 echo "== browser tests: conformance + smoke in the page (headless Chromium: WebGPU and WebGL2 via SwiftShader, CPU as wasm)"
-bash scripts/browser-tests.sh || failed+=("browser-tests.sh")
+suite browser-tests.sh bash scripts/browser-tests.sh
 
 echo "== npm package tests: JS API on webgpu/webgl/cpu, in a Worker, and the demo end to end"
-bash scripts/web-tests.sh || failed+=("web-tests.sh")
+suite web-tests.sh bash scripts/web-tests.sh
 
 echo "== federated training with Flower: a small federation of tabs and a native node, CLI errors"
-bash scripts/flower-tests.sh || failed+=("flower-tests.sh")
+suite flower-tests.sh bash scripts/flower-tests.sh
 
 echo "== benchmark report code (web/bench: weight layout, safetensors, ratios, BENCHMARKS.md splice; no browser)"
-(cd web/bench && node --test tests/) || failed+=("web/bench node tests")
+suite web-bench-node-tests bash -c 'cd web/bench && node --test tests/'
 
-if [ ${#failed[@]} -gt 0 ]; then echo "== failed: ${failed[*]}"; exit 1; fi
+if [ ${#failed[@]} -gt 0 ]; then
+  for name in "${failed[@]}"; do
+    echo "== the end of the failed suite $name (target/test-${name//[^a-zA-Z0-9]/-}.log):"
+    grep -E 'FAIL|failed|panicked|timed out|unfinished|error' "target/test-${name//[^a-zA-Z0-9]/-}.log" | tail -15
+    tail -15 "target/test-${name//[^a-zA-Z0-9]/-}.log"
+  done
+  echo "== failed: ${failed[*]}"; exit 1
+fi
 echo "== all tests passed"

@@ -6,7 +6,7 @@
 #
 # Usage: bash scripts/web-tests.sh [--wasm-opt] [TEST_FILE...]   (exit status 0 only if all passed)
 #        TEST_FILE: paths relative to web/, e.g. tests/api.test.mjs (default: tests/)
-# Env:   WEB_TESTS_TIMEOUT  seconds for the node test run (default 900); CARGO_TARGET_DIR honoured.
+# Env:   WEB_TESTS_TIMEOUT  seconds for the node test run (default 1500); CARGO_TARGET_DIR honoured.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -52,7 +52,7 @@ cargo xtask build-wasm "${build_args[@]}" || fail "cargo xtask build-wasm"
 # --- Run ------------------------------------------------------------------------------------------
 log=$(mktemp /tmp/pixelgrad-web-tests.XXXXXX.log)
 echo "== node --test ${files[*]} ($(chromium --version 2>/dev/null || echo chromium); TAP log: $log)"
-(cd web && timeout --kill-after=30 "${WEB_TESTS_TIMEOUT:-900}" \
+(cd web && timeout --kill-after=30 "${WEB_TESTS_TIMEOUT:-1500}" \
   node --test --test-concurrency=1 --test-reporter=tap "${files[@]}") >"$log" 2>&1
 status=$?
 # Top-level results only (subtests are indented), then the failures in full.
@@ -64,7 +64,7 @@ fi
 pass=$(grep -E '^# pass ' "$log" | awk '{print $3}')
 failed=$(grep -E '^# fail ' "$log" | awk '{print $3}')
 skipped=$(grep -E '^# skipped ' "$log" | awk '{print $3}')
-[ $status -eq 124 ] && echo "web tests: timed out after ${WEB_TESTS_TIMEOUT:-900} s"
+[ $status -eq 124 ] && echo "web tests: timed out after ${WEB_TESTS_TIMEOUT:-1500} s"
 echo "web tests: ${pass:-0} passed, ${failed:-?} failed, ${skipped:-0} skipped in $(( $(date +%s) - start )) s"
 if [ $status -ne 0 ] || [ "${failed:-1}" != "0" ]; then exit 1; fi
 exit 0
