@@ -121,7 +121,7 @@ export class Sequential {
       return { n, xv: null, xdev, yv: t.values, yshape: t.shape, yper: t.values.length / n, sample: x.shape.slice(1) };
     }
     const xs = await x._hostValues(what);
-    const xv = xs instanceof Float32Array ? xs : Float32Array.from(xs);
+    const xv = xs instanceof Float32Array ? xs : new Float32Array(xs);
     const t = await targetsOf(y, n, what);
     // per-sample target size: 1 for class indices [n], C for targets [n, C]
     return { n, xv, yv: t.values, yshape: t.shape, yper: t.values.length / n, sample: x.shape.slice(1) };
@@ -199,7 +199,7 @@ export class Sequential {
     if (!(x instanceof Tensor)) throw new Error('predict: x must be a pg.tensor');
     x._check('predict');
     if (!x._host) return deviceTensor(net.predictDevice(x._onDevice(this._rt, 'predict')), this._rt);
-    const xv = x._host instanceof Float32Array ? x._host : Float32Array.from(x._host);
+    const xv = x._host instanceof Float32Array ? x._host : new Float32Array(x._host);
     return deviceTensor(net.predict(xv, x.shape), this._rt);
   }
 

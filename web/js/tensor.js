@@ -83,7 +83,7 @@ export class Tensor {
     rt._check(what);
     if (!this._upload || this._upload.rt !== rt || this._upload.gen !== rt._gen) {
       this._dropUpload();
-      const inner = rt._inner.upload(this._host instanceof Float32Array ? this._host : Float32Array.from(this._host), this._shape);
+      const inner = rt._inner.upload(this._host instanceof Float32Array ? this._host : new Float32Array(this._host), this._shape);
       this._upload = { rt, inner, gen: rt._gen };
       if (registry) registry.register(this, inner, this._upload);
     }
@@ -200,7 +200,9 @@ export function tensor(data, shape, opts) {
     }
   }
   if (data instanceof Int32Array) return new Tensor(Int32Array.from(data), shape.slice(), 'int32');
-  const f = Float32Array.from(values);
+  // A copy (the caller may reuse its array); `slice` and the typed-array constructor copy
+  // in bulk, where `Float32Array.from` walks an iterator (8 ns per value in V8).
+  const f = values instanceof Float32Array ? values.slice() : new Float32Array(values);
   return new Tensor(f, shape.slice(), 'float32');
 }
 
@@ -221,5 +223,5 @@ export async function targetsOf(y, n, what) {
     throw new Error(`${what}: targets of shape [${s.join(', ')}] do not match ${n} samples (class indices [${n}] or targets [${n}, outputs])`);
   }
   const v = await y._hostValues(what);
-  return { values: v instanceof Float32Array ? v : Float32Array.from(v), shape: s };
+  return { values: v instanceof Float32Array ? v : new Float32Array(v), shape: s };
 }

@@ -19,6 +19,14 @@ test('nested arrays, numbers and typed arrays give their shape and values', asyn
   assert.deepEqual(tensor([new Float32Array([1, 2]), new Float32Array([3, 4])]).shape, [2, 2], 'rows may be typed arrays');
   assert.equal(tensor(new Int32Array([1, 2])).dtype, 'int32');
   assert.equal(tensor([1, 2]).dtype, 'float32');
+  // the values are copied: changing the source afterwards changes nothing
+  const src = new Float32Array([1, 2, 3]);
+  const copy = tensor(src);
+  src[0] = 9;
+  assert.deepEqual(Array.from(await copy.data()), [1, 2, 3]);
+  // other typed arrays convert to float32 values
+  assert.deepEqual(Array.from(await tensor(new Float64Array([0.1, -2])).data()), [Math.fround(0.1), -2]);
+  assert.deepEqual(Array.from(await tensor(new Uint8Array([0, 255])).data()), [0, 255]);
 });
 
 test('ragged arrays, wrong lengths, non-numbers and empty or negative shapes are errors', () => {

@@ -17,8 +17,9 @@ use crate::simd::F4;
 const LANES: usize = 8;
 
 thread_local! {
-    /// The padded plane and one output row, reused from plane to plane.
-    static SCRATCH: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    /// The padded plane, one output row, and the plane geometry the padded plane was zeroed
+    /// for: reused from plane to plane and call to call.
+    static SCRATCH: RefCell<(Vec<f32>, Vec<f32>, [usize; 8])> = const { RefCell::new((Vec::new(), Vec::new(), [0; 8])) };
 }
 
 /// `x [N, C, H, W]` * `k [C, 1, kh, kw]` → `[N, C, OH, OW]`.
@@ -27,7 +28,8 @@ pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh
     let (kh, kw) = (w.kh, w.kw);
     let kk = kh * kw;
     let s = w.stride_w.max(1);
-    let mut out = vec![0.0f32; n * c * oh * ow];
+    // Every output row is copied in below.
+    let mut out = crate::pool::take(n * c * oh * ow);
     if out.is_empty() {
         return out;
     }
@@ -49,11 +51,17 @@ pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh
         let taps = &k[ch * kk..(ch + 1) * kk];
         SCRATCH.with(|cell| {
             let mut scratch = cell.borrow_mut();
-            let (pp, line) = &mut *scratch;
+            let (pp, line, zeroed_for) = &mut *scratch;
             // Padded, de-interleaved copy: padded column u = x + pad_w of padded row
-            // v = y + pad_h goes to row v, phase u % s, position u / s.
-            pp.clear();
-            pp.resize(hp * stride_row, 0.0);
+            // v = y + pad_h goes to row v, phase u % s, position u / s. The copy below writes
+            // the same positions for every plane of one geometry, so the padding, zeroed once
+            // for that geometry, stays zero: no clearing per plane.
+            let geometry = [hp, stride_row, plen, s, w.pad_h, w.pad_w, h, wd];
+            if *zeroed_for != geometry || pp.len() != hp * stride_row {
+                pp.clear();
+                pp.resize(hp * stride_row, 0.0);
+                *zeroed_for = geometry;
+            }
             for v in w.pad_h..(h + w.pad_h).min(hp) {
                 let row = &src[(v - w.pad_h) * wd..(v - w.pad_h + 1) * wd];
                 let prow = &mut pp[v * stride_row..(v + 1) * stride_row];
@@ -81,7 +89,7 @@ pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh
                     }
                 }
             }
-            line.clear();
+            // Every lane of the row is stored below before it is read.
             line.resize(ow4, 0.0);
             for oy in 0..oh {
                 let window = &pp[oy * w.stride_h * stride_row..];

@@ -2,10 +2,12 @@
 //! The arithmetic and IEEE functions come from [`Float`], the type elementwise kernels are
 //! evaluated in (`pixelgrad_core::kernel::eval`).
 
+use std::cell::RefCell;
 use std::fmt::Debug;
 use std::ops::AddAssign;
 
 pub use pixelgrad_core::kernel::eval::Float;
+use pixelgrad_core::kernel::eval::Scratch;
 
 /// A floating-point element. Kernels are written once against this trait; the fast backend
 /// instantiates them with `f32`, the reference backend with `f64`.
@@ -23,10 +25,16 @@ pub trait Element: Float + Debug + Default + AddAssign {
     /// Depthwise convolution `x [N, C, H, W]` * `k [C, 1, kh, kw]` → `[N, C, oh, ow]`
     /// (`Op::DepthwiseConv`): the reference loops of `window::depthwise`, or their SIMD form.
     fn depthwise(x: &[Self], dims: &[usize], k: &[Self], w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self>;
+    /// Runs `f` with this thread's elementwise scratch buffers (kept from call to call, so a
+    /// fused kernel's per-node blocks are not allocated again for every chunk of every op).
+    fn with_scratch<R>(f: impl FnOnce(&mut Scratch<Self>) -> R) -> R;
+    /// An output buffer of `n` values for a kernel that writes every one of them: on the fast
+    /// path possibly a recycled buffer holding old values (`crate::pool`), else zeros.
+    fn output(n: usize) -> Vec<Self>;
 }
 
 macro_rules! float_element {
-    ($t:ty, $fast:expr, $gemm:path, $depthwise:path) => {
+    ($t:ty, $fast:expr, $gemm:path, $depthwise:path, $output:expr) => {
         impl Element for $t {
             const FAST: bool = $fast;
             fn from_f64(v: f64) -> Self {
@@ -44,9 +52,23 @@ macro_rules! float_element {
             fn depthwise(x: &[Self], dims: &[usize], k: &[Self], w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self> {
                 $depthwise(x, dims, k, w, oh, ow)
             }
+            fn output(n: usize) -> Vec<Self> {
+                $output(n)
+            }
+            fn with_scratch<R>(f: impl FnOnce(&mut Scratch<Self>) -> R) -> R {
+                thread_local! {
+                    static SCRATCH: RefCell<Scratch<$t>> = RefCell::new(Scratch::default());
+                }
+                // A nested call (none today) would get fresh buffers rather than a borrow panic.
+                SCRATCH.with(|s| match s.try_borrow_mut() {
+                    Ok(mut s) => f(&mut s),
+                    Err(_) => f(&mut Scratch::default()),
+                })
+            }
         }
     };
 }
 
-float_element!(f32, true, crate::matmul::gemm_f32, crate::depthwise::depthwise_f32);
-float_element!(f64, false, crate::matmul::gemm_loops, crate::window::depthwise);
+float_element!(f32, true, crate::matmul::gemm_f32, crate::depthwise::depthwise_f32, crate::pool::take);
+// The reference never recycles: a kernel that missed an element shows zeros there, not old values.
+float_element!(f64, false, crate::matmul::gemm_loops, crate::window::depthwise, |n| vec![0.0f64; n]);

@@ -12,7 +12,7 @@
 //!   a small feature map; odd strides): each block first copies the inputs that need it into
 //!   block buffers, a row segment at a time, then evaluates the block as in the flat case.
 
-use pixelgrad_core::kernel::eval::{self, eval_block, Scratch, Src};
+use pixelgrad_core::kernel::eval::{self, eval_block, Src};
 use pixelgrad_core::kernel::Launch;
 use pixelgrad_core::shape::{broadcast_strides, coalesce, contiguous_strides};
 use pixelgrad_core::{Result, Shape};
@@ -33,23 +33,25 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
     eval::check(k, ins.len(), launch.params.len())?;
     let params: Vec<T> = launch.params.iter().map(|&p| T::from_f32(p)).collect();
     let n = out.numel();
-    let mut res = vec![T::ZERO; n];
+    // Every element is written below (each path covers the whole output).
+    let mut res = T::output(n);
     if n == 0 {
         return Ok(res);
     }
-    let flat = ins.iter().all(|(_, s)| *s == out || s.numel() == 1);
+    let flat = ins.len() <= MAX_INPUTS && ins.iter().all(|(_, s)| *s == out || s.numel() == 1);
     if flat {
         for_chunks(&mut res, FLAT_CHUNK, |i, dst| {
             let base = i * FLAT_CHUNK;
-            let mut scratch = Scratch::default();
-            for (j, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
-                let start = base + j * eval::BLOCK;
-                let srcs: Vec<Src<'_, T>> = ins
-                    .iter()
-                    .map(|(x, s)| if s.numel() == 1 { Src::Scalar(x[0]) } else { Src::Slice(&x[start..start + block.len()]) })
-                    .collect();
-                eval_block(k, &srcs, &params, block, &mut scratch);
-            }
+            T::with_scratch(|scratch| {
+                for (j, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
+                    let start = base + j * eval::BLOCK;
+                    let mut srcs = [Src::Scalar(T::ZERO); MAX_INPUTS];
+                    for ((x, s), src) in ins.iter().zip(srcs.iter_mut()) {
+                        *src = if s.numel() == 1 { Src::Scalar(x[0]) } else { Src::Slice(&x[start..start + block.len()]) };
+                    }
+                    eval_block(k, &srcs[..ins.len()], &params, block, scratch);
+                }
+            })
         });
         return Ok(res);
     }
@@ -70,25 +72,26 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
     // Rows are grouped into tasks of about FLAT_CHUNK elements.
     let rows_per_task = (FLAT_CHUNK / inner).max(1);
     for_chunks(&mut res, inner * rows_per_task, |task, rows| {
-        let mut scratch = Scratch::default();
-        for (i, dst) in rows.chunks_mut(inner).enumerate() {
-            let row = task * rows_per_task + i;
-            let mut srcs = [Src::Scalar(T::ZERO); MAX_INPUTS];
-            for (j, ((x, _), src)) in ins.iter().zip(srcs.iter_mut()).enumerate() {
-                let off = offset_of(row, outer, &strides[j][..r - 1]);
-                *src = if strides[j][r - 1] == 0 { Src::Scalar(x[off]) } else { Src::Slice(&x[off..off + inner]) };
-            }
-            for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
-                let start = b * eval::BLOCK;
-                let mut part = srcs;
-                for p in part.iter_mut() {
-                    if let Src::Slice(v) = *p {
-                        *p = Src::Slice(&v[start..start + block.len()]);
-                    }
+        T::with_scratch(|scratch| {
+            for (i, dst) in rows.chunks_mut(inner).enumerate() {
+                let row = task * rows_per_task + i;
+                let mut srcs = [Src::Scalar(T::ZERO); MAX_INPUTS];
+                for (j, ((x, _), src)) in ins.iter().zip(srcs.iter_mut()).enumerate() {
+                    let off = offset_of(row, outer, &strides[j][..r - 1]);
+                    *src = if strides[j][r - 1] == 0 { Src::Scalar(x[off]) } else { Src::Slice(&x[off..off + inner]) };
                 }
-                eval_block(&launch.kernel, &part[..ins.len()], &params, block, &mut scratch);
+                for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
+                    let start = b * eval::BLOCK;
+                    let mut part = srcs;
+                    for p in part.iter_mut() {
+                        if let Src::Slice(v) = *p {
+                            *p = Src::Slice(&v[start..start + block.len()]);
+                        }
+                    }
+                    eval_block(&launch.kernel, &part[..ins.len()], &params, block, scratch);
+                }
             }
-        }
+        })
     });
     Ok(res)
 }
@@ -121,29 +124,30 @@ fn gathered<T: Element>(launch: &Launch, params: &[T], ins: &[(&[T], &Shape)], d
         })
         .collect();
     for_chunks(res, FLAT_CHUNK, |task, dst| {
-        let base = task * FLAT_CHUNK;
-        let mut scratch = Scratch::default();
-        let mut bufs: Vec<Vec<T>> =
-            reads.iter().map(|r| if matches!(r, Read::Gather) { vec![T::ZERO; eval::BLOCK] } else { Vec::new() }).collect();
-        for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
-            let start = base + b * eval::BLOCK;
-            let len = block.len();
-            for (j, read) in reads.iter().enumerate() {
-                if let Read::Gather = read {
-                    gather_block(ins[j].0, dims, &strides[j], start, &mut bufs[j][..len]);
+        T::with_scratch(|scratch| {
+            let base = task * FLAT_CHUNK;
+            let mut bufs: Vec<Vec<T>> =
+                reads.iter().map(|r| if matches!(r, Read::Gather) { vec![T::ZERO; eval::BLOCK] } else { Vec::new() }).collect();
+            for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
+                let start = base + b * eval::BLOCK;
+                let len = block.len();
+                for (j, read) in reads.iter().enumerate() {
+                    if let Read::Gather = read {
+                        gather_block(ins[j].0, dims, &strides[j], start, &mut bufs[j][..len]);
+                    }
                 }
+                let srcs: Vec<Src<'_, T>> = reads
+                    .iter()
+                    .enumerate()
+                    .map(|(j, read)| match read {
+                        Read::Scalar => Src::Scalar(ins[j].0[0]),
+                        Read::InPlace => Src::Slice(&ins[j].0[start..start + len]),
+                        Read::Gather => Src::Slice(&bufs[j][..len]),
+                    })
+                    .collect();
+                eval_block(&launch.kernel, &srcs, params, block, scratch);
             }
-            let srcs: Vec<Src<'_, T>> = reads
-                .iter()
-                .enumerate()
-                .map(|(j, read)| match read {
-                    Read::Scalar => Src::Scalar(ins[j].0[0]),
-                    Read::InPlace => Src::Slice(&ins[j].0[start..start + len]),
-                    Read::Gather => Src::Slice(&bufs[j][..len]),
-                })
-                .collect();
-            eval_block(&launch.kernel, &srcs, params, block, &mut scratch);
-        }
+        })
     });
 }
 

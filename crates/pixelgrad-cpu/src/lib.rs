@@ -104,6 +104,7 @@ pub mod kernels;
 mod matmul;
 mod movement;
 mod par;
+mod pool;
 mod random;
 mod reduce;
 // Natively only its tests call it (the backend uses matrixmultiply there).
@@ -195,6 +196,10 @@ impl Drop for CpuBuffer {
         let mut c = self.counters.get();
         c.bytes_in_use = c.bytes_in_use.saturating_sub(self.data.bytes());
         self.counters.set(c);
+        // The next output of this length reuses the memory (`pool`).
+        if let CpuStorage::F32(v) = &mut self.data {
+            pool::give(std::mem::take(v));
+        }
     }
 }
 

@@ -92,7 +92,8 @@ pub fn matmul<T: Element>(a: &[T], da: &[usize], b: &[T], db: &[usize], trans_a:
     let bb = if rb == 3 { db[0] } else { 1 };
     let batch = if ba == 1 { bb } else { ba };
     let (sa, sb) = (if ba == 1 { 0 } else { a0 * a1 }, if bb == 1 { 0 } else { b0 * b1 });
-    let mut out = vec![T::ZERO; batch * m * n];
+    // `T::gemm` overwrites each product's block, and the blocks cover `out`.
+    let mut out = T::output(batch * m * n);
     if m * n == 0 {
         return out;
     }

@@ -157,7 +157,8 @@ fn window_max<T: Element>(plane: &[T], h: usize, wd: usize, w: &Window, oy: usiz
 /// Max pooling `[N, C, H, W]` → `[N, C, OH, OW]` (`Op::MaxPool`), one output plane per (n, c).
 pub fn max_pool<T: Element>(x: &[T], dims: &[usize], w: &Window, oh: usize, ow: usize) -> Vec<T> {
     let (h, wd) = (dims[2], dims[3]);
-    let mut out = vec![T::ZERO; dims[0] * dims[1] * oh * ow];
+    // Every output is written below.
+    let mut out = T::output(dims[0] * dims[1] * oh * ow);
     for_chunks(&mut out, oh * ow, |plane, dst| {
         let src = &x[plane * h * wd..(plane + 1) * h * wd];
         for (p, d) in dst.iter_mut().enumerate() {
