@@ -147,22 +147,23 @@ pub fn apply2<T: Float>(op: Op2, a: T, b: T) -> T {
         Op2::Sub => a - b,
         Op2::Mul => a * b,
         Op2::Div | Op2::DivRaw => a / b,
+        // NaN if either is; on ties (±0) the first. Written as `b` if it is NaN, else
+        // `a < b ? b : a` (a NaN `a` falls through to `a`): wasm's `pmax` and a NaN test, three
+        // SIMD instructions where the four-way test took seven.
         Op2::Max => {
-            if a.is_nan() || b.is_nan() {
-                T::NAN
-            } else if a >= b {
-                a
-            } else {
+            let r = if a < b { b } else { a };
+            if b.is_nan() {
                 b
+            } else {
+                r
             }
         }
         Op2::Min => {
-            if a.is_nan() || b.is_nan() {
-                T::NAN
-            } else if a <= b {
-                a
-            } else {
+            let r = if b < a { b } else { a };
+            if b.is_nan() {
                 b
+            } else {
+                r
             }
         }
         Op2::MaxRaw => {
@@ -210,11 +211,13 @@ enum Val<T> {
 pub struct Scratch<T> {
     bufs: Vec<Vec<T>>,
     vals: Vec<Val<T>>,
+    /// Readers of each node (the result counts as one), for pairing.
+    uses: Vec<u32>,
 }
 
 impl<T> Default for Scratch<T> {
     fn default() -> Self {
-        Scratch { bufs: Vec::new(), vals: Vec::new() }
+        Scratch { bufs: Vec::new(), vals: Vec::new(), uses: Vec::new() }
     }
 }
 
@@ -259,8 +262,40 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
     let mut wrote = false;
     let mut vals = std::mem::take(&mut scratch.vals);
     vals.clear();
+    count_uses(kernel, &mut scratch.uses);
+    // A node's value computed early, together with the node it reads (see `pairable`).
+    let mut paired: Option<(usize, Val<T>)> = None;
     for (i, node) in nodes.iter().enumerate() {
+        if let Some((j, v)) = paired {
+            if j == i {
+                paired = None;
+                vals.push(v);
+                if direct && i == last {
+                    wrote = true;
+                    break;
+                }
+                continue;
+            }
+        }
         let into_out = direct && i == last;
+        // `x op1 s1`, then `_ op2 s2` in its one reader `j`: one pass, the value kept in a
+        // register between the two (the same operations in the same order: the same bits).
+        // Node i's own value is never read afterwards.
+        if paired.is_none() {
+            if let Some(p) = pairable(kernel, &scratch.uses, &vals, i, inputs, params) {
+                if direct && p.j == last {
+                    map_pair(p.op1, p.s1, p.op2, p.s2, read(p.x, inputs, scratch, n), out);
+                    vals.push(Val::Scalar(T::ZERO));
+                    paired = Some((p.j, Val::Scalar(T::ZERO)));
+                    continue;
+                }
+                let mut buf = take(scratch, p.j, n);
+                map_pair(p.op1, p.s1, p.op2, p.s2, read(p.x, inputs, scratch, n), &mut buf);
+                vals.push(Val::Scalar(T::ZERO));
+                paired = Some((p.j, put(scratch, p.j, buf)));
+                continue;
+            }
+        }
         let v = match *node {
             Node::Input(j) => match inputs[j as usize] {
                 Src::Slice(_) => Val::In(j as usize),
@@ -329,6 +364,131 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
         }
     }
     scratch.vals = vals;
+}
+
+/// Counts the readers of every node of `kernel` into `uses` (the result is one more).
+fn count_uses(kernel: &Kernel, uses: &mut Vec<u32>) {
+    uses.clear();
+    uses.resize(kernel.nodes().len(), 0);
+    for node in kernel.nodes() {
+        match *node {
+            Node::Op1(_, a) | Node::Cast(_, a) => uses[a as usize] += 1,
+            Node::Op2(_, a, b) => {
+                uses[a as usize] += 1;
+                uses[b as usize] += 1;
+            }
+            Node::Select(c, a, b) => {
+                uses[c as usize] += 1;
+                uses[a as usize] += 1;
+                uses[b as usize] += 1;
+            }
+            Node::Input(_) | Node::Param(_) | Node::Const(_) => {}
+        }
+    }
+    uses[kernel.out() as usize] += 1;
+}
+
+/// Two scalar operations evaluated in one pass: node `j = op2(op1(x, s1), s2)`.
+struct Pair<T> {
+    op1: Op2,
+    x: Val<T>,
+    s1: T,
+    op2: Op2,
+    s2: T,
+    j: usize,
+}
+
+/// The operations [`map_pair`] has a loop for.
+fn pairs_with(op: Op2) -> bool {
+    matches!(op, Op2::Add | Op2::Sub | Op2::Mul | Op2::Div | Op2::Max | Op2::Min)
+}
+
+/// The value of node `v` if it is one value for the whole block, evaluated or not yet
+/// (parameters, constants and single-value inputs).
+fn scalar_at<T: Float>(kernel: &Kernel, vals: &[Val<T>], v: usize, inputs: &[Src<'_, T>], params: &[T]) -> Option<T> {
+    if let Some(val) = vals.get(v) {
+        return match *val {
+            Val::Scalar(x) => Some(x),
+            _ => None,
+        };
+    }
+    match kernel.nodes()[v] {
+        Node::Param(j) => Some(params[j as usize]),
+        Node::Const(Lit::F32(bits)) => Some(T::from_f32(f32::from_bits(bits))),
+        Node::Input(j) => match inputs[j as usize] {
+            Src::Scalar(x) => Some(x),
+            Src::Slice(_) => None,
+        },
+        _ => None,
+    }
+}
+
+/// Node `i` and its one reader as a [`Pair`], when node `i` is `x op1 s` (or `s op1 x` for
+/// `+` and `*`, which are commutative in every bit but a NaN's payload) on a block of values, its reader `j` is
+/// `_ op2 s'` (the same way round), and only parameters, constants or inputs lie between.
+fn pairable<T: Float>(kernel: &Kernel, uses: &[u32], vals: &[Val<T>], i: usize, inputs: &[Src<'_, T>], params: &[T]) -> Option<Pair<T>> {
+    let nodes = kernel.nodes();
+    let Node::Op2(op1, a, b) = nodes[i] else { return None };
+    if uses[i] != 1 || !pairs_with(op1) {
+        return None;
+    }
+    let commutes = |op: Op2| matches!(op, Op2::Add | Op2::Mul);
+    let (x, s1) = match (vals[a as usize], vals[b as usize]) {
+        (Val::Scalar(_), Val::Scalar(_)) => return None,
+        (x, Val::Scalar(s)) => (x, s),
+        (Val::Scalar(s), x) if commutes(op1) => (x, s),
+        _ => return None,
+    };
+    let mut j = i + 1;
+    while j < nodes.len() && matches!(nodes[j], Node::Param(_) | Node::Const(_) | Node::Input(_)) {
+        j += 1;
+    }
+    let Some(&Node::Op2(op2, c, d)) = nodes.get(j) else { return None };
+    if !pairs_with(op2) {
+        return None;
+    }
+    let s2 = if c as usize == i {
+        scalar_at(kernel, vals, d as usize, inputs, params)?
+    } else if d as usize == i && commutes(op2) {
+        scalar_at(kernel, vals, c as usize, inputs, params)?
+    } else {
+        return None;
+    };
+    Some(Pair { op1, x, s1, op2, s2, j })
+}
+
+/// `out[k] = op2(op1(x[k], s1), s2)`: one monomorphic loop per pair of operations.
+fn map_pair<T: Float>(op1: Op2, s1: T, op2: Op2, s2: T, x: &[T], out: &mut [T]) {
+    macro_rules! second {
+        ($f:expr) => {{
+            let f = $f;
+            match op2 {
+                Op2::Add => pair_loop(x, out, f, move |u: T| u + s2),
+                Op2::Sub => pair_loop(x, out, f, move |u: T| u - s2),
+                Op2::Mul => pair_loop(x, out, f, move |u: T| u * s2),
+                Op2::Div => pair_loop(x, out, f, move |u: T| u / s2),
+                Op2::Max => pair_loop(x, out, f, move |u: T| apply2(Op2::Max, u, s2)),
+                Op2::Min => pair_loop(x, out, f, move |u: T| apply2(Op2::Min, u, s2)),
+                _ => pair_loop(x, out, f, move |u: T| apply2(op2, u, s2)),
+            }
+        }};
+    }
+    match op1 {
+        Op2::Add => second!(move |u: T| u + s1),
+        Op2::Sub => second!(move |u: T| u - s1),
+        Op2::Mul => second!(move |u: T| u * s1),
+        Op2::Div => second!(move |u: T| u / s1),
+        Op2::Max => second!(move |u: T| apply2(Op2::Max, u, s1)),
+        Op2::Min => second!(move |u: T| apply2(Op2::Min, u, s1)),
+        _ => second!(move |u: T| apply2(op1, u, s1)),
+    }
+}
+
+#[inline(always)]
+fn pair_loop<T: Copy>(x: &[T], out: &mut [T], f: impl Fn(T) -> T, g: impl Fn(T) -> T) {
+    for (d, &u) in out.iter_mut().zip(x) {
+        *d = g(f(u));
+    }
 }
 
 fn select_into<T: Float>(c: &[T], a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [T]) {
@@ -477,5 +637,76 @@ fn map2<T: Float>(op: Op2, a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [T]) 
         Op2::MaxRaw => each!(|u: T, v: T| apply2(Op2::MaxRaw, u, v)),
         Op2::MinRaw => each!(|u: T, v: T| apply2(Op2::MinRaw, u, v)),
         _ => each!(|u: T, v: T| apply2(op, u, v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::ir::{Builder, E};
+
+    /// Values where operation order and signed zeros show: NaN, infinities, ±0, ties.
+    const EDGES: [f32; 12] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1.0, -1.0, 3.0, -3.0, 6.0, 1e-30, -7.5];
+
+    /// A block evaluation (where scalar operations pair up, see `pairable`) gives the same
+    /// bits as evaluating each element alone (every operand a single value: nothing pairs),
+    /// NaN payloads aside.
+    fn same_bits_as_one_by_one(k: &Kernel, params: &[f32], rows: &[Vec<f32>]) {
+        let n = rows[0].len();
+        let srcs: Vec<Src<'_, f32>> = rows.iter().map(|r| Src::Slice(r)).collect();
+        let mut out = vec![0.0f32; n];
+        eval(k, &srcs, params, &mut out).unwrap();
+        for e in 0..n {
+            let one: Vec<f32> = rows.iter().map(|r| r[e]).collect();
+            let want = eval_one(k, &one, params).unwrap();
+            // NaN is NaN: which operand's payload and sign an operation passes on is the
+            // hardware's choice (wasm leaves it open), and `a + b` may pair as `b + a`.
+            let same = out[e].to_bits() == want.to_bits() || (out[e].is_nan() && want.is_nan());
+            assert!(same, "element {e} {one:?} params {params:?}: {} vs {want} one by one:\n{k}", out[e]);
+        }
+    }
+
+    #[test]
+    fn paired_scalar_operations_keep_every_bit() {
+        let xs: Vec<f32> = EDGES.iter().flat_map(|&a| EDGES.iter().map(move |&b| a * 0.5 + b)).collect();
+        let bias: Vec<f32> = (0..xs.len()).map(|i| EDGES[i % EDGES.len()]).collect();
+        // Hard-swish after a bias, as ONNX exports it: x * clip(x * 1 + 3, 0, 6) * (1/6) + 0.
+        let b = Builder::new(&[DType::F32, DType::F32], 6);
+        let t = b.input(0) + b.input(1);
+        let c = (t * b.param(0) + b.param(1)).max(b.param(2)).min(b.param(3));
+        let k = b.finish(t * c * b.param(4) + b.param(5)).unwrap();
+        for params in [[1.0, 3.0, 0.0, 6.0, 1.0 / 6.0, 0.0], [1.0, 3.0, -0.0, 6.0, 0.2, -0.0], [f32::NAN, 0.0, 0.0, 0.0, 1.0, 1.0]] {
+            same_bits_as_one_by_one(&k, &params, &[xs.clone(), bias.clone()]);
+        }
+        // Every pair of the paired operations, either way round, with scalars from
+        // parameters, constants and single-value inputs.
+        type Op = for<'a> fn(E<'a>, E<'a>) -> E<'a>;
+        let ops: [(&str, Op); 6] = [
+            ("add", |a, b| a + b),
+            ("sub", |a, b| a - b),
+            ("mul", |a, b| a * b),
+            ("div", |a, b| a / b),
+            ("max", |a, b| a.max(b)),
+            ("min", |a, b| a.min(b)),
+        ];
+        for (_, f) in &ops {
+            for (_, g) in &ops {
+                for flip in [false, true] {
+                    let b = Builder::new(&[DType::F32], 1);
+                    let x = b.input(0);
+                    let y = if flip { f(b.param(0), x) } else { f(x, b.param(0)) };
+                    let z = if flip { g(b.f32(-0.0), y) } else { g(y, b.f32(2.5)) };
+                    let k = b.finish(z).unwrap();
+                    for p in EDGES {
+                        same_bits_as_one_by_one(&k, &[p], &[xs.clone()]);
+                    }
+                }
+            }
+        }
+        // A value read twice does not pair away: (x + 1) * (x + 1) - 2.
+        let b = Builder::new(&[DType::F32], 0);
+        let u = b.input(0) + 1.0;
+        let k = b.finish(u * u - 2.0).unwrap();
+        same_bits_as_one_by_one(&k, &[], &[xs.clone()]);
     }
 }
