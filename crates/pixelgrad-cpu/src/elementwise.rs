@@ -12,7 +12,7 @@
 //!   a small feature map; odd strides): each block first copies the inputs that need it into
 //!   block buffers, a row segment at a time, then evaluates the block as in the flat case.
 
-use pixelgrad_core::kernel::eval::{self, eval_block, Src};
+use pixelgrad_core::kernel::eval::{self, eval_prepared, Prepared, Src};
 use pixelgrad_core::kernel::Launch;
 use pixelgrad_core::shape::{broadcast_strides, coalesce, contiguous_strides};
 use pixelgrad_core::{Result, Shape};
@@ -33,6 +33,7 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
     eval::check(k, ins.len(), launch.params.len())?;
     let params: Vec<T> = launch.params.iter().map(|&p| T::from_f32(p)).collect();
     let n = out.numel();
+    let prepared = Prepared::new(k);
     // Every element is written below (each path covers the whole output).
     let mut res = T::output(n);
     if n == 0 {
@@ -49,7 +50,7 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
                     for ((x, s), src) in ins.iter().zip(srcs.iter_mut()) {
                         *src = if s.numel() == 1 { Src::Scalar(x[0]) } else { Src::Slice(&x[start..start + block.len()]) };
                     }
-                    eval_block(k, &srcs[..ins.len()], &params, block, scratch);
+                    eval_prepared(&prepared, &srcs[..ins.len()], &params, block, scratch);
                 }
             })
         });
@@ -66,7 +67,7 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
     let outer = &dims[..r - 1];
     let rows = ins.len() <= MAX_INPUTS && inner >= LONG_ROW && strides[..ins.len()].iter().all(|st| st[r - 1] <= 1);
     if !rows {
-        gathered(launch, &params, ins, &dims, &strides, &mut res);
+        gathered(&prepared, &params, ins, &dims, &strides, &mut res);
         return Ok(res);
     }
     // Rows are grouped into tasks of about FLAT_CHUNK elements.
@@ -88,7 +89,7 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
                             *p = Src::Slice(&v[start..start + block.len()]);
                         }
                     }
-                    eval_block(&launch.kernel, &part[..ins.len()], &params, block, scratch);
+                    eval_prepared(&prepared, &part[..ins.len()], &params, block, scratch);
                 }
             }
         })
@@ -108,7 +109,14 @@ enum Read {
 
 /// The gathered path of [`map`]: `dims` and `strides` are the merged axes (`strides[j]` for
 /// input `j`, the output's own last).
-fn gathered<T: Element>(launch: &Launch, params: &[T], ins: &[(&[T], &Shape)], dims: &[usize], strides: &[Vec<usize>], res: &mut [T]) {
+fn gathered<T: Element>(
+    prepared: &Prepared<'_>,
+    params: &[T],
+    ins: &[(&[T], &Shape)],
+    dims: &[usize],
+    strides: &[Vec<usize>],
+    res: &mut [T],
+) {
     let own = &strides[ins.len()];
     let reads: Vec<Read> = ins
         .iter()
@@ -145,7 +153,7 @@ fn gathered<T: Element>(launch: &Launch, params: &[T], ins: &[(&[T], &Shape)], d
                         Read::Gather => Src::Slice(&bufs[j][..len]),
                     })
                     .collect();
-                eval_block(&launch.kernel, &srcs, params, block, scratch);
+                eval_prepared(prepared, &srcs, params, block, scratch);
             }
         })
     });

@@ -159,10 +159,52 @@ pub fn max_pool<T: Element>(x: &[T], dims: &[usize], w: &Window, oh: usize, ow: 
     let (h, wd) = (dims[2], dims[3]);
     // Every output is written below.
     let mut out = T::output(dims[0] * dims[1] * oh * ow);
+    // Outputs whose whole window is inside the plane (rows r0..r1, columns c0..c1) run tap by
+    // tap over a row segment, the same comparisons in the same order as `window_max`; the
+    // border ones, whose windows reach into the padding, run `window_max` itself.
+    let span = |n: usize, stride: usize, k: usize, pad: usize, size: usize| {
+        if k == 0 {
+            return (0, 0);
+        }
+        let (lo, _) = valid_range(n, stride, 0, pad, size);
+        let (_, hi) = valid_range(n, stride, k - 1, pad, size);
+        (lo, hi.max(lo))
+    };
+    let (r0, r1) = span(oh, w.stride_h, w.kh, w.pad_h, h);
+    let (c0, c1) = span(ow, w.stride_w, w.kw, w.pad_w, wd);
     for_chunks(&mut out, oh * ow, |plane, dst| {
         let src = &x[plane * h * wd..(plane + 1) * h * wd];
-        for (p, d) in dst.iter_mut().enumerate() {
-            *d = window_max(src, h, wd, w, p / ow, p % ow).0;
+        for oy in 0..oh {
+            let line = &mut dst[oy * ow..(oy + 1) * ow];
+            let inner = if (r0..r1).contains(&oy) { c0..c1 } else { 0..0 };
+            for ox in (0..ow).filter(|ox| !inner.contains(ox)) {
+                line[ox] = window_max(src, h, wd, w, oy, ox).0;
+            }
+            if inner.is_empty() {
+                continue;
+            }
+            let y0 = oy * w.stride_h - w.pad_h;
+            let seg = &mut line[c0..c1];
+            for i in 0..w.kh {
+                let row = &src[(y0 + i) * wd..(y0 + i + 1) * wd];
+                for j in 0..w.kw {
+                    let x0 = c0 * w.stride_w + j - w.pad_w;
+                    let taps = row[x0..].iter().step_by(w.stride_w);
+                    if i == 0 && j == 0 {
+                        for (d, &v) in seg.iter_mut().zip(taps) {
+                            *d = v;
+                        }
+                    } else {
+                        // Replaced only by a greater tap: a NaN first tap stays, later NaNs
+                        // do not win (as in `window_max`).
+                        for (d, &v) in seg.iter_mut().zip(taps) {
+                            if v > *d {
+                                *d = v;
+                            }
+                        }
+                    }
+                }
+            }
         }
     });
     out
@@ -210,6 +252,38 @@ mod tests {
                             let (lo, hi) = valid_range(n, stride, k, pad, size);
                             assert_eq!((lo..hi).collect::<Vec<_>>(), want, "n{n} s{stride} k{k} p{pad} size{size}");
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Max pooling equals `window_max` at every output (the interior's row segments and the
+    /// border's per-window path), NaNs and ties included.
+    #[test]
+    fn max_pool_matches_window_max_everywhere() {
+        for &(kh, kw, sh, sw, ph, pw, h, wd) in &[
+            (3, 3, 2, 2, 1, 1, 9, 11),
+            (2, 2, 2, 2, 0, 0, 8, 8),
+            (3, 2, 1, 3, 1, 0, 5, 10),
+            (5, 5, 1, 1, 2, 2, 4, 3),
+            (1, 1, 1, 1, 0, 0, 3, 3),
+        ] {
+            let w = Window { kh, kw, stride_h: sh, stride_w: sw, pad_h: ph, pad_w: pw };
+            let (oh, ow) = w.out_hw(h, wd).unwrap();
+            let (n, c) = (2, 2);
+            let mut x: Vec<f32> = (0..n * c * h * wd).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.5).collect();
+            for i in (0..x.len()).step_by(5) {
+                x[i] = f32::NAN;
+            }
+            let got = max_pool(&x, &[n, c, h, wd], &w, oh, ow);
+            for plane in 0..n * c {
+                let src = &x[plane * h * wd..(plane + 1) * h * wd];
+                for oy in 0..oh {
+                    for ox in 0..ow {
+                        let want = window_max(src, h, wd, &w, oy, ox).0;
+                        let g = got[plane * oh * ow + oy * ow + ox];
+                        assert!(g.to_bits() == want.to_bits(), "{w:?} plane {plane} ({oy}, {ox}): {g} vs {want}");
                     }
                 }
             }

@@ -211,13 +211,26 @@ enum Val<T> {
 pub struct Scratch<T> {
     bufs: Vec<Vec<T>>,
     vals: Vec<Val<T>>,
-    /// Readers of each node (the result counts as one), for pairing.
-    uses: Vec<u32>,
 }
 
 impl<T> Default for Scratch<T> {
     fn default() -> Self {
-        Scratch { bufs: Vec::new(), vals: Vec::new(), uses: Vec::new() }
+        Scratch { bufs: Vec::new(), vals: Vec::new() }
+    }
+}
+
+/// A kernel with what [`eval_prepared`] needs to know of it once rather than per block: how
+/// many readers each node has (the result counts as one), which decides what pairs.
+pub struct Prepared<'k> {
+    kernel: &'k Kernel,
+    uses: Vec<u32>,
+}
+
+impl<'k> Prepared<'k> {
+    pub fn new(kernel: &'k Kernel) -> Self {
+        let mut uses = Vec::new();
+        count_uses(kernel, &mut uses);
+        Prepared { kernel, uses }
     }
 }
 
@@ -251,6 +264,12 @@ pub fn check(kernel: &Kernel, inputs: usize, params: usize) -> Result<()> {
 /// (a slice at least as long as `out`, or one value), parameters from `params`. The caller
 /// has checked the arity ([`check`]).
 pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T], out: &mut [T], scratch: &mut Scratch<T>) {
+    eval_prepared(&Prepared::new(kernel), inputs, params, out, scratch)
+}
+
+/// [`eval_block`] of a kernel prepared once for many blocks.
+pub fn eval_prepared<T: Float>(prepared: &Prepared<'_>, inputs: &[Src<'_, T>], params: &[T], out: &mut [T], scratch: &mut Scratch<T>) {
+    let kernel = prepared.kernel;
     let n = out.len();
     let nodes = kernel.nodes();
     if scratch.bufs.len() < nodes.len() {
@@ -262,7 +281,6 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
     let mut wrote = false;
     let mut vals = std::mem::take(&mut scratch.vals);
     vals.clear();
-    count_uses(kernel, &mut scratch.uses);
     // A node's value computed early, together with the node it reads (see `pairable`).
     let mut paired: Option<(usize, Val<T>)> = None;
     for (i, node) in nodes.iter().enumerate() {
@@ -282,7 +300,7 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
         // register between the two (the same operations in the same order: the same bits).
         // Node i's own value is never read afterwards.
         if paired.is_none() {
-            if let Some(p) = pairable(kernel, &scratch.uses, &vals, i, inputs, params) {
+            if let Some(p) = pairable(kernel, &prepared.uses, &vals, i, inputs, params) {
                 if direct && p.j == last {
                     map_pair(p.op1, p.s1, p.op2, p.s2, read(p.x, inputs, scratch, n), out);
                     vals.push(Val::Scalar(T::ZERO));
@@ -509,6 +527,7 @@ pub fn eval<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T], out:
         }
     }
     let mut scratch = Scratch::default();
+    let prepared = Prepared::new(kernel);
     let mut start = 0;
     for chunk in out.chunks_mut(BLOCK) {
         let ins: Vec<Src<'_, T>> = inputs
@@ -518,7 +537,7 @@ pub fn eval<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T], out:
                 Src::Scalar(v) => Src::Scalar(v),
             })
             .collect();
-        eval_block(kernel, &ins, params, chunk, &mut scratch);
+        eval_prepared(&prepared, &ins, params, chunk, &mut scratch);
         start += chunk.len();
     }
     Ok(())
