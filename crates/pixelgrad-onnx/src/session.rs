@@ -142,7 +142,7 @@ pub struct Session {
     /// Device copies of the other constants read by device ops, uploaded on first use.
     cache: RefCell<HashMap<String, Tensor>>,
     /// Shared host copies of the non-trainable constants operators read.
-    host: RefCell<HashMap<String, Rc<HostTensor>>>,
+    host: RefCell<HashMap<String, (Rc<HostTensor>, Rc<str>)>>,
     /// Row sums of 8-bit weight matrices and their largest `Σ|w|`, by name and transpose
     /// ([`Consts::cached_int8_row_sums`]); not counted as weight bytes (one f32 per row).
     int8_sums: RefCell<HashMap<(String, bool), (Tensor, u64)>>,
@@ -543,9 +543,15 @@ impl Session {
             let t = &self.model.constants[name];
             return Some(V::dev(self.params[i].1.tensor(), t.dtype));
         }
+        // Looked up by `&str` first: a run reads every constant, and neither the key nor the
+        // name handed on is allocated again once cached.
+        if let Some((t, n)) = self.host.borrow().get(name) {
+            return Some(V::Host { t: t.clone(), name: Some(n.clone()) });
+        }
         let t = self.model.constants.get(name)?;
-        let rc = self.host.borrow_mut().entry(name.to_string()).or_insert_with(|| Rc::new(t.clone())).clone();
-        Some(V::Host { t: rc, name: Some(Rc::from(name)) })
+        let cached = (Rc::new(t.clone()), Rc::<str>::from(name));
+        self.host.borrow_mut().insert(name.to_string(), cached.clone());
+        Some(V::Host { t: cached.0, name: Some(cached.1) })
     }
 
     fn check_input(&self, info: &ValueInfo, input: &Input) -> Result<V> {
