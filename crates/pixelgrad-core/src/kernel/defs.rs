@@ -6,6 +6,8 @@
 //! Scalar arguments of an op (`Affine`'s `mul` and `add`, `Powf`'s exponent...) are kernel
 //! parameters, not constants, so one compiled kernel serves every value.
 
+use std::cell::RefCell;
+
 use super::ir::{Builder, DType, Kernel, E};
 use crate::op::{BinaryOp, UnaryOp};
 use crate::Result;
@@ -19,6 +21,33 @@ pub struct Launch {
 
 fn f32s(n: usize) -> Vec<DType> {
     vec![DType::F32; n]
+}
+
+thread_local! {
+    /// Each op's kernel by variant: its structure depends on the variant only (parameter
+    /// values are read at run time), and every eager elementwise op asks for one.
+    static UNARY_KERNELS: RefCell<Vec<Option<Kernel>>> = const { RefCell::new(Vec::new()) };
+    static BINARY_KERNELS: RefCell<Vec<Option<Kernel>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The kernel of variant `i` from `cache`, built by `make` the first time on this thread.
+fn cached(
+    cache: &'static std::thread::LocalKey<RefCell<Vec<Option<Kernel>>>>,
+    i: usize,
+    make: impl FnOnce() -> Result<Kernel>,
+) -> Result<Kernel> {
+    if let Some(k) = cache.with(|c| c.borrow().get(i).cloned().flatten()) {
+        return Ok(k);
+    }
+    let k = make()?;
+    cache.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() <= i {
+            c.resize(i + 1, None);
+        }
+        c[i] = Some(k.clone());
+    });
+    Ok(k)
 }
 
 /// Builds a kernel over `inputs` f32 inputs and `params` parameters.
@@ -89,7 +118,8 @@ impl UnaryOp {
 
     /// [`UnaryOp::kernel`] with [`UnaryOp::params`].
     pub fn launch(&self) -> Result<Launch> {
-        Ok(Launch { kernel: self.kernel()?, params: self.params() })
+        let kernel = cached(&UNARY_KERNELS, self.variant_index(), || self.kernel())?;
+        Ok(Launch { kernel, params: self.params() })
     }
 
     /// One instance of every variant (parameters arbitrary): for warming up caches and for
@@ -189,7 +219,7 @@ impl BinaryOp {
 
     /// [`BinaryOp::kernel`] (binary ops take no parameters).
     pub fn launch(&self) -> Result<Launch> {
-        Ok(Launch { kernel: self.kernel()?, params: Vec::new() })
+        Ok(Launch { kernel: cached(&BINARY_KERNELS, self.variant_index(), || self.kernel())?, params: Vec::new() })
     }
 
     /// Every variant; [`BinaryOp::variant_index`] keeps it complete.
