@@ -5,8 +5,9 @@
 //! waits, by exact length, for the next output of that length.
 //!
 //! A recycled buffer holds old values: [`take`] is only for kernels that write every element
-//! of their output (the callers say so). Per thread, at most [`MAX_BYTES`] wait; a buffer
-//! that would go over is freed as before.
+//! of their output (the callers say so). Per thread, at most [`MAX_BYTES`] wait. A buffer
+//! that would go over empties the pool first: what waits then is from an earlier workload
+//! (another model's sizes), and the current one refills it within a run.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -52,12 +53,17 @@ pub(crate) fn give(v: Vec<f32>) {
     if n < MIN_LEN || v.capacity() != n {
         return;
     }
+    if n * 4 > MAX_BYTES {
+        return;
+    }
     let _ = POOL.try_with(|p| {
         if let Ok(mut p) = p.try_borrow_mut() {
-            if p.bytes + n * 4 <= MAX_BYTES {
-                p.bytes += n * 4;
-                p.by_len.entry(n).or_default().push(v);
+            if p.bytes + n * 4 > MAX_BYTES {
+                p.by_len.clear();
+                p.bytes = 0;
             }
+            p.bytes += n * 4;
+            p.by_len.entry(n).or_default().push(v);
         }
     });
 }
@@ -85,10 +91,17 @@ mod tests {
         let again = take(1000);
         assert_eq!(again.as_ptr(), ptr, "the same length reuses the buffer");
         assert_eq!(idle_bytes(), before);
-        // Short buffers and anything past the bound are simply freed.
+        // Short buffers and one larger than the bound are simply freed.
         give(vec![1.0; 10]);
         assert_eq!(idle_bytes(), before);
         give(vec![0.0; MAX_BYTES / 4 + 1]);
         assert_eq!(idle_bytes(), before);
+        // A buffer that would go over the bound makes room: the old ones go.
+        give(vec![0.0; 1000]);
+        let big = MAX_BYTES / 4 - 500;
+        give(vec![0.0; big]);
+        assert_eq!(idle_bytes(), big * 4, "the earlier buffers were dropped");
+        assert_eq!(take(big).len(), big);
+        assert_eq!(idle_bytes(), 0);
     }
 }
