@@ -1,7 +1,7 @@
 //! The fast path's depthwise convolution (`Op::DepthwiseConv`). Each input plane is copied
 //! once into a zero-padded, de-interleaved form (row `y`, phase `q` holds padded columns
 //! `q, q + s, q + 2s, ...` for the horizontal stride `s`), so that every tap of every output
-//! row reads a contiguous run; outputs are then computed eight at a time, each summing its taps
+//! row reads a contiguous run; outputs are then computed sixteen (or eight) at a time, each summing its taps
 //! in (i, j) order like the reference loops in `window::depthwise`. The padding contributes
 //! `0 * tap` terms where the reference skips the tap: the same values for finite weights (up
 //! to the sign of a zero result).
@@ -96,7 +96,32 @@ pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh
                 // Every load below reads window[off + g .. off + g + LANES] with
                 // off + g + LANES <= reach.
                 assert!(reach <= window.len(), "depthwise: padded plane too short");
-                for g in (0..ow4).step_by(LANES) {
+                // Sixteen outputs at a time (one tap's broadcast serves four vectors), then a
+                // last group of eight where the row has one.
+                let mut g = 0;
+                while g + 2 * LANES <= ow4 {
+                    let (mut a0, mut a1, mut a2, mut a3) = (F4::zero(), F4::zero(), F4::zero(), F4::zero());
+                    for (&off, &tap) in offs.iter().zip(taps) {
+                        let t = F4::splat(tap);
+                        // SAFETY: off + g + 2 * LANES <= reach <= window.len() (asserted above).
+                        unsafe {
+                            let p = window.as_ptr().add(off + g);
+                            a0 = a0.mul_add(F4::load(p), t);
+                            a1 = a1.mul_add(F4::load(p.add(4)), t);
+                            a2 = a2.mul_add(F4::load(p.add(8)), t);
+                            a3 = a3.mul_add(F4::load(p.add(12)), t);
+                        }
+                    }
+                    // SAFETY: g + 2 * LANES <= ow4 = line.len().
+                    unsafe {
+                        a0.store(line.as_mut_ptr().add(g));
+                        a1.store(line.as_mut_ptr().add(g + 4));
+                        a2.store(line.as_mut_ptr().add(g + 8));
+                        a3.store(line.as_mut_ptr().add(g + 12));
+                    }
+                    g += 2 * LANES;
+                }
+                if g < ow4 {
                     let (mut a0, mut a1) = (F4::zero(), F4::zero());
                     for (&off, &tap) in offs.iter().zip(taps) {
                         let t = F4::splat(tap);
@@ -132,6 +157,7 @@ mod tests {
         for &(kh, kw, sh, sw, ph, pw, h, wd) in &[
             (3, 3, 1, 1, 1, 1, 7, 9),
             (3, 3, 2, 2, 1, 1, 8, 8),
+            (3, 3, 1, 1, 1, 1, 5, 40),
             (3, 3, 2, 2, 1, 1, 9, 7),
             (5, 5, 2, 2, 2, 2, 11, 6),
             (3, 2, 2, 3, 1, 0, 5, 10),
