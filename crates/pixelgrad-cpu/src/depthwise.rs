@@ -100,49 +100,40 @@ pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh
                 // last group of eight where the row has one.
                 let mut g = 0;
                 while g + 2 * LANES <= ow4 {
-                    let (mut a0, mut a1, mut a2, mut a3) = (F4::zero(), F4::zero(), F4::zero(), F4::zero());
-                    for (&off, &tap) in offs.iter().zip(taps) {
-                        let t = F4::splat(tap);
-                        // SAFETY: off + g + 2 * LANES <= reach <= window.len() (asserted above).
-                        unsafe {
-                            let p = window.as_ptr().add(off + g);
-                            a0 = a0.mul_add(F4::load(p), t);
-                            a1 = a1.mul_add(F4::load(p.add(4)), t);
-                            a2 = a2.mul_add(F4::load(p.add(8)), t);
-                            a3 = a3.mul_add(F4::load(p.add(12)), t);
-                        }
-                    }
-                    // SAFETY: g + 2 * LANES <= ow4 = line.len().
-                    unsafe {
-                        a0.store(line.as_mut_ptr().add(g));
-                        a1.store(line.as_mut_ptr().add(g + 4));
-                        a2.store(line.as_mut_ptr().add(g + 8));
-                        a3.store(line.as_mut_ptr().add(g + 12));
-                    }
+                    // SAFETY: off + g + 2 * LANES <= reach <= window.len() (asserted above) for
+                    // every offset, and g + 2 * LANES <= ow4 = line.len().
+                    unsafe { group::<4>(window.as_ptr(), &offs, taps, g, line.as_mut_ptr()) };
                     g += 2 * LANES;
                 }
                 if g < ow4 {
-                    let (mut a0, mut a1) = (F4::zero(), F4::zero());
-                    for (&off, &tap) in offs.iter().zip(taps) {
-                        let t = F4::splat(tap);
-                        // SAFETY: off + g + LANES <= reach <= window.len() (asserted above).
-                        unsafe {
-                            let p = window.as_ptr().add(off + g);
-                            a0 = a0.mul_add(F4::load(p), t);
-                            a1 = a1.mul_add(F4::load(p.add(4)), t);
-                        }
-                    }
-                    // SAFETY: g + LANES <= ow4 = line.len().
-                    unsafe {
-                        a0.store(line.as_mut_ptr().add(g));
-                        a1.store(line.as_mut_ptr().add(g + 4));
-                    }
+                    // SAFETY: as above, with g + LANES <= ow4.
+                    unsafe { group::<2>(window.as_ptr(), &offs, taps, g, line.as_mut_ptr()) };
                 }
                 dst[oy * ow..(oy + 1) * ow].copy_from_slice(&line[..ow]);
             }
         });
     });
     out
+}
+
+/// Outputs `g .. g + 4V` of one row: each sums `tap * window[off + k]` over the taps in order.
+///
+/// # Safety
+/// `window + off + g + 4V` must stay inside the padded plane for every offset in `offs`, and
+/// `line + g + 4V` inside the output row.
+#[inline(always)]
+unsafe fn group<const V: usize>(window: *const f32, offs: &[usize], taps: &[f32], g: usize, line: *mut f32) {
+    let mut acc = [F4::zero(); V];
+    for (&off, &tap) in offs.iter().zip(taps) {
+        let t = F4::splat(tap);
+        let p = window.add(off + g);
+        for (v, a) in acc.iter_mut().enumerate() {
+            *a = a.mul_add(F4::load(p.add(4 * v)), t);
+        }
+    }
+    for (v, a) in acc.iter().enumerate() {
+        a.store(line.add(g + 4 * v));
+    }
 }
 
 #[cfg(test)]
