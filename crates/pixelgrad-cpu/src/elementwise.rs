@@ -103,8 +103,8 @@ enum Read {
     Scalar,
     /// The output's own layout: blocks are read in place.
     InPlace,
-    /// Copied into a block buffer through these strides (over the merged `dims`).
-    Gather,
+    /// Copied into block buffer number `.0` through these strides (over the merged `dims`).
+    Gather(usize),
 }
 
 /// The gathered path of [`map`]: `dims` and `strides` are the merged axes (`strides[j]` for
@@ -118,6 +118,7 @@ fn gathered<T: Element>(
     res: &mut [T],
 ) {
     let own = &strides[ins.len()];
+    let mut gathers = 0;
     let reads: Vec<Read> = ins
         .iter()
         .zip(strides)
@@ -127,51 +128,95 @@ fn gathered<T: Element>(
             } else if st == own {
                 Read::InPlace
             } else {
-                Read::Gather
+                gathers += 1;
+                Read::Gather(gathers - 1)
             }
+        })
+        .collect();
+    // Each gathered input walks its own merged axes: a per-channel value stays one run per
+    // channel even where another input (an upsampled one) keeps the axes apart.
+    let layouts: Vec<(Vec<usize>, Vec<usize>)> = reads
+        .iter()
+        .zip(strides)
+        .map(|(read, st)| match read {
+            Read::Gather(_) => {
+                let (d, s) = coalesce(dims, std::slice::from_ref(st));
+                match s.into_iter().next() {
+                    Some(s) if !d.is_empty() => (d, s),
+                    _ => (vec![1], vec![0]),
+                }
+            }
+            _ => (Vec::new(), Vec::new()),
         })
         .collect();
     for_chunks(res, FLAT_CHUNK, |task, dst| {
         T::with_scratch(|scratch| {
             let base = task * FLAT_CHUNK;
-            let mut bufs: Vec<Vec<T>> =
-                reads.iter().map(|r| if matches!(r, Read::Gather) { vec![T::ZERO; eval::BLOCK] } else { Vec::new() }).collect();
+            // One block buffer per gathered input, side by side (the thread's spare buffer,
+            // handed back below).
+            let mut bufs = std::mem::take(&mut scratch.spare);
+            bufs.clear();
+            bufs.resize(gathers * eval::BLOCK, T::ZERO);
             for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
                 let start = base + b * eval::BLOCK;
                 let len = block.len();
                 for (j, read) in reads.iter().enumerate() {
-                    if let Read::Gather = read {
-                        gather_block(ins[j].0, dims, &strides[j], start, &mut bufs[j][..len]);
+                    if let Read::Gather(g) = *read {
+                        let slot = &mut bufs[g * eval::BLOCK..g * eval::BLOCK + len];
+                        gather_block(ins[j].0, &layouts[j].0, &layouts[j].1, start, slot);
                     }
                 }
-                let srcs: Vec<Src<'_, T>> = reads
-                    .iter()
-                    .enumerate()
-                    .map(|(j, read)| match read {
-                        Read::Scalar => Src::Scalar(ins[j].0[0]),
-                        Read::InPlace => Src::Slice(&ins[j].0[start..start + len]),
-                        Read::Gather => Src::Slice(&bufs[j][..len]),
-                    })
-                    .collect();
-                eval_prepared(prepared, &srcs, params, block, scratch);
+                let bufs = &bufs;
+                let src = |j: usize, read: &Read| match *read {
+                    Read::Scalar => Src::Scalar(ins[j].0[0]),
+                    Read::InPlace => Src::Slice(&ins[j].0[start..start + len]),
+                    Read::Gather(g) => Src::Slice(&bufs[g * eval::BLOCK..g * eval::BLOCK + len]),
+                };
+                if reads.len() <= MAX_INPUTS {
+                    // No allocation per block for the usual few inputs.
+                    let mut srcs = [Src::Scalar(T::ZERO); MAX_INPUTS];
+                    for (j, read) in reads.iter().enumerate() {
+                        srcs[j] = src(j, read);
+                    }
+                    eval_prepared(prepared, &srcs[..reads.len()], params, block, scratch);
+                } else {
+                    let srcs: Vec<Src<'_, T>> = reads.iter().enumerate().map(|(j, read)| src(j, read)).collect();
+                    eval_prepared(prepared, &srcs, params, block, scratch);
+                }
             }
+            scratch.spare = bufs;
         })
     });
 }
 
+/// A last axis shorter than this is walked together with the axis before it, as one row (a
+/// nearest upsampling by 2 has a last merged axis of 2: carrying the outer index every two
+/// elements would cost more than the copy).
+const SHORT_AXIS: usize = 32;
+
 /// Copies output elements `start..start + dst.len()` of an input read through `strides` over
 /// `dims` (row-major) into `dst`, one row segment at a time; the row's offset is carried
-/// from row to row (no division per row).
+/// from row to row (no division per row). A row is the last axis, or the last two when the
+/// last is short.
 fn gather_block<T: Copy>(x: &[T], dims: &[usize], strides: &[usize], start: usize, dst: &mut [T]) {
     let r = dims.len();
-    let inner = dims[r - 1];
-    let last = strides[r - 1];
-    let (outer, ost) = (&dims[..r - 1], &strides[..r - 1]);
+    let t = if r >= 2 && dims[r - 1] < SHORT_AXIS { 2 } else { 1 };
+    let (outer, ost) = (&dims[..r - t], &strides[..r - t]);
+    let (d0, s0) = (dims[r - 1], strides[r - 1]);
+    let (d1, s1) = if t == 2 { (dims[r - 2], strides[r - 2]) } else { (1, 0) };
+    let inner = d1 * d0;
     let (row, mut col) = (start / inner, start % inner);
     // The row's index along each outer axis, and its offset.
-    let mut idx = vec![0usize; r - 1];
+    // (No allocation for the usual ranks.)
+    let (mut small, mut large) = ([0usize; 8], Vec::new());
+    let idx: &mut [usize] = if outer.len() <= small.len() {
+        &mut small[..outer.len()]
+    } else {
+        large.resize(outer.len(), 0);
+        &mut large
+    };
     let mut rem = row;
-    for a in (0..r - 1).rev() {
+    for a in (0..outer.len()).rev() {
         idx[a] = rem % outer[a];
         rem /= outer[a];
     }
@@ -179,21 +224,25 @@ fn gather_block<T: Copy>(x: &[T], dims: &[usize], strides: &[usize], start: usiz
     let mut k = 0;
     while k < dst.len() {
         let n = (inner - col).min(dst.len() - k);
-        let at = off + col * last;
         let seg = &mut dst[k..k + n];
-        match last {
-            0 => seg.fill(x[at]),
-            1 => seg.copy_from_slice(&x[at..at + n]),
-            s => {
-                for (i, v) in seg.iter_mut().enumerate() {
-                    *v = x[at + i * s];
-                }
+        if t == 1 {
+            run(x, off + col * s0, s0, seg);
+        } else {
+            // Runs along the last axis, the one before it stepping between them.
+            let (mut i1, mut i0) = (col / d0, col % d0);
+            let mut j = 0;
+            while j < n {
+                let m = (d0 - i0).min(n - j);
+                short_run(x, off + i1 * s1 + i0 * s0, s0, &mut seg[j..j + m]);
+                j += m;
+                i0 = 0;
+                i1 += 1;
             }
         }
         k += n;
         col = 0;
         // Next row: carry through the outer axes.
-        for a in (0..r - 1).rev() {
+        for a in (0..outer.len()).rev() {
             idx[a] += 1;
             off += ost[a];
             if idx[a] < outer[a] {
@@ -201,6 +250,34 @@ fn gather_block<T: Copy>(x: &[T], dims: &[usize], strides: &[usize], start: usiz
             }
             off -= ost[a] * outer[a];
             idx[a] = 0;
+        }
+    }
+}
+
+/// `seg[i] = x[at + i * step]`.
+fn run<T: Copy>(x: &[T], at: usize, step: usize, seg: &mut [T]) {
+    match step {
+        0 => seg.fill(x[at]),
+        1 => seg.copy_from_slice(&x[at..at + seg.len()]),
+        s => {
+            for (i, v) in seg.iter_mut().enumerate() {
+                *v = x[at + i * s];
+            }
+        }
+    }
+}
+
+/// [`run`] for a few elements: plain loops, no call to `memcpy` or `memset`.
+#[inline(always)]
+fn short_run<T: Copy>(x: &[T], at: usize, step: usize, seg: &mut [T]) {
+    if step == 0 {
+        let v = x[at];
+        for e in seg.iter_mut() {
+            *e = v;
+        }
+    } else {
+        for (i, e) in seg.iter_mut().enumerate() {
+            *e = x[at + i * step];
         }
     }
 }
@@ -229,6 +306,43 @@ mod tests {
         assert_eq!(binary(BinaryOp::Mul, &a, &s(&[2, 3]), &[2.0], &s(&[]), &s(&[2, 3])), vec![0., 2., 4., 6., 8., 10.]);
         // Outer product through two stretched axes.
         assert_eq!(binary(BinaryOp::Mul, &col, &s(&[2, 1]), &row, &s(&[1, 3]), &s(&[2, 3])), vec![1e3, 2e3, 3e3, 2e3, 4e3, 6e3]);
+    }
+
+    /// Every way of walking rows (one axis, or the last two when the last is short; steps of
+    /// 0, 1 and more) reads what per-element indexing reads, from any start.
+    #[test]
+    fn gather_block_matches_per_element_reads() {
+        let x: Vec<u32> = (0..4096).collect();
+        let cases: &[(&[usize], &[usize])] = &[
+            (&[6, 2, 5, 2], &[5, 0, 1, 0]),   // nearest upsampling by 2
+            (&[3, 4, 3], &[12, 3, 1]),        // short contiguous rows
+            (&[2, 7, 3], &[1, 2, 40]),        // odd strides
+            (&[5, 40], &[40, 1]),             // long rows
+            (&[4, 33], &[1, 0]),              // broadcast along a long axis
+            (&[9, 3], &[0, 7]),               // two axes only
+            (&[30], &[2]),                    // one axis
+            (&[2, 3, 4, 1], &[100, 0, 3, 0]), // a last axis of 1
+        ];
+        for (dims, strides) in cases {
+            let total: usize = dims.iter().product();
+            let at = |mut i: usize| {
+                let mut off = 0;
+                for a in (0..dims.len()).rev() {
+                    off += (i % dims[a]) * strides[a];
+                    i /= dims[a];
+                }
+                x[off]
+            };
+            for start in [0, 1, 3, total / 2, total - 1] {
+                for len in [1, 2, 7, total - start] {
+                    let len = len.min(total - start);
+                    let mut got = vec![u32::MAX; len];
+                    gather_block(&x, dims, strides, start, &mut got);
+                    let want: Vec<u32> = (start..start + len).map(at).collect();
+                    assert_eq!(got, want, "dims {dims:?} strides {strides:?} start {start} len {len}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -211,11 +211,14 @@ enum Val<T> {
 pub struct Scratch<T> {
     bufs: Vec<Vec<T>>,
     vals: Vec<Val<T>>,
+    /// Not used here: kept for the caller's own per-block buffers (a backend's gathered
+    /// inputs), so they too are allocated once per thread rather than once per call.
+    pub spare: Vec<T>,
 }
 
 impl<T> Default for Scratch<T> {
     fn default() -> Self {
-        Scratch { bufs: Vec::new(), vals: Vec::new() }
+        Scratch { bufs: Vec::new(), vals: Vec::new(), spare: Vec::new() }
     }
 }
 
