@@ -34,20 +34,26 @@ pub(crate) fn valid_range(n: usize, stride: usize, k: usize, pad: usize, size: u
 pub fn im2col<T: Element>(x: &[T], dims: &[usize], w: &Window, oh: usize, ow: usize) -> Vec<T> {
     let (n, c, h, wd) = (dims[0], dims[1], dims[2], dims[3]);
     let kk = w.kh * w.kw;
-    let mut out = vec![T::ZERO; n * c * kk * oh * ow];
+    // Every element is written below, padding as zeros (a recycled buffer holds old values).
+    let mut out = T::output(n * c * kk * oh * ow);
     for_chunks(&mut out, oh * ow, |row, dst| {
         let (img, r) = (row / (c * kk), row % (c * kk));
         let (ch, i, j) = (r / kk, (r % kk) / w.kw, r % w.kw);
         let plane = &x[(img * c + ch) * h * wd..(img * c + ch + 1) * h * wd];
+        let (lo, hi) = valid_range(ow, w.stride_w, j, w.pad_w, wd);
         for oy in 0..oh {
-            let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else { continue };
-            let src = &plane[y * wd..(y + 1) * wd];
             let line = &mut dst[oy * ow..(oy + 1) * ow];
-            let (lo, hi) = valid_range(ow, w.stride_w, j, w.pad_w, wd);
-            if lo == hi {
+            let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else {
+                line.fill(T::ZERO);
+                continue;
+            };
+            let src = &plane[y * wd..(y + 1) * wd];
+            // x = ox * stride + j - pad, valid for ox in lo..hi; the rest is padding.
+            line[..lo].fill(T::ZERO);
+            line[hi.max(lo)..].fill(T::ZERO);
+            if lo >= hi {
                 continue;
             }
-            // x = ox * stride + j - pad, valid for ox in lo..hi (the rest stays 0: padding).
             let x0 = lo * w.stride_w + j - w.pad_w;
             if w.stride_w == 1 {
                 line[lo..hi].copy_from_slice(&src[x0..x0 + (hi - lo)]);
@@ -321,6 +327,21 @@ mod tests {
         let cols = im2col(&x, &[1, 1, 3, 3], &w, oh, ow);
         // Rows are kernel offsets (0,0) (0,1) (1,0) (1,1); columns the 4 output positions.
         assert_eq!(cols, vec![0., 0., 0., 5., 0., 0., 4., 6., 0., 2., 0., 8., 1., 3., 7., 9.]);
+    }
+
+    /// im2col writes its padding zeros itself: a recycled output buffer full of NaN leaves
+    /// no trace (the f64 reference always starts from zeros).
+    #[test]
+    fn im2col_overwrites_a_recycled_buffer() {
+        let w = Window { kh: 3, kw: 3, stride_h: 2, stride_w: 2, pad_h: 1, pad_w: 2 };
+        let (h, wd) = (5, 6);
+        let (oh, ow) = w.out_hw(h, wd).unwrap();
+        let x: Vec<f32> = (0..2 * h * wd).map(|i| i as f32 + 1.0).collect();
+        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let want = im2col(&x64, &[1, 2, h, wd], &w, oh, ow);
+        crate::pool::give(vec![f32::NAN; want.len()]);
+        let got = im2col(&x, &[1, 2, h, wd], &w, oh, ow);
+        assert_eq!(got.iter().map(|&v| v as f64).collect::<Vec<_>>(), want);
     }
 
     /// col2im is the adjoint of im2col: <im2col(x), c> = <x, col2im(c)>.
