@@ -197,9 +197,15 @@ pub(crate) fn sgemm(m: usize, k: usize, n: usize, a: &[f32], rsa: usize, csa: us
             let nc = (n - j0).min(NC);
             for p0 in (0..k).step_by(KC) {
                 let kc = (k - p0).min(KC);
-                // B is packed into contiguous panels: reading a 1x1 conv's image in place (rows
-                // a power of two apart, which alias in L1) measured no faster.
-                pack_b(&mut packs.b, b, rsb, csb, p0, kc, j0, nc);
+                // Rows of B contiguous (an im2col matrix, a 1x1 conv's image): whole NR-column
+                // panels are read in place and only a last partial one is packed, which saves
+                // a copy of B (about 10% of the PP-OCR detector in Chromium). Rows a power of
+                // two apart alias in L1 when walked down a panel: those are packed as before.
+                let in_place = csb == 1 && !rsb.is_power_of_two();
+                let full_cols = if in_place { nc / NR } else { 0 };
+                if full_cols * NR < nc {
+                    pack_b(&mut packs.b, b, rsb, csb, p0, kc, j0 + full_cols * NR, nc - full_cols * NR);
+                }
                 for i0 in (0..m).step_by(MC) {
                     let mc = (m - i0).min(MC);
                     // Whole MR-row panels read A in place (rows of a conv's weights); a last
@@ -210,7 +216,11 @@ pub(crate) fn sgemm(m: usize, k: usize, n: usize, a: &[f32], rsa: usize, csa: us
                     }
                     for s in 0..nc.div_ceil(NR) {
                         let cols = (nc - s * NR).min(NR);
-                        let (bp, ldb) = (&packs.b[s * NR * kc..(s + 1) * NR * kc], NR);
+                        let (bp, ldb) = if s < full_cols {
+                            (&b[p0 * rsb + j0 + s * NR..], rsb)
+                        } else {
+                            (&packs.b[(s - full_cols) * NR * kc..(s - full_cols + 1) * NR * kc], NR)
+                        };
                         debug_assert!(bp.len() >= (kc - 1) * ldb + NR);
                         for r in 0..mc.div_ceil(MR) {
                             let rows = (mc - r * MR).min(MR);
@@ -225,7 +235,9 @@ pub(crate) fn sgemm(m: usize, k: usize, n: usize, a: &[f32], rsa: usize, csa: us
                             // SAFETY: `ap` is a packed panel (kc * MR values) or A's rows
                             // ci..ci+MR from depth p0, whose last read is A's element
                             // (ci + MR - 1, p0 + kc - 1), inside `a` (checked by the caller);
-                            // `bp` is a whole packed panel (kc * NR values); the rows x cols corner at
+                            // `bp` is a whole packed panel (kc * NR values) or, read in place, B's
+                            // columns cj..cj+NR (all < n) of rows p0..p0+kc, inside `b` (checked
+                            // by the caller); the rows x cols corner at
                             // (ci, cj) lies inside the m x n matrix `c`, row stride n.
                             unsafe {
                                 tile(kc, ap.as_ptr(), a_row, a_step, bp.as_ptr(), ldb, c.as_mut_ptr().add(at), n, rows, cols, p0 > 0)
