@@ -191,7 +191,11 @@ pub fn compose<L: Clone>(
     }
     let own_base = params.len();
     params.extend_from_slice(&launch.params);
-    let b = Builder::new(&vec![DType::F32; leaves.len()], params.len());
+    // At most every inlined node, the op's own and one per input.
+    let room = launch.kernel.nodes().len()
+        + leaves.len()
+        + sources.iter().map(|s| if let Source::Inline(p, ..) = s { p.launch.kernel.nodes().len() } else { 0 }).sum::<usize>();
+    let b = Builder::with_capacity(&vec![DType::F32; leaves.len()], params.len(), room);
     let inputs: Vec<E<'_>> = sources
         .iter()
         .map(|s| match s {

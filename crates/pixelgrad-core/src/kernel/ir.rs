@@ -333,12 +333,20 @@ pub const MAX_NODES: usize = u16::MAX as usize;
 impl Builder {
     /// A builder for a kernel of inputs of the given types and `params` scalar parameters.
     pub fn new(inputs: &[DType], params: usize) -> Self {
+        Self::with_capacity(inputs, params, 0)
+    }
+
+    /// [`Builder::new`] with room for `nodes` nodes before anything grows (fusion composes a
+    /// kernel per deferred op and knows about how many nodes it will push).
+    pub fn with_capacity(inputs: &[DType], params: usize, nodes: usize) -> Self {
+        let mut memo = FxHashMap::default();
+        memo.reserve(nodes);
         let st = State {
             inputs: inputs.to_vec(),
             params: params.min(u8::MAX as usize) as u8,
-            nodes: Vec::new(),
-            types: Vec::new(),
-            memo: FxHashMap::default(),
+            nodes: Vec::with_capacity(nodes),
+            types: Vec::with_capacity(nodes),
+            memo,
             error: (params > u8::MAX as usize || inputs.len() > u8::MAX as usize)
                 .then(|| format!("{} inputs and {params} parameters: at most 255 of each", inputs.len())),
         };
