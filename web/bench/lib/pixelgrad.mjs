@@ -8,7 +8,7 @@
 // layouts) and setup() loads it with pg.loadModel. If that fails the package's own seeded
 // init is used and the row says so.
 
-import { trainWorkloads, matmulWorkloads, trainingData, initialWeights, toPixelgradKernel } from './workloads.mjs';
+import { trainWorkloads, matmulWorkloads, trainingData, initialWeights, toPixelgradKernel, chainScale } from './workloads.mjs';
 import * as st from './safetensors.mjs';
 
 /** Steps between loss readbacks; also the batches per epoch, so a whole epoch reads once. */
@@ -173,17 +173,19 @@ function matmulSession(n) {
         return v;
       };
       a = pg.tensor(r(1), [n, n]);
-      b = pg.tensor(r(2), [n, n]);
+      b = pg.tensor(r(2).map((v) => v * chainScale(n)), [n, n]);
     },
     async steps(k) {
-      let c = null;
+      // A chain c <- c·b: each product is read by the next, so every one is computed (the
+      // GPU backends never compute a product that nothing reads).
+      let c = a;
       for (let i = 0; i < k; i++) {
-        const next = pg.matmul(a, b);
-        c?.dispose();
+        const next = pg.matmul(c, b);
+        if (c !== a) c.dispose();
         c = next;
       }
       await c.data();
-      c.dispose();
+      if (c !== a) c.dispose();
       return k;
     },
     memory: async () => memory(),

@@ -80,7 +80,7 @@ function lossCheck(runs, w) {
 function workloadTitle(w) {
   if (trainWorkloads[w]) return trainWorkloads[w].title;
   const n = matmulWorkloads[w];
-  return `matmul ${n}x${n} times ${n}x${n}, inputs resident on the device, one final readback (GFLOP/s; the steps/s target applied to GFLOP/s)`;
+  return `matmul ${n}x${n} times ${n}x${n} as a chain c ← c·B (each product read by the next), inputs resident on the device, one final readback (GFLOP/s; the steps/s target applied to GFLOP/s)`;
 }
 
 function backendsLine(runs) {

@@ -4,7 +4,7 @@
 // 50 steps (as pixelgrad's fit with readEvery: 50), so the baseline is not slowed by
 // model.fit's per-batch callbacks.
 
-import { trainWorkloads, matmulWorkloads, initialWeights, trainingData } from './workloads.mjs';
+import { trainWorkloads, matmulWorkloads, initialWeights, trainingData, chainScale } from './workloads.mjs';
 
 const base = '/bench/node_modules/@tensorflow';
 const scripts = [
@@ -137,20 +137,21 @@ function matmulSession(n) {
   return {
     async setup() {
       a = tf.randomUniform([n, n], -1, 1, 'float32', 1);
-      b = tf.randomUniform([n, n], -1, 1, 'float32', 2);
+      b = tf.randomUniform([n, n], -chainScale(n), chainScale(n), 'float32', 2);
     },
     async steps(k) {
-      let c = null;
+      // The same chain c <- c·b as on pixelgrad's side.
+      let c = a;
       for (let i = 0; i < k; i++) {
-        const next = tf.matMul(a, b);
-        if (c) c.dispose();
+        const next = tf.matMul(c, b);
+        if (c !== a) c.dispose();
         c = next;
       }
       // One tiny readback at the end: waits for every queued multiply.
       const corner = c.slice([0, 0], [1, 1]);
       await corner.data();
       corner.dispose();
-      c.dispose();
+      if (c !== a) c.dispose();
       return k;
     },
     memory: async () => memory(),

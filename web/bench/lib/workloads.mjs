@@ -76,6 +76,15 @@ export const trainWorkloads = {
 /** Matmul workloads: n x n times n x n, inputs resident on the device. */
 export const matmulWorkloads = { 'matmul-256': 256, 'matmul-512': 512, 'matmul-1024': 1024 };
 
+/**
+ * Scale of B's uniform entries in the matmul chain c <- c·B: B's eigenvalues then lie in a
+ * disk of radius about 1.05 (circular law: sqrt(n · scale² / 3)), so values grow slowly to
+ * inf and NaN rather than shrinking into subnormals, which run far slower on CPUs.
+ */
+export function chainScale(n) {
+  return 1.05 * Math.sqrt(3 / n);
+}
+
 /** Every workload name, in report order. */
 export const workloadNames = [...Object.keys(trainWorkloads), ...Object.keys(matmulWorkloads)];
 
