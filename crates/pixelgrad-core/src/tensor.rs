@@ -207,14 +207,31 @@ impl Tensor {
             }
         }
         Tensor::check_dtypes(device, &op, inputs)?;
-        let shapes: Vec<&Shape> = inputs.iter().map(|t| &t.0.shape).collect();
-        let out = op.infer_shape(&shapes).map_err(|e| e.with_backend(&device.name()))?;
+        // Up to four inputs (every op but a long concat) without an allocation per op.
+        const SMALL: usize = 4;
+        let n = inputs.len();
+        let (shape_arr, shape_vec): ([&Shape; SMALL], Vec<&Shape>);
+        let shapes: &[&Shape] = if (1..=SMALL).contains(&n) {
+            shape_arr = std::array::from_fn(|i| &inputs[i.min(n - 1)].0.shape);
+            &shape_arr[..n]
+        } else {
+            shape_vec = inputs.iter().map(|t| &t.0.shape).collect();
+            &shape_vec
+        };
+        let out = op.infer_shape(shapes).map_err(|e| e.with_backend(&device.name()))?;
         let (storage, dtype) = if let Op::Reshape(_) = op {
             (inputs[0].0.storage.clone(), inputs[0].0.dtype)
         } else {
-            let stores: Vec<&Storage> = inputs.iter().map(|t| &t.0.storage).collect();
+            let (store_arr, store_vec): ([&Storage; SMALL], Vec<&Storage>);
+            let stores: &[&Storage] = if (1..=SMALL).contains(&n) {
+                store_arr = std::array::from_fn(|i| &inputs[i.min(n - 1)].0.storage);
+                &store_arr[..n]
+            } else {
+                store_vec = inputs.iter().map(|t| &t.0.storage).collect();
+                &store_vec
+            };
             let dtype = if let Op::NarrowF16 = op { DType::F16 } else { DType::F32 };
-            (device.backend.execute(&op, &stores, &shapes, &out)?, dtype)
+            (device.backend.execute(&op, stores, shapes, &out)?, dtype)
         };
         // MatMulI8, Widen and NarrowF16 are not differentiable: their results are constants
         // (stored weights, or the copies mixed-precision training keeps).

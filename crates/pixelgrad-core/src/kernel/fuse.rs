@@ -277,23 +277,52 @@ pub fn defer(
     generation: u64,
     fits: impl Fn(&Pending<Storage>) -> bool,
 ) -> Result<Pending<Storage>> {
-    let mut views: Vec<Option<Pending<Storage>>> = inputs.iter().zip(shapes).map(|(s, sh)| inlinable(s, sh, generation)).collect();
+    // A pending input read with its own shape (the usual case) is borrowed, not copied.
+    let mut views: Vec<Option<View<'_>>> = inputs
+        .iter()
+        .zip(shapes)
+        .map(|(s, sh)| {
+            let p = current(s, generation)?;
+            if p.shape == **sh {
+                Some(View::Same(p))
+            } else {
+                p.viewed_as(sh).map(View::Reshaped)
+            }
+        })
+        .collect();
     loop {
         let args: Vec<Arg<'_, Storage>> = inputs
             .iter()
             .zip(shapes)
             .zip(&views)
             .map(|((s, sh), v)| match v {
-                Some(p) => Arg::Pending(p),
+                Some(p) => Arg::Pending(p.get()),
                 None => Arg::Leaf((*s).clone(), (*sh).clone()),
             })
             .collect();
         let p = compose(launch, op, &args, out, Storage::ptr_eq)?;
-        let biggest =
-            (0..views.len()).filter(|&i| views[i].is_some()).max_by_key(|&i| views[i].as_ref().map_or(0, |v| v.nodes() + v.inputs()));
+        let biggest = (0..views.len())
+            .filter(|&i| views[i].is_some())
+            .max_by_key(|&i| views[i].as_ref().map_or(0, |v| v.get().nodes() + v.get().inputs()));
         match biggest {
             Some(i) if !fits(&p) => views[i] = None,
             _ => return Ok(p),
+        }
+    }
+}
+
+/// A pending input of [`defer`]: the computation itself when read with its own shape, else a
+/// copy with its leaves reshaped ([`Pending::viewed_as`]).
+enum View<'a> {
+    Same(Ref<'a, Pending<Storage>>),
+    Reshaped(Pending<Storage>),
+}
+
+impl View<'_> {
+    fn get(&self) -> &Pending<Storage> {
+        match self {
+            View::Same(p) => p,
+            View::Reshaped(p) => p,
         }
     }
 }
