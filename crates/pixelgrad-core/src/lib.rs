@@ -9,6 +9,7 @@ pub mod autodiff;
 pub mod backend;
 pub mod composite;
 pub mod error;
+mod few;
 pub mod image;
 pub mod kernel;
 pub mod layout;

@@ -5,6 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use crate::backend::{Backend, BackendKind, Counters, Storage};
+use crate::few::Few;
 use crate::kernel::DType;
 use crate::op::{BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
 use crate::shape::Shape;
@@ -207,29 +208,14 @@ impl Tensor {
             }
         }
         Tensor::check_dtypes(device, &op, inputs)?;
-        // Up to four inputs (every op but a long concat) without an allocation per op.
-        const SMALL: usize = 4;
-        let n = inputs.len();
-        let (shape_arr, shape_vec): ([&Shape; SMALL], Vec<&Shape>);
-        let shapes: &[&Shape] = if (1..=SMALL).contains(&n) {
-            shape_arr = std::array::from_fn(|i| &inputs[i.min(n - 1)].0.shape);
-            &shape_arr[..n]
-        } else {
-            shape_vec = inputs.iter().map(|t| &t.0.shape).collect();
-            &shape_vec
-        };
+        let shapes = Few::of(inputs, |t: &&Tensor| &t.0.shape);
+        let shapes = shapes.as_slice();
         let out = op.infer_shape(shapes).map_err(|e| e.with_backend(&device.name()))?;
         let (storage, dtype) = if let Op::Reshape(_) = op {
             (inputs[0].0.storage.clone(), inputs[0].0.dtype)
         } else {
-            let (store_arr, store_vec): ([&Storage; SMALL], Vec<&Storage>);
-            let stores: &[&Storage] = if (1..=SMALL).contains(&n) {
-                store_arr = std::array::from_fn(|i| &inputs[i.min(n - 1)].0.storage);
-                &store_arr[..n]
-            } else {
-                store_vec = inputs.iter().map(|t| &t.0.storage).collect();
-                &store_vec
-            };
+            let stores = Few::of(inputs, |t: &&Tensor| &t.0.storage);
+            let stores = stores.as_slice();
             let dtype = if let Op::NarrowF16 = op { DType::F16 } else { DType::F32 };
             (device.backend.execute(&op, stores, shapes, &out)?, dtype)
         };
