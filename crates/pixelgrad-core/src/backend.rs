@@ -75,7 +75,18 @@ impl Storage {
     pub fn downgrade(&self) -> WeakStorage {
         WeakStorage(Rc::downgrade(&self.0))
     }
+    /// The address of the shared memory: equal for two handles exactly when [`Storage::ptr_eq`]
+    /// (while either is alive), usable as a map key.
+    pub fn addr(&self) -> usize {
+        Rc::as_ptr(&self.0) as *const () as usize
+    }
 }
+
+/// The kernels one run launched, recorded by a backend ([`Backend::trace_begin`]) so a later
+/// run with inputs of the same sizes launches them again without the graph walk, shape
+/// inference and fusion that chose them ([`Backend::trace_replay`]). Opaque outside its backend.
+#[derive(Clone)]
+pub struct Trace(pub Rc<dyn Any>);
 
 /// A [`Storage`] handle that does not keep it alive (a backend's list of the results it still
 /// owes, say).
@@ -255,6 +266,36 @@ pub trait Backend {
     /// Drops every step plan, returning its memory to the pool (for example when a model is
     /// done training). The next steps record new plans.
     fn drop_plans(&self) {}
+
+    /// Starts recording the kernels this backend launches into a [`Trace`]. `inputs` are the
+    /// storages a replay is given new ones in place of, in order; every other storage a kernel
+    /// reads that no recorded kernel wrote is kept by the trace as a constant. False (nothing
+    /// recorded) where the backend has no traces, which is the default, or when it cannot
+    /// record this run (a recording already open, one storage given twice).
+    fn trace_begin(&self, inputs: &[&Storage]) -> bool {
+        let _ = inputs;
+        false
+    }
+
+    /// Ends the recording begun by [`Backend::trace_begin`], computing `outputs` first if they
+    /// are still pending, and returns it; `None` where nothing was recording or what ran cannot
+    /// be replayed: a value was read back to the host (so later work may depend on the data) or
+    /// random numbers were drawn.
+    fn trace_end(&self, outputs: &[&Storage]) -> Option<Trace> {
+        let _ = outputs;
+        None
+    }
+
+    /// Drops an open recording (the run it was recording failed).
+    fn trace_abort(&self) {}
+
+    /// Launches the kernels of `trace` again on `inputs` (one per input given to
+    /// [`Backend::trace_begin`], each as long as the one recorded) and returns the storages of
+    /// its outputs: the values the recorded run would compute from these inputs.
+    fn trace_replay(&self, trace: &Trace, inputs: &[&Storage]) -> Result<Vec<Storage>> {
+        let _ = (trace, inputs);
+        Err(crate::Error::backend("trace_replay", self.name(), "this backend records no traces"))
+    }
 
     /// How `storage` (a tensor of `len` elements) sits in device memory, for the layout table
     /// (`pixelgrad backends --layouts`, `model.layouts()` in JS); `None` where the backend does

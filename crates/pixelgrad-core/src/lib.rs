@@ -21,7 +21,7 @@ pub mod rng;
 pub mod shape;
 pub mod tensor;
 
-pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, WeakStorage, SELF_TEST_TOL};
+pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, Trace, WeakStorage, SELF_TEST_TOL};
 pub use error::{Error, Result};
 pub use layout::StorageLayout;
 pub use mixed::{mixed_precision, mixed_precision_available, mixed_precision_enabled, MixedPrecisionGuard};

@@ -87,12 +87,12 @@
 //! # }
 //! ```
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
-use pixelgrad_core::kernel::DType;
-use pixelgrad_core::{Backend, BackendKind, Counters, Error, Op, Result, Shape, Storage};
+use pixelgrad_core::kernel::{DType, Launch};
+use pixelgrad_core::{Backend, BackendKind, Counters, Error, Op, Result, Shape, Storage, Trace};
 
 mod depthwise;
 pub mod element;
@@ -111,6 +111,7 @@ mod reduce;
 #[cfg_attr(not(all(target_arch = "wasm32", target_feature = "simd128")), allow(dead_code))]
 mod sgemm;
 mod simd;
+mod trace;
 mod window;
 
 pub use element::Element;
@@ -218,6 +219,8 @@ pub struct CpuBackend {
     fuse: bool,
     /// Fusion generation: bumped at every read, flush and step boundary (see `fusion`).
     generation: Cell<u64>,
+    /// The kernel trace being recorded, if one is (`trace`).
+    recorder: RefCell<Option<trace::Recorder>>,
 }
 
 impl Default for CpuBackend {
@@ -267,7 +270,7 @@ impl CpuBackend {
     }
 
     fn with_mode(mode: Mode, fuse: bool) -> Self {
-        CpuBackend { mode, counters: Rc::new(Cell::new(Counters::default())), fuse, generation: Cell::new(0) }
+        CpuBackend { mode, counters: Rc::new(Cell::new(Counters::default())), fuse, generation: Cell::new(0), recorder: RefCell::new(None) }
     }
 
     /// Starts a new fusion generation (see the `fusion` module).
@@ -293,6 +296,34 @@ impl CpuBackend {
             None => s,
         };
         s.downcast::<CpuBuffer>().map(|b| &b.data).ok_or_else(|| Error::backend(op, self.name(), "storage belongs to another backend"))
+    }
+
+    /// `s` itself, or the storage a pending `s` computed to (computing it if it was not).
+    fn resolved(&self, s: &Storage) -> Result<Storage> {
+        match s.downcast::<Lazy>() {
+            Some(lazy) => Ok(lazy.force(|p| self.run_fused(p))?.clone()),
+            None => Ok(s.clone()),
+        }
+    }
+
+    /// Adds a kernel that read `inputs` and wrote `out` to the open recording, if one is open.
+    fn note(&self, kind: impl FnOnce() -> trace::Kind, out_shape: &Shape, inputs: &[&Storage], out: &Storage) -> Result<()> {
+        if self.recorder.borrow().is_none() {
+            return Ok(());
+        }
+        // Inputs were computed by the kernel already: resolving them runs nothing.
+        let ins = inputs.iter().map(|s| self.resolved(s)).collect::<Result<Vec<_>>>()?;
+        if let Some(rec) = self.recorder.borrow_mut().as_mut() {
+            rec.step(kind(), out_shape, &ins, out);
+        }
+        Ok(())
+    }
+
+    /// Marks the open recording, if any, as one that cannot be replayed.
+    fn break_trace(&self, why: &'static str) {
+        if let Some(rec) = self.recorder.borrow_mut().as_mut() {
+            rec.broken.get_or_insert(why);
+        }
     }
 
     /// Elements `s` holds (a pending result: its shape's), without computing it.
@@ -349,16 +380,41 @@ impl CpuBackend {
 
     /// Computes a pending fused result: one elementwise pass over its inputs.
     fn run_fused(&self, p: &Pending<Storage>) -> Result<Storage> {
-        let mut ins: Vec<(&[f32], &Shape)> = Vec::with_capacity(p.leaves.len());
-        for (leaf, shape) in &p.leaves {
+        let leaves: Vec<(&Storage, &Shape)> = p.leaves.iter().map(|(s, sh)| (s, sh)).collect();
+        let res = self.fused_pass(&p.launch, &leaves, &p.shape)?;
+        let kind = || trace::Kind::Fused { launch: p.launch.clone(), shapes: p.leaves.iter().map(|l| l.1.clone()).collect() };
+        let ins: Vec<&Storage> = p.leaves.iter().map(|l| &l.0).collect();
+        self.note(kind, &p.shape, &ins, &res)?;
+        Ok(res)
+    }
+
+    /// One elementwise pass of `launch` over `leaves` (storages and the views read of them).
+    fn fused_pass(&self, launch: &Launch, leaves: &[(&Storage, &Shape)], out: &Shape) -> Result<Storage> {
+        let mut ins: Vec<(&[f32], &Shape)> = Vec::with_capacity(leaves.len());
+        for &(leaf, shape) in leaves {
             match self.mine("fused", leaf)? {
                 CpuStorage::F32(v) => ins.push((v.as_slice(), shape)),
                 other => return Err(self.wrong_storage("fused", other)),
             }
         }
-        let res = elementwise::map(&p.launch, &ins, &p.shape)?;
+        let res = elementwise::map(launch, &ins, out)?;
         self.bump(|c| c.launches += 1);
         Ok(self.wrap(CpuStorage::F32(res)))
+    }
+
+    /// Runs `op` now, unfused: what `execute` does with every op it does not defer.
+    fn compute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        let res = match op {
+            Op::MatMulI8 { b_i8 } => self.matmul_i8(*b_i8, inputs, shapes, out)?,
+            Op::Widen => self.widen(inputs, shapes, out)?,
+            Op::NarrowF16 => self.narrow_f16(inputs, shapes, out)?,
+            _ => match self.mode {
+                Mode::Fast => CpuStorage::F32(self.run_typed(op, inputs, shapes, out, as_f32)?),
+                Mode::Reference => CpuStorage::F64(self.run_typed(op, inputs, shapes, out, as_f64)?),
+            },
+        };
+        self.bump(|c| c.launches += 1);
+        Ok(self.wrap(res))
     }
 
     fn wrap(&self, data: CpuStorage) -> Storage {
@@ -569,36 +625,26 @@ impl Backend for CpuBackend {
                 return Ok((*s).clone());
             }
         }
-        if let Op::MatMulI8 { b_i8 } = op {
-            let res = self.matmul_i8(*b_i8, inputs, shapes, out)?;
-            self.bump(|c| c.launches += 1);
-            return Ok(self.wrap(res));
-        }
-        if let Op::Widen = op {
-            let res = self.widen(inputs, shapes, out)?;
-            self.bump(|c| c.launches += 1);
-            return Ok(self.wrap(res));
-        }
-        if let Op::NarrowF16 = op {
-            let res = self.narrow_f16(inputs, shapes, out)?;
-            self.bump(|c| c.launches += 1);
-            return Ok(self.wrap(res));
-        }
         if self.fuse {
             if let Some((launch, name)) = fuse::elementwise(op)? {
                 return self.defer(op, &launch, name, inputs, shapes, out);
             }
         }
-        self.bump(|c| c.launches += 1);
-        Ok(match self.mode {
-            Mode::Fast => self.wrap(CpuStorage::F32(self.run_typed(op, inputs, shapes, out, as_f32)?)),
-            Mode::Reference => self.wrap(CpuStorage::F64(self.run_typed(op, inputs, shapes, out, as_f64)?)),
-        })
+        let res = self.compute(op, inputs, shapes, out)?;
+        if let Op::Random { .. } = op {
+            // A replay would draw the same numbers again.
+            self.break_trace("random numbers were drawn");
+        }
+        let kind = || trace::Kind::Op { op: op.clone(), shapes: shapes.iter().map(|&s| s.clone()).collect() };
+        self.note(kind, out, inputs, &res)?;
+        Ok(res)
     }
 
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
         // A read ends an iteration of eager code: later ops start a new fusion generation.
         self.new_generation();
+        // What runs after a read may depend on the values read.
+        self.break_trace("a value was read back");
         self.bump(|c| c.readbacks += 1);
         let v: Vec<f32> = match self.mine("read", storage)? {
             CpuStorage::F32(v) => v.iter().take(len).copied().collect(),
@@ -615,6 +661,7 @@ impl Backend for CpuBackend {
 
     fn read_f64(&self, storage: &Storage, len: usize) -> Result<Vec<f64>> {
         self.new_generation();
+        self.break_trace("a value was read back");
         self.bump(|c| c.readbacks += 1);
         let data = self.mine("read", storage)?;
         let v: Vec<f64> = data.values_f64(len.min(data.len())).unwrap_or_default();
@@ -641,6 +688,85 @@ impl Backend for CpuBackend {
     fn end_step(&self) -> Result<()> {
         self.new_generation();
         Ok(())
+    }
+
+    /// Records on the fast path only: the reference's loops stay the plain definition.
+    fn trace_begin(&self, inputs: &[&Storage]) -> bool {
+        if self.mode != Mode::Fast || self.recorder.borrow().is_some() {
+            return false;
+        }
+        let mut ins = Vec::with_capacity(inputs.len());
+        for s in inputs {
+            let Ok(r) = self.resolved(s) else { return false };
+            let Ok(len) = self.len_of("trace_begin", &r) else { return false };
+            ins.push((r, len));
+        }
+        let rec = trace::Recorder::new(&ins);
+        let started = rec.is_some();
+        *self.recorder.borrow_mut() = rec;
+        started
+    }
+
+    fn trace_end(&self, outputs: &[&Storage]) -> Option<Trace> {
+        self.recorder.borrow().as_ref()?;
+        let outs: Result<Vec<Storage>> = outputs.iter().map(|s| self.resolved(s)).collect();
+        let rec = self.recorder.borrow_mut().take()?;
+        rec.finish(&outs.ok()?).map(|t| Trace(Rc::new(t)))
+    }
+
+    fn trace_abort(&self) {
+        self.recorder.borrow_mut().take();
+    }
+
+    fn trace_replay(&self, trace: &Trace, inputs: &[&Storage]) -> Result<Vec<Storage>> {
+        let t = trace
+            .0
+            .downcast_ref::<trace::CpuTrace>()
+            .ok_or_else(|| Error::backend("trace_replay", self.name(), "the trace was recorded by another backend"))?;
+        if inputs.len() != t.inputs.len() {
+            return Err(Error::backend(
+                "trace_replay",
+                self.name(),
+                format!("the trace takes {} inputs, given {}", t.inputs.len(), inputs.len()),
+            ));
+        }
+        let mut vals: Vec<Option<Storage>> = vec![None; t.slots];
+        for (i, (s, &want)) in inputs.iter().zip(&t.inputs).enumerate() {
+            let r = self.resolved(s)?;
+            let len = self.len_of("trace_replay", &r)?;
+            if len != want {
+                return Err(Error::backend(
+                    "trace_replay",
+                    self.name(),
+                    format!("input {i} holds {len} elements, the trace was recorded with {want}"),
+                ));
+            }
+            vals[i] = Some(r);
+        }
+        for (slot, c) in &t.constants {
+            vals[*slot] = Some(c.clone());
+        }
+        let missing = || Error::backend("trace_replay", self.name(), "a kernel reads a value no earlier kernel kept");
+        for step in &t.steps {
+            let res = {
+                let ins = step.ins.iter().map(|&i| vals[i].as_ref().ok_or_else(missing)).collect::<Result<Vec<&Storage>>>()?;
+                match &step.kind {
+                    trace::Kind::Op { op, shapes } => {
+                        let shapes: Vec<&Shape> = shapes.iter().collect();
+                        self.compute(op, &ins, &shapes, &step.out_shape)?
+                    }
+                    trace::Kind::Fused { launch, shapes } => {
+                        let leaves: Vec<(&Storage, &Shape)> = ins.iter().copied().zip(shapes).collect();
+                        self.fused_pass(launch, &leaves, &step.out_shape)?
+                    }
+                }
+            };
+            vals[step.out] = Some(res);
+            for &f in &step.frees {
+                vals[f] = None;
+            }
+        }
+        t.outputs.iter().map(|&o| vals[o].clone().ok_or_else(missing)).collect()
     }
 
     fn describe_storage(&self, storage: &Storage, len: usize) -> Option<pixelgrad_core::StorageLayout> {

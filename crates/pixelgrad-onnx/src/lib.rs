@@ -32,6 +32,7 @@ pub mod model;
 pub mod npy;
 mod ops;
 pub mod proto;
+mod replay;
 pub mod session;
 mod shapes;
 

@@ -16,6 +16,7 @@ use pixelgrad_core::{Device, Param, Tensor};
 use crate::graph::ValueInfo;
 use crate::host::{DType, HostTensor};
 use crate::ops::{self, upload, Consts, Cx, V};
+use crate::replay::{Plan, Recording, Replays};
 use crate::{Model, OnnxError, Result};
 
 /// A caller's input: a device tensor (f32) or a host tensor of any supported element type.
@@ -152,6 +153,8 @@ pub struct Session {
     wiring: OnceCell<Wiring>,
     /// What a run needs for each set of requested values, by those values' names.
     plans: RefCell<HashMap<Vec<String>, Rc<RunPlan>>>,
+    /// Recorded runs whose kernels later runs launch again (see [`Session::set_kernel_replay`]).
+    replays: Replays,
 }
 
 /// The graph by integer ids: what [`Session::run_to`] walks, instead of looking value names
@@ -267,6 +270,7 @@ impl Session {
             max_elements: std::cell::Cell::new(crate::ops::MAX_ELEMENTS),
             wiring: OnceCell::new(),
             plans: RefCell::new(HashMap::default()),
+            replays: Replays::default(),
         })
     }
 
@@ -276,6 +280,29 @@ impl Session {
     /// stay cheap to run (the fuzz target uses 2^20).
     pub fn set_max_elements(&self, n: usize) {
         self.max_elements.set(n);
+        // A recorded run checked the old limit.
+        self.replays.clear();
+    }
+
+    /// Whether runs replay the kernels of an earlier run with the same input shapes and
+    /// requested outputs instead of walking the graph again (default on). The first such run
+    /// records them, on backends that record kernel traces (the CPU's fast path); results are
+    /// the same either way. Runs that want gradients, that keep an input on the host, or that
+    /// read a value back while they run (`NonZero`, `NonMaxSuppression`) always walk the graph.
+    /// Turning it off drops what was recorded.
+    pub fn set_kernel_replay(&self, on: bool) {
+        self.replays.set_enabled(on);
+    }
+
+    /// See [`Session::set_kernel_replay`].
+    pub fn kernel_replay(&self) -> bool {
+        self.replays.enabled()
+    }
+
+    /// How many runs of this session replayed recorded kernels (see
+    /// [`Session::set_kernel_replay`]).
+    pub fn kernel_replays(&self) -> u64 {
+        self.replays.replayed.get()
     }
 
     pub fn model(&self) -> &Model {
@@ -425,6 +452,38 @@ impl Session {
                 });
             }
         }
+        let names: Vec<&str> = model.inputs.iter().map(|i| i.name.as_str()).collect();
+        let params: Vec<Tensor> = self.params.iter().map(|(_, p)| p.tensor()).collect();
+        let Some(traced) = self.replays.inputs(&self.device, &env, &names, &params) else {
+            return self.walk(env, outputs).await;
+        };
+        match self.replays.prepare(&env, &names, outputs) {
+            Plan::Walk => self.walk(env, outputs).await,
+            Plan::Replay(key, rec) => match self.replays.replay(&self.device, &rec, &traced) {
+                Ok(vals) => Ok(vals),
+                // Not expected; the graph walk is always right, so it takes over for good.
+                Err(_) => {
+                    self.replays.keep(key, None);
+                    self.walk(env, outputs).await
+                }
+            },
+            Plan::Record(key) => {
+                let stores: Vec<&pixelgrad_core::Storage> = traced.iter().map(|t| t.storage()).collect();
+                if !self.device.backend().trace_begin(&stores) {
+                    return self.walk(env, outputs).await;
+                }
+                let recording = Recording(&self.device, false);
+                let vals = self.walk(env, outputs).await?;
+                recording.done();
+                self.replays.keep(key, Replays::finish(&self.device, &vals));
+                Ok(vals)
+            }
+        }
+    }
+
+    /// Runs the graph node by node for `outputs`, given the checked inputs `env`.
+    async fn walk(&self, env: HashMap<&str, V>, outputs: &[&str]) -> Result<Vec<Value>> {
+        let model = &*self.model;
         let wiring = self.wiring.get_or_init(|| Wiring::new(model));
         let plan = self.plan(wiring, outputs)?;
         // Values by id: the given inputs, then each node's results until their last read.

@@ -15,9 +15,10 @@ fn light_architectures_match_onnxruntime() {
     common::check_all(&cpu(), "models", |c| c.tags.iter().any(|t| t == "light"));
 }
 
+/// Run twice: the second run replays the kernels the first recorded.
 #[test]
 fn pretrained_ppocr_models_match_onnxruntime() {
-    common::check_all(&cpu(), "models", |c| c.tags.iter().any(|t| t == "pretrained"));
+    common::check_all_times(&cpu(), "models", |c| c.tags.iter().any(|t| t == "pretrained"), 2);
 }
 
 /// The pretrained classifier reads every rendered text line's orientation right (0 upright,
@@ -40,5 +41,5 @@ fn pretrained_classifier_gets_every_orientation_right() {
 /// classifier): within one output quantisation step of onnxruntime's int8 result, same argmax.
 #[test]
 fn quantized_models_match_onnxruntime() {
-    common::check_all(&cpu(), "models", |c| c.tags.iter().any(|t| t == "int8"));
+    common::check_all_times(&cpu(), "models", |c| c.tags.iter().any(|t| t == "int8"), 2);
 }

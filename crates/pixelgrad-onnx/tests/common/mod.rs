@@ -91,9 +91,21 @@ pub fn argmax_rows(v: &[f32], n: usize) -> Vec<usize> {
 /// error over `atol` (exact cases: any difference fails). A quantised model must also pick the
 /// same class as onnxruntime for every row of its output.
 pub fn run_case(dev: &Device, case: &Case) -> Result<Vec<f64>, String> {
+    run_case_times(dev, case, 1)
+}
+
+/// [`run_case`] run `runs` times on one session (later runs replay the first one's kernels on
+/// backends that record them), each compared; the worst errors.
+pub fn run_case_times(dev: &Device, case: &Case, runs: usize) -> Result<Vec<f64>, String> {
     let model = Model::load(case.dir.join("model.onnx")).map_err(|e| e.to_string())?;
     let session = Session::new(model, dev).map_err(|e| e.to_string())?;
-    compare(case, &session)
+    let mut worst = compare(case, &session)?;
+    for _ in 1..runs {
+        for (w, e) in worst.iter_mut().zip(compare(case, &session)?) {
+            *w = w.max(e);
+        }
+    }
+    Ok(worst)
 }
 
 /// Runs `case` on `session` and compares as [`run_case`] does.
@@ -144,12 +156,17 @@ pub fn compare(case: &Case, session: &Session) -> Result<Vec<f64>, String> {
 /// Runs every case of `kind` on `dev` (those `filter` keeps), prints one line each and fails
 /// listing every case over its tolerance or failing to run.
 pub fn check_all(dev: &Device, kind: &str, filter: impl Fn(&Case) -> bool) {
+    check_all_times(dev, kind, filter, 1)
+}
+
+/// [`check_all`] with each case run `runs` times on one session ([`run_case_times`]).
+pub fn check_all_times(dev: &Device, kind: &str, filter: impl Fn(&Case) -> bool, runs: usize) {
     let mut bad = Vec::new();
     let mut worst: f64 = 0.0;
     let mut n = 0;
     for case in cases(kind).iter().filter(|c| filter(c)) {
         n += 1;
-        match run_case(dev, case) {
+        match run_case_times(dev, case, runs) {
             Ok(errs) => {
                 let e = errs.iter().cloned().fold(0.0, f64::max);
                 worst = worst.max(e);
