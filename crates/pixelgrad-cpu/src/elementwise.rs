@@ -33,7 +33,6 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
     eval::check(k, ins.len(), launch.params.len())?;
     let params: Vec<T> = launch.params.iter().map(|&p| T::from_f32(p)).collect();
     let n = out.numel();
-    let prepared = Prepared::new(k);
     // Every element is written below (each path covers the whole output).
     let mut res = T::output(n);
     if n == 0 {
@@ -41,6 +40,8 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
     }
     let flat = ins.len() <= MAX_INPUTS && ins.iter().all(|(_, s)| *s == out || s.numel() == 1);
     if flat {
+        let scalars: Vec<bool> = ins.iter().map(|(_, s)| s.numel() == 1).collect();
+        let prepared = Prepared::with_scalars(k, &scalars);
         for_chunks(&mut res, FLAT_CHUNK, |i, dst| {
             let base = i * FLAT_CHUNK;
             T::with_scratch(|scratch| {
@@ -67,9 +68,11 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
     let outer = &dims[..r - 1];
     let rows = ins.len() <= MAX_INPUTS && inner >= LONG_ROW && strides[..ins.len()].iter().all(|st| st[r - 1] <= 1);
     if !rows {
-        gathered(&prepared, &params, ins, &dims, &strides, &mut res);
+        gathered(k, &params, ins, &dims, &strides, &mut res);
         return Ok(res);
     }
+    let scalars: Vec<bool> = strides[..ins.len()].iter().map(|st| st[r - 1] == 0).collect();
+    let prepared = Prepared::with_scalars(k, &scalars);
     // Rows are grouped into tasks of about FLAT_CHUNK elements.
     let rows_per_task = (FLAT_CHUNK / inner).max(1);
     for_chunks(&mut res, inner * rows_per_task, |task, rows| {
@@ -110,7 +113,7 @@ enum Read {
 /// The gathered path of [`map`]: `dims` and `strides` are the merged axes (`strides[j]` for
 /// input `j`, the output's own last).
 fn gathered<T: Element>(
-    prepared: &Prepared<'_>,
+    kernel: &pixelgrad_core::kernel::ir::Kernel,
     params: &[T],
     ins: &[(&[T], &Shape)],
     dims: &[usize],
@@ -133,6 +136,8 @@ fn gathered<T: Element>(
             }
         })
         .collect();
+    let scalars: Vec<bool> = reads.iter().map(|r| matches!(r, Read::Scalar)).collect();
+    let prepared = &Prepared::with_scalars(kernel, &scalars);
     // Each gathered input walks its own merged axes: a per-channel value stays one run per
     // channel even where another input (an upsampled one) keeps the axes apart.
     let layouts: Vec<(Vec<usize>, Vec<usize>)> = reads

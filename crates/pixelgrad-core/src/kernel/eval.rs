@@ -8,6 +8,7 @@
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use super::ir::{DType, Kernel, Lit, Node, Op1, Op2};
+use super::schedule::Schedule;
 use crate::{Error, Result};
 
 /// The float types kernels evaluate in, with IEEE semantics for every function.
@@ -113,7 +114,7 @@ fn flag<T: Float>(b: bool) -> T {
     }
 }
 
-fn truth<T: Float>(v: T) -> bool {
+pub(super) fn truth<T: Float>(v: T) -> bool {
     v != T::ZERO
 }
 
@@ -209,8 +210,10 @@ enum Val<T> {
 
 /// Buffers reused from block to block (one per node), and the nodes' values.
 pub struct Scratch<T> {
-    bufs: Vec<Vec<T>>,
+    pub(super) bufs: Vec<Vec<T>>,
     vals: Vec<Val<T>>,
+    /// Per node, its value for the block where it has one (`super::schedule`).
+    pub(super) scalars: Vec<T>,
     /// Not used here: kept for the caller's own per-block buffers (a backend's gathered
     /// inputs), so they too are allocated once per thread rather than once per call.
     pub spare: Vec<T>,
@@ -218,7 +221,7 @@ pub struct Scratch<T> {
 
 impl<T> Default for Scratch<T> {
     fn default() -> Self {
-        Scratch { bufs: Vec::new(), vals: Vec::new(), spare: Vec::new() }
+        Scratch { bufs: Vec::new(), vals: Vec::new(), scalars: Vec::new(), spare: Vec::new() }
     }
 }
 
@@ -227,13 +230,31 @@ impl<T> Default for Scratch<T> {
 pub struct Prepared<'k> {
     kernel: &'k Kernel,
     uses: Vec<u32>,
+    /// The blocks' steps, decided once, for blocks whose single-value inputs are the ones
+    /// given to [`Prepared::with_scalars`].
+    schedule: Option<Schedule>,
 }
 
 impl<'k> Prepared<'k> {
     pub fn new(kernel: &'k Kernel) -> Self {
         let mut uses = Vec::new();
         count_uses(kernel, &mut uses);
-        Prepared { kernel, uses }
+        Prepared { kernel, uses, schedule: None }
+    }
+
+    /// [`Prepared::new`] for blocks whose input `j` is one value exactly where
+    /// `scalar_inputs[j]` (a caller that reads an input through a stride of 0 along the
+    /// block): what each block does is decided here, once. Blocks given other inputs are
+    /// still evaluated right, node by node.
+    pub fn with_scalars(kernel: &'k Kernel, scalar_inputs: &[bool]) -> Self {
+        let mut p = Prepared::new(kernel);
+        p.schedule = Schedule::new(kernel, &p.uses, scalar_inputs);
+        p
+    }
+
+    /// True if blocks with the inputs given to [`Prepared::with_scalars`] run a schedule.
+    pub fn scheduled(&self) -> bool {
+        self.schedule.is_some()
     }
 }
 
@@ -273,6 +294,10 @@ pub fn eval_block<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T]
 /// [`eval_block`] of a kernel prepared once for many blocks.
 pub fn eval_prepared<T: Float>(prepared: &Prepared<'_>, inputs: &[Src<'_, T>], params: &[T], out: &mut [T], scratch: &mut Scratch<T>) {
     let kernel = prepared.kernel;
+    if let Some(s) = prepared.schedule.as_ref().filter(|s| s.fits(inputs)) {
+        s.run(kernel, inputs, params, out, scratch);
+        return;
+    }
     let n = out.len();
     let nodes = kernel.nodes();
     if scratch.bufs.len() < nodes.len() {
@@ -420,7 +445,7 @@ struct Pair<T> {
 }
 
 /// The operations [`map_pair`] has a loop for.
-fn pairs_with(op: Op2) -> bool {
+pub(super) fn pairs_with(op: Op2) -> bool {
     matches!(op, Op2::Add | Op2::Sub | Op2::Mul | Op2::Div | Op2::Max | Op2::Min)
 }
 
@@ -479,7 +504,7 @@ fn pairable<T: Float>(kernel: &Kernel, uses: &[u32], vals: &[Val<T>], i: usize, 
 }
 
 /// `out[k] = op2(op1(x[k], s1), s2)`: one monomorphic loop per pair of operations.
-fn map_pair<T: Float>(op1: Op2, s1: T, op2: Op2, s2: T, x: &[T], out: &mut [T]) {
+pub(super) fn map_pair<T: Float>(op1: Op2, s1: T, op2: Op2, s2: T, x: &[T], out: &mut [T]) {
     macro_rules! second {
         ($f:expr) => {{
             let f = $f;
@@ -512,7 +537,7 @@ fn pair_loop<T: Copy>(x: &[T], out: &mut [T], f: impl Fn(T) -> T, g: impl Fn(T) 
     }
 }
 
-fn select_into<T: Float>(c: &[T], a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [T]) {
+pub(super) fn select_into<T: Float>(c: &[T], a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [T]) {
     for (j, d) in out.iter_mut().enumerate() {
         *d = if truth(c[j]) { a.at(j) } else { b.at(j) };
     }
@@ -530,7 +555,8 @@ pub fn eval<T: Float>(kernel: &Kernel, inputs: &[Src<'_, T>], params: &[T], out:
         }
     }
     let mut scratch = Scratch::default();
-    let prepared = Prepared::new(kernel);
+    let scalars: Vec<bool> = inputs.iter().map(|s| matches!(s, Src::Scalar(_))).collect();
+    let prepared = Prepared::with_scalars(kernel, &scalars);
     let mut start = 0;
     for chunk in out.chunks_mut(BLOCK) {
         let ins: Vec<Src<'_, T>> = inputs
@@ -556,7 +582,7 @@ pub fn eval_one<T: Float>(kernel: &Kernel, inputs: &[T], params: &[T]) -> Result
 
 /// Node `i`'s buffer, `n` long. Its old contents stay: every vector operation writes each
 /// element of its output.
-fn take<T: Float>(s: &mut Scratch<T>, i: usize, n: usize) -> Vec<T> {
+pub(super) fn take<T: Float>(s: &mut Scratch<T>, i: usize, n: usize) -> Vec<T> {
     let mut b = std::mem::take(&mut s.bufs[i]);
     b.resize(n, T::ZERO);
     b
@@ -582,7 +608,7 @@ fn read<'s, T: Float>(v: Val<T>, inputs: &[Src<'s, T>], s: &'s Scratch<T>, n: us
 
 /// An operand of a vector operation: elements or one value.
 #[derive(Clone, Copy)]
-enum Operand<'s, T> {
+pub(super) enum Operand<'s, T> {
     Many(&'s [T]),
     One(T),
 }
@@ -603,7 +629,7 @@ fn operand<'s, T: Float>(v: Val<T>, inputs: &[Src<'s, T>], s: &'s Scratch<T>, n:
     }
 }
 
-fn map1<T: Float>(op: Op1, x: &[T], out: &mut [T]) {
+pub(super) fn map1<T: Float>(op: Op1, x: &[T], out: &mut [T]) {
     macro_rules! each {
         ($f:expr) => {
             for (d, &v) in out.iter_mut().zip(x) {
@@ -623,7 +649,7 @@ fn map1<T: Float>(op: Op1, x: &[T], out: &mut [T]) {
     }
 }
 
-fn map2<T: Float>(op: Op2, a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [T]) {
+pub(super) fn map2<T: Float>(op: Op2, a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [T]) {
     macro_rules! each {
         ($f:expr) => {{
             let f = $f;

@@ -32,6 +32,7 @@ pub mod fuse;
 pub mod ir;
 pub mod lower;
 pub mod render;
+mod schedule;
 
 pub use defs::Launch;
 pub use ir::{Builder, DType, Kernel};
