@@ -236,6 +236,15 @@ fn gather_block<T: Copy>(x: &[T], dims: &[usize], strides: &[usize], start: usiz
             // Runs along the last axis, the one before it stepping between them.
             let (mut i1, mut i0) = (col / d0, col % d0);
             let mut j = 0;
+            if s0 == 0 && i0 == 0 {
+                // Each value repeated d0 times (nearest upsampling): whole runs at once.
+                let whole = n / d0;
+                for (k, run) in seg[..whole * d0].chunks_exact_mut(d0).enumerate() {
+                    run.fill(x[off + (i1 + k) * s1]);
+                }
+                j = whole * d0;
+                i1 += whole;
+            }
             while j < n {
                 let m = (d0 - i0).min(n - j);
                 short_run(x, off + i1 * s1 + i0 * s0, s0, &mut seg[j..j + m]);
@@ -320,6 +329,7 @@ mod tests {
         let x: Vec<u32> = (0..4096).collect();
         let cases: &[(&[usize], &[usize])] = &[
             (&[6, 2, 5, 2], &[5, 0, 1, 0]),   // nearest upsampling by 2
+            (&[3, 4, 6, 4], &[12, 0, 2, 0]),  // by 4, of every other column
             (&[3, 4, 3], &[12, 3, 1]),        // short contiguous rows
             (&[2, 7, 3], &[1, 2, 40]),        // odd strides
             (&[5, 40], &[40, 1]),             // long rows
