@@ -577,7 +577,13 @@ impl Backend for CpuBackend {
 
     fn upload(&self, data: &[f32]) -> Result<Storage> {
         Ok(match self.mode {
-            Mode::Fast => self.wrap(CpuStorage::F32(data.to_vec())),
+            Mode::Fast => {
+                // A recycled buffer of this length where one waits (an input uploaded run
+                // after run), every element overwritten.
+                let mut v = pool::take(data.len());
+                v.copy_from_slice(data);
+                self.wrap(CpuStorage::F32(v))
+            }
             Mode::Reference => self.wrap(CpuStorage::F64(data.iter().map(|&v| v as f64).collect())),
         })
     }
