@@ -125,15 +125,16 @@ impl Recorder {
         }
         let mut frees: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (slot, l) in last.iter().enumerate() {
-            match (*l, &self.sources[slot]) {
-                (Some(k), Source::Step | Source::Input) if k < n => frees[k].push(slot),
-                // A result nothing reads: freed as soon as it is written.
-                (None, Source::Step) => {
-                    if let Some(k) = self.steps.iter().position(|s| s.3 == slot) {
-                        frees[k].push(slot);
-                    }
+            if let (Some(k), Source::Step | Source::Input) = (*l, &self.sources[slot]) {
+                if k < n {
+                    frees[k].push(slot);
                 }
-                _ => {}
+            }
+        }
+        // A result nothing reads is freed as soon as it is written.
+        for (k, step) in self.steps.iter().enumerate() {
+            if last[step.3].is_none() {
+                frees[k].push(step.3);
             }
         }
         let constants = self
