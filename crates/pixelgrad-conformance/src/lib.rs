@@ -106,7 +106,7 @@ use family_names;
 macro_rules! __with_family_list {
     ([$($callback:tt)*] $($pre:tt)*) => {
         $($callback)*! { $($pre)* ;
-            fill, random, unary, binary, where_, edges, reduce, matmul, im2col, col2im, depthwise, max_pool, gather,
+            fill, random, unary, binary, where_, edges, reduce, matmul, im2col, col2im, depthwise, conv, max_pool, gather,
             scatter_add, reshape, permute, expand, slice, pad, concat, composites, images,
             training_curve, training_curve_cnn, errors
         }

@@ -42,6 +42,9 @@ impl Backend for Recording {
     fn supports_narrow_f16(&self) -> bool {
         self.inner.supports_narrow_f16()
     }
+    fn supports_conv(&self) -> bool {
+        self.inner.supports_conv()
+    }
     fn supports_f16_storage(&self) -> bool {
         self.inner.supports_f16_storage()
     }

@@ -254,6 +254,29 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
         Op::Col2Im { window, .. } => one(g.im2col(*window)?),
         Op::MaxPool(w) => one(x[0].max_pool_grad(g, *w)?),
         Op::MaxPoolGrad(_) => Err(Error::Autodiff("max_pool_grad is not differentiable (train through max_pool2d once)".into())),
+        Op::Conv2d(win) => {
+            let (a, k) = (&x[0], &x[1]);
+            let (d, kd) = (a.dims(), k.dims());
+            let (n, m, ckk) = (d[0], kd[0], kd[1] * kd[2] * kd[3]);
+            let l = g.dims()[2] * g.dims()[3];
+            // The pair it means: y = W [M, C*kk] x cols [N, C*kk, L], cols = im2col(x).
+            let g3 = g.reshape([n, m, l])?;
+            let w2 = k.reshape([m, ckk])?;
+            let ga = if a.requires_grad() {
+                let dcols = w2.reshape([1, m, ckk])?.matmul_t(&g3, true, false)?; // [N, C*kk, L]
+                Some(dcols.col2im(*win, d[2], d[3])?)
+            } else {
+                None
+            };
+            let gk = if k.requires_grad() {
+                let cols = a.im2col(*win)?; // [N, C*kk, L]
+                let per = g3.matmul_t(&cols, false, true)?; // [N, M, C*kk]
+                Some(per.sum_axis(0, false)?.reshape(k.shape().clone())?)
+            } else {
+                None
+            };
+            Ok(vec![ga, gk])
+        }
         Op::DepthwiseConv(win) => {
             let (a, k) = (&x[0], &x[1]);
             let d = a.dims();

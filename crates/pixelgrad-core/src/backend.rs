@@ -163,6 +163,13 @@ pub trait Backend {
         Ok(self.read(storage, len)?.into_iter().map(f64::from).collect())
     }
 
+    /// True if the backend runs [`Op::Conv2d`] (a dense convolution as one op, which it may
+    /// compute by a faster algorithm than the im2col + matmul pair it means). The default is
+    /// false: callers then use the pair.
+    fn supports_conv(&self) -> bool {
+        false
+    }
+
     /// True if the backend stores 8-bit tensors (one byte per element, or four per 32-bit word)
     /// and runs [`Op::MatMulI8`] on them. Where it is false, [`crate::Tensor::from_i8`] and
     /// [`crate::Tensor::from_u8`] make ordinary f32 tensors of the same values.

@@ -157,6 +157,15 @@ pub enum Op {
     /// (taps in the padding are skipped; summed over `i` then `j`, ascending). One pass on the GPU
     /// backends, without the `[N, C*kh*kw, OH*OW]` columns im2col would materialise.
     DepthwiseConv(Window),
+    /// Dense 2-D convolution (one group): two inputs `x [N, C, H, W]` and `w [M, C, kh, kw]` →
+    /// `[N, M, OH, OW]` with
+    /// `out[n, m, oy, ox] = Σ_c Σ_i Σ_j x[n, c, oy*sh + i - ph, ox*sw + j - pw] * w[m, c, i, j]`
+    /// (taps in the padding read 0). It means [`Op::Im2Col`] followed by [`Op::MatMul`] of
+    /// `w` as `[M, C*kh*kw]`; the order of the sums is the backend's (the CPU runs 3x3
+    /// stride-1 windows as Winograd F(2x2, 3x3), so results agree with that pair to rounding,
+    /// not bit for bit). Only backends whose [`crate::Backend::supports_conv`] is true
+    /// implement it; elsewhere callers use the pair.
+    Conv2d(Window),
     /// Max pooling, one input `x [N, C, H, W]` → `[N, C, OH, OW]`:
     /// `out[n, c, oy, ox]` is the largest of the window's taps
     /// `x[n, c, oy*sh + i - ph, ox*sw + j - pw]` that lie inside the image (padding is never
@@ -231,7 +240,7 @@ impl Op {
 
     /// The name of every primitive, in [`Op::index`] order (the conformance suite checks that
     /// every one of them is exercised).
-    pub const NAMES: [&'static str; 23] = [
+    pub const NAMES: [&'static str; 24] = [
         "fill",
         "random",
         "unary",
@@ -255,6 +264,7 @@ impl Op {
         "narrow_f16",
         "max_pool",
         "max_pool_grad",
+        "conv2d",
     ];
 
     /// Position of this primitive in [`Op::NAMES`]. Exhaustive: a new primitive must be
@@ -284,6 +294,7 @@ impl Op {
             Op::NarrowF16 => 20,
             Op::MaxPool(_) => 21,
             Op::MaxPoolGrad(_) => 22,
+            Op::Conv2d(_) => 23,
         }
     }
 
@@ -309,6 +320,7 @@ impl Op {
             | Op::Gather { .. }
             | Op::ScatterAdd { .. }
             | Op::DepthwiseConv(_)
+            | Op::Conv2d(_)
             | Op::MaxPoolGrad(_) => Some(2),
             Op::Where => Some(3),
             Op::Concat { .. } => None,
@@ -427,6 +439,20 @@ impl Op {
                 }
                 let (oh, ow) = w.out_hw(x[2], x[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
                 Ok(Shape(vec![x[0], x[1], oh, ow]))
+            }
+            Op::Conv2d(w) => {
+                let (x, k) = (&inputs[0].0, &inputs[1].0);
+                if x.len() != 4 || k.len() != 4 {
+                    return Err(err("expects x [N, C, H, W] and weights [M, C, kh, kw]".into()));
+                }
+                if k[1] != x[1] || k[2] != w.kh || k[3] != w.kw {
+                    return Err(err(format!(
+                        "weights must be [M, {}, {}, {}] for {} input channels and a {}x{} window",
+                        x[1], w.kh, w.kw, x[1], w.kh, w.kw
+                    )));
+                }
+                let (oh, ow) = w.out_hw(x[2], x[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
+                Ok(Shape(vec![x[0], k[0], oh, ow]))
             }
             Op::MaxPool(w) | Op::MaxPoolGrad(w) => {
                 rank_is(4)?;
@@ -592,6 +618,7 @@ mod tests {
             Op::NarrowF16,
             Op::MaxPool(w),
             Op::MaxPoolGrad(w),
+            Op::Conv2d(w),
         ];
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {

@@ -694,6 +694,20 @@ impl Tensor {
     pub fn depthwise_conv(&self, weights: &Tensor, window: Window) -> Result<Tensor> {
         self.op2(Op::DepthwiseConv(window), weights)
     }
+    /// Dense convolution of `self [N, C, H, W]` with `weights [M, C, kh, kw]` in one op
+    /// ([`Op::Conv2d`]), on backends whose [`crate::Backend::supports_conv`] is true (see
+    /// [`Device::supports_conv`]). Elsewhere a typed [`Error::Backend`]: compose
+    /// [`Tensor::im2col`] and [`Tensor::matmul`] instead, which mean the same.
+    pub fn conv(&self, weights: &Tensor, window: Window) -> Result<Tensor> {
+        if !self.0.device.backend().supports_conv() {
+            return Err(Error::backend(
+                "conv2d",
+                self.0.device.name(),
+                "this backend has no single-op convolution (supports_conv is false)",
+            ));
+        }
+        self.op2(Op::Conv2d(window), weights)
+    }
     /// Max pooling of `self [N, C, H, W]` over `window` ([`Op::MaxPool`]); its gradient is
     /// [`Tensor::max_pool_grad`].
     pub fn max_pool(&self, window: Window) -> Result<Tensor> {

@@ -25,6 +25,14 @@ pub trait Element: Float + Debug + Default + AddAssign {
     /// Depthwise convolution `x [N, C, H, W]` * `k [C, 1, kh, kw]` → `[N, C, oh, ow]`
     /// (`Op::DepthwiseConv`): the reference loops of `window::depthwise`, or their SIMD form.
     fn depthwise(x: &[Self], dims: &[usize], k: &[Self], w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self>;
+    /// Dense convolution `x [N, C, H, W]` * `k [M, C, kh, kw]` → `[N, M, oh, ow]`
+    /// (`Op::Conv2d`): im2col + GEMM on the reference, Winograd for 3x3 stride-1 windows on
+    /// the fast path (`crate::winograd`).
+    #[allow(clippy::too_many_arguments)]
+    fn conv(x: &[Self], dims: &[usize], k: &[Self], m: usize, w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self>;
+    /// Hands a scratch buffer back for reuse (the fast path's `crate::pool`; dropped on the
+    /// reference).
+    fn recycle(v: Vec<Self>);
     /// Runs `f` with this thread's elementwise scratch buffers (kept from call to call, so a
     /// fused kernel's per-node blocks are not allocated again for every chunk of every op).
     fn with_scratch<R>(f: impl FnOnce(&mut Scratch<Self>) -> R) -> R;
@@ -34,7 +42,7 @@ pub trait Element: Float + Debug + Default + AddAssign {
 }
 
 macro_rules! float_element {
-    ($t:ty, $fast:expr, $gemm:path, $depthwise:path, $output:expr) => {
+    ($t:ty, $fast:expr, $gemm:path, $depthwise:path, $conv:path, $output:expr, $recycle:expr) => {
         impl Element for $t {
             const FAST: bool = $fast;
             fn from_f64(v: f64) -> Self {
@@ -52,8 +60,14 @@ macro_rules! float_element {
             fn depthwise(x: &[Self], dims: &[usize], k: &[Self], w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self> {
                 $depthwise(x, dims, k, w, oh, ow)
             }
+            fn conv(x: &[Self], dims: &[usize], k: &[Self], m: usize, w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self> {
+                $conv(x, dims, k, m, w, oh, ow)
+            }
             fn output(n: usize) -> Vec<Self> {
                 $output(n)
+            }
+            fn recycle(v: Vec<Self>) {
+                $recycle(v)
             }
             fn with_scratch<R>(f: impl FnOnce(&mut Scratch<Self>) -> R) -> R {
                 thread_local! {
@@ -69,6 +83,14 @@ macro_rules! float_element {
     };
 }
 
-float_element!(f32, true, crate::matmul::gemm_f32, crate::depthwise::depthwise_f32, crate::pool::take);
+float_element!(
+    f32,
+    true,
+    crate::matmul::gemm_f32,
+    crate::depthwise::depthwise_f32,
+    crate::winograd::conv_f32,
+    crate::pool::take,
+    crate::pool::give
+);
 // The reference never recycles: a kernel that missed an element shows zeros there, not old values.
-float_element!(f64, false, crate::matmul::gemm_loops, crate::window::depthwise, |n| vec![0.0f64; n]);
+float_element!(f64, false, crate::matmul::gemm_loops, crate::window::depthwise, crate::winograd::conv_im2col, |n| vec![0.0f64; n], drop);

@@ -35,6 +35,11 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
             let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| Error::backend("depthwise_conv", backend, "window does not fit"))?;
             T::depthwise(x[0], d, x[1], w, oh, ow)
         }
+        Op::Conv2d(w) => {
+            let d = &shapes[0].0;
+            let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| Error::backend("conv2d", backend, "window does not fit"))?;
+            T::conv(x[0], d, x[1], shapes[1].0[0], w, oh, ow)
+        }
         Op::MaxPool(w) | Op::MaxPoolGrad(w) => {
             let d = &shapes[0].0;
             let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| Error::backend(op.name(), backend, "window does not fit"))?;

@@ -113,6 +113,7 @@ mod sgemm;
 mod simd;
 mod trace;
 mod window;
+mod winograd;
 
 pub use element::Element;
 
@@ -596,6 +597,10 @@ impl Backend for CpuBackend {
     }
 
     /// True in both modes (the reference reads 8-bit storage as exact f64 too).
+    fn supports_conv(&self) -> bool {
+        true
+    }
+
     fn supports_int8(&self) -> bool {
         true
     }

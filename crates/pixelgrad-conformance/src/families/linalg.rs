@@ -1,4 +1,4 @@
-//! reduce, matmul, im2col, col2im, depthwise_conv, max_pool (and its gradient).
+//! reduce, matmul, im2col, col2im, depthwise_conv, conv2d, max_pool (and its gradient).
 
 use pixelgrad_core::{Device, Op, ReduceOp, Tensor, Window};
 
@@ -287,6 +287,35 @@ pub async fn depthwise(dev: &Device, read: Read) -> Outcome {
                 .input(vec![c, 1, w.kh, w.kw], Gen::Uniform(-1.0, 1.0))
                 .tol(accumulate(w.kh * w.kw))
                 .grad_tol(accumulate(w.kh * w.kw * dims[0] * dims[2] * dims[3]).scaled(GRAD_FACTOR))
+        })
+        .collect();
+    check_all_with(dev, &cases, read).await
+}
+
+/// Dense convolution in one op (`Tensor::conv`) on the im2col windows, plus 3x3 stride-1
+/// windows of every padding with odd and even output sizes, more channels, and an image
+/// smaller than one 2x2 output tile (the CPU runs those as Winograd F(2x2, 3x3)); weights
+/// `[M, C, kh, kw]`. Backends without `supports_conv` have nothing to check here (callers use
+/// im2col + matmul there, covered above).
+pub async fn conv(dev: &Device, read: Read) -> Outcome {
+    if !dev.backend().supports_conv() {
+        return Ok(());
+    }
+    let mut ws: Vec<_> = windows().into_iter().map(|(name, dims, w)| (name, dims, w, 4)).collect();
+    ws.push(("k3s1p1_c16", vec![2, 16, 9, 13], Window::square(3, 1, 1), 8));
+    ws.push(("k3s1p2_odd", vec![1, 5, 5, 7], Window::square(3, 1, 2), 3));
+    ws.push(("k3s1p1_1x1_image", vec![1, 2, 1, 1], Window::square(3, 1, 1), 2));
+    ws.push(("k3x3_s1_p0x1", vec![1, 3, 6, 4], Window { kh: 3, kw: 3, stride_h: 1, stride_w: 1, pad_h: 0, pad_w: 1 }, 5));
+    let cases: Vec<Case> = ws
+        .into_iter()
+        .map(|(name, dims, w, m)| {
+            let terms = dims[1] * w.kh * w.kw;
+            // Winograd adds up to four inputs before each product and four products after.
+            Case::new("conv2d", name, move |_, x| x[0].conv(&x[1], w))
+                .input(dims.clone(), Gen::Uniform(-1.0, 1.0))
+                .input(vec![m, dims[1], w.kh, w.kw], Gen::Uniform(-1.0, 1.0))
+                .tol(accumulate(terms * 16))
+                .grad_tol(accumulate(terms * 16 * dims[0] * dims[2] * dims[3]).scaled(GRAD_FACTOR))
         })
         .collect();
     check_all_with(dev, &cases, read).await

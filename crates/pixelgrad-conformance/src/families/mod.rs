@@ -32,7 +32,7 @@ pub mod awaitable {
     pub use super::errors::errors;
     pub use super::image::images;
     pub use super::indexing::{concat, expand, gather, pad, permute, reshape, scatter_add, slice};
-    pub use super::linalg::{col2im, depthwise, im2col, matmul, max_pool, reduce};
+    pub use super::linalg::{col2im, conv, depthwise, im2col, matmul, max_pool, reduce};
     pub use super::training::{cnn_loss_curve, loss_curve, training_curve, training_curve_cnn};
 }
 

@@ -94,6 +94,9 @@ impl Backend for FaultyBackend {
     fn upload_int8(&self, data: &[u8], dtype: pixelgrad_core::kernel::DType) -> Result<Storage> {
         self.inner.backend().upload_int8(data, dtype)
     }
+    fn supports_conv(&self) -> bool {
+        self.inner.backend().supports_conv()
+    }
     fn supports_f16_storage(&self) -> bool {
         self.inner.backend().supports_f16_storage()
     }

@@ -101,6 +101,16 @@ pub fn conv_tensors(cx: &Cx, x: Tensor, w: Tensor, bias: Option<&Tensor>) -> Res
         }
         return Ok(y);
     }
+    // A dense 3x3 stride-1 convolution as one op where the backend has it (the CPU runs it as
+    // Winograd F(2x2, 3x3): 16 multiply-adds per 2x2 outputs instead of 36, no columns).
+    let x_dev = x.device().clone();
+    if g == 1 && kh == 3 && kw == 3 && window.stride_h == 1 && window.stride_w == 1 && x_dev.backend().supports_conv() {
+        let mut y = x.conv(&w.widen()?, window)?;
+        if let Some(b) = bias {
+            y = y.add(&b.reshape([1, m, 1, 1])?)?;
+        }
+        return Ok(y);
+    }
     // A pointwise convolution's columns are the image itself: no im2col pass.
     let cols = if kk == 1 && window.stride_h == 1 && window.stride_w == 1 && pad == [0, 0] {
         x.reshape([n, c, l])?

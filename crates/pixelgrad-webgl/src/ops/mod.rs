@@ -59,6 +59,14 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         Op::Im2Col(w) => window::im2col(sh, ts[0], shapes[0], *w, out)?,
         Op::Col2Im { window: w, h, w: wd } => window::col2im(sh, ts[0], *w, *h, *wd, out)?,
         Op::DepthwiseConv(w) => window::depthwise(sh, ts[0], ts[1], shapes[0], *w, out)?,
+        // `supports_conv` is false here: callers run im2col + matmul, which it means.
+        Op::Conv2d(_) => {
+            return Err(pixelgrad_core::Error::backend(
+                name,
+                &sh.name,
+                "no single-op convolution on WebGL (supports_conv is false); use im2col + matmul",
+            ))
+        }
         Op::MaxPool(w) => window::max_pool(sh, ts[0], shapes[0], *w, out)?,
         Op::MaxPoolGrad(w) => window::max_pool_grad(sh, ts[0], ts[1], shapes[0], *w)?,
         Op::Gather { axis } => index::gather(sh, ts[0], ts[1], shapes[0], shapes[1], *axis)?,

@@ -1,0 +1,258 @@
+//! The fast path's dense convolution ([`pixelgrad_core::Op::Conv2d`]).
+//!
+//! 3x3 windows with stride 1 run as Winograd F(2x2, 3x3) (Lavin and Gray, 2016): every 4x4
+//! input tile `d` (2x2 outputs, stride 2) and every 3x3 filter `g` are taken to a 4x4
+//! transform domain, `V = Bᵀ d B` and `U = G g Gᵀ`; there a convolution is an elementwise
+//! product, so the channel sum becomes sixteen independent matrix products
+//! `M_ξ [M, T] = U_ξ [M, C] · V_ξ [C, T]` over all `T` tiles of an image, and the outputs
+//! are `Y = Aᵀ M A`. That is 16 multiply-adds per 2x2 outputs and channel pair where im2col +
+//! GEMM does 36, and the `[C·9, OH·OW]` columns are never written (the transformed tiles are
+//! `[16, C, T]`, about 4/9 of their size). The transforms are additions and halvings.
+//!
+//! Other windows run as im2col followed by the GEMM, the pair the op means.
+//!
+//! The results differ from the pair's by rounding only: the transforms add and subtract
+//! inputs before they are multiplied. With the matrices below (the points 0, ±1 and ∞) the
+//! error stays within a few ulps of the sum's magnitude, well inside the tolerances every
+//! test and the ONNX oracle use.
+
+use pixelgrad_core::Window;
+
+use crate::element::Element;
+use crate::matmul::gemm_f32;
+use crate::window::im2col;
+
+/// `x [N, C, H, W]` * `k [M, C, kh, kw]` → `[N, M, OH, OW]`: im2col, then one GEMM per image.
+/// The reference (and every window the Winograd path does not take).
+pub(crate) fn conv_im2col<T: Element>(x: &[T], dims: &[usize], k: &[T], m: usize, w: &Window, oh: usize, ow: usize) -> Vec<T> {
+    let (n, c) = (dims[0], dims[1]);
+    let (ckk, l) = (c * w.kh * w.kw, oh * ow);
+    let cols = im2col(x, dims, w, oh, ow); // [N, C*kk, L]
+    let out = crate::matmul::matmul(k, &[m, ckk], &cols, &[n, ckk, l], false, false);
+    T::recycle(cols);
+    out
+}
+
+/// The f32 fast path: Winograd F(2x2, 3x3) for 3x3 stride-1 windows, im2col + GEMM otherwise.
+pub(crate) fn conv_f32(x: &[f32], dims: &[usize], k: &[f32], m: usize, w: &Window, oh: usize, ow: usize) -> Vec<f32> {
+    if w.kh == 3 && w.kw == 3 && w.stride_h == 1 && w.stride_w == 1 && dims[1] > 0 && oh * ow > 0 {
+        winograd_3x3(x, dims, k, m, w, oh, ow)
+    } else {
+        conv_im2col(x, dims, k, m, w, oh, ow)
+    }
+}
+
+/// `U = G g Gᵀ` for every filter: `[16, M, C]` (transform position major), so each `U_ξ` is
+/// a row-major `[M, C]` matrix.
+fn transform_filters(k: &[f32], m: usize, c: usize) -> Vec<f32> {
+    let mut u = crate::pool::take(16 * m * c);
+    let plane = m * c;
+    for (mc, g) in k.chunks_exact(9).enumerate().take(plane) {
+        // G g: rows g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2 (rows of three).
+        let mut t = [[0.0f32; 3]; 4];
+        for j in 0..3 {
+            let (g0, g1, g2) = (g[j], g[3 + j], g[6 + j]);
+            t[0][j] = g0;
+            t[1][j] = 0.5 * (g0 + g1 + g2);
+            t[2][j] = 0.5 * (g0 - g1 + g2);
+            t[3][j] = g2;
+        }
+        // (G g) Gᵀ: the same combination along each row.
+        for (i, r) in t.iter().enumerate() {
+            let vals = [r[0], 0.5 * (r[0] + r[1] + r[2]), 0.5 * (r[0] - r[1] + r[2]), r[2]];
+            for (j, v) in vals.into_iter().enumerate() {
+                u[(i * 4 + j) * plane + mc] = v;
+            }
+        }
+    }
+    u
+}
+
+/// Winograd F(2x2, 3x3) for a 3x3, stride-1 window with any padding.
+///
+/// Every loop below runs along a row of tiles over contiguous slices, so it vectorises: the
+/// padded input plane is kept as its even and its odd columns (a tile at `tx` reads columns
+/// `2tx .. 2tx + 4`, i.e. even and odd columns `tx` and `tx + 1`), and each of the sixteen
+/// transformed values of a row of tiles is its own contiguous run.
+fn winograd_3x3(x: &[f32], dims: &[usize], k: &[f32], m: usize, w: &Window, oh: usize, ow: usize) -> Vec<f32> {
+    let (n, c, h, wd) = (dims[0], dims[1], dims[2], dims[3]);
+    let (th, tw) = (oh.div_ceil(2), ow.div_ceil(2));
+    let t = th * tw;
+    // The padded plane's rows: tiles read rows 2ty .. 2ty + 4.
+    let ph = 2 * th + 2;
+    let u = transform_filters(k, m, c);
+    let mut out = crate::pool::take(n * m * oh * ow);
+    let mut v = crate::pool::take(16 * c * t);
+    let mut prod = crate::pool::take(16 * m * t);
+    // Even and odd columns of the padded plane, `tw + 1` of each per row.
+    let cols = tw + 1;
+    let mut even = vec![0.0f32; ph * cols];
+    let mut odd = vec![0.0f32; ph * cols];
+    // Bᵀ d of a row of tiles: four rows, even and odd columns.
+    let mut ue = vec![0.0f32; 4 * cols];
+    let mut uo = vec![0.0f32; 4 * cols];
+    // Aᵀ M of a row of tiles (two rows of four), then the two output rows' even and odd pixels.
+    let mut s = vec![0.0f32; 8 * tw];
+    let mut y = vec![0.0f32; 4 * tw];
+    for img in 0..n {
+        for ch in 0..c {
+            let plane = &x[(img * c + ch) * h * wd..(img * c + ch + 1) * h * wd];
+            split_plane(plane, h, wd, w.pad_h, w.pad_w, &mut even, &mut odd, cols);
+            for ty in 0..th {
+                // Bᵀ d down the columns: u0 = d0 - d2, u1 = d1 + d2, u2 = d2 - d1, u3 = d1 - d3.
+                for (src, dst) in [(&even, &mut ue), (&odd, &mut uo)] {
+                    let r = |i: usize| &src[(2 * ty + i) * cols..(2 * ty + i + 1) * cols];
+                    let (d0, d1, d2, d3) = (r(0), r(1), r(2), r(3));
+                    let (u0, rest) = dst.split_at_mut(cols);
+                    let (u1, rest) = rest.split_at_mut(cols);
+                    let (u2, u3) = rest.split_at_mut(cols);
+                    for q in 0..cols {
+                        u0[q] = d0[q] - d2[q];
+                        u1[q] = d1[q] + d2[q];
+                        u2[q] = d2[q] - d1[q];
+                        u3[q] = d1[q] - d3[q];
+                    }
+                }
+                // (Bᵀ d) B along each tile's row: columns e0 - e1, o0 + e1, e1 - o0, o0 - o1
+                // (e0, o0, e1, o1 = the tile's columns 0..4).
+                for i in 0..4 {
+                    let e = &ue[i * cols..(i + 1) * cols];
+                    let o = &uo[i * cols..(i + 1) * cols];
+                    let (e0, e1, o0, o1) = (&e[..tw], &e[1..], &o[..tw], &o[1..]);
+                    let at = |j: usize| ((i * 4 + j) * c + ch) * t + ty * tw;
+                    combine(&mut v[at(0)..at(0) + tw], e0, e1, |a, b| a - b);
+                    combine(&mut v[at(1)..at(1) + tw], o0, e1, |a, b| a + b);
+                    combine(&mut v[at(2)..at(2) + tw], e1, o0, |a, b| a - b);
+                    combine(&mut v[at(3)..at(3) + tw], o0, o1, |a, b| a - b);
+                }
+            }
+        }
+        // Sixteen products M_ξ = U_ξ V_ξ.
+        for xi in 0..16 {
+            let a = &u[xi * m * c..(xi + 1) * m * c];
+            let b = &v[xi * c * t..(xi + 1) * c * t];
+            gemm_f32(m, c, t, a, c, 1, b, t, 1, &mut prod[xi * m * t..(xi + 1) * m * t]);
+        }
+        // Output transform Y = Aᵀ M A, clipped at odd output sizes.
+        let dst = &mut out[img * m * oh * ow..(img + 1) * m * oh * ow];
+        for (mo, plane) in dst.chunks_exact_mut(oh * ow).enumerate() {
+            for ty in 0..th {
+                let g = |xi: usize| &prod[(xi * m + mo) * t + ty * tw..(xi * m + mo) * t + (ty + 1) * tw];
+                // Aᵀ M: rows M0 + M1 + M2 and M1 - M2 - M3, for each of the four columns.
+                for j in 0..4 {
+                    let (m0, m1, m2, m3) = (g(j), g(4 + j), g(8 + j), g(12 + j));
+                    let (s0, s1) = s[j * 2 * tw..(j + 1) * 2 * tw].split_at_mut(tw);
+                    for q in 0..tw {
+                        s0[q] = m0[q] + m1[q] + m2[q];
+                        s1[q] = m1[q] - m2[q] - m3[q];
+                    }
+                }
+                // (Aᵀ M) A: columns S0 + S1 + S2 and S1 - S2 - S3, for both rows.
+                for a in 0..2 {
+                    let sc = |j: usize| &s[j * 2 * tw + a * tw..j * 2 * tw + (a + 1) * tw];
+                    let (s0, s1, s2, s3) = (sc(0), sc(1), sc(2), sc(3));
+                    let (y0, y1) = y[a * 2 * tw..(a + 1) * 2 * tw].split_at_mut(tw);
+                    for q in 0..tw {
+                        y0[q] = s0[q] + s1[q] + s2[q];
+                        y1[q] = s1[q] - s2[q] - s3[q];
+                    }
+                }
+                for a in 0..2 {
+                    let oy = 2 * ty + a;
+                    if oy >= oh {
+                        break;
+                    }
+                    let (y0, y1) = y[a * 2 * tw..(a + 1) * 2 * tw].split_at(tw);
+                    let row = &mut plane[oy * ow..(oy + 1) * ow];
+                    for (px, (&p0, &p1)) in row.chunks_mut(2).zip(y0.iter().zip(y1)) {
+                        px[0] = p0;
+                        if let Some(p) = px.get_mut(1) {
+                            *p = p1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    crate::pool::give(u);
+    crate::pool::give(v);
+    crate::pool::give(prod);
+    out
+}
+
+/// `dst[q] = f(a[q], b[q])` over `dst`'s length (`a` and `b` at least as long).
+#[inline(always)]
+fn combine(dst: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
+    for (d, (&x, &y)) in dst.iter_mut().zip(a.iter().zip(b)) {
+        *d = f(x, y);
+    }
+}
+
+/// Writes the `h x wd` plane, placed at (`pad_h`, `pad_w`) in a zero plane of `cols * 2`
+/// columns, as its even and its odd columns (`cols` each per row). What lies outside the
+/// image (padding, and what a last tile reads past the output) is zero.
+#[allow(clippy::too_many_arguments)]
+fn split_plane(plane: &[f32], h: usize, wd: usize, pad_h: usize, pad_w: usize, even: &mut [f32], odd: &mut [f32], cols: usize) {
+    even.fill(0.0);
+    odd.fill(0.0);
+    let rows = even.len() / cols;
+    for yy in 0..h.min(rows.saturating_sub(pad_h)) {
+        let src = &plane[yy * wd..(yy + 1) * wd];
+        let (e, o) = (&mut even[(yy + pad_h) * cols..(yy + pad_h + 1) * cols], &mut odd[(yy + pad_h) * cols..(yy + pad_h + 1) * cols]);
+        // Source column xx lands in padded column xx + pad_w: even source columns go to `a`
+        // from `off_a` on, odd ones to `b` from `off_b` on.
+        let (a, b, off_a, off_b) = if pad_w.is_multiple_of(2) { (e, o, pad_w / 2, pad_w / 2) } else { (o, e, pad_w / 2, pad_w / 2 + 1) };
+        for (d, &val) in a.iter_mut().skip(off_a).zip(src.iter().step_by(2)) {
+            *d = val;
+        }
+        for (d, &val) in b.iter_mut().skip(off_b).zip(src.iter().skip(1).step_by(2)) {
+            *d = val;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(len: usize, seed: usize) -> Vec<f32> {
+        (0..len).map(|i| (((i * 7919 + seed * 104729) % 2003) as f32 / 1001.0) - 1.0).collect()
+    }
+
+    /// Winograd equals im2col + GEMM (in f64) for every padding, odd and even output sizes,
+    /// several images, and images smaller than a tile.
+    #[test]
+    fn winograd_matches_the_reference_pair() {
+        for &(n, c, h, wd, m, pad) in
+            &[(1, 3, 8, 8, 4, 1), (2, 5, 7, 9, 3, 0), (1, 1, 3, 3, 2, 0), (1, 4, 5, 6, 6, 2), (1, 2, 1, 1, 3, 1), (3, 16, 6, 11, 8, 1)]
+        {
+            let w = Window::square(3, 1, pad);
+            let (oh, ow) = w.out_hw(h, wd).unwrap();
+            let x = data(n * c * h * wd, 1);
+            let k = data(m * c * 9, 2);
+            let got = conv_f32(&x, &[n, c, h, wd], &k, m, &w, oh, ow);
+            let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+            let k64: Vec<f64> = k.iter().map(|&v| v as f64).collect();
+            let want = conv_im2col(&x64, &[n, c, h, wd], &k64, m, &w, oh, ow);
+            assert_eq!(got.len(), want.len());
+            let scale = want.iter().fold(1.0f64, |a, &b| a.max(b.abs()));
+            for (i, (g, r)) in got.iter().zip(&want).enumerate() {
+                assert!((*g as f64 - r).abs() <= 1e-5 * scale, "{n} {c} {h}x{wd} m{m} p{pad} at {i}: {g} vs {r}");
+            }
+        }
+    }
+
+    /// A recycled output buffer full of NaN is overwritten everywhere, padding rows included.
+    #[test]
+    fn winograd_overwrites_recycled_buffers() {
+        let (n, c, h, wd, m) = (1, 2, 5, 5, 3);
+        let w = Window::square(3, 1, 1);
+        for len in [n * m * 25, 16 * c * 9, 16 * m * 9, 16 * m * c] {
+            crate::pool::give(vec![f32::NAN; len]);
+        }
+        let x = data(n * c * h * wd, 3);
+        let k = data(m * c * 9, 4);
+        let got = conv_f32(&x, &[n, c, h, wd], &k, m, &w, 5, 5);
+        assert!(got.iter().all(|v| v.is_finite()));
+    }
+}
