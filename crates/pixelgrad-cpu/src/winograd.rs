@@ -7,7 +7,7 @@
 //! `M_ξ [M, T] = U_ξ [M, C] · V_ξ [C, T]` over all `T` tiles of an image, and the outputs
 //! are `Y = Aᵀ M A`. That is 16 multiply-adds per 2x2 outputs and channel pair where im2col +
 //! GEMM does 36, and the `[C·9, OH·OW]` columns are never written (the transformed tiles are
-//! `[16, C, T]`, about 4/9 of their size). The transforms are additions and halvings.
+//! `[C, 16, T]`, about 4/9 of their size). The transforms are additions and halvings.
 //!
 //! Other windows run as im2col followed by the GEMM, the pair the op means.
 //!
@@ -20,6 +20,7 @@ use pixelgrad_core::Window;
 
 use crate::element::Element;
 use crate::matmul::gemm_f32;
+use crate::par::for_chunks;
 use crate::window::im2col;
 
 /// `x [N, C, H, W]` * `k [M, C, kh, kw]` → `[N, M, OH, OW]`: im2col, then one GEMM per image.
@@ -73,111 +74,132 @@ fn transform_filters(k: &[f32], m: usize, c: usize) -> Vec<f32> {
 /// Every loop below runs along a row of tiles over contiguous slices, so it vectorises: the
 /// padded input plane is kept as its even and its odd columns (a tile at `tx` reads columns
 /// `2tx .. 2tx + 4`, i.e. even and odd columns `tx` and `tx + 1`), and each of the sixteen
-/// transformed values of a row of tiles is its own contiguous run.
+/// transformed values of a row of tiles is its own contiguous run. Natively the input
+/// transform (per channel), the sixteen products and the output transform (per output
+/// channel) each run on the thread pool.
 fn winograd_3x3(x: &[f32], dims: &[usize], k: &[f32], m: usize, w: &Window, oh: usize, ow: usize) -> Vec<f32> {
     let (n, c, h, wd) = (dims[0], dims[1], dims[2], dims[3]);
-    let (th, tw) = (oh.div_ceil(2), ow.div_ceil(2));
-    let t = th * tw;
-    // The padded plane's rows: tiles read rows 2ty .. 2ty + 4.
-    let ph = 2 * th + 2;
+    let t = oh.div_ceil(2) * ow.div_ceil(2);
     let u = transform_filters(k, m, c);
     let mut out = crate::pool::take(n * m * oh * ow);
+    // V: [C, 16, T] (a channel's transformed tiles together, so channels fill disjoint runs);
+    // products: [16, M, T].
     let mut v = crate::pool::take(16 * c * t);
     let mut prod = crate::pool::take(16 * m * t);
-    // Even and odd columns of the padded plane, `tw + 1` of each per row.
-    let cols = tw + 1;
-    let mut even = vec![0.0f32; ph * cols];
-    let mut odd = vec![0.0f32; ph * cols];
-    // Bᵀ d of a row of tiles: four rows, even and odd columns.
-    let mut ue = vec![0.0f32; 4 * cols];
-    let mut uo = vec![0.0f32; 4 * cols];
-    // Aᵀ M of a row of tiles (two rows of four), then the two output rows' even and odd pixels.
-    let mut s = vec![0.0f32; 8 * tw];
-    let mut y = vec![0.0f32; 4 * tw];
     for img in 0..n {
-        for ch in 0..c {
-            let plane = &x[(img * c + ch) * h * wd..(img * c + ch + 1) * h * wd];
-            split_plane(plane, h, wd, w.pad_h, w.pad_w, &mut even, &mut odd, cols);
-            for ty in 0..th {
-                // Bᵀ d down the columns: u0 = d0 - d2, u1 = d1 + d2, u2 = d2 - d1, u3 = d1 - d3.
-                for (src, dst) in [(&even, &mut ue), (&odd, &mut uo)] {
-                    let r = |i: usize| &src[(2 * ty + i) * cols..(2 * ty + i + 1) * cols];
-                    let (d0, d1, d2, d3) = (r(0), r(1), r(2), r(3));
-                    let (u0, rest) = dst.split_at_mut(cols);
-                    let (u1, rest) = rest.split_at_mut(cols);
-                    let (u2, u3) = rest.split_at_mut(cols);
-                    for q in 0..cols {
-                        u0[q] = d0[q] - d2[q];
-                        u1[q] = d1[q] + d2[q];
-                        u2[q] = d2[q] - d1[q];
-                        u3[q] = d1[q] - d3[q];
-                    }
-                }
-                // (Bᵀ d) B along each tile's row: columns e0 - e1, o0 + e1, e1 - o0, o0 - o1
-                // (e0, o0, e1, o1 = the tile's columns 0..4).
-                for i in 0..4 {
-                    let e = &ue[i * cols..(i + 1) * cols];
-                    let o = &uo[i * cols..(i + 1) * cols];
-                    let (e0, e1, o0, o1) = (&e[..tw], &e[1..], &o[..tw], &o[1..]);
-                    let at = |j: usize| ((i * 4 + j) * c + ch) * t + ty * tw;
-                    combine(&mut v[at(0)..at(0) + tw], e0, e1, |a, b| a - b);
-                    combine(&mut v[at(1)..at(1) + tw], o0, e1, |a, b| a + b);
-                    combine(&mut v[at(2)..at(2) + tw], e1, o0, |a, b| a - b);
-                    combine(&mut v[at(3)..at(3) + tw], o0, o1, |a, b| a - b);
-                }
-            }
+        let planes = &x[img * c * h * wd..(img + 1) * c * h * wd];
+        for_chunks(&mut v, 16 * t, |ch, dst| {
+            transform_input(&planes[ch * h * wd..(ch + 1) * h * wd], h, wd, w, oh, ow, dst);
+        });
+        // Sixteen products M_ξ [M, T] = U_ξ [M, C] · V_ξ [C, T] (V_ξ's rows 16 T apart).
+        let product = |xi: usize, dst: &mut [f32]| {
+            gemm_f32(m, c, t, &u[xi * m * c..(xi + 1) * m * c], c, 1, &v[xi * t..], 16 * t, 1, dst);
+        };
+        #[cfg(not(target_arch = "wasm32"))]
+        if crate::par::threaded() && m * c * t >= 1 << 14 {
+            use rayon::prelude::*;
+            prod.par_chunks_mut(m * t).enumerate().for_each(|(xi, dst)| product(xi, dst));
+        } else {
+            prod.chunks_mut(m * t).enumerate().for_each(|(xi, dst)| product(xi, dst));
         }
-        // Sixteen products M_ξ = U_ξ V_ξ.
-        for xi in 0..16 {
-            let a = &u[xi * m * c..(xi + 1) * m * c];
-            let b = &v[xi * c * t..(xi + 1) * c * t];
-            gemm_f32(m, c, t, a, c, 1, b, t, 1, &mut prod[xi * m * t..(xi + 1) * m * t]);
-        }
-        // Output transform Y = Aᵀ M A, clipped at odd output sizes.
-        let dst = &mut out[img * m * oh * ow..(img + 1) * m * oh * ow];
-        for (mo, plane) in dst.chunks_exact_mut(oh * ow).enumerate() {
-            for ty in 0..th {
-                let g = |xi: usize| &prod[(xi * m + mo) * t + ty * tw..(xi * m + mo) * t + (ty + 1) * tw];
-                // Aᵀ M: rows M0 + M1 + M2 and M1 - M2 - M3, for each of the four columns.
-                for j in 0..4 {
-                    let (m0, m1, m2, m3) = (g(j), g(4 + j), g(8 + j), g(12 + j));
-                    let (s0, s1) = s[j * 2 * tw..(j + 1) * 2 * tw].split_at_mut(tw);
-                    for q in 0..tw {
-                        s0[q] = m0[q] + m1[q] + m2[q];
-                        s1[q] = m1[q] - m2[q] - m3[q];
-                    }
-                }
-                // (Aᵀ M) A: columns S0 + S1 + S2 and S1 - S2 - S3, for both rows.
-                for a in 0..2 {
-                    let sc = |j: usize| &s[j * 2 * tw + a * tw..j * 2 * tw + (a + 1) * tw];
-                    let (s0, s1, s2, s3) = (sc(0), sc(1), sc(2), sc(3));
-                    let (y0, y1) = y[a * 2 * tw..(a + 1) * 2 * tw].split_at_mut(tw);
-                    for q in 0..tw {
-                        y0[q] = s0[q] + s1[q] + s2[q];
-                        y1[q] = s1[q] - s2[q] - s3[q];
-                    }
-                }
-                for a in 0..2 {
-                    let oy = 2 * ty + a;
-                    if oy >= oh {
-                        break;
-                    }
-                    let (y0, y1) = y[a * 2 * tw..(a + 1) * 2 * tw].split_at(tw);
-                    let row = &mut plane[oy * ow..(oy + 1) * ow];
-                    for (px, (&p0, &p1)) in row.chunks_mut(2).zip(y0.iter().zip(y1)) {
-                        px[0] = p0;
-                        if let Some(p) = px.get_mut(1) {
-                            *p = p1;
-                        }
-                    }
-                }
-            }
-        }
+        #[cfg(target_arch = "wasm32")]
+        prod.chunks_mut(m * t).enumerate().for_each(|(xi, dst)| product(xi, dst));
+        let prod = &prod;
+        for_chunks(&mut out[img * m * oh * ow..(img + 1) * m * oh * ow], oh * ow, |mo, plane| {
+            transform_output(prod, m, mo, t, oh, ow, plane);
+        });
     }
     crate::pool::give(u);
     crate::pool::give(v);
     crate::pool::give(prod);
     out
+}
+
+/// `V = Bᵀ d B` for every tile of one `h x wd` input plane: `dst` is `[16, T]`.
+fn transform_input(plane: &[f32], h: usize, wd: usize, w: &Window, oh: usize, ow: usize, dst: &mut [f32]) {
+    let (th, tw) = (oh.div_ceil(2), ow.div_ceil(2));
+    let t = th * tw;
+    // Even and odd columns of the padded plane, `tw + 1` of each per row; tiles read rows
+    // 2ty .. 2ty + 4.
+    let cols = tw + 1;
+    let ph = 2 * th + 2;
+    let mut even = vec![0.0f32; ph * cols];
+    let mut odd = vec![0.0f32; ph * cols];
+    split_plane(plane, h, wd, w.pad_h, w.pad_w, &mut even, &mut odd, cols);
+    // Bᵀ d of a row of tiles: four rows, even and odd columns.
+    let mut ue = vec![0.0f32; 4 * cols];
+    let mut uo = vec![0.0f32; 4 * cols];
+    for ty in 0..th {
+        // Bᵀ d down the columns: u0 = d0 - d2, u1 = d1 + d2, u2 = d2 - d1, u3 = d1 - d3.
+        for (src, rows) in [(&even, &mut ue), (&odd, &mut uo)] {
+            let r = |i: usize| &src[(2 * ty + i) * cols..(2 * ty + i + 1) * cols];
+            let (d0, d1, d2, d3) = (r(0), r(1), r(2), r(3));
+            let (u0, rest) = rows.split_at_mut(cols);
+            let (u1, rest) = rest.split_at_mut(cols);
+            let (u2, u3) = rest.split_at_mut(cols);
+            combine(u0, d0, d2, |a, b| a - b);
+            combine(u1, d1, d2, |a, b| a + b);
+            combine(u2, d2, d1, |a, b| a - b);
+            combine(u3, d1, d3, |a, b| a - b);
+        }
+        // (Bᵀ d) B along each tile's row: columns e0 - e1, o0 + e1, e1 - o0, o0 - o1
+        // (e0, o0, e1, o1 = the tile's columns 0..4).
+        for i in 0..4 {
+            let e = &ue[i * cols..(i + 1) * cols];
+            let o = &uo[i * cols..(i + 1) * cols];
+            let (e0, e1, o0, o1) = (&e[..tw], &e[1..], &o[..tw], &o[1..]);
+            let at = |j: usize| (i * 4 + j) * t + ty * tw;
+            combine(&mut dst[at(0)..at(0) + tw], e0, e1, |a, b| a - b);
+            combine(&mut dst[at(1)..at(1) + tw], o0, e1, |a, b| a + b);
+            combine(&mut dst[at(2)..at(2) + tw], e1, o0, |a, b| a - b);
+            combine(&mut dst[at(3)..at(3) + tw], o0, o1, |a, b| a - b);
+        }
+    }
+}
+
+/// `Y = Aᵀ M A` for every tile of output channel `mo` (`prod` is `[16, M, T]`), written to
+/// its `oh x ow` plane, clipped at odd output sizes.
+fn transform_output(prod: &[f32], m: usize, mo: usize, t: usize, oh: usize, ow: usize, plane: &mut [f32]) {
+    let (th, tw) = (oh.div_ceil(2), ow.div_ceil(2));
+    // Aᵀ M of a row of tiles (two rows of four), then the two output rows' even and odd pixels.
+    let mut s = vec![0.0f32; 8 * tw];
+    let mut y = vec![0.0f32; 4 * tw];
+    for ty in 0..th {
+        let g = |xi: usize| &prod[(xi * m + mo) * t + ty * tw..(xi * m + mo) * t + (ty + 1) * tw];
+        // Aᵀ M: rows M0 + M1 + M2 and M1 - M2 - M3, for each of the four columns.
+        for j in 0..4 {
+            let (m0, m1, m2, m3) = (g(j), g(4 + j), g(8 + j), g(12 + j));
+            let (s0, s1) = s[j * 2 * tw..(j + 1) * 2 * tw].split_at_mut(tw);
+            for (q, (a, b)) in s0.iter_mut().zip(s1.iter_mut()).enumerate() {
+                *a = m0[q] + m1[q] + m2[q];
+                *b = m1[q] - m2[q] - m3[q];
+            }
+        }
+        // (Aᵀ M) A: columns S0 + S1 + S2 and S1 - S2 - S3, for both rows.
+        for a in 0..2 {
+            let sc = |j: usize| &s[j * 2 * tw + a * tw..j * 2 * tw + (a + 1) * tw];
+            let (s0, s1, s2, s3) = (sc(0), sc(1), sc(2), sc(3));
+            let (y0, y1) = y[a * 2 * tw..(a + 1) * 2 * tw].split_at_mut(tw);
+            for (q, (p0, p1)) in y0.iter_mut().zip(y1.iter_mut()).enumerate() {
+                *p0 = s0[q] + s1[q] + s2[q];
+                *p1 = s1[q] - s2[q] - s3[q];
+            }
+        }
+        for a in 0..2 {
+            let oy = 2 * ty + a;
+            if oy >= oh {
+                break;
+            }
+            let (y0, y1) = y[a * 2 * tw..(a + 1) * 2 * tw].split_at(tw);
+            let row = &mut plane[oy * ow..(oy + 1) * ow];
+            for (px, (&p0, &p1)) in row.chunks_mut(2).zip(y0.iter().zip(y1)) {
+                px[0] = p0;
+                if let Some(p) = px.get_mut(1) {
+                    *p = p1;
+                }
+            }
+        }
+    }
 }
 
 /// `dst[q] = f(a[q], b[q])` over `dst`'s length (`a` and `b` at least as long).
