@@ -159,9 +159,11 @@ fn gathered<T: Element>(
             let base = task * FLAT_CHUNK;
             // One block buffer per gathered input, side by side (the thread's spare buffer,
             // handed back below).
+            // Every slot is filled by `gather_block` before it is read: no clearing.
             let mut bufs = std::mem::take(&mut scratch.spare);
-            bufs.clear();
-            bufs.resize(gathers * eval::BLOCK, T::ZERO);
+            if bufs.len() < gathers * eval::BLOCK {
+                bufs.resize(gathers * eval::BLOCK, T::ZERO);
+            }
             for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
                 let start = base + b * eval::BLOCK;
                 let len = block.len();
