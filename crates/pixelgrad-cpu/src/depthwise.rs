@@ -93,6 +93,13 @@ pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh
             line.resize(ow4, 0.0);
             for oy in 0..oh {
                 let window = &pp[oy * w.stride_h * stride_row..];
+                // Window rows that fall in the vertical padding hold zeros only: their taps are
+                // skipped, as the reference skips them (on the short, wide feature maps of text
+                // models a 5x5 window on a 2-row image has 3 of its 5 rows in the padding).
+                let top = oy * w.stride_h;
+                let lo = w.pad_h.saturating_sub(top).min(kh);
+                let hi = (h + w.pad_h).saturating_sub(top).clamp(lo, kh);
+                let (offs, taps) = (&offs[lo * kw..hi * kw], &taps[lo * kw..hi * kw]);
                 // Every load below reads window[off + g .. off + g + LANES] with
                 // off + g + LANES <= reach.
                 assert!(reach <= window.len(), "depthwise: padded plane too short");
@@ -102,12 +109,12 @@ pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh
                 while g + 2 * LANES <= ow4 {
                     // SAFETY: off + g + 2 * LANES <= reach <= window.len() (asserted above) for
                     // every offset, and g + 2 * LANES <= ow4 = line.len().
-                    unsafe { group::<4>(window.as_ptr(), &offs, taps, g, line.as_mut_ptr()) };
+                    unsafe { group::<4>(window.as_ptr(), offs, taps, g, line.as_mut_ptr()) };
                     g += 2 * LANES;
                 }
                 if g < ow4 {
                     // SAFETY: as above, with g + LANES <= ow4.
-                    unsafe { group::<2>(window.as_ptr(), &offs, taps, g, line.as_mut_ptr()) };
+                    unsafe { group::<2>(window.as_ptr(), offs, taps, g, line.as_mut_ptr()) };
                 }
                 dst[oy * ow..(oy + 1) * ow].copy_from_slice(&line[..ow]);
             }
@@ -142,7 +149,7 @@ mod tests {
     use crate::window::src_coord;
 
     /// The row kernel equals the reference loops exactly (same products, same order) for
-    /// strides 1 to 3, padding, and windows wider than the image.
+    /// strides 1 to 3, padding, windows wider than the image, and images shorter than the window.
     #[test]
     fn matches_the_reference_loops() {
         for &(kh, kw, sh, sw, ph, pw, h, wd) in &[
@@ -154,6 +161,10 @@ mod tests {
             (3, 2, 2, 3, 1, 0, 5, 10),
             (1, 1, 1, 1, 0, 0, 3, 3),
             (3, 3, 1, 1, 2, 2, 2, 2),
+            // Short, wide maps (text models): most window rows in the vertical padding.
+            (5, 5, 1, 1, 2, 2, 2, 19),
+            (5, 5, 2, 1, 2, 2, 3, 20),
+            (5, 5, 1, 1, 4, 2, 1, 8),
         ] {
             let win = Window { kh, kw, stride_h: sh, stride_w: sw, pad_h: ph, pad_w: pw };
             let Some((oh, ow)) = win.out_hw(h, wd) else { panic!("window does not fit") };
