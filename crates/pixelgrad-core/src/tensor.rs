@@ -694,17 +694,12 @@ impl Tensor {
     pub fn depthwise_conv(&self, weights: &Tensor, window: Window) -> Result<Tensor> {
         self.op2(Op::DepthwiseConv(window), weights)
     }
-    /// Dense convolution of `self [N, C, H, W]` with `weights [M, C, kh, kw]` in one op
-    /// ([`Op::Conv2d`]), on backends whose [`crate::Backend::supports_conv`] is true (see
-    /// [`Device::supports_conv`]). Elsewhere a typed [`Error::Backend`]: compose
-    /// [`Tensor::im2col`] and [`Tensor::matmul`] instead, which mean the same.
+    /// Dense convolution of `self [N, C, H, W]` with `weights [M, C, kh, kw]` as one op
+    /// ([`Op::Conv2d`]) where [`crate::Backend::supports_conv`]; elsewhere an [`Error::Backend`]
+    /// (compose [`Tensor::im2col`] and [`Tensor::matmul`], which mean the same).
     pub fn conv(&self, weights: &Tensor, window: Window) -> Result<Tensor> {
         if !self.0.device.backend().supports_conv() {
-            return Err(Error::backend(
-                "conv2d",
-                self.0.device.name(),
-                "this backend has no single-op convolution (supports_conv is false)",
-            ));
+            return Err(Error::backend("conv2d", self.0.device.name(), "no single-op convolution here (supports_conv is false)"));
         }
         self.op2(Op::Conv2d(window), weights)
     }

@@ -11,7 +11,9 @@
 //!
 //! Kernels are written once, generic over [`Element`] (`f32` / `f64`), one file per op family:
 //! `elementwise`, `reduce`, `matmul`, `window` (im2col / col2im), `index` (gather /
-//! scatter-add), `movement` (permute / expand / slice / pad / concat), `random`, `int8`.
+//! scatter-add), `movement` (permute / expand / slice / pad / concat), `random`, `int8`,
+//! `winograd` (the dense convolution, [`Op::Conv2d`]); `narrow` dispatches the ops on 8-bit
+//! and f16 storage.
 //!
 //! Both modes store 8-bit weights ([`Backend::supports_int8`] is true): [`CpuStorage::I8`] /
 //! [`CpuStorage::U8`], one byte per element (`bytes_in_use` counts one byte each), read back
@@ -103,6 +105,7 @@ mod int8;
 pub mod kernels;
 mod matmul;
 mod movement;
+mod narrow;
 mod par;
 mod pool;
 mod random;
@@ -445,109 +448,6 @@ impl CpuBackend {
         }
         kernels::run::<T>(&name, op, &xs, shapes, out)
     }
-
-    /// [`Op::MatMulI8`]: 8-bit weights times whole numbers of this mode's precision.
-    /// With `b_i8` (`Tensor::matmul_i8_packed`) every `b` value is checked to be a whole
-    /// number in `[-128, 127]` first: a typed [`Error::Shape`] otherwise, as WebGPU's packed
-    /// path refuses it (the same product is computed either way).
-    fn matmul_i8(&self, b_i8: bool, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<CpuStorage> {
-        let op = Op::MatMulI8 { b_i8 };
-        let name = self.name();
-        if inputs.len() != 2 {
-            return Err(Error::backend("matmul_i8", name, format!("expects 2 inputs, got {}", inputs.len())));
-        }
-        let (a, b) = (self.mine("matmul_i8", inputs[0])?, self.mine("matmul_i8", inputs[1])?);
-        pixelgrad_core::check_execute(&op, &[a.len(), b.len()], shapes, out, &name)?;
-        let shape_err = |msg: String| Error::Shape {
-            op: "matmul_i8",
-            shapes: shapes.iter().map(|s| s.0.clone()).collect(),
-            backend: name.clone(),
-            msg,
-        };
-        let (ad, bd, od) = (&shapes[0].0, &shapes[1].0, &out.0);
-        if b_i8 {
-            let fits = |v: f64| v == v.trunc() && (-128.0..=127.0).contains(&v);
-            let bad = match b {
-                CpuStorage::F32(bv) => bv.iter().map(|&v| v as f64).find(|&v| !fits(v)),
-                CpuStorage::F64(bv) => bv.iter().copied().find(|&v| !fits(v)),
-                _ => None,
-            };
-            if let Some(v) = bad {
-                return Err(shape_err(format!("input 1 holds {v}; matmul_i8_packed takes whole numbers in [-128, 127]")));
-            }
-        }
-        macro_rules! with_b {
-            ($a:expr) => {
-                match (b, self.mode) {
-                    (CpuStorage::F32(bv), Mode::Fast) => CpuStorage::F32(int8::matmul_i8($a, ad, bv, bd, od)),
-                    (CpuStorage::F64(bv), Mode::Reference) => CpuStorage::F64(int8::matmul_i8($a, ad, bv, bd, od)),
-                    (other, _) => return Err(shape_err(format!("input 1 has {} storage of this mode; it must be f32", other.dtype()))),
-                }
-            };
-        }
-        Ok(match a {
-            CpuStorage::I8(av) => with_b!(av),
-            CpuStorage::U8(av) => with_b!(av),
-            other => return Err(shape_err(format!("input 0 has {} storage; it must be 8-bit (i8 or u8)", other.dtype()))),
-        })
-    }
-
-    /// [`Op::NarrowF16`]: this mode's values rounded to the nearest f16 (ties to even, one
-    /// rounding from f32 or f64), stored as f16.
-    fn narrow_f16(&self, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<CpuStorage> {
-        let op = Op::NarrowF16;
-        let name = self.name();
-        if inputs.len() != 1 {
-            return Err(Error::backend("narrow_f16", name, format!("expects 1 input, got {}", inputs.len())));
-        }
-        let x = self.mine("narrow_f16", inputs[0])?;
-        pixelgrad_core::check_execute(&op, &[x.len()], shapes, out, &name)?;
-        let n = out.numel();
-        Ok(match x {
-            CpuStorage::F32(v) => CpuStorage::F16(v[..n].iter().map(|&x| half::f16::from_f32(x)).collect()),
-            CpuStorage::F64(v) => CpuStorage::F16(v[..n].iter().map(|&x| half::f16::from_f64(x)).collect()),
-            other => {
-                return Err(Error::backend("narrow_f16", name, format!("input has {} storage; it must be f32", other.dtype())));
-            }
-        })
-    }
-
-    /// [`Op::Widen`]: 8-bit or f16 storage to this mode's precision (exact in both).
-    fn widen(&self, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<CpuStorage> {
-        let op = Op::Widen;
-        let name = self.name();
-        if inputs.len() != 1 {
-            return Err(Error::backend("widen", name, format!("expects 1 input, got {}", inputs.len())));
-        }
-        let x = self.mine("widen", inputs[0])?;
-        pixelgrad_core::check_execute(&op, &[x.len()], shapes, out, &name)?;
-        let n = out.numel();
-        macro_rules! conv {
-            ($v:expr, $f:expr) => {
-                match self.mode {
-                    Mode::Fast => CpuStorage::F32($v[..n].iter().map(|&x| $f(x) as f32).collect()),
-                    Mode::Reference => CpuStorage::F64($v[..n].iter().map(|&x| $f(x)).collect()),
-                }
-            };
-        }
-        Ok(match x {
-            CpuStorage::I8(v) => conv!(v, |x: i8| x as f64),
-            CpuStorage::U8(v) => conv!(v, |x: u8| x as f64),
-            // f16 -> f64 -> f32 is exact: every f16 (NaN payloads aside) is an f32.
-            CpuStorage::F16(v) => match self.mode {
-                Mode::Fast => CpuStorage::F32(v[..n].iter().map(|x| x.to_f32()).collect()),
-                Mode::Reference => CpuStorage::F64(v[..n].iter().map(|x| x.to_f64()).collect()),
-            },
-            other => {
-                return Err(Error::Shape {
-                    op: "widen",
-                    shapes: shapes.iter().map(|s| s.0.clone()).collect(),
-                    backend: name,
-                    msg: format!("input 0 has {} storage; it must be i8, u8 or f16", other.dtype()),
-                })
-            }
-        })
-    }
 }
 
 fn as_f32(s: &CpuStorage) -> Option<&Vec<f32>> {
@@ -596,11 +496,13 @@ impl Backend for CpuBackend {
         })
     }
 
-    /// True in both modes (the reference reads 8-bit storage as exact f64 too).
+    /// Both modes: Winograd for 3x3 stride-1 windows on the fast path, im2col + GEMM on the
+    /// reference (`winograd`).
     fn supports_conv(&self) -> bool {
         true
     }
 
+    /// True in both modes (the reference reads 8-bit storage as exact f64 too).
     fn supports_int8(&self) -> bool {
         true
     }

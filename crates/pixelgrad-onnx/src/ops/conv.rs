@@ -93,49 +93,42 @@ pub fn conv_tensors(cx: &Cx, x: Tensor, w: Tensor, bias: Option<&Tensor>) -> Res
     let window = Window { kh, kw, stride_h: win.stride[0], stride_w: win.stride[1], pad_h: pad[0], pad_w: pad[1] };
     let [oh, ow] = win.out;
     let l = oh * ow;
-    if cg == 1 && m == c {
+    let stride_1 = window.stride_h == 1 && window.stride_w == 1;
+    let y = if cg == 1 && m == c {
         // Depthwise with one filter per channel: its own kernel, no columns.
-        let mut y = x.depthwise_conv(&w, window)?;
-        if let Some(b) = bias {
-            y = y.add(&b.reshape([1, m, 1, 1])?)?;
-        }
-        return Ok(y);
-    }
-    // A dense 3x3 stride-1 convolution as one op where the backend has it (the CPU runs it as
-    // Winograd F(2x2, 3x3): 16 multiply-adds per 2x2 outputs instead of 36, no columns).
-    let x_dev = x.device().clone();
-    if g == 1 && kh == 3 && kw == 3 && window.stride_h == 1 && window.stride_w == 1 && x_dev.backend().supports_conv() {
-        let mut y = x.conv(&w.widen()?, window)?;
-        if let Some(b) = bias {
-            y = y.add(&b.reshape([1, m, 1, 1])?)?;
-        }
-        return Ok(y);
-    }
-    // A pointwise convolution's columns are the image itself: no im2col pass.
-    let cols = if kk == 1 && window.stride_h == 1 && window.stride_w == 1 && pad == [0, 0] {
-        x.reshape([n, c, l])?
+        x.depthwise_conv(&w, window)?
+    } else if g == 1 && kh == 3 && kw == 3 && stride_1 && x.device().backend().supports_conv() {
+        // A dense 3x3 stride-1 convolution as one op where the backend has it (the CPU runs it
+        // as Winograd F(2x2, 3x3): 16 multiply-adds per 2x2 outputs instead of 36, no columns).
+        x.conv(&w.widen()?, window)?
     } else {
-        x.im2col(window)? // [N, C*kk, L]
-    };
-    let y = if g == 1 {
-        w.reshape([m, c * kk])?.matmul(&cols)? // [N, M, L]
-    } else if cg == 1 {
-        let mult = m / c;
-        cols.reshape([n, c, 1, kk, l])?.mul(&w.reshape([1, c, mult, kk, 1])?)?.sum_axis(3, true)?
-    } else {
-        let (mg, ck) = (m / g, cg * kk);
-        let w3 = w.reshape([g, mg, ck])?;
-        if n == 1 {
-            w3.matmul(&cols.reshape([g, ck, l])?)?
+        // A pointwise convolution's columns are the image itself: no im2col pass.
+        let cols = if kk == 1 && stride_1 && pad == [0, 0] {
+            x.reshape([n, c, l])?
         } else {
-            let c3 = cols.reshape([n, g, ck, l])?.permute(&[1, 2, 0, 3])?.reshape([g, ck, n * l])?;
-            w3.matmul(&c3)?.reshape([g, mg, n, l])?.permute(&[2, 0, 1, 3])?
-        }
+            x.im2col(window)? // [N, C*kk, L]
+        };
+        let y = if g == 1 {
+            w.reshape([m, c * kk])?.matmul(&cols)? // [N, M, L]
+        } else if cg == 1 {
+            let mult = m / c;
+            cols.reshape([n, c, 1, kk, l])?.mul(&w.reshape([1, c, mult, kk, 1])?)?.sum_axis(3, true)?
+        } else {
+            let (mg, ck) = (m / g, cg * kk);
+            let w3 = w.reshape([g, mg, ck])?;
+            if n == 1 {
+                w3.matmul(&cols.reshape([g, ck, l])?)?
+            } else {
+                let c3 = cols.reshape([n, g, ck, l])?.permute(&[1, 2, 0, 3])?.reshape([g, ck, n * l])?;
+                w3.matmul(&c3)?.reshape([g, mg, n, l])?.permute(&[2, 0, 1, 3])?
+            }
+        };
+        y.reshape([n, m, oh, ow])?
     };
-    let mut y = y.reshape([n, m, oh, ow])?;
-    if let Some(b) = bias {
-        y = y.add(&b.reshape([1, m, 1, 1])?)?;
-    }
+    let y = match bias {
+        Some(b) => y.add(&b.reshape([1, m, 1, 1])?)?,
+        None => y,
+    };
     Ok(y)
 }
 
