@@ -49,7 +49,8 @@ function layer(l, first) {
 // --- IndexedDB access to the package's saved-model store (database `pixelgrad`, store `models`).
 function idb(mode, f) {
   return new Promise((resolve, reject) => {
-    const open = indexedDB.open('pixelgrad', 1);
+    // No version: open whatever version the package created (it upgrades the schema itself).
+    const open = indexedDB.open('pixelgrad');
     open.onerror = () => reject(open.error);
     open.onsuccess = () => {
       const db = open.result;
