@@ -8,7 +8,7 @@
 // pass. CPU: getImageData + the host reference. Synchronous, like TF.js's
 // tf.browser.fromPixels: the GPU work is queued and nothing is read back. `dtype` 'float16' /
 // 'uint8' add one conversion on the device (narrow_f16 / pack_u8) where the backend stores
-// those types, and are an Error elsewhere (uint8 on WebGL, both in the webgl1 mode).
+// those types (WebGPU, WebGL2, CPU), and are an Error in the webgl1 mode.
 import { currentRuntime } from './runtime.js';
 import { deviceTensor } from './tensor.js';
 
@@ -82,7 +82,8 @@ function readPixels(source, info, what) {
  * `'float32'` (default); `'float16'` (the float32 values rounded to half precision, nearest
  * even, in f16 storage: WebGPU, CPU and WebGL2; an Error in the webgl1 mode); `'uint8'` (the resampled pixel
  * values 0..255 as `floor(clamp(v * 255, 0, 255) + 0.5)` of the float32 value `v` in [0, 1],
- * in 8-bit storage; `mean` / `std` are an Error with it: WebGPU and CPU; an Error on WebGL).
+ * in 8-bit storage; `mean` / `std` are an Error with it: WebGPU, WebGL2 and CPU; an Error in
+ * the webgl1 mode).
  * float16 / uint8 tensors are for `data()` (exact values; a Uint8Array for uint8) and
  * `onnx.run` (a model input of that element type; widened to f32 on the device); other ops
  * take float32.

@@ -224,7 +224,7 @@ export interface FromPixelsOptions {
    * 'float32' (default); 'float16': the float32 values rounded to half precision (nearest,
    * ties to even) in f16 storage, on backends that store f16 results (WebGPU, CPU, WebGL2; an
    * Error in the webgl1 mode); 'uint8': the resampled pixel values 0..255, `floor(clamp(v * 255, 0, 255) + 0.5)`
-   * of the float32 value `v` in [0, 1], in 8-bit storage (WebGPU, CPU; an Error on WebGL), with
+   * of the float32 value `v` in [0, 1], in 8-bit storage (WebGPU, WebGL2, CPU; an Error in the webgl1 mode), with
    * `mean` / `std` an Error. float16 / uint8 tensors go to `data()` (exact values; Uint8Array
    * for uint8) and `onnxModel.run` (an input of that element type, widened exactly on the
    * device); other ops take float32.

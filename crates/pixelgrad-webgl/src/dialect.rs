@@ -46,6 +46,7 @@ pub const BODIES: &[(&str, &str)] = &[
     ("widen", include_str!("shaders/widen.glsl")),
     ("matmul_i8", include_str!("shaders/matmul_i8.glsl")),
     ("narrow_f16", include_str!("shaders/narrow_f16.glsl")),
+    ("pack_u8", include_str!("shaders/pack_u8.glsl")),
 ];
 
 /// How a body is driven: one `float compute(int i)` per element, or its own `main`.
@@ -85,9 +86,8 @@ impl ProgramSpec {
     /// the heatmap's pixels).
     pub fn entry(&self) -> Entry {
         match self.name {
-            "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" | "matmul_i8" | "narrow_f16" => {
-                Entry::OwnMain
-            }
+            "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" | "matmul_i8" | "narrow_f16"
+            | "pack_u8" => Entry::OwnMain,
             _ => Entry::Elementwise,
         }
     }
@@ -141,9 +141,10 @@ fn preamble(config: u32, uint_out: bool) -> String {
 }
 
 impl ProgramSpec {
-    /// True for programs that draw into an integer (`RGBA16UI`) texture: `narrow_f16`.
+    /// True for programs that draw into an integer texture: `narrow_f16` (`RGBA16UI`) and
+    /// `pack_u8` (`RGBA8UI`).
     pub fn uint_out(&self) -> bool {
-        self.name == "narrow_f16"
+        matches!(self.name, "narrow_f16" | "pack_u8")
     }
 }
 

@@ -9,6 +9,7 @@ use std::rc::Rc;
 use glow::HasContext;
 use pixelgrad_core::image::host::Rgba8;
 use pixelgrad_core::image::{Geometry, Layout, PixelSpec};
+use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Device, Error, Result, Storage, Tensor};
 
 use crate::backend::WebGlBackend;
@@ -177,6 +178,40 @@ impl WebGlBackend {
             }
             Ok(())
         })
+    }
+}
+
+impl WebGlBackend {
+    /// `fromPixels` with dtype `'uint8'`: `t` (an f32 tensor of this backend holding pixel
+    /// values in `[0, 1]`, as [`WebGlBackend::from_pixels_texture`] makes with mean 0 and std 1)
+    /// as 8-bit storage ([`DType::U8`] in an `RGBA8UI` texture, four per texel) of the values
+    /// `floor(clamp(v * 255, 0, 255) + 0.5)`, by one pass (`shaders/pack_u8.glsl`); nothing is
+    /// read back. Needs WebGL2 integer textures and true f32 tensors: in the `webgl1` mode and
+    /// the `RGBA16F` fallback (where `t` holds half-precision values, so bytes near a tie could
+    /// differ) it fails with an error naming what is missing.
+    pub fn pixels_to_u8(&self, dev: &Device, t: &Tensor) -> Result<Tensor> {
+        let sh = &self.shared;
+        sh.current()?;
+        if sh.gl1 {
+            return Err(crate::legacy::no_narrow(OP, &sh.name, DType::U8));
+        }
+        if sh.format != crate::TexelFormat::Rgba32F {
+            return Err(sh.err(
+                OP,
+                format!(
+                    "dtype 'uint8' needs true f32 tensors to round from; this context stores them in {} (half precision): \
+                     use dtype 'float32'",
+                    sh.format.as_str()
+                ),
+            ));
+        }
+        let x = crate::texture::tensor_of(t.storage(), sh, OP)?;
+        if x.dtype != DType::F32 {
+            return Err(Error::invalid(OP, format!("pixels_to_u8 takes f32 values, got {} storage", x.dtype)));
+        }
+        let n = t.numel();
+        let out = sh.run_typed(Pass::new(OP, "pack_u8", 0).input("u_x", x), n, DType::U8)?;
+        Ok(Tensor::from_storage_typed(dev, Storage::new(out), DType::U8, t.dims().to_vec()))
     }
 }
 

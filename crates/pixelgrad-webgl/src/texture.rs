@@ -10,8 +10,8 @@
 //! uploaded and sampled (`texelFetch` on `isampler2D` / `usampler2D`) bit for bit on every
 //! driver; a half-float (`RGBA16F`) texture would leave the half-to-float conversion (f16
 //! subnormals, NaN payloads) to the sampler, which GLSL ES allows to flush. Only `widen` and
-//! `matmul_i8` read them and only `narrow_f16` draws into one (`RGBA16UI`); reading one back
-//! widens it first.
+//! `matmul_i8` read them, and only `narrow_f16` (`RGBA16UI`) and `pack_u8` (`fromPixels`'
+//! uint8 results, `RGBA8UI`) draw into one; reading one back widens it first.
 
 use std::rc::Rc;
 

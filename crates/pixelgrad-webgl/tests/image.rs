@@ -125,3 +125,47 @@ fn bad_sizes_are_errors() {
     let (t, _) = b.from_pixels_host(&dev, img, &PixelSpec { channels: 1, ..PixelSpec::default() }).unwrap();
     assert_eq!(t.dims(), &[1, 1, 4, 4]);
 }
+
+/// `floor(clamp(v * 255, 0, 255) + 0.5)` of the host reference's value `v`, and whether `v` is
+/// within f32 rounding of a .5 tie (where either neighbour is right).
+fn byte_of(v: f32) -> (f32, bool) {
+    let s = v * 255.0;
+    ((s.clamp(0.0, 255.0) + 0.5).floor(), (s - s.floor() - 0.5).abs() < 1e-3)
+}
+
+#[test]
+fn uint8_pixels_match_the_host_reference() {
+    let b = backend();
+    let dev = Device::new(b.clone());
+    let (w, h) = (37usize, 23usize);
+    let px = pixels(w, h, 9);
+    let img = Rgba8::packed(&px, w, h).unwrap();
+    // Same size, no resampling: the bytes come back exactly (odd element counts included).
+    for channels in [1, 3, 4] {
+        let spec = PixelSpec { channels, ..PixelSpec::default() };
+        let (t, _) = b.from_pixels_host(&dev, img, &spec).unwrap();
+        let q = b.pixels_to_u8(&dev, &t).unwrap();
+        assert_eq!(q.storage_dtype(), pixelgrad_core::kernel::DType::U8);
+        assert_eq!(q.dims(), t.dims());
+        let want = to_tensor_values(img, &spec, "test").unwrap().0;
+        let got = q.to_vec().unwrap();
+        for (i, (&gv, &wv)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(gv, byte_of(wv).0, "channels {channels}: element {i}");
+        }
+    }
+    // Resampled: the nearest byte of the exact value.
+    for (size, fit) in [((10, 16), Fit::Cover), ((50, 20), Fit::Contain), ((7, 5), Fit::Fill)] {
+        let spec = PixelSpec { size: Some(size), fit, channels: 3, ..PixelSpec::default() };
+        let (t, _) = b.from_pixels_host(&dev, img, &spec).unwrap();
+        let got = b.pixels_to_u8(&dev, &t).unwrap().to_vec().unwrap();
+        let want = to_tensor_values(img, &spec, "test").unwrap().0;
+        assert_eq!(got.len(), want.len());
+        for (i, (&gv, &wv)) in got.iter().zip(&want).enumerate() {
+            let (byte, tie) = byte_of(wv);
+            assert!(gv == byte || (tie && (gv - byte).abs() == 1.0), "{size:?} {fit:?}: element {i}: got {gv}, want {byte} ({wv})");
+        }
+    }
+    // Only f32 tensors of this backend are packed.
+    let e = b.pixels_to_u8(&dev, &pixelgrad_core::Tensor::from_u8(&dev, &[1, 2, 3], [3]).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("f32"), "{e}");
+}

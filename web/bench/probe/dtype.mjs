@@ -1,5 +1,5 @@
 // Frames/s of pg.fromPixels per dtype (float32 / float16 / uint8) per backend in headless
-// Chromium (SwiftShader for WebGPU): a 640x480 canvas → 224x224, NCHW (float32 / float16 with
+// Chromium (SwiftShader for WebGPU and WebGL2): a 640x480 canvas → 224x224, NCHW (float32 / float16 with
 // ImageNet mean/std; uint8 without), 10 warm-up frames, then N back to back with the last one
 // read. Not a test.
 //
@@ -29,7 +29,7 @@ try {
     c.getContext('2d').putImageData(img, 0, 0);
     const norm = { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] };
     const out = {};
-    for (const backend of ['webgpu', 'cpu']) {
+    for (const backend of ['webgpu', 'webgl', 'cpu']) {
       await pg.init({ backend, allowSoftware: true });
       out[backend] = {};
       for (const dtype of ['float32', 'float16', 'uint8']) {

@@ -80,8 +80,9 @@ fn wgpu_copy(q: &wgpu::Queue, t: &wgpu::Texture, source: &JsValue, w: u32, h: u3
 
 impl Runtime {
     /// A float32 fromPixels result `t` as `dtype`: float16 through `narrow_f16` where the
-    /// backend stores f16 results; uint8 by the WebGPU `pack_u8` kernel, or from the values on
-    /// the CPU; an error naming the backend and what it lacks elsewhere (never a silent f32).
+    /// backend stores f16 results; uint8 by the `pack_u8` kernel (WebGPU) or pass (WebGL2),
+    /// or from the values on the CPU; an error naming the backend and what it lacks elsewhere
+    /// (never a silent f32).
     fn finish(&self, t: Tensor, dtype: PixelDtype) -> Result<Tensor> {
         if dtype != PixelDtype::U8 {
             return finish_float(t, dtype);
@@ -93,10 +94,7 @@ impl Runtime {
             Backing::Wgpu { b, .. } => b.pixels_to_u8(&self.dev, &t),
             Backing::Cpu => u8_from_values(&self.dev, &t.to_vec()?, t.dims()),
             Backing::WebGl1 { .. } => u8_from_values(&self.dev, &[], &[0]),
-            Backing::WebGl { .. } => Err(Error::invalid(
-                OP,
-                "dtype 'uint8' is not available on the webgl backend yet (its 8-bit textures are uploaded from the host; no pass renders fromPixels into them): use dtype 'float32', or the webgpu or cpu backend",
-            )),
+            Backing::WebGl { b, .. } => b.pixels_to_u8(&self.dev, &t),
         }
     }
 }
