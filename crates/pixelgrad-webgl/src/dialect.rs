@@ -103,7 +103,7 @@ impl ProgramSpec {
         const WIDEN: [&str; 3] = ["i8", "u8", "f16"];
         const MATMUL_I8: [&str; 4] = ["i8", "u8", "i8_k4", "u8_k4"];
         // Config 0 (packed operands) keeps the plain name.
-        const MATMUL_BLOCK: [&str; 3] = ["", "nn", "nt"];
+        const MATMUL_BLOCK: [&str; 4] = ["", "nn", "nt", "tn"];
         let table: &[&str] = match self.name {
             "matmul_block" => &MATMUL_BLOCK,
             "widen" => &WIDEN,

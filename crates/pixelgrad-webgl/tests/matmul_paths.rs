@@ -199,8 +199,10 @@ fn unaligned_rows_are_read_in_place() {
 /// Large products whose operands already have the block kernel's access pattern (A's rows
 /// with k contiguous, B as rows of N or with k contiguous, every row on a texel) skip the
 /// block packing passes: the kernel reads them in place (`matmul_block.nn` / `.nt`) and the
-/// product is the block draw plus the assembling pass; a transposed A is repacked by one
-/// cheap pass. Anything else keeps both packing passes. Every case equals the CPU.
+/// product is the block draw plus the assembling pass. A transposed A is read in place too
+/// (`matmul_block.tn`) when its rows of m are aligned and B is rows of N, and otherwise
+/// repacked by one cheap pass. Anything else keeps both packing passes. Every case equals
+/// the CPU.
 #[test]
 fn aligned_operands_skip_the_block_packing() {
     let gl =
@@ -212,7 +214,12 @@ fn aligned_operands_skip_the_block_packing() {
     let cases: &[Case] = &[
         (&[128, 64], &[64, 128], false, false, &["matmul_block.nn", "matmul_unblock"]),
         (&[130, 80], &[121, 80], false, true, &["matmul_block.nt", "matmul_unblock"]),
+        // A transposed with M % 4 != 0 (rows of k not aligned): one cheap repack.
         (&[64, 130], &[64, 132], true, false, &["matmul_pack", "matmul_block.nn", "matmul_unblock"]),
+        // A transposed with M % 4 == 0 (a dense layer's weight gradient x^T dy): in place.
+        (&[64, 784], &[64, 128], true, false, &["matmul_block.tn", "matmul_unblock"]),
+        (&[120, 132], &[120, 68], true, false, &["matmul_block.tn", "matmul_unblock"]),
+        (&[4, 64, 64], &[4, 64, 68], true, false, &["matmul_block.tn", "matmul_unblock"]),
         // A convolution's forward product: a weight shared over the batch, im2col columns.
         (&[32, 144], &[4, 144, 196], false, false, &["matmul_block.nn", "matmul_unblock"]),
         (&[6, 40, 96], &[6, 96, 68], false, false, &["matmul_block.nn", "matmul_unblock"]),

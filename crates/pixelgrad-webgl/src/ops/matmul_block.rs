@@ -9,8 +9,9 @@
 //! per 64 multiply-adds. The 3 extra passes are O(size of A + B + C), so this path is only
 //! taken when K and the product are large enough to repay them (`worth_it`).
 //!
-//! Operands already in a form the kernel can stream (A's rows with k contiguous, B as rows of
-//! N or with k contiguous, every row on a texel, K a multiple of 4) skip both packing passes:
+//! Operands already in a form the kernel can stream (A's rows with k contiguous, or A
+//! transposed with m contiguous against B as rows of N; B as rows of N or with k contiguous;
+//! every row on a texel, K a multiple of 4) skip both packing passes:
 //! `Direct` picks the kernel's in-place configs, which do the same 8 fetches per step from
 //! texel streams. On llvmpipe that was as fast or faster at every shape measured (a
 //! convolution's forward product and weight gradient ~2x, 512^3 ~1.1x), and it takes a
@@ -127,6 +128,7 @@ pub(crate) fn matmul<'a>(
             .int("u_reps", k / kin)
             .sint("u_a_sb", va.sb)
             .sint("u_a_sm", va.sr)
+            .sint("u_a_sk", va.sc)
             .sint("u_b_sb", vbt.sb)
             .sint("u_b_sk", vbt.sc)
             .sint("u_b_sn", vbt.sr);
@@ -202,6 +204,11 @@ impl Direct {
             return None;
         };
         let a_in_place = va.sc == 1 && aligned(va.sr) && aligned(va.sb);
+        if !a_in_place && config == 1 && va.sr == 1 && aligned(va.sc) && aligned(va.sb) {
+            // A transposed, m contiguous, B as rows of N ("tn": a dense layer's weight
+            // gradient x^T dy): both read where they lie.
+            return Some(Direct { config: 3, a_in_place: true });
+        }
         (a_in_place || kin == va.cols).then_some(Direct { config, a_in_place })
     }
 }

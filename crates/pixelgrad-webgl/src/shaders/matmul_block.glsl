@@ -15,6 +15,11 @@
 // product summed over its batch (u_reps > 1, the output has no batch axis) or one run
 // (u_reps == 1, the output's batch b picks the operands' matrices). A step of 4 k is the same
 // 8 fetches as CONFIG 0's, from 5 (nn) or 8 (nt) texel streams advanced without division.
+//
+// CONFIG 3 ("tn") reads B as CONFIG 1 and A transposed where it lies: A's m contiguous,
+// element (b, m, k) at b*u_a_sb + k*u_a_sk + m (u_a_sk % 4 == 0), so a texel holds 4 rows of
+// one k (a dense layer's weight gradient x^T dy). A step fetches the 4 texels of k .. k+3 and
+// transposes them into the 4 rows' vectors: the same 8 fetches, no repacking pass.
 layout(location = 1) out vec4 o_color1;
 layout(location = 2) out vec4 o_color2;
 layout(location = 3) out vec4 o_color3;
@@ -36,6 +41,9 @@ uniform int u_a_sm;
 uniform int u_b_sb;
 uniform int u_b_sk;
 uniform int u_b_sn;
+#endif
+#if CONFIG == 3
+uniform int u_a_sk;
 #endif
 
 void main() {
@@ -113,11 +121,18 @@ void main() {
 #define SB(p) texture(u_b, (vec2(p) + 0.5) * ib)
         // Rows and columns past the matrix repeat its last one: their outputs are never read.
         int m0 = 4 * mb;
+#if CONFIG == 3
+        // Rows m0 .. m0+3 of k on one texel (m0 < u_m; rows past u_m read elements whose
+        // outputs are never read).
+        int ea = b * u_a_sb + m0;
+        ivec2 da = step_of(u_a_sk, wa);
+#else
         int ea0 = b * u_a_sb + min(m0, u_m - 1) * u_a_sm;
         int ea1 = b * u_a_sb + min(m0 + 1, u_m - 1) * u_a_sm;
         int ea2 = b * u_a_sb + min(m0 + 2, u_m - 1) * u_a_sm;
         int ea3 = b * u_a_sb + min(m0 + 3, u_m - 1) * u_a_sm;
-#if CONFIG == 1
+#endif
+#if CONFIG == 1 || CONFIG == 3
         int eb = b * u_b_sb + 4 * nb;
         ivec2 db = step_of(u_b_sk >> 2, wb);
 #else
@@ -129,19 +144,35 @@ void main() {
 #endif
         int steps = u_kin >> 2;
         for (int r = 0; r < u_reps; ++r) {
+#if CONFIG == 3
+            // Stream j reads k = 4q + j: one texel per step, 4 k (u_a_sk texels) apart.
+            ivec2 pa0 = texel_at(ea >> 2, wa), pa1 = texel_at((ea + u_a_sk) >> 2, wa);
+            ivec2 pa2 = texel_at((ea + 2 * u_a_sk) >> 2, wa), pa3 = texel_at((ea + 3 * u_a_sk) >> 2, wa);
+#else
             ivec2 pa0 = texel_at(ea0 >> 2, wa), pa1 = texel_at(ea1 >> 2, wa), pa2 = texel_at(ea2 >> 2, wa), pa3 = texel_at(ea3 >> 2, wa);
-#if CONFIG == 1
+#endif
+#if CONFIG == 1 || CONFIG == 3
             ivec2 pb = texel_at(eb >> 2, wb);
 #else
             ivec2 pb0 = texel_at(eb0 >> 2, wb), pb1 = texel_at(eb1 >> 2, wb), pb2 = texel_at(eb2 >> 2, wb), pb3 = texel_at(eb3 >> 2, wb);
 #endif
             for (int q = 0; q < steps; ++q) {
+#if CONFIG == 3
+                // Columns are k .. k+3 (4 rows each); the transpose's columns are the rows.
+                mat4 at = transpose(mat4(SA(pa0), SA(pa1), SA(pa2), SA(pa3)));
+                vec4 va0 = at[0], va1 = at[1], va2 = at[2], va3 = at[3];
+                pa0 = advance(pa0, da, wa);
+                pa1 = advance(pa1, da, wa);
+                pa2 = advance(pa2, da, wa);
+                pa3 = advance(pa3, da, wa);
+#else
                 vec4 va0 = SA(pa0), va1 = SA(pa1), va2 = SA(pa2), va3 = SA(pa3);
                 pa0 = advance(pa0, one, wa);
                 pa1 = advance(pa1, one, wa);
                 pa2 = advance(pa2, one, wa);
                 pa3 = advance(pa3, one, wa);
-#if CONFIG == 1
+#endif
+#if CONFIG == 1 || CONFIG == 3
                 // Rows 4q .. 4q+3 of B, 4 columns each: c_r += sum_j A[r, 4q+j] * B[4q+j, :].
                 vec4 vb0 = SB(pb);
                 pb = advance(pb, db, wb);
@@ -169,11 +200,15 @@ void main() {
                 c3 += va3 * bm;
 #endif
             }
+#if CONFIG == 3
+            ea += u_a_sb;
+#else
             ea0 += u_a_sb;
             ea1 += u_a_sb;
             ea2 += u_a_sb;
             ea3 += u_a_sb;
-#if CONFIG == 1
+#endif
+#if CONFIG == 1 || CONFIG == 3
             eb += u_b_sb;
 #else
             eb0 += u_b_sb;
