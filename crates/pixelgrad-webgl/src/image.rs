@@ -222,7 +222,9 @@ fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Resul
     const MUL: [&str; 4] = ["u_mul0", "u_mul1", "u_mul2", "u_mul3"];
     const ADD: [&str; 4] = ["u_add0", "u_add1", "u_add2", "u_add3"];
     const PAD: [&str; 4] = ["u_pad0", "u_pad1", "u_pad2", "u_pad3"];
-    let mut pass = Pass::new(OP, "from_pixels", 0)
+    // Config 1: plain bilinear on both axes, its four taps without the general loops.
+    let bilinear = g.x.support == 1.0 && g.y.support == 1.0;
+    let mut pass = Pass::new(OP, "from_pixels", u32::from(bilinear))
         .input("u_px", px)
         .int("u_src_w", g.x.src)
         .int("u_src_h", g.y.src)

@@ -4,6 +4,9 @@
 // pixelgrad-wgpu's kernels/from_pixels.wgsl): output pixel o of the content box samples
 // c = (o + 0.5) * scale + offset - 0.5 with a triangle of half-width `support`, weights
 // normalised, indices clamped to the edge. texelFetch of an RGBA8 texture gives v / 255.
+// CONFIG 1: both supports are 1 (plain bilinear: no antialiasing), so each axis has the two
+// taps floor(c) and floor(c) + 1, fetched without the loops; their weights are wt()'s, summed
+// and applied in the loops' order, so the result is the general path's.
 uniform highp sampler2D u_px;
 // source size; output size; channels; layout (0 nchw, 1 nhwc); content box per axis.
 uniform int u_src_w;
@@ -58,6 +61,18 @@ float compute(int i) {
     }
     float cx = (float(ox - u_xs) + 0.5) * u_xscale + u_xoff - 0.5;
     float cy = (float(oy - u_ys) + 0.5) * u_yscale + u_yoff - 0.5;
+#if CONFIG == 1
+    int ix = int(floor(cx));
+    int iy = int(floor(cy));
+    // A tap of weight 0 (c on a pixel) adds nothing, as the loops skip it.
+    float wa = wt(ix, cx, 1.0), wb = wt(ix + 1, cx, 1.0);
+    float ha = wt(iy, cy, 1.0), hb = wt(iy + 1, cy, 1.0);
+    int xa = clamp(ix, 0, u_src_w - 1), xb = clamp(ix + 1, 0, u_src_w - 1);
+    int ya = clamp(iy, 0, u_src_h - 1), yb = clamp(iy + 1, 0, u_src_h - 1);
+    vec4 top = wa * texelFetch(u_px, ivec2(xa, ya), 0) + wb * texelFetch(u_px, ivec2(xb, ya), 0);
+    vec4 bottom = wa * texelFetch(u_px, ivec2(xa, yb), 0) + wb * texelFetch(u_px, ivec2(xb, yb), 0);
+    vec4 v = (ha * top + hb * bottom) / ((wa + wb) * (ha + hb));
+#else
     int x0 = int(floor(cx - u_xsup)) + 1;
     int x1 = int(ceil(cx + u_xsup)) - 1;
     int y0 = int(floor(cy - u_ysup)) + 1;
@@ -83,6 +98,7 @@ float compute(int i) {
         v += wy * acc;
     }
     v /= wxs * wys;
+#endif
     if (u_ch == 1) {
         return dot(v.xyz, vec3(0.299, 0.587, 0.114)) * u_mul0 + u_add0;
     }
