@@ -43,6 +43,7 @@ pub const BODIES: &[(&str, &str)] = &[
     ("heatmap", include_str!("shaders/heatmap.glsl")),
     ("check_index", include_str!("shaders/check_index.glsl")),
     ("from_pixels", include_str!("shaders/from_pixels.glsl")),
+    ("from_pixels_rows", include_str!("shaders/from_pixels_rows.glsl")),
     ("widen", include_str!("shaders/widen.glsl")),
     ("matmul_i8", include_str!("shaders/matmul_i8.glsl")),
     ("narrow_f16", include_str!("shaders/narrow_f16.glsl")),
@@ -87,7 +88,7 @@ impl ProgramSpec {
     pub fn entry(&self) -> Entry {
         match self.name {
             "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" | "matmul_i8" | "narrow_f16"
-            | "pack_u8" => Entry::OwnMain,
+            | "pack_u8" | "from_pixels_rows" => Entry::OwnMain,
             _ => Entry::Elementwise,
         }
     }

@@ -223,8 +223,31 @@ fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Resul
     const ADD: [&str; 4] = ["u_add0", "u_add1", "u_add2", "u_add3"];
     const PAD: [&str; 4] = ["u_pad0", "u_pad1", "u_pad2", "u_pad3"];
     // Config 1: plain bilinear on both axes, its four taps without the general loops.
+    // Config 2: a wider filter (an antialiased shrink) in two passes, each content column's
+    // horizontal sums per source row first (from_pixels_rows.glsl), then the vertical taps.
     let bilinear = g.x.support == 1.0 && g.y.support == 1.0;
-    let mut pass = Pass::new(OP, "from_pixels", u32::from(bilinear))
+    let rows = if bilinear || g.x.len == 0 {
+        None
+    } else {
+        let pass = Pass::new(OP, "from_pixels_rows", 0)
+            .input("u_px", px)
+            .int("u_src_w", g.x.src)
+            .int("u_src_h", g.y.src)
+            .int("u_xs", g.x.start)
+            .int("u_xl", g.x.len)
+            .float("u_xscale", g.x.scale as f32)
+            .float("u_xoff", g.x.offset as f32)
+            .float("u_xsup", g.x.support as f32);
+        Some(sh.run(pass, 4 * g.x.len * g.y.src)?)
+    };
+    let config = if bilinear {
+        1
+    } else if rows.is_some() {
+        2
+    } else {
+        0
+    };
+    let mut pass = Pass::new(OP, "from_pixels", config)
         .input("u_px", px)
         .int("u_src_w", g.x.src)
         .int("u_src_h", g.y.src)
@@ -244,6 +267,9 @@ fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Resul
         .float("u_ysup", g.y.support as f32);
     for c in 0..4 {
         pass = pass.float(MUL[c], aff[c].0).float(ADD[c], aff[c].1).float(PAD[c], spec.pad[c] * aff[c].0 + aff[c].1);
+    }
+    if let Some(r) = &rows {
+        pass = pass.input("u_rows", r);
     }
     sh.run(pass, len)
 }

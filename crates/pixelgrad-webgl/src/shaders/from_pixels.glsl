@@ -7,6 +7,8 @@
 // CONFIG 1: both supports are 1 (plain bilinear: no antialiasing), so each axis has the two
 // taps floor(c) and floor(c) + 1, fetched without the loops; their weights are wt()'s, summed
 // and applied in the loops' order, so the result is the general path's.
+// CONFIG 2: the rows' horizontal sums come from from_pixels_rows.glsl (u_rows, texel
+// y * u_xl + k for content column k); each element weighs the rows of its vertical taps.
 uniform highp sampler2D u_px;
 // source size; output size; channels; layout (0 nchw, 1 nhwc); content box per axis.
 uniform int u_src_w;
@@ -30,6 +32,9 @@ uniform float u_ysup;
 uniform float u_mul0, u_mul1, u_mul2, u_mul3;
 uniform float u_add0, u_add1, u_add2, u_add3;
 uniform float u_pad0, u_pad1, u_pad2, u_pad3;
+#if CONFIG == 2
+uniform highp sampler2D u_rows;
+#endif
 
 float wt(int j, float c, float s) {
     return max(0.0, 1.0 - abs(float(j) - c) / s);
@@ -88,6 +93,11 @@ float compute(int i) {
         if (wy <= 0.0) continue;
         wys += wy;
         int row = clamp(jy, 0, u_src_h - 1);
+#if CONFIG == 2
+        int rt = row * u_xl + (ox - u_xs);
+        int rw = textureSize(u_rows, 0).x;
+        vec4 acc = texelFetch(u_rows, ivec2(rt % rw, rt / rw), 0);
+#else
         vec4 acc = vec4(0.0);
         for (int jx = x0; jx <= x1; jx++) {
             float wx = wt(jx, cx, u_xsup);
@@ -95,6 +105,7 @@ float compute(int i) {
                 acc += wx * texelFetch(u_px, ivec2(clamp(jx, 0, u_src_w - 1), row), 0);
             }
         }
+#endif
         v += wy * acc;
     }
     v /= wxs * wys;
