@@ -9,9 +9,9 @@
 //
 //   node web/bench/camera.mjs [--seconds S] [--models a,b] [--backends webgpu,webgl,cpu] [--json FILE]
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { startServer, launchBrowser, newPage, browserVersion, webRoot } from '../tests/harness.mjs';
+import { fakeCamera } from './lib/camera.mjs';
 
 const args = process.argv.slice(2);
 const opt = (k, d) => {
@@ -21,18 +21,6 @@ const opt = (k, d) => {
 const SECONDS = Number(opt('--seconds', 10));
 const BACKENDS = opt('--backends', 'webgpu,webgl,cpu').split(',');
 const MODELS = opt('--models', 'mobilenet_v1_050_128.onnx,ppocr_cls.onnx').split(',');
-const W = 640;
-const H = 480;
-
-function writeY4m(file) {
-  const y = Buffer.alloc(W * H);
-  const u = Buffer.alloc((W / 2) * (H / 2), 110);
-  const v = Buffer.alloc((W / 2) * (H / 2), 150);
-  for (let r = 0; r < H; r++) for (let c = 0; c < W; c++) y[r * W + c] = 16 + ((c + 2 * r) % 220);
-  const parts = [Buffer.from(`YUV4MPEG2 W${W} H${H} F30:1 Ip A1:1 C420jpeg\n`)];
-  for (let i = 0; i < 4; i++) parts.push(Buffer.from('FRAME\n'), y, u, v);
-  fs.writeFileSync(file, Buffer.concat(parts));
-}
 
 for (const m of MODELS) {
   if (!fs.existsSync(path.join(webRoot, 'bench', 'models', m))) {
@@ -41,11 +29,9 @@ for (const m of MODELS) {
   }
 }
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pixelgrad-camera-bench-'));
-const y4m = path.join(tmp, 'frame.y4m');
-writeY4m(y4m);
+const camera = fakeCamera(640, 480);
 const server = await startServer(webRoot);
-const flags = ['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', `--use-file-for-fake-video-capture=${y4m}`];
+const flags = camera.flags;
 const rows = [];
 let version = '';
 try {
@@ -99,5 +85,5 @@ try {
   if (out) fs.writeFileSync(out, JSON.stringify({ chromium: version, seconds: SECONDS, rows }, null, 2));
 } finally {
   await server.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
+  camera.cleanup();
 }

@@ -8,9 +8,8 @@
 //
 //   node web/bench/preprocess.mjs [--frames N] [--json FILE]     (web/pkg built, npm ci in web/bench)
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { startServer, launchBrowser, newPage, browserVersion, webRoot } from '../tests/harness.mjs';
+import { fakeCamera } from './lib/camera.mjs';
 
 const args = process.argv.slice(2);
 const opt = (k, d) => {
@@ -18,18 +17,6 @@ const opt = (k, d) => {
   return i >= 0 ? args[i + 1] : d;
 };
 const FRAMES = Number(opt('--frames', 60));
-const W = 640;
-const H = 480;
-
-function writeY4m(file) {
-  const y = Buffer.alloc(W * H);
-  const u = Buffer.alloc((W / 2) * (H / 2), 110);
-  const v = Buffer.alloc((W / 2) * (H / 2), 150);
-  for (let r = 0; r < H; r++) for (let c = 0; c < W; c++) y[r * W + c] = 16 + ((c + 2 * r) % 220);
-  const parts = [Buffer.from(`YUV4MPEG2 W${W} H${H} F30:1 Ip A1:1 C420jpeg\n`)];
-  for (let i = 0; i < 4; i++) parts.push(Buffer.from('FRAME\n'), y, u, v);
-  fs.writeFileSync(file, Buffer.concat(parts));
-}
 
 /** In the page: frames/s of `lib` on `backend` from the camera (and from a canvas copy of a frame). */
 async function measure(page, lib, backend, frames, antialias) {
@@ -98,11 +85,9 @@ async function measure(page, lib, backend, frames, antialias) {
   }, { lib, backend, frames, antialias });
 }
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pixelgrad-preprocess-'));
-const y4m = path.join(tmp, 'frame.y4m');
-writeY4m(y4m);
+const camera = fakeCamera(640, 480);
 const server = await startServer(webRoot);
-const flags = ['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', `--use-file-for-fake-video-capture=${y4m}`];
+const flags = camera.flags;
 const rows = [];
 let version = '';
 // pixelgrad twice: its default (antialiased above 2x shrink, every source pixel counts) and
@@ -133,10 +118,11 @@ try {
     const t = rows.find((r) => r.backend === b && r.lib === 'tfjs');
     return p && t && p[k] && t[k] ? p[k] / t[k] : null;
   };
-  for (const b of ['webgpu', 'webgl', 'cpu']) console.log(`${b}: pixelgrad bilinear / TF.js = ${ratio(b, 'camera')?.toFixed(2)}x (camera), ${ratio(b, 'canvas')?.toFixed(2)}x (canvas)`);
+  const x = (r) => (r == null ? 'n/a (a side failed)' : `${r.toFixed(2)}x`);
+  for (const b of ['webgpu', 'webgl', 'cpu']) console.log(`${b}: pixelgrad bilinear / TF.js = ${x(ratio(b, 'camera'))} (camera), ${x(ratio(b, 'canvas'))} (canvas)`);
   const out = opt('--json');
   if (out) fs.writeFileSync(out, JSON.stringify({ chromium: version, frames: FRAMES, rows }, null, 2));
 } finally {
   await server.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
+  camera.cleanup();
 }

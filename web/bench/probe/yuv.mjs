@@ -3,28 +3,14 @@
 // 640x480 camera. Not a test.
 //
 //   node web/bench/probe/yuv.mjs [--frames N]
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { startServer, launchBrowser, newPage, webRoot } from '../../tests/harness.mjs';
+import { fakeCamera } from '../lib/camera.mjs';
 
 const i = process.argv.indexOf('--frames');
 const FRAMES = i >= 0 ? Number(process.argv[i + 1]) : 40;
-const W = 640;
-const H = 480;
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pixelgrad-yuv-probe-'));
-const y4m = path.join(tmp, 'frame.y4m');
-{
-  const y = Buffer.alloc(W * H);
-  const u = Buffer.alloc((W / 2) * (H / 2), 110);
-  const v = Buffer.alloc((W / 2) * (H / 2), 150);
-  for (let r = 0; r < H; r++) for (let c = 0; c < W; c++) y[r * W + c] = 16 + ((c + 2 * r) % 220);
-  const parts = [Buffer.from(`YUV4MPEG2 W${W} H${H} F30:1 Ip A1:1 C420jpeg\n`)];
-  for (let k = 0; k < 4; k++) parts.push(Buffer.from('FRAME\n'), y, u, v);
-  fs.writeFileSync(y4m, Buffer.concat(parts));
-}
+const camera = fakeCamera(640, 480);
 const server = await startServer(webRoot);
-const flags = ['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', `--use-file-for-fake-video-capture=${y4m}`];
+const flags = camera.flags;
 try {
   for (const backend of ['webgpu', 'webgl', 'cpu']) {
     const browser = await launchBrowser(flags);
@@ -95,5 +81,5 @@ try {
   }
 } finally {
   await server.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
+  camera.cleanup();
 }
