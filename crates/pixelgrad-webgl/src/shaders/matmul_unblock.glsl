@@ -15,13 +15,7 @@ vec4 target(int r, int s) {
     return r == 0 ? fetch4(u_c0, s) : (r == 1 ? fetch4(u_c1, s) : (r == 2 ? fetch4(u_c2, s) : fetch4(u_c3, s)));
 }
 
-float element(int i) {
-    int n = i % u_n;
-    int t = i / u_n;
-    int m = t % u_m;
-    int b = t / u_m;
-    vec4 v = target(m & 3, (b * u_mb + (m >> 2)) * u_nb + (n >> 2));
-    int c = n & 3;
+float pick(vec4 v, int c) {
     return c == 0 ? v.x : (c == 1 ? v.y : (c == 2 ? v.z : v.w));
 }
 
@@ -37,10 +31,35 @@ void main() {
         r = target(m & 3, (b * u_mb + (m >> 2)) * u_nb + (n >> 2));
     }
 #else
-    if (base < u_out_n) r.x = element(base);
-    if (base + 1 < u_out_n) r.y = element(base + 1);
-    if (base + 2 < u_out_n) r.z = element(base + 2);
-    if (base + 3 < u_out_n) r.w = element(base + 3);
+    // The texel's 4 outputs are consecutive (b, m, n): index the first once and step the rest,
+    // fetching a target's texel only when (m, n / 4) moves on (at most twice within a row).
+    if (base < u_out_n) {
+        int n = base % u_n;
+        int t = base / u_n;
+        int m = t % u_m;
+        int b = t / u_m;
+        int last = -1;
+        vec4 v = vec4(0.0);
+        for (int j = 0; j < 4; j++) {
+            if (base + j < u_out_n) {
+                int key = ((b * u_mb + (m >> 2)) * u_nb + (n >> 2)) * 4 + (m & 3);
+                if (key != last) {
+                    v = target(m & 3, key >> 2);
+                    last = key;
+                }
+                r[j] = pick(v, n & 3);
+            }
+            n += 1;
+            if (n == u_n) {
+                n = 0;
+                m += 1;
+                if (m == u_m) {
+                    m = 0;
+                    b += 1;
+                }
+            }
+        }
+    }
 #endif
 #ifdef PG_EPILOGUE
     // The fused computation that reads the product (dialect::MATMUL_UNBLOCK_EPI).
