@@ -215,7 +215,21 @@ impl WebGlBackend {
     }
 }
 
-/// The one pass: `px` (the pixel texture's view) into a new tensor texture.
+/// The uniforms both from_pixels passes read: the source `px`, its size and the horizontal
+/// filter of the content columns.
+fn source_and_columns<'a>(pass: Pass<'a>, px: &'a GlTensor, g: &Geometry) -> Pass<'a> {
+    pass.input("u_px", px)
+        .int("u_src_w", g.x.src)
+        .int("u_src_h", g.y.src)
+        .int("u_xs", g.x.start)
+        .int("u_xl", g.x.len)
+        .float("u_xscale", g.x.scale as f32)
+        .float("u_xoff", g.x.offset as f32)
+        .float("u_xsup", g.x.support as f32)
+}
+
+/// The pass (two for a wider filter): `px` (the pixel texture's view) into a new tensor
+/// texture.
 fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Result<GlTensor> {
     let aff = spec.affine();
     let len = g.x.out * g.y.out * spec.channels;
@@ -229,15 +243,7 @@ fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Resul
     let rows = if bilinear || g.x.len == 0 {
         None
     } else {
-        let pass = Pass::new(OP, "from_pixels_rows", 0)
-            .input("u_px", px)
-            .int("u_src_w", g.x.src)
-            .int("u_src_h", g.y.src)
-            .int("u_xs", g.x.start)
-            .int("u_xl", g.x.len)
-            .float("u_xscale", g.x.scale as f32)
-            .float("u_xoff", g.x.offset as f32)
-            .float("u_xsup", g.x.support as f32);
+        let pass = source_and_columns(Pass::new(OP, "from_pixels_rows", 0), px, g);
         Some(sh.run(pass, 4 * g.x.len * g.y.src)?)
     };
     let config = if bilinear {
@@ -247,21 +253,13 @@ fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Resul
     } else {
         0
     };
-    let mut pass = Pass::new(OP, "from_pixels", config)
-        .input("u_px", px)
-        .int("u_src_w", g.x.src)
-        .int("u_src_h", g.y.src)
+    let mut pass = source_and_columns(Pass::new(OP, "from_pixels", config), px, g)
         .int("u_ow", g.x.out)
         .int("u_oh", g.y.out)
         .int("u_ch", spec.channels)
         .int("u_nhwc", usize::from(spec.layout == Layout::Nhwc))
-        .int("u_xs", g.x.start)
-        .int("u_xl", g.x.len)
         .int("u_ys", g.y.start)
         .int("u_yl", g.y.len)
-        .float("u_xscale", g.x.scale as f32)
-        .float("u_xoff", g.x.offset as f32)
-        .float("u_xsup", g.x.support as f32)
         .float("u_yscale", g.y.scale as f32)
         .float("u_yoff", g.y.offset as f32)
         .float("u_ysup", g.y.support as f32);

@@ -88,6 +88,9 @@ float compute(int i) {
     }
     float wys = 0.0;
     vec4 v = vec4(0.0);
+#if CONFIG == 2
+    int rw = textureSize(u_rows, 0).x;
+#endif
     for (int jy = y0; jy <= y1; jy++) {
         float wy = wt(jy, cy, u_ysup);
         if (wy <= 0.0) continue;
@@ -95,7 +98,6 @@ float compute(int i) {
         int row = clamp(jy, 0, u_src_h - 1);
 #if CONFIG == 2
         int rt = row * u_xl + (ox - u_xs);
-        int rw = textureSize(u_rows, 0).x;
         vec4 acc = texelFetch(u_rows, ivec2(rt % rw, rt / rw), 0);
 #else
         vec4 acc = vec4(0.0);
