@@ -1,7 +1,9 @@
 // Frames/s of capture + preprocess (a 640x480 camera frame -> 224x224, ImageNet normalisation,
 // NCHW, on the device) per backend: pixelgrad's pg.fromPixels vs TF.js 4.22.0's
 // tf.browser.fromPixels + tf.image.resizeBilinear (half-pixel centres) + normalisation +
-// transpose, in one headless Chromium run with a fake camera (SwiftShader for both GPU
+// transpose, in one headless Chromium run; the camera also through each library's
+// fromPixelsAsync (pixelgrad: VideoFrame.copyTo of the frame's own NV12 / I420 + fromYUV on
+// the GPU backends; TF.js: tf.browser.fromPixelsAsync, then the same ops), with a fake camera (SwiftShader for both GPU
 // backends, as in run.mjs). Each measurement: 10 warm-up frames, then N frames back to back,
 // the last one read (so every queued frame has finished); frames/s = N / time. Both libraries
 // run in their own page.
@@ -34,12 +36,15 @@ async function measure(page, lib, backend, frames, antialias) {
     const mean = [0.485, 0.456, 0.406];
     const std = [0.229, 0.224, 0.225];
     let one;
+    let oneAsync;
     let info;
     if (lib === 'pixelgrad') {
       const pg = await import('/pkg/index.js');
       const rt = await pg.init({ backend, allowSoftware: true });
       info = rt.report.adapter;
-      one = (src) => pg.fromPixels(src, { size: [224, 224], mean, std, layout: 'nchw', antialias });
+      const opts = { size: [224, 224], mean, std, layout: 'nchw', antialias };
+      one = (src) => pg.fromPixels(src, opts);
+      oneAsync = (src) => pg.fromPixelsAsync(src, opts);
     } else {
       const load = (src) => new Promise((res, rej) => {
         const s = document.createElement('script');
@@ -54,16 +59,26 @@ async function measure(page, lib, backend, frames, antialias) {
       await load(`${base}/tfjs-backend-wasm/dist/tf-backend-wasm.min.js`);
       const tf = window.tf;
       tf.wasm.setWasmPaths(`${base}/tfjs-backend-wasm/dist/`);
+      // importExternalTexture (TF.js's default for video on WebGPU) destroys the GPUDevice in
+      // this Chromium with SwiftShader (probe/external.mjs); pixelgrad avoids it too.
+      tf.env().set('WEBGPU_IMPORT_EXTERNAL_TEXTURE', false);
       await tf.setBackend(backend === 'cpu' ? 'wasm' : backend);
       await tf.ready();
       info = tf.getBackend();
       const m = tf.tensor1d(mean);
       const s = tf.tensor1d(std);
-      one = (src) => tf.tidy(() => tf.image.resizeBilinear(tf.browser.fromPixels(src), [224, 224], false, true).div(255).sub(m).div(s).transpose([2, 0, 1]).expandDims(0));
+      const prep = (px) => tf.tidy(() => tf.image.resizeBilinear(px, [224, 224], false, true).div(255).sub(m).div(s).transpose([2, 0, 1]).expandDims(0));
+      one = (src) => tf.tidy(() => prep(tf.browser.fromPixels(src)));
+      oneAsync = async (src) => {
+        const px = await tf.browser.fromPixelsAsync(src);
+        const t = prep(px);
+        px.dispose();
+        return t;
+      };
     }
-    const run = async (src) => {
+    const run = async (src, f = one) => {
       for (let i = 0; i < 10; i++) {
-        const t = one(src);
+        const t = await f(src);
         await t.data();
         t.dispose();
       }
@@ -71,7 +86,7 @@ async function measure(page, lib, backend, frames, antialias) {
       let t = null;
       for (let i = 0; i < frames; i++) {
         if (t) t.dispose();
-        t = one(src);
+        t = await f(src);
       }
       const v = await t.data();
       const ms = performance.now() - t0;
@@ -79,9 +94,10 @@ async function measure(page, lib, backend, frames, antialias) {
       return { fps: (1000 * frames) / ms, check: v[0] };
     };
     const camera = await run(video);
+    const cameraAsync = await run(video, oneAsync);
     const still = await run(canvas);
     stream.getTracks().forEach((t) => t.stop());
-    return { info, camera: camera.fps, canvas: still.fps, sample: [camera.check, still.check] };
+    return { info, camera: camera.fps, cameraAsync: cameraAsync.fps, canvas: still.fps, sample: [camera.check, cameraAsync.check, still.check] };
   }, { lib, backend, frames, antialias });
 }
 
@@ -105,7 +121,8 @@ try {
       try {
         const r = await measure(page, lib, backend, FRAMES, aa);
         rows.push({ backend, lib: name, ...r });
-        console.log(`${backend.padEnd(7)} ${name.padEnd(28)} camera ${r.camera.toFixed(1).padStart(7)} frames/s   canvas ${r.canvas.toFixed(1).padStart(7)} frames/s   (${r.info})`);
+        const f = (v) => v.toFixed(1).padStart(7);
+        console.log(`${backend.padEnd(7)} ${name.padEnd(28)} camera ${f(r.camera)}   camera async ${f(r.cameraAsync)}   canvas ${f(r.canvas)} frames/s   (${r.info})`);
       } catch (e) {
         rows.push({ backend, lib: name, error: e.message });
         console.log(`${backend.padEnd(7)} ${name.padEnd(28)} error: ${e.message.split('\n')[0]}`);
@@ -119,7 +136,9 @@ try {
     return p && t && p[k] && t[k] ? p[k] / t[k] : null;
   };
   const x = (r) => (r == null ? 'n/a (a side failed)' : `${r.toFixed(2)}x`);
-  for (const b of ['webgpu', 'webgl', 'cpu']) console.log(`${b}: pixelgrad bilinear / TF.js = ${x(ratio(b, 'camera'))} (camera), ${x(ratio(b, 'canvas'))} (canvas)`);
+  for (const b of ['webgpu', 'webgl', 'cpu']) {
+    console.log(`${b}: pixelgrad bilinear / TF.js = ${x(ratio(b, 'camera'))} (camera), ${x(ratio(b, 'cameraAsync'))} (camera, fromPixelsAsync), ${x(ratio(b, 'canvas'))} (canvas)`);
+  }
   const out = opt('--json');
   if (out) fs.writeFileSync(out, JSON.stringify({ chromium: version, frames: FRAMES, rows }, null, 2));
 } finally {

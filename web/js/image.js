@@ -127,10 +127,12 @@ function bytesOf(x, name, what) {
 
 /**
  * A raw 4:2:0 frame (I420: `y, u, v`; NV12: `y, uv`; or `data` + `layout` as
- * `VideoFrame.copyTo` gives them) as a model input on the current runtime's device: the planes
- * are uploaded as samples, converted to RGB with `matrix` / `fullRange` and preprocessed with
- * the fromPixels options, all as tensor ops on the device (pixelgrad_core::composite's
- * yuv_to_rgb and preprocess). Strides default to packed rows.
+ * `VideoFrame.copyTo` gives them) as a model input on the current runtime's device: the frame
+ * is converted to 8-bit RGB with `matrix` / `fullRange` and preprocessed with the fromPixels
+ * options, so the result equals `fromPixels` of the frame's RGB conversion. WebGPU and WebGL2
+ * upload the samples (1.5 bytes a pixel, against 4 for RGBA) and convert them on the device in
+ * one pass before the fromPixels one; the CPU runtime and the webgl1 mode convert on the host.
+ * Strides default to packed rows.
  */
 export function fromYUV(frame, opts = {}) {
   const what = 'fromYUV';
@@ -179,6 +181,42 @@ export function fromYUV(frame, opts = {}) {
   const t = deviceTensor(r.tensor, rt, r.dtype);
   t.geometry = JSON.parse(r.geometry);
   return t;
+}
+
+const YUV_FORMATS = { I420: 'I420', I420A: 'I420', NV12: 'NV12' };
+const YUV_MATRICES = new Set(['bt601', 'smpte170m', 'bt470bg', 'bt709']);
+
+/**
+ * `fromPixels`, awaiting the capture where that is faster: on WebGPU and WebGL2, a video (its
+ * current frame) or a `VideoFrame` in I420 or NV12 with a BT.601 / BT.709 matrix is copied out
+ * in its own format (`VideoFrame.copyTo`, 1.5 bytes a pixel, no colour conversion) and goes
+ * through `fromYUV`, instead of the browser's copy of the frame into a texture. Everything
+ * else (other sources, formats or matrices, the CPU runtime, the webgl1 mode, browsers without
+ * `VideoFrame`) takes `fromPixels`. The result is the same tensor either way, up to one byte
+ * step where the browser's own YUV conversion rounds differently.
+ */
+export async function fromPixelsAsync(source, opts = {}) {
+  const what = 'fromPixelsAsync';
+  const rt = currentRuntime(what);
+  rt._check(what);
+  const info = sourceInfo(source, what);
+  const gpu = rt.backend === 'webgpu' || rt.backend === 'webgl';
+  if (!gpu || !has('VideoFrame') || (info.kind !== 'HTMLVideoElement' && info.kind !== 'VideoFrame')) return fromPixels(source, opts);
+  const frame = info.kind === 'VideoFrame' ? source : new VideoFrame(source);
+  try {
+    const format = YUV_FORMATS[frame.format];
+    const cs = frame.colorSpace ?? {};
+    const matrix = cs.matrix ?? 'bt601';
+    const rect = frame.visibleRect;
+    if (!format || !YUV_MATRICES.has(matrix) || !rect || frame.displayWidth !== rect.width || frame.displayHeight !== rect.height) {
+      return fromPixels(frame, opts);
+    }
+    const data = new Uint8Array(frame.allocationSize());
+    const layout = await frame.copyTo(data);
+    return fromYUV({ format, width: rect.width, height: rect.height, data, layout, matrix, fullRange: !!cs.fullRange }, opts);
+  } finally {
+    if (frame !== source) frame.close();
+  }
 }
 
 /**

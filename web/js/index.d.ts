@@ -277,11 +277,17 @@ export interface YuvFrame {
   /** `VideoColorSpace.fullRange` (default false: limited range, Y in 16..235). */
   fullRange?: boolean;
 }
-/** A raw I420 / NV12 frame as a model input on the device: converted to RGB and preprocessed
- *  (the same options as fromPixels; channels 1 or 3) by tensor ops on the current backend, no
- *  canvas and no readback. Throws an Error naming the problem for planes too small for the
- *  frame, an unknown format or matrix, or a zero-sized frame. */
+/** A raw I420 / NV12 frame as a model input on the device: converted to 8-bit RGB and
+ *  preprocessed as fromPixels would that RGB image (the same options), no canvas and no
+ *  readback. WebGPU and WebGL2 upload the samples and convert on the device; the CPU runtime
+ *  and the webgl1 mode convert on the host. Throws an Error naming the problem for planes too
+ *  small for the frame, an unknown format or matrix, or a zero-sized frame. */
 export declare function fromYUV(frame: YuvFrame, options?: FromPixelsOptions): Tensor & { geometry: PixelGeometry };
+/** fromPixels, awaiting the capture: on WebGPU and WebGL2 a video or an I420 / NV12
+ *  `VideoFrame` (BT.601 or BT.709) is copied out in its own format (`VideoFrame.copyTo`) and
+ *  converted by fromYUV, which skips the browser's RGBA copy of the frame; anything else takes
+ *  fromPixels. Same result, up to one byte step of the browser's own YUV conversion. */
+export declare function fromPixelsAsync(source: PixelSource, options?: FromPixelsOptions): Promise<Tensor & { geometry: PixelGeometry }>;
 /** Maps `[x0, y0, x1, y1]` in model-input pixels back onto the source. */
 export declare function toSourceBox(box: [number, number, number, number], geometry: PixelGeometry): [number, number, number, number];
 

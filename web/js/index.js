@@ -34,6 +34,7 @@ export const flower = guardObject(flowerImpl);
 export const fromPixels = guard(image.fromPixels);
 export const toSourceBox = guard(image.toSourceBox);
 export const fromYUV = guard(image.fromYUV);
+export const fromPixelsAsync = guard(image.fromPixelsAsync);
 export const { topk, softmax, concat, nonMaxSuppression, resizeBilinear, drawHeatmap, drawBoxes } = guardObject(post);
 export { loadWasm, PixelgradError, Runtime, Tensor, Sequential, OnnxModel };
 

@@ -83,8 +83,8 @@ SPECS.push({ size: [30, 40], channels: 4, layout: 'nhwc', fit: 'contain' });
  * reference is fromPixels(ImageData of the same pixels) on the cpu runtime. `make` builds the
  * source; `pixels(source)` its RGBA bytes as the page sees them.
  */
-async function compareSource(kind) {
-  return inPage(async (pg, { kind, specs }) => {
+async function compareSource(kind, method = 'fromPixels') {
+  return inPage(async (pg, { kind, specs, method }) => {
     const W = 160;
     const H = 120;
     let source;
@@ -131,7 +131,7 @@ async function compareSource(kind) {
       const problems = [];
       for (let k = 0; k < specs.length; k++) {
         const s = specs[k];
-        const t = pg.fromPixels(source, s);
+        const t = await pg[method](source, s);
         if (JSON.stringify(t.shape) !== JSON.stringify(ref[k].shape)) problems.push(`${JSON.stringify(s)}: shape ${t.shape} vs ${ref[k].shape}`);
         if (JSON.stringify(t.geometry) !== JSON.stringify(ref[k].geometry)) problems.push(`${JSON.stringify(s)}: geometry differs`);
         const v = await t.data();
@@ -141,14 +141,20 @@ async function compareSource(kind) {
       }
       out[backend] = { worst, problems, n: specs.length };
     }
-    if (kind === 'video') source.srcObject.getTracks().forEach((t) => t.stop());
+    if (kind === 'video') {
+      // The camera frame's own format: I420 or NV12 sends fromPixelsAsync through fromYUV.
+      const f = new VideoFrame(source);
+      out.format = f.format;
+      f.close();
+      source.srcObject.getTracks().forEach((t) => t.stop());
+    }
     return out;
-  }, { kind, specs: SPECS });
+  }, { kind, specs: SPECS, method });
 }
 
 for (const kind of ['canvas', 'bitmap', 'video']) {
   test(`fromPixels(${kind}) on webgpu, webgl and cpu equals the host reference within 1/255`, async () => {
-    const r = await compareSource(kind);
+    const { format: _format, ...r } = await compareSource(kind);
     for (const [backend, res] of Object.entries(r)) {
       console.log(`${kind} on ${backend}: ${res.n} option sets, worst difference ${res.worst.toFixed(4)} / 255`);
       assert.deepEqual(res.problems, [], `${kind} on ${backend}`);
@@ -156,6 +162,18 @@ for (const kind of ['canvas', 'bitmap', 'video']) {
     }
   });
 }
+
+test('fromPixelsAsync(video) takes VideoFrame.copyTo + fromYUV on webgpu and webgl and equals the host reference within 1/255', async () => {
+  const r = await compareSource('video', 'fromPixelsAsync');
+  const { format, ...backends } = r;
+  console.log(`camera frames arrive as ${format}`);
+  assert.ok(['I420', 'NV12'].includes(format), `the fake camera's frames are ${format}, so fromYUV was not exercised`);
+  for (const [backend, res] of Object.entries(backends)) {
+    console.log(`fromPixelsAsync(video) on ${backend}: ${res.n} option sets, worst difference ${res.worst.toFixed(4)} / 255`);
+    assert.deepEqual(res.problems, [], backend);
+    assert.ok(res.worst <= 1, `fromPixelsAsync(video) on ${backend}: worst difference ${res.worst} / 255`);
+  }
+});
 
 test("fromPixels dtype: 'float16' within f16 rounding and 'uint8' the nearest byte of the host reference on webgpu, webgl and cpu", async () => {
   const r = await inPage(async (pg, { specs }) => {

@@ -65,6 +65,7 @@ pub mod gradcheck;
 pub mod harness;
 pub mod mixed;
 pub mod narrow;
+pub mod pixels;
 pub mod steps;
 pub mod tolerance;
 

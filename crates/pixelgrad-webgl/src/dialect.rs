@@ -48,6 +48,7 @@ pub const BODIES: &[(&str, &str)] = &[
     ("matmul_i8", include_str!("shaders/matmul_i8.glsl")),
     ("narrow_f16", include_str!("shaders/narrow_f16.glsl")),
     ("pack_u8", include_str!("shaders/pack_u8.glsl")),
+    ("yuv_to_rgba", include_str!("shaders/yuv_to_rgba.glsl")),
 ];
 
 /// How a body is driven: one `float compute(int i)` per element, or its own `main`.
@@ -88,7 +89,7 @@ impl ProgramSpec {
     pub fn entry(&self) -> Entry {
         match self.name {
             "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" | "matmul_i8" | "narrow_f16"
-            | "pack_u8" | "from_pixels_rows" => Entry::OwnMain,
+            | "pack_u8" | "from_pixels_rows" | "yuv_to_rgba" => Entry::OwnMain,
             _ => Entry::Elementwise,
         }
     }

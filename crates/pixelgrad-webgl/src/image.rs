@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use glow::HasContext;
 use pixelgrad_core::image::host::Rgba8;
+use pixelgrad_core::image::yuv::{YuvMatrix, YuvPlanes};
 use pixelgrad_core::image::{Geometry, Layout, PixelSpec};
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Device, Error, Result, Storage, Tensor};
@@ -29,6 +30,9 @@ pub struct PixelTexture {
     /// Held while a pass reads the texture through a [`GlTensor`] view, so that view's drop
     /// leaves the texture alone (see `GlTensor::drop`).
     keep: Rc<()>,
+    /// `fromYUV`'s sample textures, made on its first use: the luma (`R8UI`, the texture's
+    /// size) and the interleaved chroma (`RG8UI`, half the size rounded up).
+    planes: std::cell::Cell<Option<[glow::Texture; 2]>>,
 }
 
 impl PixelTexture {
@@ -44,15 +48,31 @@ impl PixelTexture {
     /// A tensor-shaped view for binding the texture as a pass input; never returned to the
     /// pool (the `keep` token outlives it).
     fn view(&self) -> GlTensor {
-        GlTensor {
-            tex: self.tex,
-            w: self.width,
-            h: self.height,
-            len: 4 * self.width as usize * self.height as usize,
-            shared: self.shared.clone(),
-            token: Some(self.keep.clone()),
-            dtype: pixelgrad_core::kernel::DType::F32,
+        self.view_of(self.tex, self.width, self.height, DType::F32)
+    }
+
+    fn view_of(&self, tex: glow::Texture, w: u32, h: u32, dtype: DType) -> GlTensor {
+        GlTensor { tex, w, h, len: 4 * w as usize * h as usize, shared: self.shared.clone(), token: Some(self.keep.clone()), dtype }
+    }
+
+    /// The chroma textures' size.
+    fn chroma_size(&self) -> (u32, u32) {
+        (self.width.div_ceil(2), self.height.div_ceil(2))
+    }
+
+    /// `fromYUV`'s luma and chroma textures, made on the first call.
+    fn planes(&self, op: &'static str) -> Result<[glow::Texture; 2]> {
+        if let Some(p) = self.planes.get() {
+            return Ok(p);
         }
+        let (cw, ch) = self.chroma_size();
+        let luma = integer_texture(&self.shared, op, glow::R8UI, self.width, self.height)?;
+        let chroma = integer_texture(&self.shared, op, glow::RG8UI, cw, ch).inspect_err(|_| {
+            // SAFETY: the luma texture was just made on this context and nothing uses it.
+            unsafe { self.shared.gl.delete_texture(luma) };
+        })?;
+        self.planes.set(Some([luma, chroma]));
+        Ok([luma, chroma])
     }
 }
 
@@ -66,9 +86,14 @@ impl Drop for PixelTexture {
     fn drop(&mut self) {
         if self.shared.current().is_ok() {
             self.shared.forget_gl_state();
-            // SAFETY: the texture belongs to this context; GL keeps it alive for draws still
-            // queued that read it.
-            unsafe { self.shared.gl.delete_texture(self.tex) };
+            // SAFETY: the textures belong to this context; GL keeps them alive for draws still
+            // queued that read them.
+            unsafe {
+                self.shared.gl.delete_texture(self.tex);
+                for t in self.planes.get().into_iter().flatten() {
+                    self.shared.gl.delete_texture(t);
+                }
+            }
         }
     }
 }
@@ -109,7 +134,7 @@ impl WebGlBackend {
             t
         };
         sh.check_gl(OP, "pixel texture allocation")?;
-        Ok(PixelTexture { tex, width, height, shared: sh.clone(), keep: Rc::new(()) })
+        Ok(PixelTexture { tex, width, height, shared: sh.clone(), keep: Rc::new(()), planes: Default::default() })
     }
 
     /// The model input for the pixels of `texture` (its top-left `width` x `height` pixels are
@@ -182,6 +207,76 @@ impl WebGlBackend {
 }
 
 impl WebGlBackend {
+    /// `fromYUV`: a 4:2:0 frame (I420 or NV12 planes, any row strides) converted with `matrix`
+    /// and preprocessed under `spec`, through `texture` (a [`WebGlBackend::pixel_texture`] of
+    /// at least the frame's size; reuse it frame after frame): the samples are uploaded as packed
+    /// NV12 ([`YuvPlanes::to_nv12`]; 1.5 bytes a pixel, against 4 for RGBA) into two integer
+    /// textures the texture keeps, luma `R8UI` and chroma `RG8UI`, one pass (`shaders/yuv_to_rgba.glsl`)
+    /// draws them into the texture as 8-bit RGBA, converted as [`YuvPlanes::to_rgba8`] does on
+    /// the host, and the from_pixels pass resamples them. The result equals `fromPixels` of the
+    /// host's RGBA conversion of the frame, up to a byte where f32 and f64 round a half step
+    /// differently. Needs WebGL2 (integer textures).
+    pub fn from_yuv_texture(
+        &self,
+        dev: &Device,
+        texture: &PixelTexture,
+        planes: &YuvPlanes<'_>,
+        matrix: &YuvMatrix,
+        spec: &PixelSpec,
+    ) -> Result<(Tensor, Geometry)> {
+        let op = "fromYUV";
+        let sh = &self.shared;
+        sh.current()?;
+        if sh.gl1 {
+            return Err(crate::legacy::unsupported(op, "YUV conversion on the GPU"));
+        }
+        planes.check(op)?;
+        let (w, h) = (planes.width, planes.height);
+        let g = Geometry::new(w, h, spec, op)?;
+        if !Rc::ptr_eq(&texture.shared, sh) || (texture.width as usize) < w || (texture.height as usize) < h {
+            return Err(Error::invalid(op, format!("the texture is not a {w}x{h} pixel_texture of this backend")));
+        }
+        let nv12 = planes.to_nv12(op)?;
+        let (luma, chroma) = nv12.split_at(w * h);
+        let [lt, ct] = texture.planes(op)?;
+        sh.forget_gl_state();
+        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+        // SAFETY: both textures are at least the frame's (and its chroma's) size, and the
+        // slices hold exactly w*h samples and cw*ch pairs (UNPACK_ALIGNMENT 1).
+        unsafe {
+            let gl = &sh.gl;
+            gl.pixel_store_i32(glow::UNPACK_ALIGNMENT, 1);
+            for (t, fmt, (tw, th), data) in [(lt, glow::RED_INTEGER, (w, h), luma), (ct, glow::RG_INTEGER, (cw, ch), chroma)] {
+                gl.bind_texture(glow::TEXTURE_2D, Some(t));
+                let px = glow::PixelUnpackData::Slice(Some(data));
+                gl.tex_sub_image_2d(glow::TEXTURE_2D, 0, 0, 0, tw as i32, th as i32, fmt, glow::UNSIGNED_BYTE, px);
+            }
+            gl.bind_texture(glow::TEXTURE_2D, None);
+        }
+        sh.check_gl(op, "texSubImage2D")?;
+        let (tcw, tch) = texture.chroma_size();
+        let (luma, chroma) = (texture.view_of(lt, texture.width, texture.height, DType::U8), texture.view_of(ct, tcw, tch, DType::U8));
+        let [a, b, c, kr, kb] = matrix.constants();
+        let pass = Pass::new(op, "yuv_to_rgba", 0)
+            .input("u_luma", &luma)
+            .input("u_chroma", &chroma)
+            .float("u_a", a)
+            .float("u_b", b)
+            .float("u_c", c)
+            .float("u_kr", kr)
+            .float("u_kb", kb);
+        sh.draw(&pass, texture.tex, w as u32, h as u32, 4 * w * h)?;
+        let out = draw(sh, &texture.view(), &g, spec)?;
+        Ok((Tensor::from_storage(dev, Storage::new(out), spec.out_dims(&g).to_vec()), g))
+    }
+
+    /// [`WebGlBackend::from_yuv_texture`] through a pixel texture made for the call.
+    pub fn from_yuv(&self, dev: &Device, planes: &YuvPlanes<'_>, matrix: &YuvMatrix, spec: &PixelSpec) -> Result<(Tensor, Geometry)> {
+        planes.check("fromYUV")?;
+        let tex = self.pixel_texture(planes.width as u32, planes.height as u32)?;
+        self.from_yuv_texture(dev, &tex, planes, matrix, spec)
+    }
+
     /// `fromPixels` with dtype `'uint8'`: `t` (an f32 tensor of this backend holding pixel
     /// values in `[0, 1]`, as [`WebGlBackend::from_pixels_texture`] makes with mean 0 and std 1)
     /// as 8-bit storage ([`DType::U8`] in an `RGBA8UI` texture, four per texel) of the values
@@ -213,6 +308,24 @@ impl WebGlBackend {
         let out = sh.run_typed(Pass::new(OP, "pack_u8", 0).input("u_x", x), n, DType::U8)?;
         Ok(Tensor::from_storage_typed(dev, Storage::new(out), DType::U8, t.dims().to_vec()))
     }
+}
+
+/// A `w` x `h` unsigned-integer texture of `format` (`R8UI`, `RG8UI`) for `fromYUV`'s samples.
+fn integer_texture(sh: &Shared, op: &'static str, format: u32, w: u32, h: u32) -> Result<glow::Texture> {
+    sh.forget_gl_state();
+    let gl = &sh.gl;
+    // SAFETY: creating and configuring a texture on the current context.
+    let tex = unsafe {
+        let t = gl.create_texture().map_err(|e| sh.err(op, format!("create_texture: {e}")))?;
+        gl.bind_texture(glow::TEXTURE_2D, Some(t));
+        gl.tex_storage_2d(glow::TEXTURE_2D, 1, format, w as i32, h as i32);
+        gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MIN_FILTER, glow::NEAREST as i32);
+        gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MAG_FILTER, glow::NEAREST as i32);
+        gl.bind_texture(glow::TEXTURE_2D, None);
+        t
+    };
+    sh.check_gl(op, "sample texture allocation")?;
+    Ok(tex)
 }
 
 /// The uniforms both from_pixels passes read: the source `px`, its size and the horizontal

@@ -170,3 +170,33 @@ fn uint8_pixels_match_the_host_reference() {
     let e = b.pixels_to_u8(&dev, &pixelgrad_core::Tensor::from_u8(&dev, &[1, 2, 3], [3]).unwrap()).unwrap_err();
     assert!(e.to_string().contains("f32"), "{e}");
 }
+
+/// `fromYUV`: I420 and NV12 planes drawn into a pixel texture by `yuv_to_rgba.glsl` and
+/// preprocessed by the from_pixels pass, against the host's conversion and preprocessing.
+#[test]
+fn from_yuv_matches_the_host_reference() {
+    let b = backend();
+    let dev = Device::new(b.clone());
+    let n = pixelgrad_conformance::pixels::check_from_yuv(|planes, m, spec| b.from_yuv(&dev, planes, m, spec)?.0.to_vec());
+    assert_eq!(n, 24);
+    // One texture reused for frames of its size and smaller.
+    let tex = b.pixel_texture(40, 30).unwrap();
+    let n = pixelgrad_conformance::pixels::check_from_yuv(|planes, m, spec| b.from_yuv_texture(&dev, &tex, planes, m, spec)?.0.to_vec());
+    assert_eq!(n, 24);
+    let small = b.pixel_texture(8, 8).unwrap();
+    let e = pixelgrad_conformance::pixels::yuv_frame(13, 9, 16, 0);
+    let planes = pixelgrad_core::image::yuv::YuvPlanes {
+        format: pixelgrad_core::image::yuv::YuvFormat::I420,
+        width: 13,
+        height: 9,
+        y: &e.0,
+        y_stride: 16,
+        u: &e.1,
+        u_stride: 7,
+        v: &e.2,
+        v_stride: 7,
+    };
+    let m = pixelgrad_core::image::yuv::YuvMatrix::bt601(false);
+    let err = b.from_yuv_texture(&dev, &small, &planes, &m, &PixelSpec::default()).unwrap_err().to_string();
+    assert!(err.contains("not a 13x9"), "{err}");
+}

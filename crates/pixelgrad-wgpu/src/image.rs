@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::rc::Rc;
 
 use pixelgrad_core::image::host::Rgba8;
+use pixelgrad_core::image::yuv::{YuvMatrix, YuvPlanes};
 use pixelgrad_core::image::{Geometry, Layout, PixelSpec};
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Device, Error, Result, Storage, Tensor};
@@ -20,6 +21,15 @@ use crate::{WgpuBackend, BACKEND};
 pub(crate) const FROM_PIXELS: Kernel = Kernel {
     name: Cow::Borrowed("from_pixels"),
     source: Cow::Borrowed(include_str!("kernels/from_pixels.wgsl")),
+    inputs: 1,
+    outputs: 1,
+    overrides: &[],
+    status: false,
+};
+
+pub(crate) const YUV_TO_RGBA: Kernel = Kernel {
+    name: Cow::Borrowed("yuv_to_rgba"),
+    source: Cow::Borrowed(include_str!("kernels/yuv_to_rgba.wgsl")),
     inputs: 1,
     outputs: 1,
     overrides: &[],
@@ -140,6 +150,33 @@ impl WgpuBackend {
 }
 
 impl WgpuBackend {
+    /// `fromYUV`: a 4:2:0 frame (I420 or NV12 planes, any row strides) converted with `matrix`
+    /// and preprocessed under `spec`, on the device: the samples are uploaded as packed NV12
+    /// ([`YuvPlanes::to_nv12`], 1.5 bytes a pixel, against 4 for RGBA), one kernel (`kernels/yuv_to_rgba.wgsl`) converts them to
+    /// 8-bit RGBA pixels as [`YuvPlanes::to_rgba8`] does on the host, and the `from_pixels`
+    /// kernel resamples them. The result equals `fromPixels` of the host's RGBA conversion of
+    /// the frame, up to a byte where f32 and f64 round a half step differently.
+    pub fn from_yuv(&self, dev: &Device, planes: &YuvPlanes<'_>, matrix: &YuvMatrix, spec: &PixelSpec) -> Result<(Tensor, Geometry)> {
+        let op = "fromYUV";
+        self.gpu.check(op)?;
+        let bytes = planes.to_nv12(op)?;
+        let (w, h) = (planes.width, planes.height);
+        let g = Geometry::new(w, h, spec, op)?;
+        let src = GpuTensor::new_packed(&self.gpu, op, bytes.len(), DType::U8)?;
+        let mut bytes = bytes;
+        bytes.resize(src.data_bytes(bytes.len()) as usize, 0);
+        self.gpu.queue.write_buffer(src.buffer(), 0, &bytes);
+        let px = GpuTensor::new(&self.gpu, op, w * h)?;
+        let mut p = vec![u(op, w)?, u(op, h)?];
+        p.extend(matrix.constants().map(f));
+        // One invocation per chroma sample: x over the chroma columns, y over its rows.
+        let grid = [self.gpu.check_dim(op, w.div_ceil(2).div_ceil(256) as u64)?, self.gpu.check_dim(op, h.div_ceil(2) as u64)?, 1];
+        self.gpu.launch(op, &YUV_TO_RGBA, &[], &[src.buffer()], px.buffer(), &p, grid)?;
+        let out = launch(&self.gpu, &px, u(op, w)?, &g, spec)?;
+        self.gpu.check(op)?;
+        Ok((Tensor::from_storage(dev, Storage::new(out), spec.out_dims(&g).to_vec()), g))
+    }
+
     /// `fromPixels` with dtype `'uint8'`: `t` (an f32 tensor of this backend holding pixel
     /// values in `[0, 1]`, as [`WgpuBackend::from_pixels_texture`] makes with mean 0 and std 1)
     /// as 8-bit storage ([`DType::U8`], four per word) of the values

@@ -91,3 +91,27 @@ fn bad_sizes_are_errors() {
     let e = b.from_pixels_texture(&dev, &tex, 8, 8, &PixelSpec::default(), |_, _| Ok(())).unwrap_err().to_string();
     assert!(e.contains("not a 8x8"), "{e}");
 }
+
+/// `fromYUV`: I420 and NV12 planes converted by `yuv_to_rgba.wgsl` and preprocessed by
+/// `from_pixels.wgsl`, against the host's conversion and preprocessing.
+#[test]
+fn from_yuv_matches_the_host_reference() {
+    let b = Rc::new(backend());
+    let dev = Device::from_rc(b.clone());
+    let n = pixelgrad_conformance::pixels::check_from_yuv(|planes, m, spec| b.from_yuv(&dev, planes, m, spec)?.0.to_vec());
+    assert_eq!(n, 24);
+    let y = [16u8; 4];
+    let short = pixelgrad_core::image::yuv::YuvPlanes {
+        format: pixelgrad_core::image::yuv::YuvFormat::I420,
+        width: 2,
+        height: 2,
+        y: &y,
+        y_stride: 2,
+        u: &[],
+        u_stride: 1,
+        v: &[],
+        v_stride: 1,
+    };
+    let e = b.from_yuv(&dev, &short, &pixelgrad_core::image::yuv::YuvMatrix::bt601(false), &PixelSpec::default()).unwrap_err().to_string();
+    assert!(e.contains("too small"), "{e}");
+}

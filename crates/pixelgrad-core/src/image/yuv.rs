@@ -111,26 +111,76 @@ impl YuvPlanes<'_> {
         }
     }
 
-    /// 8-bit RGBA (alpha 255), rows packed, rounded to nearest.
+    /// 8-bit RGBA (alpha 255), rows packed: each channel `floor(v * 255 + 0.5)` of
+    /// [`YuvMatrix::rgb`]'s `v` (the nearest byte, ties up), as the GPU kernels round.
     pub fn to_rgba8(&self, m: &YuvMatrix, what: &str) -> Result<Vec<u8>> {
-        self.check(what)?;
         let (w, h) = (self.width, self.height);
+        if w == 0 || h == 0 {
+            self.check(what)?;
+            return Ok(Vec::new());
+        }
+        let nv12 = self.to_nv12(what)?;
+        let (luma, chroma) = nv12.split_at(w * h);
+        let cw = w.div_ceil(2);
         let mut out = vec![255u8; w * h * 4];
-        for yy in 0..h {
-            for xx in 0..w {
-                let (cx, cy) = (xx / 2, yy / 2);
-                let (cb, cr) = match self.format {
-                    YuvFormat::I420 => (self.u[cy * self.u_stride + cx], self.v[cy * self.v_stride + cx]),
-                    YuvFormat::Nv12 => (self.u[cy * self.u_stride + 2 * cx], self.u[cy * self.u_stride + 2 * cx + 1]),
-                };
-                let rgb = m.rgb(self.y[yy * self.y_stride + xx] as f64, cb as f64, cr as f64);
-                let o = (yy * w + xx) * 4;
-                for c in 0..3 {
-                    out[o + c] = (rgb[c] * 255.0).round() as u8;
+        for (yy, (row, dst)) in luma.chunks_exact(w).zip(out.chunks_exact_mut(4 * w)).enumerate() {
+            let pairs = &chroma[(yy / 2) * 2 * cw..][..2 * cw];
+            for (xx, (&l, px)) in row.iter().zip(dst.chunks_exact_mut(4)).enumerate() {
+                let rgb = m.rgb(f64::from(l), f64::from(pairs[xx & !1]), f64::from(pairs[(xx & !1) + 1]));
+                for (d, v) in px.iter_mut().zip(rgb) {
+                    *d = (v * 255.0 + 0.5).floor() as u8;
                 }
             }
         }
         Ok(out)
+    }
+}
+
+/// `rows` rows of `row` bytes, `stride` apart, appended to `out`.
+fn pack_rows(out: &mut Vec<u8>, plane: &[u8], stride: usize, rows: usize, row: usize) {
+    for r in 0..rows {
+        out.extend_from_slice(&plane[r * stride..r * stride + row]);
+    }
+}
+
+impl YuvPlanes<'_> {
+    /// The frame as packed NV12, the one layout the GPU backends' conversion kernels read
+    /// (`pixelgrad-wgpu`'s `yuv_to_rgba.wgsl`, `pixelgrad-webgl`'s `yuv_to_rgba.glsl`): the
+    /// luma rows without padding (`width` bytes each, from byte 0), then the chroma as
+    /// interleaved (Cb, Cr) pairs, `ceil(width / 2)` pairs a row, from byte `width * height`.
+    /// I420's two planes are interleaved here. Errors as [`YuvPlanes::check`] does, and for an
+    /// empty frame.
+    pub fn to_nv12(&self, what: &str) -> Result<Vec<u8>> {
+        let (w, h) = (self.width, self.height);
+        if w == 0 || h == 0 {
+            return Err(Error::invalid(what, format!("the frame is {w}x{h} pixels; it has nothing to convert")));
+        }
+        self.check(what)?;
+        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+        let mut bytes = Vec::with_capacity(w * h + 2 * cw * ch);
+        pack_rows(&mut bytes, self.y, self.y_stride, h, w);
+        match self.format {
+            YuvFormat::I420 => {
+                for r in 0..ch {
+                    let u = &self.u[r * self.u_stride..r * self.u_stride + cw];
+                    let v = &self.v[r * self.v_stride..r * self.v_stride + cw];
+                    bytes.extend(u.iter().zip(v).flat_map(|(&a, &b)| [a, b]));
+                }
+            }
+            YuvFormat::Nv12 => pack_rows(&mut bytes, self.u, self.u_stride, ch, 2 * cw),
+        }
+        Ok(bytes)
+    }
+}
+
+impl YuvMatrix {
+    /// The conversion's constants for the GPU kernels, as f32: `[a, b, c, kr, kb]` with
+    /// `(a, b, c)` from [`YuvMatrix::range`]. The kernels compute [`YuvMatrix::rgb`]'s formula
+    /// with them in f32 and round like [`YuvPlanes::to_rgba8`], so a byte can differ from the
+    /// host's (f64) only where the exact value lies within f32 rounding of a half step.
+    pub fn constants(&self) -> [f32; 5] {
+        let (a, b, c) = self.range();
+        [a as f32, b as f32, c as f32, self.kr as f32, self.kb as f32]
     }
 }
 
@@ -165,5 +215,24 @@ mod tests {
         assert_eq!(&a[8 * 4..8 * 4 + 3], &want);
         let short = YuvPlanes { y: &y[..5], ..i420 };
         assert!(short.to_rgba8(&m, "t").unwrap_err().to_string().contains("too small"));
+    }
+
+    #[test]
+    fn nv12_packing_drops_the_row_padding_and_interleaves_i420() {
+        let (w, h) = (3, 3);
+        // Luma rows 4 bytes apart (one byte of padding, 99), chroma rows 3 apart.
+        let y: Vec<u8> = vec![1, 2, 3, 99, 4, 5, 6, 99, 7, 8, 9];
+        let u = [10u8, 11, 99, 12, 13];
+        let v = [20u8, 21, 99, 22, 23];
+        let i420 = YuvPlanes { format: YuvFormat::I420, width: w, height: h, y: &y, y_stride: 4, u: &u, u_stride: 3, v: &v, v_stride: 3 };
+        let want = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 11, 21, 12, 22, 13, 23];
+        assert_eq!(i420.to_nv12("t").unwrap(), want);
+        let uv = [10u8, 20, 11, 21, 99, 12, 22, 13, 23];
+        let nv12 = YuvPlanes { format: YuvFormat::Nv12, u: &uv, u_stride: 5, v: &[], v_stride: 0, ..i420 };
+        assert_eq!(nv12.to_nv12("t").unwrap(), want);
+        let empty = YuvPlanes { width: 0, ..i420 };
+        assert!(empty.to_nv12("t").unwrap_err().to_string().contains("0x3"));
+        let short = YuvPlanes { v: &v[..3], ..i420 };
+        assert!(short.to_nv12("t").unwrap_err().to_string().contains("too small"));
     }
 }

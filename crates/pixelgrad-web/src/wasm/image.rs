@@ -169,7 +169,9 @@ impl Runtime {
 
     /// The model input for raw 4:2:0 planes (`format` I420 or NV12; for NV12 `u` holds the
     /// interleaved chroma and `v` is unused), converted with the colour `matrix`
-    /// (`bt601`/`smpte170m`/`bt470bg` or `bt709`) on the device: `{ tensor, geometry }`.
+    /// (`bt601`/`smpte170m`/`bt470bg` or `bt709`) to 8-bit RGBA and preprocessed as
+    /// `fromPixelsBytes` would those pixels: on the device on WebGPU and WebGL2, on the host
+    /// on the CPU and in the WebGL1 mode (`crate::yuv`). `{ tensor, geometry }`.
     #[allow(clippy::too_many_arguments)]
     #[wasm_bindgen(js_name = fromYuvPlanes)]
     pub fn from_yuv_planes(
@@ -202,7 +204,23 @@ impl Runtime {
             v,
             v_stride: v_stride as usize,
         };
-        let (t, g) = crate::yuv::from_yuv(&self.dev, &planes, &m, &spec).map_err(js_err)?;
+        let (t, g) = match &self.backing {
+            Backing::Cpu | Backing::WebGl1 { .. } => {
+                let rgba = crate::yuv::host_rgba(&planes, &m, &spec).map_err(js_err)?;
+                return self.from_pixels_bytes(&rgba, width, height, opts);
+            }
+            Backing::Wgpu { b, .. } => crate::yuv::check(&planes, &spec).and_then(|_| b.from_yuv(&self.dev, &planes, &m, &spec)),
+            Backing::WebGl { b, tex, .. } => crate::yuv::check(&planes, &spec).and_then(|_| {
+                // The pixel texture fromPixelsSource fills, reused while the size stays.
+                let mut slot = tex.borrow_mut();
+                let texture = match slot.take() {
+                    Some(t) if t.size() == (width, height) => t,
+                    _ => b.pixel_texture(width, height)?,
+                };
+                b.from_yuv_texture(&self.dev, slot.insert(texture), &planes, &m, &spec)
+            }),
+        }
+        .map_err(js_err)?;
         result(self.finish(t, dtype).map_err(js_err)?, &g, (width, height), dtype)
     }
 }

@@ -7,8 +7,8 @@ mod index;
 mod layout;
 pub(crate) mod matmul;
 mod matmul_cpu;
-pub(crate) mod matmul_i8;
 mod matmul_cpu_src;
+pub(crate) mod matmul_i8;
 pub(crate) mod reduce;
 mod widen;
 mod window;
@@ -48,6 +48,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &layout::COPY,
         &crate::image::FROM_PIXELS,
         &crate::image::PACK_U8,
+        &crate::image::YUV_TO_RGBA,
     ];
     // Then the generated register-blocked matmuls, every variant.
     files.into_iter().chain(matmul_cpu::all()).collect()
@@ -71,9 +72,7 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::Fill { value, .. } => create::fill(gpu, &res, *value)?,
         Op::Random { seed, dist, .. } => create::random(gpu, &res, *seed, *dist)?,
         Op::Unary(u) => elementwise::map(gpu, "unary", &u.launch()?, &[input(0)?], shapes, out, &res, || u.name().into())?,
-        Op::Binary(b) => {
-            elementwise::map(gpu, "binary", &b.launch()?, &[input(0)?, input(1)?], shapes, out, &res, || b.name().into())?
-        }
+        Op::Binary(b) => elementwise::map(gpu, "binary", &b.launch()?, &[input(0)?, input(1)?], shapes, out, &res, || b.name().into())?,
         Op::Where => {
             let ins = [input(0)?, input(1)?, input(2)?];
             elementwise::map(gpu, "where", &kernel::defs::where_launch()?, &ins, shapes, out, &res, || "where".into())?
