@@ -187,10 +187,12 @@ const YUV_FORMATS = { I420: 'I420', I420A: 'I420', NV12: 'NV12' };
 const YUV_MATRICES = new Set(['bt601', 'smpte170m', 'bt470bg', 'bt709']);
 
 /**
- * `fromPixels`, awaiting the capture where that is faster: on WebGPU and WebGL2, a video (its
- * current frame) or a `VideoFrame` in I420 or NV12 with a BT.601 / BT.709 matrix is copied out
- * in its own format (`VideoFrame.copyTo`, 1.5 bytes a pixel, no colour conversion) and goes
- * through `fromYUV`, instead of the browser's copy of the frame into a texture. Everything
+ * `fromPixels` with an awaited capture: on WebGPU and WebGL2, a video (its current frame) or a
+ * `VideoFrame` in I420 or NV12 with a BT.601 / BT.709 matrix is copied out in its own format
+ * (`VideoFrame.copyTo`, 1.5 bytes a pixel, no colour conversion) and goes through `fromYUV`,
+ * instead of the browser's RGBA copy of the frame into a texture. Faster where the browser
+ * holds frames in CPU memory (software rendering: 1.8x on WebGPU in BENCHMARKS.md); where
+ * frames live on the GPU, copyTo reads them back, so measure. Everything
  * else (other sources, formats or matrices, the CPU runtime, the webgl1 mode, browsers without
  * `VideoFrame`) takes `fromPixels`. The result is the same tensor either way, up to one byte
  * step where the browser's own YUV conversion rounds differently.

@@ -286,7 +286,9 @@ export declare function fromYUV(frame: YuvFrame, options?: FromPixelsOptions): T
 /** fromPixels, awaiting the capture: on WebGPU and WebGL2 a video or an I420 / NV12
  *  `VideoFrame` (BT.601 or BT.709) is copied out in its own format (`VideoFrame.copyTo`) and
  *  converted by fromYUV, which skips the browser's RGBA copy of the frame; anything else takes
- *  fromPixels. Same result, up to one byte step of the browser's own YUV conversion. */
+ *  fromPixels. Same result, up to one byte step of the browser's own YUV conversion. Faster
+ *  where frames sit in CPU memory (software rendering); where they live on the GPU, copyTo
+ *  reads them back, so measure. */
 export declare function fromPixelsAsync(source: PixelSource, options?: FromPixelsOptions): Promise<Tensor & { geometry: PixelGeometry }>;
 /** Maps `[x0, y0, x1, y1]` in model-input pixels back onto the source. */
 export declare function toSourceBox(box: [number, number, number, number], geometry: PixelGeometry): [number, number, number, number];
