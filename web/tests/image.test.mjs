@@ -426,6 +426,14 @@ test('fromPixels: bad input is a JS Error naming the problem, on every backend',
     if (loaded) tainted.getContext('2d').drawImage(img, 0, 0);
     const frame = new VideoFrame(c, { timestamp: 0 });
     frame.close();
+    const rejection = async (f) => {
+      try {
+        await f();
+        return 'no error';
+      } catch (e) {
+        return e instanceof Error ? e.message : `not an Error: ${e}`;
+      }
+    };
     for (const backend of ['webgpu', 'webgl', 'cpu']) {
       await pg.init({ backend, allowSoftware: true });
       out[backend] = {
@@ -436,6 +444,9 @@ test('fromPixels: bad input is a JS Error naming the problem, on every backend',
         unknown: msg(() => pg.fromPixels({ width: 4, height: 4 })),
         option: msg(() => pg.fromPixels(c, { sise: [4, 4] })),
         ok: pg.fromPixels(c, { size: [4, 4] }).shape,
+        asyncFrame: await rejection(() => pg.fromPixelsAsync(frame)),
+        asyncVideo: await rejection(() => pg.fromPixelsAsync(document.createElement('video'))),
+        asyncZero: await rejection(() => pg.fromPixelsAsync(c, { size: [0, 4] })),
       };
     }
     return out;
@@ -450,6 +461,9 @@ test('fromPixels: bad input is a JS Error naming the problem, on every backend',
     assert.match(e.unknown, /fromPixels: unsupported source/, `${backend}: ${e.unknown}`);
     assert.match(e.option, /unknown option 'sise'/, `${backend}: ${e.option}`);
     assert.deepEqual(e.ok, [1, 3, 4, 4]);
+    assert.match(e.asyncFrame, /fromPixelsAsync: the VideoFrame is closed/, `${backend}: ${e.asyncFrame}`);
+    assert.match(e.asyncVideo, /fromPixelsAsync: the video is 0x0 pixels/, `${backend}: ${e.asyncVideo}`);
+    assert.match(e.asyncZero, /size \[0, 4\] has a zero side/, `${backend}: ${e.asyncZero}`);
   }
 });
 
