@@ -331,6 +331,10 @@ pub async fn max_pool(dev: &Device, read: Read) -> Outcome {
     // Rows of even length (WebGL's texel-at-a-time gradient: 14 straddles texels), H odd.
     ws.push(("k2s2_w8", vec![2, 3, 7, 8], Window::square(2, 2, 0)));
     ws.push(("k2s2_w14", vec![1, 3, 5, 14], Window::square(2, 2, 0)));
+    // Odd rows (the cnn's 11x11 maps; WebGL's per-pixel four-tap gradient): the last column
+    // and row lie in no window.
+    ws.push(("k2s2_w11", vec![2, 3, 11, 11], Window::square(2, 2, 0)));
+    ws.push(("k2s2_w7", vec![1, 2, 6, 7], Window::square(2, 2, 0)));
     ws.push(("k3s1_overlap", vec![1, 2, 6, 7], Window::square(3, 1, 0)));
     ws.push(("whole_image", vec![2, 2, 5, 4], Window { kh: 5, kw: 4, stride_h: 1, stride_w: 1, pad_h: 0, pad_w: 0 }));
     let mut cases = Vec::new();

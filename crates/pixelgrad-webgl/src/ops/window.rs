@@ -68,11 +68,11 @@ pub(crate) fn max_pool_grad(sh: &Rc<Shared>, x: &GlTensor, dy: &GlTensor, s: &Sh
     super::gl1::loop_bound(sh, "max_pool_grad", bound, w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("max_pool_grad", "window does not fit"))?;
     let mut pass = window_pass("max_pool_grad", x, w, c, h, wd, oh, ow).input("u_b", dy);
-    // 2x2 windows at stride 2 over rows of even length: a texel (two pixel pairs) at a time
-    // (CONFIG 1).
+    // 2x2 windows at stride 2 without padding: over rows of even length a texel (two pixel
+    // pairs) at a time (CONFIG 1), otherwise the one window's four taps per pixel (CONFIG 2).
     let pairs = (w.kh, w.kw, w.stride_h, w.stride_w, w.pad_h, w.pad_w) == (2, 2, 2, 2, 0, 0);
-    if !sh.gl1 && pairs && wd % 2 == 0 && (oh, ow) == (h / 2, wd / 2) {
-        pass.spec.config = 1;
+    if !sh.gl1 && pairs {
+        pass.spec.config = if wd % 2 == 0 && (oh, ow) == (h / 2, wd / 2) { 1 } else { 2 };
     }
     sh.run(pass, s.numel())
 }

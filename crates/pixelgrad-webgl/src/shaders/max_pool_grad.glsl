@@ -4,6 +4,36 @@
 // maximum: the CPU's sums, in its order.
 uniform highp sampler2D u_b;
 
+#if CONFIG == 1 || CONFIG == 2
+// One more tap of a window, in window_max's order and rule: (maximum, ties).
+vec2 tap(vec2 mt, float v) {
+    return v > mt.x ? vec2(v, 1.0) : (v == mt.x ? vec2(mt.x, mt.y + 1.0) : mt);
+}
+#endif
+
+#if CONFIG == 2
+// 2x2 windows, stride 2, no padding, any W and H (window.rs checks): each pixel lies in at
+// most one window (an odd last row or column in none), whose four taps are read directly.
+// The general path's sum over that one window is 0 + dy / ties, the same value.
+float compute(int i) {
+    int hw = u_h * u_w;
+    int plane = i / hw;
+    int q = i - plane * hw;
+    int y = q / u_w;
+    int x = q - y * u_w;
+    int oy = y >> 1;
+    int ox = x >> 1;
+    if (oy >= u_oh || ox >= u_ow) return 0.0;
+    int tl = plane * hw + 2 * oy * u_w + 2 * ox;
+    float a = fetch(u_x, tl);
+    float b = fetch(u_x, tl + 1);
+    float c = fetch(u_x, tl + u_w);
+    float d = fetch(u_x, tl + u_w + 1);
+    vec2 m = tap(tap(tap(vec2(a, 1.0), b), c), d);
+    float v = (y & 1) == 0 ? ((x & 1) == 0 ? a : b) : ((x & 1) == 0 ? c : d);
+    return v == m.x ? fetch(u_b, (plane * u_oh + oy) * u_ow + ox) / m.y : 0.0;
+}
+#else
 float compute(int i) {
     int hw = u_h * u_w;
     int plane = i / hw;
@@ -26,17 +56,13 @@ float compute(int i) {
     }
     return acc;
 }
+#endif
 
 #if CONFIG == 1
 // 2x2 windows, stride 2, no padding, W even (window.rs checks): a texel is two pairs of
 // neighbouring pixels of one row, each pair covered by one window, whose taps are two pairs
 // of x that each lie in one texel: 2 texel reads of x and 1 read of dy per pair.
 #define PG_COMPUTE4
-
-// One more tap of a window, in window_max's order and rule: (maximum, ties).
-vec2 tap(vec2 mt, float v) {
-    return v > mt.x ? vec2(v, 1.0) : (v == mt.x ? vec2(mt.x, mt.y + 1.0) : mt);
-}
 
 // The gradient of pixels i and i + 1 (i even: one pair of one window's row).
 vec2 pair_grad(int i) {
