@@ -45,6 +45,9 @@ pub struct BenchArgs {
     pub json_out: Option<std::path::PathBuf>,
 }
 
+/// One row of the passes table: workload, optimizer, and per backend (SGD, Adam) launches.
+type PassRow<'a> = (&'a Train, &'static str, Vec<Option<(u64, u64)>>);
+
 /// Calls per second of `f` over at least `secs` seconds and `min` calls. `f(true)` must end with a
 /// readback. `warm` warm-up calls, the last read back, come first: they compile kernels, fill
 /// buffer pools and record step plans (replayed from the fifth step), and on lavapipe the
@@ -364,7 +367,7 @@ pub fn run(a: BenchArgs) -> CliResult<()> {
         }
     }
     // Passes per replayed step, per (workload, optimizer): one value per backend.
-    let mut passes: Vec<(&Train, &str, Vec<Option<(u64, u64)>>)> = Vec::new();
+    let mut passes: Vec<PassRow> = Vec::new();
     if !a.no_passes {
         for (i, w) in TRAIN.iter().enumerate().filter(|(_, w)| want(w.name)) {
             for opt in ["sgd", "adam"] {

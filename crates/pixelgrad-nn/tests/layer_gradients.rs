@@ -31,10 +31,11 @@ fn numeric(v: &[f64], i: usize, loss: &dyn Fn(&[f64]) -> f64) -> f64 {
 }
 
 fn assert_close(what: &str, analytic: &[f64], v: &[f64], loss: &dyn Fn(&[f64]) -> f64) {
-    for i in 0..v.len() {
+    assert_eq!(analytic.len(), v.len(), "{what}: gradient length");
+    for (i, &a) in analytic.iter().enumerate() {
         let n = numeric(v, i, loss);
-        let err = (analytic[i] - n).abs() / (1.0 + n.abs());
-        assert!(err < 1e-6, "{what}[{i}]: autodiff {} vs numeric {n}", analytic[i]);
+        let err = (a - n).abs() / (1.0 + n.abs());
+        assert!(err < 1e-6, "{what}[{i}]: autodiff {a} vs numeric {n}");
     }
 }
 
