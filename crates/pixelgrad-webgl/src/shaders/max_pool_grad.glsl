@@ -9,6 +9,15 @@ uniform highp sampler2D u_b;
 vec2 tap(vec2 mt, float v) {
     return v > mt.x ? vec2(v, 1.0) : (v == mt.x ? vec2(mt.x, mt.y + 1.0) : mt);
 }
+
+// Element i of x as (image plane, row, column).
+ivec3 pixel_of(int i) {
+    int hw = u_h * u_w;
+    int plane = i / hw;
+    int q = i - plane * hw;
+    int y = q / u_w;
+    return ivec3(plane, y, q - y * u_w);
+}
 #endif
 
 #if CONFIG == 2
@@ -16,11 +25,11 @@ vec2 tap(vec2 mt, float v) {
 // most one window (an odd last row or column in none), whose four taps are read directly.
 // The general path's sum over that one window is 0 + dy / ties, the same value.
 float compute(int i) {
+    ivec3 p = pixel_of(i);
     int hw = u_h * u_w;
-    int plane = i / hw;
-    int q = i - plane * hw;
-    int y = q / u_w;
-    int x = q - y * u_w;
+    int plane = p.x;
+    int y = p.y;
+    int x = p.z;
     int oy = y >> 1;
     int ox = x >> 1;
     if (oy >= u_oh || ox >= u_ow) return 0.0;
@@ -66,11 +75,11 @@ float compute(int i) {
 
 // The gradient of pixels i and i + 1 (i even: one pair of one window's row).
 vec2 pair_grad(int i) {
+    ivec3 p = pixel_of(i);
     int hw = u_h * u_w;
-    int plane = i / hw;
-    int q = i - plane * hw;
-    int y = q / u_w;
-    int x = q - y * u_w;
+    int plane = p.x;
+    int y = p.y;
+    int x = p.z;
     int oy = y >> 1;
     if (oy >= u_oh) return vec2(0.0);
     int row = plane * hw + 2 * oy * u_w + x;
