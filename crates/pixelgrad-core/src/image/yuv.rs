@@ -112,7 +112,9 @@ impl YuvPlanes<'_> {
     }
 
     /// 8-bit RGBA (alpha 255), rows packed: each channel `floor(v * 255 + 0.5)` of
-    /// [`YuvMatrix::rgb`]'s `v` (the nearest byte, ties up), as the GPU kernels round.
+    /// [`YuvMatrix::rgb`]'s `v` (the nearest byte, ties up), as the GPU kernels round. The same
+    /// operations in the same order as `rgb`, with the per-luma and per-chroma terms computed
+    /// once (a test checks every pixel against `rgb`).
     pub fn to_rgba8(&self, m: &YuvMatrix, what: &str) -> Result<Vec<u8>> {
         let (w, h) = (self.width, self.height);
         if w == 0 || h == 0 {
@@ -123,13 +125,30 @@ impl YuvPlanes<'_> {
         let (luma, chroma) = nv12.split_at(w * h);
         let cw = w.div_ceil(2);
         let mut out = vec![255u8; w * h * 4];
+        // YuvMatrix::rgb's operations in its order, with the per-sample terms computed once:
+        // Y' per luma value, the chroma terms per pair (the same values, so the same bytes).
+        let (a, b, c) = m.range();
+        let luma_of: Vec<f64> = (0..=255u8).map(|y| f64::from(y) * a + b).collect();
+        let (kr, kb) = (m.kr, m.kb);
+        let (rk, bk, gd) = (2.0 * (1.0 - kr), 2.0 * (1.0 - kb), 1.0 - kr - kb);
+        let byte = |v: f64| (v.clamp(0.0, 1.0) * 255.0 + 0.5).floor() as u8;
+        let mut terms = vec![(0.0, 0.0); cw];
         for (yy, (row, dst)) in luma.chunks_exact(w).zip(out.chunks_exact_mut(4 * w)).enumerate() {
-            let pairs = &chroma[(yy / 2) * 2 * cw..][..2 * cw];
-            for (xx, (&l, px)) in row.iter().zip(dst.chunks_exact_mut(4)).enumerate() {
-                let rgb = m.rgb(f64::from(l), f64::from(pairs[xx & !1]), f64::from(pairs[(xx & !1) + 1]));
-                for (d, v) in px.iter_mut().zip(rgb) {
-                    *d = (v * 255.0 + 0.5).floor() as u8;
+            if yy % 2 == 0 {
+                let pairs = &chroma[(yy / 2) * 2 * cw..][..2 * cw];
+                for (t, p) in terms.iter_mut().zip(pairs.chunks_exact(2)) {
+                    let (u, v) = ((f64::from(p[0]) - 128.0) * c, (f64::from(p[1]) - 128.0) * c);
+                    *t = (rk * v, bk * u);
                 }
+            }
+            for (xx, (&l, px)) in row.iter().zip(dst.chunks_exact_mut(4)).enumerate() {
+                let (rv, bu) = terms[xx / 2];
+                let yp = luma_of[usize::from(l)];
+                let (r, bl) = (yp + rv, yp + bu);
+                let g = (yp - kr * r - kb * bl) / gd;
+                px[0] = byte(r);
+                px[1] = byte(g);
+                px[2] = byte(bl);
             }
         }
         Ok(out)
@@ -234,5 +253,27 @@ mod tests {
         assert!(empty.to_nv12("t").unwrap_err().to_string().contains("0x3"));
         let short = YuvPlanes { v: &v[..3], ..i420 };
         assert!(short.to_nv12("t").unwrap_err().to_string().contains("too small"));
+    }
+
+    #[test]
+    fn rgba8_equals_rgb_per_pixel_rounded() {
+        let (w, h) = (7, 5);
+        let y: Vec<u8> = (0..w * h).map(|i| (i * 53 % 256) as u8).collect();
+        let (cw, ch) = (4, 3);
+        let u: Vec<u8> = (0..cw * ch).map(|i| (i * 97 % 256) as u8).collect();
+        let v: Vec<u8> = (0..cw * ch).map(|i| (255 - i * 31 % 256) as u8).collect();
+        let planes =
+            YuvPlanes { format: YuvFormat::I420, width: w, height: h, y: &y, y_stride: w, u: &u, u_stride: cw, v: &v, v_stride: cw };
+        for m in [YuvMatrix::bt601(false), YuvMatrix::bt709(true)] {
+            let out = planes.to_rgba8(&m, "t").unwrap();
+            for py in 0..h {
+                for px in 0..w {
+                    let k = (py / 2) * cw + px / 2;
+                    let want = m.rgb(f64::from(y[py * w + px]), f64::from(u[k]), f64::from(v[k])).map(|c| (c * 255.0 + 0.5).floor() as u8);
+                    let o = 4 * (py * w + px);
+                    assert_eq!(&out[o..o + 4], &[want[0], want[1], want[2], 255], "pixel ({px}, {py}) {m:?}");
+                }
+            }
+        }
     }
 }
