@@ -193,9 +193,11 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
         Op::Where => {
             let (c, a, b) = (&x[0], &x[1], &x[2]);
             let zero = Tensor::scalar(g.device(), 0.0)?;
-            let ga = Tensor::select(c, g, &zero)?;
-            let gb = Tensor::select(c, &zero, g)?;
-            Ok(vec![None, Some(sum_to_shape(&ga, a.shape())?), Some(sum_to_shape(&gb, b.shape())?)])
+            // As for binary ops, a constant branch gets no gradient: summing one for a scalar
+            // `0` (a mask's other branch) would be a whole reduction per step.
+            let ga = if a.requires_grad() { Some(sum_to_shape(&Tensor::select(c, g, &zero)?, a.shape())?) } else { None };
+            let gb = if b.requires_grad() { Some(sum_to_shape(&Tensor::select(c, &zero, g)?, b.shape())?) } else { None };
+            Ok(vec![None, ga, gb])
         }
         Op::Reduce { op, axis } => {
             let a = &x[0];

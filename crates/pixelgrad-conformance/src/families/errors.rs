@@ -85,6 +85,22 @@ pub async fn errors(dev: &Device, read: Read) -> Outcome {
             other => check(Err(format!("errors/cross_entropy_bad_class {bad}: expected a NaN loss, got {other:?}"))),
         }
     }
+    // Masked classes (logits of -inf outside the target) are a valid input: a finite loss,
+    // and a gradient of exactly 0 at the masked logits, never NaN.
+    let masked = t(&[f32::NEG_INFINITY, 1.0, 2.0, 0.5, f32::NEG_INFINITY, f32::NEG_INFINITY], &[2, 3])?.with_grad();
+    let y = t(&[2.0, 0.0], &[2])?;
+    let want = (1.0f64.exp() + 2.0f64.exp()).ln() / 2.0 - 1.0;
+    let loss = pixelgrad_core::composite::cross_entropy(&masked, &y);
+    match run_and_read(read, || loss.clone()).await {
+        Ok(v) if v.len() == 1 && (v[0] - want).abs() < 1e-5 => {}
+        other => check(Err(format!("errors/cross_entropy_masked: expected {want}, got {other:?}"))),
+    }
+    let grad =
+        loss.and_then(|l| l.backward()).and_then(|_| masked.grad().ok_or_else(|| Error::Autodiff("no gradient for the logits".into())));
+    match run_and_read(read, || grad).await {
+        Ok(g) if g.len() == 6 && [0, 4, 5].iter().all(|&i| g[i] == 0.0) && g.iter().all(|x| x.is_finite()) => {}
+        other => check(Err(format!("errors/cross_entropy_masked: expected 0 gradients at masked logits, got {other:?}"))),
+    }
     // Index values are only known at run time. The CPU backends check them and must return a
     // typed error; a GPU backend cannot without a blocking readback of every index tensor, so
     // there any result is accepted as long as nothing panics and the device stays usable.

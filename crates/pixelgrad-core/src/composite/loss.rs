@@ -22,6 +22,14 @@ pub fn mse(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
 /// whole loss and its gradient are elementwise ops and reductions, which the GPU backends fuse
 /// (no gather / scatter-add passes). A class outside `0..C`, or not a whole number, makes the
 /// loss NaN instead of silently picking nothing.
+///
+/// It is written per row, `mean_i (logsumexp_i - logits[i, y_i])`, with the picked logit a
+/// row sum of the masked logits. Then the gradient is elementwise, `(softmax - one_hot) / N`:
+/// each row's log-sum-exp and picked logit enter the loss once, so no row sum of the incoming
+/// gradient is needed (the form `sum(one_hot * (logits - lse))` needs one, because autodiff
+/// cannot know that a one-hot row sums to 1). The forward reductions run one output per row
+/// instead of one over all `N * C` elements. Logits of `-inf` outside the target class (masked
+/// classes) give a finite loss.
 pub fn cross_entropy(logits: &Tensor, classes: &Tensor) -> Result<Tensor> {
     if logits.rank() != 2 || classes.rank() != 1 || classes.dims()[0] != logits.dims()[0] {
         return Err(shapes_err("cross_entropy", logits, classes, "expects logits [N, C] and class indices [N]"));
@@ -35,8 +43,11 @@ pub fn cross_entropy(logits: &Tensor, classes: &Tensor) -> Result<Tensor> {
     let above = y.gt_scalar(c as f32 - 1.0)?;
     let fractional = y.floor()?.eq(&y)?.affine(-1.0, 1.0)?;
     let bad = below.maximum(&above)?.maximum(&fractional)?;
-    let poison = Tensor::select(&bad, &Tensor::scalar(dev, f32::NAN)?, &Tensor::scalar(dev, 0.0)?)?;
-    cross_entropy_one_hot(logits, &one_hot.add(&poison)?)
+    let zero = Tensor::scalar(dev, 0.0)?;
+    let poison = Tensor::select(&bad, &Tensor::scalar(dev, f32::NAN)?, &zero)?;
+    let picked = Tensor::select(&one_hot, logits, &zero)?.sum_axis(1, true)?;
+    let n = logits.dims()[0].max(1) as f32;
+    logits.logsumexp(1, true)?.sub(&picked)?.add(&poison)?.sum_all()?.mul_scalar(1.0 / n)
 }
 
 /// Cross-entropy from logits `[N, C]` and one-hot (or soft) targets `[N, C]`:
