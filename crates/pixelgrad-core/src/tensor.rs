@@ -731,7 +731,19 @@ impl Tensor {
         }
         self.op1(Op::Reshape(shape))
     }
+    /// Reorders axes: output axis `i` is input axis `perm[i]` ([`Op::Permute`]). When only
+    /// size-1 axes move (NHWC to NCHW with one channel, say), the elements keep their order
+    /// and this is a [`Tensor::reshape`]: no copy on any backend.
     pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
+        let dims = self.dims();
+        let mut seen = vec![false; dims.len()];
+        let valid = perm.len() == dims.len() && perm.iter().all(|&p| p < dims.len() && !std::mem::replace(&mut seen[p], true));
+        if valid {
+            let kept: Vec<usize> = perm.iter().copied().filter(|&p| dims[p] != 1).collect();
+            if kept.windows(2).all(|w| w[0] < w[1]) {
+                return self.reshape(perm.iter().map(|&p| dims[p]).collect::<Vec<_>>());
+            }
+        }
         self.op1(Op::Permute(perm.to_vec()))
     }
     /// Swaps two axes.

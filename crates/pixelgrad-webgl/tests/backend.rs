@@ -173,6 +173,31 @@ fn pass_log_names_programs_and_sizes() {
     assert!(b.take_pass_log().is_empty());
 }
 
+/// A permute that moves only size-1 axes (a one-channel NHWC batch turned NCHW, as every
+/// image model built from a layer list starts) is a reshape: its consumer reads the input
+/// texture as it is, with no copy drawn. A real permutation still draws its copy.
+#[test]
+fn permuting_only_unit_axes_draws_no_copy() {
+    let b = default_backend();
+    let dev = Device::new(b.clone());
+    let v: Vec<f32> = (0..2 * 6 * 5).map(|i| i as f32).collect();
+    let x = Tensor::from_vec(&dev, &v, [2, 6, 5, 1]).unwrap();
+    let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
+    let xc = Tensor::from_vec(&cpu, &v, [2, 6, 5, 1]).unwrap();
+    for (perm, copies) in [([0, 3, 1, 2], 0), ([0, 3, 2, 1], 1)] {
+        b.set_pass_log(true);
+        let y = x.permute(&perm).unwrap().neg().unwrap();
+        let got = y.to_vec().unwrap();
+        let log = b.take_pass_log();
+        b.set_pass_log(false);
+        let want = xc.permute(&perm).unwrap().neg().unwrap().to_vec().unwrap();
+        assert_eq!(y.dims(), perm.iter().map(|&p| [2, 6, 5, 1][p]).collect::<Vec<_>>());
+        assert_eq!(got, want, "{perm:?}");
+        let drawn = log.iter().filter(|l| !l.starts_with("fused neg") && !l.starts_with("neg")).count();
+        assert_eq!(drawn, copies, "{perm:?}: {log:?}");
+    }
+}
+
 #[test]
 fn report_and_name() {
     let b = default_backend();

@@ -52,6 +52,11 @@ pub async fn permute(dev: &Device, read: Read) -> Outcome {
         (&[2, 3, 4, 5], &[3, 1, 0, 2]),
         (&[7], &[0]),
         (&[64, 520], &[1, 0]),
+        // Only size-1 axes move (NHWC to NCHW with one channel): a reshape, no copy.
+        (&[2, 5, 4, 1], &[0, 3, 1, 2]),
+        (&[3, 1, 4], &[1, 0, 2]),
+        // Size-1 axes move and the others swap: still a permutation.
+        (&[2, 1, 3], &[2, 1, 0]),
     ];
     let cases: Vec<Case> = geoms
         .iter()
