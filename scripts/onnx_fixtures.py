@@ -628,6 +628,17 @@ def quant_cases():
     n = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], name="qsoftmax", domain="com.microsoft", axis=-1, opset=13)
     case("qlinearsoftmax", [n], [("x", q8((2, 3, 10), np.uint8), None)], [("y", U8)], [("xs", np.array(0.1, np.float32)), ("xz", xz), ("ys", np.array(1 / 256, np.float32)),
          ("yz", np.array(0, np.uint8))], tol=1.0, tags=tag, atol=1.0, ms=True)
+    # int8 as the quantiser writes it (output scale 1/256, zero point -128): onnxruntime's kernel
+    # casts its int32 result to int8 without saturating, so a probability of at least 511/512
+    # wraps to -128. Rows with a margin of 100 (p = 1) wrap; rows of small logits (xs 1, spread
+    # under 3) do not. No row lies near the boundary, where float rounding could flip it.
+    xi8 = np.array([[[100, 0, -5, 3, -128, 7, 1, 0, 2, -1], [-20, -20, 80, -20, -19, -30, -25, -21, -22, -20], [1, 0, 2, 1, 0, -1, 2, 1, 0, 1]],
+                    [[0, 1, 2, 0, 1, 2, 0, 1, 2, 0], [-128, 127, -128, -128, -128, -128, -128, -128, -128, -128], [3, 3, 3, 3, 3, 3, 3, 3, 3, 3]]], np.int8)
+    case("qlinearsoftmax_i8_wraps", [n], [("x", xi8, None)], [("y", I8)], [("xs", np.array(1.0, np.float32)), ("xz", np.array(-6, np.int8)),
+         ("ys", np.array(1 / 256, np.float32)), ("yz", np.array(-128, np.int8))], tol=1.0, tags=tag, atol=1.0, ms=True)
+    # uint8 with a y_scale whose inverse is not whole (onnxruntime multiplies by floor(1 / y_scale)).
+    case("qlinearsoftmax_u8_scale", [n], [("x", q8((2, 3, 10), np.uint8), None)], [("y", U8)], [("xs", np.array(0.02, np.float32)), ("xz", xz),
+         ("ys", np.array(0.0031, np.float32)), ("yz", np.array(3, np.uint8))], tol=1.0, tags=tag, atol=1.0, ms=True)
     qio = [("xs", xs), ("xz", xz), ("ys", np.array(0.015, np.float32)), ("yz", np.array(40, np.uint8))]
     n = helper.make_node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], name="qavgpool", domain="com.microsoft", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     case("qlinearaveragepool", [n], [("x", xq, None)], [("y", U8)], qio, tol=1.0, tags=tag, atol=1.0, ms=True)

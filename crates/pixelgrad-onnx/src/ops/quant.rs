@@ -240,7 +240,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 x.softmax(norm_axis(node, node.int("axis", -1)?, r)? as isize)?
             };
             let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
-            one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
+            one(softmax_output(cx, ins, &y, dt)?, dt)
         }
         _ => Ok(None),
     }
@@ -451,6 +451,32 @@ fn quantize_output(cx: &Cx, ins: &[Option<V>], y: &Tensor, s: usize, z: usize, d
     let st = param(cx, ins, s, y.rank(), 1)?.ok_or_else(|| cx.err(format!("scale input {s} is missing")))?;
     let zt = param(cx, ins, z, y.rank(), 1)?;
     Ok(quantize(y, &st, zt.as_ref(), dt)?)
+}
+
+/// `QLinearSoftmax`'s output from the probabilities `p`, as onnxruntime's kernel computes it
+/// (a com.microsoft op: that kernel is its definition): `q = round_half_even(p · floor(1 /
+/// y_scale)) + y_zero_point` in `i32`, then for `uint8` `min(q, 255)`, and for `int8` a cast
+/// that keeps the low 8 bits for `q` up to 255 and gives -1 above: it does not saturate, so
+/// with the quantiser's int8 output parameters (scale 1/256, zero point -128) a probability
+/// of at least 511/512 comes out as -128, i.e. 0. pixelgrad follows it so that imported models
+/// give onnxruntime's outputs; the README says so.
+fn softmax_output(cx: &Cx, ins: &[Option<V>], p: &Tensor, dt: DType) -> Result<Tensor> {
+    if range(dt).is_none() {
+        return Err(cx.err(format!("output type {dt} is not supported (uint8 and int8 are)")));
+    }
+    let s = param(cx, ins, 3, p.rank(), 1)?.ok_or_else(|| cx.err("y_scale (input 3) is missing"))?;
+    let mut q = round_half_even(&p.mul(&s.recip()?.floor()?)?)?;
+    if let Some(z) = param(cx, ins, 4, p.rank(), 1)? {
+        q = q.add(&z)?;
+    }
+    Ok(match dt {
+        DType::I8 => {
+            // q >= -128 (p >= 0): 128..=255 wrap to q - 256, anything above is -1.
+            let wrapped = q.sub(&q.gt_scalar(127.0)?.mul_scalar(256.0)?)?;
+            wrapped.sub(&wrapped.add_scalar(1.0)?.mul(&q.gt_scalar(255.0)?)?)?
+        }
+        _ => q.max_scalar(0.0)?.min_scalar(255.0)?,
+    })
 }
 
 /// The requantisation multiplier `alpha · a_scale · b_scale / y_scale` (`y_scale` at index
