@@ -794,6 +794,30 @@ def write_quantized_models(ppocr_dir):
     shutil.rmtree(tmp)
 
 
+def write_f16_model():
+    """A float16 model as converters write it (every weight and the input float16): conv,
+    batch norm (folded into the conv at load), ReLU, global average pool, Gemm. Its expected
+    output is onnxruntime's f32 run of the same weights, widened."""
+    rng = np.random.default_rng(16)
+    H = TensorProto.FLOAT16
+    w = rng.normal(0, np.sqrt(2 / 27), (16, 3, 3, 3))
+    bn = [rng.uniform(0.5, 1.5, 16), rng.uniform(-0.1, 0.1, 16), rng.uniform(-0.1, 0.1, 16), rng.uniform(0.5, 1.5, 16)]
+    fw, fb = rng.normal(0, np.sqrt(2 / 16), (10, 16)), rng.uniform(-0.1, 0.1, 10)
+    nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), node("BatchNormalization", ["c", "g", "b", "m", "v"], ["n"]),
+             node("Relu", ["n"], ["r"]), node("GlobalAveragePool", ["r"], ["p"]), node("Flatten", ["p"], ["f"]),
+             node("Gemm", ["f", "fw", "fb"], ["y"], transB=1)]
+    x = rng.uniform(-1, 1, (2, 3, 12, 12))
+    out = {}
+    for dt, np_dt in [(H, np.float16), (F, np.float32)]:
+        inits = [numpy_helper.from_array(a.astype(np_dt), n) for n, a in zip(["w", "g", "b", "m", "v", "fw", "fb"], [w, *bn, fw, fb])]
+        g = helper.make_graph(nodes, "conv_bn_f16", [helper.make_tensor_value_info("x", dt, [None, 3, 12, 12])], [helper.make_tensor_value_info("y", dt, None)], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="pixelgrad-fixtures")
+        m.ir_version = 8
+        out[np_dt] = (m.SerializeToString(), run_ort(m.SerializeToString(), {"x": x.astype(np_dt)}))
+    want = [(k, v.astype(np.float32)) for k, v in out[np.float32][1]]
+    save_case("models", "conv_bn_f16", out[np.float16][0], {"x": x.astype(np.float16)}, want, tol=1e-2, tags=["f16"])
+
+
 def write_bad_models():
     """Models pixelgrad must refuse with a clear error (no expected outputs)."""
     d = os.path.join(OUT, "bad")
@@ -831,6 +855,7 @@ def main():
     write_light_models()
     write_quantized_models(PPOCR)
     write_ppocr()
+    write_f16_model()
     write_bad_models()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"onnx": onnx.__version__, "onnxruntime": ort.__version__, "cases": MANIFEST}, f, indent=1)

@@ -178,7 +178,7 @@ impl Model {
 
     /// `Conv → BatchNormalization` (inference form, constant statistics, the conv output used
     /// only by the batch norm) becomes one `Conv` with `W' = W * s`, `b' = (b - mean) * s + beta`
-    /// where `s = scale / sqrt(var + eps)` per output channel.
+    /// where `s = scale / sqrt(var + eps)` per output channel, in the weight's float type.
     fn fold_batch_norms(&mut self) -> Result<()> {
         let (uses, producer) = self.uses_and_producers();
         let mut remove = HashSet::new();
@@ -222,8 +222,11 @@ impl Model {
             let bname = format!("{}.folded_bias", conv.name);
             let wshape = w.shape.clone();
             let out = bn.outputs[0].clone();
-            self.constants.insert(wname.clone(), HostTensor::f32(wshape, w2));
-            self.constants.insert(bname.clone(), HostTensor::f32(vec![m], b2));
+            // Folded half-precision weights stay half precision (rounded once, after the
+            // fold): a float16 model keeps its f16 storage by default.
+            let dtype = if matches!(w.dtype, DType::F16 | DType::BF16) { w.dtype } else { DType::F32 };
+            self.constants.insert(wname.clone(), HostTensor::f32(wshape, w2).cast(dtype));
+            self.constants.insert(bname.clone(), HostTensor::f32(vec![m], b2).cast(dtype));
             let conv = &mut self.nodes[c];
             conv.inputs = vec![conv.inputs[0].clone(), wname, bname];
             conv.outputs = vec![out];

@@ -134,3 +134,24 @@ fn opt_in_f16_products_stay_within_1e_2_on_ppocr_cls() {
         assert!(errs.iter().all(|&e| e <= 1.0), "{}: error {errs:?} of 1e-2", case.name);
     }
 }
+
+/// A float16 model (every weight and the input float16) keeps f16 storage by default
+/// (`WeightStorage::Auto`), also for the convolution weights the loader folds a batch norm
+/// into: they are folded in f64 and rounded to f16 once, so the weights take half the bytes
+/// of an f32 session and the output stays within 1e-2 of onnxruntime's f32 run.
+#[test]
+fn float16_models_keep_f16_storage_through_folded_batch_norms() {
+    let case = common::cases("models").into_iter().find(|c| c.name == "conv_bn_f16").expect("the conv_bn_f16 fixture");
+    let model = Rc::new(Model::load(case.dir.join("model.onnx")).unwrap());
+    assert_eq!(model.stats.folded_batch_norms, 1);
+    for dev in devices() {
+        let _g = pixelgrad_core::no_grad();
+        let half = Session::with_storage(model.clone(), &dev, WeightStorage::Auto).unwrap();
+        assert_eq!(half.weight_storage(), "f16", "on {}", dev.name());
+        let errs = common::compare(&case, &half).unwrap_or_else(|e| panic!("on {}: {e}", dev.name()));
+        assert!(errs.iter().all(|&e| e <= 1.0), "on {}: error {errs:?} of 1e-2", dev.name());
+        let full = Session::with_storage(model.clone(), &dev, WeightStorage::F32).unwrap();
+        let (h, f) = (half.device_weight_bytes() as f64, full.device_weight_bytes() as f64);
+        assert!(h <= 0.55 * f && h >= 0.45 * f, "on {}: f16 weights take {h} bytes, f32 {f}", dev.name());
+    }
+}
