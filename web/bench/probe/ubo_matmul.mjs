@@ -4,7 +4,10 @@
 //   tex4   A and B from RGBA32F textures, 4 targets (pixelgrad's block kernel, "nn");
 //   tex8   the same with 8x4 blocks on 8 targets;
 //   ubo4   A from a texture, B from uniform blocks (64 KiB each), 4 targets;
-//   ubo8   ubo4 with 8x4 blocks on 8 targets.
+//   ubo8   ubo4 with 8x4 blocks on 8 targets;
+//   tex4u, tex8u  tex4 / tex8 with the loop bound a uniform instead of a constant;
+//   prod4, prod4n, prod8n  pixelgrad's in-place "nn" kernel (flat texel streams) with
+//          texelFetch, with texture() at texel centres, and with 8x4 blocks.
 // Prints ms per draw (readPixels-synchronised) and the max error against the host product.
 //
 //   node web/bench/probe/ubo_matmul.mjs [M K N] [--reps R]
