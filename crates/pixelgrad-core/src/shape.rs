@@ -67,6 +67,15 @@ impl Shape {
         contiguous_strides(&self.0)
     }
     /// Resolves a possibly negative axis against this rank.
+    /// The dims after `perm` when it is a valid permutation that moves only size-1 axes (the
+    /// others keep their order, so the elements keep theirs): a reshape. `None` otherwise.
+    pub fn permuted_in_place(&self, perm: &[usize]) -> Option<Vec<usize>> {
+        let dims = self.dims();
+        let mut seen = vec![false; dims.len()];
+        let valid = perm.len() == dims.len() && perm.iter().all(|&p| p < dims.len() && !std::mem::replace(&mut seen[p], true));
+        let kept: Vec<usize> = perm.iter().copied().filter(|&p| valid && dims[p] != 1).collect();
+        (valid && kept.windows(2).all(|w| w[0] < w[1])).then(|| perm.iter().map(|&p| dims[p]).collect())
+    }
     pub fn axis(&self, op: &'static str, axis: isize) -> Result<usize> {
         let r = self.rank() as isize;
         let a = if axis < 0 { axis + r } else { axis };
@@ -168,6 +177,18 @@ mod tests {
         assert_eq!(broadcast_shapes(&[&a, &b]).unwrap(), Shape::from([4, 5, 3]));
         assert!(broadcast_shapes(&[&Shape::from([2]), &Shape::from([3])]).is_none());
         assert_eq!(broadcast_strides(&b, &Shape::from([4, 5, 3])), vec![0, 1, 0]);
+    }
+
+    #[test]
+    fn permutes_that_move_only_unit_axes() {
+        let s = Shape::from([2, 5, 4, 1]);
+        assert_eq!(s.permuted_in_place(&[0, 3, 1, 2]), Some(vec![2, 1, 5, 4]));
+        assert_eq!(s.permuted_in_place(&[0, 1, 2, 3]), Some(vec![2, 5, 4, 1]));
+        // A real reordering, a repeated axis, a wrong length, an axis out of range.
+        for perm in [&[0, 3, 2, 1][..], &[0, 0, 1, 2], &[0, 1, 2], &[0, 1, 2, 4]] {
+            assert_eq!(s.permuted_in_place(perm), None, "{perm:?}");
+        }
+        assert_eq!(Shape::from([1, 1]).permuted_in_place(&[1, 0]), Some(vec![1, 1]));
     }
 
     #[test]

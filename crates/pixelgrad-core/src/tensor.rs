@@ -246,12 +246,7 @@ impl Tensor {
     pub fn from_vec(device: &Device, data: &[f32], shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
         if data.len() != shape.numel() {
-            return Err(Error::Shape {
-                op: "from_vec",
-                shapes: vec![shape.0.clone()],
-                backend: device.name(),
-                msg: format!("{} values given for {} elements", data.len(), shape.numel()),
-            });
+            return Err(count_mismatch("from_vec", &shape, device, data.len()));
         }
         let storage = device.backend.upload(data)?;
         Ok(Tensor::wrap(storage, shape, device.clone(), None, None))
@@ -261,12 +256,7 @@ impl Tensor {
     pub fn from_f64(device: &Device, data: &[f64], shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
         if data.len() != shape.numel() {
-            return Err(Error::Shape {
-                op: "from_f64",
-                shapes: vec![shape.0.clone()],
-                backend: device.name(),
-                msg: format!("{} values given for {} elements", data.len(), shape.numel()),
-            });
+            return Err(count_mismatch("from_f64", &shape, device, data.len()));
         }
         let storage = device.backend.upload_f64(data)?;
         Ok(Tensor::wrap(storage, shape, device.clone(), None, None))
@@ -296,12 +286,7 @@ impl Tensor {
     pub fn from_f16(device: &Device, data: &[half::f16], shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
         if data.len() != shape.numel() {
-            return Err(Error::Shape {
-                op: "from_f16",
-                shapes: vec![shape.0.clone()],
-                backend: device.name(),
-                msg: format!("{} values given for {} elements", data.len(), shape.numel()),
-            });
+            return Err(count_mismatch("from_f16", &shape, device, data.len()));
         }
         if device.backend.supports_f16_storage() {
             let bits: Vec<u16> = data.iter().map(|v| v.to_bits()).collect();
@@ -323,12 +308,7 @@ impl Tensor {
         floats: impl FnOnce() -> Vec<f32>,
     ) -> Result<Tensor> {
         if bytes.len() != shape.numel() {
-            return Err(Error::Shape {
-                op,
-                shapes: vec![shape.0.clone()],
-                backend: device.name(),
-                msg: format!("{} values given for {} elements", bytes.len(), shape.numel()),
-            });
+            return Err(count_mismatch(op, &shape, device, bytes.len()));
         }
         if device.backend.supports_int8() {
             let storage = device.backend.upload_int8(bytes, dtype)?;
@@ -735,16 +715,10 @@ impl Tensor {
     /// size-1 axes move (NHWC to NCHW with one channel, say), the elements keep their order
     /// and this is a [`Tensor::reshape`]: no copy on any backend.
     pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
-        let dims = self.dims();
-        let mut seen = vec![false; dims.len()];
-        let valid = perm.len() == dims.len() && perm.iter().all(|&p| p < dims.len() && !std::mem::replace(&mut seen[p], true));
-        if valid {
-            let kept: Vec<usize> = perm.iter().copied().filter(|&p| dims[p] != 1).collect();
-            if kept.windows(2).all(|w| w[0] < w[1]) {
-                return self.reshape(perm.iter().map(|&p| dims[p]).collect::<Vec<_>>());
-            }
+        match self.0.shape.permuted_in_place(perm) {
+            Some(dims) => self.reshape(dims),
+            None => self.op1(Op::Permute(perm.to_vec())),
         }
-        self.op1(Op::Permute(perm.to_vec()))
     }
     /// Swaps two axes.
     pub fn transpose(&self, a: usize, b: usize) -> Result<Tensor> {
@@ -806,4 +780,10 @@ impl Tensor {
         d.insert(axis.min(d.len()), 1);
         self.reshape(d)
     }
+}
+
+/// The error for `given` values offered for a tensor of `shape`.
+fn count_mismatch(op: &'static str, shape: &Shape, device: &Device, given: usize) -> Error {
+    let msg = format!("{given} values given for {} elements", shape.numel());
+    Error::Shape { op, shapes: vec![shape.0.clone()], backend: device.name(), msg }
 }
