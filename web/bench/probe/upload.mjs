@@ -1,6 +1,8 @@
 // The browser's copy of a 640x480 canvas or camera frame into a WebGL2 texture, by upload call
 // (texSubImage2D into an immutable texture, as pixelgrad does, vs texImage2D, which respecifies
-// the texture every frame, as TF.js does): uploads/s with a 1-pixel readPixels at the end.
+// the texture every frame, as TF.js does; for the canvas also its bytes read with getImageData
+// and uploaded): uploads/s with a 1-pixel readPixels at the end. The getImageData rows move the
+// canvas to the CPU in Chromium, so the canvas rows of round 2 measure a CPU-backed canvas.
 // Not a test.
 //
 //   node web/bench/probe/upload.mjs [--frames N]
@@ -32,10 +34,12 @@ try {
     const rate = (src, how) => {
       const t = gl.createTexture();
       gl.bindTexture(gl.TEXTURE_2D, t);
-      if (how === 'sub') gl.texStorage2D(gl.TEXTURE_2D, 1, gl.RGBA8, 640, 480);
+      if (how !== 'image') gl.texStorage2D(gl.TEXTURE_2D, 1, gl.RGBA8, 640, 480);
+      const c2d = src.getContext ? src.getContext('2d') : null;
       const one = () => {
         gl.bindTexture(gl.TEXTURE_2D, t);
-        if (how === 'sub') gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, gl.RGBA, gl.UNSIGNED_BYTE, src);
+        if (how === 'bytes') gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, 640, 480, gl.RGBA, gl.UNSIGNED_BYTE, new Uint8Array(c2d.getImageData(0, 0, 640, 480).data.buffer));
+        else if (how === 'sub') gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, gl.RGBA, gl.UNSIGNED_BYTE, src);
         else gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA, gl.RGBA, gl.UNSIGNED_BYTE, src);
       };
       const read = () => {
@@ -55,7 +59,11 @@ try {
     const out = {};
     for (const round of [1, 2]) {
       for (const [name, src] of [['canvas', canvas], ['video', video]]) {
-        for (const how of ['sub', 'image']) out[`${name} ${how === 'sub' ? 'texSubImage2D' : 'texImage2D'} #${round}`] = rate(src, how);
+        for (const how of ['sub', 'image', 'bytes']) {
+          if (how === 'bytes' && name !== 'canvas') continue;
+          const label = { sub: 'texSubImage2D', image: 'texImage2D', bytes: 'getImageData + texSubImage2D' }[how];
+          out[`${name} ${label} #${round}`] = rate(src, how);
+        }
       }
     }
     stream.getTracks().forEach((t) => t.stop());
