@@ -66,7 +66,6 @@ impl Shape {
     pub fn strides(&self) -> Vec<usize> {
         contiguous_strides(&self.0)
     }
-    /// Resolves a possibly negative axis against this rank.
     /// The dims after `perm` when it is a valid permutation that moves only size-1 axes (the
     /// others keep their order, so the elements keep theirs): a reshape. `None` otherwise.
     pub fn permuted_in_place(&self, perm: &[usize]) -> Option<Vec<usize>> {
@@ -76,6 +75,7 @@ impl Shape {
         let kept: Vec<usize> = perm.iter().copied().filter(|&p| valid && dims[p] != 1).collect();
         (valid && kept.windows(2).all(|w| w[0] < w[1])).then(|| perm.iter().map(|&p| dims[p]).collect())
     }
+    /// Resolves a possibly negative axis against this rank.
     pub fn axis(&self, op: &'static str, axis: isize) -> Result<usize> {
         let r = self.rank() as isize;
         let a = if axis < 0 { axis + r } else { axis };
