@@ -84,8 +84,16 @@ pub async fn expand(dev: &Device, read: Read) -> Outcome {
 }
 
 pub async fn slice(dev: &Device, read: Read) -> Outcome {
-    let geoms: &[(&[usize], &[usize], &[usize])] =
-        &[(&[6, 7], &[1, 0], &[4, 7]), (&[6, 7], &[0, 2], &[6, 7]), (&[4, 5, 6], &[1, 2, 3], &[3, 5, 4]), (&[9], &[8], &[9])];
+    let geoms: &[(&[usize], &[usize], &[usize])] = &[
+        (&[6, 7], &[1, 0], &[4, 7]),
+        (&[6, 7], &[0, 2], &[6, 7]),
+        (&[4, 5, 6], &[1, 2, 3], &[3, 5, 4]),
+        (&[9], &[8], &[9]),
+        // The last axis of a contiguous tensor (rows on WebGL), rows of 1 and 3.
+        (&[2, 3, 5, 6], &[0, 0, 0, 0], &[2, 3, 5, 5]),
+        (&[5, 2], &[0, 1], &[5, 2]),
+        (&[3, 2, 7], &[0, 0, 2], &[3, 2, 5]),
+    ];
     let cases: Vec<Case> = geoms
         .iter()
         .map(|&(d, s, e)| {
@@ -107,6 +115,10 @@ pub async fn pad(dev: &Device, read: Read) -> Outcome {
         (&[2, 3, 4], &[0, 1, 2], &[1, 0, 1]),
         (&[5], &[0], &[0]),
         (&[2, 2, 3, 3], &[0, 0, 1, 1], &[0, 0, 1, 1]),
+        // The last axis only (rows on WebGL), and a size-1 axis that grows.
+        (&[2, 3, 5, 3], &[0, 0, 0, 0], &[0, 0, 0, 1]),
+        (&[4, 1, 3], &[0, 0, 0], &[0, 1, 2]),
+        (&[3, 2], &[0, 2], &[0, 0]),
     ];
     let cases: Vec<Case> = geoms
         .iter()

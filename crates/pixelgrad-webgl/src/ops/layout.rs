@@ -13,9 +13,57 @@ use crate::texture::GlTensor;
 
 const INPUTS_PER_PASS: usize = 4;
 
+/// One axis of a view: (size, stride, first and end coordinates that read the input).
+type Axis = (i64, i64, i64, i64);
+
+/// The view's axes, outermost first, with neighbours merged where no element's source
+/// changes: both unbounded (every coordinate reads) and the outer stride the inner one's times
+/// its size. Size-1 axes that read are dropped. A slice or pad of the last axis of a
+/// contiguous tensor comes out as rows; so does a broadcast of one row.
+fn coalesce(dims: &[i64], st: &[i64], lo: &[i64], hi: &[i64]) -> Vec<Axis> {
+    let mut axes: Vec<Axis> = Vec::new();
+    for d in 0..dims.len() {
+        let (n, s, l, h) = (dims[d], st[d], lo[d].max(0), hi[d].min(dims[d]));
+        let free = l == 0 && h == n;
+        if n == 1 && free {
+            continue;
+        }
+        match axes.last_mut() {
+            Some(last) if free && last.2 == 0 && last.3 == last.0 && last.1 == s * n => {
+                let size = last.0 * n;
+                *last = (size, s, 0, size);
+            }
+            _ => axes.push((n, s, l, h)),
+        }
+    }
+    axes
+}
+
 #[allow(clippy::too_many_arguments)]
 fn view(sh: &Rc<Shared>, op: &'static str, x: &GlTensor, out: &Shape, st: &[i64], lo: &[i64], hi: &[i64], off: i64) -> Result<GlTensor> {
     let dims: Vec<i64> = out.0.iter().map(|&d| d as i64).collect();
+    let axes = coalesce(&dims, st, lo, hi);
+    if !sh.gl1 && axes.len() <= 2 {
+        // Rows (`CONFIG 1` of view.glsl): one division per texel instead of one per axis and
+        // element.
+        let one: Axis = (1, 0, 0, 1);
+        let (rows, cols) = match axes[..] {
+            [r, c] => (r, c),
+            [c] => (one, c),
+            _ => (one, one),
+        };
+        let pass = Pass::new(op, "view", 1)
+            .input("u_x", x)
+            .sint("u_off", off)
+            .sint("u_n", cols.0)
+            .sint("u_st0", rows.1)
+            .sint("u_st1", cols.1)
+            .sint("u_lo0", rows.2)
+            .sint("u_hi0", rows.3)
+            .sint("u_lo1", cols.2)
+            .sint("u_hi1", cols.3);
+        return sh.run(pass, out.numel());
+    }
     let pass = Pass::new(op, "view", 0)
         .input("u_x", x)
         .ranked("u_shape", &dims, 1)

@@ -2,12 +2,52 @@
 // MAX_RANK) reads input element u_off + sum(c[d] * u_st[d]) when u_lo[d] <= c[d] < u_hi[d] on
 // every axis, else 0. Permute permutes strides, Expand zeroes them, Slice shifts u_off, Pad
 // uses the bounds (and a negative offset).
+//
+// CONFIG 1: views that coalesce to rows (`ops/layout.rs` merges axes that are contiguous in
+// both tensors and unbounded): output element (r, c) of rows of u_n reads u_off + r*u_st0 +
+// c*u_st1 inside the bounds, else 0 (a slice or pad of the last axis, a broadcast row, a 2-D
+// transpose). A texel at a time, dividing once: the general program's per-axis loop over
+// uniform arrays costs SwiftShader ~5x an elementwise pass of the same size.
 uniform highp sampler2D u_x;
+uniform int u_off;
+#if CONFIG == 1
+uniform int u_n;
+uniform int u_st0;
+uniform int u_st1;
+uniform int u_lo0;
+uniform int u_hi0;
+uniform int u_lo1;
+uniform int u_hi1;
+
+float at(int r, int c) {
+    bool inside = r >= u_lo0 && r < u_hi0 && c >= u_lo1 && c < u_hi1;
+    return inside ? fetch(u_x, u_off + r * u_st0 + c * u_st1) : 0.0;
+}
+
+#define PG_COMPUTE4
+
+// Element i + j, one step along the row from (r, c); a new row divides again (rows shorter
+// than a texel may be crossed more than once).
+#define VIEW_NEXT(j) if (++c >= u_n) { r = (i + j) / u_n; c = i + j - r * u_n; }
+
+vec4 compute4(int i) {
+    int r = i / u_n;
+    int c = i - r * u_n;
+    vec4 v;
+    v.x = at(r, c);
+    VIEW_NEXT(1)
+    v.y = at(r, c);
+    VIEW_NEXT(2)
+    v.z = at(r, c);
+    VIEW_NEXT(3)
+    v.w = at(r, c);
+    return v;
+}
+#else
 uniform int u_shape[MAX_RANK];
 uniform int u_st[MAX_RANK];
 uniform int u_lo[MAX_RANK];
 uniform int u_hi[MAX_RANK];
-uniform int u_off;
 uniform int u_rank;  // axes in use (the leading MAX_RANK - u_rank are padding)
 
 float compute(int i) {
@@ -21,3 +61,4 @@ float compute(int i) {
     }
     return inside ? fetch(u_x, src) : 0.0;
 }
+#endif
