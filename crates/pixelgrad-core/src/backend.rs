@@ -170,6 +170,18 @@ pub trait Backend {
         false
     }
 
+    /// The multiple of which a convolution's im2col rows should hold columns, for its product
+    /// `[O, K] x [N, K, L]` (`batch` N, `out_ch` O, `k` = C·kh·kw, `cols` L = OH·OW); 1 (the
+    /// default) for any. Where it is more than 1 and L is not a multiple of it,
+    /// [`crate::composite::conv2d`] widens the output by up to `align - 1` columns per row (a
+    /// zero-padded input) and slices them off after the product: a backend that reads whole
+    /// texels (WebGL's 4 values) then reads the columns and the gradients where they lie
+    /// instead of repacking them every step.
+    fn im2col_align(&self, batch: usize, out_ch: usize, k: usize, cols: usize) -> usize {
+        let _ = (batch, out_ch, k, cols);
+        1
+    }
+
     /// True if the backend stores 8-bit tensors (one byte per element, or four per 32-bit word)
     /// and runs [`Op::MatMulI8`] on them. Where it is false, [`crate::Tensor::from_i8`] and
     /// [`crate::Tensor::from_u8`] make ordinary f32 tensors of the same values.

@@ -210,6 +210,18 @@ impl Backend for WebGlBackend {
         Ok(Storage::new(self.shared.upload(data)?))
     }
 
+    /// WebGL2, for products large enough for the block kernel (`ops::matmul_block`): 4, one
+    /// texel. Its in-place configs then read the columns, the output gradient and the weight
+    /// gradient's operands where they lie; with rows of, say, 121 columns (11x11 maps) each
+    /// step repacked the columns twice and assembled the product per element.
+    fn im2col_align(&self, batch: usize, out_ch: usize, k: usize, cols: usize) -> usize {
+        if crate::ops::conv_block_path(&self.shared, batch, out_ch, k, cols) {
+            4
+        } else {
+            1
+        }
+    }
+
     /// WebGL2: 8-bit weights in integer textures (`RGBA8I` / `RGBA8UI`, one byte per element,
     /// four per texel in the f32 layout), read by `matmul_i8` and `widen` with integer
     /// `texelFetch`. False in the `webgl1` mode (no integer textures): `Tensor::from_i8` /

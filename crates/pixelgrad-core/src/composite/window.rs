@@ -40,14 +40,28 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: usize,
         backend: x.device().name(),
         msg: format!("a {}x{} kernel with stride {stride} and padding {padding} does not fit", wd[2], wd[3]),
     })?;
-    let cols = x.im2col(win)?; // [N, C*kh*kw, OH*OW]
-    let wm = weight.reshape([wd[0], c * wd[2] * wd[3]])?; // [O, C*kh*kw]
-    let mut y = wm.matmul(&cols)?; // [N, O, OH*OW]
+    let k = c * wd[2] * wd[3];
+    // Rows of OH*OW' columns where the backend wants a multiple of `align` (see
+    // `Backend::im2col_align`): the input gains `extra * stride` zero columns on the right, so
+    // each output row gains `extra` columns, which are sliced off below. They read only the
+    // image's last columns and the zeros, and their gradient is zero.
+    let align = x.device().backend().im2col_align(n, wd[0], k, oh * ow).max(1);
+    let ow_p = (ow..ow + align).find(|&v| (oh * v) % align == 0).unwrap_or(ow);
+    let extra = ow_p - ow;
+    let xp = if extra > 0 { x.pad(&[0; 4], &[0, 0, 0, extra * stride])? } else { x.clone() };
+    let cols = xp.im2col(win)?; // [N, C*kh*kw, OH*OW']
+    let wm = weight.reshape([wd[0], k])?; // [O, C*kh*kw]
+    let mut y = wm.matmul(&cols)?; // [N, O, OH*OW']
     if let Some(b) = bias {
         // Added before the reshape, so a GPU backend applies it as the product's epilogue.
         y = y.add(&b.reshape([1, wd[0], 1])?)?;
     }
-    y.reshape([n, wd[0], oh, ow])
+    let y = y.reshape([n, wd[0], oh, ow_p])?;
+    if extra > 0 {
+        y.slice(3, 0, ow)
+    } else {
+        Ok(y)
+    }
 }
 
 /// The `k`x`k` windows of `x` as columns `[N*C, k*k, OH*OW]` (padding reads 0) and the pooled

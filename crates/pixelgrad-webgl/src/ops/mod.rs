@@ -20,6 +20,11 @@ use crate::texture::{tensor_of, GlTensor};
 pub(crate) use narrow::{narrow_f16_available, widen};
 pub(crate) use reduce::reduce_axis;
 
+/// Whether a convolution's product `[O, K] x [N, K, L]` takes the block kernel (WebGL2 only).
+pub(crate) fn conv_block_path(sh: &Shared, batch: usize, out_ch: usize, k: usize, cols: usize) -> bool {
+    !sh.gl1 && matmul_block::worth_it(sh, batch, out_ch, cols, k)
+}
+
 /// Row-major strides as i64 (uniform-friendly).
 pub(crate) fn strides(dims: &[usize]) -> Vec<i64> {
     let mut s = vec![0i64; dims.len()];
