@@ -106,6 +106,14 @@ def conv_cases():
          [("w", rand(6, 4, 1, 3)), ("b", b)])
     case("conv_dynamic_batch", [node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])], [("x", rand(3, 4, 6, 5), ["N", 4, "H", "W"])], [("y", F)],
          [("w", w), ("b", b)], tags=["dynamic"])
+    # Large enough for WebGL's block kernel, with output rows that do not fill whole texels
+    # (11x11, 7x7): the input is widened and the output cut back (widen_conv_input).
+    case("conv_block_rows_11x11", [node("Conv", ["x", "w", "b"], ["y"])], [("x", rand(8, 16, 13, 13), None)], [("y", F)],
+         [("w", rand(32, 16, 3, 3)), ("b", rand(32))])
+    case("conv_block_rows_stride2_7x7", [node("Conv", ["x", "w"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1])], [("x", rand(8, 16, 14, 14), None)],
+         [("y", F)], [("w", rand(32, 16, 3, 3))])
+    case("conv_block_rows_pointwise_7x7", [node("Conv", ["x", "w", "b"], ["y"])], [("x", rand(1, 256, 7, 7), None)], [("y", F)],
+         [("w", rand(256, 256, 1, 1)), ("b", rand(256))])
     # Conv + BatchNormalization: folded into one Conv at load
     c = 6
     bn = [("s", rand(c, lo=0.5, hi=1.5)), ("bb", rand(c)), ("m", rand(c)), ("v", rand(c, lo=0.5, hi=2.0))]

@@ -10,4 +10,4 @@ mod window;
 pub use image::{preprocess, resize, yuv_to_rgb};
 pub use loss::{accuracy_count, bce_with_logits, cross_entropy, cross_entropy_one_hot, mse};
 pub use select::{non_max_suppression, topk, NmsOptions};
-pub use window::{avg_pool2d, conv2d, max_pool2d};
+pub use window::{avg_pool2d, conv2d, crop_conv_output, max_pool2d, widen_conv_input};

@@ -41,14 +41,7 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: usize,
         msg: format!("a {}x{} kernel with stride {stride} and padding {padding} does not fit", wd[2], wd[3]),
     })?;
     let k = c * wd[2] * wd[3];
-    // Rows of OH*OW' columns where the backend wants a multiple of `align` (see
-    // `Backend::im2col_align`): the input gains `extra * stride` zero columns on the right, so
-    // each output row gains `extra` columns, which are sliced off below. They read only the
-    // image's last columns and the zeros, and their gradient is zero.
-    let align = x.device().backend().im2col_align(n, wd[0], k, oh * ow).max(1);
-    let ow_p = (ow..ow + align).find(|&v| (oh * v) % align == 0).unwrap_or(ow);
-    let extra = ow_p - ow;
-    let xp = if extra > 0 { x.pad(&[0; 4], &[0, 0, 0, extra * stride])? } else { x.clone() };
+    let (xp, ow_p) = widen_conv_input(x, win, wd[0], k, oh, ow)?;
     let cols = xp.im2col(win)?; // [N, C*kh*kw, OH*OW']
     let wm = weight.reshape([wd[0], k])?; // [O, C*kh*kw]
     let mut y = wm.matmul(&cols)?; // [N, O, OH*OW']
@@ -56,11 +49,34 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: usize,
         // Added before the reshape, so a GPU backend applies it as the product's epilogue.
         y = y.add(&b.reshape([1, wd[0], 1])?)?;
     }
-    let y = y.reshape([n, wd[0], oh, ow_p])?;
-    if extra > 0 {
+    crop_conv_output(&y.reshape([n, wd[0], oh, ow_p])?, ow)
+}
+
+/// The input of a convolution (`x [N, C, H, W]`, `win`, `out_ch` filters of `k` = C·kh·kw
+/// taps, output `oh` x `ow`) as its product `[O, K] x [N, K, OH·OW]` is best laid out on this
+/// backend ([`Backend::im2col_align`](crate::Backend::im2col_align)), and the output width
+/// that gives: `x` itself and `ow`, or, where the backend wants rows of a multiple of `align`
+/// columns and `OH·OW` is not one, `x` with `extra · stride` zero columns on the right and
+/// `ow + extra` (the smallest width whose rows fill). The extra output columns read only the
+/// image's last columns and the zeros; [`crop_conv_output`] cuts them off, and their gradient
+/// is zero.
+pub fn widen_conv_input(x: &Tensor, win: Window, out_ch: usize, k: usize, oh: usize, ow: usize) -> Result<(Tensor, usize)> {
+    let n = x.dims().first().copied().unwrap_or(1);
+    let align = x.device().backend().im2col_align(n, out_ch, k, oh * ow).max(1);
+    let ow_p = (ow..ow + align).find(|&v| (oh * v).is_multiple_of(align)).unwrap_or(ow);
+    if ow_p == ow || x.rank() != 4 {
+        return Ok((x.clone(), ow));
+    }
+    Ok((x.pad(&[0; 4], &[0, 0, 0, (ow_p - ow) * win.stride_w])?, ow_p))
+}
+
+/// A convolution output `[N, O, OH, OW']` made on a [`widen_conv_input`] input, cut back to
+/// its `ow` columns (no copy when there is nothing to cut).
+pub fn crop_conv_output(y: &Tensor, ow: usize) -> Result<Tensor> {
+    if y.rank() == 4 && y.dims()[3] > ow {
         y.slice(3, 0, ow)
     } else {
-        Ok(y)
+        Ok(y.clone())
     }
 }
 

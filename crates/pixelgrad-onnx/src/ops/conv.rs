@@ -12,6 +12,7 @@
 //!   im2col runs with the dilated kernel size.
 //! - Asymmetric pads: an explicit `Pad` first; symmetric pads go into the im2col window.
 
+use pixelgrad_core::composite::{crop_conv_output, widen_conv_input};
 use pixelgrad_core::{Tensor, Window};
 
 use super::{Cx, V};
@@ -101,16 +102,29 @@ pub fn conv_tensors(cx: &Cx, x: Tensor, w: Tensor, bias: Option<&Tensor>) -> Res
         // A dense 3x3 stride-1 convolution as one op where the backend has it (the CPU runs it
         // as Winograd F(2x2, 3x3): 16 multiply-adds per 2x2 outputs instead of 36, no columns).
         x.conv(&w.widen()?, window)?
-    } else {
+    } else if g == 1 {
+        // Rows of columns widened to what the backend reads best (WebGL: whole texels), cut
+        // back after the bias, which a GPU backend draws with the product.
+        let (x, ow_p) = widen_conv_input(&x, window, m, c * kk, oh, ow)?;
         // A pointwise convolution's columns are the image itself: no im2col pass.
+        let cols = if kk == 1 && stride_1 && pad == [0, 0] {
+            x.reshape([n, c, oh * ow_p])?
+        } else {
+            x.im2col(window)? // [N, C*kk, OH*OW']
+        };
+        let y = w.reshape([m, c * kk])?.matmul(&cols)?; // [N, M, OH*OW']
+        let y = match bias {
+            Some(b) => y.add(&b.reshape([1, m, 1])?)?,
+            None => y,
+        };
+        return Ok(crop_conv_output(&y.reshape([n, m, oh, ow_p])?, ow)?);
+    } else {
         let cols = if kk == 1 && stride_1 && pad == [0, 0] {
             x.reshape([n, c, l])?
         } else {
             x.im2col(window)? // [N, C*kk, L]
         };
-        let y = if g == 1 {
-            w.reshape([m, c * kk])?.matmul(&cols)? // [N, M, L]
-        } else if cg == 1 {
+        let y = if cg == 1 {
             let mult = m / c;
             cols.reshape([n, c, 1, kk, l])?.mul(&w.reshape([1, c, mult, kk, 1])?)?.sum_axis(3, true)?
         } else {
