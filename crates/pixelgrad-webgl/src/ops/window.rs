@@ -58,7 +58,12 @@ pub(crate) fn max_pool(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out:
     let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
     super::gl1::loop_bound(sh, "max_pool", "webgl1 max_pool window (GLSL ES 1.00 constant bound)", w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("max_pool", "window does not fit"))?;
-    sh.run(window_pass("max_pool", x, w, c, h, wd, oh, ow), out.numel())
+    let mut pass = window_pass("max_pool", x, w, c, h, wd, oh, ow);
+    // 2x2 windows at stride 2 without padding: the four taps without loops (CONFIG 1).
+    if !sh.gl1 && (w.kh, w.kw, w.stride_h, w.stride_w, w.pad_h, w.pad_w) == (2, 2, 2, 2, 0, 0) {
+        pass.spec.config = 1;
+    }
+    sh.run(pass, out.numel())
 }
 
 /// [`pixelgrad_core::Op::MaxPoolGrad`]: a gather over the windows covering each pixel.
