@@ -223,6 +223,11 @@ fn aligned_operands_skip_the_block_packing() {
         // A convolution's forward product: a weight shared over the batch, im2col columns.
         (&[32, 144], &[4, 144, 196], false, false, &["matmul_block.nn", "matmul_unblock"]),
         (&[6, 40, 96], &[6, 96, 68], false, false, &["matmul_block.nn", "matmul_unblock"]),
+        // K = 16 (a convolution's input gradient W^T dy with 16 filters): in place.
+        (&[16, 72], &[8, 16, 132], true, false, &["matmul_block.tn", "matmul_unblock"]),
+        (&[512, 20], &[20, 128], false, false, &["matmul_block.nn", "matmul_unblock"]),
+        // K under 32 whose operands would need packing: the one-target kernel instead.
+        (&[512, 20], &[20, 127], false, false, &["matmul_pack", "matmul.nt_any"]),
         // N % 4 != 0 and B not transposed: packed.
         (&[128, 80], &[80, 127], false, false, &["matmul_block_pack", "matmul_block_pack", "matmul_block ", "matmul_unblock"]),
         // K % 4 != 0: packed.

@@ -29,11 +29,21 @@ use crate::texture::{layout, GlTensor};
 /// Render targets of the blocked kernel (WebGL2 guarantees MAX_DRAW_BUFFERS >= 4).
 const TARGETS: usize = 4;
 
+/// Shortest K for which the block path packs its operands: below it the packing passes cost
+/// more than the kernel saves.
+const PACKED_MIN_K: usize = 32;
+
+/// Shortest K for the block path with both operands read in place ([`Direct`]): a
+/// convolution's input gradient `W^T dy` with 16 filters (K = 16) took 10.7 ms on the
+/// one-target kernel in Chromium, 5.1 + 3.9 ms as the block product and its assembly.
+const DIRECT_MIN_K: usize = 16;
+
 /// Whether the blocked path is expected to beat the one-target kernel: the product must be
-/// large and K long enough that the packing and assembling passes are a small share.
+/// large and K long enough that the packing and assembling passes are a small share
+/// ([`matmul`] still declines a K under [`PACKED_MIN_K`] whose operands need packing).
 pub(crate) fn worth_it(sh: &Shared, batch: usize, m: usize, n: usize, k: usize) -> bool {
     sh.report.borrow().max_draw_buffers as usize >= TARGETS
-        && k >= 32
+        && k >= DIRECT_MIN_K
         && m >= 8
         && n >= 8
         && batch.saturating_mul(m).saturating_mul(n).saturating_mul(k) >= 1 << 20
@@ -104,7 +114,11 @@ pub(crate) fn matmul<'a>(
     let (m, n, k) = (va.rows, vbt.rows, va.cols);
     let (mb, nb, kq) = (m.div_ceil(4), n.div_ceil(4), k.div_ceil(8) * 2);
     let targets = |blocks: usize| (0..TARGETS).map(|_| sh.alloc(blocks * 4, "matmul")).collect::<Result<Vec<_>>>();
-    if let Some(direct) = Direct::of(va, vbt, kin) {
+    let direct = Direct::of(va, vbt, kin);
+    if direct.is_none() && k < PACKED_MIN_K {
+        return Ok(None);
+    }
+    if let Some(direct) = direct {
         // Both operands read where they lie (A through a one-pass repack when its rows are
         // not aligned but k is): no block packing passes.
         let packed_a;
