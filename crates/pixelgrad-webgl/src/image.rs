@@ -353,13 +353,34 @@ fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Resul
     // Config 2: a wider filter (an antialiased shrink) in two passes, each content column's
     // horizontal sums per source row first (from_pixels_rows.glsl), then the vertical taps.
     let bilinear = g.x.support == 1.0 && g.y.support == 1.0;
-    let rows = if bilinear || g.x.len == 0 {
+    // Config 3: plain bilinear with 3 or 4 channels in two passes, every channel of an output
+    // pixel at once (from_pixels_rows.glsl's CONFIG 1), then laid out: the taps and weights
+    // once per pixel instead of once per channel.
+    let per_pixel = bilinear && spec.channels >= 3 && !sh.gl1;
+    fn affine<'a>(mut pass: Pass<'a>, aff: &[(f32, f32)], pad: &[f32]) -> Pass<'a> {
+        for c in 0..4 {
+            pass = pass.float(MUL[c], aff[c].0).float(ADD[c], aff[c].1).float(PAD[c], pad[c] * aff[c].0 + aff[c].1);
+        }
+        pass
+    }
+    let rows = if per_pixel {
+        let pass = source_and_columns(Pass::new(OP, "from_pixels_rows", 1), px, g)
+            .int("u_ow", g.x.out)
+            .int("u_oh", g.y.out)
+            .int("u_ys", g.y.start)
+            .int("u_yl", g.y.len)
+            .float("u_yscale", g.y.scale as f32)
+            .float("u_yoff", g.y.offset as f32);
+        Some(sh.run(affine(pass, &aff, &spec.pad), 4 * g.x.out * g.y.out)?)
+    } else if bilinear || g.x.len == 0 {
         None
     } else {
         let pass = source_and_columns(Pass::new(OP, "from_pixels_rows", 0), px, g);
         Some(sh.run(pass, 4 * g.x.len * g.y.src)?)
     };
-    let config = if bilinear {
+    let config = if per_pixel {
+        3
+    } else if bilinear {
         1
     } else if rows.is_some() {
         2
@@ -376,9 +397,7 @@ fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Resul
         .float("u_yscale", g.y.scale as f32)
         .float("u_yoff", g.y.offset as f32)
         .float("u_ysup", g.y.support as f32);
-    for c in 0..4 {
-        pass = pass.float(MUL[c], aff[c].0).float(ADD[c], aff[c].1).float(PAD[c], spec.pad[c] * aff[c].0 + aff[c].1);
-    }
+    pass = affine(pass, &aff, &spec.pad);
     if let Some(r) = &rows {
         pass = pass.input("u_rows", r);
     }

@@ -9,6 +9,8 @@
 // and applied in the loops' order, so the result is the general path's.
 // CONFIG 2: the rows' horizontal sums come from from_pixels_rows.glsl (u_rows, texel
 // y * u_xl + k for content column k); each element weighs the rows of its vertical taps.
+// CONFIG 3: plain bilinear with 3 or 4 channels, every channel of a pixel computed at once by
+// from_pixels_rows.glsl's CONFIG 1 (u_rows, texel oy * u_ow + ox); each element picks its own.
 uniform highp sampler2D u_px;
 // source size; output size; channels; layout (0 nchw, 1 nhwc); content box per axis.
 uniform int u_src_w;
@@ -32,7 +34,7 @@ uniform float u_ysup;
 uniform float u_mul0, u_mul1, u_mul2, u_mul3;
 uniform float u_add0, u_add1, u_add2, u_add3;
 uniform float u_pad0, u_pad1, u_pad2, u_pad3;
-#if CONFIG == 2
+#if CONFIG == 2 || CONFIG == 3
 uniform highp sampler2D u_rows;
 #endif
 
@@ -44,6 +46,22 @@ float pick(vec4 v, int c) {
     return c == 0 ? v.x : (c == 1 ? v.y : (c == 2 ? v.z : v.w));
 }
 
+#if CONFIG == 3
+// The channels of from_pixels_rows.glsl's CONFIG 1 (u_rows, one texel per output pixel)
+// laid out: one fetch per element.
+float compute(int i) {
+    int c, p;
+    if (u_nhwc == 1) {
+        c = i % u_ch;
+        p = i / u_ch;
+    } else {
+        int plane = u_ow * u_oh;
+        c = i / plane;
+        p = i - c * plane;
+    }
+    return pick(texelFetch(u_rows, texel_at(p, textureSize(u_rows, 0).x), 0), c);
+}
+#else
 float compute(int i) {
     int c, ox, oy;
     if (u_nhwc == 1) {
@@ -117,3 +135,4 @@ float compute(int i) {
     }
     return pick(v, c) * pick(mul, c) + pick(add, c);
 }
+#endif

@@ -14,6 +14,51 @@ uniform float u_xscale;
 uniform float u_xoff;
 uniform float u_xsup;
 
+#if CONFIG == 1
+// CONFIG 1, plain bilinear with 3 or 4 channels: texel t = oy * u_ow + ox holds output pixel
+// (oy, ox) normalised, every channel at once (the pad value outside the content box), with
+// from_pixels.glsl's CONFIG 1 arithmetic; its CONFIG 3 then lays the channels out. The four
+// taps and their weights are computed once per pixel instead of once per channel.
+uniform int u_ow;
+uniform int u_oh;
+uniform int u_ys;
+uniform int u_yl;
+uniform float u_yscale;
+uniform float u_yoff;
+uniform float u_mul0, u_mul1, u_mul2, u_mul3;
+uniform float u_add0, u_add1, u_add2, u_add3;
+uniform float u_pad0, u_pad1, u_pad2, u_pad3;
+
+float wt(int j, float c) {
+    return max(0.0, 1.0 - abs(float(j) - c));
+}
+
+void main() {
+    int t = out_base() >> 2;
+    vec4 r = vec4(0.0);
+    if (t < u_ow * u_oh) {
+        int oy = t / u_ow;
+        int ox = t - oy * u_ow;
+        if (ox >= u_xs && ox < u_xs + u_xl && oy >= u_ys && oy < u_ys + u_yl) {
+            float cx = (float(ox - u_xs) + 0.5) * u_xscale + u_xoff - 0.5;
+            float cy = (float(oy - u_ys) + 0.5) * u_yscale + u_yoff - 0.5;
+            int ix = int(floor(cx));
+            int iy = int(floor(cy));
+            float wa = wt(ix, cx), wb = wt(ix + 1, cx);
+            float ha = wt(iy, cy), hb = wt(iy + 1, cy);
+            int xa = clamp(ix, 0, u_src_w - 1), xb = clamp(ix + 1, 0, u_src_w - 1);
+            int ya = clamp(iy, 0, u_src_h - 1), yb = clamp(iy + 1, 0, u_src_h - 1);
+            vec4 top = wa * texelFetch(u_px, ivec2(xa, ya), 0) + wb * texelFetch(u_px, ivec2(xb, ya), 0);
+            vec4 bottom = wa * texelFetch(u_px, ivec2(xa, yb), 0) + wb * texelFetch(u_px, ivec2(xb, yb), 0);
+            vec4 v = (ha * top + hb * bottom) / ((wa + wb) * (ha + hb));
+            r = v * vec4(u_mul0, u_mul1, u_mul2, u_mul3) + vec4(u_add0, u_add1, u_add2, u_add3);
+        } else {
+            r = vec4(u_pad0, u_pad1, u_pad2, u_pad3);
+        }
+    }
+    o_color = r;
+}
+#else
 void main() {
     int t = out_base() >> 2;
     vec4 acc = vec4(0.0);
@@ -32,3 +77,4 @@ void main() {
     }
     o_color = acc;
 }
+#endif
