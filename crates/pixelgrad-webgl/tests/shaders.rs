@@ -62,6 +62,9 @@ fn all_shaders_pass_glslang_validator() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Snippets put before the text of the bodies that use them.
+const SNIPPETS: [&str; 2] = ["window_max", "from_pixels_common"];
+
 #[test]
 fn every_glsl_file_is_a_registered_body() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/shaders");
@@ -77,13 +80,16 @@ fn every_glsl_file_is_a_registered_body() {
         let stem = file.trim_end_matches(".glsl");
         let text = std::fs::read_to_string(&path).unwrap();
         // A snippet shared by several bodies (put before their own text) is no body itself.
-        if stem == "window_max" {
+        if SNIPPETS.contains(&stem) {
             assert!(dialect::BODIES.iter().any(|(_, src)| src.starts_with(&text)), "{file} is used by no body");
             continue;
         }
         let body = dialect::BODIES.iter().find(|(n, _)| *n == stem);
         let body = body.unwrap_or_else(|| panic!("{file} is not registered in dialect::BODIES"));
-        let snippet = std::fs::read_to_string(dir.join("window_max.glsl")).unwrap();
-        assert_eq!(body.1.strip_prefix(snippet.as_str()).unwrap_or(body.1), text, "{file}: registered source differs");
+        let own = SNIPPETS.iter().fold(body.1.to_string(), |src, s| {
+            let snippet = std::fs::read_to_string(dir.join(format!("{s}.glsl"))).unwrap();
+            src.strip_prefix(snippet.as_str()).map(str::to_string).unwrap_or(src)
+        });
+        assert_eq!(own, text, "{file}: registered source differs");
     }
 }

@@ -5,52 +5,19 @@
 // add them (taps of weight 0 skipped). from_pixels.glsl's CONFIG 2 then weighs u_yl rows'
 // sums per output element: the general path's arithmetic, with each horizontal sum computed
 // once per (column, row) instead of once per output element and row.
-uniform highp sampler2D u_px;
-uniform int u_src_w;
-uniform int u_src_h;
-uniform int u_xs;
-uniform int u_xl;
-uniform float u_xscale;
-uniform float u_xoff;
-uniform float u_xsup;
-
 #if CONFIG == 1
 // CONFIG 1, plain bilinear with 3 or 4 channels: texel t = oy * u_ow + ox holds output pixel
 // (oy, ox) normalised, every channel at once (the pad value outside the content box), with
 // from_pixels.glsl's CONFIG 1 arithmetic; its CONFIG 3 then lays the channels out. The four
 // taps and their weights are computed once per pixel instead of once per channel.
-uniform int u_ow;
-uniform int u_oh;
-uniform int u_ys;
-uniform int u_yl;
-uniform float u_yscale;
-uniform float u_yoff;
-uniform float u_mul0, u_mul1, u_mul2, u_mul3;
-uniform float u_add0, u_add1, u_add2, u_add3;
-uniform float u_pad0, u_pad1, u_pad2, u_pad3;
-
-float wt(int j, float c) {
-    return max(0.0, 1.0 - abs(float(j) - c));
-}
-
 void main() {
     int t = out_base() >> 2;
     vec4 r = vec4(0.0);
     if (t < u_ow * u_oh) {
         int oy = t / u_ow;
         int ox = t - oy * u_ow;
-        if (ox >= u_xs && ox < u_xs + u_xl && oy >= u_ys && oy < u_ys + u_yl) {
-            float cx = (float(ox - u_xs) + 0.5) * u_xscale + u_xoff - 0.5;
-            float cy = (float(oy - u_ys) + 0.5) * u_yscale + u_yoff - 0.5;
-            int ix = int(floor(cx));
-            int iy = int(floor(cy));
-            float wa = wt(ix, cx), wb = wt(ix + 1, cx);
-            float ha = wt(iy, cy), hb = wt(iy + 1, cy);
-            int xa = clamp(ix, 0, u_src_w - 1), xb = clamp(ix + 1, 0, u_src_w - 1);
-            int ya = clamp(iy, 0, u_src_h - 1), yb = clamp(iy + 1, 0, u_src_h - 1);
-            vec4 top = wa * texelFetch(u_px, ivec2(xa, ya), 0) + wb * texelFetch(u_px, ivec2(xb, ya), 0);
-            vec4 bottom = wa * texelFetch(u_px, ivec2(xa, yb), 0) + wb * texelFetch(u_px, ivec2(xb, yb), 0);
-            vec4 v = (ha * top + hb * bottom) / ((wa + wb) * (ha + hb));
+        if (in_content(ox, oy)) {
+            vec4 v = bilinear(ox, oy);
             r = v * vec4(u_mul0, u_mul1, u_mul2, u_mul3) + vec4(u_add0, u_add1, u_add2, u_add3);
         } else {
             r = vec4(u_pad0, u_pad1, u_pad2, u_pad3);
@@ -69,7 +36,7 @@ void main() {
         int x0 = int(floor(cx - u_xsup)) + 1;
         int x1 = int(ceil(cx + u_xsup)) - 1;
         for (int jx = x0; jx <= x1; jx++) {
-            float wx = max(0.0, 1.0 - abs(float(jx) - cx) / u_xsup);
+            float wx = wt(jx, cx, u_xsup);
             if (wx > 0.0) {
                 acc += wx * texelFetch(u_px, ivec2(clamp(jx, 0, u_src_w - 1), y), 0);
             }
