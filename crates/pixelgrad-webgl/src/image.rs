@@ -350,33 +350,40 @@ fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Resul
     const ADD: [&str; 4] = ["u_add0", "u_add1", "u_add2", "u_add3"];
     const PAD: [&str; 4] = ["u_pad0", "u_pad1", "u_pad2", "u_pad3"];
     // Config 1: plain bilinear on both axes, its four taps without the general loops.
-    // Config 2: a wider filter (an antialiased shrink) in two passes, each content column's
-    // horizontal sums per source row first (from_pixels_rows.glsl), then the vertical taps.
+    // Config 2: a wider filter (an antialiased shrink), each content column's horizontal sums
+    // per source row first (from_pixels_rows.glsl CONFIG 0), then the vertical taps.
+    // Config 3: 3 or 4 channels, every channel of an output pixel at once
+    // (from_pixels_rows.glsl CONFIG 1 bilinear, CONFIG 2 over the horizontal sums), then laid
+    // out: the taps and weights once per pixel instead of once per channel.
     let bilinear = g.x.support == 1.0 && g.y.support == 1.0;
-    // Config 3: plain bilinear with 3 or 4 channels in two passes, every channel of an output
-    // pixel at once (from_pixels_rows.glsl's CONFIG 1), then laid out: the taps and weights
-    // once per pixel instead of once per channel.
-    let per_pixel = bilinear && spec.channels >= 3 && !sh.gl1;
+    let sums = if bilinear || g.x.len == 0 {
+        None
+    } else {
+        let pass = source_and_columns(Pass::new(OP, "from_pixels_rows", 0), px, g);
+        Some(sh.run(pass, 4 * g.x.len * g.y.src)?)
+    };
     fn affine<'a>(mut pass: Pass<'a>, aff: &[(f32, f32)], pad: &[f32]) -> Pass<'a> {
         for c in 0..4 {
             pass = pass.float(MUL[c], aff[c].0).float(ADD[c], aff[c].1).float(PAD[c], pad[c] * aff[c].0 + aff[c].1);
         }
         pass
     }
+    let per_pixel = spec.channels >= 3 && !sh.gl1 && (bilinear || sums.is_some());
     let rows = if per_pixel {
-        let pass = source_and_columns(Pass::new(OP, "from_pixels_rows", 1), px, g)
+        let mut pass = source_and_columns(Pass::new(OP, "from_pixels_rows", if bilinear { 1 } else { 2 }), px, g)
             .int("u_ow", g.x.out)
             .int("u_oh", g.y.out)
             .int("u_ys", g.y.start)
             .int("u_yl", g.y.len)
             .float("u_yscale", g.y.scale as f32)
-            .float("u_yoff", g.y.offset as f32);
+            .float("u_yoff", g.y.offset as f32)
+            .float("u_ysup", g.y.support as f32);
+        if let Some(t) = &sums {
+            pass = pass.input("u_rows", t);
+        }
         Some(sh.run(affine(pass, &aff, &spec.pad), 4 * g.x.out * g.y.out)?)
-    } else if bilinear || g.x.len == 0 {
-        None
     } else {
-        let pass = source_and_columns(Pass::new(OP, "from_pixels_rows", 0), px, g);
-        Some(sh.run(pass, 4 * g.x.len * g.y.src)?)
+        sums
     };
     let config = if per_pixel {
         3

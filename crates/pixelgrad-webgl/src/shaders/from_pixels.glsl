@@ -4,18 +4,15 @@
 // CONFIG 1: both supports are 1 (plain bilinear: no antialiasing): bilinear().
 // CONFIG 2: the rows' horizontal sums come from from_pixels_rows.glsl (u_rows, texel
 // y * u_xl + k for content column k); each element weighs the rows of its vertical taps.
-// CONFIG 3: plain bilinear with 3 or 4 channels, every channel of a pixel computed at once by
-// from_pixels_rows.glsl's CONFIG 1 (u_rows, texel oy * u_ow + ox); each element picks its own.
-#if CONFIG == 2 || CONFIG == 3
-uniform highp sampler2D u_rows;
-#endif
-
+// CONFIG 3: 3 or 4 channels, every channel of a pixel computed at once by
+// from_pixels_rows.glsl's CONFIG 1 or 2 (u_rows, texel oy * u_ow + ox); each element picks its
+// own.
 float pick(vec4 v, int c) {
     return c == 0 ? v.x : (c == 1 ? v.y : (c == 2 ? v.z : v.w));
 }
 
 #if CONFIG == 3
-// The channels of from_pixels_rows.glsl's CONFIG 1 (u_rows, one texel per output pixel)
+// The channels of from_pixels_rows.glsl's CONFIG 1 or 2 (u_rows, one texel per output pixel)
 // laid out: one fetch per element.
 float compute(int i) {
     int c, p;
@@ -51,7 +48,10 @@ float compute(int i) {
     }
 #if CONFIG == 1
     vec4 v = bilinear(ox, oy);
+#elif CONFIG == 2
+    vec4 v = filtered(ox, oy);
 #else
+    // No horizontal sums (no content column): the filter's loops on the source.
     float cx = (float(ox - u_xs) + 0.5) * u_xscale + u_xoff - 0.5;
     float cy = (float(oy - u_ys) + 0.5) * u_yscale + u_yoff - 0.5;
     int x0 = int(floor(cx - u_xsup)) + 1;
@@ -64,18 +64,11 @@ float compute(int i) {
     }
     float wys = 0.0;
     vec4 v = vec4(0.0);
-#if CONFIG == 2
-    int rw = textureSize(u_rows, 0).x;
-#endif
     for (int jy = y0; jy <= y1; jy++) {
         float wy = wt(jy, cy, u_ysup);
         if (wy <= 0.0) continue;
         wys += wy;
         int row = clamp(jy, 0, u_src_h - 1);
-#if CONFIG == 2
-        int rt = row * u_xl + (ox - u_xs);
-        vec4 acc = texelFetch(u_rows, ivec2(rt % rw, rt / rw), 0);
-#else
         vec4 acc = vec4(0.0);
         for (int jx = x0; jx <= x1; jx++) {
             float wx = wt(jx, cx, u_xsup);
@@ -83,7 +76,6 @@ float compute(int i) {
                 acc += wx * texelFetch(u_px, ivec2(clamp(jx, 0, u_src_w - 1), row), 0);
             }
         }
-#endif
         v += wy * acc;
     }
     v /= wxs * wys;

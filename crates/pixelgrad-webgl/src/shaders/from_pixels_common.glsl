@@ -27,6 +27,9 @@ uniform float u_ysup;
 uniform float u_mul0, u_mul1, u_mul2, u_mul3;
 uniform float u_add0, u_add1, u_add2, u_add3;
 uniform float u_pad0, u_pad1, u_pad2, u_pad3;
+// A filter wider than bilinear: each content column's horizontal sums per source row
+// (from_pixels_rows.glsl CONFIG 0, texel y * u_xl + k for content column k).
+uniform highp sampler2D u_rows;
 
 float wt(int j, float c, float s) {
     return max(0.0, 1.0 - abs(float(j) - c) / s);
@@ -53,4 +56,31 @@ vec4 bilinear(int ox, int oy) {
     vec4 top = wa * texelFetch(u_px, ivec2(xa, ya), 0) + wb * texelFetch(u_px, ivec2(xb, ya), 0);
     vec4 bottom = wa * texelFetch(u_px, ivec2(xa, yb), 0) + wb * texelFetch(u_px, ivec2(xb, yb), 0);
     return (ha * top + hb * bottom) / ((wa + wb) * (ha + hb));
+}
+
+// A wider filter (an antialiased shrink) at content pixel (ox, oy), every channel: the
+// vertical taps over the rows' horizontal sums (u_rows), weights normalised; the general
+// loops' arithmetic in their order, with each horizontal sum computed once per row.
+vec4 filtered(int ox, int oy) {
+    float cx = (float(ox - u_xs) + 0.5) * u_xscale + u_xoff - 0.5;
+    float cy = (float(oy - u_ys) + 0.5) * u_yscale + u_yoff - 0.5;
+    int x0 = int(floor(cx - u_xsup)) + 1;
+    int x1 = int(ceil(cx + u_xsup)) - 1;
+    int y0 = int(floor(cy - u_ysup)) + 1;
+    int y1 = int(ceil(cy + u_ysup)) - 1;
+    float wxs = 0.0;
+    for (int jx = x0; jx <= x1; jx++) {
+        wxs += wt(jx, cx, u_xsup);
+    }
+    float wys = 0.0;
+    vec4 v = vec4(0.0);
+    int rw = textureSize(u_rows, 0).x;
+    for (int jy = y0; jy <= y1; jy++) {
+        float wy = wt(jy, cy, u_ysup);
+        if (wy <= 0.0) continue;
+        wys += wy;
+        int rt = clamp(jy, 0, u_src_h - 1) * u_xl + (ox - u_xs);
+        v += wy * texelFetch(u_rows, ivec2(rt % rw, rt / rw), 0);
+    }
+    return v / (wxs * wys);
 }

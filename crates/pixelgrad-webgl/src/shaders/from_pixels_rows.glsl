@@ -5,10 +5,11 @@
 // add them (taps of weight 0 skipped). from_pixels.glsl's CONFIG 2 then weighs u_yl rows'
 // sums per output element: the general path's arithmetic, with each horizontal sum computed
 // once per (column, row) instead of once per output element and row.
-#if CONFIG == 1
-// CONFIG 1, plain bilinear with 3 or 4 channels: texel t = oy * u_ow + ox holds output pixel
-// (oy, ox) normalised, every channel at once (the pad value outside the content box), with
-// from_pixels.glsl's CONFIG 1 arithmetic; its CONFIG 3 then lays the channels out. The four
+#if CONFIG != 0
+// CONFIG 1 (plain bilinear) and 2 (a wider filter, over u_rows: this program's CONFIG 0
+// output), with 3 or 4 channels: texel t = oy * u_ow + ox holds output pixel (oy, ox)
+// normalised, every channel at once (the pad value outside the content box), with
+// from_pixels.glsl's CONFIG 1 / 2 arithmetic; its CONFIG 3 then lays the channels out. The
 // taps and their weights are computed once per pixel instead of once per channel.
 void main() {
     int t = out_base() >> 2;
@@ -17,7 +18,11 @@ void main() {
         int oy = t / u_ow;
         int ox = t - oy * u_ow;
         if (in_content(ox, oy)) {
+#if CONFIG == 1
             vec4 v = bilinear(ox, oy);
+#else
+            vec4 v = filtered(ox, oy);
+#endif
             r = v * vec4(u_mul0, u_mul1, u_mul2, u_mul3) + vec4(u_add0, u_add1, u_add2, u_add3);
         } else {
             r = vec4(u_pad0, u_pad1, u_pad2, u_pad3);
