@@ -17,8 +17,10 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 /// (batch, channels, height, width, filters, kernel, stride, padding)
 type Conv = (usize, usize, usize, usize, usize, usize, usize, usize);
 
-/// The output, then the gradients of `sum(relu(conv) * r)` for x, the weights and the bias.
-fn run(dev: &Device, c: Conv, seed: u64) -> Vec<Vec<f32>> {
+/// The output, then the gradients of `sum(relu(conv) * r)` for x, the weights and the bias;
+/// with `mixed`, in a mixed-precision scope (values saved for the backward pass in f16).
+fn run(dev: &Device, c: Conv, seed: u64, mixed: bool) -> Vec<Vec<f32>> {
+    let _scope = mixed.then(pixelgrad_core::mixed_precision);
     let (n, ch, h, w, f, k, s, p) = c;
     let x = Tensor::from_vec(dev, &values(n * ch * h * w, seed), [n, ch, h, w]).unwrap().with_grad();
     let wt = Tensor::from_vec(dev, &values(f * ch * k * k, seed + 1), [f, ch, k, k]).unwrap().with_grad();
@@ -50,10 +52,10 @@ fn unaligned_output_rows_match_the_cpu_without_packing() {
     ];
     for (i, &c) in cases.iter().enumerate() {
         gl.set_pass_log(true);
-        let got = run(&gl_dev, c, 10 * i as u64);
+        let got = run(&gl_dev, c, 10 * i as u64, false);
         let log = gl.take_pass_log();
         gl.set_pass_log(false);
-        let want = run(&cpu, c, 10 * i as u64);
+        let want = run(&cpu, c, 10 * i as u64, false);
         assert!(log.iter().any(|l| l.starts_with("matmul_block")), "{c:?}: the block kernel: {log:?}");
         assert!(!log.iter().any(|l| l.starts_with("matmul_block_pack")), "{c:?}: no block packing: {log:?}");
         let k = c.1 * c.5 * c.5;
@@ -63,6 +65,28 @@ fn unaligned_output_rows_match_the_cpu_without_packing() {
             for (j, (a, b)) in g.iter().zip(w).enumerate() {
                 assert!((a - b).abs() <= 1e-5 * (k * c.0) as f32 * scale, "{c:?} {what}[{j}]: {a} vs {b}");
             }
+        }
+    }
+}
+
+/// The same convolution with its saved values in f16 (mixed-precision training): the widened
+/// input, its columns and the cropped output go through the f16 copies and back, and the
+/// gradients stay within f16 rounding of the CPU's f32 ones.
+#[test]
+fn unaligned_output_rows_train_in_mixed_precision() {
+    let gl =
+        WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
+    let gl_dev = Device::new(gl);
+    assert!(pixelgrad_core::mixed_precision_available(&gl_dev));
+    let cpu = Device::new(CpuBackend::new());
+    let c = (32, 8, 13, 13, 16, 3, 1, 0);
+    let got = run(&gl_dev, c, 7, true);
+    let want = run(&cpu, c, 7, false);
+    for (what, (g, w)) in ["y", "dx", "dw", "db"].iter().zip(got.iter().zip(&want)) {
+        assert_eq!(g.len(), w.len(), "{what}");
+        let scale = w.iter().fold(1f32, |m, v| m.max(v.abs()));
+        for (j, (a, b)) in g.iter().zip(w).enumerate() {
+            assert!((a - b).abs() <= 1e-2 * scale, "{what}[{j}]: {a} vs {b}");
         }
     }
 }
