@@ -2,8 +2,9 @@
 // playing a .y4m this test writes: two synthetic classes alternating every half second (a dark
 // red pattern and a bright blue one). The test records samples of each class through the
 // demo's teach mode (labels from the frame's colour, read on a 2D canvas around each sample),
-// trains the head, and requires >= 90 % on held-out frames; the frames/s readout updates and
-// no network request is made after load.
+// trains the head, and requires >= 90 % on held-out frames; the frames/s readout updates, the
+// head saves to IndexedDB (and loads back equal) and exports as a download, and no network
+// request is made after load.
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -125,6 +126,33 @@ for (const backend of ['webgpu', 'webgl']) {
     assert.ok(r.fps > 0, 'the frames/s readout updates');
     assert.ok(r.pred === '0' || r.pred === '1', 'the live prediction is shown');
     assert.equal(r.requests, '0', 'no network requests after load');
+
+    // The personalised head saves to IndexedDB (it loads back with the same weights) and
+    // exports as a download; still no request.
+    await page.click('#save');
+    await page.waitForFunction(() => document.getElementById('status').textContent.includes('saved to indexeddb://camera-teach'), null, { timeout: 30000 });
+    const saved = await page.evaluate(async () => {
+      const pg = await import('../pkg/index.js');
+      const loaded = await pg.loadModel('indexeddb://camera-teach');
+      const a = await window.cameraDemo.state.head.getWeights();
+      const b = await loaded.getWeights();
+      let worst = 0;
+      for (const [name, t] of Object.entries(a)) {
+        const [x, y] = [await t.data(), await b[name].data()];
+        for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(x[i] - y[i]));
+      }
+      loaded.dispose();
+      return { names: Object.keys(a).sort().join(','), loadedNames: Object.keys(b).sort().join(','), worst };
+    });
+    assert.ok(saved.names.length > 0, 'the head has weights');
+    assert.equal(saved.loadedNames, saved.names, 'the saved head has the same weights');
+    assert.equal(saved.worst, 0, 'and the same values');
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 30000 }), page.click('#export')]);
+    const file = path.join(tmp, `head-${backend}`);
+    await download.saveAs(file);
+    assert.ok(download.suggestedFilename().startsWith('camera-teach'), download.suggestedFilename());
+    assert.ok(fs.statSync(file).size > 100, 'the export holds the weights');
+    assert.equal(await page.evaluate(() => document.getElementById('net').dataset.count), '0', 'no request for saving or exporting');
   });
 }
 
