@@ -341,6 +341,18 @@ fn source_and_columns<'a>(pass: Pass<'a>, px: &'a GlTensor, g: &Geometry) -> Pas
         .float("u_xsup", g.x.support as f32)
 }
 
+/// The uniforms of the output's geometry and the vertical filter (every pass but the rows'
+/// horizontal sums).
+fn output_and_rows<'a>(pass: Pass<'a>, g: &Geometry) -> Pass<'a> {
+    pass.int("u_ow", g.x.out)
+        .int("u_oh", g.y.out)
+        .int("u_ys", g.y.start)
+        .int("u_yl", g.y.len)
+        .float("u_yscale", g.y.scale as f32)
+        .float("u_yoff", g.y.offset as f32)
+        .float("u_ysup", g.y.support as f32)
+}
+
 /// The pass (two for a wider filter): `px` (the pixel texture's view) into a new tensor
 /// texture.
 fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Result<GlTensor> {
@@ -370,14 +382,8 @@ fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Resul
     }
     let per_pixel = spec.channels >= 3 && !sh.gl1 && (bilinear || sums.is_some());
     let rows = if per_pixel {
-        let mut pass = source_and_columns(Pass::new(OP, "from_pixels_rows", if bilinear { 1 } else { 2 }), px, g)
-            .int("u_ow", g.x.out)
-            .int("u_oh", g.y.out)
-            .int("u_ys", g.y.start)
-            .int("u_yl", g.y.len)
-            .float("u_yscale", g.y.scale as f32)
-            .float("u_yoff", g.y.offset as f32)
-            .float("u_ysup", g.y.support as f32);
+        let config = if bilinear { 1 } else { 2 };
+        let mut pass = output_and_rows(source_and_columns(Pass::new(OP, "from_pixels_rows", config), px, g), g);
         if let Some(t) = &sums {
             pass = pass.input("u_rows", t);
         }
@@ -394,16 +400,9 @@ fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Resul
     } else {
         0
     };
-    let mut pass = source_and_columns(Pass::new(OP, "from_pixels", config), px, g)
-        .int("u_ow", g.x.out)
-        .int("u_oh", g.y.out)
+    let mut pass = output_and_rows(source_and_columns(Pass::new(OP, "from_pixels", config), px, g), g)
         .int("u_ch", spec.channels)
-        .int("u_nhwc", usize::from(spec.layout == Layout::Nhwc))
-        .int("u_ys", g.y.start)
-        .int("u_yl", g.y.len)
-        .float("u_yscale", g.y.scale as f32)
-        .float("u_yoff", g.y.offset as f32)
-        .float("u_ysup", g.y.support as f32);
+        .int("u_nhwc", usize::from(spec.layout == Layout::Nhwc));
     pass = affine(pass, &aff, &spec.pad);
     if let Some(r) = &rows {
         pass = pass.input("u_rows", r);

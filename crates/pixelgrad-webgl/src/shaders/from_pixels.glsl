@@ -1,7 +1,8 @@
 // From pixels: an RGBA8 texture (the source, row 0 at the top, as texImage2D from a DOM source
 // or tex_sub_image_2d from bytes puts it) resampled, normalised and laid out into a model
 // input, one element per compute(i); the filter and the uniforms are from_pixels_common.glsl's.
-// CONFIG 1: both supports are 1 (plain bilinear: no antialiasing): bilinear().
+// CONFIG 0: an empty content box (all padding). CONFIG 1: both supports are 1 (plain
+// bilinear: no antialiasing): bilinear().
 // CONFIG 2: the rows' horizontal sums come from from_pixels_rows.glsl (u_rows, texel
 // y * u_xl + k for content column k); each element weighs the rows of its vertical taps.
 // CONFIG 3: 3 or 4 channels, every channel of a pixel computed at once by
@@ -51,34 +52,9 @@ float compute(int i) {
 #elif CONFIG == 2
     vec4 v = filtered(ox, oy);
 #else
-    // No horizontal sums (no content column): the filter's loops on the source.
-    float cx = (float(ox - u_xs) + 0.5) * u_xscale + u_xoff - 0.5;
-    float cy = (float(oy - u_ys) + 0.5) * u_yscale + u_yoff - 0.5;
-    int x0 = int(floor(cx - u_xsup)) + 1;
-    int x1 = int(ceil(cx + u_xsup)) - 1;
-    int y0 = int(floor(cy - u_ysup)) + 1;
-    int y1 = int(ceil(cy + u_ysup)) - 1;
-    float wxs = 0.0;
-    for (int jx = x0; jx <= x1; jx++) {
-        wxs += wt(jx, cx, u_xsup);
-    }
-    float wys = 0.0;
+    // CONFIG 0: no content column (an empty content box), so every element is padding and
+    // returned above.
     vec4 v = vec4(0.0);
-    for (int jy = y0; jy <= y1; jy++) {
-        float wy = wt(jy, cy, u_ysup);
-        if (wy <= 0.0) continue;
-        wys += wy;
-        int row = clamp(jy, 0, u_src_h - 1);
-        vec4 acc = vec4(0.0);
-        for (int jx = x0; jx <= x1; jx++) {
-            float wx = wt(jx, cx, u_xsup);
-            if (wx > 0.0) {
-                acc += wx * texelFetch(u_px, ivec2(clamp(jx, 0, u_src_w - 1), row), 0);
-            }
-        }
-        v += wy * acc;
-    }
-    v /= wxs * wys;
 #endif
     if (u_ch == 1) {
         return dot(v.xyz, vec3(0.299, 0.587, 0.114)) * u_mul0 + u_add0;
