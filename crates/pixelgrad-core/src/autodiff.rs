@@ -249,6 +249,7 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
         Op::MatMulI8 { .. } => Err(Error::Autodiff("matmul_i8 is not differentiable (its result records no gradient)".into())),
         Op::Widen => Err(Error::Autodiff("widen is not differentiable (its result records no gradient)".into())),
         Op::NarrowF16 => Err(Error::Autodiff("narrow_f16 is not differentiable (its result records no gradient)".into())),
+        Op::Narrow8 { .. } => Err(Error::Autodiff("narrow8 is not differentiable (its result records no gradient)".into())),
         Op::Im2Col(w) => {
             let d = x[0].dims();
             one(g.col2im(*w, d[2], d[3])?)

@@ -183,7 +183,7 @@ pub trait Backend {
     }
 
     /// True if the backend stores 8-bit tensors (one byte per element, or four per 32-bit word)
-    /// and runs [`Op::MatMulI8`] on them. Where it is false, [`crate::Tensor::from_i8`] and
+    /// and runs [`Op::MatMulI8`] and [`Op::Narrow8`] on them. Where it is false, [`crate::Tensor::from_i8`] and
     /// [`crate::Tensor::from_u8`] make ordinary f32 tensors of the same values.
     fn supports_int8(&self) -> bool {
         false

@@ -230,6 +230,14 @@ pub enum Op {
     /// differentiable. Implemented by backends whose [`crate::Backend::supports_narrow_f16`]
     /// is true.
     NarrowF16,
+    /// One f32 input; output the same values in 8-bit storage ([`crate::kernel::DType::I8`]
+    /// when `signed`, [`crate::kernel::DType::U8`] otherwise): each value rounded to the
+    /// nearest integer, ties to even, then saturated to `[-128, 127]` or `[0, 255]`; NaN gives
+    /// 0. The storage of quantised activations between integer layers (the ONNX importer's
+    /// `QuantizeLinear` and requantised products), a quarter of f32's; [`Op::Widen`] reads it
+    /// back exactly. Not differentiable. Implemented by backends whose
+    /// [`crate::Backend::supports_int8`] is true.
+    Narrow8 { signed: bool },
 }
 
 impl Op {
@@ -240,7 +248,7 @@ impl Op {
 
     /// The name of every primitive, in [`Op::index`] order (the conformance suite checks that
     /// every one of them is exercised).
-    pub const NAMES: [&'static str; 24] = [
+    pub const NAMES: [&'static str; 25] = [
         "fill",
         "random",
         "unary",
@@ -265,6 +273,7 @@ impl Op {
         "max_pool",
         "max_pool_grad",
         "conv2d",
+        "narrow8",
     ];
 
     /// Position of this primitive in [`Op::NAMES`]. Exhaustive: a new primitive must be
@@ -295,6 +304,7 @@ impl Op {
             Op::MaxPool(_) => 21,
             Op::MaxPoolGrad(_) => 22,
             Op::Conv2d(_) => 23,
+            Op::Narrow8 { .. } => 24,
         }
     }
 
@@ -313,6 +323,7 @@ impl Op {
             | Op::Pad { .. }
             | Op::Widen
             | Op::NarrowF16
+            | Op::Narrow8 { .. }
             | Op::MaxPool(_) => Some(1),
             Op::Binary(_)
             | Op::MatMul { .. }
@@ -368,7 +379,7 @@ impl Op {
         };
         match self {
             Op::Fill { shape, .. } | Op::Random { shape, .. } => Ok(shape.clone()),
-            Op::Unary(_) | Op::Widen | Op::NarrowF16 => Ok(inputs[0].clone()),
+            Op::Unary(_) | Op::Widen | Op::NarrowF16 | Op::Narrow8 { .. } => Ok(inputs[0].clone()),
             Op::Binary(_) | Op::Where => broadcast_shapes(inputs).ok_or_else(|| err("shapes do not broadcast".into())),
             Op::Reduce { axis, .. } => {
                 let s = inputs[0];
@@ -619,6 +630,7 @@ mod tests {
             Op::MaxPool(w),
             Op::MaxPoolGrad(w),
             Op::Conv2d(w),
+            Op::Narrow8 { signed: false },
         ];
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {

@@ -216,12 +216,17 @@ impl Tensor {
         } else {
             let stores = Few::of(inputs, |t: &&Tensor| &t.0.storage);
             let stores = stores.as_slice();
-            let dtype = if let Op::NarrowF16 = op { DType::F16 } else { DType::F32 };
+            let dtype = match op {
+                Op::NarrowF16 => DType::F16,
+                Op::Narrow8 { signed: true } => DType::I8,
+                Op::Narrow8 { signed: false } => DType::U8,
+                _ => DType::F32,
+            };
             (device.backend.execute(&op, stores, shapes, &out)?, dtype)
         };
         // MatMulI8, Widen and NarrowF16 are not differentiable: their results are constants
         // (stored weights, or the copies mixed-precision training keeps).
-        let differentiable = !matches!(op, Op::MatMulI8 { .. } | Op::Widen | Op::NarrowF16);
+        let differentiable = !matches!(op, Op::MatMulI8 { .. } | Op::Widen | Op::NarrowF16 | Op::Narrow8 { .. });
         let node = if differentiable && grad_enabled() && inputs.iter().any(|t| t.requires_grad()) {
             // What the node keeps of each input: the input, or its f16 copy in a
             // mixed-precision scope (crate::mixed).
@@ -662,6 +667,21 @@ impl Tensor {
             ));
         }
         self.op1(Op::NarrowF16)
+    }
+    /// This tensor's values in 8-bit storage ([`Op::Narrow8`]): [`DType::I8`] when `signed`,
+    /// [`DType::U8`] otherwise, each rounded to the nearest integer (ties to even) and
+    /// saturated to the type's range, NaN as 0. Not differentiable. Errors
+    /// ([`Error::Backend`]) on backends without 8-bit storage
+    /// ([`crate::Backend::supports_int8`]) and for input that is not f32.
+    pub fn narrow8(&self, signed: bool) -> Result<Tensor> {
+        if !self.0.device.backend().supports_int8() {
+            return Err(Error::backend(
+                "narrow8",
+                self.0.device.name(),
+                "this backend does not store 8-bit tensors (supports_int8 is false)",
+            ));
+        }
+        self.op1(Op::Narrow8 { signed })
     }
     pub fn im2col(&self, w: Window) -> Result<Tensor> {
         self.op1(Op::Im2Col(w))

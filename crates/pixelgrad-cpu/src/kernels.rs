@@ -70,5 +70,9 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
         Op::NarrowF16 => {
             return Err(Error::backend("narrow_f16", backend, "stores f16; run it through CpuBackend::execute"));
         }
+        // Its result is 8-bit, not `T`: `CpuBackend::execute` runs it.
+        Op::Narrow8 { .. } => {
+            return Err(Error::backend("narrow8", backend, "stores 8-bit values; run it through CpuBackend::execute"));
+        }
     })
 }

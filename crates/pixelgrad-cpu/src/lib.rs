@@ -412,6 +412,7 @@ impl CpuBackend {
             Op::MatMulI8 { b_i8 } => self.matmul_i8(*b_i8, inputs, shapes, out)?,
             Op::Widen => self.widen(inputs, shapes, out)?,
             Op::NarrowF16 => self.narrow_f16(inputs, shapes, out)?,
+            Op::Narrow8 { signed } => self.narrow8(*signed, inputs, shapes, out)?,
             _ => match self.mode {
                 Mode::Fast => CpuStorage::F32(self.run_typed(op, inputs, shapes, out, as_f32)?),
                 Mode::Reference => CpuStorage::F64(self.run_typed(op, inputs, shapes, out, as_f64)?),

@@ -73,6 +73,42 @@ impl CpuBackend {
         })
     }
 
+    /// [`Op::Narrow8`]: this mode's values rounded to the nearest integer (ties to even),
+    /// saturated to the 8-bit type's range, NaN as 0, stored one byte per element.
+    pub(crate) fn narrow8(&self, signed: bool, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<CpuStorage> {
+        let op = Op::Narrow8 { signed };
+        let name = self.name();
+        if inputs.len() != 1 {
+            return Err(Error::backend("narrow8", name, format!("expects 1 input, got {}", inputs.len())));
+        }
+        let x = self.mine("narrow8", inputs[0])?;
+        pixelgrad_core::check_execute(&op, &[x.len()], shapes, out, &name)?;
+        let n = out.numel();
+        // `as` saturates float-to-integer casts and sends NaN to 0: exactly this op's rule once
+        // the value is rounded.
+        macro_rules! store {
+            ($v:expr) => {
+                if signed {
+                    CpuStorage::I8($v[..n].iter().map(|&x| x.round_ties_even() as i8).collect())
+                } else {
+                    CpuStorage::U8($v[..n].iter().map(|&x| x.round_ties_even() as u8).collect())
+                }
+            };
+        }
+        Ok(match x {
+            CpuStorage::F32(v) => store!(v),
+            CpuStorage::F64(v) => store!(v),
+            other => {
+                return Err(Error::Shape {
+                    op: "narrow8",
+                    shapes: shapes.iter().map(|s| s.0.clone()).collect(),
+                    backend: name,
+                    msg: format!("input 0 has {} storage; it must be f32", other.dtype()),
+                })
+            }
+        })
+    }
+
     /// [`Op::Widen`]: 8-bit or f16 storage to this mode's precision (exact in both).
     pub(crate) fn widen(&self, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<CpuStorage> {
         let op = Op::Widen;

@@ -47,7 +47,7 @@ pub const BODIES: &[(&str, &str)] = &[
     ("widen", include_str!("shaders/widen.glsl")),
     ("matmul_i8", include_str!("shaders/matmul_i8.glsl")),
     ("narrow_f16", include_str!("shaders/narrow_f16.glsl")),
-    ("pack_u8", include_str!("shaders/pack_u8.glsl")),
+    ("narrow8", include_str!("shaders/narrow8.glsl")),
     ("yuv_to_rgba", include_str!("shaders/yuv_to_rgba.glsl")),
 ];
 
@@ -89,7 +89,7 @@ impl ProgramSpec {
     pub fn entry(&self) -> Entry {
         match self.name {
             "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" | "matmul_i8" | "narrow_f16"
-            | "pack_u8" | "from_pixels_rows" | "yuv_to_rgba" => Entry::OwnMain,
+            | "narrow8" | "from_pixels_rows" | "yuv_to_rgba" => Entry::OwnMain,
             _ => Entry::Elementwise,
         }
     }
@@ -128,25 +128,41 @@ pub fn vertex_source() -> String {
 }
 
 /// The start of every fragment program: version, precision, the `MAX_RANK` and `CONFIG`
-/// defines and the shared helpers. `uint_out`: the program draws into an integer texture
-/// (`PG_OUT_UINT`: its output is a `uvec4`).
-fn preamble(config: u32, uint_out: bool) -> String {
+/// defines and the shared helpers. `out`: what the program's output is, a `vec4` or, into an
+/// integer texture, a `uvec4` (`PG_OUT_UINT`) or an `ivec4` (`PG_OUT_INT`).
+fn preamble(config: u32, out: OutKind) -> String {
     let mut s = String::with_capacity(HEADER.len() + 256);
     s.push_str(VERSION);
     s.push_str(PRECISION);
     s.push_str(&format!("#define MAX_RANK {MAX_RANK}\n#define CONFIG {config}\n"));
-    if uint_out {
-        s.push_str("#define PG_OUT_UINT 1\n");
+    match out {
+        OutKind::Float => {}
+        OutKind::Uint => s.push_str("#define PG_OUT_UINT 1\n"),
+        OutKind::Int => s.push_str("#define PG_OUT_INT 1\n"),
     }
     s.push_str(HEADER);
     s
 }
 
+/// The type of a program's output texels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutKind {
+    /// `vec4`, into a float texture: every tensor program but the narrowing ones.
+    Float,
+    /// `uvec4`, into `RGBA16UI` (`narrow_f16`) or `RGBA8UI` (`narrow8`'s u8 and pixel configs).
+    Uint,
+    /// `ivec4`, into `RGBA8I` (`narrow8` CONFIG 0, i8).
+    Int,
+}
+
 impl ProgramSpec {
-    /// True for programs that draw into an integer texture: `narrow_f16` (`RGBA16UI`) and
-    /// `pack_u8` (`RGBA8UI`).
-    pub fn uint_out(&self) -> bool {
-        matches!(self.name, "narrow_f16" | "pack_u8")
+    /// What the program draws: `narrow_f16` and `narrow8` draw into integer textures.
+    pub fn out_kind(&self) -> OutKind {
+        match (self.name, self.config) {
+            ("narrow8", 0) => OutKind::Int,
+            ("narrow_f16" | "narrow8", _) => OutKind::Uint,
+            _ => OutKind::Float,
+        }
     }
 }
 
@@ -154,7 +170,7 @@ impl ProgramSpec {
 /// unknown body name ([`MAP`] programs come from [`map_source`]).
 pub fn fragment_source(spec: &ProgramSpec) -> Option<String> {
     let body = BODIES.iter().find(|(n, _)| *n == spec.name)?.1;
-    let mut s = preamble(spec.config, spec.uint_out());
+    let mut s = preamble(spec.config, spec.out_kind());
     if spec.name == "random" {
         // The Box-Muller transform, rendered from its one definition.
         s.push_str(&render_function(&pixelgrad_core::kernel::defs::box_muller_kernel().ok()?, &Glsl300, "pg_box_muller").ok()?);
@@ -314,7 +330,7 @@ fn index_loop(fetched: usize, full: &dyn Fn(usize) -> String, at: &str) -> Strin
 /// The fragment source of an elementwise program: a fused read of `kernel` ([`fused_read`])
 /// written element by element; `config` is its [`map_config`].
 pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
-    let mut s = preamble(config, false);
+    let mut s = preamble(config, OutKind::Float);
     s.push_str(&fused_read(kernel, "CONFIG")?);
     s.push_str("\nfloat compute(int i) {\n    return pg_load(i);\n}\n");
     s.push_str("#ifdef PG_LOAD4\n#define PG_COMPUTE4\nvec4 compute4(int i) {\n    return pg_load4(i);\n}\n#endif\n");
@@ -331,7 +347,7 @@ pub const REDUCE_FUSED: &str = "reduce_fused";
 /// a fused read of `kernel` instead of its sampler.
 pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
     let body = BODIES.iter().find(|(n, _)| *n == "reduce").map(|(_, b)| *b).unwrap_or("");
-    let mut s = preamble(config & 15, false);
+    let mut s = preamble(config & 15, OutKind::Float);
     s.push_str(&format!("#define MAP_CONFIG {}\n", config >> 4));
     s.push_str(&fused_read(kernel, "MAP_CONFIG")?);
     s.push_str("#define LOAD(i) pg_load(i)\n");
@@ -385,7 +401,7 @@ pub fn epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixelgrad_co
     if given >= n || n > MAP_MAX_INPUTS + 1 || kernel.params() > MAP_MAX_PARAMS {
         return Err(bad(format!("product is input {given} of {n}; {} parameters", kernel.params())));
     }
-    let mut s = preamble(config & 7, false);
+    let mut s = preamble(config & 7, OutKind::Float);
     s.push_str(&format!("#define PG_EPILOGUE 1\n#define MAP_CONFIG {}\n", config >> 6));
     s.push_str("layout(location = 1) out vec4 o_color1;\n");
     s.push_str(&read_function(kernel, "MAP_CONFIG", Some(given))?);
@@ -540,7 +556,7 @@ pub fn map_group_source(members: &[GroupMember<'_>], inputs: usize, config: u32)
             members.len()
         )));
     }
-    let mut s = preamble(config, false);
+    let mut s = preamble(config, OutKind::Float);
     s.push_str("// Grouped elementwise draw rendered from the kernel IR (pixelgrad_core::kernel).\n");
     for k in 1..members.len() {
         s.push_str(&format!("layout(location = {k}) out vec4 o_color{k};\n"));

@@ -280,7 +280,7 @@ impl WebGlBackend {
     /// `fromPixels` with dtype `'uint8'`: `t` (an f32 tensor of this backend holding pixel
     /// values in `[0, 1]`, as [`WebGlBackend::from_pixels_texture`] makes with mean 0 and std 1)
     /// as 8-bit storage ([`DType::U8`] in an `RGBA8UI` texture, four per texel) of the values
-    /// `floor(clamp(v * 255, 0, 255) + 0.5)`, by one pass (`shaders/pack_u8.glsl`); nothing is
+    /// `floor(clamp(v * 255, 0, 255) + 0.5)`, by one pass (`shaders/narrow8.glsl`, CONFIG 2); nothing is
     /// read back. Needs WebGL2 integer textures and true f32 tensors: in the `webgl1` mode and
     /// the `RGBA16F` fallback (where `t` holds half-precision values, so bytes near a tie could
     /// differ) it fails with an error naming what is missing.
@@ -305,7 +305,7 @@ impl WebGlBackend {
             return Err(Error::invalid(OP, format!("pixels_to_u8 takes f32 values, got {} storage", x.dtype)));
         }
         let n = t.numel();
-        let out = sh.run_typed(Pass::new(OP, "pack_u8", 0).input("u_x", x), n, DType::U8)?;
+        let out = sh.run_typed(Pass::new(OP, "narrow8", 2).input("u_x", x), n, DType::U8)?;
         Ok(Tensor::from_storage_typed(dev, Storage::new(out), DType::U8, t.dims().to_vec()))
     }
 }

@@ -97,8 +97,9 @@ impl Shared {
         self.run_typed(pass, len, pixelgrad_core::kernel::DType::F32)
     }
 
-    /// As [`Shared::run`] into a texture of `dtype` elements (f16: an `RGBA16UI` target,
-    /// drawn by a program whose output is a `uvec4`, [`ProgramSpec::uint_out`]).
+    /// As [`Shared::run`] into a texture of `dtype` elements (f16: an `RGBA16UI` target, u8
+    /// `RGBA8UI`, i8 `RGBA8I`, drawn by a program whose output is a `uvec4` or an `ivec4`,
+    /// [`ProgramSpec::out_kind`]).
     pub fn run_typed(self: &Rc<Self>, pass: Pass<'_>, len: usize, dtype: pixelgrad_core::kernel::DType) -> Result<GlTensor> {
         let out = self.alloc_typed(len, dtype, pass.op)?;
         self.draw_pass(&pass, &[out.tex], out.w, out.h, len, true)?;

@@ -10,8 +10,9 @@
 //! uploaded and sampled (`texelFetch` on `isampler2D` / `usampler2D`) bit for bit on every
 //! driver; a half-float (`RGBA16F`) texture would leave the half-to-float conversion (f16
 //! subnormals, NaN payloads) to the sampler, which GLSL ES allows to flush. Only `widen` and
-//! `matmul_i8` read them, and only `narrow_f16` (`RGBA16UI`) and `pack_u8` (`fromPixels`'
-//! uint8 results, `RGBA8UI`) draw into one; reading one back widens it first.
+//! `matmul_i8` read them, and only `narrow_f16` (`RGBA16UI`) and `narrow8` (`RGBA8I` /
+//! `RGBA8UI`: `Op::Narrow8` and `fromPixels`' uint8 results) draw into one; reading one back
+//! widens it first.
 
 use std::rc::Rc;
 

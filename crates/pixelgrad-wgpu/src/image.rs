@@ -36,15 +36,6 @@ pub(crate) const YUV_TO_RGBA: Kernel = Kernel {
     status: false,
 };
 
-pub(crate) const PACK_U8: Kernel = Kernel {
-    name: Cow::Borrowed("pack_u8"),
-    source: Cow::Borrowed(include_str!("kernels/pack_u8.wgsl")),
-    inputs: 1,
-    outputs: 1,
-    overrides: &[],
-    status: false,
-};
-
 /// The texture format sources are copied into: what `copyExternalImageToTexture` writes and
 /// `copy_texture_to_buffer` reads back byte for byte (R, G, B, A).
 pub const PIXEL_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
@@ -180,7 +171,7 @@ impl WgpuBackend {
     /// `fromPixels` with dtype `'uint8'`: `t` (an f32 tensor of this backend holding pixel
     /// values in `[0, 1]`, as [`WgpuBackend::from_pixels_texture`] makes with mean 0 and std 1)
     /// as 8-bit storage ([`DType::U8`], four per word) of the values
-    /// `floor(clamp(v * 255, 0, 255) + 0.5)`, by one kernel (`kernels/pack_u8.wgsl`); nothing
+    /// `floor(clamp(v * 255, 0, 255) + 0.5)`, by one kernel (`kernels/narrow8.wgsl`, KIND 2); nothing
     /// is read back.
     pub fn pixels_to_u8(&self, dev: &Device, t: &Tensor) -> Result<Tensor> {
         let op = "fromPixels";
@@ -193,7 +184,7 @@ impl WgpuBackend {
         let res = GpuTensor::new_packed(&self.gpu, op, n, DType::U8)?;
         if n > 0 {
             let grid = self.gpu.grid_elems(op, n.div_ceil(4))?;
-            self.gpu.launch(op, &PACK_U8, &[], &[x.buffer()], res.buffer(), &[u(op, n)?], grid)?;
+            self.gpu.launch(op, &crate::ops::widen::NARROW8, &[2], &[x.buffer()], res.buffer(), &[u(op, n)?], grid)?;
         }
         Ok(Tensor::from_storage_typed(dev, Storage::new(res), DType::U8, t.dims().to_vec()))
     }

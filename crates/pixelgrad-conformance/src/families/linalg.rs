@@ -105,8 +105,13 @@ pub async fn matmul(dev: &Device, read: Read) -> Outcome {
             );
         }
     }
-    let results =
-        [check_all_with(dev, &cases, read).await, matmul_i8(dev, read).await, widen(dev, read).await, narrow_f16(dev, read).await];
+    let results = [
+        check_all_with(dev, &cases, read).await,
+        matmul_i8(dev, read).await,
+        widen(dev, read).await,
+        narrow_f16(dev, read).await,
+        narrow8(dev, read).await,
+    ];
     let errors: Vec<String> = results.into_iter().filter_map(|r| r.err()).collect();
     if errors.is_empty() {
         Ok(())
@@ -178,6 +183,38 @@ async fn narrow_f16(dev: &Device, read: Read) -> Outcome {
         .map_err(|e| format!("narrow_f16 NaN: {e}"))?;
     if !(got[0].is_nan() && got[1] == 1.0 && got[2].is_nan()) {
         return Err(format!("narrow_f16 NaN: got {got:?}"));
+    }
+    Ok(())
+}
+
+/// [`Op::Narrow8`] on backends with 8-bit storage, exactly: ties (to even), both ends of the
+/// i8 and u8 ranges and beyond, ±inf and NaN (0), lengths that fill the last 4-element word
+/// or texel partly; read back directly and through [`Op::Widen`].
+async fn narrow8(dev: &Device, read: Read) -> Outcome {
+    if !dev.backend().supports_int8() {
+        return Ok(());
+    }
+    let mut xs: Vec<f32> = (0..613).map(|i| (i as f32 - 300.0) * 0.75).collect();
+    xs.extend([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, 127.5, -127.5, -128.5, 254.5, 255.5, 0.49999997, -0.0]);
+    xs.extend([1e9, -1e9, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN, 3.0e-39, 99.99]);
+    for signed in [true, false] {
+        let (lo, hi) = if signed { (-128.0, 127.0) } else { (0.0, 255.0) };
+        for len in [xs.len(), xs.len() - 1, xs.len() - 2, xs.len() - 3, 1] {
+            let tag = format!("narrow8 {} [{len}]", if signed { "i8" } else { "u8" });
+            let err = |e: pixelgrad_core::Error| format!("{tag}: {e}");
+            let t = Tensor::from_vec(dev, &xs[..len], [len]).map_err(err)?;
+            let q = t.narrow8(signed).map_err(err)?;
+            let want_dtype = if signed { pixelgrad_core::kernel::DType::I8 } else { pixelgrad_core::kernel::DType::U8 };
+            if q.storage_dtype() != want_dtype {
+                return Err(format!("{tag}: result has {} storage", q.storage_dtype()));
+            }
+            let want: Vec<f64> =
+                xs[..len].iter().map(|&x| if x.is_nan() { 0.0 } else { (x as f64).round_ties_even().clamp(lo, hi) }).collect();
+            let got = crate::harness::read_f64(&q, read).await.map_err(err)?;
+            crate::harness::compare(&tag, "output", &got, &want, EXACT)?;
+            let wide = crate::harness::read_f64(&q.widen().map_err(err)?, read).await.map_err(err)?;
+            crate::harness::compare(&format!("{tag} widened"), "output", &wide, &want, EXACT)?;
+        }
     }
     Ok(())
 }

@@ -89,6 +89,8 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         Op::Widen => narrow::widen_op(sh, ts[0], shapes, out)?,
         // f32 -> f16 results (mixed-precision training's saved activations).
         Op::NarrowF16 => narrow::narrow_f16(sh, ts[0], shapes, out)?,
+        // f32 -> 8-bit (quantised activations between integer layers).
+        Op::Narrow8 { signed } => narrow::narrow8(sh, *signed, ts[0], shapes, out)?,
     };
     Ok(Storage::new(t))
 }

@@ -1,6 +1,7 @@
 //! The ops on narrow storage (WebGL2 only): [`widen`] (8-bit or f16 to f32), [`matmul_i8`]
-//! (the exact integer matmul of 8-bit weights) and [`narrow_f16`] (f32 to f16, drawn into an
-//! integer texture), each one fragment pass (`texture.rs` documents the formats).
+//! (the exact integer matmul of 8-bit weights), [`narrow_f16`] (f32 to f16) and [`narrow8`]
+//! (f32 to i8 or u8), the last two drawn into integer textures, each one fragment pass
+//! (`texture.rs` documents the formats).
 
 use std::rc::Rc;
 
@@ -146,4 +147,18 @@ pub(crate) fn narrow_f16(sh: &Rc<Shared>, x: &GlTensor, shapes: &[&Shape], out: 
     }
     let n = out.numel();
     sh.run_typed(Pass::new(op, "narrow_f16", 0).input("u_x", x), n, DType::F16)
+}
+
+/// [`pixelgrad_core::Op::Narrow8`] after the shared shape check: `x` (f32) rounded (ties to
+/// even) and saturated into a new 8-bit tensor (`RGBA8I` when `signed`, `RGBA8UI`
+/// otherwise), one pass (`shaders/narrow8.glsl`). In the `RGBA16F` fallback `x` holds halves,
+/// which keep every whole number of the 8-bit ranges exactly.
+pub(crate) fn narrow8(sh: &Rc<Shared>, signed: bool, x: &GlTensor, shapes: &[&Shape], out: &Shape) -> Result<GlTensor> {
+    let op = "narrow8";
+    if x.dtype != DType::F32 {
+        return Err(type_err(sh, op, shapes, 0, x.dtype, "f32"));
+    }
+    let dtype = if signed { DType::I8 } else { DType::U8 };
+    check_mode(sh, op, dtype)?;
+    sh.run_typed(Pass::new(op, "narrow8", if signed { 0 } else { 1 }).input("u_x", x), out.numel(), dtype)
 }

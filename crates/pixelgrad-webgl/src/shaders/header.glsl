@@ -2,9 +2,12 @@
 // consecutive elements per texel, row-major over the texture (texel t at (t % width, t / width)).
 
 // Location 0 explicitly: matmul_block.glsl adds outputs 1..3 (multiple render targets).
-// Programs drawing into an integer texture (RGBA16UI: narrow_f16.glsl) write unsigned texels.
+// Programs drawing into an integer texture write unsigned texels (RGBA16UI: narrow_f16.glsl;
+// RGBA8UI: narrow8.glsl) or signed ones (RGBA8I: narrow8.glsl).
 #ifdef PG_OUT_UINT
 layout(location = 0) out highp uvec4 o_color;
+#elif defined(PG_OUT_INT)
+layout(location = 0) out highp ivec4 o_color;
 #else
 layout(location = 0) out vec4 o_color;
 #endif

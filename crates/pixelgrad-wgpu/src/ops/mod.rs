@@ -10,7 +10,7 @@ mod matmul_cpu;
 mod matmul_cpu_src;
 pub(crate) mod matmul_i8;
 pub(crate) mod reduce;
-mod widen;
+pub(crate) mod widen;
 mod window;
 
 use std::rc::Rc;
@@ -47,7 +47,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &index::SCATTER_ADD,
         &layout::COPY,
         &crate::image::FROM_PIXELS,
-        &crate::image::PACK_U8,
+        &widen::NARROW8,
         &crate::image::YUV_TO_RGBA,
     ];
     // Then the generated register-blocked matmuls, every variant.
@@ -60,6 +60,15 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         // Packed output: its own allocation.
         let x = ins.first().copied().ok_or_else(|| Error::backend(op.name(), BACKEND, "missing input 0"))?;
         return narrow_f16(gpu, x, out.numel());
+    }
+    if let Op::Narrow8 { signed } = op {
+        let x = ins.first().copied().ok_or_else(|| Error::backend(op.name(), BACKEND, "missing input 0"))?;
+        let dtype = if *signed { kernel::DType::I8 } else { kernel::DType::U8 };
+        let res = GpuTensor::new_packed(gpu, "narrow8", out.numel(), dtype)?;
+        if out.numel() > 0 {
+            widen::narrow8(gpu, x, &res, out.numel())?;
+        }
+        return Ok(res);
     }
     let res = GpuTensor::new(gpu, op.name(), out.numel())?;
     if out.numel() == 0 {
@@ -108,7 +117,9 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::Concat { axis } => layout::concat(gpu, *axis, ins, shapes, out, &res)?,
         Op::MatMulI8 { b_i8 } => matmul_i8::matmul_i8(gpu, *b_i8, input(0)?, input(1)?, shapes, out, &res)?,
         Op::Widen => widen::widen(gpu, input(0)?, &res)?,
-        Op::NarrowF16 => return Err(Error::backend(op.name(), BACKEND, "internal: narrow_f16 runs before the f32 allocation")),
+        Op::NarrowF16 | Op::Narrow8 { .. } => {
+            return Err(Error::backend(op.name(), BACKEND, "internal: narrowing runs before the f32 allocation"))
+        }
     }
     Ok(res)
 }

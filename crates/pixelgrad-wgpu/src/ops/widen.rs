@@ -1,6 +1,7 @@
 //! [`pixelgrad_core::Op::Widen`]: packed 8-bit or f16 storage to f32, one invocation per
 //! element, with integer operations only (exact on every device, subnormals included); and
-//! its inverse for halves, [`pixelgrad_core::Op::NarrowF16`], one invocation per word.
+//! its inverses, [`pixelgrad_core::Op::NarrowF16`] and [`pixelgrad_core::Op::Narrow8`], one
+//! invocation per word.
 
 use std::borrow::Cow;
 
@@ -52,4 +53,27 @@ pub(crate) fn narrow_f16(gpu: &Gpu, x: &GpuTensor, res: &GpuTensor, n: usize) ->
     let params = [u(op, n)?];
     let grid = gpu.grid_elems(op, n.div_ceil(2))?;
     gpu.launch(op, &NARROW_F16, &[], &[x.buffer()], res.buffer(), &params, grid)
+}
+
+pub(crate) const NARROW8: Kernel = Kernel {
+    name: Cow::Borrowed("narrow8"),
+    source: Cow::Borrowed(include_str!("../kernels/narrow8.wgsl")),
+    inputs: 1,
+    outputs: 1,
+    overrides: &["KIND"],
+    status: false,
+};
+
+/// The first `n` f32 elements of `x` rounded (ties to even) and saturated to 8 bits into `res`
+/// (packed four per word, allocated by the caller for `n` bytes of `res.dtype`).
+pub(crate) fn narrow8(gpu: &Gpu, x: &GpuTensor, res: &GpuTensor, n: usize) -> Result<()> {
+    let op = "narrow8";
+    let kind = match res.dtype {
+        DType::I8 => 0,
+        DType::U8 => 1,
+        other => return Err(Error::backend(op, BACKEND, format!("internal: narrow8 into {other} storage"))),
+    };
+    let params = [u(op, n)?];
+    let grid = gpu.grid_elems(op, n.div_ceil(4))?;
+    gpu.launch(op, &NARROW8, &[kind], &[x.buffer()], res.buffer(), &params, grid)
 }
