@@ -563,6 +563,14 @@ export declare class OnnxModel {
     weightBytes: number;
     deviceWeightBytes: number;
     /**
+     * How quantised (uint8 / int8) activations that outlive the next node are kept: '8-bit'
+     * tensors (a quarter of f32's memory), or 'f32' in the WebGL1 mode, which has no 8-bit
+     * storage. The outputs are the same either way.
+     */
+    activationStorage: '8-bit' | 'f32';
+    /** The most bytes the values passed between nodes held at once during the last run that walked the graph. */
+    activationBytes: number;
+    /**
      * How the matrix products (convolutions, Gemm, MatMul) compute on the float weights: 'f32'
      * with f32 weights; with f16 weights 'f32 (f16 weights read directly)' on WebGPU GPUs (no
      * widen pass), 'f32 (widened)' on WebGL, the CPU and CPU adapters (SwiftShader).

@@ -206,6 +206,9 @@ test("loadOnnx({ precision: 'f16' }): half the weight bytes on every backend (We
     assert.ok(ratio > 0.45 && ratio < 0.55, `${backend}: f16/f32 device weight bytes ${ratio}`);
     assert.match(res.int8.path, /^i8 weights stored 8-bit/);
     assert.ok(res.int8.deviceWeightBytes < 0.35 * res.f32.info.deviceWeightBytes, `${backend}: int8 ${res.int8.deviceWeightBytes}`);
+    // Quantised activations held between nodes are 8-bit tensors on every backend here.
+    assert.equal(res.int8.activationStorage, '8-bit', backend);
+    assert.ok(res.int8.activationBytes > 0, `${backend}: ${res.int8.activationBytes}`);
   }
 });
 

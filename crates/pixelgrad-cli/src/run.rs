@@ -37,6 +37,11 @@ pub struct RunArgs {
     /// operators and backends widen them to f32 where read; see "arithmetic" in the JSON)
     #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
     pub precision: String,
+    /// Quantised models: how uint8 / int8 results are kept between nodes: 8bit (8-bit tensors,
+    /// a quarter of the memory, where the backend stores them; WebGL1 does not) or f32 (whole
+    /// numbers in f32: no narrowing and widening passes). The outputs are the same.
+    #[arg(long, default_value = "8bit", value_parser = ["8bit", "f32"])]
+    pub int8_activations: String,
     /// PNG inputs: output size H,W (default: the image's)
     #[arg(long, value_name = "H,W")]
     pub resize: Option<String>,
@@ -195,6 +200,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
         _ => WeightStorage::Auto,
     };
     let session = Session::with_storage(std::rc::Rc::new(model), &sel.device, storage).ctx()?;
+    session.set_int8_activations(a.int8_activations == "8bit");
     if a.precision == "f16" && session.weight_storage() == "f32" {
         eprintln!("precision f16: {} has no f16 storage; the weights stay f32", sel.device.name());
     }
@@ -249,10 +255,12 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     let device_weight_bytes = session.device_weight_bytes();
     if let Some(path) = session.int8_path() {
         eprintln!(
-            "precision: {} ({} int8 nodes, {} f32 nodes), int8 path {path}, {device_weight_bytes} weight bytes on the device",
+            "precision: {} ({} int8 nodes, {} f32 nodes), int8 path {path}, {device_weight_bytes} weight bytes on the device, \
+             quantised activations in {} storage",
             precision.summary(),
             precision.int8.values().sum::<usize>(),
-            precision.f32.values().sum::<usize>()
+            precision.f32.values().sum::<usize>(),
+            session.activation_storage()
         );
     }
     if a.json {
@@ -266,6 +274,8 @@ pub fn run(a: RunArgs) -> CliResult<()> {
             "launches_per_run": launches,
             "weight_bytes": weight_bytes,
             "device_weight_bytes": device_weight_bytes,
+            "activation_bytes": session.activation_bytes(),
+            "activation_storage": session.activation_storage(),
             "precision": precision.summary(),
             "weight_storage": session.weight_storage(),
             "precision_groups": { "int8": precision.int8, "f32": precision.f32 },

@@ -34,19 +34,29 @@ fn fails_with(args: &[&str], needle: &str) {
 #[test]
 fn quantized_model_reports_precision_path_and_weight_bytes() {
     let f = fixtures().join("models");
-    let json = |dir: &str| -> serde_json::Value {
-        let out_dir = std::env::temp_dir().join(format!("pixelgrad-onnx-run-q-{dir}-{}", std::process::id()));
+    let run = |dir: &str, acts: &str| -> (serde_json::Value, Vec<u8>) {
+        let out_dir = std::env::temp_dir().join(format!("pixelgrad-onnx-run-q-{dir}-{acts}-{}", std::process::id()));
         let input = format!("x={}", f.join(dir).join("input_0.npy").display());
         let out = bin()
-            .args(["run", f.join(dir).join("model.onnx").to_str().unwrap(), "--input", &input, "--backend", "cpu", "--json", "--out"])
+            .args(["run", f.join(dir).join("model.onnx").to_str().unwrap(), "--input", &input, "--backend", "cpu", "--json"])
+            .args(["--int8-activations", acts, "--out"])
             .arg(&out_dir)
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let y = std::fs::read(out_dir.join("output_0.npy")).unwrap();
         std::fs::remove_dir_all(&out_dir).ok();
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap()
+        (serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap(), y)
     };
+    let json = |dir: &str| run(dir, "8bit").0;
     let q = json("ppocr_cls_qop_u8_per_channel");
+    // Quantised activations held between nodes are 8-bit tensors; `--int8-activations f32`
+    // keeps them in f32 with the same output, byte for byte.
+    assert_eq!(q["activation_storage"], "8-bit", "{q}");
+    let (q32, y32) = run("ppocr_cls_qop_u8_per_channel", "f32");
+    assert_eq!(q32["activation_storage"], "f32", "{q32}");
+    assert_eq!(run("ppocr_cls_qop_u8_per_channel", "8bit").1, y32);
+    assert!(q["activation_bytes"].as_u64().unwrap() <= q32["activation_bytes"].as_u64().unwrap(), "{q} vs {q32}");
     let qdq = json("ppocr_cls_qdq_u8");
     let fp = json("ppocr_cls");
     assert_eq!(q["precision"], "mixed", "{q}");

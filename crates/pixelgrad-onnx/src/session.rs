@@ -90,10 +90,12 @@ impl Value {
             Value::Device { tensor, dtype } => Ok(host_of(tensor.to_vec_async().await?, tensor.dims().to_vec(), *dtype)),
         }
     }
-    /// The value as a device tensor on `dev` (host values are uploaded).
+    /// The value as an f32 device tensor on `dev` (host values are uploaded; a quantised
+    /// output kept in 8-bit storage is widened, exactly). `Value::Device`'s `tensor` is the
+    /// stored one.
     pub fn tensor(&self, dev: &Device) -> Result<Tensor> {
         match self {
-            Value::Device { tensor, .. } => Ok(tensor.clone()),
+            Value::Device { tensor, .. } => Ok(tensor.widen()?),
             Value::Host(h) => upload(dev, h, "output"),
         }
     }
@@ -160,6 +162,49 @@ pub struct Session {
     plans: RefCell<HashMap<Vec<String>, Rc<RunPlan>>>,
     /// Recorded runs whose kernels later runs launch again (see [`Session::set_kernel_replay`]).
     replays: Replays,
+    /// See [`Session::activation_bytes`].
+    activation_peak: std::cell::Cell<usize>,
+    /// See [`Session::set_int8_activations`].
+    int8_activations: std::cell::Cell<bool>,
+    /// Whether the node running now keeps its quantised results in 8-bit storage
+    /// ([`RunPlan::held`]).
+    narrow_results: std::cell::Cell<bool>,
+}
+
+/// The device bytes of the values a run passes between nodes, while it walks the graph: each
+/// storage counted once however many values share it (reshapes), 8-bit storage at one byte
+/// per element.
+#[derive(Default)]
+struct LiveBytes {
+    /// Per storage address: the values holding it and its bytes.
+    by_addr: HashMap<usize, (usize, usize)>,
+    live: usize,
+    peak: usize,
+}
+
+impl LiveBytes {
+    fn add(&mut self, v: &V) {
+        if let V::Dev { t, .. } = v {
+            let e = self.by_addr.entry(t.storage().addr()).or_insert((0, t.numel() * t.storage_dtype().size_bytes()));
+            e.0 += 1;
+            if e.0 == 1 {
+                self.live += e.1;
+                self.peak = self.peak.max(self.live);
+            }
+        }
+    }
+    fn remove(&mut self, v: &V) {
+        if let V::Dev { t, .. } = v {
+            let addr = t.storage().addr();
+            if let Some(e) = self.by_addr.get_mut(&addr) {
+                e.0 -= 1;
+                if e.0 == 0 {
+                    self.live -= e.1;
+                    self.by_addr.remove(&addr);
+                }
+            }
+        }
+    }
 }
 
 /// The graph by integer ids: what [`Session::run_to`] walks, instead of looking value names
@@ -202,6 +247,11 @@ impl Wiring {
 struct RunPlan {
     nodes: Vec<usize>,
     uses: Vec<usize>,
+    /// Per entry of `nodes`: whether one of its results outlives the next node (read by a
+    /// later one, or asked for). Only those quantised results are kept in 8-bit storage
+    /// ([`Session::set_int8_activations`]): one read by the next node alone is never held
+    /// while another node runs, so narrowing it would save no memory and cost two passes.
+    held: Vec<bool>,
 }
 
 /// Operators whose inputs after the first are weights (trainable at any size).
@@ -276,6 +326,9 @@ impl Session {
             wiring: OnceCell::new(),
             plans: RefCell::new(HashMap::default()),
             replays: Replays::default(),
+            activation_peak: std::cell::Cell::new(0),
+            int8_activations: std::cell::Cell::new(true),
+            narrow_results: std::cell::Cell::new(false),
         })
     }
 
@@ -326,6 +379,30 @@ impl Session {
     /// backend stores them).
     fn stored_narrow(&self, t: &HostTensor) -> bool {
         matches!(t.dtype, DType::I8 | DType::U8) && !t.shape.is_empty() && self.device.backend().supports_int8()
+    }
+
+    /// Whether quantised (`uint8` / `int8`) results that outlive the next node (read by a
+    /// later node, as skip connections and concatenated branches are, or asked for as
+    /// outputs) are stored as 8-bit tensors where the backend has 8-bit storage (default on):
+    /// a quarter of their memory, for one narrowing pass per result (which also saturates) and
+    /// one widening pass per reader. Results read by the next node alone stay whole numbers
+    /// in f32: they are never held while another node runs, and their passes fuse. Off keeps
+    /// every result in f32, as backends without 8-bit storage do; the outputs are the same
+    /// either way.
+    pub fn set_int8_activations(&self, on: bool) {
+        self.int8_activations.set(on);
+        self.replays.clear();
+    }
+
+    /// How quantised (`uint8` / `int8`) activations are kept between nodes: `"8-bit"` where
+    /// the backend stores 8-bit tensors, `"f32"` (whole numbers in f32) where it does not
+    /// (the WebGL1 mode) or [`Session::set_int8_activations`] turned it off.
+    pub fn activation_storage(&self) -> &'static str {
+        if self.int8_activations.get() && self.device.backend().supports_int8() {
+            "8-bit"
+        } else {
+            "f32"
+        }
     }
 
     /// How the float weights are stored: `"f32"`, `"f16"` (every float weight) or
@@ -394,6 +471,15 @@ impl Session {
         };
         let params: usize = self.params.iter().map(|(_, p)| p.tensor().numel() * 4).sum();
         params + self.cache.borrow().values().map(|t| t.numel() * size(t)).sum::<usize>()
+    }
+
+    /// The most device bytes that the values passed between nodes held at once during the
+    /// last run that walked the graph (a replayed run launches the same kernels on the same
+    /// sizes, so it holds the same): each storage counted once, quantised activations at one
+    /// byte per element where the backend stores them 8-bit, two for f16. Temporaries inside
+    /// one operator are not counted. 0 before the first run.
+    pub fn activation_bytes(&self) -> usize {
+        self.activation_peak.get()
     }
 
     /// The weights, by the model's tensor names.
@@ -499,7 +585,9 @@ impl Session {
             }
         }
         let mut uses = plan.uses.clone();
-        for &k in &plan.nodes {
+        let mut live = LiveBytes::default();
+        for (p, &k) in plan.nodes.iter().enumerate() {
+            self.narrow_results.set(plan.held[p]);
             let node = &model.nodes[k];
             let mut ins = Vec::with_capacity(node.inputs.len());
             for (name, id) in node.inputs.iter().zip(&wiring.ins[k]) {
@@ -533,6 +621,7 @@ impl Session {
             for (id, v) in wiring.outs[k].iter().zip(outs) {
                 if let Some(i) = *id {
                     if uses[i] > 0 {
+                        live.add(&v);
                         vals[i] = Some(v);
                     }
                 }
@@ -541,11 +630,16 @@ impl Session {
                 if uses[*i] > 0 {
                     uses[*i] -= 1;
                     if uses[*i] == 0 {
-                        vals[*i] = None;
+                        if let Some(v) = vals[*i].take() {
+                            if wiring.producer[*i].is_some() {
+                                live.remove(&v);
+                            }
+                        }
                     }
                 }
             }
         }
+        self.activation_peak.set(live.peak);
         outputs
             .iter()
             .map(|o| {
@@ -596,8 +690,27 @@ impl Session {
         for i in ids.iter().flatten() {
             uses[*i] += 1;
         }
-        let nodes = (0..model.nodes.len()).filter(|&k| needed[k]).collect();
-        let plan = Rc::new(RunPlan { nodes, uses });
+        let nodes: Vec<usize> = (0..model.nodes.len()).filter(|&k| needed[k]).collect();
+        let mut pos = vec![usize::MAX; model.nodes.len()];
+        for (p, &k) in nodes.iter().enumerate() {
+            pos[k] = p;
+        }
+        let mut held = vec![false; nodes.len()];
+        for i in ids.iter().flatten() {
+            if let Some(k) = wiring.producer[*i] {
+                held[pos[k]] = true;
+            }
+        }
+        for (q, &k) in nodes.iter().enumerate() {
+            for i in wiring.ins[k].iter().flatten() {
+                if let Some(j) = wiring.producer[*i] {
+                    if pos[j] + 1 != q {
+                        held[pos[j]] = true;
+                    }
+                }
+            }
+        }
+        let plan = Rc::new(RunPlan { nodes, uses, held });
         self.plans.borrow_mut().insert(key, plan.clone());
         Ok(plan)
     }

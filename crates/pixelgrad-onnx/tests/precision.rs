@@ -155,3 +155,77 @@ fn float16_models_keep_f16_storage_through_folded_batch_norms() {
         assert!(h <= 0.55 * f && h >= 0.45 * f, "on {}: f16 weights take {h} bytes, f32 {f}", dev.name());
     }
 }
+
+/// Quantised activations that outlive the next node are kept in 8-bit storage
+/// (`Session::set_int8_activations`, on by default): on CPU, WebGPU and WebGL2 a quantised value
+/// asked for as an output comes back as an 8-bit tensor, the outputs are bit for bit those of the
+/// f32 setting (narrowing whole numbers is exact), and the values passed between nodes take no
+/// more memory than in f32. WebGL1 has no 8-bit storage: it says so and keeps f32.
+#[test]
+fn int8_activations_are_stored_8_bit_with_the_same_outputs() {
+    use pixelgrad_core::kernel::DType;
+    let _g = pixelgrad_core::no_grad();
+    let gl = |webgl1: bool| {
+        let opts = pixelgrad_webgl::WebGlOptions { self_test: false, webgl1, ..Default::default() };
+        Device::new(pixelgrad_webgl::WebGlBackend::new_headless(opts).expect("a headless WebGL (EGL) context"))
+    };
+    let mut devs = devices();
+    devs.truncate(2);
+    devs.push(gl(false));
+    devs.push(gl(true));
+    for name in ["squeezenet_qop_u8_per_channel", "squeezenet_qdq_i8_per_channel", "cnn_qdq_u8"] {
+        let case = common::cases("models").into_iter().find(|c| c.name == name).unwrap();
+        let model = Rc::new(Model::load(case.dir.join("model.onnx")).unwrap());
+        // Every quantised result of the integer products, with the model's output.
+        let quantised: Vec<String> = model
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.op_type.as_str(), "QLinearConv" | "QuantizeLinear"))
+            .map(|n| n.outputs[0].clone())
+            .take(6)
+            .collect();
+        assert!(!quantised.is_empty(), "{name} has no quantised results");
+        let mut names: Vec<&str> = vec![model.outputs[0].name.as_str()];
+        names.extend(quantised.iter().map(|s| s.as_str()));
+        let (input, path) = &case.inputs[0];
+        let x = pixelgrad_onnx::npy::load(path).unwrap();
+        for dev in &devs {
+            let narrow = Session::with_storage(model.clone(), dev, WeightStorage::F32).unwrap();
+            let wide = Session::with_storage(model.clone(), dev, WeightStorage::F32).unwrap();
+            wide.set_int8_activations(false);
+            let int8 = dev.backend().supports_int8();
+            assert_eq!(narrow.activation_storage(), if int8 { "8-bit" } else { "f32" }, "{name} on {}", dev.name());
+            assert_eq!(wide.activation_storage(), "f32");
+            let a = narrow.run_to(&[(input.as_str(), x.clone().into())], &names).unwrap();
+            let b = wide.run_to(&[(input.as_str(), x.clone().into())], &names).unwrap();
+            for (k, (va, vb)) in a.iter().zip(&b).enumerate() {
+                let (ha, hb) = (va.to_host().unwrap().to_f32(), vb.to_host().unwrap().to_f32());
+                assert_eq!(ha, hb, "{name} on {}: output {} differs between 8-bit and f32 activations", dev.name(), names[k]);
+                if k == 0 {
+                    continue;
+                }
+                // A quantised value asked for is held: 8-bit where the backend stores it.
+                if let pixelgrad_onnx::Value::Device { tensor, dtype } = va {
+                    let want = if int8 {
+                        if *dtype == pixelgrad_onnx::DType::I8 {
+                            DType::I8
+                        } else {
+                            DType::U8
+                        }
+                    } else {
+                        DType::F32
+                    };
+                    assert_eq!(tensor.storage_dtype(), want, "{name} on {}: {}", dev.name(), names[k]);
+                    // and an f32 tensor for ordinary ops
+                    assert_eq!(va.tensor(dev).unwrap().storage_dtype(), DType::F32);
+                }
+            }
+            let (na, nb) = (narrow.activation_bytes(), wide.activation_bytes());
+            println!("{name} on {}: activation bytes 8-bit {na} / f32 {nb}", dev.name());
+            assert!(na > 0 && na <= nb, "{name} on {}: {na} > {nb}", dev.name());
+            if !int8 {
+                assert_eq!(na, nb);
+            }
+        }
+    }
+}

@@ -284,6 +284,11 @@ pub trait Consts {
     fn max_elements(&self) -> usize {
         MAX_ELEMENTS
     }
+    /// Whether quantised results go to 8-bit storage ([`crate::Session::set_int8_activations`]
+    /// and the backend's [`pixelgrad_core::Backend::supports_int8`]).
+    fn int8_activations(&self) -> bool {
+        self.device().backend().supports_int8()
+    }
 }
 
 /// Default of [`Consts::max_elements`]: 2^28 elements, 1 GiB of f32.
@@ -312,14 +317,25 @@ impl Cx<'_> {
     pub fn dev(&self) -> &Device {
         self.consts.device()
     }
-    /// Input `i` as a device tensor (uploading or reusing the device copy of a constant).
+    /// Input `i` as an f32 device tensor (uploading or reusing the device copy of a constant;
+    /// a quantised value kept in 8-bit storage, see [`Cx::stored`], widened, exactly).
     pub fn t(&self, ins: &[Option<V>], i: usize) -> Result<Tensor> {
         let v = self.v(ins, i)?;
         self.to_dev(v, i)
     }
+    /// Input `i` as a device tensor in the storage it has: quantised activations between
+    /// integer layers stay 8-bit ([`Tensor::narrow8`], where the backend stores 8-bit
+    /// tensors). For ops that only relabel the shape (reshape, flatten, squeeze), which keep
+    /// any storage; everything else takes [`Cx::t`].
+    pub fn stored(&self, ins: &[Option<V>], i: usize) -> Result<Tensor> {
+        match self.v(ins, i)? {
+            V::Dev { t, .. } => Ok(t.clone()),
+            v => self.to_dev(v, i),
+        }
+    }
     pub fn to_dev(&self, v: &V, i: usize) -> Result<Tensor> {
         match v {
-            V::Dev { t, .. } => Ok(t.clone()),
+            V::Dev { t, .. } => Ok(t.widen()?),
             V::Host { t, name: Some(n) } => match self.consts.param(n) {
                 Some(p) => Ok(p.tensor()),
                 None => self.consts.cached(n, t),

@@ -19,7 +19,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
     };
     match op {
         "Reshape" => {
-            let x = cx.t(ins, 0)?;
+            let x = cx.stored(ins, 0)?;
             let target = if node.opset < 5 {
                 node.ints("shape")?.ok_or_else(|| cx.err("needs shape"))?
             } else {
@@ -29,13 +29,13 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             out(x.reshape(dims)?)
         }
         "Flatten" => {
-            let x = cx.t(ins, 0)?;
+            let x = cx.stored(ins, 0)?;
             let a = flatten_axis(node, node.int("axis", 1)?, x.rank())?;
             let outer: usize = x.dims()[..a].iter().product();
             out(x.reshape([outer, x.numel() / outer.max(1)])?)
         }
         "Squeeze" | "Unsqueeze" => {
-            let x = cx.t(ins, 0)?;
+            let x = cx.stored(ins, 0)?;
             let h = hosts(cx)?;
             let hr: Vec<Option<&crate::host::HostTensor>> = h.iter().map(|o| o.as_ref()).collect();
             let axes = axes_arg(node, &hr, 1)?;

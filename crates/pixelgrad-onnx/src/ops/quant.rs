@@ -5,8 +5,11 @@
 //! `QLinearSoftmax` (the last five: dequantised, computed in float, quantised again, which is
 //! what onnxruntime's kernels and lookup tables compute).
 //!
-//! Quantised values live on the device as integer-valued `f32` (the value's ONNX type, `uint8`,
-//! `int8` or `int32`, travels with it). The integer products subtract the zero points, multiply
+//! Quantised `uint8` / `int8` results are stored as 8-bit tensors where the backend has 8-bit
+//! storage ([`Tensor::narrow8`], which rounds and saturates in the same pass): activations
+//! between integer layers take a quarter of the memory of f32. Consumers widen them back
+//! exactly when they read them ([`super::Cx::t`]). Elsewhere (WebGL1) and for `int32` values
+//! they are integer-valued `f32`; the value's ONNX type travels with it either way. The integer products subtract the zero points, multiply
 //! and accumulate exactly (every partial sum of 8-bit products stays far below 2^24, where `f32`
 //! stops holding every integer), add the `int32` bias and requantise as onnxruntime does:
 //! `saturate(round_half_even(acc · (x_scale · w_scale / y_scale)) + y_zero_point)`, the
@@ -55,7 +58,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let axis = node.int("axis", 1)?;
             let s = param(cx, ins, 1, x.rank(), axis)?.ok_or_else(|| cx.err("y_scale is missing"))?;
             let z = param(cx, ins, 2, x.rank(), axis)?;
-            one(quantize(&x, &s, z.as_ref(), dt)?, dt)
+            one(quantize(cx, &x, &s, z.as_ref(), dt)?, dt)
         }
         "DequantizeLinear" => {
             node.only_attrs(&["axis"])?;
@@ -75,7 +78,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let scale = hi.sub(&lo)?.mul_scalar(1.0 / 255.0)?;
             let z = round_half_even(&lo.neg()?.div(&scale)?)?.max_scalar(0.0)?.min_scalar(255.0)?;
             let ones = vec![1usize; x.rank()];
-            let y = quantize(&x, &scale.reshape(ones.clone())?, Some(&z.reshape(ones)?), DType::U8)?;
+            let y = quantize(cx, &x, &scale.reshape(ones.clone())?, Some(&z.reshape(ones)?), DType::U8)?;
             Ok(Some(vec![V::dev(y, DType::U8), V::dev(scale, DType::F32), V::dev(z, DType::U8)]))
         }
         "QLinearConv" => {
@@ -390,11 +393,20 @@ fn param(cx: &Cx, ins: &[Option<V>], i: usize, rank: usize, axis: i64) -> Result
 }
 
 /// `saturate(round_half_even(x / s) + z)` for an 8-bit type.
-fn quantize(x: &Tensor, s: &Tensor, z: Option<&Tensor>, dt: DType) -> pixelgrad_core::Result<Tensor> {
-    let (lo, hi) = range(dt).unwrap_or((0.0, 255.0));
+fn quantize(cx: &Cx, x: &Tensor, s: &Tensor, z: Option<&Tensor>, dt: DType) -> pixelgrad_core::Result<Tensor> {
     let mut q = round_half_even(&x.div(s)?)?;
     if let Some(z) = z {
         q = q.add(z)?;
+    }
+    saturate(cx, &q, dt)
+}
+
+/// Whole numbers `q` saturated to the 8-bit type `dt`: into 8-bit storage where the session
+/// keeps them so ([`Tensor::narrow8`] saturates as it stores), otherwise clamped in f32.
+fn saturate(cx: &Cx, q: &Tensor, dt: DType) -> pixelgrad_core::Result<Tensor> {
+    let (lo, hi) = range(dt).unwrap_or((0.0, 255.0));
+    if cx.consts.int8_activations() {
+        return q.narrow8(dt == DType::I8);
     }
     q.max_scalar(lo)?.min_scalar(hi)
 }
@@ -450,7 +462,7 @@ fn quantize_output(cx: &Cx, ins: &[Option<V>], y: &Tensor, s: usize, z: usize, d
     }
     let st = param(cx, ins, s, y.rank(), 1)?.ok_or_else(|| cx.err(format!("scale input {s} is missing")))?;
     let zt = param(cx, ins, z, y.rank(), 1)?;
-    Ok(quantize(y, &st, zt.as_ref(), dt)?)
+    Ok(quantize(cx, y, &st, zt.as_ref(), dt)?)
 }
 
 /// `QLinearSoftmax`'s output from the probabilities `p`, as onnxruntime's kernel computes it
@@ -469,14 +481,15 @@ fn softmax_output(cx: &Cx, ins: &[Option<V>], p: &Tensor, dt: DType) -> Result<T
     if let Some(z) = param(cx, ins, 4, p.rank(), 1)? {
         q = q.add(&z)?;
     }
-    Ok(match dt {
+    let q = match dt {
         DType::I8 => {
             // q >= -128 (p >= 0): 128..=255 wrap to q - 256, anything above is -1.
             let wrapped = q.sub(&q.gt_scalar(127.0)?.mul_scalar(256.0)?)?;
             wrapped.sub(&wrapped.add_scalar(1.0)?.mul(&q.gt_scalar(255.0)?)?)?
         }
-        _ => q.max_scalar(0.0)?.min_scalar(255.0)?,
-    })
+        _ => q,
+    };
+    Ok(saturate(cx, &q, dt)?)
 }
 
 /// The requantisation multiplier `alpha · a_scale · b_scale / y_scale` (`y_scale` at index
@@ -518,12 +531,12 @@ fn multiplier(cx: &Cx, ins: &[Option<V>], idx: [usize; 3], rank: usize, axis: i6
 
 /// `saturate(round_half_even(acc · m) + y_zero_point)`.
 fn requantize(cx: &Cx, acc: &Tensor, m: &Tensor, ins: &[Option<V>], z: usize, axis: i64, dt: DType) -> Result<Tensor> {
-    let Some((lo, hi)) = range(dt) else {
+    if range(dt).is_none() {
         return Err(cx.err(format!("output type {dt} is not supported (uint8 and int8 are)")));
-    };
+    }
     let mut q = round_half_even(&acc.mul(m)?)?;
     if let Some(zp) = param(cx, ins, z, acc.rank(), axis)? {
         q = q.add(&zp)?;
     }
-    Ok(q.max_scalar(lo)?.min_scalar(hi)?)
+    Ok(saturate(cx, &q, dt)?)
 }

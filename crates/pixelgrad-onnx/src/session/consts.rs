@@ -16,6 +16,9 @@ impl Consts for Session {
     fn max_elements(&self) -> usize {
         self.max_elements.get()
     }
+    fn int8_activations(&self) -> bool {
+        self.narrow_results.get() && self.activation_storage() == "8-bit"
+    }
     fn param(&self, name: &str) -> Option<&Param> {
         self.param_index.get(name).map(|&i| &self.params[i].1)
     }

@@ -53,8 +53,12 @@ impl OnnxModel {
     }
 
     /// JSON `{ precision, precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes,
-    /// arithmetic, shaderF16 }`: what computes in which precision and how the weights are held
-    /// (device bytes count the constants uploaded so far: read it after a run). `arithmetic`
+    /// activationStorage, activationBytes, arithmetic, shaderF16 }`: what computes in which
+    /// precision and how the weights are held (device bytes count the constants uploaded so
+    /// far: read it after a run). `activationStorage` is how quantised activations that
+    /// outlive the next node are kept (`8-bit`, or `f32` in the WebGL1 mode);
+    /// `activationBytes` the most bytes the values between nodes held at once in the last run
+    /// that walked the graph ([`Session::activation_bytes`]). `arithmetic`
     /// is how the matrix products compute on the float weights ([`Session::arithmetic`]):
     /// `f32` with f32 weights; with f16 weights `f32 (f16 weights read directly)` on WebGPU
     /// GPUs, `f32 (widened)` where they are widened first; `shaderF16` says whether the WebGPU
@@ -68,6 +72,8 @@ impl OnnxModel {
             "weightStorage": self.session.weight_storage(),
             "weightBytes": self.session.model().weight_bytes(),
             "deviceWeightBytes": self.session.device_weight_bytes(),
+            "activationStorage": self.session.activation_storage(),
+            "activationBytes": self.session.activation_bytes(),
             "arithmetic": self.session.arithmetic(),
             "shaderF16": self.session.device().backend().shader_f16(),
         })
