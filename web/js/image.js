@@ -7,7 +7,7 @@
 // below). WebGL2: texSubImage2D + one fragment
 // pass. CPU: getImageData + the host reference. Synchronous, like TF.js's
 // tf.browser.fromPixels: the GPU work is queued and nothing is read back. `dtype` 'float16' /
-// 'uint8' add one conversion on the device (narrow_f16 / pack_u8) where the backend stores
+// 'uint8' add one conversion on the device (narrow_f16 / narrow8) where the backend stores
 // those types (WebGPU, WebGL2, CPU), and are an Error in the webgl1 mode.
 import { currentRuntime } from './runtime.js';
 import { deviceTensor } from './tensor.js';

@@ -140,7 +140,7 @@ pub fn parse_options(json: &str) -> Result<(PixelSpec, PixelDtype)> {
 }
 
 /// The byte of an f32 pixel value `v` in `[0, 1]` under dtype `'uint8'`:
-/// `floor(clamp(v * 255, 0, 255) + 0.5)` in f32 arithmetic (what `pack_u8.wgsl` computes).
+/// `floor(clamp(v * 255, 0, 255) + 0.5)` in f32 arithmetic (what `narrow8.wgsl` computes for fromPixels).
 pub fn pixel_byte(v: f32) -> u8 {
     ((v * 255.0).clamp(0.0, 255.0) + 0.5).floor() as u8
 }

@@ -80,7 +80,7 @@ fn wgpu_copy(q: &wgpu::Queue, t: &wgpu::Texture, source: &JsValue, w: u32, h: u3
 
 impl Runtime {
     /// A float32 fromPixels result `t` as `dtype`: float16 through `narrow_f16` where the
-    /// backend stores f16 results; uint8 by the `pack_u8` kernel (WebGPU) or pass (WebGL2),
+    /// backend stores f16 results; uint8 by the `narrow8` kernel (WebGPU) or pass (WebGL2),
     /// or from the values on the CPU; an error naming the backend and what it lacks elsewhere
     /// (never a silent f32).
     fn finish(&self, t: Tensor, dtype: PixelDtype) -> Result<Tensor> {
