@@ -189,6 +189,14 @@ pub trait Backend {
         false
     }
 
+    /// True if the backend stores 8-bit tensors and widens them ([`Op::Widen`]), even where it
+    /// has no 8-bit arithmetic ([`Backend::supports_int8`] false: WebGL1's byte textures).
+    /// [`crate::Tensor::from_i8`] / [`crate::Tensor::from_u8`] then keep one byte per element
+    /// and callers widen before computing. Defaults to [`Backend::supports_int8`].
+    fn supports_int8_storage(&self) -> bool {
+        self.supports_int8()
+    }
+
     /// The kernel [`crate::Tensor::matmul_i8_packed`] runs on ([`Op::MatMulI8`] with `b_i8`),
     /// for reports: WebGPU's `"dot4I8Packed"` or `"unpacked-i32"`, the CPU's `"cpu-i32"`;
     /// `None` (the default) where [`Backend::supports_int8`] is false.
@@ -199,7 +207,7 @@ pub trait Backend {
     /// Copies 8-bit host data to a new device tensor of `data.len()` elements: `dtype` is
     /// [`DType::I8`] (each byte a two's-complement `i8`) or [`DType::U8`]. Reading it back
     /// ([`Backend::read`]) gives the values as f32, exactly. The default refuses: backends
-    /// without [`Backend::supports_int8`] have no 8-bit storage.
+    /// without [`Backend::supports_int8_storage`] have no 8-bit storage.
     fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
         let _ = data;
         Err(Error::backend("upload_int8", self.name(), format!("8-bit storage ({dtype}) is not supported on this backend")))

@@ -315,7 +315,7 @@ impl Tensor {
         if bytes.len() != shape.numel() {
             return Err(count_mismatch(op, &shape, device, bytes.len()));
         }
-        if device.backend.supports_int8() {
+        if device.backend.supports_int8_storage() {
             let storage = device.backend.upload_int8(bytes, dtype)?;
             Ok(Tensor::wrap_typed(storage, dtype, shape, device.clone(), None, None))
         } else {

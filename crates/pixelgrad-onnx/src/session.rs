@@ -376,9 +376,9 @@ impl Session {
         &self.model.outputs
     }
     /// Whether constant `t` lives in fewer bits than f32 on this device (8-bit values where the
-    /// backend stores them).
+    /// backend stores them, WebGL1's byte textures included).
     fn stored_narrow(&self, t: &HostTensor) -> bool {
-        matches!(t.dtype, DType::I8 | DType::U8) && !t.shape.is_empty() && self.device.backend().supports_int8()
+        matches!(t.dtype, DType::I8 | DType::U8) && !t.shape.is_empty() && self.device.backend().supports_int8_storage()
     }
 
     /// Whether quantised (`uint8` / `int8`) results that outlive the next node (read by a
@@ -436,7 +436,9 @@ impl Session {
     /// How the quantised operators compute on this device, or `None` when the model has no
     /// quantised operator: `"f32-emulated"` where the backend has no 8-bit storage (8-bit
     /// values held as integer-valued `f32`, products accumulated exactly in `f32` below 2^24
-    /// and requantised as onnxruntime does); else `"i8 weights stored 8-bit; ..."`, naming
+    /// and requantised as onnxruntime does); `"i8 weights stored 8-bit; every quantised op
+    /// f32-emulated ..."` where it stores 8-bit tensors but has no 8-bit arithmetic (WebGL1:
+    /// the weights are widened where read); else `"i8 weights stored 8-bit; ..."`, naming
     /// the kernel the integer products run on ([`pixelgrad_core::Backend::int8_kernel`]):
     /// `(dot4I8Packed, i32 accumulation)` or `(unpacked-i32, i32 accumulation)` on WebGPU,
     /// `(i32 accumulation)` on the CPU.
@@ -455,6 +457,8 @@ impl Session {
                 }
                 _ => "i8 weights stored 8-bit; group-1 convolutions and matrix products on matmul_i8 (i32 accumulation), other quantised ops f32-emulated",
             })
+        } else if self.device.backend().supports_int8_storage() {
+            Some("i8 weights stored 8-bit; every quantised op f32-emulated (no 8-bit arithmetic on this backend)")
         } else {
             Some("f32-emulated")
         }

@@ -51,11 +51,22 @@ fn f16_weights_stay_within_1e_2_with_half_the_bytes() {
     }
 }
 
+/// A headless WebGL device: WebGL2, or the `webgl1` mode.
+fn webgl(webgl1: bool) -> Device {
+    let opts = pixelgrad_webgl::WebGlOptions { self_test: false, webgl1, ..Default::default() };
+    Device::new(pixelgrad_webgl::WebGlBackend::new_headless(opts).expect("a headless WebGL (EGL) context"))
+}
+
 /// A quantised model's 8-bit weights are held in 8 bits: a quarter of the bytes of the same
 /// weights uploaded as f32 (the f32 path's depthwise weights included, widened where read).
+/// Also in the WebGL1 mode, which stores them in byte textures and computes every quantised
+/// op on the f32 path.
 #[test]
 fn int8_weights_stay_8_bit_on_the_device() {
-    for dev in devices() {
+    let mut devs = devices();
+    devs.push(webgl(false));
+    devs.push(webgl(true));
+    for dev in devs {
         let case = common::cases("models").into_iter().find(|c| c.name == "ppocr_cls_qdq_u8").unwrap();
         let model = Rc::new(Model::load(case.dir.join("model.onnx")).unwrap());
         let s = Session::with_storage(model.clone(), &dev, WeightStorage::F32).unwrap();
@@ -165,14 +176,10 @@ fn float16_models_keep_f16_storage_through_folded_batch_norms() {
 fn int8_activations_are_stored_8_bit_with_the_same_outputs() {
     use pixelgrad_core::kernel::DType;
     let _g = pixelgrad_core::no_grad();
-    let gl = |webgl1: bool| {
-        let opts = pixelgrad_webgl::WebGlOptions { self_test: false, webgl1, ..Default::default() };
-        Device::new(pixelgrad_webgl::WebGlBackend::new_headless(opts).expect("a headless WebGL (EGL) context"))
-    };
     let mut devs = devices();
     devs.truncate(2);
-    devs.push(gl(false));
-    devs.push(gl(true));
+    devs.push(webgl(false));
+    devs.push(webgl(true));
     for name in ["squeezenet_qop_u8_per_channel", "squeezenet_qdq_i8_per_channel", "cnn_qdq_u8"] {
         let case = common::cases("models").into_iter().find(|c| c.name == name).unwrap();
         let model = Rc::new(Model::load(case.dir.join("model.onnx")).unwrap());

@@ -224,10 +224,16 @@ impl Backend for WebGlBackend {
 
     /// WebGL2: 8-bit weights in integer textures (`RGBA8I` / `RGBA8UI`, one byte per element,
     /// four per texel in the f32 layout), read by `matmul_i8` and `widen` with integer
-    /// `texelFetch`. False in the `webgl1` mode (no integer textures): `Tensor::from_i8` /
-    /// `from_u8` make f32 tensors there.
+    /// `texelFetch`. False in the `webgl1` mode (no integer textures): there 8-bit tensors are
+    /// stored in byte textures and only widened ([`Backend::supports_int8_storage`]).
     fn supports_int8(&self) -> bool {
         !self.shared.gl1
+    }
+
+    /// Also in the `webgl1` mode: 8-bit values in byte textures (`RGBA` / `UNSIGNED_BYTE`, core
+    /// WebGL1), which only `widen` reads (`shaders/gl1/widen.glsl`).
+    fn supports_int8_storage(&self) -> bool {
+        true
     }
 
     fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {

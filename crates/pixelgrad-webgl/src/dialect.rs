@@ -721,7 +721,7 @@ fn configs(name: &str) -> u32 {
         "random" => 2,
         "reduce" => 4,
         "matmul" => 6,
-        "widen" => 3,
+        "widen" | "narrow8" => 3,
         "matmul_i8" => 4,
         "matmul_block_pack" | "matmul_unblock" => 2,
         "matmul_block" => 3,

@@ -59,6 +59,7 @@ pub const BODIES: &[(&str, &str)] = &[
     ("view", include_str!("shaders/gl1/view.glsl")),
     ("concat", include_str!("shaders/gl1/concat.glsl")),
     ("check_index", include_str!("shaders/gl1/check_index.glsl")),
+    ("widen", include_str!("shaders/gl1/widen.glsl")),
 ];
 
 /// The name of the size uniform of sampler `name` (`u_x` -> `u_x_size`), for every sampler the

@@ -43,19 +43,23 @@ pub(crate) fn internal_format(legacy: bool) -> i32 {
 /// # Safety
 /// The context must be current.
 pub(crate) unsafe fn float_texture(gl: &glow::Context, legacy: bool, w: u32, h: u32) -> std::result::Result<glow::Texture, String> {
+    texture(gl, internal_format(legacy), glow::FLOAT, w, h)
+}
+
+/// As [`float_texture`] with one byte per channel (`RGBA` / `UNSIGNED_BYTE`, core WebGL1): the
+/// 8-bit storage of this mode, four elements per texel, sampled as `byte / 255` and decoded
+/// by `shaders/gl1/widen.glsl`.
+///
+/// # Safety
+/// The context must be current.
+pub(crate) unsafe fn byte_texture(gl: &glow::Context, legacy: bool, w: u32, h: u32) -> std::result::Result<glow::Texture, String> {
+    texture(gl, if legacy { glow::RGBA as i32 } else { glow::RGBA8 as i32 }, glow::UNSIGNED_BYTE, w, h)
+}
+
+unsafe fn texture(gl: &glow::Context, internal: i32, ty: u32, w: u32, h: u32) -> std::result::Result<glow::Texture, String> {
     let t = gl.create_texture()?;
     gl.bind_texture(glow::TEXTURE_2D, Some(t));
-    gl.tex_image_2d(
-        glow::TEXTURE_2D,
-        0,
-        internal_format(legacy),
-        w as i32,
-        h as i32,
-        0,
-        glow::RGBA,
-        glow::FLOAT,
-        glow::PixelUnpackData::Slice(None),
-    );
+    gl.tex_image_2d(glow::TEXTURE_2D, 0, internal, w as i32, h as i32, 0, glow::RGBA, ty, glow::PixelUnpackData::Slice(None));
     gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MIN_FILTER, glow::NEAREST as i32);
     gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MAG_FILTER, glow::NEAREST as i32);
     gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_WRAP_S, glow::CLAMP_TO_EDGE as i32);
@@ -225,12 +229,8 @@ pub(crate) fn unsupported(op: &'static str, what: &str) -> Error {
 pub(crate) fn no_narrow(op: &'static str, backend: &str, dtype: pixelgrad_core::kernel::DType) -> Error {
     use pixelgrad_core::kernel::DType;
     let what = match dtype {
-        DType::F16 => "f16 storage needs 16-bit integer textures (RGBA16UI) and GLSL ES 3.00 bit operations",
-        _ => "8-bit storage needs integer textures (RGBA8I / RGBA8UI, isampler2D) and GLSL ES 3.00 integer arithmetic",
+        DType::F16 => "f16 storage needs 16-bit integer textures (RGBA16UI) and GLSL ES 3.00 bit operations, which WebGL1 does not have; this mode stores f16 tensors as f32 (Tensor::from_f16 does so where supports_f16_storage is false)",
+        _ => "8-bit arithmetic and 8-bit results need integer textures (RGBA8I / RGBA8UI, isampler2D) and GLSL ES 3.00 integer arithmetic, which WebGL1 does not have; this mode stores 8-bit tensors in byte textures and only widens them (supports_int8 is false, supports_int8_storage true)",
     };
-    Error::backend(
-        op,
-        backend.to_string(),
-        format!("{what}, which WebGL1 does not have; this mode stores {dtype} tensors as f32 (Tensor::from_i8 / from_u8 / from_f16 do so where supports_int8 / supports_f16_storage are false)"),
-    )
+    Error::backend(op, backend.to_string(), format!("{what} ({dtype})"))
 }

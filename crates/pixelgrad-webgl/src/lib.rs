@@ -45,10 +45,16 @@
 //! activations in f16. The capability is false under the `RGBA16F` fallback, where f32
 //! tensors already hold halves in as many bytes; a direct call there is a typed error.
 //!
-//! The [`webgl1`](WebGlOptions::webgl1) mode has no integer textures: there all three
-//! capabilities are false, `from_i8` / `from_u8` / `from_f16` make f32 tensors of the same
-//! values (the documented fallback), mixed precision trains f32, and `upload_int8` /
-//! `upload_f16` / `Op::NarrowF16` called directly fail naming the missing feature.
+//! [`Op::Narrow8`](pixelgrad_core::Op::Narrow8) renders f32 whole numbers into `RGBA8I` /
+//! `RGBA8UI` (rounded half to even and saturated): the storage of quantised activations.
+//!
+//! The [`webgl1`](WebGlOptions::webgl1) mode has no integer textures: it keeps 8-bit tensors
+//! in byte textures (`RGBA` / `UNSIGNED_BYTE`) and only widens them
+//! ([`Backend::supports_int8_storage`](pixelgrad_core::Backend::supports_int8_storage) true,
+//! `supports_int8` false: `matmul_i8` and `narrow8` fail naming the missing feature). The f16
+//! capabilities are false, `from_f16` makes f32 tensors of the same values (the documented
+//! fallback), mixed precision trains f32, and `upload_f16` / `Op::NarrowF16` called directly
+//! fail naming the missing feature.
 //!
 //! # WebGL1
 //!

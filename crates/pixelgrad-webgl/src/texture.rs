@@ -4,7 +4,8 @@
 //! unless a step plan owns them (see `plan.rs`).
 //!
 //! f32 tensors (every op's result) use the backend's float format ([`crate::TexelFormat`]).
-//! Narrow storage (WebGL2 only, see [`narrow_format`]) keeps the same layout in integer
+//! Narrow storage (WebGL2, see [`narrow_format`]; the `webgl1` mode keeps 8-bit values in byte
+//! textures, `RGBA` / `UNSIGNED_BYTE`, read by `widen` only) keeps the same layout in integer
 //! textures: 8-bit weights one byte per element (`RGBA8I` for i8, `RGBA8UI` for u8), f16 two
 //! bytes per element (`RGBA16UI` holding the IEEE half bit patterns). Integer textures are
 //! uploaded and sampled (`texelFetch` on `isampler2D` / `usampler2D`) bit for bit on every
@@ -101,6 +102,7 @@ pub(crate) fn narrow_format(dtype: DType) -> Option<u32> {
 /// formats).
 pub(crate) fn narrow_texel(internal: u32) -> Option<(&'static str, u64)> {
     match internal {
+        glow::RGBA8 => Some(("RGBA8 (i8 / u8 bytes, webgl1)", 4)),
         glow::RGBA8I => Some(("RGBA8I (i8)", 4)),
         glow::RGBA8UI => Some(("RGBA8UI (u8)", 4)),
         glow::RGBA16UI => Some(("RGBA16UI (f16 bits)", 8)),
@@ -190,6 +192,10 @@ impl Shared {
 
     /// The internal format of a texture holding `dtype` elements.
     pub fn internal_format(&self, dtype: DType) -> u32 {
+        if self.gl1 && matches!(dtype, DType::I8 | DType::U8) {
+            // The webgl1 mode's byte textures (the pool key names them RGBA8 in both modes).
+            return glow::RGBA8;
+        }
         narrow_format(dtype).unwrap_or_else(|| self.format.internal_format())
     }
 
@@ -204,7 +210,7 @@ impl Shared {
                 requested: len as u64,
             });
         }
-        if self.gl1 && dtype != DType::F32 {
+        if self.gl1 && dtype == DType::F16 {
             return Err(crate::legacy::no_narrow(op, &self.name, dtype));
         }
         let (w, h) = layout(len, self.max_tex, op, &self.name)?;
@@ -233,8 +239,12 @@ impl Shared {
         let tex = if self.gl1 {
             // SAFETY: creating a texture on the current context; unbound below.
             unsafe {
-                let t = crate::legacy::float_texture(gl, self.legacy, key.0, key.1)
-                    .map_err(|e| self.err(op, format!("create_texture: {e}")))?;
+                let t = if key.2 == glow::RGBA8 {
+                    crate::legacy::byte_texture(gl, self.legacy, key.0, key.1)
+                } else {
+                    crate::legacy::float_texture(gl, self.legacy, key.0, key.1)
+                }
+                .map_err(|e| self.err(op, format!("create_texture: {e}")))?;
                 gl.bind_texture(glow::TEXTURE_2D, None);
                 t
             }
@@ -307,17 +317,21 @@ impl Shared {
 
     /// Uploads narrow host data (`bytes` of `dtype`: one per i8 / u8 element, two
     /// little-endian per f16 element) into a new integer texture, exactly, the last texel
-    /// padded with zeros. Fails naming the missing feature in the `webgl1` mode.
+    /// padded with zeros. The `webgl1` mode stores 8-bit values in byte textures (`RGBA` /
+    /// `UNSIGNED_BYTE`) and fails for f16, naming the missing feature.
     pub fn upload_narrow(self: &Rc<Self>, op: &'static str, len: usize, dtype: DType, fill: impl FnOnce(&mut [u8])) -> Result<GlTensor> {
         self.current()?;
         let t = self.alloc_typed(len, dtype, op)?;
         let texels = t.w as usize * t.h as usize;
         let (format_ty, elem) = match dtype {
+            // webgl1: byte textures, i8 as its two's-complement byte (widen decodes the sign).
+            DType::I8 | DType::U8 if self.gl1 => (glow::UNSIGNED_BYTE, 1),
             DType::I8 => (glow::BYTE, 1),
             DType::U8 => (glow::UNSIGNED_BYTE, 1),
             DType::F16 => (glow::UNSIGNED_SHORT, 2),
             other => return Err(self.err(op, format!("internal: {other} is not narrow storage"))),
         };
+        let format = if self.gl1 { glow::RGBA } else { glow::RGBA_INTEGER };
         // A u16 buffer: in the browser glow views UNSIGNED_SHORT data as a Uint16Array, which
         // must start 2-byte aligned (see `f32_bytes`).
         let mut buf = vec![0u16; (texels * 4 * elem).div_ceil(2)];
@@ -335,7 +349,7 @@ impl Shared {
                 0,
                 t.w as i32,
                 t.h as i32,
-                glow::RGBA_INTEGER,
+                format,
                 format_ty,
                 glow::PixelUnpackData::Slice(Some(&bytes[..texels * 4 * elem])),
             );

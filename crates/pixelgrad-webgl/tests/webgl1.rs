@@ -188,17 +188,17 @@ fn every_optimizer_trains_like_the_cpu() {
     }
 }
 
-/// WebGL1 has no integer textures: the narrow-storage capabilities are false for this
-/// context (true for a WebGL2 one), `from_i8` / `from_u8` / `from_f16` give f32 tensors of
-/// the same values, `widen` of those is a clone, and the narrow entry points called directly
-/// are typed errors naming the missing feature.
+/// WebGL1 has no integer textures. 8-bit tensors are stored in byte textures (one byte per
+/// element) and widened exactly, but there is no 8-bit arithmetic (`supports_int8` false, true
+/// for a WebGL2 context); f16 storage falls back to f32 tensors of the same values; the narrow
+/// entry points without a WebGL1 form are typed errors naming the missing feature.
 #[test]
 fn narrow_storage_falls_back_to_f32_and_errors_name_the_missing_feature() {
     use pixelgrad_core::half::f16;
     use pixelgrad_core::kernel::DType;
     use pixelgrad_core::{Backend, Op, Shape};
     let b = backend();
-    assert!(!b.supports_f16_storage() && !b.supports_int8());
+    assert!(!b.supports_f16_storage() && !b.supports_int8() && b.supports_int8_storage());
     let gl2 = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..Default::default() }).unwrap();
     assert!(gl2.supports_f16_storage() && gl2.supports_int8(), "the answers are per context");
     let dev = Device::new(b.clone());
@@ -211,16 +211,28 @@ fn narrow_storage_falls_back_to_f32_and_errors_name_the_missing_feature() {
     let got = w.to_vec().unwrap();
     assert_eq!(got, vec![1.5, -0.0, 65504.0, f32::INFINITY]);
     assert!(got[1].is_sign_negative());
-    let q = Tensor::from_i8(&dev, &[-128, 127], [2]).unwrap();
-    assert_eq!(q.storage_dtype(), DType::F32);
-    let q = q.widen().unwrap();
-    assert_eq!(q.add(&q).unwrap().to_vec().unwrap(), vec![-256.0, 254.0]);
-    let u = Tensor::from_u8(&dev, &[0, 255], [2]).unwrap();
-    assert_eq!(u.storage_dtype(), DType::F32);
-    assert_eq!(u.to_vec().unwrap(), vec![0.0, 255.0]);
-    // matmul_i8 takes only 8-bit weights, which this mode never has: a typed shape error.
+    // 8-bit values in byte textures, every value of both types (odd lengths: a partial last
+    // texel), read back and widened exactly.
+    let i8s: Vec<i8> = (0..=255u8).map(|v| v as i8).chain([5, -7, 0]).collect();
+    let q = Tensor::from_i8(&dev, &i8s, [i8s.len()]).unwrap();
+    assert_eq!(q.storage_dtype(), DType::I8);
+    let want: Vec<f32> = i8s.iter().map(|&v| v as f32).collect();
+    assert_eq!(q.to_vec().unwrap(), want);
+    let qw = q.widen().unwrap();
+    assert_eq!(qw.storage_dtype(), DType::F32);
+    assert_eq!(qw.add(&qw).unwrap().to_vec().unwrap(), want.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+    let u8s: Vec<u8> = (0..=255u8).chain([9]).collect();
+    let u = Tensor::from_u8(&dev, &u8s, [u8s.len()]).unwrap();
+    assert_eq!(u.storage_dtype(), DType::U8);
+    assert_eq!(u.widen().unwrap().to_vec().unwrap(), u8s.iter().map(|&v| v as f32).collect::<Vec<_>>());
+    // No 8-bit arithmetic: matmul_i8 and narrow8 are typed errors naming what is missing.
     let bm = Tensor::from_vec(&dev, &[1.0, 2.0], [2, 1]).unwrap();
-    assert!(matches!(u.reshape([1, 2]).unwrap().matmul_i8(&bm), Err(Error::Shape { op: "matmul_i8", .. })));
+    let u2 = Tensor::from_u8(&dev, &[0, 255], [1, 2]).unwrap();
+    match u2.matmul_i8(&bm) {
+        Err(e @ Error::Backend { op: "matmul_i8", .. }) => assert!(e.to_string().contains("WebGL1"), "{e}"),
+        r => panic!("expected a typed matmul_i8 error, got {:?}", r.err()),
+    }
+    assert!(matches!(bm.narrow8(true), Err(Error::Backend { op: "narrow8", .. })));
     let x = b.upload(&[1.0, 2.0]).unwrap();
     let s = Shape::from([2]);
     assert!(matches!(b.execute(&Op::Widen, &[&x], &[&s], &s), Err(Error::Shape { op: "widen", .. })));
@@ -230,13 +242,6 @@ fn narrow_storage_falls_back_to_f32_and_errors_name_the_missing_feature() {
             assert!(m.contains("RGBA16UI") && m.contains("WebGL1"), "{m}");
         }
         r => panic!("expected a typed upload_f16 error, got {:?}", r.err()),
-    }
-    match b.upload_int8(&[1, 2], DType::I8) {
-        Err(e @ Error::Backend { op: "upload_int8", .. }) => {
-            let m = e.to_string();
-            assert!(m.contains("integer textures") && m.contains("WebGL1"), "{m}");
-        }
-        r => panic!("expected a typed upload_int8 error, got {:?}", r.err()),
     }
     // No f16 results either: mixed precision is not offered (it keeps its f32 path), and
     // narrow_f16 is a typed error, in core and called directly.

@@ -91,6 +91,9 @@ impl Backend for FaultyBackend {
     fn supports_int8(&self) -> bool {
         self.inner.backend().supports_int8()
     }
+    fn supports_int8_storage(&self) -> bool {
+        self.inner.backend().supports_int8_storage()
+    }
     fn upload_int8(&self, data: &[u8], dtype: pixelgrad_core::kernel::DType) -> Result<Storage> {
         self.inner.backend().upload_int8(data, dtype)
     }

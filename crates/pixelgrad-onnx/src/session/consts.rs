@@ -50,7 +50,7 @@ impl Consts for Session {
         Ok(Some(self.cache.borrow()[name].clone()))
     }
     fn cached_int8(&self, name: &str, t: &HostTensor, transpose: bool) -> Result<Option<Tensor>> {
-        if !self.stored_narrow(t) || t.rank() < 2 {
+        if !self.stored_narrow(t) || !self.device.backend().supports_int8() || t.rank() < 2 {
             return Ok(None);
         }
         let (r, c) = (t.shape[0], t.numel() / t.shape[0]);
@@ -70,7 +70,7 @@ impl Consts for Session {
         Ok(Some(d))
     }
     fn cached_int8_row_sums(&self, name: &str, t: &HostTensor, transpose: bool) -> Result<Option<(Tensor, u64)>> {
-        if !self.stored_narrow(t) || t.rank() < 2 {
+        if !self.stored_narrow(t) || !self.device.backend().supports_int8() || t.rank() < 2 {
             return Ok(None);
         }
         let key = (name.to_string(), transpose);

@@ -23,16 +23,18 @@ fn type_err(sh: &Shared, op: &'static str, shapes: &[&Shape], i: usize, d: DType
     }
 }
 
-/// The `webgl1` mode stores no narrow tensors, so these ops cannot run there.
+/// The `webgl1` mode stores only 8-bit tensors (in byte textures) and only widens them, so
+/// every other op here cannot run there.
 fn check_mode(sh: &Shared, op: &'static str, dtype: DType) -> Result<()> {
-    if sh.gl1 {
+    if sh.gl1 && !(op == "widen" && matches!(dtype, DType::I8 | DType::U8)) {
         return Err(crate::legacy::no_narrow(op, &sh.name, dtype));
     }
     Ok(())
 }
 
 /// The first `len` elements of narrow `x` as a new f32 tensor: one elementwise pass, integer
-/// fetches, exact (f16 decoded from its bits).
+/// fetches, exact (f16 decoded from its bits); in the `webgl1` mode 8-bit values from byte
+/// textures (`shaders/gl1/widen.glsl`).
 pub(crate) fn widen(sh: &Rc<Shared>, x: &GlTensor, len: usize) -> Result<GlTensor> {
     if len > x.len {
         return Err(sh.err("widen", format!("asked for {len} elements of a tensor of {}", x.len)));
