@@ -17,6 +17,7 @@ pub mod mixed;
 pub mod op;
 pub mod param;
 pub mod plan;
+pub mod quant;
 pub mod rng;
 pub mod shape;
 pub mod tensor;

@@ -111,6 +111,7 @@ pub async fn matmul(dev: &Device, read: Read) -> Outcome {
         widen(dev, read).await,
         narrow_f16(dev, read).await,
         narrow8(dev, read).await,
+        quantized(dev, read).await,
     ];
     let errors: Vec<String> = results.into_iter().filter_map(|r| r.err()).collect();
     if errors.is_empty() {
@@ -215,6 +216,97 @@ async fn narrow8(dev: &Device, read: Read) -> Outcome {
             let wide = crate::harness::read_f64(&q.widen().map_err(err)?, read).await.map_err(err)?;
             crate::harness::compare(&format!("{tag} widened"), "output", &wide, &want, EXACT)?;
         }
+    }
+    Ok(())
+}
+
+/// [`pixelgrad_core::quant::QTensor`] on every backend, exactly against host arithmetic:
+/// quantisation per tensor and per channel, i8 and u8, with power-of-two scales (so the
+/// device's division is exact and only the rounding rule is tested: ties to even, saturation),
+/// dequantisation, the integer product's accumulator and its scaled result; the values are
+/// 8-bit storage where the backend has 8-bit arithmetic. Parameters that cannot be valid are
+/// typed errors.
+async fn quantized(dev: &Device, read: Read) -> Outcome {
+    use pixelgrad_core::kernel::DType;
+    use pixelgrad_core::quant::{QTensor, QuantParams};
+    fn err(tag: &str) -> impl Fn(pixelgrad_core::Error) -> String + '_ {
+        move |e| format!("quant {tag}: {e}")
+    }
+    // Bad parameters.
+    let bad = [
+        QuantParams::per_tensor(DType::F32, 1.0, 0).is_err(),
+        QuantParams::per_tensor(DType::U8, 0.0, 0).is_err(),
+        QuantParams::per_tensor(DType::U8, f32::NAN, 0).is_err(),
+        QuantParams::per_tensor(DType::I8, 1.0, 128).is_err(),
+        QuantParams::per_channel(DType::U8, 0, vec![1.0, 2.0], vec![0]).is_err(),
+        QuantParams::from_range(DType::U8, 2.0, 1.0, false).is_err(),
+    ];
+    if bad.iter().any(|b| !b) {
+        return Err(format!("quant: invalid parameters accepted: {bad:?}"));
+    }
+    let x: Vec<f32> = (0..4 * 9).map(|i| ((i * 37) % 29) as f32 * 0.375 - 5.0 + if i % 5 == 0 { 0.0625 } else { 0.0 }).collect();
+    let xt = Tensor::from_vec(dev, &x, [4, 9]).map_err(err("upload"))?;
+    let per_channel = QuantParams::per_channel(DType::I8, 0, vec![0.25, 0.5, 0.125, 0.0625], vec![0, -3, 5, 127]);
+    if QTensor::quantize(&xt, QuantParams::per_channel(DType::I8, 1, vec![0.25; 4], vec![0; 4]).unwrap()).is_ok() {
+        return Err("quant: 4 scales along an axis of 9 accepted".into());
+    }
+    let cases = [
+        ("u8 per tensor", QuantParams::per_tensor(DType::U8, 0.125, 37).unwrap()),
+        ("i8 per tensor", QuantParams::per_tensor(DType::I8, 0.0625, -10).unwrap()),
+        ("i8 per channel", per_channel.map_err(err("params"))?),
+    ];
+    for (tag, p) in cases {
+        let q = QTensor::quantize(&xt, p.clone()).map_err(err(tag))?;
+        let want_storage = if dev.backend().supports_int8() { p.dtype } else { DType::F32 };
+        if q.values().storage_dtype() != want_storage {
+            return Err(format!("quant {tag}: values in {} storage, want {want_storage}", q.values().storage_dtype()));
+        }
+        let (lo, hi) = if p.dtype == DType::I8 { (-128.0, 127.0) } else { (0.0, 255.0) };
+        let k = |i: usize| if p.axis.is_some() { i / 9 } else { 0 };
+        let want: Vec<f64> = x
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| ((v as f64 / p.scale[k(i)] as f64).round_ties_even() + p.zero_point[k(i)] as f64).clamp(lo, hi))
+            .collect();
+        let got = crate::harness::read_f64(q.values(), read).await.map_err(err(tag))?;
+        crate::harness::compare(&format!("quant {tag}"), "values", &got, &want, EXACT)?;
+        let deq: Vec<f64> = want.iter().enumerate().map(|(i, &q)| (q - p.zero_point[k(i)] as f64) * p.scale[k(i)] as f64).collect();
+        let got = crate::harness::read_f64(&q.dequantize().map_err(err(tag))?, read).await.map_err(err(tag))?;
+        crate::harness::compare(&format!("quant {tag} dequantised"), "output", &got, &deq, EXACT)?;
+    }
+    // The integer product: activations [2, 3, 4] u8 per tensor, weights [4, 5] i8 per channel.
+    let av: Vec<u8> = (0..24).map(|i| ((i * 53 + 7) % 256) as u8).collect();
+    let wv: Vec<i8> = (0..20i32).map(|i| ((i * 71 + 3) % 256 - 128) as i8).collect();
+    let (za, zw) = (200i32, [0i32, 3, -7, 127, -128]);
+    let a = Tensor::from_u8(dev, &av, [2, 3, 4]).and_then(|t| QTensor::from_parts(t, QuantParams::per_tensor(DType::U8, 0.5, za)?));
+    let w = Tensor::from_i8(dev, &wv, [4, 5])
+        .and_then(|t| QTensor::from_parts(t, QuantParams::per_channel(DType::I8, 1, vec![0.25, 0.5, 1.0, 2.0, 0.125], zw.to_vec())?));
+    let (a, w) = (a.map_err(err("matmul inputs"))?, w.map_err(err("matmul inputs"))?);
+    let mut acc = Vec::new();
+    for b in 0..2 {
+        for m in 0..3 {
+            for n in 0..5 {
+                let s: i64 = (0..4).map(|k| (av[b * 12 + m * 4 + k] as i64 - za as i64) * (wv[k * 5 + n] as i64 - zw[n] as i64)).sum();
+                acc.push(s as f64);
+            }
+        }
+    }
+    let got = crate::harness::read_f64(&a.matmul_acc(&w).map_err(err("matmul_acc"))?, read).await.map_err(err("matmul_acc"))?;
+    crate::harness::compare("quant matmul_acc", "output", &got, &acc, EXACT)?;
+    let scale = [0.25f64, 0.5, 1.0, 2.0, 0.125];
+    let want: Vec<f64> = acc.iter().enumerate().map(|(i, &v)| v * 0.5 * scale[i % 5]).collect();
+    let got = crate::harness::read_f64(&a.matmul(&w).map_err(err("matmul"))?, read).await.map_err(err("matmul"))?;
+    crate::harness::compare("quant matmul", "output", &got, &want, EXACT)?;
+    if a.matmul_acc(&a).is_ok() {
+        return Err("quant: a [2, 3, 4] x [2, 3, 4] product accepted".into());
+    }
+    // Calibrated parameters bring every value back within half a step.
+    let p = QuantParams::calibrate(&xt, DType::U8, None, false).map_err(err("calibrate"))?;
+    let back = QTensor::quantize(&xt, p.clone()).and_then(|q| q.dequantize()).map_err(err("calibrate"))?;
+    let got = crate::harness::read_f64(&back, read).await.map_err(err("calibrate"))?;
+    let worst = got.iter().zip(&x).map(|(g, &v)| (g - v as f64).abs()).fold(0.0, f64::max);
+    if worst > p.scale[0] as f64 * 0.5 + 1e-6 {
+        return Err(format!("quant calibrate: a value came back {worst} away with scale {}", p.scale[0]));
     }
     Ok(())
 }
