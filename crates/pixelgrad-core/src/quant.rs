@@ -78,21 +78,37 @@ impl QuantParams {
         QuantParams::per_tensor(dtype, scale, zp)
     }
 
-    /// Parameters from the values of `x` (read back to the host): [`QuantParams::from_range`]
-    /// of its minimum and maximum, over the whole tensor or per index of `axis`.
+    /// Parameters from the values of `x` (read back to the host, blocking: natively; in the
+    /// browser's WebGPU use [`QuantParams::calibrate_async`]): see [`QuantParams::from_values`].
     pub fn calibrate(x: &Tensor, dtype: DType, axis: Option<usize>, symmetric: bool) -> Result<QuantParams> {
-        let v = x.to_vec()?;
+        QuantParams::from_values(&x.to_vec()?, x.dims(), dtype, axis, symmetric)
+    }
+
+    /// [`QuantParams::calibrate`] reading `x` back without blocking (every backend, the
+    /// browser's WebGPU included).
+    pub async fn calibrate_async(x: &Tensor, dtype: DType, axis: Option<usize>, symmetric: bool) -> Result<QuantParams> {
+        QuantParams::from_values(&x.to_vec_async().await?, x.dims(), dtype, axis, symmetric)
+    }
+
+    /// [`QuantParams::from_range`] of the minimum and maximum of `values` (a tensor of shape
+    /// `dims`, row-major), over all of it or per index of `axis`.
+    pub fn from_values(values: &[f32], dims: &[usize], dtype: DType, axis: Option<usize>, symmetric: bool) -> Result<QuantParams> {
+        if values.len() != dims.iter().product::<usize>() {
+            return Err(Error::invalid("quantisation", format!("{} values for shape {dims:?}", values.len())));
+        }
+        if let Some(x) = values.iter().find(|x| !x.is_finite()) {
+            return Err(Error::invalid("quantisation", format!("cannot calibrate on the value {x}")));
+        }
         let Some(axis) = axis else {
-            let (lo, hi) = v.iter().fold((0.0f32, 0.0f32), |(a, b), &x| (a.min(x), b.max(x)));
+            let (lo, hi) = values.iter().fold((0.0f32, 0.0f32), |(a, b), &x| (a.min(x), b.max(x)));
             return QuantParams::from_range(dtype, lo, hi, symmetric);
         };
-        let d = x.dims();
-        if axis >= d.len() {
-            return Err(Error::invalid("quantisation", format!("axis {axis} of a rank-{} tensor", d.len())));
+        if axis >= dims.len() {
+            return Err(Error::invalid("quantisation", format!("axis {axis} of a rank-{} tensor", dims.len())));
         }
-        let (c, inner) = (d[axis], d[axis + 1..].iter().product::<usize>());
+        let (c, inner) = (dims[axis], dims[axis + 1..].iter().product::<usize>());
         let (mut lo, mut hi) = (vec![0.0f32; c], vec![0.0f32; c]);
-        for (i, &x) in v.iter().enumerate() {
+        for (i, &x) in values.iter().enumerate() {
             let k = (i / inner) % c;
             lo[k] = lo[k].min(x);
             hi[k] = hi[k].max(x);

@@ -301,7 +301,7 @@ async fn quantized(dev: &Device, read: Read) -> Outcome {
         return Err("quant: a [2, 3, 4] x [2, 3, 4] product accepted".into());
     }
     // Calibrated parameters bring every value back within half a step.
-    let p = QuantParams::calibrate(&xt, DType::U8, None, false).map_err(err("calibrate"))?;
+    let p = QuantParams::calibrate_async(&xt, DType::U8, None, false).await.map_err(err("calibrate"))?;
     let back = QTensor::quantize(&xt, p.clone()).and_then(|q| q.dequantize()).map_err(err("calibrate"))?;
     let got = crate::harness::read_f64(&back, read).await.map_err(err("calibrate"))?;
     let worst = got.iter().zip(&x).map(|(g, &v)| (g - v as f64).abs()).fold(0.0, f64::max);
