@@ -587,7 +587,10 @@ export declare class OnnxModel {
 }
 
 /** Loads an ONNX model: the file's bytes, a URL to fetch, or `indexeddb://name`. */
-export declare function loadOnnx(source: ArrayBuffer | Uint8Array | string | URL, options?: { precision?: 'auto' | 'f32' | 'f16' }): Promise<OnnxModel>;
+export declare function loadOnnx(
+  source: ArrayBuffer | Uint8Array | string | URL,
+  options?: { precision?: 'auto' | 'f32' | 'f16'; int8Activations?: '8bit' | 'f32' },
+): Promise<OnnxModel>;
 
 export interface DataSplit {
   x: Float32Array;

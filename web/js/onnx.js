@@ -117,7 +117,10 @@ export class OnnxModel {
  * .onnx file, a URL to fetch, or `indexeddb://name` (saved with `m.save`). `options.precision`:
  * how float weights are stored, `'auto'` (f16 for a float16 model), `'f32'` or `'f16'` (half
  * the bytes; WebGPU's matrix products read them directly, other operators widen them to f32;
- * the arithmetic stays f32, see `m.info.arithmetic`).
+ * the arithmetic stays f32, see `m.info.arithmetic`). `options.int8Activations` (quantised
+ * models): `'8bit'` (default) keeps the quantised results that outlive the next node in 8-bit
+ * tensors, a quarter of the memory; `'f32'` keeps them in f32, without the narrowing and
+ * widening passes. The outputs are the same; `m.info.activationStorage` says which ran.
  */
 export async function loadOnnx(source, options = {}) {
   const rt = currentRuntime('loadOnnx');
@@ -125,6 +128,12 @@ export async function loadOnnx(source, options = {}) {
   if (!['auto', 'f32', 'f16'].includes(precision)) {
     throw new Error(`loadOnnx: precision '${precision}' (use 'auto', 'f32' or 'f16')`);
   }
+  const acts = options.int8Activations ?? '8bit';
+  if (!['8bit', 'f32'].includes(acts)) {
+    throw new Error(`loadOnnx: int8Activations '${acts}' (use '8bit' or 'f32')`);
+  }
   const bytes = await bytesOf(source);
-  return new OnnxModel(new wasm.OnnxModel(rt._inner, bytes, precision), rt, bytes);
+  const inner = new wasm.OnnxModel(rt._inner, bytes, precision);
+  inner.setInt8Activations(acts === '8bit');
+  return new OnnxModel(inner, rt, bytes);
 }

@@ -175,9 +175,20 @@ test("loadOnnx({ precision: 'f16' }): half the weight bytes on every backend (We
       }
       const qm = await pg.loadOnnx(`/test-artifacts/onnx/${q.model}`);
       const xq = pg.tensor(new Float32Array(await get(q.inputs[0].file)), q.inputs[0].shape);
-      await (await qm.run({ x: xq }))[q.outputs[0].name].data();
+      const y8 = await (await qm.run({ x: xq }))[q.outputs[0].name].data();
       res.int8 = qm.info;
       qm.dispose();
+      // The same model with its quantised activations in f32: the same output, bit for bit.
+      const qf = await pg.loadOnnx(`/test-artifacts/onnx/${q.model}`, { int8Activations: 'f32' });
+      const y32 = await (await qf.run({ x: xq }))[q.outputs[0].name].data();
+      res.int8f32 = { storage: qf.info.activationStorage, same: y8.length === y32.length && y8.every((v, k) => Object.is(v, y32[k])) };
+      qf.dispose();
+      try {
+        await pg.loadOnnx(`/test-artifacts/onnx/${q.model}`, { int8Activations: 'i4' });
+        res.badActs = null;
+      } catch (e) {
+        res.badActs = e.message;
+      }
       let bad = null;
       try {
         await pg.loadOnnx(`/test-artifacts/onnx/${c.model}`, { precision: 'f8' });
@@ -209,6 +220,8 @@ test("loadOnnx({ precision: 'f16' }): half the weight bytes on every backend (We
     // Quantised activations held between nodes are 8-bit tensors on every backend here.
     assert.equal(res.int8.activationStorage, '8-bit', backend);
     assert.ok(res.int8.activationBytes > 0, `${backend}: ${res.int8.activationBytes}`);
+    assert.deepEqual(res.int8f32, { storage: 'f32', same: true }, backend);
+    assert.match(res.badActs ?? '', /int8Activations 'i4'/);
   }
 });
 

@@ -52,6 +52,13 @@ impl OnnxModel {
         Ok(OnnxModel { session: std::rc::Rc::new(session), feeds: HashMap::new() })
     }
 
+    /// Whether quantised results that outlive the next node are kept in 8-bit tensors (the
+    /// default) or in f32 ([`Session::set_int8_activations`]); the outputs are the same.
+    #[wasm_bindgen(js_name = setInt8Activations)]
+    pub fn set_int8_activations(&self, on: bool) {
+        self.session.set_int8_activations(on);
+    }
+
     /// JSON `{ precision, precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes,
     /// activationStorage, activationBytes, arithmetic, shaderF16 }`: what computes in which
     /// precision and how the weights are held (device bytes count the constants uploaded so
