@@ -19,7 +19,12 @@ use crate::ops::{self, upload, Cx, V};
 use crate::replay::{Plan, Recording, Replays};
 
 mod consts;
+mod live;
+mod wiring;
+
 use crate::{Model, OnnxError, Result};
+use live::LiveBytes;
+use wiring::{RunPlan, Wiring};
 
 /// A caller's input: a device tensor (f32) or a host tensor of any supported element type.
 #[derive(Clone, Debug)]
@@ -171,89 +176,6 @@ pub struct Session {
     narrow_results: std::cell::Cell<bool>,
 }
 
-/// The device bytes of the values a run passes between nodes, while it walks the graph: each
-/// storage counted once however many values share it (reshapes), 8-bit storage at one byte
-/// per element.
-#[derive(Default)]
-struct LiveBytes {
-    /// Per storage address: the values holding it and its bytes.
-    by_addr: HashMap<usize, (usize, usize)>,
-    live: usize,
-    peak: usize,
-}
-
-impl LiveBytes {
-    fn add(&mut self, v: &V) {
-        if let V::Dev { t, .. } = v {
-            let e = self.by_addr.entry(t.storage().addr()).or_insert((0, t.numel() * t.storage_dtype().size_bytes()));
-            e.0 += 1;
-            if e.0 == 1 {
-                self.live += e.1;
-                self.peak = self.peak.max(self.live);
-            }
-        }
-    }
-    fn remove(&mut self, v: &V) {
-        if let V::Dev { t, .. } = v {
-            let addr = t.storage().addr();
-            if let Some(e) = self.by_addr.get_mut(&addr) {
-                e.0 -= 1;
-                if e.0 == 0 {
-                    self.live -= e.1;
-                    self.by_addr.remove(&addr);
-                }
-            }
-        }
-    }
-}
-
-/// The graph by integer ids: what [`Session::run_to`] walks, instead of looking value names
-/// up in hash maps for every node of every run.
-struct Wiring {
-    /// Every value a node reads or writes, by name.
-    ids: HashMap<String, usize>,
-    /// Per node: its inputs' ids (`None` for an omitted optional input), then its outputs'.
-    ins: Vec<Vec<Option<usize>>>,
-    outs: Vec<Vec<Option<usize>>>,
-    /// The node computing each value, if one does.
-    producer: Vec<Option<usize>>,
-}
-
-impl Wiring {
-    fn new(model: &Model) -> Wiring {
-        let mut ids: HashMap<String, usize> = HashMap::default();
-        let mut id = |name: &String| -> Option<usize> {
-            if name.is_empty() {
-                return None;
-            }
-            let n = ids.len();
-            Some(*ids.entry(name.clone()).or_insert(n))
-        };
-        let ins: Vec<Vec<Option<usize>>> = model.nodes.iter().map(|n| n.inputs.iter().map(&mut id).collect()).collect();
-        let outs: Vec<Vec<Option<usize>>> = model.nodes.iter().map(|n| n.outputs.iter().map(&mut id).collect()).collect();
-        let mut producer = vec![None; ids.len()];
-        for (k, o) in outs.iter().enumerate() {
-            for v in o.iter().flatten() {
-                producer[*v] = Some(k);
-            }
-        }
-        Wiring { ids, ins, outs, producer }
-    }
-}
-
-/// The nodes a run computes for one set of requested values, in graph order, and how many
-/// times each value is read (by those nodes and as a requested value): a value is freed after
-/// its last read.
-struct RunPlan {
-    nodes: Vec<usize>,
-    uses: Vec<usize>,
-    /// Per entry of `nodes`: whether one of its results outlives the next node (read by a
-    /// later one, or asked for). Only those quantised results are kept in 8-bit storage
-    /// ([`Session::set_int8_activations`]): one read by the next node alone is never held
-    /// while another node runs, so narrowing it would save no memory and cost two passes.
-    held: Vec<bool>,
-}
-
 /// Operators whose inputs after the first are weights (trainable at any size).
 const WEIGHT_OPS: &[&str] =
     &["Conv", "ConvTranspose", "Gemm", "MatMul", "PRelu", "BatchNormalization", "InstanceNormalization", "LayerNormalization"];
@@ -394,11 +316,16 @@ impl Session {
         self.replays.clear();
     }
 
+    /// [`Session::set_int8_activations`] on and a backend with 8-bit arithmetic.
+    fn int8_activations_on(&self) -> bool {
+        self.int8_activations.get() && self.device.backend().supports_int8()
+    }
+
     /// How quantised (`uint8` / `int8`) activations are kept between nodes: `"8-bit"` where
     /// the backend stores 8-bit tensors, `"f32"` (whole numbers in f32) where it does not
     /// (the WebGL1 mode) or [`Session::set_int8_activations`] turned it off.
     pub fn activation_storage(&self) -> &'static str {
-        if self.int8_activations.get() && self.device.backend().supports_int8() {
+        if self.int8_activations_on() {
             "8-bit"
         } else {
             "f32"
@@ -675,46 +602,7 @@ impl Session {
             }
             ids.push(id);
         }
-        let mut needed = vec![false; model.nodes.len()];
-        let mut stack: Vec<usize> = ids.iter().flatten().copied().collect();
-        while let Some(v) = stack.pop() {
-            if let Some(k) = wiring.producer[v] {
-                if !needed[k] {
-                    needed[k] = true;
-                    stack.extend(wiring.ins[k].iter().flatten());
-                }
-            }
-        }
-        let mut uses = vec![0usize; wiring.producer.len()];
-        for (k, _) in needed.iter().enumerate().filter(|(_, n)| **n) {
-            for i in wiring.ins[k].iter().flatten() {
-                uses[*i] += 1;
-            }
-        }
-        for i in ids.iter().flatten() {
-            uses[*i] += 1;
-        }
-        let nodes: Vec<usize> = (0..model.nodes.len()).filter(|&k| needed[k]).collect();
-        let mut pos = vec![usize::MAX; model.nodes.len()];
-        for (p, &k) in nodes.iter().enumerate() {
-            pos[k] = p;
-        }
-        let mut held = vec![false; nodes.len()];
-        for i in ids.iter().flatten() {
-            if let Some(k) = wiring.producer[*i] {
-                held[pos[k]] = true;
-            }
-        }
-        for (q, &k) in nodes.iter().enumerate() {
-            for i in wiring.ins[k].iter().flatten() {
-                if let Some(j) = wiring.producer[*i] {
-                    if pos[j] + 1 != q {
-                        held[pos[j]] = true;
-                    }
-                }
-            }
-        }
-        let plan = Rc::new(RunPlan { nodes, uses, held });
+        let plan = Rc::new(RunPlan::new(model, wiring, &ids));
         self.plans.borrow_mut().insert(key, plan.clone());
         Ok(plan)
     }

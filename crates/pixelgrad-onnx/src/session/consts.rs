@@ -17,7 +17,7 @@ impl Consts for Session {
         self.max_elements.get()
     }
     fn int8_activations(&self) -> bool {
-        self.narrow_results.get() && self.activation_storage() == "8-bit"
+        self.narrow_results.get() && self.int8_activations_on()
     }
     fn param(&self, name: &str) -> Option<&Param> {
         self.param_index.get(name).map(|&i| &self.params[i].1)
