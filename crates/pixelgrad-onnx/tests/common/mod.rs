@@ -39,7 +39,11 @@ pub struct Case {
 }
 
 pub fn cases(kind: &str) -> Vec<Case> {
-    let dir = fixtures();
+    cases_in(fixtures(), kind)
+}
+
+/// The cases of `kind` listed in `dir/manifest.json` (a fixture folder's layout).
+pub fn cases_in(dir: &Path, kind: &str) -> Vec<Case> {
     let text = std::fs::read_to_string(dir.join("manifest.json")).expect("manifest.json");
     let j: serde_json::Value = serde_json::from_str(&text).expect("manifest is JSON");
     let list = |c: &serde_json::Value, key: &str, d: &Path| -> Vec<(String, PathBuf)> {
@@ -161,10 +165,17 @@ pub fn check_all(dev: &Device, kind: &str, filter: impl Fn(&Case) -> bool) {
 
 /// [`check_all`] with each case run `runs` times on one session ([`run_case_times`]).
 pub fn check_all_times(dev: &Device, kind: &str, filter: impl Fn(&Case) -> bool, runs: usize) {
+    let list: Vec<Case> = cases(kind).into_iter().filter(|c| filter(c)).collect();
+    check_cases(dev, kind, &list, runs)
+}
+
+/// Runs each of `list` `runs` times on `dev`, prints one line each and fails listing every case
+/// over its tolerance or failing to run.
+pub fn check_cases(dev: &Device, kind: &str, list: &[Case], runs: usize) {
     let mut bad = Vec::new();
     let mut worst: f64 = 0.0;
     let mut n = 0;
-    for case in cases(kind).iter().filter(|c| filter(c)) {
+    for case in list {
         n += 1;
         match run_case_times(dev, case, runs) {
             Ok(errs) => {

@@ -1,0 +1,497 @@
+"""Random per-operator ONNX cases, with onnxruntime as the oracle: a differential fuzzer.
+
+Usage: python scripts/onnx_fuzz.py OUT_DIR [COUNT] [SEED]
+
+Writes OUT_DIR/manifest.json in the layout of scripts/onnx_fixtures.py (kind "ops"): random
+shapes, attributes and broadcasts for the operators CNNs and MLPs use. A draw that onnxruntime
+rejects (an invalid attribute combination) is skipped. Run the cases on every native backend
+with
+
+    PIXELGRAD_ONNX_CASES=OUT_DIR cargo test -p pixelgrad-onnx --test fuzz -- --ignored --nocapture
+
+(`bash scripts/onnx-diff-fuzz.sh COUNT SEED` does both). Not part of CI: a failing seed is a new fixture for
+scripts/onnx_fixtures.py.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+OUT = sys.argv[1]
+COUNT = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+SEED = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+# onnx_fixtures reads its output folder from argv[1] at import; it is the same folder here.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import onnx_fixtures as fx  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+R = np.random.default_rng(SEED)
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+def ri(lo, hi):
+    """An integer in [lo, hi]."""
+    return int(R.integers(lo, hi + 1))
+
+
+def pick(xs):
+    return xs[ri(0, len(xs) - 1)]
+
+
+def rnd(*shape, lo=-1.0, hi=1.0):
+    return R.uniform(lo, hi, size=shape).astype(np.float32)
+
+
+def nd(op, ins, outs, **attrs):
+    return helper.make_node(op, ins, outs, name=f"{op.lower()}_0", **attrs)
+
+
+def conv_like(transpose):
+    dims = pick([1, 2, 2, 2])
+    n, g = ri(1, 2), pick([1, 1, 1, 2, 3])
+    cin = g * ri(1, 3)
+    cout = g * ri(1, 3)
+    if not transpose and R.random() < 0.2:
+        # depthwise
+        g = cin = ri(2, 6)
+        cout = cin * ri(1, 2)
+    k = [ri(1, 4) for _ in range(dims)]
+    s = [ri(1, 3) for _ in range(dims)]
+    d = [pick([1, 1, 2]) for _ in range(dims)]
+    size = [ri(max(3, (k[i] - 1) * d[i] + 1), 12) for i in range(dims)]
+    attrs = {"kernel_shape": k, "strides": s, "dilations": d, "group": g}
+    mode = pick(["pads", "pads", "SAME_UPPER", "SAME_LOWER", "VALID", "none"])
+    if mode == "pads":
+        attrs["pads"] = [ri(0, k[i % dims] - 1 if k[i % dims] > 1 else 1) for i in range(2 * dims)]
+    elif mode != "none":
+        attrs["auto_pad"] = mode
+    if transpose:
+        if R.random() < 0.5:
+            # below the stride: onnxruntime 1.20 leaves the extra rows unwritten when
+            # output_padding >= stride (allowed up to the dilation, which pixelgrad does)
+            attrs["output_padding"] = [ri(0, s[i] - 1) for i in range(dims)]
+        w = rnd(cin, cout // g, *k)
+    else:
+        w = rnd(cout, cin // g, *k)
+    x = rnd(n, cin, *size)
+    inits = [("w", w)]
+    ins = ["x", "w"]
+    if R.random() < 0.6:
+        inits.append(("b", rnd(cout)))
+        ins.append("b")
+    op = "ConvTranspose" if transpose else "Conv"
+    return op, [nd(op, ins, ["y"], **attrs)], [("x", x, None)], [("y", F)], inits, 13
+
+
+def pool():
+    op = pick(["MaxPool", "AveragePool", "MaxPool", "AveragePool", "LpPool"])
+    dims = pick([1, 2, 2])
+    k = [ri(1, 4) for _ in range(dims)]
+    s = [ri(1, 3) for _ in range(dims)]
+    size = [ri(max(k[i], 2), 11) for i in range(dims)]
+    attrs = {"kernel_shape": k, "strides": s}
+    mode = pick(["pads", "SAME_UPPER", "SAME_LOWER", "VALID", "none"])
+    if mode == "pads":
+        attrs["pads"] = [ri(0, k[i % dims] - 1) for i in range(2 * dims)]
+    elif mode != "none":
+        attrs["auto_pad"] = mode
+    opset = 13
+    if op != "LpPool" and R.random() < 0.4:
+        attrs["ceil_mode"] = 1
+    if op == "AveragePool" and R.random() < 0.5:
+        attrs["count_include_pad"] = 1
+    if op == "MaxPool" and R.random() < 0.3 and "auto_pad" not in attrs:
+        # (onnxruntime 1.20 sizes SAME with dilations from the undilated kernel, unlike the
+        # ONNX spec's formula, which pixelgrad follows: not drawn)
+        attrs["dilations"] = [pick([1, 2]) for _ in range(dims)]
+    if op == "LpPool":
+        attrs["p"] = pick([1, 2, 3])
+        opset = 18 if R.random() < 0.5 else 13
+        if opset == 13:
+            attrs.pop("auto_pad", None)
+    if attrs.get("ceil_mode") and not ceil_windows_start_inside(size, attrs):
+        # onnxruntime 1.20 keeps a last window that starts past the input and its padding,
+        # with 0 (average) or -FLT_MAX (max) in it; ONNX and PyTorch drop it, as pixelgrad does
+        return pool()
+    x = rnd(ri(1, 2), ri(1, 4), *size)
+    return op, [nd(op, ["x"], ["y"], **attrs)], [("x", x, None)], [("y", F)], [], opset
+
+
+def ceil_windows_start_inside(size, attrs):
+    dims = len(size)
+    k, s = attrs["kernel_shape"], attrs["strides"]
+    d = attrs.get("dilations", [1] * dims)
+    for i in range(dims):
+        ke = (k[i] - 1) * d[i] + 1
+        if attrs.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
+            continue
+        pads = attrs.get("pads", [0] * (2 * dims))
+        pb, pe = pads[i], pads[i + dims]
+        span = size[i] + pb + pe - ke
+        out = -(-span // s[i]) + 1
+        if out < 1 or (out - 1) * s[i] >= size[i] + pb:
+            return False
+    return True
+
+
+def bshape(shape):
+    """A shape that broadcasts against `shape`: a suffix with some axes set to 1."""
+    keep = ri(0, len(shape))
+    out = [d if R.random() < 0.6 else 1 for d in shape[len(shape) - keep:]]
+    return out
+
+
+def binary():
+    op = pick(["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "Mod", "PRelu"])
+    shape = [ri(1, 5) for _ in range(ri(1, 4))]
+    other = bshape(shape)
+    a, b = rnd(*shape), rnd(*other) if other else np.array(R.uniform(-1, 1), np.float32)
+    if R.random() < 0.5:
+        a, b = b, a
+    if op == "Div":
+        b = np.where(np.abs(b) < 0.2, 0.5, b).astype(np.float32)
+    if op == "Pow":
+        a = np.abs(a).astype(np.float32) + 0.1
+    out = F
+    nodes = [nd(op, ["a", "b"], ["y"])]
+    if op in ("Equal", "Less", "Greater"):
+        if op == "Equal":
+            b = (np.round(b * 2) / 2).astype(np.float32)
+            a = (np.round(a * 2) / 2).astype(np.float32)
+        nodes = [nd(op, ["a", "b"], ["c"]), helper.make_node("Cast", ["c"], ["y"], name="cast", to=F)]
+    if op == "Mod":
+        nodes = [nd(op, ["a", "b"], ["y"], fmod=1)]
+        b = np.where(np.abs(b) < 0.2, 0.5, b).astype(np.float32)
+    if op == "PRelu":
+        # slope broadcasts unidirectionally to x
+        a, b = rnd(*shape), rnd(*bshape(shape)) if len(shape) else rnd(1)
+    if R.random() < 0.5:
+        return op, nodes, [("a", a, None)], [("y", out)], [("b", b)], 13
+    return op, nodes, [("a", a, None), ("b", b, None)], [("y", out)], [], 13
+
+
+def unary():
+    op = pick(["Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Floor", "Ceil", "Round", "Erf", "LeakyRelu",
+               "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Elu", "Selu", "Clip", "Sign", "Reciprocal", "Sin", "Cos",
+               "Celu", "ThresholdedRelu", "Mish", "Gelu", "Atan", "Tan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"])
+    x = rnd(*[ri(1, 5) for _ in range(ri(1, 4))]) * 3
+    attrs = {}
+    opset = 18
+    if op in ("Log", "Sqrt"):
+        x = np.abs(x) + 0.05
+    if op == "Reciprocal":
+        x = np.where(np.abs(x) < 0.2, 0.7, x).astype(np.float32)
+    if op in ("Asin", "Acos", "Atanh"):
+        x = (x / 3.2).astype(np.float32)
+    if op == "Acosh":
+        x = np.abs(x) + 1.0
+    if op == "LeakyRelu" and R.random() < 0.5:
+        attrs["alpha"] = float(R.uniform(0, 0.5))
+    if op in ("Elu", "Celu") and R.random() < 0.5:
+        attrs["alpha"] = float(R.uniform(0.2, 2))
+    if op == "HardSigmoid":
+        attrs = {"alpha": float(R.uniform(0.1, 0.5)), "beta": float(R.uniform(0.2, 0.8))}
+    if op == "ThresholdedRelu":
+        attrs["alpha"] = float(R.uniform(0, 1))
+    if op == "Gelu":
+        opset = 20
+        if R.random() < 0.5:
+            attrs["approximate"] = "tanh"
+    inits, ins = [], ["x"]
+    if op == "Clip":
+        lo, hi = sorted(R.uniform(-2, 2, 2))
+        form = pick(["both", "min", "max"])
+        ins = ["x", "lo" if form != "max" else "", "hi" if form != "min" else ""]
+        if form != "max":
+            inits.append(("lo", np.array(lo, np.float32)))
+        if form != "min":
+            inits.append(("hi", np.array(hi, np.float32)))
+    x = x.astype(np.float32)
+    return op, [nd(op, ins, ["y"], **attrs)], [("x", x, None)], [("y", F)], inits, opset
+
+
+def reduce():
+    op = pick(["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp",
+               "ReduceSumSquare", "ReduceLogSum", "ArgMax", "ArgMin"])
+    rank = ri(1, 4)
+    shape = [ri(1, 5) for _ in range(rank)]
+    x = rnd(*shape)
+    if op == "ReduceLogSum":
+        x = np.abs(x) + 0.1
+    if op == "ReduceProd":
+        x = (x * 0.5 + np.sign(x) * 0.75).astype(np.float32)
+    if op in ("ArgMax", "ArgMin"):
+        attrs = {"axis": ri(-rank, rank - 1), "keepdims": ri(0, 1)}
+        if R.random() < 0.5:
+            attrs["select_last_index"] = 1
+            x = np.round(x * 2).astype(np.float32)
+        return op, [nd(op, ["x"], ["y"], **attrs)], [("x", x, None)], [("y", I64)], [], 13
+    axes = sorted(set(ri(-rank, rank - 1) % rank for _ in range(ri(0, rank))))
+    axes = [a - rank if R.random() < 0.3 else a for a in axes]
+    keep = ri(0, 1)
+    opset = 18
+    attrs = {"keepdims": keep}
+    ins, inits = ["x"], []
+    if axes:
+        ins.append("axes")
+        inits.append(("axes", np.array(axes, np.int64)))
+    elif R.random() < 0.3:
+        attrs["noop_with_empty_axes"] = 1
+    return op, [nd(op, ins, ["y"], **attrs)], [("x", x, None)], [("y", F)], inits, opset
+
+
+def softmax():
+    op = pick(["Softmax", "LogSoftmax", "Hardmax"])
+    rank = ri(1, 4)
+    x = rnd(*[ri(1, 6) for _ in range(rank)]) * 4
+    return op, [nd(op, ["x"], ["y"], axis=ri(-rank, rank - 1))], [("x", x, None)], [("y", F)], [], 13
+
+
+def movement():
+    kind = pick(["Transpose", "Reshape", "Slice", "Concat", "Split", "Pad", "Gather", "Tile", "Expand", "Flatten",
+                 "Squeeze", "Unsqueeze", "DepthToSpace", "SpaceToDepth", "GatherElements", "CumSum", "TopK"])
+    rank = ri(1, 4)
+    shape = [ri(1, 5) for _ in range(rank)]
+    x = rnd(*shape)
+    out = [("y", F)]
+    if kind == "Transpose":
+        perm = [int(p) for p in R.permutation(rank)]
+        return kind, [nd(kind, ["x"], ["y"], perm=perm)], [("x", x, None)], out, [], 13
+    if kind == "Reshape":
+        total = int(np.prod(shape))
+        # factor total into up to 4 dims, then maybe a -1 or a 0
+        dims = []
+        rest = total
+        for _ in range(ri(1, 3)):
+            divs = [d for d in range(1, rest + 1) if rest % d == 0]
+            d = pick(divs)
+            dims.append(d)
+            rest //= d
+        dims.append(rest)
+        if R.random() < 0.5:
+            dims[ri(0, len(dims) - 1)] = -1
+        return kind, [nd(kind, ["x", "s"], ["y"])], [("x", x, None)], out, [("s", np.array(dims, np.int64))], 13
+    if kind == "Slice":
+        axes = sorted(set(ri(0, rank - 1) for _ in range(ri(1, rank))))
+        starts, ends, steps = [], [], []
+        for a in axes:
+            n = shape[a]
+            st = pick([1, 1, 2, -1, -2])
+            s0 = ri(-n - 1, n + 1)
+            e0 = pick([ri(-n - 1, n + 1), 2**31, -(2**31)])
+            starts.append(s0)
+            ends.append(e0)
+            steps.append(st)
+        inits = [("st", np.array(starts, np.int64)), ("en", np.array(ends, np.int64)),
+                 ("ax", np.array([a - rank if R.random() < 0.3 else a for a in axes], np.int64)), ("sp", np.array(steps, np.int64))]
+        return kind, [nd(kind, ["x", "st", "en", "ax", "sp"], ["y"])], [("x", x, None)], out, inits, 13
+    if kind == "Concat":
+        axis = ri(0, rank - 1)
+        parts = []
+        for i in range(ri(1, 3)):
+            s = list(shape)
+            s[axis] = ri(1, 4)
+            parts.append((f"x{i}", rnd(*s), None))
+        return kind, [nd(kind, [p[0] for p in parts], ["y"], axis=axis - rank if R.random() < 0.3 else axis)], parts, out, [], 13
+    if kind == "Split":
+        axis = ri(0, rank - 1)
+        n = shape[axis]
+        if n < 2:
+            shape[axis] = n = 4
+            x = rnd(*shape)
+        cut = ri(1, n - 1)
+        inits = [("sp", np.array([cut, n - cut], np.int64))]
+        return kind, [nd(kind, ["x", "sp"], ["y", "z"], axis=axis)], [("x", x, None)], [("y", F), ("z", F)], inits, 13
+    if kind == "Pad":
+        mode = pick(["constant", "reflect", "edge"])
+        pads = []
+        for half in range(2):
+            for a in range(rank):
+                lim = shape[a] - 1 if mode == "reflect" else 3
+                pads.append(ri(0 if mode != "constant" else -1, max(0, lim)) if shape[a] > 1 or mode != "reflect" else 0)
+        inits = [("p", np.array(pads, np.int64))]
+        ins = ["x", "p"]
+        if mode == "constant" and R.random() < 0.5:
+            inits.append(("c", np.array(R.uniform(-2, 2), np.float32)))
+            ins.append("c")
+        return kind, [nd(kind, ins, ["y"], mode=mode)], [("x", x, None)], out, inits, 13
+    if kind == "Gather":
+        axis = ri(-rank, rank - 1)
+        n = shape[axis]
+        idx = R.integers(-n, n, size=[ri(1, 3) for _ in range(ri(0, 2))]).astype(np.int64)
+        return kind, [nd(kind, ["x", "i"], ["y"], axis=axis)], [("x", x, None)], out, [("i", idx)], 13
+    if kind == "GatherElements":
+        axis = ri(-rank, rank - 1)
+        n = shape[axis]
+        ishape = list(shape)
+        ishape[axis] = ri(1, 4)
+        idx = R.integers(-n, n, size=ishape).astype(np.int64)
+        return kind, [nd(kind, ["x", "i"], ["y"], axis=axis)], [("x", x, None)], out, [("i", idx)], 13
+    if kind == "Tile":
+        return kind, [nd(kind, ["x", "r"], ["y"])], [("x", x, None)], out, [("r", np.array([ri(1, 3) for _ in range(rank)], np.int64))], 13
+    if kind == "Expand":
+        tgt = [d if d != 1 else ri(1, 3) for d in shape]
+        tgt = [ri(1, 3) for _ in range(ri(0, 1))] + tgt
+        tgt = [t if R.random() < 0.8 else 1 for t in tgt]
+        return kind, [nd(kind, ["x", "s"], ["y"])], [("x", x, None)], out, [("s", np.array(tgt, np.int64))], 13
+    if kind == "Flatten":
+        return kind, [nd(kind, ["x"], ["y"], axis=ri(-rank, rank))], [("x", x, None)], out, [], 13
+    if kind == "Squeeze":
+        ones = [i for i, d in enumerate(shape) if d == 1]
+        if not ones:
+            shape.insert(ri(0, rank), 1)
+            x = rnd(*shape)
+            ones = [i for i, d in enumerate(shape) if d == 1]
+        ax = sorted(set(pick(ones) for _ in range(ri(1, len(ones)))))
+        return kind, [nd(kind, ["x", "a"], ["y"])], [("x", x, None)], out, [("a", np.array(ax, np.int64))], 13
+    if kind == "Unsqueeze":
+        k = ri(1, 2)
+        ax = sorted(set(ri(-(rank + k), rank + k - 1) for _ in range(k)), key=lambda a: a % (rank + k))
+        if len(set(a % (rank + k) for a in ax)) != len(ax):
+            ax = [0]
+        return kind, [nd(kind, ["x", "a"], ["y"])], [("x", x, None)], out, [("a", np.array(ax, np.int64))], 13
+    if kind in ("DepthToSpace", "SpaceToDepth"):
+        b = ri(2, 3)
+        if kind == "DepthToSpace":
+            x = rnd(ri(1, 2), b * b * ri(1, 2), ri(1, 4), ri(1, 4))
+            attrs = {"blocksize": b, "mode": pick(["DCR", "CRD"])}
+        else:
+            x = rnd(ri(1, 2), ri(1, 3), b * ri(1, 3), b * ri(1, 3))
+            attrs = {"blocksize": b}
+        return kind, [nd(kind, ["x"], ["y"], **attrs)], [("x", x, None)], out, [], 13
+    if kind == "CumSum":
+        return kind, [nd(kind, ["x", "a"], ["y"], exclusive=ri(0, 1), reverse=ri(0, 1))], [("x", x, None)], out, \
+            [("a", np.array(ri(-rank, rank - 1), np.int64))], 13
+    # TopK
+    axis = ri(-rank, rank - 1)
+    k = ri(1, shape[axis])
+    return kind, [nd(kind, ["x", "k"], ["y", "i"], axis=axis, largest=ri(0, 1), sorted=1)], [("x", x, None)], \
+        [("y", F), ("i", I64)], [("k", np.array([k], np.int64))], 13
+
+
+def linalg():
+    kind = pick(["Gemm", "MatMul", "MatMul", "Einsum"])
+    if kind == "Gemm":
+        m, k, n = ri(1, 6), ri(1, 6), ri(1, 6)
+        ta, tb = ri(0, 1), ri(0, 1)
+        a = rnd(k, m) if ta else rnd(m, k)
+        b = rnd(n, k) if tb else rnd(k, n)
+        attrs = {"transA": ta, "transB": tb}
+        if R.random() < 0.5:
+            attrs["alpha"] = float(R.uniform(-2, 2))
+        if R.random() < 0.5:
+            attrs["beta"] = float(R.uniform(-2, 2))
+        ins, inits = ["a", "b"], [("b", b)]
+        if R.random() < 0.7:
+            cs = pick([[], [n], [1, n], [m, 1], [m, n], [1]])
+            inits.append(("c", rnd(*cs) if cs else np.array(R.uniform(-1, 1), np.float32)))
+            ins.append("c")
+        return kind, [nd(kind, ins, ["y"], **attrs)], [("a", a, None)], [("y", F)], inits, 13
+    if kind == "MatMul":
+        m, k, n = ri(1, 6), ri(1, 6), ri(1, 6)
+        batch = [ri(1, 3) for _ in range(ri(0, 2))]
+        ba = [d if R.random() < 0.7 else 1 for d in batch][len(batch) - ri(0, len(batch)):]
+        bb = [d if R.random() < 0.7 else 1 for d in batch][len(batch) - ri(0, len(batch)):]
+        sa = ba + [m, k] if R.random() < 0.85 else [k]
+        sb = bb + [k, n] if R.random() < 0.85 else [k]
+        return kind, [nd(kind, ["a", "b"], ["y"])], [("a", rnd(*sa), None), ("b", rnd(*sb), None)], [("y", F)], [], 13
+    eq, shapes = pick([
+        ("ij,jk->ik", [[3, 4], [4, 5]]), ("bij,bjk->bik", [[2, 3, 4], [2, 4, 5]]), ("ij->ji", [[3, 4]]), ("ii->i", [[4, 4]]),
+        ("i,i->", [[5], [5]]), ("ij,ij->i", [[3, 4], [3, 4]]), ("bhqd,bhkd->bhqk", [[1, 2, 3, 4], [1, 2, 5, 4]]),
+        ("...ij,...jk->...ik", [[2, 3, 4], [4, 2]]), ("ijk->kji", [[2, 3, 4]]), ("ij,k->ijk", [[2, 3], [4]]), ("ii", [[3, 3]]),
+    ])
+    parts = [(f"x{i}", rnd(*s), None) for i, s in enumerate(shapes)]
+    return kind, [nd(kind, [p[0] for p in parts], ["y"], equation=eq)], parts, [("y", F)], [], 13
+
+
+def norm():
+    kind = pick(["BatchNormalization", "InstanceNormalization", "LayerNormalization", "GroupNormalization",
+                 "GlobalAveragePool", "GlobalMaxPool", "LRN", "MeanVarianceNormalization", "LpNormalization"])
+    rank = ri(3, 4)
+    c = ri(1, 6)
+    shape = [ri(1, 3), c] + [ri(1, 5) for _ in range(rank - 2)]
+    x = rnd(*shape) * 2
+    if kind == "BatchNormalization":
+        inits = [("s", rnd(c, lo=0.5, hi=1.5)), ("b", rnd(c)), ("m", rnd(c)), ("v", rnd(c, lo=0.3, hi=2))]
+        return kind, [nd(kind, ["x", "s", "b", "m", "v"], ["y"], epsilon=float(R.uniform(1e-5, 1e-2)))], [("x", x, None)], [("y", F)], inits, 15
+    if kind == "InstanceNormalization":
+        return kind, [nd(kind, ["x", "s", "b"], ["y"])], [("x", x, None)], [("y", F)], [("s", rnd(c)), ("b", rnd(c))], 13
+    if kind == "LayerNormalization":
+        axis = ri(-rank, rank - 1)
+        ns = shape[axis:]
+        return kind, [nd(kind, ["x", "s", "b"], ["y"], axis=axis)], [("x", x, None)], [("y", F)], [("s", rnd(*ns)), ("b", rnd(*ns))], 17
+    if kind == "GroupNormalization":
+        g = pick([d for d in range(1, c + 1) if c % d == 0])
+        return kind, [nd(kind, ["x", "s", "b"], ["y"], num_groups=g)], [("x", x, None)], [("y", F)], [("s", rnd(c)), ("b", rnd(c))], 21
+    if kind == "LRN":
+        x = rnd(ri(1, 2), c, ri(1, 4), ri(1, 4))
+        return kind, [nd(kind, ["x"], ["y"], size=pick([1, 3, 5]), alpha=float(R.uniform(1e-4, 1e-1)), beta=float(R.uniform(0.5, 1)),
+                         bias=float(R.uniform(0.5, 2)))], [("x", x, None)], [("y", F)], [], 13
+    if kind == "MeanVarianceNormalization":
+        return kind, [nd(kind, ["x"], ["y"])], [("x", x, None)], [("y", F)], [], 13
+    if kind == "LpNormalization":
+        return kind, [nd(kind, ["x"], ["y"], axis=ri(-rank, rank - 1), p=pick([1, 2]))], [("x", x, None)], [("y", F)], [], 13
+    return kind, [nd(kind, ["x"], ["y"])], [("x", x, None)], [("y", F)], [], 13
+
+
+def resize():
+    n, c, h, w = ri(1, 2), ri(1, 3), ri(1, 6), ri(1, 6)
+    x = rnd(n, c, h, w)
+    mode = pick(["nearest", "linear", "cubic"])
+    ctm = pick(["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "half_pixel_symmetric"])
+    attrs = {"mode": mode, "coordinate_transformation_mode": ctm}
+    if mode == "nearest":
+        attrs["nearest_mode"] = pick(["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
+    if mode == "cubic" and R.random() < 0.5:
+        attrs["cubic_coeff_a"] = -0.5
+        attrs["exclude_outside"] = 1
+    if R.random() < 0.5:
+        scales = np.array([1, 1, pick([0.5, 1.0, 1.5, 2.0, 3.0, 0.75]), pick([0.5, 1.0, 1.5, 2.0, 3.0, 0.75])], np.float32)
+        return "Resize", [nd("Resize", ["x", "", "sc"], ["y"], **attrs)], [("x", x, None)], [("y", F)], [("sc", scales)], 19
+    sizes = np.array([n, c, ri(1, 9), ri(1, 9)], np.int64)
+    return "Resize", [nd("Resize", ["x", "", "", "sz"], ["y"], **attrs)], [("x", x, None)], [("y", F)], [("sz", sizes)], 19
+
+
+FAMILIES = [(lambda: conv_like(False), 4), (lambda: conv_like(True), 2), (pool, 3), (binary, 3), (unary, 3), (reduce, 3),
+            (softmax, 1), (movement, 5), (linalg, 2), (norm, 2), (resize, 2)]
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    weights = np.array([w for _, w in FAMILIES], float)
+    made = skipped = 0
+    tries = 0
+    while made < COUNT and tries < COUNT * 20:
+        tries += 1
+        gen = FAMILIES[int(R.choice(len(FAMILIES), p=weights / weights.sum()))][0]
+        op, nodes, inputs, outputs, inits, opset = gen()
+        name = f"{op.lower()}_{SEED}_{tries}"
+        n_before = len(fx.MANIFEST)
+        try:
+            fx.case(name, nodes, inputs, outputs, inits, opset=opset, tol=1e-4)
+        except Exception as e:  # onnxruntime (or the checker) rejects the draw
+            skipped += 1
+            if os.environ.get("FUZZ_VERBOSE"):
+                print(f"skip {name}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+            continue
+        # Outputs with non-finite values say nothing about the arithmetic (onnxruntime 1.20
+        # leaves ConvTranspose's output_padding columns unwritten when it is >= the stride).
+        entry = fx.MANIFEST[-1]
+        outs = [np.load(os.path.join(OUT, entry["dir"], o["file"])) for o in entry["outputs"]]
+        # Empty outputs too: pixelgrad has no zero-size tensors (a typed error says so).
+        if any(o.size == 0 or (o.dtype.kind == "f" and not (np.abs(o) < 1e30).all()) for o in outs):
+            fx.MANIFEST.pop()
+            skipped += 1
+            continue
+        if len(fx.MANIFEST) > n_before:
+            made += 1
+    with open(os.path.join(OUT, "manifest.json"), "w") as f:
+        json.dump({"seed": SEED, "cases": fx.MANIFEST}, f, indent=1)
+    print(f"{made} cases ({skipped} draws rejected by onnxruntime) in {OUT}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
