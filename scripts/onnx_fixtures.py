@@ -136,6 +136,63 @@ def conv_transpose_cases():
     case("convtranspose_same_upper", [node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")], [("x", x, None)], [("y", F)], [("w", rand(4, 2, 3, 3))])
 
 
+def conv_transpose_ref(x, w, b, stride, dil, opad, pads):
+    """ConvTranspose by definition (float64): every input pixel scatters its kernel."""
+    n, c, h, wd = x.shape
+    m, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    full = ((h - 1) * stride[0] + (kh - 1) * dil[0] + 1 + opad[0], (wd - 1) * stride[1] + (kw - 1) * dil[1] + 1 + opad[1])
+    y = np.zeros((n, m) + full)
+    for i in range(h):
+        for j in range(wd):
+            for a in range(kh):
+                for q in range(kw):
+                    y[:, :, i * stride[0] + a * dil[0], j * stride[1] + q * dil[1]] += np.einsum("nc,cm->nm", x[:, :, i, j], w[:, :, a, q])
+    y = y[:, :, pads[0]:full[0] - pads[2], pads[1]:full[1] - pads[3]]
+    return (y + b[None, :, None, None]).astype(np.float32)
+
+
+def fuzz_found_cases():
+    """Found by scripts/onnx_fuzz.py (made last, so the other fixtures' random draws stay)."""
+    x = rand(1, 2, 3, 4)
+    # output_shape larger than the full output: onnxruntime adds zeros (and the bias) at the end
+    case("convtranspose_output_shape_past_full", [node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 3], output_shape=[7, 12])],
+         [("x", x, None)], [("y", F)], [("w", rand(2, 3, 2, 1)), ("b", rand(3))])
+    # SAME asks for 3 * 4 = 12 columns where the windows reach 10: the output stays at 10
+    case("convtranspose_same_past_full", [node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 3], auto_pad="SAME_UPPER")],
+         [("x", x, None)], [("y", F)], [("w", rand(2, 3, 2, 1)), ("b", rand(3))])
+    # output_padding at or past the stride (allowed below the dilation): onnxruntime 1.20 leaves
+    # those columns unwritten, so the expected output is computed by definition here
+    xx, w, b = rand(1, 3, 5, 6), rand(3, 2, 2, 2), rand(2)
+    attrs = dict(strides=[2, 1], dilations=[1, 2], output_padding=[1, 1], pads=[1, 0, 0, 1])
+    m = helper.make_model(helper.make_graph([node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)], "ct",
+                                            [helper.make_tensor_value_info("x", F, list(xx.shape))], [helper.make_tensor_value_info("y", F, None)],
+                                            [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]),
+                          opset_imports=[helper.make_opsetid("", 13)], producer_name="pixelgrad-fixtures")
+    m.ir_version = min(m.ir_version, 8)
+    want = conv_transpose_ref(xx.astype(np.float64), w.astype(np.float64), b, attrs["strides"], attrs["dilations"], attrs["output_padding"],
+                              attrs["pads"])
+    save_case("ops", "convtranspose_outpad_past_stride", m.SerializeToString(), {"x": xx}, [("y", want)])
+    # SAME with the stride past the window: the windows start inside the input (onnxruntime's
+    # pooling rounds the negative padding toward zero; found by scripts/onnx_fuzz.py)
+    xs = rand(1, 2, 9, 11)
+    case("maxpool_same_upper_stride_past_kernel", [node("MaxPool", ["x"], ["y"], kernel_shape=[1, 2], strides=[3, 4], auto_pad="SAME_UPPER")],
+         [("x", xs, None)], [("y", F)])
+    case("avgpool_same_lower_stride_past_kernel", [node("AveragePool", ["x"], ["y"], kernel_shape=[1, 2], strides=[3, 4], auto_pad="SAME_LOWER")],
+         [("x", xs, None)], [("y", F)])
+    case("maxpool_indices_same_upper_stride_past_kernel", [node("MaxPool", ["x"], ["y", "i"], kernel_shape=[1, 1], strides=[3, 4], auto_pad="SAME_UPPER")],
+         [("x", xs, None)], [("y", F), ("i", TensorProto.INT64)], opset=12)
+    # ceil_mode: a dilated window longer than the input still gives one output
+    case("maxpool_ceil_window_past_input", [node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2], strides=[2, 2], ceil_mode=1)],
+         [("x", rand(1, 2, 4, 2), None)], [("y", F)], opset=12)
+    # the product on the device: signs, zeros and magnitudes (exp of summed logs)
+    xp = (rand(2, 3, 4) * 0.6 + np.sign(rand(2, 3, 4)) * 0.7).astype(np.float32)
+    xp[1, 2, 3] = 0.0
+    case("reduceprod_axis1", [node("ReduceProd", ["x"], ["y"], axes=[1], keepdims=0)], [("x", xp, None)], [("y", F)])
+    case("reduceprod_all_opset18", [node("ReduceProd", ["x"], ["y"])], [("x", xp[0], None)], [("y", F)], opset=18)
+    # no axes with noop_with_empty_axes: ReduceSumSquare still squares (onnxruntime needs one element)
+    case("reducesumsquare_noop", [node("ReduceSumSquare", ["x"], ["y"], noop_with_empty_axes=1)], [("x", rand(1, 1), None)], [("y", F)], opset=18)
+
+
 def one_d_cases():
     """1-D convolutions and pooling ([N, C, L]), which run as 2-D ones of height 1."""
     x = rand(2, 4, 17)
@@ -865,6 +922,7 @@ def main():
     write_ppocr()
     write_f16_model()
     write_bad_models()
+    fuzz_found_cases()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"onnx": onnx.__version__, "onnxruntime": ort.__version__, "cases": MANIFEST}, f, indent=1)
     print(f"{len(MANIFEST)} cases", file=sys.stderr)

@@ -521,7 +521,17 @@ fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
         if node.opset >= 18 || (node.op_type == "ReduceSum" && node.opset >= 13) { axes_arg(node, ins, 1)? } else { node.ints("axes")? };
     let axes: Vec<usize> = match axes {
         Some(a) if !a.is_empty() => a.iter().map(|&v| norm_axis(node, v, r)).collect::<Result<_>>()?,
-        _ if node.int("noop_with_empty_axes", 0)? != 0 => return Ok(x.clone()),
+        _ if node.int("noop_with_empty_axes", 0)? != 0 => {
+            if node.op_type != "ReduceSumSquare" {
+                return Ok(x.clone());
+            }
+            // ReduceSumSquare over no axes squares each element (the ONNX reference's reading).
+            let data = match &x.data {
+                Data::F32(v) => Data::F32(v.iter().map(|a| a * a).collect()),
+                Data::I64(v) => Data::I64(v.iter().map(|a| a.wrapping_mul(*a)).collect()),
+            };
+            return Ok(HostTensor { dtype: x.dtype, shape: x.shape.clone(), data });
+        }
         _ => (0..r).collect(),
     };
     let keep = node.int("keepdims", 1)? != 0;

@@ -218,12 +218,18 @@ pub struct Window2 {
     pub pad_end: [usize; 2],
     /// Extra rows/columns at the end that `ceil_mode` adds beyond the padding (pooling only).
     pub ceil_extra: [usize; 2],
+    /// Leading rows/columns no window reads (pooling only): `auto_pad` SAME with a stride
+    /// longer than the window asks for a negative padding, which onnxruntime's pooling applies
+    /// by starting the windows that far into the input. Pads are then 0.
+    pub crop_begin: [usize; 2],
     pub out: [usize; 2],
 }
 
 /// Reads `kernel_shape` (or `k` from the weights), `strides`, `dilations`, `pads`, `auto_pad`
-/// and `ceil_mode` for a 2-D window over an `[h, w]` input.
-pub fn window2(node: &Node, hw: [usize; 2], kernel: Option<[usize; 2]>, allow_ceil: bool) -> Result<Window2> {
+/// and `ceil_mode` for a 2-D window over an `[h, w]` input. `pooling` allows `ceil_mode` and
+/// gives SAME's negative padding as [`Window2::crop_begin`] (onnxruntime's pooling); for
+/// convolutions a negative SAME padding is 0, as onnxruntime's Conv has it.
+pub fn window2(node: &Node, hw: [usize; 2], kernel: Option<[usize; 2]>, pooling: bool) -> Result<Window2> {
     let two = |name: &str, default: usize| -> Result<[usize; 2]> {
         match node.ints(name)? {
             None => Ok([default, default]),
@@ -240,12 +246,12 @@ pub fn window2(node: &Node, hw: [usize; 2], kernel: Option<[usize; 2]>, allow_ce
     let stride = two("strides", 1)?;
     let dilation = two("dilations", 1)?;
     let ceil = node.int("ceil_mode", 0)? != 0;
-    if ceil && !allow_ceil {
+    if ceil && !pooling {
         return Err(node.err("ceil_mode is not supported here"));
     }
     let auto_pad = node.string("auto_pad", "NOTSET")?;
     let ke = [(k[0] - 1) * dilation[0] + 1, (k[1] - 1) * dilation[1] + 1];
-    let (mut pb, mut pe) = ([0usize; 2], [0usize; 2]);
+    let (mut pb, mut pe, mut crop) = ([0usize; 2], [0usize; 2], [0usize; 2]);
     match auto_pad.as_str() {
         "NOTSET" => {
             if let Some(p) = node.ints("pads")? {
@@ -260,7 +266,17 @@ pub fn window2(node: &Node, hw: [usize; 2], kernel: Option<[usize; 2]>, allow_ce
         "SAME_UPPER" | "SAME_LOWER" => {
             for a in 0..2 {
                 let out = hw[a].div_ceil(stride[a]);
-                let total = ((out - 1) * stride[a] + ke[a]).saturating_sub(hw[a]);
+                let total = ((out - 1) * stride[a] + ke[a]) as i64 - hw[a] as i64;
+                if total < 0 {
+                    // The windows leave rows over: pooling starts them -head rows in (head
+                    // rounded toward zero, as onnxruntime does), convolutions at 0.
+                    let head = if auto_pad == "SAME_UPPER" { total / 2 } else { (total + 1) / 2 };
+                    if pooling {
+                        crop[a] = (-head) as usize;
+                    }
+                    continue;
+                }
+                let total = total as usize;
                 let small = total / 2;
                 let big = total - small;
                 if auto_pad == "SAME_UPPER" {
@@ -277,8 +293,18 @@ pub fn window2(node: &Node, hw: [usize; 2], kernel: Option<[usize; 2]>, allow_ce
     let mut out = [0usize; 2];
     let mut extra = [0usize; 2];
     for a in 0..2 {
-        let padded = hw[a] + pb[a] + pe[a];
-        if padded < ke[a] {
+        let padded = (hw[a] - crop[a] + pb[a] + pe[a]) as i64;
+        let span = padded - ke[a] as i64;
+        let s = stride[a] as i64;
+        // With ceil_mode a window may reach past the padded input (even one longer than it),
+        // as long as it starts inside: onnxruntime and PyTorch count it.
+        let n = if ceil { span.div_euclid(s) + i64::from(span.rem_euclid(s) != 0) + 1 } else { span.div_euclid(s) + 1 };
+        let mut n = n.max(0) as usize;
+        if ceil && n > 0 && (n - 1) * stride[a] >= hw[a] - crop[a] + pb[a] {
+            // The last window would start in the end padding only: ONNX drops it.
+            n -= 1;
+        }
+        if n == 0 {
             return Err(node.err(format!(
                 "a {}x{} window does not fit the padded {}x{} input",
                 ke[0],
@@ -287,14 +313,9 @@ pub fn window2(node: &Node, hw: [usize; 2], kernel: Option<[usize; 2]>, allow_ce
                 hw[1] + pb[1] + pe[1]
             )));
         }
-        let span = padded - ke[a];
-        out[a] = if ceil { span.div_ceil(stride[a]) + 1 } else { span / stride[a] + 1 };
-        if ceil && (out[a] - 1) * stride[a] >= hw[a] + pb[a] {
-            // The last window would start in the end padding only: ONNX drops it.
-            out[a] -= 1;
-        }
+        out[a] = n;
         let need = (out[a] - 1) * stride[a] + ke[a];
-        extra[a] = need.saturating_sub(padded);
+        extra[a] = need.saturating_sub(padded as usize);
     }
-    Ok(Window2 { k, stride, dilation, pad_begin: pb, pad_end: pe, ceil_extra: extra, out })
+    Ok(Window2 { k, stride, dilation, pad_begin: pb, pad_end: pe, ceil_extra: extra, crop_begin: crop, out })
 }

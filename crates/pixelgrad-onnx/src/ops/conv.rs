@@ -252,43 +252,53 @@ fn conv_transpose(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     let w = dilate(&w, dil)?;
     let (kh, kw) = (w.dims()[2], w.dims()[3]);
     let kk = kh * kw;
-    let full = [(h - 1) * stride[0] + kh + opad[0], (wd - 1) * stride[1] + kw + opad[1]];
+    // col2im draws every window into `base`; output_padding adds rows and columns past it that
+    // no window reaches (zeros, then the bias), and the pads cut the result. Pads that follow
+    // from a requested size may be negative: those rows lie outside `full` and are zeros too.
+    let base = [(h - 1) * stride[0] + kh, (wd - 1) * stride[1] + kw];
+    let full = [base[0] + opad[0], base[1] + opad[1]];
     let auto_pad = node.string("auto_pad", "NOTSET")?;
     let output_shape = node.ints("output_shape")?;
     let same = matches!(auto_pad.as_str(), "SAME_UPPER" | "SAME_LOWER");
-    let (pb, pe) = if output_shape.is_some() || same {
+    let (pb, pe): ([i64; 2], [i64; 2]) = if output_shape.is_some() || same {
         // Pads follow from the requested output size; the total splits as in ONNX's spec
         // (SAME_UPPER puts the larger half at the end, otherwise at the beginning).
         let target = match &output_shape {
-            Some(os) if os.len() >= 2 && os.iter().all(|&v| v > 0) => [os[os.len() - 2] as usize, os[os.len() - 1] as usize],
+            Some(os) if os.len() >= 2 && os.iter().all(|&v| v > 0) => [os[os.len() - 2], os[os.len() - 1]],
             Some(os) => return Err(cx.err(format!("output_shape {os:?} is not valid"))),
-            None => [h * stride[0], wd * stride[1]],
+            None => [(h * stride[0]) as i64, (wd * stride[1]) as i64],
         };
-        let (mut pb, mut pe) = ([0usize; 2], [0usize; 2]);
+        let (mut pb, mut pe) = ([0i64; 2], [0i64; 2]);
         for a in 0..2 {
-            let total = full[a]
-                .checked_sub(target[a])
-                .ok_or_else(|| cx.err(format!("output_shape {target:?} is larger than the full output {full:?}")))?;
-            if auto_pad == "SAME_UPPER" {
-                pb[a] = total / 2;
-                pe[a] = total - total / 2;
+            let total = full[a] as i64 - target[a];
+            let (small, large) = (total / 2, total - total / 2);
+            (pb[a], pe[a]) = if total < 0 {
+                // As onnxruntime does: an output_shape past the full output adds zeros at the
+                // end; SAME never makes the output larger than the full one.
+                if output_shape.is_some() {
+                    (0, total)
+                } else {
+                    (0, 0)
+                }
+            } else if auto_pad == "SAME_UPPER" {
+                (small, large)
             } else {
-                pb[a] = total - total / 2;
-                pe[a] = total / 2;
-            }
+                (large, small)
+            };
         }
         (pb, pe)
     } else {
         match (auto_pad.as_str(), node.ints("pads")?) {
             ("VALID", _) | ("NOTSET", None) => ([0, 0], [0, 0]),
-            ("NOTSET", Some(p)) if p.len() == 4 && p.iter().all(|&v| v >= 0) => {
-                ([p[0] as usize, p[1] as usize], [p[2] as usize, p[3] as usize])
-            }
+            ("NOTSET", Some(p)) if p.len() == 4 && p.iter().all(|&v| v >= 0) => ([p[0], p[1]], [p[2], p[3]]),
             ("NOTSET", Some(p)) => return Err(cx.err(format!("pads {p:?}: expected 4 non-negative values"))),
             (other, _) => return Err(cx.err(format!("auto_pad '{other}' is not supported"))),
         }
     };
-    if pb[0] + pe[0] >= full[0] || pb[1] + pe[1] >= full[1] {
+    // The output's rows and columns as a range of `full`'s.
+    let lo = [pb[0], pb[1]];
+    let hi = [full[0] as i64 - pe[0], full[1] as i64 - pe[1]];
+    if hi[0] <= lo[0] || hi[1] <= lo[1] {
         return Err(cx.err(format!("pads {pb:?}/{pe:?} remove the whole {full:?} output")));
     }
     let hw = h * wd;
@@ -307,9 +317,26 @@ fn conv_transpose(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
         }
     };
     let window = Window { kh, kw, stride_h: stride[0], stride_w: stride[1], pad_h: 0, pad_w: 0 };
-    let mut y = cols.col2im(window, full[0], full[1])?;
-    if pb != [0, 0] || pe != [0, 0] {
-        y = y.slice(2, pb[0], full[0] - pe[0])?.slice(3, pb[1], full[1] - pe[1])?;
+    let mut y = cols.col2im(window, base[0], base[1])?;
+    // Keep what lies inside both `base` and the output range, then zeros for the rest.
+    let (mut before, mut after) = ([0usize; 4], [0usize; 4]);
+    for a in 0..2 {
+        let (from, to) = (lo[a].clamp(0, base[a] as i64) as usize, hi[a].clamp(0, base[a] as i64) as usize);
+        if to <= from {
+            // No window reaches the output on this axis: all zeros (and the bias).
+            y = Tensor::zeros(y.device(), [n, m, (hi[0] - lo[0]) as usize, (hi[1] - lo[1]) as usize])?;
+            before = [0; 4];
+            after = [0; 4];
+            break;
+        }
+        if (from, to) != (0, base[a]) {
+            y = y.slice(2 + a, from, to)?;
+        }
+        before[2 + a] = (-lo[a]).max(0) as usize;
+        after[2 + a] = (hi[a] - base[a] as i64).max(0) as usize;
+    }
+    if before != [0; 4] || after != [0; 4] {
+        y = y.pad(&before, &after)?;
     }
     if cx.opt(ins, 2).is_some() {
         y = y.add(&cx.t(ins, 2)?.reshape([1, m, 1, 1])?)?;

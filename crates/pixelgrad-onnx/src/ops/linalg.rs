@@ -197,13 +197,15 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             };
             let axes: Vec<usize> = match axes {
                 Some(a) if !a.is_empty() => a.iter().map(|&v| norm_axis(node, v, r)).collect::<Result<_>>()?,
-                _ if node.int("noop_with_empty_axes", 0)? != 0 => return out(x),
+                // No axes: the input as it is, squared for ReduceSumSquare (as the ONNX
+                // reference and onnxruntime have it).
+                _ if node.int("noop_with_empty_axes", 0)? != 0 => return out(if op == "ReduceSumSquare" { x.square()? } else { x }),
                 _ => (0..r).collect(),
             };
-            if op == "ReduceProd" {
-                return Err(cx.err("ReduceProd of a device tensor is not supported"));
-            }
             let keep = node.int("keepdims", 1)? != 0;
+            if op == "ReduceProd" {
+                return out(reduce_prod(&x, &axes, keep)?);
+            }
             let mut y = match op {
                 "ReduceL2" | "ReduceSumSquare" => x.square()?,
                 "ReduceL1" => x.abs()?,
@@ -251,6 +253,27 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         _ => Ok(None),
     }
+}
+
+/// The product over `axes`, from magnitudes and signs: `exp(sum(ln|x|))`, negated where an
+/// odd number of factors is negative. A zero factor gives `ln 0 = -inf` and a product of 0;
+/// NaN stays NaN. Relative error grows with the number of factors (about n·ε·max|ln|x||),
+/// unlike a chain of multiplications, which no backend has as a reduction.
+fn reduce_prod(x: &Tensor, axes: &[usize], keep: bool) -> Result<Tensor> {
+    let mut logs = x.abs()?.log()?;
+    let mut negatives = x.neg()?.gt_scalar(0.0)?;
+    for &a in axes {
+        logs = logs.sum_axis(a as isize, true)?;
+        negatives = negatives.sum_axis(a as isize, true)?;
+    }
+    // (-1)^k as 1 - 2 (k mod 2), k an exact small integer in f32.
+    let odd = negatives.sub(&negatives.mul_scalar(0.5)?.floor()?.mul_scalar(2.0)?)?;
+    let mut y = logs.exp()?.mul(&odd.affine(-2.0, 1.0)?)?;
+    if !keep {
+        let dims: Vec<usize> = y.dims().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
+        y = y.reshape(dims)?;
+    }
+    Ok(y)
 }
 
 /// NumPy `matmul` on the core's rank-2/3 matmul: 1-D operands gain and lose an axis, batch

@@ -33,10 +33,10 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         "MaxPool" => {
             node.only_attrs(&["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"])?;
-            let x = cx.t(ins, 0)?;
-            let win = geometry(cx, &x)?;
+            let full = cx.t(ins, 0)?;
+            let (x, win) = geometry(cx, &full)?;
             if node.outputs.get(1).is_some_and(|o| !o.is_empty()) {
-                return max_pool_with_indices(cx, &x, &win, node.int("storage_order", 0)? != 0, dt);
+                return max_pool_with_indices(cx, &x, &win, [full.dims()[2], full.dims()[3]], node.int("storage_order", 0)? != 0, dt);
             }
             let symmetric = win.pad_begin == win.pad_end && win.ceil_extra == [0, 0];
             if symmetric && win.dilation == [1, 1] && win.pad_begin[0] < win.k[0] && win.pad_begin[1] < win.k[1] {
@@ -46,14 +46,13 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 let w = Window { kh, kw, stride_h: sh, stride_w: sw, pad_h: win.pad_begin[0], pad_w: win.pad_begin[1] };
                 return out(x.max_pool(w)?);
             }
-            let (cols, shape) = windows(cx, &x, Some(NEG))?;
+            let (cols, shape) = windows(&x, &win, Some(NEG))?;
             out(cols.max_axis(1, true)?.reshape(shape)?)
         }
         "AveragePool" => {
             node.only_attrs(&["auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides", "dilations"])?;
-            let x = cx.t(ins, 0)?;
-            let (cols, shape) = windows(cx, &x, None)?;
-            let win = geometry(cx, &x)?;
+            let (x, win) = geometry(cx, &cx.t(ins, 0)?)?;
+            let (cols, shape) = windows(&x, &win, None)?;
             let div = divisors(&win, [x.dims()[2], x.dims()[3]], node.int("count_include_pad", 0)? != 0);
             let sums = cols.sum_axis(1, true)?; // [N*C, 1, L]
             let y = if div.iter().all(|&d| d == div[0]) {
@@ -106,8 +105,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             if p < 1 {
                 return Err(cx.err(format!("p = {p} must be at least 1")));
             }
-            let x = cx.t(ins, 0)?;
-            let (cols, shape) = windows(cx, &x, None)?;
+            let (x, win) = geometry(cx, &cx.t(ins, 0)?)?;
+            let (cols, shape) = windows(&x, &win, None)?;
             let y = match p {
                 1 => cols.abs()?.sum_axis(1, true)?,
                 2 => cols.square()?.sum_axis(1, true)?.sqrt()?,
@@ -119,17 +118,25 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
     }
 }
 
-fn geometry(cx: &Cx, x: &Tensor) -> Result<Window2> {
+/// The pooling geometry of `x`, and `x` without the leading rows and columns no window reads
+/// ([`Window2::crop_begin`]): the window applies to the tensor returned.
+fn geometry(cx: &Cx, x: &Tensor) -> Result<(Tensor, Window2)> {
     if x.rank() != 4 {
         return Err(cx.err(format!("only 2-D pooling (NCHW input) is supported; got {:?}", x.dims())));
     }
-    window2(cx.node, [x.dims()[2], x.dims()[3]], None, true)
+    let win = window2(cx.node, [x.dims()[2], x.dims()[3]], None, true)?;
+    let mut x = x.clone();
+    for a in 0..2 {
+        if win.crop_begin[a] > 0 {
+            x = x.slice(2 + a, win.crop_begin[a], x.dims()[2 + a])?;
+        }
+    }
+    Ok((x, win))
 }
 
 /// The windows of `x` as columns `[N*C, kh*kw, OH*OW]` and the output shape; `fill` is the
 /// padding value (`None`: zeros).
-fn windows(cx: &Cx, x: &Tensor, fill: Option<f32>) -> Result<(Tensor, Vec<usize>)> {
-    let win = geometry(cx, x)?;
+fn windows(x: &Tensor, win: &Window2, fill: Option<f32>) -> Result<(Tensor, Vec<usize>)> {
     let [n, c, h, w] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
     let mut src = x.reshape([n * c, 1, h, w])?;
     let b = [0, 0, win.pad_begin[0], win.pad_begin[1]];
@@ -156,20 +163,22 @@ fn windows(cx: &Cx, x: &Tensor, fill: Option<f32>) -> Result<(Tensor, Vec<usize>
 
 /// `MaxPool` with its `Indices` output: the first largest tap of each window (as onnxruntime
 /// picks it) and its position in the flattened input, `((n·C + c)·H + h)·W + w`, or with
-/// `storage_order` 1 (column major within each image) `(n·C + c)·H·W + w·H + h`.
-fn max_pool_with_indices(cx: &Cx, x: &Tensor, win: &Window2, column_major: bool, dt: DType) -> Result<Option<Vec<V>>> {
-    let [n, c, h, w] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
+/// `storage_order` 1 (column major within each image) `(n·C + c)·H·W + w·H + h`. `x` is the
+/// input after [`geometry`]'s crop; `[h, w]` the uncropped input's sides.
+fn max_pool_with_indices(cx: &Cx, x: &Tensor, win: &Window2, [h, w]: [usize; 2], column_major: bool, dt: DType) -> Result<Option<Vec<V>>> {
+    let [n, c] = [x.dims()[0], x.dims()[1]];
     if n * c * h * w > 1 << 24 {
-        return Err(cx.err(format!("input {:?} has more elements than f32 indices hold exactly (2^24)", x.dims())));
+        return Err(cx.err(format!("input {:?} has more elements than f32 indices hold exactly (2^24)", [n, c, h, w])));
     }
-    let (cols, shape) = windows(cx, x, Some(NEG))?;
+    let (cols, shape) = windows(x, win, Some(NEG))?;
+    let [ch, cw] = win.crop_begin;
     let (k, l) = (win.k[0] * win.k[1], win.out[0] * win.out[1]);
     // the input position of every tap of every window (padding taps are never the maximum)
     let mut table = Vec::with_capacity(k * l);
     for tap in 0..k {
         for o in 0..l {
-            let y = (o / win.out[1] * win.stride[0] + tap / win.k[1] * win.dilation[0]) as i64 - win.pad_begin[0] as i64;
-            let xx = (o % win.out[1] * win.stride[1] + tap % win.k[1] * win.dilation[1]) as i64 - win.pad_begin[1] as i64;
+            let y = (ch + o / win.out[1] * win.stride[0] + tap / win.k[1] * win.dilation[0]) as i64 - win.pad_begin[0] as i64;
+            let xx = (cw + o % win.out[1] * win.stride[1] + tap % win.k[1] * win.dilation[1]) as i64 - win.pad_begin[1] as i64;
             let (y, xx) = (y.clamp(0, h as i64 - 1), xx.clamp(0, w as i64 - 1));
             table.push(if column_major { xx * h as i64 + y } else { y * w as i64 + xx } as f32);
         }
