@@ -189,6 +189,20 @@ def fuzz_found_cases():
     xp[1, 2, 3] = 0.0
     case("reduceprod_axis1", [node("ReduceProd", ["x"], ["y"], axes=[1], keepdims=0)], [("x", xp, None)], [("y", F)])
     case("reduceprod_all_opset18", [node("ReduceProd", ["x"], ["y"])], [("x", xp[0], None)], [("y", F)], opset=18)
+    # nearest asymmetric 5 -> 8: 4 / 1.6f is 2.5 in f32 (2.49999996 exactly), round_prefer_ceil picks 3
+    case("resize_nearest_f32_tie", [node("Resize", ["x", "", "", "sz"], ["y"], mode="nearest", coordinate_transformation_mode="asymmetric",
+                                         nearest_mode="round_prefer_ceil")], [("x", rand(1, 2, 5, 5), None)], [("y", F)],
+         [("sz", np.array([1, 2, 7, 8], np.int64))], opset=19)
+    # a constant pad whose negative side removes the whole axis: only the value is left
+    # (onnxruntime 1.20 leaves that output unwritten; the expected output is the value)
+    xq = rand(2, 1, 3)
+    pm = helper.make_model(helper.make_graph([node("Pad", ["x", "p", "c"], ["y"], mode="constant")], "pad",
+                                             [helper.make_tensor_value_info("x", F, list(xq.shape))], [helper.make_tensor_value_info("y", F, None)],
+                                             [numpy_helper.from_array(np.array([0, 2, 1, 1, -1, 0], np.int64), "p"),
+                                              numpy_helper.from_array(np.array(-1.5, np.float32), "c")]),
+                           opset_imports=[helper.make_opsetid("", 13)], producer_name="pixelgrad-fixtures")
+    pm.ir_version = min(pm.ir_version, 8)
+    save_case("ops", "pad_negative_removes_axis", pm.SerializeToString(), {"x": xq}, [("y", np.full((3, 2, 4), -1.5, np.float32))])
     # no axes with noop_with_empty_axes: ReduceSumSquare still squares (onnxruntime needs one element)
     case("reducesumsquare_noop", [node("ReduceSumSquare", ["x"], ["y"], noop_with_empty_axes=1)], [("x", rand(1, 1), None)], [("y", F)], opset=18)
 

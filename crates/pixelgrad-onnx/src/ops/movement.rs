@@ -238,6 +238,21 @@ fn pad(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
         before[a] = pads[i];
         after[a] = pads[k + i];
     }
+    // A constant pad whose negative side removes an axis's every element, while the other side
+    // adds some, leaves only padding: the output is the value throughout.
+    let gone = |a: usize| {
+        let n = x.dims()[a] as i64;
+        before[a].saturating_neg().max(0).saturating_add(after[a].saturating_neg().max(0)) >= n
+    };
+    if mode == "constant" && (0..r).any(gone) {
+        let dims: Vec<i64> = (0..r).map(|a| (x.dims()[a] as i64).saturating_add(before[a]).saturating_add(after[a])).collect();
+        if dims.iter().any(|&d| d <= 0) {
+            return Err(cx.err(format!("pads {pads:?} leave an empty output {dims:?} (zero-size tensors are not supported)")));
+        }
+        let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+        cx.check_size(&dims)?;
+        return Ok(Tensor::full(x.device(), dims, value)?);
+    }
     let mut y = x;
     // crop first (negative pads)
     for a in 0..r {

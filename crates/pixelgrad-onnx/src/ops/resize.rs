@@ -157,7 +157,7 @@ fn apply(cx: &Cx, x: &Tensor, out: &[usize], scales: &[f32], plan: &Plan) -> Res
             return Err(cx.err(format!("axis {a} of the input is empty; it cannot be resized to {m}")));
         }
         let coords: Vec<f64> = (0..m)
-            .map(|o| source_coord(plan.transform, o, n, m, scales[a] as f64))
+            .map(|o| source_coord(plan.transform, o, n, m, scales[a]))
             .collect::<std::result::Result<Vec<_>, String>>()
             .map_err(|e| cx.err(e))?;
         match plan.mode {
@@ -273,10 +273,12 @@ fn repeat_each(x: &Tensor, reps: &[usize]) -> Result<Tensor> {
     Ok(x.reshape(split)?.broadcast_to(wide)?.reshape(out)?)
 }
 
-/// The input coordinate of output index `o` (ONNX `coordinate_transformation_mode`).
-fn source_coord(transform: &str, o: usize, n: usize, m: usize, scale: f64) -> std::result::Result<f64, String> {
-    let o = o as f64;
-    Ok(match transform {
+/// The input coordinate of output index `o` (ONNX `coordinate_transformation_mode`), computed
+/// in f32 as onnxruntime does: where the exact coordinate sits a hair off a half (4 / 1.6f),
+/// f32 lands on the half and `nearest_mode` decides, as it does there.
+fn source_coord(transform: &str, o: usize, n: usize, m: usize, scale: f32) -> std::result::Result<f64, String> {
+    let o = o as f32;
+    let c = match transform {
         "half_pixel" => (o + 0.5) / scale - 0.5,
         "pytorch_half_pixel" => {
             if m > 1 {
@@ -289,19 +291,20 @@ fn source_coord(transform: &str, o: usize, n: usize, m: usize, scale: f64) -> st
             if m == 1 {
                 0.0
             } else {
-                o * (n as f64 - 1.0) / (m as f64 - 1.0)
+                o * (n as f32 - 1.0) / (m as f32 - 1.0)
             }
         }
         "asymmetric" => o / scale,
         "tf_half_pixel_for_nearest" => (o + 0.5) / scale,
         "half_pixel_symmetric" => {
-            let adj = m as f64 / (n as f64 * scale);
-            let center = n as f64 / 2.0;
+            let adj = m as f32 / (n as f32 * scale);
+            let center = n as f32 / 2.0;
             let offset = center * (1.0 - adj);
             offset + (o + 0.5) / scale - 0.5
         }
         other => return Err(format!("coordinate_transformation_mode '{other}' is not supported")),
-    })
+    };
+    Ok(c as f64)
 }
 
 fn nearest_index(mode: &str, c: f64, downsample: bool) -> std::result::Result<i64, String> {
