@@ -203,6 +203,17 @@ def fuzz_found_cases():
                            opset_imports=[helper.make_opsetid("", 13)], producer_name="pixelgrad-fixtures")
     pm.ir_version = min(pm.ir_version, 8)
     save_case("ops", "pad_negative_removes_axis", pm.SerializeToString(), {"x": xq}, [("y", np.full((3, 2, 4), -1.5, np.float32))])
+    # Einsum diagonals: a label repeated within one operand
+    case("einsum_diagonal", [node("Einsum", ["x"], ["y"], equation="ii->i")], [("x", rand(4, 4), None)], [("y", F)])
+    case("einsum_trace_implicit", [node("Einsum", ["x"], ["y"], equation="ii")], [("x", rand(5, 5), None)], [("y", F)])
+    case("einsum_batch_diagonal_product", [node("Einsum", ["x", "w"], ["y"], equation="bii,ij->bj")], [("x", rand(2, 3, 3), None)], [("y", F)],
+         [("w", rand(3, 4))])
+    # float Mod (fmod = 1): quotients that round across an integer in f32, signs, broadcasting
+    fa = np.array([5.9999995, -5.9999995, 1000000.5, 7.0, -7.0, 0.3, -0.3, 100.1, 0.0, 2.5], np.float32)
+    fb = np.array([2.0, 2.0, 3.0, -2.5, 2.5, 0.1, 0.1, 0.7, 1.5, -2.5], np.float32)
+    case("mod_float_fmod", [helper.make_node("Mod", ["a", "b"], ["y"], name="mod", fmod=1)], [("a", fa, None), ("b", fb, None)], [("y", F)])
+    case("mod_float_broadcast", [helper.make_node("Mod", ["a", "b"], ["y"], name="mod", fmod=1)], [("a", rand(3, 4) * 10, None)], [("y", F)],
+         [("b", np.array([0.75, -1.5, 2.25, 3.0], np.float32))])
     # no axes with noop_with_empty_axes: ReduceSumSquare still squares (onnxruntime needs one element)
     case("reducesumsquare_noop", [node("ReduceSumSquare", ["x"], ["y"], noop_with_empty_axes=1)], [("x", rand(1, 1), None)], [("y", F)], opset=18)
 

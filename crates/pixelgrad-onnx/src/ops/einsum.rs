@@ -4,7 +4,7 @@
 
 use pixelgrad_core::Tensor;
 
-use super::{Cx, V};
+use super::{take, Cx, V};
 use crate::Result;
 
 /// One operand while the equation is evaluated: its tensor and one label per axis.
@@ -44,6 +44,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     }
     let ell_label = |i: usize| char::from_u32(0xE000 + i as u32).unwrap_or('?');
     let mut terms = Vec::new();
+    let mut written: Vec<char> = Vec::new();
     for ((named, has_ell, e), t) in parsed.into_iter().zip(tensors) {
         let mut labels = named[0].clone();
         if has_ell {
@@ -53,8 +54,24 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         if labels.len() != t.rank() {
             return Err(cx.err(format!("equation '{eq}' gives {} labels for an operand of rank {}", labels.len(), t.rank())));
         }
-        if let Some(c) = labels.iter().enumerate().find(|(i, c)| labels[..*i].contains(c)).map(|(_, c)| c) {
-            return Err(cx.err(format!("label '{c}' repeats within one operand (diagonals are not supported)")));
+        written.extend(labels.iter().copied());
+        // A label repeated within one operand reads its diagonal: those axes become one.
+        let mut t = t;
+        while let Some((i, j)) = repeated(&labels) {
+            let n = t.dims()[i];
+            if t.dims()[j] != n {
+                return Err(cx.err(format!("label '{}' names axes of sizes {n} and {} in one operand", labels[i], t.dims()[j])));
+            }
+            let rest: Vec<usize> = (0..t.rank()).filter(|&a| a != i && a != j).collect();
+            let mut perm = rest.clone();
+            perm.extend([i, j]);
+            let mut dims: Vec<usize> = rest.iter().map(|&a| t.dims()[a]).collect();
+            dims.push(n * n);
+            let diag: Vec<usize> = (0..n).map(|k| k * (n + 1)).collect();
+            t = take(&t.permute(&perm)?.reshape(dims)?, rest.len(), &diag)?;
+            let c = labels[i];
+            labels = rest.iter().map(|&a| labels[a]).collect();
+            labels.push(c);
         }
         terms.push(Term { t, labels });
     }
@@ -70,7 +87,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
             o
         }
         None => {
-            let all: Vec<char> = terms.iter().flat_map(|t| t.labels.clone()).collect();
+            // labels written once in the equation (a diagonal's label is written twice)
+            let all = &written;
             let mut once: Vec<char> =
                 all.iter().copied().filter(|c| c.is_ascii_alphabetic() && all.iter().filter(|d| *d == c).count() == 1).collect();
             once.sort_unstable();
@@ -168,4 +186,9 @@ fn contract(cx: &Cx, a: &Term, b: &Term, keep: &[char], size: &std::collections:
     let labels = order(&[&batch, &rows, &cols]);
     let dims: Vec<usize> = labels.iter().map(|c| size[c]).collect();
     Ok(Term { t: y.reshape(dims)?, labels })
+}
+
+/// The first pair of axes that share a label.
+fn repeated(labels: &[char]) -> Option<(usize, usize)> {
+    (0..labels.len()).find_map(|j| labels[..j].iter().position(|c| *c == labels[j]).map(|i| (i, j)))
 }

@@ -31,6 +31,25 @@ fn int_quotient(a: &Tensor, b: &Tensor, floored: bool) -> Result<Tensor> {
     Ok(Tensor::select(&q.gt_scalar(0.0)?, &q.floor()?, &q.neg()?.floor()?.neg()?)?)
 }
 
+/// C's `fmod` of floats: `a - trunc(a / b) * b`, the remainder with the dividend's sign. When
+/// `a / b` rounds across an integer, the remainder comes out with the wrong sign or as large as
+/// `|b|`; one step of `|b|` toward the dividend's sign puts it back. What is left is the
+/// rounding of `trunc(a / b) * b`: at most one ulp of `a`, so exact while the quotient stays
+/// small, and about `|a / b| · 2^-24 · |b|` off for large ones. `b = 0` gives NaN, an infinite
+/// `b` gives `a`, as `fmod` does.
+fn float_fmod(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let q = int_quotient(a, b, false)?;
+    let r = a.sub(&q.mul(b)?)?;
+    let sign_a = a.gt_scalar(0.0)?.sub(&a.neg()?.gt_scalar(0.0)?)?;
+    let step = b.abs()?.mul(&sign_a)?;
+    // r and a of opposite signs: the quotient was rounded past the true one
+    let r = Tensor::select(&r.mul(a)?.neg()?.gt_scalar(0.0)?, &r.add(&step)?, &r)?;
+    // |r| >= |b|: rounded short of it
+    let over = b.abs()?.sub(&r.abs()?)?.gt_scalar(0.0)?.affine(-1.0, 1.0)?;
+    let r = Tensor::select(&over, &r.sub(&step)?, &r)?;
+    Ok(Tensor::select(&b.abs()?.gt_scalar(f32::MAX)?, a, &r)?)
+}
+
 pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
     let node = cx.node;
     let dt = cx.dtype0(ins);
@@ -145,9 +164,10 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             node.only_attrs(&["fmod"])?;
             let (a, b) = (cx.v(ins, 0)?, cx.v(ins, 1)?);
             if a.dtype().is_float() {
-                return Err(cx.err(
-                    "Mod of float device tensors is not supported (a - trunc(a / b) * b is not exact in f32 for large quotients); integer Mod is, and so is Mod of constants",
-                ));
+                if node.int("fmod", 0)? != 1 {
+                    return Err(cx.err("Mod of floats needs fmod = 1 (ONNX)"));
+                }
+                return out(float_fmod(&cx.to_dev(a, 0)?, &cx.to_dev(b, 1)?)?);
             }
             // fmod = 0: the remainder takes the divisor's sign (floored quotient); fmod = 1:
             // the dividend's (truncated quotient), as C's fmod.
