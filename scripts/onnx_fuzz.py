@@ -487,6 +487,11 @@ def chain():
         count += 1
         return f"t{count}"
 
+    def const_i64(v):
+        name = f"c{len(inits)}"
+        inits.append((name, np.array(v, np.int64)))
+        return name
+
     def const(shp, lo=-1.0, hi=1.0):
         name = f"c{len(inits)}"
         inits.append((name, rnd(*shp, lo=lo, hi=hi) if shp else np.array(R.uniform(lo, hi), np.float32)))
@@ -526,7 +531,10 @@ def chain():
             keep = ri(0, 1)
             if not keep and len(axes) == len(sa):
                 keep = 1
-            nodes.append(helper.make_node(op, [a], [out], name=f"n{count}", axes=axes, keepdims=keep))
+            if op == "ReduceSum":  # axes as an input from opset 13
+                nodes.append(helper.make_node(op, [a, const_i64(axes)], [out], name=f"n{count}", keepdims=keep))
+            else:
+                nodes.append(helper.make_node(op, [a], [out], name=f"n{count}", axes=axes, keepdims=keep))
             pool.append((out, [d if i not in axes else 1 for i, d in enumerate(sa)] if keep else [d for i, d in enumerate(sa) if i not in axes]))
         elif kind == "softmax" and len(sa) >= 1:
             nodes.append(helper.make_node(pick(["Softmax", "LogSoftmax"]), [a], [out], name=f"n{count}", axis=ri(-len(sa), len(sa) - 1)))
@@ -555,7 +563,102 @@ def chain():
         mid = pool[ri(len(inputs), len(pool) - 2)][0]
         if mid != pool[-1][0]:
             outs.append((mid, F))
-    return "chain", nodes, inputs, outs, inits, 13
+    return "chain", nodes, inputs, outs, inits, 14
+
+
+def qt(shape, dtype):
+    lo, hi = (0, 256) if dtype == np.uint8 else (-128, 128)
+    return R.integers(lo, hi, size=shape).astype(dtype)
+
+
+def qparams(dtype, n=None):
+    """A scale (or n per-channel scales) and a zero point of `dtype`."""
+    sc = R.uniform(0.002, 0.08, n).astype(np.float32) if n else np.array(R.uniform(0.002, 0.08), np.float32)
+    lo, hi = (0, 256) if dtype == np.uint8 else (-128, 128)
+    if n and dtype == np.int8 and R.random() < 0.7:
+        zp = np.zeros(n, dtype)  # symmetric per-channel weights, as quantisers make them
+    else:
+        zp = R.integers(lo, hi, n).astype(dtype) if n else np.array(R.integers(lo, hi), dtype)
+    return sc, zp
+
+
+def quant():
+    """Quantisation operators and QDQ patterns with random scales, zero points and shapes. 8-bit
+    results may differ by one step from onnxruntime's (a requantised float can round either way
+    at a half); int32 results are exact."""
+    U8, I8, I32 = TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
+    ta = pick([np.uint8, np.int8])
+    tt = U8 if ta == np.uint8 else I8
+    kind = pick(["Q", "DQ", "QLinearConv", "QLinearMatMul", "MatMulInteger", "ConvInteger", "QDQConv", "QDQMatMul"])
+    opset = pick([13, 19, 21]) if kind in ("Q", "DQ") else 13
+    if kind == "Q":
+        shape = [ri(1, 4), ri(1, 6), ri(1, 7)]
+        x = rnd(*shape) * pick([1, 3, 10])
+        if R.random() < 0.5:
+            axis = ri(-3, 2)
+            sc, zp = qparams(ta, shape[axis])
+            attrs = {"axis": axis}
+        else:
+            sc, zp = qparams(ta)
+            attrs = {}
+        return "quantizelinear", [nd("QuantizeLinear", ["x", "s", "z"], ["y"], **attrs)], [("x", x, None)], [("y", tt)], [("s", sc), ("z", zp)], opset, 1.0
+    if kind == "DQ":
+        shape = [ri(1, 4), ri(1, 6), ri(1, 7)]
+        if R.random() < 0.5:
+            axis = ri(-3, 2)
+            sc, zp = qparams(ta, shape[axis])
+            attrs = {"axis": axis}
+        else:
+            sc, zp = qparams(ta)
+            attrs = {}
+        return "dequantizelinear", [nd("DequantizeLinear", ["q", "s", "z"], ["y"], **attrs)], [("q", qt(shape, ta), None)], [("y", F)], \
+            [("s", sc), ("z", zp)], opset, None
+    if kind in ("QLinearConv", "ConvInteger", "QDQConv"):
+        g = pick([1, 1, 2])
+        cin, cout = g * ri(1, 4), g * ri(1, 4)
+        k = [ri(1, 3), ri(1, 3)]
+        x = qt([ri(1, 2), cin, ri(max(3, k[0]), 9), ri(max(3, k[1]), 9)], ta)
+        wt = np.int8 if kind != "ConvInteger" or R.random() < 0.5 else np.uint8
+        w = qt([cout, cin // g] + k, wt)
+        attrs = {"group": g, "strides": [ri(1, 2), ri(1, 2)], "pads": [ri(0, k[0] - 1), ri(0, k[1] - 1), ri(0, k[0] - 1), ri(0, k[1] - 1)]}
+        xs, xz = qparams(ta)
+        ws, wz = qparams(wt, cout) if R.random() < 0.5 and kind != "ConvInteger" else qparams(wt)
+        if kind == "ConvInteger":
+            return "convinteger", [nd("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)], [("x", x, None)], [("y", I32)], \
+                [("w", w), ("xz", xz), ("wz", wz if wz.ndim == 0 else wz[:1].reshape(()))], 13, 0.0
+        ys, yz = np.array(R.uniform(0.01, 0.3), np.float32), np.array(R.integers(0, 256) if ta == np.uint8 else R.integers(-128, 128), ta)
+        b = R.integers(-3000, 3000, size=(cout,)).astype(np.int32)
+        if kind == "QLinearConv":
+            ins = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"] + (["b"] if R.random() < 0.6 else [])
+            inits = [("xs", xs), ("xz", xz), ("w", w), ("ws", ws), ("wz", wz), ("ys", ys), ("yz", yz), ("b", b)]
+            return "qlinearconv", [nd("QLinearConv", ins, ["y"], **attrs)], [("x", x, None)], [("y", tt)], [i for i in inits if i[0] in ins], 13, 1.0
+        # QDQ: DequantizeLinear -> Conv (float) -> QuantizeLinear
+        nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"], name="dqx"),
+                 helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], name="dqw", axis=0),
+                 helper.make_node("Conv", ["xf", "wf"], ["yf"], name="conv", **attrs),
+                 helper.make_node("Relu", ["yf"], ["yr"], name="relu"),
+                 helper.make_node("QuantizeLinear", ["yr", "ys", "yz"], ["y"], name="qy")]
+        return "qdqconv", nodes, [("x", x, None)], [("y", tt)], [("xs", xs), ("xz", xz), ("w", w), ("ws", ws), ("wz", wz), ("ys", ys), ("yz", yz)], 13, 1.0
+    m, k, n = ri(1, 6), ri(1, 24), ri(1, 8)
+    a = qt([ri(1, 3), m, k] if R.random() < 0.4 else [m, k], ta)
+    wt = pick([np.uint8, np.int8])
+    b = qt([k, n], wt)
+    as_, az = qparams(ta)
+    bs, bz = qparams(wt, n) if R.random() < 0.4 and kind != "MatMulInteger" else qparams(wt)
+    if kind == "MatMulInteger":
+        return "matmulinteger", [nd("MatMulInteger", ["a", "b", "az", "bz"], ["y"])], [("a", a, None)], [("y", I32)], \
+            [("b", b), ("az", az), ("bz", bz)], 13, 0.0
+    ys, yz = np.array(R.uniform(0.01, 0.3), np.float32), np.array(R.integers(0, 256) if ta == np.uint8 else R.integers(-128, 128), ta)
+    if kind == "QLinearMatMul":
+        if bs.ndim:
+            bs, bz = bs[:1].reshape(()), bz[:1].reshape(())
+        return "qlinearmatmul", [nd("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])], [("a", a, None)], [("y", tt)], \
+            [("as", as_), ("az", az), ("b", b), ("bs", bs), ("bz", bz), ("ys", ys), ("yz", yz)], 13, 1.0
+    nodes = [helper.make_node("DequantizeLinear", ["a", "as", "az"], ["af"], name="dqa"),
+             helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bf"], name="dqb", axis=1),
+             helper.make_node("MatMul", ["af", "bf"], ["yf"], name="mm"),
+             helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["y"], name="qy")]
+    return "qdqmatmul", nodes, [("a", a, None)], [("y", tt)], [("as", as_), ("az", az), ("b", b), ("bs", bs), ("bz", bz), ("ys", ys), ("yz", yz)], 13, 1.0
 
 
 def broadcastable(a, b):
@@ -567,7 +670,7 @@ def broadcastable(a, b):
 
 
 FAMILIES = [(lambda: conv_like(False), 4), (lambda: conv_like(True), 2), (pool, 3), (binary, 3), (unary, 3), (reduce, 3),
-            (softmax, 1), (movement, 5), (linalg, 2), (norm, 2), (resize, 2), (chain, 8)]
+            (softmax, 1), (movement, 5), (linalg, 2), (norm, 2), (resize, 2), (chain, 8), (quant, 6)]
 
 
 def main():
@@ -578,11 +681,12 @@ def main():
     while made < COUNT and tries < COUNT * 20:
         tries += 1
         gen = FAMILIES[int(R.choice(len(FAMILIES), p=weights / weights.sum()))][0]
-        op, nodes, inputs, outputs, inits, opset = gen()
+        op, nodes, inputs, outputs, inits, opset, *atol = gen()
+        atol = atol[0] if atol else None
         name = f"{op.lower()}_{SEED}_{tries}"
         n_before = len(fx.MANIFEST)
         try:
-            fx.case(name, nodes, inputs, outputs, inits, opset=opset, tol=1e-4)
+            fx.case(name, nodes, inputs, outputs, inits, opset=opset, tol=1e-4, atol=atol, tags=["int8"] if atol is not None else ())
         except Exception as e:  # onnxruntime (or the checker) rejects the draw
             skipped += 1
             if os.environ.get("FUZZ_VERBOSE"):
