@@ -214,6 +214,8 @@ def fuzz_found_cases():
     case("mod_float_fmod", [helper.make_node("Mod", ["a", "b"], ["y"], name="mod", fmod=1)], [("a", fa, None), ("b", fb, None)], [("y", F)])
     case("mod_float_broadcast", [helper.make_node("Mod", ["a", "b"], ["y"], name="mod", fmod=1)], [("a", rand(3, 4) * 10, None)], [("y", F)],
          [("b", np.array([0.75, -1.5, 2.25, 3.0], np.float32))])
+    # Erf near 0, where only relative accuracy counts (erf(0) came out as 1.8e-7)
+    case("erf_near_zero", [node("Erf", ["x"], ["y"])], [("x", np.array([0.0, -0.0, 1e-6, -1e-5, 3e-4, -2e-4], np.float32), None)], [("y", F)])
     # no axes with noop_with_empty_axes: ReduceSumSquare still squares (onnxruntime needs one element)
     case("reducesumsquare_noop", [node("ReduceSumSquare", ["x"], ["y"], noop_with_empty_axes=1)], [("x", rand(1, 1), None)], [("y", F)], opset=18)
 
