@@ -27,6 +27,12 @@
 //! (the same for a tiny conv net: conv, relu, max pool, linear) and `errors`
 //! (bad input gives typed errors, never a panic).
 //!
+//! Besides the families, [`random_nets::random_architectures`] trains seeded random stacks of
+//! the `pixelgrad-nn` layers (convolutions of any kernel, stride and padding, pools, batch
+//! norms, activations, dense layers) three steps on the backend, on the f32 CPU backend and on
+//! the reference, and compares every loss and parameter. The GPU backends' `tests/conformance.rs`
+//! run 40 of them.
+//!
 //! A backend that is not ready for every family can call families one by one instead:
 //!
 //! ```ignore
@@ -66,6 +72,7 @@ pub mod harness;
 pub mod mixed;
 pub mod narrow;
 pub mod pixels;
+pub mod random_nets;
 pub mod steps;
 pub mod tolerance;
 

@@ -14,3 +14,12 @@ fn make_device() -> Device {
 }
 
 pixelgrad_conformance::conformance_tests!(make_device);
+
+/// Random layer stacks trained with every optimizer, against the f64 reference
+/// (`pixelgrad_conformance::random_nets`).
+#[test]
+fn random_architectures_train_as_the_reference() {
+    if let Err(e) = pixelgrad_conformance::random_nets::random_architectures(&make_device(), 40) {
+        panic!("{e}");
+    }
+}
