@@ -591,26 +591,18 @@ def quant():
     tt = U8 if ta == np.uint8 else I8
     kind = pick(["Q", "DQ", "QLinearConv", "QLinearMatMul", "MatMulInteger", "ConvInteger", "QDQConv", "QDQMatMul"])
     opset = pick([13, 19, 21]) if kind in ("Q", "DQ") else 13
-    if kind == "Q":
+    if kind in ("Q", "DQ"):
         shape = [ri(1, 4), ri(1, 6), ri(1, 7)]
-        x = rnd(*shape) * pick([1, 3, 10])
+        attrs = {}
         if R.random() < 0.5:
-            axis = ri(-3, 2)
-            sc, zp = qparams(ta, shape[axis])
-            attrs = {"axis": axis}
+            attrs["axis"] = ri(-3, 2)
+            sc, zp = qparams(ta, shape[attrs["axis"]])
         else:
             sc, zp = qparams(ta)
-            attrs = {}
-        return "quantizelinear", [nd("QuantizeLinear", ["x", "s", "z"], ["y"], **attrs)], [("x", x, None)], [("y", tt)], [("s", sc), ("z", zp)], opset, 1.0
-    if kind == "DQ":
-        shape = [ri(1, 4), ri(1, 6), ri(1, 7)]
-        if R.random() < 0.5:
-            axis = ri(-3, 2)
-            sc, zp = qparams(ta, shape[axis])
-            attrs = {"axis": axis}
-        else:
-            sc, zp = qparams(ta)
-            attrs = {}
+        if kind == "Q":
+            x = rnd(*shape) * pick([1, 3, 10])
+            return "quantizelinear", [nd("QuantizeLinear", ["x", "s", "z"], ["y"], **attrs)], [("x", x, None)], [("y", tt)], \
+                [("s", sc), ("z", zp)], opset, 1.0
         return "dequantizelinear", [nd("DequantizeLinear", ["q", "s", "z"], ["y"], **attrs)], [("q", qt(shape, ta), None)], [("y", F)], \
             [("s", sc), ("z", zp)], opset, None
     if kind in ("QLinearConv", "ConvInteger", "QDQConv"):

@@ -49,9 +49,20 @@ fn activation(rng: &mut Lcg) -> Activation {
     }
 }
 
-/// One draw: the network, its input `[n, c, h, w]` and the class of each sample. `None` when
-/// the draw shrinks the image to nothing.
-fn draw(dev: &Device, seed: u64) -> Result<Option<(Sequential, Tensor, Tensor)>> {
+/// One random architecture with its data.
+pub struct Draw {
+    pub net: Sequential,
+    /// The input, `[n, c, h, w]` with n from 2 to 5.
+    pub x: Tensor,
+    /// The class of each sample, below the network's output width.
+    pub y: Tensor,
+}
+
+/// Draw number `seed`: a random stack of convolutions, pools, batch norms and activations,
+/// then a flatten and one or two dense layers (each maybe with a batch norm), maybe a softmax;
+/// with its input and classes. `None` when the draw shrinks the image to nothing. The same
+/// seed gives the same network and weights on every device.
+pub fn draw(dev: &Device, seed: u64) -> Result<Option<Draw>> {
     let mut rng = Lcg(seed ^ 0x005e_ed0f_a7c4);
     let (mut c, mut h, mut w) = (rng.range(1, 3), rng.range(4, 14), rng.range(4, 14));
     let (c0, h0, w0) = (c, h, w);
@@ -109,7 +120,7 @@ fn draw(dev: &Device, seed: u64) -> Result<Option<(Sequential, Tensor, Tensor)>>
     let x = Tensor::from_vec(dev, &xs, [n, c0, h0, w0])?;
     let y: Vec<f32> = (0..n).map(|i| ((i * 7 + seed as usize) % features) as f32).collect();
     let y = Tensor::from_vec(dev, &y, [n])?;
-    Ok(Some((net, x, y)))
+    Ok(Some(Draw { net, x, y }))
 }
 
 /// What a training run leaves: the loss before each step and every parameter after the last.
@@ -120,7 +131,7 @@ struct Run {
 }
 
 fn train(dev: &Device, seed: u64) -> Result<Option<Run>> {
-    let Some((net, x, y)) = draw(dev, seed)? else { return Ok(None) };
+    let Some(Draw { net, x, y }) = draw(dev, seed)? else { return Ok(None) };
     let mut opt = OptimizerKind::parse(OPTIMIZERS[seed as usize % OPTIMIZERS.len()])?.build(0.05);
     let mut losses = Vec::new();
     for _ in 0..3 {

@@ -141,104 +141,24 @@ fn fine_tuned_imported_backbone_with_head_round_trips() {
     round_trip("ppocr-backbone-head", &net, &x);
 }
 
-/// A small deterministic generator for the random architectures below.
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((self.0 >> 33) % n as u64) as usize
-    }
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
-    }
-}
-
-/// A random stack of the exportable layers for an input of `[c, h, w]`: convolutions of every
-/// kernel, stride and padding that fit, pools (padding up to half the window), batch norms and
-/// activations, then a flatten and one or two dense layers. `None` when the draw shrinks the
-/// image to nothing.
-fn random_net(dev: &Device, rng: &mut Lcg, mut c: usize, mut h: usize, mut w: usize, seed: u64) -> Option<Sequential> {
-    let mut init = Init::new(seed);
-    let mut net = Sequential::new();
-    let act = |rng: &mut Lcg| match rng.below(5) {
-        0 => Activation::Relu,
-        1 => Activation::LeakyRelu(0.2),
-        2 => Activation::Sigmoid,
-        3 => Activation::Tanh,
-        _ => Activation::Gelu,
-    };
-    for _ in 0..rng.range(1, 4) {
-        match rng.below(4) {
-            0 | 1 => {
-                let (k, s) = (rng.range(1, 4), rng.range(1, 3));
-                let p = rng.range(0, k.min(3) - 1 + usize::from(k == 1));
-                let out = rng.range(1, 6);
-                if h + 2 * p < k || w + 2 * p < k {
-                    return None;
-                }
-                net = net.push(Conv2d::new(dev, c, out, k, s, p, &mut init).unwrap());
-                (c, h, w) = (out, (h + 2 * p - k) / s + 1, (w + 2 * p - k) / s + 1);
-                if rng.below(2) == 0 {
-                    net = net.push(BatchNorm::new_2d(dev, c).unwrap());
-                }
-                net = net.push(act(rng));
-            }
-            2 => {
-                let (k, s) = (rng.range(2, 3), rng.range(1, 3));
-                let p = rng.range(0, k / 2);
-                if h + 2 * p < k || w + 2 * p < k {
-                    return None;
-                }
-                net = if rng.below(2) == 0 {
-                    net.push(MaxPool2d { kernel: k, stride: s, padding: p })
-                } else {
-                    net.push(AvgPool2d { kernel: k, stride: s, padding: p })
-                };
-                (h, w) = ((h + 2 * p - k) / s + 1, (w + 2 * p - k) / s + 1);
-            }
-            _ => net = net.push(act(rng)),
-        }
-    }
-    let mut f = c * h * w;
-    net = net.push(Flatten);
-    for _ in 0..rng.range(1, 2) {
-        let out = rng.range(2, 9);
-        net = net.push(Linear::new(dev, f, out, &mut init).unwrap());
-        if rng.below(3) == 0 {
-            net = net.push(BatchNorm::new_1d(dev, out).unwrap());
-        }
-        if rng.below(3) == 0 {
-            net = net.push(Dropout::new(0.2, seed).unwrap());
-        }
-        net = net.push(act(rng));
-        f = out;
-    }
-    if rng.below(2) == 0 {
-        net = net.push(Activation::Softmax);
-    }
-    Some(net)
-}
-
-/// Architectures the hand-written cases above do not pick: random kernels, strides, paddings,
-/// pools and activations, each after one training-mode pass (batch-norm statistics moved),
-/// exported and run by onnxruntime.
+/// Architectures the hand-written cases above do not pick: the conformance suite's random
+/// stacks (kernels, strides, paddings, pools, norms, activations), each with a dropout added
+/// and after one training-mode pass (batch-norm statistics moved), exported and run by
+/// onnxruntime.
 #[test]
 fn random_architectures_round_trip() {
     let dev = cpu();
-    let mut rng = Lcg(20261205);
     let mut made = 0;
-    for i in 0..200u64 {
+    for seed in 0..100u64 {
         if made == 12 {
             break;
         }
-        let (c, h, w) = (rng.range(1, 3), rng.range(4, 12), rng.range(4, 12));
-        let Some(net) = random_net(&dev, &mut rng, c, h, w, i) else { continue };
-        let x = Tensor::rand_uniform(&dev, [rng.range(1, 3), c, h, w], -1.0, 1.0, i).unwrap();
-        net.forward(&x, Mode::Train).unwrap();
-        println!("random-{i}: {}", net.describe());
-        round_trip(&format!("random-{i}"), &net, &x);
+        let Some(d) = pixelgrad_conformance::random_nets::draw(&dev, seed).unwrap() else { continue };
+        let net = Sequential::new().push(d.net).push(Dropout::new(0.2, seed).unwrap());
+        net.forward(&d.x, Mode::Train).unwrap();
+        println!("random-{seed}: {}", net.describe());
+        round_trip(&format!("random-{seed}"), &net, &d.x);
         made += 1;
     }
-    assert_eq!(made, 12, "the generator made too few architectures that fit");
+    assert_eq!(made, 12, "too few random architectures fit");
 }

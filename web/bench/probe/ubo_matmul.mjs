@@ -12,6 +12,7 @@
 //
 //   node web/bench/probe/ubo_matmul.mjs [M K N] [--reps R]
 import { startServer, launchBrowser, newPage, webRoot } from '../../tests/harness.mjs';
+import { installMatmulKit } from './matmul_kit.mjs';
 
 const nums = process.argv.slice(2).filter((a) => /^\d+$/.test(a)).map(Number);
 const [M, K, N] = nums.length >= 3 ? nums : [64, 784, 128];
@@ -22,6 +23,7 @@ try {
   const browser = await launchBrowser([]);
   const page = await newPage(browser);
   await page.goto(`${server.url}/tests/pages/blank.html`);
+  await page.evaluate(installMatmulKit);
   const r = await page.evaluate(
     async ([M, K, N, REPS]) => {
       const gl = document.createElement('canvas').getContext('webgl2');
@@ -32,39 +34,10 @@ try {
         maxDrawBuffers: gl.getParameter(gl.MAX_DRAW_BUFFERS),
         offsetAlign: gl.getParameter(gl.UNIFORM_BUFFER_OFFSET_ALIGNMENT),
       };
-      const rnd = (n) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);
-      const A = rnd(M * K), B = rnd(K * N);
-      const ref = new Float64Array(M * N);
-      for (let m = 0; m < M; m++) for (let k = 0; k < K; k++) {
-        const a = A[m * K + k];
-        for (let n = 0; n < N; n++) ref[m * N + n] += a * B[k * N + n];
-      }
+      const { A, B, ref, tex, program, outs, acc, store } = window.pgMatmulKit(gl, M, K, N);
       // Textures: A texel (m, k/4) holds A[m, 4q..4q+3]; B texel (k, n/4) holds B[k, 4j..4j+3].
-      const tex = (w, h, data) => {
-        const t = gl.createTexture();
-        gl.bindTexture(gl.TEXTURE_2D, t);
-        gl.texStorage2D(gl.TEXTURE_2D, 1, gl.RGBA32F, w, h);
-        if (data) gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, w, h, gl.RGBA, gl.FLOAT, data);
-        for (const p of [gl.TEXTURE_MIN_FILTER, gl.TEXTURE_MAG_FILTER]) gl.texParameteri(gl.TEXTURE_2D, p, gl.NEAREST);
-        return t;
-      };
       const KQ = K / 4, NB = N / 4;
       const ta = tex(KQ, M, A), tb = tex(NB, K, B);
-      const vs = `#version 300 es
-      void main() { vec2 p = vec2(gl_VertexID == 1 ? 3.0 : -1.0, gl_VertexID == 2 ? 3.0 : -1.0); gl_Position = vec4(p, 0.0, 1.0); }`;
-      const program = (fs) => {
-        const p = gl.createProgram();
-        for (const [type, src] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]]) {
-          const s = gl.createShader(type);
-          gl.shaderSource(s, src);
-          gl.compileShader(s);
-          if (!gl.getShaderParameter(s, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(s) + '\n' + src);
-          gl.attachShader(p, s);
-        }
-        gl.linkProgram(p);
-        if (!gl.getProgramParameter(p, gl.LINK_STATUS)) throw new Error(gl.getProgramInfoLog(p));
-        return p;
-      };
       // Uniform blocks of B: block j holds k rows j*RPB .. (j+1)*RPB-1, vec4 index k'*NB + nb.
       const VEC4S = caps.maxUniformBlockSize / 16;
       const RPB = Math.floor(VEC4S / NB);
@@ -79,9 +52,6 @@ try {
         gl.bufferData(gl.UNIFORM_BUFFER, d, gl.STATIC_DRAW);
         ubos.push(buf);
       }
-      const outs = (rows) => Array.from({ length: rows }, (_, i) => `layout(location = ${i}) out vec4 o${i};`).join('\n');
-      const acc = (rows) => Array.from({ length: rows }, (_, i) => `vec4 c${i} = vec4(0.0);`).join(' ');
-      const store = (rows) => Array.from({ length: rows }, (_, i) => `o${i} = c${i};`).join(' ');
       // Fragment (x = nb, y = mb): rows R*mb .. R*mb+R-1, columns 4nb .. 4nb+3.
       const texKernel = (R, uni) => `#version 300 es
       precision highp float; precision highp int;
