@@ -230,19 +230,29 @@ pub struct Window2 {
 /// gives SAME's negative padding as [`Window2::crop_begin`] (onnxruntime's pooling); for
 /// convolutions a negative SAME padding is 0, as onnxruntime's Conv has it.
 pub fn window2(node: &Node, hw: [usize; 2], kernel: Option<[usize; 2]>, pooling: bool) -> Result<Window2> {
+    // Sizes from the file are bounded before any arithmetic, so that no window size, stride,
+    // dilation or pad overflows what follows, on 32-bit targets too (found by fuzzing).
+    const MAX_WINDOW: i64 = 1 << 15;
+    const MAX_PAD: i64 = 1 << 20;
+    let fits = |v: &[i64], max: i64| v.len() == 2 && v.iter().all(|&x| (1..=max).contains(&x));
     let two = |name: &str, default: usize| -> Result<[usize; 2]> {
         match node.ints(name)? {
             None => Ok([default, default]),
-            Some(v) if v.len() == 2 && v.iter().all(|&x| x >= 1) => Ok([v[0] as usize, v[1] as usize]),
-            Some(v) => Err(node.err(format!("{name} {v:?}: only 2-D windows with positive sizes are supported"))),
+            Some(v) if fits(&v, MAX_WINDOW) => Ok([v[0] as usize, v[1] as usize]),
+            Some(v) => Err(node.err(format!("{name} {v:?}: only 2-D windows with sizes from 1 to {MAX_WINDOW} are supported"))),
         }
     };
     let k = match (node.ints("kernel_shape")?, kernel) {
-        (Some(v), _) if v.len() == 2 && v.iter().all(|&x| x >= 1) => [v[0] as usize, v[1] as usize],
-        (Some(v), _) => return Err(node.err(format!("kernel_shape {v:?}: only 2-D windows are supported"))),
+        (Some(v), _) if fits(&v, MAX_WINDOW) => [v[0] as usize, v[1] as usize],
+        (Some(v), _) => {
+            return Err(node.err(format!("kernel_shape {v:?}: only 2-D windows with sizes from 1 to {MAX_WINDOW} are supported")))
+        }
         (None, Some(k)) => k,
         (None, None) => return Err(node.err("needs kernel_shape")),
     };
+    if hw.contains(&0) || k.iter().any(|&x| x == 0 || x as i64 > MAX_WINDOW) {
+        return Err(node.err(format!("a {}x{} window over a {}x{} input is not supported", k[0], k[1], hw[0], hw[1])));
+    }
     let stride = two("strides", 1)?;
     let dilation = two("dilations", 1)?;
     let ceil = node.int("ceil_mode", 0)? != 0;
@@ -255,8 +265,8 @@ pub fn window2(node: &Node, hw: [usize; 2], kernel: Option<[usize; 2]>, pooling:
     match auto_pad.as_str() {
         "NOTSET" => {
             if let Some(p) = node.ints("pads")? {
-                if p.len() != 4 || p.iter().any(|&x| x < 0) {
-                    return Err(node.err(format!("pads {p:?}: expected 4 non-negative values for a 2-D window")));
+                if p.len() != 4 || p.iter().any(|&x| !(0..=MAX_PAD).contains(&x)) {
+                    return Err(node.err(format!("pads {p:?}: expected 4 values from 0 to {MAX_PAD} for a 2-D window")));
                 }
                 pb = [p[0] as usize, p[1] as usize];
                 pe = [p[2] as usize, p[3] as usize];

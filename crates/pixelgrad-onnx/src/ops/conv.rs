@@ -234,8 +234,9 @@ fn conv_transpose(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     let two = |name: &str, d: i64| -> Result<[usize; 2]> {
         match node.ints(name)? {
             None => Ok([d as usize; 2]),
-            Some(v) if v.len() == 2 && v.iter().all(|&x| x >= 0) => Ok([v[0] as usize, v[1] as usize]),
-            Some(v) => Err(cx.err(format!("{name} {v:?}: expected two non-negative values"))),
+            // bounded so that no size computed from them overflows (found by fuzzing)
+            Some(v) if v.len() == 2 && v.iter().all(|&x| (0..=1 << 15).contains(&x)) => Ok([v[0] as usize, v[1] as usize]),
+            Some(v) => Err(cx.err(format!("{name} {v:?}: expected two values from 0 to 32768"))),
         }
     };
     let stride = two("strides", 1)?;
@@ -264,7 +265,7 @@ fn conv_transpose(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
         // Pads follow from the requested output size; the total splits as in ONNX's spec
         // (SAME_UPPER puts the larger half at the end, otherwise at the beginning).
         let target = match &output_shape {
-            Some(os) if os.len() >= 2 && os.iter().all(|&v| v > 0) => [os[os.len() - 2], os[os.len() - 1]],
+            Some(os) if os.len() >= 2 && os.iter().all(|&v| (1..=1 << 31).contains(&v)) => [os[os.len() - 2], os[os.len() - 1]],
             Some(os) => return Err(cx.err(format!("output_shape {os:?} is not valid"))),
             None => [(h * stride[0]) as i64, (wd * stride[1]) as i64],
         };
@@ -290,8 +291,8 @@ fn conv_transpose(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     } else {
         match (auto_pad.as_str(), node.ints("pads")?) {
             ("VALID", _) | ("NOTSET", None) => ([0, 0], [0, 0]),
-            ("NOTSET", Some(p)) if p.len() == 4 && p.iter().all(|&v| v >= 0) => ([p[0], p[1]], [p[2], p[3]]),
-            ("NOTSET", Some(p)) => return Err(cx.err(format!("pads {p:?}: expected 4 non-negative values"))),
+            ("NOTSET", Some(p)) if p.len() == 4 && p.iter().all(|&v| (0..=1 << 20).contains(&v)) => ([p[0], p[1]], [p[2], p[3]]),
+            ("NOTSET", Some(p)) => return Err(cx.err(format!("pads {p:?}: expected 4 values from 0 to 1048576"))),
             (other, _) => return Err(cx.err(format!("auto_pad '{other}' is not supported"))),
         }
     };
@@ -301,6 +302,7 @@ fn conv_transpose(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     if hi[0] <= lo[0] || hi[1] <= lo[1] {
         return Err(cx.err(format!("pads {pb:?}/{pe:?} remove the whole {full:?} output")));
     }
+    cx.check_size(&[n, m, (hi[0] - lo[0]) as usize, (hi[1] - lo[1]) as usize])?;
     let hw = h * wd;
     let cols = if g == 1 {
         // [C, M*kk]^T x [N, C, HW] = [N, M*kk, HW]
