@@ -1,3 +1,5 @@
+import { startServer, launchBrowser, newPage, webRoot } from '../../tests/harness.mjs';
+
 // What the matmul probes (ubo_matmul.mjs, bcast_matmul.mjs) share, installed in the page as
 // `window.pgMatmulKit` by `page.evaluate(installMatmulKit)`: random operands with their f64
 // product, RGBA32F textures, programs over a full-screen triangle, and the shader snippets for
@@ -39,4 +41,24 @@ export function installMatmulKit() {
     const store = (n) => Array.from({ length: n }, (_, i) => `o${i} = c${i};`).join(' ');
     return { A, B, ref, tex, program, outs, acc, store };
   };
+}
+
+// Runs `probe([M, K, N, REPS])` in a blank page with the kit installed and prints its result
+// as JSON. Shape from the command line (`M K N`, default mnist-mlp's 64 784 128), `--reps R`.
+export async function runMatmulProbe(probe) {
+  const nums = process.argv.slice(2).filter((a) => /^\d+$/.test(a)).map(Number);
+  const shape = nums.length >= 3 ? nums.slice(0, 3) : [64, 784, 128];
+  const ri = process.argv.indexOf('--reps');
+  const reps = ri >= 0 ? Number(process.argv[ri + 1]) : 20;
+  const server = await startServer(webRoot);
+  try {
+    const browser = await launchBrowser([]);
+    const page = await newPage(browser);
+    await page.goto(`${server.url}/tests/pages/blank.html`);
+    await page.evaluate(installMatmulKit);
+    console.log(JSON.stringify(await page.evaluate(probe, [...shape, reps])));
+    await browser.close();
+  } finally {
+    server.close();
+  }
 }

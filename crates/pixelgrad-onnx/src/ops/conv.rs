@@ -320,25 +320,24 @@ fn conv_transpose(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     };
     let window = Window { kh, kw, stride_h: stride[0], stride_w: stride[1], pad_h: 0, pad_w: 0 };
     let mut y = cols.col2im(window, base[0], base[1])?;
-    // Keep what lies inside both `base` and the output range, then zeros for the rest.
-    let (mut before, mut after) = ([0usize; 4], [0usize; 4]);
-    for a in 0..2 {
-        let (from, to) = (lo[a].clamp(0, base[a] as i64) as usize, hi[a].clamp(0, base[a] as i64) as usize);
-        if to <= from {
-            // No window reaches the output on this axis: all zeros (and the bias).
-            y = Tensor::zeros(y.device(), [n, m, (hi[0] - lo[0]) as usize, (hi[1] - lo[1]) as usize])?;
-            before = [0; 4];
-            after = [0; 4];
-            break;
+    // Keep what lies inside both `base` and the output range, then zeros for the rest; where no
+    // window reaches the output on some axis, it is zeros throughout (and the bias).
+    let inside: Vec<(usize, usize)> =
+        (0..2).map(|a| (lo[a].clamp(0, base[a] as i64) as usize, hi[a].clamp(0, base[a] as i64) as usize)).collect();
+    if inside.iter().any(|&(from, to)| to <= from) {
+        y = Tensor::zeros(y.device(), [n, m, (hi[0] - lo[0]) as usize, (hi[1] - lo[1]) as usize])?;
+    } else {
+        let (mut before, mut after) = ([0usize; 4], [0usize; 4]);
+        for (a, &(from, to)) in inside.iter().enumerate() {
+            if (from, to) != (0, base[a]) {
+                y = y.slice(2 + a, from, to)?;
+            }
+            before[2 + a] = (-lo[a]).max(0) as usize;
+            after[2 + a] = (hi[a] - base[a] as i64).max(0) as usize;
         }
-        if (from, to) != (0, base[a]) {
-            y = y.slice(2 + a, from, to)?;
+        if before != [0; 4] || after != [0; 4] {
+            y = y.pad(&before, &after)?;
         }
-        before[2 + a] = (-lo[a]).max(0) as usize;
-        after[2 + a] = (hi[a] - base[a] as i64).max(0) as usize;
-    }
-    if before != [0; 4] || after != [0; 4] {
-        y = y.pad(&before, &after)?;
     }
     if cx.opt(ins, 2).is_some() {
         y = y.add(&cx.t(ins, 2)?.reshape([1, m, 1, 1])?)?;

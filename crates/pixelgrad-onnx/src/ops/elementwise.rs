@@ -41,13 +41,14 @@ fn float_fmod(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let q = int_quotient(a, b, false)?;
     let r = a.sub(&q.mul(b)?)?;
     let sign_a = a.gt_scalar(0.0)?.sub(&a.neg()?.gt_scalar(0.0)?)?;
-    let step = b.abs()?.mul(&sign_a)?;
+    let abs_b = b.abs()?;
+    let step = abs_b.mul(&sign_a)?;
     // r and a of opposite signs: the quotient was rounded past the true one
     let r = Tensor::select(&r.mul(a)?.neg()?.gt_scalar(0.0)?, &r.add(&step)?, &r)?;
     // |r| >= |b|: rounded short of it
-    let over = b.abs()?.sub(&r.abs()?)?.gt_scalar(0.0)?.affine(-1.0, 1.0)?;
+    let over = abs_b.sub(&r.abs()?)?.gt_scalar(0.0)?.affine(-1.0, 1.0)?;
     let r = Tensor::select(&over, &r.sub(&step)?, &r)?;
-    Ok(Tensor::select(&b.abs()?.gt_scalar(f32::MAX)?, a, &r)?)
+    Ok(Tensor::select(&abs_b.gt_scalar(f32::MAX)?, a, &r)?)
 }
 
 pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
