@@ -36,6 +36,16 @@ pub enum Error {
     #[error("{op} on {backend}: needs {requested} but the device limit {limit_name} is {limit}")]
     Limit { op: &'static str, backend: String, limit_name: &'static str, limit: u64, requested: u64 },
 
+    /// A cap the caller chose (or its default) would be exceeded: elements in one result, work
+    /// in one op or in one run ([`crate::budget`]). Refused before anything is allocated or
+    /// launched; `raise` says which setting lifts it.
+    #[error("{op} on {backend}: needs {requested} {what}, over the limit of {limit} (raise it with {raise})")]
+    Budget { op: &'static str, backend: String, what: &'static str, requested: u64, limit: u64, raise: &'static str },
+
+    /// A run was stopped through its [`crate::CancelToken`] (in JS, an `AbortSignal`).
+    #[error("{op}: cancelled")]
+    Cancelled { op: String },
+
     /// A backend cannot be used on this machine (no adapter, no float render target...).
     #[error("backend {backend} is not available: {reason}")]
     Unavailable { backend: String, reason: String },

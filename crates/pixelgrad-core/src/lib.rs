@@ -7,6 +7,7 @@
 
 pub mod autodiff;
 pub mod backend;
+pub mod budget;
 pub mod composite;
 pub mod error;
 mod few;
@@ -23,6 +24,7 @@ pub mod shape;
 pub mod tensor;
 
 pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, Trace, WeakStorage, SELF_TEST_TOL};
+pub use budget::{CancelToken, Limits, RunLimits, RunScope};
 pub use error::{Error, Result};
 pub use layout::StorageLayout;
 pub use mixed::{mixed_precision, mixed_precision_available, mixed_precision_enabled, MixedPrecisionGuard};

@@ -116,8 +116,8 @@ impl Window {
         if self.kh == 0 || self.kw == 0 || self.stride_h == 0 || self.stride_w == 0 {
             return None;
         }
-        let hp = h + 2 * self.pad_h;
-        let wp = w + 2 * self.pad_w;
+        let hp = self.pad_h.checked_mul(2)?.checked_add(h)?;
+        let wp = self.pad_w.checked_mul(2)?.checked_add(w)?;
         if hp < self.kh || wp < self.kw {
             return None;
         }
@@ -356,6 +356,14 @@ impl Op {
         if too_many(&out) {
             return Err(rank_error(format!("the result {out}")));
         }
+        if out.try_numel().is_none() {
+            return Err(Error::Shape {
+                op: self.name(),
+                shapes: inputs.iter().map(|s| s.0.clone()).collect(),
+                backend: String::new(),
+                msg: format!("the result {out} has more elements than this machine can count"),
+            });
+        }
         Ok(out)
     }
 
@@ -371,6 +379,7 @@ impl Op {
             None if inputs.is_empty() => return Err(err("expects at least one input".into())),
             _ => {}
         }
+        let overflow = || err("sizes overflow".into());
         let rank_is = |r: usize| -> Result<()> {
             if inputs[0].rank() != r {
                 return Err(err(format!("expects a rank-{r} input")));
@@ -425,15 +434,17 @@ impl Op {
                 rank_is(4)?;
                 let d = &inputs[0].0;
                 let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
-                Ok(Shape(vec![d[0], d[1] * w.kh * w.kw, oh * ow]))
+                let rows = d[1].checked_mul(w.kh).and_then(|v| v.checked_mul(w.kw)).ok_or_else(overflow)?;
+                Ok(Shape(vec![d[0], rows, oh.checked_mul(ow).ok_or_else(overflow)?]))
             }
             Op::Col2Im { window: w, h, w: wd } => {
                 rank_is(3)?;
                 let d = &inputs[0].0;
                 let (oh, ow) = w.out_hw(*h, *wd).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
-                let kk = w.kh * w.kw;
-                if !d[1].is_multiple_of(kk) || d[2] != oh * ow {
-                    return Err(err(format!("expects [N, C*{kk}, {}] for a {h}x{wd} image", oh * ow)));
+                let kk = w.kh.checked_mul(w.kw).ok_or_else(overflow)?;
+                let cols = oh.checked_mul(ow).ok_or_else(overflow)?;
+                if !d[1].is_multiple_of(kk) || d[2] != cols {
+                    return Err(err(format!("expects [N, C*{kk}, {cols}] for a {h}x{wd} image")));
                 }
                 Ok(Shape(vec![d[0], d[1] / kk, *h, *wd]))
             }
@@ -546,7 +557,8 @@ impl Op {
                 if before.len() != s.rank() || after.len() != s.rank() {
                     return Err(err("pad needs before and after sizes per axis".into()));
                 }
-                Ok(Shape((0..s.rank()).map(|i| s.0[i] + before[i] + after[i]).collect()))
+                let dims = (0..s.rank()).map(|i| s.0[i].checked_add(before[i])?.checked_add(after[i])).collect::<Option<Vec<_>>>();
+                Ok(Shape(dims.ok_or_else(overflow)?))
             }
             Op::Concat { axis } => {
                 let first = inputs[0];
@@ -558,7 +570,7 @@ impl Op {
                     if s.rank() != first.rank() || (0..first.rank()).any(|i| i != *axis && s.0[i] != first.0[i]) {
                         return Err(err(format!("sizes differ off axis {axis}")));
                     }
-                    total += s.0[*axis];
+                    total = s.0[*axis].checked_add(total).ok_or_else(overflow)?;
                 }
                 let mut o = first.0.clone();
                 o[*axis] = total;

@@ -54,9 +54,16 @@ impl Shape {
     pub fn rank(&self) -> usize {
         self.0.len()
     }
-    /// Number of elements (1 for a scalar).
+    /// Number of elements (1 for a scalar), saturating at `usize::MAX` where the product
+    /// overflows (so a size check against it fails instead of passing on a wrapped value).
+    /// Shapes of tensors always fit: [`crate::Op::infer_shape`] refuses the others.
     pub fn numel(&self) -> usize {
-        self.0.iter().product()
+        self.try_numel().unwrap_or(usize::MAX)
+    }
+    /// Number of elements, or `None` where the product overflows `usize` (a shape read from
+    /// an untrusted file, say).
+    pub fn try_numel(&self) -> Option<usize> {
+        self.0.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
     }
     /// Size of `axis`; panics-free callers use [`Shape::axis`] first.
     pub fn dim(&self, axis: usize) -> usize {
@@ -98,9 +105,9 @@ pub const MAX_RANK: usize = 8;
 
 /// Row-major contiguous strides of `dims`, in elements.
 pub fn contiguous_strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; dims.len()];
+    let mut s = vec![1usize; dims.len()];
     for i in (0..dims.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * dims[i + 1];
+        s[i] = s[i + 1].saturating_mul(dims[i + 1]);
     }
     s
 }

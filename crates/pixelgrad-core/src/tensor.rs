@@ -5,6 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use crate::backend::{Backend, BackendKind, Counters, Storage};
+use crate::budget::{Budget, Limits, RunLimits, RunScope};
 use crate::few::Few;
 use crate::kernel::DType;
 use crate::op::{BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
@@ -17,14 +18,38 @@ mod narrow;
 #[derive(Clone)]
 pub struct Device {
     backend: Rc<dyn Backend>,
+    budget: Rc<Budget>,
 }
 
 impl Device {
     pub fn new(backend: impl Backend + 'static) -> Self {
-        Device { backend: Rc::new(backend) }
+        Device::from_rc(Rc::new(backend))
     }
     pub fn from_rc(backend: Rc<dyn Backend>) -> Self {
-        Device { backend }
+        Device { backend, budget: Rc::new(Budget::default()) }
+    }
+    /// The caps every primitive on this device is checked against before it runs.
+    pub fn limits(&self) -> Limits {
+        self.budget.limits()
+    }
+    /// Changes the caps for every handle of this device (see [`crate::budget`]).
+    pub fn set_limits(&self, limits: Limits) {
+        self.budget.set_limits(limits)
+    }
+    /// Opens a run scope: until the returned guard drops, every primitive on this device adds
+    /// its estimated work to the scope and fails with [`Error::Budget`] past
+    /// `limits.max_work`, or with [`Error::Cancelled`] once `limits.cancel` is cancelled (see
+    /// [`crate::budget`]). Scopes nest.
+    pub fn run_scope(&self, limits: RunLimits) -> RunScope {
+        let depth = self.budget.open(limits);
+        RunScope { device: self.clone(), depth }
+    }
+    /// Work spent so far in the innermost open run scope (0 outside any).
+    pub fn run_work(&self) -> u64 {
+        self.budget.used()
+    }
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
     }
     pub fn backend(&self) -> &dyn Backend {
         &*self.backend
@@ -213,6 +238,7 @@ impl Tensor {
         let shapes = Few::of(inputs, |t: &&Tensor| &t.0.shape);
         let shapes = shapes.as_slice();
         let out = op.infer_shape(shapes).map_err(|e| e.with_backend(&device.name()))?;
+        device.budget.admit(&op, shapes, &out, || device.name())?;
         let (storage, dtype) = if let Op::Reshape(_) = op {
             (inputs[0].0.storage.clone(), inputs[0].0.dtype)
         } else {

@@ -37,6 +37,8 @@ fn fields(e: &Error) -> (&'static str, String, Vec<Vec<usize>>, String) {
         Error::Autodiff(_) => ("autodiff", "backward".into(), Vec::new(), String::new()),
         Error::Invalid { what, .. } => ("invalid", what.clone(), Vec::new(), String::new()),
         Error::Io { .. } => ("io", String::new(), Vec::new(), String::new()),
+        Error::Budget { op, backend, .. } => ("budget", op.to_string(), Vec::new(), backend.clone()),
+        Error::Cancelled { op } => ("cancelled", op.clone(), Vec::new(), String::new()),
     }
 }
 
