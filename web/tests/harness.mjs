@@ -9,12 +9,12 @@
 //   ...
 //   await browser.close(); await server.close();
 
-import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { startStaticServer } from '../server/static.mjs';
 
 /** The `web/` directory (parent of this file's directory). */
 export const webRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -33,58 +33,14 @@ export const chromiumFlags = [
   '--disable-dev-shm-usage',
 ];
 
-const mime = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json',
-  '.wasm': 'application/wasm',
-  '.png': 'image/png',
-  '.svg': 'image/svg+xml',
-  '.ts': 'text/plain; charset=utf-8',
-  '.csv': 'text/csv',
-};
-
 /**
- * Serves `root` on 127.0.0.1 (port 0 = any free port unless given). Resolves to
- * `{ url, port, close() }`. Paths outside `root` are refused; unknown paths give 404.
+ * Serves `root` on 127.0.0.1 (port 0 = any free port unless given) with the project's security
+ * headers (web/server/static.mjs: CSP, COOP/COEP, nosniff; paths outside `root`, malformed
+ * and NUL-bearing URLs refused). Resolves to `{ url, port, close() }`.
  */
-export function startServer(root = webRoot, port = 0) {
-  const base = path.resolve(root);
-  const server = http.createServer((req, res) => {
-    let rel;
-    try {
-      rel = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-    } catch {
-      res.writeHead(400).end('bad url');
-      return;
-    }
-    let file = path.resolve(base, '.' + rel);
-    if (file !== base && !file.startsWith(base + path.sep)) {
-      res.writeHead(403).end('forbidden');
-      return;
-    }
-    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
-    fs.readFile(file, (err, body) => {
-      if (err) {
-        res.writeHead(404, { 'content-type': 'text/plain' }).end(`not found: ${rel}`);
-        return;
-      }
-      res.writeHead(200, {
-        'content-type': mime[path.extname(file)] || 'application/octet-stream',
-        'cache-control': 'no-store',
-      });
-      res.end(body);
-    });
-  });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      const p = server.address().port;
-      resolve({ url: `http://127.0.0.1:${p}`, port: p, close: () => new Promise((r) => server.close(() => r())) });
-    });
-  });
+export async function startServer(root = webRoot, port = 0) {
+  const s = await startStaticServer(root, { port });
+  return { url: s.url, port: s.port, close: s.close };
 }
 
 /** Path of the Chromium binary: $CHROMIUM, else Debian's /usr/bin/chromium. */
@@ -112,12 +68,24 @@ export async function launchBrowser(extraArgs = []) {
   return context;
 }
 
-/** A new page whose console messages and uncaught errors are echoed to stderr (prefix `[page]`). */
+/**
+ * A new page whose console messages and uncaught errors are echoed to stderr (prefix `[page]`)
+ * and whose Content-Security-Policy violations are recorded (`cspViolations(page)`).
+ */
 export async function newPage(browser) {
   const page = await browser.newPage();
   page.on('console', (m) => process.stderr.write(`[page ${m.type()}] ${m.text()}\n`));
   page.on('pageerror', (e) => process.stderr.write(`[page error] ${e.message}\n`));
+  await page.addInitScript(() => {
+    window.__cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
   return page;
+}
+
+/** The CSP violations `page` reported since it loaded (`'directive blockedURI'` strings). */
+export function cspViolations(page) {
+  return page.evaluate(() => window.__cspViolations || []);
 }
 
 /** Chromium's version string, e.g. "Chromium 156.0.8078.108". */
