@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startServer, launchBrowser, newPage } from './harness.mjs';
+import { startServer, launchBrowser, newPage, cspViolations } from './harness.mjs';
 
 const W = 160;
 const H = 120;
@@ -126,6 +126,7 @@ for (const backend of ['webgpu', 'webgl']) {
     assert.ok(r.fps > 0, 'the frames/s readout updates');
     assert.ok(r.pred === '0' || r.pred === '1', 'the live prediction is shown');
     assert.equal(r.requests, '0', 'no network requests after load');
+    assert.deepEqual(await cspViolations(page), [], 'the camera demo runs under the CSP (video from a mediastream, workers)');
 
     // The personalised head saves to IndexedDB (it loads back with the same weights) and
     // exports as a download; still no request.
@@ -201,4 +202,5 @@ test('camera demo classifies live frames with an imported ONNX model (top-3, per
   assert.ok(r.frames >= 2, 'frames keep being classified');
   assert.match(r.stats, /frames\/s · capture \+ preprocess [\d.]+ ms · inference [\d.]+ ms · post-process \+ read [\d.]+ ms/);
   assert.equal(r.requests, '0');
+  assert.deepEqual(await cspViolations(page), []);
 });

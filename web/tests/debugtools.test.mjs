@@ -6,7 +6,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { apiPage } from './api-page.mjs';
-import { newPage } from './harness.mjs';
+import { newPage, cspViolations } from './harness.mjs';
 
 const { inPage, ctx } = apiPage();
 
@@ -147,6 +147,7 @@ test('demo: cross-check and layout buttons, speed slider, step-through', async (
     await demo.click('#pause');
     await waitFor(ready);
     assert.equal(await demo.$eval('#step-once', (b) => b.disabled), true);
+    assert.deepEqual(await cspViolations(demo), [], 'the debug tools run under the CSP');
   } finally {
     await demo.close();
   }

@@ -11,7 +11,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startServer, launchBrowser, newPage, webRoot } from './harness.mjs';
+import { startServer, launchBrowser, newPage, webRoot, cspViolations } from './harness.mjs';
 import { pngVariance } from './demo-png.mjs';
 import { downsample } from '../demo/pad.js';
 import { idxKind } from '../demo/files.js';
@@ -202,6 +202,8 @@ test('live demo', { timeout: 240_000 }, async (t) => {
 
       assert.deepEqual(requests.afterReady, [], 'no network requests after the demo loaded');
       assert.equal(await attr(page, '#net', 'count'), '0', 'the page indicator shows 0 requests');
+      assert.deepEqual(await cspViolations(page), [], 'the demo runs under the CSP (web/server/static.mjs)');
+      assert.equal(await page.evaluate(() => self.crossOriginIsolated), true);
     } finally {
       detach();
       await page.close();
@@ -260,6 +262,7 @@ test('live demo', { timeout: 240_000 }, async (t) => {
       await page.screenshot({ path: path.join(artifacts, 'demo-webgl.png'), fullPage: true });
       assert.deepEqual(requests.afterReady, []);
       assert.equal(await attr(page, '#net', 'count'), '0');
+      assert.deepEqual(await cspViolations(page), []);
     } finally {
       detach();
       await page.close();
