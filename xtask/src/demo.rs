@@ -4,15 +4,38 @@
 //! The server is a few dozen lines of std on purpose: the demo only needs GET/HEAD of static
 //! files with the right MIME types (browsers refuse to compile wasm served as anything but
 //! `application/wasm` with `instantiateStreaming`, and module scripts need a JavaScript type).
+//! Every response carries the project's security headers ([`SECURITY_HEADERS`], the same as
+//! `web/server/static.mjs`); request lines and headers are read with a size cap, and targets
+//! that are malformed, hold a NUL or would leave `web/` are refused.
 
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
 /// Port tried first; when it is taken the OS picks a free one.
 const DEFAULT_PORT: u16 = 8080;
+
+/// Headers of every response: only same-origin scripts (and wasm compilation), same-origin and
+/// blob: workers, camera streams; cross-origin isolated (COOP + COEP). Kept equal to
+/// `SECURITY_HEADERS` in `web/server/static.mjs`.
+const SECURITY_HEADERS: [(&str, &str); 5] = [
+    (
+        "Content-Security-Policy",
+        "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; \
+         media-src 'self' blob: mediastream:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    ),
+    ("Cross-Origin-Opener-Policy", "same-origin"),
+    ("Cross-Origin-Embedder-Policy", "require-corp"),
+    ("Cross-Origin-Resource-Policy", "same-origin"),
+    ("X-Content-Type-Options", "nosniff"),
+];
+
+/// Longest request line (and header line) read; longer ones are answered 414 / 431.
+const MAX_LINE: usize = 8192;
+/// Most header lines read per request.
+const MAX_HEADERS: usize = 100;
 
 /// Parsed command line of `cargo xtask demo`.
 struct Options {
@@ -121,10 +144,14 @@ fn mime(path: &Path) -> &'static str {
     }
 }
 
-/// Maps a request path to a file under `root`, refusing anything that could leave it.
+/// Maps a request path to a file under `root`, refusing anything that could leave it (or that
+/// no file can be named: a NUL, a backslash).
 fn resolve(root: &Path, url_path: &str) -> Option<PathBuf> {
     let path = url_path.split(['?', '#']).next().unwrap_or("");
     let decoded = percent_decode(path)?;
+    if decoded.contains(['\0', '\\']) {
+        return None;
+    }
     let mut out = root.to_path_buf();
     for c in Path::new(decoded.trim_start_matches('/')).components() {
         match c {
@@ -157,24 +184,42 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// One line of at most [`MAX_LINE`] bytes: `Ok(None)` at end of stream, `Err(())` when longer.
+fn read_line_capped(reader: &mut impl BufRead) -> Result<Option<String>, ()> {
+    let mut buf = Vec::new();
+    match reader.by_ref().take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf) {
+        Ok(0) => Ok(None),
+        Ok(_) if buf.len() > MAX_LINE || !buf.ends_with(b"\n") => Err(()),
+        Ok(_) => Ok(Some(String::from_utf8_lossy(&buf).into_owned())),
+        Err(_) => Ok(None),
+    }
+}
+
 /// Serves requests on one keep-alive connection until the client closes it.
 fn serve_connection(stream: TcpStream, root: &Path) {
     let Ok(write_half) = stream.try_clone() else { return };
     let mut reader = BufReader::new(stream);
     let mut out = write_half;
     loop {
-        let mut request_line = String::new();
-        match reader.read_line(&mut request_line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
+        let request_line = match read_line_capped(&mut reader) {
+            Ok(Some(l)) => l,
+            Ok(None) => return,
+            Err(()) => {
+                let _ = send(&mut out, 414, "URI Too Long", "text/plain", b"request line too long", false);
+                return;
+            }
+        };
         // Headers are read and ignored; the static server needs none of them.
+        let mut headers = 0;
         loop {
-            let mut h = String::new();
-            match reader.read_line(&mut h) {
-                Ok(0) | Err(_) => return,
-                Ok(_) if h == "\r\n" || h == "\n" => break,
-                Ok(_) => {}
+            match read_line_capped(&mut reader) {
+                Ok(None) => return,
+                Ok(Some(h)) if h == "\r\n" || h == "\n" => break,
+                Ok(Some(_)) if headers < MAX_HEADERS => headers += 1,
+                _ => {
+                    let _ = send(&mut out, 431, "Request Header Fields Too Large", "text/plain", b"headers too large", false);
+                    return;
+                }
             }
         }
         let mut parts = request_line.split_whitespace();
@@ -193,18 +238,27 @@ fn respond(out: &mut TcpStream, root: &Path, target: &str, head: bool) -> std::i
     let Some(file) = resolve(root, target) else {
         return send(out, 403, "Forbidden", "text/plain", b"forbidden", head);
     };
+    // a symlink under web/ must not lead out of it
+    let inside = match (file.canonicalize(), root.canonicalize()) {
+        (Ok(f), Ok(r)) => f.starts_with(r),
+        _ => false,
+    };
     match fs::read(&file) {
-        Ok(body) => send(out, 200, "OK", mime(&file), &body, head),
-        Err(_) => send(out, 404, "Not Found", "text/plain", format!("not found: {target}").as_bytes(), head),
+        Ok(body) if inside => send(out, 200, "OK", mime(&file), &body, head),
+        _ => send(out, 404, "Not Found", "text/plain", b"not found", head),
     }
 }
 
 fn send(out: &mut TcpStream, code: u16, reason: &str, ctype: &str, body: &[u8], head: bool) -> std::io::Result<()> {
     // no-store: a rebuilt web/pkg must not be shadowed by a cached older one.
-    let header = format!(
-        "HTTP/1.1 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: keep-alive\r\n\r\n",
+    let mut header = format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: keep-alive\r\n",
         body.len()
     );
+    for (k, v) in SECURITY_HEADERS {
+        header.push_str(&format!("{k}: {v}\r\n"));
+    }
+    header.push_str("\r\n");
     out.write_all(header.as_bytes())?;
     if !head {
         out.write_all(body)?;
@@ -223,6 +277,70 @@ mod tests {
         assert_eq!(resolve(root, "/../etc/passwd"), None);
         assert_eq!(resolve(root, "/demo/%2e%2e/%2e%2e/x"), None);
         assert_eq!(resolve(root, "/a%20b.js"), Some(PathBuf::from("/srv/web/a b.js")));
+        assert_eq!(resolve(root, "/%00"), None);
+        assert_eq!(resolve(root, "/a%5c..%5cb"), None);
+        assert_eq!(resolve(root, "/%"), None);
+        assert_eq!(resolve(root, "/%c0%ae"), None);
+    }
+
+    /// The reply to `request` (raw bytes) from a server on `root`, read until it closes or
+    /// answers once.
+    fn exchange(root: &Path, request: &[u8]) -> String {
+        use std::io::Read;
+        let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let root = root.to_path_buf();
+        let server = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            serve_connection(s, &root);
+        });
+        let mut c = TcpStream::connect(addr).unwrap();
+        // the server may answer (and close) before it has read everything
+        let _ = c.write_all(request);
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        let mut reply = Vec::new();
+        let _ = c.read_to_end(&mut reply);
+        server.join().unwrap();
+        String::from_utf8_lossy(&reply).into_owned()
+    }
+
+    #[test]
+    fn hostile_requests_are_answered_and_every_reply_has_the_security_headers() {
+        let dir = std::env::temp_dir().join(format!("pixelgrad-demo-serve-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("page.html"), "<p>hi</p>").unwrap();
+        let ok = exchange(&dir, b"GET /page.html HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
+        assert!(ok.ends_with("<p>hi</p>"), "{ok}");
+        for (k, v) in SECURITY_HEADERS {
+            assert!(ok.contains(&format!("{k}: {v}\r\n")), "{k} missing: {ok}");
+        }
+        for (req, want) in [
+            (b"GET /%00 HTTP/1.1\r\n\r\n".to_vec(), "403"),
+            (b"GET /../../etc/passwd HTTP/1.1\r\n\r\n".to_vec(), "403"),
+            (b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\n\r\n".to_vec(), "403"),
+            (format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(MAX_LINE)).into_bytes(), "414"),
+            (format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(MAX_LINE)).into_bytes(), "431"),
+            (format!("GET / HTTP/1.1\r\n{}\r\n", "X: y\r\n".repeat(MAX_HEADERS + 1)).into_bytes(), "431"),
+            // an endless line: refused once the cap is reached, not read to the end of memory
+            (vec![b'a'; 4 * MAX_LINE], "414"),
+        ] {
+            let r = exchange(&dir, &req);
+            assert!(r.starts_with(&format!("HTTP/1.1 {want} ")), "{}: {r}", String::from_utf8_lossy(&req[..req.len().min(40)]));
+            assert!(r.contains("Content-Security-Policy: default-src 'self';"), "{r}");
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn security_headers_match_the_node_servers() {
+        let js = fs::read_to_string(workspace_root().join("web/server/static.mjs")).unwrap();
+        for (k, v) in SECURITY_HEADERS {
+            assert!(js.contains(&format!("'{}'", k.to_ascii_lowercase())), "{k} missing in static.mjs");
+            for directive in v.split("; ") {
+                assert!(js.contains(directive), "'{directive}' of {k} missing in static.mjs");
+            }
+        }
     }
 
     #[test]
