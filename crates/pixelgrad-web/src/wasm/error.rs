@@ -54,7 +54,13 @@ fn op_of(msg: &str) -> String {
 pub(crate) fn js_err<E: Display + 'static>(e: E) -> JsValue {
     let msg = e.to_string();
     let any: &dyn std::any::Any = &e;
-    let (kind, op, shapes, backend) = match any.downcast_ref::<Error>() {
+    // An ONNX error that wraps an engine error (a node's shapes, a budget, a cancelled run)
+    // carries that error's fields; the message stays the ONNX one, which names the node.
+    let core = any.downcast_ref::<Error>().or_else(|| match any.downcast_ref::<pixelgrad_onnx::OnnxError>() {
+        Some(pixelgrad_onnx::OnnxError::Engine { source, .. }) | Some(pixelgrad_onnx::OnnxError::Core(source)) => Some(source),
+        _ => None,
+    });
+    let (kind, op, shapes, backend) = match core {
         Some(core) => fields(core),
         None => ("invalid", op_of(&msg), Vec::new(), String::new()),
     };

@@ -2,14 +2,17 @@
 //! names here are internal to the package.
 //!
 //! Every exported call returns `Result<_, JsValue>` whose error is a JavaScript `Error` carrying
-//! the engine's message (op, shapes, backend), so nothing panics across the boundary.
+//! the engine's message (op, shapes, backend), so nothing panics across the boundary. Should a
+//! bug panic anyway, [`crash`] tells the JS runtime, which discards this instance for a fresh one.
 
 mod checkpoint;
+mod crash;
 mod data;
 mod debug;
 mod error;
 mod flower;
 mod image;
+mod limits;
 mod model;
 mod onnx;
 mod post;
@@ -18,8 +21,10 @@ mod runtime;
 mod tensor;
 
 pub use checkpoint::{auto_checkpoint_every_js, HostCheckpoint};
+pub use crash::{set_panic_handler, test_panic, test_panic_async};
 pub use data::{digits, parse_mnist, shuffled_indices};
 pub use flower::{flower_join, flower_partition, FlowerNode};
+pub use limits::CancelHandle;
 pub use model::Model;
 pub use onnx::OnnxModel;
 pub use runtime::Runtime;
@@ -31,12 +36,11 @@ pub(crate) use error::js_err;
 pub use error::set_error_class;
 
 /// Last-resort reporting: a panic (a bug; every user-input path returns an error) is logged to
-/// the console with its message and location before wasm aborts.
+/// the console with its message and location and handed to the JS runtime before the instance
+/// traps; the runtime then replaces the instance ([`crash`]).
 #[wasm_bindgen(start)]
 pub fn start() {
-    std::panic::set_hook(Box::new(|info| {
-        web_sys::console::error_1(&format!("pixelgrad: internal error (please report): {info}").into());
-    }));
+    crash::install_hook();
 }
 
 /// The crate version (`pg.version`).

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use pixelgrad_onnx::{DType, HostTensor, Input, Model, Session, ValueInfo, WeightStorage};
 use wasm_bindgen::prelude::*;
 
+use super::limits::{max_work as parse_max_work, CancelHandle, Limited};
 use super::{js_err, DeviceTensor, Runtime};
 
 #[wasm_bindgen]
@@ -126,12 +127,27 @@ impl OnnxModel {
     /// on the device. Asynchronous because operators whose result length depends on the data
     /// (`NonMaxSuppression`, `NonZero`) read their inputs back while the graph runs, which
     /// WebGPU can only do by waiting for the GPU.
-    pub fn run(&mut self) -> js_sys::Promise {
+    ///
+    /// `cancel` stops the run at its next check (before its next primitive; JS cancels it from
+    /// an `AbortSignal`), `max_work` bounds the estimated work of every primitive the run
+    /// launches ([`super::limits`]). A run with `max_work` walks the graph instead of replaying
+    /// a recorded plan, so every primitive is counted.
+    pub fn run(&mut self, max_work: Option<f64>, cancel: &CancelHandle) -> js_sys::Promise {
         let feeds = std::mem::take(&mut self.feeds);
         let session = self.session.clone();
+        let token = cancel.token();
         wasm_bindgen_futures::future_to_promise(async move {
+            let max_work = parse_max_work(max_work, "onnx.run").map_err(js_err)?;
             let inputs: Vec<(&str, Input)> = feeds.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-            let outs = session.run_async(&inputs).await.map_err(js_err)?;
+            let replay = session.kernel_replay();
+            if max_work.is_some() {
+                session.set_kernel_replay(false);
+            }
+            let run = Limited::new(session.run_async(&inputs), session.device().clone(), max_work, Some(token), "onnx.run").await;
+            if max_work.is_some() {
+                session.set_kernel_replay(replay);
+            }
+            let outs = run.map_err(js_err)?;
             let arr = js_sys::Array::new();
             for (_, v) in outs {
                 let t = v.tensor(session.device()).map_err(js_err)?;

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use pixelgrad_core::{is_software_renderer, Device, Error, Tensor, SELF_TEST_TOL};
+use pixelgrad_core::{is_software_renderer, Device, Error, Limits, Tensor, SELF_TEST_TOL};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_webgl::{glow, WebGlBackend, WebGlOptions};
 use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
@@ -234,6 +234,33 @@ impl Runtime {
         ] {
             js_sys::Reflect::set(&o, &k.into(), &(v as f64).into())?;
         }
+        Ok(o.into())
+    }
+
+    /// Sets the device's caps checked before every primitive ([`Device::set_limits`]):
+    /// `max_elements` elements in one result, `max_op_work` estimated steps in one primitive
+    /// (`init({ limits: { maxElements, maxOpWork } })`). Each must be a positive whole number.
+    #[wasm_bindgen(js_name = setLimits)]
+    pub fn set_limits(&self, max_elements: f64, max_op_work: f64) -> Result<(), JsValue> {
+        let whole = |v: f64, name: &str, max: f64| {
+            if v.is_finite() && v >= 1.0 && v.fract() == 0.0 && v <= max {
+                Ok(v)
+            } else {
+                Err(js_err(Error::invalid("pg.init", format!("limits.{name} must be a whole number from 1 to {max}, got {v}"))))
+            }
+        };
+        let elements = whole(max_elements, "maxElements", usize::MAX as f64)? as usize;
+        let work = whole(max_op_work, "maxOpWork", 9_007_199_254_740_992.0)? as u64;
+        self.dev.set_limits(Limits { max_elements: elements, max_op_work: work });
+        Ok(())
+    }
+
+    /// The device's caps: `{ maxElements, maxOpWork }`.
+    pub fn limits(&self) -> Result<JsValue, JsValue> {
+        let l = self.dev.limits();
+        let o = js_sys::Object::new();
+        js_sys::Reflect::set(&o, &"maxElements".into(), &(l.max_elements as f64).into())?;
+        js_sys::Reflect::set(&o, &"maxOpWork".into(), &(l.max_op_work as f64).into())?;
         Ok(o.into())
     }
 
