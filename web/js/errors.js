@@ -6,7 +6,7 @@
 //
 // Errors made in Rust get this class's prototype at the boundary (`wasm.setErrorClass`, see
 // crates/pixelgrad-web/src/wasm/error.rs); errors thrown by the JS wrapper are converted by
-// `guardClass`, which wraps the public methods of the API classes once.
+// guard.js, which wraps the public methods of the API classes once.
 
 /** The op a message names: the text before its first `: ` (`fit: epochs must be ...` -> `fit`). */
 function opOf(message) {
@@ -21,7 +21,10 @@ export class PixelgradError extends Error {
    */
   constructor(message, fields = {}) {
     super(message);
-    /** 'invalid' | 'shape' | 'backend' | 'limit' | 'unavailable' | 'deviceLost' | 'disposed' | ... */
+    /**
+     * 'invalid' | 'shape' | 'backend' | 'limit' | 'budget' | 'cancelled' | 'unavailable' |
+     * 'deviceLost' | 'disposed' | 'panic' | 'instanceLost' | 'quota' | ... (index.d.ts lists them)
+     */
     this.kind = fields.kind || 'invalid';
     /** The operation that failed, e.g. 'fit', 'predict', 'matmul'. */
     this.op = fields.op !== undefined ? fields.op : opOf(message);
@@ -42,49 +45,3 @@ export class PixelgradError extends Error {
   }
 }
 Object.defineProperty(PixelgradError.prototype, 'name', { value: 'PixelgradError', writable: true, configurable: true });
-
-function wrapFn(f) {
-  return function guarded(...args) {
-    let r;
-    try {
-      r = f.apply(this, args);
-    } catch (e) {
-      throw PixelgradError.from(e);
-    }
-    if (r && typeof r.then === 'function') {
-      return r.then(undefined, (e) => {
-        throw PixelgradError.from(e);
-      });
-    }
-    return r;
-  };
-}
-
-/**
- * Wraps every method and getter of `cls.prototype` (and the given static functions) so that an
- * error thrown or rejected inside becomes a PixelgradError with the same message. Applied once
- * at load, to the public classes.
- */
-export function guardClass(cls) {
-  const proto = cls.prototype;
-  for (const key of Object.getOwnPropertyNames(proto)) {
-    if (key === 'constructor' || key.startsWith('_')) continue;
-    const d = Object.getOwnPropertyDescriptor(proto, key);
-    if (typeof d.value === 'function') {
-      Object.defineProperty(proto, key, { ...d, value: wrapFn(d.value) });
-    } else if (typeof d.get === 'function') {
-      Object.defineProperty(proto, key, { ...d, get: wrapFn(d.get) });
-    }
-  }
-  return cls;
-}
-
-/** `f` whose errors (thrown or rejected) become PixelgradErrors. */
-export const guard = wrapFn;
-
-/** A frozen copy of `obj` (a namespace like `layers`) with every function guarded. */
-export function guardObject(obj) {
-  const out = {};
-  for (const [k, v] of Object.entries(obj)) out[k] = typeof v === 'function' ? wrapFn(v) : v;
-  return Object.freeze(out);
-}

@@ -13,11 +13,18 @@
 //   `onDeviceLost(info)` fires once per loss, after the restore and before training goes on.
 // - `stopOnNaN` (default on): the first non-finite loss read back stops training, with the
 //   last good checkpoint restored; `result.stopped` says at which step.
+// - `signal` (an AbortSignal): checked before every step and after every await; an abort stops
+//   training there and rejects with kind 'cancelled' (the model keeps the weights of the last
+//   step and stays usable). Every step is one synchronous call into wasm, during which no
+//   abort event can run, so the check between steps is the cancel token's next check.
 import { wasm } from './runtime.js';
 import { PixelgradError } from './errors.js';
+import { instanceLostError, isDeadObject, isTrap, ownerOf, release } from './instance.js';
+import { signalOption, throwIfAborted } from './signal.js';
 import { abandon, recoverRuntime } from './recovery.js';
 import { registry } from './tensor.js';
 import { loadCheckpoint, recordName, saveCheckpoint } from './autosave.js';
+import { requestPersistence } from './storage.js';
 import { pacer } from './pacing.js';
 
 /** Yields one macrotask (MessageChannel is not throttled like setTimeout). */
@@ -61,7 +68,10 @@ function wrapCheckpoint(host, state) {
     bytes: host.bytes,
     isFinite: host.isFinite,
     /** `{ name: Float32Array }` of every parameter and buffer. */
-    weights: () => host.weights(),
+    weights: () => {
+      if (isDeadObject(host)) throw instanceLostError(ownerOf(host), 'checkpoint.weights');
+      return host.weights();
+    },
     _host: host,
     _state: state,
   };
@@ -74,17 +84,11 @@ export async function takeCheckpoint(model, step, state = null) {
   const prev = model._lastCheckpoint;
   if (!host.isFinite && prev && prev.isFinite) {
     // never replace good weights by NaN or infinite ones: the caller hears of it
-    host.free();
+    release(host);
     return null;
   }
   model._lastCheckpoint = wrapCheckpoint(host, state);
-  if (prev && prev._host !== host) {
-    try {
-      prev._host.free();
-    } catch {
-      // already freed
-    }
-  }
+  if (prev && prev._host !== host) release(prev._host);
   return model._lastCheckpoint;
 }
 
@@ -94,11 +98,7 @@ function dropNet(model) {
   model._inner = null;
   if (old) {
     if (registry) registry.unregister(model);
-    try {
-      old.free();
-    } catch {
-      // already freed
-    }
+    release(old);
   }
 }
 
@@ -115,6 +115,9 @@ export async function restoreModel(model, checkpoint) {
   if (model._disposed) throw new PixelgradError('restore: the model was disposed', { kind: 'disposed' });
   const ck = checkpoint || model._lastCheckpoint;
   if (!ck || !ck._host) throw new PixelgradError('restore: the model has no checkpoint (fit takes them; or call model.checkpoint())');
+  // a checkpoint (or model) of a crashed instance is gone with its memory
+  if (isDeadObject(ck._host)) throw instanceLostError(ownerOf(ck._host), 'restore');
+  if (model._inner && isDeadObject(model._inner)) throw instanceLostError(ownerOf(model._inner), 'restore');
   const rt = model._rt;
   if (rt && rt.lost) {
     abandon(rt);
@@ -165,6 +168,15 @@ export async function fitLoop(model, x, y, opts = {}) {
   const autosaveEvery = positiveInt(opts.autosaveEvery, 500, 'fit: autosaveEvery');
   const resume = opts.resume ? recordName(opts.resume, 'fit: resume') : null;
   if (autosave && every === 0) throw new PixelgradError('fit: autosave needs checkpoints (checkpointEvery must not be 0)');
+  const signal = signalOption(opts.signal, 'fit');
+  throwIfAborted(signal, 'fit', 'before the first step');
+  // autosave on: ask once for persistent storage; not awaited (a browser may ask the user)
+  let persisted = null;
+  if (autosave) {
+    requestPersistence().then((v) => {
+      persisted = v;
+    });
+  }
   const { n, xv, xdev, yv, yshape, yper, sample } = await model._xy(x, y, 'fit', true);
   const per = xv ? xv.length / n : 0;
   const withAcc = net.hasAccuracy(yshape);
@@ -213,7 +225,7 @@ export async function fitLoop(model, x, y, opts = {}) {
       const r = await loadCheckpoint(resume, model, schedule);
       if (r) {
         net.restore(r.host);
-        r.host.free();
+        release(r.host);
         s = { ...r.state, history: cloneHistory(r.state.history) };
         resumedFrom = r.step;
       }
@@ -225,6 +237,7 @@ export async function fitLoop(model, x, y, opts = {}) {
     measureFrom = now();
     while (s.step < total && !stopped) {
       try {
+        throwIfAborted(signal, 'fit', `after ${s.step} of ${total} steps`);
         if (model._rt.backend !== 'cpu' && model._rt.lost) throw lostError();
         const epoch = Math.floor(s.step / batches);
         const b = s.step % batches;
@@ -245,6 +258,7 @@ export async function fitLoop(model, x, y, opts = {}) {
         }
         model._rt._check('fit', model._gen);
         await pace.wait();
+        throwIfAborted(signal, 'fit', `after ${s.step} of ${total} steps`);
         if (xdev) net.trainStepRows(xdev, rows, yb, [m, ...yshape.slice(1)]);
         else net.trainStep(xb, [m, ...sample], yb, [m, ...yshape.slice(1)]);
         s.step += 1;
@@ -310,7 +324,8 @@ export async function fitLoop(model, x, y, opts = {}) {
         if (model.stopTraining || stopped) break;
         await yieldNow();
       } catch (e) {
-        if (!isLost(model, e)) throw e;
+        // an abort, a crash, or anything else than a device loss ends fit here
+        if (isTrap(e) || (e && ['cancelled', 'panic', 'instanceLost'].includes(e.kind)) || !isLost(model, e)) throw e;
         const ck = model._lastCheckpoint;
         if (!checkpoints || !ck || !ck._state || stats.recoveries >= maxRecoveries) throw e;
         const rt = model._rt;
@@ -338,5 +353,6 @@ export async function fitLoop(model, x, y, opts = {}) {
   out.deviceLosses = stats.losses;
   if (stopped) out.stopped = stopped;
   if (resume) out.resumedFrom = resumedFrom;
+  if (autosave) out.storagePersisted = persisted;
   return out;
 }

@@ -11,6 +11,7 @@
 // talks to the server with `fetch` only. The local data never leaves the page: requests carry
 // the node's signed identity and model parameters.
 import { currentRuntime, wasm } from './runtime.js';
+import { release } from './instance.js';
 
 function u32Labels(y, what) {
   if (y instanceof Int32Array || y instanceof Uint32Array || y instanceof Uint8Array || Array.isArray(y)) return Uint32Array.from(y);
@@ -136,7 +137,7 @@ async function join(opts = {}) {
   } finally {
     model._fitting = false;
     if (opts.signal) opts.signal.removeEventListener('abort', abort);
-    node.free();
+    release(node);
   }
 }
 

@@ -25,6 +25,14 @@ export interface InitOptions {
    * (`report.precisionCheck` holds them otherwise).
    */
   precision?: 'default' | 'low';
+  /**
+   * Caps the device checks before every primitive (`Device::set_limits`): a result of more
+   * than `maxElements` elements (default 2^28, 1 GiB of f32) or a primitive estimated at more
+   * than `maxOpWork` steps of work (default 2^36) is refused with kind 'budget' before
+   * anything is allocated or launched, so a hostile model or input (a `[65536, 1] + [1, 65536]`
+   * broadcast, a huge matrix product) cannot exhaust the tab. Kept across recoveries.
+   */
+  limits?: { maxElements?: number; maxOpWork?: number };
 }
 
 export interface BackendTry {
@@ -45,8 +53,12 @@ export interface RuntimeReport {
   format: string;
   software: boolean;
   warnings: string[];
-  /** One entry per recovery from a context/device loss: the backend lost, the one started, what was tried. */
-  recoveries?: { lost: BackendName; backend: BackendName; tried: BackendTry[] }[];
+  /**
+   * One entry per recovery from a context/device loss or a crash: the backend lost, the one
+   * started, what was tried; `crash`: the panic message when a crash of the wasm instance
+   * (not the device) caused it.
+   */
+  recoveries?: { lost: BackendName; backend: BackendName; tried: BackendTry[]; crash?: string }[];
   /** With `precision: 'low'`: the training check's mean losses before/after, here and on the f32 CPU. */
   precisionCheck?: { steps: number; device: number[]; cpu: number[]; deviceDrop: number; cpuDrop: number };
 }
@@ -55,6 +67,8 @@ export declare class Runtime {
   /** The backend in use. */
   readonly backend: BackendName;
   readonly report: RuntimeReport;
+  /** The device's caps (`init({ limits })`), checked before every primitive. */
+  readonly limits: { maxElements: number; maxOpWork: number };
   /** Backend counters: bytes held now by tensors and pools, and what was allocated, compiled,
    *  launched, submitted and read back since start. */
   memory(): { bytesInUse: number; allocations: number; compiles: number; launches: number; submissions: number; readbacks: number };
@@ -81,9 +95,19 @@ export declare class Runtime {
    * `permanent`: the backend does not start again; recovery moves on to the next in the auto order.
    */
   simulateContextLoss(options?: { restoreAfterMs?: number | null; permanent?: boolean }): void;
-  /** After a loss: the same backend started again (else the next in the auto order), in this runtime. */
+  /**
+   * After a loss: the same backend started again (else the next in the auto order), in this
+   * runtime. After a crash of the wasm instance the runtime restarts its backend on a fresh
+   * instance by itself (synchronously on cpu, webgl and webgl1; WebGPU asynchronously: until
+   * then synchronous calls throw kind 'instanceLost' and async ones wait); `recover()` then
+   * resolves once that is done.
+   */
   recover(): Promise<{ backend: BackendName; tried: BackendTry[] }>;
 }
+
+export type PixelgradErrorKind =
+  | 'invalid' | 'shape' | 'backend' | 'limit' | 'unavailable' | 'deviceLost' | 'disposed' | 'wouldBlock'
+  | 'backendMismatch' | 'autodiff' | 'io' | 'budget' | 'cancelled' | 'panic' | 'instanceLost' | 'quota';
 
 /**
  * Every error the package throws or rejects with: the engine's message unchanged, plus its
@@ -96,14 +120,29 @@ export declare class Runtime {
  */
 export declare class PixelgradError extends Error {
   constructor(message: string, fields?: { kind?: string; op?: string; shapes?: number[][]; backend?: string });
-  /** 'invalid' (bad argument), 'shape', 'backend', 'limit', 'unavailable', 'deviceLost', 'disposed', 'wouldBlock', 'backendMismatch', 'autodiff', 'io'. */
-  readonly kind: string;
+  /**
+   * 'invalid' (bad argument), 'shape', 'backend', 'limit', 'unavailable', 'deviceLost',
+   * 'disposed', 'wouldBlock', 'backendMismatch', 'autodiff', 'io';
+   * 'budget': over a cap (`init({ limits })`) or a run's `maxWork`, refused before anything
+   * was allocated or launched (the message says which setting raises it);
+   * 'cancelled': stopped by an AbortSignal (`cause` is the signal's reason);
+   * 'panic': the wasm instance crashed during this call (a bug: `panicMessage` is the Rust
+   * panic message); it was discarded and the next call runs on a fresh instance;
+   * 'instanceLost': the object (tensor, model, ONNX model, checkpoint) belonged to an instance
+   * discarded after a crash; create it again;
+   * 'quota': IndexedDB refused a write because the site's storage quota is used up.
+   */
+  readonly kind: PixelgradErrorKind | string;
   /** The operation, e.g. 'fit', 'predict', 'matmul' ('' where none). */
   readonly op: string;
   /** Input shapes involved (empty where none). */
   readonly shapes: number[][];
   /** The backend's name ('' where none). */
   readonly backend: string;
+  /** Kinds 'panic' and 'instanceLost': the Rust panic message (or the trap) of the crash. */
+  readonly panicMessage?: string;
+  /** Kind 'cancelled': the AbortSignal's reason. */
+  readonly cause?: unknown;
 }
 
 export interface CrossCheckOptions {
@@ -180,8 +219,21 @@ export interface LayoutRow {
 
 /** Starts (or switches) the backend. Objects of a replaced runtime throw when used. */
 export declare function init(options?: InitOptions): Promise<Runtime>;
-/** Loads the wasm module without starting a backend. */
-export declare function loadWasm(options?: { wasmUrl?: string | URL }): Promise<unknown>;
+/**
+ * Loads the wasm module without starting a backend (`wasmUrl`: where the .wasm is, or its bytes,
+ * or a compiled module). A crash of the instance (a Rust panic) never leaves it in use: the
+ * package swaps in a fresh instance of the same compiled module, for which it imports
+ * `pixelgrad_web.js` once more (with a `?instance=N` query; keep that file next to
+ * `index.js` when bundling).
+ */
+export declare function loadWasm(options?: { wasmUrl?: string | URL | ArrayBuffer | Uint8Array | WebAssembly.Module }): Promise<unknown>;
+/**
+ * Test-only, not part of the API (present in every build because the tests run the shipped
+ * package): panics inside the wasm module with `message`, as a bug would. Throws (or with
+ * `{ async: true }`, rejects) a PixelgradError of kind 'panic'; the next call runs on a fresh
+ * instance and objects made before throw kind 'instanceLost'.
+ */
+export declare function __testPanic(message?: string, options?: { async?: boolean }): void | Promise<never>;
 /** The current runtime, or null before init. */
 export declare function runtime(): Runtime | null;
 
@@ -437,13 +489,24 @@ export interface FitOptions {
   maxRecoveries?: number;
   /** 'indexeddb://name': write the last checkpoint and the loop state there every autosaveEvery steps and at the end. */
   autosave?: string;
-  /** Steps between autosaves (default 500). */
+  /**
+   * Steps between autosaves (default 500). Turning autosave on asks the browser once per page
+   * for persistent storage (`navigator.storage.persist()`); `History.storagePersisted` has
+   * its answer. A save refused for lack of space rejects fit with kind 'quota'.
+   */
   autosaveEvery?: number;
   /**
    * 'indexeddb://name': continue from that autosave (after a page reload) when there is one;
    * the model and schedule (samples, batchSize, epochs, seed, shuffle, readEvery) must match.
    */
   resume?: string;
+  /**
+   * Stops training: checked before every step (each step is one synchronous call, so an abort
+   * takes effect at the next step); fit then rejects with kind 'cancelled' (`cause`: the
+   * signal's reason) and the model keeps the weights of the last step done, usable as before.
+   * Already aborted: rejects before the first step.
+   */
+  signal?: AbortSignal;
 }
 
 export interface DeviceLostInfo {
@@ -472,6 +535,11 @@ export interface History {
   stopped?: { step: number; reason: string; restoredStep: number | null };
   /** With `resume`: the step training continued from, or null when there was no save. */
   resumedFrom?: number | null;
+  /**
+   * With `autosave`: the browser's answer to `navigator.storage.persist()` (asked once per
+   * page); null where the API is missing or had not answered when fit ended.
+   */
+  storagePersisted?: boolean | null;
 }
 
 export interface Checkpoint {
@@ -579,8 +647,16 @@ export declare class OnnxModel {
     /** Whether the WebGPU adapter offers f16 arithmetic (`shader-f16`); null on the other backends. */
     shaderF16: boolean | null;
   };
-  /** Feeds inputs by name (float32 tensors; int32 tensors for integer inputs); outputs by name. */
-  run(feeds: Record<string, Tensor>): Promise<Record<string, Tensor>>;
+  /**
+   * Feeds inputs by name (float32 tensors; int32 tensors for integer inputs); outputs by name.
+   * `signal`: an abort stops the run before its next primitive (it takes effect between awaits:
+   * at the start, or where the run waits for a read-back) and rejects with kind 'cancelled';
+   * already aborted, it rejects at once. `maxWork`: the most estimated steps of work (elements
+   * written, multiply-adds, window taps) the run's primitives may add up to; beyond it the run
+   * rejects with kind 'budget' before launching the primitive that would pass it. Other work
+   * on the runtime while the run waits is not counted against it.
+   */
+  run(feeds: Record<string, Tensor>, options?: { signal?: AbortSignal; maxWork?: number }): Promise<Record<string, Tensor>>;
   /** `indexeddb://name` (for `loadOnnx`) or `downloads://name.onnx`. */
   save(url: string): Promise<{ url: string; bytes: number }>;
   dispose(): void;

@@ -10,7 +10,8 @@
 // This file is the package entry; the wasm-bindgen output (pixelgrad_web.js + .wasm) sits next
 // to it and is an implementation detail.
 import { currentRuntime, init as initImpl, loadWasm, wasm, wasmLoaded, Runtime } from './runtime.js';
-import { PixelgradError, guard, guardClass, guardObject } from './errors.js';
+import { PixelgradError } from './errors.js';
+import { guard, guardClass, guardObject } from './guard.js';
 import { Tensor, deviceTensor, tensor as tensorImpl } from './tensor.js';
 import { Sequential, sequential as sequentialImpl, loadModel as loadModelImpl, listModels as listImpl, removeModel as removeImpl } from './model.js';
 import { layers as layersImpl, optimizers as optimizersImpl } from './layers.js';
@@ -49,6 +50,19 @@ export const matmul = guard(function matmul(a, b) {
   return deviceTensor(rt._inner.matmul(a._onDevice(rt, 'matmul'), b._onDevice(rt, 'matmul')), rt);
 });
 
+/**
+ * Test-only (not part of the API; it stays in every build because the tests run the shipped
+ * package): panics inside the wasm module with `message`, as a bug would, to prove that the
+ * crash surfaces as a PixelgradError of kind 'panic' and that the next call runs on a fresh
+ * instance. `{ async: true }`: the panic happens inside an asynchronous Rust call (the
+ * returned promise rejects with kind 'panic' instead of never settling).
+ */
+export const __testPanic = guard(function __testPanic(message = 'test panic', opts = {}) {
+  needWasm('__testPanic');
+  if (opts.async) return wasm.__testPanicAsync(String(message));
+  return wasm.__testPanic(String(message));
+});
+
 /** The package version. */
 export const version = '0.1.0';
 
@@ -67,7 +81,7 @@ function needWasm(what) {
 }
 
 /** Data sets and parsers. */
-export const data = Object.freeze({
+export const data = guardObject({
   /**
    * The embedded 8x8 digits set (1,797 images, pixels in [0, 1]) split 80/20:
    * `{ train: { x, y, n }, test: { x, y, n }, inputShape: [64], imageShape: [8, 8, 1], classes: 10 }`.

@@ -3,6 +3,7 @@
 // accuracy sums are read back (asynchronously) every `readEvery` steps; between batches the
 // loop yields to the event loop so a page stays responsive.
 import { currentRuntime, wasm } from './runtime.js';
+import { release } from './instance.js';
 import { Tensor, deviceTensor, registry, targetsOf } from './tensor.js';
 import { optimizers } from './layers.js';
 import { allModels, deleteModel, download, getModel, parseUrl, putModel } from './storage.js';
@@ -335,19 +336,11 @@ export class Sequential {
   dispose() {
     if (this._disposed) return;
     this._disposed = true;
-    try {
-      if (this._lastCheckpoint) this._lastCheckpoint._host.free();
-    } catch {
-      // already freed
-    }
+    if (this._lastCheckpoint) release(this._lastCheckpoint._host);
     this._lastCheckpoint = null;
     if (this._inner) {
       if (registry) registry.unregister(this);
-      try {
-        this._inner.free();
-      } catch {
-        // already freed
-      }
+      release(this._inner);
       this._inner = null;
     }
   }

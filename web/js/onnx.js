@@ -1,6 +1,9 @@
 // `pg.loadOnnx`: ONNX models imported into pixelgrad and run on the current runtime's device
 // (WebGPU, WebGL2 or the wasm CPU). Inputs and outputs are named as in the model.
 import { currentRuntime, wasm } from './runtime.js';
+import { release } from './instance.js';
+import { PixelgradError } from './errors.js';
+import { cancelledError, onAbort, signalOption, throwIfAborted } from './signal.js';
 import { Tensor, deviceTensor, registry } from './tensor.js';
 import { download, getModel, parseUrl, putModel } from './storage.js';
 
@@ -34,6 +37,7 @@ export class OnnxModel {
   constructor(inner, rt, bytes) {
     this._inner = inner;
     this._rt = rt;
+    this._gen = rt._gen; // the runtime generation (device, wasm instance) it lives on
     this._bytes = bytes;
     this._disposed = false;
     this._inputs = JSON.parse(inner.inputs());
@@ -43,7 +47,7 @@ export class OnnxModel {
   /** @internal */
   _check(what) {
     if (this._disposed) throw new Error(`${what}: the ONNX model was disposed`);
-    this._rt._check(what);
+    this._rt._check(what, this._gen);
   }
   /** `[{ name, shape, dtype }]`; dynamic sizes are their names (or null). */
   get inputs() {
@@ -67,21 +71,44 @@ export class OnnxModel {
   /**
    * Runs the model: `feeds` maps input names to `pg` tensors (float32; int32 tensors for
    * integer inputs). Resolves to `{ outputName: Tensor }` (device tensors; read with `data()`).
+   * Options: `signal` (an AbortSignal: the run stops before its next primitive and rejects
+   * with kind 'cancelled'; already aborted: rejects at once), `maxWork` (the most estimated
+   * steps of work the run's primitives may add up to; over it, kind 'budget').
    */
-  async run(feeds) {
+  async run(feeds, opts = {}) {
     this._check('onnx.run');
     if (!feeds || typeof feeds !== 'object') throw new Error('onnx.run: expects an object { inputName: tensor }');
-    for (const [name, t] of Object.entries(feeds)) {
-      if (!(t instanceof Tensor)) throw new Error(`onnx.run: input '${name}' must be a pg tensor`);
-      const info = this._inputs.find((i) => i.name === name);
-      if (t.dtype === 'int32') {
-        const dtype = info ? info.dtype : 'int64';
-        this._inner.feedInts(name, Int32Array.from(await t._hostValues('onnx.run')), t.shape, dtype);
-      } else {
-        this._inner.feed(name, t._onDevice(this._rt, 'onnx.run'));
-      }
+    if (!opts || typeof opts !== 'object') throw new PixelgradError('onnx.run: options must be an object { signal?, maxWork? }');
+    const signal = signalOption(opts.signal, 'onnx.run');
+    const maxWork = opts.maxWork ?? undefined;
+    if (maxWork !== undefined && !(Number.isSafeInteger(maxWork) && maxWork >= 1)) {
+      throw new PixelgradError(`onnx.run: maxWork must be a positive whole number of steps, got ${maxWork}`);
     }
-    const outs = await this._inner.run();
+    throwIfAborted(signal, 'onnx.run', 'before it started');
+    // one cancel token per run, set from the signal's abort event (checked by the run before
+    // each primitive; an abort while integer inputs are read still stops it before it starts)
+    const cancel = new wasm.CancelHandle();
+    const off = onAbort(signal, () => cancel.cancel());
+    let outs;
+    try {
+      for (const [name, t] of Object.entries(feeds)) {
+        if (!(t instanceof Tensor)) throw new Error(`onnx.run: input '${name}' must be a pg tensor`);
+        const info = this._inputs.find((i) => i.name === name);
+        if (t.dtype === 'int32') {
+          const dtype = info ? info.dtype : 'int64';
+          this._inner.feedInts(name, Int32Array.from(await t._hostValues('onnx.run')), t.shape, dtype);
+        } else {
+          this._inner.feed(name, t._onDevice(this._rt, 'onnx.run'));
+        }
+      }
+      outs = await this._inner.run(maxWork, cancel);
+    } catch (e) {
+      if (e && e.kind === 'cancelled' && signal) throw cancelledError(signal, 'onnx.run', 'while it ran');
+      throw e;
+    } finally {
+      off();
+      release(cancel);
+    }
     const result = {};
     this._outputs.forEach((o, k) => {
       result[o.name] = deviceTensor(outs[k], this._rt);
@@ -104,11 +131,7 @@ export class OnnxModel {
     if (this._disposed) return;
     this._disposed = true;
     if (registry) registry.unregister(this);
-    try {
-      this._inner.free();
-    } catch {
-      // already freed
-    }
+    release(this._inner);
   }
 }
 

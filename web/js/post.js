@@ -2,6 +2,7 @@
 // without reading them back (the engine's composites; only the small result is read when
 // asked). Inputs are pg tensors (host tensors are uploaded once); results live on the device.
 import { currentRuntime } from './runtime.js';
+import { release } from './instance.js';
 import { Tensor, deviceTensor } from './tensor.js';
 import { toSourceBox } from './image.js';
 
@@ -39,7 +40,7 @@ export function concat(tensors, axis = 0) {
         continue;
       }
       next.push({ inner: rt._inner.concat2(level[i].inner, level[i + 1].inner, axis), own: true });
-      for (const p of [level[i], level[i + 1]]) if (p.own) p.inner.free();
+      for (const p of [level[i], level[i + 1]]) if (p.own) release(p.inner);
     }
     level = next;
   }

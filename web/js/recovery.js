@@ -11,8 +11,11 @@
 //   the user's `rt` keeps working: the same backend when it comes back (WebGL: the restored
 //   context, else a new one), else the next one in the `auto` order (webgpu, webgl, cpu). Each
 //   swap starts a new generation; objects made on an older one throw a `deviceLost` error.
+// - `restartAfterCrash(rt)`: after a wasm crash (instance.js) the runtime's backend is started
+//   again the same way on the fresh instance, synchronously where the backend allows it.
 import { PixelgradError } from './errors.js';
-import { startBackend } from './runtime.js';
+import { isDeadObject, isTrap, noteTrap } from './instance.js';
+import { startBackend, startBackendSync } from './runtime.js';
 
 const ORDER = ['webgpu', 'webgl', 'webgl1', 'cpu'];
 
@@ -53,19 +56,25 @@ export function watch(rt, canvas, gl) {
  * nothing from now on, since a restored WebGL context has a new generation of objects.
  */
 export function abandon(rt) {
+  if (isDeadObject(rt._inner)) return;
   try {
     rt._inner.abandon();
-  } catch {
-    // already freed
+  } catch (e) {
+    if (isTrap(e)) noteTrap(e);
   }
 }
 
-/** Why `rt`'s device is gone, or null while it works. */
+/** Why `rt`'s device is gone, or null while it works (or while its instance is being replaced). */
 export function lostReason(rt) {
   if (rt._lostEvent) return rt._lostEvent.reason;
+  if (isDeadObject(rt._inner)) return null;
   try {
     return rt._inner.lostReason || null;
-  } catch {
+  } catch (e) {
+    if (isTrap(e)) {
+      noteTrap(e);
+      return null;
+    }
     return 'the runtime was freed';
   }
 }
@@ -156,4 +165,95 @@ async function doRecover(rt) {
     `recover: no backend could start after the ${lost} device was lost (${tried.map((t) => `${t.backend}: ${t.reason}`).join('; ')})`,
     { kind: 'deviceLost', op: 'recover', backend: lost },
   );
+}
+
+/**
+ * After the wasm instance of `rt` crashed and `fresh` replaced it (instance.js): starts the
+ * same backend (else the next in the auto order) on the fresh instance and swaps it into `rt`,
+ * so the user's runtime keeps working. Synchronous for cpu, webgl and webgl1, so the call right
+ * after the crash already runs; WebGPU starts asynchronously (`rt._restarting`, which async
+ * calls wait for). WebGL gets a new context; the old one is lost on purpose, which frees its
+ * textures. A crash while restarting is not retried (no endless loop on a backend that crashes
+ * as it starts): `rt` then says to call `pg.init()` again.
+ */
+export function restartAfterCrash(rt, dead, fresh) {
+  if (dead.restarting) {
+    rt._restartFailed = `the fresh instance crashed too while the backend was starting (${dead.dead.message})`;
+    return null;
+  }
+  fresh.restarting = true;
+  const lost = rt.backend;
+  const crash = dead.dead.message;
+  releaseDeadDevice(rt);
+  const tried = [];
+  const candidates = [lost, ...ORDER.slice(ORDER.indexOf(lost) + 1).filter((b) => b !== lost && rt._gone !== b)];
+  const done = (started, name) => {
+    tried.push({ backend: name, ok: true, reason: started.inner.name });
+    rt._swap(started, { lost, tried, crash });
+    fresh.restarting = false;
+    return { backend: name, tried };
+  };
+  for (let i = 0; i < candidates.length; i++) {
+    const name = candidates[i];
+    let started;
+    try {
+      started = startBackendSync(name, { low: rt._low && name === 'webgl' });
+    } catch (e) {
+      if (isTrap(e) || fresh.dead) {
+        rt._restartFailed = `${name} crashed while starting: ${fresh.dead ? fresh.dead.message : e.message}`;
+        return null;
+      }
+      tried.push({ backend: name, ok: false, reason: e && e.message ? e.message : String(e) });
+      continue;
+    }
+    if (started) {
+      done(started, name);
+      return null;
+    }
+    // from here on asynchronously (WebGPU, or WebGL at low precision)
+    rt._restarting = (async () => {
+      for (const next of candidates.slice(i)) {
+        try {
+          return done(await startBackend(next, { low: rt._low && next === 'webgl' }), next);
+        } catch (e) {
+          if (isTrap(e) || fresh.dead) {
+            rt._restartFailed = `${next} crashed while starting: ${fresh.dead ? fresh.dead.message : e.message}`;
+            return null;
+          }
+          tried.push({ backend: next, ok: false, reason: e && e.message ? e.message : String(e) });
+        }
+      }
+      rt._restartFailed = `no backend could start: ${tried.map((t) => `${t.backend}: ${t.reason}`).join('; ')}`;
+      return null;
+    })().finally(() => {
+      rt._restarting = null;
+    });
+    return rt._restarting;
+  }
+  rt._restartFailed = `no backend could start: ${tried.map((t) => `${t.backend}: ${t.reason}`).join('; ')}`;
+  return null;
+}
+
+/**
+ * Lets the browser reclaim what the crashed instance's device held: a WebGL context is lost
+ * through WEBGL_lose_context (from JavaScript); a WebGPU device is destroyed, the one call made
+ * into a dead instance, guarded (it may trap again; that instance is never used otherwise).
+ */
+function releaseDeadDevice(rt) {
+  if (rt._keepGl) {
+    const ext = rt._loseExt || rt._keepGl.getExtension('WEBGL_lose_context');
+    rt._keepGl = null;
+    rt._keep = null;
+    try {
+      if (ext) ext.loseContext();
+    } catch {
+      // already lost
+    }
+  } else if (rt.backend === 'webgpu') {
+    try {
+      rt._inner.destroyDevice();
+    } catch {
+      // the dead instance trapped again; nothing else to release
+    }
+  }
 }

@@ -1,38 +1,17 @@
 // Backend selection and the current runtime. `init` tries backends in order and records why
 // each one was refused; the Rust side (`Runtime.webgpu/webgl/cpu`) only starts a given backend
 // and runs its precision self-test.
-import initWasm, * as wasm from './pixelgrad_web.js';
 import { PixelgradError } from './errors.js';
-import { lostError, lostReason, recoverRuntime, simulateLoss, watch } from './recovery.js';
+import { currentInstance, instanceLostError, loadWasm, onReplaced, release, replaceFailure, wasm, wasmLoaded } from './instance.js';
+import { lostError, lostReason, recoverRuntime, restartAfterCrash, simulateLoss, watch } from './recovery.js';
 
-export { wasm };
+// `wasm` is the current instance's glue (a live binding: it changes when a crashed instance is
+// replaced, instance.js); `loadWasm` loads the module once.
+export { loadWasm, wasm, wasmLoaded };
 
 const BACKENDS = ['webgpu', 'webgl', 'webgl1', 'cpu'];
 
-let wasmReady = null;
-let loaded = false;
 let current = null;
-
-/** True once `init` (or `loadWasm`) has loaded the module. */
-export function wasmLoaded() {
-  return loaded;
-}
-
-/** Loads and instantiates the wasm module once (`wasmUrl` overrides where it is fetched from). */
-export function loadWasm(opts = {}) {
-  if (!wasmReady) {
-    wasmReady = initWasm(opts.wasmUrl ? { module_or_path: opts.wasmUrl } : undefined).then((m) => {
-      wasm.setErrorClass(PixelgradError.prototype); // errors from Rust are PixelgradErrors
-      loaded = true;
-      return m;
-    }, (e) => {
-      wasmReady = null;
-      throw new Error(`pixelgrad: could not load the wasm module: ${e && e.message ? e.message : e}`);
-    });
-  }
-  return wasmReady;
-}
-
 
 /** A started backend. Replaced (and retired) by the next `pg.init`. */
 export class Runtime {
@@ -41,8 +20,10 @@ export class Runtime {
     this._keep = keepAlive; // the canvas of a WebGL context must outlive the context
     this._keepGl = gl || null;
     this._retiredBy = null;
-    this._gen = 0; // bumped by each recovery from a lost device (recovery.js)
+    this._gen = 0; // bumped by each recovery from a lost device or a crash (recovery.js)
     this._history = [inner.backend];
+    this._genInst = [currentInstance()]; // the wasm instance of each generation
+    this._limits = null; // init({ limits }), applied again after each restart
     watch(this, keepAlive, gl);
     /** `webgpu`, `webgl`, `webgl1` or `cpu`. */
     this.backend = inner.backend;
@@ -94,15 +75,30 @@ export class Runtime {
     if (!this.lost) return { backend: this.backend, tried: [] };
     return recoverRuntime(this);
   }
+  /**
+   * The device's caps, checked before every primitive: `{ maxElements, maxOpWork }`
+   * (`init({ limits })`; defaults 2^28 elements and 2^36 steps of work per op).
+   */
+  get limits() {
+    this._check('runtime.limits');
+    return this._inner.limits();
+  }
+  /** @internal Sets the device's caps (`init({ limits })`), kept for restarts. */
+  _setLimits(limits) {
+    if (limits === undefined || limits === null) return;
+    if (typeof limits !== 'object') throw new PixelgradError('pg.init: limits must be { maxElements?, maxOpWork? }');
+    const unknown = Object.keys(limits).filter((k) => k !== 'maxElements' && k !== 'maxOpWork');
+    if (unknown.length) throw new PixelgradError(`pg.init: unknown limits ${unknown.join(', ')} (maxElements, maxOpWork)`);
+    const now = this._inner.limits();
+    const want = { maxElements: limits.maxElements ?? now.maxElements, maxOpWork: limits.maxOpWork ?? now.maxOpWork };
+    this._inner.setLimits(want.maxElements, want.maxOpWork);
+    this._limits = want;
+  }
   /** @internal Frees the wasm runtime (once). */
   _freeInner() {
     if (this._innerFreed === this._inner) return;
     this._innerFreed = this._inner;
-    try {
-      this._inner.free();
-    } catch {
-      // already freed
-    }
+    release(this._inner);
   }
   /** @internal Swaps in a backend started by recovery; objects of older generations refuse. */
   _swap(started, info) {
@@ -112,16 +108,27 @@ export class Runtime {
     this._keepGl = started.gl || null;
     this._gen += 1;
     this._history.push(started.inner.backend);
+    this._genInst.push(currentInstance());
     this.backend = started.inner.backend;
-    const recoveries = [...(this.report.recoveries || []), { lost: info.lost, backend: this.backend, tried: info.tried }];
+    const entry = { lost: info.lost, backend: this.backend, tried: info.tried };
+    if (info.crash) entry.crash = info.crash;
+    const recoveries = [...(this.report.recoveries || []), entry];
     this.report = { ...this.report, adapter: started.adapter, name: started.inner.name, format: started.inner.format, recoveries };
     watch(this, started.keep, started.gl);
+    if (this._limits) this._inner.setLimits(this._limits.maxElements, this._limits.maxOpWork);
   }
   /**
    * Throws if a later `pg.init` replaced this runtime, if its device is lost, or if `gen` (the
    * generation an object was made on) is older than the runtime's.
    */
   _check(what, gen) {
+    // An object of a crashed instance, or this runtime before its backend is started again.
+    const inst = this._genInst[gen === undefined ? this._gen : gen];
+    if (inst && inst.dead) {
+      if (gen !== undefined && gen !== this._gen) throw instanceLostError(inst, what);
+      if (gen === undefined && !this._retiredBy) throw restartError(this, inst, what);
+      throw instanceLostError(inst, what);
+    }
     if (gen !== undefined && gen !== this._gen && !this._retiredBy) throw lostError(this, what, gen);
     if (!this._retiredBy && this.backend !== 'cpu' && this.lost) throw lostError(this, what);
     if (this._retiredBy) {
@@ -133,9 +140,34 @@ export class Runtime {
   }
 }
 
+/** Why runtime `rt`, whose instance `inst` crashed, cannot be used yet. */
+function restartError(rt, inst, what) {
+  const e = instanceLostError(inst, what);
+  if (rt._restarting) {
+    e.message = `${what}: the ${rt.backend} backend is being started again on a fresh wasm instance after a crash (${e.panicMessage}); ` +
+      'await rt.recover() (async calls wait on their own)';
+  } else if (rt._restartFailed) {
+    e.message = `${what}: no backend could be started again after a crash (${rt._restartFailed}); call pg.init() again or reload the page`;
+  } else {
+    const why = replaceFailure();
+    if (why) e.message = `${what}: the wasm instance crashed (${e.panicMessage}) and no fresh one could be made (${why}); reload the page`;
+  }
+  return e;
+}
+
+// A crashed instance was replaced: the current runtime starts its backend again on the fresh
+// one (recovery.js), so `rt` keeps working; its old objects throw kind 'instanceLost'.
+onReplaced((dead, fresh) => {
+  if (!current || current._retiredBy || current._genInst[current._gen] !== dead) return null;
+  return restartAfterCrash(current, dead, fresh);
+});
+
 /** The current runtime, or a clear error naming `what` when `init` has not run. */
 export function currentRuntime(what) {
   if (!current) throw new Error(`${what}: call \`await pg.init()\` first`);
+  // while its backend is started again after a crash, nothing may be made on it
+  const inst = current._genInst[current._gen];
+  if (inst && inst.dead) throw restartError(current, inst, what);
   return current;
 }
 
@@ -163,7 +195,7 @@ async function startWebGpu(auto, allowSoftware) {
   const inner = await wasm.Runtime.webgpu();
   if (auto && !allowSoftware && inner.software) {
     const a = inner.adapter;
-    inner.free();
+    release(inner);
     throw new Error(`adapter '${a}' is a software rasteriser, slower than the wasm CPU backend; use init({ backend: 'webgpu' }) or allowSoftware: true`);
   }
   return { inner, adapter: desc || inner.adapter, software: fallback || wasm.isSoftwareRenderer(desc) || inner.software };
@@ -214,20 +246,31 @@ function startWebGl1(auto, allowSoftware) {
   return { inner, adapter: renderer || inner.adapter, keep: canvas, gl, software: wasm.isSoftwareRenderer(renderer) || inner.software };
 }
 
-async function start(name, auto, allowSoftware, reuse) {
-  let started;
-  if (name === 'webgpu') started = await startWebGpu(auto, allowSoftware);
-  else if (name === 'webgl') started = startWebGl(auto, allowSoftware, reuse);
-  else if (name === 'webgl1') started = startWebGl1(auto, allowSoftware);
-  else started = { inner: wasm.Runtime.cpu(), adapter: 'wasm32 CPU' };
-  if (reuse && reuse.low) started.precisionCheck = await lowPrecisionCheck(started.inner);
+/** Refuses (and frees) a started backend whose self-test error is over the bound, under auto. */
+function checkSelfTest(started, auto) {
   const err = started.inner.maxRelError;
   const tol = wasm.selfTestTolerance();
   if (auto && !(err <= tol)) {
-    started.inner.free();
+    release(started.inner);
     throw new Error(`self-test max relative error ${Number(err).toExponential(2)} exceeds ${tol}`);
   }
   return started;
+}
+
+/** Starts a backend that starts synchronously (cpu, webgl, webgl1). */
+function startSync(name, auto, allowSoftware, reuse) {
+  let started;
+  if (name === 'webgl') started = startWebGl(auto, allowSoftware, reuse);
+  else if (name === 'webgl1') started = startWebGl1(auto, allowSoftware);
+  else if (name === 'cpu') started = { inner: wasm.Runtime.cpu(), adapter: 'wasm32 CPU' };
+  else throw new Error(`backend ${name} starts asynchronously`);
+  return started;
+}
+
+async function start(name, auto, allowSoftware, reuse) {
+  const started = name === 'webgpu' ? await startWebGpu(auto, allowSoftware) : startSync(name, auto, allowSoftware, reuse);
+  if (reuse && reuse.low) started.precisionCheck = await lowPrecisionCheck(started.inner);
+  return checkSelfTest(started, auto);
 }
 
 /**
@@ -240,13 +283,13 @@ async function lowPrecisionCheck(inner) {
   try {
     c = await inner.trainingCheck();
   } catch (e) {
-    inner.free();
+    release(inner);
     throw e;
   }
   const drop = (l) => (l[0] - l[1]) / l[0];
   const check = { steps: c.steps, device: Array.from(c.device), cpu: Array.from(c.cpu), deviceDrop: drop(c.device), cpuDrop: drop(c.cpu) };
   if (!(check.deviceDrop > 0 && check.deviceDrop >= 0.5 * check.cpuDrop)) {
-    inner.free();
+    release(inner);
     const pct = (v) => `${(100 * v).toFixed(2)} %`;
     throw new Error(
       `precision 'low' (RGBA16F, mediump): ${check.steps} SGD steps of the 48-64-2 sigmoid MSE network lower the loss by ` +
@@ -260,6 +303,16 @@ async function lowPrecisionCheck(inner) {
 /** @internal Starts backend `name` as asked by name (recovery; `reuse`: a restored WebGL canvas). */
 export function startBackend(name, reuse) {
   return start(name, false, true, reuse);
+}
+
+/**
+ * @internal `startBackend` for the backends that start synchronously (cpu, webgl, webgl1 at
+ * the default precision), so that the call right after a crash runs on them; null for the
+ * others.
+ */
+export function startBackendSync(name, reuse = {}) {
+  if (name === 'webgpu' || reuse.low) return null;
+  return checkSelfTest(startSync(name, false, true, reuse), false);
 }
 
 /**
@@ -304,14 +357,16 @@ export async function init(opts = {}) {
     if (s.precisionCheck) report.precisionCheck = s.precisionCheck;
     const rt = new Runtime(inner, report, s.keep, s.gl);
     rt._low = low;
+    try {
+      rt._setLimits(opts.limits);
+    } catch (e) {
+      rt._freeInner();
+      throw e;
+    }
     if (current) {
       current._retiredBy = rt.backend;
       // Models and tensors hold their own reference to the old device; this drops the runtime's.
-      try {
-        current._inner.free();
-      } catch {
-        // already freed
-      }
+      current._freeInner();
     }
     current = rt;
     return rt;

@@ -1,15 +1,10 @@
 // Tensors of the JS API. `pg.tensor(data, shape)` keeps its values on the host (training data
 // is batched and shuffled on the host, then uploaded batch by batch); `model.predict` returns a
 // tensor that lives on the runtime's device and is read with the async `data()`.
+import { release } from './instance.js';
 
 /** @internal Frees wasm objects whose JS wrapper was garbage-collected without dispose(). */
-export const registry = typeof FinalizationRegistry !== 'undefined' ? new FinalizationRegistry((inner) => {
-  try {
-    inner.free();
-  } catch {
-    // already freed
-  }
-}) : null;
+export const registry = typeof FinalizationRegistry !== 'undefined' ? new FinalizationRegistry((inner) => release(inner)) : null;
 
 function product(shape) {
   return shape.reduce((a, b) => a * b, 1);
@@ -93,11 +88,7 @@ export class Tensor {
   _dropUpload() {
     if (!this._upload) return;
     if (registry) registry.unregister(this._upload);
-    try {
-      this._upload.inner.free();
-    } catch {
-      // already freed
-    }
+    release(this._upload.inner);
     this._upload = null;
   }
   /** Frees the device memory (if any) now; the tensor cannot be used afterwards. */
@@ -108,11 +99,7 @@ export class Tensor {
     this._host = null;
     if (this._dev) {
       if (registry) registry.unregister(this);
-      try {
-        this._dev.free();
-      } catch {
-        // already freed
-      }
+      release(this._dev);
       this._dev = null;
     }
   }

@@ -2,8 +2,45 @@
 // OffscreenCanvas and WebGPU through the worker's navigator.gpu.
 import * as pg from '/pkg/index.js';
 
+/** A panic inside the worker's instance: typed, old objects refuse, a new model trains. */
+async function crash(backend) {
+  const rt = await pg.init({ backend });
+  const d = pg.data.digits();
+  const x = pg.tensor(d.train.x, [d.train.n, 64]);
+  const y = pg.tensor(d.train.y, [d.train.n]);
+  const make = () => {
+    const m = pg.sequential([pg.layers.dense({ units: 32, inputShape: [64], activation: 'relu' }), pg.layers.dense({ units: 10 })], { seed: 3 });
+    m.compile({ optimizer: pg.optimizers.adam(1e-2) });
+    return m;
+  };
+  const model = make();
+  await model.fit(x, y, { epochs: 1, batchSize: 64 });
+  const kindOf = async (f) => {
+    try {
+      await f();
+      return null;
+    } catch (err) {
+      return err.kind;
+    }
+  };
+  const panic = await kindOf(() => pg.__testPanic('worker boom'));
+  const old = await kindOf(() => model.predict(x));
+  const fresh = make();
+  const h = await fresh.fit(x, y, { epochs: 3, batchSize: 64 });
+  const ev = await fresh.evaluate(pg.tensor(d.test.x, [d.test.n, 64]), pg.tensor(d.test.y, [d.test.n]));
+  return { backend: rt.backend, panic, old, accuracy: ev.accuracy, loss: h.history.loss, recoveries: (rt.report.recoveries || []).length };
+}
+
 self.onmessage = async (e) => {
   const { backend } = e.data;
+  if (e.data.crash) {
+    try {
+      self.postMessage(await crash(backend));
+    } catch (err) {
+      self.postMessage({ error: err && err.message ? err.message : String(err) });
+    }
+    return;
+  }
   try {
     if (backend === 'webgpu') {
       const adapter = self.navigator.gpu ? await self.navigator.gpu.requestAdapter() : null;
