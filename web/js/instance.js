@@ -8,11 +8,12 @@
 //   wasm-bindgen glue, because the glue keeps the instance, its memory views and the
 //   FinalizationRegistries that free Rust objects in module-level variables, and its `init`
 //   refuses to run twice. Re-initialising one glue copy would also let objects of the dead
-//   instance (and their finalizers) free pointers in the new one's memory. So instance 0 is the
-//   static import below, and each later one a fresh module record of the same file
+//   instance (and their finalizers) free pointers in the new one's memory. So instance 0 is
+//   `import('./pixelgrad_web.js')`, and each later one a fresh module record of the same file
 //   (`pixelgrad_web.js?instance=N`), instantiated from the same compiled module with a new
 //   memory. One copy is imported ahead, while loading, so that replacing a dead instance is
 //   synchronous (`initSync`) and the call right after a crash already runs on a fresh one.
+//   (Imports, not a static import: the host-only parts of the package load without the glue.)
 // - Each instance registers a panic handler (crates/pixelgrad-web/src/wasm/crash.rs) called
 //   with the panic message before the trap; a `WebAssembly.RuntimeError` out of any call
 //   (`isTrap`, seen by guard.js) marks it dead as well (traps that are not panics: out of
@@ -23,11 +24,10 @@
 //
 // The dead instance's memory is not returned to the browser: its glue copy stays in the
 // module map until the page or worker goes away. A crash is a bug, so this is paid once per bug.
-import initGlue, * as glue0 from './pixelgrad_web.js';
 import { PixelgradError } from './errors.js';
 
-/** The current instance's glue (its exports and classes); replaced after a crash. */
-export let wasm = glue0;
+/** The current instance's glue (its exports and classes), null until loaded; replaced after a crash. */
+export let wasm = null;
 
 let compiled = null;
 let loading = null;
@@ -109,11 +109,11 @@ export function loadWasm(opts = {}) {
   if (!loading) {
     loading = (async () => {
       const src = opts.wasmUrl instanceof URL ? opts.wasmUrl.href : opts.wasmUrl || new URL('pixelgrad_web_bg.wasm', import.meta.url).href;
-      compiled = await compileModule(src);
-      await initGlue({ module_or_path: compiled });
-      adopt(glue0);
-      await prepareSpare();
-      return glue0;
+      const [glue, module] = await Promise.all([import('./pixelgrad_web.js'), compileModule(src), prepareSpare()]);
+      compiled = module;
+      await glue.default({ module_or_path: compiled });
+      adopt(glue);
+      return glue;
     })().catch((e) => {
       loading = null;
       throw new Error(`pixelgrad: could not load the wasm module: ${e && e.message ? e.message : e}`);

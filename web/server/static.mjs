@@ -76,13 +76,13 @@ export function resolvePath(root, target) {
   return { file };
 }
 
-function send(res, status, body, type = 'text/plain; charset=utf-8', head = false) {
+function send(res, status, body, type = 'text/plain; charset=utf-8', head = false, extra = undefined) {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const buf = typeof body === 'string' ? Buffer.from(body) : body;
-  res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type, 'content-length': buf.length, 'cache-control': 'no-store' });
+  res.writeHead(status, { ...SECURITY_HEADERS, ...extra, 'content-type': type, 'content-length': buf.length, 'cache-control': 'no-store' });
   res.end(head ? undefined : buf);
 }
 
@@ -104,9 +104,16 @@ async function findFile(file, realRoot) {
 /**
  * A request handler `(req, res)` serving `root`. `opts.fallback(req, res)`: called for
  * requests it does not serve as files (e.g. a proxy), instead of 404; it must answer them.
+ * Two exceptions, for a test that must load an image from another origin (to taint a canvas):
+ * `opts.crossOrigin`, URL paths served with `Cross-Origin-Resource-Policy: cross-origin`
+ * instead of same-origin (a page under COEP require-corp embeds nothing cross-origin without
+ * it), and `opts.imageOrigins`, sources added to the CSP's img-src of every response.
  */
 export function staticHandler(root, opts = {}) {
   const base = path.resolve(root);
+  const csp = opts.imageOrigins && opts.imageOrigins.length
+    ? { 'content-security-policy': SECURITY_HEADERS['content-security-policy'].replace("img-src 'self' data: blob:", `img-src 'self' data: blob: ${opts.imageOrigins.join(' ')}`) }
+    : undefined;
   let realRoot = null;
   return async (req, res) => {
     try {
@@ -131,7 +138,9 @@ export function staticHandler(root, opts = {}) {
         return;
       }
       const body = await fs.readFile(file);
-      send(res, 200, body, MIME[path.extname(file).toLowerCase()] || 'application/octet-stream', head);
+      const pathname = req.url.split(/[?#]/, 1)[0];
+      const extra = { ...csp, ...(opts.crossOrigin && opts.crossOrigin.includes(pathname) ? { 'cross-origin-resource-policy': 'cross-origin' } : undefined) };
+      send(res, 200, body, MIME[path.extname(file).toLowerCase()] || 'application/octet-stream', head, extra);
     } catch {
       send(res, 500, 'internal error');
     }

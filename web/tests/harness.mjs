@@ -36,10 +36,12 @@ export const chromiumFlags = [
 /**
  * Serves `root` on 127.0.0.1 (port 0 = any free port unless given) with the project's security
  * headers (web/server/static.mjs: CSP, COOP/COEP, nosniff; paths outside `root`, malformed
- * and NUL-bearing URLs refused). Resolves to `{ url, port, close() }`.
+ * and NUL-bearing URLs refused). `opts.crossOrigin`, `opts.imageOrigins`: the two exceptions
+ * of static.mjs, for a test that loads an image from another origin. Resolves to
+ * `{ url, port, close() }`.
  */
-export async function startServer(root = webRoot, port = 0) {
-  const s = await startStaticServer(root, { port });
+export async function startServer(root = webRoot, port = 0, opts = {}) {
+  const s = await startStaticServer(root, { ...opts, port });
   return { url: s.url, port: s.port, close: s.close };
 }
 

@@ -40,7 +40,9 @@ before(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pixelgrad-camera-'));
   const y4m = path.join(tmp, 'frames.y4m');
   writeY4m(y4m);
-  server = await startServer();
+  // square.svg is loaded from another origin below (to taint a canvas): the page's CSP must
+  // allow images from there, and under COEP the image must say other origins may embed it
+  server = await startServer(undefined, 0, { crossOrigin: ['/tests/pages/square.svg'], imageOrigins: ['http://localhost:*'] });
   browser = await launchBrowser([
     '--use-fake-device-for-media-stream',
     '--use-fake-ui-for-media-stream',
