@@ -29,8 +29,9 @@ export interface InitOptions {
    * Caps the device checks before every primitive (`Device::set_limits`): a result of more
    * than `maxElements` elements (default 2^28, 1 GiB of f32) or a primitive estimated at more
    * than `maxOpWork` steps of work (default 2^36) is refused with kind 'budget' before
-   * anything is allocated or launched, so a hostile model or input (a `[65536, 1] + [1, 65536]`
-   * broadcast, a huge matrix product) cannot exhaust the tab. Kept across recoveries.
+   * anything is allocated or launched, so a hostile model or input (a `[32768, 1] + [1, 32768]`
+   * broadcast, a huge matrix product) cannot exhaust the tab; a size past 2^32 elements, which
+   * wasm32 cannot count, is kind 'shape'. Kept across recoveries and crash restarts.
    */
   limits?: { maxElements?: number; maxOpWork?: number };
 }

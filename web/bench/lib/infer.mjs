@@ -3,8 +3,8 @@
 //   pixelgrad: the npm package from web/pkg (`pg.loadOnnx`, `model.run`), backends webgpu,
 //              webgl, cpu (wasm32, one thread)
 //   ort:       ONNX Runtime Web from web/bench/node_modules (no CDN), execution providers
-//              webgpu, webgl, wasm (one thread: the test server sets no cross-origin isolation,
-//              and pixelgrad's CPU backend is single-threaded in the browser too)
+//              webgpu, webgl, wasm (one thread, set below: pixelgrad's CPU backend is
+//              single-threaded in the browser too)
 // Latency is what a caller waits for: inputs in, outputs read back to JS. The runner loads a
 // model on both libraries' pages, then alternates short timed chunks between them.
 

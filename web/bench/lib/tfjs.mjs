@@ -30,9 +30,16 @@ let tf = null;
 /** Loads TF.js and switches to `backend` ('webgpu' | 'webgl' | 'wasm' | 'webgpu-packed'). */
 export async function init(backend) {
   if (!tf) {
+    // The bundles' regenerator runtime assigns the global `regeneratorRuntime`; where that
+    // assignment throws (strict mode) it falls back to `Function(...)`, which the pages' CSP
+    // refuses (no 'unsafe-eval'). With the global declared first, the assignment succeeds.
+    if (!('regeneratorRuntime' in window)) window.regeneratorRuntime = undefined;
     for (const s of scripts) await loadScript(s);
     tf = window.tf;
-    // Plain SIMD build: threads need cross-origin isolation, which the test server does not set.
+    // Plain SIMD build, single-threaded like pixelgrad's CPU backend in the browser. The pages
+    // are cross-origin isolated (web/server/static.mjs), where TF.js would pick its threaded
+    // build, whose blob: workers load their script with importScripts (refused by the CSP).
+    tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
     tf.wasm.setWasmPaths(`${base}/tfjs-backend-wasm/dist/`);
   }
   // 'webgpu-packed': WebGPU with the packed matmul program forced. TF.js's default picks a
