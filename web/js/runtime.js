@@ -2,7 +2,7 @@
 // each one was refused; the Rust side (`Runtime.webgpu/webgl/cpu`) only starts a given backend
 // and runs its precision self-test.
 import { PixelgradError } from './errors.js';
-import { currentInstance, instanceLostError, loadWasm, onReplaced, release, replaceFailure, wasm, wasmLoaded } from './instance.js';
+import { currentInstance, instanceLostError, isTrap, loadWasm, noteTrap, onReplaced, release, replaceFailure, settle, wasm, wasmLoaded } from './instance.js';
 import { lostError, lostReason, recoverRuntime, restartAfterCrash, simulateLoss, watch } from './recovery.js';
 
 // `wasm` is the current instance's glue (a live binding: it changes when a crashed instance is
@@ -340,6 +340,9 @@ export async function init(opts = {}) {
       s = await start(name, auto, allowSoftware, { low });
     } catch (e) {
       tried.push({ backend: name, ok: false, reason: e && e.message ? e.message : String(e) });
+      // a backend that crashed the instance while starting: the next one starts on a fresh one
+      if (isTrap(e)) noteTrap(e);
+      settle();
       continue;
     }
     const inner = s.inner;
