@@ -342,6 +342,22 @@ impl Op {
     /// is given having passed this check: among others, no input or output has more than
     /// [`MAX_RANK`] axes, on any backend.
     pub fn infer_shape(&self, inputs: &[&Shape]) -> Result<Shape> {
+        let out = self.infer_shape_any_size(inputs)?;
+        if out.try_numel().is_none() {
+            return Err(Error::Shape {
+                op: self.name(),
+                shapes: inputs.iter().map(|s| s.0.clone()).collect(),
+                backend: String::new(),
+                msg: format!("the result {out} has more elements than this machine can count"),
+            });
+        }
+        Ok(out)
+    }
+
+    /// [`Op::infer_shape`] without its last check, that the result's element count fits a
+    /// `usize`: [`crate::Tensor::apply`] first weighs that count against the device's element
+    /// cap, so a result too large for the machine is refused as too large for the budget.
+    pub(crate) fn infer_shape_any_size(&self, inputs: &[&Shape]) -> Result<Shape> {
         let too_many = |s: &Shape| s.rank() > MAX_RANK;
         let rank_error = |what: String| Error::Shape {
             op: self.name(),
@@ -355,14 +371,6 @@ impl Op {
         let out = self.infer_shape_unchecked(inputs)?;
         if too_many(&out) {
             return Err(rank_error(format!("the result {out}")));
-        }
-        if out.try_numel().is_none() {
-            return Err(Error::Shape {
-                op: self.name(),
-                shapes: inputs.iter().map(|s| s.0.clone()).collect(),
-                backend: String::new(),
-                msg: format!("the result {out} has more elements than this machine can count"),
-            });
         }
         Ok(out)
     }
