@@ -36,10 +36,12 @@ pub fn to_bytes(model: &dyn Module, metadata: &HashMap<String, String>) -> Resul
     safetensors::tensor::serialize(views, meta).map_err(|e| Error::invalid("safetensors", e.to_string()))
 }
 
-/// Writes `model` to `path` (safetensors).
+/// Writes `model` to `path` (safetensors) durably: through a temporary file in the same
+/// folder, fsynced and renamed over `path` (`pixelgrad_durable`), so a crash leaves the old
+/// file or the new one, never a torn one.
 pub fn save(model: &dyn Module, path: &Path, metadata: &HashMap<String, String>) -> Result<()> {
     let bytes = to_bytes(model, metadata)?;
-    std::fs::write(path, bytes).map_err(|e| Error::io(path, e))
+    pixelgrad_durable::write(path, bytes).map_err(|e| Error::io(path, e))
 }
 
 /// Reads only the metadata of a safetensors file (e.g. to rebuild the architecture first).
