@@ -65,6 +65,35 @@ where
     sync_dir(&dir)
 }
 
+/// Removes the temporary files that interrupted writes of `path` left beside it
+/// (`.NAME.*.tmp`, which only [`write_with`] creates), returning how many. For a program
+/// that starts again where a killed one wrote; not while another process may be writing
+/// `path`.
+pub fn remove_stale_temporaries(path: impl AsRef<Path>) -> io::Result<usize> {
+    let path = path.as_ref();
+    let Some(name) = path.file_name() else { return Ok(0) };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let prefix = format!(".{}.", name.to_string_lossy());
+    let entries = match fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut removed = 0;
+    for e in entries {
+        let e = e?;
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with(&prefix) && n.ends_with(".tmp") && e.file_type()?.is_file() {
+            fs::remove_file(e.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// `path`, or the file it points to when it is a symbolic link.
 fn destination(path: &Path) -> io::Result<PathBuf> {
     match fs::symlink_metadata(path) {
@@ -156,6 +185,22 @@ mod tests {
         assert!(p.is_err());
         assert_eq!(fs::read(&f).unwrap(), b"the old, complete checkpoint");
         assert_eq!(listing(&d), ["checkpoint.safetensors"]);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn temporaries_of_a_killed_write_are_found_and_removed() {
+        let d = dir("stale");
+        let f = d.join("checkpoint.safetensors");
+        write(&f, b"whole").unwrap();
+        // what a write killed before its rename leaves, plus files that are not its
+        fs::write(d.join(".checkpoint.safetensors.Ab12Cd.tmp"), b"half").unwrap();
+        fs::write(d.join(".model.safetensors.Zz99Yy.tmp"), b"other file's").unwrap();
+        fs::write(d.join("checkpoint.safetensors.tmp"), b"not ours").unwrap();
+        assert_eq!(remove_stale_temporaries(&f).unwrap(), 1);
+        assert_eq!(listing(&d), [".model.safetensors.Zz99Yy.tmp", "checkpoint.safetensors", "checkpoint.safetensors.tmp"]);
+        assert_eq!(fs::read(&f).unwrap(), b"whole");
+        assert_eq!(remove_stale_temporaries(d.join("missing").join("x")).unwrap(), 0);
         fs::remove_dir_all(&d).unwrap();
     }
 
