@@ -119,7 +119,11 @@ struct DecodedPng {
 
 fn decode_png(path: &Path) -> Result<DecodedPng, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (px, w, h) = pixelgrad::data::decode_png_rgba8(&bytes, &path.display().to_string()).ctx()?;
+    let file = path.display().to_string();
+    let (px, w, h) = pixelgrad::data::decode_png_rgba8(&bytes, &file).map_err(|e| match e {
+        pixelgrad::data::DataError::Png { detail, .. } => format!("{file}: not a readable PNG: {detail}"),
+        other => other.to_string(),
+    })?;
     Ok(DecodedPng { path: path.to_path_buf(), px, w, h })
 }
 
