@@ -124,6 +124,9 @@ struct RunConfig {
     seed: u64,
     log_every: usize,
     precision: String,
+    /// Not a setting of the weights (a flag given with `--resume` replaces it), but of when the
+    /// losses are read back: kept so a resumed run logs the rows the straight one would have.
+    checkpoint_every: usize,
 }
 
 /// Checkpoint header keys of the CLI: the settings, and a fingerprint of the data.
@@ -146,6 +149,7 @@ impl RunConfig {
             seed: a.seed,
             log_every: a.log_every,
             precision: a.precision.clone(),
+            checkpoint_every: a.checkpoint_every,
         })
     }
 
@@ -162,6 +166,7 @@ impl RunConfig {
             "seed": self.seed,
             "log_every": self.log_every,
             "precision": self.precision,
+            "checkpoint_every": self.checkpoint_every,
         })
         .to_string()
     }
@@ -181,6 +186,7 @@ impl RunConfig {
             seed: num("seed")?,
             log_every: usize::try_from(num("log_every")?).ok()?,
             precision: text("precision")?,
+            checkpoint_every: usize::try_from(num("checkpoint_every")?).ok()?,
         })
     }
 
@@ -323,6 +329,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
             .and_then(|s| RunConfig::from_meta(s))
             .ok_or_else(|| format!("{}: no readable '{CONFIG_KEY}' (not written by `pixelgrad train`)", checkpoint_path.display()))?;
         cfg.check_given(&a, given)?;
+        let cfg = RunConfig { checkpoint_every: if given("checkpoint_every") { a.checkpoint_every } else { cfg.checkpoint_every }, ..cfg };
         (cfg, Some((r, meta)))
     } else {
         let cfg = RunConfig::from_args(&a)?;
@@ -398,7 +405,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
         precision,
         // 0: no checkpoint files, and the in-memory ones (device-loss recovery) at their
         // automatic interval
-        checkpoint_every: (a.checkpoint_every > 0).then_some(a.checkpoint_every),
+        checkpoint_every: (cfg.checkpoint_every > 0).then_some(cfg.checkpoint_every),
         max_steps: a.max_steps,
         resume: saved.map(|(r, _)| r),
         ..Default::default()
@@ -433,7 +440,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
         epoch_start: Instant::now(),
         checkpoint: checkpoint_path.clone(),
         checkpoint_meta,
-        save_every: a.checkpoint_every,
+        save_every: cfg.checkpoint_every,
         max_steps: a.max_steps,
         saved_step: None,
     };
@@ -510,7 +517,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
             "train_seconds": train_seconds,
             "out": a.out.display().to_string(),
             "resumed_from_step": resumed_from,
-            "checkpoint_every": a.checkpoint_every,
+            "checkpoint_every": cfg.checkpoint_every,
             "losses": history.steps.iter().map(|s| s.loss).collect::<Vec<_>>(),
             "precision": mixed.as_ref().map(|m| m.precision).unwrap_or("f32"),
             "precision_fallback": mixed.as_ref().and_then(|m| m.fallback.clone()),

@@ -62,6 +62,7 @@ fn resume_after_max_steps_ends_with_the_uninterrupted_model_byte_for_byte() {
     let j: serde_json::Value = serde_json::from_str(second.lines().rfind(|l| l.starts_with('{')).unwrap()).unwrap();
     assert_eq!(j["resumed_from_step"], 60);
     assert_eq!(j["epochs"], 3);
+    assert_eq!(j["checkpoint_every"], 20, "the saved interval goes on");
     let read = |d: &Path, f: &str| std::fs::read(d.join(f)).unwrap();
     assert!(
         read(&stopped, "model.safetensors") == read(&straight, "model.safetensors"),
