@@ -454,6 +454,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
     if let Some(Stopped::MaxSteps { step }) = history.stopped {
         let saved = match progress.saved_step {
             Some(s) => format!("checkpoint {} at step {s}", checkpoint_path.display()),
+            None if checkpoint_path.exists() => format!("checkpoint {} unchanged", checkpoint_path.display()),
             None => "no checkpoint saved".to_string(),
         };
         say(format!(
