@@ -85,7 +85,19 @@ pub fn seeds(repo: &Path) -> Vec<Seed> {
             wr.write_image_data(&data).unwrap();
         }
         put(&mut out, d, name, &buf);
+        put(&mut out, "png_rgba", name, &buf);
     }
+    // PNG as `pixelgrad run` decodes it: the same files plus a palette with transparency
+    let mut buf = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut buf, 3, 2);
+        enc.set_color(png::ColorType::Indexed);
+        enc.set_depth(png::BitDepth::Two);
+        enc.set_palette(vec![0, 0, 0, 255, 0, 0, 0, 255, 0, 9, 9, 200]);
+        enc.set_trns(vec![255, 128, 0]);
+        enc.write_header().unwrap().write_image_data(&[0b0001_1000, 0b1110_0100]).unwrap();
+    }
+    put(&mut out, "png_rgba", "palette_trns", &buf);
     // safetensors: a CLI model file, a bare weights file, a checkpoint
     let d = "safetensors";
     let dev = Device::new(pixelgrad_cpu::CpuBackend::new());

@@ -407,7 +407,7 @@ pub fn run(a: BenchArgs) -> CliResult<()> {
                 "replayed": per_backend(v, |p| p.1),
             })).collect::<Vec<_>>(),
         });
-        std::fs::write(path, j.to_string()).map_err(|e| format!("{}: {e}", path.display()))?;
+        pixelgrad_durable::write(path, j.to_string()).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
 }

@@ -29,7 +29,7 @@ pub fn run(a: ExportArgs) -> CliResult<()> {
     let model = load_model(&a.model_file, &file, &dev)?;
     let shape = file.spec.input;
     let bytes = pixelgrad_onnx::export::to_onnx(&model, &shape).ctx()?;
-    std::fs::write(&a.onnx, &bytes).map_err(|e| format!("{}: {e}", a.onnx.display()))?;
+    pixelgrad_durable::write(&a.onnx, &bytes).map_err(|e| format!("{}: {e}", a.onnx.display()))?;
     eprintln!(
         "{} -> {} ({} bytes; input 'input' [N, {}, {}, {}], output 'output')",
         a.model_file.display(),

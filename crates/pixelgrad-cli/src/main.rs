@@ -7,6 +7,7 @@ mod dataset;
 mod eval;
 mod export;
 mod federated;
+mod outdir;
 mod plot;
 mod predict;
 mod run;
@@ -15,7 +16,8 @@ mod weights;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Errors reaching `main` print as one line and exit with status 1 (no backtrace).
 pub type CliResult<T> = Result<T, String>;
@@ -72,10 +74,13 @@ fn quiet_display_probing() {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // which `train` flags were typed (`--resume` checks them against the saved run)
+    let given = |id: &str| matches.subcommand_matches("train").is_some_and(|m| m.value_source(id) == Some(ValueSource::CommandLine));
     quiet_display_probing();
     let result = match cli.cmd {
-        Cmd::Train(a) => train::run(a),
+        Cmd::Train(a) => train::run(a, &given),
         Cmd::Eval(a) => eval::run(a),
         Cmd::Predict(a) => predict::run(a),
         Cmd::Backends(a) => backend::list(a),

@@ -40,10 +40,14 @@ pub fn loss_png(path: &Path, steps: &[StepLog], title: &str) -> CliResult<()> {
             .map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())?;
     }
-    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), W, H);
-    enc.set_color(png::ColorType::Rgb);
-    enc.set_depth(png::BitDepth::Eight);
-    let mut w = enc.write_header().map_err(|e| e.to_string())?;
-    w.write_image_data(&buf).map_err(|e| e.to_string())
+    pixelgrad_durable::write_with(path, |out| {
+        let mut enc = png::Encoder::new(out, W, H);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut w = enc.write_header()?;
+        w.write_image_data(&buf)?;
+        w.finish()?;
+        Ok(())
+    })
+    .map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -107,43 +107,30 @@ fn pixel_spec(a: &RunArgs) -> Result<PixelSpec, String> {
     Ok(spec)
 }
 
-/// A PNG as 8-bit RGBA: `(pixels, width, height)` (grey, grey+alpha and RGB are expanded,
-/// 16-bit samples keep their high byte, palettes are expanded).
-pub fn decode_png_rgba8(bytes: &[u8], file: &str) -> Result<(Vec<u8>, usize, usize), String> {
-    let err = |e: png::DecodingError| format!("{file}: not a readable PNG: {e}");
-    let mut dec = png::Decoder::new(std::io::Cursor::new(bytes));
-    dec.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
-    let mut reader = dec.read_info().map_err(err)?;
-    let mut buf = vec![0u8; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).map_err(err)?;
-    let (w, h) = (info.width as usize, info.height as usize);
-    let ch = match info.color_type {
-        png::ColorType::Grayscale => 1,
-        png::ColorType::GrayscaleAlpha => 2,
-        png::ColorType::Rgb => 3,
-        png::ColorType::Rgba => 4,
-        png::ColorType::Indexed => return Err(format!("{file}: indexed colour was not expanded")),
-    };
-    let mut out = Vec::with_capacity(4 * w * h);
-    for y in 0..h {
-        let row = buf.get(y * info.line_size..y * info.line_size + w * ch).ok_or_else(|| format!("{file}: row {y} is short"))?;
-        for p in row.chunks_exact(ch) {
-            let px = match ch {
-                1 => [p[0], p[0], p[0], 255],
-                2 => [p[0], p[0], p[0], p[1]],
-                3 => [p[0], p[1], p[2], 255],
-                _ => [p[0], p[1], p[2], p[3]],
-            };
-            out.extend_from_slice(&px);
-        }
-    }
-    Ok((out, w, h))
+/// A PNG input decoded to 8-bit RGBA, before a backend starts: `(pixels, width, height)`.
+/// The data crate's decoder refuses a header claiming more than `MAX_PNG_PIXELS` before
+/// allocating anything.
+struct DecodedPng {
+    path: PathBuf,
+    px: Vec<u8>,
+    w: usize,
+    h: usize,
+}
+
+fn decode_png(path: &Path) -> Result<DecodedPng, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = path.display().to_string();
+    let (px, w, h) = pixelgrad::data::decode_png_rgba8(&bytes, &file).map_err(|e| match e {
+        pixelgrad::data::DataError::Png { detail, .. } => format!("{file}: not a readable PNG: {detail}"),
+        other => other.to_string(),
+    })?;
+    Ok(DecodedPng { path: path.to_path_buf(), px, w, h })
 }
 
 /// The model input for a PNG file under `spec`, computed on `dev`.
-fn image_input(path: &Path, spec: &PixelSpec, dev: &Device) -> Result<Tensor, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (px, w, h) = decode_png_rgba8(&bytes, &path.display().to_string())?;
+fn image_input(img: &DecodedPng, spec: &PixelSpec, dev: &Device) -> Result<Tensor, String> {
+    let DecodedPng { path, px, w, h } = img;
+    let (w, h) = (*w, *h);
     // HWC bytes -> [1, 4, H, W] in [0, 1]
     let mut chw = vec![0f32; 4 * w * h];
     for (i, p) in px.chunks_exact(4).enumerate() {
@@ -176,14 +163,14 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     }
     // Inputs and model first, so bad files fail before a backend starts.
     let mut feeds: Vec<(String, HostTensor)> = Vec::new();
-    let mut images: Vec<(String, PathBuf)> = Vec::new();
+    let mut images: Vec<(String, DecodedPng)> = Vec::new();
     for spec in &a.inputs {
         let (name, file) = spec.split_once('=').ok_or_else(|| format!("--input '{spec}': expected NAME=FILE.npy or NAME=FILE.png"))?;
         if name.is_empty() {
             return Err(format!("--input '{spec}': the input name is empty"));
         }
         if file.to_ascii_lowercase().ends_with(".png") {
-            images.push((name.to_string(), PathBuf::from(file)));
+            images.push((name.to_string(), decode_png(Path::new(file))?));
         } else {
             feeds.push((name.to_string(), npy::load(Path::new(file)).ctx()?));
         }
@@ -215,8 +202,8 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     sel.device.flush().ctx()?;
     let load_ms = ms(t_load);
     let mut inputs: Vec<(&str, Input)> = feeds.iter().map(|(n, t)| (n.as_str(), Input::Host(t.clone()))).collect();
-    for (name, path) in &images {
-        inputs.push((name.as_str(), Input::Tensor(image_input(path, &pixels, &sel.device)?)));
+    for (name, img) in &images {
+        inputs.push((name.as_str(), Input::Tensor(image_input(img, &pixels, &sel.device)?)));
     }
     let _g = pixelgrad::no_grad();
     let mut times = Vec::with_capacity(a.repeat);
@@ -240,13 +227,13 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     for (k, (name, t)) in results.iter().enumerate() {
         let file = format!("output_{k}.npy");
         let path = a.out.join(&file);
-        std::fs::write(&path, npy::write(t).ctx()?).map_err(|e| format!("{}: {e}", path.display()))?;
+        pixelgrad_durable::write(&path, npy::write(t).ctx()?).map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("{name}: {} {:?} -> {}", t.dtype, t.shape, path.display());
         listed.push(serde_json::json!({ "name": name, "shape": t.shape, "dtype": t.dtype.name(), "file": file }));
     }
     let index = a.out.join("outputs.json");
     let text = serde_json::to_string_pretty(&serde_json::json!({ "outputs": listed })).ctx()?;
-    std::fs::write(&index, text).map_err(|e| format!("{}: {e}", index.display()))?;
+    pixelgrad_durable::write(&index, text).map_err(|e| format!("{}: {e}", index.display()))?;
     eprintln!(
         "load {load_ms:.1} ms, first run {first_run_ms:.1} ms, median of {} runs {run_ms:.1} ms, {weight_bytes} weight bytes, {launches} launches per run",
         a.repeat

@@ -1,4 +1,10 @@
 //! `pixelgrad train`.
+//!
+//! Every `--checkpoint-every` steps the run is saved to `OUT/checkpoint.safetensors` (weights,
+//! optimizer state, where in which epoch, the logs so far, and the settings that decide the
+//! weights: [`RunConfig`]); `--resume` goes on from it and ends with the weights an
+//! uninterrupted run would have. Every file is written through `pixelgrad_durable`, so a crash
+//! leaves each file whole (old or new). When the run ends the checkpoint is removed.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -9,10 +15,11 @@ use std::time::Instant;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use pixelgrad::nn::presets::{ModelSpec, Preset, SPEC_KEY};
-use pixelgrad::nn::train::{fit, Callbacks, EpochLog, FitOptions, Samples, StepLog};
-use pixelgrad::nn::{io, Mode, Module, OptimizerKind, Precision, Schedule};
+use pixelgrad::nn::train::{fit, Callbacks, EpochLog, FitOptions, ResumePoint, Samples, StepLog, Stopped};
+use pixelgrad::nn::{io, resume, Mode, Module, OptimizerKind, Precision, Schedule};
 
-use crate::dataset::{self, DatasetSpec};
+use crate::dataset::{self, DatasetSpec, Loaded};
+use crate::outdir::{self, Prior, CHECKPOINT_FILE, DEFAULT_OUT};
 use crate::weights::WeightDumper;
 use crate::{backend, plot, CliResult, Context};
 
@@ -48,9 +55,25 @@ pub struct TrainArgs {
     /// Read loss/accuracy back from the device every N steps (one row of metrics.csv each)
     #[arg(long, default_value_t = 10)]
     pub log_every: usize,
-    /// Output folder for model.safetensors, metrics.csv and loss.png
-    #[arg(long, default_value = "runs/last")]
+    /// Output folder for model.safetensors, metrics.csv, loss.png and checkpoint.safetensors.
+    /// runs/last (the default) is overwritten; another folder that exists with files in it only
+    /// with --force
+    #[arg(long, default_value = DEFAULT_OUT)]
     pub out: PathBuf,
+    /// Overwrite the files of an existing, non-empty --out folder
+    #[arg(long)]
+    pub force: bool,
+    /// Save a checkpoint (weights, optimizer state, position in the data, metrics so far) to
+    /// OUT/checkpoint.safetensors every N steps, for --resume after a crash; 0: never
+    #[arg(long, default_value_t = 100)]
+    pub checkpoint_every: usize,
+    /// Continue the run saved in --out from its checkpoint, with its settings (flags given
+    /// must match them); ends with the same weights as a run never interrupted
+    #[arg(long)]
+    pub resume: bool,
+    /// Stop after N steps in all, saving a checkpoint there (--resume continues)
+    #[arg(long)]
+    pub max_steps: Option<usize>,
     /// Print one JSON object with the results as the last line of stdout
     #[arg(long)]
     pub json: bool,
@@ -87,6 +110,124 @@ fn defaults(preset: Preset, spec: &DatasetSpec) -> Defaults {
     }
 }
 
+/// The settings that decide a run's weights: saved in its checkpoint, and what `--resume`
+/// goes on with.
+#[derive(Clone, Debug, PartialEq)]
+struct RunConfig {
+    dataset: String,
+    model: String,
+    epochs: usize,
+    batch: usize,
+    lr: f32,
+    optimizer: String,
+    schedule: String,
+    seed: u64,
+    log_every: usize,
+    precision: String,
+    /// Not a setting of the weights (a flag given with `--resume` replaces it), but of when the
+    /// losses are read back: kept so a resumed run logs the rows the straight one would have.
+    checkpoint_every: usize,
+}
+
+/// Checkpoint header keys of the CLI: the settings, and a fingerprint of the data.
+const CONFIG_KEY: &str = "pixelgrad.train.config";
+const DATA_KEY: &str = "pixelgrad.train.data";
+
+impl RunConfig {
+    /// The flags with their defaults filled in.
+    fn from_args(a: &TrainArgs) -> CliResult<Self> {
+        let preset = Preset::parse(&a.model).ctx()?;
+        let d = defaults(preset, &DatasetSpec::parse(&a.dataset)?);
+        Ok(RunConfig {
+            dataset: a.dataset.clone(),
+            model: preset.name().to_string(),
+            epochs: a.epochs.unwrap_or(d.epochs),
+            batch: a.batch_size.unwrap_or(d.batch),
+            lr: a.lr.unwrap_or(d.lr),
+            optimizer: a.optimizer.clone().unwrap_or_else(|| d.optimizer.to_string()),
+            schedule: a.schedule.clone(),
+            seed: a.seed,
+            log_every: a.log_every,
+            precision: a.precision.clone(),
+            checkpoint_every: a.checkpoint_every,
+        })
+    }
+
+    fn to_meta(&self) -> String {
+        serde_json::json!({
+            "dataset": self.dataset,
+            "model": self.model,
+            "epochs": self.epochs,
+            "batch_size": self.batch,
+            // Display of an f32 is the shortest text that parses back to the same value
+            "lr": self.lr.to_string(),
+            "optimizer": self.optimizer,
+            "schedule": self.schedule,
+            "seed": self.seed,
+            "log_every": self.log_every,
+            "precision": self.precision,
+            "checkpoint_every": self.checkpoint_every,
+        })
+        .to_string()
+    }
+
+    fn from_meta(s: &str) -> Option<Self> {
+        let j: serde_json::Value = serde_json::from_str(s).ok()?;
+        let text = |k: &str| j[k].as_str().map(str::to_string);
+        let num = |k: &str| j[k].as_u64();
+        Some(RunConfig {
+            dataset: text("dataset")?,
+            model: text("model")?,
+            epochs: usize::try_from(num("epochs")?).ok()?,
+            batch: usize::try_from(num("batch_size")?).ok()?,
+            lr: text("lr")?.parse().ok()?,
+            optimizer: text("optimizer")?,
+            schedule: text("schedule")?,
+            seed: num("seed")?,
+            log_every: usize::try_from(num("log_every")?).ok()?,
+            precision: text("precision")?,
+            checkpoint_every: usize::try_from(num("checkpoint_every")?).ok()?,
+        })
+    }
+
+    /// `--resume`: every setting flag given on the command line must agree with the saved run.
+    fn check_given(&self, a: &TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
+        let mine = RunConfig::from_args(a)?;
+        let pairs: [(&str, &str, String, String); 10] = [
+            ("dataset", "--dataset", mine.dataset.clone(), self.dataset.clone()),
+            ("model", "--model", mine.model.clone(), self.model.clone()),
+            ("epochs", "--epochs", mine.epochs.to_string(), self.epochs.to_string()),
+            ("batch_size", "--batch-size", mine.batch.to_string(), self.batch.to_string()),
+            ("lr", "--lr", mine.lr.to_string(), self.lr.to_string()),
+            ("optimizer", "--optimizer", mine.optimizer.clone(), self.optimizer.clone()),
+            ("schedule", "--schedule", mine.schedule.clone(), self.schedule.clone()),
+            ("seed", "--seed", mine.seed.to_string(), self.seed.to_string()),
+            ("log_every", "--log-every", mine.log_every.to_string(), self.log_every.to_string()),
+            ("precision", "--precision", mine.precision.clone(), self.precision.clone()),
+        ];
+        for (id, flag, have, saved) in pairs {
+            if given(id) && have != saved {
+                return Err(format!(
+                    "{}: {flag} {have} differs from the saved run's {flag} {saved} (--resume goes on with the saved settings; leave the flag out)",
+                    a.out.join(CHECKPOINT_FILE).display()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sample counts and a hash of every pixel and label: a resumed run must see the same data.
+fn data_fingerprint(d: &Loaded) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |w: u32| h = (h ^ u64::from(w)).wrapping_mul(0x0100_0000_01b3);
+    for set in [&d.train, &d.test] {
+        set.images().iter().for_each(|v| eat(v.to_bits()));
+        set.labels().iter().for_each(|&l| eat(l));
+    }
+    format!("{} train, {} test, {:?}, hash {h:016x}", d.train.len(), d.test.len(), d.shape())
+}
+
 fn schedule(name: &str, total_steps: usize) -> CliResult<Schedule> {
     Ok(match name {
         "constant" => Schedule::Constant,
@@ -97,7 +238,7 @@ fn schedule(name: &str, total_steps: usize) -> CliResult<Schedule> {
     })
 }
 
-/// Progress bar plus the logs that go to metrics.csv and loss.png.
+/// Progress bar plus the logs that go to metrics.csv and loss.png, and the checkpoint file.
 struct Progress<'a> {
     model: &'a dyn Module,
     dumper: Option<WeightDumper>,
@@ -106,6 +247,13 @@ struct Progress<'a> {
     steps: Vec<StepLog>,
     quiet: bool,
     epoch_start: Instant,
+    /// Where checkpoints go, with the header that rebuilds the run; `save_every` 0 saves only
+    /// the one at `max_steps`.
+    checkpoint: PathBuf,
+    checkpoint_meta: HashMap<String, String>,
+    save_every: usize,
+    max_steps: Option<usize>,
+    saved_step: Option<usize>,
 }
 
 impl Callbacks for Progress<'_> {
@@ -143,30 +291,90 @@ impl Callbacks for Progress<'_> {
         }
         ControlFlow::Continue(())
     }
+    fn on_checkpoint(&mut self, point: &ResumePoint<'_>) -> pixelgrad::Result<()> {
+        let step = point.position.step;
+        if self.save_every == 0 && self.max_steps != Some(step) {
+            return Ok(());
+        }
+        resume::save(point, &self.checkpoint, &self.checkpoint_meta)?;
+        self.saved_step = Some(step);
+        Ok(())
+    }
 }
 
-pub fn run(a: TrainArgs) -> CliResult<()> {
-    let preset = Preset::parse(&a.model).ctx()?;
-    let spec = DatasetSpec::parse(&a.dataset)?;
-    let d = defaults(preset, &spec);
-    let epochs = a.epochs.unwrap_or(d.epochs);
-    let batch = a.batch_size.unwrap_or(d.batch);
-    let lr = a.lr.unwrap_or(d.lr);
-    let opt_name = a.optimizer.clone().unwrap_or_else(|| d.optimizer.to_string());
+/// `given(id)`: whether the flag of that argument id was on the command line (what
+/// `--resume` checks against the saved settings).
+pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
+    // Human-readable lines go to stderr when --json owns stdout.
+    let say = |s: String| if a.json { eprintln!("{s}") } else { println!("{s}") };
+    if a.max_steps == Some(0) {
+        return Err("--max-steps must be at least 1".into());
+    }
+    let checkpoint_path = a.out.join(CHECKPOINT_FILE);
+    let stale = outdir::remove_stale_temporaries(&a.out)?;
+    if stale > 0 {
+        say(format!("removed {stale} temporary file(s) an interrupted run left in {}", a.out.display()));
+    }
+    // The saved run to go on with, or the folder made ready for a new one.
+    let (cfg, saved) = if a.resume {
+        if !checkpoint_path.exists() {
+            return Err(format!(
+                "--resume: {} has no {CHECKPOINT_FILE} (the run there finished, or saved no checkpoint yet)",
+                a.out.display()
+            ));
+        }
+        let (r, meta) = resume::load(&checkpoint_path).ctx()?;
+        let cfg = meta
+            .get(CONFIG_KEY)
+            .and_then(|s| RunConfig::from_meta(s))
+            .ok_or_else(|| format!("{}: no readable '{CONFIG_KEY}' (not written by `pixelgrad train`)", checkpoint_path.display()))?;
+        cfg.check_given(&a, given)?;
+        let cfg = RunConfig { checkpoint_every: if given("checkpoint_every") { a.checkpoint_every } else { cfg.checkpoint_every }, ..cfg };
+        (cfg, Some((r, meta)))
+    } else {
+        let cfg = RunConfig::from_args(&a)?;
+        match outdir::prepare_fresh(&a.out, a.force)? {
+            Prior::Empty => {}
+            Prior::Overwritten if a.force => say(format!("overwriting the files in {} (--force)", a.out.display())),
+            Prior::Overwritten => {
+                say(format!("note: overwriting {} (the last run's files; pass --out DIR to keep a run)", a.out.display()))
+            }
+        }
+        (cfg, None)
+    };
+    let preset = Preset::parse(&cfg.model).ctx()?;
+    let spec = DatasetSpec::parse(&cfg.dataset)?;
+    let (epochs, batch, lr, opt_name) = (cfg.epochs, cfg.batch, cfg.lr, cfg.optimizer.clone());
     let kind = OptimizerKind::parse(&opt_name).ctx()?;
-    let precision = Precision::parse(&a.precision).ctx()?;
-    if batch == 0 || a.log_every == 0 {
+    let precision = Precision::parse(&cfg.precision).ctx()?;
+    if batch == 0 || cfg.log_every == 0 {
         return Err("--batch-size and --log-every must be at least 1".into());
     }
     if !(lr.is_finite() && lr > 0.0) {
         return Err(format!("--lr must be a positive number, got {lr}"));
     }
 
-    let data = dataset::load(&spec, preset, a.seed)?;
+    let data = dataset::load(&spec, preset, cfg.seed)?;
+    let fingerprint = data_fingerprint(&data);
+    if let Some((r, meta)) = &saved {
+        let was = meta.get(DATA_KEY).map(String::as_str).unwrap_or("unknown");
+        if was != fingerprint {
+            return Err(format!(
+                "{}: the data set differs from the one the run started with ({was}; now {fingerprint})",
+                checkpoint_path.display()
+            ));
+        }
+        let p = &r.position;
+        say(format!(
+            "resuming {} at step {} (epoch {}, batch {}), with its settings",
+            checkpoint_path.display(),
+            p.step,
+            p.epoch + 1,
+            p.batch
+        ));
+    }
     let sel = backend::select(&a.backend)?;
     let dev = sel.device.clone();
-    // Human-readable lines go to stderr when --json owns stdout.
-    let say = |s: String| if a.json { eprintln!("{s}") } else { println!("{s}") };
     say(format!("backend: {} [{}]", sel.name, sel.explain()));
     say(format!(
         "data: {} — {} train / {} test samples of {:?}, {} classes",
@@ -178,22 +386,28 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
     ));
 
     let model_spec = ModelSpec { preset, input: data.shape(), classes: data.classes() };
-    let model = model_spec.build(&dev, a.seed).ctx()?;
+    let model = model_spec.build(&dev, cfg.seed).ctx()?;
     say(format!("model: {} ({} parameters)", model.describe(), model.num_params()));
-    say(format!("training: {epochs} epochs, batch {batch}, {opt_name} lr {lr}, seed {}, {}", a.seed, precision.name()));
+    say(format!("training: {epochs} epochs, batch {batch}, {opt_name} lr {lr}, seed {}, {}", cfg.seed, precision.name()));
 
     let steps_per_epoch = data.train.len().div_ceil(batch);
     let total = steps_per_epoch * epochs;
     let mut opt = kind.build(lr);
+    let resumed_from = saved.as_ref().map(|(r, _)| r.position.step);
     let opts = FitOptions {
         epochs,
         batch_size: batch,
-        read_every: a.log_every,
+        read_every: cfg.log_every,
         shuffle: true,
-        seed: a.seed,
-        schedule: schedule(&a.schedule, total)?,
+        seed: cfg.seed,
+        schedule: schedule(&cfg.schedule, total)?,
         max_steps_per_second: a.max_steps_per_second,
         precision,
+        // 0: no checkpoint files, and the in-memory ones (device-loss recovery) at their
+        // automatic interval
+        checkpoint_every: (cfg.checkpoint_every > 0).then_some(cfg.checkpoint_every),
+        max_steps: a.max_steps,
+        resume: saved.map(|(r, _)| r),
         ..Default::default()
     };
     let shape = data.shape();
@@ -209,24 +423,68 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
         Some(dir) => Some(WeightDumper::new(dir, data.shape())?),
         None => None,
     };
-    let mut progress = Progress { model: &model, dumper, bar, epochs, steps: Vec::new(), quiet: a.json, epoch_start: Instant::now() };
+    let mut meta = HashMap::new();
+    meta.insert(SPEC_KEY.to_string(), model_spec.to_meta());
+    meta.insert("pixelgrad.dataset".to_string(), data.name.clone());
+    let mut checkpoint_meta = meta.clone();
+    checkpoint_meta.insert(CONFIG_KEY.to_string(), cfg.to_meta());
+    checkpoint_meta.insert(DATA_KEY.to_string(), fingerprint);
+    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    let mut progress = Progress {
+        model: &model,
+        dumper,
+        bar,
+        epochs,
+        steps: Vec::new(),
+        quiet: a.json,
+        epoch_start: Instant::now(),
+        checkpoint: checkpoint_path.clone(),
+        checkpoint_meta,
+        save_every: cfg.checkpoint_every,
+        max_steps: a.max_steps,
+        saved_step: None,
+    };
+    progress.bar.set_position(resumed_from.unwrap_or(0) as u64);
     let activations = activation_bytes(&model, preset, &dev, &train, batch)?;
     let t0 = Instant::now();
     let history = fit(&model, opt.as_mut(), preset.loss(), &dev, train, Some(test), &opts, &mut progress).ctx()?;
     let train_seconds = t0.elapsed().as_secs_f64();
     progress.bar.finish_and_clear();
 
+    if let Some(Stopped::MaxSteps { step }) = history.stopped {
+        let saved = match progress.saved_step {
+            Some(s) => format!("checkpoint {} at step {s}", checkpoint_path.display()),
+            None if checkpoint_path.exists() => format!("checkpoint {} unchanged", checkpoint_path.display()),
+            None => "no checkpoint saved".to_string(),
+        };
+        say(format!(
+            "stopped after {step} of {total} steps (--max-steps); {saved}; continue with: pixelgrad train --resume --out {}",
+            a.out.display()
+        ));
+        if a.json {
+            let j = serde_json::json!({
+                "stopped_at_step": step,
+                "total_steps": total,
+                "checkpoint": progress.saved_step.map(|_| checkpoint_path.display().to_string()),
+                "resumed_from_step": resumed_from,
+                "out": a.out.display().to_string(),
+            });
+            writeln!(std::io::stdout().lock(), "{j}").ctx()?;
+        }
+        return Ok(());
+    }
     let last = history.epochs.last().ok_or("training ran no epoch (--epochs 0?)")?;
     let (test_loss, test_acc) = (last.test_loss.unwrap_or(f32::NAN), last.test_accuracy.unwrap_or(f32::NAN));
 
-    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
-    let mut meta = HashMap::new();
-    meta.insert(SPEC_KEY.to_string(), model_spec.to_meta());
-    meta.insert("pixelgrad.dataset".to_string(), data.name.clone());
     let model_path = a.out.join("model.safetensors");
     io::save(&model, &model_path, &meta).ctx()?;
     write_metrics(&a.out.join("metrics.csv"), &history.steps, &history.epochs, steps_per_epoch)?;
     plot::loss_png(&a.out.join("loss.png"), &history.steps, &format!("{} on {} ({})", preset.name(), data.name, sel.device.kind()))?;
+    // The run is complete: its checkpoint has nothing left to resume.
+    match std::fs::remove_file(&checkpoint_path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(format!("{}: {e}", checkpoint_path.display())),
+        _ => {}
+    }
 
     let mixed = history.mixed.clone();
     if let Some(m) = &mixed {
@@ -259,6 +517,8 @@ pub fn run(a: TrainArgs) -> CliResult<()> {
             "dataset": data.name,
             "train_seconds": train_seconds,
             "out": a.out.display().to_string(),
+            "resumed_from_step": resumed_from,
+            "checkpoint_every": cfg.checkpoint_every,
             "losses": history.steps.iter().map(|s| s.loss).collect::<Vec<_>>(),
             "precision": mixed.as_ref().map(|m| m.precision).unwrap_or("f32"),
             "precision_fallback": mixed.as_ref().and_then(|m| m.fallback.clone()),
@@ -307,5 +567,5 @@ fn write_metrics(path: &std::path::Path, steps: &[StepLog], epochs: &[EpochLog],
             test
         ));
     }
-    std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
+    pixelgrad_durable::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -56,6 +56,18 @@ pub enum DataError {
         detail: String,
     },
 
+    /// The input would decode to more than a loader accepts (a gzip stream inflating past its
+    /// cap); nothing past the cap is kept.
+    #[error("{file}: too large: {detail}")]
+    TooLarge {
+        /// The file read.
+        file: String,
+        /// The cap, in bytes.
+        limit: u64,
+        /// What passed it.
+        detail: String,
+    },
+
     /// A CSV cell (or row) that cannot be used; line and column are 1-based.
     #[error("{file}: line {line}, column {column}: {detail}")]
     Csv {

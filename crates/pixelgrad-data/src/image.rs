@@ -27,18 +27,23 @@ pub fn load_png_gray(path: impl AsRef<Path>) -> Result<(Vec<f32>, usize, usize)>
 /// header before any data is read.
 pub const MAX_PNG_PIXELS: u64 = 1 << 25;
 
-/// [`load_png_gray`] on bytes already in memory; `file` names the source in errors.
-pub fn decode_png_gray(bytes: &[u8], file: &str) -> Result<(Vec<f32>, usize, usize)> {
+/// One decoded frame of a PNG: the buffer and what it holds. The header's size is checked
+/// against [`MAX_PNG_PIXELS`] before the buffer is allocated: a 100-byte file may claim a huge
+/// image (found by fuzzing: an 8 GB allocation). Every PNG decoder of the crate reads through
+/// here.
+fn read_frame(
+    bytes: &[u8],
+    file: &str,
+    transformations: png::Transformations,
+) -> Result<(Vec<u8>, png::OutputInfo)> {
     let png_err = |e: png::DecodingError| DataError::Png {
         file: file.into(),
         detail: e.to_string(),
     };
     let mut decoder = png::Decoder::new(bytes);
-    // EXPAND: palette -> RGB(A), 1/2/4-bit grey -> 8-bit, tRNS chunk -> alpha channel.
-    decoder.set_transformations(png::Transformations::EXPAND);
+    decoder.set_transformations(transformations);
     let mut reader = decoder.read_info().map_err(png_err)?;
-    // The header's size decides the buffer: a 100-byte file may claim a huge image (found
-    // by fuzzing: an 8 GB allocation). Refuse it before allocating.
+    // Both sides are below 2^31 (the format's limit), so the product fits in u64.
     let (hw, hh) = (reader.info().width as u64, reader.info().height as u64);
     if hw * hh > MAX_PNG_PIXELS {
         return Err(DataError::Png {
@@ -48,20 +53,72 @@ pub fn decode_png_gray(bytes: &[u8], file: &str) -> Result<(Vec<f32>, usize, usi
     }
     let mut buf = vec![0u8; reader.output_buffer_size()];
     let info = reader.next_frame(&mut buf).map_err(png_err)?;
+    if info.color_type == png::ColorType::Indexed {
+        // EXPAND removes palettes; reaching here means the decoder changed behaviour.
+        return Err(DataError::Png {
+            file: file.into(),
+            detail: "indexed colour was not expanded".into(),
+        });
+    }
+    let channels = channels_of(&info);
+    let bytes_per_sample = if info.bit_depth == png::BitDepth::Sixteen { 2 } else { 1 };
     let (w, h) = (info.width as usize, info.height as usize);
-    let channels = match info.color_type {
-        png::ColorType::Grayscale => 1,
+    // Every row must hold its pixels (checked once here, so the readers index freely).
+    let row = w * channels * bytes_per_sample;
+    if h > 0 && ((h - 1) * info.line_size + row > buf.len() || row > info.line_size) {
+        return Err(DataError::Png {
+            file: file.into(),
+            detail: format!("decoded rows are shorter than {w} pixels"),
+        });
+    }
+    Ok((buf, info))
+}
+
+/// Samples per pixel of a decoded frame (palettes are expanded before this is asked).
+fn channels_of(info: &png::OutputInfo) -> usize {
+    match info.color_type {
+        png::ColorType::Grayscale | png::ColorType::Indexed => 1,
         png::ColorType::GrayscaleAlpha => 2,
         png::ColorType::Rgb => 3,
         png::ColorType::Rgba => 4,
-        png::ColorType::Indexed => {
-            // EXPAND removes palettes; reaching here means the decoder changed behaviour.
-            return Err(DataError::Png {
-                file: file.into(),
-                detail: "indexed colour was not expanded".into(),
-            });
+    }
+}
+
+/// A PNG as 8-bit RGBA, row-major: `(pixels, width, height)` with `4 * width * height`
+/// bytes. Grey, grey+alpha and RGB are expanded (alpha 255 where the file has none), palettes
+/// and low bit depths are expanded, 16-bit samples keep their high byte. What `pixelgrad run`
+/// feeds to a model for a `NAME=photo.png` input; capped at [`MAX_PNG_PIXELS`] like
+/// [`decode_png_gray`]. `file` names the source in errors.
+pub fn decode_png_rgba8(bytes: &[u8], file: &str) -> Result<(Vec<u8>, usize, usize)> {
+    let (buf, info) = read_frame(
+        bytes,
+        file,
+        png::Transformations::EXPAND | png::Transformations::STRIP_16,
+    )?;
+    let (w, h) = (info.width as usize, info.height as usize);
+    let ch = channels_of(&info);
+    let mut out = Vec::with_capacity(4 * w * h);
+    for y in 0..h {
+        let row = &buf[y * info.line_size..y * info.line_size + w * ch];
+        for p in row.chunks_exact(ch) {
+            let px = match ch {
+                1 => [p[0], p[0], p[0], 255],
+                2 => [p[0], p[0], p[0], p[1]],
+                3 => [p[0], p[1], p[2], 255],
+                _ => [p[0], p[1], p[2], p[3]],
+            };
+            out.extend_from_slice(&px);
         }
-    };
+    }
+    Ok((out, w, h))
+}
+
+/// [`load_png_gray`] on bytes already in memory; `file` names the source in errors.
+pub fn decode_png_gray(bytes: &[u8], file: &str) -> Result<(Vec<f32>, usize, usize)> {
+    // EXPAND: palette -> RGB(A), 1/2/4-bit grey -> 8-bit, tRNS chunk -> alpha channel.
+    let (buf, info) = read_frame(bytes, file, png::Transformations::EXPAND)?;
+    let (w, h) = (info.width as usize, info.height as usize);
+    let channels = channels_of(&info);
     let sixteen = info.bit_depth == png::BitDepth::Sixteen;
     let (bytes_per_sample, max) = if sixteen { (2, 65535.0) } else { (1, 255.0) };
     let sample = |row: &[u8], k: usize| -> f32 {
@@ -75,12 +132,7 @@ pub fn decode_png_gray(bytes: &[u8], file: &str) -> Result<(Vec<f32>, usize, usi
     let mut out = Vec::with_capacity(w * h);
     for y in 0..h {
         let start = y * info.line_size;
-        let row = buf
-            .get(start..start + w * channels * bytes_per_sample)
-            .ok_or_else(|| DataError::Png {
-                file: file.into(),
-                detail: format!("decoded row {y} is shorter than {w} pixels"),
-            })?;
+        let row = &buf[start..start + w * channels * bytes_per_sample];
         for x in 0..w {
             let k = x * channels;
             let (grey, alpha) = match channels {

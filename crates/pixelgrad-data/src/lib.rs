@@ -6,7 +6,9 @@
 //!
 //! - [`Dataset`] / [`Split`]: images `[n, c, h, w]` row-major plus labels.
 //! - Loaders: IDX ([`read_idx_images`], [`read_idx_labels`], [`load_idx_dir`] for the MNIST
-//!   layout), CSV ([`load_csv`]), PNG ([`load_png_gray`]); gzip is detected from the bytes.
+//!   layout), CSV ([`load_csv`]), PNG ([`load_png_gray`], [`decode_png_rgba8`]; at most
+//!   [`MAX_PNG_PIXELS`]); gzip is detected from the bytes and inflated to at most
+//!   [`MAX_GUNZIP_BYTES`] (IDX: the size its header declares).
 //! - [`digits`]: the 8x8 UCI handwritten digits set (1,797 samples), **embedded**, so every
 //!   build has a real data set; [`digits_split`], and [`seed_mlp_view`] for the seed
 //!   article's 48-input binary task.
@@ -66,7 +68,10 @@ mod shuffle;
 mod tar;
 
 pub use batch::Batches;
-pub use bytes::{is_gzip, maybe_gunzip, read_maybe_gz};
+pub use bytes::{
+    gunzip_prefix, is_gzip, maybe_gunzip, maybe_gunzip_idx, maybe_gunzip_limited, read_maybe_gz,
+    read_maybe_gz_idx, MAX_GUNZIP_BYTES,
+};
 pub use csv::{load_csv, parse_csv, CsvOptions, PixelScale};
 pub use dataset::{Dataset, Split};
 pub use digits::{digits, digits_split, seed_mlp_view, DIGITS_CSV_GZ, DIGITS_LEN};
@@ -78,6 +83,9 @@ pub use idx::{
     read_idx_images, read_idx_labels, IdxImages, IDX_FILE_NAMES, IDX_IMAGES_MAGIC,
     IDX_LABELS_MAGIC,
 };
-pub use image::{auto_invert, decode_png_gray, invert, load_png_gray, resize_bilinear};
+pub use image::{
+    auto_invert, decode_png_gray, decode_png_rgba8, invert, load_png_gray, resize_bilinear,
+    MAX_PNG_PIXELS,
+};
 pub use preprocess::{one_hot, train_test_split};
 pub use shuffle::{shuffle, shuffled_indices, Shuffler, SplitMix64};

@@ -226,7 +226,8 @@ impl Checkpoint {
         meta.insert(META_STEP.into(), self.step.to_string());
         meta.insert(META_SCALARS.into(), serde_json::to_string(&self.scalars).map_err(|e| Error::invalid("checkpoint", e.to_string()))?);
         meta.insert(META_COUNTERS.into(), serde_json::to_string(&self.counters).map_err(|e| Error::invalid("checkpoint", e.to_string()))?);
-        safetensors::tensor::serialize(views, Some(meta)).map_err(|e| Error::invalid("checkpoint", e.to_string()))
+        let bytes = safetensors::tensor::serialize(views, Some(meta)).map_err(|e| Error::invalid("checkpoint", e.to_string()))?;
+        crate::io::canonical_header(bytes)
     }
 
     /// Reads bytes written by [`Checkpoint::to_bytes`]: the checkpoint and the header's other

@@ -33,13 +33,46 @@ pub fn to_bytes(model: &dyn Module, metadata: &HashMap<String, String>) -> Resul
         views.push((name.clone(), v));
     }
     let meta = if metadata.is_empty() { None } else { Some(metadata.clone()) };
-    safetensors::tensor::serialize(views, meta).map_err(|e| Error::invalid("safetensors", e.to_string()))
+    let bytes = safetensors::tensor::serialize(views, meta).map_err(|e| Error::invalid("safetensors", e.to_string()))?;
+    canonical_header(bytes)
 }
 
-/// Writes `model` to `path` (safetensors).
+/// The same safetensors bytes with the header's keys (tensor names, metadata keys) in sorted
+/// order. The safetensors crate writes the metadata in a `HashMap`'s order, which changes from
+/// one process to the next: sorted, the same model gives the same file, byte for byte (what
+/// `pixelgrad train --resume` is tested by). Tensor offsets are explicit, so the order of the
+/// header's entries carries no meaning.
+pub(crate) fn canonical_header(bytes: Vec<u8>) -> Result<Vec<u8>> {
+    use serde_json::Value;
+    let bad = |m: String| Error::invalid("safetensors", m);
+    let len = bytes.get(..8).map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as usize);
+    let Some(end) = len.and_then(|n| n.checked_add(8)).filter(|&e| e <= bytes.len()) else {
+        return Err(bad("header length out of range".into()));
+    };
+    let header: BTreeMap<String, Value> = serde_json::from_slice(&bytes[8..end]).map_err(|e| bad(e.to_string()))?;
+    let sorted: BTreeMap<String, Value> = header
+        .into_iter()
+        .map(|(k, v)| match v {
+            Value::Object(m) => (k, serde_json::to_value(m.into_iter().collect::<BTreeMap<_, _>>()).unwrap_or(Value::Null)),
+            other => (k, other),
+        })
+        .collect();
+    let mut text = serde_json::to_vec(&sorted).map_err(|e| bad(e.to_string()))?;
+    // the format pads the header with spaces to a multiple of 8 bytes
+    text.resize(text.len().next_multiple_of(8), b' ');
+    let mut out = Vec::with_capacity(8 + text.len() + bytes.len() - end);
+    out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+    out.extend_from_slice(&text);
+    out.extend_from_slice(&bytes[end..]);
+    Ok(out)
+}
+
+/// Writes `model` to `path` (safetensors) durably: through a temporary file in the same
+/// folder, fsynced and renamed over `path` (`pixelgrad_durable`), so a crash leaves the old
+/// file or the new one, never a torn one.
 pub fn save(model: &dyn Module, path: &Path, metadata: &HashMap<String, String>) -> Result<()> {
     let bytes = to_bytes(model, metadata)?;
-    std::fs::write(path, bytes).map_err(|e| Error::io(path, e))
+    pixelgrad_durable::write(path, bytes).map_err(|e| Error::io(path, e))
 }
 
 /// Reads only the metadata of a safetensors file (e.g. to rebuild the architecture first).

@@ -30,6 +30,7 @@ pub mod module;
 pub mod optim;
 pub mod pacing;
 pub mod presets;
+pub mod resume;
 mod step_key;
 pub mod train;
 

@@ -122,6 +122,27 @@ impl LossScaler {
         let v = Tensor::concat(&[&self.scale.reshape([1])?, &self.skipped.reshape([1])?], 0)?.to_vec()?;
         Ok((v[0], v[1] as u64))
     }
+    /// The scale, the good steps in a row and the skipped steps (one readback): what a saved
+    /// run keeps to go on exactly ([`crate::train::Resume::loss_scale`]).
+    pub fn state(&self) -> Result<[f32; 3]> {
+        let v = Tensor::concat(&[&self.scale.reshape([1])?, &self.good.reshape([1])?, &self.skipped.reshape([1])?], 0)?.to_vec()?;
+        match v[..] {
+            [scale, good, skipped] => Ok([scale, good, skipped]),
+            _ => Err(Error::invalid("loss scale", format!("read {} values, expected 3", v.len()))),
+        }
+    }
+    /// Puts back a [`LossScaler::state`], on `dev`.
+    pub fn set_state(&mut self, dev: &Device, state: [f32; 3]) -> Result<()> {
+        let [scale, good, skipped] = state;
+        let valid = scale.is_finite() && scale > 0.0 && good.is_finite() && good >= 0.0 && skipped.is_finite() && skipped >= 0.0;
+        if !valid {
+            return Err(Error::invalid("loss scale", format!("not a loss scaler state: {state:?}")));
+        }
+        self.scale = Tensor::scalar(dev, scale)?;
+        self.good = Tensor::scalar(dev, good)?;
+        self.skipped = Tensor::scalar(dev, skipped)?;
+        Ok(())
+    }
     /// The report of a run on `dev` (one readback where the scaler ran).
     pub fn report(scaler: Option<&LossScaler>, dev: &Device) -> Result<MixedReport> {
         match scaler {

@@ -167,6 +167,15 @@ pub struct FitOptions {
     pub precision: Precision,
     /// The loss scale of mixed-precision training.
     pub loss_scale: ScaleOptions,
+    /// Stop after this many steps in all (counting those of a resumed run), with a checkpoint
+    /// there when checkpoints are on ([`Callbacks::on_checkpoint`]) and
+    /// [`Stopped::MaxSteps`]; no evaluation for the unfinished epoch.
+    pub max_steps: Option<usize>,
+    /// Go on from a saved run ([`Resume`], e.g. read by [`crate::resume::load`]) instead of
+    /// starting: its checkpoint is restored into the model and optimizer, training continues at
+    /// its position with its logs, and ends with the same weights as a run never interrupted
+    /// (bit for bit on the same backend), given the same data and options.
+    pub resume: Option<Resume>,
 }
 
 impl Default for FitOptions {
@@ -183,6 +192,8 @@ impl Default for FitOptions {
             max_steps_per_second: None,
             precision: Precision::F32,
             loss_scale: ScaleOptions::default(),
+            max_steps: None,
+            resume: None,
         }
     }
 }
@@ -255,6 +266,13 @@ pub trait Callbacks {
     fn on_device_lost(&mut self, _info: &DeviceLost) -> Option<Device> {
         None
     }
+    /// A good checkpoint was taken after `point.position.step` steps (every
+    /// `checkpoint_every` steps, and at [`FitOptions::max_steps`]; not the one before the first
+    /// step): save it ([`crate::resume::save`]) to go on later with [`FitOptions::resume`]. An
+    /// error stops `fit` with it.
+    fn on_checkpoint(&mut self, _point: &ResumePoint<'_>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Callbacks that do nothing.
@@ -267,6 +285,8 @@ pub enum Stopped {
     /// A loss read back at `step` was NaN or infinite (somewhere in `first_step..=step`); the
     /// weights and optimizer state are those of the checkpoint of `restored_step`.
     NonFiniteLoss { first_step: usize, step: usize, loss: f32, restored_step: usize },
+    /// [`FitOptions::max_steps`] steps were done.
+    MaxSteps { step: usize },
 }
 
 /// Everything logged during [`fit`].
@@ -390,21 +410,66 @@ pub fn output_shape(model: &dyn Module, dev: &Device, data: &Samples) -> Result<
     Ok(model.forward(&x, Mode::Eval)?.dims()[1..].to_vec())
 }
 
-/// Where training is: the next batch, and the epoch's sums so far.
-#[derive(Clone, Debug, Default)]
-struct Pos {
-    epoch: usize,
-    batch: usize,
-    step: usize,
-    ep_loss: f64,
-    ep_correct: f64,
-    ep_n: usize,
+/// Where training is: the epoch, the next batch in it, the steps done and the epoch's sums so
+/// far. With the [`Checkpoint`] taken there, what [`fit`] needs to go on from that moment
+/// exactly ([`FitOptions::resume`]): an epoch's batch order comes from the seed and the epoch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Position {
+    /// 0-based epoch.
+    pub epoch: usize,
+    /// The next batch of the epoch (0-based; the epoch's batch count when all are done and the
+    /// evaluation is next).
+    pub batch: usize,
+    /// Training steps done.
+    pub step: usize,
+    /// The epoch's sum of `loss * batch`, correct predictions and samples so far.
+    pub epoch_loss: f64,
+    pub epoch_correct: f64,
+    pub epoch_samples: usize,
+}
+
+/// A training run to go on from (see [`FitOptions::resume`]): the checkpoint, where it was
+/// taken, the loss scaler's state (mixed precision) and the logs up to then. Saved by
+/// [`Callbacks::on_checkpoint`] through [`crate::resume`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resume {
+    pub checkpoint: Checkpoint,
+    pub position: Position,
+    /// Mixed precision: the loss scale, the good steps in a row and the skipped steps.
+    pub loss_scale: Option<[f32; 3]>,
+    pub steps: Vec<StepLog>,
+    pub epochs: Vec<EpochLog>,
+}
+
+/// What [`Callbacks::on_checkpoint`] sees: a [`Resume`] by reference.
+#[derive(Clone, Copy, Debug)]
+pub struct ResumePoint<'a> {
+    pub checkpoint: &'a Checkpoint,
+    pub position: &'a Position,
+    pub loss_scale: Option<[f32; 3]>,
+    pub steps: &'a [StepLog],
+    pub epochs: &'a [EpochLog],
+}
+
+impl Resume {
+    /// The same run by reference.
+    pub fn point(&self) -> ResumePoint<'_> {
+        ResumePoint {
+            checkpoint: &self.checkpoint,
+            position: &self.position,
+            loss_scale: self.loss_scale,
+            steps: &self.steps,
+            epochs: &self.epochs,
+        }
+    }
 }
 
 /// The last good checkpoint with the position it was taken at.
 struct Good {
     ck: Checkpoint,
-    pos: Pos,
+    pos: Position,
+    /// The loss scaler's state then (mixed precision).
+    scale: Option<[f32; 3]>,
     /// Step and epoch logs in the history when it was taken.
     logged: usize,
     epochs_logged: usize,
@@ -463,27 +528,50 @@ pub fn fit(
     let mut every = opts.checkpoint_every.unwrap_or(CHECKPOINT_EVERY_MIN);
     let auto = opts.checkpoint_every.is_none();
     let mut good: Option<Good> = None;
-    let mut pos = Pos::default();
+    let mut pos = Position::default();
     let mut window = Sums::new();
     let mut step_started = now();
     let mut scaler = scaler_for(opts.precision, &dev, opts.loss_scale)?;
+    if let Some(r) = &opts.resume {
+        pos = resume_from(r, model, &mut *opt, &dev, &train, opts, scaler.as_mut())?;
+        history.steps = r.steps.clone();
+        history.epochs = r.epochs.clone();
+        good = Some(Good {
+            ck: r.checkpoint.clone(),
+            pos: pos.clone(),
+            scale: r.loss_scale,
+            logged: history.steps.len(),
+            epochs_logged: history.epochs.len(),
+        });
+    }
     let result = (|| -> Result<()> {
-        let checkpoint = |pos: &Pos, history: &mut History, good: &mut Option<Good>, opt: &dyn Optimizer| -> Result<Option<f64>> {
+        let checkpoint = |pos: &Position,
+                          history: &mut History,
+                          good: &mut Option<Good>,
+                          opt: &dyn Optimizer,
+                          scaler: Option<&LossScaler>|
+         -> Result<(Option<f64>, bool)> {
             let t0 = now();
             let ck = Capture::of(model, opt, pos.step).read()?;
+            let scale = scaler.map(LossScaler::state).transpose()?;
             let secs = match (t0, now()) {
                 (Some(a), Some(b)) => Some(b - a),
                 _ => None,
             };
             history.checkpoints += 1;
             history.checkpoint_seconds += secs.unwrap_or(0.0);
-            if ck.is_finite() {
-                *good = Some(Good { ck, pos: pos.clone(), logged: history.steps.len(), epochs_logged: history.epochs.len() });
+            let finite = ck.is_finite();
+            if finite {
+                *good = Some(Good { ck, pos: pos.clone(), scale, logged: history.steps.len(), epochs_logged: history.epochs.len() });
             }
-            Ok(secs)
+            Ok((secs, finite))
         };
-        if every > 0 || opts.stop_on_nan {
-            checkpoint(&pos, &mut history, &mut good, &*opt)?;
+        if good.is_none() && (every > 0 || opts.stop_on_nan) {
+            checkpoint(&pos, &mut history, &mut good, &*opt, scaler.as_ref())?;
+        }
+        if opts.max_steps.is_some_and(|m| pos.step >= m) {
+            history.stopped = Some(Stopped::MaxSteps { step: pos.step });
+            return Ok(());
         }
         step_started = now();
         'outer: while pos.epoch < opts.epochs {
@@ -516,12 +604,13 @@ pub fn fit(
                     })?;
                     pos.step += 1;
                     pos.batch += 1;
-                    let at_checkpoint = every > 0 && pos.step % every == 0;
+                    let at_max = opts.max_steps == Some(pos.step);
+                    let at_checkpoint = every > 0 && (pos.step % every == 0 || at_max);
                     if window.steps() >= opts.read_every || pos.batch > last || at_checkpoint {
                         if let Some((ls, cs, n)) = window.read()? {
-                            pos.ep_loss += ls;
-                            pos.ep_correct += cs.unwrap_or(0.0);
-                            pos.ep_n += n;
+                            pos.epoch_loss += ls;
+                            pos.epoch_correct += cs.unwrap_or(0.0);
+                            pos.epoch_samples += n;
                             let mean = (ls / n as f64) as f32;
                             let log =
                                 StepLog { step: pos.step, epoch: pos.epoch, loss: mean, accuracy: cs.map(|c| (c / n as f64) as f32), lr };
@@ -550,7 +639,16 @@ pub fn fit(
                             (Some(a), Some(b)) => Some((b - a) / every as f64),
                             _ => None,
                         };
-                        let ck_secs = checkpoint(&pos, &mut history, &mut good, &*opt)?;
+                        let (ck_secs, finite) = checkpoint(&pos, &mut history, &mut good, &*opt, scaler.as_ref())?;
+                        if let (true, Some(g)) = (finite, &good) {
+                            cb.on_checkpoint(&ResumePoint {
+                                checkpoint: &g.ck,
+                                position: &g.pos,
+                                loss_scale: g.scale,
+                                steps: &history.steps,
+                                epochs: &history.epochs,
+                            })?;
+                        }
                         if auto && pos.step == every {
                             // The first interval measured both costs: choose the interval once.
                             if let (Some(c), Some(st)) = (ck_secs, step_secs) {
@@ -558,6 +656,10 @@ pub fn fit(
                             }
                         }
                         step_started = now();
+                    }
+                    if at_max {
+                        history.stopped = Some(Stopped::MaxSteps { step: pos.step });
+                        return Ok(true);
                     }
                 }
                 Ok(false)
@@ -590,8 +692,8 @@ pub fn fit(
             };
             let log = EpochLog {
                 epoch: pos.epoch,
-                train_loss: (pos.ep_loss / pos.ep_n.max(1) as f64) as f32,
-                train_accuracy: accuracy.then(|| (pos.ep_correct / pos.ep_n.max(1) as f64) as f32),
+                train_loss: (pos.epoch_loss / pos.epoch_samples.max(1) as f64) as f32,
+                train_accuracy: accuracy.then(|| (pos.epoch_correct / pos.epoch_samples.max(1) as f64) as f32),
                 test_loss,
                 test_accuracy,
             };
@@ -600,7 +702,7 @@ pub fn fit(
             if flow.is_break() {
                 break;
             }
-            pos = Pos { epoch: pos.epoch + 1, step: pos.step, ..Pos::default() };
+            pos = Position { epoch: pos.epoch + 1, step: pos.step, ..Position::default() };
         }
         Ok(())
     })();
@@ -612,6 +714,42 @@ pub fn fit(
     history.checkpoint_every = every;
     history.last_checkpoint = good.map(|g| g.ck);
     Ok(history)
+}
+
+/// Checks a saved run against this one and restores it: its checkpoint into `model` and
+/// `opt`, its loss scale into `scaler`. Returns the position to go on from.
+fn resume_from(
+    r: &Resume,
+    model: &dyn Module,
+    opt: &mut dyn Optimizer,
+    dev: &Device,
+    train: &Samples,
+    opts: &FitOptions,
+    scaler: Option<&mut LossScaler>,
+) -> Result<Position> {
+    let p = &r.position;
+    let batches = train.len().div_ceil(opts.batch_size);
+    let bad = |m: String| Err(Error::invalid("resume", m));
+    if r.checkpoint.step != p.step {
+        return bad(format!("the checkpoint is of step {} but the position says step {}", r.checkpoint.step, p.step));
+    }
+    if p.epoch > opts.epochs || p.batch > batches || (p.epoch == opts.epochs && p.batch > 0) {
+        return bad(format!(
+            "position epoch {} batch {} is outside a run of {} epochs of {batches} batches (other data or batch size?)",
+            p.epoch, p.batch, opts.epochs
+        ));
+    }
+    if p.step < p.batch || r.steps.last().is_some_and(|s| s.step > p.step) || r.epochs.len() != p.epoch {
+        return bad(format!("the logs do not end at step {} (epoch {})", p.step, p.epoch));
+    }
+    r.checkpoint.restore(model, opt, dev)?;
+    match (scaler, r.loss_scale) {
+        (Some(s), Some(state)) => s.set_state(dev, state)?,
+        (None, None) => {}
+        (Some(_), None) => return bad("the saved run trained in f32; this one is mixed precision".into()),
+        (None, Some(_)) => return bad("the saved run trained in mixed precision; this one is f32 (or the device cannot)".into()),
+    }
+    Ok(p.clone())
 }
 
 /// After a device loss the loss scale starts again from its initial value on the new device
@@ -630,7 +768,7 @@ fn recover(
     model: &dyn Module,
     opt: &mut dyn Optimizer,
     dev: &mut Device,
-    pos: &mut Pos,
+    pos: &mut Position,
     window: &mut Sums,
     history: &mut History,
     good: &Option<Good>,

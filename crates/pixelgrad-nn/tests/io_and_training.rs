@@ -189,3 +189,22 @@ fn shuffling_is_a_seeded_permutation() {
     assert_eq!(a, shuffled(100, 7));
     assert_ne!(a, shuffled(100, 8));
 }
+
+/// Model files are the same bytes for the same model and metadata, whatever the order a
+/// `HashMap` iterates in (the safetensors crate writes the metadata in that order): metadata
+/// built in two insertion orders, with enough keys that a random order shows.
+#[test]
+fn the_same_model_gives_the_same_file_bytes() {
+    let d = dev();
+    let m = spec(Preset::Mlp).build(&d, 1).unwrap();
+    let keys: Vec<(String, String)> = (0..24).map(|i| (format!("key{i}"), format!("value{i}"))).collect();
+    let a: HashMap<String, String> = keys.iter().cloned().collect();
+    let b: HashMap<String, String> = keys.iter().rev().cloned().collect();
+    let (x, y) = (to_bytes(&m, &a).unwrap(), to_bytes(&m, &b).unwrap());
+    assert!(x == y, "two files of the same model differ");
+    assert_eq!(x.len() % 8, 0, "header padded to 8 bytes");
+    assert_eq!(read_metadata(&x).unwrap(), a);
+    let m2 = spec(Preset::Mlp).build(&d, 2).unwrap();
+    load_bytes(&m2, &x).unwrap();
+    assert!(to_bytes(&m2, &a).unwrap() == x);
+}

@@ -23,6 +23,9 @@ mod csv {
 mod png_target {
     include!("../../../fuzz/harness/png.rs");
 }
+mod png_rgba {
+    include!("../../../fuzz/harness/png_rgba.rs");
+}
 mod safetensors_target {
     include!("../../../fuzz/harness/safetensors.rs");
 }
@@ -100,6 +103,11 @@ fn csv_parser() {
 #[test]
 fn png_decoder() {
     check("png", png_target::run);
+}
+
+#[test]
+fn png_rgba_decoder_of_pixelgrad_run() {
+    check("png_rgba", png_rgba::run);
 }
 
 #[test]

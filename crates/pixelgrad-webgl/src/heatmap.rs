@@ -117,17 +117,18 @@ impl WebGlBackend {
     }
 }
 
-/// Writes an image as PNG.
+/// Writes an image as PNG, durably (`pixelgrad_durable`: a temporary file, fsync, rename).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn save_png(img: &RgbaImage, path: impl AsRef<std::path::Path>) -> Result<()> {
     let path = path.as_ref();
-    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), img.width, img.height);
-    enc.set_color(png::ColorType::Rgba);
-    enc.set_depth(png::BitDepth::Eight);
-    let io = |e: png::EncodingError| Error::Io { path: path.display().to_string(), msg: e.to_string() };
-    let mut w = enc.write_header().map_err(io)?;
-    w.write_image_data(&img.pixels).map_err(io)?;
-    w.finish().map_err(io)?;
-    Ok(())
+    pixelgrad_durable::write_with(path, |out| {
+        let mut enc = png::Encoder::new(out, img.width, img.height);
+        enc.set_color(png::ColorType::Rgba);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut w = enc.write_header()?;
+        w.write_image_data(&img.pixels)?;
+        w.finish()?;
+        Ok(())
+    })
+    .map_err(|e| Error::io(path, e))
 }
