@@ -144,7 +144,7 @@ fn servers_of_another_protocol_are_named_as_such() {
             fake_server(
                 412,
                 "application/json",
-                b"{\"code\":2,\"detail\":\"Runtime version compatibility check failed.\"}",
+                b"{\"code\":1001,\"detail\":\"Runtime version compatibility check failed.\"}",
                 "",
             ),
             "refused flwr 1.42.0's Fleet protocol",
@@ -178,7 +178,29 @@ fn servers_of_another_protocol_are_named_as_such() {
         );
         assert_eq!(values(&l), before);
     }
-    // A plain HTTP error keeps the SuperLink's detail.
+    // A plain HTTP error keeps the SuperLink's detail and code.
+    let e = run_against(
+        &fake_server(
+            500,
+            "application/json",
+            b"{\"code\":1005,\"detail\":\"LinkState not initialized.\"}",
+            "",
+        ),
+        &mut learner(8),
+    );
+    assert!(
+        matches!(
+            e,
+            FlowerError::Http {
+                status: 500,
+                code: Some(1005),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("LinkState not initialized"), "{e}");
+    // A refused signature is the node's identity problem, named as such.
     let e = run_against(
         &fake_server(
             401,
@@ -188,8 +210,10 @@ fn servers_of_another_protocol_are_named_as_such() {
         ),
         &mut learner(8),
     );
+    assert!(matches!(e, FlowerError::NotRegistered { .. }), "{e:?}");
     assert!(
-        e.to_string().contains("401") && e.to_string().contains("Invalid SuperNode authentication"),
+        e.to_string().contains("Invalid SuperNode authentication")
+            && e.to_string().contains("SHA256:"),
         "{e}"
     );
 }
@@ -267,7 +291,11 @@ fn parameters_of_other_shapes_are_refused_and_the_model_is_untouched() {
         .local_addr()
         .unwrap()
         .port();
-    std::fs::write(dir.join("config.toml"), format!("[superlink]\ndefault = \"local\"\n[superlink.local]\naddress = \"127.0.0.1:{port}\"\ninsecure = true\n")).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        format!("[superlink]\ndefault = \"local\"\n[superlink.local]\naddress = \"127.0.0.1:{port}\"\ninsecure = true\n"),
+    )
+    .unwrap();
     // The server's model has 16 hidden units; the node's has 8.
     init_file(
         &dir.join("init.safetensors"),
