@@ -56,6 +56,7 @@ pub struct NodeKey {
     signer: Signer,
     verifying: VerifyingKey,
     public_pem: Vec<u8>,
+    persistent: bool,
 }
 
 impl std::fmt::Debug for NodeKey {
@@ -79,7 +80,8 @@ fn ssh_string(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 impl NodeKey {
-    /// A fresh key from the OS (natively) or `crypto.getRandomValues` (browser).
+    /// A fresh key from the OS (natively) or `crypto.getRandomValues` (browser), for this run
+    /// only.
     pub fn generate() -> Result<Self> {
         for _ in 0..8 {
             let mut bytes = [0u8; 32];
@@ -108,7 +110,21 @@ impl NodeKey {
             public_pem: pem_of(&verifying)?,
             signer: Signer::Local(key),
             verifying,
+            persistent: false,
         })
+    }
+
+    /// The same key marked as kept across runs (a key file, a page's stored key): a node with
+    /// it does not unregister when it leaves, as flwr 1.42 never lets an unregistered key
+    /// register again.
+    pub fn persistent(mut self) -> Self {
+        self.persistent = true;
+        self
+    }
+
+    /// Whether the key is kept across runs.
+    pub fn is_persistent(&self) -> bool {
+        self.persistent
     }
 
     /// The secret key, when this process holds it (not for a page's WebCrypto key).
@@ -134,6 +150,7 @@ impl NodeKey {
             public_pem: pem_of(&verifying)?,
             signer: Signer::Js(sign),
             verifying,
+            persistent: true,
         })
     }
 

@@ -86,12 +86,12 @@ fn load(path: &Path, bytes: &[u8]) -> Result<NodeKey> {
             path.display()
         ))
     })?;
-    NodeKey::from_signing_key(key)
+    Ok(NodeKey::from_signing_key(key)?.persistent())
 }
 
 /// A fresh key written to `path`; `None` if `path` appeared meanwhile.
 fn create(path: &Path) -> Result<Option<NodeKey>> {
-    let key = NodeKey::generate()?;
+    let key = NodeKey::generate()?.persistent();
     let secret = key
         .signing_key()
         .ok_or_else(|| FlowerError::Invalid("a generated key has its secret".into()))?;

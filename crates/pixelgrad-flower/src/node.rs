@@ -257,10 +257,10 @@ pub fn reply_metadata(ins: &proto::Metadata, now: f64) -> proto::Metadata {
 /// How the node came to be known to the SuperLink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Registration {
-    /// It registered its own key (a SuperLink without node authentication); it unregisters
-    /// when it leaves.
+    /// It registered its own key (a SuperLink without node authentication); with a key made
+    /// for this run it unregisters when it leaves.
     SelfRegistered,
-    /// Its key was registered already (a persistent key whose node did not leave last time).
+    /// Its key was registered already (a persistent key that joined before).
     AlreadyRegistered,
     /// Node authentication is on: the operator registered the key (`flwr supernode register`).
     ByOperator,
@@ -295,14 +295,21 @@ impl<'a, T: Transport> Session<'a, T> {
                 code: Some(codes::ACTIVATION_FAILED),
                 msg,
                 ..
-            }) if registration == Registration::ByOperator => {
-                return Err(FlowerError::NotRegistered {
-                    url: client.transport.base_url().to_string(),
-                    msg: format!(
-                        "node authentication is on and this node's public key ({}) is not registered; the SuperLink's operator registers it with `flwr supernode register KEY.pub` ({msg})",
+            }) => {
+                let why = match registration {
+                    Registration::ByOperator => format!(
+                        "node authentication is on and this node's public key ({}) is not registered; the SuperLink's operator registers it with `flwr supernode register KEY.pub`",
                         client.key().fingerprint()
                     ),
-                })
+                    _ => format!(
+                        "this node's public key ({}) was unregistered from the SuperLink, which never lets a key register twice; use a new key",
+                        client.key().fingerprint()
+                    ),
+                };
+                return Err(FlowerError::NotRegistered {
+                    url: client.transport.base_url().to_string(),
+                    msg: format!("{why} ({msg})"),
+                });
             }
             Err(e) => return Err(e),
         };
@@ -479,21 +486,21 @@ impl<'a, T: Transport> Session<'a, T> {
         }
     }
 
-    /// Deactivates, and unregisters a node that registered itself (best effort: errors are
-    /// returned, nothing is retried). A node registered by the operator stays registered.
+    /// Deactivates, and unregisters a node that registered a key made for this run (best
+    /// effort: errors are returned, nothing is retried). A persistent key stays registered, as
+    /// with Flower's SuperNode: flwr 1.42 never lets an unregistered key register again.
     pub async fn leave(&self) -> Result<()> {
         self.client.deactivate(self.node_id).await?;
-        match self.registration {
-            Registration::SelfRegistered | Registration::AlreadyRegistered => {
-                match self.client.unregister(self.node_id).await {
-                    Err(FlowerError::Http {
-                        code: Some(codes::UNREGISTRATION_DISABLED),
-                        ..
-                    }) => Ok(()),
-                    other => other,
-                }
+        if self.registration == Registration::SelfRegistered && !self.client.key().is_persistent() {
+            match self.client.unregister(self.node_id).await {
+                Err(FlowerError::Http {
+                    code: Some(codes::UNREGISTRATION_DISABLED),
+                    ..
+                }) => Ok(()),
+                other => other,
             }
-            Registration::ByOperator => Ok(()),
+        } else {
+            Ok(())
         }
     }
 }
