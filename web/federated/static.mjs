@@ -1,4 +1,5 @@
-// Static files of the page server: GET and HEAD of files under one root folder, nothing else.
+// Static files of the page server: GET and HEAD of files under one root folder, nothing else
+// (other methods are 404, as a route that does not exist).
 // A request path is decoded once and refused (400) if it does not decode, holds a NUL, a
 // backslash or an encoded slash, or names `.` / `..` segments; a path that resolves outside the
 // root (a symbolic link pointing out included) is 404, as is anything that is not a regular file.
@@ -46,7 +47,7 @@ function plain(res, status, text) {
 export function staticFiles(root) {
   const base = fs.realpathSync(path.resolve(root));
   return async (req, res) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD') return plain(res, 405, 'method not allowed');
+    if (req.method !== 'GET' && req.method !== 'HEAD') return plain(res, 404, `no route ${req.method} ${req.url.slice(0, 200)}`);
     const segs = pathSegments(req.url);
     if (!segs) return plain(res, 400, 'bad path');
     let file = path.join(base, ...segs);

@@ -73,6 +73,36 @@ fn pem_of(v: &VerifyingKey) -> Result<Vec<u8>> {
         .map_err(|e| FlowerError::Invalid(format!("cannot encode the public key: {e}")))
 }
 
+/// The SSH wire form of a P-256 key: the key type, the curve and the uncompressed point.
+fn openssh_blob(v: &VerifyingKey) -> Vec<u8> {
+    let point = v.to_encoded_point(false);
+    let mut blob = Vec::with_capacity(104);
+    ssh_string(&mut blob, b"ecdsa-sha2-nistp256");
+    ssh_string(&mut blob, b"nistp256");
+    ssh_string(&mut blob, point.as_bytes());
+    blob
+}
+
+fn openssh_line(v: &VerifyingKey) -> String {
+    format!("ecdsa-sha2-nistp256 {}", B64.encode(openssh_blob(v)))
+}
+
+fn fingerprint_of(v: &VerifyingKey) -> String {
+    format!(
+        "SHA256:{}",
+        B64_NO_PAD.encode(Sha256::digest(openssh_blob(v)))
+    )
+}
+
+/// `(OpenSSH line, fingerprint)` of a P-256 public key given as SubjectPublicKeyInfo DER (what
+/// WebCrypto's `exportKey('spki')` gives).
+pub fn describe_public_key(spki_der: &[u8]) -> Result<(String, String)> {
+    use p256::pkcs8::DecodePublicKey;
+    let v = VerifyingKey::from_public_key_der(spki_der)
+        .map_err(|e| FlowerError::Invalid(format!("not a P-256 public key: {e}")))?;
+    Ok((openssh_line(&v), fingerprint_of(&v)))
+}
+
 /// One SSH wire-format string: a big-endian u32 length, then the bytes.
 fn ssh_string(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(&(s.len() as u32).to_be_bytes());
@@ -128,6 +158,7 @@ impl NodeKey {
     }
 
     /// The secret key, when this process holds it (not for a page's WebCrypto key).
+    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn signing_key(&self) -> Option<&SigningKey> {
         match &self.signer {
             Signer::Local(k) => Some(k),
@@ -162,24 +193,12 @@ impl NodeKey {
     /// The public key as one OpenSSH line, `ecdsa-sha2-nistp256 AAAA...`, the form
     /// `flwr supernode register KEY.pub` reads.
     pub fn openssh_public(&self) -> String {
-        format!("ecdsa-sha2-nistp256 {}", B64.encode(self.openssh_blob()))
-    }
-
-    fn openssh_blob(&self) -> Vec<u8> {
-        let point = self.verifying.to_encoded_point(false);
-        let mut blob = Vec::with_capacity(104);
-        ssh_string(&mut blob, b"ecdsa-sha2-nistp256");
-        ssh_string(&mut blob, b"nistp256");
-        ssh_string(&mut blob, point.as_bytes());
-        blob
+        openssh_line(&self.verifying)
     }
 
     /// `SHA256:...` of the OpenSSH key, as `ssh-keygen -lf KEY.pub` prints it.
     pub fn fingerprint(&self) -> String {
-        format!(
-            "SHA256:{}",
-            B64_NO_PAD.encode(Sha256::digest(self.openssh_blob()))
-        )
+        fingerprint_of(&self.verifying)
     }
 
     /// DER signature of `msg` (ECDSA P-256, SHA-256).
