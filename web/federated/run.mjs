@@ -74,7 +74,8 @@ function register(index, openssh) {
   const out = execFileSync(flwrBin, ['supernode', 'register', file, 'local', '--format', 'json'], { encoding: 'utf8' });
   const j = JSON.parse(out.slice(out.indexOf('{')));
   if (!j.success) throw new Error(`registering tab ${index}'s key failed: ${j['error-message'] || out}`);
-  return String(j['node-id']);
+  // node IDs are 64-bit: read the digits, not the JSON number (a double)
+  return /"node-id":\s*(\d+)/.exec(out)[1];
 }
 // Tabs share one browser; background tabs must not have their timers throttled, or their
 // heartbeats would stall and the SuperLink would count them as gone.
