@@ -6,12 +6,16 @@
 // (crates/pixelgrad-flower/examples/fake_fleet.rs: a non-ASCII object ID, repeated chunk
 // references, an endless answer, a stalled server) gives a typed error and the page goes on;
 // the page's node key is a non-extractable WebCrypto key kept in IndexedDB. The page server
-// itself: security headers on every answer, malformed paths refused without a crash. A whole
+// itself: security headers on every answer, malformed paths refused without a crash, an
+// https:// SuperLink verified against its --ca-file (another CA refused). A whole
 // federation of tabs runs in scripts/flower-tests.sh (`cargo xtask federated`).
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { launchBrowser, newPage, webRoot } from './harness.mjs';
@@ -78,6 +82,52 @@ test('page server: security headers on every answer, malformed paths refused, st
   }
   // the server is still up after all of them
   assert.equal((await get(`${u}/tests/pages/flower.html`)).status, 200);
+});
+
+test('page server: an https:// SuperLink is verified against --ca-file', async (t) => {
+  const py = path.join(repo, 'target/flwr-venv/bin/python');
+  if (!fs.existsSync(py)) {
+    if (process.env.PIXELGRAD_REQUIRE_FLWR) assert.fail(`flwr venv missing at ${py} (run scripts/flower-venv.sh)`);
+    t.skip('no flwr venv (scripts/flower-venv.sh) for the certificates');
+    return;
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pixelgrad-page-tls-'));
+  for (const ca of ['a', 'b']) execFileSync(py, [path.join(repo, 'scripts/flower-certs.py'), path.join(dir, ca)]);
+  // a stand-in SuperLink with certificate a, answering every Fleet call with 200
+  const upstream = https.createServer({ key: fs.readFileSync(path.join(dir, 'a/server.key')), cert: fs.readFileSync(path.join(dir, 'a/server.pem')) }, (req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/protobuf' }).end());
+  });
+  await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
+  const superlink = `https://127.0.0.1:${upstream.address().port}`;
+  const post = async (caFile) => {
+    const s = await startPageServer({ superlink, caFile });
+    try {
+      return await new Promise((resolve, reject) => {
+        const r = http.request(`${s.url}/v1/fleet/register-node`, { method: 'POST' }, (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode, body }));
+        });
+        r.on('error', reject);
+        r.end();
+      });
+    } finally {
+      await s.close();
+    }
+  };
+  try {
+    assert.equal((await post(path.join(dir, 'a/ca.pem'))).status, 200, 'the right CA');
+    const wrong = await post(path.join(dir, 'b/ca.pem'));
+    assert.equal(wrong.status, 502, 'another CA');
+    assert.match(wrong.body, /TLS with the SuperLink at https:\/\/127\.0\.0\.1:\d+ failed .*--ca-file/);
+    const system = await post(undefined);
+    assert.equal(system.status, 502, 'the system roots do not know a private CA');
+    await assert.rejects(startPageServer({ superlink: 'ftp://x' }), /must be http:\/\/ or https:\/\//);
+  } finally {
+    await new Promise((r) => upstream.close(r));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 async function inPage(fn, arg) {

@@ -19,6 +19,7 @@ use crate::proto::{self, ObjectTree};
 
 /// What the fake server does.
 #[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // a handful per test
 pub enum Scenario {
     /// Serves one message (its metadata and tree as `PullMessages` returns them, and the
     /// objects `PullObject` hands out, found or not), then nothing more; the run is then
@@ -243,7 +244,6 @@ fn fleet_answer(
                     status: "finished".into(),
                     ..Default::default()
                 }),
-                ..Default::default()
             }),
         }
         .encode_to_vec(),
