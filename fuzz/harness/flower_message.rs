@@ -39,16 +39,6 @@ pub fn records(mut data: &[u8]) -> Vec<&[u8]> {
     out
 }
 
-/// `records` framed back into bytes.
-pub fn frame(mode: u8, records: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = vec![mode];
-    for r in records {
-        out.extend_from_slice(&(r.len() as u32).to_le_bytes());
-        out.extend_from_slice(r);
-    }
-    out
-}
-
 fn wire(recs: &[&[u8]], limits: &MessageLimits) -> Option<InflatedMessage> {
     let first = recs.first()?;
     let r: proto::PullMessagesResponse = proto::decode("PullMessagesResponse", first).ok()?;
