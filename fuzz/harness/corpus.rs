@@ -156,7 +156,7 @@ fn flower_seeds(out: &mut Vec<Seed>) {
     for (name, major) in [("f64_v1", 1u8), ("f64_v2", 2u8)] {
         let mut header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }".to_string();
         let fixed = if major == 1 { 10 } else { 12 };
-        while (fixed + header.len() + 1) % 64 != 0 {
+        while !(fixed + header.len() + 1).is_multiple_of(64) {
             header.push(' ');
         }
         header.push('\n');
