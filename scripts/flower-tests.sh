@@ -2,23 +2,25 @@
 # Federated training with Flower, end to end on this machine (called by scripts/test.sh):
 # a small federation through an unmodified flwr 1.42 SuperLink — 2 headless Chromium tabs
 # (webgpu, webgl) + 1 native node on non-IID digits shards, 4 rounds, the last tab closed
-# mid-round 2 —
-# then the CLI's error for an unreachable SuperLink. The wire and fault tests of
-# crates/pixelgrad-flower run with the native tests (they need the venv made here).
+# mid-round 2 — over TLS (a throwaway CA every client verifies) with SuperLink node
+# authentication on (every node's persistent key registered with `flwr supernode register`
+# first; a node with an unregistered key refused), then the CLI's error for an unreachable
+# SuperLink. The wire, fault, hostile-server and TLS/node-auth tests of crates/pixelgrad-flower
+# run with the native tests (they need the venv made here).
 # Usage: bash scripts/flower-tests.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/flower-venv.sh >/dev/null
 [ -d web/node_modules/playwright-core ] || (cd web && npm ci --silent)
 
-echo "== a federation: 4 rounds, 2 tabs + 1 native node, one tab closed mid-round 2"
+echo "== a federation over TLS with node authentication: 4 rounds, 2 tabs + 1 native node, one tab closed mid-round 2"
 # Digits' parameter payload (77 KB) is small next to Flower's fixed per-round object traffic
 # (~8 KB: object pulls and pushes with their IDs, object heads, npy headers), so the bytes
 # check here allows 20 %; the MNIST acceptance run (814 KB payload) is checked at 10 %.
 # --debug-cli: the dev-profile CLI that the native tests already built (a release build with
 # both GPU backends would add minutes on a fresh 2-core machine).
 out=$(cargo xtask federated --rounds 4 --browsers 2 --native 1 --dataset digits --alpha 0.5 \
-        --epochs 3 --lr 0.005 --drop-one --privacy-margin 0.2 --debug-cli --json)
+        --epochs 3 --lr 0.005 --drop-one --privacy-margin 0.2 --tls --node-auth --debug-cli --json)
 echo "$out" | tail -n 8 | grep -v '^{' || true
 summary=$(echo "$out" | tail -n 1)
 node -e '
@@ -34,7 +36,9 @@ node -e '
   if (last.train_replies !== 2) fail(`round 4 had ${last.train_replies} train replies, expected 2 after the tab closed`);
   if (!(s.bytes_up > 0 && s.bytes_down > 0)) fail("no traffic counted");
   for (const c of s.clients) if (c.other_requests) fail(`tab ${c.node} made non-Fleet requests`);
-  console.log(`federation ok: final accuracy ${s.final_accuracy.toFixed(4)}, ${s.clients.length} nodes, ${s.bytes_up} bytes up, ${s.bytes_down} down`);
+  if (!(s.tls && s.node_auth)) fail("the federation did not run with TLS and node authentication");
+  if (!/is not registered/.test(s.unregistered_refused || "")) fail(`an unregistered node was not refused: ${s.unregistered_refused}`);
+  console.log(`federation ok (TLS, node authentication): final accuracy ${s.final_accuracy.toFixed(4)}, ${s.clients.length} nodes, ${s.bytes_up} bytes up, ${s.bytes_down} down`);
 ' "$summary"
 
 echo "== the CLI node against an unreachable SuperLink"

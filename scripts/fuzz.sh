@@ -4,7 +4,7 @@
 # (crates/pixelgrad-web/tests/fuzz_corpora.rs).
 #
 # Usage: bash scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
-#        (default 600 s per target; targets: idx csv png png_rgba safetensors spec onnx)
+#        (default 600 s per target; targets: every [[bin]] of fuzz/Cargo.toml but make_corpus)
 # A crash is saved by libFuzzer under fuzz/artifacts/<target>/; copy it to
 # fuzz/regressions/<target>/ (the stable test then runs it) and fix the parser.
 # Limits: 1 GiB RSS (-rss_limit_mb), 1 GiB per allocation (-malloc_limit_mb), 10 s per input.
@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 secs="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(idx csv png png_rgba safetensors spec onnx)
+# every target fuzz/Cargo.toml declares (its [[bin]] names), so a new target needs no edit here
+[ ${#targets[@]} -eq 0 ] && mapfile -t targets < <(grep -A1 '^\[\[bin\]\]' fuzz/Cargo.toml | sed -n 's/^name = "\(.*\)"/\1/p' | grep -v '^make_corpus$')
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked

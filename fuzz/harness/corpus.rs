@@ -146,7 +146,115 @@ pub fn seeds(repo: &Path) -> Vec<Seed> {
         }
         let _ = n;
     }
+    flower_seeds(&mut out);
     out
+}
+
+/// Flower seeds: `np.save` buffers, and messages in the structured form of
+/// `harness/flower_message.rs` made by the client's own deflater (the wire-form seeds recorded
+/// from a real SuperLink are committed files, see scripts/flower-record-fuzz-seeds.sh).
+fn flower_seeds(out: &mut Vec<Seed>) {
+    use pixelgrad_flower::npy::{encode_f32, NdArray};
+    use pixelgrad_flower::objects::{deflate_message, parse_object};
+    use pixelgrad_flower::proto;
+    use pixelgrad_flower::records::{ArrayRecord, ConfigRecord, ConfigValue, MetricRecord, MetricValue, Record, RecordDict};
+    let d = "flower_npy";
+    for (name, shape) in [("scalar", vec![]), ("vector", vec![3]), ("matrix", vec![2, 3]), ("rank4", vec![1, 2, 3, 2])] {
+        let n: usize = shape.iter().product();
+        let data: Vec<f32> = (0..n).map(|i| i as f32 - 1.5).collect();
+        put(out, d, name, &encode_f32(&shape, &data));
+    }
+    // float64, format 2.0 (u32 header length), as NumPy writes them
+    for (name, major) in [("f64_v1", 1u8), ("f64_v2", 2u8)] {
+        let mut header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }".to_string();
+        let fixed = if major == 1 { 10 } else { 12 };
+        while !(fixed + header.len() + 1).is_multiple_of(64) {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut b = b"\x93NUMPY".to_vec();
+        b.extend([major, 0]);
+        if major == 1 {
+            b.extend((header.len() as u16).to_le_bytes());
+        } else {
+            b.extend((header.len() as u32).to_le_bytes());
+        }
+        b.extend(header.as_bytes());
+        for v in [0.25f64, -2.0] {
+            b.extend(v.to_le_bytes());
+        }
+        put(out, d, name, &b);
+    }
+    // messages for the 4 -> 8 -> 3 model of harness/flower_message.rs
+    let d = "flower_message";
+    let arr = |shape: &[usize]| {
+        let n: usize = shape.iter().product();
+        NdArray::new(shape.to_vec(), (0..n).map(|i| i as f32 * 0.1).collect()).unwrap()
+    };
+    let arrays = ArrayRecord(vec![
+        ("0.weight".into(), arr(&[4, 8])),
+        ("0.bias".into(), NdArray::new(vec![8], vec![0.0; 8]).unwrap()),
+        ("2.weight".into(), arr(&[8, 3])),
+        ("2.bias".into(), NdArray::new(vec![3], vec![0.0; 3]).unwrap()),
+    ]);
+    let config = ConfigRecord(vec![
+        ("server-round".into(), ConfigValue::Int(2)),
+        ("local-epochs".into(), ConfigValue::Int(3)),
+        ("lr".into(), ConfigValue::Float(0.01)),
+        ("batch-size".into(), ConfigValue::Int(32)),
+        ("clipping_norm".into(), ConfigValue::Float(5.0)),
+    ]);
+    let metrics =
+        MetricRecord(vec![("num-examples".into(), MetricValue::Int(20)), ("loss".into(), MetricValue::FloatList(vec![0.5, 0.25]))]);
+    let md = proto::Metadata {
+        run_id: 3,
+        src_node_id: 1,
+        dst_node_id: 7,
+        group_id: "2".into(),
+        ttl: 600.0,
+        message_type: "train".into(),
+        created_at: 1.8e9,
+        ..Default::default()
+    };
+    let train = RecordDict(vec![("arrays".into(), Record::Arrays(arrays.clone())), ("config".into(), Record::Config(config))]);
+    let evaluate = RecordDict(vec![("arrays".into(), Record::Arrays(arrays)), ("metrics".into(), Record::Metrics(metrics))]);
+    let error = proto::Error { code: 2, reason: "the ClientApp raised".into() };
+    let messages = [
+        ("structured_train", deflate_message(&md, Some(&train), None)),
+        ("structured_evaluate", deflate_message(&proto::Metadata { message_type: "evaluate".into(), ..md.clone() }, Some(&evaluate), None)),
+        ("structured_error", deflate_message(&md, None, Some(&error))),
+    ];
+    for (name, m) in messages {
+        // objects in post-order as records `kind \0 children \0 body`, IDs as `#N#`
+        let ids: Vec<&String> = m.objects.iter().map(|(id, _)| id).collect();
+        let mut recs = Vec::new();
+        for (id, content) in &m.objects {
+            let (kind, children, body) = parse_object(id, content).unwrap();
+            let idx: Vec<String> = children.iter().map(|c| ids.iter().position(|i| *i == c).unwrap().to_string()).collect();
+            let body = if kind == "RecordDict" || kind == "ArrayRecord" {
+                // reference JSON: IDs become `#N#`
+                let mut text = String::from_utf8(body.to_vec()).unwrap();
+                for (k, i) in ids.iter().enumerate() {
+                    text = text.replace(i.as_str(), &format!("#{k}#"));
+                }
+                text.into_bytes()
+            } else {
+                body.to_vec()
+            };
+            let mut r = kind.as_bytes().to_vec();
+            r.push(0);
+            r.extend(idx.join(",").as_bytes());
+            r.push(0);
+            r.extend(body);
+            recs.push(r);
+        }
+        let mut bytes = vec![1u8];
+        for r in &recs {
+            bytes.extend((r.len() as u32).to_le_bytes());
+            bytes.extend(r);
+        }
+        put(out, d, name, &bytes);
+    }
 }
 
 /// Writes the seeds into `dir/<target>/<name>`; without `with_fixtures` the ONNX seeds copied

@@ -1,7 +1,10 @@
 // The federated demo: this tab is one node of a Flower federation. URL parameters preset the
 // controls (`?backend=webgl&index=1&count=4&alpha=0.5&data=digits`); `auto=1` joins as soon as
-// the data is ready. Each event is also passed to `window.__pgFederatedEvent` when a test
-// harness defines it.
+// the data is ready; `nodeKey=1` (or `nodeKey=NAME`, one name per tab of a browser) joins with
+// the page's persistent key (pg.flower.nodeKey(), shown on the page for `flwr supernode
+// register`) instead of a fresh one. Each event is also
+// passed to `window.__pgFederatedEvent` when a test harness defines it; a driver can read the
+// key with `window.pgFederated.publicKey()` and start with `window.pgFederated.join()`.
 import * as pg from '../pkg/index.js';
 import { readMnistFiles } from './files.js';
 
@@ -96,7 +99,8 @@ async function join() {
       const [epsilon, delta, clippingNorm] = params.get('localDp').split(',').map(Number);
       localDp = { epsilon, delta, clippingNorm };
     }
-    state.summary = await pg.flower.join({ server: location.origin, model, data, onEvent, localDp, signal: state.controller.signal });
+    const nodeKey = keyName ? await pg.flower.nodeKey({ name: keyName }) : undefined;
+    state.summary = await pg.flower.join({ server: location.origin, model, data, onEvent, localDp, nodeKey, signal: state.controller.signal });
     setStatus(`the run finished: ${state.summary.rounds} rounds trained, ${(state.summary.bytesUp / 1024).toFixed(0)} KiB sent`, 'done');
   } catch (err) {
     state.error = err.message;
@@ -106,9 +110,19 @@ async function join() {
   }
 }
 
+const keyName = params.get('nodeKey') === '1' ? 'default' : params.get('nodeKey');
+state.join = () => join();
+state.publicKey = async () => (await pg.flower.nodeKey({ name: keyName || 'default' })).openssh;
+
 async function main() {
   try {
     await pg.init({ backend: $('backend').value, allowSoftware: true });
+    if (keyName) {
+      const k = await pg.flower.nodeKey({ name: keyName });
+      $('node-key').hidden = false;
+      $('node-key-line').textContent = k.openssh;
+      $('node-key-fp').textContent = k.fingerprint;
+    }
     setStatus(`backend ${pg.runtime().backend}; pick the data and join`);
     const refresh = async () => {
       state.data = await loadData();

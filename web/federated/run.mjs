@@ -3,6 +3,12 @@
 //   node web/federated/run.mjs --superlink http://127.0.0.1:9093 --browsers 2 --count 3
 //        [--first-index 0] [--backends webgpu,webgl,cpu] [--data digits|idx:DIR] [--alpha 0.5]
 //        [--seed 42] [--drop-after-round R] [--local-dp EPS,DELTA,C] [--timeout S]
+//        [--ca-file CA.pem] [--node-auth --flwr BIN --keys DIR]
+//
+// With --ca-file the page server verifies an https:// SuperLink against that CA. With
+// --node-auth each tab joins with its own persistent WebCrypto key (`?nodeKey=tab-I`), whose
+// public key is written to DIR/tab-I.pub and registered with `BIN supernode register` (the
+// `local` connection of the FLWR_HOME this process gets) before the tab joins.
 //
 // Starts the page server (static files + `/v1/fleet/*` forwarded to the SuperLink), opens one
 // tab per node on `demo/federated.html` (partitions first-index .. first-index+browsers-1 of
@@ -11,6 +17,7 @@
 // made after joining that were not Fleet API calls, and the bytes it sent per round (bodies
 // and headers). With --drop-after-round R the last tab is closed as soon as it receives round
 // R's train instruction (a node that disappears mid-round).
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -33,6 +40,14 @@ const seed = opt('--seed', '42');
 const dropAfter = opt('--drop-after-round') ? Number(opt('--drop-after-round')) : null;
 const localDp = opt('--local-dp');
 const timeoutS = Number(opt('--timeout', 4 * 3600));
+const caFile = opt('--ca-file');
+const nodeAuth = args.includes('--node-auth');
+const flwrBin = opt('--flwr');
+const keysDir = opt('--keys');
+if (nodeAuth && !(flwrBin && keysDir)) {
+  console.error('run.mjs: --node-auth needs --flwr BIN and --keys DIR');
+  process.exit(2);
+}
 if (!superlink) {
   console.error('run.mjs: --superlink URL is required');
   process.exit(2);
@@ -50,7 +65,18 @@ function mnistFiles(dir) {
   return ['train-images-idx3-ubyte', 'train-labels-idx1-ubyte', 't10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte'].map(find);
 }
 
-const server = await startPageServer({ superlink });
+const server = await startPageServer({ superlink, caFile });
+
+/** Registers a tab's public key with the SuperLink (`flwr supernode register`); its node ID. */
+function register(index, openssh) {
+  const file = path.join(keysDir, `tab-${index}.pub`);
+  fs.writeFileSync(file, `${openssh}\n`);
+  const out = execFileSync(flwrBin, ['supernode', 'register', file, 'local', '--format', 'json'], { encoding: 'utf8' });
+  const j = JSON.parse(out.slice(out.indexOf('{')));
+  if (!j.success) throw new Error(`registering tab ${index}'s key failed: ${j['error-message'] || out}`);
+  // node IDs are 64-bit: read the digits, not the JSON number (a double)
+  return /"node-id":\s*(\d+)/.exec(out)[1];
+}
 // Tabs share one browser; background tabs must not have their timers throttled, or their
 // heartbeats would stall and the SuperLink would count them as gone.
 const browser = await launchBrowser(['--disable-background-timer-throttling', '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows']);
@@ -62,7 +88,7 @@ try {
     const index = first + k;
     const backend = backends[k % backends.length];
     const page = await browser.newPage();
-    const rec = { index, backend, joinedAt: null, round: 0, rounds: {}, other: [], fleet: 0, summary: null, error: null, closed: false, events: [] };
+    const rec = { index, backend, joinedAt: null, round: 0, rounds: {}, other: [], fleet: 0, summary: null, error: null, closed: false, events: [], registeredNode: null, nodeId: null };
     pages.push({ page, rec });
     page.on('pageerror', (e) => process.stderr.write(`[tab ${index} error] ${e.message}\n`));
     page.on('console', (m) => {
@@ -93,6 +119,7 @@ try {
     await page.exposeFunction('__pgFederatedEvent', async (e) => {
       rec.events.push(e.type);
       if (e.type === 'received' && e.kind === 'train') rec.round = e.round;
+      if (e.type === 'connected') rec.nodeId = e.nodeId;
       say({ event: e.type, tab: index, backend, ...e });
       if (dropAfter !== null && k === browsers - 1 && e.type === 'received' && e.kind === 'train' && e.round === dropAfter && !rec.closed) {
         rec.closed = true;
@@ -100,11 +127,22 @@ try {
         await page.close().catch(() => {});
       }
     });
-    const q = new URLSearchParams({ backend, index, count, alpha, seed, data: data === 'digits' ? 'digits' : 'mnist', auto: '1' });
+    const q = new URLSearchParams({ backend, index, count, alpha, seed, data: data === 'digits' ? 'digits' : 'mnist', auto: nodeAuth ? '0' : '1' });
     if (localDp) q.set('localDp', localDp);
+    if (nodeAuth) q.set('nodeKey', `tab-${index}`);
     await page.goto(`${server.url}/demo/federated.html?${q}`);
     if (data.startsWith('idx:')) await page.setInputFiles('#mnist-files', mnistFiles(data.slice(4)));
     say({ event: 'tab-opened', tab: index, backend });
+    if (nodeAuth) {
+      // the key is registered before the tab joins, as an operator would
+      await page.waitForFunction(() => !document.getElementById('join').disabled, null, { timeout: 120000 });
+      const openssh = await page.evaluate(() => window.pgFederated.publicKey());
+      rec.registeredNode = register(index, openssh);
+      say({ event: 'tab-registered', tab: index, nodeId: rec.registeredNode });
+      await page.evaluate(() => {
+        window.pgFederated.join();
+      });
+    }
   }
 
   const t0 = Date.now();

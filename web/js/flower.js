@@ -10,8 +10,83 @@
 // The node itself (Fleet protocol, Flower's object format, DP) is Rust compiled to wasm; it
 // talks to the server with `fetch` only. The local data never leaves the page: requests carry
 // the node's signed identity and model parameters.
+//
+// A SuperLink with node authentication on (`flower-superlink --enable-supernode-auth`) only
+// accepts nodes whose public key its operator registered: `pg.flower.nodeKey()` keeps a
+// non-extractable P-256 key in this origin's IndexedDB (made on first use), gives its public
+// key as the OpenSSH line `flwr supernode register` takes, and signs in WebCrypto; pass it as
+// `join({ nodeKey })`.
 import { currentRuntime, wasm } from './runtime.js';
 import { release } from './instance.js';
+
+const KEY_DB = 'pixelgrad-flower';
+const KEY_STORE = 'node-keys';
+
+function request(r) {
+  return new Promise((resolve, reject) => {
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+}
+
+async function openKeys() {
+  if (typeof indexedDB === 'undefined') throw new Error('flower.nodeKey: this context has no IndexedDB to keep the key in');
+  const open = indexedDB.open(KEY_DB, 1);
+  open.onupgradeneeded = () => open.result.createObjectStore(KEY_STORE);
+  return request(open);
+}
+
+async function storedPair(db, name) {
+  return request(db.transaction(KEY_STORE, 'readonly').objectStore(KEY_STORE).get(name));
+}
+
+/**
+ * The page's persistent node key `name` (default 'default'): a P-256 ECDSA key pair made with
+ * WebCrypto as non-extractable (the secret can sign but never be read, not even by this page)
+ * and kept in IndexedDB, made on first use (`create: false` returns null instead). Resolves to
+ * `{ name, publicKey (SPKI bytes), openssh, fingerprint, sign(bytes) }`; register `openssh`
+ * (saved as a `.pub` file) with `flwr supernode register KEY.pub` and pass the object to
+ * `join({ nodeKey })`.
+ */
+async function nodeKey({ name = 'default', create = true } = {}) {
+  if (!wasm || !wasm.flowerPublicKeyInfo) throw new Error('flower.nodeKey: call `await pg.init()` first');
+  if (typeof name !== 'string' || !name) throw new Error('flower.nodeKey: name must be a non-empty string');
+  const subtle = globalThis.crypto && globalThis.crypto.subtle;
+  if (!subtle) throw new Error('flower.nodeKey: WebCrypto is only available on https:// pages and localhost');
+  const db = await openKeys();
+  try {
+    let pair = await storedPair(db, name);
+    if (!pair) {
+      if (!create) return null;
+      const made = await subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign', 'verify']);
+      try {
+        // `add` fails if another tab stored a key under this name meanwhile: theirs wins
+        await request(db.transaction(KEY_STORE, 'readwrite').objectStore(KEY_STORE).add(made, name));
+      } catch (e) {
+        if (!e || e.name !== 'ConstraintError') throw e;
+      }
+      pair = await storedPair(db, name);
+    }
+    const publicKey = new Uint8Array(await subtle.exportKey('spki', pair.publicKey));
+    const { openssh, fingerprint } = wasm.flowerPublicKeyInfo(publicKey);
+    const sign = (bytes) => subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, pair.privateKey, bytes);
+    return Object.freeze({ name, publicKey, openssh, fingerprint, sign });
+  } finally {
+    db.close();
+  }
+}
+
+/** Deletes the stored node key `name`; resolves to whether there was one. */
+async function forgetNodeKey({ name = 'default' } = {}) {
+  const db = await openKeys();
+  try {
+    const had = (await storedPair(db, name)) !== undefined;
+    await request(db.transaction(KEY_STORE, 'readwrite').objectStore(KEY_STORE).delete(name));
+    return had;
+  } finally {
+    db.close();
+  }
+}
 
 function u32Labels(y, what) {
   if (y instanceof Int32Array || y instanceof Uint32Array || y instanceof Uint8Array || Array.isArray(y)) return Uint32Array.from(y);
@@ -69,7 +144,16 @@ function partition(data, { index, count, alpha, seed = 42 } = {}) {
  * `replied`, `failed`, `finished`), `signal` (an AbortSignal that stops the node), `epochs`,
  * `batchSize`, `lr` (used when the server's config does not set them), `localDp: { epsilon,
  * delta, clippingNorm, sensitivity }` (Flower's LocalDpMod, on the device), `syncWeights`
- * (default true: the model takes each round's global parameters).
+ * (default true: the model takes each round's global parameters), `nodeKey` (from
+ * `pg.flower.nodeKey()`; default a fresh key per join), `timeout` (seconds a request may take,
+ * default 120), `maxEpochs` / `maxRounds` (the most local epochs per round and rounds the
+ * server may ask for, default 100 and 10000: more is refused).
+ *
+ * The node refuses what a server could use against the page before doing it: object IDs that
+ * are not SHA-256 hex, messages larger than the model's own parameters (every reference
+ * counted), answers over 6 MiB or slower than `timeout`. The rejection is a PixelgradError whose
+ * `kind` says why: 'unreachable', 'timeout', 'tls', 'notRegistered', 'http', 'protocol',
+ * 'limit', 'mismatch', 'invalid', 'cancelled' (stopped), or an engine error's own kind.
  */
 async function join(opts = {}) {
   const { server, model, data } = opts;
@@ -99,7 +183,14 @@ async function join(opts = {}) {
     heartbeatPeriod: opts.heartbeatPeriod,
     syncWeights: opts.syncWeights !== false,
     localDp: opts.localDp || null,
+    timeout: opts.timeout,
+    maxEpochs: opts.maxEpochs,
+    maxRounds: opts.maxRounds,
   };
+  const key = opts.nodeKey || null;
+  if (key && !(key.publicKey instanceof Uint8Array && typeof key.sign === 'function')) {
+    throw new Error('flower.join: nodeKey must come from pg.flower.nodeKey()');
+  }
   const f32 = (y) => Float32Array.from(y);
   let lastTrained = null;
   const onEvent = (e) => {
@@ -125,6 +216,7 @@ async function join(opts = {}) {
       Uint32Array.from(sample),
       JSON.stringify(options),
       onEvent,
+      key,
     );
   } catch (e) {
     model._fitting = false;
@@ -141,4 +233,4 @@ async function join(opts = {}) {
   }
 }
 
-export const flower = Object.freeze({ join, partition });
+export const flower = Object.freeze({ join, partition, nodeKey, forgetNodeKey });

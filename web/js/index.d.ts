@@ -712,10 +712,34 @@ export interface FlowerJoinOptions {
   localDp?: LocalDpOptions;
   /** Default true: the model takes each round's global parameters. */
   syncWeights?: boolean;
+  /** The page's persistent key (pg.flower.nodeKey()); default a fresh key per join. */
+  nodeKey?: FlowerNodeKey;
+  /** Seconds one request may take, answer included (default 120). */
+  timeout?: number;
+  /** Most local epochs per round the server may ask for (default 100). */
+  maxEpochs?: number;
+  /** Most rounds the node trains (default 10000). */
+  maxRounds?: number;
+}
+
+/** A non-extractable P-256 node key kept in IndexedDB. */
+export interface FlowerNodeKey {
+  readonly name: string;
+  /** SubjectPublicKeyInfo DER bytes of the public key. */
+  readonly publicKey: Uint8Array;
+  /** The public key as the OpenSSH line `flwr supernode register KEY.pub` takes. */
+  readonly openssh: string;
+  /** `SHA256:...`, as `ssh-keygen -lf` prints it. */
+  readonly fingerprint: string;
+  sign(bytes: Uint8Array): Promise<ArrayBuffer>;
 }
 
 export declare const flower: {
   /** This node's shards: Dirichlet(alpha) label shards of the training set (IID without alpha), IID parts of the test set. */
   partition<D extends { train: DataSplit; test: DataSplit }>(data: D, options: { index: number; count: number; alpha?: number; seed?: number }): D;
   join(options: FlowerJoinOptions): Promise<{ nodeId: string; runId: string; rounds: number; evaluations: number; bytesUp: number; bytesDown: number }>;
+  /** The page's node key `name` (made on first use unless `create: false`, then null). */
+  nodeKey(options?: { name?: string; create?: boolean }): Promise<FlowerNodeKey | null>;
+  /** Deletes the stored node key; resolves to whether there was one. */
+  forgetNodeKey(options?: { name?: string }): Promise<boolean>;
 };

@@ -1,18 +1,28 @@
 //! `cargo xtask federated`: a whole Flower federation on this machine.
 //!
-//! Starts Flower's SuperLink (`flower-superlink --insecure`, from the venv that
-//! `scripts/flower-venv.sh` installs), K headless Chromium tabs (`web/federated/run.mjs`: the
-//! page server forwarding `/v1/fleet/*`, tabs cycling webgpu, webgl, cpu) and M native nodes
-//! (`pixelgrad federated`), each on its own partition of the data, then submits the ServerApp
+//! Starts Flower's SuperLink (`flower-superlink`, from the venv that `scripts/flower-venv.sh`
+//! installs), K headless Chromium tabs (`web/federated/run.mjs`: the page server forwarding
+//! `/v1/fleet/*`, tabs cycling webgpu, webgl, cpu) and M native nodes (`pixelgrad federated`),
+//! each on its own partition of the data, then submits the ServerApp
 //! (`crates/pixelgrad-flower/flower-app`, Flower's FedAvg) with `flwr run` and prints every
 //! round's federated evaluation of the global model. At the end the final global model is
 //! evaluated on the whole test set with `pixelgrad eval`. Everything binds to 127.0.0.1 and
 //! every process started is stopped (each in its own process group) whatever happens.
 //!
+//! `--tls`: a throwaway CA and a server certificate for 127.0.0.1 are made at start
+//! (`scripts/flower-certs.py`, with the `cryptography` package flwr brings), the SuperLink
+//! serves TLS with them, and every client verifies it against that CA: the native nodes
+//! (`--root-certificates`), the page server the tabs go through (`--ca-file`), and `flwr`.
+//! `--node-auth` (implies `--tls`, which flwr requires for it): the SuperLink runs with
+//! `--enable-supernode-auth`; every node has a persistent key (native: `--node-key` files;
+//! tabs: their WebCrypto key in IndexedDB) registered with `flwr supernode register` before
+//! it joins, and a node with an unregistered key is shown to be refused.
+//!
 //! ```text
 //! cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset idx:DIR|digits]
 //!     [--alpha A] [--dp off|client-clip:C[,Z]|local:EPS,DELTA,C] [--strategy fedavg|fedadam]
-//!     [--epochs E] [--lr X] [--drop-one] [--privacy-margin M] [--debug-cli] [--no-build] [--json]
+//!     [--epochs E] [--lr X] [--drop-one] [--privacy-margin M] [--tls] [--node-auth]
+//!     [--debug-cli] [--no-build] [--json]
 //! ```
 
 use std::fs;
@@ -49,6 +59,10 @@ struct Opts {
     privacy_margin: f64,
     /// Use a dev-profile `pixelgrad` (what `cargo test` builds anyway; CI) instead of release.
     debug_cli: bool,
+    /// TLS between every client and the SuperLink, with throwaway certificates.
+    tls: bool,
+    /// SuperLink node authentication, every node's key registered by the operator.
+    node_auth: bool,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -68,6 +82,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         seed: 42,
         privacy_margin: 0.10,
         debug_cli: false,
+        tls: false,
+        node_auth: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -100,6 +116,11 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--drop-one" => o.drop_one = true,
             "--no-build" => o.build = false,
             "--debug-cli" => o.debug_cli = true,
+            "--tls" => o.tls = true,
+            "--node-auth" => {
+                o.node_auth = true;
+                o.tls = true;
+            }
             "--json" => o.json = true,
             other => return Err(format!("unknown argument '{other}'")),
         }
@@ -362,9 +383,33 @@ fn run(o: &Opts) -> Result<(), String> {
     let home = dir.join("flwr-home");
     fs::create_dir_all(&home).map_err(|e| e.to_string())?;
     let port = free_port()?;
-    fs::write(home.join("config.toml"), format!("[superlink]\ndefault = \"local\"\n\n[superlink.local]\naddress = \"127.0.0.1:{port}\"\ninsecure = true\n"))
+    // Throwaway TLS files: the CA's key only ever lives in the generating process.
+    let certs = dir.join("tls");
+    if o.tls {
+        sh(
+            Command::new(bin.join("python"))
+                .arg(root.join("scripts/flower-certs.py"))
+                .arg(&certs),
+            "scripts/flower-certs.py",
+        )?;
+    }
+    let ca = certs.join("ca.pem");
+    let tls_conf = if o.tls {
+        format!("root-certificates = \"{}\"\n", ca.display())
+    } else {
+        "insecure = true\n".to_string()
+    };
+    fs::write(home.join("config.toml"), format!("[superlink]\ndefault = \"local\"\n\n[superlink.local]\naddress = \"127.0.0.1:{port}\"\n{tls_conf}"))
         .map_err(|e| e.to_string())?;
-    let superlink = format!("http://127.0.0.1:{port}");
+    let superlink = format!(
+        "{}://127.0.0.1:{port}",
+        if o.tls { "https" } else { "http" }
+    );
+    let flwr_cmd = |args: &[&str]| {
+        let mut c = Command::new(bin.join("flwr"));
+        c.args(args).env("PATH", &path_env).env("FLWR_HOME", &home);
+        c
+    };
     let n = o.browsers + o.native;
     let data_arg = |c: &mut Command| {
         c.args(["--dataset", &o.dataset, "--seed", &o.seed.to_string()]);
@@ -386,24 +431,75 @@ fn run(o: &Opts) -> Result<(), String> {
 
     let mut procs = Procs::default();
     let log = |name: &str| fs::File::create(dir.join(name)).map_err(|e| e.to_string());
+    let mut sl_cmd = Command::new(bin.join("flower-superlink"));
+    sl_cmd.args([
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+        "--disable-runtime-dependency-installation",
+    ]);
+    if o.tls {
+        sl_cmd
+            .arg("--ssl-ca-certfile")
+            .arg(&ca)
+            .arg("--ssl-certfile")
+            .arg(certs.join("server.pem"))
+            .arg("--ssl-keyfile")
+            .arg(certs.join("server.key"));
+    } else {
+        sl_cmd.arg("--insecure");
+    }
+    if o.node_auth {
+        sl_cmd.arg("--enable-supernode-auth");
+    }
     let sl = procs.spawn(
         "SuperLink",
-        Command::new(bin.join("flower-superlink"))
-            .args([
-                "--insecure",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-                "--disable-runtime-dependency-installation",
-            ])
+        sl_cmd
             .env("PATH", &path_env)
             .env("FLWR_HOME", &home)
             .stdout(log("superlink.log")?)
             .stderr(log("superlink.err.log")?),
     )?;
     wait_port(port, 90, &mut procs.0[sl].1)?;
-    say(format!("SuperLink (flwr {FLWR_VERSION}) on {superlink}; {} browser tabs + {} native nodes; logs in {}", o.browsers, o.native, dir.display()));
+    let security = match (o.tls, o.node_auth) {
+        (true, true) => "TLS with a throwaway CA, node authentication on",
+        (true, false) => "TLS with a throwaway CA",
+        _ => "plain HTTP on 127.0.0.1",
+    };
+    say(format!("SuperLink (flwr {FLWR_VERSION}) on {superlink} ({security}); {} browser tabs + {} native nodes; logs in {}", o.browsers, o.native, dir.display()));
+
+    // Node authentication: a node whose key nobody registered is refused, clearly.
+    let keys = dir.join("keys");
+    let mut unregistered_refused = serde_json::Value::Null;
+    if o.node_auth {
+        fs::create_dir_all(&keys).map_err(|e| e.to_string())?;
+        let out = Command::new(&pixelgrad)
+            .args([
+                "federated",
+                "--superlink",
+                &superlink,
+                "--root-certificates",
+            ])
+            .arg(&ca)
+            .arg("--node-key")
+            .arg(keys.join("unregistered.key"))
+            .args(["--partition", "0/2", "--dataset", &o.dataset])
+            .output()
+            .map_err(|e| format!("pixelgrad federated: {e}"))?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err.lines().find(|l| l.starts_with("error: ")).unwrap_or("");
+        if out.status.code() != Some(1) || !line.contains("is not registered") {
+            return Err(format!(
+                "a node with an unregistered key was not refused as expected ({}): {err}",
+                out.status
+            ));
+        }
+        say(format!(
+            "a node with an unregistered key is refused: {line}"
+        ));
+        unregistered_refused = line.into();
+    }
 
     // Browser tabs report through JSON lines on stdout, read on a thread.
     let (tx, rx) = mpsc::channel::<serde_json::Value>();
@@ -436,6 +532,18 @@ fn run(o: &Opts) -> Result<(), String> {
         if let Some(l) = &dp.local {
             c.args(["--local-dp", l]);
         }
+        if o.tls {
+            c.arg("--ca-file").arg(&ca);
+        }
+        if o.node_auth {
+            c.arg("--node-auth")
+                .arg("--flwr")
+                .arg(bin.join("flwr"))
+                .arg("--keys")
+                .arg(&keys)
+                .env("PATH", &path_env)
+                .env("FLWR_HOME", &home);
+        }
         let i = procs.spawn("browsers", &mut c)?;
         let stdout = procs.0[i]
             .1
@@ -455,6 +563,33 @@ fn run(o: &Opts) -> Result<(), String> {
     let mut natives = Vec::new();
     for k in 0..o.native {
         let index = o.browsers + k;
+        let key = keys.join(format!("native-{index}.key"));
+        if o.node_auth {
+            // the node makes its key; the operator registers the public half
+            let mut c = Command::new(&pixelgrad);
+            c.args(["federated", "--node-key"])
+                .arg(&key)
+                .arg("--print-public-key");
+            sh(&mut c, "pixelgrad federated --print-public-key")?;
+            let pub_file = keys.join(format!("native-{index}.key.pub"));
+            let out = sh(
+                flwr_cmd(&["supernode", "register"])
+                    .arg(&pub_file)
+                    .args(["local", "--format", "json"]),
+                "flwr supernode register",
+            )?;
+            let j: serde_json::Value = out
+                .find('{')
+                .and_then(|i| serde_json::from_str(&out[i..]).ok())
+                .ok_or_else(|| format!("flwr supernode register printed no JSON: {out}"))?;
+            if j["success"] != true {
+                return Err(format!("registering native node {index}'s key failed: {j}"));
+            }
+            say(format!(
+                "registered native node {index}'s key as node {}",
+                j["node-id"]
+            ));
+        }
         let mut c = Command::new(&pixelgrad);
         c.args([
             "federated",
@@ -472,6 +607,12 @@ fn run(o: &Opts) -> Result<(), String> {
         }
         if let Some(l) = &dp.local {
             c.args(["--local-dp", l]);
+        }
+        if o.tls {
+            c.arg("--root-certificates").arg(&ca);
+        }
+        if o.node_auth {
+            c.arg("--node-key").arg(&key);
         }
         c.stdout(log(&format!("native-{index}.json"))?)
             .stderr(log(&format!("native-{index}.log"))?);
@@ -493,11 +634,8 @@ fn run(o: &Opts) -> Result<(), String> {
     );
     let flwr = procs.spawn(
         "flwr run",
-        Command::new(bin.join("flwr"))
-            .args(["run", ".", "local", "--stream", "--run-config", &run_config])
+        flwr_cmd(&["run", ".", "local", "--stream", "--run-config", &run_config])
             .current_dir(root.join("crates/pixelgrad-flower/flower-app"))
-            .env("PATH", &path_env)
-            .env("FLWR_HOME", &home)
             .stdout(log("serverapp.log")?)
             .stderr(log("serverapp.err.log")?),
     )?;
@@ -658,7 +796,13 @@ fn run(o: &Opts) -> Result<(), String> {
                     per_round.push(serde_json::json!({"round": rn, "body_bytes": body, "header_bytes": b["headers"], "requests": b["requests"], "ratio": ratio}));
                 }
             }
-            clients.push(serde_json::json!({"node": p["index"], "kind": "browser", "backend": p["backend"], "closed_mid_round": closed, "fleet_requests": p["fleet"], "other_requests": other}));
+            if o.node_auth && !closed && p["nodeId"] != p["registeredNode"] {
+                return Err(format!(
+                    "browser node {} joined as node {} but its key was registered as node {}",
+                    p["index"], p["nodeId"], p["registeredNode"]
+                ));
+            }
+            clients.push(serde_json::json!({"node": p["index"], "kind": "browser", "backend": p["backend"], "closed_mid_round": closed, "fleet_requests": p["fleet"], "other_requests": other, "node_id": p["nodeId"]}));
             checks.push(serde_json::json!({"node": p["index"], "backend": p["backend"], "rounds": per_round}));
         }
         privacy = serde_json::json!({"payload_bytes": payload, "pages": checks});
@@ -699,6 +843,9 @@ fn run(o: &Opts) -> Result<(), String> {
             "alpha": o.alpha,
             "per_round": rows,
             "privacy": privacy,
+            "tls": o.tls,
+            "node_auth": o.node_auth,
+            "unregistered_refused": unregistered_refused,
             "logs": dir.display().to_string(),
         });
         println!("{j}");

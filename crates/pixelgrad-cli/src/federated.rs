@@ -11,10 +11,11 @@ use pixelgrad::nn::{io, Module, OptimizerKind};
 use pixelgrad_flower::auth::NodeKey;
 use pixelgrad_flower::dp::LocalDp;
 use pixelgrad_flower::fleet::FleetClient;
+use pixelgrad_flower::keyfile::{self, KeyFile};
 use pixelgrad_flower::learner::{ModuleLearner, Shard};
 use pixelgrad_flower::node::{self, Event, NodeOptions};
 use pixelgrad_flower::partition;
-use pixelgrad_flower::transport::NativeTransport;
+use pixelgrad_flower::transport::{NativeTransport, TransportOptions};
 
 use crate::dataset::{self, DatasetSpec};
 use crate::{backend, CliResult, Context};
@@ -25,9 +26,30 @@ pub const ORDER_KEY: &str = "pixelgrad.order";
 
 #[derive(Args)]
 pub struct FederatedArgs {
-    /// The SuperLink's Fleet API, e.g. http://127.0.0.1:9093
+    /// The SuperLink's Fleet API, e.g. https://superlink.example:9093 (or http:// on a trusted
+    /// network)
     #[arg(long)]
     pub superlink: Option<String>,
+    /// PEM file of the CA certificates trusted for an https:// SuperLink (as Flower's
+    /// SuperNode takes it); without it, Mozilla's root certificates
+    #[arg(long, value_name = "FILE")]
+    pub root_certificates: Option<PathBuf>,
+    /// The node's key, kept across runs (PKCS#8 PEM, made with mode 0600 if missing; the public
+    /// key goes to FILE.pub for `flwr supernode register`). Without it, a fresh key per run
+    #[arg(long, value_name = "FILE")]
+    pub node_key: Option<PathBuf>,
+    /// With --node-key: make the key if needed, print its public key (OpenSSH line) and exit
+    #[arg(long, requires = "node_key")]
+    pub print_public_key: bool,
+    /// Seconds one request to the SuperLink may take, answer included
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout: f64,
+    /// Most local epochs a server may ask for in one round (more is refused with an error reply)
+    #[arg(long, default_value_t = node::DEFAULT_MAX_EPOCHS)]
+    pub max_epochs: usize,
+    /// Most rounds this node trains in one run
+    #[arg(long, default_value_t = node::DEFAULT_MAX_ROUNDS)]
+    pub max_rounds: u64,
     /// digits (embedded default) | idx:DIR | csv:PATH
     #[arg(long, default_value = "digits")]
     pub dataset: String,
@@ -86,7 +108,40 @@ pub fn parse_local_dp(s: &str) -> CliResult<LocalDp> {
     }
 }
 
+/// The node key: from `--node-key FILE` (made if missing) or a fresh one.
+fn node_key(a: &FederatedArgs, say: &dyn Fn(String)) -> CliResult<NodeKey> {
+    let Some(path) = &a.node_key else {
+        return NodeKey::generate().ctx();
+    };
+    let (key, how) = keyfile::load_or_create(path).ctx()?;
+    if how == KeyFile::Created {
+        say(format!(
+            "made the node key {} (public key in {}; register it with `flwr supernode register {}` where the SuperLink authenticates nodes)",
+            path.display(),
+            keyfile::public_path(path).display(),
+            keyfile::public_path(path).display()
+        ));
+    }
+    Ok(key)
+}
+
+/// Whether `url`'s host is this machine (plain HTTP is only sensible there).
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = match host.rsplit_once(':') {
+        Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => host,
+    };
+    matches!(host, "localhost" | "[::1]") || host.starts_with("127.")
+}
+
 pub fn run(a: FederatedArgs) -> CliResult<()> {
+    if a.print_public_key {
+        let key = node_key(&a, &|s| eprintln!("{s}"))?;
+        writeln!(std::io::stdout().lock(), "{}", key.openssh_public()).ctx()?;
+        return Ok(());
+    }
     let preset = Preset::parse(&a.model).ctx()?;
     let spec = DatasetSpec::parse(&a.dataset)?;
     let (index, n) = partition::parse_partition(&a.partition).ctx()?;
@@ -175,13 +230,36 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
         model.num_params()
     ));
 
-    let transport = NativeTransport::new(&url, 120.0).ctx()?;
-    let client = FleetClient::new(transport, NodeKey::generate().ctx()?);
+    let root_certificates = match &a.root_certificates {
+        Some(p) => Some(
+            std::fs::read(p).map_err(|e| format!("--root-certificates {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    if url.starts_with("http://") && !is_loopback(&url) {
+        say(format!(
+            "warning: {url} is plain HTTP: parameters and the node's signed identity cross the network unencrypted and can be read or replayed; use https://"
+        ));
+    }
+    let transport = NativeTransport::with_options(
+        &url,
+        TransportOptions {
+            timeout_s: a.timeout,
+            root_certificates,
+            ..Default::default()
+        },
+    )
+    .ctx()?;
+    let key = node_key(&a, &say)?;
+    say(format!("node key {}", key.fingerprint()));
+    let client = FleetClient::new(transport, key);
     let opts = NodeOptions {
         epochs: a.epochs,
         batch_size: a.batch_size,
         lr: a.lr,
         local_dp,
+        max_epochs: a.max_epochs,
+        max_rounds: a.max_rounds,
         ..Default::default()
     };
     let mut learner = ModuleLearner {

@@ -2,10 +2,11 @@
 //! /v1/fleet/<route>` with `content-type: application/protobuf`, the node's signed identity
 //! ([`crate::auth`]) and Flower's runtime-version headers on every request.
 //!
-//! Errors are mapped to [`FlowerError`]: no answer → `Unreachable`; a route the SuperLink
-//! does not have (404), a 412 runtime-version error, a version-incompatibility header, or an
-//! answer that is not protobuf → `Protocol` (a SuperLink of another flwr release); other
-//! statuses → `Http` with Flower's error detail.
+//! Errors are mapped to [`FlowerError`]: no answer → `Unreachable` (or `Timeout`, `Tls`,
+//! `Limit` from the transport); a route the SuperLink does not have (404), a runtime-version
+//! refusal (412 with Flower's code 1001), a version-incompatibility header, or an answer that
+//! is not protobuf → `Protocol` (a SuperLink of another flwr release); a failed signature check
+//! (401) → `NotRegistered`; other statuses → `Http` with Flower's error code and detail.
 
 use std::cell::Cell;
 
@@ -21,6 +22,21 @@ pub const PROTOBUF: &str = "application/protobuf";
 /// Heartbeat interval asked for (flwr accepts 10..=1800 s; nodes count as offline after twice it).
 pub const HEARTBEAT_INTERVAL: f64 = 10.0;
 
+/// Flower's API error codes (`flwr.supercore.error.ApiErrorCode`) this client acts on.
+pub mod codes {
+    /// `PUBLIC_KEY_ALREADY_IN_USE`: the key is registered already (a node that did not leave).
+    pub const PUBLIC_KEY_ALREADY_IN_USE: i64 = 23;
+    /// `RUNTIME_VERSION_INCOMPATIBLE`.
+    pub const RUNTIME_VERSION_INCOMPATIBLE: i64 = 1001;
+    /// `FLEET_SUPERNODE_REGISTRATION_DISABLED`: node authentication is on; the operator
+    /// registers keys with `flwr supernode register`.
+    pub const REGISTRATION_DISABLED: i64 = 2001;
+    /// `FLEET_SUPERNODE_UNREGISTRATION_DISABLED`: the same, for leaving.
+    pub const UNREGISTRATION_DISABLED: i64 = 2002;
+    /// `FLEET_NODE_ACTIVATION_FAILED`: no node with this public key.
+    pub const ACTIVATION_FAILED: i64 = 2004;
+}
+
 /// Bytes sent and received (request and response bodies plus the headers this client sets).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Traffic {
@@ -35,11 +51,17 @@ pub struct FleetClient<T: Transport> {
     traffic: Cell<Traffic>,
 }
 
+/// Flower's error code in an error body (`{"code": N, ...}`).
+fn error_code(r: &HttpResponse) -> Option<i64> {
+    let v: serde_json::Value = serde_json::from_slice(&r.body).ok()?;
+    v.get("code")?.as_i64()
+}
+
 /// What the SuperLink's error body says (`{"code": N, "detail": "...", "extra": "..."}`).
 fn error_detail(r: &HttpResponse) -> String {
     let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or(serde_json::Value::Null);
     let mut s = match v.get("detail").and_then(|d| d.as_str()) {
-        Some(d) => d.to_string(),
+        Some(d) => d.chars().take(500).collect(),
         None => String::from_utf8_lossy(&r.body[..r.body.len().min(300)]).into_owned(),
     };
     if let Some(code) = v.get("code").and_then(|c| c.as_i64()) {
@@ -83,7 +105,7 @@ impl<T: Transport> FleetClient<T> {
             ("flwr-package-version", FLWR_VERSION.into()),
             ("flwr-component-name", "SuperNode".into()),
         ];
-        headers.extend(self.key.headers(self.transport.now()));
+        headers.extend(self.key.headers(self.transport.now()).await?);
         let header_bytes: usize = headers.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
         let sent = body.len() + header_bytes;
         let r = self.transport.post(&path, &headers, body).await?;
@@ -104,13 +126,30 @@ impl<T: Transport> FleetClient<T> {
                     self.transport.base_url()
                 )))
             }
-            412 => {
+            412 if error_code(&r).is_none_or(|c| c == codes::RUNTIME_VERSION_INCOMPATIBLE) => {
                 return Err(FlowerError::Protocol(format!(
                     "the SuperLink refused flwr {FLWR_VERSION}'s Fleet protocol: {}",
                     error_detail(&r)
                 )))
             }
-            status => return Err(FlowerError::Http { path, status, msg: error_detail(&r) }),
+            401 => {
+                return Err(FlowerError::NotRegistered {
+                    url: self.transport.base_url().to_string(),
+                    msg: format!(
+                        "{} on {path} (the SuperLink does not know key {} for this node, or this machine's clock is off by more than 5 s)",
+                        error_detail(&r),
+                        self.key.fingerprint()
+                    ),
+                })
+            }
+            status => {
+                return Err(FlowerError::Http {
+                    path,
+                    status,
+                    code: error_code(&r),
+                    msg: error_detail(&r),
+                })
+            }
         }
         match r.header("content-type") {
             Some(ct) if ct.starts_with(PROTOBUF) => {}

@@ -6,27 +6,37 @@
 //!
 //! - [`proto`]: the Fleet protobuf messages (prost derives, flwr 1.42 field numbers);
 //! - [`auth`]: the node's P-256 key and the signed-timestamp headers every request carries;
+//!   [`keyfile`]: a key kept in a file across runs (for SuperLink node authentication);
 //! - [`fleet`]: the Fleet calls and their error mapping;
 //! - [`objects`] + [`records`] + [`npy`]: Flower's message/object format (content-addressed
 //!   objects, `ArrayRecord`s of `np.save` arrays, `MetricRecord`, `ConfigRecord`);
 //! - [`node`]: the node loop (pull, train/evaluate, reply, heartbeats) over a [`node::Learner`];
+//! - [`limits`]: what a server can make the node accept (objects, bytes, array elements),
+//!   checked before anything is pulled, allocated or run;
 //! - [`learner`]: a `Learner` for any `pixelgrad_nn` module (the CLI's);
 //! - [`dp`]: Flower's client-side clipping and local DP, on the device;
 //! - [`partition`]: seeded Dirichlet(α) label shards and IID splits.
 //!
-//! Wire compatibility is tested against flwr's own Python classes (`tests/wire.rs`).
+//! Wire compatibility is tested against flwr's own Python classes (`tests/wire.rs`); hostile
+//! servers (bad IDs, repeated references, endless and stalled answers) in `tests/hostile.rs`;
+//! TLS and node authentication against a real SuperLink in `tests/tls_auth.rs`.
 
 pub mod auth;
 pub mod dp;
 mod error;
 pub mod fleet;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod keyfile;
 pub mod learner;
+pub mod limits;
 pub mod node;
 pub mod npy;
 pub mod objects;
 pub mod partition;
 pub mod proto;
 pub mod records;
+#[cfg(all(feature = "fake-server", not(target_arch = "wasm32")))]
+pub mod testing;
 pub mod transport;
 
 pub use error::{FlowerError, Result};

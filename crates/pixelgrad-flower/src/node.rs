@@ -2,9 +2,14 @@
 //! together, in one loop.
 //!
 //! 1. `RegisterNode` + `ActivateNode` with the node key; heartbeats start in the background.
+//!    With node authentication on, the SuperLink refuses self-registration (its operator
+//!    registered the key); the node then activates directly, and a key that is not registered
+//!    ends the node with [`FlowerError::NotRegistered`].
 //! 2. `PullMessages` (backing off while there is nothing), then every object of the message's
 //!    tree with `PullObject` (retrying objects not yet available), `ConfirmMessageReceived`,
-//!    and the message inflated and checked ([`crate::objects`]).
+//!    and the message inflated and checked ([`crate::objects`]). The tree and the objects are
+//!    held to [`MessageLimits`] derived from the local model (object IDs, object count, bytes,
+//!    array elements counted over every reference), checked before pulling or allocating.
 //! 3. `train`: the one `ArrayRecord` is matched to the local parameters (same count, same
 //!    shapes, in order; the server's keys are kept for the reply), loaded, the model trained on
 //!    the local data ([`Learner::fit`]), the update clipped if the config has `clipping_norm`
@@ -19,14 +24,18 @@
 //!
 //! Parameters that do not fit the local model are answered with an error reply (so the
 //! strategy sees a failure, not a hang) and end the loop with [`FlowerError::Mismatch`]; the
-//! local model is not touched.
+//! local model is not touched. A train instruction asking for more local epochs than
+//! [`NodeOptions::max_epochs`] gets an error reply ([`ERROR_MOD_FAILED_PRECONDITION`]) and the
+//! node keeps serving; one more train instruction than [`NodeOptions::max_rounds`] gets an
+//! error reply and ends the node with [`FlowerError::Limit`].
 
 use std::collections::HashMap;
 
 use pixelgrad_core::{Device, Tensor};
 
 use crate::dp::{self, LocalDp};
-use crate::fleet::{FleetClient, Traffic, HEARTBEAT_INTERVAL};
+use crate::fleet::{codes, FleetClient, Traffic, HEARTBEAT_INTERVAL};
+use crate::limits::{MessageLimits, DEFAULT_MARGIN};
 use crate::npy::NdArray;
 use crate::objects::{self, Deflated, InflatedMessage};
 use crate::proto::{self, Node};
@@ -100,7 +109,19 @@ pub struct NodeOptions {
     pub check_run_after: f64,
     /// Give up pulling an object that stays unavailable this long.
     pub object_timeout: f64,
+    /// Most local epochs a server may ask for in one round (`local-epochs` of its config).
+    pub max_epochs: usize,
+    /// Most rounds of local training the node does in one run.
+    pub max_rounds: u64,
+    /// How much larger than the local model's parameters a pulled message may be (0.05 = 5 %,
+    /// plus fixed room for heads, config and metrics; see [`MessageLimits::for_model`]).
+    pub message_margin: f64,
 }
+
+/// Default of [`NodeOptions::max_epochs`].
+pub const DEFAULT_MAX_EPOCHS: usize = 100;
+/// Default of [`NodeOptions::max_rounds`].
+pub const DEFAULT_MAX_ROUNDS: u64 = 10_000;
 
 impl Default for NodeOptions {
     fn default() -> Self {
@@ -114,6 +135,9 @@ impl Default for NodeOptions {
             heartbeat_period: 4.0,
             check_run_after: 6.0,
             object_timeout: 60.0,
+            max_epochs: DEFAULT_MAX_EPOCHS,
+            max_rounds: DEFAULT_MAX_ROUNDS,
+            message_margin: DEFAULT_MARGIN,
         }
     }
 }
@@ -230,27 +254,81 @@ pub fn reply_metadata(ins: &proto::Metadata, now: f64) -> proto::Metadata {
     }
 }
 
+/// How the node came to be known to the SuperLink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Registration {
+    /// It registered its own key (a SuperLink without node authentication); with a key made
+    /// for this run it unregisters when it leaves.
+    SelfRegistered,
+    /// Its key was registered already (a persistent key that joined before).
+    AlreadyRegistered,
+    /// Node authentication is on: the operator registered the key (`flwr supernode register`).
+    ByOperator,
+}
+
 /// A node connected to a SuperLink.
 pub struct Session<'a, T: Transport> {
     pub client: &'a FleetClient<T>,
     pub node_id: u64,
+    pub registration: Registration,
     opts: NodeOptions,
 }
 
 impl<'a, T: Transport> Session<'a, T> {
-    /// Registers and activates the node.
+    /// Registers (where the SuperLink lets nodes do that) and activates the node.
     pub async fn connect(client: &'a FleetClient<T>, opts: NodeOptions) -> Result<Session<'a, T>> {
-        client.register().await?;
-        let node_id = client.activate().await?;
+        let registration = match client.register().await {
+            Ok(_) => Registration::SelfRegistered,
+            Err(FlowerError::Http {
+                code: Some(codes::REGISTRATION_DISABLED),
+                ..
+            }) => Registration::ByOperator,
+            Err(FlowerError::Http {
+                code: Some(codes::PUBLIC_KEY_ALREADY_IN_USE),
+                ..
+            }) => Registration::AlreadyRegistered,
+            Err(e) => return Err(e),
+        };
+        let node_id = match client.activate().await {
+            Ok(id) => id,
+            Err(FlowerError::Http {
+                code: Some(codes::ACTIVATION_FAILED),
+                msg,
+                ..
+            }) => {
+                let why = match registration {
+                    Registration::ByOperator => format!(
+                        "node authentication is on and this node's public key ({}) is not registered; the SuperLink's operator registers it with `flwr supernode register KEY.pub`",
+                        client.key().fingerprint()
+                    ),
+                    _ => format!(
+                        "this node's public key ({}) was unregistered from the SuperLink, which never lets a key register twice; use a new key",
+                        client.key().fingerprint()
+                    ),
+                };
+                return Err(FlowerError::NotRegistered {
+                    url: client.transport.base_url().to_string(),
+                    msg: format!("{why} ({msg})"),
+                });
+            }
+            Err(e) => return Err(e),
+        };
         Ok(Session {
             client,
             node_id,
+            registration,
             opts,
         })
     }
 
-    /// Pulls the next message, if one is waiting: (message, payload bytes).
-    pub async fn pull(&self) -> Result<Option<(InflatedMessage, u64)>> {
+    /// Pulls the next message, if one is waiting: (message, payload bytes). The message may
+    /// not exceed `limits`; `pulled` gets its metadata as soon as it is known (so a caller can
+    /// send an error reply to a message that failed to arrive).
+    pub async fn pull(
+        &self,
+        limits: &MessageLimits,
+        pulled: &mut Option<proto::Metadata>,
+    ) -> Result<Option<(InflatedMessage, u64)>> {
         let r = self.client.pull_messages(self.node_id).await?;
         let (Some(m), Some(tree)) = (
             r.messages_list.into_iter().next(),
@@ -261,6 +339,8 @@ impl<'a, T: Transport> Session<'a, T> {
         let md = m
             .metadata
             .ok_or_else(|| FlowerError::Protocol("a pulled message has no metadata".into()))?;
+        objects::check_object_id(&md.message_id, "the pulled message's ID")?;
+        *pulled = Some(md.clone());
         if tree.object_id != md.message_id {
             return Err(FlowerError::Protocol(
                 "the object tree's root is not the pulled message".into(),
@@ -268,7 +348,7 @@ impl<'a, T: Transport> Session<'a, T> {
         }
         let mut objects: HashMap<String, Vec<u8>> = HashMap::new();
         let mut bytes = 0u64;
-        for id in objects::post_order(&tree) {
+        for id in objects::checked_tree_ids(&tree, limits)? {
             let t0 = self.client.transport.now();
             let mut wait = 0.05;
             loop {
@@ -284,6 +364,20 @@ impl<'a, T: Transport> Session<'a, T> {
                 }
                 if o.object_available {
                     bytes += o.object_content.len() as u64;
+                    if bytes > limits.max_bytes {
+                        return Err(FlowerError::limit(
+                            "the bytes of the server's message (the local model's parameters are fewer)",
+                            bytes,
+                            limits.max_bytes,
+                        ));
+                    }
+                    if objects::object_id(&o.object_content) != id {
+                        return Err(FlowerError::Protocol(format!(
+                            "object {} of message {}: the content pulled does not hash to its ID",
+                            &id[..12],
+                            &md.message_id[..12]
+                        )));
+                    }
                     objects.insert(id.clone(), o.object_content);
                     break;
                 }
@@ -301,7 +395,7 @@ impl<'a, T: Transport> Session<'a, T> {
             .confirm_received(self.node_id, md.run_id, &md.message_id)
             .await?;
         Ok(Some((
-            objects::inflate_message(&md.message_id, &objects)?,
+            objects::inflate_message(&md.message_id, &objects, limits)?,
             bytes,
         )))
     }
@@ -392,10 +486,22 @@ impl<'a, T: Transport> Session<'a, T> {
         }
     }
 
-    /// Deactivates and unregisters (best effort: errors are returned, nothing is retried).
+    /// Deactivates, and unregisters a node that registered a key made for this run (best
+    /// effort: errors are returned, nothing is retried). A persistent key stays registered, as
+    /// with Flower's SuperNode: flwr 1.42 never lets an unregistered key register again.
     pub async fn leave(&self) -> Result<()> {
         self.client.deactivate(self.node_id).await?;
-        self.client.unregister(self.node_id).await
+        if self.registration == Registration::SelfRegistered && !self.client.key().is_persistent() {
+            match self.client.unregister(self.node_id).await {
+                Err(FlowerError::Http {
+                    code: Some(codes::UNREGISTRATION_DISABLED),
+                    ..
+                }) => Ok(()),
+                other => other,
+            }
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -432,6 +538,54 @@ pub async fn read_back(ts: &[Tensor]) -> Result<Vec<NdArray>> {
     Ok(out)
 }
 
+/// A positive whole number from the config (`key`), or `default` when it is not there.
+fn count(cfg: &ConfigRecord, key: &str, default: u64) -> Result<u64> {
+    match cfg.get(key) {
+        None => Ok(default),
+        Some(v) => match v.as_f64() {
+            Some(x) if x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x < 2f64.powi(53) => {
+                Ok(x as u64)
+            }
+            _ => Err(FlowerError::Protocol(format!(
+                "'{key}' must be a positive whole number, got {v:?}"
+            ))),
+        },
+    }
+}
+
+/// The round's settings from the server's config within the node's ceilings.
+pub fn round_config(cfg: &ConfigRecord, opts: &NodeOptions, round: u64) -> Result<RoundConfig> {
+    let epochs = count(cfg, "local-epochs", opts.epochs as u64)?;
+    if epochs > opts.max_epochs as u64 {
+        return Err(FlowerError::limit(
+            "the local epochs the server asks for ('local-epochs'; raise the node's max epochs to allow more)",
+            epochs,
+            opts.max_epochs as u64,
+        ));
+    }
+    let batch_size = count(cfg, "batch-size", opts.batch_size as u64)?;
+    let lr = match cfg.get("lr") {
+        None => opts.lr,
+        Some(v) => match v.as_f64() {
+            Some(x) if x.is_finite() && x >= 0.0 && (x as f32).is_finite() => x as f32,
+            _ => {
+                return Err(FlowerError::Protocol(format!(
+                    "'lr' must be a finite non-negative number, got {v:?}"
+                )))
+            }
+        },
+    };
+    Ok(RoundConfig {
+        server_round: round,
+        epochs: epochs as usize,
+        // a batch larger than any shard is a full batch; no need to keep the server's number
+        batch_size: usize::try_from(batch_size)
+            .unwrap_or(usize::MAX)
+            .min(1 << 24),
+        lr,
+    })
+}
+
 /// Local training on a train message; returns the reply content and the event.
 async fn handle_train<L: Learner>(
     learner: &mut L,
@@ -448,19 +602,7 @@ async fn handle_train<L: Learner>(
         .first()
         .map(|(_, c)| (*c).clone())
         .unwrap_or_default();
-    let num = |k: &str| cfg.get(k).and_then(|v| v.as_f64());
-    let rc = RoundConfig {
-        server_round: round,
-        epochs: num("local-epochs")
-            .map(|v| v as usize)
-            .unwrap_or(opts.epochs)
-            .max(1),
-        batch_size: num("batch-size")
-            .map(|v| v as usize)
-            .unwrap_or(opts.batch_size)
-            .max(1),
-        lr: num("lr").map(|v| v as f32).unwrap_or(opts.lr),
-    };
+    let rc = round_config(&cfg, opts, round)?;
     let clip = match cfg.get(KEY_CLIPPING_NORM) {
         None => None,
         Some(v) => match v.as_f64() {
@@ -612,13 +754,32 @@ async fn serve<T: Transport, L: Learner>(
     if on_event(&Event::Connected { node_id: s.node_id }).is_break() {
         return Err(FlowerError::Stopped);
     }
+    let shapes: Vec<Vec<usize>> = learner.params().iter().map(|p| p.dims().to_vec()).collect();
+    let limits = MessageLimits::for_model(&shapes, opts.message_margin)?;
     let mut wait = opts.poll_min;
     let mut idle_since = t.now();
     loop {
         if let Some(why) = hb.lost() {
             return Err(FlowerError::Protocol(why));
         }
-        let Some((msg, bytes)) = s.pull().await? else {
+        let mut pulled = None;
+        let next = match s.pull(&limits, &mut pulled).await {
+            Ok(n) => n,
+            Err(e) => {
+                // A message that arrived but cannot be accepted: tell the server (so it sees a
+                // failure, not a silent node), then stop.
+                if let (Some(md), FlowerError::Protocol(_) | FlowerError::Limit { .. }) =
+                    (&pulled, &e)
+                {
+                    let reason = format!("pixelgrad node {}: {e}", s.node_id);
+                    let _ = s
+                        .error_reply(md, ERROR_MOD_FAILED_PRECONDITION, &reason)
+                        .await;
+                }
+                return Err(e);
+            }
+        };
+        let Some((msg, bytes)) = next else {
             if on_event(&Event::Waiting).is_break() {
                 return Err(FlowerError::Stopped);
             }
@@ -655,6 +816,19 @@ async fn serve<T: Transport, L: Learner>(
         {
             return Err(FlowerError::Stopped);
         }
+        if kind == "train" && summary.rounds_trained >= opts.max_rounds {
+            let e = FlowerError::limit(
+                "the rounds of local training the server asks for (raise the node's max rounds to allow more)",
+                summary.rounds_trained + 1,
+                opts.max_rounds,
+            );
+            let reason = format!("pixelgrad node {}: {e}", s.node_id);
+            let _ = s
+                .error_reply(&md, ERROR_MOD_FAILED_PRECONDITION, &reason)
+                .await;
+            let _ = on_event(&Event::Failed { round, reason });
+            return Err(e);
+        }
         let handled = match kind.as_str() {
             "train" => handle_train(learner, opts, &content, round, || t.now()).await,
             "evaluate" => handle_evaluate(learner, &content, round).await,
@@ -683,7 +857,7 @@ async fn serve<T: Transport, L: Learner>(
                 }
             }
             Err(e) => {
-                let code = if matches!(e, FlowerError::Protocol(_)) {
+                let code = if matches!(e, FlowerError::Protocol(_) | FlowerError::Limit { .. }) {
                     ERROR_MOD_FAILED_PRECONDITION
                 } else {
                     ERROR_CLIENT_APP_RAISED
@@ -692,8 +866,12 @@ async fn serve<T: Transport, L: Learner>(
                 let _ = s.error_reply(&md, code, &reason).await;
                 let _ = on_event(&Event::Failed { round, reason });
                 // A mismatch or a failed local step ends the node; a message it cannot run
-                // (unknown type) does not.
-                if !matches!(e, FlowerError::Protocol(_)) || kind == "train" || kind == "evaluate" {
+                // (unknown type) or a round it refuses (too many epochs) does not.
+                let goes_on = matches!(e, FlowerError::Limit { .. })
+                    || (matches!(e, FlowerError::Protocol(_))
+                        && kind != "train"
+                        && kind != "evaluate");
+                if !goes_on {
                     return Err(e);
                 }
             }

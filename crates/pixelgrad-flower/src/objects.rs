@@ -19,19 +19,20 @@
 //! to push (objects in post-order, the tree); [`inflate_message`] rebuilds a pulled one and
 //! checks every ID, head, length and reference.
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 
 use prost::Message as _;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use sha2::{Digest, Sha256};
 
+use crate::limits::{MessageLimits, MAX_TREE_DEPTH};
 use crate::npy::{self, NdArray, STYPE_NUMPY};
 use crate::proto::{self, ObjectTree};
 use crate::records::{self, ArrayRecord, Record, RecordDict};
 use crate::{FlowerError, Result};
 
-/// Largest `ArrayChunk` body (flwr's `FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE` default, 5 MiB).
-pub const MAX_ARRAY_CHUNK: usize = 5 * 1024 * 1024;
+pub use crate::limits::MAX_ARRAY_CHUNK;
 
 /// SHA-256 of `content`, lower-case hex: an object's ID.
 pub fn object_id(content: &[u8]) -> String {
@@ -255,17 +256,46 @@ pub fn message_body(metadata: &proto::Metadata, error: Option<&proto::Error>) ->
 
 // ---- inflating ----
 
-fn bad(id: &str, msg: impl Into<String>) -> FlowerError {
-    FlowerError::Protocol(format!(
-        "object {}: {}",
-        &id[..id.len().min(12)],
-        msg.into()
-    ))
+/// Longest `np.save` header accepted in front of an array's data (NumPy writes 128 bytes or
+/// less for the dtypes read here).
+pub const MAX_NPY_HEADER: u64 = 4096;
+
+/// Whether `id` is an object ID as Flower makes them: 64 lower-case hex characters (SHA-256).
+pub fn is_object_id(id: &str) -> bool {
+    id.len() == 64 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// Splits and checks an object: its hash is `id`, its head is `type children len`, its body
-/// has that length. Returns (type, children, body).
+/// `id` for a message: its first 12 characters if it is an object ID, else an escaped prefix.
+fn show_id(id: &str) -> String {
+    if is_object_id(id) {
+        id[..12].to_string()
+    } else {
+        let head: String = id.chars().take(16).collect();
+        format!("{head:?} (not an object ID)")
+    }
+}
+
+fn bad(id: &str, msg: impl Into<String>) -> FlowerError {
+    FlowerError::Protocol(format!("object {}: {}", show_id(id), msg.into()))
+}
+
+/// Refuses anything but 64 lower-case hex characters; `what` says where the ID was found.
+pub fn check_object_id(id: &str, what: &str) -> Result<()> {
+    if is_object_id(id) {
+        Ok(())
+    } else {
+        Err(FlowerError::Protocol(format!(
+            "{what}: {} is not an object ID (64 lower-case hex characters)",
+            show_id(id)
+        )))
+    }
+}
+
+/// Splits and checks an object: `id` is an object ID, the content hashes to it, the head is
+/// `type children len` with distinct child IDs, and the body has that length. Returns (type,
+/// children, body).
 pub fn parse_object<'a>(id: &str, content: &'a [u8]) -> Result<(&'a str, Vec<String>, &'a [u8])> {
+    check_object_id(id, "pulled object")?;
     if object_id(content) != id {
         return Err(bad(id, "content does not hash to its ID"));
     }
@@ -279,13 +309,17 @@ pub fn parse_object<'a>(id: &str, content: &'a [u8]) -> Result<(&'a str, Vec<Str
     let [kind, children, len] = parts[..] else {
         return Err(bad(
             id,
-            format!("head '{head}' is not 'type children length'"),
+            format!("head {:?} is not 'type children length'", show_head(head)),
         ));
     };
     if len.parse::<usize>().ok() != Some(body.len()) {
         return Err(bad(
             id,
-            format!("head says {len} body bytes, found {}", body.len()),
+            format!(
+                "head says {:?} body bytes, found {}",
+                show_head(len),
+                body.len()
+            ),
         ));
     }
     let children: Vec<String> = if children.is_empty() {
@@ -293,7 +327,19 @@ pub fn parse_object<'a>(id: &str, content: &'a [u8]) -> Result<(&'a str, Vec<Str
     } else {
         children.split(',').map(str::to_string).collect()
     };
+    let mut seen = HashSet::with_capacity(children.len());
+    for c in &children {
+        check_object_id(c, &format!("a child of object {}", show_id(id)))?;
+        if !seen.insert(c.as_str()) {
+            return Err(bad(id, format!("child {} is listed twice", show_id(c))));
+        }
+    }
     Ok((kind, children, body))
+}
+
+/// At most 80 characters of a head, for messages.
+fn show_head(h: &str) -> String {
+    h.chars().take(80).collect()
 }
 
 /// A JSON object's entries in document order (serde_json's own map would sort them).
@@ -325,7 +371,7 @@ impl<'de, V: serde::Deserialize<'de>> serde::Deserialize<'de> for Ordered<V> {
 #[derive(serde::Deserialize)]
 struct ArrayMeta {
     dtype: String,
-    shape: Vec<usize>,
+    shape: Vec<u64>,
     stype: String,
     arraychunk_ids: Vec<usize>,
 }
@@ -338,28 +384,50 @@ pub struct InflatedMessage {
     pub error: Option<proto::Error>,
 }
 
-struct Inflater<'a> {
-    objects: &'a HashMap<String, Vec<u8>>,
+/// A checked object: type, children, body.
+struct Parsed<'a> {
+    kind: &'a str,
+    children: Vec<String>,
+    body: &'a [u8],
 }
 
-impl Inflater<'_> {
-    fn get(&self, id: &str, want: &str) -> Result<(Vec<String>, &[u8])> {
-        let content = self
-            .objects
+struct Inflater<'a> {
+    parsed: HashMap<&'a str, Parsed<'a>>,
+    limits: MessageLimits,
+    /// Array elements inflated so far, every reference counted.
+    elements: Cell<u64>,
+}
+
+impl<'a> Inflater<'a> {
+    fn get(&self, id: &str, want: &str) -> Result<&Parsed<'a>> {
+        let p = self
+            .parsed
             .get(id)
             .ok_or_else(|| bad(id, format!("{want} object was not pulled")))?;
-        let (kind, children, body) = parse_object(id, content)?;
-        if kind != want {
-            return Err(bad(id, format!("expected a {want}, found a {kind}")));
+        if p.kind != want {
+            return Err(bad(
+                id,
+                format!("expected a {want}, found a {:?}", show_head(p.kind)),
+            ));
         }
-        Ok((children, body))
+        Ok(p)
     }
 
-    fn refs(&self, id: &str, body: &[u8], children: &[String]) -> Result<Vec<(String, String)>> {
-        let Ordered(refs) = serde_json::from_slice::<Ordered<String>>(body)
+    fn refs(&self, id: &str, p: &Parsed) -> Result<Vec<(String, String)>> {
+        let Ordered(refs) = serde_json::from_slice::<Ordered<String>>(p.body)
             .map_err(|e| bad(id, format!("bad reference JSON: {e}")))?;
+        if refs.len() > self.limits.max_objects {
+            return Err(FlowerError::limit(
+                format!("the number of references in object {}", show_id(id)),
+                refs.len() as u64,
+                self.limits.max_objects as u64,
+            ));
+        }
+        for (_, v) in &refs {
+            check_object_id(v, &format!("a reference in object {}", show_id(id)))?;
+        }
         let referenced: HashSet<&str> = refs.iter().map(|(_, v)| v.as_str()).collect();
-        let listed: HashSet<&str> = children.iter().map(String::as_str).collect();
+        let listed: HashSet<&str> = p.children.iter().map(String::as_str).collect();
         if referenced != listed {
             return Err(bad(
                 id,
@@ -370,31 +438,87 @@ impl Inflater<'_> {
     }
 
     fn array(&self, id: &str) -> Result<NdArray> {
-        let (children, body) = self.get(id, "Array")?;
-        let meta: ArrayMeta = serde_json::from_slice(body)
+        let p = self.get(id, "Array")?;
+        let meta: ArrayMeta = serde_json::from_slice(p.body)
             .map_err(|e| bad(id, format!("bad Array metadata: {e}")))?;
         if meta.stype != STYPE_NUMPY {
             return Err(bad(
                 id,
                 format!(
-                    "array serialisation '{}' is not supported ({STYPE_NUMPY})",
-                    meta.stype
+                    "array serialisation {:?} is not supported ({STYPE_NUMPY})",
+                    show_head(&meta.stype)
                 ),
             ));
         }
-        let mut data = Vec::new();
+        let width: u64 = match meta.dtype.as_str() {
+            "float32" => 4,
+            "float64" => 8,
+            other => {
+                return Err(bad(
+                    id,
+                    format!(
+                        "dtype {:?} is not supported (float32 or float64)",
+                        show_head(other)
+                    ),
+                ))
+            }
+        };
+        let numel = meta
+            .shape
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| bad(id, format!("shape {:?} overflows", meta.shape)))?;
+        // Every element this message expands to is counted before any is allocated: an array
+        // referenced twice counts twice.
+        let total = self.elements.get().saturating_add(numel);
+        if total > self.limits.max_elements {
+            return Err(FlowerError::limit(
+                "the array elements of the server's message (the local model has fewer parameters)",
+                total,
+                self.limits.max_elements,
+            ));
+        }
+        self.elements.set(total);
+        if meta.arraychunk_ids.len() > self.limits.max_objects {
+            return Err(FlowerError::limit(
+                format!("the chunk references of array {}", show_id(id)),
+                meta.arraychunk_ids.len() as u64,
+                self.limits.max_objects as u64,
+            ));
+        }
+        // The chunks' total length, repeats included, before they are joined: no more than the
+        // shape's values and an npy header.
+        let mut chunks = Vec::with_capacity(meta.arraychunk_ids.len());
+        let mut expanded = 0u64;
         for &i in &meta.arraychunk_ids {
-            let cid = children
+            let cid = p
+                .children
                 .get(i)
                 .ok_or_else(|| bad(id, format!("chunk index {i} out of range")))?;
-            let (cc, chunk) = self.get(cid, "ArrayChunk")?;
-            if !cc.is_empty() {
+            let c = self.get(cid, "ArrayChunk")?;
+            if !c.children.is_empty() {
                 return Err(bad(cid, "an ArrayChunk has no children"));
             }
-            data.extend_from_slice(chunk);
+            expanded = expanded.saturating_add(c.body.len() as u64);
+            chunks.push(c.body);
+        }
+        let need = numel.saturating_mul(width).saturating_add(MAX_NPY_HEADER);
+        if expanded > need {
+            return Err(bad(
+                id,
+                format!(
+                    "its chunks expand to {expanded} bytes, more than {numel} {} values need",
+                    meta.dtype
+                ),
+            ));
+        }
+        let mut data = Vec::with_capacity(expanded as usize);
+        for c in chunks {
+            data.extend_from_slice(c);
         }
         let a = npy::decode(&data)?;
-        if a.shape != meta.shape || a.dtype != meta.dtype {
+        let shape: Vec<u64> = a.shape.iter().map(|&d| d as u64).collect();
+        if shape != meta.shape || a.dtype != meta.dtype {
             return Err(bad(
                 id,
                 format!(
@@ -407,14 +531,13 @@ impl Inflater<'_> {
     }
 
     fn record(&self, id: &str) -> Result<Record> {
-        let content = self
-            .objects
+        let p = self
+            .parsed
             .get(id)
             .ok_or_else(|| bad(id, "record object was not pulled"))?;
-        let (kind, children, body) = parse_object(id, content)?;
-        match kind {
+        match p.kind {
             "ArrayRecord" => {
-                let refs = self.refs(id, body, &children)?;
+                let refs = self.refs(id, p)?;
                 let mut items = Vec::with_capacity(refs.len());
                 for (k, aid) in refs {
                     items.push((k, self.array(&aid)?));
@@ -423,35 +546,65 @@ impl Inflater<'_> {
             }
             "MetricRecord" => Ok(Record::Metrics(records::metric_from_proto(proto::decode(
                 "MetricRecord",
-                body,
+                p.body,
             )?)?)),
             "ConfigRecord" => Ok(Record::Config(records::config_from_proto(proto::decode(
                 "ConfigRecord",
-                body,
+                p.body,
             )?)?)),
-            other => Err(bad(id, format!("'{other}' is not a record type"))),
+            other => Err(bad(
+                id,
+                format!("{:?} is not a record type", show_head(other)),
+            )),
         }
     }
 }
 
-/// Rebuilds the message `message_id` from pulled `objects` (ID → content), checking hashes,
-/// heads and references. The metadata's `message_id` is set to the ID.
+/// Rebuilds the message `message_id` from pulled `objects` (ID → content) within `limits`:
+/// every object is checked once (ID, hash, head, length), then references are followed with
+/// every array's size counted before it is allocated. The metadata's `message_id` is set to
+/// the ID.
 pub fn inflate_message(
     message_id: &str,
     objects: &HashMap<String, Vec<u8>>,
+    limits: &MessageLimits,
 ) -> Result<InflatedMessage> {
-    let inf = Inflater { objects };
-    let (children, body) = inf.get(message_id, "Message")?;
-    let m: proto::Message = proto::decode("Message object", body)?;
+    check_object_id(message_id, "message ID")?;
+    if objects.len() > limits.max_objects {
+        return Err(FlowerError::limit(
+            "the number of objects of the server's message",
+            objects.len() as u64,
+            limits.max_objects as u64,
+        ));
+    }
+    let mut parsed = HashMap::with_capacity(objects.len());
+    for (id, content) in objects {
+        let (kind, children, body) = parse_object(id, content)?;
+        parsed.insert(
+            id.as_str(),
+            Parsed {
+                kind,
+                children,
+                body,
+            },
+        );
+    }
+    let inf = Inflater {
+        parsed,
+        limits: *limits,
+        elements: Cell::new(0),
+    };
+    let p = inf.get(message_id, "Message")?;
+    let m: proto::Message = proto::decode("Message object", p.body)?;
     let mut metadata = m
         .metadata
         .ok_or_else(|| bad(message_id, "message has no metadata"))?;
     metadata.message_id = message_id.to_string();
-    let content = match children.as_slice() {
+    let content = match p.children.as_slice() {
         [] => None,
         [rd] => {
-            let (rchildren, rbody) = inf.get(rd, "RecordDict")?;
-            let refs = inf.refs(rd, rbody, &rchildren)?;
+            let r = inf.get(rd, "RecordDict")?;
+            let refs = inf.refs(rd, r)?;
             let mut items = Vec::with_capacity(refs.len());
             for (k, rid) in refs {
                 items.push((k, inf.record(&rid)?));
@@ -486,6 +639,52 @@ pub fn post_order(tree: &ObjectTree) -> Vec<String> {
     let mut out = Vec::new();
     walk(tree, &mut out, &mut HashSet::new());
     out
+}
+
+/// The object IDs of a pulled message's `tree` in post-order, each once, after checking it
+/// within `limits`: every ID is an object ID, the tree is at most [`MAX_TREE_DEPTH`] deep and
+/// names at most `max_objects` distinct objects (in at most four times as many nodes).
+pub fn checked_tree_ids(tree: &ObjectTree, limits: &MessageLimits) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut nodes = 0usize;
+    let max_nodes = limits.max_objects.saturating_mul(4);
+    // Iterative post-order: (node, depth, children visited).
+    let mut stack: Vec<(&ObjectTree, usize, bool)> = vec![(tree, 1, false)];
+    while let Some((t, depth, expanded)) = stack.pop() {
+        if expanded {
+            if seen.insert(t.object_id.as_str()) {
+                if seen.len() > limits.max_objects {
+                    return Err(FlowerError::limit(
+                        "the number of objects of the server's message",
+                        seen.len() as u64,
+                        limits.max_objects as u64,
+                    ));
+                }
+                out.push(t.object_id.clone());
+            }
+            continue;
+        }
+        nodes += 1;
+        if nodes > max_nodes {
+            return Err(FlowerError::limit(
+                "the nodes of the server's object tree",
+                nodes as u64,
+                max_nodes as u64,
+            ));
+        }
+        check_object_id(&t.object_id, "the object tree")?;
+        if depth > MAX_TREE_DEPTH {
+            return Err(FlowerError::Protocol(format!(
+                "the object tree is deeper than a Flower message ({MAX_TREE_DEPTH} levels)"
+            )));
+        }
+        stack.push((t, depth, true));
+        for c in t.children.iter().rev() {
+            stack.push((c, depth + 1, false));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -533,7 +732,11 @@ mod tests {
         assert_eq!(d.objects.len(), 9);
         assert_eq!(post_order(&d.tree).last(), Some(&d.message_id));
         let map: HashMap<String, Vec<u8>> = d.objects.iter().cloned().collect();
-        let m = inflate_message(&d.message_id, &map).unwrap();
+        let m = inflate_message(&d.message_id, &map, &MessageLimits::generous()).unwrap();
+        assert_eq!(
+            checked_tree_ids(&d.tree, &MessageLimits::generous()).unwrap(),
+            post_order(&d.tree)
+        );
         assert_eq!(m.content.unwrap(), sample());
         assert_eq!(m.metadata.run_id, 5);
     }
@@ -550,7 +753,7 @@ mod tests {
         let mut c2 = c.clone();
         *c2.last_mut().unwrap() ^= 1;
         map.insert(id, c2);
-        let e = inflate_message(&d.message_id, &map)
+        let e = inflate_message(&d.message_id, &map, &MessageLimits::generous())
             .unwrap_err()
             .to_string();
         assert!(e.contains("does not hash"), "{e}");

@@ -116,7 +116,7 @@ async fn heartbeat_loop<T: Transport>(
             .down
             .fetch_add(after.down - before.down, Ordering::SeqCst);
         let lost = match r {
-            Ok(true) | Err(FlowerError::Unreachable { .. }) => None,
+            Ok(true) | Err(FlowerError::Unreachable { .. } | FlowerError::Timeout { .. }) => None,
             Ok(false) => Some(
                 "the SuperLink does not recognise this node any more (heartbeat refused)"
                     .to_string(),
@@ -137,40 +137,197 @@ async fn heartbeat_loop<T: Transport>(
     }
 }
 
+/// Largest HTTP answer body read by default: a pulled object is at most a 5 MiB `ArrayChunk`
+/// plus its head and the response framing; every other Fleet answer is a few KiB.
+pub const DEFAULT_MAX_BODY: u64 = crate::objects::MAX_ARRAY_CHUNK as u64 + 1024 * 1024;
+/// Default seconds one request may take, answer body included.
+pub const DEFAULT_TIMEOUT_S: f64 = 120.0;
+
+/// How a transport talks to the SuperLink.
+#[derive(Clone, Debug)]
+pub struct TransportOptions {
+    /// Seconds one request may take from connecting to the last byte of the answer.
+    pub timeout_s: f64,
+    /// Bytes one answer body may have; a longer one is cut off with [`FlowerError::Limit`].
+    pub max_body: u64,
+    /// PEM certificates of the CAs trusted for an `https://` SuperLink (Flower's
+    /// `--root-certificates`): when set, only these are trusted; when not, Mozilla's root
+    /// program (the `webpki-roots` crate) is (natively; the browser uses its own roots).
+    pub root_certificates: Option<Vec<u8>>,
+}
+
+impl Default for TransportOptions {
+    fn default() -> Self {
+        TransportOptions {
+            timeout_s: DEFAULT_TIMEOUT_S,
+            max_body: DEFAULT_MAX_BODY,
+            root_certificates: None,
+        }
+    }
+}
+
+impl TransportOptions {
+    fn check(&self) -> Result<()> {
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            return Err(FlowerError::Invalid(format!(
+                "the request timeout must be a positive number of seconds, got {}",
+                self.timeout_s
+            )));
+        }
+        if self.max_body == 0 {
+            return Err(FlowerError::Invalid(
+                "the largest answer body must be at least one byte".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 pub use native::NativeTransport;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
     use super::*;
+    use std::sync::Arc;
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-    /// Largest response body read (a pulled object is at most a 5 MiB chunk plus framing).
-    const MAX_BODY: u64 = 64 * 1024 * 1024;
-
-    /// Blocking HTTP through `ureq`; cheap to clone (one connection pool).
+    /// Blocking HTTP(S) through `ureq` and `rustls`; cheap to clone (one connection pool).
     #[derive(Clone)]
     pub struct NativeTransport {
         base: String,
         agent: ureq::Agent,
+        opts: Arc<TransportOptions>,
+    }
+
+    fn certificates(pem: &[u8]) -> Result<Vec<ureq::tls::Certificate<'static>>> {
+        let mut out = Vec::new();
+        for item in ureq::tls::parse_pem(pem) {
+            match item {
+                Ok(ureq::tls::PemItem::Certificate(c)) => out.push(c),
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(FlowerError::Invalid(format!(
+                        "root certificates: not a PEM file ({e})"
+                    )))
+                }
+            }
+        }
+        if out.is_empty() {
+            return Err(FlowerError::Invalid(
+                "root certificates: the file holds no PEM certificate".into(),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The rustls error inside an I/O error, if that is what it is.
+    fn rustls_error(e: &std::io::Error) -> Option<&rustls::Error> {
+        e.get_ref()?.downcast_ref::<rustls::Error>()
     }
 
     impl NativeTransport {
-        /// A transport to `base` (`http://host:port`, no trailing slash needed); requests time
-        /// out after `timeout_s` seconds.
+        /// A transport to `base` (`http://host:port` or `https://...`) with the default limits
+        /// and Mozilla's roots; requests time out after `timeout_s` seconds.
         pub fn new(base: &str, timeout_s: f64) -> Result<Self> {
+            Self::with_options(
+                base,
+                TransportOptions {
+                    timeout_s,
+                    ..Default::default()
+                },
+            )
+        }
+
+        /// A transport to `base` with `opts`.
+        pub fn with_options(base: &str, opts: TransportOptions) -> Result<Self> {
+            opts.check()?;
             let base = base.trim_end_matches('/').to_string();
             if !(base.starts_with("http://") || base.starts_with("https://")) {
                 return Err(FlowerError::Invalid(format!(
                     "SuperLink URL '{base}' must start with http:// or https://"
                 )));
             }
+            let roots = match &opts.root_certificates {
+                Some(pem) => ureq::tls::RootCerts::new_with_certs(&certificates(pem)?),
+                None => ureq::tls::RootCerts::WebPki,
+            };
+            let tls = ureq::tls::TlsConfig::builder()
+                .provider(ureq::tls::TlsProvider::Rustls)
+                .root_certs(roots)
+                .build();
+            let timeout = Duration::from_secs_f64(opts.timeout_s);
             let agent: ureq::Agent = ureq::Agent::config_builder()
                 .http_status_as_error(false)
-                .timeout_global(Some(Duration::from_secs_f64(timeout_s.max(1.0))))
+                // A SuperLink does not redirect; following one would send the signed identity
+                // headers somewhere else.
+                .max_redirects(0)
+                .timeout_global(Some(timeout))
+                .timeout_connect(Some(timeout.min(Duration::from_secs(20))))
+                .tls_config(tls)
                 .build()
                 .into();
-            Ok(NativeTransport { base, agent })
+            Ok(NativeTransport {
+                base,
+                agent,
+                opts: Arc::new(opts),
+            })
+        }
+
+        /// A transport error as the crate's error: time-outs, TLS failures and bodies over the
+        /// limit by their own variants, the rest as [`FlowerError::Unreachable`].
+        fn error(&self, path: &str, e: ureq::Error) -> FlowerError {
+            let tls = |msg: String| FlowerError::Tls {
+                url: self.base.clone(),
+                msg,
+            };
+            match e {
+                ureq::Error::Timeout(_) => FlowerError::Timeout {
+                    url: self.base.clone(),
+                    path: path.to_string(),
+                    seconds: self.opts.timeout_s,
+                },
+                ureq::Error::BodyExceedsLimit(n) => FlowerError::limit(
+                    format!("the size of the answer to {path} in bytes"),
+                    n.max(self.opts.max_body + 1),
+                    self.opts.max_body,
+                ),
+                ureq::Error::Rustls(r) => tls(describe_rustls(&r)),
+                ureq::Error::Tls(m) => tls(m.to_string()),
+                ureq::Error::Pem(p) => tls(p.to_string()),
+                ureq::Error::Io(io) => {
+                    if let Some(r) = rustls_error(&io) {
+                        tls(describe_rustls(r))
+                    } else if matches!(
+                        io.kind(),
+                        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+                    ) {
+                        FlowerError::Timeout {
+                            url: self.base.clone(),
+                            path: path.to_string(),
+                            seconds: self.opts.timeout_s,
+                        }
+                    } else {
+                        FlowerError::Unreachable {
+                            url: self.base.clone(),
+                            msg: format!("{path}: {io}"),
+                        }
+                    }
+                }
+                other => FlowerError::Unreachable {
+                    url: self.base.clone(),
+                    msg: format!("{path}: {other}"),
+                },
+            }
+        }
+    }
+
+    fn describe_rustls(e: &rustls::Error) -> String {
+        match e {
+            rustls::Error::InvalidCertificate(c) => {
+                format!("the server's certificate was refused ({c:?}); pass the CA that signed it with --root-certificates FILE")
+            }
+            other => other.to_string(),
         }
     }
 
@@ -189,10 +346,7 @@ mod native {
             for (k, v) in headers {
                 req = req.header(*k, v.as_str());
             }
-            let mut resp = req.send(&body[..]).map_err(|e| FlowerError::Unreachable {
-                url: self.base.clone(),
-                msg: e.to_string(),
-            })?;
+            let mut resp = req.send(&body[..]).map_err(|e| self.error(path, e))?;
             let status = resp.status().as_u16();
             let hdrs = resp
                 .headers()
@@ -207,12 +361,9 @@ mod native {
             let body = resp
                 .body_mut()
                 .with_config()
-                .limit(MAX_BODY)
+                .limit(self.opts.max_body)
                 .read_to_vec()
-                .map_err(|e| FlowerError::Unreachable {
-                    url: self.base.clone(),
-                    msg: format!("reading the answer to {path}: {e}"),
-                })?;
+                .map_err(|e| self.error(path, e))?;
             Ok(HttpResponse {
                 status,
                 headers: hdrs,
@@ -254,7 +405,7 @@ pub use web::FetchTransport;
 #[cfg(target_arch = "wasm32")]
 mod web {
     use super::*;
-    use js_sys::{Function, Promise, Reflect, Uint8Array};
+    use js_sys::{Function, Object, Promise, Reflect, Uint8Array};
     use wasm_bindgen::{JsCast, JsValue};
     use wasm_bindgen_futures::JsFuture;
 
@@ -267,18 +418,56 @@ mod web {
             .unwrap_or_else(|| format!("{v:?}"))
     }
 
+    /// The DOMException name of a rejection (`TimeoutError` when `AbortSignal.timeout` fired).
+    fn js_name(v: &JsValue) -> String {
+        Reflect::get(v, &"name".into())
+            .ok()
+            .and_then(|n| n.as_string())
+            .unwrap_or_default()
+    }
+
+    fn method(target: &JsValue, name: &str) -> std::result::Result<Function, JsValue> {
+        Reflect::get(target, &name.into())?.dyn_into::<Function>()
+    }
+
     /// `fetch` of the page or worker; `base` is usually the page's origin (the page server
-    /// forwards `/v1/fleet/*` to the SuperLink).
+    /// forwards `/v1/fleet/*` to the SuperLink). Every request is aborted after the timeout
+    /// (`AbortSignal.timeout`, which also ends a body still arriving) and an answer body is
+    /// read as a stream and cut off past the limit.
     #[derive(Clone)]
     pub struct FetchTransport {
         base: String,
+        opts: std::rc::Rc<TransportOptions>,
+    }
+
+    enum Failure {
+        Js(JsValue),
+        TooLarge(u64),
+    }
+
+    impl From<JsValue> for Failure {
+        fn from(v: JsValue) -> Self {
+            Failure::Js(v)
+        }
     }
 
     impl FetchTransport {
+        /// A transport to `base` with the default timeout and body limit.
         pub fn new(base: &str) -> Self {
             FetchTransport {
                 base: base.trim_end_matches('/').to_string(),
+                opts: std::rc::Rc::new(TransportOptions::default()),
             }
+        }
+
+        /// A transport to `base` with `opts` (`root_certificates` does not apply: the browser
+        /// verifies TLS with its own roots).
+        pub fn with_options(base: &str, opts: TransportOptions) -> Result<Self> {
+            opts.check()?;
+            Ok(FetchTransport {
+                base: base.trim_end_matches('/').to_string(),
+                opts: std::rc::Rc::new(opts),
+            })
         }
 
         async fn fetch(
@@ -286,7 +475,7 @@ mod web {
             url: &str,
             headers: &[(&str, String)],
             body: Vec<u8>,
-        ) -> std::result::Result<web_sys::Response, JsValue> {
+        ) -> std::result::Result<(u16, Vec<(String, String)>, Vec<u8>), Failure> {
             let init = web_sys::RequestInit::new();
             init.set_method("POST");
             let h = web_sys::Headers::new()?;
@@ -296,11 +485,61 @@ mod web {
             init.set_headers(&h);
             let bytes = Uint8Array::from(&body[..]);
             init.set_body(&bytes);
-            let req = web_sys::Request::new_with_str_and_init(url, &init)?;
+            // A SuperLink does not redirect; following one would send the identity elsewhere.
+            init.set_redirect(web_sys::RequestRedirect::Error);
             let global = js_sys::global();
-            let fetch: Function = Reflect::get(&global, &"fetch".into())?.dyn_into()?;
+            let abort_signal = Reflect::get(&global, &"AbortSignal".into())?;
+            if let Ok(timeout) = method(&abort_signal, "timeout") {
+                let ms = (self.opts.timeout_s * 1000.0).ceil().min(2_147_483_647.0);
+                let signal = timeout.call1(&abort_signal, &JsValue::from(ms))?;
+                Reflect::set(init.as_ref(), &"signal".into(), &signal)?;
+            }
+            let req = web_sys::Request::new_with_str_and_init(url, &init)?;
+            let fetch = method(&global, "fetch")?;
             let p: Promise = fetch.call1(&global, &req)?.dyn_into()?;
-            JsFuture::from(p).await?.dyn_into()
+            let resp: web_sys::Response = JsFuture::from(p).await?.dyn_into()?;
+            let mut hdrs = Vec::new();
+            for name in ["content-type", "flwr-version-incompatibility-message"] {
+                if let Ok(Some(v)) = resp.headers().get(name) {
+                    hdrs.push((name.to_string(), v));
+                }
+            }
+            let max = self.opts.max_body;
+            if let Ok(Some(len)) = resp.headers().get("content-length") {
+                if let Ok(n) = len.trim().parse::<u64>() {
+                    if n > max {
+                        if let Some(b) = resp.body() {
+                            let _ = b.cancel();
+                        }
+                        return Err(Failure::TooLarge(n));
+                    }
+                }
+            }
+            let mut out = Vec::new();
+            if let Some(stream) = resp.body() {
+                let reader: JsValue =
+                    method(stream.as_ref(), "getReader")?.call0(stream.as_ref())?;
+                let read = method(&reader, "read")?;
+                loop {
+                    let p: Promise = read.call0(&reader)?.dyn_into()?;
+                    let chunk: Object = JsFuture::from(p).await?.dyn_into()?;
+                    if Reflect::get(&chunk, &"done".into())?.is_truthy() {
+                        break;
+                    }
+                    let v: Uint8Array = Reflect::get(&chunk, &"value".into())?.dyn_into()?;
+                    let total = out.len() as u64 + v.length() as u64;
+                    if total > max {
+                        if let Ok(cancel) = method(&reader, "cancel") {
+                            let _ = cancel.call0(&reader);
+                        }
+                        return Err(Failure::TooLarge(total));
+                    }
+                    let at = out.len();
+                    out.resize(at + v.length() as usize, 0);
+                    v.copy_to(&mut out[at..]);
+                }
+            }
+            Ok((resp.status(), hdrs, out))
         }
     }
 
@@ -315,24 +554,27 @@ mod web {
             body: Vec<u8>,
         ) -> Result<HttpResponse> {
             let url = format!("{}{path}", self.base);
-            let unreachable = |e: JsValue| FlowerError::Unreachable {
-                url: self.base.clone(),
-                msg: js_msg(&e),
-            };
-            let resp = self.fetch(&url, headers, body).await.map_err(unreachable)?;
-            let mut hdrs = Vec::new();
-            for name in ["content-type", "flwr-version-incompatibility-message"] {
-                if let Ok(Some(v)) = resp.headers().get(name) {
-                    hdrs.push((name.to_string(), v));
-                }
+            match self.fetch(&url, headers, body).await {
+                Ok((status, headers, body)) => Ok(HttpResponse {
+                    status,
+                    headers,
+                    body,
+                }),
+                Err(Failure::TooLarge(n)) => Err(FlowerError::limit(
+                    format!("the size of the answer to {path} in bytes"),
+                    n,
+                    self.opts.max_body,
+                )),
+                Err(Failure::Js(e)) if js_name(&e) == "TimeoutError" => Err(FlowerError::Timeout {
+                    url: self.base.clone(),
+                    path: path.to_string(),
+                    seconds: self.opts.timeout_s,
+                }),
+                Err(Failure::Js(e)) => Err(FlowerError::Unreachable {
+                    url: self.base.clone(),
+                    msg: format!("{path}: {}", js_msg(&e)),
+                }),
             }
-            let buf = resp.array_buffer().map_err(unreachable)?;
-            let buf = JsFuture::from(buf).await.map_err(unreachable)?;
-            Ok(HttpResponse {
-                status: resp.status(),
-                headers: hdrs,
-                body: Uint8Array::new(&buf).to_vec(),
-            })
         }
         async fn sleep(&self, seconds: f64) {
             let ms = (seconds.max(0.0) * 1000.0) as i32;

@@ -7,8 +7,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
 
 use pixelgrad_core::Device;
 use pixelgrad_cpu::CpuBackend;
@@ -144,7 +143,7 @@ fn servers_of_another_protocol_are_named_as_such() {
             fake_server(
                 412,
                 "application/json",
-                b"{\"code\":2,\"detail\":\"Runtime version compatibility check failed.\"}",
+                b"{\"code\":1001,\"detail\":\"Runtime version compatibility check failed.\"}",
                 "",
             ),
             "refused flwr 1.42.0's Fleet protocol",
@@ -178,7 +177,29 @@ fn servers_of_another_protocol_are_named_as_such() {
         );
         assert_eq!(values(&l), before);
     }
-    // A plain HTTP error keeps the SuperLink's detail.
+    // A plain HTTP error keeps the SuperLink's detail and code.
+    let e = run_against(
+        &fake_server(
+            500,
+            "application/json",
+            b"{\"code\":1005,\"detail\":\"LinkState not initialized.\"}",
+            "",
+        ),
+        &mut learner(8),
+    );
+    assert!(
+        matches!(
+            e,
+            FlowerError::Http {
+                status: 500,
+                code: Some(1005),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("LinkState not initialized"), "{e}");
+    // A refused signature is the node's identity problem, named as such.
     let e = run_against(
         &fake_server(
             401,
@@ -188,42 +209,18 @@ fn servers_of_another_protocol_are_named_as_such() {
         ),
         &mut learner(8),
     );
+    assert!(matches!(e, FlowerError::NotRegistered { .. }), "{e:?}");
     assert!(
-        e.to_string().contains("401") && e.to_string().contains("Invalid SuperNode authentication"),
+        e.to_string().contains("Invalid SuperNode authentication")
+            && e.to_string().contains("SHA256:"),
         "{e}"
     );
 }
 
 // ---- against a real SuperLink (flwr venv) ----
 
-fn venv() -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/flwr-venv/bin");
-    if p.join("flower-superlink").exists() {
-        return Some(p);
-    }
-    if std::env::var_os("PIXELGRAD_REQUIRE_FLWR").is_some() {
-        panic!(
-            "flwr venv missing at {} (run scripts/flower-venv.sh)",
-            p.display()
-        );
-    }
-    eprintln!("skipped: no flwr venv at {}", p.display());
-    None
-}
-
-struct Group(Vec<Child>);
-impl Drop for Group {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = Command::new("kill")
-                .arg("-TERM")
-                .arg("--")
-                .arg(format!("-{}", c.id()))
-                .status();
-            let _ = c.wait();
-        }
-    }
-}
+mod support;
+use support::{venv, SuperLink};
 
 /// A safetensors file of tensors named `names` with `shapes` (zeros) and the order metadata.
 fn init_file(path: &std::path::Path, specs: &[(&str, Vec<usize>)]) {
@@ -261,13 +258,7 @@ fn parameters_of_other_shapes_are_refused_and_the_model_is_untouched() {
     let Some(bin) = venv() else { return };
     let dir =
         std::env::temp_dir().join(format!("pixelgrad-flower-mismatch-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    std::fs::write(dir.join("config.toml"), format!("[superlink]\ndefault = \"local\"\n[superlink.local]\naddress = \"127.0.0.1:{port}\"\ninsecure = true\n")).unwrap();
+    let mut sl = SuperLink::start(&bin, &dir, None, &[]);
     // The server's model has 16 hidden units; the node's has 8.
     init_file(
         &dir.join("init.safetensors"),
@@ -278,58 +269,25 @@ fn parameters_of_other_shapes_are_refused_and_the_model_is_untouched() {
             ("2.bias", vec![3]),
         ],
     );
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut g = Group(Vec::new());
-    g.0.push(
-        Command::new(bin.join("flower-superlink"))
-            .args([
-                "--insecure",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-                "--disable-runtime-dependency-installation",
-            ])
-            .env("PATH", &path)
-            .env("FLWR_HOME", &dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .unwrap(),
-    );
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(90),
-            "the SuperLink did not start"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    sl.wait();
     let app = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("flower-app");
     let rc = format!(
         "num-server-rounds=1 expected-nodes=1 round-timeout=120.0 init-file=\"{}\"",
         dir.join("init.safetensors").display()
     );
-    g.0.push(
-        Command::new(bin.join("flwr"))
-            .args(["run", ".", "local", "--stream", "--run-config", &rc])
-            .current_dir(&app)
-            .env("PATH", &path)
-            .env("FLWR_HOME", &dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .unwrap(),
-    );
+    let run = sl
+        .flwr()
+        .args(["run", ".", "local", "--stream", "--run-config", &rc])
+        .current_dir(&app)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    sl.group.0.push(run);
     let mut l = learner(8);
     let before = values(&l);
-    let e = run_against(&format!("http://127.0.0.1:{port}"), &mut l);
+    let e = run_against(&format!("http://127.0.0.1:{}", sl.port), &mut l);
     let msg = e.to_string();
     assert!(matches!(e, FlowerError::Mismatch(_)), "{e:?}");
     assert!(
@@ -337,6 +295,6 @@ fn parameters_of_other_shapes_are_refused_and_the_model_is_untouched() {
         "{msg}"
     );
     assert_eq!(values(&l), before, "the local model is unchanged");
-    drop(g);
+    drop(sl);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -22,6 +22,7 @@ use base64::Engine as _;
 use pixelgrad_core::{Device, Tensor};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_flower::dp::{self, LocalDp};
+use pixelgrad_flower::limits::MessageLimits;
 use pixelgrad_flower::node::reply_metadata;
 use pixelgrad_flower::npy::NdArray;
 use pixelgrad_flower::objects::{self, deflate_message, inflate_message};
@@ -129,7 +130,7 @@ fn flwr_message_decodes_here() {
                 order.len()
             );
         }
-        let m = inflate_message(&md.message_id, &objs).unwrap();
+        let m = inflate_message(&md.message_id, &objs, &MessageLimits::generous()).unwrap();
         assert_eq!(
             (
                 m.metadata.run_id,
@@ -189,7 +190,7 @@ fn redeflating_flwr_content_gives_flwr_object_ids() {
     let Some(py) = python() else { return };
     let v = oracle(&py, &["emit", "5242880", "f32"], None);
     let (md, _, objs) = pulled(&v);
-    let m = inflate_message(&md.message_id, &objs).unwrap();
+    let m = inflate_message(&md.message_id, &objs, &MessageLimits::generous()).unwrap();
     let d = deflate_message(&md, m.content.as_ref(), None);
     assert_eq!(
         d.message_id, md.message_id,

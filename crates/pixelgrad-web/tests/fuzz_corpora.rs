@@ -35,6 +35,12 @@ mod spec {
 mod onnx {
     include!("../../../fuzz/harness/onnx.rs");
 }
+mod flower_message {
+    include!("../../../fuzz/harness/flower_message.rs");
+}
+mod flower_npy {
+    include!("../../../fuzz/harness/flower_npy.rs");
+}
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -123,6 +129,16 @@ fn json_model_spec() {
 #[test]
 fn onnx_models() {
     check("onnx", onnx::run);
+}
+
+#[test]
+fn flower_messages_and_object_trees() {
+    check("flower_message", flower_message::run);
+}
+
+#[test]
+fn flower_npy_reader() {
+    check("flower_npy", flower_npy::run);
 }
 
 #[test]

@@ -3,7 +3,13 @@
 //! The node runs as one future on the page's event loop; the model trained is a copy of the
 //! user's model (built from its config on the same runtime), so the user's model changes only
 //! when a round's global parameters are handed back through the events (`weights`, safetensors
-//! bytes the JS side loads). Errors reject the promise with a JS `Error`; nothing panics.
+//! bytes the JS side loads). Errors reject the promise with a `PixelgradError` whose `kind` is
+//! the Flower error's (`unreachable`, `timeout`, `tls`, `notRegistered`, `http`, `protocol`,
+//! `limit`, `mismatch`, `invalid`, `cancelled`, or the engine error's own kind); nothing panics.
+//!
+//! The node's key is a fresh one per join, or the page's persistent WebCrypto key
+//! (`pg.flower.nodeKey()`, a non-extractable P-256 key kept in IndexedDB): its public key and
+//! a `sign` function come in, the secret never does.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -16,7 +22,8 @@ use pixelgrad_flower::dp::LocalDp;
 use pixelgrad_flower::fleet::FleetClient;
 use pixelgrad_flower::node::{self, Event, NodeOptions};
 use pixelgrad_flower::partition;
-use pixelgrad_flower::transport::FetchTransport;
+use pixelgrad_flower::transport::{FetchTransport, TransportOptions};
+use pixelgrad_flower::FlowerError;
 use pixelgrad_nn::Module;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -31,6 +38,46 @@ fn set(o: &Object, k: &str, v: impl Into<JsValue>) {
 
 fn num(o: &serde_json::Value, k: &str) -> Option<f64> {
     o.get(k).and_then(|v| v.as_f64())
+}
+
+/// A whole number option in `1..=max`, or `default` when absent.
+fn count(o: &serde_json::Value, k: &str, default: u64, max: u64) -> Result<u64, JsValue> {
+    match o.get(k) {
+        None | Some(serde_json::Value::Null) => Ok(default),
+        Some(v) => match v.as_f64() {
+            Some(x) if x.fract() == 0.0 && x >= 1.0 && x <= max as f64 => Ok(x as u64),
+            _ => Err(js_err(format!("flower.join: {k} must be a whole number in 1..={max}, got {v}"))),
+        },
+    }
+}
+
+/// A Flower error as a `PixelgradError` with the error's kind (an engine error keeps its own).
+fn flower_err(e: FlowerError) -> JsValue {
+    let kind = match &e {
+        FlowerError::Engine { source, .. } => {
+            let inner = js_err(source.clone());
+            Reflect::get(&inner, &"kind".into()).ok().and_then(|k| k.as_string()).unwrap_or_else(|| "engine".into())
+        }
+        other => other.kind().to_string(),
+    };
+    let v = js_err(format!("flower.join: {e}"));
+    let _ = Reflect::set(&v, &"kind".into(), &kind.into());
+    v
+}
+
+/// The node key `{ publicKey: Uint8Array (SPKI), sign: (Uint8Array) => Promise<ArrayBuffer> }`
+/// from `pg.flower.nodeKey()`, or a fresh key when `key` is null or undefined.
+fn node_key(key: &JsValue) -> Result<NodeKey, JsValue> {
+    if key.is_null() || key.is_undefined() {
+        return NodeKey::generate().map_err(js_err);
+    }
+    let spki: Uint8Array = Reflect::get(key, &"publicKey".into())?
+        .dyn_into()
+        .map_err(|_| js_err("flower.join: nodeKey.publicKey must be a Uint8Array (use pg.flower.nodeKey())"))?;
+    let sign: Function = Reflect::get(key, &"sign".into())?
+        .dyn_into()
+        .map_err(|_| js_err("flower.join: nodeKey.sign must be a function (use pg.flower.nodeKey())"))?;
+    NodeKey::from_js_signer(&spki.to_vec(), sign).map_err(|e| js_err(format!("flower.join: {e}")))
 }
 
 /// The event as a plain JS object (`{ type: 'trained', round, ... }`).
@@ -108,8 +155,9 @@ impl FlowerNode {
 /// `model._config()`), compiled with `optimizer`/`loss`, on `rt`'s device, training on `train*`
 /// and evaluating on `test*` (`sample` is the per-sample shape). `options` (JSON): `server`,
 /// `epochs`, `batchSize`, `lr`, `momentum`, `seed`, `readEvery`, `pollMax`, `heartbeatPeriod`,
-/// `syncWeights`, `localDp: { epsilon, delta, clippingNorm, sensitivity }`. `on_event` gets one
-/// object per event.
+/// `syncWeights`, `localDp: { epsilon, delta, clippingNorm, sensitivity }`, `timeout` (seconds
+/// per request), `maxEpochs`, `maxRounds`. `on_event` gets one object per event; `key` is the
+/// node key (see [`node_key`]).
 #[allow(clippy::too_many_arguments)]
 #[wasm_bindgen(js_name = flowerJoin)]
 pub fn flower_join(
@@ -124,6 +172,7 @@ pub fn flower_join(
     sample: Vec<u32>,
     options: &str,
     on_event: Function,
+    key: JsValue,
 ) -> Result<FlowerNode, JsValue> {
     let cfg: serde_json::Value = serde_json::from_str(config).map_err(|e| js_err(format!("flower.join: bad model config: {e}")))?;
     let o: serde_json::Value = serde_json::from_str(options).map_err(|e| js_err(format!("flower.join: bad options: {e}")))?;
@@ -164,7 +213,16 @@ pub fn flower_join(
         read_every: num(&o, "readEvery").unwrap_or(10.0).max(1.0) as usize,
     };
     let d = NodeOptions::default();
+    let timeout_s = match o.get("timeout") {
+        None | Some(serde_json::Value::Null) => pixelgrad_flower::transport::DEFAULT_TIMEOUT_S,
+        Some(v) => match v.as_f64() {
+            Some(t) if t > 0.0 && t.is_finite() => t,
+            _ => return Err(js_err(format!("flower.join: timeout must be a positive number of seconds, got {v}"))),
+        },
+    };
     let opts = NodeOptions {
+        max_epochs: count(&o, "maxEpochs", d.max_epochs as u64, 1 << 20)? as usize,
+        max_rounds: count(&o, "maxRounds", d.max_rounds, 1 << 40)?,
         epochs: num(&o, "epochs").unwrap_or(1.0).max(1.0) as usize,
         batch_size: num(&o, "batchSize").unwrap_or(32.0).max(1.0) as usize,
         lr: num(&o, "lr").unwrap_or(1e-3) as f32,
@@ -173,8 +231,8 @@ pub fn flower_join(
         heartbeat_period: num(&o, "heartbeatPeriod").unwrap_or(d.heartbeat_period),
         ..d
     };
-    let key = NodeKey::generate().map_err(js_err)?;
-    let transport = FetchTransport::new(server);
+    let key = node_key(&key)?;
+    let transport = FetchTransport::with_options(server, TransportOptions { timeout_s, ..Default::default() }).map_err(js_err)?;
     let stop = Rc::new(Cell::new(false));
     let stop2 = stop.clone();
     let promise = future_to_promise(async move {
@@ -197,7 +255,7 @@ pub fn flower_join(
                 ControlFlow::Continue(())
             }
         };
-        let s = node::run(&client, &mut learner, &opts, &mut on).await.map_err(|e| js_err(format!("flower.join: {e}")))?;
+        let s = node::run(&client, &mut learner, &opts, &mut on).await.map_err(flower_err)?;
         let out = Object::new();
         set(&out, "nodeId", s.node_id.to_string());
         set(&out, "runId", s.run_id.to_string());
@@ -208,6 +266,17 @@ pub fn flower_join(
         Ok(out.into())
     });
     Ok(FlowerNode { promise, stop })
+}
+
+/// `{ openssh, fingerprint }` of a P-256 public key given as SPKI bytes (WebCrypto's
+/// `exportKey('spki')`): the line `flwr supernode register` takes, and its SHA256 fingerprint.
+#[wasm_bindgen(js_name = flowerPublicKeyInfo)]
+pub fn flower_public_key_info(spki: Vec<u8>) -> Result<Object, JsValue> {
+    let (openssh, fingerprint) = pixelgrad_flower::auth::describe_public_key(&spki).map_err(|e| js_err(format!("flower.nodeKey: {e}")))?;
+    let o = Object::new();
+    set(&o, "openssh", openssh);
+    set(&o, "fingerprint", fingerprint);
+    Ok(o)
 }
 
 /// Indices of partition `index` of `count`: Dirichlet(`alpha`) label shards when `alpha > 0`,

@@ -1,0 +1,95 @@
+//! `pixelgrad federated` against hostile servers and with its identity options: a non-ASCII
+//! object ID, repeated chunk references, an endless answer and a stalled server each end the
+//! process with one `error: ...` line and exit status 1 (never a panic); `--node-key` makes a
+//! key file once (mode 0600, public key in FILE.pub) and reuses it; bad key files and
+//! certificate files are one-line errors.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use pixelgrad_flower::testing::{self, FakeFleet, Scenario};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pixelgrad"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pixelgrad-cli-fed-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Exit status 1 with one `error: ...` line containing `needle`, and no panic.
+fn one_error_line(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "status {:?}, stderr {err}", out.status);
+    assert!(!err.contains("panicked"), "panic: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("error: ") && lines[0].contains(needle), "{err}");
+}
+
+fn node(url: &str, extra: &[&str]) -> Output {
+    bin().args(["federated", "--superlink", url, "--partition", "0/2", "--json"]).args(extra).output().unwrap()
+}
+
+#[test]
+fn hostile_servers_end_the_node_with_one_error_line() {
+    let cases: [(Scenario, &[&str], &str); 4] = [
+        (testing::non_ascii_id(), &[], "is not an object ID"),
+        (testing::repeated_chunks(25_000_000), &[], "refused: the array elements"),
+        (Scenario::EndlessBody, &[], "refused: the size of the answer to /v1/fleet/register-node"),
+        (Scenario::Stall, &["--timeout", "1"], "did not answer /v1/fleet/register-node within 1 s"),
+    ];
+    for (scenario, extra, needle) in cases {
+        let server = FakeFleet::start(scenario).unwrap();
+        one_error_line(&node(&server.url, extra), needle);
+    }
+}
+
+#[test]
+fn node_key_file_is_made_once_and_reused() {
+    let d = tmp("key");
+    let key = d.join("node.key");
+    let print = || bin().args(["federated", "--node-key"]).arg(&key).arg("--print-public-key").output().unwrap();
+    let a = print();
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let line = String::from_utf8_lossy(&a.stdout).trim().to_string();
+    assert!(line.starts_with("ecdsa-sha2-nistp256 AAAA"), "{line}");
+    assert_eq!(std::fs::read_to_string(d.join("node.key.pub")).unwrap().trim(), line);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    let b = print();
+    assert_eq!(String::from_utf8_lossy(&b.stdout).trim(), line, "the same key the second time");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        one_error_line(&print(), "chmod 600");
+    }
+    std::fs::write(d.join("bad.key"), "hello").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d.join("bad.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let out = bin().args(["federated", "--node-key"]).arg(d.join("bad.key")).arg("--print-public-key").output().unwrap();
+    one_error_line(&out, "not a PKCS#8 PEM P-256 private key");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_certificate_files_are_one_line_errors() {
+    let d = tmp("certs");
+    let missing = d.join("missing.pem");
+    let out = node("https://127.0.0.1:9", &["--root-certificates", missing.to_str().unwrap()]);
+    one_error_line(&out, "--root-certificates");
+    std::fs::write(d.join("empty.pem"), "no certificate here").unwrap();
+    let out = node("https://127.0.0.1:9", &["--root-certificates", d.join("empty.pem").to_str().unwrap()]);
+    one_error_line(&out, "holds no PEM certificate");
+    let _ = std::fs::remove_dir_all(&d);
+}
