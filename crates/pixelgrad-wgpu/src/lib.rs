@@ -95,6 +95,7 @@
 //! (a flush waits for the one before the previous).
 
 mod backend;
+mod completion;
 mod context;
 mod fusion;
 mod image;
