@@ -126,6 +126,7 @@ mod legacy;
 mod ops;
 mod options;
 mod plan;
+mod pool;
 mod program;
 mod readback;
 mod selftest;
@@ -136,7 +137,8 @@ pub use backend::WebGlBackend;
 pub use heatmap::save_png;
 pub use image::PixelTexture;
 pub use options::{HeatmapOptions, PrecisionFormat, RgbaImage, SelfTest, TexelFormat, WebGlOptions, WebGlReport};
-pub use texture::{layout, GlTensor};
+pub use pool::DEFAULT_POOL_BUDGET;
+pub use texture::{grid_texels, layout, GlTensor};
 
 /// Re-exported so callers can build a context (`glow::Context::from_webgl2_context`) for
 /// [`WebGlBackend::from_glow`] without depending on the same glow version themselves.

@@ -51,19 +51,10 @@ pub(crate) fn worth_it(sh: &Shared, batch: usize, m: usize, n: usize, k: usize) 
 
 /// Elements to ask for so the texture [`layout`] picks a width that is a multiple of 4 (the
 /// kernel reads 4 neighbouring texels and must never straddle a texture row), or `None` when
-/// no such width fits `MAX_TEXTURE_SIZE`.
+/// no such width fits `MAX_TEXTURE_SIZE`. Layouts at least 8 texels wide have such widths, so
+/// asking for at least 64 texels is enough.
 fn wide_len(sh: &Shared, texels: usize) -> Option<usize> {
-    let mut w = ((texels as f64).sqrt().ceil() as usize).max(4);
-    while w * w < texels {
-        w += 1;
-    }
-    w = w.div_ceil(4) * 4;
-    if w.is_power_of_two() {
-        // The layout nudges power-of-two sides by one texel; stay clear of them.
-        w += 4;
-    }
-    // Any count in ((w-1)^2, w^2] has ceil(sqrt) == w, which the layout keeps as the width.
-    let want = texels.max((w - 1) * (w - 1) + 1);
+    let want = texels.max(64);
     let (lw, _) = layout(want * 4, sh.max_tex, "matmul", &sh.name).ok()?;
     (lw % 4 == 0).then_some(want * 4)
 }
