@@ -75,6 +75,8 @@
 //!   `begin_step` when eager work is queued, so a replayed step is one submission);
 //! - `readbacks`: `readPixels` of tensors (and of folded check flags);
 //! - `bytes_in_use`: bytes of every texture the backend holds (tensors, pool, step plans);
+//! - `pooled_bytes`: the part of it in the pool (free textures kept for reuse, at most
+//!   [`WebGlOptions::pool_budget`]; `Backend::trim` deletes them);
 //! - `bindings`: framebuffer attachments made for draws: every draw outside a step attaches
 //!   its target to the shared framebuffer; inside a step only draws whose planned target
 //!   changed do;
