@@ -322,7 +322,8 @@ impl WgpuBackend {
         self.gpu.set_pool_budget(bytes)
     }
 
-    /// Buffers released by tensors but waiting for submitted work to complete.
+    /// Buffers released by tensors but not yet reusable: work recorded before their release
+    /// has not been submitted.
     pub fn pending_buffers(&self) -> usize {
         self.gpu.pending_buffers()
     }

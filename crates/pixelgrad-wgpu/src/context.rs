@@ -714,7 +714,7 @@ impl Gpu {
         pool.enforce(self.completion.completed());
     }
 
-    /// Buffers waiting for their submission to complete.
+    /// Buffers waiting for the submission that may use them to be submitted.
     pub(crate) fn pending_buffers(&self) -> usize {
         self.pool.borrow().pending_len()
     }
