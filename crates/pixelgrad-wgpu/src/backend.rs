@@ -219,8 +219,9 @@ impl WgpuBackend {
             })
             .await
             .map_err(|e| unavailable(format!("adapter {} refused a device: {e}", info.name)))?;
-        let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse, opts.pool_budget);
+        let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
         gpu.group.set(opts.group);
+        gpu.set_pool_budget(opts.pool_budget);
         gpu.int8_dot4.set(packed_4x8_dot && opts.int8_dot4 && !dot4_disabled_by_env());
         gpu.f16_arith.set(f16_arith);
         Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, shader_f16, f16_matmul })

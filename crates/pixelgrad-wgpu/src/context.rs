@@ -120,7 +120,6 @@ impl Gpu {
         cpu_matmul: bool,
         wait_timeout: std::time::Duration,
         fuse: bool,
-        pool_budget: u64,
     ) -> Rc<Gpu> {
         let limits = device.limits();
         let health = Arc::new(Mutex::new(Health::default()));
@@ -171,7 +170,7 @@ impl Gpu {
             generation: Cell::new(0),
             launch_log: RefCell::new(None),
             cpu_matmul,
-            pool: RefCell::new(Pool::new(pool_budget)),
+            pool: RefCell::new(Pool::new(crate::pool::DEFAULT_POOL_BUDGET)),
             rec: RefCell::new(Recording { encoder: None, pass: None, params: Vec::new(), slots: 0 }),
             plans: RefCell::new(Plans::default()),
             ring,
