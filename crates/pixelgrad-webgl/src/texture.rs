@@ -39,7 +39,9 @@ use crate::context::{texture_bytes, PoolKey, Shared};
 ///
 /// **Width.** About ceil(sqrt(texels)), rounded up to a multiple of 4 from 8 texels on (the
 /// block matmul reads 4 neighbouring texels and must never straddle a row), then the height
-/// is what the texels need.
+/// is what the texels need. The `webgl1` mode lays out without that rounding
+/// (`Shared::layout`): it has no block matmul, and its fragment coordinates are exact only
+/// for sides up to 1025 (`shaders/gl1/header.glsl`), which rounding could pass.
 ///
 /// Sides that are powers of two are nudged (4 -> 5, 1 -> 3, 8 -> 12): software rasterisers
 /// such as llvmpipe specialise (JIT-compile) each program for whether every bound texture's
@@ -47,16 +49,21 @@ use crate::context::{texture_bytes, PoolKey, Shared};
 /// times, at tens to hundreds of milliseconds each. Keeping every side non-power-of-two costs
 /// a few rows or columns and gives one variant per program.
 pub fn layout(len: usize, max_tex: u32, op: &'static str, backend: &str) -> Result<(u32, u32)> {
+    layout_in(len, max_tex, true, op, backend)
+}
+
+/// [`layout`], with widths rounded to multiples of 4 only when `align`.
+pub(crate) fn layout_in(len: usize, max_tex: u32, align: bool, op: &'static str, backend: &str) -> Result<(u32, u32)> {
     let texels = len.div_ceil(4).max(1) as u64;
     let max = max_tex as u64;
     let grid = grid_texels(texels);
     if grid != texels {
-        let (w, h) = fold(grid, max);
+        let (w, h) = fold(grid, max, align);
         if h <= max {
             return Ok((w as u32, h as u32));
         }
     }
-    let (w, h) = fold(texels, max);
+    let (w, h) = fold(texels, max, align);
     if h > max {
         return Err(Error::Limit {
             op,
@@ -85,13 +92,13 @@ pub fn grid_texels(texels: u64) -> u64 {
 }
 
 /// Width and height for exactly `texels` (the height may pass `max`: the caller checks).
-fn fold(texels: u64, max: u64) -> (u64, u64) {
+fn fold(texels: u64, max: u64, align: bool) -> (u64, u64) {
     let mut w = (texels as f64).sqrt().ceil() as u64;
     // Guard against float rounding on huge sizes.
     while w * w < texels {
         w += 1;
     }
-    let w = width(w.clamp(1, max), max);
+    let w = if align { width(w.clamp(1, max), max) } else { npot(w.clamp(1, max), max) };
     let h0 = texels.div_ceil(w);
     // Never shrink the height below what the data needs.
     (w, npot(h0, max).max(h0))
@@ -240,6 +247,12 @@ pub(crate) fn tensor_of<'a>(s: &'a Storage, shared: &Rc<Shared>, op: &'static st
 }
 
 impl Shared {
+    /// The texture size of a tensor of `len` elements on this backend ([`layout`]; widths
+    /// are not rounded to multiples of 4 in the `webgl1` mode).
+    pub fn layout(&self, len: usize, op: &'static str) -> Result<(u32, u32)> {
+        layout_in(len, self.max_tex, !self.gl1, op, &self.name)
+    }
+
     /// A texture for `len` elements: inside a step the plan's entry for this allocation
     /// (see `plan.rs`), otherwise one from the pool when one of the same size is free.
     pub fn alloc(self: &Rc<Self>, len: usize, op: &'static str) -> Result<GlTensor> {
@@ -269,7 +282,7 @@ impl Shared {
         if self.gl1 && dtype == DType::F16 {
             return Err(crate::legacy::no_narrow(op, &self.name, dtype));
         }
-        let (w, h) = layout(len, self.max_tex, op, &self.name)?;
+        let (w, h) = self.layout(len, op)?;
         let key = (w, h, self.internal_format(dtype));
         if let Some(mut t) = self.alloc_planned(key, len, op)? {
             t.dtype = dtype;

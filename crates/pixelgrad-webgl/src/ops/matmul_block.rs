@@ -24,7 +24,7 @@ use pixelgrad_core::Result;
 use super::matmul::{store, Epilogue, View};
 use crate::context::Shared;
 use crate::launch::Pass;
-use crate::texture::{layout, GlTensor};
+use crate::texture::GlTensor;
 
 /// Render targets of the blocked kernel (WebGL2 guarantees MAX_DRAW_BUFFERS >= 4).
 const TARGETS: usize = 4;
@@ -49,13 +49,13 @@ pub(crate) fn worth_it(sh: &Shared, batch: usize, m: usize, n: usize, k: usize) 
         && batch.saturating_mul(m).saturating_mul(n).saturating_mul(k) >= 1 << 20
 }
 
-/// Elements to ask for so the texture [`layout`] picks a width that is a multiple of 4 (the
+/// Elements to ask for so the texture [`crate::layout`] picks a width that is a multiple of 4 (the
 /// kernel reads 4 neighbouring texels and must never straddle a texture row), or `None` when
 /// no such width fits `MAX_TEXTURE_SIZE`. Layouts at least 8 texels wide have such widths, so
 /// asking for at least 64 texels is enough.
 fn wide_len(sh: &Shared, texels: usize) -> Option<usize> {
     let want = texels.max(64);
-    let (lw, _) = layout(want * 4, sh.max_tex, "matmul", &sh.name).ok()?;
+    let (lw, _) = sh.layout(want * 4, "matmul").ok()?;
     (lw % 4 == 0).then_some(want * 4)
 }
 
