@@ -1,8 +1,9 @@
 //! Memory under shape churn: an imported convolutional network (built with pixelgrad's layers,
 //! exported to ONNX, its input's height and width made symbolic) runs over 300 distinct input
-//! sizes on the WebGPU backend (lavapipe) and the WebGL backend (llvmpipe). The GPU pools keep
-//! their byte budget, so device bytes (pool + live) after every run stay under a stated bound
-//! however many sizes go through, and `Device::trim` then leaves the pool empty.
+//! sizes on the WebGPU backend (lavapipe) and the WebGL backend (llvmpipe; WebGL2 and the
+//! webgl1 mode). The GPU pools keep their byte budget, so device bytes (pool + live) after every
+//! run stay under a stated bound however many sizes go through, and `Device::trim` then leaves
+//! the pool empty.
 //!
 //! Before the budgets the pools were never trimmed: over these 300 sizes the WebGL pool grew
 //! to 12.9 MB (282 textures, one more for nearly every new size: textures were keyed by exact
@@ -152,4 +153,7 @@ fn webgl_device_bytes_stay_bounded_over_300_input_sizes() {
     let b = WebGlBackend::new_headless(WebGlOptions { pool_budget: DEFAULT_POOL_BUDGET, ..opts }).unwrap();
     let shared = churn("webgl", &Device::new(b), DEFAULT_POOL_BUDGET, None);
     assert!(shared.allocations < SIZES as u64 / 2, "{} textures made for {SIZES} sizes", shared.allocations);
+    // The webgl1 mode (GLSL ES 1.00 programs reading texture sizes from uniforms) likewise.
+    let b = WebGlBackend::new_headless(WebGlOptions { webgl1: true, ..opts }).unwrap();
+    churn("webgl1", &Device::new(b), BUDGET, Some(DEVICE_BOUND));
 }
