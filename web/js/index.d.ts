@@ -64,15 +64,55 @@ export interface RuntimeReport {
   precisionCheck?: { steps: number; device: number[]; cpu: number[]; deviceDrop: number; cpuDrop: number };
 }
 
+/**
+ * Device memory of a runtime (`rt.memory()`, `rt.trim()`), in bytes, and counters since start.
+ * WebGL textures are sized on a grid of 8 steps per octave (nearby tensor sizes share one
+ * texture size, at most 1/8 more texels); WebGPU buffers on power-of-two size classes (8 per
+ * octave above 1 MiB).
+ */
+export interface MemoryInfo {
+  /** Every byte of device memory the backend holds: `liveBytes + pooledBytes`. */
+  bytesInUse: number;
+  /** Held by live tensors and step plans. */
+  liveBytes: number;
+  /** Free buffers / textures kept for reuse (and, on WebGPU, some waiting for in-flight work). */
+  pooledBytes: number;
+  /** The pool's budget: `pooledBytes` stays at or under it once in-flight work is done (0 on the CPU backend). */
+  poolBudget: number;
+  allocations: number;
+  compiles: number;
+  launches: number;
+  submissions: number;
+  readbacks: number;
+}
+
 export declare class Runtime {
   /** The backend in use. */
   readonly backend: BackendName;
   readonly report: RuntimeReport;
   /** The device's caps (`init({ limits })`), checked before every primitive. */
   readonly limits: { maxElements: number; maxOpWork: number };
-  /** Backend counters: bytes held now by tensors and pools, and what was allocated, compiled,
-   *  launched, submitted and read back since start. */
-  memory(): { bytesInUse: number; allocations: number; compiles: number; launches: number; submissions: number; readbacks: number };
+  /** Backend counters: device bytes held now, and what was allocated, compiled, launched,
+   *  submitted and read back since start (see `MemoryInfo`). */
+  memory(): MemoryInfo;
+  /**
+   * Frees the device memory the backend's pools keep for reuse (`pooledBytes` becomes 0 once
+   * in-flight work is done; WebGPU awaits it first). Memory of live tensors and of step plans
+   * stays. Resolves to `memory()` afterwards.
+   *
+   * ```js
+   * for (const img of images) await model.run(img);   // many sizes
+   * const m = await rt.trim();
+   * console.log(m.pooledBytes, m.liveBytes);           // 0, what the model holds
+   * ```
+   */
+  trim(): Promise<MemoryInfo>;
+  /**
+   * The most bytes of free buffers / textures the pools keep for reuse (default 256 MiB; 0
+   * keeps none). Past it the least recently returned are freed, so memory stays bounded
+   * however many input sizes a model sees. Not negative, not NaN.
+   */
+  setPoolBudget(bytes: number): void;
   /**
    * Trains a tiny fully connected network (same seeded weights and data) for a few SGD steps
    * on this backend and on the f64 CPU reference, reads back every intermediate of every step

@@ -31,13 +31,28 @@ export class Runtime {
     this.report = report;
   }
   /**
-   * The backend's counters: `{ bytesInUse, allocations, compiles, launches, submissions,
-   * readbacks }`. `bytesInUse` is what live tensors and the buffer/texture pools hold now; the
-   * others count since start (a training step after warm-up adds no allocations or compiles).
+   * The backend's counters: `{ bytesInUse, liveBytes, pooledBytes, poolBudget, allocations,
+   * compiles, launches, submissions, readbacks }`. `bytesInUse` is the device memory held now:
+   * `liveBytes` (tensors, step plans) plus `pooledBytes` (free buffers/textures kept for reuse,
+   * at most `poolBudget` once in-flight work is done); the others count since start (a
+   * training step after warm-up adds no allocations or compiles).
    */
   memory() {
     this._check('runtime.memory');
     return this._inner.memory();
+  }
+  /**
+   * Frees the pooled device memory (`pooledBytes`) nothing uses; live tensors and step plans
+   * keep theirs. WebGPU first awaits the GPU's in-flight work. Resolves to `memory()` after.
+   */
+  async trim() {
+    this._check('runtime.trim');
+    return this._inner.trim();
+  }
+  /** Sets the most bytes of free memory the pools keep for reuse (default 256 MiB; 0: none). */
+  setPoolBudget(bytes) {
+    this._check('runtime.setPoolBudget');
+    this._inner.setPoolBudget(bytes);
   }
   /**
    * Trains a tiny network for a few steps here and on the f64 CPU reference and compares every

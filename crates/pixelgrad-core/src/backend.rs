@@ -114,6 +114,11 @@ pub struct Counters {
     pub readbacks: u64,
     /// Bytes currently held by live tensors, pools and step plans.
     pub bytes_in_use: u64,
+    /// The part of `bytes_in_use` that no tensor or step plan holds: device memory kept in
+    /// a pool for reuse (within the backend's pool budget) or waiting for submitted work to
+    /// finish with it. [`Backend::trim`] gives it back; `bytes_in_use - pooled_bytes` is
+    /// what live tensors and step plans hold.
+    pub pooled_bytes: u64,
     /// Bind groups (WebGPU) or framebuffers (WebGL) created. A replayed step creates none.
     pub bindings: u64,
     /// Launches served from a step plan: their output memory and bind group / framebuffer
@@ -293,6 +298,16 @@ pub trait Backend {
     /// Drops every step plan, returning its memory to the pool (for example when a model is
     /// done training). The next steps record new plans.
     fn drop_plans(&self) {}
+
+    /// Releases pooled device memory that nothing uses: every buffer or texture a pool keeps
+    /// for reuse ([`Counters::pooled_bytes`]). Memory held by live tensors and step plans
+    /// stays (drop the plans first with [`Backend::drop_plans`] to release theirs too), and
+    /// nothing is destroyed while submitted work may still use it: natively the WebGPU
+    /// backend waits for the device first; in a browser what is still in flight is released
+    /// by a later call. The default does nothing (the CPU backend keeps no pool).
+    fn trim(&self) -> Result<()> {
+        Ok(())
+    }
 
     /// Starts recording the kernels this backend launches into a [`Trace`]. `inputs` are the
     /// storages a replay is given new ones in place of, in order; every other storage a kernel

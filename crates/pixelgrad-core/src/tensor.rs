@@ -92,6 +92,10 @@ impl Device {
     pub fn drop_plans(&self) {
         self.backend.drop_plans()
     }
+    /// Releases the pooled device memory nothing uses (see [`Backend::trim`]).
+    pub fn trim(&self) -> Result<()> {
+        self.backend.trim()
+    }
     /// True if both handles drive the same backend instance.
     pub fn same(&self, other: &Device) -> bool {
         std::ptr::addr_eq(Rc::as_ptr(&self.backend), Rc::as_ptr(&other.backend))

@@ -92,7 +92,7 @@ impl WebGlBackend {
             format: report.format,
             max_tex: report.effective_max_texture_size,
             report: RefCell::new(report),
-            pool: RefCell::new(HashMap::new()),
+            pool: RefCell::new(crate::pool::TexturePool::new(opts.pool_budget)),
             programs: RefCell::new(HashMap::new()),
             map_kernels: RefCell::new(Vec::new()),
             map_index: RefCell::new(HashMap::new()),
@@ -155,9 +155,26 @@ impl WebGlBackend {
         self.shared.pass_log.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    /// Frees the textures waiting in the pool.
+    /// Frees the textures waiting in the pool (those of live tensors and step plans stay).
+    /// [`Backend::trim`] does the same.
     pub fn trim_pool(&self) -> Result<()> {
         self.shared.trim_pool()
+    }
+
+    /// The pool budget in bytes (see [`WebGlOptions::pool_budget`]).
+    pub fn pool_budget(&self) -> u64 {
+        self.shared.pool.borrow().budget
+    }
+
+    /// Sets the pool budget; free textures past it are deleted at once, oldest first.
+    pub fn set_pool_budget(&self, bytes: u64) {
+        self.shared.pool.borrow_mut().budget = bytes;
+        self.shared.enforce_budget();
+    }
+
+    /// Free textures in the pool.
+    pub fn pooled_textures(&self) -> usize {
+        self.shared.pool.borrow().len()
     }
 
     /// Texture size (in texels) of a tensor's storage, if it belongs to this backend.
@@ -361,7 +378,14 @@ impl Backend for WebGlBackend {
     }
 
     fn counters(&self) -> Counters {
-        self.shared.counters.get()
+        let mut c = self.shared.counters.get();
+        c.pooled_bytes = self.shared.pool.borrow().bytes;
+        c
+    }
+
+    /// Deletes every pooled texture ([`WebGlBackend::trim_pool`]).
+    fn trim(&self) -> Result<()> {
+        self.shared.trim_pool()
     }
 
     fn describe_storage(&self, storage: &Storage, len: usize) -> Option<pixelgrad_core::StorageLayout> {

@@ -24,7 +24,8 @@ pub(crate) struct Shared {
     pub format: TexelFormat,
     /// Layout limit (MAX_TEXTURE_SIZE or the forced smaller value).
     pub max_tex: u32,
-    pub pool: RefCell<HashMap<PoolKey, Vec<glow::Texture>>>,
+    /// Free textures kept for reuse, within a byte budget (`pool.rs`).
+    pub pool: RefCell<crate::pool::TexturePool<glow::Texture>>,
     pub programs: RefCell<HashMap<ProgramSpec, Rc<Program>>>,
     /// Elementwise kernels rendered from the kernel IR, numbered in order of first use (the
     /// `kernel` of their [`ProgramSpec`]), with a label for logs.
@@ -130,38 +131,69 @@ impl Shared {
         self.err(op, format!("GL error 0x{code:04X} after {what} ({}:{})", at.file(), at.line()))
     }
 
-    /// Returns a texture to the pool (called from a tensor's `Drop`).
+    /// Returns a texture to the pool (called from a tensor's `Drop`); past the pool budget
+    /// the least recently returned textures are deleted.
     pub fn release(&self, tex: glow::Texture, key: PoolKey) {
-        if let Ok(mut pool) = self.pool.try_borrow_mut() {
-            pool.entry(key).or_default().push(tex);
-        } else if self.current().is_ok() {
+        let bytes = texture_bytes(key, self.format);
+        let over = match self.pool.try_borrow_mut() {
+            Ok(mut pool) => {
+                pool.put(key, tex, bytes);
+                pool.over_budget()
+            }
             // The pool is busy (cannot happen in practice): free the texture instead.
-            self.forget_targets(&[tex]);
-            self.forget_gl_state();
-            // SAFETY: the texture belongs to this context and nothing references it any more.
-            unsafe { self.gl.delete_texture(tex) };
-            let bytes = texture_bytes(key, self.format);
-            self.count(|c| c.bytes_in_use = c.bytes_in_use.saturating_sub(bytes));
+            Err(_) => {
+                self.delete_textures(vec![(key, tex, bytes)]);
+                return;
+            }
+        };
+        if over {
+            self.enforce_budget();
         }
     }
 
-    /// Frees every pooled texture.
+    /// Deletes pooled textures past the budget, least recently returned first. Left for a
+    /// later call while the step plans are being updated (a texture is being released from
+    /// inside one): deleted textures must be detached from the plans' framebuffers first.
+    pub fn enforce_budget(&self) {
+        if self.plans.try_borrow_mut().is_err() {
+            return;
+        }
+        let evicted = match self.pool.try_borrow_mut() {
+            Ok(mut pool) => pool.evict(),
+            Err(_) => return,
+        };
+        self.delete_textures(evicted);
+    }
+
+    /// Frees every pooled texture (textures of live tensors and step plans stay).
     pub fn trim_pool(&self) -> Result<()> {
         self.current()?;
-        let drained: Vec<(PoolKey, Vec<glow::Texture>)> = self.pool.borrow_mut().drain().collect();
-        let all: Vec<glow::Texture> = drained.iter().flat_map(|(_, t)| t.iter().copied()).collect();
-        // Deleting unbinds them; plan framebuffers must not keep them attached either.
-        self.forget_targets(&all);
-        self.forget_gl_state();
-        for (key, texs) in drained {
-            let bytes = texture_bytes(key, self.format);
-            for t in texs {
-                // SAFETY: pooled textures are referenced by no tensor.
+        if self.plans.try_borrow_mut().is_err() {
+            return Err(self.err("trim", "internal: the step plans are in use"));
+        }
+        let drained = self.pool.try_borrow_mut().map_err(|_| self.err("trim", "internal: the texture pool is in use"))?.drain();
+        self.delete_textures(drained);
+        Ok(())
+    }
+
+    /// Deletes textures taken out of the pool (nothing references them) and counts their
+    /// bytes as given back; on a lost context only the books are kept.
+    fn delete_textures(&self, list: Vec<(PoolKey, glow::Texture, u64)>) {
+        if list.is_empty() {
+            return;
+        }
+        let freed: u64 = list.iter().map(|e| e.2).sum();
+        if self.current().is_ok() {
+            let all: Vec<glow::Texture> = list.iter().map(|e| e.1).collect();
+            // Deleting unbinds them; plan framebuffers must not keep them attached either.
+            self.forget_targets(&all);
+            self.forget_gl_state();
+            for t in all {
+                // SAFETY: the texture belongs to this context and no tensor or plan holds it.
                 unsafe { self.gl.delete_texture(t) };
-                self.count(|c| c.bytes_in_use = c.bytes_in_use.saturating_sub(bytes));
             }
         }
-        Ok(())
+        self.count(|c| c.bytes_in_use = c.bytes_in_use.saturating_sub(freed));
     }
 
     /// Submits queued work: folds the pending index checks into one (so the queue and the
@@ -199,10 +231,8 @@ impl Drop for Shared {
         // SAFETY: the context is current and these objects belong to it; no tensor is alive
         // (each holds an Rc to this struct).
         unsafe {
-            for (_, texs) in self.pool.get_mut().drain() {
-                for t in texs {
-                    self.gl.delete_texture(t);
-                }
+            for (_, t, _) in self.pool.get_mut().drain() {
+                self.gl.delete_texture(t);
             }
             for plan in self.plans.get_mut().take_all() {
                 // Every tensor is gone, so every planned texture is free.

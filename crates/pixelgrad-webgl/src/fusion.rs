@@ -54,7 +54,7 @@ pub(crate) fn defer(
     let lens = inputs.iter().map(|s| len_of(sh, op.name(), s)).collect::<Result<Vec<_>>>()?;
     pixelgrad_core::check_execute(op, &lens, shapes, out, &sh.name)?;
     // Device limits are reported now, not when the result is finally drawn.
-    crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
+    sh.layout(out.numel(), op.name())?;
     let p = fuse::defer(launch, name, inputs, shapes, out, sh.generation.get(), fits)?;
     let st = Storage::new(Lazy::new(p, sh.generation.get()));
     remember(sh, &st);
@@ -142,7 +142,7 @@ pub(crate) fn defer_matmul(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes
     }
     let lens = inputs.iter().map(|s| len_of(sh, op.name(), s)).collect::<Result<Vec<_>>>()?;
     pixelgrad_core::check_execute(op, &lens, shapes, out, &sh.name)?;
-    crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
+    sh.layout(out.numel(), op.name())?;
     let st = Storage::new(LazyMatmul {
         trans_a,
         trans_b,
@@ -169,7 +169,7 @@ fn summed_matmul(sh: &Rc<Shared>, op: &Op, input: &Storage, shapes: &[&Shape], o
         return Ok(None);
     }
     pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &sh.name)?;
-    crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
+    sh.layout(out.numel(), op.name())?;
     let st = Storage::new(LazyMatmul {
         trans_a: mm.trans_a,
         trans_b: mm.trans_b,
@@ -347,7 +347,7 @@ pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&S
     }
     let len = len_of(sh, op.name(), input)?;
     pixelgrad_core::check_execute(op, &[len], shapes, out, &sh.name)?;
-    crate::texture::layout(out.numel(), sh.max_tex, op.name(), &sh.name)?;
+    sh.layout(out.numel(), op.name())?;
     let source = match prologue {
         Some(p) => ReduceSource::Prologue(p),
         None => ReduceSource::Plain(input.clone()),

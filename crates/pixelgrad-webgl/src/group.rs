@@ -115,7 +115,7 @@ pub(crate) fn settle(sh: &Rc<Shared>, live: &[Storage]) -> Result<()> {
             tensor_of(s, sh, "settle")?;
             continue;
         }
-        let dims = crate::texture::layout(p.shape.numel(), sh.max_tex, "settle", &sh.name)?;
+        let dims = sh.layout(p.shape.numel(), "settle")?;
         if let Some(g) = open.iter().position(|g| g.dims == dims && !fits(sh, g, &p)) {
             draw(sh, open.remove(g))?;
         }

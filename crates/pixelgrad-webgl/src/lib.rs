@@ -75,6 +75,8 @@
 //!   `begin_step` when eager work is queued, so a replayed step is one submission);
 //! - `readbacks`: `readPixels` of tensors (and of folded check flags);
 //! - `bytes_in_use`: bytes of every texture the backend holds (tensors, pool, step plans);
+//! - `pooled_bytes`: the part of it in the pool (free textures kept for reuse, at most
+//!   [`WebGlOptions::pool_budget`]; `Backend::trim` deletes them);
 //! - `bindings`: framebuffer attachments made for draws: every draw outside a step attaches
 //!   its target to the shared framebuffer; inside a step only draws whose planned target
 //!   changed do;
@@ -126,6 +128,7 @@ mod legacy;
 mod ops;
 mod options;
 mod plan;
+mod pool;
 mod program;
 mod readback;
 mod selftest;
@@ -136,7 +139,8 @@ pub use backend::WebGlBackend;
 pub use heatmap::save_png;
 pub use image::PixelTexture;
 pub use options::{HeatmapOptions, PrecisionFormat, RgbaImage, SelfTest, TexelFormat, WebGlOptions, WebGlReport};
-pub use texture::{layout, GlTensor};
+pub use pool::DEFAULT_POOL_BUDGET;
+pub use texture::{grid_texels, layout, GlTensor};
 
 /// Re-exported so callers can build a context (`glow::Context::from_webgl2_context`) for
 /// [`WebGlBackend::from_glow`] without depending on the same glow version themselves.

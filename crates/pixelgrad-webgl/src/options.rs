@@ -28,6 +28,10 @@ pub struct WebGlOptions {
     /// each alone (for comparisons and tests). Only with `fuse`, and never in the `webgl1`
     /// mode (WebGL1 has no multiple render targets).
     pub group: bool,
+    /// Most bytes of free textures the pool keeps for reuse ([`crate::DEFAULT_POOL_BUDGET`],
+    /// 256 MiB); past it the least recently returned are deleted. `0` keeps none;
+    /// [`crate::WebGlBackend::set_pool_budget`] changes it later.
+    pub pool_budget: u64,
 }
 
 impl Default for WebGlOptions {
@@ -40,6 +44,7 @@ impl Default for WebGlOptions {
             mediump: false,
             webgl1: false,
             group: true,
+            pool_budget: crate::pool::DEFAULT_POOL_BUDGET,
         }
     }
 }

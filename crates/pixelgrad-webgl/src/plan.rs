@@ -131,6 +131,9 @@ impl Shared {
         }
         let flushed = self.flush();
         self.plans.borrow_mut().end();
+        // Textures released while the plans were being updated may have left the pool over
+        // its budget.
+        self.enforce_budget();
         // Outside a step, other code may use the context between our calls.
         self.forget_gl_state();
         flushed

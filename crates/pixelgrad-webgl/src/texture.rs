@@ -1,7 +1,8 @@
 //! Tensor storage: one RGBA texture per tensor, 4 consecutive elements per texel, texels in
-//! row-major order over a near-square texture. Textures come from a pool keyed by
-//! (width, height, internal format) and go back to it when the tensor's last handle drops,
-//! unless a step plan owns them (see `plan.rs`).
+//! row-major order over a near-square texture whose size is bucketed ([`layout`]). Textures
+//! come from a pool keyed by (width, height, internal format) and go back to it when the
+//! tensor's last handle drops, unless a step plan owns them (see `plan.rs`); the pool keeps
+//! them within a byte budget (`pool.rs`).
 //!
 //! f32 tensors (every op's result) use the backend's float format ([`crate::TexelFormat`]).
 //! Narrow storage (WebGL2, see [`narrow_format`]; the `webgl1` mode keeps 8-bit values in byte
@@ -23,27 +24,46 @@ use pixelgrad_core::{Error, Result, Storage};
 
 use crate::context::{texture_bytes, PoolKey, Shared};
 
-/// Texture width and height (in texels) for `len` elements: near-square, width about
-/// ceil(sqrt(texels)) and height = ceil(texels / width), neither side above `max_tex`. Fails
-/// with [`Error::Limit`] naming MAX_TEXTURE_SIZE when the tensor cannot fit.
+/// Texture width and height (in texels) for `len` elements: near-square, neither side above
+/// `max_tex`. Fails with [`Error::Limit`] naming MAX_TEXTURE_SIZE when the tensor cannot fit.
 ///
-/// Sides that are powers of two are nudged by one texel (4 -> 5, 1 -> 3): software rasterisers
+/// **Size grid.** The texel count is first rounded up to a geometric grid of
+/// [`GRID_STEPS`] steps per octave ([`grid_texels`]; counts up to [`EXACT_TEXELS`] stay
+/// exact), so tensors of nearby sizes get textures of one size and share the pool's textures
+/// (a model fed images of many sizes would otherwise leave one texture per exact size). That
+/// costs at most 1/8 more texels (about 5% on average). Where the rounded count does not fit
+/// MAX_TEXTURE_SIZE the exact count is laid out instead. Elements still fill texels from the
+/// first, row-major over the texture's real width: shaders read widths with `textureSize`
+/// (the `webgl1` mode: from size uniforms) and readbacks read `width x height` texels and keep
+/// the first `len` values, so nothing assumes a texture holds exactly its tensor.
+///
+/// **Width.** About ceil(sqrt(texels)), rounded up to a multiple of 4 from 8 texels on (the
+/// block matmul reads 4 neighbouring texels and must never straddle a row), then the height
+/// is what the texels need. The `webgl1` mode lays out without that rounding
+/// (`Shared::layout`): it has no block matmul, and its fragment coordinates are exact only
+/// for sides up to 1025 (`shaders/gl1/header.glsl`), which rounding could pass.
+///
+/// Sides that are powers of two are nudged (4 -> 5, 1 -> 3, 8 -> 12): software rasterisers
 /// such as llvmpipe specialise (JIT-compile) each program for whether every bound texture's
 /// sides are powers of two, so mixing both kinds compiles each program up to 2^(2*inputs)
 /// times, at tens to hundreds of milliseconds each. Keeping every side non-power-of-two costs
-/// at most one row and column and gives one variant per program.
+/// a few rows or columns and gives one variant per program.
 pub fn layout(len: usize, max_tex: u32, op: &'static str, backend: &str) -> Result<(u32, u32)> {
+    layout_in(len, max_tex, true, op, backend)
+}
+
+/// [`layout`], with widths rounded to multiples of 4 only when `align`.
+pub(crate) fn layout_in(len: usize, max_tex: u32, align: bool, op: &'static str, backend: &str) -> Result<(u32, u32)> {
     let texels = len.div_ceil(4).max(1) as u64;
     let max = max_tex as u64;
-    let mut w = (texels as f64).sqrt().ceil() as u64;
-    // Guard against float rounding on huge sizes.
-    while w * w < texels {
-        w += 1;
+    let grid = grid_texels(texels);
+    if grid != texels {
+        let (w, h) = fold(grid, max, align);
+        if h <= max {
+            return Ok((w as u32, h as u32));
+        }
     }
-    let w = npot(w.clamp(1, max), max);
-    let h0 = texels.div_ceil(w);
-    // Never shrink the height below what the data needs.
-    let h = npot(h0, max).max(h0);
+    let (w, h) = fold(texels, max, align);
     if h > max {
         return Err(Error::Limit {
             op,
@@ -54,6 +74,49 @@ pub fn layout(len: usize, max_tex: u32, op: &'static str, backend: &str) -> Resu
         });
     }
     Ok((w as u32, h as u32))
+}
+
+/// Texel counts up to this stay exact (tiny tensors: at most 64 elements).
+pub const EXACT_TEXELS: u64 = 16;
+/// Steps of the texel-count grid per octave: counts round up to `k * 2^e / 8`.
+pub const GRID_STEPS: u64 = 8;
+
+/// `texels` rounded up to the size grid (see [`layout`]).
+pub fn grid_texels(texels: u64) -> u64 {
+    if texels <= EXACT_TEXELS {
+        return texels;
+    }
+    let octave = 1u64 << (63 - texels.leading_zeros());
+    let step = (octave / GRID_STEPS).max(1);
+    texels.div_ceil(step) * step
+}
+
+/// Width and height for exactly `texels` (the height may pass `max`: the caller checks).
+fn fold(texels: u64, max: u64, align: bool) -> (u64, u64) {
+    let mut w = (texels as f64).sqrt().ceil() as u64;
+    // Guard against float rounding on huge sizes.
+    while w * w < texels {
+        w += 1;
+    }
+    let w = if align { width(w.clamp(1, max), max) } else { npot(w.clamp(1, max), max) };
+    let h0 = texels.div_ceil(w);
+    // Never shrink the height below what the data needs.
+    (w, npot(h0, max).max(h0))
+}
+
+/// The width for a near-square side `w`: from 8 on a multiple of 4 that is not a power of
+/// two, else (or where that passes `max`) the nearest non-power-of-two.
+fn width(w: u64, max: u64) -> u64 {
+    if w >= 8 {
+        let mut a = w.div_ceil(4) * 4;
+        if a.is_power_of_two() {
+            a += 4;
+        }
+        if a <= max {
+            return a;
+        }
+    }
+    npot(w, max)
 }
 
 /// The nearest size >= x that is not a power of two (or x - 1 at the limit, or x itself when
@@ -184,6 +247,12 @@ pub(crate) fn tensor_of<'a>(s: &'a Storage, shared: &Rc<Shared>, op: &'static st
 }
 
 impl Shared {
+    /// The texture size of a tensor of `len` elements on this backend ([`layout`]; widths
+    /// are not rounded to multiples of 4 in the `webgl1` mode).
+    pub fn layout(&self, len: usize, op: &'static str) -> Result<(u32, u32)> {
+        layout_in(len, self.max_tex, !self.gl1, op, &self.name)
+    }
+
     /// A texture for `len` elements: inside a step the plan's entry for this allocation
     /// (see `plan.rs`), otherwise one from the pool when one of the same size is free.
     pub fn alloc(self: &Rc<Self>, len: usize, op: &'static str) -> Result<GlTensor> {
@@ -213,7 +282,7 @@ impl Shared {
         if self.gl1 && dtype == DType::F16 {
             return Err(crate::legacy::no_narrow(op, &self.name, dtype));
         }
-        let (w, h) = layout(len, self.max_tex, op, &self.name)?;
+        let (w, h) = self.layout(len, op)?;
         let key = (w, h, self.internal_format(dtype));
         if let Some(mut t) = self.alloc_planned(key, len, op)? {
             t.dtype = dtype;
@@ -225,7 +294,7 @@ impl Shared {
 
     /// A texture from the pool, or a new one.
     pub fn pooled_or_new(&self, key: PoolKey, op: &'static str) -> Result<glow::Texture> {
-        let pooled = self.pool.borrow_mut().get_mut(&key).and_then(|v| v.pop());
+        let pooled = self.pool.try_borrow_mut().ok().and_then(|mut p| p.take(key));
         match pooled {
             Some(t) => Ok(t),
             None => self.new_texture(key, op),

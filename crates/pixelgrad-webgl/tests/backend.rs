@@ -38,13 +38,22 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 #[test]
 fn layout_is_near_square_and_avoids_powers_of_two() {
     assert_eq!(layout(1, 16384, "t", "b").unwrap(), (3, 3));
-    // 1000 elements = 250 texels: 16 x 16 -> 17 wide, 15 high.
-    assert_eq!(layout(1000, 16384, "t", "b").unwrap(), (17, 15));
+    // 1000 elements = 250 texels, rounded up to the size grid: 256 = 16 x 16; widths from 8
+    // on are multiples of 4 that are not powers of two: 20 wide, 13 high.
+    assert_eq!(layout(1000, 16384, "t", "b").unwrap(), (20, 13));
+    // Nearby sizes share one texture size (the grid has 8 steps per octave)...
+    assert_eq!(layout(961, 16384, "t", "b").unwrap(), (20, 13));
+    // ...and one texel more takes the next grid point: 288 texels (steps of 32 above 256).
+    assert_eq!(layout(1025, 16384, "t", "b").unwrap(), (20, 15));
     for n in [1usize, 3, 4, 5, 17, 255, 1 << 12, 99_999, 1 << 20] {
         let (w, h) = layout(n, 16384, "t", "b").unwrap();
+        let texels = n.div_ceil(4).max(1);
         assert!((w as usize * h as usize) * 4 >= n, "{n}: {w}x{h}");
+        // At most 1/8 more texels than the data needs, plus a few rows and columns.
+        assert!(w as usize * h as usize <= texels + texels / 8 + 4 * (w + h) as usize, "{n}: {w}x{h}");
         assert!(!w.is_power_of_two() && !h.is_power_of_two(), "{n}: {w}x{h}");
-        assert!(w.abs_diff(h) <= 2 + (w / 8), "{n}: {w}x{h} not near square");
+        assert!(w < 8 || w % 4 == 0, "{n}: {w}x{h}");
+        assert!(w.abs_diff(h) <= 9 + (w / 8), "{n}: {w}x{h} not near square");
     }
     // Too big for the limit: a Limit error naming MAX_TEXTURE_SIZE.
     match layout(4 * 9 * 9, 8, "upload", "webgl") {

@@ -75,6 +75,11 @@ pub struct WgpuOptions {
     /// to f32 rounding. The environment variable `PIXELGRAD_WGPU_F16_ARITH` (any value but
     /// `0` or empty) turns it on, for tools that build the backend with default options.
     pub f16_arithmetic: bool,
+    /// Most bytes of free buffers the pool keeps for reuse
+    /// ([`DEFAULT_POOL_BUDGET`](crate::pool::DEFAULT_POOL_BUDGET), 256 MiB); past it the least
+    /// recently returned ones whose work has completed are destroyed. `0` keeps nothing
+    /// (every allocation is a new buffer); [`WgpuBackend::set_pool_budget`] changes it later.
+    pub pool_budget: u64,
 }
 
 impl Default for WgpuOptions {
@@ -91,6 +96,7 @@ impl Default for WgpuOptions {
             int8_dot4: true,
             f16_matmul: true,
             f16_arithmetic: false,
+            pool_budget: crate::pool::DEFAULT_POOL_BUDGET,
         }
     }
 }
@@ -215,6 +221,7 @@ impl WgpuBackend {
             .map_err(|e| unavailable(format!("adapter {} refused a device: {e}", info.name)))?;
         let gpu = Gpu::new(device, queue, info, opts.max_ops_per_submit, cpu_matmul, opts.read_timeout, opts.fuse);
         gpu.group.set(opts.group);
+        gpu.set_pool_budget(opts.pool_budget);
         gpu.int8_dot4.set(packed_4x8_dot && opts.int8_dot4 && !dot4_disabled_by_env());
         gpu.f16_arith.set(f16_arith);
         Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, shader_f16, f16_matmul })
@@ -278,12 +285,46 @@ impl WgpuBackend {
         self.packed_4x8_dot
     }
 
-    /// Destroys pooled buffers that no tensor uses; returns the bytes released.
-    pub fn trim_pool(&self) -> u64 {
+    /// Destroys pooled buffers that no tensor or step plan uses; returns the bytes released.
+    /// Natively it submits queued work and waits for the GPU first, so the pool is empty
+    /// afterwards; in a browser buffers that in-flight work may still use stay (use
+    /// [`WgpuBackend::trim_async`]). [`Backend::trim`] is the same without the byte count.
+    pub fn trim_pool(&self) -> Result<u64> {
         self.gpu.trim()
     }
 
-    /// Buffers released by tensors but waiting for submitted work to complete.
+    /// [`WgpuBackend::trim_pool`] that waits for the GPU without blocking (the browser's way):
+    /// submits queued work, awaits its completion, then destroys every pooled buffer.
+    pub async fn trim_async(&self) -> Result<u64> {
+        self.gpu.check("trim")?;
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.gpu.trim()
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            self.gpu.flush()?;
+            let serial = self.gpu.submitted();
+            if crate::completion::WorkDone::new(&self.gpu.queue).await {
+                self.gpu.mark_completed(serial);
+            }
+            Ok(self.gpu.trim_completed())
+        }
+    }
+
+    /// The pool budget in bytes (see [`WgpuOptions::pool_budget`]).
+    pub fn pool_budget(&self) -> u64 {
+        self.gpu.pool_budget()
+    }
+
+    /// Sets the pool budget; free buffers past it are destroyed at once where their work has
+    /// completed (the rest at a later call).
+    pub fn set_pool_budget(&self, bytes: u64) {
+        self.gpu.set_pool_budget(bytes)
+    }
+
+    /// Buffers released by tensors but not yet reusable: work recorded before their release
+    /// has not been submitted.
     pub fn pending_buffers(&self) -> usize {
         self.gpu.pending_buffers()
     }
@@ -589,6 +630,11 @@ impl Backend for WgpuBackend {
 
     fn drop_plans(&self) {
         self.gpu.drop_plans()
+    }
+
+    /// [`WgpuBackend::trim_pool`]: natively waits for the GPU, then empties the pool.
+    fn trim(&self) -> Result<()> {
+        self.gpu.trim().map(|_| ())
     }
 
     fn describe_storage(&self, storage: &Storage, len: usize) -> Option<pixelgrad_core::StorageLayout> {

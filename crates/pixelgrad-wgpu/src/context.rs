@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use pixelgrad_core::{Counters, Error, Result};
 
+use crate::completion::Completion;
 use crate::pipelines::{Kernel, Pipelines, MAX_INPUTS};
 use crate::plan::{self, AllocEntry, LaunchEntry, Plans};
 use crate::pool::{size_class, Kind, Pool};
@@ -95,6 +96,8 @@ pub(crate) struct Gpu {
     max_slots: u64,
     /// Serial of the last submission (0: none yet).
     submitted: Cell<u64>,
+    /// Serial of the last submission the GPU has finished (see `completion.rs`).
+    completion: Completion,
     /// Indices of the two last submissions (older, newer): natively the next flush waits for
     /// the older one (see `flush`).
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
@@ -167,7 +170,7 @@ impl Gpu {
             generation: Cell::new(0),
             launch_log: RefCell::new(None),
             cpu_matmul,
-            pool: RefCell::new(Pool::default()),
+            pool: RefCell::new(Pool::new(crate::pool::DEFAULT_POOL_BUDGET)),
             rec: RefCell::new(Recording { encoder: None, pass: None, params: Vec::new(), slots: 0 }),
             plans: RefCell::new(Plans::default()),
             ring,
@@ -175,6 +178,7 @@ impl Gpu {
             status_armed: Cell::new(false),
             max_slots,
             submitted: Cell::new(0),
+            completion: Completion::default(),
             last_index: RefCell::new((None, None)),
             wait_timeout,
             dirty: Cell::new(false),
@@ -260,6 +264,7 @@ impl Gpu {
         if let Some(b) = pool.take(kind, size) {
             return Ok((b, size));
         }
+        pool.enforce(self.completion.completed());
         let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(match kind {
                 Kind::Tensor => "pixelgrad tensor",
@@ -281,6 +286,7 @@ impl Gpu {
         let serial = self.submitted.get() + u64::from(self.dirty.get());
         if let Ok(mut pool) = self.pool.try_borrow_mut() {
             pool.release(serial, kind, size, buf);
+            pool.enforce(self.completion.completed());
         }
         // (A busy pool can only mean a drop during our own pool update; the buffer is then
         // simply freed by wgpu, which keeps it alive until the GPU is done with it.)
@@ -290,6 +296,7 @@ impl Gpu {
     pub(crate) fn release_staging(&self, size: u64, buf: wgpu::Buffer) {
         if let Ok(mut pool) = self.pool.try_borrow_mut() {
             pool.put_free(Kind::Staging, size, buf);
+            pool.enforce(self.completion.completed());
         }
     }
 
@@ -569,6 +576,7 @@ impl Gpu {
         let index = self.queue.submit([encoder.finish()]);
         let serial = self.submitted.get() + 1;
         self.submitted.set(serial);
+        self.completion.watch(&self.queue, serial);
         self.dirty.set(false);
         self.counters.submissions.set(self.counters.submissions.get() + 1);
         // Natively nothing else bounds how far the CPU runs ahead of the GPU: waiting for the
@@ -592,6 +600,9 @@ impl Gpu {
                 let _ = self.device.poll(wgpu::PollType::Poll);
             }
         }
+        // Released buffers of this submission become reusable; over budget, those of
+        // completed ones are destroyed.
+        self.recycle();
         Ok(Some(index))
     }
 
@@ -648,19 +659,61 @@ impl Gpu {
             submissions: c.submissions.get(),
             readbacks: c.readbacks.get(),
             bytes_in_use: self.pool.borrow().bytes,
+            pooled_bytes: self.pool.borrow().pooled,
             bindings: c.bindings.get(),
             replayed: c.replayed.get(),
         }
     }
 
-    /// Destroys pooled free buffers; returns the bytes given back.
-    pub(crate) fn trim(&self) -> u64 {
-        let mut pool = self.pool.borrow_mut();
-        pool.recycle(self.submitted.get());
-        pool.trim()
+    /// Destroys every pooled buffer whose work has completed; returns the bytes given back.
+    /// Queued work is submitted first (outside a step), so buffers released while it was
+    /// recorded come free too; natively this waits for the GPU, so the pool ends up empty.
+    pub(crate) fn trim(&self) -> Result<u64> {
+        if !self.plans.borrow().is_open() {
+            self.flush()?;
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let wait = wgpu::PollType::Wait { submission_index: None, timeout: Some(self.wait_timeout) };
+            if let Err(e) = self.device.poll(wait) {
+                return Err(self.failure("trim", format!("waiting for the GPU failed: {e}")));
+            }
+            self.completion.mark(self.submitted.get());
+        }
+        Ok(self.trim_completed())
     }
 
-    /// Buffers waiting for their submission to complete.
+    /// Destroys every pooled buffer whose work is known to have completed.
+    pub(crate) fn trim_completed(&self) -> u64 {
+        let mut pool = self.pool.borrow_mut();
+        pool.recycle(self.submitted.get());
+        pool.trim(self.completion.completed())
+    }
+
+    /// Records that the work up to submission `serial` has completed (a readback saw it).
+    pub(crate) fn mark_completed(&self, serial: u64) {
+        self.completion.mark(serial);
+    }
+
+    /// Serial of the last submission.
+    pub(crate) fn submitted(&self) -> u64 {
+        self.submitted.get()
+    }
+
+    /// The pool budget in bytes (see `pool.rs`).
+    pub(crate) fn pool_budget(&self) -> u64 {
+        self.pool.borrow().budget
+    }
+
+    /// Sets the pool budget and applies it at once (as far as completed work allows).
+    pub(crate) fn set_pool_budget(&self, bytes: u64) {
+        let mut pool = self.pool.borrow_mut();
+        pool.budget = bytes;
+        pool.recycle(self.submitted.get());
+        pool.enforce(self.completion.completed());
+    }
+
+    /// Buffers waiting for the submission that may use them to be submitted.
     pub(crate) fn pending_buffers(&self) -> usize {
         self.pool.borrow().pending_len()
     }
@@ -668,6 +721,7 @@ impl Gpu {
     pub(crate) fn recycle(&self) {
         if let Ok(mut pool) = self.pool.try_borrow_mut() {
             pool.recycle(self.submitted.get());
+            pool.enforce(self.completion.completed());
         }
     }
 }

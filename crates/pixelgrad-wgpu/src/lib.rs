@@ -26,7 +26,8 @@
 //! Design in brief (details in the crate README):
 //! - **buffers** come from a pool of power-of-two size classes ([`pool`]); a dropped tensor's
 //!   buffer is recycled once the submission that last used it has been submitted (queue
-//!   order makes later writes safe; no waiting for the GPU);
+//!   order makes later writes safe; no waiting for the GPU); free buffers past a byte budget
+//!   ([`WgpuOptions::pool_budget`]) are destroyed, oldest first, once their work completed;
 //! - **pipelines** are cached by kernel and a small configuration (op code, transpose flags),
 //!   never by shape: shapes, strides and scalars travel in a 256-byte uniform slot per launch;
 //! - **submission**: launches are recorded into one command encoder and submitted at sync
@@ -70,6 +71,8 @@
 //!   [`WgpuOptions::max_ops_per_submit`] launches);
 //! - `readbacks`: tensors copied back to the host;
 //! - `bytes_in_use`: bytes of every buffer the pool owns (live, pending, free, planned);
+//! - `pooled_bytes`: the free and pending ones (at most [`WgpuOptions::pool_budget`] once
+//!   their work has completed; `Backend::trim` destroys them);
 //! - `bindings`: bind groups created (a replayed launch reuses a prepared one);
 //! - `replayed`: launches served from a step plan.
 //!
@@ -95,6 +98,7 @@
 //! (a flush waits for the one before the previous).
 
 mod backend;
+mod completion;
 mod context;
 mod fusion;
 mod image;

@@ -70,6 +70,8 @@ pub(crate) struct PendingRead {
     pub signal: MapSignal,
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub submission: Option<wgpu::SubmissionIndex>,
+    /// Its serial: once the map resolves, every submission up to it has completed.
+    pub serial: u64,
 }
 
 /// Records the copy, submits everything recorded so far and requests the map.
@@ -86,10 +88,11 @@ pub(crate) fn begin(gpu: &Gpu, t: &GpuTensor, len: usize) -> Result<PendingRead>
     gpu.copy(t.buffer(), &staging, data_bytes);
     let status = gpu.copy_status(&staging, status_at).then_some(status_at);
     let submission = gpu.flush()?;
+    let serial = gpu.submitted();
     let signal = MapSignal::default();
     staging.slice(0..bytes).map_async(wgpu::MapMode::Read, signal.callback());
     gpu.count_readback();
-    Ok(PendingRead { staging, size, bytes, len, dtype: t.dtype, status, signal, submission })
+    Ok(PendingRead { staging, size, bytes, len, dtype: t.dtype, status, signal, submission, serial })
 }
 
 /// Copies the mapped data out and returns the staging buffer to the pool.
@@ -97,6 +100,7 @@ pub(crate) fn finish(gpu: &Gpu, p: PendingRead, mapped: std::result::Result<(), 
     if let Err(e) = mapped {
         return Err(gpu.failure("read", format!("mapping the staging buffer failed: {e}")));
     }
+    gpu.mark_completed(p.serial);
     let mut word = 0u32;
     let out = {
         let view = p.staging.slice(0..p.bytes).get_mapped_range();

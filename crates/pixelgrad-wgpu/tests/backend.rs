@@ -214,8 +214,9 @@ fn trim_gives_pooled_memory_back() {
     // The read completed every submission, so both buffers are free now.
     b.flush().unwrap();
     let before = b.counters().bytes_in_use;
-    let freed = b.trim_pool();
+    let freed = b.trim_pool().unwrap();
     assert!(freed >= 2 * 400_000, "freed {freed}");
     assert_eq!(b.counters().bytes_in_use, before - freed);
+    assert_eq!(b.counters().pooled_bytes, 0);
     assert_eq!(b.pending_buffers(), 0);
 }

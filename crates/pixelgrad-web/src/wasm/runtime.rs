@@ -68,6 +68,35 @@ impl Runtime {
     pub(crate) fn device(&self) -> &Device {
         &self.dev
     }
+
+    /// The pool budget of the backend (0 for the CPU backend, which keeps no pool).
+    fn pool_budget(&self) -> u64 {
+        match &self.backing {
+            Backing::Wgpu { b, .. } => b.pool_budget(),
+            Backing::WebGl { b, .. } | Backing::WebGl1 { b, .. } => b.pool_budget(),
+            Backing::Cpu => 0,
+        }
+    }
+}
+
+/// `Runtime.memory()`'s object for `dev`'s counters.
+fn memory_of(dev: &Device, pool_budget: u64) -> Result<JsValue, JsValue> {
+    let c = dev.counters();
+    let o = js_sys::Object::new();
+    for (k, v) in [
+        ("bytesInUse", c.bytes_in_use),
+        ("liveBytes", c.bytes_in_use.saturating_sub(c.pooled_bytes)),
+        ("pooledBytes", c.pooled_bytes),
+        ("poolBudget", pool_budget),
+        ("allocations", c.allocations),
+        ("compiles", c.compiles),
+        ("launches", c.launches),
+        ("submissions", c.submissions),
+        ("readbacks", c.readbacks),
+    ] {
+        js_sys::Reflect::set(&o, &k.into(), &(v as f64).into())?;
+    }
+    Ok(o.into())
 }
 
 #[wasm_bindgen]
@@ -219,22 +248,49 @@ impl Runtime {
         a.tensor().matmul(b.tensor()).map(DeviceTensor::new).map_err(js_err)
     }
 
-    /// The backend's counters: `{ bytesInUse, allocations, compiles, launches, submissions,
-    /// readbacks }` (bytes held by live tensors and pools; the rest count since start).
+    /// The backend's counters: `{ bytesInUse, liveBytes, pooledBytes, poolBudget, allocations,
+    /// compiles, launches, submissions, readbacks }`. `bytesInUse` is every byte of device
+    /// memory the backend holds: `liveBytes` (tensors and step plans) plus `pooledBytes` (kept
+    /// for reuse, at most `poolBudget` once in-flight work is done); the rest count since start.
     pub fn memory(&self) -> Result<JsValue, JsValue> {
-        let c = self.dev.counters();
-        let o = js_sys::Object::new();
-        for (k, v) in [
-            ("bytesInUse", c.bytes_in_use),
-            ("allocations", c.allocations),
-            ("compiles", c.compiles),
-            ("launches", c.launches),
-            ("submissions", c.submissions),
-            ("readbacks", c.readbacks),
-        ] {
-            js_sys::Reflect::set(&o, &k.into(), &(v as f64).into())?;
+        memory_of(&self.dev, self.pool_budget())
+    }
+
+    /// Gives back the device memory the pools keep for reuse (`Device::trim`; on WebGPU after
+    /// awaiting the GPU's in-flight work, so nothing it uses is destroyed). Memory of live
+    /// tensors and step plans stays. Resolves to [`Runtime::memory`] afterwards.
+    pub fn trim(&self) -> js_sys::Promise {
+        let dev = self.dev.clone();
+        let wgpu = match &self.backing {
+            Backing::Wgpu { b, .. } => Some(b.clone()),
+            _ => None,
+        };
+        let budget = self.pool_budget();
+        wasm_bindgen_futures::future_to_promise(async move {
+            match wgpu {
+                Some(b) => b.trim_async().await.map(|_| ()),
+                None => dev.trim(),
+            }
+            .map_err(js_err)?;
+            memory_of(&dev, budget)
+        })
+    }
+
+    /// Sets the most bytes of free memory the pools keep for reuse (default 256 MiB; 0 keeps
+    /// none). Past it the least recently returned buffers or textures are freed.
+    #[wasm_bindgen(js_name = setPoolBudget)]
+    pub fn set_pool_budget(&self, bytes: f64) -> Result<(), JsValue> {
+        if !(bytes.is_finite() && bytes >= 0.0) {
+            return Err(js_err(Error::invalid("setPoolBudget", format!("the budget must be a number of bytes >= 0, not {bytes}"))));
         }
-        Ok(o.into())
+        // `as` saturates: a budget past u64 is no budget.
+        let bytes = bytes as u64;
+        match &self.backing {
+            Backing::Wgpu { b, .. } => b.set_pool_budget(bytes),
+            Backing::WebGl { b, .. } | Backing::WebGl1 { b, .. } => b.set_pool_budget(bytes),
+            Backing::Cpu => {}
+        }
+        Ok(())
     }
 
     /// Sets the device's caps checked before every primitive ([`Device::set_limits`]):

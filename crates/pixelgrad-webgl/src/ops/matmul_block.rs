@@ -24,7 +24,7 @@ use pixelgrad_core::Result;
 use super::matmul::{store, Epilogue, View};
 use crate::context::Shared;
 use crate::launch::Pass;
-use crate::texture::{layout, GlTensor};
+use crate::texture::GlTensor;
 
 /// Render targets of the blocked kernel (WebGL2 guarantees MAX_DRAW_BUFFERS >= 4).
 const TARGETS: usize = 4;
@@ -49,22 +49,13 @@ pub(crate) fn worth_it(sh: &Shared, batch: usize, m: usize, n: usize, k: usize) 
         && batch.saturating_mul(m).saturating_mul(n).saturating_mul(k) >= 1 << 20
 }
 
-/// Elements to ask for so the texture [`layout`] picks a width that is a multiple of 4 (the
+/// Elements to ask for so the texture [`crate::layout`] picks a width that is a multiple of 4 (the
 /// kernel reads 4 neighbouring texels and must never straddle a texture row), or `None` when
-/// no such width fits `MAX_TEXTURE_SIZE`.
+/// no such width fits `MAX_TEXTURE_SIZE`. Layouts at least 8 texels wide have such widths, so
+/// asking for at least 64 texels is enough.
 fn wide_len(sh: &Shared, texels: usize) -> Option<usize> {
-    let mut w = ((texels as f64).sqrt().ceil() as usize).max(4);
-    while w * w < texels {
-        w += 1;
-    }
-    w = w.div_ceil(4) * 4;
-    if w.is_power_of_two() {
-        // The layout nudges power-of-two sides by one texel; stay clear of them.
-        w += 4;
-    }
-    // Any count in ((w-1)^2, w^2] has ceil(sqrt) == w, which the layout keeps as the width.
-    let want = texels.max((w - 1) * (w - 1) + 1);
-    let (lw, _) = layout(want * 4, sh.max_tex, "matmul", &sh.name).ok()?;
+    let want = texels.max(64);
+    let (lw, _) = sh.layout(want * 4, "matmul").ok()?;
     (lw % 4 == 0).then_some(want * 4)
 }
 
