@@ -14,6 +14,7 @@ mod bench_web;
 mod build_wasm;
 mod demo;
 mod federated;
+mod npm_manifest;
 
 use std::process::{exit, Command};
 
