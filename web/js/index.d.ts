@@ -144,6 +144,8 @@ export declare class PixelgradError extends Error {
   readonly panicMessage?: string;
   /** Kind 'cancelled': the AbortSignal's reason. */
   readonly cause?: unknown;
+  /** `pg.init` when no backend could start: every backend tried and why it was refused. */
+  readonly report?: { tried: BackendTry[] };
 }
 
 export interface CrossCheckOptions {
