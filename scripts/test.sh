@@ -58,7 +58,7 @@ suite web-tests.sh bash scripts/web-tests.sh
 echo "== federated training with Flower: a small federation of tabs and a native node, CLI errors"
 suite flower-tests.sh bash scripts/flower-tests.sh
 
-echo "== benchmark report code (web/bench: weight layout, safetensors, ratios, BENCHMARKS.md splice; no browser)"
+echo "== benchmark report code (web/bench: weight layout, safetensors, ratios, docs/benchmarks.md up to date with the results; no browser)"
 suite web-bench-node-tests bash -c 'cd web/bench && node --test tests/'
 
 if [ ${#failed[@]} -gt 0 ]; then

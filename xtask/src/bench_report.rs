@@ -1,0 +1,24 @@
+//! `cargo xtask bench-report [--check]`: regenerates `docs/benchmarks.md` from the committed
+//! results in `web/bench/results/` (the generator is `web/bench/bench-report.mjs`, next to the
+//! code that renders each benchmark's tables). `--check` only says whether the committed page is
+//! up to date (exit 1 if not); the web/bench node tests check the same.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Runs the generator; returns the process exit code.
+pub fn main(args: &[String]) -> i32 {
+    if let Some(bad) = args.iter().find(|a| *a != "--check") {
+        eprintln!("xtask bench-report: unknown argument '{bad}' (usage: cargo xtask bench-report [--check])");
+        return 2;
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let script = root.join("web").join("bench").join("bench-report.mjs");
+    match Command::new("node").arg(&script).args(args).current_dir(&root).status() {
+        Ok(s) => s.code().unwrap_or(1),
+        Err(e) => {
+            eprintln!("xtask bench-report: could not run node {}: {e} (install Node.js)", script.display());
+            1
+        }
+    }
+}
