@@ -33,6 +33,15 @@ set -e
 if [ "$status" -ne 0 ]; then echo "native tests failed (full log: $log)"; exit "$status"; fi
 cargo test --workspace --doc -q
 
+echo "== API docs (rustdoc warnings are errors) and the publishable crates packaged"
+RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps -q
+# Every crate that is not `publish = false`, in one run so their path dependencies resolve to
+# each other (not built: --no-verify; the tests above cover the code).
+publishable=$(cargo metadata --no-deps --format-version 1 \
+  | python3 -c 'import json, sys; print(" ".join("-p " + p["name"] for p in json.load(sys.stdin)["packages"] if p["publish"] != []))')
+# shellcheck disable=SC2086
+cargo package --no-verify --allow-dirty -q $publishable
+
 echo "== wasm32 builds"
 cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx
 
