@@ -18,7 +18,9 @@ pub fn stamp(manifest: &str, version: &str) -> Result<String, String> {
         return Err("web/js/package.json: \"name\" must be \"pixelgrad\"".into());
     }
     if parsed.get("version").and_then(Value::as_str) != Some(SOURCE_VERSION) {
-        return Err(format!("web/js/package.json: \"version\" must be the placeholder \"{SOURCE_VERSION}\" (the workspace version is stamped in)"));
+        return Err(format!(
+            "web/js/package.json: \"version\" must be the placeholder \"{SOURCE_VERSION}\" (the workspace version is stamped in)"
+        ));
     }
     let field = format!("\"version\": \"{SOURCE_VERSION}\"");
     if manifest.matches(&field).count() != 1 {
