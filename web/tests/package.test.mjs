@@ -70,6 +70,13 @@ test('the typed usage file uses every export of index.d.ts and every member of i
   }
 });
 
+test('web/js imports from the source tree (unbuilt: placeholder version, and init says the wasm module is missing)', async () => {
+  const pg = await import(new URL('../js/index.js', import.meta.url).href);
+  assert.deepEqual(Object.keys(pg).sort(), valueNames(dts).sort());
+  assert.equal(pg.version, '0.0.0-source');
+  await assert.rejects(pg.init({ backend: 'cpu' }), (e) => e instanceof pg.PixelgradError && /could not load the wasm module/.test(e.message));
+});
+
 test('npm pack, installed offline into a scratch project: imported from Node (CPU backend), typed through exports, and from a page in Chromium', async () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pixelgrad-pack-'));
   try {
