@@ -128,7 +128,7 @@ fn machine(root: &Path) -> serde_json::Value {
 
 /// Runs the benchmark; returns the process exit code.
 pub fn main(args: &[String]) -> i32 {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default();
     let o = match parse(args, &root) {
         Ok(o) => o,
         Err(e) => {

@@ -3,7 +3,7 @@
 //! code that renders each benchmark's tables). `--check` only says whether the committed page is
 //! up to date (exit 1 if not); the web/bench node tests check the same.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Runs the generator; returns the process exit code.
@@ -12,7 +12,7 @@ pub fn main(args: &[String]) -> i32 {
         eprintln!("xtask bench-report: unknown argument '{bad}' (usage: cargo xtask bench-report [--check])");
         return 2;
     }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default();
     let script = root.join("web").join("bench").join("bench-report.mjs");
     match Command::new("node").arg(&script).args(args).current_dir(&root).status() {
         Ok(s) => s.code().unwrap_or(1),

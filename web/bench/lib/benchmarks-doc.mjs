@@ -154,7 +154,7 @@ function qualitySection(run) {
     `Run: ${meta.date}, commit ${meta.commit}, ${meta.machine}; \`web/bench/results/${files[0].name}\`.`,
     j.about ?? '',
     '',
-    `| workload | ${j.backends.map((b) => `${b.name}${b.device ? ` (${b.device})` : ''}`).join(' | ')} |`,
+    `| workload | ${j.backends.map((b) => (!b.device || b.device === b.name ? b.name : b.device.startsWith(`${b.name} `) ? b.device : `${b.name}: ${b.device}`)).join(' | ')} |`,
     `| --- | ${j.backends.map(() => '---').join(' | ')} |`,
   ];
   for (const w of j.workloads) {
