@@ -196,9 +196,14 @@ async function main() {
   fs.writeFileSync(out, JSON.stringify(slim, null, 2) + '\n');
   console.log(`results: ${path.relative(process.cwd(), out)} (${result.durationS} s)`);
   if (args.markdown) {
-    if (path.relative(path.join(here, 'results'), out).startsWith('..')) console.log(`${path.basename(out)} is outside web/bench/results: copy it there, then run \`cargo xtask bench-report\``);
-    writeBenchmarksDoc(repoRoot, args.markdown);
+    const inResults = !path.relative(path.join(here, 'results'), out).startsWith('..');
+    writeBenchmarksDoc(repoRoot, args.markdown, inResults ? [path.basename(out)] : []);
     console.log(`regenerated ${path.relative(process.cwd(), args.markdown)}`);
+    console.log(
+      inResults
+        ? `to keep this run: git add -f ${path.relative(repoRoot, out)} and commit it with the page (results are git-ignored until kept)`
+        : `${path.basename(out)} is outside web/bench/results: copy it there, git add -f it, then run \`cargo xtask bench-report\``,
+    );
   }
 }
 

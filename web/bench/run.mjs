@@ -139,9 +139,14 @@ async function main() {
   console.log(`results: ${path.relative(process.cwd(), out)} (${result.durationS} s)`);
   if (args.markdown) {
     // A run from another checkout (a clean clone) is not among this one's results until copied in.
-    if (path.relative(path.join(here, 'results'), out).startsWith('..')) console.log(`${path.basename(out)} is outside web/bench/results: copy it there, then run \`cargo xtask bench-report\``);
-    writeBenchmarksDoc(repoRoot, args.markdown);
+    const inResults = !path.relative(path.join(here, 'results'), out).startsWith('..');
+    writeBenchmarksDoc(repoRoot, args.markdown, inResults ? [path.basename(out)] : []);
     console.log(`regenerated ${path.relative(process.cwd(), args.markdown)}`);
+    console.log(
+      inResults
+        ? `to keep this run: git add -f ${path.relative(repoRoot, out)} and commit it with the page (results are git-ignored until kept)`
+        : `${path.basename(out)} is outside web/bench/results: copy it there, git add -f it, then run \`cargo xtask bench-report\``,
+    );
   }
 }
 

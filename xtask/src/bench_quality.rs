@@ -228,7 +228,8 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
     let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())? + "\n";
     std::fs::write(&out, text).map_err(|e| format!("{}: {e}", out.display()))?;
     println!("xtask bench-quality: wrote {}", out.display());
-    match crate::bench_report::main(&[]) {
+    println!("xtask bench-quality: to keep it, `git add -f` it and commit it with docs/benchmarks.md (results are git-ignored until kept)");
+    match crate::bench_report::main(&["--include".to_string(), out.display().to_string()]) {
         0 => Ok(()),
         code => Err(format!("bench-report exited with {code}")),
     }

@@ -7,7 +7,8 @@
 //!   Burn's wgpu backend on the same adapter (`bench/burn-side/`), alternating, with medians.
 //! - `cargo xtask bench-quality [--workloads W,...] [--backends ...] [--debug-cli]` — test accuracy
 //!   per workload and backend (`pixelgrad train`), into web/bench/results and docs/benchmarks.md.
-//! - `cargo xtask bench-report [--check]` — `docs/benchmarks.md` from the committed results.
+//! - `cargo xtask bench-report [--check] [--include FILE]` — `docs/benchmarks.md` from the
+//!   committed results.
 //! - `cargo xtask build-wasm [--dev] [--wasm-opt]` — the npm package in `web/pkg/`.
 //! - `cargo xtask test` — every test (`scripts/test.sh`).
 //! - `cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset ...] [--alpha A]
@@ -46,7 +47,7 @@ fn main() {
         Some("demo") => exit(demo::main(&args[1..])),
         Some("federated") => exit(federated::main(&args[1..])),
         _ => {
-            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --inference [--quick] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask bench-quality [--workloads W,...] [--backends cpu,webgpu,webgl] [--debug-cli] [--mnist DIR] [--out FILE]\n       cargo xtask bench-report [--check]\n       cargo xtask build-wasm [--dev] [--wasm-opt]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
+            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --inference [--quick] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask bench-quality [--workloads W,...] [--backends cpu,webgpu,webgl] [--debug-cli] [--mnist DIR] [--out FILE]\n       cargo xtask bench-report [--check] [--include RESULT_FILE]\n       cargo xtask build-wasm [--dev] [--wasm-opt]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
             exit(2)
         }
     }
