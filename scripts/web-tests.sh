@@ -36,8 +36,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     || fail "apt-get install ${need_apt[*]}"
 fi
 
-# --- npm packages (playwright-core drives the system Chromium; binaryen gives wasm-opt) ----------
-if [ ! -x web/node_modules/.bin/playwright-core ] || [ ! -x web/node_modules/.bin/wasm-opt ]; then
+# --- npm packages (playwright-core drives the system Chromium; binaryen gives wasm-opt; typescript
+# type-checks the package in tests/package.test.mjs) ---------------------------------------------
+if [ ! -x web/node_modules/.bin/playwright-core ] || [ ! -x web/node_modules/.bin/wasm-opt ] || [ ! -x web/node_modules/.bin/tsc ]; then
   echo "== npm ci (web/)"
   (cd web && npm ci --no-audit --no-fund) || fail "npm ci in web/"
 fi

@@ -11,6 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { startServer, launchBrowser, newPage, browserVersion, webRoot } from '../tests/harness.mjs';
+import { machine } from './lib/machine.mjs';
 import { fakeCamera } from './lib/camera.mjs';
 
 const args = process.argv.slice(2);
@@ -29,6 +30,7 @@ for (const m of MODELS) {
   }
 }
 
+const started = new Date().toISOString();
 const camera = fakeCamera(640, 480);
 const server = await startServer(webRoot);
 const flags = camera.flags;
@@ -82,7 +84,7 @@ try {
     }
   }
   const out = opt('--json');
-  if (out) fs.writeFileSync(out, JSON.stringify({ chromium: version, seconds: SECONDS, rows }, null, 2));
+  if (out) fs.writeFileSync(out, JSON.stringify({ date: started, machine: machine(path.resolve(webRoot, '..')), chromium: version, seconds: SECONDS, rows }, null, 2));
 } finally {
   await server.close();
   camera.cleanup();

@@ -8,7 +8,8 @@
 // --pairs keeps only the pairs whose pixelgrad backend is listed (e.g. `--pairs cpu` times
 // pixelgrad's CPU backend against ORT's wasm EP alone).
 //
-// Writes web/bench/results/inference-<date>.json and the inference section of BENCHMARKS.md.
+// Writes web/bench/results/inference-<date>.json, then regenerates docs/benchmarks.md from every
+// committed result (lib/benchmarks-doc.mjs).
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,8 +17,8 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startServer, launchBrowser, newPage, browserVersion, webRoot } from '../tests/harness.mjs';
-import { spliceInto } from './lib/report.mjs';
-import { pairs, renderMarkdown, rows, START, END } from './lib/inference-report.mjs';
+import { writeBenchmarksDoc } from './lib/results.mjs';
+import { pairs, rows } from './lib/inference-report.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '..', '..');
@@ -28,7 +29,7 @@ const ABOUT = {
 };
 
 function parseArgs(argv) {
-  const a = { quick: false, only: [], pairs: [], out: null, markdown: path.join(repoRoot, 'BENCHMARKS.md') };
+  const a = { quick: false, only: [], pairs: [], out: null, markdown: path.join(repoRoot, 'docs', 'benchmarks.md') };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i];
     const next = () => {
@@ -195,9 +196,14 @@ async function main() {
   fs.writeFileSync(out, JSON.stringify(slim, null, 2) + '\n');
   console.log(`results: ${path.relative(process.cwd(), out)} (${result.durationS} s)`);
   if (args.markdown) {
-    const rel = path.relative(repoRoot, out);
-    spliceInto(args.markdown, renderMarkdown(result, rel.startsWith('..') ? `web/bench/results/${path.basename(out)}` : rel), START, END);
-    console.log(`updated the inference section of ${path.relative(process.cwd(), args.markdown)}`);
+    const inResults = !path.relative(path.join(here, 'results'), out).startsWith('..');
+    writeBenchmarksDoc(repoRoot, args.markdown, inResults ? [path.basename(out)] : []);
+    console.log(`regenerated ${path.relative(process.cwd(), args.markdown)}`);
+    console.log(
+      inResults
+        ? `to keep this run: git add -f ${path.relative(repoRoot, out)} and commit it with the page (results are git-ignored until kept)`
+        : `${path.basename(out)} is outside web/bench/results: copy it there, git add -f it, then run \`cargo xtask bench-report\``,
+    );
   }
 }
 

@@ -10,7 +10,9 @@
 //
 //   node web/bench/preprocess.mjs [--frames N] [--json FILE]     (web/pkg built, npm ci in web/bench)
 import fs from 'node:fs';
+import path from 'node:path';
 import { startServer, launchBrowser, newPage, browserVersion, webRoot } from '../tests/harness.mjs';
+import { machine } from './lib/machine.mjs';
 import { fakeCamera } from './lib/camera.mjs';
 
 const args = process.argv.slice(2);
@@ -101,6 +103,7 @@ async function measure(page, lib, backend, frames, antialias) {
   }, { lib, backend, frames, antialias });
 }
 
+const started = new Date().toISOString();
 const camera = fakeCamera(640, 480);
 const server = await startServer(webRoot);
 const flags = camera.flags;
@@ -140,7 +143,7 @@ try {
     console.log(`${b}: pixelgrad bilinear / TF.js = ${x(ratio(b, 'camera'))} (camera), ${x(ratio(b, 'cameraAsync'))} (camera, fromPixelsAsync), ${x(ratio(b, 'canvas'))} (canvas)`);
   }
   const out = opt('--json');
-  if (out) fs.writeFileSync(out, JSON.stringify({ chromium: version, frames: FRAMES, rows }, null, 2));
+  if (out) fs.writeFileSync(out, JSON.stringify({ date: started, machine: machine(path.resolve(webRoot, '..')), chromium: version, frames: FRAMES, rows }, null, 2));
 } finally {
   await server.close();
   camera.cleanup();

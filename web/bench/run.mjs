@@ -1,6 +1,7 @@
 // Side-by-side browser benchmark: pixelgrad {webgpu, webgl, cpu} vs TF.js 4.22.0 {webgpu,
 // webgl, wasm}, every workload, in one headless Chromium session (web/tests/harness.mjs).
-// Writes web/bench/results/<date>.json and the browser section of BENCHMARKS.md.
+// Writes web/bench/results/<date>.json, then regenerates docs/benchmarks.md from every
+// committed result (lib/benchmarks-doc.mjs; `cargo xtask bench-report` does only that).
 //
 //   node web/bench/run.mjs [--quick] [--tfjs-tuned] [--only a,b,...] [--out FILE] [--native-json FILE]
 //                          [--markdown FILE | --no-markdown] [--timeout SECONDS]
@@ -12,13 +13,12 @@
 // and workload names (seed-mlp, mnist-mlp, cnn, matmul-256, matmul-512, matmul-1024, matmul).
 
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startServer, launchBrowser, newPage, browserVersion, webRoot } from '../tests/harness.mjs';
 import { workloadNames } from './lib/workloads.mjs';
-import { renderMarkdown, spliceInto } from './lib/report.mjs';
+import { machine } from './lib/machine.mjs';
+import { writeBenchmarksDoc } from './lib/results.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '..', '..');
@@ -31,7 +31,7 @@ export const pairs = [
 ];
 
 function parseArgs(argv) {
-  const a = { quick: false, tuned: false, only: [], out: null, nativeJson: null, markdown: path.join(repoRoot, 'BENCHMARKS.md'), timeout: null };
+  const a = { quick: false, tuned: false, only: [], out: null, nativeJson: null, markdown: path.join(repoRoot, 'docs', 'benchmarks.md'), timeout: null };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i];
     const next = () => {
@@ -87,25 +87,6 @@ async function withTimeout(ms, what, fn, onTimeout) {
   }
 }
 
-function machine() {
-  const cpus = os.cpus();
-  let commit = null;
-  try {
-    commit = execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-  } catch {
-    // not a git checkout: the commit is just not recorded
-  }
-  return {
-    cpu: cpus[0]?.model?.trim() ?? 'unknown',
-    cores: cpus.length,
-    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
-    os: `${os.type()} ${os.release()} ${os.arch()}`,
-    node: process.version,
-    loadAverageAtStart: os.loadavg().map((x) => Number(x.toFixed(2))),
-    commit,
-  };
-}
-
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const settings = args.quick
@@ -117,7 +98,7 @@ async function main() {
   const result = {
     date: started.toISOString(),
     settings,
-    machine: machine(),
+    machine: machine(repoRoot),
     browser: null,
     runs: [],
     native: null,
@@ -157,10 +138,15 @@ async function main() {
   fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
   console.log(`results: ${path.relative(process.cwd(), out)} (${result.durationS} s)`);
   if (args.markdown) {
-    // A file written outside this checkout (a run from a clean clone) is named as it will be committed.
-    const rel = path.relative(repoRoot, out);
-    spliceInto(args.markdown, renderMarkdown(result, rel.startsWith('..') ? `web/bench/results/${path.basename(out)}` : rel));
-    console.log(`updated the browser-bench section of ${path.relative(process.cwd(), args.markdown)}`);
+    // A run from another checkout (a clean clone) is not among this one's results until copied in.
+    const inResults = !path.relative(path.join(here, 'results'), out).startsWith('..');
+    writeBenchmarksDoc(repoRoot, args.markdown, inResults ? [path.basename(out)] : []);
+    console.log(`regenerated ${path.relative(process.cwd(), args.markdown)}`);
+    console.log(
+      inResults
+        ? `to keep this run: git add -f ${path.relative(repoRoot, out)} and commit it with the page (results are git-ignored until kept)`
+        : `${path.basename(out)} is outside web/bench/results: copy it there, git add -f it, then run \`cargo xtask bench-report\``,
+    );
   }
 }
 

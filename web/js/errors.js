@@ -14,10 +14,17 @@ function opOf(message) {
   return m ? m[1] : '';
 }
 
+/** @typedef {import('./index.js').PixelgradError} DeclaredPixelgradError index.d.ts's PixelgradError, which this class implements. */
+
+/** @implements {DeclaredPixelgradError} */
 export class PixelgradError extends Error {
   /**
    * `fields`: `{ kind, op, shapes, backend }`; `kind` defaults to 'invalid' (a bad argument),
    * `op` to the name before the message's first colon.
+   */
+  /**
+   * @param {string} message
+   * @param {{ kind?: string, op?: string, shapes?: number[][], backend?: string, panicMessage?: string, report?: { tried: import('./index.js').BackendTry[] } }} [fields]
    */
   constructor(message, fields = {}) {
     super(message);
@@ -32,6 +39,10 @@ export class PixelgradError extends Error {
     this.shapes = fields.shapes || [];
     /** The backend's name, or '' where none was involved. */
     this.backend = fields.backend || '';
+    /** Kinds 'panic' and 'instanceLost': the Rust panic message (or the trap) of the crash. */
+    if (fields.panicMessage !== undefined) this.panicMessage = fields.panicMessage;
+    /** `pg.init` failures: every backend tried and why it was refused. */
+    if (fields.report !== undefined) this.report = fields.report;
   }
 
   /** `e` as a PixelgradError (itself if it already is one), the message unchanged. */

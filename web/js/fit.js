@@ -29,7 +29,7 @@ import { pacer } from './pacing.js';
 
 /** Yields one macrotask (MessageChannel is not throttled like setTimeout). */
 export function yieldNow() {
-  return new Promise((resolve) => {
+  return /** @type {Promise<void>} */ (new Promise((resolve) => {
     if (typeof MessageChannel !== 'undefined') {
       const ch = new MessageChannel();
       ch.port1.onmessage = () => {
@@ -40,7 +40,7 @@ export function yieldNow() {
     } else {
       setTimeout(resolve, 0);
     }
-  });
+  }));
 }
 
 /** `v` if it is a positive integer, `dflt` if undefined; else a PixelgradError naming `what`. */
@@ -348,9 +348,13 @@ export async function fitLoop(model, x, y, opts = {}) {
   } finally {
     model._fitting = false;
   }
-  const out = { history: s.history, epoch: s.history.loss.map((_, i) => i) };
-  out.checkpoints = { every: stats.every, taken: stats.taken, ms: stats.ms, bytes: stats.bytes };
-  out.deviceLosses = stats.losses;
+  /** @type {import('./index.js').History} */
+  const out = {
+    history: s.history,
+    epoch: s.history.loss.map((_, i) => i),
+    checkpoints: { every: stats.every, taken: stats.taken, ms: stats.ms, bytes: stats.bytes },
+    deviceLosses: stats.losses,
+  };
   if (stopped) out.stopped = stopped;
   if (resume) out.resumedFrom = resumedFrom;
   if (autosave) out.storagePersisted = persisted;

@@ -116,8 +116,10 @@ function splitOf(s, what) {
  * `pg.data.parseMnist` results give them): training samples cut into `count` non-IID shards by a
  * Dirichlet(`alpha`) draw per class (IID without `alpha`), test samples into `count` IID parts;
  * the same partitions as `pixelgrad federated --partition index/count --alpha alpha --seed seed`.
+ * @param {{ index?: number, count?: number, alpha?: number, seed?: number }} [options]
  */
-function partition(data, { index, count, alpha, seed = 42 } = {}) {
+function partition(data, options = {}) {
+  const { index, count, alpha, seed = 42 } = options;
   if (!wasm || !wasm.flowerPartition) throw new Error('flower.partition: call `await pg.init()` first');
   const train = splitOf(data && data.train, 'flower.partition: data.train');
   const test = splitOf(data && data.test, 'flower.partition: data.test');

@@ -23,6 +23,11 @@ function convert(e, rec, what) {
 
 const AsyncFunction = (async () => {}).constructor;
 
+/**
+ * @template {Function} F
+ * @param {F} f
+ * @returns {F} `f` guarded, with the same signature
+ */
 function wrapFn(f) {
   const what = f.name || '';
   const isAsync = f instanceof AsyncFunction;
@@ -54,12 +59,14 @@ function wrapFn(f) {
     }
     return r;
   };
-  return function guarded(...args) {
+  /** @this {unknown} */
+  function guarded(...args) {
     settle();
     const wait = isAsync ? ready() : null;
     if (wait) return wait.then(() => call(this, args));
     return call(this, args);
-  };
+  }
+  return /** @type {F} */ (/** @type {unknown} */ (guarded));
 }
 
 /**
@@ -84,9 +91,14 @@ export function guardClass(cls) {
 /** `f` whose errors (thrown or rejected) become PixelgradErrors. */
 export const guard = wrapFn;
 
-/** A frozen copy of `obj` (a namespace like `layers`) with every function guarded. */
+/**
+ * A frozen copy of `obj` (a namespace like `layers`) with every function guarded.
+ * @template {object} T
+ * @param {T} obj
+ * @returns {Readonly<T>}
+ */
 export function guardObject(obj) {
   const out = {};
   for (const [k, v] of Object.entries(obj)) out[k] = typeof v === 'function' ? wrapFn(v) : v;
-  return Object.freeze(out);
+  return /** @type {Readonly<T>} */ (Object.freeze(out));
 }

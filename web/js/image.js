@@ -11,6 +11,7 @@
 // those types (WebGPU, WebGL2, CPU), and are an Error in the webgl1 mode.
 import { currentRuntime } from './runtime.js';
 import { deviceTensor } from './tensor.js';
+/** @typedef {import('./tensor.js').Tensor} Tensor */
 
 const has = (name) => typeof globalThis[name] !== 'undefined';
 const is = (x, name) => has(name) && x instanceof globalThis[name];
@@ -112,7 +113,7 @@ export function fromPixels(source, opts = {}) {
   } else {
     r = rt._inner.fromPixelsSource(source, info.width, info.height, json);
   }
-  const t = deviceTensor(r.tensor, rt, r.dtype);
+  const t = /** @type {Tensor & { geometry: import('./index.js').PixelGeometry }} */ (deviceTensor(r.tensor, rt, r.dtype));
   t.geometry = JSON.parse(r.geometry);
   return t;
 }
@@ -121,7 +122,7 @@ export function fromPixels(source, opts = {}) {
 function bytesOf(x, name, what) {
   if (x instanceof Uint8Array) return x;
   if (x instanceof ArrayBuffer) return new Uint8Array(x);
-  if (ArrayBuffer.isView(x) && x.BYTES_PER_ELEMENT === 1) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  if (ArrayBuffer.isView(x) && /** @type {Uint8Array} */ (x).BYTES_PER_ELEMENT === 1) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
   throw new Error(`${what}: ${name} must be a Uint8Array (or Uint8ClampedArray, ArrayBuffer) of 8-bit samples, got ${x === undefined ? 'nothing' : Object.prototype.toString.call(x)}`);
 }
 
@@ -147,6 +148,7 @@ export function fromYUV(frame, opts = {}) {
   }
   const nv12 = format.toUpperCase() === 'NV12';
   const cw = Math.ceil(width / 2);
+  /** @type {Uint8Array} */
   const none = new Uint8Array(0);
   let y;
   let u;
@@ -178,7 +180,7 @@ export function fromYUV(frame, opts = {}) {
   }
   const matrix = frame.matrix ?? 'bt601';
   const r = rt._inner.fromYuvPlanes(format, width, height, y, ys, u, us, v, vs, String(matrix), !!frame.fullRange, JSON.stringify(opts));
-  const t = deviceTensor(r.tensor, rt, r.dtype);
+  const t = /** @type {Tensor & { geometry: import('./index.js').PixelGeometry }} */ (deviceTensor(r.tensor, rt, r.dtype));
   t.geometry = JSON.parse(r.geometry);
   return t;
 }
@@ -224,6 +226,7 @@ export async function fromPixelsAsync(source, opts = {}) {
 /**
  * Maps a box `[x0, y0, x1, y1]` in model-input pixels (e.g. a detector's output) back onto the
  * source, using the `geometry` of the `fromPixels` tensor it came from.
+ * @returns {[number, number, number, number]}
  */
 export function toSourceBox(box, geometry) {
   const g = geometry;

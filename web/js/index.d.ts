@@ -184,6 +184,8 @@ export declare class PixelgradError extends Error {
   readonly panicMessage?: string;
   /** Kind 'cancelled': the AbortSignal's reason. */
   readonly cause?: unknown;
+  /** `pg.init` when no backend could start: every backend tried and why it was refused. */
+  readonly report?: { tried: BackendTry[] };
 }
 
 export interface CrossCheckOptions {
@@ -601,6 +603,8 @@ export declare class Sequential {
   readonly precision: PrecisionInfo;
   /** Mixed precision: the current loss scale and the steps skipped for f16 overflow (one readback); null in f32. */
   lossScale(): Promise<{ scale: number; skippedSteps: number } | null>;
+  /** Every weight's name and shape, in layer order (nothing is read from the device). */
+  weightInfo(): { name: string; shape: number[] }[];
   /**
    * x: [n, ...inputShape] (images NHWC); y, used as given: class indices [n], one-hot or
    * probability rows [n, classes], or float targets [n, outputs] (MSE, BCE regression). A
@@ -608,14 +612,10 @@ export declare class Sequential {
    * device tensor of this runtime (fromPixels results, features, `pg.concat` of them): batches
    * are gathered on the device and x is never read back.
    */
-  /** Every weight's name and shape, in layer order (nothing is read from the device). */
-  weightInfo(): { name: string; shape: number[] }[];
   fit(x: Tensor, y: Tensor, options?: FitOptions): Promise<History>;
-  evaluate(x: Tensor, y: Tensor, options?: { batchSize?: number }): Promise<{ loss: number; accuracy: number }>;
-  /** Outputs [n, classes] on the device; read with `await t.data()`. `x`: a host tensor or a device tensor (pg.fromPixels). */
-
+  /** Mean loss and accuracy; no `accuracy` where it means nothing (MSE on float targets). */
   evaluate(x: Tensor, y: Tensor, options?: { batchSize?: number }): Promise<{ loss: number; accuracy?: number }>;
-  /** Outputs [n, classes] on the device; read with `await t.data()`. */
+  /** Outputs [n, classes] on the device; read with `await t.data()`. `x`: a host tensor or a device tensor (pg.fromPixels). */
   predict(x: Tensor): Tensor;
   summary(): string;
   /** Throws at once for a bad layer index; resolves when drawn. */

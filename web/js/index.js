@@ -9,7 +9,7 @@
 //
 // This file is the package entry; the wasm-bindgen output (pixelgrad_web.js + .wasm) sits next
 // to it and is an implementation detail.
-import { currentRuntime, init as initImpl, loadWasm, wasm, wasmLoaded, Runtime } from './runtime.js';
+import { currentRuntime, init as initImpl, loadWasm as loadWasmImpl, wasm, wasmLoaded, Runtime } from './runtime.js';
 import { PixelgradError } from './errors.js';
 import { guard, guardClass, guardObject } from './guard.js';
 import { Tensor, deviceTensor, tensor as tensorImpl } from './tensor.js';
@@ -22,27 +22,63 @@ import * as post from './post.js';
 
 // Every error the public API throws or rejects with is a PixelgradError (errors.js).
 [Runtime, Tensor, Sequential, OnnxModel].forEach(guardClass);
+// Each export is typed as index.d.ts declares it (`tsc -p web/tsconfig.json` checks the
+// implementation against those declarations; the classes do so with `@implements`).
+/** @typedef {typeof import('./index.js')} Api */
+/** @type {Api['init']} */
 export const init = guard(initImpl);
+/** @type {Api['tensor']} */
 export const tensor = guard(tensorImpl);
+/** @type {Api['sequential']} */
 export const sequential = guard(sequentialImpl);
+/** @type {Api['loadModel']} */
 export const loadModel = guard(loadModelImpl);
+/** @type {Api['listModels']} */
 export const listModels = guard(listImpl);
+/** @type {Api['removeModel']} */
 export const removeModel = guard(removeImpl);
+/** @type {Api['loadOnnx']} */
 export const loadOnnx = guard(loadOnnxImpl);
+/** @type {Api['loadWasm']} */
+export const loadWasm = guard(loadWasmImpl);
+/** @type {Api['layers']} */
 export const layers = guardObject(layersImpl);
+/** @type {Api['optimizers']} */
 export const optimizers = guardObject(optimizersImpl);
+/** @type {Api['flower']} */
 export const flower = guardObject(flowerImpl);
+/** @type {Api['fromPixels']} */
 export const fromPixels = guard(image.fromPixels);
+/** @type {Api['toSourceBox']} */
 export const toSourceBox = guard(image.toSourceBox);
+/** @type {Api['fromYUV']} */
 export const fromYUV = guard(image.fromYUV);
+/** @type {Api['fromPixelsAsync']} */
 export const fromPixelsAsync = guard(image.fromPixelsAsync);
-export const { topk, softmax, concat, nonMaxSuppression, resizeBilinear, drawHeatmap, drawBoxes } = guardObject(post);
-export { loadWasm, PixelgradError, Runtime, Tensor, Sequential, OnnxModel };
+const postOps = guardObject(post);
+/** @type {Api['topk']} */
+export const topk = postOps.topk;
+/** @type {Api['softmax']} */
+export const softmax = postOps.softmax;
+/** @type {Api['concat']} */
+export const concat = postOps.concat;
+/** @type {Api['nonMaxSuppression']} */
+export const nonMaxSuppression = postOps.nonMaxSuppression;
+/** @type {Api['resizeBilinear']} */
+export const resizeBilinear = postOps.resizeBilinear;
+/** @type {Api['drawHeatmap']} */
+export const drawHeatmap = postOps.drawHeatmap;
+/** @type {Api['drawBoxes']} */
+export const drawBoxes = postOps.drawBoxes;
+export { PixelgradError, Runtime, Tensor, Sequential, OnnxModel };
+/** The package version (package.json's, stamped from the Rust workspace by `cargo xtask build-wasm`). */
+export { version } from './version.js';
 
 /**
  * Matrix product `a @ b` on the current runtime's device: `[m, k] x [k, n]` or batched
  * `[b, m, k] x [b, k, n]`. Host tensors (`pg.tensor`) are uploaded once and stay on the device
  * for later calls; the result lives on the device (read it with `await c.data()`).
+ * @type {Api['matmul']}
  */
 export const matmul = guard(function matmul(a, b) {
   const rt = currentRuntime('matmul');
@@ -56,6 +92,7 @@ export const matmul = guard(function matmul(a, b) {
  * crash surfaces as a PixelgradError of kind 'panic' and that the next call runs on a fresh
  * instance. `{ async: true }`: the panic happens inside an asynchronous Rust call (the
  * returned promise rejects with kind 'panic' instead of never settling).
+ * @type {Api['__testPanic']}
  */
 export const __testPanic = guard(function __testPanic(message = 'test panic', opts = {}) {
   needWasm('__testPanic');
@@ -63,10 +100,10 @@ export const __testPanic = guard(function __testPanic(message = 'test panic', op
   return wasm.__testPanic(String(message));
 });
 
-/** The package version. */
-export const version = '0.1.0';
-
-/** The current runtime (after `init`), or null. */
+/**
+ * The current runtime (after `init`), or null.
+ * @returns {import('./index.js').Runtime | null}
+ */
 export function runtime() {
   try {
     return currentRuntime('runtime');
@@ -80,7 +117,10 @@ function needWasm(what) {
   if (!wasmLoaded()) throw new Error(`${what}: call \`await pg.init()\` (or \`await pg.loadWasm()\`) first`);
 }
 
-/** Data sets and parsers. */
+/**
+ * Data sets and parsers.
+ * @type {Api['data']}
+ */
 export const data = guardObject({
   /**
    * The embedded 8x8 digits set (1,797 images, pixels in [0, 1]) split 80/20:

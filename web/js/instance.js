@@ -57,7 +57,7 @@ export function onReplaced(listener) {
 
 async function compileModule(src) {
   if (src instanceof WebAssembly.Module) return src;
-  if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return WebAssembly.compile(src);
+  if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return WebAssembly.compile(/** @type {BufferSource} */ (src));
   const res = typeof Response !== 'undefined' && src instanceof Response ? src : await fetch(src);
   if (!res.ok) throw new Error(`fetching ${res.url || src} gave HTTP ${res.status}`);
   const type = res.headers.get('content-type') || '';

@@ -19,6 +19,9 @@ function optimizerOf(o) {
   return o;
 }
 
+/** @typedef {import('./index.js').Sequential} DeclaredSequential index.d.ts's Sequential, which this class implements. */
+
+/** @implements {DeclaredSequential} */
 export class Sequential {
   /** @internal Use `pg.sequential`. */
   constructor(layerConfigs, opts = {}) {

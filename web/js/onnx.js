@@ -32,6 +32,9 @@ async function bytesOf(source) {
   throw new Error('loadOnnx: source must be an ArrayBuffer, a Uint8Array, a URL or \'indexeddb://name\'');
 }
 
+/** @typedef {import('./index.js').OnnxModel} DeclaredOnnxModel index.d.ts's OnnxModel, which this class implements. */
+
+/** @implements {DeclaredOnnxModel} */
 export class OnnxModel {
   /** @internal Use `pg.loadOnnx`. */
   constructor(inner, rt, bytes) {
@@ -75,6 +78,7 @@ export class OnnxModel {
    * with kind 'cancelled'; already aborted: rejects at once), `maxWork` (the most estimated
    * steps of work the run's primitives may add up to; over it, kind 'budget').
    */
+  /** @param {{ signal?: AbortSignal, maxWork?: number }} [opts] */
   async run(feeds, opts = {}) {
     this._check('onnx.run');
     if (!feeds || typeof feeds !== 'object') throw new Error('onnx.run: expects an object { inputName: tensor }');

@@ -13,7 +13,12 @@ const BACKENDS = ['webgpu', 'webgl', 'webgl1', 'cpu'];
 
 let current = null;
 
-/** A started backend. Replaced (and retired) by the next `pg.init`. */
+/** @typedef {import('./index.js').Runtime} DeclaredRuntime index.d.ts's Runtime, which this class implements. */
+
+/**
+ * A started backend. Replaced (and retired) by the next `pg.init`.
+ * @implements {DeclaredRuntime}
+ */
 export class Runtime {
   constructor(inner, report, keepAlive, gl) {
     this._inner = inner;
@@ -196,9 +201,11 @@ async function startWebGpu(auto, allowSoftware) {
   if (!gpu) throw new Error('navigator.gpu is missing (no WebGPU in this browser or context)');
   const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned no adapter');
-  const info = adapter.info || (adapter.requestAdapterInfo ? await adapter.requestAdapterInfo() : null);
+  // `requestAdapterInfo` and `isFallbackAdapter`: older browsers' forms of `adapter.info`.
+  const old = /** @type {{ requestAdapterInfo?: () => Promise<GPUAdapterInfo>, isFallbackAdapter?: boolean }} */ (/** @type {unknown} */ (adapter));
+  const info = adapter.info || (old.requestAdapterInfo ? await old.requestAdapterInfo() : null);
   const desc = describeAdapter(info);
-  const fallback = !!(adapter.isFallbackAdapter || (info && info.isFallbackAdapter));
+  const fallback = !!(old.isFallbackAdapter || (info && info.isFallbackAdapter));
   // The list of software rasterisers and the self-test bound are the engine's (one copy, in
   // pixelgrad_core::backend), asked through the loaded module.
   if (auto && !allowSoftware && (fallback || wasm.isSoftwareRenderer(desc))) {
@@ -374,7 +381,7 @@ export async function init(opts = {}) {
     };
     if (s.precisionCheck) report.precisionCheck = s.precisionCheck;
     const rt = new Runtime(inner, report, s.keep, s.gl);
-    rt._low = low;
+    /** @type {any} */ (rt)._low = low;
     try {
       rt._setLimits(opts.limits);
     } catch (e) {
@@ -390,7 +397,7 @@ export async function init(opts = {}) {
     return rt;
   }
   const why = tried.map((t) => `${t.backend}: ${t.reason}`).join('; ');
-  const err = new Error(`pg.init: no backend could start (${why})`);
+  const err = /** @type {Error & { report?: { tried: object[] } }} */ (new Error(`pg.init: no backend could start (${why})`));
   err.report = { tried };
   throw err;
 }

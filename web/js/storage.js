@@ -52,6 +52,7 @@ async function withStore(mode, f, store = STORE, what = '') {
   const db = await open();
   try {
     const tx = db.transaction(store, mode);
+    /** @type {Promise<void>} */
     const done = new Promise((resolve, reject) => {
       tx.oncomplete = () => resolve();
       tx.onabort = tx.onerror = () => reject(dbError(tx.error, what));

@@ -16,6 +16,9 @@ function checkShape(shape, what) {
   }
 }
 
+/** @typedef {import('./index.js').Tensor} DeclaredTensor index.d.ts's Tensor, which this class implements. */
+
+/** @implements {DeclaredTensor} */
 export class Tensor {
   /** @internal Use `pg.tensor`. */
   constructor(host, shape, dtype, device, runtime) {
@@ -112,18 +115,27 @@ export class Tensor {
 }
 
 /**
+ * A typed array (a view that is not a DataView).
+ * @param {unknown} x
+ * @returns {x is ArrayLike<number> & ArrayBufferView}
+ */
+function isTypedArray(x) {
+  return ArrayBuffer.isView(x) && !(x instanceof DataView);
+}
+
+/**
  * Shape and flat values of nested arrays (`[[1, 2], [3, 4]]` -> `[2, 2]`), as TF.js infers
  * them. Ragged rows, empty rows, non-numbers and mixed nesting are errors naming the position.
  */
 function flatten(data, what) {
   const shape = [];
-  for (let d = data; Array.isArray(d) || (ArrayBuffer.isView(d) && !(d instanceof DataView)); d = d[0]) {
+  for (let d = data; Array.isArray(d) || isTypedArray(d); d = d[0]) {
     shape.push(d.length);
     if (d.length === 0) break;
   }
   const out = [];
   const walk = (v, depth, at) => {
-    const nested = Array.isArray(v) || (ArrayBuffer.isView(v) && !(v instanceof DataView));
+    const nested = Array.isArray(v) || isTypedArray(v);
     if (depth === shape.length) {
       if (nested) throw new Error(`${what}: element ${at} is an array, but elements at this depth are numbers (ragged array)`);
       if (typeof v !== 'number' && typeof v !== 'boolean') {
@@ -155,7 +167,7 @@ export function tensor(data, shape, opts) {
     opts = shape;
     shape = undefined;
   }
-  const isTyped = ArrayBuffer.isView(data) && !(data instanceof DataView);
+  const isTyped = isTypedArray(data);
   let values;
   let inferred;
   if (typeof data === 'number') {

@@ -8,8 +8,8 @@
 //! Steps: `npm ci` in `web/` and `web/bench/` when their node_modules are missing, build the
 //! npm package (`cargo xtask build-wasm`, skipped by `--no-build`), run the native benchmark
 //! into `web/bench/results/native-latest.json` (skipped by `--quick` and `--no-native`), then
-//! the browser run, which writes `web/bench/results/<date>.json` and the browser section of
-//! BENCHMARKS.md.
+//! the browser run, which writes `web/bench/results/<date>.json` and regenerates
+//! docs/benchmarks.md (what `cargo xtask bench-report` does alone).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,8 +5,9 @@
 //!    it is missing or its version differs from the `wasm-bindgen` crate in Cargo.lock — the
 //!    two must match exactly — it is installed with `cargo install wasm-bindgen-cli`);
 //! 3. with `--wasm-opt`: `wasm-opt -O3` from npm `binaryen` (`web/node_modules/.bin`);
-//! 4. copies the hand-written entry (`web/js/*`: `index.js`, `index.d.ts`) next to the bindings
-//!    and writes `web/pkg/package.json`.
+//! 4. copies the hand-written package (`web/js/*`: `index.js`, its modules, `index.d.ts`) next
+//!    to the bindings, with the checked-in manifest `web/js/package.json` and `version.js`
+//!    stamped with the workspace version (`npm_manifest.rs`) and `CHANGELOG.md`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -129,20 +130,22 @@ fn build(dev: bool, opt: bool) -> Res<()> {
     let entries = std::fs::read_dir(&js).map_err(|e| format!("{}: {e}", js.display()))?;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
-        if e.path().is_file() {
+        // The manifest and the version are stamped below; the rest ships as written.
+        if e.path().is_file() && name != "package.json" && name != "version.js" {
             std::fs::copy(e.path(), pkg.join(&name)).map_err(|err| format!("copy {name}: {err}"))?;
             files.push(name);
         }
     }
+    let version = env!("CARGO_PKG_VERSION");
+    let source = std::fs::read_to_string(js.join("package.json")).map_err(|e| format!("web/js/package.json: {e}"))?;
+    let manifest = crate::npm_manifest::stamp(&source, version)?;
+    std::fs::write(pkg.join("package.json"), &manifest).map_err(|e| format!("package.json: {e}"))?;
+    std::fs::write(pkg.join("version.js"), crate::npm_manifest::version_module(version)).map_err(|e| format!("version.js: {e}"))?;
+    std::fs::copy(root.join("CHANGELOG.md"), pkg.join("CHANGELOG.md")).map_err(|e| format!("copy CHANGELOG.md: {e}"))?;
+    files.extend(["package.json", "version.js", "CHANGELOG.md"].map(String::from));
+    crate::npm_manifest::check_targets(&manifest, &pkg)?;
     files.sort();
     files.retain(|f| pkg.join(f).is_file());
-    let version = env!("CARGO_PKG_VERSION");
-    let list = files.iter().map(|f| format!("\"{f}\"")).collect::<Vec<_>>().join(", ");
-    let manifest = format!(
-        "{{\n  \"name\": \"pixelgrad\",\n  \"version\": \"{version}\",\n  \"description\": \"Train neural networks in the browser on WebGPU, WebGL2 or the CPU (Rust + wasm)\",\n  \"license\": \"MIT OR Apache-2.0\",\n  \"type\": \"module\",\n  \"main\": \"index.js\",\n  \"module\": \"index.js\",\n  \"types\": \"index.d.ts\",\n  \"sideEffects\": false,\n  \"files\": [{list}]\n}}\n"
-    );
-    std::fs::write(pkg.join("package.json"), manifest).map_err(|e| format!("package.json: {e}"))?;
-    files.push("package.json".into());
 
     println!("xtask build-wasm: wrote {}", pkg.display());
     for f in &files {

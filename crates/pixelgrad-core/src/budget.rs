@@ -1,7 +1,7 @@
 //! What one op, and one run, may cost before it is launched: the element cap every result must
 //! fit, the estimated work of every primitive, a per-run work budget and a cancel token.
 //!
-//! Every primitive goes through [`crate::Tensor::apply`], which calls [`Budget::admit`] with
+//! Every primitive goes through [`crate::Tensor::apply`], which calls `Budget::admit` with
 //! the inferred output shape before the backend allocates or launches anything. So a model
 //! file, a page or a server that asks for a 16 GiB broadcast, a 2^40-step matrix product or a
 //! run that never ends gets a typed [`Error::Budget`] (or [`Error::Cancelled`]) instead of an

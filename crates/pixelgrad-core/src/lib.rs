@@ -1,8 +1,18 @@
 //! pixelgrad-core: tensors, the primitive op set, the [`Backend`] trait, reverse-mode autodiff
-//! and the composite ops built from primitives.
+//! and the composite ops built from primitives. Most users want the `pixelgrad` crate, which
+//! re-exports this one with the backends, layers and data loading.
 //!
 //! ```
-//! # fn main() -> pixelgrad_core::Result<()> { Ok(()) }
+//! use pixelgrad_core::{Device, Tensor};
+//! # fn main() -> pixelgrad_core::Result<()> {
+//! let dev = Device::new(pixelgrad_cpu::CpuBackend::new()); // any Backend
+//! let w = Tensor::from_vec(&dev, &[0.5, -1.0], [2, 1])?.with_grad();
+//! let x = Tensor::from_vec(&dev, &[1.0, 2.0, 3.0, 4.0], [2, 2])?;
+//! let loss = x.matmul(&w)?.square()?.mean_all()?; // mean of (-1.5)² and (-2.5)²
+//! assert_eq!(loss.item()?, 4.25);
+//! loss.backward()?;
+//! assert_eq!(w.grad().unwrap().dims(), &[2, 1]);
+//! # Ok(()) }
 //! ```
 
 pub mod autodiff;

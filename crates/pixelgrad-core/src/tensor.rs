@@ -15,6 +15,21 @@ use crate::{Error, Result};
 mod narrow;
 
 /// A handle to a backend. Cheap to clone; tensors keep their device alive.
+///
+/// A device wraps any [`Backend`] (`pixelgrad_cpu::CpuBackend`, `pixelgrad_wgpu::WgpuBackend`,
+/// `pixelgrad_webgl::WebGlBackend`) and checks its [`Limits`] before every primitive:
+///
+/// ```
+/// use pixelgrad_core::{Device, Error, Limits, Tensor};
+/// # fn main() -> pixelgrad_core::Result<()> {
+/// let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+/// dev.set_limits(Limits { max_elements: 1 << 20, ..dev.limits() });
+/// let small = Tensor::zeros(&dev, [512, 512])?;
+/// let big = Tensor::zeros(&dev, [2048, 2048]); // 4 Mi elements: over the cap
+/// assert!(matches!(big, Err(Error::Budget { .. })));
+/// assert_eq!(small.dims(), &[512, 512]); // the device stays usable
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Device {
     backend: Rc<dyn Backend>,
@@ -164,6 +179,21 @@ pub(crate) struct Inner {
 }
 
 /// An immutable n-d array of `f32`. Cloning is cheap (shared handle).
+///
+/// Every op returns a new tensor on the same [`Device`] and, when an input wants gradients,
+/// records itself for [`Tensor::backward`]:
+///
+/// ```
+/// use pixelgrad_core::{Device, Tensor};
+/// # fn main() -> pixelgrad_core::Result<()> {
+/// let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+/// let x = Tensor::from_vec(&dev, &[1.0, -2.0, 3.0], [3])?.with_grad();
+/// let y = x.relu()?.mul_scalar(2.0)?.sum_all()?; // 2 * (1 + 0 + 3)
+/// assert_eq!(y.item()?, 8.0);
+/// y.backward()?;
+/// assert_eq!(x.grad().unwrap().to_vec()?, vec![2.0, 0.0, 2.0]);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Tensor(pub(crate) Rc<Inner>);
 

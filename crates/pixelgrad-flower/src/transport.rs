@@ -2,7 +2,7 @@
 //!
 //! The node logic is written once as `async` code over [`Transport`]. Natively
 //! [`NativeTransport`] answers with blocking `ureq` calls (the futures are ready at once and
-//! run under `pollster::block_on`); in wasm [`FetchTransport`] uses the page's or worker's
+//! run under `pollster::block_on`); in wasm `FetchTransport` uses the page's or worker's
 //! `fetch` and `setTimeout`, so the tab keeps running while a request is in flight.
 
 use crate::auth::NodeKey;

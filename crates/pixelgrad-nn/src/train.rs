@@ -495,6 +495,32 @@ fn now() -> Option<f64> {
 /// indices in range). With checkpoints on (the default), a device loss reported by a step,
 /// a read or an evaluation is recovered from through [`Callbacks::on_device_lost`]; without a
 /// device from it, `fit` returns the error.
+///
+/// ```
+/// use pixelgrad_core::Device;
+/// use pixelgrad_nn::layers::{Activation, Linear};
+/// use pixelgrad_nn::train::{fit, FitOptions, NoCallbacks, Samples};
+/// use pixelgrad_nn::{Init, Loss, OptimizerKind, Sequential};
+/// # fn main() -> pixelgrad_core::Result<()> {
+/// let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+/// // 64 points of the unit square; class 1 where the first coordinate is the larger.
+/// let x: Vec<f32> = (0..64).flat_map(|i| [(i % 8) as f32 / 8.0, (i / 8) as f32 / 8.0]).collect();
+/// let y: Vec<u32> = x.chunks(2).map(|p| (p[0] > p[1]) as u32).collect();
+/// let mut init = Init::new(1);
+/// let model = Sequential::new()
+///     .push(Linear::new(&dev, 2, 16, &mut init)?)
+///     .push(Activation::Tanh)
+///     .push(Linear::new(&dev, 16, 2, &mut init)?);
+/// let mut opt = OptimizerKind::parse("adam")?.build(0.05);
+/// let shape = [2usize];
+/// let train = Samples::new(&x, &shape, &y)?;
+/// let opts = FitOptions { epochs: 30, batch_size: 16, ..Default::default() };
+/// let h = fit(&model, opt.as_mut(), Loss::CrossEntropy, &dev, train, None, &opts, &mut NoCallbacks)?;
+/// let (first, last) = (&h.epochs[0], h.epochs.last().unwrap());
+/// assert!(last.train_loss < first.train_loss);
+/// assert!(last.train_accuracy.unwrap() > 0.85);
+/// # Ok(()) }
+/// ```
 #[allow(clippy::too_many_arguments)]
 pub fn fit(
     model: &dyn Module,

@@ -1,7 +1,7 @@
 //! pixelgrad-web: the Rust half of the `pixelgrad` npm package.
 //!
 //! The JavaScript API (`web/js/index.js`, built into `web/pkg/` by `cargo xtask build-wasm`)
-//! is a thin, hand-written ES module over the bindings in [`wasm`]. Everything that does not
+//! is a thin, hand-written ES module over the bindings in `wasm` (wasm32 only). Everything that does not
 //! touch JavaScript lives in plain modules so it compiles and is tested natively on the CPU
 //! backend:
 //!

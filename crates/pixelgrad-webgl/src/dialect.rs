@@ -214,7 +214,7 @@ fn fused_read(kernel: &Kernel, config: &str) -> pixelgrad_core::Result<String> {
 }
 
 /// The declarations and read function of a fused read of `kernel`: `float pg_load(int i)`
-/// ([`fused_read`]) or, with `given`, `float pg_epi(int i, float g)` where kernel input
+/// (`fused_read`) or, with `given`, `float pg_epi(int i, float g)` where kernel input
 /// `given` is the value `g` and every other input is fetched (samplers `u_x0..` in order,
 /// skipping `given`: an epilogue's read, [`epilogue_source`]).
 fn read_function(kernel: &Kernel, config: &str, given: Option<usize>) -> pixelgrad_core::Result<String> {
@@ -327,7 +327,7 @@ fn index_loop(fetched: usize, full: &dyn Fn(usize) -> String, at: &str) -> Strin
     s
 }
 
-/// The fragment source of an elementwise program: a fused read of `kernel` ([`fused_read`])
+/// The fragment source of an elementwise program: a fused read of `kernel` (`fused_read`)
 /// written element by element; `config` is its [`map_config`].
 pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
     let mut s = preamble(config, OutKind::Float);
@@ -388,7 +388,7 @@ pub fn epilogue_config(body_config: u32, given: usize, read_config: u32) -> u32 
 /// (`matmul`, `matmul_unblock` or `reduce`) compiled with `PG_EPILOGUE`, a second output, and
 /// `vec4 pg_epilogue(int base, vec4 r)`: the kernel applied to the 4 product values `r` of
 /// elements `base..base+3`, kernel input `given` being the product value and every other
-/// input fetched as a fused read does ([`fused_read`]; samplers `u_x0..` in order, skipping
+/// input fetched as a fused read does (`fused_read`; samplers `u_x0..` in order, skipping
 /// the product).
 pub fn epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
     let bad = |what: String| pixelgrad_core::Error::invalid("GLSL epilogue", what);

@@ -1,5 +1,5 @@
 // Pure helpers of the inference benchmark (web/bench/inference.mjs): output agreement and the
-// BENCHMARKS.md section. No browser, no file system beyond what callers pass.
+// docs/benchmarks.md inference section. No browser, no file system beyond what callers pass.
 
 export const START = '<!-- inference-bench:start -->';
 export const END = '<!-- inference-bench:end -->';
@@ -64,7 +64,7 @@ export function rows(result) {
   return out;
 }
 
-/** The BENCHMARKS.md section, between START and END. */
+/** The inference section of docs/benchmarks.md (lib/benchmarks-doc.mjs drops the START and END lines). */
 export function renderMarkdown(result, file) {
   const cell = (r, key) => (!r ? 'not run' : r.error ? `failed: ${r.error.slice(0, 80)}` : fmt(r[key]));
   const L = [

@@ -1,13 +1,10 @@
 // Node-only checks of the pieces that decide what the benchmark reports: weight layout
-// conversion, safetensors round trip, ratios/verdicts and the BENCHMARKS.md splice.
+// conversion, safetensors round trip, and ratios/verdicts.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { toPixelgradKernel, initialWeights, trainWorkloads, trainingData } from '../lib/workloads.mjs';
 import * as st from '../lib/safetensors.mjs';
-import { compare, pairTargets, renderMarkdown, spliceInto, START, END } from '../lib/report.mjs';
+import { compare, pairTargets, renderMarkdown } from '../lib/report.mjs';
 
 test('conv kernels go from [kh, kw, cin, cout] to [cout, cin, kh, kw]', () => {
   const k = { data: Float32Array.from({ length: 2 * 2 * 1 * 3 }, (_, i) => i), shape: [2, 2, 1, 3] };
@@ -68,14 +65,4 @@ test('ratios and verdicts follow the targets; unsupported runs give n/a', () => 
   const md = renderMarkdown({ date: '2026-01-01T00:00:00Z', settings: { mode: 'quick', warmupMs: 200, repeatMs: 400, repeats: 3 }, machine: { cpu: 'x', cores: 2, loadAverageAtStart: [0, 0, 0], commit: 'abc' }, browser: 'Chromium 1', runs, durationS: 1 }, 'r.json');
   assert.match(md, /\| seed-mlp \| 3× met \| n\/a \| 1\.4× missed \| 0\.25× met \|/);
   assert.match(md, /n\/a \(no kernel\)/);
-});
-
-test('spliceInto appends the markers once, then replaces only between them', () => {
-  const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-')), 'B.md');
-  fs.writeFileSync(f, '# Benchmarks\n\nkept\n');
-  spliceInto(f, `${START}\none\n${END}\n`);
-  fs.appendFileSync(f, '\nafter\n');
-  spliceInto(f, `${START}\ntwo\n${END}\n`);
-  const text = fs.readFileSync(f, 'utf8');
-  assert.equal(text, `# Benchmarks\n\nkept\n\n${START}\ntwo\n${END}\n\nafter\n`);
 });

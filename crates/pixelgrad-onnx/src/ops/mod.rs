@@ -22,7 +22,7 @@ use crate::graph::Node;
 use crate::host::{DType, HostTensor};
 use crate::{hostops, OnnxError, Result};
 
-/// Every operator type [`run`] handles (the README's table lists their attributes).
+/// Every operator type `run` handles (the README's table lists their attributes).
 pub const SUPPORTED: &[&str] = &[
     // shape arithmetic and constants (host when their inputs are host values)
     "Constant",
@@ -201,7 +201,7 @@ pub fn is_quantized(op_type: &str) -> bool {
     SUPPORTED_MS.contains(&op_type) || SUPPORTED.iter().skip_while(|&&o| o != "QuantizeLinear").any(|&o| o == op_type)
 }
 
-/// Whether [`run`] handles `op_type` of `domain` (`""` for the default ONNX domain).
+/// Whether `run` handles `op_type` of `domain` (`""` for the default ONNX domain).
 pub fn is_supported(domain: &str, op_type: &str) -> bool {
     match domain {
         "" | "ai.onnx" => SUPPORTED.contains(&op_type),

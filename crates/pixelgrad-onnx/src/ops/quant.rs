@@ -25,7 +25,7 @@ use crate::host::DType;
 use crate::shapes::norm_axis;
 use crate::Result;
 
-/// The com.microsoft operators [`run`] handles (as onnxruntime's quantiser writes them).
+/// The com.microsoft operators `run` handles (as onnxruntime's quantiser writes them).
 pub const SUPPORTED_MS: &[&str] = &[
     "QGemm",
     "QLinearAdd",

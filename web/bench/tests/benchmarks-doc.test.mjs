@@ -1,0 +1,64 @@
+// docs/benchmarks.md is generated from web/bench/results/*.json: the committed page must be
+// what the committed results give (so the two cannot drift), the generator must not depend on
+// the order it reads files in, and each section must come from the latest run of its benchmark.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { kindOf, metaOf, renderBenchmarksDoc } from '../lib/benchmarks-doc.mjs';
+import { benchmarksDoc, loadResults } from '../lib/results.mjs';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const { files, provenance } = loadResults(path.join(repoRoot, 'web', 'bench', 'results'));
+
+test('the committed docs/benchmarks.md is what the committed results give (run `cargo xtask bench-report`)', () => {
+  const have = fs.readFileSync(path.join(repoRoot, 'docs', 'benchmarks.md'), 'utf8');
+  assert.equal(have, benchmarksDoc(repoRoot));
+});
+
+test('the page does not depend on the order the results are read in', () => {
+  const a = renderBenchmarksDoc(files, provenance);
+  const b = renderBenchmarksDoc([...files].reverse(), provenance);
+  const c = renderBenchmarksDoc([...files.slice(3), ...files.slice(0, 3)], provenance);
+  assert.equal(a, b);
+  assert.equal(a, c);
+});
+
+test('each section comes from the latest run of its benchmark, with its date, commit and machine; older runs are listed', () => {
+  const training = files.filter((f) => kindOf(f.name) === 'training');
+  assert.ok(training.length >= 2);
+  const latest = training.map((f) => f.json).sort((x, y) => (x.date < y.date ? -1 : 1)).pop();
+  const newer = { ...latest, date: '2099-01-01T10:20:30.000Z', machine: { ...latest.machine, cpu: 'Test CPU', cores: 64, commit: 'fffffff' } };
+  const doc = renderBenchmarksDoc([...files, { name: '2099-01-01T10-20-30.json', json: newer }], provenance);
+  const section = doc.slice(doc.indexOf('## Training in the browser'), doc.indexOf('## Inference in the browser'));
+  assert.match(section, /web\/bench\/results\/2099-01-01T10-20-30\.json/);
+  assert.match(section, /2099-01-01 10:20 UTC, Test CPU \(64 cores/);
+  assert.match(section, /commit fffffff/);
+  const earlier = doc.slice(doc.indexOf('## Earlier runs'));
+  for (const f of training) assert.ok(earlier.includes(`web/bench/results/${f.name}`), `${f.name} listed among the earlier runs`);
+  assert.ok(!earlier.includes('2099-01-01T10-20-30.json'));
+});
+
+test('every result names its date, commit and machine (in the file or in provenance.json), and a file with neither is refused', () => {
+  for (const f of files) {
+    const m = metaOf(f, provenance);
+    assert.match(m.date, /^\d{4}-\d{2}-\d{2}/, f.name);
+    assert.match(m.commit, /^[0-9a-f]{7,}$/, f.name);
+    assert.ok(m.machine.length > 0, f.name);
+  }
+  const bare = { name: 'camera-2099-01-01T00-00.json', json: { chromium: 'Chromium 1', seconds: 1, rows: [] } };
+  assert.throws(() => renderBenchmarksDoc([...files, bare], provenance), /camera-2099-01-01T00-00\.json: no date and machine/);
+});
+
+test('BENCHMARKS.md points at docs/benchmarks.md and links every note in bench/notes/, and each link resolves', () => {
+  const pointer = fs.readFileSync(path.join(repoRoot, 'BENCHMARKS.md'), 'utf8');
+  assert.ok(pointer.includes('(docs/benchmarks.md)'));
+  const notes = fs.readdirSync(path.join(repoRoot, 'bench', 'notes')).filter((n) => n.endsWith('.md'));
+  assert.ok(notes.length > 0);
+  for (const n of notes) {
+    assert.match(n, /^\d{4}-\d{2}-\d{2}-[a-z0-9-]+\.md$/, 'notes are named by date and topic');
+    assert.ok(pointer.includes(`(bench/notes/${n})`), `BENCHMARKS.md does not link ${n}`);
+  }
+  for (const [, target] of pointer.matchAll(/\]\(([^)#]+)\)/g)) assert.ok(fs.existsSync(path.join(repoRoot, target)), `BENCHMARKS.md links ${target}, which does not exist`);
+});
