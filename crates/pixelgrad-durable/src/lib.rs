@@ -1,7 +1,7 @@
 //! # pixelgrad-durable
 //!
 //! Every file pixelgrad writes (models, checkpoints, metrics, plots, exports, downloaded data)
-//! goes through [`write_with`] (or [`write`] for bytes already in memory):
+//! goes through [`write_with`] (or [`write()`] for bytes already in memory):
 //!
 //! 1. the content is written to a new temporary file in the destination's folder
 //!    (`.NAME.XXXXXX.tmp`, created exclusively, so two writers never share one);

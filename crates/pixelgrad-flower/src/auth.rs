@@ -25,7 +25,7 @@
 //! register itself: the operator registers its public key with `flwr supernode register
 //! KEY.pub`, which takes the OpenSSH form ([`NodeKey::openssh_public`]). A key kept across runs
 //! is a file natively ([`crate::keyfile`]) and a non-extractable WebCrypto key in the browser
-//! (the signing is then done by the page: [`NodeKey::from_js_signer`]).
+//! (the signing is then done by the page: `NodeKey::from_js_signer`, wasm only).
 
 use base64::engine::general_purpose::{STANDARD as B64, STANDARD_NO_PAD as B64_NO_PAD};
 use base64::Engine as _;

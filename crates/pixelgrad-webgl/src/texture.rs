@@ -28,7 +28,7 @@ use crate::context::{texture_bytes, PoolKey, Shared};
 /// `max_tex`. Fails with [`Error::Limit`] naming MAX_TEXTURE_SIZE when the tensor cannot fit.
 ///
 /// **Size grid.** The texel count is first rounded up to a geometric grid of
-/// [`GRID_STEPS`] steps per octave ([`grid_texels`]; counts up to [`EXACT_TEXELS`] stay
+/// 8 steps per octave (`grid_texels`; counts up to `EXACT_TEXELS` stay
 /// exact), so tensors of nearby sizes get textures of one size and share the pool's textures
 /// (a model fed images of many sizes would otherwise leave one texture per exact size). That
 /// costs at most 1/8 more texels (about 5% on average). Where the rounded count does not fit

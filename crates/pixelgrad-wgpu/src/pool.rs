@@ -7,7 +7,7 @@
 //! so neither the browser (which cannot block) nor a native caller has to wait for the GPU
 //! to reuse memory, and a repeated step allocates nothing from its third repetition on.
 //!
-//! **Budget.** Free and pending buffers together ([`Pool::pooled`]) are kept within a byte
+//! **Budget.** Free and pending buffers together (`Pool::pooled`) are kept within a byte
 //! budget ([`DEFAULT_POOL_BUDGET`] unless configured): past it, free buffers are destroyed
 //! least recently returned first. *Reusing* a buffer only needs its last submission to have
 //! been submitted; *destroying* one needs that submission to have completed on the GPU
