@@ -44,7 +44,9 @@ pub(crate) enum Kind {
 impl Kind {
     pub(crate) fn usage(self) -> wgpu::BufferUsages {
         match self {
-            Kind::Tensor => wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            Kind::Tensor => {
+                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST
+            }
             Kind::Staging => wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         }
     }
