@@ -87,7 +87,9 @@ pub fn im2col<T: Element>(x: &[T], dims: &[usize], w: &Window, oh: usize, ow: us
     out
 }
 
-/// `[N, C*kh*kw, OH*OW]` → `[N, C, h, w]`, summing overlapping window positions.
+/// `[N, C*kh*kw, OH*OW]` → `[N, C, h, w]`, summing overlapping window positions. Each tap
+/// `(i, j)` visits only the window rows and columns where it lies inside the image
+/// ([`valid_range`]), never the rows in the padding.
 pub fn col2im<T: Element>(cols: &[T], dims: &[usize], w: &Window, h: usize, wd: usize, oh: usize, ow: usize) -> Vec<T> {
     let n = dims[0];
     let kk = w.kh * w.kw;
@@ -96,15 +98,19 @@ pub fn col2im<T: Element>(cols: &[T], dims: &[usize], w: &Window, h: usize, wd: 
     for_chunks(&mut out, h * wd, |plane, dst| {
         let (img, ch) = (plane / c, plane % c);
         for i in 0..w.kh {
+            let (y_lo, y_hi) = valid_range(oh, w.stride_h, i, w.pad_h, h);
+            if y_lo == y_hi {
+                continue;
+            }
             for j in 0..w.kw {
+                let (lo, hi) = valid_range(ow, w.stride_w, j, w.pad_w, wd);
+                if lo == hi {
+                    continue;
+                }
                 let row = img * c * kk + ch * kk + i * w.kw + j;
                 let src = &cols[row * oh * ow..(row + 1) * oh * ow];
-                for oy in 0..oh {
-                    let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else { continue };
-                    let (lo, hi) = valid_range(ow, w.stride_w, j, w.pad_w, wd);
-                    if lo == hi {
-                        continue;
-                    }
+                for oy in y_lo..y_hi {
+                    let y = oy * w.stride_h + i - w.pad_h;
                     let x0 = lo * w.stride_w + j - w.pad_w;
                     let from = &src[oy * ow + lo..oy * ow + hi];
                     let line = &mut dst[y * wd..(y + 1) * wd];
