@@ -38,9 +38,20 @@ fn old_window_max(plane: &[f32], h: usize, wd: usize, w: &Window, oy: usize, ox:
     best.unwrap_or((0.0, 1))
 }
 
+/// Image planes, their sides and the pooled sides.
+#[derive(Clone, Copy)]
+struct Geom {
+    planes: usize,
+    h: usize,
+    wd: usize,
+    oh: usize,
+    ow: usize,
+}
+
 /// The old max pooling of windows that all reach into the padding (the benchmarked windows
 /// have no window wholly inside the image, so the old kernel ran `old_window_max` everywhere).
-fn old_max_pool(x: &[f32], planes: usize, h: usize, wd: usize, w: &Window, oh: usize, ow: usize) -> Vec<f32> {
+fn old_max_pool(x: &[f32], g: &Geom, w: &Window) -> Vec<f32> {
+    let Geom { planes, h, wd, oh, ow } = *g;
     let mut out = vec![0.0; planes * oh * ow];
     for (p, dst) in out.chunks_mut(oh * ow).enumerate() {
         let src = &x[p * h * wd..(p + 1) * h * wd];
@@ -55,7 +66,8 @@ fn old_max_pool(x: &[f32], planes: usize, h: usize, wd: usize, w: &Window, oh: u
 
 /// The old max-pool gradient: per window, the old scan, then every tap again, skipping the
 /// padding one by one.
-fn old_max_pool_grad(x: &[f32], dy: &[f32], planes: usize, h: usize, wd: usize, w: &Window, oh: usize, ow: usize) -> Vec<f32> {
+fn old_max_pool_grad(x: &[f32], dy: &[f32], g: &Geom, w: &Window) -> Vec<f32> {
+    let Geom { planes, h, wd, oh, ow } = *g;
     let mut out = vec![0.0; x.len()];
     for p in 0..planes {
         let src = &x[p * h * wd..(p + 1) * h * wd];
@@ -102,11 +114,11 @@ fn bench(d: &Device, name: &str, dims: [usize; 4], w: Window, reps: usize) -> Re
     let x = Tensor::rand_uniform(d, dims, -1.0, 1.0, 11)?;
     let dy = Tensor::rand_uniform(d, [n, c, oh, ow], -1.0, 1.0, 12)?;
     let (xv, dyv) = (x.to_vec()?, dy.to_vec()?);
-    let planes = n * c;
-    let (old_f, of) = time(reps, || Ok(old_max_pool(&xv, planes, h, wd, &w, oh, ow)))?;
+    let g = Geom { planes: n * c, h, wd, oh, ow };
+    let (old_f, of) = time(reps, || Ok(old_max_pool(&xv, &g, &w)))?;
     let (new_f, nf) = time(reps, || x.max_pool(w)?.to_vec())?;
     same(name, &of, &nf)?;
-    let (old_g, og) = time(reps, || Ok(old_max_pool_grad(&xv, &dyv, planes, h, wd, &w, oh, ow)))?;
+    let (old_g, og) = time(reps, || Ok(old_max_pool_grad(&xv, &dyv, &g, &w)))?;
     let (new_g, ng) = time(reps, || x.max_pool_grad(&dy, w)?.to_vec())?;
     same(name, &og, &ng)?;
     println!("{name:<44} max_pool      old {old_f:>10.3} ms  new {new_f:>8.3} ms  old/new {:>7.1}x", old_f / new_f);
