@@ -24,8 +24,10 @@
 //! log_softmax, conv2d, max/avg pooling, losses), `images` (resize, the fromPixels
 //! preprocessing as tensor ops, Y'CbCr to RGB, top-k, non-maximum suppression), `training_curve` (a fixed-seed MLP trained 30
 //! SGD steps; the loss sequence must match the reference to 1e-3 relative), `training_curve_cnn`
-//! (the same for a tiny conv net: conv, relu, max pool, linear) and `errors`
-//! (bad input gives typed errors, never a panic).
+//! (the same for a tiny conv net: conv, relu, max pool, linear), `errors`
+//! (bad input gives typed errors, never a panic), `budget` (caps on elements and work, and
+//! cancellation) and `huge_windows` (2^15 windows on tiny images run quickly: window kernels
+//! visit only the taps inside the image).
 //!
 //! Besides the families, [`random_nets::random_architectures`] trains seeded random stacks of
 //! the `pixelgrad-nn` layers (convolutions of any kernel, stride and padding, pools, batch
@@ -116,7 +118,7 @@ macro_rules! __with_family_list {
         $($callback)*! { $($pre)* ;
             fill, random, unary, binary, where_, edges, reduce, matmul, im2col, col2im, depthwise, conv, max_pool, gather,
             scatter_add, reshape, permute, expand, slice, pad, concat, composites, images,
-            training_curve, training_curve_cnn, errors, budget
+            training_curve, training_curve_cnn, errors, budget, huge_windows
         }
     };
 }

@@ -256,16 +256,42 @@ pub fn op_work(op: &Op, inputs: &[&Shape], out: &Shape) -> u64 {
             mul(out_n, taps(w, x[2], x[3]))
         }
         Op::MaxPoolGrad(w) => {
-            // each pixel visits the windows that cover it and recomputes their maxima
-            let x = dims(0);
+            // each pixel visits the windows that cover it, at most ceil(k / stride) per axis and
+            // no more than there are (a 2^15 window at stride 1 on a 2-row image covers each
+            // pixel 2^15 times), and recomputes their maxima
+            let (x, dy) = (dims(0), dims(1));
             let t = taps(w, x[2], x[3]);
-            let covering =
-                mul(w.kh.min(x[2].max(1)).div_ceil(w.stride_h.max(1)) as u64, w.kw.min(x[3].max(1)).div_ceil(w.stride_w.max(1)) as u64);
+            let cover = |k: usize, s: usize, o: Option<&usize>| k.div_ceil(s.max(1)).min(o.copied().unwrap_or(1).max(1)) as u64;
+            let covering = mul(cover(w.kh, w.stride_h, dy.get(2)), cover(w.kw, w.stride_w, dy.get(3)));
             mul(mul(out_n, t), covering)
         }
         Op::ScatterAdd { axis, .. } => {
             let src = dims(0);
             mul(out_n.max(n(inputs[0])), src.get(*axis).copied().unwrap_or(1).max(1) as u64)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::Window;
+
+    /// Window ops are charged for the taps inside the image, not the window's area, and the
+    /// max-pool gradient for every window covering a pixel (bounded by the windows there are).
+    #[test]
+    fn window_work_counts_taps_inside_the_image_and_covering_windows() {
+        let k = 1 << 15;
+        let w = Window { kh: k, kw: k, stride_h: 1, stride_w: k, pad_h: k - 1, pad_w: k - 1 };
+        let x = Shape::from([1, 2, 2, 3]);
+        let y = Shape::from([1, 2, k + 1, 2]);
+        // 6 taps inside (2 rows x 3 columns) per output.
+        assert_eq!(op_work(&Op::MaxPool(w), &[&x], &y), y.numel() as u64 * 6);
+        // Each of the 12 pixels lies in 2^15 windows (stride 1 down the rows), 1 across.
+        assert_eq!(op_work(&Op::MaxPoolGrad(w), &[&x, &y], &x), 12 * 6 * k as u64);
+        // 2x2 windows at stride 2: one window per pixel.
+        let w2 = Window::square(2, 2, 0);
+        let (x2, y2) = (Shape::from([1, 1, 8, 8]), Shape::from([1, 1, 4, 4]));
+        assert_eq!(op_work(&Op::MaxPoolGrad(w2), &[&x2, &y2], &x2), 64 * 4);
     }
 }

@@ -41,5 +41,14 @@ fn main() -> Result<()> {
     let wm = wt.reshape([32, 144])?;
     time("matmul [32,144] x [64,144,784]", 10, || wm.matmul(&cols))?;
     time("conv2d [64,16,28,28] * [32,16,3,3]", 10, || pixelgrad_core::composite::conv2d(&img, &wt, None, 1, 1))?;
+    let w5 = Tensor::rand_uniform(&d, [32, 16, 5, 5], -1.0, 1.0, 8)?;
+    time("conv [64,16,28,28] * [32,16,5,5] s2p2", 10, || img.conv(&w5, Window::square(5, 2, 2)))?;
+    let dw = Tensor::rand_uniform(&d, [16, 1, 3, 3], -1.0, 1.0, 9)?;
+    time("depthwise [64,16,28,28] k3p1", 10, || img.depthwise_conv(&dw, w))?;
+    time("depthwise [64,16,28,28] k3s2p1", 10, || img.depthwise_conv(&dw, Window::square(3, 2, 1)))?;
+    let pool = Window::square(3, 2, 1);
+    time("max_pool [64,16,28,28] k3s2p1", 10, || img.max_pool(pool))?;
+    let dy = img.max_pool(pool)?;
+    time("max_pool_grad [64,16,28,28] k3s2p1", 10, || img.max_pool_grad(&dy, pool))?;
     Ok(())
 }

@@ -10,6 +10,8 @@ use std::cell::RefCell;
 
 use pixelgrad_core::Window;
 
+use pixelgrad_core::Result;
+
 use crate::par::for_chunks;
 use crate::simd::F4;
 
@@ -22,29 +24,31 @@ thread_local! {
     static SCRATCH: RefCell<(Vec<f32>, Vec<f32>, [usize; 8])> = const { RefCell::new((Vec::new(), Vec::new(), [0; 8])) };
 }
 
-/// `x [N, C, H, W]` * `k [C, 1, kh, kw]` → `[N, C, OH, OW]`.
-pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh: usize, ow: usize) -> Vec<f32> {
+/// `x [N, C, H, W]` * `k [C, 1, kh, kw]` → `[N, C, OH, OW]`. The slices are checked against
+/// the shapes once (`crate::bounds`): too short is a typed error. Windows far
+/// larger than the image (whose padded copy would be mostly zeros, and whose rows would sum
+/// mostly zero products) run the reference loops of `window::depthwise` instead, which visit
+/// only the taps inside the image.
+pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh: usize, ow: usize) -> Result<Vec<f32>> {
+    crate::bounds::check_window("depthwise_conv", x.len(), dims, w, oh, ow)?;
+    crate::bounds::check_weights("depthwise_conv", k.len(), dims[1], 1, w)?;
     let (n, c, h, wd) = (dims[0], dims[1], dims[2], dims[3]);
+    let Some(geo) = Geometry::new(w, h, wd, oh, ow) else {
+        return crate::window::depthwise(x, dims, k, w, oh, ow);
+    };
+    let Geometry { hp, plen, stride_row, reach, .. } = geo;
     let (kh, kw) = (w.kh, w.kw);
     let kk = kh * kw;
     let s = w.stride_w.max(1);
     // Every output row is copied in below.
     let mut out = crate::pool::take(n * c * oh * ow);
     if out.is_empty() {
-        return out;
+        return Ok(out);
     }
-    // Rows of the padded plane that outputs read: oy * stride_h + i < hp.
-    let hp = (oh - 1) * w.stride_h + kh;
-    let wp = wd + 2 * w.pad_w;
-    // Outputs per row rounded up to whole groups; a phase must hold every column a group
-    // reads: ox + j / s for ox < ow4, j < kw.
-    let ow4 = ow.div_ceil(LANES) * LANES;
-    let plen = wp.div_ceil(s).max(ow4 + (kw - 1) / s);
-    let stride_row = s * plen;
+    let ow4 = geo.ow4;
     // Offset in the padded copy of tap (i, j) from the start of output row oy's first input
     // row: row i, phase j % s, position j / s.
     let offs: Vec<usize> = (0..kk).map(|t| (t / kw) * stride_row + (t % kw % s) * plen + (t % kw) / s).collect();
-    let reach = offs.iter().max().copied().unwrap_or(0) + ow4;
     for_chunks(&mut out, oh * ow, |plane, dst| {
         let ch = plane % c;
         let src = &x[plane * h * wd..(plane + 1) * h * wd];
@@ -92,7 +96,10 @@ pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh
             // Every lane of the row is stored below before it is read.
             line.resize(ow4, 0.0);
             for oy in 0..oh {
-                let window = &pp[oy * w.stride_h * stride_row..];
+                // Every load below reads window[off + g .. off + g + LANES] with
+                // off + g + LANES <= reach = window.len() (`Geometry::new` checked that the
+                // last row's window ends inside the padded plane, so this slice never fails).
+                let window = &pp[oy * w.stride_h * stride_row..][..reach];
                 // Window rows that fall in the vertical padding hold zeros only: their taps are
                 // skipped, as the reference skips them (on the short, wide feature maps of text
                 // models a 5x5 window on a 2-row image has 3 of its 5 rows in the padding).
@@ -100,15 +107,12 @@ pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh
                 let lo = w.pad_h.saturating_sub(top).min(kh);
                 let hi = (h + w.pad_h).saturating_sub(top).clamp(lo, kh);
                 let (offs, taps) = (&offs[lo * kw..hi * kw], &taps[lo * kw..hi * kw]);
-                // Every load below reads window[off + g .. off + g + LANES] with
-                // off + g + LANES <= reach.
-                assert!(reach <= window.len(), "depthwise: padded plane too short");
                 // Sixteen outputs at a time (one tap's broadcast serves four vectors), then a
                 // last group of eight where the row has one.
                 let mut g = 0;
                 while g + 2 * LANES <= ow4 {
-                    // SAFETY: off + g + 2 * LANES <= reach <= window.len() (asserted above) for
-                    // every offset, and g + 2 * LANES <= ow4 = line.len().
+                    // SAFETY: off + g + 2 * LANES <= reach = window.len() for every offset
+                    // (`Geometry::new`), and g + 2 * LANES <= ow4 = line.len().
                     unsafe { group::<4>(window.as_ptr(), offs, taps, g, line.as_mut_ptr()) };
                     g += 2 * LANES;
                 }
@@ -120,7 +124,56 @@ pub(crate) fn depthwise_f32(x: &[f32], dims: &[usize], k: &[f32], w: &Window, oh
             }
         });
     });
-    out
+    Ok(out)
+}
+
+/// The padded, de-interleaved plane of one call (see [`depthwise_f32`]), computed with checked
+/// arithmetic.
+struct Geometry {
+    /// Rows of the padded plane that outputs read: oy * stride_h + i < hp.
+    hp: usize,
+    /// Values per phase of a padded row.
+    plen: usize,
+    /// Values per padded row (`stride_w` phases).
+    stride_row: usize,
+    /// Outputs per row rounded up to whole groups.
+    ow4: usize,
+    /// Values one output row's window reads: the largest tap offset plus a group row.
+    reach: usize,
+}
+
+impl Geometry {
+    /// `None` when a size overflows, or when the window is so much larger than the image that
+    /// the padded plane would dwarf the input and output (a 2^15 window on a 2x3 image) or a
+    /// row would sum mostly padding: those run the reference loops.
+    fn new(w: &Window, h: usize, wd: usize, oh: usize, ow: usize) -> Option<Geometry> {
+        let (kh, kw) = (w.kh, w.kw);
+        let s = w.stride_w.max(1);
+        if oh == 0 || ow == 0 || kh == 0 || kw == 0 {
+            return None;
+        }
+        let hp = (oh - 1).checked_mul(w.stride_h)?.checked_add(kh)?;
+        let wp = w.pad_w.checked_mul(2)?.checked_add(wd)?;
+        // A phase must hold every column a group reads: ox + j / s for ox < ow4, j < kw.
+        let ow4 = ow.checked_next_multiple_of(LANES)?;
+        let plen = wp.div_ceil(s).max(ow4.checked_add((kw - 1) / s)?);
+        let stride_row = s.checked_mul(plen)?;
+        let plane = hp.checked_mul(stride_row)?;
+        // The largest tap offset (tap (kh - 1, j) for the j whose phase and position are last).
+        let last_tap = (0..kw.min(s)).map(|q| (kw - 1 - q) % s * plen + (kw - 1 - q) / s).max()?;
+        let reach = (kh - 1).checked_mul(stride_row)?.checked_add(last_tap)?.checked_add(ow4)?;
+        // The last output row's window must end inside the plane.
+        if (oh - 1).checked_mul(w.stride_h)?.checked_mul(stride_row)?.checked_add(reach)? > plane {
+            return None;
+        }
+        // Worth it: the copy is at most a few times the input and output, and a row's taps
+        // are not mostly beside the image.
+        let io = h.checked_mul(wd)?.checked_add(oh.checked_mul(ow)?)?;
+        if plane > io.checked_mul(4)?.checked_add(1 << 16)? || kw > wd.checked_mul(4)?.checked_add(16)? {
+            return None;
+        }
+        Some(Geometry { hp, plen, stride_row, ow4, reach })
+    }
 }
 
 /// Outputs `g .. g + 4V` of one row: each sums `tap * window[off + k]` over the taps in order.
@@ -171,11 +224,49 @@ mod tests {
             let (n, c) = (2, 3);
             let x: Vec<f32> = (0..n * c * h * wd).map(|i| (i as f32 * 0.37).sin()).collect();
             let k: Vec<f32> = (0..c * kh * kw).map(|i| (i as f32 * 0.71).cos()).collect();
-            let got = depthwise_f32(&x, &[n, c, h, wd], &k, &win, oh, ow);
+            let got = depthwise_f32(&x, &[n, c, h, wd], &k, &win, oh, ow).unwrap();
             // Same products in the same order in f32 (plus exact zeros from the padding).
             let want = reference_f32(&x, &[n, c, h, wd], &k, &win, oh, ow);
             assert_eq!(got, want, "{win:?} on {h}x{wd}");
         }
+    }
+
+    /// Windows far larger than the image (no padded copy of 2^15 rows is made) and large
+    /// strides and paddings run the reference loops; either way the sums are the reference's.
+    #[test]
+    fn huge_windows_take_the_bounded_loops() {
+        let big = 1 << 15;
+        // (window, image, whether the SIMD path takes it): a tall window at stride 1 has as
+        // many output rows as padded rows, so its padded copy is in proportion.
+        for &(kh, kw, sh, sw, ph, pw, h, wd, simd) in &[
+            (big, 2, 1, 1, big - 1, 1, 2, 3, true),
+            (big, 3, big, 1, big - 1, 2, 3, 2, false),
+            (4, 64, 1, 1, 3, 63, 2, 2, false),
+            (1, 1, 1 << 14, 1 << 14, 1 << 14, 1 << 14, 2, 2, false),
+        ] {
+            let win = Window { kh, kw, stride_h: sh, stride_w: sw, pad_h: ph, pad_w: pw };
+            let (oh, ow) = win.out_hw(h, wd).unwrap();
+            assert_eq!(Geometry::new(&win, h, wd, oh, ow).is_some(), simd, "{win:?}");
+            let (n, c) = (1, 2);
+            let x: Vec<f32> = (0..n * c * h * wd).map(|i| (i as f32 * 0.37).sin()).collect();
+            let k: Vec<f32> = (0..c * kh * kw).map(|i| (i as f32 * 0.71).cos()).collect();
+            let got = depthwise_f32(&x, &[n, c, h, wd], &k, &win, oh, ow).unwrap();
+            let want = crate::window::depthwise(&x, &[n, c, h, wd], &k, &win, oh, ow).unwrap();
+            assert_eq!(got, want, "{win:?}");
+        }
+    }
+
+    /// Inputs or weights shorter than their shapes are typed errors.
+    #[test]
+    fn short_slices_are_errors() {
+        let win = Window::square(3, 1, 1);
+        let x = vec![1.0f32; 2 * 5 * 5];
+        let k = vec![1.0f32; 2 * 9];
+        assert!(depthwise_f32(&x, &[1, 2, 5, 5], &k, &win, 5, 5).is_ok());
+        assert!(depthwise_f32(&x[..49], &[1, 2, 5, 5], &k, &win, 5, 5).is_err());
+        assert!(depthwise_f32(&x, &[1, 2, 5, 5], &k[..17], &win, 5, 5).is_err());
+        assert!(depthwise_f32(&x, &[1, 2, 5, 5], &k, &win, 5, 6).is_err());
+        assert!(depthwise_f32(&x, &[usize::MAX, 2, 5, 5], &k, &win, 5, 5).is_err());
     }
 
     /// One f32 sum per output over its taps in (i, j) order, padding skipped: the definition

@@ -19,17 +19,45 @@ pub trait Element: Float + Debug + Default + AddAssign {
     fn to_f64(self) -> f64;
     fn from_usize(v: usize) -> Self;
     /// `c = a * b` for one `m x k` by `k x n` product with arbitrary element strides of `a`
-    /// and `b`; `c` is contiguous `m x n` and is overwritten.
+    /// and `b`; `c` is contiguous `m x n` and is overwritten. Slices too short for the sizes
+    /// and strides (checked once, with checked arithmetic) are an [`pixelgrad_core::Error::Shape`].
     #[allow(clippy::too_many_arguments)]
-    fn gemm(m: usize, k: usize, n: usize, a: &[Self], rsa: usize, csa: usize, b: &[Self], rsb: usize, csb: usize, c: &mut [Self]);
+    fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: &[Self],
+        rsa: usize,
+        csa: usize,
+        b: &[Self],
+        rsb: usize,
+        csb: usize,
+        c: &mut [Self],
+    ) -> pixelgrad_core::Result<()>;
     /// Depthwise convolution `x [N, C, H, W]` * `k [C, 1, kh, kw]` → `[N, C, oh, ow]`
     /// (`Op::DepthwiseConv`): the reference loops of `window::depthwise`, or their SIMD form.
-    fn depthwise(x: &[Self], dims: &[usize], k: &[Self], w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self>;
+    /// Slices shorter than the shapes are a typed error.
+    fn depthwise(
+        x: &[Self],
+        dims: &[usize],
+        k: &[Self],
+        w: &pixelgrad_core::Window,
+        oh: usize,
+        ow: usize,
+    ) -> pixelgrad_core::Result<Vec<Self>>;
     /// Dense convolution `x [N, C, H, W]` * `k [M, C, kh, kw]` → `[N, M, oh, ow]`
     /// (`Op::Conv2d`): im2col + GEMM on the reference, Winograd for 3x3 stride-1 windows on
-    /// the fast path (`crate::winograd`).
+    /// the fast path (`crate::winograd`). Slices shorter than the shapes are a typed error.
     #[allow(clippy::too_many_arguments)]
-    fn conv(x: &[Self], dims: &[usize], k: &[Self], m: usize, w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self>;
+    fn conv(
+        x: &[Self],
+        dims: &[usize],
+        k: &[Self],
+        m: usize,
+        w: &pixelgrad_core::Window,
+        oh: usize,
+        ow: usize,
+    ) -> pixelgrad_core::Result<Vec<Self>>;
     /// Hands a scratch buffer back for reuse (the fast path's `crate::pool`; dropped on the
     /// reference).
     fn recycle(v: Vec<Self>);
@@ -54,13 +82,39 @@ macro_rules! float_element {
             fn from_usize(v: usize) -> Self {
                 v as $t
             }
-            fn gemm(m: usize, k: usize, n: usize, a: &[Self], rsa: usize, csa: usize, b: &[Self], rsb: usize, csb: usize, c: &mut [Self]) {
+            fn gemm(
+                m: usize,
+                k: usize,
+                n: usize,
+                a: &[Self],
+                rsa: usize,
+                csa: usize,
+                b: &[Self],
+                rsb: usize,
+                csb: usize,
+                c: &mut [Self],
+            ) -> pixelgrad_core::Result<()> {
                 $gemm(m, k, n, a, rsa, csa, b, rsb, csb, c)
             }
-            fn depthwise(x: &[Self], dims: &[usize], k: &[Self], w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self> {
+            fn depthwise(
+                x: &[Self],
+                dims: &[usize],
+                k: &[Self],
+                w: &pixelgrad_core::Window,
+                oh: usize,
+                ow: usize,
+            ) -> pixelgrad_core::Result<Vec<Self>> {
                 $depthwise(x, dims, k, w, oh, ow)
             }
-            fn conv(x: &[Self], dims: &[usize], k: &[Self], m: usize, w: &pixelgrad_core::Window, oh: usize, ow: usize) -> Vec<Self> {
+            fn conv(
+                x: &[Self],
+                dims: &[usize],
+                k: &[Self],
+                m: usize,
+                w: &pixelgrad_core::Window,
+                oh: usize,
+                ow: usize,
+            ) -> pixelgrad_core::Result<Vec<Self>> {
                 $conv(x, dims, k, m, w, oh, ow)
             }
             fn output(n: usize) -> Vec<Self> {

@@ -18,6 +18,8 @@
 //!   contiguous multiply-add the compiler vectorises). Runs of rows are independent: natively
 //!   large outputs are split across rayon threads ([`crate::par::for_chunks`]).
 
+use pixelgrad_core::Result;
+
 use crate::element::Element;
 use crate::par::for_chunks;
 
@@ -58,7 +60,7 @@ impl Byte for u8 {
 
 /// `a [ga?, m, k]` (8-bit) times `b [gb?, k, n]` (whole numbers) into `out [.., m, n]`.
 /// Shapes passed `Op::infer_shape` (a batch of one or a rank-2 operand broadcasts).
-pub(crate) fn matmul_i8<A: Byte, T: Element>(a: &[A], a_dims: &[usize], b: &[T], b_dims: &[usize], out_dims: &[usize]) -> Vec<T> {
+pub(crate) fn matmul_i8<A: Byte, T: Element>(a: &[A], a_dims: &[usize], b: &[T], b_dims: &[usize], out_dims: &[usize]) -> Result<Vec<T>> {
     let (m, k) = (a_dims[a_dims.len() - 2], a_dims[a_dims.len() - 1]);
     let n = b_dims[b_dims.len() - 1];
     let batch = if out_dims.len() == 3 { out_dims[0] } else { 1 };
@@ -69,15 +71,15 @@ pub(crate) fn matmul_i8<A: Byte, T: Element>(a: &[A], a_dims: &[usize], b: &[T],
     let bi: Vec<i32> = b[..b_len].iter().map(|&v| v.to_f64() as i32).collect();
     let mut out = vec![T::ZERO; batch * m * n];
     if n == 0 {
-        return out;
+        return Ok(out);
     }
     if T::FAST && n >= MIN_GEMM_N {
         let max_b = bi.iter().map(|v| v.unsigned_abs() as u64).max().unwrap_or(0);
         let kb = (1u64 << 24).checked_div(A::MAX_ABS * max_b).map_or(k, |v| v as usize);
         if kb >= k.min(MIN_EXACT_BLOCK) && kb > 0 {
             let g = Geometry { m, k, n, batch, a_batched, b_batched };
-            blocked_gemm(a, &bi, &g, kb.min(k.max(1)), &mut out);
-            return out;
+            blocked_gemm(a, &bi, &g, kb.min(k.max(1)), &mut out)?;
+            return Ok(out);
         }
     }
     for_chunks(&mut out, ROWS * n, |chunk, dst| {
@@ -111,7 +113,7 @@ pub(crate) fn matmul_i8<A: Byte, T: Element>(a: &[A], a_dims: &[usize], b: &[T],
             *d = T::from_f64(v as f32 as f64);
         }
     });
-    out
+    Ok(out)
 }
 
 /// Sizes and batching of one [`matmul_i8`] call.
@@ -125,7 +127,7 @@ struct Geometry {
 }
 
 /// The blocked path (module docs): `kb` inner indices per f32 GEMM call, each exact.
-fn blocked_gemm<A: Byte, T: Element>(a: &[A], bi: &[i32], g: &Geometry, kb: usize, out: &mut [T]) {
+fn blocked_gemm<A: Byte, T: Element>(a: &[A], bi: &[i32], g: &Geometry, kb: usize, out: &mut [T]) -> Result<()> {
     let Geometry { m, k, n, batch, a_batched, b_batched } = *g;
     // b back in T, exactly (whole numbers, |b| < 2^24 here), per batch entry.
     let bt: Vec<T> = bi.iter().map(|&v| T::from_f64(v as f64)).collect();
@@ -145,7 +147,7 @@ fn blocked_gemm<A: Byte, T: Element>(a: &[A], bi: &[i32], g: &Geometry, kb: usiz
             let mut k0 = 0;
             while k0 < k {
                 let len = kb.min(k - k0);
-                T::gemm(rows, len, n, &panel[k0..], k, 1, &b_mat[k0 * n..], n, 1, &mut part);
+                T::gemm(rows, len, n, &panel[k0..], k, 1, &b_mat[k0 * n..], n, 1, &mut part)?;
                 // Every partial sum was below 2^24: `part` holds exact whole numbers.
                 for (c, &p) in acc.iter_mut().zip(&part) {
                     *c = c.wrapping_add(p.to_f64() as i32);
@@ -158,4 +160,5 @@ fn blocked_gemm<A: Byte, T: Element>(a: &[A], bi: &[i32], g: &Geometry, kb: usiz
             }
         }
     }
+    Ok(())
 }

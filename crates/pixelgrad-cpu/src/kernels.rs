@@ -20,7 +20,7 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
         Op::Binary(b) => elementwise::map(&b.launch()?, &[(x[0], shapes[0]), (x[1], shapes[1])], out)?,
         Op::Where => elementwise::map(&where_launch()?, &[(x[0], shapes[0]), (x[1], shapes[1]), (x[2], shapes[2])], out)?,
         Op::Reduce { op, axis } => reduce::reduce(*op, x[0], &shapes[0].0, *axis),
-        Op::MatMul { trans_a, trans_b } => matmul::matmul(x[0], &shapes[0].0, x[1], &shapes[1].0, *trans_a, *trans_b),
+        Op::MatMul { trans_a, trans_b } => matmul::matmul(x[0], &shapes[0].0, x[1], &shapes[1].0, *trans_a, *trans_b)?,
         Op::Im2Col(w) => {
             let (oh, ow) =
                 w.out_hw(shapes[0].0[2], shapes[0].0[3]).ok_or_else(|| Error::backend("im2col", backend, "window does not fit"))?;
@@ -33,12 +33,12 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
         Op::DepthwiseConv(w) => {
             let d = &shapes[0].0;
             let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| Error::backend("depthwise_conv", backend, "window does not fit"))?;
-            T::depthwise(x[0], d, x[1], w, oh, ow)
+            T::depthwise(x[0], d, x[1], w, oh, ow)?
         }
         Op::Conv2d(w) => {
             let d = &shapes[0].0;
             let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| Error::backend("conv2d", backend, "window does not fit"))?;
-            T::conv(x[0], d, x[1], shapes[1].0[0], w, oh, ow)
+            T::conv(x[0], d, x[1], shapes[1].0[0], w, oh, ow)?
         }
         Op::MaxPool(w) | Op::MaxPoolGrad(w) => {
             let d = &shapes[0].0;

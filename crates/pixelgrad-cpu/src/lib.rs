@@ -96,6 +96,7 @@ use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
 use pixelgrad_core::kernel::{DType, Launch};
 use pixelgrad_core::{Backend, BackendKind, Counters, Error, Op, Result, Shape, Storage, Trace};
 
+mod bounds;
 mod depthwise;
 pub mod element;
 mod elementwise;

@@ -40,8 +40,8 @@ impl CpuBackend {
         macro_rules! with_b {
             ($a:expr) => {
                 match (b, self.mode) {
-                    (CpuStorage::F32(bv), Mode::Fast) => CpuStorage::F32(int8::matmul_i8($a, ad, bv, bd, od)),
-                    (CpuStorage::F64(bv), Mode::Reference) => CpuStorage::F64(int8::matmul_i8($a, ad, bv, bd, od)),
+                    (CpuStorage::F32(bv), Mode::Fast) => CpuStorage::F32(int8::matmul_i8($a, ad, bv, bd, od)?),
+                    (CpuStorage::F64(bv), Mode::Reference) => CpuStorage::F64(int8::matmul_i8($a, ad, bv, bd, od)?),
                     (other, _) => return Err(shape_err(format!("input 1 has {} storage of this mode; it must be f32", other.dtype()))),
                 }
             };

@@ -13,6 +13,8 @@
 
 use std::cell::RefCell;
 
+use pixelgrad_core::Result;
+
 /// Rows of a micro-tile (broadcast values of A per K step).
 const MR: usize = 4;
 /// Columns of a micro-tile: two 4-lane vectors.
@@ -159,18 +161,30 @@ unsafe fn tile(
 }
 
 /// `c = a * b` (`m x k` times `k x n`, element strides `rsa, csa` / `rsb, csb`; `c` contiguous
-/// `m x n`). The caller checked that every strided access is inside `a` and `b` and that `c`
-/// holds `m * n` values.
+/// `m x n`). Checks once, in release builds too (`crate::bounds::check_gemm`), that every
+/// strided access is inside `a` and `b` and that `c` holds `m * n` values: the micro-kernel's
+/// raw reads and writes below stay inside what was checked.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn sgemm(m: usize, k: usize, n: usize, a: &[f32], rsa: usize, csa: usize, b: &[f32], rsb: usize, csb: usize, c: &mut [f32]) {
+pub(crate) fn sgemm(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[f32],
+    rsa: usize,
+    csa: usize,
+    b: &[f32],
+    rsb: usize,
+    csb: usize,
+    c: &mut [f32],
+) -> Result<()> {
+    crate::bounds::check_gemm(m, k, n, a.len(), rsa, csa, b.len(), rsb, csb, c.len())?;
     if m == 0 || n == 0 {
-        return;
+        return Ok(());
     }
     if k == 0 {
         c[..m * n].fill(0.0);
-        return;
+        return Ok(());
     }
-    assert!(c.len() >= m * n, "sgemm: c holds {} values for {m} x {n}", c.len());
     if m < MR && rsb == 1 {
         // A few rows times a B whose columns are contiguous (a fully connected layer's
         // `x W^T`): one dot product per output beats packing all of B for a tile that would be
@@ -180,7 +194,7 @@ pub(crate) fn sgemm(m: usize, k: usize, n: usize, a: &[f32], rsa: usize, csa: us
                 c[i * n + j] = dot(&a[i * rsa..], csa, &b[j * csb..j * csb + k]);
             }
         }
-        return;
+        return Ok(());
     }
     PACKS.with(|packs| {
         // A re-entrant call (none today) would find the buffers borrowed: give it fresh ones.
@@ -234,10 +248,10 @@ pub(crate) fn sgemm(m: usize, k: usize, n: usize, a: &[f32], rsa: usize, csa: us
                             debug_assert!(at + (rows - 1) * n + cols <= m * n);
                             // SAFETY: `ap` is a packed panel (kc * MR values) or A's rows
                             // ci..ci+MR from depth p0, whose last read is A's element
-                            // (ci + MR - 1, p0 + kc - 1), inside `a` (checked by the caller);
+                            // (ci + MR - 1, p0 + kc - 1), inside `a` (`check_gemm` above);
                             // `bp` is a whole packed panel (kc * NR values) or, read in place, B's
-                            // columns cj..cj+NR (all < n) of rows p0..p0+kc, inside `b` (checked
-                            // by the caller); the rows x cols corner at
+                            // columns cj..cj+NR (all < n) of rows p0..p0+kc, inside `b`
+                            // (`check_gemm` above); the rows x cols corner at
                             // (ci, cj) lies inside the m x n matrix `c`, row stride n.
                             unsafe {
                                 tile(kc, ap.as_ptr(), a_row, a_step, bp.as_ptr(), ldb, c.as_mut_ptr().add(at), n, rows, cols, p0 > 0)
@@ -248,6 +262,7 @@ pub(crate) fn sgemm(m: usize, k: usize, n: usize, a: &[f32], rsa: usize, csa: us
             }
         }
     });
+    Ok(())
 }
 
 /// `sum_p a[p * csa] * b[p]` over `b.len()` terms: four running sums when `a` is contiguous.
@@ -282,11 +297,11 @@ mod tests {
         let (rsa, csa) = if ta { (1, m) } else { (k, 1) };
         let (rsb, csb) = if tb { (1, k) } else { (n, 1) };
         let mut got = vec![f32::NAN; m * n];
-        sgemm(m, k, n, &a, rsa, csa, &b, rsb, csb, &mut got);
+        sgemm(m, k, n, &a, rsa, csa, &b, rsb, csb, &mut got).unwrap();
         let a64: Vec<f64> = a.iter().map(|&v| v as f64).collect();
         let b64: Vec<f64> = b.iter().map(|&v| v as f64).collect();
         let mut want = vec![0.0f64; m * n];
-        gemm_loops(m, k, n, &a64, rsa, csa, &b64, rsb, csb, &mut want);
+        gemm_loops(m, k, n, &a64, rsa, csa, &b64, rsb, csb, &mut want).unwrap();
         for (idx, (g, w)) in got.iter().zip(&want).enumerate() {
             // Inputs are multiples of 1/8 and 1/4 with small numerators: every partial sum is
             // exact in f32 for these sizes, so the results are equal.
@@ -321,7 +336,7 @@ mod tests {
     #[test]
     fn empty_k_writes_zeros() {
         let mut c = vec![7.0f32; 6];
-        sgemm(2, 0, 3, &[], 0, 1, &[], 3, 1, &mut c);
+        sgemm(2, 0, 3, &[], 0, 1, &[], 3, 1, &mut c).unwrap();
         assert_eq!(c, vec![0.0; 6]);
     }
 
@@ -332,9 +347,30 @@ mod tests {
         let a = [1.0f32, 1.0, 1.0];
         let b = [1e8f32, 1.0, -1e8];
         let mut c = [f32::NAN];
-        sgemm(1, 3, 1, &a, 3, 1, &b, 1, 1, &mut c);
+        sgemm(1, 3, 1, &a, 3, 1, &b, 1, 1, &mut c).unwrap();
         let mut want = [f32::NAN];
-        gemm_loops(1, 3, 1, &a, 3, 1, &b, 1, 1, &mut want);
+        gemm_loops(1, 3, 1, &a, 3, 1, &b, 1, 1, &mut want).unwrap();
         assert_eq!(c, want);
+    }
+
+    /// Slices too short for the sizes and strides, and strides whose reach wraps in release
+    /// arithmetic, are typed errors: nothing is read or written.
+    #[test]
+    fn short_slices_and_wrapping_strides_are_errors() {
+        let (m, k, n) = (9, 5, 11);
+        let a = vec![1.0f32; m * k];
+        let b = vec![1.0f32; k * n];
+        let mut c = vec![7.0f32; m * n];
+        for (al, bl, cl) in [(m * k - 1, k * n, m * n), (m * k, k * n - 1, m * n), (m * k, k * n, m * n - 1)] {
+            let e = sgemm(m, k, n, &a[..al], k, 1, &b[..bl], n, 1, &mut c[..cl]).unwrap_err();
+            assert!(matches!(e, pixelgrad_core::Error::Shape { op: "matmul", .. }), "{e}");
+        }
+        // (m - 1) * rsa wraps to a small number in release builds.
+        let wrap = usize::MAX / (m - 1) + 2;
+        assert!(sgemm(m, k, n, &a, wrap, 1, &b, n, 1, &mut c).is_err());
+        assert!(sgemm(m, k, n, &a, k, 1, &b, n, wrap, &mut c).is_err());
+        // The few-rows dot path too.
+        assert!(sgemm(2, k, n, &a[..k], k, 1, &b, 1, k, &mut c).is_err());
+        assert!(c.iter().all(|&v| v == 7.0), "nothing was written");
     }
 }

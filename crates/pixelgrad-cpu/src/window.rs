@@ -3,7 +3,7 @@
 //! one column-matrix row per (n, c, i, j); the others one image plane per (n, c)), so they
 //! parallelise without write conflicts.
 
-use pixelgrad_core::Window;
+use pixelgrad_core::{Result, Window};
 
 use crate::element::Element;
 use crate::par::for_chunks;
@@ -28,6 +28,26 @@ pub(crate) fn valid_range(n: usize, stride: usize, k: usize, pad: usize, size: u
     // o * stride + k - pad < size  <=>  o * stride < size + pad - k
     let hi = if size + pad <= k { 0 } else { (size + pad - k).div_ceil(stride) };
     (lo.min(n), hi.min(n).max(lo.min(n)))
+}
+
+/// The kernel offsets `lo..hi` (out of `k`) of output position `o` whose input coordinate
+/// `o * stride + t - pad` lies inside `0..size`: at most `min(k, size)` of them, so a window
+/// loop over them is bounded by the image, however large the window or its padding.
+#[inline]
+pub(crate) fn tap_range(o: usize, stride: usize, k: usize, pad: usize, size: usize) -> (usize, usize) {
+    // o * stride <= padded size (`Window::out_hw`), so nothing here overflows.
+    let start = o * stride;
+    // pad <= start + t < pad + size
+    let lo = pad.saturating_sub(start).min(k);
+    let hi = (pad + size).saturating_sub(start).clamp(lo, k);
+    (lo, hi)
+}
+
+/// The input coordinate of tap `lo` of output position `o` (the first of [`tap_range`]'s),
+/// clamped to `0..=size` so that an empty range still slices an image row in bounds.
+#[inline]
+pub(crate) fn first_coord(o: usize, stride: usize, lo: usize, pad: usize, size: usize) -> usize {
+    (o * stride + lo).saturating_sub(pad).min(size)
 }
 
 /// `[N, C, H, W]` → `[N, C*kh*kw, OH*OW]`, row `c*kh*kw + i*kw + j`, padding reads 0.
@@ -67,7 +87,9 @@ pub fn im2col<T: Element>(x: &[T], dims: &[usize], w: &Window, oh: usize, ow: us
     out
 }
 
-/// `[N, C*kh*kw, OH*OW]` → `[N, C, h, w]`, summing overlapping window positions.
+/// `[N, C*kh*kw, OH*OW]` → `[N, C, h, w]`, summing overlapping window positions. Each tap
+/// `(i, j)` visits only the window rows and columns where it lies inside the image
+/// ([`valid_range`]), never the rows in the padding.
 pub fn col2im<T: Element>(cols: &[T], dims: &[usize], w: &Window, h: usize, wd: usize, oh: usize, ow: usize) -> Vec<T> {
     let n = dims[0];
     let kk = w.kh * w.kw;
@@ -76,15 +98,19 @@ pub fn col2im<T: Element>(cols: &[T], dims: &[usize], w: &Window, h: usize, wd: 
     for_chunks(&mut out, h * wd, |plane, dst| {
         let (img, ch) = (plane / c, plane % c);
         for i in 0..w.kh {
+            let (y_lo, y_hi) = valid_range(oh, w.stride_h, i, w.pad_h, h);
+            if y_lo == y_hi {
+                continue;
+            }
             for j in 0..w.kw {
+                let (lo, hi) = valid_range(ow, w.stride_w, j, w.pad_w, wd);
+                if lo == hi {
+                    continue;
+                }
                 let row = img * c * kk + ch * kk + i * w.kw + j;
                 let src = &cols[row * oh * ow..(row + 1) * oh * ow];
-                for oy in 0..oh {
-                    let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else { continue };
-                    let (lo, hi) = valid_range(ow, w.stride_w, j, w.pad_w, wd);
-                    if lo == hi {
-                        continue;
-                    }
+                for oy in y_lo..y_hi {
+                    let y = oy * w.stride_h + i - w.pad_h;
                     let x0 = lo * w.stride_w + j - w.pad_w;
                     let from = &src[oy * ow + lo..oy * ow + hi];
                     let line = &mut dst[y * wd..(y + 1) * wd];
@@ -105,50 +131,54 @@ pub fn col2im<T: Element>(cols: &[T], dims: &[usize], w: &Window, h: usize, wd: 
 }
 
 /// Depthwise convolution `x [N, C, H, W]` * `k [C, 1, kh, kw]` → `[N, C, OH, OW]`
-/// ([`pixelgrad_core::Op::DepthwiseConv`]): one output plane per (n, c), taps in the padding
-/// skipped, each output summed over the taps in (i, j) order.
+/// ([`pixelgrad_core::Op::DepthwiseConv`]): one output plane per (n, c), each output summed
+/// over its taps inside the image in (i, j) order (the padding skipped: the loops run over
+/// [`tap_range`], at most `min(kh, H) x min(kw, W)` taps however large the window).
 /// The f32 fast path computes the same sums with SIMD instead (`Element::depthwise`,
-/// src/depthwise.rs).
-pub fn depthwise<T: Element>(x: &[T], dims: &[usize], k: &[T], w: &Window, oh: usize, ow: usize) -> Vec<T> {
-    let (n, c, h, wd) = (dims[0], dims[1], dims[2], dims[3]);
+/// src/depthwise.rs), and falls back to this for windows far larger than the image.
+pub fn depthwise<T: Element>(x: &[T], dims: &[usize], k: &[T], w: &Window, oh: usize, ow: usize) -> Result<Vec<T>> {
+    crate::bounds::check_window("depthwise_conv", x.len(), dims, w, oh, ow)?;
+    crate::bounds::check_weights("depthwise_conv", k.len(), dims[1], 1, w)?;
+    let (c, h, wd) = (dims[1], dims[2], dims[3]);
     let kk = w.kh * w.kw;
-    let mut out = vec![T::ZERO; n * c * oh * ow];
+    let mut out = vec![T::ZERO; dims[0] * c * oh * ow];
     for_chunks(&mut out, oh * ow, |plane, dst| {
         let ch = plane % c;
         let src = &x[plane * h * wd..(plane + 1) * h * wd];
         let taps = &k[ch * kk..(ch + 1) * kk];
-        for i in 0..w.kh {
-            for j in 0..w.kw {
-                let tap = taps[i * w.kw + j];
-                let (lo, hi) = valid_range(ow, w.stride_w, j, w.pad_w, wd);
-                if lo == hi {
-                    continue;
-                }
-                for oy in 0..oh {
-                    let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else { continue };
-                    let x0 = lo * w.stride_w + j - w.pad_w;
-                    let row = &src[y * wd..(y + 1) * wd];
-                    for (t, d) in dst[oy * ow + lo..oy * ow + hi].iter_mut().enumerate() {
-                        *d += row[x0 + t * w.stride_w] * tap;
+        for oy in 0..oh {
+            let (i0, i1) = tap_range(oy, w.stride_h, w.kh, w.pad_h, h);
+            for ox in 0..ow {
+                let (j0, j1) = tap_range(ox, w.stride_w, w.kw, w.pad_w, wd);
+                let x0 = first_coord(ox, w.stride_w, j0, w.pad_w, wd);
+                let mut acc = T::ZERO;
+                for i in i0..i1 {
+                    let y = oy * w.stride_h + i - w.pad_h;
+                    let row = &src[y * wd + x0..y * wd + x0 + (j1 - j0)];
+                    for (&v, &tap) in row.iter().zip(&taps[i * w.kw + j0..i * w.kw + j1]) {
+                        acc += v * tap;
                     }
                 }
+                dst[oy * ow + ox] = acc;
             }
         }
     });
-    out
+    Ok(out)
 }
 
 /// The maximum of window `(oy, ox)` of one image plane and how many taps equal it: taps in
 /// `(i, j)` order, padding skipped, a later tap replacing the maximum only if greater
-/// (`Op::MaxPool`). The padding is smaller than the window, so some tap is inside.
+/// (`Op::MaxPool`). The padding is smaller than the window, so some tap is inside. Only the
+/// taps inside the image are visited ([`tap_range`]).
 #[inline]
 fn window_max<T: Element>(plane: &[T], h: usize, wd: usize, w: &Window, oy: usize, ox: usize) -> (T, usize) {
+    let (i0, i1) = tap_range(oy, w.stride_h, w.kh, w.pad_h, h);
+    let (j0, j1) = tap_range(ox, w.stride_w, w.kw, w.pad_w, wd);
+    let x0 = first_coord(ox, w.stride_w, j0, w.pad_w, wd);
     let mut best: Option<(T, usize)> = None;
-    for i in 0..w.kh {
-        let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else { continue };
-        for j in 0..w.kw {
-            let Some(x) = src_coord(ox, w.stride_w, j, w.pad_w, wd) else { continue };
-            let v = plane[y * wd + x];
+    for i in i0..i1 {
+        let y = oy * w.stride_h + i - w.pad_h;
+        for &v in &plane[y * wd + x0..y * wd + x0 + (j1 - j0)] {
             best = match best {
                 None => Some((v, 1)),
                 Some((m, _)) if v > m => Some((v, 1)),
@@ -217,7 +247,8 @@ pub fn max_pool<T: Element>(x: &[T], dims: &[usize], w: &Window, oh: usize, ow: 
 }
 
 /// The gradient of max pooling (`Op::MaxPoolGrad`): every window passes `dy / ties` to each tap
-/// equal to its maximum; one input plane per (n, c), windows in (oy, ox) order.
+/// equal to its maximum; one input plane per (n, c), windows in (oy, ox) order, each visiting
+/// only its taps inside the image.
 pub fn max_pool_grad<T: Element>(x: &[T], dims: &[usize], dy: &[T], w: &Window, oh: usize, ow: usize) -> Vec<T> {
     let (h, wd) = (dims[2], dims[3]);
     let mut out = vec![T::ZERO; x.len()];
@@ -228,12 +259,15 @@ pub fn max_pool_grad<T: Element>(x: &[T], dims: &[usize], dy: &[T], w: &Window, 
             for ox in 0..ow {
                 let (m, ties) = window_max(src, h, wd, w, oy, ox);
                 let share = g[oy * ow + ox] / T::from_usize(ties);
-                for i in 0..w.kh {
-                    let Some(y) = src_coord(oy, w.stride_h, i, w.pad_h, h) else { continue };
-                    for j in 0..w.kw {
-                        let Some(xx) = src_coord(ox, w.stride_w, j, w.pad_w, wd) else { continue };
-                        if src[y * wd + xx] == m {
-                            dst[y * wd + xx] += share;
+                let (i0, i1) = tap_range(oy, w.stride_h, w.kh, w.pad_h, h);
+                let (j0, j1) = tap_range(ox, w.stride_w, w.kw, w.pad_w, wd);
+                let x0 = first_coord(ox, w.stride_w, j0, w.pad_w, wd);
+                for i in i0..i1 {
+                    let at = (oy * w.stride_h + i - w.pad_h) * wd + x0;
+                    let (row, grads) = (&src[at..at + (j1 - j0)], &mut dst[at..at + (j1 - j0)]);
+                    for (&v, d) in row.iter().zip(grads) {
+                        if v == m {
+                            *d += share;
                         }
                     }
                 }
@@ -262,6 +296,87 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn tap_range_and_first_coord_match_the_per_tap_test() {
+        for o in 0..6 {
+            for stride in 1..4 {
+                for k in 1..9 {
+                    for pad in 0..9 {
+                        for size in 1..7 {
+                            let want: Vec<usize> = (0..k).filter(|&t| src_coord(o, stride, t, pad, size).is_some()).collect();
+                            let (lo, hi) = tap_range(o, stride, k, pad, size);
+                            assert_eq!((lo..hi).collect::<Vec<_>>(), want, "o{o} s{stride} k{k} p{pad} size{size}");
+                            assert!(hi - lo <= k.min(size));
+                            let first = first_coord(o, stride, lo, pad, size);
+                            assert!(first <= size);
+                            if lo < hi {
+                                assert_eq!(Some(first), src_coord(o, stride, lo, pad, size));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every window op of the reference on a 2^15 window with padding just below it, on a
+    /// 2x3 image: the loops visit only the taps inside the image (the old ones ran 2^15 rows
+    /// and 2^15 columns per output), and the results are those of the definition.
+    #[test]
+    fn huge_windows_visit_only_the_image() {
+        let k = 1 << 15;
+        let w = Window { kh: k, kw: k, stride_h: 1, stride_w: k, pad_h: k - 1, pad_w: k - 1 };
+        let (h, wd) = (2, 3);
+        let (oh, ow) = w.out_hw(h, wd).unwrap();
+        assert_eq!((oh, ow), (k + 1, 2));
+        let x: Vec<f64> = vec![3.0, -1.0, 7.0, 2.0, 9.0, -4.0];
+        let pooled = max_pool(&x, &[1, 1, h, wd], &w, oh, ow);
+        // Window (oy, 0) covers rows oy - (k - 1) ..= oy and column 0; window (oy, 1) columns
+        // 1 and 2.
+        for oy in 0..oh {
+            let rows: Vec<usize> = (0..h).filter(|&y| oy < y + k && y <= oy).collect();
+            let m0 = rows.iter().map(|&y| x[y * wd]).fold(f64::MIN, f64::max);
+            let m1 = rows.iter().flat_map(|&y| [x[y * wd + 1], x[y * wd + 2]]).fold(f64::MIN, f64::max);
+            assert_eq!((pooled[oy * ow], pooled[oy * ow + 1]), (m0, m1), "row {oy}");
+        }
+        let dy: Vec<f64> = (0..oh * ow).map(|i| (i % 5) as f64).collect();
+        let dx = max_pool_grad(&x, &[1, 1, h, wd], &dy, &w, oh, ow);
+        let mut want = vec![0.0; h * wd];
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let taps: Vec<usize> = (0..h)
+                    .filter(|&y| oy < y + k && y <= oy)
+                    .flat_map(|y| if ox == 0 { vec![y * wd] } else { vec![y * wd + 1, y * wd + 2] })
+                    .collect();
+                let m = taps.iter().map(|&t| x[t]).fold(f64::MIN, f64::max);
+                let ties = taps.iter().filter(|&&t| x[t] == m).count() as f64;
+                for &t in taps.iter().filter(|&&t| x[t] == m) {
+                    want[t] += dy[oy * ow + ox] / ties;
+                }
+            }
+        }
+        assert_eq!(dx, want);
+        // Depthwise with a 2^15 x 2 window (its weights are the window's size), against the
+        // definition's loops over every tap.
+        let w2 = Window { kh: k, kw: 2, stride_h: k, stride_w: 1, pad_h: k - 1, pad_w: 1 };
+        let (oh2, ow2) = w2.out_hw(h, wd).unwrap();
+        let taps: Vec<f64> = (0..2 * k).map(|t| (t % 7) as f64 - 3.0).collect();
+        let got = depthwise(&x, &[1, 1, h, wd], &taps, &w2, oh2, ow2).unwrap();
+        let mut want = vec![0.0; oh2 * ow2];
+        for oy in 0..oh2 {
+            for ox in 0..ow2 {
+                for i in 0..k {
+                    for j in 0..2 {
+                        if let (Some(y), Some(xx)) = (src_coord(oy, w2.stride_h, i, w2.pad_h, h), src_coord(ox, 1, j, 1, wd)) {
+                            want[oy * ow2 + ox] += x[y * wd + xx] * taps[i * 2 + j];
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(got, want);
     }
 
     /// Max pooling equals `window_max` at every output (the interior's row segments and the
@@ -304,7 +419,7 @@ mod tests {
         let (oh, ow) = w.out_hw(h, wd).unwrap();
         let x: Vec<f64> = (0..n * c * h * wd).map(|i| (i as f64 * 0.37).sin()).collect();
         let k: Vec<f64> = (0..c * 6).map(|i| (i as f64 * 0.71).cos()).collect();
-        let got = depthwise(&x, &[n, c, h, wd], &k, &w, oh, ow);
+        let got = depthwise(&x, &[n, c, h, wd], &k, &w, oh, ow).unwrap();
         let cols = im2col(&x, &[n, c, h, wd], &w, oh, ow);
         let l = oh * ow;
         for img in 0..n {

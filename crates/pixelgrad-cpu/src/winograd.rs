@@ -16,16 +16,23 @@
 //! error stays within a few ulps of the sum's magnitude, well inside the tolerances every
 //! test and the ONNX oracle use.
 
-use pixelgrad_core::Window;
+use pixelgrad_core::{Result, Window};
 
+use crate::bounds::{check_weights, check_window};
 use crate::element::Element;
 use crate::matmul::gemm_f32;
 use crate::par::for_chunks;
-use crate::window::im2col;
+use crate::window::{first_coord, im2col, tap_range};
 
 /// `x [N, C, H, W]` * `k [M, C, kh, kw]` → `[N, M, OH, OW]`: im2col, then one GEMM per image.
-/// The reference (and every window the Winograd path does not take).
-pub(crate) fn conv_im2col<T: Element>(x: &[T], dims: &[usize], k: &[T], m: usize, w: &Window, oh: usize, ow: usize) -> Vec<T> {
+/// The reference (and every window the Winograd path does not take). Slices shorter than
+/// their shapes are a typed error; windows far larger than the image run [`conv_direct`].
+pub(crate) fn conv_im2col<T: Element>(x: &[T], dims: &[usize], k: &[T], m: usize, w: &Window, oh: usize, ow: usize) -> Result<Vec<T>> {
+    check_window("conv2d", x.len(), dims, w, oh, ow)?;
+    check_weights("conv2d", k.len(), m, dims[1], w)?;
+    if mostly_padding(dims, w, oh, ow) {
+        return Ok(conv_direct(x, dims, k, m, w, oh, ow));
+    }
     let (n, c) = (dims[0], dims[1]);
     let (ckk, l) = (c * w.kh * w.kw, oh * ow);
     let cols = im2col(x, dims, w, oh, ow); // [N, C*kk, L]
@@ -35,12 +42,61 @@ pub(crate) fn conv_im2col<T: Element>(x: &[T], dims: &[usize], k: &[T], m: usize
 }
 
 /// The f32 fast path: Winograd F(2x2, 3x3) for 3x3 stride-1 windows, im2col + GEMM otherwise.
-pub(crate) fn conv_f32(x: &[f32], dims: &[usize], k: &[f32], m: usize, w: &Window, oh: usize, ow: usize) -> Vec<f32> {
+pub(crate) fn conv_f32(x: &[f32], dims: &[usize], k: &[f32], m: usize, w: &Window, oh: usize, ow: usize) -> Result<Vec<f32>> {
+    check_window("conv2d", x.len(), dims, w, oh, ow)?;
+    check_weights("conv2d", k.len(), m, dims[1], w)?;
     if w.kh == 3 && w.kw == 3 && w.stride_h == 1 && w.stride_w == 1 && dims[1] > 0 && oh * ow > 0 {
         winograd_3x3(x, dims, k, m, w, oh, ow)
     } else {
         conv_im2col(x, dims, k, m, w, oh, ow)
     }
+}
+
+/// Whether im2col's columns would be large (over 2^22 values) and at least 16 times the taps
+/// that lie inside the image (a 2^12 window on a 2x3 image): those convolutions run
+/// [`conv_direct`], whose work is the taps inside the image, instead of materialising
+/// columns of zeros. Ordinary windows (3x3 on a 1x1 map included) keep im2col + GEMM.
+fn mostly_padding(dims: &[usize], w: &Window, oh: usize, ow: usize) -> bool {
+    let (h, wd) = (dims[2], dims[3]);
+    let cols = [dims[0], dims[1], w.kh, w.kw, oh, ow].iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    let inside = w.kh.min(h) * w.kw.min(wd);
+    match cols {
+        None => true,
+        Some(cols) => cols > 1 << 22 && w.kh.saturating_mul(w.kw) >= inside.saturating_mul(16),
+    }
+}
+
+/// The convolution as plain loops over each output's taps inside the image ([`tap_range`]):
+/// channels, then window rows and columns, ascending (im2col's row order, without its zero
+/// terms). Work per output is `C x min(kh, H) x min(kw, W)` however large the window.
+fn conv_direct<T: Element>(x: &[T], dims: &[usize], k: &[T], m: usize, w: &Window, oh: usize, ow: usize) -> Vec<T> {
+    let (c, h, wd) = (dims[1], dims[2], dims[3]);
+    let kk = w.kh * w.kw;
+    let mut out = vec![T::ZERO; dims[0] * m * oh * ow];
+    for_chunks(&mut out, oh * ow, |plane, dst| {
+        let (img, mo) = (plane / m.max(1), plane % m.max(1));
+        for oy in 0..oh {
+            let (i0, i1) = tap_range(oy, w.stride_h, w.kh, w.pad_h, h);
+            for ox in 0..ow {
+                let (j0, j1) = tap_range(ox, w.stride_w, w.kw, w.pad_w, wd);
+                let x0 = first_coord(ox, w.stride_w, j0, w.pad_w, wd);
+                let mut acc = T::ZERO;
+                for ch in 0..c {
+                    let src = &x[(img * c + ch) * h * wd..(img * c + ch + 1) * h * wd];
+                    let taps = &k[(mo * c + ch) * kk..(mo * c + ch + 1) * kk];
+                    for i in i0..i1 {
+                        let y = oy * w.stride_h + i - w.pad_h;
+                        let row = &src[y * wd + x0..y * wd + x0 + (j1 - j0)];
+                        for (&v, &tap) in row.iter().zip(&taps[i * w.kw + j0..i * w.kw + j1]) {
+                            acc += v * tap;
+                        }
+                    }
+                }
+                dst[oy * ow + ox] = acc;
+            }
+        }
+    });
+    out
 }
 
 /// `U = G g Gᵀ` for every filter: `[16, M, C]` (transform position major), so each `U_ξ` is
@@ -77,7 +133,7 @@ fn transform_filters(k: &[f32], m: usize, c: usize) -> Vec<f32> {
 /// transformed values of a row of tiles is its own contiguous run. Natively the input
 /// transform (per channel), the sixteen products and the output transform (per output
 /// channel) each run on the thread pool.
-fn winograd_3x3(x: &[f32], dims: &[usize], k: &[f32], m: usize, w: &Window, oh: usize, ow: usize) -> Vec<f32> {
+fn winograd_3x3(x: &[f32], dims: &[usize], k: &[f32], m: usize, w: &Window, oh: usize, ow: usize) -> Result<Vec<f32>> {
     let (n, c, h, wd) = (dims[0], dims[1], dims[2], dims[3]);
     let t = oh.div_ceil(2) * ow.div_ceil(2);
     let u = transform_filters(k, m, c);
@@ -92,18 +148,16 @@ fn winograd_3x3(x: &[f32], dims: &[usize], k: &[f32], m: usize, w: &Window, oh: 
             transform_input(&planes[ch * h * wd..(ch + 1) * h * wd], h, wd, w, oh, ow, dst);
         });
         // Sixteen products M_ξ [M, T] = U_ξ [M, C] · V_ξ [C, T] (V_ξ's rows 16 T apart).
-        let product = |xi: usize, dst: &mut [f32]| {
-            gemm_f32(m, c, t, &u[xi * m * c..(xi + 1) * m * c], c, 1, &v[xi * t..], 16 * t, 1, dst);
-        };
+        let product = |xi: usize, dst: &mut [f32]| gemm_f32(m, c, t, &u[xi * m * c..(xi + 1) * m * c], c, 1, &v[xi * t..], 16 * t, 1, dst);
         #[cfg(not(target_arch = "wasm32"))]
         if crate::par::threaded() && m * c * t >= 1 << 14 {
             use rayon::prelude::*;
-            prod.par_chunks_mut(m * t).enumerate().for_each(|(xi, dst)| product(xi, dst));
+            prod.par_chunks_mut(m * t).enumerate().try_for_each(|(xi, dst)| product(xi, dst))?;
         } else {
-            prod.chunks_mut(m * t).enumerate().for_each(|(xi, dst)| product(xi, dst));
+            prod.chunks_mut(m * t).enumerate().try_for_each(|(xi, dst)| product(xi, dst))?;
         }
         #[cfg(target_arch = "wasm32")]
-        prod.chunks_mut(m * t).enumerate().for_each(|(xi, dst)| product(xi, dst));
+        prod.chunks_mut(m * t).enumerate().try_for_each(|(xi, dst)| product(xi, dst))?;
         let prod = &prod;
         for_chunks(&mut out[img * m * oh * ow..(img + 1) * m * oh * ow], oh * ow, |mo, plane| {
             transform_output(prod, m, mo, t, oh, ow, plane);
@@ -112,7 +166,7 @@ fn winograd_3x3(x: &[f32], dims: &[usize], k: &[f32], m: usize, w: &Window, oh: 
     crate::pool::give(u);
     crate::pool::give(v);
     crate::pool::give(prod);
-    out
+    Ok(out)
 }
 
 /// `V = Bᵀ d B` for every tile of one `h x wd` input plane: `dst` is `[16, T]`.
@@ -252,10 +306,10 @@ mod tests {
             let (oh, ow) = w.out_hw(h, wd).unwrap();
             let x = data(n * c * h * wd, 1);
             let k = data(m * c * 9, 2);
-            let got = conv_f32(&x, &[n, c, h, wd], &k, m, &w, oh, ow);
+            let got = conv_f32(&x, &[n, c, h, wd], &k, m, &w, oh, ow).unwrap();
             let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
             let k64: Vec<f64> = k.iter().map(|&v| v as f64).collect();
-            let want = conv_im2col(&x64, &[n, c, h, wd], &k64, m, &w, oh, ow);
+            let want = conv_im2col(&x64, &[n, c, h, wd], &k64, m, &w, oh, ow).unwrap();
             assert_eq!(got.len(), want.len());
             let scale = want.iter().fold(1.0f64, |a, &b| a.max(b.abs()));
             for (i, (g, r)) in got.iter().zip(&want).enumerate() {
@@ -274,7 +328,55 @@ mod tests {
         }
         let x = data(n * c * h * wd, 3);
         let k = data(m * c * 9, 4);
-        let got = conv_f32(&x, &[n, c, h, wd], &k, m, &w, 5, 5);
+        let got = conv_f32(&x, &[n, c, h, wd], &k, m, &w, 5, 5).unwrap();
         assert!(got.iter().all(|v| v.is_finite()));
+    }
+
+    /// A window far larger than the image runs the direct loops (no 2^30-value columns), with
+    /// im2col's sums; an ordinary one keeps im2col + GEMM.
+    #[test]
+    fn huge_windows_run_the_direct_loops() {
+        let big = Window { kh: 1 << 10, kw: 1 << 10, stride_h: 1 << 10, stride_w: 1 << 10, pad_h: (1 << 10) - 1, pad_w: (1 << 10) - 1 };
+        let (oh, ow) = big.out_hw(2, 3).unwrap();
+        assert!(mostly_padding(&[1, 2, 2, 3], &big, oh, ow));
+        assert!(!mostly_padding(&[1, 64, 1, 1], &Window::square(3, 1, 1), 1, 1));
+        assert!(!mostly_padding(&[8, 256, 7, 7], &Window::square(7, 1, 3), 7, 7));
+        let (m, c) = (1, 2);
+        let x = data(c * 6, 5);
+        let k = data(m * c * (1 << 20), 6);
+        let got = conv_f32(&x, &[1, c, 2, 3], &k, m, &big, oh, ow).unwrap();
+        // Against the direct loops in f64.
+        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let k64: Vec<f64> = k.iter().map(|&v| v as f64).collect();
+        let want = conv_direct(&x64, &[1, c, 2, 3], &k64, m, &big, oh, ow);
+        for (g, w) in got.iter().zip(&want) {
+            assert!((*g as f64 - w).abs() < 1e-5, "{g} vs {w}");
+        }
+        // The direct loops equal im2col + GEMM where both run.
+        let w = Window { kh: 4, kw: 5, stride_h: 2, stride_w: 3, pad_h: 3, pad_w: 4 };
+        let (oh, ow) = w.out_hw(3, 2).unwrap();
+        let x = data(2 * c * 6, 7);
+        let k = data(m * c * 20, 8);
+        let via_cols = conv_im2col(&x, &[2, c, 3, 2], &k, m, &w, oh, ow).unwrap();
+        let direct = conv_direct(&x, &[2, c, 3, 2], &k, m, &w, oh, ow);
+        assert_eq!(via_cols.len(), direct.len());
+        for (a, b) in via_cols.iter().zip(&direct) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+    }
+
+    /// Inputs or weights shorter than their shapes are typed errors on both paths.
+    #[test]
+    fn short_slices_are_errors() {
+        for w in [Window::square(3, 1, 1), Window::square(2, 2, 0)] {
+            let (oh, ow) = w.out_hw(4, 4).unwrap();
+            let x = data(2 * 16, 1);
+            let k = data(3 * 2 * w.kh * w.kw, 2);
+            assert!(conv_f32(&x, &[1, 2, 4, 4], &k, 3, &w, oh, ow).is_ok());
+            assert!(conv_f32(&x[..31], &[1, 2, 4, 4], &k, 3, &w, oh, ow).is_err());
+            assert!(conv_f32(&x, &[1, 2, 4, 4], &k[..k.len() - 1], 3, &w, oh, ow).is_err());
+            assert!(conv_f32(&x, &[1, 2, 4, 4], &k, 3, &w, oh + 1, ow).is_err());
+            assert!(conv_im2col(&x, &[1, 2, 4, 4], &k, usize::MAX, &w, oh, ow).is_err());
+        }
     }
 }

@@ -13,7 +13,7 @@
 //!   product and intermediate is a whole number below 2^24, where f32 is exact; `pg_divmod`
 //!   corrects the one rounding, division's) and every int uniform is sent as a float;
 //! - loops have constant bounds and an early `break`: [`MAX_LOOP`] for the matmul k loop and
-//!   scatter-add's source loop, [`MAX_WINDOW`] for the windows of col2im, depthwise_conv and max pooling, `GROUP` for reductions;
+//!   scatter-add's source loop and max_pool_grad's covering windows, [`MAX_WINDOW`] for the taps inside the image of depthwise_conv and max pooling and col2im's covering windows, `GROUP` for reductions;
 //!   longer loops are refused with [`pixelgrad_core::Error::Limit`];
 //! - no `layout(location)` outputs: `gl_FragColor`, one render target (the 4-target matmul is
 //!   never used, so `WEBGL_draw_buffers` is not needed);
@@ -30,9 +30,11 @@ use crate::dialect::{Entry, ProgramSpec, MAP_INPUTS, MAP_MAX_INPUTS, MAP_MAX_PAR
 /// Most elements of one tensor: keeps every index arithmetic value a whole number below 2^24
 /// (see the module docs and `pg_divmod` in shaders/gl1/header.glsl).
 pub const MAX_ELEMENTS: usize = 1 << 22;
-/// Constant bound of the matmul k loop and of scatter-add's loop over source positions.
+/// Constant bound of the matmul k loop, of scatter-add's loop over source positions and of
+/// max_pool_grad's loops over the windows covering a pixel.
 pub const MAX_LOOP: usize = 65536;
-/// Constant bound of col2im's loops over the kernel window's rows and columns.
+/// Constant bound of the window loops: the taps inside the image per axis (depthwise_conv,
+/// max pooling) and the windows covering a pixel per axis (col2im), whatever the window's size.
 pub const MAX_WINDOW: usize = 64;
 
 const VERSION: &str = "#version 100\n";

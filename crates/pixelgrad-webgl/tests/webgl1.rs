@@ -5,7 +5,7 @@
 
 use std::ops::ControlFlow;
 
-use pixelgrad_core::{Device, Error, Tensor};
+use pixelgrad_core::{Device, Error, Tensor, Window};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_nn::presets::{ModelSpec, Preset};
 use pixelgrad_nn::train::{fit, Callbacks, FitOptions, Samples, StepLog};
@@ -109,6 +109,16 @@ fn what_webgl1_cannot_do_is_a_typed_error() {
     let w = Tensor::ones(&dev, [k, 1]).unwrap();
     let err = a.matmul(&w).and_then(|t| t.to_vec()).unwrap_err();
     assert!(matches!(err, Error::Limit { op: "matmul", limit: 65536, .. }), "{err:?}");
+    // More taps inside the image than the window loops' constant bound: the window and the
+    // image both wider than MAX_WINDOW. (A 2^15 window on a small image runs: the loops visit
+    // only the taps inside the image; see the conformance family huge_windows.)
+    let side = pixelgrad_webgl::gl1::MAX_WINDOW + 1;
+    let img = Tensor::ones(&dev, [1, 1, 2, side]).unwrap();
+    let wide = Window { kh: 1, kw: side, stride_h: 1, stride_w: 1, pad_h: 0, pad_w: 0 };
+    for r in [img.max_pool(wide), img.depthwise_conv(&Tensor::ones(&dev, [1, 1, 1, side]).unwrap(), wide)] {
+        let err = r.and_then(|t| t.to_vec()).unwrap_err();
+        assert!(matches!(err, Error::Limit { limit: 64, .. }), "{err:?}");
+    }
     // The heatmap renderer (RGBA8 targets, its own main) does not exist in this mode.
     let t = Tensor::ones(&dev, [2, 2]).unwrap();
     let err = b.render_heatmap_tensor(&t, HeatmapOptions::default()).unwrap_err();

@@ -15,6 +15,7 @@ mod image;
 mod indexing;
 mod linalg;
 mod training;
+mod windows;
 
 use pixelgrad_core::{Device, Result};
 
@@ -36,6 +37,7 @@ pub mod awaitable {
     pub use super::indexing::{concat, expand, gather, pad, permute, reshape, scatter_add, slice};
     pub use super::linalg::{col2im, conv, depthwise, im2col, matmul, max_pool, reduce};
     pub use super::training::{cnn_loss_curve, loss_curve, training_curve, training_curve_cnn};
+    pub use super::windows::huge_windows;
 }
 
 /// A blocking `fn(&Device) -> Result<(), String>` per family, running [`awaitable`]'s version

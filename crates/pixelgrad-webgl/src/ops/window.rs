@@ -33,12 +33,26 @@ pub(crate) fn im2col(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out: &
     sh.run(window_pass("im2col", x, w, c, h, wd, oh, ow), out.numel())
 }
 
+/// Taps of a window inside an image of `size` on one axis: at most `min(k, size)`, the trip
+/// count of the window loops (over `tap_range`, shaders/header.glsl).
+fn taps(k: usize, size: usize) -> usize {
+    k.min(size)
+}
+
+/// Windows covering one pixel on one axis: at most `min(ceil(k / stride), o)`, the trip count
+/// of the gathers' loops (col2im, max_pool_grad).
+fn covering(k: usize, stride: usize, o: usize) -> usize {
+    k.div_ceil(stride.max(1)).min(o)
+}
+
 pub(crate) fn col2im(sh: &Rc<Shared>, x: &GlTensor, w: Window, h: usize, wd: usize, out: &Shape) -> Result<GlTensor> {
     let c = out.0[1];
-    super::gl1::loop_bound(sh, "col2im", "webgl1 col2im window (GLSL ES 1.00 constant bound)", w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("col2im", "window does not fit"))?;
+    let bound = "webgl1 col2im windows covering a pixel (GLSL ES 1.00 constant bound)";
+    let n = covering(w.kh, w.stride_h, oh).max(covering(w.kw, w.stride_w, ow));
+    super::gl1::loop_bound(sh, "col2im", bound, n, crate::gl1::MAX_WINDOW)?;
     let mut pass = window_pass("col2im", x, w, c, h, wd, oh, ow);
-    // Stride 1: window taps need no division (CONFIG 1).
+    // Stride 1: the covering windows need no division (CONFIG 1).
     if !sh.gl1 && (w.stride_h, w.stride_w) == (1, 1) {
         pass.spec.config = 1;
     }
@@ -47,16 +61,17 @@ pub(crate) fn col2im(sh: &Rc<Shared>, x: &GlTensor, w: Window, h: usize, wd: usi
 
 pub(crate) fn depthwise(sh: &Rc<Shared>, x: &GlTensor, k: &GlTensor, s: &Shape, w: Window, out: &Shape) -> Result<GlTensor> {
     let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
-    let bound = "webgl1 depthwise_conv window (GLSL ES 1.00 constant bound)";
-    super::gl1::loop_bound(sh, "depthwise_conv", bound, w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
+    let bound = "webgl1 depthwise_conv taps inside the image per axis (GLSL ES 1.00 constant bound)";
+    super::gl1::loop_bound(sh, "depthwise_conv", bound, taps(w.kh, h).max(taps(w.kw, wd)), crate::gl1::MAX_WINDOW)?;
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("depthwise_conv", "window does not fit"))?;
     sh.run(window_pass("depthwise_conv", x, w, c, h, wd, oh, ow).input("u_k", k), out.numel())
 }
 
-/// [`pixelgrad_core::Op::MaxPool`]: one window scan per output.
+/// [`pixelgrad_core::Op::MaxPool`]: one window scan per output, over its taps inside the image.
 pub(crate) fn max_pool(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out: &Shape) -> Result<GlTensor> {
     let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
-    super::gl1::loop_bound(sh, "max_pool", "webgl1 max_pool window (GLSL ES 1.00 constant bound)", w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
+    let bound = "webgl1 max_pool taps inside the image per axis (GLSL ES 1.00 constant bound)";
+    super::gl1::loop_bound(sh, "max_pool", bound, taps(w.kh, h).max(taps(w.kw, wd)), crate::gl1::MAX_WINDOW)?;
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("max_pool", "window does not fit"))?;
     let mut pass = window_pass("max_pool", x, w, c, h, wd, oh, ow);
     // 2x2 windows at stride 2 without padding: the four taps without loops (CONFIG 1).
@@ -66,12 +81,22 @@ pub(crate) fn max_pool(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out:
     sh.run(pass, out.numel())
 }
 
-/// [`pixelgrad_core::Op::MaxPoolGrad`]: a gather over the windows covering each pixel.
+/// [`pixelgrad_core::Op::MaxPoolGrad`]: a gather over the windows covering each pixel, each
+/// window's maximum recomputed over its taps inside the image.
 pub(crate) fn max_pool_grad(sh: &Rc<Shared>, x: &GlTensor, dy: &GlTensor, s: &Shape, w: Window) -> Result<GlTensor> {
     let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
-    let bound = "webgl1 max_pool_grad window (GLSL ES 1.00 constant bound)";
-    super::gl1::loop_bound(sh, "max_pool_grad", bound, w.kh.max(w.kw), crate::gl1::MAX_WINDOW)?;
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("max_pool_grad", "window does not fit"))?;
+    let (th, tw) = (taps(w.kh, h), taps(w.kw, wd));
+    let (cy, cx) = (covering(w.kh, w.stride_h, oh), covering(w.kw, w.stride_w, ow));
+    let bound = "webgl1 max_pool_grad taps inside the image per axis (GLSL ES 1.00 constant bound)";
+    super::gl1::loop_bound(sh, "max_pool_grad", bound, th.max(tw), crate::gl1::MAX_WINDOW)?;
+    let bound = "webgl1 max_pool_grad windows covering a pixel per axis (GLSL ES 1.00 constant bound)";
+    super::gl1::loop_bound(sh, "max_pool_grad", bound, cy.max(cx), crate::gl1::MAX_LOOP)?;
+    // Work per pixel: covering windows times their taps, no more than the window loops of
+    // constant bound MAX_WINDOW on both axes of both could ever run (MAX_WINDOW^4).
+    let work = [cy, cx, th, tw].iter().fold(1usize, |a, &v| a.saturating_mul(v));
+    let bound = "webgl1 max_pool_grad steps per pixel (covering windows x taps)";
+    super::gl1::loop_bound(sh, "max_pool_grad", bound, work, crate::gl1::MAX_WINDOW.pow(4))?;
     let mut pass = window_pass("max_pool_grad", x, w, c, h, wd, oh, ow).input("u_b", dy);
     // 2x2 windows at stride 2 without padding: over rows of even length a texel (two pixel
     // pairs) at a time (CONFIG 1), otherwise the one window's four taps per pixel (CONFIG 2).

@@ -1,5 +1,6 @@
 // Op::Col2Im as a gather: output pixel (n, c, y, x) sums every column entry whose window
-// position covers it: kernel offsets (i, j) with y + ph - i = oy*sh and x + pw - j = ox*sw.
+// position covers it: kernel offsets (i, j) with y + ph - i = oy*sh and x + pw - j = ox*sw,
+// visiting only those windows.
 uniform highp sampler2D u_x;
 uniform int u_c;
 uniform int u_h;
@@ -13,32 +14,31 @@ uniform int u_pw;
 uniform int u_oh;
 uniform int u_ow;
 
-// Output pixel (n, c, y, x): the sum over the windows covering it (CONFIG 1: stride 1, so
-// no division per window tap).
+// Output pixel (n, c, y, x): the sum over the windows covering it, in ascending (i, j) order.
+// With t = y + ph, the windows covering row y are those at rows oy with oy * sh <= t <
+// oy * sh + kh and oy < OH: from min(t / sh, OH - 1) down to ceil((t + 1 - kh) / sh), at most
+// min(ceil(kh / sh), OH) of them however large the window, at kernel row i = t - oy * sh
+// (CONFIG 1: stride 1, no division at all).
 float col2im_at(int n, int c, int y, int x) {
     int kk = u_kh * u_kw;
+    int ty = y + u_ph;
+    int tx = x + u_pw;
+#if CONFIG == 1
+    int oy_hi = min(ty, u_oh - 1);
+    int oy_lo = max(ty + 1 - u_kh, 0);
+    int ox_hi = min(tx, u_ow - 1);
+    int ox_lo = max(tx + 1 - u_kw, 0);
+#else
+    int oy_hi = min(ty / u_sh, u_oh - 1);
+    int oy_lo = ty >= u_kh ? (ty - u_kh) / u_sh + 1 : 0;
+    int ox_hi = min(tx / u_sw, u_ow - 1);
+    int ox_lo = tx >= u_kw ? (tx - u_kw) / u_sw + 1 : 0;
+#endif
     float acc = 0.0;
-    for (int ki = 0; ki < u_kh; ++ki) {
-        int ty = y + u_ph - ki;
-#if CONFIG == 1
-        int oy = ty;
-        if (ty < 0 || oy >= u_oh) continue;
-#else
-        if (ty < 0 || ty % u_sh != 0) continue;
-        int oy = ty / u_sh;
-        if (oy >= u_oh) continue;
-#endif
-        for (int kj = 0; kj < u_kw; ++kj) {
-            int tx = x + u_pw - kj;
-#if CONFIG == 1
-            int ox = tx;
-            if (tx < 0 || ox >= u_ow) continue;
-#else
-            if (tx < 0 || tx % u_sw != 0) continue;
-            int ox = tx / u_sw;
-            if (ox >= u_ow) continue;
-#endif
-            int row = (n * u_c + c) * kk + ki * u_kw + kj;
+    for (int oy = oy_hi; oy >= oy_lo; --oy) {
+        int ki = ty - oy * u_sh;
+        for (int ox = ox_hi; ox >= ox_lo; --ox) {
+            int row = (n * u_c + c) * kk + ki * u_kw + tx - ox * u_sw;
             acc += fetch(u_x, row * (u_oh * u_ow) + oy * u_ow + ox);
         }
     }

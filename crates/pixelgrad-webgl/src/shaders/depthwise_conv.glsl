@@ -1,6 +1,7 @@
 // Op::DepthwiseConv: x [N, C, H, W] and k [C, 1, kh, kw] -> [N, C, OH, OW], one filter per
 // channel: out[n, c, oy, ox] = sum over taps (i, j), in that order, of
-// x[n, c, oy*sh + i - ph, ox*sw + j - pw] * k[c, 0, i, j], taps in the padding skipped.
+// x[n, c, oy*sh + i - ph, ox*sw + j - pw] * k[c, 0, i, j], taps in the padding skipped (never
+// visited: the loops run over `tap_range`).
 uniform highp sampler2D u_x;
 uniform highp sampler2D u_k;
 uniform int u_c;
@@ -20,18 +21,19 @@ float compute(int i) {
     int p = i % ohw;
     int plane = i / ohw;
     int c = plane % u_c;
-    int y0 = (p / u_ow) * u_sh - u_ph;
-    int x0 = (p % u_ow) * u_sw - u_pw;
-    int src = plane * u_h * u_w;
+    int ys = (p / u_ow) * u_sh;
+    int xs = (p % u_ow) * u_sw;
+    // Only the taps inside the image: at most H x W however large the window.
+    ivec2 r = tap_range(ys, u_kh, u_ph, u_h);
+    ivec2 q = tap_range(xs, u_kw, u_pw, u_w);
+    int src = plane * u_h * u_w + xs - u_pw;
     int taps = c * u_kh * u_kw;
     float acc = 0.0;
-    for (int ki = 0; ki < u_kh; ki++) {
-        int y = y0 + ki;
-        if (y < 0 || y >= u_h) continue;
-        for (int kj = 0; kj < u_kw; kj++) {
-            int x = x0 + kj;
-            if (x < 0 || x >= u_w) continue;
-            acc += fetch(u_x, src + y * u_w + x) * fetch(u_k, taps + ki * u_kw + kj);
+    for (int ki = r.x; ki < r.y; ki++) {
+        int row = src + (ys + ki - u_ph) * u_w;
+        int tap = taps + ki * u_kw;
+        for (int kj = q.x; kj < q.y; kj++) {
+            acc += fetch(u_x, row + kj) * fetch(u_k, tap + kj);
         }
     }
     return acc;

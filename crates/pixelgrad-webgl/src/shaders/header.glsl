@@ -57,3 +57,11 @@ ivec2 advance(ivec2 p, ivec2 d, int w) {
     p += d;
     return p.x >= w ? ivec2(p.x - w, p.y + 1) : p;
 }
+
+// The window offsets lo..hi (of k) of a window starting at padded coordinate `start` whose
+// input coordinate start + t - pad lies inside 0..size: at most min(k, size) of them, so
+// window loops over them are bounded by the image however large the window or its padding.
+ivec2 tap_range(int start, int k, int pad, int size) {
+    int lo = clamp(pad - start, 0, k);
+    return ivec2(lo, clamp(pad + size - start, lo, k));
+}

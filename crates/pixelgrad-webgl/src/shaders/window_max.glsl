@@ -1,7 +1,8 @@
 // Shared by max_pool.glsl and max_pool_grad.glsl (Op::MaxPool): the maximum of window
 // (oy, ox) of the image plane starting at `base` of u_x, and how many taps equal it. Taps in
-// (i, j) order, the padding skipped (it is smaller than the window, so some tap is inside); a
-// later tap replaces the maximum only if greater.
+// (i, j) order, only those inside the image (`tap_range`: at most H x W however large the
+// window; the padding is smaller than the window, so some tap is inside); a later tap replaces
+// the maximum only if greater.
 uniform highp sampler2D u_x;
 uniform int u_c;
 uniform int u_h;
@@ -16,17 +17,16 @@ uniform int u_oh;
 uniform int u_ow;
 
 vec2 window_max(int base, int oy, int ox) {
-    int y0 = oy * u_sh - u_ph;
-    int x0 = ox * u_sw - u_pw;
+    int ys = oy * u_sh;
+    int xs = ox * u_sw;
+    ivec2 r = tap_range(ys, u_kh, u_ph, u_h);
+    ivec2 c = tap_range(xs, u_kw, u_pw, u_w);
     float m = 0.0;
     float ties = 0.0;
-    for (int ki = 0; ki < u_kh; ki++) {
-        int y = y0 + ki;
-        if (y < 0 || y >= u_h) continue;
-        for (int kj = 0; kj < u_kw; kj++) {
-            int x = x0 + kj;
-            if (x < 0 || x >= u_w) continue;
-            float v = fetch(u_x, base + y * u_w + x);
+    for (int ki = r.x; ki < r.y; ki++) {
+        int row = base + (ys + ki - u_ph) * u_w + xs - u_pw;
+        for (int kj = c.x; kj < c.y; kj++) {
+            float v = fetch(u_x, row + kj);
             if (ties == 0.0 || v > m) {
                 m = v;
                 ties = 1.0;

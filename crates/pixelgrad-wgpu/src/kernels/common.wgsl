@@ -40,3 +40,20 @@ fn div_small(a: u32, b: u32, inv: f32) -> u32 {
     let r = i32(a) - i32(q * b);
     return q - select(0u, 1u, r < 0) + select(0u, 1u, r >= i32(b));
 }
+
+// ceil(a / b) for a < 2^24 and b > 0 (as div_small), without adding b - 1 to a (a stride may be
+// large).
+fn ceil_div_small(a: u32, b: u32, inv: f32) -> u32 {
+    let q = div_small(a, b, inv);
+    return q + select(0u, 1u, q * b < a);
+}
+
+// The window offsets lo..hi (of k) of a window starting at padded coordinate `start` whose
+// input coordinate start + t - pad lies inside 0..size: at most min(k, size) of them, so
+// window loops over them are bounded by the image however large the window or its padding
+// (for lo < hi, start + lo >= pad). Arguments below 2^31 (window.rs checks sizes and padding).
+fn tap_range(start: u32, k: u32, pad: u32, size: u32) -> vec2<u32> {
+    let lo = min(select(0u, pad - start, pad > start), k);
+    let hi = clamp(select(0u, pad + size - start, pad + size > start), lo, k);
+    return vec2<u32>(lo, hi);
+}

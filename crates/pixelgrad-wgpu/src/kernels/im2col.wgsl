@@ -1,10 +1,14 @@
 // [N, C, H, W] -> [N, C*kh*kw, OH*OW]; row r = c*kh*kw + i*kw + j, column p = oy*OW + ox; padded
-// positions read 0. Grid (ceil(P / 256), C, images), the last two folded into loops when
+// positions read 0. Grid (ceil(P / 256), C * B, images), the last two folded into loops when
 // larger than the grid allows: every invocation owns one column p of one channel and writes
-// its kh*kw rows, so the only division is p / OW, done in f32 (`div_small`). Lavapipe (Mesa
-// 22.3) runs u32 division lane by lane, and the old one-thread-per-output kernel, with eight
-// of them per element, ran at ~12 M elements/s there.
-// params [N, C, H, W, kh, kw, stride_h, stride_w, pad_h, pad_w, OH, OW, f32 1/OW].
+// one block of ROWS of its kh*kw rows (B = ceil(kh*kw / ROWS) blocks, 1 for every window up to
+// 16x16), so no invocation writes more than ROWS values however large the window. The only
+// divisions are p / OW, done in f32 (`div_small`), and, for B > 1, the block's channel and
+// first row. Lavapipe (Mesa 22.3) runs u32 division lane by lane, and the old
+// one-thread-per-output kernel, with eight of them per element, ran at ~12 M elements/s there.
+// params [N, C, H, W, kh, kw, stride_h, stride_w, pad_h, pad_w, OH, OW, f32 1/OW, B].
+const ROWS: u32 = 256u;
+
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 
@@ -18,6 +22,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let kh = pu(4u);
     let kw = pu(5u);
     let ow = pu(11u);
+    let blocks = pu(13u);
     let positions = pu(10u) * ow;
     let kk = kh * kw;
     let p = wid.x * 256u + lid;
@@ -29,22 +34,36 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // Signed, since padding moves the window before the image.
     let y0 = i32(oy * pu(6u)) - i32(pu(8u));
     let x0 = i32(ox * pu(7u)) - i32(pu(9u));
-    for (var c = wid.y; c < ch; c += nwg.y) {
+    for (var cb = wid.y; cb < ch * blocks; cb += nwg.y) {
+        var c = cb;
+        var r0 = 0u;
+        var ki0 = 0u;
+        var kj0 = 0u;
+        if (blocks > 1u) {
+            c = cb / blocks;
+            r0 = (cb - c * blocks) * ROWS;
+            ki0 = r0 / kw;
+            kj0 = r0 - ki0 * kw;
+        }
+        let r1 = min(r0 + ROWS, kk);
         for (var n = wid.z; n < images; n += nwg.z) {
             let src = (n * ch + c) * h;
-            var dst = (n * ch + c) * kk * positions + p;
-            for (var ki = 0u; ki < kh; ki++) {
+            var dst = ((n * ch + c) * kk + r0) * positions + p;
+            var ki = ki0;
+            var kj = kj0;
+            for (var r = r0; r < r1; r++) {
                 let y = y0 + i32(ki);
-                let row_in = y >= 0 && y < i32(h);
-                let row = (src + u32(max(y, 0))) * w;
-                for (var kj = 0u; kj < kw; kj++) {
-                    let xx = x0 + i32(kj);
-                    var v = 0.0;
-                    if (row_in && xx >= 0 && xx < i32(w)) {
-                        v = x[row + u32(xx)];
-                    }
-                    out[dst] = v;
-                    dst += positions;
+                let xx = x0 + i32(kj);
+                var v = 0.0;
+                if (y >= 0 && y < i32(h) && xx >= 0 && xx < i32(w)) {
+                    v = x[(src + u32(y)) * w + u32(xx)];
+                }
+                out[dst] = v;
+                dst += positions;
+                kj++;
+                if (kj == kw) {
+                    kj = 0u;
+                    ki++;
                 }
             }
         }

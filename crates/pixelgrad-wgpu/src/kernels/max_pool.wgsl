@@ -1,7 +1,8 @@
 // Op::MaxPool: x [N, C, H, W] -> [N, C, OH, OW]. Grid (ceil(OH*OW / 256), C, images) as in
 // depthwise_conv.wgsl (the last two folded into loops beyond the grid limit): each invocation
-// owns one output position of one channel and scans its window's taps in (i, j) order,
-// skipping the padding; a tap replaces the running maximum only if greater (NaN never does).
+// owns one output position of one channel and scans its window's taps inside the image in
+// (i, j) order (window_max.wgsl: never the padding, however large the window); a tap replaces
+// the running maximum only if greater (NaN never does).
 // params [N, C, H, W, kh, kw, stride_h, stride_w, pad_h, pad_w, OH, OW, f32 1/OW].
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;

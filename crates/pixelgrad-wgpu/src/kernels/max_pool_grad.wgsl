@@ -1,7 +1,8 @@
 // Op::MaxPoolGrad as a gather (no two invocations write one address): x [N, C, H, W] and
 // dy [N, C, OH, OW] -> dx [N, C, H, W]. Each pixel visits the windows covering it in ascending
-// (oy, ox) order, recomputes each one's maximum and tie count from x, and adds dy / ties where
-// it equals the maximum: the CPU's sums, in its order. Grid (ceil(H*W / 256), C, images) as in
+// (oy, ox) order (only those: at most min(ceil(k / stride), OH) x min(ceil(k / stride), OW)),
+// recomputes each one's maximum and tie count from x over its taps inside the image, and adds
+// dy / ties where it equals the maximum: the CPU's sums, in its order. Grid (ceil(H*W / 256), C, images) as in
 // col2im.wgsl. params [N, C, H, W, kh, kw, stride_h, stride_w, pad_h, pad_w, OH, OW, f32 1/OW,
 // f32 1/W, f32 1/stride_h, f32 1/stride_w].
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -9,11 +10,11 @@
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
 // The windows covering coordinate t (already shifted by the padding) on one axis: output
-// positions lo..=hi, clipped to the output size o.
+// positions lo..=hi, clipped to the output size o, so at most min(ceil(k / s), o) of them.
 fn covering(t: u32, k: u32, s: u32, inv_s: f32, o: u32) -> vec2<u32> {
     var lo = 0u;
     if (t + 1u > k) {
-        lo = div_small(t + 1u - k + s - 1u, s, inv_s);
+        lo = ceil_div_small(t + 1u - k, s, inv_s);
     }
     let hi = min(div_small(t, s, inv_s), o - 1u);
     return vec2<u32>(lo, hi);

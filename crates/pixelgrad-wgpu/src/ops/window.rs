@@ -96,10 +96,16 @@ fn grid(gpu: &Gpu, op: &'static str, per: usize, outer: usize, images: usize) ->
     Ok([gpu.check_dim(op, per.div_ceil(256) as u64)?, outer.clamp(1, max) as u32, images.clamp(1, max) as u32])
 }
 
+/// Rows of the column matrix one im2col invocation writes (`ROWS` in im2col.wgsl).
+const IM2COL_ROWS: usize = 256;
+
 pub(crate) fn im2col(gpu: &Gpu, win: &Window, x: &GpuTensor, shape: &Shape, out: &Shape, res: &GpuTensor) -> Result<()> {
     let d = shape.dims();
-    let p = params("im2col", d[0], d[1], d[2], d[3], win)?;
-    let grid = grid(gpu, "im2col", out.dims()[2], d[1], d[0])?;
+    let mut p = params("im2col", d[0], d[1], d[2], d[3], win)?;
+    // Blocks of rows per channel: the output exists, so C * kh * kw (its row count) fits.
+    let blocks = (win.kh * win.kw).div_ceil(IM2COL_ROWS).max(1);
+    p[13] = u("im2col", blocks)?;
+    let grid = grid(gpu, "im2col", out.dims()[2], d[1].saturating_mul(blocks), d[0])?;
     gpu.launch("im2col", &IM2COL, &[], &[x.buffer()], res.buffer(), &p, grid)
 }
 

@@ -1,6 +1,7 @@
 // Op::DepthwiseConv (as shaders/depthwise_conv.glsl): x [N, C, H, W] and k [C, 1, kh, kw] ->
-// [N, C, OH, OW], taps in (i, j) order, those in the padding skipped. The window loops have the
-// constant bound MAX_WINDOW and break at u_kh / u_kw; the backend refuses larger windows.
+// [N, C, OH, OW], taps in (i, j) order, only those inside the image (`tap_range`). The loops
+// have the constant bound MAX_WINDOW and break at the taps' count, at most min(k, image side)
+// per axis; the backend refuses images and windows both wider than MAX_WINDOW.
 uniform highp sampler2D u_x;
 uniform vec2 u_x_size;
 uniform highp sampler2D u_k;
@@ -22,20 +23,21 @@ float compute(float i) {
     float plane = a.x;
     vec2 pyx = pg_divmod(a.y, u_ow);
     float c = pg_divmod(plane, u_c).y;
-    float y0 = pyx.x * u_sh - u_ph;
-    float x0 = pyx.y * u_sw - u_pw;
-    float src = plane * u_h * u_w;
-    float taps = c * u_kh * u_kw;
+    float ys = pyx.x * u_sh;
+    float xs = pyx.y * u_sw;
+    vec2 r = tap_range(ys, u_kh, u_ph, u_h);
+    vec2 q = tap_range(xs, u_kw, u_pw, u_w);
+    float src = plane * u_h * u_w + xs + q.x - u_pw;
+    float taps = c * u_kh * u_kw + q.x;
     float acc = 0.0;
-    for (float ki = 0.0; ki < MAX_WINDOW; ki += 1.0) {
-        if (ki >= u_kh) break;
-        float y = y0 + ki;
-        if (y < 0.0 || y >= u_h) continue;
-        for (float kj = 0.0; kj < MAX_WINDOW; kj += 1.0) {
-            if (kj >= u_kw) break;
-            float x = x0 + kj;
-            if (x < 0.0 || x >= u_w) continue;
-            acc += fetch(u_x, u_x_size, src + y * u_w + x) * fetch(u_k, u_k_size, taps + ki * u_kw + kj);
+    for (float di = 0.0; di < MAX_WINDOW; di += 1.0) {
+        if (di >= r.y - r.x) break;
+        float ki = r.x + di;
+        float row = src + (ys + ki - u_ph) * u_w;
+        float tap = taps + ki * u_kw;
+        for (float dj = 0.0; dj < MAX_WINDOW; dj += 1.0) {
+            if (dj >= q.y - q.x) break;
+            acc += fetch(u_x, u_x_size, row + dj) * fetch(u_k, u_k_size, tap + dj);
         }
     }
     return acc;

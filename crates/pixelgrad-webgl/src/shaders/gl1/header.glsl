@@ -88,3 +88,12 @@ bool pg_isinf(float x) {
 bool pg_signbit(float x) {
     return x < 0.0 || (x == 0.0 && 1.0 / x < 0.0);
 }
+
+// The window offsets lo..hi (of k) of a window starting at padded coordinate `start` whose
+// input coordinate start + t - pad lies inside 0..size (as shaders/header.glsl's): at most
+// min(k, size) of them, so the window loops' constant bound MAX_WINDOW need only exceed the
+// image's side, not the window's (ops/window.rs checks).
+vec2 tap_range(float start, float k, float pad, float size) {
+    float lo = clamp(pad - start, 0.0, k);
+    return vec2(lo, clamp(pad + size - start, lo, k));
+}

@@ -1,6 +1,8 @@
 // Op::MaxPoolGrad as a gather (as shaders/max_pool_grad.glsl): x (u_x) and dy (u_b) -> dx.
-// The covering windows, at most ceil(k / stride) per axis, are visited in ascending order in
-// loops of constant bound MAX_WINDOW.
+// The covering windows, at most min(ceil(k / stride), output side) per axis, are visited in
+// ascending order in loops of constant bound MAX_LOOP (a 2^15 window at stride 1 covers a
+// pixel 2^15 times); ops/window.rs refuses more, and more work per pixel than the old bound
+// allowed (MAX_WINDOW^4).
 uniform highp sampler2D u_b;
 uniform vec2 u_b_size;
 
@@ -18,10 +20,10 @@ float compute(float i) {
     vec2 rx = covering(yx.y + u_pw, u_kw, u_sw, u_ow);
     float v = fetch(u_x, u_x_size, i);
     float acc = 0.0;
-    for (float dy = 0.0; dy < MAX_WINDOW; dy += 1.0) {
+    for (float dy = 0.0; dy < MAX_LOOP; dy += 1.0) {
         float oy = ry.x + dy;
         if (oy > ry.y) break;
-        for (float dx = 0.0; dx < MAX_WINDOW; dx += 1.0) {
+        for (float dx = 0.0; dx < MAX_LOOP; dx += 1.0) {
             float ox = rx.x + dx;
             if (ox > rx.y) break;
             vec2 m = window_max(a.x * hw, oy, ox);
