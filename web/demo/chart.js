@@ -81,7 +81,7 @@ export class LiveChart {
     const ctx = c.getContext('2d');
     const dpr = window.devicePixelRatio || 1;
     const W = c.width, H = c.height;
-    const pad = { l: 44 * dpr, r: 40 * dpr, t: 12 * dpr, b: 22 * dpr };
+    const pad = { l: 44 * dpr, r: 40 * dpr, t: 26 * dpr, b: 22 * dpr };
     ctx.clearRect(0, 0, W, H);
     ctx.font = `${11 * dpr}px system-ui, sans-serif`;
     ctx.lineWidth = 1;
@@ -158,12 +158,12 @@ export class LiveChart {
       ctx.lineWidth = 2 * dpr;
       ctx.setLineDash(dash.map((d) => d * dpr));
       ctx.beginPath();
-      ctx.moveTo(lx, pad.t + 8 * dpr);
-      ctx.lineTo(lx + 16 * dpr, pad.t + 8 * dpr);
+      ctx.moveTo(lx, 9 * dpr);
+      ctx.lineTo(lx + 16 * dpr, 9 * dpr);
       ctx.stroke();
       ctx.restore();
       ctx.fillStyle = '#3f3f46';
-      ctx.fillText(name, lx + 20 * dpr, pad.t + 11 * dpr);
+      ctx.fillText(name, lx + 20 * dpr, 12 * dpr);
       lx += ctx.measureText(name).width + 32 * dpr;
     }
     if (!pts.length) {

@@ -85,7 +85,6 @@ fn panel(
     train: &[(f32, f32)],
     val: &[(f32, f32)],
 ) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| e.to_string();
     // Epochs are whole numbers: half an epoch of margin either side keeps the first and last
     // markers inside the frame.
     let mut chart = ChartBuilder::on(area)
@@ -93,21 +92,21 @@ fn panel(
         .x_label_area_size(36)
         .y_label_area_size(56)
         .build_cartesian_2d(0.5f32..last_epoch + 0.5, y)
-        .map_err(|e| err(&e))?;
+        .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
         .x_desc("epoch")
         .x_label_formatter(&|x| if x.fract() == 0.0 { format!("{x:.0}") } else { String::new() })
         .y_desc(what)
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(|e| e.to_string())?;
     for (points, color, label) in [(train, TRAIN, "training"), (val, VAL, "validation")] {
         if points.is_empty() {
             continue;
         }
         chart
             .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)).point_size(3))
-            .map_err(|e| err(&e))?
+            .map_err(|e| e.to_string())?
             .label(format!("{label} {what}"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
     }
@@ -117,7 +116,7 @@ fn panel(
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
 
