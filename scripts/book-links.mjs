@@ -3,12 +3,16 @@
 //   nothing else), a README link to a file in the repository; every `#anchor` names a heading
 //   of its target (ids as mdBook makes them) or of the same file;
 // - every chapter is in SUMMARY.md and everything SUMMARY.md lists exists;
+// - every file a chapter names in a code span (`crates/x/tests/y.rs`, `web/tests/z.test.mjs`,
+//   `tests/fused.rs` as the end of a tracked path) exists, so a claim's test cannot vanish
+//   unnoticed;
 // - every code fence names its language (an unmarked block would be compiled as Rust by the
 //   doc tests in crates/pixelgrad/src/book.rs) and no Rust block is `ignore`d.
 // Usage: node scripts/book-links.mjs   (exit status 1 and one line per problem otherwise)
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const src = path.join(root, 'docs', 'src');
@@ -101,6 +105,29 @@ const files = chapters(src);
 for (const f of files) checkLinks(f, src);
 prose(path.join(root, 'README.md'), fs.readFileSync(path.join(root, 'README.md'), 'utf8'));
 checkLinks(path.join(root, 'README.md'), root);
+
+// Files named in code spans: a path with a folder and a source extension must be a tracked file
+// (from the repository root), or the end of one (`tests/fused.rs`). Output names are exempt.
+let tracked;
+try {
+  tracked = execFileSync('git', ['ls-files'], { cwd: root, encoding: 'utf8' }).split('\n');
+} catch {
+  // not a git checkout (a source archive): every file there counts
+  const walk = (d) => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+    e.name === 'target' || e.name === 'node_modules' || e.name.startsWith('.') ? []
+      : e.isDirectory() ? walk(path.join(d, e.name)) : [path.relative(root, path.join(d, e.name))]);
+  tracked = walk(root);
+}
+const named = /`((?:[\w.-]+\/)+[\w.-]+\.(?:rs|mjs|js|sh|py|glsl|wgsl|toml|ts))`/g;
+for (const file of [...files, path.join(root, 'README.md')]) {
+  for (const [lineNo, line] of prose(file, fs.readFileSync(file, 'utf8')).split('\n').entries()) {
+    for (const m of line.matchAll(named)) {
+      const p = m[1];
+      if (tracked.includes(p) || tracked.some((t) => t.endsWith(`/${p}`))) continue;
+      problems.push(`${rel(file)}:${lineNo + 1}: \`${p}\` names no file in the repository`);
+    }
+  }
+}
 
 const summary = path.join(src, 'SUMMARY.md');
 const listed = new Set(
