@@ -70,6 +70,9 @@ suite web-tests.sh bash scripts/web-tests.sh
 echo "== federated training with Flower: a small federation of tabs and a native node, CLI errors"
 suite flower-tests.sh bash scripts/flower-tests.sh
 
+echo "== the book: mdbook build docs, every link and anchor (its Rust blocks ran with the doc tests above)"
+suite book.sh bash scripts/book.sh
+
 echo "== benchmark report code (web/bench: weight layout, safetensors, ratios, docs/benchmarks.md up to date with the results; no browser)"
 suite web-bench-node-tests bash -c 'cd web/bench && node --test tests/'
 

@@ -188,7 +188,7 @@ const handlers = {
     const va = l.valAccuracy ?? l.val_accuracy ?? l.validationAccuracy;
     const vl = l.valLoss ?? l.val_loss ?? l.validationLoss;
     if (Number.isFinite(va) || Number.isFinite(vl)) $('val').textContent = `loss ${fmt(vl)} · acc ${fmt(va, 3)}`;
-    chart.addValidation(m.step, va);
+    chart.addEpoch(m.step, { loss: l.loss, accuracy: l.accuracy, valLoss: vl, valAccuracy: va });
   },
   evaluated(m) {
     $('test').textContent = `loss ${fmt(m.loss)} · acc ${fmt(m.accuracy, 3)}`;

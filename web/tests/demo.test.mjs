@@ -160,6 +160,17 @@ test('live demo', { timeout: 240_000 }, async (t) => {
       assert.ok(points1 > 3, `chart points after training: ${points1}`);
       const acc = await waitAbove(page, '#test', 'accuracy', 0);
       assert.ok(acc > 0.5, `test accuracy after 2 epochs on digits: ${acc}`);
+      // The chart draws training and validation loss and accuracy per epoch (Keras-style),
+      // from each epoch's fit logs: every series has a point for each finished epoch.
+      const epochsDone = Number(await page.evaluate(() => document.getElementById('epoch').textContent));
+      assert.ok(epochsDone >= 2, `epochs finished: ${epochsDone}`);
+      for (const key of ['epochLoss', 'epochAccuracy', 'epochValLoss', 'epochValAccuracy']) {
+        assert.ok((await num(page, '#chart', `${key}Points`)) >= 2, `${key} points on the chart`);
+      }
+      const valLoss = await num(page, '#chart', 'epochValLoss');
+      const valAcc = await num(page, '#chart', 'epochValAccuracy');
+      assert.ok(valLoss > 0 && Number.isFinite(valLoss), `validation loss on the chart: ${valLoss}`);
+      assert.ok(valAcc > 0.5 && valAcc <= 1, `validation accuracy on the chart: ${valAcc}`);
 
       // Resume continues the same model: the step counter keeps counting from where it paused.
       await trainFor(page, points1);

@@ -479,7 +479,11 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
     let model_path = a.out.join("model.safetensors");
     io::save(&model, &model_path, &meta).ctx()?;
     write_metrics(&a.out.join("metrics.csv"), &history.steps, &history.epochs, steps_per_epoch)?;
-    plot::loss_png(&a.out.join("loss.png"), &history.steps, &format!("{} on {} ({})", preset.name(), data.name, sel.device.kind()))?;
+    plot::loss_png(
+        &a.out.join("loss.png"),
+        &plot::Series::from_epochs(&history.epochs),
+        &format!("{} on {} ({})", preset.name(), data.name, sel.device.kind()),
+    )?;
     // The run is complete: its checkpoint has nothing left to resume.
     match std::fs::remove_file(&checkpoint_path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(format!("{}: {e}", checkpoint_path.display())),

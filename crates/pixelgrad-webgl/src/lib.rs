@@ -20,7 +20,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! See the crate README for the design (texture layout, passes, ping-pong, precision).
+//! The design (texture layout, passes, ping-pong, precision) is the book's chapter
+//! `docs/src/design/webgl.md`.
 //!
 //! # Narrow storage: 8-bit and f16 (WebGL2)
 //!

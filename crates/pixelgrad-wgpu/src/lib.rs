@@ -23,7 +23,7 @@
 //! # fn main() {}
 //! ```
 //!
-//! Design in brief (details in the crate README):
+//! Design in brief (details in the book's chapter `docs/src/design/webgpu.md`):
 //! - **buffers** come from a pool of power-of-two size classes ([`pool`]); a dropped tensor's
 //!   buffer is recycled once the submission that last used it has been submitted (queue
 //!   order makes later writes safe; no waiting for the GPU); free buffers past a byte budget

@@ -89,3 +89,7 @@ pub use pixelgrad_nn as nn;
 pub use pixelgrad_webgl as webgl;
 #[cfg(feature = "webgpu")]
 pub use pixelgrad_wgpu as wgpu;
+
+// The README and the book's chapters, compiled and run as doc tests.
+#[cfg(doctest)]
+mod book;

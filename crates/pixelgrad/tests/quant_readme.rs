@@ -1,4 +1,4 @@
-//! The README's "Quantised tensors" example, kept true: quantise activations and weights,
+//! The "Quantised tensors" example of the book (docs/src/guides/quantised.md), kept true: quantise activations and weights,
 //! multiply with i32 accumulation, compare with the f32 product.
 
 use pixelgrad::kernel::DType;

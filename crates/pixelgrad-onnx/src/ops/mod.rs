@@ -22,7 +22,8 @@ use crate::graph::Node;
 use crate::host::{DType, HostTensor};
 use crate::{hostops, OnnxError, Result};
 
-/// Every operator type `run` handles (the README's table lists their attributes).
+/// Every operator type `run` handles (the table in the book's ONNX chapter,
+/// `docs/src/guides/onnx.md`, lists their attributes).
 pub const SUPPORTED: &[&str] = &[
     // shape arithmetic and constants (host when their inputs are host values)
     "Constant",

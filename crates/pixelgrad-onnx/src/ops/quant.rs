@@ -471,7 +471,7 @@ fn quantize_output(cx: &Cx, ins: &[Option<V>], y: &Tensor, s: usize, z: usize, d
 /// that keeps the low 8 bits for `q` up to 255 and gives -1 above: it does not saturate, so
 /// with the quantiser's int8 output parameters (scale 1/256, zero point -128) a probability
 /// of at least 511/512 comes out as -128, i.e. 0. pixelgrad follows it so that imported models
-/// give onnxruntime's outputs; the README says so.
+/// give onnxruntime's outputs; the book's quantised-models chapter says so.
 fn softmax_output(cx: &Cx, ins: &[Option<V>], p: &Tensor, dt: DType) -> Result<Tensor> {
     if range(dt).is_none() {
         return Err(cx.err(format!("output type {dt} is not supported (uint8 and int8 are)")));
