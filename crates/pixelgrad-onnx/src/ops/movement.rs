@@ -6,7 +6,7 @@ use pixelgrad_core::Tensor;
 
 use super::{take, Cx, V};
 use crate::hostops::{axes_arg, gather_indices, to_dims};
-use crate::shapes::{broadcast, flatten_axis, norm_axis, reshape_target, slice_plan_from, squeeze_dims, unsqueeze_dims};
+use crate::shapes::{broadcast, flatten_axis, norm_axis, reshape_target, slice_plan_from, squeeze_dims, transpose_perm, unsqueeze_dims};
 use crate::{OnnxError, Result};
 
 pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
@@ -49,10 +49,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         "Transpose" => {
             let x = cx.t(ins, 0)?;
             let r = x.rank();
-            let perm: Vec<usize> = match node.ints("perm")? {
-                Some(p) => p.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_>>()?,
-                None => (0..r).rev().collect(),
-            };
+            let perm = transpose_perm(node, r)?;
             if perm.iter().enumerate().all(|(i, &p)| i == p) {
                 return out(x);
             }
@@ -62,7 +59,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let ts: Vec<Tensor> = (0..ins.len()).filter(|&i| cx.opt(ins, i).is_some()).map(|i| cx.t(ins, i)).collect::<Result<_>>()?;
             let first = ts.first().ok_or_else(|| cx.err("no inputs"))?;
             let a = norm_axis(node, node.int("axis", 0)?, first.rank())?;
-            let refs: Vec<&Tensor> = ts.iter().filter(|t| t.dims()[a] > 0).collect();
+            // empty parts drop out; a part without that axis stays, for concat to refuse
+            let refs: Vec<&Tensor> = ts.iter().filter(|t| t.dims().get(a).is_none_or(|&d| d > 0)).collect();
             out(Tensor::concat(&refs, a)?)
         }
         "Slice" => {
@@ -105,10 +103,9 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             out(y.reshape(shape)?)
         }
         "ConstantOfShape" => {
-            // Folded on the host when small (hostops); a large one is made here, under the
-            // session's size limit.
+            // Folded on the host when small (hostops); a large one is made here, where the
+            // device refuses one over its element cap before allocating (Op::Fill).
             let dims = to_dims(node, cx.h(ins, 0, "input")?)?;
-            cx.check_size(&dims)?;
             let (value, dtype) = match node.tensor_attr("value")? {
                 None => (0.0, crate::host::DType::F32),
                 Some(v) if v.numel() == 1 => (v.to_f32()[0], v.dtype),
@@ -119,8 +116,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         "Expand" => {
             let x = cx.t(ins, 0)?;
             let target = to_dims(node, cx.h(ins, 1, "shape")?)?;
+            // one primitive (Op::Expand), which the device checks against its element cap
             let shape = broadcast(node, &[x.dims(), &target])?;
-            cx.check_size(&shape)?;
             out(x.broadcast_to(shape)?)
         }
         "Tile" => {
@@ -129,7 +126,9 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             if reps.len() != x.rank() || reps.iter().any(|&r| r < 1) {
                 return Err(cx.err(format!("repeats {reps:?} do not fit rank {} (each must be at least 1)", x.rank())));
             }
-            let full: Vec<usize> = x.dims().iter().zip(&reps).map(|(&d, &r)| d.saturating_mul(r as usize)).collect();
+            // checked up front: the tiling is several primitives, each smaller than the result
+            let full: Vec<usize> =
+                x.dims().iter().zip(&reps).map(|(&d, &r)| d.saturating_mul(usize::try_from(r).unwrap_or(usize::MAX))).collect();
             cx.check_size(&full)?;
             let mut y = x;
             for (a, &r) in reps.iter().enumerate() {
@@ -138,9 +137,10 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 }
                 let d = y.dims().to_vec();
                 let mut big = d.clone();
-                big.insert(a, r as usize);
+                let r = usize::try_from(r).unwrap_or(usize::MAX);
+                big.insert(a, r);
                 let mut fin = d.clone();
-                fin[a] *= r as usize;
+                fin[a] = fin[a].saturating_mul(r);
                 y = y.unsqueeze(a)?.broadcast_to(big)?.reshape(fin)?;
             }
             out(y)
@@ -151,15 +151,19 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let n = x.dims()[a];
             let parts = node.outputs.len();
             let sizes: Vec<usize> = match (node.ints("split")?, cx.opt_h(ins, 1, "split")?) {
-                (Some(s), _) => s.iter().map(|&v| v.max(0) as usize).collect(),
-                (None, Some(t)) => t.to_i64("split")?.iter().map(|&v| v.max(0) as usize).collect(),
+                (Some(s), _) => s.iter().map(|&v| usize::try_from(v.max(0)).unwrap_or(usize::MAX)).collect(),
+                (None, Some(t)) => t.to_i64("split")?.iter().map(|&v| usize::try_from(v.max(0)).unwrap_or(usize::MAX)).collect(),
                 (None, None) => {
-                    let k = node.int("num_outputs", parts as i64)?.max(1) as usize;
-                    let each = n.div_ceil(k);
-                    (0..k).map(|i| each.min(n.saturating_sub(i * each))).collect()
+                    let k = node.int("num_outputs", parts as i64)?;
+                    if k != parts as i64 {
+                        return Err(cx.err(format!("num_outputs {k} but the node has {parts} outputs")));
+                    }
+                    let each = n.div_ceil(parts.max(1));
+                    (0..parts).map(|i| each.min(n.saturating_sub(i.saturating_mul(each)))).collect()
                 }
             };
-            if sizes.len() != parts || sizes.iter().sum::<usize>() != n {
+            // sizes come from the file: their sum may overflow
+            if sizes.len() != parts || sizes.iter().try_fold(0usize, |a, &s| a.checked_add(s)) != Some(n) {
                 return Err(cx.err(format!("split sizes {sizes:?} do not divide an axis of {n} into {parts} outputs")));
             }
             let mut outs = Vec::with_capacity(parts);
