@@ -4,7 +4,7 @@
 # (crates/pixelgrad-web/tests/fuzz_corpora.rs).
 #
 # Usage: bash scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
-#        (default 600 s per target; targets: idx csv png safetensors spec onnx)
+#        (default 600 s per target; targets: idx csv png safetensors spec onnx onnx_npy)
 # A crash is saved by libFuzzer under fuzz/artifacts/<target>/; copy it to
 # fuzz/regressions/<target>/ (the stable test then runs it) and fix the parser.
 # Limits: 1 GiB RSS (-rss_limit_mb), 1 GiB per allocation (-malloc_limit_mb), 10 s per input.
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(idx csv png safetensors spec onnx)
+[ ${#targets[@]} -eq 0 ] && targets=(idx csv png safetensors spec onnx onnx_npy)
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
@@ -29,7 +29,9 @@ for t in "${targets[@]}"; do
   work="target/fuzz-corpus/$t"
   mkdir -p "$work" fuzz/regressions/"$t"
   echo "== fuzz $t for ${secs}s (log: $log)"
-  if (cd fuzz && cargo +nightly fuzz run "$t" "../$work" ../fuzz/regressions/"$t" -- \
+  # the committed seeds of targets whose seeds are not written by harness/corpus.rs (onnx_npy)
+  seeds=(); [ -d fuzz/corpus/"$t" ] && seeds=(../fuzz/corpus/"$t")
+  if (cd fuzz && cargo +nightly fuzz run "$t" "../$work" "${seeds[@]}" ../fuzz/regressions/"$t" -- \
         -max_total_time="$secs" -rss_limit_mb=1024 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1) >"$log" 2>&1; then
     grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|Done)" "$log" | tr '\n' ' '; echo
   else

@@ -203,7 +203,10 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>], cap: Cap) -> Result<Option
             let v = (0..cv.len()).map(|i| if cv[i] != 0.0 { av[i] } else { bv[i] }).collect();
             one(from_f64(a.dtype, out, v))
         }
-        "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceMean" if small => one(reduce(node, ins)?),
+        "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceMean" if small => match reduce(node, ins)? {
+            Some(t) => one(t),
+            None => Ok(None),
+        },
         _ => Ok(None),
     }
 }
@@ -585,7 +588,10 @@ fn transpose(node: &Node, x: &HostTensor) -> Result<HostTensor> {
     Ok(HostTensor { dtype: x.dtype, shape: out, data })
 }
 
-fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
+/// `None` where the result would be larger than [`FOLD_LIMIT`]: reducing an empty axis of a
+/// zero-size input leaves the other axes, whatever their sizes (found by fuzzing: a
+/// `[1, 0, 2^31, 4]` input asked for a 64 GiB result).
+fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<HostTensor>> {
     let x = ins.first().copied().flatten().ok_or_else(|| node.err("input 0 is missing"))?;
     let r = x.rank();
     let axes =
@@ -594,18 +600,37 @@ fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
         Some(a) if !a.is_empty() => a.iter().map(|&v| norm_axis(node, v, r)).collect::<Result<_>>()?,
         _ if node.int("noop_with_empty_axes", 0)? != 0 => {
             if node.op_type != "ReduceSumSquare" {
-                return Ok(x.clone());
+                return Ok(Some(x.clone()));
             }
             // ReduceSumSquare over no axes squares each element (the ONNX reference's reading).
             let data = match &x.data {
                 Data::F32(v) => Data::F32(v.iter().map(|a| a * a).collect()),
                 Data::I64(v) => Data::I64(v.iter().map(|a| a.wrapping_mul(*a)).collect()),
             };
-            return Ok(HostTensor { dtype: x.dtype, shape: x.shape.clone(), data });
+            return Ok(Some(HostTensor { dtype: x.dtype, shape: x.shape.clone(), data }));
         }
         _ => (0..r).collect(),
     };
+    let kept: Vec<usize> = x.shape.iter().enumerate().map(|(a, &d)| if axes.contains(&a) { 1 } else { d }).collect();
+    if checked_numel(&kept).is_none_or(|n| n > FOLD_LIMIT) {
+        return Ok(None);
+    }
     let keep = node.int("keepdims", 1)? != 0;
+    let out: Vec<usize> =
+        if keep { kept.clone() } else { kept.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect() };
+    if x.numel() == 0 {
+        // every output element reduces nothing: the operation's identity (reducing one axis
+        // at a time below would make intermediates as large as the other axes)
+        let id = match node.op_type.as_str() {
+            "ReduceProd" => 1.0,
+            "ReduceSum" => 0.0,
+            "ReduceMax" => f64::NEG_INFINITY,
+            "ReduceMin" => f64::INFINITY,
+            _ => f64::NAN,
+        };
+        let n = checked_numel(&out).unwrap_or(0);
+        return Ok(Some(from_f64(x.dtype, out, vec![id; n])));
+    }
     let mut v = x.to_f64();
     let mut shape = x.shape.clone();
     for &a in &axes {
@@ -628,6 +653,5 @@ fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
         v = res;
         shape[a] = 1;
     }
-    let out: Vec<usize> = if keep { shape } else { shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect() };
-    Ok(from_f64(x.dtype, out, v))
+    Ok(Some(from_f64(x.dtype, out, v)))
 }

@@ -43,4 +43,4 @@ pub use layer::OnnxLayer;
 pub use model::{Model, Precision};
 pub use ops::registry;
 pub use ops::{SUPPORTED as SUPPORTED_OPS, SUPPORTED_MS as SUPPORTED_MS_OPS};
-pub use session::{Input, RunOptions, Session, Value, WeightStorage, DEFAULT_MAX_WORK};
+pub use session::{Input, Pause, RunOptions, Session, Value, WeightStorage, DEFAULT_MAX_WORK};

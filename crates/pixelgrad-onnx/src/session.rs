@@ -25,7 +25,7 @@ mod wiring;
 
 use crate::{Model, OnnxError, Result};
 use limits::RunGuard;
-pub use limits::{RunOptions, DEFAULT_MAX_WORK};
+pub use limits::{Pause, RunOptions, DEFAULT_MAX_WORK};
 use live::LiveBytes;
 use wiring::{RunPlan, Wiring};
 
@@ -461,7 +461,7 @@ impl Session {
     pub fn run_to_with(&self, inputs: &[(&str, Input)], outputs: &[&str], options: &RunOptions) -> Result<Vec<Value>> {
         // Natively every read completes at once, so the core below never waits; in a browser
         // only a graph with a data-dependent operator on WebGPU would, and that needs run_async.
-        let fut = std::pin::pin!(self.run_core(inputs, outputs, options));
+        let fut = std::pin::pin!(self.run_core(inputs, outputs, options, false));
         match fut.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
             std::task::Poll::Ready(r) => r,
             std::task::Poll::Pending => Err(OnnxError::Output {
@@ -485,13 +485,14 @@ impl Session {
     pub async fn run_async_with(&self, inputs: &[(&str, Input)], options: &RunOptions) -> Result<Vec<(String, Value)>> {
         let _g = pixelgrad_core::no_grad();
         let names: Vec<&str> = self.model.outputs.iter().map(|o| o.name.as_str()).collect();
-        let vals = self.run_core(inputs, &names, options).await?;
+        let vals = self.run_core(inputs, &names, options, true).await?;
         Ok(names.into_iter().map(|s| s.to_string()).zip(vals).collect())
     }
 
-    async fn run_core(&self, inputs: &[(&str, Input)], outputs: &[&str], options: &RunOptions) -> Result<Vec<Value>> {
+    /// `pausing`: whether the run awaits `options.pause` (only the asynchronous runs do).
+    async fn run_core(&self, inputs: &[(&str, Input)], outputs: &[&str], options: &RunOptions, pausing: bool) -> Result<Vec<Value>> {
         let model = &*self.model;
-        let mut guard = RunGuard::open(&self.device, options.max_work.unwrap_or(self.max_work.get()), options.cancel.clone());
+        let mut guard = RunGuard::open(&self.device, self.max_work.get(), options, pausing);
         let mut env: HashMap<&str, V> = HashMap::default();
         for (name, input) in inputs {
             let info = model.input(name).ok_or_else(|| OnnxError::Input {
@@ -562,8 +563,12 @@ impl Session {
         for (p, &k) in plan.nodes.iter().enumerate() {
             self.narrow_results.set(plan.held[p]);
             let node = &model.nodes[k];
+            // let the caller's event loop run (an abort handler may cancel the token), then:
             // cancelled, or over the run's work, between nodes too (a host node launches no
             // primitive the device could stop)
+            if let Some(pause) = guard.pause_due() {
+                pause.await;
+            }
             guard.before(node)?;
             let mut ins = Vec::with_capacity(node.inputs.len());
             for (name, id) in node.inputs.iter().zip(&wiring.ins[k]) {
@@ -593,6 +598,12 @@ impl Session {
             })?;
             drop(ins);
             guard.host_values(&outs);
+            // an empty device result (a gather of no indices): the next operator would see it
+            if let Some(v) = outs.iter().find(|v| matches!(v, V::Dev { .. }) && crate::host::checked_numel(v.dims()) == Some(0)) {
+                return Err(
+                    node.err(format!("made an empty result of shape {:?} (zero-size tensors are not supported on the device)", v.dims()))
+                );
+            }
             for (id, v) in wiring.outs[k].iter().zip(outs) {
                 if let Some(i) = *id {
                     if uses[i] > 0 {

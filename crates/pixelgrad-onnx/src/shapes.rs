@@ -15,10 +15,11 @@ pub fn strides(shape: &[usize]) -> Vec<usize> {
     s
 }
 
-/// Resolves a possibly negative axis against `rank`.
+/// Resolves a possibly negative axis against `rank`: an axis that exists (so a scalar has
+/// none; indexing its sizes with one would panic).
 pub fn norm_axis(node: &Node, axis: i64, rank: usize) -> Result<usize> {
-    let a = if axis < 0 { axis + rank as i64 } else { axis };
-    if a < 0 || a >= rank.max(1) as i64 {
+    let a = if axis < 0 { axis.saturating_add(rank as i64) } else { axis };
+    if a < 0 || a >= rank as i64 {
         return Err(node.err(format!("axis {axis} is out of range for rank {rank}")));
     }
     Ok(a as usize)
@@ -189,7 +190,9 @@ pub fn slice_plan_args(
         } else {
             (norm(starts[k]).clamp(0, (d - 1).max(0)), norm(ends[k]).clamp(-1, d - 1))
         };
-        let len = if step > 0 {
+        let len = if d == 0 {
+            0
+        } else if step > 0 {
             if e > s {
                 (e - s + step - 1) / step
             } else {

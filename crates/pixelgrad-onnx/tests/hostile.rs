@@ -258,3 +258,46 @@ fn replayed_runs_keep_to_the_limits() {
     assert!(budget_of(&e).is_some(), "{e}");
     assert_eq!(s.kernel_replays(), replays, "a refused run replayed nothing");
 }
+
+/// Polls a future that never waits (the CPU backend's reads complete at once).
+fn ready<T>(f: impl std::future::Future<Output = T>) -> T {
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => panic!("the run waited"),
+    }
+}
+
+/// An asynchronous run awaits `RunOptions::pause` between nodes (every 4096 steps of work
+/// here): what lets a browser's event loop run an `AbortSignal` handler mid-run. A token
+/// cancelled during the third pause stops the run before the next node; blocking runs never
+/// await the pause.
+#[test]
+fn an_async_run_pauses_between_nodes_so_a_cancel_can_arrive() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let s = chain(6);
+    s.set_kernel_replay(false);
+    let cancel = CancelToken::new();
+    let pauses = Rc::new(Cell::new(0));
+    let pause: pixelgrad_onnx::Pause = {
+        let (pauses, cancel) = (pauses.clone(), cancel.clone());
+        Rc::new(move || {
+            pauses.set(pauses.get() + 1);
+            if pauses.get() == 3 {
+                cancel.cancel();
+            }
+            Box::pin(async {})
+        })
+    };
+    let opts = RunOptions { cancel: Some(cancel), pause: Some(pause.clone()), pause_every: 4096, ..Default::default() };
+    let e = ready(s.run_async_with(&ones(&s), &opts)).unwrap_err();
+    assert!(matches!(&e, OnnxError::Engine { source: CoreError::Cancelled { .. }, context } if context.contains("MatMul")), "{e}");
+    assert_eq!(pauses.get(), 3);
+    // without a cancel, every due pause is awaited and the run completes; blocking runs ignore it
+    let opts = RunOptions { pause: Some(pause), pause_every: 0, ..Default::default() };
+    assert!(ready(s.run_async_with(&ones(&s), &opts)).is_ok());
+    assert_eq!(pauses.get(), 3 + 6);
+    assert!(s.run_with(&ones(&s), &opts).is_ok());
+    assert_eq!(pauses.get(), 9);
+}

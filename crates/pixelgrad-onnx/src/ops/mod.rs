@@ -161,12 +161,14 @@ impl Cx<'_> {
     /// tensors). For ops that only relabel the shape (reshape, flatten, squeeze), which keep
     /// any storage; everything else takes [`Cx::t`].
     pub fn stored(&self, ins: &[Option<V>], i: usize) -> Result<Tensor> {
+        self.non_empty(self.v(ins, i)?, i)?;
         match self.v(ins, i)? {
             V::Dev { t, .. } => Ok(t.clone()),
             v => self.to_dev(v, i),
         }
     }
     pub fn to_dev(&self, v: &V, i: usize) -> Result<Tensor> {
+        self.non_empty(v, i)?;
         match v {
             V::Dev { t, .. } => Ok(t.widen()?),
             V::Host { t, name: Some(n) } => match self.consts.param(n) {
@@ -179,6 +181,7 @@ impl Cx<'_> {
     /// Input `i` for a matrix product's weight operand: an f16-stored constant as is (the
     /// product reads the halves, see [`Consts::cached_f16`]), anything else as [`Cx::t`].
     pub fn t_weight(&self, ins: &[Option<V>], i: usize) -> Result<Tensor> {
+        self.non_empty(self.v(ins, i)?, i)?;
         if let V::Host { t, name: Some(n) } = self.v(ins, i)? {
             if self.consts.param(n).is_none() {
                 if let Some(d) = self.consts.cached_f16(n, t)? {
@@ -187,6 +190,15 @@ impl Cx<'_> {
             }
         }
         self.t(ins, i)
+    }
+    /// Device operators never see an empty tensor: a zero-size shape may still have huge
+    /// sizes (`[0, 2^31, 4]`), and operators size host vectors (masks, indices, steps) by
+    /// them (found by fuzzing: a `Trilu` of such an input asked for 32 GiB).
+    fn non_empty(&self, v: &V, i: usize) -> Result<()> {
+        if crate::host::checked_numel(v.dims()) == Some(0) {
+            return Err(self.err(format!("input {i} of shape {:?} is empty (zero-size tensors are not supported on the device)", v.dims())));
+        }
+        Ok(())
     }
     pub fn v<'v>(&self, ins: &'v [Option<V>], i: usize) -> Result<&'v V> {
         ins.get(i).and_then(|v| v.as_ref()).ok_or_else(|| self.node.err(format!("input {i} is missing")))

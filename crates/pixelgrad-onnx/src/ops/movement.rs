@@ -56,11 +56,13 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             out(x.permute(&perm)?)
         }
         "Concat" => {
-            let ts: Vec<Tensor> = (0..ins.len()).filter(|&i| cx.opt(ins, i).is_some()).map(|i| cx.t(ins, i)).collect::<Result<_>>()?;
-            let first = ts.first().ok_or_else(|| cx.err("no inputs"))?;
+            // empty parts (an empty constant some exporters concatenate) drop out: device
+            // operators never see an empty tensor
+            let full = |i: &usize| cx.opt(ins, *i).is_some_and(|v| crate::host::checked_numel(v.dims()) != Some(0));
+            let ts: Vec<Tensor> = (0..ins.len()).filter(full).map(|i| cx.t(ins, i)).collect::<Result<_>>()?;
+            let first = ts.first().ok_or_else(|| cx.err("no non-empty inputs"))?;
             let a = norm_axis(node, node.int("axis", 0)?, first.rank())?;
-            // empty parts drop out; a part without that axis stays, for concat to refuse
-            let refs: Vec<&Tensor> = ts.iter().filter(|t| t.dims().get(a).is_none_or(|&d| d > 0)).collect();
+            let refs: Vec<&Tensor> = ts.iter().collect();
             out(Tensor::concat(&refs, a)?)
         }
         "Slice" => {
@@ -185,8 +187,13 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             if d.len() != 4 || b < 1 {
                 return Err(cx.err(format!("expects NCHW input and blocksize >= 1, got {d:?}, blocksize {b}")));
             }
-            let b = b as usize;
             let [n, c, h, w] = [d[0], d[1], d[2], d[3]];
+            // a block no larger than the channels (DepthToSpace) or the image (SpaceToDepth),
+            // so b * b and the sizes below cannot overflow
+            let b = usize::try_from(b)
+                .ok()
+                .filter(|&b| b <= c.max(h).max(w))
+                .ok_or_else(|| cx.err(format!("blocksize {b} is larger than the input {d:?}")))?;
             if op == "DepthToSpace" {
                 if c % (b * b) != 0 {
                     return Err(cx.err(format!("channels {c} are not a multiple of blocksize^2")));
@@ -293,6 +300,9 @@ fn pad(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
                     continue;
                 }
                 let n = y.dims()[a] as i64;
+                if n == 0 {
+                    return Err(cx.err(format!("{mode} padding of an empty axis {a}")));
+                }
                 if mode == "reflect" && (pb[a] as i64 >= n || pe[a] as i64 >= n) {
                     return Err(cx.err(format!("reflect pads {}/{} need an axis longer than that (axis {a} has {n})", pb[a], pe[a])));
                 }

@@ -17,8 +17,11 @@ use crate::{OnnxError, Result};
 /// steps a second runs it in about a second.
 pub const DEFAULT_MAX_WORK: u64 = 1 << 40;
 
+/// What [`RunOptions::pause`] returns: a future the run awaits before its next node.
+pub type Pause = std::rc::Rc<dyn Fn() -> pixelgrad_core::LocalFuture<'static, ()>>;
+
 /// Options of one run ([`crate::Session::run_with`], [`crate::Session::run_async_with`]).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
     /// Most estimated work of the run, every primitive's ([`pixelgrad_core::budget::op_work`])
     /// plus one step per element a host operator makes; past it the run stops with an
@@ -28,21 +31,58 @@ pub struct RunOptions {
     /// Stops the run at its next primitive or node once cancelled, with
     /// [`pixelgrad_core::Error::Cancelled`] (in JS, an `AbortSignal`).
     pub cancel: Option<CancelToken>,
+    /// Awaited between nodes by [`crate::Session::run_async_with`] (never by the blocking
+    /// runs) once the run's work has grown by [`RunOptions::pause_every`] since the last
+    /// pause. In a browser, a future that resolves on the next task (a `setTimeout(0)`
+    /// promise) lets the page's event handlers run meanwhile, an `AbortSignal`'s `abort`
+    /// among them: without pauses a run that reads nothing back never yields, so a token can
+    /// only be cancelled before it starts.
+    pub pause: Option<Pause>,
+    /// Work between pauses (0: before every node).
+    pub pause_every: u64,
 }
 
-/// A run in progress: the device's run scope and the host operators' work.
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("max_work", &self.max_work)
+            .field("cancel", &self.cancel)
+            .field("pause", &self.pause.as_ref().map(|_| "Fn"))
+            .field("pause_every", &self.pause_every)
+            .finish()
+    }
+}
+
+/// A run in progress: the device's run scope, the host operators' work, the pauses.
 pub(super) struct RunGuard {
     scope: RunScope,
     device: Device,
     limit: u64,
     host: u64,
     cancel: Option<CancelToken>,
+    pause: Option<(Pause, u64)>,
+    paused_at: u64,
 }
 
 impl RunGuard {
-    pub(super) fn open(device: &Device, limit: u64, cancel: Option<CancelToken>) -> RunGuard {
+    /// `pausing`: whether this run awaits `options.pause` (the asynchronous runs).
+    pub(super) fn open(device: &Device, default_limit: u64, options: &RunOptions, pausing: bool) -> RunGuard {
+        let limit = options.max_work.unwrap_or(default_limit);
+        let cancel = options.cancel.clone();
         let scope = device.run_scope(RunLimits { max_work: Some(limit), cancel: cancel.clone() });
-        RunGuard { scope, device: device.clone(), limit, host: 0, cancel }
+        let pause = options.pause.clone().filter(|_| pausing).map(|p| (p, options.pause_every));
+        RunGuard { scope, device: device.clone(), limit, host: 0, cancel, pause, paused_at: 0 }
+    }
+
+    /// The pause to await now, if one is due.
+    pub(super) fn pause_due(&mut self) -> Option<pixelgrad_core::LocalFuture<'static, ()>> {
+        let (pause, every) = self.pause.as_ref()?;
+        let work = self.work();
+        if work.saturating_sub(self.paused_at) < *every {
+            return None;
+        }
+        self.paused_at = work;
+        Some(pause())
     }
 
     /// Work so far: the primitives' and the host operators'.
