@@ -495,7 +495,8 @@ impl Session {
         let mut guard = RunGuard::open(&self.device, self.max_work.get(), options, pausing);
         let mut env: HashMap<&str, V> = HashMap::default();
         for (name, input) in inputs {
-            let info = model.input(name).ok_or_else(|| OnnxError::Input {
+            let wiring = self.wiring.get_or_init(|| Wiring::new(model));
+            let info = wiring.input(model, name).ok_or_else(|| OnnxError::Input {
                 name: name.to_string(),
                 msg: format!("the model has no such input (its inputs: {})", input_list(&model.inputs)),
             })?;
@@ -652,7 +653,8 @@ impl Session {
         let mut ids = Vec::with_capacity(outputs.len());
         for o in outputs {
             let id = wiring.ids.get(*o).copied();
-            let known = id.is_some_and(|i| wiring.producer[i].is_some()) || model.input(o).is_some() || model.constants.contains_key(*o);
+            let known =
+                id.is_some_and(|i| wiring.producer[i].is_some()) || wiring.input(model, o).is_some() || model.constants.contains_key(*o);
             if !known {
                 return Err(OnnxError::Output { name: o.to_string(), msg: "the graph has no such value".into() });
             }
@@ -736,8 +738,13 @@ fn host_argument(op: &str, i: usize) -> bool {
     }
 }
 
+/// The first inputs, for an error message (a model may have very many).
 fn input_list(inputs: &[ValueInfo]) -> String {
-    inputs.iter().map(|i| format!("'{}' {} {}", i.name, i.dtype, i.shape_text())).collect::<Vec<_>>().join(", ")
+    let mut s = inputs.iter().take(16).map(|i| format!("'{}' {} {}", i.name, i.dtype, i.shape_text())).collect::<Vec<_>>().join(", ");
+    if inputs.len() > 16 {
+        s.push_str(&format!(" and {} more", inputs.len() - 16));
+    }
+    s
 }
 
 #[cfg(test)]

@@ -188,8 +188,8 @@ fn ones(s: &Session) -> Vec<(&'static str, Input)> {
 }
 
 fn budget_of(e: &OnnxError) -> Option<(u64, u64, &'static str)> {
-    match e {
-        OnnxError::Engine { source: CoreError::Budget { requested, limit, raise, .. }, .. } => Some((*requested, *limit, *raise)),
+    match e.core() {
+        Some(CoreError::Budget { requested, limit, raise, .. }) => Some((*requested, *limit, *raise)),
         _ => None,
     }
 }
