@@ -48,20 +48,106 @@ impl Rng {
 
 /// Integers where arithmetic breaks: zero, signs, powers of two around 32- and 64-bit limits.
 const INTS: &[i64] = &[0, 1, -1, 2, 3, 7, 64, 65536, 1 << 31, -(1 << 31), (1 << 32) + 1, 1 << 62, (1 << 62) + 1, i64::MAX, i64::MIN, -2];
-const FLOATS: &[f32] = &[0.0, -0.0, 1.0, -1.0, 0.5, 1e-45, 1e38, -1e38, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX, f32::MIN, 65536.0];
+const FLOATS: &[f32] =
+    &[0.0, -0.0, 1.0, -1.0, 0.5, 1e-45, 1e38, -1e38, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX, f32::MIN, 65536.0];
 /// Attribute names the supported operators read.
 const ATTRS: &[&str] = &[
-    "axis", "axes", "perm", "kernel_shape", "pads", "strides", "dilations", "group", "keepdims", "to", "split", "num_outputs",
-    "alpha", "beta", "epsilon", "mode", "blocksize", "k", "largest", "sorted", "transA", "transB", "starts", "ends", "value",
-    "auto_pad", "ceil_mode", "count_include_pad", "storage_order", "equation", "direction", "hidden_size", "layout",
-    "noop_with_empty_axes", "select_last_index", "exclusive", "reverse", "upper", "fmod", "batch_dims", "reduction", "saturate",
-    "output_padding", "output_shape", "size", "bias", "lambd", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
-    "exclude_outside", "center_point_box", "num_groups", "training_mode", "channels_last", "opset", "allowzero", "start", "end",
-    "value_float", "value_floats", "value_int", "value_ints", "scales", "activations", "clip", "linear_before_reset", "p",
-    "across_channels", "normalize_variance", "align_corners", "padding_mode", "sample_size", "ignore_index",
+    "axis",
+    "axes",
+    "perm",
+    "kernel_shape",
+    "pads",
+    "strides",
+    "dilations",
+    "group",
+    "keepdims",
+    "to",
+    "split",
+    "num_outputs",
+    "alpha",
+    "beta",
+    "epsilon",
+    "mode",
+    "blocksize",
+    "k",
+    "largest",
+    "sorted",
+    "transA",
+    "transB",
+    "starts",
+    "ends",
+    "value",
+    "auto_pad",
+    "ceil_mode",
+    "count_include_pad",
+    "storage_order",
+    "equation",
+    "direction",
+    "hidden_size",
+    "layout",
+    "noop_with_empty_axes",
+    "select_last_index",
+    "exclusive",
+    "reverse",
+    "upper",
+    "fmod",
+    "batch_dims",
+    "reduction",
+    "saturate",
+    "output_padding",
+    "output_shape",
+    "size",
+    "bias",
+    "lambd",
+    "coordinate_transformation_mode",
+    "nearest_mode",
+    "cubic_coeff_a",
+    "exclude_outside",
+    "center_point_box",
+    "num_groups",
+    "training_mode",
+    "channels_last",
+    "opset",
+    "allowzero",
+    "start",
+    "end",
+    "value_float",
+    "value_floats",
+    "value_int",
+    "value_ints",
+    "scales",
+    "activations",
+    "clip",
+    "linear_before_reset",
+    "p",
+    "across_channels",
+    "normalize_variance",
+    "align_corners",
+    "padding_mode",
+    "sample_size",
+    "ignore_index",
 ];
-const STRINGS: &[&str] = &["", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "linear", "nearest", "cubic", "reflect", "edge", "wrap", "constant", "bidirectional", "reverse", "ij,jk->ik", "...", "\u{0}"];
-const TYPES: &[i32] = &[dt::FLOAT, dt::FLOAT16, dt::BFLOAT16, dt::INT64, dt::INT32, dt::INT8, dt::UINT8, dt::BOOL, dt::DOUBLE, dt::STRING, 0, 99];
+const STRINGS: &[&str] = &[
+    "",
+    "NOTSET",
+    "SAME_UPPER",
+    "SAME_LOWER",
+    "VALID",
+    "linear",
+    "nearest",
+    "cubic",
+    "reflect",
+    "edge",
+    "wrap",
+    "constant",
+    "bidirectional",
+    "reverse",
+    "ij,jk->ik",
+    "...",
+    "\u{0}",
+];
+const TYPES: &[i32] =
+    &[dt::FLOAT, dt::FLOAT16, dt::BFLOAT16, dt::INT64, dt::INT32, dt::INT8, dt::UINT8, dt::BOOL, dt::DOUBLE, dt::STRING, 0, 99];
 
 /// `data` decoded, mutated one to four times (from `seed`) and encoded; `None` when `data`
 /// does not decode as a model or the result is longer than `max_size`.
@@ -86,7 +172,9 @@ fn extreme_attr(a: &mut AttributeProto, rng: &mut Rng) {
     };
     // sometimes another type than the one the operator expects
     if rng.below(4) == 0 {
-        a.r#type = rng.pick(&[at::INT, at::FLOAT, at::INTS, at::FLOATS, at::STRING, at::STRINGS, at::TENSOR, at::UNDEFINED, at::GRAPH]).unwrap_or(at::INT);
+        a.r#type = rng
+            .pick(&[at::INT, at::FLOAT, at::INTS, at::FLOATS, at::STRING, at::STRINGS, at::TENSOR, at::UNDEFINED, at::GRAPH])
+            .unwrap_or(at::INT);
     }
     match a.r#type {
         at::INT => a.i = int(rng),
@@ -265,14 +353,22 @@ pub fn op_seeds() -> Vec<(String, Vec<u8>)> {
     let info = |name: &str| {
         let dim = [1, 2, 4, 4].iter().map(|&d| Dimension { value: Some(DimValue::DimValue(d)), ..Default::default() }).collect();
         let tensor = TypeProtoTensor { elem_type: dt::FLOAT, shape: Some(TensorShapeProto { dim }) };
-        ValueInfoProto { name: name.into(), r#type: Some(TypeProto { tensor_type: Some(tensor), ..Default::default() }), ..Default::default() }
+        ValueInfoProto {
+            name: name.into(),
+            r#type: Some(TypeProto { tensor_type: Some(tensor), ..Default::default() }),
+            ..Default::default()
+        }
     };
     let mut out = Vec::new();
     for row in OPS {
         let Some(s) = row.schemas.last() else { continue };
         let ins: Vec<String> = (0..s.inputs.0).map(|i| format!("x{i}")).collect();
         let outs: Vec<String> = (0..s.outputs.0.max(1).min(s.outputs.1)).map(|i| format!("y{i}")).collect();
-        let attribute = s.required_attrs.iter().map(|a| AttributeProto { name: a.to_string(), r#type: at::INTS, ints: vec![1], ..Default::default() }).collect();
+        let attribute = s
+            .required_attrs
+            .iter()
+            .map(|a| AttributeProto { name: a.to_string(), r#type: at::INTS, ints: vec![1], ..Default::default() })
+            .collect();
         let node = NodeProto {
             input: ins.clone(),
             output: outs.clone(),

@@ -30,7 +30,8 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
         ("scalar", HostTensor::f32(vec![], vec![4.0])),
         ("image", HostTensor::f32(vec![1, 2, 2, 2], (0..8).map(|i| i as f32 / 8.0).collect())),
     ];
-    let mut out: Vec<(String, Vec<u8>)> = cases.into_iter().map(|(n, t)| (format!("{n}.npy"), npy::write(&t).unwrap_or_default())).collect();
+    let mut out: Vec<(String, Vec<u8>)> =
+        cases.into_iter().map(|(n, t)| (format!("{n}.npy"), npy::write(&t).unwrap_or_default())).collect();
     // version 2: the same header with a 4-byte length
     if let Some((_, v1)) = out.first() {
         if v1.len() >= 10 {

@@ -4,7 +4,7 @@
 //! `error: ...` line naming the node and what its schema wants, and exit status 1. So is a
 //! size bomb (a 16 GiB broadcast from a ~200 byte model).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pixelgrad_onnx::proto::{
@@ -20,7 +20,7 @@ fn write(name: &str, bytes: &[u8]) -> PathBuf {
 
 /// Runs `pixelgrad run FILE` (CPU) and checks: exit 1, no panic, exactly one `error:` line,
 /// the last one, containing every needle.
-fn refused(path: &PathBuf, needles: &[&str]) {
+fn refused(path: &Path, needles: &[&str]) {
     let out = Command::new(env!("CARGO_BIN_EXE_pixelgrad")).args(["run", path.to_str().unwrap(), "--backend", "cpu"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{}: {err}", path.display());
@@ -53,7 +53,13 @@ fn issue38_models_are_one_error_line() {
 
 #[test]
 fn a_broadcast_bomb_is_one_error_line() {
-    let shape = |name: &str, v: [i64; 2]| TensorProto { name: name.into(), dims: vec![2], data_type: 7, int64_data: v.to_vec(), ..Default::default() };
+    let shape = |name: &str, v: [i64; 2]| TensorProto {
+        name: name.into(),
+        dims: vec![2],
+        data_type: 7,
+        int64_data: v.to_vec(),
+        ..Default::default()
+    };
     let node = |op: &str, ins: &[&str], out: &str| NodeProto {
         op_type: op.into(),
         input: ins.iter().map(|s| s.to_string()).collect(),
