@@ -346,6 +346,8 @@ fn mutate_once(m: &mut ModelProto, rng: &mut Rng) {
 /// One small model per registered operator: the node with the fewest inputs its schema takes
 /// (float graph inputs of shape [1, 2, 4, 4]), its fewest outputs and its required attributes
 /// set to 1. Seeds for the mutator that reach every operator, the com.microsoft ones included.
+/// (Written to `fuzz/corpus/onnx/` by the stable test; the fuzz target itself does not call it.)
+#[allow(dead_code)]
 pub fn op_seeds() -> Vec<(String, Vec<u8>)> {
     use pixelgrad_onnx::proto::{
         Dimension, GraphProto, NodeProto, OperatorSetIdProto, TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
