@@ -301,3 +301,17 @@ fn an_async_run_pauses_between_nodes_so_a_cancel_can_arrive() {
     assert!(s.run_with(&ones(&s), &opts).is_ok());
     assert_eq!(pauses.get(), 9);
 }
+
+/// A model cannot make the importer open another file: an initializer whose data lives in an
+/// external file (`data_location = EXTERNAL`, a `location` naming any path) is refused by name
+/// (the importer reads only the bytes it is given; it has no code that opens a path).
+#[test]
+fn external_data_is_refused() {
+    use pixelgrad_onnx::proto::StringStringEntryProto;
+    let mut w = f32s("w", &[4], &[]);
+    w.data_location = 1;
+    w.external_data = vec![StringStringEntryProto { key: "location".into(), value: "/etc/passwd".into() }];
+    let bytes = model(13, vec![node("Add", &["x", "w"], &["y"], vec![])], &[("x", &[4])], &["y"], vec![w]);
+    let e = load_err(&bytes);
+    assert!(matches!(&e, OnnxError::UnsupportedModel(m) if m.contains("external file") && m.contains("initializer 'w'")), "{e}");
+}
