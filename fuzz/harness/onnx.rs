@@ -1,19 +1,22 @@
 // ONNX model files: decode, check, fold constants, bind to the CPU backend and, for models
 // with small inputs, run once on zeros.
 //
-// Shared by the cargo-fuzz target `fuzz/fuzz_targets/onnx.rs` and the stable test that runs
-// the seed corpus and regressions (`crates/pixelgrad-web/tests/fuzz_corpora.rs`): any panic
-// is a bug.
-use pixelgrad_core::Device;
+// Shared by the cargo-fuzz target `fuzz/fuzz_targets/onnx.rs` (whose custom mutator is
+// `harness/onnx_mutate.rs`) and the stable tests that run the seed corpus, the regressions and
+// deterministic mutations (`crates/pixelgrad-web/tests/fuzz_corpora.rs`,
+// `crates/pixelgrad-onnx/tests/fuzz_harness.rs`): any panic is a bug.
+use pixelgrad_core::{Device, Limits};
 use pixelgrad_onnx::{Data, Dim, HostTensor, Input, Model, Session};
 
 pub fn run(data: &[u8]) {
     let Ok(model) = Model::from_bytes(data) else { return };
     let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+    // results and work sized by the model's data stay small: the fuzzer explores structure,
+    // not compute (a Resize to 2^28 elements takes minutes under ASan); the caps are the ones
+    // every run has, lowered
+    dev.set_limits(Limits { max_elements: 1 << 20, max_op_work: 1 << 24 });
     let Ok(session) = Session::new(model, &dev) else { return };
-    // results sized by the model's data stay small: the fuzzer explores structure, not
-    // compute (a Resize to 2^28 elements takes minutes under ASan)
-    session.set_max_elements(1 << 20);
+    session.set_max_work(1 << 26);
     let mut feeds = Vec::new();
     for v in session.inputs() {
         let Some(dims) = &v.shape else { return };

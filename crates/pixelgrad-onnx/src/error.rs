@@ -59,6 +59,17 @@ pub enum OnnxError {
 }
 
 impl OnnxError {
+    /// The engine error inside, if this is one (`Engine` or `Core`): what a caller matches
+    /// to tell a refused budget (`pixelgrad_core::Error::Budget`) or a cancelled run
+    /// (`pixelgrad_core::Error::Cancelled`) from a bad model, e.g. to give JS errors their
+    /// `kind`.
+    pub fn core(&self) -> Option<&CoreError> {
+        match self {
+            OnnxError::Engine { source, .. } | OnnxError::Core(source) => Some(source),
+            _ => None,
+        }
+    }
+
     pub(crate) fn io(path: &std::path::Path, e: std::io::Error) -> Self {
         OnnxError::Io { path: path.display().to_string(), msg: e.to_string() }
     }

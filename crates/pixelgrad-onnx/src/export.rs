@@ -61,10 +61,10 @@ pub fn to_onnx(model: &dyn Module, sample_shape: &[usize]) -> Result<Vec<u8>> {
     Ok(m.encode_to_vec())
 }
 
-/// Writes `model` to `path` ([`to_onnx`]).
+/// Writes `model` to `path` ([`to_onnx`]) atomically: a crash mid-write leaves the old file (`pixelgrad_durable::write`).
 pub fn save(model: &dyn Module, sample_shape: &[usize], path: &std::path::Path) -> Result<()> {
     let b = to_onnx(model, sample_shape)?;
-    std::fs::write(path, b).map_err(|e| OnnxError::io(path, e))
+    pixelgrad_durable::write(path, b).map_err(|e| OnnxError::io(path, e))
 }
 
 #[derive(Default)]

@@ -54,7 +54,9 @@ impl Node {
                 return Err(OnnxError::UnsupportedModel(format!("node '{name}': attribute references (functions) are not supported")));
             }
             if let Some(v) = decode_attr(a, &name)? {
-                attrs.insert(a.name.clone(), v);
+                if attrs.insert(a.name.clone(), v).is_some() {
+                    return Err(OnnxError::Parse(format!("node '{name}': attribute '{}' is given twice", a.name)));
+                }
             }
         }
         Ok(Node {
@@ -68,6 +70,11 @@ impl Node {
         })
     }
 
+    /// How errors name this node: operator, name and opset.
+    pub fn context(&self) -> String {
+        format!("{} node '{}' (opset {})", self.op_type, self.name, self.opset)
+    }
+
     /// An error about this node.
     pub fn err(&self, msg: impl Into<String>) -> OnnxError {
         OnnxError::Node { op_type: self.op_type.clone(), node: self.name.clone(), opset: self.opset, msg: msg.into() }
@@ -76,6 +83,11 @@ impl Node {
     /// Input `i` if present (non-empty name).
     pub fn input(&self, i: usize) -> Option<&str> {
         self.inputs.get(i).map(|s| s.as_str()).filter(|s| !s.is_empty())
+    }
+
+    /// Output `i` if present (non-empty name).
+    pub fn output(&self, i: usize) -> Option<&str> {
+        self.outputs.get(i).map(|s| s.as_str()).filter(|s| !s.is_empty())
     }
 
     fn attr(&self, name: &str) -> Option<&Attr> {
@@ -219,12 +231,17 @@ impl ValueInfo {
             s.dim
                 .iter()
                 .map(|d| match &d.value {
-                    Some(DimValue::DimValue(v)) if *v >= 0 => Dim::Fixed(*v as usize),
-                    Some(DimValue::DimParam(p)) if !p.is_empty() => Dim::Named(p.clone()),
-                    _ => Dim::Unknown,
+                    // a size that does not fit this machine's usize (wasm32) is an error, not
+                    // a wrapped size
+                    Some(DimValue::DimValue(v)) if *v >= 0 => usize::try_from(*v)
+                        .map(Dim::Fixed)
+                        .map_err(|_| OnnxError::UnsupportedModel(format!("{what} has a dimension of {v}, too large for this machine"))),
+                    Some(DimValue::DimParam(p)) if !p.is_empty() => Ok(Dim::Named(p.clone())),
+                    _ => Ok(Dim::Unknown),
                 })
-                .collect()
+                .collect::<Result<Vec<_>>>()
         });
+        let shape = shape.transpose()?;
         Ok(ValueInfo { name: v.name.clone(), dtype, shape })
     }
 

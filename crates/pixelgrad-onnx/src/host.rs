@@ -122,19 +122,42 @@ pub struct HostTensor {
 
 impl HostTensor {
     pub fn f32(shape: Vec<usize>, v: Vec<f32>) -> HostTensor {
-        debug_assert_eq!(shape.iter().product::<usize>(), v.len());
         HostTensor { dtype: DType::F32, shape, data: Data::F32(v) }
     }
     pub fn i64(shape: Vec<usize>, v: Vec<i64>) -> HostTensor {
-        debug_assert_eq!(shape.iter().product::<usize>(), v.len());
         HostTensor { dtype: DType::I64, shape, data: Data::I64(v) }
     }
     /// Integer-class data of another integer type (values must fit it).
     pub fn ints(dtype: DType, shape: Vec<usize>, v: Vec<i64>) -> HostTensor {
         HostTensor { dtype, shape, data: Data::I64(v) }
     }
+    /// Elements the shape holds (saturating: a tensor that passed [`HostTensor::check`] or came
+    /// from a file has an exact count).
     pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+        checked_numel(&self.shape).unwrap_or(usize::MAX)
+    }
+    /// Elements stored.
+    pub fn len(&self) -> usize {
+        match &self.data {
+            Data::F32(v) => v.len(),
+            Data::I64(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Checks that the shape's size is representable ([`checked_numel`]) and that the data
+    /// holds that many elements (a caller's [`HostTensor`] is a public struct); `what` names
+    /// it in the error.
+    pub fn check(&self, what: &str) -> Result<()> {
+        match checked_numel(&self.shape) {
+            Some(n) if n == self.len() => Ok(()),
+            Some(n) => Err(OnnxError::Input {
+                name: what.into(),
+                msg: format!("holds {} values for shape {:?} ({n} elements)", self.len(), self.shape),
+            }),
+            None => Err(OnnxError::Input { name: what.into(), msg: format!("shape {:?} is too large", self.shape) }),
+        }
     }
     pub fn rank(&self) -> usize {
         self.shape.len()
@@ -175,12 +198,9 @@ impl HostTensor {
             if d < 0 {
                 return Err(OnnxError::Parse(format!("tensor {what} has a negative dimension {d}")));
             }
-            shape.push(d as usize);
+            shape.push(usize::try_from(d).map_err(|_| OnnxError::Parse(format!("tensor {what} has a dimension of {d}, too large")))?);
         }
-        let n: usize = shape
-            .iter()
-            .try_fold(1usize, |a, &d| a.checked_mul(d))
-            .ok_or_else(|| OnnxError::Parse(format!("tensor {what} is too large")))?;
+        let n = checked_numel(&shape).ok_or_else(|| OnnxError::Parse(format!("tensor {what} of shape {shape:?} is too large")))?;
         let raw = &t.raw_data;
         let bad_len = |have: usize| OnnxError::Parse(format!("tensor {what}: {have} values stored for shape {shape:?} ({n} elements)"));
         let data = if !raw.is_empty() {
@@ -190,7 +210,8 @@ impl HostTensor {
                 DType::I64 => 8,
                 DType::I8 | DType::U8 | DType::Bool => 1,
             };
-            if raw.len() != n * size {
+            // the byte count is computed checked: n elements of `size` bytes may not fit usize
+            if n.checked_mul(size) != Some(raw.len()) {
                 return Err(OnnxError::Parse(format!("tensor {what}: {} raw bytes for shape {shape:?} of {}", raw.len(), dtype)));
             }
             match dtype {
@@ -276,6 +297,23 @@ impl HostTensor {
     }
 }
 
+/// The number of elements of `shape`, or `None` where the product of its non-zero sizes
+/// overflows `usize` (then some partial product, a stride or an outer count, would too, even
+/// when a zero size makes the whole product 0). Every shape read from a file or made by host
+/// arithmetic is checked with it before anything is allocated for it.
+pub fn checked_numel(shape: &[usize]) -> Option<usize> {
+    let mut n = 1usize;
+    let mut zero = false;
+    for &d in shape {
+        if d == 0 {
+            zero = true;
+        } else {
+            n = n.checked_mul(d)?;
+        }
+    }
+    Some(if zero { 0 } else { n })
+}
+
 /// Wraps an integer into the range of `to` (two's complement), as a C cast does.
 pub fn wrap_int(x: i64, to: DType) -> i64 {
     match to {
@@ -287,5 +325,32 @@ pub fn wrap_int(x: i64, to: DType) -> i64 {
         DType::U8 => x as u8 as i64,
         DType::Bool => (x != 0) as i64,
         _ => x,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The raw byte count is compared with a checked `n * size`: a shape of 2^62 + 1 floats
+    /// and 4 raw bytes wrapped to a match before (and panicked in debug builds).
+    #[test]
+    fn raw_data_sizes_are_checked() {
+        let t = TensorProto { dims: vec![(1 << 62) + 1], data_type: dt::FLOAT, raw_data: vec![0; 4], ..Default::default() };
+        assert!(matches!(HostTensor::from_proto(&t, "w"), Err(OnnxError::Parse(_))));
+        let t = TensorProto { dims: vec![0, 1 << 40, 1 << 40], data_type: dt::FLOAT, ..Default::default() };
+        assert!(matches!(HostTensor::from_proto(&t, "w"), Err(OnnxError::Parse(m)) if m.contains("too large")));
+        let ok = TensorProto { dims: vec![1], data_type: dt::FLOAT, raw_data: vec![0, 0, 128, 63], ..Default::default() };
+        assert_eq!(HostTensor::from_proto(&ok, "w").unwrap().to_f32(), vec![1.0]);
+    }
+
+    #[test]
+    fn caller_tensors_are_checked() {
+        assert!(HostTensor::f32(vec![2, 2], vec![0.0; 4]).check("x").is_ok());
+        assert!(HostTensor::f32(vec![2, 3], vec![0.0; 4]).check("x").is_err());
+        assert!(HostTensor::f32(vec![1 << 40, 1 << 40], vec![]).check("x").is_err());
+        assert_eq!(checked_numel(&[0, usize::MAX, 2]), None);
+        assert_eq!(checked_numel(&[3, 0, 5]), Some(0));
+        assert_eq!(checked_numel(&[]), Some(1));
     }
 }

@@ -3,21 +3,66 @@
 //! `Gather` → `Concat` → `Reshape`). The device never sees these.
 
 use crate::graph::Node;
-use crate::host::{wrap_int, DType, Data, HostTensor};
-use crate::shapes::{broadcast, flatten_axis, norm_axis, reshape_target, slice_plan, squeeze_dims, strides, unsqueeze_dims};
-use crate::Result;
+use crate::host::{checked_numel, wrap_int, DType, Data, HostTensor};
+use crate::shapes::{
+    broadcast, flatten_axis, norm_axis, reshape_target, slice_plan, squeeze_dims, strides, transpose_perm, unsqueeze_dims,
+};
+use crate::{OnnxError, Result};
 
-/// Largest result (elements) a host op may produce while folding; larger tensors of weights
-/// still fold (ConstantOfShape, Cast, Identity), other ops are left to the device.
+/// Largest result (elements) an elementwise or broadcasting host op may produce (and
+/// `ConstantOfShape` may fill); larger ones are left to the device, where the device's element
+/// cap applies. Results no larger than their inputs (Cast, Identity, Reshape, Slice...) fold
+/// at any size.
 const FOLD_LIMIT: usize = 1 << 16;
 
-/// Largest host tensor a node may create (2^29 elements, 2 GiB of f32): a corrupted shape
-/// fails with an error instead of exhausting memory.
-const HOST_LIMIT: usize = 1 << 29;
+/// How large a result host evaluation may make: the device's element cap at run time, what
+/// is left of the folding budget at load. A result that can be larger than the node's inputs
+/// (`Concat` of one input many times, `Range`) is sized, with checked arithmetic, and compared
+/// with it before anything is allocated.
+#[derive(Clone, Copy, Debug)]
+pub struct Cap {
+    pub max_elements: usize,
+    /// Folding constants at load: a result over the cap leaves the node to run time
+    /// (`Ok(None)`); at run time it is an [`pixelgrad_core::Error::Budget`].
+    pub folding: bool,
+}
+
+impl Cap {
+    pub fn folding(max_elements: usize) -> Cap {
+        Cap { max_elements, folding: true }
+    }
+    pub fn run(max_elements: usize) -> Cap {
+        Cap { max_elements, folding: false }
+    }
+    /// Whether a result of `n` elements (`None`: more than `usize` holds) may be made.
+    fn admit(&self, node: &Node, n: Option<usize>) -> Result<bool> {
+        match n {
+            Some(n) if n <= self.max_elements => Ok(true),
+            _ if self.folding => Ok(false),
+            _ => Err(over_cap(node, n, self.max_elements)),
+        }
+    }
+}
+
+/// The budget error of a host result of `n` elements over `limit`.
+pub fn over_cap(node: &Node, n: Option<usize>, limit: usize) -> OnnxError {
+    OnnxError::Engine {
+        context: node.context(),
+        source: pixelgrad_core::Error::Budget {
+            op: "host evaluation",
+            backend: "host".into(),
+            what: "elements in one result",
+            requested: n.map_or(u64::MAX, |n| n as u64),
+            limit: limit as u64,
+            raise: "Device::set_limits (max_elements); in JS, init({ limits: { maxElements } })",
+        },
+    }
+}
 
 /// Evaluates `node` on host inputs (`None` for absent optional inputs). `Ok(None)`: this
-/// operator is not evaluated on the host (it runs on the device).
-pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostTensor>>> {
+/// operator is not evaluated on the host (it runs on the device), or, while folding, its
+/// result would not fit `cap`.
+pub fn eval(node: &Node, ins: &[Option<&HostTensor>], cap: Cap) -> Result<Option<Vec<HostTensor>>> {
     let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
     let one = |t: HostTensor| Ok(Some(vec![t]));
     let op = node.op_type.as_str();
@@ -25,7 +70,7 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
     let small = ins.iter().flatten().all(|t| t.numel() <= FOLD_LIMIT);
     match op {
         "Constant" => one(constant(node)?),
-        "Identity" | "Dropout" if node.outputs.len() <= 1 || node.outputs[1..].iter().all(|o| o.is_empty()) => one(get(0)?.clone()),
+        "Identity" | "Dropout" if node.outputs.iter().skip(1).all(|o| o.is_empty()) => one(get(0)?.clone()),
         "Cast" => {
             let to = DType::from_onnx(node.int("to", 0)? as i32, &format!("Cast node '{}'", node.name))?;
             one(get(0)?.cast(to))
@@ -38,12 +83,10 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
         "Size" => one(HostTensor::i64(vec![], vec![get(0)?.numel() as i64])),
         "ConstantOfShape" => {
             let dims = to_dims(node, get(0)?)?;
-            let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&n| n <= HOST_LIMIT);
-            let n = n.ok_or_else(|| node.err(format!("shape {dims:?} is too large (more than {HOST_LIMIT} elements)")))?;
-            if n > FOLD_LIMIT {
-                // Large: made on the device, under the session's size limit.
+            let Some(n) = checked_numel(&dims).filter(|&n| n <= FOLD_LIMIT) else {
+                // Large: made on the device, under the device's element cap.
                 return Ok(None);
-            }
+            };
             let t = match node.tensor_attr("value")? {
                 None => HostTensor::f32(dims, vec![0.0; n]),
                 Some(v) => {
@@ -51,8 +94,12 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
                         return Err(node.err("attribute 'value' must hold one element"));
                     }
                     match &v.data {
-                        Data::F32(x) => HostTensor { dtype: v.dtype, shape: dims, data: Data::F32(vec![x[0]; n]) },
-                        Data::I64(x) => HostTensor { dtype: v.dtype, shape: dims, data: Data::I64(vec![x[0]; n]) },
+                        Data::F32(x) => {
+                            HostTensor { dtype: v.dtype, shape: dims, data: Data::F32(vec![x.first().copied().unwrap_or(0.0); n]) }
+                        }
+                        Data::I64(x) => {
+                            HostTensor { dtype: v.dtype, shape: dims, data: Data::I64(vec![x.first().copied().unwrap_or(0); n]) }
+                        }
                     }
                 }
             };
@@ -82,6 +129,11 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
         }
         "Concat" => {
             let parts: Vec<&HostTensor> = ins.iter().flatten().copied().collect();
+            // one input named many times makes a result many times its size
+            let n = parts.iter().try_fold(0usize, |a, p| a.checked_add(p.numel()));
+            if !cap.admit(node, n)? {
+                return Ok(None);
+            }
             one(concat(node, &parts)?)
         }
         "Gather" => {
@@ -90,6 +142,12 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
             let rest: usize = x.shape.iter().enumerate().filter(|&(a, _)| a != axis).map(|(_, &d)| d).product();
             if idx.numel().saturating_mul(rest) > FOLD_LIMIT.max(x.numel()) {
                 return Ok(None);
+            }
+            let mut shape = x.shape.get(..axis).unwrap_or_default().to_vec();
+            shape.extend_from_slice(&idx.shape);
+            shape.extend_from_slice(x.shape.get(axis + 1..).unwrap_or_default());
+            if checked_numel(&shape).is_none() {
+                return Err(node.err(format!("result shape {shape:?} is too large")));
             }
             one(gather(node, x, idx)?)
         }
@@ -106,14 +164,21 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
             if [s, l, d].iter().any(|t| t.numel() != 1) {
                 return Err(node.err("start, limit and delta must be scalars (one element each)"));
             }
-            let (s0, l0, d0) = (s.to_f64()[0], l.to_f64()[0], d.to_f64()[0]);
+            let first = |t: &HostTensor| t.to_f64().first().copied().unwrap_or(0.0);
+            let (s0, l0, d0) = (first(s), first(l), first(d));
             if d0 == 0.0 {
                 return Err(node.err("delta is 0"));
             }
-            let n = ((l0 - s0) / d0).ceil().max(0.0) as usize;
-            if n > FOLD_LIMIT {
+            let count = ((l0 - s0) / d0).ceil().max(0.0);
+            if !count.is_finite() {
+                return Err(node.err(format!("start {s0}, limit {l0} and delta {d0} give no finite length")));
+            }
+            // Range runs on the host only: a large one is refused here, before allocating
+            let n = (count < usize::MAX as f64).then_some(count as usize);
+            if cap.folding && n.is_none_or(|n| n > FOLD_LIMIT) || !cap.admit(node, n)? {
                 return Ok(None);
             }
+            let n = n.unwrap_or(0);
             let v: Vec<f64> = (0..n).map(|i| s0 + i as f64 * d0).collect();
             one(from_f64(s.dtype, vec![n], v))
         }
@@ -138,18 +203,20 @@ pub fn eval(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<Vec<HostT
             let v = (0..cv.len()).map(|i| if cv[i] != 0.0 { av[i] } else { bv[i] }).collect();
             one(from_f64(a.dtype, out, v))
         }
-        "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceMean" if small => one(reduce(node, ins)?),
+        "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceMean" if small => match reduce(node, ins)? {
+            Some(t) => one(t),
+            None => Ok(None),
+        },
         _ => Ok(None),
     }
 }
 
 /// The broadcast of `shapes` when folding it on the host stays small (at most `FOLD_LIMIT`
 /// elements, as small inputs can broadcast to a huge result); `None` sends the node to the
-/// device, where the session's size limit applies.
+/// device, where the device's element cap applies.
 fn small_broadcast(node: &Node, shapes: &[&[usize]]) -> Result<Option<Vec<usize>>> {
     let out = broadcast(node, shapes)?;
-    let n = out.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
-    Ok(n.filter(|&n| n <= FOLD_LIMIT).map(|_| out))
+    Ok(checked_numel(&out).filter(|&n| n <= FOLD_LIMIT).map(|_| out))
 }
 
 /// The value of a `Constant` node.
@@ -194,11 +261,11 @@ pub fn axes_arg(node: &Node, ins: &[Option<&HostTensor>], i: usize) -> Result<Op
     }
 }
 
-/// A shape tensor's values as sizes (no negatives).
+/// A shape tensor's values as sizes: no negatives, none that `usize` cannot hold (wasm32).
 pub fn to_dims(node: &Node, t: &HostTensor) -> Result<Vec<usize>> {
     t.to_i64("shape")?
         .iter()
-        .map(|&d| if d < 0 { Err(node.err(format!("negative size {d} in a shape"))) } else { Ok(d as usize) })
+        .map(|&d| usize::try_from(d).map_err(|_| node.err(format!("size {d} in a shape is negative or too large"))))
         .collect()
 }
 
@@ -388,6 +455,9 @@ fn unary(node: &Node, x: &HostTensor) -> Result<HostTensor> {
 fn concat(node: &Node, parts: &[&HostTensor]) -> Result<HostTensor> {
     let first = parts.first().ok_or_else(|| node.err("no inputs"))?;
     let r = first.rank();
+    if r == 0 {
+        return Err(node.err("scalars do not concatenate (inputs need rank 1 or more)"));
+    }
     let axis = norm_axis(node, node.int("axis", 0)?, r)?;
     let mut out = first.shape.clone();
     out[axis] = 0;
@@ -395,28 +465,35 @@ fn concat(node: &Node, parts: &[&HostTensor]) -> Result<HostTensor> {
         if p.rank() != r || (0..r).any(|i| i != axis && p.shape[i] != first.shape[i]) {
             return Err(node.err(format!("input shapes {:?} and {:?} do not concatenate on axis {axis}", first.shape, p.shape)));
         }
-        out[axis] += p.shape[axis];
+        out[axis] = out[axis].checked_add(p.shape[axis]).ok_or_else(|| node.err("the concatenated axis is too long"))?;
+    }
+    if checked_numel(&out).is_none() {
+        return Err(node.err(format!("result shape {out:?} is too large")));
     }
     let outer: usize = first.shape[..axis].iter().product();
     let inner_of = |p: &HostTensor| p.shape[axis..].iter().product::<usize>();
     let ints = parts.iter().all(|p| matches!(p.data, Data::I64(_)));
     if ints {
-        let mut v = Vec::with_capacity(out.iter().product());
+        let mut v = Vec::with_capacity(checked_numel(&out).unwrap_or(0));
         for o in 0..outer {
             for p in parts {
-                let Data::I64(d) = &p.data else { unreachable!("checked above") };
-                let n = inner_of(p);
-                v.extend_from_slice(&d[o * n..(o + 1) * n]);
+                if let Data::I64(d) = &p.data {
+                    let n = inner_of(p);
+                    v.extend_from_slice(d.get(o * n..(o + 1) * n).unwrap_or_default());
+                }
             }
         }
         return Ok(HostTensor { dtype: first.dtype, shape: out, data: Data::I64(v) });
     }
-    let mut v = Vec::with_capacity(out.iter().product());
-    let vals: Vec<Vec<f32>> = parts.iter().map(|p| p.to_f32()).collect();
+    // read in place (no copy of each part: one input may be named many times)
+    let mut v = Vec::with_capacity(checked_numel(&out).unwrap_or(0));
     for o in 0..outer {
-        for (p, d) in parts.iter().zip(&vals) {
+        for p in parts {
             let n = inner_of(p);
-            v.extend_from_slice(&d[o * n..(o + 1) * n]);
+            match &p.data {
+                Data::F32(d) => v.extend_from_slice(d.get(o * n..(o + 1) * n).unwrap_or_default()),
+                Data::I64(d) => v.extend(d.get(o * n..(o + 1) * n).unwrap_or_default().iter().map(|&x| x as f32)),
+            }
         }
     }
     Ok(HostTensor { dtype: first.dtype, shape: out, data: Data::F32(v) })
@@ -477,7 +554,7 @@ fn gather(node: &Node, x: &HostTensor, idx: &HostTensor) -> Result<HostTensor> {
 }
 
 fn slice(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
-    let x = ins[0].ok_or_else(|| node.err("input 0 is missing"))?;
+    let x = ins.first().copied().flatten().ok_or_else(|| node.err("input 0 is missing"))?;
     let plan = slice_plan(node, &x.shape, ins)?;
     let mut t = x.clone();
     for (axis, idx) in plan {
@@ -488,10 +565,7 @@ fn slice(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
 
 fn transpose(node: &Node, x: &HostTensor) -> Result<HostTensor> {
     let r = x.rank();
-    let perm: Vec<usize> = match node.ints("perm")? {
-        Some(p) => p.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_>>()?,
-        None => (0..r).rev().collect(),
-    };
+    let perm = transpose_perm(node, r)?;
     let out: Vec<usize> = perm.iter().map(|&a| x.shape[a]).collect();
     let st = strides(&x.shape);
     let n = x.numel();
@@ -514,8 +588,11 @@ fn transpose(node: &Node, x: &HostTensor) -> Result<HostTensor> {
     Ok(HostTensor { dtype: x.dtype, shape: out, data })
 }
 
-fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
-    let x = ins[0].ok_or_else(|| node.err("input 0 is missing"))?;
+/// `None` where the result would be larger than [`FOLD_LIMIT`]: reducing an empty axis of a
+/// zero-size input leaves the other axes, whatever their sizes (found by fuzzing: a
+/// `[1, 0, 2^31, 4]` input asked for a 64 GiB result).
+fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<Option<HostTensor>> {
+    let x = ins.first().copied().flatten().ok_or_else(|| node.err("input 0 is missing"))?;
     let r = x.rank();
     let axes =
         if node.opset >= 18 || (node.op_type == "ReduceSum" && node.opset >= 13) { axes_arg(node, ins, 1)? } else { node.ints("axes")? };
@@ -523,18 +600,37 @@ fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
         Some(a) if !a.is_empty() => a.iter().map(|&v| norm_axis(node, v, r)).collect::<Result<_>>()?,
         _ if node.int("noop_with_empty_axes", 0)? != 0 => {
             if node.op_type != "ReduceSumSquare" {
-                return Ok(x.clone());
+                return Ok(Some(x.clone()));
             }
             // ReduceSumSquare over no axes squares each element (the ONNX reference's reading).
             let data = match &x.data {
                 Data::F32(v) => Data::F32(v.iter().map(|a| a * a).collect()),
                 Data::I64(v) => Data::I64(v.iter().map(|a| a.wrapping_mul(*a)).collect()),
             };
-            return Ok(HostTensor { dtype: x.dtype, shape: x.shape.clone(), data });
+            return Ok(Some(HostTensor { dtype: x.dtype, shape: x.shape.clone(), data }));
         }
         _ => (0..r).collect(),
     };
+    let kept: Vec<usize> = x.shape.iter().enumerate().map(|(a, &d)| if axes.contains(&a) { 1 } else { d }).collect();
+    if checked_numel(&kept).is_none_or(|n| n > FOLD_LIMIT) {
+        return Ok(None);
+    }
     let keep = node.int("keepdims", 1)? != 0;
+    let out: Vec<usize> =
+        if keep { kept.clone() } else { kept.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect() };
+    if x.numel() == 0 {
+        // every output element reduces nothing: the operation's identity (reducing one axis
+        // at a time below would make intermediates as large as the other axes)
+        let id = match node.op_type.as_str() {
+            "ReduceProd" => 1.0,
+            "ReduceSum" => 0.0,
+            "ReduceMax" => f64::NEG_INFINITY,
+            "ReduceMin" => f64::INFINITY,
+            _ => f64::NAN,
+        };
+        let n = checked_numel(&out).unwrap_or(0);
+        return Ok(Some(from_f64(x.dtype, out, vec![id; n])));
+    }
     let mut v = x.to_f64();
     let mut shape = x.shape.clone();
     for &a in &axes {
@@ -557,6 +653,5 @@ fn reduce(node: &Node, ins: &[Option<&HostTensor>]) -> Result<HostTensor> {
         v = res;
         shape[a] = 1;
     }
-    let out: Vec<usize> = if keep { shape } else { shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect() };
-    Ok(from_f64(x.dtype, out, v))
+    Ok(Some(from_f64(x.dtype, out, v)))
 }

@@ -42,7 +42,7 @@ impl OnnxLayer {
                 .ok_or_else(|| OnnxError::Input { name: n.into(), msg: "the model has no such input".into() })?
                 .name
                 .clone(),
-            None if inputs.len() == 1 => inputs[0].name.clone(),
+            None if inputs.len() == 1 => inputs.first().map(|i| i.name.clone()).unwrap_or_default(),
             None => {
                 return Err(OnnxError::Input {
                     name: String::new(),

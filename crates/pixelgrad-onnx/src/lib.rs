@@ -41,5 +41,6 @@ pub use graph::{Dim, ValueInfo};
 pub use host::{DType, Data, HostTensor};
 pub use layer::OnnxLayer;
 pub use model::{Model, Precision};
+pub use ops::registry;
 pub use ops::{SUPPORTED as SUPPORTED_OPS, SUPPORTED_MS as SUPPORTED_MS_OPS};
-pub use session::{Input, Session, Value, WeightStorage};
+pub use session::{Input, Pause, RunOptions, Session, Value, WeightStorage, DEFAULT_MAX_WORK};

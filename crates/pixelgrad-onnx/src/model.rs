@@ -5,9 +5,19 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use pixelgrad_core::budget::DEFAULT_MAX_ELEMENTS;
+
 use crate::graph::{Node, ValueInfo};
 use crate::host::{DType, HostTensor};
-use crate::{hostops, ops, proto, OnnxError, Result};
+use crate::ops::registry;
+use crate::{hostops, proto, OnnxError, Result};
+
+/// Elements that folding constants may create in all, at least (64 MiB of f32; models whose
+/// initializers hold more may create four times their elements).
+const FOLD_BUDGET: usize = 1 << 24;
 
 /// Oldest and newest default-domain opset accepted.
 pub const MIN_OPSET: i64 = 7;
@@ -39,6 +49,10 @@ pub struct LoadStats {
     /// `DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear` groups run as one integer
     /// operator (`QLinearConv`, `QLinearMatMul`, `QGemm`).
     pub fused_qdq: usize,
+    /// Node and edge visits of the graph bookkeeping while loading (ordering the nodes,
+    /// resolving the outputs): it grows linearly with the nodes and their inputs, whatever
+    /// their order in the file.
+    pub load_steps: usize,
 }
 
 /// Node counts by operator type, per precision ([`Model::precision`]).
@@ -106,17 +120,20 @@ impl Model {
             let dom = if n.domain == "ai.onnx" { "" } else { n.domain.as_str() };
             let node_opset = *opsets.get(dom).unwrap_or(&0);
             let node = Node::from_proto(n, i, if dom.is_empty() { opset } else { node_opset })?;
-            if !ops::is_supported(dom, &node.op_type) {
+            let Some(row) = registry::find(dom, &node.op_type) else {
                 return Err(OnnxError::UnsupportedOp {
                     op_type: node.op_type,
                     node: node.name,
                     domain: n.domain.clone(),
                     opset: node_opset,
                 });
-            }
+            };
+            // Arity and required attributes before anything reads the node.
+            registry::check(&node, row)?;
             nodes.push(node);
         }
-        let nodes = topo_sort(nodes, &constants, &inputs)?;
+        let mut steps = 0;
+        let nodes = topo_sort(nodes, &constants, &inputs, &mut steps)?;
         let mut model = Model {
             ir_version: m.ir_version,
             opset,
@@ -127,31 +144,49 @@ impl Model {
             inputs,
             outputs,
         };
+        let mut known: HashSet<&str> = model.nodes.iter().flat_map(|n| n.outputs.iter().map(|s| s.as_str())).collect();
+        known.extend(model.inputs.iter().map(|i| i.name.as_str()));
+        steps += model.nodes.len() + model.inputs.len();
         for o in &model.outputs {
-            let known = model.constants.contains_key(&o.name)
-                || model.inputs.iter().any(|i| i.name == o.name)
-                || model.nodes.iter().any(|n| n.outputs.contains(&o.name));
-            if !known {
+            steps += 1;
+            if !known.contains(o.name.as_str()) && !model.constants.contains_key(&o.name) {
                 return Err(OnnxError::Parse(format!("graph output '{}' is produced by no node", o.name)));
             }
         }
-        model.fold_constants()?;
+        drop(known);
+        model.stats.load_steps = steps;
+        let folding_budget =
+            FOLD_BUDGET.max(model.constants.values().map(|t| t.numel()).fold(0usize, |a, n| a.saturating_add(n)).saturating_mul(4));
+        model.fold_constants(folding_budget)?;
         model.fold_batch_norms()?;
         model.fuse_qdq()?;
         model.drop_unused();
         Ok(model)
     }
 
-    /// Evaluates on the host every node whose inputs are all constants.
-    fn fold_constants(&mut self) -> Result<()> {
+    /// Evaluates on the host every node whose inputs are all constants, creating at most
+    /// `budget` elements in all (each result also under the device's default element cap):
+    /// a node whose result would not fit is left to run time, where the session's limits
+    /// apply. So a small file cannot make loading allocate without bound (a chain of `Concat`s
+    /// doubling a constant, a thousand copies of one big initializer).
+    fn fold_constants(&mut self, mut budget: usize) -> Result<()> {
         let mut kept = Vec::with_capacity(self.nodes.len());
         for node in std::mem::take(&mut self.nodes) {
             let all_const = node.inputs.iter().all(|i| i.is_empty() || self.constants.contains_key(i));
             if all_const {
                 let ins: Vec<Option<&HostTensor>> =
                     node.inputs.iter().map(|i| if i.is_empty() { None } else { self.constants.get(i) }).collect();
-                if let Some(outs) = hostops::eval(&node, &ins)? {
+                // a result no larger than its inputs (a copy, a reshape, a slice) fits what is
+                // left when they do; larger ones (Concat, Range...) are checked against `cap`
+                let inputs = ins.iter().flatten().fold(0usize, |a, t| a.saturating_add(t.numel()));
+                if inputs > budget {
+                    kept.push(node);
+                    continue;
+                }
+                let cap = hostops::Cap::folding(budget.min(DEFAULT_MAX_ELEMENTS));
+                if let Some(outs) = hostops::eval(&node, &ins, cap)? {
                     for (name, t) in node.outputs.iter().zip(outs) {
+                        budget = budget.saturating_sub(t.numel());
                         if !name.is_empty() {
                             self.constants.insert(name.clone(), t);
                         }
@@ -187,13 +222,13 @@ impl Model {
             if bn.op_type != "BatchNormalization" || bn.outputs.iter().skip(1).any(|o| !o.is_empty()) || bn.int("training_mode", 0)? != 0 {
                 continue;
             }
-            let Some(&c) = producer.get(&bn.inputs[0]) else {
-                continue;
-            };
-            let conv = &self.nodes[c];
-            if conv.op_type != "Conv" || uses.get(&conv.outputs[0]).copied() != Some(1) {
+            let (Some(x), Some(out)) = (bn.input(0), bn.output(0)) else { continue };
+            let Some(conv) = producer.get(x).and_then(|&c| Some((c, self.nodes.get(c)?))) else { continue };
+            let (c, conv) = conv;
+            if conv.op_type != "Conv" || conv.outputs.len() != 1 || uses.get(x).copied() != Some(1) {
                 continue;
             }
+            let Some(conv_x) = conv.input(0) else { continue };
             let get = |n: &Node, i: usize| n.input(i).and_then(|name| self.constants.get(name));
             let (Some(w), Some(scale), Some(beta), Some(mean), Some(var)) = (get(conv, 1), get(bn, 1), get(bn, 2), get(bn, 3), get(bn, 4))
             else {
@@ -202,8 +237,8 @@ impl Model {
             if !w.dtype.is_float() || w.rank() < 3 {
                 continue;
             }
-            let m = w.shape[0];
-            if [scale, beta, mean, var].iter().any(|t| t.numel() != m) {
+            let m = w.shape.first().copied().unwrap_or(0);
+            if m == 0 || [scale, beta, mean, var].iter().any(|t| t.numel() != m) {
                 continue;
             }
             let eps = bn.float("epsilon", 1e-5)? as f64;
@@ -221,14 +256,14 @@ impl Model {
             let wname = format!("{}.folded_weight", conv.name);
             let bname = format!("{}.folded_bias", conv.name);
             let wshape = w.shape.clone();
-            let out = bn.outputs[0].clone();
+            let (out, conv_x) = (out.to_string(), conv_x.to_string());
             // Folded half-precision weights stay half precision (rounded once, after the
             // fold): a float16 model keeps its f16 storage by default.
             let dtype = if matches!(w.dtype, DType::F16 | DType::BF16) { w.dtype } else { DType::F32 };
             self.constants.insert(wname.clone(), HostTensor::f32(wshape, w2).cast(dtype));
             self.constants.insert(bname.clone(), HostTensor::f32(vec![m], b2).cast(dtype));
-            let conv = &mut self.nodes[c];
-            conv.inputs = vec![conv.inputs[0].clone(), wname, bname];
+            let Some(conv) = self.nodes.get_mut(c) else { continue };
+            conv.inputs = vec![conv_x, wname, bname];
             conv.outputs = vec![out];
             remove.insert(b);
             self.stats.folded_batch_norms += 1;
@@ -253,13 +288,13 @@ impl Model {
             self.nodes.iter().enumerate().flat_map(|(k, n)| n.inputs.iter().map(move |i| (i.clone(), k))).collect();
         // (x, scale, zero point) of a DequantizeLinear producing `name`, scales constant.
         let dq = |name: &str| -> Option<[String; 3]> {
-            let n = &self.nodes[*producer.get(name)?];
-            let scale = n.input(1)?;
+            let n = self.nodes.get(*producer.get(name)?)?;
+            let (x, scale) = (n.input(0)?, n.input(1)?);
             let constant_zp = n.input(2).map(|z| self.constants.contains_key(z)).unwrap_or(true);
             if n.op_type != "DequantizeLinear" || !self.constants.contains_key(scale) || !constant_zp {
                 return None;
             }
-            Some([n.inputs[0].clone(), scale.to_string(), n.input(2).unwrap_or("").to_string()])
+            Some([x.to_string(), scale.to_string(), n.input(2).unwrap_or("").to_string()])
         };
         let is_8bit = |name: &str, dtypes: &HashMap<&str, DType>| matches!(dtypes.get(name), Some(DType::U8 | DType::I8));
         // Element types of quantised values: those QuantizeLinear writes and 8-bit constants.
@@ -267,38 +302,42 @@ impl Model {
         for n in &self.nodes {
             if n.op_type == "QuantizeLinear" {
                 let dt = n.input(2).and_then(|z| self.constants.get(z)).map(|t| t.dtype).unwrap_or(DType::U8);
-                dtypes.insert(n.outputs[0].as_str(), dt);
+                if let Some(y) = n.output(0) {
+                    dtypes.insert(y, dt);
+                }
             }
         }
         let mut rewrites = Vec::new();
         for (k, n) in self.nodes.iter().enumerate() {
             let kind = n.op_type.as_str();
-            if !matches!(kind, "Conv" | "MatMul" | "Gemm") || n.outputs.len() != 1 || uses.get(&n.outputs[0]).copied() != Some(1) {
+            let (Some(out), Some(a_name), Some(b_name)) = (n.output(0), n.input(0), n.input(1)) else { continue };
+            if !matches!(kind, "Conv" | "MatMul" | "Gemm") || n.outputs.len() != 1 || uses.get(out).copied() != Some(1) {
                 continue;
             }
             if kind == "Gemm" && (n.float("beta", 1.0)? != 1.0 || n.float("alpha", 1.0)? != 1.0) {
                 continue;
             }
-            let Some(&q) = consumer.get(&n.outputs[0]) else { continue };
-            let qn = &self.nodes[q];
+            let Some((q, qn)) = consumer.get(out).and_then(|&q| Some((q, self.nodes.get(q)?))) else { continue };
+            let Some(y_scale) = qn.input(1) else { continue };
             let q_scale_ok = qn.input(1).map(|s| self.constants.get(s).map(|t| t.numel() == 1).unwrap_or(false)).unwrap_or(false);
             let q_zp_ok = qn.input(2).map(|z| self.constants.contains_key(z)).unwrap_or(true);
             if qn.op_type != "QuantizeLinear" || !q_scale_ok || !q_zp_ok {
                 continue;
             }
-            let (Some(a), Some(b)) = (dq(&n.inputs[0]), dq(&n.inputs[1])) else { continue };
-            if !is_8bit(&a[0], &dtypes) || !is_8bit(&b[0], &dtypes) || self.constants[&a[1]].numel() != 1 {
+            let (Some(a), Some(b)) = (dq(a_name), dq(b_name)) else { continue };
+            let (Some(a_scale), Some(b_scale)) = (self.constants.get(&a[1]), self.constants.get(&b[1])) else { continue };
+            if !is_8bit(&a[0], &dtypes) || !is_8bit(&b[0], &dtypes) || a_scale.numel() != 1 {
                 continue;
             }
             // Per-channel weight scales must run along the output channels.
-            if self.constants[&b[1]].numel() > 1 {
+            if b_scale.numel() > 1 {
                 let Some(w) = self.constants.get(&b[0]) else { continue };
                 let want = match kind {
                     "Conv" => 0,
                     "Gemm" if n.int("transB", 0)? != 0 => 0,
                     _ => w.rank() as i64 - 1,
                 };
-                let dqn = &self.nodes[producer[&n.inputs[1]]];
+                let Some(dqn) = producer.get(b_name).and_then(|&p| self.nodes.get(p)) else { continue };
                 let axis = dqn.int("axis", 1)?;
                 if (if axis < 0 { axis + w.rank() as i64 } else { axis }) != want {
                     continue;
@@ -314,19 +353,25 @@ impl Model {
                     else {
                         continue;
                     };
-                    if bq.dtype != DType::I32 || !d[2].is_empty() && self.constants[&d[2]].to_f64().iter().any(|&z| z != 0.0) {
+                    let zero_zp = d[2].is_empty() || self.constants.get(&d[2]).is_some_and(|z| z.to_f64().iter().all(|&z| z == 0.0));
+                    if bq.dtype != DType::I32 || !zero_zp {
                         continue;
                     }
                     let (bs, sa, sb) = (bs.to_f32(), sa.to_f32(), sb.to_f32());
-                    let at = |v: &[f32], i: usize| if v.len() == 1 { v[0] } else { v[i] };
                     let n = bs.len().max(sb.len());
+                    // one value each, or per channel along the same channels
+                    let fits = |v: &[f32]| v.len() == 1 || v.len() == n;
+                    if sa.len() != 1 || !fits(&bs) || !fits(&sb) {
+                        continue;
+                    }
+                    let at = |v: &[f32], i: usize| v.get(i).or(v.first()).copied().unwrap_or(0.0);
                     if (0..n).any(|i| (at(&bs, i) - at(&sa, 0) * at(&sb, i)).abs() > 1e-6 * at(&bs, i).abs()) {
                         continue;
                     }
                     Some(d[0].clone())
                 }
             };
-            let y = [qn.inputs[1].clone(), qn.input(2).unwrap_or("").to_string()];
+            let y = [y_scale.to_string(), qn.input(2).unwrap_or("").to_string()];
             let mut fused = n.clone();
             fused.outputs = qn.outputs.clone();
             fused.name = format!("{}.qdq", n.name);
@@ -357,7 +402,9 @@ impl Model {
         }
         let mut remove = HashSet::new();
         for (k, q, fused) in rewrites {
-            self.nodes[k] = fused;
+            if let Some(slot) = self.nodes.get_mut(k) {
+                *slot = fused;
+            }
             remove.insert(q);
             self.stats.fused_qdq += 1;
         }
@@ -409,37 +456,65 @@ impl Model {
 }
 
 /// Orders nodes so every input is produced before it is read (ONNX requires files to be in
-/// this order already; some exporters are not).
-fn topo_sort(nodes: Vec<Node>, constants: &HashMap<String, HostTensor>, inputs: &[ValueInfo]) -> Result<Vec<Node>> {
-    let mut ready: HashSet<String> = constants.keys().cloned().collect();
-    ready.extend(inputs.iter().map(|i| i.name.clone()));
-    let produced: HashSet<&str> = nodes.iter().flat_map(|n| n.outputs.iter().map(|s| s.as_str())).collect();
-    for n in &nodes {
-        for i in &n.inputs {
-            if !i.is_empty() && !ready.contains(i) && !produced.contains(i.as_str()) {
-                return Err(OnnxError::Parse(format!("node '{}' ({}) reads '{i}', which nothing produces", n.name, n.op_type)));
+/// this order already; some exporters are not), keeping the file's order among nodes that are
+/// ready: Kahn's algorithm, each node and input visited once (`steps` counts the visits).
+/// Refuses a value produced twice, or produced by a node and also given (an initializer or a
+/// graph input): ONNX graphs assign each name once.
+fn topo_sort(nodes: Vec<Node>, constants: &HashMap<String, HostTensor>, inputs: &[ValueInfo], steps: &mut usize) -> Result<Vec<Node>> {
+    let mut given_names: HashSet<&str> = constants.keys().map(|k| k.as_str()).collect();
+    given_names.extend(inputs.iter().map(|i| i.name.as_str()));
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (k, n) in nodes.iter().enumerate() {
+        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+            *steps += 1;
+            if given_names.contains(o.as_str()) {
+                return Err(OnnxError::Parse(format!(
+                    "node '{}' ({}) writes '{o}', which is an initializer or a graph input",
+                    n.name, n.op_type
+                )));
+            }
+            if producer.insert(o, k).is_some() {
+                return Err(OnnxError::Parse(format!("'{o}' is produced by more than one node (node '{}' is the second)", n.name)));
             }
         }
     }
-    let mut pending: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
-    let mut out = Vec::with_capacity(pending.len());
-    loop {
-        let mut progressed = false;
-        for slot in pending.iter_mut() {
-            let ok = slot.as_ref().is_some_and(|n| n.inputs.iter().all(|i| i.is_empty() || ready.contains(i)));
-            if ok {
-                let n = slot.take().expect("checked is_some");
-                ready.extend(n.outputs.iter().cloned());
-                out.push(n);
-                progressed = true;
+    // Per node, how many of its inputs wait for another node; per node, who reads its outputs.
+    let mut waiting = vec![0usize; nodes.len()];
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (k, n) in nodes.iter().enumerate() {
+        for i in n.inputs.iter().filter(|i| !i.is_empty()) {
+            *steps += 1;
+            if given_names.contains(i.as_str()) {
+                continue;
+            }
+            match producer.get(i.as_str()) {
+                Some(&p) => {
+                    waiting[k] += 1;
+                    readers[p].push(k);
+                }
+                None => return Err(OnnxError::Parse(format!("node '{}' ({}) reads '{i}', which nothing produces", n.name, n.op_type))),
             }
         }
-        if !progressed {
-            break;
+    }
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..nodes.len()).filter(|&k| waiting[k] == 0).map(Reverse).collect();
+    let mut order = Vec::with_capacity(nodes.len());
+    while let Some(Reverse(k)) = ready.pop() {
+        *steps += 1;
+        order.push(k);
+        for &r in &readers[k] {
+            *steps += 1;
+            waiting[r] -= 1;
+            if waiting[r] == 0 {
+                ready.push(Reverse(r));
+            }
         }
     }
-    if let Some(n) = pending.into_iter().flatten().next() {
-        return Err(OnnxError::Parse(format!("node '{}' ({}) is part of a cycle", n.name, n.op_type)));
+    if order.len() < nodes.len() {
+        let stuck = (0..nodes.len()).find(|&k| waiting[k] > 0).and_then(|k| nodes.get(k));
+        let what = stuck.map(|n| format!("node '{}' ({})", n.name, n.op_type)).unwrap_or_else(|| "a node".into());
+        return Err(OnnxError::Parse(format!("{what} is part of a cycle")));
     }
-    Ok(out)
+    drop(producer);
+    let mut slots: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
+    Ok(order.into_iter().filter_map(|k| slots.get_mut(k).and_then(Option::take)).collect())
 }

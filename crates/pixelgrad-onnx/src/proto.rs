@@ -263,3 +263,9 @@ pub enum DimValue {
 pub fn decode_model(bytes: &[u8]) -> Result<ModelProto, prost::DecodeError> {
     ModelProto::decode(bytes)
 }
+
+/// Encodes a model (what [`decode_model`] reads): for tools and tests that build models from
+/// these messages without depending on `prost` themselves.
+pub fn encode_model(model: &ModelProto) -> Vec<u8> {
+    model.encode_to_vec()
+}

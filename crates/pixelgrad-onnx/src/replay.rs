@@ -17,7 +17,7 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use pixelgrad_core::{Device, Storage, Tensor, Trace};
+use pixelgrad_core::{Device, Limits, Storage, Tensor, Trace};
 
 use crate::host::DType;
 use crate::ops::V;
@@ -34,6 +34,11 @@ type Key = (Vec<String>, Vec<(Vec<usize>, DType)>);
 pub(crate) struct Recorded {
     trace: Trace,
     outs: Vec<(Vec<usize>, DType, pixelgrad_core::kernel::DType)>,
+    /// The recorded run's work: a replay spends the same.
+    pub work: u64,
+    /// The device's caps the recorded run passed: a replay under other caps walks the graph
+    /// again (the replayed kernels are not checked one by one).
+    limits: Limits,
 }
 
 /// What [`Replays::prepare`] found for a run.
@@ -94,7 +99,7 @@ impl Replays {
     }
 
     /// Looks this run up: replay, record, or neither.
-    pub fn prepare(&self, env: &HashMap<&str, V>, names: &[&str], outputs: &[&str]) -> Plan {
+    pub fn prepare(&self, env: &HashMap<&str, V>, names: &[&str], outputs: &[&str], limits: Limits) -> Plan {
         let shapes = names
             .iter()
             .filter_map(|n| match env.get(n) {
@@ -104,7 +109,8 @@ impl Replays {
             .collect();
         let key: Key = (outputs.iter().map(|o| o.to_string()).collect(), shapes);
         match self.kept.borrow().iter().find(|(k, _)| *k == key) {
-            Some((_, Some(r))) => Plan::Replay(key, r.clone()),
+            Some((_, Some(r))) if r.limits == limits => Plan::Replay(key, r.clone()),
+            Some((_, Some(_))) => Plan::Record(key),
             Some((_, None)) => Plan::Walk,
             None => Plan::Record(key),
         }
@@ -121,7 +127,7 @@ impl Replays {
     }
 
     /// Ends the recording of a run that returned `vals`.
-    pub fn finish(device: &Device, vals: &[Value]) -> Option<Recorded> {
+    pub fn finish(device: &Device, vals: &[Value], work: u64) -> Option<Recorded> {
         let mut outs = Vec::with_capacity(vals.len());
         let mut stores = Vec::with_capacity(vals.len());
         for v in vals {
@@ -138,7 +144,7 @@ impl Replays {
             }
         }
         let trace = device.backend().trace_end(&stores)?;
-        Some(Recorded { trace, outs })
+        Some(Recorded { trace, outs, work, limits: device.limits() })
     }
 
     /// The outputs of `rec` replayed on `inputs` (as [`Replays::inputs`] listed them).

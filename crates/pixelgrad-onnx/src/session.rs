@@ -19,10 +19,13 @@ use crate::ops::{self, upload, Cx, V};
 use crate::replay::{Plan, Recording, Replays};
 
 mod consts;
+mod limits;
 mod live;
 mod wiring;
 
 use crate::{Model, OnnxError, Result};
+use limits::RunGuard;
+pub use limits::{Pause, RunOptions, DEFAULT_MAX_WORK};
 use live::LiveBytes;
 use wiring::{RunPlan, Wiring};
 
@@ -159,8 +162,8 @@ pub struct Session {
     /// Row sums of 8-bit weight matrices and their largest `Σ|w|`, by name and transpose
     /// ([`Consts::cached_int8_row_sums`]); not counted as weight bytes (one f32 per row).
     int8_sums: RefCell<HashMap<(String, bool), (Tensor, u64)>>,
-    /// See [`Session::set_max_elements`].
-    max_elements: std::cell::Cell<usize>,
+    /// See [`Session::set_max_work`].
+    max_work: std::cell::Cell<u64>,
     /// The graph's values and nodes by integer id, built on the first run.
     wiring: OnceCell<Wiring>,
     /// What a run needs for each set of requested values, by those values' names.
@@ -244,7 +247,7 @@ impl Session {
             cache: RefCell::new(HashMap::default()),
             host: RefCell::new(HashMap::default()),
             int8_sums: RefCell::new(HashMap::default()),
-            max_elements: std::cell::Cell::new(crate::ops::MAX_ELEMENTS),
+            max_work: std::cell::Cell::new(DEFAULT_MAX_WORK),
             wiring: OnceCell::new(),
             plans: RefCell::new(HashMap::default()),
             replays: Replays::default(),
@@ -254,14 +257,29 @@ impl Session {
         })
     }
 
-    /// Limits the elements of a result whose size the model's data decides (Resize scales,
-    /// Pad, Expand, Tile, ConstantOfShape): larger results are errors instead of allocations.
-    /// Default 2^28 (1 GiB of f32); lower it for models from untrusted sources that must also
-    /// stay cheap to run (the fuzz target uses 2^20).
+    /// Sets the element cap of the session's **device** ([`Device::set_limits`]'s
+    /// `max_elements`, for every user of that device): every result, of every operator, host
+    /// or device, is refused above it before anything is allocated. Default 2^28 (1 GiB of
+    /// f32).
+    #[deprecated(note = "the element cap is the device's now: use Device::set_limits (this sets it for every user of the device)")]
     pub fn set_max_elements(&self, n: usize) {
-        self.max_elements.set(n);
-        // A recorded run checked the old limit.
-        self.replays.clear();
+        let l = self.device.limits();
+        self.device.set_limits(pixelgrad_core::Limits { max_elements: n, ..l });
+    }
+
+    /// The most estimated work one run may do ([`RunOptions::max_work`] when a run does not
+    /// say): every primitive's estimate ([`pixelgrad_core::budget::op_work`], from the shapes
+    /// before it launches) plus one step per element the host operators make. A run past it
+    /// stops with an [`pixelgrad_core::Error::Budget`] naming this setting. Default
+    /// [`DEFAULT_MAX_WORK`] (2^40); lower it for models from untrusted sources that must stay
+    /// cheap to run.
+    pub fn set_max_work(&self, steps: u64) {
+        self.max_work.set(steps);
+    }
+
+    /// See [`Session::set_max_work`].
+    pub fn max_work(&self) -> u64 {
+        self.max_work.get()
     }
 
     /// Whether runs replay the kernels of an earlier run with the same input shapes and
@@ -421,9 +439,14 @@ impl Session {
     /// Runs the graph for inference (no autodiff graph is recorded); returns the graph outputs
     /// in order.
     pub fn run(&self, inputs: &[(&str, Input)]) -> Result<Vec<(String, Value)>> {
+        self.run_with(inputs, &RunOptions::default())
+    }
+
+    /// [`Session::run`] with a work limit and a cancel token ([`RunOptions`]).
+    pub fn run_with(&self, inputs: &[(&str, Input)], options: &RunOptions) -> Result<Vec<(String, Value)>> {
         let _g = pixelgrad_core::no_grad();
         let names: Vec<&str> = self.model.outputs.iter().map(|o| o.name.as_str()).collect();
-        let vals = self.run_to(inputs, &names)?;
+        let vals = self.run_to_with(inputs, &names, options)?;
         Ok(names.into_iter().map(|s| s.to_string()).zip(vals).collect())
     }
 
@@ -431,9 +454,14 @@ impl Session {
     /// intermediate value name) and returns them in that order. Gradients are recorded when
     /// the caller has them enabled (this is how [`crate::OnnxLayer`] trains).
     pub fn run_to(&self, inputs: &[(&str, Input)], outputs: &[&str]) -> Result<Vec<Value>> {
+        self.run_to_with(inputs, outputs, &RunOptions::default())
+    }
+
+    /// [`Session::run_to`] with a work limit and a cancel token ([`RunOptions`]).
+    pub fn run_to_with(&self, inputs: &[(&str, Input)], outputs: &[&str], options: &RunOptions) -> Result<Vec<Value>> {
         // Natively every read completes at once, so the core below never waits; in a browser
         // only a graph with a data-dependent operator on WebGPU would, and that needs run_async.
-        let fut = std::pin::pin!(self.run_core(inputs, outputs));
+        let fut = std::pin::pin!(self.run_core(inputs, outputs, options, false));
         match fut.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
             std::task::Poll::Ready(r) => r,
             std::task::Poll::Pending => Err(OnnxError::Output {
@@ -447,17 +475,28 @@ impl Session {
     /// inputs of operators whose result length depends on the data (`NonMaxSuppression`,
     /// `NonZero`) are read back with [`Tensor::to_vec_async`] before they run.
     pub async fn run_async(&self, inputs: &[(&str, Input)]) -> Result<Vec<(String, Value)>> {
+        self.run_async_with(inputs, &RunOptions::default()).await
+    }
+
+    /// [`Session::run_async`] with a work limit and a cancel token ([`RunOptions`]). The token
+    /// is checked before every primitive and between nodes, so cancelling it from an event
+    /// handler while the run awaits a read stops the run at its next step (in JS, an
+    /// `AbortSignal`'s `abort` event cancelling the token).
+    pub async fn run_async_with(&self, inputs: &[(&str, Input)], options: &RunOptions) -> Result<Vec<(String, Value)>> {
         let _g = pixelgrad_core::no_grad();
         let names: Vec<&str> = self.model.outputs.iter().map(|o| o.name.as_str()).collect();
-        let vals = self.run_core(inputs, &names).await?;
+        let vals = self.run_core(inputs, &names, options, true).await?;
         Ok(names.into_iter().map(|s| s.to_string()).zip(vals).collect())
     }
 
-    async fn run_core(&self, inputs: &[(&str, Input)], outputs: &[&str]) -> Result<Vec<Value>> {
+    /// `pausing`: whether the run awaits `options.pause` (only the asynchronous runs do).
+    async fn run_core(&self, inputs: &[(&str, Input)], outputs: &[&str], options: &RunOptions, pausing: bool) -> Result<Vec<Value>> {
         let model = &*self.model;
+        let mut guard = RunGuard::open(&self.device, self.max_work.get(), options, pausing);
         let mut env: HashMap<&str, V> = HashMap::default();
         for (name, input) in inputs {
-            let info = model.input(name).ok_or_else(|| OnnxError::Input {
+            let wiring = self.wiring.get_or_init(|| Wiring::new(model));
+            let info = wiring.input(model, name).ok_or_else(|| OnnxError::Input {
                 name: name.to_string(),
                 msg: format!("the model has no such input (its inputs: {})", input_list(&model.inputs)),
             })?;
@@ -477,34 +516,39 @@ impl Session {
         let names: Vec<&str> = model.inputs.iter().map(|i| i.name.as_str()).collect();
         let params: Vec<Tensor> = self.params.iter().map(|(_, p)| p.tensor()).collect();
         let Some(traced) = self.replays.inputs(&self.device, &env, &names, &params) else {
-            return self.walk(env, outputs).await;
+            return self.walk(env, outputs, &mut guard).await;
         };
-        match self.replays.prepare(&env, &names, outputs) {
-            Plan::Walk => self.walk(env, outputs).await,
-            Plan::Replay(key, rec) => match self.replays.replay(&self.device, &rec, &traced) {
-                Ok(vals) => Ok(vals),
-                // Not expected; the graph walk is always right, so it takes over for good.
-                Err(_) => {
-                    self.replays.keep(key, None);
-                    self.walk(env, outputs).await
+        match self.replays.prepare(&env, &names, outputs, self.device.limits()) {
+            Plan::Walk => self.walk(env, outputs, &mut guard).await,
+            Plan::Replay(key, rec) => {
+                // The replay launches no primitive through the device's checks: the recorded
+                // run's work counts against this run's limit, and the token is read first.
+                guard.before_replay(rec.work)?;
+                match self.replays.replay(&self.device, &rec, &traced) {
+                    Ok(vals) => Ok(vals),
+                    // Not expected; the graph walk is always right, so it takes over for good.
+                    Err(_) => {
+                        self.replays.keep(key, None);
+                        self.walk(env, outputs, &mut guard).await
+                    }
                 }
-            },
+            }
             Plan::Record(key) => {
                 let stores: Vec<&pixelgrad_core::Storage> = traced.iter().map(|t| t.storage()).collect();
                 if !self.device.backend().trace_begin(&stores) {
-                    return self.walk(env, outputs).await;
+                    return self.walk(env, outputs, &mut guard).await;
                 }
                 let recording = Recording(&self.device, false);
-                let vals = self.walk(env, outputs).await?;
+                let vals = self.walk(env, outputs, &mut guard).await?;
                 recording.done();
-                self.replays.keep(key, Replays::finish(&self.device, &vals));
+                self.replays.keep(key, Replays::finish(&self.device, &vals, guard.work()));
                 Ok(vals)
             }
         }
     }
 
     /// Runs the graph node by node for `outputs`, given the checked inputs `env`.
-    async fn walk(&self, env: HashMap<&str, V>, outputs: &[&str]) -> Result<Vec<Value>> {
+    async fn walk(&self, env: HashMap<&str, V>, outputs: &[&str], guard: &mut RunGuard) -> Result<Vec<Value>> {
         let model = &*self.model;
         let wiring = self.wiring.get_or_init(|| Wiring::new(model));
         let plan = self.plan(wiring, outputs)?;
@@ -520,6 +564,13 @@ impl Session {
         for (p, &k) in plan.nodes.iter().enumerate() {
             self.narrow_results.set(plan.held[p]);
             let node = &model.nodes[k];
+            // let the caller's event loop run (an abort handler may cancel the token), then:
+            // cancelled, or over the run's work, between nodes too (a host node launches no
+            // primitive the device could stop)
+            if let Some(pause) = guard.pause_due() {
+                pause.await;
+            }
+            guard.before(node)?;
             let mut ins = Vec::with_capacity(node.inputs.len());
             for (name, id) in node.inputs.iter().zip(&wiring.ins[k]) {
                 let Some(i) = *id else {
@@ -543,12 +594,17 @@ impl Session {
             }
             let cx = Cx { consts: self, node };
             let outs = ops::run(&cx, &ins).map_err(|e| match e {
-                OnnxError::Core(source) => {
-                    OnnxError::Engine { context: format!("{} node '{}' (opset {})", node.op_type, node.name, node.opset), source }
-                }
+                OnnxError::Core(source) => OnnxError::Engine { context: node.context(), source },
                 other => other,
             })?;
             drop(ins);
+            guard.host_values(&outs);
+            // an empty device result (a gather of no indices): the next operator would see it
+            if let Some(v) = outs.iter().find(|v| matches!(v, V::Dev { .. }) && crate::host::checked_numel(v.dims()) == Some(0)) {
+                return Err(
+                    node.err(format!("made an empty result of shape {:?} (zero-size tensors are not supported on the device)", v.dims()))
+                );
+            }
             for (id, v) in wiring.outs[k].iter().zip(outs) {
                 if let Some(i) = *id {
                     if uses[i] > 0 {
@@ -570,6 +626,7 @@ impl Session {
                 }
             }
         }
+        guard.end()?;
         self.activation_peak.set(live.peak);
         outputs
             .iter()
@@ -596,7 +653,8 @@ impl Session {
         let mut ids = Vec::with_capacity(outputs.len());
         for o in outputs {
             let id = wiring.ids.get(*o).copied();
-            let known = id.is_some_and(|i| wiring.producer[i].is_some()) || model.input(o).is_some() || model.constants.contains_key(*o);
+            let known =
+                id.is_some_and(|i| wiring.producer[i].is_some()) || wiring.input(model, o).is_some() || model.constants.contains_key(*o);
             if !known {
                 return Err(OnnxError::Output { name: o.to_string(), msg: "the graph has no such value".into() });
             }
@@ -624,6 +682,9 @@ impl Session {
     }
 
     fn check_input(&self, info: &ValueInfo, input: &Input) -> Result<V> {
+        if let Input::Host(h) = input {
+            h.check(&info.name)?;
+        }
         let (dims, dtype) = match input {
             Input::Tensor(t) => (t.dims().to_vec(), device_element_type(t)),
             Input::Host(h) => (h.shape.clone(), h.dtype),
@@ -677,8 +738,13 @@ fn host_argument(op: &str, i: usize) -> bool {
     }
 }
 
+/// The first inputs, for an error message (a model may have very many).
 fn input_list(inputs: &[ValueInfo]) -> String {
-    inputs.iter().map(|i| format!("'{}' {} {}", i.name, i.dtype, i.shape_text())).collect::<Vec<_>>().join(", ")
+    let mut s = inputs.iter().take(16).map(|i| format!("'{}' {} {}", i.name, i.dtype, i.shape_text())).collect::<Vec<_>>().join(", ");
+    if inputs.len() > 16 {
+        s.push_str(&format!(" and {} more", inputs.len() - 16));
+    }
+    s
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! pooling geometry (`pads`, `auto_pad`, `ceil_mode`).
 
 use crate::graph::Node;
-use crate::host::HostTensor;
+use crate::host::{checked_numel, HostTensor};
 use crate::Result;
 
 /// Row-major strides.
@@ -15,13 +15,34 @@ pub fn strides(shape: &[usize]) -> Vec<usize> {
     s
 }
 
-/// Resolves a possibly negative axis against `rank`.
+/// Resolves a possibly negative axis against `rank`: an axis that exists (so a scalar has
+/// none; indexing its sizes with one would panic).
 pub fn norm_axis(node: &Node, axis: i64, rank: usize) -> Result<usize> {
-    let a = if axis < 0 { axis + rank as i64 } else { axis };
-    if a < 0 || a >= rank.max(1) as i64 {
+    let a = if axis < 0 { axis.saturating_add(rank as i64) } else { axis };
+    if a < 0 || a >= rank as i64 {
         return Err(node.err(format!("axis {axis} is out of range for rank {rank}")));
     }
     Ok(a as usize)
+}
+
+/// `Transpose`'s `perm` (default: the axes reversed), which must be a permutation of the
+/// input's `rank` axes.
+pub fn transpose_perm(node: &Node, rank: usize) -> Result<Vec<usize>> {
+    let perm: Vec<usize> = match node.ints("perm")? {
+        Some(p) => p.iter().map(|&a| norm_axis(node, a, rank)).collect::<Result<_>>()?,
+        None => (0..rank).rev().collect(),
+    };
+    let mut seen = vec![false; rank];
+    for &a in &perm {
+        match seen.get_mut(a) {
+            Some(s) if !*s => *s = true,
+            _ => return Err(node.err(format!("perm {perm:?} is not a permutation of {rank} axes"))),
+        }
+    }
+    if perm.len() != rank {
+        return Err(node.err(format!("perm {perm:?} is not a permutation of {rank} axes")));
+    }
+    Ok(perm)
 }
 
 /// `Flatten`'s axis: in `[-rank, rank]`, negative counting from the end.
@@ -70,8 +91,9 @@ pub fn reshape_target(node: &Node, input: &[usize], target: &[i64], allowzero: b
             _ => return Err(node.err(format!("shape {target:?} is not a valid target"))),
         }
     }
-    // the target comes from the file: its product may overflow (found by fuzzing)
-    let Some(known) = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) else {
+    // the target comes from the file: its product may overflow (found by fuzzing), also
+    // where a 0 makes it 0 (the other sizes' product is a stride)
+    let Some(known) = checked_numel(&dims) else {
         return Err(node.err(format!("cannot reshape {input:?} ({n} elements) to {target:?}: the target is too large")));
     };
     if let Some(i) = infer {
@@ -168,7 +190,9 @@ pub fn slice_plan_args(
         } else {
             (norm(starts[k]).clamp(0, (d - 1).max(0)), norm(ends[k]).clamp(-1, d - 1))
         };
-        let len = if step > 0 {
+        let len = if d == 0 {
+            0
+        } else if step > 0 {
             if e > s {
                 (e - s + step - 1) / step
             } else {

@@ -250,6 +250,9 @@ fn conv_transpose(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
     if stride.contains(&0) || dil.contains(&0) || opad[0] >= stride[0].max(dil[0]) || opad[1] >= stride[1].max(dil[1]) {
         return Err(cx.err(format!("strides {stride:?}, dilations {dil:?}, output_padding {opad:?} are not valid")));
     }
+    if h == 0 || wd == 0 {
+        return Err(cx.err(format!("input of {h}x{wd} (zero-size tensors are not supported)")));
+    }
     let w = dilate(&w, dil)?;
     let (kh, kw) = (w.dims()[2], w.dims()[3]);
     let kk = kh * kw;

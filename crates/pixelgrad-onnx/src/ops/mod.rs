@@ -22,165 +22,17 @@ use crate::graph::Node;
 use crate::host::{DType, HostTensor};
 use crate::{hostops, OnnxError, Result};
 
-/// Every operator type `run` handles (the table in the book's ONNX chapter,
-/// `docs/src/guides/onnx.md`, lists their attributes).
-pub const SUPPORTED: &[&str] = &[
-    // shape arithmetic and constants (host when their inputs are host values)
-    "Constant",
-    "ConstantOfShape",
-    "Shape",
-    "Size",
-    "Cast",
-    "CastLike",
-    "Identity",
-    "Dropout",
-    "Range",
-    // elementwise
-    "Add",
-    "Sub",
-    "Mul",
-    "Div",
-    "Pow",
-    "Sqrt",
-    "Neg",
-    "Abs",
-    "Exp",
-    "Log",
-    "Reciprocal",
-    "Floor",
-    "Ceil",
-    "Round",
-    "Sign",
-    "Relu",
-    "LeakyRelu",
-    "PRelu",
-    "Elu",
-    "Selu",
-    "Celu",
-    "Clip",
-    "Sigmoid",
-    "HardSigmoid",
-    "HardSwish",
-    "Tanh",
-    "Softplus",
-    "Softsign",
-    "Erf",
-    "Gelu",
-    "Mish",
-    "Sin",
-    "Cos",
-    "Tan",
-    "Asin",
-    "Acos",
-    "Atan",
-    "Sinh",
-    "Cosh",
-    "Asinh",
-    "Acosh",
-    "Atanh",
-    "ThresholdedRelu",
-    "Shrink",
-    "IsNaN",
-    "IsInf",
-    "Max",
-    "Min",
-    "Sum",
-    "Mean",
-    "Where",
-    "Equal",
-    "Less",
-    "Greater",
-    "LessOrEqual",
-    "GreaterOrEqual",
-    "Not",
-    "And",
-    "Or",
-    "Xor",
-    "Mod",
-    "Softmax",
-    "LogSoftmax",
-    "SoftmaxCrossEntropyLoss",
-    "NegativeLogLikelihoodLoss",
-    // linear algebra and normalisation
-    "Gemm",
-    "MatMul",
-    "Einsum",
-    "BatchNormalization",
-    "InstanceNormalization",
-    "LayerNormalization",
-    "LRN",
-    "GroupNormalization",
-    "MeanVarianceNormalization",
-    "LpNormalization",
-    "ReduceMean",
-    "ReduceSum",
-    "ReduceMax",
-    "ReduceMin",
-    "ReduceProd",
-    "ReduceL1",
-    "ReduceL2",
-    "ReduceSumSquare",
-    "ReduceLogSum",
-    "ReduceLogSumExp",
-    "ArgMax",
-    "ArgMin",
-    // recurrent layers
-    "LSTM",
-    "GRU",
-    "RNN",
-    // selection and indexing
-    "TopK",
-    "Hardmax",
-    "CumSum",
-    "OneHot",
-    "GatherElements",
-    "ScatterElements",
-    "Scatter",
-    "GatherND",
-    "ScatterND",
-    "Trilu",
-    "NonMaxSuppression",
-    "NonZero",
-    "Compress",
-    "ReverseSequence",
-    "EyeLike",
-    "CenterCropPad",
-    // convolution and pooling
-    "Conv",
-    "ConvTranspose",
-    "MaxPool",
-    "AveragePool",
-    "GlobalAveragePool",
-    "GlobalMaxPool",
-    "LpPool",
-    "MaxUnpool",
-    // movement
-    "Reshape",
-    "Flatten",
-    "Transpose",
-    "Concat",
-    "Slice",
-    "Squeeze",
-    "Unsqueeze",
-    "Pad",
-    "Gather",
-    "Expand",
-    "Tile",
-    "Split",
-    "Resize",
-    "Upsample",
-    "GridSample",
-    "DepthToSpace",
-    "SpaceToDepth",
-    // quantisation (8-bit integers, `int32` accumulators and biases)
-    "QuantizeLinear",
-    "DequantizeLinear",
-    "DynamicQuantizeLinear",
-    "QLinearConv",
-    "QLinearMatMul",
-    "MatMulInteger",
-    "ConvInteger",
-];
+pub mod registry;
+
+/// Every default-domain operator type `run` handles: the names of [`registry::OPS`]' rows
+/// (the book's ONNX chapter, `docs/src/guides/onnx.md`, lists their attributes).
+pub const SUPPORTED: &[&str] = &ONNX_NAMES;
+const ONNX_NAMES: [&str; registry::N_ONNX] = registry::names(registry::Domain::Onnx);
+
+/// The com.microsoft operators pixelgrad runs: the quantised ones onnxruntime's quantiser
+/// writes (the `com.microsoft` rows of [`registry::OPS`]).
+pub const SUPPORTED_MS: &[&str] = &MS_NAMES;
+const MS_NAMES: [&str; registry::N_MS] = registry::names(registry::Domain::Microsoft);
 
 /// The inputs an operator needs on the host because its result's length depends on their
 /// values: the session reads them back before the operator runs (asynchronously in
@@ -194,21 +46,9 @@ pub fn reads_back(op_type: &str) -> &'static [usize] {
     }
 }
 
-/// The com.microsoft operators pixelgrad runs: the quantised ones onnxruntime's quantiser writes.
-pub use quant::SUPPORTED_MS;
-
 /// Whether `op_type` is one of the quantised operators (8-bit values, integer products).
 pub fn is_quantized(op_type: &str) -> bool {
     SUPPORTED_MS.contains(&op_type) || SUPPORTED.iter().skip_while(|&&o| o != "QuantizeLinear").any(|&o| o == op_type)
-}
-
-/// Whether `run` handles `op_type` of `domain` (`""` for the default ONNX domain).
-pub fn is_supported(domain: &str, op_type: &str) -> bool {
-    match domain {
-        "" | "ai.onnx" => SUPPORTED.contains(&op_type),
-        "com.microsoft" => SUPPORTED_MS.contains(&op_type),
-        _ => false,
-    }
 }
 
 /// A value while a graph runs: on the host (constants and shape arithmetic) or on the device.
@@ -280,20 +120,12 @@ pub trait Consts {
     fn cached_int8_row_sums(&self, _name: &str, _t: &HostTensor, _transpose: bool) -> Result<Option<(Tensor, u64)>> {
         Ok(None)
     }
-    /// Most elements a result whose size comes from the model's data (Resize, Pad, Expand,
-    /// Tile, ConstantOfShape) may have.
-    fn max_elements(&self) -> usize {
-        MAX_ELEMENTS
-    }
     /// Whether quantised results go to 8-bit storage ([`crate::Session::set_int8_activations`]
     /// and the backend's [`pixelgrad_core::Backend::supports_int8`]).
     fn int8_activations(&self) -> bool {
         self.device().backend().supports_int8()
     }
 }
-
-/// Default of [`Consts::max_elements`]: 2^28 elements, 1 GiB of f32.
-pub const MAX_ELEMENTS: usize = 1 << 28;
 
 /// Uploads a host tensor as f32. Integers must be exact in f32 (|v| ≤ 2^24).
 pub fn upload(dev: &Device, t: &HostTensor, what: &str) -> Result<Tensor> {
@@ -329,12 +161,14 @@ impl Cx<'_> {
     /// tensors). For ops that only relabel the shape (reshape, flatten, squeeze), which keep
     /// any storage; everything else takes [`Cx::t`].
     pub fn stored(&self, ins: &[Option<V>], i: usize) -> Result<Tensor> {
+        self.non_empty(self.v(ins, i)?, i)?;
         match self.v(ins, i)? {
             V::Dev { t, .. } => Ok(t.clone()),
             v => self.to_dev(v, i),
         }
     }
     pub fn to_dev(&self, v: &V, i: usize) -> Result<Tensor> {
+        self.non_empty(v, i)?;
         match v {
             V::Dev { t, .. } => Ok(t.widen()?),
             V::Host { t, name: Some(n) } => match self.consts.param(n) {
@@ -347,6 +181,7 @@ impl Cx<'_> {
     /// Input `i` for a matrix product's weight operand: an f16-stored constant as is (the
     /// product reads the halves, see [`Consts::cached_f16`]), anything else as [`Cx::t`].
     pub fn t_weight(&self, ins: &[Option<V>], i: usize) -> Result<Tensor> {
+        self.non_empty(self.v(ins, i)?, i)?;
         if let V::Host { t, name: Some(n) } = self.v(ins, i)? {
             if self.consts.param(n).is_none() {
                 if let Some(d) = self.consts.cached_f16(n, t)? {
@@ -355,6 +190,15 @@ impl Cx<'_> {
             }
         }
         self.t(ins, i)
+    }
+    /// Device operators never see an empty tensor: a zero-size shape may still have huge
+    /// sizes (`[0, 2^31, 4]`), and operators size host vectors (masks, indices, steps) by
+    /// them (found by fuzzing: a `Trilu` of such an input asked for 32 GiB).
+    fn non_empty(&self, v: &V, i: usize) -> Result<()> {
+        if crate::host::checked_numel(v.dims()) == Some(0) {
+            return Err(self.err(format!("input {i} of shape {:?} is empty (zero-size tensors are not supported on the device)", v.dims())));
+        }
+        Ok(())
     }
     pub fn v<'v>(&self, ins: &'v [Option<V>], i: usize) -> Result<&'v V> {
         ins.get(i).and_then(|v| v.as_ref()).ok_or_else(|| self.node.err(format!("input {i} is missing")))
@@ -377,13 +221,16 @@ impl Cx<'_> {
             Some(_) => self.h(ins, i, what).map(Some),
         }
     }
-    /// Refuses result shapes above the session's element limit (a corrupted or hostile shape
-    /// argument must fail with an error, not exhaust memory; [`MAX_ELEMENTS`] by default).
+    /// Refuses a result shape above the device's element cap
+    /// ([`pixelgrad_core::Device::limits`]) before the operator builds anything for it on the
+    /// host: the index and weight vectors of Resize, Pad, Einsum... are sized by one axis of
+    /// the result, so they are checked here, before the primitives (which the device checks
+    /// itself) run.
     pub fn check_size(&self, dims: &[usize]) -> Result<()> {
-        let max = self.consts.max_elements();
-        match dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) {
+        let max = self.dev().limits().max_elements;
+        match crate::host::checked_numel(dims) {
             Some(n) if n <= max => Ok(()),
-            _ => Err(self.err(format!("result shape {dims:?} is too large (more than {max} elements)"))),
+            n => Err(hostops::over_cap(self.node, n, max)),
         }
     }
     pub fn err(&self, msg: impl Into<String>) -> OnnxError {
@@ -402,7 +249,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     let all_host = ins.iter().all(|v| !matches!(v, Some(V::Dev { .. })));
     if all_host {
         let hs: Vec<Option<&HostTensor>> = ins.iter().map(|v| v.as_ref().and_then(|v| v.as_host())).collect();
-        if let Some(outs) = hostops::eval(node, &hs)? {
+        if let Some(outs) = hostops::eval(node, &hs, hostops::Cap::run(cx.dev().limits().max_elements))? {
             return Ok(outs.into_iter().map(V::host).collect());
         }
     }
@@ -420,7 +267,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
             }
             let x = cx.v(ins, 0)?;
             let mut outs = vec![x.clone()];
-            if node.outputs.len() > 1 && !node.outputs[1].is_empty() {
+            if node.output(1).is_some() {
                 // In inference every element is kept: the mask is all true.
                 outs.push(V::dev(Tensor::ones(cx.dev(), x.dims().to_vec())?, DType::Bool));
             }
@@ -489,10 +336,15 @@ fn one_d_as_two_d(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     }
     let cx2 = Cx { consts: cx.consts, node: &node };
     let mut outs = dispatch(&cx2, &ins2)?;
-    if let Some(V::Dev { t, dtype }) = outs.first() {
-        let mut d = t.dims().to_vec();
-        d.remove(2);
-        outs[0] = V::dev(t.reshape(d)?, *dtype);
+    // every result (MaxPool's indices too) loses the unit height again
+    for out in outs.iter_mut() {
+        if let V::Dev { t, dtype } = out {
+            if t.rank() == 4 && t.dims().get(2) == Some(&1) {
+                let mut d = t.dims().to_vec();
+                d.remove(2);
+                *out = V::dev(t.reshape(d)?, *dtype);
+            }
+        }
     }
     Ok(outs)
 }

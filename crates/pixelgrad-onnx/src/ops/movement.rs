@@ -6,7 +6,7 @@ use pixelgrad_core::Tensor;
 
 use super::{take, Cx, V};
 use crate::hostops::{axes_arg, gather_indices, to_dims};
-use crate::shapes::{broadcast, flatten_axis, norm_axis, reshape_target, slice_plan_from, squeeze_dims, unsqueeze_dims};
+use crate::shapes::{broadcast, flatten_axis, norm_axis, reshape_target, slice_plan_from, squeeze_dims, transpose_perm, unsqueeze_dims};
 use crate::{OnnxError, Result};
 
 pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
@@ -49,20 +49,20 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         "Transpose" => {
             let x = cx.t(ins, 0)?;
             let r = x.rank();
-            let perm: Vec<usize> = match node.ints("perm")? {
-                Some(p) => p.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_>>()?,
-                None => (0..r).rev().collect(),
-            };
+            let perm = transpose_perm(node, r)?;
             if perm.iter().enumerate().all(|(i, &p)| i == p) {
                 return out(x);
             }
             out(x.permute(&perm)?)
         }
         "Concat" => {
-            let ts: Vec<Tensor> = (0..ins.len()).filter(|&i| cx.opt(ins, i).is_some()).map(|i| cx.t(ins, i)).collect::<Result<_>>()?;
-            let first = ts.first().ok_or_else(|| cx.err("no inputs"))?;
+            // empty parts (an empty constant some exporters concatenate) drop out: device
+            // operators never see an empty tensor
+            let full = |i: &usize| cx.opt(ins, *i).is_some_and(|v| crate::host::checked_numel(v.dims()) != Some(0));
+            let ts: Vec<Tensor> = (0..ins.len()).filter(full).map(|i| cx.t(ins, i)).collect::<Result<_>>()?;
+            let first = ts.first().ok_or_else(|| cx.err("no non-empty inputs"))?;
             let a = norm_axis(node, node.int("axis", 0)?, first.rank())?;
-            let refs: Vec<&Tensor> = ts.iter().filter(|t| t.dims()[a] > 0).collect();
+            let refs: Vec<&Tensor> = ts.iter().collect();
             out(Tensor::concat(&refs, a)?)
         }
         "Slice" => {
@@ -105,10 +105,9 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             out(y.reshape(shape)?)
         }
         "ConstantOfShape" => {
-            // Folded on the host when small (hostops); a large one is made here, under the
-            // session's size limit.
+            // Folded on the host when small (hostops); a large one is made here, where the
+            // device refuses one over its element cap before allocating (Op::Fill).
             let dims = to_dims(node, cx.h(ins, 0, "input")?)?;
-            cx.check_size(&dims)?;
             let (value, dtype) = match node.tensor_attr("value")? {
                 None => (0.0, crate::host::DType::F32),
                 Some(v) if v.numel() == 1 => (v.to_f32()[0], v.dtype),
@@ -119,8 +118,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         "Expand" => {
             let x = cx.t(ins, 0)?;
             let target = to_dims(node, cx.h(ins, 1, "shape")?)?;
+            // one primitive (Op::Expand), which the device checks against its element cap
             let shape = broadcast(node, &[x.dims(), &target])?;
-            cx.check_size(&shape)?;
             out(x.broadcast_to(shape)?)
         }
         "Tile" => {
@@ -129,7 +128,9 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             if reps.len() != x.rank() || reps.iter().any(|&r| r < 1) {
                 return Err(cx.err(format!("repeats {reps:?} do not fit rank {} (each must be at least 1)", x.rank())));
             }
-            let full: Vec<usize> = x.dims().iter().zip(&reps).map(|(&d, &r)| d.saturating_mul(r as usize)).collect();
+            // checked up front: the tiling is several primitives, each smaller than the result
+            let full: Vec<usize> =
+                x.dims().iter().zip(&reps).map(|(&d, &r)| d.saturating_mul(usize::try_from(r).unwrap_or(usize::MAX))).collect();
             cx.check_size(&full)?;
             let mut y = x;
             for (a, &r) in reps.iter().enumerate() {
@@ -138,9 +139,10 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
                 }
                 let d = y.dims().to_vec();
                 let mut big = d.clone();
-                big.insert(a, r as usize);
+                let r = usize::try_from(r).unwrap_or(usize::MAX);
+                big.insert(a, r);
                 let mut fin = d.clone();
-                fin[a] *= r as usize;
+                fin[a] = fin[a].saturating_mul(r);
                 y = y.unsqueeze(a)?.broadcast_to(big)?.reshape(fin)?;
             }
             out(y)
@@ -151,15 +153,19 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             let n = x.dims()[a];
             let parts = node.outputs.len();
             let sizes: Vec<usize> = match (node.ints("split")?, cx.opt_h(ins, 1, "split")?) {
-                (Some(s), _) => s.iter().map(|&v| v.max(0) as usize).collect(),
-                (None, Some(t)) => t.to_i64("split")?.iter().map(|&v| v.max(0) as usize).collect(),
+                (Some(s), _) => s.iter().map(|&v| usize::try_from(v.max(0)).unwrap_or(usize::MAX)).collect(),
+                (None, Some(t)) => t.to_i64("split")?.iter().map(|&v| usize::try_from(v.max(0)).unwrap_or(usize::MAX)).collect(),
                 (None, None) => {
-                    let k = node.int("num_outputs", parts as i64)?.max(1) as usize;
-                    let each = n.div_ceil(k);
-                    (0..k).map(|i| each.min(n.saturating_sub(i * each))).collect()
+                    let k = node.int("num_outputs", parts as i64)?;
+                    if k != parts as i64 {
+                        return Err(cx.err(format!("num_outputs {k} but the node has {parts} outputs")));
+                    }
+                    let each = n.div_ceil(parts.max(1));
+                    (0..parts).map(|i| each.min(n.saturating_sub(i.saturating_mul(each)))).collect()
                 }
             };
-            if sizes.len() != parts || sizes.iter().sum::<usize>() != n {
+            // sizes come from the file: their sum may overflow
+            if sizes.len() != parts || sizes.iter().try_fold(0usize, |a, &s| a.checked_add(s)) != Some(n) {
                 return Err(cx.err(format!("split sizes {sizes:?} do not divide an axis of {n} into {parts} outputs")));
             }
             let mut outs = Vec::with_capacity(parts);
@@ -181,8 +187,13 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             if d.len() != 4 || b < 1 {
                 return Err(cx.err(format!("expects NCHW input and blocksize >= 1, got {d:?}, blocksize {b}")));
             }
-            let b = b as usize;
             let [n, c, h, w] = [d[0], d[1], d[2], d[3]];
+            // a block no larger than the channels (DepthToSpace) or the image (SpaceToDepth),
+            // so b * b and the sizes below cannot overflow
+            let b = usize::try_from(b)
+                .ok()
+                .filter(|&b| b <= c.max(h).max(w))
+                .ok_or_else(|| cx.err(format!("blocksize {b} is larger than the input {d:?}")))?;
             if op == "DepthToSpace" {
                 if c % (b * b) != 0 {
                     return Err(cx.err(format!("channels {c} are not a multiple of blocksize^2")));
@@ -289,6 +300,9 @@ fn pad(cx: &Cx, ins: &[Option<V>]) -> Result<Tensor> {
                     continue;
                 }
                 let n = y.dims()[a] as i64;
+                if n == 0 {
+                    return Err(cx.err(format!("{mode} padding of an empty axis {a}")));
+                }
                 if mode == "reflect" && (pb[a] as i64 >= n || pe[a] as i64 >= n) {
                     return Err(cx.err(format!("reflect pads {}/{} need an axis longer than that (axis {a} has {n})", pb[a], pe[a])));
                 }

@@ -80,6 +80,12 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             if k.len() != 2 || st.len() != 2 || p.len() != 4 {
                 return Err(cx.err("only 2-D unpooling is supported (kernel_shape, strides: 2 values; pads: 4)"));
             }
+            // bounded as window2 bounds pooling's, so that the sizes below cannot overflow
+            // (found by fuzzing)
+            let fits = |v: &[i64], lo: i64, hi: i64| v.iter().all(|x| (lo..=hi).contains(x));
+            if !fits(&k, 1, 1 << 15) || !fits(&st, 1, 1 << 15) || !fits(&p, 0, 1 << 20) {
+                return Err(cx.err(format!("kernel_shape {k:?}, strides {st:?} or pads {p:?} out of range")));
+            }
             let size = |a: usize| (d[2 + a] as i64 - 1) * st[a] + k[a] - p[a] - p[a + 2];
             let (oh, ow) = (size(0), size(1));
             if oh < 1 || ow < 1 {

@@ -25,19 +25,6 @@ use crate::host::DType;
 use crate::shapes::norm_axis;
 use crate::Result;
 
-/// The com.microsoft operators `run` handles (as onnxruntime's quantiser writes them).
-pub const SUPPORTED_MS: &[&str] = &[
-    "QGemm",
-    "QLinearAdd",
-    "QLinearMul",
-    "QLinearConcat",
-    "QLinearGlobalAveragePool",
-    "QLinearAveragePool",
-    "QLinearSigmoid",
-    "QLinearLeakyRelu",
-    "QLinearSoftmax",
-];
-
 /// The saturation range of an 8-bit (or 32-bit) integer type.
 fn range(dt: DType) -> Option<(f32, f32)> {
     match dt {

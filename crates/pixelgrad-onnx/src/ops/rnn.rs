@@ -134,10 +134,12 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
     let (w, r) = (cx.t(ins, 1)?, cx.t(ins, 2)?);
     let g = cell.gates();
     let hidden = match node.int("hidden_size", 0)? {
-        h if h > 0 => h as usize,
+        h if h > 0 => usize::try_from(h).unwrap_or(usize::MAX),
         _ => r.dims().last().copied().unwrap_or(0),
     };
-    if w.dims() != [dirs, g * hidden, input] || r.dims() != [dirs, g * hidden, hidden] {
+    // hidden_size comes from the file: the gates' rows must not overflow
+    let rows = g.checked_mul(hidden).ok_or_else(|| cx.err(format!("hidden_size {hidden} is too large")))?;
+    if w.dims() != [dirs, rows, input] || r.dims() != [dirs, rows, hidden] {
         return Err(cx.err(format!(
             "W {:?} and R {:?} do not fit {dirs} direction(s), {g} gates of hidden size {hidden} and input size {input}",
             w.dims(),

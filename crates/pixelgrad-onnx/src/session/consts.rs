@@ -13,9 +13,6 @@ impl Consts for Session {
     fn device(&self) -> &Device {
         &self.device
     }
-    fn max_elements(&self) -> usize {
-        self.max_elements.get()
-    }
     fn int8_activations(&self) -> bool {
         self.narrow_results.get() && self.int8_activations_on()
     }

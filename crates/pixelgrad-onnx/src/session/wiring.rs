@@ -14,6 +14,8 @@ pub(super) struct Wiring {
     pub(super) outs: Vec<Vec<Option<usize>>>,
     /// The node computing each value, if one does.
     pub(super) producer: Vec<Option<usize>>,
+    /// The model's inputs by name (a run looks every given input up).
+    inputs: HashMap<String, usize>,
 }
 
 impl Wiring {
@@ -34,7 +36,13 @@ impl Wiring {
                 producer[*v] = Some(k);
             }
         }
-        Wiring { ids, ins, outs, producer }
+        let inputs = model.inputs.iter().enumerate().map(|(k, i)| (i.name.clone(), k)).collect();
+        Wiring { ids, ins, outs, producer, inputs }
+    }
+
+    /// The model's input called `name`.
+    pub(super) fn input<'m>(&self, model: &'m Model, name: &str) -> Option<&'m crate::ValueInfo> {
+        self.inputs.get(name).and_then(|&k| model.inputs.get(k))
     }
 }
 

@@ -1,0 +1,70 @@
+//! The registry's default-domain rows are the ONNX operator schemas: for every operator and
+//! every opset the importer accepts (7 to 22), the schema in force in the pinned `onnx` package
+//! (`scripts/onnx-fixtures.sh` installs it in `target/onnx-venv`) has the row's input and
+//! output counts, optional inputs and required attributes.
+
+mod common;
+
+use std::process::Command;
+
+use pixelgrad_onnx::model::{MAX_OPSET, MIN_OPSET};
+use pixelgrad_onnx::registry::{Domain, OPS, VARIADIC};
+
+const DUMP: &str = r#"
+import json, sys
+import onnx.defs as d
+from onnx.defs import OpSchema
+out = {}
+lo, hi = int(sys.argv[1]), int(sys.argv[2])
+for op in sys.argv[3:]:
+    rows = []
+    for v in range(lo, hi + 1):
+        try:
+            s = d.get_schema(op, v, "")
+        except Exception:
+            rows.append(None)
+            continue
+        big = 2**31 - 1
+        rows.append({
+            "since": s.since_version,
+            "inputs": [s.min_input, -1 if s.max_input == big else s.max_input],
+            "outputs": [s.min_output, -1 if s.max_output == big else s.max_output],
+            "optional": [i for i, f in enumerate(s.inputs) if f.option == OpSchema.FormalParameterOption.Optional],
+            "required": sorted(a for a, at in s.attributes.items() if at.required),
+        })
+    out[op] = rows
+print(json.dumps(out))
+"#;
+
+#[test]
+fn default_domain_rows_are_the_onnx_schemas() {
+    let python = common::repo_root().join("target/onnx-venv/bin/python");
+    let _ = common::fixtures(); // makes the venv
+    let names: Vec<&str> = OPS.iter().filter(|r| r.domain == Domain::Onnx).map(|r| r.name).collect();
+    let out = Command::new(python).args(["-c", DUMP, &MIN_OPSET.to_string(), &MAX_OPSET.to_string()]).args(&names).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dump: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut checked = 0;
+    for row in OPS.iter().filter(|r| r.domain == Domain::Onnx) {
+        for (k, opset) in (MIN_OPSET..=MAX_OPSET).enumerate() {
+            let want = &dump[row.name][k];
+            if want.is_null() {
+                continue; // not yet defined at this opset: the registry reads it with its first schema
+            }
+            let s = row.schema(opset);
+            let bound = |v: usize| if v == VARIADIC { -1 } else { v as i64 };
+            let got = serde_json::json!({
+                "since": s.since,
+                "inputs": [s.inputs.0, bound(s.inputs.1)],
+                "outputs": [s.outputs.0, bound(s.outputs.1)],
+                "optional": s.optional_inputs,
+                "required": s.required_attrs,
+            });
+            // `since` may be older in the registry where a schema changed nothing it records
+            let same = ["inputs", "outputs", "optional", "required"].iter().all(|f| got[f] == want[f]);
+            assert!(same && s.since <= opset, "{} at opset {opset}: registry {got}, onnx {want}", row.name);
+            checked += 1;
+        }
+    }
+    assert!(checked > 1500, "{checked} (operator, opset) pairs checked");
+}
