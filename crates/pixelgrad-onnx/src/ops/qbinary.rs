@@ -23,8 +23,12 @@
 //! not. But the output depends only on the pair of 8-bit inputs, so the host evaluates the
 //! formula for all 256 × 256 pairs once per set of scales and zero points, and the device
 //! looks the result up ([`Tensor::gather`] with index `256 · (A - min) + (B - min)`, exact in
-//! `f32`). Every backend then gives onnxruntime's results. The tables are 256 KiB each, cached
-//! by the values they depend on (a model's repeated hard-swish blocks share one).
+//! `f32`). Every backend then gives onnxruntime's results. The tables hold the output's 8-bit
+//! type: 64 KiB each on backends with 8-bit storage (CPU, WebGPU, WebGL2, WebGL1's byte
+//! textures), 256 KiB elsewhere, cached per session by the values they depend on (nodes with
+//! the same scales and zero points share one). That is the price of exactness: the PP-OCR
+//! classifier's 71 QLinearAdd / QLinearMul nodes hold 4.5 MiB of tables next to 160 KiB of
+//! weights.
 
 use pixelgrad_core::Tensor;
 
@@ -76,11 +80,11 @@ pub fn eval(kind: Kind, p: &Params, a: i32, b: i32, lo: i32, hi: i32) -> i32 {
 }
 
 /// All 65536 results, indexed by `256 · (a - lo) + (b - lo)`.
-pub fn table(kind: Kind, p: &Params, lo: i32, hi: i32) -> Vec<f32> {
+pub fn table(kind: Kind, p: &Params, lo: i32, hi: i32) -> Vec<i64> {
     let mut t = Vec::with_capacity(256 * 256);
     for a in lo..lo + 256 {
         for b in lo..lo + 256 {
-            t.push(eval(kind, p, a, b, lo, hi) as f32);
+            t.push(eval(kind, p, a, b, lo, hi) as i64);
         }
     }
     t
@@ -136,7 +140,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>], mul: bool, dt: DType) -> Result<Option<Te
         p.sc.to_bits(),
         p.zc
     );
-    let host = HostTensor::f32(vec![256 * 256, 1], table(kind, &p, lo, lo + 255));
+    // In the output's 8-bit type: 64 KiB on the device where the backend stores 8 bits.
+    let host = HostTensor::ints(dt, vec![256 * 256, 1], table(kind, &p, lo, lo + 255));
     let lut = cx.consts.cached(&key, &host)?;
     // 256 · (a - lo) + (b - lo): whole numbers below 2^16, exact on every backend.
     let idx = a.add_scalar(-(lo as f32))?.mul_scalar(256.0)?.add(&b.add_scalar(-(lo as f32))?)?;
