@@ -158,7 +158,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         "QLinearAdd" | "QLinearMul" => {
             node.only_attrs(&[])?;
-            let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
+            // C has A's type (T); C_zero_point, when given, says it too.
+            let dt = cx.v(ins, 7).or_else(|_| cx.v(ins, 0)).map(|v| v.dtype()).unwrap_or(DType::U8);
             // onnxruntime's own arithmetic, by table (constant scalar scales: always, in
             // models its quantiser writes); otherwise the float formula below.
             if let Some(q) = qbinary::run(cx, ins, op == "QLinearMul", dt)? {
