@@ -752,6 +752,31 @@ def quant_cases():
          ("bz", np.array(90, np.uint8))], tol=1.0, tags=tag, atol=1.0, ms=True)
 
 
+def qlinear_tie_cases():
+    """QLinearAdd / QLinearMul where the scales make many exact sums land on x.5 (the hard-swish
+    blocks onnxruntime's quantiser writes: B_scale / C_scale = 0.5 exactly). onnxruntime's
+    kernels round their own f32 arithmetic (fused multiply-adds for QLinearAdd; the product
+    times scale_a * scale_b / scale_c, plus the zero point, for QLinearMul), which puts some of
+    those sums just below or above the tie; dequantising to float and requantising gets them
+    wrong. Compared exactly. No random draws (appended last: the other cases keep theirs)."""
+    tag = ["int8"]
+    b = np.tile(np.arange(256, dtype=np.uint8), (3, 1))
+    # a at its zero point (exact sum b / 2), one above it, and every value against every b
+    a = np.stack([np.full(256, 109, np.uint8), np.full(256, 110, np.uint8), np.arange(256, dtype=np.uint8)[::-1]])
+    hs = [("as", np.array(0.0743037536740303, np.float32)), ("az", np.array(109, np.uint8)), ("b", b), ("bs", np.array(3 / 255, np.float32)),
+          ("bz", np.array(0, np.uint8)), ("cs", np.array(6 / 255, np.float32)), ("cz", np.array(0, np.uint8))]
+    n = helper.make_node("QLinearAdd", ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["y"], name="qlinearadd", domain="com.microsoft")
+    case("qlinearadd_ties_u8", [n], [("a", a, None)], [("y", U8)], hs, tol=0.0, tags=tag, atol=0.0, ms=True)
+    # A one value per row (broadcast along the last axis): onnxruntime swaps the operands there
+    case("qlinearadd_ties_u8_row_broadcast", [n], [("a", np.array([[109], [110], [200]], np.uint8), None)], [("y", U8)], hs, tol=0.0, tags=tag, atol=0.0, ms=True)
+    # int8, scale ratio 1/128 exactly: ties of (a - za)(b - zb) / 128 before the odd zero point
+    ai = np.tile(np.arange(-128, 128, dtype=np.int8), (2, 1))
+    bi = np.stack([np.arange(-128, 128, dtype=np.int8)[::-1], np.full(256, 61, np.int8)])
+    n = helper.make_node("QLinearMul", ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["y"], name="qlinearmul", domain="com.microsoft")
+    case("qlinearmul_ties_i8", [n], [("a", ai, None)], [("y", I8)], [("as", np.array(0.25, np.float32)), ("az", np.array(0, np.int8)), ("b", bi),
+         ("bs", np.array(0.125, np.float32)), ("bz", np.array(-3, np.int8)), ("cs", np.array(4.0, np.float32)), ("cz", np.array(5, np.int8))], tol=0.0, tags=tag, atol=0.0, ms=True)
+
+
 def he_weights(m, rng):
     """The light architectures' constant (ConstantOfShape) weights replaced by He-initialised
     random ones, so that quantisation sees real weight distributions; converted to opset 13
@@ -950,6 +975,7 @@ def main():
     write_f16_model()
     write_bad_models()
     fuzz_found_cases()
+    qlinear_tie_cases()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"onnx": onnx.__version__, "onnxruntime": ort.__version__, "cases": MANIFEST}, f, indent=1)
     print(f"{len(MANIFEST)} cases", file=sys.stderr)

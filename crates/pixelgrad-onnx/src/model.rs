@@ -46,8 +46,8 @@ pub struct LoadStats {
     pub nodes_in_file: usize,
     pub folded_constants: usize,
     pub folded_batch_norms: usize,
-    /// `DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear` groups run as one integer
-    /// operator (`QLinearConv`, `QLinearMatMul`, `QGemm`).
+    /// `DequantizeLinear → Conv/MatMul/Gemm/Add/Mul → QuantizeLinear` groups run as one
+    /// integer operator (`QLinearConv`, `QLinearMatMul`, `QGemm`, `QLinearAdd`, `QLinearMul`).
     pub fused_qdq: usize,
     /// Node and edge visits of the graph bookkeeping while loading (ordering the nodes,
     /// resolving the outputs): it grows linearly with the nodes and their inputs, whatever
@@ -281,7 +281,11 @@ impl Model {
     /// `DequantizeLinear` nodes with constant scales, whose bias (if any) is a dequantised
     /// `int32` constant with scale `x_scale · w_scale`, and whose output only feeds one
     /// `QuantizeLinear`, becomes `QLinearConv` / `QLinearMatMul` / `QGemm` reading the 8-bit
-    /// values directly. `DequantizeLinear` nodes nothing reads any more are dropped.
+    /// values directly; `Add` / `Mul` of two dequantised values of one 8-bit type (scalar
+    /// scales and zero points) whose result feeds one `QuantizeLinear` becomes com.microsoft
+    /// `QLinearAdd` / `QLinearMul`, whose rounding differs from the float sum's (measured:
+    /// onnxruntime 1.20 runs these fused at its default optimisation level).
+    /// `DequantizeLinear` nodes nothing reads any more are dropped.
     fn fuse_qdq(&mut self) -> Result<()> {
         let (uses, producer) = self.uses_and_producers();
         let consumer: HashMap<String, usize> =
@@ -311,7 +315,7 @@ impl Model {
         for (k, n) in self.nodes.iter().enumerate() {
             let kind = n.op_type.as_str();
             let (Some(out), Some(a_name), Some(b_name)) = (n.output(0), n.input(0), n.input(1)) else { continue };
-            if !matches!(kind, "Conv" | "MatMul" | "Gemm") || n.outputs.len() != 1 || uses.get(out).copied() != Some(1) {
+            if !matches!(kind, "Conv" | "MatMul" | "Gemm" | "Add" | "Mul") || n.outputs.len() != 1 || uses.get(out).copied() != Some(1) {
                 continue;
             }
             if kind == "Gemm" && (n.float("beta", 1.0)? != 1.0 || n.float("alpha", 1.0)? != 1.0) {
@@ -325,6 +329,34 @@ impl Model {
                 continue;
             }
             let (Some(a), Some(b)) = (dq(a_name), dq(b_name)) else { continue };
+            if matches!(kind, "Add" | "Mul") {
+                // As onnxruntime's QDQ selectors: one 8-bit type and scalar scales and zero
+                // points throughout; its QLinearAdd / QLinearMul kernels then compute the result.
+                let scalar = |name: &str| name.is_empty() || self.constants.get(name).map(|t| t.numel() == 1).unwrap_or(false);
+                let tq = qn.input(2).and_then(|z| self.constants.get(z)).map(|t| t.dtype).unwrap_or(DType::U8);
+                let same = |x: &str| dtypes.get(x).copied() == Some(tq);
+                if !matches!(tq, DType::U8 | DType::I8)
+                    || !same(&a[0])
+                    || !same(&b[0])
+                    || ![&a[1], &a[2], &b[1], &b[2]].iter().all(|s| scalar(s))
+                {
+                    continue;
+                }
+                let mut fused = n.clone();
+                fused.op_type = if kind == "Add" { "QLinearAdd" } else { "QLinearMul" }.to_string();
+                fused.domain = "com.microsoft".to_string();
+                fused.attrs.clear();
+                fused.outputs = qn.outputs.clone();
+                fused.name = format!("{}.qdq", n.name);
+                let [ax, asc, az] = a;
+                let [bx, bsc, bz] = b;
+                fused.inputs = vec![ax, asc, az, bx, bsc, bz, qn.input(1).unwrap_or("").to_string(), qn.input(2).unwrap_or("").to_string()];
+                while fused.inputs.last().map(|s| s.is_empty()).unwrap_or(false) {
+                    fused.inputs.pop();
+                }
+                rewrites.push((k, q, fused));
+                continue;
+            }
             let (Some(a_scale), Some(b_scale)) = (self.constants.get(&a[1]), self.constants.get(&b[1])) else { continue };
             if !is_8bit(&a[0], &dtypes) || !is_8bit(&b[0], &dtypes) || a_scale.numel() != 1 {
                 continue;

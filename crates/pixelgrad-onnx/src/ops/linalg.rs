@@ -60,8 +60,11 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             cshape[1] = x.dims()[1];
             let p = |i: usize| -> Result<Tensor> { Ok(cx.t(ins, i)?.reshape(cshape.clone())?) };
             let (scale, bias, mean, var) = (p(1)?, p(2)?, p(3)?, p(4)?);
-            let k = scale.mul(&var.add_scalar(eps)?.powf(-0.5)?)?;
-            out(x.sub(&mean)?.mul(&k)?.add(&bias)?)
+            // onnxruntime's order, each step rounded to f32: s = (1 / sqrt(var + eps)) · scale,
+            // y = x · s + (bias - mean · s). Quantised models requantise this result, and
+            // another order rounds some values to the other side of a half.
+            let s = var.add_scalar(eps)?.sqrt()?.recip()?.mul(&scale)?;
+            out(x.mul(&s)?.add(&bias.sub(&mean.mul(&s)?)?)?)
         }
         "InstanceNormalization" => {
             let x = cx.t(ins, 0)?;

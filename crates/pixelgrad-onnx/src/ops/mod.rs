@@ -9,6 +9,7 @@ mod elementwise;
 mod linalg;
 mod movement;
 mod pool;
+mod qbinary;
 mod quant;
 mod resize;
 mod rnn;

@@ -3,7 +3,8 @@
 //! com.microsoft's `QGemm`, `QLinearAdd`, `QLinearMul`, `QLinearConcat`,
 //! `QLinearGlobalAveragePool`, `QLinearAveragePool`, `QLinearSigmoid`, `QLinearLeakyRelu` and
 //! `QLinearSoftmax` (the last five: dequantised, computed in float, quantised again, which is
-//! what onnxruntime's kernels and lookup tables compute).
+//! what onnxruntime's kernels and lookup tables compute; `QLinearAdd` and `QLinearMul` follow
+//! onnxruntime's kernels' exact `f32` arithmetic, see [`super::qbinary`]).
 //!
 //! Quantised `uint8` / `int8` results are stored as 8-bit tensors where the backend has 8-bit
 //! storage ([`Tensor::narrow8`], which rounds and saturates in the same pass): activations
@@ -20,7 +21,7 @@
 
 use pixelgrad_core::Tensor;
 
-use super::{conv, elementwise::round_half_even, linalg, Cx, V};
+use super::{conv, elementwise::round_half_even, linalg, qbinary, Cx, V};
 use crate::host::DType;
 use crate::shapes::norm_axis;
 use crate::Result;
@@ -144,10 +145,16 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
         }
         "QLinearAdd" | "QLinearMul" => {
             node.only_attrs(&[])?;
+            // C has A's type (T); C_zero_point, when given, says it too.
+            let dt = cx.v(ins, 7).or_else(|_| cx.v(ins, 0)).map(|v| v.dtype()).unwrap_or(DType::U8);
+            // onnxruntime's own arithmetic, by table (constant scalar scales: always, in
+            // models its quantiser writes); otherwise the float formula below.
+            if let Some(q) = qbinary::run(cx, ins, op == "QLinearMul", dt)? {
+                return one(saturate(cx, &q, dt)?, dt);
+            }
             let a = dequantize_input(cx, ins, 0, 1, 2)?;
             let b = dequantize_input(cx, ins, 3, 4, 5)?;
             let y = if op == "QLinearAdd" { a.add(&b)? } else { a.mul(&b)? };
-            let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
             one(quantize_output(cx, ins, &y, 6, 7, dt)?, dt)
         }
         "QLinearConcat" => {
