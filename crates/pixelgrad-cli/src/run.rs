@@ -60,6 +60,27 @@ pub struct RunArgs {
     /// PNG inputs: nchw ([1, C, H, W]) or nhwc ([1, H, W, C])
     #[arg(long, default_value = "nchw")]
     pub layout: String,
+    /// Most elements one result may have (default 2^28 = 1 GiB of f32); a model asking for more
+    /// is refused before anything is allocated
+    #[arg(long, value_name = "N")]
+    pub max_elements: Option<usize>,
+    /// Most estimated steps of work one primitive may do (default 2^36)
+    #[arg(long, value_name = "N")]
+    pub max_op_work: Option<u64>,
+    /// Most estimated steps of work one run may do (default 2^40); lower it for models you do
+    /// not trust
+    #[arg(long, value_name = "N")]
+    pub max_work: Option<u64>,
+}
+
+/// A budget refusal names the library calls that raise the limit; on the command line the
+/// flags do.
+fn with_flag_hint(e: String) -> String {
+    if e.contains("(raise it with") {
+        format!("{e}; pixelgrad run: --max-elements, --max-op-work or --max-work")
+    } else {
+        e
+    }
 }
 
 /// The `PixelSpec` of the image flags.
@@ -176,10 +197,17 @@ pub fn run(a: RunArgs) -> CliResult<()> {
         }
     }
     let pixels = pixel_spec(&a)?;
+    if a.max_elements == Some(0) || a.max_op_work == Some(0) || a.max_work == Some(0) {
+        return Err("--max-elements, --max-op-work and --max-work must be at least 1".into());
+    }
     let t_load = Instant::now();
-    let model = Model::load(&a.model).ctx()?;
+    let model = Model::load(&a.model).map_err(|e| with_flag_hint(e.to_string()))?;
     let sel = backend::select(&a.backend)?;
     eprintln!("backend: {}", sel.explain());
+    let mut limits = sel.device.limits();
+    limits.max_elements = a.max_elements.unwrap_or(limits.max_elements);
+    limits.max_op_work = a.max_op_work.unwrap_or(limits.max_op_work);
+    sel.device.set_limits(limits);
     let weight_bytes = model.weight_bytes();
     let storage = match a.precision.as_str() {
         "f16" => WeightStorage::F16,
@@ -188,6 +216,9 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     };
     let session = Session::with_storage(std::rc::Rc::new(model), &sel.device, storage).ctx()?;
     session.set_int8_activations(a.int8_activations == "8bit");
+    if let Some(w) = a.max_work {
+        session.set_max_work(w);
+    }
     if a.precision == "f16" && session.weight_storage() == "f32" {
         eprintln!("precision f16: {} has no f16 storage; the weights stay f32", sel.device.name());
     }
@@ -212,7 +243,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     for _ in 0..a.repeat {
         let t = Instant::now();
         let before = sel.device.counters().launches;
-        let outs = session.run(&inputs).ctx()?;
+        let outs = session.run(&inputs).map_err(|e| with_flag_hint(e.to_string()))?;
         // reading the outputs back is part of a run (GPU work is asynchronous until then)
         results = outs.iter().map(|(n, v)| v.to_host().map(|h| (n.clone(), h))).collect::<Result<Vec<_>, _>>().ctx()?;
         times.push(ms(t));

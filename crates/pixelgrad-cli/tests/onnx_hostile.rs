@@ -65,6 +65,11 @@ fn broadcast_and_matmul_bombs_are_one_error_line() {
 /// `[65536, 1] op [1, 65536]` from two folded `ConstantOfShape` nodes: 2^32 elements (16 GiB
 /// of f32) asked for by a model of under 256 bytes.
 fn bomb(op: &str) -> Vec<u8> {
+    outer(op, 65536)
+}
+
+/// `[n, 1] op [1, n]`: n^2 elements.
+fn outer(op: &str, n: i64) -> Vec<u8> {
     let shape = |name: &str, v: [i64; 2]| TensorProto {
         name: name.into(),
         dims: vec![2],
@@ -94,10 +99,82 @@ fn bomb(op: &str) -> Vec<u8> {
         opset_import: vec![OperatorSetIdProto { domain: String::new(), version: 13 }],
         graph: Some(GraphProto {
             node: vec![node("ConstantOfShape", &["cs"], "col"), node("ConstantOfShape", &["rs"], "row"), node(op, &["col", "row"], "y")],
-            initializer: vec![shape("cs", [65536, 1]), shape("rs", [1, 65536])],
+            initializer: vec![shape("cs", [n, 1]), shape("rs", [1, n])],
             output: vec![x],
             ..Default::default()
         }),
         ..Default::default()
     })
+}
+
+#[test]
+fn the_cli_limit_flags_lower_and_name_the_limits() {
+    // x [8, 1] + c [1, 8], x an input (nothing folds at load): 64 elements on the device
+    let c = TensorProto { name: "c".into(), dims: vec![1, 8], data_type: 1, float_data: vec![1.0; 8], ..Default::default() };
+    let info = |name: &str, dims: [i64; 2]| ValueInfoProto {
+        name: name.into(),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TypeProtoTensor {
+                elem_type: 1,
+                shape: Some(TensorShapeProto {
+                    dim: dims.iter().map(|&d| Dimension { value: Some(DimValue::DimValue(d)), ..Default::default() }).collect(),
+                }),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let model = encode_model(&ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto { domain: String::new(), version: 13 }],
+        graph: Some(GraphProto {
+            node: vec![NodeProto {
+                op_type: "Add".into(),
+                input: vec!["x".into(), "c".into()],
+                output: vec!["y".into()],
+                ..Default::default()
+            }],
+            initializer: vec![c],
+            input: vec![info("x", [8, 1])],
+            output: vec![info("y", [8, 8])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let path = write("outer-8", &model);
+    // x as .npy: version 1.0, a header padded to 64 bytes, eight f32 values
+    let mut header = "{'descr': '<f4', 'fortran_order': False, 'shape': (8, 1), }".to_string();
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    npy.extend_from_slice(header.as_bytes());
+    (0..8).for_each(|i| npy.extend_from_slice(&(i as f32).to_le_bytes()));
+    let x = std::env::temp_dir().join(format!("pixelgrad-limit-flags-{}-x.npy", std::process::id()));
+    std::fs::write(&x, &npy).unwrap();
+    let out_dir = std::env::temp_dir().join(format!("pixelgrad-limit-flags-{}", std::process::id()));
+    let input = format!("x={}", x.display());
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", path.to_str().unwrap(), "--backend", "cpu", "--input", &input, "--out", out_dir.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = Command::new(env!("CARGO_BIN_EXE_pixelgrad")).args(&args).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    for (flag, value) in [("--max-elements", "63"), ("--max-work", "10")] {
+        let (code, err) = run(&[flag, value]);
+        assert_eq!(code, Some(1), "{flag} {value}: {err}");
+        let last = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+        assert!(last.starts_with("error: ") && last.contains("over the limit of") && last.contains(flag), "{flag}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert_eq!(run(&["--max-elements", "64"]).0, Some(0));
+    let (code, err) = run(&["--max-elements", "0"]);
+    assert_eq!(code, Some(1), "{err}");
+    std::fs::remove_file(&path).ok();
+    std::fs::remove_file(&x).ok();
+    std::fs::remove_dir_all(&out_dir).ok();
 }
