@@ -15,7 +15,8 @@
 //!   checked before anything is pulled, allocated or run;
 //! - [`learner`]: a `Learner` for any `pixelgrad_nn` module (the CLI's);
 //! - [`dp`]: Flower's client-side clipping and local DP, on the device;
-//! - [`partition`]: seeded Dirichlet(α) label shards and IID splits.
+//! - [`partition`]: seeded Dirichlet(α) label shards and IID splits;
+//! - [`secagg`]: Flower's secure aggregation (SecAgg+), bit for bit.
 //!
 //! Wire compatibility is tested against flwr's own Python classes (`tests/wire.rs`); hostile
 //! servers (bad IDs, repeated references, endless and stalled answers) in `tests/hostile.rs`;
@@ -35,6 +36,7 @@ pub mod objects;
 pub mod partition;
 pub mod proto;
 pub mod records;
+pub mod secagg;
 #[cfg(all(feature = "fake-server", not(target_arch = "wasm32")))]
 pub mod testing;
 pub mod transport;
