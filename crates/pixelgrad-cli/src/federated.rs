@@ -100,8 +100,9 @@ pub struct FederatedArgs {
     /// server's weights kept local) | all (exact counts, train metrics, evaluation results)
     #[arg(long, default_value = "minimal")]
     pub share_metrics: String,
-    /// Leave the federation right after replying to this SecAgg+ stage (setup, share_keys,
-    /// collect_masked_vectors): a node that disappears mid-round, for dropout tests
+    /// Leave the federation when the message after this SecAgg+ stage (setup, share_keys,
+    /// collect_masked_vectors) arrives, without answering it: a node that disappears
+    /// mid-round once the server holds its reply to that stage, for dropout tests
     #[arg(long, hide = true)]
     pub leave_after_stage: Option<String>,
     /// Write the model's initial parameters (safetensors, with the order the ServerApp needs)
@@ -333,13 +334,24 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
     // per training round: (round, epsilon, delta) for the JSON summary
     let mut privacy: Vec<serde_json::Value> = Vec::new();
     let mut left_mid_round = false;
+    let mut replied_stage = false;
     let mut on_event = |e: &Event| {
         match e {
             Event::Connected { node_id } => say(format!("connected to {url} as node {node_id}")),
-            Event::Received { round, kind, bytes, stage } => say(format!(
-                "round {round}: {kind} message{} ({bytes} bytes)",
-                stage.as_ref().map(|s| format!(", SecAgg+ stage {s}")).unwrap_or_default()
-            )),
+            Event::Received { round, kind, bytes, stage } => {
+                say(format!(
+                    "round {round}: {kind} message{} ({bytes} bytes)",
+                    stage.as_ref().map(|s| format!(", SecAgg+ stage {s}")).unwrap_or_default()
+                ));
+                if replied_stage {
+                    say(format!(
+                        "round {round}: leaving without answering (--leave-after-stage {})",
+                        a.leave_after_stage.as_deref().unwrap_or("")
+                    ));
+                    left_mid_round = true;
+                    return ControlFlow::Break(());
+                }
+            }
             Event::Trained { round, stats, update_norm, clipped_to, noise_std, seconds, secagg, epsilon, epsilon_own, delta } => {
                 say(format!(
                     "round {round}: trained on {} samples in {seconds:.1} s, loss {:.4}, accuracy {:.4}, update norm {update_norm:.4}{}{}{}{}",
@@ -372,11 +384,8 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
             )),
             Event::Replied { round, kind, bytes, stage } => {
                 say(format!("round {round}: {kind} reply sent ({bytes} bytes)"));
-                if stage.is_some() && stage.as_deref() == a.leave_after_stage.as_deref() {
-                    say(format!("round {round}: leaving after SecAgg+ stage {} (--leave-after-stage)", stage.as_deref().unwrap_or("")));
-                    left_mid_round = true;
-                    return ControlFlow::Break(());
-                }
+                replied_stage |=
+                    stage.is_some() && stage.as_deref() == a.leave_after_stage.as_deref();
             }
             Event::Failed { round, reason } => say(format!("round {round}: sent an error reply: {reason}")),
             Event::Waiting => {}
