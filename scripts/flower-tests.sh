@@ -54,6 +54,8 @@ node -e '
   const left = s.clients.filter((c) => c.left_after_stage === "share_keys");
   if (left.length !== 1) fail("expected one node to leave after key sharing");
   for (const r of s.per_round) if (r.train_replies !== 2) fail(`round ${r.round} unmasked ${r.train_replies} updates, expected the 2 remaining`);
+  // the nodes share minimal metrics (the default): no evaluation result reaches the server
+  for (const r of s.per_round) if (r.evaluate || r.evaluate_replies) fail(`round ${r.round}: the server got evaluation results ${JSON.stringify(r.evaluate)}`);
   for (const c of s.clients.filter((c) => !c.left_after_stage)) {
     if (c.rounds !== 2 || !c.secagg) fail(`node ${c.node}: ${c.rounds} rounds, secagg ${c.secagg}`);
   }
