@@ -131,9 +131,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 let v = val("--secagg")?;
                 let p: Vec<&str> = v.split(',').collect();
                 let n = |x: &str| {
-                    x.trim()
-                        .parse::<usize>()
-                        .map_err(|_| format!("--secagg SHARES,THRESHOLD: '{x}' is not a whole number"))
+                    x.trim().parse::<usize>().map_err(|_| {
+                        format!("--secagg SHARES,THRESHOLD: '{x}' is not a whole number")
+                    })
                 };
                 match p[..] {
                     [a, b] => o.secagg = Some((n(a)?, n(b)?)),
@@ -161,7 +161,10 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             return Err("--secagg runs native nodes only for now (--browsers 0)".into());
         }
         if o.strategy != "fedavg" || o.dp.starts_with("client-clip") {
-            return Err("--secagg runs FedAvg without server-side DP (use --dp local:... on the nodes)".into());
+            return Err(
+                "--secagg runs FedAvg without server-side DP (use --dp local:... on the nodes)"
+                    .into(),
+            );
         }
         if o.drop_one && o.native < threshold + 1 {
             return Err(format!(

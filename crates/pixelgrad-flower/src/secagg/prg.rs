@@ -12,7 +12,7 @@ use crate::{FlowerError, Result};
 
 /// XOR of the seed's little-endian 32-bit words (Flower asserts the length is a multiple of 4).
 pub fn fold_seed(seed: &[u8]) -> Result<u32> {
-    if seed.len() % 4 != 0 {
+    if !seed.len().is_multiple_of(4) {
         return Err(FlowerError::Protocol(format!(
             "a mask seed of {} bytes is not a whole number of 32-bit words",
             seed.len()

@@ -64,7 +64,7 @@ fn unpad(padded: &[u8]) -> Result<Vec<u8>> {
     let bad = || FlowerError::Protocol("Shamir: failed to combine shares (bad padding)".into());
     let &n = padded.last().ok_or_else(bad)?;
     let n = n as usize;
-    if n == 0 || n > BLOCK || n > padded.len() || padded.len() % BLOCK != 0 {
+    if n == 0 || n > BLOCK || n > padded.len() || !padded.len().is_multiple_of(BLOCK) {
         return Err(bad());
     }
     if padded[padded.len() - n..].iter().any(|&b| b as usize != n) {
