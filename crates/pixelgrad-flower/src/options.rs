@@ -88,6 +88,13 @@ impl NodeOptions {
                 "choose local DP or distributed DP, not both".into(),
             ));
         }
+        if let Some(m) = self.max_epsilon {
+            if !(m > 0.0 && m.is_finite()) {
+                return Err(FlowerError::Invalid(format!(
+                    "the maximum epsilon must be a positive number, got {m}"
+                )));
+            }
+        }
         if self.max_epsilon.is_some() && self.local_dp.is_none() && self.distributed_dp.is_none() {
             return Err(FlowerError::Invalid(
                 "a maximum epsilon needs local or distributed DP: the node can only hold to a budget on noise it adds itself".into(),
