@@ -149,7 +149,14 @@ function partition(data, options = {}) {
  * (default true: the model takes each round's global parameters), `nodeKey` (from
  * `pg.flower.nodeKey()`; default a fresh key per join), `timeout` (seconds a request may take,
  * default 120), `maxEpochs` / `maxRounds` (the most local epochs per round and rounds the
- * server may ask for, default 100 and 10000: more is refused).
+ * server may ask for, default 100 and 10000: more is refused), `secagg` (true: updates go out
+ * only through Flower's SecAgg+, the server's `SecAggPlusWorkflow`), `distributedDp: {
+ * noiseMultiplier, clippingNorm, delta }` (with `secagg`: this node's share of the noise),
+ * `maxEpsilon` (the node's own privacy budget at its DP mode's delta: a round that would go
+ * past it is refused, kind 'privacyBudget' in the failed event; the server cannot raise it),
+ * `shareMetrics` ('minimal', the default: counts rounded, no train metrics, evaluation of the
+ * server's weights kept local; or 'all'). `trained` events carry `secagg`, `epsilon` and
+ * `delta` (cumulative, null without DP); `onRound`'s `train` is that event.
  *
  * The node refuses what a server could use against the page before doing it: object IDs that
  * are not SHA-256 hex, messages larger than the model's own parameters (every reference
@@ -188,6 +195,10 @@ async function join(opts = {}) {
     timeout: opts.timeout,
     maxEpochs: opts.maxEpochs,
     maxRounds: opts.maxRounds,
+    secagg: opts.secagg === undefined ? null : opts.secagg,
+    distributedDp: opts.distributedDp || null,
+    maxEpsilon: opts.maxEpsilon === undefined ? null : opts.maxEpsilon,
+    shareMetrics: opts.shareMetrics === undefined ? null : opts.shareMetrics,
   };
   const key = opts.nodeKey || null;
   if (key && !(key.publicKey instanceof Uint8Array && typeof key.sign === 'function')) {

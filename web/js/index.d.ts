@@ -730,10 +730,11 @@ export interface LocalDpOptions {
 
 export type FlowerEvent =
   | { type: 'connected'; nodeId: string }
-  | { type: 'received'; round: number; kind: string; bytes: number }
-  | { type: 'trained'; round: number; examples: number; loss: number; accuracy: number; updateNorm: number; clippedTo: number | null; noiseStd: number | null; seconds: number }
-  | { type: 'evaluated'; round: number; examples: number; loss: number; accuracy: number; weights: Uint8Array | null }
-  | { type: 'replied'; round: number; kind: string; bytes: number }
+  | { type: 'received'; round: number; kind: string; bytes: number; stage: string | null }
+  | { type: 'trained'; round: number; examples: number; loss: number; accuracy: number; updateNorm: number; clippedTo: number | null; noiseStd: number | null; seconds: number; secagg: boolean; epsilon: number | null; epsilonOwnNoise: number | null; delta: number | null }
+  | { type: 'secaggStage'; round: number; stage: string; seconds: number }
+  | { type: 'evaluated'; round: number; examples: number; loss: number; accuracy: number; weights: Uint8Array | null; shared: boolean }
+  | { type: 'replied'; round: number; kind: string; bytes: number; stage: string | null }
   | { type: 'failed'; round: number; reason: string }
   | { type: 'finished'; rounds: number };
 
@@ -760,6 +761,14 @@ export interface FlowerJoinOptions {
   maxEpochs?: number;
   /** Most rounds the node trains (default 10000). */
   maxRounds?: number;
+  /** Send updates only through Flower's SecAgg+ (the server's SecAggPlusWorkflow). */
+  secagg?: boolean;
+  /** With secagg: this node clips to clippingNorm and adds its share of the noise. */
+  distributedDp?: { noiseMultiplier: number; clippingNorm: number; delta: number };
+  /** The node's own privacy budget (epsilon at its DP mode's delta); rounds past it are refused. */
+  maxEpsilon?: number;
+  /** 'minimal' (default) or 'all': what replies carry besides the parameters. */
+  shareMetrics?: 'minimal' | 'all';
 }
 
 /** A non-extractable P-256 node key kept in IndexedDB. */

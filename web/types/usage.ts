@@ -207,7 +207,17 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const keyFields = key ? [key.name, key.publicKey.length, key.openssh, key.fingerprint, (await key.sign(new Uint8Array(1))).byteLength] : [];
   const forgot: boolean = await pg.flower.forgetNodeKey({ name: 'node' });
   void [keyFields, forgot];
-  const secured: pg.FlowerJoinOptions = { ...joinOptions, nodeKey: key ?? undefined, timeout: 60, maxEpochs: 5, maxRounds: 10 };
+  const secured: pg.FlowerJoinOptions = {
+    ...joinOptions,
+    nodeKey: key ?? undefined,
+    timeout: 60,
+    maxEpochs: 5,
+    maxRounds: 10,
+    secagg: true,
+    distributedDp: { noiseMultiplier: 1, clippingNorm: 5, delta: 1e-5 },
+    maxEpsilon: 8,
+    shareMetrics: 'minimal',
+  };
   void secured;
   const joined2 = await pg.flower.join(joinOptions);
   const joinFields = [joined2.nodeId, joined2.runId, joined2.rounds, joined2.evaluations, joined2.bytesUp, joined2.bytesDown];

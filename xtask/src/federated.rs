@@ -22,7 +22,7 @@
 //! cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset idx:DIR|digits]
 //!     [--alpha A] [--dp off|client-clip:C[,Z]|local:EPS,DELTA,C] [--strategy fedavg|fedadam]
 //!     [--epochs E] [--lr X] [--drop-one] [--privacy-margin M] [--tls] [--node-auth]
-//!     [--debug-cli] [--no-build] [--json]
+//!     [--secagg SHARES,THRESHOLD] [--max-epsilon E] [--debug-cli] [--no-build] [--json]
 //! ```
 
 use std::fs;
@@ -63,6 +63,10 @@ struct Opts {
     tls: bool,
     /// SuperLink node authentication, every node's key registered by the operator.
     node_auth: bool,
+    /// SecAgg+ (SecAggPlusWorkflow): number of shares and reconstruction threshold.
+    secagg: Option<(usize, usize)>,
+    /// Every node's own privacy budget (`--max-epsilon` of `pixelgrad federated`).
+    max_epsilon: Option<f64>,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -84,6 +88,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         debug_cli: false,
         tls: false,
         node_auth: false,
+        secagg: None,
+        max_epsilon: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -121,6 +127,20 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 o.node_auth = true;
                 o.tls = true;
             }
+            "--secagg" => {
+                let v = val("--secagg")?;
+                let p: Vec<&str> = v.split(',').collect();
+                let n = |x: &str| {
+                    x.trim().parse::<usize>().map_err(|_| {
+                        format!("--secagg SHARES,THRESHOLD: '{x}' is not a whole number")
+                    })
+                };
+                match p[..] {
+                    [a, b] => o.secagg = Some((n(a)?, n(b)?)),
+                    _ => return Err(format!("--secagg '{v}' must be SHARES,THRESHOLD")),
+                }
+            }
+            "--max-epsilon" => o.max_epsilon = Some(num("--max-epsilon", val("--max-epsilon")?)?),
             "--json" => o.json = true,
             other => return Err(format!("unknown argument '{other}'")),
         }
@@ -130,6 +150,28 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     }
     if o.drop_one && o.browsers + o.native < 2 {
         return Err("--drop-one needs at least two nodes".into());
+    }
+    if let Some((shares, threshold)) = o.secagg {
+        if threshold < 2 || threshold > shares {
+            return Err(format!(
+                "--secagg {shares},{threshold}: the threshold must be at least 2 and at most the shares"
+            ));
+        }
+        if o.browsers > 0 {
+            return Err("--secagg runs native nodes only for now (--browsers 0)".into());
+        }
+        if o.strategy != "fedavg" || o.dp.starts_with("client-clip") {
+            return Err(
+                "--secagg runs FedAvg without server-side DP (use --dp local:... on the nodes)"
+                    .into(),
+            );
+        }
+        if o.drop_one && o.native < threshold + 1 {
+            return Err(format!(
+                "--secagg with --drop-one needs at least threshold + 1 = {} native nodes",
+                threshold + 1
+            ));
+        }
     }
     Ok(o)
 }
@@ -608,6 +650,16 @@ fn run(o: &Opts) -> Result<(), String> {
         if let Some(l) = &dp.local {
             c.args(["--local-dp", l]);
         }
+        if o.secagg.is_some() {
+            c.arg("--secagg");
+            // the node that disappears: the last one leaves after sharing its keys in round 1
+            if o.drop_one && o.browsers == 0 && index + 1 == n {
+                c.args(["--leave-after-stage", "share_keys"]);
+            }
+        }
+        if let Some(m) = o.max_epsilon {
+            c.args(["--max-epsilon", &m.to_string()]);
+        }
         if o.tls {
             c.arg("--root-certificates").arg(&ca);
         }
@@ -621,8 +673,14 @@ fn run(o: &Opts) -> Result<(), String> {
 
     let results = dir.join("results.jsonl");
     let final_file = dir.join("final.safetensors");
+    let secagg_config = match o.secagg {
+        Some((shares, threshold)) => {
+            format!("secagg-shares={shares} secagg-threshold={threshold} ")
+        }
+        None => String::new(),
+    };
     let run_config = format!(
-        "num-server-rounds={} expected-nodes={n} strategy=\"{}\" local-epochs={} lr={} {} init-file=\"{}\" results-file=\"{}\" final-file=\"{}\"",
+        "{secagg_config}num-server-rounds={} expected-nodes={n} strategy=\"{}\" local-epochs={} lr={} {} init-file=\"{}\" results-file=\"{}\" final-file=\"{}\"",
         o.rounds,
         o.strategy,
         o.epochs,
@@ -734,16 +792,29 @@ fn run(o: &Opts) -> Result<(), String> {
     // Node summaries and traffic.
     let (mut up, mut down) = (0u64, 0u64);
     let mut clients = Vec::new();
+    // the largest cumulative epsilon any native node reported, at its delta
+    let (mut epsilon, mut delta): (Option<f64>, Option<f64>) = (None, None);
     for (index, i) in &natives {
         let st = procs.0[*i].1.try_wait().ok().flatten();
         let j = fs::read_to_string(dir.join(format!("native-{index}.json")))
             .ok()
             .and_then(|s| last_json(&s));
         match (&j, st) {
+            (Some(j), Some(s)) if s.success() && !j["left_after_stage"].is_null() => {
+                say(format!(
+                    "native node {index} left after SecAgg+ stage {} (the node that disappears)",
+                    j["left_after_stage"]
+                ));
+                clients.push(serde_json::json!({"node": index, "kind": "native", "backend": "cpu", "closed_mid_round": true, "left_after_stage": j["left_after_stage"]}));
+            }
             (Some(j), Some(s)) if s.success() => {
                 up += j["bytes_up"].as_u64().unwrap_or(0);
                 down += j["bytes_down"].as_u64().unwrap_or(0);
-                clients.push(serde_json::json!({"node": index, "kind": "native", "backend": "cpu", "rounds": j["rounds"]}));
+                if let Some(e) = j["epsilon"].as_f64() {
+                    epsilon = Some(epsilon.map_or(e, |m: f64| m.max(e)));
+                    delta = j["delta"].as_f64();
+                }
+                clients.push(serde_json::json!({"node": index, "kind": "native", "backend": "cpu", "rounds": j["rounds"], "closed_mid_round": false, "secagg": j["secagg"], "epsilon": j["epsilon"], "delta": j["delta"], "privacy": j["privacy"]}));
             }
             _ => {
                 return Err(format!(
@@ -838,6 +909,10 @@ fn run(o: &Opts) -> Result<(), String> {
             "bytes_up": up,
             "bytes_down": down,
             "dp": dp.label,
+            "secagg": o.secagg.map(|(s, t)| serde_json::json!({"shares": s, "threshold": t})),
+            "epsilon": epsilon,
+            "delta": delta,
+            "max_epsilon": o.max_epsilon,
             "strategy": o.strategy,
             "dataset": o.dataset,
             "alpha": o.alpha,

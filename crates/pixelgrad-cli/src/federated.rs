@@ -15,6 +15,7 @@ use pixelgrad_flower::keyfile::{self, KeyFile};
 use pixelgrad_flower::learner::{ModuleLearner, Shard};
 use pixelgrad_flower::node::{self, Event, NodeOptions};
 use pixelgrad_flower::partition;
+use pixelgrad_flower::privacy::{DistributedDp, ShareMetrics};
 use pixelgrad_flower::transport::{NativeTransport, TransportOptions};
 
 use crate::dataset::{self, DatasetSpec};
@@ -80,6 +81,30 @@ pub struct FederatedArgs {
     /// (sensitivity defaults to the clipping norm)
     #[arg(long)]
     pub local_dp: Option<String>,
+    /// Send updates only through Flower's secure aggregation (SecAgg+, the server's
+    /// `SecAggPlusWorkflow`): the server learns the sum of the nodes' updates, not this
+    /// node's; a plain train instruction is refused
+    #[arg(long)]
+    pub secagg: bool,
+    /// Distributed DP under --secagg: NOISE_MULTIPLIER,CLIP,DELTA (this node clips its update
+    /// to CLIP and adds its share of noise; the unmasked sum has noise multiplier
+    /// NOISE_MULTIPLIER when at least the reconstruction threshold of nodes is honest)
+    #[arg(long, requires = "secagg")]
+    pub distributed_dp: Option<String>,
+    /// The most epsilon (at the DP mode's delta) this node spends over the run: a training
+    /// round that would go past it is refused with an error reply (needs --local-dp or
+    /// --distributed-dp; the server cannot raise it)
+    #[arg(long)]
+    pub max_epsilon: Option<f64>,
+    /// minimal (default: example counts rounded, no loss or accuracy, evaluation of the
+    /// server's weights kept local) | all (exact counts, train metrics, evaluation results)
+    #[arg(long, default_value = "minimal")]
+    pub share_metrics: String,
+    /// Leave the federation when the message after this SecAgg+ stage (setup, share_keys,
+    /// collect_masked_vectors) arrives, without answering it: a node that disappears
+    /// mid-round once the server holds its reply to that stage, for dropout tests
+    #[arg(long, hide = true)]
+    pub leave_after_stage: Option<String>,
     /// Write the model's initial parameters (safetensors, with the order the ServerApp needs)
     /// to FILE and exit
     #[arg(long)]
@@ -104,6 +129,24 @@ pub fn parse_local_dp(s: &str) -> CliResult<LocalDp> {
         [eps, delta, clip, sens] => LocalDp::new(clip, sens, eps, delta).ctx(),
         _ => Err(format!(
             "--local-dp '{s}' must be EPSILON,DELTA,CLIP[,SENSITIVITY]"
+        )),
+    }
+}
+
+/// `NOISE_MULTIPLIER,CLIP,DELTA`.
+pub fn parse_distributed_dp(s: &str) -> CliResult<DistributedDp> {
+    let v: Vec<f64> = s
+        .split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<f64>()
+                .map_err(|_| format!("--distributed-dp '{s}': '{x}' is not a number"))
+        })
+        .collect::<CliResult<_>>()?;
+    match v[..] {
+        [z, clip, delta] => DistributedDp::new(z, clip, delta).ctx(),
+        _ => Err(format!(
+            "--distributed-dp '{s}' must be NOISE_MULTIPLIER,CLIP,DELTA"
         )),
     }
 }
@@ -146,6 +189,19 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
     let spec = DatasetSpec::parse(&a.dataset)?;
     let (index, n) = partition::parse_partition(&a.partition).ctx()?;
     let local_dp = a.local_dp.as_deref().map(parse_local_dp).transpose()?;
+    let distributed_dp = a
+        .distributed_dp
+        .as_deref()
+        .map(parse_distributed_dp)
+        .transpose()?;
+    let share_metrics = ShareMetrics::parse(&a.share_metrics).ctx()?;
+    if let Some(st) = &a.leave_after_stage {
+        if !["setup", "share_keys", "collect_masked_vectors"].contains(&st.as_str()) {
+            return Err(format!(
+                "--leave-after-stage '{st}' must be setup, share_keys or collect_masked_vectors"
+            ));
+        }
+    }
     let say = |s: String| {
         if a.json {
             eprintln!("{s}")
@@ -258,6 +314,10 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
         batch_size: a.batch_size,
         lr: a.lr,
         local_dp,
+        secagg: a.secagg,
+        distributed_dp,
+        max_epsilon: a.max_epsilon,
+        share_metrics,
         max_epochs: a.max_epochs,
         max_rounds: a.max_rounds,
         ..Default::default()
@@ -271,32 +331,88 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
         test,
         seed: a.seed.wrapping_add(index as u64),
     };
+    // per training round: (round, epsilon, delta) for the JSON summary
+    let mut privacy: Vec<serde_json::Value> = Vec::new();
+    let mut left_mid_round = false;
+    let mut replied_stage = false;
     let mut on_event = |e: &Event| {
         match e {
             Event::Connected { node_id } => say(format!("connected to {url} as node {node_id}")),
-            Event::Received { round, kind, bytes } => say(format!("round {round}: {kind} message ({bytes} bytes)")),
-            Event::Trained { round, stats, update_norm, clipped_to, noise_std, seconds } => say(format!(
-                "round {round}: trained on {} samples in {seconds:.1} s, loss {:.4}, accuracy {:.4}, update norm {update_norm:.4}{}{}",
-                stats.examples,
-                stats.loss,
-                stats.accuracy,
-                clipped_to.map(|c| format!(", clipped to {c}")).unwrap_or_default(),
-                noise_std.map(|s| format!(", local DP noise std {s:.4}")).unwrap_or_default()
-            )),
-            Event::Evaluated { round, stats, .. } => {
-                say(format!("round {round}: global model on {} local test samples: accuracy {:.4}, loss {:.4}", stats.examples, stats.accuracy, stats.loss))
+            Event::Received { round, kind, bytes, stage } => {
+                say(format!(
+                    "round {round}: {kind} message{} ({bytes} bytes)",
+                    stage.as_ref().map(|s| format!(", SecAgg+ stage {s}")).unwrap_or_default()
+                ));
+                if replied_stage {
+                    say(format!(
+                        "round {round}: leaving without answering (--leave-after-stage {})",
+                        a.leave_after_stage.as_deref().unwrap_or("")
+                    ));
+                    left_mid_round = true;
+                    return ControlFlow::Break(());
+                }
             }
-            Event::Replied { round, kind, bytes } => say(format!("round {round}: {kind} reply sent ({bytes} bytes)")),
+            Event::Trained { round, stats, update_norm, clipped_to, noise_std, seconds, secagg, epsilon, epsilon_own, delta } => {
+                say(format!(
+                    "round {round}: trained on {} samples in {seconds:.1} s, loss {:.4}, accuracy {:.4}, update norm {update_norm:.4}{}{}{}{}",
+                    stats.examples,
+                    stats.loss,
+                    stats.accuracy,
+                    clipped_to.map(|c| format!(", clipped to {c}")).unwrap_or_default(),
+                    noise_std.map(|s| format!(", DP noise std {s:.4}")).unwrap_or_default(),
+                    if *secagg { ", sent masked (SecAgg+)" } else { "" },
+                    match (epsilon, delta) {
+                        (Some(e), Some(d)) => format!(", privacy spent: epsilon {e:.4} at delta {d:e}"),
+                        _ => String::new(),
+                    }
+                ));
+                privacy.push(serde_json::json!({
+                    "round": round,
+                    "secagg": secagg,
+                    "epsilon": epsilon,
+                    "epsilon_own_noise": epsilon_own,
+                    "delta": delta,
+                }));
+            }
+            Event::SecAggStage { round, stage, seconds } => say(format!("round {round}: SecAgg+ {stage} computed in {seconds:.3} s")),
+            Event::Evaluated { round, stats, shared, .. } => say(format!(
+                "round {round}: global model on {} local test samples: accuracy {:.4}, loss {:.4}{}",
+                stats.examples,
+                stats.accuracy,
+                stats.loss,
+                if *shared { "" } else { " (kept local: --share-metrics minimal)" }
+            )),
+            Event::Replied { round, kind, bytes, stage } => {
+                say(format!("round {round}: {kind} reply sent ({bytes} bytes)"));
+                replied_stage |=
+                    stage.is_some() && stage.as_deref() == a.leave_after_stage.as_deref();
+            }
             Event::Failed { round, reason } => say(format!("round {round}: sent an error reply: {reason}")),
             Event::Waiting => {}
             Event::Finished { rounds } => say(format!("the run finished after {rounds} training rounds")),
         }
         ControlFlow::Continue(())
     };
-    let summary =
-        pollster::block_on(node::run(&client, &mut learner, &opts, &mut on_event)).ctx()?;
+    let ran = pollster::block_on(node::run(&client, &mut learner, &opts, &mut on_event));
+    let summary = match ran {
+        Ok(s) => s,
+        Err(pixelgrad_flower::FlowerError::Stopped) if left_mid_round => {
+            if a.json {
+                let j = serde_json::json!({"left_after_stage": a.leave_after_stage, "privacy": privacy});
+                writeln!(std::io::stdout().lock(), "{j}").ctx()?;
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let last = privacy.iter().rev().find(|p| !p["epsilon"].is_null());
     if a.json {
         let j = serde_json::json!({
+            "secagg": a.secagg,
+            "epsilon": last.map(|p| p["epsilon"].clone()),
+            "delta": last.map(|p| p["delta"].clone()),
+            "max_epsilon": a.max_epsilon,
+            "privacy": privacy,
             "node_id": summary.node_id,
             "run_id": summary.run_id,
             "rounds": summary.rounds_trained,

@@ -93,3 +93,18 @@ fn bad_certificate_files_are_one_line_errors() {
     one_error_line(&out, "holds no PEM certificate");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn privacy_options_that_cannot_hold_are_one_line_errors() {
+    // a budget on noise the node does not add, before anything is sent
+    one_error_line(&node("http://127.0.0.1:9", &["--max-epsilon", "1"]), "a maximum epsilon needs local or distributed DP");
+    one_error_line(&node("http://127.0.0.1:9", &["--share-metrics", "some"]), "share metrics must be 'minimal' or 'all'");
+    one_error_line(
+        &node("http://127.0.0.1:9", &["--secagg", "--distributed-dp", "0,1,1e-5"]),
+        "the noise multiplier must be a positive number",
+    );
+    one_error_line(
+        &node("http://127.0.0.1:9", &["--local-dp", "1,1e-5,1", "--max-epsilon=-2"]),
+        "maximum epsilon must be a positive number",
+    );
+}

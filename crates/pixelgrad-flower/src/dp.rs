@@ -10,9 +10,9 @@
 //! - local DP additionally adds `N(0, s^2)` to every sent parameter, with
 //!   `s = sensitivity * sqrt(2 ln(1.25 / delta)) / epsilon`.
 //!
-//! Here the update, the norm, the scale and the noise (the counter-based Philox normal of
-//! `pixelgrad-core`, seeded from the OS per round) are tensor ops on the model's device: only
-//! the result is read back, once, with the parameters.
+//! Here the update, the norm and the scale are tensor ops on the model's device: only the
+//! result is read back, once, with the parameters. The noise is added on the host to what is
+//! read back, from a cryptographically seeded generator ([`crate::noise`]).
 
 use pixelgrad_core::{Result, Tensor};
 
@@ -110,30 +110,4 @@ pub fn clip_update(new: &[Tensor], old: &[Tensor], clip: f32) -> Result<(Vec<Ten
         out.push(o.add(&n.sub(o)?.mul(&scale)?)?);
     }
     Ok((out, norm))
-}
-
-/// Each array plus Gaussian noise of standard deviation `std` (array `i` uses stream `i` of `seed`).
-pub fn add_noise(arrays: &[Tensor], std: f32, seed: u64) -> Result<Vec<Tensor>> {
-    arrays
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let noise = Tensor::rand_normal(
-                a.device(),
-                a.shape().clone(),
-                0.0,
-                std,
-                pixelgrad_core::rng::mix(seed, i as u64),
-            )?;
-            a.add(&noise)
-        })
-        .collect()
-}
-
-/// A fresh 64-bit seed from the OS (natively) or `crypto.getRandomValues`.
-pub fn fresh_seed() -> crate::Result<u64> {
-    let mut b = [0u8; 8];
-    getrandom::getrandom(&mut b)
-        .map_err(|e| crate::FlowerError::Invalid(format!("no random numbers for DP noise: {e}")))?;
-    Ok(u64::from_le_bytes(b))
 }

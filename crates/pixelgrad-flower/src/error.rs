@@ -42,6 +42,15 @@ pub enum FlowerError {
         found: u64,
         limit: u64,
     },
+    /// A training round this node refuses because its privacy budget would be exceeded (the
+    /// limit is the node's own; the server cannot raise it).
+    #[error("privacy budget: this round would take epsilon from {epsilon:.4} to {next:.4}, past this node's maximum of {max} (delta {delta:e}); it trains no further rounds")]
+    Budget {
+        epsilon: f64,
+        next: f64,
+        max: f64,
+        delta: f64,
+    },
     /// Parameters from the server that do not fit the local model (names, count or shapes).
     #[error("parameters do not match the local model: {0}")]
     Mismatch(String),
@@ -85,6 +94,7 @@ impl FlowerError {
             FlowerError::Http { .. } => "http",
             FlowerError::Protocol(_) => "protocol",
             FlowerError::Limit { .. } => "limit",
+            FlowerError::Budget { .. } => "privacyBudget",
             FlowerError::Mismatch(_) => "mismatch",
             FlowerError::Invalid(_) => "invalid",
             FlowerError::Engine { .. } => "engine",

@@ -1,12 +1,52 @@
-//! [`ModuleLearner`]: any `pixelgrad_nn` module with a local training and test shard, trained
+//! The local side of a node: the [`Learner`] trait (a model with its data on a device) and
+//! [`ModuleLearner`], any `pixelgrad_nn` module with a local training and test shard, trained
 //! by `pixelgrad_nn::train::fit` (the CLI's loop) and evaluated by `train::evaluate`.
 
 use pixelgrad_core::{Device, Tensor};
 use pixelgrad_nn::train::{evaluate, fit, FitOptions, NoCallbacks, Samples};
 use pixelgrad_nn::{Loss, Module, OptimizerKind};
 
-use crate::node::{EvalStats, FitStats, Learner, RoundConfig};
 use crate::{FlowerError, Result};
+
+/// Settings of one local training round, from the train config (keys `local-epochs`,
+/// `batch-size`, `lr`, as this project's ServerApp sends them) or the node's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundConfig {
+    pub server_round: u64,
+    pub epochs: usize,
+    pub batch_size: usize,
+    pub lr: f32,
+}
+
+/// What local training reports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FitStats {
+    pub examples: usize,
+    pub loss: f64,
+    pub accuracy: f64,
+}
+
+/// What local evaluation reports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EvalStats {
+    pub examples: usize,
+    pub loss: f64,
+    pub accuracy: f64,
+}
+
+/// The local side: a model with its data, on a device.
+#[allow(async_fn_in_trait)]
+pub trait Learner {
+    fn device(&self) -> &Device;
+    /// Current parameter values, in the model's visiting order.
+    fn params(&self) -> Vec<Tensor>;
+    /// Replaces every parameter (shapes already checked against [`Learner::params`]).
+    fn set_params(&mut self, values: &[Tensor]) -> Result<()>;
+    /// Trains on the local training data (a fresh optimizer each round).
+    async fn fit(&mut self, cfg: &RoundConfig) -> Result<FitStats>;
+    /// Evaluates on the local test data.
+    async fn evaluate(&mut self) -> Result<EvalStats>;
+}
 
 /// Host samples owned by a node: `x` holds `labels.len()` samples of `sample_shape`.
 #[derive(Clone, Debug, Default)]

@@ -14,27 +14,38 @@
 //! - [`limits`]: what a server can make the node accept (objects, bytes, array elements),
 //!   checked before anything is pulled, allocated or run;
 //! - [`learner`]: a `Learner` for any `pixelgrad_nn` module (the CLI's);
-//! - [`dp`]: Flower's client-side clipping and local DP, on the device;
-//! - [`partition`]: seeded Dirichlet(α) label shards and IID splits.
+//! - [`dp`]: Flower's client-side clipping and local DP, on the device; [`noise`]: Gaussian
+//!   noise from OS-seeded ChaCha20; [`accountant`]: Rényi-DP accounting of (ε, δ);
+//! - [`partition`]: seeded Dirichlet(α) label shards and IID splits;
+//! - [`secagg`]: Flower's secure aggregation (SecAgg+), bit for bit.
 //!
 //! Wire compatibility is tested against flwr's own Python classes (`tests/wire.rs`); hostile
 //! servers (bad IDs, repeated references, endless and stalled answers) in `tests/hostile.rs`;
 //! TLS and node authentication against a real SuperLink in `tests/tls_auth.rs`.
 
+pub mod accountant;
 pub mod auth;
 pub mod dp;
 mod error;
+mod events;
 pub mod fleet;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod keyfile;
 pub mod learner;
+pub mod legacy;
 pub mod limits;
 pub mod node;
+pub mod noise;
 pub mod npy;
 pub mod objects;
+mod options;
 pub mod partition;
+pub mod privacy;
 pub mod proto;
 pub mod records;
+mod round;
+pub mod secagg;
+mod secure_round;
 #[cfg(all(feature = "fake-server", not(target_arch = "wasm32")))]
 pub mod testing;
 pub mod transport;

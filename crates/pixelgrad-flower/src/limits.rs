@@ -74,6 +74,17 @@ impl MessageLimits {
         })
     }
 
+    /// Like [`Self::for_model`], with room for the parameters as float64 (what Flower's
+    /// `SecAggPlusWorkflow` sends back after the first round: its unmasked mean is float64).
+    pub fn for_model_f64(shapes: &[Vec<usize>], margin: f64) -> Result<Self> {
+        let mut l = Self::for_model(shapes, margin)?;
+        l.max_bytes = l.max_bytes.saturating_add(l.max_elements.saturating_mul(4));
+        l.max_objects = l.max_objects.saturating_add(
+            usize::try_from(l.max_bytes / MAX_ARRAY_CHUNK as u64 + 1).unwrap_or(usize::MAX),
+        );
+        Ok(l)
+    }
+
     /// Limits for inspecting arbitrary messages (fuzzing, tools): 64 MiB, 16 M elements.
     pub fn generous() -> Self {
         MessageLimits {

@@ -31,160 +31,27 @@
 
 use std::collections::HashMap;
 
-use pixelgrad_core::{Device, Tensor};
-
-use crate::dp::{self, LocalDp};
 use crate::fleet::{codes, FleetClient, Traffic, HEARTBEAT_INTERVAL};
-use crate::limits::{MessageLimits, DEFAULT_MARGIN};
-use crate::npy::NdArray;
+use crate::legacy::{self, Layout};
+use crate::limits::MessageLimits;
 use crate::objects::{self, Deflated, InflatedMessage};
+use crate::privacy::{rounded_count, Budget, Release, ShareMetrics};
 use crate::proto::{self, Node};
-use crate::records::{ArrayRecord, ConfigRecord, MetricRecord, MetricValue, Record, RecordDict};
+use crate::records::{ConfigRecord, MetricRecord, MetricValue, RecordDict};
+use crate::round::{self, OwnDp};
+use crate::secure_round::{self, SecureRound};
 use crate::transport::Transport;
 use crate::{FlowerError, Result};
+
+pub use crate::events::Event;
+pub use crate::learner::{EvalStats, FitStats, Learner, RoundConfig};
+pub use crate::options::{NodeOptions, DEFAULT_MAX_EPOCHS, DEFAULT_MAX_ROUNDS};
+pub use crate::round::{check_fit, read_back, round_config, KEY_CLIPPING_NORM};
 
 /// Flower's error code for a ClientApp that raised (`ErrorCode.CLIENT_APP_RAISED_EXCEPTION`).
 pub const ERROR_CLIENT_APP_RAISED: i64 = 2;
 /// `ErrorCode.MOD_FAILED_PRECONDITION`: the message lacked what a (DP) mod needs.
 pub const ERROR_MOD_FAILED_PRECONDITION: i64 = 6;
-/// Flower's config key of client-side clipping.
-pub const KEY_CLIPPING_NORM: &str = "clipping_norm";
-
-/// Settings of one local training round, from the train config (keys `local-epochs`,
-/// `batch-size`, `lr`, as this project's ServerApp sends them) or the node's defaults.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RoundConfig {
-    pub server_round: u64,
-    pub epochs: usize,
-    pub batch_size: usize,
-    pub lr: f32,
-}
-
-/// What local training reports.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct FitStats {
-    pub examples: usize,
-    pub loss: f64,
-    pub accuracy: f64,
-}
-
-/// What local evaluation reports.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct EvalStats {
-    pub examples: usize,
-    pub loss: f64,
-    pub accuracy: f64,
-}
-
-/// The local side: a model with its data, on a device.
-#[allow(async_fn_in_trait)]
-pub trait Learner {
-    fn device(&self) -> &Device;
-    /// Current parameter values, in the model's visiting order.
-    fn params(&self) -> Vec<Tensor>;
-    /// Replaces every parameter (shapes already checked against [`Learner::params`]).
-    fn set_params(&mut self, values: &[Tensor]) -> Result<()>;
-    /// Trains on the local training data (a fresh optimizer each round).
-    async fn fit(&mut self, cfg: &RoundConfig) -> Result<FitStats>;
-    /// Evaluates on the local test data.
-    async fn evaluate(&mut self) -> Result<EvalStats>;
-}
-
-/// Options of [`run`].
-#[derive(Clone, Debug)]
-pub struct NodeOptions {
-    /// Defaults of a round when the config does not say.
-    pub epochs: usize,
-    pub batch_size: usize,
-    pub lr: f32,
-    /// Local DP (Flower's `LocalDpMod` semantics) on every train reply.
-    pub local_dp: Option<LocalDp>,
-    /// Poll interval bounds while no message is waiting (seconds; backs off from min to max).
-    pub poll_min: f64,
-    pub poll_max: f64,
-    /// Heartbeat period (seconds; the node declares an interval of [`HEARTBEAT_INTERVAL`]).
-    pub heartbeat_period: f64,
-    /// After this long without a message (and at least one message seen), ask whether the run
-    /// finished and stop if it did.
-    pub check_run_after: f64,
-    /// Give up pulling an object that stays unavailable this long.
-    pub object_timeout: f64,
-    /// Most local epochs a server may ask for in one round (`local-epochs` of its config).
-    pub max_epochs: usize,
-    /// Most rounds of local training the node does in one run.
-    pub max_rounds: u64,
-    /// How much larger than the local model's parameters a pulled message may be (0.05 = 5 %,
-    /// plus fixed room for heads, config and metrics; see [`MessageLimits::for_model`]).
-    pub message_margin: f64,
-}
-
-/// Default of [`NodeOptions::max_epochs`].
-pub const DEFAULT_MAX_EPOCHS: usize = 100;
-/// Default of [`NodeOptions::max_rounds`].
-pub const DEFAULT_MAX_ROUNDS: u64 = 10_000;
-
-impl Default for NodeOptions {
-    fn default() -> Self {
-        NodeOptions {
-            epochs: 1,
-            batch_size: 32,
-            lr: 1e-3,
-            local_dp: None,
-            poll_min: 0.2,
-            poll_max: 2.0,
-            heartbeat_period: 4.0,
-            check_run_after: 6.0,
-            object_timeout: 60.0,
-            max_epochs: DEFAULT_MAX_EPOCHS,
-            max_rounds: DEFAULT_MAX_ROUNDS,
-            message_margin: DEFAULT_MARGIN,
-        }
-    }
-}
-
-/// Progress of the node, for logs and the browser's `onRound`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Event {
-    Connected {
-        node_id: u64,
-    },
-    /// A message arrived (`kind` = `train` / `evaluate` / ...), with its payload size.
-    Received {
-        round: u64,
-        kind: String,
-        bytes: u64,
-    },
-    Trained {
-        round: u64,
-        stats: FitStats,
-        update_norm: f64,
-        clipped_to: Option<f64>,
-        noise_std: Option<f64>,
-        seconds: f64,
-    },
-    /// The global model evaluated locally; `arrays` are the global parameters it received.
-    Evaluated {
-        round: u64,
-        stats: EvalStats,
-        arrays: ArrayRecord,
-    },
-    /// A reply was pushed; `bytes` = its objects.
-    Replied {
-        round: u64,
-        kind: String,
-        bytes: u64,
-    },
-    /// An error reply was pushed.
-    Failed {
-        round: u64,
-        reason: String,
-    },
-    /// A poll found no message (lets the caller stop an idle node).
-    Waiting,
-    Finished {
-        rounds: u64,
-    },
-}
 
 /// What a finished node reports.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -206,35 +73,6 @@ fn round_of(md: &proto::Metadata, cfg: Option<&ConfigRecord>) -> u64 {
         .map(|v| v as u64)
         .or_else(|| md.group_id.parse().ok())
         .unwrap_or(0)
-}
-
-/// Checks that `arrays` fit `params` (count and shapes, in order).
-pub fn check_fit(arrays: &ArrayRecord, params: &[Tensor]) -> Result<()> {
-    if arrays.0.len() != params.len() {
-        let server: Vec<String> = arrays
-            .0
-            .iter()
-            .map(|(k, a)| format!("{k} {:?}", a.shape))
-            .collect();
-        let local: Vec<String> = params.iter().map(|p| format!("{:?}", p.dims())).collect();
-        return Err(FlowerError::Mismatch(format!(
-            "the server sent {} arrays [{}], the local model has {} parameters [{}]",
-            arrays.0.len(),
-            server.join(", "),
-            params.len(),
-            local.join(", ")
-        )));
-    }
-    for (i, ((k, a), p)) in arrays.0.iter().zip(params).enumerate() {
-        if a.shape != p.dims() {
-            return Err(FlowerError::Mismatch(format!(
-                "array {i} ('{k}') has shape {:?} but local parameter {i} has shape {:?}",
-                a.shape,
-                p.dims()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// The metadata of a reply to `ins`, as Flower's `Message(..., reply_to=ins)` sets it.
@@ -505,205 +343,6 @@ impl<'a, T: Transport> Session<'a, T> {
     }
 }
 
-fn single_arrays<'m>(content: &'m RecordDict, kind: &str) -> Result<(&'m str, &'m ArrayRecord)> {
-    match content.array_records().as_slice() {
-        [one] => Ok(*one),
-        other => Err(FlowerError::Protocol(format!(
-            "a {kind} message must carry exactly one ArrayRecord, this one has {}",
-            other.len()
-        ))),
-    }
-}
-
-fn upload(dev: &Device, arrays: &ArrayRecord) -> Result<Vec<Tensor>> {
-    arrays
-        .0
-        .iter()
-        .map(|(_, a)| {
-            Tensor::from_vec(dev, &a.data, a.shape.clone()).map_err(FlowerError::engine("upload"))
-        })
-        .collect()
-}
-
-/// Reads device tensors back (async: no blocking read in the browser).
-pub async fn read_back(ts: &[Tensor]) -> Result<Vec<NdArray>> {
-    let mut out = Vec::with_capacity(ts.len());
-    for t in ts {
-        let v = t
-            .to_vec_async()
-            .await
-            .map_err(FlowerError::engine("readback"))?;
-        out.push(NdArray::new(t.dims().to_vec(), v)?);
-    }
-    Ok(out)
-}
-
-/// A positive whole number from the config (`key`), or `default` when it is not there.
-fn count(cfg: &ConfigRecord, key: &str, default: u64) -> Result<u64> {
-    match cfg.get(key) {
-        None => Ok(default),
-        Some(v) => match v.as_f64() {
-            Some(x) if x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x < 2f64.powi(53) => {
-                Ok(x as u64)
-            }
-            _ => Err(FlowerError::Protocol(format!(
-                "'{key}' must be a positive whole number, got {v:?}"
-            ))),
-        },
-    }
-}
-
-/// The round's settings from the server's config within the node's ceilings.
-pub fn round_config(cfg: &ConfigRecord, opts: &NodeOptions, round: u64) -> Result<RoundConfig> {
-    let epochs = count(cfg, "local-epochs", opts.epochs as u64)?;
-    if epochs > opts.max_epochs as u64 {
-        return Err(FlowerError::limit(
-            "the local epochs the server asks for ('local-epochs'; raise the node's max epochs to allow more)",
-            epochs,
-            opts.max_epochs as u64,
-        ));
-    }
-    let batch_size = count(cfg, "batch-size", opts.batch_size as u64)?;
-    let lr = match cfg.get("lr") {
-        None => opts.lr,
-        Some(v) => match v.as_f64() {
-            Some(x) if x.is_finite() && x >= 0.0 && (x as f32).is_finite() => x as f32,
-            _ => {
-                return Err(FlowerError::Protocol(format!(
-                    "'lr' must be a finite non-negative number, got {v:?}"
-                )))
-            }
-        },
-    };
-    Ok(RoundConfig {
-        server_round: round,
-        epochs: epochs as usize,
-        // a batch larger than any shard is a full batch; no need to keep the server's number
-        batch_size: usize::try_from(batch_size)
-            .unwrap_or(usize::MAX)
-            .min(1 << 24),
-        lr,
-    })
-}
-
-/// Local training on a train message; returns the reply content and the event.
-async fn handle_train<L: Learner>(
-    learner: &mut L,
-    opts: &NodeOptions,
-    content: &RecordDict,
-    round: u64,
-    now: impl Fn() -> f64,
-) -> Result<(RecordDict, Event)> {
-    let (_, arrays) = single_arrays(content, "train")?;
-    let params = learner.params();
-    check_fit(arrays, &params)?;
-    let cfg = content
-        .config_records()
-        .first()
-        .map(|(_, c)| (*c).clone())
-        .unwrap_or_default();
-    let rc = round_config(&cfg, opts, round)?;
-    let clip = match cfg.get(KEY_CLIPPING_NORM) {
-        None => None,
-        Some(v) => match v.as_f64() {
-            Some(c) if c > 0.0 && c.is_finite() => Some(c),
-            _ => {
-                return Err(FlowerError::Protocol(format!(
-                    "'{KEY_CLIPPING_NORM}' must be a positive number, got {v:?}"
-                )))
-            }
-        },
-    };
-    let dev = learner.device().clone();
-    let reference = upload(&dev, arrays)?;
-    learner.set_params(&reference)?;
-    let t0 = now();
-    let stats = learner.fit(&rc).await?;
-    let seconds = now() - t0;
-    let trained = learner.params();
-    let norm_t = dp::update_norm(&trained, &reference).map_err(FlowerError::engine("dp"))?;
-    let mut sent = trained;
-    // Client-side fixed clipping (the server wrapper adds the noise), then local DP (clip to
-    // its own norm, add noise): the order Flower's mods run in when both are present.
-    if let Some(c) = clip {
-        sent = dp::clip_update(&sent, &reference, c as f32)
-            .map_err(FlowerError::engine("dp"))?
-            .0;
-    }
-    let mut noise_std = None;
-    if let Some(l) = opts.local_dp {
-        sent = dp::clip_update(&sent, &reference, l.clipping_norm as f32)
-            .map_err(FlowerError::engine("dp"))?
-            .0;
-        let std = l.std_dev();
-        sent = dp::add_noise(&sent, std as f32, dp::fresh_seed()?)
-            .map_err(FlowerError::engine("dp"))?;
-        noise_std = Some(std);
-    }
-    let update_norm = norm_t
-        .to_vec_async()
-        .await
-        .map_err(FlowerError::engine("dp"))?
-        .first()
-        .copied()
-        .unwrap_or(f32::NAN) as f64;
-    let host = read_back(&sent).await?;
-    let out = ArrayRecord(arrays.0.iter().map(|(k, _)| k.clone()).zip(host).collect());
-    let metrics = MetricRecord(vec![
-        (
-            "num-examples".into(),
-            MetricValue::Int(stats.examples as i64),
-        ),
-        ("train_loss".into(), MetricValue::Float(stats.loss)),
-        ("train_accuracy".into(), MetricValue::Float(stats.accuracy)),
-    ]);
-    let reply = RecordDict(vec![
-        ("arrays".into(), Record::Arrays(out)),
-        ("metrics".into(), Record::Metrics(metrics)),
-    ]);
-    let clipped_to = clip.or(opts.local_dp.map(|l| l.clipping_norm));
-    Ok((
-        reply,
-        Event::Trained {
-            round,
-            stats,
-            update_norm,
-            clipped_to,
-            noise_std,
-            seconds,
-        },
-    ))
-}
-
-async fn handle_evaluate<L: Learner>(
-    learner: &mut L,
-    content: &RecordDict,
-    round: u64,
-) -> Result<(RecordDict, Event)> {
-    let (_, arrays) = single_arrays(content, "evaluate")?;
-    check_fit(arrays, &learner.params())?;
-    let dev = learner.device().clone();
-    let values = upload(&dev, arrays)?;
-    learner.set_params(&values)?;
-    let stats = learner.evaluate().await?;
-    let metrics = MetricRecord(vec![
-        (
-            "num-examples".into(),
-            MetricValue::Int(stats.examples as i64),
-        ),
-        ("loss".into(), MetricValue::Float(stats.loss)),
-        ("accuracy".into(), MetricValue::Float(stats.accuracy)),
-    ]);
-    Ok((
-        RecordDict(vec![("metrics".into(), Record::Metrics(metrics))]),
-        Event::Evaluated {
-            round,
-            stats,
-            arrays: arrays.clone(),
-        },
-    ))
-}
-
 /// Runs the node until the run finishes, `on_event` returns `Break` (→ `Stopped`), or an error.
 /// The node deactivates and unregisters on the way out whenever the SuperLink is reachable.
 pub async fn run<T: Transport, L: Learner>(
@@ -712,6 +351,7 @@ pub async fn run<T: Transport, L: Learner>(
     opts: &NodeOptions,
     on_event: &mut dyn FnMut(&Event) -> Flow,
 ) -> Result<Summary> {
+    opts.check()?;
     let session = Session::connect(client, opts.clone()).await?;
     let hb = client.transport.start_heartbeats(
         client.key(),
@@ -742,6 +382,117 @@ pub async fn run<T: Transport, L: Learner>(
     }
 }
 
+/// A plain train instruction (no SecAgg+): the update, clipped and noised as the node's DP
+/// asks, in the instruction's layout, with what [`ShareMetrics`] allows.
+async fn handle_train<L: Learner>(
+    learner: &mut L,
+    opts: &NodeOptions,
+    budget: Option<&mut Budget>,
+    content: &RecordDict,
+    round: u64,
+    now: impl Fn() -> f64,
+) -> Result<(RecordDict, Event)> {
+    if opts.secagg {
+        return Err(FlowerError::Protocol(
+            "this node sends its updates only through SecAgg+ (secaggplus_mod's protocol); the server sent a plain train instruction"
+                .into(),
+        ));
+    }
+    let r = opts.local_dp.as_ref().map(Release::local);
+    if let (Some(b), Some(r)) = (budget.as_deref(), r.as_ref()) {
+        b.check(r)?;
+    }
+    let ins = legacy::instruction(content, "train")?;
+    let own = opts.local_dp.map_or(OwnDp::default(), |l| OwnDp {
+        clip: Some(l.clipping_norm),
+        noise_std: Some(l.std_dev()),
+    });
+    let u = round::train_update(learner, opts, ins.arrays, &ins.config, round, own, now).await?;
+    let names = ins.arrays.0.iter().map(|(k, _)| k.clone());
+    let out = crate::records::ArrayRecord(names.zip(u.arrays).collect());
+    let (count, metrics) = match opts.share_metrics {
+        ShareMetrics::All => (
+            u.stats.examples as i64,
+            vec![
+                ("train_loss".to_string(), MetricValue::Float(u.stats.loss)),
+                (
+                    "train_accuracy".to_string(),
+                    MetricValue::Float(u.stats.accuracy),
+                ),
+            ],
+        ),
+        ShareMetrics::Minimal => (rounded_count(u.stats.examples), Vec::new()),
+    };
+    let out = if ins.layout == Layout::Legacy {
+        legacy::legacy_names(out)
+    } else {
+        out
+    };
+    let reply = legacy::fit_reply(ins.layout, out, count, MetricRecord(metrics));
+    let (mut epsilon, mut epsilon_own, mut delta) = (None, None, None);
+    if let (Some(b), Some(r)) = (budget, r) {
+        b.spend(&r);
+        let (e, o) = b.epsilon();
+        (epsilon, epsilon_own, delta) = (Some(e), Some(o), Some(b.delta));
+    }
+    Ok((
+        reply,
+        Event::Trained {
+            round,
+            stats: u.stats,
+            update_norm: u.update_norm,
+            clipped_to: u.clipped_to,
+            noise_std: u.noise_std,
+            seconds: u.seconds,
+            secagg: false,
+            epsilon,
+            epsilon_own,
+            delta,
+        },
+    ))
+}
+
+/// The node's reason for not sending evaluation results.
+pub const EVALUATION_NOT_SHARED: &str = "this node does not send evaluation results of parameters the server chose (share metrics 'minimal'; the node evaluated them locally only)";
+
+/// An evaluate instruction: the global parameters scored on the local test data; the result
+/// is sent only with [`ShareMetrics::All`] (otherwise the reply is `None` and the caller
+/// sends an error reply).
+async fn handle_evaluate<L: Learner>(
+    learner: &mut L,
+    opts: &NodeOptions,
+    content: &RecordDict,
+    round: u64,
+) -> Result<(Option<RecordDict>, Event)> {
+    let ins = legacy::instruction(content, "evaluate")?;
+    check_fit(ins.arrays, &learner.params())?;
+    let dev = learner.device().clone();
+    let values = round::upload(&dev, ins.arrays)?;
+    learner.set_params(&values)?;
+    let stats = learner.evaluate().await?;
+    let shared = opts.share_metrics == ShareMetrics::All;
+    let reply = shared.then(|| {
+        legacy::evaluate_reply(
+            ins.layout,
+            stats.examples as i64,
+            stats.loss,
+            MetricRecord(vec![(
+                "accuracy".into(),
+                MetricValue::Float(stats.accuracy),
+            )]),
+        )
+    });
+    Ok((
+        reply,
+        Event::Evaluated {
+            round,
+            stats,
+            arrays: ins.arrays.clone(),
+            shared,
+        },
+    ))
+}
+
 async fn serve<T: Transport, L: Learner>(
     s: &Session<'_, T>,
     learner: &mut L,
@@ -755,7 +506,16 @@ async fn serve<T: Transport, L: Learner>(
         return Err(FlowerError::Stopped);
     }
     let shapes: Vec<Vec<usize>> = learner.params().iter().map(|p| p.dims().to_vec()).collect();
-    let limits = MessageLimits::for_model(&shapes, opts.message_margin)?;
+    let mut limits = MessageLimits::for_model(&shapes, opts.message_margin)?;
+    if opts.secagg {
+        // SecAggPlusWorkflow's global parameters come back as float64
+        limits = MessageLimits::for_model_f64(&shapes, opts.message_margin)?;
+    }
+    let mut budget = match opts.dp_delta() {
+        Some(delta) => Some(Budget::new(delta, opts.max_epsilon)?),
+        None => None,
+    };
+    let mut secure: Option<SecureRound> = None;
     let mut wait = opts.poll_min;
     let mut idle_since = t.now();
     loop {
@@ -805,18 +565,28 @@ async fn serve<T: Transport, L: Learner>(
                 continue;
             }
         };
-        let cfg = content.config_records().first().map(|(_, c)| (*c).clone());
+        let secagg_cfg = if kind == "train" {
+            secure_round::configs(&content).cloned()
+        } else {
+            None
+        };
+        let stage = secagg_cfg
+            .as_ref()
+            .and_then(|c| crate::secagg::stage_of(c).ok())
+            .map(|st| st.name().to_string());
+        let cfg = legacy::instruction(&content, &kind).ok().map(|i| i.config);
         let round = round_of(&md, cfg.as_ref());
         if on_event(&Event::Received {
             round,
             kind: kind.clone(),
             bytes,
+            stage: stage.clone(),
         })
         .is_break()
         {
             return Err(FlowerError::Stopped);
         }
-        if kind == "train" && summary.rounds_trained >= opts.max_rounds {
+        if kind == "train" && secagg_cfg.is_none() && summary.rounds_trained >= opts.max_rounds {
             let e = FlowerError::limit(
                 "the rounds of local training the server asks for (raise the node's max rounds to allow more)",
                 summary.rounds_trained + 1,
@@ -829,26 +599,65 @@ async fn serve<T: Transport, L: Learner>(
             let _ = on_event(&Event::Failed { round, reason });
             return Err(e);
         }
-        let handled = match kind.as_str() {
-            "train" => handle_train(learner, opts, &content, round, || t.now()).await,
-            "evaluate" => handle_evaluate(learner, &content, round).await,
-            other => Err(FlowerError::Protocol(format!(
-                "message type '{other}' is not supported (train, evaluate)"
-            ))),
-        };
+        let handled: Result<(Option<RecordDict>, Vec<Event>, bool)> =
+            match (kind.as_str(), &secagg_cfg) {
+                ("train", Some(cfg)) => {
+                    if secure.is_none() {
+                        secure = Some(SecureRound::new(s.node_id)?);
+                    }
+                    let st = secure.as_mut().expect("made above");
+                    secure_round::handle(
+                        st,
+                        learner,
+                        opts,
+                        budget.as_mut(),
+                        &content,
+                        cfg,
+                        round,
+                        summary.rounds_trained,
+                        || t.now(),
+                    )
+                    .await
+                    .map(|h| (Some(h.reply), h.events, h.trained))
+                }
+                ("train", None) => {
+                    handle_train(learner, opts, budget.as_mut(), &content, round, || t.now())
+                        .await
+                        .map(|(r, e)| (Some(r), vec![e], true))
+                }
+                ("evaluate", _) => handle_evaluate(learner, opts, &content, round)
+                    .await
+                    .map(|(r, e)| (r, vec![e], false)),
+                (other, _) => Err(FlowerError::Protocol(format!(
+                    "message type '{other}' is not supported (train, evaluate)"
+                ))),
+            };
         match handled {
-            Ok((reply, ev)) => {
-                if kind == "train" {
+            Ok((reply, events, trained)) => {
+                if trained {
                     summary.rounds_trained += 1;
-                } else {
+                }
+                if kind == "evaluate" {
                     summary.evaluations += 1;
                 }
-                let stop = on_event(&ev).is_break();
-                let sent = s.reply(&md, Some(&reply), None).await?;
+                let mut stop = false;
+                for ev in &events {
+                    stop |= on_event(ev).is_break();
+                }
+                let sent = match &reply {
+                    Some(r) => s.reply(&md, Some(r), None).await?,
+                    None => {
+                        let reason =
+                            format!("pixelgrad node {}: {EVALUATION_NOT_SHARED}", s.node_id);
+                        s.error_reply(&md, ERROR_MOD_FAILED_PRECONDITION, &reason)
+                            .await?
+                    }
+                };
                 if on_event(&Event::Replied {
                     round,
-                    kind,
+                    kind: kind.clone(),
                     bytes: sent,
+                    stage: stage.clone(),
                 })
                 .is_break()
                     || stop
@@ -857,7 +666,12 @@ async fn serve<T: Transport, L: Learner>(
                 }
             }
             Err(e) => {
-                let code = if matches!(e, FlowerError::Protocol(_) | FlowerError::Limit { .. }) {
+                let code = if matches!(
+                    e,
+                    FlowerError::Protocol(_)
+                        | FlowerError::Limit { .. }
+                        | FlowerError::Budget { .. }
+                ) {
                     ERROR_MOD_FAILED_PRECONDITION
                 } else {
                     ERROR_CLIENT_APP_RAISED
@@ -866,11 +680,14 @@ async fn serve<T: Transport, L: Learner>(
                 let _ = s.error_reply(&md, code, &reason).await;
                 let _ = on_event(&Event::Failed { round, reason });
                 // A mismatch or a failed local step ends the node; a message it cannot run
-                // (unknown type) or a round it refuses (too many epochs) does not.
-                let goes_on = matches!(e, FlowerError::Limit { .. })
+                // (unknown type, a SecAgg+ stage it refuses), a round it refuses (too many
+                // epochs, its privacy budget spent, a plain update when it only sends masked
+                // ones) does not.
+                let goes_on = matches!(e, FlowerError::Limit { .. } | FlowerError::Budget { .. })
                     || (matches!(e, FlowerError::Protocol(_))
-                        && kind != "train"
-                        && kind != "evaluate");
+                        && (secagg_cfg.is_some()
+                            || opts.secagg
+                            || (kind != "train" && kind != "evaluate")));
                 if !goes_on {
                     return Err(e);
                 }

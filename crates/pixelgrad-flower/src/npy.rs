@@ -59,10 +59,10 @@ fn shape_repr(shape: &[usize]) -> String {
     }
 }
 
-/// `np.save` bytes of an f32 array (dtype `<f4`, C order).
-pub fn encode_f32(shape: &[usize], data: &[f32]) -> Vec<u8> {
+/// The `np.save` header (format 1.0) of an array of `descr` and `shape`, for `data_len` bytes.
+fn header(descr: &str, shape: &[usize], data_len: usize) -> Vec<u8> {
     let mut header = format!(
-        "{{'descr': '<f4', 'fortran_order': False, 'shape': {}, }}",
+        "{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}",
         shape_repr(shape)
     );
     if let Some(first) = shape.first() {
@@ -73,13 +73,28 @@ pub fn encode_f32(shape: &[usize], data: &[f32]) -> Vec<u8> {
     let hlen = header.len() + 1;
     let pad = ALIGN - ((MAGIC.len() + 2 + 2 + hlen) % ALIGN);
     let total_header = hlen + pad;
-    let mut out = Vec::with_capacity(10 + total_header + data.len() * 4);
+    let mut out = Vec::with_capacity(10 + total_header + data_len);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[1, 0]);
     out.extend_from_slice(&(total_header as u16).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
     out.extend(std::iter::repeat_n(b' ', pad));
     out.push(b'\n');
+    out
+}
+
+/// `np.save` bytes of an f32 array (dtype `<f4`, C order).
+pub fn encode_f32(shape: &[usize], data: &[f32]) -> Vec<u8> {
+    let mut out = header("<f4", shape, data.len() * 4);
+    for v in data {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+/// `np.save` bytes of an int64 array (dtype `<i8`, C order): SecAgg+'s masked vectors.
+pub fn encode_i64(shape: &[usize], data: &[i64]) -> Vec<u8> {
+    let mut out = header("<i8", shape, data.len() * 8);
     for v in data {
         out.extend_from_slice(&v.to_le_bytes());
     }
@@ -125,8 +140,8 @@ fn parse_shape(s: &str) -> Result<Vec<usize>> {
         .collect()
 }
 
-/// Parses `np.save` bytes of a little-endian float32 or float64 array in C order.
-pub fn decode(bytes: &[u8]) -> Result<NdArray> {
+/// The dtype, shape and data bytes of `np.save` bytes (format 1-3, C order, whole elements).
+fn parse(bytes: &[u8]) -> Result<(&str, Vec<usize>, &[u8])> {
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
         return Err(bad("missing the \\x93NUMPY magic (not an np.save buffer)"));
     }
@@ -154,31 +169,69 @@ pub fn decode(bytes: &[u8]) -> Result<NdArray> {
         .try_fold(1usize, |a, &d| a.checked_mul(d))
         .ok_or_else(|| bad("shape overflows"))?;
     let body = &bytes[hend..];
-    let (width, dtype) = match descr {
-        "<f4" => (4, "float32"),
-        "<f8" => (8, "float64"),
+    let width = match descr {
+        "<f4" => 4,
+        "<f8" | "<i8" => 8,
         other => {
             return Err(bad(format!(
-                "dtype '{other}' is not supported (float32 or float64 little-endian)"
+                "dtype '{other}' is not supported (float32, float64 or int64 little-endian)"
             )))
         }
     };
     if n.checked_mul(width) != Some(body.len()) {
         return Err(bad(format!(
-            "{} data bytes for {n} elements of {dtype} (shape {shape:?})",
+            "{} data bytes for {n} elements of {descr} (shape {shape:?})",
             body.len()
         )));
     }
-    let data = if width == 4 {
-        body.chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
-    } else {
-        body.chunks_exact(8)
-            .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) as f32)
-            .collect()
+    Ok((descr, shape, body))
+}
+
+/// The element count an `np.save` buffer declares, from its header alone (to weigh an array
+/// against a limit before decoding it).
+pub fn declared_elements(bytes: &[u8]) -> Result<u64> {
+    let (_, shape, _) = parse(bytes)?;
+    Ok(shape.iter().map(|&d| d as u64).product())
+}
+
+/// Parses `np.save` bytes of a little-endian float32 or float64 array in C order.
+pub fn decode(bytes: &[u8]) -> Result<NdArray> {
+    let (descr, shape, body) = parse(bytes)?;
+    let (data, dtype) = match descr {
+        "<f4" => (
+            body.chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            "float32",
+        ),
+        "<f8" => (
+            body.chunks_exact(8)
+                .map(|c| {
+                    f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) as f32
+                })
+                .collect(),
+            "float64",
+        ),
+        other => {
+            return Err(bad(format!(
+                "dtype '{other}' is not supported here (float32 or float64 little-endian)"
+            )))
+        }
     };
     Ok(NdArray { shape, data, dtype })
+}
+
+/// Parses `np.save` bytes of a little-endian int64 array in C order: (shape, values).
+pub fn decode_i64(bytes: &[u8]) -> Result<(Vec<usize>, Vec<i64>)> {
+    let (descr, shape, body) = parse(bytes)?;
+    if descr != "<i8" {
+        return Err(bad(format!("dtype '{descr}' where int64 was expected")));
+    }
+    let v = body
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect();
+    Ok((shape, v))
 }
 
 #[cfg(test)]

@@ -437,6 +437,21 @@ impl<'a> Inflater<'a> {
         Ok(refs)
     }
 
+    /// Counts `numel` more elements against the message's limit (before any is decoded: an
+    /// array referenced twice counts twice).
+    fn count_elements(&self, numel: u64) -> Result<()> {
+        let total = self.elements.get().saturating_add(numel);
+        if total > self.limits.max_elements {
+            return Err(FlowerError::limit(
+                "the array elements of the server's message (the local model has fewer parameters)",
+                total,
+                self.limits.max_elements,
+            ));
+        }
+        self.elements.set(total);
+        Ok(())
+    }
+
     fn array(&self, id: &str) -> Result<NdArray> {
         let p = self.get(id, "Array")?;
         let meta: ArrayMeta = serde_json::from_slice(p.body)
@@ -450,8 +465,12 @@ impl<'a> Inflater<'a> {
                 ),
             ));
         }
+        // Flower's legacy strategies (and so SecAgg+) send arrays whose metadata has no dtype
+        // or shape: only the `np.save` bytes say what they are.
+        let legacy = meta.dtype.is_empty() && meta.shape.is_empty();
         let width: u64 = match meta.dtype.as_str() {
             "float32" => 4,
+            "float64" | "" if legacy => 8,
             "float64" => 8,
             other => {
                 return Err(bad(
@@ -463,22 +482,18 @@ impl<'a> Inflater<'a> {
                 ))
             }
         };
-        let numel = meta
-            .shape
-            .iter()
-            .try_fold(1u64, |a, &d| a.checked_mul(d))
-            .ok_or_else(|| bad(id, format!("shape {:?} overflows", meta.shape)))?;
-        // Every element this message expands to is counted before any is allocated: an array
-        // referenced twice counts twice.
-        let total = self.elements.get().saturating_add(numel);
-        if total > self.limits.max_elements {
-            return Err(FlowerError::limit(
-                "the array elements of the server's message (the local model has fewer parameters)",
-                total,
-                self.limits.max_elements,
-            ));
-        }
-        self.elements.set(total);
+        // Elements counted before anything is joined (a legacy array's header is read first).
+        let declared = if legacy {
+            None
+        } else {
+            let numel = meta
+                .shape
+                .iter()
+                .try_fold(1u64, |a, &d| a.checked_mul(d))
+                .ok_or_else(|| bad(id, format!("shape {:?} overflows", meta.shape)))?;
+            self.count_elements(numel)?;
+            Some(numel)
+        };
         if meta.arraychunk_ids.len() > self.limits.max_objects {
             return Err(FlowerError::limit(
                 format!("the chunk references of array {}", show_id(id)),
@@ -487,7 +502,8 @@ impl<'a> Inflater<'a> {
             ));
         }
         // The chunks' total length, repeats included, before they are joined: no more than the
-        // shape's values and an npy header.
+        // shape's values and an npy header (for a legacy array, than the elements the message
+        // may still hold, as float64).
         let mut chunks = Vec::with_capacity(meta.arraychunk_ids.len());
         let mut expanded = 0u64;
         for &i in &meta.arraychunk_ids {
@@ -502,30 +518,44 @@ impl<'a> Inflater<'a> {
             expanded = expanded.saturating_add(c.body.len() as u64);
             chunks.push(c.body);
         }
-        let need = numel.saturating_mul(width).saturating_add(MAX_NPY_HEADER);
-        if expanded > need {
-            return Err(bad(
-                id,
-                format!(
-                    "its chunks expand to {expanded} bytes, more than {numel} {} values need",
-                    meta.dtype
-                ),
-            ));
+        match declared {
+            Some(numel) => {
+                let need = numel.saturating_mul(width).saturating_add(MAX_NPY_HEADER);
+                if expanded > need {
+                    return Err(bad(id, format!("its chunks expand to {expanded} bytes, more than {numel} {} values need", meta.dtype)));
+                }
+            }
+            None => {
+                let left = self.limits.max_elements.saturating_sub(self.elements.get());
+                let most = left.saturating_mul(width).saturating_add(MAX_NPY_HEADER);
+                if expanded > most {
+                    return Err(FlowerError::limit(
+                        "the array bytes of the server's message (the local model has fewer parameters)",
+                        expanded,
+                        most,
+                    ));
+                }
+            }
         }
         let mut data = Vec::with_capacity(expanded as usize);
         for c in chunks {
             data.extend_from_slice(c);
         }
+        if declared.is_none() {
+            self.count_elements(npy::declared_elements(&data)?)?;
+        }
         let a = npy::decode(&data)?;
-        let shape: Vec<u64> = a.shape.iter().map(|&d| d as u64).collect();
-        if shape != meta.shape || a.dtype != meta.dtype {
-            return Err(bad(
-                id,
-                format!(
-                    "metadata says {} {:?}, data holds {} {:?}",
-                    meta.dtype, meta.shape, a.dtype, a.shape
-                ),
-            ));
+        if !legacy {
+            let shape: Vec<u64> = a.shape.iter().map(|&d| d as u64).collect();
+            if shape != meta.shape || a.dtype != meta.dtype {
+                return Err(bad(
+                    id,
+                    format!(
+                        "metadata says {} {:?}, data holds {} {:?}",
+                        meta.dtype, meta.shape, a.dtype, a.shape
+                    ),
+                ));
+            }
         }
         Ok(a)
     }

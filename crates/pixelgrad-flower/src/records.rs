@@ -116,7 +116,7 @@ impl RecordDict {
     }
 }
 
-pub(crate) fn metric_to_proto(r: &MetricRecord) -> proto::MetricRecord {
+pub fn metric_to_proto(r: &MetricRecord) -> proto::MetricRecord {
     let items = r
         .0
         .iter()
@@ -138,7 +138,7 @@ pub(crate) fn metric_to_proto(r: &MetricRecord) -> proto::MetricRecord {
     proto::MetricRecord { items }
 }
 
-pub(crate) fn metric_from_proto(p: proto::MetricRecord) -> crate::Result<MetricRecord> {
+pub fn metric_from_proto(p: proto::MetricRecord) -> crate::Result<MetricRecord> {
     let mut out = Vec::with_capacity(p.items.len());
     for it in p.items {
         let v = match it.value.and_then(|v| v.value) {
@@ -160,7 +160,7 @@ pub(crate) fn metric_from_proto(p: proto::MetricRecord) -> crate::Result<MetricR
     Ok(MetricRecord(out))
 }
 
-pub(crate) fn config_to_proto(r: &ConfigRecord) -> proto::ConfigRecord {
+pub fn config_to_proto(r: &ConfigRecord) -> proto::ConfigRecord {
     let items = r
         .0
         .iter()
@@ -188,7 +188,7 @@ pub(crate) fn config_to_proto(r: &ConfigRecord) -> proto::ConfigRecord {
     proto::ConfigRecord { items }
 }
 
-pub(crate) fn config_from_proto(p: proto::ConfigRecord) -> crate::Result<ConfigRecord> {
+pub fn config_from_proto(p: proto::ConfigRecord) -> crate::Result<ConfigRecord> {
     let mut out = Vec::with_capacity(p.items.len());
     for it in p.items {
         let v = match it.value.and_then(|v| v.value) {

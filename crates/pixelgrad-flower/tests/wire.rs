@@ -379,20 +379,27 @@ fn device_dp_matches_flwr_mods() {
             "sigma {} vs flwr {sigma}",
             ldp.std_dev()
         );
-        let noised = dp::add_noise(&clipped, sigma as f32, 123).unwrap();
+        let mut noise = pixelgrad_flower::noise::Noise::from_key([9; 32]);
+        let noised: Vec<Vec<f32>> = clipped
+            .iter()
+            .map(|t| {
+                let mut v = t.to_vec().unwrap();
+                noise.add(&mut v, sigma);
+                v
+            })
+            .collect();
         let flwr_noised: Vec<Vec<f64>> = serde_json::from_value(r["noised"].clone()).unwrap();
         let std_of = |d: Vec<f64>| (d.iter().map(|x| x * x).sum::<f64>() / d.len() as f64).sqrt();
         let mut ours = Vec::new();
         let mut theirs = Vec::new();
-        for ((t, c), f) in noised.iter().zip(&flwr_clipped).zip(&flwr_noised) {
-            let v = t.to_vec().unwrap();
+        for ((v, c), f) in noised.iter().zip(&flwr_clipped).zip(&flwr_noised) {
             ours.extend(v.iter().zip(c).map(|(a, b)| *a as f64 - b));
             theirs.extend(f.iter().zip(c).map(|(a, b)| a - b));
         }
         let (so, st) = (std_of(ours), std_of(theirs));
         assert!(
             (so / sigma - 1.0).abs() < 0.05,
-            "device noise std {so} vs sigma {sigma}"
+            "pixelgrad noise std {so} vs sigma {sigma}"
         );
         assert!(
             (st / sigma - 1.0).abs() < 0.05,

@@ -1,5 +1,7 @@
 """ServerApp: Flower's strategies (FedAvg, FedAdam; optional client-side-clipping central DP)
-driving pixelgrad nodes.
+driving pixelgrad nodes; with `secagg-shares` > 0, Flower's unmodified `SecAggPlusWorkflow`
+(legacy FedAvg under `DefaultWorkflow`, which SecAgg+ needs) so that the server only learns the
+sum of the nodes' updates.
 
 Run config (see pyproject.toml): the initial parameters come from a pixelgrad safetensors file
 whose metadata "pixelgrad.order" lists the parameter names in the model's order; every round's
@@ -9,6 +11,8 @@ global parameters are written to `final-file` (loadable by `pixelgrad eval`).
 
 import json
 import time
+
+import numpy as np
 
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, MetricRecord, RecordDict
 from flwr.serverapp import Grid, ServerApp
@@ -43,9 +47,99 @@ def _wait_for_nodes(grid: Grid, expected: int, timeout: float) -> int:
         time.sleep(0.5)
 
 
+def _secagg_main(grid: Grid, context: Context) -> None:
+    """FedAvg through SecAggPlusWorkflow; one JSON row per round as in the Message API path."""
+    from flwr.common import ndarrays_to_parameters
+    from flwr.server import ServerConfig
+    from flwr.server.compat.legacy_context import LegacyContext
+    from flwr.server.strategy import FedAvg as LegacyFedAvg
+    from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
+
+    cfg = context.run_config
+    rounds = int(cfg["num-server-rounds"])
+    expected = int(cfg["expected-nodes"])
+    results_file = str(cfg.get("results-file", ""))
+    arrays, meta = _initial_arrays(str(cfg["init-file"]))
+    names = list(arrays.keys())
+    t_start = time.time()
+    pending: dict = {}
+
+    def fit_metrics(results):
+        # SecAggPlusWorkflow hands the strategy one result per node that sent a masked vector
+        pending["train_replies"] = len(results)
+        return {}
+
+    def evaluate_metrics(results):
+        total = sum(n for n, _ in results)
+        if total:
+            acc = sum(n * float(m.get("accuracy", 0.0)) for n, m in results) / total
+            pending["evaluate"] = {"accuracy": acc}
+        pending["evaluate_replies"] = len(results)
+        return {}
+
+    def after_fit(server_round, ndarrays, _config):
+        # DefaultWorkflow calls this after every fit round with the current global parameters
+        if server_round == 0:
+            return None
+        row = {"round": server_round, "seconds": round(time.time() - t_start, 3), "secagg": True, **pending}
+        pending.clear()
+        print("pixelgrad-round " + json.dumps(row), flush=True)
+        if results_file:
+            with open(results_file, "a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+        if server_round == rounds and cfg.get("final-file"):
+            tensors = {n: np.asarray(a, dtype=np.float32) for n, a in zip(names, ndarrays)}
+            safetensors_io.write(str(cfg["final-file"]), tensors, meta)
+        return None
+
+    def fit_config(server_round):
+        return {
+            "server-round": server_round,
+            "local-epochs": int(cfg["local-epochs"]),
+            "batch-size": int(cfg["batch-size"]),
+            "lr": float(cfg["lr"]),
+        }
+
+    strategy = LegacyFedAvg(
+        fraction_fit=1.0,
+        fraction_evaluate=1.0,
+        min_fit_clients=1,
+        min_evaluate_clients=1,
+        min_available_clients=1,  # _wait_for_nodes waited for them all; a node may leave
+        initial_parameters=ndarrays_to_parameters([a.numpy() for a in arrays.values()]),
+        on_fit_config_fn=fit_config,
+        on_evaluate_config_fn=lambda r: {"server-round": r},
+        fit_metrics_aggregation_fn=fit_metrics,
+        evaluate_metrics_aggregation_fn=evaluate_metrics,
+        evaluate_fn=after_fit,
+    )
+    connected = _wait_for_nodes(grid, expected, float(cfg["connect-timeout"]))
+    shares, threshold = int(cfg["secagg-shares"]), int(cfg["secagg-threshold"])
+    print(
+        f"pixelgrad: {connected} nodes connected; {rounds} rounds of fedavg through SecAgg+ "
+        f"({shares} shares, threshold {threshold})",
+        flush=True,
+    )
+    legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=rounds), strategy=strategy)
+    workflow = DefaultWorkflow(
+        fit_workflow=SecAggPlusWorkflow(
+            num_shares=shares,
+            reconstruction_threshold=threshold,
+            max_weight=float(cfg.get("secagg-max-weight", 1000.0)),
+            timeout=float(cfg["round-timeout"]),
+        )
+    )
+    workflow(grid, legacy)
+
+
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     cfg = context.run_config
+    if int(cfg.get("secagg-shares", 0)) > 0:
+        if str(cfg["dp"]) != "off" or str(cfg["strategy"]) != "fedavg":
+            raise ValueError("secagg runs FedAvg without server-side DP (use the nodes' own DP)")
+        _secagg_main(grid, context)
+        return
     rounds = int(cfg["num-server-rounds"])
     expected = int(cfg["expected-nodes"])
     results_file = str(cfg.get("results-file", ""))

@@ -22,6 +22,7 @@ use pixelgrad_flower::dp::LocalDp;
 use pixelgrad_flower::fleet::FleetClient;
 use pixelgrad_flower::node::{self, Event, NodeOptions};
 use pixelgrad_flower::partition;
+use pixelgrad_flower::privacy::{DistributedDp, ShareMetrics};
 use pixelgrad_flower::transport::{FetchTransport, TransportOptions};
 use pixelgrad_flower::FlowerError;
 use pixelgrad_nn::Module;
@@ -88,13 +89,14 @@ fn event_obj(e: &Event, weights: Option<Vec<u8>>) -> Object {
             set(&o, "type", "connected");
             set(&o, "nodeId", node_id.to_string());
         }
-        Event::Received { round, kind, bytes } => {
+        Event::Received { round, kind, bytes, stage } => {
             set(&o, "type", "received");
             set(&o, "round", *round as f64);
             set(&o, "kind", kind.as_str());
             set(&o, "bytes", *bytes as f64);
+            set(&o, "stage", stage.as_deref().map(JsValue::from).unwrap_or(JsValue::NULL));
         }
-        Event::Trained { round, stats, update_norm, clipped_to, noise_std, seconds } => {
+        Event::Trained { round, stats, update_norm, clipped_to, noise_std, seconds, secagg, epsilon, epsilon_own, delta } => {
             set(&o, "type", "trained");
             set(&o, "round", *round as f64);
             set(&o, "examples", stats.examples as f64);
@@ -104,20 +106,32 @@ fn event_obj(e: &Event, weights: Option<Vec<u8>>) -> Object {
             set(&o, "clippedTo", clipped_to.map(JsValue::from).unwrap_or(JsValue::NULL));
             set(&o, "noiseStd", noise_std.map(JsValue::from).unwrap_or(JsValue::NULL));
             set(&o, "seconds", *seconds);
+            set(&o, "secagg", *secagg);
+            set(&o, "epsilon", epsilon.map(JsValue::from).unwrap_or(JsValue::NULL));
+            set(&o, "epsilonOwnNoise", epsilon_own.map(JsValue::from).unwrap_or(JsValue::NULL));
+            set(&o, "delta", delta.map(JsValue::from).unwrap_or(JsValue::NULL));
         }
-        Event::Evaluated { round, stats, .. } => {
+        Event::SecAggStage { round, stage, seconds } => {
+            set(&o, "type", "secaggStage");
+            set(&o, "round", *round as f64);
+            set(&o, "stage", stage.as_str());
+            set(&o, "seconds", *seconds);
+        }
+        Event::Evaluated { round, stats, shared, .. } => {
             set(&o, "type", "evaluated");
+            set(&o, "shared", *shared);
             set(&o, "round", *round as f64);
             set(&o, "examples", stats.examples as f64);
             set(&o, "loss", stats.loss);
             set(&o, "accuracy", stats.accuracy);
             set(&o, "weights", weights.map(|w| JsValue::from(Uint8Array::from(&w[..]))).unwrap_or(JsValue::NULL));
         }
-        Event::Replied { round, kind, bytes } => {
+        Event::Replied { round, kind, bytes, stage } => {
             set(&o, "type", "replied");
             set(&o, "round", *round as f64);
             set(&o, "kind", kind.as_str());
             set(&o, "bytes", *bytes as f64);
+            set(&o, "stage", stage.as_deref().map(JsValue::from).unwrap_or(JsValue::NULL));
         }
         Event::Failed { round, reason } => {
             set(&o, "type", "failed");
@@ -156,7 +170,10 @@ impl FlowerNode {
 /// and evaluating on `test*` (`sample` is the per-sample shape). `options` (JSON): `server`,
 /// `epochs`, `batchSize`, `lr`, `momentum`, `seed`, `readEvery`, `pollMax`, `heartbeatPeriod`,
 /// `syncWeights`, `localDp: { epsilon, delta, clippingNorm, sensitivity }`, `timeout` (seconds
-/// per request), `maxEpochs`, `maxRounds`. `on_event` gets one object per event; `key` is the
+/// per request), `maxEpochs`, `maxRounds`, `secagg` (updates only through SecAgg+),
+/// `distributedDp: { noiseMultiplier, clippingNorm, delta }` (with `secagg`), `maxEpsilon`
+/// (the node's own budget; rounds past it are refused), `shareMetrics` (`'minimal'` default,
+/// or `'all'`). `on_event` gets one object per event; `key` is the
 /// node key (see [`node_key`]).
 #[allow(clippy::too_many_arguments)]
 #[wasm_bindgen(js_name = flowerJoin)]
@@ -196,6 +213,33 @@ pub fn flower_join(
             )
         }
     };
+    let secagg = match o.get("secagg") {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::Bool(b)) => *b,
+        Some(v) => return Err(js_err(format!("flower.join: secagg must be true or false, got {v}"))),
+    };
+    let distributed_dp = match o.get("distributedDp") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(d) => Some(
+            DistributedDp::new(
+                num(d, "noiseMultiplier").unwrap_or(f64::NAN),
+                num(d, "clippingNorm").unwrap_or(f64::NAN),
+                num(d, "delta").unwrap_or(f64::NAN),
+            )
+            .map_err(|e| js_err(format!("flower.join: {e}")))?,
+        ),
+    };
+    let max_epsilon = match o.get("maxEpsilon") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => match v.as_f64() {
+            Some(m) if m > 0.0 && m.is_finite() => Some(m),
+            _ => return Err(js_err(format!("flower.join: maxEpsilon must be a positive number, got {v}"))),
+        },
+    };
+    let share_metrics = match o.get("shareMetrics") {
+        None | Some(serde_json::Value::Null) => ShareMetrics::default(),
+        Some(v) => ShareMetrics::parse(v.as_str().unwrap_or("")).map_err(|e| js_err(format!("flower.join: {e}")))?,
+    };
     let net = Net::new(rt.device(), cfg).map_err(js_err)?;
     let mut names = Vec::new();
     net.built.seq.visit_params(&mut |n, _| names.push(n.to_string()));
@@ -227,10 +271,15 @@ pub fn flower_join(
         batch_size: num(&o, "batchSize").unwrap_or(32.0).max(1.0) as usize,
         lr: num(&o, "lr").unwrap_or(1e-3) as f32,
         local_dp,
+        secagg,
+        distributed_dp,
+        max_epsilon,
+        share_metrics,
         poll_max: num(&o, "pollMax").unwrap_or(d.poll_max),
         heartbeat_period: num(&o, "heartbeatPeriod").unwrap_or(d.heartbeat_period),
         ..d
     };
+    opts.check().map_err(|e| js_err(format!("flower.join: {e}")))?;
     let key = node_key(&key)?;
     let transport = FetchTransport::with_options(server, TransportOptions { timeout_s, ..Default::default() }).map_err(js_err)?;
     let stop = Rc::new(Cell::new(false));
