@@ -21,7 +21,7 @@ echo "== a federation over TLS with node authentication: 4 rounds, 2 tabs + 1 na
 # --debug-cli: the dev-profile CLI that the native tests already built (a release build with
 # both GPU backends would add minutes on a fresh 2-core machine).
 out=$(cargo xtask federated --rounds 4 --browsers 2 --native 1 --dataset digits --alpha 0.5 \
-        --epochs 3 --lr 0.005 --drop-one --privacy-margin 0.2 --tls --node-auth --debug-cli --json)
+        --epochs 3 --lr 0.005 --drop-one --tls --node-auth --debug-cli --json)
 echo "$out" | tail -n 8 | grep -v '^{' || true
 summary=$(echo "$out" | tail -n 1)
 node -e '

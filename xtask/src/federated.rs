@@ -34,6 +34,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// Bytes a round's requests may carry beyond the parameter payload in any case (Flower's
+/// framing: ~8 KB per round with flwr 1.42), on top of `--privacy-margin`.
+const FRAMING_BYTES: f64 = 16384.0;
+
 use crate::demo::workspace_root;
 
 const FLWR_VERSION: &str = "1.42.0";
@@ -857,9 +861,13 @@ fn run(o: &Opts) -> Result<(), String> {
                     let body = b["body"].as_f64().unwrap_or(0.0);
                     let ratio = body / payload.max(1) as f64;
                     let m = o.privacy_margin;
-                    if !(1.0 - m..=1.0 + m).contains(&ratio) {
+                    // The margin, plus Flower's own framing of a round (message metadata,
+                    // object ids, heartbeats), which does not grow with the model: a small
+                    // model such as the digits MLP would otherwise fail a 10 % margin.
+                    let slack = m * payload as f64 + FRAMING_BYTES;
+                    if (body - payload as f64).abs() > slack {
                         return Err(format!(
-                            "browser node {} sent {body} body bytes in round {rn}, {ratio:.3}x the {payload}-byte parameter payload (outside {:.0} %)",
+                            "browser node {} sent {body} body bytes in round {rn}, {ratio:.3}x the {payload}-byte parameter payload (outside {:.0} % + {FRAMING_BYTES} framing bytes)",
                             p["index"],
                             m * 100.0
                         ));
@@ -878,7 +886,7 @@ fn run(o: &Opts) -> Result<(), String> {
         }
         privacy = serde_json::json!({"payload_bytes": payload, "pages": checks});
         say(format!(
-            "privacy check: every tab made only Fleet API requests after joining; request bodies per round within {:.0} % of the {payload}-byte parameter payload",
+            "privacy check: every tab made only Fleet API requests after joining; request bodies per round within {:.0} % (+ {FRAMING_BYTES} framing bytes) of the {payload}-byte parameter payload",
             o.privacy_margin * 100.0
         ));
     }
