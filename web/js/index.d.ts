@@ -671,6 +671,8 @@ export declare class OnnxModel {
     weightStorage: 'f32' | 'f16' | 'f16+f32';
     weightBytes: number;
     deviceWeightBytes: number;
+    /** Device bytes of the QLinearAdd / QLinearMul lookup tables (64 KiB each in 8-bit storage), apart from the weights. */
+    deviceTableBytes: number;
     /**
      * How quantised (uint8 / int8) activations that outlive the next node are kept: '8-bit'
      * tensors (a quarter of f32's memory), or 'f32' in the WebGL1 mode, which has no 8-bit

@@ -65,7 +65,7 @@ export class OnnxModel {
   }
   /**
    * What computes in which precision and how the weights are held: `{ precision ('f32',
-   * 'int8' or 'mixed'), precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes, activationStorage ('8-bit': quantised activations that outlive the next node are kept in 8-bit tensors; 'f32' in the WebGL1 mode), activationBytes (the most bytes the values between nodes held at once in the last run that walked the graph), arithmetic (how the matrix products compute on the float weights: 'f32', or with f16 weights 'f32 (f16 weights read directly)' on WebGPU GPUs, 'f32 (widened)' elsewhere), shaderF16 (whether the WebGPU adapter offers f16 arithmetic; null elsewhere) }`.
+   * 'int8' or 'mixed'), precisionGroups, path, weightStorage, weightBytes, deviceWeightBytes, deviceTableBytes (the QLinearAdd / QLinearMul lookup tables), activationStorage ('8-bit': quantised activations that outlive the next node are kept in 8-bit tensors; 'f32' in the WebGL1 mode), activationBytes (the most bytes the values between nodes held at once in the last run that walked the graph), arithmetic (how the matrix products compute on the float weights: 'f32', or with f16 weights 'f32 (f16 weights read directly)' on WebGPU GPUs, 'f32 (widened)' elsewhere), shaderF16 (whether the WebGPU adapter offers f16 arithmetic; null elsewhere) }`.
    */
   get info() {
     this._check('onnxModel.info');

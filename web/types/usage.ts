@@ -178,7 +178,7 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const onnx: pg.OnnxModel = await pg.loadOnnx(onnxBytes, { precision: 'auto', int8Activations: '8bit' });
   const input: pg.OnnxValueInfo = onnx.inputs[0];
   const info = onnx.info;
-  const onnxFields = [input.name, input.shape, input.dtype, onnx.outputs, onnx.backend, info.precision, info.precisionGroups.int8, info.path, info.weightStorage, info.weightBytes, info.deviceWeightBytes, info.activationStorage, info.activationBytes, info.arithmetic, info.shaderF16];
+  const onnxFields = [input.name, input.shape, input.dtype, onnx.outputs, onnx.backend, info.precision, info.precisionGroups.int8, info.path, info.weightStorage, info.weightBytes, info.deviceWeightBytes, info.deviceTableBytes, info.activationStorage, info.activationBytes, info.arithmetic, info.shaderF16];
   const outputs: Record<string, pg.Tensor> = await onnx.run({ [input.name]: x }, { signal: new AbortController().signal, maxWork: 1e9 });
   const onnxSaved = await onnx.save('indexeddb://model');
   const head = pg.sequential([pg.layers.onnx({ model: onnx, output: 'features', trainable: false }), pg.layers.dense({ units: 2 })]);

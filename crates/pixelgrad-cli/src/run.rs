@@ -271,10 +271,11 @@ pub fn run(a: RunArgs) -> CliResult<()> {
     );
     let precision = session.model().precision();
     let device_weight_bytes = session.device_weight_bytes();
+    let device_table_bytes = session.device_table_bytes();
     if let Some(path) = session.int8_path() {
         eprintln!(
-            "precision: {} ({} int8 nodes, {} f32 nodes), int8 path {path}, {device_weight_bytes} weight bytes on the device, \
-             quantised activations in {} storage",
+            "precision: {} ({} int8 nodes, {} f32 nodes), int8 path {path}, {device_weight_bytes} weight bytes \
+             and {device_table_bytes} QLinearAdd/QLinearMul table bytes on the device, quantised activations in {} storage",
             precision.summary(),
             precision.int8.values().sum::<usize>(),
             precision.f32.values().sum::<usize>(),
@@ -292,6 +293,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
             "launches_per_run": launches,
             "weight_bytes": weight_bytes,
             "device_weight_bytes": device_weight_bytes,
+            "device_table_bytes": device_table_bytes,
             "activation_bytes": session.activation_bytes(),
             "activation_storage": session.activation_storage(),
             "precision": precision.summary(),

@@ -411,15 +411,29 @@ impl Session {
 
     /// Bytes the device holds for the model's weights: the parameters and every constant
     /// uploaded so far (constants upload on first use: call after a run), 8-bit weights at one
-    /// byte each.
+    /// byte each. The lookup tables of `QLinearAdd` / `QLinearMul` are not weights: see
+    /// [`Session::device_table_bytes`].
     pub fn device_weight_bytes(&self) -> usize {
+        let params: usize = self.params.iter().map(|(_, p)| p.tensor().numel() * 4).sum();
+        params + self.cached_bytes(false)
+    }
+
+    /// Bytes the device holds for the lookup tables of `QLinearAdd` / `QLinearMul` (one table
+    /// of 65,536 results per set of scales and zero points, one byte each where the backend
+    /// stores 8 bits), uploaded on first use: call after a run.
+    pub fn device_table_bytes(&self) -> usize {
+        self.cached_bytes(true)
+    }
+
+    /// Device bytes of the cached constants that are (`tables`) or are not lookup tables.
+    fn cached_bytes(&self, tables: bool) -> usize {
         let size = |t: &Tensor| match t.storage_dtype() {
             pixelgrad_core::kernel::DType::I8 | pixelgrad_core::kernel::DType::U8 => 1,
             pixelgrad_core::kernel::DType::F16 => 2,
             _ => 4,
         };
-        let params: usize = self.params.iter().map(|(_, p)| p.tensor().numel() * 4).sum();
-        params + self.cache.borrow().values().map(|t| t.numel() * size(t)).sum::<usize>()
+        let cache = self.cache.borrow();
+        cache.iter().filter(|(k, _)| k.starts_with(crate::ops::qbinary::TABLE_PREFIX) == tables).map(|(_, t)| t.numel() * size(t)).sum()
     }
 
     /// The most device bytes that the values passed between nodes held at once during the

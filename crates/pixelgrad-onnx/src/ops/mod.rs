@@ -9,7 +9,7 @@ mod elementwise;
 mod linalg;
 mod movement;
 mod pool;
-mod qbinary;
+pub(crate) mod qbinary;
 mod quant;
 mod resize;
 mod rnn;

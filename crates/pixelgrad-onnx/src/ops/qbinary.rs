@@ -36,6 +36,10 @@ use super::{Cx, V};
 use crate::host::{DType, HostTensor};
 use crate::Result;
 
+/// Cache-key prefix of the lookup tables: the session reports their bytes apart from the
+/// weights ([`crate::Session::device_table_bytes`]).
+pub const TABLE_PREFIX: &str = "#qlinear-table:";
+
 /// The arithmetic of one operator, from its scales and zero points.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Params {
@@ -132,7 +136,7 @@ pub fn run(cx: &Cx, ins: &[Option<V>], mul: bool, dt: DType) -> Result<Option<Te
     let (a, b) = (cx.t(ins, 0)?, cx.t(ins, 3)?);
     let kind = if mul { Kind::Mul } else { Kind::Add { swapped: add_swaps(a.dims(), b.dims()) } };
     let key = format!(
-        "#qlinear-table:{kind:?}:{dt}:{:08x}:{}:{:08x}:{}:{:08x}:{}",
+        "{TABLE_PREFIX}{kind:?}:{dt}:{:08x}:{}:{:08x}:{}:{:08x}:{}",
         p.sa.to_bits(),
         p.za,
         p.sb.to_bits(),

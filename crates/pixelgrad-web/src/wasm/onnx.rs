@@ -80,6 +80,7 @@ impl OnnxModel {
             "weightStorage": self.session.weight_storage(),
             "weightBytes": self.session.model().weight_bytes(),
             "deviceWeightBytes": self.session.device_weight_bytes(),
+            "deviceTableBytes": self.session.device_table_bytes(),
             "activationStorage": self.session.activation_storage(),
             "activationBytes": self.session.activation_bytes(),
             "arithmetic": self.session.arithmetic(),
