@@ -86,7 +86,7 @@ fn int8_weights_stay_8_bit_on_the_device() {
             dev.name()
         );
         assert!(bytes <= int8 + float, "{bytes} > {int8} 8-bit + {float} other bytes");
-        assert!(tables > 0 && tables <= nodes * 65536 && tables % 65536 == 0, "{tables} table bytes for {nodes} nodes");
+        assert!(tables > 0 && tables <= nodes * 65536 && tables.is_multiple_of(65536), "{tables} table bytes for {nodes} nodes");
         assert!(s.int8_path().unwrap().starts_with("i8 weights stored 8-bit"), "{:?}", s.int8_path());
     }
 }
