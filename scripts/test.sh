@@ -37,16 +37,17 @@ if [ "$status" -ne 0 ]; then echo "native tests failed (full log: $log)"; native
 cargo test --workspace --doc -q || native_failed+=("doctests")
 
 echo "== API docs (rustdoc warnings are errors) and the publishable crates packaged"
-RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps -q
+RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps -q || native_failed+=("rustdoc")
 # Every crate that is not `publish = false`, in one run so their path dependencies resolve to
 # each other (not built: --no-verify; the tests above cover the code).
 publishable=$(cargo metadata --no-deps --format-version 1 \
   | python3 -c 'import json, sys; print(" ".join("-p " + p["name"] for p in json.load(sys.stdin)["packages"] if p["publish"] != []))')
 # shellcheck disable=SC2086
-cargo package --no-verify --allow-dirty -q $publishable
+cargo package --no-verify --allow-dirty -q $publishable || native_failed+=("cargo-package")
 
 echo "== wasm32 builds"
-cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx
+cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx \
+  || native_failed+=("wasm32-build")
 
 # Every suite runs even if an earlier one fails, so one CI run shows every failure; each suite's
 # output is also kept in target/, and the end of a failed one is repeated last, where a CI log

@@ -92,7 +92,7 @@ const ONNX: Domain = Domain::Onnx;
 const MS: Domain = Domain::Microsoft;
 
 /// Every operator pixelgrad reads. The quantised operators come last (from `QuantizeLinear`
-/// on): [`super::is_quantized`] relies on it.
+/// on): `super::is_quantized` relies on it.
 pub const OPS: &[OpRow] = &[
     // shape arithmetic and constants (host when their inputs are host values)
     row(ONNX, "Constant", &[s(1, (0, 0), (1, 1), &[], &["value"]), s(11, (0, 0), (1, 1), &[], &[])]),
