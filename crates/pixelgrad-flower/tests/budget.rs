@@ -26,6 +26,7 @@ use pixelgrad_nn::{Init, Loss, OptimizerKind, Sequential};
 mod support;
 use support::{venv, SuperLink};
 
+/// The ServerApp's initial model: the node's [4, 8, 3] MLP, zeros.
 fn init_file(path: &std::path::Path) {
     let specs: [(&str, Vec<usize>); 4] = [
         ("0.weight", vec![4, 8]),
@@ -33,26 +34,7 @@ fn init_file(path: &std::path::Path) {
         ("2.weight", vec![8, 3]),
         ("2.bias", vec![3]),
     ];
-    let mut header = serde_json::Map::new();
-    let names: Vec<&str> = specs.iter().map(|(n, _)| *n).collect();
-    header.insert(
-        "__metadata__".into(),
-        serde_json::json!({"pixelgrad.order": names.join(",")}),
-    );
-    let mut off = 0usize;
-    for (n, s) in &specs {
-        let len = s.iter().product::<usize>() * 4;
-        header.insert(
-            (*n).into(),
-            serde_json::json!({"dtype": "F32", "shape": s, "data_offsets": [off, off + len]}),
-        );
-        off += len;
-    }
-    let h = serde_json::Value::Object(header).to_string();
-    let mut out = (h.len() as u64).to_le_bytes().to_vec();
-    out.extend_from_slice(h.as_bytes());
-    out.extend(std::iter::repeat_n(0u8, off));
-    std::fs::write(path, out).unwrap();
+    support::init_file(path, &specs);
 }
 
 #[test]

@@ -150,3 +150,34 @@ pub fn path_env(bin: &Path) -> String {
         std::env::var("PATH").unwrap_or_default()
     )
 }
+
+/// A safetensors file of zero tensors named and shaped as `specs`, with the order metadata the
+/// ServerApp reads (`init-file=`).
+pub fn init_file(path: &std::path::Path, specs: &[(&str, Vec<usize>)]) {
+    let mut header = serde_json::Map::new();
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        "pixelgrad.order".into(),
+        specs
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(",")
+            .into(),
+    );
+    header.insert("__metadata__".into(), meta.into());
+    let mut off = 0usize;
+    for (n, s) in specs {
+        let len = s.iter().product::<usize>() * 4;
+        header.insert(
+            (*n).into(),
+            serde_json::json!({"dtype": "F32", "shape": s, "data_offsets": [off, off + len]}),
+        );
+        off += len;
+    }
+    let h = serde_json::Value::Object(header).to_string();
+    let mut out = (h.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(h.as_bytes());
+    out.extend(std::iter::repeat_n(0u8, off));
+    std::fs::write(path, out).unwrap();
+}
