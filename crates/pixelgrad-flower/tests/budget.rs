@@ -12,16 +12,11 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 
-use pixelgrad_core::Device;
-use pixelgrad_cpu::CpuBackend;
 use pixelgrad_flower::auth::NodeKey;
 use pixelgrad_flower::dp::LocalDp;
 use pixelgrad_flower::fleet::FleetClient;
-use pixelgrad_flower::learner::{ModuleLearner, Shard};
 use pixelgrad_flower::node::{self, Event, NodeOptions};
 use pixelgrad_flower::transport::NativeTransport;
-use pixelgrad_nn::layers::{Activation, Linear};
-use pixelgrad_nn::{Init, Loss, OptimizerKind, Sequential};
 
 mod support;
 use support::{venv, SuperLink};
@@ -60,24 +55,7 @@ fn a_node_refuses_rounds_past_its_maximum_epsilon() {
         .unwrap();
     sl.group.0.push(run);
 
-    let dev = Device::new(CpuBackend::new());
-    let mut init = Init::new(5);
-    let model = Sequential::new()
-        .push(Linear::new(&dev, 4, 8, &mut init).unwrap())
-        .push(Activation::Relu)
-        .push(Linear::new(&dev, 8, 3, &mut init).unwrap());
-    let x: Vec<f32> = (0..80).map(|i| (i % 7) as f32 / 7.0).collect();
-    let y: Vec<u32> = (0..20).map(|i| i % 3).collect();
-    let shard = Shard::new(x, y, vec![4]).unwrap();
-    let mut l = ModuleLearner {
-        dev,
-        model,
-        loss: Loss::CrossEntropy,
-        optimizer: OptimizerKind::parse("adam").unwrap(),
-        train: shard.clone(),
-        test: shard,
-        seed: 1,
-    };
+    let mut l = support::tiny_learner(8);
     let client = FleetClient::new(
         NativeTransport::new(&format!("http://127.0.0.1:{}", sl.port), 10.0).unwrap(),
         NodeKey::generate().unwrap(),

@@ -6,39 +6,21 @@
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 
-use pixelgrad_core::Device;
-use pixelgrad_cpu::CpuBackend;
+mod support;
+
 use pixelgrad_flower::auth::NodeKey;
 use pixelgrad_flower::fleet::FleetClient;
-use pixelgrad_flower::learner::{ModuleLearner, Shard};
+use pixelgrad_flower::learner::ModuleLearner;
 use pixelgrad_flower::node::{self, Learner, NodeOptions, Summary};
 use pixelgrad_flower::records::{ConfigRecord, ConfigValue};
 use pixelgrad_flower::testing::{self, FakeFleet, Scenario};
 use pixelgrad_flower::transport::{NativeTransport, TransportOptions};
 use pixelgrad_flower::FlowerError;
-use pixelgrad_nn::layers::{Activation, Linear};
-use pixelgrad_nn::{Init, Loss, OptimizerKind, Sequential};
+use pixelgrad_nn::Sequential;
 
 /// 4 → 8 → 3: 67 parameters in 4 tensors.
 fn learner() -> ModuleLearner<Sequential> {
-    let dev = Device::new(CpuBackend::new());
-    let mut init = Init::new(5);
-    let model = Sequential::new()
-        .push(Linear::new(&dev, 4, 8, &mut init).unwrap())
-        .push(Activation::Relu)
-        .push(Linear::new(&dev, 8, 3, &mut init).unwrap());
-    let x: Vec<f32> = (0..80).map(|i| (i % 7) as f32 / 7.0).collect();
-    let y: Vec<u32> = (0..20).map(|i| i % 3).collect();
-    let shard = Shard::new(x, y, vec![4]).unwrap();
-    ModuleLearner {
-        dev,
-        model,
-        loss: Loss::CrossEntropy,
-        optimizer: OptimizerKind::parse("adam").unwrap(),
-        train: shard.clone(),
-        test: shard,
-        seed: 1,
-    }
+    support::tiny_learner(8)
 }
 
 fn shapes(l: &ModuleLearner<Sequential>) -> Vec<Vec<usize>> {

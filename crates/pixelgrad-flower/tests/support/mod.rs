@@ -181,3 +181,28 @@ pub fn init_file(path: &std::path::Path, specs: &[(&str, Vec<usize>)]) {
     out.extend(std::iter::repeat_n(0u8, off));
     std::fs::write(path, out).unwrap();
 }
+
+/// The tests' node: a 4 → `hidden` → 3 MLP (seeded) on 20 fixed samples, trained with Adam.
+pub fn tiny_learner(
+    hidden: usize,
+) -> pixelgrad_flower::learner::ModuleLearner<pixelgrad_nn::Sequential> {
+    use pixelgrad_nn::layers::{Activation, Linear};
+    let dev = pixelgrad_core::Device::new(pixelgrad_cpu::CpuBackend::new());
+    let mut init = pixelgrad_nn::Init::new(5);
+    let model = pixelgrad_nn::Sequential::new()
+        .push(Linear::new(&dev, 4, hidden, &mut init).unwrap())
+        .push(Activation::Relu)
+        .push(Linear::new(&dev, hidden, 3, &mut init).unwrap());
+    let x: Vec<f32> = (0..80).map(|i| (i % 7) as f32 / 7.0).collect();
+    let y: Vec<u32> = (0..20).map(|i| i % 3).collect();
+    let shard = pixelgrad_flower::learner::Shard::new(x, y, vec![4]).unwrap();
+    pixelgrad_flower::learner::ModuleLearner {
+        dev,
+        model,
+        loss: pixelgrad_nn::Loss::CrossEntropy,
+        optimizer: pixelgrad_nn::OptimizerKind::parse("adam").unwrap(),
+        train: shard.clone(),
+        test: shard,
+        seed: 1,
+    }
+}
