@@ -105,10 +105,7 @@ fn build(dev: bool, opt: bool) -> Res<()> {
     }
     std::fs::create_dir_all(&pkg).map_err(|e| format!("{}: {e}", pkg.display()))?;
     let cli = bindgen_cli(&locked_bindgen_version(&root)?)?;
-    status(
-        Command::new(&cli).arg("--target").arg("web").arg("--out-dir").arg(&pkg).arg(&wasm),
-        "wasm-bindgen",
-    )?;
+    status(Command::new(&cli).arg("--target").arg("web").arg("--out-dir").arg(&pkg).arg(&wasm), "wasm-bindgen")?;
     let out_wasm = pkg.join("pixelgrad_web_bg.wasm");
 
     if opt {
@@ -118,7 +115,14 @@ fn build(dev: bool, opt: bool) -> Res<()> {
         }
         status(
             Command::new(&wasm_opt)
-                .args(["-O3", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "-o"])
+                .args([
+                    "-O3",
+                    "--enable-bulk-memory",
+                    "--enable-nontrapping-float-to-int",
+                    "--enable-sign-ext",
+                    "--enable-mutable-globals",
+                    "-o",
+                ])
                 .arg(&out_wasm)
                 .arg(&out_wasm),
             "wasm-opt",

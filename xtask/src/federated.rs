@@ -98,10 +98,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| it.next().cloned().ok_or(format!("{name} needs a value"));
-        let num = |name: &str, v: String| {
-            v.parse::<f64>()
-                .map_err(|_| format!("{name}: '{v}' is not a number"))
-        };
+        let num = |name: &str, v: String| v.parse::<f64>().map_err(|_| format!("{name}: '{v}' is not a number"));
         match a.as_str() {
             "--rounds" => o.rounds = num("--rounds", val("--rounds")?)? as usize,
             "--browsers" => o.browsers = num("--browsers", val("--browsers")?)? as usize,
@@ -109,20 +106,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--dataset" => o.dataset = val("--dataset")?,
             "--alpha" => {
                 let v = val("--alpha")?;
-                o.alpha = if v == "iid" {
-                    None
-                } else {
-                    Some(num("--alpha", v)?)
-                };
+                o.alpha = if v == "iid" { None } else { Some(num("--alpha", v)?) };
             }
             "--dp" => o.dp = val("--dp")?,
             "--strategy" => o.strategy = val("--strategy")?,
             "--epochs" => o.epochs = num("--epochs", val("--epochs")?)? as usize,
             "--lr" => o.lr = num("--lr", val("--lr")?)?,
             "--seed" => o.seed = num("--seed", val("--seed")?)? as u64,
-            "--privacy-margin" => {
-                o.privacy_margin = num("--privacy-margin", val("--privacy-margin")?)?
-            }
+            "--privacy-margin" => o.privacy_margin = num("--privacy-margin", val("--privacy-margin")?)?,
             "--drop-one" => o.drop_one = true,
             "--no-build" => o.build = false,
             "--debug-cli" => o.debug_cli = true,
@@ -134,11 +125,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--secagg" => {
                 let v = val("--secagg")?;
                 let p: Vec<&str> = v.split(',').collect();
-                let n = |x: &str| {
-                    x.trim().parse::<usize>().map_err(|_| {
-                        format!("--secagg SHARES,THRESHOLD: '{x}' is not a whole number")
-                    })
-                };
+                let n = |x: &str| x.trim().parse::<usize>().map_err(|_| format!("--secagg SHARES,THRESHOLD: '{x}' is not a whole number"));
                 match p[..] {
                     [a, b] => o.secagg = Some((n(a)?, n(b)?)),
                     _ => return Err(format!("--secagg '{v}' must be SHARES,THRESHOLD")),
@@ -157,24 +144,16 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     }
     if let Some((shares, threshold)) = o.secagg {
         if threshold < 2 || threshold > shares {
-            return Err(format!(
-                "--secagg {shares},{threshold}: the threshold must be at least 2 and at most the shares"
-            ));
+            return Err(format!("--secagg {shares},{threshold}: the threshold must be at least 2 and at most the shares"));
         }
         if o.browsers > 0 {
             return Err("--secagg runs native nodes only for now (--browsers 0)".into());
         }
         if o.strategy != "fedavg" || o.dp.starts_with("client-clip") {
-            return Err(
-                "--secagg runs FedAvg without server-side DP (use --dp local:... on the nodes)"
-                    .into(),
-            );
+            return Err("--secagg runs FedAvg without server-side DP (use --dp local:... on the nodes)".into());
         }
         if o.drop_one && o.native < threshold + 1 {
-            return Err(format!(
-                "--secagg with --drop-one needs at least threshold + 1 = {} native nodes",
-                threshold + 1
-            ));
+            return Err(format!("--secagg with --drop-one needs at least threshold + 1 = {} native nodes", threshold + 1));
         }
     }
     Ok(o)
@@ -189,38 +168,18 @@ struct Dp {
 
 fn parse_dp(s: &str) -> Result<Dp, String> {
     if s == "off" {
-        return Ok(Dp {
-            run_config: "dp=\"off\"".into(),
-            local: None,
-            label: "off".into(),
-        });
+        return Ok(Dp { run_config: "dp=\"off\"".into(), local: None, label: "off".into() });
     }
     // Client-side clipping defaults: C = 5, about the L2 norm of one local epoch's update of
     // the MNIST MLP (so clipping bites in early rounds), and noise multiplier Z = 0.001 (the
     // aggregate gets N(0, (Z C / n)^2) per parameter from Flower's wrapper).
     if let Some(rest) = s.strip_prefix("client-clip") {
         let rest = rest.strip_prefix(':').unwrap_or(rest);
-        let v: Vec<&str> = if rest.is_empty() {
-            vec![]
-        } else {
-            rest.split(',').collect()
-        };
-        let c: f64 = v
-            .first()
-            .map(|x| {
-                x.parse()
-                    .map_err(|_| format!("--dp client-clip:C: '{x}' is not a number"))
-            })
-            .transpose()?
-            .unwrap_or(5.0);
-        let z: f64 = v
-            .get(1)
-            .map(|x| {
-                x.parse()
-                    .map_err(|_| format!("--dp client-clip:C,Z: '{x}' is not a number"))
-            })
-            .transpose()?
-            .unwrap_or(0.001);
+        let v: Vec<&str> = if rest.is_empty() { vec![] } else { rest.split(',').collect() };
+        let c: f64 =
+            v.first().map(|x| x.parse().map_err(|_| format!("--dp client-clip:C: '{x}' is not a number"))).transpose()?.unwrap_or(5.0);
+        let z: f64 =
+            v.get(1).map(|x| x.parse().map_err(|_| format!("--dp client-clip:C,Z: '{x}' is not a number"))).transpose()?.unwrap_or(0.001);
         return Ok(Dp {
             run_config: format!("dp=\"client-clip\" clipping-norm={c} noise-multiplier={z}"),
             local: None,
@@ -228,14 +187,9 @@ fn parse_dp(s: &str) -> Result<Dp, String> {
         });
     }
     if let Some(rest) = s.strip_prefix("local:") {
-        let n = rest
-            .split(',')
-            .filter(|x| x.trim().parse::<f64>().is_ok())
-            .count();
+        let n = rest.split(',').filter(|x| x.trim().parse::<f64>().is_ok()).count();
         if n != 3 {
-            return Err(format!(
-                "--dp local:EPS,DELTA,C expects three numbers, got '{rest}'"
-            ));
+            return Err(format!("--dp local:EPS,DELTA,C expects three numbers, got '{rest}'"));
         }
         return Ok(Dp {
             run_config: "dp=\"off\"".into(),
@@ -243,9 +197,7 @@ fn parse_dp(s: &str) -> Result<Dp, String> {
             label: format!("local (epsilon, delta, clip = {rest})"),
         });
     }
-    Err(format!(
-        "--dp '{s}' must be off, client-clip[:C[,Z]] or local:EPS,DELTA,C"
-    ))
+    Err(format!("--dp '{s}' must be off, client-clip[:C[,Z]] or local:EPS,DELTA,C"))
 }
 
 /// Children in their own process groups, stopped (TERM, then KILL) when dropped.
@@ -255,9 +207,7 @@ struct Procs(Vec<(String, Child)>);
 impl Procs {
     fn spawn(&mut self, name: &str, cmd: &mut Command) -> Result<usize, String> {
         cmd.process_group(0);
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("could not start {name}: {e}"))?;
+        let child = cmd.spawn().map_err(|e| format!("could not start {name}: {e}"))?;
         self.0.push((name.to_string(), child));
         Ok(self.0.len() - 1)
     }
@@ -335,16 +285,11 @@ fn wait_port(port: u16, secs: u64, child: &mut Child) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    Err(format!(
-        "the SuperLink did not listen on 127.0.0.1:{port} within {secs} s"
-    ))
+    Err(format!("the SuperLink did not listen on 127.0.0.1:{port} within {secs} s"))
 }
 
 fn sh(cmd: &mut Command, what: &str) -> Result<String, String> {
-    let out = cmd
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("{what}: {e}"))?;
+    let out = cmd.stderr(Stdio::inherit()).output().map_err(|e| format!("{what}: {e}"))?;
     if !out.status.success() {
         return Err(format!("{what} failed ({})", out.status));
     }
@@ -352,11 +297,7 @@ fn sh(cmd: &mut Command, what: &str) -> Result<String, String> {
 }
 
 fn last_json(s: &str) -> Option<serde_json::Value> {
-    s.lines().rev().find_map(|l| {
-        serde_json::from_str::<serde_json::Value>(l.trim())
-            .ok()
-            .filter(|v| v.is_object())
-    })
+    s.lines().rev().find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok().filter(|v| v.is_object()))
 }
 
 pub fn main(args: &[String]) -> i32 {
@@ -387,43 +328,24 @@ fn run(o: &Opts) -> Result<(), String> {
             println!("{s}")
         }
     };
-    let venv = PathBuf::from(
-        sh(
-            Command::new("bash").arg(root.join("scripts/flower-venv.sh")),
-            "scripts/flower-venv.sh",
-        )?
-        .trim(),
-    );
+    let venv = PathBuf::from(sh(Command::new("bash").arg(root.join("scripts/flower-venv.sh")), "scripts/flower-venv.sh")?.trim());
     let bin = venv.join("bin");
-    let path_env = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path_env = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     if o.build {
         sh(
-            Command::new(env!("CARGO"))
-                .args(["build", "--release", "-q", "-p", "pixelgrad-cli"])
-                .current_dir(&root),
+            Command::new(env!("CARGO")).args(["build", "--release", "-q", "-p", "pixelgrad-cli"]).current_dir(&root),
             "building pixelgrad-cli",
         )?;
         if o.browsers > 0 {
             sh(
-                Command::new(env!("CARGO"))
-                    .args(["run", "--release", "-q", "-p", "xtask", "--", "build-wasm"])
-                    .current_dir(&root),
+                Command::new(env!("CARGO")).args(["run", "--release", "-q", "-p", "xtask", "--", "build-wasm"]).current_dir(&root),
                 "cargo xtask build-wasm",
             )?;
         }
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
     let pixelgrad = target.join(if o.debug_cli { "debug/pixelgrad" } else { "release/pixelgrad" });
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0);
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
     let dir = target.join("federated").join(format!("run-{stamp}"));
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let home = dir.join("flwr-home");
@@ -432,25 +354,16 @@ fn run(o: &Opts) -> Result<(), String> {
     // Throwaway TLS files: the CA's key only ever lives in the generating process.
     let certs = dir.join("tls");
     if o.tls {
-        sh(
-            Command::new(bin.join("python"))
-                .arg(root.join("scripts/flower-certs.py"))
-                .arg(&certs),
-            "scripts/flower-certs.py",
-        )?;
+        sh(Command::new(bin.join("python")).arg(root.join("scripts/flower-certs.py")).arg(&certs), "scripts/flower-certs.py")?;
     }
     let ca = certs.join("ca.pem");
-    let tls_conf = if o.tls {
-        format!("root-certificates = \"{}\"\n", ca.display())
-    } else {
-        "insecure = true\n".to_string()
-    };
-    fs::write(home.join("config.toml"), format!("[superlink]\ndefault = \"local\"\n\n[superlink.local]\naddress = \"127.0.0.1:{port}\"\n{tls_conf}"))
-        .map_err(|e| e.to_string())?;
-    let superlink = format!(
-        "{}://127.0.0.1:{port}",
-        if o.tls { "https" } else { "http" }
-    );
+    let tls_conf = if o.tls { format!("root-certificates = \"{}\"\n", ca.display()) } else { "insecure = true\n".to_string() };
+    fs::write(
+        home.join("config.toml"),
+        format!("[superlink]\ndefault = \"local\"\n\n[superlink.local]\naddress = \"127.0.0.1:{port}\"\n{tls_conf}"),
+    )
+    .map_err(|e| e.to_string())?;
+    let superlink = format!("{}://127.0.0.1:{port}", if o.tls { "https" } else { "http" });
     let flwr_cmd = |args: &[&str]| {
         let mut c = Command::new(bin.join("flwr"));
         c.args(args).env("PATH", &path_env).env("FLWR_HOME", &home);
@@ -467,24 +380,13 @@ fn run(o: &Opts) -> Result<(), String> {
     c.args(["federated", "--write-init"]).arg(&init);
     data_arg(&mut c);
     let out = sh(&mut c, "pixelgrad federated --write-init")?;
-    let params: u64 = out
-        .split('(')
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let params: u64 = out.split('(').nth(1).and_then(|s| s.split(')').next()).and_then(|s| s.parse().ok()).unwrap_or(0);
     let payload = params * 4;
 
     let mut procs = Procs::default();
     let log = |name: &str| fs::File::create(dir.join(name)).map_err(|e| e.to_string());
     let mut sl_cmd = Command::new(bin.join("flower-superlink"));
-    sl_cmd.args([
-        "--host",
-        "127.0.0.1",
-        "--port",
-        &port.to_string(),
-        "--disable-runtime-dependency-installation",
-    ]);
+    sl_cmd.args(["--host", "127.0.0.1", "--port", &port.to_string(), "--disable-runtime-dependency-installation"]);
     if o.tls {
         sl_cmd
             .arg("--ssl-ca-certfile")
@@ -501,11 +403,7 @@ fn run(o: &Opts) -> Result<(), String> {
     }
     let sl = procs.spawn(
         "SuperLink",
-        sl_cmd
-            .env("PATH", &path_env)
-            .env("FLWR_HOME", &home)
-            .stdout(log("superlink.log")?)
-            .stderr(log("superlink.err.log")?),
+        sl_cmd.env("PATH", &path_env).env("FLWR_HOME", &home).stdout(log("superlink.log")?).stderr(log("superlink.err.log")?),
     )?;
     wait_port(port, 90, &mut procs.0[sl].1)?;
     let security = match (o.tls, o.node_auth) {
@@ -513,7 +411,12 @@ fn run(o: &Opts) -> Result<(), String> {
         (true, false) => "TLS with a throwaway CA",
         _ => "plain HTTP on 127.0.0.1",
     };
-    say(format!("SuperLink (flwr {FLWR_VERSION}) on {superlink} ({security}); {} browser tabs + {} native nodes; logs in {}", o.browsers, o.native, dir.display()));
+    say(format!(
+        "SuperLink (flwr {FLWR_VERSION}) on {superlink} ({security}); {} browser tabs + {} native nodes; logs in {}",
+        o.browsers,
+        o.native,
+        dir.display()
+    ));
 
     // Node authentication: a node whose key nobody registered is refused, clearly.
     let keys = dir.join("keys");
@@ -521,12 +424,7 @@ fn run(o: &Opts) -> Result<(), String> {
     if o.node_auth {
         fs::create_dir_all(&keys).map_err(|e| e.to_string())?;
         let out = Command::new(&pixelgrad)
-            .args([
-                "federated",
-                "--superlink",
-                &superlink,
-                "--root-certificates",
-            ])
+            .args(["federated", "--superlink", &superlink, "--root-certificates"])
             .arg(&ca)
             .arg("--node-key")
             .arg(keys.join("unregistered.key"))
@@ -536,14 +434,9 @@ fn run(o: &Opts) -> Result<(), String> {
         let err = String::from_utf8_lossy(&out.stderr);
         let line = err.lines().find(|l| l.starts_with("error: ")).unwrap_or("");
         if out.status.code() != Some(1) || !line.contains("is not registered") {
-            return Err(format!(
-                "a node with an unregistered key was not refused as expected ({}): {err}",
-                out.status
-            ));
+            return Err(format!("a node with an unregistered key was not refused as expected ({}): {err}", out.status));
         }
-        say(format!(
-            "a node with an unregistered key is refused: {line}"
-        ));
+        say(format!("a node with an unregistered key is refused: {line}"));
         unregistered_refused = line.into();
     }
 
@@ -552,22 +445,8 @@ fn run(o: &Opts) -> Result<(), String> {
     if o.browsers > 0 {
         let mut c = Command::new("node");
         c.arg(root.join("web/federated/run.mjs"))
-            .args([
-                "--superlink",
-                &superlink,
-                "--browsers",
-                &o.browsers.to_string(),
-                "--count",
-                &n.to_string(),
-                "--first-index",
-                "0",
-            ])
-            .args([
-                "--seed",
-                &o.seed.to_string(),
-                "--alpha",
-                &o.alpha.map(|a| a.to_string()).unwrap_or_else(|| "0".into()),
-            ])
+            .args(["--superlink", &superlink, "--browsers", &o.browsers.to_string(), "--count", &n.to_string(), "--first-index", "0"])
+            .args(["--seed", &o.seed.to_string(), "--alpha", &o.alpha.map(|a| a.to_string()).unwrap_or_else(|| "0".into())])
             .args(["--data", &o.dataset, "--timeout", &MAX_RUN_S.to_string()])
             .current_dir(&root)
             .stdout(Stdio::piped())
@@ -591,11 +470,7 @@ fn run(o: &Opts) -> Result<(), String> {
                 .env("FLWR_HOME", &home);
         }
         let i = procs.spawn("browsers", &mut c)?;
-        let stdout = procs.0[i]
-            .1
-            .stdout
-            .take()
-            .ok_or("no stdout from the browser driver")?;
+        let stdout = procs.0[i].1.stdout.take().ok_or("no stdout from the browser driver")?;
         let mut blog = log("browsers.log")?;
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -613,17 +488,11 @@ fn run(o: &Opts) -> Result<(), String> {
         if o.node_auth {
             // the node makes its key; the operator registers the public half
             let mut c = Command::new(&pixelgrad);
-            c.args(["federated", "--node-key"])
-                .arg(&key)
-                .arg("--print-public-key");
+            c.args(["federated", "--node-key"]).arg(&key).arg("--print-public-key");
             sh(&mut c, "pixelgrad federated --print-public-key")?;
             let pub_file = keys.join(format!("native-{index}.key.pub"));
-            let out = sh(
-                flwr_cmd(&["supernode", "register"])
-                    .arg(&pub_file)
-                    .args(["local", "--format", "json"]),
-                "flwr supernode register",
-            )?;
+            let out =
+                sh(flwr_cmd(&["supernode", "register"]).arg(&pub_file).args(["local", "--format", "json"]), "flwr supernode register")?;
             let j: serde_json::Value = out
                 .find('{')
                 .and_then(|i| serde_json::from_str(&out[i..]).ok())
@@ -631,22 +500,10 @@ fn run(o: &Opts) -> Result<(), String> {
             if j["success"] != true {
                 return Err(format!("registering native node {index}'s key failed: {j}"));
             }
-            say(format!(
-                "registered native node {index}'s key as node {}",
-                j["node-id"]
-            ));
+            say(format!("registered native node {index}'s key as node {}", j["node-id"]));
         }
         let mut c = Command::new(&pixelgrad);
-        c.args([
-            "federated",
-            "--superlink",
-            &superlink,
-            "--partition",
-            &format!("{index}/{n}"),
-            "--backend",
-            "cpu",
-            "--json",
-        ]);
+        c.args(["federated", "--superlink", &superlink, "--partition", &format!("{index}/{n}"), "--backend", "cpu", "--json"]);
         data_arg(&mut c);
         if let Some(a) = o.alpha {
             c.args(["--alpha", &a.to_string()]);
@@ -670,8 +527,7 @@ fn run(o: &Opts) -> Result<(), String> {
         if o.node_auth {
             c.arg("--node-key").arg(&key);
         }
-        c.stdout(log(&format!("native-{index}.json"))?)
-            .stderr(log(&format!("native-{index}.log"))?);
+        c.stdout(log(&format!("native-{index}.json"))?).stderr(log(&format!("native-{index}.log"))?);
         natives.push((index, procs.spawn(&format!("native node {index}"), &mut c)?));
     }
 
@@ -714,10 +570,7 @@ fn run(o: &Opts) -> Result<(), String> {
             if let Some(r) = v.get("report") {
                 report = Some(r.clone());
             } else if v.get("event").and_then(|e| e.as_str()) == Some("tab-closed") {
-                say(format!(
-                    "tab {} closed mid-round {} (a node that disappears)",
-                    v["tab"], v["round"]
-                ));
+                say(format!("tab {} closed mid-round {} (a node that disappears)", v["tab"], v["round"]));
             } else if v.get("event").and_then(|e| e.as_str()) == Some("driver-error") {
                 return Err(format!("browser driver: {}", v["message"]));
             }
@@ -745,16 +598,11 @@ fn run(o: &Opts) -> Result<(), String> {
             if let Ok(Some(st)) = procs.0[flwr].1.try_wait() {
                 flwr_done = true;
                 if !st.success() {
-                    return Err(format!(
-                        "flwr run failed ({st}); see {}",
-                        dir.join("serverapp.err.log").display()
-                    ));
+                    return Err(format!("flwr run failed ({st}); see {}", dir.join("serverapp.err.log").display()));
                 }
             }
         }
-        let natives_done = natives
-            .iter()
-            .all(|(_, i)| matches!(procs.0[*i].1.try_wait(), Ok(Some(_))));
+        let natives_done = natives.iter().all(|(_, i)| matches!(procs.0[*i].1.try_wait(), Ok(Some(_))));
         if flwr_done && natives_done && (o.browsers == 0 || report.is_some()) {
             break;
         }
@@ -770,11 +618,7 @@ fn run(o: &Opts) -> Result<(), String> {
             if o.browsers > 0 && report.is_none() {
                 waiting.push("browser tabs");
             }
-            eprintln!(
-                "xtask federated: {:.0} s, waiting for {}",
-                t0.elapsed().as_secs_f64(),
-                waiting.join(", ")
-            );
+            eprintln!("xtask federated: {:.0} s, waiting for {}", t0.elapsed().as_secs_f64(), waiting.join(", "));
         }
         if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
             return Err("interrupted; stopping every process started".into());
@@ -785,12 +629,7 @@ fn run(o: &Opts) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(300));
     }
     if rows.len() != o.rounds {
-        return Err(format!(
-            "the ServerApp logged {} of {} rounds; see {}",
-            rows.len(),
-            o.rounds,
-            dir.join("serverapp.log").display()
-        ));
+        return Err(format!("the ServerApp logged {} of {} rounds; see {}", rows.len(), o.rounds, dir.join("serverapp.log").display()));
     }
 
     // Node summaries and traffic.
@@ -800,15 +639,10 @@ fn run(o: &Opts) -> Result<(), String> {
     let (mut epsilon, mut delta): (Option<f64>, Option<f64>) = (None, None);
     for (index, i) in &natives {
         let st = procs.0[*i].1.try_wait().ok().flatten();
-        let j = fs::read_to_string(dir.join(format!("native-{index}.json")))
-            .ok()
-            .and_then(|s| last_json(&s));
+        let j = fs::read_to_string(dir.join(format!("native-{index}.json"))).ok().and_then(|s| last_json(&s));
         match (&j, st) {
             (Some(j), Some(s)) if s.success() && !j["left_after_stage"].is_null() => {
-                say(format!(
-                    "native node {index} left after SecAgg+ stage {} (the node that disappears)",
-                    j["left_after_stage"]
-                ));
+                say(format!("native node {index} left after SecAgg+ stage {} (the node that disappears)", j["left_after_stage"]));
                 clients.push(serde_json::json!({"node": index, "kind": "native", "backend": "cpu", "closed_mid_round": true, "left_after_stage": j["left_after_stage"]}));
             }
             (Some(j), Some(s)) if s.success() => {
@@ -820,12 +654,7 @@ fn run(o: &Opts) -> Result<(), String> {
                 }
                 clients.push(serde_json::json!({"node": index, "kind": "native", "backend": "cpu", "rounds": j["rounds"], "closed_mid_round": false, "secagg": j["secagg"], "epsilon": j["epsilon"], "delta": j["delta"], "privacy": j["privacy"]}));
             }
-            _ => {
-                return Err(format!(
-                    "native node {index} failed; see {}",
-                    dir.join(format!("native-{index}.log")).display()
-                ))
-            }
+            _ => return Err(format!("native node {index} failed; see {}", dir.join(format!("native-{index}.log")).display())),
         }
     }
     let mut privacy = serde_json::json!(null);
@@ -835,20 +664,14 @@ fn run(o: &Opts) -> Result<(), String> {
             let closed = p["closed"].as_bool().unwrap_or(false);
             if !closed {
                 if let Some(e) = p["error"].as_str() {
-                    return Err(format!(
-                        "browser node {} ({}) failed: {e}",
-                        p["index"], p["backend"]
-                    ));
+                    return Err(format!("browser node {} ({}) failed: {e}", p["index"], p["backend"]));
                 }
                 up += p["summary"]["bytesUp"].as_f64().unwrap_or(0.0) as u64;
                 down += p["summary"]["bytesDown"].as_f64().unwrap_or(0.0) as u64;
             }
             let other = p["other"].as_array().map(|a| a.len()).unwrap_or(0);
             if other > 0 {
-                return Err(format!(
-                    "browser node {} made non-Fleet requests after joining: {}",
-                    p["index"], p["other"]
-                ));
+                return Err(format!("browser node {} made non-Fleet requests after joining: {}", p["index"], p["other"]));
             }
             // Bytes sent per completed round (request bodies), against the parameter payload.
             let mut per_round = Vec::new();
@@ -893,19 +716,11 @@ fn run(o: &Opts) -> Result<(), String> {
 
     // The final global model on the whole test set.
     let mut c = Command::new(&pixelgrad);
-    c.args(["eval", "--backend", "cpu", "--model-file"])
-        .arg(&final_file)
-        .arg("--json");
+    c.args(["eval", "--backend", "cpu", "--model-file"]).arg(&final_file).arg("--json");
     data_arg(&mut c);
-    let ev = last_json(&sh(&mut c, "pixelgrad eval of the final global model")?)
-        .ok_or("pixelgrad eval printed no JSON")?;
-    let final_accuracy = ev["test_accuracy"]
-        .as_f64()
-        .ok_or("pixelgrad eval gave no test_accuracy")?;
-    say(format!(
-        "final global model: test accuracy {final_accuracy:.4} on the full test set ({})",
-        o.dataset
-    ));
+    let ev = last_json(&sh(&mut c, "pixelgrad eval of the final global model")?).ok_or("pixelgrad eval printed no JSON")?;
+    let final_accuracy = ev["test_accuracy"].as_f64().ok_or("pixelgrad eval gave no test_accuracy")?;
+    say(format!("final global model: test accuracy {final_accuracy:.4} on the full test set ({})", o.dataset));
     procs.stop_all();
 
     if o.json {

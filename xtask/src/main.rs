@@ -11,6 +11,8 @@
 //!   committed results.
 //! - `cargo xtask build-wasm [--dev] [--wasm-opt]` — the npm package in `web/pkg/`.
 //! - `cargo xtask test` — every test (`scripts/test.sh`).
+//! - `cargo xtask layout [CRATES_DIR]` — import circles between the files of one folder (see
+//!   `layout.rs`); exits 1 on a circle not in its known list.
 //! - `cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset ...] [--alpha A]
 //!   [--dp ...] [--json]` — a whole Flower federation on this machine (see `federated.rs`).
 
@@ -21,6 +23,7 @@ mod bench_web;
 mod build_wasm;
 mod demo;
 mod federated;
+mod layout;
 mod npm_manifest;
 
 use std::process::{exit, Command};
@@ -46,6 +49,7 @@ fn main() {
         Some("test") => run(Command::new("bash").arg("scripts/test.sh")),
         Some("demo") => exit(demo::main(&args[1..])),
         Some("federated") => exit(federated::main(&args[1..])),
+        Some("layout") => exit(layout::main(&args[1..])),
         _ => {
             eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --inference [--quick] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask bench-quality [--workloads W,...] [--backends cpu,webgpu,webgl] [--debug-cli] [--mnist DIR] [--out FILE]\n       cargo xtask bench-report [--check] [--include RESULT_FILE]\n       cargo xtask build-wasm [--dev] [--wasm-opt]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
             exit(2)
