@@ -4,6 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each stage's wall time, printed at the end (where the CI time goes).
+timings=()
+stage_name=""; stage_start=$SECONDS
+stage() { # NAME: close the running stage, open the next
+  [ -n "$stage_name" ] && timings+=("$(printf '%5ds  %s' $((SECONDS - stage_start)) "$stage_name")")
+  stage_name=$1; stage_start=$SECONDS
+  [ -n "$1" ] && echo "== [$(date -u +%H:%M:%S)] $1"
+  return 0
+}
+report_timings() { stage ""; printf '== stage times\n'; printf '%s\n' "${timings[@]}"; printf '%5ds  total\n' "$SECONDS"; }
+stage "setup: apt packages, wasm32 target, Flower venv"
+
 need_apt=()
 # Mesa: lavapipe (Vulkan on the CPU) for the WebGPU backend, llvmpipe through EGL for WebGL.
 for pkg in mesa-vulkan-drivers libegl-mesa0 libgl1-mesa-dri libgles2 libegl1 glslang-tools; do
@@ -20,10 +32,10 @@ rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target
 bash scripts/flower-venv.sh >/dev/null
 export PIXELGRAD_REQUIRE_FLWR=1
 
-echo "== ONNX fixtures (onnxruntime as the oracle; pinned Python venv in target/onnx-venv)"
+stage "ONNX fixtures (onnxruntime as the oracle; pinned Python venv in target/onnx-venv)"
 bash scripts/onnx-fixtures.sh
 
-echo "== native tests (all crates)"
+stage "native tests (all crates)"
 mkdir -p target
 log=target/test-native.log
 set +e
@@ -34,9 +46,10 @@ set -e
 # failure; the run fails at the end.
 native_failed=()
 if [ "$status" -ne 0 ]; then echo "native tests failed (full log: $log)"; native_failed+=("native"); fi
+stage "doc tests"
 cargo test --workspace --doc -q || native_failed+=("doctests")
 
-echo "== API docs (rustdoc warnings are errors) and the publishable crates packaged"
+stage "API docs (rustdoc warnings are errors) and the publishable crates packaged"
 RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps -q || native_failed+=("rustdoc")
 # Every crate that is not `publish = false`, in one run so their path dependencies resolve to
 # each other (not built: --no-verify; the tests above cover the code).
@@ -45,7 +58,7 @@ publishable=$(cargo metadata --no-deps --format-version 1 \
 # shellcheck disable=SC2086
 cargo package --no-verify --allow-dirty -q $publishable || native_failed+=("cargo-package")
 
-echo "== wasm32 builds"
+stage "wasm32 builds"
 cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx \
   || native_failed+=("wasm32-build")
 
@@ -62,19 +75,19 @@ suite() { # NAME COMMAND...: run a suite, keep its output, note a failure
   set -e
   [ "$status" -eq 0 ] || failed+=("$name")
 }
-echo "== browser tests: conformance + smoke in the page (headless Chromium: WebGPU and WebGL2 via SwiftShader, CPU as wasm)"
+stage "browser tests: conformance + smoke in the page (headless Chromium: WebGPU and WebGL2 via SwiftShader, CPU as wasm)"
 suite browser-tests.sh bash scripts/browser-tests.sh
 
-echo "== npm package tests: JS API on webgpu/webgl/cpu, in a Worker, and the demo end to end"
+stage "npm package tests: JS API on webgpu/webgl/cpu, in a Worker, and the demo end to end"
 suite web-tests.sh bash scripts/web-tests.sh
 
-echo "== federated training with Flower: a small federation of tabs and a native node, CLI errors"
+stage "federated training with Flower: a small federation of tabs and a native node, CLI errors"
 suite flower-tests.sh bash scripts/flower-tests.sh
 
-echo "== the book: mdbook build docs, every link and anchor (its Rust blocks ran with the doc tests above)"
+stage "the book: mdbook build docs, every link and anchor (its Rust blocks ran with the doc tests above)"
 suite book.sh bash scripts/book.sh
 
-echo "== benchmark report code (web/bench: weight layout, safetensors, ratios, docs/benchmarks.md up to date with the results; no browser)"
+stage "benchmark report code (web/bench: weight layout, safetensors, ratios, docs/benchmarks.md up to date with the results; no browser)"
 suite web-bench-node-tests bash -c 'cd web/bench && node --test tests/'
 
 if [ ${#failed[@]} -gt 0 ]; then
@@ -84,6 +97,8 @@ if [ ${#failed[@]} -gt 0 ]; then
     grep -E 'FAIL|failed|panicked|timed out|unfinished|error' "target/test-${name//[^a-zA-Z0-9]/-}.log" | tail -15
     tail -15 "target/test-${name//[^a-zA-Z0-9]/-}.log"
   done
+  report_timings
   echo "== failed: ${failed[*]}"; exit 1
 fi
+report_timings
 echo "== all tests passed"
