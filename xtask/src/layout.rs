@@ -11,6 +11,11 @@
 //!
 //! The circles that existed when the check was written are listed in [`KNOWN`]; the unit test
 //! fails on any other circle and on a listed circle that is gone (so the list only shrinks).
+//!
+//! It also checks the arrows between crates (docs/src/design/architecture.md): every workspace
+//! crate has a layer in [`LAYERS`], and a normal (non-dev) dependency points only at a crate of
+//! a lower layer, so the core needs nothing of ours, a backend never needs another backend or
+//! the layers, training and data code never need a backend, and nothing needs a front end.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -33,8 +38,29 @@ pub const KNOWN: &[&str] = &[
     "pixelgrad-wgpu: src: image ops",
 ];
 
+/// The layer of every workspace crate. A crate may depend (outside `[dev-dependencies]`) only on
+/// crates of a lower layer: crates of one layer never depend on each other.
+pub const LAYERS: &[(&str, u8)] = &[
+    ("pixelgrad-durable", 0), // crash-safe file writes; no pixelgrad dependency
+    ("pixelgrad-core", 1),    // tensors, ops, autodiff, the Backend trait, the kernel IR
+    ("pixelgrad-cpu", 2),     // backends: each knows only the core
+    ("pixelgrad-wgpu", 2),
+    ("pixelgrad-webgl", 2),
+    ("pixelgrad-nn", 2),   // layers, losses, optimizers, fit: any Device, no backend
+    ("pixelgrad-data", 2), // loaders and the embedded data set
+    ("pixelgrad-onnx", 3), // import/export: core + nn
+    ("pixelgrad-flower", 3),
+    ("pixelgrad-conformance", 3), // the shared suite: core, the CPU reference, nn, data
+    ("pixelgrad", 4),             // the facade
+    ("pixelgrad-cli", 5),         // front ends and test harnesses: nothing depends on them
+    ("pixelgrad-web", 5),
+    ("pixelgrad-browser-tests", 5),
+    ("xtask", 5),
+];
+
 pub fn main(args: &[String]) -> i32 {
     let root = args.first().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("crates"));
+    let mut bad = false;
     match circles(&root) {
         Ok(found) => {
             for c in &found {
@@ -42,13 +68,65 @@ pub fn main(args: &[String]) -> i32 {
                 println!("{c}{note}");
             }
             println!("{} import circle(s)", found.len());
-            i32::from(found.iter().any(|c| !KNOWN.contains(&c.as_str())))
+            bad |= found.iter().any(|c| !KNOWN.contains(&c.as_str()));
         }
         Err(e) => {
             eprintln!("xtask layout: {e}");
-            1
+            return 1;
         }
     }
+    match crate_arrows() {
+        Ok(wrong) => {
+            for w in &wrong {
+                println!("{w}");
+            }
+            println!("{} dependency arrow(s) against the layers", wrong.len());
+            bad |= !wrong.is_empty();
+        }
+        Err(e) => {
+            eprintln!("xtask layout: {e}");
+            return 1;
+        }
+    }
+    i32::from(bad)
+}
+
+/// The workspace's crate dependencies (normal ones only) that break [`LAYERS`], and crates
+/// that have no layer.
+pub fn crate_arrows() -> Result<Vec<String>, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .output()
+        .map_err(|e| format!("cargo metadata: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo metadata: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    let layer = |name: &str| LAYERS.iter().find(|(n, _)| *n == name).map(|(_, l)| *l);
+    let packages = meta["packages"].as_array().cloned().unwrap_or_default();
+    let ours: BTreeSet<String> = packages.iter().filter_map(|p| p["name"].as_str().map(String::from)).collect();
+    let mut wrong = Vec::new();
+    for p in &packages {
+        let name = p["name"].as_str().unwrap_or_default();
+        let Some(from) = layer(name) else {
+            wrong.push(format!("{name}: no layer in xtask/src/layout.rs LAYERS"));
+            continue;
+        };
+        for d in p["dependencies"].as_array().into_iter().flatten() {
+            let dep = d["name"].as_str().unwrap_or_default();
+            if !ours.contains(dep) || d["kind"].as_str() == Some("dev") {
+                continue;
+            }
+            match layer(dep) {
+                Some(to) if to < from => {}
+                Some(to) => wrong.push(format!("{name} (layer {from}) depends on {dep} (layer {to})")),
+                None => {} // reported as its own package
+            }
+        }
+    }
+    Ok(wrong)
 }
 
 /// Every circle under `crates_dir/*/src`, formatted as in [`KNOWN`], sorted.
@@ -418,6 +496,13 @@ mod tests {
         ];
         let found = folder_circles(&mods);
         assert_eq!(found, vec![(String::new(), vec!["a".to_string(), "b".to_string()])]);
+    }
+
+    /// The workspace's crates depend only on lower layers.
+    #[test]
+    fn crates_depend_only_on_lower_layers() {
+        let wrong = crate_arrows().expect("cargo metadata");
+        assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
     /// The project's own crates: no circle beyond [`KNOWN`], and every listed one still exists.
