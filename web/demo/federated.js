@@ -2,7 +2,9 @@
 // controls (`?backend=webgl&index=1&count=4&alpha=0.5&data=digits`); `auto=1` joins as soon as
 // the data is ready; `nodeKey=1` (or `nodeKey=NAME`, one name per tab of a browser) joins with
 // the page's persistent key (pg.flower.nodeKey(), shown on the page for `flwr supernode
-// register`) instead of a fresh one. Each event is also
+// register`) instead of a fresh one; `secagg=1` sends updates only through Flower's SecAgg+ (the
+// server runs `SecAggPlusWorkflow`); `maxEpsilon=E` is this node's privacy budget (rounds past
+// it are refused); the last column shows the (ε, δ) spent so far. Each event is also
 // passed to `window.__pgFederatedEvent` when a test harness defines it; a driver can read the
 // key with `window.pgFederated.publicKey()` and start with `window.pgFederated.join()`.
 import * as pg from '../pkg/index.js';
@@ -51,7 +53,7 @@ function row(round) {
   let r = state.rounds.get(round);
   if (!r) {
     const tr = document.createElement('tr');
-    tr.innerHTML = '<td></td><td></td><td></td><td></td><td></td><td></td>';
+    tr.innerHTML = '<td></td><td></td><td></td><td></td><td></td><td></td><td></td>';
     tr.cells[0].textContent = round;
     $('rounds').tBodies[0].appendChild(tr);
     r = { tr };
@@ -70,6 +72,8 @@ function onEvent(e) {
     tr.cells[1].textContent = e.loss.toFixed(4);
     tr.cells[2].textContent = e.accuracy.toFixed(4);
     tr.cells[3].textContent = e.updateNorm.toFixed(3) + (e.clippedTo ? ` → ≤ ${e.clippedTo}` : '') + (e.noiseStd ? ` + N(0, ${e.noiseStd.toFixed(3)}²)` : '');
+    // ε is cumulative over the rounds this node trained; without DP there is no bound to show
+    tr.cells[6].textContent = (e.epsilon == null ? 'no DP' : `ε = ${e.epsilon.toFixed(3)}, δ = ${e.delta}`) + (e.secagg ? ' · SecAgg+' : '');
   }
   if (e.type === 'replied' && e.kind === 'train') row(e.round).cells[5].textContent = `${(e.bytes / 1024).toFixed(1)} KiB`;
   if (e.type === 'evaluated') row(e.round).cells[4].textContent = `${e.accuracy.toFixed(4)} (${e.examples} samples)`;
@@ -100,7 +104,9 @@ async function join() {
       localDp = { epsilon, delta, clippingNorm };
     }
     const nodeKey = keyName ? await pg.flower.nodeKey({ name: keyName }) : undefined;
-    state.summary = await pg.flower.join({ server: location.origin, model, data, onEvent, localDp, nodeKey, signal: state.controller.signal });
+    const secagg = params.get('secagg') === '1' ? true : undefined;
+    const maxEpsilon = params.has('maxEpsilon') ? Number(params.get('maxEpsilon')) : undefined;
+    state.summary = await pg.flower.join({ server: location.origin, model, data, onEvent, localDp, nodeKey, secagg, maxEpsilon, signal: state.controller.signal });
     setStatus(`the run finished: ${state.summary.rounds} rounds trained, ${(state.summary.bytesUp / 1024).toFixed(0)} KiB sent`, 'done');
   } catch (err) {
     state.error = err.message;

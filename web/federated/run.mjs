@@ -3,7 +3,7 @@
 //   node web/federated/run.mjs --superlink http://127.0.0.1:9093 --browsers 2 --count 3
 //        [--first-index 0] [--backends webgpu,webgl,cpu] [--data digits|idx:DIR] [--alpha 0.5]
 //        [--seed 42] [--drop-after-round R] [--local-dp EPS,DELTA,C] [--timeout S]
-//        [--ca-file CA.pem] [--node-auth --flwr BIN --keys DIR]
+//        [--ca-file CA.pem] [--node-auth --flwr BIN --keys DIR] [--secagg] [--max-epsilon E]
 //
 // With --ca-file the page server verifies an https:// SuperLink against that CA. With
 // --node-auth each tab joins with its own persistent WebCrypto key (`?nodeKey=tab-I`), whose
@@ -42,6 +42,8 @@ const localDp = opt('--local-dp');
 const timeoutS = Number(opt('--timeout', 4 * 3600));
 const caFile = opt('--ca-file');
 const nodeAuth = args.includes('--node-auth');
+const secagg = args.includes('--secagg');
+const maxEpsilon = opt('--max-epsilon');
 const flwrBin = opt('--flwr');
 const keysDir = opt('--keys');
 if (nodeAuth && !(flwrBin && keysDir)) {
@@ -120,6 +122,7 @@ try {
       rec.events.push(e.type);
       if (e.type === 'received' && e.kind === 'train') rec.round = e.round;
       if (e.type === 'connected') rec.nodeId = e.nodeId;
+      if (e.type === 'trained') Object.assign(rec, { secagg: e.secagg, epsilon: e.epsilon, delta: e.delta });
       say({ event: e.type, tab: index, backend, ...e });
       if (dropAfter !== null && k === browsers - 1 && e.type === 'received' && e.kind === 'train' && e.round === dropAfter && !rec.closed) {
         rec.closed = true;
@@ -130,6 +133,8 @@ try {
     const q = new URLSearchParams({ backend, index, count, alpha, seed, data: data === 'digits' ? 'digits' : 'mnist', auto: nodeAuth ? '0' : '1' });
     if (localDp) q.set('localDp', localDp);
     if (nodeAuth) q.set('nodeKey', `tab-${index}`);
+    if (secagg) q.set('secagg', '1');
+    if (maxEpsilon) q.set('maxEpsilon', maxEpsilon);
     await page.goto(`${server.url}/demo/federated.html?${q}`);
     if (data.startsWith('idx:')) await page.setInputFiles('#mnist-files', mnistFiles(data.slice(4)));
     say({ event: 'tab-opened', tab: index, backend });

@@ -146,14 +146,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         if threshold < 2 || threshold > shares {
             return Err(format!("--secagg {shares},{threshold}: the threshold must be at least 2 and at most the shares"));
         }
-        if o.browsers > 0 {
-            return Err("--secagg runs native nodes only for now (--browsers 0)".into());
-        }
         if o.strategy != "fedavg" || o.dp.starts_with("client-clip") {
             return Err("--secagg runs FedAvg without server-side DP (use --dp local:... on the nodes)".into());
         }
-        if o.drop_one && o.native < threshold + 1 {
-            return Err(format!("--secagg with --drop-one needs at least threshold + 1 = {} native nodes", threshold + 1));
+        if o.drop_one && (o.native == 0 || o.browsers + o.native < threshold + 1) {
+            return Err(format!(
+                "--secagg with --drop-one needs at least threshold + 1 = {} nodes; the last native node leaves",
+                threshold + 1
+            ));
         }
     }
     Ok(o)
@@ -451,7 +451,8 @@ fn run(o: &Opts) -> Result<(), String> {
             .current_dir(&root)
             .stdout(Stdio::piped())
             .stderr(log("browsers.err.log")?);
-        if o.drop_one {
+        // under SecAgg+ the node that leaves is the last native one (after its key shares)
+        if o.drop_one && o.secagg.is_none() {
             c.args(["--drop-after-round", &(o.rounds.div_ceil(2)).to_string()]);
         }
         if let Some(l) = &dp.local {
@@ -459,6 +460,12 @@ fn run(o: &Opts) -> Result<(), String> {
         }
         if o.tls {
             c.arg("--ca-file").arg(&ca);
+        }
+        if o.secagg.is_some() {
+            c.arg("--secagg");
+        }
+        if let Some(m) = o.max_epsilon {
+            c.args(["--max-epsilon", &m.to_string()]);
         }
         if o.node_auth {
             c.arg("--node-auth")
@@ -514,7 +521,7 @@ fn run(o: &Opts) -> Result<(), String> {
         if o.secagg.is_some() {
             c.arg("--secagg");
             // the node that disappears: the last one leaves after sharing its keys in round 1
-            if o.drop_one && o.browsers == 0 && index + 1 == n {
+            if o.drop_one && index + 1 == n {
                 c.args(["--leave-after-stage", "share_keys"]);
             }
         }
@@ -682,17 +689,23 @@ fn run(o: &Opts) -> Result<(), String> {
                         continue;
                     }
                     let body = b["body"].as_f64().unwrap_or(0.0);
-                    let ratio = body / payload.max(1) as f64;
+                    // Under SecAgg+ the parameters go out once, masked, as int64 (twice the
+                    // f32 bytes), over four exchanges (setup, key shares, masked vector,
+                    // unmasking) instead of one.
+                    let (expected, exchanges) = if o.secagg.is_some() { (2 * payload, 4.0) } else { (payload, 1.0) };
+                    let ratio = body / expected.max(1) as f64;
                     let m = o.privacy_margin;
-                    // The margin, plus Flower's own framing of a round (message metadata,
-                    // object ids, heartbeats), which does not grow with the model: a small
-                    // model such as the digits MLP would otherwise fail a 10 % margin.
-                    let slack = m * payload as f64 + FRAMING_BYTES;
-                    if (body - payload as f64).abs() > slack {
+                    // The margin, plus Flower's own framing of each exchange (message
+                    // metadata, object ids, heartbeats, key shares), which does not grow with
+                    // the model: a small model such as the digits MLP would otherwise fail a
+                    // 10 % margin.
+                    let slack = m * expected as f64 + FRAMING_BYTES * exchanges;
+                    if (body - expected as f64).abs() > slack {
                         return Err(format!(
-                            "browser node {} sent {body} body bytes in round {rn}, {ratio:.3}x the {payload}-byte parameter payload (outside {:.0} % + {FRAMING_BYTES} framing bytes)",
+                            "browser node {} sent {body} body bytes in round {rn}, {ratio:.3}x the expected {expected} bytes of parameters (outside {:.0} % + {} framing bytes)",
                             p["index"],
-                            m * 100.0
+                            m * 100.0,
+                            FRAMING_BYTES * exchanges
                         ));
                     }
                     per_round.push(serde_json::json!({"round": rn, "body_bytes": body, "header_bytes": b["headers"], "requests": b["requests"], "ratio": ratio}));
@@ -704,13 +717,14 @@ fn run(o: &Opts) -> Result<(), String> {
                     p["index"], p["nodeId"], p["registeredNode"]
                 ));
             }
-            clients.push(serde_json::json!({"node": p["index"], "kind": "browser", "backend": p["backend"], "closed_mid_round": closed, "fleet_requests": p["fleet"], "other_requests": other, "node_id": p["nodeId"]}));
+            clients.push(serde_json::json!({"node": p["index"], "kind": "browser", "backend": p["backend"], "closed_mid_round": closed, "fleet_requests": p["fleet"], "other_requests": other, "node_id": p["nodeId"], "secagg": p["secagg"], "epsilon": p["epsilon"], "delta": p["delta"]}));
             checks.push(serde_json::json!({"node": p["index"], "backend": p["backend"], "rounds": per_round}));
         }
         privacy = serde_json::json!({"payload_bytes": payload, "pages": checks});
         say(format!(
-            "privacy check: every tab made only Fleet API requests after joining; request bodies per round within {:.0} % (+ {FRAMING_BYTES} framing bytes) of the {payload}-byte parameter payload",
-            o.privacy_margin * 100.0
+            "privacy check: every tab made only Fleet API requests after joining; request bodies per round within {:.0} % (+ {FRAMING_BYTES} framing bytes per exchange) of the {payload}-byte parameter payload{}",
+            o.privacy_margin * 100.0,
+            if o.secagg.is_some() { " (x2 under SecAgg+: the masked vector is int64)" } else { "" }
         ));
     }
 
