@@ -5,14 +5,18 @@
 # mid-round 2 — over TLS (a throwaway CA every client verifies) with SuperLink node
 # authentication on (every node's persistent key registered with `flwr supernode register`
 # first; a node with an unregistered key refused), then the CLI's error for an unreachable
-# SuperLink; then SecAgg+ (flwr's SecAggPlusWorkflow) with 2 tabs (webgpu, webgl) and 2 native
-# nodes, one native node leaving after key sharing. The wire, fault, hostile-server and TLS/node-auth tests of crates/pixelgrad-flower
+# SuperLink; then SecAgg+ (flwr's SecAggPlusWorkflow) with 2 tabs (webgpu, webgl), 2 native
+# nodes and one of Flower's own Python SuperNodes (secaggplus_mod), one native node leaving
+# after key sharing. The wire, fault, hostile-server and TLS/node-auth tests of crates/pixelgrad-flower
 # run with the native tests (they need the venv made here).
 # Usage: bash scripts/flower-tests.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/flower-venv.sh >/dev/null
 [ -d web/node_modules/playwright-core ] || (cd web && npm ci --silent)
+
+echo "== the flower-app's Python ClientApp (NumPy training behind secaggplus_mod)"
+target/flwr-venv/bin/python -B crates/pixelgrad-flower/flower-app/tests/test_client_app.py
 
 echo "== a federation over TLS with node authentication: 4 rounds, 2 tabs + 1 native node, one tab closed mid-round 2"
 # The bytes check: request bodies per round within 10 % of the parameter payload plus 16 KiB
@@ -42,18 +46,20 @@ node -e '
   console.log(`federation ok (TLS, node authentication): final accuracy ${s.final_accuracy.toFixed(4)}, ${s.clients.length} nodes, ${s.bytes_up} bytes up, ${s.bytes_down} down`);
 ' "$summary"
 
-echo "== SecAgg+ through flwr's unmodified SecAggPlusWorkflow: 2 tabs + 2 native nodes, 4 shares, threshold 3, one native node leaving after key sharing"
-out=$(cargo xtask federated --rounds 2 --browsers 2 --native 2 --dataset digits --alpha 0.5 \
-        --epochs 3 --lr 0.005 --secagg 4,3 --drop-one --debug-cli --no-build --json)
+echo "== SecAgg+ through flwr's unmodified SecAggPlusWorkflow: 2 tabs + 2 native nodes + 1 Flower Python SuperNode, 5 shares, threshold 3, one native node leaving after key sharing"
+out=$(cargo xtask federated --rounds 2 --browsers 2 --native 2 --python 1 --dataset digits --alpha 0.5 \
+        --epochs 3 --lr 0.005 --secagg 5,3 --drop-one --debug-cli --no-build --json)
 summary=$(echo "$out" | tail -n 1)
 node -e '
   const s = JSON.parse(process.argv[1]);
   const fail = (m) => { console.error("SecAgg+ federation check failed: " + m); process.exit(1); };
   if (s.rounds !== 2) fail(`rounds ${s.rounds}`);
-  if (!s.secagg || s.secagg.shares !== 4 || s.secagg.threshold !== 3) fail(`secagg ${JSON.stringify(s.secagg)}`);
+  if (!s.secagg || s.secagg.shares !== 5 || s.secagg.threshold !== 3) fail(`secagg ${JSON.stringify(s.secagg)}`);
   const left = s.clients.filter((c) => c.left_after_stage === "share_keys");
   if (left.length !== 1) fail("expected one node to leave after key sharing");
-  for (const r of s.per_round) if (r.train_replies !== 3) fail(`round ${r.round} unmasked ${r.train_replies} updates, expected the 3 remaining`);
+  // the 4 that stayed: 2 tabs, a native node and the Python SuperNode
+  for (const r of s.per_round) if (r.train_replies !== 4) fail(`round ${r.round} unmasked ${r.train_replies} updates, expected the 4 remaining`);
+  if (s.clients.filter((c) => c.kind === "python").length !== 1) fail("expected the Python SuperNode in the clients");
   // the nodes share minimal metrics (the default): no evaluation result reaches the server
   for (const r of s.per_round) if (r.evaluate || r.evaluate_replies) fail(`round ${r.round}: the server got evaluation results ${JSON.stringify(r.evaluate)}`);
   for (const c of s.clients.filter((c) => c.kind === "native" && !c.left_after_stage)) {
@@ -63,7 +69,7 @@ node -e '
   if (tabs.length !== 2 || tabs.some((c) => c.secagg !== true || c.other_requests)) fail(`tabs ${JSON.stringify(tabs)}`);
   // chance is 0.1; two non-IID digits shards after 2 rounds reach ~0.8
   if (!(s.final_accuracy >= 0.7)) fail(`final accuracy ${s.final_accuracy} < 0.7`);
-  console.log(`SecAgg+ federation ok: 2 tabs and a native node unmasked together after a node left; final accuracy ${s.final_accuracy.toFixed(4)}`);
+  console.log(`SecAgg+ federation ok: 2 tabs, a native node and a Flower Python node unmasked together after a node left; final accuracy ${s.final_accuracy.toFixed(4)}`);
 ' "$summary"
 
 echo "== the CLI node against an unreachable SuperLink"

@@ -22,7 +22,7 @@
 //! cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset idx:DIR|digits]
 //!     [--alpha A] [--dp off|client-clip:C[,Z]|local:EPS,DELTA,C] [--strategy fedavg|fedadam]
 //!     [--epochs E] [--lr X] [--drop-one] [--privacy-margin M] [--tls] [--node-auth]
-//!     [--secagg SHARES,THRESHOLD] [--max-epsilon E] [--debug-cli] [--no-build] [--json]
+//!     [--secagg SHARES,THRESHOLD] [--python P] [--max-epsilon E] [--debug-cli] [--no-build] [--json]
 //! ```
 
 use std::fs;
@@ -49,6 +49,8 @@ struct Opts {
     rounds: usize,
     browsers: usize,
     native: usize,
+    /// Flower's own Python SuperNodes (the flower-app's ClientApp with `secaggplus_mod`)
+    python: usize,
     dataset: String,
     alpha: Option<f64>,
     dp: String,
@@ -78,6 +80,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         rounds: 3,
         browsers: 1,
         native: 1,
+        python: 0,
         dataset: "digits".into(),
         alpha: Some(0.5),
         dp: "off".into(),
@@ -103,6 +106,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--rounds" => o.rounds = num("--rounds", val("--rounds")?)? as usize,
             "--browsers" => o.browsers = num("--browsers", val("--browsers")?)? as usize,
             "--native" => o.native = num("--native", val("--native")?)? as usize,
+            "--python" => o.python = num("--python", val("--python")?)? as usize,
             "--dataset" => o.dataset = val("--dataset")?,
             "--alpha" => {
                 let v = val("--alpha")?;
@@ -142,6 +146,12 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     if o.drop_one && o.browsers + o.native < 2 {
         return Err("--drop-one needs at least two nodes".into());
     }
+    if o.python > 0 && o.secagg.is_none() {
+        return Err("--python P: Flower's Python SuperNodes join through the SecAgg+ workflow only; add --secagg SHARES,THRESHOLD".into());
+    }
+    if o.python > 0 && o.node_auth {
+        return Err("--python P with --node-auth: registering the Python SuperNodes' keys is not done yet".into());
+    }
     if let Some((shares, threshold)) = o.secagg {
         if threshold < 2 || threshold > shares {
             return Err(format!("--secagg {shares},{threshold}: the threshold must be at least 2 and at most the shares"));
@@ -149,7 +159,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         if o.strategy != "fedavg" || o.dp.starts_with("client-clip") {
             return Err("--secagg runs FedAvg without server-side DP (use --dp local:... on the nodes)".into());
         }
-        if o.drop_one && (o.native == 0 || o.browsers + o.native < threshold + 1) {
+        if o.drop_one && (o.native == 0 || o.browsers + o.native + o.python < threshold + 1) {
             return Err(format!(
                 "--secagg with --drop-one needs at least threshold + 1 = {} nodes; the last native node leaves",
                 threshold + 1
@@ -369,7 +379,7 @@ fn run(o: &Opts) -> Result<(), String> {
         c.args(args).env("PATH", &path_env).env("FLWR_HOME", &home);
         c
     };
-    let n = o.browsers + o.native;
+    let n = o.browsers + o.native + o.python;
     let data_arg = |c: &mut Command| {
         c.args(["--dataset", &o.dataset, "--seed", &o.seed.to_string()]);
     };
@@ -521,7 +531,7 @@ fn run(o: &Opts) -> Result<(), String> {
         if o.secagg.is_some() {
             c.arg("--secagg");
             // the node that disappears: the last one leaves after sharing its keys in round 1
-            if o.drop_one && index + 1 == n {
+            if o.drop_one && index + 1 == o.browsers + o.native {
                 c.args(["--leave-after-stage", "share_keys"]);
             }
         }
@@ -536,6 +546,36 @@ fn run(o: &Opts) -> Result<(), String> {
         }
         c.stdout(log(&format!("native-{index}.json"))?).stderr(log(&format!("native-{index}.log"))?);
         natives.push((index, procs.spawn(&format!("native node {index}"), &mut c)?));
+    }
+    // Flower's own Python SuperNodes: the flower-app's ClientApp (NumPy, `secaggplus_mod`) on
+    // the shard `pixelgrad federated --write-shard` writes for their partition.
+    let mut pythons = Vec::new();
+    for k in 0..o.python {
+        let index = o.browsers + o.native + k;
+        let shard = dir.join(format!("python-{index}-data"));
+        let mut c = Command::new(&pixelgrad);
+        c.args(["federated", "--partition", &format!("{index}/{n}"), "--write-shard"]).arg(&shard);
+        data_arg(&mut c);
+        if let Some(a) = o.alpha {
+            c.args(["--alpha", &a.to_string()]);
+        }
+        sh(&mut c, "pixelgrad federated --write-shard")?;
+        let node_home = dir.join(format!("python-{index}-home"));
+        fs::create_dir_all(&node_home).map_err(|e| format!("{}: {e}", node_home.display()))?;
+        let mut c = Command::new(bin.join("flower-supernode"));
+        c.args(["--superlink", &format!("127.0.0.1:{port}"), "--port", &free_port()?.to_string()]);
+        if o.tls {
+            c.arg("--root-certificates").arg(&ca);
+        } else {
+            c.arg("--insecure");
+        }
+        c.arg("--node-config")
+            .arg(format!("data-dir=\"{}\" seed={}", shard.display(), o.seed + index as u64))
+            .env("PATH", &path_env)
+            .env("FLWR_HOME", &node_home)
+            .stdout(log(&format!("python-{index}.log"))?)
+            .stderr(log(&format!("python-{index}.err.log"))?);
+        pythons.push((index, procs.spawn(&format!("python node {index}"), &mut c)?));
     }
 
     let results = dir.join("results.jsonl");
@@ -663,6 +703,15 @@ fn run(o: &Opts) -> Result<(), String> {
             }
             _ => return Err(format!("native node {index} failed; see {}", dir.join(format!("native-{index}.log")).display())),
         }
+    }
+    for (index, i) in &pythons {
+        // a SuperNode runs until it is stopped: one that exited by itself failed
+        if let Ok(Some(st)) = procs.0[*i].1.try_wait() {
+            return Err(format!("python node {index} exited ({st}); see {}", dir.join(format!("python-{index}.err.log")).display()));
+        }
+        clients.push(
+            serde_json::json!({"node": index, "kind": "python", "backend": "numpy (flwr SuperNode with secaggplus_mod)", "secagg": true}),
+        );
     }
     let mut privacy = serde_json::json!(null);
     if let Some(r) = &report {

@@ -51,7 +51,7 @@ fn main() {
         Some("federated") => exit(federated::main(&args[1..])),
         Some("layout") => exit(layout::main(&args[1..])),
         _ => {
-            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --inference [--quick] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask bench-quality [--workloads W,...] [--backends cpu,webgpu,webgl] [--debug-cli] [--mnist DIR] [--out FILE]\n       cargo xtask bench-report [--check] [--include RESULT_FILE]\n       cargo xtask build-wasm [--dev] [--wasm-opt]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
+            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --inference [--quick] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask bench-quality [--workloads W,...] [--backends cpu,webgpu,webgl] [--debug-cli] [--mnist DIR] [--out FILE]\n       cargo xtask bench-report [--check] [--include RESULT_FILE]\n       cargo xtask build-wasm [--dev] [--wasm-opt]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--python P] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
             exit(2)
         }
     }

@@ -14,6 +14,7 @@ use pixelgrad_flower::fleet::FleetClient;
 use pixelgrad_flower::keyfile::{self, KeyFile};
 use pixelgrad_flower::learner::{ModuleLearner, Shard};
 use pixelgrad_flower::node::{self, Event, NodeOptions};
+use pixelgrad_flower::npy;
 use pixelgrad_flower::partition;
 use pixelgrad_flower::privacy::{DistributedDp, ShareMetrics};
 use pixelgrad_flower::transport::{NativeTransport, TransportOptions};
@@ -109,9 +110,35 @@ pub struct FederatedArgs {
     /// to FILE and exit
     #[arg(long)]
     pub write_init: Option<PathBuf>,
+    /// Write this node's shards (the same --partition, --alpha and --seed split every node
+    /// makes) to DIR as train_x.npy, train_y.npy, test_x.npy, test_y.npy (float32 samples,
+    /// int64 labels) and exit: data for a node written in another language, such as a Flower
+    /// Python SuperNode, in the same federation
+    #[arg(long)]
+    pub write_shard: Option<PathBuf>,
     /// Print one JSON summary as the last line of stdout
     #[arg(long)]
     pub json: bool,
+}
+
+/// The shards as `.npy` files (`np.load` reads them): samples `[n, ...sample shape]` float32,
+/// labels `[n]` int64.
+fn write_shard(dir: &std::path::Path, train: &Shard, test: &Shard) -> CliResult<()> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("--write-shard {}: {e}", dir.display()))?;
+    for (name, shard) in [("train", train), ("test", test)] {
+        let mut shape = vec![shard.labels.len()];
+        shape.extend_from_slice(&shard.sample_shape);
+        let labels: Vec<i64> = shard.labels.iter().map(|&l| i64::from(l)).collect();
+        for (file, bytes) in [
+            (format!("{name}_x.npy"), npy::encode_f32(&shape, &shard.x)),
+            (format!("{name}_y.npy"), npy::encode_i64(&[labels.len()], &labels)),
+        ] {
+            let path = dir.join(file);
+            pixelgrad_durable::write(&path, &bytes)
+                .map_err(|e| format!("--write-shard {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// `EPSILON,DELTA,CLIP[,SENSITIVITY]`.
@@ -235,10 +262,6 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
         ));
         return Ok(());
     }
-    let url = a
-        .superlink
-        .clone()
-        .ok_or("--superlink URL is required (or --write-init FILE)")?;
 
     let train_parts = match a.alpha {
         Some(alpha) => partition::dirichlet(data.train.labels(), n, alpha, a.seed).ctx()?,
@@ -265,6 +288,20 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
     .ctx()?;
     let mut hist = vec![0usize; data.classes()];
     train.labels.iter().for_each(|&l| hist[l as usize] += 1);
+    if let Some(dir) = &a.write_shard {
+        write_shard(dir, &train, &test)?;
+        say(format!(
+            "wrote partition {index}/{n}: {} train and {} test samples (labels {hist:?}) to {}",
+            train.len(),
+            test.len(),
+            dir.display()
+        ));
+        return Ok(());
+    }
+    let url = a
+        .superlink
+        .clone()
+        .ok_or("--superlink URL is required (or --write-init FILE, --write-shard DIR)")?;
 
     let sel = backend::select(&a.backend)?;
     let dev = sel.device.clone();

@@ -108,3 +108,41 @@ fn privacy_options_that_cannot_hold_are_one_line_errors() {
         "maximum epsilon must be a positive number",
     );
 }
+
+/// `--write-shard DIR` writes the node's shards as `.npy` (what a Flower Python SuperNode in the
+/// same federation trains on): the partitions of one split are disjoint and cover the training
+/// set, the labels are int64 and the samples float32 in [0, 1].
+#[test]
+fn write_shard_gives_disjoint_npy_shards_covering_the_training_set() {
+    let dir = tmp("shards");
+    let mut rows: Vec<Vec<u32>> = Vec::new();
+    for i in 0..3 {
+        let d = dir.join(format!("p{i}"));
+        let out = bin().args(["federated", "--partition", &format!("{i}/3"), "--alpha", "0.5", "--write-shard"]).arg(&d).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let x = pixelgrad_flower::npy::decode(&std::fs::read(d.join("train_x.npy")).unwrap()).unwrap();
+        let (yshape, y) = pixelgrad_flower::npy::decode_i64(&std::fs::read(d.join("train_y.npy")).unwrap()).unwrap();
+        assert_eq!(x.shape[0], y.len());
+        assert_eq!(yshape, vec![y.len()]);
+        assert_eq!(x.shape[1..].iter().product::<usize>(), 64, "8x8 digits: {:?}", x.shape);
+        assert!(x.data.iter().all(|v| (0.0..=1.0).contains(v)));
+        assert!(y.iter().all(|&l| (0..10).contains(&l)));
+        // each sample as its pixels' bits, to compare the shards with the whole set
+        for s in x.data.chunks(64) {
+            rows.push(s.iter().map(|v| v.to_bits()).collect());
+        }
+    }
+    let all = dir.join("all");
+    let out = bin().args(["federated", "--partition", "0/1", "--write-shard"]).arg(&all).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let whole = pixelgrad_flower::npy::decode(&std::fs::read(all.join("train_x.npy")).unwrap()).unwrap();
+    let keys = |data: &[f32]| {
+        let mut k: Vec<Vec<u32>> = data.chunks(64).map(|s| s.iter().map(|v| v.to_bits()).collect()).collect();
+        k.sort();
+        k
+    };
+    // the same samples, each once: the shards partition the training set
+    assert_eq!(rows.len(), whole.shape[0]);
+    rows.sort();
+    assert_eq!(rows, keys(&whole.data));
+}
