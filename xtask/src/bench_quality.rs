@@ -94,38 +94,6 @@ fn parse(args: &[String], root: &Path) -> Result<Options, String> {
     Ok(o)
 }
 
-/// Trimmed stdout of a command, or None.
-fn output(cmd: &mut Command) -> Option<String> {
-    let out = cmd.output().ok().filter(|o| o.status.success())?;
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// The machine, in the fields every result file records (web/bench/lib/machine.mjs).
-fn machine(root: &Path) -> serde_json::Value {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split(':').nth(1)))
-        .unwrap_or("unknown")
-        .trim()
-        .to_string();
-    let mem_kib: f64 = std::fs::read_to_string("/proc/meminfo")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:").and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok()))
-        .unwrap_or(0.0);
-    let load: Vec<f64> =
-        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split_whitespace().take(3).filter_map(|x| x.parse().ok()).collect();
-    serde_json::json!({
-        "cpu": cpu,
-        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-        "memoryGiB": (mem_kib / 1048576.0).round(),
-        "os": output(Command::new("uname").args(["-srm"])).unwrap_or_default(),
-        "loadAverageAtStart": load,
-        "commit": output(Command::new("git").arg("-C").arg(root).args(["rev-parse", "--short", "HEAD"])),
-    })
-}
-
 /// Runs the benchmark; returns the process exit code.
 pub fn main(args: &[String]) -> i32 {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default();
@@ -156,8 +124,8 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
     let cli = target.join(if o.debug_cli { "debug" } else { "release" }).join("pixelgrad");
-    let date = output(Command::new("date").args(["-u", "+%Y-%m-%dT%H:%M:%S.000Z"])).ok_or("date -u failed")?;
-    let machine = machine(root);
+    let date = crate::machine::utc_now()?;
+    let machine = crate::machine::record(root);
 
     let mut rows = Vec::new();
     let mut devices = std::collections::BTreeMap::new();

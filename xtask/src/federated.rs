@@ -699,7 +699,7 @@ fn run(o: &Opts) -> Result<(), String> {
                     epsilon = Some(epsilon.map_or(e, |m: f64| m.max(e)));
                     delta = j["delta"].as_f64();
                 }
-                clients.push(serde_json::json!({"node": index, "kind": "native", "backend": "cpu", "rounds": j["rounds"], "closed_mid_round": false, "secagg": j["secagg"], "epsilon": j["epsilon"], "delta": j["delta"], "privacy": j["privacy"]}));
+                clients.push(serde_json::json!({"node": index, "kind": "native", "backend": "cpu", "rounds": j["rounds"], "closed_mid_round": false, "secagg": j["secagg"], "epsilon": j["epsilon"], "delta": j["delta"], "privacy": j["privacy"], "bytes_up": j["bytes_up"], "bytes_down": j["bytes_down"], "timings": j["timings"]}));
             }
             _ => return Err(format!("native node {index} failed; see {}", dir.join(format!("native-{index}.log")).display())),
         }

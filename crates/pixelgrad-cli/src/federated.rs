@@ -370,6 +370,9 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
     };
     // per training round: (round, epsilon, delta) for the JSON summary
     let mut privacy: Vec<serde_json::Value> = Vec::new();
+    // per round: local training time, and each SecAgg+ stage's compute time (the benchmark's
+    // client time by stage, `cargo xtask bench-federated`)
+    let mut timings: Vec<serde_json::Value> = Vec::new();
     let mut left_mid_round = false;
     let mut replied_stage = false;
     let mut on_event = |e: &Event| {
@@ -403,6 +406,7 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
                         _ => String::new(),
                     }
                 ));
+                timings.push(serde_json::json!({"round": round, "stage": "train", "seconds": seconds}));
                 privacy.push(serde_json::json!({
                     "round": round,
                     "secagg": secagg,
@@ -411,7 +415,10 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
                     "delta": delta,
                 }));
             }
-            Event::SecAggStage { round, stage, seconds } => say(format!("round {round}: SecAgg+ {stage} computed in {seconds:.3} s")),
+            Event::SecAggStage { round, stage, seconds } => {
+                timings.push(serde_json::json!({"round": round, "stage": stage, "seconds": seconds}));
+                say(format!("round {round}: SecAgg+ {stage} computed in {seconds:.3} s"))
+            }
             Event::Evaluated { round, stats, shared, .. } => say(format!(
                 "round {round}: global model on {} local test samples: accuracy {:.4}, loss {:.4}{}",
                 stats.examples,
@@ -456,6 +463,7 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
             "evaluations": summary.evaluations,
             "bytes_up": summary.traffic.up,
             "bytes_down": summary.traffic.down,
+            "timings": timings,
             "backend": sel.device.kind().as_str(),
         });
         writeln!(std::io::stdout().lock(), "{j}").ctx()?;

@@ -8,6 +8,7 @@
 //   preprocess-<date>.json   `node web/bench/preprocess.mjs`: capture + preprocess frames/s
 //   camera-<date>.json       `node web/bench/camera.mjs`: the camera demo end to end
 //   quality-<date>.json      `cargo xtask bench-quality`: test accuracy per workload and backend
+//   federated-<date>.json    `cargo xtask bench-federated`: SecAgg+ against plain FedAvg per round
 // Files written before the runners recorded their date, commit and machine get them from
 // provenance.json (taken from the git history; it says so).
 import { renderMarkdown as renderTraining, START as TRAINING_START, END as TRAINING_END } from './report.mjs';
@@ -16,7 +17,7 @@ import { renderMarkdown as renderInference, START as INFERENCE_START, END as INF
 /** The benchmark a result file belongs to, from its name; null for files that are not results. */
 export function kindOf(name) {
   if (!name.endsWith('.json') || name === 'provenance.json') return null;
-  for (const k of ['inference', 'preprocess', 'camera', 'quality']) if (name.startsWith(`${k}-`)) return k;
+  for (const k of ['inference', 'preprocess', 'camera', 'quality', 'federated']) if (name.startsWith(`${k}-`)) return k;
   return /^\d{4}-\d{2}-\d{2}T/.test(name) ? 'training' : null;
 }
 
@@ -169,6 +170,42 @@ function qualitySection(run) {
   return L.join('\n');
 }
 
+function federatedSection(run) {
+  const { meta, files } = run;
+  const j = files[0].json;
+  const kib = (x) => (x == null ? 'n/a' : `${(x / 1024).toFixed(1)} KiB`);
+  const ms = (x) => (x == null ? 'n/a' : `${(1000 * x).toFixed(x < 0.01 ? 2 : 0)} ms`);
+  const stages = ['setup', 'share_keys', 'collect_masked_vectors', 'unmask'];
+  const L = [
+    '## Federated learning: SecAgg+ against plain FedAvg, per round (`cargo xtask bench-federated`)',
+    '',
+    `Run: ${meta.date}, commit ${meta.commit}, ${meta.machine}; \`web/bench/results/${files[0].name}\`.`,
+    j.about ?? '',
+    'Bytes are the Fleet API bodies a node sends and receives per round (mean over nodes). Client time is the',
+    "node's own compute: local training, then each SecAgg+ stage it answers (mean over nodes and rounds).",
+    "Server time is the round's wall time in the ServerApp and, under SecAgg+, each stage of",
+    "`SecAggPlusWorkflow` (sending, waiting for every node's reply, and the server's own work).",
+    '',
+    '| nodes | mode | up / node | down / node | client: train | client: setup | share keys | mask | unmask | server: round | setup | share keys | masked vectors | unmask | final acc. |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const r of j.rows) {
+    const mode = r.mode === 'plain' ? 'plain' : r.secagg ? `SecAgg+ (${r.secagg.shares} shares, threshold ${r.secagg.threshold})` : 'SecAgg+';
+    if (r.error) {
+      L.push(`| ${r.nodes} | ${mode} | failed: ${r.error.split('\n')[0].slice(0, 80)} |${' |'.repeat(13)}`);
+      continue;
+    }
+    const c = r.clientSeconds || {};
+    const s = r.serverStageSeconds || {};
+    L.push(
+      `| ${r.nodes} | ${mode} | ${kib(r.bytesUpPerNodeRound)} | ${kib(r.bytesDownPerNodeRound)} | ${ms(c.train)} | ` +
+        `${stages.map((k) => (c[k] == null ? '–' : ms(c[k]))).join(' | ')} | ${ms(r.serverRoundSeconds)} | ` +
+        `${stages.map((k) => (s[k] == null ? '–' : ms(s[k]))).join(' | ')} | ${r.finalAccuracy == null ? 'n/a' : (100 * r.finalAccuracy).toFixed(2) + ' %'} |`,
+    );
+  }
+  return L.join('\n');
+}
+
 const SECTIONS = [
   ['training', trainingSection, '`cargo xtask bench`'],
   ['inference', inferenceSection, '`cargo xtask bench --inference`'],
@@ -209,9 +246,10 @@ export function renderBenchmarksDoc(files, provenance = {}) {
     out.push(run ? render(run) : `## ${k}\n\nNo committed results (${cmd} writes them).`, '');
   }
   out.push(qualitySection(current('quality')), '');
+  if (current('federated')) out.push(federatedSection(current('federated')), '');
 
   const earlier = [];
-  for (const [k, , cmd] of [...SECTIONS, ['quality', null, '`cargo xtask bench-quality`']]) {
+  for (const [k, , cmd] of [...SECTIONS, ['quality', null, '`cargo xtask bench-quality`'], ['federated', null, '`cargo xtask bench-federated`']]) {
     for (const r of (runs[k] || []).slice(0, -1)) {
       for (const f of r.files) earlier.push(`| ${cmd} | \`web/bench/results/${f.name}\` | ${r.meta.date} | ${r.meta.commit}${r.meta.label ? ` (${r.meta.label})` : ''} |`);
     }

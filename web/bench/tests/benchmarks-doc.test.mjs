@@ -62,3 +62,24 @@ test('BENCHMARKS.md points at docs/benchmarks.md and links every note in bench/n
   }
   for (const [, target] of pointer.matchAll(/\]\(([^)#]+)\)/g)) assert.ok(fs.existsSync(path.join(repoRoot, target)), `BENCHMARKS.md links ${target}, which does not exist`);
 });
+
+test('the federated section shows SecAgg+ and plain rows with bytes, client stages and server stages', () => {
+  const fed = {
+    name: 'federated-2099-01-02T00-00-00.json',
+    json: {
+      date: '2099-01-02T00:00:00.000Z',
+      machine: { cpu: 'Test CPU', cores: 2, memoryGiB: 8, commit: 'abcdef0' },
+      about: 'about',
+      rows: [
+        { nodes: 4, mode: 'plain', secagg: null, bytesUpPerNodeRound: 2048, bytesDownPerNodeRound: 4096, clientSeconds: { train: 0.5 }, serverRoundSeconds: 2, serverStageSeconds: {}, finalAccuracy: 0.9 },
+        { nodes: 4, mode: 'secagg+', secagg: { shares: 4, threshold: 3 }, bytesUpPerNodeRound: 4096, bytesDownPerNodeRound: 8192, clientSeconds: { train: 0.5, setup: 0.001, unmask: 0.25 }, serverRoundSeconds: 3, serverStageSeconds: { unmask: 0.5 }, finalAccuracy: 0.88 },
+        { nodes: 8, mode: 'secagg+', error: 'the federation did not finish' },
+      ],
+    },
+  };
+  const doc = renderBenchmarksDoc([...files, fed], provenance);
+  const section = doc.slice(doc.indexOf('## Federated learning'));
+  assert.match(section, /\| 4 \| plain \| 2\.0 KiB \| 4\.0 KiB \| 500 ms \| – \| – \| – \| – \| 2000 ms \|/);
+  assert.match(section, /\| 4 \| SecAgg\+ \(4 shares, threshold 3\) \| 4\.0 KiB \| 8\.0 KiB \| 500 ms \| 1\.00 ms \| – \| – \| 250 ms \| 3000 ms \| – \| – \| – \| 500 ms \| 88\.00 % \|/);
+  assert.match(section, /\| 8 \| SecAgg\+ .*failed: the federation did not finish/);
+});

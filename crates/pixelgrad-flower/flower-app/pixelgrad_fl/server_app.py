@@ -120,9 +120,33 @@ def _secagg_main(grid: Grid, context: Context) -> None:
         f"({shares} shares, threshold {threshold})",
         flush=True,
     )
+    class TimedSecAggPlus(SecAggPlusWorkflow):
+        """Flower's workflow unchanged, with each stage's wall time on the server (sending its
+        messages, waiting for the replies and the server's own work) in the round's row."""
+
+        def _timed(self, name, stage, *args):
+            t = time.perf_counter()
+            ok = stage(*args)
+            pending.setdefault("server_stage_seconds", {})[name] = round(time.perf_counter() - t, 4)
+            if not ok:
+                pending["secagg_halted_at"] = name
+            return ok
+
+        def setup_stage(self, *a):
+            return self._timed("setup", super().setup_stage, *a)
+
+        def share_keys_stage(self, *a):
+            return self._timed("share_keys", super().share_keys_stage, *a)
+
+        def collect_masked_vectors_stage(self, *a):
+            return self._timed("collect_masked_vectors", super().collect_masked_vectors_stage, *a)
+
+        def unmask_stage(self, *a):
+            return self._timed("unmask", super().unmask_stage, *a)
+
     legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=rounds), strategy=strategy)
     workflow = DefaultWorkflow(
-        fit_workflow=SecAggPlusWorkflow(
+        fit_workflow=TimedSecAggPlus(
             num_shares=shares,
             reconstruction_threshold=threshold,
             max_weight=float(cfg.get("secagg-max-weight", 1000.0)),

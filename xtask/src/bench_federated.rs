@@ -1,0 +1,210 @@
+//! `cargo xtask bench-federated [--nodes 4,8] [--rounds R] [--debug-cli] [--no-build] [--out FILE]`:
+//! what SecAgg+ costs per round against plain FedAvg, for federations of native nodes on the
+//! embedded digits (the same model, data split and seeds in both modes). Each (nodes, mode) is
+//! one `cargo xtask federated --json` run through the pinned flwr SuperLink; from its summary:
+//!
+//! - bytes up and down per node per round (the nodes' own counts of Fleet API bodies);
+//! - client compute per stage: local training, and each SecAgg+ stage the node computes (key
+//!   generation, share encryption, masking, unmasking shares), mean over nodes and rounds;
+//! - server time per round (the ServerApp's wall time for the round) and, under SecAgg+, per
+//!   stage (Flower's `SecAggPlusWorkflow`, timed around each stage: sending, waiting for the
+//!   replies and the server's own work).
+//!
+//! Writes `web/bench/results/federated-<date>.json` (date, commit and machine) and regenerates
+//! `docs/benchmarks.md`. A benchmark, never a test: nothing is asserted.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Options {
+    nodes: Vec<usize>,
+    rounds: usize,
+    debug_cli: bool,
+    build: bool,
+    out: Option<PathBuf>,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options { nodes: vec![4, 8], rounds: 2, debug_cli: false, build: true, out: None };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = |name: &str| it.next().cloned().ok_or(format!("{name} needs a value"));
+        match a.as_str() {
+            "--nodes" => {
+                let v = val("--nodes")?;
+                o.nodes = v
+                    .split(',')
+                    .map(|x| x.trim().parse::<usize>().ok().filter(|&n| n >= 3).ok_or(format!("--nodes '{v}': whole numbers >= 3")))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--rounds" => {
+                let v = val("--rounds")?;
+                o.rounds = v.parse().ok().filter(|&r| r >= 1).ok_or(format!("--rounds '{v}': a whole number >= 1"))?;
+            }
+            "--debug-cli" => o.debug_cli = true,
+            "--no-build" => o.build = false,
+            "--out" => o.out = Some(PathBuf::from(val("--out")?)),
+            other => return Err(format!("unknown option '{other}'")),
+        }
+    }
+    Ok(o)
+}
+
+/// SecAgg+ with every node sharing with every other, reconstructable by a majority.
+fn secagg_of(nodes: usize) -> (usize, usize) {
+    (nodes, nodes / 2 + 1)
+}
+
+pub fn main(args: &[String]) -> i32 {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    match parse(args).and_then(|o| run(&o, &root)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("xtask bench-federated: {e}");
+            1
+        }
+    }
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// One row of the result from a federation's summary line.
+fn row(nodes: usize, secagg: Option<(usize, usize)>, rounds: usize, s: &serde_json::Value) -> serde_json::Value {
+    let natives: Vec<&serde_json::Value> = s["clients"].as_array().into_iter().flatten().filter(|c| c["kind"] == "native").collect();
+    let per_round = |key: &str| mean(&natives.iter().filter_map(|c| c[key].as_f64()).map(|b| b / rounds as f64).collect::<Vec<_>>());
+    let mut stages: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for c in &natives {
+        for t in c["timings"].as_array().into_iter().flatten() {
+            if let (Some(st), Some(sec)) = (t["stage"].as_str(), t["seconds"].as_f64()) {
+                stages.entry(st.to_string()).or_default().push(sec);
+            }
+        }
+    }
+    let client: serde_json::Map<String, serde_json::Value> = stages.iter().map(|(k, v)| (k.clone(), mean(v).into())).collect();
+    let rows = s["per_round"].as_array().cloned().unwrap_or_default();
+    let mut last = 0.0;
+    let mut round_seconds = Vec::new();
+    let mut server_stages: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for r in &rows {
+        let t = r["seconds"].as_f64().unwrap_or(last);
+        round_seconds.push(t - last);
+        last = t;
+        for (k, v) in r["server_stage_seconds"].as_object().into_iter().flatten() {
+            if let Some(x) = v.as_f64() {
+                server_stages.entry(k.clone()).or_default().push(x);
+            }
+        }
+    }
+    let server: serde_json::Map<String, serde_json::Value> = server_stages.iter().map(|(k, v)| (k.clone(), mean(v).into())).collect();
+    serde_json::json!({
+        "nodes": nodes,
+        "mode": if secagg.is_some() { "secagg+" } else { "plain" },
+        "secagg": secagg.map(|(sh, t)| serde_json::json!({"shares": sh, "threshold": t})),
+        "bytesUpPerNodeRound": per_round("bytes_up"),
+        "bytesDownPerNodeRound": per_round("bytes_down"),
+        "clientSeconds": client,
+        "serverRoundSeconds": mean(&round_seconds),
+        "serverStageSeconds": server,
+        "trainReplies": rows.iter().map(|r| r["train_replies"].clone()).collect::<Vec<_>>(),
+        "finalAccuracy": s["final_accuracy"],
+    })
+}
+
+fn run(o: &Options, root: &Path) -> Result<(), String> {
+    let date = crate::machine::utc_now()?;
+    let machine = crate::machine::record(root);
+    let xtask = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let mut rows = Vec::new();
+    let mut built = !o.build;
+    for &nodes in &o.nodes {
+        for secagg in [None, Some(secagg_of(nodes))] {
+            let mut c = Command::new(&xtask);
+            c.current_dir(root)
+                .args(["federated", "--rounds", &o.rounds.to_string(), "--browsers", "0", "--native", &nodes.to_string()])
+                .args(["--dataset", "digits", "--alpha", "0.5", "--epochs", "1", "--lr", "0.005", "--json"]);
+            if let Some((sh, t)) = secagg {
+                c.args(["--secagg", &format!("{sh},{t}")]);
+            }
+            if o.debug_cli {
+                c.arg("--debug-cli");
+            }
+            if built {
+                c.arg("--no-build");
+            }
+            built = true;
+            eprintln!("xtask bench-federated: {nodes} nodes, {}", if secagg.is_some() { "SecAgg+" } else { "plain" });
+            let out = c.output().map_err(|e| format!("xtask federated: {e}"))?;
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let summary = stdout.lines().rev().find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+            match (out.status.success(), summary) {
+                (true, Some(s)) => rows.push(row(nodes, secagg, o.rounds, &s)),
+                _ => {
+                    let err = String::from_utf8_lossy(&out.stderr).lines().rfind(|l| !l.trim().is_empty()).unwrap_or("failed").to_string();
+                    eprintln!("  {err}");
+                    rows.push(
+                        serde_json::json!({"nodes": nodes, "mode": if secagg.is_some() { "secagg+" } else { "plain" }, "error": err}),
+                    );
+                }
+            }
+        }
+    }
+    let result = serde_json::json!({
+        "date": date,
+        "machine": machine,
+        "about": format!(
+            "`cargo xtask federated --browsers 0 --native N --dataset digits --alpha 0.5 --epochs 1 --rounds {}` per row ({} build of the CLI), plain FedAvg and through flwr's SecAggPlusWorkflow (N shares, threshold N/2 + 1); every node and the SuperLink on this one machine, so client and server times include sharing its cores.",
+            o.rounds,
+            if o.debug_cli { "debug" } else { "release" }
+        ),
+        "rows": rows,
+    });
+    let stamp = date[..19].replace(':', "-");
+    let out = o.out.clone().unwrap_or_else(|| root.join("web/bench/results").join(format!("federated-{stamp}.json")));
+    std::fs::write(&out, serde_json::to_string_pretty(&result).map_err(|e| e.to_string())? + "\n")
+        .map_err(|e| format!("{}: {e}", out.display()))?;
+    println!("xtask bench-federated: wrote {}", out.display());
+    match crate::bench_report::main(&["--include".to_string(), out.display().to_string()]) {
+        0 => Ok(()),
+        code => Err(format!("bench-report exited with {code}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_becomes_per_node_per_round_figures() {
+        let s = serde_json::json!({
+            "clients": [
+                {"kind": "native", "bytes_up": 400, "bytes_down": 800, "timings": [
+                    {"round": 1, "stage": "train", "seconds": 1.0}, {"round": 1, "stage": "setup", "seconds": 0.25},
+                    {"round": 2, "stage": "train", "seconds": 3.0}]},
+                {"kind": "native", "bytes_up": 200, "bytes_down": 400, "timings": []},
+                {"kind": "browser", "bytes_up": 1e9},
+            ],
+            "per_round": [
+                {"round": 1, "seconds": 10.0, "train_replies": 2, "server_stage_seconds": {"setup": 1.0}},
+                {"round": 2, "seconds": 16.0, "train_replies": 2, "server_stage_seconds": {"setup": 3.0}},
+            ],
+            "final_accuracy": 0.9,
+        });
+        let r = row(2, Some((2, 2)), 2, &s);
+        assert_eq!(r["bytesUpPerNodeRound"], 150.0);
+        assert_eq!(r["bytesDownPerNodeRound"], 300.0);
+        assert_eq!(r["clientSeconds"]["train"], 2.0);
+        assert_eq!(r["clientSeconds"]["setup"], 0.25);
+        assert_eq!(r["serverRoundSeconds"], 8.0);
+        assert_eq!(r["serverStageSeconds"]["setup"], 2.0);
+        assert_eq!(r["mode"], "secagg+");
+    }
+
+    #[test]
+    fn options_refuse_federations_too_small_for_secagg() {
+        assert!(parse(&["--nodes".into(), "2".into()]).is_err());
+        assert_eq!(parse(&["--nodes".into(), "3,5".into()]).unwrap().nodes, vec![3, 5]);
+        assert_eq!(secagg_of(8), (8, 5));
+    }
+}
