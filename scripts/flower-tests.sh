@@ -7,7 +7,7 @@
 # first; a node with an unregistered key refused), then the CLI's error for an unreachable
 # SuperLink; then SecAgg+ (flwr's SecAggPlusWorkflow) with 2 tabs (webgpu, webgl), 2 native
 # nodes and one of Flower's own Python SuperNodes (secaggplus_mod), one native node leaving
-# after key sharing. The wire, fault, hostile-server and TLS/node-auth tests of crates/pixelgrad-flower
+# after key sharing; then SecAgg+ below its threshold (round 1 halts cleanly, round 2 goes on). The wire, fault, hostile-server and TLS/node-auth tests of crates/pixelgrad-flower
 # run with the native tests (they need the venv made here).
 # Usage: bash scripts/flower-tests.sh
 set -euo pipefail
@@ -72,6 +72,25 @@ node -e '
   console.log(`SecAgg+ federation ok: 2 tabs, a native node and a Flower Python node unmasked together after a node left; final accuracy ${s.final_accuracy.toFixed(4)}`);
 ' "$summary"
 
+echo "== SecAgg+ below the threshold: 4 native nodes, threshold 3, two leaving after key sharing in round 1 and coming back"
+out=$(cargo xtask federated --rounds 2 --browsers 0 --native 4 --dataset digits --alpha 0.5 \
+        --epochs 3 --lr 0.005 --secagg 4,3 --drop-below-threshold --debug-cli --no-build --json)
+summary=$(echo "$out" | tail -n 1)
+node -e '
+  const s = JSON.parse(process.argv[1]);
+  const fail = (m) => { console.error("below-threshold check failed: " + m); process.exit(1); };
+  const [r1, r2] = s.per_round;
+  // round 1: 2 of 4 nodes sent masked vectors, fewer than the threshold: Flower halts the
+  // aggregation, nothing is unmasked and the global model stays as it was
+  if (r1.secagg_halted_at !== "collect_masked_vectors" || r1.train_replies) fail(`round 1: ${JSON.stringify(r1)}`);
+  if (!r1.initial_params_digest || r1.params_digest !== r1.initial_params_digest) fail("round 1 changed the global model");
+  // round 2: the two that left are back as new nodes and all four are aggregated
+  if (r2.train_replies !== 4 || r2.secagg_halted_at || r2.params_digest === r1.params_digest) fail(`round 2: ${JSON.stringify(r2)}`);
+  if (s.clients.filter((c) => c.left_after_stage === "share_keys").length !== 2) fail("expected two nodes to leave");
+  if (s.clients.filter((c) => c.rejoined && c.rounds === 1).length !== 2) fail("expected the two to come back for round 2");
+  console.log(`below the threshold ok: round 1 halted with the model unchanged, round 2 aggregated 4 nodes; final accuracy ${s.final_accuracy.toFixed(4)}`);
+' "$summary"
+
 echo "== the CLI node against an unreachable SuperLink"
 set +e
 msg=$(target/debug/pixelgrad federated --superlink http://127.0.0.1:9 --partition 0/2 2>&1 >/dev/null)
@@ -81,4 +100,4 @@ if [ "$rc" -ne 1 ] || ! echo "$msg" | grep -q '^error: cannot reach the SuperLin
   echo "expected exit 1 and 'error: cannot reach the SuperLink ...', got $rc: $msg"; exit 1
 fi
 echo "unreachable SuperLink: $msg"
-echo "2 passed, 0 failed"
+echo "5 passed, 0 failed"

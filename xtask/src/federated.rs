@@ -21,7 +21,7 @@
 //! ```text
 //! cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset idx:DIR|digits]
 //!     [--alpha A] [--dp off|client-clip:C[,Z]|local:EPS,DELTA,C] [--strategy fedavg|fedadam]
-//!     [--epochs E] [--lr X] [--drop-one] [--privacy-margin M] [--tls] [--node-auth]
+//!     [--epochs E] [--lr X] [--drop-one | --drop-below-threshold] [--privacy-margin M] [--tls] [--node-auth]
 //!     [--secagg SHARES,THRESHOLD] [--python P] [--max-epsilon E] [--debug-cli] [--no-build] [--json]
 //! ```
 
@@ -58,6 +58,9 @@ struct Opts {
     epochs: usize,
     lr: f64,
     drop_one: bool,
+    /// Under SecAgg+: enough native nodes leave after key sharing in round 1 that fewer than the
+    /// threshold remain (the round halts), then come back as new nodes for the next round
+    drop_below_threshold: bool,
     build: bool,
     json: bool,
     seed: u64,
@@ -88,6 +91,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         epochs: 1,
         lr: 0.001,
         drop_one: false,
+        drop_below_threshold: false,
         build: true,
         json: false,
         seed: 42,
@@ -119,6 +123,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--seed" => o.seed = num("--seed", val("--seed")?)? as u64,
             "--privacy-margin" => o.privacy_margin = num("--privacy-margin", val("--privacy-margin")?)?,
             "--drop-one" => o.drop_one = true,
+            "--drop-below-threshold" => o.drop_below_threshold = true,
             "--no-build" => o.build = false,
             "--debug-cli" => o.debug_cli = true,
             "--tls" => o.tls = true,
@@ -145,6 +150,18 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     }
     if o.drop_one && o.browsers + o.native < 2 {
         return Err("--drop-one needs at least two nodes".into());
+    }
+    if o.drop_below_threshold {
+        let Some((_, threshold)) = o.secagg else {
+            return Err("--drop-below-threshold needs --secagg SHARES,THRESHOLD".into());
+        };
+        let leavers = (o.browsers + o.native + o.python + 1).saturating_sub(threshold);
+        if o.drop_one || o.native < leavers || o.rounds < 2 {
+            return Err(format!(
+                "--drop-below-threshold: {leavers} native nodes must leave to fall below threshold {threshold} (have {}), at least 2 rounds, and not with --drop-one",
+                o.native
+            ));
+        }
     }
     if o.python > 0 && o.secagg.is_none() {
         return Err("--python P: Flower's Python SuperNodes join through the SecAgg+ workflow only; add --secagg SHARES,THRESHOLD".into());
@@ -498,7 +515,14 @@ fn run(o: &Opts) -> Result<(), String> {
             }
         });
     }
-    let mut natives = Vec::new();
+    let leavers = match (o.drop_below_threshold, o.secagg) {
+        (true, Some((_, t))) => (n + 1).saturating_sub(t),
+        _ => usize::from(o.drop_one && o.secagg.is_some()),
+    };
+    let leaves = |index: usize| index + leavers >= o.browsers + o.native && index < o.browsers + o.native;
+    // (partition index, process, log file stem)
+    let mut natives: Vec<(usize, usize, String)> = Vec::new();
+    let mut native_cmds: Vec<Command> = Vec::new();
     for k in 0..o.native {
         let index = o.browsers + k;
         let key = keys.join(format!("native-{index}.key"));
@@ -530,8 +554,9 @@ fn run(o: &Opts) -> Result<(), String> {
         }
         if o.secagg.is_some() {
             c.arg("--secagg");
-            // the node that disappears: the last one leaves after sharing its keys in round 1
-            if o.drop_one && index + 1 == o.browsers + o.native {
+            // the nodes that disappear: the last native node (--drop-one), or the last native
+            // nodes that take the rest below the threshold, leave after sharing their keys
+            if leaves(index) {
                 c.args(["--leave-after-stage", "share_keys"]);
             }
         }
@@ -544,8 +569,14 @@ fn run(o: &Opts) -> Result<(), String> {
         if o.node_auth {
             c.arg("--node-key").arg(&key);
         }
+        // the same node coming back (--drop-below-threshold): the command without the leave
+        let mut again = Command::new(c.get_program());
+        let args: Vec<_> = c.get_args().map(|a| a.to_os_string()).collect();
+        let cut = args.iter().position(|a| a == "--leave-after-stage");
+        again.args(args.iter().enumerate().filter(|(i, _)| cut.is_none_or(|p| *i != p && *i != p + 1)).map(|(_, a)| a));
+        native_cmds.push(again);
         c.stdout(log(&format!("native-{index}.json"))?).stderr(log(&format!("native-{index}.log"))?);
-        natives.push((index, procs.spawn(&format!("native node {index}"), &mut c)?));
+        natives.push((index, procs.spawn(&format!("native node {index}"), &mut c)?, format!("native-{index}")));
     }
     // Flower's own Python SuperNodes: the flower-app's ClientApp (NumPy, `secaggplus_mod`) on
     // the shard `pixelgrad federated --write-shard` writes for their partition.
@@ -649,7 +680,22 @@ fn run(o: &Opts) -> Result<(), String> {
                 }
             }
         }
-        let natives_done = natives.iter().all(|(_, i)| matches!(procs.0[*i].1.try_wait(), Ok(Some(_))));
+        if o.drop_below_threshold {
+            // a node that left comes back, as a new node, for the next round
+            for k in 0..natives.len() {
+                let (index, i, stem) = natives[k].clone();
+                if leaves(index) && !stem.ends_with("rejoined") && !natives.iter().any(|(j, _, s)| *j == index && s.ends_with("rejoined")) {
+                    if let Ok(Some(_)) = procs.0[i].1.try_wait() {
+                        let stem = format!("native-{index}-rejoined");
+                        let c = native_cmds[index - o.browsers].stdout(log(&format!("{stem}.json"))?).stderr(log(&format!("{stem}.log"))?);
+                        say(format!("native node {index} comes back as a new node"));
+                        natives.push((index, procs.spawn(&format!("native node {index} (back)"), c)?, stem));
+                    }
+                }
+            }
+        }
+        let natives_done = natives.iter().all(|(_, i, _)| matches!(procs.0[*i].1.try_wait(), Ok(Some(_))))
+            && (!o.drop_below_threshold || natives.len() == o.native + leavers);
         if flwr_done && natives_done && (o.browsers == 0 || report.is_some()) {
             break;
         }
@@ -684,9 +730,9 @@ fn run(o: &Opts) -> Result<(), String> {
     let mut clients = Vec::new();
     // the largest cumulative epsilon any native node reported, at its delta
     let (mut epsilon, mut delta): (Option<f64>, Option<f64>) = (None, None);
-    for (index, i) in &natives {
+    for (index, i, stem) in &natives {
         let st = procs.0[*i].1.try_wait().ok().flatten();
-        let j = fs::read_to_string(dir.join(format!("native-{index}.json"))).ok().and_then(|s| last_json(&s));
+        let j = fs::read_to_string(dir.join(format!("{stem}.json"))).ok().and_then(|s| last_json(&s));
         match (&j, st) {
             (Some(j), Some(s)) if s.success() && !j["left_after_stage"].is_null() => {
                 say(format!("native node {index} left after SecAgg+ stage {} (the node that disappears)", j["left_after_stage"]));
@@ -699,9 +745,9 @@ fn run(o: &Opts) -> Result<(), String> {
                     epsilon = Some(epsilon.map_or(e, |m: f64| m.max(e)));
                     delta = j["delta"].as_f64();
                 }
-                clients.push(serde_json::json!({"node": index, "kind": "native", "backend": "cpu", "rounds": j["rounds"], "closed_mid_round": false, "secagg": j["secagg"], "epsilon": j["epsilon"], "delta": j["delta"], "privacy": j["privacy"], "bytes_up": j["bytes_up"], "bytes_down": j["bytes_down"], "timings": j["timings"]}));
+                clients.push(serde_json::json!({"node": index, "kind": "native", "backend": "cpu", "rejoined": stem.ends_with("rejoined"), "rounds": j["rounds"], "closed_mid_round": false, "secagg": j["secagg"], "epsilon": j["epsilon"], "delta": j["delta"], "privacy": j["privacy"], "bytes_up": j["bytes_up"], "bytes_down": j["bytes_down"], "timings": j["timings"]}));
             }
-            _ => return Err(format!("native node {index} failed; see {}", dir.join(format!("native-{index}.log")).display())),
+            _ => return Err(format!("native node {index} failed; see {}", dir.join(format!("{stem}.log")).display())),
         }
     }
     for (index, i) in &pythons {

@@ -9,6 +9,7 @@ aggregated evaluation metrics are appended to `results-file` as one JSON line, a
 global parameters are written to `final-file` (loadable by `pixelgrad eval`).
 """
 
+import hashlib
 import json
 import time
 
@@ -77,11 +78,23 @@ def _secagg_main(grid: Grid, context: Context) -> None:
         pending["evaluate_replies"] = len(results)
         return {}
 
+    def digest(ndarrays):
+        h = hashlib.sha256()
+        for a in ndarrays:
+            h.update(np.ascontiguousarray(a, dtype=np.float32).tobytes())
+        return h.hexdigest()[:16]
+
     def after_fit(server_round, ndarrays, _config):
         # DefaultWorkflow calls this after every fit round with the current global parameters
+        # (and once before the first, round 0); a round SecAgg+ halted leaves them as they were
         if server_round == 0:
+            pending["initial_params_digest"] = digest(ndarrays)
             return None
+        initial = pending.pop("initial_params_digest", None)
         row = {"round": server_round, "seconds": round(time.time() - t_start, 3), "secagg": True, **pending}
+        row["params_digest"] = digest(ndarrays)
+        if initial:
+            row["initial_params_digest"] = initial
         pending.clear()
         print("pixelgrad-round " + json.dumps(row), flush=True)
         if results_file:
