@@ -7,7 +7,8 @@
 # first; a node with an unregistered key refused), then the CLI's error for an unreachable
 # SuperLink; then SecAgg+ (flwr's SecAggPlusWorkflow) with 2 tabs (webgpu, webgl), 2 native
 # nodes and one of Flower's own Python SuperNodes (secaggplus_mod), one native node leaving
-# after key sharing; then SecAgg+ below its threshold (round 1 halts cleanly, round 2 goes on). The wire, fault, hostile-server and TLS/node-auth tests of crates/pixelgrad-flower
+# after key sharing; then SecAgg+ below its threshold (round 1 halts cleanly, round 2 goes on);
+# then distributed DP under SecAgg+ (a tab and native nodes each adding their share of noise). The wire, fault, hostile-server and TLS/node-auth tests of crates/pixelgrad-flower
 # run with the native tests (they need the venv made here).
 # Usage: bash scripts/flower-tests.sh
 set -euo pipefail
@@ -91,6 +92,23 @@ node -e '
   console.log(`below the threshold ok: round 1 halted with the model unchanged, round 2 aggregated 4 nodes; final accuracy ${s.final_accuracy.toFixed(4)}`);
 ' "$summary"
 
+echo "== distributed DP under SecAgg+: 1 tab + 2 native nodes each add their share of the noise and report the same (epsilon, delta)"
+out=$(cargo xtask federated --rounds 2 --browsers 1 --native 2 --dataset digits --alpha 0.5 \
+        --epochs 3 --lr 0.005 --secagg 3,2 --dp distributed:0.3,1.0,1e-5 --max-epsilon 100 --debug-cli --no-build --json)
+summary=$(echo "$out" | tail -n 1)
+node -e '
+  const s = JSON.parse(process.argv[1]);
+  const fail = (m) => { console.error("distributed DP check failed: " + m); process.exit(1); };
+  for (const r of s.per_round) if (r.train_replies !== 3) fail(`round ${r.round}: ${r.train_replies} updates`);
+  // every node accounts the same mechanism: the unmasked sum carries noise multiplier 0.3
+  const eps = s.clients.map((c) => c.epsilon);
+  if (!eps.every((e) => Number.isFinite(e) && e > 0 && Math.abs(e - eps[0]) < 1e-9)) fail(`epsilon per node ${JSON.stringify(eps)}`);
+  const nat = s.clients.find((c) => c.kind === "native");
+  if (!(nat.privacy.length === 2 && nat.privacy[0].epsilon < nat.privacy[1].epsilon && s.delta === 1e-5)) fail(`privacy ${JSON.stringify(nat.privacy)}`);
+  if (!(s.epsilon <= 100)) fail(`epsilon ${s.epsilon} past --max-epsilon 100`);
+  console.log(`distributed DP ok: every node spent epsilon ${eps[0].toFixed(2)} at delta 1e-5 over 2 rounds; final accuracy ${s.final_accuracy.toFixed(4)} (3 nodes cannot hide a sum behind noise: DP needs many)`);
+' "$summary"
+
 echo "== the CLI node against an unreachable SuperLink"
 set +e
 msg=$(target/debug/pixelgrad federated --superlink http://127.0.0.1:9 --partition 0/2 2>&1 >/dev/null)
@@ -100,4 +118,4 @@ if [ "$rc" -ne 1 ] || ! echo "$msg" | grep -q '^error: cannot reach the SuperLin
   echo "expected exit 1 and 'error: cannot reach the SuperLink ...', got $rc: $msg"; exit 1
 fi
 echo "unreachable SuperLink: $msg"
-echo "5 passed, 0 failed"
+echo "6 passed, 0 failed"

@@ -3,7 +3,8 @@
 // the data is ready; `nodeKey=1` (or `nodeKey=NAME`, one name per tab of a browser) joins with
 // the page's persistent key (pg.flower.nodeKey(), shown on the page for `flwr supernode
 // register`) instead of a fresh one; `secagg=1` sends updates only through Flower's SecAgg+ (the
-// server runs `SecAggPlusWorkflow`); `maxEpsilon=E` is this node's privacy budget (rounds past
+// server runs `SecAggPlusWorkflow`; `distributedDp=Z,C,DELTA` adds this node's share of the
+// noise); `maxEpsilon=E` is this node's privacy budget (rounds past
 // it are refused); the last column shows the (ε, δ) spent so far. Each event is also
 // passed to `window.__pgFederatedEvent` when a test harness defines it; a driver can read the
 // key with `window.pgFederated.publicKey()` and start with `window.pgFederated.join()`.
@@ -106,7 +107,12 @@ async function join() {
     const nodeKey = keyName ? await pg.flower.nodeKey({ name: keyName }) : undefined;
     const secagg = params.get('secagg') === '1' ? true : undefined;
     const maxEpsilon = params.has('maxEpsilon') ? Number(params.get('maxEpsilon')) : undefined;
-    state.summary = await pg.flower.join({ server: location.origin, model, data, onEvent, localDp, nodeKey, secagg, maxEpsilon, signal: state.controller.signal });
+    let distributedDp;
+    if (params.get('distributedDp')) {
+      const [noiseMultiplier, clippingNorm, delta] = params.get('distributedDp').split(',').map(Number);
+      distributedDp = { noiseMultiplier, clippingNorm, delta };
+    }
+    state.summary = await pg.flower.join({ server: location.origin, model, data, onEvent, localDp, nodeKey, secagg, distributedDp, maxEpsilon, signal: state.controller.signal });
     setStatus(`the run finished: ${state.summary.rounds} rounds trained, ${(state.summary.bytesUp / 1024).toFixed(0)} KiB sent`, 'done');
   } catch (err) {
     state.error = err.message;

@@ -3,7 +3,7 @@
 //   node web/federated/run.mjs --superlink http://127.0.0.1:9093 --browsers 2 --count 3
 //        [--first-index 0] [--backends webgpu,webgl,cpu] [--data digits|idx:DIR] [--alpha 0.5]
 //        [--seed 42] [--drop-after-round R] [--local-dp EPS,DELTA,C] [--timeout S]
-//        [--ca-file CA.pem] [--node-auth --flwr BIN --keys DIR] [--secagg] [--max-epsilon E]
+//        [--ca-file CA.pem] [--node-auth --flwr BIN --keys DIR] [--secagg] [--max-epsilon E] [--distributed-dp Z,C,DELTA]
 //
 // With --ca-file the page server verifies an https:// SuperLink against that CA. With
 // --node-auth each tab joins with its own persistent WebCrypto key (`?nodeKey=tab-I`), whose
@@ -44,6 +44,7 @@ const caFile = opt('--ca-file');
 const nodeAuth = args.includes('--node-auth');
 const secagg = args.includes('--secagg');
 const maxEpsilon = opt('--max-epsilon');
+const distributedDp = opt('--distributed-dp');
 const flwrBin = opt('--flwr');
 const keysDir = opt('--keys');
 if (nodeAuth && !(flwrBin && keysDir)) {
@@ -135,6 +136,7 @@ try {
     if (nodeAuth) q.set('nodeKey', `tab-${index}`);
     if (secagg) q.set('secagg', '1');
     if (maxEpsilon) q.set('maxEpsilon', maxEpsilon);
+    if (distributedDp) q.set('distributedDp', distributedDp);
     await page.goto(`${server.url}/demo/federated.html?${q}`);
     if (data.startsWith('idx:')) await page.setInputFiles('#mnist-files', mnistFiles(data.slice(4)));
     say({ event: 'tab-opened', tab: index, backend });

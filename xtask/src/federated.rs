@@ -20,7 +20,7 @@
 //!
 //! ```text
 //! cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset idx:DIR|digits]
-//!     [--alpha A] [--dp off|client-clip:C[,Z]|local:EPS,DELTA,C] [--strategy fedavg|fedadam]
+//!     [--alpha A] [--dp off|client-clip:C[,Z]|local:EPS,DELTA,C|distributed:Z,C,DELTA] [--strategy fedavg|fedadam]
 //!     [--epochs E] [--lr X] [--drop-one | --drop-below-threshold] [--privacy-margin M] [--tls] [--node-auth]
 //!     [--secagg SHARES,THRESHOLD] [--python P] [--max-epsilon E] [--debug-cli] [--no-build] [--json]
 //! ```
@@ -163,6 +163,12 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             ));
         }
     }
+    if o.dp.starts_with("distributed:") && o.secagg.is_none() {
+        return Err("--dp distributed:Z,C,DELTA is each node's share of the noise under SecAgg+: add --secagg SHARES,THRESHOLD".into());
+    }
+    if o.dp.starts_with("distributed:") && o.python > 0 {
+        return Err("--dp distributed with --python: the Python SuperNodes add no noise share".into());
+    }
     if o.python > 0 && o.secagg.is_none() {
         return Err("--python P: Flower's Python SuperNodes join through the SecAgg+ workflow only; add --secagg SHARES,THRESHOLD".into());
     }
@@ -190,12 +196,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
 struct Dp {
     run_config: String,
     local: Option<String>,
+    /// NOISE_MULTIPLIER,CLIP,DELTA: each node's share of the noise under SecAgg+
+    distributed: Option<String>,
     label: String,
 }
 
 fn parse_dp(s: &str) -> Result<Dp, String> {
     if s == "off" {
-        return Ok(Dp { run_config: "dp=\"off\"".into(), local: None, label: "off".into() });
+        return Ok(Dp { run_config: "dp=\"off\"".into(), local: None, distributed: None, label: "off".into() });
     }
     // Client-side clipping defaults: C = 5, about the L2 norm of one local epoch's update of
     // the MNIST MLP (so clipping bites in early rounds), and noise multiplier Z = 0.001 (the
@@ -210,6 +218,7 @@ fn parse_dp(s: &str) -> Result<Dp, String> {
         return Ok(Dp {
             run_config: format!("dp=\"client-clip\" clipping-norm={c} noise-multiplier={z}"),
             local: None,
+            distributed: None,
             label: format!("client-clip (clipping norm {c}, noise multiplier {z})"),
         });
     }
@@ -221,10 +230,23 @@ fn parse_dp(s: &str) -> Result<Dp, String> {
         return Ok(Dp {
             run_config: "dp=\"off\"".into(),
             local: Some(rest.to_string()),
+            distributed: None,
             label: format!("local (epsilon, delta, clip = {rest})"),
         });
     }
-    Err(format!("--dp '{s}' must be off, client-clip[:C[,Z]] or local:EPS,DELTA,C"))
+    if let Some(rest) = s.strip_prefix("distributed:") {
+        let n = rest.split(',').filter(|x| x.trim().parse::<f64>().is_ok()).count();
+        if n != 3 {
+            return Err(format!("--dp distributed:Z,C,DELTA expects three numbers, got '{rest}'"));
+        }
+        return Ok(Dp {
+            run_config: "dp=\"off\"".into(),
+            local: None,
+            distributed: Some(rest.to_string()),
+            label: format!("distributed under SecAgg+ (noise multiplier, clip, delta = {rest})"),
+        });
+    }
+    Err(format!("--dp '{s}' must be off, client-clip[:C[,Z]], local:EPS,DELTA,C or distributed:Z,C,DELTA (with --secagg)"))
 }
 
 /// Children in their own process groups, stopped (TERM, then KILL) when dropped.
@@ -485,6 +507,9 @@ fn run(o: &Opts) -> Result<(), String> {
         if let Some(l) = &dp.local {
             c.args(["--local-dp", l]);
         }
+        if let Some(d) = &dp.distributed {
+            c.args(["--distributed-dp", d]);
+        }
         if o.tls {
             c.arg("--ca-file").arg(&ca);
         }
@@ -554,6 +579,9 @@ fn run(o: &Opts) -> Result<(), String> {
         }
         if o.secagg.is_some() {
             c.arg("--secagg");
+            if let Some(d) = &dp.distributed {
+                c.args(["--distributed-dp", d]);
+            }
             // the nodes that disappear: the last native node (--drop-one), or the last native
             // nodes that take the rest below the threshold, leave after sharing their keys
             if leaves(index) {
