@@ -20,7 +20,7 @@ echo "== the flower-app's Python ClientApp (NumPy training behind secaggplus_mod
 target/flwr-venv/bin/python -B crates/pixelgrad-flower/flower-app/tests/test_client_app.py
 
 echo "== a federation over TLS with node authentication: 4 rounds, 2 tabs + 1 native node, one tab closed mid-round 2"
-# The bytes check: request bodies per round within 10 % of the parameter payload plus 16 KiB
+# The bytes check: request bodies per round at most 10 % over the parameter payload plus 16 KiB
 # for Flower's fixed per-round object traffic (~8 KB: object pulls and pushes with their IDs,
 # object heads, npy headers), which digits' small payload (77 KB) would not absorb alone.
 # --debug-cli: the dev-profile CLI that the native tests already built (a release build with
