@@ -12,6 +12,7 @@
 //! The loop itself is [`Run`], a state machine whose [`Run::next`] yields [`Event`]s; [`fit`]
 //! is the native driver that loops over them and calls the [`Callbacks`].
 
+mod cadence;
 mod callbacks;
 mod fit;
 mod log;
@@ -21,6 +22,7 @@ mod samples;
 mod step;
 
 pub use crate::sums::Sums;
+pub use cadence::{Cadence, Due};
 pub use callbacks::{Callbacks, NoCallbacks};
 pub use fit::fit;
 pub use log::{DeviceLost, EpochLog, History, Position, Resume, ResumePoint, StepLog, Stopped};

@@ -14,8 +14,9 @@ use crate::pacing::Pacer;
 use crate::sums::Sums;
 use crate::{Loss, Module};
 
+use super::cadence::{Cadence, Due};
 use super::log::{DeviceLost, EpochLog, History, Position, Resume, ResumePoint, StepLog, Stopped};
-use super::options::{auto_checkpoint_every, FitOptions, CHECKPOINT_EVERY_MIN};
+use super::options::FitOptions;
 use super::samples::{output_shape, shuffled, Samples};
 use super::step::{evaluate, train_batch};
 
@@ -80,13 +81,11 @@ enum Phase {
     /// After a step: read the sums back when due.
     Read {
         lr: f32,
-        at_checkpoint: bool,
-        at_max: bool,
+        due: Due,
     },
     /// After the read: the checkpoint when due, then the `max_steps` stop.
     Checkpoint {
-        at_checkpoint: bool,
-        at_max: bool,
+        due: Due,
     },
     /// The end-of-epoch evaluation and log.
     Evaluate,
@@ -107,9 +106,8 @@ pub struct Run<'a> {
     base_lr: f32,
     pacer: Pacer,
     history: History,
-    /// The checkpoint interval (0: none), and whether it is still to be chosen from costs.
-    every: usize,
-    auto: bool,
+    /// When to read back and to take checkpoints.
+    cadence: Cadence,
     good: Option<Good>,
     pos: Position,
     window: Sums,
@@ -184,8 +182,7 @@ impl<'a> Run<'a> {
             base_lr,
             pacer,
             history,
-            every: opts.checkpoint_every.unwrap_or(CHECKPOINT_EVERY_MIN),
-            auto: opts.checkpoint_every.is_none(),
+            cadence: Cadence::new(opts.checkpoint_every, opts.read_every, opts.max_steps),
             good,
             pos,
             window: Sums::new(),
@@ -256,13 +253,14 @@ impl<'a> Run<'a> {
             match self.phase {
                 Phase::Done => return Ok(Event::Done(self.history.stopped.clone())),
                 Phase::Start => {
-                    if self.good.is_none() && (self.every > 0 || self.opts.stop_on_nan) {
+                    if self.good.is_none() && (self.cadence.checkpoints() || self.opts.stop_on_nan) {
                         self.checkpoint()?;
                     }
                     if self.opts.max_steps.is_some_and(|m| self.pos.step >= m) {
                         return Ok(self.finish(Some(Stopped::MaxSteps { step: self.pos.step })));
                     }
                     self.step_started = now();
+                    self.cadence.start_at(self.pos.step);
                     self.phase = Phase::Step;
                 }
                 Phase::Step => {
@@ -278,17 +276,17 @@ impl<'a> Run<'a> {
                         Err(e) => return self.lost(e),
                     }
                 }
-                Phase::Read { lr, at_checkpoint, at_max } => {
-                    self.phase = Phase::Checkpoint { at_checkpoint, at_max };
-                    match self.read(lr, at_checkpoint) {
+                Phase::Read { lr, due } => {
+                    self.phase = Phase::Checkpoint { due };
+                    match self.read(lr, due.read) {
                         Ok(Some(ev)) => return Ok(ev),
                         Ok(None) => {}
                         Err(e) => return self.lost(e),
                     }
                 }
-                Phase::Checkpoint { at_checkpoint, at_max } => {
+                Phase::Checkpoint { due } => {
                     self.phase = Phase::Step;
-                    let ev = if at_checkpoint {
+                    let ev = if due.checkpoint {
                         match self.interval_checkpoint() {
                             Ok(ev) => ev,
                             Err(e) => return self.lost(e),
@@ -296,7 +294,7 @@ impl<'a> Run<'a> {
                     } else {
                         None
                     };
-                    if at_max {
+                    if due.at_max {
                         self.history.stopped = Some(Stopped::MaxSteps { step: self.pos.step });
                         self.phase = Phase::Done;
                     }
@@ -355,17 +353,16 @@ impl<'a> Run<'a> {
         })?;
         self.pos.step += 1;
         self.pos.batch += 1;
-        let at_max = self.opts.max_steps == Some(self.pos.step);
-        let at_checkpoint = self.every > 0 && (self.pos.step.is_multiple_of(self.every) || at_max);
-        self.phase = Phase::Read { lr, at_checkpoint, at_max };
+        let epoch_end = self.pos.batch >= self.train.len().div_ceil(bs);
+        let due = self.cadence.after_step(self.pos.step, self.window.steps(), epoch_end);
+        self.phase = Phase::Read { lr, due };
         Ok(Event::Step { step: self.pos.step, epoch, lr })
     }
 
-    /// Reads the sums back when due (every `read_every` steps, at the end of an epoch and
-    /// before a checkpoint): a log, or the stop on a non-finite loss.
-    fn read(&mut self, lr: f32, at_checkpoint: bool) -> Result<Option<Event>> {
-        let last = self.pos.batch >= self.train.len().div_ceil(self.opts.batch_size);
-        if !(self.window.steps() >= self.opts.read_every || last || at_checkpoint) {
+    /// Reads the sums back when due (see [`Cadence::after_step`]): a log, or the stop on a
+    /// non-finite loss.
+    fn read(&mut self, lr: f32, due: bool) -> Result<Option<Event>> {
+        if !due {
             return Ok(None);
         }
         let Some((ls, cs, n)) = self.window.read()? else { return Ok(None) };
@@ -415,19 +412,14 @@ impl<'a> Run<'a> {
     /// The checkpoint of the interval; the first one also chooses an automatic interval from
     /// the measured costs.
     fn interval_checkpoint(&mut self) -> Result<Option<Event>> {
-        let step_secs = match (self.step_started, now()) {
-            (Some(a), Some(b)) => Some((b - a) / self.every as f64),
+        let interval_secs = match (self.step_started, now()) {
+            (Some(a), Some(b)) => Some(b - a),
             _ => None,
         };
         let (ck_secs, finite) = self.checkpoint()?;
-        if self.auto && self.pos.step == self.every {
-            // The first interval measured both costs: choose the interval once.
-            if let (Some(c), Some(st)) = (ck_secs, step_secs) {
-                self.every = auto_checkpoint_every(c, st);
-            }
-        }
+        let every = self.cadence.checkpointed(self.pos.step, ck_secs, interval_secs);
         self.step_started = now();
-        Ok(finite.then_some(Event::Checkpoint { step: self.pos.step, seconds: ck_secs, every: self.every }))
+        Ok(finite.then_some(Event::Checkpoint { step: self.pos.step, seconds: ck_secs, every }))
     }
 
     /// The end of an epoch: evaluation on the test set, the epoch's log, and the next epoch.
@@ -489,6 +481,7 @@ impl<'a> Run<'a> {
             self.scaler = scaler_for(self.opts.precision, &self.dev, self.opts.loss_scale)?;
         }
         self.step_started = now();
+        self.cadence.start_at(self.pos.step);
         self.order = None;
         self.phase = Phase::Step;
         self.recovered = Some(info);
@@ -503,7 +496,7 @@ impl<'a> Run<'a> {
         if self.opts.precision == Precision::Mixed {
             history.mixed = Some(LossScaler::report(self.scaler.as_ref(), &self.dev)?);
         }
-        history.checkpoint_every = self.every;
+        history.checkpoint_every = self.cadence.every();
         history.last_checkpoint = self.good.take().map(|g| g.ck);
         Ok(history)
     }
