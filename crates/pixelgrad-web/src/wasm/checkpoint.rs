@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use js_sys::{Float32Array, Object, Promise, Reflect, Uint8Array};
-use pixelgrad_nn::checkpoint::Checkpoint;
+use pixelgrad::nn::checkpoint::Checkpoint;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 

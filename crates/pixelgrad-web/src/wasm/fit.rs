@@ -4,7 +4,7 @@
 //! reads, recovery of a lost context and IndexedDB saves.
 
 use js_sys::{Object, Reflect};
-use pixelgrad_nn::train::Cadence;
+use pixelgrad::nn::train::Cadence;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
