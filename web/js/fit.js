@@ -4,9 +4,11 @@
 // - Batches are gathered on the host; each step only records device work; loss and accuracy
 //   sums are read back (asynchronously) every `readEvery` steps; between batches the loop
 //   yields to the event loop so a page stays responsive.
-// - Every `checkpointEvery` steps (default: measured, see `autoEvery`) parameters, buffers,
-//   optimizer state and dropout counters are copied to host memory (one device op, one
-//   readback), together with the loop's own state (step, epoch sums, history so far).
+// - When to read back and when to take a checkpoint is decided by the native loop's rule
+//   (`pixelgrad_nn::train::Cadence`, through `wasm.FitCadence`): every `checkpointEvery` steps
+//   (default: 20, then chosen once from the measured costs) parameters, buffers, optimizer
+//   state and dropout counters are copied to host memory (one device op, one readback),
+//   together with the loop's own state (step, epoch sums, history so far).
 // - When the device is lost (`rt.lost`, or an engine `deviceLost` error) the runtime starts a
 //   backend again (recovery.js), the model is rebuilt on it, the last checkpoint restored, and
 //   the steps since are redone (at most `checkpointEvery`; their logs are reported again).
@@ -51,9 +53,6 @@ export function positiveInt(v, dflt, what) {
 }
 
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
-
-/** Steps measured before the automatic checkpoint interval is chosen (native: the same 20). */
-const MEASURE_STEPS = 20;
 
 function isLost(model, e) {
   if (e && e.kind === 'deviceLost') return true;
@@ -149,7 +148,7 @@ export async function fitLoop(model, x, y, opts = {}) {
   const epochs = positiveInt(opts.epochs, 1, 'fit: epochs');
   const batchSize = positiveInt(opts.batchSize, 32, 'fit: batchSize');
   const readEvery = positiveInt(opts.readEvery, 10, 'fit: readEvery');
-  let every = opts.checkpointEvery === undefined || opts.checkpointEvery === null ? null : opts.checkpointEvery;
+  const every = opts.checkpointEvery === undefined || opts.checkpointEvery === null ? null : opts.checkpointEvery;
   if (every !== null && !(Number.isInteger(every) && every >= 0)) {
     throw new PixelgradError(`fit: checkpointEvery must be a whole number of steps (0: no checkpoints), got ${every}`);
   }
@@ -187,12 +186,11 @@ export async function fitLoop(model, x, y, opts = {}) {
   // The loop's state; a copy goes with every checkpoint so a recovery resumes exactly there.
   let s = { step: 0, sinceRead: 0, sumLoss: 0, sumCorrect: 0, seen: 0, history: history0 };
   const snapshot = () => ({ ...s, history: cloneHistory(s.history) });
-  const stats = { every, taken: 0, ms: 0, bytes: 0, recoveries: 0, losses: [] };
+  const stats = { taken: 0, ms: 0, bytes: 0, recoveries: 0, losses: [] };
   let stopped = null;
   let order = null;
   let orderEpoch = -1;
-  let measureFrom = 0;
-  let measureAt = MEASURE_STEPS;
+  let intervalFrom = 0; // when the steps since the last checkpoint began
   let savedAt = 0;
   let resumedFrom = null;
   const schedule = { n, batchSize, epochs, shuffle, seed, readEvery };
@@ -217,6 +215,8 @@ export async function fitLoop(model, x, y, opts = {}) {
     stopped = { step: s.step, reason: why, restoredStep: ok ? good.step : null };
   };
 
+  const cadence = new wasm.FitCadence(every === null ? undefined : Math.min(every, 0xffffffff), Math.min(readEvery, 0xffffffff));
+  let usedEvery = cadence.every;
   model._fitting = true;
   model.stopTraining = false;
   try {
@@ -230,11 +230,10 @@ export async function fitLoop(model, x, y, opts = {}) {
         resumedFrom = r.step;
       }
     }
-    measureAt = s.step + MEASURE_STEPS;
     savedAt = s.step;
-    let firstMs = 0;
-    if (checkpoints) firstMs = await checkpointNow();
-    measureFrom = now();
+    if (checkpoints) await checkpointNow();
+    cadence.startAt(s.step);
+    intervalFrom = now();
     while (s.step < total && !stopped) {
       try {
         throwIfAborted(signal, 'fit', `after ${s.step} of ${total} steps`);
@@ -263,11 +262,11 @@ export async function fitLoop(model, x, y, opts = {}) {
         else net.trainStep(xb, [m, ...sample], yb, [m, ...yshape.slice(1)]);
         s.step += 1;
         s.sinceRead += 1;
-        const measuring = checkpoints && every === null && s.step === measureAt;
-        const saveDue = !!autosave && s.step - savedAt >= autosaveEvery;
-        const ckDue = checkpoints && (measuring || saveDue || (every !== null && model._lastCheckpoint && s.step - model._lastCheckpoint.step >= every));
         const epochEnd = b === batches - 1;
-        if (s.sinceRead >= readEvery || single || epochEnd || model.stopTraining || ckDue) {
+        const due = cadence.afterStep(s.step, s.sinceRead, epochEnd);
+        const saveDue = !!autosave && s.step - savedAt >= autosaveEvery;
+        const ckDue = checkpoints && (due.checkpoint || saveDue);
+        if (due.read || single || model.stopTraining || ckDue) {
           s.sinceRead = 0;
           const r = await net.readTrain();
           if (r) {
@@ -305,17 +304,15 @@ export async function fitLoop(model, x, y, opts = {}) {
           s.seen = 0;
           if (onEpochEnd) await onEpochEnd(epoch, logs);
         }
-        if (measuring) {
-          // The native rule: checkpoints may take 2 % of training time (20..2000 steps).
-          const stepMs = (now() - measureFrom) / MEASURE_STEPS;
-          every = wasm.autoCheckpointEvery(firstMs / 1000, stepMs / 1000);
-          stats.every = every;
-        }
         // the last step's checkpoint too (inside this try, so a loss just before it is
         // recovered like any other): `model.restore()` after a later loss loses nothing
         const last = s.step === total || model.stopTraining;
         if (checkpoints && !stopped && (ckDue || last) && model._lastCheckpoint.step !== s.step) {
-          await checkpointNow();
+          const intervalMs = now() - intervalFrom;
+          const ms = await checkpointNow();
+          // the first interval chooses an automatic one (2 % of training time, 20..2000 steps)
+          usedEvery = cadence.checkpointed(s.step, ms, intervalMs);
+          intervalFrom = now();
           if (saveDue && !stopped) {
             await saveCheckpoint(autosave, model, model._lastCheckpoint, schedule);
             savedAt = s.step;
@@ -337,6 +334,8 @@ export async function fitLoop(model, x, y, opts = {}) {
         net = rebuild(model);
         net.restore(ck._host);
         s = { ...ck._state, history: cloneHistory(ck._state.history) };
+        cadence.startAt(s.step);
+        intervalFrom = now();
         orderEpoch = -1;
         stats.recoveries += 1;
         Object.assign(info, { backend: rt.backend, tried: rec.tried, recoveryMs: now() - t });
@@ -347,12 +346,13 @@ export async function fitLoop(model, x, y, opts = {}) {
     if (autosave && !stopped && savedAt !== s.step) await saveCheckpoint(autosave, model, model._lastCheckpoint, schedule);
   } finally {
     model._fitting = false;
+    release(cadence);
   }
   /** @type {import('./index.js').History} */
   const out = {
     history: s.history,
     epoch: s.history.loss.map((_, i) => i),
-    checkpoints: { every: stats.every, taken: stats.taken, ms: stats.ms, bytes: stats.bytes },
+    checkpoints: { every: usedEvery, taken: stats.taken, ms: stats.ms, bytes: stats.bytes },
     deviceLosses: stats.losses,
   };
   if (stopped) out.stopped = stopped;

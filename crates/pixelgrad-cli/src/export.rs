@@ -28,7 +28,7 @@ pub fn run(a: ExportArgs) -> CliResult<()> {
     let dev = Device::new(CpuBackend::new());
     let model = load_model(&a.model_file, &file, &dev)?;
     let shape = file.spec.input;
-    let bytes = pixelgrad_onnx::export::to_onnx(&model, &shape).ctx()?;
+    let bytes = pixelgrad::onnx::export::to_onnx(&model, &shape).ctx()?;
     pixelgrad_durable::write(&a.onnx, &bytes).map_err(|e| format!("{}: {e}", a.onnx.display()))?;
     eprintln!(
         "{} -> {} ({} bytes; input 'input' [N, {}, {}, {}], output 'output')",

@@ -6,18 +6,18 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use clap::Args;
+use pixelgrad::flower::auth::NodeKey;
+use pixelgrad::flower::dp::LocalDp;
+use pixelgrad::flower::fleet::FleetClient;
+use pixelgrad::flower::keyfile::{self, KeyFile};
+use pixelgrad::flower::learner::{ModuleLearner, Shard};
+use pixelgrad::flower::node::{self, Event, NodeOptions};
+use pixelgrad::flower::npy;
+use pixelgrad::flower::partition;
+use pixelgrad::flower::privacy::{DistributedDp, ShareMetrics};
+use pixelgrad::flower::transport::{NativeTransport, TransportOptions};
 use pixelgrad::nn::presets::{ModelSpec, Preset, SPEC_KEY};
 use pixelgrad::nn::{io, Module, OptimizerKind};
-use pixelgrad_flower::auth::NodeKey;
-use pixelgrad_flower::dp::LocalDp;
-use pixelgrad_flower::fleet::FleetClient;
-use pixelgrad_flower::keyfile::{self, KeyFile};
-use pixelgrad_flower::learner::{ModuleLearner, Shard};
-use pixelgrad_flower::node::{self, Event, NodeOptions};
-use pixelgrad_flower::npy;
-use pixelgrad_flower::partition;
-use pixelgrad_flower::privacy::{DistributedDp, ShareMetrics};
-use pixelgrad_flower::transport::{NativeTransport, TransportOptions};
 
 use crate::dataset::{self, DatasetSpec};
 use crate::{backend, CliResult, Context};
@@ -440,7 +440,7 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
     let ran = pollster::block_on(node::run(&client, &mut learner, &opts, &mut on_event));
     let summary = match ran {
         Ok(s) => s,
-        Err(pixelgrad_flower::FlowerError::Stopped) if left_mid_round => {
+        Err(pixelgrad::flower::FlowerError::Stopped) if left_mid_round => {
             if a.json {
                 let j = serde_json::json!({"left_after_stage": a.leave_after_stage, "privacy": privacy});
                 writeln!(std::io::stdout().lock(), "{j}").ctx()?;

@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use clap::Args;
 use pixelgrad::image::{Fit, Layout, PixelSpec};
+use pixelgrad::onnx::{npy, HostTensor, Input, Model, Session, WeightStorage};
 use pixelgrad::{Device, Tensor};
-use pixelgrad_onnx::{npy, HostTensor, Input, Model, Session, WeightStorage};
 
 use crate::{backend, CliResult, Context};
 

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use pixelgrad_flower::testing::{self, FakeFleet, Scenario};
+use pixelgrad::flower::testing::{self, FakeFleet, Scenario};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pixelgrad"))

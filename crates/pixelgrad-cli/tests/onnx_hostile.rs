@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pixelgrad_onnx::proto::{
+use pixelgrad::onnx::proto::{
     encode_model, DimValue, Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto,
     TypeProtoTensor, ValueInfoProto,
 };

@@ -104,7 +104,7 @@ fn precision_f16_halves_device_weight_bytes() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let y = pixelgrad_onnx::npy::load(&out_dir.join("output_0.npy")).unwrap().to_f32();
+        let y = pixelgrad::onnx::npy::load(&out_dir.join("output_0.npy")).unwrap().to_f32();
         std::fs::remove_dir_all(&out_dir).ok();
         (serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap(), y)
     };
@@ -113,7 +113,7 @@ fn precision_f16_halves_device_weight_bytes() {
     assert_eq!(full["weight_storage"], "f32", "{full}");
     let ratio = h["device_weight_bytes"].as_f64().unwrap() / full["device_weight_bytes"].as_f64().unwrap();
     assert!((0.45..0.55).contains(&ratio), "f16 / f32 device weight bytes {ratio}");
-    let want = pixelgrad_onnx::npy::load(&f.join("expected_0.npy")).unwrap().to_f32();
+    let want = pixelgrad::onnx::npy::load(&f.join("expected_0.npy")).unwrap().to_f32();
     let err = yh.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
     assert!(err < 1e-2, "f16 weights: max abs error {err}");
     let bad = bin().args(["run", f.join("model.onnx").to_str().unwrap(), "--precision", "f8"]).output().unwrap();
@@ -147,8 +147,8 @@ fn run_writes_outputs_that_match_onnxruntime() {
     assert_eq!(outs[0]["shape"], serde_json::json!([8, 2]));
     let index: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("outputs.json")).unwrap()).unwrap();
     assert_eq!(index["outputs"], j["outputs"]);
-    let got = pixelgrad_onnx::npy::load(&out_dir.join("output_0.npy")).unwrap().to_f32();
-    let want = pixelgrad_onnx::npy::load(&f.join("expected_0.npy")).unwrap().to_f32();
+    let got = pixelgrad::onnx::npy::load(&out_dir.join("output_0.npy")).unwrap().to_f32();
+    let want = pixelgrad::onnx::npy::load(&f.join("expected_0.npy")).unwrap().to_f32();
     let err = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
     assert!(err < 1e-4, "max abs error {err} against onnxruntime");
     std::fs::remove_dir_all(&out_dir).ok();
@@ -190,7 +190,7 @@ fn export_then_run_gives_the_same_predictions() {
     // a batch of 3 digits-shaped images through the exported model: pixelgrad and onnxruntime
     let x: Vec<f32> = (0..3 * 64).map(|i| ((i * 37) % 17) as f32 / 16.0).collect();
     let xin = d.join("x.npy");
-    std::fs::write(&xin, pixelgrad_onnx::npy::write(&pixelgrad_onnx::HostTensor::f32(vec![3, 1, 8, 8], x)).unwrap()).unwrap();
+    std::fs::write(&xin, pixelgrad::onnx::npy::write(&pixelgrad::onnx::HostTensor::f32(vec![3, 1, 8, 8], x)).unwrap()).unwrap();
     let run_dir = d.join("run");
     let r = bin()
         .args(["run", onnx.to_str().unwrap(), "--backend", "cpu", "--input", &format!("input={}", xin.display()), "--out"])
@@ -208,8 +208,8 @@ fn export_then_run_gives_the_same_predictions() {
         .output()
         .unwrap();
     assert!(o.status.success(), "onnxruntime: {}", String::from_utf8_lossy(&o.stderr));
-    let got = pixelgrad_onnx::npy::load(&run_dir.join("output_0.npy")).unwrap();
-    let want = pixelgrad_onnx::npy::load(&ort_dir.join("output_0.npy")).unwrap();
+    let got = pixelgrad::onnx::npy::load(&run_dir.join("output_0.npy")).unwrap();
+    let want = pixelgrad::onnx::npy::load(&ort_dir.join("output_0.npy")).unwrap();
     assert_eq!(got.shape, vec![3, 10]);
     let err = got.to_f32().iter().zip(want.to_f32()).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
     assert!(err < 1e-4, "pixelgrad vs onnxruntime on the exported CNN: {err}");
@@ -243,7 +243,7 @@ fn run_takes_a_png_resized_and_normalised_on_the_device() {
     let spec = PixelSpec { size: Some((48, 192)), fit: Fit::Contain, mean: [0.5; 4], std: [0.5; 4], ..PixelSpec::default() };
     let (v, dims, _) = to_tensor_values(Rgba8::packed(&rgba, 150, 40).unwrap(), &spec, "test").unwrap();
     let npy = d.join("x.npy");
-    std::fs::write(&npy, pixelgrad_onnx::npy::write(&pixelgrad_onnx::HostTensor::f32(dims.to_vec(), v)).unwrap()).unwrap();
+    std::fs::write(&npy, pixelgrad::onnx::npy::write(&pixelgrad::onnx::HostTensor::f32(dims.to_vec(), v)).unwrap()).unwrap();
     let run = |input: String, out: &str, extra: &[&str]| {
         let o = bin()
             .args(["run", cls.to_str().unwrap(), "--backend", "cpu", "--input", &input, "--out"])
@@ -258,8 +258,8 @@ fn run_takes_a_png_resized_and_normalised_on_the_device() {
     let log = run(format!("x={}", img.display()), "png", &flags);
     assert!(log.contains("150x40 -> [1, 3, 48, 192] (contain, content 180x48 at (6, 0))"), "{log}");
     run(format!("x={}", npy.display()), "npy", &[]);
-    let got = pixelgrad_onnx::npy::load(&d.join("png/output_0.npy")).unwrap().to_f32();
-    let want = pixelgrad_onnx::npy::load(&d.join("npy/output_0.npy")).unwrap().to_f32();
+    let got = pixelgrad::onnx::npy::load(&d.join("png/output_0.npy")).unwrap().to_f32();
+    let want = pixelgrad::onnx::npy::load(&d.join("npy/output_0.npy")).unwrap().to_f32();
     assert_eq!(got.len(), 2);
     let err = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
     assert!(err < 1e-5, "PNG path vs host reference: {err}");

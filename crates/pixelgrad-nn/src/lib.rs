@@ -32,6 +32,7 @@ pub mod pacing;
 pub mod presets;
 pub mod resume;
 mod step_key;
+pub mod sums;
 pub mod train;
 
 pub use init::Init;

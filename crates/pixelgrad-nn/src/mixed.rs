@@ -23,7 +23,7 @@
 use pixelgrad_core::{mixed_precision, mixed_precision_available, no_grad, Device, Error, Result, Tensor};
 
 use crate::optim::Optimizer;
-use crate::train::Sums;
+use crate::sums::Sums;
 use crate::{Loss, Mode, Module};
 
 /// Numeric precision of training.

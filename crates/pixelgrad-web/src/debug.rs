@@ -2,8 +2,8 @@
 //! options → a [`CheckConfig`] (and the test-only fault), and `model.layouts()` rows. The
 //! engine is `pixelgrad_nn::crosscheck`, the same one `pixelgrad check` runs.
 
-use pixelgrad_core::{Error, Result};
-use pixelgrad_nn::crosscheck::{CheckActivation, CheckConfig, Fault};
+use pixelgrad::nn::crosscheck::{CheckActivation, CheckConfig, Fault};
+use pixelgrad::{Error, Result};
 use serde_json::Value;
 
 /// Parses `{ layers, activation, steps, batch, lr, seed, toleranceScale, injectFault }` (every

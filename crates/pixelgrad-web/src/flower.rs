@@ -3,10 +3,10 @@
 //! the event loop in between (so heartbeats and the page keep running). Platform-independent;
 //! `wasm::flower` binds it to `fetch`.
 
-use pixelgrad_core::{Device, Tensor};
-use pixelgrad_flower::node::{EvalStats, FitStats, Learner, RoundConfig};
-use pixelgrad_flower::{FlowerError, Result};
-use pixelgrad_nn::Module;
+use pixelgrad::flower::node::{EvalStats, FitStats, Learner, RoundConfig};
+use pixelgrad::flower::{FlowerError, Result};
+use pixelgrad::nn::Module;
+use pixelgrad::{Device, Tensor};
 
 use crate::net::Net;
 
@@ -59,7 +59,7 @@ pub struct NetLearner {
     pub read_every: usize,
 }
 
-fn engine(op: &'static str) -> impl FnOnce(pixelgrad_core::Error) -> FlowerError {
+fn engine(op: &'static str) -> impl FnOnce(pixelgrad::Error) -> FlowerError {
     move |source| FlowerError::Engine { op, source }
 }
 
@@ -87,7 +87,7 @@ impl Learner for NetLearner {
             if result.is_ok() {
                 result = match values.get(i) {
                     Some(v) => p.set(v),
-                    None => Err(pixelgrad_core::Error::invalid("set_params", "fewer values than parameters")),
+                    None => Err(pixelgrad::Error::invalid("set_params", "fewer values than parameters")),
                 };
             }
             i += 1;
@@ -103,8 +103,8 @@ impl Learner for NetLearner {
         let (mut loss, mut correct, mut seen) = (0.0, 0.0, 0usize);
         let mut since_read = 0usize;
         for epoch in 0..cfg.epochs {
-            let seed = pixelgrad_core::rng::mix(self.seed, cfg.server_round * 1000 + epoch as u64);
-            let order = pixelgrad_nn::train::shuffled(self.train.len(), seed);
+            let seed = pixelgrad::rng::mix(self.seed, cfg.server_round * 1000 + epoch as u64);
+            let order = pixelgrad::nn::train::shuffled(self.train.len(), seed);
             let (mut el, mut ec, mut en) = (0.0, 0.0, 0usize);
             for idx in order.chunks(cfg.batch_size) {
                 let (x, shape, y) = self.train.batch(idx);
@@ -114,7 +114,7 @@ impl Learner for NetLearner {
                     since_read = 0;
                     let (l, c, n) = read_sums(self.net.take_train().map_err(engine("training"))?).await?;
                     (el, ec, en) = (el + l, ec + c, en + n);
-                    pixelgrad_flower::transport::yield_now().await;
+                    pixelgrad::flower::transport::yield_now().await;
                 }
             }
             let (l, c, n) = read_sums(self.net.take_train().map_err(engine("training"))?).await?;
@@ -122,7 +122,7 @@ impl Learner for NetLearner {
             since_read = 0;
             // The last epoch's means, as `fit` reports them natively.
             (loss, correct, seen) = (el, ec, en);
-            pixelgrad_flower::transport::yield_now().await;
+            pixelgrad::flower::transport::yield_now().await;
         }
         let n = seen.max(1) as f64;
         Ok(FitStats { examples: self.train.len(), loss: loss / n, accuracy: correct / n })
@@ -145,7 +145,7 @@ impl Learner for NetLearner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pixelgrad_cpu::CpuBackend;
+    use pixelgrad::cpu::CpuBackend;
 
     #[test]
     fn trains_and_evaluates_on_digits() {
@@ -154,8 +154,8 @@ mod tests {
             {"type": "dense", "units": 32, "inputShape": [64], "activation": "relu"},
             {"type": "dense", "units": 10}
         ]});
-        let split = pixelgrad_data::digits_split(0.2, 42).unwrap();
-        let f = |d: &pixelgrad_data::Dataset| {
+        let split = pixelgrad::data::digits_split(0.2, 42).unwrap();
+        let f = |d: &pixelgrad::data::Dataset| {
             HostData::new(d.images().to_vec(), d.labels().iter().map(|&v| v as f32).collect(), vec![64]).unwrap()
         };
         let mut l = NetLearner {

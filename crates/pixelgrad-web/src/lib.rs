@@ -5,7 +5,7 @@
 //! touch JavaScript lives in plain modules so it compiles and is tested natively on the CPU
 //! backend:
 //!
-//! - [`spec`]: layer configs (the JSON that `pg.layers.*` produce) → a [`pixelgrad_nn::Sequential`],
+//! - [`spec`]: layer configs (the JSON that `pg.layers.*` produce) → a [`pixelgrad::nn::Sequential`],
 //!   with shape inference, NHWC input handling and the summary table;
 //! - [`net`]: a compiled model and its training state (optimizer, device-side loss/accuracy sums
 //!   read back only when the caller asks, so training never blocks on the GPU);

@@ -5,12 +5,12 @@
 //! on the device in [`Sums`] until the caller takes them ([`Net::take_train`]) and reads the
 //! two numbers with one asynchronous readback, as `pixelgrad_nn::train` does natively.
 
-use pixelgrad_core::{no_grad, Device, Error, Result, Tensor};
-use pixelgrad_nn::loss::TargetKind;
-use pixelgrad_nn::mixed::{train_batch_mixed, LossScaler, Precision, ScaleOptions};
-use pixelgrad_nn::optim::{Optimizer, OptimizerKind};
-use pixelgrad_nn::train::{train_batch, Sums};
-use pixelgrad_nn::{Loss, Mode, Module};
+use pixelgrad::nn::loss::TargetKind;
+use pixelgrad::nn::mixed::{train_batch_mixed, LossScaler, Precision, ScaleOptions};
+use pixelgrad::nn::optim::{Optimizer, OptimizerKind};
+use pixelgrad::nn::train::{train_batch, Sums};
+use pixelgrad::nn::{Loss, Mode, Module};
+use pixelgrad::{no_grad, Device, Error, Result, Tensor};
 use serde_json::Value;
 use std::rc::Rc;
 
@@ -28,7 +28,7 @@ pub struct Net {
     /// The config it was built from (saved with the weights).
     pub config: Value,
     /// Imported models used by `onnx` layers (kept for export).
-    pub onnx: Vec<Rc<pixelgrad_onnx::Model>>,
+    pub onnx: Vec<Rc<pixelgrad::onnx::Model>>,
     opt: Option<Box<dyn Optimizer>>,
     loss: Loss,
     train: Sums,
@@ -45,7 +45,7 @@ impl Net {
     }
 
     /// [`Net::new`] with the imported models that `onnx` layers of `config` refer to.
-    pub fn new_with(dev: &Device, config: Value, onnx: Vec<Rc<pixelgrad_onnx::Model>>) -> Result<Net> {
+    pub fn new_with(dev: &Device, config: Value, onnx: Vec<Rc<pixelgrad::onnx::Model>>) -> Result<Net> {
         let built = spec::build_with(dev, &config, &onnx)?;
         Ok(Net {
             dev: dev.clone(),
@@ -90,7 +90,7 @@ impl Net {
     /// [`Net::precision_info`] says why.
     pub fn set_precision(&mut self, name: &str) -> Result<()> {
         let p = Precision::parse(name).map_err(|e| Error::invalid("compile", e.to_string()))?;
-        self.scaler = pixelgrad_nn::mixed::scaler_for(p, &self.dev, ScaleOptions::default())?;
+        self.scaler = pixelgrad::nn::mixed::scaler_for(p, &self.dev, ScaleOptions::default())?;
         self.precision = p;
         Ok(())
     }
@@ -101,7 +101,7 @@ impl Net {
         match (self.precision, &self.scaler) {
             (Precision::F32, _) => ("f32", "f32", None),
             (Precision::Mixed, Some(_)) => ("mixed", "mixed", None),
-            (Precision::Mixed, None) => ("mixed", "f32", Some(pixelgrad_nn::mixed::fallback_reason(&self.dev))),
+            (Precision::Mixed, None) => ("mixed", "f32", Some(pixelgrad::nn::mixed::fallback_reason(&self.dev))),
         }
     }
 
@@ -219,7 +219,7 @@ impl Net {
         // ends with one submission, so GPU queues never grow between reads.
         let mut key_dims = shape.to_vec();
         key_dims.push(scaler.is_some() as usize);
-        let key = pixelgrad_nn::step_key(seq, &**opt, &key_dims);
+        let key = pixelgrad::nn::step_key(seq, &**opt, &key_dims);
         dev.step(key, || {
             let xb = Tensor::from_vec(dev, x, shape.to_vec())?;
             let yb = Tensor::from_vec(dev, y, y_dims.clone())?;
@@ -359,13 +359,13 @@ impl Net {
     }
 
     /// The layout table of the model's live tensors: parameters, buffers, optimizer state.
-    pub fn layouts(&self) -> Vec<pixelgrad_nn::layouts::LayoutRow> {
-        pixelgrad_nn::layouts::layout_table(&self.built.seq, self.opt.as_deref())
+    pub fn layouts(&self) -> Vec<pixelgrad::nn::layouts::LayoutRow> {
+        pixelgrad::nn::layouts::layout_table(&self.built.seq, self.opt.as_deref())
     }
 
     /// Every parameter and buffer with its name (what a save writes).
     pub fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        pixelgrad_nn::io::named_tensors(&self.built.seq)
+        pixelgrad::nn::io::named_tensors(&self.built.seq)
     }
 
     /// Replaces the weight (parameter or buffer) called `name` with host values of the same
@@ -398,18 +398,18 @@ impl Net {
     /// ONNX bytes of the network of `config` with `weights` (host copies of every named
     /// tensor, as the caller read them): the network is rebuilt on the CPU, so export needs no
     /// blocking GPU read.
-    pub fn onnx_bytes(config: &Value, onnx: &[Rc<pixelgrad_onnx::Model>], weights: &[(String, Vec<usize>, Vec<f32>)]) -> Result<Vec<u8>> {
-        let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
+    pub fn onnx_bytes(config: &Value, onnx: &[Rc<pixelgrad::onnx::Model>], weights: &[(String, Vec<usize>, Vec<f32>)]) -> Result<Vec<u8>> {
+        let cpu = Device::new(pixelgrad::cpu::CpuBackend::new());
         let copy = Net::new_with(&cpu, config.clone(), onnx.to_vec())?;
         for (n, shape, v) in weights {
             copy.set_weight(n, v, shape)?;
         }
-        pixelgrad_onnx::export::to_onnx(&copy.built.seq, &copy.built.input).map_err(Error::from)
+        pixelgrad::onnx::export::to_onnx(&copy.built.seq, &copy.built.input).map_err(Error::from)
     }
 
     /// Loads safetensors bytes written by a save of the same architecture.
     pub fn load_bytes(&self, bytes: &[u8]) -> Result<()> {
-        pixelgrad_nn::io::load_bytes(&self.built.seq, bytes)
+        pixelgrad::nn::io::load_bytes(&self.built.seq, bytes)
     }
 
     /// The summary table.
@@ -421,7 +421,7 @@ impl Net {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pixelgrad_cpu::CpuBackend;
+    use pixelgrad::cpu::CpuBackend;
 
     fn read(t: Option<(Tensor, usize)>) -> (f32, f32) {
         let (t, n) = t.unwrap();
@@ -539,7 +539,7 @@ mod tests {
         let e = net.train_step(&[0.0; 64], &[1, 64], &[0.0], &[1]).unwrap_err();
         assert!(e.to_string().contains("compile"), "{e}");
         net.compile("adam", 1e-2, 0.0, "softmaxCrossEntropy").unwrap();
-        let split = pixelgrad_data::digits_split(0.2, 42).unwrap();
+        let split = pixelgrad::data::digits_split(0.2, 42).unwrap();
         let (x, y) = (split.train.images(), split.train.labels());
         let yf: Vec<f32> = y.iter().map(|&v| v as f32).collect();
         let mut first = None;
@@ -571,7 +571,7 @@ mod tests {
 #[cfg(test)]
 mod target_tests {
     use super::*;
-    use pixelgrad_cpu::CpuBackend;
+    use pixelgrad::cpu::CpuBackend;
 
     /// The seed network (48-64-2, sigmoid, MSE, SGD, batch 1) on float targets: the targets
     /// are used as given (no argmax), so the loss goes well below what class indices give.
@@ -622,11 +622,11 @@ mod target_tests {
 #[cfg(test)]
 mod export_tests {
     use super::*;
-    use pixelgrad_onnx::{Input, Model, Session};
+    use pixelgrad::onnx::{Input, Model, Session};
 
     #[test]
     fn weights_by_name_and_onnx_export_of_an_nhwc_conv_net() {
-        let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+        let dev = Device::new(pixelgrad::cpu::CpuBackend::new());
         let cfg = serde_json::json!({"layers": [
             {"type": "conv2d", "filters": 3, "kernelSize": 3, "padding": "same", "activation": "relu", "inputShape": [6, 6, 2]},
             {"type": "maxPooling2d", "poolSize": 2},
@@ -653,13 +653,13 @@ mod export_tests {
 
     #[test]
     fn an_imported_model_is_a_layer_frozen_or_not() {
-        let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+        let dev = Device::new(pixelgrad::cpu::CpuBackend::new());
         // an ONNX file made by our own export: 3 -> 5 dense with relu
-        let mut init = pixelgrad_nn::Init::new(4);
-        let inner = pixelgrad_nn::Sequential::new()
-            .push(pixelgrad_nn::layers::Linear::new(&dev, 3, 5, &mut init).unwrap())
-            .push(pixelgrad_nn::layers::Activation::Relu);
-        let bytes = pixelgrad_onnx::export::to_onnx(&inner, &[3]).unwrap();
+        let mut init = pixelgrad::nn::Init::new(4);
+        let inner = pixelgrad::nn::Sequential::new()
+            .push(pixelgrad::nn::layers::Linear::new(&dev, 3, 5, &mut init).unwrap())
+            .push(pixelgrad::nn::layers::Activation::Relu);
+        let bytes = pixelgrad::onnx::export::to_onnx(&inner, &[3]).unwrap();
         let model = Rc::new(Model::from_bytes(&bytes).unwrap());
         let cfg = serde_json::json!({"layers": [
             {"type": "onnx", "model": 0, "inputShape": [3], "trainable": false},

@@ -1,11 +1,11 @@
 //! `pg.fromPixels` options (the JSON `web/js/image.js` passes) → a
-//! [`pixelgrad_core::image::PixelSpec`], and a [`Geometry`] back to JavaScript (where the
+//! [`pixelgrad::image::PixelSpec`], and a [`Geometry`] back to JavaScript (where the
 //! content landed, to map boxes and masks back onto the source). The pixels themselves go
 //! straight to the device (`wasm/image.rs`); this part is platform-independent and tested
 //! natively.
 
-use pixelgrad_core::image::{Antialias, Fit, Geometry, Layout, PixelSpec};
-use pixelgrad_core::{Device, Error, Result, Tensor};
+use pixelgrad::image::{Antialias, Fit, Geometry, Layout, PixelSpec};
+use pixelgrad::{Device, Error, Result, Tensor};
 use serde_json::{json, Value};
 
 const OP: &str = "fromPixels";
@@ -253,16 +253,16 @@ mod tests {
         }
         assert_eq!([pixel_byte(0.0), pixel_byte(-1.0), pixel_byte(2.0), pixel_byte(100.0 / 255.0)], [0, 0, 255, 100]);
         assert_eq!(pixel_byte(100.5 / 255.0), 101);
-        let dev = Device::new(pixelgrad_cpu::CpuBackend::new());
+        let dev = Device::new(pixelgrad::cpu::CpuBackend::new());
         let v = [0.0f32, 0.1, 1.0 / 3.0, 0.5, 1.0, 70000.0];
         let t = finish_float(Tensor::from_vec(&dev, &v, vec![1, 1, 2, 3]).unwrap(), PixelDtype::F16).unwrap();
-        assert_eq!(t.storage_dtype(), pixelgrad_core::kernel::DType::F16);
+        assert_eq!(t.storage_dtype(), pixelgrad::kernel::DType::F16);
         let got = t.to_vec().unwrap();
         for (g, x) in got.iter().zip(v) {
-            assert_eq!(*g, pixelgrad_core::half::f16::from_f32(x).to_f32());
+            assert_eq!(*g, pixelgrad::half::f16::from_f32(x).to_f32());
         }
         let t = u8_from_values(&dev, &v[..5], &[1, 5]).unwrap();
-        assert_eq!(t.storage_dtype(), pixelgrad_core::kernel::DType::U8);
+        assert_eq!(t.storage_dtype(), pixelgrad::kernel::DType::U8);
         assert_eq!(t.to_vec().unwrap(), vec![0.0, 26.0, 85.0, 128.0, 255.0]);
     }
 }

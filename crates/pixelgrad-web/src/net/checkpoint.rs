@@ -1,11 +1,11 @@
 //! Host checkpoints of a [`Net`] for the browser's `fit`: the same
-//! [`pixelgrad_nn::checkpoint`] the native `fit` keeps (parameters, buffers, optimizer state
+//! [`pixelgrad::nn::checkpoint`] the native `fit` keeps (parameters, buffers, optimizer state
 //! and counters), captured at one moment and read asynchronously by the caller, and restored
 //! onto the model's device: the same one, or a new one after a context or device loss.
 
-use pixelgrad_core::{Error, Result};
-use pixelgrad_nn::checkpoint::{Capture, Checkpoint};
-use pixelgrad_nn::train::Sums;
+use pixelgrad::nn::checkpoint::{Capture, Checkpoint};
+use pixelgrad::nn::train::Sums;
+use pixelgrad::{Error, Result};
 
 use super::Net;
 
@@ -36,8 +36,8 @@ impl Net {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pixelgrad_core::Device;
-    use pixelgrad_cpu::CpuBackend;
+    use pixelgrad::cpu::CpuBackend;
+    use pixelgrad::Device;
 
     fn net(dev: &Device) -> Net {
         let cfg = serde_json::json!({"seed": 3, "layers": [
@@ -51,7 +51,7 @@ mod tests {
     }
 
     fn steps(n: &mut Net, from: usize, to: usize) {
-        let split = pixelgrad_data::digits_split(0.2, 42).unwrap();
+        let split = pixelgrad::data::digits_split(0.2, 42).unwrap();
         let (x, y) = (split.train.images(), split.train.labels());
         for s in from..to {
             let b = (s * 32) % (y.len() - 32);

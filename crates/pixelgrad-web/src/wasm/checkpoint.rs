@@ -4,8 +4,7 @@
 use std::collections::HashMap;
 
 use js_sys::{Float32Array, Object, Promise, Reflect, Uint8Array};
-use pixelgrad_nn::checkpoint::Checkpoint;
-use pixelgrad_nn::train::auto_checkpoint_every;
+use pixelgrad::nn::checkpoint::Checkpoint;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -117,11 +116,4 @@ impl Runtime {
             _ => false,
         }
     }
-}
-
-/// The checkpoint interval that keeps checkpoints under 2 % of training time, from the
-/// measured seconds of one checkpoint and of one step (the native `fit`'s rule, 20..=2000).
-#[wasm_bindgen(js_name = autoCheckpointEvery)]
-pub fn auto_checkpoint_every_js(checkpoint_seconds: f64, step_seconds: f64) -> u32 {
-    auto_checkpoint_every(checkpoint_seconds, step_seconds) as u32
 }

@@ -1,7 +1,7 @@
 //! Data helpers: the embedded digits set, MNIST IDX parsing, seeded shuffling.
 
 use js_sys::{Array, Float32Array, Int32Array, Object, Reflect};
-use pixelgrad_data::Dataset;
+use pixelgrad::data::Dataset;
 use wasm_bindgen::prelude::*;
 
 use super::js_err;
@@ -28,7 +28,7 @@ fn split_obj(d: &Dataset) -> Result<Object, JsValue> {
 /// imageShape: [8, 8, 1] }`.
 #[wasm_bindgen(js_name = digits)]
 pub fn digits() -> Result<Object, JsValue> {
-    let split = pixelgrad_data::digits_split(0.2, 42).map_err(js_err)?;
+    let split = pixelgrad::data::digits_split(0.2, 42).map_err(js_err)?;
     let o = Object::new();
     set(&o, "train", split_obj(&split.train)?)?;
     set(&o, "test", split_obj(&split.test)?)?;
@@ -41,10 +41,10 @@ pub fn digits() -> Result<Object, JsValue> {
 /// MNIST-style IDX image and label files (gzipped or not): `{ x, y, n, imageShape }`.
 #[wasm_bindgen(js_name = parseMnist)]
 pub fn parse_mnist(images: Vec<u8>, labels: Vec<u8>) -> Result<Object, JsValue> {
-    let images = pixelgrad_data::maybe_gunzip(images, "images").map_err(js_err)?;
-    let labels = pixelgrad_data::maybe_gunzip(labels, "labels").map_err(js_err)?;
-    let img = pixelgrad_data::parse_idx_images(&images, "images").map_err(js_err)?;
-    let lab = pixelgrad_data::parse_idx_labels(&labels, "labels").map_err(js_err)?;
+    let images = pixelgrad::data::maybe_gunzip(images, "images").map_err(js_err)?;
+    let labels = pixelgrad::data::maybe_gunzip(labels, "labels").map_err(js_err)?;
+    let img = pixelgrad::data::parse_idx_images(&images, "images").map_err(js_err)?;
+    let lab = pixelgrad::data::parse_idx_labels(&labels, "labels").map_err(js_err)?;
     if lab.len() != img.n {
         return Err(js_err(format!("parseMnist: {} images but {} labels", img.n, lab.len())));
     }
@@ -61,6 +61,6 @@ pub fn parse_mnist(images: Vec<u8>, labels: Vec<u8>) -> Result<Object, JsValue> 
 /// (`pixelgrad_nn::train::shuffled` seeded with `rng::mix(seed, epoch)`).
 #[wasm_bindgen(js_name = shuffledIndices)]
 pub fn shuffled_indices(n: u32, seed: u32, epoch: u32) -> Vec<u32> {
-    let s = pixelgrad_core::rng::mix(seed as u64, epoch as u64);
-    pixelgrad_nn::train::shuffled(n as usize, s).into_iter().map(|i| i as u32).collect()
+    let s = pixelgrad::rng::mix(seed as u64, epoch as u64);
+    pixelgrad::nn::train::shuffled(n as usize, s).into_iter().map(|i| i as u32).collect()
 }

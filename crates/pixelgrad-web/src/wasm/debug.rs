@@ -2,9 +2,9 @@
 //! `pixelgrad_nn::{crosscheck, layouts}`.
 
 use js_sys::Promise;
-use pixelgrad_core::Device;
-use pixelgrad_cpu::CpuBackend;
-use pixelgrad_nn::crosscheck::{self, with_fault};
+use pixelgrad::cpu::CpuBackend;
+use pixelgrad::nn::crosscheck::{self, with_fault};
+use pixelgrad::Device;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -36,6 +36,6 @@ impl Runtime {
 impl Model {
     /// The layout table of the model's live tensors (JSON string of an array of rows).
     pub fn layouts(&self) -> String {
-        pixelgrad_nn::layouts::to_json(&self.net.layouts()).to_string()
+        pixelgrad::nn::layouts::to_json(&self.net.layouts()).to_string()
     }
 }

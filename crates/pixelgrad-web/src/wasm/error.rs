@@ -1,5 +1,5 @@
 //! Errors crossing the wasm boundary as `PixelgradError`s: a JavaScript `Error` with the
-//! engine's message unchanged plus the typed fields of [`pixelgrad_core::Error`] (`kind`, `op`,
+//! engine's message unchanged plus the typed fields of [`pixelgrad::Error`] (`kind`, `op`,
 //! `shapes`, `backend`), so callers branch on data, not on message text.
 //!
 //! The class itself is defined in `web/js/errors.js` (a subclass of `Error`); the package
@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::fmt::Display;
 
 use js_sys::{Array, Object, Reflect};
-use pixelgrad_core::Error;
+use pixelgrad::Error;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -56,8 +56,8 @@ pub(crate) fn js_err<E: Display + 'static>(e: E) -> JsValue {
     let any: &dyn std::any::Any = &e;
     // An ONNX error that wraps an engine error (a node's shapes, a budget, a cancelled run)
     // carries that error's fields; the message stays the ONNX one, which names the node.
-    let core = any.downcast_ref::<Error>().or_else(|| match any.downcast_ref::<pixelgrad_onnx::OnnxError>() {
-        Some(pixelgrad_onnx::OnnxError::Engine { source, .. }) | Some(pixelgrad_onnx::OnnxError::Core(source)) => Some(source),
+    let core = any.downcast_ref::<Error>().or_else(|| match any.downcast_ref::<pixelgrad::onnx::OnnxError>() {
+        Some(pixelgrad::onnx::OnnxError::Engine { source, .. }) | Some(pixelgrad::onnx::OnnxError::Core(source)) => Some(source),
         _ => None,
     });
     let (kind, op, shapes, backend) = match core {

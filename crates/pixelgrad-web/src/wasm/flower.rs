@@ -17,15 +17,15 @@ use std::ops::ControlFlow;
 use std::rc::Rc;
 
 use js_sys::{Function, Object, Promise, Reflect, Uint32Array, Uint8Array};
-use pixelgrad_flower::auth::NodeKey;
-use pixelgrad_flower::dp::LocalDp;
-use pixelgrad_flower::fleet::FleetClient;
-use pixelgrad_flower::node::{self, Event, NodeOptions};
-use pixelgrad_flower::partition;
-use pixelgrad_flower::privacy::{DistributedDp, ShareMetrics};
-use pixelgrad_flower::transport::{FetchTransport, TransportOptions};
-use pixelgrad_flower::FlowerError;
-use pixelgrad_nn::Module;
+use pixelgrad::flower::auth::NodeKey;
+use pixelgrad::flower::dp::LocalDp;
+use pixelgrad::flower::fleet::FleetClient;
+use pixelgrad::flower::node::{self, Event, NodeOptions};
+use pixelgrad::flower::partition;
+use pixelgrad::flower::privacy::{DistributedDp, ShareMetrics};
+use pixelgrad::flower::transport::{FetchTransport, TransportOptions};
+use pixelgrad::flower::FlowerError;
+use pixelgrad::nn::Module;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -258,7 +258,7 @@ pub fn flower_join(
     };
     let d = NodeOptions::default();
     let timeout_s = match o.get("timeout") {
-        None | Some(serde_json::Value::Null) => pixelgrad_flower::transport::DEFAULT_TIMEOUT_S,
+        None | Some(serde_json::Value::Null) => pixelgrad::flower::transport::DEFAULT_TIMEOUT_S,
         Some(v) => match v.as_f64() {
             Some(t) if t > 0.0 && t.is_finite() => t,
             _ => return Err(js_err(format!("flower.join: timeout must be a positive number of seconds, got {v}"))),
@@ -321,7 +321,7 @@ pub fn flower_join(
 /// `exportKey('spki')`): the line `flwr supernode register` takes, and its SHA256 fingerprint.
 #[wasm_bindgen(js_name = flowerPublicKeyInfo)]
 pub fn flower_public_key_info(spki: Vec<u8>) -> Result<Object, JsValue> {
-    let (openssh, fingerprint) = pixelgrad_flower::auth::describe_public_key(&spki).map_err(|e| js_err(format!("flower.nodeKey: {e}")))?;
+    let (openssh, fingerprint) = pixelgrad::flower::auth::describe_public_key(&spki).map_err(|e| js_err(format!("flower.nodeKey: {e}")))?;
     let o = Object::new();
     set(&o, "openssh", openssh);
     set(&o, "fingerprint", fingerprint);

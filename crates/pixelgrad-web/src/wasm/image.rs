@@ -13,11 +13,11 @@
 //! naming the problem instead of a panic.
 
 use js_sys::{Array, Function, Object, Reflect};
-use pixelgrad_core::image::host::{to_tensor_values, Rgba8};
-use pixelgrad_core::image::Geometry;
-use pixelgrad_core::{Error, Result, Tensor};
-use pixelgrad_webgl::PixelTexture;
-use pixelgrad_wgpu::wgpu;
+use pixelgrad::image::host::{to_tensor_values, Rgba8};
+use pixelgrad::image::Geometry;
+use pixelgrad::webgl::PixelTexture;
+use pixelgrad::wgpu::wgpu;
+use pixelgrad::{Error, Result, Tensor};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -87,7 +87,7 @@ impl Runtime {
         if dtype != PixelDtype::U8 {
             return finish_float(t, dtype);
         }
-        if t.storage_dtype() == pixelgrad_core::kernel::DType::U8 {
+        if t.storage_dtype() == pixelgrad::kernel::DType::U8 {
             return Ok(t); // made from the host values already (the CPU's fromPixelsBytes)
         }
         match &self.backing {
@@ -189,7 +189,7 @@ impl Runtime {
         full_range: bool,
         opts: &str,
     ) -> std::result::Result<JsValue, JsValue> {
-        use pixelgrad_core::image::yuv::{YuvMatrix, YuvPlanes};
+        use pixelgrad::image::yuv::{YuvMatrix, YuvPlanes};
         let (spec, dtype) = parse_options(opts).map_err(js_err)?;
         let format = crate::yuv::parse_format(format).map_err(js_err)?;
         let m = YuvMatrix::parse(matrix, full_range).map_err(js_err)?;
@@ -227,7 +227,7 @@ impl Runtime {
 
 /// The GL enums used here (glow's values, as WebGL2 numbers them).
 mod glow_consts {
-    pub const TEXTURE_2D: u32 = pixelgrad_webgl::glow::TEXTURE_2D;
-    pub const RGBA: u32 = pixelgrad_webgl::glow::RGBA;
-    pub const UNSIGNED_BYTE: u32 = pixelgrad_webgl::glow::UNSIGNED_BYTE;
+    pub const TEXTURE_2D: u32 = pixelgrad::webgl::glow::TEXTURE_2D;
+    pub const RGBA: u32 = pixelgrad::webgl::glow::RGBA;
+    pub const UNSIGNED_BYTE: u32 = pixelgrad::webgl::glow::UNSIGNED_BYTE;
 }

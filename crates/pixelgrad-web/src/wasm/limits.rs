@@ -12,8 +12,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use pixelgrad_core::budget::RunLimits;
-use pixelgrad_core::{CancelToken, Device, Error};
+use pixelgrad::budget::RunLimits;
+use pixelgrad::{CancelToken, Device, Error};
 use wasm_bindgen::prelude::*;
 
 /// A cancel token JavaScript holds (one per call): `cancel()` from the signal's `abort` event.
@@ -65,11 +65,11 @@ impl WithCore for Error {
     }
 }
 
-impl WithCore for pixelgrad_onnx::OnnxError {
+impl WithCore for pixelgrad::onnx::OnnxError {
     fn core_mut(&mut self) -> Option<&mut Error> {
         match self {
-            pixelgrad_onnx::OnnxError::Engine { source, .. } => Some(source),
-            pixelgrad_onnx::OnnxError::Core(c) => Some(c),
+            pixelgrad::onnx::OnnxError::Engine { source, .. } => Some(source),
+            pixelgrad::onnx::OnnxError::Core(c) => Some(c),
             _ => None,
         }
     }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use js_sys::{Float64Array, Object, Promise, Reflect, Uint8Array, Uint8ClampedArray};
-use pixelgrad_core::Tensor;
+use pixelgrad::Tensor;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -42,7 +42,7 @@ impl Model {
         let mut models = Vec::new();
         for (k, b) in onnx.iter().enumerate() {
             let bytes = js_sys::Uint8Array::new(&b).to_vec();
-            let m = pixelgrad_onnx::Model::from_bytes(&bytes).map_err(|e| js_err(format!("sequential: imported model {k}: {e}")))?;
+            let m = pixelgrad::onnx::Model::from_bytes(&bytes).map_err(|e| js_err(format!("sequential: imported model {k}: {e}")))?;
             models.push(std::rc::Rc::new(m));
         }
         Ok(Model { net: Net::new_with(rt.device(), cfg, models).map_err(js_err)? })

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use pixelgrad_onnx::{DType, HostTensor, Input, Model, Session, ValueInfo, WeightStorage};
+use pixelgrad::onnx::{DType, HostTensor, Input, Model, Session, ValueInfo, WeightStorage};
 use wasm_bindgen::prelude::*;
 
 use super::limits::{max_work as parse_max_work, CancelHandle, Limited};
@@ -24,9 +24,9 @@ fn infos(v: &[ValueInfo]) -> String {
                 Some(d) => d
                     .iter()
                     .map(|x| match x {
-                        pixelgrad_onnx::Dim::Fixed(n) => serde_json::json!(n),
-                        pixelgrad_onnx::Dim::Named(s) => serde_json::json!(s),
-                        pixelgrad_onnx::Dim::Unknown => serde_json::Value::Null,
+                        pixelgrad::onnx::Dim::Fixed(n) => serde_json::json!(n),
+                        pixelgrad::onnx::Dim::Named(s) => serde_json::json!(s),
+                        pixelgrad::onnx::Dim::Unknown => serde_json::Value::Null,
                     })
                     .collect(),
             };

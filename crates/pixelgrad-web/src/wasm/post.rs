@@ -3,9 +3,9 @@
 //! `::image`), so a model's output is ranked, suppressed or upsampled without a read back;
 //! only the small result is read when the caller asks.
 
-use pixelgrad_core::composite::{non_max_suppression, resize, topk, NmsOptions};
-use pixelgrad_core::image::Antialias;
-use pixelgrad_core::{Error, Tensor};
+use pixelgrad::composite::{non_max_suppression, resize, topk, NmsOptions};
+use pixelgrad::image::Antialias;
+use pixelgrad::{Error, Tensor};
 use wasm_bindgen::prelude::*;
 
 use super::runtime::Runtime;
@@ -68,7 +68,7 @@ impl Runtime {
 /// `diverging`: blue < 0 < red, white at 0, scaled by max |v| (the weight images' map);
 /// `heat`: black, red, yellow, white over `[lo, hi]`; `mask`: red with alpha = the value over
 /// `[lo, hi]` (to lay over the frame it came from).
-fn colour(t: &Tensor, colormap: &str, lo: f32, hi: f32) -> pixelgrad_core::Result<Tensor> {
+fn colour(t: &Tensor, colormap: &str, lo: f32, hi: f32) -> pixelgrad::Result<Tensor> {
     let n = t.numel();
     let dev = t.device();
     let opaque = Tensor::full(dev, [1, n], 255.0)?;
@@ -79,7 +79,7 @@ fn colour(t: &Tensor, colormap: &str, lo: f32, hi: f32) -> pixelgrad_core::Resul
         return Err(Error::invalid("drawHeatmap", format!("range [{lo}, {hi}] must be finite with lo < hi")));
     }
     let v = t.reshape([1, n])?.affine(1.0 / (hi - lo), -lo / (hi - lo))?.max_scalar(0.0)?.min_scalar(1.0)?;
-    let band = |k: f32| -> pixelgrad_core::Result<Tensor> { v.affine(3.0, -k)?.max_scalar(0.0)?.min_scalar(1.0)?.mul_scalar(255.0) };
+    let band = |k: f32| -> pixelgrad::Result<Tensor> { v.affine(3.0, -k)?.max_scalar(0.0)?.min_scalar(1.0)?.mul_scalar(255.0) };
     match colormap {
         "heat" => Tensor::concat(&[&band(0.0)?, &band(1.0)?, &band(2.0)?, &opaque], 0),
         "mask" => {

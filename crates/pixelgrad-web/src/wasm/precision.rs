@@ -6,8 +6,8 @@
 //! 16-bit arithmetic): never a silently flat loss.
 
 use js_sys::{Object, Promise, Reflect};
-use pixelgrad_core::{Device, Result};
-use pixelgrad_cpu::CpuBackend;
+use pixelgrad::cpu::CpuBackend;
+use pixelgrad::{Device, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 

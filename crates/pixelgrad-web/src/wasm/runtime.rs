@@ -6,10 +6,10 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use pixelgrad_core::{is_software_renderer, Device, Error, Limits, Tensor, SELF_TEST_TOL};
-use pixelgrad_cpu::CpuBackend;
-use pixelgrad_webgl::{glow, WebGlBackend, WebGlOptions};
-use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
+use pixelgrad::cpu::CpuBackend;
+use pixelgrad::webgl::{glow, WebGlBackend, WebGlOptions};
+use pixelgrad::wgpu::{WgpuBackend, WgpuOptions};
+use pixelgrad::{is_software_renderer, Device, Error, Limits, Tensor, SELF_TEST_TOL};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -50,12 +50,12 @@ pub(crate) enum Backing {
     Cpu,
     Wgpu {
         b: Rc<WgpuBackend>,
-        tex: RefCell<Option<pixelgrad_wgpu::wgpu::Texture>>,
+        tex: RefCell<Option<pixelgrad::wgpu::wgpu::Texture>>,
     },
     WebGl {
         b: WebGlBackend,
         ctx: web_sys::WebGl2RenderingContext,
-        tex: RefCell<Option<pixelgrad_webgl::PixelTexture>>,
+        tex: RefCell<Option<pixelgrad::webgl::PixelTexture>>,
     },
     /// The webgl1 mode: pixels are imported on the host (no GPU import programs in GLSL ES 1.00).
     WebGl1 {

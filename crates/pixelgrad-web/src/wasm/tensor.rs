@@ -1,7 +1,7 @@
 //! A tensor that lives on a runtime's device (what `model.predict` returns).
 
 use js_sys::{Float32Array, Promise};
-use pixelgrad_core::Tensor;
+use pixelgrad::Tensor;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 

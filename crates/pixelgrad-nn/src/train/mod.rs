@@ -1,0 +1,32 @@
+//! The training loop. Loss and accuracy are accumulated on the device and read back every
+//! `read_every` steps (one small readback), never per op, so a GPU queue never drains while
+//! training.
+//!
+//! Targets are what the caller gave ([`Targets`]: class indices or float targets of any
+//! shape), checked against the model's output before the first step. Every
+//! `checkpoint_every` steps [`fit`] copies parameters and optimizer state to the host
+//! ([`Checkpoint`](crate::checkpoint::Checkpoint)); when the device is lost it asks [`Callbacks::on_device_lost`] for a new
+//! one, restores the checkpoint there and redoes the steps since; with `stop_on_nan` a
+//! non-finite loss stops training with the last good checkpoint restored.
+//!
+//! The loop itself is [`Run`], a state machine whose [`Run::next`] yields [`Event`]s; [`fit`]
+//! is the native driver that loops over them and calls the [`Callbacks`].
+
+mod cadence;
+mod callbacks;
+mod fit;
+mod log;
+mod options;
+mod run;
+mod samples;
+mod step;
+
+pub use crate::sums::Sums;
+pub use cadence::{Cadence, Due};
+pub use callbacks::{Callbacks, NoCallbacks};
+pub use fit::fit;
+pub use log::{DeviceLost, EpochLog, History, Position, Resume, ResumePoint, StepLog, Stopped};
+pub use options::{auto_checkpoint_every, FitOptions, CHECKPOINT_BUDGET, CHECKPOINT_EVERY_MAX, CHECKPOINT_EVERY_MIN};
+pub use run::{Event, Run};
+pub use samples::{output_shape, shuffled, Samples, Targets};
+pub use step::{evaluate, predict, train_batch};
