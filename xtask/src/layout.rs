@@ -29,7 +29,6 @@ pub const KNOWN: &[&str] = &[
     "pixelgrad-core: src: mixed tensor",
     "pixelgrad-cpu: src: depthwise element matmul par window winograd",
     "pixelgrad-flower: src: fleet transport",
-    "pixelgrad-nn: src: mixed train",
     "pixelgrad-onnx: src: replay session",
     "pixelgrad-webgl: src/ops: gl1 matmul matmul_block reduce",
     "pixelgrad-webgl: src: checks context fusion group launch legacy ops options plan pool program texture",
