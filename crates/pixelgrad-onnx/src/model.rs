@@ -184,7 +184,7 @@ impl Model {
                     continue;
                 }
                 let cap = hostops::Cap::folding(budget.min(DEFAULT_MAX_ELEMENTS));
-                if let Some(outs) = hostops::eval(&node, &ins, cap)? {
+                if let Some(outs) = crate::ops::eval_host(&node, &ins, cap)? {
                     for (name, t) in node.outputs.iter().zip(outs) {
                         budget = budget.saturating_sub(t.numel());
                         if !name.is_empty() {

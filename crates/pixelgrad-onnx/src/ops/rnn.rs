@@ -7,7 +7,7 @@
 
 use pixelgrad_core::Tensor;
 
-use super::{Cx, V};
+use super::context::{Cx, V};
 use crate::Result;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -97,12 +97,13 @@ fn activations(cx: &Cx, cell: Cell, dirs: usize) -> Result<Vec<Act>> {
     Ok(out)
 }
 
-pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
-    let cell = match op {
+/// `LSTM`, `GRU`, `RNN`.
+pub(super) fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let cell = match cx.node.op_type.as_str() {
         "LSTM" => Cell::Lstm,
         "GRU" => Cell::Gru,
         "RNN" => Cell::Rnn,
-        _ => return Ok(None),
+        _ => return Err(super::unsupported(cx)),
     };
     let node = cx.node;
     node.only_attrs(&[
@@ -307,5 +308,5 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
     if cell == Cell::Lstm {
         outs.push(V::dev(yc, dt));
     }
-    Ok(Some(outs))
+    Ok(outs)
 }
