@@ -429,8 +429,15 @@ impl Model {
             }
             rewrites.push((k, q, fused));
         }
+        self.apply_fusions(rewrites);
+        Ok(())
+    }
+
+    /// Replaces each `(k, q, fused)` of [`Model::fuse_qdq`]: node `k` by `fused`, its
+    /// `QuantizeLinear` `q` dropped, then the `DequantizeLinear` nodes nothing reads any more.
+    fn apply_fusions(&mut self, rewrites: Vec<(usize, usize, Node)>) {
         if rewrites.is_empty() {
-            return Ok(());
+            return;
         }
         let mut remove = HashSet::new();
         for (k, q, fused) in rewrites {
@@ -449,7 +456,6 @@ impl Model {
         let mut used: HashSet<String> = self.nodes.iter().flat_map(|n| n.inputs.iter().cloned()).collect();
         used.extend(self.outputs.iter().map(|o| o.name.clone()));
         self.nodes.retain(|n| n.op_type != "DequantizeLinear" || n.outputs.iter().any(|o| used.contains(o)));
-        Ok(())
     }
 
     /// Forgets constants no node or output reads.

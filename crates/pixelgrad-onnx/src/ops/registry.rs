@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::context::{Cx, V};
-use super::{conv, einsum, elementwise, host_only, linalg, meta, movement, pool, quant, resize, rnn, select};
+use super::{conv, einsum, elementwise, host_only, linalg, loss, meta, movement, norm, pool, quant, reduce, resize, rnn, select};
 use crate::graph::Node;
 use crate::host::HostTensor;
 use crate::hostops::{self, Cap};
@@ -236,42 +236,42 @@ pub const OPS: &[OpRow] = &[
     row(ONNX, "Mod", &[s(10, (2, 2), (1, 1), &[], &[])], elementwise::mod_op).host(hostops::host_binary),
     row(ONNX, "Softmax", &[s(1, (1, 1), (1, 1), &[], &[])], elementwise::softmax),
     row(ONNX, "LogSoftmax", &[s(1, (1, 1), (1, 1), &[], &[])], elementwise::softmax),
-    row(ONNX, "SoftmaxCrossEntropyLoss", &[s(12, (2, 3), (1, 2), &[2], &[])], select::losses),
-    row(ONNX, "NegativeLogLikelihoodLoss", &[s(12, (2, 3), (1, 1), &[2], &[])], select::losses),
+    row(ONNX, "SoftmaxCrossEntropyLoss", &[s(12, (2, 3), (1, 2), &[2], &[])], loss::losses),
+    row(ONNX, "NegativeLogLikelihoodLoss", &[s(12, (2, 3), (1, 1), &[2], &[])], loss::losses),
     // linear algebra and normalisation
     row(ONNX, "Gemm", &[s(7, (3, 3), (1, 1), &[], &[]), s(11, (2, 3), (1, 1), &[2], &[])], linalg::gemm).weights(),
     row(ONNX, "MatMul", &[s(1, (2, 2), (1, 1), &[], &[])], linalg::matmul_op).weights(),
     row(ONNX, "Einsum", &[s(12, (1, VARIADIC), (1, 1), &[], &["equation"])], einsum::run),
-    row(ONNX, "BatchNormalization", &[s(7, (5, 5), (1, 5), &[], &[]), s(14, (5, 5), (1, 3), &[], &[])], linalg::batch_normalization)
+    row(ONNX, "BatchNormalization", &[s(7, (5, 5), (1, 5), &[], &[]), s(14, (5, 5), (1, 3), &[], &[])], norm::batch_normalization)
         .weights(),
-    row(ONNX, "InstanceNormalization", &[s(6, (3, 3), (1, 1), &[], &[])], linalg::instance_normalization).weights(),
-    row(ONNX, "LayerNormalization", &[s(17, (2, 3), (1, 3), &[2], &[])], linalg::layer_normalization).weights(),
-    row(ONNX, "LRN", &[s(1, (1, 1), (1, 1), &[], &["size"])], linalg::lrn),
-    row(ONNX, "GroupNormalization", &[s(18, (3, 3), (1, 1), &[], &["num_groups"])], linalg::group_normalization),
-    row(ONNX, "MeanVarianceNormalization", &[s(9, (1, 1), (1, 1), &[], &[])], linalg::mean_variance_normalization),
-    row(ONNX, "LpNormalization", &[s(1, (1, 1), (1, 1), &[], &[])], linalg::lp_normalization),
-    row(ONNX, "ReduceMean", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], linalg::reduce)
+    row(ONNX, "InstanceNormalization", &[s(6, (3, 3), (1, 1), &[], &[])], norm::instance_normalization).weights(),
+    row(ONNX, "LayerNormalization", &[s(17, (2, 3), (1, 3), &[2], &[])], norm::layer_normalization).weights(),
+    row(ONNX, "LRN", &[s(1, (1, 1), (1, 1), &[], &["size"])], norm::lrn),
+    row(ONNX, "GroupNormalization", &[s(18, (3, 3), (1, 1), &[], &["num_groups"])], norm::group_normalization),
+    row(ONNX, "MeanVarianceNormalization", &[s(9, (1, 1), (1, 1), &[], &[])], norm::mean_variance_normalization),
+    row(ONNX, "LpNormalization", &[s(1, (1, 1), (1, 1), &[], &[])], norm::lp_normalization),
+    row(ONNX, "ReduceMean", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], reduce::reduce)
         .host(hostops::host_reduce)
         .host_args_from(1),
-    row(ONNX, "ReduceSum", &[s(1, (1, 1), (1, 1), &[], &[]), s(13, (1, 2), (1, 1), &[1], &[])], linalg::reduce)
+    row(ONNX, "ReduceSum", &[s(1, (1, 1), (1, 1), &[], &[]), s(13, (1, 2), (1, 1), &[1], &[])], reduce::reduce)
         .host(hostops::host_reduce)
         .host_args_from(1),
-    row(ONNX, "ReduceMax", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], linalg::reduce)
+    row(ONNX, "ReduceMax", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], reduce::reduce)
         .host(hostops::host_reduce)
         .host_args_from(1),
-    row(ONNX, "ReduceMin", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], linalg::reduce)
+    row(ONNX, "ReduceMin", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], reduce::reduce)
         .host(hostops::host_reduce)
         .host_args_from(1),
-    row(ONNX, "ReduceProd", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], linalg::reduce)
+    row(ONNX, "ReduceProd", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], reduce::reduce)
         .host(hostops::host_reduce)
         .host_args_from(1),
-    row(ONNX, "ReduceL1", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], linalg::reduce).host_args_from(1),
-    row(ONNX, "ReduceL2", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], linalg::reduce).host_args_from(1),
-    row(ONNX, "ReduceSumSquare", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], linalg::reduce).host_args_from(1),
-    row(ONNX, "ReduceLogSum", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], linalg::reduce).host_args_from(1),
-    row(ONNX, "ReduceLogSumExp", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], linalg::reduce).host_args_from(1),
-    row(ONNX, "ArgMax", &[s(1, (1, 1), (1, 1), &[], &[])], linalg::arg_extreme),
-    row(ONNX, "ArgMin", &[s(1, (1, 1), (1, 1), &[], &[])], linalg::arg_extreme),
+    row(ONNX, "ReduceL1", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], reduce::reduce).host_args_from(1),
+    row(ONNX, "ReduceL2", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], reduce::reduce).host_args_from(1),
+    row(ONNX, "ReduceSumSquare", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], reduce::reduce).host_args_from(1),
+    row(ONNX, "ReduceLogSum", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], reduce::reduce).host_args_from(1),
+    row(ONNX, "ReduceLogSumExp", &[s(1, (1, 1), (1, 1), &[], &[]), s(18, (1, 2), (1, 1), &[1], &[])], reduce::reduce).host_args_from(1),
+    row(ONNX, "ArgMax", &[s(1, (1, 1), (1, 1), &[], &[])], reduce::arg_extreme),
+    row(ONNX, "ArgMin", &[s(1, (1, 1), (1, 1), &[], &[])], reduce::arg_extreme),
     // recurrent layers
     row(ONNX, "LSTM", &[s(7, (3, 8), (0, 3), &[3, 4, 5, 6, 7], &[])], rnn::run),
     row(ONNX, "GRU", &[s(7, (3, 6), (0, 2), &[3, 4, 5], &[])], rnn::run),

@@ -167,3 +167,38 @@ fn every_row_runs_its_operator() {
     }
     assert_eq!(outcomes.len(), OPS.len());
 }
+
+/// Every run function of a family file (`pub(super) fn name(cx: &Cx, ins: &[Option<V>]) ->
+/// Result<Vec<V>>`) and every host evaluator of `hostops.rs` (`pub(crate) fn host_...`) is
+/// named by some row of the table: no operator implementation is reachable other than
+/// through it.
+#[test]
+fn every_run_function_has_a_row() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let table = std::fs::read_to_string(src.join("ops/registry.rs")).unwrap();
+    let mut files: Vec<(String, String)> = std::fs::read_dir(src.join("ops"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
+        .collect();
+    files.push(("hostops".into(), std::fs::read_to_string(src.join("hostops.rs")).unwrap()));
+    let mut n = 0;
+    for (module, text) in &files {
+        for line in text.lines() {
+            let run = line.strip_prefix("pub(super) fn ").filter(|l| l.contains("(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>>"));
+            let host = line.strip_prefix("pub(crate) fn host_").map(|_| &line["pub(crate) fn ".len()..]);
+            if let Some(rest) = run.or(host) {
+                let name = rest.split('(').next().unwrap();
+                let path = format!("{module}::{name}");
+                let named = table.match_indices(&path).any(|(i, _)| {
+                    let next = table[i + path.len()..].chars().next();
+                    !next.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                });
+                assert!(named, "{path} is in no row of the table");
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 100, "{n} functions found");
+}
