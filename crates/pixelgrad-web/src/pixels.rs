@@ -1,11 +1,11 @@
 //! `pg.fromPixels` options (the JSON `web/js/image.js` passes) → a
-//! [`pixelgrad_core::image::PixelSpec`], and a [`Geometry`] back to JavaScript (where the
+//! [`pixelgrad_image::PixelSpec`], and a [`Geometry`] back to JavaScript (where the
 //! content landed, to map boxes and masks back onto the source). The pixels themselves go
 //! straight to the device (`wasm/image.rs`); this part is platform-independent and tested
 //! natively.
 
-use pixelgrad_core::image::{Antialias, Fit, Geometry, Layout, PixelSpec};
 use pixelgrad_core::{Device, Error, Result, Tensor};
+use pixelgrad_image::{Antialias, Fit, Geometry, Layout, PixelSpec};
 use serde_json::{json, Value};
 
 const OP: &str = "fromPixels";

@@ -1,6 +1,6 @@
 //! `pg.fromYUV`: raw 4:2:0 planes (I420 or NV12, 8-bit, any row strides) → a model input on the
 //! device. Every backend converts the frame to 8-bit RGBA exactly as the host reference
-//! [`pixelgrad_core::image::yuv::YuvPlanes::to_rgba8`] does, then preprocesses it as
+//! [`pixelgrad_image::yuv::YuvPlanes::to_rgba8`] does, then preprocesses it as
 //! `fromPixels` does, so `fromYUV` of a frame equals `fromPixels` of its RGBA conversion:
 //!
 //! - WebGPU and WebGL2 upload the samples (1.5 bytes a pixel) and convert them on the device
@@ -9,9 +9,9 @@
 //! - the CPU runtime and the WebGL1 mode convert on the host ([`host_rgba`]) and take the
 //!   `fromPixelsBytes` path.
 
-use pixelgrad_core::image::yuv::{YuvFormat, YuvMatrix, YuvPlanes};
-use pixelgrad_core::image::PixelSpec;
 use pixelgrad_core::{Error, Result};
+use pixelgrad_image::yuv::{YuvFormat, YuvMatrix, YuvPlanes};
+use pixelgrad_image::PixelSpec;
 
 pub const OP: &str = "fromYUV";
 

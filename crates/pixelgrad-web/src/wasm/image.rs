@@ -6,16 +6,16 @@
 //! - WebGL2: `texSubImage2D` from the source into a reused RGBA8 texture, then one fragment
 //!   pass (`pixelgrad-webgl/src/image.rs`);
 //! - CPU (and `ImageData` on every backend): the RGBA bytes (`getImageData` in JS) through
-//!   the host reference `pixelgrad_core::image::host` (CPU) or the same device kernels.
+//!   the host reference `pixelgrad_image::host` (CPU) or the same device kernels.
 //!
 //! The browser calls are made through `Function.apply`, so a SecurityError (a tainted,
 //! cross-origin source) or a TypeError (a closed `VideoFrame`) comes back as a JS `Error`
 //! naming the problem instead of a panic.
 
 use js_sys::{Array, Function, Object, Reflect};
-use pixelgrad_core::image::host::{to_tensor_values, Rgba8};
-use pixelgrad_core::image::Geometry;
 use pixelgrad_core::{Error, Result, Tensor};
+use pixelgrad_image::host::{to_tensor_values, Rgba8};
+use pixelgrad_image::Geometry;
 use pixelgrad_webgl::PixelTexture;
 use pixelgrad_wgpu::wgpu;
 use wasm_bindgen::prelude::*;
@@ -189,7 +189,7 @@ impl Runtime {
         full_range: bool,
         opts: &str,
     ) -> std::result::Result<JsValue, JsValue> {
-        use pixelgrad_core::image::yuv::{YuvMatrix, YuvPlanes};
+        use pixelgrad_image::yuv::{YuvMatrix, YuvPlanes};
         let (spec, dtype) = parse_options(opts).map_err(js_err)?;
         let format = crate::yuv::parse_format(format).map_err(js_err)?;
         let m = YuvMatrix::parse(matrix, full_range).map_err(js_err)?;

@@ -3,9 +3,9 @@
 //! `::image`), so a model's output is ranked, suppressed or upsampled without a read back;
 //! only the small result is read when the caller asks.
 
-use pixelgrad_core::composite::{non_max_suppression, resize, topk, NmsOptions};
-use pixelgrad_core::image::Antialias;
+use pixelgrad_core::composite::{non_max_suppression, topk, NmsOptions};
 use pixelgrad_core::{Error, Tensor};
+use pixelgrad_image::{resize, Antialias};
 use wasm_bindgen::prelude::*;
 
 use super::runtime::Runtime;
