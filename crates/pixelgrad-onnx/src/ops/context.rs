@@ -8,7 +8,15 @@ use pixelgrad_core::{Device, Param, Tensor};
 
 use crate::graph::Node;
 use crate::host::{DType, HostTensor};
-use crate::{hostops, OnnxError, Result};
+use crate::hostops::{self, Cap};
+use crate::{OnnxError, Result};
+
+/// Runs an operator on the device (some input is a device value).
+pub(crate) type Run = fn(&Cx, &[Option<V>]) -> Result<Vec<V>>;
+
+/// Evaluates an operator on host values; `Ok(None)` leaves it to the device (too large to
+/// fold, or a case only the device implementation handles).
+pub(crate) type HostEval = fn(&Node, &[Option<&HostTensor>], Cap) -> Result<Option<Vec<HostTensor>>>;
 
 /// A value while a graph runs: on the host (constants and shape arithmetic) or on the device.
 #[derive(Clone)]
@@ -194,6 +202,15 @@ impl Cx<'_> {
     }
     pub fn err(&self, msg: impl Into<String>) -> OnnxError {
         self.node.err(msg)
+    }
+    /// The error for an operator no device implementation handles.
+    pub fn unsupported(&self) -> OnnxError {
+        OnnxError::UnsupportedOp {
+            op_type: self.node.op_type.clone(),
+            node: self.node.name.clone(),
+            domain: self.node.domain.clone(),
+            opset: self.node.opset,
+        }
     }
     /// The element type of the first input (most ops keep it).
     pub fn dtype0(&self, ins: &[Option<V>]) -> DType {

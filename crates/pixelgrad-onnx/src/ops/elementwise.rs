@@ -342,7 +342,7 @@ pub(super) fn unary(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
             Tensor::select(&x.neg()?.gt_scalar(lambd)?, &x.add_scalar(bias)?, &hi)?
         }
         "Mish" => x.mul(&softplus(&x)?.tanh()?)?,
-        _ => return Err(super::unsupported(cx)),
+        _ => return Err(cx.unsupported()),
     };
     Ok(vec![V::dev(y, dt)])
 }

@@ -7,6 +7,12 @@ use super::context::{Cx, V};
 use crate::host::{DType, HostTensor};
 use crate::{hostops, Result};
 
+/// The run of the operators that are evaluated on the host only (`Constant`, `Range`): a
+/// device input is refused as an operator pixelgrad does not run on the device.
+pub(super) fn host_only(cx: &Cx, _ins: &[Option<V>]) -> Result<Vec<V>> {
+    Err(cx.unsupported())
+}
+
 /// `Shape`.
 pub(super) fn shape(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     Ok(vec![V::host(hostops::shape_of(cx.node, cx.v(ins, 0)?.dims())?)])

@@ -29,7 +29,7 @@ pub use context::{upload, Consts, Cx, V};
 use crate::graph::Node;
 use crate::host::HostTensor;
 use crate::hostops::Cap;
-use crate::{OnnxError, Result};
+use crate::Result;
 
 /// Every default-domain operator type `run` handles: the names of [`registry::OPS`]' rows
 /// (the book's ONNX chapter, `docs/src/guides/onnx.md`, lists their attributes).
@@ -87,22 +87,6 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     }
     match registry::by_name(&node.op_type) {
         Some(row) => (row.run)(cx, ins),
-        None => Err(unsupported(cx)),
-    }
-}
-
-/// The run of the operators that are evaluated on the host only (`Constant`, `Range`): a
-/// device input is refused as an operator pixelgrad does not run on the device.
-fn host_only(cx: &Cx, _ins: &[Option<V>]) -> Result<Vec<V>> {
-    Err(unsupported(cx))
-}
-
-/// The error for an operator no device implementation handles.
-pub(crate) fn unsupported(cx: &Cx) -> OnnxError {
-    OnnxError::UnsupportedOp {
-        op_type: cx.node.op_type.clone(),
-        node: cx.node.name.clone(),
-        domain: cx.node.domain.clone(),
-        opset: cx.node.opset,
+        None => Err(cx.unsupported()),
     }
 }

@@ -1,7 +1,6 @@
 //! 1-D convolutions and pooling as their 2-D forms.
 
-use super::context::{Cx, V};
-use super::registry::Run;
+use super::context::{Cx, Run, V};
 use crate::Result;
 
 /// A 1-D convolution or pooling (`[N, C, L]` input) as the 2-D one over `[N, C, 1, L]`: the

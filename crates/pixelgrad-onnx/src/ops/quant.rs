@@ -22,7 +22,7 @@
 use pixelgrad_core::Tensor;
 
 use super::context::{upload, Cx, V};
-use super::{conv, elementwise::round_half_even, linalg, qbinary};
+use super::{conv, elementwise::round_half_even, linalg, pool, qbinary};
 use crate::host::DType;
 use crate::shapes::norm_axis;
 use crate::Result;
@@ -252,7 +252,7 @@ pub(super) fn q_linear_average_pool(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>
     pool.domain.clear();
     pool.attrs.remove("channels_last");
     let cx2 = Cx { consts: cx.consts, node: &pool };
-    let y = match super::run(&cx2, &[Some(V::dev(x, DType::F32))])?.into_iter().next() {
+    let y = match pool::average_pool(&cx2, &[Some(V::dev(x, DType::F32))])?.into_iter().next() {
         Some(V::Dev { t, .. }) => t,
         _ => return Err(cx.err("the pooling gave no device result")),
     };

@@ -23,19 +23,11 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use super::context::{Cx, V};
-use super::{conv, einsum, elementwise, host_only, linalg, loss, meta, movement, norm, pool, quant, reduce, resize, rnn, select};
+use super::context::{HostEval, Run};
+use super::{conv, einsum, elementwise, linalg, loss, meta, movement, norm, pool, quant, reduce, resize, rnn, select};
 use crate::graph::Node;
-use crate::host::HostTensor;
-use crate::hostops::{self, Cap};
+use crate::hostops;
 use crate::Result;
-
-/// Runs an operator on the device (some input is a device value).
-pub(crate) type Run = fn(&Cx, &[Option<V>]) -> Result<Vec<V>>;
-
-/// Evaluates an operator on host values; `Ok(None)` leaves it to the device (too large to
-/// fold, or a case only the device implementation handles).
-pub(crate) type HostEval = fn(&Node, &[Option<&HostTensor>], Cap) -> Result<Option<Vec<HostTensor>>>;
 
 /// The operator sets pixelgrad reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -159,7 +151,7 @@ const MS: Domain = Domain::Microsoft;
 /// Every operator pixelgrad reads.
 pub const OPS: &[OpRow] = &[
     // shape arithmetic and constants (host when their inputs are host values)
-    row(ONNX, "Constant", &[s(1, (0, 0), (1, 1), &[], &["value"]), s(11, (0, 0), (1, 1), &[], &[])], host_only)
+    row(ONNX, "Constant", &[s(1, (0, 0), (1, 1), &[], &["value"]), s(11, (0, 0), (1, 1), &[], &[])], meta::host_only)
         .host(hostops::host_constant),
     row(ONNX, "ConstantOfShape", &[s(9, (1, 1), (1, 1), &[], &[])], movement::constant_of_shape)
         .host(hostops::host_constant_of_shape)
@@ -171,7 +163,7 @@ pub const OPS: &[OpRow] = &[
     row(ONNX, "Identity", &[s(1, (1, 1), (1, 1), &[], &[])], meta::identity).host(hostops::host_identity),
     row(ONNX, "Dropout", &[s(7, (1, 1), (1, 2), &[], &[]), s(12, (1, 3), (1, 2), &[1, 2], &[])], meta::dropout)
         .host(hostops::host_identity),
-    row(ONNX, "Range", &[s(11, (3, 3), (1, 1), &[], &[])], host_only).host(hostops::host_range),
+    row(ONNX, "Range", &[s(11, (3, 3), (1, 1), &[], &[])], meta::host_only).host(hostops::host_range),
     // elementwise
     row(ONNX, "Add", &[s(7, (2, 2), (1, 1), &[], &[])], elementwise::arithmetic).host(hostops::host_binary),
     row(ONNX, "Sub", &[s(7, (2, 2), (1, 1), &[], &[])], elementwise::arithmetic).host(hostops::host_binary),

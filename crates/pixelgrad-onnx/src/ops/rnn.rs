@@ -129,7 +129,7 @@ pub(super) fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         "LSTM" => Cell::Lstm,
         "GRU" => Cell::Gru,
         "RNN" => Cell::Rnn,
-        _ => return Err(super::unsupported(cx)),
+        _ => return Err(cx.unsupported()),
     };
     let l = layer(cx, ins, cell)?;
     let (mut ys, mut hs, mut cs) = (Vec::new(), Vec::new(), Vec::new());

@@ -202,3 +202,56 @@ fn every_run_function_has_a_row() {
     }
     assert!(n > 100, "{n} functions found");
 }
+
+/// No two files of `ops/` import each other in a circle: the graph of `super::name` references
+/// between them (an item of `mod.rs` counts as `mod`) has no cycle.
+#[test]
+fn ops_files_import_no_circle() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ops");
+    let files: HashMap<String, String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
+        .collect();
+    let module_of = |name: &str| if files.contains_key(name) { name.to_string() } else { "mod".to_string() };
+    let mut edges: HashMap<String, HashSet<String>> = HashMap::new();
+    for (file, text) in &files {
+        let code: String = text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+        let out = edges.entry(file.clone()).or_default();
+        if file == "mod" {
+            // mod.rs names its children by path (`registry::by_name`)
+            for name in files.keys().filter(|n| *n != "mod" && *n != "tests") {
+                if code.contains(&format!("{name}::")) {
+                    out.insert(name.clone());
+                }
+            }
+            continue;
+        }
+        for (i, _) in code.match_indices("super::") {
+            let rest = &code[i + "super::".len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                Some(list) => list.split('}').next().unwrap_or("").split(',').map(|s| s.trim().split("::").next().unwrap_or("")).collect(),
+                None => vec![rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("")],
+            };
+            for name in names.into_iter().filter(|n| !n.is_empty()) {
+                let m = module_of(name);
+                if &m != file {
+                    out.insert(m);
+                }
+            }
+        }
+    }
+    // a file reaching itself is on a circle
+    for start in edges.keys() {
+        let mut seen = HashSet::new();
+        let mut stack: Vec<&String> = edges[start].iter().collect();
+        while let Some(f) = stack.pop() {
+            assert!(f != start, "{start}.rs imports itself through a circle: {edges:?}");
+            if seen.insert(f) {
+                stack.extend(edges.get(f).into_iter().flatten());
+            }
+        }
+    }
+    assert!(edges["registry"].contains("conv") && edges["conv"].contains("context"));
+}
