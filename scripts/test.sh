@@ -59,7 +59,7 @@ publishable=$(cargo metadata --no-deps --format-version 1 \
 cargo package --no-verify --allow-dirty -q $publishable || native_failed+=("cargo-package")
 
 stage "wasm32 builds"
-cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx \
+cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-image -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx \
   || native_failed+=("wasm32-build")
 
 # Every suite runs even if an earlier one fails, so one CI run shows every failure; each suite's

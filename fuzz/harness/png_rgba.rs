@@ -1,6 +1,6 @@
 // PNG decoding to 8-bit RGBA and what `pixelgrad run` does next with a `NAME=photo.png` input:
 // the bytes become a `[1, 4, H, W]` tensor in [0, 1] on the CPU backend and go through the
-// on-device preprocessing (`composite::preprocess`: resize, fit, normalise, channels, layout).
+// on-device preprocessing (`pixelgrad_image::preprocess`: resize, fit, normalise, channels, layout).
 //
 // Shared by the cargo-fuzz target `fuzz/fuzz_targets/png_rgba.rs` and the stable test that
 // runs the seed corpus and regressions (`crates/pixelgrad-web/tests/fuzz_corpora.rs`): any
@@ -23,10 +23,10 @@ pub fn run(data: &[u8]) {
         }
     }
     let Ok(x) = pixelgrad_core::Tensor::from_vec(&dev, &chw, [1, 4, h, w]) else { return };
-    use pixelgrad_core::image::{Fit, Layout, PixelSpec};
+    use pixelgrad_image::{Fit, Layout, PixelSpec};
     for (fit, channels, layout) in [(Fit::Fill, 3, Layout::Nchw), (Fit::Cover, 1, Layout::Nhwc), (Fit::Contain, 4, Layout::Nchw)] {
         let spec = PixelSpec { size: Some((5, 7)), fit, channels, layout, ..PixelSpec::default() };
-        if let Ok((t, _)) = pixelgrad_core::composite::preprocess(&x, &spec) {
+        if let Ok((t, _)) = pixelgrad_image::preprocess(&x, &spec) {
             let v = t.to_vec().expect("read back");
             assert_eq!(v.len(), 5 * 7 * channels);
         }

@@ -1,6 +1,6 @@
 // `pg.fromPixels`: an image, canvas, video frame or ImageData → a model input tensor on the
 // current runtime's device, resized, cropped or letterboxed, normalised and laid out in one
-// pass (pixelgrad_core::image defines the filter: bilinear with half-pixel centres as ONNX
+// pass (pixelgrad_image defines the filter: bilinear with half-pixel centres as ONNX
 // Resize linear / half_pixel, antialiased when an axis shrinks by more than 2×).
 //
 // WebGPU: copyExternalImageToTexture + one compute pass (video through a 2D canvas first, see

@@ -45,9 +45,10 @@ pub const LAYERS: &[(&str, u8)] = &[
     ("pixelgrad-cpu", 2),     // backends: each knows only the core
     ("pixelgrad-wgpu", 2),
     ("pixelgrad-webgl", 2),
-    ("pixelgrad-nn", 2),   // layers, losses, optimizers, fit: any Device, no backend
-    ("pixelgrad-data", 2), // loaders and the embedded data set
-    ("pixelgrad-onnx", 3), // import/export: core + nn
+    ("pixelgrad-nn", 2),    // layers, losses, optimizers, fit: any Device, no backend
+    ("pixelgrad-data", 2),  // loaders and the embedded data set
+    ("pixelgrad-image", 2), // images into model inputs (fit, resize, YUV): the core only
+    ("pixelgrad-onnx", 3),  // import/export: core + nn
     ("pixelgrad-flower", 3),
     ("pixelgrad-conformance", 3), // the shared suite: core, the CPU reference, nn, data
     ("pixelgrad", 4),             // the facade

@@ -1,7 +1,7 @@
 //! `pixelgrad run MODEL.onnx --input NAME=FILE.npy ...`: runs an ONNX model on a backend and
 //! writes its outputs as `.npy` files. An input may also be a PNG (`NAME=photo.png`): it is
 //! decoded to 8-bit RGBA, uploaded as `[1, 4, H, W]` in `[0, 1]` and turned into the model input
-//! on the device by `pixelgrad_core::composite::preprocess` (`--resize`, `--fit`, `--mean`,
+//! on the device by `pixelgrad_image::preprocess` (`--resize`, `--fit`, `--mean`,
 //! `--std`, `--channels`, `--layout`: the same definition as `pg.fromPixels` in the browser).
 
 use std::path::{Path, PathBuf};

@@ -3,10 +3,10 @@
 //! backend under test, against the host reference: `YuvPlanes::to_rgba8`, then
 //! `image::host::to_tensor_values`.
 
-use pixelgrad_core::image::host::{to_tensor_values, Rgba8};
-use pixelgrad_core::image::yuv::{YuvFormat, YuvMatrix, YuvPlanes};
-use pixelgrad_core::image::{Fit, Layout, PixelSpec};
 use pixelgrad_core::Result;
+use pixelgrad_image::host::{to_tensor_values, Rgba8};
+use pixelgrad_image::yuv::{YuvFormat, YuvMatrix, YuvPlanes};
+use pixelgrad_image::{Fit, Layout, PixelSpec};
 
 /// A frame's planes: luma with rows `stride` apart (padding bytes 7), I420 chroma planes and
 /// the same chroma interleaved for NV12. Sample values jump around, so a misplaced sample shows.

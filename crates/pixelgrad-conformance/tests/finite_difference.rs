@@ -285,8 +285,9 @@ fn losses() {
 
 #[test]
 fn image_composites() {
-    use pixelgrad_core::composite::{preprocess, resize, topk, yuv_to_rgb};
-    use pixelgrad_core::image::{yuv::YuvMatrix, Antialias, Fit, Layout, PixelSpec};
+    use pixelgrad_core::composite::topk;
+    use pixelgrad_image::{preprocess, resize, yuv_to_rgb};
+    use pixelgrad_image::{yuv::YuvMatrix, Antialias, Fit, Layout, PixelSpec};
     let px = Gen::Uniform(0.0, 1.0);
     fd("resize_down_antialiased", |x| resize(&x[0], 2, 3, Antialias::Auto), &[(&[1, 2, 7, 9], px.clone())]);
     fd("resize_up", |x| resize(&x[0], 5, 7, Antialias::Never), &[(&[1, 1, 3, 4], sym())]);

@@ -4,11 +4,12 @@
 //! boxes). The families then hold every backend to the reference device.
 
 use pixelgrad_conformance::reference_device;
-use pixelgrad_core::composite::{non_max_suppression, preprocess, topk, yuv_to_rgb, NmsOptions};
-use pixelgrad_core::image::host::{to_tensor_values, Rgba8};
-use pixelgrad_core::image::yuv::YuvMatrix;
-use pixelgrad_core::image::{Antialias, Fit, Layout, PixelSpec};
+use pixelgrad_core::composite::{non_max_suppression, topk, NmsOptions};
 use pixelgrad_core::{rng, Tensor};
+use pixelgrad_image::host::{to_tensor_values, Rgba8};
+use pixelgrad_image::yuv::YuvMatrix;
+use pixelgrad_image::{preprocess, yuv_to_rgb};
+use pixelgrad_image::{Antialias, Fit, Layout, PixelSpec};
 
 fn bytes(seed: u64, n: usize) -> Vec<u8> {
     (0..n).map(|i| (rng::uniform(seed, i as u64) * 256.0).min(255.0) as u8).collect()

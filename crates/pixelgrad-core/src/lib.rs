@@ -21,7 +21,6 @@ pub mod budget;
 pub mod composite;
 pub mod error;
 mod few;
-pub mod image;
 pub mod kernel;
 pub mod layout;
 pub mod mixed;

@@ -62,152 +62,260 @@ pub fn over_cap(node: &Node, n: Option<usize>, limit: usize) -> OnnxError {
 /// Evaluates `node` on host inputs (`None` for absent optional inputs). `Ok(None)`: this
 /// operator is not evaluated on the host (it runs on the device), or, while folding, its
 /// result would not fit `cap`.
-pub fn eval(node: &Node, ins: &[Option<&HostTensor>], cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+/// Elementwise and reduction folding only on small tensors (shape arithmetic, scalars).
+fn small(ins: &[Option<&HostTensor>]) -> bool {
+    ins.iter().flatten().all(|t| t.numel() <= FOLD_LIMIT)
+}
+
+/// `Constant` on host values.
+pub(crate) fn host_constant(node: &Node, _ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    one(constant(node)?)
+}
+
+/// `Identity`, `Dropout` on host values.
+pub(crate) fn host_identity(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    if !(node.outputs.iter().skip(1).all(|o| o.is_empty())) {
+        return Ok(None);
+    }
+    one(get(0)?.clone())
+}
+
+/// `Cast` on host values.
+pub(crate) fn host_cast(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    let to = DType::from_onnx(node.int("to", 0)? as i32, &format!("Cast node '{}'", node.name))?;
+    one(get(0)?.cast(to))
+}
+
+/// `CastLike` on host values.
+pub(crate) fn host_cast_like(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    one(get(0)?.cast(get(1)?.dtype))
+}
+
+/// `Shape` on host values.
+pub(crate) fn host_shape(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    let x = get(0)?;
+    one(shape_of(node, &x.shape)?)
+}
+
+/// `Size` on host values.
+pub(crate) fn host_size(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    one(HostTensor::i64(vec![], vec![get(0)?.numel() as i64]))
+}
+
+/// `ConstantOfShape` on host values.
+pub(crate) fn host_constant_of_shape(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    let dims = to_dims(node, get(0)?)?;
+    let Some(n) = checked_numel(&dims).filter(|&n| n <= FOLD_LIMIT) else {
+        // Large: made on the device, under the device's element cap.
+        return Ok(None);
+    };
+    let t = match node.tensor_attr("value")? {
+        None => HostTensor::f32(dims, vec![0.0; n]),
+        Some(v) => {
+            if v.numel() != 1 {
+                return Err(node.err("attribute 'value' must hold one element"));
+            }
+            match &v.data {
+                Data::F32(x) => HostTensor { dtype: v.dtype, shape: dims, data: Data::F32(vec![x.first().copied().unwrap_or(0.0); n]) },
+                Data::I64(x) => HostTensor { dtype: v.dtype, shape: dims, data: Data::I64(vec![x.first().copied().unwrap_or(0); n]) },
+            }
+        }
+    };
+    one(t)
+}
+
+/// `Reshape` on host values.
+pub(crate) fn host_reshape(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    let x = get(0)?;
+    let target = get(1)?.to_i64("Reshape shape")?;
+    let dims = reshape_target(node, &x.shape, &target, node.int("allowzero", 0)? != 0)?;
+    one(HostTensor { shape: dims, ..x.clone() })
+}
+
+/// `Flatten` on host values.
+pub(crate) fn host_flatten(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    let x = get(0)?;
+    let a = flatten_axis(node, node.int("axis", 1)?, x.rank())?;
+    let outer: usize = x.shape[..a].iter().product();
+    one(HostTensor { shape: vec![outer, x.numel() / outer.max(1)], ..x.clone() })
+}
+
+/// `Unsqueeze` on host values.
+pub(crate) fn host_unsqueeze(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    let x = get(0)?;
+    let axes = axes_arg(node, ins, 1)?.ok_or_else(|| node.err("needs axes"))?;
+    one(HostTensor { shape: unsqueeze_dims(node, &x.shape, &axes)?, ..x.clone() })
+}
+
+/// `Squeeze` on host values.
+pub(crate) fn host_squeeze(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    let x = get(0)?;
+    let axes = axes_arg(node, ins, 1)?;
+    one(HostTensor { shape: squeeze_dims(node, &x.shape, axes.as_deref())?, ..x.clone() })
+}
+
+/// `Concat` on host values.
+pub(crate) fn host_concat(node: &Node, ins: &[Option<&HostTensor>], cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    let parts: Vec<&HostTensor> = ins.iter().flatten().copied().collect();
+    // one input named many times makes a result many times its size
+    let n = parts.iter().try_fold(0usize, |a, p| a.checked_add(p.numel()));
+    if !cap.admit(node, n)? {
+        return Ok(None);
+    }
+    one(concat(node, &parts)?)
+}
+
+/// `Gather` on host values.
+pub(crate) fn host_gather(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    let (x, idx) = (get(0)?, get(1)?);
+    let axis = norm_axis(node, node.int("axis", 0)?, x.rank())?;
+    let rest: usize = x.shape.iter().enumerate().filter(|&(a, _)| a != axis).map(|(_, &d)| d).product();
+    if idx.numel().saturating_mul(rest) > FOLD_LIMIT.max(x.numel()) {
+        return Ok(None);
+    }
+    let mut shape = x.shape.get(..axis).unwrap_or_default().to_vec();
+    shape.extend_from_slice(&idx.shape);
+    shape.extend_from_slice(x.shape.get(axis + 1..).unwrap_or_default());
+    if checked_numel(&shape).is_none() {
+        return Err(node.err(format!("result shape {shape:?} is too large")));
+    }
+    one(gather(node, x, idx)?)
+}
+
+/// `Slice` on host values.
+pub(crate) fn host_slice(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    one(slice(node, ins)?)
+}
+
+/// `Transpose` on host values.
+pub(crate) fn host_transpose(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    if !small(ins) {
+        return Ok(None);
+    }
+    one(transpose(node, get(0)?)?)
+}
+
+/// `Expand` on host values.
+pub(crate) fn host_expand(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    if !small(ins) {
+        return Ok(None);
+    }
+    let x = get(0)?;
+    let target = to_dims_i(node, get(1)?)?;
+    let Some(out) = small_broadcast(node, &[&x.shape, &target])? else { return Ok(None) };
+    one(map_broadcast(x, &out, x.dtype))
+}
+
+/// `Range` on host values.
+pub(crate) fn host_range(node: &Node, ins: &[Option<&HostTensor>], cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    if !small(ins) {
+        return Ok(None);
+    }
+    let (s, l, d) = (get(0)?, get(1)?, get(2)?);
+    if [s, l, d].iter().any(|t| t.numel() != 1) {
+        return Err(node.err("start, limit and delta must be scalars (one element each)"));
+    }
+    let first = |t: &HostTensor| t.to_f64().first().copied().unwrap_or(0.0);
+    let (s0, l0, d0) = (first(s), first(l), first(d));
+    if d0 == 0.0 {
+        return Err(node.err("delta is 0"));
+    }
+    let count = ((l0 - s0) / d0).ceil().max(0.0);
+    if !count.is_finite() {
+        return Err(node.err(format!("start {s0}, limit {l0} and delta {d0} give no finite length")));
+    }
+    // Range runs on the host only: a large one is refused here, before allocating
+    let n = (count < usize::MAX as f64).then_some(count as usize);
+    if cap.folding && n.is_none_or(|n| n > FOLD_LIMIT) || !cap.admit(node, n)? {
+        return Ok(None);
+    }
+    let n = n.unwrap_or(0);
+    let v: Vec<f64> = (0..n).map(|i| s0 + i as f64 * d0).collect();
+    one(from_f64(s.dtype, vec![n], v))
+}
+
+/// `Add`, `Sub`, `Mul`, `Div`, `Pow`, `Max`, `Min`, `Equal`, `Less`, `Greater`, `LessOrEqual`, `GreaterOrEqual`, `And`, `Or`, `Mod` on host values.
+pub(crate) fn host_binary(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
     let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
     let one = |t: HostTensor| Ok(Some(vec![t]));
     let op = node.op_type.as_str();
-    // Elementwise and reduction folding only on small tensors (shape arithmetic, scalars).
-    let small = ins.iter().flatten().all(|t| t.numel() <= FOLD_LIMIT);
-    match op {
-        "Constant" => one(constant(node)?),
-        "Identity" | "Dropout" if node.outputs.iter().skip(1).all(|o| o.is_empty()) => one(get(0)?.clone()),
-        "Cast" => {
-            let to = DType::from_onnx(node.int("to", 0)? as i32, &format!("Cast node '{}'", node.name))?;
-            one(get(0)?.cast(to))
-        }
-        "CastLike" => one(get(0)?.cast(get(1)?.dtype)),
-        "Shape" => {
-            let x = get(0)?;
-            one(shape_of(node, &x.shape)?)
-        }
-        "Size" => one(HostTensor::i64(vec![], vec![get(0)?.numel() as i64])),
-        "ConstantOfShape" => {
-            let dims = to_dims(node, get(0)?)?;
-            let Some(n) = checked_numel(&dims).filter(|&n| n <= FOLD_LIMIT) else {
-                // Large: made on the device, under the device's element cap.
-                return Ok(None);
-            };
-            let t = match node.tensor_attr("value")? {
-                None => HostTensor::f32(dims, vec![0.0; n]),
-                Some(v) => {
-                    if v.numel() != 1 {
-                        return Err(node.err("attribute 'value' must hold one element"));
-                    }
-                    match &v.data {
-                        Data::F32(x) => {
-                            HostTensor { dtype: v.dtype, shape: dims, data: Data::F32(vec![x.first().copied().unwrap_or(0.0); n]) }
-                        }
-                        Data::I64(x) => {
-                            HostTensor { dtype: v.dtype, shape: dims, data: Data::I64(vec![x.first().copied().unwrap_or(0); n]) }
-                        }
-                    }
-                }
-            };
-            one(t)
-        }
-        "Reshape" => {
-            let x = get(0)?;
-            let target = get(1)?.to_i64("Reshape shape")?;
-            let dims = reshape_target(node, &x.shape, &target, node.int("allowzero", 0)? != 0)?;
-            one(HostTensor { shape: dims, ..x.clone() })
-        }
-        "Flatten" => {
-            let x = get(0)?;
-            let a = flatten_axis(node, node.int("axis", 1)?, x.rank())?;
-            let outer: usize = x.shape[..a].iter().product();
-            one(HostTensor { shape: vec![outer, x.numel() / outer.max(1)], ..x.clone() })
-        }
-        "Unsqueeze" => {
-            let x = get(0)?;
-            let axes = axes_arg(node, ins, 1)?.ok_or_else(|| node.err("needs axes"))?;
-            one(HostTensor { shape: unsqueeze_dims(node, &x.shape, &axes)?, ..x.clone() })
-        }
-        "Squeeze" => {
-            let x = get(0)?;
-            let axes = axes_arg(node, ins, 1)?;
-            one(HostTensor { shape: squeeze_dims(node, &x.shape, axes.as_deref())?, ..x.clone() })
-        }
-        "Concat" => {
-            let parts: Vec<&HostTensor> = ins.iter().flatten().copied().collect();
-            // one input named many times makes a result many times its size
-            let n = parts.iter().try_fold(0usize, |a, p| a.checked_add(p.numel()));
-            if !cap.admit(node, n)? {
-                return Ok(None);
-            }
-            one(concat(node, &parts)?)
-        }
-        "Gather" => {
-            let (x, idx) = (get(0)?, get(1)?);
-            let axis = norm_axis(node, node.int("axis", 0)?, x.rank())?;
-            let rest: usize = x.shape.iter().enumerate().filter(|&(a, _)| a != axis).map(|(_, &d)| d).product();
-            if idx.numel().saturating_mul(rest) > FOLD_LIMIT.max(x.numel()) {
-                return Ok(None);
-            }
-            let mut shape = x.shape.get(..axis).unwrap_or_default().to_vec();
-            shape.extend_from_slice(&idx.shape);
-            shape.extend_from_slice(x.shape.get(axis + 1..).unwrap_or_default());
-            if checked_numel(&shape).is_none() {
-                return Err(node.err(format!("result shape {shape:?} is too large")));
-            }
-            one(gather(node, x, idx)?)
-        }
-        "Slice" => one(slice(node, ins)?),
-        "Transpose" if small => one(transpose(node, get(0)?)?),
-        "Expand" if small => {
-            let x = get(0)?;
-            let target = to_dims_i(node, get(1)?)?;
-            let Some(out) = small_broadcast(node, &[&x.shape, &target])? else { return Ok(None) };
-            one(map_broadcast(x, &out, x.dtype))
-        }
-        "Range" if small => {
-            let (s, l, d) = (get(0)?, get(1)?, get(2)?);
-            if [s, l, d].iter().any(|t| t.numel() != 1) {
-                return Err(node.err("start, limit and delta must be scalars (one element each)"));
-            }
-            let first = |t: &HostTensor| t.to_f64().first().copied().unwrap_or(0.0);
-            let (s0, l0, d0) = (first(s), first(l), first(d));
-            if d0 == 0.0 {
-                return Err(node.err("delta is 0"));
-            }
-            let count = ((l0 - s0) / d0).ceil().max(0.0);
-            if !count.is_finite() {
-                return Err(node.err(format!("start {s0}, limit {l0} and delta {d0} give no finite length")));
-            }
-            // Range runs on the host only: a large one is refused here, before allocating
-            let n = (count < usize::MAX as f64).then_some(count as usize);
-            if cap.folding && n.is_none_or(|n| n > FOLD_LIMIT) || !cap.admit(node, n)? {
-                return Ok(None);
-            }
-            let n = n.unwrap_or(0);
-            let v: Vec<f64> = (0..n).map(|i| s0 + i as f64 * d0).collect();
-            one(from_f64(s.dtype, vec![n], v))
-        }
-        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min" | "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And"
-        | "Or" | "Mod"
-            if small =>
-        {
-            if (op == "Max" || op == "Min") && ins.len() != 2 {
-                return Ok(None);
-            }
-            let (a, b) = (get(0)?, get(1)?);
-            if small_broadcast(node, &[&a.shape, &b.shape])?.is_none() {
-                return Ok(None);
-            }
-            one(binary(node, a, b)?)
-        }
-        "Neg" | "Abs" | "Floor" | "Ceil" | "Sqrt" | "Not" | "Reciprocal" | "Relu" | "Sign" | "Round" if small => one(unary(node, get(0)?)?),
-        "Where" if small => {
-            let (c, a, b) = (get(0)?, get(1)?, get(2)?);
-            let Some(out) = small_broadcast(node, &[&c.shape, &a.shape, &b.shape])? else { return Ok(None) };
-            let (cv, av, bv) = (expand_f64(c, &out), expand_f64(a, &out), expand_f64(b, &out));
-            let v = (0..cv.len()).map(|i| if cv[i] != 0.0 { av[i] } else { bv[i] }).collect();
-            one(from_f64(a.dtype, out, v))
-        }
-        "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceMean" if small => match reduce(node, ins)? {
-            Some(t) => one(t),
-            None => Ok(None),
-        },
-        _ => Ok(None),
+    if !small(ins) {
+        return Ok(None);
+    }
+    if (op == "Max" || op == "Min") && ins.len() != 2 {
+        return Ok(None);
+    }
+    let (a, b) = (get(0)?, get(1)?);
+    if small_broadcast(node, &[&a.shape, &b.shape])?.is_none() {
+        return Ok(None);
+    }
+    one(binary(node, a, b)?)
+}
+
+/// `Neg`, `Abs`, `Floor`, `Ceil`, `Sqrt`, `Not`, `Reciprocal`, `Relu`, `Sign`, `Round` on host values.
+pub(crate) fn host_unary(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    if !small(ins) {
+        return Ok(None);
+    }
+    one(unary(node, get(0)?)?)
+}
+
+/// `Where` on host values.
+pub(crate) fn host_where(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let get = |i: usize| -> Result<&HostTensor> { ins.get(i).copied().flatten().ok_or_else(|| node.err(format!("input {i} is missing"))) };
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    if !small(ins) {
+        return Ok(None);
+    }
+    let (c, a, b) = (get(0)?, get(1)?, get(2)?);
+    let Some(out) = small_broadcast(node, &[&c.shape, &a.shape, &b.shape])? else { return Ok(None) };
+    let (cv, av, bv) = (expand_f64(c, &out), expand_f64(a, &out), expand_f64(b, &out));
+    let v = (0..cv.len()).map(|i| if cv[i] != 0.0 { av[i] } else { bv[i] }).collect();
+    one(from_f64(a.dtype, out, v))
+}
+
+/// `ReduceProd`, `ReduceSum`, `ReduceMax`, `ReduceMin`, `ReduceMean` on host values.
+pub(crate) fn host_reduce(node: &Node, ins: &[Option<&HostTensor>], _cap: Cap) -> Result<Option<Vec<HostTensor>>> {
+    let one = |t: HostTensor| Ok(Some(vec![t]));
+    if !small(ins) {
+        return Ok(None);
+    }
+    match reduce(node, ins)? {
+        Some(t) => one(t),
+        None => Ok(None),
     }
 }
 

@@ -184,7 +184,7 @@ impl Model {
                     continue;
                 }
                 let cap = hostops::Cap::folding(budget.min(DEFAULT_MAX_ELEMENTS));
-                if let Some(outs) = hostops::eval(&node, &ins, cap)? {
+                if let Some(outs) = crate::ops::eval_host(&node, &ins, cap)? {
                     for (name, t) in node.outputs.iter().zip(outs) {
                         budget = budget.saturating_sub(t.numel());
                         if !name.is_empty() {
@@ -429,8 +429,15 @@ impl Model {
             }
             rewrites.push((k, q, fused));
         }
+        self.apply_fusions(rewrites);
+        Ok(())
+    }
+
+    /// Replaces each `(k, q, fused)` of [`Model::fuse_qdq`]: node `k` by `fused`, its
+    /// `QuantizeLinear` `q` dropped, then the `DequantizeLinear` nodes nothing reads any more.
+    fn apply_fusions(&mut self, rewrites: Vec<(usize, usize, Node)>) {
         if rewrites.is_empty() {
-            return Ok(());
+            return;
         }
         let mut remove = HashSet::new();
         for (k, q, fused) in rewrites {
@@ -449,7 +456,6 @@ impl Model {
         let mut used: HashSet<String> = self.nodes.iter().flat_map(|n| n.inputs.iter().cloned()).collect();
         used.extend(self.outputs.iter().map(|o| o.name.clone()));
         self.nodes.retain(|n| n.op_type != "DequantizeLinear" || n.outputs.iter().any(|o| used.contains(o)));
-        Ok(())
     }
 
     /// Forgets constants no node or output reads.

@@ -179,10 +179,6 @@ pub struct Session {
     narrow_results: std::cell::Cell<bool>,
 }
 
-/// Operators whose inputs after the first are weights (trainable at any size).
-const WEIGHT_OPS: &[&str] =
-    &["Conv", "ConvTranspose", "Gemm", "MatMul", "PRelu", "BatchNormalization", "InstanceNormalization", "LayerNormalization"];
-
 impl Session {
     /// Binds `model` to `device`, uploading its weights: every float constant that a device op
     /// reads as data and that is either larger than one element or an input of a weighted op
@@ -220,10 +216,10 @@ impl Session {
                 let Some(t) = model.constants.get(name) else {
                     continue;
                 };
-                if !t.dtype.is_float() || seen.contains(name.as_str()) || host_argument(&n.op_type, i) || f16.contains(name) {
+                if !t.dtype.is_float() || seen.contains(name.as_str()) || ops::host_argument(&n.op_type, i) || f16.contains(name) {
                     continue;
                 }
-                let weighted = WEIGHT_OPS.contains(&n.op_type.as_str()) && i >= 1;
+                let weighted = ops::has_weights(&n.op_type) && i >= 1;
                 if t.numel() > 1 || weighted {
                     seen.insert(name.as_str());
                     wanted.push(name);
@@ -738,17 +734,6 @@ impl Session {
             Input::Host(h) if on_host => Ok(V::Host { t: Rc::new(h.clone()), name: None }),
             Input::Host(h) => Ok(V::dev(upload(&self.device, h, &format!("input '{}'", info.name))?, h.dtype)),
         }
-    }
-}
-
-/// Inputs the operators read on the host (shapes, indices, scales...), never as weights.
-fn host_argument(op: &str, i: usize) -> bool {
-    match op {
-        "Reshape" | "Expand" | "Tile" | "Unsqueeze" | "Squeeze" | "ConstantOfShape" => i >= 1,
-        "Slice" | "Pad" | "Resize" | "Upsample" | "Split" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd"
-        | "ReduceL1" | "ReduceL2" | "ReduceSumSquare" | "ReduceLogSum" | "ReduceLogSumExp" => i >= 1,
-        "Clip" => i >= 1,
-        _ => false,
     }
 }
 

@@ -1,17 +1,17 @@
 //! Images into model inputs on the device (`pg.fromPixels` on WebGL2): 8-bit RGBA pixels in a
 //! texture (filled by `texSubImage2D` from a canvas, image, video or `VideoFrame` in the
 //! browser, or from bytes) are resampled, normalised and laid out into the tensor's float
-//! texture by one fragment pass (`shaders/from_pixels.glsl`), as `pixelgrad_core::image`
+//! texture by one fragment pass (`shaders/from_pixels.glsl`), as `pixelgrad_image`
 //! defines. Nothing goes through the host.
 
 use std::rc::Rc;
 
 use glow::HasContext;
-use pixelgrad_core::image::host::Rgba8;
-use pixelgrad_core::image::yuv::{YuvMatrix, YuvPlanes};
-use pixelgrad_core::image::{Geometry, Layout, PixelSpec};
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Device, Error, Result, Storage, Tensor};
+use pixelgrad_image::host::Rgba8;
+use pixelgrad_image::yuv::{YuvMatrix, YuvPlanes};
+use pixelgrad_image::{Geometry, Layout, PixelSpec};
 
 use crate::backend::WebGlBackend;
 use crate::context::Shared;

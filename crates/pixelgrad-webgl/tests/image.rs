@@ -1,11 +1,11 @@
 //! `fromPixels` on WebGL2 (llvmpipe): the from_pixels fragment pass against the host reference
-//! `pixelgrad_core::image::host`, through a reused pixel texture (as `texSubImage2D` from a
+//! `pixelgrad_image::host`, through a reused pixel texture (as `texSubImage2D` from a
 //! DOM source fills it in the browser) and from host pixels with padded rows, for every fit,
 //! both layouts, 1/3/4 channels, 2x and 5x downscales and an upscale.
 
-use pixelgrad_core::image::host::{to_tensor_values, Rgba8};
-use pixelgrad_core::image::{Fit, Layout, PixelSpec};
 use pixelgrad_core::{rng, Device};
+use pixelgrad_image::host::{to_tensor_values, Rgba8};
+use pixelgrad_image::{Fit, Layout, PixelSpec};
 use pixelgrad_webgl::glow::{self, HasContext};
 use pixelgrad_webgl::{WebGlBackend, WebGlOptions};
 
@@ -185,8 +185,8 @@ fn from_yuv_matches_the_host_reference() {
     assert_eq!(n, 24);
     let small = b.pixel_texture(8, 8).unwrap();
     let e = pixelgrad_conformance::pixels::yuv_frame(13, 9, 16, 0);
-    let planes = pixelgrad_core::image::yuv::YuvPlanes {
-        format: pixelgrad_core::image::yuv::YuvFormat::I420,
+    let planes = pixelgrad_image::yuv::YuvPlanes {
+        format: pixelgrad_image::yuv::YuvFormat::I420,
         width: 13,
         height: 9,
         y: &e.0,
@@ -196,7 +196,7 @@ fn from_yuv_matches_the_host_reference() {
         v: &e.2,
         v_stride: 7,
     };
-    let m = pixelgrad_core::image::yuv::YuvMatrix::bt601(false);
+    let m = pixelgrad_image::yuv::YuvMatrix::bt601(false);
     let err = b.from_yuv_texture(&dev, &small, &planes, &m, &PixelSpec::default()).unwrap_err().to_string();
     assert!(err.contains("not a 13x9"), "{err}");
 }

@@ -1,17 +1,17 @@
 //! Images into model inputs on the device (`pg.fromPixels` on WebGPU): 8-bit RGBA pixels in a
 //! texture (filled by `copyExternalImageToTexture` in the browser, or `write_texture`) are
 //! copied into a storage buffer, then one kernel (`kernels/from_pixels.wgsl`) resamples,
-//! normalises and lays them out into the tensor, as `pixelgrad_core::image` defines. Nothing
+//! normalises and lays them out into the tensor, as `pixelgrad_image` defines. Nothing
 //! goes through the host.
 
 use std::borrow::Cow;
 use std::rc::Rc;
 
-use pixelgrad_core::image::host::Rgba8;
-use pixelgrad_core::image::yuv::{YuvMatrix, YuvPlanes};
-use pixelgrad_core::image::{Geometry, Layout, PixelSpec};
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Device, Error, Result, Storage, Tensor};
+use pixelgrad_image::host::Rgba8;
+use pixelgrad_image::yuv::{YuvMatrix, YuvPlanes};
+use pixelgrad_image::{Geometry, Layout, PixelSpec};
 
 use crate::context::{Gpu, GpuTensor, PARAM_WORDS};
 use crate::ops::{f, u};

@@ -1,5 +1,5 @@
 //! `fromPixels` on WebGPU (lavapipe): the from_pixels kernel against the host reference
-//! `pixelgrad_core::image::host`, through a texture (as `copyExternalImageToTexture` fills it
+//! `pixelgrad_image::host`, through a texture (as `copyExternalImageToTexture` fills it
 //! in the browser) and from host pixels, for every fit, both layouts, 1/3/4 channels and 2x
 //! and 5x downscales; then the post-processing composites on the device.
 
@@ -8,9 +8,9 @@ mod common;
 use std::rc::Rc;
 
 use common::*;
-use pixelgrad_core::image::host::{to_tensor_values, Rgba8};
-use pixelgrad_core::image::{Fit, Layout, PixelSpec};
 use pixelgrad_core::{rng, Device};
+use pixelgrad_image::host::{to_tensor_values, Rgba8};
+use pixelgrad_image::{Fit, Layout, PixelSpec};
 
 fn pixels(w: usize, h: usize, seed: u64) -> Vec<u8> {
     // smooth gradients plus noise, so resampling errors would show
@@ -101,8 +101,8 @@ fn from_yuv_matches_the_host_reference() {
     let n = pixelgrad_conformance::pixels::check_from_yuv(|planes, m, spec| b.from_yuv(&dev, planes, m, spec)?.0.to_vec());
     assert_eq!(n, 24);
     let y = [16u8; 4];
-    let short = pixelgrad_core::image::yuv::YuvPlanes {
-        format: pixelgrad_core::image::yuv::YuvFormat::I420,
+    let short = pixelgrad_image::yuv::YuvPlanes {
+        format: pixelgrad_image::yuv::YuvFormat::I420,
         width: 2,
         height: 2,
         y: &y,
@@ -112,6 +112,6 @@ fn from_yuv_matches_the_host_reference() {
         v: &[],
         v_stride: 1,
     };
-    let e = b.from_yuv(&dev, &short, &pixelgrad_core::image::yuv::YuvMatrix::bt601(false), &PixelSpec::default()).unwrap_err().to_string();
+    let e = b.from_yuv(&dev, &short, &pixelgrad_image::yuv::YuvMatrix::bt601(false), &PixelSpec::default()).unwrap_err().to_string();
     assert!(e.contains("too small"), "{e}");
 }

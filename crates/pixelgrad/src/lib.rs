@@ -90,6 +90,9 @@ pub use pixelgrad_cpu as cpu;
 pub use pixelgrad_data as data;
 #[cfg(feature = "flower")]
 pub use pixelgrad_flower as flower;
+/// Images into model inputs (the `pixelgrad-image` crate; `pixelgrad::image` as before it left
+/// the core).
+pub use pixelgrad_image as image;
 pub use pixelgrad_nn as nn;
 #[cfg(feature = "onnx")]
 pub use pixelgrad_onnx as onnx;
@@ -97,6 +100,13 @@ pub use pixelgrad_onnx as onnx;
 pub use pixelgrad_webgl as webgl;
 #[cfg(feature = "webgpu")]
 pub use pixelgrad_wgpu as wgpu;
+
+/// Ops built from primitives: the core's composites and the image ones of `pixelgrad-image`
+/// ([`image::preprocess`], [`image::resize`], [`image::yuv_to_rgb`]), at their old paths.
+pub mod composite {
+    pub use pixelgrad_core::composite::*;
+    pub use pixelgrad_image::{preprocess, resize, yuv_to_rgb};
+}
 
 // The README and the book's chapters, compiled and run as doc tests.
 #[cfg(doctest)]

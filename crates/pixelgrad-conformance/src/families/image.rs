@@ -1,11 +1,13 @@
-//! Image composites (`pixelgrad_core::composite::{resize, preprocess, yuv_to_rgb, topk,
-//! non_max_suppression}`): resampling by interpolation matrices, the fromPixels pipeline as
-//! tensor ops, Y'CbCr conversion, and the post-processing loops of reductions and gathers.
+//! Image composites (`pixelgrad_image::{resize, preprocess, yuv_to_rgb}`,
+//! `pixelgrad_core::composite::{topk, non_max_suppression}`): resampling by interpolation
+//! matrices, the fromPixels pipeline as tensor ops, Y'CbCr conversion, and the post-processing
+//! loops of reductions and gathers.
 
-use pixelgrad_core::composite::{non_max_suppression, preprocess, resize, topk, yuv_to_rgb, NmsOptions};
-use pixelgrad_core::image::yuv::YuvMatrix;
-use pixelgrad_core::image::{Antialias, Fit, Layout, PixelSpec};
+use pixelgrad_core::composite::{non_max_suppression, topk, NmsOptions};
 use pixelgrad_core::Device;
+use pixelgrad_image::yuv::YuvMatrix;
+use pixelgrad_image::{preprocess, resize, yuv_to_rgb};
+use pixelgrad_image::{Antialias, Fit, Layout, PixelSpec};
 
 use crate::harness::{check_all_with, Case, Gen, Read};
 use crate::tolerance::{accumulate, EXACT};

@@ -2,12 +2,10 @@
 //! gradients, from the primitives' rules.
 
 mod activation;
-mod image;
 mod loss;
 mod select;
 mod window;
 
-pub use image::{preprocess, resize, yuv_to_rgb};
 pub use loss::{accuracy_count, bce_with_logits, cross_entropy, cross_entropy_one_hot, mse};
 pub use select::{non_max_suppression, topk, NmsOptions};
 pub use window::{avg_pool2d, conv2d, crop_conv_output, max_pool2d, widen_conv_input};

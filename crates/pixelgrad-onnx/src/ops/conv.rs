@@ -15,17 +15,26 @@
 use pixelgrad_core::composite::{crop_conv_output, widen_conv_input};
 use pixelgrad_core::{Tensor, Window};
 
-use super::{Cx, V};
+use super::context::{Cx, V};
 use crate::shapes::window2;
 use crate::Result;
 
-pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
-    let dt = cx.dtype0(ins);
-    match op {
-        "Conv" => Ok(Some(vec![V::dev(conv(cx, ins)?, dt)])),
-        "ConvTranspose" => Ok(Some(vec![V::dev(conv_transpose(cx, ins)?, dt)])),
-        _ => Ok(None),
+/// `Conv`.
+pub(super) fn conv_op(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    if cx.v(ins, 0)?.dims().len() == 3 {
+        return super::one_d::one_d_as_two_d(cx, ins, conv_op);
     }
+    let dt = cx.dtype0(ins);
+    Ok(vec![V::dev(conv(cx, ins)?, dt)])
+}
+
+/// `ConvTranspose`.
+pub(super) fn conv_transpose_op(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    if cx.v(ins, 0)?.dims().len() == 3 {
+        return super::one_d::one_d_as_two_d(cx, ins, conv_transpose_op);
+    }
+    let dt = cx.dtype0(ins);
+    Ok(vec![V::dev(conv_transpose(cx, ins)?, dt)])
 }
 
 /// Weights `[A, B, kh, kw]` with `d - 1` zeros between taps: `[A, B, (kh-1)dh+1, (kw-1)dw+1]`.

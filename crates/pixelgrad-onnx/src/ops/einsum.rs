@@ -4,7 +4,7 @@
 
 use pixelgrad_core::Tensor;
 
-use super::{take, Cx, V};
+use super::context::{take, Cx, V};
 use crate::Result;
 
 /// One operand while the equation is evaluated: its tensor and one label per axis.

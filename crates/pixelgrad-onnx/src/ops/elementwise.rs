@@ -4,7 +4,7 @@
 
 use pixelgrad_core::Tensor;
 
-use super::{Cx, V};
+use super::context::{Cx, V};
 use crate::host::DType;
 use crate::shapes::norm_axis;
 use crate::Result;
@@ -57,204 +57,212 @@ fn float_fmod(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(Tensor::select(&abs_b.gt_scalar(f32::MAX)?, a, &r)?)
 }
 
-pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
+/// `Add`, `Sub`, `Mul`, `Div`, `Pow`.
+pub(super) fn arithmetic(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let op = cx.node.op_type.as_str();
     let node = cx.node;
     let dt = cx.dtype0(ins);
-    let out = |t: Tensor| Ok(Some(vec![V::dev(t, dt)]));
-    let bool_out = |t: Tensor| Ok(Some(vec![V::dev(t, DType::Bool)]));
-    match op {
-        "Add" | "Sub" | "Mul" | "Div" | "Pow" => {
-            node.only_attrs(&[])?;
-            let (a, b) = (cx.v(ins, 0)?, cx.v(ins, 1)?);
-            if !a.dtype().is_float() && op == "Div" {
-                // Integer division truncates toward zero.
-                return out(int_quotient(&cx.to_dev(a, 0)?, &cx.to_dev(b, 1)?, false)?);
-            }
-            let (ra, rb) = (a.dims().len(), b.dims().len());
-            // Division by a constant is a product only where its reciprocal is exact (a power
-            // of two): `x · (1 / 6)` is not `x / 6` on about a third of all inputs, and a
-            // quotient one step off can requantise to a different integer than onnxruntime's.
-            if let Some(c) = host_scalar(b, ra).filter(|&c| op != "Div" || exact_reciprocal(c)) {
-                let x = cx.to_dev(a, 0)?;
-                return out(match op {
-                    "Add" => x.add_scalar(c)?,
-                    "Sub" => x.add_scalar(-c)?,
-                    "Mul" => x.mul_scalar(c)?,
-                    "Div" => x.mul_scalar(1.0 / c)?,
-                    _ if c == 1.0 => x,
-                    _ if c == 0.5 => x.sqrt()?,
-                    _ => x.powf(c)?,
-                });
-            }
-            if let Some(c) = host_scalar(a, rb) {
-                let y = cx.to_dev(b, 1)?;
-                match op {
-                    "Add" => return out(y.add_scalar(c)?),
-                    "Sub" => return out(y.affine(-1.0, c)?),
-                    "Mul" => return out(y.mul_scalar(c)?),
-                    "Div" if c == 1.0 => return out(y.recip()?),
-                    _ => {}
-                }
-            }
-            let (x, y) = (cx.to_dev(a, 0)?, cx.to_dev(b, 1)?);
-            out(match op {
-                "Add" => x.add(&y)?,
-                "Sub" => x.sub(&y)?,
-                "Mul" => x.mul(&y)?,
-                "Div" => x.div(&y)?,
-                _ => x.pow(&y)?,
-            })
-        }
-        "Max" | "Min" | "Sum" | "Mean" => {
-            let ts: Vec<Tensor> = (0..ins.len()).filter(|&i| cx.opt(ins, i).is_some()).map(|i| cx.t(ins, i)).collect::<Result<_>>()?;
-            let mut acc = ts.first().cloned().ok_or_else(|| cx.err("needs at least one input"))?;
-            for t in &ts[1..] {
-                acc = match op {
-                    "Max" => acc.maximum(t)?,
-                    "Min" => acc.minimum(t)?,
-                    _ => acc.add(t)?,
-                };
-            }
-            if op == "Mean" {
-                acc = acc.mul_scalar(1.0 / ts.len() as f32)?;
-            }
-            out(acc)
-        }
-        "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" => {
-            let (a, b) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
-            bool_out(match op {
-                "Equal" => a.eq(&b)?,
-                "Greater" => a.gt(&b)?,
-                "Less" => b.gt(&a)?,
-                "GreaterOrEqual" => a.ge(&b)?,
-                _ => b.ge(&a)?,
-            })
-        }
-        "And" => bool_out(cx.t(ins, 0)?.mul(&cx.t(ins, 1)?)?),
-        "Or" => bool_out(cx.t(ins, 0)?.maximum(&cx.t(ins, 1)?)?),
-        "Not" => bool_out(cx.t(ins, 0)?.affine(-1.0, 1.0)?),
-        // a != b on 0/1 values
-        "Xor" => bool_out(cx.t(ins, 0)?.sub(&cx.t(ins, 1)?)?.abs()?),
-        "IsNaN" => {
-            let x = cx.t(ins, 0)?;
-            bool_out(x.eq(&x)?.affine(-1.0, 1.0)?)
-        }
-        "IsInf" => {
-            node.only_attrs(&["detect_negative", "detect_positive"])?;
-            let x = cx.t(ins, 0)?;
-            let pos = x.gt_scalar(f32::MAX)?;
-            let neg = x.neg()?.gt_scalar(f32::MAX)?;
-            let zero = Tensor::zeros(x.device(), x.dims().to_vec())?;
-            let p = if node.int("detect_positive", 1)? != 0 { pos } else { zero.clone() };
-            let n = if node.int("detect_negative", 1)? != 0 { neg } else { zero };
-            bool_out(p.maximum(&n)?)
-        }
-        "Where" => {
-            let (c, a, b) = (cx.t(ins, 0)?, cx.t(ins, 1)?, cx.t(ins, 2)?);
-            let dt = cx.v(ins, 1)?.dtype();
-            Ok(Some(vec![V::dev(Tensor::select(&c, &a, &b)?, dt)]))
-        }
-        "Floor" | "Ceil" | "Round" => {
-            let (x, dt) = (cx.t(ins, 0)?, cx.v(ins, 0)?.dtype());
-            let y = match op {
-                "Floor" => x.floor()?,
-                // ceil(x) = -floor(-x), exact (negation is).
-                "Ceil" => x.neg()?.floor()?.neg()?,
-                _ => round_half_even(&x)?,
-            };
-            Ok(Some(vec![V::dev(y, dt)]))
-        }
-        "Sign" => {
-            // (x > 0) - (x < 0), NaN kept (x == x fails only for NaN), as onnxruntime does
-            let (x, dt) = (cx.t(ins, 0)?, cx.v(ins, 0)?.dtype());
-            let s = x.gt_scalar(0.0)?.sub(&x.neg()?.gt_scalar(0.0)?)?;
-            Ok(Some(vec![V::dev(Tensor::select(&x.eq(&x)?, &s, &x)?, dt)]))
-        }
-        "Mod" => {
-            node.only_attrs(&["fmod"])?;
-            let (a, b) = (cx.v(ins, 0)?, cx.v(ins, 1)?);
-            if a.dtype().is_float() {
-                if node.int("fmod", 0)? != 1 {
-                    return Err(cx.err("Mod of floats needs fmod = 1 (ONNX)"));
-                }
-                return out(float_fmod(&cx.to_dev(a, 0)?, &cx.to_dev(b, 1)?)?);
-            }
-            // fmod = 0: the remainder takes the divisor's sign (floored quotient); fmod = 1:
-            // the dividend's (truncated quotient), as C's fmod.
-            let floored = node.int("fmod", 0)? == 0;
-            let (x, y) = (cx.to_dev(a, 0)?, cx.to_dev(b, 1)?);
-            let q = int_quotient(&x, &y, floored)?;
-            out(x.sub(&q.mul(&y)?)?)
-        }
-        "Softmax" | "LogSoftmax" => {
-            node.only_attrs(&["axis"])?;
-            let x = cx.t(ins, 0)?;
-            let r = x.rank();
-            let log = op == "LogSoftmax";
-            if node.opset < 13 {
-                // Before opset 13 the input is flattened to 2-D at `axis` and normalised over
-                // the second dimension.
-                let a = norm_axis(node, node.int("axis", 1)?, r)?;
-                let outer: usize = x.dims()[..a].iter().product();
-                let flat = x.reshape([outer, x.numel() / outer.max(1)])?;
-                let y = if log { flat.log_softmax(1)? } else { flat.softmax(1)? };
-                return out(y.reshape(x.shape().clone())?);
-            }
-            let a = norm_axis(node, node.int("axis", -1)?, r)? as isize;
-            out(if log { x.log_softmax(a)? } else { x.softmax(a)? })
-        }
-        _ => {
-            let Some(f) = unary_of(cx, ins, op)? else { return Ok(None) };
-            out(f)
+    let out = |t: Tensor| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&[])?;
+    let (a, b) = (cx.v(ins, 0)?, cx.v(ins, 1)?);
+    if !a.dtype().is_float() && op == "Div" {
+        // Integer division truncates toward zero.
+        return out(int_quotient(&cx.to_dev(a, 0)?, &cx.to_dev(b, 1)?, false)?);
+    }
+    let (ra, rb) = (a.dims().len(), b.dims().len());
+    // Division by a constant is a product only where its reciprocal is exact (a power
+    // of two): `x · (1 / 6)` is not `x / 6` on about a third of all inputs, and a
+    // quotient one step off can requantise to a different integer than onnxruntime's.
+    if let Some(c) = host_scalar(b, ra).filter(|&c| op != "Div" || exact_reciprocal(c)) {
+        let x = cx.to_dev(a, 0)?;
+        return out(match op {
+            "Add" => x.add_scalar(c)?,
+            "Sub" => x.add_scalar(-c)?,
+            "Mul" => x.mul_scalar(c)?,
+            "Div" => x.mul_scalar(1.0 / c)?,
+            _ if c == 1.0 => x,
+            _ if c == 0.5 => x.sqrt()?,
+            _ => x.powf(c)?,
+        });
+    }
+    if let Some(c) = host_scalar(a, rb) {
+        let y = cx.to_dev(b, 1)?;
+        match op {
+            "Add" => return out(y.add_scalar(c)?),
+            "Sub" => return out(y.affine(-1.0, c)?),
+            "Mul" => return out(y.mul_scalar(c)?),
+            "Div" if c == 1.0 => return out(y.recip()?),
+            _ => {}
         }
     }
+    let (x, y) = (cx.to_dev(a, 0)?, cx.to_dev(b, 1)?);
+    out(match op {
+        "Add" => x.add(&y)?,
+        "Sub" => x.sub(&y)?,
+        "Mul" => x.mul(&y)?,
+        "Div" => x.div(&y)?,
+        _ => x.pow(&y)?,
+    })
 }
 
-/// Activations and other one-input functions.
-fn unary_of(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Tensor>> {
-    let node = cx.node;
-    let known = [
-        "Sqrt",
-        "Neg",
-        "Abs",
-        "Exp",
-        "Log",
-        "Reciprocal",
-        "Sin",
-        "Cos",
-        "Tan",
-        "Asin",
-        "Acos",
-        "Atan",
-        "Sinh",
-        "Cosh",
-        "Asinh",
-        "Acosh",
-        "Atanh",
-        "Tanh",
-        "Sigmoid",
-        "Relu",
-        "LeakyRelu",
-        "PRelu",
-        "Elu",
-        "Selu",
-        "Celu",
-        "Clip",
-        "HardSigmoid",
-        "HardSwish",
-        "Softplus",
-        "Softsign",
-        "Erf",
-        "Gelu",
-        "Mish",
-        "ThresholdedRelu",
-        "Shrink",
-    ];
-    if !known.contains(&op) {
-        return Ok(None);
+/// `Max`, `Min`, `Sum`, `Mean`.
+pub(super) fn variadic(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let op = cx.node.op_type.as_str();
+    let dt = cx.dtype0(ins);
+    let out = |t: Tensor| Ok(vec![V::dev(t, dt)]);
+    let ts: Vec<Tensor> = (0..ins.len()).filter(|&i| cx.opt(ins, i).is_some()).map(|i| cx.t(ins, i)).collect::<Result<_>>()?;
+    let mut acc = ts.first().cloned().ok_or_else(|| cx.err("needs at least one input"))?;
+    for t in &ts[1..] {
+        acc = match op {
+            "Max" => acc.maximum(t)?,
+            "Min" => acc.minimum(t)?,
+            _ => acc.add(t)?,
+        };
     }
+    if op == "Mean" {
+        acc = acc.mul_scalar(1.0 / ts.len() as f32)?;
+    }
+    out(acc)
+}
+
+/// `Equal`, `Less`, `Greater`, `LessOrEqual`, `GreaterOrEqual`.
+pub(super) fn compare(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let op = cx.node.op_type.as_str();
+    let bool_out = |t: Tensor| Ok(vec![V::dev(t, DType::Bool)]);
+    let (a, b) = (cx.t(ins, 0)?, cx.t(ins, 1)?);
+    bool_out(match op {
+        "Equal" => a.eq(&b)?,
+        "Greater" => a.gt(&b)?,
+        "Less" => b.gt(&a)?,
+        "GreaterOrEqual" => a.ge(&b)?,
+        _ => b.ge(&a)?,
+    })
+}
+
+/// `And`.
+pub(super) fn and(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let bool_out = |t: Tensor| Ok(vec![V::dev(t, DType::Bool)]);
+    bool_out(cx.t(ins, 0)?.mul(&cx.t(ins, 1)?)?)
+}
+
+/// `Or`.
+pub(super) fn or(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let bool_out = |t: Tensor| Ok(vec![V::dev(t, DType::Bool)]);
+    bool_out(cx.t(ins, 0)?.maximum(&cx.t(ins, 1)?)?)
+}
+
+/// `Not`.
+pub(super) fn not(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let bool_out = |t: Tensor| Ok(vec![V::dev(t, DType::Bool)]);
+    bool_out(cx.t(ins, 0)?.affine(-1.0, 1.0)?)
+}
+
+/// `Xor`.
+pub(super) fn xor(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    // a != b on 0/1 values
+    let bool_out = |t: Tensor| Ok(vec![V::dev(t, DType::Bool)]);
+    bool_out(cx.t(ins, 0)?.sub(&cx.t(ins, 1)?)?.abs()?)
+}
+
+/// `IsNaN`.
+pub(super) fn is_na_n(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let bool_out = |t: Tensor| Ok(vec![V::dev(t, DType::Bool)]);
     let x = cx.t(ins, 0)?;
-    Ok(Some(match op {
+    bool_out(x.eq(&x)?.affine(-1.0, 1.0)?)
+}
+
+/// `IsInf`.
+pub(super) fn is_inf(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let bool_out = |t: Tensor| Ok(vec![V::dev(t, DType::Bool)]);
+    node.only_attrs(&["detect_negative", "detect_positive"])?;
+    let x = cx.t(ins, 0)?;
+    let pos = x.gt_scalar(f32::MAX)?;
+    let neg = x.neg()?.gt_scalar(f32::MAX)?;
+    let zero = Tensor::zeros(x.device(), x.dims().to_vec())?;
+    let p = if node.int("detect_positive", 1)? != 0 { pos } else { zero.clone() };
+    let n = if node.int("detect_negative", 1)? != 0 { neg } else { zero };
+    bool_out(p.maximum(&n)?)
+}
+
+/// `Where`.
+pub(super) fn where_op(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let (c, a, b) = (cx.t(ins, 0)?, cx.t(ins, 1)?, cx.t(ins, 2)?);
+    let dt = cx.v(ins, 1)?.dtype();
+    Ok(vec![V::dev(Tensor::select(&c, &a, &b)?, dt)])
+}
+
+/// `Floor`, `Ceil`, `Round`.
+pub(super) fn rounding(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let op = cx.node.op_type.as_str();
+    let (x, dt) = (cx.t(ins, 0)?, cx.v(ins, 0)?.dtype());
+    let y = match op {
+        "Floor" => x.floor()?,
+        // ceil(x) = -floor(-x), exact (negation is).
+        "Ceil" => x.neg()?.floor()?.neg()?,
+        _ => round_half_even(&x)?,
+    };
+    Ok(vec![V::dev(y, dt)])
+}
+
+/// `Sign`.
+pub(super) fn sign(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    // (x > 0) - (x < 0), NaN kept (x == x fails only for NaN), as onnxruntime does
+    let (x, dt) = (cx.t(ins, 0)?, cx.v(ins, 0)?.dtype());
+    let s = x.gt_scalar(0.0)?.sub(&x.neg()?.gt_scalar(0.0)?)?;
+    Ok(vec![V::dev(Tensor::select(&x.eq(&x)?, &s, &x)?, dt)])
+}
+
+/// `Mod`.
+pub(super) fn mod_op(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let dt = cx.dtype0(ins);
+    let out = |t: Tensor| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&["fmod"])?;
+    let (a, b) = (cx.v(ins, 0)?, cx.v(ins, 1)?);
+    if a.dtype().is_float() {
+        if node.int("fmod", 0)? != 1 {
+            return Err(cx.err("Mod of floats needs fmod = 1 (ONNX)"));
+        }
+        return out(float_fmod(&cx.to_dev(a, 0)?, &cx.to_dev(b, 1)?)?);
+    }
+    // fmod = 0: the remainder takes the divisor's sign (floored quotient); fmod = 1:
+    // the dividend's (truncated quotient), as C's fmod.
+    let floored = node.int("fmod", 0)? == 0;
+    let (x, y) = (cx.to_dev(a, 0)?, cx.to_dev(b, 1)?);
+    let q = int_quotient(&x, &y, floored)?;
+    out(x.sub(&q.mul(&y)?)?)
+}
+
+/// `Softmax`, `LogSoftmax`.
+pub(super) fn softmax(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let op = cx.node.op_type.as_str();
+    let node = cx.node;
+    let dt = cx.dtype0(ins);
+    let out = |t: Tensor| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&["axis"])?;
+    let x = cx.t(ins, 0)?;
+    let r = x.rank();
+    let log = op == "LogSoftmax";
+    if node.opset < 13 {
+        // Before opset 13 the input is flattened to 2-D at `axis` and normalised over
+        // the second dimension.
+        let a = norm_axis(node, node.int("axis", 1)?, r)?;
+        let outer: usize = x.dims()[..a].iter().product();
+        let flat = x.reshape([outer, x.numel() / outer.max(1)])?;
+        let y = if log { flat.log_softmax(1)? } else { flat.softmax(1)? };
+        return out(y.reshape(x.shape().clone())?);
+    }
+    let a = norm_axis(node, node.int("axis", -1)?, r)? as isize;
+    out(if log { x.log_softmax(a)? } else { x.softmax(a)? })
+}
+
+/// Activations and other one-input functions (`PRelu` and `Clip` read their other inputs too).
+pub(super) fn unary(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let (node, op) = (cx.node, cx.node.op_type.as_str());
+    let dt = cx.dtype0(ins);
+    let x = cx.t(ins, 0)?;
+    let y = match op {
         "Sqrt" => x.sqrt()?,
         "Neg" => x.neg()?,
         "Abs" => x.abs()?,
@@ -333,8 +341,10 @@ fn unary_of(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Tensor>> {
             let hi = Tensor::select(&x.gt_scalar(lambd)?, &x.add_scalar(-bias)?, &zero)?;
             Tensor::select(&x.neg()?.gt_scalar(lambd)?, &x.add_scalar(bias)?, &hi)?
         }
-        _ => x.mul(&softplus(&x)?.tanh()?)?, // Mish
-    }))
+        "Mish" => x.mul(&softplus(&x)?.tanh()?)?,
+        _ => return Err(cx.unsupported()),
+    };
+    Ok(vec![V::dev(y, dt)])
 }
 
 /// `sinh(x)`: `(e^x - e^-x) / 2`, and its Taylor series `x + x^3/6 + x^5/120` below

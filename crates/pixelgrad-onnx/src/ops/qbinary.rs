@@ -32,7 +32,7 @@
 
 use pixelgrad_core::Tensor;
 
-use super::{Cx, V};
+use super::context::{Cx, V};
 use crate::host::{DType, HostTensor};
 use crate::Result;
 

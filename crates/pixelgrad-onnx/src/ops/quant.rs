@@ -21,7 +21,8 @@
 
 use pixelgrad_core::Tensor;
 
-use super::{conv, elementwise::round_half_even, linalg, qbinary, Cx, V};
+use super::context::{upload, Cx, V};
+use super::{conv, elementwise::round_half_even, linalg, pool, qbinary};
 use crate::host::DType;
 use crate::shapes::norm_axis;
 use crate::Result;
@@ -35,212 +36,259 @@ fn range(dt: DType) -> Option<(f32, f32)> {
     }
 }
 
-pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
+/// `QuantizeLinear`.
+pub(super) fn quantize_linear(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     let node = cx.node;
-    let one = |t: Tensor, dt: DType| Ok(Some(vec![V::dev(t, dt)]));
-    match op {
-        "QuantizeLinear" => {
-            node.only_attrs(&["axis", "saturate"])?;
-            let x = cx.t(ins, 0)?;
-            let dt = zero_point_type(cx, ins, 2)?;
-            let axis = node.int("axis", 1)?;
-            let s = param(cx, ins, 1, x.rank(), axis)?.ok_or_else(|| cx.err("y_scale is missing"))?;
-            let z = param(cx, ins, 2, x.rank(), axis)?;
-            one(quantize(cx, &x, &s, z.as_ref(), dt)?, dt)
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&["axis", "saturate"])?;
+    let x = cx.t(ins, 0)?;
+    let dt = zero_point_type(cx, ins, 2)?;
+    let axis = node.int("axis", 1)?;
+    let s = param(cx, ins, 1, x.rank(), axis)?.ok_or_else(|| cx.err("y_scale is missing"))?;
+    let z = param(cx, ins, 2, x.rank(), axis)?;
+    one(quantize(cx, &x, &s, z.as_ref(), dt)?, dt)
+}
+
+/// `DequantizeLinear`.
+pub(super) fn dequantize_linear(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&["axis"])?;
+    let x = cx.t(ins, 0)?;
+    let axis = node.int("axis", 1)?;
+    let s = param(cx, ins, 1, x.rank(), axis)?.ok_or_else(|| cx.err("x_scale is missing"))?;
+    let z = param(cx, ins, 2, x.rank(), axis)?;
+    one(dequantize(&x, &s, z.as_ref())?, DType::F32)
+}
+
+/// `DynamicQuantizeLinear`.
+pub(super) fn dynamic_quantize_linear(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    node.only_attrs(&[])?;
+    // scale = (max(0, max x) - min(0, min x)) / 255, zero point = saturate(round(-min / scale))
+    let x = cx.t(ins, 0)?;
+    let flat = x.reshape([x.numel()])?;
+    let hi = flat.max_axis(0, false)?.max_scalar(0.0)?;
+    let lo = flat.min_axis(0, false)?.min_scalar(0.0)?;
+    let scale = hi.sub(&lo)?.mul_scalar(1.0 / 255.0)?;
+    let z = round_half_even(&lo.neg()?.div(&scale)?)?.max_scalar(0.0)?.min_scalar(255.0)?;
+    let ones = vec![1usize; x.rank()];
+    let y = quantize(cx, &x, &scale.reshape(ones.clone())?, Some(&z.reshape(ones)?), DType::U8)?;
+    Ok(vec![V::dev(y, DType::U8), V::dev(scale, DType::F32), V::dev(z, DType::U8)])
+}
+
+/// `QLinearConv`.
+pub(super) fn q_linear_conv(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])?;
+    let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
+    let bias = match cx.opt(ins, 8) {
+        Some(_) => Some(int32_bias(cx, ins, 8)?),
+        None => None,
+    };
+    let acc = match int8_conv(cx, ins, 0, 2, 3, 5)? {
+        Some(acc) => match &bias {
+            Some(b) => acc.add(&b.reshape([1, b.numel(), 1, 1])?)?,
+            None => acc,
+        },
+        None => {
+            let (x, w) = (centred(cx, ins, 0, 2, 1)?, centred(cx, ins, 3, 5, 0)?);
+            conv::conv_tensors(cx, x, w, bias.as_ref())?
         }
-        "DequantizeLinear" => {
-            node.only_attrs(&["axis"])?;
-            let x = cx.t(ins, 0)?;
-            let axis = node.int("axis", 1)?;
-            let s = param(cx, ins, 1, x.rank(), axis)?.ok_or_else(|| cx.err("x_scale is missing"))?;
-            let z = param(cx, ins, 2, x.rank(), axis)?;
-            one(dequantize(&x, &s, z.as_ref())?, DType::F32)
-        }
-        "DynamicQuantizeLinear" => {
-            node.only_attrs(&[])?;
-            // scale = (max(0, max x) - min(0, min x)) / 255, zero point = saturate(round(-min / scale))
-            let x = cx.t(ins, 0)?;
-            let flat = x.reshape([x.numel()])?;
-            let hi = flat.max_axis(0, false)?.max_scalar(0.0)?;
-            let lo = flat.min_axis(0, false)?.min_scalar(0.0)?;
-            let scale = hi.sub(&lo)?.mul_scalar(1.0 / 255.0)?;
-            let z = round_half_even(&lo.neg()?.div(&scale)?)?.max_scalar(0.0)?.min_scalar(255.0)?;
-            let ones = vec![1usize; x.rank()];
-            let y = quantize(cx, &x, &scale.reshape(ones.clone())?, Some(&z.reshape(ones)?), DType::U8)?;
-            Ok(Some(vec![V::dev(y, DType::U8), V::dev(scale, DType::F32), V::dev(z, DType::U8)]))
-        }
-        "QLinearConv" => {
-            node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])?;
-            let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
-            let bias = match cx.opt(ins, 8) {
-                Some(_) => Some(int32_bias(cx, ins, 8)?),
-                None => None,
-            };
-            let acc = match int8_conv(cx, ins, 0, 2, 3, 5)? {
-                Some(acc) => match &bias {
-                    Some(b) => acc.add(&b.reshape([1, b.numel(), 1, 1])?)?,
-                    None => acc,
-                },
-                None => {
-                    let (x, w) = (centred(cx, ins, 0, 2, 1)?, centred(cx, ins, 3, 5, 0)?);
-                    conv::conv_tensors(cx, x, w, bias.as_ref())?
-                }
-            };
-            let m = multiplier(cx, ins, [1, 4, 6], acc.rank(), 1, 1.0)?;
-            one(requantize(cx, &acc, &m, ins, 7, 1, dt)?, dt)
-        }
-        "ConvInteger" => {
-            node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])?;
-            if let Some(acc) = int8_conv(cx, ins, 0, 2, 1, 3)? {
-                return one(acc, DType::I32);
-            }
-            let (x, w) = (centred(cx, ins, 0, 2, 1)?, centred(cx, ins, 1, 3, 0)?);
-            one(conv::conv_tensors(cx, x, w, None)?, DType::I32)
-        }
-        "QLinearMatMul" => {
-            node.only_attrs(&[])?;
-            let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
-            let acc = match int8_matmul(cx, ins, 0, 2, 3, 5, false)? {
-                Some(acc) => acc,
-                None => linalg::matmul(cx, &centred(cx, ins, 0, 2, -2)?, &centred(cx, ins, 3, 5, -1)?)?,
-            };
-            let m = multiplier(cx, ins, [1, 4, 6], acc.rank(), -1, 1.0)?;
-            one(requantize(cx, &acc, &m, ins, 7, -1, dt)?, dt)
-        }
-        "MatMulInteger" => {
-            node.only_attrs(&[])?;
-            if let Some(acc) = int8_matmul(cx, ins, 0, 2, 1, 3, false)? {
-                return one(acc, DType::I32);
-            }
-            let (a, b) = (centred(cx, ins, 0, 2, -2)?, centred(cx, ins, 1, 3, -1)?);
-            one(linalg::matmul(cx, &a, &b)?, DType::I32)
-        }
-        "QGemm" => {
-            node.only_attrs(&["alpha", "transA", "transB"])?;
-            let (ta, tb) = (node.int("transA", 0)? != 0, node.int("transB", 0)? != 0);
-            let alpha = node.float("alpha", 1.0)?;
-            let native = if ta { None } else { int8_matmul(cx, ins, 0, 2, 3, 5, tb)? };
-            let mut acc = match native {
-                Some(acc) => acc,
-                None => {
-                    let a = centred(cx, ins, 0, 2, if ta { -1 } else { -2 })?;
-                    let b = centred(cx, ins, 3, 5, if tb { -2 } else { -1 })?;
-                    if a.rank() != 2 || b.rank() != 2 {
-                        return Err(cx.err(format!("expects rank-2 A and B, got {:?} and {:?}", a.dims(), b.dims())));
-                    }
-                    a.matmul_t(&b, ta, tb)?
-                }
-            };
-            if cx.opt(ins, 6).is_some() {
-                acc = acc.add(&int32_bias(cx, ins, 6)?)?;
-            }
-            if cx.opt(ins, 7).is_none() {
-                // No output scale: the float result alpha · a_scale · b_scale · acc.
-                let m = multiplier(cx, ins, [1, 4, usize::MAX], 2, -1, alpha)?;
-                return one(acc.mul(&m)?, DType::F32);
-            }
-            let dt = cx.v(ins, 8).map(|v| v.dtype()).unwrap_or(DType::U8);
-            let m = multiplier(cx, ins, [1, 4, 7], 2, -1, alpha)?;
-            one(requantize(cx, &acc, &m, ins, 8, -1, dt)?, dt)
-        }
-        "QLinearAdd" | "QLinearMul" => {
-            node.only_attrs(&[])?;
-            // C has A's type (T); C_zero_point, when given, says it too.
-            let dt = cx.v(ins, 7).or_else(|_| cx.v(ins, 0)).map(|v| v.dtype()).unwrap_or(DType::U8);
-            // onnxruntime's own arithmetic, by table (constant scalar scales: always, in
-            // models its quantiser writes); otherwise the float formula below.
-            if let Some(q) = qbinary::run(cx, ins, op == "QLinearMul", dt)? {
-                return one(saturate(cx, &q, dt)?, dt);
-            }
-            let a = dequantize_input(cx, ins, 0, 1, 2)?;
-            let b = dequantize_input(cx, ins, 3, 4, 5)?;
-            let y = if op == "QLinearAdd" { a.add(&b)? } else { a.mul(&b)? };
-            one(quantize_output(cx, ins, &y, 6, 7, dt)?, dt)
-        }
-        "QLinearConcat" => {
-            node.only_attrs(&["axis"])?;
-            let n = ins.len().saturating_sub(2);
-            if n == 0 || !n.is_multiple_of(3) {
-                return Err(
-                    cx.err(format!("expects Y_scale, Y_zero_point and (X, X_scale, X_zero_point) triples, got {} inputs", ins.len()))
-                );
-            }
-            let parts = (0..n / 3).map(|k| dequantize_input(cx, ins, 2 + 3 * k, 3 + 3 * k, 4 + 3 * k)).collect::<Result<Vec<_>>>()?;
-            let axis = norm_axis(node, node.int("axis", 0)?, parts[0].rank())?;
-            let refs: Vec<&Tensor> = parts.iter().collect();
-            let y = Tensor::concat(&refs, axis)?;
-            let dt = cx.v(ins, 1).map(|v| v.dtype()).unwrap_or(DType::U8);
-            one(quantize_output(cx, ins, &y, 0, 1, dt)?, dt)
-        }
-        "QLinearGlobalAveragePool" => {
-            node.only_attrs(&["channels_last"])?;
-            let x = dequantize_input(cx, ins, 0, 1, 2)?;
-            if x.rank() < 3 {
-                return Err(cx.err(format!("expects [N, C, spatial...], got {:?}", x.dims())));
-            }
-            let d = x.dims().to_vec();
-            let r = d.len();
-            let y = if node.int("channels_last", 0)? != 0 {
-                // [N, spatial..., C] → mean over the spatial axes, keeping them as ones
-                let hw: usize = d[1..r - 1].iter().product();
-                let mut out = vec![d[0]];
-                out.extend(std::iter::repeat_n(1, r - 2));
-                out.push(d[r - 1]);
-                x.reshape([d[0], hw, d[r - 1]])?.mean_axis(1, true)?.reshape(out)?
-            } else {
-                let hw: usize = d[2..].iter().product();
-                let mut out = vec![d[0], d[1]];
-                out.extend(std::iter::repeat_n(1, r - 2));
-                x.reshape([d[0], d[1], hw])?.mean_axis(2, true)?.reshape(out)?
-            };
-            let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
-            one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
-        }
-        "QLinearAveragePool" => {
-            // x, x_scale, x_zero_point, y_scale, y_zero_point; AveragePool's attributes
-            let x = dequantize_input(cx, ins, 0, 1, 2)?;
-            let last = node.int("channels_last", 0)? != 0;
-            let r = x.rank();
-            // channels last: [N, spatial..., C] -> [N, C, spatial...] and back
-            let to_first: Vec<usize> = [0, r - 1].into_iter().chain(1..r - 1).collect();
-            let to_last: Vec<usize> = [0].into_iter().chain(2..r).chain([1]).collect();
-            let x = if last && r >= 3 { x.permute(&to_first)? } else { x };
-            let mut pool = node.clone();
-            pool.op_type = "AveragePool".into();
-            pool.domain.clear();
-            pool.attrs.remove("channels_last");
-            let cx2 = Cx { consts: cx.consts, node: &pool };
-            let y = match super::run(&cx2, &[Some(V::dev(x, DType::F32))])?.into_iter().next() {
-                Some(V::Dev { t, .. }) => t,
-                _ => return Err(cx.err("the pooling gave no device result")),
-            };
-            let y = if last && r >= 3 { y.permute(&to_last)? } else { y };
-            let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
-            one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
-        }
-        "QLinearSigmoid" | "QLinearLeakyRelu" => {
-            node.only_attrs(&["alpha"])?;
-            let x = dequantize_input(cx, ins, 0, 1, 2)?;
-            let y = if op == "QLinearSigmoid" { x.sigmoid()? } else { x.leaky_relu(node.float("alpha", 0.01)?)? };
-            let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
-            one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
-        }
-        "QLinearSoftmax" => {
-            node.only_attrs(&["axis", "opset"])?;
-            let x = dequantize_input(cx, ins, 0, 1, 2)?;
-            let r = x.rank();
-            let y = if node.int("opset", 13)? < 13 {
-                let a = norm_axis(node, node.int("axis", 1)?, r)?;
-                let outer: usize = x.dims()[..a].iter().product();
-                x.reshape([outer, x.numel() / outer.max(1)])?.softmax(1)?.reshape(x.shape().clone())?
-            } else {
-                x.softmax(norm_axis(node, node.int("axis", -1)?, r)? as isize)?
-            };
-            let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
-            one(softmax_output(cx, ins, &y, dt)?, dt)
-        }
-        _ => Ok(None),
+    };
+    let m = multiplier(cx, ins, [1, 4, 6], acc.rank(), 1, 1.0)?;
+    one(requantize(cx, &acc, &m, ins, 7, 1, dt)?, dt)
+}
+
+/// `ConvInteger`.
+pub(super) fn conv_integer(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])?;
+    if let Some(acc) = int8_conv(cx, ins, 0, 2, 1, 3)? {
+        return one(acc, DType::I32);
     }
+    let (x, w) = (centred(cx, ins, 0, 2, 1)?, centred(cx, ins, 1, 3, 0)?);
+    one(conv::conv_tensors(cx, x, w, None)?, DType::I32)
+}
+
+/// `QLinearMatMul`.
+pub(super) fn q_linear_mat_mul(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&[])?;
+    let dt = cx.v(ins, 7).map(|v| v.dtype()).unwrap_or(DType::U8);
+    let acc = match int8_matmul(cx, ins, 0, 2, 3, 5, false)? {
+        Some(acc) => acc,
+        None => linalg::matmul(cx, &centred(cx, ins, 0, 2, -2)?, &centred(cx, ins, 3, 5, -1)?)?,
+    };
+    let m = multiplier(cx, ins, [1, 4, 6], acc.rank(), -1, 1.0)?;
+    one(requantize(cx, &acc, &m, ins, 7, -1, dt)?, dt)
+}
+
+/// `MatMulInteger`.
+pub(super) fn mat_mul_integer(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&[])?;
+    if let Some(acc) = int8_matmul(cx, ins, 0, 2, 1, 3, false)? {
+        return one(acc, DType::I32);
+    }
+    let (a, b) = (centred(cx, ins, 0, 2, -2)?, centred(cx, ins, 1, 3, -1)?);
+    one(linalg::matmul(cx, &a, &b)?, DType::I32)
+}
+
+/// `QGemm`.
+pub(super) fn q_gemm(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&["alpha", "transA", "transB"])?;
+    let (ta, tb) = (node.int("transA", 0)? != 0, node.int("transB", 0)? != 0);
+    let alpha = node.float("alpha", 1.0)?;
+    let native = if ta { None } else { int8_matmul(cx, ins, 0, 2, 3, 5, tb)? };
+    let mut acc = match native {
+        Some(acc) => acc,
+        None => {
+            let a = centred(cx, ins, 0, 2, if ta { -1 } else { -2 })?;
+            let b = centred(cx, ins, 3, 5, if tb { -2 } else { -1 })?;
+            if a.rank() != 2 || b.rank() != 2 {
+                return Err(cx.err(format!("expects rank-2 A and B, got {:?} and {:?}", a.dims(), b.dims())));
+            }
+            a.matmul_t(&b, ta, tb)?
+        }
+    };
+    if cx.opt(ins, 6).is_some() {
+        acc = acc.add(&int32_bias(cx, ins, 6)?)?;
+    }
+    if cx.opt(ins, 7).is_none() {
+        // No output scale: the float result alpha · a_scale · b_scale · acc.
+        let m = multiplier(cx, ins, [1, 4, usize::MAX], 2, -1, alpha)?;
+        return one(acc.mul(&m)?, DType::F32);
+    }
+    let dt = cx.v(ins, 8).map(|v| v.dtype()).unwrap_or(DType::U8);
+    let m = multiplier(cx, ins, [1, 4, 7], 2, -1, alpha)?;
+    one(requantize(cx, &acc, &m, ins, 8, -1, dt)?, dt)
+}
+
+/// `QLinearAdd`, `QLinearMul`.
+pub(super) fn qlinear_binary(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let op = cx.node.op_type.as_str();
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&[])?;
+    // C has A's type (T); C_zero_point, when given, says it too.
+    let dt = cx.v(ins, 7).or_else(|_| cx.v(ins, 0)).map(|v| v.dtype()).unwrap_or(DType::U8);
+    // onnxruntime's own arithmetic, by table (constant scalar scales: always, in
+    // models its quantiser writes); otherwise the float formula below.
+    if let Some(q) = qbinary::run(cx, ins, op == "QLinearMul", dt)? {
+        return one(saturate(cx, &q, dt)?, dt);
+    }
+    let a = dequantize_input(cx, ins, 0, 1, 2)?;
+    let b = dequantize_input(cx, ins, 3, 4, 5)?;
+    let y = if op == "QLinearAdd" { a.add(&b)? } else { a.mul(&b)? };
+    one(quantize_output(cx, ins, &y, 6, 7, dt)?, dt)
+}
+
+/// `QLinearConcat`.
+pub(super) fn q_linear_concat(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&["axis"])?;
+    let n = ins.len().saturating_sub(2);
+    if n == 0 || !n.is_multiple_of(3) {
+        return Err(cx.err(format!("expects Y_scale, Y_zero_point and (X, X_scale, X_zero_point) triples, got {} inputs", ins.len())));
+    }
+    let parts = (0..n / 3).map(|k| dequantize_input(cx, ins, 2 + 3 * k, 3 + 3 * k, 4 + 3 * k)).collect::<Result<Vec<_>>>()?;
+    let axis = norm_axis(node, node.int("axis", 0)?, parts[0].rank())?;
+    let refs: Vec<&Tensor> = parts.iter().collect();
+    let y = Tensor::concat(&refs, axis)?;
+    let dt = cx.v(ins, 1).map(|v| v.dtype()).unwrap_or(DType::U8);
+    one(quantize_output(cx, ins, &y, 0, 1, dt)?, dt)
+}
+
+/// `QLinearGlobalAveragePool`.
+pub(super) fn q_linear_global_average_pool(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&["channels_last"])?;
+    let x = dequantize_input(cx, ins, 0, 1, 2)?;
+    if x.rank() < 3 {
+        return Err(cx.err(format!("expects [N, C, spatial...], got {:?}", x.dims())));
+    }
+    let d = x.dims().to_vec();
+    let r = d.len();
+    let y = if node.int("channels_last", 0)? != 0 {
+        // [N, spatial..., C] → mean over the spatial axes, keeping them as ones
+        let hw: usize = d[1..r - 1].iter().product();
+        let mut out = vec![d[0]];
+        out.extend(std::iter::repeat_n(1, r - 2));
+        out.push(d[r - 1]);
+        x.reshape([d[0], hw, d[r - 1]])?.mean_axis(1, true)?.reshape(out)?
+    } else {
+        let hw: usize = d[2..].iter().product();
+        let mut out = vec![d[0], d[1]];
+        out.extend(std::iter::repeat_n(1, r - 2));
+        x.reshape([d[0], d[1], hw])?.mean_axis(2, true)?.reshape(out)?
+    };
+    let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
+    one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
+}
+
+/// `QLinearAveragePool`.
+pub(super) fn q_linear_average_pool(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    // x, x_scale, x_zero_point, y_scale, y_zero_point; AveragePool's attributes
+    let x = dequantize_input(cx, ins, 0, 1, 2)?;
+    let last = node.int("channels_last", 0)? != 0;
+    let r = x.rank();
+    // channels last: [N, spatial..., C] -> [N, C, spatial...] and back
+    let to_first: Vec<usize> = [0, r - 1].into_iter().chain(1..r - 1).collect();
+    let to_last: Vec<usize> = [0].into_iter().chain(2..r).chain([1]).collect();
+    let x = if last && r >= 3 { x.permute(&to_first)? } else { x };
+    let mut pool = node.clone();
+    pool.op_type = "AveragePool".into();
+    pool.domain.clear();
+    pool.attrs.remove("channels_last");
+    let cx2 = Cx { consts: cx.consts, node: &pool };
+    let y = match pool::average_pool(&cx2, &[Some(V::dev(x, DType::F32))])?.into_iter().next() {
+        Some(V::Dev { t, .. }) => t,
+        _ => return Err(cx.err("the pooling gave no device result")),
+    };
+    let y = if last && r >= 3 { y.permute(&to_last)? } else { y };
+    let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
+    one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
+}
+
+/// `QLinearSigmoid`, `QLinearLeakyRelu`.
+pub(super) fn qlinear_activation(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let op = cx.node.op_type.as_str();
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&["alpha"])?;
+    let x = dequantize_input(cx, ins, 0, 1, 2)?;
+    let y = if op == "QLinearSigmoid" { x.sigmoid()? } else { x.leaky_relu(node.float("alpha", 0.01)?)? };
+    let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
+    one(quantize_output(cx, ins, &y, 3, 4, dt)?, dt)
+}
+
+/// `QLinearSoftmax`.
+pub(super) fn q_linear_softmax(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    let one = |t: Tensor, dt: DType| Ok(vec![V::dev(t, dt)]);
+    node.only_attrs(&["axis", "opset"])?;
+    let x = dequantize_input(cx, ins, 0, 1, 2)?;
+    let r = x.rank();
+    let y = if node.int("opset", 13)? < 13 {
+        let a = norm_axis(node, node.int("axis", 1)?, r)?;
+        let outer: usize = x.dims()[..a].iter().product();
+        x.reshape([outer, x.numel() / outer.max(1)])?.softmax(1)?.reshape(x.shape().clone())?
+    } else {
+        x.softmax(norm_axis(node, node.int("axis", -1)?, r)? as isize)?
+    };
+    let dt = cx.v(ins, 4).map(|v| v.dtype()).unwrap_or(DType::U8);
+    one(softmax_output(cx, ins, &y, dt)?, dt)
 }
 
 /// Zero points of constant 8-bit weights input `z` as a device vector, or `None` when they are
@@ -436,7 +484,7 @@ fn int32_bias(cx: &Cx, ins: &[Option<V>], i: usize) -> Result<Tensor> {
             let rounded = crate::host::HostTensor::f32(t.shape.clone(), t.to_f32());
             return match name {
                 Some(n) => cx.consts.cached(&format!("{n}#rounded-to-f32"), &rounded),
-                None => super::upload(cx.dev(), &rounded, "bias"),
+                None => upload(cx.dev(), &rounded, "bias"),
             };
         }
     }

@@ -5,18 +5,26 @@
 
 use pixelgrad_core::Tensor;
 
-use super::{take, Cx, V};
+use super::context::{take, Cx, V};
 use crate::shapes::norm_axis;
 use crate::Result;
 
-pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
+/// `Resize`.
+pub(super) fn resize_op(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     let dt = cx.dtype0(ins);
-    match op {
-        "Resize" => Ok(Some(vec![V::dev(resize(cx, ins)?, dt)])),
-        "Upsample" => Ok(Some(vec![V::dev(upsample(cx, ins)?, dt)])),
-        "GridSample" => Ok(Some(vec![V::dev(grid_sample(cx, ins)?, dt)])),
-        _ => Ok(None),
-    }
+    Ok(vec![V::dev(resize(cx, ins)?, dt)])
+}
+
+/// `Upsample`.
+pub(super) fn upsample_op(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let dt = cx.dtype0(ins);
+    Ok(vec![V::dev(upsample(cx, ins)?, dt)])
+}
+
+/// `GridSample`.
+pub(super) fn grid_sample_op(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let dt = cx.dtype0(ins);
+    Ok(vec![V::dev(grid_sample(cx, ins)?, dt)])
 }
 
 #[derive(Clone, Copy, PartialEq)]

@@ -7,7 +7,7 @@
 
 use pixelgrad_core::Tensor;
 
-use super::{Cx, V};
+use super::context::{Cx, V};
 use crate::Result;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -97,13 +97,66 @@ fn activations(cx: &Cx, cell: Cell, dirs: usize) -> Result<Vec<Act>> {
     Ok(out)
 }
 
-pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
-    let cell = match op {
+/// One recurrent node's attributes and inputs, checked against each other.
+struct Layer {
+    cell: Cell,
+    dirs: usize,
+    reverse_only: bool,
+    layout: i64,
+    /// `X` as `[seq, batch, input]`.
+    x: Tensor,
+    w: Tensor,
+    r: Tensor,
+    b: Option<Tensor>,
+    /// `sequence_lens` as a `[batch, 1]` device mask source, where some sequence is shorter.
+    lens: Option<Tensor>,
+    h0: Option<Tensor>,
+    c0: Option<Tensor>,
+    p: Option<Tensor>,
+    acts: Vec<Act>,
+    clip: Option<f32>,
+    input_forget: bool,
+    lbr: bool,
+    seq: usize,
+    batch: usize,
+    input: usize,
+    hidden: usize,
+}
+
+/// `LSTM`, `GRU`, `RNN`.
+pub(super) fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let cell = match cx.node.op_type.as_str() {
         "LSTM" => Cell::Lstm,
         "GRU" => Cell::Gru,
         "RNN" => Cell::Rnn,
-        _ => return Ok(None),
+        _ => return Err(cx.unsupported()),
     };
+    let l = layer(cx, ins, cell)?;
+    let (mut ys, mut hs, mut cs) = (Vec::new(), Vec::new(), Vec::new());
+    for d in 0..l.dirs {
+        let (y, h, c) = direction(cx, &l, d)?;
+        ys.push(y);
+        hs.push(h);
+        cs.push(c);
+    }
+    let cat = |v: &[Tensor], axis: usize| -> Result<Tensor> { Ok(Tensor::concat(&v.iter().collect::<Vec<_>>(), axis)?) };
+    let (mut y, mut yh, mut yc) = (cat(&ys, 1)?, cat(&hs, 0)?, cat(&cs, 0)?);
+    if l.layout == 1 {
+        // Y [batch, seq, dirs, hidden]; Y_h, Y_c [batch, dirs, hidden]
+        y = y.permute(&[2, 0, 1, 3])?;
+        yh = yh.permute(&[1, 0, 2])?;
+        yc = yc.permute(&[1, 0, 2])?;
+    }
+    let dt = cx.dtype0(ins);
+    let mut outs = vec![V::dev(y, dt), V::dev(yh, dt)];
+    if cell == Cell::Lstm {
+        outs.push(V::dev(yc, dt));
+    }
+    Ok(outs)
+}
+
+/// Reads and checks the node's attributes and inputs.
+fn layer(cx: &Cx, ins: &[Option<V>], cell: Cell) -> Result<Layer> {
     let node = cx.node;
     node.only_attrs(&[
         "activation_alpha",
@@ -181,131 +234,143 @@ pub fn run(cx: &Cx, ins: &[Option<V>], op: &str) -> Result<Option<Vec<V>>> {
             return Err(cx.err(format!("P {:?} must be [{dirs}, {}]", p.dims(), 3 * hidden)));
         }
     }
+    Ok(Layer { cell, dirs, reverse_only, layout, x, w, r, b, lens, h0, c0, p, acts, clip, input_forget, lbr, seq, batch, input, hidden })
+}
+
+/// Direction `d` unrolled over the sequence: its `Y` `[seq, 1, batch, hidden]` and final
+/// `Y_h`, `Y_c` `[1, batch, hidden]`.
+fn direction(cx: &Cx, l: &Layer, d: usize) -> Result<(Tensor, Tensor, Tensor)> {
+    let Layer {
+        cell,
+        dirs: _,
+        reverse_only,
+        layout: _,
+        x,
+        w,
+        r,
+        b,
+        lens,
+        h0,
+        c0,
+        p,
+        acts,
+        clip,
+        input_forget,
+        lbr,
+        seq,
+        batch,
+        input,
+        hidden,
+    } = l;
+    let (cell, reverse_only, clip, input_forget, lbr, seq, batch, input, hidden) =
+        (*cell, *reverse_only, *clip, *input_forget, *lbr, *seq, *batch, *input, *hidden);
+    let g = cell.gates();
     let dev = cx.dev();
     let zeros = Tensor::zeros(dev, [batch, hidden])?;
-    let (mut ys, mut hs, mut cs) = (Vec::new(), Vec::new(), Vec::new());
-    for d in 0..dirs {
-        let reverse = reverse_only || d == 1;
-        let pick = |t: &Tensor| -> Result<Tensor> { Ok(t.slice(0, d, d + 1)?.reshape(t.dims()[1..].to_vec())?) };
-        let (wd, rd) = (pick(&w)?, pick(&r)?);
-        // every step's input projection at once: [seq * batch, G * hidden]
-        let mut xw = x.reshape([seq * batch, input])?.matmul_t(&wd, false, true)?;
-        let mut rb = None;
-        if let Some(b) = &b {
-            let bd = pick(b)?;
-            let (wbd, rbd) =
-                (bd.slice(0, 0, g * hidden)?.reshape([1, g * hidden])?, bd.slice(0, g * hidden, 2 * g * hidden)?.reshape([1, g * hidden])?);
-            if cell == Cell::Gru && lbr {
-                // the recurrent bias of the candidate gate goes inside the reset product
-                xw = xw.add(&wbd)?.add(&rbd.slice(1, 0, 2 * hidden)?.pad(&[0, 0], &[0, hidden])?)?;
-                rb = Some(rbd.slice(1, 2 * hidden, 3 * hidden)?);
-            } else {
-                xw = xw.add(&wbd.add(&rbd)?)?;
-            }
+    let reverse = reverse_only || d == 1;
+    let pick = |t: &Tensor| -> Result<Tensor> { Ok(t.slice(0, d, d + 1)?.reshape(t.dims()[1..].to_vec())?) };
+    let (wd, rd) = (pick(w)?, pick(r)?);
+    // every step's input projection at once: [seq * batch, G * hidden]
+    let mut xw = x.reshape([seq * batch, input])?.matmul_t(&wd, false, true)?;
+    let mut rb = None;
+    if let Some(b) = &b {
+        let bd = pick(b)?;
+        let (wbd, rbd) =
+            (bd.slice(0, 0, g * hidden)?.reshape([1, g * hidden])?, bd.slice(0, g * hidden, 2 * g * hidden)?.reshape([1, g * hidden])?);
+        if cell == Cell::Gru && lbr {
+            // the recurrent bias of the candidate gate goes inside the reset product
+            xw = xw.add(&wbd)?.add(&rbd.slice(1, 0, 2 * hidden)?.pad(&[0, 0], &[0, hidden])?)?;
+            rb = Some(rbd.slice(1, 2 * hidden, 3 * hidden)?);
+        } else {
+            xw = xw.add(&wbd.add(&rbd)?)?;
         }
-        let xw = xw.reshape([seq, batch, g * hidden])?;
-        let a = &acts[d * cell.default_activations().len()..(d + 1) * cell.default_activations().len()];
-        let mut h = match &h0 {
-            Some(t) => pick(t)?,
-            None => zeros.clone(),
+    }
+    let xw = xw.reshape([seq, batch, g * hidden])?;
+    let a = &acts[d * cell.default_activations().len()..(d + 1) * cell.default_activations().len()];
+    let mut h = match &h0 {
+        Some(t) => pick(t)?,
+        None => zeros.clone(),
+    };
+    let mut c = match &c0 {
+        Some(t) => pick(t)?,
+        None => zeros.clone(),
+    };
+    let peep = match &p {
+        Some(p) => {
+            let pd = pick(p)?;
+            let part = |k: usize| -> Result<Tensor> { Ok(pd.slice(0, k * hidden, (k + 1) * hidden)?.reshape([1, hidden])?) };
+            Some([part(0)?, part(1)?, part(2)?])
+        }
+        None => None,
+    };
+    let mut out = vec![None; seq];
+    let steps: Vec<usize> = if reverse { (0..seq).rev().collect() } else { (0..seq).collect() };
+    for t in steps {
+        let xt = xw.slice(0, t, t + 1)?.reshape([batch, g * hidden])?;
+        let gate = |all: &Tensor, k: usize| -> Result<Tensor> { Ok(all.slice(1, k * hidden, (k + 1) * hidden)?) };
+        let clipped = |v: Tensor| -> Result<Tensor> {
+            Ok(match clip {
+                Some(cl) => v.max_scalar(-cl)?.min_scalar(cl)?,
+                None => v,
+            })
         };
-        let mut c = match &c0 {
-            Some(t) => pick(t)?,
-            None => zeros.clone(),
-        };
-        let peep = match &p {
-            Some(p) => {
-                let pd = pick(p)?;
-                let part = |k: usize| -> Result<Tensor> { Ok(pd.slice(0, k * hidden, (k + 1) * hidden)?.reshape([1, hidden])?) };
-                Some([part(0)?, part(1)?, part(2)?])
+        let (h_new, c_new) = match cell {
+            Cell::Lstm => {
+                let all = xt.add(&h.matmul_t(&rd, false, true)?)?;
+                // gate order i, o, f, c; peepholes i, o, f
+                let peek = |k: usize, state: &Tensor, v: Tensor| -> Result<Tensor> {
+                    Ok(match &peep {
+                        Some(pp) => v.add(&pp[k].mul(state)?)?,
+                        None => v,
+                    })
+                };
+                let i = a[0].apply(&clipped(peek(0, &c, gate(&all, 0)?)?)?)?;
+                let f = if input_forget { i.affine(-1.0, 1.0)? } else { a[0].apply(&clipped(peek(2, &c, gate(&all, 2)?)?)?)? };
+                let cand = a[1].apply(&clipped(gate(&all, 3)?)?)?;
+                let c_new = f.mul(&c)?.add(&i.mul(&cand)?)?;
+                let o = a[0].apply(&clipped(peek(1, &c_new, gate(&all, 1)?)?)?)?;
+                (o.mul(&a[2].apply(&c_new)?)?, Some(c_new))
             }
-            None => None,
+            Cell::Gru => {
+                let rh = h.matmul_t(&rd, false, true)?;
+                let z = a[0].apply(&clipped(gate(&xt, 0)?.add(&gate(&rh, 0)?)?)?)?;
+                let rr = a[0].apply(&clipped(gate(&xt, 1)?.add(&gate(&rh, 1)?)?)?)?;
+                let cand_in = if lbr {
+                    let lin = match &rb {
+                        Some(rbh) => gate(&rh, 2)?.add(rbh)?,
+                        None => gate(&rh, 2)?,
+                    };
+                    gate(&xt, 2)?.add(&rr.mul(&lin)?)?
+                } else {
+                    let rh_w = rd.slice(0, 2 * hidden, 3 * hidden)?;
+                    gate(&xt, 2)?.add(&rr.mul(&h)?.matmul_t(&rh_w, false, true)?)?
+                };
+                let cand = a[1].apply(&clipped(cand_in)?)?;
+                // (1 - z) * cand + z * h
+                (cand.add(&z.mul(&h.sub(&cand)?)?)?, None)
+            }
+            Cell::Rnn => (a[0].apply(&clipped(xt.add(&h.matmul_t(&rd, false, true)?)?)?)?, None),
         };
-        let mut out = vec![None; seq];
-        let steps: Vec<usize> = if reverse { (0..seq).rev().collect() } else { (0..seq).collect() };
-        for t in steps {
-            let xt = xw.slice(0, t, t + 1)?.reshape([batch, g * hidden])?;
-            let gate = |all: &Tensor, k: usize| -> Result<Tensor> { Ok(all.slice(1, k * hidden, (k + 1) * hidden)?) };
-            let clipped = |v: Tensor| -> Result<Tensor> {
-                Ok(match clip {
-                    Some(cl) => v.max_scalar(-cl)?.min_scalar(cl)?,
-                    None => v,
-                })
-            };
-            let (h_new, c_new) = match cell {
-                Cell::Lstm => {
-                    let all = xt.add(&h.matmul_t(&rd, false, true)?)?;
-                    // gate order i, o, f, c; peepholes i, o, f
-                    let peek = |k: usize, state: &Tensor, v: Tensor| -> Result<Tensor> {
-                        Ok(match &peep {
-                            Some(pp) => v.add(&pp[k].mul(state)?)?,
-                            None => v,
-                        })
-                    };
-                    let i = a[0].apply(&clipped(peek(0, &c, gate(&all, 0)?)?)?)?;
-                    let f = if input_forget { i.affine(-1.0, 1.0)? } else { a[0].apply(&clipped(peek(2, &c, gate(&all, 2)?)?)?)? };
-                    let cand = a[1].apply(&clipped(gate(&all, 3)?)?)?;
-                    let c_new = f.mul(&c)?.add(&i.mul(&cand)?)?;
-                    let o = a[0].apply(&clipped(peek(1, &c_new, gate(&all, 1)?)?)?)?;
-                    (o.mul(&a[2].apply(&c_new)?)?, Some(c_new))
+        match &lens {
+            Some(l) => {
+                // steps past a sequence's end keep its state and output zeros
+                let live = l.gt_scalar(t as f32)?;
+                out[t] = Some(Tensor::select(&live, &h_new, &zeros)?);
+                h = Tensor::select(&live, &h_new, &h)?;
+                if let Some(cn) = c_new {
+                    c = Tensor::select(&live, &cn, &c)?;
                 }
-                Cell::Gru => {
-                    let rh = h.matmul_t(&rd, false, true)?;
-                    let z = a[0].apply(&clipped(gate(&xt, 0)?.add(&gate(&rh, 0)?)?)?)?;
-                    let rr = a[0].apply(&clipped(gate(&xt, 1)?.add(&gate(&rh, 1)?)?)?)?;
-                    let cand_in = if lbr {
-                        let lin = match &rb {
-                            Some(rbh) => gate(&rh, 2)?.add(rbh)?,
-                            None => gate(&rh, 2)?,
-                        };
-                        gate(&xt, 2)?.add(&rr.mul(&lin)?)?
-                    } else {
-                        let rh_w = rd.slice(0, 2 * hidden, 3 * hidden)?;
-                        gate(&xt, 2)?.add(&rr.mul(&h)?.matmul_t(&rh_w, false, true)?)?
-                    };
-                    let cand = a[1].apply(&clipped(cand_in)?)?;
-                    // (1 - z) * cand + z * h
-                    (cand.add(&z.mul(&h.sub(&cand)?)?)?, None)
-                }
-                Cell::Rnn => (a[0].apply(&clipped(xt.add(&h.matmul_t(&rd, false, true)?)?)?)?, None),
-            };
-            match &lens {
-                Some(l) => {
-                    // steps past a sequence's end keep its state and output zeros
-                    let live = l.gt_scalar(t as f32)?;
-                    out[t] = Some(Tensor::select(&live, &h_new, &zeros)?);
-                    h = Tensor::select(&live, &h_new, &h)?;
-                    if let Some(cn) = c_new {
-                        c = Tensor::select(&live, &cn, &c)?;
-                    }
-                }
-                None => {
-                    out[t] = Some(h_new.clone());
-                    h = h_new;
-                    if let Some(cn) = c_new {
-                        c = cn;
-                    }
+            }
+            None => {
+                out[t] = Some(h_new.clone());
+                h = h_new;
+                if let Some(cn) = c_new {
+                    c = cn;
                 }
             }
         }
-        let steps: Vec<Tensor> = out.into_iter().map(|o| o.ok_or_else(|| cx.err("a time step was not computed"))).collect::<Result<_>>()?;
-        let refs: Vec<&Tensor> = steps.iter().collect();
-        ys.push(Tensor::concat(&refs, 0)?.reshape([seq, 1, batch, hidden])?);
-        hs.push(h.reshape([1, batch, hidden])?);
-        cs.push(c.reshape([1, batch, hidden])?);
     }
-    let cat = |v: &[Tensor], axis: usize| -> Result<Tensor> { Ok(Tensor::concat(&v.iter().collect::<Vec<_>>(), axis)?) };
-    let (mut y, mut yh, mut yc) = (cat(&ys, 1)?, cat(&hs, 0)?, cat(&cs, 0)?);
-    if layout == 1 {
-        // Y [batch, seq, dirs, hidden]; Y_h, Y_c [batch, dirs, hidden]
-        y = y.permute(&[2, 0, 1, 3])?;
-        yh = yh.permute(&[1, 0, 2])?;
-        yc = yc.permute(&[1, 0, 2])?;
-    }
-    let dt = cx.dtype0(ins);
-    let mut outs = vec![V::dev(y, dt), V::dev(yh, dt)];
-    if cell == Cell::Lstm {
-        outs.push(V::dev(yc, dt));
-    }
-    Ok(Some(outs))
+    let steps: Vec<Tensor> = out.into_iter().map(|o| o.ok_or_else(|| cx.err("a time step was not computed"))).collect::<Result<_>>()?;
+    let refs: Vec<&Tensor> = steps.iter().collect();
+    Ok((Tensor::concat(&refs, 0)?.reshape([seq, 1, batch, hidden])?, h.reshape([1, batch, hidden])?, c.reshape([1, batch, hidden])?))
 }

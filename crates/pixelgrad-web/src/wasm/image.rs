@@ -6,7 +6,7 @@
 //! - WebGL2: `texSubImage2D` from the source into a reused RGBA8 texture, then one fragment
 //!   pass (`pixelgrad-webgl/src/image.rs`);
 //! - CPU (and `ImageData` on every backend): the RGBA bytes (`getImageData` in JS) through
-//!   the host reference `pixelgrad_core::image::host` (CPU) or the same device kernels.
+//!   the host reference `pixelgrad_image::host` (CPU) or the same device kernels.
 //!
 //! The browser calls are made through `Function.apply`, so a SecurityError (a tainted,
 //! cross-origin source) or a TypeError (a closed `VideoFrame`) comes back as a JS `Error`

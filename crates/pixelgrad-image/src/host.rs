@@ -2,7 +2,7 @@
 //! f64 loops (the CPU backend's `fromPixels`, and the oracle of the GPU kernels' tests).
 
 use super::{Geometry, Layout, PixelSpec, LUMA};
-use crate::{Error, Result};
+use pixelgrad_core::{Error, Result};
 
 /// 8-bit RGBA pixels, rows top to bottom, `stride` bytes apart (at least `4 * width`).
 #[derive(Clone, Copy, Debug)]
@@ -97,7 +97,7 @@ pub fn to_tensor_values(img: Rgba8<'_>, spec: &PixelSpec, what: &str) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::image::{Fit, Layout};
+    use crate::{Fit, Layout};
 
     #[test]
     fn two_by_two_to_one_pixel_is_the_mean_and_layouts_agree() {

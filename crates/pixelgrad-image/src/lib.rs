@@ -1,5 +1,7 @@
 //! Images into model inputs: the one definition of how pixels become a tensor, shared by every
-//! path that does it.
+//! path that does it. (Formerly `pixelgrad_core::image` and
+//! `pixelgrad_core::composite::{preprocess, resize, yuv_to_rgb}`; the facade keeps both paths as
+//! `pixelgrad::image` and `pixelgrad::composite`.)
 //!
 //! A [`PixelSpec`] says what the model wants (size, fit, channels, layout, normalisation); a
 //! [`Geometry`] is what that means for one source size (which part of the source lands where,
@@ -7,7 +9,7 @@
 //!
 //! - [`host::to_tensor_values`]: plain f64 loops over 8-bit RGBA pixels — the reference, and
 //!   what the CPU backend runs (`pg.fromPixels` on the CPU, via `getImageData`);
-//! - [`crate::composite::preprocess`]: tensor ops (two matmuls with interpolation matrices
+//! - [`preprocess`]: tensor ops (two matmuls with interpolation matrices
 //!   built from [`Axis::taps`]), differentiable, on any device (the CLI's `--resize`);
 //! - the WebGPU kernel `pixelgrad-wgpu/src/kernels/from_pixels.wgsl` and the WebGL program
 //!   `pixelgrad-webgl/src/shaders/from_pixels.glsl`, which compute the taps of [`Axis::taps`]
@@ -46,11 +48,13 @@
 
 mod geometry;
 pub mod host;
+mod tensor;
 pub mod yuv;
 
 pub use geometry::{Axis, Geometry};
+pub use tensor::{preprocess, resize, yuv_to_rgb};
 
-use crate::{Error, Result};
+use pixelgrad_core::{Error, Result};
 
 /// How the source is fitted into the output size.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -1,8 +1,8 @@
 //! Where each output pixel samples the source, per axis (see the module docs of
-//! [`crate::image`]).
+//! [`crate`]).
 
 use super::{Antialias, Fit, PixelSpec, AUTO_ANTIALIAS_ABOVE};
-use crate::{Error, Result};
+use pixelgrad_core::{Error, Result};
 
 /// One axis of the mapping from output pixels to source pixels. The GPU kernels receive these
 /// fields as uniforms and compute [`Axis::taps`] themselves.
@@ -135,7 +135,7 @@ impl Geometry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::image::PixelSpec;
+    use crate::PixelSpec;
 
     fn spec(h: usize, w: usize, fit: Fit) -> PixelSpec {
         PixelSpec { size: Some((h, w)), fit, ..PixelSpec::default() }

@@ -1,11 +1,12 @@
 //! Image tensors: resampling, the whole `fromPixels` preprocessing, and Y'CbCr to RGB, as
 //! tensor ops (every backend, with gradients). The resampling filter and the fit geometry are
-//! defined once in [`crate::image`]; here an axis' filter becomes an interpolation matrix
+//! defined once in [`crate`]; here an axis' filter becomes an interpolation matrix
 //! ([`Axis::matrix`]), so resampling is two matmuls.
 
-use crate::image::yuv::YuvMatrix;
-use crate::image::{Antialias, Axis, Fit, Geometry, Layout, PixelSpec, LUMA};
-use crate::{Error, Result, Tensor};
+use pixelgrad_core::{Error, Result, Tensor};
+
+use crate::yuv::YuvMatrix;
+use crate::{Antialias, Axis, Fit, Geometry, Layout, PixelSpec, LUMA};
 
 fn shape_err(op: &'static str, x: &Tensor, msg: String) -> Error {
     Error::Shape { op, shapes: vec![x.dims().to_vec()], backend: x.device().name(), msg }
@@ -36,7 +37,7 @@ fn resample(x: &Tensor, g: &Geometry) -> Result<Tensor> {
 }
 
 /// Resamples `x [N, C, H, W]` to `[N, C, out_h, out_w]` with half-pixel centres: bilinear, with
-/// the filter stretched when shrinking as `antialias` says (see [`crate::image`]). Bilinear
+/// the filter stretched when shrinking as `antialias` says (see [`crate`]). Bilinear
 /// upsampling of heatmaps and masks is `resize(mask, H, W, Antialias::Never)`.
 pub fn resize(x: &Tensor, out_h: usize, out_w: usize, antialias: Antialias) -> Result<Tensor> {
     if x.rank() != 4 {
@@ -55,7 +56,7 @@ fn per_channel(x: &Tensor, v: &[f32]) -> Result<Tensor> {
 
 /// The model input for an image tensor `x [N, C, H, W]` with values in `[0, 1]` (`C` = 3 for
 /// RGB or 4 for RGBA) under `spec`: exactly what `pg.fromPixels` computes from pixels (see
-/// [`crate::image`]), as tensor ops. Also returns the geometry (the letterbox of
+/// [`crate`]), as tensor ops. Also returns the geometry (the letterbox of
 /// [`Fit::Contain`], the crop of [`Fit::Cover`]).
 pub fn preprocess(x: &Tensor, spec: &PixelSpec) -> Result<(Tensor, Geometry)> {
     let op = "preprocess";
@@ -110,7 +111,7 @@ fn upsample2(t: &Tensor, h: usize, w: usize) -> Result<Tensor> {
 /// RGB `[3, H, W]` in `[0, 1]` of a 4:2:0 frame given as tensors of 8-bit sample values:
 /// luma `y [H, W]`, chroma `u, v [ceil(H/2), ceil(W/2)]` (split an NV12 chroma plane
 /// `[h2, w2, 2]` into its two channels first). The same conversion as
-/// [`crate::image::yuv::YuvPlanes::to_rgba8`], before rounding.
+/// [`crate::yuv::YuvPlanes::to_rgba8`], before rounding.
 pub fn yuv_to_rgb(y: &Tensor, u: &Tensor, v: &Tensor, m: &YuvMatrix) -> Result<Tensor> {
     let op = "yuv_to_rgb";
     if y.rank() != 2 {

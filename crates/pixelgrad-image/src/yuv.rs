@@ -1,5 +1,5 @@
 //! Y'CbCr 4:2:0 frames (I420: three planes; NV12: luma plane plus interleaved CbCr) to RGB, on
-//! the host. The tensor version is [`crate::composite::yuv_to_rgb`]; both use
+//! the host. The tensor version is [`crate::yuv_to_rgb`]; both use
 //! [`YuvMatrix::rgb`].
 //!
 //! Each chroma sample covers a 2x2 block of luma samples (nearest-neighbour chroma, as
@@ -7,7 +7,7 @@
 //! range: `Y' = Y / 255`, `Cb' = (Cb - 128) / 255`. Then `R = Y' + 2 (1 - Kr) Cr'`,
 //! `B = Y' + 2 (1 - Kb) Cb'`, `G = (Y' - Kr R - Kb B) / (1 - Kr - Kb)`, clamped to `[0, 1]`.
 
-use crate::{Error, Result};
+use pixelgrad_core::{Error, Result};
 
 /// How the chroma samples are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
