@@ -42,15 +42,15 @@ pub const KNOWN: &[&str] = &[
 pub const LAYERS: &[(&str, u8)] = &[
     ("pixelgrad-durable", 0), // crash-safe file writes; no pixelgrad dependency
     ("pixelgrad-core", 1),    // tensors, ops, autodiff, the Backend trait, the kernel IR
-    ("pixelgrad-cpu", 2),     // backends: each knows only the core
-    ("pixelgrad-wgpu", 2),
-    ("pixelgrad-webgl", 2),
-    ("pixelgrad-nn", 2),    // layers, losses, optimizers, fit: any Device, no backend
-    ("pixelgrad-data", 2),  // loaders and the embedded data set
-    ("pixelgrad-image", 2), // images into model inputs (fit, resize, YUV): the core only
-    ("pixelgrad-onnx", 3),  // import/export: core + nn
+    ("pixelgrad-nn", 2),      // layers, losses, optimizers, fit: any Device, no backend
+    ("pixelgrad-data", 2),    // loaders and the embedded data set
+    ("pixelgrad-image", 2),   // images into model inputs (fit, resize, YUV) on any Device
+    ("pixelgrad-cpu", 3),     // backends: the core (and the image geometry they upload to)
+    ("pixelgrad-wgpu", 3),
+    ("pixelgrad-webgl", 3),
+    ("pixelgrad-onnx", 3), // import/export: core + nn, no backend
     ("pixelgrad-flower", 3),
-    ("pixelgrad-conformance", 3), // the shared suite: core, the CPU reference, nn, data
+    ("pixelgrad-conformance", 4), // the shared suite: core, the CPU reference, nn, data
     ("pixelgrad", 4),             // the facade
     ("pixelgrad-cli", 5),         // front ends and test harnesses: nothing depends on them
     ("pixelgrad-web", 5),
