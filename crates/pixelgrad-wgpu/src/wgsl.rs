@@ -4,6 +4,8 @@
 
 use pixelgrad_core::kernel::ir::{DType, Kernel};
 use pixelgrad_core::kernel::lower::{Prim1, Prim2};
+use pixelgrad_core::kernel::program::{Bound, Program};
+use pixelgrad_core::kernel::program_render::{render_program, Spelling};
 use pixelgrad_core::kernel::render::{render_function, Dialect};
 use pixelgrad_core::Result;
 
@@ -312,4 +314,59 @@ pub(crate) fn with_fused_input(source: &str, kernel: &Kernel, first: usize) -> R
 /// one definition (`pixelgrad_core::kernel::defs::box_muller_kernel`).
 pub(crate) fn box_muller() -> Result<String> {
     render_function(&pixelgrad_core::kernel::defs::box_muller_kernel()?, &Wgsl { param_base: PARAM_BASE }, "pg_box_muller")
+}
+
+/// WGSL spelling of the kernel IR's programs with loops
+/// (`pixelgrad_core::kernel::program`): `i32` indices, parameter `i` in word `i` of the
+/// launch's uniform slot and the element count in the word after them, inputs bound from 1
+/// and the output after them, one invocation per output element on a folded 1-D grid.
+pub(crate) struct WgslProgram;
+
+impl Spelling for WgslProgram {
+    fn int_ty(&self) -> &'static str {
+        "i32"
+    }
+    fn int_lit(&self, v: i32) -> String {
+        if v < 0 {
+            format!("({v}i)")
+        } else {
+            format!("{v}i")
+        }
+    }
+    fn param(&self, i: usize, _name: &str) -> String {
+        format!("i32(pu({i}u))")
+    }
+    fn load(&self, _i: usize, name: &str, at: &str) -> String {
+        format!("{name}[{at}]")
+    }
+    fn let_(&self, float: bool, name: &str, value: &str) -> String {
+        format!("let {name}: {} = {value};", if float { "f32" } else { "i32" })
+    }
+    fn var(&self, name: &str, value: &str) -> String {
+        format!("var {name}: f32 = {value};")
+    }
+    fn for_open(&self, name: &str, lo: &str, hi: &str, _bound: Bound) -> String {
+        format!("for (var {name}: i32 = {lo}; {name} < {hi}; {name}++) {{")
+    }
+    fn declarations(&self, p: &Program) -> String {
+        let mut s = format!("// {}: rendered from its definition in pixelgrad_core::kernel::windows.\n", p.name);
+        for (i, name) in p.inputs.iter().enumerate() {
+            s.push_str(&format!("@group(0) @binding({}) var<storage, read> {name}: array<f32>;\n", i + 1));
+        }
+        s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out: array<f32>;\n\n", p.inputs.len() + 1));
+        s.push_str(&format!(
+            "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {{\n    let e = flat_index(wid, nwg, lid);\n    if (e >= pu({}u)) {{\n        return;\n    }}\n    out[e] = compute(i32(e));\n}}\n\n",
+            p.params.len()
+        ));
+        s
+    }
+    fn function(&self, body: &str, result: &str) -> String {
+        format!("fn compute(i: i32) -> f32 {{\n{body}    return {result};\n}}\n")
+    }
+}
+
+/// The WGSL source of a window program.
+pub(crate) fn program_source(p: &Program) -> String {
+    let r = render_program(p, &WgslProgram);
+    format!("{}{}", r.declarations, r.function)
 }

@@ -41,8 +41,6 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &window::IM2COL,
         &window::COL2IM,
         &window::DEPTHWISE,
-        &window::MAX_POOL,
-        &window::MAX_POOL_GRAD,
         &index::GATHER,
         &index::SCATTER_ADD,
         &layout::COPY,
@@ -50,8 +48,9 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &widen::NARROW8,
         &crate::image::YUV_TO_RGBA,
     ];
-    // Then the generated register-blocked matmuls, every variant.
-    files.into_iter().chain(matmul_cpu::all()).collect()
+    // Then the window programs and the generated register-blocked matmuls, every variant.
+    let programs = pixelgrad_core::kernel::windows::WindowProgram::ALL.into_iter().map(window::program_kernel);
+    files.into_iter().chain(programs).chain(matmul_cpu::all()).collect()
 }
 
 /// Runs one primitive; `ins` and `shapes` passed `Op::infer_shape`, `out` is its result.
