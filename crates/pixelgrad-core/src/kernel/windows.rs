@@ -32,6 +32,11 @@ impl WindowProgram {
         }
     }
 
+    /// The program named `name` ([`WindowProgram::name`]).
+    pub fn by_name(name: &str) -> Option<WindowProgram> {
+        WindowProgram::ALL.into_iter().find(|w| w.name() == name)
+    }
+
     pub fn program(self) -> Program {
         match self {
             WindowProgram::MaxPool => max_pool(),
