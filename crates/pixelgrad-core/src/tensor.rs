@@ -733,6 +733,13 @@ impl Tensor {
     pub fn max_pool_grad(&self, dy: &Tensor, window: Window) -> Result<Tensor> {
         self.op2(Op::MaxPoolGrad(window), dy)
     }
+    /// Window program `program` over `window` ([`Op::Window`]) of `self` and, for a gradient
+    /// program, `others = [dy]`.
+    pub fn window_program(&self, program: crate::kernel::windows::WindowProgram, window: Window, others: &[&Tensor]) -> Result<Tensor> {
+        let mut inputs = vec![self];
+        inputs.extend_from_slice(others);
+        Tensor::apply(&self.0.device, Op::Window { program, window }, &inputs)
+    }
     /// `out[.., j, ..] = self[.., idx[.., j, ..], ..]` along `axis` (indices stored as f32).
     pub fn gather(&self, axis: usize, idx: &Tensor) -> Result<Tensor> {
         self.op2(Op::Gather { axis }, idx)

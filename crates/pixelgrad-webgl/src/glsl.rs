@@ -55,6 +55,13 @@ impl Spelling for Glsl {
             s
         }
     }
+    fn to_float(&self, a: &str) -> String {
+        if self.0.int_ty == "float" {
+            a.to_string()
+        } else {
+            format!("float({a})")
+        }
+    }
     fn param(&self, _i: usize, name: &str) -> String {
         format!("u_{name}")
     }
@@ -107,20 +114,38 @@ impl Spelling for Glsl {
     }
 }
 
-/// Hand-written variants of a program for one case, kept where a measured speed needs them
-/// (GLSL ES 3.00 only; `CONFIG` 1 and up of the program; the numbers are in each file).
-pub const FAST_PATHS: &[(WindowProgram, &str, &str)] = &[
-    (WindowProgram::MaxPool, "max_pool_fast.glsl", include_str!("shaders/max_pool_fast.glsl")),
-    (WindowProgram::MaxPoolGrad, "max_pool_grad_fast.glsl", include_str!("shaders/max_pool_grad_fast.glsl")),
+/// A hand-written variant of a window program for one case, kept where a measured speed needs
+/// it (GLSL ES 3.00 only; the numbers are in each file).
+pub struct FastPath {
+    pub program: WindowProgram,
+    pub file: &'static str,
+    pub source: &'static str,
+    /// The `CONFIG`s the file implements: `1..=configs`.
+    pub configs: u32,
+}
+
+/// Every fast path. A program without one is only rendered.
+pub const FAST_PATHS: &[FastPath] = &[
+    FastPath {
+        program: WindowProgram::MaxPool,
+        file: "max_pool_fast.glsl",
+        source: include_str!("shaders/max_pool_fast.glsl"),
+        configs: 1,
+    },
+    FastPath {
+        program: WindowProgram::MaxPoolGrad,
+        file: "max_pool_grad_fast.glsl",
+        source: include_str!("shaders/max_pool_grad_fast.glsl"),
+        configs: 2,
+    },
 ];
 
 /// Number of configs of a window program in `version`: the rendered program (0) and its
 /// hand-written fast paths.
 pub fn configs(which: WindowProgram, version: GlslVersion) -> u32 {
-    match (which, version) {
-        (_, GlslVersion::Es100) => 1,
-        (WindowProgram::MaxPool, _) => 2,
-        (WindowProgram::MaxPoolGrad, _) => 3,
+    match version {
+        GlslVersion::Es100 => 1,
+        GlslVersion::Es300 => 1 + FAST_PATHS.iter().find(|f| f.program == which).map_or(0, |f| f.configs),
     }
 }
 
@@ -134,6 +159,6 @@ pub fn window_body(which: WindowProgram, version: GlslVersion, config: u32) -> O
     if version != GlslVersion::Es300 || config >= configs(which, version) {
         return None;
     }
-    let fast = FAST_PATHS.iter().find(|(w, _, _)| *w == which)?.2;
+    let fast = FAST_PATHS.iter().find(|f| f.program == which)?.source;
     Some(format!("{}{fast}", r.declarations))
 }

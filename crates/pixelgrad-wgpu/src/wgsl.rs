@@ -333,6 +333,9 @@ impl Spelling for WgslProgram {
             format!("{v}i")
         }
     }
+    fn to_float(&self, a: &str) -> String {
+        format!("f32({a})")
+    }
     fn param(&self, i: usize, _name: &str) -> String {
         format!("i32(pu({i}u))")
     }

@@ -1,5 +1,6 @@
 //! reduce, matmul, im2col, col2im, depthwise_conv, conv2d, max_pool (and its gradient).
 
+use pixelgrad_core::kernel::windows::WindowProgram;
 use pixelgrad_core::{Device, Op, ReduceOp, Tensor, Window};
 
 use crate::harness::{check_all_with, Case, Gen, Read};
@@ -478,6 +479,14 @@ pub async fn max_pool(dev: &Device, read: Read) -> Outcome {
                     .grad_tol(accumulate(fan)),
             );
         }
+        // The same pooling as the generic window op (Op::Window), its gradient the program
+        // WindowProgram::grad names.
+        cases.push(
+            Case::new("max_pool", format!("{name}_program"), move |_, x| x[0].window_program(WindowProgram::MaxPool, w, &[]))
+                .input(dims.clone(), Gen::Indices(3))
+                .tol(EXACT)
+                .grad_tol(accumulate(fan)),
+        );
     }
     check_all_with(dev, &cases, read).await
 }

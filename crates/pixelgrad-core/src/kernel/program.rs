@@ -69,6 +69,8 @@ pub enum Fx {
     Acc(u8),
     /// The tie count of a [`Acc::MaxTies`] accumulator, at least 1.
     Ties(u8),
+    /// An integer as a float (exact below 2^24).
+    Int(Ix),
     Bin(FxOp, Box<Fx>, Box<Fx>),
 }
 
@@ -185,6 +187,9 @@ impl Fx {
     }
     pub fn div(self, o: Fx) -> Fx {
         Fx::Bin(FxOp::Div, Box::new(self), Box::new(o))
+    }
+    pub fn int(i: Ix) -> Fx {
+        Fx::Int(i)
     }
     pub fn eq(self, o: Fx) -> Cond {
         Cond::FEq(self, o)

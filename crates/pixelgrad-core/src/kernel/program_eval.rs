@@ -1,25 +1,50 @@
 //! The CPU's dialect of [`super::program`]: a program evaluated element by element, in `f32`
-//! with the device's operations (what the GPU renderings compute), integers in `i64`.
+//! with the device's operations (what the GPU renderings compute) or in `f64` (the
+//! reference), integers in `i64`.
 
 use super::program::{Acc, Cond, Fx, FxOp, Ix, IxOp, Program, Stmt};
 use crate::{Error, Result};
 
-struct State<'a> {
+/// The float types a program evaluates in.
+pub trait Scalar: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> {
+    fn of_f32(v: f32) -> Self;
+    fn of_i64(v: i64) -> Self;
+}
+
+impl Scalar for f32 {
+    fn of_f32(v: f32) -> Self {
+        v
+    }
+    fn of_i64(v: i64) -> Self {
+        v as f32
+    }
+}
+
+impl Scalar for f64 {
+    fn of_f32(v: f32) -> Self {
+        v as f64
+    }
+    fn of_i64(v: i64) -> Self {
+        v as f64
+    }
+}
+
+struct State<'a, T> {
     program: &'a Program,
-    inputs: &'a [&'a [f32]],
+    inputs: &'a [&'a [T]],
     params: &'a [i64],
     elem: i64,
     ints: [i64; 256],
-    floats: [f32; 256],
+    floats: [T; 256],
     /// Per accumulator: value and tie count.
-    accs: Vec<(f32, f32)>,
+    accs: Vec<(T, T)>,
 }
 
 fn bad(program: &Program, what: String) -> Error {
     Error::invalid(format!("program {}", program.name), what)
 }
 
-impl State<'_> {
+impl<T: Scalar> State<'_, T> {
     fn ix(&self, e: &Ix) -> Result<i64> {
         Ok(match e {
             Ix::Lit(v) => *v as i64,
@@ -40,9 +65,9 @@ impl State<'_> {
         })
     }
 
-    fn fx(&self, e: &Fx) -> Result<f32> {
+    fn fx(&self, e: &Fx) -> Result<T> {
         Ok(match e {
-            Fx::Lit(bits) => f32::from_bits(*bits),
+            Fx::Lit(bits) => T::of_f32(f32::from_bits(*bits)),
             Fx::Load { input, at } => {
                 let data = self.inputs.get(*input as usize).ok_or_else(|| bad(self.program, format!("no input {input}")))?;
                 let i = self.ix(at)?;
@@ -53,7 +78,16 @@ impl State<'_> {
             }
             Fx::Var(v) => self.floats[*v as usize],
             Fx::Acc(a) => self.accs[*a as usize].0,
-            Fx::Ties(a) => self.accs[*a as usize].1.max(1.0),
+            Fx::Ties(a) => {
+                let t = self.accs[*a as usize].1;
+                let one = T::of_f32(1.0);
+                if t > one {
+                    t
+                } else {
+                    one
+                }
+            }
+            Fx::Int(i) => T::of_i64(self.ix(i)?),
             Fx::Bin(op, a, b) => {
                 let (a, b) = (self.fx(a)?, self.fx(b)?);
                 match op {
@@ -77,19 +111,20 @@ impl State<'_> {
                         self.run(body)?;
                     }
                 }
-                Stmt::Reset(a) => self.accs[*a as usize] = (0.0, 0.0),
+                Stmt::Reset(a) => self.accs[*a as usize] = (T::of_f32(0.0), T::of_f32(0.0)),
                 Stmt::Fold { acc, value } => {
                     let v = self.fx(value)?;
                     let kind = self.program.accs.get(*acc as usize).ok_or_else(|| bad(self.program, format!("no accumulator {acc}")))?;
+                    let (zero, one) = (T::of_f32(0.0), T::of_f32(1.0));
                     let (m, ties) = &mut self.accs[*acc as usize];
                     match kind {
-                        Acc::Sum => *m += v,
+                        Acc::Sum => *m = *m + v,
                         Acc::MaxTies => {
-                            if *ties == 0.0 || v > *m {
+                            if *ties == zero || v > *m {
                                 *m = v;
-                                *ties = 1.0;
+                                *ties = one;
                             } else if v == *m {
-                                *ties += 1.0;
+                                *ties = *ties + one;
                             }
                         }
                     }
@@ -107,7 +142,7 @@ impl State<'_> {
 
 /// Every element `0..n` of `program`'s output, for `inputs` (flat) and integer `params` (in
 /// [`Program::params`] order). A load outside its input is an error, not a panic.
-pub fn eval(program: &Program, inputs: &[&[f32]], params: &[i64], n: usize) -> Result<Vec<f32>> {
+pub fn eval<T: Scalar>(program: &Program, inputs: &[&[T]], params: &[i64], n: usize) -> Result<Vec<T>> {
     if params.len() != program.params.len() || inputs.len() != program.inputs.len() {
         return Err(bad(
             program,
@@ -120,11 +155,13 @@ pub fn eval(program: &Program, inputs: &[&[f32]], params: &[i64], n: usize) -> R
             ),
         ));
     }
-    let mut st = State { program, inputs, params, elem: 0, ints: [0; 256], floats: [0.0; 256], accs: vec![(0.0, 0.0); program.accs.len()] };
+    let zero = T::of_f32(0.0);
+    let mut st =
+        State { program, inputs, params, elem: 0, ints: [0; 256], floats: [zero; 256], accs: vec![(zero, zero); program.accs.len()] };
     (0..n)
         .map(|e| {
             st.elem = e as i64;
-            st.accs.iter_mut().for_each(|a| *a = (0.0, 0.0));
+            st.accs.iter_mut().for_each(|a| *a = (zero, zero));
             st.run(&program.body)?;
             st.fx(&program.out)
         })

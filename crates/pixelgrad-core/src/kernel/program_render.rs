@@ -21,6 +21,8 @@ pub trait Spelling {
     fn param(&self, i: usize, name: &str) -> String;
     /// Element `at` of input `i` named `name`.
     fn load(&self, i: usize, name: &str, at: &str) -> String;
+    /// Integer `a` as a float.
+    fn to_float(&self, a: &str) -> String;
     /// Integer division truncating towards zero.
     fn div(&self, a: &str, b: &str) -> String {
         format!("({a} / {b})")
@@ -90,6 +92,7 @@ impl R<'_> {
             Fx::Var(v) => format!("v{v}"),
             Fx::Acc(a) => format!("a{a}"),
             Fx::Ties(a) => format!("max(t{a}, 1.0)"),
+            Fx::Int(i) => self.s.to_float(&self.ix(i)),
             Fx::Bin(op, a, b) => {
                 let o = match op {
                     FxOp::Add => "+",

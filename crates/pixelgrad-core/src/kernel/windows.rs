@@ -43,6 +43,50 @@ impl WindowProgram {
             WindowProgram::MaxPoolGrad => max_pool_grad(),
         }
     }
+
+    /// What the program's output and inputs look like (see [`Form`]).
+    pub fn form(self) -> Form {
+        match self {
+            WindowProgram::MaxPool => Form::Pool,
+            WindowProgram::MaxPoolGrad => Form::PoolGrad,
+        }
+    }
+
+    /// The program computing this one's gradient (as a [`Form::PoolGrad`] of `x` and `dy`),
+    /// or `None` for one that is not differentiable (the gradients).
+    pub fn grad(self) -> Option<WindowProgram> {
+        match self {
+            WindowProgram::MaxPool => Some(WindowProgram::MaxPoolGrad),
+            WindowProgram::MaxPoolGrad => None,
+        }
+    }
+}
+
+/// The two shapes of window programs, which fix their inputs, output shape and work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Form {
+    /// One input `x [N, C, H, W]` → `[N, C, OH, OW]`, one window scan per output.
+    Pool,
+    /// Two inputs `x [N, C, H, W]` and `dy [N, C, OH, OW]` → `x`'s shape, a gather over the
+    /// windows covering each pixel (which may rescan each window's taps).
+    PoolGrad,
+}
+
+impl Form {
+    /// Number of inputs.
+    pub fn arity(self) -> usize {
+        match self {
+            Form::Pool => 1,
+            Form::PoolGrad => 2,
+        }
+    }
+}
+
+/// The values of [`WINDOW_PARAMS`] for images `h` x `w` under `win`, or `None` when the window
+/// does not fit.
+pub fn window_params(h: usize, w: usize, win: &crate::Window) -> Option<[usize; 10]> {
+    let (oh, ow) = win.out_hw(h, w)?;
+    Some([h, w, win.kh, win.kw, win.stride_h, win.stride_w, win.pad_h, win.pad_w, oh, ow])
 }
 
 fn p(name: &str) -> Ix {

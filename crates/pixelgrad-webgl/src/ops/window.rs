@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use pixelgrad_core::kernel::windows::WindowProgram;
+use pixelgrad_core::kernel::windows::{Form, WindowProgram};
 use pixelgrad_core::{Result, Shape, Window};
 
 use crate::context::Shared;
@@ -36,6 +36,48 @@ fn program_pass(which: WindowProgram, x: &GlTensor, w: Window, h: usize, wd: usi
         pass = pass.int(name, v);
     }
     pass
+}
+
+/// [`pixelgrad_core::Op::Window`]: any window program, rendered from its definition, one
+/// element per fragment; in the `webgl1` mode its loops' trip counts are checked against their
+/// constant bounds first (taps per axis, and for a gradient the covering windows per axis and
+/// the work per pixel, as [`max_pool_grad`]).
+pub(crate) fn window_program(
+    sh: &Rc<Shared>,
+    which: WindowProgram,
+    ts: &[&GlTensor],
+    s: &Shape,
+    w: Window,
+    out: &Shape,
+) -> Result<GlTensor> {
+    let op = which.name();
+    let (h, wd) = (s.0[2], s.0[3]);
+    let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err(op, "window does not fit"))?;
+    let (th, tw) = (taps(w.kh, h), taps(w.kw, wd));
+    super::gl1::loop_bound(
+        sh,
+        op,
+        "webgl1 window taps inside the image per axis (GLSL ES 1.00 constant bound)",
+        th.max(tw),
+        crate::gl1::MAX_WINDOW,
+    )?;
+    if which.form() == Form::PoolGrad {
+        let (cy, cx) = (covering(w.kh, w.stride_h, oh), covering(w.kw, w.stride_w, ow));
+        super::gl1::loop_bound(
+            sh,
+            op,
+            "webgl1 windows covering a pixel per axis (GLSL ES 1.00 constant bound)",
+            cy.max(cx),
+            crate::gl1::MAX_LOOP,
+        )?;
+        let work = [cy, cx, th, tw].iter().fold(1usize, |a, &v| a.saturating_mul(v));
+        super::gl1::loop_bound(sh, op, "webgl1 steps per pixel (covering windows x taps)", work, crate::gl1::MAX_WINDOW.pow(4))?;
+    }
+    let mut pass = program_pass(which, ts[0], w, h, wd, oh, ow);
+    for t in ts.iter().skip(1).take(1) {
+        pass = pass.input("u_b", t);
+    }
+    sh.run(pass, out.numel())
 }
 
 /// The uniform of each of `pixelgrad_core::kernel::windows::WINDOW_PARAMS`, in order (`u_NAME`,

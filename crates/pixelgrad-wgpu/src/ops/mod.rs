@@ -104,6 +104,10 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         }
         Op::MaxPool(w) => window::max_pool(gpu, w, input(0)?, shapes[0], out, &res)?,
         Op::MaxPoolGrad(w) => window::max_pool_grad(gpu, w, input(0)?, input(1)?, shapes[0], &res)?,
+        Op::Window { program, window: w } => {
+            let ins = (0..program.form().arity()).map(&input).collect::<Result<Vec<_>>>()?;
+            window::window_program(gpu, *program, w, &ins, shapes, out, &res)?
+        }
         Op::Gather { axis } => index::gather(gpu, *axis, input(0)?, input(1)?, shapes, out, &res)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(gpu, *axis, *size, input(0)?, input(1)?, shapes, &res)?,
         // Core shares storage for reshape and never sends it; the backend handles it before

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use pixelgrad_core::kernel::windows::{WindowProgram, WINDOW_PARAMS};
+use pixelgrad_core::kernel::windows::{window_params, WindowProgram, WINDOW_PARAMS};
 use pixelgrad_core::{Error, Result, Shape, Window};
 
 use super::{f, u};
@@ -158,9 +158,9 @@ fn run_program(
             requested: largest as u64,
         });
     }
-    let (oh, ow) = win.out_hw(h, w).ok_or_else(|| Error::invalid(op, "window does not fit"))?;
+    let params = window_params(h, w, win).ok_or_else(|| Error::invalid(op, "window does not fit"))?;
     let mut p = Vec::with_capacity(WINDOW_PARAMS.len() + 1);
-    for v in [h, w, win.kh, win.kw, win.stride_h, win.stride_w, win.pad_h, win.pad_w, oh, ow] {
+    for v in params {
         // Every parameter is an index or a size the program adds to indices: below 2^31 too.
         if v > limit {
             return Err(Error::Limit {
@@ -177,6 +177,21 @@ fn run_program(
     let grid = gpu.grid_1d(op, n.div_ceil(256) as u64)?;
     let buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buffer()).collect();
     gpu.launch(op, program_kernel(which), &[], &buffers, res.buffer(), &p, grid)
+}
+
+/// [`pixelgrad_core::Op::Window`]: any window program, one invocation per output element.
+pub(crate) fn window_program(
+    gpu: &Gpu,
+    which: WindowProgram,
+    win: &Window,
+    ins: &[&GpuTensor],
+    shapes: &[&Shape],
+    out: &Shape,
+    res: &GpuTensor,
+) -> Result<()> {
+    let d = shapes[0].dims();
+    let largest = shapes.iter().map(|s| s.numel()).chain([out.numel()]).max().unwrap_or(0);
+    run_program(gpu, which, win, d[2], d[3], ins, out.numel(), largest, res)
 }
 
 /// [`pixelgrad_core::Op::MaxPool`]: one window scan per output element.
