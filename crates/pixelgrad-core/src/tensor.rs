@@ -733,6 +733,12 @@ impl Tensor {
     pub fn max_pool_grad(&self, dy: &Tensor, window: Window) -> Result<Tensor> {
         self.op2(Op::MaxPoolGrad(window), dy)
     }
+    /// Average pooling of `self [N, C, H, W]` over `window` in one pass, taps in the padding
+    /// counting as 0 (the program [`crate::kernel::windows::WindowProgram::AvgPool`]; the
+    /// padding must be smaller than the window).
+    pub fn avg_pool(&self, window: Window) -> Result<Tensor> {
+        self.window_program(crate::kernel::windows::WindowProgram::AvgPool, window, &[])
+    }
     /// Window program `program` over `window` ([`Op::Window`]) of `self` and, for a gradient
     /// program, `others = [dy]`.
     pub fn window_program(&self, program: crate::kernel::windows::WindowProgram, window: Window, others: &[&Tensor]) -> Result<Tensor> {

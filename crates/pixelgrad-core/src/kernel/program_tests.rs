@@ -99,3 +99,41 @@ fn a_load_outside_the_input_is_an_error() {
     let e = eval(&WindowProgram::MaxPool.program(), &[&[1.0, 2.0, 3.0]], &params(4, 4, &win), 4);
     assert!(e.is_err());
 }
+
+#[test]
+fn avg_pool_programs_are_the_mean_and_its_gradient() {
+    for (planes, h, w, win) in cases() {
+        let x = input(planes * h * w);
+        let (oh, ow) = win.out_hw(h, w).unwrap();
+        let kk = (win.kh * win.kw) as f64;
+        let inside = |oy: usize, ox: usize, i: usize, j: usize| {
+            let (y, xx) = ((oy * win.stride_h + i) as i64 - win.pad_h as i64, (ox * win.stride_w + j) as i64 - win.pad_w as i64);
+            (y >= 0 && xx >= 0 && y < h as i64 && xx < w as i64).then(|| y as usize * w + xx as usize)
+        };
+        let xs: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let got = eval(&WindowProgram::AvgPool.program(), &[&xs], &params(h, w, &win), planes * oh * ow).unwrap();
+        let dy: Vec<f64> = (0..planes * oh * ow).map(|i| 1.0 + i as f64 * 0.25).collect();
+        let dx = eval(&WindowProgram::AvgPoolGrad.program(), &[&xs, &dy], &params(h, w, &win), planes * h * w).unwrap();
+        let mut want_dx = vec![0.0f64; planes * h * w];
+        for p in 0..planes {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut sum = 0.0;
+                    for i in 0..win.kh {
+                        for j in 0..win.kw {
+                            if let Some(e) = inside(oy, ox, i, j) {
+                                sum += xs[p * h * w + e];
+                                want_dx[p * h * w + e] += dy[(p * oh + oy) * ow + ox] / kk;
+                            }
+                        }
+                    }
+                    let o = (p * oh + oy) * ow + ox;
+                    assert!((got[o] - sum / kk).abs() < 1e-12, "{win:?} at {o}: {} vs {}", got[o], sum / kk);
+                }
+            }
+        }
+        for (g, w) in dx.iter().zip(&want_dx) {
+            assert!((g - w).abs() < 1e-12, "{win:?}: {dx:?} vs {want_dx:?}");
+        }
+    }
+}

@@ -19,16 +19,25 @@ pub enum WindowProgram {
     /// [`crate::Op::MaxPoolGrad`]: inputs `x` and `b` (`dy`), a gather over the windows
     /// covering each pixel.
     MaxPoolGrad,
+    /// Average pooling: the mean of the window's `kh * kw` taps, those in the padding counting
+    /// as 0 (as `composite::avg_pool2d`, im2col then the mean), in one pass.
+    AvgPool,
+    /// The gradient of [`WindowProgram::AvgPool`]: every window covering a pixel passes it
+    /// `dy / (kh * kw)` (`x` gives only the shape).
+    AvgPoolGrad,
 }
 
 impl WindowProgram {
-    pub const ALL: [WindowProgram; 2] = [WindowProgram::MaxPool, WindowProgram::MaxPoolGrad];
+    pub const ALL: [WindowProgram; 4] =
+        [WindowProgram::MaxPool, WindowProgram::MaxPoolGrad, WindowProgram::AvgPool, WindowProgram::AvgPoolGrad];
 
     /// The program's (and its GPU programs') name.
     pub fn name(self) -> &'static str {
         match self {
             WindowProgram::MaxPool => "max_pool",
             WindowProgram::MaxPoolGrad => "max_pool_grad",
+            WindowProgram::AvgPool => "avg_pool",
+            WindowProgram::AvgPoolGrad => "avg_pool_grad",
         }
     }
 
@@ -41,14 +50,16 @@ impl WindowProgram {
         match self {
             WindowProgram::MaxPool => max_pool(),
             WindowProgram::MaxPoolGrad => max_pool_grad(),
+            WindowProgram::AvgPool => avg_pool(),
+            WindowProgram::AvgPoolGrad => avg_pool_grad(),
         }
     }
 
     /// What the program's output and inputs look like (see [`Form`]).
     pub fn form(self) -> Form {
         match self {
-            WindowProgram::MaxPool => Form::Pool,
-            WindowProgram::MaxPoolGrad => Form::PoolGrad,
+            WindowProgram::MaxPool | WindowProgram::AvgPool => Form::Pool,
+            WindowProgram::MaxPoolGrad | WindowProgram::AvgPoolGrad => Form::PoolGrad,
         }
     }
 
@@ -57,7 +68,8 @@ impl WindowProgram {
     pub fn grad(self) -> Option<WindowProgram> {
         match self {
             WindowProgram::MaxPool => Some(WindowProgram::MaxPoolGrad),
-            WindowProgram::MaxPoolGrad => None,
+            WindowProgram::AvgPool => Some(WindowProgram::AvgPoolGrad),
+            WindowProgram::MaxPoolGrad | WindowProgram::AvgPoolGrad => None,
         }
     }
 }
@@ -187,4 +199,53 @@ fn max_pool_grad() -> Program {
         body,
         out: Fx::Acc(0),
     }
+}
+
+/// `out[plane, oy, ox]` = the sum of the window's taps inside the image over `kh * kw`.
+fn avg_pool() -> Program {
+    // 0 plane, 1 p, 2 oy, 3 ox, 4 base, 5.. the window.
+    let ohw = p("oh").mul(p("ow"));
+    let mut body = vec![
+        Stmt::Let(0, Ix::Elem.div(ohw.clone())),
+        Stmt::Let(1, Ix::Elem.sub(v(0).mul(ohw))),
+        Stmt::Let(2, v(1).div(p("ow"))),
+        Stmt::Let(3, v(1).sub(v(2).mul(p("ow")))),
+        Stmt::Let(4, v(0).mul(p("h")).mul(p("w"))),
+    ];
+    body.extend(window_taps(5, v(4), v(2), v(3), 0));
+    let out = Fx::Acc(0).div(Fx::int(p("kh").mul(p("kw"))));
+    Program { name: "avg_pool", inputs: vec!["x"], params: WINDOW_PARAMS.to_vec(), accs: vec![Acc::Sum], body, out }
+}
+
+/// `dx[plane, y, x]`: the sum, over the windows covering the pixel in ascending `(oy, ox)`
+/// order, of `dy / (kh * kw)`.
+fn avg_pool_grad() -> Program {
+    // 0 plane, 1 q, 2 y, 3 ty, 4 tx, 5 kk, 6 oy, 7 ox.
+    let hw = p("h").mul(p("w"));
+    let first = |t: Ix, k: &str, s: &str| ceil_div(t.add(lit(1)).sub(p(k)).max(lit(0)), p(s));
+    let last = |t: Ix, s: &str, o: &str| t.div(p(s)).add(lit(1)).min(p(o));
+    let dy = Fx::load(1, v(0).mul(p("oh")).add(v(6)).mul(p("ow")).add(v(7)));
+    let body = vec![
+        Stmt::Let(0, Ix::Elem.div(hw.clone())),
+        Stmt::Let(1, Ix::Elem.sub(v(0).mul(hw))),
+        Stmt::Let(2, v(1).div(p("w"))),
+        Stmt::Let(3, v(2).add(p("ph"))),
+        Stmt::Let(4, v(1).sub(v(2).mul(p("w"))).add(p("pw"))),
+        Stmt::LetF(5, Fx::int(p("kh").mul(p("kw")))),
+        Stmt::Reset(0),
+        Stmt::For {
+            var: 6,
+            lo: first(v(3), "kh", "sh"),
+            hi: last(v(3), "sh", "oh"),
+            bound: Bound::Loop,
+            body: vec![Stmt::For {
+                var: 7,
+                lo: first(v(4), "kw", "sw"),
+                hi: last(v(4), "sw", "ow"),
+                bound: Bound::Loop,
+                body: vec![Stmt::Fold { acc: 0, value: dy.div(Fx::Var(5)) }],
+            }],
+        },
+    ];
+    Program { name: "avg_pool_grad", inputs: vec!["x", "b"], params: WINDOW_PARAMS.to_vec(), accs: vec![Acc::Sum], body, out: Fx::Acc(0) }
 }
