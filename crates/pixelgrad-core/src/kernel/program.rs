@@ -158,18 +158,6 @@ impl Ix {
     fn bin(op: IxOp, a: Ix, b: Ix) -> Ix {
         Ix::Bin(op, Box::new(a), Box::new(b))
     }
-    pub fn add(self, o: Ix) -> Ix {
-        Ix::bin(IxOp::Add, self, o)
-    }
-    pub fn sub(self, o: Ix) -> Ix {
-        Ix::bin(IxOp::Sub, self, o)
-    }
-    pub fn mul(self, o: Ix) -> Ix {
-        Ix::bin(IxOp::Mul, self, o)
-    }
-    pub fn div(self, o: Ix) -> Ix {
-        Ix::bin(IxOp::Div, self, o)
-    }
     pub fn min(self, o: Ix) -> Ix {
         Ix::bin(IxOp::Min, self, o)
     }
@@ -185,13 +173,29 @@ impl Fx {
     pub fn load(input: u8, at: Ix) -> Fx {
         Fx::Load { input, at }
     }
-    pub fn div(self, o: Fx) -> Fx {
-        Fx::Bin(FxOp::Div, Box::new(self), Box::new(o))
-    }
     pub fn int(i: Ix) -> Fx {
         Fx::Int(i)
     }
     pub fn eq(self, o: Fx) -> Cond {
         Cond::FEq(self, o)
+    }
+}
+
+macro_rules! ix_op {
+    ($($trait:ident $method:ident $op:ident),*) => {$(
+        impl std::ops::$trait for Ix {
+            type Output = Ix;
+            fn $method(self, o: Ix) -> Ix {
+                Ix::bin(IxOp::$op, self, o)
+            }
+        }
+    )*};
+}
+ix_op!(Add add Add, Sub sub Sub, Mul mul Mul, Div div Div);
+
+impl std::ops::Div for Fx {
+    type Output = Fx;
+    fn div(self, o: Fx) -> Fx {
+        Fx::Bin(FxOp::Div, Box::new(self), Box::new(o))
     }
 }

@@ -6,6 +6,8 @@
 //! (stride), `ph, pw` (padding), `oh, ow` (output image). Tensors are NCHW; the element index
 //! runs over `N * C` planes.
 
+use std::ops::{Add, Div, Mul, Sub};
+
 use super::program::{Acc, Bound, Fx, Ix, Program, Stmt, Var};
 
 /// The geometry parameters, in [`Ix::Param`] order.
