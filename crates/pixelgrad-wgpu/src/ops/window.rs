@@ -173,6 +173,21 @@ fn run_program(
         }
         p.push(v as u32);
     }
+    // The programs divide through f32 (`pg_idiv` in wgsl.rs), exact while every quotient
+    // (image planes, rows and columns of the padded image) stays below 2^23.
+    let small = 1usize << 23;
+    let planes = largest / (h * w).min(params[8] * params[9]).max(1);
+    let padded = h.saturating_add(win.pad_h.saturating_mul(2)).max(w.saturating_add(win.pad_w.saturating_mul(2)));
+    if planes >= small || padded >= small {
+        let requested = planes.max(padded) as u64;
+        return Err(Error::Limit {
+            op,
+            backend: BACKEND.into(),
+            limit_name: "image planes and padded image side (2^23)",
+            limit: small as u64,
+            requested,
+        });
+    }
     p.push(n as u32);
     let grid = gpu.grid_1d(op, n.div_ceil(256) as u64)?;
     let buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buffer()).collect();
