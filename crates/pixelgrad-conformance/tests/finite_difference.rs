@@ -251,6 +251,10 @@ fn conv_and_pools() {
     fd("max_pool2d_k3s2p1", |x| max_pool2d(&x[0], 3, 2, 1), &[(&[1, 2, 5, 5], sym())]);
     fd("avg_pool2d_k2s2", |x| avg_pool2d(&x[0], 2, 2, 0), &[(&[1, 2, 4, 6], sym())]);
     fd("avg_pool2d_k3s1p1", |x| avg_pool2d(&x[0], 3, 1, 1), &[(&[1, 1, 4, 4], sym())]);
+    // The one-pass primitive (a window program) and its gradient program.
+    fd("avg_pool_k3s1p1", |x| x[0].avg_pool(Window::square(3, 1, 1)), &[(&[1, 1, 4, 4], sym())]);
+    let odd = Window { kh: 3, kw: 2, stride_h: 2, stride_w: 1, pad_h: 1, pad_w: 1 };
+    fd("avg_pool_k3x2_s2x1_p1", move |x| x[0].avg_pool(odd), &[(&[1, 2, 5, 4], sym())]);
 }
 
 #[test]

@@ -257,6 +257,11 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
         Op::Col2Im { window, .. } => one(g.im2col(*window)?),
         Op::MaxPool(w) => one(x[0].max_pool_grad(g, *w)?),
         Op::MaxPoolGrad(_) => Err(Error::Autodiff("max_pool_grad is not differentiable (train through max_pool2d once)".into())),
+        // Every window program names the program of its gradient (`WindowProgram::grad`).
+        Op::Window { program, window } => match program.grad() {
+            Some(grad) => one(Tensor::apply(x[0].device(), Op::Window { program: grad, window: *window }, &[&x[0], g])?),
+            None => Err(Error::Autodiff(format!("{} is not differentiable", program.name()))),
+        },
         Op::Conv2d(win) => {
             let (a, k) = (&x[0], &x[1]);
             let (d, kd) = (a.dims(), k.dims());

@@ -255,7 +255,11 @@ pub fn op_work(op: &Op, inputs: &[&Shape], out: &Shape) -> u64 {
             let x = dims(0);
             mul(out_n, taps(w, x[2], x[3]))
         }
-        Op::MaxPoolGrad(w) => {
+        Op::Window { program, window: w } if program.form() == crate::kernel::windows::Form::Pool => {
+            let x = dims(0);
+            mul(out_n, taps(w, x[2], x[3]))
+        }
+        Op::MaxPoolGrad(w) | Op::Window { window: w, .. } => {
             // each pixel visits the windows that cover it, at most ceil(k / stride) per axis and
             // no more than there are (a 2^15 window at stride 1 on a 2-row image covers each
             // pixel 2^15 times), and recomputes their maxima

@@ -180,6 +180,12 @@ pub enum Op {
     /// pixel sums what the windows covering it pass it. Recomputes the maxima from `x`. Not
     /// differentiable.
     MaxPoolGrad(Window),
+    /// A window program defined once in [`crate::kernel::windows`] (indexed loads, bounded
+    /// loops, accumulators), which every backend runs from that definition: its
+    /// [`crate::kernel::windows::Form`] fixes the inputs and the output shape (`[N, C, H, W]`
+    /// → `[N, C, OH, OW]`, or the gradient `(x, dy)` → `x`'s shape), its `grad` the gradient.
+    /// The padding must be smaller than the window on both axes.
+    Window { program: crate::kernel::windows::WindowProgram, window: Window },
     /// Two inputs `(x, idx)` of equal rank, equal sizes except on `axis`:
     /// `out[.., j, ..] = x[.., idx[.., j, ..], ..]`. Output has `idx`'s shape.
     Gather { axis: usize },
@@ -248,7 +254,7 @@ impl Op {
 
     /// The name of every primitive, in [`Op::index`] order (the conformance suite checks that
     /// every one of them is exercised).
-    pub const NAMES: [&'static str; 25] = [
+    pub const NAMES: [&'static str; 26] = [
         "fill",
         "random",
         "unary",
@@ -274,6 +280,7 @@ impl Op {
         "max_pool_grad",
         "conv2d",
         "narrow8",
+        "window",
     ];
 
     /// Position of this primitive in [`Op::NAMES`]. Exhaustive: a new primitive must be
@@ -305,6 +312,7 @@ impl Op {
             Op::MaxPoolGrad(_) => 22,
             Op::Conv2d(_) => 23,
             Op::Narrow8 { .. } => 24,
+            Op::Window { .. } => 25,
         }
     }
 
@@ -334,6 +342,7 @@ impl Op {
             | Op::Conv2d(_)
             | Op::MaxPoolGrad(_) => Some(2),
             Op::Where => Some(3),
+            Op::Window { program, .. } => Some(program.form().arity()),
             Op::Concat { .. } => None,
         }
     }
@@ -484,7 +493,7 @@ impl Op {
                 let (oh, ow) = w.out_hw(x[2], x[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
                 Ok(Shape(vec![x[0], k[0], oh, ow]))
             }
-            Op::MaxPool(w) | Op::MaxPoolGrad(w) => {
+            Op::MaxPool(w) | Op::MaxPoolGrad(w) | Op::Window { window: w, .. } => {
                 rank_is(4)?;
                 if w.pad_h >= w.kh || w.pad_w >= w.kw {
                     return Err(err(format!("padding {}x{} must be smaller than the {}x{} window", w.pad_h, w.pad_w, w.kh, w.kw)));
@@ -492,8 +501,12 @@ impl Op {
                 let d = &inputs[0].0;
                 let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
                 let pooled = Shape(vec![d[0], d[1], oh, ow]);
+                let pool = match self {
+                    Op::Window { program, .. } => program.form() == crate::kernel::windows::Form::Pool,
+                    op => matches!(op, Op::MaxPool(_)),
+                };
                 match self {
-                    Op::MaxPool(_) => Ok(pooled),
+                    _ if pool => Ok(pooled),
                     _ if inputs[1] != &pooled => Err(err(format!("the gradient must be {pooled} (the pooled shape)"))),
                     _ => Ok(inputs[0].clone()),
                 }
@@ -651,6 +664,7 @@ mod tests {
             Op::MaxPoolGrad(w),
             Op::Conv2d(w),
             Op::Narrow8 { signed: false },
+            Op::Window { program: crate::kernel::windows::WindowProgram::MaxPool, window: w },
         ];
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {

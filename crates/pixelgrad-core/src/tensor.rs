@@ -733,6 +733,19 @@ impl Tensor {
     pub fn max_pool_grad(&self, dy: &Tensor, window: Window) -> Result<Tensor> {
         self.op2(Op::MaxPoolGrad(window), dy)
     }
+    /// Average pooling of `self [N, C, H, W]` over `window` in one pass, taps in the padding
+    /// counting as 0 (the program [`crate::kernel::windows::WindowProgram::AvgPool`]; the
+    /// padding must be smaller than the window).
+    pub fn avg_pool(&self, window: Window) -> Result<Tensor> {
+        self.window_program(crate::kernel::windows::WindowProgram::AvgPool, window, &[])
+    }
+    /// Window program `program` over `window` ([`Op::Window`]) of `self` and, for a gradient
+    /// program, `others = [dy]`.
+    pub fn window_program(&self, program: crate::kernel::windows::WindowProgram, window: Window, others: &[&Tensor]) -> Result<Tensor> {
+        let mut inputs = vec![self];
+        inputs.extend_from_slice(others);
+        Tensor::apply(&self.0.device, Op::Window { program, window }, &inputs)
+    }
     /// `out[.., j, ..] = self[.., idx[.., j, ..], ..]` along `axis` (indices stored as f32).
     pub fn gather(&self, axis: usize, idx: &Tensor) -> Result<Tensor> {
         self.op2(Op::Gather { axis }, idx)

@@ -11,7 +11,7 @@ use pixelgrad_core::kernel::eval::Scratch;
 
 /// A floating-point element. Kernels are written once against this trait; the fast backend
 /// instantiates them with `f32`, the reference backend with `f64`.
-pub trait Element: Float + Debug + Default + AddAssign {
+pub trait Element: Float + Debug + Default + AddAssign + pixelgrad_core::kernel::program_eval::Scalar {
     /// Whether kernels on this type may use threads (and the optimised GEMM). The f64
     /// reference stays single-threaded plain loops so it is easy to trust.
     const FAST: bool;

@@ -2,6 +2,7 @@
 //! The match is exhaustive on purpose: a new primitive fails to compile here.
 
 use pixelgrad_core::kernel::defs::where_launch;
+use pixelgrad_core::kernel::windows::window_params;
 use pixelgrad_core::{check_execute, Error, Op, Result, Shape};
 
 use crate::element::Element;
@@ -47,6 +48,13 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
                 Op::MaxPool(_) => window::max_pool(x[0], d, w, oh, ow),
                 _ => window::max_pool_grad(x[0], d, x[1], w, oh, ow),
             }
+        }
+        // Window programs without a kernel of their own here: evaluated from their definition.
+        Op::Window { program, window: w } => {
+            let d = &shapes[0].0;
+            let p = window_params(d[2], d[3], w).ok_or_else(|| Error::backend(program.name(), backend, "window does not fit"))?;
+            let p: Vec<i64> = p.iter().map(|&v| v as i64).collect();
+            pixelgrad_core::kernel::program_eval::eval(&program.program(), x, &p, out.numel())?
         }
         Op::Gather { axis } => index::gather(backend, x[0], &shapes[0].0, x[1], &shapes[1].0, *axis)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(backend, x[0], &shapes[0].0, x[1], *axis, *size)?,

@@ -7,6 +7,9 @@
 use pixelgrad_core::kernel::ir::{DType, Kernel};
 use pixelgrad_core::kernel::lower::{Prim1, Prim2};
 use pixelgrad_core::kernel::render::{render_function, Dialect};
+use pixelgrad_core::kernel::windows::WindowProgram;
+
+use crate::glsl::GlslVersion;
 
 /// Highest tensor rank the index helpers handle (shape uniforms are arrays of this length):
 /// the engine-wide limit.
@@ -21,7 +24,9 @@ const HEADER: &str = include_str!("shaders/header.glsl");
 const MAIN_ELEMENTWISE: &str = include_str!("shaders/main_elementwise.glsl");
 const VERTEX: &str = include_str!("shaders/fullscreen.vert");
 
-/// Every fragment program body, by name (the names are also cache keys and pass-log labels).
+/// Every hand-written fragment program body, by name (the names are also cache keys and
+/// pass-log labels). The window programs ([`WindowProgram`]) are rendered instead
+/// ([`crate::glsl`]).
 pub const BODIES: &[(&str, &str)] = &[
     ("fill", include_str!("shaders/fill.glsl")),
     ("random", include_str!("shaders/random.glsl")),
@@ -34,8 +39,6 @@ pub const BODIES: &[(&str, &str)] = &[
     ("im2col", include_str!("shaders/im2col.glsl")),
     ("col2im", include_str!("shaders/col2im.glsl")),
     ("depthwise_conv", include_str!("shaders/depthwise_conv.glsl")),
-    ("max_pool", concat!(include_str!("shaders/window_max.glsl"), include_str!("shaders/max_pool.glsl"))),
-    ("max_pool_grad", concat!(include_str!("shaders/window_max.glsl"), include_str!("shaders/max_pool_grad.glsl"))),
     ("gather", include_str!("shaders/gather.glsl")),
     ("scatter_add", include_str!("shaders/scatter_add.glsl")),
     ("view", include_str!("shaders/view.glsl")),
@@ -169,6 +172,10 @@ impl ProgramSpec {
 /// The full fragment source of a program with a `shaders/*.glsl` body, or `None` for an
 /// unknown body name ([`MAP`] programs come from [`map_source`]).
 pub fn fragment_source(spec: &ProgramSpec) -> Option<String> {
+    if let Some(w) = WindowProgram::by_name(spec.name) {
+        let body = crate::glsl::window_body(w, GlslVersion::Es300, spec.config)?;
+        return Some(format!("{}{body}{MAIN_ELEMENTWISE}", preamble(spec.config, OutKind::Float)));
+    }
     let body = BODIES.iter().find(|(n, _)| *n == spec.name)?.1;
     let mut s = preamble(spec.config, spec.out_kind());
     if spec.name == "random" {
@@ -725,7 +732,7 @@ fn configs(name: &str) -> u32 {
         "matmul_i8" => 4,
         "matmul_block_pack" | "matmul_unblock" => 2,
         "matmul_block" => 3,
-        "max_pool_grad" | "col2im" => 2,
+        "col2im" => 2,
         _ => 1,
     }
 }
@@ -733,7 +740,10 @@ fn configs(name: &str) -> u32 {
 /// Every program with a `shaders/*.glsl` body the backend can ask for (for warm-up and for
 /// validating shader sources; elementwise programs are enumerated from the kernel table).
 pub fn all_specs() -> Vec<ProgramSpec> {
-    BODIES.iter().flat_map(|(name, _)| (0..configs(name)).map(move |c| ProgramSpec::new(name, c))).collect()
+    let windows = WindowProgram::ALL
+        .into_iter()
+        .flat_map(|w| (0..crate::glsl::configs(w, GlslVersion::Es300)).map(move |c| ProgramSpec::new(w.name(), c)));
+    BODIES.iter().flat_map(|(name, _)| (0..configs(name)).map(move |c| ProgramSpec::new(name, c))).chain(windows).collect()
 }
 
 /// The fragment source of every elementwise definition in each form (same shapes with no

@@ -24,8 +24,10 @@
 use pixelgrad_core::kernel::ir::{DType, Kernel};
 use pixelgrad_core::kernel::lower::{Prim1, Prim2};
 use pixelgrad_core::kernel::render::{render_function, Dialect};
+use pixelgrad_core::kernel::windows::WindowProgram;
 
 use crate::dialect::{Entry, ProgramSpec, MAP_INPUTS, MAP_MAX_INPUTS, MAP_MAX_PARAMS, MAP_PARAMS, MAP_STRIDES, MAX_RANK};
+use crate::glsl::GlslVersion;
 
 /// Most elements of one tensor: keeps every index arithmetic value a whole number below 2^24
 /// (see the module docs and `pg_divmod` in shaders/gl1/header.glsl).
@@ -44,7 +46,8 @@ const HEADER: &str = include_str!("shaders/gl1/header.glsl");
 const MAIN_ELEMENTWISE: &str = include_str!("shaders/gl1/main_elementwise.glsl");
 const VERTEX: &str = include_str!("shaders/gl1/fullscreen.vert");
 
-/// The GLSL ES 1.00 bodies, by the same names as [`crate::dialect::BODIES`]. Programs not
+/// The hand-written GLSL ES 1.00 bodies, by the same names as [`crate::dialect::BODIES`]
+/// (the window programs are rendered, [`crate::glsl`]). Programs not
 /// listed (the repacking and 4-target matmul passes, the heatmap, pixel import) do not exist
 /// in this mode; asking for one is an error naming WebGL1.
 pub const BODIES: &[(&str, &str)] = &[
@@ -54,8 +57,6 @@ pub const BODIES: &[(&str, &str)] = &[
     ("im2col", include_str!("shaders/gl1/im2col.glsl")),
     ("col2im", include_str!("shaders/gl1/col2im.glsl")),
     ("depthwise_conv", include_str!("shaders/gl1/depthwise_conv.glsl")),
-    ("max_pool", concat!(include_str!("shaders/gl1/window_max.glsl"), include_str!("shaders/gl1/max_pool.glsl"))),
-    ("max_pool_grad", concat!(include_str!("shaders/gl1/window_max.glsl"), include_str!("shaders/gl1/max_pool_grad.glsl"))),
     ("gather", include_str!("shaders/gl1/gather.glsl")),
     ("scatter_add", include_str!("shaders/gl1/scatter_add.glsl")),
     ("view", include_str!("shaders/gl1/view.glsl")),
@@ -109,6 +110,10 @@ fn preamble(config: u32) -> String {
 /// The full fragment source of a program with a `shaders/gl1/*.glsl` body, or `None` when this
 /// mode has no such program.
 pub fn fragment_source(spec: &ProgramSpec) -> Option<String> {
+    if let Some(w) = WindowProgram::by_name(spec.name) {
+        let body = crate::glsl::window_body(w, GlslVersion::Es100, spec.config)?;
+        return Some(format!("{}{body}{MAIN_ELEMENTWISE}", preamble(spec.config)));
+    }
     let body = BODIES.iter().find(|(n, _)| *n == spec.name)?.1;
     if spec.entry() != Entry::Elementwise && spec.name != "matmul" {
         return None;
@@ -259,7 +264,12 @@ impl Dialect for Glsl100 {
 
 /// Every program with a `shaders/gl1/*.glsl` body in every config (for warm-up).
 pub fn all_specs() -> Vec<ProgramSpec> {
-    BODIES.iter().flat_map(|(name, _)| (0..if *name == "reduce" { 4 } else { 1 }).map(move |c| ProgramSpec::new(name, c))).collect()
+    let windows = WindowProgram::ALL.into_iter().map(|w| ProgramSpec::new(w.name(), 0));
+    BODIES
+        .iter()
+        .flat_map(|(name, _)| (0..if *name == "reduce" { 4 } else { 1 }).map(move |c| ProgramSpec::new(name, c)))
+        .chain(windows)
+        .collect()
 }
 
 /// Every GLSL ES 1.00 program source, labelled (for offline validation): each body in each

@@ -121,6 +121,7 @@ pub mod dialect;
 mod egl;
 mod fusion;
 pub mod gl1;
+pub mod glsl;
 mod group;
 mod heatmap;
 mod image;

@@ -66,15 +66,9 @@ fn every_gl1_file_is_a_registered_body() {
         }
         let stem = file.trim_end_matches(".glsl");
         let text = std::fs::read_to_string(&path).unwrap();
-        // A snippet shared by several bodies (put before their own text) is no body itself.
-        if stem == "window_max" {
-            assert!(pixelgrad_webgl::gl1::BODIES.iter().any(|(_, src)| src.starts_with(&text)), "{file} is used by no body");
-            continue;
-        }
         let body = pixelgrad_webgl::gl1::BODIES.iter().find(|(n, _)| *n == stem);
         let body = body.unwrap_or_else(|| panic!("{file} is not registered in gl1::BODIES"));
-        let snippet = std::fs::read_to_string(dir.join("window_max.glsl")).unwrap();
-        assert_eq!(body.1.strip_prefix(snippet.as_str()).unwrap_or(body.1), text, "{file}: registered source differs");
+        assert_eq!(body.1, text, "{file}: registered source differs");
         bodies += 1;
     }
     assert_eq!(bodies, pixelgrad_webgl::gl1::BODIES.len());

@@ -50,19 +50,9 @@ fn every_wgsl_file_is_a_kernel() {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        // A snippet shared by several kernels (put before their own text) is no kernel itself.
-        if stem == SNIPPETS[0] {
-            assert!(all_kernels().iter().any(|k| k.source.starts_with(&text)), "snippet {} is used by no kernel", path.display());
-            continue;
-        }
         assert!(names.contains(&stem.as_str()), "{} is not registered in ops::all_kernels", path.display());
-        // The registered source is this file's text, after any shared snippet.
+        // The registered source is this file's text.
         let k = all_kernels().into_iter().find(|k| k.name == stem).unwrap();
-        let snippet = std::fs::read_to_string(dir.join(format!("{}.wgsl", SNIPPETS[0]))).unwrap();
-        let rest = k.source.strip_prefix(snippet.as_str()).unwrap_or(&k.source);
-        assert_eq!(rest, text);
+        assert_eq!(k.source, text);
     }
 }
-
-/// The kernel source shared by several kernels (`concat!`ed before their own files).
-const SNIPPETS: [&str; 1] = ["window_max"];

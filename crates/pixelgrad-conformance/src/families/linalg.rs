@@ -1,5 +1,6 @@
 //! reduce, matmul, im2col, col2im, depthwise_conv, conv2d, max_pool (and its gradient).
 
+use pixelgrad_core::kernel::windows::WindowProgram;
 use pixelgrad_core::{Device, Op, ReduceOp, Tensor, Window};
 
 use crate::harness::{check_all_with, Case, Gen, Read};
@@ -453,7 +454,8 @@ pub async fn conv(dev: &Device, read: Read) -> Outcome {
 /// Max pooling on the im2col windows whose padding is smaller than the window (plus 2x2
 /// stride 2, a 3x3 stride 1 with overlapping windows, and a window as large as the image),
 /// once on random values and once on whole numbers in 0..3, so that most windows hold ties and
-/// the gradient splits between them. The gradient is `max_pool_grad`.
+/// the gradient splits between them. The gradient is `max_pool_grad`. Also max pooling as the
+/// generic `Op::Window`, and average pooling (`Tensor::avg_pool`, a window program), with gradients.
 pub async fn max_pool(dev: &Device, read: Read) -> Outcome {
     let mut ws: Vec<_> = windows().into_iter().filter(|(_, _, w)| w.pad_h < w.kh && w.pad_w < w.kw).collect();
     ws.push(("k2s2", vec![2, 3, 8, 6], Window::square(2, 2, 0)));
@@ -478,6 +480,28 @@ pub async fn max_pool(dev: &Device, read: Read) -> Outcome {
                     .grad_tol(accumulate(fan)),
             );
         }
+        // The same pooling as the generic window op (Op::Window), its gradient the program
+        // WindowProgram::grad names.
+        cases.push(
+            Case::new("max_pool", format!("{name}_program"), move |_, x| x[0].window_program(WindowProgram::MaxPool, w, &[]))
+                .input(dims.clone(), Gen::Indices(3))
+                .tol(EXACT)
+                .grad_tol(accumulate(fan)),
+        );
+    }
+    // Average pooling, one pass (Op::Window, WindowProgram::AvgPool), and its gradient.
+    for (name, dims, w) in [
+        ("avg_k2s2", vec![2, 3, 8, 6], Window::square(2, 2, 0)),
+        ("avg_k3s1p1", vec![1, 2, 6, 7], Window::square(3, 1, 1)),
+        ("avg_k3s2p1_odd", vec![2, 2, 7, 5], Window { kh: 3, kw: 2, stride_h: 2, stride_w: 1, pad_h: 1, pad_w: 1 }),
+    ] {
+        let fan = w.kh.div_ceil(w.stride_h) * w.kw.div_ceil(w.stride_w);
+        cases.push(
+            Case::new("max_pool", name, move |_, x| x[0].avg_pool(w))
+                .input(dims, Gen::Uniform(-1.0, 1.0))
+                .tol(accumulate(w.kh * w.kw))
+                .grad_tol(accumulate(fan)),
+        );
     }
     check_all_with(dev, &cases, read).await
 }

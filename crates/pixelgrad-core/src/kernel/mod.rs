@@ -13,6 +13,10 @@
 //! - chains of elementwise ops [`fuse`] into one kernel on the GPU backends: an op's result
 //!   stays pending until something needs it, and the next elementwise op composes with it.
 //!
+//! Kernels that read at computed positions (the window family) are [`program`]s: indexed
+//! loads, bounded loops and accumulators, defined once in [`windows`], evaluated on the CPU
+//! ([`program_eval`]) and rendered per shading language ([`program_render`]).
+//!
 //! ```
 //! use pixelgrad_core::kernel::{eval, ir::{Builder, DType}};
 //!
@@ -31,12 +35,18 @@ pub mod eval;
 pub mod fuse;
 pub mod ir;
 pub mod lower;
+pub mod program;
+pub mod program_eval;
+pub mod program_render;
 pub mod render;
 mod schedule;
+pub mod windows;
 
 pub use defs::Launch;
 pub use ir::{Builder, DType, Kernel};
 pub use lower::lower;
 
+#[cfg(test)]
+mod program_tests;
 #[cfg(test)]
 mod tests;

@@ -74,6 +74,7 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         }
         Op::MaxPool(w) => window::max_pool(sh, ts[0], shapes[0], *w, out)?,
         Op::MaxPoolGrad(w) => window::max_pool_grad(sh, ts[0], ts[1], shapes[0], *w)?,
+        Op::Window { program, window: w } => window::window_program(sh, *program, &ts, shapes[0], *w, out)?,
         Op::Gather { axis } => index::gather(sh, ts[0], ts[1], shapes[0], shapes[1], *axis)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(sh, ts[0], ts[1], shapes[0], *axis, *size)?,
         // No data moves: the output shares the input's texture.

@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use pixelgrad_core::kernel::windows::{Form, WindowProgram};
 use pixelgrad_core::{Result, Shape, Window};
 
 use crate::context::Shared;
@@ -26,6 +27,62 @@ fn window_pass<'a>(name: &'static str, x: &'a GlTensor, w: Window, c: usize, h: 
         .int("u_oh", oh)
         .int("u_ow", ow)
 }
+
+/// The pass of a window program (rendered from its one definition, [`crate::glsl`]): input
+/// `u_x` and the geometry uniforms the program declares, by their names.
+fn program_pass(which: WindowProgram, x: &GlTensor, w: Window, h: usize, wd: usize, oh: usize, ow: usize) -> Pass<'_> {
+    let mut pass = Pass::new(which.name(), which.name(), 0).input("u_x", x);
+    for (name, v) in UNIFORMS.into_iter().zip([h, wd, w.kh, w.kw, w.stride_h, w.stride_w, w.pad_h, w.pad_w, oh, ow]) {
+        pass = pass.int(name, v);
+    }
+    pass
+}
+
+/// [`pixelgrad_core::Op::Window`]: any window program, rendered from its definition, one
+/// element per fragment; in the `webgl1` mode its loops' trip counts are checked against their
+/// constant bounds first (taps per axis, and for a gradient the covering windows per axis and
+/// the work per pixel, as [`max_pool_grad`]).
+pub(crate) fn window_program(
+    sh: &Rc<Shared>,
+    which: WindowProgram,
+    ts: &[&GlTensor],
+    s: &Shape,
+    w: Window,
+    out: &Shape,
+) -> Result<GlTensor> {
+    let op = which.name();
+    let (h, wd) = (s.0[2], s.0[3]);
+    let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err(op, "window does not fit"))?;
+    let (th, tw) = (taps(w.kh, h), taps(w.kw, wd));
+    super::gl1::loop_bound(
+        sh,
+        op,
+        "webgl1 window taps inside the image per axis (GLSL ES 1.00 constant bound)",
+        th.max(tw),
+        crate::gl1::MAX_WINDOW,
+    )?;
+    if which.form() == Form::PoolGrad {
+        let (cy, cx) = (covering(w.kh, w.stride_h, oh), covering(w.kw, w.stride_w, ow));
+        super::gl1::loop_bound(
+            sh,
+            op,
+            "webgl1 windows covering a pixel per axis (GLSL ES 1.00 constant bound)",
+            cy.max(cx),
+            crate::gl1::MAX_LOOP,
+        )?;
+        let work = [cy, cx, th, tw].iter().fold(1usize, |a, &v| a.saturating_mul(v));
+        super::gl1::loop_bound(sh, op, "webgl1 steps per pixel (covering windows x taps)", work, crate::gl1::MAX_WINDOW.pow(4))?;
+    }
+    let mut pass = program_pass(which, ts[0], w, h, wd, oh, ow);
+    for t in ts.iter().skip(1).take(1) {
+        pass = pass.input("u_b", t);
+    }
+    sh.run(pass, out.numel())
+}
+
+/// The uniform of each of `pixelgrad_core::kernel::windows::WINDOW_PARAMS`, in order (`u_NAME`,
+/// as `crate::glsl` declares them).
+const UNIFORMS: [&str; 10] = ["u_h", "u_w", "u_kh", "u_kw", "u_sh", "u_sw", "u_ph", "u_pw", "u_oh", "u_ow"];
 
 pub(crate) fn im2col(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out: &Shape) -> Result<GlTensor> {
     let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
@@ -69,11 +126,11 @@ pub(crate) fn depthwise(sh: &Rc<Shared>, x: &GlTensor, k: &GlTensor, s: &Shape, 
 
 /// [`pixelgrad_core::Op::MaxPool`]: one window scan per output, over its taps inside the image.
 pub(crate) fn max_pool(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out: &Shape) -> Result<GlTensor> {
-    let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
+    let (h, wd) = (s.0[2], s.0[3]);
     let bound = "webgl1 max_pool taps inside the image per axis (GLSL ES 1.00 constant bound)";
     super::gl1::loop_bound(sh, "max_pool", bound, taps(w.kh, h).max(taps(w.kw, wd)), crate::gl1::MAX_WINDOW)?;
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("max_pool", "window does not fit"))?;
-    let mut pass = window_pass("max_pool", x, w, c, h, wd, oh, ow);
+    let mut pass = program_pass(WindowProgram::MaxPool, x, w, h, wd, oh, ow);
     // 2x2 windows at stride 2 without padding: the four taps without loops (CONFIG 1).
     if !sh.gl1 && (w.kh, w.kw, w.stride_h, w.stride_w, w.pad_h, w.pad_w) == (2, 2, 2, 2, 0, 0) {
         pass.spec.config = 1;
@@ -84,7 +141,7 @@ pub(crate) fn max_pool(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out:
 /// [`pixelgrad_core::Op::MaxPoolGrad`]: a gather over the windows covering each pixel, each
 /// window's maximum recomputed over its taps inside the image.
 pub(crate) fn max_pool_grad(sh: &Rc<Shared>, x: &GlTensor, dy: &GlTensor, s: &Shape, w: Window) -> Result<GlTensor> {
-    let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
+    let (h, wd) = (s.0[2], s.0[3]);
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("max_pool_grad", "window does not fit"))?;
     let (th, tw) = (taps(w.kh, h), taps(w.kw, wd));
     let (cy, cx) = (covering(w.kh, w.stride_h, oh), covering(w.kw, w.stride_w, ow));
@@ -97,7 +154,7 @@ pub(crate) fn max_pool_grad(sh: &Rc<Shared>, x: &GlTensor, dy: &GlTensor, s: &Sh
     let work = [cy, cx, th, tw].iter().fold(1usize, |a, &v| a.saturating_mul(v));
     let bound = "webgl1 max_pool_grad steps per pixel (covering windows x taps)";
     super::gl1::loop_bound(sh, "max_pool_grad", bound, work, crate::gl1::MAX_WINDOW.pow(4))?;
-    let mut pass = window_pass("max_pool_grad", x, w, c, h, wd, oh, ow).input("u_b", dy);
+    let mut pass = program_pass(WindowProgram::MaxPoolGrad, x, w, h, wd, oh, ow).input("u_b", dy);
     // 2x2 windows at stride 2 without padding: over rows of even length a texel (two pixel
     // pairs) at a time (CONFIG 1), otherwise the one window's four taps per pixel (CONFIG 2).
     let pairs = (w.kh, w.kw, w.stride_h, w.stride_w, w.pad_h, w.pad_w) == (2, 2, 2, 2, 0, 0);
@@ -105,4 +162,13 @@ pub(crate) fn max_pool_grad(sh: &Rc<Shared>, x: &GlTensor, dy: &GlTensor, s: &Sh
         pass.spec.config = if wd % 2 == 0 && (oh, ow) == (h / 2, wd / 2) { 1 } else { 2 };
     }
     sh.run(pass, s.numel())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_uniforms_are_the_window_parameters() {
+        let want: Vec<String> = pixelgrad_core::kernel::windows::WINDOW_PARAMS.iter().map(|p| format!("u_{p}")).collect();
+        assert_eq!(super::UNIFORMS.to_vec(), want);
+    }
 }

@@ -41,8 +41,6 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &window::IM2COL,
         &window::COL2IM,
         &window::DEPTHWISE,
-        &window::MAX_POOL,
-        &window::MAX_POOL_GRAD,
         &index::GATHER,
         &index::SCATTER_ADD,
         &layout::COPY,
@@ -50,8 +48,9 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &widen::NARROW8,
         &crate::image::YUV_TO_RGBA,
     ];
-    // Then the generated register-blocked matmuls, every variant.
-    files.into_iter().chain(matmul_cpu::all()).collect()
+    // Then the window programs and the generated register-blocked matmuls, every variant.
+    let programs = pixelgrad_core::kernel::windows::WindowProgram::ALL.into_iter().map(window::program_kernel);
+    files.into_iter().chain(programs).chain(matmul_cpu::all()).collect()
 }
 
 /// Runs one primitive; `ins` and `shapes` passed `Op::infer_shape`, `out` is its result.
@@ -105,6 +104,10 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         }
         Op::MaxPool(w) => window::max_pool(gpu, w, input(0)?, shapes[0], out, &res)?,
         Op::MaxPoolGrad(w) => window::max_pool_grad(gpu, w, input(0)?, input(1)?, shapes[0], &res)?,
+        Op::Window { program, window: w } => {
+            let ins = (0..program.form().arity()).map(&input).collect::<Result<Vec<_>>>()?;
+            window::window_program(gpu, *program, w, &ins, shapes, out, &res)?
+        }
         Op::Gather { axis } => index::gather(gpu, *axis, input(0)?, input(1)?, shapes, out, &res)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(gpu, *axis, *size, input(0)?, input(1)?, shapes, &res)?,
         // Core shares storage for reshape and never sends it; the backend handles it before

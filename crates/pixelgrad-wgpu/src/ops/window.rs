@@ -1,9 +1,11 @@
-//! im2col and its adjoint col2im (the building blocks of convolution and average pooling), and
-//! the depthwise convolution and max pooling (with its gradient), which read their windows
-//! directly.
+//! im2col and its adjoint col2im (the building blocks of convolution and average pooling), the
+//! depthwise convolution, which reads its windows directly, and the window programs rendered
+//! from their one definition (max pooling and its gradient).
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
+use pixelgrad_core::kernel::windows::{window_params, WindowProgram, WINDOW_PARAMS};
 use pixelgrad_core::{Error, Result, Shape, Window};
 
 use super::{f, u};
@@ -22,22 +24,6 @@ pub(crate) const IM2COL: Kernel = Kernel {
 pub(crate) const DEPTHWISE: Kernel = Kernel {
     name: Cow::Borrowed("depthwise_conv"),
     source: Cow::Borrowed(include_str!("../kernels/depthwise_conv.wgsl")),
-    inputs: 2,
-    outputs: 1,
-    overrides: &[],
-    status: false,
-};
-pub(crate) const MAX_POOL: Kernel = Kernel {
-    name: Cow::Borrowed("max_pool"),
-    source: Cow::Borrowed(concat!(include_str!("../kernels/window_max.wgsl"), include_str!("../kernels/max_pool.wgsl"))),
-    inputs: 1,
-    outputs: 1,
-    overrides: &[],
-    status: false,
-};
-pub(crate) const MAX_POOL_GRAD: Kernel = Kernel {
-    name: Cow::Borrowed("max_pool_grad"),
-    source: Cow::Borrowed(concat!(include_str!("../kernels/window_max.wgsl"), include_str!("../kernels/max_pool_grad.wgsl"))),
     inputs: 2,
     outputs: 1,
     overrides: &[],
@@ -128,20 +114,111 @@ pub(crate) fn depthwise(gpu: &Gpu, win: &Window, x: &GpuTensor, k: &GpuTensor, s
     gpu.launch("depthwise_conv", &DEPTHWISE, &[], &[x.buffer(), k.buffer()], res.buffer(), &p, grid)
 }
 
-/// [`pixelgrad_core::Op::MaxPool`]: one invocation per output position (as the depthwise
-/// convolution).
-pub(crate) fn max_pool(gpu: &Gpu, win: &Window, x: &GpuTensor, shape: &Shape, out: &Shape, res: &GpuTensor) -> Result<()> {
-    let d = shape.dims();
-    let p = params("max_pool", d[0], d[1], d[2], d[3], win)?;
-    let o = out.dims();
-    let grid = grid(gpu, "max_pool", o[2] * o[3], d[1], d[0])?;
-    gpu.launch("max_pool", &MAX_POOL, &[], &[x.buffer()], res.buffer(), &p, grid)
+/// The kernel of a window program, rendered from its one definition
+/// (`pixelgrad_core::kernel::windows`) once per process.
+pub(crate) fn program_kernel(which: WindowProgram) -> &'static Kernel {
+    static KERNELS: [OnceLock<Kernel>; WindowProgram::ALL.len()] = [const { OnceLock::new() }; WindowProgram::ALL.len()];
+    let i = WindowProgram::ALL.iter().position(|w| *w == which).unwrap_or(0);
+    KERNELS[i].get_or_init(|| {
+        let p = which.program();
+        Kernel {
+            name: Cow::Borrowed(which.name()),
+            source: Cow::Owned(crate::wgsl::program_source(&p)),
+            inputs: p.inputs.len(),
+            outputs: 1,
+            overrides: &[],
+            status: false,
+        }
+    })
 }
 
-/// [`pixelgrad_core::Op::MaxPoolGrad`]: one invocation per input pixel (as col2im).
+/// Runs window program `which` over `n` output elements of images `h` x `w`: one invocation
+/// per element. The programs index with `i32`, so every tensor they touch (`largest`
+/// elements) stays below 2^31.
+#[allow(clippy::too_many_arguments)]
+fn run_program(
+    gpu: &Gpu,
+    which: WindowProgram,
+    win: &Window,
+    h: usize,
+    w: usize,
+    inputs: &[&GpuTensor],
+    n: usize,
+    largest: usize,
+    res: &GpuTensor,
+) -> Result<()> {
+    let op = which.name();
+    let limit = i32::MAX as usize;
+    if largest > limit {
+        return Err(Error::Limit {
+            op,
+            backend: BACKEND.into(),
+            limit_name: "i32 element index",
+            limit: limit as u64,
+            requested: largest as u64,
+        });
+    }
+    let params = window_params(h, w, win).ok_or_else(|| Error::invalid(op, "window does not fit"))?;
+    let mut p = Vec::with_capacity(WINDOW_PARAMS.len() + 1);
+    for v in params {
+        // Every parameter is an index or a size the program adds to indices: below 2^31 too.
+        if v > limit {
+            return Err(Error::Limit {
+                op,
+                backend: BACKEND.into(),
+                limit_name: "i32 window parameter",
+                limit: limit as u64,
+                requested: v as u64,
+            });
+        }
+        p.push(v as u32);
+    }
+    // The programs divide through f32 (`pg_idiv` in wgsl.rs), exact while every quotient
+    // (image planes, rows and columns of the padded image) stays below 2^23.
+    let small = 1usize << 23;
+    let planes = largest / (h * w).min(params[8] * params[9]).max(1);
+    let padded = h.saturating_add(win.pad_h.saturating_mul(2)).max(w.saturating_add(win.pad_w.saturating_mul(2)));
+    if planes >= small || padded >= small {
+        let requested = planes.max(padded) as u64;
+        return Err(Error::Limit {
+            op,
+            backend: BACKEND.into(),
+            limit_name: "image planes and padded image side (2^23)",
+            limit: small as u64,
+            requested,
+        });
+    }
+    p.push(n as u32);
+    let grid = gpu.grid_1d(op, n.div_ceil(256) as u64)?;
+    let buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buffer()).collect();
+    gpu.launch(op, program_kernel(which), &[], &buffers, res.buffer(), &p, grid)
+}
+
+/// [`pixelgrad_core::Op::Window`]: any window program, one invocation per output element.
+pub(crate) fn window_program(
+    gpu: &Gpu,
+    which: WindowProgram,
+    win: &Window,
+    ins: &[&GpuTensor],
+    shapes: &[&Shape],
+    out: &Shape,
+    res: &GpuTensor,
+) -> Result<()> {
+    let d = shapes[0].dims();
+    let largest = shapes.iter().map(|s| s.numel()).chain([out.numel()]).max().unwrap_or(0);
+    run_program(gpu, which, win, d[2], d[3], ins, out.numel(), largest, res)
+}
+
+/// [`pixelgrad_core::Op::MaxPool`]: one window scan per output element.
+pub(crate) fn max_pool(gpu: &Gpu, win: &Window, x: &GpuTensor, shape: &Shape, out: &Shape, res: &GpuTensor) -> Result<()> {
+    let d = shape.dims();
+    run_program(gpu, WindowProgram::MaxPool, win, d[2], d[3], &[x], out.numel(), shape.numel().max(out.numel()), res)
+}
+
+/// [`pixelgrad_core::Op::MaxPoolGrad`]: a gather over the windows covering each input pixel.
 pub(crate) fn max_pool_grad(gpu: &Gpu, win: &Window, x: &GpuTensor, dy: &GpuTensor, shape: &Shape, res: &GpuTensor) -> Result<()> {
     let d = shape.dims();
-    let p = params("max_pool_grad", d[0], d[1], d[2], d[3], win)?;
-    let grid = grid(gpu, "max_pool_grad", d[2] * d[3], d[1], d[0])?;
-    gpu.launch("max_pool_grad", &MAX_POOL_GRAD, &[], &[x.buffer(), dy.buffer()], res.buffer(), &p, grid)
+    let (oh, ow) = win.out_hw(d[2], d[3]).unwrap_or((0, 0));
+    let dy_n = d[0].saturating_mul(d[1]).saturating_mul(oh).saturating_mul(ow);
+    run_program(gpu, WindowProgram::MaxPoolGrad, win, d[2], d[3], &[x, dy], shape.numel(), shape.numel().max(dy_n), res)
 }

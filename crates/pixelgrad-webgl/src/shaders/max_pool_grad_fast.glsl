@@ -1,11 +1,10 @@
-// Op::MaxPoolGrad as a gather: x [N, C, H, W] (u_x) and dy [N, C, OH, OW] (u_b) -> dx. Each
-// pixel visits the windows covering it in ascending (oy, ox) order, recomputes each one's
-// maximum and ties (window_max.glsl comes first) and adds dy / ties where it equals the
-// maximum: the CPU's sums, in its order.
-uniform highp sampler2D u_b;
-
+// Op::MaxPoolGrad, hand-written for 2x2 windows at stride 2 without padding (CONFIG 1 and 2;
+// the general program is rendered from pixelgrad_core::kernel::windows): x is u_x, dy u_b.
+// Kept for a measured speed: over even rows a texel (two pixel pairs) at a time reads two
+// texels of x and one value of dy per pair instead of recomputing each pixel's window, the
+// cnn's first pool gradient 16-20 ms -> 2 ms on llvmpipe (commit a5da771).
 #if CONFIG == 1 || CONFIG == 2
-// One more tap of a window, in window_max's order and rule: (maximum, ties).
+// One more tap of a window, in the general program's order and rule: (maximum, ties).
 vec2 tap(vec2 mt, float v) {
     return v > mt.x ? vec2(v, 1.0) : (v == mt.x ? vec2(mt.x, mt.y + 1.0) : mt);
 }
@@ -42,31 +41,7 @@ float compute(int i) {
     float v = (y & 1) == 0 ? ((x & 1) == 0 ? a : b) : ((x & 1) == 0 ? c : d);
     return v == m.x ? fetch(u_b, (plane * u_oh + oy) * u_ow + ox) / m.y : 0.0;
 }
-#else
-float compute(int i) {
-    int hw = u_h * u_w;
-    int plane = i / hw;
-    int q = i % hw;
-    int ty = q / u_w + u_ph;
-    int tx = q % u_w + u_pw;
-    int y_lo = ty + 1 >= u_kh ? (ty + 1 - u_kh + u_sh - 1) / u_sh : 0;
-    int y_hi = min(ty / u_sh, u_oh - 1);
-    int x_lo = tx + 1 >= u_kw ? (tx + 1 - u_kw + u_sw - 1) / u_sw : 0;
-    int x_hi = min(tx / u_sw, u_ow - 1);
-    float v = fetch(u_x, i);
-    float acc = 0.0;
-    for (int oy = y_lo; oy <= y_hi; oy++) {
-        for (int ox = x_lo; ox <= x_hi; ox++) {
-            vec2 m = window_max(plane * hw, oy, ox);
-            if (v == m.x) {
-                acc += fetch(u_b, (plane * u_oh + oy) * u_ow + ox) / m.y;
-            }
-        }
-    }
-    return acc;
-}
 #endif
-
 #if CONFIG == 1
 // 2x2 windows, stride 2, no padding, W even (window.rs checks): a texel is two pairs of
 // neighbouring pixels of one row, each pair covered by one window, whose taps are two pairs

@@ -1,0 +1,201 @@
+//! Programs with loops: the part of the kernel IR for kernels that read at computed positions.
+//!
+//! An elementwise [`super::Kernel`] sees one element of each input at the output's position.
+//! Window kernels (pooling and its gradient) instead compute indices, loop over a window's taps
+//! and accumulate. A [`Program`] says that once, as data:
+//!
+//! - integer expressions ([`Ix`]) for indices and loop bounds, from the output element's flat
+//!   index, integer parameters (uniforms) and variables;
+//! - indexed loads ([`Fx::Load`]): element `at` of input `i`;
+//! - bounded loops ([`Stmt::For`]) over `lo..hi`, each naming the constant [`Bound`] under
+//!   which a dialect without dynamic loops (GLSL ES 1.00) runs it (the backend refuses trip
+//!   counts above it);
+//! - accumulators ([`Acc`]): a sum, or a running maximum with its tie count.
+//!
+//! The CPU evaluates a program ([`super::program_eval`]); the GPU backends render it
+//! ([`super::program_render`]) through a [`super::program_render::Spelling`] (WGSL in
+//! `pixelgrad-wgpu`, GLSL ES 3.00 and 1.00 from one table in `pixelgrad-webgl`). The programs
+//! themselves are in [`super::windows`].
+
+/// Variable number: a `let` or a loop counter (one namespace per program).
+pub type Var = u8;
+
+/// Integer operations. `Div` truncates towards zero (every dialect's integer division; the
+/// programs divide non-negative numbers, or multiply the result of a negative one by 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IxOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Min,
+    Max,
+}
+
+/// An integer expression: an index or a loop bound.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Ix {
+    Lit(i32),
+    /// Integer parameter `i` ([`Program::params`] names it).
+    Param(u8),
+    /// An integer variable.
+    Var(Var),
+    /// The flat index of the output element being computed.
+    Elem,
+    Bin(IxOp, Box<Ix>, Box<Ix>),
+}
+
+/// Float operations (the device's: the programs divide by tie counts `>= 1` only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FxOp {
+    Add,
+    Mul,
+    Div,
+}
+
+/// A float expression.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Fx {
+    /// The bits of an `f32` literal (finite).
+    Lit(u32),
+    /// Element `at` of input `input` (flat index into the input tensor).
+    Load {
+        input: u8,
+        at: Ix,
+    },
+    /// A float variable.
+    Var(Var),
+    /// The current value of accumulator `i`.
+    Acc(u8),
+    /// The tie count of a [`Acc::MaxTies`] accumulator, at least 1.
+    Ties(u8),
+    /// An integer as a float (exact below 2^24).
+    Int(Ix),
+    Bin(FxOp, Box<Fx>, Box<Fx>),
+}
+
+/// Conditions of [`Stmt::If`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Cond {
+    /// IEEE `a == b` (false when either is NaN).
+    FEq(Fx, Fx),
+}
+
+/// Kinds of accumulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Acc {
+    /// `s += v`, from 0.
+    Sum,
+    /// The first value folded, then a later value replaces it only if greater (NaN never
+    /// does), counting the values equal to the kept one: [`crate::ReduceOp::Max`]'s rule and
+    /// its gradient's tie split. Empty: value 0, ties 1.
+    MaxTies,
+}
+
+/// The constant bound under which a loop runs where loops need one (GLSL ES 1.00); the backend
+/// refuses trip counts above it before launching.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bound {
+    /// Taps of a window inside the image, per axis (`MAX_WINDOW`).
+    Window,
+    /// Longer loops (windows covering a pixel; `MAX_LOOP`).
+    Loop,
+}
+
+/// One statement.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Stmt {
+    /// An integer variable.
+    Let(Var, Ix),
+    /// A float variable.
+    LetF(Var, Fx),
+    /// `for var in lo..hi` (no iterations when `hi <= lo`), bounds evaluated once.
+    For {
+        var: Var,
+        lo: Ix,
+        hi: Ix,
+        bound: Bound,
+        body: Vec<Stmt>,
+    },
+    /// Empties accumulator `i`.
+    Reset(u8),
+    /// Folds a value into accumulator `acc`.
+    Fold {
+        acc: u8,
+        value: Fx,
+    },
+    If {
+        cond: Cond,
+        body: Vec<Stmt>,
+    },
+}
+
+/// A program: computes element [`Ix::Elem`] of its output as `out` after running `body`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Program {
+    /// Unique name (cache keys, pass labels).
+    pub name: &'static str,
+    /// Names of the inputs (the GLSL samplers are `u_NAME`, the WGSL buffers `NAME`).
+    pub inputs: Vec<&'static str>,
+    /// Names of the integer parameters, in order ([`Ix::Param`]; the GLSL uniforms `u_NAME`).
+    pub params: Vec<&'static str>,
+    /// The accumulators, numbered from 0.
+    pub accs: Vec<Acc>,
+    pub body: Vec<Stmt>,
+    pub out: Fx,
+}
+
+impl Program {
+    /// The number of parameter `name`, if the program has one.
+    pub fn param(&self, name: &str) -> Option<usize> {
+        self.params.iter().position(|p| *p == name)
+    }
+}
+
+// Builders, so programs read as arithmetic.
+
+impl Ix {
+    fn bin(op: IxOp, a: Ix, b: Ix) -> Ix {
+        Ix::Bin(op, Box::new(a), Box::new(b))
+    }
+    pub fn min(self, o: Ix) -> Ix {
+        Ix::bin(IxOp::Min, self, o)
+    }
+    pub fn max(self, o: Ix) -> Ix {
+        Ix::bin(IxOp::Max, self, o)
+    }
+}
+
+impl Fx {
+    pub fn lit(v: f32) -> Fx {
+        Fx::Lit(v.to_bits())
+    }
+    pub fn load(input: u8, at: Ix) -> Fx {
+        Fx::Load { input, at }
+    }
+    pub fn int(i: Ix) -> Fx {
+        Fx::Int(i)
+    }
+    pub fn eq(self, o: Fx) -> Cond {
+        Cond::FEq(self, o)
+    }
+}
+
+macro_rules! ix_op {
+    ($($trait:ident $method:ident $op:ident),*) => {$(
+        impl std::ops::$trait for Ix {
+            type Output = Ix;
+            fn $method(self, o: Ix) -> Ix {
+                Ix::bin(IxOp::$op, self, o)
+            }
+        }
+    )*};
+}
+ix_op!(Add add Add, Sub sub Sub, Mul mul Mul, Div div Div);
+
+impl std::ops::Div for Fx {
+    type Output = Fx;
+    fn div(self, o: Fx) -> Fx {
+        Fx::Bin(FxOp::Div, Box::new(self), Box::new(o))
+    }
+}

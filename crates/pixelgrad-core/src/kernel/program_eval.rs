@@ -1,0 +1,169 @@
+//! The CPU's dialect of [`super::program`]: a program evaluated element by element, in `f32`
+//! with the device's operations (what the GPU renderings compute) or in `f64` (the
+//! reference), integers in `i64`.
+
+use super::program::{Acc, Cond, Fx, FxOp, Ix, IxOp, Program, Stmt};
+use crate::{Error, Result};
+
+/// The float types a program evaluates in.
+pub trait Scalar: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> {
+    fn of_f32(v: f32) -> Self;
+    fn of_i64(v: i64) -> Self;
+}
+
+impl Scalar for f32 {
+    fn of_f32(v: f32) -> Self {
+        v
+    }
+    fn of_i64(v: i64) -> Self {
+        v as f32
+    }
+}
+
+impl Scalar for f64 {
+    fn of_f32(v: f32) -> Self {
+        v as f64
+    }
+    fn of_i64(v: i64) -> Self {
+        v as f64
+    }
+}
+
+struct State<'a, T> {
+    program: &'a Program,
+    inputs: &'a [&'a [T]],
+    params: &'a [i64],
+    elem: i64,
+    ints: [i64; 256],
+    floats: [T; 256],
+    /// Per accumulator: value and tie count.
+    accs: Vec<(T, T)>,
+}
+
+fn bad(program: &Program, what: String) -> Error {
+    Error::invalid(format!("program {}", program.name), what)
+}
+
+impl<T: Scalar> State<'_, T> {
+    fn ix(&self, e: &Ix) -> Result<i64> {
+        Ok(match e {
+            Ix::Lit(v) => *v as i64,
+            Ix::Param(i) => *self.params.get(*i as usize).ok_or_else(|| bad(self.program, format!("no parameter {i}")))?,
+            Ix::Var(v) => self.ints[*v as usize],
+            Ix::Elem => self.elem,
+            Ix::Bin(op, a, b) => {
+                let (a, b) = (self.ix(a)?, self.ix(b)?);
+                match op {
+                    IxOp::Add => a + b,
+                    IxOp::Sub => a - b,
+                    IxOp::Mul => a * b,
+                    IxOp::Div => a.checked_div(b).ok_or_else(|| bad(self.program, "division by zero".into()))?,
+                    IxOp::Min => a.min(b),
+                    IxOp::Max => a.max(b),
+                }
+            }
+        })
+    }
+
+    fn fx(&self, e: &Fx) -> Result<T> {
+        Ok(match e {
+            Fx::Lit(bits) => T::of_f32(f32::from_bits(*bits)),
+            Fx::Load { input, at } => {
+                let data = self.inputs.get(*input as usize).ok_or_else(|| bad(self.program, format!("no input {input}")))?;
+                let i = self.ix(at)?;
+                *usize::try_from(i)
+                    .ok()
+                    .and_then(|i| data.get(i))
+                    .ok_or_else(|| bad(self.program, format!("load of element {i} of input {input} ({} elements)", data.len())))?
+            }
+            Fx::Var(v) => self.floats[*v as usize],
+            Fx::Acc(a) => self.accs[*a as usize].0,
+            Fx::Ties(a) => {
+                let t = self.accs[*a as usize].1;
+                let one = T::of_f32(1.0);
+                if t > one {
+                    t
+                } else {
+                    one
+                }
+            }
+            Fx::Int(i) => T::of_i64(self.ix(i)?),
+            Fx::Bin(op, a, b) => {
+                let (a, b) = (self.fx(a)?, self.fx(b)?);
+                match op {
+                    FxOp::Add => a + b,
+                    FxOp::Mul => a * b,
+                    FxOp::Div => a / b,
+                }
+            }
+        })
+    }
+
+    fn run(&mut self, body: &[Stmt]) -> Result<()> {
+        for s in body {
+            match s {
+                Stmt::Let(v, e) => self.ints[*v as usize] = self.ix(e)?,
+                Stmt::LetF(v, e) => self.floats[*v as usize] = self.fx(e)?,
+                Stmt::For { var, lo, hi, body, .. } => {
+                    let (lo, hi) = (self.ix(lo)?, self.ix(hi)?);
+                    for i in lo..hi {
+                        self.ints[*var as usize] = i;
+                        self.run(body)?;
+                    }
+                }
+                Stmt::Reset(a) => self.accs[*a as usize] = (T::of_f32(0.0), T::of_f32(0.0)),
+                Stmt::Fold { acc, value } => {
+                    let v = self.fx(value)?;
+                    let kind = self.program.accs.get(*acc as usize).ok_or_else(|| bad(self.program, format!("no accumulator {acc}")))?;
+                    let (zero, one) = (T::of_f32(0.0), T::of_f32(1.0));
+                    let (m, ties) = &mut self.accs[*acc as usize];
+                    match kind {
+                        Acc::Sum => *m = *m + v,
+                        Acc::MaxTies => {
+                            if *ties == zero || v > *m {
+                                *m = v;
+                                *ties = one;
+                            } else if v == *m {
+                                *ties = *ties + one;
+                            }
+                        }
+                    }
+                }
+                Stmt::If { cond: Cond::FEq(a, b), body } => {
+                    if self.fx(a)? == self.fx(b)? {
+                        self.run(body)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every element `0..n` of `program`'s output, for `inputs` (flat) and integer `params` (in
+/// [`Program::params`] order). A load outside its input is an error, not a panic.
+pub fn eval<T: Scalar>(program: &Program, inputs: &[&[T]], params: &[i64], n: usize) -> Result<Vec<T>> {
+    if params.len() != program.params.len() || inputs.len() != program.inputs.len() {
+        return Err(bad(
+            program,
+            format!(
+                "{} inputs and {} parameters given, {} and {} expected",
+                inputs.len(),
+                params.len(),
+                program.inputs.len(),
+                program.params.len()
+            ),
+        ));
+    }
+    let zero = T::of_f32(0.0);
+    let mut st =
+        State { program, inputs, params, elem: 0, ints: [0; 256], floats: [zero; 256], accs: vec![(zero, zero); program.accs.len()] };
+    (0..n)
+        .map(|e| {
+            st.elem = e as i64;
+            st.accs.iter_mut().for_each(|a| *a = (zero, zero));
+            st.run(&program.body)?;
+            st.fx(&program.out)
+        })
+        .collect()
+}

@@ -1,0 +1,179 @@
+//! Rendering [`super::program`]s as shader code. The statements, loops and accumulator rules
+//! are written here once; a [`Spelling`] (one per shading language, kept with its backend)
+//! says how the language writes types, literals, loads, parameters and loop headers.
+
+use super::program::{Acc, Bound, Cond, Fx, FxOp, Ix, IxOp, Program, Stmt};
+
+/// How one shading language spells a program.
+pub trait Spelling {
+    /// The integer type of indices (`float` where the language has no usable ints).
+    fn int_ty(&self) -> &'static str;
+    fn int_lit(&self, v: i32) -> String;
+    fn float_lit(&self, v: f32) -> String {
+        let s = format!("{v:?}");
+        if v.is_sign_negative() {
+            format!("({s})")
+        } else {
+            s
+        }
+    }
+    /// Integer parameter `i` named `name`.
+    fn param(&self, i: usize, name: &str) -> String;
+    /// Element `at` of input `i` named `name`.
+    fn load(&self, i: usize, name: &str, at: &str) -> String;
+    /// Integer `a` as a float.
+    fn to_float(&self, a: &str) -> String;
+    /// Integer division truncating towards zero.
+    fn div(&self, a: &str, b: &str) -> String {
+        format!("({a} / {b})")
+    }
+    /// A statement declaring a new immutable integer (`float`: a float) variable.
+    fn let_(&self, float: bool, name: &str, value: &str) -> String;
+    /// A statement declaring a mutable float variable.
+    fn var(&self, name: &str, value: &str) -> String;
+    /// The header of `for name in lo..hi { ` (`lo`, `hi` are variables), with the constant
+    /// bound `bound` where the language needs one; closed by `}`.
+    fn for_open(&self, name: &str, lo: &str, hi: &str, bound: Bound) -> String;
+    /// Declarations the function needs (inputs, parameters), before it.
+    fn declarations(&self, p: &Program) -> String;
+    /// The function `compute` of the element index `i`, returning the `f32` in `body`'s
+    /// last line's `result`.
+    fn function(&self, body: &str, result: &str) -> String;
+}
+
+/// A rendered program: declarations, then `compute`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    pub declarations: String,
+    pub function: String,
+}
+
+struct R<'a> {
+    p: &'a Program,
+    s: &'a dyn Spelling,
+    out: String,
+    depth: usize,
+    temps: usize,
+}
+
+impl R<'_> {
+    fn line(&mut self, l: &str) {
+        for _ in 0..self.depth {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(l);
+        self.out.push('\n');
+    }
+
+    fn ix(&self, e: &Ix) -> String {
+        match e {
+            Ix::Lit(v) => self.s.int_lit(*v),
+            Ix::Param(i) => self.s.param(*i as usize, self.p.params[*i as usize]),
+            Ix::Var(v) => format!("v{v}"),
+            Ix::Elem => "i".into(),
+            Ix::Bin(op, a, b) => {
+                let (a, b) = (self.ix(a), self.ix(b));
+                match op {
+                    IxOp::Add => format!("({a} + {b})"),
+                    IxOp::Sub => format!("({a} - {b})"),
+                    IxOp::Mul => format!("({a} * {b})"),
+                    IxOp::Div => self.s.div(&a, &b),
+                    IxOp::Min => format!("min({a}, {b})"),
+                    IxOp::Max => format!("max({a}, {b})"),
+                }
+            }
+        }
+    }
+
+    fn fx(&self, e: &Fx) -> String {
+        match e {
+            Fx::Lit(bits) => self.s.float_lit(f32::from_bits(*bits)),
+            Fx::Load { input, at } => self.s.load(*input as usize, self.p.inputs[*input as usize], &self.ix(at)),
+            Fx::Var(v) => format!("v{v}"),
+            Fx::Acc(a) => format!("a{a}"),
+            Fx::Ties(a) => format!("max(t{a}, 1.0)"),
+            Fx::Int(i) => self.s.to_float(&self.ix(i)),
+            Fx::Bin(op, a, b) => {
+                let o = match op {
+                    FxOp::Add => "+",
+                    FxOp::Mul => "*",
+                    FxOp::Div => "/",
+                };
+                format!("({} {o} {})", self.fx(a), self.fx(b))
+            }
+        }
+    }
+
+    fn stmts(&mut self, body: &[Stmt]) {
+        for st in body {
+            match st {
+                Stmt::Let(v, e) => {
+                    let l = self.s.let_(false, &format!("v{v}"), &self.ix(e));
+                    self.line(&l);
+                }
+                Stmt::LetF(v, e) => {
+                    let l = self.s.let_(true, &format!("v{v}"), &self.fx(e));
+                    self.line(&l);
+                }
+                Stmt::For { var, lo, hi, bound, body } => {
+                    // Bounds once, before the loop.
+                    let (l, h) = (format!("lo{var}"), format!("hi{var}"));
+                    let a = self.s.let_(false, &l, &self.ix(lo));
+                    let b = self.s.let_(false, &h, &self.ix(hi));
+                    self.line(&a);
+                    self.line(&b);
+                    let open = self.s.for_open(&format!("v{var}"), &l, &h, *bound);
+                    self.line(&open);
+                    self.depth += 1;
+                    self.stmts(body);
+                    self.depth -= 1;
+                    self.line("}");
+                }
+                Stmt::Reset(a) => {
+                    self.line(&format!("a{a} = 0.0;"));
+                    self.line(&format!("t{a} = 0.0;"));
+                }
+                Stmt::Fold { acc, value } => {
+                    let v = self.fx(value);
+                    match self.p.accs[*acc as usize] {
+                        Acc::Sum => self.line(&format!("a{acc} += {v};")),
+                        Acc::MaxTies => {
+                            let t = format!("f{}", self.temps);
+                            self.temps += 1;
+                            let l = self.s.let_(true, &t, &v);
+                            self.line(&l);
+                            self.line(&format!("if (t{acc} == 0.0 || {t} > a{acc}) {{"));
+                            self.line(&format!("    a{acc} = {t};"));
+                            self.line(&format!("    t{acc} = 1.0;"));
+                            self.line(&format!("}} else if ({t} == a{acc}) {{"));
+                            self.line(&format!("    t{acc} += 1.0;"));
+                            self.line("}");
+                        }
+                    }
+                }
+                Stmt::If { cond: Cond::FEq(a, b), body } => {
+                    let l = format!("if ({} == {}) {{", self.fx(a), self.fx(b));
+                    self.line(&l);
+                    self.depth += 1;
+                    self.stmts(body);
+                    self.depth -= 1;
+                    self.line("}");
+                }
+            }
+        }
+    }
+}
+
+/// `p` in the language `s`.
+pub fn render_program(p: &Program, s: &dyn Spelling) -> Rendered {
+    let mut r = R { p, s, out: String::new(), depth: 1, temps: 0 };
+    for (i, _) in p.accs.iter().enumerate() {
+        let a = s.var(&format!("a{i}"), "0.0");
+        let t = s.var(&format!("t{i}"), "0.0");
+        r.line(&a);
+        r.line(&t);
+    }
+    r.stmts(&p.body);
+    let result = r.fx(&p.out);
+    Rendered { declarations: s.declarations(p), function: s.function(&r.out, &result) }
+}

@@ -1,0 +1,139 @@
+//! The window programs evaluated on the CPU against direct loops written from the ops' docs.
+
+use super::program_eval::eval;
+use super::windows::WindowProgram;
+use crate::Window;
+
+fn params(h: usize, w: usize, win: &Window) -> Vec<i64> {
+    let (oh, ow) = win.out_hw(h, w).unwrap();
+    [h, w, win.kh, win.kw, win.stride_h, win.stride_w, win.pad_h, win.pad_w, oh, ow].iter().map(|&v| v as i64).collect()
+}
+
+/// Max and tie count of window (oy, ox) of plane `p`, taps inside the image in (i, j) order.
+fn window_max(x: &[f32], p: usize, h: usize, w: usize, win: &Window, oy: usize, ox: usize) -> (f32, f32) {
+    let mut best: Option<(f32, f32)> = None;
+    for i in 0..win.kh {
+        for j in 0..win.kw {
+            let (y, xx) = ((oy * win.stride_h + i) as i64 - win.pad_h as i64, (ox * win.stride_w + j) as i64 - win.pad_w as i64);
+            if y < 0 || xx < 0 || y >= h as i64 || xx >= w as i64 {
+                continue;
+            }
+            let v = x[p * h * w + y as usize * w + xx as usize];
+            best = Some(match best {
+                None => (v, 1.0),
+                Some((m, _)) if v > m => (v, 1.0),
+                Some((m, t)) if v == m => (m, t + 1.0),
+                Some(b) => b,
+            });
+        }
+    }
+    best.unwrap()
+}
+
+fn cases() -> Vec<(usize, usize, usize, Window)> {
+    let odd = Window { kh: 3, kw: 2, stride_h: 2, stride_w: 1, pad_h: 1, pad_w: 1 };
+    vec![(2, 5, 6, Window::square(2, 2, 0)), (3, 5, 4, odd), (1, 4, 4, Window::square(3, 1, 1)), (1, 2, 3, Window::square(5, 1, 2))]
+}
+
+/// Inputs with ties (values from a small set) so the tie split is exercised.
+fn input(n: usize) -> Vec<f32> {
+    (0..n).map(|i| ((i * 7) % 5) as f32 - 2.0).collect()
+}
+
+#[test]
+fn max_pool_program_is_the_op() {
+    for (planes, h, w, win) in cases() {
+        let x = input(planes * h * w);
+        let (oh, ow) = win.out_hw(h, w).unwrap();
+        let got = eval(&WindowProgram::MaxPool.program(), &[&x], &params(h, w, &win), planes * oh * ow).unwrap();
+        let mut want = Vec::new();
+        for p in 0..planes {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    want.push(window_max(&x, p, h, w, &win, oy, ox).0);
+                }
+            }
+        }
+        assert_eq!(got, want, "{win:?}");
+    }
+}
+
+#[test]
+fn max_pool_grad_program_is_the_op() {
+    for (planes, h, w, win) in cases() {
+        let x = input(planes * h * w);
+        let (oh, ow) = win.out_hw(h, w).unwrap();
+        let dy: Vec<f32> = (0..planes * oh * ow).map(|i| 1.0 + i as f32 * 0.25).collect();
+        let got = eval(&WindowProgram::MaxPoolGrad.program(), &[&x, &dy], &params(h, w, &win), planes * h * w).unwrap();
+        // Scatter form: each window passes dy / ties to its taps equal to the maximum.
+        let mut want = vec![0.0f32; planes * h * w];
+        for p in 0..planes {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let (m, t) = window_max(&x, p, h, w, &win, oy, ox);
+                    for i in 0..win.kh {
+                        for j in 0..win.kw {
+                            let (y, xx) =
+                                ((oy * win.stride_h + i) as i64 - win.pad_h as i64, (ox * win.stride_w + j) as i64 - win.pad_w as i64);
+                            if y >= 0 && xx >= 0 && y < h as i64 && xx < w as i64 {
+                                let e = p * h * w + y as usize * w + xx as usize;
+                                if x[e] == m {
+                                    want[e] += dy[(p * oh + oy) * ow + ox] / t;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-6 * w.abs().max(1.0), "{win:?}: {got:?} vs {want:?}");
+        }
+    }
+}
+
+#[test]
+fn a_load_outside_the_input_is_an_error() {
+    let win = Window::square(2, 2, 0);
+    // Claims a 4x4 image over 3 elements.
+    let e = eval(&WindowProgram::MaxPool.program(), &[&[1.0, 2.0, 3.0]], &params(4, 4, &win), 4);
+    assert!(e.is_err());
+}
+
+#[test]
+fn avg_pool_programs_are_the_mean_and_its_gradient() {
+    for (planes, h, w, win) in cases() {
+        let x = input(planes * h * w);
+        let (oh, ow) = win.out_hw(h, w).unwrap();
+        let kk = (win.kh * win.kw) as f64;
+        let inside = |oy: usize, ox: usize, i: usize, j: usize| {
+            let (y, xx) = ((oy * win.stride_h + i) as i64 - win.pad_h as i64, (ox * win.stride_w + j) as i64 - win.pad_w as i64);
+            (y >= 0 && xx >= 0 && y < h as i64 && xx < w as i64).then(|| y as usize * w + xx as usize)
+        };
+        let xs: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let got = eval(&WindowProgram::AvgPool.program(), &[&xs], &params(h, w, &win), planes * oh * ow).unwrap();
+        let dy: Vec<f64> = (0..planes * oh * ow).map(|i| 1.0 + i as f64 * 0.25).collect();
+        let dx = eval(&WindowProgram::AvgPoolGrad.program(), &[&xs, &dy], &params(h, w, &win), planes * h * w).unwrap();
+        let mut want_dx = vec![0.0f64; planes * h * w];
+        for p in 0..planes {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut sum = 0.0;
+                    for i in 0..win.kh {
+                        for j in 0..win.kw {
+                            if let Some(e) = inside(oy, ox, i, j) {
+                                sum += xs[p * h * w + e];
+                                want_dx[p * h * w + e] += dy[(p * oh + oy) * ow + ox] / kk;
+                            }
+                        }
+                    }
+                    let o = (p * oh + oy) * ow + ox;
+                    assert!((got[o] - sum / kk).abs() < 1e-12, "{win:?} at {o}: {} vs {}", got[o], sum / kk);
+                }
+            }
+        }
+        for (g, w) in dx.iter().zip(&want_dx) {
+            assert!((g - w).abs() < 1e-12, "{win:?}: {dx:?} vs {want_dx:?}");
+        }
+    }
+}

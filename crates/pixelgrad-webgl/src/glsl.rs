@@ -1,0 +1,164 @@
+//! One GLSL source for both WebGL modes: the kernel IR's programs with loops
+//! (`pixelgrad_core::kernel::program`) spelled for GLSL ES 3.00 and GLSL ES 1.00 from one
+//! [`GlslVersion`] value, whose differences are the [`Table`] below and nothing else.
+
+use pixelgrad_core::kernel::program::{Bound, Program};
+use pixelgrad_core::kernel::program_render::{render_program, Spelling};
+use pixelgrad_core::kernel::windows::WindowProgram;
+
+/// Which GLSL the program is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GlslVersion {
+    /// GLSL ES 3.00 (WebGL2).
+    Es300,
+    /// GLSL ES 1.00 (the `webgl1` mode; see [`crate::gl1`] for its rules).
+    Es100,
+}
+
+/// Everything the two versions write differently.
+#[derive(Clone, Copy, Debug)]
+pub struct Table {
+    /// Type of indices and integer uniforms: ES 1.00 has only 16-bit ints, so indices are
+    /// floats holding whole numbers (exact below 2^24).
+    pub int_ty: &'static str,
+    /// Suffix of an integer literal (`3` / `3.0`).
+    pub int_suffix: &'static str,
+    /// Whether `fetch` takes the sampler's size uniform (ES 1.00 has no `textureSize`).
+    pub sized_fetch: bool,
+    /// Whether integer division goes through `pg_divmod` (ES 1.00: float division rounds).
+    pub divmod: bool,
+    /// Whether loops need a constant bound and a `break` (ES 1.00 Appendix A).
+    pub constant_loops: bool,
+}
+
+impl GlslVersion {
+    pub fn table(self) -> Table {
+        match self {
+            GlslVersion::Es300 => Table { int_ty: "int", int_suffix: "", sized_fetch: false, divmod: false, constant_loops: false },
+            GlslVersion::Es100 => Table { int_ty: "float", int_suffix: ".0", sized_fetch: true, divmod: true, constant_loops: true },
+        }
+    }
+}
+
+/// The [`Spelling`] of one version.
+struct Glsl(Table);
+
+impl Spelling for Glsl {
+    fn int_ty(&self) -> &'static str {
+        self.0.int_ty
+    }
+    fn int_lit(&self, v: i32) -> String {
+        let s = format!("{v}{}", self.0.int_suffix);
+        if v < 0 {
+            format!("({s})")
+        } else {
+            s
+        }
+    }
+    fn to_float(&self, a: &str) -> String {
+        if self.0.int_ty == "float" {
+            a.to_string()
+        } else {
+            format!("float({a})")
+        }
+    }
+    fn param(&self, _i: usize, name: &str) -> String {
+        format!("u_{name}")
+    }
+    fn load(&self, _i: usize, name: &str, at: &str) -> String {
+        if self.0.sized_fetch {
+            format!("fetch(u_{name}, u_{name}_size, {at})")
+        } else {
+            format!("fetch(u_{name}, {at})")
+        }
+    }
+    fn div(&self, a: &str, b: &str) -> String {
+        if self.0.divmod {
+            format!("pg_divmod({a}, {b}).x")
+        } else {
+            format!("({a} / {b})")
+        }
+    }
+    fn let_(&self, float: bool, name: &str, value: &str) -> String {
+        format!("{} {name} = {value};", if float { "float" } else { self.0.int_ty })
+    }
+    fn var(&self, name: &str, value: &str) -> String {
+        format!("float {name} = {value};")
+    }
+    fn for_open(&self, name: &str, lo: &str, hi: &str, bound: Bound) -> String {
+        if self.0.constant_loops {
+            let max = match bound {
+                Bound::Window => "MAX_WINDOW",
+                Bound::Loop => "MAX_LOOP",
+            };
+            format!("for (float d_{name} = 0.0; d_{name} < {max}; d_{name} += 1.0) {{ float {name} = {lo} + d_{name}; if ({name} >= {hi}) break;")
+        } else {
+            format!("for (int {name} = {lo}; {name} < {hi}; {name}++) {{")
+        }
+    }
+    fn declarations(&self, p: &Program) -> String {
+        let mut s = format!("// {}: rendered from its definition in pixelgrad_core::kernel::windows.\n", p.name);
+        for name in &p.inputs {
+            s.push_str(&format!("uniform highp sampler2D u_{name};\n"));
+            if self.0.sized_fetch {
+                s.push_str(&format!("uniform vec2 u_{name}_size;\n"));
+            }
+        }
+        for name in &p.params {
+            s.push_str(&format!("uniform {} u_{name};\n", self.0.int_ty));
+        }
+        s
+    }
+    fn function(&self, body: &str, result: &str) -> String {
+        format!("float compute({} i) {{\n{body}    return {result};\n}}\n", self.0.int_ty)
+    }
+}
+
+/// A hand-written variant of a window program for one case, kept where a measured speed needs
+/// it (GLSL ES 3.00 only; the numbers are in each file).
+pub struct FastPath {
+    pub program: WindowProgram,
+    pub file: &'static str,
+    pub source: &'static str,
+    /// The `CONFIG`s the file implements: `1..=configs`.
+    pub configs: u32,
+}
+
+/// Every fast path. A program without one is only rendered.
+pub const FAST_PATHS: &[FastPath] = &[
+    FastPath {
+        program: WindowProgram::MaxPool,
+        file: "max_pool_fast.glsl",
+        source: include_str!("shaders/max_pool_fast.glsl"),
+        configs: 1,
+    },
+    FastPath {
+        program: WindowProgram::MaxPoolGrad,
+        file: "max_pool_grad_fast.glsl",
+        source: include_str!("shaders/max_pool_grad_fast.glsl"),
+        configs: 2,
+    },
+];
+
+/// Number of configs of a window program in `version`: the rendered program (0) and its
+/// hand-written fast paths.
+pub fn configs(which: WindowProgram, version: GlslVersion) -> u32 {
+    match version {
+        GlslVersion::Es100 => 1,
+        GlslVersion::Es300 => 1 + FAST_PATHS.iter().find(|f| f.program == which).map_or(0, |f| f.configs),
+    }
+}
+
+/// The body of window program `which` in `version` (the dialect adds preamble and `main`):
+/// its uniforms, then `compute` rendered from the definition (config 0) or the fast path.
+pub fn window_body(which: WindowProgram, version: GlslVersion, config: u32) -> Option<String> {
+    let r = render_program(&which.program(), &Glsl(version.table()));
+    if config == 0 {
+        return Some(format!("{}{}", r.declarations, r.function));
+    }
+    if version != GlslVersion::Es300 || config >= configs(which, version) {
+        return None;
+    }
+    let fast = FAST_PATHS.iter().find(|f| f.program == which)?.source;
+    Some(format!("{}{fast}", r.declarations))
+}
