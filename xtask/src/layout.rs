@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 pub const KNOWN: &[&str] = &[
     "pixelgrad-cli: src: backend check",
     "pixelgrad-core: src/kernel: eval schedule",
-    "pixelgrad-core: src: backend kernel",
+    "pixelgrad-core: src: backend kernel op",
     "pixelgrad-core: src: mixed tensor",
     "pixelgrad-cpu: src: depthwise element matmul par window winograd",
     "pixelgrad-flower: src: fleet transport",
