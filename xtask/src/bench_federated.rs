@@ -162,13 +162,7 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
     });
     let stamp = date[..19].replace(':', "-");
     let out = o.out.clone().unwrap_or_else(|| root.join("web/bench/results").join(format!("federated-{stamp}.json")));
-    std::fs::write(&out, serde_json::to_string_pretty(&result).map_err(|e| e.to_string())? + "\n")
-        .map_err(|e| format!("{}: {e}", out.display()))?;
-    println!("xtask bench-federated: wrote {}", out.display());
-    match crate::bench_report::main(&["--include".to_string(), out.display().to_string()]) {
-        0 => Ok(()),
-        code => Err(format!("bench-report exited with {code}")),
-    }
+    crate::bench_report::write_result("bench-federated", &out, &result)
 }
 
 #[cfg(test)]

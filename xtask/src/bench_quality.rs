@@ -193,14 +193,7 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
     });
     let stamp = date[..19].replace(':', "-");
     let out = o.out.clone().unwrap_or_else(|| root.join("web").join("bench").join("results").join(format!("quality-{stamp}.json")));
-    let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())? + "\n";
-    std::fs::write(&out, text).map_err(|e| format!("{}: {e}", out.display()))?;
-    println!("xtask bench-quality: wrote {}", out.display());
-    println!("xtask bench-quality: to keep it, `git add -f` it and commit it with docs/benchmarks.md (results are git-ignored until kept)");
-    match crate::bench_report::main(&["--include".to_string(), out.display().to_string()]) {
-        0 => Ok(()),
-        code => Err(format!("bench-report exited with {code}")),
-    }
+    crate::bench_report::write_result("bench-quality", &out, &result)
 }
 
 #[cfg(test)]

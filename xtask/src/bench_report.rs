@@ -27,3 +27,16 @@ pub fn main(args: &[String]) -> i32 {
         }
     }
 }
+
+/// Writes a bench's result file (pretty JSON), says how to keep it, and regenerates the page
+/// with it included.
+pub fn write_result(task: &str, out: &Path, result: &serde_json::Value) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(result).map_err(|e| e.to_string())? + "\n";
+    std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
+    println!("xtask {task}: wrote {}", out.display());
+    println!("xtask {task}: to keep it, `git add -f` it and commit it with docs/benchmarks.md (results are git-ignored until kept)");
+    match main(&["--include".to_string(), out.display().to_string()]) {
+        0 => Ok(()),
+        code => Err(format!("bench-report exited with {code}")),
+    }
+}
