@@ -4,7 +4,9 @@
 # `cargo install`, a few minutes on two cores). The Rust code blocks are doc tests of the
 # `pixelgrad` crate (crates/pixelgrad/src/book.rs), the JS blocks are checked by
 # web/tests/book.test.mjs.
-# Usage: bash scripts/book.sh
+# Usage: bash scripts/book.sh [--install-only]
+#   --install-only: only install the pinned mdBook if it is missing (scripts/test.sh does this in
+#   the background while the Flower federations, which mostly wait, run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MDBOOK_VERSION=0.5.4
@@ -13,5 +15,6 @@ if ! mdbook --version 2>/dev/null | grep -qx "mdbook v$MDBOOK_VERSION"; then
   # serve/watch are not needed to build, and leave out a web server's dependencies.
   cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features --features search -q
 fi
+[ "${1:-}" = "--install-only" ] && exit 0
 mdbook build docs
 node scripts/book-links.mjs

@@ -81,8 +81,13 @@ suite browser-tests.sh bash scripts/browser-tests.sh
 stage "npm package tests: JS API on webgpu/webgl/cpu, in a Worker, and the demo end to end"
 suite web-tests.sh bash scripts/web-tests.sh
 
+# mdBook's one-off install (minutes of compiling, one core) overlaps the Flower federations,
+# whose nodes spend most of a round waiting for the next poll.
+CARGO_BUILD_JOBS=1 bash scripts/book.sh --install-only > target/mdbook-install.log 2>&1 &
+mdbook_install=$!
 stage "federated training with Flower: a small federation of tabs and a native node, CLI errors"
 suite flower-tests.sh bash scripts/flower-tests.sh
+wait "$mdbook_install" || echo "mdbook install failed (target/mdbook-install.log); the book suite will say why"
 
 stage "the book: mdbook build docs, every link and anchor (its Rust blocks ran with the doc tests above)"
 suite book.sh bash scripts/book.sh
