@@ -10,9 +10,9 @@
 //! [`crate::Model::from_bytes`]), so no operator implementation ever sees a node with fewer
 //! inputs or outputs than its schema requires, an empty name where an input is not optional,
 //! or a missing required attribute. [`super::SUPPORTED`] and [`super::SUPPORTED_MS`] are the
-//! names of these rows; [`super::reads_back`], [`super::host_argument`],
-//! [`super::has_weights`], [`super::is_quantized`], host evaluation ([`super::eval_host`]) and
-//! device dispatch ([`super::run`]) read their fields.
+//! names of these rows; `ops::reads_back`, `ops::host_argument`, `ops::has_weights`,
+//! `ops::is_quantized`, host evaluation (`ops::eval_host`) and device dispatch (`ops::run`),
+//! all crate-internal, read their fields.
 //!
 //! The default-domain rows are the schemas of `onnx` 1.17 (`onnx.defs.get_schema(op, opset)`
 //! for opsets 7 to 22, each change of arity or required attributes a [`Schema`] with its
