@@ -123,6 +123,16 @@ impl Cx<'_> {
         let v = self.v(ins, i)?;
         self.to_dev(v, i)
     }
+    /// Input `i` as an f32 device tensor with at least one spatial axis (`[N, C, D1, ...]`, as
+    /// the normalisations and global pools take it), and its dims.
+    pub fn spatial(&self, ins: &[Option<V>], i: usize) -> Result<(Tensor, Vec<usize>)> {
+        let x = self.t(ins, i)?;
+        let d = x.dims().to_vec();
+        if d.len() < 3 {
+            return Err(self.err(format!("expects [N, C, D1, ...], got {d:?}")));
+        }
+        Ok((x, d))
+    }
     /// Input `i` as a device tensor in the storage it has: quantised activations between
     /// integer layers stay 8-bit ([`Tensor::narrow8`], where the backend stores 8-bit
     /// tensors). For ops that only relabel the shape (reshape, flatten, squeeze), which keep

@@ -40,11 +40,7 @@ pub(super) fn instance_normalization(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V
     let node = cx.node;
     let dt = cx.dtype0(ins);
     let out = |t: Tensor| Ok(vec![V::dev(t, dt)]);
-    let x = cx.t(ins, 0)?;
-    let d = x.dims().to_vec();
-    if d.len() < 3 {
-        return Err(cx.err(format!("expects [N, C, D1, ...], got {d:?}")));
-    }
+    let (x, d) = cx.spatial(ins, 0)?;
     let eps = node.float("epsilon", 1e-5)?;
     let h = x.reshape([d[0], d[1], d[2..].iter().product::<usize>()])?;
     let mu = h.mean_axis(2, true)?;

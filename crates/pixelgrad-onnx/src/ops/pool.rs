@@ -19,11 +19,7 @@ pub(super) fn global_pool(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     let op = cx.node.op_type.as_str();
     let dt = cx.dtype0(ins);
     let out = |t: Tensor| Ok(vec![V::dev(t, dt)]);
-    let x = cx.t(ins, 0)?;
-    let d = x.dims().to_vec();
-    if d.len() < 3 {
-        return Err(cx.err(format!("expects [N, C, D1, ...], got {d:?}")));
-    }
+    let (x, d) = cx.spatial(ins, 0)?;
     let h = x.reshape([d[0], d[1], d[2..].iter().product::<usize>()])?;
     let r = if op == "GlobalAveragePool" { h.mean_axis(2, true)? } else { h.max_axis(2, true)? };
     let mut od = vec![d[0], d[1]];
