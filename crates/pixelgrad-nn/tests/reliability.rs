@@ -1,6 +1,8 @@
 //! Targets as given (class indices, one-hot/probability rows, float targets), checked against
 //! the model's output; checkpoints, device-loss recovery and stop-on-NaN in `fit`.
 
+mod support;
+
 use std::cell::Cell;
 use std::ops::ControlFlow;
 use std::rc::Rc;
@@ -244,13 +246,7 @@ fn digits() -> (Vec<f32>, Vec<u32>, Vec<f32>, Vec<u32>) {
     (s.train.images().to_vec(), s.train.labels().to_vec(), s.test.images().to_vec(), s.test.labels().to_vec())
 }
 
-fn mlp(dev: &Device) -> Sequential {
-    let mut init = Init::new(11);
-    Sequential::new()
-        .push(Linear::new(dev, 64, 32, &mut init).unwrap())
-        .push(Activation::Relu)
-        .push(Linear::new(dev, 32, 10, &mut init).unwrap())
-}
+use support::mlp;
 
 #[test]
 fn a_lost_device_is_recovered_from_the_last_checkpoint_with_the_same_result() {

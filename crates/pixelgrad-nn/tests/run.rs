@@ -1,21 +1,16 @@
 //! The training loop as a state machine (`train::Run`): `fit` is a loop over its events, and
 //! a fixed seed gives the same numbers, bit for bit, as the loop before it.
 
+mod support;
+
 use std::ops::ControlFlow;
 
 use pixelgrad_core::Device;
 use pixelgrad_cpu::CpuBackend;
-use pixelgrad_nn::layers::{Activation, Linear};
 use pixelgrad_nn::train::{fit, Callbacks, Event, FitOptions, History, ResumePoint, Run, Samples, StepLog, Stopped};
-use pixelgrad_nn::{Init, Loss, OptimizerKind, Schedule, Sequential};
+use pixelgrad_nn::{Loss, OptimizerKind, Schedule};
 
-fn mlp(dev: &Device) -> Sequential {
-    let mut init = Init::new(11);
-    Sequential::new()
-        .push(Linear::new(dev, 64, 32, &mut init).unwrap())
-        .push(Activation::Relu)
-        .push(Linear::new(dev, 32, 10, &mut init).unwrap())
-}
+use support::mlp;
 
 /// Counts what the callbacks see.
 #[derive(Default)]
