@@ -6,10 +6,19 @@
 //! (Mesa lavapipe / llvmpipe, SwiftShader) run the GPU code on the CPU more slowly than the CPU
 //! backend itself, so `auto` passes them over with that reason. Naming a backend explicitly
 //! (`--backend webgpu`) always uses it if it starts.
+//!
+//! When `auto` is given the model to train and more than one backend passes those checks (a
+//! hardware GPU and the CPU, say), it times that model on each (`crate::measure`) and takes the
+//! fastest: for a small model the CPU can beat a GPU's launch overhead. The choice is cached per
+//! model and device set. Test hook: `PIXELGRAD_AUTO_SOFTWARE=1` lets `auto` consider software
+//! rasterisers too (they are then measured like any other), so the measuring path runs on
+//! machines without a GPU.
 
 use pixelgrad::cpu::CpuBackend;
+use pixelgrad::nn::presets::ModelSpec;
 use pixelgrad::{is_software_renderer, Device, SELF_TEST_TOL};
 
+use crate::measure::{self, Choice};
 use crate::CliResult;
 
 /// The chosen device and the log of what was tried.
@@ -17,6 +26,8 @@ pub struct Selected {
     pub device: Device,
     pub name: String,
     pub tried: Vec<(String, Result<String, String>)>,
+    /// The timings `auto` chose by, when it measured (or read them from its cache).
+    pub measured: Option<Choice>,
 }
 
 impl Selected {
@@ -28,6 +39,9 @@ impl Selected {
                 Ok(why) => s.push(format!("{b}: chosen ({why})")),
                 Err(why) => s.push(format!("{b}: skipped ({why})")),
             }
+        }
+        if let Some(m) = &self.measured {
+            s.push(m.summary());
         }
         s.join("; ")
     }
@@ -48,7 +62,7 @@ fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
             if !st.passes(SELF_TEST_TOL) {
                 return Err(format!("self-test max relative error {:.2e} exceeds {SELF_TEST_TOL:.0e}", st.max_rel_error));
             }
-            if auto && report.is_software() {
+            if auto && report.is_software() && !software_allowed() {
                 return Err(format!(
                     "adapter '{}' is a software rasteriser, slower than the CPU backend; use --backend webgpu to force it",
                     report.adapter
@@ -71,7 +85,7 @@ fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
                     st.max_rel_error, report.format
                 ));
             }
-            if auto && is_software_renderer(&report.renderer) {
+            if auto && is_software_renderer(&report.renderer) && !software_allowed() {
                 return Err(format!(
                     "renderer '{}' is a software rasteriser, slower than the CPU backend; use --backend {name} to force it",
                     report.renderer
@@ -86,16 +100,35 @@ fn try_backend(name: &str, auto: bool) -> Result<(Device, String), String> {
     }
 }
 
-/// Picks the backend named by `choice` (`auto`, `cpu`, `webgpu`, `webgl`, `webgl1`).
+fn software_allowed() -> bool {
+    std::env::var("PIXELGRAD_AUTO_SOFTWARE").is_ok_and(|v| v == "1")
+}
+
+/// Picks the backend named by `choice` (`auto`, `cpu`, `webgpu`, `webgl`, `webgl1`); `auto`
+/// takes the first that passes its checks.
 pub fn select(choice: &str) -> CliResult<Selected> {
+    select_for(choice, None)
+}
+
+/// As [`select`]; with `model` (the network and batch size to train), `auto` starts every
+/// backend that passes its checks and measures that model on them when there is more than one.
+pub fn select_for(choice: &str, model: Option<(&ModelSpec, usize)>) -> CliResult<Selected> {
     let auto = choice == "auto";
     let order: Vec<&str> = if auto { vec!["webgpu", "webgl", "webgl1", "cpu"] } else { vec![choice] };
     let mut tried = Vec::new();
+    let mut started: Vec<(String, Device)> = Vec::new();
     for b in order {
+        // WebGL1 is the WebGL backend's fallback mode, not a candidate of its own beside WebGL2.
+        if b == "webgl1" && started.iter().any(|(s, _)| s == "webgl") {
+            continue;
+        }
         match try_backend(b, auto) {
             Ok((device, why)) => {
                 tried.push((b.to_string(), Ok(why)));
-                return Ok(Selected { name: device.name(), device, tried });
+                started.push((b.to_string(), device));
+                if model.is_none() || !auto {
+                    break;
+                }
             }
             Err(why) => {
                 if !auto {
@@ -105,7 +138,44 @@ pub fn select(choice: &str) -> CliResult<Selected> {
             }
         }
     }
-    Err("no backend could be started".into())
+    if started.is_empty() {
+        return Err("no backend could be started".into());
+    }
+    let measured = match model {
+        Some((spec, batch)) if started.len() > 1 => Some(choose(&started, spec, batch)?),
+        _ => None,
+    };
+    let index = measured.as_ref().and_then(|m| started.iter().position(|(b, _)| *b == m.backend)).unwrap_or(0);
+    let (chosen, device) = started.swap_remove(index);
+    // Only the chosen backend reads "chosen" in the log; the others started and lost.
+    for (b, r) in tried.iter_mut() {
+        if *b != chosen {
+            if let Ok(why) = r {
+                *r = Err(format!("slower on this model; {why}"));
+            }
+        }
+    }
+    Ok(Selected { name: device.name(), device, tried, measured })
+}
+
+/// The cached choice for these devices and this model, or a new measurement (then cached).
+fn choose(started: &[(String, Device)], spec: &ModelSpec, batch: usize) -> CliResult<Choice> {
+    let devices: Vec<(String, String)> = started.iter().map(|(b, d)| (b.clone(), d.name())).collect();
+    let key = measure::cache_key(spec, batch, &devices);
+    if let Some(c) = measure::cached(&key).filter(|c| started.iter().any(|(b, _)| *b == c.backend)) {
+        return Ok(c);
+    }
+    let share = measure::BUDGET_MS / started.len() as f64;
+    let mut timings = Vec::new();
+    for (b, dev) in started {
+        timings.push(measure::time_model(b, dev, spec, batch, share)?);
+    }
+    let backend = measure::fastest(&timings).map(|t| t.backend.clone()).unwrap_or_default();
+    let choice = Choice { backend, timings, cached: false };
+    if let Err(e) = measure::store(&key, &choice) {
+        eprintln!("note: the measured backend choice is not cached ({e})");
+    }
+    Ok(choice)
 }
 
 /// `pixelgrad backends` options.
@@ -119,6 +189,17 @@ pub struct BackendsArgs {
     /// GPU backend that starts
     #[arg(long)]
     pub layouts: bool,
+    /// Also time a few training steps of a model (the `--model` preset on 8x8 inputs, 10
+    /// classes, `--batch`) on every backend that starts, software rasterisers included, and say
+    /// which is fastest; `train --backend auto` does the same among its candidates
+    #[arg(long)]
+    pub measure: bool,
+    /// Model preset timed by --measure (seed-mlp, mlp, cnn)
+    #[arg(long, default_value = "mlp")]
+    pub model: String,
+    /// Batch size timed by --measure
+    #[arg(long, default_value_t = 32)]
+    pub batch: usize,
 }
 
 pub fn list(a: BackendsArgs) -> CliResult<()> {
@@ -148,9 +229,47 @@ pub fn list(a: BackendsArgs) -> CliResult<()> {
             }
         }
     }
+    if a.measure {
+        measure_all(&a)?;
+    }
     if failed.is_empty() {
         Ok(())
     } else {
         Err(format!("cross-check failed on {} (run `pixelgrad check --backend {}` for the table)", failed.join(", "), failed[0]))
     }
+}
+
+/// `backends --measure`: every backend that starts, timed on the same model, fastest named.
+fn measure_all(a: &BackendsArgs) -> CliResult<()> {
+    use crate::Context;
+    let preset = pixelgrad::nn::presets::Preset::parse(&a.model).ctx()?;
+    if a.batch == 0 {
+        return Err("--batch must be at least 1".into());
+    }
+    let spec = ModelSpec { preset, input: [1, 8, 8], classes: 10 };
+    let mut started = Vec::new();
+    for b in ["webgpu", "webgl", "webgl1", "cpu"] {
+        match try_backend(b, false) {
+            Ok((dev, _)) => started.push((b, dev)),
+            Err(why) => println!("{b}: not available ({why})"),
+        }
+    }
+    let share = measure::BUDGET_MS / started.len().max(1) as f64;
+    println!(
+        "\ntraining steps of {} at batch {} ({:.0} ms of timed steps per backend, after {} warm-up steps):",
+        spec.to_meta(),
+        a.batch,
+        share,
+        measure::WARM_STEPS
+    );
+    let mut timings = Vec::new();
+    for (b, dev) in &started {
+        let t = measure::time_model(b, dev, &spec, a.batch, share)?;
+        println!("  {:<7} {:>9.2} ms/step over {:>3} steps (warm-up {:.0} ms)  {}", t.backend, t.step_ms, t.steps, t.warm_ms, t.device);
+        timings.push(t);
+    }
+    if let Some(f) = measure::fastest(&timings) {
+        println!("fastest: {}", f.backend);
+    }
+    Ok(())
 }

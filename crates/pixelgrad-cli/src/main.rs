@@ -7,6 +7,7 @@ mod dataset;
 mod eval;
 mod export;
 mod federated;
+mod measure;
 mod outdir;
 mod plot;
 mod predict;

@@ -373,7 +373,8 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
             p.batch
         ));
     }
-    let sel = backend::select(&a.backend)?;
+    let model_spec = ModelSpec { preset, input: data.shape(), classes: data.classes() };
+    let sel = backend::select_for(&a.backend, Some((&model_spec, batch)))?;
     let dev = sel.device.clone();
     say(format!("backend: {} [{}]", sel.name, sel.explain()));
     say(format!(
@@ -385,7 +386,6 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
         data.classes()
     ));
 
-    let model_spec = ModelSpec { preset, input: data.shape(), classes: data.classes() };
     let model = model_spec.build(&dev, cfg.seed).ctx()?;
     say(format!("model: {} ({} parameters)", model.describe(), model.num_params()));
     say(format!("training: {epochs} epochs, batch {batch}, {opt_name} lr {lr}, seed {}, {}", cfg.seed, precision.name()));
@@ -517,6 +517,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
             "steps": history.steps.last().map(|s| s.step).unwrap_or(0),
             "backend": sel.device.kind().as_str(),
             "backend_name": sel.name,
+            "backend_measured": sel.measured.as_ref().map(|m| serde_json::json!({ "chosen": m.backend, "cached": m.cached, "timings": m.timings })),
             "model": preset.name(),
             "dataset": data.name,
             "train_seconds": train_seconds,
