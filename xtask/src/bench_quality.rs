@@ -143,12 +143,13 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
         };
         for b in &o.backends {
             let out_dir = target.join("bench-quality").join(format!("{}-{b}", w.name));
+            // Recorded with the row: crates/pixelgrad-cli/tests/quality.rs replays the digits rows.
+            let argv: Vec<&str> = ["train", "--json", "--seed", "42", "--backend", b.as_str(), "--dataset", dataset.as_str()]
+                .into_iter()
+                .chain(w.args.iter().copied())
+                .collect();
             let mut cmd = Command::new(&cli);
-            cmd.current_dir(root)
-                .args(["train", "--json", "--seed", "42", "--backend", b, "--dataset", &dataset])
-                .args(w.args)
-                .arg("--out")
-                .arg(&out_dir);
+            cmd.current_dir(root).args(&argv).arg("--out").arg(&out_dir);
             eprintln!("xtask bench-quality: {} on {b}", w.name);
             let res = cmd.output().map_err(|e| format!("could not run {}: {e}", cli.display()))?;
             let stdout = String::from_utf8_lossy(&res.stdout);
@@ -162,6 +163,7 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
                     rows.push(serde_json::json!({
                         "workload": w.name,
                         "backend": b,
+                        "args": argv,
                         "testAccuracy": j["test_accuracy"],
                         "testLoss": j["test_loss"],
                         "trainLoss": j["train_loss"],
