@@ -18,6 +18,10 @@
 //     "webgl: ..." matches and "metal: ..." does not; any other `${...}` or `+ expr` part of a
 //     title matches any text;
 //   - shell (`.sh`): a quoted "PREFIX" of a stage the script announces with `echo "== ..."`;
+//   a conformance family (`edges`, `errors`, ...) is named by the function that defines it in
+//   `crates/pixelgrad-conformance/src/families/` (`conformance_tests!` runs every family on the
+//   CPU, WebGPU, WebGL2 and WebGL1 backends, natively and in Chromium). A remark in parentheses
+//   is prose and may name files without naming tests;
 // or the marker
 //
 //   <!-- no behaviour claims: WHY -->
@@ -64,10 +68,14 @@ function testedByParagraphs(sec) {
   return paras;
 }
 
-/** `Tested by:` text -> [{ file, names: [{ name, quoted }] }] (a leading name has file null). */
+/**
+ * `Tested by:` text -> [{ file, names: [{ name, quoted }] }] (a leading name has file null).
+ * A remark in parentheses is prose, not a test: `(the same split through the CLI)`.
+ */
 export function parseTestedBy(text) {
   const entries = [];
-  for (const m of text.matchAll(/`([^`]+)`|"([^"]+)"/g)) {
+  const refs = text.replace(/`[^`]*`|"[^"]*"|\([^()]*\)/g, (m) => (m[0] === '(' ? '' : m));
+  for (const m of refs.matchAll(/`([^`]+)`|"([^"]+)"/g)) {
     const span = m[1];
     if (span !== undefined && /\/|\.(?:rs|mjs|js|sh)$/.test(span)) {
       entries.push({ file: span, names: [] });
