@@ -55,6 +55,13 @@ test('a section without a list, a missing file and a file without names are prob
   ]);
 });
 
+test('a remark in parentheses names no test; a marker quoted in a code span does not mark the section', () => {
+  assert.deepEqual(check('## S\nx\n\nTested by: `crates/x/tests/a.rs` `trains_on_cpu` (like `crates/x/tests/other.rs`)\n'), []);
+  const p = check('## S\nWrite `<!-- no behaviour claims: WHY -->` on such a section.\n');
+  assert.equal(p.length, 1);
+  assert.match(p[0], /has no Tested by list/);
+});
+
 test('per-backend titles count as each loop value; other holes match any text', () => {
   const [perBackend, literal, concat] = jsTitles(files['web/tests/b.test.mjs']);
   assert.ok(titleStartsWith(perBackend, 'webgpu: a model trains'));
