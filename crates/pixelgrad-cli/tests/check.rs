@@ -116,8 +116,15 @@ fn auto_tries_in_order_says_why_and_skips_software_rasterisers() {
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{s}\n{}", String::from_utf8_lossy(&out.stderr));
     let line = s.lines().find_map(|l| l.strip_prefix("auto-selection: ")).unwrap_or_else(|| panic!("{s}"));
-    let clauses: Vec<&str> = line.split("; ").collect();
     let order = ["webgpu", "webgl", "webgl1", "cpu"];
+    // One clause per backend, `NAME: chosen (..)` or `NAME: skipped (..)`; a reason may hold "; ".
+    let mut clauses: Vec<String> = Vec::new();
+    for part in line.split("; ") {
+        match clauses.last_mut() {
+            Some(last) if !order.iter().any(|b| part.starts_with(&format!("{b}: "))) => *last += &format!("; {part}"),
+            _ => clauses.push(part.to_string()),
+        }
+    }
     for (c, b) in clauses.iter().zip(order) {
         assert!(c.starts_with(&format!("{b}: ")), "clause {c:?} out of the order {order:?}: {line}");
     }
