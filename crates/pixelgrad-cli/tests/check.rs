@@ -107,6 +107,15 @@ fn backends_check_and_layouts() {
     }
 }
 
+/// `--inject-fault` is a test hook: it works (above) but `check --help` does not offer it.
+#[test]
+fn inject_fault_is_hidden_from_help() {
+    let out = pixelgrad(&["check", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && help.contains("--layers"), "{help}");
+    assert!(!help.contains("inject"), "{help}");
+}
+
 /// `backends`: auto tries webgpu, webgl, webgl1, cpu in that order, says why each was skipped,
 /// and never chooses a software rasteriser (CI's lavapipe / llvmpipe, which `--backend webgl`
 /// runs on): the CPU backend is faster than a GPU emulated on the same CPU.
