@@ -7,12 +7,16 @@
 //   `tests/fused.rs` as the end of a tracked path) exists, so a claim's test cannot vanish
 //   unnoticed;
 // - every code fence names its language (an unmarked block would be compiled as Rust by the
-//   doc tests in crates/pixelgrad/src/book.rs) and no Rust block is `ignore`d.
+//   doc tests in crates/pixelgrad/src/book.rs) and no Rust block is `ignore`d;
+// - the claim map (scripts/claim-map.mjs, which documents it): every section of a chapter ends
+//   with a `Tested by:` list of tests that exist in the files it names, or carries
+//   `<!-- no behaviour claims: WHY -->`.
 // Usage: node scripts/book-links.mjs   (exit status 1 and one line per problem otherwise)
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execFileSync } from 'node:child_process';
+import { claimProblems } from './claim-map.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const src = path.join(root, 'docs', 'src');
@@ -129,6 +133,17 @@ for (const file of [...files, path.join(root, 'README.md')]) {
   }
 }
 
+// The claim map: every section's tests exist (SUMMARY.md is a table of contents, not a chapter).
+const testFile = (span) => {
+  const hits = tracked.includes(span) ? [span] : tracked.filter((t) => t.endsWith(`/${span}`));
+  if (hits.length !== 1 || !fs.existsSync(path.join(root, hits[0]))) return null;
+  return { path: hits[0], text: fs.readFileSync(path.join(root, hits[0]), 'utf8') };
+};
+for (const file of files) {
+  if (path.basename(file) === 'SUMMARY.md' && path.dirname(file) === src) continue;
+  problems.push(...claimProblems(rel(file), prose(file, fs.readFileSync(file, 'utf8')), testFile));
+}
+
 const summary = path.join(src, 'SUMMARY.md');
 const listed = new Set(
   [...fs.readFileSync(summary, 'utf8').matchAll(/\]\(([^)]+)\)/g)].map((m) => path.resolve(src, m[1])),
@@ -141,4 +156,4 @@ if (problems.length) {
   console.error(`book links: ${unique.length} problem(s)`);
   process.exit(1);
 }
-console.log(`book links: ${files.length} files in docs/src and README.md, every link and anchor resolves`);
+console.log(`book links: ${files.length} files in docs/src and README.md, every link and anchor resolves, every section's tests exist`);

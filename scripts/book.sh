@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the book (docs/ -> docs/book/) with mdBook and checks every link and anchor in it and
-# in the README (scripts/book-links.mjs). Installs the pinned mdBook when missing (a one-off
+# in the README (scripts/book-links.mjs, with the claim map of scripts/claim-map.mjs: every
+# section's tests exist; its own test scripts/claim-map.test.mjs runs first). Installs the pinned mdBook when missing (a one-off
 # `cargo install`, a few minutes on two cores). The Rust code blocks are doc tests of the
 # `pixelgrad` crate (crates/pixelgrad/src/book.rs), the JS blocks are checked by
 # web/tests/book.test.mjs.
@@ -17,4 +18,5 @@ if ! mdbook --version 2>/dev/null | grep -qx "mdbook v$MDBOOK_VERSION"; then
 fi
 [ "${1:-}" = "--install-only" ] && exit 0
 mdbook build docs
+node --test scripts/claim-map.test.mjs
 node scripts/book-links.mjs

@@ -350,6 +350,15 @@ mod tests {
     }
 
     #[test]
+    fn a_taken_port_falls_back_to_a_free_one() {
+        let taken = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let l = bind(port).unwrap();
+        let got = l.local_addr().unwrap().port();
+        assert!(got != port && got != 0, "asked for the taken port {port}, got {got}");
+    }
+
+    #[test]
     fn parse_args() {
         let o = parse(&["--port".into(), "9000".into(), "--no-build".into()]).unwrap();
         assert_eq!((o.port, o.build), (9000, false));

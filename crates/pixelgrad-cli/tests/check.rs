@@ -107,6 +107,49 @@ fn backends_check_and_layouts() {
     }
 }
 
+/// `--inject-fault` is a test hook: it works (above) but `check --help` does not offer it.
+#[test]
+fn inject_fault_is_hidden_from_help() {
+    let out = pixelgrad(&["check", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && help.contains("--layers"), "{help}");
+    assert!(!help.contains("inject"), "{help}");
+}
+
+/// `backends`: auto tries webgpu, webgl, webgl1, cpu in that order, says why each was skipped,
+/// and never chooses a software rasteriser (CI's lavapipe / llvmpipe, which `--backend webgl`
+/// runs on): the CPU backend is faster than a GPU emulated on the same CPU.
+#[test]
+fn auto_tries_in_order_says_why_and_skips_software_rasterisers() {
+    let out = pixelgrad(&["backends"]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{s}\n{}", String::from_utf8_lossy(&out.stderr));
+    let line = s.lines().find_map(|l| l.strip_prefix("auto-selection: ")).unwrap_or_else(|| panic!("{s}"));
+    let order = ["webgpu", "webgl", "webgl1", "cpu"];
+    // One clause per backend, `NAME: chosen (..)` or `NAME: skipped (..)`; a reason may hold "; ".
+    let mut clauses: Vec<String> = Vec::new();
+    for part in line.split("; ") {
+        match clauses.last_mut() {
+            Some(last) if !order.iter().any(|b| part.starts_with(&format!("{b}: "))) => *last += &format!("; {part}"),
+            _ => clauses.push(part.to_string()),
+        }
+    }
+    for (c, b) in clauses.iter().zip(order) {
+        assert!(c.starts_with(&format!("{b}: ")), "clause {c:?} out of the order {order:?}: {line}");
+    }
+    let (last, skipped) = clauses.split_last().unwrap();
+    assert!(last.contains(": chosen ("), "{line}");
+    for c in skipped {
+        assert!(c.contains(": skipped (") && c.len() > c.find('(').unwrap() + 2, "a skip without its reason: {c}");
+    }
+    let software = ["llvmpipe", "lavapipe", "swiftshader"];
+    let chosen = last.to_ascii_lowercase();
+    assert!(!software.iter().any(|w| chosen.contains(w)), "auto chose a software rasteriser: {line}");
+    for c in skipped.iter().filter(|c| software.iter().any(|w| c.to_ascii_lowercase().contains(w))) {
+        assert!(c.contains("software rasteriser") && c.contains("--backend"), "{c}");
+    }
+}
+
 /// `train --max-steps-per-second`: same losses as an unpaced run, not faster than asked
 /// (lower bound only), and a bad rate is a one-line error.
 #[test]
