@@ -34,6 +34,24 @@ export interface InitOptions {
    * wasm32 cannot count, is kind 'shape'. Kept across recoveries and crash restarts.
    */
   limits?: { maxElements?: number; maxOpWork?: number };
+  /**
+   * With 'auto': the model you will train (its layers, as given to `pg.sequential`). Every
+   * backend that passes its checks is started and a few training steps of this model are timed
+   * on each (4 warm-up steps, then 300 ms of timed steps in all); the fastest is kept and the
+   * timings are in `report.measured`. The choice is cached in localStorage per model, batch size
+   * and device (adapter or renderer), so later page loads start at once.
+   */
+  measure?: { layers: LayerConfig[]; batchSize?: number; loss?: string };
+}
+
+/** One backend's timing by `init({ measure })`. */
+export interface BackendTiming {
+  backend: BackendName;
+  /** The untimed warm-up steps (compiles, pools, step plans). */
+  warmMs: number;
+  /** Mean time of one timed training step, loss readback included. */
+  stepMs: number;
+  steps: number;
 }
 
 export interface BackendTry {
@@ -62,6 +80,8 @@ export interface RuntimeReport {
   recoveries?: { lost: BackendName; backend: BackendName; tried: BackendTry[]; crash?: string }[];
   /** With `precision: 'low'`: the training check's mean losses before/after, here and on the f32 CPU. */
   precisionCheck?: { steps: number; device: number[]; cpu: number[]; deviceDrop: number; cpuDrop: number };
+  /** How `init({ measure })` chose: the backend, every candidate's timing, and whether it came from the cache. */
+  measured?: { backend: BackendName; timings: BackendTiming[]; cached: boolean };
 }
 
 /**

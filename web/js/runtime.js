@@ -3,6 +3,7 @@
 // and runs its precision self-test.
 import { PixelgradError } from './errors.js';
 import { currentInstance, instanceLostError, isTrap, loadWasm, noteTrap, onReplaced, release, replaceFailure, settle, wasm, wasmLoaded } from './instance.js';
+import { chooseBackend, measureSpec } from './measure.js';
 import { lostError, lostReason, recoverRuntime, restartAfterCrash, simulateLoss, watch } from './recovery.js';
 
 // `wasm` is the current instance's glue (a live binding: it changes when a crashed instance is
@@ -337,6 +338,37 @@ export function startBackendSync(name, reuse = {}) {
   return checkSelfTest(startSync(name, false, true, reuse), false);
 }
 
+/** Makes a started backend the current runtime (the one before it is retired). */
+function adopt(s, tried, measured, limits, low) {
+  const inner = s.inner;
+  const report = {
+    tried,
+    adapter: s.adapter,
+    selfTest: { maxRelError: inner.maxRelError },
+    name: inner.name,
+    format: inner.format,
+    software: s.software === undefined ? inner.software : s.software,
+    warnings: inner.warnings,
+  };
+  if (s.precisionCheck) report.precisionCheck = s.precisionCheck;
+  if (measured) report.measured = measured;
+  const rt = new Runtime(inner, report, s.keep, s.gl);
+  /** @type {any} */ (rt)._low = low;
+  try {
+    rt._setLimits(limits);
+  } catch (e) {
+    rt._freeInner();
+    throw e;
+  }
+  if (current) {
+    current._retiredBy = rt.backend;
+    // Models and tensors hold their own reference to the old device; this drops the runtime's.
+    current._freeInner();
+  }
+  current = rt;
+  return rt;
+}
+
 /**
  * Starts a backend: `backend` is 'auto' (webgpu, webgl, webgl1, cpu in that order; software GPUs are
  * skipped unless `allowSoftware`), or a name, used whenever it starts. Calling it again
@@ -353,10 +385,15 @@ export async function init(opts = {}) {
     throw new Error(`pg.init: unknown precision '${opts.precision}' ('default', or 'low': RGBA16F + mediump, webgl only)`);
   }
   if (low && backend !== 'webgl') throw new Error("pg.init: precision 'low' is a WebGL mode; use init({ backend: 'webgl', precision: 'low' })");
+  const spec = opts.measure === undefined ? null : measureSpec(opts.measure);
   await loadWasm(opts);
   const auto = backend === 'auto';
   const tried = [];
+  // With `measure`, auto starts every backend that passes its checks and times the model on
+  // them (measure.js); WebGL1 is WebGL's fallback mode, not a candidate beside it.
+  const candidates = [];
   for (const name of auto ? BACKENDS : [backend]) {
+    if (spec && auto && name === 'webgl1' && candidates.some((c) => c.name === 'webgl')) continue;
     let s;
     try {
       s = await start(name, auto, allowSoftware, { low });
@@ -368,33 +405,30 @@ export async function init(opts = {}) {
       continue;
     }
     const inner = s.inner;
-    const reason = `${inner.name}; self-test max relative error ${Number(inner.maxRelError).toExponential(1)}`;
-    tried.push({ backend: name, ok: true, reason });
-    const report = {
-      tried,
-      adapter: s.adapter,
-      selfTest: { maxRelError: inner.maxRelError },
-      name: inner.name,
-      format: inner.format,
-      software: s.software === undefined ? inner.software : s.software,
-      warnings: inner.warnings,
-    };
-    if (s.precisionCheck) report.precisionCheck = s.precisionCheck;
-    const rt = new Runtime(inner, report, s.keep, s.gl);
-    /** @type {any} */ (rt)._low = low;
-    try {
-      rt._setLimits(opts.limits);
-    } catch (e) {
-      rt._freeInner();
-      throw e;
+    tried.push({ backend: name, ok: true, reason: `${inner.name}; self-test max relative error ${Number(inner.maxRelError).toExponential(1)}` });
+    candidates.push({ name, adapter: s.adapter, inner, started: s });
+    if (!spec || !auto) break;
+  }
+  if (candidates.length > 0) {
+    let measured = null;
+    let chosen = candidates[0];
+    if (candidates.length > 1) {
+      try {
+        measured = await chooseBackend(wasm, candidates, spec);
+      } catch (e) {
+        for (const c of candidates) release(c.inner);
+        throw e;
+      }
+      chosen = candidates.find((c) => c.name === measured.backend) || chosen;
+      for (const c of candidates) {
+        if (c === chosen) continue;
+        release(c.inner);
+        const t = tried.find((x) => x.backend === c.name);
+        t.ok = false;
+        t.reason = `slower on this model; ${t.reason}`;
+      }
     }
-    if (current) {
-      current._retiredBy = rt.backend;
-      // Models and tensors hold their own reference to the old device; this drops the runtime's.
-      current._freeInner();
-    }
-    current = rt;
-    return rt;
+    return adopt(chosen.started, tried, measured, opts.limits, low);
   }
   const why = tried.map((t) => `${t.backend}: ${t.reason}`).join('; ');
   const err = /** @type {Error & { report?: { tried: object[] } }} */ (new Error(`pg.init: no backend could start (${why})`));

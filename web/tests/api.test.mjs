@@ -200,6 +200,48 @@ test('auto records every try with a reason; allowSoftware takes a software GPU',
   }
 });
 
+test('auto with measure times the model on every candidate, keeps the fastest and caches the choice', async () => {
+  const r = await inPage(async (pg) => {
+    localStorage.removeItem('pixelgrad.autoBackend');
+    const layers = [pg.layers.dense({ units: 16, inputShape: [64], activation: 'relu' }), pg.layers.dense({ units: 10 })];
+    const measure = { layers, batchSize: 16 };
+    const run = async (slow) => {
+      globalThis.__pixelgradTestSlowBackends = slow;
+      const rt = await pg.init({ backend: 'auto', allowSoftware: true, measure });
+      // the chosen backend trains the measured model
+      const m = pg.sequential(layers);
+      m.compile({ optimizer: pg.optimizers.sgd(0.1), loss: 'softmaxCrossEntropy' });
+      await m.fit(pg.tensor(new Float32Array(16 * 64), [16, 64]), pg.tensor(new Float32Array(16), [16]), { epochs: 1, batchSize: 16 });
+      return { backend: rt.backend, measured: rt.report.measured, tried: rt.report.tried };
+    };
+    const first = await run(['webgpu', 'cpu']);
+    const cached = await run(['webgl']); // same model and devices: the cache answers, nothing is timed
+    localStorage.setItem('pixelgrad.autoBackend', '{ not json');
+    const fresh = await run(['webgl', 'webgpu']);
+    let bad = '';
+    try {
+      await pg.init({ backend: 'auto', measure: { layers: [] } });
+    } catch (e) {
+      bad = e.message;
+    }
+    delete globalThis.__pixelgradTestSlowBackends;
+    localStorage.removeItem('pixelgrad.autoBackend');
+    return { first, cached, fresh, bad };
+  });
+  const { first, cached, fresh } = r;
+  assert.deepEqual(first.measured.timings.map((t) => t.backend), ['webgpu', 'webgl', 'cpu'], JSON.stringify(first.measured));
+  assert.equal(first.measured.backend, 'webgl', JSON.stringify(first.measured));
+  assert.equal(first.backend, 'webgl');
+  assert.equal(first.measured.cached, false);
+  assert.ok(first.measured.timings.every((t) => t.steps >= 2 && t.stepMs > 0 && t.warmMs > 0), JSON.stringify(first.measured));
+  assert.ok(first.tried.filter((t) => t.backend !== 'webgl' && t.backend !== 'webgl1').every((t) => !t.ok && /slower on this model/.test(t.reason)), JSON.stringify(first.tried));
+  assert.equal(cached.backend, 'webgl');
+  assert.equal(cached.measured.cached, true);
+  assert.equal(fresh.backend, 'cpu', JSON.stringify(fresh.measured));
+  assert.equal(fresh.measured.cached, false);
+  assert.match(r.bad, /measure must be \{ layers/);
+});
+
 test('switching backend retires the old runtime with a clear error', async () => {
   const r = await inPage(async (pg) => {
     await pg.init({ backend: 'cpu' });

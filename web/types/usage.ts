@@ -21,6 +21,9 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const tries: pg.BackendTry[] = report.tried;
   const firstTry: boolean = tries.length > 0 && tries[0].ok && tries[0].reason.length > 0 && tries[0].backend === rt.backend;
   const describe = [report.adapter, report.name, report.format, report.software, report.warnings, report.selfTest.maxRelError, report.recoveries?.[0]?.crash, report.precisionCheck?.deviceDrop];
+  const measuring: pg.InitOptions = { backend: 'auto', measure: { layers: [pg.layers.dense({ units: 10, inputShape: [64] })], batchSize: 32, loss: 'softmaxCrossEntropy' } };
+  const timing: pg.BackendTiming | undefined = report.measured?.timings[0];
+  const measured = [measuring, report.measured?.backend, report.measured?.cached, timing?.warmMs, timing?.stepMs, timing?.steps];
   const limits: number = rt.limits.maxElements + rt.limits.maxOpWork;
   const counters = rt.memory();
   const work: number = counters.bytesInUse + counters.allocations + counters.compiles + counters.launches + counters.submissions + counters.readbacks;
@@ -37,7 +40,7 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const row = rows[0];
   const rowFields = [row.step, row.tensor, row.op, row.shape, row.maxAbs, row.maxRel, row.worstIndex, row.tolAbs, row.tolRel, row.pass];
   const checkFields = [check.passed, check.summary, check.backend, check.reference, check.config.layers, failure];
-  void [same, firstTry, describe, limits, work, pools, lost, recovered, rowFields, checkFields];
+  void [same, firstTry, describe, measured, limits, work, pools, lost, recovered, rowFields, checkFields];
 
   // Errors
   try {
