@@ -3,14 +3,15 @@
 // pass (pixelgrad_image defines the filter: bilinear with half-pixel centres as ONNX
 // Resize linear / half_pixel, antialiased when an axis shrinks by more than 2×).
 //
-// WebGPU: copyExternalImageToTexture + one compute pass (video through a 2D canvas first, see
-// below). WebGL2: texSubImage2D + one fragment
+// WebGPU: copyExternalImageToTexture + one compute pass (video directly, or through a 2D canvas
+// where that loses the device: videoinput.js). WebGL2: texSubImage2D + one fragment
 // pass. CPU: getImageData + the host reference. Synchronous, like TF.js's
 // tf.browser.fromPixels: the GPU work is queued and nothing is read back. `dtype` 'float16' /
 // 'uint8' add one conversion on the device (narrow_f16 / narrow8) where the backend stores
 // those types (WebGPU, WebGL2, CPU), and are an Error in the webgl1 mode.
 import { currentRuntime } from './runtime.js';
 import { deviceTensor } from './tensor.js';
+import { noteDirectCopy, videoPath } from './videoinput.js';
 /** @typedef {import('./tensor.js').Tensor} Tensor */
 
 const has = (name) => typeof globalThis[name] !== 'undefined';
@@ -105,11 +106,17 @@ export function fromPixels(source, opts = {}) {
     const px = readPixels(source, info, what);
     r = rt._inner.fromPixelsBytes(new Uint8Array(px.buffer, px.byteOffset, px.byteLength), info.width, info.height, json);
   } else if (rt.backend === 'webgpu' && (info.kind === 'HTMLVideoElement' || info.kind === 'VideoFrame')) {
-    // Video on WebGPU goes through a 2D canvas (drawImage stays on the GPU in browsers with
-    // accelerated canvas): Chromium with SwiftShader destroys the GPUDevice when
-    // copyExternalImageToTexture is given a video or a VideoFrame directly.
-    const { c } = drawn(source, info, false);
-    r = rt._inner.fromPixelsSource(c, info.width, info.height, json);
+    // Directly, or through a 2D canvas where the direct copy loses the device (videoinput.js;
+    // drawImage stays on the GPU in browsers with accelerated canvas).
+    const vp = videoPath(rt);
+    rt.report.videoInput = vp;
+    if (vp.path === 'direct') {
+      noteDirectCopy(rt);
+      r = rt._inner.fromPixelsSource(source, info.width, info.height, json);
+    } else {
+      const { c } = drawn(source, info, false);
+      r = rt._inner.fromPixelsSource(c, info.width, info.height, json);
+    }
   } else {
     r = rt._inner.fromPixelsSource(source, info.width, info.height, json);
   }

@@ -82,6 +82,12 @@ export interface RuntimeReport {
   precisionCheck?: { steps: number; device: number[]; cpu: number[]; deviceDrop: number; cpuDrop: number };
   /** How `init({ measure })` chose: the backend, every candidate's timing, and whether it came from the cache. */
   measured?: { backend: BackendName; timings: BackendTiming[]; cached: boolean };
+  /**
+   * WebGPU: how the last video frame given to `fromPixels` reached the GPU: 'direct'
+   * (copyExternalImageToTexture from the frame) or 'canvas' (drawn onto a 2D canvas first: on
+   * software adapters, and on adapters where a direct copy was followed by a device loss before).
+   */
+  videoInput?: { path: 'direct' | 'canvas'; reason: string };
 }
 
 /**

@@ -16,6 +16,7 @@
 import { PixelgradError } from './errors.js';
 import { isDeadObject, isTrap, noteTrap } from './instance.js';
 import { startBackend, startBackendSync } from './runtime.js';
+import { noteLoss } from './videoinput.js';
 
 const ORDER = ['webgpu', 'webgl', 'webgl1', 'cpu'];
 
@@ -133,6 +134,7 @@ export function recoverRuntime(rt) {
 async function doRecover(rt) {
   const lost = rt.backend;
   const tried = [];
+  noteLoss(rt);
   abandon(rt);
   rt._freeInner();
   const candidates = [lost, ...ORDER.slice(ORDER.indexOf(lost) + 1).filter((b) => b !== lost)];

@@ -157,6 +157,47 @@ for (const backend of ['webgpu', 'webgl']) {
   });
 }
 
+test('webgpu camera frames: the 2D-canvas path on a software adapter and after a device loss that followed a direct copy, direct otherwise', async () => {
+  await page.goto(`${server.url}/tests/pages/blank.html`);
+  const r = await page.evaluate(async () => {
+    const pg = await import('/pkg/index.js');
+    const rt = await pg.init({ backend: 'webgpu', allowSoftware: true });
+    const stream = await navigator.mediaDevices.getUserMedia({ video: true });
+    const video = document.createElement('video');
+    video.muted = true;
+    video.srcObject = stream;
+    await video.play();
+    while (!video.videoWidth) await new Promise((res) => setTimeout(res, 20));
+    const t = pg.fromPixels(video, { size: [8, 8] });
+    const px = Array.from(await t.data());
+    stream.getTracks().forEach((k) => k.stop());
+    // The choice itself, on a stand-in for a hardware adapter's runtime.
+    const vi = await import('/pkg/videoinput.js');
+    localStorage.removeItem('pixelgrad.videoCopyLost');
+    const hw = { backend: 'webgpu', _gen: 3, report: { software: false, adapter: 'Test GPU' } };
+    const fresh = vi.videoPath(hw).path;
+    vi.noteLoss(hw); // a loss without a direct copy on that device says nothing about the copy
+    const afterUnrelatedLoss = vi.videoPath(hw).path;
+    vi.noteDirectCopy(hw);
+    vi.noteLoss(hw);
+    const afterLoss = vi.videoPath(hw);
+    const other = vi.videoPath({ ...hw, report: { software: false, adapter: 'Other GPU' } }).path;
+    localStorage.removeItem('pixelgrad.videoCopyLost');
+    return { software: rt.report.software, videoInput: rt.report.videoInput, lost: rt.lost, px, fresh, afterUnrelatedLoss, afterLoss, other };
+  });
+  assert.equal(r.software, true, 'the harness has SwiftShader');
+  assert.equal(r.videoInput.path, 'canvas', JSON.stringify(r.videoInput));
+  assert.match(r.videoInput.reason, /software adapter/);
+  assert.equal(r.lost, null);
+  assert.equal(r.px.length, 3 * 8 * 8);
+  assert.ok(r.px.some((v) => v > 0.05), 'the frame reached the tensor');
+  assert.equal(r.fresh, 'direct');
+  assert.equal(r.afterUnrelatedLoss, 'direct');
+  assert.equal(r.afterLoss.path, 'canvas');
+  assert.match(r.afterLoss.reason, /device loss before/);
+  assert.equal(r.other, 'direct');
+});
+
 test('camera demo classifies live frames with an imported ONNX model (top-3, per-stage times)', async () => {
   await page.goto(`${server.url}/demo/camera.html?backend=webgpu&software=1`);
   await page.waitForFunction(() => document.body.dataset.state !== 'loading', null, { timeout: 60000 });

@@ -23,7 +23,7 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const describe = [report.adapter, report.name, report.format, report.software, report.warnings, report.selfTest.maxRelError, report.recoveries?.[0]?.crash, report.precisionCheck?.deviceDrop];
   const measuring: pg.InitOptions = { backend: 'auto', measure: { layers: [pg.layers.dense({ units: 10, inputShape: [64] })], batchSize: 32, loss: 'softmaxCrossEntropy' } };
   const timing: pg.BackendTiming | undefined = report.measured?.timings[0];
-  const measured = [measuring, report.measured?.backend, report.measured?.cached, timing?.warmMs, timing?.stepMs, timing?.steps];
+  const measured = [measuring, report.measured?.backend, report.measured?.cached, timing?.warmMs, timing?.stepMs, timing?.steps, report.videoInput?.path, report.videoInput?.reason];
   const limits: number = rt.limits.maxElements + rt.limits.maxOpWork;
   const counters = rt.memory();
   const work: number = counters.bytesInUse + counters.allocations + counters.compiles + counters.launches + counters.submissions + counters.readbacks;
