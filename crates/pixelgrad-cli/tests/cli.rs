@@ -49,8 +49,18 @@ fn default_training_reaches_95_percent_then_eval_and_predict() {
         assert!(out_dir.join(f).metadata().unwrap().len() > 0, "{f} missing");
     }
     let csv = std::fs::read_to_string(out_dir.join("metrics.csv")).unwrap();
-    assert!(csv.starts_with("step,epoch,loss,accuracy"));
+    assert!(csv.starts_with("step,epoch,loss,accuracy,test_accuracy"));
     assert!(csv.lines().count() > 10);
+    // the test accuracy on the last row of each epoch, the last one equal to the run's
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    let with_test: Vec<&Vec<&str>> = rows.iter().filter(|r| !r[4].is_empty()).collect();
+    assert_eq!(with_test.len() as u64, j["epochs"].as_u64().unwrap(), "one test accuracy per epoch:\n{csv}");
+    for (i, r) in rows.iter().enumerate() {
+        let last_of_epoch = rows.get(i + 1).is_none_or(|n| n[1] != r[1]);
+        assert_eq!(!r[4].is_empty(), last_of_epoch, "row {r:?}");
+    }
+    let last: f64 = with_test.last().unwrap()[4].parse().unwrap();
+    assert!((last - acc).abs() < 1e-6, "metrics.csv ends at {last}, the run at {acc}");
 
     // eval on the same split gives the same accuracy
     let model = out_dir.join("model.safetensors");
