@@ -6,8 +6,8 @@ use std::cell::RefCell;
 use std::fmt::Debug;
 use std::ops::AddAssign;
 
+use crate::blocks::Scratch;
 pub use pixelgrad_core::kernel::eval::Float;
-use pixelgrad_core::kernel::eval::Scratch;
 
 /// A floating-point element. Kernels are written once against this trait; the fast backend
 /// instantiates them with `f32`, the reference backend with `f64`.

@@ -12,7 +12,10 @@
 //!   a small feature map; odd strides): each block first copies the inputs that need it into
 //!   block buffers, a row segment at a time, then evaluates the block as in the flat case.
 
-use pixelgrad_core::kernel::eval::{self, eval_prepared, Prepared, Src};
+use pixelgrad_core::kernel::eval;
+
+use crate::block_eval::{self, eval_prepared, Prepared};
+use crate::blocks::Src;
 use pixelgrad_core::kernel::Launch;
 use pixelgrad_core::shape::{broadcast_strides, coalesce, contiguous_strides};
 use pixelgrad_core::{Result, Shape};
@@ -45,8 +48,8 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
         for_chunks(&mut res, FLAT_CHUNK, |i, dst| {
             let base = i * FLAT_CHUNK;
             T::with_scratch(|scratch| {
-                for (j, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
-                    let start = base + j * eval::BLOCK;
+                for (j, block) in dst.chunks_mut(block_eval::BLOCK).enumerate() {
+                    let start = base + j * block_eval::BLOCK;
                     let mut srcs = [Src::Scalar(T::ZERO); MAX_INPUTS];
                     for ((x, s), src) in ins.iter().zip(srcs.iter_mut()) {
                         *src = if s.numel() == 1 { Src::Scalar(x[0]) } else { Src::Slice(&x[start..start + block.len()]) };
@@ -84,8 +87,8 @@ pub fn map<T: Element>(launch: &Launch, ins: &[(&[T], &Shape)], out: &Shape) -> 
                     let off = offset_of(row, outer, &strides[j][..r - 1]);
                     *src = if strides[j][r - 1] == 0 { Src::Scalar(x[off]) } else { Src::Slice(&x[off..off + inner]) };
                 }
-                for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
-                    let start = b * eval::BLOCK;
+                for (b, block) in dst.chunks_mut(block_eval::BLOCK).enumerate() {
+                    let start = b * block_eval::BLOCK;
                     let mut part = srcs;
                     for p in part.iter_mut() {
                         if let Src::Slice(v) = *p {
@@ -161,15 +164,15 @@ fn gathered<T: Element>(
             // handed back below).
             // Every slot is filled by `gather_block` before it is read: no clearing.
             let mut bufs = std::mem::take(&mut scratch.spare);
-            if bufs.len() < gathers * eval::BLOCK {
-                bufs.resize(gathers * eval::BLOCK, T::ZERO);
+            if bufs.len() < gathers * block_eval::BLOCK {
+                bufs.resize(gathers * block_eval::BLOCK, T::ZERO);
             }
-            for (b, block) in dst.chunks_mut(eval::BLOCK).enumerate() {
-                let start = base + b * eval::BLOCK;
+            for (b, block) in dst.chunks_mut(block_eval::BLOCK).enumerate() {
+                let start = base + b * block_eval::BLOCK;
                 let len = block.len();
                 for (j, read) in reads.iter().enumerate() {
                     if let Read::Gather(g) = *read {
-                        let slot = &mut bufs[g * eval::BLOCK..g * eval::BLOCK + len];
+                        let slot = &mut bufs[g * block_eval::BLOCK..g * block_eval::BLOCK + len];
                         gather_block(ins[j].0, &layouts[j].0, &layouts[j].1, start, slot);
                     }
                 }
@@ -177,7 +180,7 @@ fn gathered<T: Element>(
                 let src = |j: usize, read: &Read| match *read {
                     Read::Scalar => Src::Scalar(ins[j].0[0]),
                     Read::InPlace => Src::Slice(&ins[j].0[start..start + len]),
-                    Read::Gather(g) => Src::Slice(&bufs[g * eval::BLOCK..g * eval::BLOCK + len]),
+                    Read::Gather(g) => Src::Slice(&bufs[g * block_eval::BLOCK..g * block_eval::BLOCK + len]),
                 };
                 if reads.len() <= MAX_INPUTS {
                     // No allocation per block for the usual few inputs.

@@ -96,6 +96,8 @@ use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
 use pixelgrad_core::kernel::{DType, Launch};
 use pixelgrad_core::{Backend, BackendKind, Counters, Error, Op, Result, Shape, Storage, Trace};
 
+mod block_eval;
+mod blocks;
 mod bounds;
 mod depthwise;
 pub mod element;
@@ -111,6 +113,7 @@ mod par;
 mod pool;
 mod random;
 mod reduce;
+mod schedule;
 // Natively only its tests call it (the backend uses matrixmultiply there).
 #[cfg_attr(not(all(target_arch = "wasm32", target_feature = "simd128")), allow(dead_code))]
 mod sgemm;

@@ -4,8 +4,9 @@
 //! ([`ir`]): [`defs`] holds the table (each [`crate::UnaryOp`], [`crate::BinaryOp`] and
 //! `where`). From there:
 //!
-//! - the CPU backend evaluates the expression ([`eval`]) in `f32`, and the f64 reference in
-//!   `f64`, with IEEE semantics for every function;
+//! - [`eval`] says what the expression means on one element, with IEEE semantics for every
+//!   function, in `f32` or `f64`; the CPU backend's block evaluator (in `pixelgrad-cpu`) runs
+//!   it over blocks of elements, in `f32` and in `f64` for the reference;
 //! - the GPU backends [`lower`](mod@lower) it — every IEEE function becomes device built-ins guarded by
 //!   explicit selects, so NaN, infinities, signed zeros and overflow come out the same as on
 //!   the CPU — and [`render`] it through their [`render::Dialect`] (WGSL for WebGPU, GLSL ES
@@ -39,7 +40,6 @@ pub mod program;
 pub mod program_eval;
 pub mod program_render;
 pub mod render;
-mod schedule;
 pub mod windows;
 
 pub use defs::Launch;

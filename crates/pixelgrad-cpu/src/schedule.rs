@@ -1,4 +1,4 @@
-//! What [`super::eval::eval_prepared`] decides for every block, decided once per kernel and
+//! What [`crate::block_eval::eval_prepared`] decides for every block, decided once per kernel and
 //! per set of single-value inputs: which nodes are one value per block (parameters,
 //! constants, single-value inputs and what is computed from them alone), which scalar
 //! operations pair up, and where each vector operation reads and writes. A block then runs
@@ -9,8 +9,10 @@
 //! bookkeeping) cost about as much as the loops themselves. The operations and their order
 //! are those of the walk, so the results are the same bits.
 
-use super::eval::{apply1, apply2, map1, map2, map_pair, pairs_with, select_into, take, truth, Float, Operand, Scratch, Src};
-use super::ir::{Kernel, Lit, Node, Op1, Op2};
+use pixelgrad_core::kernel::eval::{apply1, apply2, truth, Float};
+use pixelgrad_core::kernel::ir::{Kernel, Lit, Node, Op1, Op2};
+
+use crate::blocks::{map1, map2, map_pair, pairs_with, select_into, take, Operand, Scratch, Src};
 
 /// A vector value: an input's elements, or a node's block buffer.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -338,8 +340,9 @@ fn pair(kernel: &Kernel, uses: &[u32], kinds: &[Kind], i: usize, scalar_inputs: 
 
 #[cfg(test)]
 mod tests {
-    use super::super::eval::{eval_prepared, Prepared, Scratch, Src};
-    use super::super::ir::{Builder, DType, Kernel};
+    use crate::block_eval::{eval_prepared, Prepared};
+    use crate::blocks::{Scratch, Src};
+    use pixelgrad_core::kernel::ir::{Builder, DType, Kernel};
 
     fn values(n: usize, k: f32) -> Vec<f32> {
         let edges = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 3.0, -3.0, 6.0];
