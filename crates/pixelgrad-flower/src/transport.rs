@@ -113,7 +113,7 @@ async fn heartbeat_loop<T: Transport>(
             break;
         }
         // the period runs from the heartbeat's start, so a slow answer does not add to it
-        let sent = client.transport.now();
+        let mut sent = client.transport.now();
         let before = client.traffic();
         let r = client.heartbeat(node_id).await;
         let after = client.traffic();
@@ -136,6 +136,8 @@ async fn heartbeat_loop<T: Transport>(
             break;
         }
         while !state.stop.load(Ordering::SeqCst) {
+            // a clock set back waits one period from then, not the time it went back
+            sent = sent.min(client.transport.now());
             let left = period - (client.transport.now() - sent);
             if left <= 0.0 {
                 break;
@@ -670,14 +672,17 @@ mod tests {
     use std::rc::Rc;
 
     /// A single-threaded page in miniature: a sleep asked for `s` seconds ends `s + busy`
-    /// seconds later on the fake clock (the thread was training in between); every heartbeat
-    /// is answered at once and its time recorded.
+    /// seconds later (the thread was training in between); every heartbeat is answered at once
+    /// and its time recorded on a clock that never goes back, while `now()` may be set back
+    /// an hour once (`set_back_at`, in seconds from the start).
     #[derive(Clone)]
     struct BusyPage {
-        clock: Rc<Cell<f64>>,
+        start: f64,
+        elapsed: Rc<Cell<f64>>,
+        set_back: Rc<Cell<f64>>,
+        set_back_at: Option<f64>,
         busy: f64,
         beats: Rc<RefCell<Vec<f64>>>,
-        until: f64,
         state: std::sync::Arc<HeartbeatState>,
     }
 
@@ -692,7 +697,13 @@ mod tests {
             _body: Vec<u8>,
         ) -> Result<HttpResponse> {
             assert_eq!(path, "/v1/fleet/send-node-heartbeat");
-            self.beats.borrow_mut().push(self.clock.get());
+            let mut b = self.beats.borrow_mut();
+            b.push(self.elapsed.get());
+            if b.len() >= 50 {
+                self.state
+                    .stop
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
             Ok(HttpResponse {
                 status: 200,
                 headers: vec![("content-type".into(), "application/protobuf".into())],
@@ -700,49 +711,57 @@ mod tests {
             })
         }
         async fn sleep(&self, seconds: f64) {
-            self.clock.set(self.clock.get() + seconds + self.busy);
-            if self.clock.get() > self.until {
-                self.state
-                    .stop
-                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            self.elapsed.set(self.elapsed.get() + seconds + self.busy);
+            if self.set_back_at.is_some_and(|t| self.elapsed.get() > t) {
+                self.set_back.set(3600.0);
             }
         }
         fn now(&self) -> f64 {
-            self.clock.get()
+            self.start + self.elapsed.get() - self.set_back.get()
         }
     }
 
-    /// The gaps between heartbeats over 200 s of a thread that is free only every `busy` s.
-    fn gaps(period: f64, busy: f64) -> Vec<f64> {
+    /// The gaps between 50 heartbeats (real seconds) on a thread free only every `busy` s.
+    fn gaps(period: f64, busy: f64, set_back_at: Option<f64>) -> Vec<f64> {
         let state = std::sync::Arc::new(HeartbeatState::default());
         let page = BusyPage {
-            clock: Rc::new(Cell::new(1.0e9)),
+            start: 1.0e9,
+            elapsed: Rc::default(),
+            set_back: Rc::default(),
+            set_back_at,
             busy,
             beats: Rc::default(),
-            until: 1.0e9 + 200.0,
             state: state.clone(),
         };
         let key = NodeKey::generate().unwrap();
         let client = FleetClient::new(page.clone(), key);
         pollster::block_on(heartbeat_loop(client, 7, period, state));
         let b = page.beats.borrow();
+        assert_eq!(b.len(), 50);
         b.windows(2).map(|w| w[1] - w[0]).collect()
     }
 
     #[test]
     fn heartbeats_keep_their_period_on_a_busy_thread() {
         // A turn of the event loop every 1.25 s (training in between). Counting sleeps made
-        // the 4 s period 16 turns = 24 s, past the SuperLink's 2 x 10 s.
-        let g = gaps(4.0, 1.0);
-        assert!(g.len() >= 30, "{} heartbeats in 200 s", g.len() + 1);
+        // the 4 s period 16 turns = 20 s, the SuperLink's whole patience (2 x 10 s).
+        let g = gaps(4.0, 1.0, None);
         let longest = g.iter().cloned().fold(0.0, f64::max);
         assert!(longest <= 4.0 + 1.25 + 1e-6, "longest gap {longest} s");
         assert!(longest < 2.0 * crate::fleet::HEARTBEAT_INTERVAL);
     }
 
     #[test]
+    fn a_clock_set_back_delays_no_heartbeat_past_a_period() {
+        // the wait restarts at the jump: one gap of at most two periods, not an hour
+        let g = gaps(4.0, 0.0, Some(50.0));
+        assert!(g.iter().all(|&d| d <= 2.0 * 4.0 + 1e-6), "{g:?}");
+        assert!(g.iter().any(|&d| d > 4.0 + 1e-6), "{g:?}");
+    }
+
+    #[test]
     fn heartbeats_on_a_free_thread_come_every_period() {
-        let g = gaps(4.0, 0.0);
+        let g = gaps(4.0, 0.0, None);
         assert!(g.iter().all(|&d| (d - 4.0).abs() < 1e-6), "{g:?}");
     }
 }
