@@ -8,7 +8,8 @@
 # SuperLink; then SecAgg+ (flwr's SecAggPlusWorkflow) with 2 tabs (webgpu, webgl), 2 native
 # nodes and one of Flower's own Python SuperNodes (secaggplus_mod), one native node leaving
 # after key sharing; then SecAgg+ below its threshold (round 1 halts cleanly, round 2 goes on);
-# then distributed DP under SecAgg+ (a tab and native nodes each adding their share of noise). The wire, fault, hostile-server and TLS/node-auth tests of crates/pixelgrad-flower
+# then distributed DP under SecAgg+ (a WebGPU tab, a CPU tab and a native node each adding their
+# share of noise). The wire, fault, hostile-server and TLS/node-auth tests of crates/pixelgrad-flower
 # run with the native tests (they need the venv made here).
 # Usage: bash scripts/flower-tests.sh
 set -euo pipefail
@@ -92,8 +93,8 @@ node -e '
   console.log(`below the threshold ok: round 1 halted with the model unchanged, round 2 aggregated 4 nodes; final accuracy ${s.final_accuracy.toFixed(4)}`);
 ' "$summary"
 
-echo "== distributed DP under SecAgg+: 1 tab + 2 native nodes each add their share of the noise and report the same (epsilon, delta)"
-out=$(cargo xtask federated --rounds 2 --browsers 1 --native 2 --dataset digits --alpha 0.5 \
+echo "== distributed DP under SecAgg+: a WebGPU tab, a CPU tab and a native node each add their share of the noise and report the same (epsilon, delta)"
+out=$(cargo xtask federated --rounds 2 --browsers 2 --native 1 --backends webgpu,cpu --dataset digits --alpha 0.5 \
         --epochs 3 --lr 0.005 --secagg 3,2 --dp distributed:0.3,1.0,1e-5 --max-epsilon 100 --debug-cli --no-build --json)
 summary=$(echo "$out" | tail -n 1)
 node -e '
@@ -106,7 +107,10 @@ node -e '
   const nat = s.clients.find((c) => c.kind === "native");
   if (!(nat.privacy.length === 2 && nat.privacy[0].epsilon < nat.privacy[1].epsilon && s.delta === 1e-5)) fail(`privacy ${JSON.stringify(nat.privacy)}`);
   if (!(s.epsilon <= 100)) fail(`epsilon ${s.epsilon} past --max-epsilon 100`);
-  console.log(`distributed DP ok: every node spent epsilon ${eps[0].toFixed(2)} at delta 1e-5 over 2 rounds; final accuracy ${s.final_accuracy.toFixed(4)} (3 nodes cannot hide a sum behind noise: DP needs many)`);
+  // every backend of the package takes part in SecAgg+: the CPU tab here, WebGPU and WebGL above
+  const tabs = s.clients.filter((c) => c.kind === "browser");
+  if (tabs.map((c) => c.backend).join() !== "webgpu,cpu" || tabs.some((c) => c.secagg !== true || c.other_requests)) fail(`tabs ${JSON.stringify(tabs)}`);
+  console.log(`distributed DP ok (a WebGPU tab, a CPU tab, a native node): every node spent epsilon ${eps[0].toFixed(2)} at delta 1e-5 over 2 rounds; final accuracy ${s.final_accuracy.toFixed(4)} (3 nodes cannot hide a sum behind noise: DP needs many)`);
 ' "$summary"
 
 echo "== the CLI node against an unreachable SuperLink"

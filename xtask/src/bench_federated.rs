@@ -1,7 +1,10 @@
-//! `cargo xtask bench-federated [--nodes 4,8] [--rounds R] [--debug-cli] [--no-build] [--out FILE]`:
-//! what SecAgg+ costs per round against plain FedAvg, for federations of native nodes on the
-//! embedded digits (the same model, data split and seeds in both modes). Each (nodes, mode) is
-//! one `cargo xtask federated --json` run through the pinned flwr SuperLink; from its summary:
+//! `cargo xtask bench-federated [--nodes 4,8] [--rounds R] [--dataset digits|idx:DIR] [--alpha A]
+//! [--epochs E] [--lr X] [--debug-cli] [--no-build] [--out FILE]`:
+//! what SecAgg+ costs per round against plain FedAvg, and what it does to accuracy, for
+//! federations of native nodes on the embedded digits or MNIST (`idx:../shared/data/mnist`),
+//! each node on a Dirichlet(A) label shard (non-IID; the same model, data split and seeds in
+//! both modes). Each (nodes, mode) is one `cargo xtask federated --json` run through the pinned
+//! flwr SuperLink; from its summary:
 //!
 //! - bytes up and down per node per round (the nodes' own counts of Fleet API bodies);
 //! - client compute per stage: local training, and each SecAgg+ stage the node computes (key
@@ -22,10 +25,24 @@ struct Options {
     debug_cli: bool,
     build: bool,
     out: Option<PathBuf>,
+    dataset: String,
+    alpha: String,
+    epochs: usize,
+    lr: String,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
-    let mut o = Options { nodes: vec![4, 8], rounds: 2, debug_cli: false, build: true, out: None };
+    let mut o = Options {
+        nodes: vec![4, 8],
+        rounds: 2,
+        debug_cli: false,
+        build: true,
+        out: None,
+        dataset: "digits".into(),
+        alpha: "0.5".into(),
+        epochs: 1,
+        lr: "0.005".into(),
+    };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| it.next().cloned().ok_or(format!("{name} needs a value"));
@@ -40,6 +57,21 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--rounds" => {
                 let v = val("--rounds")?;
                 o.rounds = v.parse().ok().filter(|&r| r >= 1).ok_or(format!("--rounds '{v}': a whole number >= 1"))?;
+            }
+            "--dataset" => o.dataset = val("--dataset")?,
+            "--alpha" => {
+                let v = val("--alpha")?;
+                v.parse::<f64>().ok().filter(|&a| a > 0.0).ok_or(format!("--alpha '{v}': a positive number"))?;
+                o.alpha = v;
+            }
+            "--epochs" => {
+                let v = val("--epochs")?;
+                o.epochs = v.parse().ok().filter(|&e| e >= 1).ok_or(format!("--epochs '{v}': a whole number >= 1"))?;
+            }
+            "--lr" => {
+                let v = val("--lr")?;
+                v.parse::<f64>().ok().filter(|&x| x > 0.0).ok_or(format!("--lr '{v}': a positive number"))?;
+                o.lr = v;
             }
             "--debug-cli" => o.debug_cli = true,
             "--no-build" => o.build = false,
@@ -123,7 +155,7 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
             let mut c = Command::new(&xtask);
             c.current_dir(root)
                 .args(["federated", "--rounds", &o.rounds.to_string(), "--browsers", "0", "--native", &nodes.to_string()])
-                .args(["--dataset", "digits", "--alpha", "0.5", "--epochs", "1", "--lr", "0.005", "--json"]);
+                .args(["--dataset", &o.dataset, "--alpha", &o.alpha, "--epochs", &o.epochs.to_string(), "--lr", &o.lr, "--json"]);
             if let Some((sh, t)) = secagg {
                 c.args(["--secagg", &format!("{sh},{t}")]);
             }
@@ -154,7 +186,11 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
         "date": date,
         "machine": machine,
         "about": format!(
-            "`cargo xtask federated --browsers 0 --native N --dataset digits --alpha 0.5 --epochs 1 --rounds {}` per row ({} build of the CLI), plain FedAvg and through flwr's SecAggPlusWorkflow (N shares, threshold N/2 + 1); every node and the SuperLink on this one machine, so client and server times include sharing its cores.",
+            "`cargo xtask federated --browsers 0 --native N --dataset {} --alpha {} --epochs {} --lr {} --rounds {}` per row ({} build of the CLI), plain FedAvg and through flwr's SecAggPlusWorkflow (N shares, threshold N/2 + 1) on the same non-IID shards and seeds; final accuracy of the global model on the whole test set; every node and the SuperLink on this one machine, so client and server times include sharing its cores.",
+            o.dataset,
+            o.alpha,
+            o.epochs,
+            o.lr,
             o.rounds,
             if o.debug_cli { "debug" } else { "release" }
         ),
@@ -200,5 +236,18 @@ mod tests {
         assert!(parse(&["--nodes".into(), "2".into()]).is_err());
         assert_eq!(parse(&["--nodes".into(), "3,5".into()]).unwrap().nodes, vec![3, 5]);
         assert_eq!(secagg_of(8), (8, 5));
+    }
+
+    #[test]
+    fn options_take_a_dataset_and_its_shards() {
+        let a: Vec<String> = ["--dataset", "idx:../shared/data/mnist", "--alpha", "0.3", "--epochs", "2", "--lr", "0.01"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let o = parse(&a).unwrap();
+        assert_eq!((o.dataset.as_str(), o.alpha.as_str(), o.epochs, o.lr.as_str()), ("idx:../shared/data/mnist", "0.3", 2, "0.01"));
+        assert_eq!(parse(&[]).unwrap().dataset, "digits");
+        assert!(parse(&["--alpha".into(), "0".into()]).is_err());
+        assert!(parse(&["--epochs".into(), "0".into()]).is_err());
     }
 }

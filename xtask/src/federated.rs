@@ -22,7 +22,7 @@
 //! cargo xtask federated [--rounds N] [--browsers K] [--native M] [--dataset idx:DIR|digits]
 //!     [--alpha A] [--dp off|client-clip:C[,Z]|local:EPS,DELTA,C|distributed:Z,C,DELTA] [--strategy fedavg|fedadam]
 //!     [--epochs E] [--lr X] [--drop-one | --drop-below-threshold] [--privacy-margin M] [--tls] [--node-auth]
-//!     [--secagg SHARES,THRESHOLD] [--python P] [--max-epsilon E] [--debug-cli] [--no-build] [--json]
+//!     [--secagg SHARES,THRESHOLD] [--python P] [--max-epsilon E] [--backends LIST] [--debug-cli] [--no-build] [--json]
 //! ```
 
 use std::fs;
@@ -76,6 +76,8 @@ struct Opts {
     secagg: Option<(usize, usize)>,
     /// Every node's own privacy budget (`--max-epsilon` of `pixelgrad federated`).
     max_epsilon: Option<f64>,
+    /// The tabs' backends, cycled by tab index (`webgpu,webgl,cpu` by default).
+    backends: String,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -101,6 +103,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         node_auth: false,
         secagg: None,
         max_epsilon: None,
+        backends: "webgpu,webgl,cpu".into(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -141,6 +144,13 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 }
             }
             "--max-epsilon" => o.max_epsilon = Some(num("--max-epsilon", val("--max-epsilon")?)?),
+            "--backends" => {
+                let v = val("--backends")?;
+                if v.split(',').any(|b| !matches!(b, "webgpu" | "webgl" | "cpu")) {
+                    return Err(format!("--backends '{v}': a comma-separated list of webgpu, webgl, cpu"));
+                }
+                o.backends = v;
+            }
             "--json" => o.json = true,
             other => return Err(format!("unknown argument '{other}'")),
         }
@@ -496,7 +506,7 @@ fn run(o: &Opts) -> Result<(), String> {
         c.arg(root.join("web/federated/run.mjs"))
             .args(["--superlink", &superlink, "--browsers", &o.browsers.to_string(), "--count", &n.to_string(), "--first-index", "0"])
             .args(["--seed", &o.seed.to_string(), "--alpha", &o.alpha.map(|a| a.to_string()).unwrap_or_else(|| "0".into())])
-            .args(["--data", &o.dataset, "--timeout", &MAX_RUN_S.to_string()])
+            .args(["--data", &o.dataset, "--timeout", &MAX_RUN_S.to_string(), "--backends", &o.backends])
             .current_dir(&root)
             .stdout(Stdio::piped())
             .stderr(log("browsers.err.log")?);

@@ -11,6 +11,7 @@
 //! - [`objects`] + [`records`] + [`npy`]: Flower's message/object format (content-addressed
 //!   objects, `ArrayRecord`s of `np.save` arrays, `MetricRecord`, `ConfigRecord`);
 //! - [`node`]: the node loop (pull, train/evaluate, reply, heartbeats) over a [`node::Learner`];
+//!   [`pace`]: when long local work gives a page's event loop (heartbeats) a turn;
 //! - [`limits`]: what a server can make the node accept (objects, bytes, array elements),
 //!   checked before anything is pulled, allocated or run;
 //! - [`learner`]: a `Learner` for any `pixelgrad_nn` module (the CLI's);
@@ -39,6 +40,7 @@ pub mod noise;
 pub mod npy;
 pub mod objects;
 mod options;
+pub mod pace;
 pub mod partition;
 pub mod privacy;
 pub mod proto;

@@ -93,9 +93,13 @@ impl Heartbeats {
     }
 }
 
-/// The heartbeat loop, shared by both platforms: one heartbeat, then `period` seconds in
-/// short sleeps (so a stop is seen quickly). A `success: false` answer or an HTTP error marks
-/// the node lost and ends the loop; a transport error (SuperLink briefly away) is retried.
+/// The heartbeat loop, shared by both platforms: one heartbeat, then short sleeps (so a stop is
+/// seen quickly) until `period` seconds have passed on the transport's clock. The period is
+/// measured on the clock, not by counting sleeps: in a page a sleep that asked for 0.25 s ends
+/// only when the thread is free again, which during local training can be seconds later, and
+/// counting sleeps stretched the period by that factor until the SuperLink marked the node
+/// offline. A `success: false` answer or an HTTP error marks the node lost and ends the loop;
+/// a transport error (SuperLink briefly away) is retried.
 async fn heartbeat_loop<T: Transport>(
     client: FleetClient<T>,
     node_id: u64,
@@ -108,6 +112,8 @@ async fn heartbeat_loop<T: Transport>(
         if state.stop.load(Ordering::SeqCst) {
             break;
         }
+        // the period runs from the heartbeat's start, so a slow answer does not add to it
+        let mut sent = client.transport.now();
         let before = client.traffic();
         let r = client.heartbeat(node_id).await;
         let after = client.traffic();
@@ -129,10 +135,14 @@ async fn heartbeat_loop<T: Transport>(
             }
             break;
         }
-        let mut waited = 0.0;
-        while waited < period && !state.stop.load(Ordering::SeqCst) {
-            client.transport.sleep(slice).await;
-            waited += slice;
+        while !state.stop.load(Ordering::SeqCst) {
+            // a clock set back waits one period from then, not the time it went back
+            sent = sent.min(client.transport.now());
+            let left = period - (client.transport.now() - sent);
+            if left <= 0.0 {
+                break;
+            }
+            client.transport.sleep(slice.min(left)).await;
         }
     }
 }
@@ -607,6 +617,22 @@ mod web {
     }
 }
 
+/// Seconds since the Unix epoch on this platform's clock (`Date.now()` in wasm, where
+/// `std::time` has none), for local work that paces itself ([`crate::pace`]).
+pub fn wall_clock() -> f64 {
+    #[cfg(target_arch = "wasm32")]
+    {
+        js_sys::Date::now() / 1000.0
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0)
+    }
+}
+
 /// Lets the event loop run (pending fetches, heartbeat timers, page events) between batches of
 /// local work: one macrotask through a `MessageChannel` (not throttled like `setTimeout`) in
 /// wasm, nothing natively.
@@ -635,5 +661,107 @@ pub async fn yield_now() {
             }
         });
         let _ = wasm_bindgen_futures::JsFuture::from(p).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+
+    /// A single-threaded page in miniature: a sleep asked for `s` seconds ends `s + busy`
+    /// seconds later (the thread was training in between); every heartbeat is answered at once
+    /// and its time recorded on a clock that never goes back, while `now()` may be set back
+    /// an hour once (`set_back_at`, in seconds from the start).
+    #[derive(Clone)]
+    struct BusyPage {
+        start: f64,
+        elapsed: Rc<Cell<f64>>,
+        set_back: Rc<Cell<f64>>,
+        set_back_at: Option<f64>,
+        busy: f64,
+        beats: Rc<RefCell<Vec<f64>>>,
+        state: std::sync::Arc<HeartbeatState>,
+    }
+
+    impl Transport for BusyPage {
+        fn base_url(&self) -> &str {
+            "http://fake"
+        }
+        async fn post(
+            &self,
+            path: &str,
+            _headers: &[(&str, String)],
+            _body: Vec<u8>,
+        ) -> Result<HttpResponse> {
+            assert_eq!(path, "/v1/fleet/send-node-heartbeat");
+            let mut b = self.beats.borrow_mut();
+            b.push(self.elapsed.get());
+            if b.len() >= 50 {
+                self.state
+                    .stop
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            Ok(HttpResponse {
+                status: 200,
+                headers: vec![("content-type".into(), "application/protobuf".into())],
+                body: crate::proto::SendNodeHeartbeatResponse { success: true }.encode_to_vec(),
+            })
+        }
+        async fn sleep(&self, seconds: f64) {
+            self.elapsed.set(self.elapsed.get() + seconds + self.busy);
+            if self.set_back_at.is_some_and(|t| self.elapsed.get() > t) {
+                self.set_back.set(3600.0);
+            }
+        }
+        fn now(&self) -> f64 {
+            self.start + self.elapsed.get() - self.set_back.get()
+        }
+    }
+
+    /// The gaps between 50 heartbeats (real seconds) on a thread free only every `busy` s.
+    fn gaps(period: f64, busy: f64, set_back_at: Option<f64>) -> Vec<f64> {
+        let state = std::sync::Arc::new(HeartbeatState::default());
+        let page = BusyPage {
+            start: 1.0e9,
+            elapsed: Rc::default(),
+            set_back: Rc::default(),
+            set_back_at,
+            busy,
+            beats: Rc::default(),
+            state: state.clone(),
+        };
+        let key = NodeKey::generate().unwrap();
+        let client = FleetClient::new(page.clone(), key);
+        pollster::block_on(heartbeat_loop(client, 7, period, state));
+        let b = page.beats.borrow();
+        assert_eq!(b.len(), 50);
+        b.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+
+    #[test]
+    fn heartbeats_keep_their_period_on_a_busy_thread() {
+        // A turn of the event loop every 1.25 s (training in between). Counting sleeps made
+        // the 4 s period 16 turns = 20 s, the SuperLink's whole patience (2 x 10 s).
+        let g = gaps(4.0, 1.0, None);
+        let longest = g.iter().cloned().fold(0.0, f64::max);
+        assert!(longest <= 4.0 + 1.25 + 1e-6, "longest gap {longest} s");
+        assert!(longest < 2.0 * crate::fleet::HEARTBEAT_INTERVAL);
+    }
+
+    #[test]
+    fn a_clock_set_back_delays_no_heartbeat_past_a_period() {
+        // the wait restarts at the jump: one gap of at most two periods, not an hour
+        let g = gaps(4.0, 0.0, Some(50.0));
+        assert!(g.iter().all(|&d| d <= 2.0 * 4.0 + 1e-6), "{g:?}");
+        assert!(g.iter().any(|&d| d > 4.0 + 1e-6), "{g:?}");
+    }
+
+    #[test]
+    fn heartbeats_on_a_free_thread_come_every_period() {
+        let g = gaps(4.0, 0.0, None);
+        assert!(g.iter().all(|&d| (d - 4.0).abs() < 1e-6), "{g:?}");
     }
 }

@@ -1,9 +1,12 @@
 //! The browser package's model as a Flower node's [`Learner`]: the [`Net`] that `model.fit`
-//! drives, trained one batch at a time with a read of the sums every few batches, yielding to
-//! the event loop in between (so heartbeats and the page keep running). Platform-independent;
+//! drives, trained one batch at a time with a read of the sums whenever a slice of time has
+//! passed ([`Pacer`]: a fraction of the heartbeat period, however slow the device), yielding to
+//! the event loop after each read (so heartbeats and the page keep running). Platform-independent;
 //! `wasm::flower` binds it to `fetch`.
 
 use pixelgrad::flower::node::{EvalStats, FitStats, Learner, RoundConfig};
+use pixelgrad::flower::pace::Pacer;
+use pixelgrad::flower::transport::{wall_clock, yield_now};
 use pixelgrad::flower::{FlowerError, Result};
 use pixelgrad::nn::Module;
 use pixelgrad::{Device, Tensor};
@@ -55,8 +58,12 @@ pub struct NetLearner {
     pub train: HostData,
     pub test: HostData,
     pub seed: u64,
-    /// Batches between two reads of the training sums (each read yields to the event loop).
+    /// Most batches between two reads of the training sums (each read yields to the event loop).
     pub read_every: usize,
+    /// Seconds of training between two turns of the event loop (see
+    /// [`pixelgrad::flower::pace::slice_for`]); a read ends a slice sooner after `read_every`
+    /// batches.
+    pub slice_s: f64,
 }
 
 fn engine(op: &'static str) -> impl FnOnce(pixelgrad::Error) -> FlowerError {
@@ -101,7 +108,7 @@ impl Learner for NetLearner {
         // A fresh optimizer per round, as a Flower ClientApp builds one per message.
         self.net.compile(&self.optimizer, cfg.lr, self.momentum, &self.loss).map_err(engine("compile"))?;
         let (mut loss, mut correct, mut seen) = (0.0, 0.0, 0usize);
-        let mut since_read = 0usize;
+        let mut pace = Pacer::new(wall_clock, self.slice_s, self.read_every);
         for epoch in 0..cfg.epochs {
             let seed = pixelgrad::rng::mix(self.seed, cfg.server_round * 1000 + epoch as u64);
             let order = pixelgrad::nn::train::shuffled(self.train.len(), seed);
@@ -109,20 +116,20 @@ impl Learner for NetLearner {
             for idx in order.chunks(cfg.batch_size) {
                 let (x, shape, y) = self.train.batch(idx);
                 self.net.train_step(&x, &shape, &y, &[y.len()]).map_err(engine("training"))?;
-                since_read += 1;
-                if since_read >= self.read_every {
-                    since_read = 0;
+                if pace.batch_done() {
+                    // the read waits for the device's queued batches: the slice's real length
                     let (l, c, n) = read_sums(self.net.take_train().map_err(engine("training"))?).await?;
                     (el, ec, en) = (el + l, ec + c, en + n);
-                    pixelgrad::flower::transport::yield_now().await;
+                    yield_now().await;
+                    pace.turned();
                 }
             }
             let (l, c, n) = read_sums(self.net.take_train().map_err(engine("training"))?).await?;
             (el, ec, en) = (el + l, ec + c, en + n);
-            since_read = 0;
             // The last epoch's means, as `fit` reports them natively.
             (loss, correct, seen) = (el, ec, en);
-            pixelgrad::flower::transport::yield_now().await;
+            yield_now().await;
+            pace.turned();
         }
         let n = seen.max(1) as f64;
         Ok(FitStats { examples: self.train.len(), loss: loss / n, accuracy: correct / n })
@@ -167,6 +174,7 @@ mod tests {
             test: f(&split.test),
             seed: 3,
             read_every: 10,
+            slice_s: 0.5,
         };
         let before = pollster::block_on(l.evaluate()).unwrap();
         let st = pollster::block_on(l.fit(&RoundConfig { server_round: 1, epochs: 3, batch_size: 32, lr: 0.01 })).unwrap();

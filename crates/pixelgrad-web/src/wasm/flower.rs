@@ -255,6 +255,7 @@ pub fn flower_join(
         test,
         seed: num(&o, "seed").unwrap_or(0.0) as u64,
         read_every: num(&o, "readEvery").unwrap_or(10.0).max(1.0) as usize,
+        slice_s: pixelgrad::flower::pace::DEFAULT_SLICE_S,
     };
     let d = NodeOptions::default();
     let timeout_s = match o.get("timeout") {
@@ -280,6 +281,8 @@ pub fn flower_join(
         ..d
     };
     opts.check().map_err(|e| js_err(format!("flower.join: {e}")))?;
+    // training gives heartbeats a turn well within their period, however slow the device
+    learner.slice_s = pixelgrad::flower::pace::slice_for(opts.heartbeat_period);
     let key = node_key(&key)?;
     let transport = FetchTransport::with_options(server, TransportOptions { timeout_s, ..Default::default() }).map_err(js_err)?;
     let stop = Rc::new(Cell::new(false));
