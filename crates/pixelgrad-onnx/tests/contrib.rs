@@ -1,9 +1,10 @@
 //! onnxruntime's transformer contrib operators (fused GELUs, skip and RMS layer
-//! normalisations) beyond their per-operator fixtures (`ops_cpu.rs` and the other backends
-//! compare those with onnxruntime): `Gelu` runs by its domain, bad inputs and attributes are
-//! typed errors naming the node, and autodiff's gradients of their weights equal finite
-//! differences.
+//! normalisations) beyond their per-operator fixtures (`ops_cpu.rs`, `ops_wgpu.rs` and
+//! `ops_webgl.rs` compare those with onnxruntime): the same fixtures in the WebGL1 mode, `Gelu`
+//! runs by its domain, bad inputs and attributes are typed errors naming the node, and
+//! autodiff's gradients of their weights equal finite differences.
 
+mod common;
 mod graphs;
 
 use graphs::*;
@@ -29,6 +30,17 @@ fn run1(bytes: &[u8], x: &[usize]) -> Result<Vec<f32>, OnnxError> {
     let n = x.iter().product();
     let out = s.run(&[("x", Input::Host(HostTensor::f32(x.to_vec(), ramp(n, 0.4))))])?;
     Ok(out[0].1.to_host()?.to_f32())
+}
+
+/// The contrib operators' per-operator fixtures (tag `contrib`) in the WebGL1 mode (headless
+/// EGL; Mesa llvmpipe without a GPU), within the same tolerance of onnxruntime.
+#[test]
+fn contrib_cases_match_onnxruntime_on_webgl1() {
+    let opts = pixelgrad_webgl::WebGlOptions { self_test: false, webgl1: true, ..Default::default() };
+    let dev = Device::new(pixelgrad_webgl::WebGlBackend::new_headless(opts).expect("a headless WebGL (EGL) context"));
+    let cases: Vec<_> = common::cases("ops").into_iter().filter(|c| c.tags.iter().any(|t| t == "contrib")).collect();
+    assert!(cases.len() >= 25, "{} contrib cases", cases.len());
+    common::check_cases(&dev, "ops", &cases, 1);
 }
 
 /// The default domain's `Gelu` (opset 20, `approximate`) and onnxruntime's (no attributes)
