@@ -1019,6 +1019,10 @@ def contrib_transformer_cases():
     contrib_case("ms_quickgelu", [helper.make_node("QuickGelu", ["x"], ["y"], name="quickgelu", **ms)], [("x", x, None)], ["y"])
     for a, tag in [(1.0, "1"), (-0.5, "neg0_5")]:
         contrib_case(f"ms_quickgelu_alpha_{tag}", [helper.make_node("QuickGelu", ["x"], ["y"], name="quickgelu", alpha=a, **ms)], [("x", x, None)], ["y"])
+    # LayerNormalization with its Mean omitted and InvStdDev named (results pair with outputs by
+    # position: this one was "not computed" before)
+    contrib_case("layernorm_invstd_without_mean", [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y", "", "r"], name="ln", axis=-1)],
+                 [("x", rand(2, 3, 4), None)], ["y", "r"], [("s", rand(4)), ("b", rand(4))])
     # SimplifiedLayerNormalization: default domain (onnxruntime's contrib registration)
     xs = rand(2, 3, 4)
     sln = lambda outs, **a: [helper.make_node("SimplifiedLayerNormalization", ["x", "s"], outs, name="rmsnorm", **a)]
