@@ -37,13 +37,28 @@ fn old_reads_back(op_type: &str) -> &'static [usize] {
     }
 }
 
-/// `ops::is_quantized` before the table (the rows from `QuantizeLinear` to the last quantised
-/// `com.microsoft` one, `QLinearSoftmax`; the transformer rows after it came later).
+/// `ops::is_quantized` before the table (then: the rows from `QuantizeLinear` on, every
+/// `com.microsoft` one included), named, so rows added later are not swept in.
 fn old_is_quantized(op_type: &str) -> bool {
-    let ms_quantized = SUPPORTED_MS.iter().take_while(|&&o| o != "Gelu");
-    ms_quantized
-        .chain(SUPPORTED.iter().skip_while(|&&o| o != "QuantizeLinear").take_while(|&&o| o != "SimplifiedLayerNormalization"))
-        .any(|&o| o == op_type)
+    const QUANTIZED: &[&str] = &[
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "DynamicQuantizeLinear",
+        "QLinearConv",
+        "QLinearMatMul",
+        "MatMulInteger",
+        "ConvInteger",
+        "QGemm",
+        "QLinearAdd",
+        "QLinearMul",
+        "QLinearConcat",
+        "QLinearGlobalAveragePool",
+        "QLinearAveragePool",
+        "QLinearSigmoid",
+        "QLinearLeakyRelu",
+        "QLinearSoftmax",
+    ];
+    QUANTIZED.contains(&op_type)
 }
 
 /// The operators `hostops::eval`'s `match` evaluated on the host before the table.
