@@ -976,9 +976,94 @@ def main():
     write_bad_models()
     fuzz_found_cases()
     qlinear_tie_cases()
+    contrib_transformer_cases()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"onnx": onnx.__version__, "onnxruntime": ort.__version__, "cases": MANIFEST}, f, indent=1)
     print(f"{len(MANIFEST)} cases", file=sys.stderr)
+
+
+def contrib_case(name, nodes, inputs, outputs, initializers=(), opset=17, unset=None):
+    """`case` for onnxruntime's transformer contrib operators (com.microsoft imported). `unset`
+    maps the outputs onnxruntime's CPU kernels leave unset (SkipLayerNormalization's mean and
+    inv_std_var) to their float64 numpy reference, cast to f32."""
+    fd = {n: arr for n, arr, _ in inputs}
+    vi_in = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)) for n, a, _ in inputs]
+    vi_out = [helper.make_tensor_value_info(n, F, None) for n in outputs]
+    g = helper.make_graph(nodes, name, vi_in, vi_out, [numpy_helper.from_array(a, n) for n, a in initializers])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)], producer_name="pixelgrad-fixtures")
+    m.ir_version = min(m.ir_version, 8)
+    b = m.SerializeToString()
+    got = run_ort(b, fd)
+    outs = []
+    for n, v in got:
+        if v is None:
+            v = unset[n].astype(np.float32)
+        elif unset and n in unset:
+            raise AssertionError(f"{name}: onnxruntime now sets {n}; compare with it")
+        outs.append((n, v))
+    save_case("ops", name, b, fd, outs, tags=["contrib"])
+
+
+def contrib_transformer_cases():
+    """onnxruntime's transformer contrib operators (docs/ContribOperators.md): the GELUs and the
+    (skip, RMS) layer normalisations its optimiser fuses, each attribute and optional input and
+    output onnxruntime's schema lists, on f32 inputs."""
+    ms = dict(domain="com.microsoft")
+    x = rand(2, 3, 8) * 3
+    h = rand(8)
+    contrib_case("ms_gelu", [helper.make_node("Gelu", ["x"], ["y"], name="gelu_ms", **ms)], [("x", x, None)], ["y"])
+    contrib_case("ms_fastgelu", [helper.make_node("FastGelu", ["x"], ["y"], name="fastgelu", **ms)], [("x", x, None)], ["y"])
+    contrib_case("ms_fastgelu_bias", [helper.make_node("FastGelu", ["x", "b"], ["y"], name="fastgelu", **ms)], [("x", x, None)], ["y"], [("b", h)])
+    contrib_case("ms_fastgelu_bias_2d", [helper.make_node("FastGelu", ["x", "b"], ["y"], name="fastgelu", **ms)], [("x", x[0], None), ("b", h, None)], ["y"])
+    contrib_case("ms_biasgelu", [helper.make_node("BiasGelu", ["x", "b"], ["y"], name="biasgelu", **ms)], [("x", x, None)], ["y"], [("b", h)])
+    contrib_case("ms_quickgelu", [helper.make_node("QuickGelu", ["x"], ["y"], name="quickgelu", **ms)], [("x", x, None)], ["y"])
+    for a, tag in [(1.0, "1"), (-0.5, "neg0_5")]:
+        contrib_case(f"ms_quickgelu_alpha_{tag}", [helper.make_node("QuickGelu", ["x"], ["y"], name="quickgelu", alpha=a, **ms)], [("x", x, None)], ["y"])
+    # LayerNormalization with its Mean omitted and InvStdDev named (results pair with outputs by
+    # position: this one was "not computed" before)
+    contrib_case("layernorm_invstd_without_mean", [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y", "", "r"], name="ln", axis=-1)],
+                 [("x", rand(2, 3, 4), None)], ["y", "r"], [("s", rand(4)), ("b", rand(4))])
+    # SimplifiedLayerNormalization: default domain (onnxruntime's contrib registration)
+    xs = rand(2, 3, 4)
+    sln = lambda outs, **a: [helper.make_node("SimplifiedLayerNormalization", ["x", "s"], outs, name="rmsnorm", **a)]
+    contrib_case("simplified_layernorm", sln(["y"]), [("x", xs, None)], ["y"], [("s", rand(4))])
+    contrib_case("simplified_layernorm_inv_std_var", sln(["y", "r"], axis=-1, epsilon=1e-5, stash_type=1), [("x", xs, None)], ["y", "r"], [("s", rand(4))])
+    contrib_case("simplified_layernorm_axis1_eps", sln(["y", "r"], axis=1, epsilon=0.1), [("x", xs, None)], ["y", "r"], [("s", rand(3, 4))])
+    contrib_case("simplified_layernorm_axis0_opset13", sln(["y"], axis=0), [("x", xs, None)], ["y"], [("s", rand(2, 3, 4))], opset=13)
+    # SkipLayerNormalization / SkipSimplifiedLayerNormalization: input [B, S, H] or [T, H]
+    b_, s_, hid = 2, 3, 8
+    xi, sk = rand(b_, s_, hid), rand(b_, s_, hid)
+    gamma, beta, bias = rand(hid), rand(hid), rand(hid)
+
+    def stats(z, eps, simplified):
+        z = z.astype(np.float64)
+        mu = z.mean(-1, keepdims=True)
+        c = z if simplified else z - mu
+        return mu, 1 / np.sqrt((c * c).mean(-1, keepdims=True) + eps)
+
+    def skip(op, name, ins, outs, feeds, inits, eps=None, unset_ref=None):
+        attrs = {} if eps is None else {"epsilon": eps}
+        contrib_case(name, [helper.make_node(op, ins, outs, name=op.lower(), **ms, **attrs)], feeds, [o for o in outs if o], inits, unset=unset_ref)
+
+    sl = "SkipLayerNormalization"
+    base = [("x", xi, None), ("k", sk, None)]
+    skip(sl, "skip_layernorm", ["x", "k", "g"], ["y"], base, [("g", gamma)])
+    skip(sl, "skip_layernorm_beta", ["x", "k", "g", "be"], ["y"], base, [("g", gamma), ("be", beta)])
+    skip(sl, "skip_layernorm_beta_bias_eps", ["x", "k", "g", "be", "bi"], ["y"], base, [("g", gamma), ("be", beta), ("bi", bias)], eps=1e-5)
+    skip(sl, "skip_layernorm_bias_no_beta_sum", ["x", "k", "g", "", "bi"], ["y", "", "", "sum"], base, [("g", gamma), ("bi", bias)])
+    mu, inv = stats(xi + sk + bias, 1e-12, False)
+    skip(sl, "skip_layernorm_all_outputs", ["x", "k", "g", "be", "bi"], ["y", "m", "r", "sum"], base, [("g", gamma), ("be", beta), ("bi", bias)],
+         unset_ref={"m": mu, "r": inv})
+    for shape, tag in [((1, s_, hid), "1sh"), ((s_, hid), "sh")]:
+        skip(sl, f"skip_layernorm_skip_{tag}", ["x", "k", "g", "be"], ["y", "", "", "sum"], [("x", xi, None), ("k", rand(*shape), None)], [("g", gamma), ("be", beta)])
+    skip(sl, "skip_layernorm_2d", ["x", "k", "g", "be", "bi"], ["y"], [("x", xi[0], None), ("k", sk[0], None)], [("g", gamma), ("be", beta), ("bi", bias)])
+    ssl = "SkipSimplifiedLayerNormalization"
+    skip(ssl, "skip_simplified_layernorm", ["x", "k", "g"], ["y"], base, [("g", gamma)])
+    skip(ssl, "skip_simplified_layernorm_bias_eps_sum", ["x", "k", "g", "bi"], ["y", "", "", "sum"], base, [("g", gamma), ("bi", bias)], eps=1e-3)
+    _, inv = stats(xi + sk + bias, 1e-12, True)
+    skip(ssl, "skip_simplified_layernorm_inv_std_var", ["x", "k", "g", "bi"], ["y", "", "r", "sum"], base, [("g", gamma), ("bi", bias)], unset_ref={"r": inv})
+    skip(ssl, "skip_simplified_layernorm_skip_sh", ["x", "k", "g"], ["y"], [("x", xi, None), ("k", rand(s_, hid), None)], [("g", gamma)])
+    skip(ssl, "skip_simplified_layernorm_2d", ["x", "k", "g", "bi"], ["y", "", "", "sum"], [("x", xi[0], None), ("k", sk[0], None)], [("g", gamma), ("bi", bias)])
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Usage: python scripts/onnx_fuzz.py OUT_DIR [COUNT] [SEED]
 
 Writes OUT_DIR/manifest.json in the layout of scripts/onnx_fixtures.py (kind "ops"): random
-shapes, attributes and broadcasts for the operators CNNs and MLPs use. A draw that onnxruntime
+shapes, attributes and broadcasts for the operators CNNs and MLPs use, and onnxruntime's transformer
+contrib operators (fused GELUs, skip and RMS layer normalisations). A draw that onnxruntime
 rejects (an invalid attribute combination) is skipped. Run the cases on every native backend
 with
 
@@ -653,6 +654,46 @@ def quant():
     return "qdqmatmul", nodes, [("a", a, None)], [("y", tt)], [("as", as_), ("az", az), ("b", b), ("bs", bs), ("bz", bz), ("ys", ys), ("yz", yz)], 13, 1.0
 
 
+def contrib():
+    """onnxruntime's transformer contrib operators: the fused GELUs and the (skip, RMS) layer
+    normalisations, with random shapes, optional inputs and attributes."""
+    kind = pick(["Gelu", "FastGelu", "BiasGelu", "QuickGelu", "SimplifiedLayerNormalization", "SkipLayerNormalization",
+                 "SkipSimplifiedLayerNormalization"])
+    ms = dict(domain="com.microsoft")
+    rank = ri(2, 3)
+    shape = [ri(1, 3) for _ in range(rank - 1)] + [ri(1, 9)]
+    h = shape[-1]
+    x = rnd(*shape) * 3
+    if kind in ("Gelu", "QuickGelu"):
+        attrs = {"alpha": float(R.uniform(-2, 3))} if kind == "QuickGelu" and R.random() < 0.7 else {}
+        return kind, [nd(kind, ["x"], ["y"], **ms, **attrs)], [("x", x, None)], [("y", F)], [], 13
+    if kind in ("FastGelu", "BiasGelu"):
+        ins = ["x"] if kind == "FastGelu" and R.random() < 0.4 else ["x", "b"]
+        return kind, [nd(kind, ins, ["y"], **ms)], [("x", x, None)], [("y", F)], [("b", rnd(h))][:len(ins) - 1], 13
+    if kind == "SimplifiedLayerNormalization":
+        axis = ri(-rank, rank - 1)
+        attrs = {"axis": axis} if R.random() < 0.8 else {}
+        if R.random() < 0.5:
+            attrs["epsilon"] = float(R.uniform(1e-6, 1e-1))
+        ns = shape[attrs.get("axis", -1):]
+        return kind, [nd(kind, ["x", "s"], ["y"], **attrs)], [("x", x, None)], [("y", F)], [("s", rnd(*ns))], 17
+    simplified = kind == "SkipSimplifiedLayerNormalization"
+    skip_shape = pick([shape, shape[1:]] + ([[1] + shape[1:]] if rank == 3 else [])) if rank == 3 else shape
+    inits = [("g", rnd(h))]
+    ins = ["x", "k", "g"]
+    for name in (["bi"] if simplified else ["be", "bi"]):
+        if R.random() < 0.6:
+            ins.append(name)
+            inits.append((name, rnd(h)))
+        elif name == "be":
+            ins.append("")
+    while ins[-1] == "":
+        ins.pop()
+    attrs = {"epsilon": float(R.uniform(1e-12, 1e-2))} if R.random() < 0.5 else {}
+    outs, vo = (["y", "", "", "sum"], [("y", F), ("sum", F)]) if R.random() < 0.5 else (["y"], [("y", F)])
+    return kind, [nd(kind, ins, outs, **ms, **attrs)], [("x", x, None), ("k", rnd(*skip_shape), None)], vo, inits, 13
+
+
 def broadcastable(a, b):
     try:
         np.broadcast_shapes(tuple(a), tuple(b))
@@ -662,7 +703,7 @@ def broadcastable(a, b):
 
 
 FAMILIES = [(lambda: conv_like(False), 4), (lambda: conv_like(True), 2), (pool, 3), (binary, 3), (unary, 3), (reduce, 3),
-            (softmax, 1), (movement, 5), (linalg, 2), (norm, 2), (resize, 2), (chain, 8), (quant, 6)]
+            (softmax, 1), (movement, 5), (linalg, 2), (norm, 2), (resize, 2), (chain, 8), (quant, 6), (contrib, 3)]
 
 
 def main():
@@ -678,7 +719,8 @@ def main():
         name = f"{op.lower()}_{SEED}_{tries}"
         n_before = len(fx.MANIFEST)
         try:
-            fx.case(name, nodes, inputs, outputs, inits, opset=opset, tol=1e-4, atol=atol, tags=["int8"] if atol is not None else ())
+            fx.case(name, nodes, inputs, outputs, inits, opset=opset, tol=1e-4, atol=atol, tags=["int8"] if atol is not None else (),
+                    ms=any(n.domain == "com.microsoft" for n in nodes))
         except Exception as e:  # onnxruntime (or the checker) rejects the draw
             skipped += 1
             if os.environ.get("FUZZ_VERBOSE"):

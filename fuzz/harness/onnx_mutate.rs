@@ -394,7 +394,10 @@ pub fn op_seeds() -> Vec<(String, Vec<u8>)> {
             graph: Some(graph),
             ..Default::default()
         };
-        out.push((format!("op_{}.onnx", row.name), proto::encode_model(&m)));
+        // a name in both domains (`Gelu`): the com.microsoft one's file says its domain
+        let shared = row.domain == Domain::Microsoft && OPS.iter().any(|r| r.domain == Domain::Onnx && r.name == row.name);
+        let file = if shared { format!("op_com_microsoft_{}.onnx", row.name) } else { format!("op_{}.onnx", row.name) };
+        out.push((file, proto::encode_model(&m)));
     }
     out
 }

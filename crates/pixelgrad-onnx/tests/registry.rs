@@ -1,7 +1,8 @@
 //! The registry's default-domain rows are the ONNX operator schemas: for every operator and
 //! every opset the importer accepts (7 to 22), the schema in force in the pinned `onnx` package
 //! (`scripts/onnx-fixtures.sh` installs it in `target/onnx-venv`) has the row's input and
-//! output counts, optional inputs and required attributes.
+//! output counts, optional inputs and required attributes; the one default-domain row `onnx`
+//! has no schema for is onnxruntime's `SimplifiedLayerNormalization`.
 
 mod common;
 
@@ -45,6 +46,10 @@ fn default_domain_rows_are_the_onnx_schemas() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let dump: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut checked = 0;
+    // onnxruntime registers one contrib operator in the default domain; every other row is an
+    // onnx operator
+    let unknown: Vec<&str> = names.iter().copied().filter(|n| dump[n].as_array().unwrap().iter().all(|v| v.is_null())).collect();
+    assert_eq!(unknown, ["SimplifiedLayerNormalization"]);
     for row in OPS.iter().filter(|r| r.domain == Domain::Onnx) {
         for (k, opset) in (MIN_OPSET..=MAX_OPSET).enumerate() {
             let want = &dump[row.name][k];

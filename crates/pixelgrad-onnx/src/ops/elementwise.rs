@@ -325,7 +325,7 @@ pub(super) fn unary(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         "Erf" => erf(&x)?,
         "Gelu" => match node.string("approximate", "none")?.as_str() {
             "tanh" => x.gelu()?,
-            "none" => x.mul(&erf(&x.mul_scalar(std::f32::consts::FRAC_1_SQRT_2)?)?.affine(0.5, 0.5)?)?,
+            "none" => gelu_erf(&x)?,
             other => return Err(cx.err(format!("approximate '{other}' is not supported"))),
         },
         "ThresholdedRelu" => {
@@ -382,6 +382,12 @@ fn atan(x: &Tensor) -> Result<Tensor> {
 fn asin(x: &Tensor) -> Result<Tensor> {
     let d = x.square()?.affine(-1.0, 1.0)?.sqrt()?.add_scalar(1.0)?;
     Ok(atan(&x.div(&d)?)?.mul_scalar(2.0)?)
+}
+
+/// The exact GELU, `x (erf(x / sqrt 2) / 2 + 1 / 2)` (ONNX `Gelu` and onnxruntime's
+/// `Gelu` and `BiasGelu`).
+pub(super) fn gelu_erf(x: &Tensor) -> Result<Tensor> {
+    x.mul(&erf(&x.mul_scalar(std::f32::consts::FRAC_1_SQRT_2)?)?.affine(0.5, 0.5)?).map_err(Into::into)
 }
 
 /// `log(1 + exp(x))` without overflow: `relu(x) + log(1 + exp(-|x|))`.

@@ -4,6 +4,7 @@
 //! be host values: constants, or shape arithmetic the runtime evaluates on the host.
 
 mod context;
+mod contrib;
 mod conv;
 mod einsum;
 mod elementwise;
@@ -37,7 +38,8 @@ pub const SUPPORTED: &[&str] = &ONNX_NAMES;
 const ONNX_NAMES: [&str; registry::N_ONNX] = registry::names(registry::Domain::Onnx);
 
 /// The com.microsoft operators pixelgrad runs: the quantised ones onnxruntime's quantiser
-/// writes (the `com.microsoft` rows of [`registry::OPS`]).
+/// writes and the transformer ones its optimiser fuses (the `com.microsoft` rows of
+/// [`registry::OPS`]).
 pub const SUPPORTED_MS: &[&str] = &MS_NAMES;
 const MS_NAMES: [&str; registry::N_MS] = registry::names(registry::Domain::Microsoft);
 
@@ -85,7 +87,8 @@ pub fn run(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
             return Ok(outs.into_iter().map(V::host).collect());
         }
     }
-    match registry::by_name(&node.op_type) {
+    // by domain: `Gelu` is in both, each with its own implementation
+    match registry::find(&node.domain, &node.op_type) {
         Some(row) => (row.run)(cx, ins),
         None => Err(cx.unsupported()),
     }

@@ -70,14 +70,12 @@ pub(super) fn layer_normalization(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> 
     if cx.opt(ins, 2).is_some() {
         y = y.add(&cx.t(ins, 2)?)?;
     }
-    // the optional Mean and InvStdDev outputs keep the normalised axes as size 1
+    // the optional Mean and InvStdDev outputs keep the normalised axes as size 1; one value per
+    // output position, as the session pairs results with outputs by position (an omitted Mean
+    // before a named InvStdDev left it uncomputed)
     let stat: Vec<usize> = d.iter().enumerate().map(|(i, &n)| if i < a { n } else { 1 }).collect();
-    let mut outs = vec![V::dev(y, dt)];
-    for (i, t) in [mu, inv].into_iter().enumerate() {
-        if node.outputs.get(i + 1).is_some_and(|o| !o.is_empty()) {
-            outs.push(V::dev(t.reshape(stat.clone())?, DType::F32));
-        }
-    }
+    let mut outs = vec![V::dev(y, dt), V::dev(mu.reshape(stat.clone())?, DType::F32), V::dev(inv.reshape(stat)?, DType::F32)];
+    outs.truncate(node.outputs.len());
     Ok(outs)
 }
 

@@ -17,14 +17,16 @@
 //! The default-domain rows are the schemas of `onnx` 1.17 (`onnx.defs.get_schema(op, opset)`
 //! for opsets 7 to 22, each change of arity or required attributes a [`Schema`] with its
 //! `since` opset); the `com.microsoft` rows are those of onnxruntime's contrib operators
-//! (`quantization_defs.cc`). `tests/registry.rs` compares the default-domain rows with the
+//! (`quantization_defs.cc`, and `contrib_defs.cc` for the transformer operators, among them
+//! `SimplifiedLayerNormalization`, which onnxruntime registers in the default domain and no
+//! `onnx` schema has). `tests/registry.rs` compares the default-domain rows with the
 //! installed `onnx` package.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::context::{HostEval, Run};
-use super::{conv, einsum, elementwise, linalg, loss, meta, movement, norm, pool, quant, reduce, resize, rnn, select};
+use super::{contrib, conv, einsum, elementwise, linalg, loss, meta, movement, norm, pool, quant, reduce, resize, rnn, select};
 use crate::graph::Node;
 use crate::hostops;
 use crate::Result;
@@ -349,6 +351,15 @@ pub const OPS: &[OpRow] = &[
     row(MS, "QLinearSigmoid", &[s(1, (4, 5), (1, 1), &[2, 4], &[])], quant::qlinear_activation).quantized(),
     row(MS, "QLinearLeakyRelu", &[s(1, (4, 5), (1, 1), &[2, 4], &[])], quant::qlinear_activation).quantized(),
     row(MS, "QLinearSoftmax", &[s(1, (4, 5), (1, 1), &[2, 4], &["opset"])], quant::q_linear_softmax).quantized(),
+    // onnxruntime's transformer contrib operators: fused GELUs and (skip, RMS) layer
+    // normalisations (`contrib_defs.cc`; SimplifiedLayerNormalization is in the default domain)
+    row(MS, "Gelu", &[s(1, (1, 1), (1, 1), &[], &[])], contrib::gelu),
+    row(MS, "FastGelu", &[s(1, (1, 2), (1, 1), &[1], &[])], contrib::fast_gelu),
+    row(MS, "BiasGelu", &[s(1, (2, 2), (1, 1), &[], &[])], contrib::bias_gelu),
+    row(MS, "QuickGelu", &[s(1, (1, 1), (1, 1), &[], &[])], contrib::quick_gelu),
+    row(ONNX, "SimplifiedLayerNormalization", &[s(1, (2, 2), (1, 2), &[], &[])], contrib::simplified_layer_normalization),
+    row(MS, "SkipLayerNormalization", &[s(1, (3, 5), (1, 4), &[3, 4], &[])], contrib::skip_layer_normalization),
+    row(MS, "SkipSimplifiedLayerNormalization", &[s(1, (3, 4), (1, 4), &[3], &[])], contrib::skip_simplified_layer_normalization),
 ];
 
 /// The row of `op_type` in `domain` (a node's domain string), if pixelgrad reads it.
@@ -358,8 +369,10 @@ pub fn find(domain: &str, op_type: &str) -> Option<&'static OpRow> {
     index.get(&(Domain::of(domain)?, op_type)).copied()
 }
 
-/// The row named `op_type` in either domain (no name is in both; nodes were checked against
-/// their domain's rows when the model was read).
+/// The row named `op_type` in either domain, for what a row says beyond how it runs (nodes
+/// were checked against their domain's rows when the model was read). One name is in both
+/// domains, `Gelu`; its two rows agree on every field but `run` (a test checks), and
+/// dispatch ([`super::run`]) goes by [`find`].
 pub fn by_name(op_type: &str) -> Option<&'static OpRow> {
     static INDEX: OnceLock<HashMap<&'static str, &'static OpRow>> = OnceLock::new();
     INDEX.get_or_init(|| OPS.iter().map(|r| (r.name, r)).collect()).get(op_type).copied()
