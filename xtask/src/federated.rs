@@ -402,6 +402,12 @@ fn run(o: &Opts) -> Result<(), String> {
             )?;
         }
     }
+    // The tabs are driven by playwright-core (web/package.json): a fresh clone has no
+    // web/node_modules yet, so install the pinned packages once, as scripts/web-tests.sh does.
+    if o.browsers > 0 && !root.join("web/node_modules/playwright-core/package.json").is_file() {
+        say("installing web/'s npm packages (npm ci, once) to drive the browser tabs".to_string());
+        sh(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(root.join("web")), "npm ci in web/")?;
+    }
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
     let pixelgrad = target.join(if o.debug_cli { "debug/pixelgrad" } else { "release/pixelgrad" });
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
@@ -501,6 +507,7 @@ fn run(o: &Opts) -> Result<(), String> {
 
     // Browser tabs report through JSON lines on stdout, read on a thread.
     let (tx, rx) = mpsc::channel::<serde_json::Value>();
+    let mut browsers_proc = None;
     if o.browsers > 0 {
         let mut c = Command::new("node");
         c.arg(root.join("web/federated/run.mjs"))
@@ -539,6 +546,7 @@ fn run(o: &Opts) -> Result<(), String> {
                 .env("FLWR_HOME", &home);
         }
         let i = procs.spawn("browsers", &mut c)?;
+        browsers_proc = Some(i);
         let stdout = procs.0[i].1.stdout.take().ok_or("no stdout from the browser driver")?;
         let mut blog = log("browsers.log")?;
         std::thread::spawn(move || {
@@ -680,6 +688,7 @@ fn run(o: &Opts) -> Result<(), String> {
     let mut rows: Vec<serde_json::Value> = Vec::new();
     let mut report = None;
     let mut flwr_done = false;
+    let mut flwr_done_at: Option<Instant> = None;
     let mut next_note = 60;
     loop {
         while let Ok(v) = rx.try_recv() {
@@ -713,10 +722,33 @@ fn run(o: &Opts) -> Result<(), String> {
         if !flwr_done {
             if let Ok(Some(st)) = procs.0[flwr].1.try_wait() {
                 flwr_done = true;
+                flwr_done_at = Some(Instant::now());
                 if !st.success() {
                     return Err(format!("flwr run failed ({st}); see {}", dir.join("serverapp.err.log").display()));
                 }
             }
+        }
+        // The driver of the tabs gone without its report: nothing will come from the tabs.
+        if let Some(b) = browsers_proc.filter(|_| report.is_none()) {
+            if let Ok(Some(st)) = procs.0[b].1.try_wait() {
+                // its last lines may still be on their way through the reader thread
+                std::thread::sleep(Duration::from_millis(500));
+                if !rx.try_iter().any(|v| v.get("report").is_some()) {
+                    return Err(format!(
+                        "the browser driver exited ({st}) without a report; see {}",
+                        dir.join("browsers.err.log").display()
+                    ));
+                }
+            }
+        }
+        // The ServerApp is over: nodes still waiting after a minute are waiting for nothing.
+        if flwr_done_at.is_some_and(|t| t.elapsed() > Duration::from_secs(60)) && rows.len() < o.rounds {
+            return Err(format!(
+                "the ServerApp ended after {} of {} rounds; see {}",
+                rows.len(),
+                o.rounds,
+                dir.join("serverapp.log").display()
+            ));
         }
         if o.drop_below_threshold {
             // a node that left comes back, as a new node, for the next round
