@@ -35,6 +35,7 @@ pub mod proto;
 mod replay;
 pub mod session;
 mod shapes;
+pub mod subgraph;
 
 pub use error::{OnnxError, Result};
 pub use graph::{Dim, ValueInfo};
@@ -43,4 +44,4 @@ pub use layer::OnnxLayer;
 pub use model::{Model, Precision};
 pub use ops::registry;
 pub use ops::{SUPPORTED as SUPPORTED_OPS, SUPPORTED_MS as SUPPORTED_MS_OPS};
-pub use session::{Input, Pause, RunOptions, Session, Value, WeightStorage, DEFAULT_MAX_WORK};
+pub use session::{Input, Pause, RunOptions, Session, Value, WeightStorage, DEFAULT_MAX_WORK, ITERATION_WORK};
