@@ -1022,6 +1022,32 @@ def control_flow_cases():
          [("s0", rand(2), None), ("xs", rand(2, 4), None)], [("s", F), ("ys", F)], opset=16)
 
 
+def external_data_cases():
+    """A model whose weights live in `model.onnx_data` beside it (onnx's external-data saving,
+    every tensor in one file), and one whose file names a location in a subfolder; kind
+    `external`: read from their folder, not from the model's bytes alone."""
+    x = rand(2, 4)
+    w1, b1, w2 = rand(4, 8), rand(8), rand(8, 3)
+    nodes = [node("MatMul", ["x", "w1"], ["h"]), node("Add", ["h", "b1"], ["hb"]), node("Relu", ["hb"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["y"], name="matmul_2")]
+    for name, location in (("external_one_file", "model.onnx_data"), ("external_subfolder", "weights/data.bin")):
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", F, [2, 4])], [helper.make_tensor_value_info("y", F, None)],
+                              [numpy_helper.from_array(a, n) for n, a in (("w1", w1), ("b1", b1), ("w2", w2))])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="pixelgrad-fixtures")
+        m.ir_version = 8
+        d = os.path.join(OUT, "external", name)
+        os.makedirs(os.path.dirname(os.path.join(d, location)), exist_ok=True)
+        onnx.save_model(m, os.path.join(d, "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True, location=location,
+                        size_threshold=0)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        sess = ort.InferenceSession(os.path.join(d, "model.onnx"), so, providers=["CPUExecutionProvider"])
+        want = sess.run(["y"], {"x": x})[0]
+        with open(os.path.join(d, "model.onnx"), "rb") as f:
+            model_bytes = f.read()
+        save_case("external", name, model_bytes, {"x": x}, [("y", want)])
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     conv_cases()
@@ -1043,6 +1069,7 @@ def main():
     fuzz_found_cases()
     qlinear_tie_cases()
     control_flow_cases()
+    external_data_cases()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"onnx": onnx.__version__, "onnxruntime": ort.__version__, "cases": MANIFEST}, f, indent=1)
     print(f"{len(MANIFEST)} cases", file=sys.stderr)

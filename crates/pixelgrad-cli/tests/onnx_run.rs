@@ -318,3 +318,28 @@ fn run_reports_arithmetic_and_shader_f16() {
     }
     std::fs::remove_dir_all(&out_dir).ok();
 }
+
+/// `pixelgrad run model.onnx` reads the weights onnx saved beside it (`model.onnx_data`) and
+/// matches onnxruntime; without that file, the one error line names it.
+#[test]
+fn run_reads_external_data_beside_the_model() {
+    let case = fixtures().join("external/external_one_file");
+    let out_dir = std::env::temp_dir().join(format!("pixelgrad-onnx-run-external-{}", std::process::id()));
+    let input = format!("x={}", case.join("input_0.npy").display());
+    let out = bin()
+        .args(["run", case.join("model.onnx").to_str().unwrap(), "--input", &input, "--backend", "cpu", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got = pixelgrad::onnx::npy::load(&out_dir.join("output_0.npy")).unwrap().to_f32();
+    let want = pixelgrad::onnx::npy::load(&case.join("expected_0.npy")).unwrap().to_f32();
+    std::fs::remove_dir_all(&out_dir).ok();
+    assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() <= 1e-5 * b.abs().max(1.0)), "{got:?} vs {want:?}");
+    // the model alone, in another folder
+    let alone = std::env::temp_dir().join(format!("pixelgrad-onnx-run-external-alone-{}", std::process::id()));
+    std::fs::create_dir_all(&alone).unwrap();
+    std::fs::copy(case.join("model.onnx"), alone.join("model.onnx")).unwrap();
+    fails_with(&["run", alone.join("model.onnx").to_str().unwrap(), "--input", &input, "--backend", "cpu"], "model.onnx_data");
+    std::fs::remove_dir_all(&alone).ok();
+}

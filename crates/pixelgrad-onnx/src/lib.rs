@@ -24,6 +24,7 @@
 
 pub mod error;
 pub mod export;
+pub mod external;
 pub mod graph;
 pub mod host;
 mod hostops;

@@ -10,6 +10,7 @@ use std::collections::BinaryHeap;
 
 use pixelgrad_core::budget::DEFAULT_MAX_ELEMENTS;
 
+use crate::external::External;
 use crate::graph::{Node, ValueInfo};
 use crate::host::{DType, HostTensor};
 use crate::subgraph::Opsets;
@@ -76,22 +77,40 @@ impl Precision {
 }
 
 impl Model {
-    /// Reads a model file.
+    /// Reads a model file, and the files beside it that hold its external data (each
+    /// `location` relative to the model's folder; see [`crate::external`]).
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| OnnxError::io(path, e))?;
-        Model::from_bytes(&bytes).map_err(|e| match e {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Model::decode(&bytes, &External::Folder(dir)).map_err(|e| match e {
             OnnxError::Parse(m) => OnnxError::Parse(format!("{}: {m}", path.display())),
             other => other,
         })
     }
 
-    /// Decodes, checks and folds a model from the bytes of an `.onnx` file.
+    /// Decodes, checks and folds a model from the bytes of an `.onnx` file. A model with
+    /// external data is refused, naming the file: see [`Model::from_bytes_with_external`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
+        Model::decode(bytes, &External::None)
+    }
+
+    /// [`Model::from_bytes`] for a model whose tensors keep their data in other files: `files`
+    /// holds each file's bytes by the `location` the model names (e.g. `"model.onnx_data"`).
+    /// What the browser binding calls (`pg.loadOnnx(url, { externalData })`).
+    pub fn from_bytes_with_external(bytes: &[u8], files: &HashMap<String, Vec<u8>>) -> Result<Model> {
+        Model::decode(bytes, &External::Bytes(files))
+    }
+
+    fn decode(bytes: &[u8], external: &External) -> Result<Model> {
         if bytes.is_empty() {
             return Err(OnnxError::Parse("the file is empty".into()));
         }
-        let m = proto::decode_model(bytes).map_err(|e| OnnxError::Parse(format!("protobuf decoding failed ({e})")))?;
+        let mut m = proto::decode_model(bytes).map_err(|e| OnnxError::Parse(format!("protobuf decoding failed ({e})")))?;
+        crate::external::resolve(&mut m, external)?;
         let g = m.graph.as_ref().ok_or_else(|| OnnxError::Parse("the model has no graph (is this an ONNX file?)".into()))?;
         if m.ir_version < 3 {
             return Err(OnnxError::Parse(format!("IR version {} (ONNX files have 3 or newer)", m.ir_version)));

@@ -161,8 +161,8 @@ pub mod data_type {
     pub const BFLOAT16: i32 = 16;
 }
 
-/// `onnx.TensorProto`. `data_location = EXTERNAL` (weights in a side file) is read only to
-/// refuse it by name.
+/// `onnx.TensorProto`. `data_location = EXTERNAL` (weights in a side file) is resolved before
+/// decoding ([`crate::external`]).
 #[derive(Clone, PartialEq, Message)]
 pub struct TensorProto {
     #[prost(int64, repeated, tag = "1")]
