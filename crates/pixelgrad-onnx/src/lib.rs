@@ -28,6 +28,7 @@ pub mod external;
 pub mod graph;
 pub mod host;
 mod hostops;
+pub mod inspect;
 mod layer;
 pub mod model;
 pub mod npy;

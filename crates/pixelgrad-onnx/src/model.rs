@@ -105,7 +105,7 @@ impl Model {
         Model::decode(bytes, &External::Bytes(files))
     }
 
-    fn decode(bytes: &[u8], external: &External) -> Result<Model> {
+    pub(crate) fn decode(bytes: &[u8], external: &External) -> Result<Model> {
         if bytes.is_empty() {
             return Err(OnnxError::Parse("the file is empty".into()));
         }
