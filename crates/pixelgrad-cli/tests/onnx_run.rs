@@ -382,7 +382,7 @@ fn inspect_reports_operators_support_weights_and_refusals() {
     let ops = j["operators"].as_array().unwrap();
     assert!(ops.iter().all(|o| o["backends"]["cpu"] == true && o["backends"]["webgpu"] == true), "{j}");
     // initializers w [2,3] and zero [] in the graph, t [2,3] in the then-branch: 13 floats
-    assert_eq!(j["weightBytes"]["float"]["bytes"], 13 * 4, "{j}");
+    assert_eq!(j["weightBytesByType"]["float"]["bytes"], 13 * 4, "{j}");
 
     let j: serde_json::Value = serde_json::from_str(&inspect(&f.join("external/external_one_file/model.onnx"), true)).unwrap();
     assert_eq!(j["loads"], true, "{j}");

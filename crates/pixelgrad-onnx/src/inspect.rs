@@ -107,7 +107,7 @@ impl Report {
             "outputs": infos(&self.outputs),
             "nodes": self.nodes,
             "operators": ops,
-            "weightBytes": weights,
+            "weightBytesByType": weights,
             "externalData": self.external,
             "loads": self.loads(),
             "refused": self.refused,
@@ -115,9 +115,27 @@ impl Report {
     }
 }
 
-/// Inspects the bytes of an `.onnx` file whose external data (if any) comes from `external`.
-/// An error only for bytes that are not an ONNX model at all; everything else is reported.
+/// Inspects the bytes of an `.onnx` file whose external data (if any) comes from `external`:
+/// [`describe`], then a load of the model ([`Model::from_bytes`]'s checks and constant
+/// folding; nothing runs on a device) whose first error, if any, joins `refused`. An error
+/// only for bytes that are not an ONNX model at all; everything else is reported.
 pub fn inspect(bytes: &[u8], external: &External) -> Result<Report> {
+    let mut r = describe(bytes)?;
+    if let Err(e) = Model::decode(bytes, external) {
+        // an unsupported operator is listed already, with every other one
+        let listed = r.operators.iter().any(|o| !o.supported) && matches!(e, OnnxError::UnsupportedOp { .. });
+        let msg = e.to_string();
+        if !listed && !r.refused.contains(&msg) {
+            r.refused.push(msg);
+        }
+    }
+    Ok(r)
+}
+
+/// What [`inspect`] reports from the file alone, without loading the model: `refused` lists
+/// the unsupported operators and the inputs and outputs pixelgrad cannot type, not the
+/// errors only a load finds. For a model that has loaded (`m.info` in the browser).
+pub fn describe(bytes: &[u8]) -> Result<Report> {
     if bytes.is_empty() {
         return Err(OnnxError::Parse("the file is empty".into()));
     }
@@ -164,16 +182,7 @@ pub fn inspect(bytes: &[u8], external: &External) -> Result<Report> {
         })
         .collect();
     r.operators = operators;
-    let any_unsupported = !unsupported.is_empty();
     r.refused.extend(unsupported);
-    if let Err(e) = Model::decode(bytes, external) {
-        // an unsupported operator is listed above already, with every other one
-        let listed = any_unsupported && matches!(e, OnnxError::UnsupportedOp { .. });
-        let msg = e.to_string();
-        if !listed && !r.refused.contains(&msg) {
-            r.refused.push(msg);
-        }
-    }
     Ok(r)
 }
 
