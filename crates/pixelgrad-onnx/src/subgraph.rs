@@ -98,7 +98,7 @@ pub fn graphs(node: &Node) -> Vec<(&str, &Subgraph)> {
 }
 
 /// The outer values `node`'s subgraphs read, each once, in attribute-name order: what
-/// [`Node::decode`] appends to the node's inputs.
+/// `Node::decode` appends to the node's inputs.
 pub fn outer_reads(node: &Node) -> Vec<String> {
     let mut seen = HashSet::new();
     graphs(node).into_iter().flat_map(|(_, g)| g.captures.iter()).filter(|c| seen.insert(c.as_str())).cloned().collect()

@@ -228,3 +228,28 @@ fn a_device_condition_ends_the_loop() {
     let s = Session::new(Model::from_bytes(&bytes).unwrap(), &cpu()).unwrap();
     assert_eq!(run1(&s, &[("acc0", HostTensor::f32(vec![1], vec![3.0]))]).unwrap(), vec![192.0]);
 }
+
+/// A long loop's scan output is held to the device's element cap as it grows, iteration by
+/// iteration, not only when it is stacked at the end: with a cap of 64 elements, a scan output
+/// of 8 elements per iteration stops the run at the ninth.
+#[test]
+fn scan_outputs_are_held_to_the_element_cap_while_they_grow() {
+    let body = subgraph(
+        vec![node("Identity", &["cond_in"], &["cond_out"], vec![]), node("Add", &["x", "x"], &["scan_out"], vec![])],
+        vec![info("i", dt::INT64, &[]), info("cond_in", dt::BOOL, &[])],
+        &["cond_out", "scan_out"],
+        vec![],
+    );
+    let bytes = model(
+        13,
+        vec![node("Loop", &["m", ""], &["ys"], vec![graph_attr("body", body)])],
+        &[("x", &[8])],
+        &["ys"],
+        vec![i64s("m", &[], &[1000])],
+    );
+    let dev = cpu();
+    dev.set_limits(pixelgrad_core::Limits { max_elements: 64, ..dev.limits() });
+    let s = Session::new(Model::from_bytes(&bytes).unwrap(), &dev).unwrap();
+    let e = run1(&s, &[("x", HostTensor::f32(vec![8], vec![1.0; 8]))]).unwrap_err().to_string();
+    assert!(e.contains("scan output 0 would hold 72 elements after 9 iterations"), "{e}");
+}

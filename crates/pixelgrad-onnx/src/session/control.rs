@@ -99,6 +99,7 @@ impl Session {
             for (list, v) in scans.iter_mut().zip(outs) {
                 list.push(v);
             }
+            self.check_stacks(node, &scans)?;
             i += 1;
         }
         let mut results = carried;
@@ -151,6 +152,7 @@ impl Session {
             for (list, v) in outs_by_step.iter_mut().zip(outs) {
                 list.push(v);
             }
+            self.check_stacks(node, &outs_by_step)?;
         }
         let mut results = state;
         for (j, mut list) in outs_by_step.into_iter().enumerate() {
@@ -205,6 +207,24 @@ impl Session {
             pause.await;
         }
         guard.iteration(node)
+    }
+
+    /// The values gathered for each scan output so far fit one result under the device's
+    /// element cap (what stacking them will make): checked every iteration, so a long loop
+    /// cannot hold more than that per output before the stack would be refused.
+    fn check_stacks(&self, node: &Node, lists: &[Vec<V>]) -> Result<()> {
+        let cap = self.device.limits().max_elements;
+        for (j, list) in lists.iter().enumerate() {
+            let per = list.last().map_or(0, |v| crate::host::checked_numel(v.dims()).unwrap_or(usize::MAX));
+            let total = per.saturating_mul(list.len());
+            if total > cap {
+                return Err(node.err(format!(
+                    "scan output {j} would hold {total} elements after {} iterations, above the device's element cap of {cap} (Device::set_limits)",
+                    list.len()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// `v` as a device tensor (host values uploaded).
