@@ -956,6 +956,98 @@ def write_bad_models():
     open(os.path.join(d, "relu_2x3.onnx"), "wb").write(m.SerializeToString())
 
 
+def control_flow_cases():
+    """If, Loop and Scan: subgraphs reading outer-scope values, conditions on the host and on
+    the device, loop-carried values and scan outputs (drawn last: the earlier cases' random
+    values stay as they were)."""
+    B = TensorProto.BOOL
+    I64 = TensorProto.INT64
+    vi = helper.make_tensor_value_info
+    x = rand(2, 3)
+    w = rand(2, 3)
+
+    def branches():
+        # then: x * w + t (w: outer initializer, t: the branch's own); else: relu(x) - x
+        then_g = helper.make_graph([node("Mul", ["x", "w"], ["tm"]), node("Add", ["tm", "t"], ["ty"])], "then", [], [vi("ty", F, None)],
+                                   [numpy_helper.from_array(rand(2, 3), "t")])
+        else_g = helper.make_graph([node("Relu", ["x"], ["er"]), node("Sub", ["er", "x"], ["ey"])], "else", [], [vi("ey", F, None)])
+        return then_g, else_g
+
+    then_g, else_g = branches()
+    # condition from the data: on the device, read back with one small readback
+    case("if_data_condition", [node("ReduceSum", ["x"], ["s"], keepdims=0), node("Greater", ["s", "zero"], ["c"]),
+                               helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else_g)],
+         [("x", x, None)], [("y", F)], [("w", w), ("zero", np.array(0.0, np.float32))])
+    for flag in (True, False):
+        then_g, else_g = branches()
+        case(f"if_input_condition_{str(flag).lower()}", [helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else_g)],
+             [("x", x, None), ("c", np.array(flag), None)], [("y", F)], [("w", w)])
+    # condition from a Constant: folded at load, one branch kept
+    then_g, else_g = branches()
+    case("if_constant_condition", [helper.make_node("Constant", [], ["c"], name="c", value=numpy_helper.from_array(np.array(False), "c")),
+                                   helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else_g)],
+         [("x", x, None)], [("y", F)], [("w", w)])
+
+    # Loop with a trip count: counter, accumulation with an outer value, a scan output
+    body = helper.make_graph(
+        [node("Cast", ["i"], ["fi"], to=F), node("Mul", ["x", "fi"], ["xi"]), node("Add", ["acc", "xi"], ["acc_out"]),
+         node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Mul", ["acc_out", "two"], ["scan_out"], name="scan_mul")],
+        "body", [vi("i", I64, []), vi("cond_in", B, []), vi("acc", F, [2, 3])],
+        [vi("cond_out", B, []), vi("acc_out", F, [2, 3]), vi("scan_out", F, [2, 3])])
+    case("loop_counter_accumulate_scan", [helper.make_node("Loop", ["m", "", "acc0"], ["acc", "scan"], name="loop", body=body)],
+         [("x", x, None), ("acc0", rand(2, 3), None)], [("acc", F), ("scan", F)],
+         [("m", np.array(5, np.int64)), ("two", np.array(2.0, np.float32))])
+    # while loop: the condition is computed on the device each iteration; the iteration
+    # number is also a scan output (int64)
+    body = helper.make_graph(
+        [node("Add", ["acc", "x"], ["acc_out"]), node("ReduceSum", ["acc_out"], ["s"], keepdims=0), node("Less", ["s", "limit"], ["cond_out"]),
+         node("Identity", ["i"], ["i_out"])],
+        "body", [vi("i", I64, []), vi("cond_in", B, []), vi("acc", F, [2, 3])],
+        [vi("cond_out", B, []), vi("acc_out", F, [2, 3]), vi("i_out", I64, [])])
+    xp = RNG.uniform(0.1, 1.0, size=(2, 3)).astype(np.float32)
+    case("loop_while_device_condition", [helper.make_node("Loop", ["m", "go", "acc0"], ["acc", "iters"], name="loop", body=body)],
+         [("x", xp, None), ("acc0", np.zeros((2, 3), np.float32), None)], [("acc", F), ("iters", I64)],
+         [("m", np.array(50, np.int64)), ("go", np.array(True)), ("limit", np.array(12.0, np.float32))])
+
+    # Scan: cumulative sum over the first axis
+    body = helper.make_graph([node("Add", ["s", "xt"], ["s_out"]), node("Identity", ["s_out"], ["y_t"])], "body",
+                             [vi("s", F, [3]), vi("xt", F, [3])], [vi("s_out", F, [3]), vi("y_t", F, [3])])
+    case("scan_cumulative_sum", [helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], name="scan", num_scan_inputs=1, body=body)],
+         [("s0", np.zeros(3, np.float32), None), ("xs", rand(5, 3), None)], [("s", F), ("ys", F)])
+    # Scan along axis 1, input reversed, output stacked on axis 1 in reverse
+    body = helper.make_graph([node("Add", ["s", "xt"], ["s_out"]), node("Mul", ["s_out", "xt"], ["y_t"])], "body",
+                             [vi("s", F, [2]), vi("xt", F, [2])], [vi("s_out", F, [2]), vi("y_t", F, [2])])
+    case("scan_axes_directions", [helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], name="scan", num_scan_inputs=1, body=body,
+                                                   scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1], scan_output_directions=[1])],
+         [("s0", rand(2), None), ("xs", rand(2, 4), None)], [("s", F), ("ys", F)], opset=16)
+
+
+def external_data_cases():
+    """A model whose weights live in `model.onnx_data` beside it (onnx's external-data saving,
+    every tensor in one file), and one whose file names a location in a subfolder; kind
+    `external`: read from their folder, not from the model's bytes alone."""
+    x = rand(2, 4)
+    w1, b1, w2 = rand(4, 8), rand(8), rand(8, 3)
+    nodes = [node("MatMul", ["x", "w1"], ["h"]), node("Add", ["h", "b1"], ["hb"]), node("Relu", ["hb"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["y"], name="matmul_2")]
+    for name, location in (("external_one_file", "model.onnx_data"), ("external_subfolder", "weights/data.bin")):
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", F, [2, 4])], [helper.make_tensor_value_info("y", F, None)],
+                              [numpy_helper.from_array(a, n) for n, a in (("w1", w1), ("b1", b1), ("w2", w2))])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="pixelgrad-fixtures")
+        m.ir_version = 8
+        d = os.path.join(OUT, "external", name)
+        os.makedirs(os.path.dirname(os.path.join(d, location)), exist_ok=True)
+        onnx.save_model(m, os.path.join(d, "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True, location=location,
+                        size_threshold=0)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        sess = ort.InferenceSession(os.path.join(d, "model.onnx"), so, providers=["CPUExecutionProvider"])
+        want = sess.run(["y"], {"x": x})[0]
+        with open(os.path.join(d, "model.onnx"), "rb") as f:
+            model_bytes = f.read()
+        save_case("external", name, model_bytes, {"x": x}, [("y", want)])
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     conv_cases()
@@ -977,6 +1069,8 @@ def main():
     fuzz_found_cases()
     qlinear_tie_cases()
     contrib_transformer_cases()
+    control_flow_cases()
+    external_data_cases()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"onnx": onnx.__version__, "onnxruntime": ort.__version__, "cases": MANIFEST}, f, indent=1)
     print(f"{len(MANIFEST)} cases", file=sys.stderr)

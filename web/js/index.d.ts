@@ -715,7 +715,7 @@ export declare class OnnxModel {
     arithmetic: 'f32' | 'f32 (f16 weights read directly)' | 'f32 (widened)' | 'f16 products (shader-f16)';
     /** Whether the WebGPU adapter offers f16 arithmetic (`shader-f16`); null on the other backends. */
     shaderF16: boolean | null;
-  };
+  } & Omit<OnnxInspection, 'inputs' | 'outputs'>;
   /**
    * Feeds inputs by name (float32 tensors; int32 tensors for integer inputs); outputs by name.
    * `signal`: an abort stops the run before its next primitive (it takes effect between awaits:
@@ -731,11 +731,48 @@ export declare class OnnxModel {
   dispose(): void;
 }
 
-/** Loads an ONNX model: the file's bytes, a URL to fetch, or `indexeddb://name`. */
+/**
+ * The files of a model's external data by the `location` the model names (e.g.
+ * `{ 'model.onnx_data': 'https://.../model.onnx_data' }`): a URL to fetch or the bytes. A
+ * location must be a relative path inside the model's folder; each tensor's offset and length
+ * must lie inside its file. Everything lives in the wasm instance's memory (at most 4 GiB for
+ * the model, its external data and the run together).
+ */
+export type OnnxExternalData = Record<string, ArrayBuffer | Uint8Array | string | URL>;
+
+/** What `inspectOnnx` (and `OnnxModel.info`) tell of a model file, before anything runs. */
+export interface OnnxInspection {
+  irVersion: number;
+  producer: string;
+  /** Imported operator sets; domain '' is the default (ai.onnx). */
+  opsets: { domain: string; version: number }[];
+  inputs: OnnxValueInfo[];
+  outputs: OnnxValueInfo[];
+  /** Nodes, subgraphs (If, Loop, Scan bodies) included. */
+  nodes: number;
+  /** Every operator type used, with its count and the backends that run it (all or none). */
+  operators: { domain: string; op: string; opset: number; count: number; supported: boolean; backends: Record<'cpu' | 'webgpu' | 'webgl', boolean> }[];
+  /** Initializer bytes by the element type the file stores them in ('float', 'float16', 'int8'...). */
+  weightBytesByType: Record<string, { tensors: number; bytes: number }>;
+  /** External data files by location, with the bytes the model reads from each. */
+  externalData: Record<string, number>;
+  /** Whether the model loads; if not, `refused` says why (every unsupported operator, then the first other error). */
+  loads: boolean;
+  refused: string[];
+}
+
+/**
+ * Loads an ONNX model: the file's bytes, a URL to fetch, or `indexeddb://name`. `externalData`:
+ * the files holding its weights when it keeps them outside the .onnx file (such a model cannot
+ * be `save`d).
+ */
 export declare function loadOnnx(
   source: ArrayBuffer | Uint8Array | string | URL,
-  options?: { precision?: 'auto' | 'f32' | 'f16'; int8Activations?: '8bit' | 'f32' },
+  options?: { precision?: 'auto' | 'f32' | 'f16'; int8Activations?: '8bit' | 'f32'; externalData?: OnnxExternalData },
 ): Promise<OnnxModel>;
+
+/** Describes an ONNX model without uploading or running it (what `pixelgrad inspect` prints). */
+export declare function inspectOnnx(source: ArrayBuffer | Uint8Array | string | URL, options?: { externalData?: OnnxExternalData }): Promise<OnnxInspection>;
 
 export interface DataSplit {
   x: Float32Array;

@@ -15,7 +15,7 @@ import { guard, guardClass, guardObject } from './guard.js';
 import { Tensor, deviceTensor, tensor as tensorImpl } from './tensor.js';
 import { Sequential, sequential as sequentialImpl, loadModel as loadModelImpl, listModels as listImpl, removeModel as removeImpl } from './model.js';
 import { layers as layersImpl, optimizers as optimizersImpl } from './layers.js';
-import { OnnxModel, loadOnnx as loadOnnxImpl } from './onnx.js';
+import { OnnxModel, inspectOnnx as inspectOnnxImpl, loadOnnx as loadOnnxImpl } from './onnx.js';
 import { flower as flowerImpl } from './flower.js';
 import * as image from './image.js';
 import * as post from './post.js';
@@ -39,6 +39,8 @@ export const listModels = guard(listImpl);
 export const removeModel = guard(removeImpl);
 /** @type {Api['loadOnnx']} */
 export const loadOnnx = guard(loadOnnxImpl);
+/** @type {Api['inspectOnnx']} */
+export const inspectOnnx = guard(inspectOnnxImpl);
 /** @type {Api['loadWasm']} */
 export const loadWasm = guard(loadWasmImpl);
 /** @type {Api['layers']} */

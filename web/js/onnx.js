@@ -37,11 +37,12 @@ async function bytesOf(source) {
 /** @implements {DeclaredOnnxModel} */
 export class OnnxModel {
   /** @internal Use `pg.loadOnnx`. */
-  constructor(inner, rt, bytes) {
+  constructor(inner, rt, bytes, external = false) {
     this._inner = inner;
     this._rt = rt;
     this._gen = rt._gen; // the runtime generation (device, wasm instance) it lives on
     this._bytes = bytes;
+    this._external = external; // its weights came from externalData files (not in _bytes)
     this._disposed = false;
     this._inputs = JSON.parse(inner.inputs());
     this._outputs = JSON.parse(inner.outputs());
@@ -122,6 +123,7 @@ export class OnnxModel {
   /** Stores the model's bytes: `indexeddb://name` (for `pg.loadOnnx`) or `downloads://name.onnx`. */
   async save(url) {
     this._check('onnx.save');
+    if (this._external) throw new Error('onnx.save: this model keeps its weights in externalData files, which save would leave out');
     const { scheme, name } = parseUrl(url, 'onnx.save');
     if (scheme === 'downloads') {
       download(this._bytes, name.endsWith('.onnx') ? name : `${name}.onnx`);
@@ -160,7 +162,52 @@ export async function loadOnnx(source, options = {}) {
     throw new Error(`loadOnnx: int8Activations '${acts}' (use '8bit' or 'f32')`);
   }
   const bytes = await bytesOf(source);
-  const inner = new wasm.OnnxModel(rt._inner, bytes, precision);
+  const files = await externalFiles(options.externalData, 'loadOnnx');
+  let inner;
+  try {
+    inner = new wasm.OnnxModel(rt._inner, bytes, precision, files);
+  } finally {
+    files.free();
+  }
   inner.setInt8Activations(acts === '8bit');
-  return new OnnxModel(inner, rt, bytes);
+  return new OnnxModel(inner, rt, bytes, options.externalData != null && Object.keys(options.externalData).length > 0);
+}
+
+/**
+ * The files of `externalData` (`{ location: url | bytes }`, each location as the model names
+ * it) as the wasm binding's OnnxFiles: URLs fetched, bytes copied into wasm memory.
+ */
+async function externalFiles(externalData, what) {
+  if (externalData != null && (typeof externalData !== 'object' || Array.isArray(externalData))) {
+    throw new Error(`${what}: externalData must be an object { location: url | bytes }`);
+  }
+  const entries = Object.entries(externalData ?? {});
+  const loaded = [];
+  for (const [location, source] of entries) {
+    try {
+      loaded.push([location, await bytesOf(source)]);
+    } catch (e) {
+      throw new Error(`${what}: externalData '${location}': ${e && e.message ? e.message.replace(/^loadOnnx: /, '') : e}`);
+    }
+  }
+  const files = new wasm.OnnxFiles();
+  for (const [location, b] of loaded) files.add(location, b);
+  return files;
+}
+
+/**
+ * Describes an ONNX model without uploading or running it: inputs, outputs, opsets, the
+ * operators used (subgraphs included) with their counts and the backends that run them, weight
+ * bytes by stored type, external data files, whether it loads and, if not, why. Takes what
+ * `loadOnnx` takes (`externalData` too); needs a runtime (the wasm module) but no device work.
+ */
+export async function inspectOnnx(source, options = {}) {
+  currentRuntime('inspectOnnx');
+  const bytes = await bytesOf(source);
+  const files = await externalFiles(options.externalData, 'inspectOnnx');
+  try {
+    return JSON.parse(wasm.inspectOnnx(bytes, files));
+  } finally {
+    files.free();
+  }
 }

@@ -59,6 +59,14 @@ function makeBundle() {
     });
     cases.push({ name: c.name, kind: c.kind, tags: c.tags, model: `${id}.onnx`, inputs: io(c.inputs, 'in'), outputs: io(c.outputs, 'out'), tol: c.tol, atol: c.atol });
   }
+  // the model whose weights onnx saved in model.onnx_data beside it, with input and output
+  const ext = path.join(fx, 'external', 'external_one_file');
+  fs.copyFileSync(path.join(ext, 'model.onnx'), path.join(bundle, 'external.onnx'));
+  fs.copyFileSync(path.join(ext, 'model.onnx_data'), path.join(bundle, 'external.onnx_data'));
+  for (const [file, npy] of [['external.in.bin', 'input_0.npy'], ['external.out.bin', 'expected_0.npy']]) {
+    const t = readNpy(path.join(ext, npy));
+    fs.writeFileSync(path.join(bundle, file), Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+  }
   return cases;
 }
 
@@ -274,6 +282,59 @@ test('loadOnnx: metadata, byte and IndexedDB sources, errors', async () => {
   assert.match(wrongShape, /input 'x': has shape \[2, 3\] but the model expects \[\?, 3, \?, \?\]/);
   assert.match(asSequential, /is an ONNX model; load it with pg.loadOnnx/);
   assert.match(r.disposed, /disposed/);
+});
+
+test('loadOnnx({ externalData }) by URL and bytes, inspectOnnx and m.info describe a model; a missing data file is named', async () => {
+  const r = await inPage(async (pg) => {
+    await pg.init({ backend: 'cpu' });
+    const get = async (f) => (await fetch(`/test-artifacts/onnx/${f}`)).arrayBuffer();
+    const x = pg.tensor(new Float32Array(await get('external.in.bin')), [2, 4]);
+    const want = Array.from(new Float32Array(await get('external.out.bin')));
+    const byUrl = await pg.loadOnnx('/test-artifacts/onnx/external.onnx', { externalData: { 'model.onnx_data': '/test-artifacts/onnx/external.onnx_data' } });
+    const byBytes = await pg.loadOnnx(await get('external.onnx'), { externalData: { 'model.onnx_data': new Uint8Array(await get('external.onnx_data')) } });
+    const a = Array.from(await (await byUrl.run({ x }))[byUrl.outputs[0].name].data());
+    const b = Array.from(await (await byBytes.run({ x }))[byBytes.outputs[0].name].data());
+    const info = byUrl.info;
+    const report = await pg.inspectOnnx('/test-artifacts/onnx/external.onnx');
+    const ifReport = await pg.inspectOnnx('/test-artifacts/onnx/ops-if_data_condition.onnx');
+    const errors = [];
+    for (const f of [
+      () => pg.loadOnnx('/test-artifacts/onnx/external.onnx'),
+      () => pg.loadOnnx('/test-artifacts/onnx/external.onnx', { externalData: { 'other.bin': new Uint8Array(4) } }),
+      () => pg.loadOnnx('/test-artifacts/onnx/external.onnx', { externalData: { 'model.onnx_data': '/test-artifacts/onnx/nope.bin' } }),
+      () => byUrl.save('indexeddb://external'),
+    ]) {
+      try {
+        await f();
+        errors.push(null);
+      } catch (e) {
+        errors.push(e instanceof Error ? `${e.constructor.name}: ${e.message}` : `not an Error: ${e}`);
+      }
+    }
+    byUrl.dispose();
+    byBytes.dispose();
+    return { a, b, want, info, report, ifReport, errors };
+  });
+  for (const got of [r.a, r.b]) {
+    assert.equal(got.length, r.want.length);
+    got.forEach((v, i) => assert.ok(Math.abs(v - r.want[i]) <= 1e-5 * Math.max(1, Math.abs(r.want[i])), `${v} vs ${r.want[i]}`));
+  }
+  assert.deepEqual(r.info.operators.map((o) => [o.op, o.count, o.backends.webgpu]), [['Add', 1, true], ['MatMul', 2, true], ['Relu', 1, true]]);
+  assert.equal(r.info.weightBytesByType.float.bytes, (32 + 8 + 24) * 4);
+  assert.equal(r.info.externalData['model.onnx_data'], (32 + 8 + 24) * 4);
+  assert.equal(r.info.loads, true);
+  assert.equal(r.info.weightStorage, 'f32');
+  // without its data the model does not load, and the report says why, naming the file
+  assert.equal(r.report.loads, false);
+  assert.match(r.report.refused[0], /external file 'model.onnx_data'/);
+  assert.deepEqual(r.report.inputs, [{ name: 'x', shape: [2, 4], dtype: 'float' }]);
+  assert.equal(r.ifReport.nodes, 7);
+  assert.equal(r.ifReport.loads, true);
+  const [none, other, missing, save] = r.errors;
+  assert.match(none, /^PixelgradError: .*external file 'model.onnx_data'/);
+  assert.match(other, /model.onnx_data.*not given \(given: 'other.bin'\)/);
+  assert.match(missing, /externalData 'model.onnx_data'.*HTTP 404/);
+  assert.match(save, /externalData files, which save would leave out/);
 });
 
 for (const backend of ['webgpu', 'webgl', 'cpu']) {

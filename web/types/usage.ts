@@ -182,6 +182,12 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const input: pg.OnnxValueInfo = onnx.inputs[0];
   const info = onnx.info;
   const onnxFields = [input.name, input.shape, input.dtype, onnx.outputs, onnx.backend, info.precision, info.precisionGroups.int8, info.path, info.weightStorage, info.weightBytes, info.deviceWeightBytes, info.deviceTableBytes, info.activationStorage, info.activationBytes, info.arithmetic, info.shaderF16];
+  const op = info.operators[0];
+  const described = [info.irVersion, info.producer, info.opsets[0].domain, info.nodes, op.op, op.count, op.backends.webgl, info.weightBytesByType.float?.bytes, info.externalData, info.loads, info.refused];
+  const external: pg.OnnxExternalData = { 'model.onnx_data': new Uint8Array(4) };
+  const withData: pg.OnnxModel = await pg.loadOnnx('/model.onnx', { externalData: external });
+  const inspection: pg.OnnxInspection = await pg.inspectOnnx(onnxBytes, { externalData: { 'model.onnx_data': '/model.onnx_data' } });
+  void [described, withData, inspection.loads, inspection.refused, inspection.inputs, inspection.operators];
   const outputs: Record<string, pg.Tensor> = await onnx.run({ [input.name]: x }, { signal: new AbortController().signal, maxWork: 1e9 });
   const onnxSaved = await onnx.save('indexeddb://model');
   const head = pg.sequential([pg.layers.onnx({ model: onnx, output: 'features', trainable: false }), pg.layers.dense({ units: 2 })]);

@@ -7,6 +7,7 @@ mod dataset;
 mod eval;
 mod export;
 mod federated;
+mod inspect;
 mod measure;
 mod outdir;
 mod plot;
@@ -58,6 +59,9 @@ enum Cmd {
     Bench(bench::BenchArgs),
     /// Run an ONNX model on .npy inputs and write its outputs as .npy files.
     Run(run::RunArgs),
+    /// Describe an ONNX model without running it: inputs, outputs, opsets, operators and the
+    /// backends that run them, weight bytes, and what pixelgrad would refuse and why.
+    Inspect(inspect::InspectArgs),
     /// Write a model saved by `train` as an ONNX file.
     Export(export::ExportArgs),
     /// Join a Flower federation as a node (train on a local partition, send only parameters).
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Cmd::Check(a) => check::run(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::Run(a) => run::run(a),
+        Cmd::Inspect(a) => inspect::run(a),
         Cmd::Export(a) => export::run(a),
         Cmd::Federated(a) => federated::run(a),
     };

@@ -318,3 +318,78 @@ fn run_reports_arithmetic_and_shader_f16() {
     }
     std::fs::remove_dir_all(&out_dir).ok();
 }
+
+/// `pixelgrad run model.onnx` reads the weights onnx saved beside it (`model.onnx_data`) and
+/// matches onnxruntime; without that file, the one error line names it.
+#[test]
+fn run_reads_external_data_beside_the_model() {
+    let case = fixtures().join("external/external_one_file");
+    let out_dir = std::env::temp_dir().join(format!("pixelgrad-onnx-run-external-{}", std::process::id()));
+    let input = format!("x={}", case.join("input_0.npy").display());
+    let out = bin()
+        .args(["run", case.join("model.onnx").to_str().unwrap(), "--input", &input, "--backend", "cpu", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got = pixelgrad::onnx::npy::load(&out_dir.join("output_0.npy")).unwrap().to_f32();
+    let want = pixelgrad::onnx::npy::load(&case.join("expected_0.npy")).unwrap().to_f32();
+    std::fs::remove_dir_all(&out_dir).ok();
+    assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() <= 1e-5 * b.abs().max(1.0)), "{got:?} vs {want:?}");
+    // the model alone, in another folder
+    let alone = std::env::temp_dir().join(format!("pixelgrad-onnx-run-external-alone-{}", std::process::id()));
+    std::fs::create_dir_all(&alone).unwrap();
+    std::fs::copy(case.join("model.onnx"), alone.join("model.onnx")).unwrap();
+    fails_with(&["run", alone.join("model.onnx").to_str().unwrap(), "--input", &input, "--backend", "cpu"], "model.onnx_data");
+    std::fs::remove_dir_all(&alone).ok();
+}
+
+/// `pixelgrad inspect` describes a model without running it: a model with an operator
+/// pixelgrad does not read (Det) exits 0, lists it as refused with its domain and opset, and
+/// names no backend for it; a control-flow model counts the nodes of its subgraphs; the
+/// external-data model names its file and bytes; a file that is not ONNX is one error line.
+#[test]
+fn inspect_reports_operators_support_weights_and_refusals() {
+    let f = fixtures();
+    let inspect = |path: &Path, json: bool| {
+        let mut c = bin();
+        c.arg("inspect").arg(path);
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let bad = f.join("bad/unsupported_op.onnx");
+    let j: serde_json::Value = serde_json::from_str(&inspect(&bad, true)).unwrap();
+    assert_eq!(j["loads"], false, "{j}");
+    assert_eq!(j["operators"][0]["op"], "Det", "{j}");
+    assert_eq!(j["operators"][0]["supported"], false, "{j}");
+    assert_eq!(j["operators"][0]["backends"]["webgl"], false, "{j}");
+    let refused = j["refused"].as_array().unwrap();
+    assert_eq!(refused.len(), 1, "{j}");
+    assert!(refused[0].as_str().unwrap().contains("Det (domain 'ai.onnx', opset 13)"), "{j}");
+    assert_eq!(j["inputs"][0]["name"], "x");
+    assert_eq!(j["inputs"][0]["shape"], serde_json::json!([2, 3]));
+    let text = inspect(&bad, false);
+    assert!(text.contains("loads: no") && text.contains("refused: unsupported operator Det"), "{text}");
+
+    // an If: its branches' nodes are counted, every operator runs on every backend
+    let j: serde_json::Value = serde_json::from_str(&inspect(&f.join("ops/if_data_condition/model.onnx"), true)).unwrap();
+    assert_eq!(j["loads"], true, "{j}");
+    assert_eq!(j["nodes"], 7, "{j}"); // ReduceSum, Greater, If + 2 per branch
+    let ops = j["operators"].as_array().unwrap();
+    assert!(ops.iter().all(|o| o["backends"]["cpu"] == true && o["backends"]["webgpu"] == true), "{j}");
+    // initializers w [2,3] and zero [] in the graph, t [2,3] in the then-branch: 13 floats
+    assert_eq!(j["weightBytesByType"]["float"]["bytes"], 13 * 4, "{j}");
+
+    let j: serde_json::Value = serde_json::from_str(&inspect(&f.join("external/external_one_file/model.onnx"), true)).unwrap();
+    assert_eq!(j["loads"], true, "{j}");
+    assert_eq!(j["externalData"]["model.onnx_data"], (32 + 8 + 24) * 4, "{j}");
+
+    let not_onnx = std::env::temp_dir().join(format!("pixelgrad-inspect-not-onnx-{}", std::process::id()));
+    std::fs::write(&not_onnx, b"\xff\xff\xff\xff not a model").unwrap();
+    fails_with(&["inspect", not_onnx.to_str().unwrap()], "not a valid ONNX model");
+    std::fs::remove_file(&not_onnx).ok();
+}

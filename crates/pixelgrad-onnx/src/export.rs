@@ -101,6 +101,8 @@ fn attr_proto(name: &str, a: &Attr) -> AttributeProto {
         Attr::Floats(v) => (p.r#type, p.floats) = (at::FLOATS, v.clone()),
         Attr::Ints(v) => (p.r#type, p.ints) = (at::INTS, v.clone()),
         Attr::Strings(v) => (p.r#type, p.strings) = (at::STRINGS, v.iter().map(|s| s.as_bytes().to_vec()).collect()),
+        // refused before: `Writer::imported` writes no control flow
+        Attr::Graph(_) => p.r#type = at::GRAPH,
     }
     p
 }
@@ -268,6 +270,12 @@ impl Writer {
         let mut rename: HashMap<String, String> = HashMap::new();
         rename.insert(l.input_name().to_string(), x);
         for n in m.nodes.iter().filter(|n| needed.contains(&(*n as *const Node))) {
+            if !crate::subgraph::graphs(n).is_empty() {
+                return Err(OnnxError::Export(format!(
+                    "node '{}' ({}) has subgraphs; imported control flow cannot be written back yet",
+                    n.name, n.op_type
+                )));
+            }
             let mut inputs = Vec::with_capacity(n.inputs.len());
             for i in &n.inputs {
                 if i.is_empty() {

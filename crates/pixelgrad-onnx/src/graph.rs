@@ -1,9 +1,12 @@
 //! The imported graph: nodes with decoded attributes, constants, typed inputs and outputs.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::host::{DType, HostTensor};
+use crate::ops::registry;
 use crate::proto::{attribute_type as at, AttributeProto, DimValue, NodeProto, ValueInfoProto};
+use crate::subgraph::{self, Opsets, Subgraph};
 use crate::{OnnxError, Result};
 
 /// A decoded attribute value.
@@ -16,6 +19,8 @@ pub enum Attr {
     Floats(Vec<f32>),
     Ints(Vec<i64>),
     Strings(Vec<String>),
+    /// A subgraph: `If`'s branches, `Loop`'s and `Scan`'s bodies.
+    Graph(Arc<Subgraph>),
 }
 
 impl Attr {
@@ -28,6 +33,7 @@ impl Attr {
             Attr::Floats(_) => "floats",
             Attr::Ints(_) => "ints",
             Attr::Strings(_) => "strings",
+            Attr::Graph(_) => "graph",
         }
     }
 }
@@ -46,14 +52,41 @@ pub struct Node {
 }
 
 impl Node {
-    pub(crate) fn from_proto(p: &NodeProto, index: usize, opset: i64) -> Result<Node> {
+    /// Decodes node number `index` of its graph and checks it against its operator's row
+    /// ([`registry::check`]): an operator pixelgrad does not read is an
+    /// [`OnnxError::UnsupportedOp`] naming the node, the domain and the opset. A control-flow
+    /// node's subgraphs are decoded and checked too, and the outer values they read are
+    /// appended to its inputs ([`subgraph::outer_reads`]), so ordering, liveness and
+    /// constant pruning see them as the reads they are.
+    pub(crate) fn decode(p: &NodeProto, index: usize, opsets: &Opsets) -> Result<Node> {
+        let dom = if p.domain == "ai.onnx" { "" } else { p.domain.as_str() };
+        let mut node = Node::from_proto(p, index, opsets)?;
+        let Some(row) = registry::find(dom, &node.op_type) else {
+            return Err(OnnxError::UnsupportedOp {
+                op_type: node.op_type,
+                node: node.name,
+                domain: p.domain.clone(),
+                opset: opsets.of(dom),
+            });
+        };
+        // Arity and required attributes before anything reads the node.
+        registry::check(&node, row)?;
+        subgraph::check(&node)?;
+        let reads = subgraph::outer_reads(&node);
+        node.inputs.extend(reads);
+        Ok(node)
+    }
+
+    pub(crate) fn from_proto(p: &NodeProto, index: usize, opsets: &Opsets) -> Result<Node> {
+        let dom = if p.domain == "ai.onnx" { "" } else { p.domain.as_str() };
+        let opset = opsets.of(dom);
         let name = if p.name.is_empty() { format!("{}_{index}", p.op_type) } else { p.name.clone() };
         let mut attrs = HashMap::new();
         for a in &p.attribute {
             if !a.ref_attr_name.is_empty() {
                 return Err(OnnxError::UnsupportedModel(format!("node '{name}': attribute references (functions) are not supported")));
             }
-            if let Some(v) = decode_attr(a, &name)? {
+            if let Some(v) = decode_attr(a, &name, opsets)? {
                 if attrs.insert(a.name.clone(), v).is_some() {
                     return Err(OnnxError::Parse(format!("node '{name}': attribute '{}' is given twice", a.name)));
                 }
@@ -140,6 +173,14 @@ impl Node {
             Some(a) => Err(self.wrong(name, "a tensor", a)),
         }
     }
+    /// The subgraph attribute `name` (an error if it is missing or not a graph).
+    pub fn graph(&self, name: &str) -> Result<&Arc<Subgraph>> {
+        match self.attr(name) {
+            None => Err(self.err(format!("attribute '{name}' is required"))),
+            Some(Attr::Graph(g)) => Ok(g),
+            Some(a) => Err(self.wrong(name, "a graph", a)),
+        }
+    }
     pub fn has(&self, name: &str) -> bool {
         self.attrs.contains_key(name)
     }
@@ -156,7 +197,7 @@ impl Node {
     }
 }
 
-fn decode_attr(a: &AttributeProto, node: &str) -> Result<Option<Attr>> {
+fn decode_attr(a: &AttributeProto, node: &str, opsets: &Opsets) -> Result<Option<Attr>> {
     let what = format!("attribute '{}' of node '{node}'", a.name);
     let utf8 = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| OnnxError::Parse(format!("{what} is not UTF-8")));
     Ok(Some(match a.r#type {
@@ -186,7 +227,14 @@ fn decode_attr(a: &AttributeProto, node: &str) -> Result<Option<Attr>> {
                 Attr::Int(a.i)
             }
         }
-        at::GRAPH | at::GRAPHS => return Err(OnnxError::UnsupportedModel(format!("{what} is a subgraph (control flow is not supported)"))),
+        at::GRAPH => match &a.g {
+            Some(g) => Attr::Graph(Arc::new(Subgraph::from_proto(g, &what, opsets)?)),
+            None => return Err(OnnxError::Parse(format!("{what} has no graph"))),
+        },
+        // no operator pixelgrad reads takes a list of graphs
+        at::GRAPHS => {
+            return Err(OnnxError::UnsupportedModel(format!("{what} is a list of graphs, which no operator pixelgrad reads takes")))
+        }
         other => return Err(OnnxError::UnsupportedModel(format!("{what} has attribute type {other}, which pixelgrad does not read"))),
     }))
 }

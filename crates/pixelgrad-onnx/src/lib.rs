@@ -24,9 +24,11 @@
 
 pub mod error;
 pub mod export;
+pub mod external;
 pub mod graph;
 pub mod host;
 mod hostops;
+pub mod inspect;
 mod layer;
 pub mod model;
 pub mod npy;
@@ -35,6 +37,7 @@ pub mod proto;
 mod replay;
 pub mod session;
 mod shapes;
+pub mod subgraph;
 
 pub use error::{OnnxError, Result};
 pub use graph::{Dim, ValueInfo};
@@ -43,4 +46,4 @@ pub use layer::OnnxLayer;
 pub use model::{Model, Precision};
 pub use ops::registry;
 pub use ops::{SUPPORTED as SUPPORTED_OPS, SUPPORTED_MS as SUPPORTED_MS_OPS};
-pub use session::{Input, Pause, RunOptions, Session, Value, WeightStorage, DEFAULT_MAX_WORK};
+pub use session::{Input, Pause, RunOptions, Session, Value, WeightStorage, DEFAULT_MAX_WORK, ITERATION_WORK};

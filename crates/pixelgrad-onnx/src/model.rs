@@ -10,9 +10,10 @@ use std::collections::BinaryHeap;
 
 use pixelgrad_core::budget::DEFAULT_MAX_ELEMENTS;
 
+use crate::external::External;
 use crate::graph::{Node, ValueInfo};
 use crate::host::{DType, HostTensor};
-use crate::ops::registry;
+use crate::subgraph::Opsets;
 use crate::{hostops, proto, OnnxError, Result};
 
 /// Elements that folding constants may create in all, at least (64 MiB of f32; models whose
@@ -49,6 +50,8 @@ pub struct LoadStats {
     /// `DequantizeLinear → Conv/MatMul/Gemm/Add/Mul → QuantizeLinear` groups run as one
     /// integer operator (`QLinearConv`, `QLinearMatMul`, `QGemm`, `QLinearAdd`, `QLinearMul`).
     pub fused_qdq: usize,
+    /// `If` nodes whose condition was a constant, replaced by the branch it selects.
+    pub folded_ifs: usize,
     /// Node and edge visits of the graph bookkeeping while loading (ordering the nodes,
     /// resolving the outputs): it grows linearly with the nodes and their inputs, whatever
     /// their order in the file.
@@ -74,22 +77,40 @@ impl Precision {
 }
 
 impl Model {
-    /// Reads a model file.
+    /// Reads a model file, and the files beside it that hold its external data (each
+    /// `location` relative to the model's folder; see [`crate::external`]).
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| OnnxError::io(path, e))?;
-        Model::from_bytes(&bytes).map_err(|e| match e {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Model::decode(&bytes, &External::Folder(dir)).map_err(|e| match e {
             OnnxError::Parse(m) => OnnxError::Parse(format!("{}: {m}", path.display())),
             other => other,
         })
     }
 
-    /// Decodes, checks and folds a model from the bytes of an `.onnx` file.
+    /// Decodes, checks and folds a model from the bytes of an `.onnx` file. A model with
+    /// external data is refused, naming the file: see [`Model::from_bytes_with_external`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
+        Model::decode(bytes, &External::None)
+    }
+
+    /// [`Model::from_bytes`] for a model whose tensors keep their data in other files: `files`
+    /// holds each file's bytes by the `location` the model names (e.g. `"model.onnx_data"`).
+    /// What the browser binding calls (`pg.loadOnnx(url, { externalData })`).
+    pub fn from_bytes_with_external(bytes: &[u8], files: &HashMap<String, Vec<u8>>) -> Result<Model> {
+        Model::decode(bytes, &External::Bytes(files))
+    }
+
+    pub(crate) fn decode(bytes: &[u8], external: &External) -> Result<Model> {
         if bytes.is_empty() {
             return Err(OnnxError::Parse("the file is empty".into()));
         }
-        let m = proto::decode_model(bytes).map_err(|e| OnnxError::Parse(format!("protobuf decoding failed ({e})")))?;
+        let mut m = proto::decode_model(bytes).map_err(|e| OnnxError::Parse(format!("protobuf decoding failed ({e})")))?;
+        crate::external::resolve(&mut m, external)?;
         let g = m.graph.as_ref().ok_or_else(|| OnnxError::Parse("the model has no graph (is this an ONNX file?)".into()))?;
         if m.ir_version < 3 {
             return Err(OnnxError::Parse(format!("IR version {} (ONNX files have 3 or newer)", m.ir_version)));
@@ -115,23 +136,8 @@ impl Model {
             }
         }
         let outputs = g.output.iter().map(ValueInfo::from_proto).collect::<Result<Vec<_>>>()?;
-        let mut nodes = Vec::with_capacity(g.node.len());
-        for (i, n) in g.node.iter().enumerate() {
-            let dom = if n.domain == "ai.onnx" { "" } else { n.domain.as_str() };
-            let node_opset = *opsets.get(dom).unwrap_or(&0);
-            let node = Node::from_proto(n, i, if dom.is_empty() { opset } else { node_opset })?;
-            let Some(row) = registry::find(dom, &node.op_type) else {
-                return Err(OnnxError::UnsupportedOp {
-                    op_type: node.op_type,
-                    node: node.name,
-                    domain: n.domain.clone(),
-                    opset: node_opset,
-                });
-            };
-            // Arity and required attributes before anything reads the node.
-            registry::check(&node, row)?;
-            nodes.push(node);
-        }
+        let opsets = Opsets(opsets.into_iter().map(|(d, v)| (d.to_string(), v)).collect());
+        let nodes = g.node.iter().enumerate().map(|(i, n)| Node::decode(n, i, &opsets)).collect::<Result<Vec<_>>>()?;
         let mut steps = 0;
         let nodes = topo_sort(nodes, &constants, &inputs, &mut steps)?;
         let mut model = Model {
@@ -171,9 +177,24 @@ impl Model {
     /// doubling a constant, a thousand copies of one big initializer).
     fn fold_constants(&mut self, mut budget: usize) -> Result<()> {
         let mut kept = Vec::with_capacity(self.nodes.len());
-        for node in std::mem::take(&mut self.nodes) {
+        // Every name the graph assigns: an inlined branch may not assign one again.
+        let mut taken: HashSet<String> = self.nodes.iter().flat_map(|n| n.outputs.iter().cloned()).collect();
+        taken.extend(self.inputs.iter().map(|i| i.name.clone()));
+        taken.extend(self.constants.keys().cloned());
+        let mut work: std::collections::VecDeque<Node> = std::mem::take(&mut self.nodes).into();
+        while let Some(node) = work.pop_front() {
+            if node.op_type == "If" {
+                if let Some(branch) = self.constant_branch(&node, &taken)? {
+                    taken.extend(branch.iter().flat_map(|n| n.outputs.iter().cloned()));
+                    for n in branch.into_iter().rev() {
+                        work.push_front(n);
+                    }
+                    self.stats.folded_ifs += 1;
+                    continue;
+                }
+            }
             let all_const = node.inputs.iter().all(|i| i.is_empty() || self.constants.contains_key(i));
-            if all_const {
+            if all_const && !crate::subgraph::is_control_flow(&node.op_type) {
                 let ins: Vec<Option<&HostTensor>> =
                     node.inputs.iter().map(|i| if i.is_empty() { None } else { self.constants.get(i) }).collect();
                 // a result no larger than its inputs (a copy, a reshape, a slice) fits what is
@@ -199,6 +220,42 @@ impl Model {
         }
         self.nodes = kept;
         Ok(())
+    }
+
+    /// The nodes that replace `node`, an `If` whose condition is a constant: the branch it
+    /// selects, its initializers added to the model's constants, and one `Identity` per
+    /// output from the branch's value to the node's. `None` (the node stays, to run) when the
+    /// condition is not a constant or the branch assigns a name the graph has already.
+    fn constant_branch(&mut self, node: &Node, taken: &HashSet<String>) -> Result<Option<Vec<Node>>> {
+        let Some(cond) = node.input(0).and_then(|c| self.constants.get(c)) else { return Ok(None) };
+        let cond = match cond.to_f64().as_slice() {
+            [c] => *c != 0.0,
+            _ => return Err(node.err(format!("the condition has {} elements; it must have one", cond.numel()))),
+        };
+        let g = node.graph(if cond { "then_branch" } else { "else_branch" })?.clone();
+        let assigns = g.nodes.iter().flat_map(|n| n.outputs.iter()).chain(g.constants.keys());
+        if assigns.clone().any(|n| taken.contains(n)) {
+            return Ok(None);
+        }
+        for (k, t) in &g.constants {
+            self.constants.insert(k.clone(), t.clone());
+        }
+        let mut nodes = g.nodes.clone();
+        for (k, (from, to)) in g.outputs.iter().zip(&node.outputs).enumerate() {
+            if to.is_empty() {
+                continue;
+            }
+            nodes.push(Node {
+                name: format!("{}/output_{k}", node.name),
+                op_type: "Identity".into(),
+                domain: String::new(),
+                inputs: vec![from.clone()],
+                outputs: vec![to.clone()],
+                attrs: HashMap::new(),
+                opset: node.opset,
+            });
+        }
+        Ok(Some(nodes))
     }
 
     /// How many times each value is read (graph outputs count once), and which node makes it.

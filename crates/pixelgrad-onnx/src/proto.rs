@@ -107,8 +107,9 @@ pub mod attribute_type {
     pub const TYPE_PROTOS: i32 = 14;
 }
 
-/// `onnx.AttributeProto`. Graph-valued attributes (`If`, `Loop`) are skipped while decoding
-/// (their field is not declared), so a model with control flow fails on the operator name.
+/// `onnx.AttributeProto`. `g` and `graphs` are the subgraphs of control flow (`If`'s branches,
+/// `Loop`'s and `Scan`'s bodies); prost's recursion limit (100 nested messages) bounds how
+/// deep a hostile file can nest them.
 #[derive(Clone, PartialEq, Message)]
 pub struct AttributeProto {
     #[prost(string, tag = "1")]
@@ -133,6 +134,10 @@ pub struct AttributeProto {
     pub strings: Vec<Vec<u8>>,
     #[prost(message, repeated, tag = "10")]
     pub tensors: Vec<TensorProto>,
+    #[prost(message, optional, tag = "6")]
+    pub g: Option<GraphProto>,
+    #[prost(message, repeated, tag = "11")]
+    pub graphs: Vec<GraphProto>,
 }
 
 /// `onnx.TensorProto.DataType`.
@@ -156,8 +161,8 @@ pub mod data_type {
     pub const BFLOAT16: i32 = 16;
 }
 
-/// `onnx.TensorProto`. `data_location = EXTERNAL` (weights in a side file) is read only to
-/// refuse it by name.
+/// `onnx.TensorProto`. `data_location = EXTERNAL` (weights in a side file) is resolved before
+/// decoding ([`crate::external`]).
 #[derive(Clone, PartialEq, Message)]
 pub struct TensorProto {
     #[prost(int64, repeated, tag = "1")]

@@ -13,19 +13,20 @@ use std::rc::Rc;
 
 use pixelgrad_core::{Device, Param, Tensor};
 
-use crate::graph::ValueInfo;
+use crate::graph::{Node, ValueInfo};
 use crate::host::{DType, HostTensor};
 use crate::ops::{self, upload, Cx, V};
 use crate::replay::{Plan, Recording, Replays};
 
 mod consts;
+mod control;
 mod limits;
 mod live;
 mod wiring;
 
 use crate::{Model, OnnxError, Result};
 use limits::RunGuard;
-pub use limits::{Pause, RunOptions, DEFAULT_MAX_WORK};
+pub use limits::{Pause, RunOptions, DEFAULT_MAX_WORK, ITERATION_WORK};
 use live::LiveBytes;
 use wiring::{RunPlan, Wiring};
 
@@ -593,28 +594,7 @@ impl Session {
                 };
                 ins.push(Some(v));
             }
-            // Data-dependent result length: those inputs come to the host first.
-            for &i in ops::reads_back(&node.op_type) {
-                if let Some(Some(v)) = ins.get_mut(i) {
-                    if let V::Dev { t, dtype } = &*v {
-                        let h = host_of(t.to_vec_async().await?, t.dims().to_vec(), *dtype);
-                        *v = V::host(h);
-                    }
-                }
-            }
-            let cx = Cx { consts: self, node };
-            let outs = ops::run(&cx, &ins).map_err(|e| match e {
-                OnnxError::Core(source) => OnnxError::Engine { context: node.context(), source },
-                other => other,
-            })?;
-            drop(ins);
-            guard.host_values(&outs);
-            // an empty device result (a gather of no indices): the next operator would see it
-            if let Some(v) = outs.iter().find(|v| matches!(v, V::Dev { .. }) && crate::host::checked_numel(v.dims()) == Some(0)) {
-                return Err(
-                    node.err(format!("made an empty result of shape {:?} (zero-size tensors are not supported on the device)", v.dims()))
-                );
-            }
+            let outs = self.exec_node(node, ins, guard).await?;
             for (id, v) in wiring.outs[k].iter().zip(outs) {
                 if let Some(i) = *id {
                     if uses[i] > 0 {
@@ -651,6 +631,39 @@ impl Session {
                 }
             })
             .collect()
+    }
+
+    /// Runs one node of the main graph or of a subgraph on its inputs: the inputs whose
+    /// values decide the result's length come to the host first ([`ops::reads_back`]);
+    /// control flow runs its subgraphs ([`Session::run_control`]); every other operator goes
+    /// through [`ops::run`]. The host values it makes count as the run's work.
+    async fn exec_node(&self, node: &Node, mut ins: Vec<Option<V>>, guard: &mut RunGuard) -> Result<Vec<V>> {
+        // Data-dependent result length: those inputs come to the host first.
+        for &i in ops::reads_back(&node.op_type) {
+            if let Some(Some(v)) = ins.get_mut(i) {
+                if let V::Dev { t, dtype } = &*v {
+                    let h = host_of(t.to_vec_async().await?, t.dims().to_vec(), *dtype);
+                    *v = V::host(h);
+                }
+            }
+        }
+        let outs = if crate::subgraph::is_control_flow(&node.op_type) {
+            self.run_control(node, ins, guard).await?
+        } else {
+            let cx = Cx { consts: self, node };
+            ops::run(&cx, &ins).map_err(|e| match e {
+                OnnxError::Core(source) => OnnxError::Engine { context: node.context(), source },
+                other => other,
+            })?
+        };
+        guard.host_values(&outs);
+        // an empty device result (a gather of no indices): the next operator would see it
+        if let Some(v) = outs.iter().find(|v| matches!(v, V::Dev { .. }) && crate::host::checked_numel(v.dims()) == Some(0)) {
+            return Err(
+                node.err(format!("made an empty result of shape {:?} (zero-size tensors are not supported on the device)", v.dims()))
+            );
+        }
+        Ok(outs)
     }
 
     /// The run plan for `outputs` (cached): the nodes they need and each value's reads.

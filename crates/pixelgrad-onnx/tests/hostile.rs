@@ -302,9 +302,10 @@ fn an_async_run_pauses_between_nodes_so_a_cancel_can_arrive() {
     assert_eq!(pauses.get(), 9);
 }
 
-/// A model cannot make the importer open another file: an initializer whose data lives in an
-/// external file (`data_location = EXTERNAL`, a `location` naming any path) is refused by name
-/// (the importer reads only the bytes it is given; it has no code that opens a path).
+/// A model read from bytes cannot make the importer open another file: an initializer whose
+/// data lives in an external file (`data_location = EXTERNAL`, a `location` naming any path)
+/// is refused by name (`Model::from_bytes` reads only the bytes it is given; reading from a
+/// model's folder is `Model::load`'s, with the checks of `tests/external.rs`).
 #[test]
 fn external_data_is_refused() {
     use pixelgrad_onnx::proto::StringStringEntryProto;

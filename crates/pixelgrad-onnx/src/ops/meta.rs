@@ -13,6 +13,13 @@ pub(super) fn host_only(cx: &Cx, _ins: &[Option<V>]) -> Result<Vec<V>> {
     Err(cx.unsupported())
 }
 
+/// The run of the control-flow operators (`If`, `Loop`, `Scan`): the session runs them with
+/// their subgraphs (`session/control.rs`) and never calls this; anything else that does gets
+/// an error, not a wrong result.
+pub(super) fn control_flow(cx: &Cx, _ins: &[Option<V>]) -> Result<Vec<V>> {
+    Err(cx.node.err("control flow runs in a Session (its subgraphs need the session's values)"))
+}
+
 /// `Shape`.
 pub(super) fn shape(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     Ok(vec![V::host(hostops::shape_of(cx.node, cx.v(ins, 0)?.dims())?)])

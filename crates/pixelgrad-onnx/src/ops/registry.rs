@@ -162,6 +162,23 @@ pub const OPS: &[OpRow] = &[
     row(ONNX, "Size", &[s(1, (1, 1), (1, 1), &[], &[])], meta::size).host(hostops::host_size),
     row(ONNX, "Cast", &[s(6, (1, 1), (1, 1), &[], &["to"])], meta::cast).host(hostops::host_cast),
     row(ONNX, "CastLike", &[s(15, (2, 2), (1, 1), &[], &[])], meta::cast).host(hostops::host_cast_like),
+    // control flow: the session runs the subgraphs (`crate::subgraph`, `session/control.rs`)
+    row(ONNX, "If", &[s(1, (1, 1), (1, VARIADIC), &[], &["else_branch", "then_branch"])], meta::control_flow),
+    row(
+        ONNX,
+        "Loop",
+        &[s(1, (3, VARIADIC), (1, VARIADIC), &[0, 1], &["body"]), s(11, (2, VARIADIC), (1, VARIADIC), &[0, 1], &["body"])],
+        meta::control_flow,
+    ),
+    row(
+        ONNX,
+        "Scan",
+        &[
+            s(8, (2, VARIADIC), (1, VARIADIC), &[0], &["body", "num_scan_inputs"]),
+            s(9, (1, VARIADIC), (1, VARIADIC), &[], &["body", "num_scan_inputs"]),
+        ],
+        meta::control_flow,
+    ),
     row(ONNX, "Identity", &[s(1, (1, 1), (1, 1), &[], &[])], meta::identity).host(hostops::host_identity),
     row(ONNX, "Dropout", &[s(7, (1, 1), (1, 2), &[], &[]), s(12, (1, 3), (1, 2), &[1, 2], &[])], meta::dropout)
         .host(hostops::host_identity),

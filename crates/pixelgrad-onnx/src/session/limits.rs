@@ -17,6 +17,11 @@ use crate::{OnnxError, Result};
 /// steps a second runs it in about a second.
 pub const DEFAULT_MAX_WORK: u64 = 1 << 40;
 
+/// Steps of work one iteration of a `Loop` or `Scan` counts besides what its body's
+/// operators do (about what launching a few small kernels costs): at the default
+/// [`DEFAULT_MAX_WORK`] a run makes at most 2^20 iterations, however little each does.
+pub const ITERATION_WORK: u64 = 1 << 20;
+
 /// What [`RunOptions::pause`] returns: a future the run awaits before its next node.
 pub type Pause = std::rc::Rc<dyn Fn() -> pixelgrad_core::LocalFuture<'static, ()>>;
 
@@ -93,6 +98,15 @@ impl RunGuard {
     /// Before `node` runs: the run was not cancelled and is within its work limit.
     pub(super) fn before(&self, node: &Node) -> Result<()> {
         self.check(&node.context(), &node.op_type)
+    }
+
+    /// Before an iteration of a `Loop` or `Scan` node: the iteration counts
+    /// [`ITERATION_WORK`] steps, then, as before a node, the run was not cancelled and is
+    /// within its work limit. So a loop that has no bound (no trip count, no condition) or
+    /// whose body launches nothing still stops at the run's limit.
+    pub(super) fn iteration(&mut self, node: &Node) -> Result<()> {
+        self.host = self.host.saturating_add(ITERATION_WORK);
+        self.before(node)
     }
 
     /// After the last node: within the work limit still.

@@ -104,3 +104,22 @@ pub fn bare_node(op: &str) -> Vec<u8> {
 pub fn issue38_models() -> Vec<(&'static str, Vec<u8>)> {
     ["Slice", "ReduceSum", "BatchNormalization", "QuantizeLinear"].into_iter().map(|op| (op, bare_node(op))).collect()
 }
+
+/// A graph-valued attribute (`If`'s branches, `Loop`'s and `Scan`'s bodies).
+pub fn graph_attr(name: &str, g: GraphProto) -> AttributeProto {
+    AttributeProto { name: name.into(), r#type: at::GRAPH, g: Some(g), ..Default::default() }
+}
+
+/// A subgraph of `nodes` with these formal inputs (`info`s), outputs (float, rank unknown: the
+/// loader reads subgraph outputs by name) and initializers.
+pub fn subgraph(nodes: Vec<NodeProto>, inputs: Vec<ValueInfoProto>, outputs: &[&str], inits: Vec<TensorProto>) -> GraphProto {
+    let output = outputs
+        .iter()
+        .map(|o| ValueInfoProto {
+            name: o.to_string(),
+            r#type: Some(TypeProto { tensor_type: Some(TypeProtoTensor { elem_type: F32, shape: None }), ..Default::default() }),
+            ..Default::default()
+        })
+        .collect();
+    GraphProto { node: nodes, name: "sub".into(), initializer: inits, input: inputs, output, ..Default::default() }
+}

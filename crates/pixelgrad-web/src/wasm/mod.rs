@@ -28,7 +28,7 @@ pub use fit::FitCadence;
 pub use flower::{flower_join, flower_partition, FlowerNode};
 pub use limits::CancelHandle;
 pub use model::Model;
-pub use onnx::OnnxModel;
+pub use onnx::{inspect_onnx, OnnxFiles, OnnxModel};
 pub use runtime::Runtime;
 pub use tensor::DeviceTensor;
 

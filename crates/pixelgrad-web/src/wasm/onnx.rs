@@ -13,6 +13,47 @@ use super::{js_err, DeviceTensor, Runtime};
 pub struct OnnxModel {
     session: std::rc::Rc<Session>,
     feeds: HashMap<String, Input>,
+    /// [`pixelgrad::onnx::inspect::describe`]'s JSON, made once at load.
+    described: serde_json::Value,
+}
+
+/// The files of a model's external data, by the `location` the model names
+/// (`pg.loadOnnx(url, { externalData })`).
+#[wasm_bindgen]
+#[derive(Default)]
+pub struct OnnxFiles {
+    files: HashMap<String, Vec<u8>>,
+}
+
+#[wasm_bindgen]
+impl OnnxFiles {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> OnnxFiles {
+        OnnxFiles::default()
+    }
+
+    /// Adds (a copy of) file `location`'s bytes.
+    pub fn add(&mut self, location: &str, bytes: &[u8]) {
+        self.files.insert(location.to_string(), bytes.to_vec());
+    }
+}
+
+/// Decodes a model's bytes, with its external data from `files` when any is given.
+fn decode(bytes: &[u8], files: &OnnxFiles) -> Result<Model, pixelgrad::onnx::OnnxError> {
+    if files.files.is_empty() {
+        Model::from_bytes(bytes)
+    } else {
+        Model::from_bytes_with_external(bytes, &files.files)
+    }
+}
+
+/// `pg.inspectOnnx`: JSON of [`pixelgrad::onnx::inspect::inspect`] (the model loaded on the
+/// host to find what it refuses; nothing is uploaded or run).
+#[wasm_bindgen(js_name = inspectOnnx)]
+pub fn inspect_onnx(bytes: &[u8], files: &OnnxFiles) -> Result<String, JsValue> {
+    use pixelgrad::onnx::external::External;
+    let source = if files.files.is_empty() { External::None } else { External::Bytes(&files.files) };
+    Ok(pixelgrad::onnx::inspect::inspect(bytes, &source).map_err(js_err)?.to_json().to_string())
 }
 
 fn infos(v: &[ValueInfo]) -> String {
@@ -38,19 +79,21 @@ fn infos(v: &[ValueInfo]) -> String {
 
 #[wasm_bindgen]
 impl OnnxModel {
-    /// Decodes `bytes` (an .onnx file) and uploads its weights to the runtime's device, float
-    /// weights stored as `precision` says (`auto`, `f32` or `f16`).
+    /// Decodes `bytes` (an .onnx file; its external data from `files`) and uploads its weights
+    /// to the runtime's device, float weights stored as `precision` says (`auto`, `f32` or
+    /// `f16`).
     #[wasm_bindgen(constructor)]
-    pub fn new(rt: &Runtime, bytes: &[u8], precision: &str) -> Result<OnnxModel, JsValue> {
+    pub fn new(rt: &Runtime, bytes: &[u8], precision: &str, files: &OnnxFiles) -> Result<OnnxModel, JsValue> {
         let storage = match precision {
             "auto" => WeightStorage::Auto,
             "f32" => WeightStorage::F32,
             "f16" => WeightStorage::F16,
             other => return Err(js_err(format!("loadOnnx: precision '{other}' (use 'auto', 'f32' or 'f16')"))),
         };
-        let model = Model::from_bytes(bytes).map_err(js_err)?;
+        let model = decode(bytes, files).map_err(js_err)?;
+        let described = pixelgrad::onnx::inspect::describe(bytes).map_err(js_err)?.to_json();
         let session = Session::with_storage(std::rc::Rc::new(model), rt.device(), storage).map_err(js_err)?;
-        Ok(OnnxModel { session: std::rc::Rc::new(session), feeds: HashMap::new() })
+        Ok(OnnxModel { session: std::rc::Rc::new(session), feeds: HashMap::new(), described })
     }
 
     /// Whether quantised results that outlive the next node are kept in 8-bit tensors (the
@@ -70,10 +113,13 @@ impl OnnxModel {
     /// is how the matrix products compute on the float weights ([`Session::arithmetic`]):
     /// `f32` with f32 weights; with f16 weights `f32 (f16 weights read directly)` on WebGPU
     /// GPUs, `f32 (widened)` where they are widened first; `shaderF16` says whether the WebGPU
-    /// adapter offers half-precision arithmetic (null on the other backends).
+    /// adapter offers half-precision arithmetic (null on the other backends). With them, the
+    /// file's description ([`pixelgrad::onnx::inspect::Report::to_json`]): `irVersion`,
+    /// `producer`, `opsets`, `nodes`, `operators` (count and backends of each),
+    /// `weightBytesByType`, `externalData`, `loads`, `refused`.
     pub fn info(&self) -> String {
         let p = self.session.model().precision();
-        serde_json::json!({
+        let mut info = serde_json::json!({
             "precision": p.summary(),
             "precisionGroups": { "int8": p.int8, "f32": p.f32 },
             "path": self.session.int8_path().unwrap_or("f32"),
@@ -85,8 +131,15 @@ impl OnnxModel {
             "activationBytes": self.session.activation_bytes(),
             "arithmetic": self.session.arithmetic(),
             "shaderF16": self.session.device().backend().shader_f16(),
-        })
-        .to_string()
+        });
+        if let (Some(info), Some(d)) = (info.as_object_mut(), self.described.as_object()) {
+            for (k, v) in d {
+                if !matches!(k.as_str(), "inputs" | "outputs") {
+                    info.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        info.to_string()
     }
 
     /// JSON `[{ name, shape (numbers, names of dynamic sizes, or null), dtype }]`.
