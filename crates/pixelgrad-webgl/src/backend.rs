@@ -102,6 +102,7 @@ impl WebGlBackend {
             epilogues,
             fuse: opts.fuse,
             mediump: opts.mediump,
+            emulate_half: opts.emulate_precision == Some(crate::options::EmulatedPrecision::Half),
             abandoned: Cell::new(false),
             lazies: RefCell::new(Vec::new()),
             generation: Cell::new(0),
