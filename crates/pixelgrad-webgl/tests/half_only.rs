@@ -107,17 +107,27 @@ fn digits_mlp_on_a_half_float_only_device_trains_like_the_cpu_or_falls_back_with
     assert_eq!(actions, [("adam", None, FellBack), ("adam", half, FellBack), ("sgd", None, Continued), ("sgd", half, Continued)]);
 }
 
-/// Adam, 1 epoch of the digits MLP with a CPU reference for the precision check: the
-/// device trained on at the end, the test accuracy and the check.
+/// 1 epoch of the digits MLP (Adam lr 0.003 or SGD lr 0.05, batch 32) with a CPU reference
+/// for the precision check: the device trained on at the end, the test accuracy and the check.
 fn train(dev: &Device, opt: &str) -> (String, f32, Option<PrecisionCheck>) {
+    let lr = if opt == "sgd" { 0.05 } else { 0.003 };
+    train_preset(dev, Preset::Mlp, opt, lr, 32)
+}
+
+fn train_preset(dev: &Device, preset: Preset, opt: &str, lr: f32, batch_size: usize) -> (String, f32, Option<PrecisionCheck>) {
     let split = pixelgrad_data::digits_split(0.2, 7).unwrap();
-    let shape = split.train.shape();
-    let model = ModelSpec { preset: Preset::Mlp, input: shape, classes: split.train.classes() }.build(dev, 3).unwrap();
-    let mut o = OptimizerKind::parse(opt).unwrap().build(if opt == "sgd" { 0.05 } else { 0.003 });
-    let s = Samples::new(split.train.images(), &shape, split.train.labels()).unwrap();
-    let t = Samples::new(split.test.images(), &shape, split.test.labels()).unwrap();
-    let opts = FitOptions { epochs: 1, batch_size: 32, read_every: 10, seed: 5, checkpoint_every: Some(0), ..Default::default() };
-    let h = fit(&model, o.as_mut(), Preset::Mlp.loss(), dev, s, Some(t), &opts, &mut CpuReference).unwrap();
+    let (train, test) = if preset == Preset::SeedMlp {
+        (pixelgrad_data::seed_mlp_view(&split.train).unwrap(), pixelgrad_data::seed_mlp_view(&split.test).unwrap())
+    } else {
+        (split.train, split.test)
+    };
+    let shape = train.shape();
+    let model = ModelSpec { preset, input: shape, classes: train.classes() }.build(dev, 3).unwrap();
+    let mut o = OptimizerKind::parse(opt).unwrap().build(lr);
+    let s = Samples::new(train.images(), &shape, train.labels()).unwrap();
+    let t = Samples::new(test.images(), &shape, test.labels()).unwrap();
+    let opts = FitOptions { epochs: 1, batch_size, read_every: 10, seed: 5, checkpoint_every: Some(0), ..Default::default() };
+    let h = fit(&model, o.as_mut(), preset.loss(), dev, s, Some(t), &opts, &mut CpuReference).unwrap();
     let mut name = String::new();
     model.visit_params(&mut |_, p| {
         if name.is_empty() {
@@ -125,6 +135,23 @@ fn train(dev: &Device, opt: &str) -> (String, f32, Option<PrecisionCheck>) {
         }
     });
     (name, h.epochs.last().and_then(|e| e.test_accuracy).unwrap(), h.precision_check)
+}
+
+/// The seed article's network (48-64-2, sigmoid, MSE, SGD lr 0.5, batch 1) on a device that
+/// stores and computes in half (hidden float targets plus emulated half arithmetic): the check
+/// lets it go on, and it ends within 1 point of the CPU.
+#[test]
+fn seed_network_trains_on_a_half_float_device_with_half_arithmetic() {
+    let (_, cpu_acc, _) = train_preset(&Device::new(CpuBackend::new()), Preset::SeedMlp, "sgd", 0.5, 1);
+    let dev = Device::new(
+        backend(WebGlOptions { self_test: false, emulate_precision: Some(EmulatedPrecision::Half), ..Default::default() }).unwrap(),
+    );
+    let (name, acc, check) = train_preset(&dev, Preset::SeedMlp, "sgd", 0.5, 1);
+    let check = check.expect("checked");
+    eprintln!("{}; test accuracy {acc} on {name} (cpu {cpu_acc})", check.summary());
+    assert_eq!(check.action, PrecisionAction::Continued, "{}", check.summary());
+    assert!(name.starts_with("webgl"), "{name}");
+    assert!((acc - cpu_acc).abs() <= 0.01, "test accuracy {acc} on {name}, {cpu_acc} on the cpu");
 }
 
 /// Gives fit the CPU as the reference of its precision check.
