@@ -15,7 +15,7 @@ use std::time::Instant;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use pixelgrad::nn::presets::{ModelSpec, Preset, SPEC_KEY};
-use pixelgrad::nn::train::{fit, Callbacks, EpochLog, FitOptions, ResumePoint, Samples, StepLog, Stopped};
+use pixelgrad::nn::train::{fit, Callbacks, EpochLog, FitOptions, PrecisionAction, ResumePoint, Samples, StepLog, Stopped};
 use pixelgrad::nn::{io, resume, Mode, Module, OptimizerKind, Precision, Schedule};
 
 use crate::dataset::{self, DatasetSpec, Loaded};
@@ -291,6 +291,11 @@ impl Callbacks for Progress<'_> {
         }
         ControlFlow::Continue(())
     }
+    /// A device below full precision (WebGL's RGBA16F fallback) is checked against the CPU
+    /// before training (see `pixelgrad::nn::train::PrecisionCheck`).
+    fn precision_reference(&mut self) -> Option<pixelgrad::Device> {
+        Some(pixelgrad::Device::new(pixelgrad::cpu::CpuBackend::new()))
+    }
     fn on_checkpoint(&mut self, point: &ResumePoint<'_>) -> pixelgrad::Result<()> {
         let step = point.position.step;
         if self.save_every == 0 && self.max_steps != Some(step) {
@@ -490,6 +495,9 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
         _ => {}
     }
 
+    if let Some(c) = &history.precision_check {
+        say(c.summary());
+    }
     let mixed = history.mixed.clone();
     if let Some(m) = &mixed {
         match &m.fallback {
@@ -529,6 +537,16 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
             "precision_fallback": mixed.as_ref().and_then(|m| m.fallback.clone()),
             "loss_scale": mixed.as_ref().filter(|m| m.fallback.is_none()).map(|m| m.final_scale),
             "skipped_steps": mixed.as_ref().map(|m| m.skipped_steps).unwrap_or(0),
+            "precision_check": history.precision_check.as_ref().map(|c| serde_json::json!({
+                "reason": c.reason,
+                "device": c.device,
+                "reference": c.reference,
+                "device_losses": c.device_losses,
+                "reference_losses": c.reference_losses,
+                "max_rel_diff": if c.max_rel_diff.is_finite() { Some(c.max_rel_diff) } else { None },
+                "tolerance": c.tolerance,
+                "action": match c.action { PrecisionAction::Continued => "continued", PrecisionAction::FellBack => "fell_back" },
+            })),
             "activation_bytes_f32": activations.0,
             "activation_bytes": if mixed.as_ref().is_some_and(|m| m.fallback.is_none()) { activations.1 } else { activations.0 },
         });

@@ -106,3 +106,41 @@ fn train_precision_mixed_reports_what_ran() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("f32 or mixed"));
 }
+
+/// A WebGL2 device without 32-bit float render targets (Mesa's `MESA_EXTENSION_OVERRIDE`
+/// hides them from this child process: the RGBA16F fallback): the digits MLP with Adam
+/// trained to chance there with no error. Now the run's first steps are checked against the
+/// CPU and, as Adam's moments underflow in half floats, training falls back to the CPU,
+/// printing the measured losses.
+#[test]
+fn webgl_without_float_render_targets_is_checked_and_falls_back_to_the_cpu() {
+    let out_dir = std::env::temp_dir().join(format!("pixelgrad-half-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_pixelgrad"))
+        .env("MESA_EXTENSION_OVERRIDE", "-GL_EXT_color_buffer_float")
+        .args(["train", "--backend", "webgl", "--epochs", "1", "--seed", "7", "--json", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&out_dir).ok();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("precision check (tensors stored in RGBA16F"), "{stderr}");
+    assert!(stderr.contains("training falls back to cpu"), "{stderr}");
+    // Mesa writes a line of its own to stdout about the override: the JSON is the last object.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let j: serde_json::Value = serde_json::from_str(stdout.lines().rev().find(|l| l.starts_with('{')).unwrap()).unwrap();
+    let c = &j["precision_check"];
+    assert_eq!(c["action"], "fell_back", "{j}");
+    assert_eq!(c["device_losses"].as_array().unwrap().len(), 8);
+    assert!(j["test_accuracy"].as_f64().unwrap() > 0.85, "{j}");
+}
+
+/// `pixelgrad backends` states the precision of the backend it picks (f32 here: auto picks a
+/// full-precision GPU backend or the CPU).
+#[test]
+fn backends_states_the_precision() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pixelgrad")).arg("backends").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.lines().any(|l| l == "precision: f32"), "{stdout}");
+}

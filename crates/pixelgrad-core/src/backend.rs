@@ -266,6 +266,14 @@ pub trait Backend {
         false
     }
 
+    /// Why this device computes or stores f32 tensors below full precision (WebGL's RGBA16F
+    /// fallback, mediump fragment shaders, a precision emulation), or `None` (the default)
+    /// where it does not. Training on such a device first compares a few steps against a
+    /// reference device (`pixelgrad_nn`'s precision check) instead of trusting it.
+    fn reduced_precision(&self) -> Option<String> {
+        None
+    }
+
     /// Submits queued work without waiting for it.
     fn flush(&self) -> Result<()> {
         Ok(())

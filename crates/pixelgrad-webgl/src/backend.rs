@@ -102,6 +102,7 @@ impl WebGlBackend {
             epilogues,
             fuse: opts.fuse,
             mediump: opts.mediump,
+            emulate_half: opts.emulate_precision == Some(crate::options::EmulatedPrecision::Half),
             abandoned: Cell::new(false),
             lazies: RefCell::new(Vec::new()),
             generation: Cell::new(0),
@@ -275,6 +276,23 @@ impl Backend for WebGlBackend {
     /// already half precision, in as many bytes as an f16 copy).
     fn supports_narrow_f16(&self) -> bool {
         crate::ops::narrow_f16_available(&self.shared)
+    }
+
+    /// RGBA16F tensors (forced or the fallback of a device without 32-bit float render
+    /// targets), mediump fragment shaders, or a precision emulation.
+    fn reduced_precision(&self) -> Option<String> {
+        let r = self.shared.report.borrow();
+        let mut why = Vec::new();
+        if r.format == crate::options::TexelFormat::Rgba16F {
+            why.push("tensors stored in RGBA16F (half floats)".to_string());
+        }
+        if self.shared.mediump {
+            why.push("fragment shaders in mediump".to_string());
+        }
+        if let Some(p) = r.emulated_precision {
+            why.push(format!("{} arithmetic emulated", p.as_str()));
+        }
+        (!why.is_empty()).then(|| why.join(", "))
     }
 
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {

@@ -33,6 +33,26 @@ fn renderable(gl: &glow::Context, internal: u32) -> bool {
     }
 }
 
+/// The fragment stage's `highp float` as the device reports it, or as a device without highp
+/// reports it (all zeros) under [`WebGlOptions::emulate_no_highp`].
+pub(crate) fn reported_highp(highp: Option<glow::ShaderPrecisionFormat>, opts: &WebGlOptions) -> Option<PrecisionFormat> {
+    if opts.emulate_no_highp {
+        return Some(PrecisionFormat { range_max: 0, precision: 0 });
+    }
+    highp.map(|p| PrecisionFormat { range_max: p.range_max, precision: p.precision })
+}
+
+/// The report's line for a precision emulation (test mode), if one is on.
+pub(crate) fn emulation_warning(opts: &WebGlOptions) -> Option<String> {
+    opts.emulate_precision.map(|p| {
+        format!(
+            "precision emulation ({}): every value the fragment programs compute and write is rounded \
+             to half precision, as on a device computing in mediump (a test mode)",
+            p.as_str()
+        )
+    })
+}
+
 /// Queries everything and picks the format (or explains why the backend cannot run).
 pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlReport> {
     if opts.webgl1 {
@@ -49,7 +69,7 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
             gl.get_shader_precision_format(glow::FRAGMENT_SHADER, glow::HIGH_FLOAT),
         )
     };
-    let fragment_highp = highp.map(|p| PrecisionFormat { range_max: p.range_max, precision: p.precision });
+    let fragment_highp = reported_highp(highp, opts);
     let float_render_target = renderable(gl, glow::RGBA32F);
     let half_render_target = renderable(gl, glow::RGBA16F);
     let mut warnings = Vec::new();
@@ -63,6 +83,7 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
             )));
         }
     }
+    warnings.extend(emulation_warning(opts));
     if opts.mediump {
         warnings.push("mediump forced by options: fragment shaders compute in mediump float (16-bit on GPUs that honour it)".to_string());
     }
@@ -104,6 +125,7 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
         effective_max_texture_size: effective,
         max_draw_buffers: max_db,
         format,
+        emulated_precision: opts.emulate_precision,
         warnings,
         self_test: None,
     })

@@ -46,6 +46,8 @@ pub(crate) struct Shared {
     pub fuse: bool,
     /// Fragment shaders in `mediump float` ([`crate::WebGlOptions::mediump`]).
     pub mediump: bool,
+    /// Fragment programs round to half precision ([`crate::WebGlOptions::emulate_precision`]).
+    pub emulate_half: bool,
     /// Set by [`crate::WebGlBackend::abandon`] after a context loss: every call fails with
     /// `DeviceLost` and nothing is deleted on the context any more.
     pub abandoned: Cell<bool>,

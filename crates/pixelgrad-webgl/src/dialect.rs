@@ -125,6 +125,13 @@ impl ProgramSpec {
     }
 }
 
+/// `src` (a fragment source of either GLSL version) with the precision emulation on
+/// ([`crate::WebGlOptions::emulate_precision`]): `PG_HALF` defined after the precision lines,
+/// so the headers' `PG_H` / `PG_H4` round to half.
+pub fn emulate_half(src: &str) -> String {
+    src.replacen("precision highp int;\n", "precision highp int;\n#define PG_HALF 1\n", 1)
+}
+
 /// The vertex shader shared by every program (a full-screen triangle from `gl_VertexID`).
 pub fn vertex_source() -> String {
     format!("{VERSION}{PRECISION}{VERTEX}")
@@ -600,9 +607,9 @@ pub fn map_group_source(members: &[GroupMember<'_>], inputs: usize, config: u32)
         }
         s.push_str("    }\n");
     }
-    s.push_str("    o_color = r0;\n");
+    s.push_str("    o_color = PG_H4(r0);\n");
     for k in 1..members.len() {
-        s.push_str(&format!("    o_color{k} = r{k};\n"));
+        s.push_str(&format!("    o_color{k} = PG_H4(r{k});\n"));
     }
     s.push_str("}\n");
     Ok(s)
@@ -645,6 +652,10 @@ pub struct Glsl300;
 impl Dialect for Glsl300 {
     fn name(&self) -> &'static str {
         "GLSL ES 3.00"
+    }
+    /// Constants too are rounded under the precision emulation (a 1e-8 epsilon is 0 in half).
+    fn float(&self, v: f32) -> String {
+        format!("PG_H({v:?})")
     }
     fn ty(&self, t: DType) -> Option<&'static str> {
         match t {
@@ -709,7 +720,13 @@ impl Dialect for Glsl300 {
         }
     }
     fn declare(&self, ty: &str, name: &str, value: &str) -> String {
-        format!("    {ty} {name} = {value};")
+        // Every float value through PG_H: the precision emulation's rounding when it is on,
+        // the value itself otherwise (`shaders/header.glsl`).
+        if ty == "float" {
+            format!("    {ty} {name} = PG_H({value});")
+        } else {
+            format!("    {ty} {name} = {value};")
+        }
     }
     fn function(&self, name: &str, args: &[(&str, String)], ret: &str, body: &str) -> String {
         let args: Vec<String> = args.iter().map(|(t, n)| format!("{t} {n}")).collect();

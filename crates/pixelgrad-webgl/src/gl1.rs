@@ -213,6 +213,9 @@ impl Dialect for Glsl100 {
             DType::F16 | DType::I8 | DType::U8 => None,
         }
     }
+    fn float(&self, v: f32) -> String {
+        crate::dialect::Glsl300.float(v)
+    }
     fn special_float(&self, bits: u32) -> String {
         let v = f32::from_bits(bits);
         if v.is_nan() {
@@ -255,7 +258,7 @@ impl Dialect for Glsl100 {
         crate::dialect::Glsl300.cast(to, from, a)
     }
     fn declare(&self, ty: &str, name: &str, value: &str) -> String {
-        format!("    {ty} {name} = {value};")
+        crate::dialect::Glsl300.declare(ty, name, value)
     }
     fn function(&self, name: &str, args: &[(&str, String)], ret: &str, body: &str) -> String {
         crate::dialect::Glsl300.function(name, args, ret, body)

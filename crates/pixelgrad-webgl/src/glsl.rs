@@ -65,11 +65,13 @@ impl Spelling for Glsl {
     fn param(&self, _i: usize, name: &str) -> String {
         format!("u_{name}")
     }
+    // Loaded values and bound float values go through PG_H, the precision emulation's
+    // rounding (the value itself when it is off).
     fn load(&self, _i: usize, name: &str, at: &str) -> String {
         if self.0.sized_fetch {
-            format!("fetch(u_{name}, u_{name}_size, {at})")
+            format!("PG_H(fetch(u_{name}, u_{name}_size, {at}))")
         } else {
-            format!("fetch(u_{name}, {at})")
+            format!("PG_H(fetch(u_{name}, {at}))")
         }
     }
     fn div(&self, a: &str, b: &str) -> String {
@@ -80,7 +82,11 @@ impl Spelling for Glsl {
         }
     }
     fn let_(&self, float: bool, name: &str, value: &str) -> String {
-        format!("{} {name} = {value};", if float { "float" } else { self.0.int_ty })
+        if float {
+            format!("float {name} = PG_H({value});")
+        } else {
+            format!("{} {name} = {value};", self.0.int_ty)
+        }
     }
     fn var(&self, name: &str, value: &str) -> String {
         format!("float {name} = {value};")

@@ -11,7 +11,7 @@
 use glow::HasContext;
 use pixelgrad_core::{Error, Result};
 
-use crate::options::{PrecisionFormat, TexelFormat, WebGlOptions, WebGlReport};
+use crate::options::{TexelFormat, WebGlOptions, WebGlReport};
 
 /// Backend name of this mode, in errors and reports.
 pub const NAME: &str = "webgl1";
@@ -119,7 +119,7 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
     } else {
         1
     };
-    let fragment_highp = highp.map(|p| PrecisionFormat { range_max: p.range_max, precision: p.precision });
+    let fragment_highp = crate::caps::reported_highp(highp, opts);
     if let Some(p) = fragment_highp {
         if p.precision < 23 {
             return Err(unavailable(format!(
@@ -176,7 +176,8 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
         effective_max_texture_size: effective,
         max_draw_buffers,
         format: TexelFormat::Rgba32F,
-        warnings: Vec::new(),
+        emulated_precision: opts.emulate_precision,
+        warnings: crate::caps::emulation_warning(opts).into_iter().collect(),
         self_test: None,
     })
 }
@@ -199,7 +200,9 @@ impl crate::WebGlBackend {
     /// target could not hold and reads them back (the check WEBGL_color_buffer_float is only
     /// a promise of).
     pub(crate) fn probe_float_rendering(&self) -> Result<()> {
-        let want = -12345.678_f32;
+        // Under the precision emulation the device holds halves: a value exact in half (still
+        // one no clamping or 8-bit target could hold).
+        let want = if self.shared.emulate_half { -1234.0_f32 } else { -12345.678_f32 };
         let t = crate::ops::elementwise::fill(&self.shared, want, 12)?;
         let got = self.shared.read_raw(&t, 12)?;
         if got.iter().any(|&v| v != want) {

@@ -140,7 +140,7 @@ pub use backend::WebGlBackend;
 #[cfg(not(target_arch = "wasm32"))]
 pub use heatmap::save_png;
 pub use image::PixelTexture;
-pub use options::{HeatmapOptions, PrecisionFormat, RgbaImage, SelfTest, TexelFormat, WebGlOptions, WebGlReport};
+pub use options::{EmulatedPrecision, HeatmapOptions, PrecisionFormat, RgbaImage, SelfTest, TexelFormat, WebGlOptions, WebGlReport};
 pub use pool::DEFAULT_POOL_BUDGET;
 pub use texture::{grid_texels, layout, GlTensor};
 

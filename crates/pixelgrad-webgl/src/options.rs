@@ -32,6 +32,41 @@ pub struct WebGlOptions {
     /// 256 MiB); past it the least recently returned are deleted. `0` keeps none;
     /// [`crate::WebGlBackend::set_pool_budget`] changes it later.
     pub pool_budget: u64,
+    /// Test mode: make the fragment stage compute as a device of lower precision would (see
+    /// [`EmulatedPrecision`]). The shaders are the same; a `#define` turns the rounding on.
+    pub emulate_precision: Option<EmulatedPrecision>,
+    /// Test mode: pretend `getShaderPrecisionFormat(FRAGMENT_SHADER, HIGH_FLOAT)` reported no
+    /// highp (range and precision 0, what the WebGL specification has a device without highp
+    /// fragment floats report), so init takes the branch such a device takes. GL drivers offer
+    /// no switch for this (Mesa's `MESA_EXTENSION_OVERRIDE` hides extensions, not precisions).
+    pub emulate_no_highp: bool,
+}
+
+/// Arithmetic a test device computes in ([`WebGlOptions::emulate_precision`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EmulatedPrecision {
+    /// A fragment stage that computes floats in IEEE half precision (a `mediump` device whose
+    /// mediump is 16-bit): every value of a kernel program (each input read, parameter,
+    /// constant and intermediate result), every value a window program loads or binds, and
+    /// every value a float program writes is rounded to the nearest half (ties to even, 10
+    /// mantissa bits). Finite values beyond the half range saturate at +-65504 (where RGBA16F
+    /// storage would give an infinity: the device may do either); infinities and NaN pass
+    /// unchanged; half subnormals are kept (steps of 2^-24, as the `half` crate and RGBA16F
+    /// storage do) and smaller values round to a signed zero. Loop accumulators of the
+    /// hand-written bodies (matmul's dot products, reductions) and of window programs keep
+    /// f32 between the values rounded, so the emulation is slightly kinder than a device
+    /// accumulating in half. GLSL ES 3.00 rounds with `floatBitsToUint`; GLSL ES 1.00, with no
+    /// bit casts, with `exp2`/`floor` of `log2` (corrected where `log2` is approximate):
+    /// `tests/emulation.rs` shows both equal the `half` crate on a sweep of values.
+    Half,
+}
+
+impl EmulatedPrecision {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EmulatedPrecision::Half => "half",
+        }
+    }
 }
 
 impl Default for WebGlOptions {
@@ -45,6 +80,8 @@ impl Default for WebGlOptions {
             webgl1: false,
             group: true,
             pool_budget: crate::pool::DEFAULT_POOL_BUDGET,
+            emulate_precision: None,
+            emulate_no_highp: false,
         }
     }
 }
@@ -118,6 +155,9 @@ pub struct WebGlReport {
     pub max_draw_buffers: u32,
     /// The format chosen for tensors.
     pub format: TexelFormat,
+    /// The precision the fragment stage is made to compute in (test mode,
+    /// [`WebGlOptions::emulate_precision`]).
+    pub emulated_precision: Option<EmulatedPrecision>,
     /// Why a fallback was taken, if one was.
     pub warnings: Vec<String>,
     /// The precision self-test run at init, if enabled.

@@ -171,8 +171,17 @@ impl Shared {
         let gl = &self.gl;
         // The precision-limited mode: every float of the fragment stage in mediump.
         let lowered;
-        let src = if self.mediump && stage == glow::FRAGMENT_SHADER {
-            lowered = src.replace("precision highp float;", "precision mediump float;");
+        let src = if (self.mediump || self.emulate_half) && stage == glow::FRAGMENT_SHADER {
+            let mut s = src.to_string();
+            if self.mediump {
+                s = s.replace("precision highp float;", "precision mediump float;");
+            }
+            if self.emulate_half {
+                // The precision emulation: the headers' PG_H / PG_H4 round to half
+                // (`shaders/header.glsl`, `shaders/gl1/header.glsl`).
+                s = dialect::emulate_half(&s);
+            }
+            lowered = s;
             lowered.as_str()
         } else {
             src

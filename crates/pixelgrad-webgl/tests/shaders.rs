@@ -40,7 +40,7 @@ fn all_shaders_pass_glslang_validator() {
     }
     let epilogues = dialect::all_epilogue_sources().unwrap();
     assert!(
-        epilogues.len() >= 12 && epilogues.iter().all(|(_, s)| s.contains("o_color1 = pg_epilogue")),
+        epilogues.len() >= 12 && epilogues.iter().all(|(_, s)| s.contains("o_color1 = PG_H4(pg_epilogue")),
         "epilogues write a second target"
     );
     sources.extend(epilogues.into_iter().map(|(label, src)| (format!("{label}.frag"), src)));
@@ -49,6 +49,17 @@ fn all_shaders_pass_glslang_validator() {
     for (label, src) in groups {
         sources.push((format!("{label}.frag"), src));
     }
+    // The sources under the precision emulation (`PG_HALF`: every value through pg_h): every
+    // body and group, and each elementwise definition in its fast form (the other forms
+    // differ only in index arithmetic, which the emulation leaves alone; the driver compiles
+    // every program in both usual forms in tests/emulation.rs).
+    let emulated: Vec<(String, String)> = sources
+        .iter()
+        .filter(|(n, _)| n.ends_with(".frag") && !n.starts_with("reduce") && !n.contains(".broadcast") && !n.contains(".scalars"))
+        .map(|(n, s)| (format!("half_{n}"), dialect::emulate_half(s)))
+        .collect();
+    assert!(emulated.iter().all(|(_, s)| s.contains("#define PG_HALF 1")));
+    sources.extend(emulated);
     let mut failures = Vec::new();
     for (name, src) in &sources {
         let path = dir.join(name);

@@ -69,6 +69,9 @@ pub struct History {
     /// For `precision: Mixed`: what ran (or the f32 fallback and why), the final loss scale and
     /// the steps skipped for overflow. `None` for f32 training.
     pub mixed: Option<MixedReport>,
+    /// The precision check run before training on a device below full precision, if one ran
+    /// ([`super::PrecisionCheck`]).
+    pub precision_check: Option<super::PrecisionCheck>,
 }
 
 /// Where training is: the epoch, the next batch in it, the steps done and the epoch's sums so

@@ -19,6 +19,7 @@ mod log;
 mod options;
 mod run;
 mod samples;
+mod shadow;
 mod step;
 
 pub use crate::sums::Sums;
@@ -29,4 +30,5 @@ pub use log::{DeviceLost, EpochLog, History, Position, Resume, ResumePoint, Step
 pub use options::{auto_checkpoint_every, FitOptions, CHECKPOINT_BUDGET, CHECKPOINT_EVERY_MAX, CHECKPOINT_EVERY_MIN};
 pub use run::{Event, Run};
 pub use samples::{output_shape, shuffled, Samples, Targets};
+pub use shadow::{PrecisionAction, PrecisionCheck, PRECISION_CHECK_STEPS, PRECISION_CHECK_TOLERANCE};
 pub use step::{evaluate, predict, train_batch};

@@ -196,6 +196,35 @@ impl<'a> Run<'a> {
         })
     }
 
+    /// The precision check ([`super::PrecisionCheck`]) before the first step of a new run on
+    /// a device that reports [`Backend::reduced_precision`](pixelgrad_core::Backend::reduced_precision), against `reference`: afterwards
+    /// the run trains on the device or on `reference`, from its initial state, and
+    /// [`History::precision_check`] says which with the measured losses. `None` (nothing
+    /// checked) on a full-precision device; an error after the first step or on a resumed run.
+    pub fn check_precision(&mut self, reference: &Device) -> Result<Option<&super::PrecisionCheck>> {
+        if self.phase != Phase::Start || self.pos.step != 0 || self.opts.resume.is_some() {
+            return Err(Error::invalid("precision check", "runs only before the first step of a new run"));
+        }
+        let Some(reason) = self.dev.backend().reduced_precision() else { return Ok(None) };
+        let mut probe = super::shadow::Probe {
+            model: self.model,
+            opt: &mut *self.opt,
+            loss: self.loss,
+            train: &self.train,
+            batch_size: self.opts.batch_size,
+            shuffle: self.opts.shuffle,
+            seed: self.opts.seed,
+            schedule: &self.opts.schedule,
+            base_lr: self.base_lr,
+        };
+        let check = probe.run(&self.dev, reason, reference)?;
+        if check.action == super::PrecisionAction::FellBack {
+            self.dev = reference.clone();
+            self.scaler = scaler_for(self.opts.precision, &self.dev, self.opts.loss_scale)?;
+        }
+        Ok(Some(self.history.precision_check.insert(check)))
+    }
+
     /// The device training runs on (a new one after [`Run::recover`]).
     pub fn device(&self) -> &Device {
         &self.dev

@@ -65,3 +65,35 @@ ivec2 tap_range(int start, int k, int pad, int size) {
     int lo = clamp(pad - start, 0, k);
     return ivec2(lo, clamp(pad + size - start, lo, k));
 }
+
+// Precision emulation (WebGlOptions::emulate_precision, a test mode): with PG_HALF defined,
+// PG_H(x) is x rounded to the nearest IEEE half (ties to even, 10 mantissa bits; half
+// subnormals kept, smaller values to a signed zero; finite values past the half range
+// saturate at +-65504; infinities and NaN unchanged), as a device computing in 16-bit mediump
+// would hold it. The kernel programs wrap every value in PG_H and programs wrap their writes in
+// PG_H4. Without PG_H they are the value itself.
+#ifdef PG_HALF
+highp float pg_h(highp float x) {
+    highp uint u = floatBitsToUint(x);
+    highp uint a = u & 0x7fffffffu;
+    if (a >= 0x7f800000u) return x;
+    highp float r;
+    if (a < 0x38800000u) {
+        // Below 2^-14: half subnormals, whole steps of 2^-24 (scaling by 2^24 is exact).
+        r = roundEven(uintBitsToFloat(a) * 16777216.0) * 5.9604645e-8;
+    } else {
+        // Keep 10 of the 23 mantissa bits, to nearest, ties to even (a carry moves the exponent).
+        r = uintBitsToFloat((a + 0x0fffu + ((a >> 13u) & 1u)) & 0xffffe000u);
+    }
+    r = min(r, 65504.0);
+    return (u >> 31u) != 0u ? -r : r;
+}
+highp vec4 pg_h4(highp vec4 v) {
+    return vec4(pg_h(v.x), pg_h(v.y), pg_h(v.z), pg_h(v.w));
+}
+#define PG_H(x) pg_h(x)
+#define PG_H4(v) pg_h4(v)
+#else
+#define PG_H(x) (x)
+#define PG_H4(v) (v)
+#endif

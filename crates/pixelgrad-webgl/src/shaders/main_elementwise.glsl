@@ -16,7 +16,7 @@ void main() {
 #endif
 #ifdef PG_EPILOGUE
     // A pending computation reading this result (dialect::REDUCE_EPI), as a second output.
-    o_color1 = pg_epilogue(base, r);
+    o_color1 = PG_H4(pg_epilogue(base, r));
 #endif
-    o_color = r;
+    o_color = PG_H4(r);
 }

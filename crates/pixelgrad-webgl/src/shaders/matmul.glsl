@@ -261,7 +261,7 @@ void main() {
 #endif
 #ifdef PG_EPILOGUE
     // The fused computation that reads the product (dialect::MATMUL_EPI), as a second output.
-    o_color1 = pg_epilogue(base, acc);
+    o_color1 = PG_H4(pg_epilogue(base, acc));
 #endif
-    o_color = acc;
+    o_color = PG_H4(acc);
 }

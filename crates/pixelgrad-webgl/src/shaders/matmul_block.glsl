@@ -219,8 +219,8 @@ void main() {
         }
 #endif
     }
-    o_color = c0;
-    o_color1 = c1;
-    o_color2 = c2;
-    o_color3 = c3;
+    o_color = PG_H4(c0);
+    o_color1 = PG_H4(c1);
+    o_color2 = PG_H4(c2);
+    o_color3 = PG_H4(c3);
 }

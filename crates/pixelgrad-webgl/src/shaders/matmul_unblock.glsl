@@ -63,7 +63,7 @@ void main() {
 #endif
 #ifdef PG_EPILOGUE
     // The fused computation that reads the product (dialect::MATMUL_UNBLOCK_EPI).
-    o_color1 = pg_epilogue(base, r);
+    o_color1 = PG_H4(pg_epilogue(base, r));
 #endif
-    o_color = r;
+    o_color = PG_H4(r);
 }

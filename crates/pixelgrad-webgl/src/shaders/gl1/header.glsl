@@ -97,3 +97,38 @@ vec2 tap_range(float start, float k, float pad, float size) {
     float lo = clamp(pad - start, 0.0, k);
     return vec2(lo, clamp(pad + size - start, lo, k));
 }
+
+// Precision emulation (WebGlOptions::emulate_precision, a test mode): with PG_HALF defined,
+// PG_H(x) is x rounded to the nearest IEEE half exactly as shaders/header.glsl rounds it, by
+// arithmetic (GLSL ES 1.00 has no bit casts): the exponent from log2, corrected both ways
+// since log2 is approximate, then the value in whole steps of its half ulp, rounded to even.
+#ifdef PG_HALF
+highp float pg_h(highp float x) {
+    highp float a = abs(x);
+    // Infinities and NaN (every comparison with NaN is false) unchanged.
+    if (!(a <= 3.4028235e38)) return x;
+    // At most 2^-25 (half of the smallest half subnormal, a tie to the even 0): a signed zero
+    // (times the uniform zero: the compiler folds `x * 0.0` to +0).
+    if (a <= 2.9802322e-8) return x * u_zero;
+    if (a >= 65504.0) return x < 0.0 ? -65504.0 : 65504.0;
+    highp float e = floor(log2(a));
+    if (exp2(e) > a) e -= 1.0;
+    if (exp2(e + 1.0) <= a) e += 1.0;
+    e = max(e, -14.0);
+    // a in steps of its half ulp 2^(e - 10): below 2^11, exact in f32.
+    highp float r = a * exp2(10.0 - e);
+    highp float f = floor(r);
+    highp float d = r - f;
+    if (d > 0.5 || (d == 0.5 && f - 2.0 * floor(f * 0.5) == 1.0)) f += 1.0;
+    r = min(f * exp2(e - 10.0), 65504.0);
+    return x < 0.0 ? -r : r;
+}
+highp vec4 pg_h4(highp vec4 v) {
+    return vec4(pg_h(v.x), pg_h(v.y), pg_h(v.z), pg_h(v.w));
+}
+#define PG_H(x) pg_h(x)
+#define PG_H4(v) pg_h4(v)
+#else
+#define PG_H(x) (x)
+#define PG_H4(v) (v)
+#endif

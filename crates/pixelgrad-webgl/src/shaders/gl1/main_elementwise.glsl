@@ -6,5 +6,5 @@ void main() {
     if (base + 1.0 < u_out_n) r.y = compute(base + 1.0);
     if (base + 2.0 < u_out_n) r.z = compute(base + 2.0);
     if (base + 3.0 < u_out_n) r.w = compute(base + 3.0);
-    gl_FragColor = pg_out(r);
+    gl_FragColor = pg_out(PG_H4(r));
 }
