@@ -270,7 +270,7 @@ impl Writer {
         let mut rename: HashMap<String, String> = HashMap::new();
         rename.insert(l.input_name().to_string(), x);
         for n in m.nodes.iter().filter(|n| needed.contains(&(*n as *const Node))) {
-            if !crate::subgraph::graphs(n).is_empty() {
+            if !crate::graph::graphs(n).is_empty() {
                 return Err(OnnxError::Export(format!(
                     "node '{}' ({}) has subgraphs; imported control flow cannot be written back yet",
                     n.name, n.op_type

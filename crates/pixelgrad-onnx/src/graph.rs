@@ -1,12 +1,10 @@
 //! The imported graph: nodes with decoded attributes, constants, typed inputs and outputs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::host::{DType, HostTensor};
-use crate::ops::registry;
-use crate::proto::{attribute_type as at, AttributeProto, DimValue, NodeProto, ValueInfoProto};
-use crate::subgraph::{self, Opsets, Subgraph};
+use crate::proto::{attribute_type as at, AttributeProto, DimValue, GraphProto, NodeProto, ValueInfoProto};
 use crate::{OnnxError, Result};
 
 /// A decoded attribute value.
@@ -52,32 +50,21 @@ pub struct Node {
 }
 
 impl Node {
-    /// Decodes node number `index` of its graph and checks it against its operator's row
-    /// ([`registry::check`]): an operator pixelgrad does not read is an
-    /// [`OnnxError::UnsupportedOp`] naming the node, the domain and the opset. A control-flow
-    /// node's subgraphs are decoded and checked too, and the outer values they read are
-    /// appended to its inputs ([`subgraph::outer_reads`]), so ordering, liveness and
-    /// constant pruning see them as the reads they are.
-    pub(crate) fn decode(p: &NodeProto, index: usize, opsets: &Opsets) -> Result<Node> {
-        let dom = if p.domain == "ai.onnx" { "" } else { p.domain.as_str() };
-        let mut node = Node::from_proto(p, index, opsets)?;
-        let Some(row) = registry::find(dom, &node.op_type) else {
-            return Err(OnnxError::UnsupportedOp {
-                op_type: node.op_type,
-                node: node.name,
-                domain: p.domain.clone(),
-                opset: opsets.of(dom),
-            });
-        };
-        // Arity and required attributes before anything reads the node.
-        registry::check(&node, row)?;
-        subgraph::check(&node)?;
-        let reads = subgraph::outer_reads(&node);
+    /// Decodes node number `index` of its graph and checks it with `check` (the loader passes
+    /// the operator table's check, `ops::registry::check_node`: an operator pixelgrad does not
+    /// read is an error naming the node, the domain and the opset). A control-flow node's
+    /// subgraphs are decoded and checked the same way, and the outer values they read are
+    /// appended to its inputs ([`outer_reads`]), so ordering, liveness and constant pruning see
+    /// them as the reads they are.
+    pub(crate) fn decode(p: &NodeProto, index: usize, opsets: &Opsets, check: NodeCheck<'_>) -> Result<Node> {
+        let mut node = Node::from_proto(p, index, opsets, check)?;
+        check(&node)?;
+        let reads = outer_reads(&node);
         node.inputs.extend(reads);
         Ok(node)
     }
 
-    pub(crate) fn from_proto(p: &NodeProto, index: usize, opsets: &Opsets) -> Result<Node> {
+    pub(crate) fn from_proto(p: &NodeProto, index: usize, opsets: &Opsets, check: NodeCheck<'_>) -> Result<Node> {
         let dom = if p.domain == "ai.onnx" { "" } else { p.domain.as_str() };
         let opset = opsets.of(dom);
         let name = if p.name.is_empty() { format!("{}_{index}", p.op_type) } else { p.name.clone() };
@@ -86,7 +73,7 @@ impl Node {
             if !a.ref_attr_name.is_empty() {
                 return Err(OnnxError::UnsupportedModel(format!("node '{name}': attribute references (functions) are not supported")));
             }
-            if let Some(v) = decode_attr(a, &name, opsets)? {
+            if let Some(v) = decode_attr(a, &name, opsets, check)? {
                 if attrs.insert(a.name.clone(), v).is_some() {
                     return Err(OnnxError::Parse(format!("node '{name}': attribute '{}' is given twice", a.name)));
                 }
@@ -197,7 +184,7 @@ impl Node {
     }
 }
 
-fn decode_attr(a: &AttributeProto, node: &str, opsets: &Opsets) -> Result<Option<Attr>> {
+fn decode_attr(a: &AttributeProto, node: &str, opsets: &Opsets, check: NodeCheck<'_>) -> Result<Option<Attr>> {
     let what = format!("attribute '{}' of node '{node}'", a.name);
     let utf8 = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| OnnxError::Parse(format!("{what} is not UTF-8")));
     Ok(Some(match a.r#type {
@@ -228,7 +215,7 @@ fn decode_attr(a: &AttributeProto, node: &str, opsets: &Opsets) -> Result<Option
             }
         }
         at::GRAPH => match &a.g {
-            Some(g) => Attr::Graph(Arc::new(Subgraph::from_proto(g, &what, opsets)?)),
+            Some(g) => Attr::Graph(Arc::new(Subgraph::from_proto(g, &what, opsets, check)?)),
             None => return Err(OnnxError::Parse(format!("{what} has no graph"))),
         },
         // no operator pixelgrad reads takes a list of graphs
@@ -308,4 +295,116 @@ impl ValueInfo {
             Some(d) => d.len() == dims.len() && d.iter().zip(dims).all(|(a, &b)| !matches!(a, Dim::Fixed(x) if *x != b)),
         }
     }
+}
+
+/// What the loader checks every decoded node with, main graph and subgraphs alike.
+pub(crate) type NodeCheck<'a> = &'a dyn Fn(&Node) -> Result<()>;
+
+// Subgraphs: the graphs that control-flow nodes carry as attributes (`If`'s `then_branch` and
+// `else_branch`, `Loop`'s and `Scan`'s `body`), decoded and checked when the model is read.
+//
+// A subgraph may read values of the graphs around it (outer scope) by name. Those names are
+// its [`Subgraph::captures`]; the node that carries it lists them after its own inputs
+// ([`outer_reads`]), so the model's ordering, the session's liveness (a value is freed after
+// its last read) and the pruning of unused constants see them like any other input. The
+// session runs a subgraph's nodes with the same operator dispatch as the main graph's
+// (`session/control.rs`), so every backend runs them.
+
+/// The opsets a model imports, by domain (`""` for the default one): what the nodes of the
+/// main graph and of every subgraph are read with.
+#[derive(Clone, Debug)]
+pub(crate) struct Opsets(pub HashMap<String, i64>);
+
+impl Opsets {
+    /// The version of `domain` the model imports (0 when it imports none).
+    pub(crate) fn of(&self, domain: &str) -> i64 {
+        let d = if domain == "ai.onnx" { "" } else { domain };
+        self.0.get(d).copied().unwrap_or(0)
+    }
+}
+
+/// A decoded subgraph.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Subgraph {
+    pub name: String,
+    /// Its formal inputs, in order (a `Loop` body's iteration number, condition and carried
+    /// values; a `Scan` body's state and slices; none for an `If` branch).
+    pub inputs: Vec<String>,
+    /// Its outputs, in order: names it computes, its inputs, its constants or outer values.
+    pub outputs: Vec<String>,
+    /// Its nodes in order. Control-flow nodes among them list their own outer reads as inputs.
+    pub nodes: Vec<Node>,
+    /// Its initializers.
+    pub constants: HashMap<String, HostTensor>,
+    /// Names it reads that it does not define (its own nodes', nested subgraphs' and its
+    /// outputs' outer reads), in order of first read.
+    pub captures: Vec<String>,
+}
+
+impl Subgraph {
+    /// Decodes the graph attribute `what` (e.g. "attribute 'body' of node 'loop'").
+    pub(crate) fn from_proto(g: &GraphProto, what: &str, opsets: &Opsets, check: NodeCheck<'_>) -> Result<Subgraph> {
+        if let Some(s) = g.sparse_initializer.first() {
+            let name = s.values.as_ref().map(|v| v.name.as_str()).unwrap_or("?");
+            return Err(OnnxError::UnsupportedModel(format!("{what}: sparse initializer '{name}'")));
+        }
+        let mut constants = HashMap::new();
+        for t in &g.initializer {
+            constants.insert(t.name.clone(), HostTensor::from_proto(t, &format!("{what}: initializer '{}'", t.name))?);
+        }
+        // IR < 4 lists initializers among the inputs too: they are not formal inputs
+        let inputs: Vec<String> = g.input.iter().map(|v| v.name.clone()).filter(|n| !constants.contains_key(n)).collect();
+        let outputs: Vec<String> = g.output.iter().map(|v| v.name.clone()).collect();
+        if let Some(o) = outputs.iter().find(|o| o.is_empty()) {
+            return Err(OnnxError::Parse(format!("{what}: an output has no name ('{o}')")));
+        }
+        let nodes = g.node.iter().enumerate().map(|(i, n)| Node::decode(n, i, opsets, check)).collect::<Result<Vec<_>>>()?;
+        let mut defined: HashSet<&str> = inputs.iter().map(|s| s.as_str()).collect();
+        defined.extend(constants.keys().map(|s| s.as_str()));
+        let mut captures = Vec::new();
+        let mut seen = HashSet::new();
+        for n in &nodes {
+            for i in n.inputs.iter().filter(|i| !i.is_empty()) {
+                if !defined.contains(i.as_str()) && seen.insert(i.clone()) {
+                    captures.push(i.clone());
+                }
+            }
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                if !defined.insert(o.as_str()) {
+                    return Err(OnnxError::Parse(format!("{what}: '{o}' is assigned twice (node '{}' is the second)", n.name)));
+                }
+            }
+        }
+        for o in &outputs {
+            if !defined.contains(o.as_str()) && seen.insert(o.clone()) {
+                captures.push(o.clone());
+            }
+        }
+        Ok(Subgraph { name: g.name.clone(), inputs, outputs, nodes, constants, captures })
+    }
+}
+
+/// The subgraph attributes of `node`, by attribute name in name order.
+pub fn graphs(node: &Node) -> Vec<(&str, &Subgraph)> {
+    let mut gs: Vec<(&str, &Subgraph)> =
+        node.attrs.iter().filter_map(|(k, a)| if let Attr::Graph(g) = a { Some((k.as_str(), &**g)) } else { None }).collect();
+    gs.sort_by(|a, b| a.0.cmp(b.0));
+    gs
+}
+
+/// The outer values `node`'s subgraphs read, each once, in attribute-name order: what
+/// `Node::decode` appends to the node's inputs.
+pub fn outer_reads(node: &Node) -> Vec<String> {
+    let mut seen = HashSet::new();
+    graphs(node).into_iter().flat_map(|(_, g)| g.captures.iter()).filter(|c| seen.insert(c.as_str())).cloned().collect()
+}
+
+/// How many inputs `node` has in the file: its inputs less the outer reads appended to them.
+pub fn declared_inputs(node: &Node) -> usize {
+    node.inputs.len().saturating_sub(outer_reads(node).len())
+}
+
+/// Whether `op_type` carries subgraphs that the session runs itself.
+pub fn is_control_flow(op_type: &str) -> bool {
+    matches!(op_type, "If" | "Loop" | "Scan")
 }

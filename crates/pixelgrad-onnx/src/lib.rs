@@ -37,7 +37,6 @@ pub mod proto;
 mod replay;
 pub mod session;
 mod shapes;
-pub mod subgraph;
 
 pub use error::{OnnxError, Result};
 pub use graph::{Dim, ValueInfo};

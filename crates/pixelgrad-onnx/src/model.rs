@@ -11,9 +11,9 @@ use std::collections::BinaryHeap;
 use pixelgrad_core::budget::DEFAULT_MAX_ELEMENTS;
 
 use crate::external::External;
+use crate::graph::Opsets;
 use crate::graph::{Node, ValueInfo};
 use crate::host::{DType, HostTensor};
-use crate::subgraph::Opsets;
 use crate::{hostops, proto, OnnxError, Result};
 
 /// Elements that folding constants may create in all, at least (64 MiB of f32; models whose
@@ -137,7 +137,12 @@ impl Model {
         }
         let outputs = g.output.iter().map(ValueInfo::from_proto).collect::<Result<Vec<_>>>()?;
         let opsets = Opsets(opsets.into_iter().map(|(d, v)| (d.to_string(), v)).collect());
-        let nodes = g.node.iter().enumerate().map(|(i, n)| Node::decode(n, i, &opsets)).collect::<Result<Vec<_>>>()?;
+        let nodes = g
+            .node
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Node::decode(n, i, &opsets, &crate::ops::registry::check_node))
+            .collect::<Result<Vec<_>>>()?;
         let mut steps = 0;
         let nodes = topo_sort(nodes, &constants, &inputs, &mut steps)?;
         let mut model = Model {
@@ -194,7 +199,7 @@ impl Model {
                 }
             }
             let all_const = node.inputs.iter().all(|i| i.is_empty() || self.constants.contains_key(i));
-            if all_const && !crate::subgraph::is_control_flow(&node.op_type) {
+            if all_const && !crate::graph::is_control_flow(&node.op_type) {
                 let ins: Vec<Option<&HostTensor>> =
                     node.inputs.iter().map(|i| if i.is_empty() { None } else { self.constants.get(i) }).collect();
                 // a result no larger than its inputs (a copy, a reshape, a slice) fits what is

@@ -647,7 +647,7 @@ impl Session {
                 }
             }
         }
-        let outs = if crate::subgraph::is_control_flow(&node.op_type) {
+        let outs = if crate::graph::is_control_flow(&node.op_type) {
             self.run_control(node, ins, guard).await?
         } else {
             let cx = Cx { consts: self, node };

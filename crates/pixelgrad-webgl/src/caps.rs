@@ -5,7 +5,7 @@
 use glow::HasContext;
 use pixelgrad_core::{Error, Result};
 
-use crate::options::{PrecisionFormat, TexelFormat, WebGlOptions, WebGlReport};
+use crate::options::{TexelFormat, WebGlOptions, WebGlReport};
 
 fn has_ext(gl: &glow::Context, name: &str) -> bool {
     let e = gl.supported_extensions();
@@ -33,26 +33,6 @@ fn renderable(gl: &glow::Context, internal: u32) -> bool {
     }
 }
 
-/// The fragment stage's `highp float` as the device reports it, or as a device without highp
-/// reports it (all zeros) under [`WebGlOptions::emulate_no_highp`].
-pub(crate) fn reported_highp(highp: Option<glow::ShaderPrecisionFormat>, opts: &WebGlOptions) -> Option<PrecisionFormat> {
-    if opts.emulate_no_highp {
-        return Some(PrecisionFormat { range_max: 0, precision: 0 });
-    }
-    highp.map(|p| PrecisionFormat { range_max: p.range_max, precision: p.precision })
-}
-
-/// The report's line for a precision emulation (test mode), if one is on.
-pub(crate) fn emulation_warning(opts: &WebGlOptions) -> Option<String> {
-    opts.emulate_precision.map(|p| {
-        format!(
-            "precision emulation ({}): every value the fragment programs compute and write is rounded \
-             to half precision, as on a device computing in mediump (a test mode)",
-            p.as_str()
-        )
-    })
-}
-
 /// Queries everything and picks the format (or explains why the backend cannot run).
 pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlReport> {
     if opts.webgl1 {
@@ -69,7 +49,7 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
             gl.get_shader_precision_format(glow::FRAGMENT_SHADER, glow::HIGH_FLOAT),
         )
     };
-    let fragment_highp = reported_highp(highp, opts);
+    let fragment_highp = crate::emulation::reported_highp(highp, opts);
     let float_render_target = renderable(gl, glow::RGBA32F);
     let half_render_target = renderable(gl, glow::RGBA16F);
     let mut warnings = Vec::new();
@@ -83,7 +63,7 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
             )));
         }
     }
-    warnings.extend(emulation_warning(opts));
+    warnings.extend(crate::emulation::emulation_warning(opts));
     if opts.mediump {
         warnings.push("mediump forced by options: fragment shaders compute in mediump float (16-bit on GPUs that honour it)".to_string());
     }

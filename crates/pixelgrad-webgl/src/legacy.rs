@@ -119,7 +119,7 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
     } else {
         1
     };
-    let fragment_highp = crate::caps::reported_highp(highp, opts);
+    let fragment_highp = crate::emulation::reported_highp(highp, opts);
     if let Some(p) = fragment_highp {
         if p.precision < 23 {
             return Err(unavailable(format!(
@@ -177,7 +177,7 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
         max_draw_buffers,
         format: TexelFormat::Rgba32F,
         emulated_precision: opts.emulate_precision,
-        warnings: crate::caps::emulation_warning(opts).into_iter().collect(),
+        warnings: crate::emulation::emulation_warning(opts).into_iter().collect(),
         self_test: None,
     })
 }

@@ -119,6 +119,7 @@ mod context;
 pub mod dialect;
 #[cfg(not(target_arch = "wasm32"))]
 mod egl;
+mod emulation;
 mod fusion;
 pub mod gl1;
 pub mod glsl;
@@ -140,8 +141,9 @@ pub use backend::WebGlBackend;
 #[cfg(not(target_arch = "wasm32"))]
 pub use heatmap::save_png;
 pub use image::PixelTexture;
-pub use options::{EmulatedPrecision, HeatmapOptions, PrecisionFormat, RgbaImage, SelfTest, TexelFormat, WebGlOptions, WebGlReport};
-pub use pool::DEFAULT_POOL_BUDGET;
+pub use options::{
+    EmulatedPrecision, HeatmapOptions, PrecisionFormat, RgbaImage, SelfTest, TexelFormat, WebGlOptions, WebGlReport, DEFAULT_POOL_BUDGET,
+};
 pub use texture::{grid_texels, layout, GlTensor};
 
 /// Re-exported so callers can build a context (`glow::Context::from_webgl2_context`) for

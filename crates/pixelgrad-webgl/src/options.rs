@@ -1,5 +1,12 @@
 //! Public configuration and report types.
 
+/// Free pooled bytes kept for reuse by default: 256 MiB, the WebGPU backend's default too.
+/// Above what one training step of the models pixelgrad targets recycles (an eager loop keeps
+/// reusing its textures and allocates nothing in its steady state) and small next to the GPU
+/// memory browsers let a page use before they lose its context. Configurable
+/// ([`crate::WebGlOptions::pool_budget`], [`crate::WebGlBackend::set_pool_budget`]).
+pub const DEFAULT_POOL_BUDGET: u64 = 256 << 20;
+
 /// How to create a [`crate::WebGlBackend`].
 #[derive(Clone, Debug)]
 pub struct WebGlOptions {
@@ -79,7 +86,7 @@ impl Default for WebGlOptions {
             mediump: false,
             webgl1: false,
             group: true,
-            pool_budget: crate::pool::DEFAULT_POOL_BUDGET,
+            pool_budget: DEFAULT_POOL_BUDGET,
             emulate_precision: None,
             emulate_no_highp: false,
         }

@@ -3,7 +3,7 @@
 //!
 //! A dropped tensor's texture goes back at once (GL orders the draws that still read it).
 //! Reuse takes the most recently returned texture of the key. Past the budget
-//! ([`DEFAULT_POOL_BUDGET`] unless configured) the least recently returned textures are
+//! ([`crate::options::DEFAULT_POOL_BUDGET`] unless configured) the least recently returned textures are
 //! deleted, whatever their key, so a workload that keeps changing shapes holds at most the
 //! budget in free textures on top of what its tensors and plans hold. Deleting a texture
 //! that queued draws still read is safe in GL: the driver keeps its storage until they ran.
@@ -15,13 +15,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::context::PoolKey;
-
-/// Free pooled bytes kept for reuse by default: 256 MiB, the WebGPU backend's default too.
-/// Above what one training step of the models pixelgrad targets recycles (an eager loop keeps
-/// reusing its textures and allocates nothing in its steady state) and small next to the GPU
-/// memory browsers let a page use before they lose its context. Configurable
-/// ([`crate::WebGlOptions::pool_budget`], [`crate::WebGlBackend::set_pool_budget`]).
-pub const DEFAULT_POOL_BUDGET: u64 = 256 << 20;
 
 /// Free textures (`T`: `glow::Texture`; a stand-in in the unit tests) in least-recently-
 /// returned order.

@@ -4,6 +4,7 @@
 use pixelgrad_core::Tensor;
 
 use super::context::{Cx, V};
+use crate::graph::Node;
 use crate::host::{DType, HostTensor};
 use crate::{hostops, Result};
 
@@ -71,4 +72,93 @@ pub(super) fn cast(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         super::elementwise::trunc(&x)?
     };
     Ok(vec![V::dev(y, to)])
+}
+
+/// The shape checks of a control-flow node against its subgraphs, at load: the branches of an
+/// `If` make as many values as the node has outputs; a `Loop` body takes the iteration
+/// number, the condition and one value per carried input, and makes the condition, the
+/// carried values and the scan outputs; a `Scan` body takes one value per input and makes
+/// one per output. Called before the outer reads are appended. Other nodes pass.
+pub(crate) fn check_control_flow(node: &Node) -> Result<()> {
+    let n_in = node.inputs.len();
+    let n_out = node.outputs.len();
+    match node.op_type.as_str() {
+        "If" => {
+            for branch in ["then_branch", "else_branch"] {
+                let g = node.graph(branch)?;
+                if g.outputs.len() != n_out {
+                    return Err(node.err(format!("{branch} makes {} values, but the node has {n_out} outputs", g.outputs.len())));
+                }
+                if !g.inputs.is_empty() {
+                    return Err(node.err(format!("{branch} declares {} inputs; an If branch takes none", g.inputs.len())));
+                }
+            }
+        }
+        "Loop" => {
+            let body = node.graph("body")?;
+            let carried = n_in.saturating_sub(2);
+            if body.inputs.len() != 2 + carried {
+                return Err(node.err(format!(
+                    "body takes {} inputs; with {carried} loop-carried values it must take {} (iteration number, condition, then the carried values)",
+                    body.inputs.len(),
+                    2 + carried
+                )));
+            }
+            if body.outputs.len() < 1 + carried {
+                return Err(node.err(format!(
+                    "body makes {} values; with {carried} loop-carried values it must make at least {} (condition, then the carried values)",
+                    body.outputs.len(),
+                    1 + carried
+                )));
+            }
+            if n_out != body.outputs.len() - 1 {
+                return Err(node.err(format!(
+                    "has {n_out} outputs; its body makes {} values after the condition (carried values, then scan outputs)",
+                    body.outputs.len() - 1
+                )));
+            }
+        }
+        "Scan" => {
+            if node.opset < 9 {
+                return Err(node.err("Scan before opset 9 (sequence_lens and a batch axis) is not supported"));
+            }
+            let body = node.graph("body")?;
+            let m = node.int("num_scan_inputs", 0)?;
+            let m = usize::try_from(m)
+                .ok()
+                .filter(|&m| m >= 1 && m <= n_in)
+                .ok_or_else(|| node.err(format!("num_scan_inputs is {m}; it must be between 1 and the number of inputs ({n_in})")))?;
+            let state = n_in - m;
+            if body.inputs.len() != n_in {
+                return Err(node.err(format!("body takes {} inputs; the node has {n_in} ({state} state, {m} scanned)", body.inputs.len())));
+            }
+            if body.outputs.len() != n_out || n_out < state {
+                return Err(node.err(format!(
+                    "body makes {} values and the node has {n_out} outputs; both must be the {state} state values and the scan outputs",
+                    body.outputs.len()
+                )));
+            }
+            let k = n_out - state;
+            for (attr, want) in
+                [("scan_input_axes", m), ("scan_input_directions", m), ("scan_output_axes", k), ("scan_output_directions", k)]
+            {
+                if let Some(v) = node.ints(attr)? {
+                    if v.len() != want {
+                        return Err(node.err(format!("{attr} has {} entries; it needs {want}", v.len())));
+                    }
+                }
+            }
+            for attr in ["scan_input_directions", "scan_output_directions"] {
+                if let Some(d) = node.ints(attr)?.and_then(|v| v.into_iter().find(|d| *d != 0 && *d != 1)) {
+                    return Err(node.err(format!("{attr} has direction {d}; directions are 0 (forward) or 1 (reverse)")));
+                }
+            }
+        }
+        _ => {
+            if let Some((attr, _)) = crate::graph::graphs(node).first() {
+                return Err(node.err(format!("attribute '{attr}' is a graph, which {} does not take", node.op_type)));
+            }
+        }
+    }
+    Ok(())
 }

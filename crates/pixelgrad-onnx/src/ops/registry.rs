@@ -29,7 +29,7 @@ use super::context::{HostEval, Run};
 use super::{contrib, conv, einsum, elementwise, linalg, loss, meta, movement, norm, pool, quant, reduce, resize, rnn, select};
 use crate::graph::Node;
 use crate::hostops;
-use crate::Result;
+use crate::{OnnxError, Result};
 
 /// The operator sets pixelgrad reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -141,6 +141,25 @@ const fn s(
     required_attrs: &'static [&'static str],
 ) -> Schema {
     Schema { since, inputs, outputs, optional_inputs, required_attrs }
+}
+
+/// The loader's check of every decoded node, in the main graph and in subgraphs
+/// (`Node::decode` is given it): an operator pixelgrad does not read is an
+/// [`OnnxError::UnsupportedOp`] naming the node, the domain and the opset; then the row's
+/// arity and required attributes, and a control-flow node's subgraphs against its inputs and
+/// outputs.
+pub(crate) fn check_node(node: &Node) -> Result<()> {
+    let dom = if node.domain == "ai.onnx" { "" } else { node.domain.as_str() };
+    let Some(row) = find(dom, &node.op_type) else {
+        return Err(OnnxError::UnsupportedOp {
+            op_type: node.op_type.clone(),
+            node: node.name.clone(),
+            domain: node.domain.clone(),
+            opset: node.opset,
+        });
+    };
+    check(node, row)?;
+    super::meta::check_control_flow(node)
 }
 
 const fn row(domain: Domain, name: &'static str, schemas: &'static [Schema], run: Run) -> OpRow {
@@ -389,7 +408,7 @@ pub fn find(domain: &str, op_type: &str) -> Option<&'static OpRow> {
 /// The row named `op_type` in either domain, for what a row says beyond how it runs (nodes
 /// were checked against their domain's rows when the model was read). One name is in both
 /// domains, `Gelu`; its two rows agree on every field but `run` (a test checks), and
-/// dispatch ([`super::run`]) goes by [`find`].
+/// dispatch (`ops::run`) goes by [`find`].
 pub fn by_name(op_type: &str) -> Option<&'static OpRow> {
     static INDEX: OnceLock<HashMap<&'static str, &'static OpRow>> = OnceLock::new();
     INDEX.get_or_init(|| OPS.iter().map(|r| (r.name, r)).collect()).get(op_type).copied()

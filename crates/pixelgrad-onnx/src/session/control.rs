@@ -1,5 +1,5 @@
 //! Control flow while a session runs: `If`, `Loop` and `Scan` run the nodes of their
-//! subgraphs ([`crate::subgraph::Subgraph`]) through the same operator dispatch as the main
+//! subgraphs ([`crate::graph::Subgraph`]) through the same operator dispatch as the main
 //! graph's nodes ([`Session::exec_node`]), so they run on every backend and record gradients
 //! like any other node.
 //!
@@ -24,9 +24,9 @@ use pixelgrad_core::Tensor;
 use super::limits::RunGuard;
 use super::Session;
 use crate::graph::Node;
+use crate::graph::{self, Subgraph};
 use crate::host::{DType, HostTensor};
 use crate::ops::{upload, V};
-use crate::subgraph::{self, Subgraph};
 use crate::Result;
 
 /// What [`Session::run_control`] returns: boxed, as subgraphs nest control flow again.
@@ -41,11 +41,11 @@ impl Session {
     /// values its subgraphs read).
     pub(super) fn run_control<'a>(&'a self, node: &'a Node, ins: Vec<Option<V>>, guard: &'a mut RunGuard) -> Outs<'a> {
         Box::pin(async move {
-            let declared = subgraph::declared_inputs(node);
+            let declared = graph::declared_inputs(node);
             let mut formal = ins;
             let outer_vals = formal.split_off(declared.min(formal.len()));
             let outer: HashMap<String, V> =
-                subgraph::outer_reads(node).into_iter().zip(outer_vals).filter_map(|(name, v)| Some((name, v?))).collect();
+                graph::outer_reads(node).into_iter().zip(outer_vals).filter_map(|(name, v)| Some((name, v?))).collect();
             match node.op_type.as_str() {
                 "If" => self.run_if(node, &formal, outer, guard).await,
                 "Loop" => self.run_loop(node, &formal, outer, guard).await,
