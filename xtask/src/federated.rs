@@ -706,13 +706,16 @@ fn run(o: &Opts) -> Result<(), String> {
                 let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
                     continue;
                 };
-                let acc = v["evaluate"]["accuracy"].as_f64();
+                // Nodes that share only what the strategy needs (`--share-metrics minimal`, the
+                // default) send no evaluation and no train loss.
+                let evaluated = match (v["evaluate"]["accuracy"].as_f64(), v["evaluate_replies"].as_u64()) {
+                    (Some(a), Some(n)) => format!("global model accuracy {a:.4} on {n} nodes' test shards"),
+                    _ => "not evaluated on the nodes (they share no metrics)".to_string(),
+                };
+                let loss = v["train"]["train_loss"].as_f64().map(|a| format!(", train loss {a:.4}")).unwrap_or_default();
                 say(format!(
-                    "round {:>2}: global model accuracy {} on {} nodes' test shards, train loss {} ({} train replies), {:.0} s",
+                    "round {:>2}: {evaluated}{loss} ({} train replies), {:.0} s",
                     v["round"],
-                    acc.map(|a| format!("{a:.4}")).unwrap_or_else(|| "-".into()),
-                    v["evaluate_replies"],
-                    v["train"]["train_loss"].as_f64().map(|a| format!("{a:.4}")).unwrap_or_else(|| "-".into()),
                     v["train_replies"],
                     v["seconds"].as_f64().unwrap_or(0.0)
                 ));
