@@ -11,7 +11,9 @@ use std::sync::Once;
 
 use pixelgrad_core::{Device, Error};
 use pixelgrad_cpu::CpuBackend;
-use pixelgrad_nn::presets::{ModelSpec, Preset};
+mod support;
+
+use pixelgrad_nn::presets::Preset;
 use pixelgrad_nn::train::{fit, Callbacks, FitOptions, PrecisionAction, PrecisionCheck, Samples, PRECISION_CHECK_STEPS};
 use pixelgrad_nn::{Module, OptimizerKind};
 use pixelgrad_webgl::{EmulatedPrecision, TexelFormat, WebGlBackend, WebGlOptions};
@@ -115,14 +117,8 @@ fn train(dev: &Device, opt: &str) -> (String, f32, Option<PrecisionCheck>) {
 }
 
 fn train_preset(dev: &Device, preset: Preset, opt: &str, lr: f32, batch_size: usize) -> (String, f32, Option<PrecisionCheck>) {
-    let split = pixelgrad_data::digits_split(0.2, 7).unwrap();
-    let (train, test) = if preset == Preset::SeedMlp {
-        (pixelgrad_data::seed_mlp_view(&split.train).unwrap(), pixelgrad_data::seed_mlp_view(&split.test).unwrap())
-    } else {
-        (split.train, split.test)
-    };
+    let (train, test, model) = support::digits_for(dev, preset);
     let shape = train.shape();
-    let model = ModelSpec { preset, input: shape, classes: train.classes() }.build(dev, 3).unwrap();
     let mut o = OptimizerKind::parse(opt).unwrap().build(lr);
     let s = Samples::new(train.images(), &shape, train.labels()).unwrap();
     let t = Samples::new(test.images(), &shape, test.labels()).unwrap();

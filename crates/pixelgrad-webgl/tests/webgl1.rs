@@ -7,7 +7,9 @@ use std::ops::ControlFlow;
 
 use pixelgrad_core::{Device, Error, Tensor, Window};
 use pixelgrad_cpu::CpuBackend;
-use pixelgrad_nn::presets::{ModelSpec, Preset};
+mod support;
+
+use pixelgrad_nn::presets::Preset;
 use pixelgrad_nn::train::{fit, Callbacks, FitOptions, Samples, StepLog};
 use pixelgrad_nn::OptimizerKind;
 use pixelgrad_webgl::{HeatmapOptions, WebGlBackend, WebGlOptions};
@@ -140,14 +142,8 @@ impl Callbacks for Losses {
 /// Trains `preset` on the digits for `epochs` with `opt` and returns the logged losses and the
 /// final test accuracy.
 fn train(dev: &Device, preset: Preset, opt: &str, epochs: usize) -> (Vec<f32>, f32) {
-    let split = pixelgrad_data::digits_split(0.2, 7).unwrap();
-    let (train, test) = if preset == Preset::SeedMlp {
-        (pixelgrad_data::seed_mlp_view(&split.train).unwrap(), pixelgrad_data::seed_mlp_view(&split.test).unwrap())
-    } else {
-        (split.train, split.test)
-    };
+    let (train, test, model) = support::digits_for(dev, preset);
     let shape = train.shape();
-    let model = ModelSpec { preset, input: shape, classes: train.classes() }.build(dev, 3).unwrap();
     let lr = match opt {
         "sgd" | "momentum" | "nesterov" => 0.05,
         _ => 0.003,
