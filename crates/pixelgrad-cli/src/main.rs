@@ -12,6 +12,7 @@ mod measure;
 mod outdir;
 mod plot;
 mod predict;
+mod privacy;
 mod run;
 mod train;
 mod weights;
@@ -66,6 +67,9 @@ enum Cmd {
     Export(export::ExportArgs),
     /// Join a Flower federation as a node (train on a local partition, send only parameters).
     Federated(federated::FederatedArgs),
+    /// The (epsilon, delta) a number of Gaussian releases cost (the accountant a federated
+    /// node keeps its budget with), to plan rounds and noise before a federation runs.
+    Privacy(privacy::PrivacyArgs),
 }
 
 /// Headless machines often lack `XDG_RUNTIME_DIR`; the Vulkan/EGL loaders then print an
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         Cmd::Inspect(a) => inspect::run(a),
         Cmd::Export(a) => export::run(a),
         Cmd::Federated(a) => federated::run(a),
+        Cmd::Privacy(a) => privacy::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -160,3 +160,34 @@ fn model_file_that_does_not_fit_its_architecture() {
     std::fs::remove_dir_all(&d).ok();
     let _ = repo_root();
 }
+
+/// `pixelgrad privacy` answers with the node's own accountant (itself checked against
+/// dp-accounting in the flower crate's tests), and refuses what has no answer.
+#[test]
+fn privacy_reports_the_accountants_epsilon_and_refuses_bad_settings() {
+    use pixelgrad_flower::accountant::RdpAccountant;
+    let out = bin().args(["privacy", "--noise-multiplier", "1.1", "--releases", "20", "--delta", "1e-5", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j = last_json(&out);
+    let mut acc = RdpAccountant::new();
+    acc.compose(1.0, 1.1, 20);
+    assert_eq!(j["epsilon"].as_f64().unwrap(), acc.epsilon(1e-5));
+    assert_eq!(j["releases"], 20);
+    // more releases cost more; sampling lowers the cost
+    let eps = |extra: &[&str]| {
+        let mut args = vec!["privacy", "--noise-multiplier", "1.1", "--json"];
+        args.extend_from_slice(extra);
+        last_json(&bin().args(&args).output().unwrap())["epsilon"].as_f64().unwrap()
+    };
+    assert!(eps(&["--releases", "40"]) > eps(&["--releases", "20"]));
+    assert!(eps(&["--releases", "20", "--sampling-rate", "0.1"]) < eps(&["--releases", "20"]));
+    // local DP's per-round setting as a multiplier: std sqrt(2 ln(1.25/delta)) C / eps over C
+    let j = last_json(&bin().args(["privacy", "--local-dp", "2,1e-5,5", "--json"]).output().unwrap());
+    let z = (2.0 * (1.25f64 / 1e-5).ln()).sqrt() / 2.0;
+    assert!((j["noise_multiplier"].as_f64().unwrap() - z).abs() < 1e-12, "{j}");
+    fails_with(&["privacy", "--noise-multiplier", "0"], "noise multiplier must be a positive number");
+    fails_with(&["privacy", "--noise-multiplier", "1", "--releases", "0"], "--releases must be between");
+    fails_with(&["privacy", "--noise-multiplier", "1", "--sampling-rate", "1.5"], "--sampling-rate must be in");
+    fails_with(&["privacy", "--noise-multiplier", "1", "--delta", "1"], "--delta must be in");
+    fails_with(&["privacy", "--local-dp", "2,1e-5"], "--local-dp");
+}
