@@ -1,5 +1,5 @@
 //! `cargo xtask bench-federated [--nodes 4,8] [--rounds R] [--dataset digits|idx:DIR] [--alpha A]
-//! [--epochs E] [--lr X] [--debug-cli] [--no-build] [--out FILE]`:
+//! [--epochs E] [--lr X] [--privacy] [--debug-cli] [--no-build] [--out FILE]`:
 //! what SecAgg+ costs per round against plain FedAvg, and what it does to accuracy, for
 //! federations of native nodes on the embedded digits or MNIST (`idx:../shared/data/mnist`),
 //! each node on a Dirichlet(A) label shard (non-IID; the same model, data split and seeds in
@@ -13,8 +13,16 @@
 //!   stage (Flower's `SecAggPlusWorkflow`, timed around each stage: sending, waiting for the
 //!   replies and the server's own work).
 //!
-//! Writes `web/bench/results/federated-<date>.json` (date, commit and machine) and regenerates
-//! `docs/benchmarks.md`. A benchmark, never a test: nothing is asserted.
+//! With `--privacy` it runs every privacy mode instead, on the same shards and seeds: plain,
+//! client-side clipping (the shipped default and a noise multiplier of 1), local DP, SecAgg+,
+//! SecAgg+ with local DP and SecAgg+ with distributed DP ([`PRIVACY_MODES`]), recording each
+//! one's final accuracy, the cumulative ε the nodes report, and for client-side clipping the ε
+//! the server's own noise would give (`server_epsilon` of `xtask federated`): the numbers of
+//! the federated guide's privacy table, from one run.
+//!
+//! Writes `web/bench/results/federated-<date>.json` (`privacy-<date>.json` with `--privacy`;
+//! date, commit and machine) and regenerates `docs/benchmarks.md`. A benchmark, never a test:
+//! nothing is asserted.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,6 +37,40 @@ struct Options {
     alpha: String,
     epochs: usize,
     lr: String,
+    privacy: bool,
+}
+
+/// One federation of a run: SecAgg+ or not, and the `--dp` of `xtask federated`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Mode {
+    secagg: bool,
+    dp: &'static str,
+}
+
+/// The modes of the cost comparison (the default).
+const COST_MODES: &[Mode] = &[Mode { secagg: false, dp: "off" }, Mode { secagg: true, dp: "off" }];
+
+/// The modes of `--privacy`: the federated guide's table, with the settings the guide and
+/// `scripts/flower-tests.sh` use (client clipping: the default C = 5, Z = 0.001, then Z = 1;
+/// local DP: epsilon 8 per round at delta 1e-5, clip 1; distributed DP: Z = 0.3, clip 1).
+const PRIVACY_MODES: &[Mode] = &[
+    Mode { secagg: false, dp: "off" },
+    Mode { secagg: false, dp: "client-clip" },
+    Mode { secagg: false, dp: "client-clip:5,1" },
+    Mode { secagg: false, dp: "local:8,1e-5,1" },
+    Mode { secagg: true, dp: "off" },
+    Mode { secagg: true, dp: "local:8,1e-5,1" },
+    Mode { secagg: true, dp: "distributed:0.3,1,1e-5" },
+];
+
+impl Mode {
+    fn name(&self) -> &'static str {
+        if self.secagg {
+            "secagg+"
+        } else {
+            "plain"
+        }
+    }
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -42,6 +84,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         alpha: "0.5".into(),
         epochs: 1,
         lr: "0.005".into(),
+        privacy: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -73,6 +116,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 v.parse::<f64>().ok().filter(|&x| x > 0.0).ok_or(format!("--lr '{v}': a positive number"))?;
                 o.lr = v;
             }
+            "--privacy" => o.privacy = true,
             "--debug-cli" => o.debug_cli = true,
             "--no-build" => o.build = false,
             "--out" => o.out = Some(PathBuf::from(val("--out")?)),
@@ -103,7 +147,7 @@ fn mean(v: &[f64]) -> Option<f64> {
 }
 
 /// One row of the result from a federation's summary line.
-fn row(nodes: usize, secagg: Option<(usize, usize)>, rounds: usize, s: &serde_json::Value) -> serde_json::Value {
+fn row(nodes: usize, secagg: Option<(usize, usize)>, dp: &str, rounds: usize, s: &serde_json::Value) -> serde_json::Value {
     let natives: Vec<&serde_json::Value> = s["clients"].as_array().into_iter().flatten().filter(|c| c["kind"] == "native").collect();
     let per_round = |key: &str| mean(&natives.iter().filter_map(|c| c[key].as_f64()).map(|b| b / rounds as f64).collect::<Vec<_>>());
     let mut stages: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
@@ -141,6 +185,11 @@ fn row(nodes: usize, secagg: Option<(usize, usize)>, rounds: usize, s: &serde_js
         "serverStageSeconds": server,
         "trainReplies": rows.iter().map(|r| r["train_replies"].clone()).collect::<Vec<_>>(),
         "finalAccuracy": s["final_accuracy"],
+        "dp": dp,
+        "dpLabel": s["dp"],
+        "epsilon": s["epsilon"],
+        "delta": s["delta"],
+        "serverEpsilon": s["server_epsilon"],
     })
 }
 
@@ -150,12 +199,15 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
     let xtask = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let mut rows = Vec::new();
     let mut built = !o.build;
+    let modes = if o.privacy { PRIVACY_MODES } else { COST_MODES };
     for &nodes in &o.nodes {
-        for secagg in [None, Some(secagg_of(nodes))] {
+        for mode in modes {
+            let secagg = mode.secagg.then(|| secagg_of(nodes));
             let mut c = Command::new(&xtask);
             c.current_dir(root)
                 .args(["federated", "--rounds", &o.rounds.to_string(), "--browsers", "0", "--native", &nodes.to_string()])
-                .args(["--dataset", &o.dataset, "--alpha", &o.alpha, "--epochs", &o.epochs.to_string(), "--lr", &o.lr, "--json"]);
+                .args(["--dataset", &o.dataset, "--alpha", &o.alpha, "--epochs", &o.epochs.to_string(), "--lr", &o.lr, "--json"])
+                .args(["--dp", mode.dp]);
             if let Some((sh, t)) = secagg {
                 c.args(["--secagg", &format!("{sh},{t}")]);
             }
@@ -166,18 +218,16 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
                 c.arg("--no-build");
             }
             built = true;
-            eprintln!("xtask bench-federated: {nodes} nodes, {}", if secagg.is_some() { "SecAgg+" } else { "plain" });
+            eprintln!("xtask bench-federated: {nodes} nodes, {}, dp {}", if mode.secagg { "SecAgg+" } else { "plain" }, mode.dp);
             let out = c.output().map_err(|e| format!("xtask federated: {e}"))?;
             let stdout = String::from_utf8_lossy(&out.stdout);
             let summary = stdout.lines().rev().find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
             match (out.status.success(), summary) {
-                (true, Some(s)) => rows.push(row(nodes, secagg, o.rounds, &s)),
+                (true, Some(s)) => rows.push(row(nodes, secagg, mode.dp, o.rounds, &s)),
                 _ => {
                     let err = String::from_utf8_lossy(&out.stderr).lines().rfind(|l| !l.trim().is_empty()).unwrap_or("failed").to_string();
                     eprintln!("  {err}");
-                    rows.push(
-                        serde_json::json!({"nodes": nodes, "mode": if secagg.is_some() { "secagg+" } else { "plain" }, "error": err}),
-                    );
+                    rows.push(serde_json::json!({"nodes": nodes, "mode": mode.name(), "dp": mode.dp, "error": err}));
                 }
             }
         }
@@ -186,18 +236,24 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
         "date": date,
         "machine": machine,
         "about": format!(
-            "`cargo xtask federated --browsers 0 --native N --dataset {} --alpha {} --epochs {} --lr {} --rounds {}` per row ({} build of the CLI), plain FedAvg and through flwr's SecAggPlusWorkflow (N shares, threshold N/2 + 1) on the same non-IID shards and seeds; final accuracy of the global model on the whole test set; every node and the SuperLink on this one machine, so client and server times include sharing its cores.",
+            "`cargo xtask federated --browsers 0 --native N --dataset {} --alpha {} --epochs {} --lr {} --rounds {}` per row ({} build of the CLI), {} on the same non-IID shards and seeds; final accuracy of the global model on the whole test set; every node and the SuperLink on this one machine, so client and server times include sharing its cores.",
             o.dataset,
             o.alpha,
             o.epochs,
             o.lr,
             o.rounds,
-            if o.debug_cli { "debug" } else { "release" }
+            if o.debug_cli { "debug" } else { "release" },
+            if o.privacy {
+                "with each row's `--dp`, plain FedAvg or through flwr's SecAggPlusWorkflow (N shares, threshold N/2 + 1)"
+            } else {
+                "plain FedAvg and through flwr's SecAggPlusWorkflow (N shares, threshold N/2 + 1)"
+            }
         ),
         "rows": rows,
     });
     let stamp = date[..19].replace(':', "-");
-    let out = o.out.clone().unwrap_or_else(|| root.join("web/bench/results").join(format!("federated-{stamp}.json")));
+    let kind = if o.privacy { "privacy" } else { "federated" };
+    let out = o.out.clone().unwrap_or_else(|| root.join("web/bench/results").join(format!("{kind}-{stamp}.json")));
     crate::bench_report::write_result("bench-federated", &out, &result)
 }
 
@@ -221,7 +277,7 @@ mod tests {
             ],
             "final_accuracy": 0.9,
         });
-        let r = row(2, Some((2, 2)), 2, &s);
+        let r = row(2, Some((2, 2)), "off", 2, &s);
         assert_eq!(r["bytesUpPerNodeRound"], 150.0);
         assert_eq!(r["bytesDownPerNodeRound"], 300.0);
         assert_eq!(r["clientSeconds"]["train"], 2.0);
@@ -249,5 +305,29 @@ mod tests {
         assert_eq!(parse(&[]).unwrap().dataset, "digits");
         assert!(parse(&["--alpha".into(), "0".into()]).is_err());
         assert!(parse(&["--epochs".into(), "0".into()]).is_err());
+    }
+
+    #[test]
+    fn the_privacy_run_covers_every_mode_of_the_guides_table() {
+        assert!(parse(&["--privacy".into()]).unwrap().privacy);
+        // every mode's --dp is one `xtask federated` accepts, and distributed DP only with SecAgg+
+        for m in PRIVACY_MODES {
+            assert!(crate::federated::parse_dp(m.dp).is_ok(), "{m:?}");
+            assert!(!m.dp.starts_with("distributed") || m.secagg, "{m:?}");
+        }
+        let has = |secagg: bool, prefix: &str| PRIVACY_MODES.iter().any(|m| m.secagg == secagg && m.dp.starts_with(prefix));
+        assert!(has(false, "off") && has(false, "client-clip") && has(false, "local:"));
+        assert!(has(true, "off") && has(true, "local:") && has(true, "distributed:"));
+        assert_eq!(COST_MODES.iter().map(Mode::name).collect::<Vec<_>>(), ["plain", "secagg+"]);
+    }
+
+    #[test]
+    fn a_row_carries_the_privacy_the_federation_reported() {
+        let s = serde_json::json!({"clients": [], "per_round": [], "final_accuracy": 0.5, "dp": "client-clip (clipping norm 5, noise multiplier 1)", "epsilon": null, "delta": null, "server_epsilon": 12.5});
+        let r = row(4, None, "client-clip:5,1", 3, &s);
+        assert_eq!(
+            (r["dp"].as_str(), r["serverEpsilon"].as_f64(), r["mode"].as_str()),
+            (Some("client-clip:5,1"), Some(12.5), Some("plain"))
+        );
     }
 }

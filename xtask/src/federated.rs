@@ -203,17 +203,20 @@ fn parse(args: &[String]) -> Result<Opts, String> {
 }
 
 /// What `--dp` asks of the ServerApp (run config) and of the nodes (local DP option).
-struct Dp {
+pub(crate) struct Dp {
     run_config: String,
     local: Option<String>,
     /// NOISE_MULTIPLIER,CLIP,DELTA: each node's share of the noise under SecAgg+
     distributed: Option<String>,
+    /// Client-side clipping: the noise multiplier the ServerApp's own noise has for one node's
+    /// clipped update (Flower adds N(0, (Z C / n)^2) to the mean of n updates clipped to C).
+    server_noise: Option<f64>,
     label: String,
 }
 
-fn parse_dp(s: &str) -> Result<Dp, String> {
+pub(crate) fn parse_dp(s: &str) -> Result<Dp, String> {
     if s == "off" {
-        return Ok(Dp { run_config: "dp=\"off\"".into(), local: None, distributed: None, label: "off".into() });
+        return Ok(Dp { run_config: "dp=\"off\"".into(), local: None, distributed: None, server_noise: None, label: "off".into() });
     }
     // Client-side clipping defaults: C = 5, about the L2 norm of one local epoch's update of
     // the MNIST MLP (so clipping bites in early rounds), and noise multiplier Z = 0.001 (the
@@ -229,6 +232,7 @@ fn parse_dp(s: &str) -> Result<Dp, String> {
             run_config: format!("dp=\"client-clip\" clipping-norm={c} noise-multiplier={z}"),
             local: None,
             distributed: None,
+            server_noise: Some(z),
             label: format!("client-clip (clipping norm {c}, noise multiplier {z})"),
         });
     }
@@ -241,6 +245,7 @@ fn parse_dp(s: &str) -> Result<Dp, String> {
             run_config: "dp=\"off\"".into(),
             local: Some(rest.to_string()),
             distributed: None,
+            server_noise: None,
             label: format!("local (epsilon, delta, clip = {rest})"),
         });
     }
@@ -253,6 +258,7 @@ fn parse_dp(s: &str) -> Result<Dp, String> {
             run_config: "dp=\"off\"".into(),
             local: None,
             distributed: Some(rest.to_string()),
+            server_noise: None,
             label: format!("distributed under SecAgg+ (noise multiplier, clip, delta = {rest})"),
         });
     }
@@ -910,6 +916,29 @@ fn run(o: &Opts) -> Result<(), String> {
     let ev = last_json(&sh(&mut c, "pixelgrad eval of the final global model")?).ok_or("pixelgrad eval printed no JSON")?;
     let final_accuracy = ev["test_accuracy"].as_f64().ok_or("pixelgrad eval gave no test_accuracy")?;
     say(format!("final global model: test accuracy {final_accuracy:.4} on the full test set ({})", o.dataset));
+    // Client-side clipping: the nodes add nothing, so no node reports an epsilon. What the
+    // server's noise would give (if it adds what its config says and weighs nodes equally; a
+    // node cannot check either) is the accountant's answer for one release per round.
+    let server_epsilon = match dp.server_noise {
+        Some(z) => {
+            let mut c = Command::new(&pixelgrad);
+            c.args([
+                "privacy",
+                "--noise-multiplier",
+                &z.to_string(),
+                "--releases",
+                &rows.len().max(1).to_string(),
+                "--delta",
+                "1e-5",
+                "--json",
+            ]);
+            let j = last_json(&sh(&mut c, "pixelgrad privacy")?).ok_or("pixelgrad privacy printed no JSON")?;
+            let e = j["epsilon"].as_f64().ok_or("pixelgrad privacy gave no epsilon")?;
+            say(format!("client-side clipping: the server's noise (multiplier {z}) would give epsilon {e:.4} at delta 1e-5 after {} rounds, if it adds it and weighs nodes equally", rows.len()));
+            Some(e)
+        }
+        None => None,
+    };
     procs.stop_all();
 
     if o.json {
@@ -924,6 +953,7 @@ fn run(o: &Opts) -> Result<(), String> {
             "secagg": o.secagg.map(|(s, t)| serde_json::json!({"shares": s, "threshold": t})),
             "epsilon": epsilon,
             "delta": delta,
+            "server_epsilon": server_epsilon,
             "max_epsilon": o.max_epsilon,
             "strategy": o.strategy,
             "dataset": o.dataset,

@@ -9,6 +9,7 @@
 //   camera-<date>.json       `node web/bench/camera.mjs`: the camera demo end to end
 //   quality-<date>.json      `cargo xtask bench-quality`: test accuracy per workload and backend
 //   federated-<date>.json    `cargo xtask bench-federated`: SecAgg+ against plain FedAvg per round
+//   privacy-<date>.json      `cargo xtask bench-federated --privacy`: accuracy and epsilon per privacy mode
 // Files written before the runners recorded their date, commit and machine get them from
 // provenance.json (taken from the git history; it says so).
 import { renderMarkdown as renderTraining, START as TRAINING_START, END as TRAINING_END } from './report.mjs';
@@ -17,7 +18,7 @@ import { renderMarkdown as renderInference, START as INFERENCE_START, END as INF
 /** The benchmark a result file belongs to, from its name; null for files that are not results. */
 export function kindOf(name) {
   if (!name.endsWith('.json') || name === 'provenance.json') return null;
-  for (const k of ['inference', 'preprocess', 'camera', 'quality', 'federated']) if (name.startsWith(`${k}-`)) return k;
+  for (const k of ['inference', 'preprocess', 'camera', 'quality', 'federated', 'privacy']) if (name.startsWith(`${k}-`)) return k;
   return /^\d{4}-\d{2}-\d{2}T/.test(name) ? 'training' : null;
 }
 
@@ -206,6 +207,35 @@ function federatedSection(run) {
   return L.join('\n');
 }
 
+function privacySection(run) {
+  const { meta, files } = run;
+  const j = files[0].json;
+  const eps = (x) => (x == null ? '–' : x >= 1e4 ? x.toExponential(1) : x.toFixed(2));
+  const L = [
+    '## Federated learning: accuracy and privacy budget per mode (`cargo xtask bench-federated --privacy`)',
+    '',
+    `Run: ${meta.date}, commit ${meta.commit}, ${meta.machine}; \`web/bench/results/${files[0].name}\`.`,
+    j.about ?? '',
+    "ε per node is the largest cumulative ε any node reported after the last round, at the mode's δ",
+    '(nodes that add no noise report none). For client-side clipping the nodes add nothing: the',
+    "server's ε is what its own noise would give (one Gaussian release per round, every node",
+    'weighted equally), which a node cannot check.',
+    '',
+    '| nodes | mode | `--dp` | final acc. | ε per node (δ) | ε of the server\'s noise (δ 1e-5) |',
+    '| --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const r of j.rows) {
+    const mode = r.mode === 'plain' ? 'plain' : r.secagg ? `SecAgg+ (${r.secagg.shares} shares, threshold ${r.secagg.threshold})` : 'SecAgg+';
+    if (r.error) {
+      L.push(`| ${r.nodes} | ${mode} | \`${r.dp}\` | failed: ${r.error.split('\n')[0].slice(0, 80)} | | |`);
+      continue;
+    }
+    const node = r.epsilon == null ? '–' : `${eps(r.epsilon)} (${r.delta})`;
+    L.push(`| ${r.nodes} | ${mode} | \`${r.dp}\` | ${r.finalAccuracy == null ? 'n/a' : (100 * r.finalAccuracy).toFixed(2) + ' %'} | ${node} | ${eps(r.serverEpsilon)} |`);
+  }
+  return L.join('\n');
+}
+
 const SECTIONS = [
   ['training', trainingSection, '`cargo xtask bench`'],
   ['inference', inferenceSection, '`cargo xtask bench --inference`'],
@@ -247,9 +277,10 @@ export function renderBenchmarksDoc(files, provenance = {}) {
   }
   out.push(qualitySection(current('quality')), '');
   if (current('federated')) out.push(federatedSection(current('federated')), '');
+  if (current('privacy')) out.push(privacySection(current('privacy')), '');
 
   const earlier = [];
-  for (const [k, , cmd] of [...SECTIONS, ['quality', null, '`cargo xtask bench-quality`'], ['federated', null, '`cargo xtask bench-federated`']]) {
+  for (const [k, , cmd] of [...SECTIONS, ['quality', null, '`cargo xtask bench-quality`'], ['federated', null, '`cargo xtask bench-federated`'], ['privacy', null, '`cargo xtask bench-federated --privacy`']]) {
     for (const r of (runs[k] || []).slice(0, -1)) {
       for (const f of r.files) earlier.push(`| ${cmd} | \`web/bench/results/${f.name}\` | ${r.meta.date} | ${r.meta.commit}${r.meta.label ? ` (${r.meta.label})` : ''} |`);
     }

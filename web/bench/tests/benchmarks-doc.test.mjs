@@ -83,3 +83,26 @@ test('the federated section shows SecAgg+ and plain rows with bytes, client stag
   assert.match(section, /\| 4 \| SecAgg\+ \(4 shares, threshold 3\) \| 4\.0 KiB \| 8\.0 KiB \| 500 ms \| 1\.00 ms \| – \| – \| 250 ms \| 3000 ms \| – \| – \| – \| 500 ms \| 88\.00 % \|/);
   assert.match(section, /\| 8 \| SecAgg\+ .*failed: the federation did not finish/);
 });
+
+test('the privacy section shows accuracy, the nodes\' epsilon and the server\'s epsilon per mode', () => {
+  const priv = {
+    name: 'privacy-2099-01-02T00-00-00.json',
+    json: {
+      date: '2099-01-02T00:00:00.000Z',
+      machine: { cpu: 'Test CPU', cores: 2, memoryGiB: 8, commit: 'abcdef0' },
+      about: 'about',
+      rows: [
+        { nodes: 4, mode: 'plain', secagg: null, dp: 'off', finalAccuracy: 0.9, epsilon: null, delta: null, serverEpsilon: null },
+        { nodes: 4, mode: 'plain', secagg: null, dp: 'client-clip', finalAccuracy: 0.89, epsilon: null, delta: null, serverEpsilon: 123456789 },
+        { nodes: 4, mode: 'secagg+', secagg: { shares: 4, threshold: 3 }, dp: 'distributed:0.3,1,1e-5', finalAccuracy: 0.2, epsilon: 32.349, delta: 1e-5, serverEpsilon: null },
+        { nodes: 4, mode: 'plain', dp: 'local:8,1e-5,1', error: 'the federation did not finish' },
+      ],
+    },
+  };
+  const doc = renderBenchmarksDoc([...files, priv], provenance);
+  const section = doc.slice(doc.indexOf('## Federated learning: accuracy and privacy'));
+  assert.match(section, /\| 4 \| plain \| `off` \| 90\.00 % \| – \| – \|/);
+  assert.match(section, /\| 4 \| plain \| `client-clip` \| 89\.00 % \| – \| 1\.2e\+8 \|/);
+  assert.match(section, /\| 4 \| SecAgg\+ \(4 shares, threshold 3\) \| `distributed:0\.3,1,1e-5` \| 20\.00 % \| 32\.35 \(0\.00001\) \| – \|/);
+  assert.match(section, /`local:8,1e-5,1` \| failed: the federation did not finish/);
+});
