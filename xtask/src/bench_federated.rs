@@ -1,10 +1,12 @@
 //! `cargo xtask bench-federated [--nodes 4,8] [--rounds R] [--dataset digits|idx:DIR] [--alpha A]
-//! [--epochs E] [--lr X] [--privacy] [--debug-cli] [--no-build] [--out FILE]`:
+//! [--epochs E] [--lr X] [--browsers K [--backends LIST]] [--privacy] [--debug-cli] [--no-build]
+//! [--out FILE]`:
 //! what SecAgg+ costs per round against plain FedAvg, and what it does to accuracy, for
 //! federations of native nodes on the embedded digits or MNIST (`idx:../shared/data/mnist`),
 //! each node on a Dirichlet(A) label shard (non-IID; the same model, data split and seeds in
-//! both modes). Each (nodes, mode) is one `cargo xtask federated --json` run through the pinned
-//! flwr SuperLink; from its summary:
+//! both modes). With `--browsers K`, K of each federation's nodes are headless Chromium tabs
+//! (backends from `--backends`, in turn) and the rest native. Each (nodes, mode) is one
+//! `cargo xtask federated --json` run through the pinned flwr SuperLink; from its summary:
 //!
 //! - bytes up and down per node per round (the nodes' own counts of Fleet API bodies);
 //! - client compute per stage: local training, and each SecAgg+ stage the node computes (key
@@ -27,6 +29,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[derive(Debug)]
 struct Options {
     nodes: Vec<usize>,
     rounds: usize,
@@ -38,6 +41,9 @@ struct Options {
     epochs: usize,
     lr: String,
     privacy: bool,
+    /// Nodes of each federation that are browser tabs (the rest are native).
+    browsers: usize,
+    backends: Option<String>,
 }
 
 /// One federation of a run: SecAgg+ or not, and the `--dp` of `xtask federated`.
@@ -85,6 +91,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
         epochs: 1,
         lr: "0.005".into(),
         privacy: false,
+        browsers: 0,
+        backends: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -117,11 +125,19 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 o.lr = v;
             }
             "--privacy" => o.privacy = true,
+            "--browsers" => {
+                let v = val("--browsers")?;
+                o.browsers = v.parse().map_err(|_| format!("--browsers '{v}': a whole number"))?;
+            }
+            "--backends" => o.backends = Some(val("--backends")?),
             "--debug-cli" => o.debug_cli = true,
             "--no-build" => o.build = false,
             "--out" => o.out = Some(PathBuf::from(val("--out")?)),
             other => return Err(format!("unknown option '{other}'")),
         }
+    }
+    if o.nodes.iter().any(|&n| n < o.browsers) {
+        return Err(format!("--browsers {} is more than a federation of {:?} nodes holds", o.browsers, o.nodes));
     }
     Ok(o)
 }
@@ -185,6 +201,7 @@ fn row(nodes: usize, secagg: Option<(usize, usize)>, dp: &str, rounds: usize, s:
         "serverStageSeconds": server,
         "trainReplies": rows.iter().map(|r| r["train_replies"].clone()).collect::<Vec<_>>(),
         "finalAccuracy": s["final_accuracy"],
+        "nodeKinds": s["clients"].as_array().into_iter().flatten().map(|c| if c["kind"] == "browser" { format!("tab:{}", c["backend"].as_str().unwrap_or("?")) } else { "native".to_string() }).collect::<Vec<_>>(),
         "dp": dp,
         "dpLabel": s["dp"],
         "epsilon": s["epsilon"],
@@ -205,11 +222,15 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
             let secagg = mode.secagg.then(|| secagg_of(nodes));
             let mut c = Command::new(&xtask);
             c.current_dir(root)
-                .args(["federated", "--rounds", &o.rounds.to_string(), "--browsers", "0", "--native", &nodes.to_string()])
+                .args(["federated", "--rounds", &o.rounds.to_string()])
+                .args(["--browsers", &o.browsers.to_string(), "--native", &(nodes - o.browsers).to_string()])
                 .args(["--dataset", &o.dataset, "--alpha", &o.alpha, "--epochs", &o.epochs.to_string(), "--lr", &o.lr, "--json"])
                 .args(["--dp", mode.dp]);
             if let Some((sh, t)) = secagg {
                 c.args(["--secagg", &format!("{sh},{t}")]);
+            }
+            if let Some(b) = &o.backends {
+                c.args(["--backends", b]);
             }
             if o.debug_cli {
                 c.arg("--debug-cli");
@@ -236,12 +257,15 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
         "date": date,
         "machine": machine,
         "about": format!(
-            "`cargo xtask federated --browsers 0 --native N --dataset {} --alpha {} --epochs {} --lr {} --rounds {}` per row ({} build of the CLI), {} on the same non-IID shards and seeds; final accuracy of the global model on the whole test set; every node and the SuperLink on this one machine, so client and server times include sharing its cores.",
+            "`cargo xtask federated --browsers {} --native N-{} --dataset {} --alpha {} --epochs {} --lr {} --rounds {}{}` per row ({} build of the CLI), {} on the same non-IID shards and seeds; final accuracy of the global model on the whole test set; every node and the SuperLink on this one machine, so client and server times include sharing its cores.",
+            o.browsers,
+            o.browsers,
             o.dataset,
             o.alpha,
             o.epochs,
             o.lr,
             o.rounds,
+            o.backends.as_ref().map(|b| format!(" --backends {b}")).unwrap_or_default(),
             if o.debug_cli { "debug" } else { "release" },
             if o.privacy {
                 "with each row's `--dp`, plain FedAvg or through flwr's SecAggPlusWorkflow (N shares, threshold N/2 + 1)"
@@ -305,6 +329,15 @@ mod tests {
         assert_eq!(parse(&[]).unwrap().dataset, "digits");
         assert!(parse(&["--alpha".into(), "0".into()]).is_err());
         assert!(parse(&["--epochs".into(), "0".into()]).is_err());
+    }
+
+    #[test]
+    fn browser_tabs_are_part_of_each_federation() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let o = parse(&a(&["--nodes", "4", "--browsers", "3", "--backends", "webgpu,webgl,cpu"])).unwrap();
+        assert_eq!((o.browsers, o.backends.as_deref()), (3, Some("webgpu,webgl,cpu")));
+        assert!(parse(&a(&["--nodes", "4,8", "--browsers", "5"])).unwrap_err().contains("more than a federation"));
+        assert_eq!(parse(&[]).unwrap().browsers, 0);
     }
 
     #[test]
