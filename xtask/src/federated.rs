@@ -398,7 +398,14 @@ fn run(o: &Opts) -> Result<(), String> {
     let path_env = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     if o.build {
         sh(
-            Command::new(env!("CARGO")).args(["build", "--release", "-q", "-p", "pixelgrad-cli"]).current_dir(&root),
+            // the CLI the nodes run: the release build, or the dev one with --debug-cli
+            Command::new(env!("CARGO"))
+                .args(if o.debug_cli {
+                    &["build", "-q", "-p", "pixelgrad-cli"][..]
+                } else {
+                    &["build", "--release", "-q", "-p", "pixelgrad-cli"][..]
+                })
+                .current_dir(&root),
             "building pixelgrad-cli",
         )?;
         if o.browsers > 0 {
