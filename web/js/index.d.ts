@@ -26,6 +26,14 @@ export interface InitOptions {
    */
   precision?: 'default' | 'low';
   /**
+   * A test mode for 'webgl' and 'webgl1': the backend's GLSL precision emulation, to see on a
+   * desktop GPU what a low-end device does. 'half' rounds every value a shader computes or
+   * writes to half precision (and clamps it to half's range), as fragment shaders with only
+   * `mediump` do; 'no-highp' makes the backend see no `highp` float, so it refuses to start as
+   * on such a device. `report.emulatedPrecision` says which is on; kept across recoveries.
+   */
+  emulatePrecision?: 'half' | 'no-highp';
+  /**
    * Caps the device checks before every primitive (`Device::set_limits`): a result of more
    * than `maxElements` elements (default 2^28, 1 GiB of f32) or a primitive estimated at more
    * than `maxOpWork` steps of work (default 2^36) is refused with kind 'budget' before
@@ -82,6 +90,8 @@ export interface RuntimeReport {
   precisionCheck?: { steps: number; device: number[]; cpu: number[]; deviceDrop: number; cpuDrop: number };
   /** How `init({ measure })` chose: the backend, every candidate's timing, and whether it came from the cache. */
   measured?: { backend: BackendName; timings: BackendTiming[]; cached: boolean };
+  /** The precision emulation `init({ emulatePrecision })` turned on (a test mode), if any. */
+  emulatedPrecision?: 'half' | 'no-highp';
   /**
    * WebGPU: how the last video frame given to `fromPixels` reached the GPU: 'direct'
    * (copyExternalImageToTexture from the frame) or 'canvas' (drawn onto a 2D canvas first: on

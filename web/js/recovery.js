@@ -149,12 +149,12 @@ async function doRecover(rt) {
         // the same context, once the browser gives it back
         const back = await Promise.race([rt._restored, sleep(RESTORE_WAIT_MS).then(() => false)]);
         if (back && rt._keep && !rt._keepGl.isContextLost()) {
-          started = await startBackend('webgl', { canvas: rt._keep, gl: rt._keepGl, low: rt._low });
+          started = await startBackend('webgl', { canvas: rt._keep, gl: rt._keepGl, low: rt._low, emulate: rt._emulate });
         } else {
           tried.push({ backend: 'webgl', ok: false, reason: `the lost context was not restored within ${RESTORE_WAIT_MS} ms` });
         }
       }
-      if (!started) started = await startBackend(name, { low: rt._low && name === 'webgl' });
+      if (!started) started = await startBackend(name, { low: rt._low && name === 'webgl', emulate: rt._emulate });
     } catch (e) {
       tried.push({ backend: name, ok: false, reason: e && e.message ? e.message : String(e) });
       continue;
@@ -199,7 +199,7 @@ export function restartAfterCrash(rt, dead, fresh) {
     const name = candidates[i];
     let started;
     try {
-      started = startBackendSync(name, { low: rt._low && name === 'webgl' });
+      started = startBackendSync(name, { low: rt._low && name === 'webgl', emulate: rt._emulate });
     } catch (e) {
       if (isTrap(e) || fresh.dead) {
         rt._restartFailed = `${name} crashed while starting: ${fresh.dead ? fresh.dead.message : e.message}`;
@@ -216,7 +216,7 @@ export function restartAfterCrash(rt, dead, fresh) {
     rt._restarting = (async () => {
       for (const next of candidates.slice(i)) {
         try {
-          return done(await startBackend(next, { low: rt._low && next === 'webgl' }), next);
+          return done(await startBackend(next, { low: rt._low && next === 'webgl', emulate: rt._emulate }), next);
         } catch (e) {
           if (isTrap(e) || fresh.dead) {
             rt._restartFailed = `${next} crashed while starting: ${fresh.dead ? fresh.dead.message : e.message}`;

@@ -245,14 +245,18 @@ function startWebGl(auto, allowSoftware, reuse = {}) {
   if (auto && !gl.getExtension('EXT_color_buffer_float')) {
     throw new Error('no EXT_color_buffer_float (float textures cannot be rendered to; half floats are too imprecise for auto)');
   }
-  const inner = reuse.low ? wasm.Runtime.webglLowPrecision(gl) : wasm.Runtime.webgl(gl);
+  const inner = reuse.emulate
+    ? wasm.Runtime.webglEmulated(gl, false, reuse.emulate)
+    : reuse.low
+      ? wasm.Runtime.webglLowPrecision(gl)
+      : wasm.Runtime.webgl(gl);
   return { inner, adapter: renderer || inner.adapter, keep: canvas, gl, software: wasm.isSoftwareRenderer(renderer) || inner.software };
 }
 
 // WebGL1 (`getContext('webgl')`) for browsers and devices without WebGL2: the backend's
 // GLSL ES 1.00 mode. OES_texture_float is required; float render targets are checked on the
 // Rust side by really rendering into one (the extension strings alone are not trusted).
-function startWebGl1(auto, allowSoftware) {
+function startWebGl1(auto, allowSoftware, reuse = {}) {
   const canvas = newCanvas();
   const gl = canvas.getContext('webgl', { antialias: false, depth: false, stencil: false, alpha: true, powerPreference: 'high-performance' });
   if (!gl) throw new Error('getContext("webgl") returned null (no WebGL in this browser or context)');
@@ -265,7 +269,7 @@ function startWebGl1(auto, allowSoftware) {
     );
   }
   if (!gl.getExtension('OES_texture_float')) throw new Error('no OES_texture_float (tensors are float textures)');
-  const inner = wasm.Runtime.webgl1(gl);
+  const inner = reuse.emulate ? wasm.Runtime.webglEmulated(gl, true, reuse.emulate) : wasm.Runtime.webgl1(gl);
   return { inner, adapter: renderer || inner.adapter, keep: canvas, gl, software: wasm.isSoftwareRenderer(renderer) || inner.software };
 }
 
@@ -284,7 +288,7 @@ function checkSelfTest(started, auto) {
 function startSync(name, auto, allowSoftware, reuse) {
   let started;
   if (name === 'webgl') started = startWebGl(auto, allowSoftware, reuse);
-  else if (name === 'webgl1') started = startWebGl1(auto, allowSoftware);
+  else if (name === 'webgl1') started = startWebGl1(auto, allowSoftware, reuse);
   else if (name === 'cpu') started = { inner: wasm.Runtime.cpu(), adapter: 'wasm32 CPU' };
   else throw new Error(`backend ${name} starts asynchronously`);
   return started;
@@ -339,7 +343,7 @@ export function startBackendSync(name, reuse = {}) {
 }
 
 /** Makes a started backend the current runtime (the one before it is retired). */
-function adopt(s, tried, measured, limits, low) {
+function adopt(s, tried, measured, limits, low, emulate) {
   const inner = s.inner;
   const report = {
     tried,
@@ -352,8 +356,10 @@ function adopt(s, tried, measured, limits, low) {
   };
   if (s.precisionCheck) report.precisionCheck = s.precisionCheck;
   if (measured) report.measured = measured;
+  if (emulate) report.emulatedPrecision = emulate;
   const rt = new Runtime(inner, report, s.keep, s.gl);
   /** @type {any} */ (rt)._low = low;
+  /** @type {any} */ (rt)._emulate = emulate;
   try {
     rt._setLimits(limits);
   } catch (e) {
@@ -385,6 +391,17 @@ export async function init(opts = {}) {
     throw new Error(`pg.init: unknown precision '${opts.precision}' ('default', or 'low': RGBA16F + mediump, webgl only)`);
   }
   if (low && backend !== 'webgl') throw new Error("pg.init: precision 'low' is a WebGL mode; use init({ backend: 'webgl', precision: 'low' })");
+  // A test mode: the GLSL dialects' precision emulation (what a low-end device computes).
+  const emulate = opts.emulatePrecision;
+  if (emulate !== undefined) {
+    if (!['half', 'no-highp'].includes(emulate)) {
+      throw new Error(`pg.init: unknown emulatePrecision '${emulate}' ('half': every shader value rounded to half precision; 'no-highp': no highp float in fragment shaders)`);
+    }
+    if (backend !== 'webgl' && backend !== 'webgl1') {
+      throw new Error("pg.init: emulatePrecision emulates a WebGL device; use init({ backend: 'webgl' or 'webgl1', emulatePrecision })");
+    }
+    if (low) throw new Error("pg.init: emulatePrecision and precision 'low' are two different test modes; choose one");
+  }
   const spec = opts.measure === undefined ? null : measureSpec(opts.measure);
   await loadWasm(opts);
   const auto = backend === 'auto';
@@ -396,7 +413,7 @@ export async function init(opts = {}) {
     if (spec && auto && name === 'webgl1' && candidates.some((c) => c.name === 'webgl')) continue;
     let s;
     try {
-      s = await start(name, auto, allowSoftware, { low });
+      s = await start(name, auto, allowSoftware, { low, emulate });
     } catch (e) {
       tried.push({ backend: name, ok: false, reason: e && e.message ? e.message : String(e) });
       // a backend that crashed the instance while starting: the next one starts on a fresh one
@@ -428,7 +445,7 @@ export async function init(opts = {}) {
         t.reason = `slower on this model; ${t.reason}`;
       }
     }
-    return adopt(chosen.started, tried, measured, opts.limits, low);
+    return adopt(chosen.started, tried, measured, opts.limits, low, emulate);
   }
   const why = tried.map((t) => `${t.backend}: ${t.reason}`).join('; ');
   const err = /** @type {Error & { report?: { tried: object[] } }} */ (new Error(`pg.init: no backend could start (${why})`));

@@ -81,3 +81,51 @@ test('shim: webgl1 on a half-float-only device (no OES_texture_float) is refused
   const cpu = await initWith({}, { backend: 'cpu' });
   assert.ok(cpu.ok, JSON.stringify(cpu));
 });
+
+test("emulatePrecision 'half': every value a shader writes is a half-precision number, on webgl and webgl1; 'no-highp' is refused; the option is checked", async () => {
+  const r = await inPage(async (pg) => {
+    // true when v is exactly representable in IEEE half precision
+    const isHalf = (v) => {
+      const a = Math.abs(v);
+      if (a === 0) return true;
+      if (!(a <= 65504)) return false;
+      if (a < 2 ** -14) return Number.isInteger(a * 2 ** 24);
+      return (new Uint32Array(new Float32Array([v]).buffer)[0] & 0x1fff) === 0;
+    };
+    const d = pg.data.digits();
+    const outputs = async (opts) => {
+      const rt = await pg.init(opts);
+      const model = pg.sequential([pg.layers.dense({ units: 16, inputShape: [64], activation: 'sigmoid' }), pg.layers.dense({ units: 10 })]);
+      const x = pg.tensor(d.test.x.subarray(0, 64 * 32), [32, 64]);
+      const out = Array.from(await model.predict(x).data());
+      return { emulated: rt.report.emulatedPrecision ?? null, halves: out.filter(isHalf).length, n: out.length };
+    };
+    const res = {};
+    for (const backend of ['webgl', 'webgl1']) {
+      res[backend] = { plain: await outputs({ backend }), half: await outputs({ backend, emulatePrecision: 'half' }) };
+    }
+    const refusal = async (opts) => {
+      try {
+        await pg.init(opts);
+        return 'started';
+      } catch (e) {
+        return `${e.message} ${JSON.stringify(e.report && e.report.tried)}`;
+      }
+    };
+    res.noHighp = await refusal({ backend: 'webgl', emulatePrecision: 'no-highp' });
+    res.badValue = await refusal({ backend: 'webgl', emulatePrecision: 'quarter' });
+    res.onCpu = await refusal({ backend: 'cpu', emulatePrecision: 'half' });
+    return res;
+  });
+  process.stderr.write(`[lowend emulatePrecision] ${JSON.stringify(r)}\n`);
+  for (const backend of ['webgl', 'webgl1']) {
+    const { plain, half } = r[backend];
+    assert.equal(half.emulated, 'half');
+    assert.equal(plain.emulated, null);
+    assert.equal(half.halves, half.n, `${backend}: every output is a half under emulation`);
+    assert.ok(plain.halves < plain.n / 2, `${backend}: without emulation most outputs are not halves (${plain.halves} of ${plain.n})`);
+  }
+  assert.match(r.noHighp, /highp/);
+  assert.match(r.badValue, /unknown emulatePrecision 'quarter'/);
+  assert.match(r.onCpu, /emulatePrecision emulates a WebGL device/);
+});

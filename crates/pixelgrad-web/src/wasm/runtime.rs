@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use pixelgrad::cpu::CpuBackend;
-use pixelgrad::webgl::{glow, WebGlBackend, WebGlOptions};
+use pixelgrad::webgl::{glow, EmulatedPrecision, WebGlBackend, WebGlOptions};
 use pixelgrad::wgpu::{WgpuBackend, WgpuOptions};
 use pixelgrad::{is_software_renderer, Device, Error, Limits, Tensor, SELF_TEST_TOL};
 use wasm_bindgen::prelude::*;
@@ -177,11 +177,36 @@ impl Runtime {
     /// 1.00 programs, OES_texture_float storage, float render targets checked by rendering),
     /// with the self-test. Pixels are imported on the host (`fromPixelsBytes`).
     pub fn webgl1(ctx: JsValue) -> Result<Runtime, JsValue> {
+        Runtime::webgl1_with(ctx, WebGlOptions { webgl1: true, ..WebGlOptions::default() })
+    }
+
+    /// WebGL2, or WebGL1 when `webgl1`, with a precision emulation of the GLSL dialects (a test
+    /// mode, `init({ emulatePrecision })`, to see on a desktop GPU what a low-end device does):
+    /// `"half"` rounds every value a kernel computes or writes to half precision, as a device
+    /// whose fragment shaders have only `mediump` does; `"no-highp"` makes the backend see no
+    /// `highp` float in fragment shaders, so it refuses to start, as on such a device.
+    #[wasm_bindgen(js_name = webglEmulated)]
+    pub fn webgl_emulated(ctx: JsValue, webgl1: bool, emulate: &str) -> Result<Runtime, JsValue> {
+        let opts = match emulate {
+            "half" => WebGlOptions { webgl1, emulate_precision: Some(EmulatedPrecision::Half), ..WebGlOptions::default() },
+            "no-highp" => WebGlOptions { webgl1, emulate_no_highp: true, ..WebGlOptions::default() },
+            other => return Err(js_err(format!("emulatePrecision must be 'half' or 'no-highp', got '{other}'"))),
+        };
+        if webgl1 {
+            Runtime::webgl1_with(ctx, opts)
+        } else {
+            Runtime::webgl_with(ctx, opts)
+        }
+    }
+}
+
+impl Runtime {
+    fn webgl1_with(ctx: JsValue, opts: WebGlOptions) -> Result<Runtime, JsValue> {
         let ctx = ctx
             .dyn_into::<web_sys::WebGlRenderingContext>()
             .map_err(|_| js_err("backend webgl1 is not available: the context is not a WebGLRenderingContext"))?;
         let gl = glow::Context::from_webgl1_context(ctx.clone());
-        let b = WebGlBackend::from_glow(gl, WebGlOptions { webgl1: true, ..WebGlOptions::default() }).map_err(js_err)?;
+        let b = WebGlBackend::from_glow(gl, opts).map_err(js_err)?;
         let report = b.report();
         let max_rel_error = report.self_test.as_ref().map(|s| s.max_rel_error).unwrap_or(f64::NAN);
         Ok(Runtime {
@@ -195,7 +220,10 @@ impl Runtime {
             warnings: report.warnings.clone(),
         })
     }
+}
 
+#[wasm_bindgen]
+impl Runtime {
     /// `webgpu`, `webgl`, `webgl1` or `cpu`.
     #[wasm_bindgen(getter)]
     pub fn backend(&self) -> String {
