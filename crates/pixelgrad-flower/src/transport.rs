@@ -99,7 +99,8 @@ impl Heartbeats {
 /// only when the thread is free again, which during local training can be seconds later, and
 /// counting sleeps stretched the period by that factor until the SuperLink marked the node
 /// offline. A `success: false` answer or an HTTP error marks the node lost and ends the loop;
-/// a transport error (SuperLink briefly away) is retried.
+/// a transport error or a gateway error (502, 503, 504: a proxy in between could not reach the
+/// SuperLink) is retried the next period.
 async fn heartbeat_loop<T: Transport>(
     client: FleetClient<T>,
     node_id: u64,
@@ -122,7 +123,18 @@ async fn heartbeat_loop<T: Transport>(
             .down
             .fetch_add(after.down - before.down, Ordering::SeqCst);
         let lost = match r {
-            Ok(true) | Err(FlowerError::Unreachable { .. } | FlowerError::Timeout { .. }) => None,
+            // no answer, or a gateway's (the page server's proxy, a reverse proxy) saying it
+            // could not reach the SuperLink: the SuperLink may be briefly away, as for a
+            // connection error; if it is gone for good, a later heartbeat is refused
+            Ok(true)
+            | Err(
+                FlowerError::Unreachable { .. }
+                | FlowerError::Timeout { .. }
+                | FlowerError::Http {
+                    status: 502..=504,
+                    ..
+                },
+            ) => None,
             Ok(false) => Some(
                 "the SuperLink does not recognise this node any more (heartbeat refused)"
                     .to_string(),
@@ -684,6 +696,8 @@ mod tests {
         busy: f64,
         beats: Rc<RefCell<Vec<f64>>>,
         state: std::sync::Arc<HeartbeatState>,
+        /// HTTP statuses of the first heartbeats' answers (200 once they run out).
+        statuses: Rc<RefCell<std::collections::VecDeque<u16>>>,
     }
 
     impl Transport for BusyPage {
@@ -703,6 +717,14 @@ mod tests {
                 self.state
                     .stop
                     .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            let status = self.statuses.borrow_mut().pop_front().unwrap_or(200);
+            if status != 200 {
+                return Ok(HttpResponse {
+                    status,
+                    headers: vec![("content-type".into(), "text/plain".into())],
+                    body: b"page server: the SuperLink is unreachable (ECONNRESET)".to_vec(),
+                });
             }
             Ok(HttpResponse {
                 status: 200,
@@ -732,6 +754,7 @@ mod tests {
             busy,
             beats: Rc::default(),
             state: state.clone(),
+            statuses: Rc::default(),
         };
         let key = NodeKey::generate().unwrap();
         let client = FleetClient::new(page.clone(), key);
@@ -739,6 +762,39 @@ mod tests {
         let b = page.beats.borrow();
         assert_eq!(b.len(), 50);
         b.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+
+    /// Heartbeats sent, and why the node counts itself lost, when the first answers have
+    /// `statuses`.
+    fn beats_with(statuses: &[u16]) -> (usize, Option<String>) {
+        let state = std::sync::Arc::new(HeartbeatState::default());
+        let page = BusyPage {
+            start: 1.0e9,
+            elapsed: Rc::default(),
+            set_back: Rc::default(),
+            set_back_at: None,
+            busy: 0.0,
+            beats: Rc::default(),
+            state: state.clone(),
+            statuses: Rc::new(RefCell::new(statuses.iter().copied().collect())),
+        };
+        let client = FleetClient::new(page.clone(), NodeKey::generate().unwrap());
+        pollster::block_on(heartbeat_loop(client, 7, 4.0, state.clone()));
+        let lost = state.lost.lock().unwrap().clone();
+        let n = page.beats.borrow().len();
+        (n, lost)
+    }
+
+    #[test]
+    fn a_gateway_error_is_retried_and_a_refusal_is_not() {
+        // a proxy that briefly cannot reach the SuperLink (the 502 a loaded machine gave a tab
+        // mid-federation) costs one period, not the node
+        let (n, lost) = beats_with(&[502, 503, 504]);
+        assert_eq!((n, lost), (50, None));
+        // the SuperLink itself refusing the heartbeat ends the loop at once
+        let (n, lost) = beats_with(&[403]);
+        assert_eq!(n, 1);
+        assert!(lost.is_some_and(|l| l.contains("403")));
     }
 
     #[test]
