@@ -18,7 +18,7 @@
 
 use pixelgrad_core::Tensor;
 
-use super::context::{Cx, V};
+use super::context::{upload, Cx, V};
 use super::linalg;
 use crate::host::{DType, HostTensor};
 use crate::Result;
@@ -110,7 +110,7 @@ fn weight(cx: &Cx, ins: &[Option<V>], l: &Layout) -> Result<Tensor> {
             let key = format!("{b}\u{0}MatMulNBits f32\u{0}{s}\u{0}{}\u{0}{}x{}/{}", z.unwrap_or_default(), l.k, l.n, l.block);
             cx.consts.cached_derived(&key, &make)
         }
-        _ => super::upload(cx.dev(), &make()?, &format!("the dequantised weight of node '{}'", cx.node.name)),
+        _ => upload(cx.dev(), &make()?, &format!("the dequantised weight of node '{}'", cx.node.name)),
     }
 }
 
