@@ -374,17 +374,17 @@ fn matmulnbits_with_bad_attributes_or_blobs_are_typed_errors() {
         (nbits_model(&attrs(32, i64::MAX, 4, 16), &["b", "s"], vec![good().0, good().1], &[]), "attribute 'N' is 9223372036854775807"),
         (nbits_model(&attrs(32, -2, 4, 16), &["b", "s"], vec![good().0, good().1], &[]), "attribute 'N' is -2"),
         (nbits_model(&attrs(64, 2, 4, 16), &["b", "s"], vec![good().0, good().1], &[]), "its last axis must be K = 64"),
-        (nbits_model(&attrs(32, 2, 4, 16), &["b", "s"], vec![u8s("b", &[2, 2, 7], &[0x99; 28]), good().1], &[]), "input B has shape [2, 2, 7]"),
+        (
+            nbits_model(&attrs(32, 2, 4, 16), &["b", "s"], vec![u8s("b", &[2, 2, 7], &[0x99; 28]), good().1], &[]),
+            "input B has shape [2, 2, 7]",
+        ),
         (nbits_model(&attrs(32, 2, 8, 16), &["b", "s"], vec![good().0, good().1], &[]), "input B has shape [2, 2, 8]"),
         (nbits_model(&attrs(32, 2, 4, 16), &["b", "s"], vec![good().0, f32s("s", &[3], &[1.0; 3])], &[]), "expected 4 floats"),
         (
             nbits_model(&attrs(32, 2, 4, 16), &["b", "s", "z"], vec![good().0, good().1, u8s("z", &[4], &[0; 4])], &[]),
             "holds 1 bytes for each of N = 2 rows",
         ),
-        (
-            nbits_model(&attrs(32, 2, 4, 16), &["b", "s", "", "g"], vec![good().0, good().1, i64s("g", &[32], &[0; 32])], &[]),
-            "g_idx",
-        ),
+        (nbits_model(&attrs(32, 2, 4, 16), &["b", "s", "", "g"], vec![good().0, good().1, i64s("g", &[32], &[0; 32])], &[]), "g_idx"),
         (nbits_model(&attrs(32, 2, 4, 16), &["b", "scales"], vec![good().0], &["scales"]), "scales (input 2) is computed on the device"),
     ];
     for (bytes, want) in cases {

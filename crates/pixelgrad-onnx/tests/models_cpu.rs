@@ -64,5 +64,10 @@ fn matmulnbits_mlp_matches_onnxruntime_and_holds_f32_weights() {
     assert_eq!(s.device_weight_bytes(), dense + biases, "device bytes: f32 weights and biases");
     // the file: packed blocks, f32 scales (one per block of 32), one byte of two zero points per row, biases
     assert_eq!(file_bytes, packed_4bit + (48 * 2 + 10 * 2) * 4 + (48 + 10) + biases);
+    // and inspect says so on the operator's line, before anything runs
+    let report = pixelgrad_onnx::inspect::inspect_file(dir.join("model.onnx")).unwrap();
+    let op = report.operators.iter().find(|o| o.op_type == "MatMulNBits").unwrap();
+    assert!(op.supported && op.note.is_some_and(|n| n.contains("dequantised to f32")), "{op:?}");
+    assert!(report.to_json()["operators"].as_array().unwrap().iter().any(|o| o["note"].as_str().is_some_and(|n| n.contains("8x"))));
     println!("MatMulNBits MLP: file {file_bytes} weight bytes (packed 4-bit), device {} bytes (f32)", s.device_weight_bytes());
 }

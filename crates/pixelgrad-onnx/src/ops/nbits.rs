@@ -176,5 +176,5 @@ fn nibble(bytes: &[f32], start: usize, i: usize, bits: usize) -> f32 {
         return bytes[start + i];
     }
     let byte = bytes[start + i / 2] as u32;
-    (if i % 2 == 0 { byte & 15 } else { byte >> 4 }) as f32
+    (if i.is_multiple_of(2) { byte & 15 } else { byte >> 4 }) as f32
 }
