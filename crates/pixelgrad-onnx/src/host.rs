@@ -100,6 +100,14 @@ pub fn onnx_type_name(code: i32) -> &'static str {
         dt::COMPLEX64 => "complex64",
         dt::COMPLEX128 => "complex128",
         dt::BFLOAT16 => "bfloat16",
+        // read by no operator yet (GatherBlockQuantized's 4-bit data among them), named in errors
+        dt::FLOAT8E4M3FN => "float8e4m3fn",
+        dt::FLOAT8E4M3FNUZ => "float8e4m3fnuz",
+        dt::FLOAT8E5M2 => "float8e5m2",
+        dt::FLOAT8E5M2FNUZ => "float8e5m2fnuz",
+        dt::UINT4 => "uint4",
+        dt::INT4 => "int4",
+        dt::FLOAT4E2M1 => "float4e2m1",
         dt::UNDEFINED => "undefined",
         _ => "an unknown type code",
     }

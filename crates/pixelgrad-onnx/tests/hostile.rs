@@ -397,3 +397,42 @@ fn matmulnbits_with_bad_attributes_or_blobs_are_typed_errors() {
     let (b, s) = good();
     assert!(nbits_run(&nbits_model(&attrs(32, 2, 4, 16), &["b", "s"], vec![b, s], &[])).is_ok());
 }
+
+/// `GatherBlockQuantized` (not read yet) is refused at load naming the node's operator and
+/// domain; its `int4` data is refused naming the type; `DynamicQuantizeMatMul` with a float
+/// `B` or a bias of the wrong shape is a node error. None panics.
+#[test]
+fn block_quantized_gather_and_dynamic_matmul_refusals_name_what_is_wrong() {
+    let mut g = node("GatherBlockQuantized", &["d", "i", "s"], &["y"], vec![int("block_size", 16)]);
+    g.domain = "com.microsoft".into();
+    let bytes = model(17, vec![g], &[("s", &[4])], &["y"], vec![u8s("d", &[4, 8], &[0; 32]), i64s("i", &[1], &[0])]);
+    let e = load_err(&bytes);
+    assert!(
+        matches!(&e, OnnxError::UnsupportedOp { op_type, domain, .. } if op_type == "GatherBlockQuantized" && domain == "com.microsoft"),
+        "{e}"
+    );
+    let mut d4 = u8s("d", &[4, 8], &[0; 16]);
+    d4.data_type = pixelgrad_onnx::proto::data_type::INT4;
+    let e = load_err(&model(17, vec![node("Identity", &["d"], &["y"], vec![])], &[], &["y"], vec![d4]));
+    assert!(e.to_string().contains("int4"), "{e}");
+    let dq = |b: pixelgrad_onnx::proto::TensorProto, bias: Option<pixelgrad_onnx::proto::TensorProto>| {
+        let mut ins = vec!["x", "b", "s"];
+        let mut inits = vec![b, f32s("s", &[], &[0.5])];
+        if let Some(bias) = bias {
+            ins.extend(["", "bias"]);
+            inits.push(bias);
+        }
+        let mut n = node("DynamicQuantizeMatMul", &ins, &["y"], vec![]);
+        n.domain = "com.microsoft".into();
+        let bytes = model(17, vec![n], &[("x", &[1, 4])], &["y"], inits);
+        let s = Session::new(Model::from_bytes(&bytes).unwrap(), &cpu()).unwrap();
+        s.run(&[("x", Input::Host(HostTensor::f32(vec![1, 4], vec![0.5, -1.0, 2.0, 0.0])))]).map(|o| o[0].1.to_host().unwrap().to_f32())
+    };
+    let e = dq(f32s("b", &[4, 2], &[1.0; 8]), None).unwrap_err();
+    assert!(matches!(&e, OnnxError::Node { .. }) && e.to_string().contains("uint8 or int8"), "{e}");
+    let e = dq(u8s("b", &[4, 2], &[1; 8]), Some(f32s("bias", &[3], &[0.0; 3]))).unwrap_err();
+    assert!(matches!(&e, OnnxError::Node { .. }) && e.to_string().contains("bias (input 4) has shape [3]"), "{e}");
+    // B all 1 (uint8, no zero point), scale 0.5: each output is 0.5 · Σ x, x quantised and back
+    let y = dq(u8s("b", &[4, 2], &[1; 8]), Some(f32s("bias", &[2], &[10.0, 20.0]))).unwrap();
+    assert!((y[0] - 10.75).abs() < 0.02 && (y[1] - 20.75).abs() < 0.02, "{y:?}");
+}
