@@ -1196,8 +1196,9 @@ def nbits_quantise(w, bits, block, zero_points):
 def nbits_cases():
     """onnxruntime's block-quantised operators (com.microsoft): MatMulNBits (4-bit against
     onnxruntime, whose 1.20 CPU kernel has no other width; 8-bit against the float64 numpy
-    product of the dequantised weight, tagged "numpy-reference"), DynamicQuantizeMatMul, and an
-    MLP whose MatMuls onnxruntime's own MatMul4BitsQuantizer rewrote."""
+    product of the dequantised weight, tagged "numpy-reference"), DynamicQuantizeMatMul,
+    GatherBlockQuantized (int4 / uint4 tables), and an MLP whose MatMuls onnxruntime's own
+    MatMul4BitsQuantizer rewrote."""
     from onnxruntime.quantization.matmul_4bits_quantizer import DefaultWeightOnlyQuantConfig, MatMul4BitsQuantizer
 
     def mnb(name, k, n, bits, block, zero_points, bias=False, a_shape=(2, 3), oracle="ort"):
@@ -1243,6 +1244,35 @@ def nbits_cases():
          [("b", q8((16, 8), np.uint8)), ("bs", np.array(0.01, np.float32)), ("bz", np.array(131, np.uint8)), ("bias", rand(8))], opset=17, ms=True, tags=["nbits"])
     case("dynamicquantizematmul_i8_per_column", dq(["a", "b", "bs", "bz"]), [("a", rand(4, 16), None)], [("y", F)],
          [("b", q8((16, 8), np.int8)), ("bs", RNG.uniform(0.005, 0.03, 8).astype(np.float32)), ("bz", q8((8,), np.int8))], opset=17, ms=True, tags=["nbits"])
+    # GatherBlockQuantized: int4 / uint4 tables, scales (and zero points) per block along
+    # quantize_axis, indices int64 / int32 with negative ones
+    def gbq(name, signed, zero_points, shape, gather_axis=0, quantize_axis=1, block=16, idx=None):
+        lo, hi = (-8, 8) if signed else (0, 16)
+        et = TensorProto.INT4 if signed else TensorProto.UINT4
+        q = RNG.integers(lo, hi, size=shape)
+        sshape = list(shape)
+        sshape[quantize_axis] = -(-shape[quantize_axis] // block)
+        inits = [helper.make_tensor("d", et, list(shape), q.reshape(-1).tolist()), numpy_helper.from_array(RNG.uniform(0.05, 0.5, sshape).astype(np.float32), "s")]
+        ins = ["d", "i", "s"]
+        if zero_points:
+            inits.append(helper.make_tensor("z", et, sshape, RNG.integers(lo, hi, size=sshape).reshape(-1).tolist()))
+            ins.append("z")
+        idx = np.array([[1, 0], [shape[gather_axis] - 1, -1]], np.int64) if idx is None else idx
+        nd = helper.make_node("GatherBlockQuantized", ins, ["y"], name="gbq", domain="com.microsoft", gather_axis=gather_axis, quantize_axis=quantize_axis, block_size=block)
+        g = helper.make_graph([nd], name, [helper.make_tensor_value_info("i", helper.np_dtype_to_tensor_dtype(idx.dtype), list(idx.shape))],
+                              [helper.make_tensor_value_info("y", F, None)], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)], producer_name="pixelgrad-fixtures")
+        m.ir_version = 10
+        b = m.SerializeToString()
+        save_case("ops", name, b, {"i": idx}, run_ort(b, {"i": idx}), tags=["nbits"])
+
+    gbq("gatherblockquantized_uint4", False, False, (6, 32))
+    gbq("gatherblockquantized_uint4_zero_points", False, True, (6, 32))
+    gbq("gatherblockquantized_int4_zero_points", True, True, (6, 32))
+    # 40 values per row: the last block of 16 half full; odd byte counts of packed values
+    gbq("gatherblockquantized_int4_odd_row", True, False, (5, 40), idx=np.array([4, 0, -2], np.int32))
+    gbq("gatherblockquantized_gather_axis1_quantize_axis0", False, True, (32, 6), gather_axis=1, quantize_axis=0)
+    gbq("gatherblockquantized_3d_block32", False, True, (3, 2, 64), quantize_axis=2, block=32, idx=np.array([2, 0], np.int64))
     # an MLP (MatMul + Add + Relu, twice) whose MatMuls onnxruntime's MatMul4BitsQuantizer
     # rewrites into MatMulNBits (block 32, with zero points)
     w1, b1, w2, b2 = rand(64, 48) * 0.3, rand(48) * 0.1, rand(48, 10) * 0.3, rand(10) * 0.1

@@ -225,12 +225,13 @@ fn walk(g: &GraphProto, r: &mut Report, ops: &mut BTreeMap<(String, String), usi
 /// external, to its file's bytes.
 fn weight(t: &TensorProto, r: &mut Report) {
     let numel = t.dims.iter().try_fold(1u64, |a, &d| u64::try_from(d).ok().and_then(|d| a.checked_mul(d)));
-    let size = DType::from_onnx(t.data_type, "").map(|d| d.size() as u64).unwrap_or(match t.data_type {
-        proto::data_type::DOUBLE | proto::data_type::UINT64 | proto::data_type::COMPLEX64 => 8,
-        proto::data_type::COMPLEX128 => 16,
-        _ => 1,
+    let bits = DType::from_onnx(t.data_type, "").map(|d| d.bits() as u64).unwrap_or(match t.data_type {
+        proto::data_type::DOUBLE | proto::data_type::UINT64 | proto::data_type::COMPLEX64 => 64,
+        proto::data_type::COMPLEX128 => 128,
+        proto::data_type::FLOAT4E2M1 => 4,
+        _ => 8,
     });
-    let bytes = numel.and_then(|n| n.checked_mul(size)).unwrap_or(u64::MAX);
+    let bytes = numel.and_then(|n| n.checked_mul(bits)).map_or(u64::MAX, |b| b.div_ceil(8));
     let w = r.weights.entry(onnx_type_name(t.data_type).to_string()).or_default();
     w.tensors += 1;
     w.bytes = w.bytes.saturating_add(bytes);

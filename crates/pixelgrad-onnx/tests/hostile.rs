@@ -398,23 +398,35 @@ fn matmulnbits_with_bad_attributes_or_blobs_are_typed_errors() {
     assert!(nbits_run(&nbits_model(&attrs(32, 2, 4, 16), &["b", "s"], vec![b, s], &[])).is_ok());
 }
 
-/// `GatherBlockQuantized` (not read yet) is refused at load naming the node's operator and
-/// domain; its `int4` data is refused naming the type; `DynamicQuantizeMatMul` with a float
-/// `B` or a bias of the wrong shape is a node error. None panics.
+/// `GatherBlockQuantized` with `uint8` data, scales of the wrong shape, a bad block size or
+/// `int4` data whose packed bytes do not match its shape, and `DynamicQuantizeMatMul` with a
+/// float `B` or a bias of the wrong shape, are typed errors naming what is wrong; none panics.
 #[test]
 fn block_quantized_gather_and_dynamic_matmul_refusals_name_what_is_wrong() {
-    let mut g = node("GatherBlockQuantized", &["d", "i", "s"], &["y"], vec![int("block_size", 16)]);
-    g.domain = "com.microsoft".into();
-    let bytes = model(17, vec![g], &[("s", &[4])], &["y"], vec![u8s("d", &[4, 8], &[0; 32]), i64s("i", &[1], &[0])]);
-    let e = load_err(&bytes);
-    assert!(
-        matches!(&e, OnnxError::UnsupportedOp { op_type, domain, .. } if op_type == "GatherBlockQuantized" && domain == "com.microsoft"),
-        "{e}"
-    );
-    let mut d4 = u8s("d", &[4, 8], &[0; 16]);
-    d4.data_type = pixelgrad_onnx::proto::data_type::INT4;
-    let e = load_err(&model(17, vec![node("Identity", &["d"], &["y"], vec![])], &[], &["y"], vec![d4]));
-    assert!(e.to_string().contains("int4"), "{e}");
+    let gbq = |d: pixelgrad_onnx::proto::TensorProto, s: &[i64], block: i64| {
+        let mut g = node("GatherBlockQuantized", &["d", "i", "s"], &["y"], vec![int("block_size", block)]);
+        g.domain = "com.microsoft".into();
+        let n: usize = s.iter().product::<i64>() as usize;
+        let bytes = model(17, vec![g], &[], &["y"], vec![d, i64s("i", &[1], &[0]), f32s("s", s, &vec![1.0; n])]);
+        let s = Session::new(Model::from_bytes(&bytes)?, &cpu())?;
+        s.run(&[]).map(|o| o[0].1.to_host().unwrap().to_f32())
+    };
+    let int4 = |dims: &[i64], bytes: usize| {
+        let mut d = u8s("d", dims, &vec![0x21; bytes]);
+        d.data_type = pixelgrad_onnx::proto::data_type::INT4;
+        d
+    };
+    // a good one: every value 1 (low nibble) or 2 (high), scale 1, no zero point
+    assert_eq!(gbq(int4(&[2, 16], 16), &[2, 1], 16).unwrap(), [1.0, 2.0].repeat(8));
+    for (got, want) in [
+        (gbq(u8s("d", &[2, 16], &[0; 32]), &[2, 1], 16), "data is uint8"),
+        (gbq(int4(&[2, 16], 16), &[2, 2], 16), "expected floats of shape [2, 1]"),
+        (gbq(int4(&[2, 16], 16), &[2, 2], 8), "attribute 'block_size' is 8"),
+        (gbq(int4(&[2, 16], 15), &[2, 1], 16), "15 raw bytes for shape [2, 16] of int4"),
+    ] {
+        let e = got.unwrap_err();
+        assert!(e.to_string().contains(want), "{e} (wanted '{want}')");
+    }
     let dq = |b: pixelgrad_onnx::proto::TensorProto, bias: Option<pixelgrad_onnx::proto::TensorProto>| {
         let mut ins = vec!["x", "b", "s"];
         let mut inits = vec![b, f32s("s", &[], &[0.5])];

@@ -1,7 +1,9 @@
 //! onnxruntime's block-quantised weights (`com.microsoft`): `MatMulNBits`, the matrix product
 //! whose weight its `MatMulNBitsQuantizer` stores as 4-bit (or 8-bit) unsigned integers in
 //! blocks of `block_size` values along `K`, each block with its own scale and zero point
-//! (`docs/ContribOperators.md`, `matmul_nbits.cc`).
+//! (`docs/ContribOperators.md`, `matmul_nbits.cc`); and `GatherBlockQuantized`, the embedding
+//! lookup of `int4` / `uint4` data with a scale (and zero point) per block of `block_size`
+//! values along `quantize_axis` (`gather_block_quantized.cc`).
 //!
 //! Layout, as onnxruntime reads it: `B` is `uint8 [N, k_blocks, blob]` with
 //! `k_blocks = ceil(K / block_size)` and `blob = block_size · bits / 8`; 4-bit values two to a
@@ -14,17 +16,23 @@
 //! matrix on the host the first time the node runs and keeps that device copy (cached by the
 //! session, like any constant), so the weight takes 8 times (4-bit) or 4 times (8-bit) the
 //! bytes the file stores. The packed form does not stay on the device; `pixelgrad inspect`
-//! and `m.info` say so for the operator ([`super::registry::OpRow::note`]).
+//! and `m.info` say so for the operator ([`super::registry::OpRow::note`]). The same holds
+//! for `GatherBlockQuantized`'s table.
 
 use pixelgrad_core::Tensor;
 
 use super::context::{upload, Cx, V};
 use super::linalg;
+use super::movement::gather_along;
 use crate::host::{DType, HostTensor};
+use crate::shapes::norm_axis;
 use crate::Result;
 
 /// What inspect reports of `MatMulNBits`.
 pub const MATMUL_NBITS_NOTE: &str = "weights dequantised to f32 on the device when the node first runs (packed blocks not kept: 8x the file's bytes for 4-bit, 4x for 8-bit)";
+
+/// What inspect reports of `GatherBlockQuantized`.
+pub const GATHER_BLOCK_QUANTIZED_NOTE: &str = "4-bit table dequantised to f32 on the device when the node first runs (8x the file's bytes)";
 
 /// The largest `K` or `N` read (larger is refused before anything is sized by it).
 const MAX_DIM: i64 = 1 << 24;
@@ -177,4 +185,71 @@ fn nibble(bytes: &[f32], start: usize, i: usize, bits: usize) -> f32 {
     }
     let byte = bytes[start + i / 2] as u32;
     (if i.is_multiple_of(2) { byte & 15 } else { byte >> 4 }) as f32
+}
+
+/// `com.microsoft` `GatherBlockQuantized`: `Gather` along `gather_axis` (default 0) of the
+/// `int4` / `uint4` `data` dequantised with one scale (and zero point, default 0, of the data's
+/// type) per block of `block_size` (default 128, a power of two, at least 16) values along
+/// `quantize_axis` (default 1); `scales` (and `zero_points`) have the data's shape with that
+/// axis `ceil(size / block_size)`. Indices are `int32` / `int64`, on the host or the device,
+/// negative ones wrapping.
+pub(super) fn gather_block_quantized(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    node.only_attrs(&["block_size", "gather_axis", "quantize_axis"])?;
+    let data = cx.h(ins, 0, "the quantised data")?;
+    if !matches!(data.dtype, DType::I4 | DType::U4) {
+        return Err(cx.err(format!("data is {}; GatherBlockQuantized reads int4 and uint4", data.dtype)));
+    }
+    let d = data.shape.clone();
+    let ga = norm_axis(node, node.int("gather_axis", 0)?, d.len())?;
+    let qa = norm_axis(node, node.int("quantize_axis", 1)?, d.len())?;
+    let block = node.int("block_size", 128)?;
+    if !(16..=MAX_DIM).contains(&block) || block & (block - 1) != 0 {
+        return Err(cx.err(format!("attribute 'block_size' is {block}; it must be a power of two, at least 16")));
+    }
+    let block = block as usize;
+    let mut sd = d.clone();
+    sd[qa] = d[qa].div_ceil(block);
+    let s = cx.h(ins, 2, "scales")?;
+    if !s.dtype.is_float() || s.shape != sd {
+        return Err(cx.err(format!("scales has type {} and shape {:?}; expected floats of shape {sd:?}", s.dtype, s.shape)));
+    }
+    let z = cx.opt_h(ins, 3, "zero_points")?;
+    if let Some(z) = z {
+        if z.dtype != data.dtype || z.shape != sd {
+            return Err(
+                cx.err(format!("zero_points has type {} and shape {:?}; expected {} of shape {sd:?}", z.dtype, z.shape, data.dtype))
+            );
+        }
+    }
+    let make = || -> Result<HostTensor> {
+        let (q, sc) = (data.to_f32(), s.to_f32());
+        let zp = z.map(|z| z.to_f32());
+        // the block of element i: its index with axis qa divided by block_size
+        let inner: usize = d[qa + 1..].iter().product();
+        let (n_q, n_b) = (d[qa], sd[qa]);
+        let w = (0..q.len())
+            .map(|i| {
+                let (outer, rest) = (i / (n_q * inner), i % (n_q * inner));
+                let (k, j) = (rest / inner, rest % inner);
+                let b = (outer * n_b + k / block) * inner + j;
+                (q[i] - zp.as_ref().map_or(0.0, |z| z[b])) * sc[b]
+            })
+            .collect();
+        Ok(HostTensor::f32(d.clone(), w))
+    };
+    cx.check_size(&d)?;
+    let table = match cx.opt(ins, 0) {
+        Some(V::Host { name: Some(n), .. }) if z.is_none() || matches!(cx.opt(ins, 3), Some(V::Host { name: Some(_), .. })) => {
+            let (sn, zn) = (&node.inputs[2], node.inputs.get(3).map_or("", |z| z.as_str()));
+            let key = format!("{n}\u{0}GatherBlockQuantized f32\u{0}{sn}\u{0}{zn}\u{0}{qa}/{block}");
+            cx.consts.cached_derived(&key, &make)?
+        }
+        _ => upload(cx.dev(), &make()?, &format!("the dequantised data of node '{}'", node.name))?,
+    };
+    let idx = cx.v(ins, 1)?;
+    if !matches!(idx.dtype(), DType::I32 | DType::I64) {
+        return Err(cx.err(format!("indices are {}; expected int32 or int64", idx.dtype())));
+    }
+    Ok(vec![V::dev(gather_along(cx, &table, ga, idx)?, s.dtype)])
 }

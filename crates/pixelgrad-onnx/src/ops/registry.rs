@@ -400,6 +400,9 @@ pub const OPS: &[OpRow] = &[
     row(MS, "MatMulNBits", &[s(1, (3, 6), (1, 1), &[3, 4, 5], &["K", "N", "bits", "block_size"])], nbits::matmul_nbits)
         .host_args_from(1)
         .note(nbits::MATMUL_NBITS_NOTE),
+    row(MS, "GatherBlockQuantized", &[s(1, (3, 4), (1, 1), &[3], &[])], nbits::gather_block_quantized)
+        .host_args_from(2)
+        .note(nbits::GATHER_BLOCK_QUANTIZED_NOTE),
     // onnxruntime's transformer contrib operators: fused GELUs and (skip, RMS) layer
     // normalisations (`contrib_defs.cc`; SimplifiedLayerNormalization is in the default domain)
     row(MS, "Gelu", &[s(1, (1, 1), (1, 1), &[], &[])], contrib::gelu),

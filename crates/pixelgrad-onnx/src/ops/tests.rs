@@ -21,6 +21,7 @@ fn old_host_argument(op: &str, i: usize) -> bool {
         "Clip" => i >= 1,
         // added with the table: its packed weight, scales and zero points are read on the host
         "MatMulNBits" => i >= 1,
+        "GatherBlockQuantized" => i >= 2,
         _ => false,
     }
 }
