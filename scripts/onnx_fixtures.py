@@ -1069,6 +1069,7 @@ def main():
     fuzz_found_cases()
     qlinear_tie_cases()
     contrib_transformer_cases()
+    nbits_cases()
     control_flow_cases()
     external_data_cases()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
@@ -1158,6 +1159,137 @@ def contrib_transformer_cases():
     skip(ssl, "skip_simplified_layernorm_inv_std_var", ["x", "k", "g", "bi"], ["y", "", "r", "sum"], base, [("g", gamma), ("bi", bias)], unset_ref={"r": inv})
     skip(ssl, "skip_simplified_layernorm_skip_sh", ["x", "k", "g"], ["y"], [("x", xi, None), ("k", rand(s_, hid), None)], [("g", gamma)])
     skip(ssl, "skip_simplified_layernorm_2d", ["x", "k", "g", "bi"], ["y", "", "", "sum"], [("x", xi[0], None), ("k", sk[0], None)], [("g", gamma), ("bi", bias)])
+
+
+def nbits_quantise(w, bits, block, zero_points):
+    """A [K, N] f32 weight in MatMulNBits' layout (onnxruntime's ContribOperators.md): B uint8
+    [N, k_blocks, block * bits / 8] (4-bit: even k in the low nibble), scales [N * k_blocks],
+    and zero points packed uint8 ("u8"), one float per block ("f32") or none (symmetric,
+    2^(bits-1)). Returns (B, scales, zero points or None, the dequantised [K, N] weight)."""
+    k, n = w.shape
+    kb = -(-k // block)
+    wp = np.concatenate([w, np.zeros((kb * block - k, n), np.float32)]).T.reshape(n, kb, block)
+    top = 2 ** bits - 1
+    lo, hi = np.minimum(wp.min(-1), 0), np.maximum(wp.max(-1), 0)
+    if zero_points is None:
+        sc = np.maximum(hi, -lo) / 2 ** (bits - 1)
+        zp = np.full((n, kb), 2 ** (bits - 1))
+    else:
+        sc = (hi - lo) / top
+    sc = np.where(sc == 0, 1, sc).astype(np.float32)
+    if zero_points is not None:
+        zp = np.clip(np.round(-lo / sc), 0, top).astype(np.int64)
+    q = np.clip(np.round(wp / sc[..., None]) + zp[..., None], 0, top).astype(np.uint8)
+    packed = (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8) if bits == 4 else q
+    deq = ((q.astype(np.float32) - zp[..., None]) * sc[..., None]).reshape(n, kb * block)[:, :k].T
+    zpb = None
+    if zero_points == "u8" and bits == 4:
+        z = zp if kb % 2 == 0 else np.concatenate([zp, np.zeros((n, 1), np.int64)], 1)
+        zpb = (z[:, 0::2] | (z[:, 1::2] << 4)).astype(np.uint8).reshape(-1)
+    elif zero_points == "u8":
+        zpb = zp.astype(np.uint8).reshape(-1)
+    elif zero_points == "f32":
+        zpb = zp.astype(np.float32).reshape(-1)
+    return packed, sc.reshape(-1), zpb, np.ascontiguousarray(deq)
+
+
+def nbits_cases():
+    """onnxruntime's block-quantised operators (com.microsoft): MatMulNBits (4-bit against
+    onnxruntime, whose 1.20 CPU kernel has no other width; 8-bit against the float64 numpy
+    product of the dequantised weight, tagged "numpy-reference"), DynamicQuantizeMatMul,
+    GatherBlockQuantized (int4 / uint4 tables), and an MLP whose MatMuls onnxruntime's own
+    MatMul4BitsQuantizer rewrote."""
+    from onnxruntime.quantization.matmul_4bits_quantizer import DefaultWeightOnlyQuantConfig, MatMul4BitsQuantizer
+
+    def mnb(name, k, n, bits, block, zero_points, bias=False, a_shape=(2, 3), oracle="ort"):
+        w = rand(k, n)
+        b, sc, zp, deq = nbits_quantise(w, bits, block, zero_points)
+        ins = ["a", "b", "s", "z" if zp is not None else "", "", "bias" if bias else ""]
+        while not ins[-1]:
+            ins.pop()
+        inits = [("b", b), ("s", sc)] + ([("z", zp)] if zp is not None else [])
+        bv = rand(n)
+        if bias:
+            inits.append(("bias", bv))
+        a = rand(*a_shape, k)
+        nd = helper.make_node("MatMulNBits", ins, ["y"], name="matmulnbits", domain="com.microsoft", K=k, N=n, bits=bits, block_size=block)
+        tags = ["nbits"]
+        if oracle == "ort":
+            case(name, [nd], [("a", a, None)], [("y", F)], inits, opset=17, ms=True, tags=tags)
+            return
+        # no onnxruntime kernel for this width: the float64 product of the dequantised weight
+        g = helper.make_graph([nd], name, [helper.make_tensor_value_info("a", F, list(a.shape))], [helper.make_tensor_value_info("y", F, None)],
+                              [numpy_helper.from_array(v, k_) for k_, v in inits])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)], producer_name="pixelgrad-fixtures")
+        m.ir_version = 8
+        y = (a.astype(np.float64) @ deq.astype(np.float64) + (bv if bias else 0)).astype(np.float32)
+        save_case("ops", name, m.SerializeToString(), {"a": a}, [("y", y)], tags=tags + ["numpy-reference"])
+
+    mnb("matmulnbits_4bit_symmetric", 32, 8, 4, 16, None)
+    mnb("matmulnbits_4bit_u8_zero_points", 32, 8, 4, 16, "u8")
+    # K = 40 is not a multiple of block_size 16: 3 blocks, the last half padding, and an odd
+    # count of 4-bit zero points per row (the last byte's high nibble unused)
+    mnb("matmulnbits_4bit_odd_k", 40, 5, 4, 16, "u8")
+    mnb("matmulnbits_4bit_f32_zero_points", 64, 8, 4, 32, "f32")
+    mnb("matmulnbits_4bit_bias_2d_input", 48, 6, 4, 16, "u8", bias=True, a_shape=(5,))
+    mnb("matmulnbits_4bit_block128", 200, 4, 4, 128, "u8", a_shape=(1, 2))
+    mnb("matmulnbits_8bit_u8_zero_points", 40, 8, 8, 16, "u8", oracle="numpy")
+    mnb("matmulnbits_8bit_symmetric_bias", 32, 8, 8, 32, None, bias=True, oracle="numpy")
+    # DynamicQuantizeMatMul: A quantised per tensor at run time (uint8), B int8 / uint8
+    dq = lambda ins: [helper.make_node("DynamicQuantizeMatMul", ins, ["y"], name="dqmatmul", domain="com.microsoft")]
+    a = rand(2, 3, 16) * 2
+    case("dynamicquantizematmul_i8", dq(["a", "b", "bs"]), [("a", a, None)], [("y", F)], [("b", q8((16, 8), np.int8)), ("bs", np.array(0.02, np.float32))],
+         opset=17, ms=True, tags=["nbits"])
+    case("dynamicquantizematmul_u8_zero_point_bias", dq(["a", "b", "bs", "bz", "bias"]), [("a", a, None)], [("y", F)],
+         [("b", q8((16, 8), np.uint8)), ("bs", np.array(0.01, np.float32)), ("bz", np.array(131, np.uint8)), ("bias", rand(8))], opset=17, ms=True, tags=["nbits"])
+    case("dynamicquantizematmul_i8_per_column", dq(["a", "b", "bs", "bz"]), [("a", rand(4, 16), None)], [("y", F)],
+         [("b", q8((16, 8), np.int8)), ("bs", RNG.uniform(0.005, 0.03, 8).astype(np.float32)), ("bz", q8((8,), np.int8))], opset=17, ms=True, tags=["nbits"])
+    # GatherBlockQuantized: int4 / uint4 tables, scales (and zero points) per block along
+    # quantize_axis, indices int64 / int32 with negative ones
+    def gbq(name, signed, zero_points, shape, gather_axis=0, quantize_axis=1, block=16, idx=None):
+        lo, hi = (-8, 8) if signed else (0, 16)
+        et = TensorProto.INT4 if signed else TensorProto.UINT4
+        q = RNG.integers(lo, hi, size=shape)
+        sshape = list(shape)
+        sshape[quantize_axis] = -(-shape[quantize_axis] // block)
+        inits = [helper.make_tensor("d", et, list(shape), q.reshape(-1).tolist()), numpy_helper.from_array(RNG.uniform(0.05, 0.5, sshape).astype(np.float32), "s")]
+        ins = ["d", "i", "s"]
+        if zero_points:
+            inits.append(helper.make_tensor("z", et, sshape, RNG.integers(lo, hi, size=sshape).reshape(-1).tolist()))
+            ins.append("z")
+        idx = np.array([[1, 0], [shape[gather_axis] - 1, -1]], np.int64) if idx is None else idx
+        nd = helper.make_node("GatherBlockQuantized", ins, ["y"], name="gbq", domain="com.microsoft", gather_axis=gather_axis, quantize_axis=quantize_axis, block_size=block)
+        g = helper.make_graph([nd], name, [helper.make_tensor_value_info("i", helper.np_dtype_to_tensor_dtype(idx.dtype), list(idx.shape))],
+                              [helper.make_tensor_value_info("y", F, None)], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)], producer_name="pixelgrad-fixtures")
+        m.ir_version = 10
+        b = m.SerializeToString()
+        save_case("ops", name, b, {"i": idx}, run_ort(b, {"i": idx}), tags=["nbits"])
+
+    gbq("gatherblockquantized_uint4", False, False, (6, 32))
+    gbq("gatherblockquantized_uint4_zero_points", False, True, (6, 32))
+    gbq("gatherblockquantized_int4_zero_points", True, True, (6, 32))
+    # 40 values per row: the last block of 16 half full; odd byte counts of packed values
+    gbq("gatherblockquantized_int4_odd_row", True, False, (5, 40), idx=np.array([4, 0, -2], np.int32))
+    gbq("gatherblockquantized_gather_axis1_quantize_axis0", False, True, (32, 6), gather_axis=1, quantize_axis=0)
+    gbq("gatherblockquantized_3d_block32", False, True, (3, 2, 64), quantize_axis=2, block=32, idx=np.array([2, 0], np.int64))
+    # an MLP (MatMul + Add + Relu, twice) whose MatMuls onnxruntime's MatMul4BitsQuantizer
+    # rewrites into MatMulNBits (block 32, with zero points)
+    w1, b1, w2, b2 = rand(64, 48) * 0.3, rand(48) * 0.1, rand(48, 10) * 0.3, rand(10) * 0.1
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h0"], name="mm1"), helper.make_node("Add", ["h0", "b1"], ["h1"], name="add1"),
+             helper.make_node("Relu", ["h1"], ["h2"], name="relu1"), helper.make_node("MatMul", ["h2", "w2"], ["h3"], name="mm2"),
+             helper.make_node("Add", ["h3", "b2"], ["y"], name="add2")]
+    g = helper.make_graph(nodes, "nbits_mlp", [helper.make_tensor_value_info("x", F, [4, 64])], [helper.make_tensor_value_info("y", F, [4, 10])],
+                          [numpy_helper.from_array(v, k) for k, v in [("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2)]])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="pixelgrad-fixtures")
+    m.ir_version = 8
+    qz = MatMul4BitsQuantizer(m, algo_config=DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=False))
+    qz.process()
+    qm = qz.model.model
+    assert sum(n.op_type == "MatMulNBits" for n in qm.graph.node) == 2, [n.op_type for n in qm.graph.node]
+    b = qm.SerializeToString()
+    x = rand(4, 64)
+    save_case("models", "mlp_matmulnbits_4bit", b, {"x": x}, run_ort(b, {"x": x}), tol=1e-4, tags=["nbits"])
 
 
 if __name__ == "__main__":

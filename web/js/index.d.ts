@@ -760,8 +760,20 @@ export interface OnnxInspection {
   outputs: OnnxValueInfo[];
   /** Nodes, subgraphs (If, Loop, Scan bodies) included. */
   nodes: number;
-  /** Every operator type used, with its count and the backends that run it (all or none). */
-  operators: { domain: string; op: string; opset: number; count: number; supported: boolean; backends: Record<'cpu' | 'webgpu' | 'webgl', boolean> }[];
+  /**
+   * Every operator type used, with its count and the backends that run it (all or none);
+   * `note`: how every backend runs it where that differs from what the file suggests (null
+   * otherwise), e.g. MatMulNBits' packed 4-bit weights dequantised to f32 on the device.
+   */
+  operators: {
+    domain: string;
+    op: string;
+    opset: number;
+    count: number;
+    supported: boolean;
+    backends: Record<'cpu' | 'webgpu' | 'webgl', boolean>;
+    note: string | null;
+  }[];
   /** Initializer bytes by the element type the file stores them in ('float', 'float16', 'int8'...). */
   weightBytesByType: Record<string, { tensors: number; bytes: number }>;
   /** External data files by location, with the bytes the model reads from each. */

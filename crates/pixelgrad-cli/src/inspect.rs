@@ -43,7 +43,10 @@ fn text(name: &str, r: &Report) -> String {
     s += &format!("operators: {} types, {} nodes (subgraphs included)\n", r.operators.len(), r.nodes);
     for o in &r.operators {
         let dom = if o.domain.is_empty() { String::new() } else { format!("{}:", o.domain) };
-        let support = if o.supported { BACKENDS.join(" ") } else { "refused (pixelgrad does not read it)".to_string() };
+        let mut support = if o.supported { BACKENDS.join(" ") } else { "refused (pixelgrad does not read it)".to_string() };
+        if let Some(note) = o.note {
+            support += &format!(" ({note})");
+        }
         s += &format!("  {:<32} {:>6}  {support}\n", format!("{dom}{}", o.op_type), o.count);
     }
     s += "weights by stored type:\n";

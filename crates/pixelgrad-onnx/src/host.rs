@@ -21,6 +21,10 @@ pub enum DType {
     U16,
     U32,
     Bool,
+    /// 4-bit integers (`int4`, `uint4`), two to a byte in files (the first in the low
+    /// nibble); held as `i64` values on the host. Only `GatherBlockQuantized` reads them.
+    I4,
+    U4,
 }
 
 impl DType {
@@ -39,6 +43,8 @@ impl DType {
             dt::UINT16 => DType::U16,
             dt::UINT32 => DType::U32,
             dt::BOOL => DType::Bool,
+            dt::INT4 => DType::I4,
+            dt::UINT4 => DType::U4,
             other => return Err(OnnxError::Dtype { what: what.to_string(), dtype: onnx_type_name(other).to_string() }),
         })
     }
@@ -55,16 +61,29 @@ impl DType {
             DType::U16 => dt::UINT16,
             DType::U32 => dt::UINT32,
             DType::Bool => dt::BOOL,
+            DType::I4 => dt::INT4,
+            DType::U4 => dt::UINT4,
         }
     }
-    /// Bytes per element as ONNX files store them.
-    pub fn size(self) -> usize {
+    /// Bits per element as ONNX files store them.
+    pub fn bits(self) -> usize {
         match self {
-            DType::I64 => 8,
-            DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
-            DType::I8 | DType::U8 | DType::Bool => 1,
+            DType::I64 => 64,
+            DType::F32 | DType::I32 | DType::U32 => 32,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 16,
+            DType::I8 | DType::U8 | DType::Bool => 8,
+            DType::I4 | DType::U4 => 4,
         }
+    }
+    /// Bytes per element as ONNX files store them, 4-bit types rounded up to 1 (totals:
+    /// [`DType::bytes`]).
+    pub fn size(self) -> usize {
+        self.bits().div_ceil(8)
+    }
+    /// Bytes that `n` elements take as ONNX files store them (4-bit types: two to a byte,
+    /// rounded up); `None` on overflow.
+    pub fn bytes(self, n: usize) -> Option<usize> {
+        Some(n.checked_mul(self.bits())?.div_ceil(8))
     }
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F16 | DType::BF16)
@@ -100,6 +119,14 @@ pub fn onnx_type_name(code: i32) -> &'static str {
         dt::COMPLEX64 => "complex64",
         dt::COMPLEX128 => "complex128",
         dt::BFLOAT16 => "bfloat16",
+        // read by no operator yet (GatherBlockQuantized's 4-bit data among them), named in errors
+        dt::FLOAT8E4M3FN => "float8e4m3fn",
+        dt::FLOAT8E4M3FNUZ => "float8e4m3fnuz",
+        dt::FLOAT8E5M2 => "float8e5m2",
+        dt::FLOAT8E5M2FNUZ => "float8e5m2fnuz",
+        dt::UINT4 => "uint4",
+        dt::INT4 => "int4",
+        dt::FLOAT4E2M1 => "float4e2m1",
         dt::UNDEFINED => "undefined",
         _ => "an unknown type code",
     }
@@ -204,14 +231,8 @@ impl HostTensor {
         let raw = &t.raw_data;
         let bad_len = |have: usize| OnnxError::Parse(format!("tensor {what}: {have} values stored for shape {shape:?} ({n} elements)"));
         let data = if !raw.is_empty() {
-            let size = match dtype {
-                DType::F32 | DType::I32 | DType::U32 => 4,
-                DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
-                DType::I64 => 8,
-                DType::I8 | DType::U8 | DType::Bool => 1,
-            };
-            // the byte count is computed checked: n elements of `size` bytes may not fit usize
-            if n.checked_mul(size) != Some(raw.len()) {
+            // the byte count is computed checked: n elements may not fit usize in bytes
+            if dtype.bytes(n) != Some(raw.len()) {
                 return Err(OnnxError::Parse(format!("tensor {what}: {} raw bytes for shape {shape:?} of {}", raw.len(), dtype)));
             }
             match dtype {
@@ -226,6 +247,7 @@ impl HostTensor {
                 DType::I8 => Data::I64(raw.iter().map(|&b| b as i8 as i64).collect()),
                 DType::U8 => Data::I64(raw.iter().map(|&b| b as i64).collect()),
                 DType::Bool => Data::I64(raw.iter().map(|&b| (b != 0) as i64).collect()),
+                DType::I4 | DType::U4 => Data::I64(unpack4(raw.iter().map(|&b| b as i64), n, dtype == DType::I4)),
             }
         } else {
             let d = match dtype {
@@ -236,6 +258,13 @@ impl HostTensor {
                 DType::U32 => Data::I64(t.uint64_data.iter().map(|&v| v as i64).collect()),
                 DType::Bool => Data::I64(t.int32_data.iter().map(|&v| (v != 0) as i64).collect()),
                 DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::U16 => Data::I64(t.int32_data.iter().map(|&v| v as i64).collect()),
+                // one packed byte per int32 value
+                DType::I4 | DType::U4 => {
+                    if t.int32_data.len() != n.div_ceil(2) {
+                        return Err(bad_len(t.int32_data.len() * 2));
+                    }
+                    Data::I64(unpack4(t.int32_data.iter().map(|&v| v as i64), n, dtype == DType::I4))
+                }
             };
             let have = match &d {
                 Data::F32(v) => v.len(),
@@ -253,6 +282,9 @@ impl HostTensor {
     pub fn to_proto(&self, name: &str) -> TensorProto {
         let mut raw = Vec::new();
         match (&self.data, self.dtype) {
+            (Data::I64(v), DType::I4 | DType::U4) => {
+                raw = v.chunks(2).map(|p| (p[0] as u8 & 15) | ((p.get(1).copied().unwrap_or(0) as u8 & 15) << 4)).collect();
+            }
             (Data::F32(v), DType::F16) => v.iter().for_each(|&x| raw.extend_from_slice(&half::f16::from_f32(x).to_le_bytes())),
             (Data::F32(v), DType::BF16) => v.iter().for_each(|&x| raw.extend_from_slice(&half::bf16::from_f32(x).to_le_bytes())),
             (Data::F32(v), _) => v.iter().for_each(|&x| raw.extend_from_slice(&x.to_le_bytes())),
@@ -297,6 +329,13 @@ impl HostTensor {
     }
 }
 
+/// The first `n` 4-bit values of packed bytes (the low nibble first), sign-extended when
+/// `signed`.
+fn unpack4(bytes: impl Iterator<Item = i64>, n: usize, signed: bool) -> Vec<i64> {
+    let nib = |v: i64| if signed { ((v as u8) << 4) as i8 as i64 >> 4 } else { v };
+    bytes.flat_map(|b| [nib(b & 15), nib((b >> 4) & 15)]).take(n).collect()
+}
+
 /// The number of elements of `shape`, or `None` where the product of its non-zero sizes
 /// overflows `usize` (then some partial product, a stride or an outer count, would too, even
 /// when a zero size makes the whole product 0). Every shape read from a file or made by host
@@ -324,6 +363,8 @@ pub fn wrap_int(x: i64, to: DType) -> i64 {
         DType::I8 => x as i8 as i64,
         DType::U8 => x as u8 as i64,
         DType::Bool => (x != 0) as i64,
+        DType::I4 => (((x as u8 & 15) << 4) as i8 >> 4) as i64,
+        DType::U4 => x & 15,
         _ => x,
     }
 }
@@ -342,6 +383,26 @@ mod tests {
         assert!(matches!(HostTensor::from_proto(&t, "w"), Err(OnnxError::Parse(m)) if m.contains("too large")));
         let ok = TensorProto { dims: vec![1], data_type: dt::FLOAT, raw_data: vec![0, 0, 128, 63], ..Default::default() };
         assert_eq!(HostTensor::from_proto(&ok, "w").unwrap().to_f32(), vec![1.0]);
+    }
+
+    /// 4-bit tensors: two values a byte, the first in the low nibble, `int4` sign-extended,
+    /// an odd count leaving the last high nibble unused; raw and `int32_data` alike, and
+    /// encoded back to the same bytes. `Cast` to them wraps.
+    #[test]
+    fn four_bit_tensors_unpack_and_pack() {
+        for (code, want) in [(dt::INT4, vec![-8, -1, 7]), (dt::UINT4, vec![8, 15, 7])] {
+            let raw = TensorProto { dims: vec![3], data_type: code, raw_data: vec![0xF8, 0x07], ..Default::default() };
+            let t = HostTensor::from_proto(&raw, "w").unwrap();
+            assert_eq!(t.data, Data::I64(want.clone()));
+            assert_eq!(t.to_proto("w").raw_data, vec![0xF8, 0x07]);
+            let ints = TensorProto { dims: vec![3], data_type: code, int32_data: vec![0xF8, 0x07], ..Default::default() };
+            assert_eq!(HostTensor::from_proto(&ints, "w").unwrap().data, Data::I64(want));
+            let short = TensorProto { dims: vec![3], data_type: code, raw_data: vec![0xF8], ..Default::default() };
+            assert!(matches!(HostTensor::from_proto(&short, "w"), Err(OnnxError::Parse(_))));
+        }
+        assert_eq!([9, -9, 16].map(|x| wrap_int(x, DType::I4)), [-7, 7, 0]);
+        assert_eq!([9, -1, 16].map(|x| wrap_int(x, DType::U4)), [9, 15, 0]);
+        assert_eq!(DType::I4.bytes(3), Some(2));
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct OperatorUse {
     pub count: usize,
     /// Whether pixelgrad reads it (then every backend of [`BACKENDS`] runs it).
     pub supported: bool,
+    /// How every backend runs it where that differs from what the file suggests (MatMulNBits:
+    /// its packed weights are dequantised to f32 on the device).
+    pub note: Option<&'static str>,
 }
 
 /// Weights stored in one element type.
@@ -94,7 +97,7 @@ impl Report {
             .map(|o| {
                 let backends: serde_json::Map<String, serde_json::Value> =
                     BACKENDS.iter().map(|b| (b.to_string(), serde_json::Value::Bool(o.supported))).collect();
-                serde_json::json!({ "domain": o.domain, "op": o.op_type, "opset": o.opset, "count": o.count, "supported": o.supported, "backends": backends })
+                serde_json::json!({ "domain": o.domain, "op": o.op_type, "opset": o.opset, "count": o.count, "supported": o.supported, "backends": backends, "note": o.note })
             })
             .collect();
         let weights: serde_json::Map<String, serde_json::Value> =
@@ -172,13 +175,14 @@ pub fn describe(bytes: &[u8]) -> Result<Report> {
     let operators: Vec<OperatorUse> = ops
         .into_iter()
         .map(|((domain, op_type), count)| {
-            let supported = registry::find(&domain, &op_type).is_some();
+            let row = registry::find(&domain, &op_type);
+            let (supported, note) = (row.is_some(), row.and_then(|r| r.note));
             let opset = opset_of(&domain);
             if !supported {
                 let dom = if domain.is_empty() { "ai.onnx" } else { domain.as_str() };
                 unsupported.push(format!("unsupported operator {op_type} (domain '{dom}', opset {opset}): {count} node(s)"));
             }
-            OperatorUse { domain, op_type, opset, count, supported }
+            OperatorUse { domain, op_type, opset, count, supported, note }
         })
         .collect();
     r.operators = operators;
@@ -221,12 +225,13 @@ fn walk(g: &GraphProto, r: &mut Report, ops: &mut BTreeMap<(String, String), usi
 /// external, to its file's bytes.
 fn weight(t: &TensorProto, r: &mut Report) {
     let numel = t.dims.iter().try_fold(1u64, |a, &d| u64::try_from(d).ok().and_then(|d| a.checked_mul(d)));
-    let size = DType::from_onnx(t.data_type, "").map(|d| d.size() as u64).unwrap_or(match t.data_type {
-        proto::data_type::DOUBLE | proto::data_type::UINT64 | proto::data_type::COMPLEX64 => 8,
-        proto::data_type::COMPLEX128 => 16,
-        _ => 1,
+    let bits = DType::from_onnx(t.data_type, "").map(|d| d.bits() as u64).unwrap_or(match t.data_type {
+        proto::data_type::DOUBLE | proto::data_type::UINT64 | proto::data_type::COMPLEX64 => 64,
+        proto::data_type::COMPLEX128 => 128,
+        proto::data_type::FLOAT4E2M1 => 4,
+        _ => 8,
     });
-    let bytes = numel.and_then(|n| n.checked_mul(size)).unwrap_or(u64::MAX);
+    let bytes = numel.and_then(|n| n.checked_mul(bits)).map_or(u64::MAX, |b| b.div_ceil(8));
     let w = r.weights.entry(onnx_type_name(t.data_type).to_string()).or_default();
     w.tensors += 1;
     w.bytes = w.bytes.saturating_add(bytes);

@@ -530,7 +530,7 @@ impl Model {
 
     /// Bytes of float weights the model keeps (what a device upload costs).
     pub fn weight_bytes(&self) -> usize {
-        self.constants.values().map(|t| t.numel() * t.dtype.size()).sum()
+        self.constants.values().map(|t| t.dtype.bytes(t.numel()).unwrap_or(usize::MAX)).sum()
     }
 
     /// Which nodes compute in which precision: `int8` for the quantised operators

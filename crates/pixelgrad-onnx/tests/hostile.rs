@@ -316,3 +316,135 @@ fn external_data_is_refused() {
     let e = load_err(&bytes);
     assert!(matches!(&e, OnnxError::UnsupportedModel(m) if m.contains("external file") && m.contains("initializer 'w'")), "{e}");
 }
+
+/// A uint8 initializer.
+fn u8s(name: &str, dims: &[i64], v: &[u8]) -> pixelgrad_onnx::proto::TensorProto {
+    pixelgrad_onnx::proto::TensorProto {
+        name: name.into(),
+        dims: dims.to_vec(),
+        data_type: pixelgrad_onnx::proto::data_type::UINT8,
+        raw_data: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// A `MatMulNBits` model `y = x · W` (x `[1, 32]` a graph input) whose node has `attrs` and
+/// whose inputs after `x` are `inputs` (initializers `inits`, or, when named in `dev`, the
+/// `Exp` on the device of a graph input `NAME_in` of shape `[4]`).
+fn nbits_model(attrs: &[(&str, i64)], inputs: &[&str], inits: Vec<pixelgrad_onnx::proto::TensorProto>, dev: &[&str]) -> Vec<u8> {
+    let mut ins = vec!["x"];
+    ins.extend(inputs);
+    let mut n = node("MatMulNBits", &ins, &["y"], attrs.iter().map(|(k, v)| int(k, *v)).collect());
+    n.domain = "com.microsoft".into();
+    let in_names: Vec<String> = dev.iter().map(|d| format!("{d}_in")).collect();
+    let mut graph_inputs: Vec<(&str, &[i64])> = vec![("x", &[1, 32])];
+    graph_inputs.extend(in_names.iter().map(|d| (d.as_str(), &[4i64][..])));
+    let mut nodes: Vec<_> = dev.iter().zip(&in_names).map(|(d, i)| node("Exp", &[i], &[d], vec![])).collect();
+    nodes.push(n);
+    model(17, nodes, &graph_inputs, &["y"], inits)
+}
+
+fn nbits_run(bytes: &[u8]) -> Result<Vec<f32>, OnnxError> {
+    let dev = cpu();
+    let s = Session::new(Model::from_bytes(bytes)?, &dev)?;
+    let x = HostTensor::f32(vec![1, 32], vec![1.0; 32]);
+    let mut feeds = vec![("x", Input::Host(x))];
+    if bytes.windows(9).any(|w| w == b"scales_in") {
+        feeds.push(("scales_in", Input::Host(HostTensor::f32(vec![4], vec![0.0; 4]))));
+    }
+    Ok(s.run(&feeds)?[0].1.to_host()?.to_f32())
+}
+
+/// `MatMulNBits` nodes whose attributes or packed inputs disagree (wrong blob size, K or N
+/// out of range, 3-bit blocks, a block size that is no power of two, scale or zero point
+/// counts, act-order `g_idx`, scales computed on the device) are typed errors naming what is
+/// wrong, never a panic or an allocation sized by the bad value; the well-formed model runs
+/// and gives `x · W` (every 4-bit value 9, zero point 8, scale 1: W all ones).
+#[test]
+fn matmulnbits_with_bad_attributes_or_blobs_are_typed_errors() {
+    let attrs = |k: i64, n: i64, bits: i64, block: i64| vec![("K", k), ("N", n), ("bits", bits), ("block_size", block)];
+    let good = || (u8s("b", &[2, 2, 8], &[0x99; 32]), f32s("s", &[4], &[1.0; 4]));
+    let (b, s) = good();
+    assert_eq!(nbits_run(&nbits_model(&attrs(32, 2, 4, 16), &["b", "s"], vec![b, s], &[])).unwrap(), vec![32.0, 32.0]);
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (nbits_model(&attrs(32, 2, 3, 16), &["b", "s"], vec![good().0, good().1], &[]), "attribute 'bits' is 3"),
+        (nbits_model(&attrs(32, 2, 4, 24), &["b", "s"], vec![good().0, good().1], &[]), "attribute 'block_size' is 24"),
+        (nbits_model(&attrs(32, 2, 4, 8), &["b", "s"], vec![good().0, good().1], &[]), "attribute 'block_size' is 8"),
+        (nbits_model(&attrs(1 << 40, 2, 4, 16), &["b", "s"], vec![good().0, good().1], &[]), "attribute 'K' is 1099511627776"),
+        (nbits_model(&attrs(32, i64::MAX, 4, 16), &["b", "s"], vec![good().0, good().1], &[]), "attribute 'N' is 9223372036854775807"),
+        (nbits_model(&attrs(32, -2, 4, 16), &["b", "s"], vec![good().0, good().1], &[]), "attribute 'N' is -2"),
+        (nbits_model(&attrs(64, 2, 4, 16), &["b", "s"], vec![good().0, good().1], &[]), "its last axis must be K = 64"),
+        (
+            nbits_model(&attrs(32, 2, 4, 16), &["b", "s"], vec![u8s("b", &[2, 2, 7], &[0x99; 28]), good().1], &[]),
+            "input B has shape [2, 2, 7]",
+        ),
+        (nbits_model(&attrs(32, 2, 8, 16), &["b", "s"], vec![good().0, good().1], &[]), "input B has shape [2, 2, 8]"),
+        (nbits_model(&attrs(32, 2, 4, 16), &["b", "s"], vec![good().0, f32s("s", &[3], &[1.0; 3])], &[]), "expected 4 floats"),
+        (
+            nbits_model(&attrs(32, 2, 4, 16), &["b", "s", "z"], vec![good().0, good().1, u8s("z", &[4], &[0; 4])], &[]),
+            "holds 1 bytes for each of N = 2 rows",
+        ),
+        (nbits_model(&attrs(32, 2, 4, 16), &["b", "s", "", "g"], vec![good().0, good().1, i64s("g", &[32], &[0; 32])], &[]), "g_idx"),
+        (nbits_model(&attrs(32, 2, 4, 16), &["b", "scales"], vec![good().0], &["scales"]), "scales (input 2) is computed on the device"),
+    ];
+    for (bytes, want) in cases {
+        match nbits_run(&bytes) {
+            Err(e @ OnnxError::Node { .. }) => assert!(e.to_string().contains(want), "{e} (wanted '{want}')"),
+            other => panic!("wanted an error with '{want}', got {other:?}"),
+        }
+    }
+    // the process is fine: the good model still runs
+    let (b, s) = good();
+    assert!(nbits_run(&nbits_model(&attrs(32, 2, 4, 16), &["b", "s"], vec![b, s], &[])).is_ok());
+}
+
+/// `GatherBlockQuantized` with `uint8` data, scales of the wrong shape, a bad block size or
+/// `int4` data whose packed bytes do not match its shape, and `DynamicQuantizeMatMul` with a
+/// float `B` or a bias of the wrong shape, are typed errors naming what is wrong; none panics.
+#[test]
+fn block_quantized_gather_and_dynamic_matmul_refusals_name_what_is_wrong() {
+    let gbq = |d: pixelgrad_onnx::proto::TensorProto, s: &[i64], block: i64| {
+        let mut g = node("GatherBlockQuantized", &["d", "i", "s"], &["y"], vec![int("block_size", block)]);
+        g.domain = "com.microsoft".into();
+        let n: usize = s.iter().product::<i64>() as usize;
+        let bytes = model(17, vec![g], &[], &["y"], vec![d, i64s("i", &[1], &[0]), f32s("s", s, &vec![1.0; n])]);
+        let s = Session::new(Model::from_bytes(&bytes)?, &cpu())?;
+        s.run(&[]).map(|o| o[0].1.to_host().unwrap().to_f32())
+    };
+    let int4 = |dims: &[i64], bytes: usize| {
+        let mut d = u8s("d", dims, &vec![0x21; bytes]);
+        d.data_type = pixelgrad_onnx::proto::data_type::INT4;
+        d
+    };
+    // a good one: every value 1 (low nibble) or 2 (high), scale 1, no zero point
+    assert_eq!(gbq(int4(&[2, 16], 16), &[2, 1], 16).unwrap(), [1.0, 2.0].repeat(8));
+    for (got, want) in [
+        (gbq(u8s("d", &[2, 16], &[0; 32]), &[2, 1], 16), "data is uint8"),
+        (gbq(int4(&[2, 16], 16), &[2, 2], 16), "expected floats of shape [2, 1]"),
+        (gbq(int4(&[2, 16], 16), &[2, 2], 8), "attribute 'block_size' is 8"),
+        (gbq(int4(&[2, 16], 15), &[2, 1], 16), "15 raw bytes for shape [2, 16] of int4"),
+    ] {
+        let e = got.unwrap_err();
+        assert!(e.to_string().contains(want), "{e} (wanted '{want}')");
+    }
+    let dq = |b: pixelgrad_onnx::proto::TensorProto, bias: Option<pixelgrad_onnx::proto::TensorProto>| {
+        let mut ins = vec!["x", "b", "s"];
+        let mut inits = vec![b, f32s("s", &[], &[0.5])];
+        if let Some(bias) = bias {
+            ins.extend(["", "bias"]);
+            inits.push(bias);
+        }
+        let mut n = node("DynamicQuantizeMatMul", &ins, &["y"], vec![]);
+        n.domain = "com.microsoft".into();
+        let bytes = model(17, vec![n], &[("x", &[1, 4])], &["y"], inits);
+        let s = Session::new(Model::from_bytes(&bytes).unwrap(), &cpu()).unwrap();
+        s.run(&[("x", Input::Host(HostTensor::f32(vec![1, 4], vec![0.5, -1.0, 2.0, 0.0])))]).map(|o| o[0].1.to_host().unwrap().to_f32())
+    };
+    let e = dq(f32s("b", &[4, 2], &[1.0; 8]), None).unwrap_err();
+    assert!(matches!(&e, OnnxError::Node { .. }) && e.to_string().contains("uint8 or int8"), "{e}");
+    let e = dq(u8s("b", &[4, 2], &[1; 8]), Some(f32s("bias", &[3], &[0.0; 3]))).unwrap_err();
+    assert!(matches!(&e, OnnxError::Node { .. }) && e.to_string().contains("bias (input 4) has shape [3]"), "{e}");
+    // B all 1 (uint8, no zero point), scale 0.5: each output is 0.5 · Σ x, x quantised and back
+    let y = dq(u8s("b", &[4, 2], &[1; 8]), Some(f32s("bias", &[2], &[10.0, 20.0]))).unwrap();
+    assert!((y[0] - 10.75).abs() < 0.02 && (y[1] - 20.75).abs() < 0.02, "{y:?}");
+}

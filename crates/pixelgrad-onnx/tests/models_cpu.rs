@@ -43,3 +43,31 @@ fn pretrained_classifier_gets_every_orientation_right() {
 fn quantized_models_match_onnxruntime() {
     common::check_all_times(&cpu(), "models", |c| c.tags.iter().any(|t| t == "int8"), 2);
 }
+
+/// An MLP whose MatMuls onnxruntime's `MatMul4BitsQuantizer` rewrote into `MatMulNBits`
+/// (4-bit blocks of 32 with zero points) matches onnxruntime, run twice (the second replays).
+/// Its weights are dequantised on the device: the device holds the two `[K, N]` f32 matrices
+/// (and the f32 biases), 8 times the packed 4-bit bytes the file stores; the scales and zero
+/// points are read on the host only.
+#[test]
+fn matmulnbits_mlp_matches_onnxruntime_and_holds_f32_weights() {
+    let dev = cpu();
+    common::check_all_times(&dev, "models", |c| c.tags.iter().any(|t| t == "nbits"), 2);
+    let dir = common::fixtures().join("models/mlp_matmulnbits_4bit");
+    let model = pixelgrad_onnx::Model::load(dir.join("model.onnx")).unwrap();
+    let file_bytes = model.weight_bytes();
+    let s = pixelgrad_onnx::Session::new(model, &dev).unwrap();
+    let x = pixelgrad_onnx::npy::load(&dir.join("input_0.npy")).unwrap();
+    s.run(&[("x", x.into())]).unwrap();
+    // K = 48 of the second layer is padded to two whole blocks of 32 in the packed form
+    let (dense, packed_4bit, biases) = ((64 * 48 + 48 * 10) * 4, (64 * 48 + 64 * 10) / 2, (48 + 10) * 4);
+    assert_eq!(s.device_weight_bytes(), dense + biases, "device bytes: f32 weights and biases");
+    // the file: packed blocks, f32 scales (one per block of 32), one byte of two zero points per row, biases
+    assert_eq!(file_bytes, packed_4bit + (48 * 2 + 10 * 2) * 4 + (48 + 10) + biases);
+    // and inspect says so on the operator's line, before anything runs
+    let report = pixelgrad_onnx::inspect::inspect_file(dir.join("model.onnx")).unwrap();
+    let op = report.operators.iter().find(|o| o.op_type == "MatMulNBits").unwrap();
+    assert!(op.supported && op.note.is_some_and(|n| n.contains("dequantised to f32")), "{op:?}");
+    assert!(report.to_json()["operators"].as_array().unwrap().iter().any(|o| o["note"].as_str().is_some_and(|n| n.contains("8x"))));
+    println!("MatMulNBits MLP: file {file_bytes} weight bytes (packed 4-bit), device {} bytes (f32)", s.device_weight_bytes());
+}

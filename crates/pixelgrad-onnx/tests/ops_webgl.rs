@@ -70,3 +70,10 @@ fn f16_weights_take_half_the_bytes_on_webgl() {
     let (h, f) = (half.device_weight_bytes() as f64, full.device_weight_bytes() as f64);
     assert!(h <= 0.55 * f && h >= 0.45 * f, "f16 weights take {h} bytes, f32 {f}");
 }
+
+/// The MLP whose MatMuls onnxruntime's `MatMul4BitsQuantizer` made `MatMulNBits` (weights
+/// dequantised to f32 on the device, see `ops/nbits.rs`).
+#[test]
+fn matmulnbits_mlp_matches_onnxruntime_on_webgl() {
+    common::check_all(&webgl(), "models", |c| c.tags.iter().any(|t| t == "nbits"));
+}

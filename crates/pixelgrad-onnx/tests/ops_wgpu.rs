@@ -80,3 +80,10 @@ fn quantized_products_take_the_packed_path_and_match_the_unpacked_one() {
         assert_eq!(results[0], results[1], "{}: packed and unpacked outputs differ", case.name);
     }
 }
+
+/// The MLP whose MatMuls onnxruntime's `MatMul4BitsQuantizer` made `MatMulNBits` (weights
+/// dequantised to f32 on the device, see `ops/nbits.rs`).
+#[test]
+fn matmulnbits_mlp_matches_onnxruntime_on_wgpu() {
+    common::check_all(&wgpu(), "models", |c| c.tags.iter().any(|t| t == "nbits"));
+}

@@ -67,6 +67,12 @@ pub trait Consts {
     fn param(&self, name: &str) -> Option<&Param>;
     /// A cached device copy of a non-trainable constant.
     fn cached(&self, name: &str, t: &HostTensor) -> Result<Tensor>;
+    /// A cached f32 device copy of a tensor derived from constants (a dequantised weight),
+    /// keyed by `key`: `make` runs only when there is none yet. Without a cache, every call
+    /// makes and uploads it.
+    fn cached_derived(&self, key: &str, make: &dyn Fn() -> Result<HostTensor>) -> Result<Tensor> {
+        upload(self.device(), &make()?, key)
+    }
     /// The cached f16-stored copy of float constant `name`, not widened, for a matrix
     /// product that reads it directly: `Some` only where the constant is kept in f16 and the
     /// backend runs [`pixelgrad_core::Op::MatMul`] on f16 storage

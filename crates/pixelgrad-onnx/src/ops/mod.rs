@@ -12,6 +12,7 @@ mod linalg;
 mod loss;
 mod meta;
 mod movement;
+mod nbits;
 mod norm;
 mod one_d;
 mod pool;

@@ -112,13 +112,19 @@ pub(super) fn gather(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     let out = |t: Tensor| Ok(vec![V::dev(t, dt)]);
     let x = cx.t(ins, 0)?;
     let a = norm_axis(node, node.int("axis", 0)?, x.rank())?;
+    out(gather_along(cx, &x, a, cx.v(ins, 1)?)?)
+}
+
+/// `x` gathered along axis `a` at the indices `idx` (host or device; negative ones wrap), as
+/// `Gather` computes it: shape `x[..a] ++ idx ++ x[a + 1..]`.
+pub(super) fn gather_along(cx: &Cx, x: &Tensor, a: usize, idx: &V) -> Result<Tensor> {
+    let node = cx.node;
     let d = x.dims().to_vec();
-    let idx = cx.v(ins, 1)?;
     let mut shape = d[..a].to_vec();
     shape.extend_from_slice(idx.dims());
     shape.extend_from_slice(&d[a + 1..]);
     let y = match idx.as_host() {
-        Some(t) => take(&x, a, &gather_indices(node, t, d[a])?)?,
+        Some(t) => take(x, a, &gather_indices(node, t, d[a])?)?,
         None => {
             // Indices computed on the device: negative ones wrap, then one gather with
             // the indices broadcast over the other axes.
@@ -133,7 +139,7 @@ pub(super) fn gather(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
             x3.gather(1, &it.reshape([1, k, 1])?.broadcast_to([outer, k, inner])?)?
         }
     };
-    out(y.reshape(shape)?)
+    Ok(y.reshape(shape)?)
 }
 
 /// `ConstantOfShape`.

@@ -65,16 +65,56 @@ pub(super) fn dequantize_linear(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
 pub(super) fn dynamic_quantize_linear(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     let node = cx.node;
     node.only_attrs(&[])?;
-    // scale = (max(0, max x) - min(0, min x)) / 255, zero point = saturate(round(-min / scale))
-    let x = cx.t(ins, 0)?;
+    let (y, scale, z) = dynamic_quantize(cx, &cx.t(ins, 0)?)?;
+    Ok(vec![V::dev(y, DType::U8), V::dev(scale, DType::F32), V::dev(z, DType::U8)])
+}
+
+/// `x` quantised per tensor to `uint8` as `DynamicQuantizeLinear` does: scale
+/// `(max(0, max x) - min(0, min x)) / 255`, zero point `saturate(round(-min / scale))`.
+/// Returns the quantised values, the scale and the zero point (both `[]`).
+fn dynamic_quantize(cx: &Cx, x: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
     let flat = x.reshape([x.numel()])?;
     let hi = flat.max_axis(0, false)?.max_scalar(0.0)?;
     let lo = flat.min_axis(0, false)?.min_scalar(0.0)?;
     let scale = hi.sub(&lo)?.mul_scalar(1.0 / 255.0)?;
     let z = round_half_even(&lo.neg()?.div(&scale)?)?.max_scalar(0.0)?.min_scalar(255.0)?;
     let ones = vec![1usize; x.rank()];
-    let y = quantize(cx, &x, &scale.reshape(ones.clone())?, Some(&z.reshape(ones)?), DType::U8)?;
-    Ok(vec![V::dev(y, DType::U8), V::dev(scale, DType::F32), V::dev(z, DType::U8)])
+    let y = quantize(cx, x, &scale.reshape(ones.clone())?, Some(&z.reshape(ones)?), DType::U8)?;
+    Ok((y, scale, z))
+}
+
+/// `com.microsoft` `DynamicQuantizeMatMul`: `A` (f32) quantised per tensor to `uint8` at run
+/// time as [`dynamic_quantize_linear`] does, its integer product with `B` (`int8` / `uint8`
+/// `[K, N]`, zero point per tensor or per column) accumulated exactly, scaled by
+/// `a_scale · b_scale` (per tensor or per column), plus the optional f32 `bias [N]`.
+pub(super) fn dynamic_quantize_mat_mul(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    cx.node.only_attrs(&[])?;
+    let dt = cx.dtype0(ins);
+    if dt != DType::F32 {
+        return Err(cx.err(format!("input A is {dt}; DynamicQuantizeMatMul takes float")));
+    }
+    let (q, a_scale, a_zero) = dynamic_quantize(cx, &cx.t(ins, 0)?)?;
+    let rank = q.rank();
+    let a = q.widen()?.sub(&a_zero.reshape(vec![1usize; rank])?)?;
+    let b = centred(cx, ins, 1, 3, -1)?;
+    if b.rank() != 2 {
+        return Err(cx.err(format!("input B has shape {:?}; expected a [K, N] matrix", b.dims())));
+    }
+    let n = b.dims()[1];
+    let acc = linalg::matmul(cx, &a, &b)?;
+    let bs = param(cx, ins, 2, 1, 0)?.ok_or_else(|| cx.err("b_scale is missing"))?;
+    if bs.numel() != 1 && bs.numel() != n {
+        return Err(cx.err(format!("b_scale has {} values; expected 1 or N = {n}", bs.numel())));
+    }
+    let mut y = acc.mul(&bs.mul(&a_scale.reshape([1])?)?)?;
+    if cx.opt(ins, 4).is_some() {
+        let bias = cx.t(ins, 4)?;
+        if bias.dims() != [n] {
+            return Err(cx.err(format!("bias (input 4) has shape {:?}; expected [N] = [{n}]", bias.dims())));
+        }
+        y = y.add(&bias)?;
+    }
+    Ok(vec![V::dev(y, DType::F32)])
 }
 
 /// `QLinearConv`.

@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::context::{HostEval, Run};
-use super::{contrib, conv, einsum, elementwise, linalg, loss, meta, movement, norm, pool, quant, reduce, resize, rnn, select};
+use super::{contrib, conv, einsum, elementwise, linalg, loss, meta, movement, nbits, norm, pool, quant, reduce, resize, rnn, select};
 use crate::graph::Node;
 use crate::hostops;
 use crate::{OnnxError, Result};
@@ -90,6 +90,10 @@ pub struct OpRow {
     pub weights: bool,
     /// Whether it is a quantised operator (8-bit values, integer products).
     pub quantized: bool,
+    /// What a user should know of how every backend runs it, where that is not what the
+    /// model's file suggests (weights dequantised at load...): `pixelgrad inspect` and
+    /// `m.info` show it.
+    pub note: Option<&'static str>,
 }
 
 impl std::fmt::Debug for OpRow {
@@ -103,6 +107,7 @@ impl std::fmt::Debug for OpRow {
             .field("reads_back", &self.reads_back)
             .field("weights", &self.weights)
             .field("quantized", &self.quantized)
+            .field("note", &self.note)
             .finish()
     }
 }
@@ -122,6 +127,9 @@ impl OpRow {
     }
     const fn quantized(self) -> OpRow {
         OpRow { quantized: true, ..self }
+    }
+    const fn note(self, note: &'static str) -> OpRow {
+        OpRow { note: Some(note), ..self }
     }
 
     /// The schema in force at `opset`: the newest whose `since` is not above it. A node of an
@@ -163,7 +171,7 @@ pub(crate) fn check_node(node: &Node) -> Result<()> {
 }
 
 const fn row(domain: Domain, name: &'static str, schemas: &'static [Schema], run: Run) -> OpRow {
-    OpRow { domain, name, schemas, run, host: None, host_args_from: None, reads_back: &[], weights: false, quantized: false }
+    OpRow { domain, name, schemas, run, host: None, host_args_from: None, reads_back: &[], weights: false, quantized: false, note: None }
 }
 
 const ONNX: Domain = Domain::Onnx;
@@ -387,6 +395,14 @@ pub const OPS: &[OpRow] = &[
     row(MS, "QLinearSigmoid", &[s(1, (4, 5), (1, 1), &[2, 4], &[])], quant::qlinear_activation).quantized(),
     row(MS, "QLinearLeakyRelu", &[s(1, (4, 5), (1, 1), &[2, 4], &[])], quant::qlinear_activation).quantized(),
     row(MS, "QLinearSoftmax", &[s(1, (4, 5), (1, 1), &[2, 4], &["opset"])], quant::q_linear_softmax).quantized(),
+    row(MS, "DynamicQuantizeMatMul", &[s(1, (3, 5), (1, 1), &[3, 4], &[])], quant::dynamic_quantize_mat_mul).quantized(),
+    // block-quantised weights (what onnxruntime's `MatMulNBitsQuantizer` writes)
+    row(MS, "MatMulNBits", &[s(1, (3, 6), (1, 1), &[3, 4, 5], &["K", "N", "bits", "block_size"])], nbits::matmul_nbits)
+        .host_args_from(1)
+        .note(nbits::MATMUL_NBITS_NOTE),
+    row(MS, "GatherBlockQuantized", &[s(1, (3, 4), (1, 1), &[3], &[])], nbits::gather_block_quantized)
+        .host_args_from(2)
+        .note(nbits::GATHER_BLOCK_QUANTIZED_NOTE),
     // onnxruntime's transformer contrib operators: fused GELUs and (skip, RMS) layer
     // normalisations (`contrib_defs.cc`; SimplifiedLayerNormalization is in the default domain)
     row(MS, "Gelu", &[s(1, (1, 1), (1, 1), &[], &[])], contrib::gelu),

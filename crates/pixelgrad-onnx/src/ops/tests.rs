@@ -19,6 +19,9 @@ fn old_host_argument(op: &str, i: usize) -> bool {
         "Slice" | "Pad" | "Resize" | "Upsample" | "Split" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd"
         | "ReduceL1" | "ReduceL2" | "ReduceSumSquare" | "ReduceLogSum" | "ReduceLogSumExp" => i >= 1,
         "Clip" => i >= 1,
+        // added with the table: its packed weight, scales and zero points are read on the host
+        "MatMulNBits" => i >= 1,
+        "GatherBlockQuantized" => i >= 2,
         _ => false,
     }
 }
@@ -57,6 +60,8 @@ fn old_is_quantized(op_type: &str) -> bool {
         "QLinearSigmoid",
         "QLinearLeakyRelu",
         "QLinearSoftmax",
+        // added with the table: an integer product of a run-time quantised A
+        "DynamicQuantizeMatMul",
     ];
     QUANTIZED.contains(&op_type)
 }

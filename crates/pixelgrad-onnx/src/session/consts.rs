@@ -37,6 +37,14 @@ impl Consts for Session {
         self.cache.borrow_mut().insert(name.to_string(), d.clone());
         Ok(if narrow { d.widen()? } else { d })
     }
+    fn cached_derived(&self, key: &str, make: &dyn Fn() -> Result<HostTensor>) -> Result<Tensor> {
+        if let Some(d) = self.cache.borrow().get(key) {
+            return Ok(d.clone());
+        }
+        let d = upload(&self.device, &make()?, &format!("constant '{key}'"))?;
+        self.cache.borrow_mut().insert(key.to_string(), d.clone());
+        Ok(d)
+    }
     fn cached_f16(&self, name: &str, t: &HostTensor) -> Result<Option<Tensor>> {
         if !self.f16.contains(name) || !self.device.backend().supports_f16_matmul() {
             return Ok(None);
