@@ -10,8 +10,9 @@ use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Backend, BackendKind, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
 
 use crate::context::Shared;
+use crate::fusion::tensor_of;
 use crate::options::{WebGlOptions, WebGlReport};
-use crate::texture::{tensor_of, GlTensor};
+use crate::texture::GlTensor;
 
 /// The WebGL2 backend: "training as rendering". Every tensor is an RGBA float texture (4
 /// elements per texel) and every op is one or more full-screen draws into a fresh texture.
@@ -308,7 +309,7 @@ impl Backend for WebGlBackend {
         self.shared.current()?;
         if let Op::Reshape(_) = op {
             // No data moves: the output shares the input (of any storage type).
-            return crate::ops::execute(&self.shared, op, inputs, shapes, out);
+            return crate::fusion::execute_now(&self.shared, op, inputs, shapes, out);
         }
         // Narrow storage is read only by matmul_i8 (its weights) and widen. Core checks this;
         // `execute` is public, so a direct caller gets a typed error here instead of integer
@@ -334,7 +335,7 @@ impl Backend for WebGlBackend {
         }
         if matches!(op, Op::MatMulI8 { .. } | Op::Widen) {
             // Never deferred: a pending `b` is drawn first (`tensor_of`).
-            return crate::ops::execute(&self.shared, op, inputs, shapes, out);
+            return crate::fusion::execute_now(&self.shared, op, inputs, shapes, out);
         }
         if self.shared.fuse {
             if let Some((launch, name)) = crate::fusion::elementwise(op)? {
@@ -348,7 +349,7 @@ impl Backend for WebGlBackend {
                 return Ok(s);
             }
         }
-        crate::ops::execute(&self.shared, op, inputs, shapes, out)
+        crate::fusion::execute_now(&self.shared, op, inputs, shapes, out)
     }
 
     /// Blocking readPixels. Fine natively; in the browser prefer `read_async`, which does not
@@ -357,7 +358,7 @@ impl Backend for WebGlBackend {
         // A read ends an iteration of eager code: later ops start a new fusion generation.
         crate::fusion::new_generation(&self.shared.generation);
         let t = tensor_of(storage, &self.shared, "read")?;
-        self.shared.read_blocking(t, len)
+        crate::readback::read_blocking(&self.shared, t, len)
     }
 
     fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {

@@ -12,10 +12,8 @@ use pixelgrad_core::{Counters, Error, Result};
 
 use crate::dialect::ProgramSpec;
 use crate::options::{TexelFormat, WebGlReport};
+use crate::pool::PoolKey;
 use crate::program::Program;
-
-/// Pool key: texture width, height and internal format.
-pub(crate) type PoolKey = (u32, u32, u32);
 
 pub(crate) struct Shared {
     pub gl: glow::Context,
@@ -133,10 +131,9 @@ impl Shared {
         self.err(op, format!("GL error 0x{code:04X} after {what} ({}:{})", at.file(), at.line()))
     }
 
-    /// Returns a texture to the pool (called from a tensor's `Drop`); past the pool budget
-    /// the least recently returned textures are deleted.
-    pub fn release(&self, tex: glow::Texture, key: PoolKey) {
-        let bytes = texture_bytes(key, self.format);
+    /// Returns a texture of `bytes` device bytes to the pool (called from a tensor's `Drop`);
+    /// past the pool budget the least recently returned textures are deleted.
+    pub fn release(&self, tex: glow::Texture, key: PoolKey, bytes: u64) {
         let over = match self.pool.try_borrow_mut() {
             Ok(mut pool) => {
                 pool.put(key, tex, bytes);
@@ -216,13 +213,6 @@ impl Shared {
             *s = Default::default();
         }
     }
-}
-
-/// Device bytes of a pooled texture: the backend's float format, or a narrow integer format
-/// (RGBA8 heatmap targets are not pooled).
-pub(crate) fn texture_bytes(key: PoolKey, format: TexelFormat) -> u64 {
-    let texel = crate::texture::narrow_texel(key.2).map_or(format.texel_bytes(), |(_, b)| b);
-    key.0 as u64 * key.1 as u64 * texel
 }
 
 impl Drop for Shared {

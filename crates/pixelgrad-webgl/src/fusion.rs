@@ -2,7 +2,7 @@
 //! `expand`, `fill`) returns a pending [`Lazy`] result holding the composed kernel
 //! (`pixelgrad_core::kernel::fuse`); the next elementwise op composes with it, and the chain is
 //! drawn as one pass when a value is needed — a non-elementwise op or a read
-//! ([`crate::texture::tensor_of`]), the end of a step or a flush ([`settle`]). At a settle,
+//! ([`tensor_of`]), the end of a step or a flush ([`settle`]). At a settle,
 //! results whose textures have one size are drawn together on WebGL2 (`group.rs`).
 //!
 //! Matmuls and reductions of values are deferred too where the context has multiple render
@@ -27,7 +27,7 @@ use pixelgrad_core::{Op, ReduceOp, Result, Shape, Storage};
 use crate::context::Shared;
 use crate::dialect::{MAP_MAX_INPUTS, MAP_MAX_PARAMS};
 use crate::ops::elementwise::FusedRead;
-use crate::texture::{tensor_of, GlTensor};
+use crate::texture::{texture_of, GlTensor};
 
 /// Longest kernel (in IR nodes, before lowering) a chain may grow to before it is drawn.
 const MAX_NODES: usize = 96;
@@ -360,6 +360,33 @@ pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&S
     let st = Storage::new(lazy);
     remember(sh, &st);
     Ok(Some(st))
+}
+
+/// Downcasts a storage to this backend's texture, drawing it first if it is a pending result
+/// (a fused chain, [`LazyMatmul`] or [`LazyReduce`]). Everything below fusion takes textures
+/// settled here.
+pub(crate) fn tensor_of<'a>(s: &'a Storage, sh: &Rc<Shared>, op: &'static str) -> Result<&'a GlTensor> {
+    let s = match s.downcast::<Lazy>() {
+        Some(lazy) => lazy.force(|p| run(sh, p))?,
+        None => s,
+    };
+    let s = match s.downcast::<LazyMatmul>() {
+        Some(m) => m.force(sh)?,
+        None => s,
+    };
+    let s = match s.downcast::<LazyReduce>() {
+        Some(r) => r.force(sh)?,
+        None => s,
+    };
+    texture_of(s, sh, op)
+}
+
+/// Runs `op` now: realises its pending inputs ([`tensor_of`]) and hands their textures to the
+/// op's passes.
+pub(crate) fn execute_now(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+    sh.current()?;
+    let ts: Vec<&GlTensor> = inputs.iter().map(|s| tensor_of(s, sh, op.name())).collect::<Result<_>>()?;
+    crate::ops::execute(sh, op, inputs, &ts, shapes, out)
 }
 
 /// Draws one pending computation into a fresh texture (as a matmul's epilogue when it can).

@@ -34,9 +34,10 @@ use crate::dialect::{
     map_config, GroupMember, ProgramSpec, GROUP_LENS, GROUP_MAX_PARAMS, GROUP_MAX_TARGETS, GROUP_PARAMS, MAP_GROUP, MAP_INPUTS,
     MAP_MAX_INPUTS,
 };
+use crate::fusion::tensor_of;
 use crate::launch::Pass;
 use crate::options::WebGlReport;
-use crate::texture::{tensor_of, GlTensor};
+use crate::texture::GlTensor;
 
 /// The structure of a grouped draw, its program's cache key: for each member, its kernel's
 /// number in the registry and the draw input each kernel input reads; and how many inputs.

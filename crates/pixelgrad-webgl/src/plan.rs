@@ -50,8 +50,9 @@ use std::rc::Rc;
 use glow::HasContext;
 use pixelgrad_core::Result;
 
-use crate::context::{PoolKey, Shared};
+use crate::context::Shared;
 use crate::launch::Pass;
+use crate::pool::PoolKey;
 use crate::program::Program;
 use crate::texture::GlTensor;
 
@@ -156,7 +157,7 @@ impl Shared {
         for p in plans {
             for e in p.allocs {
                 if e.is_free() {
-                    self.release(e.tex, e.key);
+                    self.release(e.tex, e.key, crate::texture::texture_bytes(e.key, self.format));
                 }
             }
             if current {
@@ -201,7 +202,7 @@ impl Shared {
         } else {
             let old = std::mem::replace(&mut plan.allocs[k], entry);
             if old.is_free() {
-                self.release(old.tex, old.key);
+                self.release(old.tex, old.key, crate::texture::texture_bytes(old.key, self.format));
             }
             // Else a live tensor holds it: dropping `old`'s token hands the texture over.
         }

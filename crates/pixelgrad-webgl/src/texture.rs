@@ -22,7 +22,10 @@ use glow::HasContext;
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Error, Result, Storage};
 
-use crate::context::{texture_bytes, PoolKey, Shared};
+use crate::bytes::{f32_bytes, f32_bytes_mut, u16_bytes_mut};
+use crate::context::Shared;
+use crate::options::TexelFormat;
+use crate::pool::PoolKey;
 
 /// Texture width and height (in texels) for `len` elements: near-square, neither side above
 /// `max_tex`. Fails with [`Error::Limit`] naming MAX_TEXTURE_SIZE when the tensor cannot fit.
@@ -161,6 +164,13 @@ pub(crate) fn narrow_format(dtype: DType) -> Option<u32> {
     }
 }
 
+/// Device bytes of a pooled texture: the backend's float format, or a narrow integer format
+/// (RGBA8 heatmap targets are not pooled).
+pub(crate) fn texture_bytes(key: PoolKey, format: TexelFormat) -> u64 {
+    let texel = narrow_texel(key.2).map_or(format.texel_bytes(), |(_, b)| b);
+    key.0 as u64 * key.1 as u64 * texel
+}
+
 /// Layout-table name and bytes per texel of an internal format (`None`: not one of the narrow
 /// formats).
 pub(crate) fn narrow_texel(internal: u32) -> Option<(&'static str, u64)> {
@@ -202,7 +212,7 @@ impl Drop for GlTensor {
             return;
         }
         let key = self.key();
-        self.shared.release(self.tex, key);
+        self.shared.release(self.tex, key, texture_bytes(key, self.shared.format));
     }
 }
 
@@ -224,21 +234,9 @@ pub(crate) fn describe(t: &GlTensor, len: usize, format: crate::TexelFormat) -> 
     }
 }
 
-/// Downcasts a storage to this backend's texture, drawing it first if it is a pending fused
-/// computation (`fusion.rs`).
-pub(crate) fn tensor_of<'a>(s: &'a Storage, shared: &Rc<Shared>, op: &'static str) -> Result<&'a GlTensor> {
-    let s = match s.downcast::<pixelgrad_core::kernel::fuse::Lazy>() {
-        Some(lazy) => lazy.force(|p| crate::fusion::run(shared, p))?,
-        None => s,
-    };
-    let s = match s.downcast::<crate::fusion::LazyMatmul>() {
-        Some(m) => m.force(shared)?,
-        None => s,
-    };
-    let s = match s.downcast::<crate::fusion::LazyReduce>() {
-        Some(r) => r.force(shared)?,
-        None => s,
-    };
+/// Downcasts a storage to this backend's texture. Storage knows nothing of pending values: a
+/// pending (fused) result is realised by the fusion layer first (`fusion::tensor_of`).
+pub(crate) fn texture_of<'a>(s: &'a Storage, shared: &Rc<Shared>, op: &'static str) -> Result<&'a GlTensor> {
     s.downcast::<GlTensor>().filter(|t| Rc::ptr_eq(&t.shared, shared)).ok_or_else(|| Error::BackendMismatch {
         op,
         a: shared.name.clone(),
@@ -452,19 +450,6 @@ impl Shared {
         Ok(())
     }
 
-    /// Blocking readback with readPixels (RGBA / FLOAT), trimmed to `len` elements, after the
-    /// pending run-time checks (see `checks.rs`) have passed.
-    pub fn read_blocking(self: &Rc<Self>, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
-        self.current()?;
-        self.verify_pending()?;
-        if t.dtype != DType::F32 {
-            // Narrow storage reads as its exact f32 values: widened on the GPU first.
-            let wide = crate::ops::widen(self, t, len)?;
-            return self.read_raw(&wide, len);
-        }
-        self.read_raw(t, len)
-    }
-
     /// Blocking readback without looking at pending checks.
     pub fn read_raw(&self, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
         self.current()?;
@@ -491,23 +476,4 @@ impl Shared {
         out.truncate(len);
         Ok(out)
     }
-}
-
-/// The bytes of an f32 buffer. Transfers go through f32 buffers (not `Vec<u8>`) because in the
-/// browser glow views them as a `Float32Array`, which must start 4-byte aligned.
-pub(crate) fn f32_bytes(v: &[f32]) -> &[u8] {
-    // SAFETY: any f32 bit pattern is valid bytes; the length covers exactly the slice.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-/// Mutable bytes of a u16 buffer (see [`f32_bytes`]).
-fn u16_bytes_mut(v: &mut [u16]) -> &mut [u8] {
-    // SAFETY: any byte pattern is a valid u16; the length covers exactly the slice.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-/// Mutable bytes of an f32 buffer (see [`f32_bytes`]).
-pub(crate) fn f32_bytes_mut(v: &mut [f32]) -> &mut [u8] {
-    // SAFETY: any byte pattern is a valid f32; the length covers exactly the slice.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
