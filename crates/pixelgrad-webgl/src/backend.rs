@@ -371,7 +371,7 @@ impl Backend for WebGlBackend {
 
     fn flush(&self) -> Result<()> {
         self.shared.current()?;
-        crate::fusion::settle(&self.shared)?;
+        crate::group::settle(&self.shared)?;
         self.shared.flush()
     }
 
@@ -380,13 +380,13 @@ impl Backend for WebGlBackend {
     fn begin_step(&self, key: u64) -> Result<()> {
         // Work pending from before the step is drawn before it.
         self.shared.current()?;
-        crate::fusion::settle(&self.shared)?;
+        crate::group::settle(&self.shared)?;
         self.shared.begin_step(key)
     }
 
     fn end_step(&self) -> Result<()> {
         // Results of the step still held are drawn inside it, so its plan has them.
-        let settled = crate::fusion::settle(&self.shared);
+        let settled = crate::group::settle(&self.shared);
         let ended = self.shared.end_step();
         settled?;
         ended

@@ -29,11 +29,11 @@ pub(crate) struct Shared {
     /// `kernel` of their [`ProgramSpec`]), with a label for logs.
     pub map_kernels: RefCell<Vec<(pixelgrad_core::kernel::Kernel, String)>>,
     pub map_index: RefCell<HashMap<pixelgrad_core::kernel::Kernel, u32>>,
-    /// Grouped draws of several elementwise kernels (`group.rs`), numbered in order of first
+    /// Grouped draws of several elementwise kernels (`group.rs`, registered in `program.rs`), numbered in order of first
     /// use (the `kernel` of their [`ProgramSpec`]), and the most outputs one may have (0:
     /// results are never grouped).
-    pub map_groups: RefCell<Vec<crate::group::GroupDef>>,
-    pub group_index: RefCell<HashMap<crate::group::GroupDef, u32>>,
+    pub map_groups: RefCell<Vec<crate::program::GroupDef>>,
+    pub group_index: RefCell<HashMap<crate::program::GroupDef, u32>>,
     pub group_targets: usize,
     /// Matmuls are deferred and take a pending result of their product as an epilogue
     /// drawn to a second render target (`fusion::LazyMatmul`): fusion on, WebGL2 with

@@ -2,7 +2,7 @@
 //! `expand`, `fill`) returns a pending [`Lazy`] result holding the composed kernel
 //! (`pixelgrad_core::kernel::fuse`); the next elementwise op composes with it, and the chain is
 //! drawn as one pass when a value is needed — a non-elementwise op or a read
-//! ([`tensor_of`]), the end of a step or a flush ([`settle`]). At a settle,
+//! ([`tensor_of`]), the end of a step or a flush (`group::settle`). At a settle,
 //! results whose textures have one size are drawn together on WebGL2 (`group.rs`).
 //!
 //! Matmuls and reductions of values are deferred too where the context has multiple render
@@ -405,31 +405,4 @@ pub(crate) fn run(sh: &Rc<Shared>, p: &Pending<Storage>) -> Result<Storage> {
 /// Starts a new generation (see the module docs).
 pub(crate) fn new_generation(generation: &std::cell::Cell<u64>) {
     generation.set(generation.get().wrapping_add(1));
-}
-
-/// Draws every pending result some tensor still holds, oldest first; results of the same
-/// size together where the context has multiple render targets (`group.rs`).
-pub(crate) fn settle(sh: &Rc<Shared>) -> Result<()> {
-    new_generation(&sh.generation);
-    let list = std::mem::take(&mut *sh.lazies.borrow_mut());
-    if sh.group_targets >= 2 {
-        let live: Vec<Storage> = list.iter().filter_map(|w| w.upgrade()).collect();
-        return crate::group::settle(sh, &live);
-    }
-    // Matmuls last (or when something reads them): a pending result of one drawn first takes
-    // it as its epilogue.
-    let mut matmuls = Vec::new();
-    for w in list {
-        if let Some(s) = w.upgrade() {
-            if deferred(&s) {
-                matmuls.push(s);
-            } else if undone(&s) {
-                tensor_of(&s, sh, "settle")?;
-            }
-        }
-    }
-    for m in matmuls {
-        tensor_of(&m, sh, "settle")?;
-    }
-    Ok(())
 }

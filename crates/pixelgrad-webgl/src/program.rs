@@ -9,7 +9,7 @@ use glow::HasContext;
 use pixelgrad_core::Result;
 
 use crate::context::Shared;
-use crate::dialect::{self, ProgramSpec};
+use crate::dialect::{self, GroupMember, ProgramSpec};
 
 /// A linked program, the uniform locations looked up so far and the value each uniform holds.
 ///
@@ -354,5 +354,52 @@ mod tests {
             gl.get_uniform_f32(p.program, &loc, &mut v);
         }
         assert_eq!(v[0], 1.5, "the program holds the last value set");
+    }
+}
+
+/// The structure of a grouped draw, its program's cache key: for each member, its kernel's
+/// number in the registry and the draw input each kernel input reads; and how many inputs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct GroupDef {
+    pub members: Vec<(u32, Vec<usize>)>,
+    pub inputs: usize,
+}
+
+impl Shared {
+    /// The number of grouped draw `def` in this backend's registry, registering it on first use.
+    pub fn map_group(&self, op: &'static str, def: GroupDef) -> Result<u32> {
+        if let Some(&id) = self.group_index.borrow().get(&def) {
+            return Ok(id);
+        }
+        let mut list = self.map_groups.borrow_mut();
+        let id = u32::try_from(list.len()).map_err(|_| self.err(op, "too many grouped draws"))?;
+        list.push(def.clone());
+        self.group_index.borrow_mut().insert(def, id);
+        Ok(id)
+    }
+
+    /// A label of grouped draw `id` for logs: its members' labels.
+    pub fn group_label(&self, id: u32) -> String {
+        let groups = self.map_groups.borrow();
+        let kernels = self.map_kernels.borrow();
+        let Some(g) = groups.get(id as usize) else { return format!("group {id}?") };
+        let names: Vec<&str> = g.members.iter().map(|(k, _)| kernels.get(*k as usize).map_or("?", |(_, l)| l.as_str())).collect();
+        format!("group of {}: {}", names.len(), names.join(" | "))
+    }
+
+    /// The fragment source of grouped draw `spec.kernel`.
+    pub fn group_source(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
+        let def = self.map_groups.borrow().get(spec.kernel as usize).cloned();
+        let def = def.ok_or_else(|| self.err(op, format!("internal: no grouped draw {}", spec.kernel)))?;
+        let kernels = self.map_kernels.borrow();
+        let members = def
+            .members
+            .iter()
+            .map(|(k, inputs)| {
+                let kernel = &kernels.get(*k as usize).ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {k}")))?.0;
+                Ok(GroupMember { kernel, inputs })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        crate::dialect::map_group_source(&members, def.inputs, spec.config).map_err(|e| self.err(op, e.to_string()))
     }
 }
