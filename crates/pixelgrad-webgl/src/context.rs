@@ -195,18 +195,6 @@ impl Shared {
         self.count(|c| c.bytes_in_use = c.bytes_in_use.saturating_sub(freed));
     }
 
-    /// Submits queued work: folds the pending index checks into one (so the queue and the
-    /// draws per step stay fixed while nothing is read), then `glFlush`.
-    pub fn flush(self: &Rc<Self>) -> Result<()> {
-        self.current()?;
-        self.fold_pending()?;
-        // SAFETY: glFlush on the current context.
-        unsafe { self.gl.flush() };
-        self.unflushed.set(false);
-        self.count(|c| c.submissions += 1);
-        Ok(())
-    }
-
     /// Forgets the tracked GL bindings: the next draw sets everything it needs.
     pub fn forget_gl_state(&self) {
         if let Ok(mut s) = self.state.try_borrow_mut() {

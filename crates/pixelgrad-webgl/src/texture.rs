@@ -251,12 +251,6 @@ impl Shared {
         layout_in(len, self.max_tex, !self.gl1, op, &self.name)
     }
 
-    /// A texture for `len` elements: inside a step the plan's entry for this allocation
-    /// (see `plan.rs`), otherwise one from the pool when one of the same size is free.
-    pub fn alloc(self: &Rc<Self>, len: usize, op: &'static str) -> Result<GlTensor> {
-        self.alloc_typed(len, DType::F32, op)
-    }
-
     /// The internal format of a texture holding `dtype` elements.
     pub fn internal_format(&self, dtype: DType) -> u32 {
         if self.gl1 && matches!(dtype, DType::I8 | DType::U8) {
@@ -266,8 +260,9 @@ impl Shared {
         narrow_format(dtype).unwrap_or_else(|| self.format.internal_format())
     }
 
-    /// As [`Shared::alloc`] for a texture of `dtype` elements (narrow storage: WebGL2 only).
-    pub fn alloc_typed(self: &Rc<Self>, len: usize, dtype: DType, op: &'static str) -> Result<GlTensor> {
+    /// The pool key (size and internal format) of a texture for `len` elements of `dtype`
+    /// (narrow storage: WebGL2 only), or the limit it breaks.
+    pub fn texture_key(&self, len: usize, dtype: DType, op: &'static str) -> Result<PoolKey> {
         if self.gl1 && len > crate::gl1::MAX_ELEMENTS {
             return Err(Error::Limit {
                 op,
@@ -281,13 +276,14 @@ impl Shared {
             return Err(crate::legacy::no_narrow(op, &self.name, dtype));
         }
         let (w, h) = self.layout(len, op)?;
-        let key = (w, h, self.internal_format(dtype));
-        if let Some(mut t) = self.alloc_planned(key, len, op)? {
-            t.dtype = dtype;
-            return Ok(t);
-        }
+        Ok((w, h, self.internal_format(dtype)))
+    }
+
+    /// A texture of `key` for `len` elements of `dtype` outside step plans: one from the pool
+    /// when one of the same key is free, else a new one.
+    pub fn alloc_eager(self: &Rc<Self>, key: PoolKey, len: usize, dtype: DType, op: &'static str) -> Result<GlTensor> {
         let tex = self.pooled_or_new(key, op)?;
-        Ok(GlTensor { tex, w, h, len, shared: self.clone(), token: None, dtype })
+        Ok(GlTensor { tex, w: key.0, h: key.1, len, shared: self.clone(), token: None, dtype })
     }
 
     /// A texture from the pool, or a new one.
@@ -350,10 +346,8 @@ impl Shared {
         Ok(tex)
     }
 
-    /// Uploads host data into a new texture (padding the last texel with zeros).
-    pub fn upload(self: &Rc<Self>, data: &[f32]) -> Result<GlTensor> {
-        self.current()?;
-        let t = self.alloc(data.len(), "upload")?;
+    /// Uploads host data into the new texture `t` (padding the last texel with zeros).
+    pub fn write_f32(&self, t: GlTensor, data: &[f32]) -> Result<GlTensor> {
         let texels = t.w as usize * t.h as usize;
         let mut padded = Vec::with_capacity(texels * 4);
         padded.extend_from_slice(data);
@@ -383,12 +377,9 @@ impl Shared {
     }
 
     /// Uploads narrow host data (`bytes` of `dtype`: one per i8 / u8 element, two
-    /// little-endian per f16 element) into a new integer texture, exactly, the last texel
-    /// padded with zeros. The `webgl1` mode stores 8-bit values in byte textures (`RGBA` /
-    /// `UNSIGNED_BYTE`) and fails for f16, naming the missing feature.
-    pub fn upload_narrow(self: &Rc<Self>, op: &'static str, len: usize, dtype: DType, fill: impl FnOnce(&mut [u8])) -> Result<GlTensor> {
-        self.current()?;
-        let t = self.alloc_typed(len, dtype, op)?;
+    /// little-endian per f16 element) into the new integer texture `t`, exactly, the last
+    /// texel padded with zeros.
+    pub fn write_narrow(&self, op: &'static str, t: GlTensor, len: usize, dtype: DType, fill: impl FnOnce(&mut [u8])) -> Result<GlTensor> {
         let texels = t.w as usize * t.h as usize;
         let (format_ty, elem) = match dtype {
             // webgl1: byte textures, i8 as its two's-complement byte (widen decodes the sign).
