@@ -1,5 +1,5 @@
-//! The state behind one backend: the GL context, the texture pool, the program cache, the step
-//! plans, counters and the pass log. The GL context is single-threaded, so it lives in an `Rc` that every
+//! The state behind one backend: the GL context, the GL binding state draws last set, the texture
+//! pool, the program cache, the step plans, counters and the pass log. The GL context is single-threaded, so it lives in an `Rc` that every
 //! tensor texture also holds (a texture can outlive the backend handle and still be returned
 //! to the pool, and the context is destroyed only after the last texture).
 
@@ -60,7 +60,7 @@ pub(crate) struct Shared {
     /// Step plans by (key, parity) and the step in progress (see `plan.rs`).
     pub plans: RefCell<crate::plan::Plans>,
     /// GL binding state as last set by a draw, so draws inside a step skip redundant calls.
-    pub state: RefCell<crate::launch::GlState>,
+    pub state: RefCell<GlState>,
     /// The framebuffer of reads and of draws outside steps (its attachment changes per call).
     pub fbo: glow::Framebuffer,
     /// Colour attachments of `fbo` beyond the first, left by a multi-target draw until the
@@ -201,6 +201,23 @@ impl Shared {
             *s = Default::default();
         }
     }
+}
+
+/// Texture units whose bindings are tracked (passes bind at most 4 inputs).
+const TRACKED_UNITS: usize = 8;
+
+/// The GL bindings this backend last set (`None`: unknown, set it). Draws inside a step skip
+/// calls that would set what is already set: in the browser each is a call into JavaScript.
+/// Tracking is only trusted between our own calls: it is forgotten at `begin_step` and
+/// `end_step` (other code may use the context between steps), before every draw outside a
+/// step, and whenever we bind or delete textures elsewhere (`Shared::forget_gl_state`).
+#[derive(Default)]
+pub(crate) struct GlState {
+    pub viewport: Option<(i32, i32)>,
+    pub program: Option<glow::Program>,
+    pub active_unit: Option<u32>,
+    pub units: [Option<glow::Texture>; TRACKED_UNITS],
+    pub vao: bool,
 }
 
 impl Drop for Shared {
