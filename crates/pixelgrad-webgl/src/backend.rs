@@ -30,6 +30,8 @@ use crate::texture::GlTensor;
 #[derive(Clone)]
 pub struct WebGlBackend {
     pub(crate) shared: Rc<Shared>,
+    /// Pending results and when to draw them (`fusion.rs`): the backend's, not the device's.
+    pub(crate) fusion: Rc<crate::fusion::Fusion>,
 }
 
 impl WebGlBackend {
@@ -99,14 +101,9 @@ impl WebGlBackend {
             map_index: RefCell::new(HashMap::new()),
             map_groups: RefCell::new(Vec::new()),
             group_index: RefCell::new(HashMap::new()),
-            group_targets,
-            epilogues,
-            fuse: opts.fuse,
             mediump: opts.mediump,
             emulate_half: opts.emulate_precision == Some(crate::options::EmulatedPrecision::Half),
             abandoned: Cell::new(false),
-            lazies: RefCell::new(Vec::new()),
-            generation: Cell::new(0),
             vertex: Cell::new(None),
             counters: Cell::new(Counters::default()),
             pass_log: RefCell::new(None),
@@ -123,7 +120,9 @@ impl WebGlBackend {
             #[cfg(not(target_arch = "wasm32"))]
             egl,
         };
-        let b = WebGlBackend { shared: Rc::new(shared) };
+        let fusion =
+            crate::fusion::Fusion { fuse: opts.fuse, epilogues, group_targets, lazies: RefCell::new(Vec::new()), generation: Cell::new(0) };
+        let b = WebGlBackend { shared: Rc::new(shared), fusion: Rc::new(fusion) };
         if opts.webgl1 {
             b.probe_float_rendering()?;
         }
@@ -337,15 +336,15 @@ impl Backend for WebGlBackend {
             // Never deferred: a pending `b` is drawn first (`tensor_of`).
             return crate::fusion::execute_now(&self.shared, op, inputs, shapes, out);
         }
-        if self.shared.fuse {
+        if self.fusion.fuse {
             if let Some((launch, name)) = crate::fusion::elementwise(op)? {
-                return crate::fusion::defer(&self.shared, op, &launch, name, inputs, shapes, out);
+                return crate::fusion::defer(&self.shared, &self.fusion, op, &launch, name, inputs, shapes, out);
             }
             self.shared.current()?;
-            if let Some(s) = crate::fusion::reduce(&self.shared, op, inputs, shapes, out)? {
+            if let Some(s) = crate::fusion::reduce(&self.shared, &self.fusion, op, inputs, shapes, out)? {
                 return Ok(s);
             }
-            if let Some(s) = crate::fusion::defer_matmul(&self.shared, op, inputs, shapes, out)? {
+            if let Some(s) = crate::fusion::defer_matmul(&self.shared, &self.fusion, op, inputs, shapes, out)? {
                 return Ok(s);
             }
         }
@@ -356,14 +355,14 @@ impl Backend for WebGlBackend {
     /// stall the page.
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
         // A read ends an iteration of eager code: later ops start a new fusion generation.
-        crate::fusion::new_generation(&self.shared.generation);
+        crate::fusion::new_generation(&self.fusion.generation);
         let t = tensor_of(storage, &self.shared, "read")?;
         crate::readback::read_blocking(&self.shared, t, len)
     }
 
     fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
         Box::pin(async move {
-            crate::fusion::new_generation(&self.shared.generation);
+            crate::fusion::new_generation(&self.fusion.generation);
             let t = tensor_of(storage, &self.shared, "read_async")?;
             crate::readback::read_async(&self.shared, t, len).await
         })
@@ -371,7 +370,7 @@ impl Backend for WebGlBackend {
 
     fn flush(&self) -> Result<()> {
         self.shared.current()?;
-        crate::group::settle(&self.shared)?;
+        crate::group::settle(&self.shared, &self.fusion)?;
         self.shared.flush()
     }
 
@@ -380,13 +379,13 @@ impl Backend for WebGlBackend {
     fn begin_step(&self, key: u64) -> Result<()> {
         // Work pending from before the step is drawn before it.
         self.shared.current()?;
-        crate::group::settle(&self.shared)?;
+        crate::group::settle(&self.shared, &self.fusion)?;
         self.shared.begin_step(key)
     }
 
     fn end_step(&self) -> Result<()> {
         // Results of the step still held are drawn inside it, so its plan has them.
-        let settled = crate::group::settle(&self.shared);
+        let settled = crate::group::settle(&self.shared, &self.fusion);
         let ended = self.shared.end_step();
         settled?;
         ended

@@ -29,19 +29,10 @@ pub(crate) struct Shared {
     /// `kernel` of their [`ProgramSpec`]), with a label for logs.
     pub map_kernels: RefCell<Vec<(pixelgrad_core::kernel::Kernel, String)>>,
     pub map_index: RefCell<HashMap<pixelgrad_core::kernel::Kernel, u32>>,
-    /// Grouped draws of several elementwise kernels (`group.rs`, registered in `program.rs`), numbered in order of first
-    /// use (the `kernel` of their [`ProgramSpec`]), and the most outputs one may have (0:
-    /// results are never grouped).
+    /// Grouped draws of several elementwise kernels (`group.rs`, registered in `program.rs`),
+    /// numbered in order of first use (the `kernel` of their [`ProgramSpec`]).
     pub map_groups: RefCell<Vec<crate::program::GroupDef>>,
     pub group_index: RefCell<HashMap<crate::program::GroupDef, u32>>,
-    pub group_targets: usize,
-    /// Matmuls are deferred and take a pending result of their product as an epilogue
-    /// drawn to a second render target (`fusion::LazyMatmul`): fusion on, WebGL2 with
-    /// multiple render targets.
-    pub epilogues: bool,
-    /// Fuse elementwise chains (`fusion.rs`), and the pending results made since the last
-    /// settle, oldest first.
-    pub fuse: bool,
     /// Fragment shaders in `mediump float` ([`crate::WebGlOptions::mediump`]).
     pub mediump: bool,
     /// Fragment programs round to half precision ([`crate::WebGlOptions::emulate_precision`]).
@@ -49,9 +40,6 @@ pub(crate) struct Shared {
     /// Set by [`crate::WebGlBackend::abandon`] after a context loss: every call fails with
     /// `DeviceLost` and nothing is deleted on the context any more.
     pub abandoned: Cell<bool>,
-    pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
-    /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
-    pub generation: Cell<u64>,
     pub vertex: Cell<Option<glow::Shader>>,
     pub counters: Cell<Counters>,
     pub pass_log: RefCell<Option<Vec<String>>>,

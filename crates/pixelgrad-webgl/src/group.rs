@@ -36,7 +36,7 @@ use crate::context::Shared;
 use crate::dialect::{
     map_config, ProgramSpec, GROUP_LENS, GROUP_MAX_PARAMS, GROUP_MAX_TARGETS, GROUP_PARAMS, MAP_GROUP, MAP_INPUTS, MAP_MAX_INPUTS,
 };
-use crate::fusion::tensor_of;
+use crate::fusion::{tensor_of, Fusion};
 use crate::launch::Pass;
 use crate::options::WebGlReport;
 use crate::program::GroupDef;
@@ -72,8 +72,8 @@ fn same_leaf(a: &(Storage, Shape), b: &(Storage, Shape)) -> bool {
 }
 
 /// Whether `p` can join `group` within the limits of one draw.
-fn fits(sh: &Shared, group: &Group, p: &Pending<Storage>) -> bool {
-    if group.members.len() >= sh.group_targets {
+fn fits(fu: &Fusion, group: &Group, p: &Pending<Storage>) -> bool {
+    if group.members.len() >= fu.group_targets {
         return false;
     }
     let params: usize = group.members.iter().map(|m| m.pending.launch.params.len()).sum::<usize>() + p.launch.params.len();
@@ -88,12 +88,12 @@ fn fits(sh: &Shared, group: &Group, p: &Pending<Storage>) -> bool {
 
 /// Draws every pending result some tensor still holds, oldest first; results of the same
 /// size together where the context has multiple render targets (`group.rs`).
-pub(crate) fn settle(sh: &Rc<Shared>) -> Result<()> {
-    crate::fusion::new_generation(&sh.generation);
-    let list = std::mem::take(&mut *sh.lazies.borrow_mut());
-    if sh.group_targets >= 2 {
+pub(crate) fn settle(sh: &Rc<Shared>, fu: &Fusion) -> Result<()> {
+    crate::fusion::new_generation(&fu.generation);
+    let list = std::mem::take(&mut *fu.lazies.borrow_mut());
+    if fu.group_targets >= 2 {
         let live: Vec<Storage> = list.iter().filter_map(|w| w.upgrade()).collect();
-        return settle_grouped(sh, &live);
+        return settle_grouped(sh, fu, &live);
     }
     // Matmuls last (or when something reads them): a pending result of one drawn first takes
     // it as its epilogue.
@@ -117,7 +117,7 @@ pub(crate) fn settle(sh: &Rc<Shared>) -> Result<()> {
 /// drawn together (see the module docs). Groups stay open until they are full, until a
 /// result reads one of their members, or to the end, so results of one size made between
 /// results of other sizes still meet.
-fn settle_grouped(sh: &Rc<Shared>, live: &[Storage]) -> Result<()> {
+fn settle_grouped(sh: &Rc<Shared>, fu: &Fusion, live: &[Storage]) -> Result<()> {
     let mut open: Vec<Group> = Vec::new();
     let mut matmuls = Vec::new();
     for s in live {
@@ -139,7 +139,7 @@ fn settle_grouped(sh: &Rc<Shared>, live: &[Storage]) -> Result<()> {
             continue;
         }
         let dims = sh.layout(p.shape.numel(), "settle")?;
-        if let Some(g) = open.iter().position(|g| g.dims == dims && !fits(sh, g, &p)) {
+        if let Some(g) = open.iter().position(|g| g.dims == dims && !fits(fu, g, &p)) {
             draw(sh, open.remove(g))?;
         }
         let member = Member { storage: s.clone(), pending: p };
