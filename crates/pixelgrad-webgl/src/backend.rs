@@ -2,7 +2,6 @@
 //! WebGL2 canvas) and the [`Backend`] implementation.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use glow::HasContext;
@@ -96,11 +95,7 @@ impl WebGlBackend {
             max_tex: report.effective_max_texture_size,
             report: RefCell::new(report),
             pool: RefCell::new(crate::pool::TexturePool::new(opts.pool_budget)),
-            programs: RefCell::new(HashMap::new()),
-            map_kernels: RefCell::new(Vec::new()),
-            map_index: RefCell::new(HashMap::new()),
-            map_groups: RefCell::new(Vec::new()),
-            group_index: RefCell::new(HashMap::new()),
+            programs: Default::default(),
             mediump: opts.mediump,
             emulate_half: opts.emulate_precision == Some(crate::options::EmulatedPrecision::Half),
             abandoned: Cell::new(false),

@@ -4,16 +4,12 @@
 //! to the pool, and the context is destroyed only after the last texture).
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::rc::Rc;
 
 use glow::HasContext;
 use pixelgrad_core::{Counters, Error, Result};
 
-use crate::dialect::ProgramSpec;
 use crate::options::{TexelFormat, WebGlReport};
 use crate::pool::PoolKey;
-use crate::program::Program;
 
 pub(crate) struct Shared {
     pub gl: glow::Context,
@@ -24,15 +20,9 @@ pub(crate) struct Shared {
     pub max_tex: u32,
     /// Free textures kept for reuse, within a byte budget (`pool.rs`).
     pub pool: RefCell<crate::pool::TexturePool<glow::Texture>>,
-    pub programs: RefCell<HashMap<ProgramSpec, Rc<Program>>>,
-    /// Elementwise kernels rendered from the kernel IR, numbered in order of first use (the
-    /// `kernel` of their [`ProgramSpec`]), with a label for logs.
-    pub map_kernels: RefCell<Vec<(pixelgrad_core::kernel::Kernel, String)>>,
-    pub map_index: RefCell<HashMap<pixelgrad_core::kernel::Kernel, u32>>,
-    /// Grouped draws of several elementwise kernels (`group.rs`, registered in `program.rs`),
-    /// numbered in order of first use (the `kernel` of their [`ProgramSpec`]).
-    pub map_groups: RefCell<Vec<crate::program::GroupDef>>,
-    pub group_index: RefCell<HashMap<crate::program::GroupDef, u32>>,
+    /// Linked programs and the registries of the kernels they draw (the programs layer's
+    /// state, `program.rs`).
+    pub programs: crate::program::Programs,
     /// Fragment shaders in `mediump float` ([`crate::WebGlOptions::mediump`]).
     pub mediump: bool,
     /// Fragment programs round to half precision ([`crate::WebGlOptions::emulate_precision`]).
@@ -228,7 +218,7 @@ impl Drop for Shared {
                     self.gl.delete_framebuffer(d.fbo);
                 }
             }
-            for (_, p) in self.programs.get_mut().drain() {
+            for (_, p) in self.programs.cache.get_mut().drain() {
                 self.gl.delete_program(p.program);
             }
             if let Some(v) = self.vertex.get() {
