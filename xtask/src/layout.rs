@@ -30,7 +30,7 @@ pub const KNOWN: &[&str] = &[
     "pixelgrad-flower: src: fleet transport",
     "pixelgrad-onnx: src: replay session",
     "pixelgrad-webgl: src/ops: gl1 matmul matmul_block reduce",
-    "pixelgrad-webgl: src: checks context fusion group launch legacy ops plan pool program texture",
+    "pixelgrad-webgl: src: checks context launch ops plan program texture",
     "pixelgrad-wgpu: src: backend fusion",
     "pixelgrad-wgpu: src: context pipelines",
     "pixelgrad-wgpu: src: image ops",
@@ -513,5 +513,43 @@ mod tests {
         assert!(new.is_empty(), "new import circles between files of one folder: {new:#?}");
         let gone: Vec<&&str> = KNOWN.iter().filter(|k| !found.iter().any(|c| c == *k)).collect();
         assert!(gone.is_empty(), "circles broken: remove them from layout::KNOWN: {gone:?}");
+    }
+
+    /// The WebGL layers (docs/src/design/architecture.md "Inside the WebGL backend"): storage
+    /// never names fusion, settling or the ops, fusion never names settling, and no file below
+    /// the backend names it.
+    #[test]
+    fn webgl_lower_layers_never_name_higher_ones() {
+        const ABOVE_DEVICE: &[&str] = &["fusion", "group", "ops", "backend", "readback", "selftest"];
+        const RULES: &[(&str, &[&str])] = &[
+            ("texture.rs", ABOVE_DEVICE),
+            ("pool.rs", ABOVE_DEVICE),
+            ("bytes.rs", ABOVE_DEVICE),
+            ("legacy.rs", ABOVE_DEVICE),
+            ("context.rs", ABOVE_DEVICE),
+            ("program.rs", ABOVE_EXECUTION),
+            ("launch.rs", ABOVE_EXECUTION),
+            ("plan.rs", ABOVE_EXECUTION),
+            ("checks.rs", &["fusion", "group", "backend", "readback", "selftest"]),
+            ("fusion.rs", &["group", "backend", "readback", "selftest"]),
+        ];
+        const ABOVE_EXECUTION: &[&str] = &["fusion", "group", "ops", "backend", "readback", "selftest"];
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/pixelgrad-webgl/src");
+        let mut ops = Vec::new();
+        collect(&src.join("ops"), &mut ops).expect("read src/ops");
+        let ops: Vec<String> = ops.iter().filter_map(|f| f.strip_prefix(&src).ok()).map(|f| f.to_string_lossy().into_owned()).collect();
+        let ops_never: &[&str] = &["fusion", "group", "backend", "readback", "selftest"];
+        let mut wrong = Vec::new();
+        for (file, never) in RULES.iter().copied().chain(ops.iter().map(|f| (f.as_str(), ops_never))) {
+            let path = src.join(file);
+            let text = std::fs::read_to_string(&path).expect("read a webgl source file");
+            let m = Module::read(&src, &path, &text);
+            for r in &m.refs {
+                if r.first().is_some_and(|top| never.contains(&top.as_str())) {
+                    wrong.push(format!("{file} names {}", r.join("::")));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "arrows from a lower WebGL layer to a higher one: {wrong:#?}");
     }
 }

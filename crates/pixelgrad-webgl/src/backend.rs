@@ -2,7 +2,6 @@
 //! WebGL2 canvas) and the [`Backend`] implementation.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use glow::HasContext;
@@ -10,8 +9,9 @@ use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Backend, BackendKind, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
 
 use crate::context::Shared;
+use crate::fusion::tensor_of;
 use crate::options::{WebGlOptions, WebGlReport};
-use crate::texture::{tensor_of, GlTensor};
+use crate::texture::GlTensor;
 
 /// The WebGL2 backend: "training as rendering". Every tensor is an RGBA float texture (4
 /// elements per texel) and every op is one or more full-screen draws into a fresh texture.
@@ -29,6 +29,8 @@ use crate::texture::{tensor_of, GlTensor};
 #[derive(Clone)]
 pub struct WebGlBackend {
     pub(crate) shared: Rc<Shared>,
+    /// Pending results and when to draw them (`fusion.rs`): the backend's, not the device's.
+    pub(crate) fusion: Rc<crate::fusion::Fusion>,
 }
 
 impl WebGlBackend {
@@ -93,19 +95,10 @@ impl WebGlBackend {
             max_tex: report.effective_max_texture_size,
             report: RefCell::new(report),
             pool: RefCell::new(crate::pool::TexturePool::new(opts.pool_budget)),
-            programs: RefCell::new(HashMap::new()),
-            map_kernels: RefCell::new(Vec::new()),
-            map_index: RefCell::new(HashMap::new()),
-            map_groups: RefCell::new(Vec::new()),
-            group_index: RefCell::new(HashMap::new()),
-            group_targets,
-            epilogues,
-            fuse: opts.fuse,
+            programs: Default::default(),
             mediump: opts.mediump,
             emulate_half: opts.emulate_precision == Some(crate::options::EmulatedPrecision::Half),
             abandoned: Cell::new(false),
-            lazies: RefCell::new(Vec::new()),
-            generation: Cell::new(0),
             vertex: Cell::new(None),
             counters: Cell::new(Counters::default()),
             pass_log: RefCell::new(None),
@@ -122,7 +115,9 @@ impl WebGlBackend {
             #[cfg(not(target_arch = "wasm32"))]
             egl,
         };
-        let b = WebGlBackend { shared: Rc::new(shared) };
+        let fusion =
+            crate::fusion::Fusion { fuse: opts.fuse, epilogues, group_targets, lazies: RefCell::new(Vec::new()), generation: Cell::new(0) };
+        let b = WebGlBackend { shared: Rc::new(shared), fusion: Rc::new(fusion) };
         if opts.webgl1 {
             b.probe_float_rendering()?;
         }
@@ -308,7 +303,7 @@ impl Backend for WebGlBackend {
         self.shared.current()?;
         if let Op::Reshape(_) = op {
             // No data moves: the output shares the input (of any storage type).
-            return crate::ops::execute(&self.shared, op, inputs, shapes, out);
+            return crate::fusion::execute_now(&self.shared, op, inputs, shapes, out);
         }
         // Narrow storage is read only by matmul_i8 (its weights) and widen. Core checks this;
         // `execute` is public, so a direct caller gets a typed error here instead of integer
@@ -334,35 +329,35 @@ impl Backend for WebGlBackend {
         }
         if matches!(op, Op::MatMulI8 { .. } | Op::Widen) {
             // Never deferred: a pending `b` is drawn first (`tensor_of`).
-            return crate::ops::execute(&self.shared, op, inputs, shapes, out);
+            return crate::fusion::execute_now(&self.shared, op, inputs, shapes, out);
         }
-        if self.shared.fuse {
+        if self.fusion.fuse {
             if let Some((launch, name)) = crate::fusion::elementwise(op)? {
-                return crate::fusion::defer(&self.shared, op, &launch, name, inputs, shapes, out);
+                return crate::fusion::defer(&self.shared, &self.fusion, op, &launch, name, inputs, shapes, out);
             }
             self.shared.current()?;
-            if let Some(s) = crate::fusion::reduce(&self.shared, op, inputs, shapes, out)? {
+            if let Some(s) = crate::fusion::reduce(&self.shared, &self.fusion, op, inputs, shapes, out)? {
                 return Ok(s);
             }
-            if let Some(s) = crate::fusion::defer_matmul(&self.shared, op, inputs, shapes, out)? {
+            if let Some(s) = crate::fusion::defer_matmul(&self.shared, &self.fusion, op, inputs, shapes, out)? {
                 return Ok(s);
             }
         }
-        crate::ops::execute(&self.shared, op, inputs, shapes, out)
+        crate::fusion::execute_now(&self.shared, op, inputs, shapes, out)
     }
 
     /// Blocking readPixels. Fine natively; in the browser prefer `read_async`, which does not
     /// stall the page.
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
         // A read ends an iteration of eager code: later ops start a new fusion generation.
-        crate::fusion::new_generation(&self.shared.generation);
+        crate::fusion::new_generation(&self.fusion.generation);
         let t = tensor_of(storage, &self.shared, "read")?;
-        self.shared.read_blocking(t, len)
+        crate::readback::read_blocking(&self.shared, t, len)
     }
 
     fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
         Box::pin(async move {
-            crate::fusion::new_generation(&self.shared.generation);
+            crate::fusion::new_generation(&self.fusion.generation);
             let t = tensor_of(storage, &self.shared, "read_async")?;
             crate::readback::read_async(&self.shared, t, len).await
         })
@@ -370,7 +365,7 @@ impl Backend for WebGlBackend {
 
     fn flush(&self) -> Result<()> {
         self.shared.current()?;
-        crate::fusion::settle(&self.shared)?;
+        crate::group::settle(&self.shared, &self.fusion)?;
         self.shared.flush()
     }
 
@@ -379,13 +374,13 @@ impl Backend for WebGlBackend {
     fn begin_step(&self, key: u64) -> Result<()> {
         // Work pending from before the step is drawn before it.
         self.shared.current()?;
-        crate::fusion::settle(&self.shared)?;
+        crate::group::settle(&self.shared, &self.fusion)?;
         self.shared.begin_step(key)
     }
 
     fn end_step(&self) -> Result<()> {
         // Results of the step still held are drawn inside it, so its plan has them.
-        let settled = crate::fusion::settle(&self.shared);
+        let settled = crate::group::settle(&self.shared, &self.fusion);
         let ended = self.shared.end_step();
         settled?;
         ended

@@ -5,9 +5,13 @@
 //! the op — so a bad index surfaces at the next read of its result or of anything computed
 //! after it (the loss, typically), like an asynchronous GPU error. The queue is folded early
 //! when it grows, so it stays small however long nothing is read.
+//!
+//! Submitting queued work (`Shared::flush`: fold the queue, then `glFlush`) lives here too, since
+//! a flush is where the queue is folded every step.
 
 use std::rc::Rc;
 
+use glow::HasContext;
 use pixelgrad_core::{BinaryOp, Result, Shape};
 
 use crate::context::Shared;
@@ -47,6 +51,18 @@ impl Shared {
         if n >= MAX_PENDING {
             self.fold_pending()?;
         }
+        Ok(())
+    }
+
+    /// Submits queued work: folds the pending index checks into one (so the queue and the
+    /// draws per step stay fixed while nothing is read), then `glFlush`.
+    pub fn flush(self: &Rc<Self>) -> Result<()> {
+        self.current()?;
+        self.fold_pending()?;
+        // SAFETY: glFlush on the current context.
+        unsafe { self.gl.flush() };
+        self.unflushed.set(false);
+        self.count(|c| c.submissions += 1);
         Ok(())
     }
 

@@ -1,21 +1,15 @@
-//! The state behind one backend: the GL context, the texture pool, the program cache, the step
-//! plans, counters and the pass log. The GL context is single-threaded, so it lives in an `Rc` that every
+//! The state behind one backend: the GL context, the GL binding state draws last set, the texture
+//! pool, the program cache, the step plans, counters and the pass log. The GL context is single-threaded, so it lives in an `Rc` that every
 //! tensor texture also holds (a texture can outlive the backend handle and still be returned
 //! to the pool, and the context is destroyed only after the last texture).
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::rc::Rc;
 
 use glow::HasContext;
 use pixelgrad_core::{Counters, Error, Result};
 
-use crate::dialect::ProgramSpec;
 use crate::options::{TexelFormat, WebGlReport};
-use crate::program::Program;
-
-/// Pool key: texture width, height and internal format.
-pub(crate) type PoolKey = (u32, u32, u32);
+use crate::pool::PoolKey;
 
 pub(crate) struct Shared {
     pub gl: glow::Context,
@@ -26,24 +20,9 @@ pub(crate) struct Shared {
     pub max_tex: u32,
     /// Free textures kept for reuse, within a byte budget (`pool.rs`).
     pub pool: RefCell<crate::pool::TexturePool<glow::Texture>>,
-    pub programs: RefCell<HashMap<ProgramSpec, Rc<Program>>>,
-    /// Elementwise kernels rendered from the kernel IR, numbered in order of first use (the
-    /// `kernel` of their [`ProgramSpec`]), with a label for logs.
-    pub map_kernels: RefCell<Vec<(pixelgrad_core::kernel::Kernel, String)>>,
-    pub map_index: RefCell<HashMap<pixelgrad_core::kernel::Kernel, u32>>,
-    /// Grouped draws of several elementwise kernels (`group.rs`), numbered in order of first
-    /// use (the `kernel` of their [`ProgramSpec`]), and the most outputs one may have (0:
-    /// results are never grouped).
-    pub map_groups: RefCell<Vec<crate::group::GroupDef>>,
-    pub group_index: RefCell<HashMap<crate::group::GroupDef, u32>>,
-    pub group_targets: usize,
-    /// Matmuls are deferred and take a pending result of their product as an epilogue
-    /// drawn to a second render target (`fusion::LazyMatmul`): fusion on, WebGL2 with
-    /// multiple render targets.
-    pub epilogues: bool,
-    /// Fuse elementwise chains (`fusion.rs`), and the pending results made since the last
-    /// settle, oldest first.
-    pub fuse: bool,
+    /// Linked programs and the registries of the kernels they draw (the programs layer's
+    /// state, `program.rs`).
+    pub programs: crate::program::Programs,
     /// Fragment shaders in `mediump float` ([`crate::WebGlOptions::mediump`]).
     pub mediump: bool,
     /// Fragment programs round to half precision ([`crate::WebGlOptions::emulate_precision`]).
@@ -51,9 +30,6 @@ pub(crate) struct Shared {
     /// Set by [`crate::WebGlBackend::abandon`] after a context loss: every call fails with
     /// `DeviceLost` and nothing is deleted on the context any more.
     pub abandoned: Cell<bool>,
-    pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
-    /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
-    pub generation: Cell<u64>,
     pub vertex: Cell<Option<glow::Shader>>,
     pub counters: Cell<Counters>,
     pub pass_log: RefCell<Option<Vec<String>>>,
@@ -62,7 +38,7 @@ pub(crate) struct Shared {
     /// Step plans by (key, parity) and the step in progress (see `plan.rs`).
     pub plans: RefCell<crate::plan::Plans>,
     /// GL binding state as last set by a draw, so draws inside a step skip redundant calls.
-    pub state: RefCell<crate::launch::GlState>,
+    pub state: RefCell<GlState>,
     /// The framebuffer of reads and of draws outside steps (its attachment changes per call).
     pub fbo: glow::Framebuffer,
     /// Colour attachments of `fbo` beyond the first, left by a multi-target draw until the
@@ -133,10 +109,9 @@ impl Shared {
         self.err(op, format!("GL error 0x{code:04X} after {what} ({}:{})", at.file(), at.line()))
     }
 
-    /// Returns a texture to the pool (called from a tensor's `Drop`); past the pool budget
-    /// the least recently returned textures are deleted.
-    pub fn release(&self, tex: glow::Texture, key: PoolKey) {
-        let bytes = texture_bytes(key, self.format);
+    /// Returns a texture of `bytes` device bytes to the pool (called from a tensor's `Drop`);
+    /// past the pool budget the least recently returned textures are deleted.
+    pub fn release(&self, tex: glow::Texture, key: PoolKey, bytes: u64) {
         let over = match self.pool.try_borrow_mut() {
             Ok(mut pool) => {
                 pool.put(key, tex, bytes);
@@ -198,18 +173,6 @@ impl Shared {
         self.count(|c| c.bytes_in_use = c.bytes_in_use.saturating_sub(freed));
     }
 
-    /// Submits queued work: folds the pending index checks into one (so the queue and the
-    /// draws per step stay fixed while nothing is read), then `glFlush`.
-    pub fn flush(self: &Rc<Self>) -> Result<()> {
-        self.current()?;
-        self.fold_pending()?;
-        // SAFETY: glFlush on the current context.
-        unsafe { self.gl.flush() };
-        self.unflushed.set(false);
-        self.count(|c| c.submissions += 1);
-        Ok(())
-    }
-
     /// Forgets the tracked GL bindings: the next draw sets everything it needs.
     pub fn forget_gl_state(&self) {
         if let Ok(mut s) = self.state.try_borrow_mut() {
@@ -218,11 +181,21 @@ impl Shared {
     }
 }
 
-/// Device bytes of a pooled texture: the backend's float format, or a narrow integer format
-/// (RGBA8 heatmap targets are not pooled).
-pub(crate) fn texture_bytes(key: PoolKey, format: TexelFormat) -> u64 {
-    let texel = crate::texture::narrow_texel(key.2).map_or(format.texel_bytes(), |(_, b)| b);
-    key.0 as u64 * key.1 as u64 * texel
+/// Texture units whose bindings are tracked (passes bind at most 4 inputs).
+const TRACKED_UNITS: usize = 8;
+
+/// The GL bindings this backend last set (`None`: unknown, set it). Draws inside a step skip
+/// calls that would set what is already set: in the browser each is a call into JavaScript.
+/// Tracking is only trusted between our own calls: it is forgotten at `begin_step` and
+/// `end_step` (other code may use the context between steps), before every draw outside a
+/// step, and whenever we bind or delete textures elsewhere (`Shared::forget_gl_state`).
+#[derive(Default)]
+pub(crate) struct GlState {
+    pub viewport: Option<(i32, i32)>,
+    pub program: Option<glow::Program>,
+    pub active_unit: Option<u32>,
+    pub units: [Option<glow::Texture>; TRACKED_UNITS],
+    pub vao: bool,
 }
 
 impl Drop for Shared {
@@ -245,7 +218,7 @@ impl Drop for Shared {
                     self.gl.delete_framebuffer(d.fbo);
                 }
             }
-            for (_, p) in self.programs.get_mut().drain() {
+            for (_, p) in self.programs.cache.get_mut().drain() {
                 self.gl.delete_program(p.program);
             }
             if let Some(v) = self.vertex.get() {

@@ -2,7 +2,7 @@
 //! `expand`, `fill`) returns a pending [`Lazy`] result holding the composed kernel
 //! (`pixelgrad_core::kernel::fuse`); the next elementwise op composes with it, and the chain is
 //! drawn as one pass when a value is needed — a non-elementwise op or a read
-//! ([`crate::texture::tensor_of`]), the end of a step or a flush ([`settle`]). At a settle,
+//! ([`tensor_of`]), the end of a step or a flush (`group::settle`). At a settle,
 //! results whose textures have one size are drawn together on WebGL2 (`group.rs`).
 //!
 //! Matmuls and reductions of values are deferred too where the context has multiple render
@@ -18,6 +18,7 @@
 //! rather than inlined. Without that, eager loops would compose optimizer state and running
 //! sums into longer kernels every iteration, and compile a new one each time.
 
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
@@ -27,7 +28,7 @@ use pixelgrad_core::{Op, ReduceOp, Result, Shape, Storage};
 use crate::context::Shared;
 use crate::dialect::{MAP_MAX_INPUTS, MAP_MAX_PARAMS};
 use crate::ops::elementwise::FusedRead;
-use crate::texture::{tensor_of, GlTensor};
+use crate::texture::{texture_of, GlTensor};
 
 /// Longest kernel (in IR nodes, before lowering) a chain may grow to before it is drawn.
 const MAX_NODES: usize = 96;
@@ -35,6 +36,24 @@ const MAX_NODES: usize = 96;
 const PRUNE_AT: usize = 256;
 
 pub(crate) use fuse::elementwise;
+
+/// The fusion layer's state: owned by the backend next to (not inside) the device state, and
+/// handed to the calls that make or settle pending results.
+pub(crate) struct Fusion {
+    /// Fuse elementwise chains ([`crate::WebGlOptions::fuse`]).
+    pub fuse: bool,
+    /// Matmuls are deferred and take a pending result of their product as an epilogue drawn
+    /// to a second render target ([`LazyMatmul`]): fusion on, WebGL2 with multiple render
+    /// targets.
+    pub epilogues: bool,
+    /// The most outputs one grouped draw may have (`group.rs`; below 2: never grouped).
+    pub group_targets: usize,
+    /// The pending results made since the last settle, oldest first.
+    pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
+    /// The fusion generation (see the module docs): bumped at reads, flushes and step
+    /// boundaries.
+    pub generation: Cell<u64>,
+}
 
 fn fits(p: &Pending<Storage>) -> bool {
     p.inputs() <= MAP_MAX_INPUTS && p.launch.params.len() <= MAP_MAX_PARAMS && p.nodes() <= MAX_NODES
@@ -44,6 +63,7 @@ fn fits(p: &Pending<Storage>) -> bool {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn defer(
     sh: &Rc<Shared>,
+    fu: &Fusion,
     op: &Op,
     launch: &Launch,
     name: &'static str,
@@ -55,9 +75,9 @@ pub(crate) fn defer(
     pixelgrad_core::check_execute(op, &lens, shapes, out, &sh.name)?;
     // Device limits are reported now, not when the result is finally drawn.
     sh.layout(out.numel(), op.name())?;
-    let p = fuse::defer(launch, name, inputs, shapes, out, sh.generation.get(), fits)?;
-    let st = Storage::new(Lazy::new(p, sh.generation.get()));
-    remember(sh, &st);
+    let p = fuse::defer(launch, name, inputs, shapes, out, fu.generation.get(), fits)?;
+    let st = Storage::new(Lazy::new(p, fu.generation.get()));
+    remember(fu, &st);
     Ok(st)
 }
 
@@ -75,8 +95,8 @@ fn len_of(sh: &Rc<Shared>, op: &'static str, s: &Storage) -> Result<usize> {
     tensor_of(s, sh, op).map(|t| t.len)
 }
 
-fn remember(sh: &Shared, st: &Storage) {
-    let mut list = sh.lazies.borrow_mut();
+fn remember(fu: &Fusion, st: &Storage) {
+    let mut list = fu.lazies.borrow_mut();
     if list.len() >= PRUNE_AT {
         list.retain(|w| w.upgrade().is_some_and(|s| undone(&s)));
     }
@@ -135,9 +155,16 @@ impl LazyMatmul {
 
 /// A matmul returned pending when the context can draw epilogues (see [`LazyMatmul`]):
 /// `None` draws it as usual.
-pub(crate) fn defer_matmul(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
+pub(crate) fn defer_matmul(
+    sh: &Rc<Shared>,
+    fu: &Fusion,
+    op: &Op,
+    inputs: &[&Storage],
+    shapes: &[&Shape],
+    out: &Shape,
+) -> Result<Option<Storage>> {
     let Op::MatMul { trans_a, trans_b } = *op else { return Ok(None) };
-    if !sh.epilogues || inputs.len() != 2 || shapes.len() != 2 || out.numel() == 0 {
+    if !fu.epilogues || inputs.len() != 2 || shapes.len() != 2 || out.numel() == 0 {
         return Ok(None);
     }
     let lens = inputs.iter().map(|s| len_of(sh, op.name(), s)).collect::<Result<Vec<_>>>()?;
@@ -152,13 +179,13 @@ pub(crate) fn defer_matmul(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes
         sum_batch: false,
         done: std::cell::OnceCell::new(),
     });
-    remember(sh, &st);
+    remember(fu, &st);
     Ok(Some(st))
 }
 
 /// A sum over the batch of a pending batched matmul (a convolution's weight gradient),
 /// returned as a pending matmul that sums its batch as it multiplies (`None`: not such a sum).
-fn summed_matmul(sh: &Rc<Shared>, op: &Op, input: &Storage, shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
+fn summed_matmul(sh: &Rc<Shared>, fu: &Fusion, op: &Op, input: &Storage, shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
     let (Op::Reduce { op: ReduceOp::Sum, axis: 0 }, Some(mm), Some(&shape)) = (op, input.downcast::<LazyMatmul>(), shapes.first()) else {
         return Ok(None);
     };
@@ -179,7 +206,7 @@ fn summed_matmul(sh: &Rc<Shared>, op: &Op, input: &Storage, shapes: &[&Shape], o
         sum_batch: true,
         done: std::cell::OnceCell::new(),
     });
-    remember(sh, &st);
+    remember(fu, &st);
     Ok(Some(st))
 }
 
@@ -320,10 +347,17 @@ impl LazyReduce {
 /// the context draws epilogues, tree reductions are returned pending ([`LazyReduce`]), with
 /// their prologue if they have one; a sum over the batch of a pending batched matmul is one
 /// pending matmul.
-pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
+pub(crate) fn reduce(
+    sh: &Rc<Shared>,
+    fu: &Fusion,
+    op: &Op,
+    inputs: &[&Storage],
+    shapes: &[&Shape],
+    out: &Shape,
+) -> Result<Option<Storage>> {
     let Op::Reduce { op: r, axis } = op else { return Ok(None) };
     let (Some(&input), Some(&shape)) = (inputs.first(), shapes.first()) else { return Ok(None) };
-    if let Some(st) = summed_matmul(sh, op, input, shapes, out)? {
+    if let Some(st) = summed_matmul(sh, fu, op, input, shapes, out)? {
         return Ok(Some(st));
     }
     // The reduction walks its input in flat order, so the computation is read with its own
@@ -331,14 +365,14 @@ pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&S
     // A computation that can be a pending matmul's epilogue is drawn as one (the reduction
     // reads its result): the same number of draws, and whatever else reads it later reads
     // that result instead of a draw of its own.
-    let prologue = fuse::current(input, sh.generation.get())
+    let prologue = fuse::current(input, fu.generation.get())
         .filter(|p| fits(p) && p.shape.numel() == shape.numel() && epilogue_of(p).is_none())
         .map(|p| p.clone());
     // A reduction with a prologue is drawn now, as before epilogues existed; one reading a
     // pending elementwise result it cannot inline has that result drawn now (as a matmul's
     // epilogue, typically), and is itself deferred. This keeps the order in which products
     // meet their epilogues.
-    let deferred = sh.epilogues && crate::ops::reduce::takes_epilogue(*r) && prologue.is_none();
+    let deferred = fu.epilogues && crate::ops::reduce::takes_epilogue(*r) && prologue.is_none();
     if deferred && input.downcast::<Lazy>().is_some_and(|l| !l.is_done()) {
         tensor_of(input, sh, op.name())?;
     }
@@ -358,8 +392,35 @@ pub(crate) fn reduce(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&S
         return Ok(lazy.done.into_inner());
     }
     let st = Storage::new(lazy);
-    remember(sh, &st);
+    remember(fu, &st);
     Ok(Some(st))
+}
+
+/// Downcasts a storage to this backend's texture, drawing it first if it is a pending result
+/// (a fused chain, [`LazyMatmul`] or [`LazyReduce`]). Everything below fusion takes textures
+/// settled here.
+pub(crate) fn tensor_of<'a>(s: &'a Storage, sh: &Rc<Shared>, op: &'static str) -> Result<&'a GlTensor> {
+    let s = match s.downcast::<Lazy>() {
+        Some(lazy) => lazy.force(|p| run(sh, p))?,
+        None => s,
+    };
+    let s = match s.downcast::<LazyMatmul>() {
+        Some(m) => m.force(sh)?,
+        None => s,
+    };
+    let s = match s.downcast::<LazyReduce>() {
+        Some(r) => r.force(sh)?,
+        None => s,
+    };
+    texture_of(s, sh, op)
+}
+
+/// Runs `op` now: realises its pending inputs ([`tensor_of`]) and hands their textures to the
+/// op's passes.
+pub(crate) fn execute_now(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+    sh.current()?;
+    let ts: Vec<&GlTensor> = inputs.iter().map(|s| tensor_of(s, sh, op.name())).collect::<Result<_>>()?;
+    crate::ops::execute(sh, op, inputs, &ts, shapes, out)
 }
 
 /// Draws one pending computation into a fresh texture (as a matmul's epilogue when it can).
@@ -376,33 +437,6 @@ pub(crate) fn run(sh: &Rc<Shared>, p: &Pending<Storage>) -> Result<Storage> {
 }
 
 /// Starts a new generation (see the module docs).
-pub(crate) fn new_generation(generation: &std::cell::Cell<u64>) {
+pub(crate) fn new_generation(generation: &Cell<u64>) {
     generation.set(generation.get().wrapping_add(1));
-}
-
-/// Draws every pending result some tensor still holds, oldest first; results of the same
-/// size together where the context has multiple render targets (`group.rs`).
-pub(crate) fn settle(sh: &Rc<Shared>) -> Result<()> {
-    new_generation(&sh.generation);
-    let list = std::mem::take(&mut *sh.lazies.borrow_mut());
-    if sh.group_targets >= 2 {
-        let live: Vec<Storage> = list.iter().filter_map(|w| w.upgrade()).collect();
-        return crate::group::settle(sh, &live);
-    }
-    // Matmuls last (or when something reads them): a pending result of one drawn first takes
-    // it as its epilogue.
-    let mut matmuls = Vec::new();
-    for w in list {
-        if let Some(s) = w.upgrade() {
-            if deferred(&s) {
-                matmuls.push(s);
-            } else if undone(&s) {
-                tensor_of(&s, sh, "settle")?;
-            }
-        }
-    }
-    for m in matmuls {
-        tensor_of(&m, sh, "settle")?;
-    }
-    Ok(())
 }

@@ -1,4 +1,7 @@
-//! Grouped draws: at a settle (the end of a step, a flush), pending elementwise results whose
+//! Settling and grouped draws. [`settle`] draws every pending result (`fusion.rs`) some tensor
+//! still holds, at the end of a step or a flush; the backend calls it, fusion never does.
+//!
+//! Grouped draws: at a settle, pending elementwise results whose
 //! output textures have the same size are drawn together, one draw with several render
 //! targets instead of one draw each. An optimizer's update of one parameter is the typical group: Adam's new `m`, `v` and
 //! parameter are three pending results over the same gradient and old state, so one draw
@@ -31,20 +34,13 @@ use pixelgrad_core::{Result, Shape, Storage};
 
 use crate::context::Shared;
 use crate::dialect::{
-    map_config, GroupMember, ProgramSpec, GROUP_LENS, GROUP_MAX_PARAMS, GROUP_MAX_TARGETS, GROUP_PARAMS, MAP_GROUP, MAP_INPUTS,
-    MAP_MAX_INPUTS,
+    map_config, ProgramSpec, GROUP_LENS, GROUP_MAX_PARAMS, GROUP_MAX_TARGETS, GROUP_PARAMS, MAP_GROUP, MAP_INPUTS, MAP_MAX_INPUTS,
 };
+use crate::fusion::{tensor_of, Fusion};
 use crate::launch::Pass;
 use crate::options::WebGlReport;
-use crate::texture::{tensor_of, GlTensor};
-
-/// The structure of a grouped draw, its program's cache key: for each member, its kernel's
-/// number in the registry and the draw input each kernel input reads; and how many inputs.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct GroupDef {
-    pub members: Vec<(u32, Vec<usize>)>,
-    pub inputs: usize,
-}
+use crate::program::GroupDef;
+use crate::texture::GlTensor;
 
 /// Most outputs of one grouped draw on this context (below 2: no grouping).
 pub(crate) fn max_targets(gl: &glow::Context, report: &WebGlReport) -> usize {
@@ -76,8 +72,8 @@ fn same_leaf(a: &(Storage, Shape), b: &(Storage, Shape)) -> bool {
 }
 
 /// Whether `p` can join `group` within the limits of one draw.
-fn fits(sh: &Shared, group: &Group, p: &Pending<Storage>) -> bool {
-    if group.members.len() >= sh.group_targets {
+fn fits(fu: &Fusion, group: &Group, p: &Pending<Storage>) -> bool {
+    if group.members.len() >= fu.group_targets {
         return false;
     }
     let params: usize = group.members.iter().map(|m| m.pending.launch.params.len()).sum::<usize>() + p.launch.params.len();
@@ -90,11 +86,38 @@ fn fits(sh: &Shared, group: &Group, p: &Pending<Storage>) -> bool {
     params <= GROUP_MAX_PARAMS && leaves.len() <= MAP_MAX_INPUTS
 }
 
+/// Draws every pending result some tensor still holds, oldest first; results of the same
+/// size together where the context has multiple render targets (`group.rs`).
+pub(crate) fn settle(sh: &Rc<Shared>, fu: &Fusion) -> Result<()> {
+    crate::fusion::new_generation(&fu.generation);
+    let list = std::mem::take(&mut *fu.lazies.borrow_mut());
+    if fu.group_targets >= 2 {
+        let live: Vec<Storage> = list.iter().filter_map(|w| w.upgrade()).collect();
+        return settle_grouped(sh, fu, &live);
+    }
+    // Matmuls last (or when something reads them): a pending result of one drawn first takes
+    // it as its epilogue.
+    let mut matmuls = Vec::new();
+    for w in list {
+        if let Some(s) = w.upgrade() {
+            if crate::fusion::deferred(&s) {
+                matmuls.push(s);
+            } else if crate::fusion::undone(&s) {
+                tensor_of(&s, sh, "settle")?;
+            }
+        }
+    }
+    for m in matmuls {
+        tensor_of(&m, sh, "settle")?;
+    }
+    Ok(())
+}
+
 /// Draws the still-pending results of `live` (oldest first), grouping those that can be
 /// drawn together (see the module docs). Groups stay open until they are full, until a
 /// result reads one of their members, or to the end, so results of one size made between
 /// results of other sizes still meet.
-pub(crate) fn settle(sh: &Rc<Shared>, live: &[Storage]) -> Result<()> {
+fn settle_grouped(sh: &Rc<Shared>, fu: &Fusion, live: &[Storage]) -> Result<()> {
     let mut open: Vec<Group> = Vec::new();
     let mut matmuls = Vec::new();
     for s in live {
@@ -116,7 +139,7 @@ pub(crate) fn settle(sh: &Rc<Shared>, live: &[Storage]) -> Result<()> {
             continue;
         }
         let dims = sh.layout(p.shape.numel(), "settle")?;
-        if let Some(g) = open.iter().position(|g| g.dims == dims && !fits(sh, g, &p)) {
+        if let Some(g) = open.iter().position(|g| g.dims == dims && !fits(fu, g, &p)) {
             draw(sh, open.remove(g))?;
         }
         let member = Member { storage: s.clone(), pending: p };
@@ -191,43 +214,4 @@ fn draw_group(sh: &Rc<Shared>, group: &[Member]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-impl Shared {
-    /// The number of grouped draw `def` in this backend's registry, registering it on first use.
-    pub fn map_group(&self, op: &'static str, def: GroupDef) -> Result<u32> {
-        if let Some(&id) = self.group_index.borrow().get(&def) {
-            return Ok(id);
-        }
-        let mut list = self.map_groups.borrow_mut();
-        let id = u32::try_from(list.len()).map_err(|_| self.err(op, "too many grouped draws"))?;
-        list.push(def.clone());
-        self.group_index.borrow_mut().insert(def, id);
-        Ok(id)
-    }
-
-    /// A label of grouped draw `id` for logs: its members' labels.
-    pub fn group_label(&self, id: u32) -> String {
-        let groups = self.map_groups.borrow();
-        let kernels = self.map_kernels.borrow();
-        let Some(g) = groups.get(id as usize) else { return format!("group {id}?") };
-        let names: Vec<&str> = g.members.iter().map(|(k, _)| kernels.get(*k as usize).map_or("?", |(_, l)| l.as_str())).collect();
-        format!("group of {}: {}", names.len(), names.join(" | "))
-    }
-
-    /// The fragment source of grouped draw `spec.kernel`.
-    pub fn group_source(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
-        let def = self.map_groups.borrow().get(spec.kernel as usize).cloned();
-        let def = def.ok_or_else(|| self.err(op, format!("internal: no grouped draw {}", spec.kernel)))?;
-        let kernels = self.map_kernels.borrow();
-        let members = def
-            .members
-            .iter()
-            .map(|(k, inputs)| {
-                let kernel = &kernels.get(*k as usize).ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {k}")))?.0;
-                Ok(GroupMember { kernel, inputs })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        crate::dialect::map_group_source(&members, def.inputs, spec.config).map_err(|e| self.err(op, e.to_string()))
-    }
 }

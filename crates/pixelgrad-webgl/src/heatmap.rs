@@ -6,9 +6,9 @@ use glow::HasContext;
 use pixelgrad_core::{Error, ReduceOp, Result, Shape, Storage, Tensor, UnaryOp};
 
 use crate::backend::WebGlBackend;
+use crate::fusion::tensor_of;
 use crate::launch::Pass;
 use crate::options::{HeatmapOptions, RgbaImage};
-use crate::texture::tensor_of;
 
 impl WebGlBackend {
     /// Renders a tensor as a heatmap. Shapes: `[w]` (one row), `[h, w]`, `[c, h, w]` (c tiles)

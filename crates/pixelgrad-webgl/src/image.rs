@@ -300,7 +300,7 @@ impl WebGlBackend {
                 ),
             ));
         }
-        let x = crate::texture::tensor_of(t.storage(), sh, OP)?;
+        let x = crate::fusion::tensor_of(t.storage(), sh, OP)?;
         if x.dtype != DType::F32 {
             return Err(Error::invalid(OP, format!("pixels_to_u8 takes f32 values, got {} storage", x.dtype)));
         }

@@ -5,7 +5,7 @@ use std::rc::Rc;
 use glow::HasContext;
 use pixelgrad_core::Result;
 
-use crate::context::Shared;
+use crate::context::{GlState, Shared};
 use crate::dialect::{ProgramSpec, MAX_RANK};
 use crate::program::{Program, Uniform};
 use crate::texture::GlTensor;
@@ -71,23 +71,6 @@ impl Pass<'_> {
     pub fn uniform_names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.inputs.iter().map(|(n, _)| *n).chain(["u_out_w", "u_out_n"]).chain(self.uniforms.iter().map(|(n, _)| *n))
     }
-}
-
-/// Texture units whose bindings are tracked (passes bind at most 4 inputs).
-const TRACKED_UNITS: usize = 8;
-
-/// The GL bindings this backend last set (`None`: unknown, set it). Draws inside a step skip
-/// calls that would set what is already set: in the browser each is a call into JavaScript.
-/// Tracking is only trusted between our own calls: it is forgotten at `begin_step` and
-/// `end_step` (other code may use the context between steps), before every draw outside a
-/// step, and whenever we bind or delete textures elsewhere (`Shared::forget_gl_state`).
-#[derive(Default)]
-pub(crate) struct GlState {
-    viewport: Option<(i32, i32)>,
-    program: Option<glow::Program>,
-    active_unit: Option<u32>,
-    units: [Option<glow::Texture>; TRACKED_UNITS],
-    vao: bool,
 }
 
 impl Shared {

@@ -88,7 +88,7 @@ fn float_framebuffer(gl: &glow::Context, legacy: bool) -> bool {
     }
 }
 
-fn unavailable(reason: String) -> Error {
+pub(crate) fn unavailable(reason: String) -> Error {
     Error::Unavailable { backend: NAME.into(), reason }
 }
 
@@ -189,31 +189,9 @@ pub(crate) fn triangle_buffer(gl: &glow::Context) -> std::result::Result<glow::B
     unsafe {
         let b = gl.create_buffer()?;
         gl.bind_buffer(glow::ARRAY_BUFFER, Some(b));
-        gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, crate::texture::f32_bytes(&corners), glow::STATIC_DRAW);
+        gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, crate::bytes::f32_bytes(&corners), glow::STATIC_DRAW);
         gl.bind_buffer(glow::ARRAY_BUFFER, None);
         Ok(b)
-    }
-}
-
-impl crate::WebGlBackend {
-    /// Really renders into a float target: fills 12 elements with values a clamping or 8-bit
-    /// target could not hold and reads them back (the check WEBGL_color_buffer_float is only
-    /// a promise of).
-    pub(crate) fn probe_float_rendering(&self) -> Result<()> {
-        // Under the precision emulation the device holds halves: a value exact in half (still
-        // one no clamping or 8-bit target could hold).
-        let want = if self.shared.emulate_half { -1234.0_f32 } else { -12345.678_f32 };
-        let t = crate::ops::elementwise::fill(&self.shared, want, 12)?;
-        let got = self.shared.read_raw(&t, 12)?;
-        if got.iter().any(|&v| v != want) {
-            return Err(unavailable(format!(
-                "rendering into an RGBA32F target does not keep floats (drew {want}, read back {:?}): \
-                 float render targets do not work on {}; use the cpu backend",
-                got.first(),
-                self.shared.report.borrow().renderer
-            )));
-        }
-        Ok(())
     }
 }
 

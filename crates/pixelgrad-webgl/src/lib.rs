@@ -113,6 +113,7 @@
 //! flags) into the one still queued, so the queue does not grow while nothing is read.
 
 mod backend;
+mod bytes;
 mod caps;
 mod checks;
 mod context;

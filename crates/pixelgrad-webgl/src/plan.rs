@@ -48,10 +48,12 @@
 use std::rc::Rc;
 
 use glow::HasContext;
+use pixelgrad_core::kernel::DType;
 use pixelgrad_core::Result;
 
-use crate::context::{PoolKey, Shared};
+use crate::context::Shared;
 use crate::launch::Pass;
+use crate::pool::PoolKey;
 use crate::program::Program;
 use crate::texture::GlTensor;
 
@@ -101,6 +103,43 @@ pub(crate) type Plans = pixelgrad_core::plan::StepPlans<Plan>;
 pub(crate) struct Prepared {
     pub program: Rc<Program>,
     pub slots: Rc<[usize]>,
+}
+
+/// Allocation: every texture an op or an upload asks for comes through here, so a step can
+/// serve it from its plan; outside a step (or past the plan) storage allocates eagerly.
+impl Shared {
+    /// A texture for `len` elements: inside a step the plan's entry for this allocation,
+    /// otherwise one from the pool when one of the same size is free.
+    pub fn alloc(self: &Rc<Self>, len: usize, op: &'static str) -> Result<GlTensor> {
+        self.alloc_typed(len, DType::F32, op)
+    }
+
+    /// As [`Shared::alloc`] for a texture of `dtype` elements (narrow storage: WebGL2 only).
+    pub fn alloc_typed(self: &Rc<Self>, len: usize, dtype: DType, op: &'static str) -> Result<GlTensor> {
+        let key = self.texture_key(len, dtype, op)?;
+        if let Some(mut t) = self.alloc_planned(key, len, op)? {
+            t.dtype = dtype;
+            return Ok(t);
+        }
+        self.alloc_eager(key, len, dtype, op)
+    }
+
+    /// Uploads host data into a new texture (padding the last texel with zeros).
+    pub fn upload(self: &Rc<Self>, data: &[f32]) -> Result<GlTensor> {
+        self.current()?;
+        let t = self.alloc(data.len(), "upload")?;
+        self.write_f32(t, data)
+    }
+
+    /// Uploads narrow host data (`bytes` of `dtype`: one per i8 / u8 element, two
+    /// little-endian per f16 element) into a new integer texture, exactly, the last texel
+    /// padded with zeros. The `webgl1` mode stores 8-bit values in byte textures (`RGBA` /
+    /// `UNSIGNED_BYTE`) and fails for f16, naming the missing feature.
+    pub fn upload_narrow(self: &Rc<Self>, op: &'static str, len: usize, dtype: DType, fill: impl FnOnce(&mut [u8])) -> Result<GlTensor> {
+        self.current()?;
+        let t = self.alloc_typed(len, dtype, op)?;
+        self.write_narrow(op, t, len, dtype, fill)
+    }
 }
 
 impl Shared {
@@ -156,7 +195,7 @@ impl Shared {
         for p in plans {
             for e in p.allocs {
                 if e.is_free() {
-                    self.release(e.tex, e.key);
+                    self.release(e.tex, e.key, crate::texture::texture_bytes(e.key, self.format));
                 }
             }
             if current {
@@ -201,7 +240,7 @@ impl Shared {
         } else {
             let old = std::mem::replace(&mut plan.allocs[k], entry);
             if old.is_free() {
-                self.release(old.tex, old.key);
+                self.release(old.tex, old.key, crate::texture::texture_bytes(old.key, self.format));
             }
             // Else a live tensor holds it: dropping `old`'s token hands the texture over.
         }

@@ -14,7 +14,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::context::PoolKey;
+/// Pool key: texture width, height and internal format.
+pub(crate) type PoolKey = (u32, u32, u32);
 
 /// Free textures (`T`: `glow::Texture`; a stand-in in the unit tests) in least-recently-
 /// returned order.

@@ -9,7 +9,7 @@ use glow::HasContext;
 use pixelgrad_core::Result;
 
 use crate::context::Shared;
-use crate::dialect::{self, ProgramSpec};
+use crate::dialect::{self, GroupMember, ProgramSpec};
 
 /// A linked program, the uniform locations looked up so far and the value each uniform holds.
 ///
@@ -145,14 +145,30 @@ fn declared_uniforms(src: &str) -> HashSet<String> {
     out
 }
 
+/// The programs layer's state: linked programs by spec, and the registries that number the
+/// kernels programs are rendered from (the `kernel` of a [`ProgramSpec`]).
+#[derive(Default)]
+pub(crate) struct Programs {
+    /// Linked programs, compiled on first use.
+    pub cache: RefCell<HashMap<ProgramSpec, Rc<Program>>>,
+    /// Elementwise kernels rendered from the kernel IR, numbered in order of first use, with a
+    /// label for logs.
+    pub map_kernels: RefCell<Vec<(pixelgrad_core::kernel::Kernel, String)>>,
+    pub map_index: RefCell<HashMap<pixelgrad_core::kernel::Kernel, u32>>,
+    /// Grouped draws of several elementwise kernels (`group.rs`), numbered in order of first
+    /// use.
+    pub map_groups: RefCell<Vec<GroupDef>>,
+    pub group_index: RefCell<HashMap<GroupDef, u32>>,
+}
+
 impl Shared {
     /// The cached program for `spec`, compiling it on first use.
     pub fn program(&self, op: &'static str, spec: ProgramSpec) -> Result<Rc<Program>> {
-        if let Some(p) = self.programs.borrow().get(&spec) {
+        if let Some(p) = self.programs.cache.borrow().get(&spec) {
             return Ok(p.clone());
         }
         let p = Rc::new(self.compile(op, spec)?);
-        self.programs.borrow_mut().insert(spec, p.clone());
+        self.programs.cache.borrow_mut().insert(spec, p.clone());
         self.count(|c| c.compiles += 1);
         Ok(p)
     }
@@ -204,13 +220,13 @@ impl Shared {
     /// The number of elementwise kernel `k` in this backend's registry, registering it (with
     /// `label()` for logs) on first use.
     pub fn map_kernel(&self, op: &'static str, k: &pixelgrad_core::kernel::Kernel, label: impl FnOnce() -> String) -> Result<u32> {
-        if let Some(&id) = self.map_index.borrow().get(k) {
+        if let Some(&id) = self.programs.map_index.borrow().get(k) {
             return Ok(id);
         }
-        let mut list = self.map_kernels.borrow_mut();
+        let mut list = self.programs.map_kernels.borrow_mut();
         let id = u32::try_from(list.len()).map_err(|_| self.err(op, "too many elementwise kernels"))?;
         list.push((k.clone(), label()));
-        self.map_index.borrow_mut().insert(k.clone(), id);
+        self.programs.map_index.borrow_mut().insert(k.clone(), id);
         Ok(id)
     }
 
@@ -220,12 +236,12 @@ impl Shared {
             return self.group_label(spec.kernel);
         }
         if let Some(body) = dialect::epilogue_body(spec.name) {
-            let list = self.map_kernels.borrow();
+            let list = self.programs.map_kernels.borrow();
             let what = list.get(spec.kernel as usize).map_or("?", |(_, l)| l.as_str());
             return format!("{} + {what}", ProgramSpec::new(body, spec.config & 7).label());
         }
         if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {
-            let list = self.map_kernels.borrow();
+            let list = self.programs.map_kernels.borrow();
             let what = list.get(spec.kernel as usize).map_or("?", |(_, l)| l.as_str());
             let map_config = if spec.name == dialect::MAP { spec.config } else { spec.config >> 4 };
             let form = if map_config & 1 != 0 { "" } else { " (broadcast)" };
@@ -246,7 +262,7 @@ impl Shared {
         }
         let epilogue = dialect::epilogue_body(spec.name);
         if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED || epilogue.is_some() {
-            let k = self.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
+            let k = self.programs.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
             let k = k.ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {}", spec.kernel)))?;
             let src = match (spec.name, epilogue) {
                 (_, Some(body)) => dialect::epilogue_source(body, &k, spec.config),
@@ -261,7 +277,7 @@ impl Shared {
     /// [`Shared::fragment`] in the `webgl1` mode: the GLSL ES 1.00 sources of `gl1.rs`.
     fn fragment_gl1(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
         if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {
-            let k = self.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
+            let k = self.programs.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
             let k = k.ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {}", spec.kernel)))?;
             let src = if spec.name == dialect::MAP {
                 crate::gl1::map_source(&k, spec.config)
@@ -354,5 +370,52 @@ mod tests {
             gl.get_uniform_f32(p.program, &loc, &mut v);
         }
         assert_eq!(v[0], 1.5, "the program holds the last value set");
+    }
+}
+
+/// The structure of a grouped draw, its program's cache key: for each member, its kernel's
+/// number in the registry and the draw input each kernel input reads; and how many inputs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct GroupDef {
+    pub members: Vec<(u32, Vec<usize>)>,
+    pub inputs: usize,
+}
+
+impl Shared {
+    /// The number of grouped draw `def` in this backend's registry, registering it on first use.
+    pub fn map_group(&self, op: &'static str, def: GroupDef) -> Result<u32> {
+        if let Some(&id) = self.programs.group_index.borrow().get(&def) {
+            return Ok(id);
+        }
+        let mut list = self.programs.map_groups.borrow_mut();
+        let id = u32::try_from(list.len()).map_err(|_| self.err(op, "too many grouped draws"))?;
+        list.push(def.clone());
+        self.programs.group_index.borrow_mut().insert(def, id);
+        Ok(id)
+    }
+
+    /// A label of grouped draw `id` for logs: its members' labels.
+    pub fn group_label(&self, id: u32) -> String {
+        let groups = self.programs.map_groups.borrow();
+        let kernels = self.programs.map_kernels.borrow();
+        let Some(g) = groups.get(id as usize) else { return format!("group {id}?") };
+        let names: Vec<&str> = g.members.iter().map(|(k, _)| kernels.get(*k as usize).map_or("?", |(_, l)| l.as_str())).collect();
+        format!("group of {}: {}", names.len(), names.join(" | "))
+    }
+
+    /// The fragment source of grouped draw `spec.kernel`.
+    pub fn group_source(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
+        let def = self.programs.map_groups.borrow().get(spec.kernel as usize).cloned();
+        let def = def.ok_or_else(|| self.err(op, format!("internal: no grouped draw {}", spec.kernel)))?;
+        let kernels = self.programs.map_kernels.borrow();
+        let members = def
+            .members
+            .iter()
+            .map(|(k, inputs)| {
+                let kernel = &kernels.get(*k as usize).ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {k}")))?.0;
+                Ok(GroupMember { kernel, inputs })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        crate::dialect::map_group_source(&members, def.inputs, spec.config).map_err(|e| self.err(op, e.to_string()))
     }
 }

@@ -7,8 +7,22 @@ use std::rc::Rc;
 use glow::HasContext;
 use pixelgrad_core::Result;
 
+use crate::bytes::f32_bytes_mut;
 use crate::context::Shared;
-use crate::texture::{f32_bytes_mut, GlTensor};
+use crate::texture::GlTensor;
+
+/// Blocking readback with readPixels (RGBA / FLOAT), trimmed to `len` elements, after the
+/// pending run-time checks (see `checks.rs`) have passed.
+pub(crate) fn read_blocking(sh: &Rc<Shared>, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
+    sh.current()?;
+    sh.verify_pending()?;
+    if t.dtype != pixelgrad_core::kernel::DType::F32 {
+        // Narrow storage reads as its exact f32 values: widened on the GPU first.
+        let wide = crate::ops::widen(sh, t, len)?;
+        return sh.read_raw(&wide, len);
+    }
+    sh.read_raw(t, len)
+}
 
 /// Reads `t` after the pending run-time checks (see `checks.rs`) have passed.
 pub(crate) async fn read_async(sh: &Rc<Shared>, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
@@ -19,7 +33,7 @@ pub(crate) async fn read_async(sh: &Rc<Shared>, t: &GlTensor, len: usize) -> Res
         // between reads instead of one task running until training or a suite ends.
         yield_now().await;
         sh.current()?;
-        return sh.read_blocking(t, len);
+        return read_blocking(sh, t, len);
     }
     if let Some(c) = sh.merge_pending()? {
         let flag = read_async_raw(sh, &c.flag, 1).await?;

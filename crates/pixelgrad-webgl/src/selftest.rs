@@ -1,6 +1,7 @@
 //! Precision self-test: a few ops on this backend against host f64 arithmetic. Each check's
 //! error is max |got - want| / max |want| (normalised by the largest reference value, so values
-//! near zero do not blow it up); the report keeps the worst.
+//! near zero do not blow it up); the report keeps the worst. Also the start-up probe that float
+//! render targets really keep floats.
 
 use pixelgrad_core::{rng, Device, Result, Tensor};
 
@@ -55,5 +56,27 @@ impl WebGlBackend {
 
         let max_rel_error = details.iter().fold(0.0f64, |m, (_, e)| if e.is_nan() { f64::INFINITY } else { m.max(*e) });
         Ok(SelfTest { max_rel_error, details })
+    }
+}
+
+impl WebGlBackend {
+    /// Really renders into a float target: fills 12 elements with values a clamping or 8-bit
+    /// target could not hold and reads them back (the check WEBGL_color_buffer_float is only
+    /// a promise of).
+    pub(crate) fn probe_float_rendering(&self) -> Result<()> {
+        // Under the precision emulation the device holds halves: a value exact in half (still
+        // one no clamping or 8-bit target could hold).
+        let want = if self.shared.emulate_half { -1234.0_f32 } else { -12345.678_f32 };
+        let t = crate::ops::elementwise::fill(&self.shared, want, 12)?;
+        let got = self.shared.read_raw(&t, 12)?;
+        if got.iter().any(|&v| v != want) {
+            return Err(crate::legacy::unavailable(format!(
+                "rendering into an RGBA32F target does not keep floats (drew {want}, read back {:?}): \
+                 float render targets do not work on {}; use the cpu backend",
+                got.first(),
+                self.shared.report.borrow().renderer
+            )));
+        }
+        Ok(())
     }
 }

@@ -22,7 +22,10 @@ use glow::HasContext;
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Error, Result, Storage};
 
-use crate::context::{texture_bytes, PoolKey, Shared};
+use crate::bytes::{f32_bytes, f32_bytes_mut, u16_bytes_mut};
+use crate::context::Shared;
+use crate::options::TexelFormat;
+use crate::pool::PoolKey;
 
 /// Texture width and height (in texels) for `len` elements: near-square, neither side above
 /// `max_tex`. Fails with [`Error::Limit`] naming MAX_TEXTURE_SIZE when the tensor cannot fit.
@@ -161,6 +164,13 @@ pub(crate) fn narrow_format(dtype: DType) -> Option<u32> {
     }
 }
 
+/// Device bytes of a pooled texture: the backend's float format, or a narrow integer format
+/// (RGBA8 heatmap targets are not pooled).
+pub(crate) fn texture_bytes(key: PoolKey, format: TexelFormat) -> u64 {
+    let texel = narrow_texel(key.2).map_or(format.texel_bytes(), |(_, b)| b);
+    key.0 as u64 * key.1 as u64 * texel
+}
+
 /// Layout-table name and bytes per texel of an internal format (`None`: not one of the narrow
 /// formats).
 pub(crate) fn narrow_texel(internal: u32) -> Option<(&'static str, u64)> {
@@ -202,7 +212,7 @@ impl Drop for GlTensor {
             return;
         }
         let key = self.key();
-        self.shared.release(self.tex, key);
+        self.shared.release(self.tex, key, texture_bytes(key, self.shared.format));
     }
 }
 
@@ -224,21 +234,9 @@ pub(crate) fn describe(t: &GlTensor, len: usize, format: crate::TexelFormat) -> 
     }
 }
 
-/// Downcasts a storage to this backend's texture, drawing it first if it is a pending fused
-/// computation (`fusion.rs`).
-pub(crate) fn tensor_of<'a>(s: &'a Storage, shared: &Rc<Shared>, op: &'static str) -> Result<&'a GlTensor> {
-    let s = match s.downcast::<pixelgrad_core::kernel::fuse::Lazy>() {
-        Some(lazy) => lazy.force(|p| crate::fusion::run(shared, p))?,
-        None => s,
-    };
-    let s = match s.downcast::<crate::fusion::LazyMatmul>() {
-        Some(m) => m.force(shared)?,
-        None => s,
-    };
-    let s = match s.downcast::<crate::fusion::LazyReduce>() {
-        Some(r) => r.force(shared)?,
-        None => s,
-    };
+/// Downcasts a storage to this backend's texture. Storage knows nothing of pending values: a
+/// pending (fused) result is realised by the fusion layer first (`fusion::tensor_of`).
+pub(crate) fn texture_of<'a>(s: &'a Storage, shared: &Rc<Shared>, op: &'static str) -> Result<&'a GlTensor> {
     s.downcast::<GlTensor>().filter(|t| Rc::ptr_eq(&t.shared, shared)).ok_or_else(|| Error::BackendMismatch {
         op,
         a: shared.name.clone(),
@@ -253,12 +251,6 @@ impl Shared {
         layout_in(len, self.max_tex, !self.gl1, op, &self.name)
     }
 
-    /// A texture for `len` elements: inside a step the plan's entry for this allocation
-    /// (see `plan.rs`), otherwise one from the pool when one of the same size is free.
-    pub fn alloc(self: &Rc<Self>, len: usize, op: &'static str) -> Result<GlTensor> {
-        self.alloc_typed(len, DType::F32, op)
-    }
-
     /// The internal format of a texture holding `dtype` elements.
     pub fn internal_format(&self, dtype: DType) -> u32 {
         if self.gl1 && matches!(dtype, DType::I8 | DType::U8) {
@@ -268,8 +260,9 @@ impl Shared {
         narrow_format(dtype).unwrap_or_else(|| self.format.internal_format())
     }
 
-    /// As [`Shared::alloc`] for a texture of `dtype` elements (narrow storage: WebGL2 only).
-    pub fn alloc_typed(self: &Rc<Self>, len: usize, dtype: DType, op: &'static str) -> Result<GlTensor> {
+    /// The pool key (size and internal format) of a texture for `len` elements of `dtype`
+    /// (narrow storage: WebGL2 only), or the limit it breaks.
+    pub fn texture_key(&self, len: usize, dtype: DType, op: &'static str) -> Result<PoolKey> {
         if self.gl1 && len > crate::gl1::MAX_ELEMENTS {
             return Err(Error::Limit {
                 op,
@@ -283,13 +276,14 @@ impl Shared {
             return Err(crate::legacy::no_narrow(op, &self.name, dtype));
         }
         let (w, h) = self.layout(len, op)?;
-        let key = (w, h, self.internal_format(dtype));
-        if let Some(mut t) = self.alloc_planned(key, len, op)? {
-            t.dtype = dtype;
-            return Ok(t);
-        }
+        Ok((w, h, self.internal_format(dtype)))
+    }
+
+    /// A texture of `key` for `len` elements of `dtype` outside step plans: one from the pool
+    /// when one of the same key is free, else a new one.
+    pub fn alloc_eager(self: &Rc<Self>, key: PoolKey, len: usize, dtype: DType, op: &'static str) -> Result<GlTensor> {
         let tex = self.pooled_or_new(key, op)?;
-        Ok(GlTensor { tex, w, h, len, shared: self.clone(), token: None, dtype })
+        Ok(GlTensor { tex, w: key.0, h: key.1, len, shared: self.clone(), token: None, dtype })
     }
 
     /// A texture from the pool, or a new one.
@@ -352,10 +346,8 @@ impl Shared {
         Ok(tex)
     }
 
-    /// Uploads host data into a new texture (padding the last texel with zeros).
-    pub fn upload(self: &Rc<Self>, data: &[f32]) -> Result<GlTensor> {
-        self.current()?;
-        let t = self.alloc(data.len(), "upload")?;
+    /// Uploads host data into the new texture `t` (padding the last texel with zeros).
+    pub fn write_f32(&self, t: GlTensor, data: &[f32]) -> Result<GlTensor> {
         let texels = t.w as usize * t.h as usize;
         let mut padded = Vec::with_capacity(texels * 4);
         padded.extend_from_slice(data);
@@ -385,12 +377,9 @@ impl Shared {
     }
 
     /// Uploads narrow host data (`bytes` of `dtype`: one per i8 / u8 element, two
-    /// little-endian per f16 element) into a new integer texture, exactly, the last texel
-    /// padded with zeros. The `webgl1` mode stores 8-bit values in byte textures (`RGBA` /
-    /// `UNSIGNED_BYTE`) and fails for f16, naming the missing feature.
-    pub fn upload_narrow(self: &Rc<Self>, op: &'static str, len: usize, dtype: DType, fill: impl FnOnce(&mut [u8])) -> Result<GlTensor> {
-        self.current()?;
-        let t = self.alloc_typed(len, dtype, op)?;
+    /// little-endian per f16 element) into the new integer texture `t`, exactly, the last
+    /// texel padded with zeros.
+    pub fn write_narrow(&self, op: &'static str, t: GlTensor, len: usize, dtype: DType, fill: impl FnOnce(&mut [u8])) -> Result<GlTensor> {
         let texels = t.w as usize * t.h as usize;
         let (format_ty, elem) = match dtype {
             // webgl1: byte textures, i8 as its two's-complement byte (widen decodes the sign).
@@ -452,19 +441,6 @@ impl Shared {
         Ok(())
     }
 
-    /// Blocking readback with readPixels (RGBA / FLOAT), trimmed to `len` elements, after the
-    /// pending run-time checks (see `checks.rs`) have passed.
-    pub fn read_blocking(self: &Rc<Self>, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
-        self.current()?;
-        self.verify_pending()?;
-        if t.dtype != DType::F32 {
-            // Narrow storage reads as its exact f32 values: widened on the GPU first.
-            let wide = crate::ops::widen(self, t, len)?;
-            return self.read_raw(&wide, len);
-        }
-        self.read_raw(t, len)
-    }
-
     /// Blocking readback without looking at pending checks.
     pub fn read_raw(&self, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
         self.current()?;
@@ -491,23 +467,4 @@ impl Shared {
         out.truncate(len);
         Ok(out)
     }
-}
-
-/// The bytes of an f32 buffer. Transfers go through f32 buffers (not `Vec<u8>`) because in the
-/// browser glow views them as a `Float32Array`, which must start 4-byte aligned.
-pub(crate) fn f32_bytes(v: &[f32]) -> &[u8] {
-    // SAFETY: any f32 bit pattern is valid bytes; the length covers exactly the slice.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-/// Mutable bytes of a u16 buffer (see [`f32_bytes`]).
-fn u16_bytes_mut(v: &mut [u16]) -> &mut [u8] {
-    // SAFETY: any byte pattern is a valid u16; the length covers exactly the slice.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-/// Mutable bytes of an f32 buffer (see [`f32_bytes`]).
-pub(crate) fn f32_bytes_mut(v: &mut [f32]) -> &mut [u8] {
-    // SAFETY: any byte pattern is a valid f32; the length covers exactly the slice.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use pixelgrad_core::{Op, Result, Shape, Storage};
 
 use crate::context::Shared;
-use crate::texture::{tensor_of, GlTensor};
+use crate::texture::GlTensor;
 
 pub(crate) use narrow::{narrow_f16_available, widen};
 pub(crate) use reduce::reduce_axis;
@@ -43,22 +43,22 @@ pub(crate) fn split_axis(dims: &[usize], axis: usize) -> (usize, usize, usize) {
     (outer, dims[axis], inner)
 }
 
-pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
-    sh.current()?;
+/// Runs `op` on the textures `ts` of `inputs` (settled by the fusion layer: ops never see a
+/// pending value).
+pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], ts: &[&GlTensor], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
     let name = op.name();
     // The Backend contract says shapes passed `infer_shape` (which also bounds the rank to
     // MAX_RANK, the length of the shape uniforms); check anyway, with the shared check, since
     // `execute` is public and a wrong call must be an error, not an out-of-bounds panic.
-    let ts: Vec<&GlTensor> = inputs.iter().map(|s| tensor_of(s, sh, name)).collect::<Result<_>>()?;
     let lens: Vec<usize> = ts.iter().map(|t| t.len).collect();
     pixelgrad_core::check_execute(op, &lens, shapes, out, &sh.name)?;
     let n = out.numel();
     let t = match op {
         Op::Fill { value, .. } => elementwise::fill(sh, *value, n)?,
         Op::Random { seed, dist, .. } => elementwise::random(sh, *seed, *dist, n)?,
-        Op::Unary(u) => elementwise::map(sh, "unary", u.name(), &u.launch()?, &ts, shapes, out)?,
-        Op::Binary(b) => elementwise::map(sh, "binary", b.name(), &b.launch()?, &ts, shapes, out)?,
-        Op::Where => elementwise::map(sh, "where", "", &pixelgrad_core::kernel::defs::where_launch()?, &ts, shapes, out)?,
+        Op::Unary(u) => elementwise::map(sh, "unary", u.name(), &u.launch()?, ts, shapes, out)?,
+        Op::Binary(b) => elementwise::map(sh, "binary", b.name(), &b.launch()?, ts, shapes, out)?,
+        Op::Where => elementwise::map(sh, "where", "", &pixelgrad_core::kernel::defs::where_launch()?, ts, shapes, out)?,
         Op::Reduce { op: r, axis } => reduce::reduce(sh, *r, reduce::Input::Texture(ts[0]), shapes[0], *axis)?,
         Op::MatMul { trans_a, trans_b } => matmul::matmul(sh, ts[0], ts[1], shapes[0], shapes[1], *trans_a, *trans_b, out)?,
         Op::Im2Col(w) => window::im2col(sh, ts[0], shapes[0], *w, out)?,
@@ -74,7 +74,7 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         }
         Op::MaxPool(w) => window::max_pool(sh, ts[0], shapes[0], *w, out)?,
         Op::MaxPoolGrad(w) => window::max_pool_grad(sh, ts[0], ts[1], shapes[0], *w)?,
-        Op::Window { program, window: w } => window::window_program(sh, *program, &ts, shapes[0], *w, out)?,
+        Op::Window { program, window: w } => window::window_program(sh, *program, ts, shapes[0], *w, out)?,
         Op::Gather { axis } => index::gather(sh, ts[0], ts[1], shapes[0], shapes[1], *axis)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(sh, ts[0], ts[1], shapes[0], *axis, *size)?,
         // No data moves: the output shares the input's texture.
@@ -83,7 +83,7 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&
         Op::Expand(s) => layout::expand(sh, ts[0], shapes[0], s)?,
         Op::Slice { starts, .. } => layout::slice(sh, ts[0], shapes[0], starts, out)?,
         Op::Pad { before, .. } => layout::pad(sh, ts[0], shapes[0], before, out)?,
-        Op::Concat { axis } => layout::concat(sh, &ts, shapes, *axis, out)?,
+        Op::Concat { axis } => layout::concat(sh, ts, shapes, *axis, out)?,
         // Narrow storage (WebGL2; the `webgl1` mode has none and these fail naming why).
         // `b_i8` (b in [-128, 127]) changes nothing here: the same exact product.
         Op::MatMulI8 { .. } => narrow::matmul_i8(sh, ts[0], ts[1], shapes, out)?,
