@@ -63,7 +63,10 @@ pub(crate) fn gemm_f32(
         return Ok(());
     }
     // In the browser: pixelgrad's own wasm SIMD kernel (src/sgemm.rs).
+    // (the `return` is the block's last statement only in this build: the native block below
+    // follows it everywhere else)
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[allow(clippy::needless_return)]
     {
         return crate::sgemm::sgemm(m, k, n, a, rsa, csa, b, rsb, csb, c);
     }
