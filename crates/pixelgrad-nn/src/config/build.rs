@@ -114,15 +114,8 @@ fn activation(name: Option<&str>, what: &str) -> Result<Option<Activation>> {
 }
 
 impl ModelConfig {
-    /// Builds the network with weights drawn from `seed`, in the order of the layers.
-    pub fn build(&self, dev: &Device, seed: u64) -> Result<Sequential> {
-        Ok(self.build_parts(dev, seed, None)?.seq)
-    }
-
-    /// [`ModelConfig::build`] keeping the per-layer shapes; `onnx` layers are built by
-    /// `imported` (an error without it).
-    pub fn build_parts(&self, dev: &Device, seed: u64, mut imported: Option<&mut dyn Imported>) -> Result<BuiltModel> {
-        let format = self.data_format;
+    /// The sample shape the network takes (the first layer's `inputShape`), checked.
+    pub fn input(&self) -> Result<SampleShape> {
         let Some(first) = self.layers.first() else {
             return Err(bad("model", "a model needs at least one layer"));
         };
@@ -132,10 +125,23 @@ impl ModelConfig {
                 "the first layer needs an inputShape, e.g. {\"type\": \"dense\", \"units\": 10, \"inputShape\": [64]}",
             ));
         };
-        let input = SampleShape::from_user(dims, format)
+        let input = SampleShape::from_user(dims, self.data_format)
             .filter(|s| s.dims().iter().all(|&d| d > 0))
             .ok_or_else(|| bad("layer 0", format!("inputShape must be [features] or an image of three positive sizes, got {dims:?}")))?;
         fits("input", &input.dims())?;
+        Ok(input)
+    }
+
+    /// Builds the network with weights drawn from `seed`, in the order of the layers.
+    pub fn build(&self, dev: &Device, seed: u64) -> Result<Sequential> {
+        Ok(self.build_parts(dev, seed, None)?.seq)
+    }
+
+    /// [`ModelConfig::build`] keeping the per-layer shapes; `onnx` layers are built by
+    /// `imported` (an error without it).
+    pub fn build_parts(&self, dev: &Device, seed: u64, mut imported: Option<&mut dyn Imported>) -> Result<BuiltModel> {
+        let format = self.data_format;
+        let input = self.input()?;
         // First every shape and size is checked, with the modules as recipes; then the recipes
         // run in order (the order of the weight draws).
         let mut steps: Vec<Step> = Vec::new();
