@@ -81,3 +81,56 @@ fn bad_description_files_are_one_error_line() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.json"));
 }
+
+/// The first JSON block of the book's "Model descriptions" page, trained as the page says.
+#[test]
+fn the_book_example_trains() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf();
+    let page = std::fs::read_to_string(root.join("docs/src/guides/models.md")).unwrap();
+    let start = page.find("```json\n").expect("a json block") + "```json\n".len();
+    let json = &page[start..start + page[start..].find("```").unwrap()];
+    let dir = tmp("book");
+    let file = dir.join("small-cnn.json");
+    std::fs::write(&file, json).unwrap();
+    let metrics = train(file.to_str().unwrap(), &dir.join("out"));
+    assert!(metrics.lines().count() > 5, "{metrics}");
+    let o =
+        bin().args(["eval", "--backend", "cpu", "--seed", "9", "--model-file"]).arg(dir.join("out/model.safetensors")).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A model file written before descriptions existed (a `preset;c,h,w;classes` string under
+/// `pixelgrad.model`) still evaluates, with the same result as the same weights in a new file.
+#[test]
+fn an_old_format_model_file_still_evaluates() {
+    use pixelgrad::nn::presets::{ModelSpec, Preset, SPEC_KEY};
+    let dir = tmp("old");
+    let dev = pixelgrad::Device::new(pixelgrad::cpu::CpuBackend::new());
+    let spec = ModelSpec { preset: Preset::Cnn, input: [1, 8, 8], classes: 10 };
+    let m = spec.build(&dev, 4).unwrap();
+    let eval = |meta: String, name: &str| {
+        let f = dir.join(name);
+        pixelgrad::nn::io::save(&m, &f, &std::collections::HashMap::from([(SPEC_KEY.to_string(), meta)])).unwrap();
+        let o = bin().args(["eval", "--backend", "cpu", "--json", "--model-file"]).arg(&f).output().unwrap();
+        assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let old = eval(spec.to_meta(), "old.safetensors");
+    assert!(old.contains("test_accuracy"), "{old}");
+    assert_eq!(old, eval(spec.config().to_json(), "new.safetensors"));
+}
+
+/// The Flower node builds its initial parameters from a description file too, and writes the
+/// description into them.
+#[test]
+fn federated_write_init_takes_a_description_file() {
+    let dir = tmp("fl");
+    let file = dir.join("mlp.json");
+    std::fs::write(&file, MLP).unwrap();
+    let init = dir.join("init.safetensors");
+    let o = bin().args(["federated", "--partition", "0/2", "--model"]).arg(&file).arg("--write-init").arg(&init).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let meta = pixelgrad::nn::io::read_metadata(&std::fs::read(&init).unwrap()).unwrap();
+    let cfg = pixelgrad::nn::ModelConfig::from_json(&meta["pixelgrad.model"]).unwrap();
+    assert_eq!(cfg, pixelgrad::nn::ModelConfig::from_json(MLP).unwrap());
+}

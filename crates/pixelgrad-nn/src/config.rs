@@ -256,7 +256,8 @@ impl<'de> Deserialize<'de> for LayerConfig {
 /// The option whose value a failed [`Layer`] parse of `v` tripped on (serde's type errors do
 /// not name the field): the one whose removal makes the rest parse, or makes it missing.
 fn culprit(v: &Value) -> Option<&str> {
-    let obj = v.as_object()?;
+    // one parse per option: bounded (a layer has at most 5 options; more is already an error)
+    let obj = v.as_object().filter(|o| o.len() <= 8)?;
     obj.keys().filter(|k| *k != "type").map(String::as_str).find(|k| {
         let mut rest = obj.clone();
         rest.remove(*k);
