@@ -17,7 +17,7 @@
 //! machines without a GPU.
 
 use pixelgrad::cpu::CpuBackend;
-use pixelgrad::nn::presets::ModelSpec;
+use pixelgrad::nn::ModelConfig;
 use pixelgrad::{is_software_renderer, Device, SELF_TEST_TOL};
 
 use crate::measure::{self, Choice};
@@ -125,7 +125,7 @@ pub fn select(choice: &str) -> CliResult<Selected> {
 
 /// As [`select`]; with `model` (the network and batch size to train), `auto` starts every
 /// backend that passes its checks and measures that model on them when there is more than one.
-pub fn select_for(choice: &str, model: Option<(&ModelSpec, usize)>) -> CliResult<Selected> {
+pub fn select_for(choice: &str, model: Option<(&ModelConfig, usize)>) -> CliResult<Selected> {
     let auto = choice == "auto";
     let order: Vec<&str> = if auto { vec!["webgpu", "webgl", "webgl1", "cpu"] } else { vec![choice] };
     let mut tried = Vec::new();
@@ -172,7 +172,7 @@ pub fn select_for(choice: &str, model: Option<(&ModelSpec, usize)>) -> CliResult
 }
 
 /// The cached choice for these devices and this model, or a new measurement (then cached).
-fn choose(started: &[(String, Device)], spec: &ModelSpec, batch: usize) -> CliResult<Choice> {
+fn choose(started: &[(String, Device)], spec: &ModelConfig, batch: usize) -> CliResult<Choice> {
     let devices: Vec<(String, String)> = started.iter().map(|(b, d)| (b.clone(), d.name())).collect();
     let key = measure::cache_key(spec, batch, &devices);
     if let Some(c) = measure::cached(&key).filter(|c| started.iter().any(|(b, _)| *b == c.backend)) {
@@ -207,7 +207,7 @@ pub struct BackendsArgs {
     /// which is fastest; `train --backend auto` does the same among its candidates
     #[arg(long)]
     pub measure: bool,
-    /// Model preset timed by --measure (seed-mlp, mlp, cnn)
+    /// Model timed by --measure (seed-mlp, mlp, cnn, or a FILE.json description)
     #[arg(long, default_value = "mlp")]
     pub model: String,
     /// Batch size timed by --measure
@@ -262,12 +262,11 @@ pub fn list(a: BackendsArgs) -> CliResult<()> {
 
 /// `backends --measure`: every backend that starts, timed on the same model, fastest named.
 fn measure_all(a: &BackendsArgs) -> CliResult<()> {
-    use crate::Context;
-    let preset = pixelgrad::nn::presets::Preset::parse(&a.model).ctx()?;
+    let model = crate::model::ModelArg::parse(&a.model)?;
     if a.batch == 0 {
         return Err("--batch must be at least 1".into());
     }
-    let spec = ModelSpec { preset, input: [1, 8, 8], classes: 10 };
+    let spec = model.config_for([1, 8, 8], 10)?;
     let mut started = Vec::new();
     for b in ["webgpu", "webgl", "webgl1", "cpu"] {
         match try_backend(b, false) {
@@ -278,7 +277,7 @@ fn measure_all(a: &BackendsArgs) -> CliResult<()> {
     let share = measure::BUDGET_MS / started.len().max(1) as f64;
     println!(
         "\ntraining steps of {} at batch {} ({:.0} ms of timed steps per backend, after {} warm-up steps):",
-        spec.to_meta(),
+        model.name(),
         a.batch,
         share,
         measure::WARM_STEPS

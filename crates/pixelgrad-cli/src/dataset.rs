@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use pixelgrad::data::{self, Dataset};
-use pixelgrad::nn::presets::Preset;
 
 use crate::{CliResult, Context};
 
@@ -46,8 +45,8 @@ impl Loaded {
     }
 }
 
-/// Loads `spec`; for the seed network, maps 8x8 digits to its 48-input binary task.
-pub fn load(spec: &DatasetSpec, preset: Preset, seed: u64) -> CliResult<Loaded> {
+/// Loads `spec`; with `seed_view` (the seed network), maps 8x8 digits to its 48-input binary task.
+pub fn load(spec: &DatasetSpec, seed_view: bool, seed: u64) -> CliResult<Loaded> {
     let (name, split) = match spec {
         DatasetSpec::Digits => ("digits (embedded, UCI 8x8, CC BY 4.0)".to_string(), data::digits_split(TEST_FRACTION, seed).ctx()?),
         DatasetSpec::Idx(dir) => (format!("idx:{}", dir.display()), data::load_idx_dir(dir).ctx()?),
@@ -57,7 +56,7 @@ pub fn load(spec: &DatasetSpec, preset: Preset, seed: u64) -> CliResult<Loaded> 
         }
     };
     let (mut train, mut test) = (split.train, split.test);
-    if preset == Preset::SeedMlp {
+    if seed_view {
         if train.shape() != [1, 8, 8] {
             return Err(format!(
                 "seed-mlp takes the 8x8 digits layout (48 = rows 1..7 of 8x8); this data set has samples of shape {:?}",

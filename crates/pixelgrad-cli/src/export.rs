@@ -27,17 +27,15 @@ pub fn run(a: ExportArgs) -> CliResult<()> {
     // Export only reads the weights: the CPU backend is enough.
     let dev = Device::new(CpuBackend::new());
     let model = load_model(&a.model_file, &file, &dev)?;
-    let shape = file.spec.input;
+    let shape = file.config.input().ctx()?.dims();
     let bytes = pixelgrad::onnx::export::to_onnx(&model, &shape).ctx()?;
     pixelgrad_durable::write(&a.onnx, &bytes).map_err(|e| format!("{}: {e}", a.onnx.display()))?;
     eprintln!(
-        "{} -> {} ({} bytes; input 'input' [N, {}, {}, {}], output 'output')",
+        "{} -> {} ({} bytes; input 'input' [N, {}], output 'output')",
         a.model_file.display(),
         a.onnx.display(),
         bytes.len(),
-        shape[0],
-        shape[1],
-        shape[2]
+        shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
     );
     if a.json {
         println!(

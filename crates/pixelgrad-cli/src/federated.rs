@@ -16,10 +16,11 @@ use pixelgrad::flower::npy;
 use pixelgrad::flower::partition;
 use pixelgrad::flower::privacy::{DistributedDp, ShareMetrics};
 use pixelgrad::flower::transport::{NativeTransport, TransportOptions};
-use pixelgrad::nn::presets::{ModelSpec, Preset, SPEC_KEY};
+use pixelgrad::nn::presets::SPEC_KEY;
 use pixelgrad::nn::{io, Module, OptimizerKind};
 
 use crate::dataset::{self, DatasetSpec};
+use crate::model::{self, ModelArg};
 use crate::{backend, CliResult, Context};
 
 /// Metadata key listing the parameter names in the model's order (the ServerApp builds its
@@ -55,7 +56,7 @@ pub struct FederatedArgs {
     /// digits (embedded default) | idx:DIR | csv:PATH
     #[arg(long, default_value = "digits")]
     pub dataset: String,
-    /// mlp | cnn | seed-mlp (every node and the ServerApp's initial file must agree)
+    /// mlp | cnn | seed-mlp | FILE.json (every node and the ServerApp's initial file must agree)
     #[arg(long, default_value = "mlp")]
     pub model: String,
     /// This node's share of the training set: I/N (0-based)
@@ -212,7 +213,7 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
         writeln!(std::io::stdout().lock(), "{}", key.openssh_public()).ctx()?;
         return Ok(());
     }
-    let preset = Preset::parse(&a.model).ctx()?;
+    let arg = ModelArg::parse(&a.model)?;
     let spec = DatasetSpec::parse(&a.dataset)?;
     let (index, n) = partition::parse_partition(&a.partition).ctx()?;
     let local_dp = a.local_dp.as_deref().map(parse_local_dp).transpose()?;
@@ -237,26 +238,23 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
         }
     };
 
-    let data = dataset::load(&spec, preset, a.seed)?;
-    let shape = data.shape();
-    let model_spec = ModelSpec {
-        preset,
-        input: shape,
-        classes: data.classes(),
-    };
+    let data = dataset::load(&spec, arg.seed_view(), a.seed)?;
+    let model_cfg = arg.config_for(data.shape(), data.classes())?;
+    let shape = model::sample_shape(&model_cfg, data.shape())
+        .map_err(|e| format!("{}: {e}", arg.name()))?;
 
     if let Some(path) = &a.write_init {
         let dev = pixelgrad::Device::new(pixelgrad::cpu::CpuBackend::new());
-        let model = model_spec.build(&dev, a.seed).ctx()?;
+        let model = model::build(&model_cfg, &arg.name(), &dev, a.seed, data.classes())?;
         let mut names = Vec::new();
         model.visit_params(&mut |name, _| names.push(name.to_string()));
         let mut meta = HashMap::new();
-        meta.insert(SPEC_KEY.to_string(), model_spec.to_meta());
+        meta.insert(SPEC_KEY.to_string(), model_cfg.to_json());
         meta.insert(ORDER_KEY.to_string(), names.join(","));
         io::save(&model, path, &meta).ctx()?;
         say(format!(
             "wrote the initial {} parameters ({}) to {}",
-            preset.name(),
+            arg.name(),
             model.num_params(),
             path.display()
         ));
@@ -305,7 +303,7 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
 
     let sel = backend::select(&a.backend)?;
     let dev = sel.device.clone();
-    let model = model_spec.build(&dev, a.seed).ctx()?;
+    let model = model::build(&model_cfg, &arg.name(), &dev, a.seed, data.classes())?;
     say(format!("backend: {}", sel.name));
     say(format!(
         "data: {} — partition {index}/{n} ({}): {} train samples, labels {:?}; {} test samples",
@@ -362,7 +360,7 @@ pub fn run(a: FederatedArgs) -> CliResult<()> {
     let mut learner = ModuleLearner {
         dev,
         model,
-        loss: preset.loss(),
+        loss: model_cfg.loss().ctx()?,
         optimizer: OptimizerKind::parse("adam").ctx()?,
         train,
         test,

@@ -9,6 +9,7 @@ mod export;
 mod federated;
 mod inspect;
 mod measure;
+mod model;
 mod outdir;
 mod plot;
 mod predict;

@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use pixelgrad::nn::presets::ModelSpec;
 use pixelgrad::nn::train::Samples;
+use pixelgrad::nn::ModelConfig;
 use pixelgrad::nn::{Mode, Module, OptimizerKind};
 use pixelgrad::Device;
 use serde::{Deserialize, Serialize};
@@ -81,15 +81,18 @@ fn slowed(backend: &str) -> bool {
 }
 
 /// Times training steps of `spec` at `batch` on `dev` within `budget_ms` of timed steps.
-pub fn time_model(backend: &str, dev: &Device, spec: &ModelSpec, batch: usize, budget_ms: f64) -> CliResult<Timing> {
-    let model = spec.build(dev, 1).ctx()?;
-    let per: usize = spec.input.iter().product();
+pub fn time_model(backend: &str, dev: &Device, spec: &ModelConfig, batch: usize, budget_ms: f64) -> CliResult<Timing> {
+    let built = spec.build_parts(dev, 1, None).ctx()?;
+    let model = built.seq;
+    let input = built.input.user_dims(spec.data_format);
+    let per: usize = input.iter().product();
+    let classes = built.output.numel().max(1);
     let x: Vec<f32> = (0..batch * per).map(|i| pixelgrad::rng::uniform(3, i as u64)).collect();
-    let y: Vec<u32> = (0..batch).map(|i| (i % spec.classes) as u32).collect();
-    let samples = Samples::new(&x, &spec.input, &y).ctx()?;
+    let y: Vec<u32> = (0..batch).map(|i| (i % classes) as u32).collect();
+    let samples = Samples::new(&x, &input, &y).ctx()?;
     let idx: Vec<usize> = (0..batch).collect();
     let mut opt = OptimizerKind::parse("sgd").ctx()?.build(0.01);
-    let loss = spec.preset.loss();
+    let loss = spec.loss().ctx()?;
     let mut step = || -> CliResult<()> {
         let l = dev
             .step(0x6d65_6173, || {
@@ -122,10 +125,10 @@ pub fn time_model(backend: &str, dev: &Device, spec: &ModelSpec, batch: usize, b
     Ok(Timing { backend: backend.to_string(), device: dev.name(), warm_ms, step_ms, steps })
 }
 
-/// Cache key: the model (preset, input, classes, batch) and every candidate's device name.
-pub fn cache_key(spec: &ModelSpec, batch: usize, devices: &[(String, String)]) -> String {
+/// Cache key: the model (its description), the batch and every candidate's device name.
+pub fn cache_key(spec: &ModelConfig, batch: usize, devices: &[(String, String)]) -> String {
     let devs: Vec<String> = devices.iter().map(|(b, d)| format!("{b}={d}")).collect();
-    format!("{}|batch {batch}|{}", spec.to_meta(), devs.join("|"))
+    format!("{}|batch {batch}|{}", spec.to_json(), devs.join("|"))
 }
 
 fn cache_file() -> Option<PathBuf> {
@@ -179,13 +182,14 @@ mod tests {
 
     #[test]
     fn a_new_device_or_model_is_a_new_key() {
-        let spec = ModelSpec { preset: pixelgrad::nn::presets::Preset::Mlp, input: [1, 8, 8], classes: 10 };
+        use pixelgrad::nn::presets::Preset;
+        let spec = Preset::Mlp.config([1, 8, 8], 10);
         let devs = vec![("cpu".to_string(), "cpu".to_string()), ("webgpu".to_string(), "GPU A".to_string())];
         let k = cache_key(&spec, 32, &devs);
         let mut other = devs.clone();
         other[1].1 = "GPU B".into();
         assert_ne!(k, cache_key(&spec, 32, &other));
         assert_ne!(k, cache_key(&spec, 64, &devs));
-        assert_ne!(k, cache_key(&ModelSpec { classes: 3, ..spec.clone() }, 32, &devs));
+        assert_ne!(k, cache_key(&Preset::Mlp.config([1, 8, 8], 3), 32, &devs));
     }
 }

@@ -5,12 +5,13 @@ use std::path::PathBuf;
 
 use clap::Args;
 use pixelgrad::data;
-use pixelgrad::nn::presets::Preset;
+use pixelgrad::nn::config::SampleShape;
 use pixelgrad::nn::train::predict;
+use pixelgrad::nn::Loss;
 use pixelgrad::Tensor;
 
 use crate::eval::{load_model, read_model_file};
-use crate::{backend, CliResult, Context};
+use crate::{backend, model, CliResult, Context};
 
 #[derive(Args)]
 pub struct PredictArgs {
@@ -29,11 +30,14 @@ pub fn run(a: PredictArgs) -> CliResult<()> {
     let file = read_model_file(&a.model_file)?;
     let sel = backend::select(&a.backend)?;
     let model = load_model(&a.model_file, &file, &sel.device)?;
-    let spec = file.spec;
+    let cfg = file.config;
+    let seed = model::is_seed_mlp(&cfg);
+    let SampleShape::Image(_, mh, mw) = cfg.input().ctx()? else {
+        return Err(format!("{}: predict takes image models (inputShape [c, h, w])", a.model_file.display()));
+    };
     let (mut pixels, w, h) = data::load_png_gray(&a.image).ctx()?;
     data::auto_invert(&mut pixels, w, h).ctx()?;
-    let [_, mh, mw] = spec.input;
-    let x = if spec.preset == Preset::SeedMlp {
+    let x = if seed {
         // the seed network sees rows 1..7 of the 8x8 digit
         let full = data::resize_bilinear(&pixels, w, h, 8, 8).ctx()?;
         full[8..56].to_vec()
@@ -41,10 +45,10 @@ pub fn run(a: PredictArgs) -> CliResult<()> {
         data::resize_bilinear(&pixels, w, h, mw, mh).ctx()?
     };
     let mut shape = vec![1];
-    shape.extend_from_slice(&spec.input);
+    shape.extend(cfg.input().ctx()?.dims());
     let xt = Tensor::from_vec(&sel.device, &x, shape).ctx()?;
     let out = predict(&model, &xt).ctx()?;
-    let probs: Vec<f32> = if spec.preset.outputs_logits() {
+    let probs: Vec<f32> = if cfg.loss().ctx()? != Loss::Mse {
         let m = out.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
         let e: Vec<f32> = out.iter().map(|v| (v - m).exp()).collect();
         let s: f32 = e.iter().sum();
@@ -60,7 +64,7 @@ pub fn run(a: PredictArgs) -> CliResult<()> {
         for (i, p) in probs.iter().enumerate() {
             println!("class {i}: {p:.4}{}", if i == best.0 { "  <-" } else { "" });
         }
-        if spec.preset == Preset::SeedMlp {
+        if seed {
             println!("(seed-mlp classes: 0 = digit >= 5, 1 = digit < 5)");
         }
     }

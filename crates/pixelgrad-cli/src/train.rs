@@ -14,11 +14,12 @@ use std::time::Instant;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use pixelgrad::nn::presets::{ModelSpec, Preset, SPEC_KEY};
+use pixelgrad::nn::presets::{Preset, SPEC_KEY};
 use pixelgrad::nn::train::{fit, Callbacks, EpochLog, FitOptions, PrecisionAction, ResumePoint, Samples, StepLog, Stopped};
-use pixelgrad::nn::{io, resume, Mode, Module, OptimizerKind, Precision, Schedule};
+use pixelgrad::nn::{io, resume, Loss, Mode, Module, OptimizerKind, Precision, Schedule};
 
 use crate::dataset::{self, DatasetSpec, Loaded};
+use crate::model::{self, ModelArg};
 use crate::outdir::{self, Prior, CHECKPOINT_FILE, DEFAULT_OUT};
 use crate::weights::WeightDumper;
 use crate::{backend, plot, CliResult, Context};
@@ -28,7 +29,7 @@ pub struct TrainArgs {
     /// digits (embedded default) | idx:DIR | csv:PATH
     #[arg(long, default_value = "digits")]
     pub dataset: String,
-    /// seed-mlp | mlp | cnn
+    /// seed-mlp | mlp | cnn | FILE.json (a model description: see the book's "Models" page)
     #[arg(long, default_value = "mlp")]
     pub model: String,
     /// auto | cpu | webgpu | webgl
@@ -97,9 +98,10 @@ struct Defaults {
     optimizer: &'static str,
 }
 
-fn defaults(preset: Preset, spec: &DatasetSpec) -> Defaults {
+/// A description file trains with the defaults of `mlp`.
+fn defaults(preset: Option<Preset>, spec: &DatasetSpec) -> Defaults {
     let digits = matches!(spec, DatasetSpec::Digits);
-    match preset {
+    match preset.unwrap_or(Preset::Mlp) {
         Preset::SeedMlp => Defaults { epochs: if digits { 10 } else { 1 }, batch: 1, lr: 0.5, optimizer: "sgd" },
         Preset::Mlp => {
             Defaults { epochs: if digits { 30 } else { 2 }, batch: 32, lr: if digits { 0.003 } else { 0.002 }, optimizer: "adam" }
@@ -136,11 +138,11 @@ const DATA_KEY: &str = "pixelgrad.train.data";
 impl RunConfig {
     /// The flags with their defaults filled in.
     fn from_args(a: &TrainArgs) -> CliResult<Self> {
-        let preset = Preset::parse(&a.model).ctx()?;
-        let d = defaults(preset, &DatasetSpec::parse(&a.dataset)?);
+        let arg = ModelArg::parse(&a.model)?;
+        let d = defaults(arg.preset(), &DatasetSpec::parse(&a.dataset)?);
         Ok(RunConfig {
             dataset: a.dataset.clone(),
-            model: preset.name().to_string(),
+            model: arg.name(),
             epochs: a.epochs.unwrap_or(d.epochs),
             batch: a.batch_size.unwrap_or(d.batch),
             lr: a.lr.unwrap_or(d.lr),
@@ -347,7 +349,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
         }
         (cfg, None)
     };
-    let preset = Preset::parse(&cfg.model).ctx()?;
+    let arg = ModelArg::parse(&cfg.model)?;
     let spec = DatasetSpec::parse(&cfg.dataset)?;
     let (epochs, batch, lr, opt_name) = (cfg.epochs, cfg.batch, cfg.lr, cfg.optimizer.clone());
     let kind = OptimizerKind::parse(&opt_name).ctx()?;
@@ -359,7 +361,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
         return Err(format!("--lr must be a positive number, got {lr}"));
     }
 
-    let data = dataset::load(&spec, preset, cfg.seed)?;
+    let data = dataset::load(&spec, arg.seed_view(), cfg.seed)?;
     let fingerprint = data_fingerprint(&data);
     if let Some((r, meta)) = &saved {
         let was = meta.get(DATA_KEY).map(String::as_str).unwrap_or("unknown");
@@ -378,8 +380,10 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
             p.batch
         ));
     }
-    let model_spec = ModelSpec { preset, input: data.shape(), classes: data.classes() };
-    let sel = backend::select_for(&a.backend, Some((&model_spec, batch)))?;
+    let model_cfg = arg.config_for(data.shape(), data.classes())?;
+    let shape = model::sample_shape(&model_cfg, data.shape()).map_err(|e| format!("{}: {e}", arg.name()))?;
+    let loss = model_cfg.loss().ctx()?;
+    let sel = backend::select_for(&a.backend, Some((&model_cfg, batch)))?;
     let dev = sel.device.clone();
     say(format!("backend: {} [{}]", sel.name, sel.explain()));
     say(format!(
@@ -391,7 +395,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
         data.classes()
     ));
 
-    let model = model_spec.build(&dev, cfg.seed).ctx()?;
+    let model = model::build(&model_cfg, &arg.name(), &dev, cfg.seed, data.classes())?;
     say(format!("model: {} ({} parameters)", model.describe(), model.num_params()));
     say(format!("training: {epochs} epochs, batch {batch}, {opt_name} lr {lr}, seed {}, {}", cfg.seed, precision.name()));
 
@@ -415,7 +419,6 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
         resume: saved.map(|(r, _)| r),
         ..Default::default()
     };
-    let shape = data.shape();
     let train = Samples::new(data.train.images(), &shape, data.train.labels()).ctx()?;
     let test = Samples::new(data.test.images(), &shape, data.test.labels()).ctx()?;
 
@@ -429,7 +432,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
         None => None,
     };
     let mut meta = HashMap::new();
-    meta.insert(SPEC_KEY.to_string(), model_spec.to_meta());
+    meta.insert(SPEC_KEY.to_string(), model_cfg.to_json());
     meta.insert("pixelgrad.dataset".to_string(), data.name.clone());
     let mut checkpoint_meta = meta.clone();
     checkpoint_meta.insert(CONFIG_KEY.to_string(), cfg.to_meta());
@@ -450,9 +453,9 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
         saved_step: None,
     };
     progress.bar.set_position(resumed_from.unwrap_or(0) as u64);
-    let activations = activation_bytes(&model, preset, &dev, &train, batch)?;
+    let activations = activation_bytes(&model, loss, &dev, &train, batch)?;
     let t0 = Instant::now();
-    let history = fit(&model, opt.as_mut(), preset.loss(), &dev, train, Some(test), &opts, &mut progress).ctx()?;
+    let history = fit(&model, opt.as_mut(), loss, &dev, train, Some(test), &opts, &mut progress).ctx()?;
     let train_seconds = t0.elapsed().as_secs_f64();
     progress.bar.finish_and_clear();
 
@@ -487,7 +490,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
     plot::loss_png(
         &a.out.join("loss.png"),
         &plot::Series::from_epochs(&history.epochs),
-        &format!("{} on {} ({})", preset.name(), data.name, sel.device.kind()),
+        &format!("{} on {} ({})", arg.name(), data.name, sel.device.kind()),
     )?;
     // The run is complete: its checkpoint has nothing left to resume.
     match std::fs::remove_file(&checkpoint_path) {
@@ -526,7 +529,7 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
             "backend": sel.device.kind().as_str(),
             "backend_name": sel.name,
             "backend_measured": sel.measured.as_ref().map(|m| serde_json::json!({ "chosen": m.backend, "cached": m.cached, "timings": m.timings })),
-            "model": preset.name(),
+            "model": arg.name(),
             "dataset": data.name,
             "train_seconds": train_seconds,
             "out": a.out.display().to_string(),
@@ -559,13 +562,13 @@ pub fn run(a: TrainArgs, given: &dyn Fn(&str) -> bool) -> CliResult<()> {
 /// Bytes one training step's graph keeps for the backward pass on the first batch, in f32 and
 /// in a mixed-precision scope (the same where the device cannot narrow): what `--precision
 /// mixed` saves. One forward pass each, no update.
-fn activation_bytes(model: &dyn Module, preset: Preset, dev: &pixelgrad::Device, train: &Samples, batch: usize) -> CliResult<(u64, u64)> {
+fn activation_bytes(model: &dyn Module, loss: Loss, dev: &pixelgrad::Device, train: &Samples, batch: usize) -> CliResult<(u64, u64)> {
     let idx: Vec<usize> = (0..batch.min(train.len())).collect();
     let (x, y) = train.batch(dev, &idx).ctx()?;
     let bytes = |mixed: bool| -> CliResult<u64> {
         let _g = mixed.then(pixelgrad::mixed_precision);
         let out = model.forward(&x, Mode::Train).ctx()?;
-        Ok(preset.loss().compute(&out, &y).ctx()?.graph_bytes())
+        Ok(loss.compute(&out, &y).ctx()?.graph_bytes())
     };
     Ok((bytes(false)?, bytes(true)?))
 }

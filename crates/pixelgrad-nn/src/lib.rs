@@ -19,6 +19,7 @@
 //! ```
 
 pub mod checkpoint;
+pub mod config;
 pub mod crosscheck;
 pub mod init;
 pub mod io;
@@ -35,6 +36,7 @@ mod step_key;
 pub mod sums;
 pub mod train;
 
+pub use config::{LayerConfig, ModelConfig};
 pub use init::Init;
 pub use loss::Loss;
 pub use mixed::{LossScaler, MixedReport, Precision, ScaleOptions};

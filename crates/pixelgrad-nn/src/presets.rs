@@ -1,11 +1,12 @@
 //! The model presets used by the CLI, the browser package and the benchmarks: `seed-mlp` (the
-//! seed article's 48-64-2 sigmoid network), `mlp` and `cnn`. A [`ModelSpec`] is stored in a
-//! saved model's metadata, so `eval` and `predict` rebuild the architecture from the file.
+//! seed article's 48-64-2 sigmoid network), `mlp` and `cnn`, each a [`ModelConfig`] (see
+//! [`Preset::config`]). A model file stores its description as JSON under [`SPEC_KEY`], so
+//! `eval` and `predict` rebuild the architecture from the file.
 
 use pixelgrad_core::{Device, Error, Result};
 
-use crate::init::{Init, WeightInit};
-use crate::layers::{Activation, Conv2d, Flatten, Linear, MaxPool2d};
+pub use crate::config::MAX_WEIGHTS;
+use crate::config::{DataFormat, Initializer, Layer, LayerConfig, ModelConfig, Padding, Window};
 use crate::{Loss, Sequential};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,61 +55,60 @@ pub struct ModelSpec {
     pub classes: usize,
 }
 
+impl Preset {
+    /// The preset as a model description for samples of shape `input` (`[C, H, W]`) and
+    /// `classes` outputs; its `name` is the preset's.
+    pub fn config(&self, input: [usize; 3], classes: usize) -> ModelConfig {
+        let dense = |units: usize, activation: Option<&str>, init: Initializer| Layer::Dense {
+            units,
+            activation: activation.map(str::to_string),
+            use_bias: true,
+            kernel_initializer: init,
+        };
+        let conv = |filters: usize| Layer::Conv2d {
+            filters,
+            kernel_size: Window(3),
+            strides: None,
+            padding: Padding::Same,
+            activation: Some("relu".to_string()),
+        };
+        let pool = || Layer::MaxPooling2d { pool_size: Some(Window(2)), strides: None };
+        let mut layers: Vec<LayerConfig> = match self {
+            Preset::SeedMlp => vec![
+                Layer::Flatten {},
+                dense(64, Some("sigmoid"), Initializer::GlorotUniform),
+                dense(classes, Some("sigmoid"), Initializer::GlorotUniform),
+            ],
+            Preset::Mlp => {
+                vec![Layer::Flatten {}, dense(256, Some("relu"), Initializer::HeUniform), dense(classes, None, Initializer::GlorotUniform)]
+            }
+            Preset::Cnn => vec![conv(16), pool(), conv(32), pool(), Layer::Flatten {}, dense(classes, None, Initializer::GlorotUniform)],
+        }
+        .into_iter()
+        .map(LayerConfig::from)
+        .collect();
+        layers[0].input_shape = Some(input.to_vec());
+        ModelConfig {
+            name: Some(self.name().to_string()),
+            data_format: DataFormat::ChannelsFirst,
+            loss: Some(if self.loss() == Loss::Mse { "mse" } else { "cross-entropy" }.to_string()),
+            layers,
+        }
+    }
+}
+
 impl ModelSpec {
-    /// Builds the network with weights drawn from `seed`.
+    /// The description of this preset at this size.
+    pub fn config(&self) -> ModelConfig {
+        self.preset.config(self.input, self.classes)
+    }
+
+    /// Builds the network with weights drawn from `seed` (through [`ModelSpec::config`]).
     pub fn build(&self, dev: &Device, seed: u64) -> Result<Sequential> {
-        let mut init = Init::new(seed);
-        let [c, h, w] = self.input;
-        // sizes come from model files: no overflow, no weight matrix above MAX_WEIGHTS values
-        let features = c.checked_mul(h).and_then(|n| n.checked_mul(w)).unwrap_or(usize::MAX);
-        if features == 0 || self.classes < 2 {
+        if self.input.contains(&0) || self.classes < 2 {
             return Err(Error::invalid("model", format!("input {:?} with {} classes cannot be built", self.input, self.classes)));
         }
-        let widest = match self.preset {
-            Preset::SeedMlp => [features.checked_mul(64), self.classes.checked_mul(64)],
-            Preset::Mlp => [features.checked_mul(256), self.classes.checked_mul(256)],
-            Preset::Cnn => [
-                c.checked_mul(16 * 9),
-                (h / 4).checked_mul(w / 4).and_then(|n| n.checked_mul(32)).and_then(|n| n.checked_mul(self.classes)),
-            ],
-        };
-        if widest.iter().any(|n| !n.is_some_and(|n| n <= MAX_WEIGHTS)) {
-            return Err(Error::invalid(
-                "model",
-                format!("input {:?} with {} classes needs a weight matrix of more than {MAX_WEIGHTS} values", self.input, self.classes),
-            ));
-        }
-        Ok(match self.preset {
-            Preset::SeedMlp => Sequential::new()
-                .push(Flatten)
-                .push(Linear::with_init(dev, features, 64, WeightInit::Glorot, true, &mut init)?)
-                .push(Activation::Sigmoid)
-                .push(Linear::with_init(dev, 64, self.classes, WeightInit::Glorot, true, &mut init)?)
-                .push(Activation::Sigmoid),
-            Preset::Mlp => Sequential::new()
-                .push(Flatten)
-                .push(Linear::with_init(dev, features, 256, WeightInit::He, true, &mut init)?)
-                .push(Activation::Relu)
-                .push(Linear::with_init(dev, 256, self.classes, WeightInit::Glorot, true, &mut init)?),
-            Preset::Cnn => {
-                let c1 = Conv2d::new(dev, c, 16, 3, 1, 1, &mut init)?;
-                let (h1, w1) = (h / 2, w / 2);
-                let c2 = Conv2d::new(dev, 16, 32, 3, 1, 1, &mut init)?;
-                let (h2, w2) = (h1 / 2, w1 / 2);
-                if h2 == 0 || w2 == 0 {
-                    return Err(Error::invalid("model", format!("cnn needs inputs of at least 4x4, got {h}x{w}")));
-                }
-                Sequential::new()
-                    .push(c1)
-                    .push(Activation::Relu)
-                    .push(MaxPool2d::new(2))
-                    .push(c2)
-                    .push(Activation::Relu)
-                    .push(MaxPool2d::new(2))
-                    .push(Flatten)
-                    .push(Linear::with_init(dev, 32 * h2 * w2, self.classes, WeightInit::Glorot, true, &mut init)?)
-            }
-        })
+        self.config().build(dev, seed)
     }
 
     /// `seed-mlp;1,8,6;2` style string stored in model files.
@@ -134,9 +134,19 @@ impl ModelSpec {
     }
 }
 
-/// Most values one weight tensor of a preset may hold (256 MiB of f32): model files give the
-/// sizes, and a corrupt or hostile one must not make the program allocate without bound.
-pub const MAX_WEIGHTS: usize = 1 << 26;
-
-/// Metadata key under which [`ModelSpec::to_meta`] is stored.
+/// Metadata key under which a model file stores its [`ModelConfig`] as JSON (files written
+/// before the description existed hold a [`ModelSpec::to_meta`] string there).
 pub const SPEC_KEY: &str = "pixelgrad.model";
+
+/// The description stored under [`SPEC_KEY`]: its JSON, or the `preset;c,h,w;classes` string of
+/// older files (turned into the preset's description).
+pub fn config_from_meta(s: &str) -> Result<ModelConfig> {
+    if s.trim_start().starts_with('{') {
+        return ModelConfig::from_json(s).map_err(|e| Error::invalid("model file", e.to_string()));
+    }
+    let spec = ModelSpec::from_meta(s)?;
+    if spec.input.contains(&0) || spec.classes < 2 {
+        return Err(Error::invalid("model file", format!("input {:?} with {} classes cannot be built", spec.input, spec.classes)));
+    }
+    Ok(spec.config())
+}

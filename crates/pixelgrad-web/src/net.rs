@@ -122,7 +122,7 @@ impl Net {
                 "compile",
                 format!(
                     "the model's output is {:?} per sample; end with layers.flatten() and a dense layer giving [N, classes]",
-                    other.user_dims()
+                    other.user_dims(self.built.format)
                 ),
             )),
         }

@@ -1,40 +1,21 @@
-//! Layer configs as the JavaScript API writes them (`{"type": "dense", "units": 10, ...}`),
-//! turned into engine layers with shape inference.
+//! Layer configs as the JavaScript API writes them (`{"type": "dense", "units": 10, ...}`):
+//! the one model description, [`ModelConfig`] (pixelgrad-nn's `config`), plus what only the
+//! browser package has: the `seed` given to `sequential`, the imported ONNX models of `onnx`
+//! layers, and how `drawWeights` shows each layer.
 //!
-//! Users give image inputs as NHWC (`inputShape: [h, w, c]`, TF.js style); the engine's conv and
-//! pooling ops are NCHW. The built network therefore starts with a `Permute([0, 3, 1, 2])` and
-//! tracks shapes in engine layout, while summaries print the user's layout.
+//! Users give image inputs as NHWC (`inputShape: [h, w, c]`, TF.js style, the description's
+//! default `channelsLast`); the engine's conv and pooling ops are NCHW, so the built network
+//! starts with a `Permute([0, 3, 1, 2])` and summaries print the user's layout.
 
-use pixelgrad::nn::layers::{Activation, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, Permute};
-use pixelgrad::nn::{Init, Module, Sequential};
+use pixelgrad::nn::config::{BuiltLayer, DataFormat, Imported};
+use pixelgrad::nn::{ModelConfig, Module, Sequential};
 use pixelgrad::{Device, Error, Result};
 use std::rc::Rc;
 
 use serde_json::Value;
 
 /// Shape of one sample between layers, in engine layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
-    Flat(usize),
-    /// Channels, height, width.
-    Image(usize, usize, usize),
-}
-
-impl Shape {
-    /// The user's (NHWC) view, without the batch axis.
-    pub fn user_dims(&self) -> Vec<usize> {
-        match *self {
-            Shape::Flat(n) => vec![n],
-            Shape::Image(c, h, w) => vec![h, w, c],
-        }
-    }
-    pub fn numel(&self) -> usize {
-        match *self {
-            Shape::Flat(n) => n,
-            Shape::Image(c, h, w) => c * h * w,
-        }
-    }
-}
+pub use pixelgrad::nn::config::SampleShape as Shape;
 
 /// How a layer's weights are drawn by `drawWeights`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,69 +51,29 @@ pub struct Built {
     /// Sample shape the user feeds (NHWC for images).
     pub input: Vec<usize>,
     pub output: Shape,
+    /// How the user lays out image samples (`channelsLast` unless the config says otherwise).
+    pub format: DataFormat,
 }
 
 fn bad(what: &str, msg: impl Into<String>) -> Error {
     Error::invalid(what, msg)
 }
 
-/// Largest weight tensor a layer may ask for (2^28 floats = 1 GiB): a typo such as
-/// `units: 1e8` must be an error, not an allocation failure that aborts the wasm module.
-const MAX_WEIGHTS: usize = 1 << 28;
-
-fn check_size(layer: &str, dims: &[usize]) -> Result<()> {
-    let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
-    match n {
-        Some(n) if n <= MAX_WEIGHTS => Ok(()),
-        _ => Err(bad(layer, format!("weights of shape {dims:?} exceed the limit of {MAX_WEIGHTS} values"))),
+/// The description and the seed of `config = {"layers": [...], "seed": n}`.
+pub fn parse(config: &Value) -> Result<(ModelConfig, u64)> {
+    let Value::Object(o) = config else {
+        return Err(bad("sequential", format!("the config must be an object with a 'layers' list, got {config}")));
+    };
+    let mut o = o.clone();
+    let seed = match o.remove("seed") {
+        None | Some(Value::Null) => 0,
+        Some(v) => v.as_u64().ok_or_else(|| bad("sequential", format!("'seed' must be a non-negative whole number, got {v}")))?,
+    };
+    if !o.contains_key("layers") {
+        return Err(bad("sequential", "the config has no 'layers' list"));
     }
-}
-
-/// A non-negative integer field; `default` when absent.
-fn uint(v: &Value, key: &str, layer: &str, default: Option<usize>) -> Result<usize> {
-    match v.get(key) {
-        None | Some(Value::Null) => default.ok_or_else(|| bad(layer, format!("'{key}' is required"))),
-        Some(x) => match x.as_f64() {
-            Some(f) if f >= 0.0 && f.fract() == 0.0 && f < 1e9 => Ok(f as usize),
-            _ => Err(bad(layer, format!("'{key}' must be a non-negative whole number, got {x}"))),
-        },
-    }
-}
-
-/// A size given as `k` or `[k, k]` (only square windows are supported).
-fn square(v: &Value, key: &str, layer: &str, default: Option<usize>) -> Result<usize> {
-    match v.get(key) {
-        Some(Value::Array(a)) => {
-            let dims: Vec<usize> = a.iter().filter_map(|x| x.as_u64().map(|u| u as usize)).collect();
-            match dims.as_slice() {
-                [k] => Ok(*k),
-                [a, b] if a == b => Ok(*a),
-                _ => Err(bad(layer, format!("'{key}' must be a number or a square [k, k], got {}", Value::Array(a.clone())))),
-            }
-        }
-        _ => uint(v, key, layer, default),
-    }
-}
-
-fn activation(v: &Value, layer: &str) -> Result<Option<Activation>> {
-    match v.get("activation") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Activation::parse(s)
-            .ok_or_else(|| bad(layer, format!("unknown activation '{s}' (linear, relu, leakyRelu, sigmoid, tanh, gelu, softmax)"))),
-        Some(x) => Err(bad(layer, format!("'activation' must be a string, got {x}"))),
-    }
-}
-
-fn input_shape(v: &Value, layer: &str) -> Result<Option<Shape>> {
-    let Some(s) = v.get("inputShape").filter(|s| !s.is_null()) else { return Ok(None) };
-    let dims: Option<Vec<usize>> =
-        s.as_array().map(|a| a.iter().filter_map(|x| x.as_u64().map(|u| u as usize)).filter(|&u| u > 0).collect());
-    let n = s.as_array().map(|a| a.len()).unwrap_or(0);
-    match dims {
-        Some(d) if d.len() == n && n == 1 => Ok(Some(Shape::Flat(d[0]))),
-        Some(d) if d.len() == n && n == 3 => Ok(Some(Shape::Image(d[2], d[0], d[1]))),
-        _ => Err(bad(layer, format!("inputShape must be [features] or [height, width, channels] with positive sizes, got {s}"))),
-    }
+    let cfg: ModelConfig = serde_json::from_value(Value::Object(o)).map_err(|e| bad("sequential", e.to_string()))?;
+    Ok((cfg, seed))
 }
 
 /// Builds the network for `config = {"layers": [...], "seed": n}` on `dev`.
@@ -140,181 +81,61 @@ pub fn build(dev: &Device, config: &Value) -> Result<Built> {
     build_with(dev, config, &[])
 }
 
+/// `onnx` layers from the imported models, their output shape found by running them once.
+struct Onnx<'a>(&'a [Rc<pixelgrad::onnx::Model>]);
+
+impl Imported for Onnx<'_> {
+    fn layer(&mut self, dev: &Device, k: usize, input: Option<&str>, output: Option<&str>, at: Shape) -> Result<(Box<dyn Module>, Shape)> {
+        // An imported graph (or its part up to `output`) as a layer; images reach it in NCHW,
+        // as ONNX models expect (permuted to NHWC by the layer for a model whose input is
+        // declared [N, H, W, C]).
+        let model = self.0.get(k).ok_or_else(|| bad("onnx", format!("no imported model {k} was given")))?;
+        let layer = pixelgrad::onnx::OnnxLayer::from_model(model.clone(), dev, input, output).map_err(|e| bad("onnx", e.to_string()))?;
+        let mut probe = vec![1usize];
+        probe.extend(at.dims());
+        let y = {
+            let _g = pixelgrad::no_grad();
+            layer
+                .forward(&pixelgrad::Tensor::zeros(dev, probe.clone())?, pixelgrad::nn::Mode::Eval)
+                .map_err(|e| bad("onnx", format!("on input {:?}: {e}", &probe[1..])))?
+        };
+        let out = match *y.dims() {
+            [1, n] => Shape::Flat(n),
+            [1, c, h, w] => Shape::Image(c, h, w),
+            ref other => return Err(bad("onnx", format!("output {other:?} is neither [1, n] nor [1, c, h, w]; pick another output"))),
+        };
+        Ok((Box::new(layer), out))
+    }
+}
+
 /// [`build`] where `{"type": "onnx", "model": k, ...}` layers use the imported model `onnx[k]`.
 pub fn build_with(dev: &Device, config: &Value, onnx: &[Rc<pixelgrad::onnx::Model>]) -> Result<Built> {
-    let layers = config.get("layers").and_then(Value::as_array).ok_or_else(|| bad("sequential", "the config has no 'layers' list"))?;
-    if layers.is_empty() {
-        return Err(bad("sequential", "a model needs at least one layer"));
-    }
-    let seed = config.get("seed").and_then(Value::as_u64).unwrap_or(0);
-    let mut init = Init::new(seed);
-    let mut seq = Sequential::new();
-    let mut infos = Vec::with_capacity(layers.len());
+    let (cfg, seed) = parse(config)?;
+    let built = cfg.build_parts(dev, seed, Some(&mut Onnx(onnx)))?;
+    let format = cfg.data_format;
+    let input = built.input;
+    let layers = built
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(i, l)| LayerInfo {
+            kind: l.kind.to_string(),
+            out: l.output.user_dims(format),
+            params: l.params,
+            weight: l.weight.clone(),
+            view: view(l, input, i == 0),
+            end: l.end,
+        })
+        .collect();
+    Ok(Built { seq: built.seq, layers, input: input.user_dims(format), output: built.output, format })
+}
 
-    let first = layers.first().map(|l| input_shape(l, "layer 0")).transpose()?.flatten();
-    let Some(input) = first else {
-        return Err(bad("sequential", "the first layer needs an inputShape, e.g. layers.dense({ units: 10, inputShape: [64] })"));
-    };
-    if let Shape::Image(..) = input {
-        // NHWC → NCHW at the network's entrance (images are given as `[n, h, w, c]`)
-        seq.add(Box::new(Permute(vec![0, 3, 1, 2])));
+fn view(l: &BuiltLayer, input: Shape, first: bool) -> Option<WeightView> {
+    match (l.kind, l.input) {
+        ("dense", Shape::Flat(n)) => Some(dense_view(input, first, n)),
+        ("conv2d", _) => Some(WeightView::Filters),
+        _ => None,
     }
-    let mut cur = input;
-    for (i, l) in layers.iter().enumerate() {
-        let kind = l.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-        let name = format!("layer {i} ({kind})");
-        if i > 0 && input_shape(l, &name)?.is_some_and(|s| s != cur) {
-            return Err(bad(
-                &name,
-                format!("inputShape {:?} does not match the previous layer's output {:?}", l.get("inputShape"), cur.user_dims()),
-            ));
-        }
-        let at_input = cur == input && infos.is_empty();
-        let index = seq.len();
-        let (mut weight, mut view, mut params) = (None, None, 0);
-        let act;
-        match kind.as_str() {
-            "dense" => {
-                let units = uint(l, "units", &name, None)?;
-                let Shape::Flat(n) = cur else {
-                    return Err(bad(&name, format!("expects a flat input but gets {:?}; add layers.flatten() before it", cur.user_dims())));
-                };
-                if units == 0 {
-                    return Err(bad(&name, "'units' must be at least 1"));
-                }
-                check_size(&name, &[n, units])?;
-                let lin = Linear::new(dev, n, units, &mut init)?;
-                params = lin.num_params();
-                seq.add(Box::new(lin));
-                weight = Some(format!("{index}.weight"));
-                view = Some(dense_view(input, at_input, n));
-                cur = Shape::Flat(units);
-                act = activation(l, &name)?;
-            }
-            "conv2d" => {
-                let Shape::Image(c, h, w) = cur else {
-                    return Err(bad(&name, format!("expects an image input [h, w, c] but gets {:?}", cur.user_dims())));
-                };
-                let filters = uint(l, "filters", &name, None)?;
-                let k = square(l, "kernelSize", &name, None)?;
-                let stride = square(l, "strides", &name, Some(1))?;
-                let same = match l.get("padding").and_then(Value::as_str).unwrap_or("valid") {
-                    "valid" => false,
-                    "same" => true,
-                    other => return Err(bad(&name, format!("padding must be 'valid' or 'same', got '{other}'"))),
-                };
-                if filters == 0 || k == 0 || stride == 0 {
-                    return Err(bad(&name, "filters, kernelSize and strides must be at least 1"));
-                }
-                let pad = if same {
-                    if k % 2 == 0 || stride != 1 {
-                        return Err(bad(&name, "padding 'same' needs an odd kernelSize and strides 1"));
-                    }
-                    (k - 1) / 2
-                } else {
-                    0
-                };
-                if h + 2 * pad < k || w + 2 * pad < k {
-                    return Err(bad(&name, format!("a {k}x{k} kernel does not fit the {h}x{w} input")));
-                }
-                check_size(&name, &[filters, c, k, k])?;
-                check_size(&name, &[filters, h, w])?;
-                let conv = Conv2d::new(dev, c, filters, k, stride, pad, &mut init)?;
-                let (oh, ow) = conv.out_hw(h, w);
-                params = conv.num_params();
-                seq.add(Box::new(conv));
-                weight = Some(format!("{index}.weight"));
-                view = Some(WeightView::Filters);
-                cur = Shape::Image(filters, oh, ow);
-                act = activation(l, &name)?;
-            }
-            "maxPooling2d" => {
-                let Shape::Image(c, h, w) = cur else {
-                    return Err(bad(&name, format!("expects an image input [h, w, c] but gets {:?}", cur.user_dims())));
-                };
-                let p = square(l, "poolSize", &name, Some(2))?;
-                let s = square(l, "strides", &name, Some(p))?;
-                if p == 0 || s == 0 || h < p || w < p {
-                    return Err(bad(&name, format!("a {p}x{p} pool with strides {s} does not fit the {h}x{w} input")));
-                }
-                let mut pool = MaxPool2d::new(p);
-                pool.stride = s;
-                seq.add(Box::new(pool));
-                cur = Shape::Image(c, (h - p) / s + 1, (w - p) / s + 1);
-                act = None;
-            }
-            "flatten" => {
-                seq.add(Box::new(Flatten));
-                cur = Shape::Flat(cur.numel());
-                act = None;
-            }
-            "dropout" => {
-                let rate = l.get("rate").and_then(Value::as_f64).ok_or_else(|| bad(&name, "'rate' (a number in [0, 1)) is required"))?;
-                seq.add(Box::new(Dropout::new(rate as f32, init.next_seed())?));
-                act = None;
-            }
-            "batchNormalization" => {
-                let bn = match cur {
-                    Shape::Flat(n) => BatchNorm::new_1d(dev, n)?,
-                    Shape::Image(c, _, _) => BatchNorm::new_2d(dev, c)?,
-                };
-                params = bn.num_params();
-                seq.add(Box::new(bn));
-                act = None;
-            }
-            "activation" => {
-                act = activation(l, &name)?;
-            }
-            "onnx" => {
-                // An imported graph (or its part up to `output`) as a layer; images reach it in
-                // NCHW, as ONNX models expect (permuted to NHWC by the layer for a model whose
-                // input is declared [N, H, W, C]). Its output shape is found by running it once.
-                let k = uint(l, "model", &name, None)?;
-                let model = onnx.get(k).ok_or_else(|| bad(&name, format!("no imported model {k} was given")))?;
-                let input = l.get("input").and_then(Value::as_str);
-                let output = l.get("output").and_then(Value::as_str);
-                let layer =
-                    pixelgrad::onnx::OnnxLayer::from_model(model.clone(), dev, input, output).map_err(|e| bad(&name, e.to_string()))?;
-                let mut probe = vec![1usize];
-                probe.extend(match cur {
-                    Shape::Flat(n) => vec![n],
-                    Shape::Image(c, h, w) => vec![c, h, w],
-                });
-                let y = {
-                    let _g = pixelgrad::no_grad();
-                    layer
-                        .forward(&pixelgrad::Tensor::zeros(dev, probe.clone())?, pixelgrad::nn::Mode::Eval)
-                        .map_err(|e| bad(&name, format!("on input {:?}: {e}", &probe[1..])))?
-                };
-                cur = match *y.dims() {
-                    [1, n] => Shape::Flat(n),
-                    [1, c, h, w] => Shape::Image(c, h, w),
-                    ref other => {
-                        return Err(bad(&name, format!("output {other:?} is neither [1, n] nor [1, c, h, w]; pick another output")))
-                    }
-                };
-                params = layer.num_params();
-                seq.add(Box::new(layer));
-                act = activation(l, &name)?;
-            }
-            other => return Err(bad(
-                &format!("layer {i}"),
-                format!(
-                    "unknown layer type '{other}' (dense, conv2d, maxPooling2d, flatten, dropout, batchNormalization, activation, onnx)"
-                ),
-            )),
-        }
-        match l.get("trainable") {
-            None | Some(Value::Bool(true)) => {}
-            Some(Value::Bool(false)) => seq.layers()[index..].iter().for_each(|m| m.set_trainable(false)),
-            Some(other) => return Err(bad(&name, format!("'trainable' must be true or false, got {other}"))),
-        }
-        if let Some(a) = act {
-            seq.add(Box::new(a));
-        }
-        infos.push(LayerInfo { kind, out: cur.user_dims(), params, weight, view, end: seq.len() });
-    }
-    Ok(Built { seq, layers: infos, input: input.user_dims(), output: cur })
 }
 
 /// Dense weights over the raw input image draw as per-unit tiles; any other dense as a heatmap.
@@ -415,7 +236,7 @@ mod tests {
         let unknown = serde_json::json!({"layers": [{"type": "lstm", "inputShape": [3]}]});
         assert!(build(&dev(), &unknown).err().unwrap().to_string().contains("lstm"));
         let huge = serde_json::json!({"layers": [{"type": "dense", "units": 100000000, "inputShape": [784]}]});
-        assert!(build(&dev(), &huge).err().unwrap().to_string().contains("exceed"));
+        assert!(build(&dev(), &huge).err().unwrap().to_string().contains("more than"));
         let act = serde_json::json!({"layers": [{"type": "dense", "units": 3, "inputShape": [3], "activation": "swish"}]});
         assert!(build(&dev(), &act).err().unwrap().to_string().contains("swish"));
     }
