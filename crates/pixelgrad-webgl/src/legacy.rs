@@ -226,8 +226,8 @@ pub(crate) fn unsupported(op: &'static str, what: &str) -> Error {
 /// feature. WebGL1 has no integer textures (`RGBA8I` / `RGBA8UI` / `RGBA16UI`, `isampler2D`,
 /// `texelFetch`), no integer bit operations in GLSL ES 1.00, and half-float render targets only
 /// through an optional extension, so it stores no narrow tensors:
-/// [`pixelgrad_core::Backend::supports_int8`] and
-/// [`pixelgrad_core::Backend::supports_f16_storage`] are false there and
+/// [`Caps::int8`](pixelgrad_core::Caps::int8) and
+/// [`Caps::f16_storage`](pixelgrad_core::Caps::f16_storage) are false there and
 /// `Tensor::from_i8` / `from_u8` / `from_f16` make f32 tensors of the same values.
 pub(crate) fn no_narrow(op: &'static str, backend: &str, dtype: pixelgrad_core::kernel::DType) -> Error {
     use pixelgrad_core::kernel::DType;
