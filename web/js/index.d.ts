@@ -69,6 +69,30 @@ export interface BackendTry {
   reason: string;
 }
 
+/** A backend's capabilities, measured when it started (`rt.report.caps`). */
+export interface BackendCaps {
+  /** Runs a convolution as one op (the CPU); elsewhere im2col + matmul. */
+  conv: boolean;
+  /** Stores 8-bit tensors and computes on them (`matmul_i8`, `narrow8`). */
+  int8: boolean;
+  /** Stores 8-bit tensors, at least to widen them (true wherever `int8` is; also WebGL1). */
+  int8Storage: boolean;
+  /** The kernel of packed 8-bit products, e.g. 'dot4I8Packed', 'unpacked-i32', 'cpu-i32'; null where not named. */
+  int8Kernel: string | null;
+  /** Stores half-precision tensors. */
+  f16Storage: boolean;
+  /** WebGPU: whether the adapter offers `shader-f16`; null on other backends. */
+  shaderF16: boolean | null;
+  /** A matmul reads an f16 operand directly (WebGPU). */
+  f16Matmul: boolean;
+  /** The arithmetic of such a matmul, e.g. 'f32 (f16 weights read directly)'; null where `f16Matmul` is false. */
+  f16MatmulArithmetic: string | null;
+  /** Narrows f32 to f16 storage (mixed-precision training keeps activations in f16). */
+  narrowF16: boolean;
+  /** Why the device computes or stores below f32 (RGBA16F, mediump, an emulation), or null at full precision. */
+  reducedPrecision: string | null;
+}
+
 export interface RuntimeReport {
   /** Every backend attempted, in order. */
   tried: BackendTry[];
@@ -80,6 +104,11 @@ export interface RuntimeReport {
   format: string;
   software: boolean;
   warnings: string[];
+  /**
+   * What the backend measured when it started (the engine's `Backend::caps`); taken again from
+   * the new backend after every recovery.
+   */
+  caps: BackendCaps;
   /**
    * One entry per recovery from a context/device loss or a crash: the backend lost, the one
    * started, what was tried; `crash`: the panic message when a crash of the wasm instance

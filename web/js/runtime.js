@@ -134,7 +134,9 @@ export class Runtime {
     const entry = { lost: info.lost, backend: this.backend, tried: info.tried };
     if (info.crash) entry.crash = info.crash;
     const recoveries = [...(this.report.recoveries || []), entry];
-    this.report = { ...this.report, adapter: started.adapter, name: started.inner.name, format: started.inner.format, recoveries };
+    // The backend started now measured its own capabilities (a restored context may differ).
+    const caps = JSON.parse(started.inner.capsJson);
+    this.report = { ...this.report, adapter: started.adapter, name: started.inner.name, format: started.inner.format, caps, recoveries };
     watch(this, started.keep, started.gl);
     if (this._limits) this._inner.setLimits(this._limits.maxElements, this._limits.maxOpWork);
   }
@@ -353,6 +355,7 @@ function adopt(s, tried, measured, limits, low, emulate) {
     format: inner.format,
     software: s.software === undefined ? inner.software : s.software,
     warnings: inner.warnings,
+    caps: JSON.parse(inner.capsJson),
   };
   if (s.precisionCheck) report.precisionCheck = s.precisionCheck;
   if (measured) report.measured = measured;

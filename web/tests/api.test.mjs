@@ -7,6 +7,25 @@ import { apiPage } from './api-page.mjs';
 
 const { inPage } = apiPage();
 
+test('rt.report.caps: what each backend measured when it started', async () => {
+  const r = await inPage(async (pg) => {
+    const out = {};
+    for (const backend of ['cpu', 'webgl', 'webgl1', 'webgpu']) out[backend] = (await pg.init({ backend })).report.caps;
+    return out;
+  });
+  const keys = ['conv', 'int8', 'int8Storage', 'int8Kernel', 'f16Storage', 'shaderF16', 'f16Matmul', 'f16MatmulArithmetic', 'narrowF16', 'reducedPrecision'];
+  for (const [backend, caps] of Object.entries(r)) assert.deepEqual(Object.keys(caps).sort(), [...keys].sort(), `${backend}: ${JSON.stringify(caps)}`);
+  assert.deepEqual(
+    [r.cpu.conv, r.cpu.int8, r.cpu.int8Kernel, r.cpu.f16Storage, r.cpu.narrowF16, r.cpu.shaderF16, r.cpu.reducedPrecision],
+    [true, true, 'cpu-i32', true, true, null, null],
+  );
+  // WebGL2: integer textures; WebGL1: bytes stored and widened only, no f16 storage.
+  assert.deepEqual([r.webgl.conv, r.webgl.int8, r.webgl.int8Storage, r.webgl.f16Storage], [false, true, true, true]);
+  assert.deepEqual([r.webgl1.int8, r.webgl1.int8Storage, r.webgl1.f16Storage, r.webgl1.narrowF16], [false, true, false, false]);
+  assert.equal(typeof r.webgpu.shaderF16, 'boolean');
+  assert.ok(['dot4I8Packed', 'unpacked-i32'].includes(r.webgpu.int8Kernel), r.webgpu.int8Kernel);
+});
+
 for (const backend of ['webgpu', 'webgl', 'cpu']) {
   test(`${backend}: digits MLP trains, evaluates, predicts, saves and reloads`, async () => {
     const r = await inPage(async (pg, backend) => {

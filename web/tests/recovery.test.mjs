@@ -263,6 +263,7 @@ test('webgl: a context that is not given back is replaced by a new one, and fit 
 test('a backend that does not come back: fit goes on with the next one in the auto order (webgpu -> webgl -> webgl1 -> cpu)', async () => {
   const r = await inPage(async (pg) => {
     const rt = await pg.init({ backend: 'webgpu' });
+    const capsStart = rt.report.caps;
     const d = pg.data.digits();
     const n = 600;
     const x = pg.tensor(d.train.x.subarray(0, n * 64), [n, 64]);
@@ -282,7 +283,7 @@ test('a backend that does not come back: fit goes on with the next one in the au
       },
     });
     const ev = await model.evaluate(pg.tensor(d.test.x, [d.test.n, 64]), pg.tensor(d.test.y, [d.test.n]));
-    return { infos, epochs: h.history.loss.length, backend: rt.backend, modelBackend: model.backend, accuracy: ev.accuracy, recoveries: rt.report.recoveries.map((q) => [q.lost, q.backend]) };
+    return { infos, epochs: h.history.loss.length, backend: rt.backend, modelBackend: model.backend, accuracy: ev.accuracy, recoveries: rt.report.recoveries.map((q) => [q.lost, q.backend]), capsStart, capsEnd: rt.report.caps };
   });
   process.stderr.write(`[fallback] ${JSON.stringify(r)}\n`);
   assert.deepEqual(r.infos.map((i) => [i.lost, i.backend]), [['webgpu', 'webgl'], ['webgl', 'webgl1'], ['webgl1', 'cpu']]);
@@ -294,6 +295,13 @@ test('a backend that does not come back: fit goes on with the next one in the au
   assert.equal(r.backend, 'cpu');
   assert.equal(r.modelBackend, 'cpu');
   assert.deepEqual(r.recoveries, [['webgpu', 'webgl'], ['webgl', 'webgl1'], ['webgl1', 'cpu']]);
+  // The report's capabilities are the backend's now, measured when it started: WebGPU's at
+  // first (a shader-f16 answer, no single-op convolution), the CPU's after the last recovery.
+  assert.equal(typeof r.capsStart.shaderF16, 'boolean', JSON.stringify(r.capsStart));
+  assert.equal(r.capsStart.conv, false, JSON.stringify(r.capsStart));
+  assert.equal(r.capsEnd.conv, true, JSON.stringify(r.capsEnd));
+  assert.equal(r.capsEnd.int8Kernel, 'cpu-i32', JSON.stringify(r.capsEnd));
+  assert.equal(r.capsEnd.shaderF16, null, JSON.stringify(r.capsEnd));
   assert.ok(r.accuracy > 0.85, `accuracy ${r.accuracy}`);
 });
 

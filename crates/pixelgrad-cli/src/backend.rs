@@ -219,7 +219,7 @@ pub fn list(a: BackendsArgs) -> CliResult<()> {
     let s = select("auto")?;
     println!("auto-selection: {}", s.explain());
     println!("using: {}", s.name);
-    match s.device.backend().reduced_precision() {
+    match &s.device.backend().caps().reduced_precision {
         None => println!("precision: f32"),
         Some(why) => println!(
             "precision: below f32 ({why}); `pixelgrad train` checks the first {} steps against the cpu and falls back to it when the losses differ by more than {} (relative)",
@@ -227,6 +227,9 @@ pub fn list(a: BackendsArgs) -> CliResult<()> {
             pixelgrad::nn::train::PRECISION_CHECK_TOLERANCE
         ),
     }
+    // What the chosen backend measured at start-up (`Backend::caps`), one JSON object.
+    let caps = serde_json::to_string(s.device.backend().caps()).map_err(|e| format!("caps: {e}"))?;
+    println!("caps: {caps}");
     let mut failed = Vec::new();
     if a.check || a.layouts {
         for b in ["cpu", "webgpu", "webgl"] {

@@ -223,7 +223,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
         eprintln!("precision f16: {} has no f16 storage; the weights stay f32", sel.device.name());
     }
     if session.weight_storage() != "f32" {
-        let hw = match sel.device.backend().shader_f16() {
+        let hw = match sel.device.backend().caps().shader_f16 {
             Some(true) => " (the adapter offers shader-f16)",
             Some(false) => " (the adapter has no shader-f16)",
             None => "",
@@ -301,7 +301,7 @@ pub fn run(a: RunArgs) -> CliResult<()> {
             "precision_groups": { "int8": precision.int8, "f32": precision.f32 },
             "path": session.int8_path().unwrap_or("f32"),
             "arithmetic": session.arithmetic(),
-            "shader_f16": sel.device.backend().shader_f16(),
+            "shader_f16": sel.device.backend().caps().shader_f16,
         });
         println!("{j}");
     }

@@ -144,3 +144,27 @@ fn backends_states_the_precision() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.lines().any(|l| l == "precision: f32"), "{stdout}");
 }
+
+/// `pixelgrad backends` prints the chosen backend's capabilities (`Backend::caps`, measured at
+/// start-up) as one JSON object, and they agree with the lines above it.
+#[test]
+fn backends_prints_the_caps_of_the_chosen_backend() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pixelgrad")).arg("backends").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let line = stdout.lines().find_map(|l| l.strip_prefix("caps: ")).unwrap_or_else(|| panic!("no caps line: {stdout}"));
+    let caps: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    for k in ["conv", "int8", "int8Storage", "f16Storage", "f16Matmul", "narrowF16"] {
+        assert!(caps[k].is_boolean(), "{k}: {caps}");
+    }
+    // Full precision (the line above says f32), so no reason for less.
+    assert!(caps["reducedPrecision"].is_null(), "{caps}");
+    let using = stdout.lines().find_map(|l| l.strip_prefix("using: ")).unwrap_or_else(|| panic!("{stdout}"));
+    if using.starts_with("cpu") {
+        assert_eq!(caps["conv"], true, "{caps}");
+        assert_eq!(caps["int8Kernel"], "cpu-i32", "{caps}");
+        assert!(caps["shaderF16"].is_null(), "{caps}");
+    } else if using.starts_with("webgpu") {
+        assert!(caps["shaderF16"].is_boolean(), "{caps}");
+    }
+}

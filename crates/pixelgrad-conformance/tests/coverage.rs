@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use pixelgrad_conformance::{block_on_ready, families::awaitable, Read};
-use pixelgrad_core::{Backend, BackendKind, Device, Op, Result, Shape, Storage};
+use pixelgrad_core::{Backend, BackendKind, Caps, Device, Op, Result, Shape, Storage};
 use pixelgrad_cpu::CpuBackend;
 
 /// The f32 CPU backend, noting the name of every op it runs.
@@ -33,20 +33,11 @@ impl Backend for Recording {
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
         self.inner.read(storage, len)
     }
-    fn supports_int8(&self) -> bool {
-        self.inner.supports_int8()
+    fn caps(&self) -> &Caps {
+        self.inner.caps()
     }
     fn upload_int8(&self, data: &[u8], dtype: pixelgrad_core::kernel::DType) -> Result<Storage> {
         self.inner.upload_int8(data, dtype)
-    }
-    fn supports_narrow_f16(&self) -> bool {
-        self.inner.supports_narrow_f16()
-    }
-    fn supports_conv(&self) -> bool {
-        self.inner.supports_conv()
-    }
-    fn supports_f16_storage(&self) -> bool {
-        self.inner.supports_f16_storage()
     }
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
         self.inner.upload_f16(bits)

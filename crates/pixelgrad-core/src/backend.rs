@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
+use crate::caps::Caps;
 use crate::kernel::DType;
 use crate::op::Op;
 use crate::shape::Shape;
@@ -168,11 +169,14 @@ pub trait Backend {
         Ok(self.read(storage, len)?.into_iter().map(f64::from).collect())
     }
 
-    /// True if the backend runs [`Op::Conv2d`] (a dense convolution as one op, which it may
-    /// compute by a faster algorithm than the im2col + matmul pair it means). The default is
-    /// false: callers then use the pair.
-    fn supports_conv(&self) -> bool {
-        false
+    /// What this backend can do ([`Caps`]: single-op convolution, 8-bit and f16 storage,
+    /// f16 products, reduced precision...), measured once when it starts. Callers branch on
+    /// its fields instead of asking the backend op by op; a device that changes (a lost and
+    /// restored context) is a new backend with its own `Caps`. The default,
+    /// [`Caps::F32_ONLY`], claims nothing beyond f32 arithmetic at full precision.
+    fn caps(&self) -> &Caps {
+        static F32_ONLY: Caps = Caps::F32_ONLY;
+        &F32_ONLY
     }
 
     /// The multiple of which a convolution's im2col rows should hold columns, for its product
@@ -187,91 +191,22 @@ pub trait Backend {
         1
     }
 
-    /// True if the backend stores 8-bit tensors (one byte per element, or four per 32-bit word)
-    /// and runs [`Op::MatMulI8`] and [`Op::Narrow8`] on them. Where it is false, [`crate::Tensor::from_i8`] and
-    /// [`crate::Tensor::from_u8`] make ordinary f32 tensors of the same values.
-    fn supports_int8(&self) -> bool {
-        false
-    }
-
-    /// True if the backend stores 8-bit tensors and widens them ([`Op::Widen`]), even where it
-    /// has no 8-bit arithmetic ([`Backend::supports_int8`] false: WebGL1's byte textures).
-    /// [`crate::Tensor::from_i8`] / [`crate::Tensor::from_u8`] then keep one byte per element
-    /// and callers widen before computing. Defaults to [`Backend::supports_int8`].
-    fn supports_int8_storage(&self) -> bool {
-        self.supports_int8()
-    }
-
-    /// The kernel [`crate::Tensor::matmul_i8_packed`] runs on ([`Op::MatMulI8`] with `b_i8`),
-    /// for reports: WebGPU's `"dot4I8Packed"` or `"unpacked-i32"`, the CPU's `"cpu-i32"`;
-    /// `None` (the default) where [`Backend::supports_int8`] is false.
-    fn int8_kernel(&self) -> Option<&'static str> {
-        None
-    }
-
     /// Copies 8-bit host data to a new device tensor of `data.len()` elements: `dtype` is
     /// [`DType::I8`] (each byte a two's-complement `i8`) or [`DType::U8`]. Reading it back
     /// ([`Backend::read`]) gives the values as f32, exactly. The default refuses: backends
-    /// without [`Backend::supports_int8_storage`] have no 8-bit storage.
+    /// without [`Caps::int8_storage`] have no 8-bit storage.
     fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
         let _ = data;
         Err(Error::backend("upload_int8", self.name(), format!("8-bit storage ({dtype}) is not supported on this backend")))
     }
 
-    /// True if the backend stores half-precision tensors ([`DType::F16`], two bytes per
-    /// element, or two per 32-bit word) and runs [`Op::Widen`] on them. Where it is false,
-    /// [`crate::Tensor::from_f16`] makes an ordinary f32 tensor of the same (exactly widened)
-    /// values.
-    fn supports_f16_storage(&self) -> bool {
-        false
-    }
-
     /// Copies IEEE half-precision bit patterns (`bits[i]` is element `i`) to a new device
     /// tensor of `bits.len()` elements, storage [`DType::F16`]. Reading it back
     /// ([`Backend::read`]) gives the values as f32, exactly. The default refuses: backends
-    /// without [`Backend::supports_f16_storage`] have no f16 storage.
+    /// without [`Caps::f16_storage`] have no f16 storage.
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
         let _ = bits;
         Err(Error::backend("upload_f16", self.name(), "f16 storage is not supported on this backend"))
-    }
-
-    /// Whether the device could do half-precision arithmetic in its shaders (WebGPU's
-    /// `shader-f16` feature): `Some(true)` / `Some(false)` on WebGPU, `None` where the
-    /// question does not apply. pixelgrad's kernels compute in f32 unless asked otherwise
-    /// (WebGPU's opt-in f16 products on f16 weights, [`Backend::f16_matmul_arithmetic`]);
-    /// this is reported so users know what the hardware offers.
-    fn shader_f16(&self) -> Option<bool> {
-        None
-    }
-
-    /// True if [`Op::MatMul`] reads an f16-stored operand ([`DType::F16`], A or B, not
-    /// both) directly, with no [`Op::Widen`] pass: the ONNX importer then hands f16 weights
-    /// straight to its products. Where it is false (the default), an f16 matmul input is a
-    /// typed error and the weights must be widened first.
-    fn supports_f16_matmul(&self) -> bool {
-        false
-    }
-
-    /// The arithmetic of an [`Op::MatMul`] on an f16 operand, for reports: WebGPU's
-    /// `"f16 products (shader-f16)"` or `"f32 (f16 weights read directly)"`; `None` (the
-    /// default) where [`Backend::supports_f16_matmul`] is false.
-    fn f16_matmul_arithmetic(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// True if the backend runs [`Op::NarrowF16`] (f32 to f16 storage, rounded to nearest
-    /// even), on which mixed-precision training keeps its activations
-    /// ([`crate::mixed_precision`]). Needs [`Backend::supports_f16_storage`] as well.
-    fn supports_narrow_f16(&self) -> bool {
-        false
-    }
-
-    /// Why this device computes or stores f32 tensors below full precision (WebGL's RGBA16F
-    /// fallback, mediump fragment shaders, a precision emulation), or `None` (the default)
-    /// where it does not. Training on such a device first compares a few steps against a
-    /// reference device (`pixelgrad_nn`'s precision check) instead of trusting it.
-    fn reduced_precision(&self) -> Option<String> {
-        None
     }
 
     /// Submits queued work without waiting for it.

@@ -18,6 +18,7 @@
 pub mod autodiff;
 pub mod backend;
 pub mod budget;
+pub mod caps;
 pub mod composite;
 pub mod error;
 mod few;
@@ -34,6 +35,7 @@ pub mod tensor;
 
 pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, Trace, WeakStorage, SELF_TEST_TOL};
 pub use budget::{CancelToken, Limits, RunLimits, RunScope};
+pub use caps::Caps;
 pub use error::{Error, Result};
 pub use layout::StorageLayout;
 pub use mixed::{mixed_precision, mixed_precision_available, mixed_precision_enabled, MixedPrecisionGuard};

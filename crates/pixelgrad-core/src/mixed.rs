@@ -1,7 +1,7 @@
 //! Mixed-precision autodiff: activations kept for the backward pass in half precision.
 //!
 //! Inside a [`mixed_precision`] scope, on a device whose backend narrows to f16
-//! ([`crate::Backend::supports_narrow_f16`]), every intermediate tensor that a recorded op keeps
+//! ([`Caps::narrow_f16`](crate::Caps::narrow_f16)), every intermediate tensor that a recorded op keeps
 //! for the backward pass is kept as an f16 copy ([`Op::NarrowF16`]) instead of the f32 result:
 //! once the forward code drops its own handle, the f32 memory goes back to the device and
 //! only the half-size copy stays until the backward pass. The forward pass itself computes
@@ -68,7 +68,7 @@ pub fn mixed_precision_enabled() -> bool {
 /// True if a [`mixed_precision`] scope has an effect on `device` (its backend narrows f32 to
 /// f16); false where training stays f32 in such a scope.
 pub fn mixed_precision_available(device: &Device) -> bool {
-    device.backend().supports_narrow_f16() && device.backend().supports_f16_storage()
+    device.backend().caps().narrow_f16 && device.backend().caps().f16_storage
 }
 
 /// Whether input `i` of `op` may be kept in f16: not the indices of gather and scatter.

@@ -163,7 +163,7 @@ pub enum Op {
     /// (taps in the padding read 0). It means [`Op::Im2Col`] followed by [`Op::MatMul`] of
     /// `w` as `[M, C*kh*kw]`; the order of the sums is the backend's (the CPU runs 3x3
     /// stride-1 windows as Winograd F(2x2, 3x3), so results agree with that pair to rounding,
-    /// not bit for bit). Only backends whose [`crate::Backend::supports_conv`] is true
+    /// not bit for bit). Only backends whose [`Caps::conv`](crate::Caps::conv) is true
     /// implement it; elsewhere callers use the pair.
     Conv2d(Window),
     /// Max pooling, one input `x [N, C, H, W]` → `[N, C, OH, OW]`:
@@ -213,7 +213,7 @@ pub enum Op {
     /// `i32` (truncating; callers pass whole numbers, about ±65536), products and sums are
     /// `i32` (wrapping on overflow, which real models stay far from), and the final `i32` is
     /// rounded to the nearest `f32`. Not differentiable: its result records no gradient.
-    /// Only backends whose [`crate::Backend::supports_int8`] is true implement it.
+    /// Only backends whose [`Caps::int8`](crate::Caps::int8) is true implement it.
     ///
     /// `b_i8` is the caller's promise that every `b` element is a whole number in
     /// `[-128, 127]` ([`crate::Tensor::matmul_i8_packed`]): the result is the same, but a
@@ -226,14 +226,14 @@ pub enum Op {
     /// the same shape holding the same values, converted exactly (every i8, u8 and f16 value,
     /// subnormals, ±0, ±inf and NaN included, is an f32). Not differentiable: its result
     /// records no gradient. Implemented by backends with 8-bit or f16 storage
-    /// ([`crate::Backend::supports_int8`], [`crate::Backend::supports_f16_storage`]).
+    /// ([`Caps::int8`](crate::Caps::int8), [`Caps::f16_storage`](crate::Caps::f16_storage)).
     Widen,
     /// One f32 input; output the same values in half-precision storage
     /// ([`crate::kernel::DType::F16`]), each rounded to the nearest f16, ties to even: values
     /// beyond ±65504 (after rounding) become ±inf, small ones f16 subnormals or ±0, NaN stays
     /// NaN. The storage of mixed-precision training (activations saved for the backward
     /// pass, see [`crate::mixed_precision`]); [`Op::Widen`] reads it back. Not
-    /// differentiable. Implemented by backends whose [`crate::Backend::supports_narrow_f16`]
+    /// differentiable. Implemented by backends whose [`Caps::narrow_f16`](crate::Caps::narrow_f16)
     /// is true.
     NarrowF16,
     /// One f32 input; output the same values in 8-bit storage ([`crate::kernel::DType::I8`]
@@ -242,7 +242,7 @@ pub enum Op {
     /// 0. The storage of quantised activations between integer layers (the ONNX importer's
     /// `QuantizeLinear` and requantised products), a quarter of f32's; [`Op::Widen`] reads it
     /// back exactly. Not differentiable. Implemented by backends whose
-    /// [`crate::Backend::supports_int8`] is true.
+    /// [`Caps::int8`](crate::Caps::int8) is true.
     Narrow8 { signed: bool },
 }
 

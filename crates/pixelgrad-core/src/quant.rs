@@ -2,7 +2,7 @@
 //! channel, with `real = (q - zero_point) · scale`.
 //!
 //! A [`QTensor`] keeps its values in 8-bit storage where the backend has 8-bit arithmetic
-//! ([`crate::Backend::supports_int8`]: CPU, WebGPU, WebGL2), one byte per element; elsewhere (the
+//! ([`Caps::int8`](crate::Caps::int8): CPU, WebGPU, WebGL2), one byte per element; elsewhere (the
 //! WebGL1 mode) as whole numbers in f32, which [`QTensor::values`]' storage type says. Integer
 //! products ([`QTensor::matmul_acc`]) accumulate in `i32` on [`crate::Op::MatMulI8`] and come
 //! back as whole numbers in f32; [`QTensor::matmul`] scales them to real values.
@@ -177,7 +177,7 @@ impl QTensor {
         let (qmin, qmax) = range(params.dtype)?;
         let (s, z) = params.tensors(x.device(), x.rank())?;
         let q = x.widen()?.div(&s)?.round_even()?.add(&z)?;
-        let values = if x.device().backend().supports_int8() {
+        let values = if x.device().backend().caps().int8 {
             q.narrow8(params.dtype == DType::I8)?
         } else {
             q.max_scalar(qmin as f32)?.min_scalar(qmax as f32)?
@@ -242,7 +242,7 @@ impl QTensor {
         let (_, zw) = w.params.tensors(w.values.device(), 2)?;
         let wc = w.values.widen()?.sub(&zw)?; // [K, N], whole numbers within ±255
         let za = self.params.zero_point[0] as f32;
-        if self.values.device().backend().supports_int8() && self.values.storage_dtype() != DType::F32 {
+        if self.values.device().backend().caps().int8 && self.values.storage_dtype() != DType::F32 {
             let acc = self.values.matmul_i8(&wc)?;
             if za == 0.0 {
                 return Ok(acc);

@@ -223,7 +223,7 @@ impl Tensor {
     /// the weights (input 0) of [`Op::MatMulI8`], which must be 8-bit, the input of
     /// [`Op::Widen`], which must not be f32 (8-bit or f16), a reshape, which moves no data
     /// and keeps any type, and one f16 operand of [`Op::MatMul`] that needs no gradient, on
-    /// backends with [`crate::Backend::supports_f16_matmul`]. A typed [`Error::Shape`] otherwise, so 8-bit or f16 storage can
+    /// backends with [`Caps::f16_matmul`](crate::Caps::f16_matmul). A typed [`Error::Shape`] otherwise, so 8-bit or f16 storage can
     /// never reach a kernel that would read its bytes as f32.
     fn check_dtypes(device: &Device, op: &Op, inputs: &[&Tensor]) -> Result<()> {
         for (i, t) in inputs.iter().enumerate() {
@@ -237,7 +237,7 @@ impl Tensor {
                 // reads halves directly; the other stays f32.
                 Op::MatMul { .. } if d == DType::F16 => {
                     let other_f32 = inputs.iter().enumerate().all(|(j, o)| j == i || o.0.dtype == DType::F32);
-                    if !device.backend.supports_f16_matmul() {
+                    if !device.backend.caps().f16_matmul {
                         (false, "f32 (this backend has no matmul on f16 storage; widen it first)")
                     } else if t.requires_grad() {
                         (false, "f32 when it requires a gradient (f16 operands are constants; widen it first)")
@@ -333,7 +333,7 @@ impl Tensor {
 
     /// 8-bit weights from host data (`data.len()` must equal the shape's element count): one
     /// byte per element, [`Tensor::storage_dtype`] [`DType::I8`], on backends whose
-    /// [`Backend::supports_int8`] is true; elsewhere an ordinary f32 tensor of the same values
+    /// [`Caps::int8`](crate::Caps::int8) is true; elsewhere an ordinary f32 tensor of the same values
     /// (storage type [`DType::F32`]), usable with every op. Only a reshape and
     /// [`Tensor::matmul_i8`] (as its weights) take an 8-bit tensor; `to_vec` reads its values.
     pub fn from_i8(device: &Device, data: &[i8], shape: impl Into<Shape>) -> Result<Tensor> {
@@ -348,7 +348,7 @@ impl Tensor {
 
     /// Half-precision values from host data (`data.len()` must equal the shape's element
     /// count): two bytes per element, [`Tensor::storage_dtype`] [`DType::F16`], on backends
-    /// whose [`Backend::supports_f16_storage`] is true; elsewhere an ordinary f32 tensor of
+    /// whose [`Caps::f16_storage`](crate::Caps::f16_storage) is true; elsewhere an ordinary f32 tensor of
     /// the same values, widened exactly (storage type [`DType::F32`]), usable with every op.
     /// Only a reshape and [`Tensor::widen`] take an f16 tensor; `to_vec` reads its values (as
     /// exact f32).
@@ -357,7 +357,7 @@ impl Tensor {
         if data.len() != shape.numel() {
             return Err(count_mismatch("from_f16", &shape, device, data.len()));
         }
-        if device.backend.supports_f16_storage() {
+        if device.backend.caps().f16_storage {
             let bits: Vec<u16> = data.iter().map(|v| v.to_bits()).collect();
             let storage = device.backend.upload_f16(&bits)?;
             Ok(Tensor::wrap_typed(storage, DType::F16, shape, device.clone(), None, None))
@@ -379,7 +379,7 @@ impl Tensor {
         if bytes.len() != shape.numel() {
             return Err(count_mismatch(op, &shape, device, bytes.len()));
         }
-        if device.backend.supports_int8_storage() {
+        if device.backend.caps().int8_storage {
             let storage = device.backend.upload_int8(bytes, dtype)?;
             Ok(Tensor::wrap_typed(storage, dtype, shape, device.clone(), None, None))
         } else {
@@ -682,7 +682,7 @@ impl Tensor {
     /// `(Σ_k a[m, k] * (b[k, n] as i32)) as f32`, accumulated in `i32` (wrapping on overflow).
     ///
     /// Errors ([`Error::Shape`], naming the op, shapes and backend): `self` not 8-bit
-    /// (including the f32 tensors `from_i8` makes where [`Backend::supports_int8`] is false,
+    /// (including the f32 tensors `from_i8` makes where [`Caps::int8`](crate::Caps::int8) is false,
     /// so check that first), `b` not f32, ranks other than 2 or 3, inner sizes or batches
     /// that differ. The result records no gradient (it is a constant, even when `b`
     /// requires one). An example on the CPU backend is in `pixelgrad_cpu`'s crate docs.
@@ -715,11 +715,11 @@ impl Tensor {
         self.op2(Op::DepthwiseConv(window), weights)
     }
     /// Dense convolution of `self [N, C, H, W]` with `weights [M, C, kh, kw]` as one op
-    /// ([`Op::Conv2d`]) where [`crate::Backend::supports_conv`]; elsewhere an [`Error::Backend`]
+    /// ([`Op::Conv2d`]) where [`Caps::conv`](crate::Caps::conv); elsewhere an [`Error::Backend`]
     /// (compose [`Tensor::im2col`] and [`Tensor::matmul`], which mean the same).
     pub fn conv(&self, weights: &Tensor, window: Window) -> Result<Tensor> {
-        if !self.0.device.backend().supports_conv() {
-            return Err(Error::backend("conv2d", self.0.device.name(), "no single-op convolution here (supports_conv is false)"));
+        if !self.0.device.backend().caps().conv {
+            return Err(Error::backend("conv2d", self.0.device.name(), "no single-op convolution here (caps.conv is false)"));
         }
         self.op2(Op::Conv2d(window), weights)
     }

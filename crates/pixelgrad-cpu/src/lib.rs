@@ -15,12 +15,12 @@
 //! `winograd` (the dense convolution, [`Op::Conv2d`]); `narrow` dispatches the ops on 8-bit
 //! and f16 storage.
 //!
-//! Both modes store 8-bit weights ([`Backend::supports_int8`] is true): [`CpuStorage::I8`] /
+//! Both modes store 8-bit weights ([`Caps::int8`](pixelgrad_core::Caps::int8) is true): [`CpuStorage::I8`] /
 //! [`CpuStorage::U8`], one byte per element (`bytes_in_use` counts one byte each), read back
 //! as exact f32 (or f64 on the reference), and run [`Op::MatMulI8`] with `i32` accumulation
 //! (`int8`; on the reference too, whose f64 output holds the same f32-rounded values).
 //!
-//! Both modes store half-precision values too ([`Backend::supports_f16_storage`] is true):
+//! Both modes store half-precision values too ([`Caps::f16_storage`](pixelgrad_core::Caps::f16_storage) is true):
 //! [`CpuStorage::F16`], two bytes per element, read back exactly as f32 / f64. [`Op::Widen`]
 //! converts 8-bit or f16 storage to this mode's precision, exactly.
 //!
@@ -50,7 +50,7 @@
 //!
 //! # fn main() -> pixelgrad_core::Result<()> {
 //! let dev = Device::new(CpuBackend::new());
-//! assert!(dev.backend().supports_int8());
+//! assert!(dev.backend().caps().int8);
 //! // Weights [2, 3], one byte each.
 //! let w = Tensor::from_i8(&dev, &[1, -2, 3, -128, 127, 0], [2, 3])?;
 //! assert_eq!(w.storage_dtype(), DType::I8);
@@ -75,7 +75,7 @@
 //!
 //! # fn main() -> pixelgrad_core::Result<()> {
 //! let dev = Device::new(CpuBackend::new());
-//! assert!(dev.backend().supports_f16_storage());
+//! assert!(dev.backend().caps().f16_storage);
 //! let h: Vec<f16> = [1.5f32, -0.0, 65504.0].iter().map(|&v| f16::from_f32(v)).collect();
 //! let w = Tensor::from_f16(&dev, &h, [3])?; // two bytes per element
 //! assert_eq!(w.storage_dtype(), DType::F16);
@@ -94,7 +94,7 @@ use std::rc::Rc;
 
 use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
 use pixelgrad_core::kernel::{DType, Launch};
-use pixelgrad_core::{Backend, BackendKind, Counters, Error, Op, Result, Shape, Storage, Trace};
+use pixelgrad_core::{Backend, BackendKind, Caps, Counters, Error, Op, Result, Shape, Storage, Trace};
 
 mod block_eval;
 mod blocks;
@@ -469,6 +469,23 @@ fn as_f64(s: &CpuStorage) -> Option<&Vec<f64>> {
     }
 }
 
+/// What the CPU backend can do, in both modes (constants: nothing to measure). Convolution as
+/// one op: Winograd for 3x3 stride-1 windows on the fast path, im2col + GEMM on the reference
+/// (`winograd`). 8-bit and f16 storage, narrowing to f16: the reference reads them as exact
+/// f64 too. f16 matmul operands are widened first (no direct f16 product).
+pub static CAPS: Caps = Caps {
+    conv: true,
+    int8: true,
+    int8_storage: true,
+    int8_kernel: Some("cpu-i32"),
+    f16_storage: true,
+    shader_f16: None,
+    f16_matmul: false,
+    f16_matmul_arithmetic: None,
+    narrow_f16: true,
+    reduced_precision: None,
+};
+
 impl Backend for CpuBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Cpu
@@ -501,19 +518,9 @@ impl Backend for CpuBackend {
         })
     }
 
-    /// Both modes: Winograd for 3x3 stride-1 windows on the fast path, im2col + GEMM on the
-    /// reference (`winograd`).
-    fn supports_conv(&self) -> bool {
-        true
-    }
-
-    /// True in both modes (the reference reads 8-bit storage as exact f64 too).
-    fn supports_int8(&self) -> bool {
-        true
-    }
-
-    fn int8_kernel(&self) -> Option<&'static str> {
-        Some("cpu-i32")
+    /// [`CAPS`], the same in both modes.
+    fn caps(&self) -> &Caps {
+        &CAPS
     }
 
     fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
@@ -522,15 +529,6 @@ impl Backend for CpuBackend {
             DType::U8 => self.wrap(CpuStorage::U8(data.to_vec())),
             other => return Err(Error::backend("upload_int8", self.name(), format!("{other} is not an 8-bit type (i8 or u8)"))),
         })
-    }
-
-    /// True in both modes (the reference reads f16 storage as exact f64 too).
-    fn supports_f16_storage(&self) -> bool {
-        true
-    }
-
-    fn supports_narrow_f16(&self) -> bool {
-        true
     }
 
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {

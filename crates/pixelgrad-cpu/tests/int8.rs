@@ -130,7 +130,7 @@ fn large_sums_on(dev: &Device) {
 fn storage_is_one_byte_per_element_and_reads_back_exactly() {
     for backend in [CpuBackend::new(), CpuBackend::reference()] {
         let dev = Device::new(backend);
-        assert!(dev.backend().supports_int8());
+        assert!(dev.backend().caps().int8);
         let before = dev.counters().bytes_in_use;
         let v: Vec<i8> = (0..1000).map(|i| (i % 256) as u8 as i8).collect();
         let t = Tensor::from_i8(&dev, &v, [10, 100]).unwrap();
@@ -209,7 +209,7 @@ fn matmul_i8_records_no_gradient() {
 #[test]
 fn without_int8_support_from_i8_falls_back_to_f32() {
     let b = F32Only(CpuBackend::new());
-    assert!(!b.supports_int8());
+    assert!(!b.caps().int8);
     let Err(e) = b.upload_int8(&[1], DType::I8) else { panic!("default upload_int8 accepted") };
     assert!(matches!(&e, Error::Backend { op: "upload_int8", .. }) && e.to_string().contains("f32-only"), "{e}");
     let dev = Device::new(b);

@@ -78,7 +78,7 @@ fn f16_special_values_widen_exactly() {
 fn f16_storage_is_two_bytes_per_element() {
     for backend in [CpuBackend::new(), CpuBackend::reference()] {
         let dev = Device::new(backend);
-        assert!(dev.backend().supports_f16_storage());
+        assert!(dev.backend().caps().f16_storage);
         let mut held = Vec::new();
         for n in SIZES {
             let before = dev.counters().bytes_in_use;
@@ -170,7 +170,7 @@ fn widen_records_no_gradient() {
 #[test]
 fn without_f16_support_from_f16_falls_back_to_f32() {
     let b = F32Only(CpuBackend::new());
-    assert!(!b.supports_f16_storage());
+    assert!(!b.caps().f16_storage);
     let Err(e) = b.upload_f16(&[0x3c00]) else { panic!("default upload_f16 accepted") };
     assert!(matches!(&e, Error::Backend { op: "upload_f16", .. }), "{e}");
     assert!(e.to_string().contains("f32-only") && e.to_string().contains("f16 storage"), "{e}");

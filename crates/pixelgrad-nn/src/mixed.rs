@@ -170,7 +170,7 @@ impl LossScaler {
 
 /// Why mixed precision does not run on `dev`.
 pub fn fallback_reason(dev: &Device) -> String {
-    format!("the {} backend does not store f16 results (supports_narrow_f16 / supports_f16_storage): trained in f32", dev.name())
+    format!("the {} backend does not store f16 results (caps.narrow_f16 / caps.f16_storage): trained in f32", dev.name())
 }
 
 /// A scaler for `precision` on `dev`: `None` for f32 training and where the device cannot run

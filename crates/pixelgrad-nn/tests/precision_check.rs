@@ -6,7 +6,7 @@
 
 mod support;
 
-use pixelgrad_core::{Backend, BackendKind, Device, Op, Result, Shape, Storage};
+use pixelgrad_core::{Backend, BackendKind, Caps, Device, Op, Result, Shape, Storage};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_nn::train::{fit, Callbacks, FitOptions, NoCallbacks, PrecisionAction, Run, Samples, PRECISION_CHECK_STEPS};
 use pixelgrad_nn::{Loss, Module, OptimizerKind};
@@ -15,6 +15,7 @@ use pixelgrad_nn::{Loss, Module, OptimizerKind};
 struct HalfCpu {
     inner: Device,
     round: bool,
+    caps: Caps,
 }
 
 impl Backend for HalfCpu {
@@ -43,13 +44,15 @@ impl Backend for HalfCpu {
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
         self.inner.backend().read(storage, len)
     }
-    fn reduced_precision(&self) -> Option<String> {
-        Some(if self.round { "every result rounded to half" } else { "nothing (a test)" }.into())
+    fn caps(&self) -> &Caps {
+        &self.caps
     }
 }
 
 fn half_cpu(round: bool) -> Device {
-    Device::new(HalfCpu { inner: Device::new(CpuBackend::new()), round })
+    let why = if round { "every result rounded to half" } else { "nothing (a test)" };
+    let caps = Caps { reduced_precision: Some(why.into()), ..Caps::F32_ONLY };
+    Device::new(HalfCpu { inner: Device::new(CpuBackend::new()), round, caps })
 }
 
 struct CpuReference;

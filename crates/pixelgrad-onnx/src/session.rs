@@ -139,7 +139,7 @@ pub enum WeightStorage {
     F32,
     /// Every float weight in f16 (half the bytes), widened to f32 where an operator reads it;
     /// arithmetic stays f32. Inference only: the weights are not [`Param`]s. Backends without
-    /// f16 storage ([`pixelgrad_core::Backend::supports_f16_storage`]) keep f32, and
+    /// f16 storage ([`Caps::f16_storage`](pixelgrad_core::Caps::f16_storage)) keep f32, and
     /// [`Session::weight_storage`] says so.
     F16,
 }
@@ -195,7 +195,7 @@ impl Session {
     /// [`Session::from_rc`] with the float weights stored as `storage` says (`F16`: half the
     /// weight bytes, inference only).
     pub fn with_storage(model: Rc<Model>, device: &Device, storage: WeightStorage) -> Result<Session> {
-        let f16_ok = device.backend().supports_f16_storage();
+        let f16_ok = device.backend().caps().f16_storage;
         let f16: HashSet<String> = model
             .constants
             .iter()
@@ -315,7 +315,7 @@ impl Session {
     /// Whether constant `t` lives in fewer bits than f32 on this device (8-bit values where the
     /// backend stores them, WebGL1's byte textures included).
     fn stored_narrow(&self, t: &HostTensor) -> bool {
-        matches!(t.dtype, DType::I8 | DType::U8) && !t.shape.is_empty() && self.device.backend().supports_int8_storage()
+        matches!(t.dtype, DType::I8 | DType::U8) && !t.shape.is_empty() && self.device.backend().caps().int8_storage
     }
 
     /// Whether quantised (`uint8` / `int8`) results that outlive the next node (read by a
@@ -333,7 +333,7 @@ impl Session {
 
     /// [`Session::set_int8_activations`] on and a backend with 8-bit arithmetic.
     fn int8_activations_on(&self) -> bool {
-        self.int8_activations.get() && self.device.backend().supports_int8()
+        self.int8_activations.get() && self.device.backend().caps().int8
     }
 
     /// How quantised (`uint8` / `int8`) activations are kept between nodes: `"8-bit"` where
@@ -360,7 +360,7 @@ impl Session {
 
     /// The arithmetic of the matrix products (convolutions, Gemm, MatMul) on the float
     /// weights: `"f32"` where they are stored f32; with f16 weights, the backend's
-    /// [`pixelgrad_core::Backend::f16_matmul_arithmetic`] where it reads them directly
+    /// [`Caps::f16_matmul_arithmetic`](pixelgrad_core::Caps::f16_matmul_arithmetic) where it reads them directly
     /// (WebGPU: `"f32 (f16 weights read directly)"`), else `"f32 (widened)"` (a widen pass per
     /// weight per run). Other operators reading f16 weights (biases, normalisations, depthwise
     /// and dilated convolutions) widen them and compute in f32.
@@ -369,8 +369,8 @@ impl Session {
             return "f32";
         }
         let b = self.device.backend();
-        match b.f16_matmul_arithmetic() {
-            Some(a) if b.supports_f16_matmul() => a,
+        match b.caps().f16_matmul_arithmetic {
+            Some(a) if b.caps().f16_matmul => a,
             _ => "f32 (widened)",
         }
     }
@@ -381,16 +381,16 @@ impl Session {
     /// and requantised as onnxruntime does); `"i8 weights stored 8-bit; every quantised op
     /// f32-emulated ..."` where it stores 8-bit tensors but has no 8-bit arithmetic (WebGL1:
     /// the weights are widened where read); else `"i8 weights stored 8-bit; ..."`, naming
-    /// the kernel the integer products run on ([`pixelgrad_core::Backend::int8_kernel`]):
+    /// the kernel the integer products run on ([`Caps::int8_kernel`](pixelgrad_core::Caps::int8_kernel)):
     /// `(dot4I8Packed, i32 accumulation)` or `(unpacked-i32, i32 accumulation)` on WebGPU,
     /// `(i32 accumulation)` on the CPU.
     pub fn int8_path(&self) -> Option<&'static str> {
         if self.model.precision().int8.is_empty() {
             None
-        } else if self.device.backend().supports_int8() {
-            // The kernel the products run on (`Backend::int8_kernel`): WebGPU's dot4I8Packed or
+        } else if self.device.backend().caps().int8 {
+            // The kernel the products run on (`Caps::int8_kernel`): WebGPU's dot4I8Packed or
             // unpacked-i32, the CPU's cpu-i32.
-            Some(match self.device.backend().int8_kernel() {
+            Some(match self.device.backend().caps().int8_kernel {
                 Some("dot4I8Packed") => {
                     "i8 weights stored 8-bit; group-1 convolutions and matrix products on matmul_i8 (dot4I8Packed, i32 accumulation), other quantised ops f32-emulated"
                 }
@@ -399,7 +399,7 @@ impl Session {
                 }
                 _ => "i8 weights stored 8-bit; group-1 convolutions and matrix products on matmul_i8 (i32 accumulation), other quantised ops f32-emulated",
             })
-        } else if self.device.backend().supports_int8_storage() {
+        } else if self.device.backend().caps().int8_storage {
             Some("i8 weights stored 8-bit; every quantised op f32-emulated (no 8-bit arithmetic on this backend)")
         } else {
             Some("f32-emulated")

@@ -35,7 +35,7 @@ fn quantized_models_match_onnxruntime_on_webgl() {
 fn int8_weights_stay_8_bit_on_webgl() {
     use std::rc::Rc;
     let dev = webgl();
-    assert!(dev.backend().supports_int8());
+    assert!(dev.backend().caps().int8);
     let case = common::cases("models").into_iter().find(|c| c.name == "ppocr_cls_qdq_u8").unwrap();
     let model = Rc::new(pixelgrad_onnx::Model::load(case.dir.join("model.onnx")).unwrap());
     let s = pixelgrad_onnx::Session::with_storage(model.clone(), &dev, pixelgrad_onnx::WeightStorage::F32).unwrap();
@@ -55,7 +55,7 @@ fn int8_weights_stay_8_bit_on_webgl() {
 fn f16_weights_take_half_the_bytes_on_webgl() {
     use std::rc::Rc;
     let dev = webgl();
-    assert!(dev.backend().supports_f16_storage());
+    assert!(dev.backend().caps().f16_storage);
     let _g = pixelgrad_core::no_grad();
     let case = common::cases("models").into_iter().find(|c| c.name == "ppocr_cls" && c.atol.is_none()).unwrap();
     let model = Rc::new(pixelgrad_onnx::Model::load(case.dir.join("model.onnx")).unwrap());

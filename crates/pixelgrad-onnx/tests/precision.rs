@@ -210,7 +210,7 @@ fn int8_activations_are_stored_8_bit_with_the_same_outputs() {
             let narrow = Session::with_storage(model.clone(), dev, WeightStorage::F32).unwrap();
             let wide = Session::with_storage(model.clone(), dev, WeightStorage::F32).unwrap();
             wide.set_int8_activations(false);
-            let int8 = dev.backend().supports_int8();
+            let int8 = dev.backend().caps().int8;
             assert_eq!(narrow.activation_storage(), if int8 { "8-bit" } else { "f32" }, "{name} on {}", dev.name());
             assert_eq!(wide.activation_storage(), "f32");
             let a = narrow.run_to(&[(input.as_str(), x.clone().into())], &names).unwrap();

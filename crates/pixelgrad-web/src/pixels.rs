@@ -154,9 +154,9 @@ pub fn finish_float(t: Tensor, dtype: PixelDtype) -> Result<Tensor> {
         PixelDtype::F32 => Ok(t),
         PixelDtype::F16 => {
             let b = t.device().backend();
-            if !b.supports_narrow_f16() {
+            if !b.caps().narrow_f16 {
                 return Err(bad(format!(
-                    "dtype 'float16' needs a backend that stores f16 results (supports_narrow_f16); the {} backend does not: use dtype 'float32'",
+                    "dtype 'float16' needs a backend that stores f16 results (caps.narrow_f16); the {} backend does not: use dtype 'float32'",
                     t.device().name()
                 )));
             }
@@ -169,9 +169,9 @@ pub fn finish_float(t: Tensor, dtype: PixelDtype) -> Result<Tensor> {
 /// The uint8 result from f32 pixel values in `[0, 1]` on the host (the CPU backend): the bytes
 /// of [`pixel_byte`] in 8-bit storage, or an error where the backend has none.
 pub fn u8_from_values(dev: &Device, values: &[f32], dims: &[usize]) -> Result<Tensor> {
-    if !dev.backend().supports_int8() {
+    if !dev.backend().caps().int8 {
         return Err(bad(format!(
-            "dtype 'uint8' needs 8-bit storage (supports_int8); the {} backend has none: use dtype 'float32'",
+            "dtype 'uint8' needs 8-bit storage (caps.int8); the {} backend has none: use dtype 'float32'",
             dev.name()
         )));
     }

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use glow::HasContext;
 use pixelgrad_core::kernel::DType;
-use pixelgrad_core::{Backend, BackendKind, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
+use pixelgrad_core::{Backend, BackendKind, Caps, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
 
 use crate::context::Shared;
 use crate::fusion::tensor_of;
@@ -31,6 +31,8 @@ pub struct WebGlBackend {
     pub(crate) shared: Rc<Shared>,
     /// Pending results and when to draw them (`fusion.rs`): the backend's, not the device's.
     pub(crate) fusion: Rc<crate::fusion::Fusion>,
+    /// What this context can do, measured once in `build` ([`caps_of`]).
+    caps: Rc<Caps>,
 }
 
 impl WebGlBackend {
@@ -117,7 +119,8 @@ impl WebGlBackend {
         };
         let fusion =
             crate::fusion::Fusion { fuse: opts.fuse, epilogues, group_targets, lazies: RefCell::new(Vec::new()), generation: Cell::new(0) };
-        let b = WebGlBackend { shared: Rc::new(shared), fusion: Rc::new(fusion) };
+        let caps = Rc::new(caps_of(&shared));
+        let b = WebGlBackend { shared: Rc::new(shared), fusion: Rc::new(fusion), caps };
         if opts.webgl1 {
             b.probe_float_rendering()?;
         }
@@ -200,6 +203,45 @@ impl WebGlBackend {
     }
 }
 
+/// The [`Caps`] of a context, from what `build` measured ([`crate::caps::measure`]'s report:
+/// version, texel format, emulation) and the options it was built with:
+/// - 8-bit weights: WebGL2 stores them in integer textures (`RGBA8I` / `RGBA8UI`, one byte per
+///   element, four per texel in the f32 layout), read by `matmul_i8` and `widen` with integer
+///   `texelFetch`; the `webgl1` mode has no integer textures and stores them in byte textures
+///   (`RGBA` / `UNSIGNED_BYTE`, core WebGL1) which only `widen` reads
+///   (`shaders/gl1/widen.glsl`): `int8` false, `int8_storage` true.
+/// - f16 storage: WebGL2 keeps the bit patterns in `RGBA16UI` textures, decoded exactly by
+///   `widen` with integer operations; the `webgl1` mode makes f32 tensors.
+/// - `narrow_f16`: WebGL2 with true f32 tensors (`RGBA32F`) draws the half bit patterns into an
+///   `RGBA16UI` texture with integer operations (bit for bit the host's rounding); not in the
+///   `webgl1` mode nor the `RGBA16F` fallback (f32 tensors are already half precision, in as
+///   many bytes as an f16 copy).
+/// - `reduced_precision`: RGBA16F tensors (forced or the fallback of a device without 32-bit
+///   float render targets), mediump fragment shaders, or a precision emulation.
+/// - No single-op convolution (im2col + matmul), no direct f16 matmul operand, no `shader-f16`
+///   question.
+fn caps_of(sh: &Shared) -> Caps {
+    let r = sh.report.borrow();
+    let mut why = Vec::new();
+    if r.format == crate::options::TexelFormat::Rgba16F {
+        why.push("tensors stored in RGBA16F (half floats)".to_string());
+    }
+    if sh.mediump {
+        why.push("fragment shaders in mediump".to_string());
+    }
+    if let Some(p) = r.emulated_precision {
+        why.push(format!("{} arithmetic emulated", p.as_str()));
+    }
+    Caps {
+        int8: !sh.gl1,
+        int8_storage: true,
+        f16_storage: !sh.gl1,
+        narrow_f16: crate::ops::narrow_f16_available(sh),
+        reduced_precision: (!why.is_empty()).then(|| why.join(", ")),
+        ..Caps::F32_ONLY
+    }
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn warn(msg: &str) {
     eprintln!("pixelgrad-webgl: warning: {msg}");
@@ -223,6 +265,11 @@ impl Backend for WebGlBackend {
         Ok(Storage::new(self.shared.upload(data)?))
     }
 
+    /// Measured when the context started (`caps_of`).
+    fn caps(&self) -> &Caps {
+        &self.caps
+    }
+
     /// WebGL2, for products large enough for the block kernel (`ops::matmul_block`): 4, one
     /// texel. Its in-place configs then read the columns, the output gradient and the weight
     /// gradient's operands where they lie; with rows of, say, 121 columns (11x11 maps) each
@@ -235,59 +282,12 @@ impl Backend for WebGlBackend {
         }
     }
 
-    /// WebGL2: 8-bit weights in integer textures (`RGBA8I` / `RGBA8UI`, one byte per element,
-    /// four per texel in the f32 layout), read by `matmul_i8` and `widen` with integer
-    /// `texelFetch`. False in the `webgl1` mode (no integer textures): there 8-bit tensors are
-    /// stored in byte textures and only widened ([`Backend::supports_int8_storage`]).
-    fn supports_int8(&self) -> bool {
-        !self.shared.gl1
-    }
-
-    /// Also in the `webgl1` mode: 8-bit values in byte textures (`RGBA` / `UNSIGNED_BYTE`, core
-    /// WebGL1), which only `widen` reads (`shaders/gl1/widen.glsl`).
-    fn supports_int8_storage(&self) -> bool {
-        true
-    }
-
     fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
         if !matches!(dtype, DType::I8 | DType::U8) {
             return Err(Error::backend("upload_int8", self.name(), format!("{dtype} is not an 8-bit type (i8 or u8)")));
         }
         let t = self.shared.upload_narrow("upload_int8", data.len(), dtype, |b| b.copy_from_slice(data))?;
         Ok(Storage::new(t))
-    }
-
-    /// WebGL2: f16 bit patterns in `RGBA16UI` textures (two bytes per element, four per texel
-    /// in the f32 layout), decoded exactly by `widen` with integer operations. False in the
-    /// `webgl1` mode: `Tensor::from_f16` makes f32 tensors there.
-    fn supports_f16_storage(&self) -> bool {
-        !self.shared.gl1
-    }
-
-    /// WebGL2 with true f32 tensors (`RGBA32F`): `Op::NarrowF16` draws the half bit patterns
-    /// into an `RGBA16UI` texture with integer operations (bit for bit the host's rounding),
-    /// so mixed-precision training keeps its saved activations in f16 here. False in the
-    /// `webgl1` mode (no integer textures) and in the `RGBA16F` fallback (f32 tensors are
-    /// already half precision, in as many bytes as an f16 copy).
-    fn supports_narrow_f16(&self) -> bool {
-        crate::ops::narrow_f16_available(&self.shared)
-    }
-
-    /// RGBA16F tensors (forced or the fallback of a device without 32-bit float render
-    /// targets), mediump fragment shaders, or a precision emulation.
-    fn reduced_precision(&self) -> Option<String> {
-        let r = self.shared.report.borrow();
-        let mut why = Vec::new();
-        if r.format == crate::options::TexelFormat::Rgba16F {
-            why.push("tensors stored in RGBA16F (half floats)".to_string());
-        }
-        if self.shared.mediump {
-            why.push("fragment shaders in mediump".to_string());
-        }
-        if let Some(p) = r.emulated_precision {
-            why.push(format!("{} arithmetic emulated", p.as_str()));
-        }
-        (!why.is_empty()).then(|| why.join(", "))
     }
 
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {

@@ -204,14 +204,14 @@ pub(crate) fn unsupported(op: &'static str, what: &str) -> Error {
 /// feature. WebGL1 has no integer textures (`RGBA8I` / `RGBA8UI` / `RGBA16UI`, `isampler2D`,
 /// `texelFetch`), no integer bit operations in GLSL ES 1.00, and half-float render targets only
 /// through an optional extension, so it stores no narrow tensors:
-/// [`pixelgrad_core::Backend::supports_int8`] and
-/// [`pixelgrad_core::Backend::supports_f16_storage`] are false there and
+/// [`Caps::int8`](pixelgrad_core::Caps::int8) and
+/// [`Caps::f16_storage`](pixelgrad_core::Caps::f16_storage) are false there and
 /// `Tensor::from_i8` / `from_u8` / `from_f16` make f32 tensors of the same values.
 pub(crate) fn no_narrow(op: &'static str, backend: &str, dtype: pixelgrad_core::kernel::DType) -> Error {
     use pixelgrad_core::kernel::DType;
     let what = match dtype {
-        DType::F16 => "f16 storage needs 16-bit integer textures (RGBA16UI) and GLSL ES 3.00 bit operations, which WebGL1 does not have; this mode stores f16 tensors as f32 (Tensor::from_f16 does so where supports_f16_storage is false)",
-        _ => "8-bit arithmetic and 8-bit results need integer textures (RGBA8I / RGBA8UI, isampler2D) and GLSL ES 3.00 integer arithmetic, which WebGL1 does not have; this mode stores 8-bit tensors in byte textures and only widens them (supports_int8 is false, supports_int8_storage true)",
+        DType::F16 => "f16 storage needs 16-bit integer textures (RGBA16UI) and GLSL ES 3.00 bit operations, which WebGL1 does not have; this mode stores f16 tensors as f32 (Tensor::from_f16 does so where caps.f16_storage is false)",
+        _ => "8-bit arithmetic and 8-bit results need integer textures (RGBA8I / RGBA8UI, isampler2D) and GLSL ES 3.00 integer arithmetic, which WebGL1 does not have; this mode stores 8-bit tensors in byte textures and only widens them (caps.int8 is false, caps.int8_storage true)",
     };
     Error::backend(op, backend.to_string(), format!("{what} ({dtype})"))
 }

@@ -25,8 +25,8 @@
 //!
 //! # Narrow storage: 8-bit and f16 (WebGL2)
 //!
-//! [`Backend::supports_int8`](pixelgrad_core::Backend::supports_int8) and
-//! [`Backend::supports_f16_storage`](pixelgrad_core::Backend::supports_f16_storage) are true
+//! [`Caps::int8`](pixelgrad_core::Caps::int8) and
+//! [`Caps::f16_storage`](pixelgrad_core::Caps::f16_storage) are true
 //! on WebGL2 contexts. `Tensor::from_i8` / `from_u8` keep one byte per element in `RGBA8I` /
 //! `RGBA8UI` textures and `Tensor::from_f16` two, the IEEE half bit patterns in `RGBA16UI`
 //! textures, in the same layout as f32 tensors (4 elements per texel), uploaded bit for bit.
@@ -41,7 +41,7 @@
 //! [`Op::NarrowF16`](pixelgrad_core::Op::NarrowF16) goes the other way: one pass renders the
 //! f16 bits of an f32 tensor into an `RGBA16UI` target, computed from the f32 bits with
 //! integer operations and bit-identical to `half::f16::from_f32`. That makes
-//! [`Backend::supports_narrow_f16`](pixelgrad_core::Backend::supports_narrow_f16) true on
+//! [`Caps::narrow_f16`](pixelgrad_core::Caps::narrow_f16) true on
 //! WebGL2 contexts with `RGBA32F` tensors, so mixed-precision training keeps its saved
 //! activations in f16. The capability is false under the `RGBA16F` fallback, where f32
 //! tensors already hold halves in as many bytes; a direct call there is a typed error.
@@ -51,8 +51,8 @@
 //!
 //! The [`webgl1`](WebGlOptions::webgl1) mode has no integer textures: it keeps 8-bit tensors
 //! in byte textures (`RGBA` / `UNSIGNED_BYTE`) and only widens them
-//! ([`Backend::supports_int8_storage`](pixelgrad_core::Backend::supports_int8_storage) true,
-//! `supports_int8` false: `matmul_i8` and `narrow8` fail naming the missing feature). The f16
+//! ([`Caps::int8_storage`](pixelgrad_core::Caps::int8_storage) true,
+//! `caps.int8` false: `matmul_i8` and `narrow8` fail naming the missing feature). The f16
 //! capabilities are false, `from_f16` makes f32 tensors of the same values (the documented
 //! fallback), mixed precision trains f32, and `upload_f16` / `Op::NarrowF16` called directly
 //! fail naming the missing feature.
@@ -66,7 +66,7 @@
 //!
 //! # Counters and the steady state
 //!
-//! [`Backend::counters`](pixelgrad_core::Backend::counters) reports, cumulatively:
+//! [`Caps::counters`](pixelgrad_core::Caps::counters) reports, cumulatively:
 //! - `allocations`: textures created (pool hits and plan reuse are not counted; a dropped
 //!   tensor's texture returns to the pool, or to its step plan, at once: GL orders the draws
 //!   that still read it);

@@ -31,7 +31,7 @@ fn widened(t: &Tensor, want: &[f32], what: &str) -> Vec<f32> {
 #[test]
 fn widen_is_exact_for_odd_sizes_of_every_type() {
     let b = backend();
-    assert!(b.supports_f16_storage() && b.supports_int8());
+    assert!(b.caps().f16_storage && b.caps().int8);
     let dev = Device::new(b);
     let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
     for n in SIZES {
@@ -378,7 +378,7 @@ fn works_inside_step_plans() {
 #[test]
 fn half_float_fallback_keeps_narrow_inputs_exact() {
     let b = WebGlBackend::new_headless(WebGlOptions { self_test: false, force_half_float: true, ..Default::default() }).unwrap();
-    assert!(b.supports_int8() && b.supports_f16_storage());
+    assert!(b.caps().int8 && b.caps().f16_storage);
     let dev = Device::new(b);
     let v = i8s(1023);
     let want: Vec<f32> = v.iter().map(|&x| x as f32).collect();
@@ -499,7 +499,7 @@ fn narrow_checked(t: &Tensor, want: &[f32], what: &str) -> Vec<f32> {
 #[test]
 fn narrow_f16_is_bit_exact_for_odd_sizes() {
     let b = backend();
-    assert!(b.supports_narrow_f16() && b.supports_f16_storage());
+    assert!(b.caps().narrow_f16 && b.caps().f16_storage);
     assert!(pixelgrad_core::mixed_precision_available(&Device::new(b.clone())));
     let dev = Device::new(b);
     let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
@@ -641,7 +641,7 @@ fn narrow_f16_inside_step_plans() {
 #[test]
 fn narrow_f16_is_exact_in_the_mediump_mode() {
     let b = WebGlBackend::new_headless(WebGlOptions { self_test: false, mediump: true, ..Default::default() }).unwrap();
-    assert!(b.supports_narrow_f16());
+    assert!(b.caps().narrow_f16);
     let dev = Device::new(b);
     let v = floats(1023);
     narrow_checked(&Tensor::from_vec(&dev, &v, [1023]).unwrap(), &narrowed(&v), "mediump");
@@ -653,7 +653,7 @@ fn narrow_f16_is_exact_in_the_mediump_mode() {
 #[test]
 fn half_float_fallback_does_not_offer_narrow_f16() {
     let b = WebGlBackend::new_headless(WebGlOptions { self_test: false, force_half_float: true, ..Default::default() }).unwrap();
-    assert!(!b.supports_narrow_f16() && b.supports_f16_storage());
+    assert!(!b.caps().narrow_f16 && b.caps().f16_storage);
     let dev = Device::new(b.clone());
     assert!(!pixelgrad_core::mixed_precision_available(&dev));
     let x = Tensor::from_vec(&dev, &[1.0, 2.0, 3.0], [3]).unwrap();

@@ -189,7 +189,7 @@ fn every_optimizer_trains_like_the_cpu() {
 }
 
 /// WebGL1 has no integer textures. 8-bit tensors are stored in byte textures (one byte per
-/// element) and widened exactly, but there is no 8-bit arithmetic (`supports_int8` false, true
+/// element) and widened exactly, but there is no 8-bit arithmetic (`caps.int8` false, true
 /// for a WebGL2 context); f16 storage falls back to f32 tensors of the same values; the narrow
 /// entry points without a WebGL1 form are typed errors naming the missing feature.
 #[test]
@@ -198,9 +198,9 @@ fn narrow_storage_falls_back_to_f32_and_errors_name_the_missing_feature() {
     use pixelgrad_core::kernel::DType;
     use pixelgrad_core::{Backend, Op, Shape};
     let b = backend();
-    assert!(!b.supports_f16_storage() && !b.supports_int8() && b.supports_int8_storage());
+    assert!(!b.caps().f16_storage && !b.caps().int8 && b.caps().int8_storage);
     let gl2 = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..Default::default() }).unwrap();
-    assert!(gl2.supports_f16_storage() && gl2.supports_int8(), "the answers are per context");
+    assert!(gl2.caps().f16_storage && gl2.caps().int8, "the answers are per context");
     let dev = Device::new(b.clone());
     let h: Vec<f16> = [1.5f32, -0.0, 65504.0, f32::INFINITY].iter().map(|&v| f16::from_f32(v)).collect();
     let t = Tensor::from_f16(&dev, &h, [4]).unwrap();
@@ -245,7 +245,7 @@ fn narrow_storage_falls_back_to_f32_and_errors_name_the_missing_feature() {
     }
     // No f16 results either: mixed precision is not offered (it keeps its f32 path), and
     // narrow_f16 is a typed error, in core and called directly.
-    assert!(!b.supports_narrow_f16() && gl2.supports_narrow_f16());
+    assert!(!b.caps().narrow_f16 && gl2.caps().narrow_f16);
     assert!(!pixelgrad_core::mixed_precision_available(&dev));
     let f = Tensor::from_vec(&dev, &[1.0, 2.0], [2]).unwrap();
     assert!(matches!(f.narrow_f16(), Err(Error::Backend { op: "narrow_f16", .. })));

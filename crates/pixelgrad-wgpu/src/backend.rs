@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use pixelgrad_core::kernel::fuse::Lazy;
 use pixelgrad_core::kernel::DType;
-use pixelgrad_core::{Backend, BackendKind, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
+use pixelgrad_core::{Backend, BackendKind, Caps, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
 
 use crate::context::{Gpu, GpuTensor};
 use crate::{fusion, ops, readback, BACKEND};
@@ -57,7 +57,7 @@ pub struct WgpuOptions {
     /// off as well, for tools that build the backend with default options (the CLI).
     pub int8_dot4: bool,
     /// Let [`pixelgrad_core::Op::MatMul`] read one f16-stored operand directly
-    /// (`Backend::supports_f16_matmul`, what the ONNX importer's f16 weights use) where the
+    /// (`Caps::f16_matmul`, what the ONNX importer's f16 weights use) where the
     /// matmuls run on the tiled kernels ([`MatmulKernel::Tiled`], every GPU; the f16 kernel
     /// is the tiled one with f16 tile loads). On CPU adapters (lavapipe, SwiftShader), whose
     /// register-blocked f32 kernels are 3-5x faster than the tiled ones, f16 weights keep
@@ -109,11 +109,8 @@ pub struct WgpuBackend {
     /// Whether the instance's WGSL offers `packed_4x8_integer_dot_product` (see
     /// [`WgpuBackend::wgsl_packed_4x8_integer_dot_product`]).
     packed_4x8_dot: bool,
-    /// The adapter offers `shader-f16` (requested where [`WgpuOptions::f16_arithmetic`] uses
-    /// it).
-    shader_f16: bool,
-    /// [`WgpuOptions::f16_matmul`], the environment considered.
-    f16_matmul: bool,
+    /// What this device can do, measured in [`WgpuBackend::new_async`] (`caps_of`).
+    caps: Caps,
 }
 
 /// Whether `PIXELGRAD_WGPU_NO_DOT4` asks for the unpacked int8 kernels (see
@@ -224,7 +221,31 @@ impl WgpuBackend {
         gpu.set_pool_budget(opts.pool_budget);
         gpu.int8_dot4.set(packed_4x8_dot && opts.int8_dot4 && !dot4_disabled_by_env());
         gpu.f16_arith.set(f16_arith);
-        Ok(WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, shader_f16, f16_matmul })
+        let mut b = WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, caps: Caps::F32_ONLY };
+        b.caps = b.caps_of(shader_f16, f16_matmul);
+        Ok(b)
+    }
+
+    /// The [`Caps`] of a started device: 8-bit and f16 storage and f16 narrowing always
+    /// (packed words, integer unpacking: no adapter feature needed); `shader_f16` as the
+    /// adapter offers it; f16 products on an f16 operand as [`WgpuOptions::f16_matmul`] (the
+    /// environment and the register kernel considered) left them; the int8 and f16 kernels
+    /// the options and the adapter chose ([`WgpuBackend::int8_path`],
+    /// [`WgpuBackend::f16_matmul_path`], fixed before this is called). No
+    /// single-op convolution (im2col + matmul), full precision.
+    fn caps_of(&self, shader_f16: bool, f16_matmul: bool) -> Caps {
+        Caps {
+            conv: false,
+            int8: true,
+            int8_storage: true,
+            int8_kernel: Some(self.int8_path()),
+            f16_storage: true,
+            shader_f16: Some(shader_f16),
+            f16_matmul,
+            f16_matmul_arithmetic: f16_matmul.then(|| self.f16_matmul_path()),
+            narrow_f16: true,
+            reduced_precision: None,
+        }
     }
 
     /// Blocking constructor (native only).
@@ -272,9 +293,9 @@ impl WgpuBackend {
         }
     }
 
-    /// Whether the adapter offers `shader-f16` (as [`Backend::shader_f16`], without the trait).
+    /// Whether the adapter offers `shader-f16` (as `Caps::shader_f16`, without the trait).
     pub fn shader_f16_offered(&self) -> Option<bool> {
-        Some(self.shader_f16)
+        self.caps.shader_f16
     }
 
     /// True if the WGSL of this instance has the `packed_4x8_integer_dot_product` language
@@ -453,13 +474,13 @@ impl Backend for WgpuBackend {
         Ok(Storage::new(t))
     }
 
-    /// 8-bit storage: four elements per u32 word, buffers rounded up to whole words.
-    fn supports_int8(&self) -> bool {
-        true
-    }
-
-    fn int8_kernel(&self) -> Option<&'static str> {
-        Some(self.int8_path())
+    /// Measured when the device started (`caps_of`). 8-bit storage: four
+    /// elements per u32 word; f16 storage: two per word (element `2i` in the low half of word
+    /// `i`), buffers rounded up to whole words; [`Op::NarrowF16`] writes the same layout; an
+    /// f16 [`Op::MatMul`] operand is read directly (`src/kernels/matmul_f16.wgsl`) unless
+    /// [`WgpuOptions::f16_matmul`] is off.
+    fn caps(&self) -> &Caps {
+        &self.caps
     }
 
     fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
@@ -476,32 +497,6 @@ impl Backend for WgpuBackend {
             self.gpu.queue.write_buffer(t.buffer(), 0, &words);
         }
         Ok(Storage::new(t))
-    }
-
-    /// f16 storage: two elements per u32 word (element `2i` in the low half of word `i`),
-    /// buffers rounded up to whole words. No `shader-f16` feature is needed: kernels unpack
-    /// the halves with integer operations.
-    fn supports_f16_storage(&self) -> bool {
-        true
-    }
-
-    /// [`Op::NarrowF16`] writes the same packed layout, rounding with integer operations.
-    fn supports_narrow_f16(&self) -> bool {
-        true
-    }
-
-    fn shader_f16(&self) -> Option<bool> {
-        Some(self.shader_f16)
-    }
-
-    /// [`Op::MatMul`] reads one f16 operand directly (`src/kernels/matmul_f16.wgsl`) unless
-    /// [`WgpuOptions::f16_matmul`] is off.
-    fn supports_f16_matmul(&self) -> bool {
-        self.f16_matmul
-    }
-
-    fn f16_matmul_arithmetic(&self) -> Option<&'static str> {
-        self.f16_matmul.then(|| self.f16_matmul_path())
     }
 
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {

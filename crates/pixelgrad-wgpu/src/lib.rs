@@ -31,25 +31,25 @@
 //! - **pipelines** are cached by kernel and a small configuration (op code, transpose flags),
 //!   never by shape: shapes, strides and scalars travel in a 256-byte uniform slot per launch;
 //! - **submission**: launches are recorded into one command encoder and submitted at sync
-//!   points (reads, [`Backend::flush`](pixelgrad_core::Backend::flush)) or every
+//!   points (reads, [`Caps::flush`](pixelgrad_core::Caps::flush)) or every
 //!   [`WgpuOptions::max_ops_per_submit`] launches;
 //! - **limits**: launches fold into 2-D grids under `maxComputeWorkgroupsPerDimension`; a
 //!   tensor over `maxStorageBufferBindingSize` is an [`pixelgrad_core::Error::Limit`];
 //! - **errors**: device loss becomes [`pixelgrad_core::Error::DeviceLost`]; any other wgpu
 //!   error is reported by the next call as [`pixelgrad_core::Error::Backend`];
-//! - **8-bit weights** ([`pixelgrad_core::Tensor::from_i8`], `supports_int8` is true): packed
+//! - **8-bit weights** ([`pixelgrad_core::Tensor::from_i8`], `caps.int8` is true): packed
 //!   four per u32 word (element `4i + j` in byte `j` of word `i`), buffers rounded up to whole
 //!   words, read back as exact f32; [`pixelgrad_core::Op::MatMulI8`] unpacks them with shifts
 //!   and accumulates in i32 (`src/kernels/matmul_i8.wgsl`), or, for
 //!   [`pixelgrad_core::Tensor::matmul_i8_packed`] where the WGSL has
 //!   `packed_4x8_integer_dot_product`, packs `b` to bytes too and multiplies with
 //!   `dot4I8Packed` (`src/kernels/matmul_i8_dot4.wgsl`); [`WgpuBackend::int8_path`] says which;
-//! - **f16 storage** ([`pixelgrad_core::Tensor::from_f16`], `supports_f16_storage` is true):
+//! - **f16 storage** ([`pixelgrad_core::Tensor::from_f16`], `caps.f16_storage` is true):
 //!   packed two per u32 word (element `2i` in the low 16 bits of word `i`), buffers rounded up
 //!   to whole words, read back as exact f32; [`pixelgrad_core::Op::Widen`] converts 8-bit or
 //!   f16 storage to f32 with integer operations only (`src/kernels/widen.wgsl`: exact,
 //!   subnormals included, no `shader-f16` feature); [`pixelgrad_core::Op::MatMul`] takes one
-//!   f16 operand directly where the tiled kernels run (`supports_f16_matmul`;
+//!   f16 operand directly where the tiled kernels run (`caps.f16_matmul`;
 //!   `src/kernels/matmul_f16.wgsl` converts the halves the same way at its tile loads; opt-in
 //!   f16 products with `shader-f16`: [`WgpuOptions::f16_arithmetic`], `matmul_f16h.wgsl`);
 //!   [`WgpuBackend::f16_matmul_path`] says which;
@@ -62,7 +62,7 @@
 //!
 //! # Counters and the steady state
 //!
-//! [`Backend::counters`](pixelgrad_core::Backend::counters) reports, cumulatively:
+//! [`Caps::counters`](pixelgrad_core::Caps::counters) reports, cumulatively:
 //! - `allocations`: wgpu buffers created (tensor storage and readback staging; pool hits
 //!   are not counted);
 //! - `compiles`: compute pipelines created (cache misses of the (kernel, constants) cache);

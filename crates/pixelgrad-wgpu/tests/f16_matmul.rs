@@ -26,7 +26,7 @@ trait ShaderF16 {
 }
 impl ShaderF16 for WgpuBackend {
     fn backend_shader_f16(&self) -> bool {
-        self.shader_f16() == Some(true)
+        self.caps().shader_f16 == Some(true)
     }
 }
 
@@ -88,7 +88,7 @@ fn f16_operand_matches_the_f32_product_of_the_widened_values() {
 }
 
 fn check_products(dev: Device, f16_products: bool) {
-    assert!(dev.backend().supports_f16_matmul());
+    assert!(dev.backend().caps().f16_matmul);
     let shapes = [(1, 1, 1), (3, 5, 7), (17, 33, 9), (64, 64, 64), (65, 31, 130), (2, 129, 67)];
     let mut salt = 0;
     for &(m, n, k) in &shapes {
@@ -213,16 +213,16 @@ fn typed_errors_where_f16_cannot_go() {
     let off = Device::new(tiled(WgpuOptions { f16_matmul: false, ..WgpuOptions::default() }));
     // The register kernels (CPU adapters' default) have no f16 variant: no support there.
     let regs = WgpuBackend::new(WgpuOptions { matmul: MatmulKernel::Registers, ..WgpuOptions::default() }).unwrap();
-    assert!(!regs.supports_f16_matmul());
-    assert!(!off.backend().supports_f16_matmul());
+    assert!(!regs.caps().f16_matmul);
+    assert!(!off.backend().caps().f16_matmul);
     let a_off = Tensor::from_f16(&off, &h, [3, 4]).unwrap();
     let x_off = Tensor::from_vec(&off, &data(12, 2, -1.0, 1.0), [4, 3]).unwrap();
     let msg = shape_err(a_off.matmul(&x_off), "webgpu f16 matmul turned off");
     assert!(msg.contains("widen it first"), "{msg}");
     assert_eq!(a_off.widen().unwrap().matmul(&x_off).unwrap().dims(), &[3, 3]);
     let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
-    assert!(!cpu.backend().supports_f16_matmul());
-    if cpu.backend().supports_f16_storage() {
+    assert!(!cpu.backend().caps().f16_matmul);
+    if cpu.backend().caps().f16_storage {
         let a = Tensor::from_f16(&cpu, &h, [3, 4]).unwrap();
         let x = Tensor::from_vec(&cpu, &data(12, 2, -1.0, 1.0), [4, 3]).unwrap();
         let msg = shape_err(a.matmul(&x), "cpu f16 matmul");

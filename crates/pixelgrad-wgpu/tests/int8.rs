@@ -65,7 +65,7 @@ const CASES: &[(&[usize], &[usize])] = &[
 #[test]
 fn matmul_i8_is_exact_for_every_shape_and_signedness() {
     let b = backend();
-    assert!(b.supports_int8());
+    assert!(b.caps().int8);
     assert_eq!(b.int8_path(), if b.wgsl_packed_4x8_integer_dot_product() { "dot4I8Packed" } else { "unpacked-i32" });
     eprintln!("packed_4x8_integer_dot_product in WGSL: {}", b.wgsl_packed_4x8_integer_dot_product());
     let dev = Device::new(b);

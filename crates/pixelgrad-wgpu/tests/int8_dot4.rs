@@ -160,8 +160,8 @@ fn forcing_the_feature_off_switches_the_path() {
     assert_eq!(off.int8_path(), "unpacked-i32");
     let on_path = on.int8_path();
     let (don, doff) = (Device::from_rc(on.clone()), Device::from_rc(off.clone()));
-    assert_eq!(don.backend().int8_kernel(), Some(on_path));
-    assert_eq!(doff.backend().int8_kernel(), Some("unpacked-i32"));
+    assert_eq!(don.backend().caps().int8_kernel, Some(on_path));
+    assert_eq!(doff.backend().caps().int8_kernel, Some("unpacked-i32"));
     // The launches differ: a pack prologue and the dot4 kernel (scalar for N = 10, vec4 for
     // N = 12) against one unpacked launch; the numbers do not.
     let mut rng = Rng(9);
@@ -219,7 +219,7 @@ fn values_outside_i8_are_errors() {
 fn timing_dot4_vs_unpacked() {
     let on = Device::new(backend());
     let off = Device::new(unpacked_backend());
-    eprintln!("{} vs {}", on.backend().int8_kernel().unwrap(), off.backend().int8_kernel().unwrap());
+    eprintln!("{} vs {}", on.backend().caps().int8_kernel.unwrap(), off.backend().caps().int8_kernel.unwrap());
     for (m, k, n) in [(768usize, 768usize, 196usize), (3072, 768, 64), (64, 147, 3136), (128, 1152, 196)] {
         let w: Vec<i8> = (0..m * k).map(|i| (i * 7 % 255) as u8 as i8).collect();
         let bv: Vec<f32> = (0..k * n).map(|i| (i % 255) as f32 - 128.0).collect();

@@ -28,7 +28,7 @@ fn widened(t: &Tensor, want: &[f32], what: &str) -> Vec<f32> {
 #[test]
 fn widen_is_exact_for_odd_sizes_of_every_type() {
     let b = backend();
-    assert!(b.supports_f16_storage() && b.supports_int8());
+    assert!(b.caps().f16_storage && b.caps().int8);
     let dev = Device::new(b);
     let cpu = Device::new(pixelgrad_cpu::CpuBackend::new());
     for n in SIZES {

@@ -159,7 +159,7 @@ async fn widen(dev: &Device, read: Read) -> Outcome {
 /// edges of the f16 range and of its subnormals, ±inf and NaN; odd and even lengths (two
 /// halves per word on the GPU). Read back through [`Op::Widen`].
 async fn narrow_f16(dev: &Device, read: Read) -> Outcome {
-    if !dev.backend().supports_narrow_f16() {
+    if !dev.backend().caps().narrow_f16 {
         return Ok(());
     }
     let mut xs: Vec<f32> = (0..3001u32).map(|i| f32::from_bits(i.wrapping_mul(0x0015_5557))).filter(|v| !v.is_nan()).collect();
@@ -193,7 +193,7 @@ async fn narrow_f16(dev: &Device, read: Read) -> Outcome {
 /// i8 and u8 ranges and beyond, ±inf and NaN (0), lengths that fill the last 4-element word
 /// or texel partly; read back directly and through [`Op::Widen`].
 async fn narrow8(dev: &Device, read: Read) -> Outcome {
-    if !dev.backend().supports_int8() {
+    if !dev.backend().caps().int8 {
         return Ok(());
     }
     let mut xs: Vec<f32> = (0..613).map(|i| (i as f32 - 300.0) * 0.75).collect();
@@ -258,7 +258,7 @@ async fn quantized(dev: &Device, read: Read) -> Outcome {
     ];
     for (tag, p) in cases {
         let q = QTensor::quantize(&xt, p.clone()).map_err(err(tag))?;
-        let want_storage = if dev.backend().supports_int8() { p.dtype } else { DType::F32 };
+        let want_storage = if dev.backend().caps().int8 { p.dtype } else { DType::F32 };
         if q.values().storage_dtype() != want_storage {
             return Err(format!("quant {tag}: values in {} storage, want {want_storage}", q.values().storage_dtype()));
         }
@@ -312,12 +312,12 @@ async fn quantized(dev: &Device, read: Read) -> Outcome {
     Ok(())
 }
 
-/// [`Op::MatMulI8`] on backends with 8-bit storage (`supports_int8`), exactly against an
+/// [`Op::MatMulI8`] on backends with 8-bit storage (`caps.int8`), exactly against an
 /// integer product computed here: i8 and u8 weights, a batch, weights broadcast over a batch
 /// of activations; `matmul_i8_packed` (activations in `[-128, 127]`, WebGPU's `dot4I8Packed`
 /// where the adapter has it) on the same shapes. Backends without 8-bit storage skip it.
 async fn matmul_i8(dev: &Device, read: Read) -> Outcome {
-    if !dev.backend().supports_int8() {
+    if !dev.backend().caps().int8 {
         return Ok(());
     }
     let run = async |a_dims: &[usize], b_dims: &[usize], signed: bool, packed: bool| -> Outcome {
@@ -425,10 +425,10 @@ pub async fn depthwise(dev: &Device, read: Read) -> Outcome {
 /// Dense convolution in one op (`Tensor::conv`) on the im2col windows, plus 3x3 stride-1
 /// windows of every padding with odd and even output sizes, more channels, and an image
 /// smaller than one 2x2 output tile (the CPU runs those as Winograd F(2x2, 3x3)); weights
-/// `[M, C, kh, kw]`. Backends without `supports_conv` have nothing to check here (callers use
+/// `[M, C, kh, kw]`. Backends without `caps.conv` have nothing to check here (callers use
 /// im2col + matmul there, covered above).
 pub async fn conv(dev: &Device, read: Read) -> Outcome {
-    if !dev.backend().supports_conv() {
+    if !dev.backend().caps().conv {
         return Ok(());
     }
     let mut ws: Vec<_> = windows().into_iter().map(|(name, dims, w)| (name, dims, w, 4)).collect();

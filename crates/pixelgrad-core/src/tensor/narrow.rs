@@ -24,13 +24,13 @@ impl Tensor {
     /// This tensor's values rounded to half precision, in f16 storage ([`Op::NarrowF16`]:
     /// nearest, ties to even; ±inf past the f16 range). Not differentiable. Errors
     /// ([`Error::Backend`]) on backends without it
-    /// ([`crate::Backend::supports_narrow_f16`]) and for input that is not f32.
+    /// ([`Caps::narrow_f16`](crate::Caps::narrow_f16)) and for input that is not f32.
     pub fn narrow_f16(&self) -> Result<Tensor> {
-        if !self.0.device.backend().supports_narrow_f16() {
+        if !self.0.device.backend().caps().narrow_f16 {
             return Err(Error::backend(
                 "narrow_f16",
                 self.0.device.name(),
-                "this backend does not store f16 results (supports_narrow_f16 is false)",
+                "this backend does not store f16 results (caps.narrow_f16 is false)",
             ));
         }
         self.op1(Op::NarrowF16)
@@ -39,14 +39,10 @@ impl Tensor {
     /// [`DType::U8`] otherwise, each rounded to the nearest integer (ties to even) and
     /// saturated to the type's range, NaN as 0. Not differentiable. Errors
     /// ([`Error::Backend`]) on backends without 8-bit storage
-    /// ([`crate::Backend::supports_int8`]) and for input that is not f32.
+    /// ([`Caps::int8`](crate::Caps::int8)) and for input that is not f32.
     pub fn narrow8(&self, signed: bool) -> Result<Tensor> {
-        if !self.0.device.backend().supports_int8() {
-            return Err(Error::backend(
-                "narrow8",
-                self.0.device.name(),
-                "this backend does not store 8-bit tensors (supports_int8 is false)",
-            ));
+        if !self.0.device.backend().caps().int8 {
+            return Err(Error::backend("narrow8", self.0.device.name(), "this backend does not store 8-bit tensors (caps.int8 is false)"));
         }
         self.op1(Op::Narrow8 { signed })
     }

@@ -4,7 +4,9 @@
 
 use std::cell::Cell;
 
-use pixelgrad_core::{Backend, BackendKind, Counters, Device, Error, LocalFuture, Op, Result, Shape, Storage, StorageLayout, UnaryOp};
+use pixelgrad_core::{
+    Backend, BackendKind, Caps, Counters, Device, Error, LocalFuture, Op, Result, Shape, Storage, StorageLayout, UnaryOp,
+};
 
 /// Which results to corrupt: every result of the primitive called `op` (or only its `nth`
 /// result, counted from 0 over the wrapped device's life), shifted by `offset`.
@@ -55,6 +57,8 @@ pub fn op_label(op: &Op) -> String {
 /// two devices' backends.
 pub struct FaultyBackend {
     inner: Device,
+    /// `inner`'s storage and convolution capabilities, taken when the wrapper is made.
+    caps: Caps,
     fault: Fault,
     seen: Cell<usize>,
     fired: Cell<usize>,
@@ -62,7 +66,12 @@ pub struct FaultyBackend {
 
 impl FaultyBackend {
     pub fn new(inner: &Device, fault: Fault) -> Self {
-        FaultyBackend { inner: inner.clone(), fault, seen: Cell::new(0), fired: Cell::new(0) }
+        // Forwards what decides how tensors are stored and convolutions are run (so results
+        // match `inner`'s), nothing that turns on other paths (f16 products, narrowing, the
+        // precision check): the wrapped device runs the same kernels as the plain one.
+        let c = inner.backend().caps();
+        let caps = Caps { conv: c.conv, int8: c.int8, int8_storage: c.int8_storage, f16_storage: c.f16_storage, ..Caps::F32_ONLY };
+        FaultyBackend { inner: inner.clone(), caps, fault, seen: Cell::new(0), fired: Cell::new(0) }
     }
     /// Results corrupted so far.
     pub fn fired(&self) -> usize {
@@ -88,20 +97,11 @@ impl Backend for FaultyBackend {
     fn upload_f64(&self, data: &[f64]) -> Result<Storage> {
         self.inner.backend().upload_f64(data)
     }
-    fn supports_int8(&self) -> bool {
-        self.inner.backend().supports_int8()
-    }
-    fn supports_int8_storage(&self) -> bool {
-        self.inner.backend().supports_int8_storage()
+    fn caps(&self) -> &Caps {
+        &self.caps
     }
     fn upload_int8(&self, data: &[u8], dtype: pixelgrad_core::kernel::DType) -> Result<Storage> {
         self.inner.backend().upload_int8(data, dtype)
-    }
-    fn supports_conv(&self) -> bool {
-        self.inner.backend().supports_conv()
-    }
-    fn supports_f16_storage(&self) -> bool {
-        self.inner.backend().supports_f16_storage()
     }
     fn upload_f16(&self, bits: &[u16]) -> Result<Storage> {
         self.inner.backend().upload_f16(bits)

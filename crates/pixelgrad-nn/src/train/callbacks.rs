@@ -30,7 +30,7 @@ pub trait Callbacks {
         Ok(())
     }
     /// The device to check a reduced-precision device against (the CPU): when the training
-    /// device reports [`Backend::reduced_precision`](pixelgrad_core::Backend::reduced_precision), [`super::fit`] first trains its first
+    /// device reports [`Caps::reduced_precision`](pixelgrad_core::Caps::reduced_precision), [`super::fit`] first trains its first
     /// steps on both and goes on on the device only if its losses follow (see
     /// [`super::PrecisionCheck`]); `None` (the default) trusts the device.
     fn precision_reference(&mut self) -> Option<Device> {

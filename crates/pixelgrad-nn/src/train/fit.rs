@@ -57,7 +57,7 @@ pub fn fit(
     let mut run = Run::new(model, opt, loss, dev, train, test, opts)?;
     // A new run on a device below full precision is checked against the caller's reference
     // first (a resumed run was checked when it started).
-    if opts.resume.is_none() && dev.backend().reduced_precision().is_some() {
+    if opts.resume.is_none() && dev.backend().caps().reduced_precision.is_some() {
         if let Some(reference) = cb.precision_reference() {
             run.check_precision(&reference)?;
         }

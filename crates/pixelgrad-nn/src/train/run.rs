@@ -197,7 +197,7 @@ impl<'a> Run<'a> {
     }
 
     /// The precision check ([`super::PrecisionCheck`]) before the first step of a new run on
-    /// a device that reports [`Backend::reduced_precision`](pixelgrad_core::Backend::reduced_precision), against `reference`: afterwards
+    /// a device that reports [`Caps::reduced_precision`](pixelgrad_core::Caps::reduced_precision), against `reference`: afterwards
     /// the run trains on the device or on `reference`, from its initial state, and
     /// [`History::precision_check`] says which with the measured losses. `None` (nothing
     /// checked) on a full-precision device; an error after the first step or on a resumed run.
@@ -205,7 +205,7 @@ impl<'a> Run<'a> {
         if self.phase != Phase::Start || self.pos.step != 0 || self.opts.resume.is_some() {
             return Err(Error::invalid("precision check", "runs only before the first step of a new run"));
         }
-        let Some(reason) = self.dev.backend().reduced_precision() else { return Ok(None) };
+        let Some(reason) = self.dev.backend().caps().reduced_precision.clone() else { return Ok(None) };
         let mut probe = super::shadow::Probe {
             model: self.model,
             opt: &mut *self.opt,

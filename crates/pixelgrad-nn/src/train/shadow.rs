@@ -1,5 +1,5 @@
 //! The precision check: before training on a device that computes or stores below f32
-//! ([`Backend::reduced_precision`](pixelgrad_core::Backend::reduced_precision): WebGL's
+//! ([`Caps::reduced_precision`](pixelgrad_core::Caps::reduced_precision): WebGL's
 //! RGBA16F fallback, mediump shaders), the run's first steps (the same batches, learning
 //! rates and initial state) are trained on that device and on a reference device the caller
 //! gives ([`Callbacks::precision_reference`](super::Callbacks::precision_reference); the CPU),

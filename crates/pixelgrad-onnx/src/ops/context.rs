@@ -76,7 +76,7 @@ pub trait Consts {
     /// The cached f16-stored copy of float constant `name`, not widened, for a matrix
     /// product that reads it directly: `Some` only where the constant is kept in f16 and the
     /// backend runs [`pixelgrad_core::Op::MatMul`] on f16 storage
-    /// ([`pixelgrad_core::Backend::supports_f16_matmul`]).
+    /// ([`Caps::f16_matmul`](pixelgrad_core::Caps::f16_matmul)).
     fn cached_f16(&self, _name: &str, _t: &HostTensor) -> Result<Option<Tensor>> {
         Ok(None)
     }
@@ -94,9 +94,9 @@ pub trait Consts {
         Ok(None)
     }
     /// Whether quantised results go to 8-bit storage ([`crate::Session::set_int8_activations`]
-    /// and the backend's [`pixelgrad_core::Backend::supports_int8`]).
+    /// and the backend's [`Caps::int8`](pixelgrad_core::Caps::int8)).
     fn int8_activations(&self) -> bool {
-        self.device().backend().supports_int8()
+        self.device().backend().caps().int8
     }
 }
 

@@ -107,7 +107,7 @@ pub fn conv_tensors(cx: &Cx, x: Tensor, w: Tensor, bias: Option<&Tensor>) -> Res
     let y = if cg == 1 && m == c {
         // Depthwise with one filter per channel: its own kernel, no columns.
         x.depthwise_conv(&w, window)?
-    } else if g == 1 && kh == 3 && kw == 3 && stride_1 && x.device().backend().supports_conv() {
+    } else if g == 1 && kh == 3 && kw == 3 && stride_1 && x.device().backend().caps().conv {
         // A dense 3x3 stride-1 convolution as one op where the backend has it (the CPU runs it
         // as Winograd F(2x2, 3x3): 16 multiply-adds per 2x2 outputs instead of 36, no columns).
         x.conv(&w.widen()?, window)?

@@ -46,7 +46,7 @@ impl Consts for Session {
         Ok(d)
     }
     fn cached_f16(&self, name: &str, t: &HostTensor) -> Result<Option<Tensor>> {
-        if !self.f16.contains(name) || !self.device.backend().supports_f16_matmul() {
+        if !self.f16.contains(name) || !self.device.backend().caps().f16_matmul {
             return Ok(None);
         }
         if self.cache.borrow().get(name).is_none() {
@@ -55,7 +55,7 @@ impl Consts for Session {
         Ok(Some(self.cache.borrow()[name].clone()))
     }
     fn cached_int8(&self, name: &str, t: &HostTensor, transpose: bool) -> Result<Option<Tensor>> {
-        if !self.stored_narrow(t) || !self.device.backend().supports_int8() || t.rank() < 2 {
+        if !self.stored_narrow(t) || !self.device.backend().caps().int8 || t.rank() < 2 {
             return Ok(None);
         }
         let (r, c) = (t.shape[0], t.numel() / t.shape[0]);
@@ -75,7 +75,7 @@ impl Consts for Session {
         Ok(Some(d))
     }
     fn cached_int8_row_sums(&self, name: &str, t: &HostTensor, transpose: bool) -> Result<Option<(Tensor, u64)>> {
-        if !self.stored_narrow(t) || !self.device.backend().supports_int8() || t.rank() < 2 {
+        if !self.stored_narrow(t) || !self.device.backend().caps().int8 || t.rank() < 2 {
             return Ok(None);
         }
         let key = (name.to_string(), transpose);

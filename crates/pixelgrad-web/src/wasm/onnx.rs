@@ -130,7 +130,7 @@ impl OnnxModel {
             "activationStorage": self.session.activation_storage(),
             "activationBytes": self.session.activation_bytes(),
             "arithmetic": self.session.arithmetic(),
-            "shaderF16": self.session.device().backend().shader_f16(),
+            "shaderF16": self.session.device().backend().caps().shader_f16,
         });
         if let (Some(info), Some(d)) = (info.as_object_mut(), self.described.as_object()) {
             for (k, v) in d {

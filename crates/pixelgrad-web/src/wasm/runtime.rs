@@ -353,6 +353,14 @@ impl Runtime {
         self.dev.flush().map_err(js_err)
     }
 
+    /// What the backend measured when it started (`Backend::caps`: 8-bit and f16 storage, f16
+    /// products, reduced precision...), as a JSON object with camelCase names; `rt.report.caps`
+    /// in `web/js` parses it for every backend started, recoveries included.
+    #[wasm_bindgen(getter, js_name = capsJson)]
+    pub fn caps_json(&self) -> Result<String, JsValue> {
+        serde_json::to_string(self.dev.backend().caps()).map_err(|e| JsValue::from_str(&format!("caps: {e}")))
+    }
+
     /// The engine's name for the device, e.g. `webgl (ANGLE (...), WebGL 2.0)`.
     #[wasm_bindgen(getter)]
     pub fn name(&self) -> String {

@@ -142,7 +142,7 @@ pub(crate) fn narrow_f16(sh: &Rc<Shared>, x: &GlTensor, shapes: &[&Shape], out: 
             op,
             format!(
                 "f16 results need true f32 tensors; this context stores them in {} (half precision already), \
-                 so narrow_f16 is not offered (supports_narrow_f16 is false)",
+                 so narrow_f16 is not offered (caps.narrow_f16 is false)",
                 sh.format.as_str()
             ),
         ));

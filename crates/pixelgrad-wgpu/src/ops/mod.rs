@@ -97,9 +97,9 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::Im2Col(w) => window::im2col(gpu, w, input(0)?, shapes[0], out, &res)?,
         Op::Col2Im { window: w, h, w: wd } => window::col2im(gpu, w, *h, *wd, input(0)?, out, &res)?,
         Op::DepthwiseConv(w) => window::depthwise(gpu, w, input(0)?, input(1)?, shapes[0], out, &res)?,
-        // `supports_conv` is false here: callers run im2col + matmul, which it means.
+        // `caps.conv` is false here: callers run im2col + matmul, which it means.
         Op::Conv2d(_) => {
-            let msg = "no single-op convolution on WebGPU (supports_conv is false); use im2col + matmul";
+            let msg = "no single-op convolution on WebGPU (caps.conv is false); use im2col + matmul";
             return Err(Error::backend(op.name(), BACKEND, msg));
         }
         Op::MaxPool(w) => window::max_pool(gpu, w, input(0)?, shapes[0], out, &res)?,
