@@ -109,6 +109,10 @@ impl Spelling for Glsl {
             format!("{} {name} = {value};", self.0.int_ty)
         }
     }
+    /// Without `PG_H`, like [`Spelling::load_index`].
+    fn let_index(&self, name: &str, value: &str) -> String {
+        format!("float {name} = {value};")
+    }
     fn var(&self, name: &str, value: &str) -> String {
         format!("float {name} = {value};")
     }

@@ -71,13 +71,14 @@ fn param(i: u8) -> Ix {
 
 /// `out[o, j, r] = x[o, idx[o, j, r], r]`, 0 (and a fault) for a bad index.
 fn gather() -> Program {
-    // 0 r, 1 o.
+    // 0 r, 1 o, 2 (float) the index, read once.
     let (len_x, len_idx, inner) = (param(0), param(1), param(2));
-    let t = || Fx::Index { input: 1, at: Ix::Elem };
+    let t = || Fx::Var(2);
     let at = v(1).mul(len_x.clone()).add(Ix::Of(Box::new(t()))).mul(inner.clone()).add(v(0));
     let body = vec![
         Stmt::Let(0, Ix::Elem.rem(inner.clone())),
         Stmt::Let(1, Ix::Elem.div(inner.mul(len_idx))),
+        Stmt::LetF(2, Fx::Index { input: 1, at: Ix::Elem }),
         Stmt::Reset(0),
         Stmt::If { cond: t().is_index(len_x.clone()), body: vec![Stmt::Fold { acc: 0, value: Fx::load(0, at) }] },
         Stmt::If { cond: Cond::Not(Box::new(t().is_index(len_x))), body: vec![Stmt::Fault(IndexProgram::Gather.fault())] },
@@ -95,9 +96,9 @@ fn gather() -> Program {
 /// `out[o, t, r]` = the sum over `j` ascending of `src[o, j, r]` where `idx[o, j, r] == t`.
 /// The invocations of row `t = 0` vet every index of their column (each is seen by one).
 fn scatter_add() -> Program {
-    // 0 r, 1 t, 2 o, 3 base, 4 j, 5 at.
+    // 0 r, 1 t, 2 o, 3 base, 4 j, 5 at, 6 (float) the index at `at`, read once.
     let (size, len, inner) = (param(0), param(1), param(2));
-    let idx = || Fx::Index { input: 1, at: v(5) };
+    let idx = || Fx::Var(6);
     let body = vec![
         Stmt::Let(0, Ix::Elem.rem(inner.clone())),
         Stmt::Let(1, Ix::Elem.div(inner.clone()).rem(size.clone())),
@@ -111,6 +112,7 @@ fn scatter_add() -> Program {
             bound: Bound::Loop,
             body: vec![
                 Stmt::Let(5, v(3).add(v(4).mul(inner))),
+                Stmt::LetF(6, Fx::Index { input: 1, at: v(5) }),
                 Stmt::If { cond: idx().eq(Fx::int(v(1))), body: vec![Stmt::Fold { acc: 0, value: Fx::load(0, v(5)) }] },
                 Stmt::If {
                     cond: Fx::int(v(1)).eq(Fx::lit(0.0)),

@@ -38,6 +38,11 @@ pub trait Spelling {
     }
     /// A statement declaring a new immutable integer (`float`: a float) variable.
     fn let_(&self, float: bool, name: &str, value: &str) -> String;
+    /// A statement declaring a new immutable float variable holding an index ([`Fx::Index`]),
+    /// which must keep its value exactly.
+    fn let_index(&self, name: &str, value: &str) -> String {
+        self.let_(true, name, value)
+    }
     /// A statement declaring a mutable float variable.
     fn var(&self, name: &str, value: &str) -> String;
     /// The header of `for name in lo..hi { ` (`lo`, `hi` are variables), with the constant
@@ -133,6 +138,10 @@ impl R<'_> {
             match st {
                 Stmt::Let(v, e) => {
                     let l = self.s.let_(false, &format!("v{v}"), &self.ix(e));
+                    self.line(&l);
+                }
+                Stmt::LetF(v, e @ Fx::Index { .. }) => {
+                    let l = self.s.let_index(&format!("v{v}"), &self.fx(e));
                     self.line(&l);
                 }
                 Stmt::LetF(v, e) => {
