@@ -140,8 +140,7 @@ impl Budget {
         }
         let limits = self.limits.get();
         // Counted in u128 so a count past usize (on wasm32, 2^32) is still weighed, not wrapped.
-        let elements =
-            out.dims().iter().try_fold(1u128, |acc, &d| acc.checked_mul(d as u128)).map_or(u64::MAX, |n| n.min(u64::MAX as u128) as u64);
+        let elements = out.dims().iter().try_fold(1u128, |acc, &d| acc.checked_mul(d as u128)).map_or(u64::MAX, |n| n.min(u64::MAX as u128) as u64);
         if elements > limits.max_elements as u64 {
             return Err(Error::Budget {
                 op: op.name(),
