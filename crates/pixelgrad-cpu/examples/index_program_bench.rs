@@ -13,6 +13,9 @@ use pixelgrad_core::kernel::program_eval::eval;
 use pixelgrad_core::{Device, Error, Result, Tensor};
 use pixelgrad_cpu::CpuBackend;
 
+/// A case: label, x dims, idx dims, axis, scatter size.
+type Case = (&'static str, [usize; 2], [usize; 2], usize, usize);
+
 fn ms(reps: usize, f: &mut dyn FnMut() -> Result<Vec<f32>>) -> Result<(f64, Vec<f32>)> {
     let mut out = f()?;
     let t = Instant::now();
@@ -27,9 +30,7 @@ fn main() -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().map_err(|e| Error::invalid("bench", e.to_string()))?;
     pool.install(|| -> Result<()> {
         let dev = Device::new(CpuBackend::new());
-        // (label, x dims, idx dims, axis, scatter size)
-        let cases: [(&str, [usize; 2], [usize; 2], usize, usize); 2] =
-            [("embed", [512, 64], [2048, 64], 0, 512), ("pick", [256, 1000], [256, 1], 1, 1000)];
+        let cases: [Case; 2] = [("embed", [512, 64], [2048, 64], 0, 512), ("pick", [256, 1000], [256, 1], 1, 1000)];
         for (label, dx, di, axis, size) in cases {
             let nx = dx[0] * dx[1];
             let ni = di[0] * di[1];

@@ -6,7 +6,7 @@
 //! [`Stmt::Fault`] (WebGPU's status word; the CPU and WebGL vet the indices themselves), so a
 //! bad index is an error at the next readback on every backend, never a wild read.
 
-use std::ops::{Add, Div, Mul};
+use std::ops::{Add, Div, Mul, Rem};
 
 use super::program::{Acc, Bound, Cond, Fx, Ix, Program, Stmt};
 

@@ -201,10 +201,6 @@ impl Ix {
     pub fn max(self, o: Ix) -> Ix {
         Ix::bin(IxOp::Max, self, o)
     }
-    /// `self % o` for `self >= 0`, `o > 0`, as `self - (self / o) * o`.
-    pub fn rem(self, o: Ix) -> Ix {
-        self.clone().sub(self.div(o.clone()).mul(o))
-    }
 }
 
 impl Fx {
@@ -237,6 +233,14 @@ macro_rules! ix_op {
     )*};
 }
 ix_op!(Add add Add, Sub sub Sub, Mul mul Mul, Div div Div);
+
+/// `a % b` for `a >= 0`, `b > 0`, as `a - (a / b) * b` (no remainder operation of its own).
+impl std::ops::Rem for Ix {
+    type Output = Ix;
+    fn rem(self, o: Ix) -> Ix {
+        self.clone().sub(self.div(o.clone()).mul(o))
+    }
+}
 
 impl std::ops::Div for Fx {
     type Output = Fx;
