@@ -6,8 +6,8 @@
 
 use pixelgrad_core::kernel::ir::{DType, Kernel};
 use pixelgrad_core::kernel::lower::{Prim1, Prim2};
+use pixelgrad_core::kernel::programs::KernelProgram;
 use pixelgrad_core::kernel::render::{render_function, Dialect};
-use pixelgrad_core::kernel::windows::WindowProgram;
 
 use crate::glsl::GlslVersion;
 
@@ -25,8 +25,8 @@ const MAIN_ELEMENTWISE: &str = include_str!("shaders/main_elementwise.glsl");
 const VERTEX: &str = include_str!("shaders/fullscreen.vert");
 
 /// Every hand-written fragment program body, by name (the names are also cache keys and
-/// pass-log labels). The window programs ([`WindowProgram`]) are rendered instead
-/// ([`crate::glsl`]).
+/// pass-log labels). The programs with loops ([`KernelProgram`]: windows, gathers, scatters)
+/// are rendered instead ([`crate::glsl`]).
 pub const BODIES: &[(&str, &str)] = &[
     ("fill", include_str!("shaders/fill.glsl")),
     ("random", include_str!("shaders/random.glsl")),
@@ -39,8 +39,6 @@ pub const BODIES: &[(&str, &str)] = &[
     ("im2col", include_str!("shaders/im2col.glsl")),
     ("col2im", include_str!("shaders/col2im.glsl")),
     ("depthwise_conv", include_str!("shaders/depthwise_conv.glsl")),
-    ("gather", include_str!("shaders/gather.glsl")),
-    ("scatter_add", include_str!("shaders/scatter_add.glsl")),
     ("view", include_str!("shaders/view.glsl")),
     ("concat", include_str!("shaders/concat.glsl")),
     ("heatmap", include_str!("shaders/heatmap.glsl")),
@@ -179,8 +177,8 @@ impl ProgramSpec {
 /// The full fragment source of a program with a `shaders/*.glsl` body, or `None` for an
 /// unknown body name ([`MAP`] programs come from [`map_source`]).
 pub fn fragment_source(spec: &ProgramSpec) -> Option<String> {
-    if let Some(w) = WindowProgram::by_name(spec.name) {
-        let body = crate::glsl::window_body(w, GlslVersion::Es300, spec.config)?;
+    if let Some(w) = KernelProgram::by_name(spec.name) {
+        let body = crate::glsl::program_body(w, GlslVersion::Es300, spec.config)?;
         return Some(format!("{}{body}{MAIN_ELEMENTWISE}", preamble(spec.config, OutKind::Float)));
     }
     let body = BODIES.iter().find(|(n, _)| *n == spec.name)?.1;
@@ -757,7 +755,7 @@ fn configs(name: &str) -> u32 {
 /// Every program with a `shaders/*.glsl` body the backend can ask for (for warm-up and for
 /// validating shader sources; elementwise programs are enumerated from the kernel table).
 pub fn all_specs() -> Vec<ProgramSpec> {
-    let windows = WindowProgram::ALL
+    let windows = KernelProgram::ALL
         .into_iter()
         .flat_map(|w| (0..crate::glsl::configs(w, GlslVersion::Es300)).map(move |c| ProgramSpec::new(w.name(), c)));
     BODIES.iter().flat_map(|(name, _)| (0..configs(name)).map(move |c| ProgramSpec::new(name, c))).chain(windows).collect()

@@ -23,8 +23,8 @@
 
 use pixelgrad_core::kernel::ir::{DType, Kernel};
 use pixelgrad_core::kernel::lower::{Prim1, Prim2};
+use pixelgrad_core::kernel::programs::KernelProgram;
 use pixelgrad_core::kernel::render::{render_function, Dialect};
-use pixelgrad_core::kernel::windows::WindowProgram;
 
 use crate::dialect::{Entry, ProgramSpec, MAP_INPUTS, MAP_MAX_INPUTS, MAP_MAX_PARAMS, MAP_PARAMS, MAP_STRIDES, MAX_RANK};
 use crate::glsl::GlslVersion;
@@ -57,8 +57,6 @@ pub const BODIES: &[(&str, &str)] = &[
     ("im2col", include_str!("shaders/gl1/im2col.glsl")),
     ("col2im", include_str!("shaders/gl1/col2im.glsl")),
     ("depthwise_conv", include_str!("shaders/gl1/depthwise_conv.glsl")),
-    ("gather", include_str!("shaders/gl1/gather.glsl")),
-    ("scatter_add", include_str!("shaders/gl1/scatter_add.glsl")),
     ("view", include_str!("shaders/gl1/view.glsl")),
     ("concat", include_str!("shaders/gl1/concat.glsl")),
     ("check_index", include_str!("shaders/gl1/check_index.glsl")),
@@ -110,8 +108,8 @@ fn preamble(config: u32) -> String {
 /// The full fragment source of a program with a `shaders/gl1/*.glsl` body, or `None` when this
 /// mode has no such program.
 pub fn fragment_source(spec: &ProgramSpec) -> Option<String> {
-    if let Some(w) = WindowProgram::by_name(spec.name) {
-        let body = crate::glsl::window_body(w, GlslVersion::Es100, spec.config)?;
+    if let Some(w) = KernelProgram::by_name(spec.name) {
+        let body = crate::glsl::program_body(w, GlslVersion::Es100, spec.config)?;
         return Some(format!("{}{body}{MAIN_ELEMENTWISE}", preamble(spec.config)));
     }
     let body = BODIES.iter().find(|(n, _)| *n == spec.name)?.1;
@@ -267,7 +265,7 @@ impl Dialect for Glsl100 {
 
 /// Every program with a `shaders/gl1/*.glsl` body in every config (for warm-up).
 pub fn all_specs() -> Vec<ProgramSpec> {
-    let windows = WindowProgram::ALL.into_iter().map(|w| ProgramSpec::new(w.name(), 0));
+    let windows = KernelProgram::ALL.into_iter().map(|w| ProgramSpec::new(w.name(), 0));
     BODIES
         .iter()
         .flat_map(|(name, _)| (0..if *name == "reduce" { 4 } else { 1 }).map(move |c| ProgramSpec::new(name, c)))

@@ -4,6 +4,7 @@
 
 use pixelgrad_core::kernel::program::{Bound, Program};
 use pixelgrad_core::kernel::program_render::{render_program, Spelling};
+use pixelgrad_core::kernel::programs::KernelProgram;
 use pixelgrad_core::kernel::windows::WindowProgram;
 
 /// Which GLSL the program is written in.
@@ -62,6 +63,18 @@ impl Spelling for Glsl {
             format!("float({a})")
         }
     }
+    fn to_int(&self, a: &str) -> String {
+        if self.0.int_ty == "float" {
+            format!("floor({a})")
+        } else {
+            format!("int({a})")
+        }
+    }
+    /// A fragment cannot report: the launcher renders a check pass of its own
+    /// (`checks.rs`), which the next readback reads.
+    fn fault(&self, code: u8) -> String {
+        format!("// fault {code}: the launcher's check pass reports it")
+    }
     fn param(&self, _i: usize, name: &str) -> String {
         format!("u_{name}")
     }
@@ -72,6 +85,14 @@ impl Spelling for Glsl {
             format!("PG_H(fetch(u_{name}, u_{name}_size, {at}))")
         } else {
             format!("PG_H(fetch(u_{name}, {at}))")
+        }
+    }
+    /// Without `PG_H`: an index is read exactly.
+    fn load_index(&self, _i: usize, name: &str, at: &str) -> String {
+        if self.0.sized_fetch {
+            format!("fetch(u_{name}, u_{name}_size, {at})")
+        } else {
+            format!("fetch(u_{name}, {at})")
         }
     }
     fn div(&self, a: &str, b: &str) -> String {
@@ -88,6 +109,10 @@ impl Spelling for Glsl {
             format!("{} {name} = {value};", self.0.int_ty)
         }
     }
+    /// Without `PG_H`, like [`Spelling::load_index`].
+    fn let_index(&self, name: &str, value: &str) -> String {
+        format!("float {name} = {value};")
+    }
     fn var(&self, name: &str, value: &str) -> String {
         format!("float {name} = {value};")
     }
@@ -103,7 +128,7 @@ impl Spelling for Glsl {
         }
     }
     fn declarations(&self, p: &Program) -> String {
-        let mut s = format!("// {}: rendered from its definition in pixelgrad_core::kernel::windows.\n", p.name);
+        let mut s = format!("// {}: rendered from its definition (pixelgrad_core::kernel::programs).\n", p.name);
         for name in &p.inputs {
             s.push_str(&format!("uniform highp sampler2D u_{name};\n"));
             if self.0.sized_fetch {
@@ -146,18 +171,22 @@ pub const FAST_PATHS: &[FastPath] = &[
     },
 ];
 
-/// Number of configs of a window program in `version`: the rendered program (0) and its
+/// Number of configs of a program in `version`: the rendered program (0) and its
 /// hand-written fast paths.
-pub fn configs(which: WindowProgram, version: GlslVersion) -> u32 {
+pub fn configs(which: KernelProgram, version: GlslVersion) -> u32 {
     match version {
         GlslVersion::Es100 => 1,
-        GlslVersion::Es300 => 1 + FAST_PATHS.iter().find(|f| f.program == which).map_or(0, |f| f.configs),
+        GlslVersion::Es300 => 1 + fast_path(which).map_or(0, |f| f.configs),
     }
 }
 
-/// The body of window program `which` in `version` (the dialect adds preamble and `main`):
-/// its uniforms, then `compute` rendered from the definition (config 0) or the fast path.
-pub fn window_body(which: WindowProgram, version: GlslVersion, config: u32) -> Option<String> {
+fn fast_path(which: KernelProgram) -> Option<&'static FastPath> {
+    FAST_PATHS.iter().find(|f| KernelProgram::Window(f.program) == which)
+}
+
+/// The body of program `which` in `version` (the dialect adds preamble and `main`): its
+/// uniforms, then `compute` rendered from the definition (config 0) or the fast path.
+pub fn program_body(which: KernelProgram, version: GlslVersion, config: u32) -> Option<String> {
     let r = render_program(&which.program(), &Glsl(version.table()));
     if config == 0 {
         return Some(format!("{}{}", r.declarations, r.function));
@@ -165,6 +194,6 @@ pub fn window_body(which: WindowProgram, version: GlslVersion, config: u32) -> O
     if version != GlslVersion::Es300 || config >= configs(which, version) {
         return None;
     }
-    let fast = FAST_PATHS.iter().find(|f| f.program == which)?.source;
+    let fast = fast_path(which)?.source;
     Some(format!("{}{fast}", r.declarations))
 }

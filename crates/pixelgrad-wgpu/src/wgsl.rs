@@ -336,6 +336,13 @@ impl Spelling for WgslProgram {
     fn to_float(&self, a: &str) -> String {
         format!("f32({a})")
     }
+    fn to_int(&self, a: &str) -> String {
+        format!("i32({a})")
+    }
+    /// A bit of the status word (`Gpu::status`), which the next readback turns into an error.
+    fn fault(&self, code: u8) -> String {
+        format!("atomicOr(&status[0], {}u);", 1u32 << code)
+    }
     fn param(&self, i: usize, _name: &str) -> String {
         format!("i32(pu({i}u))")
     }
@@ -358,16 +365,25 @@ impl Spelling for WgslProgram {
         format!("for (var {name}: i32 = {lo}; {name} < {hi}; {name}++) {{")
     }
     fn declarations(&self, p: &Program) -> String {
-        let mut s = format!("// {}: rendered from its definition in pixelgrad_core::kernel::windows.\n", p.name);
+        let mut s = format!("// {}: rendered from its definition (pixelgrad_core::kernel::programs).\n", p.name);
         for (i, name) in p.inputs.iter().enumerate() {
             s.push_str(&format!("@group(0) @binding({}) var<storage, read> {name}: array<f32>;\n", i + 1));
         }
-        s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out: array<f32>;\n\n", p.inputs.len() + 1));
-        // a / b rounded towards zero for |a| < 2^31, 0 < b < 2^24 and |a / b| < 2^23 (the
-        // launcher checks): the f32 quotient is off by at most one, corrected once.
+        s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out: array<f32>;\n", p.inputs.len() + 1));
+        if p.faults() {
+            s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> status: array<atomic<u32>>;\n", p.inputs.len() + 2));
+        }
+        s.push('\n');
+        // a / b rounded towards zero for |a| < 2^31 and 0 < b < 2^31 - 384: the f32 quotient
+        // is off by less than 385 (2^-22 of a quotient below 2^31, plus truncation), so the
+        // remainder it leaves is below 2^31 in magnitude and comes out exact from wrapping i32
+        // products; the quotient of that remainder brings q within one, corrected once.
+        // (One f32 quotient alone is exact only below 2^23, which gathers over large tensors
+        // pass.)
         s.push_str(concat!(
             "fn pg_idiv(a: i32, b: i32) -> i32 {\n",
-            "    let q = i32(f32(a) / f32(b));\n",
+            "    let q0 = i32(f32(a) / f32(b));\n",
+            "    let q = q0 + i32(f32(a - q0 * b) / f32(b));\n",
             "    let r = a - q * b;\n",
             "    // The remainder has a's sign and |r| < b.\n",
             "    let over = select(r < 0, r <= -b, a < 0);\n",

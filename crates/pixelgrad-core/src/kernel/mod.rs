@@ -15,8 +15,9 @@
 //!   stays pending until something needs it, and the next elementwise op composes with it.
 //!
 //! Kernels that read at computed positions (the window family) are [`program`]s: indexed
-//! loads, bounded loops and accumulators, defined once in [`windows`], evaluated on the CPU
-//! ([`program_eval`]) and rendered per shading language ([`program_render`]).
+//! loads, bounded loops and accumulators, defined once in [`windows`] and (gathers and
+//! scatters) [`indexing`], listed in [`programs`], evaluated on the CPU ([`program_eval`]) and
+//! rendered per shading language ([`program_render`]).
 //!
 //! ```
 //! use pixelgrad_core::kernel::{eval, ir::{Builder, DType}};
@@ -34,11 +35,13 @@
 pub mod defs;
 pub mod eval;
 pub mod fuse;
+pub mod indexing;
 pub mod ir;
 pub mod lower;
 pub mod program;
 pub mod program_eval;
 pub mod program_render;
+pub mod programs;
 pub mod render;
 pub mod windows;
 

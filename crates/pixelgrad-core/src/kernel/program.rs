@@ -17,6 +17,8 @@
 //! `pixelgrad-wgpu`, GLSL ES 3.00 and 1.00 from one table in `pixelgrad-webgl`). The programs
 //! themselves are in [`super::windows`].
 
+use std::ops::{Div as _, Mul as _, Sub as _};
+
 /// Variable number: a `let` or a loop counter (one namespace per program).
 pub type Var = u8;
 
@@ -43,6 +45,9 @@ pub enum Ix {
     /// The flat index of the output element being computed.
     Elem,
     Bin(IxOp, Box<Ix>, Box<Ix>),
+    /// A float holding a whole number, as an integer: used only where [`Cond::Index`] has
+    /// accepted it (what it gives for any other float differs between dialects).
+    Of(Box<Fx>),
 }
 
 /// Float operations (the device's: the programs divide by tie counts `>= 1` only).
@@ -63,6 +68,12 @@ pub enum Fx {
         input: u8,
         at: Ix,
     },
+    /// Element `at` of input `input` read as an index: exactly as stored (no precision
+    /// emulation rounds it), to be vetted by [`Cond::Index`].
+    Index {
+        input: u8,
+        at: Ix,
+    },
     /// A float variable.
     Var(Var),
     /// The current value of accumulator `i`.
@@ -79,6 +90,13 @@ pub enum Fx {
 pub enum Cond {
     /// IEEE `a == b` (false when either is NaN).
     FEq(Fx, Fx),
+    /// `value` is an index into `0..limit`: a whole number `>= 0` and `< limit` (false for
+    /// NaN and infinities). How index tensors, which hold floats, are vetted.
+    Index {
+        value: Fx,
+        limit: Ix,
+    },
+    Not(Box<Cond>),
 }
 
 /// Kinds of accumulator.
@@ -90,6 +108,8 @@ pub enum Acc {
     /// does), counting the values equal to the kept one: [`crate::ReduceOp::Max`]'s rule and
     /// its gradient's tie split. Empty: value 0, ties 1.
     MaxTies,
+    /// The last value folded, exactly (a copy: `-0.0` stays `-0.0`); 0 when none was.
+    Last,
 }
 
 /// The constant bound under which a loop runs where loops need one (GLSL ES 1.00); the backend
@@ -128,6 +148,11 @@ pub enum Stmt {
         cond: Cond,
         body: Vec<Stmt>,
     },
+    /// Reports that the data is invalid (a bad index), as bit `1 << code` of the device's
+    /// status word where the backend has one (WebGPU: the next readback fails, naming the op);
+    /// the output element still gets a value. The CPU vets the data before it runs a program
+    /// and WebGL in a pass of its own, so for them reaching it is an error / nothing.
+    Fault(u8),
 }
 
 /// A program: computes element [`Ix::Elem`] of its output as `out` after running `body`.
@@ -149,6 +174,18 @@ impl Program {
     /// The number of parameter `name`, if the program has one.
     pub fn param(&self, name: &str) -> Option<usize> {
         self.params.iter().position(|p| *p == name)
+    }
+
+    /// Whether the program can raise a [`Stmt::Fault`] (a backend binds its status word).
+    pub fn faults(&self) -> bool {
+        fn any(body: &[Stmt]) -> bool {
+            body.iter().any(|s| match s {
+                Stmt::Fault(_) => true,
+                Stmt::For { body, .. } | Stmt::If { body, .. } => any(body),
+                _ => false,
+            })
+        }
+        any(&self.body)
     }
 }
 
@@ -179,6 +216,10 @@ impl Fx {
     pub fn eq(self, o: Fx) -> Cond {
         Cond::FEq(self, o)
     }
+    /// [`Cond::Index`]: `self` is an index into `0..limit`.
+    pub fn is_index(self, limit: Ix) -> Cond {
+        Cond::Index { value: self, limit }
+    }
 }
 
 macro_rules! ix_op {
@@ -192,6 +233,14 @@ macro_rules! ix_op {
     )*};
 }
 ix_op!(Add add Add, Sub sub Sub, Mul mul Mul, Div div Div);
+
+/// `a % b` for `a >= 0`, `b > 0`, as `a - (a / b) * b` (no remainder operation of its own).
+impl std::ops::Rem for Ix {
+    type Output = Ix;
+    fn rem(self, o: Ix) -> Ix {
+        self.clone().sub(self.div(o.clone()).mul(o))
+    }
+}
 
 impl std::ops::Div for Fx {
     type Output = Fx;

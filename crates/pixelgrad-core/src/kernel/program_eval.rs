@@ -9,6 +9,7 @@ use crate::{Error, Result};
 pub trait Scalar: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> {
     fn of_f32(v: f32) -> Self;
     fn of_i64(v: i64) -> Self;
+    fn as_f64(self) -> f64;
 }
 
 impl Scalar for f32 {
@@ -18,6 +19,9 @@ impl Scalar for f32 {
     fn of_i64(v: i64) -> Self {
         v as f32
     }
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
 }
 
 impl Scalar for f64 {
@@ -26,6 +30,9 @@ impl Scalar for f64 {
     }
     fn of_i64(v: i64) -> Self {
         v as f64
+    }
+    fn as_f64(self) -> f64 {
+        self
     }
 }
 
@@ -62,13 +69,31 @@ impl<T: Scalar> State<'_, T> {
                     IxOp::Max => a.max(b),
                 }
             }
+            Ix::Of(f) => {
+                let v = self.fx(f)?.as_f64();
+                if !(v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15) {
+                    return Err(bad(self.program, format!("{v} used as an integer")));
+                }
+                v as i64
+            }
+        })
+    }
+
+    fn cond(&self, c: &Cond) -> Result<bool> {
+        Ok(match c {
+            Cond::FEq(a, b) => self.fx(a)? == self.fx(b)?,
+            Cond::Index { value, limit } => {
+                let (v, l) = (self.fx(value)?.as_f64(), self.ix(limit)?);
+                v >= 0.0 && v < l as f64 && v.floor() == v
+            }
+            Cond::Not(c) => !self.cond(c)?,
         })
     }
 
     fn fx(&self, e: &Fx) -> Result<T> {
         Ok(match e {
             Fx::Lit(bits) => T::of_f32(f32::from_bits(*bits)),
-            Fx::Load { input, at } => {
+            Fx::Load { input, at } | Fx::Index { input, at } => {
                 let data = self.inputs.get(*input as usize).ok_or_else(|| bad(self.program, format!("no input {input}")))?;
                 let i = self.ix(at)?;
                 *usize::try_from(i)
@@ -119,6 +144,7 @@ impl<T: Scalar> State<'_, T> {
                     let (m, ties) = &mut self.accs[*acc as usize];
                     match kind {
                         Acc::Sum => *m = *m + v,
+                        Acc::Last => *m = v,
                         Acc::MaxTies => {
                             if *ties == zero || v > *m {
                                 *m = v;
@@ -129,11 +155,13 @@ impl<T: Scalar> State<'_, T> {
                         }
                     }
                 }
-                Stmt::If { cond: Cond::FEq(a, b), body } => {
-                    if self.fx(a)? == self.fx(b)? {
+                Stmt::If { cond, body } => {
+                    if self.cond(cond)? {
                         self.run(body)?;
                     }
                 }
+                // The CPU vets data before it runs a program: reaching a fault is its error.
+                Stmt::Fault(code) => return Err(bad(self.program, format!("fault {code} (invalid data)"))),
             }
         }
         Ok(())

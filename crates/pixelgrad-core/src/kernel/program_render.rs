@@ -21,14 +21,28 @@ pub trait Spelling {
     fn param(&self, i: usize, name: &str) -> String;
     /// Element `at` of input `i` named `name`.
     fn load(&self, i: usize, name: &str, at: &str) -> String;
+    /// Element `at` of input `i` named `name`, exactly as stored ([`Fx::Index`]).
+    fn load_index(&self, i: usize, name: &str, at: &str) -> String {
+        self.load(i, name, at)
+    }
     /// Integer `a` as a float.
     fn to_float(&self, a: &str) -> String;
+    /// Float `a`, a whole number, as an integer.
+    fn to_int(&self, a: &str) -> String;
+    /// The statement raising fault `code` ([`Stmt::Fault`]); a comment where the backend
+    /// checks the data in a pass of its own.
+    fn fault(&self, code: u8) -> String;
     /// Integer division truncating towards zero.
     fn div(&self, a: &str, b: &str) -> String {
         format!("({a} / {b})")
     }
     /// A statement declaring a new immutable integer (`float`: a float) variable.
     fn let_(&self, float: bool, name: &str, value: &str) -> String;
+    /// A statement declaring a new immutable float variable holding an index ([`Fx::Index`]),
+    /// which must keep its value exactly.
+    fn let_index(&self, name: &str, value: &str) -> String {
+        self.let_(true, name, value)
+    }
     /// A statement declaring a mutable float variable.
     fn var(&self, name: &str, value: &str) -> String;
     /// The header of `for name in lo..hi { ` (`lo`, `hi` are variables), with the constant
@@ -82,6 +96,20 @@ impl R<'_> {
                     IxOp::Max => format!("max({a}, {b})"),
                 }
             }
+            Ix::Of(f) => self.s.to_int(&self.fx(f)),
+        }
+    }
+
+    fn cond(&self, c: &Cond) -> String {
+        match c {
+            Cond::FEq(a, b) => format!("({} == {})", self.fx(a), self.fx(b)),
+            // NaN fails every comparison, so it is no index.
+            Cond::Index { value, limit } => {
+                let v = self.fx(value);
+                let l = self.s.to_float(&self.ix(limit));
+                format!("({v} >= 0.0 && {v} < {l} && {v} == floor({v}))")
+            }
+            Cond::Not(c) => format!("!{}", self.cond(c)),
         }
     }
 
@@ -89,6 +117,7 @@ impl R<'_> {
         match e {
             Fx::Lit(bits) => self.s.float_lit(f32::from_bits(*bits)),
             Fx::Load { input, at } => self.s.load(*input as usize, self.p.inputs[*input as usize], &self.ix(at)),
+            Fx::Index { input, at } => self.s.load_index(*input as usize, self.p.inputs[*input as usize], &self.ix(at)),
             Fx::Var(v) => format!("v{v}"),
             Fx::Acc(a) => format!("a{a}"),
             Fx::Ties(a) => format!("max(t{a}, 1.0)"),
@@ -109,6 +138,10 @@ impl R<'_> {
             match st {
                 Stmt::Let(v, e) => {
                     let l = self.s.let_(false, &format!("v{v}"), &self.ix(e));
+                    self.line(&l);
+                }
+                Stmt::LetF(v, e @ Fx::Index { .. }) => {
+                    let l = self.s.let_index(&format!("v{v}"), &self.fx(e));
                     self.line(&l);
                 }
                 Stmt::LetF(v, e) => {
@@ -137,6 +170,7 @@ impl R<'_> {
                     let v = self.fx(value);
                     match self.p.accs[*acc as usize] {
                         Acc::Sum => self.line(&format!("a{acc} += {v};")),
+                        Acc::Last => self.line(&format!("a{acc} = {v};")),
                         Acc::MaxTies => {
                             let t = format!("f{}", self.temps);
                             self.temps += 1;
@@ -151,8 +185,12 @@ impl R<'_> {
                         }
                     }
                 }
-                Stmt::If { cond: Cond::FEq(a, b), body } => {
-                    let l = format!("if ({} == {}) {{", self.fx(a), self.fx(b));
+                Stmt::Fault(code) => {
+                    let l = self.s.fault(*code);
+                    self.line(&l);
+                }
+                Stmt::If { cond, body } => {
+                    let l = format!("if ({}) {{", self.cond(cond));
                     self.line(&l);
                     self.depth += 1;
                     self.stmts(body);

@@ -137,3 +137,56 @@ fn avg_pool_programs_are_the_mean_and_its_gradient() {
         }
     }
 }
+
+/// `[outer, len, inner]` sizes of `dims` around `axis`.
+fn split(dims: &[usize], axis: usize) -> (usize, usize, usize) {
+    (dims[..axis].iter().product(), dims[axis], dims[axis + 1..].iter().product())
+}
+
+#[test]
+fn gather_and_scatter_add_programs_are_the_ops() {
+    use super::indexing::{gather_params, scatter_add_params, IndexProgram};
+    let p = |v: [usize; 3]| v.map(|x| x as i64).to_vec();
+    // x [2, 3, 2]; idx [2, 4, 2] along axis 1 (indices 0..3), -0.0 kept as a copy.
+    let (dx, di) = ([2usize, 3, 2], [2usize, 4, 2]);
+    let x: Vec<f32> = (0..12).map(|i| if i == 4 { -0.0 } else { i as f32 * 1.5 - 3.0 }).collect();
+    let idx: Vec<f32> = (0..16).map(|i| ((i * 7 + 1) % 3) as f32).collect();
+    let got = eval(&IndexProgram::Gather.program(), &[&x, &idx], &p(gather_params(&dx, &di, 1)), 16).unwrap();
+    let (outer, j, inner) = split(&di, 1);
+    for o in 0..outer {
+        for jj in 0..j {
+            for r in 0..inner {
+                let e = (o * j + jj) * inner + r;
+                let want = x[(o * dx[1] + idx[e] as usize) * inner + r];
+                assert_eq!(got[e].to_bits(), want.to_bits(), "gather at {e}");
+            }
+        }
+    }
+    // Scatter the gathered values back into a size-5 axis (indices 0..3: rows 3, 4 stay 0).
+    let src: Vec<f32> = (0..16).map(|i| i as f32 + 0.5).collect();
+    let got = eval(&IndexProgram::ScatterAdd.program(), &[&src, &idx], &p(scatter_add_params(&di, 1, 5)), 20).unwrap();
+    let mut want = vec![0.0f32; 20];
+    for o in 0..outer {
+        for jj in 0..j {
+            for r in 0..inner {
+                let e = (o * j + jj) * inner + r;
+                want[(o * 5 + idx[e] as usize) * inner + r] += src[e];
+            }
+        }
+    }
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_bad_index_reaches_the_fault() {
+    use super::indexing::{gather_params, scatter_add_params, IndexProgram};
+    let x = [1.0f32, 2.0];
+    for bad in [2.0, -1.0, 0.5, f32::NAN, f32::INFINITY] {
+        let p = gather_params(&[2], &[1], 0).map(|v| v as i64);
+        let e = eval(&IndexProgram::Gather.program(), &[&x, &[bad]], &p, 1).unwrap_err();
+        assert!(e.to_string().contains("fault"), "{e}");
+        let p = scatter_add_params(&[1], 0, 2).map(|v| v as i64);
+        assert!(eval(&IndexProgram::ScatterAdd.program(), &[&x[..1], &[bad]], &p, 2).is_err());
+    }
+    assert!(IndexProgram::ALL.iter().all(|p| p.program().faults()));
+}

@@ -1,9 +1,12 @@
-//! Gather and scatter-add. Scatter-add is written as a gather (each output loops over the
-//! source positions of its column and sums those whose index hits it), so it needs neither
-//! atomics nor float blending.
+//! Gather and scatter-add: the index programs rendered from their one definition
+//! (`pixelgrad_core::kernel::indexing`, through [`crate::glsl`]). Scatter-add is written as a
+//! gather (each output loops over the source positions of its column and sums those whose
+//! index hits it), so it needs neither atomics nor float blending. A fragment cannot report a
+//! bad index, so each op also renders a check of its indices ([`crate::checks`]).
 
 use std::rc::Rc;
 
+use pixelgrad_core::kernel::indexing::{gather_params, scatter_add_params, IndexProgram};
 use pixelgrad_core::{Result, Shape};
 
 use super::split_axis;
@@ -11,6 +14,31 @@ use crate::checks::Check;
 use crate::context::Shared;
 use crate::launch::Pass;
 use crate::texture::GlTensor;
+
+/// The samplers and uniforms of each index program, in its `inputs` and `params` order
+/// (`u_NAME`, as `crate::glsl` declares them; the test below holds them to the definitions).
+const GATHER: ([&str; 2], [&str; 3]) = (["u_x", "u_idx"], ["u_len_x", "u_len_idx", "u_inner"]);
+const SCATTER_ADD: ([&str; 2], [&str; 3]) = (["u_src", "u_idx"], ["u_size", "u_len", "u_inner"]);
+
+fn names(which: IndexProgram) -> ([&'static str; 2], [&'static str; 3]) {
+    match which {
+        IndexProgram::Gather => GATHER,
+        IndexProgram::ScatterAdd => SCATTER_ADD,
+    }
+}
+
+/// The pass of `which` over inputs `ins` with parameters `params`.
+fn program_pass<'a>(which: IndexProgram, ins: [&'a GlTensor; 2], params: [usize; 3]) -> Pass<'a> {
+    let (inputs, uniforms) = names(which);
+    let mut pass = Pass::new(which.name(), which.name(), 0);
+    for (name, t) in inputs.into_iter().zip(ins) {
+        pass = pass.input(name, t);
+    }
+    for (name, v) in uniforms.into_iter().zip(params) {
+        pass = pass.int(name, v);
+    }
+    pass
+}
 
 /// Renders a 1-element flag: non-zero if any index is NaN, fractional or outside `0..bound`.
 fn index_check(sh: &Rc<Shared>, op: &'static str, idx: &GlTensor, n: usize, bound: usize, axis: usize) -> Result<()> {
@@ -21,9 +49,7 @@ fn index_check(sh: &Rc<Shared>, op: &'static str, idx: &GlTensor, n: usize, boun
 }
 
 pub(crate) fn gather(sh: &Rc<Shared>, x: &GlTensor, idx: &GlTensor, sx: &Shape, si: &Shape, axis: usize) -> Result<GlTensor> {
-    let (_, j, inner) = split_axis(&si.0, axis);
-    let pass =
-        Pass::new("gather", "gather", 0).input("u_x", x).input("u_idx", idx).int("u_inner", inner).int("u_j", j).int("u_a", sx.0[axis]);
+    let pass = program_pass(IndexProgram::Gather, [x, idx], gather_params(&sx.0, &si.0, axis));
     let out = sh.run(pass, si.numel())?;
     if si.numel() > 0 {
         index_check(sh, "gather", idx, si.numel(), sx.0[axis], axis)?;
@@ -34,15 +60,25 @@ pub(crate) fn gather(sh: &Rc<Shared>, x: &GlTensor, idx: &GlTensor, sx: &Shape, 
 pub(crate) fn scatter_add(sh: &Rc<Shared>, src: &GlTensor, idx: &GlTensor, s: &Shape, axis: usize, size: usize) -> Result<GlTensor> {
     let (outer, j, inner) = split_axis(&s.0, axis);
     super::gl1::loop_bound(sh, "scatter_add", "webgl1 scatter_add loop (GLSL ES 1.00 constant bound)", j, crate::gl1::MAX_LOOP)?;
-    let pass = Pass::new("scatter_add", "scatter_add", 0)
-        .input("u_src", src)
-        .input("u_idx", idx)
-        .int("u_inner", inner)
-        .int("u_j", j)
-        .int("u_s", size);
+    let pass = program_pass(IndexProgram::ScatterAdd, [src, idx], scatter_add_params(&s.0, axis, size));
     let out = sh.run(pass, outer * size * inner)?;
     if s.numel() > 0 {
         index_check(sh, "scatter_add", idx, s.numel(), size, axis)?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_names_are_the_programs_inputs_and_params() {
+        for which in IndexProgram::ALL {
+            let (p, (inputs, uniforms)) = (which.program(), names(which));
+            let want: Vec<String> = p.inputs.iter().chain(&p.params).map(|n| format!("u_{n}")).collect();
+            let got: Vec<String> = inputs.iter().chain(&uniforms).map(|n| n.to_string()).collect();
+            assert_eq!(got, want, "{}", which.name());
+        }
+    }
 }

@@ -1,29 +1,38 @@
-//! gather and scatter_add along an axis (indices stored as f32).
+//! Gather and scatter-add along an axis (indices stored as f32): the index programs rendered
+//! from their one definition (`pixelgrad_core::kernel::indexing`), one invocation per output
+//! element. A bad index reads 0 and raises its bit of the status word, which the next readback
+//! turns into an error naming the op (`Gpu::status`).
 
-use std::borrow::Cow;
+use pixelgrad_core::kernel::indexing::{gather_params, scatter_add_params, IndexProgram};
+use pixelgrad_core::kernel::programs::KernelProgram;
+use pixelgrad_core::{Error, Result, Shape};
 
-use pixelgrad_core::{Result, Shape};
-
-use super::u;
+use super::programs::program_kernel;
 use crate::context::{Gpu, GpuTensor};
-use crate::pipelines::Kernel;
+use crate::BACKEND;
 
-pub(crate) const GATHER: Kernel = Kernel {
-    name: Cow::Borrowed("gather"),
-    source: Cow::Borrowed(include_str!("../kernels/gather.wgsl")),
-    inputs: 2,
-    outputs: 1,
-    overrides: &[],
-    status: true,
-};
-pub(crate) const SCATTER_ADD: Kernel = Kernel {
-    name: Cow::Borrowed("scatter_add"),
-    source: Cow::Borrowed(include_str!("../kernels/scatter_add.wgsl")),
-    inputs: 2,
-    outputs: 1,
-    overrides: &[],
-    status: true,
-};
+/// Runs `which` with `params` over `n` output elements. The programs index with `i32`, so
+/// every tensor they touch (`largest` elements) stays below 2^31.
+fn run(gpu: &Gpu, which: IndexProgram, params: [usize; 3], ins: [&GpuTensor; 2], n: usize, largest: usize, res: &GpuTensor) -> Result<()> {
+    let op = which.name();
+    let limit = i32::MAX as usize;
+    if let Some(&requested) = params.iter().chain([&largest]).find(|&&v| v > limit) {
+        return Err(Error::Limit {
+            op,
+            backend: BACKEND.into(),
+            limit_name: "i32 element index",
+            limit: limit as u64,
+            requested: requested as u64,
+        });
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let mut p: Vec<u32> = params.iter().map(|&v| v as u32).collect();
+    p.push(n as u32);
+    let grid = gpu.grid_elems(op, n)?;
+    gpu.launch(op, program_kernel(KernelProgram::Index(which)), &[], &[ins[0].buffer(), ins[1].buffer()], res.buffer(), &p, grid)
+}
 
 pub(crate) fn gather(
     gpu: &Gpu,
@@ -34,11 +43,8 @@ pub(crate) fn gather(
     out: &Shape,
     res: &GpuTensor,
 ) -> Result<()> {
-    let (xd, id) = (shapes[0].dims(), shapes[1].dims());
-    let inner: usize = id[axis + 1..].iter().product();
-    let p = [u("gather", out.numel())?, u("gather", xd[axis])?, u("gather", id[axis])?, u("gather", inner)?];
-    let grid = gpu.grid_elems("gather", out.numel())?;
-    gpu.launch("gather", &GATHER, &[], &[x.buffer(), idx.buffer()], res.buffer(), &p, grid)
+    let params = gather_params(shapes[0].dims(), shapes[1].dims(), axis);
+    run(gpu, IndexProgram::Gather, params, [x, idx], out.numel(), shapes[0].numel().max(out.numel()), res)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -51,9 +57,6 @@ pub(crate) fn scatter_add(
     shapes: &[&Shape],
     res: &GpuTensor,
 ) -> Result<()> {
-    let sd = shapes[0].dims();
-    let inner: usize = sd[axis + 1..].iter().product();
-    let p = [u("scatter_add", res.len)?, u("scatter_add", size)?, u("scatter_add", sd[axis])?, u("scatter_add", inner)?];
-    let grid = gpu.grid_elems("scatter_add", res.len)?;
-    gpu.launch("scatter_add", &SCATTER_ADD, &[], &[src.buffer(), idx.buffer()], res.buffer(), &p, grid)
+    let params = scatter_add_params(shapes[0].dims(), axis, size);
+    run(gpu, IndexProgram::ScatterAdd, params, [src, idx], res.len, shapes[0].numel().max(res.len), res)
 }

@@ -9,6 +9,7 @@ pub(crate) mod matmul;
 mod matmul_cpu;
 mod matmul_cpu_src;
 pub(crate) mod matmul_i8;
+mod programs;
 pub(crate) mod reduce;
 pub(crate) mod widen;
 mod window;
@@ -41,15 +42,14 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &window::IM2COL,
         &window::COL2IM,
         &window::DEPTHWISE,
-        &index::GATHER,
-        &index::SCATTER_ADD,
         &layout::COPY,
         &crate::image::FROM_PIXELS,
         &widen::NARROW8,
         &crate::image::YUV_TO_RGBA,
     ];
-    // Then the window programs and the generated register-blocked matmuls, every variant.
-    let programs = pixelgrad_core::kernel::windows::WindowProgram::ALL.into_iter().map(window::program_kernel);
+    // Then the programs with loops (windows, gathers, scatters) and the generated
+    // register-blocked matmuls, every variant.
+    let programs = pixelgrad_core::kernel::programs::KernelProgram::ALL.into_iter().map(programs::program_kernel);
     files.into_iter().chain(programs).chain(matmul_cpu::all()).collect()
 }
 

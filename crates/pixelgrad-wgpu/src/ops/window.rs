@@ -3,8 +3,8 @@
 //! from their one definition (max pooling and its gradient).
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
 
+use pixelgrad_core::kernel::programs::KernelProgram;
 use pixelgrad_core::kernel::windows::{window_params, WindowProgram, WINDOW_PARAMS};
 use pixelgrad_core::{Error, Result, Shape, Window};
 
@@ -114,24 +114,6 @@ pub(crate) fn depthwise(gpu: &Gpu, win: &Window, x: &GpuTensor, k: &GpuTensor, s
     gpu.launch("depthwise_conv", &DEPTHWISE, &[], &[x.buffer(), k.buffer()], res.buffer(), &p, grid)
 }
 
-/// The kernel of a window program, rendered from its one definition
-/// (`pixelgrad_core::kernel::windows`) once per process.
-pub(crate) fn program_kernel(which: WindowProgram) -> &'static Kernel {
-    static KERNELS: [OnceLock<Kernel>; WindowProgram::ALL.len()] = [const { OnceLock::new() }; WindowProgram::ALL.len()];
-    let i = WindowProgram::ALL.iter().position(|w| *w == which).unwrap_or(0);
-    KERNELS[i].get_or_init(|| {
-        let p = which.program();
-        Kernel {
-            name: Cow::Borrowed(which.name()),
-            source: Cow::Owned(crate::wgsl::program_source(&p)),
-            inputs: p.inputs.len(),
-            outputs: 1,
-            overrides: &[],
-            status: false,
-        }
-    })
-}
-
 /// Runs window program `which` over `n` output elements of images `h` x `w`: one invocation
 /// per element. The programs index with `i32`, so every tensor they touch (`largest`
 /// elements) stays below 2^31.
@@ -191,7 +173,7 @@ fn run_program(
     p.push(n as u32);
     let grid = gpu.grid_1d(op, n.div_ceil(256) as u64)?;
     let buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buffer()).collect();
-    gpu.launch(op, program_kernel(which), &[], &buffers, res.buffer(), &p, grid)
+    gpu.launch(op, super::programs::program_kernel(KernelProgram::Window(which)), &[], &buffers, res.buffer(), &p, grid)
 }
 
 /// [`pixelgrad_core::Op::Window`]: any window program, one invocation per output element.

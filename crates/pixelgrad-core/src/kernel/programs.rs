@@ -1,0 +1,57 @@
+//! Every program with loops the GPU backends render, as one list: the window family
+//! ([`super::windows`]) and the index programs ([`super::indexing`]). Backends enumerate
+//! [`KernelProgram::ALL`] to register, warm up and validate them, so a new program is checked
+//! by every backend's shader tests without being named there.
+
+use super::indexing::IndexProgram;
+use super::program::Program;
+use super::windows::WindowProgram;
+
+/// One program of the kernel IR with loops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelProgram {
+    Window(WindowProgram),
+    Index(IndexProgram),
+}
+
+impl KernelProgram {
+    pub const ALL: [KernelProgram; WindowProgram::ALL.len() + IndexProgram::ALL.len()] = {
+        let mut all = [KernelProgram::Index(IndexProgram::Gather); WindowProgram::ALL.len() + IndexProgram::ALL.len()];
+        let mut i = 0;
+        while i < WindowProgram::ALL.len() {
+            all[i] = KernelProgram::Window(WindowProgram::ALL[i]);
+            i += 1;
+        }
+        let mut j = 0;
+        while j < IndexProgram::ALL.len() {
+            all[i + j] = KernelProgram::Index(IndexProgram::ALL[j]);
+            j += 1;
+        }
+        all
+    };
+
+    /// The program's (and its GPU programs') name, unique among [`KernelProgram::ALL`].
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelProgram::Window(w) => w.name(),
+            KernelProgram::Index(x) => x.name(),
+        }
+    }
+
+    /// The program named `name`.
+    pub fn by_name(name: &str) -> Option<KernelProgram> {
+        KernelProgram::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Its position in [`KernelProgram::ALL`] (for per-program caches).
+    pub fn index(self) -> usize {
+        KernelProgram::ALL.iter().position(|p| *p == self).unwrap_or(0)
+    }
+
+    pub fn program(self) -> Program {
+        match self {
+            KernelProgram::Window(w) => w.program(),
+            KernelProgram::Index(x) => x.program(),
+        }
+    }
+}
