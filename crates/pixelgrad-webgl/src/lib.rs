@@ -66,7 +66,7 @@
 //!
 //! # Counters and the steady state
 //!
-//! [`Caps::counters`](pixelgrad_core::Caps::counters) reports, cumulatively:
+//! [`Backend::counters`](pixelgrad_core::Backend::counters) reports, cumulatively:
 //! - `allocations`: textures created (pool hits and plan reuse are not counted; a dropped
 //!   tensor's texture returns to the pool, or to its step plan, at once: GL orders the draws
 //!   that still read it);

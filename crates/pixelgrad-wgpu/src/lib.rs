@@ -31,7 +31,7 @@
 //! - **pipelines** are cached by kernel and a small configuration (op code, transpose flags),
 //!   never by shape: shapes, strides and scalars travel in a 256-byte uniform slot per launch;
 //! - **submission**: launches are recorded into one command encoder and submitted at sync
-//!   points (reads, [`Caps::flush`](pixelgrad_core::Caps::flush)) or every
+//!   points (reads, [`Backend::flush`](pixelgrad_core::Backend::flush)) or every
 //!   [`WgpuOptions::max_ops_per_submit`] launches;
 //! - **limits**: launches fold into 2-D grids under `maxComputeWorkgroupsPerDimension`; a
 //!   tensor over `maxStorageBufferBindingSize` is an [`pixelgrad_core::Error::Limit`];
@@ -62,7 +62,7 @@
 //!
 //! # Counters and the steady state
 //!
-//! [`Caps::counters`](pixelgrad_core::Caps::counters) reports, cumulatively:
+//! [`Backend::counters`](pixelgrad_core::Backend::counters) reports, cumulatively:
 //! - `allocations`: wgpu buffers created (tensor storage and readback staging; pool hits
 //!   are not counted);
 //! - `compiles`: compute pipelines created (cache misses of the (kernel, constants) cache);
