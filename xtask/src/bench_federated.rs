@@ -22,8 +22,9 @@
 //! the server's own noise would give (`server_epsilon` of `xtask federated`): the numbers of
 //! the federated guide's privacy table, from one run.
 //!
-//! Writes `web/bench/results/federated-<date>.json` (`privacy-<date>.json` with `--privacy`;
-//! date, commit and machine) and regenerates `docs/benchmarks.md`. A benchmark, never a test:
+//! Writes `web/bench/results/federated-<date>.json` (`federated-tabs-<date>.json` with tabs,
+//! `privacy-<date>.json` with `--privacy`; date, commit and machine) and regenerates
+//! `docs/benchmarks.md`. A benchmark, never a test:
 //! nothing is asserted.
 
 use std::path::{Path, PathBuf};
@@ -276,7 +277,13 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
         "rows": rows,
     });
     let stamp = date[..19].replace(':', "-");
-    let kind = if o.privacy { "privacy" } else { "federated" };
+    let kind = if o.privacy {
+        "privacy"
+    } else if o.browsers > 0 {
+        "federated-tabs"
+    } else {
+        "federated"
+    };
     let out = o.out.clone().unwrap_or_else(|| root.join("web/bench/results").join(format!("{kind}-{stamp}.json")));
     crate::bench_report::write_result("bench-federated", &out, &result)
 }

@@ -9,6 +9,7 @@
 //   camera-<date>.json       `node web/bench/camera.mjs`: the camera demo end to end
 //   quality-<date>.json      `cargo xtask bench-quality`: test accuracy per workload and backend
 //   federated-<date>.json    `cargo xtask bench-federated`: SecAgg+ against plain FedAvg per round
+//   federated-tabs-<date>.json  the same with browser tabs in each federation (`--browsers K`)
 //   privacy-<date>.json      `cargo xtask bench-federated --privacy`: accuracy and epsilon per privacy mode
 // Files written before the runners recorded their date, commit and machine get them from
 // provenance.json (taken from the git history; it says so).
@@ -18,7 +19,7 @@ import { renderMarkdown as renderInference, START as INFERENCE_START, END as INF
 /** The benchmark a result file belongs to, from its name; null for files that are not results. */
 export function kindOf(name) {
   if (!name.endsWith('.json') || name === 'provenance.json') return null;
-  for (const k of ['inference', 'preprocess', 'camera', 'quality', 'federated', 'privacy']) if (name.startsWith(`${k}-`)) return k;
+  for (const k of ['inference', 'preprocess', 'camera', 'quality', 'federated-tabs', 'federated', 'privacy']) if (name.startsWith(`${k}-`)) return k;
   return /^\d{4}-\d{2}-\d{2}T/.test(name) ? 'training' : null;
 }
 
@@ -171,17 +172,21 @@ function qualitySection(run) {
   return L.join('\n');
 }
 
-function federatedSection(run) {
+function federatedSection(run, title = 'Federated learning: SecAgg+ against plain FedAvg, per round (`cargo xtask bench-federated`)') {
   const { meta, files } = run;
   const j = files[0].json;
+  const kinds = j.rows.find((r) => r.nodeKinds)?.nodeKinds;
   const kib = (x) => (x == null ? 'n/a' : `${(x / 1024).toFixed(1)} KiB`);
   const ms = (x) => (x == null ? 'n/a' : `${(1000 * x).toFixed(x < 0.01 ? 2 : 0)} ms`);
   const stages = ['setup', 'share_keys', 'collect_masked_vectors', 'unmask'];
   const L = [
-    '## Federated learning: SecAgg+ against plain FedAvg, per round (`cargo xtask bench-federated`)',
+    `## ${title}`,
     '',
     `Run: ${meta.date}, commit ${meta.commit}, ${meta.machine}; \`web/bench/results/${files[0].name}\`.`,
     j.about ?? '',
+    ...(kinds && kinds.some((k) => k.startsWith('tab:'))
+      ? [`Nodes: ${kinds.map((k) => (k.startsWith('tab:') ? `a ${k.slice(4)} tab` : 'a native node')).join(', ')}. Bytes and client times below are the native nodes' own counts (the tabs exchange the same messages but do not report them).`]
+      : []),
     'Bytes are the Fleet API bodies a node sends and receives per round (mean over nodes). Client time is the',
     "node's own compute: local training, then each SecAgg+ stage it answers (mean over nodes and rounds).",
     "Server time is the round's wall time in the ServerApp and, under SecAgg+, each stage of",
@@ -277,10 +282,13 @@ export function renderBenchmarksDoc(files, provenance = {}) {
   }
   out.push(qualitySection(current('quality')), '');
   if (current('federated')) out.push(federatedSection(current('federated')), '');
+  if (current('federated-tabs')) {
+    out.push(federatedSection(current('federated-tabs'), 'Federated learning with browser tabs: SecAgg+ against plain FedAvg, per round (`cargo xtask bench-federated --browsers K`)'), '');
+  }
   if (current('privacy')) out.push(privacySection(current('privacy')), '');
 
   const earlier = [];
-  for (const [k, , cmd] of [...SECTIONS, ['quality', null, '`cargo xtask bench-quality`'], ['federated', null, '`cargo xtask bench-federated`'], ['privacy', null, '`cargo xtask bench-federated --privacy`']]) {
+  for (const [k, , cmd] of [...SECTIONS, ['quality', null, '`cargo xtask bench-quality`'], ['federated', null, '`cargo xtask bench-federated`'], ['federated-tabs', null, '`cargo xtask bench-federated --browsers K`'], ['privacy', null, '`cargo xtask bench-federated --privacy`']]) {
     for (const r of (runs[k] || []).slice(0, -1)) {
       for (const f of r.files) earlier.push(`| ${cmd} | \`web/bench/results/${f.name}\` | ${r.meta.date} | ${r.meta.commit}${r.meta.label ? ` (${r.meta.label})` : ''} |`);
     }

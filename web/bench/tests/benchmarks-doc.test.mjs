@@ -106,3 +106,16 @@ test('the privacy section shows accuracy, the nodes\' epsilon and the server\'s 
   assert.match(section, /\| 4 \| SecAgg\+ \(4 shares, threshold 3\) \| `distributed:0\.3,1,1e-5` \| 20\.00 % \| 32\.35 \(0\.00001\) \| – \|/);
   assert.match(section, /`local:8,1e-5,1` \| failed: the federation did not finish/);
 });
+
+test('a run with browser tabs gets its own section beside the native one, naming each node', () => {
+  const row = (mode, acc) => ({ nodes: 4, mode, secagg: mode === 'plain' ? null : { shares: 4, threshold: 3 }, bytesUpPerNodeRound: 1024, bytesDownPerNodeRound: 1024, clientSeconds: { train: 1 }, serverRoundSeconds: 2, serverStageSeconds: {}, finalAccuracy: acc, nodeKinds: ['native', 'tab:webgpu', 'tab:webgl', 'tab:cpu'] });
+  const mk = (name, rows) => ({ name, json: { date: '2099-01-03T00:00:00.000Z', machine: { cpu: 'Test CPU', cores: 2, memoryGiB: 8, commit: 'abcdef0' }, about: 'about', rows } });
+  const native = mk('federated-2099-01-02T00-00-00.json', [{ ...row('plain', 0.9), nodeKinds: ['native', 'native', 'native', 'native'] }]);
+  const tabs = mk('federated-tabs-2099-01-03T00-00-00.json', [row('plain', 0.955), row('secagg+', 0.956)]);
+  const doc = renderBenchmarksDoc([...files, native, tabs], provenance);
+  assert.match(doc, /## Federated learning: SecAgg\+ against plain FedAvg, per round[^\n]*\n\nRun: [^\n]*federated-2099-01-02/);
+  const section = doc.slice(doc.indexOf('## Federated learning with browser tabs'));
+  assert.match(section, /federated-tabs-2099-01-03T00-00-00\.json/);
+  assert.match(section, /Nodes: a native node, a webgpu tab, a webgl tab, a cpu tab\./);
+  assert.match(section, /\| 4 \| SecAgg\+ \(4 shares, threshold 3\) .*\| 95\.60 % \|/);
+});
