@@ -3,7 +3,9 @@
 # a small federation through an unmodified flwr 1.42 SuperLink — 2 headless Chromium tabs
 # (webgpu, webgl) + 1 native node on non-IID digits shards, 4 rounds, the last tab closed
 # mid-round 2 — over TLS (a throwaway CA every client verifies) with SuperLink node
-# authentication on (every node's persistent key registered with `flwr supernode register`
+# authentication on and client-side clipping (clip 50, noise multiplier 1e-4: training as without; the
+# federation's epsilon from the server's noise reported
+# after every round; every node's persistent key registered with `flwr supernode register`
 # first; a node with an unregistered key refused), then the CLI's error for an unreachable
 # SuperLink; then SecAgg+ (flwr's SecAggPlusWorkflow) with 2 tabs (webgpu, webgl), 2 native
 # nodes and one of Flower's own Python SuperNodes (secaggplus_mod), one native node leaving
@@ -20,14 +22,14 @@ bash scripts/flower-venv.sh >/dev/null
 echo "== the flower-app's Python ClientApp (NumPy training behind secaggplus_mod)"
 target/flwr-venv/bin/python -B crates/pixelgrad-flower/flower-app/tests/test_client_app.py
 
-echo "== a federation over TLS with node authentication: 4 rounds, 2 tabs + 1 native node, one tab closed mid-round 2"
+echo "== a federation over TLS with node authentication: 4 rounds, 2 tabs + 1 native node, one tab closed mid-round 2, client clipping (server epsilon after every round)"
 # The bytes check: request bodies per round at most 10 % over the parameter payload plus 16 KiB
 # for Flower's fixed per-round object traffic (~8 KB: object pulls and pushes with their IDs,
 # object heads, npy headers), which digits' small payload (77 KB) would not absorb alone.
 # --debug-cli: the dev-profile CLI that the native tests already built (a release build with
 # both GPU backends would add minutes on a fresh 2-core machine).
 out=$(cargo xtask federated --rounds 4 --browsers 2 --native 1 --dataset digits --alpha 0.5 \
-        --epochs 3 --lr 0.005 --drop-one --tls --node-auth --debug-cli --json)
+        --epochs 3 --lr 0.005 --drop-one --tls --node-auth --dp client-clip:50,0.0001 --debug-cli --json)
 echo "$out" | tail -n 8 | grep -v '^{' || true
 summary=$(echo "$out" | tail -n 1)
 node -e '
@@ -45,7 +47,11 @@ node -e '
   for (const c of s.clients) if (c.other_requests) fail(`tab ${c.node} made non-Fleet requests`);
   if (!(s.tls && s.node_auth)) fail("the federation did not run with TLS and node authentication");
   if (!/is not registered/.test(s.unregistered_refused || "")) fail(`an unregistered node was not refused: ${s.unregistered_refused}`);
-  console.log(`federation ok (TLS, node authentication): final accuracy ${s.final_accuracy.toFixed(4)}, ${s.clients.length} nodes, ${s.bytes_up} bytes up, ${s.bytes_down} down`);
+  // client-side clipping: the federation epsilon from the server noise, after every round
+  const eps = s.per_round.map((r) => r.server_epsilon);
+  if (!eps.every((e, i) => e > 0 && (i === 0 || e > eps[i - 1]))) fail(`server epsilon per round ${JSON.stringify(eps)} is not positive and growing`);
+  if (s.server_epsilon !== eps[3]) fail(`server_epsilon ${s.server_epsilon} is not that of the last round, ${eps[3]}`);
+  console.log(`federation ok (TLS, node authentication, client clipping: server epsilon ${eps.map((e) => e.toExponential(2)).join(", ")}): final accuracy ${s.final_accuracy.toFixed(4)}, ${s.clients.length} nodes, ${s.bytes_up} bytes up, ${s.bytes_down} down`);
 ' "$summary"
 
 echo "== SecAgg+ through flwr's unmodified SecAggPlusWorkflow: 2 tabs + 2 native nodes + 1 Flower Python SuperNode, 5 shares, threshold 3, one native node leaving after key sharing"

@@ -928,21 +928,22 @@ fn run(o: &Opts) -> Result<(), String> {
     // node cannot check either) is the accountant's answer for one release per round.
     let server_epsilon = match dp.server_noise {
         Some(z) => {
-            let mut c = Command::new(&pixelgrad);
-            c.args([
-                "privacy",
-                "--noise-multiplier",
-                &z.to_string(),
-                "--releases",
-                &rows.len().max(1).to_string(),
-                "--delta",
-                "1e-5",
-                "--json",
-            ]);
-            let j = last_json(&sh(&mut c, "pixelgrad privacy")?).ok_or("pixelgrad privacy printed no JSON")?;
-            let e = j["epsilon"].as_f64().ok_or("pixelgrad privacy gave no epsilon")?;
-            say(format!("client-side clipping: the server's noise (multiplier {z}) would give epsilon {e:.4} at delta 1e-5 after {} rounds, if it adds it and weighs nodes equally", rows.len()));
-            Some(e)
+            // the federation's cumulative epsilon after each round, as the rounds' rows say it
+            let mut last = None;
+            for (i, row) in rows.iter_mut().enumerate() {
+                let mut c = Command::new(&pixelgrad);
+                c.args(["privacy", "--noise-multiplier", &z.to_string(), "--releases", &(i + 1).to_string()])
+                    .args(["--delta", "1e-5", "--json"]);
+                let j = last_json(&sh(&mut c, "pixelgrad privacy")?).ok_or("pixelgrad privacy printed no JSON")?;
+                let e = j["epsilon"].as_f64().ok_or("pixelgrad privacy gave no epsilon")?;
+                say(format!(
+                    "round {}: client-side clipping: the server's noise (multiplier {z}) gives epsilon {e:.4} at delta 1e-5 so far, if it adds it and weighs nodes equally",
+                    i + 1
+                ));
+                row["server_epsilon"] = e.into();
+                last = Some(e);
+            }
+            last
         }
         None => None,
     };
