@@ -24,6 +24,9 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const measuring: pg.InitOptions = { backend: 'auto', measure: { layers: [pg.layers.dense({ units: 10, inputShape: [64] })], batchSize: 32, loss: 'softmaxCrossEntropy' } };
   const timing: pg.BackendTiming | undefined = report.measured?.timings[0];
   const measured = [measuring, report.measured?.backend, report.measured?.cached, timing?.warmMs, timing?.stepMs, timing?.steps, report.videoInput?.path, report.videoInput?.reason];
+  const caps: pg.BackendCaps = report.caps;
+  const capFields = [caps.conv, caps.int8, caps.int8Storage, caps.int8Kernel, caps.f16Storage, caps.shaderF16, caps.f16Matmul, caps.f16MatmulArithmetic, caps.narrowF16, caps.reducedPrecision, report.emulatedPrecision];
+  const emulating: pg.InitOptions = { backend: 'webgl1', emulatePrecision: 'half' };
   const limits: number = rt.limits.maxElements + rt.limits.maxOpWork;
   const counters = rt.memory();
   const work: number = counters.bytesInUse + counters.allocations + counters.compiles + counters.launches + counters.submissions + counters.readbacks;
@@ -40,7 +43,7 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const row = rows[0];
   const rowFields = [row.step, row.tensor, row.op, row.shape, row.maxAbs, row.maxRel, row.worstIndex, row.tolAbs, row.tolRel, row.pass];
   const checkFields = [check.passed, check.summary, check.backend, check.reference, check.config.layers, failure];
-  void [same, firstTry, describe, measured, limits, work, pools, lost, recovered, rowFields, checkFields];
+  void [same, firstTry, describe, measured, capFields, emulating, limits, work, pools, lost, recovered, rowFields, checkFields];
 
   // Errors
   try {
