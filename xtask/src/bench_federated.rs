@@ -258,9 +258,9 @@ fn run(o: &Options, root: &Path) -> Result<(), String> {
         "date": date,
         "machine": machine,
         "about": format!(
-            "`cargo xtask federated --browsers {} --native N-{} --dataset {} --alpha {} --epochs {} --lr {} --rounds {}{}` per row ({} build of the CLI), {} on the same non-IID shards and seeds; final accuracy of the global model on the whole test set; every node and the SuperLink on this one machine, so client and server times include sharing its cores.",
+            "`cargo xtask federated --browsers {} --native {} --dataset {} --alpha {} --epochs {} --lr {} --rounds {}{}` per row ({} build of the CLI), {} on the same non-IID shards and seeds; final accuracy of the global model on the whole test set; every node and the SuperLink on this one machine, so client and server times include sharing its cores.",
             o.browsers,
-            o.browsers,
+            if o.browsers == 0 { "N".to_string() } else { format!("N-{}", o.browsers) },
             o.dataset,
             o.alpha,
             o.epochs,
