@@ -43,6 +43,16 @@ export interface InitOptions {
    */
   limits?: { maxElements?: number; maxOpWork?: number };
   /**
+   * A `GPUDevice` the page already has (three.js, a video pipeline), for the WebGPU backend to
+   * compute on instead of opening its own (backend 'webgpu', or 'auto', which then tries only
+   * WebGPU on it; its self-test runs on it). pixelgrad never destroys it and sets its
+   * `onuncapturederror` (listen with addEventListener). `rt.gpuDevice` is it;
+   * `report.sharedDevice` is true. After a loss of that device the runtime's recovery starts a
+   * device of its own (`report.sharedDevice` false): call `init({ device })` with the page's
+   * new device to share again.
+   */
+  device?: GPUDevice;
+  /**
    * With 'auto': the model you will train (its layers, as given to `pg.sequential`). Every
    * backend that passes its checks is started and a few training steps of this model are timed
    * on each (4 warm-up steps, then 300 ms of timed steps in all); the fastest is kept and the
@@ -127,6 +137,8 @@ export interface RuntimeReport {
    * software adapters, and on adapters where a direct copy was followed by a device loss before).
    */
   videoInput?: { path: 'direct' | 'canvas'; reason: string };
+  /** WebGPU: whether the runtime computes on the page's own GPUDevice (`init({ device })`). */
+  sharedDevice?: boolean;
 }
 
 /**
@@ -157,6 +169,11 @@ export declare class Runtime {
   readonly report: RuntimeReport;
   /** The device's caps (`init({ limits })`), checked before every primitive. */
   readonly limits: { maxElements: number; maxOpWork: number };
+  /**
+   * WebGPU: the GPUDevice the runtime computes on (the page's own after `init({ device })`);
+   * buffers for `pg.fromGPUBuffer` must come from it. `undefined` on other backends.
+   */
+  readonly gpuDevice: GPUDevice | undefined;
   /** Backend counters: device bytes held now, and what was allocated, compiled, launched,
    *  submitted and read back since start (see `MemoryInfo`). */
   memory(): MemoryInfo;
@@ -213,7 +230,8 @@ export declare class Runtime {
 
 export type PixelgradErrorKind =
   | 'invalid' | 'shape' | 'backend' | 'limit' | 'unavailable' | 'deviceLost' | 'disposed' | 'wouldBlock'
-  | 'backendMismatch' | 'autodiff' | 'io' | 'budget' | 'cancelled' | 'panic' | 'instanceLost' | 'quota';
+  | 'backendMismatch' | 'autodiff' | 'io' | 'budget' | 'cancelled' | 'panic' | 'instanceLost' | 'quota'
+  | 'deviceMismatch';
 
 /**
  * Every error the package throws or rejects with: the engine's message unchanged, plus its
@@ -360,6 +378,13 @@ export declare class Tensor {
   array(): Promise<any>;
   /** Frees device memory now (a FinalizationRegistry also frees dropped tensors). */
   dispose(): void;
+  /**
+   * WebGPU: a new GPUBuffer (usage STORAGE | COPY_SRC | COPY_DST, exactly `4 * size` bytes,
+   * at least 4) holding the float32 values, copied on the device (nothing is read back). The
+   * caller owns it and destroys it; it outlives this tensor's `dispose()` and dies with the
+   * device. An Error on other backends and for non-float32 tensors.
+   */
+  gpuBuffer(): GPUBuffer;
 }
 
 export type PixelSource = HTMLCanvasElement | OffscreenCanvas | ImageBitmap | ImageData | HTMLImageElement | HTMLVideoElement | VideoFrame;
@@ -450,6 +475,15 @@ export declare function fromYUV(frame: YuvFrame, options?: FromPixelsOptions): T
  *  where frames sit in CPU memory (software rendering); where they live on the GPU, copyTo
  *  reads them back, so measure. */
 export declare function fromPixelsAsync(source: PixelSource, options?: FromPixelsOptions): Promise<Tensor & { geometry: PixelGeometry }>;
+/**
+ * WebGPU: a float32 tensor of `shape` from the first `4 * size` bytes of `buffer` (f32,
+ * row-major), copied on the device (one copyBufferToBuffer, no readback). The buffer must be
+ * an unmapped buffer of `rt.gpuDevice` with GPUBufferUsage.COPY_SRC; it stays the caller's
+ * (reuse or destroy it once this resolves). Rejects with kind 'shape' (bad shape, buffer too
+ * small), 'invalid' (usage, mapped, dtype other than 'float32', not WebGPU) or
+ * 'deviceMismatch' (a buffer of another device, or destroyed).
+ */
+export declare function fromGPUBuffer(buffer: GPUBuffer, shape: number[], dtype?: 'float32'): Promise<Tensor>;
 /** Maps `[x0, y0, x1, y1]` in model-input pixels back onto the source. */
 export declare function toSourceBox(box: [number, number, number, number], geometry: PixelGeometry): [number, number, number, number];
 

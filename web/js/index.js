@@ -19,6 +19,7 @@ import { OnnxModel, inspectOnnx as inspectOnnxImpl, loadOnnx as loadOnnxImpl } f
 import { flower as flowerImpl } from './flower.js';
 import * as image from './image.js';
 import * as post from './post.js';
+import { fromGPUBuffer as fromGPUBufferImpl } from './interop.js';
 
 // Every error the public API throws or rejects with is a PixelgradError (errors.js).
 [Runtime, Tensor, Sequential, OnnxModel].forEach(guardClass);
@@ -57,6 +58,8 @@ export const toSourceBox = guard(image.toSourceBox);
 export const fromYUV = guard(image.fromYUV);
 /** @type {Api['fromPixelsAsync']} */
 export const fromPixelsAsync = guard(image.fromPixelsAsync);
+/** @type {Api['fromGPUBuffer']} */
+export const fromGPUBuffer = guard(fromGPUBufferImpl);
 const postOps = guardObject(post);
 /** @type {Api['topk']} */
 export const topk = postOps.topk;

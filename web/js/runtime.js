@@ -5,6 +5,7 @@ import { PixelgradError } from './errors.js';
 import { currentInstance, instanceLostError, isTrap, loadWasm, noteTrap, onReplaced, release, replaceFailure, settle, wasm, wasmLoaded } from './instance.js';
 import { chooseBackend, measureSpec } from './measure.js';
 import { lostError, lostReason, recoverRuntime, restartAfterCrash, simulateLoss, watch } from './recovery.js';
+import { checkDevice, withSharedDevice } from './shareddevice.js';
 
 // `wasm` is the current instance's glue (a live binding: it changes when a crashed instance is
 // replaced, instance.js); `loadWasm` loads the module once.
@@ -54,6 +55,15 @@ export class Runtime {
   async trim() {
     this._check('runtime.trim');
     return this._inner.trim();
+  }
+  /**
+   * WebGPU: the GPUDevice the runtime computes on (the page's own after `init({ device })`):
+   * buffers for `pg.fromGPUBuffer` come from it, `tensor.gpuBuffer()` returns buffers of it.
+   * `undefined` on other backends.
+   */
+  get gpuDevice() {
+    this._check('runtime.gpuDevice');
+    return this.backend === 'webgpu' ? this._inner.gpuDevice : undefined;
   }
   /** Sets the most bytes of free memory the pools keep for reuse (default 256 MiB; 0: none). */
   setPoolBudget(bytes) {
@@ -199,14 +209,14 @@ function describeAdapter(info) {
   return [info.vendor, info.architecture, info.device, info.description].filter((s) => s).join(' ').trim();
 }
 
-async function startWebGpu(auto, allowSoftware) {
+async function startWebGpu(auto, allowSoftware, device) {
   const gpu = globalThis.navigator && globalThis.navigator.gpu;
   if (!gpu) throw new Error('navigator.gpu is missing (no WebGPU in this browser or context)');
-  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
-  if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned no adapter');
+  const adapter = device ? null : await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  if (!device && !adapter) throw new Error('navigator.gpu.requestAdapter() returned no adapter');
   // `requestAdapterInfo` and `isFallbackAdapter`: older browsers' forms of `adapter.info`.
-  const old = /** @type {{ requestAdapterInfo?: () => Promise<GPUAdapterInfo>, isFallbackAdapter?: boolean }} */ (/** @type {unknown} */ (adapter));
-  const info = adapter.info || (old.requestAdapterInfo ? await old.requestAdapterInfo() : null);
+  const old = /** @type {{ requestAdapterInfo?: () => Promise<GPUAdapterInfo>, isFallbackAdapter?: boolean }} */ (/** @type {unknown} */ (adapter || {}));
+  const info = device ? device.adapterInfo || null : adapter.info || (old.requestAdapterInfo ? await old.requestAdapterInfo() : null);
   const desc = describeAdapter(info);
   const fallback = !!(old.isFallbackAdapter || (info && info.isFallbackAdapter));
   // The list of software rasterisers and the self-test bound are the engine's (one copy, in
@@ -217,13 +227,14 @@ async function startWebGpu(auto, allowSoftware) {
         "use init({ backend: 'webgpu' }) or allowSoftware: true to use it",
     );
   }
-  const inner = await wasm.Runtime.webgpu();
+  // a page's own device (`init({ device })`: shareddevice.js), or one of the backend's
+  const inner = device ? await withSharedDevice(device, () => wasm.Runtime.webgpu()) : await wasm.Runtime.webgpu();
   if (auto && !allowSoftware && inner.software) {
     const a = inner.adapter;
     release(inner);
     throw new Error(`adapter '${a}' is a software rasteriser, slower than the wasm CPU backend; use init({ backend: 'webgpu' }) or allowSoftware: true`);
   }
-  return { inner, adapter: desc || inner.adapter, software: fallback || wasm.isSoftwareRenderer(desc) || inner.software };
+  return { inner, adapter: desc || inner.adapter, software: fallback || wasm.isSoftwareRenderer(desc) || inner.software, sharedDevice: !!device };
 }
 
 function newCanvas() {
@@ -297,7 +308,7 @@ function startSync(name, auto, allowSoftware, reuse) {
 }
 
 async function start(name, auto, allowSoftware, reuse) {
-  const started = name === 'webgpu' ? await startWebGpu(auto, allowSoftware) : startSync(name, auto, allowSoftware, reuse);
+  const started = name === 'webgpu' ? await startWebGpu(auto, allowSoftware, reuse && reuse.device) : startSync(name, auto, allowSoftware, reuse);
   if (reuse && reuse.low) started.precisionCheck = await lowPrecisionCheck(started.inner);
   return checkSelfTest(started, auto);
 }
@@ -358,6 +369,7 @@ function adopt(s, tried, measured, limits, low, emulate) {
     caps: JSON.parse(inner.capsJson),
   };
   if (s.precisionCheck) report.precisionCheck = s.precisionCheck;
+  if (inner.backend === 'webgpu') report.sharedDevice = !!s.sharedDevice;
   if (measured) report.measured = measured;
   if (emulate) report.emulatedPrecision = emulate;
   const rt = new Runtime(inner, report, s.keep, s.gl);
@@ -406,17 +418,20 @@ export async function init(opts = {}) {
     if (low) throw new Error("pg.init: emulatePrecision and precision 'low' are two different test modes; choose one");
   }
   const spec = opts.measure === undefined ? null : measureSpec(opts.measure);
+  // `device`: the page's GPUDevice, shared by the WebGPU backend (the only one it can serve)
+  const device = opts.device === undefined ? undefined : checkDevice(opts.device);
+  if (device && backend !== 'webgpu' && backend !== 'auto') throw new Error(`pg.init: device is a GPUDevice, for backend 'webgpu' (or 'auto'), not '${backend}'`);
   await loadWasm(opts);
   const auto = backend === 'auto';
   const tried = [];
   // With `measure`, auto starts every backend that passes its checks and times the model on
   // them (measure.js); WebGL1 is WebGL's fallback mode, not a candidate beside it.
   const candidates = [];
-  for (const name of auto ? BACKENDS : [backend]) {
+  for (const name of device ? ['webgpu'] : auto ? BACKENDS : [backend]) {
     if (spec && auto && name === 'webgl1' && candidates.some((c) => c.name === 'webgl')) continue;
     let s;
     try {
-      s = await start(name, auto, allowSoftware, { low, emulate });
+      s = await start(name, auto && !device, allowSoftware, { low, emulate, device });
     } catch (e) {
       tried.push({ backend: name, ok: false, reason: e && e.message ? e.message : String(e) });
       // a backend that crashed the instance while starting: the next one starts on a fresh one

@@ -2,6 +2,8 @@
 // is batched and shuffled on the host, then uploaded batch by batch); `model.predict` returns a
 // tensor that lives on the runtime's device and is read with the async `data()`.
 import { release } from './instance.js';
+import { currentRuntime } from './runtime.js';
+import { copyOut } from './gpucopy.js';
 
 /** @internal Frees wasm objects whose JS wrapper was garbage-collected without dispose(). */
 export const registry = typeof FinalizationRegistry !== 'undefined' ? new FinalizationRegistry((inner) => release(inner)) : null;
@@ -105,6 +107,18 @@ export class Tensor {
       release(this._dev);
       this._dev = null;
     }
+  }
+  /**
+   * WebGPU: a new GPUBuffer holding the float32 values (copied on the device; the caller owns
+   * and destroys it; gpucopy.js).
+   */
+  gpuBuffer() {
+    const what = 'tensor.gpuBuffer';
+    this._check(what);
+    const rt = this._rt || currentRuntime(what);
+    if (rt.backend !== 'webgpu') throw new Error(`${what}: the ${rt.backend} runtime has no GPUBuffer: GPU buffers are a WebGPU feature`);
+    if (this._dtype !== 'float32') throw new Error(`${what}: a ${this._dtype} tensor; gpuBuffer exports float32 tensors`);
+    return copyOut(rt, this._onDevice(rt, what));
   }
   /** @internal The host values (reads device tensors back). */
   async _hostValues(what) {

@@ -76,6 +76,21 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   c.dispose();
   void [values, nestedValues, meta];
 
+  // GPU interop (WebGPU): share the page's device, buffers in and out
+  const adapter = await navigator.gpu.requestAdapter();
+  if (adapter) {
+    const gpuDevice: GPUDevice = await adapter.requestDevice();
+    const shared: pg.Runtime = await pg.init({ backend: 'webgpu', device: gpuDevice });
+    const sharing: boolean | undefined = shared.report.sharedDevice;
+    const onDevice: GPUDevice | undefined = shared.gpuDevice;
+    const input = gpuDevice.createBuffer({ size: 16, usage: 0x80 | 0x04 | 0x08 }); // STORAGE | COPY_SRC | COPY_DST
+    const wrapped: pg.Tensor = await pg.fromGPUBuffer(input, [2, 2], 'float32');
+    const exported: GPUBuffer = wrapped.gpuBuffer();
+    const mismatch: pg.PixelgradErrorKind = 'deviceMismatch';
+    exported.destroy();
+    void [sharing, onDevice, mismatch];
+  }
+
   // Images and post-processing
   const source: pg.PixelSource = canvas;
   const pixelOptions: pg.FromPixelsOptions = { size: [224, 224], fit: 'cover', channels: 3, layout: 'nchw', mean: [0.485, 0.456, 0.406], std: 0.229, pad: 0, antialias: 'auto', dtype: 'float32' };

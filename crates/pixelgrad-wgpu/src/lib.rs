@@ -102,6 +102,7 @@ mod completion;
 mod context;
 mod fusion;
 mod image;
+mod interop;
 mod ops;
 mod pipelines;
 mod plan;

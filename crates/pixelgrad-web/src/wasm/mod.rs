@@ -13,6 +13,7 @@ mod error;
 mod fit;
 mod flower;
 mod image;
+mod interop;
 mod limits;
 mod model;
 mod onnx;

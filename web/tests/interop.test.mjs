@@ -1,0 +1,154 @@
+// GPU interop in headless Chromium (WebGPU on SwiftShader): `init({ device })` shares the
+// page's GPUDevice; `pg.fromGPUBuffer` and `tensor.gpuBuffer()` round-trip known values through
+// buffers the page writes and reads with its own WebGPU calls; wrong shapes, sizes, usage flags,
+// dtypes and devices are typed errors, and the runtime keeps working after each; ownership
+// (the caller's buffer stays the caller's, an exported buffer outlives dispose()) holds.
+import test, { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, newPage } from './harness.mjs';
+
+let server;
+let browser;
+let page;
+
+before(async () => {
+  server = await startServer();
+  browser = await launchBrowser();
+  page = await newPage(browser);
+  await page.goto(`${server.url}/tests/pages/blank.html`);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+test('init({ device }) runs on the page\'s GPUDevice; buffers round-trip through fromGPUBuffer, a computation and gpuBuffer', async () => {
+  const r = await page.evaluate(async () => {
+    const pg = await import('/pkg/index.js');
+    const adapter = await navigator.gpu.requestAdapter();
+    const device = await adapter.requestDevice();
+    const rt = await pg.init({ device, allowSoftware: true });
+    const U = GPUBufferUsage;
+    // the page writes [1..6] into its own buffer
+    const src = device.createBuffer({ size: 24, usage: U.STORAGE | U.COPY_SRC | U.COPY_DST });
+    device.queue.writeBuffer(src, 0, new Float32Array([1, 2, 3, 4, 5, 6]));
+    const x = await pg.fromGPUBuffer(src, [2, 3]);
+    // the caller's buffer stays the caller's: overwriting it now does not change the tensor
+    device.queue.writeBuffer(src, 0, new Float32Array([9, 9, 9, 9, 9, 9]));
+    const w = pg.tensor([[1, 0], [0, 1], [1, 1]]);
+    const y = pg.matmul(x, w); // [[1+3, 2+3], [4+6, 5+6]]
+    const before = rt.memory().readbacks;
+    const out = y.gpuBuffer();
+    const readbacksByExport = rt.memory().readbacks - before;
+    y.dispose(); // the exported buffer is the caller's: it outlives the tensor
+    const read = device.createBuffer({ size: out.size, usage: U.MAP_READ | U.COPY_DST });
+    const enc = device.createCommandEncoder();
+    enc.copyBufferToBuffer(out, 0, read, 0, out.size);
+    device.queue.submit([enc.finish()]);
+    await read.mapAsync(GPUMapMode.READ);
+    const got = Array.from(new Float32Array(read.getMappedRange().slice(0)));
+    read.unmap();
+    const xs = Array.from(await x.data());
+    return {
+      shared: rt.gpuDevice === device,
+      sharedReport: rt.report.sharedDevice,
+      backend: rt.backend,
+      xs,
+      got,
+      size: out.size,
+      usage: out.usage,
+      readbacksByExport,
+      lost: rt.lost,
+    };
+  });
+  assert.equal(r.backend, 'webgpu');
+  assert.equal(r.shared, true, 'rt.gpuDevice is the page\'s device');
+  assert.equal(r.sharedReport, true);
+  assert.deepEqual(r.xs, [1, 2, 3, 4, 5, 6], 'fromGPUBuffer copied the page\'s values');
+  assert.deepEqual(r.got, [4, 5, 10, 11], 'the page reads the product from the exported buffer');
+  assert.equal(r.size, 16, 'the exported buffer is exactly 4 * size bytes');
+  assert.equal(r.usage, 0x80 | 0x04 | 0x08, 'STORAGE | COPY_SRC | COPY_DST');
+  assert.equal(r.readbacksByExport, 0, 'gpuBuffer reads nothing back to the host');
+  assert.equal(r.lost, null);
+});
+
+test('fromGPUBuffer and gpuBuffer: typed errors for shape, size, usage, dtype and device; the runtime stays usable', async () => {
+  const r = await page.evaluate(async () => {
+    const pg = await import('/pkg/index.js');
+    const adapter = await navigator.gpu.requestAdapter();
+    const device = await adapter.requestDevice();
+    const other = await (await navigator.gpu.requestAdapter()).requestDevice();
+    const rt = await pg.init({ device, allowSoftware: true });
+    const U = GPUBufferUsage;
+    const ok = device.createBuffer({ size: 16, usage: U.STORAGE | U.COPY_SRC | U.COPY_DST });
+    device.queue.writeBuffer(ok, 0, new Float32Array([1, 2, 3, 4]));
+    const noCopy = device.createBuffer({ size: 16, usage: U.STORAGE });
+    const foreign = other.createBuffer({ size: 16, usage: U.STORAGE | U.COPY_SRC });
+    const gone = device.createBuffer({ size: 16, usage: U.STORAGE | U.COPY_SRC });
+    gone.destroy();
+    const err = async (f) => {
+      try {
+        await f();
+        return null;
+      } catch (e) {
+        return { cls: e instanceof pg.PixelgradError, kind: e.kind, op: e.op, backend: e.backend, msg: e.message };
+      }
+    };
+    const out = {
+      shape: await err(() => pg.fromGPUBuffer(ok, [2, -1])),
+      size: await err(() => pg.fromGPUBuffer(ok, [2, 3])),
+      usage: await err(() => pg.fromGPUBuffer(noCopy, [4])),
+      dtype: await err(() => pg.fromGPUBuffer(ok, [4], 'float16')),
+      notBuffer: await err(() => pg.fromGPUBuffer(new Float32Array(4), [4])),
+      foreign: await err(() => pg.fromGPUBuffer(foreign, [4])),
+      destroyed: await err(() => pg.fromGPUBuffer(gone, [4])),
+      badDevice: await err(() => pg.init({ device: {} })),
+      deviceOnWebgl: await err(() => pg.init({ device, backend: 'webgl' })),
+    };
+    // still usable, on the same device
+    const t = await pg.fromGPUBuffer(ok, [4]);
+    out.after = Array.from(await t.data());
+    out.same = rt.gpuDevice === device && pg.init !== undefined;
+    // after dispose, gpuBuffer is refused
+    t.dispose();
+    out.disposed = await err(() => t.gpuBuffer());
+    // a host tensor is uploaded and exported
+    const h = pg.tensor([5, 6]).gpuBuffer();
+    out.hostSize = h.size;
+    h.destroy();
+    // pixelgrad never destroys the shared device: after the runtime is replaced it still works
+    await pg.init({ backend: 'cpu' });
+    out.cpuGpuBuffer = await err(() => pg.tensor([1]).gpuBuffer());
+    out.cpuFrom = await err(() => pg.fromGPUBuffer(ok, [4]));
+    const probe = device.createBuffer({ size: 4, usage: U.MAP_READ | U.COPY_DST });
+    device.queue.writeBuffer(probe, 0, new Float32Array([7]));
+    await probe.mapAsync(GPUMapMode.READ);
+    out.deviceAlive = new Float32Array(probe.getMappedRange())[0];
+    return out;
+  });
+  const typed = (e, kind, re, name) => {
+    assert.ok(e, `${name}: an error`);
+    assert.equal(e.cls, true, `${name}: a PixelgradError`);
+    assert.equal(e.kind, kind, `${name}: kind ${e.kind} (${e.msg})`);
+    assert.match(e.msg, re, name);
+  };
+  typed(r.shape, 'shape', /^fromGPUBuffer: shape must be an array of whole numbers/, 'shape');
+  typed(r.size, 'shape', /holds 16 bytes; shape \[2,3\] of float32 needs 24/, 'size');
+  typed(r.usage, 'invalid', /lacks GPUBufferUsage.COPY_SRC/, 'usage');
+  typed(r.dtype, 'invalid', /dtype 'float16' is not supported/, 'dtype');
+  typed(r.notBuffer, 'invalid', /buffer must be a GPUBuffer, got \[object Float32Array\]/, 'not a buffer');
+  typed(r.foreign, 'deviceMismatch', /not a live buffer of the runtime's GPUDevice/, 'a buffer of another device');
+  typed(r.destroyed, 'deviceMismatch', /not a live buffer of the runtime's GPUDevice/, 'a destroyed buffer');
+  typed(r.badDevice, 'invalid', /device must be a GPUDevice/, 'init with a non-device');
+  typed(r.deviceOnWebgl, 'invalid', /for backend 'webgpu'/, 'init with a device for webgl');
+  assert.equal(r.shape.op, 'fromGPUBuffer');
+  assert.equal(r.shape.backend, 'webgpu');
+  assert.deepEqual(r.after, [1, 2, 3, 4], 'the runtime works after every refusal');
+  assert.equal(r.same, true);
+  typed(r.disposed, 'invalid', /the tensor was disposed/, 'gpuBuffer after dispose');
+  assert.equal(r.hostSize, 8);
+  typed(r.cpuGpuBuffer, 'invalid', /cpu runtime has no GPUBuffer/, 'gpuBuffer on cpu');
+  typed(r.cpuFrom, 'invalid', /cpu runtime has no GPUBuffer/, 'fromGPUBuffer on cpu');
+  assert.equal(r.deviceAlive, 7, 'the page\'s device outlives the runtime that shared it');
+});
