@@ -5,6 +5,8 @@ import { currentRuntime } from './runtime.js';
 import { release } from './instance.js';
 import { Tensor, deviceTensor } from './tensor.js';
 import { toSourceBox } from './image.js';
+import { drawOnGpu, isGpuTarget } from './overlay.js';
+import { PixelgradError } from './errors.js';
 
 function dev(x, rt, what) {
   if (!(x instanceof Tensor)) throw new Error(`${what}: expects a pg tensor, got ${x === null ? 'null' : typeof x}`);
@@ -100,9 +102,26 @@ export function resizeBilinear(x, size, opts = {}) {
  */
 export async function drawHeatmap(x, canvas, opts = {}) {
   const rt = currentRuntime('drawHeatmap');
-  if (!canvas || typeof canvas.getContext !== 'function') throw new Error('drawHeatmap: pass an HTMLCanvasElement or an OffscreenCanvas');
   const [lo, hi] = opts.range ?? [0, 1];
+  if (isGpuTarget(canvas)) {
+    // a WebGPU canvas context or a GPUTexture: drawn on the device, nothing read back (overlay.js)
+    if (rt.backend !== 'webgpu') throw new Error(`drawHeatmap: a WebGPU canvas context or GPUTexture needs the webgpu runtime, not ${rt.backend}; pass a canvas for the 2D path`);
+    const inner = dev(x, rt, 'drawHeatmap');
+    const [h, w] = inner.shape.slice(-2);
+    const rgba = rt._inner.heatmapRgba(inner, opts.colormap ?? 'diverging', lo, hi);
+    let err;
+    try {
+      err = await drawOnGpu(rt, rgba, w, h, canvas, !!opts.overlay);
+    } finally {
+      release(rgba);
+    }
+    if (err) throw new PixelgradError(`drawHeatmap: the draw was refused (is the target of another GPUDevice than rt.gpuDevice?): ${err.message}`, { kind: 'deviceMismatch', backend: 'webgpu' });
+    rt.report.overlay = { path: 'gpu', reason: 'drawn by a render pass on the device; nothing read back' };
+    return;
+  }
+  if (!canvas || typeof canvas.getContext !== 'function') throw new Error('drawHeatmap: pass an HTMLCanvasElement, an OffscreenCanvas, a WebGPU canvas context or a GPUTexture');
   const img = await rt._inner.heatmapImage(dev(x, rt, 'drawHeatmap'), opts.colormap ?? 'diverging', lo, hi);
+  if (rt.backend === 'webgpu') rt.report.overlay = { path: 'readback', reason: 'a 2D canvas: the 8-bit image is read back and put on it' };
   const data = new ImageData(img.pixels, img.width, img.height);
   const ctx = canvas.getContext('2d');
   if (!ctx) throw new Error('drawHeatmap: the canvas has no 2d context (is it already used for WebGL?)');

@@ -90,6 +90,19 @@ fn colour(t: &Tensor, colormap: &str, lo: f32, hi: f32) -> pixelgrad::Result<Ten
     }
 }
 
+/// The height and width of a map `[h, w]` (also `[1, h, w]`, `[1, 1, h, w]`), or an error.
+fn map_size(t: &Tensor) -> Result<(usize, usize), JsValue> {
+    let d = t.dims().to_vec();
+    let (h, w) = match d.as_slice() {
+        [h, w] | [1, h, w] | [1, 1, h, w] => (*h, *w),
+        _ => return Err(js_err(Error::invalid("drawHeatmap", format!("expects a map [h, w] (or [1, h, w], [1, 1, h, w]), got {d:?}")))),
+    };
+    if h == 0 || w == 0 {
+        return Err(js_err(Error::invalid("drawHeatmap", "the map is empty")));
+    }
+    Ok((h, w))
+}
+
 #[wasm_bindgen]
 impl Runtime {
     /// A `[h, w]` map (also `[1, h, w]`, `[1, 1, h, w]`) as `{ width, height, pixels }` RGBA,
@@ -97,16 +110,7 @@ impl Runtime {
     #[wasm_bindgen(js_name = heatmapImage)]
     pub fn heatmap_image(&self, x: &DeviceTensor, colormap: &str, lo: f32, hi: f32) -> Result<js_sys::Promise, JsValue> {
         let t = x.tensor();
-        let d = t.dims().to_vec();
-        let (h, w) = match d.as_slice() {
-            [h, w] | [1, h, w] | [1, 1, h, w] => (*h, *w),
-            _ => {
-                return Err(js_err(Error::invalid("drawHeatmap", format!("expects a map [h, w] (or [1, h, w], [1, 1, h, w]), got {d:?}"))))
-            }
-        };
-        if h == 0 || w == 0 {
-            return Err(js_err(Error::invalid("drawHeatmap", "the map is empty")));
-        }
+        let (h, w) = map_size(t)?;
         // [4, N] -> [N, 4]: RGBA pixels in row order.
         let rgba = colour(t, colormap, lo, hi).and_then(|c| c.transpose(0, 1)).map_err(js_err)?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {
@@ -118,5 +122,14 @@ impl Runtime {
             js_sys::Reflect::set(&o, &"pixels".into(), &js_sys::Uint8ClampedArray::from(&px[..]).into())?;
             Ok(o.into())
         }))
+    }
+
+    /// The colour-mapped map as a device tensor `[h * w, 4]` of RGBA values 0..255 (rows in
+    /// order), for drawing on the GPU without a readback (`web/js/overlay.js`).
+    #[wasm_bindgen(js_name = heatmapRgba)]
+    pub fn heatmap_rgba(&self, x: &DeviceTensor, colormap: &str, lo: f32, hi: f32) -> Result<DeviceTensor, JsValue> {
+        let t = x.tensor();
+        map_size(t)?;
+        colour(t, colormap, lo, hi).and_then(|c| c.transpose(0, 1)).map(DeviceTensor::new).map_err(js_err)
     }
 }
