@@ -3,15 +3,15 @@
 // pass (pixelgrad_image defines the filter: bilinear with half-pixel centres as ONNX
 // Resize linear / half_pixel, antialiased when an axis shrinks by more than 2×).
 //
-// WebGPU: copyExternalImageToTexture + one compute pass (video directly, or through a 2D canvas
-// where that loses the device: videoinput.js). WebGL2: texSubImage2D + one fragment
+// WebGPU: copyExternalImageToTexture + one compute pass (video directly, probed on each device,
+// or through a 2D canvas where the probe or a device loss shows that failing: videoinput.js). WebGL2: texSubImage2D + one fragment
 // pass. CPU: getImageData + the host reference. Synchronous, like TF.js's
 // tf.browser.fromPixels: the GPU work is queued and nothing is read back. `dtype` 'float16' /
 // 'uint8' add one conversion on the device (narrow_f16 / narrow8) where the backend stores
 // those types (WebGPU, WebGL2, CPU), and are an Error in the webgl1 mode.
 import { currentRuntime } from './runtime.js';
 import { deviceTensor } from './tensor.js';
-import { noteDirectCopy, videoPath } from './videoinput.js';
+import { noteDirectCopy, probeEnd, probeStart, videoPath } from './videoinput.js';
 /** @typedef {import('./tensor.js').Tensor} Tensor */
 
 const has = (name) => typeof globalThis[name] !== 'undefined';
@@ -108,11 +108,25 @@ export function fromPixels(source, opts = {}) {
   } else if (rt.backend === 'webgpu' && (info.kind === 'HTMLVideoElement' || info.kind === 'VideoFrame')) {
     // Directly, or through a 2D canvas where the direct copy loses the device (videoinput.js;
     // drawImage stays on the GPU in browsers with accelerated canvas).
-    const vp = videoPath(rt);
+    // The first direct copy on a device is the probe: inside a validation error scope, whose
+    // result decides the frames after it.
+    let vp = videoPath(rt);
+    const probing = vp.path === 'direct' && probeStart(rt);
+    if (vp.path === 'direct' && !probing) vp = videoPath(rt);
     rt.report.videoInput = vp;
     if (vp.path === 'direct') {
       noteDirectCopy(rt);
-      r = rt._inner.fromPixelsSource(source, info.width, info.height, json);
+      const device = probing ? rt._inner.gpuDevice : null;
+      if (device) device.pushErrorScope('validation');
+      let thrown = null;
+      try {
+        r = rt._inner.fromPixelsSource(source, info.width, info.height, json);
+      } catch (e) {
+        thrown = e;
+        throw e;
+      } finally {
+        if (device) device.popErrorScope().then((e) => probeEnd(rt, e || thrown), (e) => probeEnd(rt, e));
+      }
     } else {
       const { c } = drawn(source, info, false);
       r = rt._inner.fromPixelsSource(c, info.width, info.height, json);

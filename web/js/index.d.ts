@@ -134,9 +134,17 @@ export interface RuntimeReport {
   /**
    * WebGPU: how the last video frame given to `fromPixels` reached the GPU: 'direct'
    * (copyExternalImageToTexture from the frame) or 'canvas' (drawn onto a 2D canvas first: on
-   * software adapters, and on adapters where a direct copy was followed by a device loss before).
+   * software adapters, after the direct-copy probe failed on this device, and on adapters where
+   * a direct copy was followed by a device loss before). `probe`: the state of the probe (the
+   * first direct copy on each device, inside a validation error scope): 'pending', 'running',
+   * 'passed', 'failed', or 'skipped' on a software adapter.
    */
-  videoInput?: { path: 'direct' | 'canvas'; reason: string };
+  videoInput?: { path: 'direct' | 'canvas'; reason: string; probe: 'pending' | 'running' | 'passed' | 'failed' | 'skipped' };
+  /**
+   * WebGPU: how the last `drawHeatmap` drew: 'gpu' (a render pass into a WebGPU canvas
+   * context, nothing read back) or 'readback' (the 8-bit image put on a 2D canvas).
+   */
+  overlay?: { path: 'gpu' | 'readback'; reason: string };
   /** WebGPU: whether the runtime computes on the page's own GPUDevice (`init({ device })`). */
   sharedDevice?: boolean;
 }
@@ -496,8 +504,19 @@ export declare function nonMaxSuppression(boxes: Tensor, scores: Tensor, options
 /** `[N, C, H, W]` → `[N, C, h, w]`, half-pixel bilinear (antialias 'never' by default: upsampling masks and heatmaps). */
 export declare function resizeBilinear(x: Tensor, size: [number, number], options?: { antialias?: 'auto' | 'always' | 'never' }): Tensor;
 
-/** Draws a map [h, w] on a canvas, colour-mapped on the device ('diverging' | 'heat' | 'mask'; overlay stretches it over the canvas). */
-export declare function drawHeatmap(x: Tensor, canvas: HTMLCanvasElement | OffscreenCanvas, options?: { colormap?: 'diverging' | 'heat' | 'mask'; range?: [number, number]; overlay?: boolean }): Promise<void>;
+/**
+ * Draws a map [h, w] on a canvas, colour-mapped on the device ('diverging' | 'heat' | 'mask';
+ * overlay stretches it over the canvas). On a 2D canvas the 8-bit image is read back; on a
+ * WebGPU canvas context (`canvas.getContext('webgpu')`) or a GPUTexture of `rt.gpuDevice`
+ * (2d, RENDER_ATTACHMENT, rgba8unorm / bgra8unorm (-srgb), rgba16float or rgba32float) on the
+ * webgpu runtime, one render pass draws it on the device and nothing is read back (a canvas
+ * context is configured with `rt.gpuDevice` unless it already is, and takes the map's size
+ * without overlay; a texture keeps its size; texels are sampled nearest; overlay alpha-blends
+ * over what the target holds). A WebGPU canvas on a software adapter is an error (it destroys
+ * the WebGPU instance on SwiftShader); a target of another device is kind 'deviceMismatch'.
+ * `report.overlay` says which path the last call took.
+ */
+export declare function drawHeatmap(x: Tensor, canvas: HTMLCanvasElement | OffscreenCanvas | GPUCanvasContext | GPUTexture, options?: { colormap?: 'diverging' | 'heat' | 'mask'; range?: [number, number]; overlay?: boolean }): Promise<void>;
 /** Draws boxes [N, 4] (model-input corners) on a canvas, mapped back through `geometry`; resolves to the number drawn. */
 export declare function drawBoxes(canvas: HTMLCanvasElement | OffscreenCanvas, boxes: Tensor | number[] | number[][], options?: { geometry?: PixelGeometry; keep?: Tensor | number[]; labels?: string[]; color?: string; lineWidth?: number }): Promise<number>;
 

@@ -157,7 +157,7 @@ for (const backend of ['webgpu', 'webgl']) {
   });
 }
 
-test('webgpu camera frames: the 2D-canvas path on a software adapter and after a device loss that followed a direct copy, direct otherwise', async () => {
+test('webgpu camera frames: the 2D-canvas path on a software adapter, after a failed probe and after a device loss that followed a direct copy, direct otherwise', async () => {
   await page.goto(`${server.url}/tests/pages/blank.html`);
   const r = await page.evaluate(async () => {
     const pg = await import('/pkg/index.js');
@@ -183,7 +183,22 @@ test('webgpu camera frames: the 2D-canvas path on a software adapter and after a
     const afterLoss = vi.videoPath(hw);
     const other = vi.videoPath({ ...hw, report: { software: false, adapter: 'Other GPU' } }).path;
     localStorage.removeItem('pixelgrad.videoCopyLost');
-    return { software: rt.report.software, videoInput: rt.report.videoInput, lost: rt.lost, px, fresh, afterUnrelatedLoss, afterLoss, other };
+    // The probe: the first direct copy on a device is checked; its error sends later frames
+    // through the canvas, its success keeps them direct, on that device generation only.
+    const gpu = { backend: 'webgpu', _gen: 1, report: { software: false, adapter: 'Probe GPU' } };
+    const before = vi.videoPath(gpu);
+    const first = vi.probeStart(gpu);
+    const running = vi.videoPath(gpu);
+    const second = vi.probeStart(gpu);
+    vi.probeEnd(gpu, null);
+    const passed = vi.videoPath(gpu);
+    const bad = { backend: 'webgpu', _gen: 1, report: { software: false, adapter: 'Bad GPU' } };
+    vi.probeStart(bad);
+    vi.probeEnd(bad, { message: 'copyExternalImageToTexture: invalid source' });
+    const failed = vi.videoPath(bad);
+    bad._gen = 2; // a new device after a recovery is probed again
+    const nextDevice = vi.videoPath(bad);
+    return { software: rt.report.software, videoInput: rt.report.videoInput, lost: rt.lost, px, fresh, afterUnrelatedLoss, afterLoss, other, before, first, running, second, passed, failed, nextDevice };
   });
   assert.equal(r.software, true, 'the harness has SwiftShader');
   assert.equal(r.videoInput.path, 'canvas', JSON.stringify(r.videoInput));
@@ -196,6 +211,50 @@ test('webgpu camera frames: the 2D-canvas path on a software adapter and after a
   assert.equal(r.afterLoss.path, 'canvas');
   assert.match(r.afterLoss.reason, /device loss before/);
   assert.equal(r.other, 'direct');
+  assert.equal(r.videoInput.probe, 'skipped', 'no probe on a software adapter (it would destroy the instance)');
+  assert.deepEqual([r.before.path, r.before.probe], ['direct', 'pending']);
+  assert.equal(r.first, true, 'the first direct copy is the probe');
+  assert.deepEqual([r.running.path, r.running.probe], ['direct', 'running']);
+  assert.equal(r.second, false, 'one probe per device');
+  assert.deepEqual([r.passed.path, r.passed.probe], ['direct', 'passed'], 'the direct path is used where the probe passes');
+  assert.match(r.passed.reason, /the probe passed/);
+  assert.deepEqual([r.failed.path, r.failed.probe], ['canvas', 'failed'], 'the canvas path after a failed probe');
+  assert.match(r.failed.reason, /direct-copy probe failed on this device: copyExternalImageToTexture: invalid source/);
+  assert.deepEqual([r.nextDevice.path, r.nextDevice.probe], ['direct', 'pending']);
+});
+
+test('webgpu camera frames: a probe made to fail (test hook) sends the frames through the 2D canvas, and the report says so', async () => {
+  await page.goto(`${server.url}/tests/pages/blank.html`);
+  const r = await page.evaluate(async () => {
+    const pg = await import('/pkg/index.js');
+    const vi = await import('/pkg/videoinput.js');
+    const rt = await pg.init({ backend: 'webgpu', allowSoftware: true });
+    const stream = await navigator.mediaDevices.getUserMedia({ video: true });
+    const video = document.createElement('video');
+    video.muted = true;
+    video.srcObject = stream;
+    await video.play();
+    while (!video.videoWidth) await new Promise((res) => setTimeout(res, 20));
+    vi.__setVideoProbe('fail'); // the probe fails, here before any direct copy (which SwiftShader would not survive)
+    let px;
+    let again;
+    try {
+      px = Array.from(await pg.fromPixels(video, { size: [8, 8] }).data());
+      again = { ...rt.report.videoInput };
+      await pg.fromPixels(video, { size: [8, 8] }).data();
+    } finally {
+      vi.__setVideoProbe(null);
+      stream.getTracks().forEach((k) => k.stop());
+    }
+    return { videoInput: rt.report.videoInput, again, lost: rt.lost, px };
+  });
+  assert.equal(r.videoInput.path, 'canvas', JSON.stringify(r.videoInput));
+  assert.equal(r.videoInput.probe, 'failed');
+  assert.match(r.videoInput.reason, /direct-copy probe failed on this device: failure forced by the test hook/);
+  assert.deepEqual(r.again, r.videoInput, 'later frames stay on the canvas path');
+  assert.equal(r.lost, null, 'the runtime survived: no direct copy was made');
+  assert.equal(r.px.length, 3 * 8 * 8);
+  assert.ok(r.px.some((v) => v > 0.05), 'the frame reached the tensor through the canvas');
 });
 
 test('camera demo classifies live frames with an imported ONNX model (top-3, per-stage times)', async () => {

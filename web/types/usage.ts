@@ -23,7 +23,7 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const describe = [report.adapter, report.name, report.format, report.software, report.warnings, report.selfTest.maxRelError, report.recoveries?.[0]?.crash, report.precisionCheck?.deviceDrop];
   const measuring: pg.InitOptions = { backend: 'auto', measure: { layers: [pg.layers.dense({ units: 10, inputShape: [64] })], batchSize: 32, loss: 'softmaxCrossEntropy' } };
   const timing: pg.BackendTiming | undefined = report.measured?.timings[0];
-  const measured = [measuring, report.measured?.backend, report.measured?.cached, timing?.warmMs, timing?.stepMs, timing?.steps, report.videoInput?.path, report.videoInput?.reason];
+  const measured = [measuring, report.measured?.backend, report.measured?.cached, timing?.warmMs, timing?.stepMs, timing?.steps, report.videoInput?.path, report.videoInput?.reason, report.videoInput?.probe];
   const caps: pg.BackendCaps = report.caps;
   const capFields = [caps.conv, caps.int8, caps.int8Storage, caps.int8Kernel, caps.f16Storage, caps.shaderF16, caps.f16Matmul, caps.f16MatmulArithmetic, caps.narrowF16, caps.reducedPrecision, report.emulatedPrecision];
   const emulating: pg.InitOptions = { backend: 'webgl1', emulatePrecision: 'half' };
@@ -87,6 +87,12 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
     const wrapped: pg.Tensor = await pg.fromGPUBuffer(input, [2, 2], 'float32');
     const exported: GPUBuffer = wrapped.gpuBuffer();
     const mismatch: pg.PixelgradErrorKind = 'deviceMismatch';
+    const gpuCanvas = document.createElement('canvas').getContext('webgpu') as GPUCanvasContext | null;
+    if (gpuCanvas) await pg.drawHeatmap(wrapped, gpuCanvas, { colormap: 'mask', overlay: true });
+    const texture = gpuDevice.createTexture({ size: [2, 2], format: 'rgba8unorm', usage: 0x10 | 0x01 }); // RENDER_ATTACHMENT | COPY_SRC
+    await pg.drawHeatmap(wrapped, texture, { colormap: 'heat' });
+    const overlayPath: 'gpu' | 'readback' | undefined = shared.report.overlay?.path;
+    void overlayPath;
     exported.destroy();
     void [sharing, onDevice, mismatch];
   }
