@@ -8,19 +8,19 @@
 // nearest.
 
 const SHADER = /* wgsl */ `
-struct P { w: u32, h: u32, cw: f32, ch: f32 }
-@group(0) @binding(0) var<storage, read> px: array<vec4<f32>>;
-@group(0) @binding(1) var<uniform> p: P;
-@vertex fn vs(@builtin(vertex_index) i: u32) -> @builtin(position) vec4<f32> {
-  // one triangle over the whole target
-  return vec4<f32>(f32((i << 1u) & 2u) * 2.0 - 1.0, f32(i & 2u) * 2.0 - 1.0, 0.0, 1.0);
-}
-@fragment fn fs(@builtin(position) pos: vec4<f32>) -> @location(0) vec4<f32> {
-  let x = min(u32(pos.x * f32(p.w) / p.cw), p.w - 1u);
-  let y = min(u32(pos.y * f32(p.h) / p.ch), p.h - 1u);
-  let c = px[y * p.w + x] / 255.0;
-  return vec4<f32>(c.rgb * c.a, c.a); // premultiplied
-}`;
+  struct P { w: u32, h: u32, cw: f32, ch: f32 }
+  @group(0) @binding(0) var<storage, read> px: array<vec4<f32>>;
+  @group(0) @binding(1) var<uniform> p: P;
+  @vertex fn vs(@builtin(vertex_index) i: u32) -> @builtin(position) vec4<f32> {
+    // one triangle over the whole target
+    return vec4<f32>(f32((i << 1u) & 2u) * 2.0 - 1.0, f32(i & 2u) * 2.0 - 1.0, 0.0, 1.0);
+  }
+  @fragment fn fs(@builtin(position) pos: vec4<f32>) -> @location(0) vec4<f32> {
+    let x = min(u32(pos.x * f32(p.w) / p.cw), p.w - 1u);
+    let y = min(u32(pos.y * f32(p.h) / p.ch), p.h - 1u);
+    let c = px[y * p.w + x] / 255.0;
+    return vec4<f32>(c.rgb * c.a, c.a); // premultiplied
+  }`;
 
 /** @type {WeakMap<GPUDevice, Map<string, GPURenderPipeline>>} */
 const pipelines = new WeakMap();
