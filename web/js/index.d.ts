@@ -182,6 +182,13 @@ export declare class Runtime {
    * buffers for `pg.fromGPUBuffer` must come from it. `undefined` on other backends.
    */
   readonly gpuDevice: GPUDevice | undefined;
+  /** WebGL2: the runtime's WebGL2RenderingContext (textures for `pg.fromTexture` come from it); `undefined` elsewhere. */
+  readonly glContext: WebGL2RenderingContext | undefined;
+  /**
+   * WebGL2: the texture layout of a float32 tensor of `shape`: `pg.fromTexture` reads the
+   * first `width` x `height` texels of its texture, 4 elements per texel, row-major.
+   */
+  textureLayout(shape: number[]): TextureLayout;
   /** Backend counters: device bytes held now, and what was allocated, compiled, launched,
    *  submitted and read back since start (see `MemoryInfo`). */
   memory(): MemoryInfo;
@@ -393,6 +400,25 @@ export declare class Tensor {
    * device. An Error on other backends and for non-float32 tensors.
    */
   gpuBuffer(): GPUBuffer;
+  /**
+   * WebGL2: a new WebGLTexture of `rt.glContext` holding the float32 values in the backend's
+   * layout (4 per texel, row-major, the first `size` values meaningful), copied by one
+   * framebuffer blit (nothing is read back). The caller owns it (`gl.deleteTexture`); it
+   * outlives this tensor's `dispose()` and dies with the context. An Error on other backends
+   * (webgl1 included) and for non-float32 tensors.
+   */
+  texture(): TensorTexture;
+}
+
+/** A tensor's texture (`tensor.texture()`) or the layout `pg.fromTexture` reads (`rt.textureLayout`). */
+export interface TextureLayout {
+  width: number;
+  height: number;
+  /** The GL internal format: RGBA32F (0x8814), or RGBA16F (0x881A) in the precision-limited mode. */
+  internalFormat: number;
+}
+export interface TensorTexture extends TextureLayout {
+  texture: WebGLTexture;
 }
 
 export type PixelSource = HTMLCanvasElement | OffscreenCanvas | ImageBitmap | ImageData | HTMLImageElement | HTMLVideoElement | VideoFrame;
@@ -491,6 +517,15 @@ export declare function fromPixelsAsync(source: PixelSource, options?: FromPixel
  * small), 'invalid' (usage, mapped, dtype other than 'float32', not WebGPU) or
  * 'deviceMismatch' (a buffer of another device, or destroyed).
  */
+/**
+ * WebGL2: a float32 tensor of `shape` from a WebGLTexture of `rt.glContext` in the layout
+ * `rt.textureLayout(shape)` gives (a float format such as RGBA32F, at least that many texels),
+ * copied by one framebuffer blit; the texture stays the caller's. An Error on other runtimes,
+ * kind 'deviceMismatch' for a texture of another context or a deleted one.
+ * pixelgrad tracks the GL state it sets: the import and export calls reset that tracking, so
+ * make your own calls on `rt.glContext` right before them.
+ */
+export declare function fromTexture(texture: WebGLTexture, shape: number[]): Tensor;
 export declare function fromGPUBuffer(buffer: GPUBuffer, shape: number[], dtype?: 'float32'): Promise<Tensor>;
 /** Maps `[x0, y0, x1, y1]` in model-input pixels back onto the source. */
 export declare function toSourceBox(box: [number, number, number, number], geometry: PixelGeometry): [number, number, number, number];

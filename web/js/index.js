@@ -20,6 +20,7 @@ import { flower as flowerImpl } from './flower.js';
 import * as image from './image.js';
 import * as post from './post.js';
 import { fromGPUBuffer as fromGPUBufferImpl } from './interop.js';
+import { fromTexture as fromTextureImpl } from './fromtexture.js';
 
 // Every error the public API throws or rejects with is a PixelgradError (errors.js).
 [Runtime, Tensor, Sequential, OnnxModel].forEach(guardClass);
@@ -60,6 +61,8 @@ export const fromYUV = guard(image.fromYUV);
 export const fromPixelsAsync = guard(image.fromPixelsAsync);
 /** @type {Api['fromGPUBuffer']} */
 export const fromGPUBuffer = guard(fromGPUBufferImpl);
+/** @type {Api['fromTexture']} */
+export const fromTexture = guard(fromTextureImpl);
 const postOps = guardObject(post);
 /** @type {Api['topk']} */
 export const topk = postOps.topk;

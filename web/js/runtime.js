@@ -65,6 +65,23 @@ export class Runtime {
     this._check('runtime.gpuDevice');
     return this.backend === 'webgpu' ? this._inner.gpuDevice : undefined;
   }
+  /** WebGL2: the runtime's WebGL2RenderingContext (for `pg.fromTexture`); `undefined` on other backends. */
+  get glContext() {
+    this._check('runtime.glContext');
+    return this.backend === 'webgl' ? this._keepGl : undefined;
+  }
+  /**
+   * WebGL2: `{ width, height, internalFormat }` of the texture a float32 tensor of `shape` has
+   * (4 elements per texel, row-major): the layout `pg.fromTexture` reads.
+   */
+  textureLayout(shape) {
+    this._check('runtime.textureLayout');
+    if (this.backend !== 'webgl') throw new Error(`runtime.textureLayout: the ${this.backend} runtime has no WebGL2 textures`);
+    if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0 && d < 2 ** 32)) {
+      throw new Error(`runtime.textureLayout: shape must be an array of whole numbers >= 0, got ${JSON.stringify(shape)}`);
+    }
+    return this._inner.textureLayout(Uint32Array.from(shape));
+  }
   /** Sets the most bytes of free memory the pools keep for reuse (default 256 MiB; 0: none). */
   setPoolBudget(bytes) {
     this._check('runtime.setPoolBudget');
@@ -147,6 +164,8 @@ export class Runtime {
     // The backend started now measured its own capabilities (a restored context may differ).
     const caps = JSON.parse(started.inner.capsJson);
     this.report = { ...this.report, adapter: started.adapter, name: started.inner.name, format: started.inner.format, caps, recoveries };
+    // recovery starts a device of its own: a shared one (`init({ device })`) is not taken again
+    if (this.report.sharedDevice !== undefined || this.backend === 'webgpu') this.report.sharedDevice = this.backend === 'webgpu' && !!started.sharedDevice;
     watch(this, started.keep, started.gl);
     if (this._limits) this._inner.setLimits(this._limits.maxElements, this._limits.maxOpWork);
   }

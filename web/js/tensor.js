@@ -4,6 +4,7 @@
 import { release } from './instance.js';
 import { currentRuntime } from './runtime.js';
 import { copyOut } from './gpucopy.js';
+import { textureOut } from './gltexture.js';
 
 /** @internal Frees wasm objects whose JS wrapper was garbage-collected without dispose(). */
 export const registry = typeof FinalizationRegistry !== 'undefined' ? new FinalizationRegistry((inner) => release(inner)) : null;
@@ -119,6 +120,19 @@ export class Tensor {
     if (rt.backend !== 'webgpu') throw new Error(`${what}: the ${rt.backend} runtime has no GPUBuffer: GPU buffers are a WebGPU feature`);
     if (this._dtype !== 'float32') throw new Error(`${what}: a ${this._dtype} tensor; gpuBuffer exports float32 tensors`);
     return copyOut(rt, this._onDevice(rt, what));
+  }
+  /**
+   * WebGL2: `{ texture, width, height, internalFormat }`, a new WebGLTexture of `rt.glContext`
+   * with the values in the backend's layout (copied on the device; the caller deletes it;
+   * gltexture.js).
+   */
+  texture() {
+    const what = 'tensor.texture';
+    this._check(what);
+    const rt = this._rt || currentRuntime(what);
+    if (rt.backend !== 'webgl') throw new Error(`${what}: the ${rt.backend} runtime has no WebGL2 textures: textures in and out are a WebGL2 feature`);
+    if (this._dtype !== 'float32') throw new Error(`${what}: a ${this._dtype} tensor; texture() exports float32 tensors`);
+    return textureOut(rt, this._onDevice(rt, what));
   }
   /** @internal The host values (reads device tensors back). */
   async _hostValues(what) {

@@ -152,3 +152,87 @@ test('fromGPUBuffer and gpuBuffer: typed errors for shape, size, usage, dtype an
   typed(r.cpuFrom, 'invalid', /cpu runtime has no GPUBuffer/, 'fromGPUBuffer on cpu');
   assert.equal(r.deviceAlive, 7, 'the page\'s device outlives the runtime that shared it');
 });
+
+test('webgl textures: a page texture round-trips through fromTexture, a computation and texture(); wrong inputs are typed errors', async () => {
+  const r = await page.evaluate(async () => {
+    const pg = await import('/pkg/index.js');
+    const rt = await pg.init({ backend: 'webgl', allowSoftware: true });
+    const gl = rt.glContext;
+    const layout = rt.textureLayout([2, 3]);
+    // the page writes [1..6] into its own texture in the runtime's layout (4 values a texel)
+    const tex = gl.createTexture();
+    gl.bindTexture(gl.TEXTURE_2D, tex);
+    gl.texStorage2D(gl.TEXTURE_2D, 1, gl.RGBA32F, layout.width, layout.height);
+    const texels = new Float32Array(4 * layout.width * layout.height);
+    texels.set([1, 2, 3, 4, 5, 6]);
+    gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, layout.width, layout.height, gl.RGBA, gl.FLOAT, texels);
+    gl.bindTexture(gl.TEXTURE_2D, null);
+    const x = pg.fromTexture(tex, [2, 3]);
+    gl.deleteTexture(tex); // the page's texture stays the page's: the tensor has its own copy
+    const xs = Array.from(await x.data());
+    const y = pg.matmul(x, pg.tensor([[1, 0], [0, 1], [1, 1]]));
+    const before = rt.memory().readbacks;
+    const out = y.texture();
+    const readbacksByExport = rt.memory().readbacks - before;
+    y.dispose(); // the exported texture is the caller's: it outlives the tensor
+    // the page reads the exported texture with its own calls
+    const fb = gl.createFramebuffer();
+    const prev = gl.getParameter(gl.FRAMEBUFFER_BINDING);
+    gl.bindFramebuffer(gl.FRAMEBUFFER, fb);
+    gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, out.texture, 0);
+    const px = new Float32Array(4 * out.width * out.height);
+    gl.readPixels(0, 0, out.width, out.height, gl.RGBA, gl.FLOAT, px);
+    gl.bindFramebuffer(gl.FRAMEBUFFER, prev);
+    gl.deleteFramebuffer(fb);
+    gl.deleteTexture(out.texture);
+    const err = (f) => {
+      try {
+        f();
+        return null;
+      } catch (e) {
+        return { cls: e instanceof pg.PixelgradError, kind: e.kind, msg: e.message };
+      }
+    };
+    const other = document.createElement('canvas').getContext('webgl2');
+    const foreign = other.createTexture();
+    other.bindTexture(other.TEXTURE_2D, foreign);
+    const deleted = gl.createTexture();
+    gl.bindTexture(gl.TEXTURE_2D, deleted);
+    gl.bindTexture(gl.TEXTURE_2D, null);
+    gl.deleteTexture(deleted);
+    const bytes = gl.createTexture(); // an 8-bit texture: not a float format
+    gl.bindTexture(gl.TEXTURE_2D, bytes);
+    gl.texStorage2D(gl.TEXTURE_2D, 1, gl.RGBA8, layout.width, layout.height);
+    gl.bindTexture(gl.TEXTURE_2D, null);
+    const errors = {
+      notTexture: err(() => pg.fromTexture(new Float32Array(4), [4])),
+      shape: err(() => pg.fromTexture(tex, [2, -1])),
+      foreign: err(() => pg.fromTexture(foreign, [2, 3])),
+      deleted: err(() => pg.fromTexture(deleted, [2, 3])),
+      format: err(() => pg.fromTexture(bytes, [2, 3])),
+    };
+    const still = Array.from(await pg.matmul(pg.tensor([[1, 2]]), pg.tensor([[3], [4]])).data());
+    await pg.init({ backend: 'cpu' });
+    errors.cpu = err(() => pg.fromTexture(bytes, [1]));
+    errors.cpuExport = err(() => pg.tensor([1]).texture());
+    return { xs, got: Array.from(px.slice(0, 4)), layout, size: [out.width, out.height], format: out.internalFormat, readbacksByExport, errors, still };
+  });
+  assert.deepEqual(r.xs, [1, 2, 3, 4, 5, 6], 'fromTexture copied the page\'s texels');
+  assert.deepEqual(r.got, [4, 5, 10, 11], 'the page reads the product from the exported texture');
+  assert.ok(r.size[0] >= 1 && r.size[1] >= 1);
+  assert.equal(r.format, 0x8814, 'RGBA32F');
+  assert.equal(r.readbacksByExport, 0, 'texture() reads nothing back');
+  const typed = (e, kind, re, name) => {
+    assert.ok(e && e.cls, `${name}: a PixelgradError ${JSON.stringify(e)}`);
+    assert.equal(e.kind, kind, `${name}: ${e.msg}`);
+    assert.match(e.msg, re, name);
+  };
+  typed(r.errors.notTexture, 'invalid', /^fromTexture: texture must be a WebGLTexture/, 'not a texture');
+  typed(r.errors.shape, 'invalid', /^fromTexture: shape must be an array of whole numbers/, 'shape');
+  typed(r.errors.foreign, 'deviceMismatch', /not a live texture of rt.glContext/, 'another context\'s texture');
+  typed(r.errors.deleted, 'deviceMismatch', /not a live texture of rt.glContext/, 'a deleted texture');
+  typed(r.errors.format, 'backend', /^fromTexture.*the source texture holds component type 0x8C17, not floats/, 'an 8-bit texture');
+  typed(r.errors.cpu, 'invalid', /cpu runtime has no WebGL2 textures/, 'fromTexture on cpu');
+  typed(r.errors.cpuExport, 'invalid', /cpu runtime has no WebGL2 textures/, 'texture() on cpu');
+  assert.deepEqual(r.still, [11], 'the runtime works after the refusals');
+});

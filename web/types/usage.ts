@@ -96,6 +96,18 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
     exported.destroy();
     void [sharing, onDevice, mismatch];
   }
+  const glRuntime: pg.Runtime = await pg.init({ backend: 'webgl' });
+  const gl: WebGL2RenderingContext | undefined = glRuntime.glContext;
+  const texLayout: pg.TextureLayout = glRuntime.textureLayout([2, 3]);
+  const glTex = gl ? gl.createTexture() : null;
+  if (gl && glTex) {
+    gl.bindTexture(gl.TEXTURE_2D, glTex);
+    gl.texStorage2D(gl.TEXTURE_2D, 1, texLayout.internalFormat, texLayout.width, texLayout.height);
+    const fromGl: pg.Tensor = pg.fromTexture(glTex, [2, 3]);
+    const out: pg.TensorTexture = fromGl.texture();
+    gl.deleteTexture(out.texture);
+    void [out.width, out.height, out.internalFormat];
+  }
 
   // Images and post-processing
   const source: pg.PixelSource = canvas;

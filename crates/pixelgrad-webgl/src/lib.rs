@@ -127,6 +127,7 @@ pub mod glsl;
 mod group;
 mod heatmap;
 mod image;
+mod interop;
 mod launch;
 mod legacy;
 mod ops;
