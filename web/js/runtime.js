@@ -119,7 +119,8 @@ export class Runtime {
    * runtime; resolves to `{ backend, tried }`. `fit` and `model.restore()` call it themselves.
    */
   async recover() {
-    this._check('recover');
+    // a lost device is what this is for: only a replaced runtime or a crashed instance refuse
+    if (!this.lost || this._retiredBy) this._check('recover');
     if (!this.lost) return { backend: this.backend, tried: [] };
     return recoverRuntime(this);
   }

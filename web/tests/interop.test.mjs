@@ -236,3 +236,36 @@ test('webgl textures: a page texture round-trips through fromTexture, a computat
   typed(r.errors.cpuExport, 'invalid', /cpu runtime has no WebGL2 textures/, 'texture() on cpu');
   assert.deepEqual(r.still, [11], 'the runtime works after the refusals');
 });
+
+test('a shared device the page destroys: the runtime reports the loss, recovers onto a device of its own and says it no longer shares', async () => {
+  const r = await page.evaluate(async () => {
+    const pg = await import('/pkg/index.js');
+    const device = await (await navigator.gpu.requestAdapter()).requestDevice();
+    const rt = await pg.init({ device, allowSoftware: true });
+    const U = GPUBufferUsage;
+    const buf = device.createBuffer({ size: 8, usage: U.STORAGE | U.COPY_SRC | U.COPY_DST });
+    const x = await pg.fromGPUBuffer(buf, [2]);
+    const shared = rt.report.sharedDevice;
+    device.destroy();
+    await device.lost;
+    await new Promise((res) => setTimeout(res, 50));
+    const lost = rt.lost;
+    let oldTensor = '';
+    try {
+      await x.data();
+    } catch (e) {
+      oldTensor = e.kind;
+    }
+    const rec = await rt.recover();
+    const y = pg.matmul(pg.tensor([[1, 2]]), pg.tensor([[3], [4]]));
+    const fresh = rt.gpuDevice;
+    return { shared, lost, oldTensor, recovered: rec.backend, after: rt.report.sharedDevice, differs: fresh !== device, value: Array.from(await y.data()) };
+  });
+  assert.equal(r.shared, true);
+  assert.ok(r.lost, 'the loss of the shared device is the runtime\'s loss');
+  assert.equal(r.oldTensor, 'deviceLost', 'tensors of the lost device refuse');
+  assert.equal(r.recovered, 'webgpu');
+  assert.equal(r.after, false, 'the recovered runtime runs on a device of its own');
+  assert.equal(r.differs, true);
+  assert.deepEqual(r.value, [11]);
+});
