@@ -103,6 +103,7 @@ mod depthwise;
 pub mod element;
 mod elementwise;
 mod fusion;
+mod igemm;
 mod index;
 mod int8;
 pub mod kernels;
@@ -118,6 +119,7 @@ mod schedule;
 #[cfg_attr(not(all(target_arch = "wasm32", target_feature = "simd128")), allow(dead_code))]
 mod sgemm;
 mod simd;
+mod simd_int;
 mod trace;
 mod window;
 mod winograd;
