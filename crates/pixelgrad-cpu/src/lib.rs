@@ -102,6 +102,7 @@ mod bounds;
 mod depthwise;
 pub mod element;
 mod elementwise;
+mod f16;
 mod fusion;
 mod igemm;
 mod index;
