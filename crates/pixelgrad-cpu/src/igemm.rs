@@ -83,11 +83,9 @@ fn tile(a: &[i32], b: &[i16], acc: &mut [i32], ldc: usize) {
         cr[0] = Acc::load(row[..4].try_into().expect("4 sums"));
         cr[1] = Acc::load(row[4..].try_into().expect("4 sums"));
     }
-    let (a_steps, _) = a.as_chunks::<MR>();
-    let (b_steps, _) = b.as_chunks::<16>();
-    for (aw, bq) in a_steps.iter().zip(b_steps) {
+    for (aw, bq) in a.chunks_exact(MR).zip(b.chunks_exact(2 * NR)) {
         let b0 = Pairs::load(bq[..8].try_into().expect("8 values"));
-        let b1 = Pairs::load(bq[8..].try_into().expect("8 values"));
+        let b1 = Pairs::load(bq[8..16].try_into().expect("8 values"));
         for (cr, &w) in c.iter_mut().zip(aw) {
             let av = Pairs::splat(w);
             cr[0] = cr[0].dot_add(av, b0);

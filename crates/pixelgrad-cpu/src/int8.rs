@@ -138,7 +138,8 @@ struct Geometry {
 /// computed) where a `b` value does not fit in i16.
 fn pairs_gemm<A: Byte, T: Element>(a: &[A], b: &[T], g: &Geometry) -> Option<Vec<T>> {
     let Geometry { m, k, n, batch, a_batched, b_batched } = *g;
-    let b_packs = (0..if b_batched { batch } else { 1 }).map(|i| igemm::pack_b(&b[i * k * n..][..k * n], k, n)).collect::<Option<Vec<_>>>()?;
+    let b_packs =
+        (0..if b_batched { batch } else { 1 }).map(|i| igemm::pack_b(&b[i * k * n..][..k * n], k, n)).collect::<Option<Vec<_>>>()?;
     let a_packs: Vec<Vec<i32>> = (0..if a_batched { batch } else { 1 }).map(|i| igemm::pack_a(&a[i * m * k..][..m * k], m, k)).collect();
     let mut out = vec![T::ZERO; batch * m * n];
     if m * n == 0 {

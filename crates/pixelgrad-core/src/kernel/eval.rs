@@ -292,7 +292,8 @@ mod rounding_tests {
     /// x86_64 builds without SSE4.1 compute them without std's software routines.
     #[test]
     fn rounding_matches_std() {
-        let mut xs32 = vec![0.0f32, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX, f32::MIN_POSITIVE];
+        let mut xs32 =
+            vec![0.0f32, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX, f32::MIN_POSITIVE];
         for e in 0u32..255 {
             for m in [0u32, 1, 0x2a_aaaa, 0x40_0000, 0x40_0001, 0x7f_ffff, 0x55_5555, 0x3f_ffff] {
                 xs32.push(f32::from_bits(e << 23 | m));
