@@ -15,8 +15,8 @@
 //!   a chunk reads it); runs of [`CHUNK_ROWS`] output rows are independent ([`for_chunks`]:
 //!   rayon threads natively, one thread in the browser).
 
+use crate::byte::Byte;
 use crate::element::Element;
-use crate::int8::Byte;
 use crate::par::for_chunks;
 use crate::simd_int::{pair_word, Acc, Pairs};
 

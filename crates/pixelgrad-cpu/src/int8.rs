@@ -22,6 +22,7 @@
 
 use pixelgrad_core::Result;
 
+use crate::byte::Byte;
 use crate::element::Element;
 use crate::igemm;
 use crate::par::for_chunks;
@@ -37,29 +38,6 @@ const ROW_PANEL: usize = 256;
 const MIN_EXACT_BLOCK: usize = 64;
 /// Narrowest N for the blocked path (a matrix-vector product is faster directly).
 const MIN_GEMM_N: usize = 8;
-
-/// One 8-bit weight widened to `i32`.
-pub(crate) trait Byte: Copy + Sync {
-    /// Largest magnitude of the type (128 for i8, 255 for u8).
-    const MAX_ABS: u64;
-    fn widen(self) -> i32;
-}
-
-impl Byte for i8 {
-    const MAX_ABS: u64 = 128;
-    #[inline]
-    fn widen(self) -> i32 {
-        self as i32
-    }
-}
-
-impl Byte for u8 {
-    const MAX_ABS: u64 = 255;
-    #[inline]
-    fn widen(self) -> i32 {
-        self as i32
-    }
-}
 
 /// `a [ga?, m, k]` (8-bit) times `b [gb?, k, n]` (whole numbers) into `out [.., m, n]`.
 /// Shapes passed `Op::infer_shape` (a batch of one or a rank-2 operand broadcasts).

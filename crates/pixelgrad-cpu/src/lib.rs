@@ -99,6 +99,7 @@ use pixelgrad_core::{Backend, BackendKind, Caps, Counters, Error, Op, Result, Sh
 mod block_eval;
 mod blocks;
 mod bounds;
+mod byte;
 mod depthwise;
 pub mod element;
 mod elementwise;
