@@ -74,6 +74,9 @@ fn child(dir: &Path, only: Option<&str>) -> Res<()> {
             let (in_name, x) = input(dir, &s, shape, file)?;
             runs.push((form, s, in_name, x));
         }
+        if runs.is_empty() {
+            continue;
+        }
         let run = |(_, s, in_name, x): &(&str, Session, String, HostTensor)| -> Res<Vec<f32>> {
             let out = s.run(&[(in_name.as_str(), Input::Host(x.clone()))])?;
             Ok(out[0].1.to_host()?.to_f32())

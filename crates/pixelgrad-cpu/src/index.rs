@@ -61,6 +61,17 @@ pub fn gather<T: Element>(backend: &str, x: &[T], dx: &[usize], idx: &[T], didx:
         let first = chunk * rows_per_chunk;
         // (o, j) of the chunk's first row, then stepped (no division per row).
         let (mut o, mut j) = (first / ni, first % ni);
+        if inner == 1 {
+            // A lookup table: one value per row, read straight from the table of outer index o.
+            for (r, d) in dst.iter_mut().enumerate() {
+                *d = x[o * nx + idx[first + r].to_f64() as usize];
+                j += 1;
+                if j == ni {
+                    (o, j) = (o + 1, 0);
+                }
+            }
+            return;
+        }
         for (r, dst) in dst.chunks_mut(inner).enumerate() {
             let pos = (first + r) * inner;
             let base = o * nx * inner;
