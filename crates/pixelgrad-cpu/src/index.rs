@@ -11,7 +11,7 @@
 use pixelgrad_core::{Error, Result};
 
 use crate::element::Element;
-use crate::par::for_chunks;
+use crate::par::{for_chunks, FLAT_CHUNK};
 
 /// Sizes of the `[outer, axis, inner]` view of `dims`.
 fn split(dims: &[usize], axis: usize) -> (usize, usize, usize) {
@@ -50,13 +50,38 @@ pub fn gather<T: Element>(backend: &str, x: &[T], dx: &[usize], idx: &[T], didx:
     let (_, ni, inner) = split(didx, axis);
     validate_indices("gather", backend, idx, nx)?;
     let mut out = vec![T::ZERO; idx.len()];
-    // One chunk per (o, j) row of `inner` elements; indices are whole numbers in 0..nx here.
-    for_chunks(&mut out, inner, |row, dst| {
-        let (o, j) = (row / ni.max(1), row % ni.max(1));
-        let pos = (o * ni + j) * inner;
-        let base = o * nx * inner;
-        for (i, (d, &v)) in dst.iter_mut().zip(&idx[pos..pos + inner]).enumerate() {
-            *d = x[base + v.to_f64() as usize * inner + i];
+    if inner == 0 || ni == 0 {
+        return Ok(out);
+    }
+    // Chunks of whole (o, j) rows of `inner` elements, at least a few thousand values each (a
+    // lookup table gathers with `inner` = 1: one call per value would cost more than the
+    // lookup); indices are whole numbers in 0..nx here.
+    let rows_per_chunk = (FLAT_CHUNK / inner).max(1);
+    for_chunks(&mut out, rows_per_chunk * inner, |chunk, dst| {
+        let first = chunk * rows_per_chunk;
+        // (o, j) of the chunk's first row, then stepped (no division per row).
+        let (mut o, mut j) = (first / ni, first % ni);
+        if inner == 1 {
+            // A lookup table: one value per row, read straight from the table of outer index o.
+            for (r, d) in dst.iter_mut().enumerate() {
+                *d = x[o * nx + idx[first + r].to_f64() as usize];
+                j += 1;
+                if j == ni {
+                    (o, j) = (o + 1, 0);
+                }
+            }
+            return;
+        }
+        for (r, dst) in dst.chunks_mut(inner).enumerate() {
+            let pos = (first + r) * inner;
+            let base = o * nx * inner;
+            for (i, (d, &v)) in dst.iter_mut().zip(&idx[pos..pos + inner]).enumerate() {
+                *d = x[base + v.to_f64() as usize * inner + i];
+            }
+            j += 1;
+            if j == ni {
+                (o, j) = (o + 1, 0);
+            }
         }
     });
     Ok(out)
@@ -90,6 +115,25 @@ mod tests {
         assert_eq!(gather("cpu", &x, &[2, 3], &idx, &[2, 2], 1).unwrap(), vec![12.0, 10.0, 21.0, 21.0]);
         let src = [1.0f32, 2.0, 3.0, 4.0];
         assert_eq!(scatter_add("cpu", &src, &[2, 2], &idx, 1, 3).unwrap(), vec![2.0, 0.0, 1.0, 0.0, 7.0, 0.0]);
+    }
+
+    /// Chunks of many rows (a lookup table's `inner` = 1 and rows that do not divide the
+    /// chunk, so chunks start inside an outer index) give what the definition does.
+    #[test]
+    fn gather_in_multi_row_chunks_matches_the_definition() {
+        for (outer, nx, ni, inner) in [(5000, 4, 3, 1), (1, 256, 10007, 1), (7, 5, 9, 3), (3, 2, 1500, 5)] {
+            let x: Vec<f32> = (0..outer * nx * inner).map(|v| v as f32).collect();
+            let idx: Vec<f32> = (0..outer * ni * inner).map(|v| ((v * 7 + v / 3) % nx) as f32).collect();
+            let got = gather("cpu", &x, &[outer, nx, inner], &idx, &[outer, ni, inner], 1).unwrap();
+            for o in 0..outer {
+                for j in 0..ni {
+                    for i in 0..inner {
+                        let at = (o * ni + j) * inner + i;
+                        assert_eq!(got[at], x[(o * nx + idx[at] as usize) * inner + i], "{outer} {nx} {ni} {inner} at {at}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

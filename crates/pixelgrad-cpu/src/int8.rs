@@ -1,8 +1,10 @@
 //! The exact integer matmul of 8-bit weights ([`pixelgrad_core::Op::MatMulI8`]):
 //! `out[m, n] = (Σ_k a[m, k] * (b[k, n] as i32)) as f32`, products and sums in wrapping `i32`.
 //!
-//! `b` (f32 or, on the reference, f64 whole numbers) is converted to `i32` once per call. Then
-//! one of two exact paths:
+//! On the fast path, when every `b` value fits in i16 (8-bit activations minus their zero
+//! point always do), the product is an integer GEMM on i16 pairs with i32 accumulation in SIMD
+//! ([`crate::igemm`]), exact for every K. Otherwise `b` (f32 or, on the reference, f64 whole
+//! numbers) is converted to `i32` once per call, then one of two exact paths:
 //!
 //! - **f32 GEMM in exact blocks** (fast path, the usual case): a product of whole numbers
 //!   whose partial sums all stay within 2^24 is computed exactly by any f32 GEMM, in any
@@ -20,7 +22,9 @@
 
 use pixelgrad_core::Result;
 
+use crate::byte::Byte;
 use crate::element::Element;
+use crate::igemm;
 use crate::par::for_chunks;
 
 /// Output rows accumulated together (they share each block of `b`).
@@ -35,29 +39,6 @@ const MIN_EXACT_BLOCK: usize = 64;
 /// Narrowest N for the blocked path (a matrix-vector product is faster directly).
 const MIN_GEMM_N: usize = 8;
 
-/// One 8-bit weight widened to `i32`.
-pub(crate) trait Byte: Copy + Sync {
-    /// Largest magnitude of the type (128 for i8, 255 for u8).
-    const MAX_ABS: u64;
-    fn widen(self) -> i32;
-}
-
-impl Byte for i8 {
-    const MAX_ABS: u64 = 128;
-    #[inline]
-    fn widen(self) -> i32 {
-        self as i32
-    }
-}
-
-impl Byte for u8 {
-    const MAX_ABS: u64 = 255;
-    #[inline]
-    fn widen(self) -> i32 {
-        self as i32
-    }
-}
-
 /// `a [ga?, m, k]` (8-bit) times `b [gb?, k, n]` (whole numbers) into `out [.., m, n]`.
 /// Shapes passed `Op::infer_shape` (a batch of one or a rank-2 operand broadcasts).
 pub(crate) fn matmul_i8<A: Byte, T: Element>(a: &[A], a_dims: &[usize], b: &[T], b_dims: &[usize], out_dims: &[usize]) -> Result<Vec<T>> {
@@ -67,6 +48,11 @@ pub(crate) fn matmul_i8<A: Byte, T: Element>(a: &[A], a_dims: &[usize], b: &[T],
     let a_batched = a_dims.len() == 3 && a_dims[0] > 1;
     let b_batched = b_dims.len() == 3 && b_dims[0] > 1;
     let b_len = b_dims.iter().product::<usize>();
+    if T::FAST {
+        if let Some(out) = pairs_gemm(a, b, &Geometry { m, k, n, batch, a_batched, b_batched }) {
+            return Ok(out);
+        }
+    }
     // `as i32` truncates toward zero and saturates (NaN gives 0): whole numbers convert exactly.
     let bi: Vec<i32> = b[..b_len].iter().map(|&v| v.to_f64() as i32).collect();
     let mut out = vec![T::ZERO; batch * m * n];
@@ -124,6 +110,25 @@ struct Geometry {
     batch: usize,
     a_batched: bool,
     b_batched: bool,
+}
+
+/// The i16-pair integer GEMM ([`crate::igemm`]) over every batch entry; `None` (nothing
+/// computed) where a `b` value does not fit in i16.
+fn pairs_gemm<A: Byte, T: Element>(a: &[A], b: &[T], g: &Geometry) -> Option<Vec<T>> {
+    let Geometry { m, k, n, batch, a_batched, b_batched } = *g;
+    let b_packs =
+        (0..if b_batched { batch } else { 1 }).map(|i| igemm::pack_b(&b[i * k * n..][..k * n], k, n)).collect::<Option<Vec<_>>>()?;
+    let a_packs: Vec<Vec<i32>> = (0..if a_batched { batch } else { 1 }).map(|i| igemm::pack_a(&a[i * m * k..][..m * k], m, k)).collect();
+    let mut out = vec![T::ZERO; batch * m * n];
+    if m * n == 0 {
+        return Some(out);
+    }
+    for (bat, dst) in out.chunks_exact_mut(m * n).enumerate() {
+        let pa = &a_packs[if a_batched { bat } else { 0 }];
+        let pb = &b_packs[if b_batched { bat } else { 0 }];
+        igemm::matmul_packed(pa, pb, m, n, dst);
+    }
+    Some(out)
 }
 
 /// The blocked path (module docs): `kb` inner indices per f32 GEMM call, each exact.

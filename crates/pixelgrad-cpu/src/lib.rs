@@ -99,10 +99,13 @@ use pixelgrad_core::{Backend, BackendKind, Caps, Counters, Error, Op, Result, Sh
 mod block_eval;
 mod blocks;
 mod bounds;
+mod byte;
 mod depthwise;
 pub mod element;
 mod elementwise;
+mod f16;
 mod fusion;
+mod igemm;
 mod index;
 mod int8;
 pub mod kernels;
@@ -118,6 +121,7 @@ mod schedule;
 #[cfg_attr(not(all(target_arch = "wasm32", target_feature = "simd128")), allow(dead_code))]
 mod sgemm;
 mod simd;
+mod simd_int;
 mod trace;
 mod window;
 mod winograd;

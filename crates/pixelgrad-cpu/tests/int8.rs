@@ -267,3 +267,20 @@ fn overflow_wraps_in_i32() {
         assert_eq!(bits(&u.matmul_i8(&b).unwrap().to_vec().unwrap()), bits(&want_u), "{}", dev.name());
     }
 }
+
+/// `matmul_i8_packed` takes whole numbers in [-128, 127] only: the ends of the range give the
+/// same product as `matmul_i8`; fractions, values just outside and NaN are typed errors.
+#[test]
+fn packed_activations_are_checked() {
+    for dev in [Device::new(CpuBackend::new()), Device::new(CpuBackend::reference())] {
+        let a = Tensor::from_i8(&dev, &[3, -7, 127, -128], [2, 2]).unwrap();
+        let good = Tensor::from_vec(&dev, &[-128.0, 127.0, 0.0, -1.0], [2, 2]).unwrap();
+        let want = a.matmul_i8(&good).unwrap().to_vec().unwrap();
+        assert_eq!(a.matmul_i8_packed(&good).unwrap().to_vec().unwrap(), want);
+        for bad in [0.5f32, -0.5, 127.5, 128.0, -129.0, f32::NAN, f32::INFINITY] {
+            let b = Tensor::from_vec(&dev, &[1.0, bad, 0.0, 2.0], [2, 2]).unwrap();
+            let e = a.matmul_i8_packed(&b).and_then(|y| y.to_vec().map(|_| y)).unwrap_err();
+            assert!(matches!(e, Error::Shape { op: "matmul_i8", .. }), "{bad}: {e}");
+        }
+    }
+}
