@@ -3,7 +3,7 @@
 //! Markdown table; asserts nothing.
 //!
 //! ```text
-//! cargo run --release -p pixelgrad-cpu --example precision_bench -- [MODELS_DIR]
+//! cargo run --release -p pixelgrad-onnx --example precision_bench -- [MODELS_DIR]
 //! ```
 //!
 //! `MODELS_DIR` (default `web/bench/models`) is what `web/bench/make_models.py` writes (`cargo
