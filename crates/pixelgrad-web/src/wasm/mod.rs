@@ -20,6 +20,7 @@ mod post;
 mod precision;
 mod runtime;
 mod tensor;
+mod threads;
 
 pub use checkpoint::HostCheckpoint;
 pub use crash::{set_panic_handler, test_panic, test_panic_async};
@@ -31,6 +32,9 @@ pub use model::Model;
 pub use onnx::{inspect_onnx, OnnxFiles, OnnxModel};
 pub use runtime::Runtime;
 pub use tensor::DeviceTensor;
+#[cfg(target_feature = "atomics")]
+pub use threads::cpu_worker_loop;
+pub use threads::{cpu_threads, threaded_build, wasm_memory};
 
 use wasm_bindgen::prelude::*;
 
