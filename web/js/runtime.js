@@ -2,6 +2,7 @@
 // each one was refused; the Rust side (`Runtime.webgpu/webgl/cpu`) only starts a given backend
 // and runs its precision self-test.
 import { PixelgradError } from './errors.js';
+import { plan, threadsReport } from './threads.js';
 import { currentInstance, instanceLostError, isTrap, loadWasm, noteTrap, onReplaced, release, replaceFailure, settle, wasm, wasmLoaded } from './instance.js';
 import { chooseBackend, measureSpec } from './measure.js';
 import { lostError, lostReason, recoverRuntime, restartAfterCrash, simulateLoss, watch } from './recovery.js';
@@ -345,7 +346,7 @@ export function startBackendSync(name, reuse = {}) {
 }
 
 /** Makes a started backend the current runtime (the one before it is retired). */
-function adopt(s, tried, measured, limits, low, emulate) {
+function adopt(s, tried, measured, limits, low, emulate, opts = {}) {
   const inner = s.inner;
   const report = {
     tried,
@@ -357,6 +358,8 @@ function adopt(s, tried, measured, limits, low, emulate) {
     warnings: inner.warnings,
     caps: JSON.parse(inner.capsJson),
   };
+  // the CPU kernels' threads (used by the cpu backend; threads.js)
+  report.threads = threadsReport(wasm, opts);
   if (s.precisionCheck) report.precisionCheck = s.precisionCheck;
   if (measured) report.measured = measured;
   if (emulate) report.emulatedPrecision = emulate;
@@ -406,6 +409,7 @@ export async function init(opts = {}) {
     if (low) throw new Error("pg.init: emulatePrecision and precision 'low' are two different test modes; choose one");
   }
   const spec = opts.measure === undefined ? null : measureSpec(opts.measure);
+  plan(opts); // a bad `threads` is refused even when the module is loaded already
   await loadWasm(opts);
   const auto = backend === 'auto';
   const tried = [];
@@ -448,7 +452,7 @@ export async function init(opts = {}) {
         t.reason = `slower on this model; ${t.reason}`;
       }
     }
-    return adopt(chosen.started, tried, measured, opts.limits, low, emulate);
+    return adopt(chosen.started, tried, measured, opts.limits, low, emulate, opts);
   }
   const why = tried.map((t) => `${t.backend}: ${t.reason}`).join('; ');
   const err = /** @type {Error & { report?: { tried: object[] } }} */ (new Error(`pg.init: no backend could start (${why})`));
