@@ -10,6 +10,12 @@ self.onmessage = async ({ data }) => {
     return;
   }
   self.postMessage({ ok: true });
-  // Never returns (it sleeps between jobs); a trap here ends only this worker.
-  glue.cpuWorkerLoop();
+  try {
+    glue.cpuWorkerLoop(); // never returns: it sleeps between jobs
+  } catch (e) {
+    // A trap inside a kernel (a bug): the page's thread waits for this worker's chunk and
+    // would spin forever; tell it, so that it discards the instance instead.
+    console.error(`pixelgrad CPU worker crashed: ${e && e.message ? e.message : e}`);
+    glue.cpuWorkerFailed();
+  }
 };

@@ -31,7 +31,7 @@ pub fn threads() -> usize {
 pub const THREADED_BUILD: bool = cfg!(any(not(target_arch = "wasm32"), target_feature = "atomics"));
 
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
-pub use pool::{worker_loop, MAX_WORKERS};
+pub use pool::{worker_failed, worker_loop, MAX_WORKERS};
 
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub(crate) use pool::run;
@@ -63,6 +63,14 @@ mod pool {
     static LOCK: AtomicBool = AtomicBool::new(false);
     static WORKERS: [OnceLock<Thread>; MAX_WORKERS] = [const { OnceLock::new() }; MAX_WORKERS];
     static REGISTERED: AtomicUsize = AtomicUsize::new(0);
+    /// Set by [`worker_failed`]: a worker trapped (its JS side saw `worker_loop` throw).
+    static FAILED: AtomicBool = AtomicBool::new(false);
+
+    /// Called by a worker's JS when [`worker_loop`] trapped: the caller waiting for that
+    /// worker's chunk panics instead of spinning forever.
+    pub fn worker_failed() {
+        FAILED.store(true, SeqCst);
+    }
 
     pub(super) fn registered() -> usize {
         REGISTERED.load(SeqCst).min(MAX_WORKERS)
@@ -91,6 +99,11 @@ mod pool {
         // The caller may not block (the browser's main thread): it spins on the chunks that
         // workers are finishing, then on workers that may still look at the job.
         while DONE.load(SeqCst) < count {
+            if FAILED.load(SeqCst) {
+                // A chunk trapped on a worker (a bug): it will never finish, and the memory it
+                // was writing is half-updated. Panic, so the page discards this instance.
+                panic!("a CPU worker thread crashed while running a kernel");
+            }
             std::hint::spin_loop();
         }
         ACTIVE.store(false, SeqCst);

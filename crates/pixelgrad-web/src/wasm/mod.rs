@@ -33,7 +33,7 @@ pub use onnx::{inspect_onnx, OnnxFiles, OnnxModel};
 pub use runtime::Runtime;
 pub use tensor::DeviceTensor;
 #[cfg(target_feature = "atomics")]
-pub use threads::cpu_worker_loop;
+pub use threads::{cpu_worker_failed, cpu_worker_loop};
 pub use threads::{cpu_threads, threaded_build, wasm_memory};
 
 use wasm_bindgen::prelude::*;

@@ -31,3 +31,11 @@ pub fn wasm_memory() -> JsValue {
 pub fn cpu_worker_loop() {
     pixelgrad::cpu::threads::worker_loop()
 }
+
+/// A worker's [`cpu_worker_loop`] trapped (threaded build): the page's thread, waiting for the
+/// chunk that worker held, panics, and the runtime replaces the instance.
+#[cfg(target_feature = "atomics")]
+#[wasm_bindgen(js_name = cpuWorkerFailed)]
+pub fn cpu_worker_failed() {
+    pixelgrad::cpu::threads::worker_failed()
+}
