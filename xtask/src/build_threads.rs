@@ -14,9 +14,19 @@ type Res<T> = Result<T, String>;
 /// The target features of the threaded build (SIMD as in the single-threaded one).
 pub const RUSTFLAGS: &str = "-C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals";
 
-/// Wasm memory may grow to 4 GiB, as the single-threaded build's (a shared memory must declare
-/// its maximum; the linker's default for it is 1 GiB).
-const MAX_MEMORY: [&str; 2] = ["-C", "link-arg=--max-memory=4294967296"];
+/// Link flags of the final module: a shared memory, imported (the workers instantiate the
+/// module on the page's memory), with its maximum at 4 GiB like the single-threaded build's
+/// (a shared memory must declare one), and the thread-local storage entry points wasm-bindgen
+/// calls when it starts each thread.
+const LINK_ARGS: [&str; 7] = [
+    "--shared-memory",
+    "--import-memory",
+    "--max-memory=4294967296",
+    "--export=__wasm_init_tls",
+    "--export=__tls_size",
+    "--export=__tls_align",
+    "--export=__tls_base",
+];
 
 fn rustup(args: &[&str]) -> Res<String> {
     let out = Command::new("rustup")
@@ -59,7 +69,10 @@ pub fn build(root: &Path, target: &Path, dev: bool) -> Res<PathBuf> {
     if !dev {
         cargo.arg("--release");
     }
-    cargo.arg("--").args(MAX_MEMORY);
+    cargo.arg("--");
+    for a in LINK_ARGS {
+        cargo.args(["-C", &format!("link-arg={a}")]);
+    }
     match cargo.status() {
         Ok(s) if s.success() => {}
         Ok(s) => return Err(format!("the threaded build (cargo +nightly rustc -p pixelgrad-web, -Z build-std) failed ({s})")),

@@ -30,7 +30,8 @@ export async function run(opts) {
   const model = pg.sequential([pg.layers.dense({ units: 512, inputShape: [64], activation: 'relu' }), pg.layers.dense({ units: 10 })], { seed: 7 });
   model.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy' });
   const h = await model.fit(x, y, { epochs: 2, batchSize: 256, seed: 3 });
-  const weights = Object.fromEntries(Object.entries(model.weights()).map(([k, w]) => [k, Array.from(w)]));
+  const weights = {};
+  for (const [k, w] of Object.entries(await model.getWeights())) weights[k] = Array.from(await w.data());
   const logits = Array.from(await model.predict(x).data());
   const product = Array.from(await pg.matmul(pg.tensor(values(384 * 320, 1), [384, 320]), pg.tensor(values(320 * 448, 2), [320, 448])).data());
   const batched = Array.from(await pg.matmul(pg.tensor(values(8 * 64 * 96, 3), [8, 64, 96]), pg.tensor(values(8 * 96 * 80, 4), [8, 96, 80])).data());
