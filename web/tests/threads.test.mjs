@@ -49,12 +49,15 @@ test('threads: an isolated page runs the CPU kernels on the threaded build with 
   assert.equal(threaded.facts.isolated, true);
   assert.deepEqual({ ...threaded.threads, reason: undefined }, { count: 4, build: 'threaded', requested: 4, isolated: true, reason: undefined }, threaded.threads.reason);
   assert.match(threaded.threads.reason, /threads: 4/);
+  // the workers, not only the page's thread, ran chunks of the kernels
+  assert.ok(threaded.workerChunks > 0, `chunks run by workers: ${threaded.workerChunks}`);
 });
 
 test('threads: threads: 1 runs the single-threaded build', async () => {
   single = await runPage({ threads: 1 });
   assert.equal(single.error, undefined, single.error);
   assert.deepEqual({ ...single.threads, reason: undefined }, { count: 1, build: 'single', requested: 1, isolated: true, reason: undefined });
+  assert.equal(single.workerChunks, 0);
 });
 
 test('threads: threaded and single-threaded CPU results are bit-identical (training, products)', () => {

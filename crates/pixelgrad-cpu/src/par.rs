@@ -5,8 +5,6 @@
 //! there) — and everywhere else (a wasm build without atomics, the f64 reference) it is a
 //! plain loop. Which thread computes a chunk never changes its result.
 
-use pixelgrad_core::Result;
-
 use crate::element::Element;
 
 /// Outputs smaller than this many elements are not worth waking threads for.
@@ -44,7 +42,12 @@ pub(crate) fn for_chunks<T: Element>(out: &mut [T], chunk: usize, f: impl Fn(usi
 
 /// Calls `f(i, chunk)` for every run of `chunk` elements of `out` on the available threads
 /// (callers decide when the work is large enough) and returns the first error by chunk order.
-pub(crate) fn try_chunks<T: Send>(out: &mut [T], chunk: usize, f: impl Fn(usize, &mut [T]) -> Result<()> + Sync + Send) -> Result<()> {
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
+pub(crate) fn try_chunks<T: Send>(
+    out: &mut [T],
+    chunk: usize,
+    f: impl Fn(usize, &mut [T]) -> pixelgrad_core::Result<()> + Sync + Send,
+) -> pixelgrad_core::Result<()> {
     let chunk = chunk.max(1);
     #[cfg(not(target_arch = "wasm32"))]
     {
@@ -81,10 +84,6 @@ pub(crate) fn try_chunks<T: Send>(out: &mut [T], chunk: usize, f: impl Fn(usize,
             }
         }
         Ok(())
-    }
-    #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
-    {
-        out.chunks_mut(chunk).enumerate().try_for_each(|(i, c)| f(i, c))
     }
 }
 

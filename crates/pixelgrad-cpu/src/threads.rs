@@ -31,7 +31,7 @@ pub fn threads() -> usize {
 pub const THREADED_BUILD: bool = cfg!(any(not(target_arch = "wasm32"), target_feature = "atomics"));
 
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
-pub use pool::{worker_failed, worker_loop, MAX_WORKERS};
+pub use pool::{worker_chunks, worker_failed, worker_loop, MAX_WORKERS};
 
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub(crate) use pool::run;
@@ -65,6 +65,7 @@ mod pool {
     static REGISTERED: AtomicUsize = AtomicUsize::new(0);
     /// Set by [`worker_failed`]: a worker trapped (its JS side saw `worker_loop` throw).
     static FAILED: AtomicBool = AtomicBool::new(false);
+    static WORKER_CHUNKS: AtomicUsize = AtomicUsize::new(0);
 
     /// Called by a worker's JS when [`worker_loop`] trapped: the caller waiting for that
     /// worker's chunk panics instead of spinning forever.
@@ -95,7 +96,7 @@ mod pool {
                 t.unpark();
             }
         }
-        help(&task, count);
+        let _ = help(&task, count);
         // The caller may not block (the browser's main thread): it spins on the chunks that
         // workers are finishing, then on workers that may still look at the job.
         while DONE.load(SeqCst) < count {
@@ -114,15 +115,23 @@ mod pool {
     }
 
     /// Takes and runs chunks of the current job until none is left.
-    fn help(task: &Task<'_>, count: usize) {
+    fn help(task: &Task<'_>, count: usize) -> usize {
+        let mut ran = 0;
         loop {
             let i = NEXT.fetch_add(1, SeqCst);
             if i >= count {
-                return;
+                return ran;
             }
             task(i);
+            ran += 1;
             DONE.fetch_add(1, SeqCst);
         }
+    }
+
+    /// Chunks the workers (not the caller) have run since the module started: lets a test see
+    /// that the work really was shared.
+    pub fn worker_chunks() -> usize {
+        WORKER_CHUNKS.load(SeqCst)
     }
 
     /// A worker's life: registers, then sleeps until a job is published and helps with it.
@@ -149,7 +158,7 @@ mod pool {
                 // caller waits for BUSY to drop to zero after clearing ACTIVE before that
                 // reference goes away; COUNT and TASK were stored before ACTIVE.
                 let task = unsafe { &*(TASK.load(SeqCst) as *const Task<'_>) };
-                help(task, count);
+                WORKER_CHUNKS.fetch_add(help(task, count), SeqCst);
             }
             BUSY.fetch_sub(1, SeqCst);
         }

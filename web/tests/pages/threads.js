@@ -35,5 +35,8 @@ export async function run(opts) {
   const logits = Array.from(await model.predict(x).data());
   const product = Array.from(await pg.matmul(pg.tensor(values(384 * 320, 1), [384, 320]), pg.tensor(values(320 * 448, 2), [320, 448])).data());
   const batched = Array.from(await pg.matmul(pg.tensor(values(8 * 64 * 96, 3), [8, 64, 96]), pg.tensor(values(8 * 96 * 80, 4), [8, 96, 80])).data());
-  return { threads: rt.report.threads, loss: h.history.loss, weights, logits, product, batched };
+  // Test hook: chunks the workers ran, read from the loaded build's glue (instance 0).
+  const glue = rt.report.threads.build === 'threaded' ? await import('/pkg/pixelgrad_web_threads.js') : await import('/pkg/pixelgrad_web.js');
+  const workerChunks = glue.cpuWorkerChunks();
+  return { workerChunks, threads: rt.report.threads, loss: h.history.loss, weights, logits, product, batched };
 }

@@ -32,9 +32,9 @@ pub use model::Model;
 pub use onnx::{inspect_onnx, OnnxFiles, OnnxModel};
 pub use runtime::Runtime;
 pub use tensor::DeviceTensor;
+pub use threads::{cpu_threads, cpu_worker_chunks, threaded_build, wasm_memory};
 #[cfg(target_feature = "atomics")]
 pub use threads::{cpu_worker_failed, cpu_worker_loop};
-pub use threads::{cpu_threads, threaded_build, wasm_memory};
 
 use wasm_bindgen::prelude::*;
 

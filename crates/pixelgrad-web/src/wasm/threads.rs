@@ -39,3 +39,13 @@ pub fn cpu_worker_loop() {
 pub fn cpu_worker_failed() {
     pixelgrad::cpu::threads::worker_failed()
 }
+
+/// Chunks of kernel work the workers ran (threaded build; 0 in the other): a test hook that
+/// shows the work was shared, reached through the glue (not part of the package's API).
+#[wasm_bindgen(js_name = cpuWorkerChunks)]
+pub fn cpu_worker_chunks() -> usize {
+    #[cfg(target_feature = "atomics")]
+    return pixelgrad::cpu::threads::worker_chunks();
+    #[cfg(not(target_feature = "atomics"))]
+    0
+}
