@@ -111,11 +111,11 @@ mod matmul;
 mod movement;
 mod narrow;
 mod par;
-pub mod threads;
 mod pool;
 mod random;
 mod reduce;
 mod schedule;
+pub mod threads;
 // Natively only its tests call it (the backend uses matrixmultiply there).
 #[cfg_attr(not(all(target_arch = "wasm32", target_feature = "simd128")), allow(dead_code))]
 mod sgemm;
