@@ -93,3 +93,27 @@ test('threads: a bad thread count is a typed error', async () => {
   assert.match(r.error, /threads must be 'all' or an integer from 1 to 64/);
   assert.equal(typeof r.kind, 'string');
 });
+
+test('threads: after a crash the fresh instance gets its own workers and computes correctly', async () => {
+  const page = await newPage(browser);
+  await page.goto(`${server.url}/tests/pages/blank.html`);
+  const r = await page.evaluate(async () => {
+    const pg = await import('/pkg/index.js');
+    const rt = await pg.init({ backend: 'cpu', threads: 3 });
+    let kind = null;
+    try {
+      await pg.__testPanic('threads test');
+    } catch (e) {
+      kind = e.kind;
+    }
+    // a product large enough to be split by rows, on the fresh instance
+    const m = pg.tensor(new Float32Array(256 * 256).fill(1), [256, 256]);
+    const d = await pg.matmul(m, m).data();
+    // instance 1 is the glue copy the runtime replaced the dead instance with (instance.js)
+    const fresh = await import('/pkg/pixelgrad_web_threads.js?instance=1');
+    for (let i = 0; i < 200 && fresh.cpuThreads() < 3; i++) await new Promise((res) => setTimeout(res, 10));
+    return { build: rt.report.threads.build, kind, ok: d.every((v) => v === 256), threads: fresh.cpuThreads() };
+  });
+  await page.close();
+  assert.deepEqual(r, { build: 'threaded', kind: 'panic', ok: true, threads: 3 });
+});
