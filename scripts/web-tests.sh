@@ -4,7 +4,11 @@
 # SwiftShader; see web/tests/harness.mjs). Installs what a fresh Debian machine lacks: chromium,
 # node/npm (apt, with sudo when not root), the wasm32 target and the npm packages (`npm ci`).
 #
-# Usage: bash scripts/web-tests.sh [--wasm-opt] [TEST_FILE...]   (exit status 0 only if all passed)
+# The package is built with its threaded module too (`--threads`: nightly with rust-src, installed
+# here through rustup), which tests/threads.test.mjs compares with the single-threaded one;
+# `--no-threads` skips that build (the threads test then fails: it needs the module).
+#
+# Usage: bash scripts/web-tests.sh [--wasm-opt] [--no-threads] [TEST_FILE...]   (exit status 0 only if all passed)
 #        TEST_FILE: paths relative to web/, e.g. tests/api.test.mjs (default: tests/)
 # Env:   WEB_TESTS_TIMEOUT  seconds for the node test run (default 1500); CARGO_TARGET_DIR honoured.
 set -uo pipefail
@@ -16,9 +20,11 @@ fail() { echo "web tests: setup failed: $*" >&2; echo "web tests: 0 passed, 1 fa
 
 build_args=()
 files=()
+threads=1
 for a in "$@"; do
   case "$a" in
     --wasm-opt) build_args+=("--wasm-opt") ;;
+    --no-threads) threads=0 ;;
     *) files+=("$a") ;;
   esac
 done
@@ -47,6 +53,13 @@ fi
 export PATH="$HOME/.cargo/bin:$PATH"
 rustup target list --installed 2>/dev/null | grep -q '^wasm32-unknown-unknown$' \
   || rustup target add wasm32-unknown-unknown || fail "rustup target add wasm32-unknown-unknown"
+if [ "$threads" = 1 ]; then
+  # The threaded module rebuilds the standard library with atomics (-Z build-std): nightly + rust-src.
+  rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src' \
+    || rustup toolchain install nightly --profile minimal --component rust-src \
+    || fail "rustup toolchain install nightly --component rust-src"
+  build_args+=("--threads")
+fi
 echo "== cargo xtask build-wasm ${build_args[*]}"
 cargo xtask build-wasm "${build_args[@]}" || fail "cargo xtask build-wasm"
 

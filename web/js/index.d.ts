@@ -60,6 +60,29 @@ export interface InitOptions {
    * and device (adapter or renderer), so later page loads start at once.
    */
   measure?: { layers: LayerConfig[]; batchSize?: number; loss?: string };
+  /**
+   * Threads for the CPU backend's kernels: 'all' (default: navigator.hardwareConcurrency) or a
+   * count from 1 to 64. More than one needs a cross-origin isolated page (served with
+   * `Cross-Origin-Opener-Policy: same-origin` and `Cross-Origin-Embedder-Policy: require-corp`)
+   * and the package's threaded build (`pixelgrad_web_threads_bg.wasm`); otherwise, and with 1,
+   * the single-threaded build runs, and `report.threads` says why. Chosen once, when the module
+   * loads (the first `init` or `loadWasm`).
+   */
+  threads?: number | 'all';
+}
+
+/** How many threads the CPU backend's kernels use, and why (`report.threads`). */
+export interface ThreadsReport {
+  /** Threads the CPU kernels split work over now (the page's own thread and the workers). */
+  count: number;
+  /** The module loaded: 'threaded' (wasm threads on Web Workers) or 'single'. */
+  build: 'threaded' | 'single';
+  /** The threads asked for (`init({ threads })`, 'all' resolved to navigator.hardwareConcurrency). */
+  requested: number;
+  /** Whether the page is cross-origin isolated (SharedArrayBuffer available). */
+  isolated: boolean;
+  /** Why this build and count, e.g. that the page is not cross-origin isolated. */
+  reason: string;
 }
 
 /** One backend's timing by `init({ measure })`. */
@@ -147,6 +170,8 @@ export interface RuntimeReport {
   overlay?: { path: 'gpu' | 'readback'; reason: string };
   /** WebGPU: whether the runtime computes on the page's own GPUDevice (`init({ device })`). */
   sharedDevice?: boolean;
+  /** The CPU backend's threads (set by every backend: the CPU kernels also serve host-side work). */
+  threads: ThreadsReport;
 }
 
 /**

@@ -24,12 +24,19 @@
 //
 // The dead instance's memory is not returned to the browser: its glue copy stays in the
 // module map until the page or worker goes away. A crash is a bug, so this is paid once per bug.
+//
+// Threads (threads.js): `loadWasm` loads the threaded build instead when the page is
+// cross-origin isolated and more than one thread is asked for; its glue copies are made the
+// same way, and a fresh instance gets fresh workers (the dead one's are ended).
 import { PixelgradError } from './errors.js';
+import { decided, plan, startWorkers, stopWorkers } from './threads.js';
 
 /** The current instance's glue (its exports and classes), null until loaded; replaced after a crash. */
 export let wasm = null;
 
 let compiled = null;
+let glueName = 'pixelgrad_web'; // or 'pixelgrad_web_threads': the build loaded
+let threadCount = 1; // the threads the threaded build's instances run the CPU kernels on
 let loading = null;
 let nextCopy = 1;
 let spare = null; // a glue copy imported ahead, not instantiated yet
@@ -66,9 +73,14 @@ async function compileModule(src) {
 }
 
 function glueUrl(n) {
-  const u = new URL('./pixelgrad_web.js', import.meta.url);
-  u.searchParams.set('instance', String(n));
+  const u = new URL(`./${glueName}.js`, import.meta.url);
+  if (n !== undefined) u.searchParams.set('instance', String(n));
   return u.href;
+}
+
+/** Instance 0's glue (static specifiers, so bundlers see both builds). */
+function importGlue() {
+  return glueName === 'pixelgrad_web_threads' ? import('./pixelgrad_web_threads.js') : import('./pixelgrad_web.js');
 }
 
 /** Imports the next glue copy ahead (idempotent while one is loading or ready). */
@@ -107,19 +119,46 @@ function adopt(ns) {
  */
 export function loadWasm(opts = {}) {
   if (!loading) {
+    const p = plan(opts);
     loading = (async () => {
+      if (p.build === 'threaded') {
+        try {
+          return await loadBuild('pixelgrad_web_threads', new URL('pixelgrad_web_threads_bg.wasm', import.meta.url).href, p.requested, p);
+        } catch (e) {
+          // No threaded build next to the package (built without --threads), or it failed to
+          // start: the single-threaded one, and the report says why.
+          stopWorkers();
+          current = null;
+          wasm = null;
+          p.build = 'single';
+          p.reason = `the threaded build could not start (${e && e.message ? e.message : e}); running on one thread`;
+        }
+      }
       const src = opts.wasmUrl instanceof URL ? opts.wasmUrl.href : opts.wasmUrl || new URL('pixelgrad_web_bg.wasm', import.meta.url).href;
-      const [glue, module] = await Promise.all([import('./pixelgrad_web.js'), compileModule(src), prepareSpare()]);
-      compiled = module;
-      await glue.default({ module_or_path: compiled });
-      adopt(glue);
-      return glue;
+      return loadBuild('pixelgrad_web', src, 1, p);
     })().catch((e) => {
       loading = null;
       throw new Error(`pixelgrad: could not load the wasm module: ${e && e.message ? e.message : e}`);
     });
   }
   return loading;
+}
+
+/** Loads build `name` from `src` and, for the threaded one, starts its `count - 1` workers. */
+async function loadBuild(name, src, count, p) {
+  // a copy of the other build's glue imported ahead must not be used for this one
+  if (spareLoading) await spareLoading;
+  glueName = name;
+  threadCount = count;
+  spare = null;
+  spareError = null;
+  const [glue, module] = await Promise.all([importGlue(), compileModule(src), prepareSpare()]);
+  compiled = module;
+  await glue.default({ module_or_path: compiled });
+  adopt(glue);
+  if (count > 1) await startWorkers(glue, compiled, glueUrl(), count);
+  decided(p);
+  return glue;
 }
 
 /** True for an error that means the instance trapped (a panic, or any other wasm trap). */
@@ -221,7 +260,11 @@ export function inFlight(rec) {
 
 function instantiate(ns) {
   ns.initSync({ module: compiled });
-  return adopt(ns);
+  const rec = adopt(ns);
+  // The dead instance's workers share its memory: fresh ones for the fresh instance (its
+  // CPU kernels run on one thread until they have started).
+  if (threadCount > 1) startWorkers(ns, compiled, glueUrl(), threadCount).catch(() => stopWorkers());
+  return rec;
 }
 
 function replaced(dead, fresh) {

@@ -2,6 +2,7 @@
 // each one was refused; the Rust side (`Runtime.webgpu/webgl/cpu`) only starts a given backend
 // and runs its precision self-test.
 import { PixelgradError } from './errors.js';
+import { plan, threadsReport } from './threads.js';
 import { currentInstance, instanceLostError, isTrap, loadWasm, noteTrap, onReplaced, release, replaceFailure, settle, wasm, wasmLoaded } from './instance.js';
 import { chooseBackend, measureSpec } from './measure.js';
 import { lostError, lostReason, recoverRuntime, restartAfterCrash, simulateLoss, watch } from './recovery.js';
@@ -376,7 +377,7 @@ export function startBackendSync(name, reuse = {}) {
 }
 
 /** Makes a started backend the current runtime (the one before it is retired). */
-function adopt(s, tried, measured, limits, low, emulate) {
+function adopt(s, tried, measured, limits, low, emulate, opts = {}) {
   const inner = s.inner;
   const report = {
     tried,
@@ -388,6 +389,8 @@ function adopt(s, tried, measured, limits, low, emulate) {
     warnings: inner.warnings,
     caps: JSON.parse(inner.capsJson),
   };
+  // the CPU kernels' threads (used by the cpu backend; threads.js)
+  report.threads = threadsReport(wasm, opts);
   if (s.precisionCheck) report.precisionCheck = s.precisionCheck;
   if (inner.backend === 'webgpu') report.sharedDevice = !!s.sharedDevice;
   if (measured) report.measured = measured;
@@ -441,6 +444,7 @@ export async function init(opts = {}) {
   // `device`: the page's GPUDevice, shared by the WebGPU backend (the only one it can serve)
   const device = opts.device === undefined ? undefined : checkDevice(opts.device);
   if (device && backend !== 'webgpu' && backend !== 'auto') throw new Error(`pg.init: device is a GPUDevice, for backend 'webgpu' (or 'auto'), not '${backend}'`);
+  plan(opts); // a bad `threads` is refused even when the module is loaded already
   await loadWasm(opts);
   const auto = backend === 'auto';
   const tried = [];
@@ -483,7 +487,7 @@ export async function init(opts = {}) {
         t.reason = `slower on this model; ${t.reason}`;
       }
     }
-    return adopt(chosen.started, tried, measured, opts.limits, low, emulate);
+    return adopt(chosen.started, tried, measured, opts.limits, low, emulate, opts);
   }
   const why = tried.map((t) => `${t.backend}: ${t.reason}`).join('; ');
   const err = /** @type {Error & { report?: { tried: object[] } }} */ (new Error(`pg.init: no backend could start (${why})`));

@@ -85,7 +85,7 @@ test('npm pack, installed offline into a scratch project: imported from Node (CP
     const tarball = path.join(tmp, packed[0].filename);
     assert.equal(packed[0].filename, `pixelgrad-${version}.tgz`);
     const shipped = packed[0].files.map((f) => f.path).sort();
-    for (const f of shipped) assert.match(f, /^([\w-]+\.js|[\w-]+\.d\.ts|pixelgrad_web_bg\.wasm(\.d\.ts)?|package\.json|README\.md|CHANGELOG\.md)$/, `unexpected file in the package: ${f}`);
+    for (const f of shipped) assert.match(f, /^([\w-]+\.js|[\w-]+\.d\.ts|pixelgrad_web(_threads)?_bg\.wasm(\.d\.ts)?|package\.json|README\.md|CHANGELOG\.md)$/, `unexpected file in the package: ${f}`);
     for (const f of ['index.js', 'index.d.ts', 'pixelgrad_web.js', 'pixelgrad_web_bg.wasm', 'version.js', 'README.md', 'CHANGELOG.md']) assert.ok(shipped.includes(f), `the package lacks ${f}`);
 
     const app = path.join(tmp, 'app');

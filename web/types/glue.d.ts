@@ -7,3 +7,9 @@ declare module '*/pixelgrad_web.js' {
   export function setErrorClass(proto: object): void;
   export function setPanicHandler(handler: (message: string) => void): void;
 }
+// The threaded build's glue (`cargo xtask build-wasm --threads`), the same calls and the workers' ones.
+declare module '*/pixelgrad_web_threads.js' {
+  export default function init(options?: { module_or_path?: WebAssembly.Module | string | URL | Response; memory?: WebAssembly.Memory }): Promise<unknown>;
+  export function setErrorClass(proto: object): void;
+  export function setPanicHandler(handler: (message: string) => void): void;
+}

@@ -27,6 +27,10 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const caps: pg.BackendCaps = report.caps;
   const capFields = [caps.conv, caps.int8, caps.int8Storage, caps.int8Kernel, caps.f16Storage, caps.shaderF16, caps.f16Matmul, caps.f16MatmulArithmetic, caps.narrowF16, caps.reducedPrecision, report.emulatedPrecision];
   const emulating: pg.InitOptions = { backend: 'webgl1', emulatePrecision: 'half' };
+  const threaded: pg.InitOptions = { backend: 'cpu', threads: 'all' };
+  const oneThread: pg.InitOptions = { backend: 'cpu', threads: 1 };
+  const threads: pg.ThreadsReport = report.threads;
+  const threadFields = [threaded, oneThread, threads.count, threads.build, threads.requested, threads.isolated, threads.reason];
   const limits: number = rt.limits.maxElements + rt.limits.maxOpWork;
   const counters = rt.memory();
   const work: number = counters.bytesInUse + counters.allocations + counters.compiles + counters.launches + counters.submissions + counters.readbacks;
@@ -43,7 +47,7 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const row = rows[0];
   const rowFields = [row.step, row.tensor, row.op, row.shape, row.maxAbs, row.maxRel, row.worstIndex, row.tolAbs, row.tolRel, row.pass];
   const checkFields = [check.passed, check.summary, check.backend, check.reference, check.config.layers, failure];
-  void [same, firstTry, describe, measured, capFields, emulating, limits, work, pools, lost, recovered, rowFields, checkFields];
+  void [same, firstTry, describe, measured, capFields, emulating, threadFields, limits, work, pools, lost, recovered, rowFields, checkFields];
 
   // Errors
   try {

@@ -1,10 +1,14 @@
-//! `cargo xtask build-wasm [--dev] [--wasm-opt]`: the `pixelgrad` npm package in `web/pkg/`.
+//! `cargo xtask build-wasm [--dev] [--wasm-opt] [--threads]`: the `pixelgrad` npm package in
+//! `web/pkg/`.
 //!
 //! 1. `cargo build --target wasm32-unknown-unknown -p pixelgrad-web` (release unless `--dev`);
 //! 2. `wasm-bindgen --target web` into `web/pkg/` (the CLI from `~/.cargo/bin` or `PATH`; when
 //!    it is missing or its version differs from the `wasm-bindgen` crate in Cargo.lock — the
 //!    two must match exactly — it is installed with `cargo install wasm-bindgen-cli`);
 //! 3. with `--wasm-opt`: `wasm-opt -O3` from npm `binaryen` (`web/node_modules/.bin`);
+//!    with `--threads`: the threaded build next to it (`pixelgrad_web_threads.js` +
+//!    `pixelgrad_web_threads_bg.wasm`, see `build_threads`), which the loader picks in a
+//!    cross-origin isolated page;
 //! 4. copies the hand-written package (`web/js/*`: `index.js`, its modules, `index.d.ts`) next
 //!    to the bindings, with the checked-in manifest `web/js/package.json` and `version.js`
 //!    stamped with the workspace version (`npm_manifest.rs`) and `CHANGELOG.md`.
@@ -71,11 +75,12 @@ fn target_dir(root: &Path) -> PathBuf {
 pub fn main(args: &[String]) -> i32 {
     let dev = args.iter().any(|a| a == "--dev");
     let opt = args.iter().any(|a| a == "--wasm-opt");
-    if let Some(bad) = args.iter().find(|a| *a != "--dev" && *a != "--wasm-opt") {
-        eprintln!("xtask build-wasm: unknown argument '{bad}' (usage: cargo xtask build-wasm [--dev] [--wasm-opt])");
+    let threads = args.iter().any(|a| a == "--threads");
+    if let Some(bad) = args.iter().find(|a| !["--dev", "--wasm-opt", "--threads"].contains(&a.as_str())) {
+        eprintln!("xtask build-wasm: unknown argument '{bad}' (usage: cargo xtask build-wasm [--dev] [--wasm-opt] [--threads])");
         return 2;
     }
-    match build(dev, opt) {
+    match build(dev, opt, threads) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("xtask build-wasm: {e}");
@@ -84,7 +89,7 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
-fn build(dev: bool, opt: bool) -> Res<()> {
+fn build(dev: bool, opt: bool, threads: bool) -> Res<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).ok_or("no workspace root")?;
     let profile = if dev { "debug" } else { "release" };
     let mut cargo = Command::new(env!("CARGO"));
@@ -109,28 +114,30 @@ fn build(dev: bool, opt: bool) -> Res<()> {
     let out_wasm = pkg.join("pixelgrad_web_bg.wasm");
 
     if opt {
-        let wasm_opt = root.join("web/node_modules/.bin/wasm-opt");
-        if !wasm_opt.is_file() {
-            return Err(format!("{} is missing: run `cd web && npm install` (devDependency binaryen)", wasm_opt.display()));
-        }
+        wasm_opt(&root, &out_wasm, false)?;
+    }
+    let mut files = vec!["pixelgrad_web.js".to_string(), "pixelgrad_web_bg.wasm".to_string(), "pixelgrad_web.d.ts".to_string()];
+    if threads {
+        let started = std::time::Instant::now();
+        let threaded = crate::build_threads::build(&root, &target_dir(&root), dev)?;
         status(
-            Command::new(&wasm_opt)
-                .args([
-                    "-O3",
-                    "--enable-bulk-memory",
-                    "--enable-nontrapping-float-to-int",
-                    "--enable-sign-ext",
-                    "--enable-mutable-globals",
-                    "-o",
-                ])
-                .arg(&out_wasm)
-                .arg(&out_wasm),
-            "wasm-opt",
+            Command::new(&cli)
+                .arg("--target")
+                .arg("web")
+                .args(["--out-name", "pixelgrad_web_threads"])
+                .arg("--out-dir")
+                .arg(&pkg)
+                .arg(&threaded),
+            "wasm-bindgen (threaded build)",
         )?;
+        if opt {
+            wasm_opt(&root, &pkg.join("pixelgrad_web_threads_bg.wasm"), true)?;
+        }
+        println!("xtask build-wasm: threaded build took {:.0} s", started.elapsed().as_secs_f64());
+        files.extend(["pixelgrad_web_threads.js", "pixelgrad_web_threads_bg.wasm", "pixelgrad_web_threads.d.ts"].map(String::from));
     }
 
     let js = root.join("web").join("js");
-    let mut files = vec!["pixelgrad_web.js".to_string(), "pixelgrad_web_bg.wasm".to_string(), "pixelgrad_web.d.ts".to_string()];
     let entries = std::fs::read_dir(&js).map_err(|e| format!("{}: {e}", js.display()))?;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
@@ -159,4 +166,18 @@ fn build(dev: bool, opt: bool) -> Res<()> {
     let size = std::fs::metadata(&out_wasm).map(|m| m.len()).unwrap_or(0);
     println!("  .wasm size: {:.2} MiB ({profile}{})", size as f64 / 1048576.0, if opt { ", wasm-opt -O3" } else { "" });
     Ok(())
+}
+
+/// `wasm-opt -O3` in place (`threads`: the module uses atomics and shared memory).
+fn wasm_opt(root: &Path, wasm: &Path, threads: bool) -> Res<()> {
+    let wasm_opt = root.join("web/node_modules/.bin/wasm-opt");
+    if !wasm_opt.is_file() {
+        return Err(format!("{} is missing: run `cd web && npm install` (devDependency binaryen)", wasm_opt.display()));
+    }
+    let mut cmd = Command::new(&wasm_opt);
+    cmd.args(["-O3", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals"]);
+    if threads {
+        cmd.args(["--enable-threads", "--enable-simd"]);
+    }
+    status(cmd.arg("-o").arg(wasm).arg(wasm), "wasm-opt")
 }

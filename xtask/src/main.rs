@@ -23,6 +23,7 @@ mod bench_federated;
 mod bench_quality;
 mod bench_report;
 mod bench_web;
+mod build_threads;
 mod build_wasm;
 mod demo;
 mod federated;

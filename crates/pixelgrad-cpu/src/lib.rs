@@ -4,7 +4,8 @@
 //!   natively (SIMD, cache-blocked) and through pixelgrad's own wasm SIMD GEMM in the browser
 //!   (`sgemm`: packed 4x8 tiles on `v128` lanes), depthwise convolution on 4-lane vectors
 //!   (`depthwise`), large elementwise / window / reduction kernels split across rayon threads
-//!   natively; single-threaded on `wasm32`.
+//!   natively and on Web Workers in a wasm build with atomics (`threads`); single-threaded in
+//!   a wasm build without them.
 //! - [`CpuBackend::reference`]: the numerical reference. `f64` storage, plain loops, no
 //!   threads; [`Backend::upload_f64`] and [`Backend::read_f64`] are exact. Conformance tests
 //!   compare every backend with it and check gradients by finite differences on it.
@@ -117,6 +118,7 @@ mod pool;
 mod random;
 mod reduce;
 mod schedule;
+pub mod threads;
 // Natively only its tests call it (the backend uses matrixmultiply there).
 #[cfg_attr(not(all(target_arch = "wasm32", target_feature = "simd128")), allow(dead_code))]
 mod sgemm;

@@ -68,6 +68,13 @@ pub(crate) fn gemm_f32(
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     #[allow(clippy::needless_return)]
     {
+        #[cfg(target_feature = "atomics")]
+        if let Some(rows) = row_split(m, k, n) {
+            // Blocks of whole `sgemm::MC`-row panels, each computed exactly as in one call.
+            return crate::par::try_chunks(&mut c[..m * n], rows * n, |bi, block| {
+                crate::sgemm::sgemm(block.len() / n, k, n, &a[bi * rows * rsa..], rsa, csa, b, rsb, csb, block)
+            });
+        }
         return crate::sgemm::sgemm(m, k, n, a, rsa, csa, b, rsb, csb, c);
     }
     #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -97,6 +104,29 @@ pub(crate) fn gemm_f32(
         }
         Ok(())
     }
+}
+
+/// Rows per thread for one large product in a threaded wasm build, or None to run it in one
+/// call. Blocks are whole multiples of `sgemm::MC` rows, and a last block of fewer than
+/// `sgemm::MR` rows (which `sgemm` would compute by dot products instead of its tiles) is
+/// avoided, so every element is computed by the same instructions as in one call: the result
+/// is bit-identical to one thread.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", target_feature = "atomics"))]
+fn row_split(m: usize, k: usize, n: usize) -> Option<usize> {
+    use crate::sgemm::{MC, MR};
+    let threads = crate::threads::threads();
+    if threads < 2 || m < 2 * MC || m.saturating_mul(n).saturating_mul(k) < 1 << 18 {
+        return None;
+    }
+    let mut rows = m.div_ceil(threads).div_ceil(MC) * MC;
+    while rows < m {
+        let last = m % rows;
+        if last == 0 || last >= MR {
+            return Some(rows);
+        }
+        rows += MC;
+    }
+    None
 }
 
 /// `[.., M, K] x [.., K, N]` with optional transposes and a broadcasting batch axis of size 1.
@@ -137,10 +167,9 @@ pub fn matmul<T: Element>(a: &[T], da: &[usize], b: &[T], db: &[usize], trans_a:
     let one = |bi: usize, c: &mut [T]| T::gemm(m, k, n, &a[bi * sa..], rsa, csa, &b[bi * sb..], rsb, csb, c);
     // Many small products (conv over a batch of images): one product per thread. Large
     // products are threaded inside sgemm instead.
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
     if T::FAST && batch > 1 && m * n * k < 512 * 512 * 64 && crate::par::threaded() {
-        use rayon::prelude::*;
-        out.par_chunks_mut(m * n).enumerate().try_for_each(|(bi, c)| one(bi, c))?;
+        crate::par::try_chunks(&mut out, m * n, one)?;
         return Ok(out);
     }
     for (bi, c) in out.chunks_mut(m * n).enumerate() {

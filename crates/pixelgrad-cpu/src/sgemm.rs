@@ -16,13 +16,13 @@ use std::cell::RefCell;
 use pixelgrad_core::Result;
 
 /// Rows of a micro-tile (broadcast values of A per K step).
-const MR: usize = 4;
+pub(crate) const MR: usize = 4;
 /// Columns of a micro-tile: two 4-lane vectors.
 const NR: usize = 8;
 /// K depth of one packed block: an `KC x NR` panel of B (8 KiB) stays in L1.
 const KC: usize = 256;
 /// Rows of A packed at once (`MC x KC`, 64 KiB: L2).
-const MC: usize = 64;
+pub(crate) const MC: usize = 64;
 /// Columns of B packed at once (`KC x NC`, 1 MiB at most).
 const NC: usize = 1024;
 

@@ -149,14 +149,13 @@ fn winograd_3x3(x: &[f32], dims: &[usize], k: &[f32], m: usize, w: &Window, oh: 
         });
         // Sixteen products M_ξ [M, T] = U_ξ [M, C] · V_ξ [C, T] (V_ξ's rows 16 T apart).
         let product = |xi: usize, dst: &mut [f32]| gemm_f32(m, c, t, &u[xi * m * c..(xi + 1) * m * c], c, 1, &v[xi * t..], 16 * t, 1, dst);
-        #[cfg(not(target_arch = "wasm32"))]
+        #[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
         if crate::par::threaded() && m * c * t >= 1 << 14 {
-            use rayon::prelude::*;
-            prod.par_chunks_mut(m * t).enumerate().try_for_each(|(xi, dst)| product(xi, dst))?;
+            crate::par::try_chunks(&mut prod, m * t, product)?;
         } else {
             prod.chunks_mut(m * t).enumerate().try_for_each(|(xi, dst)| product(xi, dst))?;
         }
-        #[cfg(target_arch = "wasm32")]
+        #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
         prod.chunks_mut(m * t).enumerate().try_for_each(|(xi, dst)| product(xi, dst))?;
         let prod = &prod;
         for_chunks(&mut out[img * m * oh * ow..(img + 1) * m * oh * ow], oh * ow, |mo, plane| {

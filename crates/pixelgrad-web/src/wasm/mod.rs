@@ -21,6 +21,7 @@ mod post;
 mod precision;
 mod runtime;
 mod tensor;
+mod threads;
 
 pub use checkpoint::HostCheckpoint;
 pub use crash::{set_panic_handler, test_panic, test_panic_async};
@@ -32,6 +33,9 @@ pub use model::Model;
 pub use onnx::{inspect_onnx, OnnxFiles, OnnxModel};
 pub use runtime::Runtime;
 pub use tensor::DeviceTensor;
+pub use threads::{cpu_threads, cpu_worker_chunks, threaded_build, wasm_memory};
+#[cfg(target_feature = "atomics")]
+pub use threads::{cpu_worker_failed, cpu_worker_loop};
 
 use wasm_bindgen::prelude::*;
 
