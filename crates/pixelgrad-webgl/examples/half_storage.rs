@@ -4,7 +4,7 @@
 //! and the device memory held at the end (in use plus pooled, `Device::counters`).
 //!
 //! ```text
-//! cargo run --release -p pixelgrad-webgl --example half_storage -- [mlp|cnn] [adam|sgd] [EPOCHS] [--emulate]
+//! cargo run --release -p pixelgrad-webgl --example half_storage -- [mlp|cnn] [adam|sgd] [EPOCHS] [lr=LR] [--emulate]
 //! ```
 //!
 //! Half storage here is `force_half_float` (what a device without `EXT_color_buffer_float`
@@ -26,7 +26,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let opt = if args.iter().any(|a| a == "sgd") { "sgd" } else { "adam" };
     let epochs = args.iter().find_map(|a| a.parse::<usize>().ok()).unwrap_or(2);
     let emulate = args.iter().any(|a| a == "--emulate");
-    let lr = if opt == "sgd" { 0.05 } else { 0.003 };
+    let lr = args.iter().find_map(|a| a.strip_prefix("lr=")?.parse::<f32>().ok()).unwrap_or(if opt == "sgd" { 0.05 } else { 0.003 });
     let split = pixelgrad_data::digits_split(0.2, 7)?;
     let run = |label: &str, dev: Device| -> Result<()> {
         let model = ModelSpec { preset, input: split.train.shape(), classes: split.train.classes() }.build(&dev, 3)?;
@@ -40,16 +40,17 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         let secs = start.elapsed().as_secs_f64();
         let steps = split.train.len().div_ceil(32) * epochs;
         let acc = h.epochs.last().and_then(|e| e.test_accuracy).unwrap_or(f32::NAN);
+        let last = h.steps.last().map(|s| s.loss).unwrap_or(f32::NAN);
         let c = dev.counters();
         let mem = c.bytes_in_use + c.pooled_bytes;
         println!(
-            "| {preset:?} | {opt} | {label} | {epochs} | {acc:.4} | {:.2} | {mem} |",
+            "| {preset:?} | {opt} {lr} | {label} | {epochs} | {last:.4} | {acc:.4} | {:.2} | {mem} |",
             1e3 * secs / steps as f64
         );
         Ok(())
     };
-    println!("| model | optimiser | storage | epochs | test accuracy | ms/step | bytes in use + pooled |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| model | optimiser | storage | epochs | last logged loss | test accuracy | ms/step | bytes in use + pooled |");
+    println!("|---|---|---|---|---|---|---|---|");
     run("cpu", Device::new(CpuBackend::new()))?;
     let full = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..Default::default() })?;
     run("webgl2 RGBA32F", Device::new(full))?;

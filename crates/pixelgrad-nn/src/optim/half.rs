@@ -97,6 +97,10 @@ pub fn compensated_add(hi: &Tensor, lo: Option<&Tensor>, delta: &Tensor) -> Resu
         None => delta.clone(),
     };
     let new_hi = hi.add(&y)?;
+    // A fusing backend would otherwise compute `y - ((hi + y) - hi)` in one f32 pass, which is
+    // 0: `hi'` must be the value as stored (rounded) before its rounding error is taken. A
+    // flush draws the pending chain, and later ops read `hi'` from its texture.
+    new_hi.device().flush()?;
     let new_lo = y.sub(&new_hi.sub(hi)?)?;
     Ok((new_hi, new_lo))
 }
