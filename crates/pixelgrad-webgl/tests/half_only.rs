@@ -162,3 +162,41 @@ impl Callbacks for CpuReference {
         Some(Device::new(CpuBackend::new()))
     }
 }
+
+/// The compensated weight of `pixelgrad_nn::optim::half` on the half-float-only device: 40
+/// updates of 1e-4 to a weight of 1 (each below half the half's ulp there, 4.9e-4) all vanish
+/// from a plain sum but survive in `hi + lo`, with the elementwise fusion on (which would
+/// compute the rounding error as 0 in one f32 pass without the flush) and with emulated half
+/// arithmetic, where every op is rounded.
+#[test]
+fn compensated_weights_keep_updates_below_half_an_ulp() {
+    use pixelgrad_core::Tensor;
+    use pixelgrad_nn::optim::half::compensated_add;
+    let h = |x: f32| half::f16::from_f32(x).to_f32();
+    for emulate in [None, Some(EmulatedPrecision::Half)] {
+        let dev = Device::new(backend(WebGlOptions { self_test: false, emulate_precision: emulate, ..Default::default() }).unwrap());
+        let start = [1.0f32, 0.5, -2.0, 0.1];
+        let d = [1e-4f32, -1e-4, 3e-4, 1e-5];
+        let delta = Tensor::from_vec(&dev, &d, [4]).unwrap();
+        let (mut hi, mut lo, mut plain) =
+            (Tensor::from_vec(&dev, &start, [4]).unwrap(), None, Tensor::from_vec(&dev, &start, [4]).unwrap());
+        for _ in 0..40 {
+            plain = plain.add(&delta).unwrap();
+            let (nh, nl) = compensated_add(&hi, lo.as_ref(), &delta).unwrap();
+            (hi, lo) = (nh, Some(nl));
+            dev.flush().unwrap();
+        }
+        let (hv, lv, pv) = (hi.to_vec().unwrap(), lo.unwrap().to_vec().unwrap(), plain.to_vec().unwrap());
+        eprintln!("{emulate:?}: hi {hv:?} lo {lv:?} plain {pv:?}");
+        // 1e-4 vanishes from a plain half sum at 1 (llvmpipe's RGBA16F stores truncate toward
+        // zero, so a plain sum moving toward zero moves by whole ulps instead: also wrong).
+        assert_eq!(pv[0], 1.0, "plain {pv:?}");
+        for i in 0..4 {
+            // From the stored start (0.1 is 0.0999756 in half), within a quarter of one update
+            // (a plain sum misses by all 40).
+            let want = h(start[i]) as f64 + 40.0 * h(d[i]) as f64;
+            let got = hv[i] as f64 + lv[i] as f64;
+            assert!((got - want).abs() <= 0.25 * d[i].abs() as f64, "{emulate:?} {i}: {got} vs {want}");
+        }
+    }
+}
