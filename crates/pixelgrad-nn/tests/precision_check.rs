@@ -176,3 +176,23 @@ fn nothing_is_checked_at_full_precision_or_without_a_reference_or_after_the_firs
     let e = run.check_precision(&Device::new(CpuBackend::new())).unwrap_err();
     assert!(e.to_string().contains("before the first step"), "{e}");
 }
+
+/// Mixed precision on a device without f16 narrowing: where its tensors are measured to be
+/// halves, the loss scaler runs there (from at most 2^10: the scaled loss is a half too);
+/// where they are exact, training stays f32; f32 training never scales.
+#[test]
+fn mixed_precision_scales_the_loss_where_tensors_are_halves() {
+    use pixelgrad_nn::mixed::{scaler_for, ScaleOptions, HALF_STORAGE_MAX_SCALE};
+    use pixelgrad_nn::optim::half::stores_halves;
+    use pixelgrad_nn::Precision;
+    let half = half_cpu(Rounding::Half);
+    assert!(stores_halves(&half).unwrap());
+    assert!(!stores_halves(&half_cpu(Rounding::Exact)).unwrap());
+    assert!(!stores_halves(&Device::new(CpuBackend::new())).unwrap());
+    let s = scaler_for(Precision::Mixed, &half, ScaleOptions::default()).unwrap().expect("a scaler on halves");
+    assert_eq!(s.state().unwrap(), [HALF_STORAGE_MAX_SCALE, 0.0, 0.0]);
+    let small = ScaleOptions { initial: 8.0, ..ScaleOptions::default() };
+    assert_eq!(scaler_for(Precision::Mixed, &half, small).unwrap().unwrap().state().unwrap()[0], 8.0);
+    assert!(scaler_for(Precision::Mixed, &half_cpu(Rounding::Exact), ScaleOptions::default()).unwrap().is_none());
+    assert!(scaler_for(Precision::F32, &half, ScaleOptions::default()).unwrap().is_none());
+}

@@ -4,12 +4,13 @@
 //! and the device memory held at the end (in use plus pooled, `Device::counters`).
 //!
 //! ```text
-//! cargo run --release -p pixelgrad-webgl --example half_storage -- [mlp|cnn] [adam|sgd] [EPOCHS] [lr=LR] [--emulate]
+//! cargo run --release -p pixelgrad-webgl --example half_storage -- [mlp|cnn] [adam|sgd] [EPOCHS] [lr=LR] [mixed] [--emulate]
 //! ```
 //!
 //! Half storage here is `force_half_float` (what a device without `EXT_color_buffer_float`
 //! falls back to; `tests/half_only.rs` checks that the two train alike); `--emulate` adds the
-//! half-arithmetic emulation to it.
+//! half-arithmetic emulation to it; `mixed` trains with `Precision::Mixed` (dynamic loss
+//! scaling; on RGBA16F the scaler of `pixelgrad_nn::mixed` for tensors that are halves).
 
 use std::time::Instant;
 
@@ -17,7 +18,7 @@ use pixelgrad_core::{Device, Result};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_nn::presets::{ModelSpec, Preset};
 use pixelgrad_nn::train::{fit, FitOptions, NoCallbacks, Samples};
-use pixelgrad_nn::OptimizerKind;
+use pixelgrad_nn::{OptimizerKind, Precision};
 use pixelgrad_webgl::{EmulatedPrecision, WebGlBackend, WebGlOptions};
 
 fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
@@ -26,6 +27,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let opt = if args.iter().any(|a| a == "sgd") { "sgd" } else { "adam" };
     let epochs = args.iter().find_map(|a| a.parse::<usize>().ok()).unwrap_or(2);
     let emulate = args.iter().any(|a| a == "--emulate");
+    let precision = if args.iter().any(|a| a == "mixed") { Precision::Mixed } else { Precision::F32 };
     let lr = args.iter().find_map(|a| a.strip_prefix("lr=")?.parse::<f32>().ok()).unwrap_or(if opt == "sgd" { 0.05 } else { 0.003 });
     let split = pixelgrad_data::digits_split(0.2, 7)?;
     let run = |label: &str, dev: Device| -> Result<()> {
@@ -34,17 +36,23 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         let s = Samples::new(split.train.images(), &shape, split.train.labels())?;
         let t = Samples::new(split.test.images(), &shape, split.test.labels())?;
         let mut o = OptimizerKind::parse(opt)?.build(lr);
-        let opts = FitOptions { epochs, batch_size: 32, read_every: 10, seed: 5, checkpoint_every: Some(0), ..Default::default() };
+        let opts =
+            FitOptions { epochs, batch_size: 32, read_every: 10, seed: 5, checkpoint_every: Some(0), precision, ..Default::default() };
         let start = Instant::now();
         let h = fit(&model, o.as_mut(), preset.loss(), &dev, s, Some(t), &opts, &mut NoCallbacks)?;
         let secs = start.elapsed().as_secs_f64();
         let steps = split.train.len().div_ceil(32) * epochs;
         let acc = h.epochs.last().and_then(|e| e.test_accuracy).unwrap_or(f32::NAN);
         let last = h.steps.last().map(|s| s.loss).unwrap_or(f32::NAN);
+        let scale = h
+            .mixed
+            .as_ref()
+            .map(|m| format!(" ({}, scale {}, {} skipped)", m.precision, m.final_scale, m.skipped_steps))
+            .unwrap_or_default();
         let c = dev.counters();
         let mem = c.bytes_in_use + c.pooled_bytes;
         println!(
-            "| {preset:?} | {opt} {lr} | {label} | {epochs} | {last:.4} | {acc:.4} | {:.2} | {mem} |",
+            "| {preset:?} | {opt} {lr} | {label}{scale} | {epochs} | {last:.4} | {acc:.4} | {:.2} | {mem} |",
             1e3 * secs / steps as f64
         );
         Ok(())
