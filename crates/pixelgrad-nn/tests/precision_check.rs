@@ -125,11 +125,12 @@ fn an_exact_device_passes_the_check_and_trains_on() {
     assert_eq!(losses(&h), losses(&plain));
 }
 
-/// Half rounding: Adam (with `sqrt(v)` and compensated weights) and SGD both go on, and
-/// their checked losses stay within 1 % of the CPU's. Before `optim::half`, Adam fell back here.
+/// Half rounding: Adam and RMSprop (with `sqrt(v)` and compensated weights) and SGD all go
+/// on, and their checked losses stay within 1 % of the CPU's. Before `optim::half`, Adam fell
+/// back here.
 #[test]
-fn half_rounding_goes_on_for_adam_and_sgd() {
-    for opt in ["adam", "sgd"] {
+fn half_rounding_goes_on_for_adam_rmsprop_and_sgd() {
+    for opt in ["adam", "rmsprop", "sgd"] {
         let (h, on) = train(&half_cpu(Rounding::Half), opt, &mut CpuReference);
         let c = h.precision_check.expect("checked");
         eprintln!("{opt}: {}", c.summary());
@@ -195,4 +196,44 @@ fn mixed_precision_scales_the_loss_where_tensors_are_halves() {
     assert_eq!(scaler_for(Precision::Mixed, &half, small).unwrap().unwrap().state().unwrap()[0], 8.0);
     assert!(scaler_for(Precision::Mixed, &half_cpu(Rounding::Exact), ScaleOptions::default()).unwrap().is_none());
     assert!(scaler_for(Precision::F32, &half, ScaleOptions::default()).unwrap().is_none());
+}
+
+/// Adam's state is `m`, `r = sqrt(v)` and the compensation `lo` on a device of halves, and
+/// `m`, `v` elsewhere: a state moved from one to the other (a checkpoint, a fallback) is
+/// converted at the next update, with `v = r^2`.
+#[test]
+fn adam_state_converts_between_half_and_full_precision_devices() {
+    use pixelgrad_core::{Param, Tensor};
+    let names = |o: &dyn pixelgrad_nn::Optimizer| o.state().tensors.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    let half = half_cpu(Rounding::Half);
+    let mut a = OptimizerKind::parse("adam").unwrap().build(0.01);
+    let p = Param::new(Tensor::from_vec(&half, &[0.5, -0.25], [2]).unwrap());
+    let g = Tensor::from_vec(&half, &[1e-3, -2e-3], [2]).unwrap();
+    a.begin_step();
+    a.update("w", &p, &g).unwrap();
+    assert_eq!(names(&*a), ["m/w", "r/w", "lo/w"]);
+    let r = a.state().tensors[1].1.to_vec().unwrap();
+    // r = sqrt((1 - b2) g^2), rounded to half.
+    assert!((r[0] - 1e-3 * 0.001f32.sqrt()).abs() < 1e-7, "{r:?}");
+
+    let cpu = Device::new(CpuBackend::new());
+    let mut b = OptimizerKind::parse("adam").unwrap().build(0.01);
+    let moved = pixelgrad_nn::OptimizerState {
+        tensors: a
+            .state()
+            .tensors
+            .into_iter()
+            .map(|(n, t)| (n, Tensor::from_vec(&cpu, &t.to_vec().unwrap(), t.shape().clone()).unwrap()))
+            .collect(),
+        scalars: a.state().scalars,
+    };
+    b.set_state(moved).unwrap();
+    let q = Param::new(Tensor::from_vec(&cpu, &[0.5, -0.25], [2]).unwrap());
+    b.begin_step();
+    b.update("w", &q, &Tensor::from_vec(&cpu, &[1e-3, -2e-3], [2]).unwrap()).unwrap();
+    assert_eq!(names(&*b), ["m/w", "v/w"]);
+    let v = b.state().tensors[1].1.to_vec().unwrap();
+    // v = b2 r^2 + (1 - b2) g^2 = (1 - b2) g^2 (b2 + 1) after the conversion (r^2 was
+    // (1 - b2) g^2 = 1e-9, to the rounding of r in half).
+    assert!((v[0] - 1.999e-9).abs() < 1e-11, "{v:?}");
 }

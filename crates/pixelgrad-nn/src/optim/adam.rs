@@ -8,10 +8,10 @@ use super::{Optimizer, OptimizerState};
 /// Adam (Kingma & Ba 2015), with L2 weight decay added to the gradient, or AdamW (decoupled
 /// decay `p -= lr wd p`, Loshchilov & Hutter 2019).
 ///
-/// On a device below full precision ([`pixelgrad_core::Caps::reduced_precision`]: tensors
-/// that are really halves) the state is `m`, `r = sqrt(v)` and `lo`, the compensation of the
-/// weight (see [`super::half`], measured per device); elsewhere `m` and `v`. A state of the other form (a
-/// checkpoint moved between devices) is converted at the parameter's next update.
+/// On a device whose tensors are really halves (measured per device, see [`super::half`])
+/// the state is `m`, `r = sqrt(v)` and `lo`, the compensation of the weight; elsewhere `m`
+/// and `v`. A state of the other form (a checkpoint moved between devices) is converted at
+/// the parameter's next update.
 pub struct Adam {
     lr: f32,
     beta1: f32,
@@ -74,9 +74,9 @@ impl Adam {
         if self.weight_decay != 0.0 && !self.decoupled {
             g = g.add(&w.mul_scalar(self.weight_decay)?)?;
         }
-        let r_prev = match self.v.remove(name) {
+        let r_prev = match self.v.get(name) {
             Some(v) => Some(v.sqrt()?),
-            None => self.r.remove(name),
+            None => self.r.get(name).cloned(),
         };
         let m = ema(self.m.get(name), &g, self.beta1)?;
         let r = root_mean_square(r_prev.as_ref(), &g, self.beta2)?;
@@ -88,6 +88,7 @@ impl Adam {
             delta = delta.add(&w.mul_scalar(-self.lr * self.weight_decay)?)?;
         }
         let (hi, lo) = compensated_add(&w, self.lo.get(name), &delta)?;
+        self.v.remove(name);
         self.m.insert(name.to_string(), m);
         self.r.insert(name.to_string(), r);
         self.lo.insert(name.to_string(), lo);
@@ -103,8 +104,10 @@ impl Optimizer for Adam {
         if self.half.reduced(p)? {
             return self.update_reduced(name, p, g);
         }
-        if let Some(r) = self.r.remove(name) {
-            self.v.insert(name.to_string(), r.square()?);
+        if let Some(r) = self.r.get(name) {
+            let v = r.square()?;
+            self.v.insert(name.to_string(), v);
+            self.r.remove(name);
         }
         self.lo.remove(name);
         let mut w = p.tensor();
@@ -186,14 +189,15 @@ impl RmsProp {
 
     /// The update on a device whose tensors are really halves ([`super::half`]).
     fn update_reduced(&mut self, name: &str, p: &Param, g: &Tensor) -> Result<()> {
-        let r_prev = match self.s.remove(name) {
+        let r_prev = match self.s.get(name) {
             Some(s) => Some(s.sqrt()?),
-            None => self.r.remove(name),
+            None => self.r.get(name).cloned(),
         };
         let r = root_mean_square(r_prev.as_ref(), g, self.rho)?;
         // No bias correction: both corrections 1.
         let delta = adam_direction(g, &r, self.eps, 1.0, 1.0)?.mul_scalar(-self.lr)?;
         let (hi, lo) = compensated_add(&p.tensor(), self.lo.get(name), &delta)?;
+        self.s.remove(name);
         self.r.insert(name.to_string(), r);
         self.lo.insert(name.to_string(), lo);
         p.set(&hi)
@@ -205,8 +209,10 @@ impl Optimizer for RmsProp {
         if self.half.reduced(p)? {
             return self.update_reduced(name, p, g);
         }
-        if let Some(r) = self.r.remove(name) {
-            self.s.insert(name.to_string(), r.square()?);
+        if let Some(r) = self.r.get(name) {
+            let s = r.square()?;
+            self.s.insert(name.to_string(), s);
+            self.r.remove(name);
         }
         self.lo.remove(name);
         let s = ema(self.s.get(name), &g.square()?, self.rho)?;
