@@ -173,11 +173,23 @@ pub fn fallback_reason(dev: &Device) -> String {
     format!("the {} backend does not store f16 results (caps.narrow_f16 / caps.f16_storage): trained in f32", dev.name())
 }
 
+/// The largest initial loss scale on a device whose f32 tensors are really halves: the scaled
+/// loss itself is a half there (largest 65504), and a cross-entropy of up to ~60 times 2^10
+/// still fits, while gradients of 1e-7 scale to the half's normal range (6.1e-5).
+pub const HALF_STORAGE_MAX_SCALE: f32 = 1024.0;
+
 /// A scaler for `precision` on `dev`: `None` for f32 training and where the device cannot run
-/// mixed precision (report that with [`LossScaler::report`]).
+/// mixed precision (report that with [`LossScaler::report`]). On a device whose f32 tensors
+/// are already halves ([`crate::optim::half::stores_halves`]) mixed precision is what it runs anyway, and the
+/// scaler is what keeps small gradients from flushing to zero there: its initial scale is at
+/// most [`HALF_STORAGE_MAX_SCALE`].
 pub fn scaler_for(precision: Precision, dev: &Device, opts: ScaleOptions) -> Result<Option<LossScaler>> {
     match precision {
         Precision::Mixed if mixed_precision_available(dev) => Ok(Some(LossScaler::new(dev, opts)?)),
+        Precision::Mixed if crate::optim::half::stores_halves(dev)? => {
+            let opts = ScaleOptions { initial: opts.initial.min(HALF_STORAGE_MAX_SCALE), ..opts };
+            Ok(Some(LossScaler::new(dev, opts)?))
+        }
         _ => Ok(None),
     }
 }

@@ -4,6 +4,7 @@
 //! GPU backends pass as uniforms: no recompilation as they change.
 
 mod adam;
+pub mod half;
 mod schedule;
 mod sgd;
 
