@@ -103,7 +103,13 @@ pub(crate) fn matmul_nbits<T: Element>(a: &[T], m: usize, w: &Packed<'_, T>, tra
 impl crate::CpuBackend {
     /// [`pixelgrad_core::Op::MatMulNBits`]: `a`, `scales` and `zeros` of this mode's
     /// precision, `q` bytes (u8 storage, or whole numbers 0 to 255 of this mode's floats).
-    pub(crate) fn matmul_nbits(&self, op: &pixelgrad_core::Op, inputs: &[&pixelgrad_core::Storage], shapes: &[&pixelgrad_core::Shape], out: &pixelgrad_core::Shape) -> Result<crate::CpuStorage> {
+    pub(crate) fn matmul_nbits(
+        &self,
+        op: &pixelgrad_core::Op,
+        inputs: &[&pixelgrad_core::Storage],
+        shapes: &[&pixelgrad_core::Shape],
+        out: &pixelgrad_core::Shape,
+    ) -> Result<crate::CpuStorage> {
         use crate::{CpuStorage, Mode};
         use pixelgrad_core::{Backend, Error, Op};
         let name = self.name();
@@ -116,18 +122,19 @@ impl crate::CpuBackend {
         let data = inputs.iter().map(|s| self.mine(op.name(), s)).collect::<Result<Vec<_>>>()?;
         let lens: Vec<usize> = data.iter().map(|d| d.len()).collect();
         pixelgrad_core::check_execute(op, &lens, shapes, out, &name)?;
-        let shape_err = |msg: String| Error::Shape {
-            op: op.name(),
-            shapes: shapes.iter().map(|s| s.0.clone()).collect(),
-            backend: name.clone(),
-            msg,
-        };
+        let shape_err =
+            |msg: String| Error::Shape { op: op.name(), shapes: shapes.iter().map(|s| s.0.clone()).collect(), backend: name.clone(), msg };
         let whole_byte = |v: f64| v == v.trunc() && (0.0..=255.0).contains(&v);
         let bytes: std::borrow::Cow<'_, [u8]> = match data[1] {
             CpuStorage::U8(v) => std::borrow::Cow::Borrowed(v.as_slice()),
             CpuStorage::F32(v) if v.iter().all(|&x| whole_byte(f64::from(x))) => v.iter().map(|&x| x as u8).collect(),
             CpuStorage::F64(v) if v.iter().all(|&x| whole_byte(x)) => v.iter().map(|&x| x as u8).collect(),
-            other => return Err(shape_err(format!("input 1 has {} storage; it must be packed bytes (u8, or whole numbers 0 to 255)", other.dtype()))),
+            other => {
+                return Err(shape_err(format!(
+                    "input 1 has {} storage; it must be packed bytes (u8, or whole numbers 0 to 255)",
+                    other.dtype()
+                )))
+            }
         };
         let g = NBits { bits, block, k };
         let (m, n) = (shapes[0].0[0], shapes[1].0[0]);

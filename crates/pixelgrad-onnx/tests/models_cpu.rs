@@ -75,5 +75,9 @@ fn matmulnbits_mlp_matches_onnxruntime_and_keeps_weights_packed() {
     assert_eq!(pw["nodes"], 2, "{pw}");
     assert_eq!(pw["packedBytes"], packed_4bit + block_params, "{pw}");
     assert_eq!(pw["f32Bytes"], dense, "{pw}");
-    println!("MatMulNBits MLP: file {file_bytes} weight bytes, device {} bytes (packed), {} as f32 weights", s.device_weight_bytes(), dense + biases);
+    println!(
+        "MatMulNBits MLP: file {file_bytes} weight bytes, device {} bytes (packed), {} as f32 weights",
+        s.device_weight_bytes(),
+        dense + biases
+    );
 }

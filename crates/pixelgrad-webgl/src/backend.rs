@@ -308,7 +308,11 @@ impl Backend for WebGlBackend {
         if let Op::MatMulNBits { .. } = op {
             // No WebGL kernel: callers dequantise the weight once and run a matmul (the ONNX
             // importer does, and says so in `m.info` / `pixelgrad inspect`).
-            return Err(Error::backend(op.name(), self.name(), "packed block-quantised weights are not supported on WebGL; dequantise them and use matmul"));
+            return Err(Error::backend(
+                op.name(),
+                self.name(),
+                "packed block-quantised weights are not supported on WebGL; dequantise them and use matmul",
+            ));
         }
         // Narrow storage is read only by matmul_i8 (its weights) and widen. Core checks this;
         // `execute` is public, so a direct caller gets a typed error here instead of integer

@@ -553,7 +553,7 @@ impl Backend for WgpuBackend {
                 op: op.name(),
                 shapes: shapes.iter().map(|s| s.0.clone()).collect(),
                 backend: self.name(),
-                msg: "an input has 8-bit or f16 storage, which only matmul_i8 (8-bit weights), matmul_nbits (packed weights) and widen take".into(),
+                msg: "an input has 8-bit or f16 storage, which only matmul_i8 (8-bit weights), matmul_nbits and widen take".into(),
             });
         }
         if self.gpu.fuse {

@@ -164,7 +164,8 @@ fn packed(cx: &Cx, ins: &[Option<V>], l: &Layout) -> Result<[Tensor; 3]> {
     };
     match names {
         [Some(b), Some(s), z] if z.is_some() || cx.opt(ins, 3).is_none() => {
-            let key = format!("{b}\u{0}MatMulNBits packed\u{0}{s}\u{0}{}\u{0}{}x{}/{}/{}", z.unwrap_or_default(), l.k, l.n, l.block, l.bits);
+            let key =
+                format!("{b}\u{0}MatMulNBits packed\u{0}{s}\u{0}{}\u{0}{}x{}/{}/{}", z.unwrap_or_default(), l.k, l.n, l.block, l.bits);
             let get = |part: usize, what: &str| cx.consts.cached_tensor(&format!("{key}\u{0}{what}"), &|| make(part));
             Ok([get(0, "q")?, get(1, "scales")?, get(2, "zeros")?])
         }
