@@ -490,11 +490,12 @@ impl Op {
                 if bits != 4 && bits != 8 {
                     return Err(err(format!("bits is {bits}; 4 and 8 are supported")));
                 }
-                if block == 0 || !(block * bits).is_multiple_of(8) {
+                let block_bits = block.checked_mul(bits).ok_or_else(overflow)?;
+                if block == 0 || !block_bits.is_multiple_of(8) {
                     return Err(err(format!("block {block} of {bits}-bit values is not a whole number of bytes")));
                 }
                 let k_blocks = k.div_ceil(block);
-                let blob = block.checked_mul(bits).ok_or_else(overflow)? / 8;
+                let blob = block_bits / 8;
                 let row = k_blocks.checked_mul(blob).ok_or_else(overflow)?;
                 let (a, q, s, z) = (inputs[0], inputs[1], inputs[2], inputs[3]);
                 if a.rank() != 2 || q.rank() != 2 {
@@ -737,6 +738,30 @@ mod tests {
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {
             assert_eq!(op.index(), i, "{op:?}");
+        }
+    }
+
+    #[test]
+    fn matmul_nbits_shapes_are_checked() {
+        let s = |d: &[usize]| Shape::from(d);
+        let op = |bits, block, k, trans| Op::MatMulNBits { bits, block, k, trans };
+        // k = 40 in blocks of 16: 3 blocks of 8 bytes (4-bit)
+        let (a, q, p) = (s(&[2, 40]), s(&[5, 24]), s(&[5, 3]));
+        assert_eq!(op(4, 16, 40, false).infer_shape(&[&a, &q, &p, &p]).unwrap(), s(&[2, 5]));
+        assert_eq!(op(4, 16, 40, true).infer_shape(&[&s(&[2, 5]), &q, &p, &p]).unwrap(), s(&[2, 40]));
+        let bad = [
+            (op(3, 16, 40, false), vec![a.clone(), q.clone(), p.clone(), p.clone()], "bits"),
+            (op(4, 0, 40, false), vec![a.clone(), q.clone(), p.clone(), p.clone()], "whole number of bytes"),
+            (op(4, usize::MAX, 40, false), vec![a.clone(), q.clone(), p.clone(), p.clone()], "overflow"),
+            (op(4, 16, 40, false), vec![a.clone(), s(&[5, 23]), p.clone(), p.clone()], "packed weights"),
+            (op(4, 16, 40, false), vec![a.clone(), q.clone(), s(&[5, 2]), p.clone()], "scales and zeros"),
+            (op(4, 16, 40, false), vec![s(&[2, 41]), q.clone(), p.clone(), p.clone()], "last axis"),
+            (op(8, 16, 40, false), vec![a.clone(), q.clone(), p.clone(), p.clone()], "packed weights"),
+        ];
+        for (op, shapes, want) in bad {
+            let refs: Vec<&Shape> = shapes.iter().collect();
+            let e = op.infer_shape(&refs).unwrap_err().to_string();
+            assert!(e.contains("matmul_nbits") && e.contains(want), "{op:?}: {e}");
         }
     }
 }
