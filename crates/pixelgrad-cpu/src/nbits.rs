@@ -25,32 +25,27 @@ pub(crate) struct Packed<'a, T> {
 }
 
 impl<T: Element> Packed<'_, T> {
-    /// Value `j` (0-based along `k`) of row `nn`, as stored: a byte, or a nibble (low for
-    /// even `j` within the block, high for odd).
-    fn raw(&self, nn: usize, j: usize) -> u8 {
-        let (kb, blob) = (self.g.k_blocks(), self.g.blob());
-        let (b, i) = (j / self.g.block, j % self.g.block);
-        let start = (nn * kb + b) * blob;
-        if self.g.bits == 8 {
-            return self.q[start + i];
-        }
-        let byte = self.q[start + i / 2];
-        if i.is_multiple_of(2) {
-            byte & 15
-        } else {
-            byte >> 4
-        }
-    }
-
-    /// `W[k0 .. k0 + rows, 0 .. n]` dequantised into `panel` (row-major, `rows x n`).
+    /// `W[k0 .. k0 + rows, 0 .. n]` dequantised into `panel` (row-major, `rows x n`), one
+    /// block at a time (its scale and zero point read once); `k0` starts a block.
     fn dequantise(&self, k0: usize, rows: usize, panel: &mut [T]) {
-        let kb = self.g.k_blocks();
+        let (kb, blob, block) = (self.g.k_blocks(), self.g.blob(), self.g.block);
+        let end = k0 + rows;
         for nn in 0..self.n {
-            for r in 0..rows {
-                let j = k0 + r;
-                let p = nn * kb + j / self.g.block;
-                let v = T::from_f64(f64::from(self.raw(nn, j)));
-                panel[r * self.n + nn] = (v - self.zeros[p]) * self.scales[p];
+            for b in k0 / block..end.div_ceil(block) {
+                let p = nn * kb + b;
+                let (s, z) = (self.scales[p], self.zeros[p]);
+                let bytes = &self.q[p * blob..(p + 1) * blob];
+                let j0 = b * block;
+                for i in 0..block.min(end - j0) {
+                    let v = if self.g.bits == 8 {
+                        bytes[i]
+                    } else if i.is_multiple_of(2) {
+                        bytes[i / 2] & 15
+                    } else {
+                        bytes[i / 2] >> 4
+                    };
+                    panel[(j0 - k0 + i) * self.n + nn] = (T::from_f64(f64::from(v)) - z) * s;
+                }
             }
         }
     }
