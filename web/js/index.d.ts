@@ -905,7 +905,7 @@ export interface OnnxInspection {
   /**
    * Every operator type used, with its count and the backends that run it (all or none);
    * `note`: how every backend runs it where that differs from what the file suggests (null
-   * otherwise), e.g. MatMulNBits' packed 4-bit weights dequantised to f32 on the device.
+   * otherwise), e.g. MatMulNBits' packed weights: kept packed on cpu and webgpu, f32 on webgl.
    */
   operators: {
     domain: string;
@@ -918,6 +918,11 @@ export interface OnnxInspection {
   }[];
   /** Initializer bytes by the element type the file stores them in ('float', 'float16', 'int8'...). */
   weightBytesByType: Record<string, { tensors: number; bytes: number }>;
+  /**
+   * The weights of com.microsoft `MatMulNBits` nodes: device bytes kept packed (the stored
+   * blocks plus an f32 scale and zero point per block: cpu, webgpu) and as f32 (webgl).
+   */
+  packedWeights: { nodes: number; packedBytes: number; f32Bytes: number };
   /** External data files by location, with the bytes the model reads from each. */
   externalData: Record<string, number>;
   /** Whether the model loads; if not, `refused` says why (every unsupported operator, then the first other error). */

@@ -223,7 +223,7 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const info = onnx.info;
   const onnxFields = [input.name, input.shape, input.dtype, onnx.outputs, onnx.backend, info.precision, info.precisionGroups.int8, info.path, info.weightStorage, info.weightBytes, info.deviceWeightBytes, info.deviceTableBytes, info.activationStorage, info.activationBytes, info.arithmetic, info.shaderF16];
   const op = info.operators[0];
-  const described = [info.irVersion, info.producer, info.opsets[0].domain, info.nodes, op.op, op.count, op.backends.webgl, op.note, info.weightBytesByType.float?.bytes, info.externalData, info.loads, info.refused];
+  const described = [info.irVersion, info.producer, info.opsets[0].domain, info.nodes, op.op, op.count, op.backends.webgl, op.note, info.weightBytesByType.float?.bytes, info.packedWeights.packedBytes, info.packedWeights.f32Bytes, info.packedWeights.nodes, info.externalData, info.loads, info.refused];
   const external: pg.OnnxExternalData = { 'model.onnx_data': new Uint8Array(4) };
   const withData: pg.OnnxModel = await pg.loadOnnx('/model.onnx', { externalData: external });
   const inspection: pg.OnnxInspection = await pg.inspectOnnx(onnxBytes, { externalData: { 'model.onnx_data': '/model.onnx_data' } });

@@ -53,6 +53,13 @@ fn text(name: &str, r: &Report) -> String {
     for (dtype, w) in &r.weights {
         s += &format!("  {dtype:<10} {:>6} tensors {:>14} bytes\n", w.tensors, w.bytes);
     }
+    let pw = &r.packed_weights;
+    if pw.nodes > 0 {
+        s += &format!(
+            "MatMulNBits weights: {} node(s), {} bytes packed on the device (cpu, webgpu), {} bytes as f32 (webgl)\n",
+            pw.nodes, pw.packed_bytes, pw.f32_bytes
+        );
+    }
     for (file, bytes) in &r.external {
         s += &format!("external data: '{file}', {bytes} bytes\n");
     }

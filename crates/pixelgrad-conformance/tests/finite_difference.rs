@@ -3,7 +3,7 @@
 
 use pixelgrad_conformance::{check_gradients, families::one_hot, seed_of, Gen};
 use pixelgrad_core::composite::{avg_pool2d, bce_with_logits, conv2d, cross_entropy, cross_entropy_one_hot, max_pool2d, mse};
-use pixelgrad_core::{BinaryOp, Op, ReduceOp, Result, Shape, Tensor, UnaryOp, Window};
+use pixelgrad_core::{BinaryOp, NBits, Op, ReduceOp, Result, Shape, Tensor, UnaryOp, Window};
 
 const MAX_ERR: f64 = 1e-6;
 
@@ -166,6 +166,30 @@ fn matmul_all_transposes_and_batches() {
                 b.insert(0, p);
             }
             fd(&format!("matmul_{a:?}_{ta}_{b:?}_{tb}"), move |x| x[0].matmul_t(&x[1], ta, tb), &[(&a, sym()), (&b, sym())]);
+        }
+    }
+}
+
+/// The gradient for `a` of a product with packed block-quantised weights (4- and 8-bit, `k`
+/// not a multiple of the block), and of its transposed form, read from the packed weight.
+#[test]
+fn matmul_nbits_gradient_for_a() {
+    use pixelgrad_conformance::families::packed_weight;
+    for (bits, block, k, n) in [(4, 16, 21, 3), (8, 16, 16, 4), (4, 32, 40, 2)] {
+        let g = NBits { bits, block, k };
+        let p = packed_weight(g, n);
+        let kb = g.k_blocks();
+        for trans in [false, true] {
+            let p = &p;
+            let f = move |x: &[Tensor]| {
+                let dev = x[0].device();
+                let q = Tensor::from_u8(dev, &p.q, [n, kb * g.blob()])?;
+                let s = Tensor::from_vec(dev, &p.scales, [n, kb])?;
+                let z = Tensor::from_vec(dev, &p.zeros, [n, kb])?;
+                x[0].matmul_nbits(&q, &s, &z, g, trans)
+            };
+            let a: &[usize] = if trans { &[3, n] } else { &[3, k] };
+            fd(&format!("matmul_nbits_{bits}_{block}_{k}_{trans}"), f, &[(a, sym())]);
         }
     }
 }

@@ -247,6 +247,17 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
         // `Tensor::apply` never records it (its result is a constant); a hand-built graph
         // that does gets an error rather than a wrong gradient.
         Op::MatMulI8 { .. } => Err(Error::Autodiff("matmul_i8 is not differentiable (its result records no gradient)".into())),
+        Op::MatMulNBits { bits, block, k, trans } => {
+            // out = a W (or a W^T) with W [k, N] the dequantised weight: dA = G W^T (or G W),
+            // the same primitive transposed, read from the packed weight (never an f32 copy).
+            // The weight, scales and zero points are frozen.
+            if x[1..].iter().any(|t| t.requires_grad()) {
+                return Err(Error::Autodiff("matmul_nbits: the packed weight, scales and zero points are frozen (no gradient)".into()));
+            }
+            let op = Op::MatMulNBits { bits: *bits, block: *block, k: *k, trans: !*trans };
+            let ga = Tensor::apply(g.device(), op, &[g, &x[1], &x[2], &x[3]])?;
+            Ok(vec![Some(ga), None, None, None])
+        }
         Op::Widen => Err(Error::Autodiff("widen is not differentiable (its result records no gradient)".into())),
         Op::NarrowF16 => Err(Error::Autodiff("narrow_f16 is not differentiable (its result records no gradient)".into())),
         Op::Narrow8 { .. } => Err(Error::Autodiff("narrow8 is not differentiable (its result records no gradient)".into())),

@@ -242,6 +242,11 @@ pub fn op_work(op: &Op, inputs: &[&Shape], out: &Shape) -> u64 {
             let a = dims(0);
             mul(out_n, a[a.len() - 1].max(1) as u64)
         }
+        // every output sums over a's last axis (k, or N when transposed)
+        Op::MatMulNBits { .. } => {
+            let a = dims(0);
+            mul(out_n, a[a.len() - 1].max(1) as u64)
+        }
         Op::Col2Im { .. } => n(inputs[0]).max(out_n),
         Op::DepthwiseConv(w) => {
             let x = dims(0);

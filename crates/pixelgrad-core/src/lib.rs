@@ -39,7 +39,7 @@ pub use caps::Caps;
 pub use error::{Error, Result};
 pub use layout::StorageLayout;
 pub use mixed::{mixed_precision, mixed_precision_available, mixed_precision_enabled, MixedPrecisionGuard};
-pub use op::{check_execute, BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
+pub use op::{check_execute, BinaryOp, Distribution, NBits, Op, ReduceOp, UnaryOp, Window};
 pub use param::Param;
 pub use shape::{Shape, MAX_RANK};
 pub use tensor::{grad_enabled, no_grad, Device, NoGradGuard, Tensor};

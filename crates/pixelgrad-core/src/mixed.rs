@@ -73,7 +73,8 @@ pub fn mixed_precision_available(device: &Device) -> bool {
 
 /// Whether input `i` of `op` may be kept in f16: not the indices of gather and scatter.
 fn narrowable_input(op: &Op, i: usize) -> bool {
-    !matches!((op, i), (Op::Gather { .. } | Op::ScatterAdd { .. }, 1))
+    // index tensors, and the packed weight, scales and zero points of a quantised product
+    !matches!((op, i), (Op::Gather { .. } | Op::ScatterAdd { .. }, 1) | (Op::MatMulNBits { .. }, 1..=3))
 }
 
 /// What a node recorded for `op` keeps of its input `t` (position `i`): `t` itself, or in a

@@ -125,6 +125,26 @@ impl Window {
     }
 }
 
+/// The geometry of a block-quantised weight ([`Op::MatMulNBits`]): `bits` per value (4 or
+/// 8), `block` values along `k` per scale, `k` values per row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NBits {
+    pub bits: usize,
+    pub block: usize,
+    pub k: usize,
+}
+
+impl NBits {
+    /// Blocks per row: `ceil(k / block)`.
+    pub fn k_blocks(&self) -> usize {
+        self.k.div_ceil(self.block.max(1))
+    }
+    /// Bytes per block: `block * bits / 8`.
+    pub fn blob(&self) -> usize {
+        self.block * self.bits / 8
+    }
+}
+
 /// One primitive operation. Inputs are passed separately, in the order documented per variant.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
@@ -244,6 +264,21 @@ pub enum Op {
     /// back exactly. Not differentiable. Implemented by backends whose
     /// [`Caps::int8`](crate::Caps::int8) is true.
     Narrow8 { signed: bool },
+    /// Matrix product with block-quantised weights kept packed (onnxruntime's `MatMulNBits`
+    /// layout). Four inputs `(a, q, scales, zeros)`: `q [N, k_blocks * blob]` holds the
+    /// weight's `N` rows of `k` values, `k_blocks = ceil(k / block)` blocks per row of
+    /// `blob = block * bits / 8` bytes (storage [`crate::kernel::DType::U8`] where the
+    /// backend has [`Caps::int8_storage`](crate::Caps::int8_storage), else f32 whole numbers
+    /// 0 to 255); 4-bit values two to a byte, value `j` of a block in the low nibble of byte
+    /// `j / 2` when `j` is even, the high nibble when odd; the unused tail of a row's last
+    /// block is ignored. `scales` and `zeros` are f32 `[N, k_blocks]`. The weight is
+    /// `W[k, n] = (q(n, k) - zeros[n, k / block]) * scales[n, k / block]`, never stored as
+    /// f32: backends dequantise blocks inside the product. Without `trans`, `a [M, k]` ->
+    /// `[M, N]`, `out = a W`; with `trans`, `a [M, N]` -> `[M, k]`, `out = a W^T` (the
+    /// gradient of the former with respect to `a`). Differentiable in `a` only: `q`,
+    /// `scales` and `zeros` are frozen weights. Implemented by the CPU and WebGPU; WebGL
+    /// refuses it with a typed error (the ONNX importer dequantises once there).
+    MatMulNBits { bits: usize, block: usize, k: usize, trans: bool },
 }
 
 impl Op {
@@ -254,7 +289,7 @@ impl Op {
 
     /// The name of every primitive, in [`Op::index`] order (the conformance suite checks that
     /// every one of them is exercised).
-    pub const NAMES: [&'static str; 26] = [
+    pub const NAMES: [&'static str; 27] = [
         "fill",
         "random",
         "unary",
@@ -281,6 +316,7 @@ impl Op {
         "conv2d",
         "narrow8",
         "window",
+        "matmul_nbits",
     ];
 
     /// Position of this primitive in [`Op::NAMES`]. Exhaustive: a new primitive must be
@@ -313,6 +349,7 @@ impl Op {
             Op::Conv2d(_) => 23,
             Op::Narrow8 { .. } => 24,
             Op::Window { .. } => 25,
+            Op::MatMulNBits { .. } => 26,
         }
     }
 
@@ -342,6 +379,7 @@ impl Op {
             | Op::Conv2d(_)
             | Op::MaxPoolGrad(_) => Some(2),
             Op::Where => Some(3),
+            Op::MatMulNBits { .. } => Some(4),
             Op::Window { program, .. } => Some(program.form().arity()),
             Op::Concat { .. } => None,
         }
@@ -446,6 +484,36 @@ impl Op {
                     // a batch of one broadcasts (against an empty batch too)
                     Ok(Shape(vec![if ba == 1 { bb } else { ba }, m, n]))
                 }
+            }
+            Op::MatMulNBits { bits, block, k, trans } => {
+                let (bits, block, k) = (*bits, *block, *k);
+                if bits != 4 && bits != 8 {
+                    return Err(err(format!("bits is {bits}; 4 and 8 are supported")));
+                }
+                let block_bits = block.checked_mul(bits).ok_or_else(overflow)?;
+                if block == 0 || !block_bits.is_multiple_of(8) {
+                    return Err(err(format!("block {block} of {bits}-bit values is not a whole number of bytes")));
+                }
+                let k_blocks = k.div_ceil(block);
+                let blob = block_bits / 8;
+                let row = k_blocks.checked_mul(blob).ok_or_else(overflow)?;
+                let (a, q, s, z) = (inputs[0], inputs[1], inputs[2], inputs[3]);
+                if a.rank() != 2 || q.rank() != 2 {
+                    return Err(err("expects a rank-2 a and packed weights [N, k_blocks * blob]".into()));
+                }
+                let n = q.0[0];
+                if q.0[1] != row {
+                    return Err(err(format!("packed weights must be [N, {row}] for k = {k}, block {block}, {bits} bits")));
+                }
+                let blocks = Shape(vec![n, k_blocks]);
+                if s != &blocks || z != &blocks {
+                    return Err(err(format!("scales and zeros must be {blocks} (N x k_blocks)")));
+                }
+                let (inner, outer) = if *trans { (n, k) } else { (k, n) };
+                if a.0[1] != inner {
+                    return Err(err(format!("a's last axis is {}; it must be {inner}", a.0[1])));
+                }
+                Ok(Shape(vec![a.0[0], outer]))
             }
             Op::Im2Col(w) => {
                 rank_is(4)?;
@@ -665,10 +733,35 @@ mod tests {
             Op::Conv2d(w),
             Op::Narrow8 { signed: false },
             Op::Window { program: crate::kernel::windows::WindowProgram::MaxPool, window: w },
+            Op::MatMulNBits { bits: 4, block: 16, k: 1, trans: false },
         ];
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {
             assert_eq!(op.index(), i, "{op:?}");
+        }
+    }
+
+    #[test]
+    fn matmul_nbits_shapes_are_checked() {
+        let s = |d: &[usize]| Shape::from(d);
+        let op = |bits, block, k, trans| Op::MatMulNBits { bits, block, k, trans };
+        // k = 40 in blocks of 16: 3 blocks of 8 bytes (4-bit)
+        let (a, q, p) = (s(&[2, 40]), s(&[5, 24]), s(&[5, 3]));
+        assert_eq!(op(4, 16, 40, false).infer_shape(&[&a, &q, &p, &p]).unwrap(), s(&[2, 5]));
+        assert_eq!(op(4, 16, 40, true).infer_shape(&[&s(&[2, 5]), &q, &p, &p]).unwrap(), s(&[2, 40]));
+        let bad = [
+            (op(3, 16, 40, false), vec![a.clone(), q.clone(), p.clone(), p.clone()], "bits"),
+            (op(4, 0, 40, false), vec![a.clone(), q.clone(), p.clone(), p.clone()], "whole number of bytes"),
+            (op(4, usize::MAX, 40, false), vec![a.clone(), q.clone(), p.clone(), p.clone()], "overflow"),
+            (op(4, 16, 40, false), vec![a.clone(), s(&[5, 23]), p.clone(), p.clone()], "packed weights"),
+            (op(4, 16, 40, false), vec![a.clone(), q.clone(), s(&[5, 2]), p.clone()], "scales and zeros"),
+            (op(4, 16, 40, false), vec![s(&[2, 41]), q.clone(), p.clone(), p.clone()], "last axis"),
+            (op(8, 16, 40, false), vec![a.clone(), q.clone(), p.clone(), p.clone()], "packed weights"),
+        ];
+        for (op, shapes, want) in bad {
+            let refs: Vec<&Shape> = shapes.iter().collect();
+            let e = op.infer_shape(&refs).unwrap_err().to_string();
+            assert!(e.contains("matmul_nbits") && e.contains(want), "{op:?}: {e}");
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::backend::{Backend, BackendKind, Counters, Storage};
 use crate::budget::{Budget, Limits, RunLimits, RunScope};
 use crate::few::Few;
 use crate::kernel::DType;
-use crate::op::{BinaryOp, Distribution, Op, ReduceOp, UnaryOp, Window};
+use crate::op::{BinaryOp, Distribution, NBits, Op, ReduceOp, UnaryOp, Window};
 use crate::shape::Shape;
 use crate::{Error, Result};
 
@@ -232,6 +232,9 @@ impl Tensor {
             let (ok, want) = match op {
                 Op::Reshape(_) => (true, ""),
                 Op::MatMulI8 { .. } if i == 0 => (eight, "8-bit (i8 or u8) weights"),
+                // Packed block-quantised weights: bytes (u8), or f32 whole numbers where the
+                // backend has no 8-bit storage (what `from_u8` makes there).
+                Op::MatMulNBits { .. } if i == 1 => (matches!(d, DType::U8 | DType::F32), "packed u8 weights"),
                 Op::Widen => (matches!(d, DType::I8 | DType::U8 | DType::F16), "i8, u8 or f16 storage"),
                 // One f16 operand (stored weights, never differentiated) where the backend
                 // reads halves directly; the other stays f32.
@@ -702,6 +705,15 @@ impl Tensor {
     /// packed path (its unpacked fallback computes the exact product of what it was given).
     pub fn matmul_i8_packed(&self, b: &Tensor) -> Result<Tensor> {
         self.op2(Op::MatMulI8 { b_i8: true }, b)
+    }
+    /// [`Op::MatMulNBits`]: `self [M, k]` times the block-quantised weight `W [k, N]` that
+    /// `q` (packed `[N, k_blocks * blob]`, from [`Tensor::from_u8`]), `scales` and `zeros`
+    /// (f32 `[N, k_blocks]`) describe, or with `trans` `self [M, N]` times `W^T` (`[M, k]`).
+    /// The weight stays packed on the device; the result records a gradient for `self`
+    /// only (the weights are frozen: a backward pass that needs one for them is an error).
+    pub fn matmul_nbits(&self, q: &Tensor, scales: &Tensor, zeros: &Tensor, nbits: NBits, trans: bool) -> Result<Tensor> {
+        let op = Op::MatMulNBits { bits: nbits.bits, block: nbits.block, k: nbits.k, trans };
+        Tensor::apply(&self.0.device, op, &[self, q, scales, zeros])
     }
     pub fn im2col(&self, w: Window) -> Result<Tensor> {
         self.op1(Op::Im2Col(w))

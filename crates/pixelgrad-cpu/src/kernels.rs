@@ -82,5 +82,9 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
         Op::Narrow8 { .. } => {
             return Err(Error::backend("narrow8", backend, "stores 8-bit values; run it through CpuBackend::execute"));
         }
+        // Its weights are packed bytes, not `T`: `CpuBackend::execute` runs it (module `nbits`).
+        Op::MatMulNBits { .. } => {
+            return Err(Error::backend("matmul_nbits", backend, "takes packed weights; run it through CpuBackend::execute"));
+        }
     })
 }

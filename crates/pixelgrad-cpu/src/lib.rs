@@ -113,6 +113,7 @@ pub mod kernels;
 mod matmul;
 mod movement;
 mod narrow;
+mod nbits;
 mod par;
 mod pool;
 mod random;
@@ -423,6 +424,7 @@ impl CpuBackend {
             Op::Widen => self.widen(inputs, shapes, out)?,
             Op::NarrowF16 => self.narrow_f16(inputs, shapes, out)?,
             Op::Narrow8 { signed } => self.narrow8(*signed, inputs, shapes, out)?,
+            Op::MatMulNBits { .. } => self.matmul_nbits(op, inputs, shapes, out)?,
             _ => match self.mode {
                 Mode::Fast => CpuStorage::F32(self.run_typed(op, inputs, shapes, out, as_f32)?),
                 Mode::Reference => CpuStorage::F64(self.run_typed(op, inputs, shapes, out, as_f64)?),

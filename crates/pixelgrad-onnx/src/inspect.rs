@@ -32,7 +32,7 @@ pub struct OperatorUse {
     /// Whether pixelgrad reads it (then every backend of [`BACKENDS`] runs it).
     pub supported: bool,
     /// How every backend runs it where that differs from what the file suggests (MatMulNBits:
-    /// its packed weights are dequantised to f32 on the device).
+    /// its packed weights stay packed on cpu and webgpu, are dequantised to f32 on webgl).
     pub note: Option<&'static str>,
 }
 
@@ -41,6 +41,43 @@ pub struct OperatorUse {
 pub struct WeightGroup {
     pub tensors: usize,
     pub bytes: u64,
+}
+
+/// The weights of `MatMulNBits` nodes, by where they live: packed on the CPU and WebGPU
+/// (the stored blocks, plus an f32 scale and zero point per block), dequantised to f32 on
+/// WebGL (`K x N` values).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PackedWeights {
+    /// `MatMulNBits` nodes whose attributes describe a weight pixelgrad reads.
+    pub nodes: usize,
+    /// Device bytes with the weights kept packed (cpu, webgpu).
+    pub packed_bytes: u64,
+    /// Device bytes of the same weights as f32 (webgl).
+    pub f32_bytes: u64,
+}
+
+impl PackedWeights {
+    /// Adds the weight a `MatMulNBits` node's attributes describe (none where they are not
+    /// ones pixelgrad reads: loading reports those).
+    fn add(&mut self, attrs: &[proto::AttributeProto]) {
+        let get = |name: &str| attrs.iter().find(|a| a.name == name).map(|a| a.i);
+        let (Some(k), Some(n), Some(bits), Some(block)) = (get("K"), get("N"), get("bits"), get("block_size")) else {
+            return;
+        };
+        let (Ok(k), Ok(n), Ok(block)) = (u64::try_from(k), u64::try_from(n), u64::try_from(block)) else {
+            return;
+        };
+        if !(bits == 4 || bits == 8) || block == 0 {
+            return;
+        }
+        let k_blocks = k.div_ceil(block);
+        let blob = block.saturating_mul(bits as u64) / 8;
+        // packed bytes, then one f32 scale and one f32 zero point per block
+        let packed = n.saturating_mul(k_blocks).saturating_mul(blob.saturating_add(8));
+        self.nodes += 1;
+        self.packed_bytes = self.packed_bytes.saturating_add(packed);
+        self.f32_bytes = self.f32_bytes.saturating_add(k.saturating_mul(n).saturating_mul(4));
+    }
 }
 
 /// What [`inspect`] found.
@@ -60,6 +97,8 @@ pub struct Report {
     pub operators: Vec<OperatorUse>,
     /// Initializer bytes by the ONNX name of their element type as stored (`float`, `int8`...).
     pub weights: BTreeMap<String, WeightGroup>,
+    /// The weights of `MatMulNBits` nodes, packed and as f32.
+    pub packed_weights: PackedWeights,
     /// External data files by location, with the bytes the model reads from each.
     pub external: BTreeMap<String, u64>,
     /// What loading refuses, each with why: every unsupported operator, then the first other
@@ -111,6 +150,11 @@ impl Report {
             "nodes": self.nodes,
             "operators": ops,
             "weightBytesByType": weights,
+            "packedWeights": {
+                "nodes": self.packed_weights.nodes,
+                "packedBytes": self.packed_weights.packed_bytes,
+                "f32Bytes": self.packed_weights.f32_bytes,
+            },
             "externalData": self.external,
             "loads": self.loads(),
             "refused": self.refused,
@@ -156,6 +200,7 @@ pub fn describe(bytes: &[u8]) -> Result<Report> {
         nodes: 0,
         operators: Vec::new(),
         weights: BTreeMap::new(),
+        packed_weights: PackedWeights::default(),
         external: BTreeMap::new(),
         refused: Vec::new(),
     };
@@ -210,6 +255,9 @@ fn walk(g: &GraphProto, r: &mut Report, ops: &mut BTreeMap<(String, String), usi
         r.nodes += 1;
         let dom = if n.domain == "ai.onnx" { String::new() } else { n.domain.clone() };
         *ops.entry((dom, n.op_type.clone())).or_default() += 1;
+        if n.domain == "com.microsoft" && n.op_type == "MatMulNBits" {
+            r.packed_weights.add(&n.attribute);
+        }
         for a in &n.attribute {
             if let Some(t) = &a.t {
                 weight(t, r);

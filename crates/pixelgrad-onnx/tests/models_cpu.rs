@@ -46,11 +46,11 @@ fn quantized_models_match_onnxruntime() {
 
 /// An MLP whose MatMuls onnxruntime's `MatMul4BitsQuantizer` rewrote into `MatMulNBits`
 /// (4-bit blocks of 32 with zero points) matches onnxruntime, run twice (the second replays).
-/// Its weights are dequantised on the device: the device holds the two `[K, N]` f32 matrices
-/// (and the f32 biases), 8 times the packed 4-bit bytes the file stores; the scales and zero
-/// points are read on the host only.
+/// Its weights stay packed on the device: the device holds the packed 4-bit bytes as stored,
+/// one f32 scale and one f32 zero point per block (and the f32 biases), not the `[K, N]` f32
+/// matrices, which are 8 times the packed bytes.
 #[test]
-fn matmulnbits_mlp_matches_onnxruntime_and_holds_f32_weights() {
+fn matmulnbits_mlp_matches_onnxruntime_and_keeps_weights_packed() {
     let dev = cpu();
     common::check_all_times(&dev, "models", |c| c.tags.iter().any(|t| t == "nbits"), 2);
     let dir = common::fixtures().join("models/mlp_matmulnbits_4bit");
@@ -61,13 +61,23 @@ fn matmulnbits_mlp_matches_onnxruntime_and_holds_f32_weights() {
     s.run(&[("x", x.into())]).unwrap();
     // K = 48 of the second layer is padded to two whole blocks of 32 in the packed form
     let (dense, packed_4bit, biases) = ((64 * 48 + 48 * 10) * 4, (64 * 48 + 64 * 10) / 2, (48 + 10) * 4);
-    assert_eq!(s.device_weight_bytes(), dense + biases, "device bytes: f32 weights and biases");
+    // one f32 scale and one f32 zero point per block: 48 rows x 2 blocks, 10 rows x 2 blocks
+    let block_params = (48 * 2 + 10 * 2) * 4 * 2;
+    assert_eq!(s.device_weight_bytes(), packed_4bit + block_params + biases, "device bytes: packed weights, block parameters, biases");
+    assert!(s.device_weight_bytes() * 3 < dense, "packed {} vs f32 {dense}", s.device_weight_bytes());
     // the file: packed blocks, f32 scales (one per block of 32), one byte of two zero points per row, biases
     assert_eq!(file_bytes, packed_4bit + (48 * 2 + 10 * 2) * 4 + (48 + 10) + biases);
-    // and inspect says so on the operator's line, before anything runs
+    // and inspect says so on the operator's line, with both sizes, before anything runs
     let report = pixelgrad_onnx::inspect::inspect_file(dir.join("model.onnx")).unwrap();
     let op = report.operators.iter().find(|o| o.op_type == "MatMulNBits").unwrap();
-    assert!(op.supported && op.note.is_some_and(|n| n.contains("dequantised to f32")), "{op:?}");
-    assert!(report.to_json()["operators"].as_array().unwrap().iter().any(|o| o["note"].as_str().is_some_and(|n| n.contains("8x"))));
-    println!("MatMulNBits MLP: file {file_bytes} weight bytes (packed 4-bit), device {} bytes (f32)", s.device_weight_bytes());
+    assert!(op.supported && op.note.is_some_and(|n| n.contains("kept packed on cpu and webgpu")), "{op:?}");
+    let pw = &report.to_json()["packedWeights"];
+    assert_eq!(pw["nodes"], 2, "{pw}");
+    assert_eq!(pw["packedBytes"], packed_4bit + block_params, "{pw}");
+    assert_eq!(pw["f32Bytes"], dense, "{pw}");
+    println!(
+        "MatMulNBits MLP: file {file_bytes} weight bytes, device {} bytes (packed), {} as f32 weights",
+        s.device_weight_bytes(),
+        dense + biases
+    );
 }

@@ -72,7 +72,7 @@ fn f16_weights_take_half_the_bytes_on_webgl() {
 }
 
 /// The MLP whose MatMuls onnxruntime's `MatMul4BitsQuantizer` made `MatMulNBits` (weights
-/// dequantised to f32 on the device, see `ops/nbits.rs`).
+/// dequantised to f32 once on WebGL, which has no packed kernel; see `ops/nbits.rs`).
 #[test]
 fn matmulnbits_mlp_matches_onnxruntime_on_webgl() {
     common::check_all(&webgl(), "models", |c| c.tags.iter().any(|t| t == "nbits"));

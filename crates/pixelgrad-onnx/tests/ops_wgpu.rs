@@ -82,7 +82,7 @@ fn quantized_products_take_the_packed_path_and_match_the_unpacked_one() {
 }
 
 /// The MLP whose MatMuls onnxruntime's `MatMul4BitsQuantizer` made `MatMulNBits` (weights
-/// dequantised to f32 on the device, see `ops/nbits.rs`).
+/// kept packed on the device, `matmul_nbits.wgsl`; see `ops/nbits.rs`).
 #[test]
 fn matmulnbits_mlp_matches_onnxruntime_on_wgpu() {
     common::check_all(&wgpu(), "models", |c| c.tags.iter().any(|t| t == "nbits"));

@@ -305,6 +305,15 @@ impl Backend for WebGlBackend {
             // No data moves: the output shares the input (of any storage type).
             return crate::fusion::execute_now(&self.shared, op, inputs, shapes, out);
         }
+        if let Op::MatMulNBits { .. } = op {
+            // No WebGL kernel: callers dequantise the weight once and run a matmul (the ONNX
+            // importer does, and says so in `m.info` / `pixelgrad inspect`).
+            return Err(Error::backend(
+                op.name(),
+                self.name(),
+                "packed block-quantised weights are not supported on WebGL; dequantise them and use matmul",
+            ));
+        }
         // Narrow storage is read only by matmul_i8 (its weights) and widen. Core checks this;
         // `execute` is public, so a direct caller gets a typed error here instead of integer
         // texels bound to a float sampler. Pending (fused) results are f32.

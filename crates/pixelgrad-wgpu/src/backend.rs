@@ -431,6 +431,17 @@ impl WgpuBackend {
         Ok(Storage::new(res))
     }
 
+    /// [`Op::MatMulNBits`]: never deferred; its packed weight (input 1) is u8 storage, read
+    /// as uploaded; pending (fused) f32 inputs are computed first ([`WgpuBackend::tensor`]).
+    fn matmul_nbits(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
+        let ins: Vec<&GpuTensor> = inputs.iter().map(|s| self.tensor(op.name(), s)).collect::<Result<_>>()?;
+        let lens: Vec<usize> = ins.iter().map(|t| t.len).collect();
+        pixelgrad_core::check_execute(op, &lens, shapes, out, &self.name())?;
+        self.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
+        let res = ops::execute(&self.gpu, op, &ins, shapes, out)?;
+        Ok(Storage::new(res))
+    }
+
     /// [`Op::Widen`]: packed 8-bit or f16 storage to f32, never deferred. Its input is stored
     /// data (an upload), so nothing pending is computed first except, through
     /// [`WgpuBackend::tensor`], what a direct caller might pass.
@@ -526,12 +537,15 @@ impl Backend for WgpuBackend {
         if let Op::Widen = op {
             return self.widen(inputs, shapes, out);
         }
+        if let Op::MatMulNBits { .. } = op {
+            return self.matmul_nbits(op, inputs, shapes, out);
+        }
         if let Op::MatMul { .. } = op {
             if inputs.iter().any(|s| s.downcast::<GpuTensor>().is_some_and(|t| t.dtype == DType::F16)) {
                 return self.matmul_f16(op, inputs, shapes, out);
             }
         }
-        // Only matmul_i8 and widen read packed (8-bit / f16) storage (core checks this;
+        // Only matmul_i8, matmul_nbits and widen read packed (8-bit / f16) storage (core checks this;
         // `execute` is public, so a direct caller gets the error here instead of bytes read
         // as floats).
         if inputs.iter().any(|s| s.downcast::<GpuTensor>().is_some_and(|t| t.is_packed())) {
@@ -539,7 +553,7 @@ impl Backend for WgpuBackend {
                 op: op.name(),
                 shapes: shapes.iter().map(|s| s.0.clone()).collect(),
                 backend: self.name(),
-                msg: "an input has 8-bit or f16 storage, which only matmul_i8 (8-bit weights) and widen take".into(),
+                msg: "an input has 8-bit or f16 storage, which only matmul_i8 (8-bit weights), matmul_nbits and widen take".into(),
             });
         }
         if self.gpu.fuse {

@@ -1,4 +1,4 @@
-//! reduce, matmul, im2col, col2im, depthwise_conv, conv2d, max_pool (and its gradient).
+//! reduce, matmul (and matmul_nbits, in `nbits`), im2col, col2im, depthwise_conv, conv2d, max_pool (and its gradient).
 
 use pixelgrad_core::kernel::windows::WindowProgram;
 use pixelgrad_core::{Device, Op, ReduceOp, Tensor, Window};
@@ -113,6 +113,7 @@ pub async fn matmul(dev: &Device, read: Read) -> Outcome {
         narrow_f16(dev, read).await,
         narrow8(dev, read).await,
         quantized(dev, read).await,
+        super::nbits::matmul_nbits(dev, read).await,
     ];
     let errors: Vec<String> = results.into_iter().filter_map(|r| r.err()).collect();
     if errors.is_empty() {

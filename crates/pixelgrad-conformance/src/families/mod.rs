@@ -14,6 +14,7 @@ mod errors;
 mod image;
 mod indexing;
 mod linalg;
+mod nbits;
 mod training;
 mod windows;
 
@@ -22,6 +23,7 @@ use pixelgrad_core::{Device, Result};
 use crate::harness::{block_outcome, block_result, Read};
 
 pub use composite::one_hot;
+pub use nbits::{packed_weight, PackedWeight};
 pub use training::{CNN_STEPS, STEPS};
 
 /// The families as `async fn(&Device, Read) -> Result<(), String>` (and the two loss curves as

@@ -73,6 +73,13 @@ pub trait Consts {
     fn cached_derived(&self, key: &str, make: &dyn Fn() -> Result<HostTensor>) -> Result<Tensor> {
         upload(self.device(), &make()?, key)
     }
+    /// A cached device tensor derived from constants in whatever storage `make` gives it (a
+    /// packed 8-bit weight, say), keyed by `key`: `make` runs only when there is none yet.
+    /// Without a cache, every call makes it.
+    fn cached_tensor(&self, key: &str, make: &dyn Fn() -> Result<Tensor>) -> Result<Tensor> {
+        let _ = key;
+        make()
+    }
     /// The cached f16-stored copy of float constant `name`, not widened, for a matrix
     /// product that reads it directly: `Some` only where the constant is kept in f16 and the
     /// backend runs [`pixelgrad_core::Op::MatMul`] on f16 storage

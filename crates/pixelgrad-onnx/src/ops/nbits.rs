@@ -12,14 +12,18 @@
 //! blocks (`ceil(k_blocks · bits / 8)` bytes per row), or of the scales' type, one per block;
 //! without it the zero point is `2^(bits-1)`. `W[k, n] = (q - zero_point) · scale`.
 //!
-//! Where the weights live: every backend dequantises the packed blocks to an `f32` `[K, N]`
-//! matrix on the host the first time the node runs and keeps that device copy (cached by the
-//! session, like any constant), so the weight takes 8 times (4-bit) or 4 times (8-bit) the
-//! bytes the file stores. The packed form does not stay on the device; `pixelgrad inspect`
-//! and `m.info` say so for the operator ([`super::registry::OpRow::note`]). The same holds
-//! for `GatherBlockQuantized`'s table.
+//! Where the weights live: on the CPU and WebGPU the packed `B` stays packed on the device
+//! (one byte per stored byte: u8 storage, four bytes per u32 word on WebGPU) with its scales
+//! and zero points as f32 `[N, k_blocks]`, and [`pixelgrad_core::Op::MatMulNBits`]
+//! dequantises the blocks inside the product; the session caches those three tensors like
+//! any constant. WebGL has no kernel for that op: there the packed blocks are dequantised to
+//! an `f32` `[K, N]` matrix on the host the first time the node runs and that device copy is
+//! kept, 8 times (4-bit) or 4 times (8-bit) the bytes the file stores. `pixelgrad inspect`
+//! and `m.info` say so for the operator ([`super::registry::OpRow::note`]) and report both
+//! sizes (`packedWeights`). `GatherBlockQuantized`'s table is dequantised to f32 on every
+//! backend.
 
-use pixelgrad_core::Tensor;
+use pixelgrad_core::{BackendKind, Device, NBits, Tensor};
 
 use super::context::{upload, Cx, V};
 use super::linalg;
@@ -29,7 +33,13 @@ use crate::shapes::norm_axis;
 use crate::Result;
 
 /// What inspect reports of `MatMulNBits`.
-pub const MATMUL_NBITS_NOTE: &str = "weights dequantised to f32 on the device when the node first runs (packed blocks not kept: 8x the file's bytes for 4-bit, 4x for 8-bit)";
+pub const MATMUL_NBITS_NOTE: &str = "weights kept packed on cpu and webgpu (4/8-bit blocks dequantised inside the matmul); webgl dequantises them to f32 once, when the node first runs (8x the packed bytes for 4-bit, 4x for 8-bit)";
+
+/// Whether `dev` keeps `MatMulNBits` weights packed ([`pixelgrad_core::Op::MatMulNBits`]):
+/// every backend but WebGL, which has no kernel for it.
+pub fn packed_on(dev: &Device) -> bool {
+    dev.kind() != BackendKind::WebGl
+}
 
 /// What inspect reports of `GatherBlockQuantized`.
 pub const GATHER_BLOCK_QUANTIZED_NOTE: &str = "4-bit table dequantised to f32 on the device when the node first runs (8x the file's bytes)";
@@ -92,9 +102,20 @@ pub(super) fn matmul_nbits(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     if a.dims().last() != Some(&l.k) {
         return Err(cx.err(format!("input A has shape {:?}; its last axis must be K = {}", a.dims(), l.k)));
     }
-    cx.check_size(&[l.k, l.n])?;
-    let w = weight(cx, ins, &l)?;
-    let mut y = linalg::matmul(cx, &a, &w)?;
+    let mut y = if packed_on(cx.dev()) {
+        let [q, sc, z] = packed(cx, ins, &l)?;
+        let dims = a.dims().to_vec();
+        let m: usize = dims[..dims.len() - 1].iter().product();
+        let a2 = a.reshape([m, l.k])?;
+        let y = a2.matmul_nbits(&q, &sc, &z, NBits { bits: l.bits, block: l.block, k: l.k }, false)?;
+        let mut out = dims[..dims.len() - 1].to_vec();
+        out.push(l.n);
+        y.reshape(out)?
+    } else {
+        cx.check_size(&[l.k, l.n])?;
+        let w = weight(cx, ins, &l)?;
+        linalg::matmul(cx, &a, &w)?
+    };
     if cx.opt(ins, 5).is_some() {
         let b = cx.t(ins, 5)?;
         if b.dims() != [l.n] {
@@ -122,9 +143,49 @@ fn weight(cx: &Cx, ins: &[Option<V>], l: &Layout) -> Result<Tensor> {
     }
 }
 
-/// The `[K, N]` f32 weight the packed `B`, `scales` and `zero_points` describe, after checking
-/// their types and sizes against the node's attributes.
-fn dequantize(cx: &Cx, ins: &[Option<V>], l: &Layout) -> Result<HostTensor> {
+/// The packed weight `[N, k_blocks * blob]` (u8), its scales and its zero points (f32
+/// `[N, k_blocks]`) on the device: the session's cached copies when `B`, `scales` (and
+/// `zero_points`) are named constants, otherwise made now.
+fn packed(cx: &Cx, ins: &[Option<V>], l: &Layout) -> Result<[Tensor; 3]> {
+    let names = [1, 2, 3].map(|i| match cx.opt(ins, i) {
+        Some(V::Host { name: Some(n), .. }) => Some(n.to_string()),
+        _ => None,
+    });
+    let dev = cx.dev();
+    let rows = [l.n, l.k_blocks * l.blob];
+    let blocks = [l.n, l.k_blocks];
+    let make = |part: usize| -> Result<Tensor> {
+        let p = parts(cx, ins, l)?;
+        Ok(match part {
+            0 => Tensor::from_u8(dev, &p.q, rows)?,
+            1 => Tensor::from_vec(dev, &p.scales, blocks)?,
+            _ => Tensor::from_vec(dev, &p.zeros, blocks)?,
+        })
+    };
+    match names {
+        [Some(b), Some(s), z] if z.is_some() || cx.opt(ins, 3).is_none() => {
+            let key =
+                format!("{b}\u{0}MatMulNBits packed\u{0}{s}\u{0}{}\u{0}{}x{}/{}/{}", z.unwrap_or_default(), l.k, l.n, l.block, l.bits);
+            let get = |part: usize, what: &str| cx.consts.cached_tensor(&format!("{key}\u{0}{what}"), &|| make(part));
+            Ok([get(0, "q")?, get(1, "scales")?, get(2, "zeros")?])
+        }
+        _ => {
+            let p = parts(cx, ins, l)?;
+            Ok([Tensor::from_u8(dev, &p.q, rows)?, Tensor::from_vec(dev, &p.scales, blocks)?, Tensor::from_vec(dev, &p.zeros, blocks)?])
+        }
+    }
+}
+
+/// The packed bytes of `B` as stored, and one scale and zero point per block (`[N, k_blocks]`).
+struct Parts {
+    q: Vec<u8>,
+    scales: Vec<f32>,
+    zeros: Vec<f32>,
+}
+
+/// `B`, `scales` and `zero_points` after checking their types and sizes against the node's
+/// attributes; zero points unpacked to one f32 per block (`2^(bits-1)` without them).
+fn parts(cx: &Cx, ins: &[Option<V>], l: &Layout) -> Result<Parts> {
     let b = cx.h(ins, 1, "the packed weight B")?;
     if b.dtype != DType::U8 {
         return Err(cx.err(format!("input B is {}; pixelgrad reads uint8 blocks", b.dtype)));
@@ -164,14 +225,23 @@ fn dequantize(cx: &Cx, ins: &[Option<V>], l: &Layout) -> Result<HostTensor> {
         }
         Some(z) => return Err(cx.err(format!("zero_points is {}; expected uint8 or the scales' type", z.dtype))),
     };
-    let q = b.to_f32();
+    // uint8 bytes as f32 are whole numbers 0 to 255: exact
+    let q = b.to_f32().into_iter().map(|v| v as u8).collect();
+    Ok(Parts { q, scales, zeros: zero })
+}
+
+/// The `[K, N]` f32 weight the packed `B`, `scales` and `zero_points` describe (WebGL, which
+/// has no kernel for the packed product).
+fn dequantize(cx: &Cx, ins: &[Option<V>], l: &Layout) -> Result<HostTensor> {
+    let p = parts(cx, ins, l)?;
+    let q: Vec<f32> = p.q.iter().map(|&v| f32::from(v)).collect();
     let mut w = vec![0f32; l.k * l.n];
     for n in 0..l.n {
         let row = n * l.k_blocks * l.blob;
         for k in 0..l.k {
             let blk = n * l.k_blocks + k / l.block;
             let v = nibble(&q, row + (k / l.block) * l.blob, k % l.block, l.bits);
-            w[k * l.n + n] = (v - zero[blk]) * scales[blk];
+            w[k * l.n + n] = (v - p.zeros[blk]) * p.scales[blk];
         }
     }
     Ok(HostTensor::f32(vec![l.k, l.n], w))

@@ -45,6 +45,14 @@ impl Consts for Session {
         self.cache.borrow_mut().insert(key.to_string(), d.clone());
         Ok(d)
     }
+    fn cached_tensor(&self, key: &str, make: &dyn Fn() -> Result<Tensor>) -> Result<Tensor> {
+        if let Some(d) = self.cache.borrow().get(key) {
+            return Ok(d.clone());
+        }
+        let d = make()?;
+        self.cache.borrow_mut().insert(key.to_string(), d.clone());
+        Ok(d)
+    }
     fn cached_f16(&self, name: &str, t: &HostTensor) -> Result<Option<Tensor>> {
         if !self.f16.contains(name) || !self.device.backend().caps().f16_matmul {
             return Ok(None);

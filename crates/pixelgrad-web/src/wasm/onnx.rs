@@ -116,7 +116,8 @@ impl OnnxModel {
     /// adapter offers half-precision arithmetic (null on the other backends). With them, the
     /// file's description ([`pixelgrad::onnx::inspect::Report::to_json`]): `irVersion`,
     /// `producer`, `opsets`, `nodes`, `operators` (count and backends of each),
-    /// `weightBytesByType`, `externalData`, `loads`, `refused`.
+    /// `weightBytesByType`, `packedWeights` (MatMulNBits weights packed vs f32), `externalData`,
+    /// `loads`, `refused`.
     pub fn info(&self) -> String {
         let p = self.session.model().precision();
         let mut info = serde_json::json!({

@@ -92,6 +92,10 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], ts: &[&GlTe
         Op::NarrowF16 => narrow::narrow_f16(sh, ts[0], shapes, out)?,
         // f32 -> 8-bit (quantised activations between integer layers).
         Op::Narrow8 { signed } => narrow::narrow8(sh, *signed, ts[0], shapes, out)?,
+        // Refused before here (`WebGlBackend::execute`): no WebGL kernel for packed weights.
+        Op::MatMulNBits { .. } => {
+            return Err(pixelgrad_core::Error::backend(name, &sh.name, "packed block-quantised weights are not supported on WebGL"))
+        }
     };
     Ok(Storage::new(t))
 }

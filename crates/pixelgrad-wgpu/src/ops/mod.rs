@@ -9,6 +9,7 @@ pub(crate) mod matmul;
 mod matmul_cpu;
 mod matmul_cpu_src;
 pub(crate) mod matmul_i8;
+mod matmul_nbits;
 mod programs;
 pub(crate) mod reduce;
 pub(crate) mod widen;
@@ -37,6 +38,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &matmul_i8::MATMUL_I8_PACK_B,
         &matmul_i8::MATMUL_I8_DOT4,
         &matmul_i8::MATMUL_I8_DOT4_VEC4,
+        &matmul_nbits::MATMUL_NBITS,
         &widen::WIDEN,
         &widen::NARROW_F16,
         &window::IM2COL,
@@ -119,6 +121,10 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::Pad { before, .. } => layout::pad(gpu, before, input(0)?, shapes[0], out, &res)?,
         Op::Concat { axis } => layout::concat(gpu, *axis, ins, shapes, out, &res)?,
         Op::MatMulI8 { b_i8 } => matmul_i8::matmul_i8(gpu, *b_i8, input(0)?, input(1)?, shapes, out, &res)?,
+        Op::MatMulNBits { bits, block, k, trans } => {
+            let ins = [input(0)?, input(1)?, input(2)?, input(3)?];
+            matmul_nbits::matmul_nbits(gpu, (*bits, *block, *k, *trans), ins, shapes, out, &res)?
+        }
         Op::Widen => widen::widen(gpu, input(0)?, &res)?,
         Op::NarrowF16 | Op::Narrow8 { .. } => {
             return Err(Error::backend(op.name(), BACKEND, "internal: narrowing runs before the f32 allocation"))

@@ -1,0 +1,54 @@
+//! The product with block-quantised weights kept packed ([`pixelgrad_core::Op::MatMulNBits`]):
+//! the weight's bytes are the u8 storage [`crate::WgpuBackend`] uploads (four per u32 word,
+//! as uploaded, never widened), dequantised inside the kernel where each value is read. One
+//! invocation per output element (`kernels/matmul_nbits.wgsl`): simple, not tiled.
+
+use std::borrow::Cow;
+use std::rc::Rc;
+
+use pixelgrad_core::kernel::DType;
+use pixelgrad_core::{Error, Result, Shape};
+
+use super::u;
+use crate::context::{Gpu, GpuTensor};
+use crate::pipelines::Kernel;
+use crate::BACKEND;
+
+pub(crate) const MATMUL_NBITS: Kernel = Kernel {
+    name: Cow::Borrowed("matmul_nbits"),
+    source: Cow::Borrowed(include_str!("../kernels/matmul_nbits.wgsl")),
+    inputs: 4,
+    outputs: 1,
+    overrides: &["TRANS"],
+    status: false,
+};
+
+/// `a` times the packed weight `q` (u8 storage) with its `scales` and `zeros` into `res`;
+/// shapes passed `Op::infer_shape` (so `q` is `[N, k_blocks * blob]`).
+pub(crate) fn matmul_nbits(
+    gpu: &Rc<Gpu>,
+    (bits, block, k, trans): (usize, usize, usize, bool),
+    ins: [&GpuTensor; 4],
+    shapes: &[&Shape],
+    out: &Shape,
+    res: &GpuTensor,
+) -> Result<()> {
+    let op = "matmul_nbits";
+    let [a, q, s, z] = ins;
+    if q.dtype != DType::U8 {
+        return Err(Error::backend(op, BACKEND, format!("the packed weight has {} storage; it must be u8", q.dtype)));
+    }
+    if [a, s, z].iter().any(|t| t.is_packed()) {
+        return Err(Error::backend(op, BACKEND, "a, scales and zeros must be f32"));
+    }
+    let (m, n) = (shapes[0].dims()[0], shapes[1].dims()[0]);
+    let k_blocks = k.div_ceil(block);
+    let blob = block * bits / 8;
+    let len = out.numel();
+    // Every index the kernel forms (elements of a, bytes of q, blocks) must fit u32.
+    u(op, m * if trans { n } else { k })?;
+    u(op, n * k_blocks * blob)?;
+    let params = [u(op, m)?, u(op, n)?, u(op, k)?, u(op, block)?, u(op, k_blocks)?, u(op, blob)?, u(op, bits)?, u(op, len)?];
+    let grid = gpu.grid_elems(op, len)?;
+    gpu.launch(op, &MATMUL_NBITS, &[u32::from(trans)], &[a.buffer(), q.buffer(), s.buffer(), z.buffer()], res.buffer(), &params, grid)
+}
