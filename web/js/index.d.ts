@@ -905,7 +905,8 @@ export interface OnnxInspection {
   /**
    * Every operator type used, with its count and the backends that run it (all or none);
    * `note`: how every backend runs it where that differs from what the file suggests (null
-   * otherwise), e.g. MatMulNBits' packed weights: kept packed on cpu and webgpu, f32 on webgl.
+   * otherwise), e.g. MatMulNBits' packed weights: kept packed on cpu, webgpu and webgl2, f32
+   * on webgl1.
    */
   operators: {
     domain: string;
@@ -920,7 +921,8 @@ export interface OnnxInspection {
   weightBytesByType: Record<string, { tensors: number; bytes: number }>;
   /**
    * The weights of com.microsoft `MatMulNBits` nodes: device bytes kept packed (the stored
-   * blocks plus an f32 scale and zero point per block: cpu, webgpu) and as f32 (webgl).
+   * blocks plus an f32 scale and zero point per block: cpu, webgpu, webgl2) and as f32
+   * (webgl1).
    */
   packedWeights: { nodes: number; packedBytes: number; f32Bytes: number };
   /** External data files by location, with the bytes the model reads from each. */

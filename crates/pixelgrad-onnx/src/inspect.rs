@@ -32,7 +32,8 @@ pub struct OperatorUse {
     /// Whether pixelgrad reads it (then every backend of [`BACKENDS`] runs it).
     pub supported: bool,
     /// How every backend runs it where that differs from what the file suggests (MatMulNBits:
-    /// its packed weights stay packed on cpu and webgpu, are dequantised to f32 on webgl).
+    /// its packed weights stay packed on cpu, webgpu and webgl2, are dequantised to f32 on
+    /// webgl1).
     pub note: Option<&'static str>,
 }
 
@@ -43,16 +44,16 @@ pub struct WeightGroup {
     pub bytes: u64,
 }
 
-/// The weights of `MatMulNBits` nodes, by where they live: packed on the CPU and WebGPU
-/// (the stored blocks, plus an f32 scale and zero point per block), dequantised to f32 on
-/// WebGL (`K x N` values).
+/// The weights of `MatMulNBits` nodes, by where they live: packed on the CPU, WebGPU and
+/// WebGL2 (the stored blocks, plus an f32 scale and zero point per block), dequantised to f32 on
+/// WebGL1 (`K x N` values).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PackedWeights {
     /// `MatMulNBits` nodes whose attributes describe a weight pixelgrad reads.
     pub nodes: usize,
-    /// Device bytes with the weights kept packed (cpu, webgpu).
+    /// Device bytes with the weights kept packed (cpu, webgpu, webgl2).
     pub packed_bytes: u64,
-    /// Device bytes of the same weights as f32 (webgl).
+    /// Device bytes of the same weights as f32 (webgl1).
     pub f32_bytes: u64,
 }
 

@@ -72,8 +72,26 @@ fn f16_weights_take_half_the_bytes_on_webgl() {
 }
 
 /// The MLP whose MatMuls onnxruntime's `MatMul4BitsQuantizer` made `MatMulNBits` (weights
-/// dequantised to f32 once on WebGL, which has no packed kernel; see `ops/nbits.rs`).
+/// kept packed on WebGL2, dequantised in `shaders/matmul_nbits.glsl`; see `ops/nbits.rs`).
 #[test]
 fn matmulnbits_mlp_matches_onnxruntime_on_webgl() {
     common::check_all(&webgl(), "models", |c| c.tags.iter().any(|t| t == "nbits"));
+}
+
+/// WebGL2 keeps `MatMulNBits` weights packed: the device holds the file's 4-bit bytes (in an
+/// `RGBA8UI` texture) and an f32 scale and zero point per block, as the CPU does, not the
+/// `[K, N]` f32 matrices (8 times the packed bytes), and the result matches onnxruntime.
+#[test]
+fn matmulnbits_weights_stay_packed_on_webgl2() {
+    let dev = webgl();
+    assert!(dev.backend().caps().int8);
+    let case = common::cases("models").into_iter().find(|c| c.name == "mlp_matmulnbits_4bit").unwrap();
+    let model = pixelgrad_onnx::Model::load(case.dir.join("model.onnx")).unwrap();
+    let s = pixelgrad_onnx::Session::new(model, &dev).unwrap();
+    common::compare(&case, &s).unwrap();
+    // 64 -> 48 -> 10, blocks of 32 (K = 48 padded to two blocks): see models_cpu.rs
+    let (dense, packed_4bit, biases) = ((64 * 48 + 48 * 10) * 4, (64 * 48 + 64 * 10) / 2, (48 + 10) * 4);
+    let block_params = (48 * 2 + 10 * 2) * 4 * 2;
+    assert_eq!(s.device_weight_bytes(), packed_4bit + block_params + biases, "device bytes: packed weights, block parameters, biases");
+    assert!(s.device_weight_bytes() * 3 < dense + biases);
 }

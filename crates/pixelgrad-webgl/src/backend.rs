@@ -305,28 +305,22 @@ impl Backend for WebGlBackend {
             // No data moves: the output shares the input (of any storage type).
             return crate::fusion::execute_now(&self.shared, op, inputs, shapes, out);
         }
-        if let Op::MatMulNBits { .. } = op {
-            // No WebGL kernel: callers dequantise the weight once and run a matmul (the ONNX
-            // importer does, and says so in `m.info` / `pixelgrad inspect`).
-            return Err(Error::backend(
-                op.name(),
-                self.name(),
-                "packed block-quantised weights are not supported on WebGL; dequantise them and use matmul",
-            ));
-        }
-        // Narrow storage is read only by matmul_i8 (its weights) and widen. Core checks this;
-        // `execute` is public, so a direct caller gets a typed error here instead of integer
-        // texels bound to a float sampler. Pending (fused) results are f32.
+        // Narrow storage is read only by matmul_i8 (its weights), matmul_nbits (its packed
+        // weights, u8) and widen. Core checks this; `execute` is public, so a direct caller
+        // gets a typed error here instead of integer texels bound to a float sampler. Pending
+        // (fused) results are f32.
         let dtypes: Vec<DType> = inputs.iter().map(|s| s.downcast::<GlTensor>().map_or(DType::F32, |t| t.dtype)).collect();
         let bad = match op {
             Op::MatMulI8 { .. } => dtypes.iter().enumerate().position(|(i, d)| (i == 0) != matches!(d, DType::I8 | DType::U8)),
             Op::Widen => dtypes.iter().position(|d| *d == DType::F32),
+            Op::MatMulNBits { .. } => dtypes.iter().enumerate().position(|(i, d)| (i == 1) != (*d == DType::U8)),
             _ => dtypes.iter().position(|d| *d != DType::F32),
         };
         if let Some(i) = bad {
             let want = match (op, i) {
                 (Op::MatMulI8 { .. }, 0) => "8-bit (i8 or u8)",
                 (Op::Widen, _) => "i8, u8 or f16",
+                (Op::MatMulNBits { .. }, 1) => "u8 (the packed bytes, `Tensor::from_u8`)",
                 _ => "f32 (only matmul_i8's weights and widen take 8-bit or f16 storage)",
             };
             return Err(Error::Shape {
@@ -336,7 +330,7 @@ impl Backend for WebGlBackend {
                 msg: format!("input {i} has {} storage; it must be {want}", dtypes[i]),
             });
         }
-        if matches!(op, Op::MatMulI8 { .. } | Op::Widen) {
+        if matches!(op, Op::MatMulI8 { .. } | Op::Widen | Op::MatMulNBits { .. }) {
             // Never deferred: a pending `b` is drawn first (`tensor_of`).
             return crate::fusion::execute_now(&self.shared, op, inputs, shapes, out);
         }

@@ -47,6 +47,7 @@ pub const BODIES: &[(&str, &str)] = &[
     ("from_pixels_rows", concat!(include_str!("shaders/from_pixels_common.glsl"), include_str!("shaders/from_pixels_rows.glsl"))),
     ("widen", include_str!("shaders/widen.glsl")),
     ("matmul_i8", include_str!("shaders/matmul_i8.glsl")),
+    ("matmul_nbits", include_str!("shaders/matmul_nbits.glsl")),
     ("narrow_f16", include_str!("shaders/narrow_f16.glsl")),
     ("narrow8", include_str!("shaders/narrow8.glsl")),
     ("yuv_to_rgba", include_str!("shaders/yuv_to_rgba.glsl")),
@@ -90,7 +91,7 @@ impl ProgramSpec {
     pub fn entry(&self) -> Entry {
         match self.name {
             "matmul" | "matmul_pack" | "matmul_block_pack" | "matmul_block" | "matmul_unblock" | "heatmap" | "matmul_i8" | "narrow_f16"
-            | "narrow8" | "from_pixels_rows" | "yuv_to_rgba" => Entry::OwnMain,
+            | "narrow8" | "from_pixels_rows" | "yuv_to_rgba" | "matmul_nbits" => Entry::OwnMain,
             _ => Entry::Elementwise,
         }
     }
@@ -105,12 +106,14 @@ impl ProgramSpec {
         const MATMUL: [&str; 6] = ["nn", "nt", "nt_any", "strided", "nt_shift", "nn_shift"];
         const WIDEN: [&str; 3] = ["i8", "u8", "f16"];
         const MATMUL_I8: [&str; 4] = ["i8", "u8", "i8_k4", "u8_k4"];
+        const MATMUL_NBITS: [&str; 4] = ["8bit", "4bit", "8bit_t", "4bit_t"];
         // Config 0 (packed operands) keeps the plain name.
         const MATMUL_BLOCK: [&str; 4] = ["", "nn", "nt", "tn"];
         let table: &[&str] = match self.name {
             "matmul_block" => &MATMUL_BLOCK,
             "widen" => &WIDEN,
             "matmul_i8" => &MATMUL_I8,
+            "matmul_nbits" => &MATMUL_NBITS,
             "reduce" => &REDUCE,
             "random" => &RANDOM,
             "matmul" => &MATMUL,
@@ -745,6 +748,7 @@ fn configs(name: &str) -> u32 {
         "matmul" => 6,
         "widen" | "narrow8" => 3,
         "matmul_i8" => 4,
+        "matmul_nbits" => crate::ops::MATMUL_NBITS_CONFIGS,
         "matmul_block_pack" | "matmul_unblock" => 2,
         "matmul_block" => 3,
         "col2im" => 2,

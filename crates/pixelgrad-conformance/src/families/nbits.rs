@@ -1,8 +1,9 @@
 //! [`Op::MatMulNBits`](pixelgrad_core::Op::MatMulNBits): products with block-quantised weights
 //! kept packed, forward (plain and transposed) and the gradient for `a`, against the weight
 //! dequantised here in f64. 4-bit and 8-bit blocks, `k` a multiple of the block and not, `k`
-//! longer than one CPU panel. WebGL does not run the op (it refuses it with a typed error,
-//! which is checked); every other backend must match.
+//! longer than one CPU panel. Every backend must match, WebGL2 too (its shader reads the
+//! packed bytes); the `webgl1` mode (no integer textures, `caps.int8` false) refuses the op
+//! with a typed error, which is checked.
 
 use pixelgrad_core::{BackendKind, Device, NBits, Tensor};
 
@@ -76,7 +77,7 @@ fn product(x: &[f64], r: usize, c: usize, y: &[f64], d: usize, y_t: bool) -> Vec
 }
 
 pub async fn matmul_nbits(dev: &Device, read: Read) -> Outcome {
-    let webgl = dev.backend().kind() == BackendKind::WebGl;
+    let refuses = dev.backend().kind() == BackendKind::WebGl && !dev.backend().caps().int8;
     // (m, k, n, bits, block)
     let cases: &[(usize, usize, usize, usize, usize)] =
         &[(3, 40, 5, 4, 16), (2, 64, 7, 8, 32), (1, 33, 4, 4, 32), (5, 300, 9, 4, 32), (4, 20, 3, 8, 16), (2, 17, 130, 4, 16)];
@@ -89,12 +90,12 @@ pub async fn matmul_nbits(dev: &Device, read: Read) -> Outcome {
         let av = values(m * k, 1);
         let a = Tensor::from_vec(dev, &av, [m, k]).map_err(err)?.with_grad();
         let y = a.matmul_nbits(&q, &s, &z, g, false);
-        if webgl {
-            // WebGL refuses the op with a typed error naming it; the importer dequantises once.
+        if refuses {
+            // WebGL1 refuses the op with a typed error naming it; the importer dequantises once.
             return match y {
                 Err(e) if e.to_string().contains("matmul_nbits") => Ok(()),
-                Err(e) => Err(format!("{tag}: WebGL's refusal does not name the op: {e}")),
-                Ok(_) => Err(format!("{tag}: WebGL ran matmul_nbits, which it is documented to refuse")),
+                Err(e) => Err(format!("{tag}: WebGL1's refusal does not name the op: {e}")),
+                Ok(_) => Err(format!("{tag}: WebGL1 ran matmul_nbits, which it is documented to refuse")),
             };
         }
         let y = y.map_err(err)?;

@@ -12,13 +12,14 @@
 //! blocks (`ceil(k_blocks · bits / 8)` bytes per row), or of the scales' type, one per block;
 //! without it the zero point is `2^(bits-1)`. `W[k, n] = (q - zero_point) · scale`.
 //!
-//! Where the weights live: on the CPU and WebGPU the packed `B` stays packed on the device
-//! (one byte per stored byte: u8 storage, four bytes per u32 word on WebGPU) with its scales
-//! and zero points as f32 `[N, k_blocks]`, and [`pixelgrad_core::Op::MatMulNBits`]
-//! dequantises the blocks inside the product; the session caches those three tensors like
-//! any constant. WebGL has no kernel for that op: there the packed blocks are dequantised to
-//! an `f32` `[K, N]` matrix on the host the first time the node runs and that device copy is
-//! kept, 8 times (4-bit) or 4 times (8-bit) the bytes the file stores. `pixelgrad inspect`
+//! Where the weights live: on the CPU, WebGPU and WebGL2 the packed `B` stays packed on the
+//! device (one byte per stored byte: u8 storage, four bytes per u32 word on WebGPU, an
+//! `RGBA8UI` texture on WebGL2) with its scales and zero points as f32 `[N, k_blocks]`, and
+//! [`pixelgrad_core::Op::MatMulNBits`] dequantises the blocks inside the product; the session
+//! caches those three tensors like any constant. The `webgl1` mode has no kernel for that op
+//! (no integer textures): there the packed blocks are dequantised to an `f32` `[K, N]` matrix
+//! on the host the first time the node runs and that device copy is kept, 8 times (4-bit) or
+//! 4 times (8-bit) the bytes the file stores. `pixelgrad inspect`
 //! and `m.info` say so for the operator ([`super::registry::OpRow::note`]) and report both
 //! sizes (`packedWeights`). `GatherBlockQuantized`'s table is dequantised to f32 on every
 //! backend.
@@ -33,12 +34,13 @@ use crate::shapes::norm_axis;
 use crate::Result;
 
 /// What inspect reports of `MatMulNBits`.
-pub const MATMUL_NBITS_NOTE: &str = "weights kept packed on cpu and webgpu (4/8-bit blocks dequantised inside the matmul); webgl dequantises them to f32 once, when the node first runs (8x the packed bytes for 4-bit, 4x for 8-bit)";
+pub const MATMUL_NBITS_NOTE: &str = "weights kept packed on cpu, webgpu and webgl2 (4/8-bit blocks dequantised inside the matmul); webgl1 dequantises them to f32 once, when the node first runs (8x the packed bytes for 4-bit, 4x for 8-bit)";
 
 /// Whether `dev` keeps `MatMulNBits` weights packed ([`pixelgrad_core::Op::MatMulNBits`]):
-/// every backend but WebGL, which has no kernel for it.
+/// every backend but WebGL1 (`caps.int8` false: no integer textures), which has no kernel
+/// for it.
 pub fn packed_on(dev: &Device) -> bool {
-    dev.kind() != BackendKind::WebGl
+    dev.kind() != BackendKind::WebGl || dev.backend().caps().int8
 }
 
 /// What inspect reports of `GatherBlockQuantized`.

@@ -6,6 +6,7 @@ mod index;
 mod layout;
 pub(crate) mod matmul;
 mod matmul_block;
+mod matmul_nbits;
 mod narrow;
 pub(crate) mod reduce;
 mod window;
@@ -17,6 +18,7 @@ use pixelgrad_core::{Op, Result, Shape, Storage};
 use crate::context::Shared;
 use crate::texture::GlTensor;
 
+pub(crate) use matmul_nbits::CONFIGS as MATMUL_NBITS_CONFIGS;
 pub(crate) use narrow::{narrow_f16_available, widen};
 pub(crate) use reduce::reduce_axis;
 
@@ -92,10 +94,8 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], ts: &[&GlTe
         Op::NarrowF16 => narrow::narrow_f16(sh, ts[0], shapes, out)?,
         // f32 -> 8-bit (quantised activations between integer layers).
         Op::Narrow8 { signed } => narrow::narrow8(sh, *signed, ts[0], shapes, out)?,
-        // Refused before here (`WebGlBackend::execute`): no WebGL kernel for packed weights.
-        Op::MatMulNBits { .. } => {
-            return Err(pixelgrad_core::Error::backend(name, &sh.name, "packed block-quantised weights are not supported on WebGL"))
-        }
+        // Packed block-quantised weights, dequantised in the shader (WebGL2; `webgl1` refuses).
+        Op::MatMulNBits { .. } => matmul_nbits::matmul_nbits(sh, op, ts, shapes, out)?,
     };
     Ok(Storage::new(t))
 }
