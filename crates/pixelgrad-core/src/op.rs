@@ -276,8 +276,8 @@ pub enum Op {
     /// f32: backends dequantise blocks inside the product. Without `trans`, `a [M, k]` ->
     /// `[M, N]`, `out = a W`; with `trans`, `a [M, N]` -> `[M, k]`, `out = a W^T` (the
     /// gradient of the former with respect to `a`). Differentiable in `a` only: `q`,
-    /// `scales` and `zeros` are frozen weights. Implemented by the CPU and WebGPU; WebGL
-    /// refuses it with a typed error (the ONNX importer dequantises once there).
+    /// `scales` and `zeros` are frozen weights. Implemented by the CPU, WebGPU and WebGL2; the
+    /// WebGL1 mode refuses it with a typed error (the ONNX importer dequantises once there).
     MatMulNBits { bits: usize, block: usize, k: usize, trans: bool },
 }
 
