@@ -748,7 +748,7 @@ fn configs(name: &str) -> u32 {
         "matmul" => 6,
         "widen" | "narrow8" => 3,
         "matmul_i8" => 4,
-        "matmul_nbits" => crate::ops::MATMUL_NBITS_CONFIGS,
+        "matmul_nbits" => 4,
         "matmul_block_pack" | "matmul_unblock" => 2,
         "matmul_block" => 3,
         "col2im" => 2,

@@ -22,12 +22,10 @@ use crate::context::Shared;
 use crate::launch::Pass;
 use crate::texture::GlTensor;
 
-/// Config bits of `shaders/matmul_nbits.glsl`.
+/// Config bits of `shaders/matmul_nbits.glsl` (its 4 configs, 8-bit or 4-bit, plain or
+/// transposed, are listed in `dialect.rs`).
 const FOUR_BIT: u32 = 1;
 const TRANS: u32 = 2;
-
-/// Number of configs (4-bit or 8-bit, plain or transposed).
-pub(crate) const CONFIGS: u32 = 4;
 
 /// `a` (f32) times the packed weight `q` (u8) with `scales` and `zeros` (f32), shapes passed
 /// the shared check.

@@ -18,7 +18,6 @@ use pixelgrad_core::{Op, Result, Shape, Storage};
 use crate::context::Shared;
 use crate::texture::GlTensor;
 
-pub(crate) use matmul_nbits::CONFIGS as MATMUL_NBITS_CONFIGS;
 pub(crate) use narrow::{narrow_f16_available, widen};
 pub(crate) use reduce::reduce_axis;
 
