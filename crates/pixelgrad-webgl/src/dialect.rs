@@ -106,7 +106,7 @@ impl ProgramSpec {
         const MATMUL: [&str; 6] = ["nn", "nt", "nt_any", "strided", "nt_shift", "nn_shift"];
         const WIDEN: [&str; 3] = ["i8", "u8", "f16"];
         const MATMUL_I8: [&str; 4] = ["i8", "u8", "i8_k4", "u8_k4"];
-        const MATMUL_NBITS: [&str; 4] = ["8bit", "4bit", "8bit_t", "4bit_t"];
+        const MATMUL_NBITS: [&str; 8] = ["8bit", "4bit", "8bit_t", "4bit_t", "8bit_k4", "4bit_k4", "8bit_t", "4bit_t"];
         // Config 0 (packed operands) keeps the plain name.
         const MATMUL_BLOCK: [&str; 4] = ["", "nn", "nt", "tn"];
         let table: &[&str] = match self.name {
@@ -748,7 +748,7 @@ fn configs(name: &str) -> u32 {
         "matmul" => 6,
         "widen" | "narrow8" => 3,
         "matmul_i8" => 4,
-        "matmul_nbits" => 4,
+        "matmul_nbits" => 8,
         "matmul_block_pack" | "matmul_unblock" => 2,
         "matmul_block" => 3,
         "col2im" => 2,

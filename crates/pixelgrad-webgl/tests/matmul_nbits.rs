@@ -75,3 +75,33 @@ fn packed_bytes_in_f32_storage_are_a_typed_error() {
     let want: Vec<f32> = (0..2).map(|n| (0..16).map(|k| 0.5 * p.w[k * 2 + n] as f32).sum()).collect();
     close(&y, &want, "u8 bytes after the error");
 }
+
+/// Not a check: the packed product's time against the f32 matmul of the dequantised weight,
+/// on this machine's GL (a decoder's token step, M = 1, and a batch of 16).
+#[test]
+#[ignore]
+fn timing() {
+    let dev = webgl();
+    for (m, k, n) in [(1usize, 1024usize, 1024usize), (16, 1024, 1024)] {
+        let g = NBits { bits: 4, block: 32, k };
+        let p = packed_weight(g, n);
+        let q = Tensor::from_u8(&dev, &p.q, [n, g.k_blocks() * g.blob()]).unwrap();
+        let s = Tensor::from_vec(&dev, &p.scales, [n, g.k_blocks()]).unwrap();
+        let z = Tensor::from_vec(&dev, &p.zeros, [n, g.k_blocks()]).unwrap();
+        let w = Tensor::from_vec(&dev, &p.w.iter().map(|&v| v as f32).collect::<Vec<_>>(), [k, n]).unwrap();
+        let a = Tensor::from_vec(&dev, &(0..m * k).map(|i| (i % 13) as f32 / 13.0).collect::<Vec<_>>(), [m, k]).unwrap();
+        type Run<'a> = Box<dyn Fn() -> pixelgrad_core::Result<Tensor> + 'a>;
+        let runs: [(&str, Run); 2] =
+            [("matmul_nbits 4-bit", Box::new(|| a.matmul_nbits(&q, &s, &z, g, false))), ("matmul f32", Box::new(|| a.matmul(&w)))];
+        for (name, f) in runs {
+            f().unwrap().to_vec().unwrap();
+            let t = std::time::Instant::now();
+            let reps = 5;
+            for _ in 0..reps {
+                f().unwrap().to_vec().unwrap();
+            }
+            let secs = t.elapsed().as_secs_f64() / reps as f64;
+            eprintln!("{m}x{k}x{n} {name}: {:.2} ms", secs * 1e3);
+        }
+    }
+}

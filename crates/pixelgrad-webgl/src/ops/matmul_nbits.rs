@@ -22,10 +22,15 @@ use crate::context::Shared;
 use crate::launch::Pass;
 use crate::texture::GlTensor;
 
-/// Config bits of `shaders/matmul_nbits.glsl` (its 4 configs, 8-bit or 4-bit, plain or
-/// transposed, are listed in `dialect.rs`).
+/// Config bits of `shaders/matmul_nbits.glsl` (its 8 configs are counted in `dialect.rs`):
+/// 4-bit values (else 8-bit), the transposed form, and the aligned fast path of the plain
+/// form (K a multiple of 4 and blocks of a multiple of 8 values, as every ONNX block size:
+/// blocks start on texels, read a texel at a time). On llvmpipe it took a 4-bit 1x1024x1024
+/// product from 40.6 ms to 8.3 ms (f32 matmul of the dequantised weight: 4.9 ms) and a
+/// 16x1024x1024 one from 381 ms to 60 ms (f32: 11 ms); `tests/matmul_nbits.rs` `timing`.
 const FOUR_BIT: u32 = 1;
 const TRANS: u32 = 2;
+const ALIGNED: u32 = 4;
 
 /// `a` (f32) times the packed weight `q` (u8) with `scales` and `zeros` (f32), shapes passed
 /// the shared check.
@@ -67,7 +72,8 @@ pub(crate) fn matmul_nbits(sh: &Rc<Shared>, op: &Op, ts: &[&GlTensor], shapes: &
             requested: biggest as u64,
         });
     }
-    let config = if bits == 4 { FOUR_BIT } else { 0 } | if trans { TRANS } else { 0 };
+    let aligned = !trans && k % 4 == 0 && block % 8 == 0;
+    let config = if bits == 4 { FOUR_BIT } else { 0 } | if trans { TRANS } else { 0 } | if aligned { ALIGNED } else { 0 };
     let pass = Pass::new(name, "matmul_nbits", config)
         .input("u_a", a)
         .input("u_q", q)
