@@ -56,7 +56,7 @@ fn text(name: &str, r: &Report) -> String {
     let pw = &r.packed_weights;
     if pw.nodes > 0 {
         s += &format!(
-            "MatMulNBits weights: {} node(s), {} bytes packed on the device (cpu, webgpu), {} bytes as f32 (webgl)\n",
+            "MatMulNBits weights: {} node(s), {} bytes packed on the device (cpu, webgpu, webgl2), {} bytes as f32 (webgl1)\n",
             pw.nodes, pw.packed_bytes, pw.f32_bytes
         );
     }
