@@ -227,7 +227,8 @@ impl WebGlBackend {
 ///   the driver's `MEDIUM_FLOAT` precision; otherwise `HIGH_FLOAT`'s, 23 where the driver does
 ///   not say), and the training verdict from both ([`Caps::training_verdict`]).
 /// - Limits: the effective `MAX_TEXTURE_SIZE` (the options may force a smaller one) and four
-///   f32 elements per texel of the largest square texture.
+///   f32 elements per texel of the largest square texture, at most `gl1::MAX_ELEMENTS` (2^22)
+///   in the `webgl1` mode.
 fn caps_of(sh: &Shared, storage_bits: u8) -> Caps {
     let r = sh.report.borrow();
     let mut why = Vec::new();
@@ -250,6 +251,9 @@ fn caps_of(sh: &Shared, storage_bits: u8) -> Caps {
     } else {
         (Arithmetic::Highp, r.fragment_highp.map_or(f32_bits, |p| p.precision.clamp(0, 255) as u8))
     };
+    // Four f32 elements per texel of the largest square texture; the `webgl1` mode's float
+    // indices are exact only below `gl1::MAX_ELEMENTS`.
+    let texels = u64::from(sh.max_tex).pow(2) * 4;
     Caps {
         int8: !sh.gl1,
         int8_storage: true,
@@ -260,7 +264,7 @@ fn caps_of(sh: &Shared, storage_bits: u8) -> Caps {
         arithmetic,
         arithmetic_mantissa_bits: arithmetic_bits,
         max_texture_side: Some(sh.max_tex),
-        max_tensor_elements: u64::from(sh.max_tex).pow(2) * 4,
+        max_tensor_elements: if sh.gl1 { texels.min(crate::gl1::MAX_ELEMENTS as u64) } else { texels },
         ..Caps::F32_ONLY
     }
     .with_training_verdict()
