@@ -148,7 +148,7 @@ pub struct Caps {
     /// `None` where there are no textures (CPU).
     pub max_texture_side: Option<u32>,
     /// The most elements one f32 tensor may hold on this backend, from its limits: WebGL
-    /// `max_texture_side^2 * 4` (four per RGBA texel), WebGPU
+    /// `max_texture_side^2 * 4` (four per RGBA texel; at most 2^22 in the `webgl1` mode), WebGPU
     /// `min(maxStorageBufferBindingSize, maxBufferSize) / 4`, the CPU the largest allocation
     /// (`isize::MAX` bytes / 4). A [`crate::Device`]'s own [`crate::Limits`] may lower it.
     pub max_tensor_elements: u64,
