@@ -124,7 +124,36 @@ export interface BackendCaps {
   narrowF16: boolean;
   /** Why the device computes or stores below f32 (RGBA16F, mediump, an emulation), or null at full precision. */
   reducedPrecision: string | null;
+  /**
+   * Mantissa bits a stored f32 tensor keeps, measured at start on WebGL (`1 + 2^-k` uploaded
+   * into a tensor texture and read back): 23 with RGBA32F textures, 10 with RGBA16F; 23 on the
+   * CPU and WebGPU (IEEE f32 buffers).
+   */
+  storageMantissaBits: number;
+  /** How the backend computes f32 arithmetic. */
+  arithmetic: ArithmeticPrecision;
+  /** Mantissa bits of that arithmetic: 23 for f32; WebGL's highp/mediump as the driver states them; 10 emulated. */
+  arithmeticMantissaBits: number;
+  /** The largest texture side (WebGL's MAX_TEXTURE_SIZE or the forced smaller one, WebGPU's maxTextureDimension2D); null on the CPU. */
+  maxTextureSide: number | null;
+  /** The most elements one f32 tensor may hold, from the backend's limits (`init({ limits })` may lower it further). */
+  maxTensorElements: number;
+  /** Whether training is expected to be reliable here, decided from the measured precisions. */
+  training: TrainingVerdict;
+  /** Why `training` is what it is, naming the measured bits. */
+  trainingReason: string;
 }
+
+/** The arithmetic of a backend: 'f32' (CPU, WebGPU), WebGL's 'highp' or 'mediump', or the half emulation. */
+export type ArithmeticPrecision = 'f32' | 'highp' | 'mediump' | 'emulated-half';
+
+/**
+ * 'reliable': full f32 storage and arithmetic. 'reliable-with-half-measures': half precision
+ * (10 mantissa bits) in storage or arithmetic; training works through the half-precision
+ * optimizer path, loss scaling and the precision check against the CPU. 'inference-only':
+ * fewer bits than a half.
+ */
+export type TrainingVerdict = 'reliable' | 'reliable-with-half-measures' | 'inference-only';
 
 export interface RuntimeReport {
   /** Every backend attempted, in order. */

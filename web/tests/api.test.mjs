@@ -13,7 +13,7 @@ test('rt.report.caps: what each backend measured when it started', async () => {
     for (const backend of ['cpu', 'webgl', 'webgl1', 'webgpu']) out[backend] = (await pg.init({ backend })).report.caps;
     return out;
   });
-  const keys = ['conv', 'int8', 'int8Storage', 'int8Kernel', 'f16Storage', 'shaderF16', 'f16Matmul', 'f16MatmulArithmetic', 'narrowF16', 'reducedPrecision'];
+  const keys = ['conv', 'int8', 'int8Storage', 'int8Kernel', 'f16Storage', 'shaderF16', 'f16Matmul', 'f16MatmulArithmetic', 'narrowF16', 'reducedPrecision', 'storageMantissaBits', 'arithmetic', 'arithmeticMantissaBits', 'maxTextureSide', 'maxTensorElements', 'training', 'trainingReason'];
   for (const [backend, caps] of Object.entries(r)) assert.deepEqual(Object.keys(caps).sort(), [...keys].sort(), `${backend}: ${JSON.stringify(caps)}`);
   assert.deepEqual(
     [r.cpu.conv, r.cpu.int8, r.cpu.int8Kernel, r.cpu.f16Storage, r.cpu.narrowF16, r.cpu.shaderF16, r.cpu.reducedPrecision],
@@ -23,6 +23,19 @@ test('rt.report.caps: what each backend measured when it started', async () => {
   assert.deepEqual([r.webgl.conv, r.webgl.int8, r.webgl.int8Storage, r.webgl.f16Storage], [false, true, true, true]);
   assert.deepEqual([r.webgl1.int8, r.webgl1.int8Storage, r.webgl1.f16Storage, r.webgl1.narrowF16], [false, true, false, false]);
   assert.equal(typeof r.webgpu.shaderF16, 'boolean');
+  // What will work: the CPU at full f32, no textures; the GPU backends state their texture limit
+  // and a verdict decided from the storage bits they measured.
+  assert.deepEqual(
+    [r.cpu.storageMantissaBits, r.cpu.arithmetic, r.cpu.arithmeticMantissaBits, r.cpu.maxTextureSide, r.cpu.training],
+    [23, 'f32', 23, null, 'reliable'],
+  );
+  for (const b of ['webgl', 'webgl1', 'webgpu']) {
+    const c = r[b];
+    assert.ok(c.maxTextureSide > 0 && c.maxTensorElements > 0, `${b}: ${JSON.stringify(c)}`);
+    assert.ok([10, 23].includes(c.storageMantissaBits), `${b}: ${JSON.stringify(c)}`);
+    assert.ok(['reliable', 'reliable-with-half-measures'].includes(c.training) && c.trainingReason.length > 0, `${b}: ${JSON.stringify(c)}`);
+  }
+  assert.equal(r.webgl.maxTensorElements, r.webgl.maxTextureSide ** 2 * 4);
   assert.ok(['dot4I8Packed', 'unpacked-i32'].includes(r.webgpu.int8Kernel), r.webgpu.int8Kernel);
 });
 

@@ -25,7 +25,10 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const timing: pg.BackendTiming | undefined = report.measured?.timings[0];
   const measured = [measuring, report.measured?.backend, report.measured?.cached, timing?.warmMs, timing?.stepMs, timing?.steps, report.videoInput?.path, report.videoInput?.reason, report.videoInput?.probe];
   const caps: pg.BackendCaps = report.caps;
-  const capFields = [caps.conv, caps.int8, caps.int8Storage, caps.int8Kernel, caps.f16Storage, caps.shaderF16, caps.f16Matmul, caps.f16MatmulArithmetic, caps.narrowF16, caps.reducedPrecision, report.emulatedPrecision];
+  const capFields = [caps.conv, caps.int8, caps.int8Storage, caps.int8Kernel, caps.f16Storage, caps.shaderF16, caps.f16Matmul, caps.f16MatmulArithmetic, caps.narrowF16, caps.reducedPrecision, report.emulatedPrecision, caps.storageMantissaBits, caps.arithmeticMantissaBits, caps.maxTextureSide, caps.maxTensorElements, caps.trainingReason];
+  const arithmetic: pg.ArithmeticPrecision = caps.arithmetic;
+  const verdict: pg.TrainingVerdict = caps.training;
+  if (verdict === 'inference-only' && arithmetic === 'mediump') console.log(caps.trainingReason);
   const emulating: pg.InitOptions = { backend: 'webgl1', emulatePrecision: 'half' };
   const threaded: pg.InitOptions = { backend: 'cpu', threads: 'all' };
   const oneThread: pg.InitOptions = { backend: 'cpu', threads: 1 };

@@ -213,13 +213,26 @@ pub struct BackendsArgs {
     /// Batch size timed by --measure
     #[arg(long, default_value_t = 32)]
     pub batch: usize,
+    /// The backend whose capabilities to state (auto, cpu, webgpu, webgl, webgl1); a named
+    /// one is started even where auto-selection would pass it over
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
+    /// Print one JSON object (`using`, `selection`, `caps`) instead of the text
+    #[arg(long, conflicts_with_all = ["check", "layouts", "measure"])]
+    pub json: bool,
 }
 
 pub fn list(a: BackendsArgs) -> CliResult<()> {
-    let s = select("auto")?;
-    println!("auto-selection: {}", s.explain());
+    let s = select(&a.backend)?;
+    let caps = s.device.backend().caps();
+    if a.json {
+        let j = serde_json::json!({ "using": s.name, "selection": s.explain(), "caps": caps });
+        println!("{j}");
+        return Ok(());
+    }
+    println!("{}: {}", if a.backend == "auto" { "auto-selection" } else { "selection" }, s.explain());
     println!("using: {}", s.name);
-    match &s.device.backend().caps().reduced_precision {
+    match &caps.reduced_precision {
         None => println!("precision: f32"),
         Some(why) => println!(
             "precision: below f32 ({why}); `pixelgrad train` checks the first {} steps against the cpu and falls back to it when the losses differ by more than {} (relative)",
@@ -227,8 +240,9 @@ pub fn list(a: BackendsArgs) -> CliResult<()> {
             pixelgrad::nn::train::PRECISION_CHECK_TOLERANCE
         ),
     }
+    print!("{}", what_will_work(caps));
     // What the chosen backend measured at start-up (`Backend::caps`), one JSON object.
-    let caps = serde_json::to_string(s.device.backend().caps()).map_err(|e| format!("caps: {e}"))?;
+    let caps = serde_json::to_string(caps).map_err(|e| format!("caps: {e}"))?;
     println!("caps: {caps}");
     let mut failed = Vec::new();
     if a.check || a.layouts {
@@ -261,6 +275,19 @@ pub fn list(a: BackendsArgs) -> CliResult<()> {
     } else {
         Err(format!("cross-check failed on {} (run `pixelgrad check --backend {}` for the table)", failed.join(", "), failed[0]))
     }
+}
+
+/// The lines of `pixelgrad backends` that say what will work on a backend, from its measured
+/// [`Caps`](pixelgrad::Caps): storage and arithmetic precision, the largest texture and
+/// tensor, and the training verdict with its reason.
+fn what_will_work(c: &pixelgrad::Caps) -> String {
+    let (arithmetic, training) = (c.arithmetic.as_str(), c.training.as_str());
+    let texture = c.max_texture_side.map_or("none (no textures)".to_string(), |t| format!("{t} texels"));
+    format!(
+        "storage: {} mantissa bits (measured)\narithmetic: {arithmetic} ({} mantissa bits)\nlargest texture side: {texture}\n\
+         largest tensor: {} elements\ntraining: {training} ({})\n",
+        c.storage_mantissa_bits, c.arithmetic_mantissa_bits, c.max_tensor_elements, c.training_reason
+    )
 }
 
 /// `backends --measure`: every backend that starts, timed on the same model, fastest named.

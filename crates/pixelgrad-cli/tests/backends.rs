@@ -169,3 +169,69 @@ fn backends_prints_the_caps_of_the_chosen_backend() {
         assert!(caps["shaderF16"].is_boolean(), "{caps}");
     }
 }
+
+/// The last JSON object of a `pixelgrad backends --json` run (Mesa may print a line of its own
+/// to stdout first).
+fn backends_json(args: &[&str], env: Option<(&str, &str)>) -> serde_json::Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pixelgrad"));
+    if let Some((k, v)) = env {
+        cmd.env(k, v);
+    }
+    let out = cmd.arg("backends").args(args).arg("--json").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let line = stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON: {stdout}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// `pixelgrad backends` says what will work, from the measured caps: storage and arithmetic
+/// precision, largest texture and tensor, and the training verdict with its reason, in text
+/// and as JSON. Auto picks a full-precision backend here, so training is reliable.
+#[test]
+fn backends_states_what_will_work() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pixelgrad")).arg("backends").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.lines().any(|l| l == "storage: 23 mantissa bits (measured)"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("largest tensor: ") && l.ends_with(" elements")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("largest texture side: ")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("training: reliable (")), "{stdout}");
+
+    let j = backends_json(&["--backend", "cpu"], None);
+    assert!(j["using"].as_str().unwrap().starts_with("cpu"), "{j}");
+    let c = &j["caps"];
+    assert_eq!((c["storageMantissaBits"].as_u64(), c["arithmeticMantissaBits"].as_u64()), (Some(23), Some(23)), "{c}");
+    assert_eq!(c["arithmetic"], "f32", "{c}");
+    assert!(c["maxTextureSide"].is_null(), "{c}");
+    assert!(c["maxTensorElements"].as_u64().unwrap() >= 1 << 30, "{c}");
+    assert_eq!(c["training"], "reliable", "{c}");
+    assert!(c["trainingReason"].as_str().unwrap().contains("full precision"), "{c}");
+}
+
+/// On a WebGL2 device without 32-bit float render targets (hidden from this child process by
+/// `MESA_EXTENSION_OVERRIDE`) the named webgl backend measures 10 mantissa bits of storage
+/// (RGBA16F) with highp arithmetic: training only with the half-precision measures. Its
+/// texture limit is the driver's.
+#[test]
+fn backends_on_a_half_float_only_device_says_training_needs_the_half_measures() {
+    let j = backends_json(&["--backend", "webgl"], Some(("MESA_EXTENSION_OVERRIDE", "-GL_EXT_color_buffer_float")));
+    assert!(j["using"].as_str().unwrap().contains("RGBA16F"), "{j}");
+    let c = &j["caps"];
+    assert_eq!(c["storageMantissaBits"], 10, "{c}");
+    assert_eq!(c["arithmetic"], "highp", "{c}");
+    assert_eq!(c["training"], "reliable-with-half-measures", "{c}");
+    assert!(c["trainingReason"].as_str().unwrap().contains("loss scaling"), "{c}");
+    let side = c["maxTextureSide"].as_u64().unwrap();
+    assert_eq!(c["maxTensorElements"].as_u64(), Some(side * side * 4), "{c}");
+    assert!(c["reducedPrecision"].as_str().unwrap().contains("RGBA16F"), "{c}");
+}
+
+/// An unknown backend name is one `error:` line and exit status 1.
+#[test]
+fn backends_refuses_an_unknown_backend() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pixelgrad")).args(["backends", "--backend", "tpu", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.lines().any(|l| l.starts_with("error: ") && l.contains("unknown backend 'tpu'")), "{stderr}");
+    assert!(out.stdout.is_empty());
+}

@@ -35,7 +35,7 @@ pub mod tensor;
 
 pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, Trace, WeakStorage, SELF_TEST_TOL};
 pub use budget::{CancelToken, Limits, RunLimits, RunScope};
-pub use caps::Caps;
+pub use caps::{Arithmetic, Caps, Training};
 pub use error::{Error, Result};
 pub use layout::StorageLayout;
 pub use mixed::{mixed_precision, mixed_precision_available, mixed_precision_enabled, MixedPrecisionGuard};

@@ -480,7 +480,8 @@ fn as_f64(s: &CpuStorage) -> Option<&Vec<f64>> {
 /// What the CPU backend can do, in both modes (constants: nothing to measure). Convolution as
 /// one op: Winograd for 3x3 stride-1 windows on the fast path, im2col + GEMM on the reference
 /// (`winograd`). 8-bit and f16 storage, narrowing to f16: the reference reads them as exact
-/// f64 too. f16 matmul operands are widened first (no direct f16 product).
+/// f64 too. f16 matmul operands are widened first (no direct f16 product). Full f32 storage
+/// and arithmetic, no textures, tensors up to the largest allocation: training is reliable.
 pub static CAPS: Caps = Caps {
     conv: true,
     int8: true,
@@ -492,6 +493,7 @@ pub static CAPS: Caps = Caps {
     f16_matmul_arithmetic: None,
     narrow_f16: true,
     reduced_precision: None,
+    ..Caps::F32_ONLY
 };
 
 impl Backend for CpuBackend {

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use glow::HasContext;
 use pixelgrad_core::kernel::DType;
-use pixelgrad_core::{Backend, BackendKind, Caps, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
+use pixelgrad_core::{Arithmetic, Backend, BackendKind, Caps, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
 
 use crate::context::Shared;
 use crate::fusion::tensor_of;
@@ -119,11 +119,13 @@ impl WebGlBackend {
         };
         let fusion =
             crate::fusion::Fusion { fuse: opts.fuse, epilogues, group_targets, lazies: RefCell::new(Vec::new()), generation: Cell::new(0) };
-        let caps = Rc::new(caps_of(&shared));
-        let b = WebGlBackend { shared: Rc::new(shared), fusion: Rc::new(fusion), caps };
+        // The caps wait for the storage probe below; nothing before it reads them.
+        let mut b = WebGlBackend { shared: Rc::new(shared), fusion: Rc::new(fusion), caps: Rc::new(Caps::F32_ONLY) };
         if opts.webgl1 {
             b.probe_float_rendering()?;
         }
+        let storage_bits = b.probe_storage_bits()?;
+        b.caps = Rc::new(caps_of(&b.shared, storage_bits));
         if opts.self_test {
             let st = b.self_test()?;
             b.shared.report.borrow_mut().self_test = Some(st);
@@ -220,7 +222,14 @@ impl WebGlBackend {
 ///   float render targets), mediump fragment shaders, or a precision emulation.
 /// - No single-op convolution (im2col + matmul), no direct f16 matmul operand, no `shader-f16`
 ///   question.
-fn caps_of(sh: &Shared) -> Caps {
+/// - Precision: `storage_bits` as [`WebGlBackend::probe_storage_bits`] measured them; the
+///   arithmetic the fragment stage computes in (the half emulation: 10 bits; forced mediump:
+///   the driver's `MEDIUM_FLOAT` precision; otherwise `HIGH_FLOAT`'s, 23 where the driver does
+///   not say), and the training verdict from both ([`Caps::training_verdict`]).
+/// - Limits: the effective `MAX_TEXTURE_SIZE` (the options may force a smaller one) and four
+///   f32 elements per texel of the largest square texture, at most `gl1::MAX_ELEMENTS` (2^22)
+///   in the `webgl1` mode.
+fn caps_of(sh: &Shared, storage_bits: u8) -> Caps {
     let r = sh.report.borrow();
     let mut why = Vec::new();
     if r.format == crate::options::TexelFormat::Rgba16F {
@@ -232,14 +241,33 @@ fn caps_of(sh: &Shared) -> Caps {
     if let Some(p) = r.emulated_precision {
         why.push(format!("{} arithmetic emulated", p.as_str()));
     }
+    let f32_bits = pixelgrad_core::caps::F32_MANTISSA_BITS;
+    let (arithmetic, arithmetic_bits) = if r.emulated_precision.is_some() {
+        (Arithmetic::EmulatedHalf, pixelgrad_core::caps::HALF_MANTISSA_BITS)
+    } else if sh.mediump {
+        // SAFETY: a plain query on the current context.
+        let p = unsafe { sh.gl.get_shader_precision_format(glow::FRAGMENT_SHADER, glow::MEDIUM_FLOAT) };
+        (Arithmetic::Mediump, p.map_or(pixelgrad_core::caps::HALF_MANTISSA_BITS, |p| p.precision.clamp(0, 255) as u8))
+    } else {
+        (Arithmetic::Highp, r.fragment_highp.map_or(f32_bits, |p| p.precision.clamp(0, 255) as u8))
+    };
+    // Four f32 elements per texel of the largest square texture; the `webgl1` mode's float
+    // indices are exact only below `gl1::MAX_ELEMENTS`.
+    let texels = u64::from(sh.max_tex).pow(2) * 4;
     Caps {
         int8: !sh.gl1,
         int8_storage: true,
         f16_storage: !sh.gl1,
         narrow_f16: crate::ops::narrow_f16_available(sh),
         reduced_precision: (!why.is_empty()).then(|| why.join(", ")),
+        storage_mantissa_bits: storage_bits,
+        arithmetic,
+        arithmetic_mantissa_bits: arithmetic_bits,
+        max_texture_side: Some(sh.max_tex),
+        max_tensor_elements: if sh.gl1 { texels.min(crate::gl1::MAX_ELEMENTS as u64) } else { texels },
         ..Caps::F32_ONLY
     }
+    .with_training_verdict()
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -1,7 +1,7 @@
 //! Precision self-test: a few ops on this backend against host f64 arithmetic. Each check's
 //! error is max |got - want| / max |want| (normalised by the largest reference value, so values
-//! near zero do not blow it up); the report keeps the worst. Also the start-up probe that float
-//! render targets really keep floats.
+//! near zero do not blow it up); the report keeps the worst. Also the start-up probes that float
+//! render targets really keep floats and how many mantissa bits a stored value keeps.
 
 use pixelgrad_core::{rng, Device, Result, Tensor};
 
@@ -78,5 +78,25 @@ impl WebGlBackend {
             )));
         }
         Ok(())
+    }
+}
+
+impl WebGlBackend {
+    /// How many mantissa bits a stored f32 tensor keeps, measured at start (the caps'
+    /// `storage_mantissa_bits`): uploads `1 + 2^-k` for k = 1..=23 into a tensor texture,
+    /// reads the texture back and counts the leading values that survive. 23 with RGBA32F
+    /// textures, 10 with RGBA16F (the texture rounds what it holds). No program is drawn (the
+    /// arithmetic is reported apart), and the counters and the texture pool are left as they
+    /// were, so the probe is invisible to what callers measure.
+    pub(crate) fn probe_storage_bits(&self) -> Result<u8> {
+        let before = self.shared.counters.get();
+        let want: Vec<f32> = (1..=i32::from(pixelgrad_core::caps::F32_MANTISSA_BITS)).map(|k| 1.0 + f32::powi(2.0, -k)).collect();
+        let got = {
+            let t = self.shared.upload(&want)?;
+            self.shared.read_raw(&t, want.len())?
+        };
+        self.shared.trim_pool()?;
+        self.shared.counters.set(before);
+        Ok(got.iter().zip(&want).take_while(|(g, w)| g == w).count() as u8)
     }
 }

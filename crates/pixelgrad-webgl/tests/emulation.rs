@@ -166,3 +166,38 @@ fn the_report_names_the_emulation() {
         assert_eq!(backend(webgl1, None).report().emulated_precision, None);
     }
 }
+
+/// The caps say what will work from what the backend measured at start: a write/read-back
+/// probe of `1 + 2^-k` keeps 23 mantissa bits in llvmpipe's RGBA32F textures, in both modes,
+/// with or without the half emulation; the emulation's arithmetic keeps 10, so training needs
+/// the half-precision measures there. Forced
+/// mediump states the driver's `MEDIUM_FLOAT` precision. Largest texture and tensor follow
+/// the (forced) `MAX_TEXTURE_SIZE`.
+#[test]
+fn the_caps_state_the_measured_precision_limits_and_training_verdict() {
+    use pixelgrad_core::{Arithmetic, Backend, Training};
+    for webgl1 in [false, true] {
+        let b = backend(webgl1, None);
+        let c = b.caps().clone();
+        assert_eq!((c.storage_mantissa_bits, c.arithmetic, c.arithmetic_mantissa_bits), (23, Arithmetic::Highp, 23), "{c:?}");
+        assert_eq!(c.training, Training::Reliable, "{c:?}");
+        let max = b.report().effective_max_texture_size;
+        assert_eq!(c.max_texture_side, Some(max));
+        // The `webgl1` mode's float indices are exact only below 2^22 elements.
+        let texels = u64::from(max).pow(2) * 4;
+        assert_eq!(c.max_tensor_elements, if webgl1 { texels.min(1 << 22) } else { texels }, "{c:?}");
+
+        let c = backend(webgl1, Some(EmulatedPrecision::Half)).caps().clone();
+        assert_eq!((c.storage_mantissa_bits, c.arithmetic, c.arithmetic_mantissa_bits), (23, Arithmetic::EmulatedHalf, 10), "{c:?}");
+        assert_eq!(c.training, Training::ReliableWithHalfMeasures, "{c:?}");
+        assert!(c.training_reason.contains("emulated half arithmetic keeps 10"), "{}", c.training_reason);
+    }
+    let small = WebGlBackend::new_headless(WebGlOptions { self_test: false, max_texture_size: Some(100), ..Default::default() }).unwrap();
+    assert_eq!((small.caps().max_texture_side, small.caps().max_tensor_elements), (Some(100), 40_000));
+    let m = WebGlBackend::new_headless(WebGlOptions { self_test: false, mediump: true, ..Default::default() }).unwrap();
+    let c = m.caps();
+    assert_eq!(c.arithmetic, Arithmetic::Mediump, "{c:?}");
+    eprintln!("forced mediump on this driver: {c:?}");
+    // The verdict follows the bits the driver states for mediump and the probe measured.
+    assert_eq!(c.training, pixelgrad_core::Caps::training_verdict(c.storage_mantissa_bits, c.arithmetic, c.arithmetic_mantissa_bits).0);
+}

@@ -44,6 +44,23 @@ fn webgl2_falls_back_to_rgba16f_when_the_driver_renders_only_half_floats() {
     assert!(e > 1e-4 && e < 0.05, "{e}");
 }
 
+/// The caps of the RGBA16F fallback: the start-up probe measures 10 mantissa bits of
+/// storage (a half's), the arithmetic is still highp, so training is expected to work only
+/// with the half-precision measures; with the half emulation on top, both are 10 bits.
+#[test]
+fn the_caps_of_a_half_float_only_device_say_training_needs_the_half_measures() {
+    use pixelgrad_core::{Arithmetic, Backend, Training};
+    let b = backend(WebGlOptions { self_test: false, ..Default::default() }).unwrap();
+    let c = b.caps();
+    assert_eq!((c.storage_mantissa_bits, c.arithmetic, c.arithmetic_mantissa_bits), (10, Arithmetic::Highp, 23), "{c:?}");
+    assert_eq!(c.training, Training::ReliableWithHalfMeasures, "{c:?}");
+    assert!(c.training_reason.contains("stored values keep 10 mantissa bits"), "{}", c.training_reason);
+    let b = backend(WebGlOptions { self_test: false, emulate_precision: Some(EmulatedPrecision::Half), ..Default::default() }).unwrap();
+    let c = b.caps();
+    assert_eq!((c.storage_mantissa_bits, c.arithmetic, c.arithmetic_mantissa_bits), (10, Arithmetic::EmulatedHalf, 10), "{c:?}");
+    assert_eq!(c.training, Training::ReliableWithHalfMeasures, "{c:?}");
+}
+
 /// The `webgl1` mode stores tensors in 32-bit float textures only: on a device that renders
 /// only half floats it refuses, naming the half-float extension it saw.
 #[test]

@@ -232,8 +232,12 @@ impl WgpuBackend {
     /// environment and the register kernel considered) left them; the int8 and f16 kernels
     /// the options and the adapter chose ([`WgpuBackend::int8_path`],
     /// [`WgpuBackend::f16_matmul_path`], fixed before this is called). No
-    /// single-op convolution (im2col + matmul), full precision.
+    /// single-op convolution (im2col + matmul), full precision (IEEE f32 buffers and WGSL
+    /// f32 arithmetic). The largest texture side is `maxTextureDimension2D` (image inputs);
+    /// the largest tensor what one storage binding and buffer hold
+    /// (`min(maxStorageBufferBindingSize, maxBufferSize) / 4` elements).
     fn caps_of(&self, shader_f16: bool, f16_matmul: bool) -> Caps {
+        let limits = &self.gpu.limits;
         Caps {
             conv: false,
             int8: true,
@@ -245,6 +249,9 @@ impl WgpuBackend {
             f16_matmul_arithmetic: f16_matmul.then(|| self.f16_matmul_path()),
             narrow_f16: true,
             reduced_precision: None,
+            max_texture_side: Some(limits.max_texture_dimension_2d),
+            max_tensor_elements: limits.max_storage_buffer_binding_size.min(limits.max_buffer_size) / 4,
+            ..Caps::F32_ONLY
         }
     }
 
