@@ -129,3 +129,34 @@ test("emulatePrecision 'half': every value a shader writes is a half-precision n
   assert.match(r.badValue, /unknown emulatePrecision 'quarter'/);
   assert.match(r.onCpu, /emulatePrecision emulates a WebGL device/);
 });
+
+test('shim: on WebGL2 without EXT_color_buffer_float (RGBA16F storage) Adam trains the digits MLP to within a point of the CPU', async () => {
+  const r = await inPage(async (pg, hide) => {
+    const d = pg.data.digits();
+    const run = async (opts, hidden) => {
+      window.pgShim.hide = hidden;
+      try {
+        const rt = await pg.init(opts);
+        const x = pg.tensor(d.train.x, [d.train.n, 64]);
+        const y = pg.tensor(d.train.y, [d.train.n]);
+        const model = pg.sequential([
+          pg.layers.dense({ units: 64, inputShape: [64], activation: 'relu' }),
+          pg.layers.dense({ units: 10 }),
+        ], { seed: 4 });
+        model.compile({ optimizer: pg.optimizers.adam(3e-3), loss: 'softmaxCrossEntropy' });
+        const h = await model.fit(x, y, { epochs: 2, batchSize: 32, shuffle: true, seed: 2 });
+        const { accuracy } = await model.evaluate(pg.tensor(d.test.x, [d.test.n, 64]), pg.tensor(d.test.y, [d.test.n]));
+        const losses = h.history.loss;
+        return { format: rt.report.format ?? null, accuracy, last: losses[losses.length - 1] };
+      } finally {
+        window.pgShim.hide = [];
+      }
+    };
+    return { cpu: await run({ backend: 'cpu' }, []), half: await run({ backend: 'webgl' }, hide) };
+  }, ['EXT_color_buffer_float']);
+  process.stderr.write(`[lowend half-storage training] ${JSON.stringify(r)}\n`);
+  assert.equal(r.half.format, 'RGBA16F');
+  assert.ok(r.cpu.accuracy > 0.9, JSON.stringify(r.cpu));
+  assert.ok(Number.isFinite(r.half.last), JSON.stringify(r.half));
+  assert.ok(Math.abs(r.half.accuracy - r.cpu.accuracy) <= 0.01 + 1e-6, `half storage ${r.half.accuracy} against the CPU's ${r.cpu.accuracy}`);
+});
