@@ -1,5 +1,5 @@
 //! The CPU backend's threads in the browser: a fork-join pool on Web Workers that share the
-//! module's memory (a wasm32 build with `+atomics`), used by [`crate::par`] the way rayon's pool
+//! module's memory (a wasm32 build with `+atomics`), used by `crate::par` the way rayon's pool
 //! is used natively.
 //!
 //! Why not rayon here: a rayon caller blocks until the pool has finished (`memory.atomic.wait`),
@@ -11,7 +11,7 @@
 //! results are bit-identical to one thread for every kernel that splits its output this way.
 //!
 //! The JS loader starts `n - 1` workers; each instantiates the module on the shared memory and
-//! calls [`worker_loop`], which registers it and never returns. A nested call (a chunk that
+//! calls `worker_loop`, which registers it and never returns. A nested call (a chunk that
 //! splits again) or a second caller while a job runs simply runs on its own thread.
 //!
 //! Elsewhere (natively, or a wasm build without atomics) [`threads`] reports rayon's pool or 1.
@@ -42,7 +42,7 @@ mod pool {
     use std::sync::OnceLock;
     use std::thread::Thread;
 
-    /// Workers beyond this many are not registered (their [`worker_loop`] returns).
+    /// Workers beyond this many are not registered (their `worker_loop` returns).
     pub const MAX_WORKERS: usize = 63;
 
     type Task<'a> = &'a (dyn Fn(usize) + Sync);
@@ -63,11 +63,11 @@ mod pool {
     static LOCK: AtomicBool = AtomicBool::new(false);
     static WORKERS: [OnceLock<Thread>; MAX_WORKERS] = [const { OnceLock::new() }; MAX_WORKERS];
     static REGISTERED: AtomicUsize = AtomicUsize::new(0);
-    /// Set by [`worker_failed`]: a worker trapped (its JS side saw `worker_loop` throw).
+    /// Set by `worker_failed`: a worker trapped (its JS side saw `worker_loop` throw).
     static FAILED: AtomicBool = AtomicBool::new(false);
     static WORKER_CHUNKS: AtomicUsize = AtomicUsize::new(0);
 
-    /// Called by a worker's JS when [`worker_loop`] trapped: the caller waiting for that
+    /// Called by a worker's JS when `worker_loop` trapped: the caller waiting for that
     /// worker's chunk panics instead of spinning forever.
     pub fn worker_failed() {
         FAILED.store(true, SeqCst);
