@@ -71,7 +71,7 @@ log=target/test-native.log
 # the log, and one line below counts them.
 set +e
 # (the stage's status is cargo's: a filter that matched nothing is not a failure)
-guarded 2400 "the native tests" bash -c 'cargo test --workspace --all-targets --no-fail-fast 2>&1 | tee "$0" \
+guarded 2700 "the native tests" bash -c 'cargo test --workspace --all-targets --no-fail-fast 2>&1 | tee "$0" \
   | grep -E --line-buffered "^error|FAILED|panicked|has been running for over" | grep -v --line-buffered XDG_RUNTIME_DIR
   exit "${PIPESTATUS[0]}"' "$log"
 status=$?
@@ -112,10 +112,10 @@ suite() { # NAME LIMIT COMMAND...: run a suite under a deadline, keep its output
   [ "$status" -eq 0 ] || failed+=("$name")
 }
 stage "browser tests: conformance + smoke in the page (headless Chromium: WebGPU and WebGL2 via SwiftShader, CPU as wasm)"
-suite browser-tests.sh 1200 bash scripts/browser-tests.sh
+suite browser-tests.sh 1500 bash scripts/browser-tests.sh
 
 stage "npm package tests: JS API on webgpu/webgl/cpu, in a Worker, and the demo end to end"
-suite web-tests.sh 1800 bash scripts/web-tests.sh
+suite web-tests.sh 2700 bash scripts/web-tests.sh
 
 # mdBook's one-off install (minutes of compiling, one core) overlaps the Flower federations,
 # whose nodes spend most of a round waiting for the next poll.
