@@ -85,6 +85,33 @@ export async function newPage(browser) {
   return page;
 }
 
+/**
+ * Starts a server and a browser and opens `pagePath` (relative to web/) in a new page; with
+ * `ready`, waits until the page says it is (`window.pgReady === true`). `close()` ends both.
+ * `server` and `browser` options pass `startServer`'s options and extra Chromium flags.
+ *
+ *   let page, close;
+ *   before(async () => ({ page, close } = await openPage('tests/pages/blank.html')));
+ *   after(() => close?.());
+ */
+export async function openPage(pagePath, { ready = false, server: serverOpts, browser: flags = [] } = {}) {
+  const server = await startServer(undefined, 0, serverOpts);
+  const browser = await launchBrowser(flags);
+  const close = async () => {
+    await browser.close();
+    await server.close();
+  };
+  try {
+    const page = await newPage(browser);
+    await page.goto(`${server.url}/${pagePath}`);
+    if (ready) await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
+    return { server, browser, page, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
 /** The CSP violations `page` reported since it loaded (`'directive blockedURI'` strings). */
 export function cspViolations(page) {
   return page.evaluate(() => window.__cspViolations || []);

@@ -5,23 +5,13 @@
 // (the caller's buffer stays the caller's, an exported buffer outlives dispose()) holds.
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage } from './harness.mjs';
+import { openPage } from './harness.mjs';
 
-let server;
-let browser;
 let page;
+let close;
 
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-  page = await newPage(browser);
-  await page.goto(`${server.url}/tests/pages/blank.html`);
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+before(async () => ({ page, close } = await openPage('tests/pages/blank.html')));
+after(() => close?.());
 
 test('init({ device }) runs on the page\'s GPUDevice; buffers round-trip through fromGPUBuffer, a computation and gpuBuffer', async () => {
   const r = await page.evaluate(async () => {

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, launchBrowser, newPage } from './harness.mjs';
+import { openPage } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '..', '..');
@@ -70,23 +70,17 @@ function makeBundle() {
   return cases;
 }
 
-let server;
-let browser;
 let page;
+let close;
 let cases;
 
 before(async () => {
   cases = makeBundle();
-  server = await startServer();
-  browser = await launchBrowser();
-  page = await newPage(browser);
-  await page.goto(`${server.url}/tests/pages/api.html`);
-  await page.waitForFunction(() => window.pgReady === true, null, { timeout: 30000 });
+  ({ page, close } = await openPage('tests/pages/api.html', { ready: true }));
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.close();
+  await close?.();
   fs.rmSync(bundle, { recursive: true, force: true });
 });
 

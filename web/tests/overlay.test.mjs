@@ -4,23 +4,13 @@
 // path, and `overlay` blends over what the canvas already holds this frame.
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage } from './harness.mjs';
+import { openPage } from './harness.mjs';
 
-let server;
-let browser;
 let page;
+let close;
 
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-  page = await newPage(browser);
-  await page.goto(`${server.url}/tests/pages/blank.html`);
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+before(async () => ({ page, close } = await openPage('tests/pages/blank.html')));
+after(() => close?.());
 
 test('drawHeatmap into a GPUTexture: drawn on the device, no readback, the 2D path\'s colours, overlay blends', async () => {
   const r = await page.evaluate(async () => {

@@ -4,24 +4,13 @@
 // panic inside the worker's wasm instance is recovered there as in a page (crash.test.mjs).
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage } from './harness.mjs';
+import { openPage } from './harness.mjs';
 
-let server;
-let browser;
 let page;
+let close;
 
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-  page = await newPage(browser);
-  await page.goto(`${server.url}/tests/pages/worker.html`);
-  await page.waitForFunction(() => window.pgReady === true);
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+before(async () => ({ page, close } = await openPage('tests/pages/worker.html', { ready: true })));
+after(() => close?.());
 
 for (const backend of ['webgl', 'cpu', 'webgpu']) {
   test(`worker: digits MLP on ${backend}`, async (t) => {
