@@ -1,5 +1,6 @@
-// Side-by-side browser benchmark: pixelgrad {webgpu, webgl, cpu} vs TF.js 4.22.0 {webgpu,
-// webgl, wasm}, every workload, in one headless Chromium session (web/tests/harness.mjs).
+// Side-by-side browser benchmark: pixelgrad {webgpu, webgl, cpu, cpu-mt} vs TF.js 4.22.0
+// {webgpu, webgl, wasm, wasm-mt} (-mt: all hardware threads on both sides, else one thread),
+// every workload, in one headless Chromium session (web/tests/harness.mjs).
 // Writes web/bench/results/<date>.json, then regenerates docs/benchmarks.md from every
 // committed result (lib/benchmarks-doc.mjs; `cargo xtask bench-report` does only that).
 //
@@ -28,6 +29,8 @@ export const pairs = [
   { pixelgrad: 'webgpu', tfjs: 'webgpu' },
   { pixelgrad: 'webgl', tfjs: 'webgl' },
   { pixelgrad: 'cpu', tfjs: 'wasm' },
+  // all hardware threads on both sides (issue 45's fair comparison: 1 thread above, all here)
+  { pixelgrad: 'cpu-mt', tfjs: 'wasm-mt' },
 ];
 
 function parseArgs(argv) {
@@ -54,7 +57,7 @@ function parseArgs(argv) {
 /** The filter --only describes: each token kind given must match. */
 function filter(only) {
   const libs = new Set(['pixelgrad', 'tfjs']);
-  const backends = new Set(['webgpu', 'webgl', 'cpu', 'wasm', 'webgpu-packed']);
+  const backends = new Set(['webgpu', 'webgl', 'cpu', 'wasm', 'cpu-mt', 'wasm-mt', 'webgpu-packed']);
   const want = { lib: [], backend: [], libBackend: [], workload: [] };
   for (const t of only) {
     if (libs.has(t)) want.lib.push(t);
@@ -104,7 +107,8 @@ async function main() {
     native: null,
   };
 
-  const server = await startServer(webRoot);
+  // blob: scripts for TF.js's threaded wasm build only (see web/server/static.mjs)
+  const server = await startServer(webRoot, 0, { scriptSources: ['blob:'] });
   const browser = await launchBrowser();
   result.browser = await browserVersion(browser);
   console.log(`${result.browser}; ${result.machine.cpu} x${result.machine.cores}; ${settings.mode} run`);

@@ -101,6 +101,15 @@ async function findFile(file, realRoot) {
   return st.isFile() ? real : null;
 }
 
+/** The CSP header with `opts.imageOrigins` and `opts.scriptSources` added, if any were given. */
+function policyWith(opts) {
+  const base = SECURITY_HEADERS['content-security-policy'];
+  let p = base;
+  if (opts.imageOrigins?.length) p = p.replace("img-src 'self' data: blob:", `img-src 'self' data: blob: ${opts.imageOrigins.join(' ')}`);
+  if (opts.scriptSources?.length) p = p.replace("script-src 'self' 'wasm-unsafe-eval'", `script-src 'self' 'wasm-unsafe-eval' ${opts.scriptSources.join(' ')}`);
+  return p === base ? undefined : { 'content-security-policy': p };
+}
+
 /**
  * A request handler `(req, res)` serving `root`. `opts.fallback(req, res)`: called for
  * requests it does not serve as files (e.g. a proxy), instead of 404; it must answer them.
@@ -108,12 +117,13 @@ async function findFile(file, realRoot) {
  * `opts.crossOrigin`, URL paths served with `Cross-Origin-Resource-Policy: cross-origin`
  * instead of same-origin (a page under COEP require-corp embeds nothing cross-origin without
  * it), and `opts.imageOrigins`, sources added to the CSP's img-src of every response.
+ * One more for the benchmarks only: `opts.scriptSources`, sources added to script-src (TF.js's
+ * threaded wasm build starts its workers with `importScripts` of a blob: URL, which the
+ * package itself never needs). No page of the package or demo is served with it.
  */
 export function staticHandler(root, opts = {}) {
   const base = path.resolve(root);
-  const csp = opts.imageOrigins && opts.imageOrigins.length
-    ? { 'content-security-policy': SECURITY_HEADERS['content-security-policy'].replace("img-src 'self' data: blob:", `img-src 'self' data: blob: ${opts.imageOrigins.join(' ')}`) }
-    : undefined;
+  const csp = policyWith(opts);
   let realRoot = null;
   return async (req, res) => {
     try {

@@ -120,3 +120,17 @@ test('resolvePath stays under the root whatever the target', () => {
   assert.equal(resolvePath(base, 'relative').status, 400);
   assert.equal(resolvePath(base, '/%E0%A4%A').status, 400);
 });
+
+test('a benchmark server adds blob: to script-src only when asked; the default policy has no blob: scripts', async () => {
+  assert.doesNotMatch(SECURITY_HEADERS['content-security-policy'], /script-src[^;]*blob:/);
+  const bench = await startServer(root, 0, { scriptSources: ['blob:'] });
+  try {
+    const r = await fetch(`${bench.url}/page.html`);
+    const csp = r.headers.get('content-security-policy');
+    assert.match(csp, /script-src 'self' 'wasm-unsafe-eval' blob:;/);
+    // everything else as the default policy
+    assert.equal(csp.replace("'wasm-unsafe-eval' blob:;", "'wasm-unsafe-eval';"), SECURITY_HEADERS['content-security-policy']);
+  } finally {
+    await bench.close();
+  }
+});

@@ -96,8 +96,9 @@ fn try_main(args: &[String]) -> Result<(), String> {
         // This binary is `cargo xtask`, so building through it reuses the compiled xtask.
         let me = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"))?;
         status(
-            Command::new(me).arg("build-wasm").current_dir(&root),
-            "cargo xtask build-wasm (pass --no-build to use the existing web/pkg)",
+            // with the threaded module: the CPU rows run with one thread and with all of them
+            Command::new(me).args(["build-wasm", "--threads"]).current_dir(&root),
+            "cargo xtask build-wasm --threads (pass --no-build to use the existing web/pkg)",
         )?;
     }
     let mut node = Command::new("node");
@@ -150,8 +151,9 @@ fn inference(args: &[String]) -> Result<(), String> {
     if build {
         let me = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"))?;
         status(
-            Command::new(me).arg("build-wasm").current_dir(&root),
-            "cargo xtask build-wasm (pass --no-build to use the existing web/pkg)",
+            // with the threaded module: the CPU rows run with one thread and with all of them
+            Command::new(me).args(["build-wasm", "--threads"]).current_dir(&root),
+            "cargo xtask build-wasm --threads (pass --no-build to use the existing web/pkg)",
         )?;
     }
     status(Command::new("node").arg(web.join("bench").join("inference.mjs")).args(&pass).current_dir(&root), "node web/bench/inference.mjs")

@@ -1,10 +1,10 @@
 // The inference benchmark's page API (web/bench/inference.mjs calls it through page.evaluate):
 // one page per (library, backend), so the libraries never share a GPU context.
 //   pixelgrad: the npm package from web/pkg (`pg.loadOnnx`, `model.run`), backends webgpu,
-//              webgl, cpu (wasm32, one thread)
+//              webgl, cpu (wasm32, one thread), cpu-mt (all hardware threads)
 //   ort:       ONNX Runtime Web from web/bench/node_modules (no CDN), execution providers
-//              webgpu, webgl, wasm (one thread, set below: pixelgrad's CPU backend is
-//              single-threaded in the browser too)
+//              webgpu, webgl, wasm (one thread), wasm-mt (the wasm EP with all hardware
+//              threads), so each CPU row compares equal threads
 // Latency is what a caller waits for: inputs in, outputs read back to JS. The runner loads a
 // model on both libraries' pages, then alternates short timed chunks between them.
 
@@ -24,11 +24,15 @@ export function inputOf(shape) {
 
 async function pixelgrad(backend) {
   const pg = await import('/pkg/index.js');
-  const rt = await pg.init({ backend, allowSoftware: true });
-  if (rt.backend !== backend) throw new Error(`pixelgrad started ${rt.backend}, not ${backend}`);
+  // 'cpu': one thread (the single-threaded build); 'cpu-mt': all hardware threads
+  const real = backend === 'cpu-mt' ? 'cpu' : backend;
+  const threads = backend === 'cpu' ? { threads: 1 } : backend === 'cpu-mt' ? { threads: 'all' } : {};
+  const rt = await pg.init({ backend: real, allowSoftware: true, ...threads });
+  if (rt.backend !== real) throw new Error(`pixelgrad started ${rt.backend}, not ${real}`);
+  const t = rt.report?.threads;
   return {
     library: `pixelgrad ${pg.version}`,
-    adapter: rt.report?.adapter ?? null,
+    adapter: real === 'cpu' && t ? `${t.count} thread${t.count === 1 ? '' : 's'} (${t.build} build)` : (rt.report?.adapter ?? null),
     async load(bytes, precision) {
       const m = await pg.loadOnnx(new Uint8Array(bytes), precision ? { precision } : {});
       return {
@@ -55,13 +59,15 @@ async function pixelgrad(backend) {
 async function ortSide(backend) {
   const ort = await import(`${ORT_DIST}ort.all.min.mjs`);
   ort.env.wasm.wasmPaths = ORT_DIST;
-  ort.env.wasm.numThreads = 1;
+  // 'wasm': one thread (as pixelgrad's 'cpu'); 'wasm-mt': all hardware threads (as 'cpu-mt')
+  ort.env.wasm.numThreads = backend === 'wasm-mt' ? navigator.hardwareConcurrency : 1;
   ort.env.logLevel = 'error';
+  const ep = backend === 'wasm-mt' ? 'wasm' : backend;
   return {
     library: `onnxruntime-web ${ort.env.versions?.web ?? ''}`.trim(),
-    adapter: null,
+    adapter: ep === 'wasm' ? `${ort.env.wasm.numThreads} thread${ort.env.wasm.numThreads === 1 ? '' : 's'}` : null,
     async load(bytes) {
-      const s = await ort.InferenceSession.create(new Uint8Array(bytes), { executionProviders: [backend], graphOptimizationLevel: 'all' });
+      const s = await ort.InferenceSession.create(new Uint8Array(bytes), { executionProviders: [ep], graphOptimizationLevel: 'all' });
       return {
         // ORT does not report its device memory: the size of the model file it loaded
         report: () => ({ weightBytes: bytes.byteLength, storage: null }),

@@ -9,6 +9,7 @@ export const pairs = [
   { pixelgrad: 'webgpu', ort: 'webgpu' },
   { pixelgrad: 'webgl', ort: 'webgl' },
   { pixelgrad: 'cpu', ort: 'wasm' },
+  { pixelgrad: 'cpu-mt', ort: 'wasm-mt' },
 ];
 
 /** max |a - b| / max |b| (b the reference); Infinity when the lengths differ or a value is not finite. */
@@ -50,6 +51,8 @@ export function rows(result) {
     for (const p of pairs) {
       const a = find('pixelgrad', p.pixelgrad, m.name);
       const b = find('ort', p.ort, m.name);
+      // a pair the run did not measure (runs from before it existed): no row
+      if (!a && !b) continue;
       const ok = (r) => r && !r.error;
       out.push({
         model: m.name,
@@ -83,7 +86,7 @@ export function renderMarkdown(result, file) {
     "each library's page brought to the front for its turn (a background tab runs slower), so the machine's load",
     "drifts alike for both; the median is over all of a row's runs. ratio = ONNX Runtime Web's median / pixelgrad's (above 1: pixelgrad",
     'faster). error = max |pixelgrad − ort wasm| / max |ort wasm| on the first output (its first 8 values where the result file keeps only those; after the slash: ORT\'s own output on that EP, the same way; a large one marks an ORT run that computed wrong numbers, whose time means nothing). ORT\'s',
-    'wasm EP and pixelgrad\'s CPU backend both run one thread. TF.js cannot load ONNX models, so it',
+    'wasm EP and pixelgrad\'s CPU backend run one thread each in the `cpu / wasm` rows and all the machine\'s hardware threads in the `cpu-mt / wasm-mt` rows (runs without those rows predate them). TF.js cannot load ONNX models, so it',
     'has no row. SwiftShader runs WebGPU and WebGL on the CPU here: the ratios say how the',
     'libraries\' passes behave, not how fast a GPU is.',
     '',

@@ -16,6 +16,16 @@ const READ_EVERY = 50;
 let pg = null;
 let rt = null;
 
+/**
+ * The CPU rows' threads: 'cpu' is one thread (the single-threaded build), 'cpu-mt' all the
+ * page's hardware threads (the threaded build; the bench pages are cross-origin isolated).
+ */
+export function cpuThreads(backend) {
+  if (backend === 'cpu') return { real: 'cpu', threads: 1 };
+  if (backend === 'cpu-mt') return { real: 'cpu', threads: 'all' };
+  return { real: backend, threads: undefined };
+}
+
 /** Loads the package and starts `backend` ('webgpu' | 'webgl' | 'cpu'). */
 export async function init(backend) {
   try {
@@ -23,10 +33,12 @@ export async function init(backend) {
   } catch (e) {
     throw new Error(`pixelgrad package not loadable from /pkg/index.js (run cargo xtask build-wasm): ${e.message}`);
   }
-  rt = await pg.init({ backend, allowSoftware: true });
-  if (rt.backend !== backend) throw new Error(`pixelgrad started ${rt.backend}, not ${backend}`);
+  const { real, threads } = cpuThreads(backend);
+  rt = await pg.init({ backend: real, allowSoftware: true, ...(threads === undefined ? {} : { threads }) });
+  if (rt.backend !== real) throw new Error(`pixelgrad started ${rt.backend}, not ${real}`);
   const r = rt.report ?? {};
-  return { library: `pixelgrad ${pg.version}`, backend: rt.backend, adapter: [r.adapter, r.format && `storage ${r.format}`].filter(Boolean).join(', ') || null };
+  const t = real === 'cpu' && r.threads ? `${r.threads.count} thread${r.threads.count === 1 ? '' : 's'} (${r.threads.build} build)` : null;
+  return { library: `pixelgrad ${pg.version}`, backend, adapter: [r.adapter, r.format && `storage ${r.format}`, t].filter(Boolean).join(', ') || null };
 }
 
 /** Device memory in use: bytes held by live tensors and the backend's pools (`rt.memory()`). */

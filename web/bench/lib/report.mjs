@@ -10,7 +10,8 @@ export const END = '<!-- browser-bench:end -->';
 export const pairTargets = [
   { label: 'webgpu / webgpu', pixelgrad: 'webgpu', tfjs: 'webgpu', target: 2 },
   { label: 'webgl / webgl', pixelgrad: 'webgl', tfjs: 'webgl', target: 2 },
-  { label: 'cpu / wasm', pixelgrad: 'cpu', tfjs: 'wasm', target: 1.5 },
+  { label: 'cpu / wasm, 1 thread', pixelgrad: 'cpu', tfjs: 'wasm', target: 1.5 },
+  { label: 'cpu / wasm, all threads', pixelgrad: 'cpu-mt', tfjs: 'wasm-mt', target: 1.5 },
 ];
 /** First-step latency target: pixelgrad's at most this fraction of TF.js's. */
 export const FIRST_STEP_TARGET = 0.5;
@@ -131,6 +132,8 @@ function nativeSection(native) {
 
 /** The Markdown section (markers included) for one run's result object. */
 export function renderMarkdown(res, jsonPath) {
+  // pairs this run measured (runs from before a pair existed have none of its rows)
+  const shown = pairTargets.filter((p) => res.runs.some((r) => (r.lib === 'pixelgrad' && r.backend === p.pixelgrad) || (r.lib === 'tfjs' && r.backend === p.tfjs)));
   const s = res.settings;
   const workloads = workloadNames.filter((w) => res.runs.some((r) => r.workload === w));
   const L = [
@@ -155,11 +158,11 @@ export function renderMarkdown(res, jsonPath) {
     '',
     '### Summary: ratio pixelgrad / TF.js, verdict',
     '',
-    `| workload | ${pairTargets.map((p) => `${p.label} speed (≥ ${p.target}×)`).join(' | ')} | ${pairTargets.map((p) => `${p.label} first step (≤ ${FIRST_STEP_TARGET}×)`).join(' | ')} |`,
-    `| --- | ${pairTargets.map(() => '---').join(' | ')} | ${pairTargets.map(() => '---').join(' | ')} |`,
+    `| workload | ${shown.map((p) => `${p.label} speed (≥ ${p.target}×)`).join(' | ')} | ${shown.map((p) => `${p.label} first step (≤ ${FIRST_STEP_TARGET}×)`).join(' | ')} |`,
+    `| --- | ${shown.map(() => '---').join(' | ')} | ${shown.map(() => '---').join(' | ')} |`,
   ];
   for (const w of workloads) {
-    const c = pairTargets.map((p) => compare(res.runs, p, w));
+    const c = shown.map((p) => compare(res.runs, p, w));
     const sp = c.map((x) => (x.speed == null ? 'n/a' : `${fmt(x.speed)}× ${verdict(x.speedMet)}`));
     const fs1 = c.map((x) => (x.first == null ? 'n/a' : `${fmt(x.first)}× ${verdict(x.firstMet)}`));
     L.push(`| ${w} | ${sp.join(' | ')} | ${fs1.join(' | ')} |`);
@@ -175,7 +178,7 @@ export function renderMarkdown(res, jsonPath) {
       `| pixelgrad / TF.js | pixelgrad ${unit} | TF.js ${unit} | ratio | target | pixelgrad first step | TF.js first step | ratio | ≤ ${FIRST_STEP_TARGET}× | pixelgrad memory | TF.js memory |`,
       '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     );
-    for (const p of pairTargets) {
+    for (const p of shown) {
       const c = compare(res.runs, p, w);
       L.push(
         `| ${p.label} | ${cell(c.p)} | ${cell(c.t)} | ${c.speed == null ? 'n/a' : fmt(c.speed) + '×'} | ≥ ${p.target}×: ${verdict(c.speedMet)} | ` +

@@ -36,16 +36,21 @@ export async function init(backend) {
     if (!('regeneratorRuntime' in window)) window.regeneratorRuntime = undefined;
     for (const s of scripts) await loadScript(s);
     tf = window.tf;
-    // Plain SIMD build, single-threaded like pixelgrad's CPU backend in the browser. The pages
-    // are cross-origin isolated (web/server/static.mjs), where TF.js would pick its threaded
-    // build, whose blob: workers load their script with importScripts (refused by the CSP).
-    tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
     tf.wasm.setWasmPaths(`${base}/tfjs-backend-wasm/dist/`);
+  }
+  // 'wasm': the plain SIMD build, one thread (as pixelgrad's 'cpu' row). 'wasm-mt': the
+  // threaded build with all hardware threads (as 'cpu-mt'); its workers load their script with
+  // importScripts of a blob: URL, which only the bench server's CSP allows (run.mjs). The
+  // choice is made once per page: each row has a page of its own.
+  if (backend === 'wasm' || backend === 'wasm-mt') {
+    const mt = backend === 'wasm-mt';
+    tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', mt);
+    tf.wasm.setThreadsCount(mt ? navigator.hardwareConcurrency : 1);
   }
   // 'webgpu-packed': WebGPU with the packed matmul program forced. TF.js's default picks a
   // reduce (workgroup-barrier) program for small outputs, which is ~30x slower on SwiftShader;
   // this variant is a tuned reference, not what a user gets by default.
-  const real = backend === 'webgpu-packed' ? 'webgpu' : backend;
+  const real = backend === 'webgpu-packed' ? 'webgpu' : backend === 'wasm-mt' ? 'wasm' : backend;
   const ok = await tf.setBackend(real);
   if (!ok || tf.getBackend() !== real) throw new Error(`TF.js backend ${real} did not start`);
   await tf.ready();
@@ -58,8 +63,8 @@ export async function init(backend) {
     const gl = tf.backend().gpgpu?.gl;
     const ext = gl?.getExtension('WEBGL_debug_renderer_info');
     adapter = gl ? gl.getParameter(ext ? ext.UNMASKED_RENDERER_WEBGL : gl.RENDERER) : null;
-  } else if (backend === 'wasm') {
-    adapter = `wasm (simd: ${await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')}, threads: ${await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT')})`;
+  } else if (real === 'wasm') {
+    adapter = `wasm (simd: ${await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')}, threaded build: ${await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT')}, XNNPACK threads: ${tf.wasm.getThreadsCount()})`;
   }
   return { library: `TF.js ${tf.version.tfjs}`, backend, adapter };
 }
