@@ -26,7 +26,9 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::context::{HostEval, Run};
-use super::{contrib, conv, einsum, elementwise, linalg, loss, meta, movement, nbits, norm, pool, quant, reduce, resize, rnn, rotary, select};
+use super::{
+    contrib, conv, einsum, elementwise, linalg, loss, meta, movement, nbits, norm, pool, quant, reduce, resize, rnn, rotary, select,
+};
 use crate::graph::Node;
 use crate::hostops;
 use crate::{OnnxError, Result};

@@ -50,7 +50,9 @@ pub(super) fn ms_rotary_embedding(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> 
     let (batch, seq, hidden) = match d.len() {
         3 => (d[0], d[1], d[2]),
         4 => (d[0], d[2], d[1] * d[3]),
-        _ => return Err(cx.err(format!("input has shape {d:?}; expected [batch, sequence, hidden] or [batch, heads, sequence, head_size]"))),
+        _ => {
+            return Err(cx.err(format!("input has shape {d:?}; expected [batch, sequence, hidden] or [batch, heads, sequence, head_size]")))
+        }
     };
     let (cos, sin) = caches(cx, ins, 2, 3)?;
     let (max_seq, width) = (cos.dims()[0], cos.dims()[1]);
@@ -70,7 +72,11 @@ pub(super) fn ms_rotary_embedding(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> 
         return Err(cx.err(format!("rotary_embedding_dim {rd} must be even and at most the head size {head}")));
     }
     if width != rd / 2 {
-        return Err(cx.err(format!("cos_cache and sin_cache are {:?}; expected [max_sequence, {}] (rotary_embedding_dim / 2)", cos.dims(), rd / 2)));
+        return Err(cx.err(format!(
+            "cos_cache and sin_cache are {:?}; expected [max_sequence, {}] (rotary_embedding_dim / 2)",
+            cos.dims(),
+            rd / 2
+        )));
     }
     if seq > max_seq {
         return Err(cx.err(format!("sequence length {seq} is longer than the caches ({max_seq} positions)")));
@@ -106,7 +112,9 @@ pub(super) fn rotary_embedding(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         3 if num_heads == 0 => return Err(cx.err("num_heads is required for an X of shape [batch, sequence, hidden]")),
         3 if d[2] % num_heads == 0 => (d[0], d[1], num_heads, d[2] / num_heads),
         3 => return Err(cx.err(format!("hidden size {} does not split into {num_heads} heads", d[2]))),
-        _ => return Err(cx.err(format!("X has shape {d:?}; expected [batch, num_heads, sequence, head_size] or [batch, sequence, hidden]"))),
+        _ => {
+            return Err(cx.err(format!("X has shape {d:?}; expected [batch, num_heads, sequence, head_size] or [batch, sequence, hidden]")))
+        }
     };
     let rd = if rd_attr > 0 { rd_attr } else { head };
     if rd > head || rd % 2 != 0 {
@@ -130,7 +138,12 @@ pub(super) fn rotary_embedding(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
             (gather_along(cx, &cos, 0, pos)?, gather_along(cx, &sin, 0, pos)?)
         }
         None if cos.dims() == [batch, seq, half] => (cos, sin),
-        None => return Err(cx.err(format!("without position_ids the caches must be [batch, sequence, {half}] = [{batch}, {seq}, {half}]; they are {:?}", cos.dims()))),
+        None => {
+            return Err(cx.err(format!(
+                "without position_ids the caches must be [batch, sequence, {half}] = [{batch}, {seq}, {half}]; they are {:?}",
+                cos.dims()
+            )))
+        }
     };
     let (x4, at) = if d.len() == 3 { (x.reshape([batch, seq, heads, head])?, [batch, seq, 1, half]) } else { (x, [batch, 1, seq, half]) };
     let y = rotate(&x4, &cos.reshape(at)?, &sin.reshape(at)?, rd, interleaved)?;
@@ -193,7 +206,9 @@ fn positions(cx: &Cx, ins: &[Option<V>], i: usize, batch: usize, seq: usize, max
     let dims = v.dims().to_vec();
     let start = dims.len() <= 1 && dims.iter().product::<usize>() == 1;
     if !start && dims != [batch, seq] {
-        return Err(cx.err(format!("position_ids has shape {dims:?}; expected [1] (a start position) or [batch, sequence] = [{batch}, {seq}]")));
+        return Err(
+            cx.err(format!("position_ids has shape {dims:?}; expected [1] (a start position) or [batch, sequence] = [{batch}, {seq}]"))
+        );
     }
     match v.as_host() {
         Some(h) if start => {
