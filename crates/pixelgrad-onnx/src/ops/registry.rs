@@ -15,12 +15,12 @@
 //! all crate-internal, read their fields.
 //!
 //! The default-domain rows are the schemas of `onnx` 1.17 (`onnx.defs.get_schema(op, opset)`
-//! for opsets 7 to 22, each change of arity or required attributes a [`Schema`] with its
-//! `since` opset); the `com.microsoft` rows are those of onnxruntime's contrib operators
+//! for opsets 7 to 22, and of `onnx` 1.19 for opset 23, each change of arity or required
+//! attributes a [`Schema`] with its `since` opset); the `com.microsoft` rows are those of onnxruntime's contrib operators
 //! (`quantization_defs.cc`, and `contrib_defs.cc` for the transformer operators, among them
 //! `SimplifiedLayerNormalization`, which onnxruntime registers in the default domain and no
 //! `onnx` schema has). `tests/registry.rs` compares the default-domain rows with the
-//! installed `onnx` package.
+//! installed `onnx` packages.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
