@@ -80,6 +80,26 @@ fn opset23_cases_match_the_reference_on_webgl1() {
     common::check_cases(&dev, "ops", &cases, 1);
 }
 
+/// `pixelgrad inspect` (the operator table) calls each fixture's operator supported, by its
+/// domain, before anything runs; the contrib RotaryEmbedding's line says what its `scale`
+/// does.
+#[test]
+fn inspect_reports_the_operators_supported() {
+    for (case, op, domain) in [
+        ("ms_rotary_3d_scale", "RotaryEmbedding", "com.microsoft"),
+        ("ms_embed_layernorm_all", "EmbedLayerNormalization", "com.microsoft"),
+        ("rotary23_3d", "RotaryEmbedding", ""),
+        ("rmsnorm23", "RMSNormalization", ""),
+    ] {
+        let report = pixelgrad_onnx::inspect::inspect_file(common::fixtures().join("ops").join(case).join("model.onnx")).unwrap();
+        let o = report.operators.iter().find(|o| o.op_type == op).unwrap_or_else(|| panic!("{case}: no {op}"));
+        assert!(o.supported && o.domain == domain && report.refused.is_empty(), "{case}: {o:?} {:?}", report.refused);
+        if domain == "com.microsoft" && op == "RotaryEmbedding" {
+            assert!(o.note.is_some_and(|n| n.contains("scale attribute has no effect")), "{o:?}");
+        }
+    }
+}
+
 /// Position ids fed on the host are read on every run: a second run of one session with other
 /// positions (same shapes, so the recorded kernels replay) equals a fresh session's run.
 #[test]

@@ -417,7 +417,7 @@ pub const OPS: &[OpRow] = &[
     // transformer embeddings and rotary positions: onnxruntime's contrib EmbedLayerNormalization
     // and RotaryEmbedding
     row(MS, "EmbedLayerNormalization", &[s(1, (7, 9), (1, 3), &[1, 4, 7, 8], &[])], contrib::embed_layer_normalization),
-    row(MS, "RotaryEmbedding", &[s(1, (4, 4), (1, 1), &[], &[])], rotary::ms_rotary_embedding),
+    row(MS, "RotaryEmbedding", &[s(1, (4, 4), (1, 1), &[], &[])], rotary::ms_rotary_embedding).note(rotary::MS_ROTARY_NOTE),
     // their standard forms in opset 23 (schemas of `onnx` 1.19; `tests/registry.rs` checks
     // opset 23 against that package)
     row(ONNX, "RMSNormalization", &[s(23, (2, 2), (1, 1), &[], &[])], contrib::rms_normalization),

@@ -16,6 +16,10 @@ use super::movement::gather_along;
 use crate::host::{DType, HostTensor};
 use crate::Result;
 
+/// What `pixelgrad inspect` says of `com.microsoft` `RotaryEmbedding`.
+pub const MS_ROTARY_NOTE: &str = "the scale attribute has no effect (as in onnxruntime's CPU kernel: the caches are never grown); \
+     position ids computed on the device are not range-checked (negative ones wrap, as in Gather)";
+
 /// `com.microsoft` `RotaryEmbedding` (onnxruntime's contrib schema, version 1): `input`
 /// `[batch, sequence, hidden]` or `[batch, num_heads, sequence, head_size]`, `position_ids`
 /// (`int64`) one start position (shape `[]` or `[1]`: token `s` is at `start + s`) or
