@@ -1374,6 +1374,13 @@ def rotary_and_embedding_cases():
         [("i", ids), ("g", seg), ("m", mask), ("pi", rng.integers(0, n_pos, size=(b_, s_)).astype(np.int32))], mask_index_type=1)
     # one output: onnxruntime's shape inference then wants mask_index_type 0 (no mask_index)
     eln("ms_embed_layernorm_mask_index_type0", ["i", "g", "w", "pe", "se", "ga", "be"], [y], [("i", ids), ("g", seg)], mask_index_type=0)
+    # ids, segments and mask computed on the device (Exp and Log have no host evaluation)
+    dev_int = lambda n: [helper.make_node("Exp", [f"{n}f"], [f"{n}e"]), helper.make_node("Log", [f"{n}e"], [f"{n}l"]),
+                         helper.make_node("Round", [f"{n}l"], [f"{n}r"]), helper.make_node("Cast", [f"{n}r"], [n], to=I32)]
+    nd = dev_int("i") + dev_int("g") + dev_int("m") + [
+        helper.make_node("EmbedLayerNormalization", ["i", "g", "w", "pe", "se", "ga", "be", "m"], ["y", "mi", "es"], name="embed_ln", **ms)]
+    ms_case("ms_embed_layernorm_device_ids", nd, [("if", ids.astype(np.float32)), ("gf", seg.astype(np.float32)), ("mf", mask.astype(np.float32))],
+            [y, mi, es], tables)
 
     # opset 23, from the newer onnx's reference evaluator (a separate venv: the pinned onnx
     # and onnxruntime stay as they are)
