@@ -4,17 +4,22 @@
 #   bash scripts/onnx-fixtures.sh            -> target/onnx-fixtures/
 # Creates a Python venv in target/onnx-venv with pinned onnx, onnxruntime and numpy, and fetches
 # the wheel of rapidocr-onnxruntime (Apache-2.0) for the pretrained PP-OCR models it ships.
+# A second venv, target/onnx23-venv, holds a newer pinned onnx alone: its reference evaluator
+# is the oracle of the opset 23 operators the pinned onnxruntime does not know
+# (scripts/onnx23_fixtures.py), and tests/registry.rs reads its opset 23 schemas.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/onnx-fixtures
 venv=target/onnx-venv
 gen=scripts/onnx_fixtures.py
+gen23=scripts/onnx23_fixtures.py
+venv23=target/onnx23-venv
 stamp="$out/.done"
 mkdir -p target
 # Test binaries and threads may call this at once: one builds, the others wait.
 exec 9>target/onnx-fixtures.lock
 flock 9
-if [ -f "$stamp" ] && [ "$stamp" -nt "$gen" ] && [ "$stamp" -nt "$0" ]; then
+if [ -f "$stamp" ] && [ "$stamp" -nt "$gen" ] && [ "$stamp" -nt "$gen23" ] && [ "$stamp" -nt "$0" ]; then
   exit 0
 fi
 if [ ! -x "$venv/bin/python" ]; then
@@ -28,6 +33,12 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy, PIL" 2>/dev/null; then
   "$venv/bin/pip" install -q --disable-pip-version-check "onnx==1.17.0" "onnxruntime==1.20.1" "numpy==1.26.4" "pillow==10.4.0"
+fi
+if [ ! -x "$venv23/bin/python" ]; then
+  python3 -m venv "$venv23"
+fi
+if ! "$venv23/bin/python" -c "import onnx, numpy; assert onnx.__version__ == '1.19.1'" 2>/dev/null; then
+  "$venv23/bin/pip" install -q --disable-pip-version-check "onnx==1.19.1" "numpy==1.26.4"
 fi
 wheel_dir=target/onnx-pkgs
 if [ ! -f "$wheel_dir/rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx" ]; then

@@ -1072,6 +1072,7 @@ def main():
     nbits_cases()
     control_flow_cases()
     external_data_cases()
+    rotary_and_embedding_cases()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"onnx": onnx.__version__, "onnxruntime": ort.__version__, "cases": MANIFEST}, f, indent=1)
     print(f"{len(MANIFEST)} cases", file=sys.stderr)
@@ -1290,6 +1291,104 @@ def nbits_cases():
     b = qm.SerializeToString()
     x = rand(4, 64)
     save_case("models", "mlp_matmulnbits_4bit", b, {"x": x}, run_ort(b, {"x": x}), tol=1e-4, tags=["nbits"])
+
+
+def rotary_and_embedding_cases():
+    """onnxruntime's com.microsoft RotaryEmbedding and EmbedLayerNormalization (onnxruntime as
+    the oracle), then opset 23's RMSNormalization and RotaryEmbedding, which onnxruntime 1.20.1
+    does not know: those come from scripts/onnx23_fixtures.py, run in target/onnx23-venv (a
+    newer onnx whose reference evaluator implements them). Every attribute and optional input
+    the schemas list; its own random numbers, so other cases keep their bytes."""
+    rng = np.random.default_rng(2323)
+    r = lambda *shape: rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+    I64, I32 = TensorProto.INT64, TensorProto.INT32
+
+    def ms_case(name, nd, inputs, outputs, inits, opset=17):
+        """inputs: (name, array); outputs: (name, element type)."""
+        fd = {n: a for n, a in inputs}
+        vi_in = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)) for n, a in inputs]
+        vi_out = [helper.make_tensor_value_info(n, t, None) for n, t in outputs]
+        g = helper.make_graph(nd, name, vi_in, vi_out, [numpy_helper.from_array(a, n) for n, a in inits])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)], producer_name="pixelgrad-fixtures")
+        m.ir_version = 8
+        b = m.SerializeToString()
+        save_case("ops", name, b, fd, run_ort(b, fd), tags=["contrib"])
+
+    # com.microsoft RotaryEmbedding: input [B, S, N*H] or [B, N, S, H], position_ids a start
+    # ([1] or []) or [B, S], caches [max_sequence, rotary_dim / 2]
+    b_, s_, n_, h_, m_ = 2, 3, 2, 8, 8
+    ms = dict(domain="com.microsoft")
+
+    def rope(name, x, pos, rd=0, **attrs):
+        half = (rd or h_) // 2
+        inits = [("c", r(m_, half)), ("s", r(m_, half))]
+        if rd:
+            attrs["rotary_embedding_dim"] = rd
+        nd = [helper.make_node("RotaryEmbedding", ["x", "p", "c", "s"], ["y"], name="rope", **ms, **attrs)]
+        ms_case(name, nd, [("x", x), ("p", pos)], [("y", F)], inits)
+
+    x3, x4 = r(b_, s_, n_ * h_), r(b_, n_, s_, h_)
+    per_token = rng.integers(0, m_, size=(b_, s_)).astype(np.int64)
+    rope("ms_rotary_3d_start", x3, np.array([2], np.int64))
+    rope("ms_rotary_3d_start_scalar", x3, np.array(0, np.int64))
+    rope("ms_rotary_3d_positions", x3, per_token)
+    rope("ms_rotary_3d_interleaved", x3, per_token, interleaved=1)
+    rope("ms_rotary_3d_num_heads", x3, per_token, num_heads=n_)
+    rope("ms_rotary_3d_partial", x3, np.array([1], np.int64), rd=4, num_heads=n_)
+    rope("ms_rotary_3d_partial_interleaved", x3, per_token, rd=4, num_heads=n_, interleaved=1)
+    rope("ms_rotary_3d_scale", x3, per_token, scale=0.5)
+    rope("ms_rotary_3d_not_packed", x3, per_token, is_packed_batching=0)
+    rope("ms_rotary_4d_positions", x4, per_token)
+    rope("ms_rotary_4d_interleaved_start", x4, np.array([3], np.int64), interleaved=1)
+    rope("ms_rotary_4d_partial", x4, per_token, rd=6, num_heads=n_)
+    rope("ms_rotary_4d_partial_interleaved", x4, per_token, rd=4, num_heads=n_, interleaved=1)
+    # positions computed on the device (Exp and Log have no host evaluation): a start and
+    # per-token positions
+    for name, pos in [("ms_rotary_device_positions", per_token), ("ms_rotary_device_start", np.array([4.0]))]:
+        nd = [helper.make_node("Exp", ["pf"], ["pe"]), helper.make_node("Log", ["pe"], ["pl"]), helper.make_node("Round", ["pl"], ["pr"]),
+              helper.make_node("Cast", ["pr"], ["p"], to=I64),
+              helper.make_node("RotaryEmbedding", ["x", "p", "c", "s"], ["y"], name="rope", **ms)]
+        ms_case(name, nd, [("x", x3), ("pf", pos.astype(np.float32))], [("y", F)], [("c", r(m_, h_ // 2)), ("s", r(m_, h_ // 2))])
+
+    # com.microsoft EmbedLayerNormalization: input_ids, segment_ids, word, position and
+    # segment embeddings, gamma, beta, mask, position_ids -> output, mask_index, embedding_sum
+    vocab, n_pos, n_seg, hid = 7, 5, 2, 8
+    ids = rng.integers(0, vocab, size=(b_, s_)).astype(np.int32)
+    seg = rng.integers(0, n_seg, size=(b_, s_)).astype(np.int32)
+    mask = np.array([[1, 1, 0], [1, 2, 1]], np.int32)  # onnxruntime counts the ones
+    tables = [("w", r(vocab, hid)), ("pe", r(n_pos, hid) * 0.5), ("se", r(n_seg, hid) * 0.5), ("ga", r(hid) + 1.0), ("be", r(hid))]
+
+    def eln(name, ins, outs, feeds, **attrs):
+        nd = [helper.make_node("EmbedLayerNormalization", ins, [o for o, _ in outs], name="embed_ln", **ms, **attrs)]
+        used = [t for t in tables if t[0] in ins]
+        ms_case(name, nd, feeds, [(o, t) for o, t in outs if o], used)
+
+    y, mi, es = ("y", F), ("mi", I32), ("es", F)
+    eln("ms_embed_layernorm_all", ["i", "g", "w", "pe", "se", "ga", "be", "m"], [y, mi, es], [("i", ids), ("g", seg), ("m", mask)])
+    eln("ms_embed_layernorm_no_segment", ["i", "", "w", "pe", "", "ga", "be"], [y, mi], [("i", ids)], epsilon=1e-5)
+    eln("ms_embed_layernorm_no_mask_index", ["i", "g", "w", "pe", "se", "ga", "be"], [y, mi], [("i", ids), ("g", seg)])
+    eln("ms_embed_layernorm_mask_no_segment_sum", ["i", "", "w", "pe", "", "ga", "be", "m"], [y, mi, es], [("i", ids), ("m", mask)], epsilon=1e-3)
+    eln("ms_embed_layernorm_position_ids_1s", ["i", "g", "w", "pe", "se", "ga", "be", "", "pi"], [y, ("", None), es],
+        [("i", ids), ("g", seg), ("pi", np.array([[4, 0, 2]], np.int32))])
+    eln("ms_embed_layernorm_position_ids_bs", ["i", "g", "w", "pe", "se", "ga", "be", "m", "pi"], [y, mi],
+        [("i", ids), ("g", seg), ("m", mask), ("pi", rng.integers(0, n_pos, size=(b_, s_)).astype(np.int32))], mask_index_type=1)
+    # one output: onnxruntime's shape inference then wants mask_index_type 0 (no mask_index)
+    eln("ms_embed_layernorm_mask_index_type0", ["i", "g", "w", "pe", "se", "ga", "be"], [y], [("i", ids), ("g", seg)], mask_index_type=0)
+    # ids, segments and mask computed on the device (Exp and Log have no host evaluation)
+    dev_int = lambda n: [helper.make_node("Exp", [f"{n}f"], [f"{n}e"]), helper.make_node("Log", [f"{n}e"], [f"{n}l"]),
+                         helper.make_node("Round", [f"{n}l"], [f"{n}r"]), helper.make_node("Cast", [f"{n}r"], [n], to=I32)]
+    nd = dev_int("i") + dev_int("g") + dev_int("m") + [
+        helper.make_node("EmbedLayerNormalization", ["i", "g", "w", "pe", "se", "ga", "be", "m"], ["y", "mi", "es"], name="embed_ln", **ms)]
+    ms_case("ms_embed_layernorm_device_ids", nd, [("if", ids.astype(np.float32)), ("gf", seg.astype(np.float32)), ("mf", mask.astype(np.float32))],
+            [y, mi, es], tables)
+
+    # opset 23, from the newer onnx's reference evaluator (a separate venv: the pinned onnx
+    # and onnxruntime stay as they are)
+    py23 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "onnx23-venv", "bin", "python")
+    gen23 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnx23_fixtures.py")
+    import subprocess
+    out = subprocess.run([py23, gen23, OUT], check=True, capture_output=True, text=True).stdout
+    MANIFEST.extend(json.loads(out))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ Usage: python scripts/onnx_fuzz.py OUT_DIR [COUNT] [SEED]
 
 Writes OUT_DIR/manifest.json in the layout of scripts/onnx_fixtures.py (kind "ops"): random
 shapes, attributes and broadcasts for the operators CNNs and MLPs use, and onnxruntime's transformer
-contrib operators (fused GELUs, skip and RMS layer normalisations). A draw that onnxruntime
+contrib operators (fused GELUs, skip and RMS layer normalisations, EmbedLayerNormalization,
+RotaryEmbedding). A draw that onnxruntime
 rejects (an invalid attribute combination) is skipped. Run the cases on every native backend
 with
 
@@ -694,6 +695,47 @@ def contrib():
     return kind, [nd(kind, ins, outs, **ms, **attrs)], [("x", x, None), ("k", rnd(*skip_shape), None)], vo, inits, 13
 
 
+def rotary_embed():
+    """onnxruntime's RotaryEmbedding (3-D and 4-D inputs, a start position or one per token,
+    partial and interleaved rotations) and EmbedLayerNormalization (optional segments, mask,
+    position ids, epsilon), with random shapes."""
+    ms = dict(domain="com.microsoft")
+    if R.random() < 0.6:
+        b, s, n, h = ri(1, 3), ri(1, 4), ri(1, 3), 2 * ri(1, 5)
+        rd = pick([0, 0, 2 * ri(1, h // 2)])
+        m = s + ri(0, 4)
+        attrs = {"rotary_embedding_dim": rd, "num_heads": n} if rd else ({"num_heads": n} if R.random() < 0.3 else {})
+        if R.random() < 0.5:
+            attrs["interleaved"] = 1
+        x = rnd(b, n, s, h) if R.random() < 0.4 else rnd(b, s, n * h)
+        pos = np.array([ri(0, m - s)], np.int64) if R.random() < 0.4 else R.integers(0, m, size=(b, s)).astype(np.int64)
+        half = (rd or h) // 2
+        return ("RotaryEmbedding", [nd("RotaryEmbedding", ["x", "p", "c", "s"], ["y"], **ms, **attrs)], [("x", x, None), ("p", pos, None)],
+                [("y", F)], [("c", rnd(m, half)), ("s", rnd(m, half))], 13)
+    b, s, hid = ri(1, 3), ri(1, 5), ri(1, 9)
+    vocab, npos, nseg = ri(1, 9), s + ri(0, 3), ri(1, 3)
+    ints = lambda hi, shape: R.integers(0, hi, size=shape).astype(np.int32)
+    ins = ["i", "", "w", "pe", "", "ga", "be"]
+    feeds = [("i", ints(vocab, (b, s)), None)]
+    inits = [("w", rnd(vocab, hid)), ("pe", rnd(npos, hid)), ("ga", rnd(hid)), ("be", rnd(hid))]
+    if R.random() < 0.6:
+        ins[1], ins[4] = "g", "se"
+        feeds.append(("g", ints(nseg, (b, s)), None))
+        inits.append(("se", rnd(nseg, hid)))
+    ins.append("m" if R.random() < 0.5 else "")
+    if ins[-1]:
+        feeds.append(("m", ints(2, (b, s)), None))
+    if R.random() < 0.3:
+        ins.append("pi")
+        feeds.append(("pi", ints(npos, (pick([1, b]), s)), None))
+    while ins[-1] == "":
+        ins.pop()
+    attrs = {"epsilon": float(R.uniform(1e-12, 1e-2))} if R.random() < 0.5 else {}
+    outs = pick([["y", "mi"], ["y", "mi", "es"], ["y", "", "es"]])
+    vo = [(o, TensorProto.INT32 if o == "mi" else F) for o in outs if o]
+    return "EmbedLayerNormalization", [nd("EmbedLayerNormalization", ins, outs, **ms, **attrs)], feeds, vo, inits, 13
+
+
 def broadcastable(a, b):
     try:
         np.broadcast_shapes(tuple(a), tuple(b))
@@ -703,7 +745,8 @@ def broadcastable(a, b):
 
 
 FAMILIES = [(lambda: conv_like(False), 4), (lambda: conv_like(True), 2), (pool, 3), (binary, 3), (unary, 3), (reduce, 3),
-            (softmax, 1), (movement, 5), (linalg, 2), (norm, 2), (resize, 2), (chain, 8), (quant, 6), (contrib, 3)]
+            (softmax, 1), (movement, 5), (linalg, 2), (norm, 2), (resize, 2), (chain, 8), (quant, 6), (contrib, 3),
+            (rotary_embed, 2)]
 
 
 def main():

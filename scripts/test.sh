@@ -60,7 +60,7 @@ rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target
 bash scripts/flower-venv.sh >/dev/null
 export PIXELGRAD_REQUIRE_FLWR=1
 
-stage "ONNX fixtures (onnxruntime as the oracle; pinned Python venv in target/onnx-venv)"
+stage "ONNX fixtures (onnxruntime as the oracle; pinned Python venvs in target/onnx-venv and, for opset 23, target/onnx23-venv)"
 guarded 900 "the ONNX fixtures" bash scripts/onnx-fixtures.sh
 
 stage "native tests (all crates)"

@@ -2,7 +2,8 @@
 //! normalisations into: `Gelu`, `FastGelu`, `BiasGelu`, `QuickGelu` (`com.microsoft`),
 //! `SimplifiedLayerNormalization` (RMS normalisation, which onnxruntime registers in the
 //! default domain), `SkipLayerNormalization` and `SkipSimplifiedLayerNormalization`
-//! (`com.microsoft`). Each is written with the tensor primitives, so every backend runs it and
+//! (`com.microsoft`), and `EmbedLayerNormalization` (`com.microsoft`: BERT's embeddings and
+//! their layer normalisation in one node). Each is written with the tensor primitives, so every backend runs it and
 //! autodiff differentiates it; the attributes and defaults are onnxruntime's operator schemas
 //! (`docs/ContribOperators.md`, `contrib_defs.cc`).
 
@@ -10,7 +11,8 @@ use pixelgrad_core::Tensor;
 
 use super::context::{Cx, V};
 use super::elementwise::gelu_erf;
-use crate::host::DType;
+use super::movement::gather_along;
+use crate::host::{DType, HostTensor};
 use crate::shapes::norm_axis;
 use crate::Result;
 
@@ -63,6 +65,18 @@ pub(super) fn quick_gelu(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
 /// normalised axes kept as size 1, as onnxruntime makes it. `stash_type` picks f32 statistics,
 /// which pixelgrad always computes.
 pub(super) fn simplified_layer_normalization(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    rms_normalization_over(cx, ins, false)
+}
+
+/// `RMSNormalization` (opset 23), the standard form of `SimplifiedLayerNormalization`: the
+/// same normalisation (`axis` -1, `epsilon` 1e-5 unless given), with a `scale` that need only
+/// broadcast to the normalised axes, and one output. `stash_type` picks f32 statistics,
+/// which pixelgrad always computes.
+pub(super) fn rms_normalization(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    rms_normalization_over(cx, ins, true)
+}
+
+fn rms_normalization_over(cx: &Cx, ins: &[Option<V>], broadcast_scale: bool) -> Result<Vec<V>> {
     let node = cx.node;
     node.only_attrs(&["axis", "epsilon", "stash_type"])?;
     let dt = cx.dtype0(ins);
@@ -71,19 +85,24 @@ pub(super) fn simplified_layer_normalization(cx: &Cx, ins: &[Option<V>]) -> Resu
     let a = norm_axis(node, node.int("axis", -1)?, d.len())?;
     let eps = epsilon(cx, 1e-5)?;
     let scale = cx.t(ins, 1)?;
-    if scale.dims() != &d[a..] {
-        return Err(cx.err(format!(
-            "scale has shape {:?}; the normalised axes of input {d:?} from axis {a} are {:?}",
-            scale.dims(),
-            &d[a..]
-        )));
+    let normed = &d[a..];
+    let sd = scale.dims();
+    // numpy broadcasting of scale into the normalised axes, when allowed: aligned on the right,
+    // each of its axes 1 or the normalised one
+    let fits = sd == normed
+        || (broadcast_scale && sd.len() <= normed.len() && sd.iter().rev().zip(normed.iter().rev()).all(|(&s, &n)| s == 1 || s == n));
+    if !fits {
+        let want = if broadcast_scale { "broadcast to" } else { "equal" };
+        return Err(cx.err(format!("scale has shape {sd:?}; it must {want} the normalised axes of input {d:?} from axis {a}, {normed:?}")));
     }
     let outer: usize = d[..a].iter().product();
-    let h = x.reshape([outer, d[a..].iter().product::<usize>()])?;
+    let h = x.reshape([outer, normed.iter().product::<usize>()])?;
     let inv = rms_inverse(&h, eps)?;
     let y = h.mul(&inv)?.reshape(d.clone())?.mul(&scale)?;
     let stat: Vec<usize> = d.iter().enumerate().map(|(i, &n)| if i < a { n } else { 1 }).collect();
-    Ok(vec![V::dev(y, dt), V::dev(inv.reshape(stat)?, DType::F32)])
+    let mut outs = vec![V::dev(y, dt), V::dev(inv.reshape(stat)?, DType::F32)];
+    outs.truncate(node.outputs.len());
+    Ok(outs)
 }
 
 /// `com.microsoft` `SkipLayerNormalization`: the layer normalisation over the last axis of
@@ -150,6 +169,108 @@ fn skip_norm(cx: &Cx, ins: &[Option<V>], simplified: bool) -> Result<Vec<V>> {
     outs.push(V::dev(z, dt));
     outs.truncate(node.outputs.len());
     Ok(outs)
+}
+
+/// `com.microsoft` `EmbedLayerNormalization`: the sum of the rows of `word_embedding` at
+/// `input_ids` (`[batch, sequence]`, `int32`), of `position_embedding` at `position_ids`
+/// (`[1 or batch, sequence]`; without it, `0 .. sequence`) and, when given, of
+/// `segment_embedding` at `segment_ids`, layer-normalised over the hidden axis (`epsilon`
+/// 1e-12 unless given) times `gamma` plus `beta`. Outputs: the result; `mask_index`, the
+/// number of ones in each row of `mask` (zeros without a mask), `int32` `[batch]`; and the
+/// sum before the normalisation. `mask_index_type` only tells shape inference whether
+/// `mask_index` is there. Indices read on the host must be in their table (onnxruntime
+/// refuses the others too); indices computed on the device are not read back (as for
+/// `Gather`, negative ones wrap).
+pub(super) fn embed_layer_normalization(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    node.only_attrs(&["epsilon", "mask_index_type"])?;
+    let eps = epsilon(cx, 1e-12)?;
+    let mit = node.int("mask_index_type", 1)?;
+    if !(0..=1).contains(&mit) {
+        return Err(cx.err(format!("mask_index_type is {mit}; expected 0 (no mask_index) or 1")));
+    }
+    let ids = cx.v(ins, 0)?;
+    let (b, s) = match *ids.dims() {
+        [b, s] => (b, s),
+        ref d => return Err(cx.err(format!("input_ids has shape {d:?}; expected [batch, sequence]"))),
+    };
+    if b == 0 || s == 0 {
+        return Err(cx.err(format!("input_ids of shape [{b}, {s}] is empty (zero-size tensors are not supported on the device)")));
+    }
+    let word = cx.t(ins, 2)?;
+    if word.rank() != 2 {
+        return Err(cx.err(format!("word_embedding has shape {:?}; expected [vocabulary, hidden]", word.dims())));
+    }
+    let (vocab, hidden) = (word.dims()[0], word.dims()[1]);
+    let dt = cx.v(ins, 2)?.dtype();
+    let table = |i: usize, what: &str| -> Result<Tensor> {
+        let t = cx.t(ins, i)?;
+        if t.rank() != 2 || t.dims()[1] != hidden {
+            return Err(cx.err(format!("{what} (input {i}) has shape {:?}; expected [rows, {hidden}] (the hidden size)", t.dims())));
+        }
+        Ok(t)
+    };
+    let mut e = gather_along(cx, &word, 0, embedding_ids(cx, ins, 0, "input_ids", &[b, s], vocab)?)?;
+    let positions = table(3, "position_embedding")?;
+    let n_pos = positions.dims()[0];
+    let pe = match cx.opt(ins, 8) {
+        Some(p) => {
+            let rows = if p.dims().first() == Some(&1) { 1 } else { b };
+            gather_along(cx, &positions, 0, embedding_ids(cx, ins, 8, "position_ids", &[rows, s], n_pos)?)?
+        }
+        None if s <= n_pos => positions.slice(0, 0, s)?.reshape([1, s, hidden])?,
+        None => return Err(cx.err(format!("sequence length {s} is longer than position_embedding ({n_pos} positions)"))),
+    };
+    e = e.add(&pe)?;
+    match (cx.opt(ins, 1).is_some(), cx.opt(ins, 4).is_some()) {
+        (true, true) => {
+            let segments = table(4, "segment_embedding")?;
+            let n_seg = segments.dims()[0];
+            e = e.add(&gather_along(cx, &segments, 0, embedding_ids(cx, ins, 1, "segment_ids", &[b, s], n_seg)?)?)?;
+        }
+        (false, false) => {}
+        _ => return Err(cx.err("segment_ids (input 1) and segment_embedding (input 4) go together: give both or neither")),
+    }
+    let h = e.reshape([b * s, hidden])?;
+    let centred = h.sub(&h.mean_axis(1, true)?)?;
+    let normed = centred.mul(&rms_inverse(&centred, eps)?)?.reshape([b, s, hidden])?;
+    let y = normed.mul(&last_axis_vector(cx, ins, 5, "gamma", &e)?)?.add(&last_axis_vector(cx, ins, 6, "beta", &e)?)?;
+    let mask_index = match cx.opt(ins, 7) {
+        None => V::host(HostTensor::ints(DType::I32, vec![b], vec![0; b])),
+        Some(m) if m.dims() != [b, s] => {
+            return Err(cx.err(format!("mask (input 7) has shape {:?}; expected input_ids' [{b}, {s}]", m.dims())));
+        }
+        Some(V::Host { t, .. }) => {
+            let v = t.to_i64("mask")?;
+            V::host(HostTensor::ints(DType::I32, vec![b], v.chunks(s).map(|row| row.iter().filter(|&&x| x == 1).count() as i64).collect()))
+        }
+        Some(m) => {
+            let m = cx.to_dev(m, 7)?;
+            let ones = m.eq(&Tensor::full(cx.dev(), [b, s], 1.0)?)?;
+            V::dev(ones.sum_axis(1, false)?, DType::I32)
+        }
+    };
+    let mut outs = vec![V::dev(y, dt), mask_index, V::dev(e, dt)];
+    outs.truncate(node.outputs.len());
+    Ok(outs)
+}
+
+/// Input `i`, integer indices of `shape` into a table of `n` rows; on the host, each must be
+/// a row (`0 <= id < n`).
+fn embedding_ids<'v>(cx: &Cx, ins: &'v [Option<V>], i: usize, what: &str, shape: &[usize], n: usize) -> Result<&'v V> {
+    let v = cx.v(ins, i)?;
+    if v.dtype().is_float() {
+        return Err(cx.err(format!("{what} (input {i}) is {}; expected int32 indices", v.dtype().name())));
+    }
+    if v.dims() != shape {
+        return Err(cx.err(format!("{what} (input {i}) has shape {:?}; expected {shape:?}", v.dims())));
+    }
+    if let Some(t) = v.as_host() {
+        if let Some(bad) = t.to_i64(what)?.into_iter().find(|&x| x < 0 || x >= n as i64) {
+            return Err(cx.err(format!("{what} holds {bad}, outside the table's {n} rows")));
+        }
+    }
+    Ok(v)
 }
 
 /// `1 / sqrt(mean(h^2) + eps)` of each row of the matrix `h`, as a column.

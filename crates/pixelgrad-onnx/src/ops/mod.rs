@@ -22,6 +22,7 @@ mod reduce;
 pub mod registry;
 mod resize;
 mod rnn;
+mod rotary;
 mod select;
 #[cfg(test)]
 mod tests;

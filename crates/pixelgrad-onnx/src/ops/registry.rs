@@ -15,18 +15,20 @@
 //! all crate-internal, read their fields.
 //!
 //! The default-domain rows are the schemas of `onnx` 1.17 (`onnx.defs.get_schema(op, opset)`
-//! for opsets 7 to 22, each change of arity or required attributes a [`Schema`] with its
-//! `since` opset); the `com.microsoft` rows are those of onnxruntime's contrib operators
+//! for opsets 7 to 22, and of `onnx` 1.19 for opset 23, each change of arity or required
+//! attributes a [`Schema`] with its `since` opset); the `com.microsoft` rows are those of onnxruntime's contrib operators
 //! (`quantization_defs.cc`, and `contrib_defs.cc` for the transformer operators, among them
 //! `SimplifiedLayerNormalization`, which onnxruntime registers in the default domain and no
 //! `onnx` schema has). `tests/registry.rs` compares the default-domain rows with the
-//! installed `onnx` package.
+//! installed `onnx` packages.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::context::{HostEval, Run};
-use super::{contrib, conv, einsum, elementwise, linalg, loss, meta, movement, nbits, norm, pool, quant, reduce, resize, rnn, select};
+use super::{
+    contrib, conv, einsum, elementwise, linalg, loss, meta, movement, nbits, norm, pool, quant, reduce, resize, rnn, rotary, select,
+};
 use crate::graph::Node;
 use crate::hostops;
 use crate::{OnnxError, Result};
@@ -412,6 +414,14 @@ pub const OPS: &[OpRow] = &[
     row(ONNX, "SimplifiedLayerNormalization", &[s(1, (2, 2), (1, 2), &[], &[])], contrib::simplified_layer_normalization),
     row(MS, "SkipLayerNormalization", &[s(1, (3, 5), (1, 4), &[3, 4], &[])], contrib::skip_layer_normalization),
     row(MS, "SkipSimplifiedLayerNormalization", &[s(1, (3, 4), (1, 4), &[3], &[])], contrib::skip_simplified_layer_normalization),
+    // transformer embeddings and rotary positions: onnxruntime's contrib EmbedLayerNormalization
+    // and RotaryEmbedding
+    row(MS, "EmbedLayerNormalization", &[s(1, (7, 9), (1, 3), &[1, 4, 7, 8], &[])], contrib::embed_layer_normalization),
+    row(MS, "RotaryEmbedding", &[s(1, (4, 4), (1, 1), &[], &[])], rotary::ms_rotary_embedding).note(rotary::MS_ROTARY_NOTE),
+    // their standard forms in opset 23 (schemas of `onnx` 1.19; `tests/registry.rs` checks
+    // opset 23 against that package)
+    row(ONNX, "RMSNormalization", &[s(23, (2, 2), (1, 1), &[], &[])], contrib::rms_normalization),
+    row(ONNX, "RotaryEmbedding", &[s(23, (3, 4), (1, 1), &[3], &[])], rotary::rotary_embedding),
 ];
 
 /// The row of `op_type` in `domain` (a node's domain string), if pixelgrad reads it.
@@ -422,9 +432,9 @@ pub fn find(domain: &str, op_type: &str) -> Option<&'static OpRow> {
 }
 
 /// The row named `op_type` in either domain, for what a row says beyond how it runs (nodes
-/// were checked against their domain's rows when the model was read). One name is in both
-/// domains, `Gelu`; its two rows agree on every field but `run` (a test checks), and
-/// dispatch (`ops::run`) goes by [`find`].
+/// were checked against their domain's rows when the model was read). Two names are in both
+/// domains, `Gelu` and `RotaryEmbedding`; their two rows agree on every field but `run` and
+/// `schemas` (a test checks), and dispatch (`ops::run`) goes by [`find`].
 pub fn by_name(op_type: &str) -> Option<&'static OpRow> {
     static INDEX: OnceLock<HashMap<&'static str, &'static OpRow>> = OnceLock::new();
     INDEX.get_or_init(|| OPS.iter().map(|r| (r.name, r)).collect()).get(op_type).copied()
