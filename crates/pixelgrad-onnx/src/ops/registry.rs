@@ -26,7 +26,9 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::context::{HostEval, Run};
-use super::{contrib, conv, einsum, elementwise, linalg, loss, meta, movement, nbits, norm, pool, quant, reduce, resize, rnn, select};
+use super::{
+    attention, contrib, conv, einsum, elementwise, linalg, loss, meta, movement, nbits, norm, pool, quant, reduce, resize, rnn, select,
+};
 use crate::graph::Node;
 use crate::hostops;
 use crate::{OnnxError, Result};
@@ -412,6 +414,20 @@ pub const OPS: &[OpRow] = &[
     row(ONNX, "SimplifiedLayerNormalization", &[s(1, (2, 2), (1, 2), &[], &[])], contrib::simplified_layer_normalization),
     row(MS, "SkipLayerNormalization", &[s(1, (3, 5), (1, 4), &[3, 4], &[])], contrib::skip_layer_normalization),
     row(MS, "SkipSimplifiedLayerNormalization", &[s(1, (3, 4), (1, 4), &[3], &[])], contrib::skip_simplified_layer_normalization),
+    // onnxruntime's attention operators (`bert_defs.cc`), all on one attention function
+    // (`ops/attention.rs`, which materialises the sequence x sequence scores)
+    row(MS, "MultiHeadAttention", &[s(1, (1, 8), (1, 3), &[1, 2, 3, 4, 5, 6, 7], &["num_heads"])], attention::multi_head_attention)
+        .note(attention::NOTE),
+    row(
+        MS,
+        "GroupQueryAttention",
+        &[s(1, (7, 9), (3, 3), &[1, 2, 3, 4, 7, 8], &["kv_num_heads", "num_heads"])],
+        attention::group_query_attention,
+    )
+    .host_args_from(5)
+    .reads_back(&[5, 6])
+    .note(attention::NOTE),
+    row(MS, "Attention", &[s(1, (2, 7), (1, 2), &[2, 3, 4, 5, 6], &["num_heads"])], attention::attention).note(attention::NOTE),
 ];
 
 /// The row of `op_type` in `domain` (a node's domain string), if pixelgrad reads it.

@@ -22,6 +22,8 @@ fn old_host_argument(op: &str, i: usize) -> bool {
         // added with the table: its packed weight, scales and zero points are read on the host
         "MatMulNBits" => i >= 1,
         "GatherBlockQuantized" => i >= 2,
+        // added with the table: seqlens_k, total_sequence_length (and the rotary caches)
+        "GroupQueryAttention" => i >= 5,
         _ => false,
     }
 }
@@ -36,6 +38,8 @@ fn old_reads_back(op_type: &str) -> &'static [usize] {
         "NonMaxSuppression" => &[0, 1],
         "NonZero" => &[0],
         "Compress" => &[1],
+        // added with the table: the present's length and layout depend on them
+        "GroupQueryAttention" => &[5, 6],
         _ => &[],
     }
 }
