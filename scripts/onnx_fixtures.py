@@ -1398,6 +1398,24 @@ def attention_cases():
     att("attention_past_unidirectional", ["x", "w", "b", "", "past"], ["y", "present"], dict(base, past=past), unidirectional=1)
     att("attention_past_mask_2d", ["x", "w", "b", "m", "past"], ["y", "present"], dict(base, m=i32([[1, 0, 1, 1, 1], [0, 1, 1, 1, 1]]), past=past))
     att("attention_qkv_hidden_sizes", ["x", "w", "b"], ["y"], dict(x=x, w=r(IN, 2 * D + 6), b=r(2 * D + 6)), qkv_hidden_sizes=[D, D, 6])
+    attention23_cases()
+
+
+def attention23_cases():
+    """Opset 23's Attention, which the pinned onnx and onnxruntime do not know: from
+    scripts/onnx23_attention_fixtures.py, run in target/onnx23-venv (onnx 1.19.1 and numpy
+    1.26.4, pinned; made here if it is missing), whose reference evaluator is the oracle."""
+    import subprocess
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    venv = os.path.join(root, "target", "onnx23-venv")
+    py = os.path.join(venv, "bin", "python")
+    if not os.path.exists(py):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    if subprocess.run([py, "-c", "import onnx, numpy; assert onnx.__version__ == '1.19.1'"], capture_output=True).returncode != 0:
+        subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "onnx==1.19.1", "numpy==1.26.4"], check=True)
+    gen = os.path.join(root, "scripts", "onnx23_attention_fixtures.py")
+    out = subprocess.run([py, gen, OUT], check=True, capture_output=True, text=True).stdout
+    MANIFEST.extend(json.loads(out))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ const FOLD_BUDGET: usize = 1 << 24;
 
 /// Oldest and newest default-domain opset accepted.
 pub const MIN_OPSET: i64 = 7;
-pub const MAX_OPSET: i64 = 22;
+pub const MAX_OPSET: i64 = 23;
 
 /// A decoded model.
 #[derive(Clone, Debug)]

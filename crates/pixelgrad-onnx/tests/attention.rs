@@ -29,7 +29,7 @@ fn ramp(n: usize, scale: f32, phase: usize) -> Vec<f32> {
 
 fn attention_cases() -> Vec<common::Case> {
     let cases: Vec<_> = common::cases("ops").into_iter().filter(|c| c.tags.iter().any(|t| t == "attention")).collect();
-    assert!(cases.len() >= 38, "{} attention cases", cases.len());
+    assert!(cases.len() >= 53, "{} attention cases", cases.len());
     cases
 }
 

@@ -49,7 +49,9 @@ fn default_domain_rows_are_the_onnx_schemas() {
     // onnxruntime registers one contrib operator in the default domain; every other row is an
     // onnx operator
     let unknown: Vec<&str> = names.iter().copied().filter(|n| dump[n].as_array().unwrap().iter().all(|v| v.is_null())).collect();
-    assert_eq!(unknown, ["SimplifiedLayerNormalization"]);
+    // and opset 23's Attention, which the pinned onnx 1.17 does not know (its row is the
+    // schema of onnx 1.19, which tests/attention.rs's fixtures come from)
+    assert_eq!(unknown, ["SimplifiedLayerNormalization", "Attention"]);
     for row in OPS.iter().filter(|r| r.domain == Domain::Onnx) {
         for (k, opset) in (MIN_OPSET..=MAX_OPSET).enumerate() {
             let want = &dump[row.name][k];

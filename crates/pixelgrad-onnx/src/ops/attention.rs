@@ -43,14 +43,35 @@ pub(super) struct Scoring {
     pub softcap: Option<f32>,
     /// A softmax with an extra zero logit in its denominator (`smooth_softmax`).
     pub smooth: bool,
+    /// The softcap applies after the masks (opset 23 `Attention`) instead of before.
+    pub softcap_after_masks: bool,
+}
+
+/// A stage of the scores [`attend`] can hand back as well (opset 23 `Attention`'s
+/// `qk_matmul_output_mode`): `scale · Q Kᵀ`, plus the masks, after the softcap, after the
+/// softmax.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stage {
+    Scaled,
+    Masked,
+    Capped,
+    Weights,
 }
 
 /// `softmax(scale · q kᵀ + Σ adds) v` per head: `q` `[B, N, S, H]`, `k` `[B, Nkv, T, H]`, `v`
 /// `[B, Nkv, T, Hv]` with `N` a multiple of `Nkv` (query head `h` reads key/value head
-/// `h / (N / Nkv)`), each of `adds` broadcastable to `[B, N, S, T]`. Returns `[B, N, S, Hv]`.
+/// `h / (N / Nkv)`), each of `adds` broadcastable to `[B, N, S, T]`. Returns `[B, N, S, Hv]`,
+/// and the scores `[B, N, S, T]` at stage `keep` if one is asked for.
 ///
 /// This materialises the `[B, N, S, T]` scores (see the module docs).
-pub(super) fn attend(q: &Tensor, k: &Tensor, v: &Tensor, how: Scoring, adds: &[Tensor]) -> Result<Tensor> {
+pub(super) fn attend(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    how: Scoring,
+    adds: &[Tensor],
+    keep: Option<Stage>,
+) -> Result<(Tensor, Option<Tensor>)> {
     let (qd, kd, vd) = (q.dims().to_vec(), k.dims().to_vec(), v.dims().to_vec());
     let (b, n, s, h) = (qd[0], qd[1], qd[2], qd[3]);
     let (nkv, t, hv) = (kd[1], kd[2], vd[3]);
@@ -62,14 +83,31 @@ pub(super) fn attend(q: &Tensor, k: &Tensor, v: &Tensor, how: Scoring, adds: &[T
         Ok(x.reshape([b, nkv, 1, t, last])?.broadcast_to([b, nkv, group, t, last])?.reshape([b * n, t, last])?)
     };
     let (k, v) = (repeat(k, h)?, repeat(v, hv)?);
-    let mut scores = q.reshape([b * n, s, h])?.matmul_t(&k, false, true)?.mul_scalar(how.scale)?;
-    if let Some(c) = how.softcap {
-        scores = scores.mul_scalar(1.0 / c)?.tanh()?.mul_scalar(c)?;
+    let mut kept = None;
+    let mut stage = |at: Stage, x: &Tensor| {
+        if keep == Some(at) {
+            kept = Some(x.clone());
+        }
+    };
+    let cap = |x: Tensor| -> Result<Tensor> {
+        Ok(match how.softcap {
+            Some(c) => x.mul_scalar(1.0 / c)?.tanh()?.mul_scalar(c)?,
+            None => x,
+        })
+    };
+    let mut scores = q.reshape([b * n, s, h])?.matmul_t(&k, false, true)?.mul_scalar(how.scale)?.reshape([b, n, s, t])?;
+    stage(Stage::Scaled, &scores);
+    if !how.softcap_after_masks {
+        scores = cap(scores)?;
     }
-    let mut scores = scores.reshape([b, n, s, t])?;
     for a in adds {
         scores = scores.add(a)?;
     }
+    stage(Stage::Masked, &scores);
+    if how.softcap_after_masks {
+        scores = cap(scores)?;
+    }
+    stage(Stage::Capped, &scores);
     let weights = if how.smooth {
         let m = scores.max_axis(-1, true)?.max_scalar(0.0)?.detach();
         let e = scores.sub(&m)?.exp()?;
@@ -77,7 +115,9 @@ pub(super) fn attend(q: &Tensor, k: &Tensor, v: &Tensor, how: Scoring, adds: &[T
     } else {
         scores.softmax(-1)?
     };
-    Ok(weights.reshape([b * n, s, t])?.matmul(&v)?.reshape([b, n, s, hv])?)
+    stage(Stage::Weights, &weights);
+    let y = weights.reshape([b * n, s, t])?.matmul(&v)?.reshape([b, n, s, hv])?;
+    Ok((y, kept))
 }
 
 /// `[B, S, N·H]` → `[B, N, S, H]`.
@@ -327,8 +367,8 @@ pub(super) fn multi_head_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>>
         }
         adds.push(causal(cx, s, t, &[t - s], None)?);
     }
-    let how = Scoring { scale: scale(cx, h)?, softcap: None, smooth: false };
-    let y = merge_heads(&attend(&q, &k, &v, how, &adds)?)?;
+    let how = Scoring { scale: scale(cx, h)?, softcap: None, smooth: false, softcap_after_masks: false };
+    let y = merge_heads(&attend(&q, &k, &v, how, &adds, None)?.0)?;
     Ok(outputs(cx, dt, vec![y, k, v]))
 }
 
@@ -464,9 +504,9 @@ pub(super) fn group_query_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>
     };
     let pk = place(&k, past.as_ref().map(|x| &x.0))?;
     let pv = place(&v, past.as_ref().map(|x| &x.1))?;
-    let how = Scoring { scale: scale(cx, h)?, softcap: (softcap > 0.0).then_some(softcap), smooth };
+    let how = Scoring { scale: scale(cx, h)?, softcap: (softcap > 0.0).then_some(softcap), smooth, softcap_after_masks: false };
     let mask = causal(cx, s, len, &offsets, window)?;
-    let y = merge_heads(&attend(&q, &pk, &pv, how, &[mask])?)?;
+    let y = merge_heads(&attend(&q, &pk, &pv, how, &[mask], None)?.0)?;
     Ok(outputs(cx, dt, vec![y, pk, pv]))
 }
 
@@ -557,8 +597,8 @@ pub(super) fn attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     if causal_on {
         adds.push(causal(cx, s, t, &[t - s], None)?);
     }
-    let how = Scoring { scale: scale(cx, h)?, softcap: None, smooth: false };
-    let y = merge_heads(&attend(&q, &k, &v, how, &adds)?)?;
+    let how = Scoring { scale: scale(cx, h)?, softcap: None, smooth: false, softcap_after_masks: false };
+    let y = merge_heads(&attend(&q, &k, &v, how, &adds, None)?.0)?;
     let mut values = vec![y];
     if node.output(1).is_some() {
         if h != hv {
@@ -566,5 +606,116 @@ pub(super) fn attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         }
         values.push(Tensor::concat(&[&k.unsqueeze(0)?, &v.unsqueeze(0)?], 0)?);
     }
+    Ok(outputs(cx, dt, values))
+}
+
+/// ONNX `Attention` (opset 23): `Q`, `K`, `V` `[B, S, hidden]` (with `q_num_heads` and
+/// `kv_num_heads`) or in heads `[B, N, S, H]`, `[B, Nkv, L, H]`, `[B, Nkv, L, Hv]` (grouped
+/// when `N` is a multiple of `Nkv`); `attn_mask` boolean (true attends) or float (added),
+/// broadcastable to `[B, N, S, T]`, its last axis possibly shorter than `T` (the keys past it
+/// are masked); `past_key` / `past_value` `[B, Nkv, P, H]`; `is_causal` (upper-left aligned, as
+/// the operator defines it: query `i` sees key `j` when `j <= P + i`); `scale`; `softcap`
+/// (after the masks); `qk_matmul_output_mode` for the fourth output; `softmax_precision`
+/// (accepted: the softmax is computed in f32). Outputs `Y` (the query's layout), the
+/// presents `[B, Nkv, T, H]` and the scores `[B, N, S, T]` at the mode's stage.
+pub(super) fn onnx_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
+    let node = cx.node;
+    node.only_attrs(&["is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale", "softcap", "softmax_precision"])?;
+    let causal_on = flag(cx, "is_causal")?;
+    let keep = match node.int("qk_matmul_output_mode", 0)? {
+        0 => Stage::Scaled,
+        1 => Stage::Masked,
+        2 => Stage::Capped,
+        3 => Stage::Weights,
+        m => return Err(cx.err(format!("attribute 'qk_matmul_output_mode' is {m}; expected 0 to 3"))),
+    };
+    let softcap = node.float("softcap", 0.0)?;
+    if !(softcap.is_finite() && softcap >= 0.0) {
+        return Err(cx.err(format!("softcap {softcap} must be a finite number, not negative")));
+    }
+    let dt = cx.dtype0(ins);
+    let (q, k, v) = (cx.t(ins, 0)?, cx.t(ins, 1)?, cx.t(ins, 2)?);
+    let (qd, kd, vd) = (q.dims().to_vec(), k.dims().to_vec(), v.dims().to_vec());
+    let rank = qd.len();
+    if !(rank == 3 || rank == 4) || kd.len() != rank || vd.len() != rank {
+        return Err(cx.err(format!(
+            "Q {qd:?}, K {kd:?}, V {vd:?}: expected all [batch, sequence, hidden] or all [batch, heads, sequence, head size]"
+        )));
+    }
+    let (q, k, v) = if rank == 3 {
+        let (n, nkv) = (heads(cx, "q_num_heads")?, heads(cx, "kv_num_heads")?);
+        let fits = kd[0] == qd[0] && vd[0] == qd[0] && vd[1] == kd[1] && qd[2] % n == 0 && kd[2] % nkv == 0 && vd[2] % nkv == 0;
+        if !fits || qd[2] / n != kd[2] / nkv {
+            return Err(cx.err(format!(
+                "Q {qd:?}, K {kd:?}, V {vd:?} with q_num_heads {n} and kv_num_heads {nkv}: one batch, K and V of one length, and Q and K of one head size"
+            )));
+        }
+        (split_heads(&q, n)?, split_heads(&k, nkv)?, split_heads(&v, nkv)?)
+    } else {
+        let fits = kd[0] == qd[0] && vd[0] == qd[0] && vd[1] == kd[1] && vd[2] == kd[2] && kd[3] == qd[3] && qd[1] % kd[1] == 0;
+        if !fits {
+            return Err(cx.err(format!(
+                "Q {qd:?}, K {kd:?}, V {vd:?}: expected [B, N, S, H], [B, Nkv, L, H], [B, Nkv, L, Hv] with N a multiple of Nkv"
+            )));
+        }
+        (q, k, v)
+    };
+    let (b, n, s, h) = (q.dims()[0], q.dims()[1], q.dims()[2], q.dims()[3]);
+    let (nkv, hv) = (k.dims()[1], v.dims()[3]);
+    if n % nkv != 0 {
+        return Err(cx.err(format!("{n} query heads are not a multiple of {nkv} key/value heads")));
+    }
+    let (k, v, p) = match (cx.opt(ins, 4).is_some(), cx.opt(ins, 5).is_some()) {
+        (false, false) => (k, v, 0),
+        (true, true) => {
+            let (pk, pv) = (cx.t(ins, 4)?, cx.t(ins, 5)?);
+            let p = pk.dims().get(2).copied().unwrap_or(0);
+            if pk.dims() != [b, nkv, p, h] || pv.dims() != [b, nkv, p, hv] {
+                return Err(cx.err(format!(
+                    "past_key {:?} / past_value {:?}; expected [{b}, {nkv}, P, {h}] and [{b}, {nkv}, P, {hv}]",
+                    pk.dims(),
+                    pv.dims()
+                )));
+            }
+            (Tensor::concat(&[&pk, &k], 2)?, Tensor::concat(&[&pv, &v], 2)?, p)
+        }
+        _ => return Err(cx.err("past_key and past_value must be given together")),
+    };
+    let t = k.dims()[2];
+    let mut adds = Vec::new();
+    if let Some(mv) = cx.opt(ins, 3) {
+        let boolean = mv.dtype() == DType::Bool;
+        let m = cx.t(ins, 3)?;
+        let md = m.dims().to_vec();
+        let mut d4 = vec![1usize; 4usize.saturating_sub(md.len())];
+        d4.extend(&md);
+        let ok = md.len() <= 4 && (d4[0] == 1 || d4[0] == b) && (d4[1] == 1 || d4[1] == n) && (d4[2] == 1 || d4[2] == s) && d4[3] <= t;
+        if !ok {
+            return Err(cx.err(format!(
+                "attn_mask has shape {md:?}; expected one broadcastable to [{b}, {n}, {s}, {t}] (its last axis at most {t})"
+            )));
+        }
+        let mut m = m.reshape(d4.clone())?;
+        if boolean {
+            m = m.gt_scalar(0.0)?.affine(-EXCLUDED, EXCLUDED)?;
+        }
+        if d4[3] < t {
+            let pad = Tensor::full(cx.dev(), [d4[0], d4[1], d4[2], t - d4[3]], EXCLUDED)?;
+            m = Tensor::concat(&[&m, &pad], 3)?;
+        }
+        adds.push(m);
+    }
+    if causal_on {
+        adds.push(causal(cx, s, t, &[p], None)?);
+    }
+    let sc = if node.has("scale") { node.float("scale", 1.0)? } else { 1.0 / (h as f32).sqrt() };
+    if !sc.is_finite() {
+        return Err(cx.err(format!("scale {sc} is not a finite number")));
+    }
+    let how = Scoring { scale: sc, softcap: (softcap > 0.0).then_some(softcap), smooth: false, softcap_after_masks: true };
+    let (y, scores) = attend(&q, &k, &v, how, &adds, node.output(3).map(|_| keep))?;
+    let y = if rank == 3 { merge_heads(&y)? } else { y };
+    let mut values = vec![y, k, v];
+    values.extend(scores);
     Ok(outputs(cx, dt, values))
 }

@@ -428,6 +428,8 @@ pub const OPS: &[OpRow] = &[
     .reads_back(&[5, 6])
     .note(attention::NOTE),
     row(MS, "Attention", &[s(1, (2, 7), (1, 2), &[2, 3, 4, 5, 6], &["num_heads"])], attention::attention).note(attention::NOTE),
+    // opset 23's Attention, on the same function (its schema from onnx 1.19; tests/registry.rs)
+    row(ONNX, "Attention", &[s(23, (3, 6), (1, 4), &[3, 4, 5], &[])], attention::onnx_attention).note(attention::NOTE),
 ];
 
 /// The row of `op_type` in `domain` (a node's domain string), if pixelgrad reads it.

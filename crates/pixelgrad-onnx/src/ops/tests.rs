@@ -142,24 +142,31 @@ fn derived_lists_equal_the_tables_they_replaced() {
     assert_eq!(SUPPORTED.len() + SUPPORTED_MS.len(), OPS.len());
 }
 
-/// `Gelu` alone is in both domains (ONNX's since opset 20, onnxruntime's contrib one), and
-/// its rows agree on everything [`by_name`]'s callers read, which do not know the domain.
+/// `Gelu` (ONNX's since opset 20, onnxruntime's contrib one) and `Attention` (onnxruntime's
+/// contrib one, ONNX's since opset 23) alone are in both domains, and each pair of rows agrees
+/// on everything [`by_name`]'s callers read, which do not know the domain.
 #[test]
-fn only_gelu_is_in_both_domains_and_its_rows_agree() {
+fn only_gelu_and_attention_are_in_both_domains_and_their_rows_agree() {
+    const BOTH: [&str; 2] = ["Gelu", "Attention"];
     let mut seen = HashSet::new();
     for row in OPS {
         if !seen.insert(row.name) {
-            assert_eq!(row.name, "Gelu", "{} has two rows", row.name);
-        } else if row.name != "Gelu" {
+            assert!(BOTH.contains(&row.name), "{} has two rows", row.name);
+        } else if !BOTH.contains(&row.name) {
             assert_eq!(by_name(row.name).map(|r| r.domain), Some(row.domain));
         }
     }
-    let both: Vec<_> = OPS.iter().filter(|r| r.name == "Gelu").collect();
-    assert_eq!(both.len(), 2);
-    let (a, b) = (both[0], both[1]);
-    assert_ne!(a.domain, b.domain);
-    assert!(a.host.is_none() && b.host.is_none());
-    assert_eq!((a.host_args_from, a.reads_back, a.weights, a.quantized), (b.host_args_from, b.reads_back, b.weights, b.quantized));
+    for name in BOTH {
+        let both: Vec<_> = OPS.iter().filter(|r| r.name == name).collect();
+        assert_eq!(both.len(), 2, "{name}");
+        let (a, b) = (both[0], both[1]);
+        assert_ne!(a.domain, b.domain);
+        assert!(a.host.is_none() && b.host.is_none());
+        assert_eq!(
+            (a.host_args_from, a.reads_back, a.weights, a.quantized, a.note),
+            (b.host_args_from, b.reads_back, b.weights, b.quantized, b.note)
+        );
+    }
 }
 
 struct Plain(Device);
