@@ -163,7 +163,7 @@ fn bad_shapes_and_unsupported_attributes_are_node_errors() {
         model(17, vec![ms(node("Attention", ins, &["y"], attrs))], &x, &["y"], inits)
     };
     let w = kv("w", &[8, 24]);
-    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+    let mut cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("heads divide", mha(&["x", "x", "x"], vec![int("num_heads", 3)], vec![]), "not a multiple of num_heads 3"),
         ("heads positive", mha(&["x", "x", "x"], vec![int("num_heads", 0)], vec![]), "'num_heads' is 0"),
         ("mha key", mha(&["x", "k", "v"], vec![int("num_heads", 2)], vec![kv("k", &[2, 3, 6]), kv("v", &[2, 3, 8])]), "do not fit query"),
@@ -250,6 +250,20 @@ fn bad_shapes_and_unsupported_attributes_are_node_errors() {
             "'past_present_share_buffer'",
         ),
     ];
+    let onnx23 =
+        |ins: &[&str], attrs: Vec<_>, inits: Vec<TensorProto>| model(23, vec![node("Attention", ins, &["y"], attrs)], &x, &["y"], inits);
+    let heads23 = || vec![int("q_num_heads", 2), int("kv_num_heads", 2)];
+    cases.extend([
+        ("opset 23 heads", onnx23(&["x", "x", "x"], vec![], vec![]), "'q_num_heads' is 0"),
+        (
+            "opset 23 mode",
+            onnx23(&["x", "x", "x"], [heads23(), vec![int("qk_matmul_output_mode", 4)]].concat(), vec![]),
+            "'qk_matmul_output_mode' is 4",
+        ),
+        ("opset 23 mask", onnx23(&["x", "x", "x", "m"], heads23(), vec![kv("m", &[2, 3, 4])]), "attn_mask has shape [2, 3, 4]"),
+        ("opset 23 ranks", onnx23(&["x", "k", "x"], heads23(), vec![kv("k", &[2, 2, 3, 4])]), "expected all [batch, sequence, hidden]"),
+        ("opset 23 softcap", onnx23(&["x", "x", "x"], [heads23(), vec![float("softcap", f32::NAN)]].concat(), vec![]), "softcap NaN"),
+    ]);
     let input = || vec![("x", vec![2, 3, 8], ramp(48, 0.1, 0))];
     for (what, bytes, want) in cases {
         let s = Session::new(Model::from_bytes(&bytes).unwrap_or_else(|e| panic!("{what}: {e}")), &cpu()).unwrap();
