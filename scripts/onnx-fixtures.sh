@@ -6,20 +6,21 @@
 # the wheel of rapidocr-onnxruntime (Apache-2.0) for the pretrained PP-OCR models it ships.
 # A second venv, target/onnx23-venv, holds a newer pinned onnx alone: its reference evaluator
 # is the oracle of the opset 23 operators the pinned onnxruntime does not know
-# (scripts/onnx23_fixtures.py), and tests/registry.rs reads its opset 23 schemas.
+# (scripts/onnx23_fixtures.py, scripts/onnx23_attention_fixtures.py), and tests/registry.rs reads its opset 23 schemas.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/onnx-fixtures
 venv=target/onnx-venv
 gen=scripts/onnx_fixtures.py
 gen23=scripts/onnx23_fixtures.py
+gen23att=scripts/onnx23_attention_fixtures.py
 venv23=target/onnx23-venv
 stamp="$out/.done"
 mkdir -p target
 # Test binaries and threads may call this at once: one builds, the others wait.
 exec 9>target/onnx-fixtures.lock
 flock 9
-if [ -f "$stamp" ] && [ "$stamp" -nt "$gen" ] && [ "$stamp" -nt "$gen23" ] && [ "$stamp" -nt "$0" ]; then
+if [ -f "$stamp" ] && [ "$stamp" -nt "$gen" ] && [ "$stamp" -nt "$gen23" ] && [ "$stamp" -nt "$gen23att" ] && [ "$stamp" -nt "$0" ]; then
   exit 0
 fi
 if [ ! -x "$venv/bin/python" ]; then

@@ -1073,6 +1073,7 @@ def main():
     control_flow_cases()
     external_data_cases()
     rotary_and_embedding_cases()
+    attention_cases()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"onnx": onnx.__version__, "onnxruntime": ort.__version__, "cases": MANIFEST}, f, indent=1)
     print(f"{len(MANIFEST)} cases", file=sys.stderr)
@@ -1388,6 +1389,128 @@ def rotary_and_embedding_cases():
     gen23 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnx23_fixtures.py")
     import subprocess
     out = subprocess.run([py23, gen23, OUT], check=True, capture_output=True, text=True).stdout
+
+
+def attention_case(name, op, ins, outs, feeds, **attrs):
+    """One com.microsoft attention node (`op`) on graph inputs `feeds` (name -> array), every
+    output compared (tag `attention`). onnxruntime's CPU kernels must give finite values."""
+    nd = helper.make_node(op, ins, outs, name=op.lower(), domain="com.microsoft", **attrs)
+    vi_in = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)) for n, a in feeds.items()]
+    vi_out = [helper.make_tensor_value_info(n, F, None) for n in outs if n]
+    g = helper.make_graph([nd], name, vi_in, vi_out)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)], producer_name="pixelgrad-fixtures")
+    m.ir_version = min(m.ir_version, 8)
+    b = m.SerializeToString()
+    got = run_ort(b, feeds)
+    for n, v in got:
+        assert np.isfinite(v).all(), f"{name}: onnxruntime gave non-finite {n}"
+    save_case("ops", name, b, feeds, got, tags=["attention"])
+
+
+def attention_cases():
+    """onnxruntime's attention operators (MultiHeadAttention, GroupQueryAttention, Attention;
+    bert_defs.cc), each input form and attribute its CPU kernel runs. Their own random stream,
+    so the cases before them keep their bytes. onnxruntime 1.20.1's CPU kernel lays key masks
+    out with the query length as the row length, so masked cases keep the key length equal to
+    the query length (or the past plus it); it refuses packed QKV / KV in MultiHeadAttention,
+    ignores MultiHeadAttention's past when no present is asked for, crashes on Attention without
+    a bias, and misreads an attention_bias of shape [B, 1, S, T] (NaN with a past): none of
+    those are cases."""
+    rng = np.random.default_rng(4242)
+    r = lambda *shape: rng.uniform(-1, 1, size=shape).astype(np.float32)
+    i32 = lambda v: np.array(v, np.int32)
+    # MultiHeadAttention: 2 heads of 4, batch 2, 3 queries
+    B, S, N, H = 2, 3, 2, 4
+    D = N * H
+    mha = lambda name, ins, outs, feeds, **a: attention_case(name, "MultiHeadAttention", ins, outs, feeds, num_heads=N, **a)
+    q, k, v, k4, v4 = r(B, S, D), r(B, S, D), r(B, S, D), r(B, 4, D), r(B, 4, D)
+    mha("mha_cross_kv4", ["q", "k", "v"], ["y"], dict(q=q, k=k4, v=v4))
+    mha("mha_value_width_6", ["q", "k", "v"], ["y"], dict(q=q, k=k4, v=r(B, 4, 6)))
+    mha("mha_bias_attention_bias_scale", ["q", "k", "v", "b", "", "ab"], ["y"], dict(q=q, k=k4, v=v4, b=r(3 * D), ab=r(1, N, S, 4)), scale=0.3)
+    mha("mha_attention_bias_per_batch_head", ["q", "k", "v", "", "", "ab"], ["y"], dict(q=q, k=k4, v=v4, ab=r(B, N, S, 4)))
+    mha("mha_unidirectional", ["q", "k", "v"], ["y"], dict(q=q, k=k, v=v), unidirectional=1)
+    mha("mha_key_padding_lengths", ["q", "k", "v", "", "m"], ["y"], dict(q=q, k=k, v=v, m=i32([2, 3])))
+    mha("mha_key_padding_2d", ["q", "k", "v", "", "m"], ["y"], dict(q=q, k=k, v=v, m=i32([[1, 0, 1], [0, 1, 1]])))
+    m3 = rng.integers(0, 2, (B, S, S)).astype(np.int32)
+    m3[:, :, 0] = 1
+    mha("mha_key_padding_3d", ["q", "k", "v", "", "m"], ["y"], dict(q=q, k=k, v=v, m=m3))
+    mha("mha_key_padding_2d_unidirectional_mask_filter_value", ["q", "k", "v", "b", "m"], ["y"],
+        dict(q=q, k=k, v=v, b=r(3 * D), m=i32([[0, 0, 0], [0, 1, 1]])), unidirectional=1, mask_filter_value=-3.0)
+    P = 2
+    pk, pv = r(B, N, P, H), r(B, N, P, H)
+    past = ["q", "k", "v", "b", "m", "ab", "pk", "pv"]
+    kv = ["y", "present_key", "present_value"]
+    mha("mha_past_unidirectional", past[:3] + ["", "", ""] + past[6:], kv, dict(q=q, k=k, v=v, pk=pk, pv=pv), unidirectional=1)
+    mha("mha_past_key_padding_2d_bias", past[:5] + [""] + past[6:], kv,
+        dict(q=q, k=k, v=v, b=r(3 * D), m=i32([[0, 1, 1, 1, 1], [1, 1, 0, 1, 1]]), pk=pk, pv=pv))
+    mha("mha_past_key_padding_lengths", past[:3] + ["", "m", ""] + past[6:], kv, dict(q=q, k=k, v=v, m=i32([4, 5]), pk=pk, pv=pv))
+    mha("mha_past_attention_bias_unidirectional", past[:3] + ["", "", "ab"] + past[6:], kv,
+        dict(q=q, k=k, v=v, ab=r(1, N, S, P + S), pk=pk, pv=pv), unidirectional=1)
+    mha("mha_present_without_past", ["q", "k", "v"], kv, dict(q=q, k=k4, v=v4))
+    mha("mha_kv_in_heads_bias", ["q", "k", "v", "b"], kv, dict(q=q, k=r(B, N, 4, H), v=r(B, N, 4, H), b=r(3 * D)))
+    # GroupQueryAttention: 4 query heads over 2 key/value heads of 8 (onnxruntime's CPU wants
+    # head sizes that are multiples of 8), batch 2, 3 new tokens
+    B, S, N, KVN, H = 2, 3, 4, 2, 8
+    D, KD = N * H, KVN * H
+    gqa = lambda name, ins, feeds, **a: attention_case(name, "GroupQueryAttention", ins, ["y", "present_key", "present_value"], feeds,
+                                                       num_heads=N, kv_num_heads=KVN, **a)
+    q, k, v = r(B, S, D), r(B, S, KD), r(B, S, KD)
+    prompt = dict(q=q, k=k, v=v, sk=i32([S - 1] * B), t=i32(S))
+    gin = ["q", "k", "v", "", "", "sk", "t"]
+    gqa("gqa_prompt", gin, prompt)
+    gqa("gqa_prompt_packed_qkv", ["q", "", "", "", "", "sk", "t"], dict(q=np.concatenate([q, k, v], -1), sk=prompt["sk"], t=prompt["t"]))
+    gqa("gqa_prompt_scale", gin, prompt, scale=0.5)
+    gqa("gqa_prompt_softcap", gin, prompt, softcap=2.0)
+    gqa("gqa_prompt_local_window", gin, prompt, local_window_size=1)
+    gqa("gqa_prompt_smooth_softmax", gin, prompt, smooth_softmax=1)
+    attention_case("gqa_kv_heads_equal", "GroupQueryAttention", gin, ["y", "pk", "pv"], dict(q=q, k=r(B, S, D), v=r(B, S, D), sk=prompt["sk"], t=prompt["t"]),
+                   num_heads=N, kv_num_heads=N)
+    full = ["q", "k", "v", "pk", "pv", "sk", "t"]
+    # a past of 3 and 3 new tokens (onnxruntime's CPU takes batch 1 then)
+    gqa("gqa_past_three_tokens", full, dict(q=q[:1], k=k[:1], v=v[:1], pk=r(1, KVN, 3, H), pv=r(1, KVN, 3, H), sk=i32([5]), t=i32(6)))
+    # one new token per batch after pasts of 2 and 4 tokens in buffers of 4 and of 7
+    q1, k1, v1 = r(B, 1, D), r(B, 1, KD), r(B, 1, KD)
+    for buf in (4, 7):
+        gqa(f"gqa_decode_ragged_buffer_{buf}", full, dict(q=q1, k=k1, v=v1, pk=r(B, KVN, buf, H), pv=r(B, KVN, buf, H), sk=i32([2, 4]), t=i32(5)))
+    gqa("gqa_decode_local_window_softcap", full, dict(q=q1, k=k1, v=v1, pk=r(B, KVN, 4, H), pv=r(B, KVN, 4, H), sk=i32([3, 4]), t=i32(5)),
+        local_window_size=2, softcap=1.5)
+    # Attention: input width 5, 2 heads of 4, batch 2, 3 tokens
+    B, S, N, H, IN = 2, 3, 2, 4, 5
+    D = N * H
+    att = lambda name, ins, outs, feeds, **a: attention_case(name, "Attention", ins, outs, feeds, num_heads=N, **a)
+    x, w, bias = r(B, S, IN), r(IN, 3 * D), r(3 * D)
+    base = dict(x=x, w=w, b=bias)
+    att("attention_bert", ["x", "w", "b"], ["y"], base)
+    att("attention_unidirectional", ["x", "w", "b"], ["y"], base, unidirectional=1)
+    att("attention_scale", ["x", "w", "b"], ["y"], base, scale=0.7)
+    att("attention_mask_lengths", ["x", "w", "b", "m"], ["y"], dict(base, m=i32([2, 3])))
+    att("attention_mask_end_start", ["x", "w", "b", "m"], ["y"], dict(base, m=i32([3, 2, 1, 0])))
+    att("attention_mask_2d", ["x", "w", "b", "m"], ["y"], dict(base, m=i32([[1, 0, 1], [0, 1, 1]])))
+    att("attention_mask_3d", ["x", "w", "b", "m"], ["y"], dict(base, m=m3))
+    att("attention_mask_2d_unidirectional_mask_filter_value", ["x", "w", "b", "m"], ["y"], dict(base, m=i32([[0, 0, 0], [0, 1, 1]])),
+        unidirectional=1, mask_filter_value=-3.0)
+    att("attention_attention_bias", ["x", "w", "b", "", "", "ab"], ["y"], dict(base, ab=r(1, N, S, S)))
+    past = r(2, B, N, 2, H)
+    att("attention_past_unidirectional", ["x", "w", "b", "", "past"], ["y", "present"], dict(base, past=past), unidirectional=1)
+    att("attention_past_mask_2d", ["x", "w", "b", "m", "past"], ["y", "present"], dict(base, m=i32([[1, 0, 1, 1, 1], [0, 1, 1, 1, 1]]), past=past))
+    att("attention_qkv_hidden_sizes", ["x", "w", "b"], ["y"], dict(x=x, w=r(IN, 2 * D + 6), b=r(2 * D + 6)), qkv_hidden_sizes=[D, D, 6])
+    attention23_cases()
+
+
+def attention23_cases():
+    """Opset 23's Attention, which the pinned onnx and onnxruntime do not know: from
+    scripts/onnx23_attention_fixtures.py, run in target/onnx23-venv (onnx 1.19.1 and numpy
+    1.26.4, pinned; made here if it is missing), whose reference evaluator is the oracle."""
+    import subprocess
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    venv = os.path.join(root, "target", "onnx23-venv")
+    py = os.path.join(venv, "bin", "python")
+    if not os.path.exists(py):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    if subprocess.run([py, "-c", "import onnx, numpy; assert onnx.__version__ == '1.19.1'"], capture_output=True).returncode != 0:
+        subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "onnx==1.19.1", "numpy==1.26.4"], check=True)
+    gen = os.path.join(root, "scripts", "onnx23_attention_fixtures.py")
+    out = subprocess.run([py, gen, OUT], check=True, capture_output=True, text=True).stdout
     MANIFEST.extend(json.loads(out))
 
 

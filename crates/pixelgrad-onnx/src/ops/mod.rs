@@ -3,6 +3,7 @@
 //! shape the computation (`Reshape`'s shape, `Slice`'s starts, `Resize`'s scales, pads...) must
 //! be host values: constants, or shape arithmetic the runtime evaluates on the host.
 
+mod attention;
 mod context;
 mod contrib;
 mod conv;

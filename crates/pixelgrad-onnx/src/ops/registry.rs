@@ -27,7 +27,8 @@ use std::sync::OnceLock;
 
 use super::context::{HostEval, Run};
 use super::{
-    contrib, conv, einsum, elementwise, linalg, loss, meta, movement, nbits, norm, pool, quant, reduce, resize, rnn, rotary, select,
+    attention, contrib, conv, einsum, elementwise, linalg, loss, meta, movement, nbits, norm, pool, quant, reduce, resize, rnn, rotary,
+    select,
 };
 use crate::graph::Node;
 use crate::hostops;
@@ -422,6 +423,22 @@ pub const OPS: &[OpRow] = &[
     // opset 23 against that package)
     row(ONNX, "RMSNormalization", &[s(23, (2, 2), (1, 1), &[], &[])], contrib::rms_normalization),
     row(ONNX, "RotaryEmbedding", &[s(23, (3, 4), (1, 1), &[3], &[])], rotary::rotary_embedding),
+    // onnxruntime's attention operators (`bert_defs.cc`), all on one attention function
+    // (`ops/attention.rs`, which materialises the sequence x sequence scores)
+    row(MS, "MultiHeadAttention", &[s(1, (1, 8), (1, 3), &[1, 2, 3, 4, 5, 6, 7], &["num_heads"])], attention::multi_head_attention)
+        .note(attention::NOTE),
+    row(
+        MS,
+        "GroupQueryAttention",
+        &[s(1, (7, 9), (3, 3), &[1, 2, 3, 4, 7, 8], &["kv_num_heads", "num_heads"])],
+        attention::group_query_attention,
+    )
+    .host_args_from(5)
+    .reads_back(&[5, 6])
+    .note(attention::NOTE),
+    row(MS, "Attention", &[s(1, (2, 7), (1, 2), &[2, 3, 4, 5, 6], &["num_heads"])], attention::attention).note(attention::NOTE),
+    // opset 23's Attention, on the same function (its schema from onnx 1.19; tests/registry.rs)
+    row(ONNX, "Attention", &[s(23, (3, 6), (1, 4), &[3, 4, 5], &[])], attention::onnx_attention).note(attention::NOTE),
 ];
 
 /// The row of `op_type` in `domain` (a node's domain string), if pixelgrad reads it.

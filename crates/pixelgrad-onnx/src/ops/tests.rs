@@ -22,6 +22,8 @@ fn old_host_argument(op: &str, i: usize) -> bool {
         // added with the table: its packed weight, scales and zero points are read on the host
         "MatMulNBits" => i >= 1,
         "GatherBlockQuantized" => i >= 2,
+        // added with the table: seqlens_k, total_sequence_length (and the rotary caches)
+        "GroupQueryAttention" => i >= 5,
         _ => false,
     }
 }
@@ -36,6 +38,8 @@ fn old_reads_back(op_type: &str) -> &'static [usize] {
         "NonMaxSuppression" => &[0, 1],
         "NonZero" => &[0],
         "Compress" => &[1],
+        // added with the table: the present's length and layout depend on them
+        "GroupQueryAttention" => &[5, 6],
         _ => &[],
     }
 }
@@ -138,9 +142,9 @@ fn derived_lists_equal_the_tables_they_replaced() {
     assert_eq!(SUPPORTED.len() + SUPPORTED_MS.len(), OPS.len());
 }
 
-/// The names in both domains: `Gelu` (ONNX's since opset 20, onnxruntime's contrib one) and
-/// `RotaryEmbedding` (onnxruntime's contrib one, ONNX's since opset 23).
-const IN_BOTH: &[&str] = &["Gelu", "RotaryEmbedding"];
+/// The names in both domains: `Gelu` (ONNX's since opset 20, onnxruntime's contrib one),
+/// `RotaryEmbedding` and `Attention` (onnxruntime's contrib ones, ONNX's since opset 23).
+const IN_BOTH: &[&str] = &["Gelu", "RotaryEmbedding", "Attention"];
 
 /// Only [`IN_BOTH`]'s names are in both domains, and each one's rows agree on everything
 /// [`by_name`]'s callers read, which do not know the domain.
