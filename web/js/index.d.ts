@@ -132,7 +132,7 @@ export interface BackendCaps {
   storageMantissaBits: number;
   /** How the backend computes f32 arithmetic. */
   arithmetic: ArithmeticPrecision;
-  /** Mantissa bits of that arithmetic: 23 for f32; WebGL's highp/mediump as the driver states them; 10 emulated. */
+  /** Mantissa bits of that arithmetic: 23 for f32; on WebGL measured at start by a fragment program (fract(1 + 2^-k) / 2^-k), not the driver's statement; 10 emulated. */
   arithmeticMantissaBits: number;
   /** The largest texture side (WebGL's MAX_TEXTURE_SIZE or the forced smaller one, WebGPU's maxTextureDimension2D); null on the CPU. */
   maxTextureSide: number | null;
