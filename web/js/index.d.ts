@@ -2,7 +2,8 @@
 // declarations in pixelgrad_web.d.ts describe internals).
 
 /**
- * `webgl1`: WebGL1 (`getContext('webgl')`) with OES_texture_float and a float render target,
+ * `webgl1`: WebGL1 (`getContext('webgl')`) with OES_texture_float and a float render target
+ * (or, named explicitly, half-float textures on a device that renders only those),
  * for devices without WebGL2: GLSL ES 1.00 programs; trains the MLP presets and conv nets with
  * the results of `webgl` up to f32 rounding; pixels come in through the host
  * (`fromPixelsBytes`; `fromPixelsSource` is refused); tensors up to 2^22 elements, matmul K up

@@ -90,7 +90,7 @@ test('shim: webgl1 on a half-float-only device stores half floats; with no float
   assert.ok(cpu.ok, JSON.stringify(cpu));
 });
 
-test("emulatePrecision 'half': every value a shader writes is a half-precision number, on webgl and webgl1; 'no-highp' is refused; the option is checked", async () => {
+test("emulatePrecision 'half': every value a shader writes is a half-precision number, on webgl and webgl1, and the measured arithmetic bits are 10; 'no-highp' is refused; the option is checked", async () => {
   const r = await inPage(async (pg) => {
     // true when v is exactly representable in IEEE half precision
     const isHalf = (v) => {
@@ -106,7 +106,7 @@ test("emulatePrecision 'half': every value a shader writes is a half-precision n
       const model = pg.sequential([pg.layers.dense({ units: 16, inputShape: [64], activation: 'sigmoid' }), pg.layers.dense({ units: 10 })]);
       const x = pg.tensor(d.test.x.subarray(0, 64 * 32), [32, 64]);
       const out = Array.from(await model.predict(x).data());
-      return { emulated: rt.report.emulatedPrecision ?? null, halves: out.filter(isHalf).length, n: out.length };
+      return { emulated: rt.report.emulatedPrecision ?? null, halves: out.filter(isHalf).length, n: out.length, bits: rt.report.caps.arithmeticMantissaBits };
     };
     const res = {};
     for (const backend of ['webgl', 'webgl1']) {
@@ -132,6 +132,8 @@ test("emulatePrecision 'half': every value a shader writes is a half-precision n
     assert.equal(plain.emulated, null);
     assert.equal(half.halves, half.n, `${backend}: every output is a half under emulation`);
     assert.ok(plain.halves < plain.n / 2, `${backend}: without emulation most outputs are not halves (${plain.halves} of ${plain.n})`);
+    // The arithmetic bits the start-up probe measured: SwiftShader's highp keeps 23, the emulation 10.
+    assert.deepEqual([plain.bits, half.bits], [23, 10], `${backend}: measured arithmetic bits`);
   }
   assert.match(r.noHighp, /highp/);
   assert.match(r.badValue, /unknown emulatePrecision 'quarter'/);
