@@ -2,7 +2,8 @@
 // declarations in pixelgrad_web.d.ts describe internals).
 
 /**
- * `webgl1`: WebGL1 (`getContext('webgl')`) with OES_texture_float and a float render target,
+ * `webgl1`: WebGL1 (`getContext('webgl')`) with OES_texture_float and a float render target
+ * (or, named explicitly, half-float textures on a device that renders only those),
  * for devices without WebGL2: GLSL ES 1.00 programs; trains the MLP presets and conv nets with
  * the results of `webgl` up to f32 rounding; pixels come in through the host
  * (`fromPixelsBytes`; `fromPixelsSource` is refused); tensors up to 2^22 elements, matmul K up
@@ -132,7 +133,7 @@ export interface BackendCaps {
   storageMantissaBits: number;
   /** How the backend computes f32 arithmetic. */
   arithmetic: ArithmeticPrecision;
-  /** Mantissa bits of that arithmetic: 23 for f32; WebGL's highp/mediump as the driver states them; 10 emulated. */
+  /** Mantissa bits of that arithmetic: 23 for f32; on WebGL measured at start by a fragment program (fract(1 + 2^-k) / 2^-k), not the driver's statement; 10 emulated. */
   arithmeticMantissaBits: number;
   /** The largest texture side (WebGL's MAX_TEXTURE_SIZE or the forced smaller one, WebGPU's maxTextureDimension2D); null on the CPU. */
   maxTextureSide: number | null;

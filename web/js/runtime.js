@@ -288,8 +288,11 @@ function startWebGl(auto, allowSoftware, reuse = {}) {
 }
 
 // WebGL1 (`getContext('webgl')`) for browsers and devices without WebGL2: the backend's
-// GLSL ES 1.00 mode. OES_texture_float is required; float render targets are checked on the
-// Rust side by really rendering into one (the extension strings alone are not trusted).
+// GLSL ES 1.00 mode. Tensors are float textures (OES_texture_float) or, on a device that renders
+// only half floats, half-float ones (OES_texture_half_float + EXT_color_buffer_half_float, with
+// the optimizers' half measures); which one renders is checked on the Rust side by really
+// rendering into it (the extension strings alone are not trusted). Under auto a device with
+// half floats only is left to the CPU, as WebGL2 without EXT_color_buffer_float is.
 function startWebGl1(auto, allowSoftware, reuse = {}) {
   const canvas = newCanvas();
   const gl = canvas.getContext('webgl', { antialias: false, depth: false, stencil: false, alpha: true, powerPreference: 'high-performance' });
@@ -302,7 +305,12 @@ function startWebGl1(auto, allowSoftware, reuse = {}) {
         "use init({ backend: 'webgl1' }) or allowSoftware: true to use it",
     );
   }
-  if (!gl.getExtension('OES_texture_float')) throw new Error('no OES_texture_float (tensors are float textures)');
+  if (!gl.getExtension('OES_texture_float')) {
+    if (auto) throw new Error('no OES_texture_float (tensors are float textures; half floats are too imprecise for auto)');
+    if (!gl.getExtension('OES_texture_half_float')) {
+      throw new Error('no OES_texture_float and no OES_texture_half_float (tensors are float or half-float textures)');
+    }
+  }
   const inner = reuse.emulate ? wasm.Runtime.webglEmulated(gl, true, reuse.emulate) : wasm.Runtime.webgl1(gl);
   return { inner, adapter: renderer || inner.adapter, keep: canvas, gl, software: wasm.isSoftwareRenderer(renderer) || inner.software };
 }

@@ -139,9 +139,11 @@ pub struct Caps {
     pub storage_mantissa_bits: u8,
     /// How the backend computes f32 arithmetic.
     pub arithmetic: Arithmetic,
-    /// Mantissa bits of that arithmetic: 23 for `f32`; WebGL's `highp` / `mediump` as the
-    /// driver's `getShaderPrecisionFormat` states them for the fragment stage; 10 for the
-    /// half emulation.
+    /// Mantissa bits of that arithmetic: 23 for `f32`; on WebGL as a start-up program measures
+    /// them in the fragment stage (`fract(1 + 2^-k) / 2^-k` for k = 1..=23, the leading exact
+    /// 1s; 10 under the half emulation or on a GPU whose `mediump` is 16-bit), not as the
+    /// driver's `getShaderPrecisionFormat` states them (that statement stays in the WebGL
+    /// report).
     pub arithmetic_mantissa_bits: u8,
     /// The largest texture side the backend accepts (WebGL's `MAX_TEXTURE_SIZE`, or the smaller
     /// one its options force; WebGPU's `maxTextureDimension2D`, which bounds image inputs), or

@@ -1,16 +1,19 @@
-//! Full (RGBA32F) against half (RGBA16F) tensor storage on WebGL2, for the benchmarks page:
+//! Full (RGBA32F) against half (RGBA16F) tensor storage on WebGL2 (or, with `webgl1`, in the
+//! `webgl1` mode's float and half-float textures), for the benchmarks page:
 //! the digits MLP or CNN trained for a few epochs from the same seed on each, and on the CPU,
 //! with test accuracy, milliseconds per step (the whole `fit`, logs included, over its steps)
 //! and the device memory held at the end (in use plus pooled, `Device::counters`).
 //!
 //! ```text
-//! cargo run --release -p pixelgrad-webgl --example half_storage -- [mlp|cnn] [adam|sgd] [EPOCHS] [lr=LR] [mixed] [--emulate]
+//! cargo run --release -p pixelgrad-webgl --example half_storage -- [mlp|cnn] [adam|sgd] [EPOCHS] [lr=LR] [mixed] [--emulate] [webgl1]
 //! ```
 //!
 //! Half storage here is `force_half_float` (what a device without `EXT_color_buffer_float`
 //! falls back to; `tests/half_only.rs` checks that the two train alike); `--emulate` adds the
 //! half-arithmetic emulation to it; `mixed` trains with `Precision::Mixed` (dynamic loss
-//! scaling; on RGBA16F the scaler of `pixelgrad_nn::mixed` for tensors that are halves).
+//! scaling; on RGBA16F the scaler of `pixelgrad_nn::mixed` for tensors that are halves);
+//! `webgl1` runs both storages in the `webgl1` mode (GLSL ES 1.00; half floats as a device
+//! with only OES_texture_half_float + EXT_color_buffer_half_float stores them).
 
 use std::time::Instant;
 
@@ -27,6 +30,8 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let opt = if args.iter().any(|a| a == "sgd") { "sgd" } else { "adam" };
     let epochs = args.iter().find_map(|a| a.parse::<usize>().ok()).unwrap_or(2);
     let emulate = args.iter().any(|a| a == "--emulate");
+    let webgl1 = args.iter().any(|a| a == "webgl1");
+    let mode = if webgl1 { "webgl1" } else { "webgl2" };
     let precision = if args.iter().any(|a| a == "mixed") { Precision::Mixed } else { Precision::F32 };
     let lr = args.iter().find_map(|a| a.strip_prefix("lr=")?.parse::<f32>().ok()).unwrap_or(if opt == "sgd" { 0.05 } else { 0.003 });
     let split = pixelgrad_data::digits_split(0.2, 7)?;
@@ -60,14 +65,15 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     println!("| model | optimiser | storage | epochs | last logged loss | test accuracy | ms/step | bytes in use + pooled |");
     println!("|---|---|---|---|---|---|---|---|");
     run("cpu", Device::new(CpuBackend::new()))?;
-    let full = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..Default::default() })?;
-    run("webgl2 RGBA32F", Device::new(full))?;
+    let full = WebGlBackend::new_headless(WebGlOptions { self_test: false, webgl1, ..Default::default() })?;
+    run(&format!("{mode} RGBA32F"), Device::new(full))?;
     let half = WebGlBackend::new_headless(WebGlOptions {
         self_test: false,
         force_half_float: true,
+        webgl1,
         emulate_precision: emulate.then_some(EmulatedPrecision::Half),
         ..Default::default()
     })?;
-    run(if emulate { "webgl2 RGBA16F + half arithmetic" } else { "webgl2 RGBA16F" }, Device::new(half))?;
+    run(&format!("{mode} RGBA16F{}", if emulate { " + half arithmetic" } else { "" }), Device::new(half))?;
     Ok(())
 }

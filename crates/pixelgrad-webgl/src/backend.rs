@@ -125,7 +125,8 @@ impl WebGlBackend {
             b.probe_float_rendering()?;
         }
         let storage_bits = b.probe_storage_bits()?;
-        b.caps = Rc::new(caps_of(&b.shared, storage_bits));
+        let arithmetic_bits = b.probe_arithmetic_bits()?;
+        b.caps = Rc::new(caps_of(&b.shared, storage_bits, arithmetic_bits));
         if opts.self_test {
             let st = b.self_test()?;
             b.shared.report.borrow_mut().self_test = Some(st);
@@ -223,14 +224,16 @@ impl WebGlBackend {
 /// - No single-op convolution (im2col + matmul), no direct f16 matmul operand, no `shader-f16`
 ///   question.
 /// - Precision: `storage_bits` as [`WebGlBackend::probe_storage_bits`] measured them; the
-///   arithmetic the fragment stage computes in (the half emulation: 10 bits; forced mediump:
-///   the driver's `MEDIUM_FLOAT` precision; otherwise `HIGH_FLOAT`'s, 23 where the driver does
-///   not say), and the training verdict from both ([`Caps::training_verdict`]).
+///   arithmetic the fragment stage computes in (the half emulation, forced mediump or highp)
+///   and its mantissa bits as [`WebGlBackend::probe_arithmetic_bits`] measured them (the
+///   driver's `getShaderPrecisionFormat` statement stays in the report, `fragment_highp`; where
+///   it differs from the measurement the report's warnings say so), and the training verdict
+///   from both ([`Caps::training_verdict`]).
 /// - Limits: the effective `MAX_TEXTURE_SIZE` (the options may force a smaller one) and four
 ///   f32 elements per texel of the largest square texture, at most `gl1::MAX_ELEMENTS` (2^22)
 ///   in the `webgl1` mode.
-fn caps_of(sh: &Shared, storage_bits: u8) -> Caps {
-    let r = sh.report.borrow();
+fn caps_of(sh: &Shared, storage_bits: u8, arithmetic_bits: u8) -> Caps {
+    let mut r = sh.report.borrow_mut();
     let mut why = Vec::new();
     if r.format == crate::options::TexelFormat::Rgba16F {
         why.push("tensors stored in RGBA16F (half floats)".to_string());
@@ -241,16 +244,25 @@ fn caps_of(sh: &Shared, storage_bits: u8) -> Caps {
     if let Some(p) = r.emulated_precision {
         why.push(format!("{} arithmetic emulated", p.as_str()));
     }
-    let f32_bits = pixelgrad_core::caps::F32_MANTISSA_BITS;
-    let (arithmetic, arithmetic_bits) = if r.emulated_precision.is_some() {
-        (Arithmetic::EmulatedHalf, pixelgrad_core::caps::HALF_MANTISSA_BITS)
+    // What the driver states for the precision the fragment stage computes in (none for the
+    // emulation, which is not the driver's).
+    let (arithmetic, stated) = if r.emulated_precision.is_some() {
+        (Arithmetic::EmulatedHalf, None)
     } else if sh.mediump {
         // SAFETY: a plain query on the current context.
         let p = unsafe { sh.gl.get_shader_precision_format(glow::FRAGMENT_SHADER, glow::MEDIUM_FLOAT) };
-        (Arithmetic::Mediump, p.map_or(pixelgrad_core::caps::HALF_MANTISSA_BITS, |p| p.precision.clamp(0, 255) as u8))
+        (Arithmetic::Mediump, p.map(|p| (p.precision, "mediump")))
     } else {
-        (Arithmetic::Highp, r.fragment_highp.map_or(f32_bits, |p| p.precision.clamp(0, 255) as u8))
+        (Arithmetic::Highp, r.fragment_highp.map(|p| (p.precision, "highp")))
     };
+    if let Some((bits, name)) = stated.filter(|(bits, _)| *bits != i32::from(arithmetic_bits)) {
+        let msg = format!(
+            "the driver states {bits} mantissa bits for fragment {name} float; the start-up probe \
+             measured {arithmetic_bits} (the caps use the measurement)"
+        );
+        warn(&msg);
+        r.warnings.push(msg);
+    }
     // Four f32 elements per texel of the largest square texture; the `webgl1` mode's float
     // indices are exact only below `gl1::MAX_ELEMENTS`.
     let texels = u64::from(sh.max_tex).pow(2) * 4;

@@ -3,10 +3,14 @@
 //! render check that decides whether float render targets really work.
 //!
 //! WebGL1 stores float tensors through OES_texture_float and renders into them through
-//! WEBGL_color_buffer_float (EXT_color_buffer_half_float offers only half floats, which this
-//! mode does not store: their uploads and reads would need host-side f16 conversion). An
-//! extension string is not trusted: init builds a framebuffer around a float texture, draws a
-//! constant into it and reads it back.
+//! WEBGL_color_buffer_float. A device that renders only half floats (OES_texture_half_float +
+//! EXT_color_buffer_half_float, as many phones and older GPUs) gets half-float textures
+//! instead (the RGBA16F storage of the WebGL2 fallback, with the same optimizer measures):
+//! uploaded as 16-bit halves converted on the host ([`half_type`]; WebGL1 takes only a
+//! `Uint16Array` for `HALF_FLOAT_OES`) and read back with `readPixels(RGBA, FLOAT)`, which
+//! EXT_color_buffer_half_float makes valid for a half-float framebuffer (the read path of the
+//! 32-bit textures, unchanged). An extension string is not trusted: init builds a framebuffer
+//! around a float (or half-float) texture, draws a constant into it and reads it back.
 
 use glow::HasContext;
 use pixelgrad_core::{Error, Result};
@@ -34,6 +38,36 @@ pub(crate) fn internal_format(legacy: bool) -> i32 {
     } else {
         glow::RGBA32F as i32
     }
+}
+
+/// The internal format `texImage2D` is given for half-float tensors: unsized `RGBA` in a WebGL1 /
+/// ES 2 context (the type, [`half_type`], makes it half float), `RGBA16F` in an ES 3 one.
+pub(crate) fn half_internal_format(legacy: bool) -> i32 {
+    if legacy {
+        glow::RGBA as i32
+    } else {
+        glow::RGBA16F as i32
+    }
+}
+
+/// The pixel type of half-float texture data: `HALF_FLOAT_OES` (0x8D61, OES_texture_half_float)
+/// in a WebGL1 / ES 2 context, `HALF_FLOAT` (0x140B) in an ES 3 one. The data is IEEE half
+/// bit patterns in both.
+pub(crate) fn half_type(legacy: bool) -> u32 {
+    if legacy {
+        glow::HALF_FLOAT_OES
+    } else {
+        glow::HALF_FLOAT
+    }
+}
+
+/// As [`float_texture`] with half floats (see [`half_type`]): the storage of a device that
+/// renders only half floats.
+///
+/// # Safety
+/// The context must be current.
+pub(crate) unsafe fn half_texture(gl: &glow::Context, legacy: bool, w: u32, h: u32) -> std::result::Result<glow::Texture, String> {
+    texture(gl, half_internal_format(legacy), half_type(legacy), w, h)
 }
 
 /// Creates a float texture of `w` x `h` texels with `texImage2D` (no `texStorage2D` in WebGL1),
@@ -67,18 +101,21 @@ unsafe fn texture(gl: &glow::Context, internal: i32, ty: u32, w: u32, h: u32) ->
     Ok(t)
 }
 
-/// True if a 3x3 float texture makes a complete framebuffer.
-fn float_framebuffer(gl: &glow::Context, legacy: bool) -> bool {
+/// True if a 3x3 float texture (`half`: half-float texture) makes a complete framebuffer.
+fn float_framebuffer(gl: &glow::Context, legacy: bool, half: bool) -> bool {
     // SAFETY: temporary objects on the current context, deleted before returning.
     unsafe {
+        // Only this check's own errors count (a refused texture type is INVALID_ENUM).
+        while gl.get_error() != glow::NO_ERROR {}
         let Ok(f) = gl.create_framebuffer() else { return false };
-        let Ok(t) = float_texture(gl, legacy, 3, 3) else {
+        let t = if half { half_texture(gl, legacy, 3, 3) } else { float_texture(gl, legacy, 3, 3) };
+        let Ok(t) = t else {
             gl.delete_framebuffer(f);
             return false;
         };
         gl.bind_framebuffer(glow::FRAMEBUFFER, Some(f));
         gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0, glow::TEXTURE_2D, Some(t), 0);
-        let ok = gl.check_framebuffer_status(glow::FRAMEBUFFER) == glow::FRAMEBUFFER_COMPLETE;
+        let ok = gl.get_error() == glow::NO_ERROR && gl.check_framebuffer_status(glow::FRAMEBUFFER) == glow::FRAMEBUFFER_COMPLETE;
         gl.bind_framebuffer(glow::FRAMEBUFFER, None);
         gl.bind_texture(glow::TEXTURE_2D, None);
         gl.delete_framebuffer(f);
@@ -92,8 +129,8 @@ pub(crate) fn unavailable(reason: String) -> Error {
     Error::Unavailable { backend: NAME.into(), reason }
 }
 
-/// Queries the context for the `webgl1` mode and picks the format (RGBA32F) or explains why it
-/// cannot run.
+/// Queries the context for the `webgl1` mode and picks the format (RGBA32F; half floats where
+/// only those render, or where `force_half_float` asks) or explains why it cannot run.
 pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlReport> {
     // SAFETY: plain queries on the current context.
     let (renderer, version, vendor, max_tex, highp) = unsafe {
@@ -130,34 +167,39 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
         }
     }
     let oes_texture_float = has_ext(gl, "OES_texture_float");
+    let oes_texture_half_float = has_ext(gl, "OES_texture_half_float");
     let webgl_color_buffer_float = has_ext(gl, "WEBGL_color_buffer_float");
     let ext_color_buffer_half_float = has_ext(gl, "EXT_color_buffer_half_float");
-    if legacy && !oes_texture_float {
-        return Err(unavailable(format!(
-            "the WebGL1 context ({renderer}) has no OES_texture_float: tensors are float textures; \
-             use the cpu backend"
-        )));
-    }
-    if opts.force_half_float {
-        return Err(unavailable(
-            "force_half_float: the webgl1 backend stores tensors in RGBA32F only (half-float \
-             uploads and reads would need host-side f16 conversion)"
-                .into(),
-        ));
-    }
-    let float_render_target = float_framebuffer(gl, legacy);
-    if !float_render_target {
-        let half = if ext_color_buffer_half_float {
-            " (EXT_color_buffer_half_float is present, but this backend does not store half floats)"
+    // A WebGL1 context takes float (half-float) texture data only with OES_texture_float
+    // (OES_texture_half_float); an ES 3 context has both formats in core.
+    let float_render_target = (!legacy || oes_texture_float) && float_framebuffer(gl, legacy, false);
+    let half_render_target = (!legacy || oes_texture_half_float) && float_framebuffer(gl, legacy, true);
+    let mut warnings: Vec<String> = crate::emulation::emulation_warning(opts).into_iter().collect();
+    let format = if float_render_target && !opts.force_half_float {
+        TexelFormat::Rgba32F
+    } else if half_render_target {
+        warnings.push(if opts.force_half_float {
+            "half-float storage forced by options: tensors keep ~11 bits of mantissa (relative error ~1e-3)".to_string()
         } else {
-            ""
-        };
+            "no float render targets (OES_texture_float + WEBGL_color_buffer_float): storing tensors in \
+             half floats (OES_texture_half_float + EXT_color_buffer_half_float); tensors keep ~11 bits \
+             of mantissa (relative error ~1e-3), training uses the half-precision measures"
+                .to_string()
+        });
+        TexelFormat::Rgba16F
+    } else {
+        let seen = |name: &str, present: bool| format!("{name} {}", if present { "present" } else { "missing" });
         return Err(unavailable(format!(
             "the GPU ({renderer}) cannot render into float textures: a framebuffer around an RGBA \
-             FLOAT texture is incomplete (WEBGL_color_buffer_float missing or not working){half}; \
-             use the cpu backend"
+             FLOAT texture ({}, {}) and one around a half-float texture ({}, {}) are both \
+             incomplete{}; use the cpu backend",
+            seen("OES_texture_float", oes_texture_float || !legacy),
+            seen("WEBGL_color_buffer_float", webgl_color_buffer_float),
+            seen("OES_texture_half_float", oes_texture_half_float || !legacy),
+            seen("EXT_color_buffer_half_float", ext_color_buffer_half_float),
+            if opts.force_half_float { " (half-float storage was forced by options)" } else { "" },
         )));
-    }
+    };
     let effective = opts.max_texture_size.map_or(max_tex, |m| m.clamp(1, max_tex));
     Ok(WebGlReport {
         renderer,
@@ -170,14 +212,14 @@ pub(crate) fn measure(gl: &glow::Context, opts: &WebGlOptions) -> Result<WebGlRe
         oes_texture_float,
         webgl_color_buffer_float,
         float_render_target,
-        half_render_target: false,
+        half_render_target,
         fragment_highp,
         max_texture_size: max_tex,
         effective_max_texture_size: effective,
         max_draw_buffers,
-        format: TexelFormat::Rgba32F,
+        format,
         emulated_precision: opts.emulate_precision,
-        warnings: crate::emulation::emulation_warning(opts).into_iter().collect(),
+        warnings,
         self_test: None,
     })
 }

@@ -61,7 +61,8 @@
 //!
 //! [`WebGlOptions::webgl1`] selects the `webgl1` mode: the same ops as GLSL ES 1.00 programs
 //! under WebGL1's rules (no texelFetch or integer bit operations, constant loop bounds, one
-//! render target, no VAOs), for WebGL1 contexts with OES_texture_float; [`gl1`] documents the
+//! render target, no VAOs), for WebGL1 contexts with OES_texture_float (or only half-float
+//! render targets, then tensors are half-float textures); [`gl1`] documents the
 //! rules and where each is kept. It stores no 8-bit or f16 tensors (see above).
 //!
 //! # Counters and the steady state

@@ -26,7 +26,8 @@ pub struct WebGlOptions {
     /// 16 bits, for tests of what training does there.
     pub mediump: bool,
     /// The `webgl1` mode: GLSL ES 1.00 programs and only what WebGL1 (with OES_texture_float
-    /// and a float render target) offers: no texelFetch, integer bit operations, VAOs, multiple
+    /// and a float render target, or half-float textures on a device that renders only those)
+    /// offers: no texelFetch, integer bit operations, VAOs, multiple
     /// render targets, pixel-pack buffers or fences. Required for a WebGL1 context; on an
     /// OpenGL ES 3 / WebGL2 context it runs the same programs (how the native tests check it).
     pub webgl1: bool,
@@ -151,9 +152,12 @@ pub struct WebGlReport {
     pub webgl_color_buffer_float: bool,
     /// Measured: an RGBA32F texture makes a complete framebuffer.
     pub float_render_target: bool,
-    /// Measured: an RGBA16F texture makes a complete framebuffer.
+    /// Measured: an RGBA16F texture (the `webgl1` mode: a `HALF_FLOAT_OES` texture) makes a
+    /// complete framebuffer.
     pub half_render_target: bool,
-    /// Fragment-shader `highp float` (None if the query failed).
+    /// Fragment-shader `highp float` as the driver states it (None if the query failed); the
+    /// caps' arithmetic bits are measured instead (`WebGlBackend::probe_arithmetic_bits`), and
+    /// a warning says when the two differ.
     pub fragment_highp: Option<PrecisionFormat>,
     /// The device's MAX_TEXTURE_SIZE.
     pub max_texture_size: u32,

@@ -64,15 +64,17 @@ impl WebGlBackend {
     /// target could not hold and reads them back (the check WEBGL_color_buffer_float is only
     /// a promise of).
     pub(crate) fn probe_float_rendering(&self) -> Result<()> {
-        // Under the precision emulation the device holds halves: a value exact in half (still
-        // one no clamping or 8-bit target could hold).
-        let want = if self.shared.emulate_half { -1234.0_f32 } else { -12345.678_f32 };
+        // Under the precision emulation, or in half-float storage, the device holds halves: a
+        // value exact in half (still one no clamping or 8-bit target could hold).
+        let halves = self.shared.emulate_half || self.shared.format == crate::TexelFormat::Rgba16F;
+        let want = if halves { -1234.0_f32 } else { -12345.678_f32 };
         let t = crate::ops::elementwise::fill(&self.shared, want, 12)?;
         let got = self.shared.read_raw(&t, 12)?;
         if got.iter().any(|&v| v != want) {
             return Err(crate::legacy::unavailable(format!(
-                "rendering into an RGBA32F target does not keep floats (drew {want}, read back {:?}): \
+                "rendering into an {} target does not keep floats (drew {want}, read back {:?}): \
                  float render targets do not work on {}; use the cpu backend",
+                self.shared.format.as_str(),
                 got.first(),
                 self.shared.report.borrow().renderer
             )));
@@ -98,5 +100,49 @@ impl WebGlBackend {
         self.shared.trim_pool()?;
         self.shared.counters.set(before);
         Ok(got.iter().zip(&want).take_while(|(g, w)| g == w).count() as u8)
+    }
+}
+
+/// Stored values of the arithmetic probe are `2^(ARITHMETIC_PROBE_SHIFT - k)`, all normal
+/// halves for k = 1..=23 (a half-float texture, or a sampler, may flush the subnormals that
+/// `2^-k` itself would be past k = 14); the program scales them back by a uniform.
+const ARITHMETIC_PROBE_SHIFT: i32 = 12;
+
+impl WebGlBackend {
+    /// How many mantissa bits the fragment stage's float arithmetic keeps, measured at start
+    /// (the caps' `arithmetic_mantissa_bits`) rather than taken from the driver's
+    /// `getShaderPrecisionFormat`: one elementwise program computes, for `e = 2^-k`
+    /// (k = 1..=23, read from a tensor so no compiler can fold it), `fract(1 + e) / e` as
+    /// `(x - floor(x)) / e` with `x = 1 + e`. The quotient is 1 exactly while `1 + 2^-k` is a
+    /// number of the arithmetic, 0 once it rounds to 1 (or 2); the leading 1s are the bits: 23
+    /// for IEEE f32, 10 for half (mediump on GPUs that honour it, the half emulation). `floor`
+    /// stops a compiler from simplifying `(1 + e) - 1` to `e`, and the whole expression is one
+    /// draw, so no value passes through storage (whose precision
+    /// [`WebGlBackend::probe_storage_bits`] measures apart). Like that probe it leaves the
+    /// counters and the texture pool as they were.
+    pub fn probe_arithmetic_bits(&self) -> Result<u8> {
+        use pixelgrad_core::kernel::{Builder, DType, Launch};
+        let before = self.shared.counters.get();
+        let bits = i32::from(pixelgrad_core::caps::F32_MANTISSA_BITS);
+        let stored: Vec<f32> = (1..=bits).map(|k| f32::powi(2.0, ARITHMETIC_PROBE_SHIFT - k)).collect();
+        let kernel = {
+            let b = Builder::new(&[DType::F32], 2);
+            let e = b.input(0) * b.param(0);
+            let x = b.param(1) + e;
+            b.finish((x - x.floor()) / e)?
+        };
+        let launch = Launch { kernel, params: vec![f32::powi(2.0, -ARITHMETIC_PROBE_SHIFT), 1.0] };
+        let got = {
+            let shape = pixelgrad_core::Shape::from([stored.len()]);
+            let t = self.shared.upload(&stored)?;
+            let out =
+                crate::ops::elementwise::map_labelled(&self.shared, "probe_arithmetic_bits", &launch, &[&t], &[&shape], &shape, || {
+                    "probe.arithmetic_bits".to_string()
+                })?;
+            self.shared.read_raw(&out, stored.len())?
+        };
+        self.shared.trim_pool()?;
+        self.shared.counters.set(before);
+        Ok(got.iter().take_while(|&&q| q == 1.0).count() as u8)
     }
 }

@@ -304,6 +304,8 @@ impl Shared {
             unsafe {
                 let t = if key.2 == glow::RGBA8 {
                     crate::legacy::byte_texture(gl, self.legacy, key.0, key.1)
+                } else if self.format == TexelFormat::Rgba16F {
+                    crate::legacy::half_texture(gl, self.legacy, key.0, key.1)
                 } else {
                     crate::legacy::float_texture(gl, self.legacy, key.0, key.1)
                 }
@@ -349,6 +351,9 @@ impl Shared {
     /// Uploads host data into the new texture `t` (padding the last texel with zeros).
     pub fn write_f32(&self, t: GlTensor, data: &[f32]) -> Result<GlTensor> {
         let texels = t.w as usize * t.h as usize;
+        if self.gl1 && self.format == TexelFormat::Rgba16F {
+            return self.write_halves(t, data);
+        }
         let mut padded = Vec::with_capacity(texels * 4);
         padded.extend_from_slice(data);
         padded.resize(texels * 4, 0.0);
@@ -368,6 +373,39 @@ impl Shared {
                 glow::RGBA,
                 glow::FLOAT,
                 glow::PixelUnpackData::Slice(Some(bytes)),
+            );
+            self.gl.bind_texture(glow::TEXTURE_2D, None);
+        }
+        self.unflushed.set(true);
+        self.check_gl("upload", "tex_sub_image_2d")?;
+        Ok(t)
+    }
+
+    /// The `webgl1` mode's half-float storage: the values converted on the host to IEEE halves
+    /// (round to nearest even; past the half range they become infinities, as a half-float
+    /// target stores them) and uploaded as `HALF_FLOAT_OES` (`HALF_FLOAT` in an ES 3 context)
+    /// data, the only form WebGL1 takes for a half-float texture (a `Uint16Array`).
+    fn write_halves(&self, t: GlTensor, data: &[f32]) -> Result<GlTensor> {
+        let texels = t.w as usize * t.h as usize;
+        let mut bits = vec![0u16; texels * 4];
+        for (b, v) in bits.iter_mut().zip(data) {
+            *b = half::f16::from_f32(*v).to_bits();
+        }
+        self.forget_gl_state();
+        // SAFETY: the buffer holds exactly w*h RGBA texels of 16-bit halves.
+        unsafe {
+            self.gl.bind_texture(glow::TEXTURE_2D, Some(t.tex));
+            self.gl.pixel_store_i32(glow::UNPACK_ALIGNMENT, 4);
+            self.gl.tex_sub_image_2d(
+                glow::TEXTURE_2D,
+                0,
+                0,
+                0,
+                t.w as i32,
+                t.h as i32,
+                glow::RGBA,
+                crate::legacy::half_type(self.legacy),
+                glow::PixelUnpackData::Slice(Some(&*u16_bytes_mut(&mut bits))),
             );
             self.gl.bind_texture(glow::TEXTURE_2D, None);
         }

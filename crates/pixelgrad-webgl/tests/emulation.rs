@@ -201,3 +201,34 @@ fn the_caps_state_the_measured_precision_limits_and_training_verdict() {
     // The verdict follows the bits the driver states for mediump and the probe measured.
     assert_eq!(c.training, pixelgrad_core::Caps::training_verdict(c.storage_mantissa_bits, c.arithmetic, c.arithmetic_mantissa_bits).0);
 }
+
+/// The arithmetic bits in the caps are measured by a start-up program (`fract(1 + 2^-k) /
+/// 2^-k` for k = 1..=23, one draw), not read from `getShaderPrecisionFormat`: llvmpipe's
+/// plain context keeps 23, the half emulation 10, in both modes, whether its storage is
+/// RGBA32F or RGBA16F (the value never passes through a texture between the sum and the
+/// quotient). The probe is invisible: running it leaves the counters and the pool as they
+/// were.
+#[test]
+fn the_arithmetic_probe_measures_23_bits_plain_and_10_emulated() {
+    use pixelgrad_core::Backend;
+    for webgl1 in [false, true] {
+        for (emulate, want) in [(None, 23), (Some(EmulatedPrecision::Half), 10)] {
+            for force_half_float in [false, true] {
+                let b = WebGlBackend::new_headless(WebGlOptions {
+                    webgl1,
+                    self_test: false,
+                    emulate_precision: emulate,
+                    force_half_float,
+                    ..Default::default()
+                })
+                .unwrap();
+                let what = format!("webgl1 {webgl1}, {emulate:?}, force_half_float {force_half_float}");
+                assert_eq!(b.caps().arithmetic_mantissa_bits, want, "{what}");
+                assert_eq!(b.caps().storage_mantissa_bits, if force_half_float { 10 } else { 23 }, "{what}");
+                let (before, pooled) = (b.counters(), b.pooled_textures());
+                assert_eq!(b.probe_arithmetic_bits().unwrap(), want, "{what}");
+                assert_eq!((b.counters(), b.pooled_textures()), (before, pooled), "{what}");
+            }
+        }
+    }
+}

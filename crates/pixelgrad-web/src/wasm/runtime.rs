@@ -174,8 +174,8 @@ impl Runtime {
 #[wasm_bindgen]
 impl Runtime {
     /// WebGL1 on a `canvas.getContext('webgl')` context: the backend's `webgl1` mode (GLSL ES
-    /// 1.00 programs, OES_texture_float storage, float render targets checked by rendering),
-    /// with the self-test. Pixels are imported on the host (`fromPixelsBytes`).
+    /// 1.00 programs, OES_texture_float storage, or half-float storage on a device that renders
+    /// only half floats; render targets checked by rendering), with the self-test. Pixels are imported on the host (`fromPixelsBytes`).
     pub fn webgl1(ctx: JsValue) -> Result<Runtime, JsValue> {
         Runtime::webgl1_with(ctx, WebGlOptions { webgl1: true, ..WebGlOptions::default() })
     }
