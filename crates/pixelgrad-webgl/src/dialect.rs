@@ -25,7 +25,8 @@ const MAIN_ELEMENTWISE: &str = include_str!("shaders/main_elementwise.glsl");
 const VERTEX: &str = include_str!("shaders/fullscreen.vert");
 
 /// Every hand-written fragment program body, by name (the names are also cache keys and
-/// pass-log labels). The programs with loops ([`KernelProgram`]: windows, gathers, scatters)
+/// pass-log labels). The programs with loops ([`KernelProgram`]: windows, im2col and col2im,
+/// gathers, scatters)
 /// are rendered instead ([`crate::glsl`]).
 pub const BODIES: &[(&str, &str)] = &[
     ("fill", include_str!("shaders/fill.glsl")),
@@ -36,8 +37,6 @@ pub const BODIES: &[(&str, &str)] = &[
     ("matmul_block_pack", include_str!("shaders/matmul_block_pack.glsl")),
     ("matmul_block", include_str!("shaders/matmul_block.glsl")),
     ("matmul_unblock", include_str!("shaders/matmul_unblock.glsl")),
-    ("im2col", include_str!("shaders/im2col.glsl")),
-    ("col2im", include_str!("shaders/col2im.glsl")),
     ("depthwise_conv", include_str!("shaders/depthwise_conv.glsl")),
     ("view", include_str!("shaders/view.glsl")),
     ("concat", include_str!("shaders/concat.glsl")),
@@ -751,7 +750,6 @@ fn configs(name: &str) -> u32 {
         "matmul_nbits" => 8,
         "matmul_block_pack" | "matmul_unblock" => 2,
         "matmul_block" => 3,
-        "col2im" => 2,
         _ => 1,
     }
 }

@@ -13,7 +13,9 @@
 //!   product and intermediate is a whole number below 2^24, where f32 is exact; `pg_divmod`
 //!   corrects the one rounding, division's) and every int uniform is sent as a float;
 //! - loops have constant bounds and an early `break`: [`MAX_LOOP`] for the matmul k loop and
-//!   scatter-add's source loop and max_pool_grad's covering windows, [`MAX_WINDOW`] for the taps inside the image of depthwise_conv and max pooling and col2im's covering windows, `GROUP` for reductions;
+//!   scatter-add's source loop and the covering windows of max_pool_grad and col2im (col2im's
+//!   launcher refuses more than [`MAX_WINDOW`] per axis, as before it was rendered),
+//!   [`MAX_WINDOW`] for the taps inside the image of depthwise_conv and max pooling, `GROUP` for reductions;
 //!   longer loops are refused with [`pixelgrad_core::Error::Limit`];
 //! - no `layout(location)` outputs: `gl_FragColor`, one render target (the 4-target matmul is
 //!   never used, so `WEBGL_draw_buffers` is not needed);
@@ -36,7 +38,8 @@ pub const MAX_ELEMENTS: usize = 1 << 22;
 /// max_pool_grad's loops over the windows covering a pixel.
 pub const MAX_LOOP: usize = 65536;
 /// Constant bound of the window loops: the taps inside the image per axis (depthwise_conv,
-/// max pooling) and the windows covering a pixel per axis (col2im), whatever the window's size.
+/// max pooling), whatever the window's size; also the most windows covering a pixel per axis
+/// col2im's launcher accepts.
 pub const MAX_WINDOW: usize = 64;
 
 const VERSION: &str = "#version 100\n";
@@ -47,15 +50,13 @@ const MAIN_ELEMENTWISE: &str = include_str!("shaders/gl1/main_elementwise.glsl")
 const VERTEX: &str = include_str!("shaders/gl1/fullscreen.vert");
 
 /// The hand-written GLSL ES 1.00 bodies, by the same names as [`crate::dialect::BODIES`]
-/// (the window programs are rendered, [`crate::glsl`]). Programs not
+/// (the programs with loops, im2col and col2im among them, are rendered, [`crate::glsl`]). Programs not
 /// listed (the repacking and 4-target matmul passes, the heatmap, pixel import) do not exist
 /// in this mode; asking for one is an error naming WebGL1.
 pub const BODIES: &[(&str, &str)] = &[
     ("fill", include_str!("shaders/gl1/fill.glsl")),
     ("reduce", include_str!("shaders/gl1/reduce.glsl")),
     ("matmul", include_str!("shaders/gl1/matmul.glsl")),
-    ("im2col", include_str!("shaders/gl1/im2col.glsl")),
-    ("col2im", include_str!("shaders/gl1/col2im.glsl")),
     ("depthwise_conv", include_str!("shaders/gl1/depthwise_conv.glsl")),
     ("view", include_str!("shaders/gl1/view.glsl")),
     ("concat", include_str!("shaders/gl1/concat.glsl")),

@@ -2,6 +2,7 @@
 //! (`pixelgrad_core::kernel::program`) spelled for GLSL ES 3.00 and GLSL ES 1.00 from one
 //! [`GlslVersion`] value, whose differences are the [`Table`] below and nothing else.
 
+use pixelgrad_core::kernel::columns::ColumnProgram;
 use pixelgrad_core::kernel::program::{Bound, Program};
 use pixelgrad_core::kernel::program_render::{render_program, Spelling};
 use pixelgrad_core::kernel::programs::KernelProgram;
@@ -145,10 +146,10 @@ impl Spelling for Glsl {
     }
 }
 
-/// A hand-written variant of a window program for one case, kept where a measured speed needs
-/// it (GLSL ES 3.00 only; the numbers are in each file).
+/// A hand-written variant of a program for one case, kept where a measured speed needs it
+/// (GLSL ES 3.00 only; the numbers are in each file).
 pub struct FastPath {
-    pub program: WindowProgram,
+    pub program: KernelProgram,
     pub file: &'static str,
     pub source: &'static str,
     /// The `CONFIG`s the file implements: `1..=configs`.
@@ -158,15 +159,27 @@ pub struct FastPath {
 /// Every fast path. A program without one is only rendered.
 pub const FAST_PATHS: &[FastPath] = &[
     FastPath {
-        program: WindowProgram::MaxPool,
+        program: KernelProgram::Window(WindowProgram::MaxPool),
         file: "max_pool_fast.glsl",
         source: include_str!("shaders/max_pool_fast.glsl"),
         configs: 1,
     },
     FastPath {
-        program: WindowProgram::MaxPoolGrad,
+        program: KernelProgram::Window(WindowProgram::MaxPoolGrad),
         file: "max_pool_grad_fast.glsl",
         source: include_str!("shaders/max_pool_grad_fast.glsl"),
+        configs: 2,
+    },
+    FastPath {
+        program: KernelProgram::Column(ColumnProgram::Im2Col),
+        file: "im2col_fast.glsl",
+        source: include_str!("shaders/im2col_fast.glsl"),
+        configs: 1,
+    },
+    FastPath {
+        program: KernelProgram::Column(ColumnProgram::Col2Im),
+        file: "col2im_fast.glsl",
+        source: include_str!("shaders/col2im_fast.glsl"),
         configs: 2,
     },
 ];
@@ -181,7 +194,7 @@ pub fn configs(which: KernelProgram, version: GlslVersion) -> u32 {
 }
 
 fn fast_path(which: KernelProgram) -> Option<&'static FastPath> {
-    FAST_PATHS.iter().find(|f| KernelProgram::Window(f.program) == which)
+    FAST_PATHS.iter().find(|f| f.program == which)
 }
 
 /// The body of program `which` in `version` (the dialect adds preamble and `main`): its

@@ -24,6 +24,14 @@ fn every_kernel_validates_with_naga() {
     validate("prelude", prelude());
 }
 
+/// Every program with loops, those a hand-written kernel runs instead (im2col, col2im) too.
+#[test]
+fn every_program_renders_to_valid_wgsl() {
+    for p in pixelgrad_core::kernel::programs::KernelProgram::ALL {
+        validate(p.name(), &full_source(crate::ops::programs::program_kernel(p)));
+    }
+}
+
 #[test]
 fn every_elementwise_definition_renders_to_valid_wgsl() {
     for (name, k) in pixelgrad_core::kernel::defs::all().unwrap() {

@@ -32,6 +32,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod columns;
 pub mod defs;
 pub mod eval;
 pub mod fuse;

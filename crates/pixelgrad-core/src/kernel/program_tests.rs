@@ -190,3 +190,46 @@ fn a_bad_index_reaches_the_fault() {
     }
     assert!(IndexProgram::ALL.iter().all(|p| p.program().faults()));
 }
+
+#[test]
+fn im2col_and_col2im_programs_are_the_ops() {
+    use super::columns::ColumnProgram;
+    // With a window larger than the image and one whose stride skips pixels.
+    let mut all = cases();
+    all.push((2, 3, 2, Window { kh: 4, kw: 5, stride_h: 3, stride_w: 4, pad_h: 2, pad_w: 3 }));
+    all.push((1, 7, 5, Window::square(2, 3, 0)));
+    for (planes, h, w, win) in all {
+        let x = input(planes * h * w);
+        let (oh, ow) = win.out_hw(h, w).unwrap();
+        let (kk, l) = (win.kh * win.kw, oh * ow);
+        let at = |oy: usize, ox: usize, i: usize, j: usize| {
+            let (y, xx) = ((oy * win.stride_h + i) as i64 - win.pad_h as i64, (ox * win.stride_w + j) as i64 - win.pad_w as i64);
+            (y >= 0 && xx >= 0 && y < h as i64 && xx < w as i64).then(|| y as usize * w + xx as usize)
+        };
+        let cols = eval(&ColumnProgram::Im2Col.program(), &[&x], &params(h, w, &win), planes * kk * l).unwrap();
+        let dy: Vec<f32> = (0..planes * kk * l).map(|i| 0.1 + (i % 13) as f32 * 0.37).collect();
+        let dx = eval(&ColumnProgram::Col2Im.program(), &[&dy], &params(h, w, &win), planes * h * w).unwrap();
+        // col2im in the CPU's order: taps (i, j) ascending, each scattering its windows.
+        let mut want = vec![0.0f32; planes * h * w];
+        for p in 0..planes {
+            for i in 0..win.kh {
+                for j in 0..win.kw {
+                    for oy in 0..oh {
+                        for ox in 0..ow {
+                            let c = (p * kk + i * win.kw + j) * l + oy * ow + ox;
+                            match at(oy, ox, i, j) {
+                                Some(e) => {
+                                    assert_eq!(cols[c].to_bits(), x[p * h * w + e].to_bits(), "{win:?} im2col at {c}");
+                                    want[p * h * w + e] += dy[c];
+                                }
+                                None => assert_eq!(cols[c].to_bits(), 0, "{win:?} im2col padding at {c}"),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&dx), bits(&want), "{win:?} col2im: {dx:?} vs {want:?}");
+    }
+}

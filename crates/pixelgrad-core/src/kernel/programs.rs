@@ -1,8 +1,10 @@
 //! Every program with loops the GPU backends render, as one list: the window family
-//! ([`super::windows`]) and the index programs ([`super::indexing`]). Backends enumerate
+//! ([`super::windows`]), the column programs ([`super::columns`]) and the index programs
+//! ([`super::indexing`]). Backends enumerate
 //! [`KernelProgram::ALL`] to register, warm up and validate them, so a new program is checked
 //! by every backend's shader tests without being named there.
 
+use super::columns::ColumnProgram;
 use super::indexing::IndexProgram;
 use super::program::Program;
 use super::windows::WindowProgram;
@@ -11,20 +13,32 @@ use super::windows::WindowProgram;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelProgram {
     Window(WindowProgram),
+    Column(ColumnProgram),
     Index(IndexProgram),
 }
 
+const COUNT: usize = WindowProgram::ALL.len() + ColumnProgram::ALL.len() + IndexProgram::ALL.len();
+
 impl KernelProgram {
-    pub const ALL: [KernelProgram; WindowProgram::ALL.len() + IndexProgram::ALL.len()] = {
-        let mut all = [KernelProgram::Index(IndexProgram::Gather); WindowProgram::ALL.len() + IndexProgram::ALL.len()];
+    pub const ALL: [KernelProgram; COUNT] = {
+        let mut all = [KernelProgram::Index(IndexProgram::Gather); COUNT];
         let mut i = 0;
-        while i < WindowProgram::ALL.len() {
-            all[i] = KernelProgram::Window(WindowProgram::ALL[i]);
-            i += 1;
-        }
         let mut j = 0;
+        while j < WindowProgram::ALL.len() {
+            all[i] = KernelProgram::Window(WindowProgram::ALL[j]);
+            i += 1;
+            j += 1;
+        }
+        j = 0;
+        while j < ColumnProgram::ALL.len() {
+            all[i] = KernelProgram::Column(ColumnProgram::ALL[j]);
+            i += 1;
+            j += 1;
+        }
+        j = 0;
         while j < IndexProgram::ALL.len() {
-            all[i + j] = KernelProgram::Index(IndexProgram::ALL[j]);
+            all[i] = KernelProgram::Index(IndexProgram::ALL[j]);
+            i += 1;
             j += 1;
         }
         all
@@ -34,6 +48,7 @@ impl KernelProgram {
     pub fn name(self) -> &'static str {
         match self {
             KernelProgram::Window(w) => w.name(),
+            KernelProgram::Column(c) => c.name(),
             KernelProgram::Index(x) => x.name(),
         }
     }
@@ -51,6 +66,7 @@ impl KernelProgram {
     pub fn program(self) -> Program {
         match self {
             KernelProgram::Window(w) => w.program(),
+            KernelProgram::Column(c) => c.program(),
             KernelProgram::Index(x) => x.program(),
         }
     }

@@ -1,9 +1,11 @@
-//! im2col and col2im (col2im as a gather over the windows covering each pixel, so no two
-//! fragments ever write the same output), and the depthwise convolution and max pooling, which
-//! read their windows directly (max pooling's gradient gathers like col2im).
+//! im2col and col2im (programs rendered from `pixelgrad_core::kernel::columns`; col2im as a
+//! gather over the windows covering each pixel, so no two fragments ever write the same
+//! output), and the depthwise convolution and max pooling, which read their windows directly
+//! (max pooling's gradient gathers like col2im).
 
 use std::rc::Rc;
 
+use pixelgrad_core::kernel::columns::ColumnProgram;
 use pixelgrad_core::kernel::windows::{Form, WindowProgram};
 use pixelgrad_core::{Result, Shape, Window};
 
@@ -31,7 +33,16 @@ fn window_pass<'a>(name: &'static str, x: &'a GlTensor, w: Window, c: usize, h: 
 /// The pass of a window program (rendered from its one definition, [`crate::glsl`]): input
 /// `u_x` and the geometry uniforms the program declares, by their names.
 fn program_pass(which: WindowProgram, x: &GlTensor, w: Window, h: usize, wd: usize, oh: usize, ow: usize) -> Pass<'_> {
-    let mut pass = Pass::new(which.name(), which.name(), 0).input("u_x", x);
+    geometry(Pass::new(which.name(), which.name(), 0).input("u_x", x), w, h, wd, oh, ow)
+}
+
+/// The pass of a column program: its input `u_x` and the geometry uniforms.
+fn column_pass(which: ColumnProgram, x: &GlTensor, w: Window, h: usize, wd: usize, oh: usize, ow: usize) -> Pass<'_> {
+    geometry(Pass::new(which.name(), which.name(), 0).input("u_x", x), w, h, wd, oh, ow)
+}
+
+/// Sets the uniforms of `pixelgrad_core::kernel::windows::WINDOW_PARAMS`.
+fn geometry(mut pass: Pass<'_>, w: Window, h: usize, wd: usize, oh: usize, ow: usize) -> Pass<'_> {
     for (name, v) in UNIFORMS.into_iter().zip([h, wd, w.kh, w.kw, w.stride_h, w.stride_w, w.pad_h, w.pad_w, oh, ow]) {
         pass = pass.int(name, v);
     }
@@ -84,10 +95,16 @@ pub(crate) fn window_program(
 /// as `crate::glsl` declares them).
 const UNIFORMS: [&str; 10] = ["u_h", "u_w", "u_kh", "u_kw", "u_sh", "u_sw", "u_ph", "u_pw", "u_oh", "u_ow"];
 
+/// [`pixelgrad_core::Op::Im2Col`]: on WebGL2 a texel at a time (`shaders/im2col_fast.glsl`,
+/// CONFIG 1), on WebGL1 the rendered program.
 pub(crate) fn im2col(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out: &Shape) -> Result<GlTensor> {
-    let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
+    let (h, wd) = (s.0[2], s.0[3]);
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("im2col", "window does not fit"))?;
-    sh.run(window_pass("im2col", x, w, c, h, wd, oh, ow), out.numel())
+    let mut pass = column_pass(ColumnProgram::Im2Col, x, w, h, wd, oh, ow);
+    if !sh.gl1 {
+        pass.spec.config = 1;
+    }
+    sh.run(pass, out.numel())
 }
 
 /// Taps of a window inside an image of `size` on one axis: at most `min(k, size)`, the trip
@@ -103,15 +120,15 @@ fn covering(k: usize, stride: usize, o: usize) -> usize {
 }
 
 pub(crate) fn col2im(sh: &Rc<Shared>, x: &GlTensor, w: Window, h: usize, wd: usize, out: &Shape) -> Result<GlTensor> {
-    let c = out.0[1];
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("col2im", "window does not fit"))?;
     let bound = "webgl1 col2im windows covering a pixel (GLSL ES 1.00 constant bound)";
     let n = covering(w.kh, w.stride_h, oh).max(covering(w.kw, w.stride_w, ow));
     super::gl1::loop_bound(sh, "col2im", bound, n, crate::gl1::MAX_WINDOW)?;
-    let mut pass = window_pass("col2im", x, w, c, h, wd, oh, ow);
-    // Stride 1: the covering windows need no division (CONFIG 1).
-    if !sh.gl1 && (w.stride_h, w.stride_w) == (1, 1) {
-        pass.spec.config = 1;
+    let mut pass = column_pass(ColumnProgram::Col2Im, x, w, h, wd, oh, ow);
+    // WebGL2: a texel at a time (`shaders/col2im_fast.glsl`), at stride 1 with no division
+    // for the covering windows (CONFIG 2).
+    if !sh.gl1 {
+        pass.spec.config = if (w.stride_h, w.stride_w) == (1, 1) { 2 } else { 1 };
     }
     sh.run(pass, out.numel())
 }

@@ -1,3 +1,8 @@
+// Kept hand-written for a measured speed: the program rendered from its one definition
+// (pixelgrad_core::kernel::columns: one invocation per element, every division through
+// `pg_idiv`) took 9-10 ms per launch on lavapipe for examples/cnn_ops' "col2im conv2
+// [32,72,121]", 4x relu's time or more in the same run, where this kernel takes 1.3x
+// (bench/notes/2026-12-07-im2col-col2im-from-one-definition.md).
 // Adjoint of im2col, written as a gather so no two threads write one address (WGSL has no
 // float atomics): each image pixel sums the column entries of every window covering it, in
 // ascending (i, j) order. [N, C*kh*kw, OH*OW] -> [N, C, H, W]. Grid (ceil(H*W / 256), C,

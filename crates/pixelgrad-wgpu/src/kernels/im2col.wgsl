@@ -1,3 +1,8 @@
+// Kept hand-written for a measured speed: the program rendered from its one definition
+// (pixelgrad_core::kernel::columns: one invocation per element, every division through
+// `pg_idiv`) took 20-25 ms per launch on lavapipe for examples/cnn_ops' "im2col conv1
+// [32,1,28,28]", about 10x relu's time in the same run, where this kernel takes 2.5x
+// (bench/notes/2026-12-07-im2col-col2im-from-one-definition.md).
 // [N, C, H, W] -> [N, C*kh*kw, OH*OW]; row r = c*kh*kw + i*kw + j, column p = oy*OW + ox; padded
 // positions read 0. Grid (ceil(P / 256), C * B, images), the last two folded into loops when
 // larger than the grid allows: every invocation owns one column p of one channel and writes
