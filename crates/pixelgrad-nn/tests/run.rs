@@ -178,7 +178,11 @@ fn deferred_digits_run(lose_at: Option<usize>) -> (Vec<Event>, Vec<u32>, usize) 
     run.defer_reads();
     let (mut events, mut reads) = (Vec::new(), 0);
     loop {
-        match run.next(&mut parts).unwrap() {
+        // a page paces steps only: it asks before each call whether a step comes next
+        let steps_next = run.steps_next();
+        let ev = run.next(&mut parts).unwrap();
+        assert_eq!(matches!(ev, Event::Step { .. }), steps_next, "steps_next said {steps_next} before {ev:?}");
+        match ev {
             Event::Read(_) => {
                 reads += 1;
                 if Some(reads) == lose_at {

@@ -156,6 +156,8 @@ pub struct RunState {
     clock: Clock,
     /// The epoch ends after the step in progress ([`RunState::end_here`]), then the run.
     wind: bool,
+    /// Batches in an epoch.
+    batches: usize,
     /// A checkpoint after the run's last step too ([`RunState::checkpoint_at_end`]).
     end_checkpoint: bool,
 }
@@ -225,6 +227,7 @@ impl RunState {
             fed: None,
             clock: now,
             wind: false,
+            batches: train.len().div_ceil(opts.batch_size),
             end_checkpoint: false,
         })
     }
@@ -279,7 +282,17 @@ impl RunState {
 
     /// Whether the next [`RunState::next`] trains a step (a page paces steps only).
     pub fn steps_next(&self) -> bool {
-        self.phase == Phase::Step && !self.stopped_by_caller && self.lost.is_none() && self.recovered.is_none() && self.fed.is_none()
+        if self.stopped_by_caller || self.lost.is_some() || self.recovered.is_some() || self.fed.is_some() || self.wind {
+            return false;
+        }
+        let stepping = self.pos.epoch < self.opts.epochs && self.pos.batch < self.batches;
+        match self.phase {
+            Phase::Step => stepping,
+            // nothing due after the step before: the next step follows
+            Phase::Read { due, .. } => !(due.read || due.checkpoint || due.at_max) && stepping,
+            Phase::Checkpoint { due } => !(due.checkpoint || due.at_max) && stepping,
+            _ => false,
+        }
     }
 
     /// Steps in all: epochs times batches.
@@ -347,14 +360,15 @@ impl RunState {
         self.cadence.every()
     }
 
-    /// The last good checkpoint as a run to go on from (`None` without one).
+    /// The last good checkpoint as a run to go on from (`None` without one): its logs are
+    /// those up to the checkpoint (a driver saving it after later logs saves the run there).
     pub fn resume_point(&self) -> Option<ResumePoint<'_>> {
         self.good.as_ref().map(|g| ResumePoint {
             checkpoint: &g.ck,
             position: &g.pos,
             loss_scale: g.scale,
-            steps: &self.history.steps,
-            epochs: &self.history.epochs,
+            steps: &self.history.steps[..g.logged.min(self.history.steps.len())],
+            epochs: &self.history.epochs[..g.epochs_logged.min(self.history.epochs.len())],
         })
     }
 
