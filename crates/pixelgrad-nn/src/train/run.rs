@@ -282,12 +282,15 @@ impl RunState {
 
     /// Whether the next [`RunState::next`] trains a step (a page paces steps only).
     pub fn steps_next(&self) -> bool {
-        if self.stopped_by_caller || self.lost.is_some() || self.recovered.is_some() || self.fed.is_some() || self.wind {
+        // a fed read that produced no event (the checkpoint before the first step) is passed
+        let fed_event = self.fed.as_ref().is_some_and(|f| !matches!(f, Ok(None)));
+        if self.stopped_by_caller || self.lost.is_some() || self.recovered.is_some() || fed_event || self.wind {
             return false;
         }
         let stepping = self.pos.epoch < self.opts.epochs && self.pos.batch < self.batches;
         match self.phase {
             Phase::Step => stepping,
+            Phase::Started => stepping && !self.opts.max_steps.is_some_and(|m| self.pos.step >= m),
             // nothing due after the step before: the next step follows
             Phase::Read { due, .. } => !(due.read || due.checkpoint || due.at_max) && stepping,
             Phase::Checkpoint { due } => !(due.checkpoint || due.at_max) && stepping,
