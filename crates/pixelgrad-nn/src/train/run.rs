@@ -290,7 +290,7 @@ impl RunState {
         let stepping = self.pos.epoch < self.opts.epochs && self.pos.batch < self.batches;
         match self.phase {
             Phase::Step => stepping,
-            Phase::Started => stepping && !self.opts.max_steps.is_some_and(|m| self.pos.step >= m),
+            Phase::Started => stepping && self.opts.max_steps.is_none_or(|m| self.pos.step < m),
             // nothing due after the step before: the next step follows
             Phase::Read { due, .. } => !(due.read || due.checkpoint || due.at_max) && stepping,
             Phase::Checkpoint { due } => !(due.checkpoint || due.at_max) && stepping,

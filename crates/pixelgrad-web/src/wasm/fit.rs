@@ -50,6 +50,9 @@ impl Ys {
     }
 }
 
+/// Host samples, their sample shape and targets (a validation set).
+type HostSet = (Vec<f32>, Vec<usize>, Ys);
+
 /// `performance.now()` in seconds (`Date.now()` where there is no `performance`).
 fn clock() -> Option<f64> {
     let perf = Reflect::get(&js_sys::global(), &"performance".into()).ok().filter(|p| p.is_object());
@@ -68,7 +71,7 @@ pub struct FitRun {
     state: Option<RunState>,
     x: Xs,
     y: Ys,
-    test: Option<(Vec<f32>, Vec<usize>, Ys)>,
+    test: Option<HostSet>,
 }
 
 fn num(o: &Value, k: &str) -> Option<f64> {
@@ -165,11 +168,15 @@ fn event_obj(ev: &Event) -> Object {
         Event::Read(kind) => {
             let o = Object::new();
             set(&o, "type", "read");
-            set(&o, "what", match kind {
-                ReadKind::Sums => "sums",
-                ReadKind::Checkpoint => "checkpoint",
-                ReadKind::Evaluation => "evaluation",
-            });
+            set(
+                &o,
+                "what",
+                match kind {
+                    ReadKind::Sums => "sums",
+                    ReadKind::Checkpoint => "checkpoint",
+                    ReadKind::Evaluation => "evaluation",
+                },
+            );
             o
         }
         Event::Log(l) => log_obj(l),
@@ -223,7 +230,9 @@ fn resume_of(ck: Checkpoint, state: &str) -> Result<Resume, Error> {
         epoch_samples: u(5)?,
     };
     let loss_scale = match v.get("lossScale") {
-        Some(Value::Array(a)) if a.len() == 3 => Some([f32o(&a[0]).ok_or_else(bad)?, f32o(&a[1]).ok_or_else(bad)?, f32o(&a[2]).ok_or_else(bad)?]),
+        Some(Value::Array(a)) if a.len() == 3 => {
+            Some([f32o(&a[0]).ok_or_else(bad)?, f32o(&a[1]).ok_or_else(bad)?, f32o(&a[2]).ok_or_else(bad)?])
+        }
         None | Some(Value::Null) => None,
         _ => return Err(bad()),
     };
@@ -281,7 +290,7 @@ impl FitRun {
         model: &mut Model,
         x: Xs,
         y: Ys,
-        test: Option<(Vec<f32>, Vec<usize>, Ys)>,
+        test: Option<HostSet>,
         opts: &str,
         resume: Option<HostCheckpoint>,
         resume_state: Option<String>,
@@ -499,7 +508,7 @@ fn val_set(
     shape: Option<Vec<u32>>,
     y: Option<Vec<f32>>,
     y_shape: Option<Vec<u32>>,
-) -> Result<Option<(Vec<f32>, Vec<usize>, Ys)>, JsValue> {
+) -> Result<Option<HostSet>, JsValue> {
     let (Some(x), Some(shape), Some(y), Some(y_shape)) = (x, shape, y, y_shape) else { return Ok(None) };
     let shape = dims(&shape);
     model.net.check_input("evaluate", &x, &shape).map_err(js_err)?;
