@@ -311,7 +311,7 @@ export async function fitLoop(model, x, y, opts = {}) {
     noteCheckpoint();
     if (autosave && !stopped && model._lastCheckpoint && savedAt !== model._lastCheckpoint.step) await save();
     const h = run.finish(net);
-    /** @type {Record<string, number[]>} */
+    /** @type {import('./index.js').History['history']} */
     const history = withAcc ? { loss: [], accuracy: [] } : { loss: [] };
     if (val) Object.assign(history, withAcc ? { valLoss: [], valAccuracy: [] } : { valLoss: [] });
     for (const e of h.epochs) {
