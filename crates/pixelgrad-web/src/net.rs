@@ -106,6 +106,7 @@ impl Net {
     }
 
     /// The network and its optimizer, lent to a training run (`pixelgrad_nn::train::Parts`).
+    #[cfg(target_arch = "wasm32")]
     pub(crate) fn fit_parts(&mut self) -> Result<(&dyn Module, &mut dyn Optimizer)> {
         let Some(opt) = self.opt.as_deref_mut() else {
             return Err(Error::invalid("fit", "the model is not compiled; call model.compile({ optimizer, loss }) first"));
@@ -114,16 +115,19 @@ impl Net {
     }
 
     /// The compiled loss.
+    #[cfg(target_arch = "wasm32")]
     pub(crate) fn loss(&self) -> Loss {
         self.loss
     }
 
     /// The precision `set_precision` asked for.
+    #[cfg(target_arch = "wasm32")]
     pub(crate) fn precision(&self) -> Precision {
         self.precision
     }
 
     /// The loss scaler a training run ends with (it goes on from there).
+    #[cfg(target_arch = "wasm32")]
     pub(crate) fn set_scaler(&mut self, s: LossScaler) {
         self.scaler = Some(s);
     }
