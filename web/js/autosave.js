@@ -1,7 +1,8 @@
 // fit's optional autosave to IndexedDB and `resume` after a page reload. Each save holds the
 // last checkpoint (weights, buffers, optimizer state and counters as safetensors bytes, the
-// native `Checkpoint::to_bytes` format) and the training loop's own state (step, epoch sums,
-// history so far), in the `checkpoints` store of the `pixelgrad` database (storage.js). A
+// native `Checkpoint::to_bytes` format) and the run's state there (`wasm.FitRun.resumeState`:
+// the native `train::Resume` without its checkpoint: position, epoch sums, logs so far), in
+// the `checkpoints` store of the `pixelgrad` database (storage.js). A
 // resumed fit must be the same model and schedule (samples, batch size, epochs, seed,
 // shuffling, read interval); it then continues exactly where the save was taken.
 import { wasm } from './runtime.js';
@@ -20,14 +21,14 @@ function configOf(model, what) {
   return JSON.stringify(model._config());
 }
 
-/** Writes checkpoint `ck` (with its loop state) of `model` as record `name`. */
-export async function saveCheckpoint(name, model, ck, schedule) {
+/** Writes checkpoint `ck` of `model`, with the run's `state` there, as record `name`. */
+export async function saveCheckpoint(name, model, ck, schedule, state) {
   const bytes = ck._host.toBytes(JSON.stringify({ format: 'pixelgrad-checkpoint' }));
   await putCheckpoint({
     name,
     checkpoint: bytes,
     step: ck.step,
-    state: ck._state,
+    state,
     schedule,
     config: configOf(model, 'fit: autosave'),
     savedAt: new Date().toISOString(),

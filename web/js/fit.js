@@ -1,27 +1,29 @@
-// The training loop behind `model.fit`, with host checkpoints and recovery from context and
-// device loss (the browser half of the native `pixelgrad_nn::train::fit` design):
+// The page's driver of the native training loop behind `model.fit`: `pixelgrad_nn::train`'s
+// state machine (through `wasm.FitRun`) decides everything a training run decides (batch
+// order, when to read loss and accuracy back, when to take a host checkpoint (every
+// `checkpointEvery` steps; default 20, then chosen once from the measured costs), the stop on a
+// non-finite loss with the last good checkpoint restored, going back to the last checkpoint
+// after a device loss and redoing the steps since, and the history), the same as native `fit`.
+// What stays here is what only a page has:
 //
-// - Batches are gathered on the host; each step only records device work; loss and accuracy
-//   sums are read back (asynchronously) every `readEvery` steps; between batches the loop
-//   yields to the event loop so a page stays responsive.
-// - When to read back and when to take a checkpoint is decided by the native loop's rule
-//   (`pixelgrad_nn::train::Cadence`, through `wasm.FitCadence`): every `checkpointEvery` steps
-//   (default: 20, then chosen once from the measured costs) parameters, buffers, optimizer
-//   state and dropout counters are copied to host memory (one device op, one readback),
-//   together with the loop's own state (step, epoch sums, history so far).
-// - When the device is lost (`rt.lost`, or an engine `deviceLost` error) the runtime starts a
-//   backend again (recovery.js), the model is rebuilt on it, the last checkpoint restored, and
-//   the steps since are redone (at most `checkpointEvery`; their logs are reported again).
-//   `onDeviceLost(info)` fires once per loss, after the restore and before training goes on.
-// - `stopOnNaN` (default on): the first non-finite loss read back stops training, with the
-//   last good checkpoint restored; `result.stopped` says at which step.
+// - the reads: the run says `read` where native code would block; the values are read back
+//   asynchronously (WebGPU `mapAsync`, WebGL fences) and fed back; between steps the loop
+//   yields to the event loop so a page stays responsive, and paces steps (`maxStepsPerSecond`);
+// - callbacks: `onBatchEnd(step, logs)` after each read (returning 'step' asks for a read after
+//   the next step too), `onEpochEnd(epoch, logs)`, `onDeviceLost(info)` once per loss, after the
+//   restore and before training goes on; `model.stopTraining` ends the epoch after the current
+//   step (logged with its means so far);
+// - restarting a lost backend (recovery.js: `rt.lost`, or a `deviceLost` error): the runtime
+//   starts a backend again, the model is rebuilt on it and handed to the run, which restores
+//   its last checkpoint there;
 // - `signal` (an AbortSignal): checked before every step and after every await; an abort stops
 //   training there and rejects with kind 'cancelled' (the model keeps the weights of the last
 //   step and stays usable). Every step is one synchronous call into wasm, during which no
-//   abort event can run, so the check between steps is the cancel token's next check.
+//   abort event can run, so the check between steps is the cancel token's next check;
+// - IndexedDB: `autosave` every `autosaveEvery` steps (at a checkpoint) and `resume` (autosave.js).
 import { wasm } from './runtime.js';
 import { PixelgradError } from './errors.js';
-import { instanceLostError, isDeadObject, isTrap, ownerOf, release } from './instance.js';
+import { instanceLostError, isDeadObject, ownerOf, release } from './instance.js';
 import { signalOption, throwIfAborted } from './signal.js';
 import { abandon, recoverRuntime } from './recovery.js';
 import { registry } from './tensor.js';
@@ -60,7 +62,7 @@ function isLost(model, e) {
   return !!(rt && rt.backend !== 'cpu' && rt.lost);
 }
 
-/** A checkpoint as users see it (`model.lastCheckpoint`). */
+/** A checkpoint as users see it (`model.lastCheckpoint`); `state`: the run's, to resume. */
 function wrapCheckpoint(host, state) {
   return {
     step: host.step,
@@ -76,7 +78,7 @@ function wrapCheckpoint(host, state) {
   };
 }
 
-/** @internal Takes a checkpoint of `model` after `step` steps; `state`: the loop's, to resume. */
+/** @internal `model.checkpoint()`: a checkpoint of `model` after `step` steps. */
 export async function takeCheckpoint(model, step, state = null) {
   const net = model._net('checkpoint');
   const host = await net.checkpoint(step);
@@ -134,10 +136,9 @@ export async function restoreModel(model, checkpoint) {
   return { step: ck.step, backend: model._rt.backend };
 }
 
-function cloneHistory(h) {
-  const out = {};
-  for (const [k, v] of Object.entries(h)) out[k] = v.slice();
-  return out;
+/** Host values as a Float32Array (no copy when they are one). */
+function f32(v) {
+  return v instanceof Float32Array ? v : Float32Array.from(v);
 }
 
 /** @internal `model.fit(x, y, opts)`. */
@@ -161,7 +162,6 @@ export async function fitLoop(model, x, y, opts = {}) {
   const onEpochEnd = opts.onEpochEnd || cbs.onEpochEnd;
   const onDeviceLost = opts.onDeviceLost || cbs.onDeviceLost;
   const pace = pacer(opts.maxStepsPerSecond, 'fit');
-  let single = false; // onBatchEnd asked for one step at a time (step-through)
   const maxRecoveries = opts.maxRecoveries === undefined ? 5 : opts.maxRecoveries;
   const autosave = opts.autosave ? recordName(opts.autosave, 'fit: autosave') : null;
   const autosaveEvery = positiveInt(opts.autosaveEvery, 500, 'fit: autosaveEvery');
@@ -176,187 +176,166 @@ export async function fitLoop(model, x, y, opts = {}) {
       persisted = v;
     });
   }
-  const { n, xv, xdev, yv, yshape, yper, sample } = await model._xy(x, y, 'fit', true);
-  const per = xv ? xv.length / n : 0;
+  const { n, xv, xdev, yv, yshape, sample } = await model._xy(x, y, 'fit', true);
   const withAcc = net.hasAccuracy(yshape);
-  const history0 = withAcc ? { loss: [], accuracy: [] } : { loss: [] };
-  if (opts.validationData) Object.assign(history0, withAcc ? { valLoss: [], valAccuracy: [] } : { valLoss: [] });
-  const batches = Math.ceil(n / batchSize);
-  const total = epochs * batches;
-  // The loop's state; a copy goes with every checkpoint so a recovery resumes exactly there.
-  let s = { step: 0, sinceRead: 0, sumLoss: 0, sumCorrect: 0, seen: 0, history: history0 };
-  const snapshot = () => ({ ...s, history: cloneHistory(s.history) });
-  const stats = { taken: 0, ms: 0, bytes: 0, recoveries: 0, losses: [] };
-  let stopped = null;
-  let order = null;
-  let orderEpoch = -1;
-  let intervalFrom = 0; // when the steps since the last checkpoint began
-  let savedAt = 0;
-  let resumedFrom = null;
+  // the validation set is evaluated by the run after each epoch (as `model.evaluate` would)
+  const val = opts.validationData ? await model._xy(opts.validationData[0], opts.validationData[1], 'evaluate') : null;
+  const total = epochs * Math.ceil(n / batchSize);
   const schedule = { n, batchSize, epochs, shuffle, seed, readEvery };
-
+  const runOpts = JSON.stringify({ epochs, batchSize, readEvery, shuffle, seed, checkpointEvery: every, stopOnNaN });
+  const losses = [];
+  let stopped = null;
+  let resumedFrom = null;
+  let single = false; // onBatchEnd asked for one step at a time (step-through)
+  let saveDue = false;
+  let ending = false;
+  let seenCheckpoints = 0;
+  let savedAt = 0;
+  let run = null;
+  const lost = () => model._rt.backend !== 'cpu' && model._rt.lost;
   const lostError = () =>
     new PixelgradError(`fit: the ${model._rt.backend} device was lost (${model._rt.lost})`, { kind: 'deviceLost', op: 'fit', backend: model._rt.backend });
-  const checkpointNow = async () => {
-    if (model._rt.backend !== 'cpu' && model._rt.lost) throw lostError();
-    const t = now();
-    const ck = await takeCheckpoint(model, s.step, snapshot());
-    stats.ms += now() - t;
-    stats.taken += 1;
-    if (ck) stats.bytes = ck.bytes;
-    else if (stopOnNaN) stopAtNaN(`the parameters at step ${s.step} are not finite`);
-    return now() - t;
+  // the run's last good checkpoint as `model.lastCheckpoint`, whenever the run took one
+  const noteCheckpoint = () => {
+    const k = run.checkpointsTaken;
+    if (k === seenCheckpoints) return;
+    seenCheckpoints = k;
+    const host = run.lastCheckpoint();
+    if (!host) return;
+    const prev = model._lastCheckpoint;
+    model._lastCheckpoint = wrapCheckpoint(host, null);
+    if (prev) release(prev._host);
   };
-  // stopOnNaN: the last good checkpoint back into the model, and where it happened
-  const stopAtNaN = (why) => {
-    const good = model._lastCheckpoint;
-    const ok = !!(good && good.isFinite);
-    if (ok) net.restore(good._host);
-    stopped = { step: s.step, reason: why, restoredStep: ok ? good.step : null };
+  const save = async () => {
+    await saveCheckpoint(autosave, model, model._lastCheckpoint, schedule, JSON.parse(run.resumeState()));
+    savedAt = model._lastCheckpoint.step;
   };
 
-  const cadence = new wasm.FitCadence(every === null ? undefined : Math.min(every, 0xffffffff), Math.min(readEvery, 0xffffffff));
-  let usedEvery = cadence.every;
   model._fitting = true;
   model.stopTraining = false;
   try {
     await net.readTrain(); // drop sums a failed earlier call may have left
+    let saved = null;
     if (resume) {
-      const r = await loadCheckpoint(resume, model, schedule);
-      if (r) {
-        net.restore(r.host);
-        release(r.host);
-        s = { ...r.state, history: cloneHistory(r.state.history) };
-        resumedFrom = r.step;
-      }
+      saved = await loadCheckpoint(resume, model, schedule);
+      if (saved) resumedFrom = saved.step;
     }
-    savedAt = s.step;
-    if (checkpoints) await checkpointNow();
-    cadence.startAt(s.step);
-    intervalFrom = now();
-    while (s.step < total && !stopped) {
-      try {
-        throwIfAborted(signal, 'fit', `after ${s.step} of ${total} steps`);
-        if (model._rt.backend !== 'cpu' && model._rt.lost) throw lostError();
-        const epoch = Math.floor(s.step / batches);
-        const b = s.step % batches;
-        if (orderEpoch !== epoch) {
-          order = shuffle ? wasm.shuffledIndices(n, seed, epoch) : null;
-          orderEpoch = epoch;
-        }
-        const start = b * batchSize;
-        const m = Math.min(n, start + batchSize) - start;
-        const xb = xdev ? null : new Float32Array(m * per);
-        const rows = xdev ? new Uint32Array(m) : null;
-        const yb = new Float32Array(m * yper);
-        for (let i = 0; i < m; i++) {
-          const k = order ? order[start + i] : start + i;
-          if (xdev) rows[i] = k;
-          else xb.set(xv.subarray(k * per, (k + 1) * per), i * per);
-          yb.set(yv.subarray(k * yper, (k + 1) * yper), i * yper);
-        }
+    const [vx, vshape, vy, vyshape] = val ? [val.xv, [val.n, ...val.sample], f32(val.yv), val.yshape] : [];
+    const [savedCk, savedState] = saved ? [saved.host, JSON.stringify(saved.state)] : [];
+    run = xdev
+      ? wasm.FitRun.rows(net, xdev, f32(yv), yshape, vx, vshape, vy, vyshape, runOpts, savedCk, savedState)
+      : wasm.FitRun.host(net, xv, [n, ...sample], f32(yv), yshape, vx, vshape, vy, vyshape, runOpts, savedCk, savedState);
+    savedAt = run.step;
+    for (;;) {
+      throwIfAborted(signal, 'fit', `after ${run.step} of ${total} steps`);
+      if (model.stopTraining && !ending) {
+        ending = true;
+        run.endHere();
+      }
+      if (lost()) {
+        // noticed between two pieces of work: the run handles it as a failed step or read
+        run.fail(String(model._rt.lost));
+      } else if (run.stepsNext) {
         model._rt._check('fit', model._gen);
         await pace.wait();
-        throwIfAborted(signal, 'fit', `after ${s.step} of ${total} steps`);
-        if (xdev) net.trainStepRows(xdev, rows, yb, [m, ...yshape.slice(1)]);
-        else net.trainStep(xb, [m, ...sample], yb, [m, ...yshape.slice(1)]);
-        s.step += 1;
-        s.sinceRead += 1;
-        const epochEnd = b === batches - 1;
-        const due = cadence.afterStep(s.step, s.sinceRead, epochEnd);
-        const saveDue = !!autosave && s.step - savedAt >= autosaveEvery;
-        const ckDue = checkpoints && (due.checkpoint || saveDue);
-        if (due.read || single || model.stopTraining || ckDue) {
-          s.sinceRead = 0;
-          const r = await net.readTrain();
-          if (r) {
-            if (stopOnNaN && !Number.isFinite(r[0])) {
-              stopAtNaN(`the loss read back at step ${s.step} is ${r[0] / r[2]} (not finite; it became so within the last ${readEvery} steps)`);
-              break;
-            }
-            s.sumLoss += r[0];
-            s.sumCorrect += r[1];
-            s.seen += r[2];
-            const logs = { loss: r[0] / r[2] };
-            if (withAcc) logs.accuracy = r[1] / r[2];
-            single = onBatchEnd ? (await onBatchEnd(s.step, logs)) === 'step' : false;
-          }
+        throwIfAborted(signal, 'fit', `after ${run.step} of ${total} steps`);
+      }
+      const ev = run.next(net);
+      if (ev.type === 'step') {
+        if (single) run.requestRead();
+        if (autosave && ev.step - savedAt >= autosaveEvery) {
+          run.requestCheckpoint();
+          saveDue = true;
         }
-        if (epochEnd || model.stopTraining) {
-          // a stop mid-epoch still reports that epoch's (partial) means
-          if (s.seen === 0) break;
-          const logs = { loss: s.sumLoss / s.seen };
-          if (withAcc) logs.accuracy = s.sumCorrect / s.seen;
-          if (opts.validationData) {
-            const [vx, vy] = opts.validationData;
-            const v = await model.evaluate(vx, vy, { batchSize: Math.max(batchSize, 256) });
-            logs.valLoss = v.loss;
-            s.history.valLoss.push(v.loss);
-            if (v.accuracy !== undefined && s.history.valAccuracy) {
-              logs.valAccuracy = v.accuracy;
-              s.history.valAccuracy.push(v.accuracy);
-            }
-          }
-          s.history.loss.push(logs.loss);
-          if (withAcc) s.history.accuracy.push(logs.accuracy);
-          s.sumLoss = 0;
-          s.sumCorrect = 0;
-          s.seen = 0;
-          if (onEpochEnd) await onEpochEnd(epoch, logs);
+        if (model.stopTraining && !ending) {
+          ending = true;
+          run.endHere();
         }
-        // the last step's checkpoint too (inside this try, so a loss just before it is
-        // recovered like any other): `model.restore()` after a later loss loses nothing
-        const last = s.step === total || model.stopTraining;
-        if (checkpoints && !stopped && (ckDue || last) && model._lastCheckpoint.step !== s.step) {
-          const intervalMs = now() - intervalFrom;
-          const ms = await checkpointNow();
-          // the first interval chooses an automatic one (2 % of training time, 20..2000 steps)
-          usedEvery = cadence.checkpointed(s.step, ms, intervalMs);
-          intervalFrom = now();
-          if (saveDue && !stopped) {
-            await saveCheckpoint(autosave, model, model._lastCheckpoint, schedule);
-            savedAt = s.step;
-          }
-        }
-        if (model.stopTraining || stopped) break;
         await yieldNow();
-      } catch (e) {
-        // an abort, a crash, or anything else than a device loss ends fit here
-        if (isTrap(e) || (e && ['cancelled', 'panic', 'instanceLost'].includes(e.kind)) || !isLost(model, e)) throw e;
-        const ck = model._lastCheckpoint;
-        if (!checkpoints || !ck || !ck._state || stats.recoveries >= maxRecoveries) throw e;
+      } else if (ev.type === 'read') {
+        let values = null;
+        try {
+          values = await run.read();
+        } catch (e) {
+          if (!(e && e.kind === 'deviceLost') && !lost()) throw e;
+        }
+        throwIfAborted(signal, 'fit', `after ${run.step} of ${total} steps`);
+        // values read from a lost device are not to be trusted
+        if (values === null || lost()) run.fail(String(model._rt.lost || 'the read failed'));
+        else run.feed(net, values);
+        noteCheckpoint();
+      } else if (ev.type === 'log') {
+        const logs = { loss: ev.loss };
+        if (withAcc) logs.accuracy = ev.accuracy;
+        single = onBatchEnd ? (await onBatchEnd(ev.step, logs)) === 'step' : false;
+      } else if (ev.type === 'checkpoint') {
+        noteCheckpoint();
+        if (saveDue) {
+          saveDue = false;
+          await save();
+        }
+      } else if (ev.type === 'epoch') {
+        const logs = { loss: ev.loss };
+        if (withAcc) logs.accuracy = ev.accuracy;
+        if (val) {
+          logs.valLoss = ev.valLoss;
+          if (ev.valAccuracy !== undefined && withAcc) logs.valAccuracy = ev.valAccuracy;
+        }
+        if (onEpochEnd) await onEpochEnd(ev.epoch, logs);
+      } else if (ev.type === 'deviceLost') {
+        // the run goes back to its last checkpoint once the backend runs again
+        if (!checkpoints || losses.length >= maxRecoveries) throw lostError();
         const rt = model._rt;
-        const info = { step: s.step, checkpointStep: ck.step, redo: s.step - ck.step, lostBackend: rt.backend, reason: rt.lost || (e && e.message) };
+        const info = { step: ev.step, checkpointStep: ev.checkpointStep, redo: ev.step - ev.checkpointStep, lostBackend: rt.backend, reason: rt.lost || ev.reason };
         const t = now();
         abandon(rt);
         dropNet(model);
         const rec = await recoverRuntime(rt);
         net = rebuild(model);
-        net.restore(ck._host);
-        s = { ...ck._state, history: cloneHistory(ck._state.history) };
-        cadence.startAt(s.step);
-        intervalFrom = now();
-        orderEpoch = -1;
-        stats.recoveries += 1;
+        run.recover(net, rt._inner);
         Object.assign(info, { backend: rt.backend, tried: rec.tried, recoveryMs: now() - t });
-        stats.losses.push(info);
+        losses.push(info);
         if (onDeviceLost) await onDeviceLost(info);
+      } else if (ev.type === 'done') {
+        const s = ev.stopped;
+        if (s && s.kind === 'nonFiniteLoss') {
+          stopped = {
+            step: s.step,
+            reason: `the loss read back at step ${s.step} is ${s.loss} (not finite; it became so within the last ${readEvery} steps)`,
+            restoredStep: model._lastCheckpoint ? s.restoredStep : null,
+          };
+        }
+        break;
       }
     }
-    if (autosave && !stopped && savedAt !== s.step) await saveCheckpoint(autosave, model, model._lastCheckpoint, schedule);
+    noteCheckpoint();
+    if (autosave && !stopped && model._lastCheckpoint && savedAt !== model._lastCheckpoint.step) await save();
+    const h = run.finish(net);
+    /** @type {import('./index.js').History['history']} */
+    const history = withAcc ? { loss: [], accuracy: [] } : { loss: [] };
+    if (val) Object.assign(history, withAcc ? { valLoss: [], valAccuracy: [] } : { valLoss: [] });
+    for (const e of h.epochs) {
+      history.loss.push(e.loss);
+      if (withAcc) history.accuracy.push(e.accuracy);
+      if (val) {
+        history.valLoss.push(e.valLoss);
+        if (withAcc && e.valAccuracy !== undefined) history.valAccuracy.push(e.valAccuracy);
+      }
+    }
+    const ck = model._lastCheckpoint;
+    /** @type {import('./index.js').History} */
+    const out = {
+      history,
+      epoch: history.loss.map((_, i) => i),
+      checkpoints: { every: h.every, taken: h.taken, ms: h.seconds * 1000, bytes: ck ? ck.bytes : 0 },
+      deviceLosses: losses,
+    };
+    if (stopped) out.stopped = stopped;
+    if (resume) out.resumedFrom = resumedFrom;
+    if (autosave) out.storagePersisted = persisted;
+    return out;
   } finally {
     model._fitting = false;
-    release(cadence);
+    if (run) release(run);
   }
-  /** @type {import('./index.js').History} */
-  const out = {
-    history: s.history,
-    epoch: s.history.loss.map((_, i) => i),
-    checkpoints: { every: usedEvery, taken: stats.taken, ms: stats.ms, bytes: stats.bytes },
-    deviceLosses: stats.losses,
-  };
-  if (stopped) out.stopped = stopped;
-  if (resume) out.resumedFrom = resumedFrom;
-  if (autosave) out.storagePersisted = persisted;
-  return out;
 }

@@ -125,11 +125,16 @@ impl LossScaler {
     /// The scale, the good steps in a row and the skipped steps (one readback): what a saved
     /// run keeps to go on exactly ([`crate::train::Resume::loss_scale`]).
     pub fn state(&self) -> Result<[f32; 3]> {
-        let v = Tensor::concat(&[&self.scale.reshape([1])?, &self.good.reshape([1])?, &self.skipped.reshape([1])?], 0)?.to_vec()?;
+        let v = self.state_tensor()?.to_vec()?;
         match v[..] {
             [scale, good, skipped] => Ok([scale, good, skipped]),
             _ => Err(Error::invalid("loss scale", format!("read {} values, expected 3", v.len()))),
         }
+    }
+    /// The state of [`LossScaler::state`] on the device, `[scale, good steps, skipped]`, for
+    /// a caller that reads it with other values (a training run's checkpoint).
+    pub fn state_tensor(&self) -> Result<Tensor> {
+        Tensor::concat(&[&self.scale.reshape([1])?, &self.good.reshape([1])?, &self.skipped.reshape([1])?], 0)
     }
     /// Puts back a [`LossScaler::state`], on `dev`.
     pub fn set_state(&mut self, dev: &Device, state: [f32; 3]) -> Result<()> {

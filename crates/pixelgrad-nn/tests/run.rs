@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 
 use pixelgrad_core::Device;
 use pixelgrad_cpu::CpuBackend;
-use pixelgrad_nn::train::{fit, Callbacks, Event, FitOptions, History, ResumePoint, Run, Samples, StepLog, Stopped};
+use pixelgrad_nn::train::{fit, Callbacks, Event, FitOptions, History, Parts, ResumePoint, Run, RunState, Samples, StepLog, Stopped};
 use pixelgrad_nn::{Loss, OptimizerKind, Schedule};
 
 use support::mlp;
@@ -141,4 +141,128 @@ fn a_run_yields_each_step_log_checkpoint_and_epoch_and_stops_when_asked() {
     let h = run.into_history().unwrap();
     assert_eq!(h.steps.len(), 5);
     assert_eq!(h.last_checkpoint.unwrap().step, 12);
+}
+
+/// The events of a run with its options, the checkpoint seconds left out (timing).
+fn untimed(ev: Event) -> Event {
+    match ev {
+        Event::Checkpoint { step, every, .. } => Event::Checkpoint { step, seconds: None, every },
+        other => other,
+    }
+}
+
+/// The digits run of [`digits_run`] driven as a browser drives it: a [`RunState`] that leaves
+/// every read to its driver ([`Event::Read`]), here read and fed back at once, with the read
+/// at `lose_at` (the n-th read, if any) failing with a device loss, recovered from on a new
+/// device. Returns the events (without the reads) and the final weights.
+fn deferred_digits_run(lose_at: Option<usize>) -> (Vec<Event>, Vec<u32>, usize) {
+    let s = pixelgrad_data::digits_split(0.2, 42).unwrap();
+    let dev = Device::new(CpuBackend::new());
+    let model = mlp(&dev);
+    let mut opt = OptimizerKind::parse("adam").unwrap().build(0.01);
+    let shape = [64usize];
+    let train = Samples::new(s.train.images(), &shape, s.train.labels()).unwrap();
+    let test = Samples::new(s.test.images(), &shape, s.test.labels()).unwrap();
+    let opts = FitOptions {
+        epochs: 3,
+        batch_size: 40,
+        read_every: 4,
+        seed: 7,
+        checkpoint_every: Some(9),
+        max_steps: Some(100),
+        schedule: Schedule::Cosine { total: 100, min_lr: 0.001 },
+        ..Default::default()
+    };
+    let mut parts = Parts { model: &model, opt: opt.as_mut(), train, test: Some(test) };
+    let mut run = RunState::new(&mut parts, Loss::CrossEntropy, &dev, &opts).unwrap();
+    run.defer_reads();
+    let (mut events, mut reads) = (Vec::new(), 0);
+    loop {
+        // a page paces steps only: it asks before each call whether a step comes next
+        let steps_next = run.steps_next();
+        let ev = run.next(&mut parts).unwrap();
+        assert_eq!(matches!(ev, Event::Step { .. }), steps_next, "steps_next said {steps_next} before {ev:?}");
+        match ev {
+            Event::Read(_) => {
+                reads += 1;
+                if Some(reads) == lose_at {
+                    let lost = pixelgrad_core::Error::DeviceLost { backend: "cpu".into(), reason: "simulated".into() };
+                    run.fail(lost);
+                    continue;
+                }
+                let values = run.pending().expect("a read is out").to_vec().unwrap();
+                run.feed(&mut parts, values).unwrap();
+            }
+            Event::DeviceLost(info) => {
+                events.push(Event::DeviceLost(info));
+                run.recover(&mut parts, Device::new(CpuBackend::new())).unwrap();
+            }
+            Event::Done(why) => {
+                events.push(Event::Done(why));
+                break;
+            }
+            other => events.push(untimed(other)),
+        }
+    }
+    assert!(run.pending().is_none() && run.feed(&mut parts, vec![]).is_err(), "nothing out after the run: feeding is an error");
+    let h = run.take_history(&mut parts).unwrap();
+    // the failed read's checkpoint (if it was one) is not counted; none of the redone steps'
+    // checkpoints had been taken before
+    assert_eq!(h.checkpoints, 13);
+    let weights = pixelgrad_nn::io::named_tensors(&model).iter().flat_map(|(_, t)| t.to_vec().unwrap()).map(f32::to_bits).collect();
+    (events, weights, reads)
+}
+
+#[test]
+fn deferred_reads_give_the_steps_logs_checkpoints_and_weights_of_blocking_ones() {
+    let (h, seen, weights) = digits_run();
+    // the same run with blocking reads, its events recorded
+    let s = pixelgrad_data::digits_split(0.2, 42).unwrap();
+    let dev = Device::new(CpuBackend::new());
+    let model = mlp(&dev);
+    let mut opt = OptimizerKind::parse("adam").unwrap().build(0.01);
+    let shape = [64usize];
+    let train = Samples::new(s.train.images(), &shape, s.train.labels()).unwrap();
+    let test = Samples::new(s.test.images(), &shape, s.test.labels()).unwrap();
+    let opts = FitOptions {
+        epochs: 3,
+        batch_size: 40,
+        read_every: 4,
+        seed: 7,
+        checkpoint_every: Some(9),
+        max_steps: Some(100),
+        schedule: Schedule::Cosine { total: 100, min_lr: 0.001 },
+        ..Default::default()
+    };
+    let mut run = Run::new(&model, opt.as_mut(), Loss::CrossEntropy, &dev, train, Some(test), &opts).unwrap();
+    let mut blocking = Vec::new();
+    loop {
+        let ev = run.next().unwrap();
+        assert!(!matches!(ev, Event::Read(_)), "a Run reads itself");
+        let done = matches!(ev, Event::Done(_));
+        blocking.push(untimed(ev));
+        if done {
+            break;
+        }
+    }
+    drop(run);
+
+    let (deferred, dweights, reads) = deferred_digits_run(None);
+    assert_eq!(deferred, blocking, "same events in the same order");
+    assert_eq!(dweights, weights, "same final weights, bit for bit");
+    let logs: Vec<usize> = deferred.iter().filter_map(|e| if let Event::Log(l) = e { Some(l.step) } else { None }).collect();
+    assert_eq!(logs, seen.steps);
+    // reads: every log, 13 checkpoints, 2 evaluations
+    assert_eq!(reads, h.steps.len() + 13 + 2);
+
+    // a read that fails with a device loss (the 10th: a checkpoint or sums after step 18) is
+    // recovered from as a failed blocking read is: back to the last checkpoint, the steps since
+    // redone, and the run ends with the weights of the uninterrupted one
+    let (lossy, lweights, _) = deferred_digits_run(Some(10));
+    let lost = lossy.iter().find_map(|e| if let Event::DeviceLost(i) = e { Some(i.clone()) } else { None }).expect("a loss");
+    assert!(lost.checkpoint_step <= lost.step && lost.checkpoint_step % 9 == 0, "{lost:?}");
+    assert!(lossy.iter().any(|e| matches!(e, Event::Recovered(_))));
+    assert_eq!(lweights, weights, "recovered: the same final weights");
+    let last_log = |evs: &[Event]| evs.iter().rev().find_map(|e| if let Event::Log(l) = e { Some(l.clone()) } else { None });
+    assert_eq!(last_log(&lossy), last_log(&blocking));
 }

@@ -105,6 +105,33 @@ impl Net {
         }
     }
 
+    /// The network and its optimizer, lent to a training run (`pixelgrad_nn::train::Parts`).
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn fit_parts(&mut self) -> Result<(&dyn Module, &mut dyn Optimizer)> {
+        let Some(opt) = self.opt.as_deref_mut() else {
+            return Err(Error::invalid("fit", "the model is not compiled; call model.compile({ optimizer, loss }) first"));
+        };
+        Ok((&self.built.seq, opt))
+    }
+
+    /// The compiled loss.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn loss(&self) -> Loss {
+        self.loss
+    }
+
+    /// The precision `set_precision` asked for.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// The loss scaler a training run ends with (it goes on from there).
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn set_scaler(&mut self, s: LossScaler) {
+        self.scaler = Some(s);
+    }
+
     /// The loss scaler of mixed-precision training (`None` in f32).
     pub fn scaler(&self) -> Option<&LossScaler> {
         self.scaler.as_ref()
@@ -134,7 +161,7 @@ impl Net {
         Tensor::from_vec(&self.dev, x, shape.to_vec())
     }
 
-    fn check_input(&self, op: &'static str, x: &[f32], shape: &[usize]) -> Result<()> {
+    pub(crate) fn check_input(&self, op: &'static str, x: &[f32], shape: &[usize]) -> Result<()> {
         let ok = shape.len() == self.built.input.len() + 1 && shape[1..] == self.built.input[..] && shape[0] > 0;
         if !ok {
             let want: Vec<String> = self.built.input.iter().map(|d| d.to_string()).collect();
@@ -161,7 +188,7 @@ impl Net {
     }
 
     /// The shape the targets are uploaded with (see [`Net::targets`]).
-    fn check_targets(&self, op: &'static str, y: &[f32], y_shape: &[usize], n: usize) -> Result<Vec<usize>> {
+    pub(crate) fn check_targets(&self, op: &'static str, y: &[f32], y_shape: &[usize], n: usize) -> Result<Vec<usize>> {
         let classes = self.classes()?;
         if y.len() != y_shape.iter().product::<usize>() {
             return Err(Error::invalid(op, format!("{} target values do not fill shape {y_shape:?}", y.len())));
@@ -314,7 +341,7 @@ impl Net {
         Ok(t)
     }
 
-    fn check_tensor(&self, op: &'static str, x: &Tensor) -> Result<()> {
+    pub(crate) fn check_tensor(&self, op: &'static str, x: &Tensor) -> Result<()> {
         let shape = x.dims();
         if !(shape.len() == self.built.input.len() + 1 && shape[1..] == self.built.input[..] && shape[0] > 0) {
             let want: Vec<String> = self.built.input.iter().map(|d| d.to_string()).collect();

@@ -64,7 +64,8 @@ pub fn fit(
     }
     loop {
         match run.next()? {
-            Event::Step { .. } | Event::Recovered(_) => {}
+            // a Run reads the device itself: never `Read`
+            Event::Step { .. } | Event::Recovered(_) | Event::Read(_) => {}
             Event::Log(log) => {
                 if cb.on_step(&log).is_break() {
                     run.stop();

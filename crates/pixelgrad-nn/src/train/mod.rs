@@ -10,13 +10,16 @@
 //! non-finite loss stops training with the last good checkpoint restored.
 //!
 //! The loop itself is [`Run`], a state machine whose [`Run::next`] yields [`Event`]s; [`fit`]
-//! is the native driver that loops over them and calls the [`Callbacks`].
+//! is the native driver that loops over them and calls the [`Callbacks`]. [`RunState`] is the
+//! same machine without borrows, for a driver that owns it and reads the device itself
+//! (the browser package's `fit`, through `pixelgrad-web`).
 
 mod cadence;
 mod callbacks;
 mod fit;
 mod log;
 mod options;
+mod readback;
 mod run;
 mod samples;
 mod shadow;
@@ -28,7 +31,8 @@ pub use callbacks::{Callbacks, NoCallbacks};
 pub use fit::fit;
 pub use log::{DeviceLost, EpochLog, History, Position, Resume, ResumePoint, StepLog, Stopped};
 pub use options::{auto_checkpoint_every, FitOptions, CHECKPOINT_BUDGET, CHECKPOINT_EVERY_MAX, CHECKPOINT_EVERY_MIN};
-pub use run::{Event, Run};
+pub use readback::ReadKind;
+pub use run::{Clock, Event, Parts, Run, RunState};
 pub use samples::{output_shape, shuffled, Samples, Targets};
 pub use shadow::{PrecisionAction, PrecisionCheck, PRECISION_CHECK_STEPS, PRECISION_CHECK_TOLERANCE};
 pub use step::{evaluate, predict, train_batch};

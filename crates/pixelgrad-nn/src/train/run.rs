@@ -1,30 +1,43 @@
 //! The training loop as a state machine: [`Run::next`] does the next piece of work (a step, a
 //! readback, a checkpoint, an evaluation) and says what happened as an [`Event`]. Checkpoint
 //! cadence (given or measured), the stop on a non-finite loss, `max_steps`, resuming and the
-//! decision to recover from a device loss live here once; a driver ([`super::fit`] natively)
-//! only loops, hands events to its callbacks and answers [`Event::DeviceLost`] with a device
-//! ([`Run::recover`]) or not.
+//! decision to recover from a device loss live here once; a driver ([`super::fit`] natively,
+//! the browser package's `fit` through `pixelgrad-web`) only loops, hands events to its
+//! callbacks and answers [`Event::DeviceLost`] with a device ([`Run::recover`]) or not.
+//!
+//! [`RunState`] is the machine itself, holding no borrows: each call is given the model, the
+//! optimizer and the data ([`Parts`]), so a driver that cannot keep borrows across calls (wasm,
+//! where the page awaits between steps) owns it. [`Run`] is the same machine with its parts, as
+//! native code uses it. With [`RunState::defer_reads`] the machine never reads the device
+//! itself: where it would, it says [`Event::Read`] and waits for the driver to read
+//! [`RunState::pending`] (asynchronously, in a browser) and [`RunState::feed`] the values back;
+//! the steps, logs, checkpoints and recoveries are the same as with blocking reads.
 
-use pixelgrad_core::{rng, Device, Error, Result};
+use pixelgrad_core::{no_grad, rng, Device, Error, Result, Tensor};
 
 use crate::checkpoint::{Capture, Checkpoint};
 use crate::mixed::{scaler_for, train_batch_mixed, LossScaler, Precision};
 use crate::optim::Optimizer;
 use crate::pacing::Pacer;
 use crate::sums::Sums;
-use crate::{Loss, Module};
+use crate::{Loss, Mode, Module};
 
 use super::cadence::{Cadence, Due};
 use super::log::{DeviceLost, EpochLog, History, Position, Resume, ResumePoint, StepLog, Stopped};
 use super::options::FitOptions;
+use super::readback::{CheckpointRead, ReadKind, Reading};
 use super::samples::{output_shape, shuffled, Samples};
-use super::step::{evaluate, train_batch};
+use super::step::train_batch;
 
 /// What one [`Run::next`] did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     /// One training step ran: `step` steps are done, the last in `epoch` at learning rate `lr`.
     Step { step: usize, epoch: usize, lr: f32 },
+    /// Only with [`RunState::defer_reads`]: the machine needs the values of
+    /// [`RunState::pending`] (`what` it is) before it can go on; read them and give them to
+    /// [`RunState::feed`] (or a failed read's error to [`RunState::read_failed`]).
+    Read(ReadKind),
     /// Loss and accuracy were read back: the means since the last log (also in the history).
     /// [`Run::stop`] after it ends the run before anything else (no checkpoint at this step).
     Log(StepLog),
@@ -46,6 +59,14 @@ pub enum Event {
     Done(Option<Stopped>),
 }
 
+/// What a [`RunState`] trains: the model, its optimizer and the data, lent for each call.
+pub struct Parts<'a> {
+    pub model: &'a dyn Module,
+    pub opt: &'a mut dyn Optimizer,
+    pub train: Samples<'a>,
+    pub test: Option<Samples<'a>>,
+}
+
 /// The last good checkpoint with the position it was taken at.
 struct Good {
     ck: Checkpoint,
@@ -59,6 +80,10 @@ struct Good {
 
 /// Most device losses one run recovers from.
 const MAX_RECOVERIES: usize = 16;
+
+/// Seconds on a monotonic clock (`None` where there is none: wasm, unless the driver gives
+/// one with [`RunState::set_clock`]).
+pub type Clock = fn() -> Option<f64>;
 
 fn now() -> Option<f64> {
     #[cfg(not(target_arch = "wasm32"))]
@@ -74,8 +99,10 @@ fn now() -> Option<f64> {
 /// What `next` does next.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Phase {
-    /// The checkpoint before the first step (unless resumed), and `max_steps` already reached.
+    /// The checkpoint before the first step (unless resumed).
     Start,
+    /// After it: `max_steps` already reached, or training starts.
+    Started,
     /// The next batch of the epoch, or its evaluation when all are done.
     Step,
     /// After a step: read the sums back when due.
@@ -89,19 +116,19 @@ enum Phase {
     },
     /// The end-of-epoch evaluation and log.
     Evaluate,
+    /// A deferred read is out ([`RunState::pending`]).
+    Waiting,
     Done,
 }
 
-/// One training run of `model` on `train` (see [`super::fit`] for what it does and
-/// [`FitOptions`](super::FitOptions) for how), advanced by [`Run::next`].
-pub struct Run<'a> {
-    model: &'a dyn Module,
-    opt: &'a mut dyn Optimizer,
+/// The training loop's state, without the model, optimizer and data it trains (see
+/// [`Parts`]): what [`Run`] advances natively, and what a driver that owns it (wasm) advances
+/// with [`RunState::next`]; [`RunState::take_history`] ends it.
+pub struct RunState {
     loss: Loss,
     dev: Device,
-    train: Samples<'a>,
-    test: Option<Samples<'a>>,
-    opts: &'a FitOptions,
+    /// The options, without the saved run (restored once, in [`RunState::new`]).
+    opts: FitOptions,
     accuracy: bool,
     base_lr: f32,
     pacer: Pacer,
@@ -120,20 +147,26 @@ pub struct Run<'a> {
     lost: Option<(Error, DeviceLost)>,
     recovered: Option<DeviceLost>,
     stopped_by_caller: bool,
+    /// Reads are left to the driver ([`RunState::defer_reads`]).
+    defer: bool,
+    /// The read out, with the phase to go on in once it is fed.
+    pending: Option<(Reading, Phase)>,
+    /// What a fed read produced, for the next `next`.
+    fed: Option<Result<Option<Event>>>,
+    clock: Clock,
+    /// The epoch ends after the step in progress ([`RunState::end_here`]), then the run.
+    wind: bool,
+    /// Batches in an epoch.
+    batches: usize,
+    /// A checkpoint after the run's last step too ([`RunState::checkpoint_at_end`]).
+    end_checkpoint: bool,
 }
 
-impl<'a> Run<'a> {
+impl RunState {
     /// Checks the options and the targets against the model's output (a typed error before
     /// any step) and, with [`FitOptions::resume`](super::FitOptions::resume), restores the saved run.
-    pub fn new(
-        model: &'a dyn Module,
-        opt: &'a mut dyn Optimizer,
-        loss: Loss,
-        dev: &Device,
-        train: Samples<'a>,
-        test: Option<Samples<'a>>,
-        opts: &'a FitOptions,
-    ) -> Result<Run<'a>> {
+    pub fn new(p: &mut Parts, loss: Loss, dev: &Device, opts: &FitOptions) -> Result<RunState> {
+        let train = &p.train;
         if train.is_empty() {
             return Err(Error::invalid("fit", "the training set is empty"));
         }
@@ -147,19 +180,19 @@ impl<'a> Run<'a> {
             ));
         }
         let pacer = Pacer::new(opts.max_steps_per_second);
-        let output = output_shape(model, dev, &train)?;
+        let output = output_shape(p.model, dev, train)?;
         train.check("fit", loss, &output, &dev.name())?;
-        if let Some(t) = &test {
+        if let Some(t) = &p.test {
             t.check("fit (test set)", loss, &output, &dev.name())?;
         }
         let accuracy = loss.has_accuracy(train.kind());
-        let base_lr = opt.lr();
+        let base_lr = p.opt.lr();
         let mut history = History::default();
         let mut good = None;
         let mut pos = Position::default();
         let mut scaler = scaler_for(opts.precision, dev, opts.loss_scale)?;
         if let Some(r) = &opts.resume {
-            pos = resume_from(r, model, &mut *opt, dev, &train, opts, scaler.as_mut())?;
+            pos = resume_from(r, p.model, &mut *p.opt, dev, train, opts, scaler.as_mut())?;
             history.steps = r.steps.clone();
             history.epochs = r.epochs.clone();
             good = Some(Good {
@@ -170,14 +203,10 @@ impl<'a> Run<'a> {
                 epochs_logged: history.epochs.len(),
             });
         }
-        Ok(Run {
-            model,
-            opt,
+        Ok(RunState {
             loss,
             dev: dev.clone(),
-            train,
-            test,
-            opts,
+            opts: without_resume(opts),
             accuracy,
             base_lr,
             pacer,
@@ -193,7 +222,96 @@ impl<'a> Run<'a> {
             lost: None,
             recovered: None,
             stopped_by_caller: false,
+            defer: false,
+            pending: None,
+            fed: None,
+            clock: now,
+            wind: false,
+            batches: train.len().div_ceil(opts.batch_size),
+            end_checkpoint: false,
         })
+    }
+
+    /// Leaves every device read to the driver: see [`Event::Read`]. Before the first `next`.
+    pub fn defer_reads(&mut self) {
+        self.defer = true;
+    }
+
+    /// Also takes a checkpoint after the run's last step (or the step [`RunState::end_here`]
+    /// ends on), so a page's `model.restore()` after a later loss loses nothing.
+    pub fn checkpoint_at_end(&mut self) {
+        self.end_checkpoint = true;
+    }
+
+    /// Right after [`Event::Step`]: read the sums back after this step, whatever the cadence
+    /// (a page stepping through training one read at a time).
+    pub fn request_read(&mut self) {
+        if let Phase::Read { due, .. } = &mut self.phase {
+            due.read = true;
+        }
+    }
+
+    /// Right after [`Event::Step`]: take a checkpoint after this step, whatever the cadence (a
+    /// page's autosave is due). Nothing without checkpoints.
+    pub fn request_checkpoint(&mut self) {
+        if let (Phase::Read { due, .. }, true) = (&mut self.phase, self.cadence.checkpoints()) {
+            due.read = true;
+            due.checkpoint = true;
+        }
+    }
+
+    /// Ends the epoch after the step in progress (or, between steps, after the next one; between
+    /// epochs, now): its
+    /// sums are read, the end checkpoint taken ([`RunState::checkpoint_at_end`]), the epoch
+    /// logged with the means so far (and evaluated), and then the run is done. A page's
+    /// `model.stopTraining`; natively a caller [`Run::stop`]s instead.
+    pub fn end_here(&mut self) {
+        self.wind = true;
+        let ck = self.end_checkpoint && self.cadence.checkpoints() && self.good.as_ref().is_none_or(|g| g.pos.step != self.pos.step);
+        match &mut self.phase {
+            Phase::Read { due, .. } => {
+                due.read = true;
+                due.checkpoint |= ck;
+            }
+            Phase::Checkpoint { due } => due.checkpoint |= ck,
+            // between epochs: the one before was logged; no step of the next
+            Phase::Step if self.pos.batch == 0 => self.stopped_by_caller = true,
+            _ => {}
+        }
+    }
+
+    /// Whether the next [`RunState::next`] trains a step (a page paces steps only).
+    pub fn steps_next(&self) -> bool {
+        // a fed read that produced no event (the checkpoint before the first step) is passed
+        let fed_event = self.fed.as_ref().is_some_and(|f| !matches!(f, Ok(None)));
+        if self.stopped_by_caller || self.lost.is_some() || self.recovered.is_some() || fed_event || self.wind {
+            return false;
+        }
+        let stepping = self.pos.epoch < self.opts.epochs && self.pos.batch < self.batches;
+        match self.phase {
+            Phase::Step => stepping,
+            Phase::Started => stepping && self.opts.max_steps.is_none_or(|m| self.pos.step < m),
+            // nothing due after the step before: the next step follows
+            Phase::Read { due, .. } => !(due.read || due.checkpoint || due.at_max) && stepping,
+            Phase::Checkpoint { due } => !(due.checkpoint || due.at_max) && stepping,
+            _ => false,
+        }
+    }
+
+    /// Steps in all: epochs times batches.
+    fn total_steps(&self, p: &Parts) -> usize {
+        self.opts.epochs * p.train.len().div_ceil(self.opts.batch_size)
+    }
+
+    /// Checkpoints taken so far (the one before the first step included).
+    pub fn checkpoints_taken(&self) -> usize {
+        self.history.checkpoints
+    }
+
+    /// The clock that times checkpoints and intervals (the automatic checkpoint interval is
+    /// chosen from it): a browser's `performance.now()`, where `std` has none.
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
     }
 
     /// The precision check ([`super::PrecisionCheck`]) before the first step of a new run on
@@ -201,16 +319,16 @@ impl<'a> Run<'a> {
     /// the run trains on the device or on `reference`, from its initial state, and
     /// [`History::precision_check`] says which with the measured losses. `None` (nothing
     /// checked) on a full-precision device; an error after the first step or on a resumed run.
-    pub fn check_precision(&mut self, reference: &Device) -> Result<Option<&super::PrecisionCheck>> {
-        if self.phase != Phase::Start || self.pos.step != 0 || self.opts.resume.is_some() {
+    pub fn check_precision(&mut self, p: &mut Parts, reference: &Device, resumed: bool) -> Result<Option<&super::PrecisionCheck>> {
+        if self.phase != Phase::Start || self.pos.step != 0 || resumed {
             return Err(Error::invalid("precision check", "runs only before the first step of a new run"));
         }
         let Some(reason) = self.dev.backend().caps().reduced_precision.clone() else { return Ok(None) };
         let mut probe = super::shadow::Probe {
-            model: self.model,
-            opt: &mut *self.opt,
+            model: p.model,
+            opt: &mut *p.opt,
             loss: self.loss,
-            train: &self.train,
+            train: &p.train,
             batch_size: self.opts.batch_size,
             shuffle: self.opts.shuffle,
             seed: self.opts.seed,
@@ -225,7 +343,7 @@ impl<'a> Run<'a> {
         Ok(Some(self.history.precision_check.insert(check)))
     }
 
-    /// The device training runs on (a new one after [`Run::recover`]).
+    /// The device training runs on (a new one after [`RunState::recover`]).
     pub fn device(&self) -> &Device {
         &self.dev
     }
@@ -240,37 +358,91 @@ impl<'a> Run<'a> {
         &self.history
     }
 
-    /// The last good checkpoint as a run to go on from (`None` without one).
+    /// The checkpoint interval now (0: none; automatic: chosen at the first checkpoint).
+    pub fn checkpoint_every(&self) -> usize {
+        self.cadence.every()
+    }
+
+    /// The last good checkpoint as a run to go on from (`None` without one): its logs are
+    /// those up to the checkpoint (a driver saving it after later logs saves the run there).
     pub fn resume_point(&self) -> Option<ResumePoint<'_>> {
         self.good.as_ref().map(|g| ResumePoint {
             checkpoint: &g.ck,
             position: &g.pos,
             loss_scale: g.scale,
-            steps: &self.history.steps,
-            epochs: &self.history.epochs,
+            steps: &self.history.steps[..g.logged.min(self.history.steps.len())],
+            epochs: &self.history.epochs[..g.epochs_logged.min(self.history.epochs.len())],
         })
     }
 
+    /// The last good checkpoint (`None` without one).
+    pub fn last_checkpoint(&self) -> Option<&Checkpoint> {
+        self.good.as_ref().map(|g| &g.ck)
+    }
+
     /// Ends the run where it is: no evaluation of the unfinished epoch, no further checkpoint.
+    /// A read out ([`Event::Read`]) is dropped.
     pub fn stop(&mut self) {
         self.stopped_by_caller = true;
+        self.pending = None;
+        self.fed = None;
+    }
+
+    /// The tensor to read after [`Event::Read`] (`None` when nothing is waiting for a read).
+    pub fn pending(&self) -> Option<&Tensor> {
+        self.pending.as_ref().and_then(|(r, _)| r.tensor())
+    }
+
+    /// The values of [`RunState::pending`], as read: the machine goes on with them at the next
+    /// [`RunState::next`]. Without a read out, an error.
+    pub fn feed(&mut self, p: &mut Parts, values: Vec<f32>) -> Result<()> {
+        let Some((reading, then)) = self.pending.take() else {
+            return Err(Error::invalid("fit", "no read is waiting for its values"));
+        };
+        self.phase = then;
+        let r = self.complete(p, reading, values);
+        self.fed = Some(r);
+        Ok(())
+    }
+
+    /// The read of [`RunState::pending`] failed with `e`, or (with no read out) the driver
+    /// found the device gone between steps: the next [`RunState::next`] handles it as a failed
+    /// blocking read or step would be (a device loss may be recovered from:
+    /// [`Event::DeviceLost`]).
+    pub fn fail(&mut self, e: Error) {
+        if let Some((reading, then)) = self.pending.take() {
+            self.phase = then;
+            if let Reading::Checkpoint(CheckpointRead { interval_secs: None, .. }) = reading {
+                // the checkpoint before the first step has none to go back to
+                self.fed = Some(Err(e));
+                return;
+            }
+        }
+        self.fed = Some(self.lost(e).map(Some));
     }
 
     /// Does the next piece of work and says what happened. An error other than a recoverable
     /// device loss ends the run with it. (Not an `Iterator`: every call may fail, and a
     /// finished run says [`Event::Done`] rather than ending.)
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Result<Event> {
-        let r = self.advance();
+    pub fn next(&mut self, p: &mut Parts) -> Result<Event> {
+        let r = self.advance(p);
         if r.is_err() {
             self.phase = Phase::Done;
+            self.pending = None;
         }
         r
     }
 
-    fn advance(&mut self) -> Result<Event> {
+    fn advance(&mut self, p: &mut Parts) -> Result<Event> {
         if let Some(info) = self.recovered.take() {
             return Ok(Event::Recovered(info));
+        }
+        // what a fed (or failed) read produced comes first: a device loss it reported is
+        // waiting for `recover`
+        if let Some(fed) = self.fed.take() {
+            if let Some(ev) = fed? {
+                return Ok(ev);
+            }
         }
         if let Some((e, _)) = self.lost.take() {
             return Err(e);
@@ -281,65 +453,123 @@ impl<'a> Run<'a> {
             }
             match self.phase {
                 Phase::Done => return Ok(Event::Done(self.history.stopped.clone())),
+                Phase::Waiting => return Err(Error::invalid("fit", "a read is out: feed its values first")),
                 Phase::Start => {
+                    self.phase = Phase::Started;
                     if self.good.is_none() && (self.cadence.checkpoints() || self.opts.stop_on_nan) {
-                        self.checkpoint()?;
+                        let reading = self.capture(p, None)?;
+                        if let Some(ev) = self.read(p, reading, Phase::Started)? {
+                            return Ok(ev);
+                        }
                     }
+                }
+                Phase::Started => {
                     if self.opts.max_steps.is_some_and(|m| self.pos.step >= m) {
-                        return Ok(self.finish(Some(Stopped::MaxSteps { step: self.pos.step })));
+                        return Ok(self.end(Some(Stopped::MaxSteps { step: self.pos.step })));
                     }
-                    self.step_started = now();
+                    self.step_started = (self.clock)();
                     self.cadence.start_at(self.pos.step);
                     self.phase = Phase::Step;
                 }
                 Phase::Step => {
                     if self.pos.epoch >= self.opts.epochs {
-                        return Ok(self.finish(None));
+                        return Ok(self.end(None));
                     }
-                    if self.pos.batch >= self.train.len().div_ceil(self.opts.batch_size) {
+                    if self.pos.batch >= p.train.len().div_ceil(self.opts.batch_size) {
                         self.phase = Phase::Evaluate;
                         continue;
                     }
-                    match self.step() {
+                    match self.step(p) {
                         Ok(ev) => return Ok(ev),
                         Err(e) => return self.lost(e),
                     }
                 }
                 Phase::Read { lr, due } => {
-                    self.phase = Phase::Checkpoint { due };
-                    match self.read(lr, due.read) {
+                    let then = Phase::Checkpoint { due };
+                    self.phase = then;
+                    if !due.read {
+                        continue;
+                    }
+                    let r = self.window.take().map(|t| t.map(|(tensor, n)| Reading::Sums { tensor, n, lr }));
+                    match r.and_then(|r| match r {
+                        Some(reading) => self.read(p, reading, then),
+                        None => Ok(None),
+                    }) {
                         Ok(Some(ev)) => return Ok(ev),
                         Ok(None) => {}
                         Err(e) => return self.lost(e),
                     }
                 }
                 Phase::Checkpoint { due } => {
-                    self.phase = Phase::Step;
-                    let ev = if due.checkpoint {
-                        match self.interval_checkpoint() {
-                            Ok(ev) => ev,
-                            Err(e) => return self.lost(e),
-                        }
-                    } else {
-                        None
-                    };
+                    // winding up: the (partial) epoch's log next
+                    self.phase = if self.wind { Phase::Evaluate } else { Phase::Step };
                     if due.at_max {
                         self.history.stopped = Some(Stopped::MaxSteps { step: self.pos.step });
                         self.phase = Phase::Done;
                     }
-                    if let Some(ev) = ev {
-                        return Ok(ev);
+                    if due.checkpoint {
+                        let then = self.phase;
+                        let interval = match (self.step_started, (self.clock)()) {
+                            (Some(a), Some(b)) => Some(b - a),
+                            _ => None,
+                        };
+                        // `Some` marks an interval checkpoint (timed or not)
+                        let r = self.capture(p, Some(interval)).and_then(|reading| self.read(p, reading, then));
+                        match r {
+                            Ok(Some(ev)) => return Ok(ev),
+                            Ok(None) => {}
+                            Err(e) => return self.lost(e),
+                        }
                     }
                 }
-                Phase::Evaluate => match self.evaluate() {
-                    Ok(ev) => return Ok(ev),
-                    Err(e) => return self.lost(e),
-                },
+                Phase::Evaluate => {
+                    self.phase = Phase::Step;
+                    if self.wind && self.pos.epoch_samples == 0 {
+                        // nothing trained in the epoch: no log
+                        return Ok(self.end(None));
+                    }
+                    let r = self.eval_sums(p).and_then(|r| match r {
+                        Some(reading) => self.read(p, reading, Phase::Step),
+                        None => Ok(Some(self.epoch_log((None, None)))),
+                    });
+                    match r {
+                        Ok(Some(ev)) => return Ok(ev),
+                        Ok(None) => {}
+                        Err(e) => return self.lost(e),
+                    }
+                }
             }
         }
     }
 
-    fn finish(&mut self, stopped: Option<Stopped>) -> Event {
+    /// A read the machine needs: left to the driver ([`Event::Read`]) when deferred, else read
+    /// now (blocking) and its result.
+    fn read(&mut self, p: &mut Parts, reading: Reading, then: Phase) -> Result<Option<Event>> {
+        let Some(tensor) = reading.tensor() else { return self.complete(p, reading, Vec::new()) };
+        if self.defer {
+            let kind = reading.kind();
+            self.pending = Some((reading, then));
+            self.phase = Phase::Waiting;
+            return Ok(Some(Event::Read(kind)));
+        }
+        let values = tensor.to_vec()?;
+        self.complete(p, reading, values)
+    }
+
+    /// What a read's values mean.
+    fn complete(&mut self, p: &mut Parts, reading: Reading, values: Vec<f32>) -> Result<Option<Event>> {
+        match reading {
+            Reading::Sums { n, lr, .. } => self.logged(p, lr, &values, n),
+            Reading::Checkpoint(c) => self.checkpointed(c, values),
+            Reading::Eval { n, .. } => {
+                let (l, c) = sums_of(&values)?;
+                let test = (Some((l / n as f64) as f32), c.map(|c| (c / n as f64) as f32));
+                Ok(Some(self.epoch_log(test)))
+            }
+        }
+    }
+
+    fn end(&mut self, stopped: Option<Stopped>) -> Event {
         if stopped.is_some() {
             self.history.stopped = stopped;
         }
@@ -349,12 +579,12 @@ impl<'a> Run<'a> {
 
     /// The next batch of the epoch: one step (inside [`Device::step`](pixelgrad_core::Device::step), so GPU backends replay
     /// its plan).
-    fn step(&mut self) -> Result<Event> {
+    fn step(&mut self, p: &mut Parts) -> Result<Event> {
         let epoch = self.pos.epoch;
         let order = match self.order.take() {
             Some((e, order)) if e == epoch => order,
             _ => {
-                let n = self.train.len();
+                let n = p.train.len();
                 if self.opts.shuffle {
                     shuffled(n, rng::mix(self.opts.seed, epoch as u64))
                 } else {
@@ -366,12 +596,12 @@ impl<'a> Run<'a> {
         let bs = self.opts.batch_size;
         let idx = &order[self.pos.batch * bs..((self.pos.batch + 1) * bs).min(order.len())];
         let lr = self.opts.schedule.lr(self.base_lr, self.pos.step);
-        self.opt.set_lr(lr);
+        p.opt.set_lr(lr);
         // One step plan per model, optimizer and batch size (the last batch of an epoch may
         // be smaller).
-        let key = crate::step_key(self.model, &*self.opt, &[idx.len(), self.scaler.is_some() as usize]);
+        let key = crate::step_key(p.model, &*p.opt, &[idx.len(), self.scaler.is_some() as usize]);
         self.pacer.wait();
-        let (model, opt, loss, train, window, dev) = (self.model, &mut *self.opt, self.loss, &self.train, &mut self.window, &self.dev);
+        let (model, opt, loss, train, window, dev) = (p.model, &mut *p.opt, self.loss, &p.train, &mut self.window, &self.dev);
         let scaler = &mut self.scaler;
         dev.step(key, || {
             let (xb, yb) = train.batch(dev, idx)?;
@@ -382,19 +612,21 @@ impl<'a> Run<'a> {
         })?;
         self.pos.step += 1;
         self.pos.batch += 1;
-        let epoch_end = self.pos.batch >= self.train.len().div_ceil(bs);
-        let due = self.cadence.after_step(self.pos.step, self.window.steps(), epoch_end);
+        let epoch_end = self.pos.batch >= p.train.len().div_ceil(bs);
+        let mut due = self.cadence.after_step(self.pos.step, self.window.steps(), epoch_end);
+        let at_end = self.wind || self.pos.step == self.total_steps(p);
+        if at_end && self.end_checkpoint && self.cadence.checkpoints() {
+            due.checkpoint = true;
+        }
+        due.read |= self.wind || due.checkpoint;
         self.phase = Phase::Read { lr, due };
         Ok(Event::Step { step: self.pos.step, epoch, lr })
     }
 
-    /// Reads the sums back when due (see [`Cadence::after_step`]): a log, or the stop on a
-    /// non-finite loss.
-    fn read(&mut self, lr: f32, due: bool) -> Result<Option<Event>> {
-        if !due {
-            return Ok(None);
-        }
-        let Some((ls, cs, n)) = self.window.read()? else { return Ok(None) };
+    /// The sums read back (see [`Cadence::after_step`]): a log, or the stop on a non-finite
+    /// loss.
+    fn logged(&mut self, p: &mut Parts, lr: f32, values: &[f32], n: usize) -> Result<Option<Event>> {
+        let (ls, cs) = sums_of(values)?;
         let pos = &mut self.pos;
         pos.epoch_loss += ls;
         pos.epoch_correct += cs.unwrap_or(0.0);
@@ -406,25 +638,33 @@ impl<'a> Run<'a> {
             self.history.steps.push(log);
             let restored_step = match &self.good {
                 Some(g) => {
-                    g.ck.restore(self.model, &mut *self.opt, &self.dev)?;
+                    g.ck.restore(p.model, &mut *p.opt, &self.dev)?;
                     g.ck.step
                 }
                 None => 0,
             };
             let step = self.pos.step;
-            return Ok(Some(self.finish(Some(Stopped::NonFiniteLoss { first_step, step, loss: mean, restored_step }))));
+            return Ok(Some(self.end(Some(Stopped::NonFiniteLoss { first_step, step, loss: mean, restored_step }))));
         }
         self.history.steps.push(log.clone());
         Ok(Some(Event::Log(log)))
     }
 
-    /// Copies the model and optimizer to the host; keeps it as the last good checkpoint when
-    /// finite. Returns its seconds (where measured) and whether it was finite.
-    fn checkpoint(&mut self) -> Result<(Option<f64>, bool)> {
-        let t0 = now();
-        let ck = Capture::of(self.model, &*self.opt, self.pos.step).read()?;
-        let scale = self.scaler.as_ref().map(LossScaler::state).transpose()?;
-        let secs = match (t0, now()) {
+    /// Captures the model, the optimizer and the loss scaler for a checkpoint (`interval`:
+    /// `Some` for the checkpoint of an interval, with its seconds where measured).
+    fn capture(&mut self, p: &Parts, interval: Option<Option<f64>>) -> Result<Reading> {
+        let started = (self.clock)();
+        let cap = Capture::of(p.model, &*p.opt, self.pos.step);
+        let scale = self.scaler.as_ref().map(LossScaler::state_tensor).transpose()?;
+        CheckpointRead::new(cap, scale, started, interval).map(Reading::Checkpoint)
+    }
+
+    /// A checkpoint read: kept as the last good one when finite; an interval's also chooses
+    /// an automatic interval from the measured costs.
+    fn checkpointed(&mut self, c: CheckpointRead, values: Vec<f32>) -> Result<Option<Event>> {
+        let (started, interval) = (c.started, c.interval_secs);
+        let (ck, scale) = c.finish(values)?;
+        let secs = match (started, (self.clock)()) {
             (Some(a), Some(b)) => Some(b - a),
             _ => None,
         };
@@ -435,31 +675,28 @@ impl<'a> Run<'a> {
             self.good =
                 Some(Good { ck, pos: self.pos.clone(), scale, logged: self.history.steps.len(), epochs_logged: self.history.epochs.len() });
         }
-        Ok((secs, finite))
+        let Some(interval_secs) = interval else { return Ok(None) };
+        let every = self.cadence.checkpointed(self.pos.step, secs, interval_secs);
+        self.step_started = (self.clock)();
+        Ok(finite.then_some(Event::Checkpoint { step: self.pos.step, seconds: secs, every }))
     }
 
-    /// The checkpoint of the interval; the first one also chooses an automatic interval from
-    /// the measured costs.
-    fn interval_checkpoint(&mut self) -> Result<Option<Event>> {
-        let interval_secs = match (self.step_started, now()) {
-            (Some(a), Some(b)) => Some(b - a),
-            _ => None,
-        };
-        let (ck_secs, finite) = self.checkpoint()?;
-        let every = self.cadence.checkpointed(self.pos.step, ck_secs, interval_secs);
-        self.step_started = now();
-        Ok(finite.then_some(Event::Checkpoint { step: self.pos.step, seconds: ck_secs, every }))
+    /// The end of an epoch: the evaluation sums over the test set (`None` without one).
+    fn eval_sums(&mut self, p: &Parts) -> Result<Option<Reading>> {
+        let Some(t) = p.test.filter(|t| !t.is_empty()) else { return Ok(None) };
+        let _g = no_grad();
+        let idx: Vec<usize> = (0..t.len()).collect();
+        let mut sums = Sums::new();
+        for chunk in idx.chunks(self.opts.batch_size.max(256)) {
+            let (xb, yb) = t.batch(&self.dev, chunk)?;
+            let out = p.model.forward(&xb, Mode::Eval)?;
+            sums.add(&self.loss.compute(&out, &yb)?, self.loss.correct(&out, &yb)?.as_ref(), chunk.len())?;
+        }
+        Ok(sums.take()?.map(|(tensor, n)| Reading::Eval { tensor, n }))
     }
 
-    /// The end of an epoch: evaluation on the test set, the epoch's log, and the next epoch.
-    fn evaluate(&mut self) -> Result<Event> {
-        let (test_loss, test_accuracy) = match &self.test {
-            Some(t) if !t.is_empty() => {
-                let (a, b) = evaluate(self.model, self.loss, &self.dev, *t, self.opts.batch_size.max(256))?;
-                (Some(a), b)
-            }
-            _ => (None, None),
-        };
+    /// The epoch's log (with the test set's loss and accuracy), and the next epoch.
+    fn epoch_log(&mut self, (test_loss, test_accuracy): (Option<f32>, Option<f32>)) -> Event {
         let pos = &self.pos;
         let log = EpochLog {
             epoch: pos.epoch,
@@ -470,8 +707,8 @@ impl<'a> Run<'a> {
         };
         self.history.epochs.push(log.clone());
         self.pos = Position { epoch: pos.epoch + 1, step: pos.step, ..Position::default() };
-        self.phase = Phase::Step;
-        Ok(Event::Epoch(log))
+        self.phase = if self.wind { Phase::Done } else { Phase::Step };
+        Event::Epoch(log)
     }
 
     /// A device loss with a good checkpoint to go back to (and recoveries left) becomes
@@ -490,15 +727,16 @@ impl<'a> Run<'a> {
         Ok(Event::DeviceLost(info))
     }
 
-    /// After [`Event::DeviceLost`]: restores the last good checkpoint on `dev` and goes back to
-    /// it (the next event is [`Event::Recovered`]). Without a loss waiting, an error.
-    pub fn recover(&mut self, dev: Device) -> Result<()> {
+    /// After [`Event::DeviceLost`]: restores the last good checkpoint on `dev` (into `p`, the
+    /// model and optimizer to go on with: the same, or rebuilt on `dev`) and goes back to it
+    /// (the next event is [`Event::Recovered`]). Without a loss waiting, an error.
+    pub fn recover(&mut self, p: &mut Parts, dev: Device) -> Result<()> {
         let (Some((_, info)), Some(g)) = (self.lost.take(), &self.good) else {
             return Err(Error::invalid("recover", "no device loss is waiting to be recovered from"));
         };
         // Sums and gradients of the lost device are gone with it.
         self.window.clear();
-        g.ck.restore(self.model, &mut *self.opt, &dev)?;
+        g.ck.restore(p.model, &mut *p.opt, &dev)?;
         self.dev = dev;
         self.pos = g.pos.clone();
         self.history.steps.truncate(g.logged);
@@ -509,25 +747,145 @@ impl<'a> Run<'a> {
         if self.scaler.is_some() || self.opts.precision == Precision::Mixed {
             self.scaler = scaler_for(self.opts.precision, &self.dev, self.opts.loss_scale)?;
         }
-        self.step_started = now();
+        self.step_started = (self.clock)();
         self.cadence.start_at(self.pos.step);
         self.order = None;
+        self.pending = None;
+        self.fed = None;
         self.phase = Phase::Step;
         self.recovered = Some(info);
         Ok(())
     }
 
     /// The history of the finished (or stopped) run: the interval used, the last good
-    /// checkpoint and, for mixed precision, what ran.
-    pub fn into_history(mut self) -> Result<History> {
-        self.opt.set_lr(self.base_lr);
+    /// checkpoint and, for mixed precision, what ran (one blocking read; with deferred reads
+    /// the report is left out). Puts the optimizer back at its base learning rate.
+    pub fn take_history(&mut self, p: &mut Parts) -> Result<History> {
+        p.opt.set_lr(self.base_lr);
         let mut history = std::mem::take(&mut self.history);
-        if self.opts.precision == Precision::Mixed {
+        if self.opts.precision == Precision::Mixed && !self.defer {
             history.mixed = Some(LossScaler::report(self.scaler.as_ref(), &self.dev)?);
         }
         history.checkpoint_every = self.cadence.every();
         history.last_checkpoint = self.good.take().map(|g| g.ck);
         Ok(history)
+    }
+
+    /// The loss scaler of mixed precision (`None` in f32), taken out: a driver that keeps
+    /// one with its model hands it back there after the run.
+    pub fn take_scaler(&mut self) -> Option<LossScaler> {
+        self.scaler.take()
+    }
+
+    /// The learning rate the optimizer had before the run (a driver dropping the run early
+    /// puts it back).
+    pub fn base_lr(&self) -> f32 {
+        self.base_lr
+    }
+}
+
+/// `(loss sum, correct count)` from the values of a [`Sums::take`] tensor.
+fn sums_of(values: &[f32]) -> Result<(f64, Option<f64>)> {
+    match values {
+        [l] => Ok((*l as f64, None)),
+        [l, c] => Ok((*l as f64, Some(*c as f64))),
+        _ => Err(Error::invalid("fit", format!("read {} sums, expected 1 or 2", values.len()))),
+    }
+}
+
+/// The options without the saved run (a [`RunState`] keeps no second copy of its checkpoint).
+fn without_resume(o: &FitOptions) -> FitOptions {
+    FitOptions {
+        epochs: o.epochs,
+        batch_size: o.batch_size,
+        read_every: o.read_every,
+        shuffle: o.shuffle,
+        seed: o.seed,
+        schedule: o.schedule.clone(),
+        checkpoint_every: o.checkpoint_every,
+        stop_on_nan: o.stop_on_nan,
+        max_steps_per_second: o.max_steps_per_second,
+        precision: o.precision,
+        loss_scale: o.loss_scale,
+        max_steps: o.max_steps,
+        resume: None,
+    }
+}
+
+/// One training run of `model` on `train` (see [`super::fit`] for what it does and
+/// [`FitOptions`](super::FitOptions) for how), advanced by [`Run::next`]: a [`RunState`] with
+/// its [`Parts`], reading the device itself (blocking).
+pub struct Run<'a> {
+    parts: Parts<'a>,
+    state: RunState,
+    resumed: bool,
+}
+
+impl<'a> Run<'a> {
+    /// Checks the options and the targets against the model's output (a typed error before
+    /// any step) and, with [`FitOptions::resume`](super::FitOptions::resume), restores the saved run.
+    pub fn new(
+        model: &'a dyn Module,
+        opt: &'a mut dyn Optimizer,
+        loss: Loss,
+        dev: &Device,
+        train: Samples<'a>,
+        test: Option<Samples<'a>>,
+        opts: &FitOptions,
+    ) -> Result<Run<'a>> {
+        let mut parts = Parts { model, opt, train, test };
+        let state = RunState::new(&mut parts, loss, dev, opts)?;
+        Ok(Run { parts, state, resumed: opts.resume.is_some() })
+    }
+
+    /// See [`RunState::check_precision`].
+    pub fn check_precision(&mut self, reference: &Device) -> Result<Option<&super::PrecisionCheck>> {
+        self.state.check_precision(&mut self.parts, reference, self.resumed)
+    }
+
+    /// The device training runs on (a new one after [`Run::recover`]).
+    pub fn device(&self) -> &Device {
+        self.state.device()
+    }
+
+    /// Where training is.
+    pub fn position(&self) -> &Position {
+        self.state.position()
+    }
+
+    /// Everything logged so far.
+    pub fn history(&self) -> &History {
+        self.state.history()
+    }
+
+    /// The last good checkpoint as a run to go on from (`None` without one).
+    pub fn resume_point(&self) -> Option<ResumePoint<'_>> {
+        self.state.resume_point()
+    }
+
+    /// Ends the run where it is: no evaluation of the unfinished epoch, no further checkpoint.
+    pub fn stop(&mut self) {
+        self.state.stop();
+    }
+
+    /// Does the next piece of work and says what happened (never [`Event::Read`]: a `Run`
+    /// reads the device itself). An error other than a recoverable device loss ends the run
+    /// with it.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Event> {
+        self.state.next(&mut self.parts)
+    }
+
+    /// After [`Event::DeviceLost`]: restores the last good checkpoint on `dev` and goes back to
+    /// it (the next event is [`Event::Recovered`]). Without a loss waiting, an error.
+    pub fn recover(&mut self, dev: Device) -> Result<()> {
+        self.state.recover(&mut self.parts, dev)
+    }
+
+    /// The history of the finished (or stopped) run: the interval used, the last good
+    /// checkpoint and, for mixed precision, what ran.
+    pub fn into_history(mut self) -> Result<History> {
+        self.state.take_history(&mut self.parts)
     }
 }
 
@@ -535,7 +893,7 @@ impl Drop for Run<'_> {
     /// A run dropped early (an error, a driver that stopped looping) leaves the optimizer at
     /// its base learning rate, as a finished one does.
     fn drop(&mut self) {
-        self.opt.set_lr(self.base_lr);
+        self.parts.opt.set_lr(self.state.base_lr());
     }
 }
 

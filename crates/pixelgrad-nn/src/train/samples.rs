@@ -15,21 +15,23 @@ pub enum Targets<'a> {
     Values { values: &'a [f32], shape: &'a [usize] },
 }
 
-/// Host-side samples: `x` holds `len()` samples of `sample_shape` each, contiguous, and
-/// their targets.
+/// Samples: `x` holds `len()` samples of `sample_shape` each, contiguous, and their targets
+/// (host values); or, made by [`Samples::on_device`], the samples are the rows of a device
+/// tensor (`x` is then empty) and batches are gathered on the device.
 #[derive(Clone, Copy, Debug)]
 pub struct Samples<'a> {
     pub x: &'a [f32],
     pub sample_shape: &'a [usize],
     pub targets: Targets<'a>,
     n: usize,
+    rows: Option<&'a Tensor>,
 }
 
 impl<'a> Samples<'a> {
     /// Samples with class indices as targets.
     pub fn new(x: &'a [f32], sample_shape: &'a [usize], labels: &'a [u32]) -> Result<Self> {
         Self::check_x(x, sample_shape, labels.len())?;
-        Ok(Samples { x, sample_shape, targets: Targets::Classes(labels), n: labels.len() })
+        Ok(Samples { x, sample_shape, targets: Targets::Classes(labels), n: labels.len(), rows: None })
     }
 
     /// Samples with float targets of `target_shape` each (`values.len()` is a whole number of
@@ -44,7 +46,30 @@ impl<'a> Samples<'a> {
         }
         let n = values.len() / per;
         Self::check_x(x, sample_shape, n)?;
-        Ok(Samples { x, sample_shape, targets: Targets::Values { values, shape: target_shape }, n })
+        Ok(Samples { x, sample_shape, targets: Targets::Values { values, shape: target_shape }, n, rows: None })
+    }
+
+    /// The rows of `x` (`[N, ..sample]`, on the device: never read back) with `targets` (for
+    /// `N` samples): each batch is gathered from `x` on the device.
+    pub fn on_device(x: &'a Tensor, targets: Targets<'a>) -> Result<Self> {
+        let n = match targets {
+            Targets::Classes(labels) => labels.len(),
+            Targets::Values { values, shape } => {
+                let per: usize = shape.iter().product();
+                if per == 0 || !values.len().is_multiple_of(per) {
+                    return Err(Error::invalid(
+                        "samples",
+                        format!("{} target values are not a whole number of targets of shape {shape:?}", values.len()),
+                    ));
+                }
+                values.len() / per
+            }
+        };
+        let dims = x.dims();
+        if dims.len() < 2 || dims[0] != n || dims[1..].iter().product::<usize>() == 0 {
+            return Err(Error::invalid("samples", format!("x of shape {dims:?} does not hold {n} samples [N, ..sample]")));
+        }
+        Ok(Samples { x: &[], sample_shape: &dims[1..], targets, n, rows: Some(x) })
     }
 
     fn check_x(x: &[f32], sample_shape: &[usize], n: usize) -> Result<()> {
@@ -90,12 +115,18 @@ impl<'a> Samples<'a> {
     /// or float targets `[B, ..target_shape]`.
     pub fn batch(&self, dev: &Device, idx: &[usize]) -> Result<(Tensor, Tensor)> {
         let per = self.per_sample();
-        let mut xb = Vec::with_capacity(idx.len() * per);
-        for &i in idx {
-            xb.extend_from_slice(&self.x[i * per..(i + 1) * per]);
-        }
         let mut shape = vec![idx.len()];
         shape.extend_from_slice(self.sample_shape);
+        let xb = match self.rows {
+            Some(x) => gather_rows(dev, x, idx, per, shape)?,
+            None => {
+                let mut xb = Vec::with_capacity(idx.len() * per);
+                for &i in idx {
+                    xb.extend_from_slice(&self.x[i * per..(i + 1) * per]);
+                }
+                Tensor::from_vec(dev, &xb, shape)?
+            }
+        };
         let y = match self.targets {
             Targets::Classes(labels) => {
                 let yb: Vec<f32> = idx.iter().map(|&i| labels[i] as f32).collect();
@@ -112,8 +143,19 @@ impl<'a> Samples<'a> {
                 Tensor::from_vec(dev, &yb, s)?
             }
         };
-        Ok((Tensor::from_vec(dev, &xb, shape)?, y))
+        Ok((xb, y))
     }
+}
+
+/// Rows `idx` of `x` (`[N, ..]`, `per` floats a row) gathered on `dev` into a batch of
+/// `shape`, with no gradient (x is data). Indices go as f32 (exact below 2^24 rows).
+fn gather_rows(dev: &Device, x: &Tensor, idx: &[usize], per: usize, shape: Vec<usize>) -> Result<Tensor> {
+    let _g = no_grad();
+    let n = x.dims()[0];
+    let m = idx.len();
+    let at: Vec<f32> = idx.iter().map(|&r| r as f32).collect();
+    let at = Tensor::from_vec(dev, &at, vec![m, 1])?.broadcast_to(vec![m, per])?;
+    x.reshape(vec![n, per])?.gather(0, &at)?.reshape(shape)
 }
 
 /// A seeded permutation of `0..n` (Fisher-Yates driven by the counter-based RNG).

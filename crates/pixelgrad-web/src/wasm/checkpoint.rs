@@ -18,6 +18,16 @@ pub struct HostCheckpoint {
     ck: Checkpoint,
 }
 
+impl HostCheckpoint {
+    pub(crate) fn new(ck: Checkpoint) -> HostCheckpoint {
+        HostCheckpoint { ck }
+    }
+
+    pub(crate) fn into_inner(self) -> Checkpoint {
+        self.ck
+    }
+}
+
 #[wasm_bindgen]
 impl HostCheckpoint {
     /// Training steps done when it was taken.

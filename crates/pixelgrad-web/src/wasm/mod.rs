@@ -26,7 +26,7 @@ mod threads;
 pub use checkpoint::HostCheckpoint;
 pub use crash::{set_panic_handler, test_panic, test_panic_async};
 pub use data::{digits, parse_mnist, shuffled_indices};
-pub use fit::FitCadence;
+pub use fit::FitRun;
 pub use flower::{flower_join, flower_partition, FlowerNode};
 pub use limits::CancelHandle;
 pub use model::Model;
