@@ -1,10 +1,12 @@
 //! Every program with loops the GPU backends render, as one list: the window family
-//! ([`super::windows`]) and the index programs ([`super::indexing`]). Backends enumerate
+//! ([`super::windows`]), the index programs ([`super::indexing`]) and the passes of the
+//! reductions ([`super::reductions`]). Backends enumerate
 //! [`KernelProgram::ALL`] to register, warm up and validate them, so a new program is checked
 //! by every backend's shader tests without being named there.
 
 use super::indexing::IndexProgram;
 use super::program::Program;
+use super::reductions::ReduceProgram;
 use super::windows::WindowProgram;
 
 /// One program of the kernel IR with loops.
@@ -12,11 +14,14 @@ use super::windows::WindowProgram;
 pub enum KernelProgram {
     Window(WindowProgram),
     Index(IndexProgram),
+    Reduce(ReduceProgram),
 }
 
+const COUNT: usize = WindowProgram::ALL.len() + IndexProgram::ALL.len() + ReduceProgram::ALL.len();
+
 impl KernelProgram {
-    pub const ALL: [KernelProgram; WindowProgram::ALL.len() + IndexProgram::ALL.len()] = {
-        let mut all = [KernelProgram::Index(IndexProgram::Gather); WindowProgram::ALL.len() + IndexProgram::ALL.len()];
+    pub const ALL: [KernelProgram; COUNT] = {
+        let mut all = [KernelProgram::Index(IndexProgram::Gather); COUNT];
         let mut i = 0;
         while i < WindowProgram::ALL.len() {
             all[i] = KernelProgram::Window(WindowProgram::ALL[i]);
@@ -27,6 +32,11 @@ impl KernelProgram {
             all[i + j] = KernelProgram::Index(IndexProgram::ALL[j]);
             j += 1;
         }
+        let mut k = 0;
+        while k < ReduceProgram::ALL.len() {
+            all[i + j + k] = KernelProgram::Reduce(ReduceProgram::ALL[k]);
+            k += 1;
+        }
         all
     };
 
@@ -35,6 +45,7 @@ impl KernelProgram {
         match self {
             KernelProgram::Window(w) => w.name(),
             KernelProgram::Index(x) => x.name(),
+            KernelProgram::Reduce(r) => r.name(),
         }
     }
 
@@ -52,6 +63,7 @@ impl KernelProgram {
         match self {
             KernelProgram::Window(w) => w.program(),
             KernelProgram::Index(x) => x.program(),
+            KernelProgram::Reduce(r) => r.program(),
         }
     }
 }
