@@ -427,10 +427,7 @@ pub fn epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixelgrad_co
     // main_elementwise.glsl, which writes the epilogue too.
     let (text, entry) = if body == "reduce" {
         let which = KernelProgram::Reduce(reduce_of_config(config & 7)?);
-        (
-            crate::glsl::program_body(which, GlslVersion::Es300, 0).ok_or_else(|| bad(format!("no program {}", which.name())))?,
-            MAIN_ELEMENTWISE,
-        )
+        (crate::glsl::program_body(which, GlslVersion::Es300, 0).ok_or_else(|| bad(format!("no program {}", which.name())))?, MAIN_ELEMENTWISE)
     } else {
         let text = BODIES.iter().find(|(n, _)| *n == body).map(|(_, b)| *b).ok_or_else(|| bad(format!("no body {body}")))?;
         (text.to_string(), "")

@@ -266,7 +266,11 @@ impl Dialect for Glsl100 {
 /// Every program with a `shaders/gl1/*.glsl` body in every config (for warm-up).
 pub fn all_specs() -> Vec<ProgramSpec> {
     let windows = KernelProgram::ALL.into_iter().map(|w| ProgramSpec::new(w.name(), 0));
-    BODIES.iter().map(|(name, _)| ProgramSpec::new(name, 0)).chain(windows).collect()
+    BODIES
+        .iter()
+        .map(|(name, _)| ProgramSpec::new(name, 0))
+        .chain(windows)
+        .collect()
 }
 
 /// Every GLSL ES 1.00 program source, labelled (for offline validation): each body in each
