@@ -13,8 +13,7 @@
 //!   product and intermediate is a whole number below 2^24, where f32 is exact; `pg_divmod`
 //!   corrects the one rounding, division's) and every int uniform is sent as a float;
 //! - loops have constant bounds and an early `break`: [`MAX_LOOP`] for the matmul k loop and
-//!   scatter-add's source loop and max_pool_grad's covering windows, [`MAX_WINDOW`] for the taps inside the image of depthwise_conv and max pooling and col2im's covering windows; the reductions' groups loop under [`MAX_LOOP`] too, though
-//!   a group holds at most `GROUP` (16) elements in this mode;
+//!   scatter-add's source loop and max_pool_grad's covering windows, [`MAX_WINDOW`] for the taps inside the image of depthwise_conv and max pooling and col2im's covering windows, `GROUP` for reductions;
 //!   longer loops are refused with [`pixelgrad_core::Error::Limit`];
 //! - no `layout(location)` outputs: `gl_FragColor`, one render target (the 4-target matmul is
 //!   never used, so `WEBGL_draw_buffers` is not needed);
@@ -25,7 +24,6 @@
 use pixelgrad_core::kernel::ir::{DType, Kernel};
 use pixelgrad_core::kernel::lower::{Prim1, Prim2};
 use pixelgrad_core::kernel::programs::KernelProgram;
-use pixelgrad_core::kernel::reductions::ReduceProgram;
 use pixelgrad_core::kernel::render::{render_function, Dialect};
 
 use crate::dialect::{Entry, ProgramSpec, MAP_INPUTS, MAP_MAX_INPUTS, MAP_MAX_PARAMS, MAP_PARAMS, MAP_STRIDES, MAX_RANK};
@@ -54,6 +52,7 @@ const VERTEX: &str = include_str!("shaders/gl1/fullscreen.vert");
 /// in this mode; asking for one is an error naming WebGL1.
 pub const BODIES: &[(&str, &str)] = &[
     ("fill", include_str!("shaders/gl1/fill.glsl")),
+    ("reduce", include_str!("shaders/gl1/reduce.glsl")),
     ("matmul", include_str!("shaders/gl1/matmul.glsl")),
     ("im2col", include_str!("shaders/gl1/im2col.glsl")),
     ("col2im", include_str!("shaders/gl1/col2im.glsl")),
@@ -184,10 +183,11 @@ pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String
 
 /// The fragment source of a fused reduction pass (see [`crate::dialect::reduce_fused_source`]).
 pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
-    let which = crate::dialect::reduce_of_config(config & 15)?;
+    let body = BODIES.iter().find(|(n, _)| *n == "reduce").map(|(_, b)| *b).unwrap_or("");
     let mut s = preamble(config & 15);
     s.push_str(&fused_read(kernel, config >> 4)?);
-    s.push_str(&crate::glsl::fused_program_body(KernelProgram::Reduce(which), GlslVersion::Es100));
+    s.push_str("#define LOAD(i) pg_load(i)\n");
+    s.push_str(body);
     s.push_str(MAIN_ELEMENTWISE);
     Ok(s)
 }
@@ -268,7 +268,7 @@ pub fn all_specs() -> Vec<ProgramSpec> {
     let windows = KernelProgram::ALL.into_iter().map(|w| ProgramSpec::new(w.name(), 0));
     BODIES
         .iter()
-        .map(|(name, _)| ProgramSpec::new(name, 0))
+        .flat_map(|(name, _)| (0..if *name == "reduce" { 4 } else { 1 }).map(move |c| ProgramSpec::new(name, c)))
         .chain(windows)
         .collect()
 }
@@ -286,7 +286,7 @@ pub fn all_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
         let every = (1u32 << k.inputs().len()) - 1;
         for (form, config) in [("fast", 1), ("scalars", 1 | (every << 1)), ("broadcast", 0)] {
             out.push((format!("{label}.{form}"), map_source(&k, config)?));
-            for reduce in [ReduceProgram::Sum, ReduceProgram::FirstEqual].map(crate::dialect::reduce_config) {
+            for reduce in [0, 3] {
                 out.push((format!("reduce{reduce}.{label}.{form}"), reduce_fused_source(&k, reduce | (config << 4))?));
             }
         }
