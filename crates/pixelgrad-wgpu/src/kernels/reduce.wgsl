@@ -1,6 +1,6 @@
 // Kept hand-written (issue 39): the reductions are defined once as programs of the kernel IR
-// (pixelgrad_core::kernel::reductions, drawn by WebGL and validated here from
-// KernelProgram::ALL), but this kernel does what the IR cannot say: the TREE path folds an
+// (pixelgrad_core::kernel::reductions, rendered and validated here from KernelProgram::ALL),
+// but this kernel does what the IR cannot say: the TREE path folds an
 // axis with 256 threads and combines them in workgroup memory (the IR has no shared memory
 // or barriers), REPS sums a bias gradient's two axes in one launch, and the serial path sums
 // in chunks of 64 for precision. Not yet measured against the rendered one-thread-per-output
