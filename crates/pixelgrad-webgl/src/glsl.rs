@@ -31,26 +31,37 @@ pub struct Table {
     pub divmod: bool,
     /// Whether loops need a constant bound and a `break` (ES 1.00 Appendix A).
     pub constant_loops: bool,
+    /// Whether floats' bits can be read (`floatBitsToUint`); without, the NaN test is the
+    /// header's arithmetic `pg_isnan`.
+    pub bit_access: bool,
 }
 
 impl GlslVersion {
     pub fn table(self) -> Table {
         match self {
-            GlslVersion::Es300 => Table { int_ty: "int", int_suffix: "", sized_fetch: false, divmod: false, constant_loops: false },
-            GlslVersion::Es100 => Table { int_ty: "float", int_suffix: ".0", sized_fetch: true, divmod: true, constant_loops: true },
+            GlslVersion::Es300 => {
+                Table { int_ty: "int", int_suffix: "", sized_fetch: false, divmod: false, constant_loops: false, bit_access: true }
+            }
+            GlslVersion::Es100 => {
+                Table { int_ty: "float", int_suffix: ".0", sized_fetch: true, divmod: true, constant_loops: true, bit_access: false }
+            }
         }
     }
 }
 
-/// The [`Spelling`] of one version.
-struct Glsl(Table);
+/// The [`Spelling`] of one version; `fused`: input 0 is a fused read of a pending elementwise
+/// computation (`pg_load`, defined before the body) instead of its sampler.
+struct Glsl {
+    t: Table,
+    fused: bool,
+}
 
 impl Spelling for Glsl {
     fn int_ty(&self) -> &'static str {
-        self.0.int_ty
+        self.t.int_ty
     }
     fn int_lit(&self, v: i32) -> String {
-        let s = format!("{v}{}", self.0.int_suffix);
+        let s = format!("{v}{}", self.t.int_suffix);
         if v < 0 {
             format!("({s})")
         } else {
@@ -58,14 +69,21 @@ impl Spelling for Glsl {
         }
     }
     fn to_float(&self, a: &str) -> String {
-        if self.0.int_ty == "float" {
+        if self.t.int_ty == "float" {
             a.to_string()
         } else {
             format!("float({a})")
         }
     }
+    fn is_nan(&self, a: &str) -> String {
+        if self.t.bit_access {
+            format!("((floatBitsToUint({a}) & 0x7fffffffu) > 0x7f800000u)")
+        } else {
+            format!("pg_isnan({a})")
+        }
+    }
     fn to_int(&self, a: &str) -> String {
-        if self.0.int_ty == "float" {
+        if self.t.int_ty == "float" {
             format!("floor({a})")
         } else {
             format!("int({a})")
@@ -81,8 +99,10 @@ impl Spelling for Glsl {
     }
     // Loaded values and bound float values go through PG_H, the precision emulation's
     // rounding (the value itself when it is off).
-    fn load(&self, _i: usize, name: &str, at: &str) -> String {
-        if self.0.sized_fetch {
+    fn load(&self, i: usize, name: &str, at: &str) -> String {
+        if self.fused && i == 0 {
+            format!("PG_H(pg_load({at}))")
+        } else if self.t.sized_fetch {
             format!("PG_H(fetch(u_{name}, u_{name}_size, {at}))")
         } else {
             format!("PG_H(fetch(u_{name}, {at}))")
@@ -90,14 +110,14 @@ impl Spelling for Glsl {
     }
     /// Without `PG_H`: an index is read exactly.
     fn load_index(&self, _i: usize, name: &str, at: &str) -> String {
-        if self.0.sized_fetch {
+        if self.t.sized_fetch {
             format!("fetch(u_{name}, u_{name}_size, {at})")
         } else {
             format!("fetch(u_{name}, {at})")
         }
     }
     fn div(&self, a: &str, b: &str) -> String {
-        if self.0.divmod {
+        if self.t.divmod {
             format!("pg_divmod({a}, {b}).x")
         } else {
             format!("({a} / {b})")
@@ -107,7 +127,7 @@ impl Spelling for Glsl {
         if float {
             format!("float {name} = PG_H({value});")
         } else {
-            format!("{} {name} = {value};", self.0.int_ty)
+            format!("{} {name} = {value};", self.t.int_ty)
         }
     }
     /// Without `PG_H`, like [`Spelling::load_index`].
@@ -118,7 +138,7 @@ impl Spelling for Glsl {
         format!("float {name} = {value};")
     }
     fn for_open(&self, name: &str, lo: &str, hi: &str, bound: Bound) -> String {
-        if self.0.constant_loops {
+        if self.t.constant_loops {
             let max = match bound {
                 Bound::Window => "MAX_WINDOW",
                 Bound::Loop => "MAX_LOOP",
@@ -132,17 +152,17 @@ impl Spelling for Glsl {
         let mut s = format!("// {}: rendered from its definition (pixelgrad_core::kernel::programs).\n", p.name);
         for name in &p.inputs {
             s.push_str(&format!("uniform highp sampler2D u_{name};\n"));
-            if self.0.sized_fetch {
+            if self.t.sized_fetch {
                 s.push_str(&format!("uniform vec2 u_{name}_size;\n"));
             }
         }
         for name in &p.params {
-            s.push_str(&format!("uniform {} u_{name};\n", self.0.int_ty));
+            s.push_str(&format!("uniform {} u_{name};\n", self.t.int_ty));
         }
         s
     }
     fn function(&self, body: &str, result: &str) -> String {
-        format!("float compute({} i) {{\n{body}    return {result};\n}}\n", self.0.int_ty)
+        format!("float compute({} i) {{\n{body}    return {result};\n}}\n", self.t.int_ty)
     }
 }
 
@@ -200,7 +220,7 @@ fn fast_path(which: KernelProgram) -> Option<&'static FastPath> {
 /// The body of program `which` in `version` (the dialect adds preamble and `main`): its
 /// uniforms, then `compute` rendered from the definition (config 0) or the fast path.
 pub fn program_body(which: KernelProgram, version: GlslVersion, config: u32) -> Option<String> {
-    let r = render_program(&which.program(), &Glsl(version.table()));
+    let r = render_program(&which.program(), &Glsl { t: version.table(), fused: false });
     if config == 0 {
         return Some(format!("{}{}", r.declarations, r.function));
     }
@@ -209,4 +229,12 @@ pub fn program_body(which: KernelProgram, version: GlslVersion, config: u32) -> 
     }
     let fast = fast_path(which)?.source;
     Some(format!("{}{fast}", r.declarations))
+}
+
+/// The body of program `which` in `version` reading its input 0 through `pg_load(i)`, a fused
+/// read of a pending elementwise computation that the source defines before it (a reduction's
+/// fused prologue). Its sampler is still declared (unbound).
+pub fn fused_program_body(which: KernelProgram, version: GlslVersion) -> String {
+    let r = render_program(&which.program(), &Glsl { t: version.table(), fused: true });
+    format!("{}{}", r.declarations, r.function)
 }

@@ -339,6 +339,9 @@ impl Spelling for WgslProgram {
     fn to_int(&self, a: &str) -> String {
         format!("i32({a})")
     }
+    fn is_nan(&self, a: &str) -> String {
+        format!("((bitcast<u32>({a}) & 0x7fffffffu) > 0x7f800000u)")
+    }
     /// A bit of the status word (`Gpu::status`), which the next readback turns into an error.
     fn fault(&self, code: u8) -> String {
         format!("atomicOr(&status[0], {}u);", 1u32 << code)

@@ -43,6 +43,7 @@ pub mod program;
 pub mod program_eval;
 pub mod program_render;
 pub mod programs;
+pub mod reductions;
 pub mod render;
 pub mod windows;
 
@@ -52,5 +53,7 @@ pub use lower::lower;
 
 #[cfg(test)]
 mod program_tests;
+#[cfg(test)]
+mod reduction_tests;
 #[cfg(test)]
 mod tests;

@@ -15,7 +15,7 @@
 //! The CPU evaluates a program ([`super::program_eval`]); the GPU backends render it
 //! ([`super::program_render`]) through a [`super::program_render::Spelling`] (WGSL in
 //! `pixelgrad-wgpu`, GLSL ES 3.00 and 1.00 from one table in `pixelgrad-webgl`). The programs
-//! themselves are in [`super::windows`].
+//! themselves are in [`super::windows`], [`super::indexing`] and [`super::reductions`].
 
 use std::ops::{Div as _, Mul as _, Sub as _};
 
@@ -97,6 +97,9 @@ pub enum Cond {
         limit: Ix,
     },
     Not(Box<Cond>),
+    /// The value is a NaN (a test the compiler cannot fold away: see
+    /// [`super::program_render::Spelling::is_nan`]).
+    IsNan(Fx),
 }
 
 /// Kinds of accumulator.
@@ -110,6 +113,12 @@ pub enum Acc {
     MaxTies,
     /// The last value folded, exactly (a copy: `-0.0` stays `-0.0`); 0 when none was.
     Last,
+    /// The log-sum-exp of the values folded ([`crate::ReduceOp::LogSumExp`]), kept as the
+    /// running maximum `m` and the sum `s` of `exp(v - m)`, so no exponent is positive: NaN
+    /// wins (and stays), `+inf` is the result once seen, `-inf` adds nothing (`-inf` when
+    /// only `-inf` was folded; 0 when nothing was). Folding partial log-sum-exps gives the
+    /// whole one. The reductions ([`super::reductions`]) use it.
+    LogSumExp,
 }
 
 /// The constant bound under which a loop runs where loops need one (GLSL ES 1.00); the backend

@@ -10,6 +10,8 @@ pub trait Scalar: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::M
     fn of_f32(v: f32) -> Self;
     fn of_i64(v: i64) -> Self;
     fn as_f64(self) -> f64;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
 }
 
 impl Scalar for f32 {
@@ -22,6 +24,12 @@ impl Scalar for f32 {
     fn as_f64(self) -> f64 {
         self as f64
     }
+    fn exp(self) -> Self {
+        f32::exp(self)
+    }
+    fn ln(self) -> Self {
+        f32::ln(self)
+    }
 }
 
 impl Scalar for f64 {
@@ -33,6 +41,12 @@ impl Scalar for f64 {
     }
     fn as_f64(self) -> f64 {
         self
+    }
+    fn exp(self) -> Self {
+        f64::exp(self)
+    }
+    fn ln(self) -> Self {
+        f64::ln(self)
     }
 }
 
@@ -87,6 +101,7 @@ impl<T: Scalar> State<'_, T> {
                 v >= 0.0 && v < l as f64 && v.floor() == v
             }
             Cond::Not(c) => !self.cond(c)?,
+            Cond::IsNan(v) => self.fx(v)?.as_f64().is_nan(),
         })
     }
 
@@ -102,6 +117,11 @@ impl<T: Scalar> State<'_, T> {
                     .ok_or_else(|| bad(self.program, format!("load of element {i} of input {input} ({} elements)", data.len())))?
             }
             Fx::Var(v) => self.floats[*v as usize],
+            Fx::Acc(a) if self.program.accs.get(*a as usize) == Some(&Acc::LogSumExp) => {
+                let (m, s) = self.accs[*a as usize];
+                let one = T::of_f32(1.0);
+                m + if s > one { s } else { one }.ln()
+            }
             Fx::Acc(a) => self.accs[*a as usize].0,
             Fx::Ties(a) => {
                 let t = self.accs[*a as usize].1;
@@ -145,6 +165,26 @@ impl<T: Scalar> State<'_, T> {
                     match kind {
                         Acc::Sum => *m = *m + v,
                         Acc::Last => *m = v,
+                        // As program_render writes it.
+                        Acc::LogSumExp => {
+                            let (big, low) = (T::of_f32(3.4e38), T::of_f32(-3.4e38));
+                            #[allow(clippy::eq_op)]
+                            let nan = |x: T| x != x;
+                            if nan(*m) {
+                            } else if nan(v) {
+                                *m = v;
+                            } else if *ties == zero {
+                                *m = v;
+                                if v > low {
+                                    *ties = one;
+                                }
+                            } else if v > *m {
+                                *ties = *ties * (*m + T::of_f32(-1.0) * v).exp() + one;
+                                *m = v;
+                            } else if v > low && *m < big {
+                                *ties = *ties + (v + T::of_f32(-1.0) * *m).exp();
+                            }
+                        }
                         Acc::MaxTies => {
                             if *ties == zero || v > *m {
                                 *m = v;

@@ -25,6 +25,9 @@ pub trait Spelling {
     fn load_index(&self, i: usize, name: &str, at: &str) -> String {
         self.load(i, name, at)
     }
+    /// Whether float `a` is a NaN, as a boolean expression the compiler cannot fold away
+    /// (a bit test, or arithmetic on a uniform zero where the language has no bit access).
+    fn is_nan(&self, a: &str) -> String;
     /// Integer `a` as a float.
     fn to_float(&self, a: &str) -> String;
     /// Float `a`, a whole number, as an integer.
@@ -110,6 +113,7 @@ impl R<'_> {
                 format!("({v} >= 0.0 && {v} < {l} && {v} == floor({v}))")
             }
             Cond::Not(c) => format!("!{}", self.cond(c)),
+            Cond::IsNan(v) => format!("({})", self.s.is_nan(&self.fx(v))),
         }
     }
 
@@ -119,6 +123,9 @@ impl R<'_> {
             Fx::Load { input, at } => self.s.load(*input as usize, self.p.inputs[*input as usize], &self.ix(at)),
             Fx::Index { input, at } => self.s.load_index(*input as usize, self.p.inputs[*input as usize], &self.ix(at)),
             Fx::Var(v) => format!("v{v}"),
+            // A log-sum-exp's value: `m + log(s)`; `s >= 1` once a value above `-inf` was
+            // folded, and for `m = ±inf` or NaN the sum changes nothing.
+            Fx::Acc(a) if self.p.accs.get(*a as usize) == Some(&Acc::LogSumExp) => format!("(a{a} + log(max(t{a}, 1.0)))"),
             Fx::Acc(a) => format!("a{a}"),
             Fx::Ties(a) => format!("max(t{a}, 1.0)"),
             Fx::Int(i) => self.s.to_float(&self.ix(i)),
@@ -181,6 +188,29 @@ impl R<'_> {
                             self.line(&format!("    t{acc} = 1.0;"));
                             self.line(&format!("}} else if ({t} == a{acc}) {{"));
                             self.line(&format!("    t{acc} += 1.0;"));
+                            self.line("}");
+                        }
+                        Acc::LogSumExp => {
+                            let t = format!("f{}", self.temps);
+                            self.temps += 1;
+                            let l = self.s.let_(true, &t, &v);
+                            self.line(&l);
+                            let big = self.s.float_lit(3.4e38);
+                            let low = self.s.float_lit(-3.4e38);
+                            let (nan_a, nan_v) = (self.s.is_nan(&format!("a{acc}")), self.s.is_nan(&t));
+                            self.line(&format!("if ({nan_a}) {{"));
+                            self.line(&format!("}} else if ({nan_v}) {{"));
+                            self.line(&format!("    a{acc} = {t};"));
+                            self.line(&format!("}} else if (t{acc} == 0.0) {{"));
+                            self.line(&format!("    a{acc} = {t};"));
+                            self.line(&format!("    if ({t} > {low}) {{"));
+                            self.line(&format!("        t{acc} = 1.0;"));
+                            self.line("    }");
+                            self.line(&format!("}} else if ({t} > a{acc}) {{"));
+                            self.line(&format!("    t{acc} = t{acc} * exp(a{acc} - {t}) + 1.0;"));
+                            self.line(&format!("    a{acc} = {t};"));
+                            self.line(&format!("}} else if ({t} > {low} && a{acc} < {big}) {{"));
+                            self.line(&format!("    t{acc} += exp({t} - a{acc});"));
                             self.line("}");
                         }
                     }

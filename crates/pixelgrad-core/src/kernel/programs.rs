@@ -1,12 +1,13 @@
 //! Every program with loops the GPU backends render, as one list: the window family
-//! ([`super::windows`]), the column programs ([`super::columns`]) and the index programs
-//! ([`super::indexing`]). Backends enumerate
+//! ([`super::windows`]), the column programs ([`super::columns`]), the index programs
+//! ([`super::indexing`]) and the passes of the reductions ([`super::reductions`]). Backends enumerate
 //! [`KernelProgram::ALL`] to register, warm up and validate them, so a new program is checked
 //! by every backend's shader tests without being named there.
 
 use super::columns::ColumnProgram;
 use super::indexing::IndexProgram;
 use super::program::Program;
+use super::reductions::ReduceProgram;
 use super::windows::WindowProgram;
 
 /// One program of the kernel IR with loops.
@@ -15,9 +16,10 @@ pub enum KernelProgram {
     Window(WindowProgram),
     Column(ColumnProgram),
     Index(IndexProgram),
+    Reduce(ReduceProgram),
 }
 
-const COUNT: usize = WindowProgram::ALL.len() + ColumnProgram::ALL.len() + IndexProgram::ALL.len();
+const COUNT: usize = WindowProgram::ALL.len() + ColumnProgram::ALL.len() + IndexProgram::ALL.len() + ReduceProgram::ALL.len();
 
 impl KernelProgram {
     pub const ALL: [KernelProgram; COUNT] = {
@@ -41,6 +43,12 @@ impl KernelProgram {
             i += 1;
             j += 1;
         }
+        j = 0;
+        while j < ReduceProgram::ALL.len() {
+            all[i] = KernelProgram::Reduce(ReduceProgram::ALL[j]);
+            i += 1;
+            j += 1;
+        }
         all
     };
 
@@ -50,6 +58,7 @@ impl KernelProgram {
             KernelProgram::Window(w) => w.name(),
             KernelProgram::Column(c) => c.name(),
             KernelProgram::Index(x) => x.name(),
+            KernelProgram::Reduce(r) => r.name(),
         }
     }
 
@@ -68,6 +77,7 @@ impl KernelProgram {
             KernelProgram::Window(w) => w.program(),
             KernelProgram::Column(c) => c.program(),
             KernelProgram::Index(x) => x.program(),
+            KernelProgram::Reduce(r) => r.program(),
         }
     }
 }

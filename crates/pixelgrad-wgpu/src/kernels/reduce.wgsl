@@ -1,3 +1,11 @@
+// Kept hand-written (issue 39): the reductions are defined once as programs of the kernel IR
+// (pixelgrad_core::kernel::reductions, rendered and validated here from KernelProgram::ALL),
+// but this kernel does what the IR cannot say: the TREE path folds an
+// axis with 256 threads and combines them in workgroup memory (the IR has no shared memory
+// or barriers), REPS sums a bias gradient's two axes in one launch, and the serial path sums
+// in chunks of 64 for precision. Not yet measured against the rendered one-thread-per-output
+// program (no GPU was lent to that branch; on lavapipe the serial path is the one that runs
+// below 4096 elements): see bench/notes/2026-12-07-reductions-from-one-definition.md.
 // Reduction of the middle axis of [outer, len, inner] to [outer, 1, inner]. OP: 0 sum, 1 max,
 // 2 min, 3 argmax (index of the first maximum, as f32), 4 log-sum-exp (a partial is the
 // running maximum v and the sum s of exp(x - v); the result v + log(s)).

@@ -1,0 +1,176 @@
+//! The reduction programs evaluated on the CPU, as single passes and as multi-pass trees,
+//! against direct loops written from [`crate::ReduceOp`]'s docs.
+
+use super::program_eval::eval;
+use super::reductions::{reduce_params, ReduceProgram, NO_INDEX};
+use crate::ReduceOp;
+
+/// `x` viewed as `[outer, n, inner]` reduced over the middle axis, written from the docs:
+/// sum in ascending order from 0; max / min: the first element, replaced by a later one only
+/// if strictly greater / smaller; argmax: the index of that first maximum; log-sum-exp:
+/// `m + ln(sum(exp(x - m)))` with `m` the maximum, NaN if any is NaN, the maximum itself when
+/// infinite.
+fn direct(op: ReduceOp, x: &[f32], outer: usize, n: usize, inner: usize) -> Vec<f32> {
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for r in 0..inner {
+            let col: Vec<f32> = (0..n).map(|k| x[(o * n + k) * inner + r]).collect();
+            let first_best = |better: fn(f32, f32) -> bool| {
+                let mut at = 0;
+                for k in 1..n {
+                    if better(col[k], col[at]) {
+                        at = k;
+                    }
+                }
+                at
+            };
+            out.push(match op {
+                ReduceOp::Sum => col.iter().fold(0.0f32, |a, &v| a + v),
+                ReduceOp::Max => col[first_best(|v, b| v > b)],
+                ReduceOp::Min => col[first_best(|v, b| v < b)],
+                ReduceOp::ArgMax => first_best(|v, b| v > b) as f32,
+                ReduceOp::LogSumExp => {
+                    let c: Vec<f64> = col.iter().map(|&v| v as f64).collect();
+                    if c.iter().any(|v| v.is_nan()) {
+                        f32::NAN
+                    } else {
+                        let m = c.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                        if m.is_infinite() {
+                            m as f32
+                        } else {
+                            (m + c.iter().map(|v| (v - m).exp()).sum::<f64>().ln()) as f32
+                        }
+                    }
+                }
+            });
+        }
+    }
+    out
+}
+
+/// One pass of `which` with `group`: the partials `[outer, m, inner]` and `m`.
+fn pass(which: ReduceProgram, ins: &[&[f32]], outer: usize, n: usize, inner: usize, group: usize) -> (Vec<f32>, usize) {
+    let params = reduce_params(n, inner, group);
+    let p: Vec<i64> = params.iter().map(|&v| v as i64).collect();
+    (eval(&which.program(), ins, &p, outer * params[1] * inner).unwrap(), params[1])
+}
+
+/// `op` as the WebGL backend draws it: passes of `group` until one element is left; argmax
+/// over several groups as a max tree, the first-equal pass and a min tree.
+fn tree(op: ReduceOp, x: &[f32], outer: usize, n: usize, inner: usize, group: usize) -> Vec<f32> {
+    let run = |which: ReduceProgram, x: &[f32]| {
+        let (mut cur, mut len) = (x.to_vec(), n);
+        loop {
+            let (next, m) = pass(which, &[&cur], outer, len, inner, group);
+            cur = next;
+            len = m;
+            if m == 1 {
+                return cur;
+            }
+        }
+    };
+    match op {
+        ReduceOp::ArgMax if n <= group => pass(ReduceProgram::ArgMax, &[x], outer, n, inner, group).0,
+        ReduceOp::ArgMax => {
+            let best = run(ReduceProgram::Max, x);
+            let (cand, m) = pass(ReduceProgram::FirstEqual, &[x, &best], outer, n, inner, group);
+            if m == 1 {
+                return cand;
+            }
+            let (mut cur, mut len) = (cand, m);
+            loop {
+                let (next, m) = pass(ReduceProgram::Min, &[&cur], outer, len, inner, group);
+                cur = next;
+                len = m;
+                if m == 1 {
+                    return cur;
+                }
+            }
+        }
+        op => run(ReduceProgram::of(op), x),
+    }
+}
+
+/// Bit-equal, NaN matching NaN (any payload); `close`: within `tol` relative for the
+/// accumulating ones.
+fn same(got: &[f32], want: &[f32], tol: f32) -> bool {
+    got.len() == want.len()
+        && got.iter().zip(want).all(|(&g, &w)| {
+            (g.is_nan() && w.is_nan())
+                || g.to_bits() == w.to_bits()
+                || (tol > 0.0 && g.is_finite() && (g - w).abs() <= tol * w.abs().max(1.0))
+        })
+}
+
+/// Values with ties, signed zeros, NaN and infinities, by position.
+fn edgy(len: usize, seed: usize) -> Vec<f32> {
+    (0..len)
+        .map(|i| match (i * 7 + seed * 3) % 11 {
+            0 => -0.0,
+            1 => 0.0,
+            2 => 2.5,
+            3 => -1.0,
+            4 => 2.5,
+            5 => 0.75,
+            6 => -3.0,
+            7 => 1.25,
+            8 => 2.5,
+            9 => 0.5,
+            _ => -0.5,
+        })
+        .collect()
+}
+
+#[test]
+fn every_pass_and_tree_is_the_op_from_its_doc() {
+    let ops = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::LogSumExp];
+    // (outer, n, inner, group): one pass, several passes, a ragged last group, inner > 1.
+    let shapes = [(2, 5, 1, 16), (1, 37, 1, 4), (3, 10, 2, 3), (2, 1, 3, 16), (1, 64, 1, 8), (2, 17, 3, 16)];
+    for (case, &(outer, n, inner, group)) in shapes.iter().enumerate() {
+        let mut x = edgy(outer * n * inner, case);
+        let variants: Vec<(&str, Vec<f32>)> = vec![
+            ("plain", x.clone()),
+            ("nan first", {
+                x[0] = f32::NAN;
+                x.clone()
+            }),
+            ("nan inside", {
+                x[0] = 1.0;
+                let k = x.len() / 2;
+                x[k] = f32::NAN;
+                x.clone()
+            }),
+            ("+inf", {
+                let k = x.len() / 2;
+                x[k] = f32::INFINITY;
+                x.clone()
+            }),
+            ("-inf", x.iter().map(|_| f32::NEG_INFINITY).collect()),
+            ("zeros", x.iter().enumerate().map(|(i, _)| if i % 3 == 0 { 0.0 } else { -0.0 }).collect()),
+        ];
+        for (what, x) in &variants {
+            for op in ops {
+                let want = direct(op, x, outer, n, inner);
+                let got = tree(op, x, outer, n, inner, group);
+                let tol = match op {
+                    ReduceOp::Sum | ReduceOp::LogSumExp => 1e-6,
+                    _ => 0.0,
+                };
+                // A tree sums partials, so only a one-pass sum must keep -0 as the serial
+                // sum does; every other case must match to the bit.
+                assert!(same(&got, &want, tol), "{op:?} {what} [{outer}, {n}, {inner}] group {group}: {got:?} != {want:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn first_equal_misses_give_no_index() {
+    let x = [1.0f32, 2.0, 3.0, 4.0];
+    let best = [9.0f32];
+    let (got, m) = pass(ReduceProgram::FirstEqual, &[&x, &best], 1, 4, 1, 2);
+    assert_eq!((got, m), (vec![NO_INDEX, NO_INDEX], 2));
+    let best = [3.0f32];
+    let (got, _) = pass(ReduceProgram::FirstEqual, &[&x, &best], 1, 4, 1, 2);
+    assert_eq!(got, vec![NO_INDEX, 2.0]);
+}

@@ -1,0 +1,190 @@
+//! The reduction programs, each defined once (see [`super::program`]): one pass of a
+//! reduction tree for every [`crate::ReduceOp`], as the GPU backends draw them.
+//!
+//! The input is viewed as `[outer, n, inner]` and the output as `[outer, m, inner]`: output
+//! element `(o, j, r)` folds the group of up to `group` consecutive elements `j * group ..
+//! min(n, (j + 1) * group)` along the axis, in ascending order. With `group >= n` (so `m = 1`)
+//! one pass is the whole reduction; otherwise passes repeat over the partial results until
+//! `m = 1`, and each kind's accumulator is chosen so that folding partials gives the whole
+//! result (sum of sums, first maximum of first maxima, log-sum-exp of log-sum-exps).
+//!
+//! Parameters, in this order: `n` (the axis), `m` (groups per axis), `inner`, `group`.
+
+use std::ops::{Add, Div, Mul, Rem, Sub};
+
+use super::program::{Acc, Bound, Cond, Fx, FxOp, Ix, Program, Stmt};
+
+/// The parameters, in [`Ix::Param`] order.
+pub const REDUCE_PARAMS: [&str; 4] = ["n", "m", "inner", "group"];
+
+/// Returned by [`ReduceProgram::FirstEqual`] for a group with no element equal to the maximum.
+pub const NO_INDEX: f32 = 3.0e38;
+
+/// One pass of a reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceProgram {
+    /// [`crate::ReduceOp::Sum`]: `+` from 0, in ascending order.
+    Sum,
+    /// [`crate::ReduceOp::Max`]: the group's first element, replaced by a later one only if
+    /// greater ([`Acc::MaxTies`]: NaN never replaces and, first, is kept; ties keep the
+    /// first, so `max(-0, 0) = -0`).
+    Max,
+    /// [`crate::ReduceOp::Min`]: as [`ReduceProgram::Max`] with "smaller", computed as the
+    /// negated maximum of the negated elements (negation is exact, so the rule carries over).
+    Min,
+    /// [`crate::ReduceOp::LogSumExp`] ([`Acc::LogSumExp`]).
+    LogSumExp,
+    /// [`crate::ReduceOp::ArgMax`] of one group: the axis index (as `f32`) of the group's first
+    /// maximum in [`ReduceProgram::Max`]'s sense (the group's first index when that is NaN).
+    ArgMax,
+    /// Argmax's middle pass over an axis longer than a group: input `best` (`[outer, 1,
+    /// inner]`, the maxima) besides `x`; the first axis index in the group whose element
+    /// equals the maximum, [`NO_INDEX`] when none does. A [`ReduceProgram::Min`] tree over
+    /// these candidates then gives the first maximum overall. A NaN maximum is the axis's
+    /// first element (nothing replaces it), so the first group answers 0 for it.
+    FirstEqual,
+}
+
+impl ReduceProgram {
+    pub const ALL: [ReduceProgram; 6] = [
+        ReduceProgram::Sum,
+        ReduceProgram::Max,
+        ReduceProgram::Min,
+        ReduceProgram::LogSumExp,
+        ReduceProgram::ArgMax,
+        ReduceProgram::FirstEqual,
+    ];
+
+    /// The program's (and its GPU programs') name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceProgram::Sum => "reduce_sum",
+            ReduceProgram::Max => "reduce_max",
+            ReduceProgram::Min => "reduce_min",
+            ReduceProgram::LogSumExp => "reduce_log_sum_exp",
+            ReduceProgram::ArgMax => "reduce_argmax",
+            ReduceProgram::FirstEqual => "reduce_first_equal",
+        }
+    }
+
+    /// The pass reducing with `op` (argmax: its one-group pass).
+    pub fn of(op: crate::ReduceOp) -> ReduceProgram {
+        match op {
+            crate::ReduceOp::Sum => ReduceProgram::Sum,
+            crate::ReduceOp::Max => ReduceProgram::Max,
+            crate::ReduceOp::Min => ReduceProgram::Min,
+            crate::ReduceOp::LogSumExp => ReduceProgram::LogSumExp,
+            crate::ReduceOp::ArgMax => ReduceProgram::ArgMax,
+        }
+    }
+
+    pub fn program(self) -> Program {
+        let x = |at: Ix| Fx::load(0, at);
+        let neg = |f: Fx| Fx::Bin(FxOp::Mul, Box::new(Fx::lit(-1.0)), Box::new(f));
+        let (accs, folds, out) = match self {
+            ReduceProgram::Sum => (vec![Acc::Sum], fold_group(0, x), Fx::Acc(0)),
+            ReduceProgram::Max => (vec![Acc::MaxTies], fold_group(0, x), Fx::Acc(0)),
+            ReduceProgram::Min => (vec![Acc::MaxTies], fold_group(0, move |at| neg(x(at))), neg(Fx::Acc(0))),
+            ReduceProgram::LogSumExp => (vec![Acc::LogSumExp], fold_group(0, x), Fx::Acc(0)),
+            ReduceProgram::ArgMax => {
+                // The maximum first, then the first index holding it (scanning downwards, the
+                // last hit is the first); the group's start when none does (a NaN maximum).
+                let mut body = fold_group(0, x);
+                body.push(Stmt::Fold { acc: 1, value: Fx::int(v(K0)) });
+                body.extend(first_index_where(1, Fx::Acc(0)));
+                (vec![Acc::MaxTies, Acc::Last], body, Fx::Acc(1))
+            }
+            ReduceProgram::FirstEqual => {
+                let best = Fx::load(1, v(O).mul(p(2)).add(v(R)));
+                let mut body = vec![
+                    Stmt::LetF(BEST, best),
+                    Stmt::Reset(0),
+                    Stmt::Fold { acc: 0, value: Fx::lit(NO_INDEX) },
+                    Stmt::If {
+                        cond: Cond::IsNan(Fx::Var(BEST)),
+                        body: vec![Stmt::If {
+                            cond: Fx::int(v(K0)).eq(Fx::lit(0.0)),
+                            body: vec![Stmt::Fold { acc: 0, value: Fx::lit(0.0) }],
+                        }],
+                    },
+                ];
+                body.extend(first_index_where(0, Fx::Var(BEST)));
+                (vec![Acc::Last], body, Fx::Acc(0))
+            }
+        };
+        let mut body = group();
+        body.extend(folds);
+        let inputs = if self == ReduceProgram::FirstEqual { vec!["x", "best"] } else { vec!["x"] };
+        Program { name: self.name(), inputs, params: REDUCE_PARAMS.to_vec(), accs, body, out }
+    }
+}
+
+// Variables: the output element's place and its group, then the loops'.
+const R: u8 = 0;
+const O: u8 = 2;
+const K0: u8 = 3;
+const K1: u8 = 4;
+const BASE: u8 = 5;
+const K: u8 = 6;
+const U: u8 = 7;
+const KD: u8 = 8;
+// Float variable: FirstEqual's maximum.
+const BEST: u8 = 9;
+
+fn p(i: u8) -> Ix {
+    Ix::Param(i)
+}
+
+fn v(i: u8) -> Ix {
+    Ix::Var(i)
+}
+
+/// Where output element `i` reads: `r = i % inner`, `j = (i / inner) % m`, `o = i / (inner *
+/// m)`; the group `k0..k1` and the element `(o, 0, r)` at `base`.
+fn group() -> Vec<Stmt> {
+    let (n, m, inner, group) = (p(0), p(1), p(2), p(3));
+    vec![
+        Stmt::Let(R, Ix::Elem.rem(inner.clone())),
+        Stmt::Let(1, Ix::Elem.div(inner.clone()).rem(m.clone())),
+        Stmt::Let(O, Ix::Elem.div(inner.clone().mul(m))),
+        Stmt::Let(K0, v(1).mul(group.clone())),
+        Stmt::Let(K1, n.clone().min(v(K0).add(group))),
+        Stmt::Let(BASE, v(O).mul(n).mul(inner).add(v(R))),
+    ]
+}
+
+/// Element `k` of the group's column.
+fn at(k: Ix) -> Ix {
+    v(BASE).add(k.mul(p(2)))
+}
+
+/// Folds `value(at(k))` for `k` in `k0..k1` ascending into accumulator `acc`, emptied first.
+fn fold_group(acc: u8, value: impl Fn(Ix) -> Fx) -> Vec<Stmt> {
+    vec![
+        Stmt::Reset(acc),
+        Stmt::For { var: K, lo: v(K0), hi: v(K1), bound: Bound::Loop, body: vec![Stmt::Fold { acc, value: value(at(v(K))) }] },
+    ]
+}
+
+/// Folds into [`Acc::Last`] accumulator `acc` every `k` (as a float) whose element equals
+/// `target`, scanning `k1 - 1` down to `k0`: the first such `k` is folded last.
+fn first_index_where(acc: u8, target: Fx) -> Vec<Stmt> {
+    let kd = v(K0).add(v(K1)).sub(Ix::Lit(1)).sub(v(U));
+    vec![Stmt::For {
+        var: U,
+        lo: v(K0),
+        hi: v(K1),
+        bound: Bound::Loop,
+        body: vec![
+            Stmt::Let(KD, kd),
+            Stmt::If { cond: Fx::load(0, at(v(KD))).eq(target), body: vec![Stmt::Fold { acc, value: Fx::int(v(KD)) }] },
+        ],
+    }]
+}
+
+/// The parameters of a pass of `group` over `[outer, n, inner]`: `[n, m, inner, group]` with
+/// `m = ceil(n / group)` (its output has `outer * m * inner` elements).
+pub fn reduce_params(n: usize, inner: usize, group: usize) -> [usize; 4] {
+    let group = group.max(1);
+    [n, n.div_ceil(group), inner, group]
+}
