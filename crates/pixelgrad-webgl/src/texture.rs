@@ -352,47 +352,27 @@ impl Shared {
     pub fn write_f32(&self, t: GlTensor, data: &[f32]) -> Result<GlTensor> {
         let texels = t.w as usize * t.h as usize;
         if self.gl1 && self.format == TexelFormat::Rgba16F {
-            return self.write_halves(t, data);
+            // The `webgl1` mode's half-float storage: the values converted on the host to IEEE
+            // halves (round to nearest even; past the half range they become infinities, as a
+            // half-float target stores them) and uploaded as `HALF_FLOAT_OES` (`HALF_FLOAT` in
+            // an ES 3 context) data, the only form WebGL1 takes for a half-float texture (a
+            // `Uint16Array`).
+            let mut bits = vec![0u16; texels * 4];
+            for (b, v) in bits.iter_mut().zip(data) {
+                *b = half::f16::from_f32(*v).to_bits();
+            }
+            return self.write_texels(t, crate::legacy::half_type(self.legacy), &*u16_bytes_mut(&mut bits));
         }
         let mut padded = Vec::with_capacity(texels * 4);
         padded.extend_from_slice(data);
         padded.resize(texels * 4, 0.0);
-        let bytes = f32_bytes(&padded);
-        self.forget_gl_state();
-        // SAFETY: the buffer holds exactly w*h RGBA f32 texels.
-        unsafe {
-            self.gl.bind_texture(glow::TEXTURE_2D, Some(t.tex));
-            self.gl.pixel_store_i32(glow::UNPACK_ALIGNMENT, 4);
-            self.gl.tex_sub_image_2d(
-                glow::TEXTURE_2D,
-                0,
-                0,
-                0,
-                t.w as i32,
-                t.h as i32,
-                glow::RGBA,
-                glow::FLOAT,
-                glow::PixelUnpackData::Slice(Some(bytes)),
-            );
-            self.gl.bind_texture(glow::TEXTURE_2D, None);
-        }
-        self.unflushed.set(true);
-        self.check_gl("upload", "tex_sub_image_2d")?;
-        Ok(t)
+        self.write_texels(t, glow::FLOAT, f32_bytes(&padded))
     }
 
-    /// The `webgl1` mode's half-float storage: the values converted on the host to IEEE halves
-    /// (round to nearest even; past the half range they become infinities, as a half-float
-    /// target stores them) and uploaded as `HALF_FLOAT_OES` (`HALF_FLOAT` in an ES 3 context)
-    /// data, the only form WebGL1 takes for a half-float texture (a `Uint16Array`).
-    fn write_halves(&self, t: GlTensor, data: &[f32]) -> Result<GlTensor> {
-        let texels = t.w as usize * t.h as usize;
-        let mut bits = vec![0u16; texels * 4];
-        for (b, v) in bits.iter_mut().zip(data) {
-            *b = half::f16::from_f32(*v).to_bits();
-        }
+    /// Uploads `bytes`, exactly `t.w * t.h` RGBA texels of the GL type `ty`, into `t`.
+    fn write_texels(&self, t: GlTensor, ty: u32, bytes: &[u8]) -> Result<GlTensor> {
         self.forget_gl_state();
-        // SAFETY: the buffer holds exactly w*h RGBA texels of 16-bit halves.
+        // SAFETY: the callers pass exactly w*h RGBA texels of `ty`.
         unsafe {
             self.gl.bind_texture(glow::TEXTURE_2D, Some(t.tex));
             self.gl.pixel_store_i32(glow::UNPACK_ALIGNMENT, 4);
@@ -404,8 +384,8 @@ impl Shared {
                 t.w as i32,
                 t.h as i32,
                 glow::RGBA,
-                crate::legacy::half_type(self.legacy),
-                glow::PixelUnpackData::Slice(Some(&*u16_bytes_mut(&mut bits))),
+                ty,
+                glow::PixelUnpackData::Slice(Some(bytes)),
             );
             self.gl.bind_texture(glow::TEXTURE_2D, None);
         }
