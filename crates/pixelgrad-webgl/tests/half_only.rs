@@ -269,3 +269,39 @@ fn compensated_weights_keep_updates_below_half_an_ulp() {
         }
     }
 }
+
+/// The network that cannot train in half precision (issue 44's acceptance): a regression whose
+/// targets are in the thousands (y = 400 · Σx over 4 inputs in [0, 1)), so its squared errors
+/// (~6·10^5 at the start) pass the half range (65504). On the half-float-only device with half
+/// arithmetic the batch's sum of squared errors saturates at the half range (the checked losses
+/// read 65504 / 16 = 4094 each); the precision check refuses the device with the measured
+/// losses and training goes on on the CPU, where the loss falls.
+#[test]
+fn a_regression_past_the_half_range_is_refused_with_its_measured_losses() {
+    let n = 256;
+    let x: Vec<f32> = (0..n * 4).map(|i| ((i * 37 + 11) % 97) as f32 / 97.0).collect();
+    let y: Vec<f32> = x.chunks(4).map(|r| 400.0 * r.iter().sum::<f32>()).collect();
+    let cfg = pixelgrad_nn::ModelConfig::from_json(
+        r#"{"layers": [{"type": "dense", "units": 8, "activation": "relu", "inputShape": [4]}, {"type": "dense", "units": 1}]}"#,
+    )
+    .unwrap();
+    let dev = Device::new(
+        backend(WebGlOptions { self_test: false, emulate_precision: Some(EmulatedPrecision::Half), ..Default::default() }).unwrap(),
+    );
+    let model = cfg.build(&dev, 3).unwrap();
+    let mut o = OptimizerKind::parse("sgd").unwrap().build(1e-4);
+    let s = Samples::with_values(&x, &[4], &y, &[1]).unwrap();
+    let opts = FitOptions { epochs: 2, batch_size: 16, read_every: 4, seed: 5, checkpoint_every: Some(0), ..Default::default() };
+    let h = fit(&model, o.as_mut(), pixelgrad_nn::Loss::Mse, &dev, s, None, &opts, &mut CpuReference).unwrap();
+    let c = h.precision_check.expect("a half device is checked");
+    eprintln!("{}", c.summary());
+    assert_eq!(c.action, PrecisionAction::FellBack, "{}", c.summary());
+    assert!(c.max_rel_diff > c.tolerance, "{}", c.summary());
+    assert!(c.device_losses.iter().all(|l| !l.is_finite() || *l <= 65504.0), "{:?}", c.device_losses);
+    assert!(c.reference_losses.iter().all(|l| l.is_finite() && *l > 65504.0), "{:?}", c.reference_losses);
+    assert!(c.summary().contains("training falls back to cpu"), "{}", c.summary());
+    let mut on = String::new();
+    model.visit_params(&mut |_, p| on = p.device().name());
+    assert_eq!(on, "cpu");
+    assert!(h.steps.last().unwrap().loss < h.steps[0].loss, "{:?}", h.steps);
+}
