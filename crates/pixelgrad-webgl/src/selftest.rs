@@ -118,7 +118,7 @@ impl WebGlBackend {
     /// for IEEE f32, 10 for half (mediump on GPUs that honour it, the half emulation). `floor`
     /// stops a compiler from simplifying `(1 + e) - 1` to `e`, and the whole expression is one
     /// draw, so no value passes through storage (whose precision
-    /// [`WebGlBackend::probe_storage_bits`] measures apart). Like that probe it leaves the
+    /// `probe_storage_bits` measures apart). Like that probe it leaves the
     /// counters and the texture pool as they were.
     pub fn probe_arithmetic_bits(&self) -> Result<u8> {
         use pixelgrad_core::kernel::{Builder, DType, Launch};

@@ -36,7 +36,7 @@ pub enum Event {
     Step { step: usize, epoch: usize, lr: f32 },
     /// Only with [`RunState::defer_reads`]: the machine needs the values of
     /// [`RunState::pending`] (`what` it is) before it can go on; read them and give them to
-    /// [`RunState::feed`] (or a failed read's error to [`RunState::read_failed`]).
+    /// [`RunState::feed`] (or a failed read's error to [`RunState::fail`]).
     Read(ReadKind),
     /// Loss and accuracy were read back: the means since the last log (also in the history).
     /// [`Run::stop`] after it ends the run before anything else (no checkpoint at this step).
