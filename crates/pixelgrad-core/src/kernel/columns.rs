@@ -10,7 +10,7 @@
 use std::ops::{Add, Div, Mul, Sub};
 
 use super::program::{Acc, Bound, Fx, Ix, Program, Stmt, Var};
-use super::windows::WINDOW_PARAMS;
+use super::windows::{ceil_div, WINDOW_PARAMS};
 
 /// A column program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -80,11 +80,6 @@ fn im2col() -> Program {
         },
     ];
     Program { name: "im2col", inputs: vec!["x"], params: WINDOW_PARAMS.to_vec(), accs: vec![Acc::Last], body, out: Fx::Acc(0) }
-}
-
-/// `ceil(a / s)` for `a >= 0`, `s > 0`, without adding `s - 1` to `a` (a stride may be large).
-fn ceil_div(a: Ix, s: Ix) -> Ix {
-    a.clone().min(lit(1)).mul(a.sub(lit(1)).div(s).add(lit(1)))
 }
 
 /// `dx[plane, y, x]`: with `t = y + ph`, the windows covering row `y` are those at rows `oy`

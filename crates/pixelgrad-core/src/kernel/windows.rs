@@ -162,7 +162,7 @@ fn max_pool() -> Program {
 
 /// `ceil(a / s)` for `a >= 0`, `s > 0`, without adding `s - 1` to `a` (a stride may be large):
 /// `min(a, 1) * ((a - 1) / s + 1)` (for `a = 0` the quotient of `-1` is multiplied by 0).
-fn ceil_div(a: Ix, s: Ix) -> Ix {
+pub(super) fn ceil_div(a: Ix, s: Ix) -> Ix {
     a.clone().min(lit(1)).mul(a.sub(lit(1)).div(s).add(lit(1)))
 }
 
