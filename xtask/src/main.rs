@@ -5,6 +5,9 @@
 //!   `--inference [--quick]` times ONNX models against ONNX Runtime Web instead.
 //! - `cargo xtask bench-burn [--rounds N] [--seconds S]` — pixelgrad's WebGPU backend against
 //!   Burn's wgpu backend on the same adapter (`bench/burn-side/`), alternating, with medians.
+//! - `cargo xtask bench-compare --base REV [--rounds N] [--browser] [--inference]` — the whole
+//!   engine before and after: the build at REV and this checkout's, measured alternately in one
+//!   run (native bench and passes per step; the browser training and inference benches on request).
 //! - `cargo xtask bench-federated [--nodes 4,8] [--rounds R] [--debug-cli] [--no-build]` — SecAgg+
 //!   against plain FedAvg: bytes per node and round, client time by stage, server time.
 //! - `cargo xtask bench-quality [--workloads W,...] [--backends ...] [--debug-cli]` — test accuracy
@@ -19,6 +22,7 @@
 //!   [--dp ...] [--json]` — a whole Flower federation on this machine (see `federated.rs`).
 
 mod bench_burn;
+mod bench_compare;
 mod bench_federated;
 mod bench_quality;
 mod bench_report;
@@ -48,6 +52,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("bench") => exit(bench_web::main(&args[1..])),
         Some("bench-burn") => exit(bench_burn::main(&args[1..])),
+        Some("bench-compare") => exit(bench_compare::main(&args[1..])),
         Some("bench-federated") => exit(bench_federated::main(&args[1..])),
         Some("bench-quality") => exit(bench_quality::main(&args[1..])),
         Some("bench-report") => exit(bench_report::main(&args[1..])),
@@ -57,7 +62,7 @@ fn main() {
         Some("federated") => exit(federated::main(&args[1..])),
         Some("layout") => exit(layout::main(&args[1..])),
         _ => {
-            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --inference [--quick] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask bench-federated [--nodes 4,8] [--rounds R] [--debug-cli] [--no-build] [--out FILE]\n       cargo xtask bench-quality [--workloads W,...] [--backends cpu,webgpu,webgl] [--debug-cli] [--mnist DIR] [--out FILE]\n       cargo xtask bench-report [--check] [--include RESULT_FILE]\n       cargo xtask build-wasm [--dev] [--wasm-opt]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--python P] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
+            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --inference [--quick] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask bench-compare --base REV [--rounds N] [--seconds S] [--backends ...] [--browser] [--inference] [--only-browser] [--no-build] [--json-out FILE]\n       cargo xtask bench-federated [--nodes 4,8] [--rounds R] [--debug-cli] [--no-build] [--out FILE]\n       cargo xtask bench-quality [--workloads W,...] [--backends cpu,webgpu,webgl] [--debug-cli] [--mnist DIR] [--out FILE]\n       cargo xtask bench-report [--check] [--include RESULT_FILE]\n       cargo xtask build-wasm [--dev] [--wasm-opt]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--python P] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
             exit(2)
         }
     }
