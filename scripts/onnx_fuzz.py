@@ -5,7 +5,7 @@ Usage: python scripts/onnx_fuzz.py OUT_DIR [COUNT] [SEED]
 Writes OUT_DIR/manifest.json in the layout of scripts/onnx_fixtures.py (kind "ops"): random
 shapes, attributes and broadcasts for the operators CNNs and MLPs use, and onnxruntime's transformer
 contrib operators (fused GELUs, skip and RMS layer normalisations, EmbedLayerNormalization,
-RotaryEmbedding). A draw that onnxruntime
+RotaryEmbedding, and the attention family: MultiHeadAttention, GroupQueryAttention, Attention). A draw that onnxruntime
 rejects (an invalid attribute combination) is skipped. Run the cases on every native backend
 with
 
@@ -736,6 +736,124 @@ def rotary_embed():
     return "EmbedLayerNormalization", [nd("EmbedLayerNormalization", ins, outs, **ms, **attrs)], feeds, vo, inits, 13
 
 
+def attention():
+    """onnxruntime's attention family (com.microsoft MultiHeadAttention, GroupQueryAttention and
+    Attention) with random sizes, input forms and attributes, kept inside what onnxruntime
+    1.20.1's CPU kernels compute correctly (scripts/onnx_fixtures.py `attention_cases` lists
+    where they do not): a key mask or a causal mask only where the key length is the query
+    length (plus a past), a past only with the present outputs asked for, Attention always with
+    its bias, no attention_bias of shape [B, 1, S, T], GroupQueryAttention heads of 8 or 16."""
+    ms = dict(domain="com.microsoft")
+    i32 = lambda a: np.asarray(a, np.int32)
+    kind = pick(["MultiHeadAttention", "MultiHeadAttention", "GroupQueryAttention", "Attention"])
+    if kind == "GroupQueryAttention":
+        b, kvn = ri(1, 2), pick([1, 2])
+        n, h = kvn * pick([1, 2]), pick([8, 16])
+        attrs = {"num_heads": n, "kv_num_heads": kvn}
+        for name, draw in (("scale", lambda: float(R.uniform(0.1, 1.0))), ("softcap", lambda: float(R.uniform(0.5, 4.0))),
+                           ("local_window_size", lambda: ri(1, 4)), ("smooth_softmax", lambda: 1)):
+            if R.random() < 0.25:
+                attrs[name] = draw()
+        outs = [("y", F), ("present_key", F), ("present_value", F)]
+        if R.random() < 0.5:
+            # a prompt: S new tokens and no past
+            s = ri(1, 5)
+            q, k, v = rnd(b, s, n * h), rnd(b, s, kvn * h), rnd(b, s, kvn * h)
+            feeds = [("sk", i32([s - 1] * b), None), ("t", i32(s), None)]
+            if R.random() < 0.3:
+                ins = ["q", "", "", "", "", "sk", "t"]
+                feeds = [("q", np.concatenate([q, k, v], -1), None)] + feeds
+            else:
+                ins = ["q", "k", "v", "", "", "sk", "t"]
+                feeds = [("q", q, None), ("k", k, None), ("v", v, None)] + feeds
+        else:
+            # one new token per sequence after ragged pasts, in a buffer at least as long
+            past = [ri(0, 4) for _ in range(b)]
+            buf = max(past) + ri(0, 3)
+            buf = max(buf, 1)
+            total = max(past) + 1
+            ins = ["q", "k", "v", "pk", "pv", "sk", "t"]
+            feeds = [("q", rnd(b, 1, n * h), None), ("k", rnd(b, 1, kvn * h), None), ("v", rnd(b, 1, kvn * h), None),
+                     ("pk", rnd(b, kvn, buf, h), None), ("pv", rnd(b, kvn, buf, h), None), ("sk", i32(past), None), ("t", i32(total), None)]
+        return kind, [nd(kind, ins, ["y", "present_key", "present_value"], **ms, **attrs)], feeds, outs, [], 13
+    b, s, n, h = ri(1, 2), ri(1, 4), ri(1, 3), pick([2, 4, 8])
+    d = n * h
+    attrs = {"num_heads": n}
+    if R.random() < 0.3:
+        attrs["scale"] = float(R.uniform(0.1, 1.0))
+    use_past = R.random() < 0.3
+    p = ri(1, 3) if use_past else 0
+    if kind == "Attention":
+        width = ri(1, 6)
+        hidden = [d, d, pick([d, h * ri(1, 2) * n])]
+        w = rnd(width, sum(hidden))
+        ins, feeds = ["x", "w", "b"], [("x", rnd(b, s, width), None)]
+        inits = [("w", w), ("b", rnd(sum(hidden)))]
+        if hidden[2] != d and not use_past:
+            attrs["qkv_hidden_sizes"] = hidden
+        else:
+            inits = [("w", w[:, :3 * d]), ("b", rnd(3 * d))]
+        t = p + s
+        mask = pick([None, "lengths", "2d", "3d"])
+        if mask == "3d" and use_past:
+            mask = "2d"
+        if R.random() < 0.4:
+            attrs["unidirectional"] = 1
+        if mask:
+            m = {"lengths": lambda: i32([ri(1, t) for _ in range(b)]),
+                 "2d": lambda: i32(R.integers(0, 2, (b, t))),
+                 "3d": lambda: i32(R.integers(0, 2, (b, s, t)))}[mask]()
+            if mask != "lengths":
+                m[..., -1] = 1  # every query keeps a key: onnxruntime and the ops differ on an all-masked row
+            ins.append("m")
+            feeds.append(("m", m, None))
+            if R.random() < 0.3:
+                attrs["mask_filter_value"] = float(R.uniform(-20, -1))
+        outs = [("y", F)]
+        if use_past:
+            ins += [""] * (4 - len(ins)) + ["past"]
+            feeds.append(("past", rnd(2, b, n, p, h), None))
+            outs.append(("present", F))
+        elif R.random() < 0.3:
+            ins += [""] * (5 - len(ins)) + ["ab"]
+            feeds.append(("ab", rnd(pick([1, b]), n, s, s), None))
+        return kind, [nd(kind, ins, [o for o, _ in outs], **ms, **attrs)], feeds, outs, inits, 13
+    # MultiHeadAttention: separate q, k, v of T keys (T = S with a mask or a causal mask)
+    masked = R.random() < 0.5
+    t = s if (masked or use_past) else ri(1, 5)
+    vw = d if use_past else pick([d, d, n * ri(1, 3)])
+    ins = ["q", "k", "v"]
+    feeds = [("q", rnd(b, s, d), None), ("k", rnd(b, t, d), None), ("v", rnd(b, t, vw), None)]
+    if R.random() < 0.4 and vw == d:
+        ins.append("bias")
+        feeds.append(("bias", rnd(3 * d), None))
+    total = p + t
+    if masked:
+        if R.random() < 0.4:
+            attrs["unidirectional"] = 1
+        form = pick(["lengths", "2d", "3d"]) if not use_past else pick(["lengths", "2d"])
+        m = {"lengths": lambda: i32([ri(1, total) for _ in range(b)]),
+             "2d": lambda: i32(R.integers(0, 2, (b, total))),
+             "3d": lambda: i32(R.integers(0, 2, (b, s, total)))}[form]()
+        if form != "lengths":
+            m[..., -1] = 1
+        ins += [""] * (4 - len(ins)) + ["m"]
+        feeds.append(("m", m, None))
+        if R.random() < 0.3:
+            attrs["mask_filter_value"] = float(R.uniform(-20, -1))
+    if R.random() < 0.3:
+        ins += [""] * (5 - len(ins)) + ["ab"]
+        feeds.append(("ab", rnd(pick([1, b]), n, s, total) if b > 1 else rnd(1, n, s, total), None))
+    outs = [("y", F)]
+    if use_past:
+        ins += [""] * (6 - len(ins)) + ["pk", "pv"]
+        feeds += [("pk", rnd(b, n, p, h), None), ("pv", rnd(b, n, p, h), None)]
+        outs += [("present_key", F), ("present_value", F)]
+    while ins[-1] == "":
+        ins.pop()
+    return kind, [nd(kind, ins, [o for o, _ in outs], **ms, **attrs)], feeds, outs, [], 13
+
+
 def broadcastable(a, b):
     try:
         np.broadcast_shapes(tuple(a), tuple(b))
@@ -746,17 +864,22 @@ def broadcastable(a, b):
 
 FAMILIES = [(lambda: conv_like(False), 4), (lambda: conv_like(True), 2), (pool, 3), (binary, 3), (unary, 3), (reduce, 3),
             (softmax, 1), (movement, 5), (linalg, 2), (norm, 2), (resize, 2), (chain, 8), (quant, 6), (contrib, 3),
-            (rotary_embed, 2)]
+            (rotary_embed, 2), (attention, 3)]
 
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    weights = np.array([w for _, w in FAMILIES], float)
+    # FUZZ_ONLY=attention,contrib draws from those families alone (by function name)
+    only = [f for f in os.environ.get("FUZZ_ONLY", "").split(",") if f]
+    families = [(g, w) for g, w in FAMILIES if not only or g.__name__ in only]
+    if not families:
+        sys.exit(f"FUZZ_ONLY={','.join(only)} names no family")
+    weights = np.array([w for _, w in families], float)
     made = skipped = 0
     tries = 0
     while made < COUNT and tries < COUNT * 20:
         tries += 1
-        gen = FAMILIES[int(R.choice(len(FAMILIES), p=weights / weights.sum()))][0]
+        gen = families[int(R.choice(len(families), p=weights / weights.sum()))][0]
         op, nodes, inputs, outputs, inits, opset, *atol = gen()
         atol = atol[0] if atol else None
         name = f"{op.lower()}_{SEED}_{tries}"
@@ -767,7 +890,7 @@ def main():
         except Exception as e:  # onnxruntime (or the checker) rejects the draw
             skipped += 1
             if os.environ.get("FUZZ_VERBOSE"):
-                print(f"skip {name}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+                print(f"skip {name}: {(str(e).splitlines() or [repr(e)])[0][:200]}", file=sys.stderr)
             continue
         # Outputs with non-finite values say nothing about the arithmetic (onnxruntime 1.20
         # leaves ConvTranspose's output_padding columns unwritten when it is >= the stride).
