@@ -53,10 +53,71 @@ def save_case(kind, name, model_bytes, feeds, outputs, tol=1e-4, tags=(), atol=N
     MANIFEST.append(entry)
 
 
-def run_ort(model_bytes, feeds):
+def oracle_options(exact=True):
+    """onnxruntime's session options for an oracle: one thread, and exact 8-bit products. On x86
+    CPUs without VNNI (AVX2 or AVX-512 alone) its u8 x s8 matrix kernels add products in 16-bit
+    lanes that saturate, so the same fixture gets other "expected" values on another machine
+    (4871 off in one MatMulInteger case); `session.x64quantprecision` makes it take its exact u8 x
+    u8 kernels instead, as on VNNI machines. That rewrite has no kernel for 8-bit signed
+    activations (`QLinearConv` on int8): `oracle_session` then runs without it."""
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
-    sess = ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+    if exact:
+        so.add_session_config_entry("session.x64quantprecision", "1")
+    return so
+
+
+def expand_dynamic_quantize_matmul(model_bytes):
+    """The model with each com.microsoft `DynamicQuantizeMatMul` written as the standard
+    operators it stands for (`DynamicQuantizeLinear`, `MatMulInteger`, the scales and the bias),
+    for the oracle only: onnxruntime's fused kernel adds u8 x s8 products in saturating 16-bit
+    lanes on x86 CPUs without VNNI, and aborts the process under `session.x64quantprecision`,
+    while `MatMulInteger` under it is exact. The values are those of its exact (VNNI) kernel."""
+    m = onnx.load_from_string(model_bytes)
+    if not any(n.op_type == "DynamicQuantizeMatMul" for n in m.graph.node):
+        return model_bytes
+    nodes = []
+    for n in m.graph.node:
+        if n.op_type != "DynamicQuantizeMatMul":
+            nodes.append(n)
+            continue
+        a, b, bs = n.input[0], n.input[1], n.input[2]
+        bz = n.input[3] if len(n.input) > 3 else ""
+        bias = n.input[4] if len(n.input) > 4 else ""
+        t = lambda suffix: f"{n.output[0]}__{suffix}"
+        if not bz:
+            # an explicit zero point of B's type: without one, the exact rewrite is not taken
+            types = {i.name: i.data_type for i in m.graph.initializer}
+            types.update({v.name: v.type.tensor_type.elem_type for v in list(m.graph.input) + list(m.graph.value_info)})
+            bz = t("bz")
+            nodes.append(helper.make_node("Constant", [], [bz], value=helper.make_tensor(bz, types.get(b, TensorProto.INT8), [], [0])))
+        nodes += [helper.make_node("DynamicQuantizeLinear", [a], [t("aq"), t("as"), t("az")]),
+                  helper.make_node("MatMulInteger", [t("aq"), b, t("az"), bz], [t("acc")]),
+                  helper.make_node("Cast", [t("acc")], [t("accf")], to=TensorProto.FLOAT),
+                  helper.make_node("Mul", [t("as"), bs], [t("scale")])]
+        if bias:
+            nodes += [helper.make_node("Mul", [t("accf"), t("scale")], [t("y")]), helper.make_node("Add", [t("y"), bias], [n.output[0]])]
+        else:
+            nodes.append(helper.make_node("Mul", [t("accf"), t("scale")], [n.output[0]]))
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m.SerializeToString()
+
+
+def oracle_session(model):
+    """An onnxruntime session on the CPU for `model` (bytes or a path), with `oracle_options`."""
+    if isinstance(model, bytes):
+        model = expand_dynamic_quantize_matmul(model)
+    try:
+        return ort.InferenceSession(model, oracle_options(), providers=["CPUExecutionProvider"])
+    except Exception as e:  # the exact rewrite has no kernel for this model's types
+        if "Failed to find kernel" not in str(e):
+            raise
+        return ort.InferenceSession(model, oracle_options(exact=False), providers=["CPUExecutionProvider"])
+
+
+def run_ort(model_bytes, feeds):
+    sess = oracle_session(model_bytes)
     names = [o.name for o in sess.get_outputs()]
     return list(zip(names, sess.run(names, feeds)))
 
@@ -1039,9 +1100,7 @@ def external_data_cases():
         os.makedirs(os.path.dirname(os.path.join(d, location)), exist_ok=True)
         onnx.save_model(m, os.path.join(d, "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True, location=location,
                         size_threshold=0)
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = 1
-        sess = ort.InferenceSession(os.path.join(d, "model.onnx"), so, providers=["CPUExecutionProvider"])
+        sess = oracle_session(os.path.join(d, "model.onnx"))
         want = sess.run(["y"], {"x": x})[0]
         with open(os.path.join(d, "model.onnx"), "rb") as f:
             model_bytes = f.read()
@@ -1494,6 +1553,28 @@ def attention_cases():
     att("attention_past_unidirectional", ["x", "w", "b", "", "past"], ["y", "present"], dict(base, past=past), unidirectional=1)
     att("attention_past_mask_2d", ["x", "w", "b", "m", "past"], ["y", "present"], dict(base, m=i32([[1, 0, 1, 1, 1], [0, 1, 1, 1, 1]]), past=past))
     att("attention_qkv_hidden_sizes", ["x", "w", "b"], ["y"], dict(x=x, w=r(IN, 2 * D + 6), b=r(2 * D + 6)), qkv_hidden_sizes=[D, D, 6])
+    # do_rotary: queries and keys rotated at their positions (cos_cache / sin_cache inputs 7, 8);
+    # heads of 32 rotated whole (caches 16 wide) or in their first 16 features (8 wide)
+    B, S, N, KVN, H = 2, 3, 4, 2, 32
+    D, KD = N * H, KVN * H
+    gqa = lambda name, ins, feeds, **a: attention_case(name, "GroupQueryAttention", ins, ["y", "present_key", "present_value"], feeds,
+                                                       num_heads=N, kv_num_heads=KVN, **a)
+    q, k, v = r(B, S, D), r(B, S, KD), r(B, S, KD)
+    cache = lambda w: (r(12, w), r(12, w))
+    rin = ["q", "k", "v", "", "", "sk", "t", "c", "s"]
+    rfull = ["q", "k", "v", "pk", "pv", "sk", "t", "c", "s"]
+    c16, s16 = cache(16)
+    c8, s8 = cache(8)
+    gqa("gqa_rotary_prompt", rin, dict(q=q, k=k, v=v, sk=i32([S - 1] * B), t=i32(S), c=c16, s=s16), do_rotary=1)
+    gqa("gqa_rotary_prompt_partial_interleaved", rin, dict(q=q, k=k, v=v, sk=i32([S - 1] * B), t=i32(S), c=c8, s=s8),
+        do_rotary=1, rotary_interleaved=1)
+    gqa("gqa_rotary_prompt_packed_qkv", ["q", "", "", "", "", "sk", "t", "c", "s"],
+        dict(q=np.concatenate([q, k, v], -1), sk=i32([S - 1] * B), t=i32(S), c=c16, s=s16), do_rotary=1)
+    q1, k1, v1 = r(B, 1, D), r(B, 1, KD), r(B, 1, KD)
+    gqa("gqa_rotary_decode_ragged", rfull, dict(q=q1, k=k1, v=v1, pk=r(B, KVN, 7, H), pv=r(B, KVN, 7, H), sk=i32([2, 6]), t=i32(7), c=c8, s=s8),
+        do_rotary=1)
+    gqa("gqa_rotary_past_three_tokens_interleaved", rfull, dict(q=q[:1], k=k[:1], v=v[:1], pk=r(1, KVN, 3, H), pv=r(1, KVN, 3, H),
+                                                                sk=i32([5]), t=i32(6), c=c16, s=s16), do_rotary=1, rotary_interleaved=1)
     attention23_cases()
 
 

@@ -159,6 +159,24 @@ fn bad_shapes_and_unsupported_attributes_are_node_errors() {
         model(17, vec![ms(node("GroupQueryAttention", &ins, &["y", "pk", "pv"], attrs))], &x, &["y"], inits)
     };
     let gqa_ok = |sk: &[i64], t: i64| vec![kv("k", &[2, 3, 8]), kv("v", &[2, 3, 8]), i64s("sk", &[2], sk), i64s("t", &[], &[t])];
+    // do_rotary with caches of `rows` positions and `width` angles (heads of 4 here)
+    let gqa_rot = |rows: i64, width: i64| {
+        let ins = ["x", "k", "v", "", "", "sk", "t", "c", "s"];
+        let mut inits = gqa_ok(&[2, 2], 3);
+        inits.extend([kv("c", &[rows, width]), kv("s", &[rows, width])]);
+        model(
+            17,
+            vec![ms(node(
+                "GroupQueryAttention",
+                &ins,
+                &["y", "pk", "pv"],
+                vec![int("num_heads", 2), int("kv_num_heads", 2), int("do_rotary", 1)],
+            ))],
+            &x,
+            &["y"],
+            inits,
+        )
+    };
     let att = |ins: &[&str], attrs: Vec<_>, inits: Vec<TensorProto>| {
         model(17, vec![ms(node("Attention", ins, &["y"], attrs))], &x, &["y"], inits)
     };
@@ -203,7 +221,18 @@ fn bad_shapes_and_unsupported_attributes_are_node_errors() {
         ),
         ("mha unidirectional", mha(&["x", "x", "x"], vec![int("num_heads", 2), int("unidirectional", 2)], vec![]), "'unidirectional' is 2"),
         ("mha unknown attribute", mha(&["x", "x", "x"], vec![int("num_heads", 2), int("do_rotary", 1)], vec![]), "'do_rotary'"),
-        ("gqa rotary", gqa(vec![int("num_heads", 2), int("kv_num_heads", 2), int("do_rotary", 1)], gqa_ok(&[2, 2], 3)), "'do_rotary'"),
+        (
+            "gqa rotary without caches",
+            gqa(vec![int("num_heads", 2), int("kv_num_heads", 2), int("do_rotary", 1)], gqa_ok(&[2, 2], 3)),
+            "needs cos_cache and sin_cache",
+        ),
+        ("gqa rotary wider than a head", gqa_rot(8, 3), "between 2 and the head size 4"),
+        ("gqa rotary past the caches", gqa_rot(2, 2), "positions up to 2 are outside the caches' 2 positions"),
+        (
+            "gqa rotary flag",
+            gqa(vec![int("num_heads", 2), int("kv_num_heads", 2), int("rotary_interleaved", 2)], gqa_ok(&[2, 2], 3)),
+            "'rotary_interleaved' is 2",
+        ),
         ("gqa groups", gqa(vec![int("num_heads", 3), int("kv_num_heads", 2)], gqa_ok(&[2, 2], 3)), "num_heads 3 is not a multiple"),
         ("gqa seqlens", gqa(vec![int("num_heads", 2), int("kv_num_heads", 2)], gqa_ok(&[2, 7], 5)), "total_sequence_length 5"),
         (

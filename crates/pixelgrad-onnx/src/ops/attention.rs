@@ -379,7 +379,9 @@ pub(super) fn multi_head_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>>
 /// positions `seqlens_k[b] + 1 - S ..` of the present (0 .. for the first prompt, when `S` is
 /// the total length), after that batch's past; the present is `max(P, total)` long, zeros
 /// past each batch's length. `local_window_size`, `softcap`, `smooth_softmax` and `scale` are
-/// read; rotary embedding (`do_rotary`) is refused.
+/// read. With `do_rotary`, the new queries and keys are rotated ([`gqa_rotary`]) before
+/// attention, and the present holds the rotated keys; without it, `cos_cache` and `sin_cache`
+/// are not read (as onnxruntime's kernel does not read them).
 pub(super) fn group_query_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     let node = cx.node;
     node.only_attrs(&[
@@ -392,7 +394,7 @@ pub(super) fn group_query_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>
         "do_rotary",
         "rotary_interleaved",
     ])?;
-    refuse_unless(cx, "do_rotary", 0, "rotary embedding inside GroupQueryAttention; a separate RotaryEmbedding node is")?;
+    let (rotary, interleaved) = (flag(cx, "do_rotary")?, flag(cx, "rotary_interleaved")?);
     let (n, nkv) = (heads(cx, "num_heads")?, heads(cx, "kv_num_heads")?);
     if n % nkv != 0 {
         return Err(cx.err(format!("num_heads {n} is not a multiple of kv_num_heads {nkv}")));
@@ -480,6 +482,7 @@ pub(super) fn group_query_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>
         }
         offsets.push(off as usize);
     }
+    let (q, k) = if rotary { gqa_rotary(cx, ins, &q, &k, &offsets, interleaved)? } else { (q, k) };
     // the present: each batch's past, then its new keys, then zeros
     let place = |new: &Tensor, old: Option<&Tensor>| -> Result<Tensor> {
         if first_prompt && len == s {
@@ -508,6 +511,37 @@ pub(super) fn group_query_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>
     let mask = causal(cx, s, len, &offsets, window)?;
     let y = merge_heads(&attend(&q, &pk, &pv, how, &[mask], None)?.0)?;
     Ok(outputs(cx, dt, vec![y, pk, pv]))
+}
+
+/// `GroupQueryAttention`'s `do_rotary`: the new queries `q` `[B, N, S, H]` and keys `k` `[B,
+/// Nkv, S, H]` rotated as `RotaryEmbedding` rotates them (`rotary_interleaved` pairs
+/// neighbours), by the angles at the tokens' positions: new token `i` of batch `b` sits at
+/// `offsets[b] + i`, as in the causal mask. `cos_cache` and `sin_cache` (inputs 7 and 8) are
+/// `[max_sequence, rotary_dim / 2]`; a rotary dimension below the head size rotates the first
+/// features of each head and keeps the rest.
+fn gqa_rotary(cx: &Cx, ins: &[Option<V>], q: &Tensor, k: &Tensor, offsets: &[usize], interleaved: bool) -> Result<(Tensor, Tensor)> {
+    if cx.opt(ins, 7).is_none() || cx.opt(ins, 8).is_none() {
+        return Err(cx.err("do_rotary needs cos_cache and sin_cache (inputs 7 and 8)"));
+    }
+    let (cos, sin) = super::rotary::caches(cx, ins, 7, 8)?;
+    let (max_seq, width) = (cos.dims()[0], cos.dims()[1]);
+    let (b, s, h) = (q.dims()[0], q.dims()[2], q.dims()[3]);
+    let rd = 2 * width;
+    if width == 0 || rd > h {
+        return Err(
+            cx.err(format!("cos_cache and sin_cache are {:?}: twice their width must be between 2 and the head size {h}", cos.dims()))
+        );
+    }
+    let last = offsets.iter().max().copied().unwrap_or(0) + s;
+    if last > max_seq {
+        return Err(cx.err(format!("positions up to {} are outside the caches' {max_seq} positions", last - 1)));
+    }
+    let pos: Vec<i64> = offsets.iter().flat_map(|&o| (o..o + s).map(|p| p as i64)).collect();
+    let pos = V::host(crate::host::HostTensor::i64(vec![b, s], pos));
+    let at = |c: &Tensor| -> Result<Tensor> { Ok(super::movement::gather_along(cx, c, 0, &pos)?.reshape([b, 1, s, width])?) };
+    let (c, sn) = (at(&cos)?, at(&sin)?);
+    let turn = |x: &Tensor| super::rotary::rotate(x, &c, &sn, rd, interleaved);
+    Ok((turn(q)?, turn(k)?))
 }
 
 /// `com.microsoft` `Attention`: the projections and attention of a BERT / GPT-2 layer.
