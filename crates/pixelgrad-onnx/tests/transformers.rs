@@ -52,7 +52,7 @@ const REFUSED: [&str; 2] = ["gpt_merged_cache_nbits4", "gpt_merged_no_cache_nbit
 fn transformer_cases(variant: Option<&str>) -> Vec<Case> {
     common::cases("models")
         .into_iter()
-        .filter(|c| c.tags.iter().any(|t| t == "transformer") && variant.map_or(true, |v| c.tags.iter().any(|t| t == v)))
+        .filter(|c| c.tags.iter().any(|t| t == "transformer") && variant.is_none_or(|v| c.tags.iter().any(|t| t == v)))
         .filter(|c| !REFUSED.contains(&c.name.as_str()))
         .collect()
 }
