@@ -6,7 +6,8 @@
 # the wheel of rapidocr-onnxruntime (Apache-2.0) for the pretrained PP-OCR models it ships.
 # A second venv, target/onnx23-venv, holds a newer pinned onnx alone: its reference evaluator
 # is the oracle of the opset 23 operators the pinned onnxruntime does not know
-# (scripts/onnx23_fixtures.py, scripts/onnx23_attention_fixtures.py), and tests/registry.rs reads its opset 23 schemas.
+# (scripts/onnx23_fixtures.py, scripts/onnx23_attention_fixtures.py, the opset 23 part of
+# scripts/onnx_transformer_fixtures.py), and tests/registry.rs reads its opset 23 schemas.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/onnx-fixtures
@@ -14,13 +15,14 @@ venv=target/onnx-venv
 gen=scripts/onnx_fixtures.py
 gen23=scripts/onnx23_fixtures.py
 gen23att=scripts/onnx23_attention_fixtures.py
+gentfx=scripts/onnx_transformer_fixtures.py
 venv23=target/onnx23-venv
 stamp="$out/.done"
 mkdir -p target
 # Test binaries and threads may call this at once: one builds, the others wait.
 exec 9>target/onnx-fixtures.lock
 flock 9
-if [ -f "$stamp" ] && [ "$stamp" -nt "$gen" ] && [ "$stamp" -nt "$gen23" ] && [ "$stamp" -nt "$gen23att" ] && [ "$stamp" -nt "$0" ]; then
+if [ -f "$stamp" ] && [ "$stamp" -nt "$gen" ] && [ "$stamp" -nt "$gen23" ] && [ "$stamp" -nt "$gen23att" ] && [ "$stamp" -nt "$gentfx" ] && [ "$stamp" -nt "$0" ]; then
   exit 0
 fi
 if [ ! -x "$venv/bin/python" ]; then
@@ -49,6 +51,8 @@ if [ ! -f "$wheel_dir/rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer
 fi
 rm -rf "$out.tmp"
 "$venv/bin/python" "$gen" "$out.tmp" "$wheel_dir/rapidocr_onnxruntime/models"
+# small transformer exports and the variants onnxruntime's tools make of them (appends to the manifest)
+"$venv/bin/python" "$gentfx" "$out.tmp"
 rm -rf "$out"
 mv "$out.tmp" "$out"
 touch "$stamp"
