@@ -16,7 +16,8 @@
 #                             [BUNDLE_DIR]
 #   BUNDLE_DIR defaults to this script's own folder when a `pixelgrad` binary lies next to it
 #   (the copy inside a bundle), else target/gpu-bundle.
-#   --quick: matmul 1024, 0.5 s per measurement, 1 round, 3 inference runs (lavapipe, < 2 min).
+#   --quick: matmul 1024, 0.5 s per measurement, 1 round, 3 inference runs of the float models
+#            and of one model per reduced form (f16, int8): for lavapipe.
 #        scripts/gpu-bench.sh --peak "ADAPTER NAME"   the FP32 peak the table gives that adapter
 # Env:  PIXELGRAD_PEAK_FP32_GFLOPS  the FP32 peak of a card the table lacks (its datasheet figure)
 #       BURN_DEVICE  cpu | discrete | integrated | virtual (default: cpu on a software adapter,
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
     --repeat) repeat=$2; shift ;;
     --matmul) matmul=$2; shift ;;
     --peak) peak_only=$2; shift ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,/^set /{/^#/p}' "$0"; exit 0 ;;
     -*) echo "gpu-bench: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) bundle=$1 ;;
   esac
@@ -187,9 +188,11 @@ for w in $workloads; do
 done
 
 # --- inference latency of the bench models -------------------------------------------------------
-# models.tsv: figure id, model file, input name, input .npy, --precision (written by the pack step)
-while IFS=$'\t' read -r id file input npy precision; do
+# models.tsv: figure id, model file, input name, input .npy, --precision, quick|full (written by
+# the pack step; --quick runs the float models and one model of each reduced form)
+while IFS=$'\t' read -r id file input npy precision mode; do
   case "$id" in "" | "#"*) continue ;; esac
+  [ "$quick" = 1 ] && [ "$mode" != quick ] && continue
   log "inference $id ($precision), $repeat runs"
   if "$pg" run "$bundle/models/$file" --input "$input=$bundle/models/$npy" --backend webgpu --precision "$precision" \
     --repeat "$repeat" --json --out "$tmp/run-$id" >"$tmp/run.out" 2>"$tmp/run.err"; then

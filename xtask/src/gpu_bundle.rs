@@ -89,6 +89,9 @@ pub struct ModelRow {
     pub shape: Vec<usize>,
     /// The raw little-endian f32 input file of `make_models.py`, or None for the page's input.
     pub input_file: Option<String>,
+    /// Run by `gpu-bench.sh --quick` too: every float model, and the first model of each
+    /// reduced form (f16, int8), so a lavapipe run covers each form once.
+    pub quick: bool,
 }
 
 /// The rows of `make_models.py`'s `models.json`.
@@ -96,6 +99,7 @@ pub fn model_rows(models_json: &str) -> Result<Vec<ModelRow>, String> {
     let v: serde_json::Value = serde_json::from_str(models_json).map_err(|e| format!("models.json: {e}"))?;
     let list = v.as_array().ok_or("models.json: expected a list")?;
     let mut rows = Vec::new();
+    let mut forms_seen = Vec::new();
     for m in list {
         let text = |k: &str| m[k].as_str().map(str::to_string).ok_or(format!("models.json: an entry lacks \"{k}\": {m}"));
         let name = text("name")?;
@@ -112,6 +116,14 @@ pub fn model_rows(models_json: &str) -> Result<Vec<ModelRow>, String> {
             None => format!("page-input-{}.npy", dims.join("x")),
         };
         let precision = if m["precision"].as_str() == Some("f16") { "f16" } else { "auto" };
+        let quick = match m["form"].as_str() {
+            None => true,
+            Some(form) if forms_seen.iter().any(|f| f == form) => false,
+            Some(form) => {
+                forms_seen.push(form.to_string());
+                true
+            }
+        };
         rows.push(ModelRow {
             id: name.replace(' ', "-"),
             file: text("file")?,
@@ -120,16 +132,19 @@ pub fn model_rows(models_json: &str) -> Result<Vec<ModelRow>, String> {
             precision: precision.into(),
             shape,
             input_file,
+            quick,
         });
     }
     Ok(rows)
 }
 
-/// `models.tsv`: one model per line, tab-separated id, file, input name, npy, precision.
+/// `models.tsv`: one model per line, tab-separated id, file, input name, npy, precision, and
+/// `quick` or `full` (whether `--quick` runs it).
 pub fn tsv(rows: &[ModelRow]) -> String {
-    let mut s = String::from("# id\tfile\tinput\tnpy\tprecision (written by cargo xtask gpu-bundle)\n");
+    let mut s = String::from("# id\tfile\tinput\tnpy\tprecision\tquick|full (written by cargo xtask gpu-bundle)\n");
     for r in rows {
-        s += &format!("{}\t{}\t{}\t{}\t{}\n", r.id, r.file, r.input, r.npy, r.precision);
+        let q = if r.quick { "quick" } else { "full" };
+        s += &format!("{}\t{}\t{}\t{}\t{}\t{q}\n", r.id, r.file, r.input, r.npy, r.precision);
     }
     s
 }
@@ -364,22 +379,27 @@ mod tests {
     const MODELS_JSON: &str = r#"[
       {"name": "mobilenet-v1-0.5-128", "file": "m.onnx", "input": "input", "shape": [1, 3, 4, 4]},
       {"name": "ppocr-cls", "file": "c.onnx", "input": "x", "shape": [1, 3, 2, 2], "inputFile": "ppocr_cls.input.f32"},
-      {"name": "mobilenet-v1-0.5-128 f16", "file": "m.onnx", "input": "input", "shape": [1, 3, 4, 4], "ortFile": "m_fp16.onnx", "precision": "f16"},
-      {"name": "mobilenet-v1-0.5-128 int8", "file": "m_int8.onnx", "input": "input", "shape": [1, 3, 4, 4], "form": "int8"}
+      {"name": "mobilenet-v1-0.5-128 f16", "file": "m.onnx", "input": "input", "shape": [1, 3, 4, 4], "ortFile": "m_fp16.onnx", "precision": "f16", "form": "f16"},
+      {"name": "mobilenet-v1-0.5-128 int8", "file": "m_int8.onnx", "input": "input", "shape": [1, 3, 4, 4], "form": "int8"},
+      {"name": "ppocr-cls int8", "file": "c_int8.onnx", "input": "x", "shape": [1, 3, 2, 2], "inputFile": "ppocr_cls.input.f32", "form": "int8"}
     ]"#;
 
     #[test]
     fn models_json_becomes_one_tsv_row_per_benchmark_model() {
         let rows = model_rows(MODELS_JSON).unwrap();
         let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-        assert_eq!(ids, ["mobilenet-v1-0.5-128", "ppocr-cls", "mobilenet-v1-0.5-128-f16", "mobilenet-v1-0.5-128-int8"]);
+        assert_eq!(ids, ["mobilenet-v1-0.5-128", "ppocr-cls", "mobilenet-v1-0.5-128-f16", "mobilenet-v1-0.5-128-int8", "ppocr-cls-int8"]);
+        // --quick: every float model and the first of each reduced form
+        let quick: Vec<bool> = rows.iter().map(|r| r.quick).collect();
+        assert_eq!(quick, [true, true, true, true, false]);
         // the f16 row runs the float file with f16 storage, never ONNX Runtime's fp16 copy
         assert_eq!((rows[2].file.as_str(), rows[2].precision.as_str()), ("m.onnx", "f16"));
         assert_eq!(rows[3].precision, "auto");
         assert_eq!(rows[1].npy, "ppocr_cls.input.npy");
         assert_eq!(rows[0].npy, "page-input-1x3x4x4.npy");
         let t = tsv(&rows);
-        assert_eq!(t.lines().nth(3), Some("mobilenet-v1-0.5-128-f16\tm.onnx\tinput\tpage-input-1x3x4x4.npy\tf16"));
+        assert_eq!(t.lines().nth(3), Some("mobilenet-v1-0.5-128-f16\tm.onnx\tinput\tpage-input-1x3x4x4.npy\tf16\tquick"));
+        assert!(t.ends_with("ppocr-cls-int8\tc_int8.onnx\tx\tppocr_cls.input.npy\tauto\tfull\n"), "{t}");
         assert!(model_rows(r#"[{"name": "x", "file": "x.onnx", "input": "i"}]"#).unwrap_err().contains("shape"));
     }
 
@@ -526,7 +546,12 @@ mod tests {
 
     fn model_rows_of(bundle: &Path) -> Vec<String> {
         let tsv = std::fs::read_to_string(bundle.join("models").join("models.tsv")).unwrap();
-        let ids: Vec<String> = tsv.lines().filter(|l| !l.starts_with('#')).map(|l| l.split('\t').next().unwrap().to_string()).collect();
+        // the rows --quick runs
+        let ids: Vec<String> = tsv
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.ends_with("\tquick"))
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect();
         assert!(ids.len() >= 3, "{tsv}");
         ids
     }
