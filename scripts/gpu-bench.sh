@@ -126,7 +126,8 @@ printf '{"figure":"setup","bundle":%s,"quick":%s,"rounds":%s,"seconds":%s,"repea
 log "matmul ${matmul}^3 on webgpu"
 adapter=""
 if "$pg" bench --backends webgpu --workloads matmul --matmul "$matmul" --no-passes --seconds "$seconds" \
-  --json-out "$tmp/matmul.json" >"$tmp/matmul.out" 2>"$tmp/matmul.err"; then
+  --json-out "$tmp/matmul.json" >"$tmp/matmul.out" 2>"$tmp/matmul.err" &&
+  ! grep -q '^webgpu *skipped' "$tmp/matmul.out"; then
   name=$(grep -o '"backend":"webgpu","name":"[^"]*"' "$tmp/matmul.json" | sed 's/.*"name":"//; s/"$//')
   # "webgpu (ADAPTER, Vulkan)" -> ADAPTER
   adapter=${name#webgpu (}
@@ -137,7 +138,8 @@ if "$pg" bench --backends webgpu --workloads matmul --matmul "$matmul" --no-pass
     "$matmul" "$(js "$adapter")" "$(jn "$gflops")" "$(jn "$peak")" "$(jn "$(ratio "$gflops" "$peak")")" "$(js "$src")"
   [ "$(jn "$gflops")" = null ] && failed=1
 else
-  printf '{"figure":"matmul-%s","backend":"webgpu","error":%s}\n' "$matmul" "$(js "$(tail -3 "$tmp/matmul.err")")"
+  # no adapter: `pixelgrad bench` says "webgpu skipped: REASON" and exits 0
+  printf '{"figure":"matmul-%s","backend":"webgpu","error":%s}\n' "$matmul" "$(js "$(cat "$tmp/matmul.out" "$tmp/matmul.err" | grep -v '^ *$' | tail -3)")"
   failed=1
 fi
 
