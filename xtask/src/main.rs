@@ -14,6 +14,8 @@
 //!   per workload and backend (`pixelgrad train`), into web/bench/results and docs/benchmarks.md.
 //! - `cargo xtask bench-report [--check] [--include FILE]` — `docs/benchmarks.md` from the
 //!   committed results.
+//! - `cargo xtask gpu-bundle [--out DIR] [--debug] [--no-burn]` — the release CLI, `burn-side`
+//!   and the bench models in one folder under 64 MiB, for `scripts/gpu-bench.sh` on a GPU machine.
 //! - `cargo xtask build-wasm [--dev] [--wasm-opt]` — the npm package in `web/pkg/`.
 //! - `cargo xtask test` — every test (`scripts/test.sh`).
 //! - `cargo xtask layout [CRATES_DIR]` — import circles between the files of one folder (see
@@ -31,6 +33,7 @@ mod build_threads;
 mod build_wasm;
 mod demo;
 mod federated;
+mod gpu_bundle;
 mod layout;
 mod machine;
 mod npm_manifest;
@@ -56,13 +59,14 @@ fn main() {
         Some("bench-federated") => exit(bench_federated::main(&args[1..])),
         Some("bench-quality") => exit(bench_quality::main(&args[1..])),
         Some("bench-report") => exit(bench_report::main(&args[1..])),
+        Some("gpu-bundle") => exit(gpu_bundle::main(&args[1..])),
         Some("build-wasm") => exit(build_wasm::main(&args[1..])),
         Some("test") => run(Command::new("bash").arg("scripts/test.sh")),
         Some("demo") => exit(demo::main(&args[1..])),
         Some("federated") => exit(federated::main(&args[1..])),
         Some("layout") => exit(layout::main(&args[1..])),
         _ => {
-            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --inference [--quick] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask bench-compare --base REV [--rounds N] [--seconds S] [--backends ...] [--browser] [--inference] [--only-browser] [--no-build] [--json-out FILE]\n       cargo xtask bench-federated [--nodes 4,8] [--rounds R] [--debug-cli] [--no-build] [--out FILE]\n       cargo xtask bench-quality [--workloads W,...] [--backends cpu,webgpu,webgl] [--debug-cli] [--mnist DIR] [--out FILE]\n       cargo xtask bench-report [--check] [--include RESULT_FILE]\n       cargo xtask build-wasm [--dev] [--wasm-opt]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--python P] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
+            eprintln!("usage: cargo xtask bench [--quick] [--only TOKENS] [--no-build] | --inference [--quick] | --native [--backends cpu,webgpu,webgl] [--seconds S]\n       cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]\n       cargo xtask bench-compare --base REV [--rounds N] [--seconds S] [--backends ...] [--browser] [--inference] [--only-browser] [--no-build] [--json-out FILE]\n       cargo xtask bench-federated [--nodes 4,8] [--rounds R] [--debug-cli] [--no-build] [--out FILE]\n       cargo xtask bench-quality [--workloads W,...] [--backends cpu,webgpu,webgl] [--debug-cli] [--mnist DIR] [--out FILE]\n       cargo xtask bench-report [--check] [--include RESULT_FILE]\n       cargo xtask gpu-bundle [--out DIR] [--debug] [--no-burn] [--pixelgrad-bin FILE] [--burn-bin FILE] [--models DIR]\n       cargo xtask build-wasm [--dev] [--wasm-opt]\n       cargo xtask test\n       cargo xtask federated [--rounds N] [--browsers K] [--native M] [--python P] [--dataset digits|idx:DIR] [--alpha A] [--dp off|client-clip:C|local:EPS,DELTA,C] [--json]");
             exit(2)
         }
     }

@@ -2,8 +2,11 @@
 //! so `scripts/bench-burn.sh` can run it next to `pixelgrad bench --backends webgpu` on the same
 //! adapter and print ratios. A benchmark, never a test: nothing is asserted.
 //!
-//! Usage: `burn-side [--seconds S] [--only seed-mlp,mnist-mlp,cnn,matmul-1024]`. Prints one line
-//! per workload: `burn <workload> <value> <unit>` (steps/s, or GFLOP/s for matmul).
+//! Usage: `burn-side [--seconds S] [--only seed-mlp,mnist-mlp,cnn,matmul-1024] [--device KIND]`.
+//! Prints one line per workload: `burn <workload> <value> <unit>` (steps/s, or GFLOP/s for
+//! matmul). `--device` picks Burn's wgpu adapter: `cpu` (the default: lavapipe, where the
+//! project's machines run it), `discrete`, `integrated`, `virtual` (the first of that kind) or
+//! `default` (Burn's own choice); `scripts/gpu-bench.sh` passes `discrete` on a real GPU.
 //!
 //! Each training step uploads its batch (as `pixelgrad bench` does), runs forward, loss,
 //! backward and the SGD update, and reads the loss back every 10 steps. Warm-up steps come first:
@@ -201,13 +204,27 @@ fn matmul(device: &Device, n: usize, secs: f64) -> f64 {
 fn main() {
     let mut secs = 2.0;
     let mut only: Option<Vec<String>> = None;
+    let mut kind = DeviceKind::Cpu;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--seconds" => secs = args.next().and_then(|v| v.parse().ok()).unwrap_or(secs),
             "--only" => only = args.next().map(|v| v.split(',').map(str::to_string).collect()),
+            "--device" => {
+                kind = match args.next().as_deref() {
+                    Some("cpu") => DeviceKind::Cpu,
+                    Some("discrete") => DeviceKind::DiscreteGpu(0),
+                    Some("integrated") => DeviceKind::IntegratedGpu(0),
+                    Some("virtual") => DeviceKind::VirtualGpu(0),
+                    Some("default") => DeviceKind::DefaultDevice,
+                    other => {
+                        eprintln!("burn-side: --device {other:?}: expected cpu, discrete, integrated, virtual or default");
+                        std::process::exit(2);
+                    }
+                }
+            }
             other => {
-                eprintln!("burn-side: unknown argument '{other}' (--seconds S, --only a,b)");
+                eprintln!("burn-side: unknown argument '{other}' (--seconds S, --only a,b, --device KIND)");
                 std::process::exit(2);
             }
         }
@@ -215,7 +232,7 @@ fn main() {
     let want = |w: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == w));
     // lavapipe reports device type Cpu; Burn picks the graphics API (Vulkan here) and, with
     // the plain `wgpu` feature, compiles its kernels to WGSL like pixelgrad does.
-    let plain = Device::wgpu(DeviceKind::Cpu);
+    let plain = Device::wgpu(kind);
     let train = plain.clone().autodiff();
     println!("burn device {plain:?}");
     if want("seed-mlp") {
