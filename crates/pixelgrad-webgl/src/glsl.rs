@@ -108,6 +108,30 @@ impl Spelling for Glsl {
             format!("PG_H(fetch(u_{name}, {at}))")
         }
     }
+    /// One texel (`at` is a multiple of 4, so its elements are one texel's lanes); through a
+    /// fused read, its `pg_load4` where the read has one, else four `pg_load`s.
+    fn load4(&self, i: usize, name: &str, at: &str, names: [&str; 4]) -> Vec<String> {
+        let q = format!("q_{}", names[0]);
+        let mut out = Vec::new();
+        if self.fused && i == 0 {
+            let each: Vec<String> =
+                (0..4).map(|l| if l == 0 { format!("pg_load({at})") } else { format!("pg_load({at} + {})", self.int_lit(l)) }).collect();
+            out.push("#ifdef PG_LOAD4".to_string());
+            out.push(format!("vec4 {q} = pg_load4({at});"));
+            out.push("#else".to_string());
+            out.push(format!("vec4 {q} = vec4({});", each.join(", ")));
+            out.push("#endif".to_string());
+        } else if self.t.sized_fetch {
+            // ES 1.00: indices are floats; at / 4 is exact (a power of two).
+            out.push(format!("vec4 {q} = fetch4(u_{name}, u_{name}_size, {at} * 0.25);"));
+        } else {
+            out.push(format!("vec4 {q} = fetch4(u_{name}, {at} >> 2);"));
+        }
+        for (v, lane) in names.iter().zip(["x", "y", "z", "w"]) {
+            out.push(format!("float {v} = PG_H({q}.{lane});"));
+        }
+        out
+    }
     /// Without `PG_H`: an index is read exactly.
     fn load_index(&self, _i: usize, name: &str, at: &str) -> String {
         if self.t.sized_fetch {

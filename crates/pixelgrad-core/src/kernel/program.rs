@@ -6,7 +6,8 @@
 //!
 //! - integer expressions ([`Ix`]) for indices and loop bounds, from the output element's flat
 //!   index, integer parameters (uniforms) and variables;
-//! - indexed loads ([`Fx::Load`]): element `at` of input `i`;
+//! - indexed loads ([`Fx::Load`]): element `at` of input `i`; and four at once
+//!   ([`Stmt::Load4`]: elements `at .. at + 4`, `at` a multiple of 4: one texel on WebGL);
 //! - bounded loops ([`Stmt::For`]) over `lo..hi`, each naming the constant [`Bound`] under
 //!   which a dialect without dynamic loops (GLSL ES 1.00) runs it (the backend refuses trip
 //!   counts above it);
@@ -138,6 +139,16 @@ pub enum Stmt {
     Let(Var, Ix),
     /// A float variable.
     LetF(Var, Fx),
+    /// Four float variables `first .. first + 4`: elements `at .. at + 4` of input `input`,
+    /// in order. `at` must be a multiple of 4 (the CPU evaluator refuses others), so a dialect
+    /// storing four elements per texel reads them as one texel (WebGL); others load four
+    /// times. A program uses it where a group is consecutive and aligned (the reductions'
+    /// last-axis runs, [`super::reductions`]); each value is as [`Fx::Load`] reads it.
+    Load4 {
+        first: Var,
+        input: u8,
+        at: Ix,
+    },
     /// `for var in lo..hi` (no iterations when `hi <= lo`), bounds evaluated once.
     For {
         var: Var,

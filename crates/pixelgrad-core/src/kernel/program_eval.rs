@@ -105,17 +105,20 @@ impl<T: Scalar> State<'_, T> {
         })
     }
 
+    /// Element `i` of input `input`; outside it, an error.
+    fn load(&self, input: u8, i: i64) -> Result<T> {
+        let data = self.inputs.get(input as usize).ok_or_else(|| bad(self.program, format!("no input {input}")))?;
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| data.get(i))
+            .copied()
+            .ok_or_else(|| bad(self.program, format!("load of element {i} of input {input} ({} elements)", data.len())))
+    }
+
     fn fx(&self, e: &Fx) -> Result<T> {
         Ok(match e {
             Fx::Lit(bits) => T::of_f32(f32::from_bits(*bits)),
-            Fx::Load { input, at } | Fx::Index { input, at } => {
-                let data = self.inputs.get(*input as usize).ok_or_else(|| bad(self.program, format!("no input {input}")))?;
-                let i = self.ix(at)?;
-                *usize::try_from(i)
-                    .ok()
-                    .and_then(|i| data.get(i))
-                    .ok_or_else(|| bad(self.program, format!("load of element {i} of input {input} ({} elements)", data.len())))?
-            }
+            Fx::Load { input, at } | Fx::Index { input, at } => self.load(*input, self.ix(at)?)?,
             Fx::Var(v) => self.floats[*v as usize],
             Fx::Acc(a) if self.program.accs.get(*a as usize) == Some(&Acc::LogSumExp) => {
                 let (m, s) = self.accs[*a as usize];
@@ -149,6 +152,22 @@ impl<T: Scalar> State<'_, T> {
             match s {
                 Stmt::Let(v, e) => self.ints[*v as usize] = self.ix(e)?,
                 Stmt::LetF(v, e) => self.floats[*v as usize] = self.fx(e)?,
+                // Four loads; the alignment a texel read needs is checked, so a program that
+                // would read across texels on WebGL fails here first.
+                Stmt::Load4 { first, input, at } => {
+                    let at = self.ix(at)?;
+                    if at % 4 != 0 {
+                        return Err(bad(self.program, format!("4-lane load at element {at} of input {input} (not a multiple of 4)")));
+                    }
+                    for l in 0..4 {
+                        let v = self.load(*input, at + l)?;
+                        let slot = self
+                            .floats
+                            .get_mut(*first as usize + l as usize)
+                            .ok_or_else(|| bad(self.program, format!("4-lane load into variable {first}")))?;
+                        *slot = v;
+                    }
+                }
                 Stmt::For { var, lo, hi, body, .. } => {
                     let (lo, hi) = (self.ix(lo)?, self.ix(hi)?);
                     for i in lo..hi {

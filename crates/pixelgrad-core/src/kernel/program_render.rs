@@ -25,6 +25,18 @@ pub trait Spelling {
     fn load_index(&self, i: usize, name: &str, at: &str) -> String {
         self.load(i, name, at)
     }
+    /// Statements declaring the immutable float variables `names` as elements `at .. at + 4`
+    /// of input `i` named `name` ([`Stmt::Load4`]; `at` is an integer variable holding a
+    /// multiple of 4). By default four [`Spelling::load`]s; a language storing four elements
+    /// per texel reads the one texel.
+    fn load4(&self, i: usize, name: &str, at: &str, names: [&str; 4]) -> Vec<String> {
+        (0..4)
+            .map(|l| {
+                let at = if l == 0 { at.to_string() } else { format!("({at} + {})", self.int_lit(l as i32)) };
+                self.let_(true, names[l], &self.load(i, name, &at))
+            })
+            .collect()
+    }
     /// Whether float `a` is a NaN, as a boolean expression the compiler cannot fold away
     /// (a bit test, or arithmetic on a uniform zero where the language has no bit access).
     fn is_nan(&self, a: &str) -> String;
@@ -154,6 +166,17 @@ impl R<'_> {
                 Stmt::LetF(v, e) => {
                     let l = self.s.let_(true, &format!("v{v}"), &self.fx(e));
                     self.line(&l);
+                }
+                Stmt::Load4 { first, input, at } => {
+                    // The index once, in a variable of its own.
+                    let b = format!("b{first}");
+                    let l = self.s.let_(false, &b, &self.ix(at));
+                    self.line(&l);
+                    let names: Vec<String> = (0..4).map(|l| format!("v{}", *first as usize + l)).collect();
+                    let names = [names[0].as_str(), names[1].as_str(), names[2].as_str(), names[3].as_str()];
+                    for l in self.s.load4(*input as usize, self.p.inputs[*input as usize], &b, names) {
+                        self.line(&l);
+                    }
                 }
                 Stmt::For { var, lo, hi, bound, body } => {
                     // Bounds once, before the loop.

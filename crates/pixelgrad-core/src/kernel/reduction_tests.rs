@@ -1,6 +1,7 @@
 //! The reduction programs evaluated on the CPU, as single passes and as multi-pass trees,
 //! against direct loops written from [`crate::ReduceOp`]'s docs.
 
+use super::program::{Acc, Fx, Ix, Program, Stmt};
 use super::program_eval::eval;
 use super::reductions::{reduce_params, ReduceProgram, NO_INDEX};
 use crate::ReduceOp;
@@ -125,7 +126,20 @@ fn edgy(len: usize, seed: usize) -> Vec<f32> {
 fn every_pass_and_tree_is_the_op_from_its_doc() {
     let ops = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::LogSumExp];
     // (outer, n, inner, group): one pass, several passes, a ragged last group, inner > 1.
-    let shapes = [(2, 5, 1, 16), (1, 37, 1, 4), (3, 10, 2, 3), (2, 1, 3, 16), (1, 64, 1, 8), (2, 17, 3, 16)];
+    // Consecutive groups starting off a multiple of 4 (head, 4-lane runs and tail), and
+    // groups shorter than a run.
+    let shapes = [
+        (2, 5, 1, 16),
+        (1, 37, 1, 4),
+        (3, 10, 2, 3),
+        (2, 1, 3, 16),
+        (1, 64, 1, 8),
+        (2, 17, 3, 16),
+        (3, 23, 1, 1024),
+        (2, 30, 1, 7),
+        (5, 9, 1, 16),
+        (3, 3, 1, 2),
+    ];
     for (case, &(outer, n, inner, group)) in shapes.iter().enumerate() {
         let mut x = edgy(outer * n * inner, case);
         let variants: Vec<(&str, Vec<f32>)> = vec![
@@ -173,4 +187,64 @@ fn first_equal_misses_give_no_index() {
     let best = [3.0f32];
     let (got, _) = pass(ReduceProgram::FirstEqual, &[&x, &best], 1, 4, 1, 2);
     assert_eq!(got, vec![NO_INDEX, 2.0]);
+}
+
+/// `body` with every [`Stmt::Load4`] replaced by zeros in its four variables.
+fn zero_lanes(body: &[Stmt]) -> Vec<Stmt> {
+    body.iter()
+        .flat_map(|s| match s {
+            Stmt::Load4 { first, .. } => (0..4).map(|l| Stmt::LetF(first + l, Fx::lit(0.0))).collect(),
+            Stmt::For { var, lo, hi, bound, body } => {
+                vec![Stmt::For { var: *var, lo: lo.clone(), hi: hi.clone(), bound: *bound, body: zero_lanes(body) }]
+            }
+            Stmt::If { cond, body } => vec![Stmt::If { cond: cond.clone(), body: zero_lanes(body) }],
+            s => vec![s.clone()],
+        })
+        .collect()
+}
+
+#[test]
+fn consecutive_groups_are_read_four_lanes_at_a_time() {
+    // [3, 23] over the last axis, one group per row: rows start at flat 0, 23 and 46, so the
+    // aligned runs are 0..20, 24..44 and 48..68. With the 4-lane loads read as zeros, each
+    // row's sum is what the single loads read: the head and tail around those runs.
+    let x: Vec<f32> = (0..69).map(|i| (1u64 << (i % 20)) as f32).collect();
+    let sum = ReduceProgram::Sum.program();
+    let singles = Program { body: zero_lanes(&sum.body), ..sum.clone() };
+    let params = [23, 1, 1, 1024];
+    let got = eval(&singles, &[&x], &params, 3).unwrap();
+    let want: Vec<f32> = [0..0, 23..24, 46..48].map(|r| x[r].iter().sum::<f32>()).to_vec();
+    let tails: Vec<f32> = [20..23, 44..46, 68..69].map(|r| x[r].iter().sum::<f32>()).to_vec();
+    let want: Vec<f32> = want.iter().zip(&tails).map(|(a, b)| a + b).collect();
+    assert_eq!(got, want);
+    // The whole program reads every element once.
+    let all = eval(&sum, &[&x], &params, 3).unwrap();
+    let rows: Vec<f32> = (0..3).map(|r| x[r * 23..(r + 1) * 23].iter().sum::<f32>()).collect();
+    assert_eq!(all, rows);
+    // Along a first axis (inner > 1) nothing is consecutive: no lane is loaded.
+    let params = [23, 1, 3, 1024];
+    assert_eq!(eval(&singles, &[&x[..69]], &params, 3).unwrap(), eval(&sum, &[&x[..69]], &params, 3).unwrap());
+}
+
+#[test]
+fn a_four_lane_load_off_a_multiple_of_4_is_an_error() {
+    let load_at = |at: i32| Program {
+        name: "load4",
+        inputs: vec!["x"],
+        params: vec![],
+        accs: vec![Acc::Sum],
+        body: vec![
+            Stmt::Load4 { first: 0, input: 0, at: Ix::Lit(at) },
+            Stmt::Reset(0),
+            Stmt::Fold { acc: 0, value: Fx::Var(0) },
+            Stmt::Fold { acc: 0, value: Fx::Var(3) },
+        ],
+        out: Fx::Acc(0),
+    };
+    let x: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    assert_eq!(eval(&load_at(4), &[&x], &[], 1).unwrap(), vec![4.0 + 7.0]);
+    let e = eval(&load_at(2), &[&x], &[], 1).unwrap_err();
+    assert!(format!("{e}").contains("multiple of 4"), "{e}");
+    // Past the end: an error, not a panic.
+    assert!(eval(&load_at(12), &[&x], &[], 1).is_err());
 }
