@@ -90,33 +90,22 @@ impl WebGlBackend {
         let group_targets = if opts.group && opts.fuse && !opts.webgl1 { crate::group::max_targets(&gl, &report) } else { 0 };
         // Matmul epilogues write a second render target (`fusion::LazyMatmul`).
         let epilogues = opts.fuse && !opts.webgl1 && crate::group::max_targets(&gl, &report) >= 2;
-        let shared = Shared {
+        let device = crate::device::GlDevice::new(crate::device::DeviceParts {
             gl,
             name: name.clone(),
-            format: report.format,
-            max_tex: report.effective_max_texture_size,
-            report: RefCell::new(report),
-            pool: RefCell::new(crate::pool::TexturePool::new(opts.pool_budget)),
-            programs: Default::default(),
+            report,
+            pool_budget: opts.pool_budget,
             mediump: opts.mediump,
             emulate_half: opts.emulate_precision == Some(crate::options::EmulatedPrecision::Half),
-            abandoned: Cell::new(false),
-            vertex: Cell::new(None),
-            counters: Cell::new(Counters::default()),
-            pass_log: RefCell::new(None),
-            pending: RefCell::new(Vec::new()),
-            plans: RefCell::new(Default::default()),
-            state: RefCell::new(Default::default()),
             fbo,
-            shared_extra: Cell::new(0),
-            unflushed: Cell::new(false),
             vao,
             gl1: opts.webgl1,
             legacy,
             triangle,
             #[cfg(not(target_arch = "wasm32"))]
             egl,
-        };
+        });
+        let shared = Shared::new(device);
         let fusion =
             crate::fusion::Fusion { fuse: opts.fuse, epilogues, group_targets, lazies: RefCell::new(Vec::new()), generation: Cell::new(0) };
         // The caps wait for the storage probe below; nothing before it reads them.
@@ -138,7 +127,7 @@ impl WebGlBackend {
     /// `Error::DeviceLost`, and dropping them deletes nothing. A restored context starts a new
     /// generation of objects, and deleting the lost generation's objects on it is a GL error.
     pub fn abandon(&self) {
-        self.shared.abandoned.set(true);
+        self.shared.abandon();
     }
 
     /// Capabilities measured at init, the chosen format, warnings and the self-test result.
@@ -149,12 +138,12 @@ impl WebGlBackend {
     /// Starts (`true`) or stops recording the passes drawn: one line per draw with the
     /// program, its config and the output texture size.
     pub fn set_pass_log(&self, on: bool) {
-        *self.shared.pass_log.borrow_mut() = if on { Some(Vec::new()) } else { None };
+        self.shared.set_pass_log(on);
     }
 
     /// The passes recorded since the last call (recording continues).
     pub fn take_pass_log(&self) -> Vec<String> {
-        self.shared.pass_log.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default()
+        self.shared.take_pass_log()
     }
 
     /// Frees the textures waiting in the pool (those of live tensors and step plans stay).
@@ -165,18 +154,17 @@ impl WebGlBackend {
 
     /// The pool budget in bytes (see [`WebGlOptions::pool_budget`]).
     pub fn pool_budget(&self) -> u64 {
-        self.shared.pool.borrow().budget
+        self.shared.pool_budget()
     }
 
     /// Sets the pool budget; free textures past it are deleted at once, oldest first.
     pub fn set_pool_budget(&self, bytes: u64) {
-        self.shared.pool.borrow_mut().budget = bytes;
-        self.shared.enforce_budget();
+        self.shared.set_pool_budget(bytes);
     }
 
     /// Free textures in the pool.
     pub fn pooled_textures(&self) -> usize {
-        self.shared.pool.borrow().len()
+        self.shared.pooled_textures()
     }
 
     /// Texture size (in texels) of a tensor's storage, if it belongs to this backend.
@@ -409,7 +397,7 @@ impl Backend for WebGlBackend {
     fn flush(&self) -> Result<()> {
         self.shared.current()?;
         crate::group::settle(&self.shared, &self.fusion)?;
-        self.shared.flush()
+        crate::submit::flush(&self.shared)
     }
 
     /// Starts a step: later steps with the same `key` replay this one's plan (textures,
@@ -418,25 +406,23 @@ impl Backend for WebGlBackend {
         // Work pending from before the step is drawn before it.
         self.shared.current()?;
         crate::group::settle(&self.shared, &self.fusion)?;
-        self.shared.begin_step(key)
+        crate::submit::begin_step(&self.shared, key)
     }
 
     fn end_step(&self) -> Result<()> {
         // Results of the step still held are drawn inside it, so its plan has them.
         let settled = crate::group::settle(&self.shared, &self.fusion);
-        let ended = self.shared.end_step();
+        let ended = crate::submit::end_step(&self.shared);
         settled?;
         ended
     }
 
     fn drop_plans(&self) {
-        self.shared.drop_plans()
+        self.shared.steps.drop_plans(&self.shared.dev)
     }
 
     fn counters(&self) -> Counters {
-        let mut c = self.shared.counters.get();
-        c.pooled_bytes = self.shared.pool.borrow().bytes;
-        c
+        self.shared.counters()
     }
 
     /// Deletes every pooled texture ([`WebGlBackend::trim_pool`]).

@@ -6,19 +6,18 @@
 //! after it (the loss, typically), like an asynchronous GPU error. The queue is folded early
 //! when it grows, so it stays small however long nothing is read.
 //!
-//! Submitting queued work (`Shared::flush`: fold the queue, then `glFlush`) lives here too, since
-//! a flush is where the queue is folded every step.
+//! This file is the queue and how checks merge; the max draws that fold them are the
+//! elementwise op's, run from above the ops (`submit.rs`), so the queue never calls up.
 
-use std::rc::Rc;
+use std::cell::RefCell;
 
-use glow::HasContext;
-use pixelgrad_core::{BinaryOp, Result, Shape};
+use pixelgrad_core::Result;
 
-use crate::context::Shared;
+use crate::device::GlDevice;
 use crate::texture::GlTensor;
 
 /// Queued checks are folded into one when this many are pending.
-const MAX_PENDING: usize = 16;
+pub(crate) const MAX_PENDING: usize = 16;
 
 /// A rendered validity flag and what to report if it is set.
 pub(crate) struct Check {
@@ -32,57 +31,37 @@ pub(crate) struct Check {
 
 impl Check {
     /// Turns the flag value into the check's outcome.
-    pub(crate) fn verdict(&self, flag: f32, sh: &Shared) -> Result<()> {
+    pub(crate) fn verdict(&self, flag: f32, dev: &GlDevice) -> Result<()> {
         if flag != 0.0 {
-            return Err(sh.err(self.op, self.msg.clone()));
+            return Err(dev.err(self.op, self.msg.clone()));
         }
         Ok(())
     }
 }
 
-impl Shared {
-    /// Queues a check, folding the queue when it is long.
-    pub fn push_check(self: &Rc<Self>, c: Check) -> Result<()> {
-        let n = {
-            let mut p = self.pending.borrow_mut();
-            p.push(c);
-            p.len()
-        };
-        if n >= MAX_PENDING {
-            self.fold_pending()?;
-        }
-        Ok(())
+/// The checks rendered but not read yet.
+#[derive(Default)]
+pub(crate) struct Checks {
+    queue: RefCell<Vec<Check>>,
+}
+
+impl Checks {
+    /// Queues a check; returns how many are queued now.
+    pub fn push(&self, c: Check) -> usize {
+        let mut q = self.queue.borrow_mut();
+        q.push(c);
+        q.len()
     }
 
-    /// Submits queued work: folds the pending index checks into one (so the queue and the
-    /// draws per step stay fixed while nothing is read), then `glFlush`.
-    pub fn flush(self: &Rc<Self>) -> Result<()> {
-        self.current()?;
-        self.fold_pending()?;
-        // SAFETY: glFlush on the current context.
-        unsafe { self.gl.flush() };
-        self.unflushed.set(false);
-        self.count(|c| c.submissions += 1);
-        Ok(())
+    /// How many checks are queued.
+    pub fn len(&self) -> usize {
+        self.queue.borrow().len()
     }
 
-    /// Folds two or more queued checks into one and queues it again. `Backend::flush` does
-    /// this every step, so a training loop that never reads keeps one texture queued and
-    /// issues the same fold draws every step (instead of growing the queue to
-    /// [`MAX_PENDING`] and folding every few steps).
-    pub fn fold_pending(self: &Rc<Self>) -> Result<()> {
-        if self.pending.borrow().len() < 2 {
-            return Ok(());
-        }
-        if let Some(m) = self.merge_pending()? {
-            self.pending.borrow_mut().push(m);
-        }
-        Ok(())
-    }
-
-    /// Takes every queued check and folds them into one (`None` if none is queued).
-    pub fn merge_pending(self: &Rc<Self>) -> Result<Option<Check>> {
-        let list = std::mem::take(&mut *self.pending.borrow_mut());
+    /// Takes every queued check and merges them into one (`None` if none is queued); `max`
+    /// draws the larger of two 1-element flags (the caller's elementwise op).
+    pub fn merge(&self, mut max: impl FnMut(&'static str, &GlTensor, &GlTensor) -> Result<GlTensor>) -> Result<Option<Check>> {
+        let list = std::mem::take(&mut *self.queue.borrow_mut());
         let mut it = list.into_iter();
         let Some(first) = it.next() else {
             return Ok(None);
@@ -101,24 +80,10 @@ impl Shared {
         let (op, mut flag) = (first.op, first.flag);
         for c in it {
             add_parts(&mut msgs, &c);
-            // The larger of the two 1-element flags.
-            let one = Shape::from([1]);
-            let max = BinaryOp::Max.launch()?;
-            flag = crate::ops::elementwise::map(self, op, "max", &max, &[&flag, &c.flag], &[&one, &one], &one)?;
+            flag = max(op, &flag, &c.flag)?;
         }
         // One distinct line: every folded check had first's op and message.
         let msg = if msgs.len() == 1 { first.msg } else { format!("one of these checks failed since the last read: {}", msgs.join("; ")) };
         Ok(Some(Check { flag, op, msg, parts: msgs }))
-    }
-
-    /// Blocking: reads the folded flag of every queued check.
-    pub fn verify_pending(self: &Rc<Self>) -> Result<()> {
-        match self.merge_pending()? {
-            Some(c) => {
-                let v = self.read_raw(&c.flag, 1)?;
-                c.verdict(v[0], self)
-            }
-            None => Ok(()),
-        }
     }
 }

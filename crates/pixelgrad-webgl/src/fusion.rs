@@ -420,7 +420,10 @@ pub(crate) fn tensor_of<'a>(s: &'a Storage, sh: &Rc<Shared>, op: &'static str) -
 pub(crate) fn execute_now(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
     sh.current()?;
     let ts: Vec<&GlTensor> = inputs.iter().map(|s| tensor_of(s, sh, op.name())).collect::<Result<_>>()?;
-    crate::ops::execute(sh, op, inputs, &ts, shapes, out)
+    let result = crate::ops::execute(sh, op, inputs, &ts, shapes, out)?;
+    // An op that queued a run-time check (gather, scatter_add) may have made the queue long.
+    crate::submit::fold_if_long(sh)?;
+    Ok(result)
 }
 
 /// Draws one pending computation into a fresh texture (as a matmul's epilogue when it can).

@@ -13,7 +13,7 @@
 //! - the fast read (every input has the member's shape or is one element: no index
 //!   arithmetic), members needing broadcast strides are drawn alone;
 //! - at most [`MAP_MAX_INPUTS`] distinct inputs, [`GROUP_MAX_PARAMS`] parameters in all and
-//!   [`crate::context::Shared::group_targets`] outputs (MAX_DRAW_BUFFERS,
+//!   [`Fusion::group_targets`] outputs (MAX_DRAW_BUFFERS,
 //!   MAX_COLOR_ATTACHMENTS, [`GROUP_MAX_TARGETS`]).
 //!
 //! Groups stay open while the pending results are walked in the order they were made, one

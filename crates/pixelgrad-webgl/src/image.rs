@@ -52,7 +52,7 @@ impl PixelTexture {
     }
 
     fn view_of(&self, tex: glow::Texture, w: u32, h: u32, dtype: DType) -> GlTensor {
-        GlTensor { tex, w, h, len: 4 * w as usize * h as usize, shared: self.shared.clone(), token: Some(self.keep.clone()), dtype }
+        GlTensor { tex, w, h, len: 4 * w as usize * h as usize, shared: self.shared.dev.clone(), token: Some(self.keep.clone()), dtype }
     }
 
     /// The chroma textures' size.
@@ -167,7 +167,7 @@ impl WebGlBackend {
         unsafe { sh.gl.bind_texture(glow::TEXTURE_2D, None) };
         filled?;
         sh.check_gl(OP, "texSubImage2D")?;
-        sh.unflushed.set(true);
+        sh.mark_unflushed();
         let out = draw(sh, &texture.view(), &g, spec)?;
         Ok((Tensor::from_storage(dev, Storage::new(out), spec.out_dims(&g).to_vec()), g))
     }

@@ -74,7 +74,7 @@ impl WebGlBackend {
             r
         };
         sh.forget_gl_state();
-        sh.unflushed.set(true);
+        sh.mark_unflushed();
         r
     }
 

@@ -118,6 +118,7 @@ mod bytes;
 mod caps;
 mod checks;
 mod context;
+mod device;
 pub mod dialect;
 #[cfg(not(target_arch = "wasm32"))]
 mod egl;
@@ -138,6 +139,7 @@ mod pool;
 mod program;
 mod readback;
 mod selftest;
+mod submit;
 mod texture;
 
 pub use backend::WebGlBackend;

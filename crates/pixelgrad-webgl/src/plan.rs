@@ -3,7 +3,7 @@
 //!
 //! A plan is two lists, filled in the order a step makes its calls:
 //! - **allocations**: the k-th texture a step asks for (an op's output or an upload, through
-//!   `Shared::alloc`) is entry k's texture, owned by the plan (not the pool) from then on;
+//!   `Shared::alloc`, served by [`Steps::alloc_planned`]) is entry k's texture, owned by the plan (not the pool) from then on;
 //! - **draws**: the j-th draw of the step has its own framebuffer with the draw's target
 //!   texture attached once, plus the draw's program and resolved uniform slots.
 //!
@@ -45,16 +45,16 @@
 //! skip uniforms whose value they already hold, in and out of steps (`program.rs`). Code
 //! that uses the same GL context itself must do so outside steps.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use glow::HasContext;
-use pixelgrad_core::kernel::DType;
 use pixelgrad_core::Result;
 
-use crate::context::Shared;
-use crate::launch::Pass;
+use crate::device::{Attachments, GlDevice};
+use crate::dialect::ProgramSpec;
 use crate::pool::PoolKey;
-use crate::program::Program;
+use crate::program::{Program, Programs};
 use crate::texture::GlTensor;
 
 use pixelgrad_core::plan::MAX_PLAN_ENTRIES as MAX_ENTRIES;
@@ -78,14 +78,14 @@ impl AllocEntry {
 pub(crate) struct DrawEntry {
     pub fbo: glow::Framebuffer,
     /// The attached textures, at colour attachments 0, 1, ...; empty once one of them was
-    /// deleted (see [`Shared::forget_targets`]).
+    /// deleted (see [`Steps::detach`]).
     pub targets: Vec<glow::Texture>,
     /// How many draw buffers the framebuffer has enabled (a new one has 1).
     pub buffers: usize,
     pub program: Rc<Program>,
-    pub spec: crate::dialect::ProgramSpec,
-    /// Uniform names in the order a draw sets them (see [`Pass::uniform_names`]) and their
-    /// slots in `program`.
+    pub spec: ProgramSpec,
+    /// Uniform names in the order a draw sets them (`Pass::uniform_names` in `launch.rs`) and
+    /// their slots in `program`.
     pub names: Vec<&'static str>,
     pub slots: Rc<[usize]>,
 }
@@ -96,113 +96,70 @@ pub(crate) struct Plan {
     pub draws: Vec<DrawEntry>,
 }
 
-/// Every plan of a backend (the key / parity bookkeeping is core's).
-pub(crate) type Plans = pixelgrad_core::plan::StepPlans<Plan>;
-
 /// What a planned draw needs after its framebuffer is bound.
 pub(crate) struct Prepared {
     pub program: Rc<Program>,
     pub slots: Rc<[usize]>,
 }
 
-/// Allocation: every texture an op or an upload asks for comes through here, so a step can
-/// serve it from its plan; outside a step (or past the plan) storage allocates eagerly.
-impl Shared {
-    /// A texture for `len` elements: inside a step the plan's entry for this allocation,
-    /// otherwise one from the pool when one of the same size is free.
-    pub fn alloc(self: &Rc<Self>, len: usize, op: &'static str) -> Result<GlTensor> {
-        self.alloc_typed(len, DType::F32, op)
-    }
-
-    /// As [`Shared::alloc`] for a texture of `dtype` elements (narrow storage: WebGL2 only).
-    pub fn alloc_typed(self: &Rc<Self>, len: usize, dtype: DType, op: &'static str) -> Result<GlTensor> {
-        let key = self.texture_key(len, dtype, op)?;
-        if let Some(mut t) = self.alloc_planned(key, len, op)? {
-            t.dtype = dtype;
-            return Ok(t);
-        }
-        self.alloc_eager(key, len, dtype, op)
-    }
-
-    /// Uploads host data into a new texture (padding the last texel with zeros).
-    pub fn upload(self: &Rc<Self>, data: &[f32]) -> Result<GlTensor> {
-        self.current()?;
-        let t = self.alloc(data.len(), "upload")?;
-        self.write_f32(t, data)
-    }
-
-    /// Uploads narrow host data (`bytes` of `dtype`: one per i8 / u8 element, two
-    /// little-endian per f16 element) into a new integer texture, exactly, the last texel
-    /// padded with zeros. The `webgl1` mode stores 8-bit values in byte textures (`RGBA` /
-    /// `UNSIGNED_BYTE`) and fails for f16, naming the missing feature.
-    pub fn upload_narrow(self: &Rc<Self>, op: &'static str, len: usize, dtype: DType, fill: impl FnOnce(&mut [u8])) -> Result<GlTensor> {
-        self.current()?;
-        let t = self.alloc_typed(len, dtype, op)?;
-        self.write_narrow(op, t, len, dtype, fill)
-    }
+/// What identifies a draw to its plan entry: the op (for errors), its program and the names
+/// of the uniforms it sets, in order.
+pub(crate) struct DrawKey<I> {
+    pub op: &'static str,
+    pub spec: ProgramSpec,
+    pub names: I,
 }
 
-impl Shared {
-    /// See [`pixelgrad_core::Backend::begin_step`].
-    pub fn begin_step(self: &Rc<Self>, key: u64) -> Result<()> {
-        if self.plans.borrow().is_open() {
-            return Err(self.err("begin_step", "a step is already open (steps do not nest)"));
-        }
-        // Eager work queued before the step is folded and flushed first, so the step starts
-        // clean: its draws are only its own. With nothing queued there is nothing to submit,
-        // so a replayed step is one submission (its `end_step`).
-        self.current()?;
-        self.fold_pending()?;
-        if self.unflushed.get() {
-            self.flush()?;
-        }
-        let evicted = self.plans.borrow_mut().begin(key);
-        self.retire(evicted);
-        self.forget_gl_state();
-        Ok(())
+/// Every plan of a backend (the key / parity bookkeeping is core's) and the step in progress.
+/// Its methods take the device whose textures and framebuffers the plans hold.
+#[derive(Default)]
+pub(crate) struct Steps {
+    plans: RefCell<pixelgrad_core::plan::StepPlans<Plan>>,
+}
+
+impl Steps {
+    /// True while a step is open.
+    pub fn is_open(&self) -> bool {
+        self.plans.borrow().is_open()
     }
 
-    /// See [`pixelgrad_core::Backend::end_step`]: folds the step's checks (as planned draws)
-    /// and flushes, then leaves step mode even if that failed.
-    pub fn end_step(self: &Rc<Self>) -> Result<()> {
-        if !self.plans.borrow().is_open() {
-            return Err(self.err("end_step", "no step is open"));
-        }
-        let flushed = self.flush();
+    /// Opens a step of `key` (the caller checked none is open); plans evicted to make room are
+    /// retired.
+    pub fn begin(&self, dev: &GlDevice, key: u64) {
+        let evicted = self.plans.borrow_mut().begin(key);
+        self.retire(dev, evicted);
+    }
+
+    /// Leaves step mode.
+    pub fn end(&self) {
         self.plans.borrow_mut().end();
-        // Textures released while the plans were being updated may have left the pool over
-        // its budget.
-        self.enforce_budget();
-        // Outside a step, other code may use the context between our calls.
-        self.forget_gl_state();
-        flushed
     }
 
     /// See [`pixelgrad_core::Backend::drop_plans`].
-    pub fn drop_plans(&self) {
+    pub fn drop_plans(&self, dev: &GlDevice) {
         let all = self.plans.borrow_mut().take_all();
-        self.retire(all);
+        self.retire(dev, all);
     }
 
     /// Free planned textures go back to the pool; held ones pass to the tensors holding them
     /// (dropping the plan's token makes the tensor's the last, so its drop returns the
     /// texture). Framebuffers are deleted.
-    fn retire(&self, plans: Vec<Plan>) {
+    fn retire(&self, dev: &GlDevice, plans: Vec<Plan>) {
         if plans.is_empty() {
             return;
         }
-        let current = self.current().is_ok();
+        let current = dev.current().is_ok();
         for p in plans {
             for e in p.allocs {
                 if e.is_free() {
-                    self.release(e.tex, e.key, crate::texture::texture_bytes(e.key, self.format));
+                    dev.release(e.tex, e.key, crate::texture::texture_bytes(e.key, dev.format));
                 }
             }
             if current {
                 for d in p.draws {
                     // SAFETY: the framebuffer belongs to this context and no plan refers to it
                     // any more (deleting a bound framebuffer rebinds the default one).
-                    unsafe { self.gl.delete_framebuffer(d.fbo) };
+                    unsafe { dev.gl.delete_framebuffer(d.fbo) };
                 }
             }
         }
@@ -210,7 +167,7 @@ impl Shared {
 
     /// Inside a step: serves the step's next allocation from its plan (see the module doc).
     /// `None` outside a step (or past [`MAX_ENTRIES`]): the caller allocates eagerly.
-    pub fn alloc_planned(self: &Rc<Self>, key: PoolKey, len: usize, op: &'static str) -> Result<Option<GlTensor>> {
+    pub fn alloc_planned(&self, dev: &Rc<GlDevice>, key: PoolKey, len: usize, op: &'static str) -> Result<Option<GlTensor>> {
         let mut plans = self.plans.borrow_mut();
         let Some((plan, act)) = plans.current() else {
             return Ok(None);
@@ -225,14 +182,14 @@ impl Shared {
             w: key.0,
             h: key.1,
             len,
-            shared: self.clone(),
+            shared: dev.clone(),
             token: Some(token),
             dtype: pixelgrad_core::kernel::DType::F32,
         };
         if let Some(e) = plan.allocs.get(k).filter(|e| e.key == key && e.is_free()) {
             return Ok(Some(tensor(e.tex, e.token.clone())));
         }
-        let tex = self.pooled_or_new(key, op)?;
+        let tex = dev.pooled_or_new(key, op)?;
         let token = Rc::new(());
         let entry = AllocEntry { key, tex, token: token.clone() };
         if k == plan.allocs.len() {
@@ -240,7 +197,7 @@ impl Shared {
         } else {
             let old = std::mem::replace(&mut plan.allocs[k], entry);
             if old.is_free() {
-                self.release(old.tex, old.key, crate::texture::texture_bytes(old.key, self.format));
+                dev.release(old.tex, old.key, crate::texture::texture_bytes(old.key, dev.format));
             }
             // Else a live tensor holds it: dropping `old`'s token hands the texture over.
         }
@@ -250,7 +207,16 @@ impl Shared {
     /// Inside a step: binds the framebuffer of the step's next draw, prepared for `targets`
     /// (attaching them only when the recorded draw had others), and returns the draw's
     /// program and uniform slots. `None` outside a step: the caller draws eagerly.
-    pub fn prepare_draw(&self, pass: &Pass<'_>, targets: &[glow::Texture]) -> Result<Option<Prepared>> {
+    pub fn prepare_draw<I>(
+        &self,
+        dev: &GlDevice,
+        programs: &Programs,
+        draw: DrawKey<I>,
+        targets: &[glow::Texture],
+    ) -> Result<Option<Prepared>>
+    where
+        I: Iterator<Item = &'static str> + Clone,
+    {
         let mut plans = self.plans.borrow_mut();
         let Some((plan, act)) = plans.current() else {
             return Ok(None);
@@ -260,32 +226,32 @@ impl Shared {
             return Ok(None);
         }
         act.launch += 1;
-        let gl = &self.gl;
+        let gl = &dev.gl;
         if let Some(e) = plan.draws.get_mut(j) {
             if e.targets == targets {
                 // SAFETY: the entry's framebuffer belongs to this context and has `targets`
                 // attached already.
                 unsafe { gl.bind_framebuffer(glow::FRAMEBUFFER, Some(e.fbo)) };
-                if e.spec == pass.spec && pass.uniform_names().eq(e.names.iter().copied()) {
-                    self.count(|c| c.replayed += 1);
+                if e.spec == draw.spec && draw.names.clone().eq(e.names.iter().copied()) {
+                    dev.count(|c| c.replayed += 1);
                 } else {
-                    self.resolve(pass, e)?;
+                    resolve(dev, programs, &draw, e)?;
                 }
                 return Ok(Some(Prepared { program: e.program.clone(), slots: e.slots.clone() }));
             }
-            self.attach_to(e.fbo, targets, e.buffers, pass.op)?;
+            attach_to(dev, e.fbo, targets, e.buffers, draw.op)?;
             e.targets = targets.to_vec();
             e.buffers = targets.len();
-            self.resolve(pass, e)?;
+            resolve(dev, programs, &draw, e)?;
             return Ok(Some(Prepared { program: e.program.clone(), slots: e.slots.clone() }));
         }
         // SAFETY: object creation on the current context.
-        let fbo = unsafe { gl.create_framebuffer() }.map_err(|e| self.err(pass.op, format!("create_framebuffer: {e}")))?;
-        let made = self.attach_to(fbo, targets, 1, pass.op).and_then(|()| {
-            let program = self.program(pass.op, pass.spec)?;
+        let fbo = unsafe { gl.create_framebuffer() }.map_err(|e| dev.err(draw.op, format!("create_framebuffer: {e}")))?;
+        let made = attach_to(dev, fbo, targets, 1, draw.op).and_then(|()| {
+            let program = programs.program(dev, draw.op, draw.spec)?;
             let targets = targets.to_vec();
             let buffers = targets.len();
-            Ok(DrawEntry { fbo, targets, buffers, program, spec: pass.spec, names: Vec::new(), slots: Rc::new([]) })
+            Ok(DrawEntry { fbo, targets, buffers, program, spec: draw.spec, names: Vec::new(), slots: Rc::new([]) })
         });
         let mut e = match made {
             Ok(e) => e,
@@ -295,50 +261,60 @@ impl Shared {
                 return Err(err);
             }
         };
-        self.resolve(pass, &mut e)?;
+        resolve(dev, programs, &draw, &mut e)?;
         let prepared = Prepared { program: e.program.clone(), slots: e.slots.clone() };
         plan.draws.push(e);
         Ok(Some(prepared))
     }
+}
 
-    /// Attaches `targets` to `fbo` (left bound) at colour attachments 0.. and enables as many
-    /// draw buffers (`buffers`: how many it has now); counts a framebuffer binding.
-    fn attach_to(&self, fbo: glow::Framebuffer, targets: &[glow::Texture], buffers: usize, op: &'static str) -> Result<()> {
-        let gl = &self.gl;
-        // SAFETY: framebuffer setup on the current context.
-        unsafe {
-            gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fbo));
-            for (i, t) in targets.iter().enumerate() {
-                gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0 + i as u32, glow::TEXTURE_2D, Some(*t), 0);
-            }
-            for i in targets.len()..buffers {
-                gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0 + i as u32, glow::TEXTURE_2D, None, 0);
-            }
-            if buffers != targets.len() {
-                let list: Vec<u32> = (0..targets.len() as u32).map(|i| glow::COLOR_ATTACHMENT0 + i).collect();
-                gl.draw_buffers(&list);
-            }
+/// Attaches `targets` to `fbo` (left bound) at colour attachments 0.. and enables as many
+/// draw buffers (`buffers`: how many it has now); counts a framebuffer binding.
+fn attach_to(dev: &GlDevice, fbo: glow::Framebuffer, targets: &[glow::Texture], buffers: usize, op: &'static str) -> Result<()> {
+    let gl = &dev.gl;
+    // SAFETY: framebuffer setup on the current context.
+    unsafe {
+        gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fbo));
+        for (i, t) in targets.iter().enumerate() {
+            gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0 + i as u32, glow::TEXTURE_2D, Some(*t), 0);
         }
-        self.check_framebuffer(op)?;
-        self.count(|c| c.bindings += 1);
-        Ok(())
+        for i in targets.len()..buffers {
+            gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0 + i as u32, glow::TEXTURE_2D, None, 0);
+        }
+        if buffers != targets.len() {
+            let list: Vec<u32> = (0..targets.len() as u32).map(|i| glow::COLOR_ATTACHMENT0 + i).collect();
+            gl.draw_buffers(&list);
+        }
     }
+    dev.check_framebuffer(op)?;
+    dev.count(|c| c.bindings += 1);
+    Ok(())
+}
 
-    /// Points a draw entry at the pass's program and uniform slots.
-    fn resolve(&self, pass: &Pass<'_>, e: &mut DrawEntry) -> Result<()> {
-        if e.spec != pass.spec {
-            e.program = self.program(pass.op, pass.spec)?;
-            e.spec = pass.spec;
-        }
-        e.names = pass.uniform_names().collect();
-        e.slots = e.names.iter().map(|n| e.program.slot(&self.gl, n).map_err(|m| self.err(pass.op, m))).collect::<Result<_>>()?;
-        Ok(())
+/// Points a draw entry at the draw's program and uniform slots.
+fn resolve<I>(dev: &GlDevice, programs: &Programs, draw: &DrawKey<I>, e: &mut DrawEntry) -> Result<()>
+where
+    I: Iterator<Item = &'static str> + Clone,
+{
+    if e.spec != draw.spec {
+        e.program = programs.program(dev, draw.op, draw.spec)?;
+        e.spec = draw.spec;
+    }
+    e.names = draw.names.clone().collect();
+    e.slots = e.names.iter().map(|n| e.program.slot(&dev.gl, n).map_err(|m| dev.err(draw.op, m))).collect::<Result<_>>()?;
+    Ok(())
+}
+
+impl Attachments for Steps {
+    /// The plans are borrowed (a texture is being released from inside one).
+    fn busy(&self) -> bool {
+        self.plans.try_borrow_mut().is_err()
     }
 
     /// Detaches deleted textures from the plans' framebuffers: natively GL reuses texture
     /// names, so a stale entry could otherwise match a new texture, and an attachment keeps
     /// a deleted texture's memory alive.
-    pub fn forget_targets(&self, deleted: &[glow::Texture]) {
+    fn detach(&self, gl: &glow::Context, deleted: &[glow::Texture]) {
         let Ok(mut plans) = self.plans.try_borrow_mut() else {
             return;
         };
@@ -346,10 +322,10 @@ impl Shared {
             for d in plan.draws.iter_mut().filter(|d| d.targets.iter().any(|t| deleted.contains(t))) {
                 // SAFETY: detaching on the current context (the callers made it current).
                 unsafe {
-                    self.gl.bind_framebuffer(glow::FRAMEBUFFER, Some(d.fbo));
+                    gl.bind_framebuffer(glow::FRAMEBUFFER, Some(d.fbo));
                     for i in 0..d.targets.len() {
                         let att = glow::COLOR_ATTACHMENT0 + i as u32;
-                        self.gl.framebuffer_texture_2d(glow::FRAMEBUFFER, att, glow::TEXTURE_2D, None, 0);
+                        gl.framebuffer_texture_2d(glow::FRAMEBUFFER, att, glow::TEXTURE_2D, None, 0);
                     }
                 }
                 d.targets.clear();

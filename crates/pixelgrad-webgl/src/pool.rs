@@ -9,7 +9,7 @@
 //! that queued draws still read is safe in GL: the driver keeps its storage until they ran.
 //! Texture sizes are bucketed ([`crate::layout`]), so nearby tensor sizes share keys.
 //!
-//! The pool only keeps the books; [`crate::context::Shared`] creates and deletes the GL
+//! The pool only keeps the books; [`crate::device::GlDevice`] creates and deletes the GL
 //! objects (and detaches deleted textures from the plans' framebuffers).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

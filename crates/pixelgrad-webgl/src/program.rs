@@ -1,14 +1,14 @@
 //! Compiling, linking and caching fragment programs. A program is compiled once per
 //! [`ProgramSpec`] (op kind + small config) and reused for every shape.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use glow::HasContext;
 use pixelgrad_core::Result;
 
-use crate::context::Shared;
+use crate::device::GlDevice;
 use crate::dialect::{self, GroupMember, ProgramSpec};
 
 /// A linked program, the uniform locations looked up so far and the value each uniform holds.
@@ -159,40 +159,56 @@ pub(crate) struct Programs {
     /// use.
     pub map_groups: RefCell<Vec<GroupDef>>,
     pub group_index: RefCell<HashMap<GroupDef, u32>>,
+    /// The full-screen triangle's vertex shader, shared by every program.
+    vertex: Cell<Option<glow::Shader>>,
 }
 
-impl Shared {
+/// Every method takes the device whose context the programs live in.
+impl Programs {
     /// The cached program for `spec`, compiling it on first use.
-    pub fn program(&self, op: &'static str, spec: ProgramSpec) -> Result<Rc<Program>> {
-        if let Some(p) = self.programs.cache.borrow().get(&spec) {
+    pub fn program(&self, dev: &GlDevice, op: &'static str, spec: ProgramSpec) -> Result<Rc<Program>> {
+        if let Some(p) = self.cache.borrow().get(&spec) {
             return Ok(p.clone());
         }
-        let p = Rc::new(self.compile(op, spec)?);
-        self.programs.cache.borrow_mut().insert(spec, p.clone());
-        self.count(|c| c.compiles += 1);
+        let p = Rc::new(self.compile(dev, op, spec)?);
+        self.cache.borrow_mut().insert(spec, p.clone());
+        dev.count(|c| c.compiles += 1);
         Ok(p)
     }
 
-    fn vertex_shader(&self, op: &'static str) -> Result<glow::Shader> {
+    /// Deletes every linked program and the vertex shader (the context is current).
+    pub fn delete_all(&mut self, gl: &glow::Context) {
+        // SAFETY: the objects belong to this context and nothing draws with them any more.
+        unsafe {
+            for (_, p) in self.cache.get_mut().drain() {
+                gl.delete_program(p.program);
+            }
+            if let Some(v) = self.vertex.get() {
+                gl.delete_shader(v);
+            }
+        }
+    }
+
+    fn vertex_shader(&self, dev: &GlDevice, op: &'static str) -> Result<glow::Shader> {
         if let Some(v) = self.vertex.get() {
             return Ok(v);
         }
-        let src = if self.gl1 { crate::gl1::vertex_source() } else { dialect::vertex_source() };
-        let v = self.compile_stage(op, "fullscreen.vert", glow::VERTEX_SHADER, &src)?;
+        let src = if dev.gl1 { crate::gl1::vertex_source() } else { dialect::vertex_source() };
+        let v = Self::compile_stage(dev, op, "fullscreen.vert", glow::VERTEX_SHADER, &src)?;
         self.vertex.set(Some(v));
         Ok(v)
     }
 
-    fn compile_stage(&self, op: &'static str, label: &str, stage: u32, src: &str) -> Result<glow::Shader> {
-        let gl = &self.gl;
+    pub(crate) fn compile_stage(dev: &GlDevice, op: &'static str, label: &str, stage: u32, src: &str) -> Result<glow::Shader> {
+        let gl = &dev.gl;
         // The precision-limited mode: every float of the fragment stage in mediump.
         let lowered;
-        let src = if (self.mediump || self.emulate_half) && stage == glow::FRAGMENT_SHADER {
+        let src = if (dev.mediump || dev.emulate_half) && stage == glow::FRAGMENT_SHADER {
             let mut s = src.to_string();
-            if self.mediump {
+            if dev.mediump {
                 s = s.replace("precision highp float;", "precision mediump float;");
             }
-            if self.emulate_half {
+            if dev.emulate_half {
                 // The precision emulation: the headers' PG_H / PG_H4 round to half
                 // (`shaders/header.glsl`, `shaders/gl1/header.glsl`).
                 s = dialect::emulate_half(&s);
@@ -205,13 +221,13 @@ impl Shared {
         // SAFETY: standard shader creation on the current context; the shader is deleted on
         // failure.
         unsafe {
-            let sh = gl.create_shader(stage).map_err(|e| self.err(op, format!("create_shader: {e}")))?;
+            let sh = gl.create_shader(stage).map_err(|e| dev.err(op, format!("create_shader: {e}")))?;
             gl.shader_source(sh, src);
             gl.compile_shader(sh);
             if !gl.get_shader_compile_status(sh) {
                 let log = gl.get_shader_info_log(sh);
                 gl.delete_shader(sh);
-                return Err(self.err(op, format!("shader {label} failed to compile:\n{log}\n--- source ---\n{}", dialect::numbered(src))));
+                return Err(dev.err(op, format!("shader {label} failed to compile:\n{log}\n--- source ---\n{}", dialect::numbered(src))));
             }
             Ok(sh)
         }
@@ -219,14 +235,20 @@ impl Shared {
 
     /// The number of elementwise kernel `k` in this backend's registry, registering it (with
     /// `label()` for logs) on first use.
-    pub fn map_kernel(&self, op: &'static str, k: &pixelgrad_core::kernel::Kernel, label: impl FnOnce() -> String) -> Result<u32> {
-        if let Some(&id) = self.programs.map_index.borrow().get(k) {
+    pub fn map_kernel(
+        &self,
+        dev: &GlDevice,
+        op: &'static str,
+        k: &pixelgrad_core::kernel::Kernel,
+        label: impl FnOnce() -> String,
+    ) -> Result<u32> {
+        if let Some(&id) = self.map_index.borrow().get(k) {
             return Ok(id);
         }
-        let mut list = self.programs.map_kernels.borrow_mut();
-        let id = u32::try_from(list.len()).map_err(|_| self.err(op, "too many elementwise kernels"))?;
+        let mut list = self.map_kernels.borrow_mut();
+        let id = u32::try_from(list.len()).map_err(|_| dev.err(op, "too many elementwise kernels"))?;
         list.push((k.clone(), label()));
-        self.programs.map_index.borrow_mut().insert(k.clone(), id);
+        self.map_index.borrow_mut().insert(k.clone(), id);
         Ok(id)
     }
 
@@ -236,12 +258,12 @@ impl Shared {
             return self.group_label(spec.kernel);
         }
         if let Some(body) = dialect::epilogue_body(spec.name) {
-            let list = self.programs.map_kernels.borrow();
+            let list = self.map_kernels.borrow();
             let what = list.get(spec.kernel as usize).map_or("?", |(_, l)| l.as_str());
             return format!("{} + {what}", ProgramSpec::new(body, spec.config & 7).label());
         }
         if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {
-            let list = self.programs.map_kernels.borrow();
+            let list = self.map_kernels.borrow();
             let what = list.get(spec.kernel as usize).map_or("?", |(_, l)| l.as_str());
             let map_config = if spec.name == dialect::MAP { spec.config } else { spec.config >> 4 };
             let form = if map_config & 1 != 0 { "" } else { " (broadcast)" };
@@ -253,54 +275,54 @@ impl Shared {
         spec.label()
     }
 
-    fn fragment(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
-        if self.gl1 {
-            return self.fragment_gl1(op, spec);
+    fn fragment(&self, dev: &GlDevice, op: &'static str, spec: &ProgramSpec) -> Result<String> {
+        if dev.gl1 {
+            return self.fragment_gl1(dev, op, spec);
         }
         if spec.name == dialect::MAP_GROUP {
-            return self.group_source(op, spec);
+            return self.group_source(dev, op, spec);
         }
         let epilogue = dialect::epilogue_body(spec.name);
         if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED || epilogue.is_some() {
-            let k = self.programs.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
-            let k = k.ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {}", spec.kernel)))?;
+            let k = self.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
+            let k = k.ok_or_else(|| dev.err(op, format!("internal: no elementwise kernel {}", spec.kernel)))?;
             let src = match (spec.name, epilogue) {
                 (_, Some(body)) => dialect::epilogue_source(body, &k, spec.config),
                 (dialect::MAP, _) => dialect::map_source(&k, spec.config),
                 _ => dialect::reduce_fused_source(&k, spec.config),
             };
-            return src.map_err(|e| self.err(op, e.to_string()));
+            return src.map_err(|e| dev.err(op, e.to_string()));
         }
-        dialect::fragment_source(spec).ok_or_else(|| self.err(op, format!("no shader named {}", spec.name)))
+        dialect::fragment_source(spec).ok_or_else(|| dev.err(op, format!("no shader named {}", spec.name)))
     }
 
-    /// [`Shared::fragment`] in the `webgl1` mode: the GLSL ES 1.00 sources of `gl1.rs`.
-    fn fragment_gl1(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
+    /// [`Programs::fragment`] in the `webgl1` mode: the GLSL ES 1.00 sources of `gl1.rs`.
+    fn fragment_gl1(&self, dev: &GlDevice, op: &'static str, spec: &ProgramSpec) -> Result<String> {
         if spec.name == dialect::MAP || spec.name == dialect::REDUCE_FUSED {
-            let k = self.programs.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
-            let k = k.ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {}", spec.kernel)))?;
+            let k = self.map_kernels.borrow().get(spec.kernel as usize).map(|(k, _)| k.clone());
+            let k = k.ok_or_else(|| dev.err(op, format!("internal: no elementwise kernel {}", spec.kernel)))?;
             let src = if spec.name == dialect::MAP {
                 crate::gl1::map_source(&k, spec.config)
             } else {
                 crate::gl1::reduce_fused_source(&k, spec.config)
             };
-            return src.map_err(|e| self.err(op, e.to_string()));
+            return src.map_err(|e| dev.err(op, e.to_string()));
         }
         crate::gl1::fragment_source(spec).ok_or_else(|| crate::legacy::unsupported(op, &format!("the {} program", spec.name)))
     }
 
-    fn compile(&self, op: &'static str, spec: ProgramSpec) -> Result<Program> {
-        let src = self.fragment(op, &spec)?;
+    fn compile(&self, dev: &GlDevice, op: &'static str, spec: ProgramSpec) -> Result<Program> {
+        let src = self.fragment(dev, op, &spec)?;
         let label = format!("{} (CONFIG {})", self.spec_label(&spec), spec.config);
-        let vs = self.vertex_shader(op)?;
-        let fs = self.compile_stage(op, &label, glow::FRAGMENT_SHADER, &src)?;
-        let gl = &self.gl;
+        let vs = self.vertex_shader(dev, op)?;
+        let fs = Self::compile_stage(dev, op, &label, glow::FRAGMENT_SHADER, &src)?;
+        let gl = &dev.gl;
         // SAFETY: linking shaders created on this context; objects are released on failure.
         unsafe {
-            let p = gl.create_program().map_err(|e| self.err(op, format!("create_program: {e}")))?;
+            let p = gl.create_program().map_err(|e| dev.err(op, format!("create_program: {e}")))?;
             gl.attach_shader(p, vs);
             gl.attach_shader(p, fs);
-            if self.gl1 {
+            if dev.gl1 {
                 gl.bind_attrib_location(p, 0, crate::gl1::POSITION);
             }
             gl.link_program(p);
@@ -311,7 +333,7 @@ impl Shared {
                 let log = gl.get_program_info_log(p);
                 gl.delete_program(p);
                 return Err(
-                    self.err(op, format!("program {label} failed to link:\n{log}\n--- fragment source ---\n{}", dialect::numbered(&src)))
+                    dev.err(op, format!("program {label} failed to link:\n{log}\n--- fragment source ---\n{}", dialect::numbered(&src)))
                 );
             }
             Ok(Program::new(p, &src))
@@ -329,7 +351,7 @@ mod tests {
     fn compile_errors_carry_the_info_log_and_numbered_source() {
         let b = WebGlBackend::new_headless(WebGlOptions { self_test: false, ..Default::default() }).unwrap();
         let src = "#version 300 es\nprecision highp float;\nout vec4 o;\nvoid main() { o = undefined_fn(); }\n";
-        let err = b.shared.compile_stage("test", "bad.frag", glow::FRAGMENT_SHADER, src).unwrap_err();
+        let err = crate::program::Programs::compile_stage(&b.shared.dev, "test", "bad.frag", glow::FRAGMENT_SHADER, src).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, Error::Backend { op: "test", .. }), "{err:?}");
         assert!(msg.contains("bad.frag failed to compile"), "{msg}");
@@ -381,41 +403,41 @@ pub(crate) struct GroupDef {
     pub inputs: usize,
 }
 
-impl Shared {
+impl Programs {
     /// The number of grouped draw `def` in this backend's registry, registering it on first use.
-    pub fn map_group(&self, op: &'static str, def: GroupDef) -> Result<u32> {
-        if let Some(&id) = self.programs.group_index.borrow().get(&def) {
+    pub fn map_group(&self, dev: &GlDevice, op: &'static str, def: GroupDef) -> Result<u32> {
+        if let Some(&id) = self.group_index.borrow().get(&def) {
             return Ok(id);
         }
-        let mut list = self.programs.map_groups.borrow_mut();
-        let id = u32::try_from(list.len()).map_err(|_| self.err(op, "too many grouped draws"))?;
+        let mut list = self.map_groups.borrow_mut();
+        let id = u32::try_from(list.len()).map_err(|_| dev.err(op, "too many grouped draws"))?;
         list.push(def.clone());
-        self.programs.group_index.borrow_mut().insert(def, id);
+        self.group_index.borrow_mut().insert(def, id);
         Ok(id)
     }
 
     /// A label of grouped draw `id` for logs: its members' labels.
     pub fn group_label(&self, id: u32) -> String {
-        let groups = self.programs.map_groups.borrow();
-        let kernels = self.programs.map_kernels.borrow();
+        let groups = self.map_groups.borrow();
+        let kernels = self.map_kernels.borrow();
         let Some(g) = groups.get(id as usize) else { return format!("group {id}?") };
         let names: Vec<&str> = g.members.iter().map(|(k, _)| kernels.get(*k as usize).map_or("?", |(_, l)| l.as_str())).collect();
         format!("group of {}: {}", names.len(), names.join(" | "))
     }
 
     /// The fragment source of grouped draw `spec.kernel`.
-    pub fn group_source(&self, op: &'static str, spec: &ProgramSpec) -> Result<String> {
-        let def = self.programs.map_groups.borrow().get(spec.kernel as usize).cloned();
-        let def = def.ok_or_else(|| self.err(op, format!("internal: no grouped draw {}", spec.kernel)))?;
-        let kernels = self.programs.map_kernels.borrow();
+    pub fn group_source(&self, dev: &GlDevice, op: &'static str, spec: &ProgramSpec) -> Result<String> {
+        let def = self.map_groups.borrow().get(spec.kernel as usize).cloned();
+        let def = def.ok_or_else(|| dev.err(op, format!("internal: no grouped draw {}", spec.kernel)))?;
+        let kernels = self.map_kernels.borrow();
         let members = def
             .members
             .iter()
             .map(|(k, inputs)| {
-                let kernel = &kernels.get(*k as usize).ok_or_else(|| self.err(op, format!("internal: no elementwise kernel {k}")))?.0;
+                let kernel = &kernels.get(*k as usize).ok_or_else(|| dev.err(op, format!("internal: no elementwise kernel {k}")))?.0;
                 Ok(GroupMember { kernel, inputs })
             })
             .collect::<Result<Vec<_>>>()?;
-        crate::dialect::map_group_source(&members, def.inputs, spec.config).map_err(|e| self.err(op, e.to_string()))
+        crate::dialect::map_group_source(&members, def.inputs, spec.config).map_err(|e| dev.err(op, e.to_string()))
     }
 }

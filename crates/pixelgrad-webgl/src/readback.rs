@@ -15,7 +15,7 @@ use crate::texture::GlTensor;
 /// pending run-time checks (see `checks.rs`) have passed.
 pub(crate) fn read_blocking(sh: &Rc<Shared>, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
     sh.current()?;
-    sh.verify_pending()?;
+    crate::submit::verify_checks(sh)?;
     if t.dtype != pixelgrad_core::kernel::DType::F32 {
         // Narrow storage reads as its exact f32 values: widened on the GPU first.
         let wide = crate::ops::widen(sh, t, len)?;
@@ -35,7 +35,7 @@ pub(crate) async fn read_async(sh: &Rc<Shared>, t: &GlTensor, len: usize) -> Res
         sh.current()?;
         return read_blocking(sh, t, len);
     }
-    if let Some(c) = sh.merge_pending()? {
+    if let Some(c) = crate::submit::merge_checks(sh)? {
         let flag = read_async_raw(sh, &c.flag, 1).await?;
         c.verdict(flag[0], sh)?;
     }

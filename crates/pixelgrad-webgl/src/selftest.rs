@@ -91,14 +91,14 @@ impl WebGlBackend {
     /// arithmetic is reported apart), and the counters and the texture pool are left as they
     /// were, so the probe is invisible to what callers measure.
     pub(crate) fn probe_storage_bits(&self) -> Result<u8> {
-        let before = self.shared.counters.get();
+        let before = self.shared.counters();
         let want: Vec<f32> = (1..=i32::from(pixelgrad_core::caps::F32_MANTISSA_BITS)).map(|k| 1.0 + f32::powi(2.0, -k)).collect();
         let got = {
             let t = self.shared.upload(&want)?;
             self.shared.read_raw(&t, want.len())?
         };
         self.shared.trim_pool()?;
-        self.shared.counters.set(before);
+        self.shared.set_counters(before);
         Ok(got.iter().zip(&want).take_while(|(g, w)| g == w).count() as u8)
     }
 }
@@ -122,7 +122,7 @@ impl WebGlBackend {
     /// counters and the texture pool as they were.
     pub fn probe_arithmetic_bits(&self) -> Result<u8> {
         use pixelgrad_core::kernel::{Builder, DType, Launch};
-        let before = self.shared.counters.get();
+        let before = self.shared.counters();
         let bits = i32::from(pixelgrad_core::caps::F32_MANTISSA_BITS);
         let stored: Vec<f32> = (1..=bits).map(|k| f32::powi(2.0, ARITHMETIC_PROBE_SHIFT - k)).collect();
         let kernel = {
@@ -142,7 +142,7 @@ impl WebGlBackend {
             self.shared.read_raw(&out, stored.len())?
         };
         self.shared.trim_pool()?;
-        self.shared.counters.set(before);
+        self.shared.set_counters(before);
         Ok(got.iter().take_while(|&&q| q == 1.0).count() as u8)
     }
 }

@@ -23,7 +23,7 @@ use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Error, Result, Storage};
 
 use crate::bytes::{f32_bytes, f32_bytes_mut, u16_bytes_mut};
-use crate::context::Shared;
+use crate::device::GlDevice;
 use crate::options::TexelFormat;
 use crate::pool::PoolKey;
 
@@ -43,7 +43,7 @@ use crate::pool::PoolKey;
 /// **Width.** About ceil(sqrt(texels)), rounded up to a multiple of 4 from 8 texels on (the
 /// block matmul reads 4 neighbouring texels and must never straddle a row), then the height
 /// is what the texels need. The `webgl1` mode lays out without that rounding
-/// (`Shared::layout`): it has no block matmul, and its fragment coordinates are exact only
+/// (`GlDevice::layout`): it has no block matmul, and its fragment coordinates are exact only
 /// for sides up to 1025 (`shaders/gl1/header.glsl`), which rounding could pass.
 ///
 /// Sides that are powers of two are nudged (4 -> 5, 1 -> 3, 8 -> 12): software rasterisers
@@ -144,7 +144,7 @@ pub struct GlTensor {
     pub(crate) w: u32,
     pub(crate) h: u32,
     pub(crate) len: usize,
-    pub(crate) shared: Rc<Shared>,
+    pub(crate) shared: Rc<GlDevice>,
     /// Set when a step plan handed out the texture: the plan keeps the other clone while the
     /// texture is one of its entries (see `plan.rs`).
     pub(crate) token: Option<Rc<()>>,
@@ -236,7 +236,7 @@ pub(crate) fn describe(t: &GlTensor, len: usize, format: crate::TexelFormat) -> 
 
 /// Downcasts a storage to this backend's texture. Storage knows nothing of pending values: a
 /// pending (fused) result is realised by the fusion layer first (`fusion::tensor_of`).
-pub(crate) fn texture_of<'a>(s: &'a Storage, shared: &Rc<Shared>, op: &'static str) -> Result<&'a GlTensor> {
+pub(crate) fn texture_of<'a>(s: &'a Storage, shared: &Rc<GlDevice>, op: &'static str) -> Result<&'a GlTensor> {
     s.downcast::<GlTensor>().filter(|t| Rc::ptr_eq(&t.shared, shared)).ok_or_else(|| Error::BackendMismatch {
         op,
         a: shared.name.clone(),
@@ -244,7 +244,8 @@ pub(crate) fn texture_of<'a>(s: &'a Storage, shared: &Rc<Shared>, op: &'static s
     })
 }
 
-impl Shared {
+/// Texture storage on the device: layout, allocation outside step plans, uploads and raw reads.
+impl GlDevice {
     /// The texture size of a tensor of `len` elements on this backend ([`layout`]; widths
     /// are not rounded to multiples of 4 in the `webgl1` mode).
     pub fn layout(&self, len: usize, op: &'static str) -> Result<(u32, u32)> {
@@ -288,8 +289,7 @@ impl Shared {
 
     /// A texture from the pool, or a new one.
     pub fn pooled_or_new(&self, key: PoolKey, op: &'static str) -> Result<glow::Texture> {
-        let pooled = self.pool.try_borrow_mut().ok().and_then(|mut p| p.take(key));
-        match pooled {
+        match self.take_pooled(key) {
             Some(t) => Ok(t),
             None => self.new_texture(key, op),
         }
@@ -389,7 +389,7 @@ impl Shared {
             );
             self.gl.bind_texture(glow::TEXTURE_2D, None);
         }
-        self.unflushed.set(true);
+        self.mark_unflushed();
         self.check_gl("upload", "tex_sub_image_2d")?;
         Ok(t)
     }
@@ -431,32 +431,9 @@ impl Shared {
             );
             self.gl.bind_texture(glow::TEXTURE_2D, None);
         }
-        self.unflushed.set(true);
+        self.mark_unflushed();
         self.check_gl(op, "tex_sub_image_2d")?;
         Ok(t)
-    }
-
-    /// Attaches `tex` as the shared framebuffer's colour target: reads, and draws outside
-    /// steps, go through it (step plans give each draw its own, see `plan.rs`).
-    pub fn attach(&self, tex: glow::Texture, op: &'static str) -> Result<()> {
-        // SAFETY: framebuffer setup on the current context.
-        unsafe {
-            self.gl.bind_framebuffer(glow::FRAMEBUFFER, Some(self.fbo));
-            self.gl.framebuffer_texture_2d(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0, glow::TEXTURE_2D, Some(tex), 0);
-        }
-        self.check_framebuffer(op)
-    }
-
-    /// Debug builds check the bound framebuffer is complete.
-    pub fn check_framebuffer(&self, op: &'static str) -> Result<()> {
-        if cfg!(debug_assertions) {
-            // SAFETY: plain state query on the current context.
-            let s = unsafe { self.gl.check_framebuffer_status(glow::FRAMEBUFFER) };
-            if s != glow::FRAMEBUFFER_COMPLETE {
-                return Err(self.err(op, format!("framebuffer incomplete (status 0x{s:04X})")));
-            }
-        }
-        Ok(())
     }
 
     /// Blocking readback without looking at pending checks.
