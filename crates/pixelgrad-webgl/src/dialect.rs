@@ -37,7 +37,6 @@ pub const BODIES: &[(&str, &str)] = &[
     ("matmul_block_pack", include_str!("shaders/matmul_block_pack.glsl")),
     ("matmul_block", include_str!("shaders/matmul_block.glsl")),
     ("matmul_unblock", include_str!("shaders/matmul_unblock.glsl")),
-    ("depthwise_conv", include_str!("shaders/depthwise_conv.glsl")),
     ("view", include_str!("shaders/view.glsl")),
     ("concat", include_str!("shaders/concat.glsl")),
     ("heatmap", include_str!("shaders/heatmap.glsl")),

@@ -57,7 +57,6 @@ pub const BODIES: &[(&str, &str)] = &[
     ("fill", include_str!("shaders/gl1/fill.glsl")),
     ("reduce", include_str!("shaders/gl1/reduce.glsl")),
     ("matmul", include_str!("shaders/gl1/matmul.glsl")),
-    ("depthwise_conv", include_str!("shaders/gl1/depthwise_conv.glsl")),
     ("view", include_str!("shaders/gl1/view.glsl")),
     ("concat", include_str!("shaders/gl1/concat.glsl")),
     ("check_index", include_str!("shaders/gl1/check_index.glsl")),

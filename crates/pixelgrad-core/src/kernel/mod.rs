@@ -15,8 +15,8 @@
 //!   stays pending until something needs it, and the next elementwise op composes with it.
 //!
 //! Kernels that read at computed positions (the window family) are [`program`]s: indexed
-//! loads, bounded loops and accumulators, defined once in [`windows`] and (gathers and
-//! scatters) [`indexing`], listed in [`programs`], evaluated on the CPU ([`program_eval`]) and
+//! loads, bounded loops and accumulators, defined once in [`windows`], [`columns`],
+//! [`convolutions`] and (gathers and scatters) [`indexing`], listed in [`programs`], evaluated on the CPU ([`program_eval`]) and
 //! rendered per shading language ([`program_render`]).
 //!
 //! ```
@@ -33,6 +33,7 @@
 //! ```
 
 pub mod columns;
+pub mod convolutions;
 pub mod defs;
 pub mod eval;
 pub mod fuse;

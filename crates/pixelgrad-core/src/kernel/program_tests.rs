@@ -233,3 +233,45 @@ fn im2col_and_col2im_programs_are_the_ops() {
         assert_eq!(bits(&dx), bits(&want), "{win:?} col2im: {dx:?} vs {want:?}");
     }
 }
+
+#[test]
+fn depthwise_conv_program_is_the_op() {
+    use super::convolutions::{conv_params, ConvProgram, CONV_PARAMS};
+    use super::windows::WINDOW_PARAMS;
+    // The window helpers index the geometry by WINDOW_PARAMS: it must lead CONV_PARAMS.
+    assert_eq!(CONV_PARAMS[..WINDOW_PARAMS.len()], WINDOW_PARAMS);
+    let mut all: Vec<(usize, usize, usize, usize, Window)> = cases().into_iter().map(|(p, h, w, win)| (2, p, h, w, win)).collect();
+    all.push((2, 3, 3, 2, Window { kh: 4, kw: 5, stride_h: 3, stride_w: 4, pad_h: 2, pad_w: 3 }));
+    all.push((1, 3, 7, 5, Window::square(2, 3, 0)));
+    for (n, c, h, w, win) in all {
+        let x: Vec<f32> = (0..n * c * h * w).map(|i| ((i * 7) % 11) as f32 * 0.37 - 1.6).collect();
+        let k: Vec<f32> = (0..c * win.kh * win.kw).map(|i| ((i * 5) % 9) as f32 * 0.29 - 1.1).collect();
+        let (oh, ow) = win.out_hw(h, w).unwrap();
+        let params: Vec<i64> = conv_params(&[n, c, h, w], &win).unwrap().iter().map(|&v| v as i64).collect();
+        let got = eval(&ConvProgram::Depthwise.program(), &[&x, &k], &params, n * c * oh * ow).unwrap();
+        // Op::DepthwiseConv's doc: out[n, c, oy, ox] = Σ_i Σ_j x[n, c, oy*sh + i - ph,
+        // ox*sw + j - pw] * w[c, 0, i, j], taps in the padding skipped, i then j ascending.
+        let mut want = Vec::new();
+        for b in 0..n {
+            for ch in 0..c {
+                for oy in 0..oh {
+                    for ox in 0..ow {
+                        let mut acc = 0.0f32;
+                        for i in 0..win.kh {
+                            for j in 0..win.kw {
+                                let y = (oy * win.stride_h + i) as i64 - win.pad_h as i64;
+                                let xx = (ox * win.stride_w + j) as i64 - win.pad_w as i64;
+                                if y >= 0 && xx >= 0 && y < h as i64 && xx < w as i64 {
+                                    acc += x[((b * c + ch) * h + y as usize) * w + xx as usize] * k[(ch * win.kh + i) * win.kw + j];
+                                }
+                            }
+                        }
+                        want.push(acc);
+                    }
+                }
+            }
+        }
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{win:?} [{n}, {c}, {h}, {w}]: {got:?} vs {want:?}");
+    }
+}

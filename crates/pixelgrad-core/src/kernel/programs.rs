@@ -1,10 +1,12 @@
 //! Every program with loops the GPU backends render, as one list: the window family
-//! ([`super::windows`]), the column programs ([`super::columns`]), the index programs
+//! ([`super::windows`]), the column programs ([`super::columns`]), the convolution programs
+//! ([`super::convolutions`]), the index programs
 //! ([`super::indexing`]) and the passes of the reductions ([`super::reductions`]). Backends enumerate
 //! [`KernelProgram::ALL`] to register, warm up and validate them, so a new program is checked
 //! by every backend's shader tests without being named there.
 
 use super::columns::ColumnProgram;
+use super::convolutions::ConvProgram;
 use super::indexing::IndexProgram;
 use super::program::Program;
 use super::reductions::ReduceProgram;
@@ -15,11 +17,13 @@ use super::windows::WindowProgram;
 pub enum KernelProgram {
     Window(WindowProgram),
     Column(ColumnProgram),
+    Conv(ConvProgram),
     Index(IndexProgram),
     Reduce(ReduceProgram),
 }
 
-const COUNT: usize = WindowProgram::ALL.len() + ColumnProgram::ALL.len() + IndexProgram::ALL.len() + ReduceProgram::ALL.len();
+const COUNT: usize =
+    WindowProgram::ALL.len() + ColumnProgram::ALL.len() + ConvProgram::ALL.len() + IndexProgram::ALL.len() + ReduceProgram::ALL.len();
 
 impl KernelProgram {
     pub const ALL: [KernelProgram; COUNT] = {
@@ -34,6 +38,12 @@ impl KernelProgram {
         j = 0;
         while j < ColumnProgram::ALL.len() {
             all[i] = KernelProgram::Column(ColumnProgram::ALL[j]);
+            i += 1;
+            j += 1;
+        }
+        j = 0;
+        while j < ConvProgram::ALL.len() {
+            all[i] = KernelProgram::Conv(ConvProgram::ALL[j]);
             i += 1;
             j += 1;
         }
@@ -57,6 +67,7 @@ impl KernelProgram {
         match self {
             KernelProgram::Window(w) => w.name(),
             KernelProgram::Column(c) => c.name(),
+            KernelProgram::Conv(c) => c.name(),
             KernelProgram::Index(x) => x.name(),
             KernelProgram::Reduce(r) => r.name(),
         }
@@ -76,6 +87,7 @@ impl KernelProgram {
         match self {
             KernelProgram::Window(w) => w.program(),
             KernelProgram::Column(c) => c.program(),
+            KernelProgram::Conv(c) => c.program(),
             KernelProgram::Index(x) => x.program(),
             KernelProgram::Reduce(r) => r.program(),
         }

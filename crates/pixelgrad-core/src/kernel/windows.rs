@@ -120,6 +120,12 @@ fn lit(i: i32) -> Ix {
 /// likewise (at most `min(k, size)` per axis however large the window or its padding).
 /// Uses variables `first..first + 5`.
 fn window_taps(first: Var, base: Ix, oy: Ix, ox: Ix, acc: u8) -> Vec<Stmt> {
+    window_taps_of(first, base, oy, ox, acc, |at, _, _| Fx::load(0, at))
+}
+
+/// [`window_taps`] folding `value(at, ky, kx)` for the tap at window row `ky`, column `kx`,
+/// element `at` of input 0 (the depthwise convolution multiplies it by its weight).
+pub(super) fn window_taps_of(first: Var, base: Ix, oy: Ix, ox: Ix, acc: u8, value: impl Fn(Ix, Ix, Ix) -> Fx) -> Vec<Stmt> {
     let (ys, xs, ky, row, kx) = (first, first + 1, first + 2, first + 3, first + 4);
     vec![
         Stmt::Let(ys, oy.mul(p("sh")).sub(p("ph"))),
@@ -137,7 +143,7 @@ fn window_taps(first: Var, base: Ix, oy: Ix, ox: Ix, acc: u8) -> Vec<Stmt> {
                     lo: lit(0).max(lit(0).sub(v(xs))).min(p("kw")),
                     hi: p("kw").min(p("w").sub(v(xs))),
                     bound: Bound::Window,
-                    body: vec![Stmt::Fold { acc, value: Fx::load(0, v(row).add(v(kx))) }],
+                    body: vec![Stmt::Fold { acc, value: value(v(row).add(v(kx)), v(ky), v(kx)) }],
                 },
             ],
         },

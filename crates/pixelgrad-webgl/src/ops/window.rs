@@ -1,34 +1,19 @@
 //! im2col and col2im (programs rendered from `pixelgrad_core::kernel::columns`; col2im as a
 //! gather over the windows covering each pixel, so no two fragments ever write the same
-//! output), and the depthwise convolution and max pooling, which read their windows directly
-//! (max pooling's gradient gathers like col2im).
+//! output), the depthwise convolution (`kernel::convolutions`) and the window programs
+//! (`kernel::windows`: pooling, which reads its windows directly, and its gradients, which
+//! gather like col2im).
 
 use std::rc::Rc;
 
 use pixelgrad_core::kernel::columns::ColumnProgram;
+use pixelgrad_core::kernel::convolutions::ConvProgram;
 use pixelgrad_core::kernel::windows::{Form, WindowProgram};
 use pixelgrad_core::{Result, Shape, Window};
 
 use crate::context::Shared;
 use crate::launch::Pass;
 use crate::texture::GlTensor;
-
-#[allow(clippy::too_many_arguments)]
-fn window_pass<'a>(name: &'static str, x: &'a GlTensor, w: Window, c: usize, h: usize, wd: usize, oh: usize, ow: usize) -> Pass<'a> {
-    Pass::new(name, name, 0)
-        .input("u_x", x)
-        .int("u_c", c)
-        .int("u_h", h)
-        .int("u_w", wd)
-        .int("u_kh", w.kh)
-        .int("u_kw", w.kw)
-        .int("u_sh", w.stride_h)
-        .int("u_sw", w.stride_w)
-        .int("u_ph", w.pad_h)
-        .int("u_pw", w.pad_w)
-        .int("u_oh", oh)
-        .int("u_ow", ow)
-}
 
 /// The pass of a window program (rendered from its one definition, [`crate::glsl`]): input
 /// `u_x` and the geometry uniforms the program declares, by their names.
@@ -133,12 +118,17 @@ pub(crate) fn col2im(sh: &Rc<Shared>, x: &GlTensor, w: Window, h: usize, wd: usi
     sh.run(pass, out.numel())
 }
 
+/// [`pixelgrad_core::Op::DepthwiseConv`]: the program rendered from its one definition
+/// (`pixelgrad_core::kernel::convolutions`), one output per fragment, in both modes; in the
+/// `webgl1` mode its taps per axis are checked against the constant loop bound first.
 pub(crate) fn depthwise(sh: &Rc<Shared>, x: &GlTensor, k: &GlTensor, s: &Shape, w: Window, out: &Shape) -> Result<GlTensor> {
+    let which = ConvProgram::Depthwise;
     let (c, h, wd) = (s.0[1], s.0[2], s.0[3]);
     let bound = "webgl1 depthwise_conv taps inside the image per axis (GLSL ES 1.00 constant bound)";
-    super::gl1::loop_bound(sh, "depthwise_conv", bound, taps(w.kh, h).max(taps(w.kw, wd)), crate::gl1::MAX_WINDOW)?;
-    let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("depthwise_conv", "window does not fit"))?;
-    sh.run(window_pass("depthwise_conv", x, w, c, h, wd, oh, ow).input("u_k", k), out.numel())
+    super::gl1::loop_bound(sh, which.name(), bound, taps(w.kh, h).max(taps(w.kw, wd)), crate::gl1::MAX_WINDOW)?;
+    let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err(which.name(), "window does not fit"))?;
+    let pass = geometry(Pass::new(which.name(), which.name(), 0).input("u_x", x).input("u_k", k), w, h, wd, oh, ow);
+    sh.run(pass.int("u_c", c), out.numel())
 }
 
 /// [`pixelgrad_core::Op::MaxPool`]: one window scan per output, over its taps inside the image.

@@ -10,6 +10,11 @@
 // invocation runs at most min(kh, H) x 4 min(kw, W) taps, however large the window. On CPU
 // adapters (SwiftShader, lavapipe), where every load and loop trip costs instructions per
 // lane, this does a fraction of the one-output-per-invocation work.
+// Kept hand-written for that measured speed: the program rendered from the op's one definition
+// (`pixelgrad_core::kernel::convolutions`, validated in validate.rs), one output per
+// invocation, took 1.42x (5x5 stride 1, [4,16,32,32]), 1.44x (3x3 stride 1, [8,32,28,28]) and
+// 1.59x (3x3 stride 2) this kernel's time on lavapipe, medians of 4 interleaved runs
+// (bench/notes/2026-12-07-depthwise-from-one-definition.md).
 // params [N, C, H, W, kh, kw, stride_h, stride_w, pad_h, pad_w, OH, OW,
 //         f32 1/ceil(OW / 4)].
 @group(0) @binding(1) var<storage, read> x: array<f32>;
