@@ -26,7 +26,6 @@ pub const KNOWN: &[&str] = &[
     "pixelgrad-core: src: backend kernel op",
     "pixelgrad-core: src: mixed tensor",
     "pixelgrad-cpu: src: depthwise element matmul par window winograd",
-    "pixelgrad-onnx: src: replay session",
     "pixelgrad-webgl: src/ops: gl1 matmul matmul_block reduce",
     "pixelgrad-webgl: src: checks context launch ops plan program texture",
     "pixelgrad-wgpu: src: backend fusion",
