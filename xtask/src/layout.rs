@@ -29,7 +29,6 @@ pub const KNOWN: &[&str] = &[
     "pixelgrad-webgl: src/ops: gl1 matmul matmul_block reduce",
     "pixelgrad-webgl: src: checks context launch ops plan program texture",
     "pixelgrad-wgpu: src: backend fusion",
-    "pixelgrad-wgpu: src: image ops",
 ];
 
 /// The layer of every workspace crate. A crate may depend (outside `[dev-dependencies]`) only on
