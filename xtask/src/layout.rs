@@ -28,7 +28,6 @@ pub const KNOWN: &[&str] = &[
     "pixelgrad-cpu: src: depthwise element matmul par window winograd",
     "pixelgrad-webgl: src/ops: gl1 matmul matmul_block reduce",
     "pixelgrad-webgl: src: checks context launch ops plan program texture",
-    "pixelgrad-wgpu: src: backend fusion",
 ];
 
 /// The layer of every workspace crate. A crate may depend (outside `[dev-dependencies]`) only on

@@ -199,6 +199,11 @@ impl Gpu {
         self.max_buffers() - 1
     }
 
+    /// The backend's name in errors and reports: `webgpu (ADAPTER, VULKAN|METAL|...)`.
+    pub(crate) fn backend_name(&self) -> String {
+        format!("webgpu ({}, {:?})", self.adapter_name(), self.info.backend)
+    }
+
     pub(crate) fn adapter_name(&self) -> String {
         if self.info.name.is_empty() {
             format!("unnamed adapter, vendor {:#x}", self.info.vendor)
