@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::kernel::DType;
+use crate::dtype::DType;
 use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp};
 use crate::shape::Shape;
 use crate::tensor::{no_grad, Tensor};
