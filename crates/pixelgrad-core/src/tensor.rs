@@ -12,6 +12,7 @@ use crate::op::{BinaryOp, Distribution, NBits, Op, ReduceOp, UnaryOp, Window};
 use crate::shape::Shape;
 use crate::{Error, Result};
 
+pub(crate) mod kept;
 mod narrow;
 
 /// A handle to a backend. Cheap to clone; tensors keep their device alive.
@@ -296,8 +297,8 @@ impl Tensor {
         let differentiable = !matches!(op, Op::MatMulI8 { .. } | Op::Widen | Op::NarrowF16 | Op::Narrow8 { .. });
         let node = if differentiable && grad_enabled() && inputs.iter().any(|t| t.requires_grad()) {
             // What the node keeps of each input: the input, or its f16 copy in a
-            // mixed-precision scope (crate::mixed).
-            let kept = inputs.iter().enumerate().map(|(i, &t)| crate::mixed::saved(&op, i, t)).collect::<Result<Vec<_>>>()?;
+            // mixed-precision scope (crate::mixed, kept).
+            let kept = inputs.iter().enumerate().map(|(i, &t)| kept::saved(&op, i, t)).collect::<Result<Vec<_>>>()?;
             Some(Node { op, inputs: kept })
         } else {
             None
