@@ -23,16 +23,7 @@ use std::path::{Path, PathBuf};
 /// Circles present when the check was introduced, as `crate-dir: folder: a b c` (members
 /// sorted). Each is a debt to pay off, not a licence: remove the line when the circle is broken.
 pub const KNOWN: &[&str] = &[
-    "pixelgrad-cli: src: backend check",
-    "pixelgrad-core: src: backend kernel op",
-    "pixelgrad-core: src: mixed tensor",
-    "pixelgrad-cpu: src: depthwise element matmul par window winograd",
-    "pixelgrad-flower: src: fleet transport",
-    "pixelgrad-onnx: src: replay session",
     "pixelgrad-webgl: src/ops: gl1 matmul matmul_block reduce",
-    "pixelgrad-wgpu: src: backend fusion",
-    "pixelgrad-wgpu: src: context pipelines",
-    "pixelgrad-wgpu: src: image ops",
 ];
 
 /// The layer of every workspace crate. A crate may depend (outside `[dev-dependencies]`) only on

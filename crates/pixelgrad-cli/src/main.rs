@@ -1,6 +1,7 @@
 //! `pixelgrad`: train, evaluate and run models from the command line.
 
 mod backend;
+mod backends;
 mod bench;
 mod check;
 mod dataset;
@@ -53,7 +54,7 @@ enum Cmd {
     /// Classify a PNG image with a saved model.
     Predict(predict::PredictArgs),
     /// List the backends this machine offers and why auto-selection picks one.
-    Backends(backend::BackendsArgs),
+    Backends(backends::BackendsArgs),
     /// Cross-check a backend against the f64 CPU reference, every intermediate of a few
     /// training steps of a tiny network.
     Check(check::CheckArgs),
@@ -93,7 +94,7 @@ fn main() -> ExitCode {
         Cmd::Train(a) => train::run(a, &given),
         Cmd::Eval(a) => eval::run(a),
         Cmd::Predict(a) => predict::run(a),
-        Cmd::Backends(a) => backend::list(a),
+        Cmd::Backends(a) => backends::list(a),
         Cmd::Check(a) => check::run(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::Run(a) => run::run(a),

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::kernel::DType;
+use crate::dtype::DType;
 use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp};
 use crate::shape::Shape;
 use crate::tensor::{no_grad, Tensor};
@@ -37,8 +37,8 @@ impl Tensor {
             let Some(node) = &t.0.node else { continue };
             // Values kept in f16 by a mixed-precision scope are read back to f32 for the rule.
             let input_grads = if node.inputs.iter().chain([t]).any(|x| x.storage_dtype() == DType::F16) {
-                let xs = node.inputs.iter().map(crate::mixed::as_f32).collect::<Result<Vec<_>>>()?;
-                grad_rule(&node.op, &xs, &crate::mixed::as_f32(t)?, &g)?
+                let xs = node.inputs.iter().map(crate::tensor::kept::as_f32).collect::<Result<Vec<_>>>()?;
+                grad_rule(&node.op, &xs, &crate::tensor::kept::as_f32(t)?, &g)?
             } else {
                 grad_rule(&node.op, &node.inputs, t, &g)?
             };
@@ -48,7 +48,7 @@ impl Tensor {
                     continue;
                 }
                 let gx = if gx.shape() != x.shape() { gx.reshape(x.shape().clone())? } else { gx };
-                let gx = crate::mixed::round_gradient(gx)?;
+                let gx = crate::tensor::kept::round_gradient(gx)?;
                 let acc = match grads.remove(&x.id()) {
                     Some(prev) => prev.add(&gx)?,
                     None => gx,

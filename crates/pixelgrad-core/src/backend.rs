@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use crate::caps::Caps;
-use crate::kernel::DType;
+use crate::dtype::DType;
 use crate::op::Op;
 use crate::shape::Shape;
 use crate::{Error, Result};

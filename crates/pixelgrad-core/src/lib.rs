@@ -20,6 +20,7 @@ pub mod backend;
 pub mod budget;
 pub mod caps;
 pub mod composite;
+mod dtype;
 pub mod error;
 mod few;
 pub mod kernel;
@@ -32,6 +33,7 @@ pub mod quant;
 pub mod rng;
 pub mod shape;
 pub mod tensor;
+mod window_program;
 
 pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, Trace, WeakStorage, SELF_TEST_TOL};
 pub use budget::{CancelToken, Limits, RunLimits, RunScope};

@@ -205,7 +205,7 @@ pub enum Op {
     /// [`crate::kernel::windows::Form`] fixes the inputs and the output shape (`[N, C, H, W]`
     /// → `[N, C, OH, OW]`, or the gradient `(x, dy)` → `x`'s shape), its `grad` the gradient.
     /// The padding must be smaller than the window on both axes.
-    Window { program: crate::kernel::windows::WindowProgram, window: Window },
+    Window { program: crate::window_program::WindowProgram, window: Window },
     /// Two inputs `(x, idx)` of equal rank, equal sizes except on `axis`:
     /// `out[.., j, ..] = x[.., idx[.., j, ..], ..]`. Output has `idx`'s shape.
     Gather { axis: usize },
@@ -570,7 +570,7 @@ impl Op {
                 let (oh, ow) = w.out_hw(d[2], d[3]).ok_or_else(|| err(format!("window {w:?} does not fit")))?;
                 let pooled = Shape(vec![d[0], d[1], oh, ow]);
                 let pool = match self {
-                    Op::Window { program, .. } => program.form() == crate::kernel::windows::Form::Pool,
+                    Op::Window { program, .. } => program.form() == crate::window_program::Form::Pool,
                     op => matches!(op, Op::MaxPool(_)),
                 };
                 match self {
@@ -732,7 +732,7 @@ mod tests {
             Op::MaxPoolGrad(w),
             Op::Conv2d(w),
             Op::Narrow8 { signed: false },
-            Op::Window { program: crate::kernel::windows::WindowProgram::MaxPool, window: w },
+            Op::Window { program: crate::window_program::WindowProgram::MaxPool, window: w },
             Op::MatMulNBits { bits: 4, block: 16, k: 1, trans: false },
         ];
         assert_eq!(all.len(), Op::NAMES.len());

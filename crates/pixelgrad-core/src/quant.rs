@@ -16,7 +16,7 @@
 //! // Then, on any device: `QTensor::quantize(&x, p)?.dequantize()?` is `x` within scale / 2.
 //! ```
 
-use crate::kernel::DType;
+use crate::dtype::DType;
 use crate::{Error, Result, Tensor};
 
 /// Scale and zero point of an 8-bit quantised tensor: one pair for the whole tensor (`axis`

@@ -6,12 +6,13 @@ use std::rc::Rc;
 
 use crate::backend::{Backend, BackendKind, Counters, Storage};
 use crate::budget::{Budget, Limits, RunLimits, RunScope};
+use crate::dtype::DType;
 use crate::few::Few;
-use crate::kernel::DType;
 use crate::op::{BinaryOp, Distribution, NBits, Op, ReduceOp, UnaryOp, Window};
 use crate::shape::Shape;
 use crate::{Error, Result};
 
+pub(crate) mod kept;
 mod narrow;
 
 /// A handle to a backend. Cheap to clone; tensors keep their device alive.
@@ -296,8 +297,8 @@ impl Tensor {
         let differentiable = !matches!(op, Op::MatMulI8 { .. } | Op::Widen | Op::NarrowF16 | Op::Narrow8 { .. });
         let node = if differentiable && grad_enabled() && inputs.iter().any(|t| t.requires_grad()) {
             // What the node keeps of each input: the input, or its f16 copy in a
-            // mixed-precision scope (crate::mixed).
-            let kept = inputs.iter().enumerate().map(|(i, &t)| crate::mixed::saved(&op, i, t)).collect::<Result<Vec<_>>>()?;
+            // mixed-precision scope (crate::mixed, kept).
+            let kept = inputs.iter().enumerate().map(|(i, &t)| kept::saved(&op, i, t)).collect::<Result<Vec<_>>>()?;
             Some(Node { op, inputs: kept })
         } else {
             None
@@ -746,14 +747,14 @@ impl Tensor {
         self.op2(Op::MaxPoolGrad(window), dy)
     }
     /// Average pooling of `self [N, C, H, W]` over `window` in one pass, taps in the padding
-    /// counting as 0 (the program [`crate::kernel::windows::WindowProgram::AvgPool`]; the
+    /// counting as 0 (the program [`crate::window_program::WindowProgram::AvgPool`]; the
     /// padding must be smaller than the window).
     pub fn avg_pool(&self, window: Window) -> Result<Tensor> {
-        self.window_program(crate::kernel::windows::WindowProgram::AvgPool, window, &[])
+        self.window_program(crate::window_program::WindowProgram::AvgPool, window, &[])
     }
     /// Window program `program` over `window` ([`Op::Window`]) of `self` and, for a gradient
     /// program, `others = [dy]`.
-    pub fn window_program(&self, program: crate::kernel::windows::WindowProgram, window: Window, others: &[&Tensor]) -> Result<Tensor> {
+    pub fn window_program(&self, program: crate::window_program::WindowProgram, window: Window, others: &[&Tensor]) -> Result<Tensor> {
         let mut inputs = vec![self];
         inputs.extend_from_slice(others);
         Tensor::apply(&self.0.device, Op::Window { program, window }, &inputs)

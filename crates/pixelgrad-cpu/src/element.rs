@@ -1,8 +1,8 @@
 //! The element type kernels are generic over: `f32` for the fast path, `f64` for the reference.
 //! The arithmetic and IEEE functions come from [`Float`], the type elementwise kernels are
-//! evaluated in (`pixelgrad_core::kernel::eval`).
+//! evaluated in (`pixelgrad_core::kernel::eval`). Which kernels each type runs is
+//! `crate::element_impls`, above the kernels themselves.
 
-use std::cell::RefCell;
 use std::fmt::Debug;
 use std::ops::AddAssign;
 
@@ -68,83 +68,3 @@ pub trait Element: Float + Debug + Default + AddAssign + pixelgrad_core::kernel:
     /// path possibly a recycled buffer holding old values (`crate::pool`), else zeros.
     fn output(n: usize) -> Vec<Self>;
 }
-
-macro_rules! float_element {
-    ($t:ty, $fast:expr, $gemm:path, $depthwise:path, $conv:path, $output:expr, $recycle:expr) => {
-        impl Element for $t {
-            const FAST: bool = $fast;
-            fn from_f64(v: f64) -> Self {
-                v as $t
-            }
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            fn from_usize(v: usize) -> Self {
-                v as $t
-            }
-            fn gemm(
-                m: usize,
-                k: usize,
-                n: usize,
-                a: &[Self],
-                rsa: usize,
-                csa: usize,
-                b: &[Self],
-                rsb: usize,
-                csb: usize,
-                c: &mut [Self],
-            ) -> pixelgrad_core::Result<()> {
-                $gemm(m, k, n, a, rsa, csa, b, rsb, csb, c)
-            }
-            fn depthwise(
-                x: &[Self],
-                dims: &[usize],
-                k: &[Self],
-                w: &pixelgrad_core::Window,
-                oh: usize,
-                ow: usize,
-            ) -> pixelgrad_core::Result<Vec<Self>> {
-                $depthwise(x, dims, k, w, oh, ow)
-            }
-            fn conv(
-                x: &[Self],
-                dims: &[usize],
-                k: &[Self],
-                m: usize,
-                w: &pixelgrad_core::Window,
-                oh: usize,
-                ow: usize,
-            ) -> pixelgrad_core::Result<Vec<Self>> {
-                $conv(x, dims, k, m, w, oh, ow)
-            }
-            fn output(n: usize) -> Vec<Self> {
-                $output(n)
-            }
-            fn recycle(v: Vec<Self>) {
-                $recycle(v)
-            }
-            fn with_scratch<R>(f: impl FnOnce(&mut Scratch<Self>) -> R) -> R {
-                thread_local! {
-                    static SCRATCH: RefCell<Scratch<$t>> = RefCell::new(Scratch::default());
-                }
-                // A nested call (none today) would get fresh buffers rather than a borrow panic.
-                SCRATCH.with(|s| match s.try_borrow_mut() {
-                    Ok(mut s) => f(&mut s),
-                    Err(_) => f(&mut Scratch::default()),
-                })
-            }
-        }
-    };
-}
-
-float_element!(
-    f32,
-    true,
-    crate::matmul::gemm_f32,
-    crate::depthwise::depthwise_f32,
-    crate::winograd::conv_f32,
-    crate::pool::take,
-    crate::pool::give
-);
-// The reference never recycles: a kernel that missed an element shows zeros there, not old values.
-float_element!(f64, false, crate::matmul::gemm_loops, crate::window::depthwise, crate::winograd::conv_im2col, |n| vec![0.0f64; n], drop);

@@ -103,6 +103,7 @@ mod bounds;
 mod byte;
 mod depthwise;
 pub mod element;
+mod element_impls;
 mod elementwise;
 mod f16;
 mod fusion;

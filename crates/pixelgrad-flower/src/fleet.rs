@@ -11,8 +11,9 @@
 use std::cell::Cell;
 
 use crate::auth::NodeKey;
+pub use crate::http::Traffic;
+use crate::http::{HttpResponse, Transport};
 use crate::proto::{self, Node};
-use crate::transport::{HttpResponse, Transport};
 use crate::{FlowerError, Result};
 
 /// The flwr release whose Fleet protocol this crate speaks (sent as the runtime version).
@@ -35,13 +36,6 @@ pub mod codes {
     pub const UNREGISTRATION_DISABLED: i64 = 2002;
     /// `FLEET_NODE_ACTIVATION_FAILED`: no node with this public key.
     pub const ACTIVATION_FAILED: i64 = 2004;
-}
-
-/// Bytes sent and received (request and response bodies plus the headers this client sets).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Traffic {
-    pub up: u64,
-    pub down: u64,
 }
 
 /// A Fleet API client for one node identity.

@@ -30,6 +30,7 @@ pub mod dp;
 mod error;
 mod events;
 pub mod fleet;
+mod http;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod keyfile;
 pub mod learner;

@@ -3,95 +3,15 @@
 //! The node logic is written once as `async` code over [`Transport`]. Natively
 //! [`NativeTransport`] answers with blocking `ureq` calls (the futures are ready at once and
 //! run under `pollster::block_on`); in wasm `FetchTransport` uses the page's or worker's
-//! `fetch` and `setTimeout`, so the tab keeps running while a request is in flight.
+//! `fetch` and `setTimeout`, so the tab keeps running while a request is in flight. Both run
+//! the Fleet heartbeat loop in the background. The trait itself, its answer and the heartbeat
+//! handle are in `crate::http` (re-exported here), below the Fleet client that uses them.
 
 use crate::auth::NodeKey;
-use crate::fleet::{FleetClient, Traffic};
+use crate::fleet::FleetClient;
+use crate::http::HeartbeatState;
+pub use crate::http::{Heartbeats, HttpResponse, Transport};
 use crate::{FlowerError, Result};
-
-/// An HTTP answer: status, headers (names lower-case) and body.
-#[derive(Clone, Debug, Default)]
-pub struct HttpResponse {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl HttpResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// POST requests to one base URL, a sleep and a wall clock.
-#[allow(async_fn_in_trait)]
-pub trait Transport {
-    /// The base URL requests go to (e.g. `http://127.0.0.1:9093`, or the page's origin).
-    fn base_url(&self) -> &str;
-    /// POSTs `body` to `base_url + path`. An HTTP error status is a response, not an `Err`;
-    /// `Err` means no answer ([`FlowerError::Unreachable`]).
-    async fn post(
-        &self,
-        path: &str,
-        headers: &[(&str, String)],
-        body: Vec<u8>,
-    ) -> Result<HttpResponse>;
-    async fn sleep(&self, seconds: f64);
-    /// Seconds since the Unix epoch.
-    fn now(&self) -> f64;
-    /// Starts sending Fleet heartbeats for `node_id` every `period` seconds in the background
-    /// (a thread natively, a task on the page's event loop in wasm) until the handle stops.
-    fn start_heartbeats(&self, _key: &NodeKey, _node_id: u64, _period: f64) -> Heartbeats {
-        Heartbeats::none()
-    }
-}
-
-/// A running heartbeat sender.
-pub struct Heartbeats {
-    state: std::sync::Arc<HeartbeatState>,
-    #[cfg(not(target_arch = "wasm32"))]
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-#[derive(Default)]
-struct HeartbeatState {
-    stop: std::sync::atomic::AtomicBool,
-    lost: std::sync::Mutex<Option<String>>,
-    up: std::sync::atomic::AtomicU64,
-    down: std::sync::atomic::AtomicU64,
-}
-
-impl Heartbeats {
-    /// A handle that sends nothing (for transports without a background task).
-    pub fn none() -> Self {
-        Heartbeats {
-            state: Default::default(),
-            #[cfg(not(target_arch = "wasm32"))]
-            thread: None,
-        }
-    }
-    /// Why the SuperLink stopped accepting heartbeats, if it did.
-    pub fn lost(&self) -> Option<String> {
-        self.state.lost.lock().ok().and_then(|l| l.clone())
-    }
-    /// Stops sending; returns the heartbeats' traffic.
-    #[cfg_attr(target_arch = "wasm32", allow(unused_mut))]
-    pub fn stop(mut self) -> Traffic {
-        use std::sync::atomic::Ordering;
-        self.state.stop.store(true, Ordering::SeqCst);
-        #[cfg(not(target_arch = "wasm32"))]
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        Traffic {
-            up: self.state.up.load(Ordering::SeqCst),
-            down: self.state.down.load(Ordering::SeqCst),
-        }
-    }
-}
 
 /// The heartbeat loop, shared by both platforms: one heartbeat, then short sleeps (so a stop is
 /// seen quickly) until `period` seconds have passed on the transport's clock. The period is

@@ -37,6 +37,7 @@ pub mod proto;
 mod replay;
 pub mod session;
 mod shapes;
+mod value;
 
 pub use error::{OnnxError, Result};
 pub use graph::{Dim, ValueInfo};

@@ -21,7 +21,7 @@ use pixelgrad_core::{Device, Limits, Storage, Tensor, Trace};
 
 use crate::host::DType;
 use crate::ops::V;
-use crate::session::Value;
+use crate::value::Value;
 
 /// Traces kept per session (recorded runs with different shapes or outputs); the oldest goes.
 const KEPT: usize = 8;

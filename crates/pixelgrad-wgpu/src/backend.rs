@@ -3,7 +3,6 @@
 
 use std::rc::Rc;
 
-use pixelgrad_core::kernel::fuse::Lazy;
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Backend, BackendKind, Caps, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
 
@@ -375,20 +374,7 @@ impl WgpuBackend {
     /// Our storage inside `s` (computing it first if it is a pending fused computation), or
     /// an error naming the op.
     pub(crate) fn tensor<'a>(&self, op: &'static str, s: &'a Storage) -> Result<&'a GpuTensor> {
-        if let Some(t) = s.downcast::<GpuTensor>() {
-            return Ok(t);
-        }
-        if let Some(m) = s.downcast::<fusion::LazyMatmul>() {
-            return m.force(self);
-        }
-        if let Some(r) = s.downcast::<fusion::LazyReduce>() {
-            return r.force(self);
-        }
-        if let Some(lazy) = s.downcast::<Lazy>() {
-            let done = lazy.force(|p| fusion::run(self, p))?;
-            return done.downcast::<GpuTensor>().ok_or_else(|| Error::backend(op, BACKEND, "a fused result is not a buffer"));
-        }
-        Err(Error::BackendMismatch { op, a: self.name(), b: "another backend".into() })
+        fusion::tensor(&self.gpu, op, s)
     }
 }
 
@@ -477,7 +463,7 @@ impl Backend for WgpuBackend {
     }
 
     fn name(&self) -> String {
-        format!("webgpu ({}, {:?})", self.gpu.adapter_name(), self.gpu.info.backend)
+        self.gpu.backend_name()
     }
 
     fn upload(&self, data: &[f32]) -> Result<Storage> {
@@ -565,12 +551,12 @@ impl Backend for WgpuBackend {
         }
         if self.gpu.fuse {
             if let Some((launch, name)) = fusion::elementwise(op)? {
-                return fusion::defer(self, op, &launch, name, inputs, shapes, out);
+                return fusion::defer(&self.gpu, op, &launch, name, inputs, shapes, out);
             }
-            if let Some(s) = fusion::reduce(self, op, inputs, shapes, out)? {
+            if let Some(s) = fusion::reduce(&self.gpu, op, inputs, shapes, out)? {
                 return Ok(s);
             }
-            if let Some(s) = fusion::defer_matmul(self, op, inputs, shapes, out)? {
+            if let Some(s) = fusion::defer_matmul(&self.gpu, op, inputs, shapes, out)? {
                 return Ok(s);
             }
         }
@@ -618,7 +604,7 @@ impl Backend for WgpuBackend {
 
     fn flush(&self) -> Result<()> {
         self.gpu.check("flush")?;
-        fusion::settle(self)?;
+        fusion::settle(&self.gpu)?;
         self.gpu.flush()?;
         Ok(())
     }
@@ -630,14 +616,14 @@ impl Backend for WgpuBackend {
     fn begin_step(&self, key: u64) -> Result<()> {
         self.gpu.check("begin_step")?;
         // Work pending from before the step belongs before it.
-        fusion::settle(self)?;
+        fusion::settle(&self.gpu)?;
         self.gpu.begin_step(key)
     }
 
     fn end_step(&self) -> Result<()> {
         // Everything the step computed that is still held is computed inside it, so the
         // plan records (and later replays) those launches too.
-        let settled = fusion::settle(self);
+        let settled = fusion::settle(&self.gpu);
         let ended = self.gpu.end_step();
         settled?;
         self.gpu.check("end_step")?;

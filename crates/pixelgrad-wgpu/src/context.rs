@@ -8,17 +8,17 @@ use std::sync::{Arc, Mutex};
 use pixelgrad_core::{Counters, Error, Result};
 
 use crate::completion::Completion;
-use crate::pipelines::{Kernel, Pipelines, MAX_INPUTS};
+use crate::pipelines::{Kernel, Pipelines, MAX_INPUTS, PARAM_SLOT};
 use crate::plan::{self, AllocEntry, LaunchEntry, Plans};
 use crate::pool::{size_class, Kind, Pool};
 use crate::BACKEND;
 
-/// Bytes of one launch's parameter slot (also the usual minUniformBufferOffsetAlignment).
-pub(crate) const PARAM_SLOT: u64 = 256;
+/// The slot's size in words, where launches are prepared (its home is the kernels' binding
+/// layout, `crate::pipelines`).
+pub(crate) use crate::pipelines::PARAM_WORDS;
+
 /// Size of the status buffer.
 const STATUS_BYTES: u64 = 256;
-/// u32 words in a parameter slot.
-pub(crate) const PARAM_WORDS: usize = (PARAM_SLOT / 4) as usize;
 
 /// A grouped launch's structure: its members and how many inputs they share.
 pub(crate) type GroupKey = (Vec<crate::wgsl::GroupMember>, usize);
@@ -197,6 +197,11 @@ impl Gpu {
     /// Read-only inputs of a fused kernel with one output ([`Gpu::max_buffers`] less one).
     pub(crate) fn max_inputs(&self) -> usize {
         self.max_buffers() - 1
+    }
+
+    /// The backend's name in errors and reports: `webgpu (ADAPTER, VULKAN|METAL|...)`.
+    pub(crate) fn backend_name(&self) -> String {
+        format!("webgpu ({}, {:?})", self.adapter_name(), self.info.backend)
     }
 
     pub(crate) fn adapter_name(&self) -> String {

@@ -2,7 +2,7 @@
 //! launched when called: it returns a [`Lazy`] storage holding the composed kernel
 //! (`pixelgrad_core::kernel::fuse`), and the next elementwise op that reads it composes with
 //! it (also through a reshape, when every input of the chain has its shape). The chain runs as one launch when a value is needed: a non-elementwise op reads it
-//! (`WgpuBackend::tensor`), it is read back, or the step ends or the queue is flushed
+//! ([`tensor`]), it is read back, or the step ends or the queue is flushed
 //! ([`settle`], which computes every result still held, in the order they were made).
 //!
 //! A composition that would not fit one launch — more inputs than the bind group layouts
@@ -23,8 +23,7 @@ use std::cell::OnceCell;
 
 use pixelgrad_core::{Error, Op, ReduceOp, Result, Shape, Storage};
 
-use crate::backend::WgpuBackend;
-use crate::context::GpuTensor;
+use crate::context::{Gpu, GpuTensor};
 use crate::ops::elementwise::map;
 use crate::ops::reduce::ReduceInput;
 use crate::pipelines::Kernel;
@@ -47,13 +46,13 @@ pub(crate) use fuse::elementwise;
 /// True if `p` runs as one launch: its inputs fit the bind group layouts and its
 /// parameters, shape and strides fit the 256-byte parameter slot (counted over the
 /// unmerged rank, an upper bound of the merged one).
-fn fits(b: &WgpuBackend, p: &Pending<Storage>) -> bool {
+fn fits(gpu: &Rc<Gpu>, p: &Pending<Storage>) -> bool {
     let words = MapLayout::map(p.launch.params.len()).words(p.inputs(), p.shape.rank());
-    p.inputs() <= b.gpu.max_inputs() && words <= crate::context::PARAM_WORDS && p.nodes() <= MAX_NODES
+    p.inputs() <= gpu.max_inputs() && words <= crate::pipelines::PARAM_WORDS && p.nodes() <= MAX_NODES
 }
 
 /// Elements a storage holds (a pending result: its shape's).
-fn len_of(b: &WgpuBackend, op: &'static str, s: &Storage) -> Result<usize> {
+fn len_of(gpu: &Rc<Gpu>, op: &'static str, s: &Storage) -> Result<usize> {
     if let Some(m) = s.downcast::<LazyMatmul>() {
         return Ok(m.out.numel());
     }
@@ -62,14 +61,33 @@ fn len_of(b: &WgpuBackend, op: &'static str, s: &Storage) -> Result<usize> {
     }
     match s.downcast::<Lazy>() {
         Some(l) => Ok(l.shape().numel()),
-        None => Ok(b.tensor(op, s)?.len),
+        None => Ok(tensor(gpu, op, s)?.len),
     }
+}
+
+/// The buffer behind `s`, computing it first when it is pending (a fused chain, a deferred
+/// matmul or sum): how every op that is not fused reads its inputs.
+pub(crate) fn tensor<'a>(gpu: &Rc<Gpu>, op: &'static str, s: &'a Storage) -> Result<&'a GpuTensor> {
+    if let Some(t) = s.downcast::<GpuTensor>() {
+        return Ok(t);
+    }
+    if let Some(m) = s.downcast::<LazyMatmul>() {
+        return m.force(gpu);
+    }
+    if let Some(r) = s.downcast::<LazyReduce>() {
+        return r.force(gpu);
+    }
+    if let Some(lazy) = s.downcast::<Lazy>() {
+        let done = lazy.force(|p| run(gpu, p))?;
+        return done.downcast::<GpuTensor>().ok_or_else(|| Error::backend(op, BACKEND, "a fused result is not a buffer"));
+    }
+    Err(Error::BackendMismatch { op, a: gpu.backend_name(), b: "another backend".into() })
 }
 
 /// `launch` over `inputs`, returned pending (see the module docs).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn defer(
-    b: &WgpuBackend,
+    gpu: &Rc<Gpu>,
     op: &Op,
     launch: &Launch,
     name: &'static str,
@@ -77,18 +95,18 @@ pub(crate) fn defer(
     shapes: &[&Shape],
     out: &Shape,
 ) -> Result<Storage> {
-    let lens = inputs.iter().map(|s| len_of(b, op.name(), s)).collect::<Result<Vec<_>>>()?;
-    pixelgrad_core::check_execute(op, &lens, shapes, out, &pixelgrad_core::Backend::name(b))?;
+    let lens = inputs.iter().map(|s| len_of(gpu, op.name(), s)).collect::<Result<Vec<_>>>()?;
+    pixelgrad_core::check_execute(op, &lens, shapes, out, &gpu.backend_name())?;
     // Device limits are reported now, not when the result is finally computed.
-    b.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
-    let p = fuse::defer(launch, name, inputs, shapes, out, b.gpu.generation.get(), |p| fits(b, p))?;
-    let st = Storage::new(Lazy::new(p, b.gpu.generation.get()));
-    remember(b, &st);
+    gpu.check_size(op.name(), out.numel() as u64 * 4)?;
+    let p = fuse::defer(launch, name, inputs, shapes, out, gpu.generation.get(), |p| fits(gpu, p))?;
+    let st = Storage::new(Lazy::new(p, gpu.generation.get()));
+    remember(gpu, &st);
     Ok(st)
 }
 
-fn remember(b: &WgpuBackend, st: &Storage) {
-    let mut list = b.gpu.lazies.borrow_mut();
+fn remember(gpu: &Rc<Gpu>, st: &Storage) {
+    let mut list = gpu.lazies.borrow_mut();
     if list.len() >= PRUNE_AT {
         list.retain(|w| w.upgrade().is_some_and(|s| undone(&s)));
     }
@@ -96,9 +114,9 @@ fn remember(b: &WgpuBackend, st: &Storage) {
 }
 
 /// Words a reduction with a fused input needs in the parameter slot.
-fn reduce_fits(b: &WgpuBackend, p: &Pending<Storage>) -> bool {
+fn reduce_fits(gpu: &Rc<Gpu>, p: &Pending<Storage>) -> bool {
     let words = MapLayout::after(crate::ops::reduce::OWN_WORDS, p.launch.params.len()).words(p.inputs(), p.shape.rank());
-    p.inputs() <= b.gpu.max_inputs() && words <= crate::context::PARAM_WORDS
+    p.inputs() <= gpu.max_inputs() && words <= crate::pipelines::PARAM_WORDS
 }
 
 /// A reduction of a pending elementwise result reads the computation itself (a fused
@@ -109,7 +127,7 @@ fn reduce_fits(b: &WgpuBackend, p: &Pending<Storage>) -> bool {
 /// the other end of its input (`[A, B, C]` summed over `C`, then over `A`: what the gradient
 /// of a broadcast bias asks for), both run as one launch. A sum over the batch of a pending
 /// batched matmul is one launch of the matmul too (a convolution's weight gradient).
-pub(crate) fn reduce(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
+pub(crate) fn reduce(gpu: &Rc<Gpu>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
     let Op::Reduce { op: r, axis } = op else { return Ok(None) };
     let (Some(&input), Some(&shape)) = (inputs.first(), shapes.first()) else { return Ok(None) };
     if let Some(mm) = input.downcast::<LazyMatmul>() {
@@ -118,37 +136,37 @@ pub(crate) fn reduce(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes: &[&S
         let batch = mm.out.dims()[0];
         let batched = mm.out.rank() == 3 && batch > 1 && shape.dims().first() == Some(&batch) && shape.numel() == mm.out.numel();
         if *r == ReduceOp::Sum && *axis == 0 && !mm.is_done() && batched {
-            pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &pixelgrad_core::Backend::name(b))?;
-            let a = b.tensor("matmul", &mm.inputs[0])?;
-            let bb = b.tensor("matmul", &mm.inputs[1])?;
-            let res = GpuTensor::new(&b.gpu, "matmul", out.numel())?;
+            pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &gpu.backend_name())?;
+            let a = tensor(gpu, "matmul", &mm.inputs[0])?;
+            let bb = tensor(gpu, "matmul", &mm.inputs[1])?;
+            let res = GpuTensor::new(gpu, "matmul", out.numel())?;
             let mshapes = [&mm.shapes[0], &mm.shapes[1]];
-            crate::ops::matmul::matmul_summing(&b.gpu, mm.trans_a, mm.trans_b, a, bb, &mshapes, &mm.out, &res, true)?;
+            crate::ops::matmul::matmul_summing(gpu, mm.trans_a, mm.trans_b, a, bb, &mshapes, &mm.out, &res, true)?;
             return Ok(Some(Storage::new(res)));
         }
     }
     if let Some(first) = input.downcast::<LazyReduce>() {
         if *r == ReduceOp::Sum && !first.is_done() {
-            pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &pixelgrad_core::Backend::name(b))?;
-            if let Some(st) = first.merged(b, *axis)? {
+            pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &gpu.backend_name())?;
+            if let Some(st) = first.merged(gpu, *axis)? {
                 return Ok(Some(st));
             }
         }
     }
     // The reduction walks its input in flat order, so the pending computation is read with
     // its own shape, whatever shape the reduction sees (a reshape keeps the flat order).
-    let Some(p) = fuse::current(input, b.gpu.generation.get()) else { return Ok(None) };
-    if !reduce_fits(b, &p) || p.shape.numel() != shape.numel() {
+    let Some(p) = fuse::current(input, gpu.generation.get()) else { return Ok(None) };
+    if !reduce_fits(gpu, &p) || p.shape.numel() != shape.numel() {
         return Ok(None);
     }
-    pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &pixelgrad_core::Backend::name(b))?;
+    pixelgrad_core::check_execute(op, &[shape.numel()], shapes, out, &gpu.backend_name())?;
     if *r == ReduceOp::Sum {
         let st =
             Storage::new(LazyReduce { axis: *axis, pending: p.clone(), shape: shape.clone(), out: out.clone(), done: OnceCell::new() });
-        remember(b, &st);
+        remember(gpu, &st);
         return Ok(Some(st));
     }
-    Ok(Some(Storage::new(run_reduce(b, *r, &p, Layout::Axis(*axis, shape), out)?)))
+    Ok(Some(Storage::new(run_reduce(gpu, *r, &p, Layout::Axis(*axis, shape), out)?)))
 }
 
 /// How a fused reduction folds its input: one axis of `shape`, or `[reps, outputs, len]`
@@ -159,14 +177,14 @@ enum Layout<'a> {
 }
 
 /// Launches a reduction reading the pending computation `p` into a fresh buffer of `out`'s size.
-fn run_reduce(b: &WgpuBackend, r: ReduceOp, p: &Pending<Storage>, at: Layout<'_>, out: &Shape) -> Result<GpuTensor> {
-    let ins = p.leaves.iter().map(|(s, _)| b.tensor("reduce", s)).collect::<Result<Vec<&GpuTensor>>>()?;
+fn run_reduce(gpu: &Rc<Gpu>, r: ReduceOp, p: &Pending<Storage>, at: Layout<'_>, out: &Shape) -> Result<GpuTensor> {
+    let ins = p.leaves.iter().map(|(s, _)| tensor(gpu, "reduce", s)).collect::<Result<Vec<&GpuTensor>>>()?;
     let leaf_shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
-    let res = GpuTensor::new(&b.gpu, "reduce", out.numel())?;
+    let res = GpuTensor::new(gpu, "reduce", out.numel())?;
     let input = ReduceInput::Fused { launch: &p.launch, ins, shapes: leaf_shapes, of: &p.shape, label: p.label() };
     match at {
-        Layout::Axis(axis, shape) => crate::ops::reduce::reduce(&b.gpu, r, axis, input, shape, &res)?,
-        Layout::OuterAndInner { reps, outputs, len } => crate::ops::reduce::sum_outer_and_inner(&b.gpu, reps, outputs, len, input, &res)?,
+        Layout::Axis(axis, shape) => crate::ops::reduce::reduce(gpu, r, axis, input, shape, &res)?,
+        Layout::OuterAndInner { reps, outputs, len } => crate::ops::reduce::sum_outer_and_inner(gpu, reps, outputs, len, input, &res)?,
     }
     Ok(res)
 }
@@ -190,9 +208,9 @@ impl LazyReduce {
     }
 
     /// The result, launching the reduction the first time.
-    pub(crate) fn force(&self, b: &WgpuBackend) -> Result<&GpuTensor> {
+    pub(crate) fn force(&self, gpu: &Rc<Gpu>) -> Result<&GpuTensor> {
         if self.done.get().is_none() {
-            let t = run_reduce(b, ReduceOp::Sum, &self.pending, Layout::Axis(self.axis, &self.shape), &self.out)?;
+            let t = run_reduce(gpu, ReduceOp::Sum, &self.pending, Layout::Axis(self.axis, &self.shape), &self.out)?;
             let _ = self.done.set(Storage::new(t));
         }
         self.done
@@ -204,7 +222,7 @@ impl LazyReduce {
     /// The sum of this result over `axis` as one launch with this one's, when the two summed
     /// axes are the two ends of the input (every axis outside them of size 1): `None`
     /// otherwise, and this sum then runs on its own when read.
-    fn merged(&self, b: &WgpuBackend, axis: usize) -> Result<Option<Storage>> {
+    fn merged(&self, gpu: &Rc<Gpu>, axis: usize) -> Result<Option<Storage>> {
         let d = self.shape.dims();
         let (lo, hi) = (axis.min(self.axis), axis.max(self.axis));
         if lo == hi || hi >= d.len() || d[..lo].iter().chain(&d[hi + 1..]).any(|&e| e != 1) {
@@ -217,7 +235,7 @@ impl LazyReduce {
         od[hi] = 1;
         let out = Shape(od);
         let at = Layout::OuterAndInner { reps, outputs, len };
-        Ok(Some(Storage::new(run_reduce(b, ReduceOp::Sum, &self.pending, at, &out)?)))
+        Ok(Some(Storage::new(run_reduce(gpu, ReduceOp::Sum, &self.pending, at, &out)?)))
     }
 }
 
@@ -241,14 +259,14 @@ impl LazyMatmul {
     }
 
     /// The result, launching the matmul the first time.
-    pub(crate) fn force(&self, b: &WgpuBackend) -> Result<&GpuTensor> {
+    pub(crate) fn force(&self, gpu: &Rc<Gpu>) -> Result<&GpuTensor> {
         if self.done.get().is_none() {
-            let a = b.tensor("matmul", &self.inputs[0])?;
-            let bb = b.tensor("matmul", &self.inputs[1])?;
-            let res = GpuTensor::new(&b.gpu, "matmul", self.out.numel())?;
+            let a = tensor(gpu, "matmul", &self.inputs[0])?;
+            let bb = tensor(gpu, "matmul", &self.inputs[1])?;
+            let res = GpuTensor::new(gpu, "matmul", self.out.numel())?;
             if self.out.numel() > 0 {
                 let shapes = [&self.shapes[0], &self.shapes[1]];
-                crate::ops::matmul::matmul(&b.gpu, self.trans_a, self.trans_b, a, bb, &shapes, &self.out, &res)?;
+                crate::ops::matmul::matmul(gpu, self.trans_a, self.trans_b, a, bb, &shapes, &self.out, &res)?;
             }
             let _ = self.done.set(Storage::new(res));
         }
@@ -261,14 +279,14 @@ impl LazyMatmul {
 
 /// A matmul returned pending when the device defers matmuls (fusion on, register kernels):
 /// `None` runs it as usual.
-pub(crate) fn defer_matmul(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
+pub(crate) fn defer_matmul(gpu: &Rc<Gpu>, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Option<Storage>> {
     let Op::MatMul { trans_a, trans_b } = *op else { return Ok(None) };
     if inputs.len() != 2 || shapes.len() != 2 {
         return Ok(None);
     }
-    let lens = inputs.iter().map(|s| len_of(b, op.name(), s)).collect::<Result<Vec<_>>>()?;
-    pixelgrad_core::check_execute(op, &lens, shapes, out, &pixelgrad_core::Backend::name(b))?;
-    b.gpu.check_size(op.name(), out.numel() as u64 * 4)?;
+    let lens = inputs.iter().map(|s| len_of(gpu, op.name(), s)).collect::<Result<Vec<_>>>()?;
+    pixelgrad_core::check_execute(op, &lens, shapes, out, &gpu.backend_name())?;
+    gpu.check_size(op.name(), out.numel() as u64 * 4)?;
     let st = Storage::new(LazyMatmul {
         trans_a,
         trans_b,
@@ -277,7 +295,7 @@ pub(crate) fn defer_matmul(b: &WgpuBackend, op: &Op, inputs: &[&Storage], shapes
         out: out.clone(),
         done: std::cell::OnceCell::new(),
     });
-    remember(b, &st);
+    remember(gpu, &st);
     Ok(Some(st))
 }
 
@@ -290,7 +308,7 @@ fn undone(s: &Storage) -> bool {
 
 /// Runs `p` as the epilogue of the pending matmul it reads, if it reads one of its own shape
 /// that the matmul kernel can take it on: `Some(result)` then (the matmul's result stored too).
-fn run_as_epilogue(b: &WgpuBackend, p: &Pending<Storage>) -> Result<Option<Storage>> {
+fn run_as_epilogue(gpu: &Rc<Gpu>, p: &Pending<Storage>) -> Result<Option<Storage>> {
     let Some(given) = epilogue_of(p) else { return Ok(None) };
     let Some(mm) = p.leaves[given].0.downcast::<LazyMatmul>() else { return Ok(None) };
     // A computation on a reshape of the product (a convolution's [N, O, OH, OW] view of its
@@ -309,39 +327,39 @@ fn run_as_epilogue(b: &WgpuBackend, p: &Pending<Storage>) -> Result<Option<Stora
         }
     };
     let shapes = [&mm.shapes[0], &mm.shapes[1]];
-    if !crate::ops::matmul::takes_epilogue(&b.gpu, mm.trans_a, mm.trans_b, &shapes, &mm.out, p.launch.params.len(), p.leaves.len() - 1) {
+    if !crate::ops::matmul::takes_epilogue(gpu, mm.trans_a, mm.trans_b, &shapes, &mm.out, p.launch.params.len(), p.leaves.len() - 1) {
         return Ok(None);
     }
-    let a = b.tensor("matmul", &mm.inputs[0])?;
-    let bb = b.tensor("matmul", &mm.inputs[1])?;
+    let a = tensor(gpu, "matmul", &mm.inputs[0])?;
+    let bb = tensor(gpu, "matmul", &mm.inputs[1])?;
     let mut leaves = Vec::new();
     let mut leaf_shapes = Vec::new();
     for (j, (s, sh)) in p.leaves.iter().enumerate() {
         if j != given {
-            leaves.push(b.tensor("fused", s)?);
+            leaves.push(tensor(gpu, "fused", s)?);
             leaf_shapes.push(sh);
         }
     }
-    let res = GpuTensor::new(&b.gpu, "matmul", mm.out.numel())?;
-    let out = GpuTensor::new(&b.gpu, "fused", p.shape.numel())?;
+    let res = GpuTensor::new(gpu, "matmul", mm.out.numel())?;
+    let out = GpuTensor::new(gpu, "fused", p.shape.numel())?;
     let epi = crate::ops::matmul::EpilogueArgs { launch: &p.launch, given, leaves, shapes: leaf_shapes };
-    crate::ops::matmul::matmul_epilogue(&b.gpu, mm.trans_a, mm.trans_b, a, bb, &shapes, &mm.out, &res, &epi, &out)?;
+    crate::ops::matmul::matmul_epilogue(gpu, mm.trans_a, mm.trans_b, a, bb, &shapes, &mm.out, &res, &epi, &out)?;
     let _ = mm.done.set(Storage::new(res));
     Ok(Some(Storage::new(out)))
 }
 
 /// Launches one pending computation into a fresh buffer (as a matmul's epilogue when it can).
-pub(crate) fn run(b: &WgpuBackend, p: &Pending<Storage>) -> Result<Storage> {
+pub(crate) fn run(gpu: &Rc<Gpu>, p: &Pending<Storage>) -> Result<Storage> {
     if p.shape.numel() > 0 {
-        if let Some(s) = run_as_epilogue(b, p)? {
+        if let Some(s) = run_as_epilogue(gpu, p)? {
             return Ok(s);
         }
     }
-    let ins = p.leaves.iter().map(|(s, _)| b.tensor("fused", s)).collect::<Result<Vec<&GpuTensor>>>()?;
+    let ins = p.leaves.iter().map(|(s, _)| tensor(gpu, "fused", s)).collect::<Result<Vec<&GpuTensor>>>()?;
     let shapes: Vec<&Shape> = p.leaves.iter().map(|(_, s)| s).collect();
-    let res = GpuTensor::new(&b.gpu, "fused", p.shape.numel())?;
+    let res = GpuTensor::new(gpu, "fused", p.shape.numel())?;
     if p.shape.numel() > 0 {
-        map(&b.gpu, "fused", &p.launch, &ins, &shapes, &p.shape, &res, || p.label())?;
+        map(gpu, "fused", &p.launch, &ins, &shapes, &p.shape, &res, || p.label())?;
     }
     Ok(Storage::new(res))
 }
@@ -353,12 +371,12 @@ pub(crate) fn new_generation(generation: &std::cell::Cell<u64>) {
 
 /// Computes every pending result some tensor still holds, oldest first: grouped into
 /// multi-output launches ([`Group`]) unless the device was opened with `group: false`.
-pub(crate) fn settle(b: &WgpuBackend) -> Result<()> {
-    new_generation(&b.gpu.generation);
-    let list = std::mem::take(&mut *b.gpu.lazies.borrow_mut());
+pub(crate) fn settle(gpu: &Rc<Gpu>) -> Result<()> {
+    new_generation(&gpu.generation);
+    let list = std::mem::take(&mut *gpu.lazies.borrow_mut());
     let mut group = Group::default();
     let mut matmuls = Vec::new();
-    let grouping = b.gpu.group.get();
+    let grouping = gpu.group.get();
     for w in list {
         let Some(s) = w.upgrade() else { continue };
         if s.downcast::<LazyMatmul>().is_some_and(|m| !m.is_done()) {
@@ -368,38 +386,38 @@ pub(crate) fn settle(b: &WgpuBackend) -> Result<()> {
             continue;
         }
         if s.downcast::<LazyReduce>().is_some_and(|r| !r.is_done()) {
-            b.tensor("settle", &s)?;
+            tensor(gpu, "settle", &s)?;
             continue;
         }
         let Some(p) = s.downcast::<Lazy>().and_then(|l| l.pending()).map(|p| p.clone()) else { continue };
         if epilogue_of(&p).is_some() {
-            b.tensor("settle", &s)?;
+            tensor(gpu, "settle", &s)?;
             continue;
         }
         if !grouping {
-            b.tensor("settle", &s)?;
+            tensor(gpu, "settle", &s)?;
             continue;
         }
         // A result reading a collected one waits for that one's launch.
         if p.leaves.iter().any(|(l, _)| group.members.iter().any(|(m, _, _)| m.ptr_eq(l))) {
-            group.launch(b)?;
+            group.launch(gpu)?;
         }
         match member(&p) {
             Some(scalars) => {
                 // One that would not fit starts the next group.
-                if !group.fits(b, &p) {
-                    group.launch(b)?;
+                if !group.fits(gpu, &p) {
+                    group.launch(gpu)?;
                 }
                 group.push(s, p, scalars);
             }
             None => {
-                b.tensor("settle", &s)?;
+                tensor(gpu, "settle", &s)?;
             }
         }
     }
-    group.launch(b)?;
+    group.launch(gpu)?;
     for m in matmuls {
-        b.tensor("settle", &m)?;
+        tensor(gpu, "settle", &m)?;
     }
     Ok(())
 }
@@ -456,13 +474,13 @@ impl Group {
     }
 
     /// True if `p` can join: the launch's buffers, parameter words and code stay in bounds.
-    fn fits(&self, b: &WgpuBackend, p: &Pending<Storage>) -> bool {
-        let buffers = b.gpu.max_buffers();
+    fn fits(&self, gpu: &Rc<Gpu>, p: &Pending<Storage>) -> bool {
+        let buffers = gpu.max_buffers();
         let words: usize = self.members.iter().map(|(_, m, _)| 1 + m.launch.params.len()).sum::<usize>() + 1 + p.launch.params.len();
         let nodes: usize = self.members.iter().map(|(_, m, _)| m.nodes()).sum::<usize>() + p.nodes();
         // The members' outputs and the joining one's.
         self.leaves(Some(p)).len() + self.members.len() < buffers
-            && crate::wgsl::GROUP_BASE + words <= crate::context::PARAM_WORDS
+            && crate::wgsl::GROUP_BASE + words <= crate::pipelines::PARAM_WORDS
             && nodes <= MAX_GROUP_NODES
     }
 
@@ -471,11 +489,11 @@ impl Group {
     }
 
     /// Runs the collected members (one alone as its usual launch) and empties the group.
-    fn launch(&mut self, b: &WgpuBackend) -> Result<()> {
+    fn launch(&mut self, gpu: &Rc<Gpu>) -> Result<()> {
         let members = std::mem::take(&mut self.members);
         if members.len() <= 1 {
             for (s, _, _) in &members {
-                b.tensor("settle", s)?;
+                tensor(gpu, "settle", s)?;
             }
             return Ok(());
         }
@@ -490,19 +508,19 @@ impl Group {
                 scalars: *scalars,
             })
             .collect();
-        let k = group_kernel(b, &spec, leaves.len(), || format!("{}x_{}", group.members.len(), group.members[0].1.label()))?;
-        let ins = leaves.iter().map(|l| b.tensor("settle", l)).collect::<Result<Vec<&GpuTensor>>>()?;
-        let outs = group.members.iter().map(|(_, p, _)| GpuTensor::new(&b.gpu, "fused", p.shape.numel())).collect::<Result<Vec<_>>>()?;
+        let k = group_kernel(gpu, &spec, leaves.len(), || format!("{}x_{}", group.members.len(), group.members[0].1.label()))?;
+        let ins = leaves.iter().map(|l| tensor(gpu, "settle", l)).collect::<Result<Vec<&GpuTensor>>>()?;
+        let outs = group.members.iter().map(|(_, p, _)| GpuTensor::new(gpu, "fused", p.shape.numel())).collect::<Result<Vec<_>>>()?;
         let most = outs.iter().map(|t| t.len).max().unwrap_or(0);
         let mut words = vec![crate::ops::u("fused", most)?];
         for ((_, p, _), t) in group.members.iter().zip(&outs) {
             words.push(crate::ops::u("fused", t.len)?);
             words.extend(p.launch.params.iter().map(|&v| crate::ops::f(v)));
         }
-        let grid = b.gpu.grid_elems("fused", most)?;
+        let grid = gpu.grid_elems("fused", most)?;
         let in_bufs: Vec<&wgpu::Buffer> = ins.iter().map(|t| t.buffer()).collect();
         let out_bufs: Vec<&wgpu::Buffer> = outs.iter().map(|t| t.buffer()).collect();
-        b.gpu.launch_multi("fused", &k, &[], &in_bufs, &out_bufs, &words, grid)?;
+        gpu.launch_multi("fused", &k, &[], &in_bufs, &out_bufs, &words, grid)?;
         drop(ins);
         for ((s, _, _), t) in group.members.iter().zip(outs) {
             if let Some(lazy) = s.downcast::<Lazy>() {
@@ -515,13 +533,13 @@ impl Group {
 
 /// The compiled grouped launch of `members` over `inputs` shared inputs, rendered on first
 /// use (named after `label()`) and cached per device by its structure.
-fn group_kernel(b: &WgpuBackend, members: &[GroupMember], inputs: usize, label: impl FnOnce() -> String) -> Result<Rc<Kernel>> {
+fn group_kernel(gpu: &Rc<Gpu>, members: &[GroupMember], inputs: usize, label: impl FnOnce() -> String) -> Result<Rc<Kernel>> {
     let key = (members.to_vec(), inputs);
-    if let Some(k) = b.gpu.group_kernels.borrow().get(&key) {
+    if let Some(k) = gpu.group_kernels.borrow().get(&key) {
         return Ok(k.clone());
     }
     let source = crate::wgsl::group_source(members, inputs).map_err(|e| Error::backend("fused", BACKEND, e.to_string()))?;
-    let id = b.gpu.group_kernels.borrow().len();
+    let id = gpu.group_kernels.borrow().len();
     let made = Rc::new(Kernel {
         name: Cow::Owned(format!("group{id}_{}", label())),
         source: Cow::Owned(source),
@@ -530,6 +548,6 @@ fn group_kernel(b: &WgpuBackend, members: &[GroupMember], inputs: usize, label: 
         overrides: &[],
         status: false,
     });
-    b.gpu.group_kernels.borrow_mut().insert(key, made.clone());
+    gpu.group_kernels.borrow_mut().insert(key, made.clone());
     Ok(made)
 }

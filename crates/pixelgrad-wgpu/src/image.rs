@@ -13,9 +13,9 @@ use pixelgrad_image::host::Rgba8;
 use pixelgrad_image::yuv::{YuvMatrix, YuvPlanes};
 use pixelgrad_image::{Geometry, Layout, PixelSpec};
 
-use crate::context::{Gpu, GpuTensor, PARAM_WORDS};
+use crate::context::{Gpu, GpuTensor};
 use crate::ops::{f, u};
-use crate::pipelines::Kernel;
+use crate::pipelines::{Kernel, PARAM_WORDS};
 use crate::{WgpuBackend, BACKEND};
 
 pub(crate) const FROM_PIXELS: Kernel = Kernel {

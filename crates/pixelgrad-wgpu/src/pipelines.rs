@@ -22,6 +22,12 @@ pub(crate) fn prelude() -> &'static str {
     })
 }
 
+/// Bytes of one launch's parameter slot, the uniform every kernel binds at binding 0 (also the
+/// usual minUniformBufferOffsetAlignment); the context's parameter ring is made of such slots.
+pub(crate) const PARAM_SLOT: u64 = 256;
+/// u32 words in a parameter slot.
+pub(crate) const PARAM_WORDS: usize = (PARAM_SLOT / 4) as usize;
+
 /// Most pipeline-overridable constants a kernel has.
 pub(crate) const MAX_CONFIG: usize = 4;
 
@@ -103,7 +109,7 @@ fn make_layout(device: &wgpu::Device, (inputs, outputs, status): LayoutKey) -> (
         ty: wgpu::BindingType::Buffer {
             ty: wgpu::BufferBindingType::Uniform,
             has_dynamic_offset: false,
-            min_binding_size: wgpu::BufferSize::new(crate::context::PARAM_SLOT),
+            min_binding_size: wgpu::BufferSize::new(PARAM_SLOT),
         },
         count: None,
     }];

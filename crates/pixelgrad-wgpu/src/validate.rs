@@ -1,9 +1,16 @@
 //! Every kernel parses and validates with naga (no GPU needed), and every `.wgsl` file in
 //! `src/kernels` is a registered kernel.
 
-use crate::ops::all_kernels;
-use crate::pipelines::{full_source, prelude};
+use crate::pipelines::{full_source, prelude, Kernel};
 use crate::wgsl::{map_source, with_fused_input};
+use crate::{image, ops};
+
+/// Every kernel: those the ops launch and the image kernels.
+fn all_kernels() -> Vec<&'static Kernel> {
+    let mut all = ops::all_kernels();
+    all.extend([&image::FROM_PIXELS, &image::YUV_TO_RGBA]);
+    all
+}
 
 fn validate(name: &str, src: &str) {
     let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{name}.wgsl does not parse:\n{}", e.emit_to_string(src)));
@@ -58,7 +65,7 @@ fn every_wgsl_file_is_a_kernel() {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(names.contains(&stem.as_str()), "{} is not registered in ops::all_kernels", path.display());
+        assert!(names.contains(&stem.as_str()), "{} is not registered in ops::all_kernels (or the image kernels)", path.display());
         // The registered source is this file's text.
         let k = all_kernels().into_iter().find(|k| k.name == stem).unwrap();
         assert_eq!(k.source, text);

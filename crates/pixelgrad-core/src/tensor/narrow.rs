@@ -2,7 +2,7 @@
 //! [`Tensor::narrow8`] from it.
 
 use super::Tensor;
-use crate::kernel::DType;
+use crate::dtype::DType;
 use crate::{Error, Op, Result};
 
 impl Tensor {

@@ -11,9 +11,9 @@ use pixelgrad_core::shape::broadcast_strides;
 use pixelgrad_core::{Error, Result, Shape};
 
 use super::{f, u};
-use crate::context::PARAM_WORDS;
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
+use crate::pipelines::PARAM_WORDS;
 use crate::strides::{check_rank, coalesce, contiguous};
 use crate::wgsl::{map_source, MapLayout};
 use crate::BACKEND;

@@ -22,7 +22,8 @@ use pixelgrad_core::{kernel, Error, Op, Result, Shape};
 use crate::context::{Gpu, GpuTensor};
 use crate::BACKEND;
 
-/// Every kernel, for validation tests and warm-up.
+/// Every kernel the ops launch, for validation tests (`crate::validate` adds the image
+/// kernels).
 #[cfg(test)]
 pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
     let files = vec![
@@ -45,9 +46,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &window::COL2IM,
         &window::DEPTHWISE,
         &layout::COPY,
-        &crate::image::FROM_PIXELS,
         &widen::NARROW8,
-        &crate::image::YUV_TO_RGBA,
     ];
     // Then the programs with loops (windows, gathers, scatters) and the generated
     // register-blocked matmuls, every variant. The column programs (im2col, col2im) are run by
