@@ -43,6 +43,7 @@ const ROWS: [&str; 4] = ["x", "y", "z", "w"];
 
 impl Int8 {
     /// Every variant, for validation.
+    #[cfg(test)]
     pub(crate) const ALL: [Int8; 4] = [
         Int8 { dot4: false, vec4: false },
         Int8 { dot4: false, vec4: true },

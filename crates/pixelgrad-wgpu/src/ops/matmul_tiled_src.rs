@@ -84,6 +84,7 @@ impl Tiled {
     }
 
     /// Every variant the launcher can pick, for validation.
+    #[cfg(test)]
     pub(crate) fn all() -> Vec<Tiled> {
         let mut v = vec![Tiled::small(Operands::F32), Tiled::big(Operands::F32)];
         v.extend([Operands::F16Storage, Operands::F16Products].map(Tiled::small));
