@@ -70,7 +70,7 @@ pub struct WgpuOptions {
     /// default: the f32 operand (the activations) is rounded to f16 too, and activations
     /// above 65504 overflow to infinity (the squeezenet and resnet50 test fixtures do: their
     /// outputs become inf; the PP-OCR classifier stays within 1e-2 of onnxruntime);
-    /// off keeps f32 arithmetic on the unpacked halves (`matmul_f16.wgsl`), which is exact
+    /// off keeps f32 arithmetic on the unpacked halves (the tiled f16-storage matmul), which is exact
     /// to f32 rounding. The environment variable `PIXELGRAD_WGPU_F16_ARITH` (any value but
     /// `0` or empty) turns it on, for tools that build the backend with default options.
     pub f16_arithmetic: bool,
@@ -481,7 +481,7 @@ impl Backend for WgpuBackend {
     /// Measured when the device started (`caps_of`). 8-bit storage: four
     /// elements per u32 word; f16 storage: two per word (element `2i` in the low half of word
     /// `i`), buffers rounded up to whole words; [`Op::NarrowF16`] writes the same layout; an
-    /// f16 [`Op::MatMul`] operand is read directly (`src/kernels/matmul_f16.wgsl`) unless
+    /// f16 [`Op::MatMul`] operand is read directly (the tiled f16-storage matmul, `src/ops/matmul_tiled_src.rs`) unless
     /// [`WgpuOptions::f16_matmul`] is off.
     fn caps(&self) -> &Caps {
         &self.caps

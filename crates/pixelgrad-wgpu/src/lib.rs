@@ -40,18 +40,18 @@
 //! - **8-bit weights** ([`pixelgrad_core::Tensor::from_i8`], `caps.int8` is true): packed
 //!   four per u32 word (element `4i + j` in byte `j` of word `i`), buffers rounded up to whole
 //!   words, read back as exact f32; [`pixelgrad_core::Op::MatMulI8`] unpacks them with shifts
-//!   and accumulates in i32 (`src/kernels/matmul_i8.wgsl`), or, for
+//!   and accumulates in i32 (`src/ops/matmul_i8_src.rs` renders it), or, for
 //!   [`pixelgrad_core::Tensor::matmul_i8_packed`] where the WGSL has
 //!   `packed_4x8_integer_dot_product`, packs `b` to bytes too and multiplies with
-//!   `dot4I8Packed` (`src/kernels/matmul_i8_dot4.wgsl`); [`WgpuBackend::int8_path`] says which;
+//!   `dot4I8Packed` (the same generator's dot4 variants); [`WgpuBackend::int8_path`] says which;
 //! - **f16 storage** ([`pixelgrad_core::Tensor::from_f16`], `caps.f16_storage` is true):
 //!   packed two per u32 word (element `2i` in the low 16 bits of word `i`), buffers rounded up
 //!   to whole words, read back as exact f32; [`pixelgrad_core::Op::Widen`] converts 8-bit or
 //!   f16 storage to f32 with integer operations only (`src/kernels/widen.wgsl`: exact,
 //!   subnormals included, no `shader-f16` feature); [`pixelgrad_core::Op::MatMul`] takes one
 //!   f16 operand directly where the tiled kernels run (`caps.f16_matmul`;
-//!   `src/kernels/matmul_f16.wgsl` converts the halves the same way at its tile loads; opt-in
-//!   f16 products with `shader-f16`: [`WgpuOptions::f16_arithmetic`], `matmul_f16h.wgsl`);
+//!   the tiled kernel rendered by `src/ops/matmul_tiled_src.rs` converts the halves the same way at its tile loads; opt-in
+//!   f16 products with `shader-f16`: [`WgpuOptions::f16_arithmetic`], its f16-products variant);
 //!   [`WgpuBackend::f16_matmul_path`] says which;
 //! - **matmul kernel** ([`MatmulKernel`]): on CPU adapters register-blocked kernels without
 //!   workgroup memory — on Mesa lavapipe `vec4` kernels specialised per operand layout

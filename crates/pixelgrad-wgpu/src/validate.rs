@@ -51,6 +51,19 @@ fn every_elementwise_definition_renders_to_valid_wgsl() {
     }
 }
 
+/// The tiled matmuls storing an epilogue (a binary definition, its other input read by
+/// strides and one element wide) validate too: the epilogue is rendered into their store.
+#[test]
+fn tiled_matmul_epilogues_validate_with_naga() {
+    let add = pixelgrad_core::BinaryOp::Add.kernel().unwrap();
+    for (fast, scalars) in [(false, 0), (true, 0), (true, 2)] {
+        let epi = crate::wgsl::Epilogue { kernel: add.clone(), given: 0, fast, scalars };
+        for k in crate::ops::matmul::tiled_with(&epi, 6) {
+            validate(&k.name, &full_source(k));
+        }
+    }
+}
+
 #[test]
 fn every_wgsl_file_is_a_kernel() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kernels");

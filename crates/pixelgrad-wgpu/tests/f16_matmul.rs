@@ -1,4 +1,4 @@
-//! `Op::MatMul` with one operand in f16 storage, read directly by `matmul_f16.wgsl` (no widen
+//! `Op::MatMul` with one operand in f16 storage, read directly by the tiled f16-storage matmul (no widen
 //! launch): against the CPU's f64 product of the widened values, for A or B in f16, rank 2
 //! and 3 (batched and broadcast), every transpose, odd sizes; pending fused f32 operands; step
 //! plans; and the typed errors where f16 cannot go.

@@ -1,9 +1,11 @@
-// Prologue of matmul_i8_dot4.wgsl: B ([G, K, N] f32 whole numbers, the caller's promise that
+// Prologue of the dot4 8-bit matmuls (ops/matmul_i8_src.rs): B ([G, K, N] f32 whole numbers, the caller's promise that
 // each is in [-128, 127]) packed four consecutive k per u32 word, column by column:
 // word (g, q, n) holds b[g, 4q + j, n] as a two's-complement byte in byte j, zero bytes past
 // K. A value that breaks the promise (fractional, NaN, outside [-128, 127]) packs as 0 and
 // raises bit 4 of `status`, which the next readback turns into an error naming matmul_i8.
 // params [words = G * K4 * N, N, K, K4]. 1-D grid, one word per invocation.
+// Hand-written: a packing pass, not a matmul variant (one kernel, no tiles), so the matmul
+// generators have nothing to say about it.
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> bp: array<u32>;
 @group(0) @binding(3) var<storage, read_write> status: array<atomic<u32>>;

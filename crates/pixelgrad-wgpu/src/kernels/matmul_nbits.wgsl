@@ -6,6 +6,11 @@
 // Without TRANS, a [M, K] x W -> c [M, N]; with TRANS, a [M, N] x W^T -> c [M, K].
 // One invocation per element of c, accumulating in f32 along k (or n), one block at a time.
 // params [M, N, K, block, k_blocks, blob, bits, len(c)].
+// Hand-written, not rendered by the matmul generators (ops/matmul_tiled_src.rs,
+// matmul_i8_src.rs, matmul_cpu_src.rs): it is another algorithm, not a tile or dtype variant of
+// theirs (no tiles, no register block; one invocation per output, the weight dequantised
+// block by block where it is read, the bit width a run-time parameter), and it is the only
+// kernel of its kind, so there is nothing to generate it with. No speed was measured for it.
 override TRANS: bool = false;
 
 @group(0) @binding(1) var<storage, read> a: array<f32>;

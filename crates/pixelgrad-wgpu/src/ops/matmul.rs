@@ -1,60 +1,18 @@
 //! Batched matmul with transpose flags and batch broadcasting.
 
-use std::borrow::Cow;
-
 use pixelgrad_core::{Result, Shape};
 
+use super::matmul_tiled_src::{Operands, Tiled};
 use super::{matmul_cpu, u};
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 
-pub(crate) const MATMUL: Kernel = Kernel {
-    name: Cow::Borrowed("matmul"),
-    source: Cow::Borrowed(include_str!("../kernels/matmul.wgsl")),
-    inputs: 2,
-    outputs: 1,
-    overrides: &["TRANS_A", "TRANS_B"],
-    status: false,
-};
-
-pub(crate) const MATMUL_BIG: Kernel = Kernel {
-    name: Cow::Borrowed("matmul_big"),
-    source: Cow::Borrowed(include_str!("../kernels/matmul_big.wgsl")),
-    inputs: 2,
-    outputs: 1,
-    overrides: &["TRANS_A", "TRANS_B"],
-    status: false,
-};
-
-/// [`MATMUL`] with one operand (`F16_B`: B, else A) stored as packed f16, read directly.
-pub(crate) const MATMUL_F16: Kernel = Kernel {
-    name: Cow::Borrowed("matmul_f16"),
-    source: Cow::Borrowed(include_str!("../kernels/matmul_f16.wgsl")),
-    inputs: 2,
-    outputs: 1,
-    overrides: &["TRANS_A", "TRANS_B", "F16_B"],
-    status: false,
-};
-
-/// [`MATMUL_F16`] with f16 products (f32 accumulation), on devices with `shader-f16`.
-pub(crate) const MATMUL_F16H: Kernel = Kernel {
-    name: Cow::Borrowed("matmul_f16h"),
-    source: Cow::Borrowed(include_str!("../kernels/matmul_f16h.wgsl")),
-    inputs: 2,
-    outputs: 1,
-    overrides: &["TRANS_A", "TRANS_B", "F16_B"],
-    status: false,
-};
-
-/// What [`crate::WgpuBackend::f16_matmul_path`] reports for [`MATMUL_F16`].
+/// What [`crate::WgpuBackend::f16_matmul_path`] reports for [`Operands::F16Storage`].
 pub(crate) const F16_PATH_F32: &str = "f32 (f16 weights read directly)";
 
-/// What it reports for [`MATMUL_F16H`].
+/// What it reports for [`Operands::F16Products`].
 pub(crate) const F16_PATH_F16: &str = "f16 products (shader-f16)";
 
-/// Output tile edges of one workgroup (must match the kernels).
-const TILE: usize = 64;
-const TILE_BIG: usize = 128;
 /// Both M and N at least this large use the 128x128 kernel: it needs enough tiles to fill
 /// the GPU, and wastes little on partial edge tiles.
 const BIG_FROM: usize = 256;
@@ -153,12 +111,11 @@ pub(crate) fn matmul_epilogue(
     let mut ins: Vec<&wgpu::Buffer> = vec![a.buffer(), b.buffer()];
     ins.extend(epi.leaves.iter().map(|t| t.buffer()));
     if !gpu.cpu_matmul {
-        let (big, tile) = tiled(m, n);
+        let t = tiled(m, n);
         all.push(1);
-        let kernel = tiled_with_epilogue(big, &e, all.len())?;
+        let kernel = tiled_with_epilogue(t, &e, all.len())?;
         push_epilogue_words(op, epi, out, &mut all)?;
-        let grid =
-            [gpu.check_dim(op, n.div_ceil(tile) as u64)?, gpu.check_dim(op, m.div_ceil(tile) as u64)?, gpu.check_dim(op, batch as u64)?];
+        let grid = tiled_grid(gpu, &t, m, n, batch)?;
         return gpu.launch_multi(
             op,
             kernel,
@@ -200,58 +157,82 @@ fn push_epilogue_words(op: &'static str, epi: &EpilogueArgs<'_>, out: &Shape, al
     Ok(())
 }
 
-/// Whether the tiled path takes the 128x128 kernel, and its tile edge.
-fn tiled(m: usize, n: usize) -> (bool, usize) {
-    let big = m >= BIG_FROM && n >= BIG_FROM;
-    (big, if big { TILE_BIG } else { TILE })
+/// The f32 tiled variant for C [M, N]: 128x128 tiles when both are large, else 64x64.
+fn tiled(m: usize, n: usize) -> Tiled {
+    if m >= BIG_FROM && n >= BIG_FROM {
+        Tiled::big(Operands::F32)
+    } else {
+        Tiled::small(Operands::F32)
+    }
 }
 
-/// The line each tiled kernel stores a result with; the epilogue variant replaces it.
-const TILED_STORE: &str = "c[c_off + row * n_size + col] = ";
-/// The output's declaration in the tiled kernels.
-const TILED_OUTPUT: &str = "@group(0) @binding(3) var<storage, read_write> c: array<f32>;";
+/// The grid of tiled variant `t` for C [M, N] in `batch` entries.
+fn tiled_grid(gpu: &Gpu, t: &Tiled, m: usize, n: usize, batch: usize) -> Result<[u32; 3]> {
+    let op = "matmul";
+    Ok([gpu.check_dim(op, n.div_ceil(t.tile) as u64)?, gpu.check_dim(op, m.div_ceil(t.tile) as u64)?, gpu.check_dim(op, batch as u64)?])
+}
 
-/// The tiled kernel (`big`: the 128x128 one) storing `epi` of every result too: the
-/// epilogue's inputs bound from 3 on, then `c` and `e`. Generated on first use and kept for the
-/// process; `first` is where the epilogue's parameter words start.
-fn tiled_with_epilogue(big: bool, epi: &crate::wgsl::Epilogue, first: usize) -> Result<&'static Kernel> {
-    type Key = (bool, crate::wgsl::Epilogue, usize);
-    static CACHE: std::sync::Mutex<Vec<(Key, &'static Kernel)>> = std::sync::Mutex::new(Vec::new());
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    let key = (big, epi.clone(), first);
+/// The kernels rendered so far, each kept for the process: keyed by the variant, and for those
+/// storing an epilogue too by the epilogue and where its parameter words start.
+type TiledKey = (Tiled, Option<(crate::wgsl::Epilogue, usize)>);
+static TILED_CACHE: std::sync::Mutex<Vec<(TiledKey, &'static Kernel)>> = std::sync::Mutex::new(Vec::new());
+
+/// The kernel of tiled variant `t`, rendered on first use.
+pub(crate) fn tiled_kernel(t: Tiled) -> Result<&'static Kernel> {
+    tiled_render(t, None)
+}
+
+/// The kernel of `t` storing `epi` of every result too: the epilogue's inputs bound from 3 on,
+/// then `c` and the epilogue's output; `first` is where the epilogue's parameter words start.
+fn tiled_with_epilogue(t: Tiled, epi: &crate::wgsl::Epilogue, first: usize) -> Result<&'static Kernel> {
+    tiled_render(t, Some((epi, first)))
+}
+
+fn tiled_render(t: Tiled, epi: Option<(&crate::wgsl::Epilogue, usize)>) -> Result<&'static Kernel> {
+    // A poisoned lock only means a panic elsewhere while it was held; the list is still valid.
+    let mut cache = TILED_CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let key: TiledKey = (t, epi.map(|(e, first)| (e.clone(), first)));
     if let Some((_, k)) = cache.iter().find(|(w, _)| *w == key) {
         return Ok(k);
     }
-    let base = if big { &MATMUL_BIG } else { &MATMUL };
-    let n = epi.inputs();
-    let src = base.source.as_ref();
-    let store_at = src.find(TILED_STORE).filter(|_| src.contains(TILED_OUTPUT));
-    let Some(at) = store_at else {
-        return Err(pixelgrad_core::Error::backend("matmul", crate::BACKEND, "internal: the tiled kernel's store line changed"));
+    let (epi_src, epi_inputs) = match epi {
+        Some((e, first)) => (Some(e.source(3, first)?), e.inputs()),
+        None => (None, 0),
     };
-    let end = at + src[at..].find(';').unwrap_or(0);
-    let value = &src[at + TILED_STORE.len()..end];
-    let store = format!(
-        "{{ let v = {value}; let idx = c_off + row * n_size + col; c[idx] = v; pg_epi_out[idx] = pg_epi(idx, wid.z, row, col, v); }}"
-    );
-    let decl = format!(
-        "{}@group(0) @binding({}) var<storage, read_write> c: array<f32>;\n@group(0) @binding({}) var<storage, read_write> pg_epi_out: array<f32>;",
-        epi.source(3, first)?,
-        3 + n,
-        4 + n
-    );
-    let source = format!("{}{store}{}", &src[..at], &src[end + 1..]).replace(TILED_OUTPUT, &decl);
-    let name: &'static str = Box::leak(format!("{}_epi{}", base.name, cache.len()).into_boxed_str());
+    let Some(source) = t.source(epi_src.as_deref().map(|s| (s, epi_inputs))) else {
+        return Err(pixelgrad_core::Error::backend(
+            "matmul",
+            crate::BACKEND,
+            format!("internal: tiled variant {t:?} does not fit its algorithm"),
+        ));
+    };
+    let name = match epi {
+        Some(_) => format!("{}_epi{}", t.name(), cache.len()),
+        None => t.name(),
+    };
     let k: &'static Kernel = Box::leak(Box::new(Kernel {
         name: name.into(),
         source: source.into(),
-        inputs: 2 + n,
-        outputs: 2,
-        overrides: base.overrides,
+        inputs: 2 + epi_inputs,
+        outputs: if epi.is_some() { 2 } else { 1 },
+        overrides: t.overrides(),
         status: false,
     }));
     cache.push((key, k));
     Ok(k)
+}
+
+/// Every tiled variant the launcher can pick (without epilogue), for validation tests.
+#[cfg(test)]
+pub(crate) fn all_tiled() -> Vec<&'static Kernel> {
+    Tiled::all().into_iter().map(|t| tiled_kernel(t).unwrap()).collect()
+}
+
+/// The f32 tiled variants storing `epi` too, its parameter words from `first` on, for
+/// validation tests (the f16 ones take no epilogue).
+#[cfg(test)]
+pub(crate) fn tiled_with(epi: &crate::wgsl::Epilogue, first: usize) -> Vec<&'static Kernel> {
+    [Tiled::small(Operands::F32), Tiled::big(Operands::F32)].into_iter().map(|t| tiled_with_epilogue(t, epi, first).unwrap()).collect()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -298,20 +279,16 @@ pub(crate) fn matmul_summing(
         return gpu.launch("matmul", c.kernel, &[], &[a.buffer(), b.buffer()], res.buffer(), &params, grid);
     }
     params.push(u("matmul", summed)?);
-    let (big, tile) = tiled(m, n);
-    let kernel = if big { &MATMUL_BIG } else { &MATMUL };
-    let grid = [
-        gpu.check_dim("matmul", n.div_ceil(tile) as u64)?,
-        gpu.check_dim("matmul", m.div_ceil(tile) as u64)?,
-        gpu.check_dim("matmul", z as u64)?,
-    ];
+    let t = tiled(m, n);
+    let kernel = tiled_kernel(t)?;
+    let grid = tiled_grid(gpu, &t, m, n, z)?;
     gpu.launch("matmul", kernel, &[u32::from(trans_a), u32::from(trans_b)], &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
 }
 
 /// [`matmul`] where `a` or `b` (not both; the caller checked) is packed f16 storage: the
-/// tiled [`MATMUL_F16`], which reads the halves where it loads its tiles (no widen pass), on
-/// every adapter (the register kernels have no f16 variant); [`MATMUL_F16H`], products in
-/// f16, where `Gpu::f16_arith` is on.
+/// tiled kernel of [`Operands::F16Storage`], which reads the halves where it loads its tiles
+/// (no widen pass), on every adapter (the register kernels have no f16 variant);
+/// [`Operands::F16Products`], products in f16, where `Gpu::f16_arith` is on.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul_f16(
     gpu: &Gpu,
@@ -324,13 +301,16 @@ pub(crate) fn matmul_f16(
     res: &GpuTensor,
 ) -> Result<()> {
     let op = "matmul";
-    let (params, (m, n, _, batch)) = own_params(trans_a, shapes, out)?;
+    let (mut params, (m, n, _, batch)) = own_params(trans_a, shapes, out)?;
     if out.numel() == 0 {
         return Ok(());
     }
+    // One batch entry per output.
+    params.push(1);
     let f16_b = b.dtype == pixelgrad_core::kernel::DType::F16;
-    let grid = [gpu.check_dim(op, n.div_ceil(TILE) as u64)?, gpu.check_dim(op, m.div_ceil(TILE) as u64)?, gpu.check_dim(op, batch as u64)?];
+    let t = Tiled::small(if gpu.f16_arith.get() { Operands::F16Products } else { Operands::F16Storage });
+    let grid = tiled_grid(gpu, &t, m, n, batch)?;
     let config = [u32::from(trans_a), u32::from(trans_b), u32::from(f16_b)];
-    let kernel = if gpu.f16_arith.get() { &MATMUL_F16H } else { &MATMUL_F16 };
+    let kernel = tiled_kernel(t)?;
     gpu.launch(op, kernel, &config, &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
 }

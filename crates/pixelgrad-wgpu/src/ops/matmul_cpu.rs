@@ -7,7 +7,7 @@
 //! loop over those 8 lanes that inserts each scalar through the stack (a store-forwarding
 //! stall per lane). A load therefore costs ~30 cycles per lane and component while an FMA
 //! costs a fraction of one, so speed is set by FMAs per loaded value. The tiled kernels
-//! (`matmul.wgsl`) load every operand twice (global → workgroup memory → registers) and
+//! (`matmul_tiled_src.rs`) load every operand twice (global → workgroup memory → registers) and
 //! their barriers turn each workgroup into coroutines; SwiftShader (Chromium's WebGPU on
 //! machines without a GPU) runs them 5-20x slower than these kernels and takes 2-4 s to
 //! compile each of their variants. Here every invocation owns a block of C, loads A and B

@@ -6,35 +6,18 @@
 
 use std::borrow::Cow;
 use std::rc::Rc;
+use std::sync::Mutex;
 
 use pixelgrad_core::kernel::DType;
 use pixelgrad_core::{Error, Result, Shape};
 
+use super::matmul_i8_src::Int8;
 use super::u;
 use crate::context::{Gpu, GpuTensor};
 use crate::pipelines::Kernel;
 use crate::BACKEND;
 
-pub(crate) const MATMUL_I8: Kernel = Kernel {
-    name: Cow::Borrowed("matmul_i8"),
-    source: Cow::Borrowed(include_str!("../kernels/matmul_i8.wgsl")),
-    inputs: 2,
-    outputs: 1,
-    overrides: &["SIGNED"],
-    status: false,
-};
-
-/// [`MATMUL_I8`] for K and N multiples of 4: whole words of A, vec4s of B.
-pub(crate) const MATMUL_I8_VEC4: Kernel = Kernel {
-    name: Cow::Borrowed("matmul_i8_vec4"),
-    source: Cow::Borrowed(include_str!("../kernels/matmul_i8_vec4.wgsl")),
-    inputs: 2,
-    outputs: 1,
-    overrides: &["SIGNED"],
-    status: false,
-};
-
-/// Packs `b` (f32 whole numbers in `[-128, 127]`) four k per word for [`MATMUL_I8_DOT4`];
+/// Packs `b` (f32 whole numbers in `[-128, 127]`) four k per word for the dot4 kernels ([`Int8::dot4`]);
 /// raises a status bit for values outside that.
 pub(crate) const MATMUL_I8_PACK_B: Kernel = Kernel {
     name: Cow::Borrowed("matmul_i8_pack_b"),
@@ -45,25 +28,25 @@ pub(crate) const MATMUL_I8_PACK_B: Kernel = Kernel {
     status: true,
 };
 
-/// [`MATMUL_I8`] on `dot4I8Packed`, `b` packed by [`MATMUL_I8_PACK_B`].
-pub(crate) const MATMUL_I8_DOT4: Kernel = Kernel {
-    name: Cow::Borrowed("matmul_i8_dot4"),
-    source: Cow::Borrowed(include_str!("../kernels/matmul_i8_dot4.wgsl")),
-    inputs: 2,
-    outputs: 1,
-    overrides: &["SIGNED", "ALIGNED"],
-    status: false,
-};
-
-/// [`MATMUL_I8_DOT4`] for N a multiple of 4: vec4 loads of packed `b`.
-pub(crate) const MATMUL_I8_DOT4_VEC4: Kernel = Kernel {
-    name: Cow::Borrowed("matmul_i8_dot4_vec4"),
-    source: Cow::Borrowed(include_str!("../kernels/matmul_i8_dot4_vec4.wgsl")),
-    inputs: 2,
-    outputs: 1,
-    overrides: &["SIGNED", "ALIGNED"],
-    status: false,
-};
+/// The kernel of variant `v`, rendered on first use and kept for the process.
+pub(crate) fn kernel(v: Int8) -> &'static Kernel {
+    static CACHE: Mutex<Vec<(Int8, &'static Kernel)>> = Mutex::new(Vec::new());
+    // A poisoned lock only means a panic elsewhere while it was held; the list is still valid.
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, k)) = cache.iter().find(|(w, _)| *w == v) {
+        return k;
+    }
+    let k: &'static Kernel = Box::leak(Box::new(Kernel {
+        name: Cow::Borrowed(v.name()),
+        source: v.source().into(),
+        inputs: 2,
+        outputs: 1,
+        overrides: v.overrides(),
+        status: false,
+    }));
+    cache.push((v, k));
+    k
+}
 
 /// Output tile edge of one workgroup (must match the kernel).
 const TILE: usize = 32;
@@ -119,9 +102,9 @@ pub(crate) fn matmul_i8(
         let bp_stride = if b_stride == 0 { 0 } else { k4 * n };
         let params = [u(op, m)?, u(op, n)?, u(op, k)?, u(op, a_stride)?, u(op, bp_stride)?, u(op, k4)?];
         let config = [u32::from(signed), u32::from(k.is_multiple_of(4))];
-        let kernel = if n.is_multiple_of(4) { &MATMUL_I8_DOT4_VEC4 } else { &MATMUL_I8_DOT4 };
+        let kernel = kernel(Int8 { dot4: true, vec4: n.is_multiple_of(4) });
         return gpu.launch(op, kernel, &config, &[a.buffer(), packed.buffer()], res.buffer(), &params, grid);
     }
-    let kernel = if k.is_multiple_of(4) && n.is_multiple_of(4) { &MATMUL_I8_VEC4 } else { &MATMUL_I8 };
+    let kernel = kernel(Int8 { dot4: false, vec4: k.is_multiple_of(4) && n.is_multiple_of(4) });
     gpu.launch(op, kernel, &[u32::from(signed)], &[a.buffer(), b.buffer()], res.buffer(), &params, grid)
 }

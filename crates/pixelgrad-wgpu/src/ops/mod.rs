@@ -9,7 +9,9 @@ pub(crate) mod matmul;
 mod matmul_cpu;
 mod matmul_cpu_src;
 pub(crate) mod matmul_i8;
+mod matmul_i8_src;
 mod matmul_nbits;
+mod matmul_tiled_src;
 pub(crate) mod programs;
 pub(crate) mod reduce;
 pub(crate) mod widen;
@@ -30,15 +32,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &create::FILL,
         &create::RANDOM,
         &reduce::REDUCE,
-        &matmul::MATMUL,
-        &matmul::MATMUL_BIG,
-        &matmul::MATMUL_F16,
-        &matmul::MATMUL_F16H,
-        &matmul_i8::MATMUL_I8,
-        &matmul_i8::MATMUL_I8_VEC4,
         &matmul_i8::MATMUL_I8_PACK_B,
-        &matmul_i8::MATMUL_I8_DOT4,
-        &matmul_i8::MATMUL_I8_DOT4_VEC4,
         &matmul_nbits::MATMUL_NBITS,
         &widen::WIDEN,
         &widen::NARROW_F16,
@@ -48,13 +42,19 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &layout::COPY,
         &widen::NARROW8,
     ];
-    // Then the programs with loops (windows, gathers, scatters) and the generated
-    // register-blocked matmuls, every variant. The column programs (im2col, col2im) are run by
+    // Then the programs with loops (windows, gathers, scatters) and the generated matmuls
+    // (tiled and register-blocked), every variant. The column programs (im2col, col2im) are run by
     // the hand-written IM2COL and COL2IM above, kept for their measured speed (in the files);
     // `validate::every_program_renders_to_valid_wgsl` checks their rendering.
     use pixelgrad_core::kernel::programs::KernelProgram;
     let programs = KernelProgram::ALL.into_iter().filter(|p| !matches!(p, KernelProgram::Column(_))).map(programs::program_kernel);
-    files.into_iter().chain(programs).chain(matmul_cpu::all()).collect()
+    files
+        .into_iter()
+        .chain(programs)
+        .chain(matmul::all_tiled())
+        .chain(matmul_i8_src::Int8::ALL.map(matmul_i8::kernel))
+        .chain(matmul_cpu::all())
+        .collect()
 }
 
 /// Runs one primitive; `ins` and `shapes` passed `Op::infer_shape`, `out` is its result.
