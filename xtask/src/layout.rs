@@ -29,7 +29,6 @@ pub const KNOWN: &[&str] = &[
     "pixelgrad-cpu: src: depthwise element matmul par window winograd",
     "pixelgrad-flower: src: fleet transport",
     "pixelgrad-onnx: src: replay session",
-    "pixelgrad-webgl: src/ops: gl1 matmul matmul_block reduce",
     "pixelgrad-webgl: src: checks context launch ops plan program texture",
     "pixelgrad-wgpu: src: backend fusion",
     "pixelgrad-wgpu: src: context pipelines",
