@@ -200,7 +200,7 @@ impl WebGlBackend {
 ///   element, four per texel in the f32 layout), read by `matmul_i8` and `widen` with integer
 ///   `texelFetch`; the `webgl1` mode has no integer textures and stores them in byte textures
 ///   (`RGBA` / `UNSIGNED_BYTE`, core WebGL1) which only `widen` reads
-///   (`shaders/gl1/widen.glsl`): `int8` false, `int8_storage` true.
+///   (`shaders/widen.glsl`): `int8` false, `int8_storage` true.
 /// - f16 storage: WebGL2 keeps the bit patterns in `RGBA16UI` textures, decoded exactly by
 ///   `widen` with integer operations; the `webgl1` mode makes f32 tensors.
 /// - `narrow_f16`: WebGL2 with true f32 tensors (`RGBA32F`) draws the half bit patterns into an

@@ -1,5 +1,6 @@
-//! The one place that knows the GLSL dialect: the `#version` line, precision qualifiers, the
-//! shared helper functions, how a program's source is assembled from `shaders/*.glsl`, and how
+//! The GLSL ES 3.00 (WebGL2) side of the programs: how a program's source is assembled from
+//! `shaders/*.glsl` (after the prologue of [`crate::glsl::Table`], which holds what the two
+//! GLSL versions write differently, and the shared helpers of `shaders/header.glsl`), and how
 //! the kernel IR's primitives are spelled ([`Glsl300`]: every elementwise function is
 //! rendered from its one definition in `pixelgrad_core::kernel::defs`). Everything else names
 //! a program by a [`ProgramSpec`] and never writes GLSL text.
@@ -15,14 +16,7 @@ use crate::glsl::GlslVersion;
 /// the engine-wide limit.
 pub const MAX_RANK: usize = pixelgrad_core::MAX_RANK;
 
-const VERSION: &str = "#version 300 es\n";
-/// highp everywhere: index arithmetic needs 32-bit ints and training needs f32. Whether the
-/// fragment stage really has highp is measured at init (see `caps`).
-const PRECISION: &str = "precision highp float;\nprecision highp int;\nprecision highp sampler2D;\n";
-
-const HEADER: &str = include_str!("shaders/header.glsl");
-const MAIN_ELEMENTWISE: &str = include_str!("shaders/main_elementwise.glsl");
-const VERTEX: &str = include_str!("shaders/fullscreen.vert");
+use crate::glsl::{HEADER, MAIN_ELEMENTWISE};
 
 /// Every hand-written fragment program body, by name (the names are also cache keys and
 /// pass-log labels). The programs with loops ([`KernelProgram`]: windows, im2col and col2im,
@@ -133,17 +127,15 @@ pub fn emulate_half(src: &str) -> String {
 
 /// The vertex shader shared by every program (a full-screen triangle from `gl_VertexID`).
 pub fn vertex_source() -> String {
-    format!("{VERSION}{PRECISION}{VERTEX}")
+    crate::glsl::vertex_source(GlslVersion::Es300)
 }
 
-/// The start of every fragment program: version, precision, the `MAX_RANK` and `CONFIG`
-/// defines and the shared helpers. `out`: what the program's output is, a `vec4` or, into an
-/// integer texture, a `uvec4` (`PG_OUT_UINT`) or an `ivec4` (`PG_OUT_INT`).
+/// The start of every fragment program: version, precision, the dialect table's defines
+/// ([`crate::glsl::Table`]), the `MAX_RANK` and `CONFIG` defines and the shared helpers. `out`:
+/// what the program's output is, a `vec4` or, into an integer texture, a `uvec4`
+/// (`PG_OUT_UINT`) or an `ivec4` (`PG_OUT_INT`).
 fn preamble(config: u32, out: OutKind) -> String {
-    let mut s = String::with_capacity(HEADER.len() + 256);
-    s.push_str(VERSION);
-    s.push_str(PRECISION);
-    s.push_str(&format!("#define MAX_RANK {MAX_RANK}\n#define CONFIG {config}\n"));
+    let mut s = crate::glsl::fragment_prologue(GlslVersion::Es300, config);
     match out {
         OutKind::Float => {}
         OutKind::Uint => s.push_str("#define PG_OUT_UINT 1\n"),

@@ -1,13 +1,14 @@
 //! The GLSL ES 1.00 dialect (the `webgl1` mode of this backend): the same programs as
-//! [`crate::dialect`] under WebGL1's rules, from `shaders/gl1/*.glsl`, and the kernel IR's
+//! [`crate::dialect`], from the same `shaders/*.glsl` files, assembled under WebGL1's rules
+//! (the [`GlslVersion::Es100`] column of [`crate::glsl::Table`]), and the kernel IR's
 //! primitives spelled without bit access ([`Glsl100`]), so every elementwise function is still
 //! rendered from its one definition in `pixelgrad_core::kernel::defs`.
 //!
 //! The rules, and where each is kept:
-//! - no `texelFetch` / `textureSize`: `fetch` (shaders/gl1/header.glsl) reads with `texture2D`
-//!   at the texel centre `(i + 0.5) / size`, textures are NEAREST and CLAMP_TO_EDGE
-//!   (`texture.rs`), and every sampler `u_NAME` has a `vec2 u_NAME_size` uniform set by the
-//!   launcher ([`size_uniform`]);
+//! - no `texelFetch` / `textureSize`: `fetch` (the `PG_ES100` section of shaders/header.glsl)
+//!   reads with `texture2D` at the texel centre `(i + 0.5) / size`, textures are NEAREST and
+//!   CLAMP_TO_EDGE (`texture.rs`), and every sampler `u_NAME` has a `vec2 u_NAME_size` uniform
+//!   (declared with it by `SAMPLER`) set by the launcher ([`size_uniform`]);
 //! - no integer `%`, `>>` or `&`, ints only 16-bit: indices are floats holding whole numbers,
 //!   exact because tensors stay below [`MAX_ELEMENTS`] = 2^22 elements (every index, stride
 //!   product and intermediate is a whole number below 2^24, where f32 is exact; `pg_divmod`
@@ -22,17 +23,21 @@
 //! - no `gl_VertexID`, no VAOs: a 3-vertex buffer at attribute 0 (`launch.rs`);
 //! - no unsigned ints: random numbers are drawn on the host (the same Philox words as every
 //!   backend) and uploaded.
+//!
+//! Programs whose algorithm must differ keep the ES 1.00 form in the `#else` of a
+//! `#ifdef PG_ES300` in their one file: the matmul (config 3, element by element), the 8-bit
+//! widen (byte textures) and the header's texture reads.
 
 use pixelgrad_core::kernel::ir::{DType, Kernel};
 use pixelgrad_core::kernel::lower::{Prim1, Prim2};
 use pixelgrad_core::kernel::programs::KernelProgram;
 use pixelgrad_core::kernel::render::{render_function, Dialect};
 
-use crate::dialect::{Entry, ProgramSpec, MAP_INPUTS, MAP_MAX_INPUTS, MAP_MAX_PARAMS, MAP_PARAMS, MAP_STRIDES, MAX_RANK};
-use crate::glsl::GlslVersion;
+use crate::dialect::{ProgramSpec, MAP_INPUTS, MAP_MAX_INPUTS, MAP_MAX_PARAMS, MAP_PARAMS, MAP_STRIDES};
+use crate::glsl::{GlslVersion, HEADER, MAIN_ELEMENTWISE};
 
 /// Most elements of one tensor: keeps every index arithmetic value a whole number below 2^24
-/// (see the module docs and `pg_divmod` in shaders/gl1/header.glsl).
+/// (see the module docs and `pg_divmod` in shaders/header.glsl).
 pub const MAX_ELEMENTS: usize = 1 << 22;
 /// Constant bound of the matmul k loop, of scatter-add's loop over source positions and of
 /// max_pool_grad's loops over the windows covering a pixel.
@@ -42,26 +47,32 @@ pub const MAX_LOOP: usize = 65536;
 /// col2im's launcher accepts.
 pub const MAX_WINDOW: usize = 64;
 
-const VERSION: &str = "#version 100\n";
-/// highp everywhere (measured at init: the backend refuses a fragment stage without it).
-const PRECISION: &str = "precision highp float;\nprecision highp int;\nprecision highp sampler2D;\n";
-const HEADER: &str = include_str!("shaders/gl1/header.glsl");
-const MAIN_ELEMENTWISE: &str = include_str!("shaders/gl1/main_elementwise.glsl");
-const VERTEX: &str = include_str!("shaders/gl1/fullscreen.vert");
+/// The GLSL ES 1.00 bodies written for this mode alone, by the same names as
+/// [`crate::dialect::BODIES`] (whose file serves both versions for every other program; the
+/// programs with loops, im2col and col2im among them, are rendered, [`crate::glsl`]).
+pub const BODIES: &[(&str, &str)] = &[("reduce", include_str!("shaders/gl1/reduce.glsl"))];
 
-/// The hand-written GLSL ES 1.00 bodies, by the same names as [`crate::dialect::BODIES`]
-/// (the programs with loops, im2col and col2im among them, are rendered, [`crate::glsl`]). Programs not
-/// listed (the repacking and 4-target matmul passes, the heatmap, pixel import) do not exist
-/// in this mode; asking for one is an error naming WebGL1.
-pub const BODIES: &[(&str, &str)] = &[
-    ("fill", include_str!("shaders/gl1/fill.glsl")),
-    ("reduce", include_str!("shaders/gl1/reduce.glsl")),
-    ("matmul", include_str!("shaders/gl1/matmul.glsl")),
-    ("view", include_str!("shaders/gl1/view.glsl")),
-    ("concat", include_str!("shaders/gl1/concat.glsl")),
-    ("check_index", include_str!("shaders/gl1/check_index.glsl")),
-    ("widen", include_str!("shaders/gl1/widen.glsl")),
+/// The programs of this mode with a `shaders/*.glsl` body and every config each has here (a
+/// draw with another config is refused; warm-up compiles each). Programs
+/// not listed (the repacking and 4-target matmul passes, the heatmap, pixel import, random
+/// numbers, the narrowing passes) do not exist in this mode; asking for one is an error naming
+/// WebGL1. All are elementwise here (`compute`, driven by main_elementwise.glsl).
+pub const PROGRAMS: &[(&str, &[u32])] = &[
+    ("fill", &[0]),
+    ("reduce", &[0, 1, 2, 3, 4, 5]),
+    // Config 3 ("strided"), element by element: the `PG_ES100` section of shaders/matmul.glsl.
+    ("matmul", &[3]),
+    ("view", &[0]),
+    ("concat", &[0]),
+    ("check_index", &[0]),
+    ("widen", &[0, 1]),
 ];
+
+/// The body of program `name` in this mode: its own file ([`BODIES`]) or the one shared with
+/// GLSL ES 3.00 ([`crate::dialect::BODIES`]).
+fn body(name: &str) -> Option<&'static str> {
+    BODIES.iter().chain(crate::dialect::BODIES).find(|(n, _)| *n == name).map(|(_, b)| *b)
+}
 
 /// The name of the size uniform of sampler `name` (`u_x` -> `u_x_size`), for every sampler the
 /// programs declare.
@@ -88,36 +99,32 @@ pub fn size_uniform(name: &str) -> Option<&'static str> {
 
 /// The vertex shader shared by every program: attribute 0 holds the triangle's corners.
 pub fn vertex_source() -> String {
-    format!("{VERSION}{PRECISION}{VERTEX}")
+    crate::glsl::vertex_source(GlslVersion::Es100)
 }
 
 /// Name of the vertex attribute (bound to location 0 before linking).
 pub const POSITION: &str = "a_pos";
 
 fn preamble(config: u32) -> String {
-    let mut s = String::with_capacity(HEADER.len() + 256);
-    s.push_str(VERSION);
-    s.push_str(PRECISION);
-    s.push_str(&format!(
-        "#define MAX_RANK {MAX_RANK}\n#define CONFIG {config}\n#define MAX_LOOP {MAX_LOOP}.0\n#define MAX_WINDOW {MAX_WINDOW}.0\n"
-    ));
+    let mut s = crate::glsl::fragment_prologue(GlslVersion::Es100, config);
+    s.push_str(&format!("#define MAX_LOOP {MAX_LOOP}.0\n#define MAX_WINDOW {MAX_WINDOW}.0\n"));
     s.push_str(HEADER);
     s
 }
 
-/// The full fragment source of a program with a `shaders/gl1/*.glsl` body, or `None` when this
-/// mode has no such program.
+/// The full fragment source of a program with a `shaders/*.glsl` body, or `None` when this
+/// mode has no such program (or not in this config).
 pub fn fragment_source(spec: &ProgramSpec) -> Option<String> {
     if let Some(w) = KernelProgram::by_name(spec.name) {
         let body = crate::glsl::program_body(w, GlslVersion::Es100, spec.config)?;
         return Some(format!("{}{body}{MAIN_ELEMENTWISE}", preamble(spec.config)));
     }
-    let body = BODIES.iter().find(|(n, _)| *n == spec.name)?.1;
-    if spec.entry() != Entry::Elementwise && spec.name != "matmul" {
+    let (_, configs) = PROGRAMS.iter().find(|(n, _)| *n == spec.name)?;
+    if !configs.contains(&spec.config) {
         return None;
     }
     let mut s = preamble(spec.config);
-    s.push_str(body);
+    s.push_str(body(spec.name)?);
     s.push_str(MAIN_ELEMENTWISE);
     Some(s)
 }
@@ -183,7 +190,7 @@ pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String
 
 /// The fragment source of a fused reduction pass (see [`crate::dialect::reduce_fused_source`]).
 pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
-    let body = BODIES.iter().find(|(n, _)| *n == "reduce").map(|(_, b)| *b).unwrap_or("");
+    let body = body("reduce").unwrap_or("");
     let mut s = preamble(config & 15);
     s.push_str(&fused_read(kernel, config >> 4)?);
     s.push_str("#define LOAD(i) pg_load(i)\n");
@@ -263,14 +270,10 @@ impl Dialect for Glsl100 {
     }
 }
 
-/// Every program with a `shaders/gl1/*.glsl` body in every config (for warm-up).
+/// Every program of this mode in every config (for warm-up).
 pub fn all_specs() -> Vec<ProgramSpec> {
     let windows = KernelProgram::ALL.into_iter().map(|w| ProgramSpec::new(w.name(), 0));
-    BODIES
-        .iter()
-        .flat_map(|(name, _)| (0..if *name == "reduce" { 4 } else { 1 }).map(move |c| ProgramSpec::new(name, c)))
-        .chain(windows)
-        .collect()
+    PROGRAMS.iter().flat_map(|(name, configs)| configs.iter().map(move |&c| ProgramSpec::new(name, c))).chain(windows).collect()
 }
 
 /// Every GLSL ES 1.00 program source, labelled (for offline validation): each body in each

@@ -1,6 +1,9 @@
-//! One GLSL source for both WebGL modes: the kernel IR's programs with loops
-//! (`pixelgrad_core::kernel::program`) spelled for GLSL ES 3.00 and GLSL ES 1.00 from one
-//! [`GlslVersion`] value, whose differences are the [`Table`] below and nothing else.
+//! One GLSL source for both WebGL modes: every difference between GLSL ES 3.00 (WebGL2) and
+//! GLSL ES 1.00 (the `webgl1` mode) is one [`GlslVersion`] value's [`Table`]. Its Rust side
+//! spells the kernel IR's programs with loops (`pixelgrad_core::kernel::program`); its GLSL
+//! side ([`Table::macros`], the [`Table::prologue`] of every source) lets one `shaders/*.glsl`
+//! file serve both versions (`fill`, `view`, `concat`, `check_index`, `widen`, `matmul`, the
+//! header, the elementwise entry point and the vertex shader).
 
 use pixelgrad_core::kernel::columns::ColumnProgram;
 use pixelgrad_core::kernel::program::{Bound, Program};
@@ -17,9 +20,17 @@ pub enum GlslVersion {
     Es100,
 }
 
-/// Everything the two versions write differently.
+/// Everything the two versions write differently: the Rust side (how the kernel IR's programs
+/// are spelled) and the GLSL side, [`Table::macros`], defined at the top of every source so
+/// that one file (`shaders/*.glsl`) serves both versions.
 #[derive(Clone, Copy, Debug)]
 pub struct Table {
+    /// The `#version` line.
+    pub version: &'static str,
+    /// Defined (to 1) in this version's sources: `PG_ES300` or `PG_ES100`. A file keeps an
+    /// algorithm of one version only under `#ifdef PG_ES300` / `#else` (where ES 1.00 needs a
+    /// different one: the matmul, the 8-bit widen, the helpers reading textures).
+    pub flag: &'static str,
     /// Type of indices and integer uniforms: ES 1.00 has only 16-bit ints, so indices are
     /// floats holding whole numbers (exact below 2^24).
     pub int_ty: &'static str,
@@ -34,19 +45,114 @@ pub struct Table {
     /// Whether floats' bits can be read (`floatBitsToUint`); without, the NaN test is the
     /// header's arithmetic `pg_isnan`.
     pub bit_access: bool,
+    /// The GLSL spellings of the differences, as `#define`s (name with parameters, value):
+    /// - `INDEX`, `IVEC2`: an index and a pair of indices (`int` / `float`);
+    /// - `IX(n)`: index literal `n` (`float(n)` in ES 1.00, folded by the compiler);
+    /// - `PG_DIV(a, b)`, `PG_MOD(a, b)`: quotient and remainder of whole numbers (`/`, `%`;
+    ///   ES 1.00: `pg_divmod`, exact float division);
+    /// - `SAMPLER(s, size)`, `FETCH(s, size, i)`: a tensor sampler's declaration and element `i`
+    ///   (ES 1.00 has no `textureSize`: a `vec2` size uniform comes with each sampler and
+    ///   `fetch` reads with `texture2D` at the texel centre; ES 3.00 ignores `size` and reads
+    ///   with `texelFetch`);
+    /// - `PG_ISNAN(x)`: NaN test (`isnan`; ES 1.00: the header's arithmetic `pg_isnan`);
+    /// - `PG_WRITE(v)`: the fragment's output (`o_color`, a `layout(location = 0) out`; ES 1.00:
+    ///   `gl_FragColor`, through `pg_out`, which keeps the computation highp);
+    /// - `PG_FOR(v, n, BOUND) { .. }`: index `v` from 0 while below `n` (ES 1.00: the
+    ///   constant bound `BOUND` and a `break` at `n`, Appendix A's loop form; the statement
+    ///   after the macro is the loop's body);
+    /// - `PG_FOR_DOWN(v, hi, lo) { .. }`: int `v` from the constant `hi` down to `lo` >= 0
+    ///   (ES 1.00: down to 0 with a `break`).
+    pub macros: &'static [(&'static str, &'static str)],
 }
+
+const ES300_MACROS: &[(&str, &str)] = &[
+    ("INDEX", "int"),
+    ("IVEC2", "ivec2"),
+    ("IX(n)", "(n)"),
+    ("PG_DIV(a, b)", "((a) / (b))"),
+    ("PG_MOD(a, b)", "((a) % (b))"),
+    ("SAMPLER(s, size)", "uniform highp sampler2D s"),
+    ("FETCH(s, size, i)", "fetch(s, i)"),
+    ("PG_ISNAN(x)", "(isnan(x) || !((x) == (x)))"),
+    ("PG_WRITE(v)", "o_color = (v)"),
+    ("PG_FOR(v, n, BOUND)", "for (int v = 0; v < (n); ++v)"),
+    ("PG_FOR_DOWN(v, hi, lo)", "for (int v = hi; v >= (lo); --v)"),
+];
+
+const ES100_MACROS: &[(&str, &str)] = &[
+    ("INDEX", "float"),
+    ("IVEC2", "vec2"),
+    ("IX(n)", "float(n)"),
+    ("PG_DIV(a, b)", "pg_divmod(a, b).x"),
+    ("PG_MOD(a, b)", "pg_divmod(a, b).y"),
+    ("SAMPLER(s, size)", "uniform highp sampler2D s; uniform vec2 size"),
+    ("FETCH(s, size, i)", "fetch(s, size, i)"),
+    ("PG_ISNAN(x)", "pg_isnan(x)"),
+    ("PG_WRITE(v)", "gl_FragColor = pg_out(v)"),
+    ("PG_FOR(v, n, BOUND)", "for (float v = 0.0; v < BOUND; v += 1.0) if (v >= (n)) break; else"),
+    ("PG_FOR_DOWN(v, hi, lo)", "for (int v = hi; v >= 0; --v) if (float(v) < (lo)) break; else"),
+];
 
 impl GlslVersion {
     pub fn table(self) -> Table {
         match self {
-            GlslVersion::Es300 => {
-                Table { int_ty: "int", int_suffix: "", sized_fetch: false, divmod: false, constant_loops: false, bit_access: true }
-            }
-            GlslVersion::Es100 => {
-                Table { int_ty: "float", int_suffix: ".0", sized_fetch: true, divmod: true, constant_loops: true, bit_access: false }
-            }
+            GlslVersion::Es300 => Table {
+                version: "#version 300 es",
+                flag: "PG_ES300",
+                int_ty: "int",
+                int_suffix: "",
+                sized_fetch: false,
+                divmod: false,
+                constant_loops: false,
+                bit_access: true,
+                macros: ES300_MACROS,
+            },
+            GlslVersion::Es100 => Table {
+                version: "#version 100",
+                flag: "PG_ES100",
+                int_ty: "float",
+                int_suffix: ".0",
+                sized_fetch: true,
+                divmod: true,
+                constant_loops: true,
+                bit_access: false,
+                macros: ES100_MACROS,
+            },
         }
     }
+}
+/// The shared helpers of every fragment program, both versions (`PG_ES300` / `PG_ES100`
+/// sections where the algorithm differs).
+pub const HEADER: &str = include_str!("shaders/header.glsl");
+/// The entry point of the programs computing one element at a time (`float compute(INDEX i)`).
+pub const MAIN_ELEMENTWISE: &str = include_str!("shaders/main_elementwise.glsl");
+const VERTEX: &str = include_str!("shaders/fullscreen.vert");
+/// highp everywhere: index arithmetic needs 32-bit ints (ES 3.00) or 24-bit exact floats
+/// (ES 1.00), and training needs f32. Whether the fragment stage really has highp is measured
+/// at init (`caps`, `legacy.rs`).
+const PRECISION: &str = "precision highp float;\nprecision highp int;\nprecision highp sampler2D;\n";
+
+impl Table {
+    /// The start of every source of this version: the `#version` line, the precision
+    /// qualifiers, the version's flag and its [`Table::macros`].
+    pub fn prologue(&self) -> String {
+        let mut s = format!("{}\n{PRECISION}#define {} 1\n", self.version, self.flag);
+        for (name, value) in self.macros {
+            s.push_str(&format!("#define {name} {value}\n"));
+        }
+        s
+    }
+}
+
+/// The vertex shader shared by every program of `version` (`shaders/fullscreen.vert`).
+pub fn vertex_source(version: GlslVersion) -> String {
+    format!("{}{VERTEX}", version.table().prologue())
+}
+
+/// The start of every fragment source of `version` before the header: the prologue, the
+/// `MAX_RANK` and `CONFIG` defines.
+pub fn fragment_prologue(version: GlslVersion, config: u32) -> String {
+    format!("{}#define MAX_RANK {}\n#define CONFIG {config}\n", version.table().prologue(), pixelgrad_core::MAX_RANK)
 }
 
 /// The [`Spelling`] of one version; `fused`: input 0 is a fused read of a pending elementwise
@@ -261,4 +367,20 @@ pub fn program_body(which: KernelProgram, version: GlslVersion, config: u32) -> 
 pub fn fused_program_body(which: KernelProgram, version: GlslVersion) -> String {
     let r = render_program(&which.program(), &Glsl { t: version.table(), fused: true });
     format!("{}{}", r.declarations, r.function)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_versions_define_the_same_macros() {
+        let names = |v: GlslVersion| v.table().macros.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        assert_eq!(names(GlslVersion::Es300), names(GlslVersion::Es100));
+        for v in [GlslVersion::Es300, GlslVersion::Es100] {
+            let p = v.table().prologue();
+            assert!(p.starts_with(&format!("{}\nprecision highp float;\n", v.table().version)), "{p}");
+            assert!(p.contains(&format!("#define {} 1\n", v.table().flag)));
+        }
+    }
 }

@@ -82,7 +82,7 @@ pub(crate) unsafe fn float_texture(gl: &glow::Context, legacy: bool, w: u32, h: 
 
 /// As [`float_texture`] with one byte per channel (`RGBA` / `UNSIGNED_BYTE`, core WebGL1): the
 /// 8-bit storage of this mode, four elements per texel, sampled as `byte / 255` and decoded
-/// by `shaders/gl1/widen.glsl`.
+/// by the `PG_ES100` section of `shaders/widen.glsl`.
 ///
 /// # Safety
 /// The context must be current.

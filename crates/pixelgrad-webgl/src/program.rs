@@ -210,7 +210,7 @@ impl Programs {
             }
             if dev.emulate_half {
                 // The precision emulation: the headers' PG_H / PG_H4 round to half
-                // (`shaders/header.glsl`, `shaders/gl1/header.glsl`).
+                // (both versions: `shaders/header.glsl`).
                 s = dialect::emulate_half(&s);
             }
             lowered = s;

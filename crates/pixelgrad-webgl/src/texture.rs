@@ -44,7 +44,7 @@ use crate::pool::PoolKey;
 /// block matmul reads 4 neighbouring texels and must never straddle a row), then the height
 /// is what the texels need. The `webgl1` mode lays out without that rounding
 /// (`GlDevice::layout`): it has no block matmul, and its fragment coordinates are exact only
-/// for sides up to 1025 (`shaders/gl1/header.glsl`), which rounding could pass.
+/// for sides up to 1025 (`shaders/header.glsl`, `out_base`), which rounding could pass.
 ///
 /// Sides that are powers of two are nudged (4 -> 5, 1 -> 3, 8 -> 12): software rasterisers
 /// such as llvmpipe specialise (JIT-compile) each program for whether every bound texture's

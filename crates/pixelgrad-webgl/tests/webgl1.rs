@@ -12,6 +12,7 @@ mod support;
 use pixelgrad_nn::presets::Preset;
 use pixelgrad_nn::train::{fit, Callbacks, FitOptions, Samples, StepLog};
 use pixelgrad_nn::OptimizerKind;
+use pixelgrad_webgl::dialect::{self, ProgramSpec};
 use pixelgrad_webgl::{HeatmapOptions, WebGlBackend, WebGlOptions};
 
 fn backend() -> WebGlBackend {
@@ -25,7 +26,7 @@ fn make_device() -> Device {
 
 // Every family (the shared list, so a new family runs here too): each op (conv's im2col /
 // col2im and the depthwise convolution included), the IEEE edge cases (NaN tested
-// arithmetically, `x * u_zero`, see shaders/gl1/header.glsl), the composites, the image
+// arithmetically, `x * u_zero`, see shaders/header.glsl), the composites, the image
 // transforms (tensor ops; GPU pixel import itself does not exist in this mode) and both
 // training curves.
 pixelgrad_conformance::conformance_tests!(make_device);
@@ -47,25 +48,80 @@ fn every_gl1_program_compiles_and_links() {
     assert!(n > 20, "{n} programs");
     for (label, src) in pixelgrad_webgl::gl1::all_sources().unwrap() {
         assert!(src.starts_with("#version 100\n"), "{label}");
-        // The code without comments uses none of what GLSL ES 1.00 lacks.
-        let code: String = src.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+        // The code without comments and without its GLSL ES 3.00 sections uses none of what
+        // GLSL ES 1.00 lacks.
+        let code: String = without_es300_sections(&src).iter().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
         for banned in ["texelFetch", "textureSize", "layout(", "gl_VertexID", "gl_FragData", " % ", " & ", ">>", "<<", "uint", "out vec4"] {
             assert!(!code.contains(banned), "{label} uses {banned}:\n{src}");
         }
     }
 }
 
+/// The lines of `src` outside its `#ifdef PG_ES300` groups (up to their `#else`), the sections
+/// a source shared by both GLSL versions keeps for GLSL ES 3.00 (`glsl::Table::flag`).
+fn without_es300_sections(src: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    // Nesting depth of conditionals, and the depth of the ES 3.00 group being skipped.
+    let (mut depth, mut skip) = (0usize, None);
+    for line in src.lines() {
+        let t = line.trim_start();
+        if t.starts_with("#if") {
+            depth += 1;
+            if skip.is_none() && t.split_whitespace().collect::<Vec<_>>() == ["#ifdef", "PG_ES300"] {
+                skip = Some(depth);
+                continue;
+            }
+        } else if t.starts_with("#endif") {
+            depth -= 1;
+            if skip == Some(depth + 1) {
+                skip = None;
+                continue;
+            }
+        } else if (t.starts_with("#else") || t.starts_with("#elif")) && skip == Some(depth) {
+            skip = None;
+            continue;
+        }
+        if skip.is_none() {
+            out.push(line);
+        }
+    }
+    out
+}
+
+#[test]
+fn es300_sections_are_left_out_of_the_gl1_check() {
+    let src = "a\n#ifdef PG_ES300\nb\n#if X\nc\n#endif\n#else\nd\n#endif\ne\n#ifdef PG_ES300\nf\n#endif\ng";
+    assert_eq!(without_es300_sections(src), ["a", "d", "#endif", "e", "g"]);
+}
+
+#[test]
+fn one_file_serves_both_versions() {
+    // Every program of the webgl1 mode that has no ES 1.00 body of its own is drawn from the
+    // GLSL ES 3.00 file, text for text, after the same header.
+    let header = pixelgrad_webgl::glsl::HEADER;
+    for (name, configs) in pixelgrad_webgl::gl1::PROGRAMS {
+        let es100 = pixelgrad_webgl::gl1::fragment_source(&ProgramSpec::new(name, configs[0])).unwrap();
+        assert!(es100.contains(header), "{name}");
+        if pixelgrad_webgl::gl1::BODIES.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let body = dialect::BODIES.iter().find(|(n, _)| n == name).unwrap().1;
+        assert!(es100.contains(body), "{name}: not the shared file");
+        let es300 = dialect::fragment_source(&ProgramSpec::new(name, configs[0])).unwrap();
+        assert!(es300.contains(body) && es300.contains(header), "{name}");
+    }
+    let frag = |s: &str| s.lines().next().unwrap().to_string();
+    assert_eq!(frag(&pixelgrad_webgl::gl1::vertex_source()), "#version 100");
+    assert_eq!(frag(&dialect::vertex_source()), "#version 300 es");
+}
+
 #[test]
 fn every_gl1_file_is_a_registered_body() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/shaders/gl1");
-    let shared = ["header.glsl", "main_elementwise.glsl", "fullscreen.vert"];
     let mut bodies = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let file = path.file_name().unwrap().to_str().unwrap().to_string();
-        if shared.contains(&file.as_str()) {
-            continue;
-        }
         let stem = file.trim_end_matches(".glsl");
         let text = std::fs::read_to_string(&path).unwrap();
         let body = pixelgrad_webgl::gl1::BODIES.iter().find(|(n, _)| *n == stem);

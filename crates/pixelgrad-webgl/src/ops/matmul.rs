@@ -12,11 +12,13 @@ use std::rc::Rc;
 
 use pixelgrad_core::{Result, Shape};
 
-use super::elementwise::FusedRead;
+use super::matmul_io::{pack, store, View};
 use crate::context::Shared;
-use crate::dialect::{epilogue_config, ProgramSpec, MATMUL_EPI, MATMUL_UNBLOCK_EPI};
 use crate::launch::Pass;
 use crate::texture::GlTensor;
+
+/// The epilogue type, where `fusion.rs` names it.
+pub(crate) use super::matmul_io::Epilogue;
 
 /// Kernel configs (`CONFIG` in matmul.glsl).
 const NN: u32 = 0;
@@ -41,82 +43,6 @@ fn strided_pays(macs: usize, packed: usize, packs: usize) -> bool {
     macs.saturating_mul(2) <= macs / 2 + packed + packs * DRAW_FETCHES
 }
 
-/// One operand seen as a batch of logical matrices `rows x cols`: element (b, r, c) sits at
-/// `b*sb + r*sr + c*sc` of its storage (sb = 0 broadcasts a single matrix over the batch).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct View {
-    // (Fields are read by the GLSL ES 1.00 matmul in gl1.rs too.)
-    pub batch: usize,
-    pub rows: usize,
-    pub cols: usize,
-    pub sb: i64,
-    pub sr: i64,
-    pub sc: i64,
-}
-
-impl View {
-    /// The logical (possibly transposed) matrix of a rank-2 or rank-3 shape.
-    fn of(s: &Shape, trans: bool) -> View {
-        let r = s.rank();
-        let (d0, d1) = (s.0[r - 2], s.0[r - 1]);
-        let batch = if r == 3 { s.0[0] } else { 1 };
-        let sb = if batch > 1 { (d0 * d1) as i64 } else { 0 };
-        if trans {
-            View { batch, rows: d1, cols: d0, sb, sr: 1, sc: d1 as i64 }
-        } else {
-            View { batch, rows: d0, cols: d1, sb, sr: d1 as i64, sc: 1 }
-        }
-    }
-
-    /// The same matrices with rows and columns swapped (no data moves).
-    fn t(self) -> View {
-        View { rows: self.cols, cols: self.rows, sr: self.sc, sc: self.sr, ..self }
-    }
-
-    /// Rows that are contiguous and start on a texel: what the kernel reads 4 at a time.
-    fn rows_aligned(&self) -> bool {
-        self.sc == 1 && self.sr % 4 == 0 && self.sb % 4 == 0
-    }
-}
-
-/// Copies `v` of `x` into a fresh texture in the aligned form: `[batch, rows, cols4]` with
-/// `cols4 = cols` rounded up to a multiple of 4 and zeros in the padding.
-pub(super) fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View) -> Result<(GlTensor, View)> {
-    let cols4 = v.cols.div_ceil(4) * 4;
-    let pass = Pass::new("matmul", "matmul_pack", 0)
-        .input("u_x", x)
-        .int("u_r", v.rows)
-        .int("u_c", v.cols)
-        .int("u_c4", cols4)
-        .sint("u_sb", v.sb)
-        .sint("u_sr", v.sr)
-        .sint("u_sc", v.sc);
-    let t = sh.run(pass, v.batch * v.rows * cols4)?;
-    let sb = if v.batch > 1 { (v.rows * cols4) as i64 } else { 0 };
-    Ok((t, View { sb, sr: cols4 as i64, sc: 1, ..v }))
-}
-
-/// A pending elementwise computation drawn in the pass that stores the product (see
-/// `dialect::MATMUL_EPI`): the read of its inputs other than the product, and which kernel
-/// input the product is.
-pub(crate) struct Epilogue<'a> {
-    pub read: FusedRead<'a>,
-    pub given: usize,
-}
-
-/// Draws `pass` (the `matmul` or `matmul_unblock` pass writing the flat product of `len`
-/// elements): alone, or with `epi` as its second output.
-pub(super) fn store<'a>(sh: &Rc<Shared>, pass: Pass<'a>, epi: Option<&Epilogue<'a>>, len: usize) -> Result<(GlTensor, Option<GlTensor>)> {
-    let Some(e) = epi else { return Ok((sh.run(pass, len)?, None)) };
-    let name = if pass.spec.name == "matmul" { MATMUL_EPI } else { MATMUL_UNBLOCK_EPI };
-    let spec = ProgramSpec { name, config: epilogue_config(pass.spec.config, e.given, e.read.config), kernel: e.read.kernel };
-    let pass = e.read.uniforms(Pass { spec, ..pass });
-    let product = sh.alloc(len, "matmul")?;
-    let result = sh.alloc(len, "fused")?;
-    sh.draw_many(&pass, &[&product, &result], len)?;
-    Ok((product, Some(result)))
-}
-
 /// A `matmul.glsl` pass of `config` over `a` and `b` for an `[M, N]` product (per batch entry)
 /// summing over `k`: the uniforms every config reads; the caller adds the operands' strides.
 fn product_pass<'a>(config: u32, a: &'a GlTensor, b: &'a GlTensor, m: usize, n: usize, k: usize) -> Pass<'a> {
@@ -134,6 +60,23 @@ fn sum_over_batch<'a>(
 ) -> Result<(GlTensor, Option<GlTensor>)> {
     let shape = Shape(vec![batch, len]);
     super::reduce::reduce_epilogue(sh, pixelgrad_core::ReduceOp::Sum, super::reduce::Input::Texture(t), &shape, 0, epi)
+}
+
+/// The `webgl1` mode's product: [`STRIDED`] in its GLSL ES 1.00 form (`shaders/matmul.glsl`'s
+/// `PG_ES100` section: one output per `compute`, its k loop bounded by the constant
+/// `gl1::MAX_LOOP`), C = A B for views `va` ([M, K] matrices) and `vb` ([K, N]) read through
+/// their strides: no repacking passes, no 4-target kernel.
+fn strided_es100(sh: &Rc<Shared>, a: &GlTensor, b: &GlTensor, va: View, vb: View, out: &Shape) -> Result<GlTensor> {
+    let (m, k, n) = (va.rows, va.cols, vb.cols);
+    super::gl1::loop_bound(sh, "matmul", "webgl1 matmul K (a GLSL ES 1.00 constant loop bound)", k, crate::gl1::MAX_LOOP)?;
+    let pass = product_pass(STRIDED, a, b, m, n, k)
+        .sint("u_a_sb", va.sb)
+        .sint("u_a_sm", va.sr)
+        .sint("u_a_sk", va.sc)
+        .sint("u_b_sb", vb.sb)
+        .sint("u_b_sk", vb.sr)
+        .sint("u_b_sn", vb.sc);
+    sh.run(pass, out.numel())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -177,7 +120,7 @@ pub(crate) fn matmul_epilogue<'a>(
     if sh.gl1 || (sum_batch && macs > STRIDED_MAX && !super::matmul_block::worth_it(sh, 1, m, n, batch * k)) {
         // The batched product, then its sum over the batch (one reduction).
         let full = Shape(vec![batch, m, n]);
-        let t = if sh.gl1 { super::gl1::matmul(sh, a, b, va, vb, &full)? } else { matmul(sh, a, b, sa, sb, trans_a, trans_b, &full)? };
+        let t = if sh.gl1 { strided_es100(sh, a, b, va, vb, &full)? } else { matmul(sh, a, b, sa, sb, trans_a, trans_b, &full)? };
         if !sum_batch || batch == 1 {
             return Ok((t, None));
         }

@@ -21,7 +21,7 @@ use std::rc::Rc;
 
 use pixelgrad_core::Result;
 
-use super::matmul::{store, Epilogue, View};
+use super::matmul_io::{store, Epilogue, View};
 use crate::context::Shared;
 use crate::launch::Pass;
 use crate::texture::GlTensor;
@@ -116,7 +116,7 @@ pub(crate) fn matmul<'a>(
         let (ta, va) = if direct.a_in_place {
             (a, va)
         } else {
-            let (t, v) = super::matmul::pack(sh, a, va)?;
+            let (t, v) = super::matmul_io::pack(sh, a, va)?;
             packed_a = t;
             (&packed_a, v)
         };

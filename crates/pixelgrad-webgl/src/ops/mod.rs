@@ -6,6 +6,7 @@ mod index;
 mod layout;
 pub(crate) mod matmul;
 mod matmul_block;
+mod matmul_io;
 mod matmul_nbits;
 mod narrow;
 pub(crate) mod reduce;

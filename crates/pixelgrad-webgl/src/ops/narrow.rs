@@ -34,7 +34,7 @@ fn check_mode(sh: &Shared, op: &'static str, dtype: DType) -> Result<()> {
 
 /// The first `len` elements of narrow `x` as a new f32 tensor: one elementwise pass, integer
 /// fetches, exact (f16 decoded from its bits); in the `webgl1` mode 8-bit values from byte
-/// textures (`shaders/gl1/widen.glsl`).
+/// textures (the `PG_ES100` section of `shaders/widen.glsl`).
 pub(crate) fn widen(sh: &Rc<Shared>, x: &GlTensor, len: usize) -> Result<GlTensor> {
     if len > x.len {
         return Err(sh.err("widen", format!("asked for {len} elements of a tensor of {}", x.len)));

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use pixelgrad_core::{ReduceOp, Result, Shape};
 
 use super::elementwise::FusedRead;
-use super::matmul::Epilogue;
+use super::matmul_io::Epilogue;
 use super::split_axis;
 use crate::context::Shared;
 use crate::dialect::{epilogue_config, ProgramSpec, REDUCE_EPI, REDUCE_FUSED};

@@ -1,6 +1,6 @@
 // Op::Fill: every element is u_value.
 uniform float u_value;
 
-float compute(int i) {
+float compute(INDEX i) {
     return u_value;
 }

@@ -1,7 +1,7 @@
-// Entry point for programs that compute one element at a time (`float compute(int i)`) or,
-// defining PG_COMPUTE4, a texel at a time.
+// Entry point for programs that compute one element at a time (`float compute(INDEX i)`) or,
+// defining PG_COMPUTE4 (GLSL ES 3.00 programs only), a texel at a time.
 void main() {
-    int base = out_base();
+    INDEX base = out_base();
     vec4 r = vec4(0.0);
 #ifdef PG_COMPUTE4
     // Bodies that compute a whole texel at once (`vec4 compute4(int base)`: elementwise
@@ -9,14 +9,14 @@ void main() {
     r = compute4(base);
     if (base + 3 >= u_out_n) r = mix(vec4(0.0), r, lessThan(ivec4(base) + ivec4(0, 1, 2, 3), ivec4(u_out_n)));
 #else
-    if (base + 0 < u_out_n) r.x = compute(base + 0);
-    if (base + 1 < u_out_n) r.y = compute(base + 1);
-    if (base + 2 < u_out_n) r.z = compute(base + 2);
-    if (base + 3 < u_out_n) r.w = compute(base + 3);
+    if (base + IX(0) < u_out_n) r.x = compute(base + IX(0));
+    if (base + IX(1) < u_out_n) r.y = compute(base + IX(1));
+    if (base + IX(2) < u_out_n) r.z = compute(base + IX(2));
+    if (base + IX(3) < u_out_n) r.w = compute(base + IX(3));
 #endif
 #ifdef PG_EPILOGUE
     // A pending computation reading this result (dialect::REDUCE_EPI), as a second output.
     o_color1 = PG_H4(pg_epilogue(base, r));
 #endif
-    o_color = PG_H4(r);
+    PG_WRITE(PG_H4(r));
 }

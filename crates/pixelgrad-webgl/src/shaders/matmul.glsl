@@ -17,18 +17,25 @@
 // Speed (software rasterisers such as SwiftShader and llvmpipe run this on the CPU): texel
 // fetches and integer division dominate. No division runs per step: each operand row is a stream
 // of texel coordinates advanced by a fixed (dx, dy) with one carry, computed once per fragment.
-uniform highp sampler2D u_a;
-uniform highp sampler2D u_b;
-uniform int u_m;
-uniform int u_n;
-uniform int u_k;
-uniform int u_a_sb;
-uniform int u_a_sm;
-uniform int u_a_sk;
+//
+// GLSL ES 1.00 (the webgl1 mode) has CONFIG 3 only, in another form (the second section): its
+// indices are floats and its loops need constant bounds, so each output is computed on its own
+// (`compute`, driven by main_elementwise.glsl), fetching element by element through the
+// strides; the k loop has the constant bound MAX_LOOP (matmul.rs refuses a longer K).
+SAMPLER(u_a, u_a_size);
+SAMPLER(u_b, u_b_size);
+uniform INDEX u_m;
+uniform INDEX u_n;
+uniform INDEX u_k;
+uniform INDEX u_a_sb;
+uniform INDEX u_a_sm;
+uniform INDEX u_a_sk;
+uniform INDEX u_b_sb;
+uniform INDEX u_b_sk;
+uniform INDEX u_b_sn;
+
+#ifdef PG_ES300
 uniform int u_reps;
-uniform int u_b_sb;
-uniform int u_b_sk;
-uniform int u_b_sn;
 
 // The 4 consecutive elements starting at component c (0..3) of texel a, running on into the
 // next texel b.
@@ -265,3 +272,22 @@ void main() {
 #endif
     o_color = PG_H4(acc);
 }
+#else
+// CONFIG 3 ("strided") in GLSL ES 1.00: out[b, m, n] = sum_k A[b, m, k] * B[b, k, n], one
+// element per fetch (a transpose or a broadcast batch is just strides, so nothing is repacked).
+float compute(INDEX i) {
+    INDEX n = PG_MOD(i, u_n);
+    INDEX t = PG_DIV(i, u_n);
+    INDEX m = PG_MOD(t, u_m);
+    INDEX b = PG_DIV(t, u_m);
+    INDEX ia = b * u_a_sb + m * u_a_sm;
+    INDEX ib = b * u_b_sb + n * u_b_sn;
+    float acc = 0.0;
+    PG_FOR(q, u_k, MAX_LOOP) {
+        acc += FETCH(u_a, u_a_size, ia) * FETCH(u_b, u_b_size, ib);
+        ia += u_a_sk;
+        ib += u_b_sk;
+    }
+    return acc;
+}
+#endif

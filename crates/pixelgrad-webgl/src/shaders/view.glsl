@@ -6,11 +6,13 @@
 // CONFIG 1: views that coalesce to rows (`ops/layout.rs` merges axes that are contiguous in
 // both tensors and unbounded): output element (r, c) of rows of u_n reads u_off + r*u_st0 +
 // c*u_st1 inside the bounds, else 0 (a slice or pad of the last axis, a broadcast row, a 2-D
-// transpose). A texel at a time, dividing once: the general program's per-axis loop over
+// transpose). GLSL ES 3.00 only (it computes a texel at a time, PG_COMPUTE4); the webgl1 mode
+// draws every view with CONFIG 0. A texel at a time, dividing once: the general program's per-axis loop over
 // uniform arrays costs SwiftShader ~5x an elementwise pass of the same size.
-uniform highp sampler2D u_x;
-uniform int u_off;
+SAMPLER(u_x, u_x_size);
+uniform INDEX u_off;
 #if CONFIG == 1
+#ifdef PG_ES300
 uniform int u_n;
 uniform int u_st0;
 uniform int u_st1;
@@ -43,22 +45,23 @@ vec4 compute4(int i) {
     v.w = at(r, c);
     return v;
 }
+#endif
 #else
-uniform int u_shape[MAX_RANK];
-uniform int u_st[MAX_RANK];
-uniform int u_lo[MAX_RANK];
-uniform int u_hi[MAX_RANK];
-uniform int u_rank;  // axes in use (the leading MAX_RANK - u_rank are padding)
+uniform INDEX u_shape[MAX_RANK];
+uniform INDEX u_st[MAX_RANK];
+uniform INDEX u_lo[MAX_RANK];
+uniform INDEX u_hi[MAX_RANK];
+uniform INDEX u_rank;  // axes in use (the leading MAX_RANK - u_rank are padding)
 
-float compute(int i) {
-    int src = u_off, rest = i;
+float compute(INDEX i) {
+    INDEX src = u_off, rest = i;
     bool inside = true;
-    for (int d = MAX_RANK - 1; d >= MAX_RANK - u_rank; --d) {
-        int c = rest % u_shape[d];
-        rest /= u_shape[d];
+    PG_FOR_DOWN(d, MAX_RANK - 1, IX(MAX_RANK) - u_rank) {
+        INDEX c = PG_MOD(rest, u_shape[d]);
+        rest = PG_DIV(rest, u_shape[d]);
         inside = inside && c >= u_lo[d] && c < u_hi[d];
         src += c * u_st[d];
     }
-    return inside ? fetch(u_x, src) : 0.0;
+    return inside ? FETCH(u_x, u_x_size, src) : 0.0;
 }
 #endif

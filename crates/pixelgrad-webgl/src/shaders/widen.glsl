@@ -1,7 +1,9 @@
-// Op::Widen: narrow storage to f32, exactly. CONFIG 0: i8 (RGBA8I), 1: u8 (RGBA8UI), 2: f16
-// bit patterns (RGBA16UI), decoded with integer operations so subnormals, signed zeros,
-// infinities and NaNs come out exact on every driver (no sampler conversion), bit for bit as
-// the host's f16 -> f32 conversion (NaNs keep sign and payload and are made quiet).
+// Op::Widen: narrow storage to f32, exactly. CONFIG 0: i8, 1: u8, 2: f16 (GLSL ES 3.00 only).
+#ifdef PG_ES300
+// Integer textures: i8 in RGBA8I, u8 in RGBA8UI, f16 bit patterns in RGBA16UI, decoded with
+// integer operations so subnormals, signed zeros, infinities and NaNs come out exact on every
+// driver (no sampler conversion), bit for bit as the host's f16 -> f32 conversion (NaNs keep
+// sign and payload and are made quiet).
 #if CONFIG == 0
 uniform highp isampler2D u_x;
 #else
@@ -40,3 +42,18 @@ float compute(int i) {
 #endif
 #endif
 }
+#else
+// GLSL ES 1.00 has no integer textures: 8-bit storage is a byte texture (RGBA /
+// UNSIGNED_BYTE, 4 elements per texel as every tensor), each channel sampled as byte / 255.
+// byte / 255 * 255 lies far closer than 0.5 to the byte on any sampler, so rounding to the
+// nearest whole number gives it back exactly; i8 is the two's-complement byte.
+SAMPLER(u_x, u_x_size);
+
+float compute(INDEX i) {
+    float b = floor(FETCH(u_x, u_x_size, i) * 255.0 + 0.5);
+#if CONFIG == 0
+    if (b >= 128.0) b -= 256.0;
+#endif
+    return b;
+}
+#endif

@@ -1,6 +1,0 @@
-// Op::Fill: every element is u_value.
-uniform float u_value;
-
-float compute(float i) {
-    return u_value;
-}
