@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::side_by_side::{fmt, load_average, median, output};
+
 const USAGE: &str = "usage: cargo xtask bench-burn [--rounds N] [--seconds S] [--no-build] [--json-out FILE]";
 
 /// The compared workloads: (name in both tools, unit).
@@ -41,20 +43,6 @@ fn parse(args: &[String]) -> Result<Options, String> {
         return Err(format!("--rounds must be at least 1\n{USAGE}"));
     }
     Ok(o)
-}
-
-fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
-    let out = cmd.output().map_err(|e| format!("could not run {what}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("{what} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr)));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" / "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// One pixelgrad round: workload name → value, from the `--json-out` file.
@@ -109,24 +97,6 @@ fn burn_round(bin: &Path, seconds: f64) -> Result<(BTreeMap<String, f64>, String
         }
     }
     Ok((out, device))
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if s.is_empty() {
-        return None;
-    }
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 })
-}
-
-fn fmt(x: Option<f64>) -> String {
-    match x {
-        Some(v) if v >= 100.0 => format!("{v:.0}"),
-        Some(v) => format!("{v:.2}"),
-        None => "n/a".into(),
-    }
 }
 
 fn try_main(args: &[String]) -> Result<(), String> {

@@ -24,6 +24,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::side_by_side::{fmt, load_average, median, output};
+
 const USAGE: &str = "usage: cargo xtask bench-compare --base REV [--rounds N] [--seconds S] [--backends cpu,webgpu,webgl] [--browser] [--inference] [--only-browser] [--no-build] [--json-out FILE]";
 
 #[derive(Debug)]
@@ -77,17 +79,6 @@ fn parse(args: &[String]) -> Result<Options, String> {
         return Err(format!("--only-browser needs --browser or --inference\n{USAGE}"));
     }
     Ok(o)
-}
-
-/// Runs `cmd` and returns its stdout; Err with its stderr when it fails.
-fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
-    let out = cmd.output().map_err(|e| format!("could not run {what}: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = err.lines().rev().take(20).collect();
-        return Err(format!("{what} failed ({}):\n{}", out.status, tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The two builds: the base checkout and its target directory, and this checkout's.
@@ -153,12 +144,6 @@ fn build(s: &Sides) -> Result<(), String> {
         )?;
     }
     Ok(())
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" / "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 fn read_json(path: &Path) -> Result<serde_json::Value, String> {
@@ -230,24 +215,6 @@ fn browser_round(s: &Sides, old: bool, inference: bool, build: bool, json: &Path
         }
     }
     Ok(out)
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if s.is_empty() {
-        return None;
-    }
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 })
-}
-
-fn fmt(x: Option<f64>) -> String {
-    match x {
-        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
-        Some(v) => format!("{v:.2}"),
-        None => "n/a".into(),
-    }
 }
 
 /// Prints a table of old and new medians per figure, and returns it as JSON rows.

@@ -37,6 +37,7 @@ mod gpu_bundle;
 mod layout;
 mod machine;
 mod npm_manifest;
+mod side_by_side;
 
 use std::process::{exit, Command};
 

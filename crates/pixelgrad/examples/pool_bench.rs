@@ -11,13 +11,15 @@ use pixelgrad::webgl::{WebGlBackend, WebGlOptions};
 use pixelgrad::wgpu::{WgpuBackend, WgpuOptions};
 use pixelgrad::{Device, Result, Tensor, Window};
 
+/// One timed operation: its name and a call that launches it.
+type Timed<'a> = (&'a str, Box<dyn Fn() -> Result<Tensor> + 'a>);
+
 fn bench(label: &str, dev: &Device, reps: usize) -> Result<()> {
     let x = Tensor::rand_uniform(dev, vec![32, 8, 26, 26], -1.0, 1.0, 1)?;
     for (name, w) in [("k2s2", Window::square(2, 2, 0)), ("k3s2p1", Window::square(3, 2, 1)), ("k3s1p1", Window::square(3, 1, 1))] {
         let y = x.max_pool(w)?;
         let dy = Tensor::rand_uniform(dev, y.dims().to_vec(), -1.0, 1.0, 2)?;
-        let ops: [(&str, Box<dyn Fn() -> Result<Tensor>>); 2] =
-            [("max_pool", Box::new(|| x.max_pool(w))), ("max_pool_grad", Box::new(|| x.max_pool_grad(&dy, w)))];
+        let ops: [Timed; 2] = [("max_pool", Box::new(|| x.max_pool(w))), ("max_pool_grad", Box::new(|| x.max_pool_grad(&dy, w)))];
         for (op, f) in &ops {
             f()?.to_vec()?;
             let t = Instant::now();

@@ -8,10 +8,10 @@
 //! Its gradients are not programs: [`crate::autodiff`] writes them as im2col, a product and
 //! col2im (or a sum), each of which is.
 
-use std::ops::{Add, Div, Mul, Rem, Sub};
+use std::ops::{Add, Mul, Rem};
 
 use super::program::{Acc, Fx, FxOp, Ix, Program, Stmt, Var};
-use super::windows::window_taps_of;
+use super::windows::{output_position, window_taps_of};
 
 /// The parameters of the convolution programs, in [`Ix::Param`] order: the window geometry,
 /// then the channel count.
@@ -66,15 +66,8 @@ fn v(i: Var) -> Ix {
 /// order, of `x[plane, oy * sh + i - ph, ox * sw + j - pw] * k[plane % c, 0, i, j]`.
 fn depthwise() -> Program {
     // 0 plane, 1 p, 2 oy, 3 ox, 4 base, 5 the filter's first tap, 6.. the window.
-    let ohw = p("oh").mul(p("ow"));
-    let mut body = vec![
-        Stmt::Let(0, Ix::Elem.div(ohw.clone())),
-        Stmt::Let(1, Ix::Elem.sub(v(0).mul(ohw))),
-        Stmt::Let(2, v(1).div(p("ow"))),
-        Stmt::Let(3, v(1).sub(v(2).mul(p("ow")))),
-        Stmt::Let(4, v(0).mul(p("h")).mul(p("w"))),
-        Stmt::Let(5, v(0).rem(p("c")).mul(p("kh").mul(p("kw")))),
-    ];
+    let mut body = output_position();
+    body.push(Stmt::Let(5, v(0).rem(p("c")).mul(p("kh").mul(p("kw")))));
     body.extend(window_taps_of(6, v(4), v(2), v(3), 0, |at, ky, kx| {
         let weight = Fx::load(1, v(5).add(ky.mul(p("kw"))).add(kx));
         Fx::Bin(FxOp::Mul, Box::new(Fx::load(0, at)), Box::new(weight))

@@ -81,18 +81,25 @@ pub(super) fn window_taps_of(first: Var, base: Ix, oy: Ix, ox: Ix, acc: u8, valu
     ]
 }
 
-/// `out[plane, oy, ox]` = the maximum of the window's taps inside the image (a later tap
-/// replaces the running maximum only if greater).
-fn max_pool() -> Program {
-    // 0 plane, 1 p, 2 oy, 3 ox, 4 base, 5.. the window.
+/// The prologue of a program over window outputs `[planes, oh, ow]` of `[planes, h, w]`
+/// images: variable 0 the plane, 1 the position in it, 2 `oy`, 3 `ox`, 4 the plane's first
+/// input element.
+pub(super) fn output_position() -> Vec<Stmt> {
     let ohw = p("oh").mul(p("ow"));
-    let mut body = vec![
+    vec![
         Stmt::Let(0, Ix::Elem.div(ohw.clone())),
         Stmt::Let(1, Ix::Elem.sub(v(0).mul(ohw))),
         Stmt::Let(2, v(1).div(p("ow"))),
         Stmt::Let(3, v(1).sub(v(2).mul(p("ow")))),
         Stmt::Let(4, v(0).mul(p("h")).mul(p("w"))),
-    ];
+    ]
+}
+
+/// `out[plane, oy, ox]` = the maximum of the window's taps inside the image (a later tap
+/// replaces the running maximum only if greater).
+fn max_pool() -> Program {
+    // 0 plane, 1 p, 2 oy, 3 ox, 4 base, 5.. the window.
+    let mut body = output_position();
     body.extend(window_taps(5, v(4), v(2), v(3), 0));
     Program { name: "max_pool", inputs: vec!["x"], params: WINDOW_PARAMS.to_vec(), accs: vec![Acc::MaxTies], body, out: Fx::Acc(0) }
 }
@@ -143,14 +150,7 @@ fn max_pool_grad() -> Program {
 /// `out[plane, oy, ox]` = the sum of the window's taps inside the image over `kh * kw`.
 fn avg_pool() -> Program {
     // 0 plane, 1 p, 2 oy, 3 ox, 4 base, 5.. the window.
-    let ohw = p("oh").mul(p("ow"));
-    let mut body = vec![
-        Stmt::Let(0, Ix::Elem.div(ohw.clone())),
-        Stmt::Let(1, Ix::Elem.sub(v(0).mul(ohw))),
-        Stmt::Let(2, v(1).div(p("ow"))),
-        Stmt::Let(3, v(1).sub(v(2).mul(p("ow")))),
-        Stmt::Let(4, v(0).mul(p("h")).mul(p("w"))),
-    ];
+    let mut body = output_position();
     body.extend(window_taps(5, v(4), v(2), v(3), 0));
     let out = Fx::Acc(0).div(Fx::int(p("kh").mul(p("kw"))));
     Program { name: "avg_pool", inputs: vec!["x"], params: WINDOW_PARAMS.to_vec(), accs: vec![Acc::Sum], body, out }
