@@ -2,11 +2,11 @@
 //!
 //! Inside a [`mixed_precision`] scope, on a device whose backend narrows to f16
 //! ([`Caps::narrow_f16`](crate::Caps::narrow_f16)), every intermediate tensor that a recorded op keeps
-//! for the backward pass is kept as an f16 copy ([`Op::NarrowF16`]) instead of the f32 result:
+//! for the backward pass is kept as an f16 copy ([`Op::NarrowF16`](crate::Op::NarrowF16)) instead of the f32 result:
 //! once the forward code drops its own handle, the f32 memory goes back to the device and
 //! only the half-size copy stays until the backward pass. The forward pass itself computes
 //! in f32 from f32 values; the backward pass reads the saved copies back to f32
-//! ([`Op::Widen`]) and every gradient it computes is rounded through f16 too, so gradients
+//! ([`Op::Widen`](crate::Op::Widen)) and every gradient it computes is rounded through f16 too, so gradients
 //! have f16's range: values past ±65504 become infinite and tiny ones flush to zero, which is
 //! what loss scaling (in `pixelgrad_nn`) is for. Parameters, inputs and other leaves are never
 //! narrowed (they are the caller's, and parameters are the f32 master weights), nor are the
