@@ -161,19 +161,17 @@ impl Session {
             .collect();
         let mut wanted: Vec<&str> = Vec::new();
         let mut seen = HashSet::new();
-        for n in &model.nodes {
-            for (i, name) in n.inputs.iter().enumerate() {
-                let Some(t) = model.constants.get(name) else {
-                    continue;
-                };
-                if !t.dtype.is_float() || seen.contains(name.as_str()) || ops::host_argument(&n.op_type, i) || f16.contains(name) {
-                    continue;
-                }
-                let weighted = ops::has_weights(&n.op_type) && i >= 1;
-                if t.numel() > 1 || weighted {
-                    seen.insert(name.as_str());
-                    wanted.push(name);
-                }
+        for (op_type, i, name) in constant_uses(&model.nodes, &HashSet::new()) {
+            let Some(t) = model.constants.get(name) else {
+                continue;
+            };
+            if !t.dtype.is_float() || seen.contains(name) || ops::host_argument(op_type, i) || f16.contains(name) {
+                continue;
+            }
+            let weighted = ops::has_weights(op_type) && i >= 1;
+            if t.numel() > 1 || weighted {
+                seen.insert(name);
+                wanted.push(name);
             }
         }
         let mut params = Vec::with_capacity(wanted.len());
@@ -706,6 +704,33 @@ fn input_list(inputs: &[ValueInfo]) -> String {
         s.push_str(&format!(" and {} more", inputs.len() - 16));
     }
     s
+}
+
+/// Every `(operator, input index, name)` by which `nodes` read a value, in order, looking
+/// through control flow: a subgraph's nodes read the outer values it captures by their own
+/// operators, so an outer weight that a branch's `MatMulNBits` reads as its scales is a host
+/// argument there, not a device weight of the `If` node. Names a subgraph defines itself (its
+/// inputs, constants and node outputs, in `local`) are not outer reads and are left out.
+fn constant_uses<'m>(nodes: &'m [Node], local: &HashSet<&'m str>) -> Vec<(&'m str, usize, &'m str)> {
+    let mut uses = Vec::new();
+    for n in nodes {
+        let declared = if crate::graph::is_control_flow(&n.op_type) { crate::graph::declared_inputs(n) } else { n.inputs.len() };
+        uses.extend(
+            n.inputs[..declared]
+                .iter()
+                .enumerate()
+                .filter(|(_, name)| !local.contains(name.as_str()))
+                .map(|(i, name)| (n.op_type.as_str(), i, name.as_str())),
+        );
+        for (_, g) in crate::graph::graphs(n) {
+            let mut inner = local.clone();
+            inner.extend(g.inputs.iter().map(String::as_str));
+            inner.extend(g.constants.keys().map(String::as_str));
+            inner.extend(g.nodes.iter().flat_map(|m| m.outputs.iter().map(String::as_str)));
+            uses.extend(constant_uses(&g.nodes, &inner));
+        }
+    }
+    uses
 }
 
 #[cfg(test)]

@@ -41,13 +41,11 @@ fn one_context() -> MutexGuard<'static, ()> {
 
 const ARCHS: [&str; 7] = ["bert", "gpt", "gpt_past", "gpt_merged_cache", "gpt_merged_no_cache", "vit", "whisper"];
 
-/// Cases the fixture set holds that pixelgrad refuses, left out of every test here: the merged
-/// decoder quantised to 4 bits keeps its `MatMulNBits` scales and zero points as outer-scope
-/// initializers of the `If` branches, which the session hands to the branches as device values,
-/// while `MatMulNBits` needs them on the host to keep the weights packed ("scales (input 2) is
-/// computed on the device"). Supporting it means keeping the outer initializers that a
-/// subgraph's host-only inputs read on the host (session wiring, not an operator).
-const REFUSED: [&str; 2] = ["gpt_merged_cache_nbits4", "gpt_merged_no_cache_nbits4"];
+/// Cases the fixture set holds that pixelgrad refuses, left out of every test here (none now:
+/// the merged decoder quantised to 4 bits, whose `MatMulNBits` scales are outer initializers
+/// of the `If` branches, runs since the session keeps outer weights that a branch reads as host
+/// arguments on the host).
+const REFUSED: [&str; 0] = [];
 
 /// The transformer cases of `variant` (every one when `None`), less [`REFUSED`].
 fn transformer_cases(variant: Option<&str>) -> Vec<Case> {
@@ -100,8 +98,8 @@ fn optimised_exports_with_fused_operators_match_onnxruntime() {
 
 /// `MatMul4BitsQuantizer` (blocks of 32, asymmetric; onnxruntime 1.20.1's default algorithm is
 /// 4-bit only): relative error within 1e-4 of onnxruntime's on the same quantised graph (both
-/// dequantise the blocks and multiply in f32, so they differ by rounding alone). The merged
-/// decoder's 4-bit form is refused ([`REFUSED`]).
+/// dequantise the blocks and multiply in f32, so they differ by rounding alone), the merged
+/// decoder's branches included.
 #[test]
 fn matmulnbits_4bit_exports_match_onnxruntime() {
     let list = variant("nbits4", &ARCHS);
