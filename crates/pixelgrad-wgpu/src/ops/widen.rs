@@ -15,7 +15,7 @@ use crate::BACKEND;
 
 pub(crate) const WIDEN: Kernel = Kernel {
     name: Cow::Borrowed("widen"),
-    source: Cow::Borrowed(include_str!("../kernels/widen.wgsl")),
+    source: Cow::Borrowed(concat!(include_str!("../kernels/half_bits.wgsl"), include_str!("../kernels/widen.wgsl"))),
     inputs: 1,
     outputs: 1,
     overrides: &["KIND"],
