@@ -15,7 +15,7 @@
 //   again the same way on the fresh instance, synchronously where the backend allows it.
 import { PixelgradError } from './errors.js';
 import { isDeadObject, isTrap, noteTrap } from './instance.js';
-import { startBackend, startBackendSync } from './runtime.js';
+import { startBackend, startBackendSync } from './backends.js';
 import { noteLoss } from './videoinput.js';
 
 const ORDER = ['webgpu', 'webgl', 'webgl1', 'cpu'];

@@ -20,6 +20,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::components::strongly_connected;
+
 /// Circles present when the check was introduced, as `crate-dir: folder: a b c` (members
 /// sorted). Each is a debt to pay off, not a licence: remove the line when the circle is broken.
 /// The last ones were broken on 2026-12-07 (issue 39); a new circle fails the test.
@@ -60,6 +62,20 @@ pub fn main(args: &[String]) -> i32 {
         }
         Err(e) => {
             eprintln!("xtask layout: {e}");
+            return 1;
+        }
+    }
+    let web = root.parent().unwrap_or(Path::new(".")).join("web");
+    match crate::js_layout::circles(&web) {
+        Ok(found) => {
+            for c in &found {
+                println!("{c} (NEW)");
+            }
+            println!("{} JS import circle(s)", found.len());
+            bad |= !found.is_empty();
+        }
+        Err(e) => {
+            eprintln!("xtask layout: {}: {e}", web.display());
             return 1;
         }
     }
@@ -393,59 +409,6 @@ fn folder_circles(modules: &[Module]) -> Vec<(String, Vec<String>)> {
         }
     }
     out
-}
-
-/// Tarjan's algorithm over a small graph; each component sorted.
-fn strongly_connected(nodes: &BTreeSet<String>, edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
-    struct State<'a> {
-        edges: &'a BTreeMap<String, BTreeSet<String>>,
-        index: BTreeMap<String, usize>,
-        low: BTreeMap<String, usize>,
-        stack: Vec<String>,
-        on_stack: BTreeSet<String>,
-        out: Vec<Vec<String>>,
-    }
-    fn visit(s: &mut State, v: &str) {
-        let i = s.index.len();
-        s.index.insert(v.to_string(), i);
-        s.low.insert(v.to_string(), i);
-        s.stack.push(v.to_string());
-        s.on_stack.insert(v.to_string());
-        let next: Vec<String> = s.edges.get(v).map(|e| e.iter().cloned().collect()).unwrap_or_default();
-        for w in next {
-            if !s.index.contains_key(&w) {
-                visit(s, &w);
-                let lw = s.low[&w];
-                let lv = s.low.get_mut(v).expect("visited");
-                *lv = (*lv).min(lw);
-            } else if s.on_stack.contains(&w) {
-                let iw = s.index[&w];
-                let lv = s.low.get_mut(v).expect("visited");
-                *lv = (*lv).min(iw);
-            }
-        }
-        if s.low[v] == s.index[v] {
-            let mut comp = Vec::new();
-            while let Some(w) = s.stack.pop() {
-                s.on_stack.remove(&w);
-                let done = w == v;
-                comp.push(w);
-                if done {
-                    break;
-                }
-            }
-            comp.sort();
-            s.out.push(comp);
-        }
-    }
-    let mut s =
-        State { edges, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), on_stack: BTreeSet::new(), out: Vec::new() };
-    for n in nodes {
-        if !s.index.contains_key(n) {
-            visit(&mut s, n);
-        }
-    }
-    s.out
 }
 
 #[cfg(test)]

@@ -34,6 +34,8 @@ mod build_wasm;
 mod demo;
 mod federated;
 mod gpu_bundle;
+mod components;
+mod js_layout;
 mod layout;
 mod machine;
 mod npm_manifest;
