@@ -26,6 +26,9 @@ const ABOUT = {
   'mobilenet-v1-0.5-128': 'MobileNetV1, width 0.5, 128×128, random weights (make_models.py): 13 depthwise-separable blocks with BatchNormalization and ReLU6',
   'ppocr-cls': "PaddleOCR's pretrained text direction classifier (MobileNetV3 backbone, Apache-2.0, from the rapidocr-onnxruntime 1.4.4 wheel)",
   'ppocr-det': "PaddleOCR's pretrained PP-OCRv4 text detector (DBNet on MobileNetV3, Apache-2.0, same wheel)",
+  'bert-h256-l4-s128': 'BERT-like encoder (issue 42; make_transformer_models.py with the fixture builders): hidden 256, 4 heads, 4 post-LN layers, sequence 128, random weights',
+  'gpt-h256-l4 4-bit generate': "GPT-like decoder (hidden 256, 4 heads, 4 layers, vocabulary 512), onnxruntime's MatMul4BitsQuantizer (MatMulNBits, blocks of 32): prompt decoder + decoder with past, one generation of 16 tokens after a 16-token prompt, present.* fed back as past_key_values.*",
+  'gpt-h256-l4 merged generate': "the same decoder in f32 in Optimum's merged layout (If on use_cache_branch), the same generation loop on one file",
 };
 
 function parseArgs(argv) {
@@ -127,7 +130,10 @@ async function runPair(browser, server, pair, models, settings, runs) {
         const row = rows[i];
         if (!row.error) {
           try {
-            row.output = await limited(settings.timeoutS, () => s.page.evaluate(() => window.pgInfer.unload()));
+            const out = await limited(settings.timeoutS, () => s.page.evaluate(() => window.pgInfer.unload()));
+            // a decoder's last logits and the tokens it generated
+            if (out && !Array.isArray(out)) Object.assign(row, out);
+            else row.output = out;
             row.medianMs = median(row.times);
             row.runs = row.times.length;
           } catch (e) {
@@ -136,7 +142,7 @@ async function runPair(browser, server, pair, models, settings, runs) {
         }
         const what = `${row.lib.padEnd(9)} ${row.backend.padEnd(6)} ${m.name.padEnd(22)}`;
         if (row.error) console.log(`${what} failed: ${row.error}`);
-        else console.log(`${what} first ${row.firstRunMs.toFixed(1).padStart(8)} ms  median ${row.medianMs.toFixed(2).padStart(8)} ms  (${row.runs} runs)`);
+        else console.log(`${what} first ${row.firstRunMs.toFixed(1).padStart(8)} ms  median ${row.medianMs.toFixed(2).padStart(8)} ms  (${row.runs} runs)${row.tokens ? ` tokens ${row.tokens.join(',')}` : ''}`);
         runs.push(row);
         // A page that timed out may be wedged: later models on it would only time out too.
         if (row.error && row.error.startsWith('timed out') && !s.error) s.error = row.error;
@@ -170,7 +176,8 @@ async function main() {
     machine: { cpu: os.cpus()[0]?.model?.trim() ?? 'unknown', cores: os.cpus().length, commit: commit(), loadAverageAtStart: os.loadavg() },
     ort: `onnxruntime-web ${ortPkg.version}`,
     browser: null,
-    models: models.map(({ name, file, ortFile, precision, form, base, input, shape, inputFile, about }) => ({ name, file, ortFile, precision, form, base, input, shape, inputFile, about })),
+    models: models.map(({ name, file, ortFile, prefillFile, precision, form, base, input, shape, inputFile, inputs, generate, about }) =>
+      ({ name, file, ortFile, prefillFile, precision, form, base, input, shape, inputFile, inputs: inputs?.map(({ name, shape, dtype }) => ({ name, shape, dtype })), generate, about })),
     runs: [],
   };
   const server = await startServer(webRoot);
