@@ -8,7 +8,9 @@
 // --pairs keeps only the pairs whose pixelgrad backend is listed (e.g. `--pairs cpu` times
 // pixelgrad's CPU backend against ORT's wasm EP alone).
 //
-// Writes web/bench/results/inference-<date>.json, then regenerates docs/benchmarks.md from every
+// Writes web/bench/results/inference-<date>.json (inference-transformers-<date>.json when every
+// model run is a transformer model of issue 42: `--only bert-h256-l4-s128,gpt-h256-l4 4-bit
+// generate,gpt-h256-l4 merged generate`, a section of its own), then regenerates docs/benchmarks.md from every
 // committed result (lib/benchmarks-doc.mjs).
 
 import fs from 'node:fs';
@@ -176,8 +178,8 @@ async function main() {
     machine: { cpu: os.cpus()[0]?.model?.trim() ?? 'unknown', cores: os.cpus().length, commit: commit(), loadAverageAtStart: os.loadavg() },
     ort: `onnxruntime-web ${ortPkg.version}`,
     browser: null,
-    models: models.map(({ name, file, ortFile, prefillFile, precision, form, base, input, shape, inputFile, inputs, generate, about }) =>
-      ({ name, file, ortFile, prefillFile, precision, form, base, input, shape, inputFile, inputs: inputs?.map(({ name, shape, dtype }) => ({ name, shape, dtype })), generate, about })),
+    models: models.map(({ name, group, file, ortFile, prefillFile, precision, form, base, input, shape, inputFile, inputs, generate, about }) =>
+      ({ name, group, file, ortFile, prefillFile, precision, form, base, input, shape, inputFile, inputs: inputs?.map(({ name, shape, dtype }) => ({ name, shape, dtype })), generate, about })),
     runs: [],
   };
   const server = await startServer(webRoot);
@@ -196,7 +198,9 @@ async function main() {
     const err = r.error == null ? '—' : r.error.toExponential(1);
     console.log(`${r.model.padEnd(22)} ${r.pair.padEnd(15)} ratio ${ratio.padStart(7)}  error ${err}`);
   }
-  const out = args.out ?? path.join(here, 'results', `inference-${started.toISOString().replace(/[:]/g, '-').replace(/\..*/, '')}.json`);
+  // a run of the transformer models alone (issue 42) has a section of its own in docs/benchmarks.md
+  const kind = models.length && models.every((m) => m.group === 'transformer') ? 'inference-transformers' : 'inference';
+  const out = args.out ?? path.join(here, 'results', `${kind}-${started.toISOString().replace(/[:]/g, '-').replace(/\..*/, '')}.json`);
   fs.mkdirSync(path.dirname(out), { recursive: true });
   // Outputs are only needed for the comparison: keep the file small.
   const slim = { ...result, runs: result.runs.map(({ output, times, ...r }) => ({ ...r, times: times?.map((t) => Number(t.toFixed(2))), outputHead: output ? output.slice(0, 8) : undefined })) };

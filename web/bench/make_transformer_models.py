@@ -160,7 +160,7 @@ def main(out):
         v = np.ascontiguousarray(v).astype("<i4")
         v.tofile(os.path.join(out, f"bert_h256.{name}.i32"))
         inputs.append({"name": name, "shape": list(v.shape), "dtype": "int64", "file": f"bert_h256.{name}.i32"})
-    entries.append({"name": "bert-h256-l4-s128", "file": "bert_h256_l4_s128.onnx", "input": inputs[0]["name"], "shape": inputs[0]["shape"], "inputs": inputs,
+    entries.append({"name": "bert-h256-l4-s128", "group": "transformer", "file": "bert_h256_l4_s128.onnx", "input": inputs[0]["name"], "shape": inputs[0]["shape"], "inputs": inputs,
                     "output": "last_hidden_state"})
     with_past, prefill, merged = decoders()
     onnx.save(nbits4(with_past), os.path.join(out, "gpt_h256_l4_nbits4.onnx"))
@@ -169,9 +169,9 @@ def main(out):
     prompt = np.random.default_rng(5).integers(0, VOCAB_DEC, (1, PROMPT)).astype("<i4")
     prompt.tofile(os.path.join(out, "gpt_h256.prompt.i32"))
     gen = {"prompt": "gpt_h256.prompt.i32", "promptLength": PROMPT, "newTokens": NEW_TOKENS, "layers": LAYERS, "heads": HEADS, "headSize": HID // HEADS}
-    entries.append({"name": "gpt-h256-l4 4-bit generate", "file": "gpt_h256_l4_nbits4.onnx", "prefillFile": "gpt_h256_l4_prefill_nbits4.onnx",
+    entries.append({"name": "gpt-h256-l4 4-bit generate", "group": "transformer", "file": "gpt_h256_l4_nbits4.onnx", "prefillFile": "gpt_h256_l4_prefill_nbits4.onnx",
                     "input": "input_ids", "shape": [1, 1], "output": "logits", "generate": gen})
-    entries.append({"name": "gpt-h256-l4 merged generate", "file": "gpt_h256_l4_merged.onnx", "input": "input_ids", "shape": [1, 1],
+    entries.append({"name": "gpt-h256-l4 merged generate", "group": "transformer", "file": "gpt_h256_l4_merged.onnx", "input": "input_ids", "shape": [1, 1],
                     "output": "logits", "generate": {**gen, "merged": True}})
     return entries
 
