@@ -24,6 +24,7 @@ all but zero and says nothing about agreement. MobileNet gets the page's determi
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -160,10 +161,9 @@ def main():
     for base in [m for m in models if m["name"] in ("mobilenet-v1-0.5-128", "ppocr-cls")]:
         models += precision_variants(base)
     # the transformer exports of issue 42: an encoder, a 4-bit decoder and the merged decoder
-    # generating with the cache (make_transformer_models.py)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import make_transformer_models
-    models += make_transformer_models.main(OUT)
+    # generating with the cache (make_transformer_models.py, run as a program: it prints its entries)
+    tfm = os.path.join(os.path.dirname(os.path.abspath(__file__)), "make_transformer_models.py")
+    models += json.loads(subprocess.run([sys.executable, tfm, OUT], check=True, capture_output=True, text=True).stdout)
     with open(os.path.join(OUT, "models.json"), "w") as f:
         json.dump(models, f, indent=2)
 
