@@ -8,7 +8,9 @@
 // --pairs keeps only the pairs whose pixelgrad backend is listed (e.g. `--pairs cpu` times
 // pixelgrad's CPU backend against ORT's wasm EP alone).
 //
-// Writes web/bench/results/inference-<date>.json, then regenerates docs/benchmarks.md from every
+// Writes web/bench/results/inference-<date>.json (inference-transformers-<date>.json when every
+// model run is a transformer model of issue 42: `--only bert-h256-l4-s128,gpt-h256-l4 4-bit
+// generate,gpt-h256-l4 merged generate`, a section of its own), then regenerates docs/benchmarks.md from every
 // committed result (lib/benchmarks-doc.mjs).
 
 import fs from 'node:fs';
@@ -26,6 +28,9 @@ const ABOUT = {
   'mobilenet-v1-0.5-128': 'MobileNetV1, width 0.5, 128×128, random weights (make_models.py): 13 depthwise-separable blocks with BatchNormalization and ReLU6',
   'ppocr-cls': "PaddleOCR's pretrained text direction classifier (MobileNetV3 backbone, Apache-2.0, from the rapidocr-onnxruntime 1.4.4 wheel)",
   'ppocr-det': "PaddleOCR's pretrained PP-OCRv4 text detector (DBNet on MobileNetV3, Apache-2.0, same wheel)",
+  'bert-h256-l4-s128': 'BERT-like encoder (issue 42; make_transformer_models.py with the fixture builders): hidden 256, 4 heads, 4 post-LN layers, sequence 128, random weights',
+  'gpt-h256-l4 4-bit generate': "GPT-like decoder (hidden 256, 4 heads, 4 layers, vocabulary 512), onnxruntime's MatMul4BitsQuantizer (MatMulNBits, blocks of 32): prompt decoder + decoder with past, one generation of 16 tokens after a 16-token prompt, present.* fed back as past_key_values.*",
+  'gpt-h256-l4 merged generate': "the same decoder in f32 in Optimum's merged layout (If on use_cache_branch), the same generation loop on one file",
 };
 
 function parseArgs(argv) {
@@ -127,7 +132,10 @@ async function runPair(browser, server, pair, models, settings, runs) {
         const row = rows[i];
         if (!row.error) {
           try {
-            row.output = await limited(settings.timeoutS, () => s.page.evaluate(() => window.pgInfer.unload()));
+            const out = await limited(settings.timeoutS, () => s.page.evaluate(() => window.pgInfer.unload()));
+            // a decoder's last logits and the tokens it generated
+            if (out && !Array.isArray(out)) Object.assign(row, out);
+            else row.output = out;
             row.medianMs = median(row.times);
             row.runs = row.times.length;
           } catch (e) {
@@ -136,7 +144,7 @@ async function runPair(browser, server, pair, models, settings, runs) {
         }
         const what = `${row.lib.padEnd(9)} ${row.backend.padEnd(6)} ${m.name.padEnd(22)}`;
         if (row.error) console.log(`${what} failed: ${row.error}`);
-        else console.log(`${what} first ${row.firstRunMs.toFixed(1).padStart(8)} ms  median ${row.medianMs.toFixed(2).padStart(8)} ms  (${row.runs} runs)`);
+        else console.log(`${what} first ${row.firstRunMs.toFixed(1).padStart(8)} ms  median ${row.medianMs.toFixed(2).padStart(8)} ms  (${row.runs} runs)${row.tokens ? ` tokens ${row.tokens.join(',')}` : ''}`);
         runs.push(row);
         // A page that timed out may be wedged: later models on it would only time out too.
         if (row.error && row.error.startsWith('timed out') && !s.error) s.error = row.error;
@@ -170,7 +178,8 @@ async function main() {
     machine: { cpu: os.cpus()[0]?.model?.trim() ?? 'unknown', cores: os.cpus().length, commit: commit(), loadAverageAtStart: os.loadavg() },
     ort: `onnxruntime-web ${ortPkg.version}`,
     browser: null,
-    models: models.map(({ name, file, ortFile, precision, form, base, input, shape, inputFile, about }) => ({ name, file, ortFile, precision, form, base, input, shape, inputFile, about })),
+    models: models.map(({ name, group, file, ortFile, prefillFile, precision, form, base, input, shape, inputFile, inputs, generate, about }) =>
+      ({ name, group, file, ortFile, prefillFile, precision, form, base, input, shape, inputFile, inputs: inputs?.map(({ name, shape, dtype }) => ({ name, shape, dtype })), generate, about })),
     runs: [],
   };
   const server = await startServer(webRoot);
@@ -189,7 +198,9 @@ async function main() {
     const err = r.error == null ? '—' : r.error.toExponential(1);
     console.log(`${r.model.padEnd(22)} ${r.pair.padEnd(15)} ratio ${ratio.padStart(7)}  error ${err}`);
   }
-  const out = args.out ?? path.join(here, 'results', `inference-${started.toISOString().replace(/[:]/g, '-').replace(/\..*/, '')}.json`);
+  // a run of the transformer models alone (issue 42) has a section of its own in docs/benchmarks.md
+  const kind = models.length && models.every((m) => m.group === 'transformer') ? 'inference-transformers' : 'inference';
+  const out = args.out ?? path.join(here, 'results', `${kind}-${started.toISOString().replace(/[:]/g, '-').replace(/\..*/, '')}.json`);
   fs.mkdirSync(path.dirname(out), { recursive: true });
   // Outputs are only needed for the comparison: keep the file small.
   const slim = { ...result, runs: result.runs.map(({ output, times, ...r }) => ({ ...r, times: times?.map((t) => Number(t.toFixed(2))), outputHead: output ? output.slice(0, 8) : undefined })) };

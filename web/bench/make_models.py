@@ -13,6 +13,8 @@ Usage: python web/bench/make_models.py OUT_DIR PPOCR_MODELS_DIR FIXTURES_DIR
   int8 through onnxruntime's recommended flow (`quant_pre_process`, then `quantize_static`, QDQ,
   u8 activations, per-channel i8 weights, calibrated on the benchmark input and two noisy copies),
   the same file for both libraries.
+- bert_h256_l4_s128.onnx, gpt_h256_l4_*.onnx: the transformer models of issue 42, written by
+  make_transformer_models.py (see there), with the fixture script's builders at a bench size.
 models.json lists each file with its input name and batch-1 shape, and for the PP-OCR models an
 input file (raw little-endian f32): the first rendered text image of their test fixtures
 (FIXTURES_DIR, written by scripts/onnx-fixtures.sh), since on noise the detector's output is
@@ -22,6 +24,7 @@ all but zero and says nothing about agreement. MobileNet gets the page's determi
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -157,6 +160,10 @@ def main():
         models.append({"name": key, "file": dst, "input": m.graph.input[0].name, "shape": list(x.shape), "inputFile": f"{fixture}.input.f32"})
     for base in [m for m in models if m["name"] in ("mobilenet-v1-0.5-128", "ppocr-cls")]:
         models += precision_variants(base)
+    # the transformer exports of issue 42: an encoder, a 4-bit decoder and the merged decoder
+    # generating with the cache (make_transformer_models.py, run as a program: it prints its entries)
+    tfm = os.path.join(os.path.dirname(os.path.abspath(__file__)), "make_transformer_models.py")
+    models += json.loads(subprocess.run([sys.executable, tfm, OUT], check=True, capture_output=True, text=True).stdout)
     with open(os.path.join(OUT, "models.json"), "w") as f:
         json.dump(models, f, indent=2)
 

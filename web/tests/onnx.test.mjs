@@ -1,6 +1,7 @@
 // `pg.loadOnnx` in headless Chromium on webgpu, webgl and cpu (SwiftShader for the GPU
-// backends): every per-operator fixture of scripts/onnx-fixtures.sh and the pretrained PP-OCR
-// text direction classifier against onnxruntime's outputs (1e-4 relative), model metadata,
+// backends): every per-operator fixture of scripts/onnx-fixtures.sh, the pretrained PP-OCR
+// text direction classifier and the small transformer exports in every variant (issue 42)
+// against onnxruntime's outputs (1e-4 relative), model metadata,
 // the URL / bytes / IndexedDB sources, and errors as JS Errors.
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -46,9 +47,18 @@ function makeBundle() {
   // The per-operator cases, the PP-OCR classifier and the small quantised models (squeezenet's
   // three quantised forms only run natively: they are the slowest).
   const quantized = (c) => c.kind === 'models' && c.tags.includes('int8') && !c.name.startsWith('squeezenet');
-  for (const c of manifest.cases.filter((c) => c.kind === 'ops' || c.name === 'ppocr_cls' || quantized(c))) {
+  // and the small transformer exports of scripts/onnx_transformer_fixtures.py in every variant
+  // (issue 42; tag 'transformer', run by the tests of their own below)
+  const transformer = (c) => c.kind === 'models' && c.tags.includes('transformer');
+  for (const c of manifest.cases.filter((c) => c.kind === 'ops' || c.name === 'ppocr_cls' || quantized(c) || transformer(c))) {
     const id = `${c.kind}-${c.name}`;
     fs.copyFileSync(path.join(fx, c.dir, 'model.onnx'), path.join(bundle, `${id}.onnx`));
+    // the `external` variant: its weights in model.onnx_data beside it, given to loadOnnx by URL
+    let externalData;
+    if (fs.existsSync(path.join(fx, c.dir, 'model.onnx_data'))) {
+      fs.copyFileSync(path.join(fx, c.dir, 'model.onnx_data'), path.join(bundle, `${id}.onnx_data`));
+      externalData = { 'model.onnx_data': `/test-artifacts/onnx/${id}.onnx_data` };
+    }
     const io = (list, what) => list.map((e, k) => {
       const t = readNpy(path.join(fx, c.dir, e.file));
       // expected outputs are compared as float32, whatever their element type
@@ -57,7 +67,7 @@ function makeBundle() {
       fs.writeFileSync(path.join(bundle, file), Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
       return { name: e.name, file, shape: t.shape, dtype: t.dtype };
     });
-    cases.push({ name: c.name, kind: c.kind, tags: c.tags, model: `${id}.onnx`, inputs: io(c.inputs, 'in'), outputs: io(c.outputs, 'out'), tol: c.tol, atol: c.atol });
+    cases.push({ name: c.name, kind: c.kind, tags: c.tags, model: `${id}.onnx`, externalData, inputs: io(c.inputs, 'in'), outputs: io(c.outputs, 'out'), tol: c.tol, atol: c.atol });
   }
   // the model whose weights onnx saved in model.onnx_data beside it, with input and output
   const ext = path.join(fx, 'external', 'external_one_file');
@@ -99,8 +109,9 @@ async function runCases(backend, list) {
     const get = async (f) => (await fetch(`/test-artifacts/onnx/${f}`)).arrayBuffer();
     const out = [];
     for (const c of list) {
+      const t0 = performance.now();
       try {
-        const m = await pg.loadOnnx(`/test-artifacts/onnx/${c.model}`);
+        const m = await pg.loadOnnx(`/test-artifacts/onnx/${c.model}`, c.externalData ? { externalData: c.externalData } : {});
         const feeds = {};
         for (const i of c.inputs) {
           const buf = await get(i.file);
@@ -130,7 +141,7 @@ async function runCases(backend, list) {
         }
         Object.values(feeds).forEach((t) => t.dispose());
         m.dispose();
-        out.push({ name: c.name, err: worst });
+        out.push({ name: c.name, err: worst, ms: performance.now() - t0 });
       } catch (e) {
         out.push({ name: c.name, error: String(e && e.message ? e.message : e) });
       }
@@ -139,16 +150,48 @@ async function runCases(backend, list) {
   }, { backend, list });
 }
 
+/** The transformer exports (tag 'transformer'), every variant. */
+const transformers = () => cases.filter((c) => c.tags.includes('transformer'));
+
 for (const backend of ['webgpu', 'webgl', 'cpu']) {
   test(`${backend}: every ONNX operator case, the PP-OCR classifier and the quantised models match onnxruntime`, async () => {
-    const res = await runCases(backend, cases);
+    const list = cases.filter((c) => !c.tags.includes('transformer'));
+    const res = await runCases(backend, list);
     // (cases tagged reads_back, NonMaxSuppression and NonZero, read values back while the
     // graph runs: on WebGPU that is an asynchronous read inside m.run)
     const bad = res.filter((r) => r.error || !(r.err <= 1));
     const worst = Math.max(...res.filter((r) => !r.error).map((r) => r.err));
     console.log(`${backend}: ${res.length} cases, worst error ${worst.toExponential(2)} of the tolerance`);
-    assert.equal(res.length, cases.length);
+    assert.equal(res.length, list.length);
     assert.deepEqual(bad, [], `${bad.length} cases failed on ${backend}`);
+  });
+}
+
+// The small transformer exports of issue 42 (crates/pixelgrad-onnx/tests/transformers.rs runs the
+// same cases natively): the BERT-like encoder, the GPT-like decoder without and with a past
+// key/value cache, the merged decoder (If) fed with and without the cache, the ViT-like and the
+// Whisper-like encoders, each as exported (fp32), fused by onnxruntime's transformer optimiser
+// (ortopt), 4-bit MatMulNBits (nbits4), dynamic int8 (dynint8) and with its weights in
+// model.onnx_data loaded through `loadOnnx(url, { externalData })` (external); and the Llama-like
+// opset 23 decoders against the onnx reference evaluator's stored outputs (opset23). Each within
+// its case's tolerance (1e-4 relative), the CPU running every case twice (the second replays).
+const ARCHS = ['bert', 'gpt', 'gpt_past', 'gpt_merged_cache', 'gpt_merged_no_cache', 'vit', 'whisper'];
+for (const backend of ['webgpu', 'webgl', 'cpu']) {
+  test(`${backend}: the transformer exports in every variant (fp32, ortopt, nbits4, dynint8, external, opset23) match onnxruntime`, async () => {
+    const list = transformers();
+    // the generator wrote every case (a missing one fails here rather than shrinking the test)
+    const want = ARCHS.flatMap((a) => ['fp32', 'nbits4', 'dynint8', 'external'].map((v) => `${a}_${v}`))
+      .concat(['bert', 'gpt', 'gpt_past', 'vit', 'whisper'].map((a) => `${a}_ortopt`), ['llama_opset23', 'llama_past_opset23']);
+    assert.deepEqual(list.map((c) => c.name).sort(), want.sort());
+    assert.equal(list.filter((c) => c.externalData).length, ARCHS.length);
+    const t0 = Date.now();
+    const res = await runCases(backend, list);
+    const bad = res.filter((r) => r.error || !(r.err <= 1));
+    const worst = Math.max(...res.filter((r) => !r.error).map((r) => r.err));
+    console.log(`${backend}: ${res.length} transformer cases in ${((Date.now() - t0) / 1000).toFixed(1)} s, worst error ${worst.toExponential(2)} of the tolerance`);
+    for (const r of res) console.log(`  ${r.name.padEnd(28)} ${r.error ?? `${r.err.toExponential(2)} of the tolerance, ${(r.ms / 1000).toFixed(1)} s`}`);
+    assert.equal(res.length, list.length);
+    assert.deepEqual(bad, [], `${bad.length} transformer cases failed on ${backend}`);
   });
 }
 

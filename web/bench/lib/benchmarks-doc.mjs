@@ -5,6 +5,8 @@
 // Result files (web/bench/results/) by name:
 //   <date>.json              `cargo xtask bench`: training vs TF.js in Chromium, plus the native bench
 //   inference-<date>.json    `cargo xtask bench --inference`: ONNX models vs ONNX Runtime Web
+//   inference-transformers-<date>.json  the same run on the transformer models alone (`--only`
+//                            them: issue 42's encoder and decoders), a section of its own
 //   preprocess-<date>.json   `node web/bench/preprocess.mjs`: capture + preprocess frames/s
 //   camera-<date>.json       `node web/bench/camera.mjs`: the camera demo end to end
 //   quality-<date>.json      `cargo xtask bench-quality`: test accuracy per workload and backend
@@ -19,7 +21,7 @@ import { renderMarkdown as renderInference, START as INFERENCE_START, END as INF
 /** The benchmark a result file belongs to, from its name; null for files that are not results. */
 export function kindOf(name) {
   if (!name.endsWith('.json') || name === 'provenance.json') return null;
-  for (const k of ['inference', 'preprocess', 'camera', 'quality', 'federated-tabs', 'federated', 'privacy']) if (name.startsWith(`${k}-`)) return k;
+  for (const k of ['inference-transformers', 'inference', 'preprocess', 'camera', 'quality', 'federated-tabs', 'federated', 'privacy']) if (name.startsWith(`${k}-`)) return k;
   return /^\d{4}-\d{2}-\d{2}T/.test(name) ? 'training' : null;
 }
 
@@ -80,6 +82,14 @@ function trainingSection(run) {
 function inferenceSection(run) {
   const f = run.files[0];
   return stripMarkers(renderInference(f.json, `web/bench/results/${f.name}`), INFERENCE_START, INFERENCE_END);
+}
+
+/** The transformer models' run (issue 42): the inference table, under a heading of its own. */
+function transformersSection(run) {
+  return inferenceSection(run).replace(
+    /^## Inference in the browser: pixelgrad vs ONNX Runtime Web \(`cargo xtask bench --inference`\)$/m,
+    '## Transformer exports in the browser: pixelgrad vs ONNX Runtime Web (`cargo xtask bench --inference --only` the transformer models)',
+  );
 }
 
 function preprocessSection(run) {
@@ -244,6 +254,7 @@ function privacySection(run) {
 const SECTIONS = [
   ['training', trainingSection, '`cargo xtask bench`'],
   ['inference', inferenceSection, '`cargo xtask bench --inference`'],
+  ['inference-transformers', transformersSection, '`cargo xtask bench --inference --only bert-h256-l4-s128,...`'],
   ['preprocess', preprocessSection, '`node web/bench/preprocess.mjs --json FILE`'],
   ['camera', cameraSection, '`node web/bench/camera.mjs --json FILE`'],
 ];

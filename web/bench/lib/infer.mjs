@@ -6,7 +6,9 @@
 //              webgpu, webgl, wasm (one thread), wasm-mt (the wasm EP with all hardware
 //              threads), so each CPU row compares equal threads
 // Latency is what a caller waits for: inputs in, outputs read back to JS. The runner loads a
-// model on both libraries' pages, then alternates short timed chunks between them.
+// model on both libraries' pages, then alternates short timed chunks between them. A decoder
+// entry (`generate`) times one whole greedy generation with the cache instead, the loop written
+// here once for both libraries (`generate` below), so its rows give tokens/s.
 
 const ORT_DIST = '/bench/node_modules/onnxruntime-web/dist/';
 let side = null;
@@ -41,18 +43,15 @@ async function pixelgrad(backend) {
           const info = m.info ?? {};
           return { weightBytes: info.deviceWeightBytes ?? null, storage: [info.precision, info.weightStorage, info.path].filter(Boolean).join('; ') || null };
         },
-        async run(name, x, shape) {
-          const t = pg.tensor(x, shape);
-          const outs = await m.run({ [name]: t });
-          t.dispose();
-          const first = Object.keys(outs)[0];
-          const data = await outs[first].data();
-          for (const o of Object.values(outs)) o.dispose();
-          return data;
-        },
+        // feeds: name -> a tensor of this side; outputs: name -> a tensor, left on the device
+        run: (feeds) => m.run(feeds),
         dispose: () => m.dispose(),
       };
     },
+    // integer inputs (int64 in the model) are int32 tensors; a bool is an int32 0 or 1
+    tensor: ({ data, shape, dtype }) => pg.tensor(dtype === 'float32' ? data : Int32Array.from(data), shape),
+    read: async (t) => t.data(),
+    free: (t) => t.dispose(),
   };
 }
 
@@ -67,21 +66,101 @@ async function ortSide(backend) {
     library: `onnxruntime-web ${ort.env.versions?.web ?? ''}`.trim(),
     adapter: ep === 'wasm' ? `${ort.env.wasm.numThreads} thread${ort.env.wasm.numThreads === 1 ? '' : 's'}` : null,
     async load(bytes) {
-      const s = await ort.InferenceSession.create(new Uint8Array(bytes), { executionProviders: [ep], graphOptimizationLevel: 'all' });
+      const outputs = (s) => s.outputNames;
+      // On WebGPU the cache a decoder hands back (present.*) stays in GPU buffers for the next
+      // step, as transformers.js keeps it; the other outputs come back to the CPU.
+      const session = async (where) =>
+        ort.InferenceSession.create(new Uint8Array(bytes), { executionProviders: [ep], graphOptimizationLevel: 'all', ...(where ? { preferredOutputLocation: where } : {}) });
+      let s = await session(null);
+      if (ep === 'webgpu' && outputs(s).some((n) => n.startsWith('present.'))) {
+        const where = Object.fromEntries(outputs(s).map((n) => [n, n.startsWith('present.') ? 'gpu-buffer' : 'cpu']));
+        await s.release();
+        s = await session(where);
+      }
       return {
         // ORT does not report its device memory: the size of the model file it loaded
         report: () => ({ weightBytes: bytes.byteLength, storage: null }),
-        async run(name, x, shape) {
-          const outs = await s.run({ [name]: new ort.Tensor('float32', x, shape) });
-          const first = s.outputNames[0];
-          // getData() downloads GPU-resident outputs; CPU outputs are already host arrays.
-          const data = outs[first].getData ? await outs[first].getData() : outs[first].data;
-          return Float32Array.from(data);
-        },
+        run: (feeds) => s.run(feeds),
         dispose: () => s.release(),
       };
     },
+    tensor: ({ data, shape, dtype }) =>
+      dtype === 'float32' ? new ort.Tensor('float32', data, shape)
+        : dtype === 'bool' ? new ort.Tensor('bool', Uint8Array.from(data), shape)
+          : new ort.Tensor('int64', BigInt64Array.from(data, (v) => BigInt(v)), shape),
+    // getData() downloads GPU-resident outputs; CPU outputs are already host arrays.
+    read: async (t) => Float32Array.from(t.location === 'gpu-buffer' ? await t.getData() : t.data),
+    free: (t) => {
+      if (t.location === 'gpu-buffer') t.dispose();
+    },
   };
+}
+
+const sum = (xs) => xs.reduce((a, b) => a * b, 1);
+
+/** The feeds of a latency model: its inputs ({ name, shape, dtype, file? }), or one float input. */
+async function modelInputs(model) {
+  const list = model.inputs ?? [{ name: model.input, shape: model.shape, dtype: 'float32', file: model.inputFile }];
+  const out = [];
+  for (const i of list) {
+    let data;
+    if (i.file) {
+      const buf = await (await fetch(`/bench/models/${i.file}`)).arrayBuffer();
+      data = i.dtype === 'float32' ? new Float32Array(buf) : new Int32Array(buf);
+    } else data = inputOf(i.shape);
+    if (data.length !== sum(i.shape)) throw new Error(`${i.file}: ${data.length} values for shape ${i.shape}`);
+    out.push({ ...i, data });
+  }
+  return out;
+}
+
+const argmaxLast = (logits, vocab) => {
+  let best = logits.length - vocab;
+  for (let k = best + 1; k < logits.length; k++) if (logits[k] > logits[best]) best = k;
+  return best - (logits.length - vocab);
+};
+
+/**
+ * One greedy generation with the cache, the same loop on both sides: the prompt through the
+ * prompt decoder (or the merged decoder's no-cache branch), then `newTokens` steps of one token
+ * each, every step's present.N.key/value fed back as the next past_key_values.N.key/value
+ * without reading them (they stay where the library left them). The logits of each step are
+ * read (the next token is their argmax). Returns the tokens and the last step's logits.
+ */
+async function generate(side, step, prefill, g, prompt) {
+  const cache = [];
+  for (let l = 0; l < g.layers; l++) cache.push(`${l}.key`, `${l}.value`);
+  const own = [];
+  const t = (data, shape, dtype) => {
+    const x = side.tensor({ data, shape, dtype });
+    own.push(x);
+    return x;
+  };
+  const feeds = { input_ids: t(prompt, [1, prompt.length], 'int64') };
+  if (g.merged) {
+    // Optimum's merged decoder reads a past on its no-cache branch too, and ignores it: one zero position
+    for (const c of cache) feeds[`past_key_values.${c}`] = t(new Float32Array(g.heads * g.headSize), [1, g.heads, 1, g.headSize], 'float32');
+    feeds.use_cache_branch = t([0], [1], 'bool');
+  }
+  let outs = await prefill.run(feeds);
+  const tokens = [];
+  let logits = null;
+  for (let s = 0; ; s++) {
+    logits = await side.read(outs.logits);
+    const vocab = logits.length / (s === 0 ? prompt.length : 1);
+    if (s === g.newTokens) break;
+    const tok = argmaxLast(logits, vocab);
+    tokens.push(tok);
+    own.splice(0).forEach((x) => side.free(x));
+    const next = { input_ids: t([tok], [1, 1], 'int64') };
+    for (const c of cache) next[`past_key_values.${c}`] = outs[`present.${c}`];
+    if (g.merged) next.use_cache_branch = t([1], [1], 'bool');
+    const before = outs;
+    outs = await step.run(next);
+    for (const x of Object.values(before)) side.free(x);
+  }
+  for (const x of [...Object.values(outs), ...own]) side.free(x);
+  return { tokens, logits };
 }
 
 let loaded = null;
@@ -95,24 +174,51 @@ window.pgInfer = {
     return { library: side.library, backend, adapter: side.adapter };
   },
   /**
-   * Loads `model` ({ file, input, shape, inputFile? }) and runs it once: `loadMs` (fetch
+   * Loads `model` ({ file, input, shape, inputFile? } or { file, inputs: [{ name, shape, dtype,
+   * file }] }, or a decoder with `generate`: see below) and runs it once: `loadMs` (fetch
    * excluded) and `firstRunMs` (the first run, shader compiles included).
    */
   async load(model) {
-    if (loaded) loaded.m.dispose();
+    if (loaded) await loaded.dispose();
     loaded = null;
     // the fp16 rows: ORT loads onnxruntime's float16 conversion, pixelgrad the float file with { precision: 'f16' }
+    const get = async (f) => (await fetch(`/bench/models/${f}`)).arrayBuffer();
     const file = side.isOrt && model.ortFile ? model.ortFile : model.file;
-    const bytes = await (await fetch(`/bench/models/${file}`)).arrayBuffer();
-    const x = model.inputFile ? new Float32Array(await (await fetch(`/bench/models/${model.inputFile}`)).arrayBuffer()) : inputOf(model.shape);
-    if (x.length !== model.shape.reduce((a, b) => a * b, 1)) throw new Error(`${model.inputFile}: ${x.length} values for shape ${model.shape}`);
+    const bytes = await get(file);
+    const prefillBytes = model.prefillFile ? await get(model.prefillFile) : null;
+    const inputs = model.generate ? null : await modelInputs(model);
+    const prompt = model.generate ? new Int32Array(await get(model.generate.prompt)) : null;
     let t = performance.now();
     const m = await side.load(bytes, side.isOrt ? null : model.precision);
+    const prefill = prefillBytes ? await side.load(prefillBytes, side.isOrt ? null : model.precision) : m;
     const loadMs = performance.now() - t;
-    loaded = { m, model, x };
+    // One run: a latency model's inputs in, its first output (or `output`) read back; a decoder
+    // (`generate`): one whole greedy generation, the prompt and `newTokens` steps with the cache.
+    const once = model.generate
+      ? async () => {
+        const r = await generate(side, m, prefill, model.generate, prompt);
+        loaded.tokens = r.tokens;
+        return r.logits;
+      }
+      : async () => {
+        const feeds = Object.fromEntries(inputs.map((i) => [i.name, side.tensor(i)]));
+        const outs = await m.run(feeds);
+        for (const x of Object.values(feeds)) side.free(x);
+        const data = await side.read(outs[model.output ?? Object.keys(outs)[0]]);
+        for (const o of Object.values(outs)) side.free(o);
+        return data;
+      };
+    loaded = {
+      once,
+      dispose: async () => {
+        await m.dispose();
+        if (prefill !== m) await prefill.dispose();
+      },
+    };
     t = performance.now();
-    loaded.out = await m.run(model.input, x, model.shape);
-    return { loadMs, firstRunMs: performance.now() - t, ...m.report() };
+    loaded.out = await once();
+    const firstRunMs = performance.now() - t;
+    return { loadMs, firstRunMs, ...m.report(), ...(loaded.tokens ? { tokens: loaded.tokens } : {}) };
   },
   /**
    * Times runs of the loaded model until `budgetMs` is spent (at least `minRuns`, at most
@@ -120,23 +226,23 @@ window.pgInfer = {
    */
   async time({ budgetMs = 1000, minRuns = 1, maxRuns = 20 }) {
     if (!loaded) throw new Error('load a model first');
-    const { m, model, x } = loaded;
     const times = [];
     const start = performance.now();
     while (times.length < maxRuns && (times.length < minRuns || performance.now() - start < budgetMs)) {
       const t = performance.now();
-      loaded.out = await m.run(model.input, x, model.shape);
+      loaded.out = await loaded.once();
       times.push(performance.now() - t);
     }
     return times;
   },
-  /** The first output of the last run, and disposes of the model. */
+  /** The first output of the last run (a decoder: its last logits, and the tokens), and disposes of the model. */
   async unload() {
     if (!loaded) return null;
     const out = Array.from(loaded.out);
-    loaded.m.dispose();
+    const tokens = loaded.tokens;
+    await loaded.dispose();
     loaded = null;
-    return out;
+    return tokens ? { output: out, tokens } : out;
   },
 };
 window.pgInferReady = true;

@@ -35,6 +35,12 @@ export function argmax(xs) {
 
 const fmt = (ms) => (ms == null ? '—' : ms >= 100 ? ms.toFixed(0) : ms.toPrecision(3));
 
+/** Tokens per second of a decoder row: the new tokens of one generation over its median time. */
+export function tokensPerSecond(model, run) {
+  if (!model.generate || !run || run.error || !run.medianMs) return null;
+  return (model.generate.newTokens * 1000) / run.medianMs;
+}
+
 /**
  * The rows of the table: per model and backend pair, both libraries' first-run and median
  * latency, the speed ratio (ORT's median / pixelgrad's: above 1, pixelgrad is faster) and
@@ -64,6 +70,8 @@ export function rows(result) {
         // ORT's own output on this EP against its wasm output: a run that gives wrong numbers
         // (e.g. WebGPU validation errors) is not a timing to compare with
         ortError: ok(b) && ok(ref) && b !== ref ? maxRelDiff(values(b), values(ref)) : null,
+        // a decoder (`generate`): whether pixelgrad generated ORT wasm's greedy tokens
+        sameTokens: m.generate && ok(a) && ok(ref) && a.tokens && ref.tokens ? a.tokens.join() === ref.tokens.join() : null,
       });
     }
   }
@@ -73,6 +81,12 @@ export function rows(result) {
 /** The inference section of docs/benchmarks.md (lib/benchmarks-doc.mjs drops the START and END lines). */
 export function renderMarkdown(result, file) {
   const cell = (r, key) => (!r ? 'not run' : r.error ? `failed: ${r.error.slice(0, 80)}` : fmt(r[key]));
+  const model = (name) => result.models.find((m) => m.name === name);
+  // a decoder's median: one whole generation, and its tokens/s
+  const median = (name, r) => {
+    const tps = tokensPerSecond(model(name), r);
+    return tps == null ? cell(r, 'medianMs') : `${cell(r, 'medianMs')} (${tps.toPrecision(3)} tok/s)`;
+  };
   const L = [
     START,
     '## Inference in the browser: pixelgrad vs ONNX Runtime Web (`cargo xtask bench --inference`)',
@@ -95,6 +109,16 @@ export function renderMarkdown(result, file) {
     "quantize_static, u8 activations, per-channel i8 weights) for both, so their error is against ORT's",
     "int8 (or fp16) wasm output. weights: pixelgrad's device weight bytes (`m.info.deviceWeightBytes`) /",
     "the size of the model file ORT loaded (it reports no device memory).",
+    ...(result.models.some((m) => m.generate)
+      ? [
+        '',
+        'The decoder rows (`generate`, issue 42) time one whole greedy generation: the prompt, then one',
+        'token per run with the cache, each run\'s present.N.key/value fed back as past_key_values.N.key/value',
+        '(the same loop in the page for both libraries; ORT keeps the cache in GPU buffers on WebGPU); the',
+        'median cell adds tokens/s (new tokens over the median generation), the error is on the last',
+        "step's logits, and says whether pixelgrad generated ORT wasm's tokens.",
+      ]
+      : []),
     '',
     '| model | pixelgrad / ort backend | pixelgrad first | pixelgrad median | ort first | ort median | ratio | error | weights (pixelgrad device / ort file) |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
@@ -104,13 +128,18 @@ export function renderMarkdown(result, file) {
     const wrong = r.ortError != null && r.ortError > 0.05;
     const ratio = r.ratio == null ? '—' : wrong ? `(${r.ratio.toFixed(2)}×: ORT output wrong)` : `${r.ratio.toFixed(2)}×`;
     const e = (v) => (v == null ? '—' : v.toExponential(1));
-    const err = r.ortError == null ? e(r.error) : `${e(r.error)} / ${e(r.ortError)}`;
+    const tokens = r.sameTokens == null ? '' : r.sameTokens ? ', same tokens' : ', tokens differ';
+    const err = (r.ortError == null ? e(r.error) : `${e(r.error)} / ${e(r.ortError)}`) + tokens;
     L.push(
-      `| ${r.model} | ${r.pair} | ${cell(r.pixelgrad, 'firstRunMs')} | ${cell(r.pixelgrad, 'medianMs')} | ${cell(r.ort, 'firstRunMs')} | ${cell(r.ort, 'medianMs')} | ${ratio} | ${err} | ${kb(r.pixelgrad)} / ${kb(r.ort)} |`,
+      `| ${r.model} | ${r.pair} | ${cell(r.pixelgrad, 'firstRunMs')} | ${median(r.model, r.pixelgrad)} | ${cell(r.ort, 'firstRunMs')} | ${median(r.model, r.ort)} | ${ratio} | ${err} | ${kb(r.pixelgrad)} / ${kb(r.ort)} |`,
     );
   }
   const about = (m) => m.about || (m.base ? `${m.base} in ${m.form}` : '');
-  L.push('', ...result.models.map((m) => `- ${m.name}: input \`${m.input}\` ${JSON.stringify(m.shape)}; ${about(m)}`));
+  const input = (m) =>
+    m.generate ? `a ${m.generate.promptLength}-token prompt, ${m.generate.newTokens} new tokens`
+      : m.inputs ? `inputs ${m.inputs.map((i) => `\`${i.name}\` ${JSON.stringify(i.shape)}`).join(', ')}`
+        : `input \`${m.input}\` ${JSON.stringify(m.shape)}`;
+  L.push('', ...result.models.map((m) => `- ${m.name}: ${input(m)}; ${about(m)}`));
   L.push(END);
   return L.join('\n') + '\n';
 }

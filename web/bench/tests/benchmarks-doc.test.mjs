@@ -119,3 +119,32 @@ test('a run with browser tabs gets its own section beside the native one, naming
   assert.match(section, /Nodes: a native node, a webgpu tab, a webgl tab, a cpu tab\./);
   assert.match(section, /\| 4 \| SecAgg\+ \(4 shares, threshold 3\) .*\| 95\.60 % \|/);
 });
+
+test('a run of the transformer models alone (inference-transformers-*) has a section of its own; the inference section keeps its latest full run', () => {
+  assert.equal(kindOf('inference-transformers-2099-01-03T00-00-00.json'), 'inference-transformers');
+  assert.equal(kindOf('inference-2099-01-03T00-00-00.json'), 'inference');
+  const run = {
+    name: 'inference-transformers-2099-01-03T00-00-00.json',
+    json: {
+      date: '2099-01-03T00:00:00.000Z',
+      settings: { rounds: 3, chunkMs: 300, maxChunkRuns: 5, warmupMs: 300 },
+      machine: { cpu: 'Test CPU', cores: 2, commit: 'abcdef0' },
+      ort: 'onnxruntime-web 1.30.0',
+      browser: 'Chromium 1',
+      models: [{ name: 'dec', group: 'transformer', input: 'input_ids', shape: [1, 1], generate: { promptLength: 4, newTokens: 8 } }],
+      runs: [
+        { lib: 'pixelgrad', backend: 'cpu', model: 'dec', firstRunMs: 1, medianMs: 100, runs: 3, outputHead: [1], tokens: [1, 2] },
+        { lib: 'ort', backend: 'wasm', model: 'dec', firstRunMs: 1, medianMs: 50, runs: 3, outputHead: [1], tokens: [1, 2] },
+      ],
+    },
+  };
+  const before = renderBenchmarksDoc(files, provenance);
+  const doc = renderBenchmarksDoc([...files, run], provenance);
+  const section = doc.slice(doc.indexOf('## Transformer exports in the browser'));
+  assert.match(section, /\| dec \| cpu \/ wasm \| 1\.00 \| 100 \(80\.0 tok\/s\) \| 1\.00 \| 50\.0 \(160 tok\/s\) \| 0\.50× \| 0\.0e\+0, same tokens \|/);
+  const inference = (d) => {
+    const at = d.indexOf('## Inference in the browser');
+    return d.slice(at, d.indexOf('\n## ', at + 1));
+  };
+  assert.equal(inference(doc), inference(before));
+});

@@ -1,7 +1,7 @@
 // The inference benchmark's pure helpers: agreement measure, ratios and the BENCHMARKS.md table.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { maxRelDiff, argmax, rows, renderMarkdown, START, END } from '../lib/inference-report.mjs';
+import { maxRelDiff, argmax, rows, renderMarkdown, tokensPerSecond, START, END } from '../lib/inference-report.mjs';
 
 test('maxRelDiff is relative to the reference and refuses mismatched outputs', () => {
   assert.equal(maxRelDiff([1, 2, 3], [1, 2, 3]), 0);
@@ -70,4 +70,35 @@ test('precision rows show both libraries\' weight bytes and name their base mode
   const md = renderMarkdown(res, 'web/bench/results/x.json');
   assert.match(md, /\| m int8 \| cpu \/ wasm \| 1\.00 \| 4\.00 \| 1\.00 \| 2\.00 \| 0\.50× \| 0\.0e\+0 \| 3 KiB \/ 4 KiB \|/);
   assert.match(md, /- m int8: input `x` \[1,3\]; m in int8/);
+});
+
+test('decoder rows (generate) give tokens/s and say whether pixelgrad generated ORT wasm\'s tokens; inputs are listed', () => {
+  const res = result();
+  const generate = { promptLength: 16, newTokens: 16, layers: 4, heads: 4, headSize: 64 };
+  res.models = [
+    { name: 'dec', input: 'input_ids', shape: [1, 1], generate },
+    { name: 'enc', input: 'input_ids', shape: [1, 4], inputs: [{ name: 'input_ids', shape: [1, 4], dtype: 'int64' }, { name: 'attention_mask', shape: [1, 4], dtype: 'int64' }] },
+  ];
+  const run = (lib, backend, model, medianMs, tokens) => ({ lib, backend, model, firstRunMs: 1, medianMs, runs: 3, output: [1, 2], tokens });
+  res.runs = [
+    run('pixelgrad', 'webgpu', 'dec', 400, [3, 1, 4]),
+    run('ort', 'webgpu', 'dec', 800, [3, 1, 4]),
+    run('pixelgrad', 'cpu', 'dec', 200, [3, 1, 5]),
+    run('ort', 'wasm', 'dec', 100, [3, 1, 4]),
+    run('pixelgrad', 'cpu', 'enc', 2, undefined),
+    run('ort', 'wasm', 'enc', 1, undefined),
+  ];
+  assert.equal(tokensPerSecond(res.models[0], res.runs[0]), 40);
+  assert.equal(tokensPerSecond(res.models[1], res.runs[4]), null);
+  const r = rows(res);
+  assert.deepEqual(r.map((x) => [x.model, x.pair, x.sameTokens]), [['dec', 'webgpu / webgpu', true], ['dec', 'cpu / wasm', false], ['enc', 'cpu / wasm', null]]);
+  const md = renderMarkdown(res, 'web/bench/results/x.json');
+  assert.match(md, /\| dec \| webgpu \/ webgpu \| 1\.00 \| 400 \(40\.0 tok\/s\) \| 1\.00 \| 800 \(20\.0 tok\/s\) \| 2\.00× \| 0\.0e\+0 \/ 0\.0e\+0, same tokens \|/);
+  assert.match(md, /\| dec \| cpu \/ wasm \| .* \| 0\.0e\+0, tokens differ \|/);
+  assert.match(md, /\| enc \| cpu \/ wasm \| 1\.00 \| 2\.00 \| 1\.00 \| 1\.00 \| 0\.50× \| 0\.0e\+0 \|/);
+  assert.match(md, /- dec: a 16-token prompt, 16 new tokens;/);
+  assert.match(md, /- enc: inputs `input_ids` \[1,4\], `attention_mask` \[1,4\];/);
+  assert.match(md, /one whole greedy generation/);
+  // without decoders the section reads as before
+  assert.doesNotMatch(renderMarkdown(result(), 'web/bench/results/x.json'), /greedy generation/);
 });
