@@ -27,11 +27,11 @@ pub use sample::Sampler;
 use pixelgrad_core::Error as CoreError;
 
 use crate::host::{DType, HostTensor};
-use crate::session::{Input, RunOptions, Session, Value};
+use crate::session::{Input, Pause, RunOptions, Session, Value};
 use crate::{OnnxError, Result};
 
 /// How [`Session::generate`] picks and stops.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct GenerateOptions {
     /// The most tokens to generate (default 16).
     pub max_tokens: usize,
@@ -52,6 +52,26 @@ pub struct GenerateOptions {
     pub use_cache: bool,
     /// Each step's run options (cancel token, work limit, pauses).
     pub run: RunOptions,
+    /// Awaited after each token by [`Generator::generate_async`] (never by the blocking
+    /// [`Session::generate`]): in a browser, a future that resolves on the next task lets the
+    /// page draw the streamed token and run its event handlers between steps.
+    pub between_tokens: Option<Pause>,
+}
+
+impl std::fmt::Debug for GenerateOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GenerateOptions")
+            .field("max_tokens", &self.max_tokens)
+            .field("temperature", &self.temperature)
+            .field("top_k", &self.top_k)
+            .field("top_p", &self.top_p)
+            .field("stop", &self.stop)
+            .field("seed", &self.seed)
+            .field("use_cache", &self.use_cache)
+            .field("run", &self.run)
+            .field("between_tokens", &self.between_tokens.as_ref().map(|_| "Fn"))
+            .finish()
+    }
 }
 
 impl Default for GenerateOptions {
@@ -65,6 +85,7 @@ impl Default for GenerateOptions {
             seed: 0,
             use_cache: true,
             run: RunOptions::default(),
+            between_tokens: None,
         }
     }
 }
@@ -132,7 +153,8 @@ impl<'s> Generator<'s> {
     pub fn generate(&self, prompt: &[u32], options: &GenerateOptions, on_token: &mut dyn FnMut(u32) -> bool) -> Result<Generation> {
         let start = std::time::Instant::now();
         let now = move || start.elapsed().as_secs_f64() * 1e3;
-        let fut = std::pin::pin!(self.generate_async(prompt, options, on_token, &now));
+        let options = GenerateOptions { between_tokens: None, ..options.clone() };
+        let fut = std::pin::pin!(self.generate_async(prompt, &options, on_token, &now));
         match std::future::Future::poll(fut, &mut std::task::Context::from_waker(std::task::Waker::noop())) {
             std::task::Poll::Ready(r) => r,
             std::task::Poll::Pending => Err(OnnxError::Output {
@@ -309,6 +331,9 @@ impl<'s> Generator<'s> {
             if !on_token(token) {
                 stopped = StopReason::Callback;
                 break;
+            }
+            if let Some(pause) = &options.between_tokens {
+                pause().await;
             }
         }
         let t2 = now();
