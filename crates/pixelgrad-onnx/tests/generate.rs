@@ -513,3 +513,29 @@ fn too_long_generations_are_refused_before_running() {
     let e = s.generate(&PROMPT, &greedy(usize::MAX, true), &mut |_| true).unwrap_err();
     assert!(matches!(e, OnnxError::Core(pixelgrad_core::Error::Budget { .. })), "{e}");
 }
+
+/// Writes the decoders and their native CPU tokens for the browser test
+/// (`web/tests/generate.test.mjs` runs this test with `PIXELGRAD_GENERATE_OUT` set to its
+/// bundle folder; without it they go to the test's temporary folder), checking that the
+/// written files generate those tokens.
+#[test]
+fn writes_decoders_for_the_browser_test() {
+    let out = std::env::var_os("PIXELGRAD_GENERATE_OUT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("generate"));
+    std::fs::create_dir_all(&out).unwrap();
+    let dev = cpu();
+    let mut expected = Vec::new();
+    for (name, kind) in [("plain", Kind::Plain), ("past", Kind::Past), ("merged", Kind::Merged)] {
+        let path = out.join(format!("{name}.onnx"));
+        std::fs::write(&path, decoder_bytes(kind)).unwrap();
+        let s = Session::new(Model::load(&path).unwrap(), &dev).unwrap();
+        let greedy_tokens = gen(&s, &greedy(12, true)).tokens;
+        let sampled = GenerateOptions { max_tokens: 8, temperature: 1.2, top_k: 20, top_p: 0.95, seed: 7, ..GenerateOptions::default() };
+        let sampled_tokens = gen(&s, &sampled).tokens;
+        assert_eq!(greedy_tokens, gen(&session(kind, &dev), &greedy(12, true)).tokens);
+        expected.push(format!("\"{name}\": {{\"greedy\": {greedy_tokens:?}, \"sampled\": {sampled_tokens:?}}}"));
+    }
+    let json = format!("{{\"prompt\": {PROMPT:?}, \"vocab\": {VOCAB}, {}}}", expected.join(", "));
+    std::fs::write(out.join("expected.json"), json).unwrap();
+}
