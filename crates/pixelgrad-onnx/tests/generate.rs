@@ -30,6 +30,8 @@ const LAYERS: usize = 2;
 const VOCAB: usize = 48;
 const MAXPOS: usize = 64;
 const BLOCK: usize = 16;
+/// Key/value heads of the grouped decoder (two query heads share each).
+const KV_HEADS: usize = 2;
 
 fn cpu() -> Device {
     Device::new(pixelgrad_cpu::CpuBackend::new())
@@ -86,6 +88,19 @@ enum Kind {
     Merged,
     /// `Past` with its matrix products in 4-bit `MatMulNBits`.
     Nbits4,
+    /// `Past` with grouped key/value heads ([`KV_HEADS`] in the cache, each read by
+    /// `HEADS / KV_HEADS` query heads).
+    Grouped,
+}
+
+impl Kind {
+    fn kv_heads(self) -> usize {
+        if self == Kind::Grouped {
+            KV_HEADS
+        } else {
+            HEADS
+        }
+    }
 }
 
 /// Nodes and initializers of one decoder body.
@@ -95,11 +110,13 @@ struct Body {
     inits: BTreeMap<String, TensorProto>,
     next: usize,
     nbits: bool,
+    /// Key/value heads.
+    kv: usize,
 }
 
 impl Body {
-    fn new(prefix: &str, nbits: bool) -> Body {
-        Body { prefix: prefix.into(), nodes: Vec::new(), inits: BTreeMap::new(), next: 0, nbits }
+    fn new(prefix: &str, nbits: bool, kv: usize) -> Body {
+        Body { prefix: prefix.into(), nodes: Vec::new(), inits: BTreeMap::new(), next: 0, nbits, kv }
     }
     fn op(&mut self, op: &str, ins: &[&str], attrs: Vec<pixelgrad_onnx::proto::AttributeProto>) -> String {
         self.next += 1;
@@ -174,8 +191,8 @@ impl Body {
         let b = self.weight(&format!("{name}.b"), &[HID], 0.1);
         self.op("LayerNormalization", &[x, &g, &b], vec![int("axis", -1)])
     }
-    fn heads(&mut self, x: &str) -> String {
-        let shape = self.consti("heads_shape", &[4], &[0, 0, HEADS as i64, HEAD as i64]);
+    fn heads(&mut self, x: &str, n: usize) -> String {
+        let shape = self.consti(&format!("heads_shape{n}"), &[4], &[0, 0, n as i64, HEAD as i64]);
         let r = self.op("Reshape", &[x, &shape], vec![]);
         self.op("Transpose", &[&r], vec![ints("perm", &[0, 2, 1, 3])])
     }
@@ -217,18 +234,29 @@ impl Body {
         for i in 0..LAYERS {
             let h = self.layer_norm(&x, &format!("h{i}.ln1"));
             let q = self.linear(&h, &format!("h{i}.q"), HID, HID, true);
-            let q = self.heads(&q);
+            let q = self.heads(&q, HEADS);
             let mut kv = Vec::new();
             for (w, which) in [("k", "key"), ("v", "value")] {
-                let y = self.linear(&h, &format!("h{i}.{w}"), HID, HID, true);
-                let y = self.heads(&y);
+                let y = self.linear(&h, &format!("h{i}.{w}"), HID, self.kv * HEAD, true);
+                let y = self.heads(&y, self.kv);
                 let present = format!("{out}present.{i}.{which}");
                 if past {
                     self.op_to("Concat", &[&format!("past_key_values.{i}.{which}"), &y], &present, vec![int("axis", 2)]);
                 } else {
                     self.op_to("Identity", &[&y], &present, vec![]);
                 }
-                kv.push(present);
+                if self.kv == HEADS {
+                    kv.push(present);
+                    continue;
+                }
+                // each key/value head serves HEADS / kv query heads: [B, kv, T, D] repeated
+                // to [B, HEADS, T, D] as exporters write it (Unsqueeze, Expand, Reshape)
+                let axis2 = self.consti("axis2", &[1], &[2]);
+                let u = self.op("Unsqueeze", &[&present, &axis2], vec![]);
+                let rep = self.consti("repeat_groups", &[5], &[1, 1, (HEADS / self.kv) as i64, 1, 1]);
+                let e = self.op("Expand", &[&u, &rep], vec![]);
+                let all = self.consti("all_heads", &[4], &[0, HEADS as i64, -1, HEAD as i64]);
+                kv.push(self.op("Reshape", &[&e, &all], vec![]));
             }
             let kt = self.op("Transpose", &[&kv[0]], vec![ints("perm", &[0, 1, 3, 2])]);
             let sc = self.op("MatMul", &[&q, &kt], vec![]);
@@ -267,7 +295,7 @@ fn decoder_bytes(kind: Kind) -> Vec<u8> {
         vinfo("input_ids", dt::INT64, &[D::P("batch"), D::P("sequence")]),
         vinfo("attention_mask", dt::INT64, &[D::P("batch"), D::P("total")]),
     ];
-    if matches!(kind, Kind::Plain | Kind::Past | Kind::Nbits4) {
+    if kind != Kind::Merged {
         inputs.push(vinfo("position_ids", dt::INT64, &[D::P("batch"), D::P("sequence")]));
     }
     if past {
@@ -276,21 +304,21 @@ fn decoder_bytes(kind: Kind) -> Vec<u8> {
                 inputs.push(vinfo(
                     &format!("past_key_values.{i}.{w}"),
                     dt::FLOAT,
-                    &[D::P("batch"), D::N(HEADS as i64), D::P("past"), D::N(HEAD as i64)],
+                    &[D::P("batch"), D::N(kind.kv_heads() as i64), D::P("past"), D::N(HEAD as i64)],
                 ));
             }
         }
     }
     let mut outputs = vec![vinfo("logits", dt::FLOAT, &[D::P("batch"), D::P("sequence"), D::N(VOCAB as i64)])];
     for n in present_names() {
-        outputs.push(vinfo(&n, dt::FLOAT, &[D::P("batch"), D::N(HEADS as i64), D::P("total"), D::N(HEAD as i64)]));
+        outputs.push(vinfo(&n, dt::FLOAT, &[D::P("batch"), D::N(kind.kv_heads() as i64), D::P("total"), D::N(HEAD as i64)]));
     }
     let (nodes, inits) = if kind == Kind::Merged {
         inputs.push(vinfo("use_cache_branch", dt::BOOL, &[D::N(1)]));
         let mut branches = Vec::new();
         let mut inits = BTreeMap::new();
         for (tag, with_past) in [("cache/", true), ("no_cache/", false)] {
-            let mut b = Body::new(tag, false);
+            let mut b = Body::new(tag, false, HEADS);
             b.decoder(with_past, false, tag);
             let outs = std::iter::once(format!("{tag}logits")).chain(present_names().into_iter().map(|n| format!("{tag}{n}")));
             let g = GraphProto {
@@ -311,7 +339,7 @@ fn decoder_bytes(kind: Kind) -> Vec<u8> {
         n.name = "/optimum/If".into();
         (vec![n], inits)
     } else {
-        let mut b = Body::new("", kind == Kind::Nbits4);
+        let mut b = Body::new("", kind == Kind::Nbits4, kind.kv_heads());
         b.decoder(past, true, "");
         (b.nodes, b.inits)
     };
@@ -368,13 +396,19 @@ fn cache_equals_recomputation(dev: &Device, kinds: &[Kind]) -> Vec<u32> {
     assert!(distinct.len() > 2, "a decoder whose greedy tokens vary: {:?}", plain.tokens);
     for &kind in kinds {
         let s = session(kind, dev);
+        assert_eq!(pixelgrad_onnx::Generator::new(&s).unwrap().layout().kv_heads, kind.kv_heads());
+        let before = dev.backend().counters().readbacks;
         let cached = gen(&s, &greedy(n, true));
+        // one read per token, the last logits row: the cache never comes back (WebGL adds one
+        // 1-float read, its gather index-validity flag, folded into the prefill's read)
+        let flags = u64::from(dev.kind() == pixelgrad_core::BackendKind::WebGl);
+        assert_eq!(dev.backend().counters().readbacks - before, n as u64 + flags, "{}: readbacks of {n} cached steps", dev.name());
         let full = gen(&s, &greedy(n, false));
         assert!(cached.cached && !full.cached);
         assert_eq!((cached.steps, cached.stopped), (n, StopReason::MaxTokens));
         assert_eq!(cached.tokens, full.tokens, "{}: with the cache vs recomputing", dev.name());
         assert!(cached.tokens_per_second > 0.0 && cached.prefill_ms >= 0.0);
-        if kind != Kind::Nbits4 {
+        if !matches!(kind, Kind::Nbits4 | Kind::Grouped) {
             assert_eq!(cached.tokens, plain.tokens, "{}: the same weights without past inputs", dev.name());
         }
     }
@@ -383,7 +417,7 @@ fn cache_equals_recomputation(dev: &Device, kinds: &[Kind]) -> Vec<u32> {
 
 #[test]
 fn cache_equals_full_recomputation_cpu() {
-    cache_equals_recomputation(&cpu(), &[Kind::Past, Kind::Merged, Kind::Nbits4]);
+    cache_equals_recomputation(&cpu(), &[Kind::Past, Kind::Merged, Kind::Nbits4, Kind::Grouped]);
 }
 
 #[test]
