@@ -908,9 +908,63 @@ export declare class OnnxModel {
    * on the runtime while the run waits is not counted against it.
    */
   run(feeds: Record<string, Tensor>, options?: { signal?: AbortSignal; maxWork?: number }): Promise<Record<string, Tensor>>;
+  /**
+   * Generates token ids after `promptIds` (batch 1) with a decoder in Hugging Face's ONNX layout
+   * (`input_ids`, optional `attention_mask` / `position_ids`, `past_key_values.N.key/value`,
+   * `use_cache_branch` for a merged decoder; `logits`, `present.N.key/value`). The key/value
+   * cache stays on the device (each run's presents are fed back as the next run's past, never
+   * read); one row of logits (the last position's) is read back per token. A decoder without
+   * past inputs recomputes the whole sequence every step. A model that is not such a decoder
+   * rejects naming what is missing; a `maxTokens` whose cache would pass the device's element
+   * cap rejects with kind 'budget' before anything runs.
+   */
+  generate(promptIds: ArrayLike<number>, options?: OnnxGenerateOptions): Promise<OnnxGeneration>;
   /** `indexeddb://name` (for `loadOnnx`) or `downloads://name.onnx`. */
   save(url: string): Promise<{ url: string; bytes: number }>;
   dispose(): void;
+}
+
+/** Options of `OnnxModel.generate`. */
+export interface OnnxGenerateOptions {
+  /** The most tokens to generate (default 16). */
+  maxTokens?: number;
+  /** 0 (default): greedy. Above 0: sample from softmax(logits / temperature). */
+  temperature?: number;
+  /** Sample among the `topK` most likely tokens (0, default: all; 1: greedy). */
+  topK?: number;
+  /** Sample among the smallest set of most likely tokens whose probabilities add up to `topP` (default 1). */
+  topP?: number;
+  /** Token ids that end the generation (the stop token is not in `tokens`). */
+  stop?: number[];
+  /** The sampler's seed (a whole number ≥ 0; default 0): the same seed gives the same tokens. */
+  seed?: number;
+  /** Keep the key/value cache on the device (default true); false recomputes the whole sequence every step. */
+  useCache?: boolean;
+  /** Called with each token as it comes (the page can draw it: generation yields to the event loop after each); returning `false` stops. */
+  onToken?: (token: number) => boolean | void;
+  /** Stops the generation at its next step; rejects with kind 'cancelled'. */
+  signal?: AbortSignal;
+}
+
+/** What `OnnxModel.generate` resolves to. */
+export interface OnnxGeneration {
+  /** The generated token ids (not the prompt). */
+  tokens: number[];
+  /** Why it ended: `maxTokens`, a `stop` token (`stopToken`), or `onToken` returned false. */
+  stopped: 'maxTokens' | 'stop' | 'onToken';
+  stopToken: number | null;
+  /** Whether the key/value cache was used. */
+  cached: boolean;
+  /** Runs of the model. */
+  steps: number;
+  /** Milliseconds of the first run (the prompt). */
+  prefillMs: number;
+  /** Milliseconds of the runs after the first. */
+  decodeMs: number;
+  /** Generated tokens per second, prefill included. */
+  tokensPerSecond: number;
+  /** Tokens per second of the runs after the first. */
+  decodeTokensPerSecond: number;
 }
 
 /**

@@ -120,6 +120,46 @@ export class OnnxModel {
     });
     return result;
   }
+  /**
+   * Generates token ids after `promptIds` with the model's decoder (Hugging Face's ONNX
+   * layout; the key/value cache stays on the device, one row of logits is read back per
+   * token). Options: `maxTokens` (16), `temperature` (0: greedy), `topK`, `topP`, `stop`
+   * (token ids), `seed`, `useCache` (true), `onToken(token)` (called as each token comes;
+   * `false` stops), `signal` (AbortSignal). Resolves to `{ tokens, stopped, stopToken, cached,
+   * steps, prefillMs, decodeMs, tokensPerSecond, decodeTokensPerSecond }`.
+   */
+  /** @param {ArrayLike<number>} promptIds @param {import('./index.js').OnnxGenerateOptions} [opts] */
+  async generate(promptIds, opts = {}) {
+    this._check('onnx.generate');
+    if (!opts || typeof opts !== 'object') throw new PixelgradError('onnx.generate: options must be an object');
+    if (promptIds == null || typeof promptIds.length !== 'number') {
+      throw new PixelgradError('onnx.generate: promptIds must be an array of token ids');
+    }
+    const prompt = Array.from(promptIds, (t) => {
+      if (!(Number.isInteger(t) && t >= 0 && t <= 0xffffffff)) {
+        throw new PixelgradError(`onnx.generate: promptIds must hold token ids (whole numbers ≥ 0), got ${t}`);
+      }
+      return t;
+    });
+    const { onToken, signal: sig, ...rest } = opts;
+    if (onToken !== undefined && typeof onToken !== 'function') throw new PixelgradError('onnx.generate: onToken must be a function');
+    const signal = signalOption(sig, 'onnx.generate');
+    throwIfAborted(signal, 'onnx.generate', 'before it started');
+    const cancel = new wasm.CancelHandle();
+    const off = onAbort(signal, () => cancel.cancel());
+    // after each token: the next task, so the page draws it and an abort can land
+    const between = () => new Promise((r) => setTimeout(r, 0));
+    try {
+      const json = await this._inner.generate(Uint32Array.from(prompt), JSON.stringify(rest), onToken ?? null, between, cancel);
+      return JSON.parse(json);
+    } catch (e) {
+      if (e && e.kind === 'cancelled' && signal) throw cancelledError(signal, 'onnx.generate', 'while it ran');
+      throw e;
+    } finally {
+      off();
+      release(cancel);
+    }
+  }
   /** Stores the model's bytes: `indexeddb://name` (for `pg.loadOnnx`) or `downloads://name.onnx`. */
   async save(url) {
     this._check('onnx.save');

@@ -232,6 +232,14 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   const inspection: pg.OnnxInspection = await pg.inspectOnnx(onnxBytes, { externalData: { 'model.onnx_data': '/model.onnx_data' } });
   void [described, withData, inspection.loads, inspection.refused, inspection.inputs, inspection.operators];
   const outputs: Record<string, pg.Tensor> = await onnx.run({ [input.name]: x }, { signal: new AbortController().signal, maxWork: 1e9 });
+  const genOptions: pg.OnnxGenerateOptions = {
+    maxTokens: 8, temperature: 0.7, topK: 40, topP: 0.9, stop: [2], seed: 1, useCache: true,
+    onToken: (t: number) => t !== 2, signal: new AbortController().signal,
+  };
+  const generated: pg.OnnxGeneration = await onnx.generate([1, 5, 9], genOptions);
+  const perSecond: number = generated.tokensPerSecond + generated.decodeTokensPerSecond + generated.prefillMs + generated.decodeMs;
+  const why: 'maxTokens' | 'stop' | 'onToken' = generated.stopped;
+  void [generated.tokens, generated.stopToken, generated.cached, generated.steps, perSecond, why];
   const onnxSaved = await onnx.save('indexeddb://model');
   const head = pg.sequential([pg.layers.onnx({ model: onnx, output: 'features', trainable: false }), pg.layers.dense({ units: 2 })]);
   onnx.dispose();

@@ -8,6 +8,7 @@ mod dataset;
 mod eval;
 mod export;
 mod federated;
+mod generate;
 mod inspect;
 mod measure;
 mod model;
@@ -65,6 +66,9 @@ enum Cmd {
     /// Describe an ONNX model without running it: inputs, outputs, opsets, operators and the
     /// backends that run them, weight bytes, and what pixelgrad would refuse and why.
     Inspect(inspect::InspectArgs),
+    /// Generate token ids with an ONNX decoder (Hugging Face's layout), its key/value cache
+    /// kept on the device.
+    Generate(generate::GenerateArgs),
     /// Write a model saved by `train` as an ONNX file.
     Export(export::ExportArgs),
     /// Join a Flower federation as a node (train on a local partition, send only parameters).
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
         Cmd::Bench(a) => bench::run(a),
         Cmd::Run(a) => run::run(a),
         Cmd::Inspect(a) => inspect::run(a),
+        Cmd::Generate(a) => generate::run(a),
         Cmd::Export(a) => export::run(a),
         Cmd::Federated(a) => federated::run(a),
         Cmd::Privacy(a) => privacy::run(a),

@@ -8,6 +8,8 @@
 //!   so it runs on every backend and is differentiable: [`OnnxLayer`] puts an imported graph
 //!   (or its part up to a named value) into a `Sequential`, frozen or trainable.
 //! - [`export`] writes pixelgrad models back as ONNX.
+//! - [`generate`] runs a decoder in Hugging Face's layout token by token
+//!   ([`Session::generate`]), its key/value cache kept on the device.
 //!
 //! ```no_run
 //! use pixelgrad_core::{Device, Tensor};
@@ -25,6 +27,7 @@
 pub mod error;
 pub mod export;
 pub mod external;
+pub mod generate;
 pub mod graph;
 pub mod host;
 mod hostops;
@@ -40,6 +43,7 @@ mod shapes;
 mod value;
 
 pub use error::{OnnxError, Result};
+pub use generate::{DecoderLayout, GenerateOptions, Generation, Generator, StopReason};
 pub use graph::{Dim, ValueInfo};
 pub use host::{DType, Data, HostTensor};
 pub use layer::OnnxLayer;

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use pixelgrad::onnx::{DType, HostTensor, Input, Model, Session, ValueInfo, WeightStorage};
+use pixelgrad::onnx::{DType, GenerateOptions, Generator, HostTensor, Input, Model, Session, StopReason, ValueInfo, WeightStorage};
 use wasm_bindgen::prelude::*;
 
 use super::limits::{max_work as parse_max_work, CancelHandle, Limited};
@@ -211,4 +211,139 @@ impl OnnxModel {
             Ok(arr.into())
         })
     }
+
+    /// `model.generate(promptIds, options)`: generates token ids after `prompt` with the
+    /// model's decoder (see [`pixelgrad::onnx::generate`]: the key/value cache stays on the
+    /// device, one row of logits is read back per token). `options` is JSON `{ maxTokens,
+    /// temperature, topK, topP, stop, seed, useCache }` (each optional); `on_token` is called
+    /// with each token as it comes (returning `false` stops; a throw stops and rejects with
+    /// it); `between` returns a promise awaited after each token (JS passes a `setTimeout(0)`
+    /// one, so the page draws between tokens). Resolves to JSON `{ tokens, stopped,
+    /// stopToken, cached, steps, prefillMs, decodeMs, tokensPerSecond,
+    /// decodeTokensPerSecond }`.
+    pub fn generate(
+        &self,
+        prompt: Vec<u32>,
+        options: &str,
+        on_token: Option<js_sys::Function>,
+        between: Option<js_sys::Function>,
+        cancel: &CancelHandle,
+    ) -> js_sys::Promise {
+        let session = self.session.clone();
+        let token = cancel.token();
+        let options = options.to_string();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let mut opts = generate_options(&options).map_err(js_err)?;
+            if let Some(f) = between {
+                opts.between_tokens = Some(std::rc::Rc::new(move || {
+                    let p = f.call0(&JsValue::NULL).ok().and_then(|v| v.dyn_into::<js_sys::Promise>().ok());
+                    Box::pin(async move {
+                        if let Some(p) = p {
+                            let _ = wasm_bindgen_futures::JsFuture::from(p).await;
+                        }
+                    })
+                }));
+            }
+            let generator = Generator::new(&session).map_err(js_err)?;
+            let thrown = std::cell::RefCell::new(None);
+            let mut each = |t: u32| match &on_token {
+                None => true,
+                Some(f) => match f.call1(&JsValue::NULL, &JsValue::from(t)) {
+                    Ok(v) => v.as_bool() != Some(false),
+                    Err(e) => {
+                        *thrown.borrow_mut() = Some(e);
+                        false
+                    }
+                },
+            };
+            let run = generator.generate_async(&prompt, &opts, &mut each, &clock_ms);
+            let g = Limited::new(run, session.device().clone(), None, Some(token), "onnx.generate").await.map_err(js_err)?;
+            if let Some(e) = thrown.take() {
+                return Err(e);
+            }
+            let (stopped, stop_token) = match g.stopped {
+                StopReason::MaxTokens => ("maxTokens", None),
+                StopReason::StopToken(t) => ("stop", Some(t)),
+                StopReason::Callback => ("onToken", None),
+            };
+            let out = serde_json::json!({
+                "tokens": g.tokens,
+                "stopped": stopped,
+                "stopToken": stop_token,
+                "cached": g.cached,
+                "steps": g.steps,
+                "prefillMs": g.prefill_ms,
+                "decodeMs": g.decode_ms,
+                "tokensPerSecond": g.tokens_per_second,
+                "decodeTokensPerSecond": g.decode_tokens_per_second,
+            });
+            Ok(JsValue::from_str(&out.to_string()))
+        })
+    }
+}
+
+/// `performance.now()` in milliseconds (`Date.now()` where there is no `performance`).
+fn clock_ms() -> f64 {
+    let perf = js_sys::Reflect::get(&js_sys::global(), &"performance".into()).ok().filter(|p| p.is_object());
+    perf.and_then(|p| {
+        let now = js_sys::Reflect::get(&p, &"now".into()).ok()?.dyn_into::<js_sys::Function>().ok()?;
+        now.call0(&p).ok()?.as_f64()
+    })
+    .unwrap_or_else(js_sys::Date::now)
+}
+
+/// [`GenerateOptions`] from `model.generate`'s options as JSON, every field checked.
+fn generate_options(json: &str) -> Result<GenerateOptions, String> {
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("onnx.generate: options: {e}"))?;
+    let o = v.as_object().ok_or("onnx.generate: options must be an object")?;
+    let mut opts = GenerateOptions::default();
+    let whole = |k: &str, max: f64| -> Result<Option<u64>, String> {
+        match o.get(k) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(x) => match x.as_f64() {
+                Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= max => Ok(Some(n as u64)),
+                _ => Err(format!("onnx.generate: {k} must be a whole number from 0 to {max}, got {x}")),
+            },
+        }
+    };
+    let number = |k: &str| -> Result<Option<f32>, String> {
+        match o.get(k) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(x) => x.as_f64().map(|n| Some(n as f32)).ok_or_else(|| format!("onnx.generate: {k} must be a number, got {x}")),
+        }
+    };
+    const SAFE: f64 = 9_007_199_254_740_991.0;
+    if let Some(n) = whole("maxTokens", u32::MAX as f64)? {
+        opts.max_tokens = n as usize;
+    }
+    if let Some(n) = whole("topK", u32::MAX as f64)? {
+        opts.top_k = n as usize;
+    }
+    if let Some(n) = whole("seed", SAFE)? {
+        opts.seed = n;
+    }
+    if let Some(t) = number("temperature")? {
+        opts.temperature = t;
+    }
+    if let Some(p) = number("topP")? {
+        opts.top_p = p;
+    }
+    match o.get("useCache") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::Bool(b)) => opts.use_cache = *b,
+        Some(x) => return Err(format!("onnx.generate: useCache must be true or false, got {x}")),
+    }
+    match o.get("stop") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::Array(a)) => {
+            for x in a {
+                match x.as_u64() {
+                    Some(t) if t <= u32::MAX as u64 => opts.stop.push(t as u32),
+                    _ => return Err(format!("onnx.generate: stop must hold token ids (whole numbers ≥ 0), got {x}")),
+                }
+            }
+        }
+        Some(x) => return Err(format!("onnx.generate: stop must be an array of token ids, got {x}")),
+    }
+    Ok(opts)
 }
