@@ -79,8 +79,18 @@ fn product(x: &[f64], r: usize, c: usize, y: &[f64], d: usize, y_t: bool) -> Vec
 pub async fn matmul_nbits(dev: &Device, read: Read) -> Outcome {
     let refuses = dev.backend().kind() == BackendKind::WebGl && !dev.backend().caps().int8;
     // (m, k, n, bits, block)
-    let cases: &[(usize, usize, usize, usize, usize)] =
-        &[(3, 40, 5, 4, 16), (2, 64, 7, 8, 32), (1, 33, 4, 4, 32), (5, 300, 9, 4, 32), (4, 20, 3, 8, 16), (2, 17, 130, 4, 16)];
+    let cases: &[(usize, usize, usize, usize, usize)] = &[
+        (3, 40, 5, 4, 16),
+        (2, 64, 7, 8, 32),
+        (1, 33, 4, 4, 32),
+        (5, 300, 9, 4, 32),
+        (4, 20, 3, 8, 16),
+        (2, 17, 130, 4, 16),
+        // blocks that do not start on a 4-byte word (1 and 6 bytes), with rows enough for
+        // WebGPU's four-rows-per-invocation kernel and a partial last group of rows
+        (6, 10, 5, 4, 2),
+        (9, 24, 3, 8, 6),
+    ];
     for &(m, k, n, bits, block) in cases {
         let g = NBits { bits, block, k };
         let tag = format!("matmul_nbits [{m}, {k}] x {bits}-bit/{block} [{k}, {n}]");

@@ -1,7 +1,9 @@
 //! The product with block-quantised weights kept packed ([`pixelgrad_core::Op::MatMulNBits`]):
 //! the weight's bytes are the u8 storage [`crate::WgpuBackend`] uploads (four per u32 word,
-//! as uploaded, never widened), dequantised inside the kernel where each value is read. One
-//! invocation per output element (`kernels/matmul_nbits.wgsl`): simple, not tiled.
+//! as uploaded, never widened), dequantised inside the kernel where each value is read
+//! (`kernels/matmul_nbits.wgsl`): in inference each invocation computes [`ROWS`] rows of one
+//! output column, so a weight value is unpacked once for all of them; a one-row product (a
+//! decoder's next token) runs one row per invocation.
 
 use std::borrow::Cow;
 use std::rc::Rc;
@@ -19,9 +21,12 @@ pub(crate) const MATMUL_NBITS: Kernel = Kernel {
     source: Cow::Borrowed(include_str!("../kernels/matmul_nbits.wgsl")),
     inputs: 4,
     outputs: 1,
-    overrides: &["TRANS"],
+    overrides: &["TRANS", "ROWS", "BITS"],
     status: false,
 };
+
+/// Rows of `a` each inference invocation computes when `a` has at least that many.
+const ROWS: usize = 4;
 
 /// `a` times the packed weight `q` (u8 storage) with its `scales` and `zeros` into `res`;
 /// shapes passed `Op::infer_shape` (so `q` is `[N, k_blocks * blob]`).
@@ -44,11 +49,15 @@ pub(crate) fn matmul_nbits(
     let (m, n) = (shapes[0].dims()[0], shapes[1].dims()[0]);
     let k_blocks = k.div_ceil(block);
     let blob = block * bits / 8;
-    let len = out.numel();
-    // Every index the kernel forms (elements of a, bytes of q, blocks) must fit u32.
+    // Rows per invocation: one per output element for the transposed product.
+    let rows = if !trans && m >= ROWS { ROWS } else { 1 };
+    let invocations = if trans { out.numel() } else { m.div_ceil(rows) * n };
+    // Every index the kernel forms (elements of a and c, bytes of q, blocks) must fit u32.
     u(op, m * if trans { n } else { k })?;
+    u(op, out.numel())?;
     u(op, n * k_blocks * blob)?;
-    let params = [u(op, m)?, u(op, n)?, u(op, k)?, u(op, block)?, u(op, k_blocks)?, u(op, blob)?, u(op, bits)?, u(op, len)?];
-    let grid = gpu.grid_elems(op, len)?;
-    gpu.launch(op, &MATMUL_NBITS, &[u32::from(trans)], &[a.buffer(), q.buffer(), s.buffer(), z.buffer()], res.buffer(), &params, grid)
+    let params = [u(op, m)?, u(op, n)?, u(op, k)?, u(op, block)?, u(op, k_blocks)?, u(op, blob)?, u(op, bits)?, u(op, invocations)?];
+    let grid = gpu.grid_elems(op, invocations)?;
+    let config = [u32::from(trans), u(op, rows)?, u(op, bits)?];
+    gpu.launch(op, &MATMUL_NBITS, &config, &[a.buffer(), q.buffer(), s.buffer(), z.buffer()], res.buffer(), &params, grid)
 }
