@@ -3,7 +3,8 @@
 // Row n of W^T holds k_blocks blocks of `blob` bytes; value j of a block is byte j (8 bits)
 // or the low nibble of byte j / 2 for even j, the high for odd (4 bits). The value is
 // dequantised where it is read: W[k, n] = (q - zeros[n, k / block]) * scales[n, k / block].
-// Without TRANS, a [M, K] x W -> c [M, N]; with TRANS, a [M, N] x W^T -> c [M, K].
+// Without TRANS, a [M, K] x W -> c [M, N]; with TRANS, a [M, N] x W^T -> c [M, K]; with
+// DEQUANT, W^T itself -> c [N, K].
 // params [M, N, K, block, k_blocks, blob, bits, invocations].
 //
 // Without TRANS (inference), each invocation computes ROWS (1 or 4) rows of one column n:
@@ -16,10 +17,14 @@
 // matmul_i8_src.rs, matmul_cpu_src.rs): it is another algorithm, not a tile or dtype variant of
 // theirs (no workgroup tiles; the weight dequantised block by block where it is read). The
 // row blocking and word reads measured 1.2-3.8x faster (typically 2x) than one invocation per
-// output reading value by value, on lavapipe (bench/notes/2026-12-07-matmul-nbits-row-blocks.md).
+// output reading value by value, on lavapipe; from 8 rows the launcher dequantises with DEQUANT
+// and runs the f32 matmul instead, 3-18x faster again (bench/notes/2026-12-07-matmul-nbits-row-blocks.md).
 override TRANS: bool = false;
 override ROWS: u32 = 1u;
 override BITS: u32 = 4u;
+// Instead of a product, writes the dequantised weight as f32 [N, K] into c (one invocation per
+// value; `a` is not read): a product of many rows then runs as the plain f32 matmul of it.
+override DEQUANT: bool = false;
 
 @group(0) @binding(1) var<storage, read> a: array<f32>;
 @group(0) @binding(2) var<storage, read> q: array<u32>;
@@ -61,6 +66,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let block = pu(3u);
     let k_blocks = pu(4u);
     let blob = pu(5u);
+    if (DEQUANT) {
+        let n = e / k_size;
+        let k = e % k_size;
+        let p = n * k_blocks + k / block;
+        c[e] = (packed_value(p * blob, k % block) - zeros[p]) * scales[p];
+        return;
+    }
     if (TRANS) {
         // c[row, k] = sum_n a[row, n] W[k, n]: value k of every row of the packed weight.
         let row = e / k_size;

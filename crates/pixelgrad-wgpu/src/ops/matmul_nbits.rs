@@ -21,12 +21,19 @@ pub(crate) const MATMUL_NBITS: Kernel = Kernel {
     source: Cow::Borrowed(include_str!("../kernels/matmul_nbits.wgsl")),
     inputs: 4,
     outputs: 1,
-    overrides: &["TRANS", "ROWS", "BITS"],
+    overrides: &["TRANS", "ROWS", "BITS", "DEQUANT"],
     status: false,
 };
 
 /// Rows of `a` each inference invocation computes when `a` has at least that many.
 const ROWS: usize = 4;
+
+/// Rows of `a` from which the weight is dequantised into a transient f32 `[N, K]` buffer and
+/// multiplied by the plain f32 matmul (its tiled or register kernels), instead of unpacking the
+/// weight in every invocation: a prompt or a batch, not a decoder's next token. The transient
+/// buffer goes back to the pool when the product has run, so only one layer's weight is ever
+/// held as f32.
+const DEQUANT_ROWS: usize = 8;
 
 /// `a` times the packed weight `q` (u8 storage) with its `scales` and `zeros` into `res`;
 /// shapes passed `Op::infer_shape` (so `q` is `[N, k_blocks * blob]`).
@@ -49,6 +56,25 @@ pub(crate) fn matmul_nbits(
     let (m, n) = (shapes[0].dims()[0], shapes[1].dims()[0]);
     let k_blocks = k.div_ceil(block);
     let blob = block * bits / 8;
+    if !trans && m >= DEQUANT_ROWS {
+        let values = n * k;
+        u(op, values)?;
+        let w = GpuTensor::new(gpu, op, values)?;
+        let params = [u(op, m)?, u(op, n)?, u(op, k)?, u(op, block)?, u(op, k_blocks)?, u(op, blob)?, u(op, bits)?, u(op, values)?];
+        let config = [0, 1, u(op, bits)?, 1];
+        // `a` is not read when dequantising: the scales stand in for its binding.
+        gpu.launch(
+            op,
+            &MATMUL_NBITS,
+            &config,
+            &[s.buffer(), q.buffer(), s.buffer(), z.buffer()],
+            w.buffer(),
+            &params,
+            gpu.grid_elems(op, values)?,
+        )?;
+        let w_shape = Shape::from(vec![n, k]);
+        return super::matmul::matmul(gpu, false, true, a, &w, &[shapes[0], &w_shape], out, res);
+    }
     // Rows per invocation: one per output element for the transposed product.
     let rows = if !trans && m >= ROWS { ROWS } else { 1 };
     let invocations = if trans { out.numel() } else { m.div_ceil(rows) * n };
@@ -58,6 +84,6 @@ pub(crate) fn matmul_nbits(
     u(op, n * k_blocks * blob)?;
     let params = [u(op, m)?, u(op, n)?, u(op, k)?, u(op, block)?, u(op, k_blocks)?, u(op, blob)?, u(op, bits)?, u(op, invocations)?];
     let grid = gpu.grid_elems(op, invocations)?;
-    let config = [u32::from(trans), u(op, rows)?, u(op, bits)?];
+    let config = [u32::from(trans), u(op, rows)?, u(op, bits)?, 0];
     gpu.launch(op, &MATMUL_NBITS, &config, &[a.buffer(), q.buffer(), s.buffer(), z.buffer()], res.buffer(), &params, grid)
 }
