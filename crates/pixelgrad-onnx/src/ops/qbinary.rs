@@ -130,11 +130,9 @@ fn add_fixed(p: &Params, swapped: bool) -> f32 {
 /// does (and never NaN), gives [`eval`]'s result for every pair of inputs `a` in `a_vals`, `b` in
 /// `b_vals`.
 pub fn direct_is_exact(kind: Kind, p: &Params, a_vals: Range<i32>, b_vals: Range<i32>, lo: i32, hi: i32) -> bool {
-    a_vals.into_iter().all(|a| {
-        b_vals.clone().all(|b| {
-            store(direct(kind, p, a as f32, b as f32), lo, hi) == Some(eval(kind, p, a, b, lo, hi))
-        })
-    })
+    a_vals
+        .into_iter()
+        .all(|a| b_vals.clone().all(|b| store(direct(kind, p, a as f32, b as f32), lo, hi) == Some(eval(kind, p, a, b, lo, hi))))
 }
 
 /// At most this many corrections ([`corrections`]) replace a table; each costs the CPU three
