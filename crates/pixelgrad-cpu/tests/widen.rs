@@ -1,5 +1,6 @@
 //! f16 storage (`Tensor::from_f16`, two bytes per element) and `Op::Widen` (8-bit or f16
-//! storage to f32, exactly) on both CPU modes, compared bit for bit with the host values.
+//! storage to f32, exactly) on both CPU modes, compared bit for bit with the host values; and
+//! the way back to 8 bits (`Op::Narrow8`'s rounding and saturation).
 
 use pixelgrad_conformance::narrow::{assert_same, halves, i8s, u8s, F32Only, SIZES, SPECIAL_F16};
 use pixelgrad_core::half::f16;
@@ -182,4 +183,47 @@ fn without_f16_support_from_f16_falls_back_to_f32() {
     let w = t.widen().unwrap();
     assert_eq!(w.id(), t.id());
     assert_same(&w.to_vec().unwrap(), &v.iter().map(|x| x.to_f32()).collect::<Vec<_>>(), "fallback");
+}
+
+/// `Op::Narrow8` rounds half to even and saturates (NaN as 0) exactly as the definition says,
+/// on both CPU modes: ties on both sides of zero, the bounds and values just past them, huge
+/// values and the specials (the fast mode clamps before rounding, without libm).
+#[test]
+fn narrow8_rounds_ties_to_even_and_saturates() {
+    let xs = [
+        0.5f32,
+        1.5,
+        2.5,
+        -0.5,
+        -1.5,
+        -2.5,
+        0.49999997,
+        126.5,
+        127.5,
+        128.5,
+        254.5,
+        255.5,
+        256.0,
+        -127.5,
+        -128.5,
+        -129.0,
+        1e30,
+        -1e30,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -0.0,
+        8388609.0,
+        3.4999998,
+    ];
+    for backend in [CpuBackend::new(), CpuBackend::reference()] {
+        let dev = Device::new(backend);
+        let t = Tensor::from_vec(&dev, &xs, [xs.len()]).unwrap();
+        for signed in [false, true] {
+            let (lo, hi) = if signed { (-128.0f32, 127.0f32) } else { (0.0, 255.0) };
+            let want: Vec<f32> = xs.iter().map(|&x| if x.is_nan() { 0.0 } else { x.round_ties_even().clamp(lo, hi) }).collect();
+            let got = t.narrow8(signed).unwrap().widen().unwrap().to_vec().unwrap();
+            assert_eq!(got, want, "{} signed={signed}", dev.name());
+        }
+    }
 }

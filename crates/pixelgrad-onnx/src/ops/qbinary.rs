@@ -26,11 +26,25 @@
 //! `f32`). Every backend then gives onnxruntime's results. The tables hold the output's 8-bit
 //! type: 64 KiB each on backends with 8-bit storage (CPU, WebGPU, WebGL2, WebGL1's byte
 //! textures), 256 KiB elsewhere, cached per session by the values they depend on (nodes with
-//! the same scales and zero points share one). That is the price of exactness: the PP-OCR
-//! classifier's 71 QLinearAdd / QLinearMul nodes hold 4.5 MiB of tables next to 160 KiB of
-//! weights.
+//! the same scales and zero points share one). That is the price of exactness on the GPUs:
+//! the PP-OCR classifier's 71 QLinearAdd / QLinearMul nodes hold 4.5 MiB of tables next to
+//! 160 KiB of weights.
+//!
+//! The CPU backend evaluates every `f32` operation of the fused elementwise chain exactly as
+//! IEEE 754 rounds it (no contraction, no reordering), so there a formula in plain `f32`
+//! operations gives predictable bits: [`direct`], the products and sums above without the
+//! fused multiply-adds (`QLinearMul`'s formula has none: it is onnxruntime's, operation for
+//! operation). When the scales make the unfused formula agree with onnxruntime's on every
+//! one of the 65,536 input pairs ([`direct_is_exact`], checked on the host when the node is
+//! traced), the CPU computes it in the elementwise chain, with the rounding and saturation of
+//! the 8-bit store ([`Tensor::narrow8`]), instead of gathering from a table: a quarter of the
+//! int8 PP-OCR classifier's time went to those gathers. Scales whose unfused sums land on the
+//! other side of a rounding tie than onnxruntime's (the hard-swish pattern below) keep the
+//! table.
 
-use pixelgrad_core::Tensor;
+use std::ops::Range;
+
+use pixelgrad_core::{BackendKind, Tensor};
 
 use super::context::{Cx, V};
 use crate::host::{DType, HostTensor};
@@ -64,12 +78,10 @@ pub fn eval(kind: Kind, p: &Params, a: i32, b: i32, lo: i32, hi: i32) -> i32 {
     let y = match kind {
         Kind::Add { swapped } => {
             let (ra, rb) = (p.sa / p.sc, p.sb / p.sc);
-            let (a, b, za, zb) = (a as f32, b as f32, p.za as f32, p.zb as f32);
+            let (a, b, fixed) = (a as f32, b as f32, add_fixed(p, swapped));
             if swapped {
-                let fixed = p.zc as f32 - rb.mul_add(zb, ra * za);
                 b.mul_add(rb, a.mul_add(ra, fixed))
             } else {
-                let fixed = p.zc as f32 - ra.mul_add(za, rb * zb);
                 a.mul_add(ra, b.mul_add(rb, fixed))
             }
         }
@@ -81,6 +93,99 @@ pub fn eval(kind: Kind, p: &Params, a: i32, b: i32, lo: i32, hi: i32) -> i32 {
     // i32::MIN where cvtps2dq overflows (|y| >= 2^31) or y is NaN, then saturated.
     let q = if y.abs() < 2_147_483_648.0 { y.round_ties_even() as i32 } else { i32::MIN };
     q.clamp(lo, hi)
+}
+
+/// The formula the CPU evaluates instead of the table: `QLinearMul`'s as [`eval`] has it
+/// (`m · ((a - za)(b - zb)) + zc`, each operation rounded once), `QLinearAdd`'s with the two
+/// `fma`s unfused (`a · rA + (b · rB + fixed)`, swapped: `b · rB + (a · rA + fixed)`; `fixed`
+/// as [`eval`] computes it, a constant). Before rounding to a whole number.
+pub fn direct(kind: Kind, p: &Params, a: f32, b: f32) -> f32 {
+    match kind {
+        Kind::Add { swapped } => {
+            let (ra, rb) = (p.sa / p.sc, p.sb / p.sc);
+            let fixed = add_fixed(p, swapped);
+            if swapped {
+                b * rb + (a * ra + fixed)
+            } else {
+                a * ra + (b * rb + fixed)
+            }
+        }
+        Kind::Mul => ((a - p.za as f32) * (b - p.zb as f32)) * (p.sa * p.sb / p.sc) + p.zc as f32,
+    }
+}
+
+/// `QLinearAdd`'s constant term, `zc - fma(rA, za, rB · zb)` (operands swapped: `zc -
+/// fma(rB, zb, rA · za)`).
+fn add_fixed(p: &Params, swapped: bool) -> f32 {
+    let (ra, rb) = (p.sa / p.sc, p.sb / p.sc);
+    let (za, zb) = (p.za as f32, p.zb as f32);
+    if swapped {
+        p.zc as f32 - rb.mul_add(zb, ra * za)
+    } else {
+        p.zc as f32 - ra.mul_add(za, rb * zb)
+    }
+}
+
+/// Whether [`direct`], rounded half to even and saturated to `[lo, hi]` as the 8-bit store
+/// does (and never NaN), gives [`eval`]'s result for every pair of inputs `a` in `a_vals`, `b` in
+/// `b_vals`.
+pub fn direct_is_exact(kind: Kind, p: &Params, a_vals: Range<i32>, b_vals: Range<i32>, lo: i32, hi: i32) -> bool {
+    a_vals
+        .into_iter()
+        .all(|a| b_vals.clone().all(|b| store(direct(kind, p, a as f32, b as f32), lo, hi) == Some(eval(kind, p, a, b, lo, hi))))
+}
+
+/// At most this many corrections ([`corrections`]) replace a table; each costs the CPU three
+/// elementwise operations per value in the fused chain.
+const MAX_STEPS: usize = 4;
+
+/// The rounding and saturation of the 8-bit store ([`Tensor::narrow8`]) or of rounding and
+/// clamping in f32 (the same whole numbers); `None` for NaN, where those two differ (the
+/// direct formula is not taken then).
+fn store(y: f32, lo: i32, hi: i32) -> Option<i32> {
+    (!y.is_nan()).then(|| y.round_ties_even().clamp(lo as f32, hi as f32) as i32)
+}
+
+/// Steps `(t, d)` that make the CPU's formula exact where one operand is a constant `c`:
+/// `direct + Σ d · [x > t]` (`x` the other operand, each term added in turn), rounded and
+/// saturated as the 8-bit store does, gives [`eval`]'s result for each of the 256 values of
+/// `x`. Empty when [`direct`] alone does; `None` when more than [`MAX_STEPS`] steps would be
+/// needed or the corrected sums do not check out (the check simulates the CPU's `f32`
+/// operations exactly). Where the direct sum misses, it misses by one at a rounding tie
+/// (onnxruntime's fused sum lands on the other side of it), typically at one value of `x`
+/// (hard-swish's `x + 3` at `x = x_zero_point`, where the exact sum is a half-integer), so
+/// two steps set it right without a table.
+pub fn corrections(kind: Kind, p: &Params, c: i32, const_is_a: bool, lo: i32, hi: i32) -> Option<Vec<(f32, f32)>> {
+    let at = |x: i32| if const_is_a { (c, x) } else { (x, c) };
+    let y = |x: i32| {
+        let (a, b) = at(x);
+        direct(kind, p, a as f32, b as f32)
+    };
+    let want = |x: i32| {
+        let (a, b) = at(x);
+        eval(kind, p, a, b, lo, hi)
+    };
+    // Where the direct sum misses, move it onto the wanted whole number (`want - y`: near a
+    // tie, so about ±0.5, and exact); elsewhere leave it. The steps switch those moves on and
+    // off between consecutive values of `x`.
+    let mut steps = Vec::new();
+    let mut prev = 0.0f32;
+    for x in lo..lo + 256 {
+        let w = want(x);
+        let fix = if store(y(x), lo, hi) == Some(w) { 0.0 } else { w as f32 - y(x) };
+        if fix != prev {
+            steps.push((x as f32 - 0.5, fix - prev));
+            prev = fix;
+        }
+    }
+    if steps.len() > MAX_STEPS {
+        return None;
+    }
+    let exact = (lo..lo + 256).all(|x| {
+        let corrected = steps.iter().fold(y(x), |acc, &(t, d)| acc + if x as f32 > t { d } else { 0.0 });
+        store(corrected, lo, hi) == Some(want(x))
+    });
+    exact.then_some(steps)
 }
 
 /// All 65536 results, indexed by `256 · (a - lo) + (b - lo)`.
@@ -135,6 +240,43 @@ pub fn run(cx: &Cx, ins: &[Option<V>], mul: bool, dt: DType) -> Result<Option<Te
     let p = Params { sa: sa as f32, za: za as i32, sb: sb as f32, zb: zb as i32, sc: sc as f32, zc: zc as i32 };
     let (a, b) = (cx.t(ins, 0)?, cx.t(ins, 3)?);
     let kind = if mul { Kind::Mul } else { Kind::Add { swapped: add_swaps(a.dims(), b.dims()) } };
+    // A constant operand of one value (hard-swish's `+ 3`): the result depends on the other
+    // input alone, and only that input's 256 values need checking or tabulating.
+    let one_value = |i: usize| cx.opt(ins, i).and_then(|v| v.as_host()).filter(|h| h.numel() == 1).map(|h| h.to_f64()[0] as i32);
+    // (The other operand's shape is then the result's: a constant of higher rank would add axes.)
+    let (const_a, const_b) = (one_value(0).filter(|_| a.rank() <= b.rank()), one_value(3).filter(|_| b.rank() <= a.rank()));
+    let all = lo..lo + 256;
+    // The CPU's exact f32 arithmetic, stored through narrow8 (which rounds and saturates).
+    let steps = match (const_a, const_b) {
+        _ if cx.dev().kind() != BackendKind::Cpu => None,
+        (_, Some(c)) => corrections(kind, &p, c, false, lo, lo + 255),
+        (Some(c), None) => corrections(kind, &p, c, true, lo, lo + 255),
+        (None, None) => direct_is_exact(kind, &p, all.clone(), all.clone(), lo, lo + 255).then(Vec::new),
+    };
+    if let Some(steps) = steps {
+        let mut y = match kind {
+            Kind::Mul => a.add_scalar(-(p.za as f32))?.mul(&b.add_scalar(-(p.zb as f32))?)?.affine(p.sa * p.sb / p.sc, p.zc as f32)?,
+            Kind::Add { swapped } => {
+                let (ra, rb) = (p.sa / p.sc, p.sb / p.sc);
+                let fixed = add_fixed(&p, swapped);
+                if swapped {
+                    b.mul_scalar(rb)?.add(&a.affine(ra, fixed)?)?
+                } else {
+                    a.mul_scalar(ra)?.add(&b.affine(rb, fixed)?)?
+                }
+            }
+        };
+        let x = if const_b.is_some() { &a } else { &b };
+        for (t, d) in steps {
+            y = y.add(&x.gt_scalar(t)?.mul_scalar(d)?)?;
+        }
+        // Results kept in f32 are clamped, not rounded, by the caller (8-bit ones round as
+        // they are stored): the same whole number either way.
+        if !cx.consts.int8_activations() {
+            y = y.round_even()?;
+        }
+        return Ok(Some(y));
+    }
     let key = format!(
         "{TABLE_PREFIX}{kind:?}:{dt}:{:08x}:{}:{:08x}:{}:{:08x}:{}",
         p.sa.to_bits(),
@@ -144,11 +286,25 @@ pub fn run(cx: &Cx, ins: &[Option<V>], mul: bool, dt: DType) -> Result<Option<Te
         p.sc.to_bits(),
         p.zc
     );
-    // In the output's 8-bit type: 64 KiB on the device where the backend stores 8 bits.
-    let host = HostTensor::ints(dt, vec![256 * 256, 1], table(kind, &p, lo, lo + 255));
+    // In the output's 8-bit type: 64 KiB (256 bytes with a constant operand) on the device
+    // where the backend stores 8 bits.
+    let (key, values, idx) = match (const_a, const_b) {
+        (_, Some(vb)) => {
+            let t: Vec<i64> = all.map(|x| eval(kind, &p, x, vb, lo, lo + 255) as i64).collect();
+            (format!("{key}:b={vb}"), t, a.add_scalar(-(lo as f32))?)
+        }
+        (Some(va), None) => {
+            let t: Vec<i64> = all.map(|x| eval(kind, &p, va, x, lo, lo + 255) as i64).collect();
+            (format!("{key}:a={va}"), t, b.add_scalar(-(lo as f32))?)
+        }
+        // 256 · (a - lo) + (b - lo): whole numbers below 2^16, exact on every backend.
+        (None, None) => {
+            let idx = a.add_scalar(-(lo as f32))?.mul_scalar(256.0)?.add(&b.add_scalar(-(lo as f32))?)?;
+            (key, table(kind, &p, lo, lo + 255), idx)
+        }
+    };
+    let host = HostTensor::ints(dt, vec![values.len(), 1], values);
     let lut = cx.consts.cached(&key, &host)?;
-    // 256 · (a - lo) + (b - lo): whole numbers below 2^16, exact on every backend.
-    let idx = a.add_scalar(-(lo as f32))?.mul_scalar(256.0)?.add(&b.add_scalar(-(lo as f32))?)?;
     let dims = idx.dims().to_vec();
     let n = idx.numel();
     Ok(Some(lut.gather(0, &idx.reshape([n, 1])?)?.reshape(dims)?))
@@ -184,6 +340,51 @@ mod tests {
         assert!(!add_swaps(&[1, 3], &[2, 3]));
         assert!(add_swaps(&[1, 4, 1, 1], &[1, 4, 5, 5]));
         assert!(!add_swaps(&[4, 5, 1], &[4, 5, 1]));
+    }
+
+    #[test]
+    fn the_direct_formula_is_taken_only_where_every_pair_agrees() {
+        // The hard-swish sums above land on ties the unfused formula rounds the other way.
+        assert!(!direct_is_exact(Kind::Add { swapped: false }, &HSWISH, 0..256, 0..256, 0, 255));
+        let (a, b) = (109, 3);
+        let y = direct(Kind::Add { swapped: false }, &HSWISH, a as f32, b as f32).round_ties_even() as i32;
+        assert_ne!(y, eval(Kind::Add { swapped: false }, &HSWISH, a, b, 0, 255));
+        // Power-of-two ratios and no zero-point products: every step is exact, fused or not.
+        let p = Params { sa: 0.5, za: 0, sb: 0.25, zb: 0, sc: 1.0, zc: 3 };
+        assert!(direct_is_exact(Kind::Add { swapped: true }, &p, 0..256, 0..256, 0, 255));
+        // QLinearMul's formula is onnxruntime's, operation for operation: only saturation
+        // past i32 (the kernel's i32::MIN) tells them apart.
+        assert!(direct_is_exact(Kind::Mul, &HSWISH, 0..256, 0..256, 0, 255));
+        assert!(direct_is_exact(Kind::Mul, &HSWISH, -128..128, -128..128, -128, 127));
+        let huge = Params { sc: 1e-30, ..HSWISH };
+        assert!(!direct_is_exact(Kind::Mul, &huge, 0..256, 0..256, 0, 255));
+    }
+
+    #[test]
+    fn steps_correct_the_unfused_sums_where_they_miss_a_tie() {
+        // Every constant b at the hard-swish scales: where steps are found, the corrected
+        // unfused sums give onnxruntime's results for all 256 values of a; some constants need
+        // steps (the fused sum lands on the other side of a tie), some none.
+        let k = Kind::Add { swapped: false };
+        let (mut corrected, mut plain) = (0, 0);
+        for c in 0..256 {
+            let Some(steps) = corrections(k, &HSWISH, c, false, 0, 255) else { continue };
+            if steps.is_empty() {
+                plain += 1;
+            } else {
+                corrected += 1;
+            }
+            for a in 0..256 {
+                let y = steps.iter().fold(direct(k, &HSWISH, a as f32, c as f32), |acc, &(t, d)| acc + if a as f32 > t { d } else { 0.0 });
+                assert_eq!(store(y, 0, 255), Some(eval(k, &HSWISH, a, c, 0, 255)), "a={a} b={c}");
+            }
+        }
+        assert!(corrected > 0 && plain > 0, "{corrected} corrected, {plain} exact unfused");
+        // The constant 255 (hard-swish's 3 at this scale) needs none.
+        assert_eq!(corrections(k, &HSWISH, 255, false, 0, 255), Some(vec![]));
+        // Saturation past i32 (the kernel's minimum) is no tie: too many steps, or none that work.
+        let huge = Params { sc: 1e-30, ..HSWISH };
+        assert_eq!(corrections(Kind::Mul, &huge, 200, true, 0, 255), None);
     }
 
     #[test]
