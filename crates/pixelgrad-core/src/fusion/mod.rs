@@ -7,8 +7,8 @@
 //! - a matmul waits for the first elementwise result of its shape computed from it, and runs
 //!   it as its epilogue ([`epilogue`]); a reduction reads a pending elementwise input as its
 //!   prologue, merges with a second sum or folds into the matmul it sums ([`defer`]);
-//! - a value is computed when something needs it ([`realise`]: a non-fused op, a read), or at
-//!   a flush or step boundary ([`settle`]), oldest first, grouped where the backend groups.
+//! - a value is computed when something needs it ([`realise()`]: a non-fused op, a read), or at
+//!   a flush or step boundary ([`settle()`]), oldest first, grouped where the backend groups.
 //!
 //! The backend implements [`FusionDevice`] (run a map, a matmul with an optional epilogue, a
 //! reduction with an optional prologue, a group; report its limits). This module never names
