@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use crate::caps::Caps;
 use crate::dtype::DType;
+pub use crate::fusion::storage::{Storage, WeakStorage};
 use crate::op::Op;
 use crate::shape::Shape;
 use crate::{Error, Result};
@@ -54,52 +55,11 @@ pub fn is_software_renderer(description: &str) -> bool {
     SOFTWARE_RASTERISERS.iter().any(|s| d.contains(s))
 }
 
-/// Backend-owned memory holding one tensor's elements (contiguous, row-major). A backend
-/// downcasts with [`Storage::downcast`]; dropping the last handle returns the memory to the
-/// backend (its own `Drop` decides how: a pool, deferred until submitted work completes...).
-#[derive(Clone)]
-pub struct Storage(Rc<dyn Any>);
-
-impl Storage {
-    pub fn new<T: Any>(inner: T) -> Self {
-        Storage(Rc::new(inner))
-    }
-    /// The backend's own storage type, or `None` if it belongs to another backend.
-    pub fn downcast<T: Any>(&self) -> Option<&T> {
-        self.0.downcast_ref::<T>()
-    }
-    /// True if both handles share the same memory.
-    pub fn ptr_eq(&self, other: &Storage) -> bool {
-        Rc::ptr_eq(&self.0, &other.0)
-    }
-    /// A handle that does not keep the storage alive.
-    pub fn downgrade(&self) -> WeakStorage {
-        WeakStorage(Rc::downgrade(&self.0))
-    }
-    /// The address of the shared memory: equal for two handles exactly when [`Storage::ptr_eq`]
-    /// (while either is alive), usable as a map key.
-    pub fn addr(&self) -> usize {
-        Rc::as_ptr(&self.0) as *const () as usize
-    }
-}
-
 /// The kernels one run launched, recorded by a backend ([`Backend::trace_begin`]) so a later
 /// run with inputs of the same sizes launches them again without the graph walk, shape
 /// inference and fusion that chose them ([`Backend::trace_replay`]). Opaque outside its backend.
 #[derive(Clone)]
 pub struct Trace(pub Rc<dyn Any>);
-
-/// A [`Storage`] handle that does not keep it alive (a backend's list of the results it still
-/// owes, say).
-#[derive(Clone)]
-pub struct WeakStorage(std::rc::Weak<dyn Any>);
-
-impl WeakStorage {
-    /// The storage, if some handle still holds it.
-    pub fn upgrade(&self) -> Option<Storage> {
-        self.0.upgrade().map(Storage)
-    }
-}
 
 /// Counters a backend keeps so tests and benchmarks can see what it did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -23,6 +23,7 @@ pub mod composite;
 mod dtype;
 pub mod error;
 mod few;
+pub mod fusion;
 pub mod kernel;
 pub mod layout;
 pub mod mixed;

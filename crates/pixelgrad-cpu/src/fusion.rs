@@ -1,7 +1,7 @@
 //! Elementwise fusion on the fast path. As on the GPU backends, an elementwise op (unary,
-//! binary, `where`, `expand`, `fill`) is not run when called: it returns a [`Lazy`] storage
-//! holding the composed kernel (`pixelgrad_core::kernel::fuse`), and the next elementwise op
-//! that reads it composes with it. The chain runs as one pass over memory when its values are
+//! binary, `where`, `expand`, `fill`) is not run when called: it returns a pending storage
+//! holding the composed kernel (`pixelgrad_core::fusion`, which this file implements
+//! [`FusionDevice`] for), and the next elementwise op that reads it composes with it. The chain runs as one pass over memory when its values are
 //! needed: a non-elementwise op or a read takes the storage (`CpuBackend::mine`).
 //!
 //! On the CPU the gain is memory traffic and allocation: a chain such as ONNX's hard-swish
@@ -11,7 +11,7 @@
 //!
 //! Two bounds keep forcing cheap and shallow:
 //! - a chain longer than [`MAX_NODES`] IR nodes or reading more than [`MAX_INPUTS`] tensors
-//!   computes its largest pending input first (`fuse::defer`);
+//!   computes its largest pending input first (`pixelgrad_core::fusion::inline::defer`);
 //! - every input that is still pending and not inlined (made before the last read, flush or
 //!   step boundary, or left out to fit) is computed when the op is deferred, so a pending
 //!   result's inputs are always in memory and forcing never recurses.
@@ -19,20 +19,119 @@
 //! The f64 reference ([`crate::CpuBackend::reference`]) never fuses, nor does
 //! [`crate::CpuBackend::unfused`].
 
-use pixelgrad_core::kernel::fuse::{Lazy, Pending};
-use pixelgrad_core::Storage;
+use pixelgrad_core::fusion::{Epilogue, FusionDevice, Limits, MatmulWork, ReduceAt, ReduceInput, ReduceWork};
+use pixelgrad_core::kernel::fuse::Pending;
+use pixelgrad_core::{Error, ReduceOp, Result, Shape, Storage};
+
+use crate::{CpuBackend, CpuBuffer};
 
 /// Longest kernel (IR nodes, before lowering) a chain grows to before it is computed.
 pub(crate) const MAX_NODES: usize = 96;
 /// Most distinct tensors a fused kernel reads (the elementwise rows path's fixed arrays).
 pub(crate) const MAX_INPUTS: usize = crate::elementwise::MAX_INPUTS;
 
-/// True if `p` may stay one pending computation.
-pub(crate) fn fits(p: &Pending<Storage>) -> bool {
-    p.inputs() <= MAX_INPUTS && p.nodes() <= MAX_NODES
+/// The backend as the fusion layer sees it: elementwise chains only (matmuls and reductions
+/// run when called, reading their pending inputs computed first).
+pub(crate) struct Fuser<'a>(pub &'a CpuBackend);
+
+impl Fuser<'_> {
+    fn never(&self, op: &'static str) -> Error {
+        Error::backend(op, pixelgrad_core::Backend::name(self.0), "internal: the CPU backend defers only elementwise ops")
+    }
 }
 
-/// True if `s` is a pending result not computed yet.
-pub(crate) fn undone(s: &Storage) -> bool {
-    s.downcast::<Lazy>().is_some_and(|l| !l.is_done())
+impl FusionDevice for Fuser<'_> {
+    type Memory = CpuBuffer;
+
+    fn backend_name(&self) -> String {
+        pixelgrad_core::Backend::name(self.0)
+    }
+
+    fn memory<'a>(&self, op: &'static str, s: &'a Storage) -> Result<&'a CpuBuffer> {
+        s.downcast::<CpuBuffer>()
+            .ok_or_else(|| Error::backend(op, pixelgrad_core::Backend::name(self.0), "storage belongs to another backend"))
+    }
+
+    fn len(&self, m: &CpuBuffer) -> usize {
+        m.data.len()
+    }
+
+    fn check_size(&self, _op: &'static str, _out: &Shape) -> Result<()> {
+        Ok(())
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            epilogue_nodes: 0,
+            epilogue_inputs: 0,
+            epilogue_params: 0,
+            group: false,
+            defer_summed_matmul: false,
+            prologue_yields_to_epilogue: false,
+            leaves_in_memory: true,
+        }
+    }
+
+    fn fits_map(&self, p: &Pending<Storage>) -> bool {
+        p.inputs() <= MAX_INPUTS && p.nodes() <= MAX_NODES
+    }
+
+    fn fits_prologue(&self, _p: &Pending<Storage>) -> bool {
+        false
+    }
+
+    fn takes_epilogue(&self, _mm: &MatmulWork, _out: &Shape, _p: &Pending<Storage>, _given: usize) -> bool {
+        false
+    }
+
+    fn defers_matmul(&self, _out: &Shape) -> bool {
+        false
+    }
+
+    fn defers_reduce(&self, _op: ReduceOp, _prologue: bool) -> bool {
+        false
+    }
+
+    fn reduce_takes_epilogue(&self, _r: &ReduceWork) -> bool {
+        false
+    }
+
+    fn group_key(&self, _p: &Pending<Storage>) -> Result<Option<(u32, u32)>> {
+        Ok(None)
+    }
+
+    fn group_fits(&self, _members: &[&Pending<Storage>], _joining: &Pending<Storage>) -> bool {
+        false
+    }
+
+    /// One elementwise pass over the inputs (already computed), recorded in an open trace.
+    fn run_map(&self, p: &Pending<Storage>, _leaves: &[&CpuBuffer]) -> Result<Storage> {
+        self.0.run_fused(p)
+    }
+
+    fn run_matmul(
+        &self,
+        _mm: &MatmulWork,
+        _a: &CpuBuffer,
+        _b: &CpuBuffer,
+        _out: &Shape,
+        _epi: Option<&Epilogue<'_, CpuBuffer>>,
+    ) -> Result<(CpuBuffer, Option<CpuBuffer>)> {
+        Err(self.never("matmul"))
+    }
+
+    fn run_reduce(
+        &self,
+        _op: ReduceOp,
+        _input: ReduceInput<'_, CpuBuffer>,
+        _at: ReduceAt<'_>,
+        _out: &Shape,
+        _epi: Option<&Epilogue<'_, CpuBuffer>>,
+    ) -> Result<(CpuBuffer, Option<CpuBuffer>)> {
+        Err(self.never("reduce"))
+    }
+
+    fn run_group(&self, _members: &[&Pending<Storage>]) -> Result<Vec<CpuBuffer>> {
+        Err(self.never("fused"))
+    }
 }

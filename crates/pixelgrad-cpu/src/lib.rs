@@ -93,7 +93,8 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use pixelgrad_core::kernel::fuse::{self, Lazy, Pending};
+use pixelgrad_core::fusion::{self as corefusion, FusionState};
+use pixelgrad_core::kernel::fuse::{self, Pending};
 use pixelgrad_core::kernel::{DType, Launch};
 use pixelgrad_core::{Backend, BackendKind, Caps, Counters, Error, Op, Result, Shape, Storage, Trace};
 
@@ -233,8 +234,9 @@ pub struct CpuBackend {
     counters: Rc<Cell<Counters>>,
     /// Elementwise chains fuse into one pass (`fusion`); the fast path only.
     fuse: bool,
-    /// Fusion generation: bumped at every read, flush and step boundary (see `fusion`).
-    generation: Cell<u64>,
+    /// The fusion layer's state: its generation is bumped at every read, flush and step
+    /// boundary (see `fusion`); the CPU never settles, so nothing is remembered.
+    fusion: FusionState,
     /// The kernel trace being recorded, if one is (`trace`).
     recorder: RefCell<Option<trace::Recorder>>,
 }
@@ -286,12 +288,18 @@ impl CpuBackend {
     }
 
     fn with_mode(mode: Mode, fuse: bool) -> Self {
-        CpuBackend { mode, counters: Rc::new(Cell::new(Counters::default())), fuse, generation: Cell::new(0), recorder: RefCell::new(None) }
+        CpuBackend {
+            mode,
+            counters: Rc::new(Cell::new(Counters::default())),
+            fuse,
+            fusion: FusionState::unsettled(),
+            recorder: RefCell::new(None),
+        }
     }
 
     /// Starts a new fusion generation (see the `fusion` module).
     fn new_generation(&self) {
-        self.generation.set(self.generation.get().wrapping_add(1));
+        self.fusion.new_generation();
     }
 
     /// True for [`CpuBackend::reference`].
@@ -307,18 +315,14 @@ impl CpuBackend {
 
     /// Our data inside `s`, computing it first if it is a pending fused result.
     fn mine<'a>(&self, op: &'static str, s: &'a Storage) -> Result<&'a CpuStorage> {
-        let s = match s.downcast::<Lazy>() {
-            Some(lazy) => lazy.force(|p| self.run_fused(p))?,
-            None => s,
-        };
-        s.downcast::<CpuBuffer>().map(|b| &b.data).ok_or_else(|| Error::backend(op, self.name(), "storage belongs to another backend"))
+        corefusion::realise(&fusion::Fuser(self), op, s).map(|b| &b.data)
     }
 
     /// `s` itself, or the storage a pending `s` computed to (computing it if it was not).
     fn resolved(&self, s: &Storage) -> Result<Storage> {
-        match s.downcast::<Lazy>() {
-            Some(lazy) => Ok(lazy.force(|p| self.run_fused(p))?.clone()),
-            None => Ok(s.clone()),
+        match s {
+            Storage::Pending(v) => Ok(corefusion::realise::force(&fusion::Fuser(self), v)?.clone()),
+            Storage::Memory(_) => Ok(s.clone()),
         }
     }
 
@@ -344,10 +348,7 @@ impl CpuBackend {
 
     /// Elements `s` holds (a pending result: its shape's), without computing it.
     fn len_of(&self, op: &'static str, s: &Storage) -> Result<usize> {
-        match s.downcast::<Lazy>() {
-            Some(l) => Ok(l.shape().numel()),
-            None => Ok(self.mine(op, s)?.len()),
-        }
+        corefusion::len_of(&fusion::Fuser(self), op, s)
     }
 
     /// The error for an input whose storage `op` cannot take.
@@ -376,22 +377,15 @@ impl CpuBackend {
         // Only f32 storage is read by elementwise kernels: refuse the rest now, as running the
         // op at once would.
         for s in inputs {
-            if let Some(b) = s.downcast::<CpuBuffer>() {
+            if let Ok(b) = pixelgrad_core::fusion::FusionDevice::memory(&fusion::Fuser(self), op.name(), s) {
                 if !matches!(b.data, CpuStorage::F32(_)) {
                     return Err(self.wrong_storage(op.name(), &b.data));
                 }
             }
         }
-        let generation = self.generation.get();
-        let p = fuse::defer(launch, name, inputs, shapes, out, generation, fusion::fits)?;
-        // Inputs still pending but not inlined are computed now: a pending result's inputs
-        // are always in memory, so forcing it never recurses.
-        for (leaf, _) in &p.leaves {
-            if fusion::undone(leaf) {
-                self.mine(op.name(), leaf)?;
-            }
-        }
-        Ok(Storage::new(Lazy::new(p, generation)))
+        // Inputs still pending but not inlined are computed now (`Limits::leaves_in_memory`): a
+        // pending result's inputs are always in memory, so forcing it never recurses.
+        corefusion::defer_map(&fusion::Fuser(self), &self.fusion, op, launch, name, inputs, shapes, out)
     }
 
     /// Computes a pending fused result: one elementwise pass over its inputs.

@@ -1,7 +1,6 @@
 //! [`WebGlBackend`]: construction (headless EGL natively, or any existing glow context such as a
 //! WebGL2 canvas) and the [`Backend`] implementation.
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use glow::HasContext;
@@ -11,7 +10,7 @@ use pixelgrad_core::{Arithmetic, Backend, BackendKind, Caps, Counters, Error, Lo
 use crate::context::Shared;
 use crate::fusion::tensor_of;
 use crate::options::{WebGlOptions, WebGlReport};
-use crate::texture::GlTensor;
+use crate::texture::texture_of;
 
 /// The WebGL2 backend: "training as rendering". Every tensor is an RGBA float texture (4
 /// elements per texel) and every op is one or more full-screen draws into a fresh texture.
@@ -88,7 +87,7 @@ impl WebGlBackend {
             (fbo, vao, triangle)
         };
         let group_targets = if opts.group && opts.fuse && !opts.webgl1 { crate::group::max_targets(&gl, &report) } else { 0 };
-        // Matmul epilogues write a second render target (`fusion::LazyMatmul`).
+        // Matmul epilogues write a second render target (`fusion.rs`).
         let epilogues = opts.fuse && !opts.webgl1 && crate::group::max_targets(&gl, &report) >= 2;
         let device = crate::device::GlDevice::new(crate::device::DeviceParts {
             gl,
@@ -106,8 +105,7 @@ impl WebGlBackend {
             egl,
         });
         let shared = Shared::new(device);
-        let fusion =
-            crate::fusion::Fusion { fuse: opts.fuse, epilogues, group_targets, lazies: RefCell::new(Vec::new()), generation: Cell::new(0) };
+        let fusion = crate::fusion::Fusion { fuse: opts.fuse, epilogues, group_targets, state: pixelgrad_core::fusion::FusionState::new() };
         // The caps wait for the storage probe below; nothing before it reads them.
         let mut b = WebGlBackend { shared: Rc::new(shared), fusion: Rc::new(fusion), caps: Rc::new(Caps::F32_ONLY) };
         if opts.webgl1 {
@@ -337,7 +335,7 @@ impl Backend for WebGlBackend {
         // weights, u8) and widen. Core checks this; `execute` is public, so a direct caller
         // gets a typed error here instead of integer texels bound to a float sampler. Pending
         // (fused) results are f32.
-        let dtypes: Vec<DType> = inputs.iter().map(|s| s.downcast::<GlTensor>().map_or(DType::F32, |t| t.dtype)).collect();
+        let dtypes: Vec<DType> = inputs.iter().map(|s| texture_of(s, &self.shared, op.name()).map_or(DType::F32, |t| t.dtype)).collect();
         let bad = match op {
             Op::MatMulI8 { .. } => dtypes.iter().enumerate().position(|(i, d)| (i == 0) != matches!(d, DType::I8 | DType::U8)),
             Op::Widen => dtypes.iter().position(|d| *d == DType::F32),
@@ -381,14 +379,14 @@ impl Backend for WebGlBackend {
     /// stall the page.
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
         // A read ends an iteration of eager code: later ops start a new fusion generation.
-        crate::fusion::new_generation(&self.fusion.generation);
+        self.fusion.state.new_generation();
         let t = tensor_of(storage, &self.shared, "read")?;
         crate::readback::read_blocking(&self.shared, t, len)
     }
 
     fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
         Box::pin(async move {
-            crate::fusion::new_generation(&self.fusion.generation);
+            self.fusion.state.new_generation();
             let t = tensor_of(storage, &self.shared, "read_async")?;
             crate::readback::read_async(&self.shared, t, len).await
         })
@@ -396,7 +394,7 @@ impl Backend for WebGlBackend {
 
     fn flush(&self) -> Result<()> {
         self.shared.current()?;
-        crate::group::settle(&self.shared, &self.fusion)?;
+        crate::fusion::settle(&self.shared, &self.fusion)?;
         crate::submit::flush(&self.shared)
     }
 
@@ -405,13 +403,13 @@ impl Backend for WebGlBackend {
     fn begin_step(&self, key: u64) -> Result<()> {
         // Work pending from before the step is drawn before it.
         self.shared.current()?;
-        crate::group::settle(&self.shared, &self.fusion)?;
+        crate::fusion::settle(&self.shared, &self.fusion)?;
         crate::submit::begin_step(&self.shared, key)
     }
 
     fn end_step(&self) -> Result<()> {
         // Results of the step still held are drawn inside it, so its plan has them.
-        let settled = crate::group::settle(&self.shared, &self.fusion);
+        let settled = crate::fusion::settle(&self.shared, &self.fusion);
         let ended = crate::submit::end_step(&self.shared);
         settled?;
         ended

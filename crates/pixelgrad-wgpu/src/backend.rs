@@ -376,6 +376,11 @@ impl WgpuBackend {
     pub(crate) fn tensor<'a>(&self, op: &'static str, s: &'a Storage) -> Result<&'a GpuTensor> {
         fusion::tensor(&self.gpu, op, s)
     }
+
+    /// Our buffer if `s` is one already (not pending, not another backend's).
+    fn memory<'a>(&self, s: &'a Storage) -> Option<&'a GpuTensor> {
+        pixelgrad_core::fusion::FusionDevice::memory(&fusion::Device(&self.gpu), "execute", s).ok()
+    }
 }
 
 impl WgpuBackend {
@@ -534,14 +539,14 @@ impl Backend for WgpuBackend {
             return self.matmul_nbits(op, inputs, shapes, out);
         }
         if let Op::MatMul { .. } = op {
-            if inputs.iter().any(|s| s.downcast::<GpuTensor>().is_some_and(|t| t.dtype == DType::F16)) {
+            if inputs.iter().any(|s| self.memory(s).is_some_and(|t| t.dtype == DType::F16)) {
                 return self.matmul_f16(op, inputs, shapes, out);
             }
         }
         // Only matmul_i8, matmul_nbits and widen read packed (8-bit / f16) storage (core checks this;
         // `execute` is public, so a direct caller gets the error here instead of bytes read
         // as floats).
-        if inputs.iter().any(|s| s.downcast::<GpuTensor>().is_some_and(|t| t.is_packed())) {
+        if inputs.iter().any(|s| self.memory(s).is_some_and(|t| t.is_packed())) {
             return Err(Error::Shape {
                 op: op.name(),
                 shapes: shapes.iter().map(|s| s.0.clone()).collect(),
@@ -572,7 +577,7 @@ impl Backend for WgpuBackend {
     #[cfg(not(target_arch = "wasm32"))]
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
         // A read ends an iteration of eager code: later ops start a new fusion generation.
-        fusion::new_generation(&self.gpu.generation);
+        self.gpu.fusion.new_generation();
         let t = self.tensor("read", storage)?;
         readback::read_blocking(&self.gpu, t, len, self.read_timeout)
     }
@@ -588,7 +593,7 @@ impl Backend for WgpuBackend {
 
     fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
         Box::pin(async move {
-            fusion::new_generation(&self.gpu.generation);
+            self.gpu.fusion.new_generation();
             let t = self.tensor("read", storage)?;
             #[cfg(not(target_arch = "wasm32"))]
             {

@@ -75,9 +75,9 @@ pub(crate) struct Gpu {
     /// Whether matmuls on an f16 operand compute their products in f16 (`matmul_f16h.wgsl`):
     /// the device was created with `shader-f16` and `WgpuOptions::f16_arithmetic` left it on.
     pub f16_arith: Cell<bool>,
-    pub lazies: RefCell<Vec<pixelgrad_core::WeakStorage>>,
-    /// The fusion generation (`fusion.rs`): bumped at reads, flushes and step boundaries.
-    pub generation: Cell<u64>,
+    /// The fusion layer's generation and the pending results it still owes
+    /// (`pixelgrad_core::fusion`).
+    pub fusion: pixelgrad_core::fusion::FusionState,
     /// One line per launch while on (`WgpuBackend::set_launch_log`): kernel and grid.
     pub launch_log: RefCell<Option<Vec<String>>>,
     /// Run the register-blocked matmul (CPU adapters) instead of the tiled one.
@@ -166,8 +166,7 @@ impl Gpu {
             group: Cell::new(true),
             int8_dot4: Cell::new(false),
             f16_arith: Cell::new(false),
-            lazies: RefCell::new(Vec::new()),
-            generation: Cell::new(0),
+            fusion: pixelgrad_core::fusion::FusionState::new(),
             launch_log: RefCell::new(None),
             cpu_matmul,
             pool: RefCell::new(Pool::new(crate::pool::DEFAULT_POOL_BUDGET)),

@@ -2,19 +2,16 @@
 //! it can keep it as a [`Pending`] computation (a kernel over *leaves*, the tensors already in
 //! memory it reads), and when the next elementwise op consumes it, [`compose`] the two into
 //! one kernel. The chain runs as one kernel (one pass, one draw) when something needs its
-//! values: a non-elementwise op, a read, the end of a step. [`Lazy`] is the storage such a
-//! backend hands out meanwhile.
+//! values: a non-elementwise op, a read, the end of a step. `crate::fusion` keeps such
+//! computations as pending storage and decides when they run.
 //!
 //! Broadcasting composes: a leaf of shape `L` read broadcast to an intermediate shape `S`,
 //! itself broadcast to the output `O`, is the leaf read broadcast straight to `O` (every axis
 //! where `L` has extent 1 or is missing reads index 0 either way). So a fused kernel only
 //! needs each leaf's own shape, whatever the chain of shapes in between.
 
-use std::cell::{OnceCell, Ref, RefCell};
-
 use super::defs::Launch;
 use super::ir::{Builder, DType, E};
-use crate::backend::Storage;
 use crate::shape::Shape;
 use crate::{Error, Result};
 
@@ -249,134 +246,6 @@ pub fn read_mode(shapes: &[&Shape], out: &Shape) -> (bool, u32) {
     (fast, scalars)
 }
 
-/// The pending computation behind `s` as an input read with `shape`, if it may be inlined:
-/// `s` is a [`Lazy`] not yet computed, made in generation `generation` (fusing backends start
-/// a new generation at every read, flush and step boundary, so chains never grow across
-/// them), and readable as `shape` ([`Pending::viewed_as`]).
-pub fn inlinable(s: &Storage, shape: &Shape, generation: u64) -> Option<Pending<Storage>> {
-    current(s, generation)?.viewed_as(shape)
-}
-
-/// The pending computation behind `s` with its own shape, if it is a [`Lazy`] not yet
-/// computed and made in generation `generation`. A consumer that walks its input in flat
-/// (row-major) order, as a reduction does, can read it whatever shape it is viewed with:
-/// a reshape does not change the flat order.
-pub fn current(s: &Storage, generation: u64) -> Option<Ref<'_, Pending<Storage>>> {
-    s.downcast::<Lazy>().filter(|l| !l.is_done() && l.stamp() == generation)?.pending()
-}
-
-/// An elementwise op on `inputs` as one pending computation, inlining every input
-/// [`inlinable`] allows, as long as the result `fits` one launch: otherwise the largest
-/// inlined input is read as a plain input instead, until it fits (or nothing is inlined).
-pub fn defer(
-    launch: &Launch,
-    op: &'static str,
-    inputs: &[&Storage],
-    shapes: &[&Shape],
-    out: &Shape,
-    generation: u64,
-    fits: impl Fn(&Pending<Storage>) -> bool,
-) -> Result<Pending<Storage>> {
-    // A pending input read with its own shape (the usual case) is borrowed, not copied.
-    let mut views: Vec<Option<View<'_>>> = inputs
-        .iter()
-        .zip(shapes)
-        .map(|(s, sh)| {
-            let p = current(s, generation)?;
-            if p.shape == **sh {
-                Some(View::Same(p))
-            } else {
-                p.viewed_as(sh).map(View::Reshaped)
-            }
-        })
-        .collect();
-    loop {
-        let args: Vec<Arg<'_, Storage>> = inputs
-            .iter()
-            .zip(shapes)
-            .zip(&views)
-            .map(|((s, sh), v)| match v {
-                Some(p) => Arg::Pending(p.get()),
-                None => Arg::Leaf((*s).clone(), (*sh).clone()),
-            })
-            .collect();
-        let p = compose(launch, op, &args, out, Storage::ptr_eq)?;
-        let biggest = (0..views.len())
-            .filter(|&i| views[i].is_some())
-            .max_by_key(|&i| views[i].as_ref().map_or(0, |v| v.get().nodes() + v.get().inputs()));
-        match biggest {
-            Some(i) if !fits(&p) => views[i] = None,
-            _ => return Ok(p),
-        }
-    }
-}
-
-/// A pending input of [`defer`]: the computation itself when read with its own shape, else a
-/// copy with its leaves reshaped ([`Pending::viewed_as`]).
-enum View<'a> {
-    Same(Ref<'a, Pending<Storage>>),
-    Reshaped(Pending<Storage>),
-}
-
-impl View<'_> {
-    fn get(&self) -> &Pending<Storage> {
-        match self {
-            View::Same(p) => p,
-            View::Reshaped(p) => p,
-        }
-    }
-}
-
-/// The storage a fusing backend hands out for an elementwise result it has not computed
-/// yet. [`Lazy::force`] computes it once (the backend says how) and keeps the result; the
-/// pending kernel, and with it the leaves it kept alive, is dropped then.
-pub struct Lazy {
-    pending: RefCell<Option<Pending<Storage>>>,
-    done: OnceCell<Storage>,
-    shape: Shape,
-    stamp: u64,
-}
-
-impl Lazy {
-    /// A pending result; `stamp` is the backend's own mark of when it was made (fusing
-    /// backends inline a pending input only if it is recent, see their `fusion` modules).
-    pub fn new(p: Pending<Storage>, stamp: u64) -> Lazy {
-        let shape = p.shape.clone();
-        Lazy { pending: RefCell::new(Some(p)), done: OnceCell::new(), shape, stamp }
-    }
-    /// The mark given to [`Lazy::new`].
-    pub fn stamp(&self) -> u64 {
-        self.stamp
-    }
-    /// The shape it was computed for.
-    pub fn shape(&self) -> &Shape {
-        &self.shape
-    }
-    /// The computation, while it has not run.
-    pub fn pending(&self) -> Option<Ref<'_, Pending<Storage>>> {
-        Ref::filter_map(self.pending.borrow(), |p| p.as_ref()).ok()
-    }
-    /// True once computed.
-    pub fn is_done(&self) -> bool {
-        self.done.get().is_some()
-    }
-    /// The result, computing it with `run` the first time. A failed `run` leaves the
-    /// computation pending (the next call tries again).
-    pub fn force(&self, run: impl FnOnce(&Pending<Storage>) -> Result<Storage>) -> Result<&Storage> {
-        if let Some(s) = self.done.get() {
-            return Ok(s);
-        }
-        let p = self.pending.borrow_mut().take().ok_or_else(|| Error::invalid("fuse", "a pending computation was taken while it ran"))?;
-        match run(&p) {
-            Ok(s) => Ok(self.done.get_or_init(|| s)),
-            Err(e) => {
-                *self.pending.borrow_mut() = Some(p);
-                Err(e)
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,23 +325,5 @@ mod tests {
         // [2, 3] does not broadcast to [2, 6]; composition does not check shapes (core's
         // infer_shape did), but it must keep the two readings apart.
         assert_eq!(p.unwrap().inputs(), 2);
-    }
-
-    #[test]
-    fn lazy_forces_once_and_retries_after_a_failure() {
-        let p = Pending { launch: UnaryOp::Neg.launch().unwrap(), leaves: vec![], shape: s(&[1]), ops: vec!["neg"] };
-        let lazy = Lazy::new(p, 0);
-        assert!(lazy.force(|_| Err(Error::invalid("t", "no"))).is_err());
-        assert!(lazy.pending().is_some(), "still pending after a failure");
-        let mut runs = 0;
-        for _ in 0..2 {
-            lazy.force(|_| {
-                runs += 1;
-                Ok(Storage::new(7u8))
-            })
-            .unwrap();
-        }
-        assert_eq!(runs, 1);
-        assert!(lazy.is_done() && lazy.pending().is_none());
     }
 }
