@@ -10,6 +10,7 @@ use std::rc::Rc;
 use crate::caps::Caps;
 use crate::dtype::DType;
 use crate::op::Op;
+use crate::recording::Trace;
 use crate::shape::Shape;
 use crate::{Error, Result};
 
@@ -82,12 +83,6 @@ impl Storage {
         Rc::as_ptr(&self.0) as *const () as usize
     }
 }
-
-/// The kernels one run launched, recorded by a backend ([`Backend::trace_begin`]) so a later
-/// run with inputs of the same sizes launches them again without the graph walk, shape
-/// inference and fusion that chose them ([`Backend::trace_replay`]). Opaque outside its backend.
-#[derive(Clone)]
-pub struct Trace(pub Rc<dyn Any>);
 
 /// A [`Storage`] handle that does not keep it alive (a backend's list of the results it still
 /// owes, say).
@@ -276,7 +271,9 @@ pub trait Backend {
 
     /// Launches the kernels of `trace` again on `inputs` (one per input given to
     /// [`Backend::trace_begin`], each as long as the one recorded) and returns the storages of
-    /// its outputs: the values the recorded run would compute from these inputs.
+    /// its outputs: the values the recorded run would compute from these inputs. Memory a
+    /// caller still holds (the last run's outputs) is never written: the replay writes fresh
+    /// memory there instead (see [`crate::recording`]).
     fn trace_replay(&self, trace: &Trace, inputs: &[&Storage]) -> Result<Vec<Storage>> {
         let _ = (trace, inputs);
         Err(crate::Error::backend("trace_replay", self.name(), "this backend records no traces"))
