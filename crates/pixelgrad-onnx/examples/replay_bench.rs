@@ -93,9 +93,13 @@ fn main() -> Res<()> {
             let (mut h_on, mut h_off, mut t_on, mut t_off, mut l_on, mut l_off) = (vec![], vec![], vec![], vec![], 0, 0);
             for _ in 0..runs {
                 let (h, t, l) = run(&dev, &off, &feeds)?;
-                (h_off.push(h), t_off.push(t), l_off = l);
+                h_off.push(h);
+                t_off.push(t);
+                l_off = l;
                 let (h, t, l) = run(&dev, &on, &feeds)?;
-                (h_on.push(h), t_on.push(t), l_on = l);
+                h_on.push(h);
+                t_on.push(t);
+                l_on = l;
             }
             let (ha, hc, ta, tc) = (median(h_off), median(h_on), median(t_off), median(t_on));
             println!(

@@ -2,11 +2,9 @@
 
 mod common;
 
-use std::rc::Rc;
-
 use pixelgrad_core::Device;
 use pixelgrad_cpu::CpuBackend;
-use pixelgrad_onnx::{npy, Data, HostTensor, Input, Model, Session};
+use pixelgrad_onnx::{npy, HostTensor, Input, Model, Session};
 
 #[test]
 fn every_operator_case_matches_onnxruntime_on_cpu() {
