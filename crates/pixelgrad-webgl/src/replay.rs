@@ -2,13 +2,13 @@
 //! `pixelgrad_core::recording` for the concept): [`begin`], [`end`] and [`replay`] back
 //! [`pixelgrad_core::Backend::trace_begin`], `trace_end` and `trace_replay`.
 //!
-//! A replay samples the new inputs where the recording sampled the old ones and issues the
-//! recorded draws in order (the same programs, uniform values and viewports) into the recorded
-//! textures, then returns its outputs. A texture the trace renders into that a caller still
-//! holds (last run's output, kept) is replaced by a fresh one first: a replay never overwrites
-//! a value somebody holds.
+//! A finished trace keeps only its constants (pinned); the textures its draws render into are
+//! taken from the pool at their first draw and given back after their last use, as the graph
+//! walk does, so a trace holds no intermediates between runs and its outputs are always fresh
+//! textures (a replay never overwrites a value somebody holds). A replay samples the new inputs
+//! where the recording sampled the old ones and issues the recorded draws in order (the same
+//! programs, uniform values and viewports).
 
-use std::cell::RefCell;
 use std::rc::Rc;
 
 use pixelgrad_core::kernel::DType;
@@ -22,15 +22,17 @@ use crate::pool::PoolKey;
 use crate::texture::GlTensor;
 use crate::trace::{Draw, Recorder};
 
-/// A finished WebGL trace. Dropping it unpins its textures.
+/// A finished WebGL trace. Dropping it unpins its constants.
 pub(crate) struct GlTrace {
     sh: Rc<Shared>,
     /// Each slot's source and its texture's size and format.
     sources: Vec<Source>,
     keys: Vec<PoolKey>,
-    /// Each slot's texture (`None` for the inputs).
-    texs: RefCell<Vec<Option<glow::Texture>>>,
+    /// Each constant slot's texture (pinned), by slot.
+    consts: Vec<Option<glow::Texture>>,
     draws: Vec<Draw>,
+    /// Per draw: the written slots whose last use it is (not outputs).
+    frees: Vec<Vec<usize>>,
     /// Each input's element type (its length is in the core [`Trace`]).
     inputs: Vec<DType>,
     /// Each output's slot, element count and type.
@@ -42,9 +44,14 @@ pub(crate) struct GlTrace {
 
 impl Drop for GlTrace {
     fn drop(&mut self) {
-        let texs = std::mem::take(&mut *self.texs.borrow_mut());
-        self.sh.steps.unpin(&self.sh.dev, texs.into_iter().flatten());
+        let consts = std::mem::take(&mut self.consts);
+        self.sh.steps.unpin(&self.sh.dev, consts.into_iter().flatten());
     }
+}
+
+/// The slots a draw touches.
+fn touched(d: &Draw) -> impl Iterator<Item = usize> + '_ {
+    d.inputs.iter().map(|&(_, s)| s).chain(d.targets.iter().copied())
 }
 
 /// Starts recording with `inputs` in slots `0..` (pending work is drawn first, outside the
@@ -87,15 +94,34 @@ pub(crate) fn end(sh: &Rc<Shared>, outputs: &[&Storage]) -> Option<Trace> {
         out_slots.push((slot, t.len, t.dtype));
     }
     let sources: Vec<Source> = rec.slots.slots().map(|(_, s)| s).collect();
-    let texs = rec.slots.slots().map(|(t, s)| (!matches!(s, Source::Input(_))).then_some(*t)).collect();
+    let consts = rec.slots.slots().map(|(t, s)| (s == Source::Constant).then_some(*t)).collect();
+    // Written textures are the pool's again (once their tensors let go of them).
+    let written: Vec<glow::Texture> = rec.slots.slots().filter(|(_, s)| *s == Source::Written).map(|(t, _)| *t).collect();
+    sh.steps.unpin(&sh.dev, written);
+    let mut last = vec![None; sources.len()];
+    for (k, d) in rec.draws.iter().enumerate() {
+        for s in touched(d) {
+            last[s] = Some(k);
+        }
+    }
+    for &(o, _, _) in &out_slots {
+        last[o] = None;
+    }
+    let mut frees = vec![Vec::new(); rec.draws.len()];
+    for (slot, l) in last.iter().enumerate() {
+        if let (Some(k), Source::Written) = (*l, sources[slot]) {
+            frees[k].push(slot);
+        }
+    }
     let lens = rec.inputs.iter().map(|&(l, _)| l).collect();
     let launches = rec.draws.len();
     let inner = GlTrace {
         sh: sh.clone(),
         sources,
         keys: rec.keys,
-        texs: RefCell::new(texs),
+        consts,
         draws: rec.draws,
+        frees,
         inputs: rec.inputs.iter().map(|&(_, d)| d).collect(),
         outputs: out_slots,
         view: Rc::new(()),
@@ -121,58 +147,79 @@ pub(crate) fn replay(sh: &Rc<Shared>, trace: &Trace, inputs: &[&Storage]) -> Res
             return Err(Error::backend("trace_replay", sh.name.clone(), msg));
         }
     }
-    let mut texs = t.texs.borrow_mut();
-    // Textures the trace renders into that a caller still holds get fresh ones.
-    for (slot, src) in t.sources.iter().enumerate() {
-        let Some(old) = texs[slot].filter(|&x| *src == Source::Written && sh.steps.pins.borrow().held(x)) else { continue };
-        let key = t.keys[slot];
-        let fresh = sh.dev.pooled_or_new(key, "trace_replay")?;
-        sh.steps.pins.borrow_mut().pin(fresh, key, 0);
-        texs[slot] = Some(fresh);
-        sh.steps.unpin(&sh.dev, [old]);
-    }
-    // The trace's own textures, lent as tensors for the draws (their drops leave them).
-    let views: Vec<Option<GlTensor>> = texs
-        .iter()
-        .zip(&t.keys)
-        .map(|(tex, key)| {
-            tex.map(|tex| GlTensor {
-                tex,
-                w: key.0,
-                h: key.1,
-                len: 0,
-                shared: sh.dev.clone(),
-                token: Some(t.view.clone()),
-                dtype: DType::F32,
+    // The written slots' textures of this replay, taken from the pool at their first draw.
+    let mut live: Vec<Option<glow::Texture>> = vec![None; t.sources.len()];
+    let ran = issue(sh, t, &ins, &mut live);
+    let missing = || Error::backend("trace_replay", sh.name.clone(), "internal: an output slot without a texture");
+    let outs = ran.and_then(|()| {
+        t.outputs
+            .iter()
+            .map(|&(slot, len, dtype)| -> Result<Storage> {
+                let key = t.keys[slot];
+                let tensor = |tex| GlTensor { tex, w: key.0, h: key.1, len, shared: sh.dev.clone(), token: None, dtype };
+                Ok(match t.sources[slot] {
+                    Source::Input(i) => inputs[i].clone(),
+                    Source::Constant => {
+                        let tex = t.consts[slot].ok_or_else(missing)?;
+                        sh.steps.pins.borrow_mut().hold(tex);
+                        Storage::new(tensor(tex))
+                    }
+                    Source::Written => Storage::new(tensor(live[slot].take().ok_or_else(missing)?)),
+                })
             })
-        })
-        .collect();
-    let tensor = |slot: usize| -> Result<&GlTensor> {
-        match t.sources[slot] {
-            Source::Input(i) => Ok(ins[i]),
-            _ => views[slot].as_ref().ok_or_else(|| Error::backend("trace_replay", sh.name.clone(), "internal: a slot without a texture")),
+            .collect::<Result<Vec<_>>>()
+    });
+    // Whatever is still taken (after a failed draw) goes back.
+    for (slot, tex) in live.into_iter().enumerate() {
+        if let Some(tex) = tex {
+            let key = t.keys[slot];
+            sh.dev.release(tex, key, crate::texture::texture_bytes(key, sh.dev.format));
         }
-    };
-    for d in &t.draws {
-        let inputs = d.inputs.iter().map(|&(n, s)| Ok((n, tensor(s)?))).collect::<Result<Vec<_>>>()?;
-        let pass = Pass { op: d.op, spec: d.spec, inputs, uniforms: d.uniforms.clone() };
-        let targets = d.targets.iter().map(|&s| tensor(s).map(|x| x.tex)).collect::<Result<Vec<_>>>()?;
-        sh.draw_replayed(&pass, &targets, d.w, d.h, d.len)?;
     }
-    let outs = t
-        .outputs
-        .iter()
-        .map(|&(slot, len, dtype)| -> Result<Storage> {
-            Ok(match t.sources[slot] {
-                Source::Input(i) => inputs[i].clone(),
-                _ => {
-                    let v = tensor(slot)?;
-                    sh.steps.pins.borrow_mut().hold(v.tex);
-                    Storage::new(GlTensor { tex: v.tex, w: v.w, h: v.h, len, shared: sh.dev.clone(), token: None, dtype })
-                }
+    outs
+}
+
+/// Issues the draws of `t`, taking and giving back the written slots' textures in `live`.
+fn issue(sh: &Rc<Shared>, t: &GlTrace, ins: &[&GlTensor], live: &mut [Option<glow::Texture>]) -> Result<()> {
+    for (k, d) in t.draws.iter().enumerate() {
+        for s in touched(d) {
+            if t.sources[s] == Source::Written && live[s].is_none() {
+                live[s] = Some(sh.dev.pooled_or_new(t.keys[s], "trace_replay")?);
+            }
+        }
+        // The trace's textures, lent as tensors for the draw (their drops leave them).
+        let view = |slot: usize| -> Result<GlTensor> {
+            let tex = match t.sources[slot] {
+                Source::Written => live[slot],
+                _ => t.consts[slot],
+            };
+            let tex = tex.ok_or_else(|| Error::backend("trace_replay", sh.name.clone(), "internal: a slot without a texture"))?;
+            let key = t.keys[slot];
+            Ok(GlTensor { tex, w: key.0, h: key.1, len: 0, shared: sh.dev.clone(), token: Some(t.view.clone()), dtype: DType::F32 })
+        };
+        let views: Vec<Option<GlTensor>> = d
+            .inputs
+            .iter()
+            .map(|&(_, s)| if let Source::Input(_) = t.sources[s] { Ok(None) } else { view(s).map(Some) })
+            .collect::<Result<_>>()?;
+        let inputs = d
+            .inputs
+            .iter()
+            .zip(&views)
+            .map(|(&(n, s), v)| match (t.sources[s], v) {
+                (Source::Input(i), _) => Ok((n, ins[i])),
+                (_, v) => v.as_ref().map(|v| (n, v)).ok_or_else(|| Error::backend("trace_replay", sh.name.clone(), "internal: no view")),
             })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    drop(views);
-    Ok(outs)
+            .collect::<Result<Vec<_>>>()?;
+        let pass = Pass { op: d.op, spec: d.spec, inputs, uniforms: d.uniforms.clone() };
+        let targets = d.targets.iter().map(|&s| view(s).map(|v| v.tex)).collect::<Result<Vec<_>>>()?;
+        sh.draw_replayed(&pass, &targets, d.w, d.h, d.len)?;
+        for &s in &t.frees[k] {
+            if let Some(tex) = live[s].take() {
+                let key = t.keys[s];
+                sh.dev.release(tex, key, crate::texture::texture_bytes(key, sh.dev.format));
+            }
+        }
+    }
+    Ok(())
 }

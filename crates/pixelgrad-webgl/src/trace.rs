@@ -4,12 +4,13 @@
 //! renders into by slot. A replay (`replay.rs`) samples the new inputs in place of the recorded
 //! ones and issues the draws again, with no graph walk, fusion or shape inference.
 //!
-//! Every texture a recorded draw touches, other than the inputs, is **pinned** from the moment
-//! the recording first sees it until the trace is dropped: a pinned texture its tensors let go
-//! of stays out of the pool (the device asks [`Pins::release`] first), so nothing else is given
-//! a texture a replay samples or renders into. [`Pins`] also counts the tensors holding each
-//! pinned texture, so a replay can tell when a caller still holds the last run's value in a
-//! texture it would render into (it then renders into a fresh one).
+//! Every texture a recorded draw touches, other than the inputs, is **pinned** while the
+//! recording is open: a pinned texture its tensors let go of stays out of the pool (the device
+//! asks [`Pins::release`] first), so no two values of the recorded run share a texture the
+//! recording could confuse. When it ends, the constants (sampled, never rendered into:
+//! weights) stay pinned for as long as the trace lives, and the rendered textures go back to
+//! the pool; a replay takes its own from the pool (`replay.rs`). [`Pins`] also counts the
+//! tensors holding each pinned texture, so it knows when one is free.
 
 use std::collections::HashMap;
 
@@ -112,11 +113,6 @@ impl Pins {
         if let Some(e) = self.map.get_mut(&tex) {
             e.1 += 1;
         }
-    }
-
-    /// True when some tensor holds `tex`.
-    pub fn held(&self, tex: glow::Texture) -> bool {
-        self.map.get(&tex).is_some_and(|e| e.1 > 0)
     }
 
     pub fn is_empty(&self) -> bool {

@@ -500,11 +500,6 @@ impl Gpu {
         self.counters.replayed.set(self.counters.replayed.get() + 1);
     }
 
-    /// Pins a fresh buffer (a replay's new output memory) for a trace.
-    pub(crate) fn pin_fresh(&self, b: &wgpu::Buffer) {
-        self.pins.borrow_mut().pin_fresh(b);
-    }
-
     /// Drops a trace's pins on `bufs`; those neither pinned nor held any more go to the pool.
     pub(crate) fn unpin(&self, bufs: impl IntoIterator<Item = wgpu::Buffer>) {
         for b in bufs {
@@ -514,11 +509,6 @@ impl Gpu {
                 self.release(Kind::Tensor, size, b);
             }
         }
-    }
-
-    /// True when a tensor holds the pinned buffer `b`.
-    pub(crate) fn held(&self, b: &wgpu::Buffer) -> bool {
-        self.pins.borrow().held(b)
     }
 
     /// True while a step is open.
@@ -915,11 +905,16 @@ impl GpuTensor {
         Ok(GpuTensor { buf: Some(buf), size, len, gpu: gpu.clone(), plan, dtype })
     }
 
-    /// A tensor over `buf`, a buffer a trace pins (a replay's output): it counts as one more
-    /// holder of the buffer, which its drop gives back to the trace, not the pool.
+    /// A tensor over `buf`, a buffer a trace pins (a constant output of a replay): it counts as
+    /// one more holder of the buffer, which its drop gives back to the trace, not the pool.
     pub(crate) fn pinned(gpu: &Rc<Gpu>, buf: wgpu::Buffer, len: usize, dtype: pixelgrad_core::kernel::DType) -> GpuTensor {
         gpu.pins.borrow_mut().hold(&buf);
         GpuTensor { size: buf.size(), buf: Some(buf), len, gpu: gpu.clone(), plan: None, dtype }
+    }
+
+    /// A tensor over `buf` (of `size` bytes), a buffer taken from the pool (a replay's output).
+    pub(crate) fn pooled(gpu: &Rc<Gpu>, buf: wgpu::Buffer, size: u64, len: usize, dtype: pixelgrad_core::kernel::DType) -> GpuTensor {
+        GpuTensor { size, buf: Some(buf), len, gpu: gpu.clone(), plan: None, dtype }
     }
 
     /// True for 8-bit storage (i8 or u8).

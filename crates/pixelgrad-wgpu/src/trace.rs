@@ -5,12 +5,12 @@
 //! encodes the commands again, with no graph walk, fusion, pipeline lookup or (when the
 //! buffers are the same as last time) bind group creation.
 //!
-//! Every buffer a recorded command touches, other than the inputs, is **pinned** from the
-//! moment the recording first sees it until the trace is dropped: a pinned buffer that its
-//! tensors let go of stays out of the pool, so nothing else is ever given memory a replay
-//! writes or reads. [`Pins`] also counts the tensors holding each pinned buffer, so a replay
-//! can tell when a caller still holds the last run's value in a buffer it would write (it
-//! then writes a fresh buffer instead).
+//! Every buffer a recorded command touches, other than the inputs, is **pinned** while the
+//! recording is open: a pinned buffer its tensors let go of stays out of the pool, so no two
+//! values of the recorded run share a buffer the recording could confuse. When it ends, the
+//! constants (read, never written: weights) stay pinned for as long as the trace lives, and
+//! the written buffers go back to the pool; a replay takes its own from the pool (`replay.rs`).
+//! [`Pins`] also counts the tensors holding each pinned buffer, so it knows when one is free.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -89,11 +89,6 @@ impl Pins {
         self.map.entry(b.clone()).or_insert((0, 1)).0 += 1;
     }
 
-    /// Pins a fresh buffer no tensor holds yet.
-    pub fn pin_fresh(&mut self, b: &wgpu::Buffer) {
-        self.map.entry(b.clone()).or_insert((0, 0)).0 += 1;
-    }
-
     /// Drops one pin; true when the buffer is then neither pinned nor held (it goes to the pool).
     pub fn unpin(&mut self, b: &wgpu::Buffer) -> bool {
         self.leave(b, |e| e.0 = e.0.saturating_sub(1))
@@ -120,11 +115,6 @@ impl Pins {
         if let Some(e) = self.map.get_mut(b) {
             e.1 += 1;
         }
-    }
-
-    /// True when some tensor holds `b`.
-    pub fn held(&self, b: &wgpu::Buffer) -> bool {
-        self.map.get(b).is_some_and(|e| e.1 > 0)
     }
 
     pub fn is_empty(&self) -> bool {
