@@ -2,15 +2,14 @@
 //! primitive ops ([`crate::op::Op`]) plus upload and download; autodiff, composites, layers and
 //! training all live above this line and come for free.
 
-use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
 
 use crate::caps::Caps;
 use crate::dtype::DType;
 pub use crate::fusion::storage::{Storage, WeakStorage};
 use crate::op::Op;
+use crate::recording::Trace;
 use crate::shape::Shape;
 use crate::{Error, Result};
 
@@ -54,12 +53,6 @@ pub fn is_software_renderer(description: &str) -> bool {
     let d = description.to_ascii_lowercase();
     SOFTWARE_RASTERISERS.iter().any(|s| d.contains(s))
 }
-
-/// The kernels one run launched, recorded by a backend ([`Backend::trace_begin`]) so a later
-/// run with inputs of the same sizes launches them again without the graph walk, shape
-/// inference and fusion that chose them ([`Backend::trace_replay`]). Opaque outside its backend.
-#[derive(Clone)]
-pub struct Trace(pub Rc<dyn Any>);
 
 /// Counters a backend keeps so tests and benchmarks can see what it did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -236,7 +229,9 @@ pub trait Backend {
 
     /// Launches the kernels of `trace` again on `inputs` (one per input given to
     /// [`Backend::trace_begin`], each as long as the one recorded) and returns the storages of
-    /// its outputs: the values the recorded run would compute from these inputs.
+    /// its outputs: the values the recorded run would compute from these inputs. Memory a
+    /// caller still holds (the last run's outputs) is never written: the replay writes fresh
+    /// memory there instead (see [`crate::recording`]).
     fn trace_replay(&self, trace: &Trace, inputs: &[&Storage]) -> Result<Vec<Storage>> {
         let _ = (trace, inputs);
         Err(crate::Error::backend("trace_replay", self.name(), "this backend records no traces"))

@@ -31,12 +31,13 @@ pub mod op;
 pub mod param;
 pub mod plan;
 pub mod quant;
+pub mod recording;
 pub mod rng;
 pub mod shape;
 pub mod tensor;
 mod window_program;
 
-pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, Trace, WeakStorage, SELF_TEST_TOL};
+pub use backend::{is_software_renderer, Backend, BackendKind, Counters, LocalFuture, Storage, WeakStorage, SELF_TEST_TOL};
 pub use budget::{CancelToken, Limits, RunLimits, RunScope};
 pub use caps::{Arithmetic, Caps, Training};
 pub use error::{Error, Result};
@@ -44,6 +45,7 @@ pub use layout::StorageLayout;
 pub use mixed::{mixed_precision, mixed_precision_available, mixed_precision_enabled, MixedPrecisionGuard};
 pub use op::{check_execute, BinaryOp, Distribution, NBits, Op, ReduceOp, UnaryOp, Window};
 pub use param::Param;
+pub use recording::Trace;
 pub use shape::{Shape, MAX_RANK};
 pub use tensor::{grad_enabled, no_grad, Device, NoGradGuard, Tensor};
 

@@ -632,7 +632,7 @@ impl Backend for CpuBackend {
         self.recorder.borrow().as_ref()?;
         let outs: Result<Vec<Storage>> = outputs.iter().map(|s| self.resolved(s)).collect();
         let rec = self.recorder.borrow_mut().take()?;
-        rec.finish(&outs.ok()?).map(|t| Trace(Rc::new(t)))
+        rec.finish(&outs.ok()?).map(|t| Trace::new(t.inputs.clone(), t.outputs.len(), t.steps.len(), t))
     }
 
     fn trace_abort(&self) {
@@ -641,29 +641,18 @@ impl Backend for CpuBackend {
 
     fn trace_replay(&self, trace: &Trace, inputs: &[&Storage]) -> Result<Vec<Storage>> {
         let t = trace
-            .0
-            .downcast_ref::<trace::CpuTrace>()
+            .get::<trace::CpuTrace>()
             .ok_or_else(|| Error::backend("trace_replay", self.name(), "the trace was recorded by another backend"))?;
-        if inputs.len() != t.inputs.len() {
-            return Err(Error::backend(
-                "trace_replay",
-                self.name(),
-                format!("the trace takes {} inputs, given {}", t.inputs.len(), inputs.len()),
-            ));
-        }
         let mut vals: Vec<Option<Storage>> = vec![None; t.slots];
-        for (i, (s, &want)) in inputs.iter().zip(&t.inputs).enumerate() {
+        let mut lens = Vec::with_capacity(inputs.len());
+        for (i, s) in inputs.iter().enumerate() {
             let r = self.resolved(s)?;
-            let len = self.len_of("trace_replay", &r)?;
-            if len != want {
-                return Err(Error::backend(
-                    "trace_replay",
-                    self.name(),
-                    format!("input {i} holds {len} elements, the trace was recorded with {want}"),
-                ));
+            lens.push(self.len_of("trace_replay", &r)?);
+            if i < t.slots {
+                vals[i] = Some(r);
             }
-            vals[i] = Some(r);
         }
+        trace.check_inputs(&self.name(), &lens)?;
         for (slot, c) in &t.constants {
             vals[*slot] = Some(c.clone());
         }

@@ -228,7 +228,7 @@ impl Session {
 
     /// Whether runs replay the kernels of an earlier run with the same input shapes and
     /// requested outputs instead of walking the graph again (default on). The first such run
-    /// records them, on backends that record kernel traces (the CPU's fast path); results are
+    /// records them, on backends that record kernel traces (the CPU's fast path, WebGPU, WebGL); results are
     /// the same either way. Runs that want gradients, that keep an input on the host, or that
     /// read a value back while they run (`NonZero`, `NonMaxSuppression`) always walk the graph.
     /// Turning it off drops what was recorded.

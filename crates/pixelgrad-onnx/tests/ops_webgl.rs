@@ -113,3 +113,19 @@ fn matmulnbits_weights_stay_packed_on_webgl2() {
     assert_eq!(s.device_weight_bytes(), packed_4bit + block_params + biases, "device bytes: packed weights, block parameters, biases");
     assert!(s.device_weight_bytes() * 3 < dense + biases);
 }
+
+/// A second run with inputs of the same shapes replays the first run's WebGL draws (the
+/// recorded programs and uniforms, with the new inputs sampled) and computes bit for bit what
+/// walking the graph computes, on new inputs and after new weights.
+#[test]
+fn replayed_runs_equal_graph_walks_on_webgl() {
+    let _one = one_context();
+    common::replays::check_replays(&webgl(), "ops");
+}
+
+/// Outputs held through later replays keep their values on WebGL.
+#[test]
+fn held_outputs_survive_replays_on_webgl() {
+    let _one = one_context();
+    common::replays::held_outputs_survive_replays(&webgl(), "ppocr_cls");
+}

@@ -87,3 +87,17 @@ fn quantized_products_take_the_packed_path_and_match_the_unpacked_one() {
 fn matmulnbits_mlp_matches_onnxruntime_on_wgpu() {
     common::check_all(&wgpu(), "models", |c| c.tags.iter().any(|t| t == "nbits"));
 }
+
+/// A second run with inputs of the same shapes replays the first run's WebGPU launches (the
+/// recorded pipelines and bind groups, with the new inputs bound) and computes bit for bit
+/// what walking the graph computes, on new inputs and after new weights.
+#[test]
+fn replayed_runs_equal_graph_walks_on_wgpu() {
+    common::replays::check_replays(&wgpu(), "ops");
+}
+
+/// Outputs held through later replays keep their values on WebGPU.
+#[test]
+fn held_outputs_survive_replays_on_wgpu() {
+    common::replays::held_outputs_survive_replays(&wgpu(), "ppocr_cls");
+}

@@ -145,8 +145,8 @@ fn opset23_decoders_match_the_reference_evaluator() {
     common::check_cases(&cpu(), "models", &list, 2);
 }
 
-/// Every variant on WebGPU (lavapipe without a GPU), run once: a session replays its kernels
-/// on the CPU only, and the CPU tests above run every case twice.
+/// Every variant on WebGPU (lavapipe without a GPU), run once (the CPU tests above run every
+/// case twice; replay on WebGPU is compared with graph walks in `ops_wgpu.rs`).
 #[test]
 fn every_variant_matches_on_wgpu() {
     common::check_cases(&wgpu(), "models", &transformer_cases(None), 1);

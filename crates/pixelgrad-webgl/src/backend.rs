@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use glow::HasContext;
 use pixelgrad_core::kernel::DType;
-use pixelgrad_core::{Arithmetic, Backend, BackendKind, Caps, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
+use pixelgrad_core::{Arithmetic, Backend, BackendKind, Caps, Counters, Error, LocalFuture, Op, Result, Shape, Storage, Trace};
 
 use crate::context::Shared;
 use crate::fusion::tensor_of;
@@ -327,6 +327,10 @@ impl Backend for WebGlBackend {
 
     fn execute(&self, op: &Op, inputs: &[&Storage], shapes: &[&Shape], out: &Shape) -> Result<Storage> {
         self.shared.current()?;
+        if let Op::Random { .. } = op {
+            // A replay would draw the same numbers again.
+            self.shared.steps.break_trace("random numbers were drawn");
+        }
         if let Op::Reshape(_) = op {
             // No data moves: the output shares the input (of any storage type).
             return crate::fusion::execute_now(&self.shared, op, inputs, shapes, out);
@@ -380,6 +384,8 @@ impl Backend for WebGlBackend {
     fn read(&self, storage: &Storage, len: usize) -> Result<Vec<f32>> {
         // A read ends an iteration of eager code: later ops start a new fusion generation.
         self.fusion.state.new_generation();
+        // What runs after a read may depend on the values read.
+        self.shared.steps.break_trace("a value was read back");
         let t = tensor_of(storage, &self.shared, "read")?;
         crate::readback::read_blocking(&self.shared, t, len)
     }
@@ -387,6 +393,7 @@ impl Backend for WebGlBackend {
     fn read_async<'a>(&'a self, storage: &'a Storage, len: usize) -> LocalFuture<'a, Result<Vec<f32>>> {
         Box::pin(async move {
             self.fusion.state.new_generation();
+            self.shared.steps.break_trace("a value was read back");
             let t = tensor_of(storage, &self.shared, "read_async")?;
             crate::readback::read_async(&self.shared, t, len).await
         })
@@ -417,6 +424,29 @@ impl Backend for WebGlBackend {
 
     fn drop_plans(&self) {
         self.shared.steps.drop_plans(&self.shared.dev)
+    }
+
+    fn trace_begin(&self, inputs: &[&Storage]) -> bool {
+        // Work pending from before the recording is drawn before it.
+        if self.shared.current().is_err() || crate::fusion::settle(&self.shared, &self.fusion).is_err() {
+            return false;
+        }
+        crate::replay::begin(&self.shared, inputs)
+    }
+
+    fn trace_end(&self, outputs: &[&Storage]) -> Option<Trace> {
+        crate::replay::end(&self.shared, outputs)
+    }
+
+    fn trace_abort(&self) {
+        let open = self.shared.steps.tracing.borrow_mut().take();
+        if let Some(r) = open {
+            self.shared.steps.unpin(&self.shared.dev, r.pinned);
+        }
+    }
+
+    fn trace_replay(&self, trace: &Trace, inputs: &[&Storage]) -> Result<Vec<Storage>> {
+        crate::replay::replay(&self.shared, trace, inputs)
     }
 
     fn counters(&self) -> Counters {

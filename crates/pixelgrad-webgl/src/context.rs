@@ -19,6 +19,7 @@ use crate::launch::Pass;
 use crate::plan::Steps;
 use crate::program::{GroupDef, Program, Programs};
 use crate::texture::GlTensor;
+use crate::trace::Draw;
 
 pub(crate) struct Shared {
     /// The GL context and its textures (held by every tensor too).
@@ -93,6 +94,7 @@ impl Shared {
     pub fn run_typed(&self, pass: Pass<'_>, len: usize, dtype: DType) -> Result<GlTensor> {
         let out = self.alloc_typed(len, dtype, pass.op)?;
         crate::launch::draw_pass(&self.dev, &self.programs, Some(&self.steps), &pass, &[out.tex], out.w, out.h, len)?;
+        self.note_draw(&pass, &[&out], len);
         Ok(out)
     }
 
@@ -108,12 +110,34 @@ impl Shared {
             return Err(self.err(pass.op, "internal: render targets of one draw differ in size"));
         }
         let texs: Vec<glow::Texture> = targets.iter().map(|t| t.tex).collect();
-        crate::launch::draw_pass(&self.dev, &self.programs, Some(&self.steps), pass, &texs, t0.w, t0.h, len)
+        crate::launch::draw_pass(&self.dev, &self.programs, Some(&self.steps), pass, &texs, t0.w, t0.h, len)?;
+        self.note_draw(pass, targets, len);
+        Ok(())
+    }
+
+    /// Issues a replayed draw: `pass` into `targets` (w x h texels, `len` valid elements),
+    /// through the shared framebuffer; counted as replayed.
+    pub fn draw_replayed(&self, pass: &Pass<'_>, targets: &[glow::Texture], w: u32, h: u32, len: usize) -> Result<()> {
+        crate::launch::draw_pass(&self.dev, &self.programs, None, pass, targets, w, h, len)?;
+        self.dev.count(|c| c.replayed += 1);
+        Ok(())
+    }
+
+    /// Adds a draw to the open recording, if one is open (`trace.rs`).
+    fn note_draw(&self, pass: &Pass<'_>, targets: &[&GlTensor], len: usize) {
+        let mut tracing = self.steps.tracing.borrow_mut();
+        let Some(r) = tracing.as_mut() else { return };
+        let mut pins = self.steps.pins.borrow_mut();
+        let inputs = pass.inputs.iter().map(|(n, t)| (*n, r.touch(t.tex, t.key(), false, &mut pins))).collect();
+        let (w, h) = targets.first().map_or((0, 0), |t| (t.w, t.h));
+        let targets = targets.iter().map(|t| r.touch(t.tex, t.key(), true, &mut pins)).collect();
+        r.draws.push(Draw { op: pass.op, spec: pass.spec, inputs, uniforms: pass.uniforms.clone(), targets, w, h, len });
     }
 
     /// Draws `pass` into `target` (w x h texels; `len` valid elements) through the shared
     /// framebuffer, never a plan's: for targets that are not tensors (the heatmap's image).
     pub fn draw(&self, pass: &Pass<'_>, target: glow::Texture, w: u32, h: u32, len: usize) -> Result<()> {
+        self.steps.break_trace("a draw into a texture that is not a tensor");
         crate::launch::draw_pass(&self.dev, &self.programs, None, pass, &[target], w, h, len)
     }
 
@@ -134,6 +158,8 @@ impl Shared {
 
     /// Queues a run-time check (folded by the layer above ops, `submit.rs`).
     pub fn push_check(&self, c: Check) -> Result<()> {
+        // A replay would draw the check without queueing it.
+        self.steps.break_trace("a run-time check was queued");
         self.checks.push(c);
         Ok(())
     }

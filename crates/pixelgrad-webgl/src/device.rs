@@ -24,6 +24,8 @@ pub(crate) trait Attachments {
     fn busy(&self) -> bool;
     /// Detaches `deleted` from every framebuffer that has them attached (the context is current).
     fn detach(&self, gl: &glow::Context, deleted: &[glow::Texture]);
+    /// A tensor let go of `tex`: true when a trace keeps it out of the pool (see `trace.rs`).
+    fn keeps(&self, tex: glow::Texture) -> bool;
 }
 
 pub(crate) struct GlDevice {
@@ -243,6 +245,9 @@ impl GlDevice {
     /// Returns a texture of `bytes` device bytes to the pool (called from a tensor's `Drop`);
     /// past the pool budget the least recently returned textures are deleted.
     pub fn release(&self, tex: glow::Texture, key: PoolKey, bytes: u64) {
+        if self.attachments().is_some_and(|a| a.keeps(tex)) {
+            return;
+        }
         let over = match self.pool.try_borrow_mut() {
             Ok(mut pool) => {
                 pool.put(key, tex, bytes);

@@ -138,9 +138,11 @@ mod plan;
 mod pool;
 mod program;
 mod readback;
+mod replay;
 mod selftest;
 mod submit;
 mod texture;
+mod trace;
 
 pub use backend::WebGlBackend;
 #[cfg(not(target_arch = "wasm32"))]

@@ -56,6 +56,7 @@ use crate::dialect::ProgramSpec;
 use crate::pool::PoolKey;
 use crate::program::{Program, Programs};
 use crate::texture::GlTensor;
+use crate::trace::{Pins, Recorder};
 
 use pixelgrad_core::plan::MAX_PLAN_ENTRIES as MAX_ENTRIES;
 
@@ -115,6 +116,11 @@ pub(crate) struct DrawKey<I> {
 #[derive(Default)]
 pub(crate) struct Steps {
     plans: RefCell<pixelgrad_core::plan::StepPlans<Plan>>,
+    /// The trace being recorded, if one is (`trace.rs`): a step's sibling recording, kept
+    /// here because the device asks the same object about textures it releases.
+    pub tracing: RefCell<Option<Recorder>>,
+    /// Textures pinned by traces and open recordings (`trace.rs`).
+    pub pins: RefCell<Pins>,
 }
 
 impl Steps {
@@ -126,8 +132,27 @@ impl Steps {
     /// Opens a step of `key` (the caller checked none is open); plans evicted to make room are
     /// retired.
     pub fn begin(&self, dev: &GlDevice, key: u64) {
+        // A step inside a recording would hand out plan textures the trace cannot keep.
+        self.break_trace("a step began");
         let evicted = self.plans.borrow_mut().begin(key);
         self.retire(dev, evicted);
+    }
+
+    /// Marks the open recording, if any, as one that cannot be replayed.
+    pub fn break_trace(&self, why: &'static str) {
+        if let Some(r) = self.tracing.borrow_mut().as_mut() {
+            r.slots.set_broken(why);
+        }
+    }
+
+    /// Drops pins on `texs`; those neither pinned nor held any more go to the pool.
+    pub fn unpin(&self, dev: &GlDevice, texs: impl IntoIterator<Item = glow::Texture>) {
+        for tex in texs {
+            let free = self.pins.borrow_mut().unpin(tex);
+            if let Some(key) = free {
+                dev.release(tex, key, crate::texture::texture_bytes(key, dev.format));
+            }
+        }
     }
 
     /// Leaves step mode.
@@ -306,6 +331,10 @@ where
 }
 
 impl Attachments for Steps {
+    fn keeps(&self, tex: glow::Texture) -> bool {
+        self.pins.try_borrow_mut().is_ok_and(|mut p| !p.is_empty() && p.release(tex))
+    }
+
     /// The plans are borrowed (a texture is being released from inside one).
     fn busy(&self) -> bool {
         self.plans.try_borrow_mut().is_err()

@@ -4,10 +4,10 @@
 use std::rc::Rc;
 
 use pixelgrad_core::kernel::DType;
-use pixelgrad_core::{Backend, BackendKind, Caps, Counters, Error, LocalFuture, Op, Result, Shape, Storage};
+use pixelgrad_core::{Backend, BackendKind, Caps, Counters, Error, LocalFuture, Op, Result, Shape, Storage, Trace};
 
 use crate::context::{Gpu, GpuTensor};
-use crate::{fusion, ops, readback, BACKEND};
+use crate::{fusion, ops, readback, replay, BACKEND};
 
 /// Which matmul kernel the backend runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -570,6 +570,10 @@ impl Backend for WgpuBackend {
         let ins: Vec<&GpuTensor> = inputs.iter().map(|s| self.tensor(op.name(), s)).collect::<Result<_>>()?;
         let lens: Vec<usize> = ins.iter().map(|t| t.len).collect();
         pixelgrad_core::check_execute(op, &lens, shapes, out, &self.name())?;
+        if let Op::Random { .. } = op {
+            // A replay would draw the same numbers again.
+            self.gpu.break_trace("random numbers were drawn");
+        }
         let res = ops::execute(&self.gpu, op, &ins, shapes, out)?;
         Ok(Storage::new(res))
     }
@@ -637,6 +641,25 @@ impl Backend for WgpuBackend {
 
     fn drop_plans(&self) {
         self.gpu.drop_plans()
+    }
+
+    fn trace_begin(&self, inputs: &[&Storage]) -> bool {
+        replay::begin(&self.gpu, inputs)
+    }
+
+    fn trace_end(&self, outputs: &[&Storage]) -> Option<Trace> {
+        replay::end(&self.gpu, outputs)
+    }
+
+    fn trace_abort(&self) {
+        let open = self.gpu.tracing.borrow_mut().take();
+        if let Some(r) = open {
+            self.gpu.unpin(r.pinned);
+        }
+    }
+
+    fn trace_replay(&self, trace: &Trace, inputs: &[&Storage]) -> Result<Vec<Storage>> {
+        replay::replay(&self.gpu, trace, inputs)
     }
 
     /// [`WgpuBackend::trim_pool`]: natively waits for the GPU, then empties the pool.

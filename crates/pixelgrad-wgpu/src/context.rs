@@ -11,6 +11,7 @@ use crate::completion::Completion;
 use crate::pipelines::{Kernel, Pipelines, MAX_INPUTS, PARAM_SLOT};
 use crate::plan::{self, AllocEntry, LaunchEntry, Plans};
 use crate::pool::{size_class, Kind, Pool};
+use crate::trace::{Command, Pins, Recorder};
 use crate::BACKEND;
 
 /// The slot's size in words, where launches are prepared (its home is the kernels' binding
@@ -86,6 +87,10 @@ pub(crate) struct Gpu {
     rec: RefCell<Recording>,
     /// Step plans (see `plan.rs`).
     plans: RefCell<Plans>,
+    /// The trace being recorded, if one is (see `trace.rs`).
+    pub(crate) tracing: RefCell<Option<Recorder>>,
+    /// Buffers pinned by traces and open recordings (see `trace.rs`).
+    pins: RefCell<Pins>,
     /// Uniform buffer holding `max_slots` parameter slots.
     ring: wgpu::Buffer,
     /// One u32 of error bits raised by kernels that validate run-time data (bit 1: gather
@@ -172,6 +177,8 @@ impl Gpu {
             pool: RefCell::new(Pool::new(crate::pool::DEFAULT_POOL_BUDGET)),
             rec: RefCell::new(Recording { encoder: None, pass: None, params: Vec::new(), slots: 0 }),
             plans: RefCell::new(Plans::default()),
+            tracing: RefCell::new(None),
+            pins: RefCell::new(Pins::default()),
             ring,
             status,
             status_armed: Cell::new(false),
@@ -285,6 +292,12 @@ impl Gpu {
 
     /// Hands a buffer back; it is reused once the work that may touch it has been submitted.
     pub(crate) fn release(&self, kind: Kind, size: u64, buf: wgpu::Buffer) {
+        // A buffer a trace pins stays out of the pool until the trace lets go of it too.
+        if let Ok(mut pins) = self.pins.try_borrow_mut() {
+            if !pins.is_empty() && pins.release(&buf) == Some(false) {
+                return;
+            }
+        }
         // If the open encoder holds commands, they may use this buffer: wait for the
         // submission they will go into. Otherwise only earlier submissions can.
         let serial = self.submitted.get() + u64::from(self.dirty.get());
@@ -337,23 +350,50 @@ impl Gpu {
         if grid.contains(&0) {
             return Ok(());
         }
-        if self.rec.borrow().slots >= self.max_slots {
-            // Bounds latency and the parameter ring: submit what we have.
-            self.flush()?;
-        }
         let (pipeline, compiled) = self.pipelines.get(&self.device, kernel, config);
         if compiled {
             self.counters.compiles.set(self.counters.compiles.get() + 1);
         }
+        let mut param_bytes: Vec<u8> = params.iter().flat_map(|w| w.to_le_bytes()).collect();
+        param_bytes.resize(PARAM_SLOT as usize, 0);
+        let slot = self.reserve_slot(&param_bytes)?;
+        let layout = self.pipelines.layout(&self.device, kernel);
+        let bind_group = {
+            let entries = self.bind_entries(slot, inputs, outputs, kernel.status);
+            self.planned_bind_group(op, &layout, slot, inputs, outputs, &entries)
+        };
+        self.note_dispatch(op, &pipeline, &layout, param_bytes, grid, inputs, outputs, kernel.status);
+        self.encode_dispatch(&pipeline, &bind_group, grid, kernel.status);
+        if let Some(log) = self.launch_log.borrow_mut().as_mut() {
+            log.push(format!("{op:<12} {:<28} grid {grid:?}", kernel.name));
+        }
+        Ok(())
+    }
+
+    /// The next parameter slot of this submission, holding `params` (one slot's bytes); a
+    /// full submission is submitted first.
+    pub(crate) fn reserve_slot(&self, params: &[u8]) -> Result<u64> {
+        if self.rec.borrow().slots >= self.max_slots {
+            // Bounds latency and the parameter ring: submit what we have.
+            self.flush()?;
+        }
         let mut rec = self.rec.borrow_mut();
         let slot = rec.slots;
         rec.slots += 1;
-        let start = rec.params.len();
-        rec.params.extend(params.iter().flat_map(|w| w.to_le_bytes()));
-        rec.params.resize(start + PARAM_SLOT as usize, 0);
+        rec.params.extend_from_slice(params);
+        Ok(slot)
+    }
 
-        drop(rec);
-        let mut entries = Vec::with_capacity(inputs.len() + 2);
+    /// The bind group entries of a launch in parameter slot `slot`: the slot, the buffers,
+    /// then the status word when the kernel raises it.
+    fn bind_entries<'a>(
+        &'a self,
+        slot: u64,
+        inputs: &[&'a wgpu::Buffer],
+        outputs: &[&'a wgpu::Buffer],
+        status: bool,
+    ) -> Vec<wgpu::BindGroupEntry<'a>> {
+        let mut entries = Vec::with_capacity(inputs.len() + outputs.len() + 2);
         entries.push(wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -365,14 +405,33 @@ impl Gpu {
         for (i, b) in inputs.iter().chain(outputs).enumerate() {
             entries.push(wgpu::BindGroupEntry { binding: 1 + i as u32, resource: b.as_entire_binding() });
         }
-        if kernel.status {
+        if status {
             let binding = 1 + (inputs.len() + outputs.len()) as u32;
             entries.push(wgpu::BindGroupEntry { binding, resource: self.status.as_entire_binding() });
+        }
+        entries
+    }
+
+    /// A new bind group for a launch in parameter slot `slot` binding `buffers` (inputs then
+    /// outputs, `outputs` of them), for a replayed trace whose buffers changed.
+    pub(crate) fn bind(
+        &self,
+        label: &'static str,
+        layout: &wgpu::BindGroupLayout,
+        slot: u64,
+        buffers: &[&wgpu::Buffer],
+        status: bool,
+    ) -> wgpu::BindGroup {
+        let entries = self.bind_entries(slot, buffers, &[], status);
+        self.counters.bindings.set(self.counters.bindings.get() + 1);
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
+    }
+
+    /// Encodes one dispatch into the open compute pass (opening it, and the encoder, first).
+    pub(crate) fn encode_dispatch(&self, pipeline: &wgpu::ComputePipeline, bind_group: &wgpu::BindGroup, grid: [u32; 3], status: bool) {
+        if status {
             self.status_armed.set(true);
         }
-        let layout = self.pipelines.layout(&self.device, kernel);
-        let bind_group = self.planned_bind_group(op, &layout, slot, inputs, outputs, &entries);
-
         let mut rec = self.rec.borrow_mut();
         let rec = &mut *rec;
         if rec.pass.is_none() {
@@ -385,16 +444,75 @@ impl Gpu {
             rec.pass = Some(pass);
         }
         if let Some(pass) = rec.pass.as_mut() {
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bind_group, &[]);
             pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
         }
         self.dirty.set(true);
         self.counters.launches.set(self.counters.launches.get() + 1);
-        if let Some(log) = self.launch_log.borrow_mut().as_mut() {
-            log.push(format!("{op:<12} {:<28} grid {grid:?}", kernel.name));
+    }
+
+    /// Adds a dispatch to the open recording, if one is open.
+    #[allow(clippy::too_many_arguments)]
+    fn note_dispatch(
+        &self,
+        label: &'static str,
+        pipeline: &wgpu::ComputePipeline,
+        layout: &wgpu::BindGroupLayout,
+        params: Vec<u8>,
+        grid: [u32; 3],
+        inputs: &[&wgpu::Buffer],
+        outputs: &[&wgpu::Buffer],
+        status: bool,
+    ) {
+        let mut tracing = self.tracing.borrow_mut();
+        let Some(r) = tracing.as_mut() else { return };
+        let mut pins = self.pins.borrow_mut();
+        let mut binds: Vec<usize> = inputs.iter().map(|b| r.read(b, &mut pins)).collect();
+        binds.extend(outputs.iter().map(|b| r.write(b, &mut pins)));
+        r.commands.push(Command::Dispatch {
+            label,
+            pipeline: pipeline.clone(),
+            layout: layout.clone(),
+            params,
+            grid,
+            binds,
+            status,
+            cache: RefCell::new(None),
+        });
+    }
+
+    /// Marks the open recording, if any, as one that cannot be replayed.
+    pub(crate) fn break_trace(&self, why: &'static str) {
+        if let Some(r) = self.tracing.borrow_mut().as_mut() {
+            r.slots.set_broken(why);
         }
-        Ok(())
+    }
+
+    /// The slot of a buffer `r` reads (pinned when first seen), outside a command.
+    pub(crate) fn trace_read(&self, r: &mut Recorder, b: &wgpu::Buffer) -> usize {
+        r.read(b, &mut self.pins.borrow_mut())
+    }
+
+    /// Counts a launch served by a replayed trace.
+    pub(crate) fn count_replayed(&self) {
+        self.counters.replayed.set(self.counters.replayed.get() + 1);
+    }
+
+    /// Drops a trace's pins on `bufs`; those neither pinned nor held any more go to the pool.
+    pub(crate) fn unpin(&self, bufs: impl IntoIterator<Item = wgpu::Buffer>) {
+        for b in bufs {
+            let free = self.pins.borrow_mut().unpin(&b);
+            if free {
+                let size = b.size();
+                self.release(Kind::Tensor, size, b);
+            }
+        }
+    }
+
+    /// True while a step is open.
+    pub(crate) fn step_open(&self) -> bool {
+        self.plans.borrow().is_open()
     }
 
     /// The bind group of a launch: inside a step, the plan's prepared one when it binds the
@@ -484,6 +602,8 @@ impl Gpu {
         if self.plans.borrow().is_open() {
             return Err(Error::backend("begin_step", BACKEND, "a step is already open (steps do not nest)"));
         }
+        // A step inside a recording would hand out plan memory the trace cannot keep.
+        self.break_trace("a step began");
         // A step is one submission of its own, starting at parameter slot 0.
         self.flush()?;
         let evicted = self.plans.borrow_mut().begin(key);
@@ -551,7 +671,13 @@ impl Gpu {
         self.copy_at(src, 0, dst, 0, bytes)
     }
 
-    fn copy_at(&self, src: &wgpu::Buffer, src_off: u64, dst: &wgpu::Buffer, dst_off: u64, bytes: u64) {
+    pub(crate) fn copy_at(&self, src: &wgpu::Buffer, src_off: u64, dst: &wgpu::Buffer, dst_off: u64, bytes: u64) {
+        if let Some(r) = self.tracing.borrow_mut().as_mut() {
+            let mut pins = self.pins.borrow_mut();
+            let src = r.read(src, &mut pins);
+            let dst = r.write(dst, &mut pins);
+            r.commands.push(Command::Copy { src, src_off, dst, dst_off, bytes });
+        }
         let mut rec = self.rec.borrow_mut();
         rec.pass = None;
         let encoder = rec
@@ -611,6 +737,8 @@ impl Gpu {
     }
 
     pub(crate) fn count_readback(&self) {
+        // What runs after a read may depend on the values read.
+        self.break_trace("a value was read back");
         self.counters.readbacks.set(self.counters.readbacks.get() + 1);
     }
 
@@ -774,6 +902,18 @@ impl GpuTensor {
     pub(crate) fn new_packed(gpu: &Rc<Gpu>, op: &'static str, len: usize, dtype: pixelgrad_core::kernel::DType) -> Result<GpuTensor> {
         let (buf, size, plan) = gpu.tensor_buffer(op, stored_bytes(len, dtype))?;
         Ok(GpuTensor { buf: Some(buf), size, len, gpu: gpu.clone(), plan, dtype })
+    }
+
+    /// A tensor over `buf`, a buffer a trace pins (a constant output of a replay): it counts as
+    /// one more holder of the buffer, which its drop gives back to the trace, not the pool.
+    pub(crate) fn pinned(gpu: &Rc<Gpu>, buf: wgpu::Buffer, len: usize, dtype: pixelgrad_core::kernel::DType) -> GpuTensor {
+        gpu.pins.borrow_mut().hold(&buf);
+        GpuTensor { size: buf.size(), buf: Some(buf), len, gpu: gpu.clone(), plan: None, dtype }
+    }
+
+    /// A tensor over `buf` (of `size` bytes), a buffer taken from the pool (a replay's output).
+    pub(crate) fn pooled(gpu: &Rc<Gpu>, buf: wgpu::Buffer, size: u64, len: usize, dtype: pixelgrad_core::kernel::DType) -> GpuTensor {
+        GpuTensor { size, buf: Some(buf), len, gpu: gpu.clone(), plan: None, dtype }
     }
 
     /// True for 8-bit storage (i8 or u8).

@@ -108,8 +108,10 @@ mod pipelines;
 mod plan;
 pub mod pool;
 mod readback;
+mod replay;
 mod report;
 mod strides;
+mod trace;
 
 pub use backend::{MatmulKernel, WgpuBackend, WgpuOptions};
 pub use image::PIXEL_FORMAT;

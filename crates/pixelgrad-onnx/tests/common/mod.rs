@@ -2,6 +2,8 @@
 //! and whole models), and the comparison every backend's test runs.
 #![allow(dead_code)]
 
+pub mod replays;
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
