@@ -77,6 +77,7 @@ pub mod pixels;
 pub mod random_nets;
 pub mod steps;
 pub mod tolerance;
+pub mod traces;
 
 pub use gradcheck::{check_gradients, check_gradients_eps, grad_error, FD_EPS};
 pub use harness::{block_on_ready, check_all, check_all_with, compare, read_f64, reference_device, seed_of, Case, Gen, Read};
