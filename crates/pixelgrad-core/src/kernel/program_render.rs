@@ -274,10 +274,10 @@ impl R<'_> {
 }
 
 impl R<'_> {
-    /// A new temporary's name.
+    /// A new temporary's name (`f_32`, never a type's name such as WGSL's `f32`).
     fn temp(&mut self, kind: &str) -> String {
         self.temps += 1;
-        format!("{kind}{}", self.temps - 1)
+        format!("{kind}_{}", self.temps - 1)
     }
 
     /// [`Stmt::FoldLane`]: the accumulator's rule of [`Stmt::Fold`] (above) as selects, in
