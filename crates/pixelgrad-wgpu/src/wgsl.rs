@@ -364,6 +364,12 @@ impl Spelling for WgslProgram {
     fn var(&self, name: &str, value: &str) -> String {
         format!("var {name}: f32 = {value};")
     }
+    fn let_bool(&self, name: &str, value: &str) -> String {
+        format!("let {name}: bool = {value};")
+    }
+    fn select(&self, c: &str, a: &str, b: &str) -> String {
+        format!("select({b}, {a}, {c})")
+    }
     fn for_open(&self, name: &str, lo: &str, hi: &str, _bound: Bound) -> String {
         format!("for (var {name}: i32 = {lo}; {name} < {hi}; {name}++) {{")
     }

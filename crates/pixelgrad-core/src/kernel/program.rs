@@ -11,7 +11,9 @@
 //! - bounded loops ([`Stmt::For`]) over `lo..hi`, each naming the constant [`Bound`] under
 //!   which a dialect without dynamic loops (GLSL ES 1.00) runs it (the backend refuses trip
 //!   counts above it);
-//! - accumulators ([`Acc`]): a sum, or a running maximum with its tie count.
+//! - accumulators ([`Acc`]): a sum, a running maximum with its tie count, the first or last
+//!   value, a log-sum-exp; folded by [`Stmt::Fold`], or by [`Stmt::FoldLane`] where `if`
+//!   chains must not appear (a masked lane of a 4-lane load, written with selects).
 //!
 //! The CPU evaluates a program ([`super::program_eval`]); the GPU backends render it
 //! ([`super::program_render`]) through a [`super::program_render::Spelling`] (WGSL in
@@ -101,6 +103,12 @@ pub enum Cond {
     /// The value is a NaN (a test the compiler cannot fold away: see
     /// [`super::program_render::Spelling::is_nan`]).
     IsNan(Fx),
+    /// Integer `a < b`.
+    Lt(Ix, Ix),
+    /// IEEE `a > b` (false when either is NaN).
+    FGt(Fx, Fx),
+    /// Both hold.
+    And(Box<Cond>, Box<Cond>),
 }
 
 /// Kinds of accumulator.
@@ -114,6 +122,10 @@ pub enum Acc {
     MaxTies,
     /// The last value folded, exactly (a copy: `-0.0` stays `-0.0`); 0 when none was.
     Last,
+    /// The first value folded, exactly; 0 when none was (argmax's first index of a maximum:
+    /// a downward scan into [`Acc::Last`] says the same, but llvmpipe's compiler took minutes
+    /// over a program with two loops over texels).
+    First,
     /// The log-sum-exp of the values folded ([`crate::ReduceOp::LogSumExp`]), kept as the
     /// running maximum `m` and the sum `s` of `exp(v - m)`, so no exponent is positive: NaN
     /// wins (and stays), `+inf` is the result once seen, `-inf` adds nothing (`-inf` when
@@ -142,8 +154,10 @@ pub enum Stmt {
     /// Four float variables `first .. first + 4`: elements `at .. at + 4` of input `input`,
     /// in order. `at` must be a multiple of 4 (the CPU evaluator refuses others), so a dialect
     /// storing four elements per texel reads them as one texel (WebGL); others load four
-    /// times. A program uses it where a group is consecutive and aligned (the reductions'
-    /// last-axis runs, [`super::reductions`]); each value is as [`Fx::Load`] reads it.
+    /// times. Element `at` must be inside the input; lanes past its end are garbage (a
+    /// texture's padding; NaN on the CPU), for the program to mask ([`Stmt::FoldLane`]). The
+    /// reductions read their last-axis groups through it ([`super::reductions`]); each value
+    /// is as [`Fx::Load`] reads it.
     Load4 {
         first: Var,
         input: u8,
@@ -163,6 +177,16 @@ pub enum Stmt {
     Fold {
         acc: u8,
         value: Fx,
+    },
+    /// Folds `value` into accumulator `acc` where `keep` holds (always without one), as
+    /// [`Stmt::Fold`] does, but written without branches: the accumulator's rule as selects
+    /// (one `exp` for [`Acc::LogSumExp`]). How a program folds the lanes of a [`Stmt::Load4`],
+    /// masking those outside its range, so that a loop over texels stays one basic block for
+    /// the shader compiler (llvmpipe's LLVM took minutes over loops of `if` chains).
+    FoldLane {
+        acc: u8,
+        value: Fx,
+        keep: Option<Cond>,
     },
     If {
         cond: Cond,
@@ -236,9 +260,27 @@ impl Fx {
     pub fn eq(self, o: Fx) -> Cond {
         Cond::FEq(self, o)
     }
+    /// [`Cond::FGt`]: `self > o`.
+    pub fn gt(self, o: Fx) -> Cond {
+        Cond::FGt(self, o)
+    }
     /// [`Cond::Index`]: `self` is an index into `0..limit`.
     pub fn is_index(self, limit: Ix) -> Cond {
         Cond::Index { value: self, limit }
+    }
+}
+
+impl Ix {
+    /// [`Cond::Lt`]: `self < o`.
+    pub fn lt(self, o: Ix) -> Cond {
+        Cond::Lt(self, o)
+    }
+}
+
+impl Cond {
+    /// [`Cond::And`].
+    pub fn and(self, o: Cond) -> Cond {
+        Cond::And(Box::new(self), Box::new(o))
     }
 }
 

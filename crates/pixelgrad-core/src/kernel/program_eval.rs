@@ -102,6 +102,9 @@ impl<T: Scalar> State<'_, T> {
             }
             Cond::Not(c) => !self.cond(c)?,
             Cond::IsNan(v) => self.fx(v)?.as_f64().is_nan(),
+            Cond::Lt(a, b) => self.ix(a)? < self.ix(b)?,
+            Cond::FGt(a, b) => self.fx(a)? > self.fx(b)?,
+            Cond::And(a, b) => self.cond(a)? && self.cond(b)?,
         })
     }
 
@@ -159,8 +162,12 @@ impl<T: Scalar> State<'_, T> {
                     if at % 4 != 0 {
                         return Err(bad(self.program, format!("4-lane load at element {at} of input {input} (not a multiple of 4)")));
                     }
+                    // The first lane must be inside the input; lanes past its end are the
+                    // padding of its last texel on WebGL: garbage, NaN here (a program masks
+                    // them, `Stmt::FoldLane`).
+                    self.load(*input, at)?;
                     for l in 0..4 {
-                        let v = self.load(*input, at + l)?;
+                        let v = self.load(*input, at + l).unwrap_or(T::of_f32(f32::NAN));
                         let slot = self
                             .floats
                             .get_mut(*first as usize + l as usize)
@@ -176,43 +183,15 @@ impl<T: Scalar> State<'_, T> {
                     }
                 }
                 Stmt::Reset(a) => self.accs[*a as usize] = (T::of_f32(0.0), T::of_f32(0.0)),
+                Stmt::FoldLane { acc, value, keep } => {
+                    let v = self.fx(value)?;
+                    if keep.as_ref().map_or(Ok(true), |c| self.cond(c))? {
+                        self.fold(*acc, v)?;
+                    }
+                }
                 Stmt::Fold { acc, value } => {
                     let v = self.fx(value)?;
-                    let kind = self.program.accs.get(*acc as usize).ok_or_else(|| bad(self.program, format!("no accumulator {acc}")))?;
-                    let (zero, one) = (T::of_f32(0.0), T::of_f32(1.0));
-                    let (m, ties) = &mut self.accs[*acc as usize];
-                    match kind {
-                        Acc::Sum => *m = *m + v,
-                        Acc::Last => *m = v,
-                        // As program_render writes it.
-                        Acc::LogSumExp => {
-                            let (big, low) = (T::of_f32(3.4e38), T::of_f32(-3.4e38));
-                            #[allow(clippy::eq_op)]
-                            let nan = |x: T| x != x;
-                            if nan(*m) {
-                            } else if nan(v) {
-                                *m = v;
-                            } else if *ties == zero {
-                                *m = v;
-                                if v > low {
-                                    *ties = one;
-                                }
-                            } else if v > *m {
-                                *ties = *ties * (*m + T::of_f32(-1.0) * v).exp() + one;
-                                *m = v;
-                            } else if v > low && *m < big {
-                                *ties = *ties + (v + T::of_f32(-1.0) * *m).exp();
-                            }
-                        }
-                        Acc::MaxTies => {
-                            if *ties == zero || v > *m {
-                                *m = v;
-                                *ties = one;
-                            } else if v == *m {
-                                *ties = *ties + one;
-                            }
-                        }
-                    }
+                    self.fold(*acc, v)?;
                 }
                 Stmt::If { cond, body } => {
                     if self.cond(cond)? {
@@ -221,6 +200,52 @@ impl<T: Scalar> State<'_, T> {
                 }
                 // The CPU vets data before it runs a program: reaching a fault is its error.
                 Stmt::Fault(code) => return Err(bad(self.program, format!("fault {code} (invalid data)"))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds `v` into accumulator `acc` by its kind's rule.
+    fn fold(&mut self, acc: u8, v: T) -> Result<()> {
+        let kind = self.program.accs.get(acc as usize).ok_or_else(|| bad(self.program, format!("no accumulator {acc}")))?;
+        let (zero, one) = (T::of_f32(0.0), T::of_f32(1.0));
+        let (m, ties) = &mut self.accs[acc as usize];
+        match kind {
+            Acc::Sum => *m = *m + v,
+            Acc::Last => *m = v,
+            Acc::First => {
+                if *ties == zero {
+                    *m = v;
+                    *ties = one;
+                }
+            }
+            // As program_render writes it.
+            Acc::LogSumExp => {
+                let (big, low) = (T::of_f32(3.4e38), T::of_f32(-3.4e38));
+                #[allow(clippy::eq_op)]
+                let nan = |x: T| x != x;
+                if nan(*m) {
+                } else if nan(v) {
+                    *m = v;
+                } else if *ties == zero {
+                    *m = v;
+                    if v > low {
+                        *ties = one;
+                    }
+                } else if v > *m {
+                    *ties = *ties * (*m + T::of_f32(-1.0) * v).exp() + one;
+                    *m = v;
+                } else if v > low && *m < big {
+                    *ties = *ties + (v + T::of_f32(-1.0) * *m).exp();
+                }
+            }
+            Acc::MaxTies => {
+                if *ties == zero || v > *m {
+                    *m = v;
+                    *ties = one;
+                } else if v == *m {
+                    *ties = *ties + one;
+                }
             }
         }
         Ok(())

@@ -60,6 +60,14 @@ pub trait Spelling {
     }
     /// A statement declaring a mutable float variable.
     fn var(&self, name: &str, value: &str) -> String;
+    /// A statement declaring a new immutable boolean variable.
+    fn let_bool(&self, name: &str, value: &str) -> String {
+        format!("bool {name} = {value};")
+    }
+    /// `a` where boolean `c` holds, else `b` (both evaluated: no branch).
+    fn select(&self, c: &str, a: &str, b: &str) -> String {
+        format!("({c} ? {a} : {b})")
+    }
     /// The header of `for name in lo..hi { ` (`lo`, `hi` are variables), with the constant
     /// bound `bound` where the language needs one; closed by `}`.
     fn for_open(&self, name: &str, lo: &str, hi: &str, bound: Bound) -> String;
@@ -126,6 +134,9 @@ impl R<'_> {
             }
             Cond::Not(c) => format!("!{}", self.cond(c)),
             Cond::IsNan(v) => format!("({})", self.s.is_nan(&self.fx(v))),
+            Cond::Lt(a, b) => format!("({} < {})", self.ix(a), self.ix(b)),
+            Cond::FGt(a, b) => format!("({} > {})", self.fx(a), self.fx(b)),
+            Cond::And(a, b) => format!("({} && {})", self.cond(a), self.cond(b)),
         }
     }
 
@@ -201,6 +212,12 @@ impl R<'_> {
                     match self.p.accs[*acc as usize] {
                         Acc::Sum => self.line(&format!("a{acc} += {v};")),
                         Acc::Last => self.line(&format!("a{acc} = {v};")),
+                        Acc::First => {
+                            self.line(&format!("if (t{acc} == 0.0) {{"));
+                            self.line(&format!("    a{acc} = {v};"));
+                            self.line(&format!("    t{acc} = 1.0;"));
+                            self.line("}");
+                        }
                         Acc::MaxTies => {
                             let t = format!("f{}", self.temps);
                             self.temps += 1;
@@ -238,6 +255,7 @@ impl R<'_> {
                         }
                     }
                 }
+                Stmt::FoldLane { acc, value, keep } => self.fold_lane(*acc, value, keep.as_ref()),
                 Stmt::Fault(code) => {
                     let l = self.s.fault(*code);
                     self.line(&l);
@@ -250,6 +268,88 @@ impl R<'_> {
                     self.depth -= 1;
                     self.line("}");
                 }
+            }
+        }
+    }
+}
+
+impl R<'_> {
+    /// A new temporary's name (`f_32`, never a type's name such as WGSL's `f32`).
+    fn temp(&mut self, kind: &str) -> String {
+        self.temps += 1;
+        format!("{kind}_{}", self.temps - 1)
+    }
+
+    /// [`Stmt::FoldLane`]: the accumulator's rule of [`Stmt::Fold`] (above) as selects, in
+    /// straight-line code, applied only where `keep` holds.
+    fn fold_lane(&mut self, acc: u8, value: &Fx, keep: Option<&Cond>) {
+        let f = self.temp("f");
+        let l = self.s.let_(true, &f, &self.fx(value));
+        self.line(&l);
+        let keep = keep.map(|c| self.cond(c));
+        // `c` where the lane is kept.
+        let and = |c: String| match &keep {
+            Some(k) => format!("({k} && {c})"),
+            None => c,
+        };
+        let (a, t) = (format!("a{acc}"), format!("t{acc}"));
+        let let_bool = |r: &mut Self, value: String| {
+            let b = r.temp("c");
+            let l = r.s.let_bool(&b, &value);
+            r.line(&l);
+            b
+        };
+        let sel = |c: &str, x: &str, y: &str| self.s.select(c, x, y);
+        match self.p.accs[acc as usize] {
+            Acc::Sum => {
+                let v = match &keep {
+                    Some(k) => sel(k, &f, &self.s.float_lit(0.0)),
+                    None => f.clone(),
+                };
+                // The sum starts at +0 and so is never -0: adding +0 changes nothing.
+                self.line(&format!("{a} += {v};"));
+            }
+            Acc::Last => {
+                let v = match &keep {
+                    Some(k) => sel(k, &f, &a),
+                    None => f.clone(),
+                };
+                self.line(&format!("{a} = {v};"));
+            }
+            Acc::First => {
+                let take = let_bool(self, and(format!("({t} == 0.0)")));
+                let sel = |c: &str, x: &str, y: &str| self.s.select(c, x, y);
+                self.line(&format!("{a} = {};", sel(&take, &f, &a)));
+                self.line(&format!("{t} = {};", sel(&take, "1.0", &t)));
+            }
+            Acc::MaxTies => {
+                let first = format!("({t} == 0.0 || {f} > {a})");
+                let take = let_bool(self, and(first.clone()));
+                let tie = let_bool(self, and(format!("(!{first} && {f} == {a})")));
+                let sel = |c: &str, x: &str, y: &str| self.s.select(c, x, y);
+                let (na, nt) = (sel(&take, &f, &a), sel(&take, "1.0", &sel(&tie, &format!("({t} + 1.0)"), &t)));
+                self.line(&format!("{t} = {nt};"));
+                self.line(&format!("{a} = {na};"));
+            }
+            Acc::LogSumExp => {
+                let (big, low) = (self.s.float_lit(3.4e38), self.s.float_lit(-3.4e38));
+                let (nan_a, nan_f) = (self.s.is_nan(&a), self.s.is_nan(&f));
+                // Nothing changes once the maximum is NaN; a NaN value becomes it.
+                let live = let_bool(self, and(format!("!({nan_a})")));
+                let num = let_bool(self, format!("({live} && !({nan_f}))"));
+                let empty = format!("({t} == 0.0)");
+                let take = let_bool(self, format!("({live} && (({nan_f}) || {empty} || {f} > {a}))"));
+                let one = let_bool(self, format!("({num} && {empty} && {f} > {low})"));
+                let up = let_bool(self, format!("({num} && !{empty} && {f} > {a})"));
+                let add = let_bool(self, format!("({num} && !{empty} && !({f} > {a}) && {f} > {low} && {a} < {big})"));
+                // exp(a - f) for `up`, exp(f - a) for `add`: one exponential (negation is exact).
+                let e = self.temp("e");
+                let l = self.s.let_(true, &e, &format!("exp(-abs({f} - {a}))"));
+                self.line(&l);
+                let sel = |c: &str, x: &str, y: &str| self.s.select(c, x, y);
+                let nt = sel(&one, "1.0", &sel(&up, &format!("({t} * {e} + 1.0)"), &sel(&add, &format!("({t} + {e})"), &t)));
+                self.line(&format!("{t} = {nt};"));
+                self.line(&format!("{a} = {};", sel(&take, &f, &a)));
             }
         }
     }

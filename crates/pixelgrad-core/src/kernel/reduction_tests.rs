@@ -205,25 +205,60 @@ fn zero_lanes(body: &[Stmt]) -> Vec<Stmt> {
 
 #[test]
 fn consecutive_groups_are_read_four_lanes_at_a_time() {
-    // [3, 23] over the last axis, one group per row: rows start at flat 0, 23 and 46, so the
-    // aligned runs are 0..20, 24..44 and 48..68. With the 4-lane loads read as zeros, each
-    // row's sum is what the single loads read: the head and tail around those runs.
+    // [3, 23] over the last axis, one group per row: rows start at flat 0, 23 and 46, off a
+    // multiple of 4 but the first. With the 4-lane loads read as zeros, nothing is left of
+    // any sum: every element of a consecutive group, head and tail included, is a lane of a
+    // texel (masked lanes fold nothing).
     let x: Vec<f32> = (0..69).map(|i| (1u64 << (i % 20)) as f32).collect();
-    let sum = ReduceProgram::Sum.program();
-    let singles = Program { body: zero_lanes(&sum.body), ..sum.clone() };
     let params = [23, 1, 1, 1024];
-    let got = eval(&singles, &[&x], &params, 3).unwrap();
-    let want: Vec<f32> = [0..0, 23..24, 46..48].map(|r| x[r].iter().sum::<f32>()).to_vec();
-    let tails: Vec<f32> = [20..23, 44..46, 68..69].map(|r| x[r].iter().sum::<f32>()).to_vec();
-    let want: Vec<f32> = want.iter().zip(&tails).map(|(a, b)| a + b).collect();
-    assert_eq!(got, want);
-    // The whole program reads every element once.
+    for which in [ReduceProgram::Sum, ReduceProgram::Max, ReduceProgram::LogSumExp] {
+        let p = which.program();
+        let lanes_zeroed = Program { body: zero_lanes(&p.body), ..p.clone() };
+        let got = eval(&lanes_zeroed, &[&x], &params, 3).unwrap();
+        let want = eval(&p, &[&vec![0.0; 69][..]], &params, 3).unwrap();
+        assert_eq!(got, want, "{which:?}");
+    }
+    // The whole program reads every element once, in order: the serial sums to the bit.
+    let sum = ReduceProgram::Sum.program();
     let all = eval(&sum, &[&x], &params, 3).unwrap();
-    let rows: Vec<f32> = (0..3).map(|r| x[r * 23..(r + 1) * 23].iter().sum::<f32>()).collect();
+    let rows: Vec<f32> = (0..3).map(|r| x[r * 23..(r + 1) * 23].iter().fold(0.0f32, |a, &v| a + v)).collect();
     assert_eq!(all, rows);
     // Along a first axis (inner > 1) nothing is consecutive: no lane is loaded.
+    let singles = Program { body: zero_lanes(&sum.body), ..sum.clone() };
     let params = [23, 1, 3, 1024];
     assert_eq!(eval(&singles, &[&x[..69]], &params, 3).unwrap(), eval(&sum, &[&x[..69]], &params, 3).unwrap());
+}
+
+/// The statements of `body` and of every loop and branch in it.
+fn all_stmts(body: &[Stmt]) -> Vec<&Stmt> {
+    body.iter()
+        .flat_map(|s| {
+            let mut v = vec![s];
+            if let Stmt::For { body, .. } | Stmt::If { body, .. } = s {
+                v.extend(all_stmts(body));
+            }
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn every_pass_scans_its_group_once_without_branches() {
+    // What llvmpipe's compiler needs to finish quickly (bench/notes/2026-12-07-reductions-
+    // texel-loop.md): one scan of the group, as two loops under one uniform `If` each
+    // (texels / elements, one of them runs), never nested, every fold in them a straight-line
+    // `FoldLane` and no `If` inside them.
+    for which in ReduceProgram::ALL {
+        let p = which.program();
+        let stmts = all_stmts(&p.body);
+        let loops: Vec<&Stmt> = stmts.iter().copied().filter(|s| matches!(s, Stmt::For { .. })).collect();
+        assert_eq!(loops.len(), 2, "{which:?}");
+        for l in loops {
+            let Stmt::For { body, .. } = l else { unreachable!() };
+            let inner = all_stmts(body);
+            assert!(!inner.iter().any(|s| matches!(s, Stmt::For { .. } | Stmt::If { .. } | Stmt::Fold { .. })), "{which:?}: {body:?}");
+        }
+    }
 }
 
 #[test]

@@ -8,10 +8,11 @@
 //! `m = 1`, and each kind's accumulator is chosen so that folding partials gives the whole
 //! result (sum of sums, first maximum of first maxima, log-sum-exp of log-sum-exps).
 //!
-//! A consecutive group (the last axis, `inner == 1`) is read four elements at a time where
-//! their flat indices are an aligned run ([`Stmt::Load4`]: one texel on WebGL), one at a time
-//! before and after; the lanes are folded in the same ascending order, so the results are
-//! those of one-element loads, bit for bit.
+//! A consecutive group (the last axis, `inner == 1`) is read a texel at a time
+//! ([`Stmt::Load4`]: four elements from a multiple of 4, one texel on WebGL) in one loop, the
+//! lanes outside the group masked and the others folded in the same ascending order without
+//! branches ([`Stmt::FoldLane`]), so the results are those of one-element loads, bit for bit,
+//! and the shader compiler sees one loop of straight-line code.
 //!
 //! Parameters, in this order: `n` (the axis), `m` (groups per axis), `inner`, `group`.
 
@@ -91,11 +92,22 @@ impl ReduceProgram {
             ReduceProgram::Min => (vec![Acc::MaxTies], fold_group(0, neg), neg(Fx::Acc(0))),
             ReduceProgram::LogSumExp => (vec![Acc::LogSumExp], fold_group(0, |e| e), Fx::Acc(0)),
             ReduceProgram::ArgMax => {
-                // The maximum first, then the first index holding it (scanning downwards, the
-                // last hit is the first); the group's start when none does (a NaN maximum).
-                let mut body = fold_group(0, |e| e);
-                body.push(Stmt::Fold { acc: 1, value: Fx::int(v(K0)) });
-                body.extend(first_index_where(1, Fx::Acc(0)));
+                // The group's first element and its index, then one scan: an element greater
+                // than the maximum so far (so never a NaN, and the first of equal ones) moves
+                // the index to it before it replaces the maximum. A NaN first element stays.
+                let mut body = vec![
+                    Stmt::Reset(0),
+                    Stmt::Fold { acc: 0, value: Fx::load(0, at(v(K0))) },
+                    Stmt::Fold { acc: 1, value: Fx::int(v(K0)) },
+                ];
+                body.extend(scan(SCAN, &|e, k, keep| {
+                    let greater = e.clone().gt(Fx::Acc(0));
+                    let index = Some(match keep.clone() {
+                        Some(c) => c.and(greater),
+                        None => greater,
+                    });
+                    vec![Stmt::FoldLane { acc: 1, value: Fx::int(k), keep: index }, Stmt::FoldLane { acc: 0, value: e, keep }]
+                }));
                 (vec![Acc::MaxTies, Acc::Last], body, Fx::Acc(1))
             }
             ReduceProgram::FirstEqual => {
@@ -103,7 +115,6 @@ impl ReduceProgram {
                 let mut body = vec![
                     Stmt::LetF(BEST, best),
                     Stmt::Reset(0),
-                    Stmt::Fold { acc: 0, value: Fx::lit(NO_INDEX) },
                     Stmt::If {
                         cond: Cond::IsNan(Fx::Var(BEST)),
                         body: vec![Stmt::If {
@@ -113,7 +124,8 @@ impl ReduceProgram {
                     },
                 ];
                 body.extend(first_index_where(0, Fx::Var(BEST)));
-                (vec![Acc::Last], body, Fx::Acc(0))
+                body.push(Stmt::Fold { acc: 0, value: Fx::lit(NO_INDEX) });
+                (vec![Acc::First], body, Fx::Acc(0))
             }
         };
         let mut body = group();
@@ -123,21 +135,16 @@ impl ReduceProgram {
     }
 }
 
-// Variables: the output element's place and its group, its aligned runs, then the loops'
-// (two sets of `RUN_VARS`: argmax scans its group twice).
+// Variables: the output element's place and its group, then the scan's (`SCAN ..
+// SCAN + 13`).
 const R: u8 = 0;
 const O: u8 = 2;
 const K0: u8 = 3;
 const K1: u8 = 4;
 const BASE: u8 = 5;
-const HEAD: u8 = 6;
-const TEXELS: u8 = 7;
-const TAIL: u8 = 8;
 // Float variable: FirstEqual's maximum.
 const BEST: u8 = 9;
 const SCAN: u8 = 16;
-const SCAN2: u8 = SCAN + RUN_VARS;
-const RUN_VARS: u8 = 8;
 
 fn p(i: u8) -> Ix {
     Ix::Param(i)
@@ -148,28 +155,16 @@ fn v(i: u8) -> Ix {
 }
 
 /// Where output element `i` reads: `r = i % inner`, `j = (i / inner) % m`, `o = i / (inner *
-/// m)`; the group `k0..k1` and the element `(o, 0, r)` at `base`. Then the group split for
-/// 4-lane loads ([`Stmt::Load4`]): a head `k0..head` up to the first element whose flat
-/// index is a multiple of 4, `texels` whole aligned runs of four from `head`, and the tail
-/// `head + 4 * texels .. k1`. Only a consecutive group (`inner == 1`) has texels: `1 /
-/// inner` is 1 for it and 0 otherwise, when head and tail are the whole group.
+/// m)`; the group `k0..k1` and the element `(o, 0, r)` at `base`.
 fn group() -> Vec<Stmt> {
     let (n, m, inner, group) = (p(0), p(1), p(2), p(3));
-    let four = || Ix::Lit(4);
-    // The first flat index at or after the group's start that is a multiple of 4, as an
-    // axis index (inner == 1); clamped to the group.
-    let start = v(BASE).add(v(K0).mul(inner.clone()));
-    let aligned = start.clone().add(Ix::Lit(3)).div(four()).mul(four());
     vec![
         Stmt::Let(R, Ix::Elem.rem(inner.clone())),
         Stmt::Let(1, Ix::Elem.div(inner.clone()).rem(m.clone())),
         Stmt::Let(O, Ix::Elem.div(inner.clone().mul(m))),
         Stmt::Let(K0, v(1).mul(group.clone())),
         Stmt::Let(K1, n.clone().min(v(K0).add(group))),
-        Stmt::Let(BASE, v(O).mul(n).mul(inner.clone()).add(v(R))),
-        Stmt::Let(HEAD, v(K1).min(v(K0).add(aligned.sub(start)))),
-        Stmt::Let(TEXELS, v(K1).sub(v(HEAD)).div(four()).mul(Ix::Lit(1).div(inner))),
-        Stmt::Let(TAIL, v(HEAD).add(v(TEXELS).mul(four()))),
+        Stmt::Let(BASE, v(O).mul(n).mul(inner).add(v(R))),
     ]
 }
 
@@ -178,49 +173,62 @@ fn at(k: Ix) -> Ix {
     v(BASE).add(k.mul(p(2)))
 }
 
-/// `each(element, k)` for every `k` of the group in ascending order (`descending`: from `k1 -
-/// 1` down to `k0`), the aligned runs loaded four at a time ([`Stmt::Load4`]) and their lanes
-/// visited in the same order; variables `first .. first + RUN_VARS`.
-fn scan(first: u8, descending: bool, each: &dyn Fn(Fx, Ix) -> Vec<Stmt>) -> Vec<Stmt> {
-    let (head, texel, tail, k, lanes) = (first, first + 1, first + 2, first + 3, first + 4);
-    // One element at a time over lo..hi, as `k`, in the scan's direction.
-    let single = |var: u8, lo: Ix, hi: Ix| {
-        let kx = if descending { lo.clone().add(hi.clone()).sub(Ix::Lit(1)).sub(v(var)) } else { v(var) };
-        let mut body = vec![Stmt::Let(k, kx)];
-        body.extend(each(Fx::load(0, at(v(k))), v(k)));
-        Stmt::For { var, lo, hi, bound: Bound::Loop, body }
-    };
-    let t = if descending { v(TEXELS).sub(Ix::Lit(1)).sub(v(texel)) } else { v(texel) };
+/// `each(element, k, keep)` for every `k` of the group in ascending order; variables `first .. first + 13`. Where the group is
+/// consecutive (`inner == 1`), one loop over the texels it touches ([`Stmt::Load4`] from the
+/// multiple of 4 at or below its start), each texel's lanes visited in order with
+/// `keep` true only for those inside the group (the head and tail of a group not aligned to 4
+/// are masked lanes, not loops of their own). Otherwise one loop over the elements, `keep`
+/// `None`. One of the two loops runs, chosen by the uniform `inner`.
+fn scan(first: u8, each: &dyn Fn(Fx, Ix, Option<Cond>) -> Vec<Stmt>) -> Vec<Stmt> {
+    let var = |i: u8| first + i;
+    let (start, end, t0, count, t, texel, lo, hi, lanes, j) =
+        (var(0), var(1), var(2), var(3), var(4), var(5), var(6), var(7), var(8), var(12));
+    let four = || Ix::Lit(4);
+    // Texels t0, t0 + 4, ... (flat indices of their first lanes), the lanes lo..hi inside
+    // the group.
     let mut body = vec![
-        Stmt::Let(k, v(HEAD).add(t.mul(Ix::Lit(4)))),
-        // inner == 1 here: element k is at base + k.
-        Stmt::Load4 { first: lanes, input: 0, at: v(BASE).add(v(k)) },
+        Stmt::Let(texel, v(t0).add(v(t).mul(four()))),
+        Stmt::Let(lo, v(start).sub(v(texel))),
+        Stmt::Let(hi, v(end).sub(v(texel))),
+        Stmt::Load4 { first: lanes, input: 0, at: v(texel) },
     ];
-    let order: [u8; 4] = if descending { [3, 2, 1, 0] } else { [0, 1, 2, 3] };
-    for l in order {
-        body.extend(each(Fx::Var(lanes + l), v(k).add(Ix::Lit(i32::from(l)))));
+    for l in 0..4u8 {
+        let lane = Ix::Lit(i32::from(l));
+        let keep = Cond::Not(Box::new(lane.clone().lt(v(lo)))).and(lane.clone().lt(v(hi)));
+        // inner == 1: element k is at base + k.
+        body.extend(each(Fx::Var(lanes + l), v(texel).add(lane).sub(v(BASE)), Some(keep)));
     }
-    let texels = Stmt::For { var: texel, lo: Ix::Lit(0), hi: v(TEXELS), bound: Bound::Loop, body };
-    let (head, tail) = (single(head, v(K0), v(HEAD)), single(tail, v(TAIL), v(K1)));
-    if descending {
-        vec![tail, texels, head]
-    } else {
-        vec![head, texels, tail]
-    }
+    let texels = vec![
+        Stmt::Let(start, v(BASE).add(v(K0))),
+        Stmt::Let(end, v(BASE).add(v(K1))),
+        Stmt::Let(t0, v(start).div(four()).mul(four())),
+        Stmt::Let(count, v(end).add(Ix::Lit(3)).div(four()).sub(v(start).div(four()))),
+        Stmt::For { var: t, lo: Ix::Lit(0), hi: v(count), bound: Bound::Loop, body },
+    ];
+    let elements = vec![Stmt::For { var: j, lo: v(K0), hi: v(K1), bound: Bound::Loop, body: each(Fx::load(0, at(v(j))), v(j), None) }];
+    let consecutive = p(2).lt(Ix::Lit(2));
+    vec![Stmt::If { cond: consecutive.clone(), body: texels }, Stmt::If { cond: Cond::Not(Box::new(consecutive)), body: elements }]
 }
 
 /// Folds `value(element)` for the group in ascending order into accumulator `acc`, emptied
 /// first.
 fn fold_group(acc: u8, value: impl Fn(Fx) -> Fx) -> Vec<Stmt> {
     let mut body = vec![Stmt::Reset(acc)];
-    body.extend(scan(SCAN, false, &|e, _| vec![Stmt::Fold { acc, value: value(e) }]));
+    body.extend(scan(SCAN, &|e, _, keep| vec![Stmt::FoldLane { acc, value: value(e), keep }]));
     body
 }
 
-/// Folds into [`Acc::Last`] accumulator `acc` every `k` (as a float) whose element equals
-/// `target`, scanning `k1 - 1` down to `k0`: the first such `k` is folded last.
+/// Folds into [`Acc::First`] accumulator `acc` every `k` (as a float) whose element equals
+/// `target`, in ascending order: the first such `k` is kept.
 fn first_index_where(acc: u8, target: Fx) -> Vec<Stmt> {
-    scan(SCAN2, true, &|e, k| vec![Stmt::If { cond: e.eq(target.clone()), body: vec![Stmt::Fold { acc, value: Fx::int(k) }] }])
+    scan(SCAN, &|e, k, keep| {
+        let hit = e.eq(target.clone());
+        let keep = Some(match keep {
+            Some(c) => c.and(hit),
+            None => hit,
+        });
+        vec![Stmt::FoldLane { acc, value: Fx::int(k), keep }]
+    })
 }
 
 /// The parameters of a pass of `group` over `[outer, n, inner]`: `[n, m, inner, group]` with
