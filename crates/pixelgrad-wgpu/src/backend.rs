@@ -260,7 +260,8 @@ impl WgpuBackend {
         pollster::block_on(Self::new_async(opts))
     }
 
-    /// Starts (or stops) logging every launch: op, kernel name and grid, one line each.
+    /// Starts (or stops) logging every launch: op, kernel name and grid, one line each; a launch
+    /// of a replayed trace ends in `(replayed)`.
     pub fn set_launch_log(&self, on: bool) {
         *self.gpu.launch_log.borrow_mut() = if on { Some(Vec::new()) } else { None };
     }

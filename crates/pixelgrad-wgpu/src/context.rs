@@ -362,7 +362,7 @@ impl Gpu {
             let entries = self.bind_entries(slot, inputs, outputs, kernel.status);
             self.planned_bind_group(op, &layout, slot, inputs, outputs, &entries)
         };
-        self.note_dispatch(op, &pipeline, &layout, param_bytes, grid, inputs, outputs, kernel.status);
+        self.note_dispatch(op, kernel, &pipeline, &layout, param_bytes, grid, inputs, outputs, kernel.status);
         self.encode_dispatch(&pipeline, &bind_group, grid, kernel.status);
         if let Some(log) = self.launch_log.borrow_mut().as_mut() {
             log.push(format!("{op:<12} {:<28} grid {grid:?}", kernel.name));
@@ -457,6 +457,7 @@ impl Gpu {
     fn note_dispatch(
         &self,
         label: &'static str,
+        kernel: &Kernel,
         pipeline: &wgpu::ComputePipeline,
         layout: &wgpu::BindGroupLayout,
         params: Vec<u8>,
@@ -472,6 +473,7 @@ impl Gpu {
         binds.extend(outputs.iter().map(|b| r.write(b, &mut pins)));
         r.commands.push(Command::Dispatch {
             label,
+            kernel: kernel.name.clone(),
             pipeline: pipeline.clone(),
             layout: layout.clone(),
             params,

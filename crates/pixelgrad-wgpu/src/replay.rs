@@ -194,7 +194,7 @@ fn encode(gpu: &Rc<Gpu>, t: &GpuTrace, ins: &[&GpuTensor], live: &mut [Option<(w
             b.ok_or_else(|| Error::backend("trace_replay", gpu.backend_name(), "internal: a slot without a buffer"))
         };
         match c {
-            Command::Dispatch { label, pipeline, layout, params, grid, binds, status, cache } => {
+            Command::Dispatch { label, kernel, pipeline, layout, params, grid, binds, status, cache } => {
                 let slot = gpu.reserve_slot(params)?;
                 let bound: Vec<&wgpu::Buffer> = binds.iter().map(|&b| buffer(b)).collect::<Result<_>>()?;
                 let mut cache = cache.borrow_mut();
@@ -209,6 +209,9 @@ fn encode(gpu: &Rc<Gpu>, t: &GpuTrace, ins: &[&GpuTensor], live: &mut [Option<(w
                     gpu.encode_dispatch(pipeline, group, *grid, *status);
                 }
                 gpu.count_replayed();
+                if let Some(log) = gpu.launch_log.borrow_mut().as_mut() {
+                    log.push(format!("{label:<12} {kernel:<28} grid {grid:?} (replayed)"));
+                }
             }
             Command::Copy { src, src_off, dst, dst_off, bytes } => gpu.copy_at(buffer(*src)?, *src_off, buffer(*dst)?, *dst_off, *bytes),
         }

@@ -23,6 +23,8 @@ pub(crate) enum Command {
     /// A compute dispatch; `binds` are the slots of its inputs then outputs.
     Dispatch {
         label: &'static str,
+        /// The kernel's name, for the launch log (`WgpuBackend::set_launch_log`).
+        kernel: std::borrow::Cow<'static, str>,
         pipeline: wgpu::ComputePipeline,
         layout: wgpu::BindGroupLayout,
         /// The parameter slot's bytes.

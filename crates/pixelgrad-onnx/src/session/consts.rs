@@ -23,18 +23,7 @@ impl Consts for Session {
     /// f16; both are widened to f32 for the operator that reads them (a temporary).
     fn cached(&self, name: &str, t: &HostTensor) -> Result<Tensor> {
         let narrow = self.stored_narrow(t) || self.f16.contains(name);
-        if let Some(d) = self.cache.borrow().get(name) {
-            return Ok(if narrow { d.widen()? } else { d.clone() });
-        }
-        let d = if matches!(t.dtype, DType::I8 | DType::U8) && self.stored_narrow(t) {
-            narrow_8bit(&self.device, t, false)?
-        } else if self.f16.contains(name) {
-            let h: Vec<half::f16> = t.to_f32().iter().map(|&x| half::f16::from_f32(x)).collect();
-            Tensor::from_f16(&self.device, &h, t.shape.clone())?
-        } else {
-            upload(&self.device, t, &format!("constant '{name}'"))?
-        };
-        self.cache.borrow_mut().insert(name.to_string(), d.clone());
+        let d = self.stored(name, t)?;
         Ok(if narrow { d.widen()? } else { d })
     }
     fn cached_derived(&self, key: &str, make: &dyn Fn() -> Result<HostTensor>) -> Result<Tensor> {
@@ -57,10 +46,7 @@ impl Consts for Session {
         if !self.f16.contains(name) || !self.device.backend().caps().f16_matmul {
             return Ok(None);
         }
-        if self.cache.borrow().get(name).is_none() {
-            self.cached(name, t)?;
-        }
-        Ok(Some(self.cache.borrow()[name].clone()))
+        self.stored(name, t).map(Some)
     }
     fn cached_int8(&self, name: &str, t: &HostTensor, transpose: bool) -> Result<Option<Tensor>> {
         if !self.stored_narrow(t) || !self.device.backend().caps().int8 || t.rank() < 2 {
@@ -69,10 +55,7 @@ impl Consts for Session {
         let (r, c) = (t.shape[0], t.numel() / t.shape[0]);
         if !transpose {
             // the same 8-bit copy the f32 path widens, viewed as a matrix
-            if self.cache.borrow().get(name).is_none() {
-                self.cached(name, t)?;
-            }
-            return Ok(Some(self.cache.borrow()[name].reshape([r, c])?));
+            return Ok(Some(self.stored(name, t)?.reshape([r, c])?));
         }
         let key = format!("{name}\u{0}int8T");
         if let Some(d) = self.cache.borrow().get(&key) {
@@ -129,4 +112,26 @@ fn narrow_8bit(dev: &Device, t: &HostTensor, transpose: bool) -> Result<Tensor> 
     } else {
         Tensor::from_u8(dev, &v.iter().map(|&x| x as u8).collect::<Vec<_>>(), shape)?
     })
+}
+
+impl Session {
+    /// Constant `name` on the device as stored (8-bit, f16 or f32), uploaded once. Reading it
+    /// launches nothing, so a recorded run (`replay.rs`) that meets it first does not replay
+    /// a widening nobody reads: the products that take f16 or 8-bit weights read this copy,
+    /// and [`Consts::cached`] widens it for the others.
+    fn stored(&self, name: &str, t: &HostTensor) -> Result<Tensor> {
+        if let Some(d) = self.cache.borrow().get(name) {
+            return Ok(d.clone());
+        }
+        let d = if matches!(t.dtype, DType::I8 | DType::U8) && self.stored_narrow(t) {
+            narrow_8bit(&self.device, t, false)?
+        } else if self.f16.contains(name) {
+            let h: Vec<half::f16> = t.to_f32().iter().map(|&x| half::f16::from_f32(x)).collect();
+            Tensor::from_f16(&self.device, &h, t.shape.clone())?
+        } else {
+            upload(&self.device, t, &format!("constant '{name}'"))?
+        };
+        self.cache.borrow_mut().insert(name.to_string(), d.clone());
+        Ok(d)
+    }
 }
