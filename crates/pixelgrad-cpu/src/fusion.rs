@@ -19,9 +19,9 @@
 //! The f64 reference ([`crate::CpuBackend::reference`]) never fuses, nor does
 //! [`crate::CpuBackend::unfused`].
 
-use pixelgrad_core::fusion::{Epilogue, FusionDevice, Limits, MatmulWork, ReduceAt, ReduceInput, ReduceWork};
+use pixelgrad_core::fusion::{FusionDevice, Limits};
 use pixelgrad_core::kernel::fuse::Pending;
-use pixelgrad_core::{Error, ReduceOp, Result, Shape, Storage};
+use pixelgrad_core::{Error, Result, Shape, Storage};
 
 use crate::{CpuBackend, CpuBuffer};
 
@@ -33,12 +33,6 @@ pub(crate) const MAX_INPUTS: usize = crate::elementwise::MAX_INPUTS;
 /// The backend as the fusion layer sees it: elementwise chains only (matmuls and reductions
 /// run when called, reading their pending inputs computed first).
 pub(crate) struct Fuser<'a>(pub &'a CpuBackend);
-
-impl Fuser<'_> {
-    fn never(&self, op: &'static str) -> Error {
-        Error::backend(op, pixelgrad_core::Backend::name(self.0), "internal: the CPU backend defers only elementwise ops")
-    }
-}
 
 impl FusionDevice for Fuser<'_> {
     type Memory = CpuBuffer;
@@ -76,62 +70,8 @@ impl FusionDevice for Fuser<'_> {
         p.inputs() <= MAX_INPUTS && p.nodes() <= MAX_NODES
     }
 
-    fn fits_prologue(&self, _p: &Pending<Storage>) -> bool {
-        false
-    }
-
-    fn takes_epilogue(&self, _mm: &MatmulWork, _out: &Shape, _p: &Pending<Storage>, _given: usize) -> bool {
-        false
-    }
-
-    fn defers_matmul(&self, _out: &Shape) -> bool {
-        false
-    }
-
-    fn defers_reduce(&self, _op: ReduceOp, _prologue: bool) -> bool {
-        false
-    }
-
-    fn reduce_takes_epilogue(&self, _r: &ReduceWork) -> bool {
-        false
-    }
-
-    fn group_key(&self, _p: &Pending<Storage>) -> Result<Option<(u32, u32)>> {
-        Ok(None)
-    }
-
-    fn group_fits(&self, _members: &[&Pending<Storage>], _joining: &Pending<Storage>) -> bool {
-        false
-    }
-
     /// One elementwise pass over the inputs (already computed), recorded in an open trace.
     fn run_map(&self, p: &Pending<Storage>, _leaves: &[&CpuBuffer]) -> Result<Storage> {
         self.0.run_fused(p)
-    }
-
-    fn run_matmul(
-        &self,
-        _mm: &MatmulWork,
-        _a: &CpuBuffer,
-        _b: &CpuBuffer,
-        _out: &Shape,
-        _epi: Option<&Epilogue<'_, CpuBuffer>>,
-    ) -> Result<(CpuBuffer, Option<CpuBuffer>)> {
-        Err(self.never("matmul"))
-    }
-
-    fn run_reduce(
-        &self,
-        _op: ReduceOp,
-        _input: ReduceInput<'_, CpuBuffer>,
-        _at: ReduceAt<'_>,
-        _out: &Shape,
-        _epi: Option<&Epilogue<'_, CpuBuffer>>,
-    ) -> Result<(CpuBuffer, Option<CpuBuffer>)> {
-        Err(self.never("reduce"))
-    }
-
-    fn run_group(&self, _members: &[&Pending<Storage>]) -> Result<Vec<CpuBuffer>> {
-        Err(self.never("fused"))
     }
 }

@@ -62,7 +62,8 @@ pub enum ReduceAt<'a> {
 }
 
 /// A backend that fuses. Every method gets memory, never a pending value: the fusion layer
-/// realises inputs first.
+/// realises inputs first. The defaults fuse elementwise maps only (what the CPU does): nothing
+/// else is deferred, grouped or given a prologue or epilogue.
 pub trait FusionDevice {
     /// The backend's memory type (what [`Storage::downcast`] gives it).
     type Memory: Any;
@@ -82,23 +83,44 @@ pub trait FusionDevice {
     /// True if `p` runs as one launch.
     fn fits_map(&self, p: &Pending<Storage>) -> bool;
     /// True if a reduction can read `p` as its prologue in one launch.
-    fn fits_prologue(&self, p: &Pending<Storage>) -> bool;
+    fn fits_prologue(&self, p: &Pending<Storage>) -> bool {
+        let _ = p;
+        false
+    }
     /// True if the matmul `mm` into `out` can take `p` (read in `out`'s shape, leaf `given`
     /// being the product) as its epilogue.
-    fn takes_epilogue(&self, mm: &MatmulWork, out: &Shape, p: &Pending<Storage>, given: usize) -> bool;
+    fn takes_epilogue(&self, mm: &MatmulWork, out: &Shape, p: &Pending<Storage>, given: usize) -> bool {
+        let _ = (mm, out, p, given);
+        false
+    }
     /// Whether a matmul into `out` is returned pending.
-    fn defers_matmul(&self, out: &Shape) -> bool;
+    fn defers_matmul(&self, out: &Shape) -> bool {
+        let _ = out;
+        false
+    }
     /// Whether a reduction `op` is returned pending, reading a pending computation as its
     /// prologue (`prologue`) or a value; one not deferred runs now with its prologue, or as
     /// usual (not through the fusion layer) without one.
-    fn defers_reduce(&self, op: ReduceOp, prologue: bool) -> bool;
+    fn defers_reduce(&self, op: ReduceOp, prologue: bool) -> bool {
+        let _ = (op, prologue);
+        false
+    }
     /// True if the pending reduction `r` can apply an epilogue in its last pass.
-    fn reduce_takes_epilogue(&self, r: &ReduceWork) -> bool;
+    fn reduce_takes_epilogue(&self, r: &ReduceWork) -> bool {
+        let _ = r;
+        false
+    }
     /// The key of the grouped launches `p` may join (members share one key), or `None` when
     /// it runs alone.
-    fn group_key(&self, p: &Pending<Storage>) -> Result<Option<(u32, u32)>>;
+    fn group_key(&self, p: &Pending<Storage>) -> Result<Option<(u32, u32)>> {
+        let _ = p;
+        Ok(None)
+    }
     /// True if `joining` can join a grouped launch of `members` (all of one key).
-    fn group_fits(&self, members: &[&Pending<Storage>], joining: &Pending<Storage>) -> bool;
+    fn group_fits(&self, members: &[&Pending<Storage>], joining: &Pending<Storage>) -> bool {
+        let _ = (members, joining);
+        false
+    }
 
     /// Runs `p` over `leaves` (its leaves' memory, in order) into fresh memory, returned as
     /// storage ([`Storage::new`]): the handle the value will have (a backend that records
@@ -114,7 +136,10 @@ pub trait FusionDevice {
         b: &Self::Memory,
         out: &Shape,
         epi: Option<&Epilogue<'_, Self::Memory>>,
-    ) -> Result<(Self::Memory, Option<Self::Memory>)>;
+    ) -> Result<(Self::Memory, Option<Self::Memory>)> {
+        let _ = (mm, a, b, out, epi);
+        Err(never_deferred(self, "matmul"))
+    }
     /// Runs a reduction into fresh memory of `out`'s size, and `epi` if given in its last
     /// pass: the result, and the epilogue's result if it could be applied.
     fn run_reduce(
@@ -124,9 +149,21 @@ pub trait FusionDevice {
         at: ReduceAt<'_>,
         out: &Shape,
         epi: Option<&Epilogue<'_, Self::Memory>>,
-    ) -> Result<(Self::Memory, Option<Self::Memory>)>;
+    ) -> Result<(Self::Memory, Option<Self::Memory>)> {
+        let _ = (op, input, at, out, epi);
+        Err(never_deferred(self, "reduce"))
+    }
     /// Runs `members` (more than one, of one [`FusionDevice::group_key`]) as one launch: one
     /// result per member. Their leaves may be pending: realise them with
     /// `crate::fusion::realise`.
-    fn run_group(&self, members: &[&Pending<Storage>]) -> Result<Vec<Self::Memory>>;
+    fn run_group(&self, members: &[&Pending<Storage>]) -> Result<Vec<Self::Memory>> {
+        let _ = members;
+        Err(never_deferred(self, "fused"))
+    }
+}
+
+/// The error of a default `run_*` method: the backend's choices (`defers_*`, `group_key`, the
+/// limits) never send the fusion layer that work, so reaching it is an internal error.
+fn never_deferred<D: FusionDevice + ?Sized>(d: &D, op: &'static str) -> crate::Error {
+    crate::Error::backend(op, d.backend_name(), "internal: this backend defers no such work")
 }
