@@ -145,6 +145,56 @@ fn forms_onnxruntime_does_not_run_equal_their_equivalents() {
     close(&run(&no_bias, &x).unwrap()[0], &run(&zero, &x).unwrap()[0], "Attention without a bias");
 }
 
+/// A past of length 0 (what a generation loop feeds before the first token) is no past: the
+/// output is the one without past inputs and the present is the new keys and values, for
+/// `MultiHeadAttention` and opset 23 `Attention` (`GroupQueryAttention` reads its past through
+/// the same check).
+#[test]
+fn an_empty_past_is_no_past() {
+    let (b, s, n, h) = (1, 3, 2, 4);
+    let d = n * h;
+    let bsd = [b as i64, s as i64, d as i64];
+    let past = [b as i64, n as i64, 0, h as i64];
+    let (q, k, v) = (ramp(b * s * d, 0.1, 0), ramp(b * s * d, 0.13, 3), ramp(b * s * d, 0.07, 5));
+    let empty = |name: &'static str| (name, vec![b, n, 0, h], Vec::new());
+    let qkv = |q: &[f32], k: &[f32], v: &[f32]| {
+        vec![("q", vec![b, s, d], q.to_vec()), ("k", vec![b, s, d], k.to_vec()), ("v", vec![b, s, d], v.to_vec())]
+    };
+    let inputs = [("q", &bsd[..]), ("k", &bsd[..]), ("v", &bsd[..])];
+    let with_past = [("q", &bsd[..]), ("k", &bsd[..]), ("v", &bsd[..]), ("pk", &past[..]), ("pv", &past[..])];
+
+    // MultiHeadAttention (causal) and opset 23 Attention on [B, S, D] with num_heads
+    let mha =
+        |ins: &[&str], outs: &[&str]| ms(node("MultiHeadAttention", ins, outs, vec![int("num_heads", n as i64), int("unidirectional", 1)]));
+    let att23 = |ins: &[&str], outs: &[&str]| {
+        node("Attention", ins, outs, vec![int("q_num_heads", n as i64), int("kv_num_heads", n as i64), int("is_causal", 1)])
+    };
+    let cases: [(&str, i64, NodeProto, NodeProto); 2] = [
+        ("MultiHeadAttention", 17, mha(&["q", "k", "v"], &["y"]), mha(&["q", "k", "v", "", "", "", "pk", "pv"], &["y", "ok", "ov"])),
+        ("Attention (opset 23)", 23, att23(&["q", "k", "v"], &["y"]), att23(&["q", "k", "v", "", "pk", "pv"], &["y", "ok", "ov"])),
+    ];
+    for (what, opset, plain, past_node) in cases {
+        let want = run(&model(opset, vec![plain], &inputs, &["y"], vec![]), &qkv(&q, &k, &v)).unwrap();
+        let mut feeds = qkv(&q, &k, &v);
+        feeds.extend([empty("pk"), empty("pv")]);
+        let got = run(&model(opset, vec![past_node], &with_past, &["y", "ok", "ov"], vec![]), &feeds)
+            .unwrap_or_else(|e| panic!("{what} with an empty past: {e}"));
+        close(&got[0], &want[0], what);
+        // the present, [B, N, S, H], is the new keys and values split into heads
+        let heads = |x: &[f32]| -> Vec<f32> {
+            let mut out = Vec::new();
+            for head in 0..n {
+                for t in 0..s {
+                    out.extend_from_slice(&x[t * d + head * h..t * d + (head + 1) * h]);
+                }
+            }
+            out
+        };
+        close(&got[1], &heads(&k), &format!("{what}: present_key"));
+        close(&got[2], &heads(&v), &format!("{what}: present_value"));
+    }
+}
+
 /// Every bad shape and unsupported attribute is a node error naming the node and what is
 /// wrong (the attribute, by name); the session that refused one runs a good input afterwards.
 #[test]

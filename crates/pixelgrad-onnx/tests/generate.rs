@@ -7,7 +7,9 @@
 //! `present.N.key/value`; positions and the causal mask computed from the shapes): a GPT-like
 //! decoder without a cache, the same with one (fed `position_ids`), Optimum's merged decoder (an
 //! `If` on `use_cache_branch`, positions from the shapes) and the decoder with every matrix
-//! product in onnxruntime's 4-bit `MatMulNBits`. Weights are drawn from their names, so every
+//! product in onnxruntime's 4-bit `MatMulNBits`, and a grouped-heads decoder on opset 23 whose
+//! attention is one `Attention` node reading `past_key` / `past_value` and writing
+//! `present_key` / `present_value`. Weights are drawn from their names, so every
 //! variant has the same ones. (The fixture script's decoders have static shapes, one past
 //! length: they cannot generate.)
 
@@ -91,11 +93,15 @@ enum Kind {
     /// `Past` with grouped key/value heads ([`KV_HEADS`] in the cache, each read by
     /// `HEADS / KV_HEADS` query heads).
     Grouped,
+    /// `Grouped` on opset 23, each layer's attention one `Attention` node that takes the past
+    /// (`past_key` / `past_value` inputs) and writes `present.N.*` as its `present_key` /
+    /// `present_value` outputs, with the causal and padding mask as its float `attn_mask`.
+    Attention23,
 }
 
 impl Kind {
     fn kv_heads(self) -> usize {
-        if self == Kind::Grouped {
+        if matches!(self, Kind::Grouped | Kind::Attention23) {
             KV_HEADS
         } else {
             HEADS
@@ -112,11 +118,13 @@ struct Body {
     nbits: bool,
     /// Key/value heads.
     kv: usize,
+    /// Attention as one opset-23 `Attention` node (else matrix products and a softmax).
+    attention23: bool,
 }
 
 impl Body {
     fn new(prefix: &str, nbits: bool, kv: usize) -> Body {
-        Body { prefix: prefix.into(), nodes: Vec::new(), inits: BTreeMap::new(), next: 0, nbits, kv }
+        Body { prefix: prefix.into(), nodes: Vec::new(), inits: BTreeMap::new(), next: 0, nbits, kv, attention23: false }
     }
     fn op(&mut self, op: &str, ins: &[&str], attrs: Vec<pixelgrad_onnx::proto::AttributeProto>) -> String {
         self.next += 1;
@@ -125,7 +133,10 @@ impl Body {
         out
     }
     fn op_to(&mut self, op: &str, ins: &[&str], out: &str, attrs: Vec<pixelgrad_onnx::proto::AttributeProto>) {
-        let mut n = node(op, ins, &[out], attrs);
+        self.op_outs(op, ins, &[out], attrs);
+    }
+    fn op_outs(&mut self, op: &str, ins: &[&str], outs: &[&str], attrs: Vec<pixelgrad_onnx::proto::AttributeProto>) {
+        let mut n = node(op, ins, outs, attrs);
         n.name = format!("{}n{}", self.prefix, self.nodes.len());
         if op == "MatMulNBits" {
             n.domain = "com.microsoft".into();
@@ -197,6 +208,45 @@ impl Body {
         self.op("Transpose", &[&r], vec![ints("perm", &[0, 2, 1, 3])])
     }
 
+    /// One opset-23 `Attention` node over the heads `q` `[B, HEADS, S, HEAD]` and this layer's
+    /// keys and values `[B, kv, S, HEAD]` (read from `h`); with `past`, it concatenates
+    /// `past_key_values.{i}.*` itself and writes `{out}present.{i}.*`.
+    fn attention23(&mut self, i: usize, h: &str, q: &str, mask: &str, past: bool, out: &str) -> String {
+        let mut kv = Vec::new();
+        for w in ["k", "v"] {
+            let y = self.linear(h, &format!("h{i}.{w}"), HID, self.kv * HEAD, true);
+            kv.push(self.heads(&y, self.kv));
+        }
+        self.next += 1;
+        let y = format!("{}t{}", self.prefix, self.next);
+        let (pk, pv) = (format!("past_key_values.{i}.key"), format!("past_key_values.{i}.value"));
+        let (ok, ov) = (format!("{out}present.{i}.key"), format!("{out}present.{i}.value"));
+        let ins: Vec<&str> = if past { vec![q, &kv[0], &kv[1], mask, &pk, &pv] } else { vec![q, &kv[0], &kv[1], mask] };
+        if past {
+            self.op_outs("Attention", &ins, &[&y, &ok, &ov], vec![]);
+        } else {
+            self.op_outs("Attention", &ins, &[&y], vec![]);
+            self.op_to("Identity", &[&kv[0]], &ok, vec![]);
+            self.op_to("Identity", &[&kv[1]], &ov, vec![]);
+        }
+        y
+    }
+
+    /// The rest of layer `i` after its attention `o` `[B, HEADS, S, HEAD]`: heads merged, the
+    /// output projection and the MLP, each with its residual.
+    fn block_tail(&mut self, i: usize, x: &str, o: &str) -> String {
+        let merge_shape = self.consti("merge_shape", &[3], &[0, 0, HID as i64]);
+        let o = self.op("Transpose", &[o], vec![ints("perm", &[0, 2, 1, 3])]);
+        let o = self.op("Reshape", &[&o, &merge_shape], vec![]);
+        let o = self.linear(&o, &format!("h{i}.o"), HID, HID, true);
+        let x = self.op("Add", &[x, &o], vec![]);
+        let h = self.layer_norm(&x, &format!("h{i}.ln2"));
+        let f = self.linear(&h, &format!("h{i}.fc"), HID, 4 * HID, true);
+        let f = self.op("Relu", &[&f], vec![]);
+        let f = self.linear(&f, &format!("h{i}.proj"), 4 * HID, HID, true);
+        self.op("Add", &[&x, &f], vec![])
+    }
+
     /// The decoder: `past` reads `past_key_values.N.*`; `positions_input` reads
     /// `position_ids` (else positions come from the shapes); writes `{out}logits` and
     /// `{out}present.N.*`.
@@ -230,11 +280,15 @@ impl Body {
         let pe = self.op("Gather", &[&wpe, &pos], vec![]);
         let mut x = self.op("Add", &[&e, &pe], vec![]);
         let scale = self.constf("scale", 1.0 / (HEAD as f32).sqrt());
-        let merge_shape = self.consti("merge_shape", &[3], &[0, 0, HID as i64]);
         for i in 0..LAYERS {
             let h = self.layer_norm(&x, &format!("h{i}.ln1"));
             let q = self.linear(&h, &format!("h{i}.q"), HID, HID, true);
             let q = self.heads(&q, HEADS);
+            if self.attention23 {
+                let o = self.attention23(i, &h, &q, &mask, past, out);
+                x = self.block_tail(i, &x, &o);
+                continue;
+            }
             let mut kv = Vec::new();
             for (w, which) in [("k", "key"), ("v", "value")] {
                 let y = self.linear(&h, &format!("h{i}.{w}"), HID, self.kv * HEAD, true);
@@ -264,15 +318,7 @@ impl Body {
             let sc = self.op("Add", &[&sc, &mask], vec![]);
             let pr = self.op("Softmax", &[&sc], vec![int("axis", -1)]);
             let o = self.op("MatMul", &[&pr, &kv[1]], vec![]);
-            let o = self.op("Transpose", &[&o], vec![ints("perm", &[0, 2, 1, 3])]);
-            let o = self.op("Reshape", &[&o, &merge_shape], vec![]);
-            let o = self.linear(&o, &format!("h{i}.o"), HID, HID, true);
-            x = self.op("Add", &[&x, &o], vec![]);
-            let h = self.layer_norm(&x, &format!("h{i}.ln2"));
-            let f = self.linear(&h, &format!("h{i}.fc"), HID, 4 * HID, true);
-            let f = self.op("Relu", &[&f], vec![]);
-            let f = self.linear(&f, &format!("h{i}.proj"), 4 * HID, HID, true);
-            x = self.op("Add", &[&x, &f], vec![]);
+            x = self.block_tail(i, &x, &o);
         }
         let x = self.layer_norm(&x, "ln_f");
         let logits = self.linear(&x, "lm_head", HID, VOCAB, false);
@@ -340,6 +386,7 @@ fn decoder_bytes(kind: Kind) -> Vec<u8> {
         (vec![n], inits)
     } else {
         let mut b = Body::new("", kind == Kind::Nbits4, kind.kv_heads());
+        b.attention23 = kind == Kind::Attention23;
         b.decoder(past, true, "");
         (b.nodes, b.inits)
     };
@@ -354,7 +401,7 @@ fn decoder_bytes(kind: Kind) -> Vec<u8> {
     let m = ModelProto {
         ir_version: 8,
         opset_import: vec![
-            OperatorSetIdProto { domain: String::new(), version: 17 },
+            OperatorSetIdProto { domain: String::new(), version: if kind == Kind::Attention23 { 23 } else { 17 } },
             OperatorSetIdProto { domain: "com.microsoft".into(), version: 1 },
         ],
         graph: Some(graph),
@@ -408,7 +455,7 @@ fn cache_equals_recomputation(dev: &Device, kinds: &[Kind]) -> Vec<u32> {
         assert_eq!((cached.steps, cached.stopped), (n, StopReason::MaxTokens));
         assert_eq!(cached.tokens, full.tokens, "{}: with the cache vs recomputing", dev.name());
         assert!(cached.tokens_per_second > 0.0 && cached.prefill_ms >= 0.0);
-        if !matches!(kind, Kind::Nbits4 | Kind::Grouped) {
+        if !matches!(kind, Kind::Nbits4 | Kind::Grouped | Kind::Attention23) {
             assert_eq!(cached.tokens, plain.tokens, "{}: the same weights without past inputs", dev.name());
         }
     }
@@ -417,14 +464,14 @@ fn cache_equals_recomputation(dev: &Device, kinds: &[Kind]) -> Vec<u32> {
 
 #[test]
 fn cache_equals_full_recomputation_cpu() {
-    cache_equals_recomputation(&cpu(), &[Kind::Past, Kind::Merged, Kind::Nbits4, Kind::Grouped]);
+    cache_equals_recomputation(&cpu(), &[Kind::Past, Kind::Merged, Kind::Nbits4, Kind::Grouped, Kind::Attention23]);
 }
 
 #[test]
 fn cache_equals_full_recomputation_wgpu() {
     use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
     let dev = Device::new(WgpuBackend::new(WgpuOptions::default()).expect("a WebGPU adapter (Debian: mesa-vulkan-drivers gives lavapipe)"));
-    cache_equals_recomputation(&dev, &[Kind::Past, Kind::Merged]);
+    cache_equals_recomputation(&dev, &[Kind::Past, Kind::Merged, Kind::Attention23]);
 }
 
 #[test]
@@ -432,7 +479,22 @@ fn cache_equals_full_recomputation_webgl() {
     use pixelgrad_webgl::{WebGlBackend, WebGlOptions};
     let opts = WebGlOptions { self_test: false, ..WebGlOptions::default() };
     let dev = Device::new(WebGlBackend::new_headless(opts).expect("a headless WebGL (EGL) context (Debian: libegl-mesa0 libgles2)"));
-    cache_equals_recomputation(&dev, &[Kind::Past]);
+    cache_equals_recomputation(&dev, &[Kind::Past, Kind::Attention23]);
+}
+
+/// The opset-23 decoder, whose `Attention` nodes take the past and write the present, has the
+/// same weights as the grouped decoder written with matrix products and a softmax: both give
+/// the same greedy tokens, with the cache and without.
+#[test]
+fn attention23_decoder_generates_the_grouped_decoders_tokens() {
+    let dev = cpu();
+    let grouped = gen(&session(Kind::Grouped, &dev), &greedy(12, true));
+    let s = session(Kind::Attention23, &dev);
+    for use_cache in [true, false] {
+        let g = gen(&s, &greedy(12, use_cache));
+        assert_eq!(g.cached, use_cache);
+        assert_eq!(g.tokens, grouped.tokens, "cache {use_cache}");
+    }
 }
 
 /// Sampling with a seed gives the same tokens every time, with or without the cache; top-k 1

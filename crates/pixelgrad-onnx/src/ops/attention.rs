@@ -126,6 +126,31 @@ fn split_heads(x: &Tensor, n: usize) -> Result<Tensor> {
     Ok(x.reshape([d[0], d[1], n, d[2] / n])?.permute(&[0, 2, 1, 3])?)
 }
 
+/// The past key and value, inputs `at` `[B, Nkv, P, H]` and `[B, Nkv, P, Hv]` for `want` =
+/// `(B, Nkv, H, Hv)`, checked; `None` when neither is given or the past is empty (`P` = 0: what
+/// a generation loop, and exporters' own examples, feed before the first token, so the present
+/// is then the new keys and values alone).
+fn past_kv(cx: &Cx, ins: &[Option<V>], at: (usize, usize), want: (usize, usize, usize, usize)) -> Result<Option<(Tensor, Tensor)>> {
+    let (pk, pv) = match (cx.opt(ins, at.0), cx.opt(ins, at.1)) {
+        (None, None) => return Ok(None),
+        (Some(pk), Some(pv)) => (pk, pv),
+        _ => return Err(cx.err("past_key and past_value must be given together")),
+    };
+    let (b, n, h, hv) = want;
+    let p = pk.dims().get(2).copied().unwrap_or(0);
+    if pk.dims() != [b, n, p, h] || pv.dims() != [b, n, p, hv] {
+        return Err(cx.err(format!(
+            "past_key {:?} / past_value {:?}; expected [{b}, {n}, P, {h}] and [{b}, {n}, P, {hv}]",
+            pk.dims(),
+            pv.dims()
+        )));
+    }
+    if p == 0 {
+        return Ok(None);
+    }
+    Ok(Some((cx.t(ins, at.0)?, cx.t(ins, at.1)?)))
+}
+
 /// `[B, N, S, H]` → `[B, S, N·H]`.
 fn merge_heads(x: &Tensor) -> Result<Tensor> {
     let d = x.dims().to_vec();
@@ -336,22 +361,9 @@ pub(super) fn multi_head_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>>
             v = v.add(&bv)?;
         }
     }
-    match (has(6), has(7)) {
-        (false, false) => {}
-        (true, true) => {
-            let (pk, pv) = (cx.t(ins, 6)?, cx.t(ins, 7)?);
-            let p = pk.dims().get(2).copied().unwrap_or(0);
-            if pk.dims() != [b, n, p, h] || pv.dims() != [b, n, p, hv] {
-                return Err(cx.err(format!(
-                    "past_key {:?} / past_value {:?}; expected [{b}, {n}, P, {h}] and [{b}, {n}, P, {hv}]",
-                    pk.dims(),
-                    pv.dims()
-                )));
-            }
-            k = Tensor::concat(&[&pk, &k], 2)?;
-            v = Tensor::concat(&[&pv, &v], 2)?;
-        }
-        _ => return Err(cx.err("past_key and past_value must be given together")),
+    if let Some((pk, pv)) = past_kv(cx, ins, (6, 7), (b, n, h, hv))? {
+        k = Tensor::concat(&[&pk, &k], 2)?;
+        v = Tensor::concat(&[&pv, &v], 2)?;
     }
     let t = k.dims()[2];
     let mut adds = Vec::new();
@@ -442,18 +454,10 @@ pub(super) fn group_query_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>
         (query, key, value, h)
     };
     let (q, k, v) = (split_heads(&q, n)?, split_heads(&k, nkv)?, split_heads(&v, nkv)?);
-    let past = match (has(3), has(4)) {
-        (false, false) => None,
-        (true, true) => {
-            let (pk, pv) = (cx.t(ins, 3)?, cx.t(ins, 4)?);
-            let p = pk.dims().get(2).copied().unwrap_or(0);
-            if pk.dims() != [b, nkv, p, h] || pv.dims() != pk.dims() {
-                return Err(cx.err(format!("past_key {:?} / past_value {:?}; expected [{b}, {nkv}, P, {h}]", pk.dims(), pv.dims())));
-            }
-            Some((pk, pv, p))
-        }
-        _ => return Err(cx.err("past_key and past_value must be given together")),
-    };
+    let past = past_kv(cx, ins, (3, 4), (b, nkv, h, h))?.map(|(pk, pv)| {
+        let p = pk.dims()[2];
+        (pk, pv, p)
+    });
     let seqlens = cx.h(ins, 5, "seqlens_k")?.to_i64("seqlens_k")?;
     let total = cx.h(ins, 6, "total_sequence_length")?.to_i64("total_sequence_length")?;
     if seqlens.len() != b || total.len() != 1 {
@@ -699,21 +703,12 @@ pub(super) fn onnx_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     if n % nkv != 0 {
         return Err(cx.err(format!("{n} query heads are not a multiple of {nkv} key/value heads")));
     }
-    let (k, v, p) = match (cx.opt(ins, 4).is_some(), cx.opt(ins, 5).is_some()) {
-        (false, false) => (k, v, 0),
-        (true, true) => {
-            let (pk, pv) = (cx.t(ins, 4)?, cx.t(ins, 5)?);
-            let p = pk.dims().get(2).copied().unwrap_or(0);
-            if pk.dims() != [b, nkv, p, h] || pv.dims() != [b, nkv, p, hv] {
-                return Err(cx.err(format!(
-                    "past_key {:?} / past_value {:?}; expected [{b}, {nkv}, P, {h}] and [{b}, {nkv}, P, {hv}]",
-                    pk.dims(),
-                    pv.dims()
-                )));
-            }
+    let (k, v, p) = match past_kv(cx, ins, (4, 5), (b, nkv, h, hv))? {
+        None => (k, v, 0),
+        Some((pk, pv)) => {
+            let p = pk.dims()[2];
             (Tensor::concat(&[&pk, &k], 2)?, Tensor::concat(&[&pv, &v], 2)?, p)
         }
-        _ => return Err(cx.err("past_key and past_value must be given together")),
     };
     let t = k.dims()[2];
     let mut adds = Vec::new();
