@@ -153,7 +153,7 @@ pub(crate) fn map1<T: Float>(op: Op1, x: &[T], out: &mut [T]) {
         Op1::Tanh => each!(|v: T| v.tanh()),
         // Every quantiser rounds (`QuantizeLinear`, the integer products' requantisation) and
         // the QDQ chains floor: through `apply1` they matched `op` once per value, a call per
-        // element that took 30% of the int8 PP-OCR classifier's run; as their own loops they
+        // element that took a quarter of the int8 PP-OCR classifier's run; as their own loops they
         // vectorise (`Float`'s rounding is branch-free without SSE4.1).
         Op1::RoundEven => each!(|v: T| v.round_ties_even()),
         Op1::Floor | Op1::FloorRaw => each!(|v: T| v.floor()),
