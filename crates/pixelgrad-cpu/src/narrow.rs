@@ -184,5 +184,5 @@ fn narrow_f32(x: f32, lo: f32, hi: f32) -> i32 {
 #[inline(always)]
 fn whole_i8(x: f32) -> bool {
     const C: f32 = 12_582_912.0;
-    (x >= -128.0) & (x <= 127.0) & ((x + C) - C == x)
+    (-128.0..=127.0).contains(&x) & ((x + C) - C == x)
 }
