@@ -282,5 +282,19 @@ fn packed_activations_are_checked() {
             let e = a.matmul_i8_packed(&b).and_then(|y| y.to_vec().map(|_| y)).unwrap_err();
             assert!(matches!(e, Error::Shape { op: "matmul_i8", .. }), "{bad}: {e}");
         }
+        // In a long input (the fast mode checks it a chunk at a time, vectorised): every whole
+        // value in range passes, one bad value anywhere fails.
+        let whole: Vec<f32> = (0..2 * 600).map(|k| (k % 256) as f32 - 128.0).collect();
+        let long = Tensor::from_vec(&dev, &whole, [2, 600]).unwrap();
+        assert!(a.matmul_i8_packed(&long).and_then(|y| y.to_vec()).is_ok(), "{}", dev.name());
+        for bad in [0.5f32, 126.99999, -127.99999, 1.0000001, 127.5, 128.0, -128.00002, f32::NAN, f32::NEG_INFINITY] {
+            for at in [0, 517, 1199] {
+                let mut v = whole.clone();
+                v[at] = bad;
+                let b = Tensor::from_vec(&dev, &v, [2, 600]).unwrap();
+                let e = a.matmul_i8_packed(&b).and_then(|y| y.to_vec().map(|_| y)).unwrap_err();
+                assert!(matches!(e, Error::Shape { op: "matmul_i8", .. }), "{bad} at {at}: {e}");
+            }
+        }
     }
 }

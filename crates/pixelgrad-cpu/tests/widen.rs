@@ -216,6 +216,16 @@ fn narrow8_rounds_ties_to_even_and_saturates() {
         8388609.0,
         3.4999998,
     ];
+    // Every quarter and the neighbours of every half from -300 to 300, so that the fast
+    // mode's vector loop (not only its remainder) sees ties, bounds and NaN.
+    let mut xs = xs.to_vec();
+    for k in -1200..=1200 {
+        let x = k as f32 * 0.25;
+        xs.extend([x, f32::from_bits(x.to_bits() + 1), f32::from_bits(x.to_bits().saturating_sub(1))]);
+        if k % 97 == 0 {
+            xs.push(f32::NAN);
+        }
+    }
     for backend in [CpuBackend::new(), CpuBackend::reference()] {
         let dev = Device::new(backend);
         let t = Tensor::from_vec(&dev, &xs, [xs.len()]).unwrap();
