@@ -14,6 +14,7 @@ mod matmul_nbits;
 mod matmul_tiled_src;
 pub(crate) mod programs;
 pub(crate) mod reduce;
+mod reduce_rendered;
 pub(crate) mod widen;
 mod window;
 
@@ -47,7 +48,10 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
     // the hand-written IM2COL and COL2IM above, kept for their measured speed (in the files);
     // `validate::every_program_renders_to_valid_wgsl` checks their rendering.
     use pixelgrad_core::kernel::programs::KernelProgram;
-    let programs = KernelProgram::ALL.into_iter().filter(|p| !matches!(p, KernelProgram::Column(_) | KernelProgram::Conv(_))).map(programs::program_kernel);
+    let programs = KernelProgram::ALL
+        .into_iter()
+        .filter(|p| !matches!(p, KernelProgram::Column(_) | KernelProgram::Conv(_)))
+        .map(programs::program_kernel);
     files
         .into_iter()
         .chain(programs)
