@@ -12,8 +12,8 @@
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> pixelgrad_core::Result<()> {
     use pixelgrad_core::{Device, Tensor};
-    use pixelgrad_nn::init::WeightInit;
     use pixelgrad_nn::layers::{Activation, Conv2d, Flatten, Linear, MaxPool2d};
+    use pixelgrad_nn::init::WeightInit;
     use pixelgrad_nn::{Init, Loss, Mode, Module, OptimizerKind, Sequential};
     use pixelgrad_wgpu::{MatmulKernel, WgpuBackend, WgpuOptions};
     use std::time::Instant;

@@ -14,8 +14,12 @@ fn main() -> pixelgrad_core::Result<()> {
     use std::time::Instant;
 
     let secs: f64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(2.0);
-    let sizes: Vec<usize> =
-        std::env::args().nth(2).unwrap_or_else(|| "256,1024".into()).split(',').filter_map(|s| s.parse().ok()).collect();
+    let sizes: Vec<usize> = std::env::args()
+        .nth(2)
+        .unwrap_or_else(|| "256,1024".into())
+        .split(',')
+        .filter_map(|s| s.parse().ok())
+        .collect();
 
     // Runs `f` three times to warm up, then for `secs`; returns runs per second. Lavapipe
     // compiles a pipeline's machine code when it first *runs*, seconds per kernel, so a
