@@ -23,6 +23,26 @@ pub enum MatmulKernel {
     Registers,
 }
 
+/// Which kernel reduces a stored tensor along an axis. Reductions reading a fused
+/// elementwise input, and the bias gradient's two-axis sum, always run the hand-written
+/// kernel (the rendered passes have no fused prologue).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReduceKernel {
+    /// [`ReduceKernel::Rendered`] where it measured faster: on CPU adapters (lavapipe,
+    /// SwiftShader) for sums, log-sum-exp and an argmax of one group (an axis of up to 1024);
+    /// [`ReduceKernel::HandWritten`] for max, min, a longer argmax and on every other adapter
+    /// (not measured there). See `bench/notes/2026-12-07-webgpu-reductions-rendered.md`.
+    #[default]
+    Auto,
+    /// `kernels/reduce.wgsl`: a workgroup tree in workgroup memory over long axes, serial
+    /// chunks of 64 over short ones.
+    HandWritten,
+    /// Passes of the programs rendered from their one definition
+    /// (`pixelgrad_core::kernel::reductions`): one invocation per output and group of up to
+    /// 1024 elements, a tree of passes over longer axes.
+    Rendered,
+}
+
 /// How to pick and drive the adapter.
 #[derive(Clone, Debug)]
 pub struct WgpuOptions {
@@ -79,6 +99,9 @@ pub struct WgpuOptions {
     /// recently returned ones whose work has completed are destroyed. `0` keeps nothing
     /// (every allocation is a new buffer); [`WgpuBackend::set_pool_budget`] changes it later.
     pub pool_budget: u64,
+    /// Which kernel reduces a stored tensor ([`ReduceKernel`]; by adapter and op unless
+    /// forced).
+    pub reductions: ReduceKernel,
 }
 
 impl Default for WgpuOptions {
@@ -96,6 +119,7 @@ impl Default for WgpuOptions {
             f16_matmul: true,
             f16_arithmetic: false,
             pool_budget: crate::pool::DEFAULT_POOL_BUDGET,
+            reductions: ReduceKernel::Auto,
         }
     }
 }
@@ -220,6 +244,7 @@ impl WgpuBackend {
         gpu.set_pool_budget(opts.pool_budget);
         gpu.int8_dot4.set(packed_4x8_dot && opts.int8_dot4 && !dot4_disabled_by_env());
         gpu.f16_arith.set(f16_arith);
+        gpu.reductions.set(opts.reductions);
         let mut b = WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, caps: Caps::F32_ONLY };
         b.caps = b.caps_of(shader_f16, f16_matmul);
         Ok(b)

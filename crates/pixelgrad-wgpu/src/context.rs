@@ -76,6 +76,9 @@ pub(crate) struct Gpu {
     /// Whether matmuls on an f16 operand compute their products in f16 (`matmul_f16h.wgsl`):
     /// the device was created with `shader-f16` and `WgpuOptions::f16_arithmetic` left it on.
     pub f16_arith: Cell<bool>,
+    /// Which kernel reduces a stored tensor (`WgpuOptions::reductions`; `ops::reduce_rendered`
+    /// decides for `Auto`).
+    pub reductions: Cell<crate::ReduceKernel>,
     /// The fusion layer's generation and the pending results it still owes
     /// (`pixelgrad_core::fusion`).
     pub fusion: pixelgrad_core::fusion::FusionState,
@@ -171,6 +174,7 @@ impl Gpu {
             group: Cell::new(true),
             int8_dot4: Cell::new(false),
             f16_arith: Cell::new(false),
+            reductions: Cell::new(crate::ReduceKernel::Auto),
             fusion: pixelgrad_core::fusion::FusionState::new(),
             launch_log: RefCell::new(None),
             cpu_matmul,

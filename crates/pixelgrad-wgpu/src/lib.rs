@@ -113,7 +113,7 @@ mod report;
 mod strides;
 mod trace;
 
-pub use backend::{MatmulKernel, WgpuBackend, WgpuOptions};
+pub use backend::{MatmulKernel, ReduceKernel, WgpuBackend, WgpuOptions};
 pub use image::PIXEL_FORMAT;
 pub use report::{SelfTest, WgpuReport};
 /// The `wgpu` version this crate is built on (for options such as [`wgpu::PowerPreference`]).

@@ -1,11 +1,14 @@
-// Kept hand-written (issue 39): the reductions are defined once as programs of the kernel IR
-// (pixelgrad_core::kernel::reductions, rendered and validated here from KernelProgram::ALL),
-// but this kernel does what the IR cannot say: the TREE path folds an
-// axis with 256 threads and combines them in workgroup memory (the IR has no shared memory
-// or barriers), REPS sums a bias gradient's two axes in one launch, and the serial path sums
-// in chunks of 64 for precision. Not yet measured against the rendered one-thread-per-output
-// program (no GPU was lent to that branch; on lavapipe the serial path is the one that runs
-// below 4096 elements): see bench/notes/2026-12-07-reductions-from-one-definition.md.
+// Kept hand-written for a measured speed (issue 39): the reductions are defined once as
+// programs of the kernel IR (pixelgrad_core::kernel::reductions), and ops/reduce_rendered.rs
+// launches them (ReduceKernel::Auto: on CPU adapters for sums, log-sum-exp and one-group
+// argmax, 0.62-0.97x this kernel's time on lavapipe). This kernel stays where it measured
+// faster: max over a [1024,1024] last axis (the rendered passes took 1.27x its time: their
+// running maximum carries a tie count) and argmax over 2^20 elements (2.49x: four passes
+// reading the input twice, against one workgroup folding (value, index) pairs); min runs
+// max's program. It also does what the rendered passes do not: a fused elementwise input
+// (wgsl::with_fused_input), REPS (a bias gradient's two axes in one launch), and the
+// 256-thread TREE on GPU adapters, where neither was measured (no GPU was lent).
+// See bench/notes/2026-12-07-webgpu-reductions-rendered.md.
 // Reduction of the middle axis of [outer, len, inner] to [outer, 1, inner]. OP: 0 sum, 1 max,
 // 2 min, 3 argmax (index of the first maximum, as f32), 4 log-sum-exp (a partial is the
 // running maximum v and the sum s of exp(x - v); the result v + log(s)).

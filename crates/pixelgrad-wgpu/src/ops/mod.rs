@@ -14,6 +14,7 @@ mod matmul_nbits;
 mod matmul_tiled_src;
 pub(crate) mod programs;
 pub(crate) mod reduce;
+mod reduce_rendered;
 pub(crate) mod widen;
 mod window;
 

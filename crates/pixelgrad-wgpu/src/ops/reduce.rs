@@ -81,11 +81,17 @@ fn fused_kernel(gpu: &Gpu, k: &kernel::Kernel, label: &str) -> Result<Rc<Kernel>
     Ok(made)
 }
 
-pub(crate) fn reduce(gpu: &Gpu, op: ReduceOp, axis: usize, x: ReduceInput<'_>, shape: &Shape, out: &GpuTensor) -> Result<()> {
+pub(crate) fn reduce(gpu: &Rc<Gpu>, op: ReduceOp, axis: usize, x: ReduceInput<'_>, shape: &Shape, out: &GpuTensor) -> Result<()> {
     let dims = shape.dims();
     let outer: usize = dims[..axis].iter().product();
     let len = dims[axis];
     let inner: usize = dims[axis + 1..].iter().product();
+    // The rendered passes read stored tensors only (no fused prologue).
+    if let ReduceInput::Buffer(t) = x {
+        if super::reduce_rendered::chosen(gpu, op, outer, len, inner) {
+            return super::reduce_rendered::reduce(gpu, op, t, outer, len, inner, out);
+        }
+    }
     launch(gpu, op, Layout { outputs: outer * inner, len, inner, reps: 1 }, x, out)
 }
 

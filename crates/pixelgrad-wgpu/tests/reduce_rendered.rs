@@ -1,0 +1,230 @@
+//! The reductions launched as passes of the programs rendered from their one definition
+//! (`ReduceKernel::Rendered`) against the same passes evaluated on the CPU
+//! (`pixelgrad_core::kernel::program_eval`, bit for bit), against the CPU backend's loops
+//! (max, min and argmax bit for bit, NaN and -0 edges included; sums to rounding) and against the hand-written
+//! `kernels/reduce.wgsl` launched by a second backend in the same process.
+
+mod common;
+
+use common::*;
+use pixelgrad_core::kernel::program_eval::eval;
+use pixelgrad_core::kernel::reductions::{reduce_params, ReduceProgram};
+use pixelgrad_core::{Backend, Op, ReduceOp};
+use pixelgrad_wgpu::{ReduceKernel, WgpuBackend, WgpuOptions};
+
+fn rendered() -> WgpuBackend {
+    WgpuBackend::new(WgpuOptions { reductions: ReduceKernel::Rendered, ..WgpuOptions::default() })
+        .expect("a WebGPU adapter (lavapipe in CI)")
+}
+
+fn hand_written() -> WgpuBackend {
+    WgpuBackend::new(WgpuOptions { reductions: ReduceKernel::HandWritten, ..WgpuOptions::default() }).expect("a WebGPU adapter")
+}
+
+/// The backend's group rule (`ops/reduce_rendered.rs`): the axis itself up to 1024, else the
+/// smallest `g` with `g^p >= n` for the fewest passes `p`.
+fn group_for(n: usize) -> usize {
+    if n <= 1024 {
+        return n.max(1);
+    }
+    let mut p = 1u32;
+    while 1024usize.pow(p) < n {
+        p += 1;
+    }
+    let mut g = 2usize;
+    while g.pow(p) < n {
+        g += 1;
+    }
+    g
+}
+
+/// One pass evaluated on the CPU: the partials and their count per axis.
+fn pass(which: ReduceProgram, ins: &[&[f32]], outer: usize, n: usize, inner: usize, group: usize) -> (Vec<f32>, usize) {
+    let params = reduce_params(n, inner, group);
+    let p: Vec<i64> = params.iter().map(|&v| v as i64).collect();
+    (eval(&which.program(), ins, &p, outer * params[1] * inner).unwrap(), params[1])
+}
+
+fn tree(which: ReduceProgram, x: &[f32], outer: usize, mut n: usize, inner: usize) -> Vec<f32> {
+    let mut cur = x.to_vec();
+    loop {
+        let (next, m) = pass(which, &[&cur], outer, n, inner, group_for(n));
+        cur = next;
+        if m == 1 {
+            return cur;
+        }
+        n = m;
+    }
+}
+
+/// The passes the rendered launch runs, evaluated on the CPU.
+fn passes_on_cpu(op: ReduceOp, x: &[f32], outer: usize, n: usize, inner: usize) -> Vec<f32> {
+    let group = group_for(n);
+    match op {
+        ReduceOp::ArgMax if n <= group => pass(ReduceProgram::ArgMax, &[x], outer, n, inner, group).0,
+        ReduceOp::ArgMax => {
+            let best = tree(ReduceProgram::Max, x, outer, n, inner);
+            let (cand, m) = pass(ReduceProgram::FirstEqual, &[x, &best], outer, n, inner, group);
+            tree(ReduceProgram::Min, &cand, outer, m, inner)
+        }
+        op => tree(ReduceProgram::of(op), x, outer, n, inner),
+    }
+}
+
+/// The CPU backend's result.
+fn cpu_backend(op: ReduceOp, x: &[f32], dims: &[usize], axis: usize) -> Vec<f32> {
+    let b = pixelgrad_cpu::CpuBackend::new();
+    let shape = pixelgrad_core::Shape::from(dims.to_vec());
+    let out = Op::Reduce { op, axis }.infer_shape(&[&shape]).unwrap();
+    let s = b.upload(x).unwrap();
+    let r = b.execute(&Op::Reduce { op, axis }, &[&s], &[&shape], &out).unwrap();
+    b.read(&r, out.numel()).unwrap()
+}
+
+/// Bit-equal, any NaN matching any NaN.
+fn same_bits(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "{what}: element {i}: got {g:?}, want {w:?}");
+    }
+}
+
+/// Within `ulps` units in the last place (exp and log are the device's), the same
+/// non-finite values exactly.
+fn within_ulps(got: &[f32], want: &[f32], ulps: i64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = if g.is_finite() && w.is_finite() {
+            (i64::from(g.to_bits() as i32) - i64::from(w.to_bits() as i32)).abs() <= ulps || (g - w).abs() <= 1e-6
+        } else {
+            g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan())
+        };
+        assert!(ok, "{what}: element {i}: got {g:?}, want {w:?}");
+    }
+}
+
+/// Values with ties, signed zeros, infinities and (where `nan`) NaNs, by position.
+fn edgy(len: usize, seed: usize, nan: bool) -> Vec<f32> {
+    (0..len)
+        .map(|i| match (i * 7 + seed * 3) % 13 {
+            0 => -0.0,
+            1 => 0.0,
+            2 | 4 => 2.5,
+            3 => -1.0,
+            5 => 0.75,
+            6 => -3.0,
+            7 => 1.25,
+            8 if nan && i % 5 == 0 => f32::NAN,
+            9 if i % 7 == 0 => f32::NEG_INFINITY,
+            10 if i % 11 == 0 => f32::INFINITY,
+            _ => pixelgrad_core::rng::uniform(seed as u64, i as u64) * 4.0 - 2.0,
+        })
+        .collect()
+}
+
+const OPS: [ReduceOp; 5] = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::LogSumExp];
+
+/// `[dims], axis`: last axis (aligned, not a multiple of 4, tiny, long: two and three passes),
+/// first axis, middle axis.
+const CASES: [(&[usize], usize); 10] = [
+    (&[16, 64], 1),
+    (&[7, 1001], 1),
+    (&[8, 10], 1),
+    (&[3, 1], 1),
+    (&[2, 5003], 1),
+    (&[1, (1 << 20) + 5], 1),
+    (&[1030, 3], 0),
+    (&[2000, 5], 0),
+    (&[5, 37, 6], 1),
+    (&[3, 2100, 2], 1),
+];
+
+fn split(dims: &[usize], axis: usize) -> (usize, usize, usize) {
+    (dims[..axis].iter().product(), dims[axis], dims[axis + 1..].iter().product())
+}
+
+#[test]
+fn rendered_passes_match_their_cpu_evaluation_and_the_cpu_backend() {
+    let r = rendered();
+    for (dims, axis) in CASES {
+        let (outer, n, inner) = split(dims, axis);
+        let numel = outer * n * inner;
+        for (k, nan) in [(0, false), (1, true)] {
+            let x = edgy(numel, k + dims.len(), nan);
+            for op in OPS {
+                let what = format!("{op:?} of {dims:?} over axis {axis}, NaN {nan}");
+                let (got, _) = run(&r, &Op::Reduce { op, axis }, &[(&x, dims)]);
+                let want = passes_on_cpu(op, &x, outer, n, inner);
+                let cpu = cpu_backend(op, &x, dims, axis);
+                match op {
+                    ReduceOp::LogSumExp => {
+                        within_ulps(&got, &want, 8, &what);
+                        within_ulps(&got, &cpu, 64, &format!("{what} (cpu backend)"));
+                    }
+                    ReduceOp::Sum => {
+                        same_bits(&got, &want, &what);
+                        // The CPU backend adds in another order (vectorised lanes).
+                        let cpu: Vec<f64> = cpu.iter().map(|&v| f64::from(v)).collect();
+                        close(&got, &cpu, 1e-5, 1e-4, &format!("{what} (cpu backend)"));
+                    }
+                    _ => {
+                        same_bits(&got, &want, &what);
+                        same_bits(&got, &cpu, &format!("{what} (cpu backend)"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// On finite data without signed zeros (where `max` of WGSL and the first-maximum rule
+/// agree) both launches give the same maxima, minima and argmax; sums agree to rounding.
+#[test]
+fn rendered_and_hand_written_agree() {
+    let (r, h) = (rendered(), hand_written());
+    for (dims, axis) in CASES {
+        let x = data(dims.iter().product(), 7, -3.0, 3.0);
+        let x: Vec<f32> = x.iter().map(|v| (v * 8.0).round() / 8.0 + 1.0 / 1024.0).collect();
+        for op in OPS {
+            let what = format!("{op:?} of {dims:?} over axis {axis}");
+            let (got, _) = run(&r, &Op::Reduce { op, axis }, &[(&x, dims)]);
+            let (hand, _) = run(&h, &Op::Reduce { op, axis }, &[(&x, dims)]);
+            match op {
+                ReduceOp::Sum | ReduceOp::LogSumExp => {
+                    let want: Vec<f64> = hand.iter().map(|&v| f64::from(v)).collect();
+                    close(&got, &want, 1e-5, 1e-3, &what);
+                }
+                _ => same_bits(&got, &hand, &what),
+            }
+        }
+    }
+}
+
+/// The choice is real: the rendered backend launches the reduction programs (the argmax of a
+/// long axis as its max tree, first-equal pass and min tree), the hand-written one `reduce`;
+/// the default on a CPU adapter renders sums and short argmax, and keeps max hand-written.
+#[test]
+fn the_option_picks_the_launch() {
+    let x = data(3 * 5000, 3, -1.0, 1.0);
+    let (r, h, auto) = (rendered(), hand_written(), backend());
+    for b in [&r, &h, &auto] {
+        b.set_launch_log(true);
+    }
+    let argmax = Op::Reduce { op: ReduceOp::ArgMax, axis: 1 };
+    run(&r, &argmax, &[(&x, &[3, 5000])]);
+    run(&h, &argmax, &[(&x, &[3, 5000])]);
+    let (rl, hl) = (r.take_launch_log().join("\n"), h.take_launch_log().join("\n"));
+    for name in ["reduce_max", "reduce_first_equal", "reduce_min"] {
+        assert!(rl.contains(name), "rendered launches:\n{rl}");
+        assert!(!hl.contains(name), "hand-written launches:\n{hl}");
+    }
+    if auto.report().device_type.contains("Cpu") {
+        run(&auto, &Op::Reduce { op: ReduceOp::Sum, axis: 1 }, &[(&x, &[3, 5000])]);
+        run(&auto, &Op::Reduce { op: ReduceOp::Max, axis: 1 }, &[(&x, &[3, 5000])]);
+        run(&auto, &argmax, &[(&x[..3000], &[3, 1000])]);
+        run(&auto, &argmax, &[(&x, &[3, 5000])]);
+        let log = auto.take_launch_log();
+        let kernels: Vec<&str> = log.iter().map(|l| l.split_whitespace().nth(1).unwrap_or("")).collect();
+        assert_eq!(kernels, ["reduce_sum", "reduce_sum", "reduce", "reduce_argmax", "reduce"], "{log:#?}");
+    }
+}
