@@ -1,7 +1,7 @@
-//! Traces on a GPU backend (`Backend::trace_begin` / `trace_end` / `trace_replay`, the
-//! recording concept of `pixelgrad_core::recording`), one check per function, each called by a
-//! one-line test per backend (`crates/pixelgrad-wgpu/tests/trace.rs`,
-//! `crates/pixelgrad-webgl/tests/trace.rs`): a replay computes bit for bit what the ops compute
+//! Traces on a backend (`Backend::trace_begin` / `trace_end` / `trace_replay`, the recording
+//! concept of `pixelgrad_core::recording`), one check per function, each called by a one-line
+//! test per backend (`crates/pixelgrad-wgpu/tests/trace.rs`,
+//! `crates/pixelgrad-webgl/tests/trace.rs`, `crates/pixelgrad-cpu/tests/trace.rs`): a replay computes bit for bit what the ops compute
 //! on new inputs, never overwrites an output a caller holds, refuses runs that read back or draw
 //! random numbers, and gives its memory back when dropped. They panic on failure (test code).
 

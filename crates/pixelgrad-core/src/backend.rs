@@ -75,8 +75,9 @@ pub struct Counters {
     pub pooled_bytes: u64,
     /// Bind groups (WebGPU) or framebuffers (WebGL) created. A replayed step creates none.
     pub bindings: u64,
-    /// Launches served from a step plan: their output memory and bind group / framebuffer
-    /// were prepared by an earlier step with the same key (see [`Backend::begin_step`]).
+    /// Launches served from a recording: from a step plan (their output memory and bind
+    /// group / framebuffer were prepared by an earlier step with the same key, see
+    /// [`Backend::begin_step`]) or by a trace replay ([`Backend::trace_replay`], every backend).
     pub replayed: u64,
 }
 

@@ -4,11 +4,17 @@
 //! launches the recorded kernels again in order and hands back the output slots, without the
 //! graph walk, shape inference, fusion, pipeline / program lookup or binding that chose them.
 //!
-//! Two users share it:
-//! - **step plans** ([`crate::Backend::begin_step`], `crate::plan`): a training step records its
-//!   allocations and bindings once per parity and later steps reuse them, checked call by call;
+//! Two replay policies share it:
 //! - **traces** ([`crate::Backend::trace_begin`]): an ONNX session's run is recorded once per
-//!   input shapes and later runs replay it whole ([`Trace`]).
+//!   input shapes and later runs replay it whole ([`Trace`]): the recorded launches run on new
+//!   inputs, so they name their memory by slot ([`Slots`]), and a replay takes each written
+//!   slot's memory from the pool and gives it back after its last use ([`Slots::last_uses`]);
+//! - **step plans** ([`crate::Backend::begin_step`], [`crate::plan`]): a training step's
+//!   written memory ([`crate::plan::Owned`]) and launches are recorded once per parity and the
+//!   step's code, running again, reuses them checked call by call: the plan's written memory is
+//!   reused unless a caller holds it (the rule below), each launch entry while it binds the
+//!   same memory. The step's inputs (parameters, optimizer state, the batch) are what its
+//!   launches bind that it did not allocate.
 //!
 //! A backend keeps a [`Slots`] while it records: every piece of memory a launch touches gets a
 //! slot and a [`Source`]. Memory the recording did not write and was not given as an input is a
@@ -111,6 +117,45 @@ impl<Id: Hash + Eq + Clone> Slots<Id> {
         self.ids.iter().zip(self.sources.iter().copied())
     }
 
+    /// Every slot's source, by slot.
+    pub fn sources(&self) -> &[Source] {
+        &self.sources
+    }
+
+    /// The source of `slot`, if the recording has it.
+    pub fn source(&self, slot: usize) -> Option<Source> {
+        self.sources.get(slot).copied()
+    }
+
+    /// Per launch, the written slots whose last use it is: a replay gives their memory back
+    /// once that launch ran. `touched` lists, for each launch in order, the slots it reads or
+    /// writes; `outputs` are handed to the caller, never given back. A written slot nothing
+    /// reads is given back after the launch that wrote it.
+    pub fn last_uses<T: IntoIterator<Item = usize>>(&self, touched: impl IntoIterator<Item = T>, outputs: &[usize]) -> Vec<Vec<usize>> {
+        let mut last = vec![None; self.sources.len()];
+        let mut launches = 0;
+        for (k, slots) in touched.into_iter().enumerate() {
+            for s in slots {
+                if let Some(l) = last.get_mut(s) {
+                    *l = Some(k);
+                }
+            }
+            launches = k + 1;
+        }
+        for &o in outputs {
+            if let Some(l) = last.get_mut(o) {
+                *l = None;
+            }
+        }
+        let mut frees = vec![Vec::new(); launches];
+        for (slot, l) in last.iter().enumerate() {
+            if let (Some(k), Source::Written) = (*l, self.sources[slot]) {
+                frees[k].push(slot);
+            }
+        }
+        frees
+    }
+
     pub fn len(&self) -> usize {
         self.ids.len()
     }
@@ -194,6 +239,21 @@ mod tests {
         let mut s = Slots::new([10]).unwrap();
         s.write(&10);
         assert_eq!(s.broken(), Some("a launch wrote an input"));
+    }
+
+    #[test]
+    fn written_slots_are_given_back_after_their_last_use_but_outputs_are_kept() {
+        let mut s = Slots::new([1]).unwrap();
+        // launch 0: 1 -> 10; launch 1: 10, 2 (a constant) -> 11; launch 2: 11 -> 12 and 13.
+        let l0 = [s.read(&1), s.write(&10)];
+        let l1 = [s.read(&10), s.read(&2), s.write(&11)];
+        let l2 = [s.read(&11), s.write(&12), s.write(&13)];
+        let out = s.slot(&12).unwrap();
+        let frees = s.last_uses([&l0[..], &l1[..], &l2[..]].map(|l| l.iter().copied()), &[out]);
+        // The input and the constant are never given back; 13, read by nothing, goes at once.
+        assert_eq!(frees, [vec![], vec![l1[0]], vec![l2[0], l2[2]]]);
+        assert_eq!(s.sources(), [Source::Input(0), Source::Written, Source::Constant, Source::Written, Source::Written, Source::Written]);
+        assert_eq!(s.last_uses(std::iter::empty::<[usize; 0]>(), &[]), Vec::<Vec<usize>>::new());
     }
 
     #[test]

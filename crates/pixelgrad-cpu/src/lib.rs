@@ -342,7 +342,7 @@ impl CpuBackend {
     /// Marks the open recording, if any, as one that cannot be replayed.
     fn break_trace(&self, why: &'static str) {
         if let Some(rec) = self.recorder.borrow_mut().as_mut() {
-            rec.broken.get_or_insert(why);
+            rec.set_broken(why);
         }
     }
 
@@ -632,7 +632,7 @@ impl Backend for CpuBackend {
         self.recorder.borrow().as_ref()?;
         let outs: Result<Vec<Storage>> = outputs.iter().map(|s| self.resolved(s)).collect();
         let rec = self.recorder.borrow_mut().take()?;
-        rec.finish(&outs.ok()?).map(|t| Trace::new(t.inputs.clone(), t.outputs.len(), t.steps.len(), t))
+        rec.finish(&outs.ok()?)
     }
 
     fn trace_abort(&self) {
@@ -671,6 +671,7 @@ impl Backend for CpuBackend {
                     }
                 }
             };
+            self.bump(|c| c.replayed += 1);
             vals[step.out] = Some(res);
             for &f in &step.frees {
                 vals[f] = None;

@@ -1,16 +1,19 @@
-//! Kernel traces ([`pixelgrad_core::Backend::trace_begin`]): the kernels one run launched, in
-//! order, with where each reads its inputs from, so that a later run with inputs of the same
-//! sizes launches the same kernels again without the graph walk, shape inference and fusion
-//! that chose them. On a small model those cost as much as the arithmetic (the PP-OCR
-//! classifier: 134 kernels of a few thousand values each).
+//! Kernel traces ([`pixelgrad_core::Backend::trace_begin`]), the core recording concept
+//! (`pixelgrad_core::recording`) filled with the CPU's kernels: each recorded kernel keeps
+//! what it computes (a primitive op or a fused pass) and names the storages it reads and
+//! writes by slot, so that a later run with inputs of the same sizes launches the same kernels
+//! again without the graph walk, shape inference and fusion that chose them. On a small model
+//! those cost as much as the arithmetic (the PP-OCR classifier: 134 kernels of a few thousand
+//! values each).
 //!
-//! Storages are told apart by address. While a recording is open it holds a weak handle on
-//! every storage it has seen, so no address is reused until it ends.
-
-use std::collections::HashMap;
+//! Storages are told apart by address ([`Slots`] keyed by [`Storage::addr`]). While a
+//! recording is open it holds a weak handle on every storage it has seen, so no address is
+//! reused until it ends; constants (read, never written: weights) are held strongly and kept
+//! by the trace. A replay computes every written slot anew and drops it after its last use.
 
 use pixelgrad_core::kernel::Launch;
-use pixelgrad_core::{Op, Shape, Storage, WeakStorage};
+use pixelgrad_core::recording::{Slots, Source};
+use pixelgrad_core::{Op, Shape, Storage, Trace, WeakStorage};
 
 /// What one recorded kernel computes.
 pub(crate) enum Kind {
@@ -20,8 +23,8 @@ pub(crate) enum Kind {
     Fused { launch: Launch, shapes: Vec<Shape> },
 }
 
-/// One kernel of a trace: what it computes, the slots it reads, and the slots no later kernel
-/// or output reads once it has run (their memory goes back to the pool then).
+/// One kernel of a trace: what it computes, the slots it reads, and the written slots no
+/// later kernel or output reads once it has run (their memory goes back to the pool then).
 pub(crate) struct Step {
     pub kind: Kind,
     pub out_shape: Shape,
@@ -30,10 +33,9 @@ pub(crate) struct Step {
     pub frees: Vec<usize>,
 }
 
-/// A finished trace. Slots `0..inputs.len()` are the inputs, in `trace_begin` order.
+/// A finished trace. Slots `0..inputs` are the inputs, in `trace_begin` order (their lengths
+/// are in the core [`pixelgrad_core::Trace`]).
 pub(crate) struct CpuTrace {
-    /// Element count of each input when recorded.
-    pub inputs: Vec<usize>,
     /// Storages read that no kernel of the trace wrote (weights, constants), by slot.
     pub constants: Vec<(usize, Storage)>,
     pub steps: Vec<Step>,
@@ -41,30 +43,24 @@ pub(crate) struct CpuTrace {
     pub slots: usize,
 }
 
-/// Where a slot's value comes from.
-enum Source {
-    Input,
-    Constant(Storage),
-    Step,
-}
-
 /// An open recording.
 pub(crate) struct Recorder {
-    /// Slot of each storage seen, by address, and a handle that keeps the address taken.
-    slots: HashMap<usize, (usize, WeakStorage)>,
-    sources: Vec<Source>,
+    slots: Slots<usize>,
+    /// A weak handle on each slot's storage, by slot: keeps its address taken.
+    seen: Vec<WeakStorage>,
+    /// The constant slots and their storages, which the trace keeps.
+    constants: Vec<(usize, Storage)>,
+    /// Each input's element count.
     inputs: Vec<usize>,
     steps: Vec<(Kind, Shape, Vec<usize>, usize)>,
-    /// Why this run cannot be replayed, once something made it so.
-    pub broken: Option<&'static str>,
 }
 
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recorder")
-            .field("slots", &self.sources.len())
+            .field("slots", &self.slots.len())
             .field("kernels", &self.steps.len())
-            .field("broken", &self.broken)
+            .field("broken", &self.slots.broken())
             .finish()
     }
 }
@@ -73,86 +69,59 @@ impl Recorder {
     /// A recording whose slots `0..` are `inputs` (computed storages, with their lengths);
     /// `None` if one storage is given twice (a replay could not give them apart).
     pub fn new(inputs: &[(Storage, usize)]) -> Option<Recorder> {
-        let mut r = Recorder { slots: HashMap::new(), sources: Vec::new(), inputs: Vec::new(), steps: Vec::new(), broken: None };
-        for (s, len) in inputs {
-            if r.slots.contains_key(&s.addr()) {
-                return None;
+        let slots = Slots::new(inputs.iter().map(|(s, _)| s.addr()))?;
+        let seen = inputs.iter().map(|(s, _)| s.downgrade()).collect();
+        Some(Recorder { slots, seen, constants: Vec::new(), inputs: inputs.iter().map(|&(_, l)| l).collect(), steps: Vec::new() })
+    }
+
+    /// Keeps a handle on the storage of a slot seen for the first time.
+    fn hold(&mut self, slot: usize, s: &Storage) {
+        if slot == self.seen.len() {
+            self.seen.push(s.downgrade());
+            if self.slots.source(slot) == Some(Source::Constant) {
+                self.constants.push((slot, s.clone()));
             }
-            r.add(s, Source::Input);
-            r.inputs.push(*len);
         }
-        Some(r)
     }
 
-    fn add(&mut self, s: &Storage, source: Source) -> usize {
-        let slot = self.sources.len();
-        self.sources.push(source);
-        self.slots.insert(s.addr(), (slot, s.downgrade()));
+    /// The slot of a computed storage read: known, or a new constant.
+    fn read(&mut self, s: &Storage) -> usize {
+        let slot = self.slots.read(&s.addr());
+        self.hold(slot, s);
         slot
-    }
-
-    /// The slot of a computed storage: known, or a new constant.
-    fn slot_of(&mut self, s: &Storage) -> usize {
-        match self.slots.get(&s.addr()) {
-            Some(&(slot, _)) => slot,
-            None => self.add(s, Source::Constant(s.clone())),
-        }
     }
 
     /// A kernel that read `ins` (computed storages) and wrote `out`.
     pub fn step(&mut self, kind: Kind, out_shape: &Shape, ins: &[Storage], out: &Storage) {
-        let ins: Vec<usize> = ins.iter().map(|s| self.slot_of(s)).collect();
-        let out = self.add(out, Source::Step);
-        self.steps.push((kind, out_shape.clone(), ins, out));
+        let ins: Vec<usize> = ins.iter().map(|s| self.read(s)).collect();
+        let slot = self.slots.write(&out.addr());
+        self.hold(slot, out);
+        self.steps.push((kind, out_shape.clone(), ins, slot));
+    }
+
+    /// Marks the recording as one that cannot be replayed.
+    pub fn set_broken(&mut self, why: &'static str) {
+        self.slots.set_broken(why);
     }
 
     /// The trace, `outputs` being computed storages; `None` if the recording was broken.
-    pub fn finish(mut self, outputs: &[Storage]) -> Option<CpuTrace> {
-        if self.broken.is_some() {
+    pub fn finish(mut self, outputs: &[Storage]) -> Option<Trace> {
+        if self.slots.broken().is_some() {
             return None;
         }
-        let outputs: Vec<usize> = outputs.iter().map(|s| self.slot_of(s)).collect();
-        // Last reader of each slot (outputs are read after every step).
-        let n = self.steps.len();
-        let mut last = vec![None; self.sources.len()];
-        for (k, (_, _, ins, _)) in self.steps.iter().enumerate() {
-            for &i in ins {
-                last[i] = Some(k);
-            }
-        }
-        for &o in &outputs {
-            last[o] = Some(n);
-        }
-        let mut frees: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (slot, l) in last.iter().enumerate() {
-            if let (Some(k), Source::Step | Source::Input) = (*l, &self.sources[slot]) {
-                if k < n {
-                    frees[k].push(slot);
-                }
-            }
-        }
-        // A result nothing reads is freed as soon as it is written.
-        for (k, step) in self.steps.iter().enumerate() {
-            if last[step.3].is_none() {
-                frees[k].push(step.3);
-            }
-        }
-        let constants = self
-            .sources
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, s)| match s {
-                Source::Constant(c) => Some((slot, c.clone())),
-                _ => None,
-            })
-            .collect();
-        let steps = self
+        // An output no kernel touched (an input, a weight) is kept like a constant.
+        let outputs: Vec<usize> = outputs.iter().map(|s| self.read(s)).collect();
+        let touched = self.steps.iter().map(|(_, _, ins, out)| ins.iter().copied().chain([*out]));
+        let frees = self.slots.last_uses(touched, &outputs);
+        let steps: Vec<Step> = self
             .steps
             .into_iter()
             .zip(frees)
             .map(|((kind, out_shape, ins, out), frees)| Step { kind, out_shape, ins, out, frees })
             .collect();
-        Some(CpuTrace { inputs: self.inputs, constants, steps, outputs, slots: self.sources.len() })
+        let launches = steps.len();
+        let t = CpuTrace { constants: self.constants, steps, outputs, slots: self.slots.len() };
+        Some(Trace::new(self.inputs, t.outputs.len(), launches, t))
     }
 }
 
@@ -199,28 +168,6 @@ mod tests {
         let err = err.to_string();
         assert!(err.contains("input 0 holds 8 elements"), "{err}");
         assert!(b.trace_replay(&trace, &[]).is_err());
-    }
-
-    #[test]
-    fn reads_and_random_numbers_make_a_run_unreplayable() {
-        let dev = Device::new(CpuBackend::new());
-        let b = dev.backend();
-        let x = Tensor::from_vec(&dev, &data(6, 0.3), [6]).unwrap();
-        assert!(b.trace_begin(&[x.storage()]));
-        let y = x.exp().unwrap();
-        y.to_vec().unwrap();
-        let z = y.add_scalar(1.0).unwrap();
-        assert!(b.trace_end(&[z.storage()]).is_none());
-
-        assert!(b.trace_begin(&[x.storage()]));
-        let r = Tensor::rand_uniform(&dev, [6], 0.0, 1.0, 7).unwrap();
-        let z = x.add(&r).unwrap();
-        assert!(b.trace_end(&[z.storage()]).is_none());
-
-        // Nothing is open after either: a new recording starts.
-        assert!(b.trace_begin(&[x.storage()]));
-        b.trace_abort();
-        assert!(b.trace_end(&[x.storage()]).is_none());
     }
 
     #[test]

@@ -18,7 +18,8 @@
 //!   tensor holds the entry's texture. Liveness is an `Rc<()>` token: the entry keeps one,
 //!   the tensor it hands the texture to keeps a clone, so the texture is free exactly when
 //!   the entry holds the only one. Otherwise the allocation is served as outside a step (the
-//!   pool, or a new texture) and becomes the entry; the old texture goes back to the pool if
+//!   pool, or a new texture) and becomes the entry (`pixelgrad_core::plan::StepPlans::alloc`,
+//!   shared with WebGPU); the old texture goes back to the pool if
 //!   free, or passes to the tensor holding it, which returns it to the pool when dropped.
 //!   Inputs of a draw are live tensors, so a plan never hands out a texture that the current
 //!   draw samples (the draw's feedback-loop check enforces it in debug builds);
@@ -58,22 +59,7 @@ use crate::program::{Program, Programs};
 use crate::texture::GlTensor;
 use crate::trace::{Pins, Recorder};
 
-use pixelgrad_core::plan::MAX_PLAN_ENTRIES as MAX_ENTRIES;
-
-/// One planned texture.
-pub(crate) struct AllocEntry {
-    pub key: PoolKey,
-    pub tex: glow::Texture,
-    /// Held by the plan and by the tensor the texture was last handed to.
-    pub token: Rc<()>,
-}
-
-impl AllocEntry {
-    /// True when no live tensor holds the texture.
-    pub fn is_free(&self) -> bool {
-        Rc::strong_count(&self.token) == 1
-    }
-}
+use pixelgrad_core::plan::{free_memory, Alloc};
 
 /// One planned draw: its framebuffer (with `targets` attached) and its program.
 pub(crate) struct DrawEntry {
@@ -91,11 +77,9 @@ pub(crate) struct DrawEntry {
     pub slots: Rc<[usize]>,
 }
 
-#[derive(Default)]
-pub(crate) struct Plan {
-    pub allocs: Vec<AllocEntry>,
-    pub draws: Vec<DrawEntry>,
-}
+/// One step's recording: its textures (with their size and format) and its draws (the key /
+/// parity bookkeeping and the check of allocations are core's: `pixelgrad_core::plan`).
+pub(crate) type Plan = pixelgrad_core::plan::Plan<(glow::Texture, PoolKey), DrawEntry>;
 
 /// What a planned draw needs after its framebuffer is bound.
 pub(crate) struct Prepared {
@@ -115,7 +99,7 @@ pub(crate) struct DrawKey<I> {
 /// Its methods take the device whose textures and framebuffers the plans hold.
 #[derive(Default)]
 pub(crate) struct Steps {
-    plans: RefCell<pixelgrad_core::plan::StepPlans<Plan>>,
+    plans: RefCell<pixelgrad_core::plan::StepPlans<(glow::Texture, PoolKey), DrawEntry>>,
     /// The trace being recorded, if one is (`trace.rs`): a step's sibling recording, kept
     /// here because the device asks the same object about textures it releases.
     pub tracing: RefCell<Option<Recorder>>,
@@ -175,13 +159,11 @@ impl Steps {
         }
         let current = dev.current().is_ok();
         for p in plans {
-            for e in p.allocs {
-                if e.is_free() {
-                    dev.release(e.tex, e.key, crate::texture::texture_bytes(e.key, dev.format));
-                }
+            for (tex, key) in free_memory(p.written) {
+                dev.release(tex, key, crate::texture::texture_bytes(key, dev.format));
             }
             if current {
-                for d in p.draws {
+                for d in p.launches {
                     // SAFETY: the framebuffer belongs to this context and no plan refers to it
                     // any more (deleting a bound framebuffer rebinds the default one).
                     unsafe { dev.gl.delete_framebuffer(d.fbo) };
@@ -191,41 +173,24 @@ impl Steps {
     }
 
     /// Inside a step: serves the step's next allocation from its plan (see the module doc).
-    /// `None` outside a step (or past [`MAX_ENTRIES`]): the caller allocates eagerly.
+    /// `None` outside a step (or past `pixelgrad_core::plan::MAX_PLAN_ENTRIES`): the caller allocates eagerly.
     pub fn alloc_planned(&self, dev: &Rc<GlDevice>, key: PoolKey, len: usize, op: &'static str) -> Result<Option<GlTensor>> {
         let mut plans = self.plans.borrow_mut();
-        let Some((plan, act)) = plans.current() else {
-            return Ok(None);
+        let tensor =
+            |tex, token| GlTensor { tex, w: key.0, h: key.1, len, shared: dev.clone(), token, dtype: pixelgrad_core::kernel::DType::F32 };
+        let k = match plans.alloc(|e| e.1 == key) {
+            Alloc::Eager => return Ok(None),
+            Alloc::Planned((tex, _), token) => return Ok(Some(tensor(tex, Some(token)))),
+            Alloc::Place(k) => k,
         };
-        let k = act.alloc;
-        if k >= MAX_ENTRIES || k > plan.allocs.len() {
-            return Ok(None);
-        }
-        act.alloc += 1;
-        let tensor = |tex, token| GlTensor {
-            tex,
-            w: key.0,
-            h: key.1,
-            len,
-            shared: dev.clone(),
-            token: Some(token),
-            dtype: pixelgrad_core::kernel::DType::F32,
-        };
-        if let Some(e) = plan.allocs.get(k).filter(|e| e.key == key && e.is_free()) {
-            return Ok(Some(tensor(e.tex, e.token.clone())));
-        }
         let tex = dev.pooled_or_new(key, op)?;
-        let token = Rc::new(());
-        let entry = AllocEntry { key, tex, token: token.clone() };
-        if k == plan.allocs.len() {
-            plan.allocs.push(entry);
-        } else {
-            let old = std::mem::replace(&mut plan.allocs[k], entry);
-            if old.is_free() {
-                dev.release(old.tex, old.key, crate::texture::texture_bytes(old.key, dev.format));
-            }
-            // Else a live tensor holds it: dropping `old`'s token hands the texture over.
+        // The replaced texture goes back to the pool if free; else a live tensor holds it and
+        // dropping the plan's token hands it over.
+        let (token, old) = plans.place(k, (tex, key));
+        if let Some((old, old_key)) = old {
+            dev.release(old, old_key, crate::texture::texture_bytes(old_key, dev.format));
         }
+        // (`None` is not expected, the plans being borrowed: the texture is then the tensor's.)
         Ok(Some(tensor(tex, token)))
     }
 
@@ -243,16 +208,11 @@ impl Steps {
         I: Iterator<Item = &'static str> + Clone,
     {
         let mut plans = self.plans.borrow_mut();
-        let Some((plan, act)) = plans.current() else {
+        let Some(mut next) = plans.launch() else {
             return Ok(None);
         };
-        let j = act.launch;
-        if j >= MAX_ENTRIES || j > plan.draws.len() {
-            return Ok(None);
-        }
-        act.launch += 1;
         let gl = &dev.gl;
-        if let Some(e) = plan.draws.get_mut(j) {
+        if let Some(e) = next.recorded() {
             if e.targets == targets {
                 // SAFETY: the entry's framebuffer belongs to this context and has `targets`
                 // attached already.
@@ -287,9 +247,8 @@ impl Steps {
             }
         };
         resolve(dev, programs, &draw, &mut e)?;
-        let prepared = Prepared { program: e.program.clone(), slots: e.slots.clone() };
-        plan.draws.push(e);
-        Ok(Some(prepared))
+        let e = next.record(e);
+        Ok(Some(Prepared { program: e.program.clone(), slots: e.slots.clone() }))
     }
 }
 
@@ -348,7 +307,7 @@ impl Attachments for Steps {
             return;
         };
         for plan in plans.plans_mut() {
-            for d in plan.draws.iter_mut().filter(|d| d.targets.iter().any(|t| deleted.contains(t))) {
+            for d in plan.launches.iter_mut().filter(|d| d.targets.iter().any(|t| deleted.contains(t))) {
                 // SAFETY: detaching on the current context (the callers made it current).
                 unsafe {
                     gl.bind_framebuffer(glow::FRAMEBUFFER, Some(d.fbo));

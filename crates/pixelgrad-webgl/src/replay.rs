@@ -93,26 +93,13 @@ pub(crate) fn end(sh: &Rc<Shared>, outputs: &[&Storage]) -> Option<Trace> {
         };
         out_slots.push((slot, t.len, t.dtype));
     }
-    let sources: Vec<Source> = rec.slots.slots().map(|(_, s)| s).collect();
+    let sources = rec.slots.sources().to_vec();
     let consts = rec.slots.slots().map(|(t, s)| (s == Source::Constant).then_some(*t)).collect();
     // Written textures are the pool's again (once their tensors let go of them).
     let written: Vec<glow::Texture> = rec.slots.slots().filter(|(_, s)| *s == Source::Written).map(|(t, _)| *t).collect();
     sh.steps.unpin(&sh.dev, written);
-    let mut last = vec![None; sources.len()];
-    for (k, d) in rec.draws.iter().enumerate() {
-        for s in touched(d) {
-            last[s] = Some(k);
-        }
-    }
-    for &(o, _, _) in &out_slots {
-        last[o] = None;
-    }
-    let mut frees = vec![Vec::new(); rec.draws.len()];
-    for (slot, l) in last.iter().enumerate() {
-        if let (Some(k), Source::Written) = (*l, sources[slot]) {
-            frees[k].push(slot);
-        }
-    }
+    let out_ids: Vec<usize> = out_slots.iter().map(|o| o.0).collect();
+    let frees = rec.slots.last_uses(rec.draws.iter().map(touched), &out_ids);
     let lens = rec.inputs.iter().map(|&(l, _)| l).collect();
     let launches = rec.draws.len();
     let inner = GlTrace {

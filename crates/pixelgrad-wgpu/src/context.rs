@@ -9,7 +9,7 @@ use pixelgrad_core::{Counters, Error, Result};
 
 use crate::completion::Completion;
 use crate::pipelines::{Kernel, Pipelines, MAX_INPUTS, PARAM_SLOT};
-use crate::plan::{self, AllocEntry, LaunchEntry, Plans};
+use crate::plan::{self, Alloc, LaunchEntry, Plans};
 use crate::pool::{size_class, Kind, Pool};
 use crate::trace::{Command, Pins, Recorder};
 use crate::BACKEND;
@@ -536,27 +536,16 @@ impl Gpu {
         bound.extend_from_slice(inputs);
         bound.extend_from_slice(outputs);
         let mut plans = self.plans.borrow_mut();
-        let planned = plans.current().and_then(|(plan, at)| {
-            let j = at.launch;
-            at.launch += 1;
-            (j < plan::MAX_ENTRIES).then_some((plan, j))
-        });
-        if let Some((plan, j)) = &planned {
-            if let Some(e) = plan.launches.get(*j).filter(|e| e.matches(layout, slot, &bound)) {
-                self.counters.replayed.set(self.counters.replayed.get() + 1);
-                return e.bind_group.clone();
-            }
+        let mut planned = plans.launch();
+        if let Some(e) = planned.as_mut().and_then(|p| p.recorded()).filter(|e| e.matches(layout, slot, &bound)) {
+            self.counters.replayed.set(self.counters.replayed.get() + 1);
+            return e.bind_group.clone();
         }
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(op), layout, entries });
         self.counters.bindings.set(self.counters.bindings.get() + 1);
-        if let Some((plan, j)) = planned {
-            let e =
-                LaunchEntry { layout: layout.clone(), slot, buffers: bound.into_iter().cloned().collect(), bind_group: bind_group.clone() };
-            if j < plan.launches.len() {
-                plan.launches[j] = e;
-            } else {
-                plan.launches.push(e);
-            }
+        if let Some(next) = planned {
+            let buffers = bound.into_iter().cloned().collect();
+            next.record(LaunchEntry { layout: layout.clone(), slot, buffers, bind_group: bind_group.clone() });
         }
         bind_group
     }
@@ -566,41 +555,21 @@ impl Gpu {
     /// entry. The token, when given, marks the buffer as plan-owned (see [`GpuTensor`]).
     fn tensor_buffer(&self, op: &'static str, bytes: u64) -> Result<(wgpu::Buffer, u64, Option<Rc<()>>)> {
         let size = size_class(bytes.max(1), self.cap());
-        let slot = {
-            let mut plans = self.plans.borrow_mut();
-            match plans.current() {
-                Some((plan, at)) if at.alloc < plan::MAX_ENTRIES => {
-                    let k = at.alloc;
-                    at.alloc += 1;
-                    if let Some(e) = plan.allocs.get(k).filter(|e| e.size == size && e.is_free()) {
-                        return Ok((e.buf.clone(), e.size, Some(e.token.clone())));
-                    }
-                    Some(k)
-                }
-                _ => None,
+        let planned = self.plans.borrow_mut().alloc(|e| e.1 == size);
+        let k = match planned {
+            Alloc::Planned((buf, size), token) => return Ok((buf, size, Some(token))),
+            Alloc::Place(k) => k,
+            Alloc::Eager => {
+                let (buf, size) = self.alloc(op, Kind::Tensor, bytes)?;
+                return Ok((buf, size, None));
             }
         };
         let (buf, size) = self.alloc(op, Kind::Tensor, bytes)?;
-        let Some(k) = slot else {
-            return Ok((buf, size, None));
-        };
-        let token = Rc::new(());
-        let entry = AllocEntry { buf: buf.clone(), size, token: token.clone() };
-        let old = {
-            let mut plans = self.plans.borrow_mut();
-            match plans.current() {
-                Some((plan, _)) if k < plan.allocs.len() => Some(std::mem::replace(&mut plan.allocs[k], entry)),
-                Some((plan, _)) => {
-                    plan.allocs.push(entry);
-                    None
-                }
-                None => None,
-            }
-        };
-        if let Some((b, sz)) = old.and_then(plan::retire) {
+        let (token, old) = self.plans.borrow_mut().place(k, (buf.clone(), size));
+        if let Some((b, sz)) = old {
             self.release(Kind::Tensor, sz, b);
         }
-        Ok((buf, size, Some(token)))
+        Ok((buf, size, token))
     }
 
     /// Starts a step (see [`pixelgrad_core::Backend::begin_step`]).
@@ -633,10 +602,8 @@ impl Gpu {
 
     fn retire_plans(&self, plans: Vec<plan::Plan>) {
         for p in plans {
-            for e in p.allocs {
-                if let Some((b, sz)) = plan::retire(e) {
-                    self.release(Kind::Tensor, sz, b);
-                }
+            for (b, sz) in pixelgrad_core::plan::free_memory(p.written) {
+                self.release(Kind::Tensor, sz, b);
             }
         }
     }

@@ -13,7 +13,8 @@
 //! Replay is *checked*, call by call, so it can never change a result:
 //! - an allocation reuses its entry only when the size class matches and no live tensor
 //!   holds the entry's buffer (a `Rc` token: the entry keeps one, the tensor a clone);
-//!   otherwise it takes a buffer from the pool and that becomes the entry;
+//!   otherwise it takes a buffer from the pool and that becomes the entry
+//!   (`pixelgrad_core::plan::StepPlans::alloc`, shared with WebGL);
 //! - a launch reuses its entry's bind group only when the layout, parameter slot and every
 //!   bound buffer are the same; otherwise it creates one and stores it.
 //!
@@ -22,24 +23,10 @@
 //! whose structure repeats allocates nothing, creates no bind group and compiles nothing: it
 //! only encodes its dispatches (pipeline, prepared bind group, grid) into one submission.
 
-use std::rc::Rc;
+pub(crate) use pixelgrad_core::plan::Alloc;
 
-pub(crate) use pixelgrad_core::plan::MAX_PLAN_ENTRIES as MAX_ENTRIES;
-
-/// One planned tensor buffer.
-pub(crate) struct AllocEntry {
-    pub buf: wgpu::Buffer,
-    pub size: u64,
-    /// Held by the plan and by the tensor the buffer was last handed to.
-    pub token: Rc<()>,
-}
-
-impl AllocEntry {
-    /// True when no live tensor holds the buffer.
-    pub fn is_free(&self) -> bool {
-        Rc::strong_count(&self.token) == 1
-    }
-}
+/// One planned tensor buffer and its size class (the plan's written memory, core's `Owned`).
+pub(crate) type Written = (wgpu::Buffer, u64);
 
 /// One planned launch: the bind group and what it binds.
 pub(crate) struct LaunchEntry {
@@ -59,22 +46,9 @@ impl LaunchEntry {
     }
 }
 
-#[derive(Default)]
-pub(crate) struct Plan {
-    pub allocs: Vec<AllocEntry>,
-    pub launches: Vec<LaunchEntry>,
-}
+/// One step's recording: its tensor buffers and its launches.
+pub(crate) type Plan = pixelgrad_core::plan::Plan<Written, LaunchEntry>;
 
-/// Every plan of a device (the key / parity bookkeeping is core's).
-pub(crate) type Plans = pixelgrad_core::plan::StepPlans<Plan>;
-
-/// What to do with the buffers of a dropped entry: `Some` when nothing holds it any more
-/// (it goes back to the pool); `None` when a tensor still holds it (that tensor returns it
-/// when dropped, since it then holds the last token).
-pub(crate) fn retire(e: AllocEntry) -> Option<(wgpu::Buffer, u64)> {
-    if e.is_free() {
-        Some((e.buf, e.size))
-    } else {
-        None
-    }
-}
+/// Every plan of a device (the key / parity bookkeeping and the check of allocations are
+/// core's: `pixelgrad_core::plan`).
+pub(crate) type Plans = pixelgrad_core::plan::StepPlans<Written, LaunchEntry>;

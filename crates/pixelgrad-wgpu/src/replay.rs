@@ -94,27 +94,14 @@ pub(crate) fn end(gpu: &Rc<Gpu>, outputs: &[&Storage]) -> Option<Trace> {
         };
         out_slots.push((slot, t.len, t.dtype));
     }
-    let sources: Vec<Source> = rec.slots.slots().map(|(_, s)| s).collect();
+    let sources = rec.slots.sources().to_vec();
     let consts = rec.slots.slots().map(|(b, s)| (s == Source::Constant).then(|| b.clone())).collect();
     let sizes = rec.slots.slots().map(|(b, _)| b.size()).collect();
     // Written memory is the pool's again (once its tensors let go of it).
     let written: Vec<wgpu::Buffer> = rec.slots.slots().filter(|(_, s)| *s == Source::Written).map(|(b, _)| b.clone()).collect();
     gpu.unpin(written);
-    let mut last = vec![None; sources.len()];
-    for (k, c) in rec.commands.iter().enumerate() {
-        for s in touched(c) {
-            last[s] = Some(k);
-        }
-    }
-    for &(o, _, _) in &out_slots {
-        last[o] = None;
-    }
-    let mut frees = vec![Vec::new(); rec.commands.len()];
-    for (slot, l) in last.iter().enumerate() {
-        if let (Some(k), Source::Written) = (*l, sources[slot]) {
-            frees[k].push(slot);
-        }
-    }
+    let out_ids: Vec<usize> = out_slots.iter().map(|o| o.0).collect();
+    let frees = rec.slots.last_uses(rec.commands.iter().map(touched), &out_ids);
     let lens = rec.inputs.iter().map(|&(l, _)| l).collect();
     let launches = rec.commands.len();
     let inner = GpuTrace {
