@@ -215,16 +215,17 @@ impl Spelling for Glsl {
         }
     }
     /// One texel (`at` is a multiple of 4, so its elements are one texel's lanes); through a
-    /// fused read, its `pg_load4` where the read has one, else four `pg_load`s.
+    /// fused read, its `pg_load4` where the read has one, else four `pg_load`s (dead code in
+    /// a reduction: [`fused_program_body`]).
     fn load4(&self, i: usize, name: &str, at: &str, names: [&str; 4]) -> Vec<String> {
         let q = format!("q_{}", names[0]);
         let mut out = Vec::new();
         if self.fused && i == 0 {
-            let each: Vec<String> =
-                (0..4).map(|l| if l == 0 { format!("pg_load({at})") } else { format!("pg_load({at} + {})", self.int_lit(l)) }).collect();
             out.push("#ifdef PG_LOAD4".to_string());
             out.push(format!("vec4 {q} = pg_load4({at});"));
             out.push("#else".to_string());
+            let each: Vec<String> =
+                (0..4).map(|l| if l == 0 { format!("pg_load({at})") } else { format!("pg_load({at} + {})", self.int_lit(l)) }).collect();
             out.push(format!("vec4 {q} = vec4({});", each.join(", ")));
             out.push("#endif".to_string());
         } else if self.t.sized_fetch {
@@ -365,13 +366,33 @@ pub fn program_body(which: KernelProgram, version: GlslVersion, config: u32) -> 
 /// read of a pending elementwise computation that the source defines before it (a reduction's
 /// fused prologue). Its sampler is still declared (unbound).
 pub fn fused_program_body(which: KernelProgram, version: GlslVersion) -> String {
-    let r = render_program(&which.program(), &Glsl { t: version.table(), fused: true });
-    format!("{}{}", r.declarations, r.function)
+    let t = version.table();
+    let r = render_program(&which.program(), &Glsl { t, fused: true });
+    // A reduction reads a consecutive group a texel at a time only where the fused read has
+    // `pg_load4`: four `pg_load`s would write a large fused kernel out four more times (per
+    // output lane), which took llvmpipe minutes to compile; without it the texel loop is dead
+    // code and the element loop runs.
+    let texels = format!("(u_inner < {})", Glsl { t, fused: true }.int_lit(2));
+    let function = r.function.replace(&texels, &format!("(PG_TEXELS && {texels})"));
+    let guard = "#ifdef PG_LOAD4\n#define PG_TEXELS true\n#else\n#define PG_TEXELS false\n#endif\n";
+    format!("{}{guard}{function}", r.declarations)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fused_reductions_read_texels_only_through_pg_load4() {
+        use pixelgrad_core::kernel::reductions::ReduceProgram;
+        for v in [GlslVersion::Es300, GlslVersion::Es100] {
+            for r in ReduceProgram::ALL {
+                let body = fused_program_body(KernelProgram::Reduce(r), v);
+                // Both the texel loop's condition and the element loop's (its negation).
+                assert_eq!(body.matches("(PG_TEXELS && (u_inner < ").count(), 2, "{r:?} {v:?}\n{body}");
+            }
+        }
+    }
 
     #[test]
     fn both_versions_define_the_same_macros() {
