@@ -370,7 +370,7 @@ pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Resu
     let mut s = preamble(config & 15, OutKind::Float);
     s.push_str(&format!("#define MAP_CONFIG {}\n", config >> 4));
     s.push_str(&fused_read(kernel, "MAP_CONFIG")?);
-    s.push_str(&crate::glsl::fused_program_body(KernelProgram::Reduce(which), GlslVersion::Es300));
+    s.push_str(&crate::glsl::fused_program_body(which, GlslVersion::Es300));
     s.push_str(MAIN_ELEMENTWISE);
     Ok(s)
 }

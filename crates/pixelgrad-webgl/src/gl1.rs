@@ -161,25 +161,10 @@ fn fused_read(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
             })
             .collect();
         s.push_str(&format!("    return pg_apply({});\n}}\n", fast.join(", ")));
-        // Elements i .. i + 3 (i a multiple of 4): one texel of each input, the kernel applied
-        // per lane (what a reduction's texel loop reads; past the end, garbage in range).
-        s.push_str("#define PG_LOAD4\nvec4 pg_load4(float i) {\n");
-        for (c, x) in MAP_INPUTS[..n].iter().enumerate() {
-            let texel = if config & (2 << c) != 0 {
-                format!("vec4(fetch({x}, {x}_size, 0.0))")
-            } else {
-                format!("fetch4({x}, {x}_size, i * 0.25)")
-            };
-            s.push_str(&format!("    vec4 a{c} = {texel};\n"));
-        }
-        let lane = |l: &str| (0..n).map(|c| format!("a{c}.{l}")).collect::<Vec<_>>().join(", ");
-        s.push_str(&format!(
-            "    return vec4(pg_apply({}), pg_apply({}), pg_apply({}), pg_apply({}));\n}}\n",
-            lane("x"),
-            lane("y"),
-            lane("z"),
-            lane("w")
-        ));
+        // No `pg_load4`: a fused reduction scans elements only, each through this (a texel
+        // loop applying the kernel per lane, four copies of it per output lane, took
+        // SwiftShader from seconds to minutes to compile for some top-k prologues:
+        // bench/notes/2026-12-07-reductions-texel-loop.md).
         return Ok(s);
     }
     s.push_str("    float rest = i;\n");
@@ -211,7 +196,7 @@ pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Resu
     let which = crate::dialect::reduce_of_config(config & 15)?;
     let mut s = preamble(config & 15);
     s.push_str(&fused_read(kernel, config >> 4)?);
-    s.push_str(&crate::glsl::fused_program_body(KernelProgram::Reduce(which), GlslVersion::Es100));
+    s.push_str(&crate::glsl::fused_program_body(which, GlslVersion::Es100));
     s.push_str(MAIN_ELEMENTWISE);
     Ok(s)
 }

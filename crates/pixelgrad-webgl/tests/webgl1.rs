@@ -307,3 +307,23 @@ fn narrow_storage_falls_back_to_f32_and_errors_name_the_missing_feature() {
     // The device still works.
     assert_eq!(Tensor::from_vec(&dev, &[1.0, 2.0], [2]).unwrap().exp().unwrap().dims(), &[2]);
 }
+
+#[test]
+fn fused_reductions_scan_elements_only() {
+    // A fused reduction in this mode reads each element through pg_load in one loop: no
+    // pg_load4 and no texel loop (with them, some top-k prologues took SwiftShader minutes to
+    // compile: bench/notes/2026-12-07-reductions-texel-loop.md), in every form of the read.
+    let mut seen = 0;
+    for (label, src) in pixelgrad_webgl::gl1::all_sources().unwrap() {
+        if !label.starts_with("reduce") || label.starts_with("reduce_") {
+            continue;
+        }
+        seen += 1;
+        // The texel loop is kept only under `#ifdef PG_LOAD4` (glsl::fused_program_body).
+        assert!(!src.contains("#define PG_LOAD4") && !src.contains("vec4 pg_load4("), "{label}");
+        let kept = src.split_once("#ifdef PG_LOAD4\n").and_then(|(_, rest)| rest.split_once("#else\n")).map(|(_, e)| e).unwrap();
+        let kept = kept.split_once("#endif\n").unwrap().0;
+        assert_eq!(kept.matches("for (float d_v").count(), 1, "{label}:\n{kept}");
+    }
+    assert!(seen > 0);
+}
