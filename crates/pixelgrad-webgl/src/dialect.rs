@@ -8,6 +8,7 @@
 use pixelgrad_core::kernel::ir::{DType, Kernel};
 use pixelgrad_core::kernel::lower::{Prim1, Prim2};
 use pixelgrad_core::kernel::programs::KernelProgram;
+use pixelgrad_core::kernel::reductions::ReduceProgram;
 use pixelgrad_core::kernel::render::{render_function, Dialect};
 
 use crate::glsl::GlslVersion;
@@ -19,13 +20,11 @@ pub const MAX_RANK: usize = pixelgrad_core::MAX_RANK;
 use crate::glsl::{HEADER, MAIN_ELEMENTWISE};
 
 /// Every hand-written fragment program body, by name (the names are also cache keys and
-/// pass-log labels). The programs with loops ([`KernelProgram`]: windows, im2col and col2im,
-/// gathers, scatters)
-/// are rendered instead ([`crate::glsl`]).
+/// pass-log labels). The programs with loops ([`KernelProgram`]: windows, gathers, scatters,
+/// reductions) are rendered instead ([`crate::glsl`]).
 pub const BODIES: &[(&str, &str)] = &[
     ("fill", include_str!("shaders/fill.glsl")),
     ("random", include_str!("shaders/random.glsl")),
-    ("reduce", include_str!("shaders/reduce.glsl")),
     ("matmul", include_str!("shaders/matmul.glsl")),
     ("matmul_pack", include_str!("shaders/matmul_pack.glsl")),
     ("matmul_block_pack", include_str!("shaders/matmul_block_pack.glsl")),
@@ -93,7 +92,8 @@ impl ProgramSpec {
     /// A readable label for logs: the body name plus what its config means (elementwise
     /// programs are labelled by the backend, which knows what each kernel is).
     pub fn label(&self) -> String {
-        const REDUCE: [&str; 4] = ["sum", "max", "min", "first_equal"];
+        // A reduction with an epilogue: its pass, by `reduce_config`.
+        const REDUCE: [&str; 6] = ["sum", "max", "min", "log_sum_exp", "argmax", "first_equal"];
         const RANDOM: [&str; 2] = ["uniform", "normal"];
         const MATMUL: [&str; 6] = ["nn", "nt", "nt_any", "strided", "nt_shift", "nn_shift"];
         const WIDEN: [&str; 3] = ["i8", "u8", "f16"];
@@ -344,19 +344,33 @@ pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String
 }
 
 /// Body name of a reduction pass whose input is a fused read of a pending elementwise
-/// computation: its `config` is the reduction's in the low 4 bits and the read's
+/// computation: its `config` is the pass's [`reduce_config`] in the low 4 bits and the read's
 /// [`map_config`] above them.
 pub const REDUCE_FUSED: &str = "reduce_fused";
 
-/// The fragment source of a [`REDUCE_FUSED`] pass: `reduce.glsl` loading its input through
-/// a fused read of `kernel` instead of its sampler.
+/// The number of reduction pass `which` in the `config` of [`REDUCE_FUSED`] and
+/// [`REDUCE_EPI`] specs (its place in [`ReduceProgram::ALL`], below 8).
+pub fn reduce_config(which: ReduceProgram) -> u32 {
+    ReduceProgram::ALL.iter().position(|p| *p == which).unwrap_or(0) as u32
+}
+
+/// The reduction pass of [`reduce_config`] `config`.
+pub fn reduce_of_config(config: u32) -> pixelgrad_core::Result<ReduceProgram> {
+    ReduceProgram::ALL
+        .get(config as usize)
+        .copied()
+        .ok_or_else(|| pixelgrad_core::Error::invalid("GLSL reduction", format!("no reduction pass {config}")))
+}
+
+/// The fragment source of a [`REDUCE_FUSED`] pass: the reduction program (rendered from its
+/// definition, `pixelgrad_core::kernel::reductions`) loading its input through a fused read of
+/// `kernel` instead of its sampler.
 pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
-    let body = BODIES.iter().find(|(n, _)| *n == "reduce").map(|(_, b)| *b).unwrap_or("");
+    let which = reduce_of_config(config & 15)?;
     let mut s = preamble(config & 15, OutKind::Float);
     s.push_str(&format!("#define MAP_CONFIG {}\n", config >> 4));
     s.push_str(&fused_read(kernel, "MAP_CONFIG")?);
-    s.push_str("#define LOAD(i) pg_load(i)\n");
-    s.push_str(body);
+    s.push_str(&crate::glsl::fused_program_body(which, GlslVersion::Es300));
     s.push_str(MAIN_ELEMENTWISE);
     Ok(s)
 }
@@ -371,7 +385,8 @@ pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Resu
 pub const MATMUL_EPI: &str = "matmul_epi";
 pub const MATMUL_UNBLOCK_EPI: &str = "matmul_unblock_epi";
 /// The last pass of a reduction tree with an epilogue (a bias's update from its summed
-/// gradient), `config` and `kernel` as for [`MATMUL_EPI`].
+/// gradient), `config` and `kernel` as for [`MATMUL_EPI`] (the body's config is the pass's
+/// [`reduce_config`]).
 pub const REDUCE_EPI: &str = "reduce_epi";
 
 /// The body an epilogue program name draws (`None`: not one).
@@ -397,10 +412,18 @@ pub fn epilogue_config(body_config: u32, given: usize, read_config: u32) -> u32 
 /// the product).
 pub fn epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
     let bad = |what: String| pixelgrad_core::Error::invalid("GLSL epilogue", what);
-    let text = BODIES.iter().find(|(n, _)| *n == body).map(|(_, b)| *b).ok_or_else(|| bad(format!("no body {body}")))?;
-    // The reduction is an elementwise body, driven by main_elementwise.glsl, which writes
-    // the epilogue too.
-    let entry = if body == "reduce" { MAIN_ELEMENTWISE } else { "" };
+    // The reduction is a program rendered from its definition, driven by
+    // main_elementwise.glsl, which writes the epilogue too.
+    let (text, entry) = if body == "reduce" {
+        let which = KernelProgram::Reduce(reduce_of_config(config & 7)?);
+        (
+            crate::glsl::program_body(which, GlslVersion::Es300, 0).ok_or_else(|| bad(format!("no program {}", which.name())))?,
+            MAIN_ELEMENTWISE,
+        )
+    } else {
+        let text = BODIES.iter().find(|(n, _)| *n == body).map(|(_, b)| *b).ok_or_else(|| bad(format!("no body {body}")))?;
+        (text.to_string(), "")
+    };
     let given = ((config >> 3) & 7) as usize;
     let n = kernel.inputs().len();
     if given >= n || n > MAP_MAX_INPUTS + 1 || kernel.params() > MAP_MAX_PARAMS {
@@ -417,7 +440,7 @@ pub fn epilogue_source(body: &str, kernel: &Kernel, config: u32) -> pixelgrad_co
         s.push_str(&format!("    if (base + {j} < u_out_n) e.{c} = pg_epi(base + {j}, r.{c});\n"));
     }
     s.push_str("#endif\n    return e;\n}\n\n");
-    s.push_str(text);
+    s.push_str(&text);
     s.push_str(entry);
     Ok(s)
 }
@@ -448,9 +471,9 @@ pub fn all_epilogue_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
                 (MATMUL_EPI, "matmul", 3),
                 (MATMUL_EPI, "matmul", 4),
                 (MATMUL_EPI, "matmul", 5),
-                (REDUCE_EPI, "reduce", 0),
-                (REDUCE_EPI, "reduce", 1),
-                (REDUCE_EPI, "reduce", 4),
+                (REDUCE_EPI, "reduce", reduce_config(ReduceProgram::Sum)),
+                (REDUCE_EPI, "reduce", reduce_config(ReduceProgram::Max)),
+                (REDUCE_EPI, "reduce", reduce_config(ReduceProgram::LogSumExp)),
                 (MATMUL_UNBLOCK_EPI, "matmul_unblock", 0),
                 (MATMUL_UNBLOCK_EPI, "matmul_unblock", 1),
             ]
@@ -734,7 +757,6 @@ pub fn numbered(src: &str) -> String {
 fn configs(name: &str) -> u32 {
     match name {
         "random" => 2,
-        "reduce" => 4,
         "matmul" => 6,
         "widen" | "narrow8" => 3,
         "matmul_i8" => 4,
@@ -769,7 +791,7 @@ pub fn all_map_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
             ("broadcast_runs", map_config(false, every >> 1) | MAP_TEXEL_RUNS),
         ] {
             out.push((format!("{label}.{form}"), map_source(&k, config)?));
-            for reduce in [0, 3] {
+            for reduce in [ReduceProgram::Sum, ReduceProgram::FirstEqual].map(reduce_config) {
                 out.push((format!("reduce{reduce}.{label}.{form}"), reduce_fused_source(&k, reduce | (config << 4))?));
             }
         }

@@ -16,7 +16,9 @@
 //! - loops have constant bounds and an early `break`: [`MAX_LOOP`] for the matmul k loop and
 //!   scatter-add's source loop and the covering windows of max_pool_grad and col2im (col2im's
 //!   launcher refuses more than [`MAX_WINDOW`] per axis, as before it was rendered),
-//!   [`MAX_WINDOW`] for the taps inside the image of depthwise_conv and max pooling, `GROUP` for reductions;
+//!   [`MAX_WINDOW`] for the taps inside the image of depthwise_conv and max pooling; the
+//!   reductions' loops run under [`MAX_LOOP`] too (a constant bound of a group's 16 elements
+//!   measured slower on llvmpipe: bench/notes/2026-12-07-reductions-texel-loop.md);
 //!   longer loops are refused with [`pixelgrad_core::Error::Limit`];
 //! - no `layout(location)` outputs: `gl_FragColor`, one render target (the 4-target matmul is
 //!   never used, so `WEBGL_draw_buffers` is not needed);
@@ -31,6 +33,7 @@
 use pixelgrad_core::kernel::ir::{DType, Kernel};
 use pixelgrad_core::kernel::lower::{Prim1, Prim2};
 use pixelgrad_core::kernel::programs::KernelProgram;
+use pixelgrad_core::kernel::reductions::ReduceProgram;
 use pixelgrad_core::kernel::render::{render_function, Dialect};
 
 use crate::dialect::{ProgramSpec, MAP_INPUTS, MAP_MAX_INPUTS, MAP_MAX_PARAMS, MAP_PARAMS, MAP_STRIDES};
@@ -47,19 +50,15 @@ pub const MAX_LOOP: usize = 65536;
 /// col2im's launcher accepts.
 pub const MAX_WINDOW: usize = 64;
 
-/// The GLSL ES 1.00 bodies written for this mode alone, by the same names as
-/// [`crate::dialect::BODIES`] (whose file serves both versions for every other program; the
-/// programs with loops, im2col and col2im among them, are rendered, [`crate::glsl`]).
-pub const BODIES: &[(&str, &str)] = &[("reduce", include_str!("shaders/gl1/reduce.glsl"))];
-
-/// The programs of this mode with a `shaders/*.glsl` body and every config each has here (a
+/// The programs of this mode with a `shaders/*.glsl` body (the file shared with GLSL ES 3.00,
+/// [`crate::dialect::BODIES`]; the programs with loops, the reductions among them, are
+/// rendered, [`crate::glsl`]) and every config each has here (a
 /// draw with another config is refused; warm-up compiles each). Programs
 /// not listed (the repacking and 4-target matmul passes, the heatmap, pixel import, random
 /// numbers, the narrowing passes) do not exist in this mode; asking for one is an error naming
 /// WebGL1. All are elementwise here (`compute`, driven by main_elementwise.glsl).
 pub const PROGRAMS: &[(&str, &[u32])] = &[
     ("fill", &[0]),
-    ("reduce", &[0, 1, 2, 3, 4, 5]),
     // Config 3 ("strided"), element by element: the `PG_ES100` section of shaders/matmul.glsl.
     ("matmul", &[3]),
     ("view", &[0]),
@@ -68,10 +67,10 @@ pub const PROGRAMS: &[(&str, &[u32])] = &[
     ("widen", &[0, 1]),
 ];
 
-/// The body of program `name` in this mode: its own file ([`BODIES`]) or the one shared with
-/// GLSL ES 3.00 ([`crate::dialect::BODIES`]).
+/// The body of program `name` in this mode: the file shared with GLSL ES 3.00
+/// ([`crate::dialect::BODIES`]).
 fn body(name: &str) -> Option<&'static str> {
-    BODIES.iter().chain(crate::dialect::BODIES).find(|(n, _)| *n == name).map(|(_, b)| *b)
+    crate::dialect::BODIES.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
 }
 
 /// The name of the size uniform of sampler `name` (`u_x` -> `u_x_size`), for every sampler the
@@ -162,6 +161,10 @@ fn fused_read(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
             })
             .collect();
         s.push_str(&format!("    return pg_apply({});\n}}\n", fast.join(", ")));
+        // No `pg_load4`: a fused reduction scans elements only, each through this (a texel
+        // loop applying the kernel per lane, four copies of it per output lane, took
+        // SwiftShader from seconds to minutes to compile for some top-k prologues:
+        // bench/notes/2026-12-07-reductions-texel-loop.md).
         return Ok(s);
     }
     s.push_str("    float rest = i;\n");
@@ -190,11 +193,10 @@ pub fn map_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String
 
 /// The fragment source of a fused reduction pass (see [`crate::dialect::reduce_fused_source`]).
 pub fn reduce_fused_source(kernel: &Kernel, config: u32) -> pixelgrad_core::Result<String> {
-    let body = body("reduce").unwrap_or("");
+    let which = crate::dialect::reduce_of_config(config & 15)?;
     let mut s = preamble(config & 15);
     s.push_str(&fused_read(kernel, config >> 4)?);
-    s.push_str("#define LOAD(i) pg_load(i)\n");
-    s.push_str(body);
+    s.push_str(&crate::glsl::fused_program_body(which, GlslVersion::Es100));
     s.push_str(MAIN_ELEMENTWISE);
     Ok(s)
 }
@@ -289,7 +291,7 @@ pub fn all_sources() -> pixelgrad_core::Result<Vec<(String, String)>> {
         let every = (1u32 << k.inputs().len()) - 1;
         for (form, config) in [("fast", 1), ("scalars", 1 | (every << 1)), ("broadcast", 0)] {
             out.push((format!("{label}.{form}"), map_source(&k, config)?));
-            for reduce in [0, 3] {
+            for reduce in [ReduceProgram::Sum, ReduceProgram::FirstEqual].map(crate::dialect::reduce_config) {
                 out.push((format!("reduce{reduce}.{label}.{form}"), reduce_fused_source(&k, reduce | (config << 4))?));
             }
         }

@@ -9,6 +9,7 @@ use pixelgrad_core::kernel::columns::ColumnProgram;
 use pixelgrad_core::kernel::program::{Bound, Program};
 use pixelgrad_core::kernel::program_render::{render_program, Spelling};
 use pixelgrad_core::kernel::programs::KernelProgram;
+use pixelgrad_core::kernel::reductions::{ReduceProgram, Scan};
 use pixelgrad_core::kernel::windows::WindowProgram;
 
 /// Which GLSL the program is written in.
@@ -215,18 +216,13 @@ impl Spelling for Glsl {
         }
     }
     /// One texel (`at` is a multiple of 4, so its elements are one texel's lanes); through a
-    /// fused read, its `pg_load4` where the read has one, else four `pg_load`s.
+    /// fused read, its `pg_load4` (a reduction reads texels only where the read has one:
+    /// [`fused_program_body`]).
     fn load4(&self, i: usize, name: &str, at: &str, names: [&str; 4]) -> Vec<String> {
         let q = format!("q_{}", names[0]);
         let mut out = Vec::new();
         if self.fused && i == 0 {
-            let each: Vec<String> =
-                (0..4).map(|l| if l == 0 { format!("pg_load({at})") } else { format!("pg_load({at} + {})", self.int_lit(l)) }).collect();
-            out.push("#ifdef PG_LOAD4".to_string());
             out.push(format!("vec4 {q} = pg_load4({at});"));
-            out.push("#else".to_string());
-            out.push(format!("vec4 {q} = vec4({});", each.join(", ")));
-            out.push("#endif".to_string());
         } else if self.t.sized_fetch {
             // ES 1.00: indices are floats; at / 4 is exact (a power of two).
             out.push(format!("vec4 {q} = fetch4(u_{name}, u_{name}_size, {at} * 0.25);"));
@@ -361,17 +357,46 @@ pub fn program_body(which: KernelProgram, version: GlslVersion, config: u32) -> 
     Some(format!("{}{fast}", r.declarations))
 }
 
-/// The body of program `which` in `version` reading its input 0 through `pg_load(i)`, a fused
-/// read of a pending elementwise computation that the source defines before it (a reduction's
-/// fused prologue). Its sampler is still declared (unbound).
-pub fn fused_program_body(which: KernelProgram, version: GlslVersion) -> String {
-    let r = render_program(&which.program(), &Glsl { t: version.table(), fused: true });
-    format!("{}{}", r.declarations, r.function)
+/// The body of reduction pass `which` in `version` reading its input 0 through `pg_load(i)`,
+/// a fused read of a pending elementwise computation that the source defines before it (a
+/// reduction's fused prologue). Its sampler is still declared (unbound).
+///
+/// A consecutive group is read a texel at a time only where the fused read has `pg_load4`
+/// (four `pg_load`s would write a large fused kernel out four more times per output lane,
+/// which took llvmpipe minutes to compile); otherwise the preprocessor keeps the pass that
+/// scans elements only ([`Scan::Elements`]), so no compiler ever sees a texel loop that
+/// cannot run: SwiftShader took minutes over such a dead loop of four broadcast fused reads
+/// (bench/notes/2026-12-07-reductions-texel-loop.md).
+pub fn fused_program_body(which: ReduceProgram, version: GlslVersion) -> String {
+    let spell = Glsl { t: version.table(), fused: true };
+    let both = render_program(&which.program_with(Scan::Both), &spell);
+    let elements = render_program(&which.program_with(Scan::Elements), &spell);
+    format!("{}#ifdef PG_LOAD4\n{}#else\n{}#endif\n", both.declarations, both.function, elements.function)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fused_reductions_read_texels_only_through_pg_load4() {
+        for v in [GlslVersion::Es300, GlslVersion::Es100] {
+            for r in ReduceProgram::ALL {
+                let body = fused_program_body(r, v);
+                // With pg_load4: the texel loop reads through it and the element loop through
+                // pg_load; without: one loop, reading each element once through pg_load.
+                let (texels, elements) = body.split_once("#ifdef PG_LOAD4\n").and_then(|(_, b)| b.split_once("#else\n")).unwrap();
+                let elements = elements.strip_suffix("#endif\n").unwrap();
+                assert_eq!(texels.matches("pg_load4(").count(), 1, "{r:?} {v:?}\n{texels}");
+                assert_eq!(texels.matches("for (").count(), 2, "{r:?} {v:?}\n{texels}");
+                assert_eq!(elements.matches("for (").count(), 1, "{r:?} {v:?}\n{elements}");
+                assert!(!elements.contains("pg_load4") && !elements.contains("fetch4"), "{r:?} {v:?}\n{elements}");
+                // Argmax loads its group's first element besides the loop's.
+                let once = if r == ReduceProgram::ArgMax { 2 } else { 1 };
+                assert_eq!(elements.matches("pg_load(").count(), once, "{r:?} {v:?}\n{elements}");
+            }
+        }
+    }
 
     #[test]
     fn both_versions_define_the_same_macros() {

@@ -84,7 +84,6 @@ fn every_glsl_file_is_a_registered_body() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let file = path.file_name().unwrap().to_str().unwrap().to_string();
-        // shaders/gl1/ holds the last bodies written for GLSL ES 1.00 alone (checked in tests/webgl1.rs).
         if path.is_dir() || shared.contains(&file.as_str()) {
             continue;
         }

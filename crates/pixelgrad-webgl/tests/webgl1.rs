@@ -102,9 +102,6 @@ fn one_file_serves_both_versions() {
     for (name, configs) in pixelgrad_webgl::gl1::PROGRAMS {
         let es100 = pixelgrad_webgl::gl1::fragment_source(&ProgramSpec::new(name, configs[0])).unwrap();
         assert!(es100.contains(header), "{name}");
-        if pixelgrad_webgl::gl1::BODIES.iter().any(|(n, _)| n == name) {
-            continue;
-        }
         let body = dialect::BODIES.iter().find(|(n, _)| n == name).unwrap().1;
         assert!(es100.contains(body), "{name}: not the shared file");
         let es300 = dialect::fragment_source(&ProgramSpec::new(name, configs[0])).unwrap();
@@ -116,20 +113,14 @@ fn one_file_serves_both_versions() {
 }
 
 #[test]
-fn every_gl1_file_is_a_registered_body() {
+fn no_body_is_written_for_gl1_alone() {
+    // Every program of this mode is a file shared with GLSL ES 3.00 or rendered from the
+    // kernel IR (the reductions were the last, in shaders/gl1/).
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/shaders/gl1");
-    let mut bodies = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let file = path.file_name().unwrap().to_str().unwrap().to_string();
-        let stem = file.trim_end_matches(".glsl");
-        let text = std::fs::read_to_string(&path).unwrap();
-        let body = pixelgrad_webgl::gl1::BODIES.iter().find(|(n, _)| *n == stem);
-        let body = body.unwrap_or_else(|| panic!("{file} is not registered in gl1::BODIES"));
-        assert_eq!(body.1, text, "{file}: registered source differs");
-        bodies += 1;
+    assert!(!dir.exists(), "{} is back", dir.display());
+    for (name, _) in pixelgrad_webgl::gl1::PROGRAMS {
+        assert!(dialect::BODIES.iter().any(|(n, _)| n == name), "{name}");
     }
-    assert_eq!(bodies, pixelgrad_webgl::gl1::BODIES.len());
 }
 
 #[test]
@@ -315,4 +306,24 @@ fn narrow_storage_falls_back_to_f32_and_errors_name_the_missing_feature() {
     }
     // The device still works.
     assert_eq!(Tensor::from_vec(&dev, &[1.0, 2.0], [2]).unwrap().exp().unwrap().dims(), &[2]);
+}
+
+#[test]
+fn fused_reductions_scan_elements_only() {
+    // A fused reduction in this mode reads each element through pg_load in one loop: no
+    // pg_load4 and no texel loop (with them, some top-k prologues took SwiftShader minutes to
+    // compile: bench/notes/2026-12-07-reductions-texel-loop.md), in every form of the read.
+    let mut seen = 0;
+    for (label, src) in pixelgrad_webgl::gl1::all_sources().unwrap() {
+        if !label.starts_with("reduce") || label.starts_with("reduce_") {
+            continue;
+        }
+        seen += 1;
+        // The texel loop is kept only under `#ifdef PG_LOAD4` (glsl::fused_program_body).
+        assert!(!src.contains("#define PG_LOAD4") && !src.contains("vec4 pg_load4("), "{label}");
+        let kept = src.split_once("#ifdef PG_LOAD4\n").and_then(|(_, rest)| rest.split_once("#else\n")).map(|(_, e)| e).unwrap();
+        let kept = kept.split_once("#endif\n").unwrap().0;
+        assert_eq!(kept.matches("for (float d_v").count(), 1, "{label}:\n{kept}");
+    }
+    assert!(seen > 0);
 }

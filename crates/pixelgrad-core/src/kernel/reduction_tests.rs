@@ -3,7 +3,7 @@
 
 use super::program::{Acc, Fx, Ix, Program, Stmt};
 use super::program_eval::eval;
-use super::reductions::{reduce_params, ReduceProgram, NO_INDEX};
+use super::reductions::{reduce_params, ReduceProgram, Scan, NO_INDEX};
 use crate::ReduceOp;
 
 /// `x` viewed as `[outer, n, inner]` reduced over the middle axis, written from the docs:
@@ -282,4 +282,68 @@ fn a_four_lane_load_off_a_multiple_of_4_is_an_error() {
     assert!(format!("{e}").contains("multiple of 4"), "{e}");
     // Past the end: an error, not a panic.
     assert!(eval(&load_at(12), &[&x], &[], 1).is_err());
+}
+
+#[test]
+fn the_element_scan_gives_the_same_bits() {
+    // `Scan::Elements` (a fused read without pg_load4 on WebGL) drops the texel loop: the
+    // same results to the bit, consecutive groups (aligned or not, with a tail) and columns,
+    // NaN, infinities and signed zeros included.
+    let mut x: Vec<f32> = (0..92).map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.37).collect();
+    x[5] = f32::NAN;
+    x[40] = f32::INFINITY;
+    x[41] = f32::NEG_INFINITY;
+    x[60] = -0.0;
+    x[61] = 0.0;
+    let best: Vec<f32> = x.iter().step_by(23).copied().collect();
+    for (outer, n, inner, group) in [(4, 23, 1, 1024), (4, 23, 1, 5), (1, 92, 1, 16), (2, 23, 2, 7), (1, 46, 2, 1024)] {
+        let params: Vec<i64> = reduce_params(n, inner, group).iter().map(|&v| v as i64).collect();
+        let len = outer * params[1] as usize * inner;
+        for which in ReduceProgram::ALL {
+            let ins: Vec<&[f32]> = if which == ReduceProgram::FirstEqual { vec![&x, &best] } else { vec![&x] };
+            let both = eval(&which.program(), &ins, &params, len).unwrap();
+            let elements = eval(&which.program_with(Scan::Elements), &ins, &params, len).unwrap();
+            assert!(same(&elements, &both, 0.0), "{which:?} [{outer}, {n}, {inner}] group {group}: {elements:?} != {both:?}");
+        }
+    }
+}
+
+/// The loads of input 0 (element and four-lane) in `body`, loops and branches included.
+fn loads(body: &[Stmt]) -> usize {
+    fn fx(e: &Fx) -> usize {
+        match e {
+            Fx::Load { input: 0, .. } => 1,
+            Fx::Bin(_, a, b) => fx(a) + fx(b),
+            _ => 0,
+        }
+    }
+    all_stmts(body)
+        .iter()
+        .map(|s| match s {
+            Stmt::LetF(_, e) | Stmt::Fold { value: e, .. } | Stmt::FoldLane { value: e, .. } => fx(e),
+            Stmt::Load4 { input: 0, .. } => 1,
+            _ => 0,
+        })
+        .sum()
+}
+
+#[test]
+fn each_scan_loads_an_element_once() {
+    // A fused read is written out where it is loaded (the prologue's code once per load), so
+    // each loop loads once: one texel, or one element into a variable (argmax compares and
+    // keeps it, which used to load it twice). `Scan::Elements` has one loop and no branch.
+    for which in ReduceProgram::ALL {
+        for form in [Scan::Both, Scan::Elements] {
+            let p = which.program_with(form);
+            let loops: Vec<&Stmt> = all_stmts(&p.body).into_iter().filter(|s| matches!(s, Stmt::For { .. })).collect();
+            assert_eq!(loops.len(), if form == Scan::Both { 2 } else { 1 }, "{which:?} {form:?}");
+            for l in loops {
+                let Stmt::For { body, .. } = l else { unreachable!() };
+                assert_eq!(loads(body), 1, "{which:?} {form:?}: {body:?}");
+            }
+            if form == Scan::Elements {
+                assert!(!p.body.iter().any(|s| matches!(s, Stmt::If { body, .. } if body.iter().any(|s| matches!(s, Stmt::For { .. })))));
+            }
+        }
+    }
 }

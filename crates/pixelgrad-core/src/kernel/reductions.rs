@@ -84,13 +84,20 @@ impl ReduceProgram {
         }
     }
 
+    /// The pass with both scans of a group (texels where it is consecutive, elements
+    /// otherwise: [`Scan::Both`]).
     pub fn program(self) -> Program {
+        self.program_with(Scan::Both)
+    }
+
+    /// The pass scanning its groups as `form` says.
+    pub fn program_with(self, form: Scan) -> Program {
         let neg = |f: Fx| Fx::Bin(FxOp::Mul, Box::new(Fx::lit(-1.0)), Box::new(f));
         let (accs, folds, out) = match self {
-            ReduceProgram::Sum => (vec![Acc::Sum], fold_group(0, |e| e), Fx::Acc(0)),
-            ReduceProgram::Max => (vec![Acc::MaxTies], fold_group(0, |e| e), Fx::Acc(0)),
-            ReduceProgram::Min => (vec![Acc::MaxTies], fold_group(0, neg), neg(Fx::Acc(0))),
-            ReduceProgram::LogSumExp => (vec![Acc::LogSumExp], fold_group(0, |e| e), Fx::Acc(0)),
+            ReduceProgram::Sum => (vec![Acc::Sum], fold_group(form, 0, |e| e), Fx::Acc(0)),
+            ReduceProgram::Max => (vec![Acc::MaxTies], fold_group(form, 0, |e| e), Fx::Acc(0)),
+            ReduceProgram::Min => (vec![Acc::MaxTies], fold_group(form, 0, neg), neg(Fx::Acc(0))),
+            ReduceProgram::LogSumExp => (vec![Acc::LogSumExp], fold_group(form, 0, |e| e), Fx::Acc(0)),
             ReduceProgram::ArgMax => {
                 // The group's first element and its index, then one scan: an element greater
                 // than the maximum so far (so never a NaN, and the first of equal ones) moves
@@ -100,7 +107,7 @@ impl ReduceProgram {
                     Stmt::Fold { acc: 0, value: Fx::load(0, at(v(K0))) },
                     Stmt::Fold { acc: 1, value: Fx::int(v(K0)) },
                 ];
-                body.extend(scan(SCAN, &|e, k, keep| {
+                body.extend(scan(form, SCAN, &|e, k, keep| {
                     let greater = e.clone().gt(Fx::Acc(0));
                     let index = Some(match keep.clone() {
                         Some(c) => c.and(greater),
@@ -123,7 +130,7 @@ impl ReduceProgram {
                         }],
                     },
                 ];
-                body.extend(first_index_where(0, Fx::Var(BEST)));
+                body.extend(first_index_where(form, 0, Fx::Var(BEST)));
                 body.push(Stmt::Fold { acc: 0, value: Fx::lit(NO_INDEX) });
                 (vec![Acc::First], body, Fx::Acc(0))
             }
@@ -135,8 +142,21 @@ impl ReduceProgram {
     }
 }
 
+/// How a pass scans its groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scan {
+    /// A texel at a time where the group is consecutive (`inner == 1`), an element at a time
+    /// otherwise: two loops, one chosen by a uniform `If` on `inner`.
+    Both,
+    /// An element at a time, always: one loop and no `If`, for an input that cannot be read a
+    /// texel at a time (a fused read without `pg_load4` on WebGL). A loop that never runs
+    /// still costs its compile: SwiftShader took minutes over a dead texel loop of four
+    /// broadcast fused reads (bench/notes/2026-12-07-reductions-texel-loop.md).
+    Elements,
+}
+
 // Variables: the output element's place and its group, then the scan's (`SCAN ..
-// SCAN + 13`).
+// SCAN + 13`, inclusive).
 const R: u8 = 0;
 const O: u8 = 2;
 const K0: u8 = 3;
@@ -173,16 +193,18 @@ fn at(k: Ix) -> Ix {
     v(BASE).add(k.mul(p(2)))
 }
 
-/// `each(element, k, keep)` for every `k` of the group in ascending order; variables `first .. first + 13`. Where the group is
+/// `each(element, k, keep)` for every `k` of the group in ascending order; variables `first ..= first + 13`. Where the group is
 /// consecutive (`inner == 1`), one loop over the texels it touches ([`Stmt::Load4`] from the
 /// multiple of 4 at or below its start), each texel's lanes visited in order with
 /// `keep` true only for those inside the group (the head and tail of a group not aligned to 4
 /// are masked lanes, not loops of their own). Otherwise one loop over the elements, `keep`
-/// `None`. One of the two loops runs, chosen by the uniform `inner`.
-fn scan(first: u8, each: &dyn Fn(Fx, Ix, Option<Cond>) -> Vec<Stmt>) -> Vec<Stmt> {
+/// `None`, each element loaded once into a variable (a fused read is written out once per
+/// load). One of the two loops runs, chosen by the uniform `inner`; with [`Scan::Elements`]
+/// only the element loop is there.
+fn scan(form: Scan, first: u8, each: &dyn Fn(Fx, Ix, Option<Cond>) -> Vec<Stmt>) -> Vec<Stmt> {
     let var = |i: u8| first + i;
-    let (start, end, t0, count, t, texel, lo, hi, lanes, j) =
-        (var(0), var(1), var(2), var(3), var(4), var(5), var(6), var(7), var(8), var(12));
+    let (start, end, t0, count, t, texel, lo, hi, lanes, j, e) =
+        (var(0), var(1), var(2), var(3), var(4), var(5), var(6), var(7), var(8), var(12), var(13));
     let four = || Ix::Lit(4);
     // Texels t0, t0 + 4, ... (flat indices of their first lanes), the lanes lo..hi inside
     // the group.
@@ -205,23 +227,28 @@ fn scan(first: u8, each: &dyn Fn(Fx, Ix, Option<Cond>) -> Vec<Stmt>) -> Vec<Stmt
         Stmt::Let(count, v(end).add(Ix::Lit(3)).div(four()).sub(v(start).div(four()))),
         Stmt::For { var: t, lo: Ix::Lit(0), hi: v(count), bound: Bound::Loop, body },
     ];
-    let elements = vec![Stmt::For { var: j, lo: v(K0), hi: v(K1), bound: Bound::Loop, body: each(Fx::load(0, at(v(j))), v(j), None) }];
+    let mut element = vec![Stmt::LetF(e, Fx::load(0, at(v(j))))];
+    element.extend(each(Fx::Var(e), v(j), None));
+    let elements = vec![Stmt::For { var: j, lo: v(K0), hi: v(K1), bound: Bound::Loop, body: element }];
+    if form == Scan::Elements {
+        return elements;
+    }
     let consecutive = p(2).lt(Ix::Lit(2));
     vec![Stmt::If { cond: consecutive.clone(), body: texels }, Stmt::If { cond: Cond::Not(Box::new(consecutive)), body: elements }]
 }
 
 /// Folds `value(element)` for the group in ascending order into accumulator `acc`, emptied
 /// first.
-fn fold_group(acc: u8, value: impl Fn(Fx) -> Fx) -> Vec<Stmt> {
+fn fold_group(form: Scan, acc: u8, value: impl Fn(Fx) -> Fx) -> Vec<Stmt> {
     let mut body = vec![Stmt::Reset(acc)];
-    body.extend(scan(SCAN, &|e, _, keep| vec![Stmt::FoldLane { acc, value: value(e), keep }]));
+    body.extend(scan(form, SCAN, &|e, _, keep| vec![Stmt::FoldLane { acc, value: value(e), keep }]));
     body
 }
 
 /// Folds into [`Acc::First`] accumulator `acc` every `k` (as a float) whose element equals
 /// `target`, in ascending order: the first such `k` is kept.
-fn first_index_where(acc: u8, target: Fx) -> Vec<Stmt> {
-    scan(SCAN, &|e, k, keep| {
+fn first_index_where(form: Scan, acc: u8, target: Fx) -> Vec<Stmt> {
+    scan(form, SCAN, &|e, k, keep| {
         let hit = e.eq(target.clone());
         let keep = Some(match keep {
             Some(c) => c.and(hit),

@@ -3,17 +3,20 @@
 //! passes (an axis of up to 1024 elements is one pass, up to 2^20 two), because every draw
 //! costs far more than a fragment's loop at these sizes. WebGL1's programs have the constant
 //! loop bound [`GROUP`]: ceil(log_16 n) passes there. Sums are serial within a group (about
-//! sqrt(group) roundings of error growth, 1e-6 relative at 1024 terms in practice).
+//! sqrt(group) roundings of error growth, 1e-6 relative at 1024 terms in practice). Every
+//! pass is a program rendered from its one definition (`pixelgrad_core::kernel::reductions`).
 
 use std::rc::Rc;
 
+use pixelgrad_core::kernel::programs::KernelProgram;
+use pixelgrad_core::kernel::reductions::ReduceProgram;
 use pixelgrad_core::{ReduceOp, Result, Shape};
 
 use super::elementwise::FusedRead;
 use super::matmul_io::Epilogue;
 use super::split_axis;
 use crate::context::Shared;
-use crate::dialect::{epilogue_config, ProgramSpec, REDUCE_EPI, REDUCE_FUSED};
+use crate::dialect::{epilogue_config, reduce_config, ProgramSpec, REDUCE_EPI, REDUCE_FUSED};
 use crate::launch::Pass;
 use crate::texture::GlTensor;
 
@@ -45,12 +48,12 @@ pub(crate) fn group_for(sh: &Shared, n: usize) -> usize {
     g.clamp(2, MAX_GROUP)
 }
 
-const SUM: u32 = 0;
-const MAX: u32 = 1;
-const MIN: u32 = 2;
-const FIRST_EQUAL: u32 = 3;
-const LOG_SUM_EXP: u32 = 4;
-const ARGMAX_GROUP: u32 = 5;
+const SUM: ReduceProgram = ReduceProgram::Sum;
+const MAX: ReduceProgram = ReduceProgram::Max;
+const MIN: ReduceProgram = ReduceProgram::Min;
+const FIRST_EQUAL: ReduceProgram = ReduceProgram::FirstEqual;
+const LOG_SUM_EXP: ReduceProgram = ReduceProgram::LogSumExp;
+const ARGMAX_GROUP: ReduceProgram = ReduceProgram::ArgMax;
 
 /// What a reduction reads: a texture, or a pending elementwise computation read straight
 /// into its first pass (a fused prologue: its values are never stored).
@@ -61,12 +64,12 @@ pub(crate) enum Input<'a> {
 }
 
 impl<'a> Input<'a> {
-    /// A pass of body config `config` reading this input.
-    fn pass(self, config: u32) -> Pass<'a> {
+    /// A pass of `which` reading this input.
+    fn pass(self, which: ReduceProgram) -> Pass<'a> {
         match self {
-            Input::Texture(t) => Pass::new("reduce", "reduce", config).input("u_x", t),
+            Input::Texture(t) => Pass::new("reduce", KernelProgram::Reduce(which).name(), 0).input("u_x", t),
             Input::Fused(f) => {
-                let spec = ProgramSpec { name: REDUCE_FUSED, config: config | (f.config << 4), kernel: f.kernel };
+                let spec = ProgramSpec { name: REDUCE_FUSED, config: reduce_config(which) | (f.config << 4), kernel: f.kernel };
                 f.uniforms(Pass::with_spec("reduce", spec))
             }
         }
@@ -83,7 +86,7 @@ pub(crate) fn takes_epilogue(op: ReduceOp) -> bool {
     tree_config(op).is_some()
 }
 
-fn tree_config(op: ReduceOp) -> Option<u32> {
+fn tree_config(op: ReduceOp) -> Option<ReduceProgram> {
     match op {
         ReduceOp::Sum => Some(SUM),
         ReduceOp::Max => Some(MAX),
@@ -150,7 +153,7 @@ fn reduce_input(sh: &Rc<Shared>, op: ReduceOp, x: Input<'_>, outer: usize, n: us
 #[allow(clippy::too_many_arguments)]
 fn tree<'a>(
     sh: &Rc<Shared>,
-    config: u32,
+    which: ReduceProgram,
     x: Input<'a>,
     outer: usize,
     mut n: usize,
@@ -170,7 +173,8 @@ fn tree<'a>(
         };
         let len = outer * m * inner;
         if let (1, Some(e), Input::Texture(t)) = (m, epi, src) {
-            let spec = ProgramSpec { name: REDUCE_EPI, config: epilogue_config(config, e.given, e.read.config), kernel: e.read.kernel };
+            let config = epilogue_config(reduce_config(which), e.given, e.read.config);
+            let spec = ProgramSpec { name: REDUCE_EPI, config, kernel: e.read.kernel };
             let pass =
                 Pass::with_spec("reduce", spec).input("u_x", t).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", group);
             let pass = e.read.uniforms(pass);
@@ -179,7 +183,7 @@ fn tree<'a>(
             sh.draw_many(&pass, &[&result, &applied], len)?;
             return Ok((result, Some(applied)));
         }
-        let pass = src.pass(config).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", group);
+        let pass = src.pass(which).int("u_n", n).int("u_m", m).int("u_inner", inner).int("u_group", group);
         let next = sh.run(pass, len)?;
         cur = Some(next);
         n = m;
