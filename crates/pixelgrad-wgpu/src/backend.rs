@@ -493,6 +493,12 @@ impl Backend for WgpuBackend {
         &self.caps
     }
 
+    /// Head sizes up to [`ops::attention::MAX_HEAD`] (`kernels/attention.wgsl` keeps a row's
+    /// query and accumulator in private arrays of that size).
+    fn fused_attention(&self, head: usize, value_head: usize) -> bool {
+        head <= ops::attention::MAX_HEAD && value_head <= ops::attention::MAX_HEAD
+    }
+
     fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
         self.gpu.check("upload_int8")?;
         if !matches!(dtype, DType::I8 | DType::U8) {
