@@ -15,10 +15,12 @@ use pixelgrad_core::{Error, Result};
 use crate::element::{Element, Float};
 use crate::par::for_chunks;
 
-/// Query rows per block (one unit of threaded work).
-const ROWS: usize = 32;
+/// Query rows per block (one unit of threaded work). 64 rows and 256-key tiles measured
+/// 1.1-1.3x faster than the composition where 32 and 128 measured 0.7-1.0x
+/// (`bench/notes/2026-12-07-fused-attention.md`).
+const ROWS: usize = 64;
 /// Keys per tile.
-const TILE: usize = 128;
+const TILE: usize = 256;
 
 /// The shapes of one attention call: `q [B, N, S, H]`, `k [B, Nkv, T, H]`, `v [B, Nkv, T, Hv]`.
 #[derive(Clone, Copy)]

@@ -5,10 +5,10 @@
 //! masks) V`, written with the tensor primitives (batched matrix products, a softmax,
 //! reshapes), so every backend runs it and autodiff differentiates it.
 //!
-//! [`attend`] runs the fused attention primitive ([`Tensor::attention`]: one op on the CPU and
-//! WebGPU, blocked over key tiles with an online softmax, never materialising the `S × T`
-//! scores) whenever it can: no score stage is asked for, no softcap, no smooth softmax. It
-//! then sums the additive masks into one. Otherwise, and on WebGL (which composes the op), the
+//! [`attend`] runs the fused attention primitive ([`Tensor::attention`]: one op on the CPU,
+//! blocked over key tiles with an online softmax, never materialising the `S × T` scores)
+//! whenever it can: no score stage is asked for, no softcap, no smooth softmax. It then sums
+//! the additive masks into one. Otherwise, and on WebGPU and WebGL (which compose the op), the
 //! `[B, N, S, T]` scores of every head are materialised.
 //!
 //! What onnxruntime 1.20.1's CPU kernels (the oracle of the fixtures) do that is followed
@@ -30,7 +30,7 @@ use crate::Result;
 
 /// What `pixelgrad inspect` says of the attention operators.
 pub(super) const NOTE: &str =
-    "runs as one fused attention op (online softmax over key tiles, no sequence x sequence scores) on the CPU and WebGPU (head sizes up to 256); as matrix products and a softmax, materialising the scores, on WebGL, above those head sizes, and with a softcap, smooth softmax or a score output";
+    "runs as one fused attention op (online softmax over key tiles, no sequence x sequence scores) on the CPU; as matrix products and a softmax, materialising the scores, on WebGPU and WebGL, and with a softcap, smooth softmax or a score output";
 
 /// What a causal or out-of-window exclusion adds to a score: far below any score and any
 /// `mask_filter_value` a model uses, so the key's weight is exactly 0 (onnxruntime skips it).

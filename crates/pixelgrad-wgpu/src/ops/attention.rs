@@ -1,8 +1,11 @@
 //! [`pixelgrad_core::Op::Attention`] in one pass (`kernels/attention.wgsl`): a workgroup per
 //! 64 query rows of one head, key/value tiles in workgroup memory, an online softmax per row,
 //! so the `S × T` scores never exist. Head sizes up to [`MAX_HEAD`] (a row's query and
-//! accumulator live in private arrays); [`crate::WgpuBackend`] answers
-//! `fused_attention` false above it, and `Tensor::attention` composes the op there.
+//! accumulator live in private arrays); above it the op is a typed error. Reached through
+//! `Tensor::attention_fused` only: [`crate::WgpuBackend`] answers `fused_attention` false, so
+//! `Tensor::attention` composes the op, because this kernel measured 3-9x slower than the
+//! composition on lavapipe (`bench/notes/2026-12-07-fused-attention.md`; per-row private
+//! arrays indexed at run time, one row per invocation).
 
 use std::borrow::Cow;
 
