@@ -91,17 +91,13 @@ pub(crate) fn attention<T: Element>(scale: f64, d: Dims, q: &[T], k: &[T], v: &[
     Ok(out)
 }
 
+/// The mask of one block: its values, its strides over `[B, N, S, T]`, the block's batch,
+/// head and first query row.
+type BlockMask<'a, T> = (&'a [T], [usize; 4], usize, usize, usize);
+
 /// One block of query rows `q [rows, H]` of one head against that head's keys `k [T, H]` and
 /// values `v [T, Hv]`, into `o [rows, Hv]`. `mask`: values, strides, batch, head, first row.
-fn block<T: Element>(
-    scale: T,
-    d: Dims,
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    mask: Option<(&[T], [usize; 4], usize, usize, usize)>,
-    o: &mut [T],
-) -> Result<()> {
+fn block<T: Element>(scale: T, d: Dims, q: &[T], k: &[T], v: &[T], mask: Option<BlockMask<'_, T>>, o: &mut [T]) -> Result<()> {
     let rows = o.len() / d.hv;
     let neg_inf = -(T::ONE / T::ZERO);
     let mut m = vec![neg_inf; rows];
@@ -123,7 +119,7 @@ fn block<T: Element>(
             for (jj, x) in s.iter_mut().enumerate() {
                 *x = *x * scale;
                 if let Some((mv, st, bi, ni, r0)) = mask {
-                    *x = *x + mv[bi * st[0] + ni * st[1] + (r0 + r) * st[2] + (j0 + jj) * st[3]];
+                    *x += mv[bi * st[0] + ni * st[1] + (r0 + r) * st[2] + (j0 + jj) * st[3]];
                 }
                 if *x > top {
                     top = *x;
