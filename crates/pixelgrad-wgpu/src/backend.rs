@@ -494,7 +494,7 @@ impl Backend for WgpuBackend {
     }
 
     /// False: `Tensor::attention` composes the op here. `kernels/attention.wgsl` runs it
-    /// (`Tensor::attention_fused`, head sizes up to [`ops::attention::MAX_HEAD`]) and passes
+    /// (`Tensor::attention_fused`, head sizes up to 256) and passes
     /// the conformance family, but measured 3-9x slower than the composition on lavapipe
     /// (`bench/notes/2026-12-07-fused-attention.md`), so it is not chosen until it is faster.
     fn fused_attention(&self, _head: usize, _value_head: usize) -> bool {
