@@ -119,7 +119,7 @@ macro_rules! __with_family_list {
         $($callback)*! { $($pre)* ;
             fill, random, unary, binary, where_, edges, reduce, matmul, im2col, col2im, depthwise, conv, max_pool, gather,
             scatter_add, reshape, permute, expand, slice, pad, concat, composites, images,
-            training_curve, training_curve_cnn, errors, budget, huge_windows
+            training_curve, training_curve_cnn, errors, budget, huge_windows, attention
         }
     };
 }

@@ -341,3 +341,21 @@ fn checker_catches_a_wrong_gradient() {
     // And bad arguments are typed errors.
     assert!(check_gradients(|x| Ok(x[0].clone()), &[vec![1.0]], &[Shape::from([2])]).is_err());
 }
+
+/// The fused attention op's gradient (the composition's, recomputing the scores) for the
+/// queries, keys, values and a learned additive bias: grouped key/value heads, `Hv != H`, a
+/// bias broadcast over the batch, and one query row.
+#[test]
+fn fused_attention() {
+    // (b, n, nkv, s, t, h, hv)
+    for (b, n, nkv, s, t, h, hv) in [(2, 4, 2, 3, 5, 4, 3), (1, 2, 1, 1, 6, 3, 5)] {
+        let f = move |x: &[Tensor]| x[0].attention_fused(&x[1], &x[2], Some(&x[3]), 0.7);
+        let name = format!("attention_{b}_{n}_{nkv}_{s}_{t}_{h}_{hv}");
+        let specs: [(&[usize], Gen); 4] =
+            [(&[b, n, s, h], sym()), (&[b, nkv, t, h], sym()), (&[b, nkv, t, hv], sym()), (&[1, n, s, t], sym())];
+        fd(&name, f, &specs);
+        // without a mask
+        let f = move |x: &[Tensor]| x[0].attention_fused(&x[1], &x[2], None, 0.7);
+        fd(&format!("{name}_unmasked"), f, &specs[..3]);
+    }
+}

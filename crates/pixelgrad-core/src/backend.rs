@@ -133,6 +133,15 @@ pub trait Backend {
         &F32_ONLY
     }
 
+    /// Whether this backend runs [`Op::Attention`] for query/key heads of `head` values and
+    /// value heads of `value_head` values (a GPU kernel may keep a row's accumulator in
+    /// registers only up to a size). Where false, [`crate::Tensor::attention`] composes the
+    /// op from products and a softmax, which mean the same. The default: false.
+    fn fused_attention(&self, head: usize, value_head: usize) -> bool {
+        let _ = (head, value_head);
+        false
+    }
+
     /// The multiple of which a convolution's im2col rows should hold columns, for its product
     /// `[O, K] x [N, K, L]` (`batch` N, `out_ch` O, `k` = C·kh·kw, `cols` L = OH·OW); 1 (the
     /// default) for any. Where it is more than 1 and L is not a multiple of it,

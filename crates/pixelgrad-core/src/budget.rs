@@ -247,6 +247,12 @@ pub fn op_work(op: &Op, inputs: &[&Shape], out: &Shape) -> u64 {
             let a = dims(0);
             mul(out_n, a[a.len() - 1].max(1) as u64)
         }
+        // every query row scores T keys (H each) and sums T values (Hv each)
+        Op::Attention { .. } => {
+            let (q, k, v) = (dims(0), dims(1), dims(2));
+            let rows = mul(mul(q[0] as u64, q[1] as u64), q[2].max(1) as u64);
+            mul(mul(rows, k[2].max(1) as u64), (k[3] + v[3]).max(1) as u64)
+        }
         Op::Col2Im { .. } => n(inputs[0]).max(out_n),
         Op::DepthwiseConv(w) => {
             let x = dims(0);

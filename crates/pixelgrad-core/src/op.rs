@@ -279,6 +279,18 @@ pub enum Op {
     /// `scales` and `zeros` are frozen weights. Implemented by the CPU, WebGPU and WebGL2; the
     /// WebGL1 mode refuses it with a typed error (the ONNX importer dequantises once there).
     MatMulNBits { bits: usize, block: usize, k: usize, trans: bool },
+    /// Scaled dot-product attention in one op, without the `S × T` score matrix: inputs
+    /// `q [B, N, S, H]`, `k [B, Nkv, T, H]`, `v [B, Nkv, T, Hv]` and, when `masked`, an
+    /// additive `mask` of rank 4 broadcastable to `[B, N, S, T]` (each axis its size or 1).
+    /// `N` is a multiple of `Nkv` (grouped heads): query head `n` reads key/value head
+    /// `n / (N / Nkv)`. Output `[B, N, S, Hv]` with
+    /// `out[b, n, i, :] = Σ_j softmax_j(scale · q[b, n, i, :] · k[b, g, j, :] + mask[b, n, i, j]) v[b, g, j, :]`.
+    /// A row whose scores are all `-inf` (or NaN) gives NaN, as the softmax composite does; a
+    /// large negative mask (`-1e30`) excludes a key exactly. Its gradient is the
+    /// composition's (the scores are recomputed in the backward pass). Backends say where
+    /// they run it ([`crate::Backend::fused_attention`]); [`crate::Tensor::attention`] composes
+    /// it from products and a softmax elsewhere.
+    Attention { scale: f32, masked: bool },
 }
 
 impl Op {
@@ -289,7 +301,7 @@ impl Op {
 
     /// The name of every primitive, in [`Op::index`] order (the conformance suite checks that
     /// every one of them is exercised).
-    pub const NAMES: [&'static str; 27] = [
+    pub const NAMES: [&'static str; 28] = [
         "fill",
         "random",
         "unary",
@@ -317,6 +329,7 @@ impl Op {
         "narrow8",
         "window",
         "matmul_nbits",
+        "attention",
     ];
 
     /// Position of this primitive in [`Op::NAMES`]. Exhaustive: a new primitive must be
@@ -350,6 +363,7 @@ impl Op {
             Op::Narrow8 { .. } => 24,
             Op::Window { .. } => 25,
             Op::MatMulNBits { .. } => 26,
+            Op::Attention { .. } => 27,
         }
     }
 
@@ -380,6 +394,7 @@ impl Op {
             | Op::MaxPoolGrad(_) => Some(2),
             Op::Where => Some(3),
             Op::MatMulNBits { .. } => Some(4),
+            Op::Attention { masked, .. } => Some(3 + usize::from(*masked)),
             Op::Window { program, .. } => Some(program.form().arity()),
             Op::Concat { .. } => None,
         }
@@ -514,6 +529,35 @@ impl Op {
                     return Err(err(format!("a's last axis is {}; it must be {inner}", a.0[1])));
                 }
                 Ok(Shape(vec![a.0[0], outer]))
+            }
+            Op::Attention { .. } => {
+                let (q, k, v) = (&inputs[0].0, &inputs[1].0, &inputs[2].0);
+                if q.len() != 4 || k.len() != 4 || v.len() != 4 {
+                    return Err(err("expects q [B, N, S, H], k [B, Nkv, T, H] and v [B, Nkv, T, Hv] (rank 4)".into()));
+                }
+                let (b, n, s, h) = (q[0], q[1], q[2], q[3]);
+                let (nkv, t) = (k[1], k[2]);
+                if k[0] != b || k[3] != h {
+                    return Err(err(format!("k must be [{b}, Nkv, T, {h}] (q's batch and head size)")));
+                }
+                if v[0] != b || v[1] != nkv || v[2] != t {
+                    return Err(err(format!("v must be [{b}, {nkv}, {t}, Hv] (k's batch, heads and length)")));
+                }
+                if nkv == 0 || !n.is_multiple_of(nkv) {
+                    return Err(err(format!("{n} query heads are not a multiple of {nkv} key/value heads")));
+                }
+                if t == 0 {
+                    return Err(err("needs at least one key (T = 0)".into()));
+                }
+                if let Some(m) = inputs.get(3) {
+                    let full = [b, n, s, t];
+                    if m.rank() != 4 || m.0.iter().zip(full).any(|(&d, f)| d != f && d != 1) {
+                        return Err(err(format!(
+                            "the mask {m} does not broadcast to [{b}, {n}, {s}, {t}] (rank 4, each axis its size or 1)"
+                        )));
+                    }
+                }
+                Ok(Shape(vec![b, n, s, v[3]]))
             }
             Op::Im2Col(w) => {
                 rank_is(4)?;
@@ -734,10 +778,35 @@ mod tests {
             Op::Narrow8 { signed: false },
             Op::Window { program: crate::window_program::WindowProgram::MaxPool, window: w },
             Op::MatMulNBits { bits: 4, block: 16, k: 1, trans: false },
+            Op::Attention { scale: 1.0, masked: false },
         ];
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {
             assert_eq!(op.index(), i, "{op:?}");
+        }
+    }
+
+    #[test]
+    fn attention_shapes_are_checked() {
+        let s = |d: &[usize]| Shape::from(d);
+        let op = |masked| Op::Attention { scale: 0.5, masked };
+        let (q, k, v) = (s(&[2, 4, 3, 8]), s(&[2, 2, 5, 8]), s(&[2, 2, 5, 6]));
+        assert_eq!(op(false).infer_shape(&[&q, &k, &v]).unwrap(), s(&[2, 4, 3, 6]));
+        assert_eq!(op(true).infer_shape(&[&q, &k, &v, &s(&[1, 1, 3, 5])]).unwrap(), s(&[2, 4, 3, 6]));
+        let bad = [
+            (op(false), vec![s(&[2, 4, 3]), k.clone(), v.clone()], "rank 4"),
+            (op(false), vec![q.clone(), s(&[2, 2, 5, 7]), v.clone()], "head size"),
+            (op(false), vec![q.clone(), k.clone(), s(&[2, 2, 4, 6])], "k's batch"),
+            (op(false), vec![q.clone(), s(&[2, 3, 5, 8]), s(&[2, 3, 5, 6])], "not a multiple"),
+            (op(false), vec![q.clone(), s(&[2, 2, 0, 8]), s(&[2, 2, 0, 6])], "T = 0"),
+            (op(true), vec![q.clone(), k.clone(), v.clone(), s(&[2, 4, 3, 4])], "does not broadcast"),
+            (op(true), vec![q.clone(), k.clone(), v.clone(), s(&[3, 5])], "does not broadcast"),
+            (op(true), vec![q.clone(), k.clone(), v.clone()], "expects 4 inputs"),
+        ];
+        for (op, shapes, want) in bad {
+            let refs: Vec<&Shape> = shapes.iter().collect();
+            let e = op.infer_shape(&refs).unwrap_err().to_string();
+            assert!(e.contains("attention") && e.contains(want), "{op:?}: {e}");
         }
     }
 

@@ -6,7 +6,7 @@ use pixelgrad_core::kernel::windows::window_params;
 use pixelgrad_core::{check_execute, Error, Op, Result, Shape};
 
 use crate::element::Element;
-use crate::{elementwise, index, matmul, movement, random, reduce, window};
+use crate::{attention, elementwise, index, matmul, movement, random, reduce, window};
 
 /// Runs `op` on host slices. Shapes passed `Op::infer_shape`, and `out` is its result.
 pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], out: &Shape) -> Result<Vec<T>> {
@@ -55,6 +55,11 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
             let p = window_params(d[2], d[3], w).ok_or_else(|| Error::backend(program.name(), backend, "window does not fit"))?;
             let p: Vec<i64> = p.iter().map(|&v| v as i64).collect();
             pixelgrad_core::kernel::program_eval::eval(&program.program(), x, &p, out.numel())?
+        }
+        Op::Attention { scale, masked } => {
+            let d = attention::Dims::of(&shapes[0].0, &shapes[1].0, &shapes[2].0);
+            let mask = if *masked { Some((x[3], shapes[3].0.as_slice())) } else { None };
+            attention::attention(f64::from(*scale), d, x[0], x[1], x[2], mask)?
         }
         Op::Gather { axis } => index::gather(backend, x[0], &shapes[0].0, x[1], &shapes[1].0, *axis)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(backend, x[0], &shapes[0].0, x[1], *axis, *size)?,

@@ -98,6 +98,7 @@ use pixelgrad_core::kernel::fuse::{self, Pending};
 use pixelgrad_core::kernel::{DType, Launch};
 use pixelgrad_core::{Backend, BackendKind, Caps, Counters, Error, Op, Result, Shape, Storage, Trace};
 
+mod attention;
 mod block_eval;
 mod blocks;
 mod bounds;
@@ -526,6 +527,11 @@ impl Backend for CpuBackend {
     /// [`CAPS`], the same in both modes.
     fn caps(&self) -> &Caps {
         &CAPS
+    }
+
+    /// Any head sizes, in both modes (`attention`: blocked, online softmax).
+    fn fused_attention(&self, _head: usize, _value_head: usize) -> bool {
+        true
     }
 
     fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {

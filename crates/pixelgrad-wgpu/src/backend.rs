@@ -518,6 +518,14 @@ impl Backend for WgpuBackend {
         &self.caps
     }
 
+    /// False: `Tensor::attention` composes the op here. `kernels/attention.wgsl` runs it
+    /// (`Tensor::attention_fused`, head sizes up to 256) and passes
+    /// the conformance family, but measured 3-9x slower than the composition on lavapipe
+    /// (`bench/notes/2026-12-07-fused-attention.md`), so it is not chosen until it is faster.
+    fn fused_attention(&self, _head: usize, _value_head: usize) -> bool {
+        false
+    }
+
     fn upload_int8(&self, data: &[u8], dtype: DType) -> Result<Storage> {
         self.gpu.check("upload_int8")?;
         if !matches!(dtype, DType::I8 | DType::U8) {

@@ -6,6 +6,7 @@
 //! [`Read::Blocking`], where every await completes at once. The browser awaits the
 //! [`awaitable`] version with [`Read::Async`].
 
+mod attention;
 mod budget;
 mod composite;
 mod edges;
@@ -30,6 +31,7 @@ pub use training::{CNN_STEPS, STEPS};
 /// `async fn(&Device, Read) -> pixelgrad_core::Result<Vec<f64>>`): the single implementation
 /// behind both the blocking functions of [`crate::families`] and the browser suite.
 pub mod awaitable {
+    pub use super::attention::attention;
     pub use super::budget::budget;
     pub use super::composite::composites;
     pub use super::edges::edges;

@@ -2,6 +2,7 @@
 //! gradients, from the primitives' rules.
 
 mod activation;
+mod attention;
 mod loss;
 mod select;
 mod window;

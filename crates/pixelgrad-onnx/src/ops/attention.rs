@@ -5,9 +5,11 @@
 //! masks) V`, written with the tensor primitives (batched matrix products, a softmax,
 //! reshapes), so every backend runs it and autodiff differentiates it.
 //!
-//! [`attend`] materialises the `S × T` score matrix of every head (query length by key
-//! length): its memory grows with the square of the sequence. Issue 41's fused attention
-//! kernel (tiled, online softmax) is meant to replace its body, and only its body.
+//! [`attend`] runs the fused attention primitive ([`Tensor::attention`]: one op on the CPU,
+//! blocked over key tiles with an online softmax, never materialising the `S × T` scores)
+//! whenever it can: no score stage is asked for, no softcap, no smooth softmax. It then sums
+//! the additive masks into one. Otherwise, and on WebGPU and WebGL (which compose the op), the
+//! `[B, N, S, T]` scores of every head are materialised.
 //!
 //! What onnxruntime 1.20.1's CPU kernels (the oracle of the fixtures) do that is followed
 //! here: a mask position adds `mask_filter_value` (default -10000) to the score, so a row whose
@@ -28,7 +30,7 @@ use crate::Result;
 
 /// What `pixelgrad inspect` says of the attention operators.
 pub(super) const NOTE: &str =
-    "runs as matrix products and a softmax on every backend (the sequence x sequence scores of each head are materialised; no fused attention kernel yet)";
+    "runs as one fused attention op (online softmax over key tiles, no sequence x sequence scores) on the CPU; as matrix products and a softmax, materialising the scores, on WebGPU and WebGL, and with a softcap, smooth softmax or a score output";
 
 /// What a causal or out-of-window exclusion adds to a score: far below any score and any
 /// `mask_filter_value` a model uses, so the key's weight is exactly 0 (onnxruntime skips it).
@@ -63,7 +65,9 @@ pub(super) enum Stage {
 /// `h / (N / Nkv)`), each of `adds` broadcastable to `[B, N, S, T]`. Returns `[B, N, S, Hv]`,
 /// and the scores `[B, N, S, T]` at stage `keep` if one is asked for.
 ///
-/// This materialises the `[B, N, S, T]` scores (see the module docs).
+/// Without a kept stage, softcap or smooth softmax this is [`Tensor::attention`] with the
+/// masks summed into one (fused where the backend runs it); otherwise it materialises the
+/// `[B, N, S, T]` scores (see the module docs).
 pub(super) fn attend(
     q: &Tensor,
     k: &Tensor,
@@ -72,6 +76,16 @@ pub(super) fn attend(
     adds: &[Tensor],
     keep: Option<Stage>,
 ) -> Result<(Tensor, Option<Tensor>)> {
+    if keep.is_none() && how.softcap.is_none() && !how.smooth {
+        let mut mask: Option<Tensor> = None;
+        for a in adds {
+            mask = Some(match mask {
+                Some(m) => m.add(a)?,
+                None => a.clone(),
+            });
+        }
+        return Ok((q.attention(k, v, mask.as_ref(), how.scale)?, None));
+    }
     let (qd, kd, vd) = (q.dims().to_vec(), k.dims().to_vec(), v.dims().to_vec());
     let (b, n, s, h) = (qd[0], qd[1], qd[2], qd[3]);
     let (nkv, t, hv) = (kd[1], kd[2], vd[3]);

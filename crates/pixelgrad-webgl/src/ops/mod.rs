@@ -96,6 +96,15 @@ pub(crate) fn execute(sh: &Rc<Shared>, op: &Op, inputs: &[&Storage], ts: &[&GlTe
         Op::Narrow8 { signed } => narrow::narrow8(sh, *signed, ts[0], shapes, out)?,
         // Packed block-quantised weights, dequantised in the shader (WebGL2; `webgl1` refuses).
         Op::MatMulNBits { .. } => matmul_nbits::matmul_nbits(sh, op, ts, shapes, out)?,
+        // `fused_attention` is false here: `Tensor::attention` composes the op (batched
+        // products and a softmax), which means the same.
+        Op::Attention { .. } => {
+            return Err(pixelgrad_core::Error::backend(
+                name,
+                &sh.name,
+                "no fused attention on WebGL (fused_attention is false); Tensor::attention composes it from products and a softmax",
+            ))
+        }
     };
     Ok(Storage::new(t))
 }

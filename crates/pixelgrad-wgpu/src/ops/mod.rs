@@ -1,6 +1,7 @@
 //! Launchers, one module per op family, each next to the WGSL it runs. [`execute`] matches
 //! [`Op`] exhaustively, so a new primitive fails to compile here until it has a kernel.
 
+pub(crate) mod attention;
 mod create;
 pub(crate) mod elementwise;
 mod index;
@@ -42,6 +43,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
         &window::DEPTHWISE,
         &layout::COPY,
         &widen::NARROW8,
+        &attention::ATTENTION,
     ];
     // Then the programs with loops (windows, gathers, scatters) and the generated matmuls
     // (tiled and register-blocked), every variant. The column programs (im2col, col2im) are run by
@@ -127,6 +129,10 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
         Op::MatMulNBits { bits, block, k, trans } => {
             let ins = [input(0)?, input(1)?, input(2)?, input(3)?];
             matmul_nbits::matmul_nbits(gpu, (*bits, *block, *k, *trans), ins, shapes, out, &res)?
+        }
+        Op::Attention { scale, masked } => {
+            let ins = (0..3 + usize::from(*masked)).map(&input).collect::<Result<Vec<_>>>()?;
+            attention::attention(gpu, *scale, *masked, &ins, shapes, out, &res)?
         }
         Op::Widen => widen::widen(gpu, input(0)?, &res)?,
         Op::NarrowF16 | Op::Narrow8 { .. } => {
