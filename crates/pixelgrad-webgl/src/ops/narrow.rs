@@ -26,7 +26,8 @@ fn type_err(sh: &Shared, op: &'static str, shapes: &[&Shape], i: usize, d: DType
 /// The `webgl1` mode stores only 8-bit tensors (in byte textures) and only widens them, so
 /// every other op here cannot run there.
 fn check_mode(sh: &Shared, op: &'static str, dtype: DType) -> Result<()> {
-    if !sh.features.integer_textures && !(op == "widen" && matches!(dtype, DType::I8 | DType::U8)) {
+    let widens_bytes = op == "widen" && matches!(dtype, DType::I8 | DType::U8);
+    if !(sh.features.integer_textures || widens_bytes) {
         return Err(crate::legacy::no_narrow(op, &sh.name, dtype));
     }
     Ok(())
