@@ -9,6 +9,7 @@ use pixelgrad_core::{Arithmetic, Backend, BackendKind, Caps, Counters, Error, Lo
 
 use crate::context::Shared;
 use crate::fusion::tensor_of;
+use crate::glsl::GlslVersion;
 use crate::options::{WebGlOptions, WebGlReport};
 use crate::texture::texture_of;
 
@@ -71,11 +72,12 @@ impl WebGlBackend {
             if report.format == crate::TexelFormat::Rgba16F { ", RGBA16F" } else { "" }
         );
         let unavailable = |what: String| pixelgrad_core::Error::Unavailable { backend: name.clone(), reason: what };
+        let features = crate::features::Features::of(if opts.webgl1 { GlslVersion::Es100 } else { GlslVersion::Es300 });
         // SAFETY: object creation on the current context.
         let legacy = crate::legacy::is_legacy_context(&report.version);
         let (fbo, vao, triangle) = unsafe {
             let fbo = gl.create_framebuffer().map_err(|e| unavailable(format!("create_framebuffer: {e}")))?;
-            let (vao, triangle) = if opts.webgl1 {
+            let (vao, triangle) = if !features.vertex_id {
                 (None, Some(crate::legacy::triangle_buffer(&gl).map_err(|e| unavailable(format!("create_buffer: {e}")))?))
             } else {
                 (Some(gl.create_vertex_array().map_err(|e| unavailable(format!("create_vertex_array: {e}")))?), None)
@@ -86,9 +88,10 @@ impl WebGlBackend {
             gl.disable(glow::DITHER);
             (fbo, vao, triangle)
         };
-        let group_targets = if opts.group && opts.fuse && !opts.webgl1 { crate::group::max_targets(&gl, &report) } else { 0 };
+        let group_targets =
+            if opts.group && opts.fuse && features.multiple_render_targets { crate::group::max_targets(&gl, &report) } else { 0 };
         // Matmul epilogues write a second render target (`fusion.rs`).
-        let epilogues = opts.fuse && !opts.webgl1 && crate::group::max_targets(&gl, &report) >= 2;
+        let epilogues = opts.fuse && features.multiple_render_targets && crate::group::max_targets(&gl, &report) >= 2;
         let device = crate::device::GlDevice::new(crate::device::DeviceParts {
             gl,
             name: name.clone(),
@@ -98,7 +101,7 @@ impl WebGlBackend {
             emulate_half: opts.emulate_precision == Some(crate::options::EmulatedPrecision::Half),
             fbo,
             vao,
-            gl1: opts.webgl1,
+            features,
             legacy,
             triangle,
             #[cfg(not(target_arch = "wasm32"))]
@@ -108,7 +111,7 @@ impl WebGlBackend {
         let fusion = crate::fusion::Fusion { fuse: opts.fuse, epilogues, group_targets, state: pixelgrad_core::fusion::FusionState::new() };
         // The caps wait for the storage probe below; nothing before it reads them.
         let mut b = WebGlBackend { shared: Rc::new(shared), fusion: Rc::new(fusion), caps: Rc::new(Caps::F32_ONLY) };
-        if opts.webgl1 {
+        if !features.trusted_float_targets {
             b.probe_float_rendering()?;
         }
         let storage_bits = b.probe_storage_bits()?;
@@ -176,7 +179,10 @@ impl WebGlBackend {
     pub fn warm_up(&self) -> Result<usize> {
         self.shared.current()?;
         let mut n = 0;
-        let specs = if self.shared.gl1 { crate::gl1::all_specs() } else { crate::dialect::all_specs() };
+        let specs = match self.shared.features.version {
+            GlslVersion::Es100 => crate::gl1::all_specs(),
+            GlslVersion::Es300 => crate::dialect::all_specs(),
+        };
         for spec in specs {
             self.shared.program("warm_up", spec)?;
             n += 1;
@@ -253,16 +259,16 @@ fn caps_of(sh: &Shared, storage_bits: u8, arithmetic_bits: u8) -> Caps {
     // indices are exact only below `gl1::MAX_ELEMENTS`.
     let texels = u64::from(sh.max_tex).pow(2) * 4;
     Caps {
-        int8: !sh.gl1,
+        int8: sh.features.integer_textures,
         int8_storage: true,
-        f16_storage: !sh.gl1,
+        f16_storage: sh.features.integer_textures,
         narrow_f16: crate::ops::narrow_f16_available(sh),
         reduced_precision: (!why.is_empty()).then(|| why.join(", ")),
         storage_mantissa_bits: storage_bits,
         arithmetic,
         arithmetic_mantissa_bits: arithmetic_bits,
         max_texture_side: Some(sh.max_tex),
-        max_tensor_elements: if sh.gl1 { texels.min(crate::gl1::MAX_ELEMENTS as u64) } else { texels },
+        max_tensor_elements: sh.features.max_elements.map_or(texels, |m| texels.min(m as u64)),
         ..Caps::F32_ONLY
     }
     .with_training_verdict()

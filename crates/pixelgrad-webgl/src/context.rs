@@ -4,7 +4,7 @@
 //! (`checks.rs`). Its methods hand each call to the layer that owns it; it holds no state of
 //! its own and no fusion state (the backend owns that, `fusion.rs`).
 //!
-//! It dereferences to the device, so ops read `sh.gl1`, `sh.name` or `sh.err(..)` directly.
+//! It dereferences to the device, so ops read `sh.features`, `sh.name` or `sh.err(..)` directly.
 
 use std::ops::Deref;
 use std::rc::Rc;

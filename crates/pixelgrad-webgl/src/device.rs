@@ -45,9 +45,10 @@ pub(crate) struct GlDevice {
     /// The vertex array of every draw (none in the `webgl1` mode: WebGL1 has VAOs only
     /// through OES_vertex_array_object, so draws bind `triangle` at attribute 0 instead).
     pub vao: Option<glow::VertexArray>,
-    /// The `webgl1` mode (GLSL ES 1.00 programs, `gl1.rs` and `legacy.rs`), and whether the
-    /// context itself is WebGL1 / ES 2 (unsized texture formats).
-    pub gl1: bool,
+    /// What the mode can do (`features.rs`: the `webgl1` mode, GLSL ES 1.00 programs of
+    /// `gl1.rs` and `legacy.rs`, lacks every row), and whether the context itself is WebGL1 /
+    /// ES 2 (unsized texture formats).
+    pub features: crate::features::Features,
     pub legacy: bool,
     pub triangle: Option<glow::Buffer>,
     #[cfg(not(target_arch = "wasm32"))]
@@ -80,7 +81,7 @@ pub(crate) struct DeviceParts {
     pub emulate_half: bool,
     pub fbo: glow::Framebuffer,
     pub vao: Option<glow::VertexArray>,
-    pub gl1: bool,
+    pub features: crate::features::Features,
     pub legacy: bool,
     pub triangle: Option<glow::Buffer>,
     #[cfg(not(target_arch = "wasm32"))]
@@ -99,7 +100,7 @@ impl GlDevice {
             emulate_half: p.emulate_half,
             fbo: p.fbo,
             vao: p.vao,
-            gl1: p.gl1,
+            features: p.features,
             legacy: p.legacy,
             triangle: p.triangle,
             #[cfg(not(target_arch = "wasm32"))]

@@ -17,7 +17,7 @@ impl WebGlBackend {
         let sh = &self.shared;
         sh.current()?;
         let op = "render_heatmap";
-        if sh.gl1 {
+        if !sh.features.image_programs {
             return Err(crate::legacy::unsupported(op, "the heatmap renderer"));
         }
         let bad = |msg: &str| Error::Shape { op, shapes: vec![shape.0.clone()], backend: sh.name.clone(), msg: msg.into() };

@@ -103,7 +103,7 @@ impl WebGlBackend {
     pub fn pixel_texture(&self, width: u32, height: u32) -> Result<PixelTexture> {
         let sh = &self.shared;
         sh.current()?;
-        if sh.gl1 {
+        if !sh.features.image_programs {
             return Err(crate::legacy::unsupported(OP, "pixel import on the GPU"));
         }
         if width == 0 || height == 0 {
@@ -227,7 +227,7 @@ impl WebGlBackend {
         let op = "fromYUV";
         let sh = &self.shared;
         sh.current()?;
-        if sh.gl1 {
+        if !sh.features.integer_textures {
             return Err(crate::legacy::unsupported(op, "YUV conversion on the GPU"));
         }
         planes.check(op)?;
@@ -287,7 +287,7 @@ impl WebGlBackend {
     pub fn pixels_to_u8(&self, dev: &Device, t: &Tensor) -> Result<Tensor> {
         let sh = &self.shared;
         sh.current()?;
-        if sh.gl1 {
+        if !sh.features.integer_textures {
             return Err(crate::legacy::no_narrow(OP, &sh.name, DType::U8));
         }
         if sh.format != crate::TexelFormat::Rgba32F {
@@ -380,7 +380,7 @@ fn draw(sh: &Rc<Shared>, px: &GlTensor, g: &Geometry, spec: &PixelSpec) -> Resul
         }
         pass
     }
-    let per_pixel = spec.channels >= 3 && !sh.gl1 && (bilinear || sums.is_some());
+    let per_pixel = spec.channels >= 3 && sh.features.texel_programs && (bilinear || sums.is_some());
     let rows = if per_pixel {
         let config = if bilinear { 1 } else { 2 };
         let mut pass = output_and_rows(source_and_columns(Pass::new(OP, "from_pixels_rows", config), px, g), g);

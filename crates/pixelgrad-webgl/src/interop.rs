@@ -17,7 +17,7 @@ impl WebGlBackend {
     /// on this backend (WebGL2 only).
     pub fn texture_layout(&self, len: usize, op: &'static str) -> Result<(u32, u32, u32)> {
         let sh = &self.shared;
-        if sh.gl1 {
+        if !sh.features.texture_blit {
             return Err(sh.err(op, "textures in and out need WebGL2; the webgl1 mode has no framebuffer blit"));
         }
         let (w, h) = sh.layout(len, op)?;

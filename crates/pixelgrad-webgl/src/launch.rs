@@ -204,7 +204,7 @@ fn issue(dev: &GlDevice, pass: &Pass<'_>, prog: &Program, slots: Option<&[usize]
             prog.set(gl, slot(unit), &Uniform::I(unit as i32));
         }
         let n = pass.inputs.len();
-        if dev.gl1 {
+        if dev.features.float_indices {
             set_gl1_uniforms(dev, pass, prog, &slot, w, len)?;
         } else {
             prog.set(gl, slot(n), &Uniform::I(w));

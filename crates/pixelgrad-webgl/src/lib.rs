@@ -123,6 +123,7 @@ pub mod dialect;
 #[cfg(not(target_arch = "wasm32"))]
 mod egl;
 mod emulation;
+mod features;
 mod fusion;
 pub mod gl1;
 pub mod glsl;

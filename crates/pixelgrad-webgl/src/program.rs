@@ -10,6 +10,7 @@ use pixelgrad_core::Result;
 
 use crate::device::GlDevice;
 use crate::dialect::{self, GroupMember, ProgramSpec};
+use crate::glsl::GlslVersion;
 
 /// A linked program, the uniform locations looked up so far and the value each uniform holds.
 ///
@@ -193,7 +194,10 @@ impl Programs {
         if let Some(v) = self.vertex.get() {
             return Ok(v);
         }
-        let src = if dev.gl1 { crate::gl1::vertex_source() } else { dialect::vertex_source() };
+        let src = match dev.features.version {
+            GlslVersion::Es100 => crate::gl1::vertex_source(),
+            GlslVersion::Es300 => dialect::vertex_source(),
+        };
         let v = Self::compile_stage(dev, op, "fullscreen.vert", glow::VERTEX_SHADER, &src)?;
         self.vertex.set(Some(v));
         Ok(v)
@@ -276,7 +280,7 @@ impl Programs {
     }
 
     fn fragment(&self, dev: &GlDevice, op: &'static str, spec: &ProgramSpec) -> Result<String> {
-        if dev.gl1 {
+        if dev.features.version == GlslVersion::Es100 {
             return self.fragment_gl1(dev, op, spec);
         }
         if spec.name == dialect::MAP_GROUP {
@@ -322,7 +326,7 @@ impl Programs {
             let p = gl.create_program().map_err(|e| dev.err(op, format!("create_program: {e}")))?;
             gl.attach_shader(p, vs);
             gl.attach_shader(p, fs);
-            if dev.gl1 {
+            if !dev.features.vertex_id {
                 gl.bind_attrib_location(p, 0, crate::gl1::POSITION);
             }
             gl.link_program(p);

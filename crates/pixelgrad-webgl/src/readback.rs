@@ -27,7 +27,7 @@ pub(crate) fn read_blocking(sh: &Rc<Shared>, t: &GlTensor, len: usize) -> Result
 /// Reads `t` after the pending run-time checks (see `checks.rs`) have passed.
 pub(crate) async fn read_async(sh: &Rc<Shared>, t: &GlTensor, len: usize) -> Result<Vec<f32>> {
     sh.current()?;
-    if sh.gl1 {
+    if !sh.features.async_readback {
         // WebGL1 has no pixel-pack buffers or fences: readPixels is the only read. Yield to the
         // event loop first, so a page (and a test runner polling it) keeps getting turns
         // between reads instead of one task running until training or a suite ends.

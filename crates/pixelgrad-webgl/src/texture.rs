@@ -249,12 +249,12 @@ impl GlDevice {
     /// The texture size of a tensor of `len` elements on this backend ([`layout`]; widths
     /// are not rounded to multiples of 4 in the `webgl1` mode).
     pub fn layout(&self, len: usize, op: &'static str) -> Result<(u32, u32)> {
-        layout_in(len, self.max_tex, !self.gl1, op, &self.name)
+        layout_in(len, self.max_tex, self.features.aligned_widths, op, &self.name)
     }
 
     /// The internal format of a texture holding `dtype` elements.
     pub fn internal_format(&self, dtype: DType) -> u32 {
-        if self.gl1 && matches!(dtype, DType::I8 | DType::U8) {
+        if !self.features.integer_textures && matches!(dtype, DType::I8 | DType::U8) {
             // The webgl1 mode's byte textures (the pool key names them RGBA8 in both modes).
             return glow::RGBA8;
         }
@@ -264,16 +264,16 @@ impl GlDevice {
     /// The pool key (size and internal format) of a texture for `len` elements of `dtype`
     /// (narrow storage: WebGL2 only), or the limit it breaks.
     pub fn texture_key(&self, len: usize, dtype: DType, op: &'static str) -> Result<PoolKey> {
-        if self.gl1 && len > crate::gl1::MAX_ELEMENTS {
+        if let Some(max) = self.features.max_elements.filter(|&m| len > m) {
             return Err(Error::Limit {
                 op,
                 backend: self.name.clone(),
                 limit_name: "elements per tensor (webgl1: float index arithmetic exact below 2^24)",
-                limit: crate::gl1::MAX_ELEMENTS as u64,
+                limit: max as u64,
                 requested: len as u64,
             });
         }
-        if self.gl1 && dtype == DType::F16 {
+        if !self.features.integer_textures && dtype == DType::F16 {
             return Err(crate::legacy::no_narrow(op, &self.name, dtype));
         }
         let (w, h) = self.layout(len, op)?;
@@ -299,7 +299,7 @@ impl GlDevice {
         let gl = &self.gl;
         // Binding the new texture changes the active unit's binding.
         self.forget_gl_state();
-        let tex = if self.gl1 {
+        let tex = if !self.features.texture_storage {
             // SAFETY: creating a texture on the current context; unbound below.
             unsafe {
                 let t = if key.2 == glow::RGBA8 {
@@ -351,7 +351,7 @@ impl GlDevice {
     /// Uploads host data into the new texture `t` (padding the last texel with zeros).
     pub fn write_f32(&self, t: GlTensor, data: &[f32]) -> Result<GlTensor> {
         let texels = t.w as usize * t.h as usize;
-        if self.gl1 && self.format == TexelFormat::Rgba16F {
+        if !self.features.float_uploads_to_half && self.format == TexelFormat::Rgba16F {
             // The `webgl1` mode's half-float storage: the values converted on the host to IEEE
             // halves (round to nearest even; past the half range they become infinities, as a
             // half-float target stores them) and uploaded as `HALF_FLOAT_OES` (`HALF_FLOAT` in
@@ -401,13 +401,13 @@ impl GlDevice {
         let texels = t.w as usize * t.h as usize;
         let (format_ty, elem) = match dtype {
             // webgl1: byte textures, i8 as its two's-complement byte (widen decodes the sign).
-            DType::I8 | DType::U8 if self.gl1 => (glow::UNSIGNED_BYTE, 1),
+            DType::I8 | DType::U8 if !self.features.integer_textures => (glow::UNSIGNED_BYTE, 1),
             DType::I8 => (glow::BYTE, 1),
             DType::U8 => (glow::UNSIGNED_BYTE, 1),
             DType::F16 => (glow::UNSIGNED_SHORT, 2),
             other => return Err(self.err(op, format!("internal: {other} is not narrow storage"))),
         };
-        let format = if self.gl1 { glow::RGBA } else { glow::RGBA_INTEGER };
+        let format = if self.features.integer_textures { glow::RGBA_INTEGER } else { glow::RGBA };
         // A u16 buffer: in the browser glow views UNSIGNED_SHORT data as a Uint16Array, which
         // must start 2-byte aligned (see `f32_bytes`).
         let mut buf = vec![0u16; (texels * 4 * elem).div_ceil(2)];

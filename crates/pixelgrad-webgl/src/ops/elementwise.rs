@@ -18,7 +18,7 @@ pub(crate) fn fill(sh: &Rc<Shared>, value: f32, n: usize) -> Result<GlTensor> {
 }
 
 pub(crate) fn random(sh: &Rc<Shared>, seed: u64, dist: Distribution, n: usize) -> Result<GlTensor> {
-    if sh.gl1 {
+    if !sh.features.unsigned_integers {
         // GLSL ES 1.00 has no unsigned integers for Philox: the same words, drawn on the host.
         let data: Vec<f32> = (0..n).map(|i| pixelgrad_core::rng::sample(dist, seed, i as u64)).collect();
         return sh.upload(&data);

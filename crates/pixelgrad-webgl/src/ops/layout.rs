@@ -43,7 +43,7 @@ fn coalesce(dims: &[i64], st: &[i64], lo: &[i64], hi: &[i64]) -> Vec<Axis> {
 fn view(sh: &Rc<Shared>, op: &'static str, x: &GlTensor, out: &Shape, st: &[i64], lo: &[i64], hi: &[i64], off: i64) -> Result<GlTensor> {
     let dims: Vec<i64> = out.0.iter().map(|&d| d as i64).collect();
     let axes = coalesce(&dims, st, lo, hi);
-    if !sh.gl1 && axes.len() <= 2 {
+    if sh.features.texel_programs && axes.len() <= 2 {
         // Rows (`CONFIG 1` of view.glsl): one division per texel instead of one per axis and
         // element.
         let one: Axis = (1, 0, 0, 1);

@@ -117,10 +117,14 @@ pub(crate) fn matmul_epilogue<'a>(
     let (m, k, n) = (va.rows, va.cols, vb.cols);
     let batch = va.batch.max(vb.batch);
     let macs = batch.saturating_mul(m).saturating_mul(n).saturating_mul(k);
-    if sh.gl1 || (sum_batch && macs > STRIDED_MAX && !super::matmul_block::worth_it(sh, 1, m, n, batch * k)) {
+    if !sh.features.texel_programs || (sum_batch && macs > STRIDED_MAX && !super::matmul_block::worth_it(sh, 1, m, n, batch * k)) {
         // The batched product, then its sum over the batch (one reduction).
         let full = Shape(vec![batch, m, n]);
-        let t = if sh.gl1 { strided_es100(sh, a, b, va, vb, &full)? } else { matmul(sh, a, b, sa, sb, trans_a, trans_b, &full)? };
+        let t = if !sh.features.texel_programs {
+            strided_es100(sh, a, b, va, vb, &full)?
+        } else {
+            matmul(sh, a, b, sa, sb, trans_a, trans_b, &full)?
+        };
         if !sum_batch || batch == 1 {
             return Ok((t, None));
         }

@@ -39,7 +39,7 @@ pub(crate) fn matmul_nbits(sh: &Rc<Shared>, op: &Op, ts: &[&GlTensor], shapes: &
     let &Op::MatMulNBits { bits, block, k, trans } = op else {
         return Err(sh.err(name, "internal: not matmul_nbits"));
     };
-    if sh.gl1 {
+    if !sh.features.integer_textures {
         return Err(sh.err(
             name,
             "packed block-quantised weights need integer textures (RGBA8UI, usampler2D), which WebGL1 does not have \

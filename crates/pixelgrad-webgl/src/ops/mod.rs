@@ -24,7 +24,7 @@ pub(crate) use reduce::reduce_axis;
 
 /// Whether a convolution's product `[O, K] x [N, K, L]` takes the block kernel (WebGL2 only).
 pub(crate) fn conv_block_path(sh: &Shared, batch: usize, out_ch: usize, k: usize, cols: usize) -> bool {
-    !sh.gl1 && matmul_block::worth_it(sh, batch, out_ch, cols, k)
+    sh.features.multiple_render_targets && matmul_block::worth_it(sh, batch, out_ch, cols, k)
 }
 
 /// Row-major strides as i64 (uniform-friendly).

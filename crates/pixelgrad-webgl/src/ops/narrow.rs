@@ -26,7 +26,8 @@ fn type_err(sh: &Shared, op: &'static str, shapes: &[&Shape], i: usize, d: DType
 /// The `webgl1` mode stores only 8-bit tensors (in byte textures) and only widens them, so
 /// every other op here cannot run there.
 fn check_mode(sh: &Shared, op: &'static str, dtype: DType) -> Result<()> {
-    if sh.gl1 && !(op == "widen" && matches!(dtype, DType::I8 | DType::U8)) {
+    let widens_bytes = op == "widen" && matches!(dtype, DType::I8 | DType::U8);
+    if !(sh.features.integer_textures || widens_bytes) {
         return Err(crate::legacy::no_narrow(op, &sh.name, dtype));
     }
     Ok(())
@@ -123,7 +124,7 @@ pub(crate) fn matmul_i8(sh: &Rc<Shared>, a: &GlTensor, b: &GlTensor, shapes: &[&
 /// half-precision values in 8 bytes a texel, as many as an f16 copy's `RGBA16UI`: narrowing
 /// would save nothing and mixed-precision training there keeps its f32 path.
 pub(crate) fn narrow_f16_available(sh: &Shared) -> bool {
-    !sh.gl1 && sh.format == TexelFormat::Rgba32F
+    sh.features.integer_textures && sh.format == TexelFormat::Rgba32F
 }
 
 /// [`pixelgrad_core::Op::NarrowF16`] after the shared shape check: `x` (f32) rounded to half

@@ -30,7 +30,7 @@ pub(crate) const MAX_GROUP: usize = 1024;
 /// the `p`-th root of `n` (rounded up) for the fewest passes `p` that reach one element; always
 /// [`GROUP`] in the `webgl1` mode.
 pub(crate) fn group_for(sh: &Shared, n: usize) -> usize {
-    if sh.gl1 {
+    if sh.features.constant_loop_bounds {
         return GROUP;
     }
     if n <= MAX_GROUP {

@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use pixelgrad_core::kernel::columns::ColumnProgram;
 use pixelgrad_core::kernel::convolutions::ConvProgram;
+use pixelgrad_core::kernel::programs::KernelProgram;
 use pixelgrad_core::kernel::windows::{Form, WindowProgram};
 use pixelgrad_core::{Result, Shape, Window};
 
@@ -24,6 +25,12 @@ fn program_pass(which: WindowProgram, x: &GlTensor, w: Window, h: usize, wd: usi
 /// The pass of a column program: its input `u_x` and the geometry uniforms.
 fn column_pass(which: ColumnProgram, x: &GlTensor, w: Window, h: usize, wd: usize, oh: usize, ow: usize) -> Pass<'_> {
     geometry(Pass::new(which.name(), which.name(), 0).input("u_x", x), w, h, wd, oh, ow)
+}
+
+/// Whether `which` has a hand-written fast path in this mode's GLSL version (its configs
+/// beyond 0, [`crate::glsl::configs`]: GLSL ES 3.00 only).
+fn fast_path(sh: &Shared, which: KernelProgram) -> bool {
+    crate::glsl::configs(which, sh.features.version) > 1
 }
 
 /// Sets the uniforms of `pixelgrad_core::kernel::windows::WINDOW_PARAMS`.
@@ -86,7 +93,7 @@ pub(crate) fn im2col(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out: &
     let (h, wd) = (s.0[2], s.0[3]);
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("im2col", "window does not fit"))?;
     let mut pass = column_pass(ColumnProgram::Im2Col, x, w, h, wd, oh, ow);
-    if !sh.gl1 {
+    if fast_path(sh, KernelProgram::Column(ColumnProgram::Im2Col)) {
         pass.spec.config = 1;
     }
     sh.run(pass, out.numel())
@@ -112,7 +119,7 @@ pub(crate) fn col2im(sh: &Rc<Shared>, x: &GlTensor, w: Window, h: usize, wd: usi
     let mut pass = column_pass(ColumnProgram::Col2Im, x, w, h, wd, oh, ow);
     // WebGL2: a texel at a time (`shaders/col2im_fast.glsl`), at stride 1 with no division
     // for the covering windows (CONFIG 2).
-    if !sh.gl1 {
+    if fast_path(sh, KernelProgram::Column(ColumnProgram::Col2Im)) {
         pass.spec.config = if (w.stride_h, w.stride_w) == (1, 1) { 2 } else { 1 };
     }
     sh.run(pass, out.numel())
@@ -139,7 +146,9 @@ pub(crate) fn max_pool(sh: &Rc<Shared>, x: &GlTensor, s: &Shape, w: Window, out:
     let (oh, ow) = w.out_hw(h, wd).ok_or_else(|| sh.err("max_pool", "window does not fit"))?;
     let mut pass = program_pass(WindowProgram::MaxPool, x, w, h, wd, oh, ow);
     // 2x2 windows at stride 2 without padding: the four taps without loops (CONFIG 1).
-    if !sh.gl1 && (w.kh, w.kw, w.stride_h, w.stride_w, w.pad_h, w.pad_w) == (2, 2, 2, 2, 0, 0) {
+    if fast_path(sh, KernelProgram::Window(WindowProgram::MaxPool))
+        && (w.kh, w.kw, w.stride_h, w.stride_w, w.pad_h, w.pad_w) == (2, 2, 2, 2, 0, 0)
+    {
         pass.spec.config = 1;
     }
     sh.run(pass, out.numel())
@@ -165,7 +174,7 @@ pub(crate) fn max_pool_grad(sh: &Rc<Shared>, x: &GlTensor, dy: &GlTensor, s: &Sh
     // 2x2 windows at stride 2 without padding: over rows of even length a texel (two pixel
     // pairs) at a time (CONFIG 1), otherwise the one window's four taps per pixel (CONFIG 2).
     let pairs = (w.kh, w.kw, w.stride_h, w.stride_w, w.pad_h, w.pad_w) == (2, 2, 2, 2, 0, 0);
-    if !sh.gl1 && pairs {
+    if pairs && fast_path(sh, KernelProgram::Window(WindowProgram::MaxPoolGrad)) {
         pass.spec.config = if wd % 2 == 0 && (oh, ow) == (h / 2, wd / 2) { 1 } else { 2 };
     }
     sh.run(pass, s.numel())
