@@ -142,6 +142,20 @@ pub fn broadcast_strides(input: &Shape, out: &Shape) -> Vec<usize> {
     res
 }
 
+/// The strides of an operand of rank 4 or less read as broadcast along its size-1 axes, right
+/// aligned to four axes: its contiguous strides with 0 where the size is 1 (what
+/// [`broadcast_strides`] gives for the shape onto itself, as the array of four that kernels such
+/// as the attention mask's read).
+pub fn broadcast_strides4(dims: &[usize]) -> [usize; 4] {
+    let mut st = [0; 4];
+    let mut acc = 1;
+    for (slot, &d) in (0..4).rev().zip(dims.iter().rev()) {
+        st[slot] = if d == 1 { 0 } else { acc };
+        acc *= d;
+    }
+    st
+}
+
 /// Drops size-1 axes and merges neighbouring axes that are contiguous in every operand
 /// (`stride[i] == stride[i + 1] * dims[i + 1]` for all stride vectors). The element order is
 /// unchanged, so a kernel iterating the merged box visits the same elements; merging keeps the
@@ -184,6 +198,11 @@ mod tests {
         assert_eq!(broadcast_shapes(&[&a, &b]).unwrap(), Shape::from([4, 5, 3]));
         assert!(broadcast_shapes(&[&Shape::from([2]), &Shape::from([3])]).is_none());
         assert_eq!(broadcast_strides(&b, &Shape::from([4, 5, 3])), vec![0, 1, 0]);
+        // a mask [B, 1, S, T] read at [B, N, S, T], and one of rank 2 right-aligned
+        assert_eq!(broadcast_strides4(&[2, 1, 3, 5]), [15, 0, 5, 1]);
+        assert_eq!(broadcast_strides4(&[3, 5]), [0, 0, 5, 1]);
+        let m = Shape::from([2, 1, 3, 5]);
+        assert_eq!(broadcast_strides4(m.dims()).to_vec(), broadcast_strides(&m, &m));
     }
 
     #[test]

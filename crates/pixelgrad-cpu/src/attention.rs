@@ -41,17 +41,6 @@ impl Dims {
     }
 }
 
-/// Element strides of a rank-4 mask broadcast to `[B, N, S, T]` (0 on its size-1 axes).
-fn mask_strides(md: &[usize]) -> [usize; 4] {
-    let mut st = [0; 4];
-    let mut acc = 1;
-    for a in (0..4).rev() {
-        st[a] = if md[a] == 1 { 0 } else { acc };
-        acc *= md[a];
-    }
-    st
-}
-
 /// Query rows per block for `s` rows per head: [`ROWS`], or the largest divisor of `s`
 /// below it, so that every block lies inside one head.
 fn rows_per_block(s: usize) -> usize {
@@ -65,7 +54,7 @@ pub(crate) fn attention<T: Element>(scale: f64, d: Dims, q: &[T], k: &[T], v: &[
         return Ok(out);
     }
     let scale = T::from_f64(scale);
-    let ms = mask.map(|(mv, md)| (mv, mask_strides(md)));
+    let ms = mask.map(|(mv, md)| (mv, pixelgrad_core::shape::broadcast_strides4(md)));
     let failed: Mutex<Option<Error>> = Mutex::new(None);
     let rows = rows_per_block(d.s);
     let blocks = d.s / rows;

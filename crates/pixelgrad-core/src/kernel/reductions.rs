@@ -258,6 +258,29 @@ fn first_index_where(form: Scan, acc: u8, target: Fx) -> Vec<Stmt> {
     })
 }
 
+/// Most elements one output of a pass folds on the backends whose passes take any group (the
+/// `webgl1` mode's constant loop bound is smaller).
+pub const MAX_GROUP: usize = 1024;
+
+/// The group of each pass of a reduction tree over an axis of `n`: `n` itself up to
+/// [`MAX_GROUP`] (one pass), else the smallest `g` with `g^p >= n` for the fewest passes `p`
+/// that reach one element, so the passes are of even sizes.
+pub fn tree_group(n: usize) -> usize {
+    if n <= MAX_GROUP {
+        return n.max(1);
+    }
+    let mut passes = 1u32;
+    while MAX_GROUP.checked_pow(passes).is_some_and(|c| c < n) {
+        passes += 1;
+    }
+    // the float root, corrected upwards
+    let mut g = (n as f64).powf(1.0 / f64::from(passes)).ceil() as usize;
+    while g.checked_pow(passes).is_some_and(|c| c < n) {
+        g += 1;
+    }
+    g.clamp(2, MAX_GROUP)
+}
+
 /// The parameters of a pass of `group` over `[outer, n, inner]`: `[n, m, inner, group]` with
 /// `m = ceil(n / group)` (its output has `outer * m * inner` elements).
 pub fn reduce_params(n: usize, inner: usize, group: usize) -> [usize; 4] {

@@ -9,7 +9,7 @@
 use std::rc::Rc;
 
 use pixelgrad_core::kernel::programs::KernelProgram;
-use pixelgrad_core::kernel::reductions::ReduceProgram;
+use pixelgrad_core::kernel::reductions::{tree_group, ReduceProgram, MAX_GROUP};
 use pixelgrad_core::{ReduceOp, Result, Shape};
 
 use super::elementwise::FusedRead;
@@ -23,29 +23,14 @@ use crate::texture::GlTensor;
 /// Elements combined per output in one pass of the `webgl1` mode (its programs' constant
 /// loop bound).
 pub(crate) const GROUP: usize = 16;
-/// Most elements combined per output in one pass on WebGL2.
-pub(crate) const MAX_GROUP: usize = 1024;
 
-/// The group size of a pass over an axis of `n` elements: `n` itself up to [`MAX_GROUP`], else
-/// the `p`-th root of `n` (rounded up) for the fewest passes `p` that reach one element; always
-/// [`GROUP`] in the `webgl1` mode.
+/// The group size of a pass over an axis of `n` elements: core's tree rule
+/// ([`tree_group`]), always [`GROUP`] in the `webgl1` mode.
 pub(crate) fn group_for(sh: &Shared, n: usize) -> usize {
     if sh.features.constant_loop_bounds {
         return GROUP;
     }
-    if n <= MAX_GROUP {
-        return n.max(1);
-    }
-    let mut passes = 1u32;
-    while MAX_GROUP.checked_pow(passes).is_some_and(|c| c < n) {
-        passes += 1;
-    }
-    // The smallest g with g^passes >= n: the float root, corrected upwards.
-    let mut g = (n as f64).powf(1.0 / f64::from(passes)).ceil() as usize;
-    while g.checked_pow(passes).is_some_and(|c| c < n) {
-        g += 1;
-    }
-    g.clamp(2, MAX_GROUP)
+    tree_group(n)
 }
 
 const SUM: ReduceProgram = ReduceProgram::Sum;

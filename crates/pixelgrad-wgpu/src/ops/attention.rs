@@ -34,17 +34,6 @@ const MAX_TILE: usize = 64;
 /// Query rows per workgroup.
 const ROWS: usize = 64;
 
-/// Element strides of a rank-4 mask broadcast to `[B, N, S, T]` (0 on its size-1 axes).
-fn mask_strides(md: &[usize]) -> [usize; 4] {
-    let mut st = [0; 4];
-    let mut acc = 1;
-    for a in (0..4).rev() {
-        st[a] = if md[a] == 1 { 0 } else { acc };
-        acc *= md[a];
-    }
-    st
-}
-
 /// `ins` = q, k, v and the mask when `masked`; shapes passed `Op::infer_shape`.
 pub(crate) fn attention(
     gpu: &Gpu,
@@ -68,7 +57,7 @@ pub(crate) fn attention(
         u(op, sh.numel())?;
     }
     let tile = (TILE_FLOATS / (h + hv).max(1)).clamp(1, MAX_TILE);
-    let ms = if masked { mask_strides(shapes[3].dims()) } else { [0; 4] };
+    let ms = if masked { pixelgrad_core::shape::broadcast_strides4(shapes[3].dims()) } else { [0; 4] };
     let blocks = s.div_ceil(ROWS);
     let p = [
         u(op, b)?,

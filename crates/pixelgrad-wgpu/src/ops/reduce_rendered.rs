@@ -15,14 +15,11 @@
 use std::rc::Rc;
 
 use pixelgrad_core::kernel::programs::KernelProgram;
-use pixelgrad_core::kernel::reductions::{reduce_params, ReduceProgram};
+use pixelgrad_core::kernel::reductions::{reduce_params, tree_group, ReduceProgram, MAX_GROUP};
 use pixelgrad_core::{ReduceOp, Result};
 
 use super::programs::program_kernel;
 use crate::context::{Gpu, GpuTensor};
-
-/// Most elements one invocation folds in a pass.
-pub(crate) const MAX_GROUP: usize = 1024;
 
 /// Whether `op` over `[outer, n, inner]` of a stored tensor runs rendered: as
 /// [`crate::ReduceKernel`] says, where [`fits`] holds.
@@ -46,23 +43,6 @@ pub(crate) fn chosen(gpu: &Gpu, op: ReduceOp, outer: usize, n: usize, inner: usi
 /// flat index below 2^31 (the programs index with `i32`).
 pub(crate) fn fits(outer: usize, n: usize, inner: usize) -> bool {
     n > 0 && outer.checked_mul(n).and_then(|v| v.checked_mul(inner)).is_some_and(|v| v < i32::MAX as usize)
-}
-
-/// The group of a pass over an axis of `n`: `n` itself up to [`MAX_GROUP`], else the `p`-th
-/// root of `n` (rounded up) for the fewest passes `p` that reach one element.
-pub(crate) fn group_for(n: usize) -> usize {
-    if n <= MAX_GROUP {
-        return n.max(1);
-    }
-    let mut passes = 1u32;
-    while MAX_GROUP.checked_pow(passes).is_some_and(|c| c < n) {
-        passes += 1;
-    }
-    let mut g = (n as f64).powf(1.0 / f64::from(passes)).ceil() as usize;
-    while g.checked_pow(passes).is_some_and(|c| c < n) {
-        g += 1;
-    }
-    g.clamp(2, MAX_GROUP)
 }
 
 /// One pass of `which` with `group` over `ins[0]` viewed as `[outer, n, inner]` into `out`
@@ -92,7 +72,7 @@ fn pass(
 fn tree(gpu: &Rc<Gpu>, which: ReduceProgram, x: &GpuTensor, outer: usize, mut n: usize, inner: usize, out: &GpuTensor) -> Result<()> {
     let mut cur: Option<GpuTensor> = None;
     loop {
-        let group = group_for(n);
+        let group = tree_group(n);
         let m = n.div_ceil(group);
         let src = cur.as_ref().unwrap_or(x);
         if m == 1 {
@@ -111,7 +91,7 @@ pub(crate) fn reduce(gpu: &Rc<Gpu>, op: ReduceOp, x: &GpuTensor, outer: usize, n
     if op != ReduceOp::ArgMax {
         return tree(gpu, ReduceProgram::of(op), x, outer, n, inner, out);
     }
-    let group = group_for(n);
+    let group = tree_group(n);
     if n <= group {
         return pass(gpu, ReduceProgram::ArgMax, &[x], outer, n, inner, group, out);
     }
