@@ -1,5 +1,5 @@
 //! Reductions as multi-pass trees: each pass combines a group of consecutive elements along
-//! the axis. On WebGL2 a group holds up to [`MAX_GROUP`] elements, balanced over the fewest
+//! the axis. On WebGL2 a group holds up to [`MAX_GROUP`](pixelgrad_core::kernel::reductions::MAX_GROUP) elements, balanced over the fewest
 //! passes (an axis of up to 1024 elements is one pass, up to 2^20 two), because every draw
 //! costs far more than a fragment's loop at these sizes. WebGL1's programs have the constant
 //! loop bound [`GROUP`]: ceil(log_16 n) passes there. Sums are serial within a group (about
@@ -9,7 +9,7 @@
 use std::rc::Rc;
 
 use pixelgrad_core::kernel::programs::KernelProgram;
-use pixelgrad_core::kernel::reductions::{tree_group, ReduceProgram, MAX_GROUP};
+use pixelgrad_core::kernel::reductions::{tree_group, ReduceProgram};
 use pixelgrad_core::{ReduceOp, Result, Shape};
 
 use super::elementwise::FusedRead;

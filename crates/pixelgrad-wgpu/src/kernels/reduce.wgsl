@@ -1,6 +1,6 @@
 // Kept hand-written for a measured speed (issue 39): the reductions are defined once as
 // programs of the kernel IR (pixelgrad_core::kernel::reductions), and ops/reduce_rendered.rs
-// launches them (ReduceKernel::Auto: on CPU adapters for sums, log-sum-exp and one-group
+// launches them (ReduceKernel::Auto: on native CPU adapters for sums, log-sum-exp and one-group
 // argmax, 0.62-0.97x this kernel's time on lavapipe). This kernel stays where it measured
 // faster: max over a [1024,1024] last axis (the rendered passes took 1.27x its time: their
 // running maximum carries a tie count) and argmax over 2^20 elements (2.49x: four passes

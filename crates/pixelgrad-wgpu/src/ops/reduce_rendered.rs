@@ -27,8 +27,11 @@ pub(crate) fn chosen(gpu: &Gpu, op: ReduceOp, outer: usize, n: usize, inner: usi
     let rendered = match gpu.reductions.get() {
         crate::ReduceKernel::HandWritten => false,
         crate::ReduceKernel::Rendered => true,
+        // measured on lavapipe only: a browser's CPU adapter (SwiftShader under Dawn) keeps the
+        // hand-written kernel
         crate::ReduceKernel::Auto => {
             gpu.info.device_type == wgpu::DeviceType::Cpu
+                && gpu.info.backend != wgpu::Backend::BrowserWebGpu
                 && match op {
                     ReduceOp::Sum | ReduceOp::LogSumExp => true,
                     ReduceOp::ArgMax => n <= MAX_GROUP,
