@@ -146,6 +146,30 @@ macro_rules! conformance_tests {
     };
 }
 
+/// Expands into the three `#[test]`s of [`traces`] (a replay equals the ops and spares held
+/// outputs; reads and random numbers make a run unreplayable; a dropped trace gives its memory
+/// back), each on a fresh device from `$make: fn() -> Device`: one line per backend's
+/// `tests/trace.rs`.
+#[macro_export]
+macro_rules! trace_tests {
+    ($make:path) => {
+        #[test]
+        fn replay_computes_what_the_ops_compute_and_never_overwrites_held_outputs() {
+            $crate::traces::replay_computes_what_the_ops_compute_and_never_overwrites_held_outputs(&$make());
+        }
+
+        #[test]
+        fn reads_and_random_numbers_make_a_run_unreplayable() {
+            $crate::traces::reads_and_random_numbers_make_a_run_unreplayable(&$make());
+        }
+
+        #[test]
+        fn a_dropped_trace_gives_its_memory_back() {
+            $crate::traces::a_dropped_trace_gives_its_memory_back(&$make());
+        }
+    };
+}
+
 /// Expands into `mod $module { #[$test] async fn fill() .. }`: one async test per op family,
 /// each on a fresh device from `$make: async fn() -> pixelgrad_core::Result<Device>`, reading
 /// results with [`Read::Async`] (so it works on WebGPU in the browser). `$test` is the test

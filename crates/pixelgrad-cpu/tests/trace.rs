@@ -10,20 +10,7 @@ fn device() -> Device {
     Device::new(CpuBackend::new())
 }
 
-#[test]
-fn replay_computes_what_the_ops_compute_and_never_overwrites_held_outputs() {
-    traces::replay_computes_what_the_ops_compute_and_never_overwrites_held_outputs(&device());
-}
-
-#[test]
-fn reads_and_random_numbers_make_a_run_unreplayable() {
-    traces::reads_and_random_numbers_make_a_run_unreplayable(&device());
-}
-
-#[test]
-fn a_dropped_trace_gives_its_memory_back() {
-    traces::a_dropped_trace_gives_its_memory_back(&device());
-}
+pixelgrad_conformance::trace_tests!(device);
 
 #[test]
 fn unfused_runs_replay_too() {

@@ -2,7 +2,6 @@
 //! bit what the ops compute, never overwrites a held output, refuses runs that read back or draw
 //! random numbers, and gives its memory back when dropped).
 
-use pixelgrad_conformance::traces;
 use pixelgrad_core::Device;
 use pixelgrad_webgl::{WebGlBackend, WebGlOptions};
 
@@ -11,17 +10,4 @@ fn device() -> Device {
     Device::new(WebGlBackend::new_headless(opts).expect("headless WebGL (EGL) context"))
 }
 
-#[test]
-fn replay_computes_what_the_ops_compute_and_never_overwrites_held_outputs() {
-    traces::replay_computes_what_the_ops_compute_and_never_overwrites_held_outputs(&device());
-}
-
-#[test]
-fn reads_and_random_numbers_make_a_run_unreplayable() {
-    traces::reads_and_random_numbers_make_a_run_unreplayable(&device());
-}
-
-#[test]
-fn a_dropped_trace_gives_its_memory_back() {
-    traces::a_dropped_trace_gives_its_memory_back(&device());
-}
+pixelgrad_conformance::trace_tests!(device);
