@@ -3,7 +3,7 @@
 
 use pixelgrad_conformance::{check_gradients, families::one_hot, seed_of, Gen};
 use pixelgrad_core::composite::{avg_pool2d, bce_with_logits, conv2d, cross_entropy, cross_entropy_one_hot, max_pool2d, mse};
-use pixelgrad_core::{BinaryOp, NBits, Op, ReduceOp, Result, Shape, Tensor, UnaryOp, Window};
+use pixelgrad_core::{AttentionOpts, BinaryOp, NBits, Op, ReduceOp, Result, Shape, Tensor, UnaryOp, Window};
 
 const MAX_ERR: f64 = 1e-6;
 
@@ -349,13 +349,38 @@ fn checker_catches_a_wrong_gradient() {
 fn fused_attention() {
     // (b, n, nkv, s, t, h, hv)
     for (b, n, nkv, s, t, h, hv) in [(2, 4, 2, 3, 5, 4, 3), (1, 2, 1, 1, 6, 3, 5)] {
-        let f = move |x: &[Tensor]| x[0].attention_fused(&x[1], &x[2], Some(&x[3]), 0.7);
+        let f = move |x: &[Tensor]| x[0].attention_fused(&x[1], &x[2], Some(&x[3]), AttentionOpts::scaled(0.7));
         let name = format!("attention_{b}_{n}_{nkv}_{s}_{t}_{h}_{hv}");
         let specs: [(&[usize], Gen); 4] =
             [(&[b, n, s, h], sym()), (&[b, nkv, t, h], sym()), (&[b, nkv, t, hv], sym()), (&[1, n, s, t], sym())];
         fd(&name, f, &specs);
         // without a mask
-        let f = move |x: &[Tensor]| x[0].attention_fused(&x[1], &x[2], None, 0.7);
+        let f = move |x: &[Tensor]| x[0].attention_fused(&x[1], &x[2], None, AttentionOpts::scaled(0.7));
         fd(&format!("{name}_unmasked"), f, &specs[..3]);
+    }
+}
+
+/// The fused attention op's gradient with its options: causal exclusion at an offset (and a
+/// sliding window), the softcap before and after a learned mask, the smooth softmax; grouped
+/// heads and one query row (a decoder's step).
+#[test]
+fn fused_attention_options() {
+    let o = AttentionOpts::scaled(0.7);
+    let cases = [
+        ("causal", AttentionOpts { causal: Some(2), ..o }),
+        ("causal_window", AttentionOpts { causal: Some(1), window: Some(2), ..o }),
+        ("softcap_before", AttentionOpts { softcap: Some(1.5), ..o }),
+        ("softcap_after", AttentionOpts { softcap: Some(1.5), softcap_after_masks: true, ..o }),
+        ("smooth", AttentionOpts { smooth: true, ..o }),
+        ("all", AttentionOpts { causal: Some(2), softcap: Some(2.0), smooth: true, ..o }),
+    ];
+    for (b, n, nkv, s, t, h, hv) in [(1, 4, 2, 3, 5, 4, 3), (2, 2, 1, 1, 6, 3, 2)] {
+        for (what, opts) in cases {
+            let name = format!("attention_{what}_{b}_{n}_{nkv}_{s}_{t}_{h}_{hv}");
+            let specs: [(&[usize], Gen); 4] =
+                [(&[b, n, s, h], sym()), (&[b, nkv, t, h], sym()), (&[b, nkv, t, hv], sym()), (&[1, n, s, t], sym())];
+            let f = move |x: &[Tensor]| x[0].attention_fused(&x[1], &x[2], Some(&x[3]), opts);
+            fd(&name, f, &specs);
+        }
     }
 }

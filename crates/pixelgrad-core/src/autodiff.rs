@@ -247,7 +247,7 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
         // `Tensor::apply` never records it (its result is a constant); a hand-built graph
         // that does gets an error rather than a wrong gradient.
         Op::MatMulI8 { .. } => Err(Error::Autodiff("matmul_i8 is not differentiable (its result records no gradient)".into())),
-        Op::Attention { scale, .. } => attention_grad(*scale, x, y, g),
+        Op::Attention { opts, .. } => attention_grad(opts, x, y, g),
         Op::MatMulNBits { bits, block, k, trans } => {
             // out = a W (or a W^T) with W [k, N] the dequantised weight: dA = G W^T (or G W),
             // the same primitive transposed, read from the packed weight (never an f32 copy).
@@ -358,22 +358,21 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
     }
 }
 
-/// The gradient of [`Op::Attention`], the composition's: the weights `P = softmax(scale · Q Kᵀ
-/// + M)` are recomputed (the forward pass kept no scores), then with `G = dL/dY`:
-/// `dV = Pᵀ G`, `dP = G Vᵀ`, `dS = P ⊙ (dP - rowsum(G ⊙ Y))` (the softmax's adjoint, since
-/// `rowsum(dP ⊙ P) = rowsum(G ⊙ Y)`), `dQ = scale · dS K`, `dK = scale · dSᵀ Q`, `dM = dS`
-/// summed to the mask's shape. Key/value heads shared by a group of query heads sum the
+/// The gradient of [`Op::Attention`], the composition's: the weights `P` are recomputed
+/// ([`Tensor::attention_scores`]; the forward pass kept no scores), then with `G = dL/dY`:
+/// `dV = Pᵀ G`, `dP = G Vᵀ`, `dZ = P ⊙ (dP - rowsum(G ⊙ Y))` for the final scores `Z` (the
+/// softmax's adjoint, the smooth softmax's too, since `rowsum(dP ⊙ P) = rowsum(G ⊙ Y)` for
+/// both), through the softcap `c · tanh(x / c)` by its slope `1 - tanh²` (before or after the
+/// masks, as the options say), `dQ = scale · dS K`, `dK = scale · dSᵀ Q` for `dS` the gradient
+/// of `scale · Q Kᵀ`, `dM` the gradient of the masked scores summed to the mask's shape (the
+/// causal exclusions are constants). Key/value heads shared by a group of query heads sum the
 /// group's gradients. This materialises `[B, N, S, T]`, as the composition's backward does.
-fn attention_grad(scale: f32, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+fn attention_grad(opts: &crate::AttentionOpts, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
     let (q, k, v) = (&x[0], &x[1], &x[2]);
     let (qd, kd, vd) = (q.dims().to_vec(), k.dims().to_vec(), v.dims().to_vec());
     let (b, n, s, h) = (qd[0], qd[1], qd[2], qd[3]);
     let (nkv, t, hv) = (kd[1], kd[2], vd[3]);
     let group = n / nkv;
-    // [B, Nkv, T, d] -> [B·N, T, d], each key/value head repeated for its group
-    let spread = |x: &Tensor, d: usize| -> Result<Tensor> {
-        x.reshape([b, nkv, 1, t, d])?.broadcast_to([b, nkv, group, t, d])?.reshape([b * n, t, d])
-    };
     // [B·N, T, d] -> [B, Nkv, T, d], the group's gradients summed
     let gather = |x: Tensor, d: usize| -> Result<Tensor> {
         if group == 1 {
@@ -381,25 +380,43 @@ fn attention_grad(scale: f32, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Ve
         }
         x.reshape([b, nkv, group, t, d])?.sum_axis(2, false)
     };
-    let (q3, k3, v3) = (q.reshape([b * n, s, h])?, spread(k, h)?, spread(v, hv)?);
-    let mut scores = q3.matmul_t(&k3, false, true)?.mul_scalar(scale)?.reshape([b, n, s, t])?;
-    if let Some(m) = x.get(3) {
-        scores = scores.add(m)?;
-    }
-    let p = scores.softmax(-1)?.reshape([b * n, s, t])?;
+    let scores = q.attention_scores(k, x.get(3), *opts)?;
+    let p = scores.weights.reshape([b * n, s, t])?;
     let g3 = g.reshape([b * n, s, hv])?;
     let gv = if v.requires_grad() { Some(gather(p.matmul_t(&g3, true, false)?, hv)?) } else { None };
     let need_s = q.requires_grad() || k.requires_grad() || x.get(3).is_some_and(|m| m.requires_grad());
     if !need_s {
         return Ok(vec![None, None, gv, None].into_iter().take(x.len()).collect());
     }
-    let dp = g3.matmul_t(&v3, false, true)?;
+    let dp = g3.matmul_t(&v.attention_spread(n)?, false, true)?;
     let rows = g.mul(y)?.sum_axis(-1, true)?.reshape([b * n, s, 1])?;
-    let ds = p.mul(&dp.sub(&rows)?)?;
-    let gq = if q.requires_grad() { Some(ds.matmul(&k3)?.mul_scalar(scale)?.reshape(q.shape().clone())?) } else { None };
-    let gk = if k.requires_grad() { Some(gather(ds.matmul_t(&q3, true, false)?.mul_scalar(scale)?, h)?) } else { None };
+    let dz = p.mul(&dp.sub(&rows)?)?.reshape([b, n, s, t])?;
+    // the softcap's slope at the capped value: 1 - (capped / c)²
+    let slope = |capped: &Tensor, c: f32| -> Result<Tensor> { capped.mul_scalar(1.0 / c)?.square()?.affine(-1.0, 1.0) };
+    let (dmasked, dscaled) = match opts.softcap {
+        None => (dz.clone(), dz),
+        Some(c) if opts.softcap_after_masks => {
+            let d = dz.mul(&slope(&scores.capped, c)?)?;
+            (d.clone(), d)
+        }
+        Some(c) => {
+            let before = scores.scaled.mul_scalar(1.0 / c)?.tanh()?.mul_scalar(c)?;
+            let d = dz.mul(&slope(&before, c)?)?;
+            (dz, d)
+        }
+    };
+    let ds = dscaled.reshape([b * n, s, t])?;
+    let scale = opts.scale;
+    let gq =
+        if q.requires_grad() { Some(ds.matmul(&k.attention_spread(n)?)?.mul_scalar(scale)?.reshape(q.shape().clone())?) } else { None };
+    let gk = if k.requires_grad() {
+        let q3 = q.reshape([b * n, s, h])?;
+        Some(gather(ds.matmul_t(&q3, true, false)?.mul_scalar(scale)?, h)?)
+    } else {
+        None
+    };
     let gm = match x.get(3) {
-        Some(m) if m.requires_grad() => Some(sum_to_shape(&ds.reshape([b, n, s, t])?, m.shape())?),
+        Some(m) if m.requires_grad() => Some(sum_to_shape(&dmasked, m.shape())?),
         _ => None,
     };
     Ok(vec![gq, gk, gv, gm].into_iter().take(x.len()).collect())

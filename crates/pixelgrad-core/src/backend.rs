@@ -133,12 +133,13 @@ pub trait Backend {
         &F32_ONLY
     }
 
-    /// Whether this backend runs [`Op::Attention`] for query/key heads of `head` values and
+    /// Whether this backend runs [`Op::Attention`] for query/key heads of `head` values,
     /// value heads of `value_head` values (a GPU kernel may keep a row's accumulator in
-    /// registers only up to a size). Where false, [`crate::Tensor::attention`] composes the
-    /// op from products and a softmax, which mean the same. The default: false.
-    fn fused_attention(&self, head: usize, value_head: usize) -> bool {
-        let _ = (head, value_head);
+    /// registers only up to a size) and the options `opts`. Where false,
+    /// [`crate::Tensor::attention`] composes the op from products and a softmax, which mean
+    /// the same. The default: false.
+    fn fused_attention(&self, head: usize, value_head: usize, opts: &crate::AttentionOpts) -> bool {
+        let _ = (head, value_head, opts);
         false
     }
 

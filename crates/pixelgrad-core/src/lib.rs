@@ -43,7 +43,7 @@ pub use caps::{Arithmetic, Caps, Training};
 pub use error::{Error, Result};
 pub use layout::StorageLayout;
 pub use mixed::{mixed_precision, mixed_precision_available, mixed_precision_enabled, MixedPrecisionGuard};
-pub use op::{check_execute, BinaryOp, Distribution, NBits, Op, ReduceOp, UnaryOp, Window};
+pub use op::{check_execute, AttentionOpts, BinaryOp, Distribution, NBits, Op, ReduceOp, UnaryOp, Window};
 pub use param::Param;
 pub use recording::Trace;
 pub use shape::{Shape, MAX_RANK};

@@ -145,6 +145,84 @@ impl NBits {
     }
 }
 
+/// The options of [`Op::Attention`] (and [`crate::Tensor::attention`]), as the ONNX attention
+/// operators define them. Query row `i`'s score for key `j` is built in this order:
+/// `x = scale · q_i · k_j`; with a `softcap` `c` not after the masks, `x = c · tanh(x / c)`;
+/// plus the additive mask; plus [`AttentionOpts::EXCLUDED`] where the `causal` option excludes
+/// key `j` ([`AttentionOpts::excludes`]); with a `softcap` after the masks, `x = c · tanh(x /
+/// c)`. The weights are `softmax(x)`, or with `smooth` `exp(x_j) / (1 + Σ exp(x))` (an extra
+/// zero logit in the denominator). An excluded key therefore weighs exactly 0 unless the
+/// softcap comes after the masks (then its score is `-c`, as the ONNX operator computes it),
+/// and a row whose every key is excluded averages all its keys (as adding `-1e30` does).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttentionOpts {
+    /// Multiplies `Q Kᵀ`; finite.
+    pub scale: f32,
+    /// `Some(offset)`: query row `i` sees key `j` only when `j <= i + offset` (the `S` queries
+    /// are the last of `offset + S` positions: a decoder's offset is its past length).
+    pub causal: Option<usize>,
+    /// With `causal`: row `i` also sees key `j` only when `j + window >= i + offset` (a sliding
+    /// window of `window + 1` keys, onnxruntime's `local_window_size`).
+    pub window: Option<usize>,
+    /// `c · tanh(x / c)` of the scores, `c` finite and above 0.
+    pub softcap: Option<f32>,
+    /// The softcap applies after the masks (opset-23 `Attention`) instead of before them
+    /// (`GroupQueryAttention`).
+    pub softcap_after_masks: bool,
+    /// The smooth softmax: an extra zero logit in the denominator.
+    pub smooth: bool,
+}
+
+impl AttentionOpts {
+    /// What an excluded key adds to its score: far below any score, so its weight is 0.
+    pub const EXCLUDED: f32 = -1e30;
+
+    /// Plain attention: `softmax(scale · Q Kᵀ + mask)`.
+    pub fn scaled(scale: f32) -> Self {
+        AttentionOpts { scale, causal: None, window: None, softcap: None, softcap_after_masks: false, smooth: false }
+    }
+
+    /// With the causal exclusion at `offset` (see [`AttentionOpts::causal`]).
+    pub fn causal(self, offset: usize) -> Self {
+        AttentionOpts { causal: Some(offset), ..self }
+    }
+
+    /// No option but the scale.
+    pub fn is_plain(&self) -> bool {
+        *self == AttentionOpts::scaled(self.scale)
+    }
+
+    /// Whether the causal option excludes key `j` for query row `i`.
+    pub fn excludes(&self, i: usize, j: usize) -> bool {
+        match self.causal {
+            None => false,
+            Some(off) => {
+                let pos = i.saturating_add(off);
+                j > pos || self.window.is_some_and(|w| j.saturating_add(w) < pos)
+            }
+        }
+    }
+
+    /// Why these options are not meaningful, if they are not.
+    pub fn problem(&self) -> Option<String> {
+        if !self.scale.is_finite() {
+            return Some(format!("scale {} is not a finite number", self.scale));
+        }
+        if let Some(c) = self.softcap {
+            if !(c.is_finite() && c > 0.0) {
+                return Some(format!("softcap {c} must be a finite number above 0"));
+            }
+        }
+        if self.window.is_some() && self.causal.is_none() {
+            return Some("a sliding window needs the causal option".into());
+        }
+        if self.softcap_after_masks && self.softcap.is_none() {
+            return Some("softcap_after_masks without a softcap".into());
+        }
+        None
+    }
+}
+
 /// One primitive operation. Inputs are passed separately, in the order documented per variant.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
@@ -284,13 +362,15 @@ pub enum Op {
     /// additive `mask` of rank 4 broadcastable to `[B, N, S, T]` (each axis its size or 1).
     /// `N` is a multiple of `Nkv` (grouped heads): query head `n` reads key/value head
     /// `n / (N / Nkv)`. Output `[B, N, S, Hv]` with
-    /// `out[b, n, i, :] = Σ_j softmax_j(scale · q[b, n, i, :] · k[b, g, j, :] + mask[b, n, i, j]) v[b, g, j, :]`.
-    /// A row whose scores are all `-inf` (or NaN) gives NaN, as the softmax composite does; a
-    /// large negative mask (`-1e30`) excludes a key exactly. Its gradient is the
-    /// composition's (the scores are recomputed in the backward pass). Backends say where
-    /// they run it ([`crate::Backend::fused_attention`]); [`crate::Tensor::attention`] composes
-    /// it from products and a softmax elsewhere.
-    Attention { scale: f32, masked: bool },
+    /// `out[b, n, i, :] = Σ_j w_j(z[b, n, i, :]) v[b, g, j, :]`, the scores `z` and weights `w`
+    /// as [`AttentionOpts`] defines them (plainly: `z_j = scale · q[b, n, i, :] · k[b, g, j, :]
+    /// + mask[b, n, i, j]`, `w = softmax(z)`).
+    /// A row whose scores are all `-inf` (or NaN) gives NaN, as the softmax composite does (0
+    /// with the smooth softmax); a large negative mask (`-1e30`) excludes a key exactly. Its
+    /// gradient is the composition's (the scores are recomputed in the backward pass).
+    /// Backends say where they run it ([`crate::Backend::fused_attention`]);
+    /// [`crate::Tensor::attention`] composes it from products and a softmax elsewhere.
+    Attention { opts: AttentionOpts, masked: bool },
 }
 
 impl Op {
@@ -530,7 +610,10 @@ impl Op {
                 }
                 Ok(Shape(vec![a.0[0], outer]))
             }
-            Op::Attention { .. } => {
+            Op::Attention { opts, .. } => {
+                if let Some(p) = opts.problem() {
+                    return Err(err(p));
+                }
                 let (q, k, v) = (&inputs[0].0, &inputs[1].0, &inputs[2].0);
                 if q.len() != 4 || k.len() != 4 || v.len() != 4 {
                     return Err(err("expects q [B, N, S, H], k [B, Nkv, T, H] and v [B, Nkv, T, Hv] (rank 4)".into()));
@@ -778,7 +861,7 @@ mod tests {
             Op::Narrow8 { signed: false },
             Op::Window { program: crate::window_program::WindowProgram::MaxPool, window: w },
             Op::MatMulNBits { bits: 4, block: 16, k: 1, trans: false },
-            Op::Attention { scale: 1.0, masked: false },
+            Op::Attention { opts: AttentionOpts::scaled(1.0), masked: false },
         ];
         assert_eq!(all.len(), Op::NAMES.len());
         for (i, op) in all.iter().enumerate() {
@@ -789,8 +872,12 @@ mod tests {
     #[test]
     fn attention_shapes_are_checked() {
         let s = |d: &[usize]| Shape::from(d);
-        let op = |masked| Op::Attention { scale: 0.5, masked };
+        let op = |masked| Op::Attention { opts: AttentionOpts::scaled(0.5), masked };
+        let o = AttentionOpts::scaled(0.5);
+        let with = |opts| Op::Attention { opts, masked: false };
         let (q, k, v) = (s(&[2, 4, 3, 8]), s(&[2, 2, 5, 8]), s(&[2, 2, 5, 6]));
+        let full = AttentionOpts { causal: Some(1), window: Some(2), softcap: Some(5.0), softcap_after_masks: true, smooth: true, ..o };
+        assert_eq!(with(full).infer_shape(&[&q, &k, &v]).unwrap(), s(&[2, 4, 3, 6]));
         assert_eq!(op(false).infer_shape(&[&q, &k, &v]).unwrap(), s(&[2, 4, 3, 6]));
         assert_eq!(op(true).infer_shape(&[&q, &k, &v, &s(&[1, 1, 3, 5])]).unwrap(), s(&[2, 4, 3, 6]));
         let bad = [
@@ -802,6 +889,11 @@ mod tests {
             (op(true), vec![q.clone(), k.clone(), v.clone(), s(&[2, 4, 3, 4])], "does not broadcast"),
             (op(true), vec![q.clone(), k.clone(), v.clone(), s(&[3, 5])], "does not broadcast"),
             (op(true), vec![q.clone(), k.clone(), v.clone()], "expects 4 inputs"),
+            (with(AttentionOpts { softcap: Some(0.0), ..o }), vec![q.clone(), k.clone(), v.clone()], "softcap 0"),
+            (with(AttentionOpts { softcap: Some(f32::NAN), ..o }), vec![q.clone(), k.clone(), v.clone()], "softcap NaN"),
+            (with(AttentionOpts { window: Some(2), ..o }), vec![q.clone(), k.clone(), v.clone()], "needs the causal"),
+            (with(AttentionOpts { softcap_after_masks: true, ..o }), vec![q.clone(), k.clone(), v.clone()], "without a softcap"),
+            (with(AttentionOpts::scaled(f32::INFINITY)), vec![q.clone(), k.clone(), v.clone()], "scale inf"),
         ];
         for (op, shapes, want) in bad {
             let refs: Vec<&Shape> = shapes.iter().collect();

@@ -718,11 +718,13 @@ impl Tensor {
     }
     /// [`Op::Attention`] of `self` as the queries `[B, N, S, H]`, keys `k [B, Nkv, T, H]`,
     /// values `v [B, Nkv, T, Hv]` and an optional additive `mask` broadcastable (rank 4) to
-    /// `[B, N, S, T]`: one op, without the `S × T` scores, on any backend. Backends that do
-    /// not run it ([`crate::Backend::fused_attention`] false: WebGL) answer a typed
-    /// [`Error::Backend`]; [`Tensor::attention`] picks this or the composition.
-    pub fn attention_fused(&self, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, scale: f32) -> Result<Tensor> {
-        let op = Op::Attention { scale, masked: mask.is_some() };
+    /// `[B, N, S, T]`, with the options `opts` ([`crate::AttentionOpts`]): one op, without the
+    /// `S × T` scores, on any backend. Backends that do not run it
+    /// ([`crate::Backend::fused_attention`] false: WebGL; WebGPU with options beyond the
+    /// scale) answer a typed [`Error::Backend`]; [`Tensor::attention`] picks this or the
+    /// composition.
+    pub fn attention_fused(&self, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, opts: crate::AttentionOpts) -> Result<Tensor> {
+        let op = Op::Attention { opts, masked: mask.is_some() };
         let mut inputs = vec![self, k, v];
         inputs.extend(mask);
         Tensor::apply(&self.0.device, op, &inputs)

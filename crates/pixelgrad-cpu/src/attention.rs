@@ -7,10 +7,18 @@
 //! `l`, the output accumulator rescaled by `exp(m_old - m_new)` when the maximum grows), then
 //! the accumulator gains the tile's weights times its values (a `ROWS × Hv` product). The
 //! largest buffer is one block's `ROWS × TILE` scores.
+//!
+//! The options ([`AttentionOpts`]) act inside the online softmax: the softcap and the causal
+//! exclusion on each score as the options define them, the smooth softmax as a running
+//! maximum that starts at 0 and a running sum that starts at 1 (the extra zero logit). With the
+//! causal option a block walks only the keys some of its rows see (the tiles wholly above the
+//! diagonal, or before a sliding window, are skipped: their weights are exactly 0), except
+//! where an excluded key does not weigh 0 (a softcap after the masks) or a row sees no key (it
+//! then averages all of them, as the composition does).
 
 use std::sync::Mutex;
 
-use pixelgrad_core::{Error, Result};
+use pixelgrad_core::{AttentionOpts, Error, Result};
 
 use crate::element::{Element, Float};
 use crate::par::for_chunks;
@@ -47,13 +55,35 @@ fn rows_per_block(s: usize) -> usize {
     (1..=ROWS.min(s.max(1))).rev().find(|r| s.is_multiple_of(*r)).unwrap_or(1)
 }
 
+/// The keys `lo..hi` that a block of `rows` query rows from row `r0` walks under `opts` (all
+/// `t` of them unless the causal option lets it skip some; see the module docs).
+fn key_range(opts: &AttentionOpts, r0: usize, rows: usize, t: usize) -> (usize, usize) {
+    let Some(off) = opts.causal else { return (0, t) };
+    if opts.softcap.is_some() && opts.softcap_after_masks {
+        return (0, t);
+    }
+    let (first, last) = (r0.saturating_add(off), (r0 + rows - 1).saturating_add(off));
+    let lo = opts.window.map_or(0, |w| first.saturating_sub(w));
+    // the last row has the latest window: if it sees no key, no skipping
+    if opts.window.is_some_and(|w| last.saturating_sub(w) >= t) {
+        return (0, t);
+    }
+    (lo, last.min(t - 1) + 1)
+}
+
 /// Runs the op; `mask` is the additive mask and its shape, when there is one.
-pub(crate) fn attention<T: Element>(scale: f64, d: Dims, q: &[T], k: &[T], v: &[T], mask: Option<(&[T], &[usize])>) -> Result<Vec<T>> {
+pub(crate) fn attention<T: Element>(
+    opts: &AttentionOpts,
+    d: Dims,
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    mask: Option<(&[T], &[usize])>,
+) -> Result<Vec<T>> {
     let mut out = vec![T::ZERO; d.b * d.n * d.s * d.hv];
     if out.is_empty() {
         return Ok(out);
     }
-    let scale = T::from_f64(scale);
     let ms = mask.map(|(mv, md)| (mv, pixelgrad_core::shape::broadcast_strides4(md)));
     let failed: Mutex<Option<Error>> = Mutex::new(None);
     let rows = rows_per_block(d.s);
@@ -67,8 +97,8 @@ pub(crate) fn attention<T: Element>(scale: f64, d: Dims, q: &[T], k: &[T], v: &[
         let q0 = (head * d.s + r0) * d.h;
         let kh = &k[kv * d.t * d.h..(kv + 1) * d.t * d.h];
         let vh = &v[kv * d.t * d.hv..(kv + 1) * d.t * d.hv];
-        let m = ms.map(|(mv, st)| (mv, st, bi, ni, r0));
-        if let Err(e) = block(scale, d, &q[q0..q0 + rows * d.h], kh, vh, m, o) {
+        let m = ms.map(|(mv, st)| (mv, st, bi, ni));
+        if let Err(e) = block(opts, d, r0, &q[q0..q0 + rows * d.h], kh, vh, m, o) {
             if let Ok(mut f) = failed.lock() {
                 f.get_or_insert(e);
             }
@@ -80,25 +110,46 @@ pub(crate) fn attention<T: Element>(scale: f64, d: Dims, q: &[T], k: &[T], v: &[
     Ok(out)
 }
 
-/// The mask of one block: its values, its strides over `[B, N, S, T]`, the block's batch,
-/// head and first query row.
-type BlockMask<'a, T> = (&'a [T], [usize; 4], usize, usize, usize);
+/// The mask of one block: its values, its strides over `[B, N, S, T]`, the block's batch
+/// and head.
+type BlockMask<'a, T> = (&'a [T], [usize; 4], usize, usize);
 
-/// One block of query rows `q [rows, H]` of one head against that head's keys `k [T, H]` and
-/// values `v [T, Hv]`, into `o [rows, Hv]`. `mask`: values, strides, batch, head, first row.
-fn block<T: Element>(scale: T, d: Dims, q: &[T], k: &[T], v: &[T], mask: Option<BlockMask<'_, T>>, o: &mut [T]) -> Result<()> {
+/// One block of query rows `q [rows, H]` (rows `r0..` of one head) against that head's keys
+/// `k [T, H]` and values `v [T, Hv]`, into `o [rows, Hv]`. `mask`: values, strides, batch,
+/// head.
+#[allow(clippy::too_many_arguments)]
+fn block<T: Element>(
+    opts: &AttentionOpts,
+    d: Dims,
+    r0: usize,
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    mask: Option<BlockMask<'_, T>>,
+    o: &mut [T],
+) -> Result<()> {
     let rows = o.len() / d.hv;
     let neg_inf = -(T::ONE / T::ZERO);
-    let mut m = vec![neg_inf; rows];
-    let mut l = vec![T::ZERO; rows];
-    let mut p = vec![T::ZERO; rows * TILE.min(d.t)];
+    let scale = T::from_f64(f64::from(opts.scale));
+    let cap = opts.softcap.map(|c| (T::from_f64(f64::from(c)), T::from_f64(1.0 / f64::from(c))));
+    let (cap_before, cap_after) = match cap {
+        Some(c) if opts.softcap_after_masks => (None, Some(c)),
+        c => (c, None),
+    };
+    let excluded = T::from_f64(f64::from(AttentionOpts::EXCLUDED));
+    // the smooth softmax's zero logit: weight exp(0 - m) in the sum from the start
+    let (m0, l0) = if opts.smooth { (T::ZERO, T::ONE) } else { (neg_inf, T::ZERO) };
+    let mut m = vec![m0; rows];
+    let mut l = vec![l0; rows];
+    let (lo, hi) = key_range(opts, r0, rows, d.t);
+    let mut p = vec![T::ZERO; rows * TILE.min(hi - lo)];
     let mut pv = vec![T::ZERO; rows * d.hv];
     for x in o.iter_mut() {
         *x = T::ZERO;
     }
-    let mut j0 = 0;
-    while j0 < d.t {
-        let tl = TILE.min(d.t - j0);
+    let mut j0 = lo;
+    while j0 < hi {
+        let tl = TILE.min(hi - j0);
         let p = &mut p[..rows * tl];
         // scores of the tile: q [rows, H] times k[j0..j0 + tl]ᵀ (k's rows read as columns)
         T::gemm(rows, d.h, tl, q, d.h, 1, &k[j0 * d.h..(j0 + tl) * d.h], 1, d.h, p)?;
@@ -107,8 +158,17 @@ fn block<T: Element>(scale: T, d: Dims, q: &[T], k: &[T], v: &[T], mask: Option<
             let mut top = neg_inf;
             for (jj, x) in s.iter_mut().enumerate() {
                 *x = *x * scale;
-                if let Some((mv, st, bi, ni, r0)) = mask {
+                if let Some((c, inv)) = cap_before {
+                    *x = c * Float::tanh(*x * inv);
+                }
+                if let Some((mv, st, bi, ni)) = mask {
                     *x += mv[bi * st[0] + ni * st[1] + (r0 + r) * st[2] + (j0 + jj) * st[3]];
+                }
+                if opts.excludes(r0 + r, j0 + jj) {
+                    *x += excluded;
+                }
+                if let Some((c, inv)) = cap_after {
+                    *x = c * Float::tanh(*x * inv);
                 }
                 if *x > top {
                     top = *x;

@@ -56,10 +56,10 @@ pub fn run<T: Element>(backend: &str, op: &Op, x: &[&[T]], shapes: &[&Shape], ou
             let p: Vec<i64> = p.iter().map(|&v| v as i64).collect();
             pixelgrad_core::kernel::program_eval::eval(&program.program(), x, &p, out.numel())?
         }
-        Op::Attention { scale, masked } => {
+        Op::Attention { opts, masked } => {
             let d = attention::Dims::of(&shapes[0].0, &shapes[1].0, &shapes[2].0);
             let mask = if *masked { Some((x[3], shapes[3].0.as_slice())) } else { None };
-            attention::attention(f64::from(*scale), d, x[0], x[1], x[2], mask)?
+            attention::attention(opts, d, x[0], x[1], x[2], mask)?
         }
         Op::Gather { axis } => index::gather(backend, x[0], &shapes[0].0, x[1], &shapes[1].0, *axis)?,
         Op::ScatterAdd { axis, size } => index::scatter_add(backend, x[0], &shapes[0].0, x[1], *axis, *size)?,

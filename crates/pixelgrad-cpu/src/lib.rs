@@ -529,8 +529,8 @@ impl Backend for CpuBackend {
         &CAPS
     }
 
-    /// Any head sizes, in both modes (`attention`: blocked, online softmax).
-    fn fused_attention(&self, _head: usize, _value_head: usize) -> bool {
+    /// Any head sizes and options, in both modes (`attention`: blocked, online softmax).
+    fn fused_attention(&self, _head: usize, _value_head: usize, _opts: &pixelgrad_core::AttentionOpts) -> bool {
         true
     }
 

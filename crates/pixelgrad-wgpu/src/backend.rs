@@ -523,7 +523,8 @@ impl Backend for WgpuBackend {
     /// (`Tensor::attention_fused`, head sizes up to 256) and passes
     /// the conformance family, but measured 3-9x slower than the composition on lavapipe
     /// (`bench/notes/2026-12-07-fused-attention.md`), so it is not chosen until it is faster.
-    fn fused_attention(&self, _head: usize, _value_head: usize) -> bool {
+    /// (It runs no options beyond the scale either.)
+    fn fused_attention(&self, _head: usize, _value_head: usize, _opts: &pixelgrad_core::AttentionOpts) -> bool {
         false
     }
 

@@ -7,9 +7,11 @@
 //!
 //! [`attend`] runs the fused attention primitive ([`Tensor::attention`]: one op on the CPU,
 //! blocked over key tiles with an online softmax, never materialising the `S × T` scores)
-//! whenever it can: no score stage is asked for, no softcap, no smooth softmax. It then sums
-//! the additive masks into one. Otherwise, and on WebGPU and WebGL (which compose the op), the
-//! `[B, N, S, T]` scores of every head are materialised.
+//! whenever no score stage is asked for, with the softcap, the smooth softmax and a causal
+//! exclusion shared by the batch as the op's options ([`AttentionOpts`]: the CPU kernel skips
+//! the key tiles a causal block does not see) and the additive masks summed into one. With a
+//! kept score stage, and on WebGPU and WebGL (which compose the op), the `[B, N, S, T]` scores
+//! of every head are materialised by core's composition ([`Tensor::attention_composed_scores`]).
 //!
 //! What onnxruntime 1.20.1's CPU kernels (the oracle of the fixtures) do that is followed
 //! here: a mask position adds `mask_filter_value` (default -10000) to the score, so a row whose
@@ -22,7 +24,7 @@
 //! output (its CPU kernel then ignores the past), packed QKV / KV inputs (not implemented on
 //! its CPU), `Attention` without a bias (its CPU kernel crashes).
 
-use pixelgrad_core::Tensor;
+use pixelgrad_core::{AttentionOpts, Tensor};
 
 use super::context::{Cx, V};
 use crate::host::DType;
@@ -30,24 +32,11 @@ use crate::Result;
 
 /// What `pixelgrad inspect` says of the attention operators.
 pub(super) const NOTE: &str =
-    "runs as one fused attention op (online softmax over key tiles, no sequence x sequence scores) on the CPU; as matrix products and a softmax, materialising the scores, on WebGPU and WebGL, and with a softcap, smooth softmax or a score output";
+    "runs as one fused attention op (online softmax over key tiles, no sequence x sequence scores; causal masks, softcap and smooth softmax inside it) on the CPU; as matrix products and a softmax, materialising the scores, on WebGPU and WebGL, and with a score output";
 
 /// What a causal or out-of-window exclusion adds to a score: far below any score and any
 /// `mask_filter_value` a model uses, so the key's weight is exactly 0 (onnxruntime skips it).
-const EXCLUDED: f32 = -1e30;
-
-/// How scores become weights.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Scoring {
-    /// Multiplies `Q Kᵀ`.
-    pub scale: f32,
-    /// `c · tanh(s / c)` of the scaled scores, before the masks (`GroupQueryAttention`).
-    pub softcap: Option<f32>,
-    /// A softmax with an extra zero logit in its denominator (`smooth_softmax`).
-    pub smooth: bool,
-    /// The softcap applies after the masks (opset 23 `Attention`) instead of before.
-    pub softcap_after_masks: bool,
-}
+const EXCLUDED: f32 = AttentionOpts::EXCLUDED;
 
 /// A stage of the scores [`attend`] can hand back as well (opset 23 `Attention`'s
 /// `qk_matmul_output_mode`): `scale · Q Kᵀ`, plus the masks, after the softcap, after the
@@ -60,78 +49,40 @@ pub(super) enum Stage {
     Weights,
 }
 
-/// `softmax(scale · q kᵀ + Σ adds) v` per head: `q` `[B, N, S, H]`, `k` `[B, Nkv, T, H]`, `v`
-/// `[B, Nkv, T, Hv]` with `N` a multiple of `Nkv` (query head `h` reads key/value head
-/// `h / (N / Nkv)`), each of `adds` broadcastable to `[B, N, S, T]`. Returns `[B, N, S, Hv]`,
-/// and the scores `[B, N, S, T]` at stage `keep` if one is asked for.
+/// `softmax(scale · q kᵀ + Σ adds) v` per head, with the options `how` (causal exclusion,
+/// softcap, smooth softmax): `q` `[B, N, S, H]`, `k` `[B, Nkv, T, H]`, `v` `[B, Nkv, T, Hv]`
+/// with `N` a multiple of `Nkv` (query head `h` reads key/value head `h / (N / Nkv)`), each of
+/// `adds` broadcastable to `[B, N, S, T]`. Returns `[B, N, S, Hv]`, and the scores `[B, N, S,
+/// T]` at stage `keep` if one is asked for.
 ///
-/// Without a kept stage, softcap or smooth softmax this is [`Tensor::attention`] with the
-/// masks summed into one (fused where the backend runs it); otherwise it materialises the
-/// `[B, N, S, T]` scores (see the module docs).
+/// [`Tensor::attention`] with the masks summed into one (fused where the backend runs it);
+/// with a kept stage core's composition, which materialises the scores (see the module docs).
 pub(super) fn attend(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
-    how: Scoring,
+    how: AttentionOpts,
     adds: &[Tensor],
     keep: Option<Stage>,
 ) -> Result<(Tensor, Option<Tensor>)> {
-    if keep.is_none() && how.softcap.is_none() && !how.smooth {
-        let mut mask: Option<Tensor> = None;
-        for a in adds {
-            mask = Some(match mask {
-                Some(m) => m.add(a)?,
-                None => a.clone(),
-            });
-        }
-        return Ok((q.attention(k, v, mask.as_ref(), how.scale)?, None));
-    }
-    let (qd, kd, vd) = (q.dims().to_vec(), k.dims().to_vec(), v.dims().to_vec());
-    let (b, n, s, h) = (qd[0], qd[1], qd[2], qd[3]);
-    let (nkv, t, hv) = (kd[1], kd[2], vd[3]);
-    let group = n / nkv;
-    let repeat = |x: &Tensor, last: usize| -> Result<Tensor> {
-        if group == 1 {
-            return Ok(x.reshape([b * n, t, last])?);
-        }
-        Ok(x.reshape([b, nkv, 1, t, last])?.broadcast_to([b, nkv, group, t, last])?.reshape([b * n, t, last])?)
-    };
-    let (k, v) = (repeat(k, h)?, repeat(v, hv)?);
-    let mut kept = None;
-    let mut stage = |at: Stage, x: &Tensor| {
-        if keep == Some(at) {
-            kept = Some(x.clone());
-        }
-    };
-    let cap = |x: Tensor| -> Result<Tensor> {
-        Ok(match how.softcap {
-            Some(c) => x.mul_scalar(1.0 / c)?.tanh()?.mul_scalar(c)?,
-            None => x,
-        })
-    };
-    let mut scores = q.reshape([b * n, s, h])?.matmul_t(&k, false, true)?.mul_scalar(how.scale)?.reshape([b, n, s, t])?;
-    stage(Stage::Scaled, &scores);
-    if !how.softcap_after_masks {
-        scores = cap(scores)?;
-    }
+    let mut mask: Option<Tensor> = None;
     for a in adds {
-        scores = scores.add(a)?;
+        mask = Some(match mask {
+            Some(m) => m.add(a)?,
+            None => a.clone(),
+        });
     }
-    stage(Stage::Masked, &scores);
-    if how.softcap_after_masks {
-        scores = cap(scores)?;
-    }
-    stage(Stage::Capped, &scores);
-    let weights = if how.smooth {
-        let m = scores.max_axis(-1, true)?.max_scalar(0.0)?.detach();
-        let e = scores.sub(&m)?.exp()?;
-        e.div(&e.sum_axis(-1, true)?.add(&m.neg()?.exp()?)?)?
-    } else {
-        scores.softmax(-1)?
+    let Some(keep) = keep else {
+        return Ok((q.attention(k, v, mask.as_ref(), how)?, None));
     };
-    stage(Stage::Weights, &weights);
-    let y = weights.reshape([b * n, s, t])?.matmul(&v)?.reshape([b, n, s, hv])?;
-    Ok((y, kept))
+    let (y, scores) = q.attention_composed_scores(k, v, mask.as_ref(), how)?;
+    let kept = match keep {
+        Stage::Scaled => scores.scaled,
+        Stage::Masked => scores.masked,
+        Stage::Capped => scores.capped,
+        Stage::Weights => scores.weights,
+    };
+    Ok((y, Some(kept)))
 }
 
 /// `[B, S, N·H]` → `[B, N, S, H]`.
@@ -171,9 +122,10 @@ fn merge_heads(x: &Tensor) -> Result<Tensor> {
     Ok(x.permute(&[0, 2, 1, 3])?.reshape([d[0], d[2], d[1] * d[3]])?)
 }
 
-/// The causal (and sliding-window) exclusions as an additive `[B or 1, 1, S, T]` term: query
+/// The causal (and sliding-window) exclusions as an additive `[B, 1, S, T]` term, for a batch
+/// whose rows sit at different positions (one offset for all is the op's causal option): query
 /// row `i` of batch `b` sits at position `offsets[b] + i` and sees key `j` when `j <= pos`
-/// (and, with a `window`, `j >= pos - window`). One offset: shared by the batch.
+/// (and, with a `window`, `j >= pos - window`).
 fn causal(cx: &Cx, s: usize, t: usize, offsets: &[usize], window: Option<usize>) -> Result<Tensor> {
     cx.check_size(&[offsets.len(), s, t])?;
     let mut m = vec![0f32; offsets.len() * s * t];
@@ -385,15 +337,15 @@ pub(super) fn multi_head_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>>
         adds.push(key_mask(cx, &cx.t(ins, 4)?, "key_padding_mask (input 4)", (b, s, t), mfv, false)?);
     }
     adds.extend(attention_bias(cx, ins, 5, (b, n, s, t))?);
+    let mut how = AttentionOpts::scaled(scale(cx, h)?);
     if causal_on {
         if t < s {
             return Err(
                 cx.err(format!("unidirectional attention of {s} queries over {t} keys: the keys must include the queries' positions"))
             );
         }
-        adds.push(causal(cx, s, t, &[t - s], None)?);
+        how = how.causal(t - s);
     }
-    let how = Scoring { scale: scale(cx, h)?, softcap: None, smooth: false, softcap_after_masks: false };
     let y = merge_heads(&attend(&q, &k, &v, how, &adds, None)?.0)?;
     Ok(outputs(cx, dt, vec![y, k, v]))
 }
@@ -525,9 +477,15 @@ pub(super) fn group_query_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>
     };
     let pk = place(&k, past.as_ref().map(|x| &x.0))?;
     let pv = place(&v, past.as_ref().map(|x| &x.1))?;
-    let how = Scoring { scale: scale(cx, h)?, softcap: (softcap > 0.0).then_some(softcap), smooth, softcap_after_masks: false };
-    let mask = causal(cx, s, len, &offsets, window)?;
-    let y = merge_heads(&attend(&q, &pk, &pv, how, &[mask], None)?.0)?;
+    let mut how = AttentionOpts { smooth, softcap: (softcap > 0.0).then_some(softcap), ..AttentionOpts::scaled(scale(cx, h)?) };
+    // one offset for the batch: the op's causal option; otherwise a mask of the positions
+    let adds = if offsets.iter().all(|&o| o == offsets[0]) {
+        how = AttentionOpts { window, ..how.causal(offsets[0]) };
+        vec![]
+    } else {
+        vec![causal(cx, s, len, &offsets, window)?]
+    };
+    let y = merge_heads(&attend(&q, &pk, &pv, how, &adds, None)?.0)?;
     Ok(outputs(cx, dt, vec![y, pk, pv]))
 }
 
@@ -646,10 +604,10 @@ pub(super) fn attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         adds.push(key_mask(cx, &m, "mask_index (input 3)", (b, s, t), mfv, true)?);
     }
     adds.extend(attention_bias(cx, ins, 5, (b, n, s, t))?);
+    let mut how = AttentionOpts::scaled(scale(cx, h)?);
     if causal_on {
-        adds.push(causal(cx, s, t, &[t - s], None)?);
+        how = how.causal(t - s);
     }
-    let how = Scoring { scale: scale(cx, h)?, softcap: None, smooth: false, softcap_after_masks: false };
     let y = merge_heads(&attend(&q, &k, &v, how, &adds, None)?.0)?;
     let mut values = vec![y];
     if node.output(1).is_some() {
@@ -748,14 +706,15 @@ pub(super) fn onnx_attention(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
         }
         adds.push(m);
     }
-    if causal_on {
-        adds.push(causal(cx, s, t, &[p], None)?);
-    }
     let sc = if node.has("scale") { node.float("scale", 1.0)? } else { 1.0 / (h as f32).sqrt() };
     if !sc.is_finite() {
         return Err(cx.err(format!("scale {sc} is not a finite number")));
     }
-    let how = Scoring { scale: sc, softcap: (softcap > 0.0).then_some(softcap), smooth: false, softcap_after_masks: true };
+    let softcap = (softcap > 0.0).then_some(softcap);
+    let mut how = AttentionOpts { softcap, softcap_after_masks: softcap.is_some(), ..AttentionOpts::scaled(sc) };
+    if causal_on {
+        how = how.causal(p);
+    }
     let (y, scores) = attend(&q, &k, &v, how, &adds, node.output(3).map(|_| keep))?;
     let y = if rank == 3 { merge_heads(&y)? } else { y };
     let mut values = vec![y, k, v];

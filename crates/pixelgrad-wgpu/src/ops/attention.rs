@@ -5,11 +5,13 @@
 //! `Tensor::attention_fused` only: [`crate::WgpuBackend`] answers `fused_attention` false, so
 //! `Tensor::attention` composes the op, because this kernel measured 3-9x slower than the
 //! composition on lavapipe (`bench/notes/2026-12-07-fused-attention.md`; per-row private
-//! arrays indexed at run time, one row per invocation).
+//! arrays indexed at run time, one row per invocation). It runs plain attention only (the
+//! scale and an additive mask): the other options of [`AttentionOpts`] (causal exclusion,
+//! softcap, smooth softmax) are a typed error here, and `Tensor::attention` composes them.
 
 use std::borrow::Cow;
 
-use pixelgrad_core::{Error, Result, Shape};
+use pixelgrad_core::{AttentionOpts, Error, Result, Shape};
 
 use super::{f, u};
 use crate::context::{Gpu, GpuTensor};
@@ -37,7 +39,7 @@ const ROWS: usize = 64;
 /// `ins` = q, k, v and the mask when `masked`; shapes passed `Op::infer_shape`.
 pub(crate) fn attention(
     gpu: &Gpu,
-    scale: f32,
+    opts: &AttentionOpts,
     masked: bool,
     ins: &[&GpuTensor],
     shapes: &[&Shape],
@@ -45,6 +47,13 @@ pub(crate) fn attention(
     res: &GpuTensor,
 ) -> Result<()> {
     let op = "attention";
+    if !opts.is_plain() {
+        let msg = format!(
+            "the fused kernel runs the scale and an additive mask only, not {opts:?} (Tensor::attention composes the op with these options)"
+        );
+        return Err(Error::backend(op, BACKEND, msg));
+    }
+    let scale = opts.scale;
     let (q, k, v) = (shapes[0].dims(), shapes[1].dims(), shapes[2].dims());
     let (b, n, s, h, nkv, t, hv) = (q[0], q[1], q[2], q[3], k[1], k[2], v[3]);
     if h > MAX_HEAD || hv > MAX_HEAD {

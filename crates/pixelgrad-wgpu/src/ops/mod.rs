@@ -130,9 +130,9 @@ pub(crate) fn execute(gpu: &Rc<Gpu>, op: &Op, ins: &[&GpuTensor], shapes: &[&Sha
             let ins = [input(0)?, input(1)?, input(2)?, input(3)?];
             matmul_nbits::matmul_nbits(gpu, (*bits, *block, *k, *trans), ins, shapes, out, &res)?
         }
-        Op::Attention { scale, masked } => {
+        Op::Attention { opts, masked } => {
             let ins = (0..3 + usize::from(*masked)).map(&input).collect::<Result<Vec<_>>>()?;
-            attention::attention(gpu, *scale, *masked, &ins, shapes, out, &res)?
+            attention::attention(gpu, opts, *masked, &ins, shapes, out, &res)?
         }
         Op::Widen => widen::widen(gpu, input(0)?, &res)?,
         Op::NarrowF16 | Op::Narrow8 { .. } => {
