@@ -903,6 +903,22 @@ mod tests {
     }
 
     #[test]
+    fn attention_exclusions_follow_the_positions() {
+        let plain = AttentionOpts::scaled(1.0);
+        assert!(plain.is_plain() && !(0..4).any(|j| plain.excludes(0, j)));
+        // row i sits at position i + 2: keys after it are excluded
+        let c = plain.causal(2);
+        assert!(!c.is_plain());
+        let seen: Vec<bool> = (0..6).map(|j| !c.excludes(1, j)).collect();
+        assert_eq!(seen, [true, true, true, true, false, false]);
+        // a window of 1: key j is seen when pos - 1 <= j <= pos (pos = 3)
+        let w = AttentionOpts { window: Some(1), ..c };
+        let seen: Vec<bool> = (0..6).map(|j| !w.excludes(1, j)).collect();
+        assert_eq!(seen, [false, false, true, true, false, false]);
+        assert!(w.problem().is_none());
+    }
+
+    #[test]
     fn matmul_nbits_shapes_are_checked() {
         let s = |d: &[usize]| Shape::from(d);
         let op = |bits, block, k, trans| Op::MatMulNBits { bits, block, k, trans };
