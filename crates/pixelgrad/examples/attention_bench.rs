@@ -6,7 +6,8 @@
 //! T = 1024), on the CPU and on WebGPU (whatever adapter wgpu finds: lavapipe in CI). Then,
 //! on the CPU, causal self-attention (the `causal` option: the fused kernel skips the key
 //! tiles above the diagonal, the composition adds the exclusions to the full scores) for
-//! S = T in {256, 1024}. Benchmark, not a test: it asserts nothing. Times include reading
+//! S = T in {256, 1024}, and the fused op given the same exclusions as a mask tensor instead
+//! (what the ONNX importer passed before the option: every key tile walked). Benchmark, not a test: it asserts nothing. Times include reading
 //! the result back.
 //!
 //! `cargo run --release -p pixelgrad --features webgpu --example attention_bench -- [reps]`
@@ -31,6 +32,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn bench(dev: &Device, reps: usize, shapes: &[(usize, usize)], causal: bool) -> Result<()> {
     println!("{}{}", dev.name(), if causal { ", causal" } else { "" });
     println!("{:<24} {:>12} {:>12} {:>8} {:>12}", "shape", "fused ms", "composed ms", "ratio", "scores MiB");
+    if causal {
+        println!("{:<24} {:>12} {:>12} {:>8}", "", "", "mask ms", "ratio");
+    }
     let (b, n, h) = (1, 8, 64);
     for &(s, t) in shapes {
         let q = Tensor::rand_uniform(dev, vec![b, n, s, h], -1.0, 1.0, 1)?;
@@ -42,17 +46,29 @@ fn bench(dev: &Device, reps: usize, shapes: &[(usize, usize)], causal: bool) -> 
         }
         let fused = || q.attention_fused(&k, &v, None, opts);
         let composed = || q.attention_composed(&k, &v, None, opts);
-        // warm up both (pipelines compiled, pools filled)
+        // the exclusions as an additive [1, 1, S, T] mask, made once
+        let mask = pixelgrad::composite::attention_exclusions(dev, s, t, &opts)?;
+        let plain = AttentionOpts::scaled(opts.scale);
+        let masked = || q.attention_fused(&k, &v, mask.as_ref(), plain);
+        // warm up all (pipelines compiled, pools filled)
         once(&fused)?;
         once(&composed)?;
-        let (mut tf, mut tc) = (Vec::new(), Vec::new());
+        once(&masked)?;
+        let (mut tf, mut tc, mut tm) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
             tf.push(once(&fused)?);
             tc.push(once(&composed)?);
+            if causal {
+                tm.push(once(&masked)?);
+            }
         }
         let (mf, mc) = (median(tf), median(tc));
         let scores = (b * n * s * t * 4) as f64 / (1 << 20) as f64;
         println!("{:<24} {:>12.3} {:>12.3} {:>8.2} {:>12.1}", format!("S={s} T={t}"), mf, mc, mc / mf, scores);
+        if causal {
+            let mm = median(tm);
+            println!("{:<24} {:>12} {:>12.3} {:>8.2}", "", "", mm, mm / mf);
+        }
     }
     Ok(())
 }
