@@ -117,6 +117,14 @@ pub(crate) fn matmul_epilogue<'a>(
     let (m, k, n) = (va.rows, va.cols, vb.cols);
     let batch = va.batch.max(vb.batch);
     let macs = batch.saturating_mul(m).saturating_mul(n).saturating_mul(k);
+    if super::matmul_rendered::chosen(sh) {
+        // The program rendered from the product's one definition; a sum over the batch after.
+        let t = super::matmul_rendered::product(sh, a, b, va, vb, batch * m * n)?;
+        if !sum_batch || batch == 1 {
+            return Ok((t, None));
+        }
+        return sum_over_batch(sh, &t, batch, m * n, epi);
+    }
     if !sh.features.texel_programs || (sum_batch && macs > STRIDED_MAX && !super::matmul_block::worth_it(sh, 1, m, n, batch * k)) {
         // The batched product, then its sum over the batch (one reduction).
         let full = Shape(vec![batch, m, n]);
