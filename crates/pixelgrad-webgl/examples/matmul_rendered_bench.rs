@@ -10,7 +10,10 @@
 //! elementwise ops), then the f32 product, on the rendered backend. Prints the pass log of
 //! each case's first launch on each side. Benchmark, not a test: it asserts nothing.
 //!
-//! `cargo run --release -p pixelgrad-webgl --example matmul_rendered_bench -- [webgl1] [rounds=N] [ms=N] [only=SUBSTRING]`
+//! `cargo run --release -p pixelgrad-webgl --example matmul_rendered_bench -- [webgl1] [rounds=N] [ms=N] [only=SUBSTRING] [f32=hand]`
+//!
+//! (`f32=hand`: the second backend is hand-written too, so the 8-bit cases compare the op
+//! against widen + the hand-written f32 product.)
 
 use std::time::Instant;
 
@@ -112,6 +115,13 @@ fn cases() -> Vec<Case> {
         product("square 1024", &[1024, 1024], &[1024, 1024], false, false, false),
         product("decode [1,1024]x[1024,1024]", &[1, 1024], &[1024, 1024], false, false, false),
         product("decode^T [1,1024]x[1024,1024]^T", &[1, 1024], &[1024, 1024], false, true, false),
+        // Shapes that reach the other hand-written paths: the block path with both operands
+        // repacked (K, N odd), the strided config (small, unaligned), nt_shift (k contiguous,
+        // rows off texels: a 10-class layer's input gradient).
+        product("odd block-pack [130,70]x[70,121]", &[130, 70], &[70, 121], false, false, false),
+        product("odd strided [9,10]x[10,7]", &[9, 10], &[10, 7], false, false, false),
+        product("odd nt_shift [64,10]x[256,10]^T", &[64, 10], &[256, 10], false, true, false),
+        product("odd strided sum_b [8,16,64]x[8,32,64]^T", &[8, 16, 64], &[8, 32, 64], false, true, true),
         int8(128, 784, 128),
         int8(1024, 1024, 4),
         nbits(1, 1024, 1024),
@@ -143,7 +153,10 @@ fn main() -> Result<()> {
     let only = arg("only=");
     let opts = |matmul| WebGlOptions { webgl1, self_test: false, matmul, ..WebGlOptions::default() };
     let hand = WebGlBackend::new_headless(opts(MatMulKernel::HandWritten))?;
-    let rendered = WebGlBackend::new_headless(opts(MatMulKernel::Rendered))?;
+    // `f32=hand`: the second backend's products are the hand-written ones too (for the
+    // 8-bit cases: the op against widen + the hand-written f32 product).
+    let second = if arg("f32=").as_deref() == Some("hand") { MatMulKernel::HandWritten } else { MatMulKernel::Rendered };
+    let rendered = WebGlBackend::new_headless(opts(second))?;
     let backends = [hand.clone(), rendered.clone()];
     println!("renderer: {} ({})", hand.report().renderer, if webgl1 { "webgl1 mode" } else { "webgl2" });
     let devs = [Device::new(hand), Device::new(rendered)];

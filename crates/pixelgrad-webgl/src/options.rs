@@ -56,14 +56,17 @@ pub struct WebGlOptions {
 /// The kernels of [`pixelgrad_core::Op::MatMul`] ([`WebGlOptions::matmul`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum MatMulKernel {
-    /// Per mode and shape, whichever measured faster on llvmpipe
-    /// (`bench/notes/2026-12-07-webgl-matmul-from-one-definition.md`).
+    /// Whichever measured faster on llvmpipe
+    /// (`bench/notes/2026-12-07-webgl-matmul-from-one-definition.md`): on WebGL2 the
+    /// hand-written kernels (6x to 56x faster at every shape measured), in the `webgl1` mode
+    /// the rendered program (its only matmul).
     #[default]
     Auto,
-    /// The hand-written kernels: `shaders/matmul.glsl` (a texel of 4 outputs per fragment,
-    /// operands repacked by `matmul_pack.glsl` where needed, or read through their strides),
-    /// the 4x4-block kernel for large products (`matmul_block*.glsl`, `matmul_unblock.glsl`),
-    /// and in the `webgl1` mode `matmul.glsl`'s strided GLSL ES 1.00 form.
+    /// On WebGL2 the hand-written kernels: `shaders/matmul.glsl` (a texel of 4 outputs per
+    /// fragment, operands repacked by `matmul_pack.glsl` where needed, or read through their
+    /// strides) and the 4x4-block kernel for large products (`matmul_block*.glsl`,
+    /// `matmul_unblock.glsl`). The `webgl1` mode has none (they compute a texel per fragment,
+    /// which its GLSL ES 1.00 programs do not): the rendered program there too.
     HandWritten,
     /// The program rendered from its one definition (`pixelgrad_core::kernel::products`): one
     /// output per fragment, a loop over `k` reading both operands through their strides. A

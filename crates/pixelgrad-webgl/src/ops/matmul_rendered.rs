@@ -16,16 +16,14 @@ use crate::launch::Pass;
 use crate::options::MatMulKernel;
 use crate::texture::GlTensor;
 
-/// Whether a matmul is drawn by the rendered program: forced by
-/// [`crate::WebGlOptions::matmul`], else ([`MatMulKernel::Auto`]) where it measured no slower
-/// than the hand-written path it replaces
+/// Whether a matmul is drawn by the rendered program: always in the `webgl1` mode (the
+/// hand-written kernels compute a texel per fragment, which GLSL ES 1.00 programs do not; its
+/// former ES 1.00 kernel was this program written by hand, and measured the same), and on
+/// WebGL2 when [`crate::WebGlOptions::matmul`] forces it: there the hand-written kernels
+/// measured 6x to 56x faster on llvmpipe at every shape the benches use
 /// (`bench/notes/2026-12-07-webgl-matmul-from-one-definition.md`).
 pub(super) fn chosen(sh: &Shared) -> bool {
-    match sh.matmul {
-        MatMulKernel::Rendered => true,
-        MatMulKernel::HandWritten => false,
-        MatMulKernel::Auto => false,
-    }
+    !sh.features.texel_programs || sh.matmul == MatMulKernel::Rendered
 }
 
 /// `batch` products `[M, K] x [K, N]` of the views `va` and `vb` (a batch of 1 broadcast:
@@ -34,8 +32,9 @@ pub(super) fn chosen(sh: &Shared) -> bool {
 pub(super) fn product(sh: &Rc<Shared>, a: &GlTensor, b: &GlTensor, va: View, vb: View, len: usize) -> Result<GlTensor> {
     let which = ProductProgram::MatMul;
     let (m, k, n) = (va.rows, va.cols, vb.cols);
-    super::gl1::loop_bound(sh, which.name(), "webgl1 matmul K (a GLSL ES 1.00 constant loop bound)", k, crate::gl1::MAX_LOOP)?;
+    super::gl1::loop_bound(sh, "matmul", "webgl1 matmul K (a GLSL ES 1.00 constant loop bound)", k, crate::gl1::MAX_LOOP)?;
     let name = KernelProgram::Product(which).name();
+    // The pass is the op's (its errors and pass-log entries name `matmul`).
     let pass = Pass::new("matmul", name, 0)
         .input("u_a", a)
         .input("u_b", b)
