@@ -20,10 +20,13 @@ use std::time::Instant;
 use pixelgrad_core::{Device, NBits, Result, Tensor};
 use pixelgrad_webgl::{MatMulKernel, WebGlBackend, WebGlOptions};
 
+/// Makes a case's inputs on a device.
+type Make = Box<dyn Fn(&Device) -> Result<Vec<Tensor>>>;
+
 /// A case: its label, the inputs it makes on a device, and what each side runs.
 struct Case {
     label: String,
-    make: Box<dyn Fn(&Device) -> Result<Vec<Tensor>>>,
+    make: Make,
     hand: fn(&[Tensor]) -> Result<Tensor>,
     rendered: fn(&[Tensor]) -> Result<Tensor>,
 }

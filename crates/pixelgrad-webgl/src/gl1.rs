@@ -58,13 +58,7 @@ pub const MAX_WINDOW: usize = 64;
 /// not listed (the hand-written matmul kernels and their repacking passes, the heatmap, pixel import, random
 /// numbers, the narrowing passes) do not exist in this mode; asking for one is an error naming
 /// WebGL1. All are elementwise here (`compute`, driven by main_elementwise.glsl).
-pub const PROGRAMS: &[(&str, &[u32])] = &[
-    ("fill", &[0]),
-    ("view", &[0]),
-    ("concat", &[0]),
-    ("check_index", &[0]),
-    ("widen", &[0, 1]),
-];
+pub const PROGRAMS: &[(&str, &[u32])] = &[("fill", &[0]), ("view", &[0]), ("concat", &[0]), ("check_index", &[0]), ("widen", &[0, 1])];
 
 /// The body of program `name` in this mode: the file shared with GLSL ES 3.00
 /// ([`crate::dialect::BODIES`]).

@@ -38,7 +38,9 @@ fn conformance_families_with_products_pass_webgl1() {
 
 /// (batch of A, batch of B, m, k, n); None = rank 2. `tests/matmul_paths.rs`' shapes: the
 /// hand-written kernels' block path, repacking and strided reads.
-const SHAPES: &[(Option<usize>, Option<usize>, usize, usize, usize)] = &[
+type Geometry = (Option<usize>, Option<usize>, usize, usize, usize);
+
+const SHAPES: &[Geometry] = &[
     (None, None, 128, 64, 128),
     (None, None, 130, 70, 121),
     (Some(20), Some(20), 37, 33, 45),
