@@ -99,6 +99,7 @@ impl WebGlBackend {
             pool_budget: opts.pool_budget,
             mediump: opts.mediump,
             emulate_half: opts.emulate_precision == Some(crate::options::EmulatedPrecision::Half),
+            matmul: opts.matmul,
             fbo,
             vao,
             features,

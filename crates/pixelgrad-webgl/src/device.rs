@@ -40,6 +40,8 @@ pub(crate) struct GlDevice {
     pub mediump: bool,
     /// Fragment programs round to half precision ([`crate::WebGlOptions::emulate_precision`]).
     pub emulate_half: bool,
+    /// Which kernel computes a matmul ([`crate::WebGlOptions::matmul`]).
+    pub matmul: crate::options::MatMulKernel,
     /// The framebuffer of reads and of draws outside steps (its attachment changes per call).
     pub fbo: glow::Framebuffer,
     /// The vertex array of every draw (none in the `webgl1` mode: WebGL1 has VAOs only
@@ -79,6 +81,7 @@ pub(crate) struct DeviceParts {
     pub pool_budget: u64,
     pub mediump: bool,
     pub emulate_half: bool,
+    pub matmul: crate::options::MatMulKernel,
     pub fbo: glow::Framebuffer,
     pub vao: Option<glow::VertexArray>,
     pub features: crate::features::Features,
@@ -98,6 +101,7 @@ impl GlDevice {
             report: RefCell::new(p.report),
             mediump: p.mediump,
             emulate_half: p.emulate_half,
+            matmul: p.matmul,
             fbo: p.fbo,
             vao: p.vao,
             features: p.features,

@@ -40,7 +40,7 @@ pub(crate) struct Features {
     /// Programs computing a whole texel (4 outputs) per fragment with integer texel
     /// arithmetic (`>> 2`, `%`): `PG_COMPUTE4` programs (view's rows), the packed matmul
     /// configs, `fromPixels`' per-pixel rows. Written in GLSL ES 3.00 only: ES 1.00's programs
-    /// compute one element per `compute` call (its matmul is the strided config's ES 1.00 form).
+    /// compute one element per `compute` call (its matmul is the rendered product program).
     pub texel_programs: bool,
     /// Texture widths rounded to multiples of 4 from 8 texels on (the block matmul reads 4
     /// neighbouring texels and must not straddle a row). Not in ES 1.00: it has no block

@@ -13,7 +13,8 @@
 //!   exact because tensors stay below [`MAX_ELEMENTS`] = 2^22 elements (every index, stride
 //!   product and intermediate is a whole number below 2^24, where f32 is exact; `pg_divmod`
 //!   corrects the one rounding, division's) and every int uniform is sent as a float;
-//! - loops have constant bounds and an early `break`: [`MAX_LOOP`] for the matmul k loop and
+//! - loops have constant bounds and an early `break`: [`MAX_LOOP`] for the matmul k loop (the
+//!   program rendered from `pixelgrad_core::kernel::products`) and
 //!   scatter-add's source loop and the covering windows of max_pool_grad and col2im (col2im's
 //!   launcher refuses more than [`MAX_WINDOW`] per axis, as before it was rendered),
 //!   [`MAX_WINDOW`] for the taps inside the image of depthwise_conv and max pooling; the
@@ -27,8 +28,8 @@
 //!   backend) and uploaded.
 //!
 //! Programs whose algorithm must differ keep the ES 1.00 form in the `#else` of a
-//! `#ifdef PG_ES300` in their one file: the matmul (config 3, element by element), the 8-bit
-//! widen (byte textures) and the header's texture reads.
+//! `#ifdef PG_ES300` in their one file: the 8-bit widen (byte textures) and the header's
+//! texture reads. (The matmul is the program rendered from its one definition here.)
 
 use pixelgrad_core::kernel::ir::{DType, Kernel};
 use pixelgrad_core::kernel::lower::{Prim1, Prim2};
@@ -54,18 +55,10 @@ pub const MAX_WINDOW: usize = 64;
 /// [`crate::dialect::BODIES`]; the programs with loops, the reductions among them, are
 /// rendered, [`crate::glsl`]) and every config each has here (a
 /// draw with another config is refused; warm-up compiles each). Programs
-/// not listed (the repacking and 4-target matmul passes, the heatmap, pixel import, random
+/// not listed (the hand-written matmul kernels and their repacking passes, the heatmap, pixel import, random
 /// numbers, the narrowing passes) do not exist in this mode; asking for one is an error naming
 /// WebGL1. All are elementwise here (`compute`, driven by main_elementwise.glsl).
-pub const PROGRAMS: &[(&str, &[u32])] = &[
-    ("fill", &[0]),
-    // Config 3 ("strided"), element by element: the `PG_ES100` section of shaders/matmul.glsl.
-    ("matmul", &[3]),
-    ("view", &[0]),
-    ("concat", &[0]),
-    ("check_index", &[0]),
-    ("widen", &[0, 1]),
-];
+pub const PROGRAMS: &[(&str, &[u32])] = &[("fill", &[0]), ("view", &[0]), ("concat", &[0]), ("check_index", &[0]), ("widen", &[0, 1])];
 
 /// The body of program `name` in this mode: the file shared with GLSL ES 3.00
 /// ([`crate::dialect::BODIES`]).

@@ -150,7 +150,8 @@ pub use backend::WebGlBackend;
 pub use heatmap::save_png;
 pub use image::PixelTexture;
 pub use options::{
-    EmulatedPrecision, HeatmapOptions, PrecisionFormat, RgbaImage, SelfTest, TexelFormat, WebGlOptions, WebGlReport, DEFAULT_POOL_BUDGET,
+    EmulatedPrecision, HeatmapOptions, MatMulKernel, PrecisionFormat, RgbaImage, SelfTest, TexelFormat, WebGlOptions, WebGlReport,
+    DEFAULT_POOL_BUDGET,
 };
 pub use texture::{grid_texels, layout, GlTensor};
 

@@ -48,6 +48,31 @@ pub struct WebGlOptions {
     /// fragment floats report), so init takes the branch such a device takes. GL drivers offer
     /// no switch for this (Mesa's `MESA_EXTENSION_OVERRIDE` hides extensions, not precisions).
     pub emulate_no_highp: bool,
+    /// Which kernel computes [`pixelgrad_core::Op::MatMul`] ([`MatMulKernel`]; by mode and
+    /// shape unless forced).
+    pub matmul: MatMulKernel,
+}
+
+/// The kernels of [`pixelgrad_core::Op::MatMul`] ([`WebGlOptions::matmul`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MatMulKernel {
+    /// Whichever measured faster on llvmpipe
+    /// (`bench/notes/2026-12-07-webgl-matmul-from-one-definition.md`): on WebGL2 the
+    /// hand-written kernels (6x to 56x faster at every shape measured), in the `webgl1` mode
+    /// the rendered program (its only matmul).
+    #[default]
+    Auto,
+    /// On WebGL2 the hand-written kernels: `shaders/matmul.glsl` (a texel of 4 outputs per
+    /// fragment, operands repacked by `matmul_pack.glsl` where needed, or read through their
+    /// strides) and the 4x4-block kernel for large products (`matmul_block*.glsl`,
+    /// `matmul_unblock.glsl`). The `webgl1` mode has none (they compute a texel per fragment,
+    /// which its GLSL ES 1.00 programs do not): the rendered program there too.
+    HandWritten,
+    /// The program rendered from its one definition (`pixelgrad_core::kernel::products`): one
+    /// output per fragment, a loop over `k` reading both operands through their strides. A
+    /// product summed over its batch is the batched product, then a reduction; a fused
+    /// elementwise epilogue is drawn after it.
+    Rendered,
 }
 
 /// Arithmetic a test device computes in ([`WebGlOptions::emulate_precision`]).
@@ -90,6 +115,7 @@ impl Default for WebGlOptions {
             pool_budget: DEFAULT_POOL_BUDGET,
             emulate_precision: None,
             emulate_no_highp: false,
+            matmul: MatMulKernel::Auto,
         }
     }
 }

@@ -16,7 +16,7 @@
 //!
 //! Kernels that read at computed positions (the window family) are [`program`]s: indexed
 //! loads, bounded loops and accumulators, defined once in [`windows`], [`columns`],
-//! [`convolutions`] and (gathers and scatters) [`indexing`], listed in [`programs`], evaluated on the CPU ([`program_eval`]) and
+//! [`convolutions`], (gathers and scatters) [`indexing`] and (the matrix product) [`products`], listed in [`programs`], evaluated on the CPU ([`program_eval`]) and
 //! rendered per shading language ([`program_render`]).
 //!
 //! ```
@@ -40,6 +40,7 @@ pub mod fuse;
 pub mod indexing;
 pub mod ir;
 pub mod lower;
+pub mod products;
 pub mod program;
 pub mod program_eval;
 pub mod program_render;

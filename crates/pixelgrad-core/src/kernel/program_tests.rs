@@ -275,3 +275,49 @@ fn depthwise_conv_program_is_the_op() {
         assert_eq!(bits(&got), bits(&want), "{win:?} [{n}, {c}, {h}, {w}]: {got:?} vs {want:?}");
     }
 }
+
+/// The product program against the plain loop `s += a * b` from 0 in `k` order (Op::MatMul's
+/// doc), bit for bit, on every transpose combination, batched, broadcast over the batch, with
+/// K = 0 and with a NaN and signed zeros in the operands.
+#[test]
+fn product_program_is_the_plain_loop() {
+    use super::products::{product_params, ProductProgram, Strides};
+    // (batch of A, batch of B, m, k, n)
+    let shapes = [(1, 1, 3, 5, 4), (2, 2, 4, 7, 3), (1, 3, 5, 2, 6), (3, 1, 2, 9, 5), (1, 1, 1, 33, 1), (2, 2, 3, 0, 2), (1, 1, 6, 1, 7)];
+    for (ba, bb, m, k, n) in shapes {
+        for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+            let mut a: Vec<f32> = (0..ba * m * k).map(|i| ((i * 7) % 13) as f32 * 0.31 - 1.7).collect();
+            let mut b: Vec<f32> = (0..bb * k * n).map(|i| ((i * 5) % 11) as f32 * 0.43 - 2.1).collect();
+            if let Some(x) = a.get_mut(1) {
+                *x = -0.0;
+            }
+            if let Some(x) = b.get_mut(2) {
+                *x = f32::NAN;
+            }
+            let (sa, sb) = (Strides::of(ba, m, k, ta), Strides::of(bb, k, n, tb));
+            let batch = ba.max(bb);
+            let params = product_params(m, n, k, sa, sb);
+            let got = eval(&ProductProgram::MatMul.program(), &[&a, &b], &params, batch * m * n).unwrap();
+            // Element (r, c) of batch entry e of a row-major operand (transposed: stored
+            // [cols, rows]); a single matrix serves every entry.
+            let at = |x: &[f32], e: usize, count: usize, rows: usize, cols: usize, t: bool, r: usize, c: usize| {
+                let e = if count == 1 { 0 } else { e };
+                x[e * rows * cols + if t { c * rows + r } else { r * cols + c }]
+            };
+            let mut want = Vec::new();
+            for e in 0..batch {
+                for r in 0..m {
+                    for c in 0..n {
+                        let mut s = 0.0f32;
+                        for kk in 0..k {
+                            s += at(&a, e, ba, m, k, ta, r, kk) * at(&b, e, bb, k, n, tb, kk, c);
+                        }
+                        want.push(s);
+                    }
+                }
+            }
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "[{ba}] {m}x{k} ({ta}) times [{bb}] {k}x{n} ({tb}): {got:?} vs {want:?}");
+        }
+    }
+}

@@ -1,13 +1,15 @@
 //! Every program with loops the GPU backends render, as one list: the window family
 //! ([`super::windows`]), the column programs ([`super::columns`]), the convolution programs
 //! ([`super::convolutions`]), the index programs
-//! ([`super::indexing`]) and the passes of the reductions ([`super::reductions`]). Backends enumerate
+//! ([`super::indexing`]), the passes of the reductions ([`super::reductions`]) and the matrix
+//! product ([`super::products`]). Backends enumerate
 //! [`KernelProgram::ALL`] to register, warm up and validate them, so a new program is checked
 //! by every backend's shader tests without being named there.
 
 use super::columns::ColumnProgram;
 use super::convolutions::ConvProgram;
 use super::indexing::IndexProgram;
+use super::products::ProductProgram;
 use super::program::Program;
 use super::reductions::ReduceProgram;
 use super::windows::WindowProgram;
@@ -20,10 +22,15 @@ pub enum KernelProgram {
     Conv(ConvProgram),
     Index(IndexProgram),
     Reduce(ReduceProgram),
+    Product(ProductProgram),
 }
 
-const COUNT: usize =
-    WindowProgram::ALL.len() + ColumnProgram::ALL.len() + ConvProgram::ALL.len() + IndexProgram::ALL.len() + ReduceProgram::ALL.len();
+const COUNT: usize = WindowProgram::ALL.len()
+    + ColumnProgram::ALL.len()
+    + ConvProgram::ALL.len()
+    + IndexProgram::ALL.len()
+    + ReduceProgram::ALL.len()
+    + ProductProgram::ALL.len();
 
 impl KernelProgram {
     pub const ALL: [KernelProgram; COUNT] = {
@@ -59,6 +66,12 @@ impl KernelProgram {
             i += 1;
             j += 1;
         }
+        j = 0;
+        while j < ProductProgram::ALL.len() {
+            all[i] = KernelProgram::Product(ProductProgram::ALL[j]);
+            i += 1;
+            j += 1;
+        }
         all
     };
 
@@ -70,6 +83,7 @@ impl KernelProgram {
             KernelProgram::Conv(c) => c.name(),
             KernelProgram::Index(x) => x.name(),
             KernelProgram::Reduce(r) => r.name(),
+            KernelProgram::Product(p) => p.name(),
         }
     }
 
@@ -90,6 +104,7 @@ impl KernelProgram {
             KernelProgram::Conv(c) => c.program(),
             KernelProgram::Index(x) => x.program(),
             KernelProgram::Reduce(r) => r.program(),
+            KernelProgram::Product(p) => p.program(),
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The `webgl1` mode's checks of the GLSL ES 1.00 loops' constant bounds (its matmul is
-//! `matmul.rs`'s strided config, in the ES 1.00 form of `shaders/matmul.glsl`).
+//! The `webgl1` mode's checks of the GLSL ES 1.00 loops' constant bounds (its matmul is the
+//! program rendered from the product's one definition, `matmul_rendered.rs`).
 
 use pixelgrad_core::{Error, Result};
 

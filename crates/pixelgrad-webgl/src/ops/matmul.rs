@@ -62,23 +62,6 @@ fn sum_over_batch<'a>(
     super::reduce::reduce_epilogue(sh, pixelgrad_core::ReduceOp::Sum, super::reduce::Input::Texture(t), &shape, 0, epi)
 }
 
-/// The `webgl1` mode's product: [`STRIDED`] in its GLSL ES 1.00 form (`shaders/matmul.glsl`'s
-/// `PG_ES100` section: one output per `compute`, its k loop bounded by the constant
-/// `gl1::MAX_LOOP`), C = A B for views `va` ([M, K] matrices) and `vb` ([K, N]) read through
-/// their strides: no repacking passes, no 4-target kernel.
-fn strided_es100(sh: &Rc<Shared>, a: &GlTensor, b: &GlTensor, va: View, vb: View, out: &Shape) -> Result<GlTensor> {
-    let (m, k, n) = (va.rows, va.cols, vb.cols);
-    super::gl1::loop_bound(sh, "matmul", "webgl1 matmul K (a GLSL ES 1.00 constant loop bound)", k, crate::gl1::MAX_LOOP)?;
-    let pass = product_pass(STRIDED, a, b, m, n, k)
-        .sint("u_a_sb", va.sb)
-        .sint("u_a_sm", va.sr)
-        .sint("u_a_sk", va.sc)
-        .sint("u_b_sb", vb.sb)
-        .sint("u_b_sk", vb.sr)
-        .sint("u_b_sn", vb.sc);
-    sh.run(pass, out.numel())
-}
-
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul(
     sh: &Rc<Shared>,
@@ -117,15 +100,20 @@ pub(crate) fn matmul_epilogue<'a>(
     let (m, k, n) = (va.rows, va.cols, vb.cols);
     let batch = va.batch.max(vb.batch);
     let macs = batch.saturating_mul(m).saturating_mul(n).saturating_mul(k);
-    if !sh.features.texel_programs || (sum_batch && macs > STRIDED_MAX && !super::matmul_block::worth_it(sh, 1, m, n, batch * k)) {
+    if super::matmul_rendered::chosen(sh) {
+        // The program rendered from the product's one definition (the only product of the
+        // `webgl1` mode); a sum over the batch after.
+        let t = super::matmul_rendered::product(sh, a, b, va, vb, batch * m * n)?;
+        if !sum_batch || batch == 1 {
+            return Ok((t, None));
+        }
+        return sum_over_batch(sh, &t, batch, m * n, epi);
+    }
+    if sum_batch && macs > STRIDED_MAX && !super::matmul_block::worth_it(sh, 1, m, n, batch * k) {
         // The batched product, then its sum over the batch (one reduction).
         let full = Shape(vec![batch, m, n]);
-        let t = if !sh.features.texel_programs {
-            strided_es100(sh, a, b, va, vb, &full)?
-        } else {
-            matmul(sh, a, b, sa, sb, trans_a, trans_b, &full)?
-        };
-        if !sum_batch || batch == 1 {
+        let t = matmul(sh, a, b, sa, sb, trans_a, trans_b, &full)?;
+        if batch == 1 {
             return Ok((t, None));
         }
         return sum_over_batch(sh, &t, batch, m * n, epi);

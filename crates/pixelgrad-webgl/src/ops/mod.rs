@@ -8,6 +8,7 @@ pub(crate) mod matmul;
 mod matmul_block;
 mod matmul_io;
 mod matmul_nbits;
+mod matmul_rendered;
 mod narrow;
 pub(crate) mod reduce;
 mod window;

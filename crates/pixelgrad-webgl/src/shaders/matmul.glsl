@@ -18,10 +18,18 @@
 // fetches and integer division dominate. No division runs per step: each operand row is a stream
 // of texel coordinates advanced by a fixed (dx, dy) with one carry, computed once per fragment.
 //
-// GLSL ES 1.00 (the webgl1 mode) has CONFIG 3 only, in another form (the second section): its
-// indices are floats and its loops need constant bounds, so each output is computed on its own
-// (`compute`, driven by main_elementwise.glsl), fetching element by element through the
-// strides; the k loop has the constant bound MAX_LOOP (matmul.rs refuses a longer K).
+// GLSL ES 3.00 only: the webgl1 mode draws the program rendered from the product's one
+// definition (pixelgrad_core::kernel::products, ops/matmul_rendered.rs), which is what this
+// file's ES 1.00 section was, written by hand, and measured the same.
+//
+// Kept for a measured speed: against that rendered program (one output per fragment, two
+// element fetches per multiply-add, each with an integer division for its texel) on
+// llvmpipe, WebGL2, rendered / this: 34.6x at a decode [1,1024]x[1024,1024] (nn), 20.8x
+// with B transposed (nt), 9.3x at a conv1 product [16,9]x[32,9,784] (nn_shift), 4.7x at
+// [64,10]x[256,10]^T (nt_shift), 6.1x at [128,128]x[128,10] (pack + nt_any), 2.6x at a
+// product summed over its batch [8,16,64]x[8,32,64]^T (strided, u_reps 8; the program
+// needs a reduction after it); tiny products ([9,10]x[10,7], strided) 1.05 to 1.17
+// (bench/notes/2026-12-07-webgl-matmul-from-one-definition.md).
 SAMPLER(u_a, u_a_size);
 SAMPLER(u_b, u_b_size);
 uniform INDEX u_m;
@@ -34,7 +42,6 @@ uniform INDEX u_b_sb;
 uniform INDEX u_b_sk;
 uniform INDEX u_b_sn;
 
-#ifdef PG_ES300
 uniform int u_reps;
 
 // The 4 consecutive elements starting at component c (0..3) of texel a, running on into the
@@ -272,22 +279,3 @@ void main() {
 #endif
     o_color = PG_H4(acc);
 }
-#else
-// CONFIG 3 ("strided") in GLSL ES 1.00: out[b, m, n] = sum_k A[b, m, k] * B[b, k, n], one
-// element per fetch (a transpose or a broadcast batch is just strides, so nothing is repacked).
-float compute(INDEX i) {
-    INDEX n = PG_MOD(i, u_n);
-    INDEX t = PG_DIV(i, u_n);
-    INDEX m = PG_MOD(t, u_m);
-    INDEX b = PG_DIV(t, u_m);
-    INDEX ia = b * u_a_sb + m * u_a_sm;
-    INDEX ib = b * u_b_sb + n * u_b_sn;
-    float acc = 0.0;
-    PG_FOR(q, u_k, MAX_LOOP) {
-        acc += FETCH(u_a, u_a_size, ia) * FETCH(u_b, u_b_size, ib);
-        ia += u_a_sk;
-        ib += u_b_sk;
-    }
-    return acc;
-}
-#endif

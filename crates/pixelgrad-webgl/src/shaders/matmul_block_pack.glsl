@@ -7,6 +7,9 @@
 // neighbours and padding multiplies as zero. The k axis is runs of u_kin (u_kin == u_k but for
 // a product summed over its batch, whose batch is merged into k): k = kb*u_kin + kr lies at
 // (b + kb)*u_sb + kr*u_sk (the batch index b is 0 then).
+// Kept for a measured speed: the block path with both operands repacked by this pass (K and
+// N odd) against the program rendered from the product's one definition, llvmpipe, WebGL2:
+// 28.0x at [130,70]x[70,121] (bench/notes/2026-12-07-webgl-matmul-from-one-definition.md).
 uniform int u_kin;
 uniform highp sampler2D u_x;
 // Texels holding data; the texture may be larger (its width is chosen, see matmul_block.rs).

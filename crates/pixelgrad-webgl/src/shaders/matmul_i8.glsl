@@ -8,6 +8,13 @@
 // 4, so a's rows start on a texel and each step of 4 k reads 1 texel of a and 4 of b for 16
 // multiply-adds. As in matmul.glsl, no division runs per step: each operand is a stream of
 // texel coordinates advanced by a fixed (dx, dy) with one carry.
+// Kept for exact arithmetic and a measured speed: the one-definition alternative (the
+// weight widened to f32, then the f32 product) rounds once a partial sum passes 2^24, where
+// this kernel's int sums are exact (wrapping). On llvmpipe, WebGL2, widen + the rendered
+// product / this: 17.8x at [128,784]x[784,128], 23.3x at [1024,1024]x[1024,4]; widen + the
+// hand-written f32 product / this: 2.24x at [1024,1024]x[1024,4], but 0.12 at
+// [128,784]x[784,128] (the f32 product takes the 4x4-block path, this kernel has none)
+// (bench/notes/2026-12-07-webgl-matmul-from-one-definition.md).
 #if (CONFIG & 1) == 0
 uniform highp isampler2D u_a;
 #else

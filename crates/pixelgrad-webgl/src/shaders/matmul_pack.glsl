@@ -2,6 +2,9 @@
 // element b*u_sb + r*u_sr + c*u_sc of u_x (any transpose or broadcast is just strides), and 0
 // for u_c <= c < u_c4, so every row is a whole number of texels (u_c4 % 4 == 0) and padding
 // multiplies as zero. The 4 elements of an output texel share (b, r), found with one division.
+// Kept for a measured speed: the packed path it feeds (this pass + matmul.glsl's nt_any)
+// against the program rendered from the product's one definition, llvmpipe, WebGL2: 6.1x
+// at [128,128]x[128,10] (an MLP's last layer) (bench/notes/2026-12-07-webgl-matmul-from-one-definition.md).
 uniform highp sampler2D u_x;
 uniform int u_r;
 uniform int u_c;

@@ -1,6 +1,10 @@
 // Assembles matmul_block.glsl's 4 render targets into the flat output out[b, m, n]: element
 // (b, m, n) is component n % 4 of texel (b*u_mb + m/4)*u_nb + n/4 of target m % 4.
 // CONFIG 0: N % 4 == 0, so a texel's 4 outputs are one texel of one target. CONFIG 1: any N.
+// Kept for a measured speed: the last pass of the block path, whose time (with
+// matmul_block.glsl's) beat the program rendered from the product's one definition 16x to
+// 56x on llvmpipe, WebGL2, at the shapes the benches use (55.8x at [128,784]x[784,128],
+// 47.7x at 1024^3) (bench/notes/2026-12-07-webgl-matmul-from-one-definition.md).
 uniform highp sampler2D u_c0;
 uniform highp sampler2D u_c1;
 uniform highp sampler2D u_c2;

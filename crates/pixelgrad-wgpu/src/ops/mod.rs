@@ -48,9 +48,13 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
     // Then the programs with loops (windows, gathers, scatters) and the generated matmuls
     // (tiled and register-blocked), every variant. The column programs (im2col, col2im) are run by
     // the hand-written IM2COL and COL2IM above, kept for their measured speed (in the files);
-    // `validate::every_program_renders_to_valid_wgsl` checks their rendering.
+    // `validate::every_program_renders_to_valid_wgsl` checks their rendering. The product
+    // program is WebGL's; WebGPU's matmuls are generated from tile size and dtype.
     use pixelgrad_core::kernel::programs::KernelProgram;
-    let programs = KernelProgram::ALL.into_iter().filter(|p| !matches!(p, KernelProgram::Column(_) | KernelProgram::Conv(_))).map(programs::program_kernel);
+    let programs = KernelProgram::ALL
+        .into_iter()
+        .filter(|p| !matches!(p, KernelProgram::Column(_) | KernelProgram::Conv(_) | KernelProgram::Product(_)))
+        .map(programs::program_kernel);
     files
         .into_iter()
         .chain(programs)
