@@ -119,10 +119,11 @@ fn pairs_gemm<A: Byte, T: Element>(a: &[A], b: &[T], g: &Geometry) -> Option<Vec
     let b_packs =
         (0..if b_batched { batch } else { 1 }).map(|i| igemm::pack_b(&b[i * k * n..][..k * n], k, n)).collect::<Option<Vec<_>>>()?;
     let a_packs: Vec<Vec<i32>> = (0..if a_batched { batch } else { 1 }).map(|i| igemm::pack_a(&a[i * m * k..][..m * k], m, k)).collect();
-    let mut out = vec![T::ZERO; batch * m * n];
     if m * n == 0 {
-        return Some(out);
+        return Some(vec![T::ZERO; batch * m * n]);
     }
+    // Possibly a recycled buffer (`crate::pool`): the packed product writes every element.
+    let mut out = T::output(batch * m * n);
     for (bat, dst) in out.chunks_exact_mut(m * n).enumerate() {
         let pa = &a_packs[if a_batched { bat } else { 0 }];
         let pb = &b_packs[if b_batched { bat } else { 0 }];

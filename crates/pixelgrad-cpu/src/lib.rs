@@ -110,6 +110,8 @@ mod elementwise;
 mod f16;
 mod fusion;
 mod igemm;
+#[cfg(target_arch = "x86_64")]
+mod igemm_avx2;
 mod index;
 mod int8;
 pub mod kernels;

@@ -4,7 +4,8 @@
 //!
 //! - wasm `simd128`: `i32x4_dot_i16x8` then `i32x4_add`;
 //! - x86_64: SSE2's `pmaddwd` (`_mm_madd_epi16`) then `paddd` (SSE2 is part of every x86_64
-//!   CPU, so no runtime detection is needed);
+//!   CPU, so no runtime detection is needed; where the CPU has AVX2, detected at run time, the
+//!   GEMM takes `crate::igemm_avx2`'s 256-bit kernel instead, with the same sums);
 //! - elsewhere: plain arrays with the same arithmetic, so native tests on any machine run the
 //!   kernel's blocking and packing.
 //!

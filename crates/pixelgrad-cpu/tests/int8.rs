@@ -95,6 +95,44 @@ fn matmul_i8_large_takes_both_paths_exactly() {
     check_case(&dev, &mut rng, false, &[2, 70, 300], &[1, 300, 260], 65536);
 }
 
+/// The shapes of the int8 bench models' convolutions (few output channels, short K, long N)
+/// and panel remainders around the integer GEMM's 8-column panels (AVX2 takes two at a time
+/// where the CPU has it, one otherwise; every kernel gives the definition's bits).
+#[test]
+fn matmul_i8_is_exact_for_convolution_shapes() {
+    let mut rng = Rng(0x51ed_270b);
+    let dev = Device::new(CpuBackend::new());
+    for (m, k, n) in [(8, 27, 2304), (8, 72, 1152), (24, 8, 577), (16, 1, 9), (200, 32, 144), (50, 200, 1), (9, 300, 15), (88, 16, 24)] {
+        check_case(&dev, &mut rng, true, &[m, k], &[k, n], 255);
+        check_case(&dev, &mut rng, false, &[m, k], &[k, n], 255);
+    }
+}
+
+/// Activations at the ends of i16, fractions (truncated toward zero, as `as i32` does) and NaN
+/// (0): the fast mode's integer GEMM converts them as the reference's direct loops do, and
+/// values just past i16 send the fast mode to its other paths with the same result.
+#[test]
+fn activations_convert_alike_at_the_ends_of_i16() {
+    let edges = [32767.0f32, -32768.0, 32767.9, -32768.9, 2.7, -2.7, 0.5, -0.99, f32::NAN, 255.0, -255.0, 1.0];
+    let past = [32768.0f32, -32769.0, f32::INFINITY, 1e9];
+    let (m, k, n) = (5, 6, 21);
+    let w: Vec<i8> = (0..m * k).map(|i| (i as i32 * 37 % 255 - 127) as i8).collect();
+    for extra in std::iter::once(None).chain(past.iter().map(Some)) {
+        let mut b: Vec<f32> = (0..k * n).map(|i| edges[i % edges.len()]).collect();
+        if let Some(&v) = extra {
+            b[k * n / 2] = v;
+        }
+        let run = |dev: &Device| -> Vec<f32> {
+            let a = Tensor::from_i8(dev, &w, [m, k]).unwrap();
+            let bt = Tensor::from_vec(dev, &b, [k, n]).unwrap();
+            a.matmul_i8(&bt).unwrap().to_vec().unwrap()
+        };
+        let fast = run(&Device::new(CpuBackend::new()));
+        let reference = run(&Device::new(CpuBackend::reference()));
+        assert_eq!(bits(&fast), bits(&reference), "with {extra:?}");
+    }
+}
+
 /// Sums past 2^24 are not exact in f32: the result is the i32 sum rounded as `as f32` does,
 /// not an f32 accumulation.
 #[test]
