@@ -50,10 +50,7 @@ pub(crate) fn all_kernels() -> Vec<&'static crate::pipelines::Kernel> {
     // the hand-written IM2COL and COL2IM above, kept for their measured speed (in the files);
     // `validate::every_program_renders_to_valid_wgsl` checks their rendering.
     use pixelgrad_core::kernel::programs::KernelProgram;
-    let programs = KernelProgram::ALL
-        .into_iter()
-        .filter(|p| !matches!(p, KernelProgram::Column(_) | KernelProgram::Conv(_)))
-        .map(programs::program_kernel);
+    let programs = KernelProgram::ALL.into_iter().filter(|p| !matches!(p, KernelProgram::Column(_) | KernelProgram::Conv(_))).map(programs::program_kernel);
     files
         .into_iter()
         .chain(programs)
