@@ -11,6 +11,8 @@
 # Env:   BROWSER_TESTS_TIMEOUT  seconds for running the tests, after they are built (default 1500)
 #        WASM_BINDGEN_TEST_TIMEOUT  seconds per test in the browser (default 300: one conformance
 #        family of WebGL1 on SwiftShader took over 120 s on a loaded 2-core machine)
+#        PIXELGRAD_BROWSER_REDUCTIONS  auto (default) | rendered | handwritten: the WebGPU pages'
+#        reduction kernel (read when the tests are built: a page has no environment)
 #        CARGO_TARGET_DIR is honoured as usual.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -5,17 +5,31 @@ use std::cell::RefCell;
 use pixelgrad_core::{BackendKind, Device, Error, Result};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_webgl::{glow, WebGlBackend, WebGlOptions};
-use pixelgrad_wgpu::{WgpuBackend, WgpuOptions};
+use pixelgrad_wgpu::{ReduceKernel, WgpuBackend, WgpuOptions};
 use wasm_bindgen::JsCast;
 
 fn unavailable(backend: &str, reason: impl Into<String>) -> Error {
     Error::Unavailable { backend: backend.to_string(), reason: reason.into() }
 }
 
+/// The reduction kernel the WebGPU pages launch: `ReduceKernel::Auto` unless the build sets
+/// `PIXELGRAD_BROWSER_REDUCTIONS=rendered|handwritten` (a compile-time variable: a page has no
+/// environment), so the whole browser suite can run either launch.
+pub fn browser_reductions() -> Result<ReduceKernel> {
+    match option_env!("PIXELGRAD_BROWSER_REDUCTIONS") {
+        None | Some("") | Some("auto") => Ok(ReduceKernel::Auto),
+        Some("rendered") => Ok(ReduceKernel::Rendered),
+        Some("handwritten") => Ok(ReduceKernel::HandWritten),
+        Some(other) => Err(unavailable("webgpu", format!("PIXELGRAD_BROWSER_REDUCTIONS={other}: expected auto, rendered or handwritten"))),
+    }
+}
+
 /// A WebGPU device from `navigator.gpu` (in headless Chromium: SwiftShader, which needs
-/// `--enable-unsafe-webgpu --enable-unsafe-swiftshader`).
+/// `--enable-unsafe-webgpu --enable-unsafe-swiftshader`), reducing as [`browser_reductions`]
+/// says.
 pub async fn webgpu_device() -> Result<Device> {
-    let backend = WgpuBackend::new_async(WgpuOptions::default()).await?;
+    let opts = WgpuOptions { reductions: browser_reductions()?, ..WgpuOptions::default() };
+    let backend = WgpuBackend::new_async(opts).await?;
     Ok(Device::new(backend))
 }
 

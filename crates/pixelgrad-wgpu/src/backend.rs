@@ -28,10 +28,10 @@ pub enum MatmulKernel {
 /// kernel (the rendered passes have no fused prologue).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ReduceKernel {
-    /// [`ReduceKernel::Rendered`] where it measured faster: on native CPU adapters (lavapipe)
-    /// for sums, log-sum-exp and an argmax of one group (an axis of up to 1024);
-    /// [`ReduceKernel::HandWritten`] for max, min, a longer argmax, in browsers (Chromium's
-    /// WebGPU on SwiftShader lost the device running the rendered passes) and on every GPU
+    /// [`ReduceKernel::Rendered`] where it measured faster: on SwiftShader (a browser's CPU
+    /// adapter, or by name) for every kind; on other CPU adapters (lavapipe) for sums,
+    /// log-sum-exp and an argmax of one group (an axis of up to 1024);
+    /// [`ReduceKernel::HandWritten`] for max, min and a longer argmax there, and on every GPU
     /// adapter (not measured there). See `bench/notes/2026-12-07-webgpu-reductions-rendered.md`.
     #[default]
     Auto,

@@ -122,6 +122,13 @@ pub use wgpu;
 /// Backend name used in errors.
 pub(crate) const BACKEND: &str = "webgpu";
 
+/// The whole WGSL source (prelude included) that `which`, a program with loops rendered from
+/// its one definition, is compiled from: what a browser's shader compiler is given, for
+/// tests that check its shape.
+pub fn program_wgsl(which: pixelgrad_core::kernel::programs::KernelProgram) -> String {
+    pipelines::full_source(ops::programs::program_kernel(which))
+}
+
 #[cfg(test)]
 mod validate;
 mod wgsl;

@@ -367,6 +367,20 @@ impl Spelling for WgslProgram {
     fn let_bool(&self, name: &str, value: &str) -> String {
         format!("let {name}: bool = {value};")
     }
+    /// `&` without short circuit: `&&` becomes a branch per operand, and the rendered
+    /// reductions' folds (six conditions of up to five terms per element, four elements per
+    /// texel) made SwiftShader (Chromium's WebGPU on the CPU) compile one log-sum-exp pass for
+    /// minutes in gigabytes, until Chromium lost the device. (WGSL's `&` takes unary
+    /// operands: each term in parentheses.)
+    fn and(&self, terms: &[String]) -> String {
+        let t: Vec<String> = terms.iter().map(|t| format!("({t})")).collect();
+        format!("({})", t.join(" & "))
+    }
+    /// `|` without short circuit, as [`Spelling::and`].
+    fn or(&self, terms: &[String]) -> String {
+        let t: Vec<String> = terms.iter().map(|t| format!("({t})")).collect();
+        format!("({})", t.join(" | "))
+    }
     fn select(&self, c: &str, a: &str, b: &str) -> String {
         format!("select({b}, {a}, {c})")
     }

@@ -7,6 +7,7 @@
 #![cfg(target_arch = "wasm32")]
 
 mod conformance;
+mod reductions;
 mod reuse;
 
 use pixelgrad_browser_tests::browser::{log, webgl_device, webgpu_device};

@@ -64,6 +64,16 @@ pub trait Spelling {
     fn let_bool(&self, name: &str, value: &str) -> String {
         format!("bool {name} = {value};")
     }
+    /// The conjunction of boolean `terms`. By default the short-circuit `&&`; a language
+    /// whose compilers turn that into branches may spell it without short circuit (every
+    /// term the renderer writes is free of side effects and of faults).
+    fn and(&self, terms: &[String]) -> String {
+        format!("({})", terms.join(" && "))
+    }
+    /// The disjunction of boolean `terms`, as [`Spelling::and`] (by default `||`).
+    fn or(&self, terms: &[String]) -> String {
+        format!("({})", terms.join(" || "))
+    }
     /// `a` where boolean `c` holds, else `b` (both evaluated: no branch).
     fn select(&self, c: &str, a: &str, b: &str) -> String {
         format!("({c} ? {a} : {b})")
@@ -130,13 +140,13 @@ impl R<'_> {
             Cond::Index { value, limit } => {
                 let v = self.fx(value);
                 let l = self.s.to_float(&self.ix(limit));
-                format!("({v} >= 0.0 && {v} < {l} && {v} == floor({v}))")
+                self.s.and(&[format!("{v} >= 0.0"), format!("{v} < {l}"), format!("{v} == floor({v})")])
             }
             Cond::Not(c) => format!("!{}", self.cond(c)),
             Cond::IsNan(v) => format!("({})", self.s.is_nan(&self.fx(v))),
             Cond::Lt(a, b) => format!("({} < {})", self.ix(a), self.ix(b)),
             Cond::FGt(a, b) => format!("({} > {})", self.fx(a), self.fx(b)),
-            Cond::And(a, b) => format!("({} && {})", self.cond(a), self.cond(b)),
+            Cond::And(a, b) => self.s.and(&[self.cond(a), self.cond(b)]),
         }
     }
 
@@ -223,7 +233,8 @@ impl R<'_> {
                             self.temps += 1;
                             let l = self.s.let_(true, &t, &v);
                             self.line(&l);
-                            self.line(&format!("if (t{acc} == 0.0 || {t} > a{acc}) {{"));
+                            let c = self.s.or(&[format!("t{acc} == 0.0"), format!("{t} > a{acc}")]);
+                            self.line(&format!("if {c} {{"));
                             self.line(&format!("    a{acc} = {t};"));
                             self.line(&format!("    t{acc} = 1.0;"));
                             self.line(&format!("}} else if ({t} == a{acc}) {{"));
@@ -249,7 +260,8 @@ impl R<'_> {
                             self.line(&format!("}} else if ({t} > a{acc}) {{"));
                             self.line(&format!("    t{acc} = t{acc} * exp(a{acc} - {t}) + 1.0;"));
                             self.line(&format!("    a{acc} = {t};"));
-                            self.line(&format!("}} else if ({t} > {low} && a{acc} < {big}) {{"));
+                            let c = self.s.and(&[format!("{t} > {low}"), format!("a{acc} < {big}")]);
+                            self.line(&format!("}} else if {c} {{"));
                             self.line(&format!("    t{acc} += exp({t} - a{acc});"));
                             self.line("}");
                         }
@@ -289,7 +301,7 @@ impl R<'_> {
         let keep = keep.map(|c| self.cond(c));
         // `c` where the lane is kept.
         let and = |c: String| match &keep {
-            Some(k) => format!("({k} && {c})"),
+            Some(k) => self.s.and(&[k.clone(), c]),
             None => c,
         };
         let (a, t) = (format!("a{acc}"), format!("t{acc}"));
@@ -323,9 +335,9 @@ impl R<'_> {
                 self.line(&format!("{t} = {};", sel(&take, "1.0", &t)));
             }
             Acc::MaxTies => {
-                let first = format!("({t} == 0.0 || {f} > {a})");
+                let first = self.s.or(&[format!("{t} == 0.0"), format!("{f} > {a}")]);
                 let take = let_bool(self, and(first.clone()));
-                let tie = let_bool(self, and(format!("(!{first} && {f} == {a})")));
+                let tie = let_bool(self, and(self.s.and(&[format!("!{first}"), format!("{f} == {a}")])));
                 let sel = |c: &str, x: &str, y: &str| self.s.select(c, x, y);
                 let (na, nt) = (sel(&take, &f, &a), sel(&take, "1.0", &sel(&tie, &format!("({t} + 1.0)"), &t)));
                 self.line(&format!("{t} = {nt};"));
@@ -336,12 +348,19 @@ impl R<'_> {
                 let (nan_a, nan_f) = (self.s.is_nan(&a), self.s.is_nan(&f));
                 // Nothing changes once the maximum is NaN; a NaN value becomes it.
                 let live = let_bool(self, and(format!("!({nan_a})")));
-                let num = let_bool(self, format!("({live} && !({nan_f}))"));
+                let num = let_bool(self, self.s.and(&[live.clone(), format!("!({nan_f})")]));
                 let empty = format!("({t} == 0.0)");
-                let take = let_bool(self, format!("({live} && (({nan_f}) || {empty} || {f} > {a}))"));
-                let one = let_bool(self, format!("({num} && {empty} && {f} > {low})"));
-                let up = let_bool(self, format!("({num} && !{empty} && {f} > {a})"));
-                let add = let_bool(self, format!("({num} && !{empty} && !({f} > {a}) && {f} > {low} && {a} < {big})"));
+                let greater = format!("({f} > {a})");
+                let take = {
+                    let any = self.s.or(&[format!("({nan_f})"), empty.clone(), greater.clone()]);
+                    let_bool(self, self.s.and(&[live.clone(), any]))
+                };
+                let one = let_bool(self, self.s.and(&[num.clone(), empty.clone(), format!("{f} > {low}")]));
+                let up = let_bool(self, self.s.and(&[num.clone(), format!("!{empty}"), greater.clone()]));
+                let add = let_bool(
+                    self,
+                    self.s.and(&[num.clone(), format!("!{empty}"), format!("!{greater}"), format!("{f} > {low}"), format!("{a} < {big}")]),
+                );
                 // exp(a - f) for `up`, exp(f - a) for `add`: one exponential (negation is exact).
                 let e = self.temp("e");
                 let l = self.s.let_(true, &e, &format!("exp(-abs({f} - {a}))"));

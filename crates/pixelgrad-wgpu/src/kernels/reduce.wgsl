@@ -1,11 +1,13 @@
 // Kept hand-written for a measured speed (issue 39): the reductions are defined once as
 // programs of the kernel IR (pixelgrad_core::kernel::reductions), and ops/reduce_rendered.rs
-// launches them (ReduceKernel::Auto: on native CPU adapters for sums, log-sum-exp and one-group
-// argmax, 0.62-0.97x this kernel's time on lavapipe). This kernel stays where it measured
-// faster: max over a [1024,1024] last axis (the rendered passes took 1.27x its time: their
-// running maximum carries a tie count) and argmax over 2^20 elements (2.49x: four passes
-// reading the input twice, against one workgroup folding (value, index) pairs); min runs
-// max's program. It also does what the rendered passes do not: a fused elementwise input
+// launches them (ReduceKernel::Auto). On SwiftShader (Chromium's WebGPU on the CPU, and
+// natively by name) every kind renders: 0.25-0.69x this kernel's time on the large cases
+// (measured natively on Chromium's libvk_swiftshader). On lavapipe sums, log-sum-exp and
+// one-group argmax render (0.62-0.97x); this kernel stays where it measured faster there:
+// max over a [1024,1024] last axis (the rendered passes took 1.27x its time: their running
+// maximum carries a tie count) and argmax over 2^20 elements (2.49x: four passes reading the
+// input twice, against one workgroup folding (value, index) pairs); min runs max's program.
+// It also does what the rendered passes do not: a fused elementwise input
 // (wgsl::with_fused_input), REPS (a bias gradient's two axes in one launch), and the
 // 256-thread TREE on GPU adapters, where neither was measured (no GPU was lent).
 // See bench/notes/2026-12-07-webgpu-reductions-rendered.md.

@@ -6,11 +6,12 @@
 //! fewest passes (as WebGL2 draws them), each pass's partials in a pooled scratch buffer.
 //! Argmax over several groups is a max tree, the first-equal pass and a min tree.
 //!
-//! Launched where [`chosen`] says (`ReduceKernel::Auto`): on CPU adapters, for sums,
-//! log-sum-exp and one-group argmax, which measured 0.5-0.9x the hand-written kernel's time
-//! on lavapipe; max and min (1.3x on a last axis: the tie count and selects per lane) and
-//! a longer argmax (2.1x over 2^20 elements: four passes, the input read twice, against one
-//! workgroup) stay hand-written (`bench/notes/2026-12-07-webgpu-reductions-rendered.md`).
+//! Launched where [`chosen`] says (`ReduceKernel::Auto`): on SwiftShader (Chromium's WebGPU
+//! on the CPU) every kind, 0.25-0.69x the hand-written kernel's time on the large cases; on
+//! lavapipe sums, log-sum-exp and one-group argmax, which measured 0.5-0.9x there, while max
+//! and min (1.3x on a last axis: the tie count and selects per lane) and a longer argmax
+//! (2.1x over 2^20 elements: four passes, the input read twice, against one workgroup) stay
+//! hand-written (`bench/notes/2026-12-07-webgpu-reductions-rendered.md`).
 
 use std::rc::Rc;
 
@@ -27,19 +28,25 @@ pub(crate) fn chosen(gpu: &Gpu, op: ReduceOp, outer: usize, n: usize, inner: usi
     let rendered = match gpu.reductions.get() {
         crate::ReduceKernel::HandWritten => false,
         crate::ReduceKernel::Rendered => true,
-        // measured on lavapipe only: a browser's CPU adapter (SwiftShader under Dawn) keeps the
-        // hand-written kernel
+        // On SwiftShader (a browser's CPU adapter, or by name) every kind measured 0.25-0.69x
+        // the hand-written time; on lavapipe sums, log-sum-exp and one-group argmax did.
         crate::ReduceKernel::Auto => {
             gpu.info.device_type == wgpu::DeviceType::Cpu
-                && gpu.info.backend != wgpu::Backend::BrowserWebGpu
-                && match op {
-                    ReduceOp::Sum | ReduceOp::LogSumExp => true,
-                    ReduceOp::ArgMax => n <= MAX_GROUP,
-                    ReduceOp::Max | ReduceOp::Min => false,
-                }
+                && (swiftshader(&gpu.info)
+                    || match op {
+                        ReduceOp::Sum | ReduceOp::LogSumExp => true,
+                        ReduceOp::ArgMax => n <= MAX_GROUP,
+                        ReduceOp::Max | ReduceOp::Min => false,
+                    })
         }
     };
     rendered && fits(outer, n, inner)
+}
+
+/// Whether a CPU adapter is SwiftShader: in a browser (Chromium's WebGPU on the CPU; the page
+/// is told no adapter name) or by name.
+fn swiftshader(info: &wgpu::AdapterInfo) -> bool {
+    info.backend == wgpu::Backend::BrowserWebGpu || info.name.contains("SwiftShader")
 }
 
 /// Whether a reduction of `[outer, n, inner]` can run rendered: a non-empty axis, and every
