@@ -86,7 +86,13 @@ pub(crate) fn reduce(gpu: &Rc<Gpu>, op: ReduceOp, axis: usize, x: ReduceInput<'_
     let outer: usize = dims[..axis].iter().product();
     let len = dims[axis];
     let inner: usize = dims[axis + 1..].iter().product();
-    if super::reduce_rendered::chosen(gpu, op, outer, len, inner) {
+    // A fused input's buffers leave room for argmax's first-equal pass, which binds the
+    // maxima after them; the hand-written kernel binds none.
+    let bindable = match &x {
+        ReduceInput::Buffer(_) => true,
+        ReduceInput::Fused { ins, .. } => ins.len() < gpu.max_inputs(),
+    };
+    if bindable && super::reduce_rendered::chosen(gpu, op, outer, len, inner) {
         use super::reduce_rendered::Source;
         let src = match &x {
             ReduceInput::Buffer(t) => Source::Stored(t),
