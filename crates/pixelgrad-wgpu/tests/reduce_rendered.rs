@@ -357,3 +357,29 @@ fn fused_rendered_passes_validate_with_naga() {
         }
     }
 }
+
+/// `Auto` over a fused input renders where that measured faster: every kind on SwiftShader,
+/// only log-sum-exp on lavapipe (a sum of exp(x) stays one hand-written launch there). The
+/// launch counts tell them apart: an axis of 5000 is two rendered passes.
+#[test]
+fn auto_renders_a_fused_input_where_it_measured_faster() {
+    use pixelgrad_core::{Device, Tensor};
+    let b = backend();
+    let report = b.report();
+    if !report.device_type.contains("Cpu") {
+        return;
+    }
+    let swiftshader = report.adapter.contains("SwiftShader");
+    let d = Device::new(b);
+    let x = data(3 * 5000, 5, -2.0, 2.0);
+    let xt = Tensor::from_vec(&d, &x, [3, 5000]).unwrap();
+    d.flush().unwrap();
+    for (op, rendered) in [(ReduceOp::Sum, swiftshader), (ReduceOp::LogSumExp, true)] {
+        let before = d.counters().launches;
+        let m = xt.exp().unwrap();
+        let r = if op == ReduceOp::Sum { m.sum_axis(1, false) } else { m.logsumexp(1, false) }.unwrap();
+        r.to_vec().unwrap();
+        let launches = d.counters().launches - before;
+        assert_eq!(launches, if rendered { 2 } else { 1 }, "{op:?} of exp(x) on {}", report.adapter);
+    }
+}

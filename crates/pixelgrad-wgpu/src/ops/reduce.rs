@@ -88,11 +88,11 @@ pub(crate) fn reduce(gpu: &Rc<Gpu>, op: ReduceOp, axis: usize, x: ReduceInput<'_
     let inner: usize = dims[axis + 1..].iter().product();
     // A fused input's buffers leave room for argmax's first-equal pass, which binds the
     // maxima after them; the hand-written kernel binds none.
-    let bindable = match &x {
-        ReduceInput::Buffer(_) => true,
-        ReduceInput::Fused { ins, .. } => ins.len() < gpu.max_inputs(),
+    let (fused, bindable) = match &x {
+        ReduceInput::Buffer(_) => (false, true),
+        ReduceInput::Fused { ins, .. } => (true, ins.len() < gpu.max_inputs()),
     };
-    if bindable && super::reduce_rendered::chosen(gpu, op, outer, len, inner) {
+    if bindable && super::reduce_rendered::chosen(gpu, op, outer, len, inner, fused) {
         use super::reduce_rendered::Source;
         let src = match &x {
             ReduceInput::Buffer(t) => Source::Stored(t),

@@ -15,7 +15,9 @@
 //! lavapipe sums, log-sum-exp and one-group argmax, which measured 0.5-0.9x there, while max
 //! and min (1.3x on a last axis: the tie count and selects per lane) and a longer argmax
 //! (2.1x over 2^20 elements: four passes, the input read twice, against one workgroup) stay
-//! hand-written (`bench/notes/2026-12-07-webgpu-reductions-rendered.md`).
+//! hand-written (`bench/notes/2026-12-07-webgpu-reductions-rendered.md`). Over a fused
+//! input: every kind on SwiftShader (0.48-0.65x), only log-sum-exp on lavapipe (0.68x; a sum
+//! of exp(x) measured 0.96-1.28x there).
 
 use std::borrow::Cow;
 use std::rc::Rc;
@@ -67,20 +69,23 @@ fn fused_kernel(gpu: &Gpu, which: ReduceProgram, k: &kernel::Kernel, label: &str
     Ok(made)
 }
 
-/// Whether `op` over `[outer, n, inner]` (stored, or a fused elementwise input) runs rendered: as
-/// [`crate::ReduceKernel`] says, where [`fits`] holds.
-pub(crate) fn chosen(gpu: &Gpu, op: ReduceOp, outer: usize, n: usize, inner: usize) -> bool {
+/// Whether `op` over `[outer, n, inner]` (`fused`: of a pending elementwise input, else
+/// stored) runs rendered: as [`crate::ReduceKernel`] says, where [`fits`] holds.
+pub(crate) fn chosen(gpu: &Gpu, op: ReduceOp, outer: usize, n: usize, inner: usize, fused: bool) -> bool {
     let rendered = match gpu.reductions.get() {
         crate::ReduceKernel::HandWritten => false,
         crate::ReduceKernel::Rendered => true,
         // On SwiftShader (a browser's CPU adapter, or by name) every kind measured 0.25-0.69x
-        // the hand-written time; on lavapipe sums, log-sum-exp and one-group argmax did.
+        // the hand-written time (0.48-0.65x over a fused input); on lavapipe sums, log-sum-exp
+        // and one-group argmax did, but over a fused input only log-sum-exp (0.68x; a sum of
+        // exp(x) took 0.96-1.28x, argmax was not measured).
         crate::ReduceKernel::Auto => {
             gpu.info.device_type == wgpu::DeviceType::Cpu
                 && (swiftshader(&gpu.info)
                     || match op {
-                        ReduceOp::Sum | ReduceOp::LogSumExp => true,
-                        ReduceOp::ArgMax => n <= MAX_GROUP,
+                        ReduceOp::LogSumExp => true,
+                        ReduceOp::Sum => !fused,
+                        ReduceOp::ArgMax => n <= MAX_GROUP && !fused,
                         ReduceOp::Max | ReduceOp::Min => false,
                     })
         }
