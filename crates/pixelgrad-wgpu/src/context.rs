@@ -80,7 +80,7 @@ pub(crate) struct Gpu {
     /// Whether matmuls on an f16 operand compute their products in f16 (`matmul_f16h.wgsl`):
     /// the device was created with `shader-f16` and `WgpuOptions::f16_arithmetic` left it on.
     pub f16_arith: Cell<bool>,
-    /// Which kernel reduces a stored tensor (`WgpuOptions::reductions`; `ops::reduce_rendered`
+    /// Which kernel reduces a tensor (`WgpuOptions::reductions`; `ops::reduce_rendered`
     /// decides for `Auto`).
     pub reductions: Cell<crate::ReduceKernel>,
     /// The fusion layer's generation and the pending results it still owes
