@@ -2,10 +2,12 @@
 //! passes rendered from their one definition (`ReduceKernel::Rendered`), two
 //! backends in one process, each case timed on one then the other, alternating for `rounds`
 //! rounds; a cell is the minimum over the rounds of the mean over `reps` launches (ms per
-//! launch, reading the small result back). Inputs are stored tensors (the rendered passes
-//! take no fused prologue). Benchmark, not a test: it asserts nothing.
+//! launch, reading the small result back). Inputs are stored tensors, except the cases
+//! named `(fused)`: a reduction of a pending elementwise map, read by both launches through
+//! the fused read. Benchmark, not a test: it asserts nothing.
 //!
-//! `cargo run -p pixelgrad-wgpu --example reduce_rendered_bench -- [reps] [rounds]`
+//! `cargo run -p pixelgrad-wgpu --example reduce_rendered_bench -- [reps] [rounds] [filter]`
+//! (`filter`: only the cases whose label contains it).
 
 use std::time::Instant;
 
@@ -26,6 +28,10 @@ fn cases() -> Vec<Case> {
         ("sum [1<<20]", vec![1 << 20], |x| x.sum_axis(0, false)),
         ("argmax [1<<20]", vec![1 << 20], |x| x.argmax(0, false)),
         ("sum [4,100000] ax1", vec![4, 100_000], |x| x.sum_axis(1, false)),
+        ("sum exp [1024,1024] ax1 (fused)", vec![1024, 1024], |x| x.exp()?.sum_axis(1, false)),
+        ("max 2x+1 [1024,1024] ax0 (fused)", vec![1024, 1024], |x| x.mul_scalar(2.0)?.add_scalar(1.0)?.max_axis(0, false)),
+        ("lse 2x [512,1000] ax1 (fused)", vec![512, 1000], |x| x.mul_scalar(2.0)?.logsumexp(1, false)),
+        ("sum exp [1<<20] (fused)", vec![1 << 20], |x| x.exp()?.sum_axis(0, false)),
     ]
 }
 
@@ -46,7 +52,8 @@ fn main() -> Result<()> {
     let rendered = WgpuBackend::new(WgpuOptions { reductions: ReduceKernel::Rendered, ..WgpuOptions::default() })?;
     println!("adapter: {}", hand.report().adapter);
     let devs = [Device::new(hand), Device::new(rendered)];
-    let cases = cases();
+    let filter = std::env::args().nth(3).unwrap_or_default();
+    let cases: Vec<Case> = cases().into_iter().filter(|c| c.0.contains(filter.as_str())).collect();
     // Stored inputs on both devices (the same values).
     let mut inputs = Vec::new();
     for (i, (_, dims, _)) in cases.iter().enumerate() {
@@ -65,10 +72,10 @@ fn main() -> Result<()> {
             }
         }
     }
-    println!("{:<24} {:>10} {:>10} {:>9}", "case", "hand ms", "rendered", "r / h");
+    println!("{:<34} {:>10} {:>10} {:>9}", "case", "hand ms", "rendered", "r / h");
     for (c, (label, _, _)) in cases.iter().enumerate() {
         let [h, r] = best[c];
-        println!("{label:<24} {h:>10.3} {r:>10.3} {:>9.2}", r / h);
+        println!("{label:<34} {h:>10.3} {r:>10.3} {:>9.2}", r / h);
     }
     Ok(())
 }

@@ -23,16 +23,17 @@ pub enum MatmulKernel {
     Registers,
 }
 
-/// Which kernel reduces a stored tensor along an axis. Reductions reading a fused
-/// elementwise input, and the bias gradient's two-axis sum, always run the hand-written
-/// kernel (the rendered passes have no fused prologue).
+/// Which kernel reduces a tensor along an axis, stored or a fused elementwise input (the
+/// rendered first pass reads it through the fused read). The bias gradient's two-axis sum
+/// always runs the hand-written kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ReduceKernel {
     /// [`ReduceKernel::Rendered`] where it measured faster: on SwiftShader (a browser's CPU
     /// adapter, or by name) for every kind; on other CPU adapters (lavapipe) for sums,
     /// log-sum-exp and an argmax of one group (an axis of up to 1024);
     /// [`ReduceKernel::HandWritten`] for max, min and a longer argmax there, and on every GPU
-    /// adapter (not measured there). See `bench/notes/2026-12-07-webgpu-reductions-rendered.md`.
+    /// adapter (not measured there). Over a fused input: every kind on SwiftShader, only
+    /// log-sum-exp on lavapipe. See `bench/notes/2026-12-07-webgpu-reductions-rendered.md`.
     #[default]
     Auto,
     /// `kernels/reduce.wgsl`: a workgroup tree in workgroup memory over long axes, serial
@@ -100,7 +101,7 @@ pub struct WgpuOptions {
     /// recently returned ones whose work has completed are destroyed. `0` keeps nothing
     /// (every allocation is a new buffer); [`WgpuBackend::set_pool_budget`] changes it later.
     pub pool_budget: u64,
-    /// Which kernel reduces a stored tensor ([`ReduceKernel`]; by adapter and op unless
+    /// Which kernel reduces a tensor ([`ReduceKernel`]; by adapter, op and input unless
     /// forced).
     pub reductions: ReduceKernel,
 }

@@ -63,6 +63,10 @@ pub(crate) struct Gpu {
     pub map_kernels: RefCell<std::collections::HashMap<pixelgrad_core::kernel::Kernel, Rc<Kernel>>>,
     /// Reductions with a fused input, by the input's kernel (see `ops::reduce`).
     pub reduce_kernels: RefCell<std::collections::HashMap<pixelgrad_core::kernel::Kernel, Rc<Kernel>>>,
+    /// Rendered reduction passes reading a fused input, by program and the input's kernel
+    /// (see `ops::reduce_rendered`).
+    pub rendered_reduce_kernels:
+        RefCell<std::collections::HashMap<(pixelgrad_core::kernel::reductions::ReduceProgram, pixelgrad_core::kernel::Kernel), Rc<Kernel>>>,
     /// Grouped elementwise launches, by their members and input count (see `fusion::settle`).
     pub group_kernels: RefCell<std::collections::HashMap<GroupKey, Rc<Kernel>>>,
     /// Fuse elementwise chains (`fusion.rs`), and the pending results made since the last
@@ -76,7 +80,7 @@ pub(crate) struct Gpu {
     /// Whether matmuls on an f16 operand compute their products in f16 (`matmul_f16h.wgsl`):
     /// the device was created with `shader-f16` and `WgpuOptions::f16_arithmetic` left it on.
     pub f16_arith: Cell<bool>,
-    /// Which kernel reduces a stored tensor (`WgpuOptions::reductions`; `ops::reduce_rendered`
+    /// Which kernel reduces a tensor (`WgpuOptions::reductions`; `ops::reduce_rendered`
     /// decides for `Auto`).
     pub reductions: Cell<crate::ReduceKernel>,
     /// The fusion layer's generation and the pending results it still owes
@@ -169,6 +173,7 @@ impl Gpu {
             pipelines,
             map_kernels: RefCell::new(std::collections::HashMap::new()),
             reduce_kernels: RefCell::new(std::collections::HashMap::new()),
+            rendered_reduce_kernels: RefCell::new(std::collections::HashMap::new()),
             group_kernels: RefCell::new(std::collections::HashMap::new()),
             fuse,
             group: Cell::new(true),

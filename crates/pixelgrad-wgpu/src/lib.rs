@@ -129,6 +129,16 @@ pub fn program_wgsl(which: pixelgrad_core::kernel::programs::KernelProgram) -> S
     pipelines::full_source(ops::programs::program_kernel(which))
 }
 
+/// The whole WGSL source (prelude included) of the rendered reduction pass `which` reading its
+/// input through a fused read of the elementwise `input` (the first pass of a reduction of a
+/// pending elementwise result), for tests that check its shape.
+pub fn fused_reduce_wgsl(
+    which: pixelgrad_core::kernel::reductions::ReduceProgram,
+    input: &pixelgrad_core::kernel::Kernel,
+) -> pixelgrad_core::Result<String> {
+    Ok(format!("{}\n{}", pipelines::prelude(), wgsl::fused_program_source(&which.program(), input)?))
+}
+
 #[cfg(test)]
 mod validate;
 mod wgsl;

@@ -320,7 +320,13 @@ pub(crate) fn box_muller() -> Result<String> {
 /// (`pixelgrad_core::kernel::program`): `i32` indices, parameter `i` in word `i` of the
 /// launch's uniform slot and the element count in the word after them, inputs bound from 1
 /// and the output after them, one invocation per output element on a folded 1-D grid.
-pub(crate) struct WgslProgram;
+/// `fused`: input 0 is a fused read of a pending elementwise computation (the first pass of a
+/// rendered reduction): that read's `n` inputs bound from 1 instead, the program's other
+/// inputs and its output after them, its parameters after the program's (and its count).
+#[derive(Default)]
+pub(crate) struct WgslProgram {
+    fused: Option<(usize, String)>,
+}
 
 impl Spelling for WgslProgram {
     fn int_ty(&self) -> &'static str {
@@ -349,8 +355,12 @@ impl Spelling for WgslProgram {
     fn param(&self, i: usize, _name: &str) -> String {
         format!("i32(pu({i}u))")
     }
-    fn load(&self, _i: usize, name: &str, at: &str) -> String {
-        format!("{name}[{at}]")
+    fn load(&self, i: usize, name: &str, at: &str) -> String {
+        if i == 0 && self.fused.is_some() {
+            format!("pg_load(u32({at}))")
+        } else {
+            format!("{name}[{at}]")
+        }
     }
     /// Through f32 (`pg_idiv`): lavapipe scalarises vector integer division, which made
     /// max_pool_grad 3x3 stride 2 about 1.6x slower than the old hand-written kernel's
@@ -389,12 +399,22 @@ impl Spelling for WgslProgram {
     }
     fn declarations(&self, p: &Program) -> String {
         let mut s = format!("// {}: rendered from its definition (pixelgrad_core::kernel::programs).\n", p.name);
-        for (i, name) in p.inputs.iter().enumerate() {
-            s.push_str(&format!("@group(0) @binding({}) var<storage, read> {name}: array<f32>;\n", i + 1));
+        // Bindings before the program's own inputs (a fused read's), and its inputs read
+        // through that read instead of a binding.
+        let (before, skip) = match &self.fused {
+            Some((n, read)) => {
+                s.push_str(read);
+                (*n, 1)
+            }
+            None => (0, 0),
+        };
+        for (i, name) in p.inputs.iter().enumerate().skip(skip) {
+            s.push_str(&format!("@group(0) @binding({}) var<storage, read> {name}: array<f32>;\n", before + i - skip + 1));
         }
-        s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out: array<f32>;\n", p.inputs.len() + 1));
+        let bound = before + p.inputs.len() - skip;
+        s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> out: array<f32>;\n", bound + 1));
         if p.faults() {
-            s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> status: array<atomic<u32>>;\n", p.inputs.len() + 2));
+            s.push_str(&format!("@group(0) @binding({}) var<storage, read_write> status: array<atomic<u32>>;\n", bound + 2));
         }
         s.push('\n');
         // a / b rounded towards zero for |a| < 2^31 and 0 < b < 2^31 - 384: the f32 quotient
@@ -427,6 +447,16 @@ impl Spelling for WgslProgram {
 
 /// The WGSL source of a window program.
 pub(crate) fn program_source(p: &Program) -> String {
-    let r = render_program(p, &WgslProgram);
+    let r = render_program(p, &WgslProgram::default());
     format!("{}{}", r.declarations, r.function)
+}
+
+/// The WGSL source of program `p` (one reading at least one input) with input 0 a fused read
+/// of `kernel`: the read's inputs bound from 1, the program's other inputs and its output
+/// after them; the read's parameters after the program's words (its parameters and its
+/// output count), laid out by [`MapLayout::after`].
+pub(crate) fn fused_program_source(p: &Program, kernel: &Kernel) -> Result<String> {
+    let read = fused_read(kernel, &MapLayout::after(p.params.len() + 1, kernel.params()))?;
+    let r = render_program(p, &WgslProgram { fused: Some((kernel.inputs().len(), read)) });
+    Ok(format!("{}{}", r.declarations, r.function))
 }

@@ -231,7 +231,8 @@ fn the_option_picks_the_launch() {
         if report.adapter.contains("SwiftShader") {
             // every kind rendered (the long argmax: max tree, first-equal pass, min tree)
             let long_argmax = ["reduce_max", "reduce_max", "reduce_first_equal", "reduce_min"];
-            let want: Vec<&str> = ["reduce_sum", "reduce_sum", "reduce_max", "reduce_max", "reduce_argmax"].into_iter().chain(long_argmax).collect();
+            let want: Vec<&str> =
+                ["reduce_sum", "reduce_sum", "reduce_max", "reduce_max", "reduce_argmax"].into_iter().chain(long_argmax).collect();
             assert_eq!(kernels, want, "{log:#?}");
         } else {
             assert_eq!(kernels, ["reduce_sum", "reduce_sum", "reduce", "reduce_argmax", "reduce"], "{log:#?}");
@@ -275,5 +276,110 @@ fn rendered_passes_branch_only_where_their_definition_does() {
         // the scan's two forms and their loops' exit tests (4), argmax's first fold (2),
         // FirstEqual's NaN tests and first folds (4); short-circuit terms made dozens
         assert!(n <= 8, "{which:?}: {n} branches in compute:\n{compute}");
+    }
+}
+
+/// A reduction of a pending elementwise result reads it through a fused read in the first
+/// pass of each tree (and argmax's first-equal pass), with the values of the same passes over
+/// the stored result (fusion off) bit for bit: sum(exp(x)), max(x * 2 + y) with `y`
+/// broadcast along the reduced axis, min and argmax of `|x - y|`, log-sum-exp of `x * 2 + y`.
+/// The launch counts show the rendered passes ran (the hand-written kernel is one launch).
+#[test]
+fn a_fused_input_is_read_by_the_first_rendered_pass() {
+    use pixelgrad_core::{Device, Tensor};
+    let device = |fuse: bool| {
+        Device::new(
+            WgpuBackend::new(WgpuOptions { reductions: ReduceKernel::Rendered, fuse, ..WgpuOptions::default() }).expect("a WebGPU adapter"),
+        )
+    };
+    let (fused, stored) = (device(true), device(false));
+    // [dims], axis, the rendered passes of a sum (a long argmax adds the first-equal pass
+    // and the min tree's).
+    let cases: [(&[usize], usize, u64, u64); 4] =
+        [(&[16, 64], 1, 1, 1), (&[2, 5003], 1, 2, 4), (&[1030, 3], 0, 2, 4), (&[5, 37, 6], 1, 1, 1)];
+    for (dims, axis, passes, argmax_passes) in cases {
+        let numel: usize = dims.iter().product();
+        let x = data(numel, 11, -3.0, 3.0);
+        let mut ydims = dims.to_vec();
+        ydims[axis] = 1;
+        let y = data(ydims.iter().product(), 12, -1.0, 1.0);
+        let run = |d: &Device, op: ReduceOp| -> (Vec<f32>, u64) {
+            let xt = Tensor::from_vec(d, &x, dims.to_vec()).unwrap();
+            let yt = Tensor::from_vec(d, &y, ydims.clone()).unwrap();
+            d.flush().unwrap();
+            let before = d.counters().launches;
+            let m = match op {
+                ReduceOp::Sum => xt.exp().unwrap(),
+                ReduceOp::Min | ReduceOp::ArgMax => xt.sub(&yt).unwrap().abs().unwrap(),
+                _ => xt.mul_scalar(2.0).unwrap().add(&yt).unwrap(),
+            };
+            let a = axis as isize;
+            let r = match op {
+                ReduceOp::Sum => m.sum_axis(a, false),
+                ReduceOp::Max => m.max_axis(a, false),
+                ReduceOp::Min => m.min_axis(a, false),
+                ReduceOp::ArgMax => m.argmax(a, false),
+                ReduceOp::LogSumExp => m.logsumexp(a, false),
+            }
+            .unwrap();
+            let v = r.to_vec().unwrap();
+            (v, d.counters().launches - before)
+        };
+        for op in OPS {
+            let what = format!("{op:?} of a fused map over {dims:?} axis {axis}");
+            let (got, launches) = run(&fused, op);
+            let (want, unfused_launches) = run(&stored, op);
+            same_bits(&got, &want, &what);
+            let rendered = if op == ReduceOp::ArgMax { argmax_passes } else { passes };
+            assert_eq!(launches, rendered, "{what}: launches");
+            assert!(unfused_launches > launches, "{what}: {unfused_launches} launches unfused");
+        }
+    }
+}
+
+/// Every rendered pass reading a fused input (unary and binary definitions) parses and
+/// validates with naga, and branches no more than over a stored input.
+#[test]
+fn fused_rendered_passes_validate_with_naga() {
+    let kernels = [pixelgrad_core::UnaryOp::Exp.kernel().unwrap(), pixelgrad_core::BinaryOp::Add.kernel().unwrap()];
+    for which in ReduceProgram::ALL {
+        for k in &kernels {
+            let src = pixelgrad_wgpu::fused_reduce_wgsl(which, k).unwrap();
+            let compute = &src[src.find("fn compute(").expect("a compute function")..];
+            assert!(compute.contains("pg_load("), "{which:?} reads no fused input:\n{compute}");
+            for op in ["&&", "||"] {
+                assert!(!compute.contains(op), "{which:?} short-circuits with {op}:\n{compute}");
+            }
+            let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{which:?}: {}", e.emit_to_string(&src)));
+            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default())
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{which:?}: {}", e.emit_to_string(&src)));
+        }
+    }
+}
+
+/// `Auto` over a fused input renders where that measured faster: every kind on SwiftShader,
+/// only log-sum-exp on lavapipe (a sum of exp(x) stays one hand-written launch there). The
+/// launch counts tell them apart: an axis of 5000 is two rendered passes.
+#[test]
+fn auto_renders_a_fused_input_where_it_measured_faster() {
+    use pixelgrad_core::{Device, Tensor};
+    let b = backend();
+    let report = b.report();
+    if !report.device_type.contains("Cpu") {
+        return;
+    }
+    let swiftshader = report.adapter.contains("SwiftShader");
+    let d = Device::new(b);
+    let x = data(3 * 5000, 5, -2.0, 2.0);
+    let xt = Tensor::from_vec(&d, &x, [3, 5000]).unwrap();
+    d.flush().unwrap();
+    for (op, rendered) in [(ReduceOp::Sum, swiftshader), (ReduceOp::LogSumExp, true)] {
+        let before = d.counters().launches;
+        let m = xt.exp().unwrap();
+        let r = if op == ReduceOp::Sum { m.sum_axis(1, false) } else { m.logsumexp(1, false) }.unwrap();
+        r.to_vec().unwrap();
+        let launches = d.counters().launches - before;
+        assert_eq!(launches, if rendered { 2 } else { 1 }, "{op:?} of exp(x) on {}", report.adapter);
     }
 }

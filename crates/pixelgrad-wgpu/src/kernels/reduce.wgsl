@@ -7,9 +7,12 @@
 // max over a [1024,1024] last axis (the rendered passes took 1.27x its time: their running
 // maximum carries a tie count) and argmax over 2^20 elements (2.49x: four passes reading the
 // input twice, against one workgroup folding (value, index) pairs); min runs max's program.
-// It also does what the rendered passes do not: a fused elementwise input
-// (wgsl::with_fused_input), REPS (a bias gradient's two axes in one launch), and the
-// 256-thread TREE on GPU adapters, where neither was measured (no GPU was lent).
+// It also does what the rendered passes do not: REPS (a bias gradient's two axes in one
+// launch) and the 256-thread TREE on GPU adapters, where neither was measured (no GPU was
+// lent). A fused elementwise input (wgsl::with_fused_input) the rendered first pass reads
+// the same way (wgsl::fused_program_source); over one, Auto renders on SwiftShader (0.48-0.65x)
+// and on lavapipe only log-sum-exp (0.68x): this kernel keeps fused sums there (the rendered
+// sum of exp(x) took 0.96-1.28x its time).
 // See bench/notes/2026-12-07-webgpu-reductions-rendered.md.
 // Reduction of the middle axis of [outer, len, inner] to [outer, 1, inner]. OP: 0 sum, 1 max,
 // 2 min, 3 argmax (index of the first maximum, as f32), 4 log-sum-exp (a partial is the

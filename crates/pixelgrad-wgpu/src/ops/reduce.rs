@@ -86,11 +86,21 @@ pub(crate) fn reduce(gpu: &Rc<Gpu>, op: ReduceOp, axis: usize, x: ReduceInput<'_
     let outer: usize = dims[..axis].iter().product();
     let len = dims[axis];
     let inner: usize = dims[axis + 1..].iter().product();
-    // The rendered passes read stored tensors only (no fused prologue).
-    if let ReduceInput::Buffer(t) = x {
-        if super::reduce_rendered::chosen(gpu, op, outer, len, inner) {
-            return super::reduce_rendered::reduce(gpu, op, t, outer, len, inner, out);
-        }
+    // A fused input's buffers leave room for argmax's first-equal pass, which binds the
+    // maxima after them; the hand-written kernel binds none.
+    let (fused, bindable) = match &x {
+        ReduceInput::Buffer(_) => (false, true),
+        ReduceInput::Fused { ins, .. } => (true, ins.len() < gpu.max_inputs()),
+    };
+    if bindable && super::reduce_rendered::chosen(gpu, op, outer, len, inner, fused) {
+        use super::reduce_rendered::Source;
+        let src = match &x {
+            ReduceInput::Buffer(t) => Source::Stored(t),
+            ReduceInput::Fused { launch, ins, shapes, of, label } => {
+                Source::Fused { launch, ins: ins.clone(), shapes: shapes.clone(), of, label }
+            }
+        };
+        return super::reduce_rendered::reduce(gpu, op, &src, outer, len, inner, out);
     }
     launch(gpu, op, Layout { outputs: outer * inner, len, inner, reps: 1 }, x, out)
 }
