@@ -7,9 +7,9 @@ use pixelgrad_core::{Device, Tensor};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_webgl::{WebGlBackend, WebGlOptions};
 
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    (0..n).map(|i| pixelgrad_core::rng::uniform(seed, i as u64) * 2.0 - 1.0).collect()
-}
+mod products;
+
+use products::values;
 
 /// `run` on the WebGL device with its pass log recorded, then on the CPU: (WebGL's result,
 /// its passes, the CPU's result).
@@ -21,65 +21,28 @@ fn on_both<T>(gl: &WebGlBackend, gl_dev: &Device, cpu: &Device, run: impl Fn(&De
     (got, log, run(cpu))
 }
 
-/// (batch of A, batch of B, m, k, n); None = rank 2.
-type Geometry = (Option<usize>, Option<usize>, usize, usize, usize);
-
-const SHAPES: &[Geometry] = &[
-    // Block path: aligned, and every size odd.
-    (None, None, 128, 64, 128),
-    (None, None, 130, 70, 121),
-    (Some(20), Some(20), 37, 33, 45),
-    // Block path with one matrix broadcast over the batch (the conv forward pass).
-    (None, Some(6), 16, 72, 121),
-    (Some(5), None, 40, 48, 68),
-    // One-target kernel with its operands repacked: above the strided kernel's limit.
-    (None, None, 64, 70, 63),
-    // One-target kernel: small products, K or N not a multiple of 4 (read where they lie).
-    (None, None, 8, 12, 16),
-    (None, None, 9, 10, 7),
-    (Some(3), Some(3), 5, 9, 6),
-];
-
 #[test]
 fn every_path_matches_the_cpu() {
     let gl =
         WebGlBackend::new_headless(WebGlOptions { self_test: false, ..WebGlOptions::default() }).expect("headless WebGL (EGL) context");
     let gl_dev = Device::new(gl.clone());
     let cpu = Device::new(CpuBackend::new());
-    for (i, &(ba, bb, m, k, n)) in SHAPES.iter().enumerate() {
-        for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
-            let mut da = if ta { vec![k, m] } else { vec![m, k] };
-            let mut db = if tb { vec![n, k] } else { vec![k, n] };
-            if let Some(b) = ba {
-                da.insert(0, b);
-            }
-            if let Some(b) = bb {
-                db.insert(0, b);
-            }
-            let va = values(da.iter().product(), 2 * i as u64);
-            let vb = values(db.iter().product(), 2 * i as u64 + 1);
-            let run = |dev: &Device| -> Vec<f32> {
-                let a = Tensor::from_vec(dev, &va, da.clone()).unwrap();
-                let b = Tensor::from_vec(dev, &vb, db.clone()).unwrap();
-                a.matmul_t(&b, ta, tb).unwrap().to_vec().unwrap()
-            };
-            let (got, log, want) = on_both(&gl, &gl_dev, &cpu, run);
-            assert_eq!(got.len(), want.len());
-            let blocked = log.iter().any(|l| l.starts_with("matmul_block ") || l.starts_with("matmul_block."));
-            let macs = m * n * k * ba.unwrap_or(1).max(bb.unwrap_or(1));
-            assert_eq!(blocked, macs >= 1 << 20, "{da:?} x {db:?}: {log:?}");
-            // Tiny products never pack an operand: the strided kernel reads them where they
-            // lie, in the product's one draw; large ones pack rather than fetch per element.
-            let strided = log.iter().any(|l| l.starts_with("matmul.strided"));
-            let packed = log.iter().any(|l| l.starts_with("matmul_pack"));
-            assert!(!(strided && packed), "{da:?} x {db:?}: {log:?}");
-            assert!(!(macs <= 1 << 12 && packed), "{da:?} x {db:?}: {log:?}");
-            assert!(!(macs > 1 << 16 && strided), "{da:?} x {db:?}: {log:?}");
-            let tol = 1e-5 * k as f32;
-            for (j, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?}{ta} x {db:?}{tb} element {j}: {g} vs {w} ({log:?})");
-            }
-        }
+    for p in products::products() {
+        let (da, db) = (&p.da, &p.db);
+        let (ba, bb, m, k, n) = p.geometry;
+        let (got, log, want) = on_both(&gl, &gl_dev, &cpu, |dev: &Device| p.run(dev));
+        assert_eq!(got.len(), want.len());
+        let blocked = log.iter().any(|l| l.starts_with("matmul_block ") || l.starts_with("matmul_block."));
+        let macs = m * n * k * ba.unwrap_or(1).max(bb.unwrap_or(1));
+        assert_eq!(blocked, macs >= 1 << 20, "{da:?} x {db:?}: {log:?}");
+        // Tiny products never pack an operand: the strided kernel reads them where they
+        // lie, in the product's one draw; large ones pack rather than fetch per element.
+        let strided = log.iter().any(|l| l.starts_with("matmul.strided"));
+        let packed = log.iter().any(|l| l.starts_with("matmul_pack"));
+        assert!(!(strided && packed), "{da:?} x {db:?}: {log:?}");
+        assert!(!(macs <= 1 << 12 && packed), "{da:?} x {db:?}: {log:?}");
+        assert!(!(macs > 1 << 16 && strided), "{da:?} x {db:?}: {log:?}");
+        p.assert_close(&got, &want, &format!("{log:?}"));
     }
 }
 

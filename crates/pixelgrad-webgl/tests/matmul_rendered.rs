@@ -9,13 +9,13 @@ use pixelgrad_core::{Device, Tensor};
 use pixelgrad_cpu::CpuBackend;
 use pixelgrad_webgl::{MatMulKernel, WebGlBackend, WebGlOptions};
 
+mod products;
+
+use products::values;
+
 fn backend(webgl1: bool) -> WebGlBackend {
     WebGlBackend::new_headless(WebGlOptions { webgl1, self_test: false, matmul: MatMulKernel::Rendered, ..Default::default() })
         .expect("headless WebGL (EGL) context")
-}
-
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    (0..n).map(|i| pixelgrad_core::rng::uniform(seed, i as u64) * 2.0 - 1.0).collect()
 }
 
 fn families_pass(webgl1: bool) {
@@ -36,56 +36,21 @@ fn conformance_families_with_products_pass_webgl1() {
     families_pass(true);
 }
 
-/// (batch of A, batch of B, m, k, n); None = rank 2. `tests/matmul_paths.rs`' shapes: the
-/// hand-written kernels' block path, repacking and strided reads.
-type Geometry = (Option<usize>, Option<usize>, usize, usize, usize);
-
-const SHAPES: &[Geometry] = &[
-    (None, None, 128, 64, 128),
-    (None, None, 130, 70, 121),
-    (Some(20), Some(20), 37, 33, 45),
-    (None, Some(6), 16, 72, 121),
-    (Some(5), None, 40, 48, 68),
-    (None, None, 64, 70, 63),
-    (None, None, 8, 12, 16),
-    (None, None, 9, 10, 7),
-    (Some(3), Some(3), 5, 9, 6),
-    (None, None, 1, 300, 33),
-];
-
+/// The shapes of `tests/matmul_paths.rs` (`products/mod.rs`): the hand-written kernels' block
+/// path, repacking and strided reads, each drawn here by the program alone.
 fn shapes_match_the_cpu(webgl1: bool) {
     let gl = backend(webgl1);
     let gl_dev = Device::new(gl.clone());
     let cpu = Device::new(CpuBackend::new());
-    for (i, &(ba, bb, m, k, n)) in SHAPES.iter().enumerate() {
-        for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
-            let mut da = if ta { vec![k, m] } else { vec![m, k] };
-            let mut db = if tb { vec![n, k] } else { vec![k, n] };
-            if let Some(b) = ba {
-                da.insert(0, b);
-            }
-            if let Some(b) = bb {
-                db.insert(0, b);
-            }
-            let va = values(da.iter().product(), 2 * i as u64);
-            let vb = values(db.iter().product(), 2 * i as u64 + 1);
-            let run = |dev: &Device| -> Vec<f32> {
-                let a = Tensor::from_vec(dev, &va, da.clone()).unwrap();
-                let b = Tensor::from_vec(dev, &vb, db.clone()).unwrap();
-                a.matmul_t(&b, ta, tb).unwrap().to_vec().unwrap()
-            };
-            gl.set_pass_log(true);
-            let got = run(&gl_dev);
-            let log = gl.take_pass_log();
-            gl.set_pass_log(false);
-            let want = run(&cpu);
-            assert!(log.len() == 1 && log[0].starts_with("matmul_program"), "{da:?} x {db:?} (webgl1 {webgl1}): {log:?}");
-            assert_eq!(got.len(), want.len());
-            let tol = 1e-5 * k as f32;
-            for (j, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert!((g - w).abs() <= tol * w.abs().max(1.0), "{da:?}{ta} x {db:?}{tb} (webgl1 {webgl1}) element {j}: {g} vs {w}");
-            }
-        }
+    for p in products::products() {
+        let (da, db) = (&p.da, &p.db);
+        gl.set_pass_log(true);
+        let got = p.run(&gl_dev);
+        let log = gl.take_pass_log();
+        gl.set_pass_log(false);
+        let want = p.run(&cpu);
+        assert!(log.len() == 1 && log[0].starts_with("matmul_program"), "{da:?} x {db:?} (webgl1 {webgl1}): {log:?}");
+        p.assert_close(&got, &want, &format!("webgl1 {webgl1}"));
     }
 }
 
