@@ -253,6 +253,21 @@ fn ifs(block: &naga::Block) -> usize {
         .sum()
 }
 
+/// `src` (a rendered pass of `which`) parsed and validated by naga, after checking that its
+/// `compute` function never short-circuits (`&&`, `||`): see
+/// `rendered_passes_branch_only_where_their_definition_does`.
+fn checked_module(which: ReduceProgram, src: &str) -> naga::Module {
+    let compute = &src[src.find("fn compute(").expect("a compute function")..];
+    for op in ["&&", "||"] {
+        assert!(!compute.contains(op), "{which:?} short-circuits with {op}:\n{compute}");
+    }
+    let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{which:?}: {}", e.emit_to_string(src)));
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default())
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{which:?}: {}", e.emit_to_string(src)));
+    module
+}
+
 /// Every pass branches only where its definition does (`If`, an accumulator's first fold),
 /// never per condition term: WGSL's `&&` and `||` short-circuit, which compilers turn into a
 /// branch per term, and the log-sum-exp pass's 24 conditions per texel made SwiftShader
@@ -263,14 +278,8 @@ fn ifs(block: &naga::Block) -> usize {
 fn rendered_passes_branch_only_where_their_definition_does() {
     for which in ReduceProgram::ALL {
         let src = pixelgrad_wgpu::program_wgsl(KernelProgram::Reduce(which));
+        let module = checked_module(which, &src);
         let compute = &src[src.find("fn compute(").expect("a compute function")..];
-        for op in ["&&", "||"] {
-            assert!(!compute.contains(op), "{which:?} short-circuits with {op}:\n{compute}");
-        }
-        let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{which:?}: {}", e.emit_to_string(&src)));
-        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default())
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{which:?}: {}", e.emit_to_string(&src)));
         let (_, f) = module.functions.iter().find(|(_, f)| f.name.as_deref() == Some("compute")).expect("compute");
         let n = ifs(&f.body);
         // the scan's two forms and their loops' exit tests (4), argmax's first fold (2),
@@ -347,13 +356,7 @@ fn fused_rendered_passes_validate_with_naga() {
             let src = pixelgrad_wgpu::fused_reduce_wgsl(which, k).unwrap();
             let compute = &src[src.find("fn compute(").expect("a compute function")..];
             assert!(compute.contains("pg_load("), "{which:?} reads no fused input:\n{compute}");
-            for op in ["&&", "||"] {
-                assert!(!compute.contains(op), "{which:?} short-circuits with {op}:\n{compute}");
-            }
-            let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{which:?}: {}", e.emit_to_string(&src)));
-            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default())
-                .validate(&module)
-                .unwrap_or_else(|e| panic!("{which:?}: {}", e.emit_to_string(&src)));
+            checked_module(which, &src);
         }
     }
 }

@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use pixelgrad_core::{Result, Shape};
 
-use super::matmul_io::{pack, store, View};
+use super::matmul_io::{pack, store, with_strides, View};
 use crate::context::Shared;
 use crate::launch::Pass;
 use crate::texture::GlTensor;
@@ -152,15 +152,8 @@ pub(crate) fn matmul_epilogue<'a>(
     if sum_batch || ((pack_a || pack_b) && strided_pays(macs, packed, usize::from(pack_a) + usize::from(pack_b))) {
         // Small: read both operands where they lie, one element per fetch, in this one pass
         // (summing the batch: each output walks its row and column in every batch entry).
-        let pass = product_pass(STRIDED, a, b, m, n, k)
-            .int("u_reps", if sum_batch { batch } else { 1 })
-            .sint("u_a_sb", va.sb)
-            .sint("u_a_sm", va.sr)
-            .sint("u_a_sk", va.sc)
-            .sint("u_b_sb", vb.sb)
-            .sint("u_b_sk", vb.sr)
-            .sint("u_b_sn", vb.sc);
-        return store(sh, pass, epi, out.numel());
+        let pass = product_pass(STRIDED, a, b, m, n, k).int("u_reps", if sum_batch { batch } else { 1 });
+        return store(sh, with_strides(pass, &va, &vb), epi, out.numel());
     }
     // A [M, K] with k contiguous and aligned rows, or a packed copy.
     let packed_a;

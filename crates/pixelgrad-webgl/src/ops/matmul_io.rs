@@ -50,6 +50,13 @@ impl View {
     }
 }
 
+/// `pass` with the strides of both operands as the strided readers name them: A's
+/// `u_a_sb`, `u_a_sm`, `u_a_sk` from `va` ([M, K]) and B's `u_b_sb`, `u_b_sk`, `u_b_sn` from
+/// `vb` ([K, N]).
+pub(super) fn with_strides<'a>(pass: Pass<'a>, va: &View, vb: &View) -> Pass<'a> {
+    pass.sint("u_a_sb", va.sb).sint("u_a_sm", va.sr).sint("u_a_sk", va.sc).sint("u_b_sb", vb.sb).sint("u_b_sk", vb.sr).sint("u_b_sn", vb.sc)
+}
+
 /// Copies `v` of `x` into a fresh texture in the aligned form: `[batch, rows, cols4]` with
 /// `cols4 = cols` rounded up to a multiple of 4 and zeros in the padding.
 pub(super) fn pack(sh: &Rc<Shared>, x: &GlTensor, v: View) -> Result<(GlTensor, View)> {

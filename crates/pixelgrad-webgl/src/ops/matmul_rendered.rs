@@ -10,7 +10,7 @@ use pixelgrad_core::kernel::products::ProductProgram;
 use pixelgrad_core::kernel::programs::KernelProgram;
 use pixelgrad_core::Result;
 
-use super::matmul_io::View;
+use super::matmul_io::{with_strides, View};
 use crate::context::Shared;
 use crate::launch::Pass;
 use crate::options::MatMulKernel;
@@ -35,17 +35,6 @@ pub(super) fn product(sh: &Rc<Shared>, a: &GlTensor, b: &GlTensor, va: View, vb:
     super::gl1::loop_bound(sh, "matmul", "webgl1 matmul K (a GLSL ES 1.00 constant loop bound)", k, crate::gl1::MAX_LOOP)?;
     let name = KernelProgram::Product(which).name();
     // The pass is the op's (its errors and pass-log entries name `matmul`).
-    let pass = Pass::new("matmul", name, 0)
-        .input("u_a", a)
-        .input("u_b", b)
-        .int("u_m", m)
-        .int("u_n", n)
-        .int("u_k", k)
-        .sint("u_a_sb", va.sb)
-        .sint("u_a_sm", va.sr)
-        .sint("u_a_sk", va.sc)
-        .sint("u_b_sb", vb.sb)
-        .sint("u_b_sk", vb.sr)
-        .sint("u_b_sn", vb.sc);
-    sh.run(pass, len)
+    let pass = Pass::new("matmul", name, 0).input("u_a", a).input("u_b", b).int("u_m", m).int("u_n", n).int("u_k", k);
+    sh.run(with_strides(pass, &va, &vb), len)
 }
