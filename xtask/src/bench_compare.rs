@@ -11,9 +11,15 @@
 //!   times, the old build first in even rounds and the new one first in odd ones; passes per
 //!   replayed training step are counted once per build (they are deterministic);
 //! - **browser training** (`--browser`): each checkout's own `cargo xtask bench --no-native`
-//!   (pixelgrad against TensorFlow.js in headless Chromium), old then new;
+//!   (pixelgrad against TensorFlow.js in headless Chromium);
 //! - **inference** (`--inference`): each checkout's own `cargo xtask bench --inference`
-//!   (pixelgrad against ONNX Runtime Web), old then new.
+//!   (pixelgrad against ONNX Runtime Web).
+//!
+//! The browser parts run `--browser-rounds` times (default 2), alternating who goes first like
+//! the native rounds: one old-then-new pass read as before/after is at the mercy of whatever
+//! else the machine did in those minutes. Each side's wasm package is built in its first round
+//! only. `--only` and `--pairs` are handed to both checkouts' `cargo xtask bench` unchanged, to
+//! re-measure a few workloads or models quickly.
 //!
 //! It prints one table per part: the old and new medians and new / old, where higher is better
 //! for rates and lower for latencies (the unit column says which). In the browser parts the
@@ -26,12 +32,13 @@ use std::process::Command;
 
 use crate::side_by_side::{fmt, load_average, median, output};
 
-const USAGE: &str = "usage: cargo xtask bench-compare --base REV [--rounds N] [--seconds S] [--backends cpu,webgpu,webgl] [--browser] [--inference] [--only-browser] [--no-build] [--json-out FILE]";
+const USAGE: &str = "usage: cargo xtask bench-compare --base REV [--rounds N] [--seconds S] [--backends cpu,webgpu,webgl] [--browser] [--inference] [--browser-rounds N] [--only LIST] [--pairs LIST] [--only-browser] [--no-build] [--json-out FILE]";
 
 #[derive(Debug)]
 struct Options {
     base: String,
     rounds: usize,
+    browser_rounds: usize,
     seconds: f64,
     backends: String,
     native: bool,
@@ -39,12 +46,15 @@ struct Options {
     inference: bool,
     build: bool,
     json_out: Option<PathBuf>,
+    /// `--only` / `--pairs` with their values, handed to both checkouts' browser benches.
+    passthrough: Vec<String>,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         base: String::new(),
         rounds: 3,
+        browser_rounds: 2,
         seconds: 2.0,
         backends: "cpu,webgpu,webgl".into(),
         native: true,
@@ -52,6 +62,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         inference: false,
         build: true,
         json_out: None,
+        passthrough: Vec::new(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -59,6 +70,11 @@ fn parse(args: &[String]) -> Result<Options, String> {
         match a.as_str() {
             "--base" => o.base = value()?.clone(),
             "--rounds" => o.rounds = value()?.parse().map_err(|_| format!("--rounds: not a count\n{USAGE}"))?,
+            "--browser-rounds" => o.browser_rounds = value()?.parse().map_err(|_| format!("--browser-rounds: not a count\n{USAGE}"))?,
+            "--only" | "--pairs" => {
+                let v = value()?.clone();
+                o.passthrough.extend([a.clone(), v]);
+            }
             "--seconds" => o.seconds = value()?.parse().map_err(|_| format!("--seconds: not a number\n{USAGE}"))?,
             "--backends" => o.backends = value()?.clone(),
             "--browser" => o.browser = true,
@@ -72,8 +88,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
     if o.base.is_empty() {
         return Err(format!("--base REV is required\n{USAGE}"));
     }
-    if o.rounds == 0 {
-        return Err(format!("--rounds must be at least 1\n{USAGE}"));
+    if o.rounds == 0 || o.browser_rounds == 0 {
+        return Err(format!("--rounds and --browser-rounds must be at least 1\n{USAGE}"));
     }
     if !o.native && !o.browser && !o.inference {
         return Err(format!("--only-browser needs --browser or --inference\n{USAGE}"));
@@ -186,9 +202,13 @@ fn native_round(bin: &Path, o: &Options, passes: bool, json: &Path) -> Result<(F
 }
 
 /// One browser run of a checkout's own `cargo xtask bench`: `(workload, lib backend)` → value.
-fn browser_round(s: &Sides, old: bool, inference: bool, build: bool, json: &Path) -> Result<Figures, String> {
+fn browser_round(s: &Sides, old: bool, inference: bool, build: bool, passthrough: &[String], json: &Path) -> Result<Figures, String> {
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(["run", "-q", "-p", "xtask", "--", "bench", "--no-markdown", "--out"]).arg(json);
+    // `--pairs` names inference backends; the training bench has no such flag.
+    for pair in passthrough.chunks(2).filter(|p| inference || p[0] != "--pairs") {
+        cmd.args(pair);
+    }
     if inference {
         cmd.arg("--inference");
     } else {
@@ -277,9 +297,20 @@ fn try_main(args: &[String]) -> Result<(), String> {
         if !on {
             continue;
         }
-        let old = browser_round(&s, true, inference, o.build, &json)?;
-        let new = browser_round(&s, false, inference, o.build, &json)?;
-        report[key] = serde_json::json!(table(title, unit, &[old], &[new]));
+        let (mut old, mut new) = (Vec::new(), Vec::new());
+        for round in 0..o.browser_rounds {
+            let order = if round % 2 == 0 { [true, false] } else { [false, true] };
+            for is_old in order {
+                let figures = browser_round(&s, is_old, inference, o.build && round == 0, &o.passthrough, &json)?;
+                if is_old {
+                    old.push(figures)
+                } else {
+                    new.push(figures)
+                }
+            }
+            println!("{key} round {} done (load {})", round + 1, load_average());
+        }
+        report[key] = serde_json::json!(table(title, unit, &old, &new));
     }
     let _ = std::fs::remove_file(&json);
     println!("\nload average at end: {}", load_average());
@@ -317,6 +348,10 @@ mod tests {
         let o = parse(&args("--base da902a6 --browser --only-browser --seconds 1.5")).unwrap();
         assert_eq!((o.native, o.browser, o.inference, o.seconds), (false, true, false, 1.5));
         assert!(parse(&args("--base x --bogus")).unwrap_err().contains("unknown argument '--bogus'"));
+        assert!(parse(&args("--base x --inference --browser-rounds 0")).unwrap_err().contains("at least 1"));
+        let o = parse(&args("--base x --inference --browser-rounds 3 --only ppocr-cls --pairs webgl")).unwrap();
+        assert_eq!(o.browser_rounds, 3);
+        assert_eq!(o.passthrough, args("--only ppocr-cls --pairs webgl"));
     }
 
     #[test]
