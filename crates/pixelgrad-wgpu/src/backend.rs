@@ -168,6 +168,23 @@ fn matmul_from_env() -> Option<MatmulKernel> {
     }
 }
 
+/// `PIXELGRAD_WGPU_REDUCE=rendered|handwritten` overriding [`WgpuOptions::reductions`] (for
+/// benchmarks of tools that build the backend with default options); never in browsers.
+fn reduce_from_env() -> Option<ReduceKernel> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        match std::env::var("PIXELGRAD_WGPU_REDUCE").ok()?.as_str() {
+            "rendered" => Some(ReduceKernel::Rendered),
+            "handwritten" => Some(ReduceKernel::HandWritten),
+            _ => None,
+        }
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        None
+    }
+}
+
 /// Whether `PIXELGRAD_WGPU_F16_ARITH` turns on [`WgpuOptions::f16_arithmetic`].
 fn f16_arith_enabled_by_env() -> bool {
     env_flag("PIXELGRAD_WGPU_F16_ARITH")
@@ -246,7 +263,7 @@ impl WgpuBackend {
         gpu.set_pool_budget(opts.pool_budget);
         gpu.int8_dot4.set(packed_4x8_dot && opts.int8_dot4 && !dot4_disabled_by_env());
         gpu.f16_arith.set(f16_arith);
-        gpu.reductions.set(opts.reductions);
+        gpu.reductions.set(reduce_from_env().unwrap_or(opts.reductions));
         let mut b = WgpuBackend { gpu, read_timeout: opts.read_timeout, packed_4x8_dot, caps: Caps::F32_ONLY };
         b.caps = b.caps_of(shader_f16, f16_matmul);
         Ok(b)
