@@ -136,7 +136,11 @@ impl MultiHeadAttention {
         let mut opts = AttentionOpts::scaled(1.0 / (self.head_dim as f32).sqrt());
         if self.opts.causal {
             if s > t {
-                return Err(bad_input("multi_head_attention", query, format!("a causal mask needs at least as many keys ({t}) as queries ({s})")));
+                return Err(bad_input(
+                    "multi_head_attention",
+                    query,
+                    format!("a causal mask needs at least as many keys ({t}) as queries ({s})"),
+                ));
             }
             opts = opts.causal(t - s);
         }

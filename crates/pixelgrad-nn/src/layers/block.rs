@@ -38,7 +38,13 @@ pub struct BlockOptions {
 impl BlockOptions {
     /// A GELU block with layer norms (epsilon 1e-5), no dropout, over `heads` heads.
     pub fn new(width: usize, heads: usize, mlp_dim: usize) -> Self {
-        BlockOptions { attention: AttentionOptions::new(width, heads), mlp_dim, mlp: Mlp::Gelu, norm: Normalization::Layer(1e-5), dropout: 0.0 }
+        BlockOptions {
+            attention: AttentionOptions::new(width, heads),
+            mlp_dim,
+            mlp: Mlp::Gelu,
+            norm: Normalization::Layer(1e-5),
+            dropout: 0.0,
+        }
     }
 }
 
@@ -92,7 +98,8 @@ impl TransformerBlock {
         if opts.mlp_dim == 0 {
             return Err(bad_option("transformer_block", "the MLP's hidden size must be at least 1".into()));
         }
-        let drop = |init: &mut Init| Dropout::new(opts.dropout, init.next_seed()).map_err(|e| bad_option("transformer_block", e.to_string()));
+        let drop =
+            |init: &mut Init| Dropout::new(opts.dropout, init.next_seed()).map_err(|e| bad_option("transformer_block", e.to_string()));
         let attention = MultiHeadAttention::new(dev, opts.attention, init)?;
         let bias = opts.mlp == Mlp::Gelu;
         let fc1 = Linear::with_init(dev, w, opts.mlp_dim, WeightInit::Glorot, bias, init)?;
@@ -162,6 +169,9 @@ impl Module for TransformerBlock {
     }
     fn describe(&self) -> String {
         let o = &self.opts;
-        format!("TransformerBlock(width {}, heads {}/{}, {:?} {}, {:?})", o.attention.width, o.attention.heads, o.attention.kv_heads, o.mlp, o.mlp_dim, o.norm)
+        format!(
+            "TransformerBlock(width {}, heads {}/{}, {:?} {}, {:?})",
+            o.attention.width, o.attention.heads, o.attention.kv_heads, o.mlp, o.mlp_dim, o.norm
+        )
     }
 }

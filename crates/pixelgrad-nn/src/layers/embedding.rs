@@ -45,11 +45,7 @@ impl Module for Embedding {
         }
         let values = ids.to_vec_f64()?;
         if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| v.fract() != 0.0 || **v < 0.0 || **v >= self.vocab as f64) {
-            return Err(bad_input(
-                "embedding",
-                ids,
-                format!("token id {v} at flat index {i} is not a whole number in 0..{}", self.vocab),
-            ));
+            return Err(bad_input("embedding", ids, format!("token id {v} at flat index {i} is not a whole number in 0..{}", self.vocab)));
         }
         let idx = ids.detach().reshape([n, 1])?.broadcast_to([n, self.dim])?;
         let rows = self.table.tensor().gather(0, &idx)?;
