@@ -164,6 +164,9 @@ pub enum Layer {
         /// Rotary positions on queries and keys with this `maxWavelength` (e.g. 10000).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rotary_max_wavelength: Option<f64>,
+        /// Dropout of the attention weights in training.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        dropout: f32,
     },
     /// A pre-norm transformer block over a sequence `[seq, width]`.
     TransformerBlock {
@@ -181,6 +184,7 @@ pub enum Layer {
         /// Normalisation epsilon; default 1e-5.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         epsilon: Option<f32>,
+        /// Dropout of the attention weights and of both branches' outputs, in training.
         #[serde(default, skip_serializing_if = "is_zero")]
         dropout: f32,
         /// Default true: a decoder block.

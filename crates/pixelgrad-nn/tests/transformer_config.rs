@@ -86,6 +86,7 @@ fn bad_transformer_descriptions_are_typed_errors() {
         ),
         (format!(r#"{emb}, {{"type": "transformerBlock", "numHeads": 2, "intermediateDim": 4, "dropout": 1.5}}"#), "dropout 1.5"),
         (format!(r#"{emb}, {{"type": "multiHeadAttention", "numHeads": 2, "rotaryMaxWavelength": 10000}}"#), "even head_dim"),
+        (format!(r#"{emb}, {{"type": "multiHeadAttention", "numHeads": 2, "dropout": -0.5}}"#), "dropout -0.5"),
         (format!(r#"{emb}, {{"type": "multiHeadAttention", "numHeads": 3, "rotaryMaxWavelength": 0.5}}"#), "rotaryMaxWavelength 0.5"),
         (format!(r#"{emb}, {{"type": "positionEmbedding", "sequenceLength": 3}}"#), "shorter than the input's 4"),
         (format!(r#"{emb}, {{"type": "layerNormalization", "epsilon": -1}}"#), "epsilon -1"),

@@ -277,6 +277,33 @@ fn transformer_blocks_match_the_f64_formula() {
     }
 }
 
+#[test]
+fn attention_dropout_drops_weights_in_training_only() {
+    let dev = reference_device();
+    let (b, s, w) = (2, 4, 8);
+    let x = values(b * s * w, 21);
+    let xt = Tensor::from_f64(&dev, &x, [b, s, w]).unwrap();
+    let opts = AttentionOptions { causal: true, dropout: 0.5, ..AttentionOptions::new(w, 1) };
+    let m = MultiHeadAttention::new(&dev, opts, &mut Init::new(5)).unwrap();
+    scramble(&m, 77);
+    let eval = m.forward(&xt, Mode::Eval).unwrap().to_vec_f64().unwrap();
+    assert_near("evaluation has no dropout", &eval, &attention_ref(&m, &x, &x, b, s, s, None), 1e-7);
+    // one head; the first query sees only itself: its one weight of 1 is dropped (0) or doubled (2), so
+    // its output row is the output bias plus 0 or 2 times its value row projected
+    let train = m.forward(&xt, Mode::Train).unwrap().to_vec_f64().unwrap();
+    assert!(train.iter().all(|v| v.is_finite()));
+    assert_ne!(train, eval, "training drops weights");
+    let again = m.forward(&xt, Mode::Train).unwrap().to_vec_f64().unwrap();
+    assert_ne!(again, train, "each training call draws a new mask");
+    let bias = read(m.output.bias.as_ref().unwrap());
+    for row in 0..b {
+        let (e, t) = (&eval[row * s * w..row * s * w + w], &train[row * s * w..row * s * w + w]);
+        let dropped = t.iter().zip(&bias).all(|(t, b)| (t - b).abs() < 1e-9);
+        let doubled = t.iter().zip(e).zip(&bias).all(|((t, e), b)| (t - b - 2.0 * (e - b)).abs() < 1e-9);
+        assert!(dropped || doubled, "first query of batch {row}: {t:?} vs {e:?}");
+    }
+}
+
 // ---------- finite-difference gradients ----------
 
 /// Central difference of `loss(v)` with respect to element `i` of `v`.

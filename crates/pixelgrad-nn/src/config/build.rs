@@ -345,7 +345,15 @@ impl ModelConfig {
                     }));
                     None
                 }
-                Layer::MultiHeadAttention { num_heads, num_key_value_heads, key_dim, use_bias, use_causal_mask, rotary_max_wavelength } => {
+                Layer::MultiHeadAttention {
+                    num_heads,
+                    num_key_value_heads,
+                    key_dim,
+                    use_bias,
+                    use_causal_mask,
+                    rotary_max_wavelength,
+                    dropout,
+                } => {
                     let SampleShape::Sequence(_, w) = cur else {
                         return Err(bad(&name, format!("expects a sequence [seq, width] but gets {:?}", cur.user_dims(format))));
                     };
@@ -357,7 +365,11 @@ impl ModelConfig {
                         use_bias: *use_bias,
                         causal: *use_causal_mask,
                         rotary: *rotary_max_wavelength,
+                        dropout: *dropout,
                     };
+                    if !(0.0..1.0).contains(dropout) {
+                        return Err(bad(&name, format!("dropout {dropout} must be in [0, 1)")));
+                    }
                     let h = opts.resolved_head_dim().map_err(|e| bad(&name, e.to_string()))?;
                     check_rotary(&name, opts.rotary)?;
                     weights(&[w, opts.heads * h])?;
@@ -410,6 +422,7 @@ impl ModelConfig {
                         use_bias: true,
                         causal: *use_causal_mask,
                         rotary: *rotary_max_wavelength,
+                        dropout: *dropout,
                     };
                     let h = attention.resolved_head_dim().map_err(|e| bad(&name, e.to_string()))?;
                     check_rotary(&name, attention.rotary)?;

@@ -1,6 +1,6 @@
 use pixelgrad_core::{AttentionOpts, Device, Param, Result, Tensor};
 
-use super::{bad_input, bad_option, rows, Linear, Rotary};
+use super::{bad_input, bad_option, rows, Dropout, Linear, Rotary};
 use crate::init::{Init, WeightInit};
 use crate::{Mode, Module};
 
@@ -23,12 +23,14 @@ pub struct AttentionOptions {
     pub causal: bool,
     /// Rotary positions on queries and keys with this `max_wavelength` (usually 10000).
     pub rotary: Option<f64>,
+    /// Dropout rate on the attention weights in training (Keras `dropout`, default 0).
+    pub dropout: f32,
 }
 
 impl AttentionOptions {
     /// Plain multi-head attention: `heads` heads of `width / heads`, biases, no mask, no rotary.
     pub fn new(width: usize, heads: usize) -> Self {
-        AttentionOptions { width, heads, kv_heads: heads, head_dim: None, use_bias: true, causal: false, rotary: None }
+        AttentionOptions { width, heads, kv_heads: heads, head_dim: None, use_bias: true, causal: false, rotary: None, dropout: 0.0 }
     }
 
     /// The head size these options give, or a typed error for sizes that do not fit.
@@ -62,8 +64,8 @@ impl AttentionOptions {
 /// to and 0 for padding (Keras' boolean `attention_mask` per key). The heads run through
 /// [`Tensor::attention`], the fused op where the backend has one and the composition
 /// elsewhere, with scale `1 / sqrt(head_dim)`. A query row whose keys are all masked out gives
-/// NaN (there is nothing to attend to). Keras' dropout of the attention weights is not offered
-/// (the fused op never forms them); [`super::TransformerBlock`] drops the residual branches.
+/// NaN (there is nothing to attend to). With a dropout rate, training runs the composition
+/// (the fused op never forms the weights) and drops attention weights as Keras does.
 pub struct MultiHeadAttention {
     pub query: Linear,
     pub key: Linear,
@@ -72,25 +74,20 @@ pub struct MultiHeadAttention {
     opts: AttentionOptions,
     head_dim: usize,
     rotary: Option<Rotary>,
+    drop: Dropout,
 }
 
 impl MultiHeadAttention {
     /// Glorot-uniform projections (Keras' default), zero biases; drawn in the order query,
-    /// key, value, output.
+    /// key, value, output, then the dropout seed.
     pub fn new(dev: &Device, opts: AttentionOptions, init: &mut Init) -> Result<Self> {
         let h = opts.resolved_head_dim()?;
         let rotary = opts.rotary.map(|w| Rotary::new(h, w)).transpose()?;
         let proj = |init: &mut Init, i, o| Linear::with_init(dev, i, o, WeightInit::Glorot, opts.use_bias, init);
         let (w, q, kv) = (opts.width, opts.heads * h, opts.kv_heads * h);
-        Ok(MultiHeadAttention {
-            query: proj(init, w, q)?,
-            key: proj(init, w, kv)?,
-            value: proj(init, w, kv)?,
-            output: proj(init, q, w)?,
-            opts,
-            head_dim: h,
-            rotary,
-        })
+        let (query, key, value, output) = (proj(init, w, q)?, proj(init, w, kv)?, proj(init, w, kv)?, proj(init, q, w)?);
+        let drop = Dropout::new(opts.dropout, init.next_seed()).map_err(|e| bad_option("multi_head_attention", e.to_string()))?;
+        Ok(MultiHeadAttention { query, key, value, output, opts, head_dim: h, rotary, drop })
     }
 
     pub fn options(&self) -> AttentionOptions {
@@ -109,8 +106,15 @@ impl MultiHeadAttention {
     /// Attention of `query [batch, seq, width]` over itself (`context` `None`) or over
     /// `context [batch, seq_k, width]`, with an optional padding `mask [batch, seq_k]` of 1s
     /// (attend) and 0s (padding). Returns `[batch, seq, width]`. Wrong shapes, a mask with
-    /// other values, or a causal mask with more queries than keys are typed errors.
+    /// other values, or a causal mask with more queries than keys are typed errors. Evaluation
+    /// mode (no dropout).
     pub fn attend(&self, query: &Tensor, context: Option<&Tensor>, mask: Option<&Tensor>) -> Result<Tensor> {
+        self.attend_in(query, context, mask, Mode::Eval)
+    }
+
+    /// [`MultiHeadAttention::attend`] in `mode`: training drops attention weights at the
+    /// options' dropout rate.
+    pub fn attend_in(&self, query: &Tensor, context: Option<&Tensor>, mask: Option<&Tensor>, mode: Mode) -> Result<Tensor> {
         let w = self.opts.width;
         let ctx = context.unwrap_or(query);
         for (name, t) in [("query", query), ("context", ctx)] {
@@ -152,7 +156,14 @@ impl MultiHeadAttention {
             q = r.apply(&q, t.saturating_sub(s))?;
             k = r.apply(&k, 0)?;
         }
-        let y = q.attention(&k, &v, additive.as_ref(), opts)?;
+        let y = if mode == Mode::Train && self.opts.dropout > 0.0 {
+            // the composition, with the weights dropped before they meet the values
+            let weights = self.drop.forward(&q.attention_scores(&k, additive.as_ref(), opts)?.weights, mode)?;
+            let n = self.opts.heads;
+            weights.reshape([b * n, s, t])?.matmul(&v.attention_spread(n)?)?.reshape([b, n, s, self.head_dim])?
+        } else {
+            q.attention(&k, &v, additive.as_ref(), opts)?
+        };
         let merged = y.permute(&[0, 2, 1, 3])?.reshape([b * s, self.opts.heads * self.head_dim])?;
         self.output.forward(&merged, Mode::Eval)?.reshape([b, s, w])
     }
@@ -162,13 +173,16 @@ impl Module for MultiHeadAttention {
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
-    fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
-        self.attend(x, None, None)
+    fn forward(&self, x: &Tensor, mode: Mode) -> Result<Tensor> {
+        self.attend_in(x, None, None, mode)
     }
     fn visit_params(&self, f: &mut dyn FnMut(&str, &Param)) {
         for (name, p) in [("query", &self.query), ("key", &self.key), ("value", &self.value), ("output", &self.output)] {
             p.visit_params(&mut |n, t| f(&format!("{name}.{n}"), t));
         }
+    }
+    fn visit_counters(&self, f: &mut dyn FnMut(&str, &std::cell::Cell<u64>)) {
+        self.drop.visit_counters(&mut |n, c| f(&format!("dropout.{n}"), c));
     }
     fn describe(&self) -> String {
         let o = &self.opts;

@@ -31,7 +31,9 @@ pub struct BlockOptions {
     pub mlp_dim: usize,
     pub mlp: Mlp,
     pub norm: Normalization,
-    /// Dropout rate on the outputs of both branches before they join the residual stream.
+    /// Dropout rate on the outputs of both branches before they join the residual stream (the
+    /// attention weights have their own rate, `attention.dropout`; keras-hub uses one rate
+    /// for all three, as the `transformerBlock` description does).
     pub dropout: f32,
 }
 
@@ -131,7 +133,7 @@ impl TransformerBlock {
         if x.rank() != 3 || x.dims()[2] != w {
             return Err(bad_input("transformer_block", x, format!("expects [batch, seq, {w}]")));
         }
-        let a = self.attention.attend(&self.norm1.module().forward(x, mode)?, None, mask)?;
+        let a = self.attention.attend_in(&self.norm1.module().forward(x, mode)?, None, mask, mode)?;
         let h = x.add(&self.drop1.forward(&a, mode)?)?;
         let z = rows(&self.norm2.module().forward(&h, mode)?)?;
         let hidden = match &self.up {
@@ -164,6 +166,7 @@ impl Module for TransformerBlock {
         self.fc2.visit_params(&mut |n, p| f(&format!("fc2.{n}"), p));
     }
     fn visit_counters(&self, f: &mut dyn FnMut(&str, &std::cell::Cell<u64>)) {
+        self.attention.visit_counters(&mut |n, c| f(&format!("attention.{n}"), c));
         self.drop1.visit_counters(&mut |n, c| f(&format!("drop1.{n}"), c));
         self.drop2.visit_counters(&mut |n, c| f(&format!("drop2.{n}"), c));
     }
