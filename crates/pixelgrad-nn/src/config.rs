@@ -132,6 +132,67 @@ pub enum Layer {
     BatchNormalization {},
     /// An activation on its own.
     Activation { activation: String },
+    /// Token embedding (Keras `Embedding`): token ids `[seq]` (f32 whole numbers below
+    /// `inputDim`) become `[seq, outputDim]`.
+    Embedding { input_dim: usize, output_dim: usize },
+    /// Learned positions added to a sequence (keras-hub `PositionEmbedding`); `sequenceLength`
+    /// is the longest sequence it takes.
+    PositionEmbedding { sequence_length: usize },
+    /// Layer normalisation over the last axis; `epsilon` defaults to Keras' 1e-3.
+    LayerNormalization {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        epsilon: Option<f32>,
+    },
+    /// RMS normalisation over the last axis; `epsilon` defaults to Keras' 1e-6.
+    RmsNormalization {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        epsilon: Option<f32>,
+    },
+    /// Self-attention over a sequence `[seq, width]` with output projection back to `width`.
+    MultiHeadAttention {
+        num_heads: usize,
+        /// Grouped key/value heads (`numHeads` must be a multiple); default `numHeads`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        num_key_value_heads: Option<usize>,
+        /// Head size; default `width / numHeads`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key_dim: Option<usize>,
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        use_bias: bool,
+        #[serde(default, skip_serializing_if = "is_false")]
+        use_causal_mask: bool,
+        /// Rotary positions on queries and keys with this `maxWavelength` (e.g. 10000).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rotary_max_wavelength: Option<f64>,
+        /// Dropout of the attention weights in training.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        dropout: f32,
+    },
+    /// A pre-norm transformer block over a sequence `[seq, width]`.
+    TransformerBlock {
+        num_heads: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        num_key_value_heads: Option<usize>,
+        /// Hidden size of the MLP.
+        intermediate_dim: usize,
+        /// `gelu` (default) or `swiglu`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        activation: Option<String>,
+        /// `layerNormalization` (default) or `rmsNormalization`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        normalization: Option<String>,
+        /// Normalisation epsilon; default 1e-5.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        epsilon: Option<f32>,
+        /// Dropout of the attention weights and of both branches' outputs, in training.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        dropout: f32,
+        /// Default true: a decoder block.
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        use_causal_mask: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rotary_max_wavelength: Option<f64>,
+    },
     /// An imported ONNX graph (or its part between `input` and `output`), given by the host
     /// that builds the model (the browser package) as its `model`-th import.
     Onnx {
@@ -149,6 +210,14 @@ fn yes() -> bool {
     true
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(x: &f32) -> bool {
+    *x == 0.0
+}
+
 impl Layer {
     /// The `type` name.
     pub fn kind(&self) -> &'static str {
@@ -160,6 +229,12 @@ impl Layer {
             Layer::Dropout { .. } => "dropout",
             Layer::BatchNormalization {} => "batchNormalization",
             Layer::Activation { .. } => "activation",
+            Layer::Embedding { .. } => "embedding",
+            Layer::PositionEmbedding { .. } => "positionEmbedding",
+            Layer::LayerNormalization { .. } => "layerNormalization",
+            Layer::RmsNormalization { .. } => "rmsNormalization",
+            Layer::MultiHeadAttention { .. } => "multiHeadAttention",
+            Layer::TransformerBlock { .. } => "transformerBlock",
             Layer::Onnx { .. } => "onnx",
         }
     }
@@ -256,8 +331,8 @@ impl<'de> Deserialize<'de> for LayerConfig {
 /// The option whose value a failed [`Layer`] parse of `v` tripped on (serde's type errors do
 /// not name the field): the one whose removal makes the rest parse, or makes it missing.
 fn culprit(v: &Value) -> Option<&str> {
-    // one parse per option: bounded (a layer has at most 5 options; more is already an error)
-    let obj = v.as_object().filter(|o| o.len() <= 8)?;
+    // one parse per option: bounded (a layer has at most 9 options; more is already an error)
+    let obj = v.as_object().filter(|o| o.len() <= 10)?;
     obj.keys().filter(|k| *k != "type").map(String::as_str).find(|k| {
         let mut rest = obj.clone();
         rest.remove(*k);

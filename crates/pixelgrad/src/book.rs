@@ -20,6 +20,7 @@ chapters! {
     guide_browser = "guides/browser-training.md";
     guide_rust = "guides/rust.md";
     guide_cli = "guides/cli.md";
+    guide_transformers = "guides/transformers.md";
     guide_onnx = "guides/onnx.md";
     guide_quantised = "guides/quantised.md";
     guide_images = "guides/images.md";

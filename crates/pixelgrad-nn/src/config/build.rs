@@ -5,7 +5,10 @@ use pixelgrad_core::{Device, Error, Result};
 
 use super::{DataFormat, Initializer, Layer, ModelConfig, Padding, MAX_WEIGHTS};
 use crate::init::{Init, WeightInit};
-use crate::layers::{Activation, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, Permute};
+use crate::layers::{
+    Activation, AttentionOptions, BatchNorm, BlockOptions, Conv2d, Dropout, Embedding, Flatten, LayerNorm, LearnedPositions, Linear,
+    MaxPool2d, Mlp, MultiHeadAttention, Normalization, Permute, RmsNorm, TimeDistributed, TransformerBlock,
+};
 use crate::{Module, Sequential};
 
 /// Shape of one sample between layers, in engine layout (NCHW for images).
@@ -14,6 +17,9 @@ pub enum SampleShape {
     Flat(usize),
     /// Channels, height, width.
     Image(usize, usize, usize),
+    /// A sequence: positions, and features per position (`[seq, width]`; token ids are a
+    /// `Flat(seq)` sample until an embedding).
+    Sequence(usize, usize),
 }
 
 impl SampleShape {
@@ -21,6 +27,7 @@ impl SampleShape {
     pub fn user_dims(&self, format: DataFormat) -> Vec<usize> {
         match (*self, format) {
             (SampleShape::Flat(n), _) => vec![n],
+            (SampleShape::Sequence(s, w), _) => vec![s, w],
             (SampleShape::Image(c, h, w), DataFormat::ChannelsLast) => vec![h, w, c],
             (SampleShape::Image(c, h, w), DataFormat::ChannelsFirst) => vec![c, h, w],
         }
@@ -33,11 +40,13 @@ impl SampleShape {
         match *self {
             SampleShape::Flat(n) => n,
             SampleShape::Image(c, h, w) => c * h * w,
+            SampleShape::Sequence(s, w) => s * w,
         }
     }
     fn from_user(dims: &[usize], format: DataFormat) -> Option<SampleShape> {
         match (dims, format) {
             (&[n], _) => Some(SampleShape::Flat(n)),
+            (&[s, w], _) => Some(SampleShape::Sequence(s, w)),
             (&[h, w, c], DataFormat::ChannelsLast) | (&[c, h, w], DataFormat::ChannelsFirst) => Some(SampleShape::Image(c, h, w)),
             _ => None,
         }
@@ -113,6 +122,14 @@ fn activation(name: Option<&str>, what: &str) -> Result<Option<Activation>> {
     }
 }
 
+/// A rotary `maxWavelength` is finite and above 1.
+fn check_rotary(what: &str, w: Option<f64>) -> Result<()> {
+    match w {
+        Some(w) if !(w.is_finite() && w > 1.0) => Err(bad(what, format!("rotaryMaxWavelength {w} must be finite and above 1"))),
+        _ => Ok(()),
+    }
+}
+
 impl ModelConfig {
     /// The sample shape the network takes (the first layer's `inputShape`), checked.
     pub fn input(&self) -> Result<SampleShape> {
@@ -127,7 +144,12 @@ impl ModelConfig {
         };
         let input = SampleShape::from_user(dims, self.data_format)
             .filter(|s| s.dims().iter().all(|&d| d > 0))
-            .ok_or_else(|| bad("layer 0", format!("inputShape must be [features] or an image of three positive sizes, got {dims:?}")))?;
+            .ok_or_else(|| {
+                bad(
+                    "layer 0",
+                    format!("inputShape must be [features] (or token ids [seq]), a sequence [seq, width] or an image of three positive sizes, got {dims:?}"),
+                )
+            })?;
         fits("input", &input.dims())?;
         Ok(input)
     }
@@ -177,11 +199,16 @@ impl ModelConfig {
             };
             let act = match &l.layer {
                 Layer::Dense { units, activation: a, use_bias, kernel_initializer } => {
-                    let SampleShape::Flat(n) = cur else {
-                        return Err(bad(
-                            &name,
-                            format!("expects a flat input but gets {:?}; add a flatten layer before it", cur.user_dims(format)),
-                        ));
+                    // on a sequence, the dense layer runs at every position (Keras' Dense on the last axis)
+                    let (n, seq) = match cur {
+                        SampleShape::Flat(n) => (n, None),
+                        SampleShape::Sequence(s, n) => (n, Some(s)),
+                        SampleShape::Image(..) => {
+                            return Err(bad(
+                                &name,
+                                format!("expects a flat input but gets {:?}; add a flatten layer before it", cur.user_dims(format)),
+                            ))
+                        }
                     };
                     if *units == 0 {
                         return Err(bad(&name, "'units' must be at least 1"));
@@ -193,9 +220,15 @@ impl ModelConfig {
                         Initializer::HeUniform => WeightInit::He,
                     };
                     let (n, units, bias, dev) = (n, *units, *use_bias, dev.clone());
-                    steps.push(make(move |init| Ok(Box::new(Linear::with_init(&dev, n, units, w, bias, init)?))));
+                    steps.push(make(move |init| {
+                        let l = Linear::with_init(&dev, n, units, w, bias, init)?;
+                        Ok(if seq.is_some() { Box::new(TimeDistributed::new(Box::new(l))) } else { Box::new(l) })
+                    }));
                     weight = Some(format!("{index}.weight"));
-                    cur = SampleShape::Flat(units);
+                    cur = match seq {
+                        Some(s) => SampleShape::Sequence(s, units),
+                        None => SampleShape::Flat(units),
+                    };
                     act
                 }
                 Layer::Conv2d { filters, kernel_size, strides, padding, activation: a } => {
@@ -254,6 +287,9 @@ impl ModelConfig {
                     let channels = match cur {
                         SampleShape::Flat(n) => n,
                         SampleShape::Image(c, _, _) => c,
+                        SampleShape::Sequence(..) => {
+                            return Err(bad(&name, "batch normalisation of sequences is not offered; use layerNormalization"))
+                        }
                     };
                     weights(&[2, channels])?;
                     let (flat, dev) = (matches!(cur, SampleShape::Flat(_)), dev.clone());
@@ -263,6 +299,142 @@ impl ModelConfig {
                     None
                 }
                 Layer::Activation { activation: a } => activation(Some(a), &name)?,
+                Layer::Embedding { input_dim, output_dim } => {
+                    let SampleShape::Flat(s) = cur else {
+                        return Err(bad(&name, format!("expects token ids [seq] but gets {:?}", cur.user_dims(format))));
+                    };
+                    if *input_dim == 0 || *output_dim == 0 {
+                        return Err(bad(&name, "inputDim and outputDim must be at least 1"));
+                    }
+                    weights(&[*input_dim, *output_dim])?;
+                    fits(&name, &[s, *output_dim])?;
+                    let (v, d, dev) = (*input_dim, *output_dim, dev.clone());
+                    steps.push(make(move |init| Ok(Box::new(Embedding::new(&dev, v, d, init)?))));
+                    weight = Some(format!("{index}.embeddings"));
+                    cur = SampleShape::Sequence(s, d);
+                    None
+                }
+                Layer::PositionEmbedding { sequence_length } => {
+                    let SampleShape::Sequence(s, w) = cur else {
+                        return Err(bad(&name, format!("expects a sequence [seq, width] but gets {:?}", cur.user_dims(format))));
+                    };
+                    if *sequence_length < s {
+                        return Err(bad(&name, format!("sequenceLength {sequence_length} is shorter than the input's {s} positions")));
+                    }
+                    weights(&[*sequence_length, w])?;
+                    let (len, dev) = (*sequence_length, dev.clone());
+                    steps.push(make(move |init| Ok(Box::new(LearnedPositions::new(&dev, len, w, init)?))));
+                    None
+                }
+                Layer::LayerNormalization { epsilon } | Layer::RmsNormalization { epsilon } => {
+                    let w = match cur {
+                        SampleShape::Flat(w) | SampleShape::Sequence(_, w) => w,
+                        SampleShape::Image(..) => {
+                            return Err(bad(&name, "normalises the last axis of a flat or sequence input, not an image"))
+                        }
+                    };
+                    let rms = matches!(l.layer, Layer::RmsNormalization { .. });
+                    let eps = epsilon.unwrap_or(if rms { 1e-6 } else { 1e-3 });
+                    if !(eps.is_finite() && eps > 0.0) {
+                        return Err(bad(&name, format!("epsilon {eps} must be finite and above 0")));
+                    }
+                    weights(&[if rms { 1 } else { 2 }, w])?;
+                    let dev = dev.clone();
+                    steps.push(make(move |_| {
+                        Ok(if rms { Box::new(RmsNorm::new(&dev, w, eps)?) } else { Box::new(LayerNorm::new(&dev, w, eps)?) })
+                    }));
+                    None
+                }
+                Layer::MultiHeadAttention {
+                    num_heads,
+                    num_key_value_heads,
+                    key_dim,
+                    use_bias,
+                    use_causal_mask,
+                    rotary_max_wavelength,
+                    dropout,
+                } => {
+                    let SampleShape::Sequence(_, w) = cur else {
+                        return Err(bad(&name, format!("expects a sequence [seq, width] but gets {:?}", cur.user_dims(format))));
+                    };
+                    let opts = AttentionOptions {
+                        width: w,
+                        heads: *num_heads,
+                        kv_heads: num_key_value_heads.unwrap_or(*num_heads),
+                        head_dim: *key_dim,
+                        use_bias: *use_bias,
+                        causal: *use_causal_mask,
+                        rotary: *rotary_max_wavelength,
+                        dropout: *dropout,
+                    };
+                    if !(0.0..1.0).contains(dropout) {
+                        return Err(bad(&name, format!("dropout {dropout} must be in [0, 1)")));
+                    }
+                    let h = opts.resolved_head_dim().map_err(|e| bad(&name, e.to_string()))?;
+                    check_rotary(&name, opts.rotary)?;
+                    weights(&[w, opts.heads * h])?;
+                    weights(&[w, 2 * opts.kv_heads * h])?;
+                    weights(&[opts.heads * h, w])?;
+                    let dev = dev.clone();
+                    steps.push(make(move |init| Ok(Box::new(MultiHeadAttention::new(&dev, opts, init)?))));
+                    weight = Some(format!("{index}.query.weight"));
+                    None
+                }
+                Layer::TransformerBlock {
+                    num_heads,
+                    num_key_value_heads,
+                    intermediate_dim,
+                    activation: a,
+                    normalization,
+                    epsilon,
+                    dropout,
+                    use_causal_mask,
+                    rotary_max_wavelength,
+                } => {
+                    let SampleShape::Sequence(_, w) = cur else {
+                        return Err(bad(&name, format!("expects a sequence [seq, width] but gets {:?}", cur.user_dims(format))));
+                    };
+                    let mlp = match a.as_deref() {
+                        None | Some("gelu") => Mlp::Gelu,
+                        Some("swiglu") => Mlp::SwiGlu,
+                        Some(o) => return Err(bad(&name, format!("unknown activation '{o}' (gelu, swiglu)"))),
+                    };
+                    let eps = epsilon.unwrap_or(1e-5);
+                    if !(eps.is_finite() && eps > 0.0) {
+                        return Err(bad(&name, format!("epsilon {eps} must be finite and above 0")));
+                    }
+                    let norm = match normalization.as_deref() {
+                        None | Some("layerNormalization") => Normalization::Layer(eps),
+                        Some("rmsNormalization") => Normalization::Rms(eps),
+                        Some(o) => return Err(bad(&name, format!("unknown normalization '{o}' (layerNormalization, rmsNormalization)"))),
+                    };
+                    if *intermediate_dim == 0 {
+                        return Err(bad(&name, "intermediateDim must be at least 1"));
+                    }
+                    if !(0.0..1.0).contains(dropout) {
+                        return Err(bad(&name, format!("dropout {dropout} must be in [0, 1)")));
+                    }
+                    let attention = AttentionOptions {
+                        width: w,
+                        heads: *num_heads,
+                        kv_heads: num_key_value_heads.unwrap_or(*num_heads),
+                        head_dim: None,
+                        use_bias: true,
+                        causal: *use_causal_mask,
+                        rotary: *rotary_max_wavelength,
+                        dropout: *dropout,
+                    };
+                    let h = attention.resolved_head_dim().map_err(|e| bad(&name, e.to_string()))?;
+                    check_rotary(&name, attention.rotary)?;
+                    weights(&[w, (attention.heads + 2 * attention.kv_heads) * h])?;
+                    weights(&[attention.heads * h, w])?;
+                    weights(&[if mlp == Mlp::SwiGlu { 3 } else { 2 }, w, *intermediate_dim])?;
+                    let opts = BlockOptions { attention, mlp_dim: *intermediate_dim, mlp, norm, dropout: *dropout };
+                    let dev = dev.clone();
+                    steps.push(make(move |init| Ok(Box::new(TransformerBlock::new(&dev, opts, init)?))));
+                    weight = Some(format!("{index}.attention.query.weight"));
+                    None
+                }
                 Layer::Onnx { model, input, output, activation: a } => {
                     let act = activation(a.as_deref(), &name)?;
                     let Some(host) = imported.as_deref_mut() else {

@@ -2,22 +2,50 @@
 //! stream) and a forward pass; input and output shapes are documented on each type.
 
 mod activation;
+mod attention;
+mod block;
 mod conv;
 mod dropout;
+mod embedding;
+mod layer_norm;
 mod linear;
 mod norm;
 mod pool;
+mod positions;
+mod rms_norm;
+mod rotary;
+mod time_distributed;
 
 pub use activation::Activation;
+pub use attention::{AttentionOptions, MultiHeadAttention};
+pub use block::{BlockOptions, Mlp, Normalization, TransformerBlock};
 pub use conv::Conv2d;
 pub use dropout::Dropout;
+pub use embedding::Embedding;
+pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 pub use norm::BatchNorm;
 pub use pool::{AvgPool2d, Flatten, MaxPool2d, Permute};
+pub use positions::LearnedPositions;
+pub use rms_norm::RmsNorm;
+pub use rotary::Rotary;
+pub use time_distributed::TimeDistributed;
 
-use pixelgrad_core::{Error, Tensor};
+use pixelgrad_core::{Error, Result, Tensor};
 
 /// Error for an input whose shape a layer cannot take.
 pub(crate) fn bad_input(layer: &'static str, x: &Tensor, msg: String) -> Error {
     Error::Shape { op: layer, shapes: vec![x.dims().to_vec()], backend: x.device().name(), msg }
+}
+
+/// Error for a layer built with options it cannot take (sizes of 0, heads that do not divide).
+pub(crate) fn bad_option(layer: &'static str, msg: String) -> Error {
+    Error::invalid(layer, msg)
+}
+
+/// `x [.., D]` as rows `[n, D]` (every axis but the last merged), for the position-wise layers.
+pub(crate) fn rows(x: &Tensor) -> Result<Tensor> {
+    let d = x.dims();
+    let last = d.last().copied().unwrap_or(1);
+    x.reshape([x.numel() / last.max(1), last])
 }
