@@ -21,6 +21,7 @@ chapters! {
     guide_rust = "guides/rust.md";
     guide_cli = "guides/cli.md";
     guide_onnx = "guides/onnx.md";
+    guide_tokenizers = "guides/tokenizers.md";
     guide_quantised = "guides/quantised.md";
     guide_images = "guides/images.md";
     guide_mixed = "guides/mixed-precision.md";
