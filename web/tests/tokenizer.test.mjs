@@ -121,3 +121,28 @@ test('bad input is a PixelgradError of kind invalid, and the tokenizer keeps wor
   assert.equal(r.disposed.pg, true);
   assert.match(r.disposed.message, /disposed/);
 });
+
+test('a tokenizer outlives a crash of the wasm instance: it is loaded again on the fresh one', async () => {
+  const r = await inPage(async (pg, json) => {
+    await pg.loadWasm();
+    const tok = pg.tokenizer(json);
+    const before = tok.encode('The cat reads a letter.').ids;
+    const inner = tok._inner; // the wasm object (internal), on the instance about to crash
+    let kind = null;
+    try {
+      pg.__testPanic('tokenizer crash test');
+    } catch (e) {
+      kind = e.kind;
+    }
+    await pg.loadWasm(); // waits for the fresh instance
+    const after = tok.encode('The cat reads a letter.').ids;
+    // a trapped instance may still answer, but nothing may call into it again: the tokenizer
+    // must be a new object on the fresh instance
+    return { kind, before, after, decoded: tok.decode(after), reloaded: tok._inner !== inner };
+  }, read('wordpiece.json'));
+  assert.equal(r.kind, 'panic');
+  assert.ok(r.before.length > 2);
+  assert.deepEqual(r.after, r.before);
+  assert.equal(r.decoded, 'the cat reads a letter.');
+  assert.equal(r.reloaded, true);
+});
