@@ -18,8 +18,8 @@
 //! The browser parts run `--browser-rounds` times (default 2), alternating who goes first like
 //! the native rounds: one old-then-new pass read as before/after is at the mercy of whatever
 //! else the machine did in those minutes. Each side's wasm package is built in its first round
-//! only. `--only` and `--pairs` are handed to both checkouts' `cargo xtask bench` unchanged, to
-//! re-measure a few workloads or models quickly.
+//! only. `--only`, `--pairs` and `--quick` are handed to both checkouts' `cargo xtask bench`
+//! unchanged, to re-measure a few workloads or models quickly.
 //!
 //! It prints one table per part: the old and new medians and new / old, where higher is better
 //! for rates and lower for latencies (the unit column says which). In the browser parts the
@@ -32,7 +32,7 @@ use std::process::Command;
 
 use crate::side_by_side::{fmt, load_average, median, output};
 
-const USAGE: &str = "usage: cargo xtask bench-compare --base REV [--rounds N] [--seconds S] [--backends cpu,webgpu,webgl] [--browser] [--inference] [--browser-rounds N] [--only LIST] [--pairs LIST] [--only-browser] [--no-build] [--json-out FILE]";
+const USAGE: &str = "usage: cargo xtask bench-compare --base REV [--rounds N] [--seconds S] [--backends cpu,webgpu,webgl] [--browser] [--inference] [--browser-rounds N] [--only LIST] [--pairs LIST] [--quick] [--only-browser] [--no-build] [--json-out FILE]";
 
 #[derive(Debug)]
 struct Options {
@@ -75,6 +75,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 let v = value()?.clone();
                 o.passthrough.extend([a.clone(), v]);
             }
+            "--quick" => o.passthrough.push(a.clone()),
             "--seconds" => o.seconds = value()?.parse().map_err(|_| format!("--seconds: not a number\n{USAGE}"))?,
             "--backends" => o.backends = value()?.clone(),
             "--browser" => o.browser = true,
@@ -206,8 +207,12 @@ fn browser_round(s: &Sides, old: bool, inference: bool, build: bool, passthrough
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(["run", "-q", "-p", "xtask", "--", "bench", "--no-markdown", "--out"]).arg(json);
     // `--pairs` names inference backends; the training bench has no such flag.
-    for pair in passthrough.chunks(2).filter(|p| inference || p[0] != "--pairs") {
-        cmd.args(pair);
+    let mut it = passthrough.iter();
+    while let Some(flag) = it.next() {
+        let value = if flag == "--quick" { None } else { it.next() };
+        if inference || flag != "--pairs" {
+            cmd.arg(flag).args(value);
+        }
     }
     if inference {
         cmd.arg("--inference");
@@ -352,6 +357,7 @@ mod tests {
         let o = parse(&args("--base x --inference --browser-rounds 3 --only ppocr-cls --pairs webgl")).unwrap();
         assert_eq!(o.browser_rounds, 3);
         assert_eq!(o.passthrough, args("--only ppocr-cls --pairs webgl"));
+        assert_eq!(parse(&args("--base x --browser --quick --only cnn")).unwrap().passthrough, args("--quick --only cnn"));
     }
 
     #[test]
