@@ -26,7 +26,7 @@ pub(crate) const DEPTHWISE: Kernel = Kernel {
     source: Cow::Borrowed(include_str!("../kernels/depthwise_conv.wgsl")),
     inputs: 2,
     outputs: 1,
-    overrides: &[],
+    overrides: &["INSIDE"],
     status: false,
 };
 pub(crate) const COL2IM: Kernel = Kernel {
@@ -111,7 +111,9 @@ pub(crate) fn depthwise(gpu: &Gpu, win: &Window, x: &GpuTensor, k: &GpuTensor, s
     p[12] = f(1.0 / quads.max(1) as f32);
     let max = gpu.limits.max_compute_workgroups_per_dimension as usize;
     let grid = [gpu.check_dim("depthwise_conv", (o[2] * quads).div_ceil(64) as u64)?, d[1].clamp(1, max) as u32, d[0].clamp(1, max) as u32];
-    gpu.launch("depthwise_conv", &DEPTHWISE, &[], &[x.buffer(), k.buffer()], res.buffer(), &p, grid)
+    // A window that fits in the image takes the kernel's INSIDE path (no per-lane bounds).
+    let inside = win.kh <= d[2] && win.kw <= d[3];
+    gpu.launch("depthwise_conv", &DEPTHWISE, &[u32::from(inside)], &[x.buffer(), k.buffer()], res.buffer(), &p, grid)
 }
 
 /// Runs window program `which` over `n` output elements of images `h` x `w`: one invocation
