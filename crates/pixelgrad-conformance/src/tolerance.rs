@@ -85,7 +85,7 @@ const SUBNORMAL: f64 = 2.4e-38;
 /// | `neg abs floor round_even max min max_scalar min_scalar gt ge eq gt_scalar where` | 0 | 0 | exact on every device |
 /// | `add sub mul square` | 6e-8 | subnormal | one rounding |
 /// | `affine` | 1.2e-7 | subnormal | two roundings, or one when the device fuses a multiply-add |
-/// | `div recip sqrt` | 3e-7 | subnormal | 2.5 ulp (WGSL's bound for `/` and `sqrt`) |
+/// | `div div_scalar recip sqrt` | 3e-7 | subnormal | 2.5 ulp (WGSL's bound for `/` and `sqrt`) |
 /// | `exp sigmoid tanh log` | 2e-6 | subnormal | a few ulp of the device's `exp` / `log` (WGSL allows `3 + 2|x|` ulp for `exp`) |
 /// | `pow powf` | 2e-5 | subnormal | up to 63 roundings for whole exponents up to 64, `|y log2 x|` ulp beyond (see `pixelgrad_core::kernel::lower`); exact where the result is an integer below 2^24 |
 /// | `sin cos`, `|x| <= 102,900` | 2e-6 | 1e-6 · min(1, `|x|`) | polynomial plus reduction error; relative near 0 |
@@ -99,7 +99,7 @@ pub fn edge(func: &str, x: f64) -> Option<Tol> {
         | "where" => EXACT,
         "add" | "sub" | "mul" | "square" => Tol::new(6e-8, SUBNORMAL),
         "affine" => Tol::new(1.2e-7, SUBNORMAL),
-        "div" | "recip" | "sqrt" => Tol::new(3e-7, SUBNORMAL),
+        "div" | "div_scalar" | "recip" | "sqrt" => Tol::new(3e-7, SUBNORMAL),
         "exp" | "sigmoid" | "tanh" | "log" => Tol::new(2e-6, SUBNORMAL),
         "pow" | "powf" => Tol::new(2e-5, SUBNORMAL),
         "sin" | "cos" if x.abs() > TRIG_EXACT_RANGE => Tol::new(0.0, 2.0),

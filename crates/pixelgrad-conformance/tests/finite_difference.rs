@@ -49,6 +49,7 @@ fn unary_ops() {
         ("max_scalar", U::MaxScalar(0.1), sym()),
         ("min_scalar", U::MinScalar(-0.2), sym()),
         ("gt_scalar", U::GtScalar(0.3), sym()),
+        ("div_scalar", U::DivScalar(-3.0), sym()),
     ];
     for (name, op, g) in list {
         fd(name, move |x| x[0].unary(op), &[(&[4, 5], g)]);
@@ -76,7 +77,8 @@ fn unary_domain(op: UnaryOp) -> Gen {
         | UnaryOp::Powf(_)
         | UnaryOp::MaxScalar(_)
         | UnaryOp::MinScalar(_)
-        | UnaryOp::GtScalar(_) => sym(),
+        | UnaryOp::GtScalar(_)
+        | UnaryOp::DivScalar(_) => sym(),
     }
 }
 

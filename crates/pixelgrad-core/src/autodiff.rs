@@ -155,6 +155,7 @@ pub fn grad_rule(op: &Op, x: &[Tensor], y: &Tensor, g: &Tensor) -> Result<Vec<Op
                 UnaryOp::MaxScalar(c) => one(g.mul(&y.gt_scalar(c)?)?),
                 // passes where a < c (y < c exactly there)
                 UnaryOp::MinScalar(c) => one(g.mul(&y.neg()?.gt_scalar(-c)?)?),
+                UnaryOp::DivScalar(c) => one(g.div_scalar(c)?),
                 UnaryOp::GtScalar(_) | UnaryOp::Floor | UnaryOp::RoundEven => Ok(vec![None]),
             }
         }

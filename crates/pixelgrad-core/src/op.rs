@@ -48,6 +48,10 @@ pub enum UnaryOp {
     MinScalar(f32),
     /// `1.0` where `x > c`, else `0.0`
     GtScalar(f32),
+    /// `x / c`, the quotient itself: `x * (1 / c)` differs from it in the last bit for about a
+    /// third of all `x` when `1 / c` is not exact (ONNX's `Div` by a constant, which quantised
+    /// models then round to an integer), and a broadcast one-element divisor costs a read.
+    DivScalar(f32),
 }
 
 /// Elementwise functions of two inputs, with broadcasting. Comparisons return `1.0` or `0.0`.

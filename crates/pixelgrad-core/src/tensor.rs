@@ -563,6 +563,10 @@ impl Tensor {
     pub fn mul_scalar(&self, c: f32) -> Result<Tensor> {
         self.affine(c, 0.0)
     }
+    /// `self / c`, rounded as the quotient (not `self * (1 / c)`).
+    pub fn div_scalar(&self, c: f32) -> Result<Tensor> {
+        self.unary(UnaryOp::DivScalar(c))
+    }
     pub fn powf(&self, p: f32) -> Result<Tensor> {
         self.unary(UnaryOp::Powf(p))
     }

@@ -125,6 +125,7 @@ fn param_sets(op: UnaryOp) -> Vec<UnaryOp> {
         UnaryOp::MaxScalar(_) => EDGE_PARAMS.iter().map(|&p| UnaryOp::MaxScalar(p)).collect(),
         UnaryOp::MinScalar(_) => EDGE_PARAMS.iter().map(|&p| UnaryOp::MinScalar(p)).collect(),
         UnaryOp::GtScalar(_) => EDGE_PARAMS.iter().map(|&p| UnaryOp::GtScalar(p)).collect(),
+        UnaryOp::DivScalar(_) => EDGE_PARAMS.iter().map(|&p| UnaryOp::DivScalar(p)).collect(),
         UnaryOp::Affine { .. } => vec![
             UnaryOp::Affine { mul: 2.0, add: 0.5 },
             UnaryOp::Affine { mul: -1.0, add: 0.0 },

@@ -55,6 +55,7 @@ pub async fn unary(dev: &Device, read: Read) -> Outcome {
         ("powf_minus_1_5", U::Powf(-1.5), pos.clone(), true),
         ("max_scalar", U::MaxScalar(0.1), sym.clone(), false),
         ("min_scalar", U::MinScalar(-0.2), sym.clone(), false),
+        ("div_scalar", U::DivScalar(6.0), sym.clone(), false),
     ];
     let mut cases: Vec<Case> = list
         .into_iter()

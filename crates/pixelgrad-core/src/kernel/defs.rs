@@ -62,7 +62,7 @@ impl UnaryOp {
     pub fn params(&self) -> Vec<f32> {
         match *self {
             UnaryOp::Affine { mul, add } => vec![mul, add],
-            UnaryOp::Powf(p) | UnaryOp::MaxScalar(p) | UnaryOp::MinScalar(p) | UnaryOp::GtScalar(p) => vec![p],
+            UnaryOp::Powf(p) | UnaryOp::MaxScalar(p) | UnaryOp::MinScalar(p) | UnaryOp::GtScalar(p) | UnaryOp::DivScalar(p) => vec![p],
             UnaryOp::Neg
             | UnaryOp::Exp
             | UnaryOp::Log
@@ -112,6 +112,7 @@ impl UnaryOp {
                 UnaryOp::MinScalar(_) => x.min(p(0)),
                 // NaN > c is false: 0.
                 UnaryOp::GtScalar(_) => x.gt(p(0)).cast(DType::F32),
+                UnaryOp::DivScalar(_) => x / p(0),
             }
         })
     }
@@ -124,7 +125,7 @@ impl UnaryOp {
 
     /// One instance of every variant (parameters arbitrary): for warming up caches and for
     /// tests that must cover every function. [`UnaryOp::variant_index`] keeps it complete.
-    pub const ALL: [UnaryOp; 18] = [
+    pub const ALL: [UnaryOp; 19] = [
         UnaryOp::Neg,
         UnaryOp::Exp,
         UnaryOp::Log,
@@ -143,6 +144,7 @@ impl UnaryOp {
         UnaryOp::Square,
         UnaryOp::Floor,
         UnaryOp::RoundEven,
+        UnaryOp::DivScalar(3.0),
     ];
 
     /// Position of this variant in [`UnaryOp::ALL`] (exhaustive, so a new variant must be
@@ -167,6 +169,7 @@ impl UnaryOp {
             UnaryOp::Square => 15,
             UnaryOp::Floor => 16,
             UnaryOp::RoundEven => 17,
+            UnaryOp::DivScalar(_) => 18,
         }
     }
 
@@ -191,6 +194,7 @@ impl UnaryOp {
             UnaryOp::MaxScalar(_) => "max_scalar",
             UnaryOp::MinScalar(_) => "min_scalar",
             UnaryOp::GtScalar(_) => "gt_scalar",
+            UnaryOp::DivScalar(_) => "div_scalar",
         }
     }
 }

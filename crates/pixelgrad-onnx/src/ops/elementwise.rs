@@ -73,13 +73,15 @@ pub(super) fn arithmetic(cx: &Cx, ins: &[Option<V>]) -> Result<Vec<V>> {
     // Division by a constant is a product only where its reciprocal is exact (a power
     // of two): `x · (1 / 6)` is not `x / 6` on about a third of all inputs, and a
     // quotient one step off can requantise to a different integer than onnxruntime's.
-    if let Some(c) = host_scalar(b, ra).filter(|&c| op != "Div" || exact_reciprocal(c)) {
+    // Otherwise it is the scalar quotient, still one elementwise op with no divisor to read.
+    if let Some(c) = host_scalar(b, ra) {
         let x = cx.to_dev(a, 0)?;
         return out(match op {
             "Add" => x.add_scalar(c)?,
             "Sub" => x.add_scalar(-c)?,
             "Mul" => x.mul_scalar(c)?,
-            "Div" => x.mul_scalar(1.0 / c)?,
+            "Div" if exact_reciprocal(c) => x.mul_scalar(1.0 / c)?,
+            "Div" => x.div_scalar(c)?,
             _ if c == 1.0 => x,
             _ if c == 0.5 => x.sqrt()?,
             _ => x.powf(c)?,
