@@ -154,33 +154,26 @@ fn f16_matmul_disabled_by_env() -> bool {
 /// that build the backend with default options: benchmarks of the tiled and f16 kernels on
 /// CPU adapters); never in browsers.
 fn matmul_from_env() -> Option<MatmulKernel> {
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        match std::env::var("PIXELGRAD_WGPU_MATMUL").ok()?.as_str() {
-            "tiled" => Some(MatmulKernel::Tiled),
-            "registers" => Some(MatmulKernel::Registers),
-            _ => None,
-        }
-    }
-    #[cfg(target_arch = "wasm32")]
-    {
-        None
-    }
+    env_choice("PIXELGRAD_WGPU_MATMUL", &[("tiled", MatmulKernel::Tiled), ("registers", MatmulKernel::Registers)])
 }
 
 /// `PIXELGRAD_WGPU_REDUCE=rendered|handwritten` overriding [`WgpuOptions::reductions`] (for
 /// benchmarks of tools that build the backend with default options); never in browsers.
 fn reduce_from_env() -> Option<ReduceKernel> {
+    env_choice("PIXELGRAD_WGPU_REDUCE", &[("rendered", ReduceKernel::Rendered), ("handwritten", ReduceKernel::HandWritten)])
+}
+
+/// The value environment variable `name` names among `choices`, if it is set to one of them
+/// (never in browsers).
+fn env_choice<T: Copy>(name: &str, choices: &[(&str, T)]) -> Option<T> {
     #[cfg(not(target_arch = "wasm32"))]
     {
-        match std::env::var("PIXELGRAD_WGPU_REDUCE").ok()?.as_str() {
-            "rendered" => Some(ReduceKernel::Rendered),
-            "handwritten" => Some(ReduceKernel::HandWritten),
-            _ => None,
-        }
+        let v = std::env::var(name).ok()?;
+        choices.iter().find(|(n, _)| *n == v).map(|&(_, t)| t)
     }
     #[cfg(target_arch = "wasm32")]
     {
+        let _ = (name, choices);
         None
     }
 }
