@@ -1,6 +1,6 @@
 use pixelgrad_core::{Device, Param, Result, Tensor};
 
-use super::{bad_input, bad_option};
+use super::{check_last_axis, check_norm};
 use crate::{Mode, Module};
 
 /// Layer normalisation over the last axis (Keras `LayerNormalization`):
@@ -17,9 +17,7 @@ pub struct LayerNorm {
 impl LayerNorm {
     /// Keras' default epsilon is `1e-3`.
     pub fn new(dev: &Device, dim: usize, eps: f32) -> Result<Self> {
-        if dim == 0 || !(eps.is_finite() && eps > 0.0) {
-            return Err(bad_option("layer_norm", format!("dim ({dim}) must be at least 1 and epsilon ({eps}) finite and above 0")));
-        }
+        check_norm("layer_norm", dim, eps)?;
         Ok(LayerNorm { gamma: Param::new(Tensor::ones(dev, [dim])?), beta: Param::new(Tensor::zeros(dev, [dim])?), dim, eps })
     }
     pub fn dim(&self) -> usize {
@@ -35,9 +33,7 @@ impl Module for LayerNorm {
         Some(self)
     }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
-        if x.rank() == 0 || x.dims()[x.rank() - 1] != self.dim {
-            return Err(bad_input("layer_norm", x, format!("expects [.., {}]", self.dim)));
-        }
+        check_last_axis("layer_norm", x, self.dim)?;
         let mean = x.mean_axis(-1, true)?;
         let centred = x.sub(&mean)?;
         let inv_std = centred.square()?.mean_axis(-1, true)?.add_scalar(self.eps)?.powf(-0.5)?;

@@ -44,6 +44,23 @@ pub(crate) fn bad_option(layer: &'static str, msg: String) -> Error {
 }
 
 /// `x [.., D]` as rows `[n, D]` (every axis but the last merged), for the position-wise layers.
+/// The options every last-axis normalisation takes: a width of at least 1 and a finite,
+/// positive epsilon.
+pub(crate) fn check_norm(layer: &'static str, dim: usize, eps: f32) -> Result<()> {
+    if dim == 0 || !(eps.is_finite() && eps > 0.0) {
+        return Err(bad_option(layer, format!("dim ({dim}) must be at least 1 and epsilon ({eps}) finite and above 0")));
+    }
+    Ok(())
+}
+
+/// A typed error unless `x`'s last axis is `dim`.
+pub(crate) fn check_last_axis(layer: &'static str, x: &Tensor, dim: usize) -> Result<()> {
+    if x.rank() == 0 || x.dims()[x.rank() - 1] != dim {
+        return Err(bad_input(layer, x, format!("expects [.., {dim}]")));
+    }
+    Ok(())
+}
+
 pub(crate) fn rows(x: &Tensor) -> Result<Tensor> {
     let d = x.dims();
     let last = d.last().copied().unwrap_or(1);

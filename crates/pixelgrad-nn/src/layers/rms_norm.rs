@@ -1,6 +1,6 @@
 use pixelgrad_core::{Device, Param, Result, Tensor};
 
-use super::{bad_input, bad_option};
+use super::{check_last_axis, check_norm};
 use crate::{Mode, Module};
 
 /// Root-mean-square normalisation over the last axis (Keras `RMSNormalization`):
@@ -16,9 +16,7 @@ pub struct RmsNorm {
 impl RmsNorm {
     /// Keras' default epsilon is `1e-6`.
     pub fn new(dev: &Device, dim: usize, eps: f32) -> Result<Self> {
-        if dim == 0 || !(eps.is_finite() && eps > 0.0) {
-            return Err(bad_option("rms_norm", format!("dim ({dim}) must be at least 1 and epsilon ({eps}) finite and above 0")));
-        }
+        check_norm("rms_norm", dim, eps)?;
         Ok(RmsNorm { gamma: Param::new(Tensor::ones(dev, [dim])?), dim, eps })
     }
     pub fn dim(&self) -> usize {
@@ -34,9 +32,7 @@ impl Module for RmsNorm {
         Some(self)
     }
     fn forward(&self, x: &Tensor, _mode: Mode) -> Result<Tensor> {
-        if x.rank() == 0 || x.dims()[x.rank() - 1] != self.dim {
-            return Err(bad_input("rms_norm", x, format!("expects [.., {}]", self.dim)));
-        }
+        check_last_axis("rms_norm", x, self.dim)?;
         let inv_rms = x.square()?.mean_axis(-1, true)?.add_scalar(self.eps)?.powf(-0.5)?;
         x.mul(&inv_rms)?.mul(&self.gamma.tensor())
     }
