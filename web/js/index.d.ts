@@ -427,9 +427,11 @@ export declare function loadWasm(options?: { wasmUrl?: string | URL | ArrayBuffe
  * Test-only, not part of the API (present in every build because the tests run the shipped
  * package): panics inside the wasm module with `message`, as a bug would. Throws (or with
  * `{ async: true }`, rejects) a PixelgradError of kind 'panic'; the next call runs on a fresh
- * instance and objects made before throw kind 'instanceLost'.
+ * instance and objects made before throw kind 'instanceLost'. `{ refuseSyncInstance: true }`:
+ * the fresh instance is made asynchronously, as for a module too large to instantiate
+ * synchronously.
  */
-export declare function __testPanic(message?: string, options?: { async?: boolean }): void | Promise<never>;
+export declare function __testPanic(message?: string, options?: { async?: boolean; refuseSyncInstance?: boolean }): void | Promise<never>;
 /** The current runtime, or null before init. */
 export declare function runtime(): Runtime | null;
 

@@ -11,6 +11,7 @@
 // to it and is an implementation detail.
 import { currentRuntime, init as initImpl, loadWasm as loadWasmImpl, wasm, wasmLoaded, Runtime } from './runtime.js';
 import { PixelgradError } from './errors.js';
+import { refuseNextSyncInstance } from './instance.js';
 import { guard, guardClass, guardObject } from './guard.js';
 import { Tensor, deviceTensor, tensor as tensorImpl } from './tensor.js';
 import { Sequential, sequential as sequentialImpl, loadModel as loadModelImpl, listModels as listImpl, removeModel as removeImpl } from './model.js';
@@ -99,11 +100,14 @@ export const matmul = guard(function matmul(a, b) {
  * package): panics inside the wasm module with `message`, as a bug would, to prove that the
  * crash surfaces as a PixelgradError of kind 'panic' and that the next call runs on a fresh
  * instance. `{ async: true }`: the panic happens inside an asynchronous Rust call (the
- * returned promise rejects with kind 'panic' instead of never settling).
+ * returned promise rejects with kind 'panic' instead of never settling). `{ refuseSyncInstance:
+ * true }`: the fresh instance cannot be made synchronously, as for a module over Chrome's 8 MiB
+ * limit (instance.js), so it is made asynchronously.
  * @type {Api['__testPanic']}
  */
 export const __testPanic = guard(function __testPanic(message = 'test panic', opts = {}) {
   needWasm('__testPanic');
+  if (opts.refuseSyncInstance) refuseNextSyncInstance();
   if (opts.async) return wasm.__testPanicAsync(String(message));
   return wasm.__testPanic(String(message));
 });

@@ -14,6 +14,11 @@
 //   memory. One copy is imported ahead, while loading, so that replacing a dead instance is
 //   synchronous (`initSync`) and the call right after a crash already runs on a fresh one.
 //   (Imports, not a static import: the host-only parts of the package load without the glue.)
+//   Chrome refuses synchronous instantiation on the main thread of a module over 8 MiB
+//   (a RangeError): the replacement is then asynchronous, like one whose
+//   glue copy is still being imported, and synchronous calls until it is done throw kind
+//   'instanceLost' saying to `await rt.recover()`. web/tests/package.test.mjs keeps the
+//   single-threaded module under the limit, so recovery stays synchronous.
 // - Each instance registers a panic handler (crates/pixelgrad-web/src/wasm/crash.rs) called
 //   with the panic message before the trap; a `WebAssembly.RuntimeError` out of any call
 //   (`isTrap`, seen by guard.js) marks it dead as well (traps that are not panics: out of
@@ -44,6 +49,7 @@ let spareLoading = null;
 let spareError = null;
 let replacing = null; // a replacement waiting for its glue copy to be imported
 let current = null;
+let refuseSync = false; // test-only: the next synchronous instantiation fails as Chrome's limit makes it
 const records = []; // every instance made; dead ones stay so objects can be attributed
 const listeners = [];
 
@@ -258,8 +264,32 @@ export function inFlight(rec) {
   return rec.pending;
 }
 
+/**
+ * Test-only: the next synchronous replacement fails with the RangeError Chrome throws for a
+ * module over 8 MiB, so the asynchronous path is tested with the module we have.
+ */
+export function refuseNextSyncInstance() {
+  refuseSync = true;
+}
+
+/** Glue copy `ns` instantiated synchronously (throws where the browser refuses that). */
 function instantiate(ns) {
+  if (refuseSync) {
+    refuseSync = false;
+    throw new RangeError('WebAssembly.Instance is disallowed on the main thread, if the buffer size is larger than 8MB (simulated)');
+  }
   ns.initSync({ module: compiled });
+  return started(ns);
+}
+
+/** Glue copy `ns` instantiated asynchronously (no size limit). */
+async function instantiateAsync(ns) {
+  await ns.default({ module_or_path: compiled });
+  return started(ns);
+}
+
+/** The freshly instantiated copy `ns` made current, with workers of its own. */
+function started(ns) {
   const rec = adopt(ns);
   // The dead instance's workers share its memory: fresh ones for the fresh instance (its
   // CPU kernels run on one thread until they have started).
@@ -301,7 +331,8 @@ export function settle() {
     try {
       fresh = instantiate(ns);
     } catch (e) {
-      spareError = `instantiating a fresh copy failed: ${e && e.message ? e.message : e}`;
+      // refused synchronously (a module over Chrome's limit): the same copy, asynchronously
+      replaceAsync(dead, ns, e);
       return;
     }
     prepareSpare();
@@ -309,17 +340,29 @@ export function settle() {
     return;
   }
   // No copy ready (the import ahead failed or is still loading): replace asynchronously.
+  replaceAsync(dead, null, null);
+}
+
+/**
+ * Replaces `dead` asynchronously with glue copy `ns` (the next spare one when null); `syncError`
+ * is why the synchronous way was refused, kept for the error if this fails too.
+ */
+function replaceAsync(dead, ns, syncError) {
   replacing = (async () => {
-    await prepareSpare();
-    if (!spare) throw new Error(spareError || 'no glue copy');
-    const ns = spare;
-    spare = null;
-    const fresh = instantiate(ns);
+    let copy = ns;
+    if (!copy) {
+      await prepareSpare();
+      if (!spare) throw new Error(spareError || 'no glue copy');
+      copy = spare;
+      spare = null;
+    }
+    const fresh = await instantiateAsync(copy);
     prepareSpare();
     await replaced(dead, fresh);
   })()
     .catch((e) => {
-      spareError = e && e.message ? e.message : String(e);
+      const why = e && e.message ? e.message : String(e);
+      spareError = syncError ? `instantiating a fresh copy failed: ${syncError.message}; then asynchronously: ${why}` : why;
     })
     .finally(() => {
       replacing = null;

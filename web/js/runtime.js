@@ -3,7 +3,7 @@
 // and runs its precision self-test.
 import { PixelgradError } from './errors.js';
 import { plan, threadsReport } from './threads.js';
-import { currentInstance, instanceLostError, isTrap, loadWasm, noteTrap, onReplaced, release, replaceFailure, settle, wasm, wasmLoaded } from './instance.js';
+import { currentInstance, instanceLostError, isTrap, loadWasm, noteTrap, onReplaced, ready, release, replaceFailure, settle, wasm, wasmLoaded } from './instance.js';
 import { chooseBackend, measureSpec } from './measure.js';
 import { lostError, lostReason, recoverRuntime, restartAfterCrash, simulateLoss, watch } from './recovery.js';
 import { checkDevice } from './shareddevice.js';
@@ -206,6 +206,10 @@ function restartError(rt, inst, what) {
   } else {
     const why = replaceFailure();
     if (why) e.message = `${what}: the wasm instance crashed (${e.panicMessage}) and no fresh one could be made (${why}); reload the page`;
+    else if (ready()) {
+      e.message = `${what}: the wasm instance crashed (${e.panicMessage}) and a fresh one is being made; ` +
+        'await rt.recover() before synchronous calls (async calls wait on their own)';
+    }
   }
   return e;
 }

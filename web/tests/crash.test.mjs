@@ -76,7 +76,10 @@ async function crashAndGoOn(pg, backend) {
   // a panic inside an asynchronous Rust call: the promise rejects instead of hanging
   const asyncPanic = await err(() => pg.__testPanic('async boom from crash.test', { async: true }));
   const afterAsync = await err(() => fresh.predict(xt));
-  if (backend === 'webgpu') await rt.recover();
+  // The glue copy for the next fresh instance is imported after the first crash: on a loaded
+  // machine it may not be there yet, and synchronous calls would throw until it is (the next
+  // test covers that path). recover() waits for it (and for WebGPU's asynchronous start).
+  await rt.recover();
   const third = make();
   const accuracy3 = await train(third);
   return {
@@ -136,3 +139,48 @@ for (const backend of ['cpu', 'webgl', 'webgpu']) {
     assert.match(r.recoveries[1].crash, /async boom from crash\.test/);
   });
 }
+
+/** In the page: a panic whose fresh instance cannot be made synchronously (a module over 8 MiB). */
+async function crashWithAsyncReplacement(pg) {
+  const rt = await pg.init({ backend: 'cpu' });
+  const d = pg.data.digits();
+  const x = pg.tensor(d.train.x, [d.train.n, 64]);
+  const y = pg.tensor(d.train.y, [d.train.n]);
+  const make = () => {
+    const m = pg.sequential([pg.layers.dense({ units: 16, inputShape: [64], activation: 'relu' }), pg.layers.dense({ units: 10 })], { seed: 5 });
+    m.compile({ optimizer: pg.optimizers.adam(1e-2), loss: 'softmaxCrossEntropy' });
+    return m;
+  };
+  const train = async (m) => {
+    await m.fit(x, y, { epochs: 2, batchSize: 64, seed: 1 });
+    return (await m.evaluate(x, y)).loss;
+  };
+  const before = await train(make());
+  let panic = null;
+  try {
+    pg.__testPanic('too big to instantiate synchronously', { refuseSyncInstance: true });
+  } catch (e) {
+    panic = e.kind;
+  }
+  // synchronously right after: the fresh instance is still being made
+  let syncNew = null;
+  try {
+    syncNew = make().predict(x).shape;
+  } catch (e) {
+    syncNew = { kind: e.kind, message: e.message };
+  }
+  // recover() (like every async call) waits for it
+  await rt.recover();
+  const after = await train(make());
+  return { panic, syncNew, before, after, recoveries: (rt.report.recoveries || []).map((r) => ({ lost: r.lost, backend: r.backend })) };
+}
+
+test('a fresh instance too large to make synchronously is made asynchronously; sync calls meanwhile say to await recover()', async () => {
+  const r = await inPage(crashWithAsyncReplacement);
+  process.stderr.write(`[async replacement] ${JSON.stringify(r)}\n`);
+  assert.equal(r.panic, 'panic');
+  assert.equal(r.syncNew?.kind, 'instanceLost', JSON.stringify(r.syncNew));
+  assert.match(r.syncNew.message, /a fresh one is being made; await rt\.recover\(\)/);
+  assert.ok(Math.abs(r.after - r.before) < 1e-6, `same loss before (${r.before}) and after (${r.after}) the crash`);
+  assert.deepEqual(r.recoveries, [{ lost: 'cpu', backend: 'cpu' }]);
+});
