@@ -62,7 +62,8 @@ export interface InitOptions {
    */
   measure?: { layers: LayerConfig[]; batchSize?: number; loss?: string };
   /**
-   * Threads for the CPU backend's kernels: 'all' (default: navigator.hardwareConcurrency) or a
+   * Threads for the CPU backend's kernels: 'all' (default: navigator.hardwareConcurrency; 1
+   * when `backend` names a GPU backend, whose readbacks are slower on the threaded build) or a
    * count from 1 to 64. More than one needs a cross-origin isolated page (served with
    * `Cross-Origin-Opener-Policy: same-origin` and `Cross-Origin-Embedder-Policy: require-corp`)
    * and the package's threaded build (`pixelgrad_web_threads_bg.wasm`); otherwise, and with 1,

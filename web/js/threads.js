@@ -5,8 +5,9 @@
 // `pixelgrad_web_threads_bg.wasm` (wasm threads: shared memory and atomics). The threaded one
 // needs SharedArrayBuffer, which browsers only give a cross-origin isolated page (served with
 // `Cross-Origin-Opener-Policy: same-origin` and `Cross-Origin-Embedder-Policy: require-corp`).
-// `init({ threads })` chooses: a count, or 'all' (the default: navigator.hardwareConcurrency);
-// 1 loads the single-threaded build. Whatever was decided, and why, is `rt.report.threads`.
+// `init({ threads })` chooses: a count, or 'all' (the default: navigator.hardwareConcurrency,
+// except for a GPU backend asked for by name, which gets one thread); 1 loads the
+// single-threaded build. Whatever was decided, and why, is `rt.report.threads`.
 //
 // In the threaded build the page's own thread is one of the CPU kernels' threads: it never
 // blocks (browsers forbid that on the main thread) but takes chunks of each kernel's work
@@ -31,6 +32,14 @@ export function isolated() {
  * `{ build, requested, reason }`.
  */
 export function plan(opts = {}) {
+  // A GPU backend asked for by name runs its kernels on the GPU: the single-threaded build
+  // then, unless threads are asked for. The threaded build's asynchronous calls (every
+  // readback) go through wasm-bindgen's multi-threaded executor, which made small WebGL
+  // training steps 2-4x slower in the browser bench (bench/notes/2026-12-07-threaded-build-on-gpu.md).
+  const gpu = opts.backend === 'webgpu' || opts.backend === 'webgl' || opts.backend === 'webgl1';
+  if (opts.threads === undefined && gpu) {
+    return { build: 'single', requested: 1, reason: `the ${opts.backend} backend runs its kernels on the GPU (threads apply to the cpu backend; pass threads to load the threaded build anyway)` };
+  }
   const t = opts.threads === undefined ? 'all' : opts.threads;
   if (t !== 'all' && !(Number.isInteger(t) && t >= 1 && t <= 64)) {
     throw new Error(`pg.init: threads must be 'all' or an integer from 1 to 64 (got ${String(t)})`);

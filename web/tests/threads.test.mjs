@@ -88,6 +88,25 @@ test('threads: a page that is not cross-origin isolated falls back to one thread
   assert.deepEqual(r.logits, single.logits);
 });
 
+test('threads: a GPU backend asked for by name loads the single-threaded build unless threads are asked for', async () => {
+  const page = await newPage(browser);
+  await page.goto(`${server.url}/tests/pages/blank.html`);
+  const r = await page.evaluate(async () => {
+    const pg = await import('/pkg/index.js');
+    const rt = await pg.init({ backend: 'webgl', allowSoftware: true });
+    return { isolated: self.crossOriginIsolated, backend: rt.backend, threads: rt.report.threads };
+  });
+  await page.close();
+  assert.equal(r.isolated, true);
+  assert.equal(r.backend, 'webgl');
+  assert.deepEqual({ ...r.threads, reason: undefined }, { count: 1, build: 'single', requested: 1, isolated: true, reason: undefined });
+  assert.match(r.threads.reason, /the webgl backend runs its kernels on the GPU/);
+  // asked for by name, threads still load the threaded build on a GPU backend
+  const asked = await runPage({ backend: 'webgl', allowSoftware: true, threads: 2 });
+  assert.equal(asked.error, undefined, asked.error);
+  assert.equal(asked.threads.build, 'threaded');
+});
+
 test('threads: a bad thread count is a typed error', async () => {
   const r = await runPage({ threads: 0 });
   assert.match(r.error, /threads must be 'all' or an integer from 1 to 64/);
