@@ -29,7 +29,7 @@ pub enum MatmulKernel {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ReduceKernel {
     /// [`ReduceKernel::Rendered`] where it measured faster: on SwiftShader (a browser's CPU
-    /// adapter, or by name) for every kind; on other CPU adapters (lavapipe) for sums,
+    /// adapter, or by name) for every kind from 2^16 input elements up; on other CPU adapters (lavapipe) for sums,
     /// log-sum-exp and an argmax of one group (an axis of up to 1024);
     /// [`ReduceKernel::HandWritten`] for max, min and a longer argmax there, and on every GPU
     /// adapter (not measured there). Over a fused input: every kind on SwiftShader, only

@@ -204,7 +204,8 @@ fn rendered_and_hand_written_agree() {
 /// The choice is real: the rendered backend launches the reduction programs (the argmax of a
 /// long axis as its max tree, first-equal pass and min tree), the hand-written one `reduce`;
 /// the default on a CPU adapter renders sums and short argmax, and keeps max hand-written,
-/// except on SwiftShader, where it renders every kind.
+/// except on SwiftShader, where it renders every kind from 2^16 input elements up and none
+/// below.
 #[test]
 fn the_option_picks_the_launch() {
     let x = data(3 * 5000, 3, -1.0, 1.0);
@@ -229,11 +230,13 @@ fn the_option_picks_the_launch() {
         let log = auto.take_launch_log();
         let kernels: Vec<&str> = log.iter().map(|l| l.split_whitespace().nth(1).unwrap_or("")).collect();
         if report.adapter.contains("SwiftShader") {
-            // every kind rendered (the long argmax: max tree, first-equal pass, min tree)
-            let long_argmax = ["reduce_max", "reduce_max", "reduce_first_equal", "reduce_min"];
-            let want: Vec<&str> =
-                ["reduce_sum", "reduce_sum", "reduce_max", "reduce_max", "reduce_argmax"].into_iter().chain(long_argmax).collect();
-            assert_eq!(kernels, want, "{log:#?}");
+            // below 2^16 elements every kind hand-written; from there every kind rendered
+            assert_eq!(kernels, ["reduce", "reduce", "reduce", "reduce"], "{log:#?}");
+            let big = data(3 * 25_000, 4, -1.0, 1.0);
+            run(&auto, &Op::Reduce { op: ReduceOp::Max, axis: 1 }, &[(&big, &[3, 25_000])]);
+            let log = auto.take_launch_log();
+            let kernels: Vec<&str> = log.iter().map(|l| l.split_whitespace().nth(1).unwrap_or("")).collect();
+            assert_eq!(kernels, ["reduce_max", "reduce_max"], "{log:#?}");
         } else {
             assert_eq!(kernels, ["reduce_sum", "reduce_sum", "reduce", "reduce_argmax", "reduce"], "{log:#?}");
         }
@@ -363,7 +366,7 @@ fn fused_rendered_passes_validate_with_naga() {
 
 /// `Auto` over a fused input renders where that measured faster: every kind on SwiftShader,
 /// only log-sum-exp on lavapipe (a sum of exp(x) stays one hand-written launch there). The
-/// launch counts tell them apart: an axis of 5000 is two rendered passes.
+/// launch counts tell them apart: an axis of 25000 is two rendered passes.
 #[test]
 fn auto_renders_a_fused_input_where_it_measured_faster() {
     use pixelgrad_core::{Device, Tensor};
@@ -374,8 +377,9 @@ fn auto_renders_a_fused_input_where_it_measured_faster() {
     }
     let swiftshader = report.adapter.contains("SwiftShader");
     let d = Device::new(b);
-    let x = data(3 * 5000, 5, -2.0, 2.0);
-    let xt = Tensor::from_vec(&d, &x, [3, 5000]).unwrap();
+    // 75000 elements: past the 2^16 below which SwiftShader keeps the hand-written kernel
+    let x = data(3 * 25_000, 5, -2.0, 2.0);
+    let xt = Tensor::from_vec(&d, &x, [3, 25_000]).unwrap();
     d.flush().unwrap();
     for (op, rendered) in [(ReduceOp::Sum, swiftshader), (ReduceOp::LogSumExp, true)] {
         let before = d.counters().launches;

@@ -1,8 +1,9 @@
 // Kept hand-written for a measured speed (issue 39): the reductions are defined once as
 // programs of the kernel IR (pixelgrad_core::kernel::reductions), and ops/reduce_rendered.rs
 // launches them (ReduceKernel::Auto). On SwiftShader (Chromium's WebGPU on the CPU, and
-// natively by name) every kind renders: 0.25-0.69x this kernel's time on the large cases
-// (measured natively on Chromium's libvk_swiftshader). On lavapipe sums, log-sum-exp and
+// natively by name) every kind renders from 2^16 input elements up: 0.25-0.69x this kernel's
+// time on the large cases (measured natively on Chromium's libvk_swiftshader); below, this
+// kernel (small-batch training steps ran 1.5-2x slower with them rendered). On lavapipe sums, log-sum-exp and
 // one-group argmax render (0.62-0.97x); this kernel stays where it measured faster there:
 // max over a [1024,1024] last axis (the rendered passes took 1.27x its time: their running
 // maximum carries a tie count) and argmax over 2^20 elements (2.49x: four passes reading the

@@ -11,7 +11,7 @@
 //! the partials.
 //!
 //! Launched where [`chosen`] says (`ReduceKernel::Auto`): on SwiftShader (Chromium's WebGPU
-//! on the CPU) every kind, 0.25-0.69x the hand-written kernel's time on the large cases; on
+//! on the CPU) every kind from 2^16 input elements up, 0.25-0.69x the hand-written kernel's time on the large cases; on
 //! lavapipe sums, log-sum-exp and one-group argmax, which measured 0.5-0.9x there, while max
 //! and min (1.3x on a last axis: the tie count and selects per lane) and a longer argmax
 //! (2.1x over 2^20 elements: four passes, the input read twice, against one workgroup) stay
@@ -69,25 +69,36 @@ fn fused_kernel(gpu: &Gpu, which: ReduceProgram, k: &kernel::Kernel, label: &str
     Ok(made)
 }
 
+/// The fewest input elements a reduction on SwiftShader runs rendered for under `Auto`. The
+/// rendered passes measured 0.25-0.69x the hand-written time from 2^16 elements up, but small
+/// ones (a training step's bias gradients and losses, a few hundred to a few thousand
+/// elements) made the browser bench's small-batch training 1.5-2x slower on SwiftShader
+/// (`bench/notes/2026-12-07-threaded-build-on-gpu.md`).
+const SWIFTSHADER_MIN_RENDERED: usize = 1 << 16;
+
 /// Whether `op` over `[outer, n, inner]` (`fused`: of a pending elementwise input, else
 /// stored) runs rendered: as [`crate::ReduceKernel`] says, where [`fits`] holds.
 pub(crate) fn chosen(gpu: &Gpu, op: ReduceOp, outer: usize, n: usize, inner: usize, fused: bool) -> bool {
     let rendered = match gpu.reductions.get() {
         crate::ReduceKernel::HandWritten => false,
         crate::ReduceKernel::Rendered => true,
-        // On SwiftShader (a browser's CPU adapter, or by name) every kind measured 0.25-0.69x
+        // On SwiftShader (a browser's CPU adapter, or by name) every kind from 2^16 elements
+        // up measured 0.25-0.69x
         // the hand-written time (0.48-0.65x over a fused input); on lavapipe sums, log-sum-exp
         // and one-group argmax did, but over a fused input only log-sum-exp (0.68x; a sum of
         // exp(x) took 0.96-1.28x, argmax was not measured).
         crate::ReduceKernel::Auto => {
             gpu.info.device_type == wgpu::DeviceType::Cpu
-                && (swiftshader(&gpu.info)
-                    || match op {
+                && if swiftshader(&gpu.info) {
+                    outer.saturating_mul(n).saturating_mul(inner) >= SWIFTSHADER_MIN_RENDERED
+                } else {
+                    match op {
                         ReduceOp::LogSumExp => true,
                         ReduceOp::Sum => !fused,
                         ReduceOp::ArgMax => n <= MAX_GROUP && !fused,
                         ReduceOp::Max | ReduceOp::Min => false,
-                    })
+                    }
+                }
         }
     };
     rendered && fits(outer, n, inner)
