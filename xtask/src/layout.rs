@@ -31,6 +31,7 @@ pub const KNOWN: &[&str] = &[];
 /// crates of a lower layer: crates of one layer never depend on each other.
 pub const LAYERS: &[(&str, u8)] = &[
     ("pixelgrad-durable", 0), // crash-safe file writes; no pixelgrad dependency
+    ("pixelgrad-text", 0),    // tokenizer.json files (the tokenizers crate); no pixelgrad dependency
     ("pixelgrad-core", 1),    // tensors, ops, autodiff, the Backend trait, the kernel IR
     ("pixelgrad-nn", 2),      // layers, losses, optimizers, fit: any Device, no backend
     ("pixelgrad-data", 2),    // loaders and the embedded data set
