@@ -1063,12 +1063,24 @@ export declare class Tokenizer {
   dispose(): void;
 }
 
+/** Options of `pg.tokenizer`. */
+export interface TokenizerOptions {
+  /**
+   * Where the tokenizer's wasm module is (a URL), or its bytes or the compiled module; by
+   * default `pixelgrad_text_bg.wasm` next to `index.js` (`pixelgrad/pixelgrad_text_bg.wasm` is
+   * exported for bundlers and Node). Used by the call that loads the module, the first one.
+   */
+  wasmUrl?: string | URL | ArrayBuffer | Uint8Array | WebAssembly.Module;
+}
+
 /**
- * Loads a tokenizer.json: its text, its UTF-8 bytes or the parsed object. Needs the wasm module
- * (`await pg.loadWasm()` or `pg.init()`), no backend. Malformed JSON, an unknown model type or a
- * file the library cannot build throws a PixelgradError of kind 'invalid' (op 'tokenizer').
+ * Loads a tokenizer.json: its text, its UTF-8 bytes or the parsed object. The first call
+ * fetches and instantiates the tokenizer's own wasm module (a separate, small module: the main
+ * one is not needed, no `pg.init()`); later calls reuse it. Malformed JSON, an unknown model
+ * type or a file the library cannot build rejects with a PixelgradError of kind 'invalid'
+ * (op 'tokenizer'); a module that cannot be loaded with kind 'unavailable'.
  */
-export declare function tokenizer(json: string | Uint8Array | ArrayBuffer | object): Tokenizer;
+export declare function tokenizer(json: string | Uint8Array | ArrayBuffer | object, options?: TokenizerOptions): Promise<Tokenizer>;
 
 export interface DataSplit {
   x: Float32Array;

@@ -246,8 +246,9 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   void [onnxFields, outputs, onnxSaved, head];
 
   // Tokenizers
-  const tok: pg.Tokenizer = pg.tokenizer('{"model": {"type": "WordPiece"}}');
-  const fromBytes: pg.Tokenizer = pg.tokenizer(new Uint8Array(0));
+  const tok: pg.Tokenizer = await pg.tokenizer('{"model": {"type": "WordPiece"}}');
+  const tokOptions: pg.TokenizerOptions = { wasmUrl: new URL('pixelgrad_text_bg.wasm', location.href) };
+  const fromBytes: pg.Tokenizer = await pg.tokenizer(new Uint8Array(0), tokOptions);
   const enc: pg.TokenizerEncoding = tok.encode('hello world', { addSpecialTokens: false });
   const [start, end]: [number, number] = enc.offsets[0];
   const text: string = tok.decode(enc.ids, { skipSpecialTokens: true }) + tok.decode(new Uint32Array([1, 2]));

@@ -45,6 +45,7 @@ pub const LAYERS: &[(&str, u8)] = &[
     ("pixelgrad", 4),             // the facade
     ("pixelgrad-cli", 5),         // front ends and test harnesses: nothing depends on them
     ("pixelgrad-web", 5),
+    ("pixelgrad-text-web", 5), // pg.tokenizer's own wasm module: pixelgrad-text only
     ("pixelgrad-browser-tests", 5),
     ("xtask", 5),
 ];

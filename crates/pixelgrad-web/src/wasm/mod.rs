@@ -22,7 +22,6 @@ mod precision;
 mod runtime;
 mod tensor;
 mod threads;
-mod tokenizer;
 
 pub use checkpoint::HostCheckpoint;
 pub use crash::{set_panic_handler, test_panic, test_panic_async};
@@ -37,7 +36,6 @@ pub use tensor::DeviceTensor;
 pub use threads::{cpu_threads, cpu_worker_chunks, threaded_build, wasm_memory};
 #[cfg(target_feature = "atomics")]
 pub use threads::{cpu_worker_failed, cpu_worker_loop};
-pub use tokenizer::TextTokenizer;
 
 use wasm_bindgen::prelude::*;
 

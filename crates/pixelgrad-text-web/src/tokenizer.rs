@@ -7,7 +7,7 @@ use js_sys::{Array, Object, Reflect, Uint32Array};
 use pixelgrad_text::{ids_from_numbers, Tokenizer};
 use wasm_bindgen::prelude::*;
 
-use super::js_err;
+use crate::error::js_err;
 
 /// A loaded tokenizer (internal; the API is `pg.tokenizer`).
 #[wasm_bindgen]
