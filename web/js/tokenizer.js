@@ -116,6 +116,8 @@ function jsonText(json) {
  * A tokenizer from the text of a tokenizer.json (a string, its bytes as UTF-8, or the parsed
  * object). The first call loads the tokenizer's wasm module (`options.wasmUrl`: where it is, or
  * its bytes; by default `pixelgrad_text_bg.wasm` next to this file); no `pg.init()` needed.
+ * @param {string | Uint8Array | ArrayBuffer | object} json
+ * @param {import('./index.js').TokenizerOptions} [options]
  */
 export async function tokenizer(json, options = {}) {
   const text = jsonText(json);
