@@ -97,7 +97,7 @@ publishable=$(cargo metadata --no-deps --format-version 1 \
 guarded 600 "cargo package" cargo package --no-verify --allow-dirty -q $publishable || native_failed+=("cargo-package")
 
 stage "wasm32 builds"
-guarded 900 "the wasm32 builds" cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-image -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx -p pixelgrad-text \
+guarded 900 "the wasm32 builds" cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-image -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx -p pixelgrad-text -p pixelgrad-text-web \
   || native_failed+=("wasm32-build")
 
 # Every suite runs even if an earlier one fails, so one CI run shows every failure; each suite's
