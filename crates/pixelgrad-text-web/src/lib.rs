@@ -5,8 +5,8 @@
 //! synchronously on its main thread (the main module's crash recovery does so).
 //!
 //! Every exported call returns `Result<_, JsValue>` whose error is a `PixelgradError` of kind
-//! `invalid` carrying pixelgrad-text's message ([`error`]); a panic (a bug) is reported to the
-//! handler JavaScript registered before the instance traps ([`crash`]), and the JS side then
+//! `invalid` carrying pixelgrad-text's message (`error.rs`); a panic (a bug) is reported to the
+//! handler JavaScript registered before the instance traps (`crash.rs`), and the JS side then
 //! replaces this instance with a fresh one.
 //!
 //! Natively the crate is empty: the bindings exist only in the wasm build.
