@@ -2,7 +2,7 @@
 # Builds the ONNX test fixtures with onnxruntime as the oracle (the pixelgrad-onnx tests call
 # this when target/onnx-fixtures is missing or older than the generator).
 #   bash scripts/onnx-fixtures.sh            -> target/onnx-fixtures/
-# Creates a Python venv in target/onnx-venv with pinned onnx, onnxruntime and numpy, and fetches
+# Creates a Python venv in target/onnx-venv with pinned onnx, onnxruntime, numpy and tokenizers, and fetches
 # the wheel of rapidocr-onnxruntime (Apache-2.0) for the pretrained PP-OCR models it ships.
 # A second venv, target/onnx23-venv, holds a newer pinned onnx alone: its reference evaluator
 # is the oracle of the opset 23 operators the pinned onnxruntime does not know
@@ -34,8 +34,10 @@ if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
   fi
 fi
-if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy, PIL" 2>/dev/null; then
-  "$venv/bin/pip" install -q --disable-pip-version-check "onnx==1.17.0" "onnxruntime==1.20.1" "numpy==1.26.4" "pillow==10.4.0"
+# tokenizers: the oracle of crates/pixelgrad-text (fixtures/make.py, tests/regenerate.rs), the
+# same version as the Rust crate it checks
+if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy, PIL, tokenizers; assert tokenizers.__version__ == '0.22.2'" 2>/dev/null; then
+  "$venv/bin/pip" install -q --disable-pip-version-check "onnx==1.17.0" "onnxruntime==1.20.1" "numpy==1.26.4" "pillow==10.4.0" "tokenizers==0.22.2"
 fi
 if [ ! -x "$venv23/bin/python" ]; then
   python3 -m venv "$venv23"

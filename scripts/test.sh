@@ -62,6 +62,8 @@ export PIXELGRAD_REQUIRE_FLWR=1
 
 stage "ONNX fixtures (onnxruntime as the oracle; pinned Python venvs in target/onnx-venv and, for opset 23, target/onnx23-venv)"
 guarded 900 "the ONNX fixtures" bash scripts/onnx-fixtures.sh
+# the venv now has the pinned Python tokenizers: the pixelgrad-text regeneration test must run
+export PIXELGRAD_REQUIRE_TOKENIZERS=1
 
 stage "native tests (all crates)"
 mkdir -p target
@@ -95,7 +97,7 @@ publishable=$(cargo metadata --no-deps --format-version 1 \
 guarded 600 "cargo package" cargo package --no-verify --allow-dirty -q $publishable || native_failed+=("cargo-package")
 
 stage "wasm32 builds"
-guarded 900 "the wasm32 builds" cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-image -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx \
+guarded 900 "the wasm32 builds" cargo build -q --target wasm32-unknown-unknown -p pixelgrad-core -p pixelgrad-image -p pixelgrad-cpu -p pixelgrad-nn -p pixelgrad-onnx -p pixelgrad-text -p pixelgrad-text-web \
   || native_failed+=("wasm32-build")
 
 # Every suite runs even if an earlier one fails, so one CI run shows every failure; each suite's

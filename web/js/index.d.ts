@@ -1032,6 +1032,59 @@ export declare function loadOnnx(
 /** Describes an ONNX model without uploading or running it (what `pixelgrad inspect` prints). */
 export declare function inspectOnnx(source: ArrayBuffer | Uint8Array | string | URL, options?: { externalData?: OnnxExternalData }): Promise<OnnxInspection>;
 
+/** What `Tokenizer.encode` returns. */
+export interface TokenizerEncoding {
+  /** The token ids (special tokens included when asked for). */
+  ids: number[];
+  /** The tokens as the vocabulary spells them (`'##ing'`, `'Ġthe'`, `'▁the'`). */
+  tokens: string[];
+  /** Each token's `[start, end)` in UTF-16 code units of the text (`text.slice(start, end)`); `[0, 0]` for special tokens. */
+  offsets: [number, number][];
+}
+
+/**
+ * A Hugging Face tokenizer.json (WordPiece, BPE, Unigram or WordLevel model with its
+ * normalizer, pre-tokenizer, post-processor and decoder), loaded by `pg.tokenizer`. Encodes and
+ * decodes as the Python `tokenizers` package does on the same file. Errors: PixelgradErrors of
+ * kind 'invalid' (op 'tokenizer.encode', 'tokenizer.decode', ...).
+ */
+export declare class Tokenizer {
+  /** Tokens in the vocabulary, added tokens included (ids run from 0 to vocabSize - 1). */
+  readonly vocabSize: number;
+  /** `addSpecialTokens` (default true): the post-processor's tokens, e.g. `[CLS]` and `[SEP]`. */
+  encode(text: string, options?: { addSpecialTokens?: boolean }): TokenizerEncoding;
+  /**
+   * The text of `ids`; `skipSpecialTokens` (default true) leaves special tokens out. An id that
+   * names no token, a negative or fractional number throws (nothing is dropped silently).
+   */
+  decode(ids: ArrayLike<number>, options?: { skipSpecialTokens?: boolean }): string;
+  /** The id of `token`, or undefined. */
+  tokenToId(token: string): number | undefined;
+  /** The token of `id`, or undefined. */
+  idToToken(id: number): string | undefined;
+  /** Frees its wasm memory; later calls throw. */
+  dispose(): void;
+}
+
+/** Options of `pg.tokenizer`. */
+export interface TokenizerOptions {
+  /**
+   * Where the tokenizer's wasm module is (a URL), or its bytes or the compiled module; by
+   * default `pixelgrad_text_bg.wasm` next to `index.js` (`pixelgrad/pixelgrad_text_bg.wasm` is
+   * exported for bundlers and Node). Used by the call that loads the module, the first one.
+   */
+  wasmUrl?: string | URL | ArrayBuffer | Uint8Array | WebAssembly.Module;
+}
+
+/**
+ * Loads a tokenizer.json: its text, its UTF-8 bytes or the parsed object. The first call
+ * fetches and instantiates the tokenizer's own wasm module (a separate, small module: the main
+ * one is not needed, no `pg.init()`); later calls reuse it. Malformed JSON, an unknown model
+ * type or a file the library cannot build rejects with a PixelgradError of kind 'invalid'
+ * (op 'tokenizer'); a module that cannot be loaded with kind 'unavailable'.
+ */
+export declare function tokenizer(json: string | Uint8Array | ArrayBuffer | object, options?: TokenizerOptions): Promise<Tokenizer>;
+
 export interface DataSplit {
   x: Float32Array;
   y: Int32Array;

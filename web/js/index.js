@@ -22,9 +22,10 @@ import * as image from './image.js';
 import * as post from './post.js';
 import { fromGPUBuffer as fromGPUBufferImpl } from './interop.js';
 import { fromTexture as fromTextureImpl } from './fromtexture.js';
+import { Tokenizer, tokenizer as tokenizerImpl } from './tokenizer.js';
 
 // Every error the public API throws or rejects with is a PixelgradError (errors.js).
-[Runtime, Tensor, Sequential, OnnxModel].forEach(guardClass);
+[Runtime, Tensor, Sequential, OnnxModel, Tokenizer].forEach(guardClass);
 // Each export is typed as index.d.ts declares it (`tsc -p web/tsconfig.json` checks the
 // implementation against those declarations; the classes do so with `@implements`).
 /** @typedef {typeof import('./index.js')} Api */
@@ -44,6 +45,8 @@ export const removeModel = guard(removeImpl);
 export const loadOnnx = guard(loadOnnxImpl);
 /** @type {Api['inspectOnnx']} */
 export const inspectOnnx = guard(inspectOnnxImpl);
+/** @type {Api['tokenizer']} */
+export const tokenizer = guard(tokenizerImpl);
 /** @type {Api['loadWasm']} */
 export const loadWasm = guard(loadWasmImpl);
 /** @type {Api['layers']} */
@@ -79,7 +82,7 @@ export const resizeBilinear = postOps.resizeBilinear;
 export const drawHeatmap = postOps.drawHeatmap;
 /** @type {Api['drawBoxes']} */
 export const drawBoxes = postOps.drawBoxes;
-export { PixelgradError, Runtime, Tensor, Sequential, OnnxModel };
+export { PixelgradError, Runtime, Tensor, Sequential, OnnxModel, Tokenizer };
 /** The package version (package.json's, stamped from the Rust workspace by `cargo xtask build-wasm`). */
 export { version } from './version.js';
 

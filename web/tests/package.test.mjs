@@ -86,6 +86,23 @@ test('web/js imports from the source tree (unbuilt: placeholder version, and ini
   await assert.rejects(pg.init({ backend: 'cpu' }), (e) => e instanceof pg.PixelgradError && /could not load the wasm module/.test(e.message));
 });
 
+test('the tokenizer is its own module: the main wasm stays under the 8 MiB a page may instantiate on its main thread and has no tokenizer in it', async () => {
+  const main = fs.readFileSync(path.join(pkgDir, 'pixelgrad_web_bg.wasm'));
+  const text = fs.readFileSync(path.join(pkgDir, 'pixelgrad_text_bg.wasm'));
+  // Chrome refuses `new WebAssembly.Instance` on the main thread above 8 MiB, and the crash
+  // recovery instantiates the main module that way (web/js/instance.js).
+  assert.ok(main.length < 8 * 1024 * 1024, `pixelgrad_web_bg.wasm is ${(main.length / 1048576).toFixed(2)} MiB`);
+  const names = async (bytes) => WebAssembly.Module.exports(await WebAssembly.compile(bytes)).map((e) => e.name);
+  const mainExports = await names(main);
+  const textExports = await names(text);
+  assert.ok(mainExports.some((n) => n.startsWith('runtime_')), 'the main module exports its runtime');
+  assert.deepEqual(mainExports.filter((n) => /tokenizer/i.test(n)), [], 'the main module exports tokenizer calls');
+  assert.ok(textExports.includes('texttokenizer_fromJson'), `the text module exports: ${textExports.slice(0, 8)}`);
+  assert.ok(!textExports.some((n) => n.startsWith('runtime_')), 'the text module carries the engine');
+  // the `tokenizers` crate's own symbols do not survive in a stripped module; its size does:
+  assert.ok(text.length < main.length, `text module ${text.length} bytes against the main ${main.length}`);
+});
+
 test('npm pack, installed offline into a scratch project: imported from Node (CPU backend), typed through exports, and from a page in Chromium', async () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pixelgrad-pack-'));
   try {
@@ -94,8 +111,8 @@ test('npm pack, installed offline into a scratch project: imported from Node (CP
     const tarball = path.join(tmp, packed[0].filename);
     assert.equal(packed[0].filename, `pixelgrad-${version}.tgz`);
     const shipped = packed[0].files.map((f) => f.path).sort();
-    for (const f of shipped) assert.match(f, /^([\w-]+\.js|[\w-]+\.d\.ts|pixelgrad_web(_threads)?_bg\.wasm(\.d\.ts)?|package\.json|README\.md|CHANGELOG\.md)$/, `unexpected file in the package: ${f}`);
-    for (const f of ['index.js', 'index.d.ts', 'pixelgrad_web.js', 'pixelgrad_web_bg.wasm', 'version.js', 'README.md', 'CHANGELOG.md']) assert.ok(shipped.includes(f), `the package lacks ${f}`);
+    for (const f of shipped) assert.match(f, /^([\w-]+\.js|[\w-]+\.d\.ts|pixelgrad_(web(_threads)?|text)_bg\.wasm(\.d\.ts)?|package\.json|README\.md|CHANGELOG\.md)$/, `unexpected file in the package: ${f}`);
+    for (const f of ['index.js', 'index.d.ts', 'pixelgrad_web.js', 'pixelgrad_web_bg.wasm', 'pixelgrad_text.js', 'pixelgrad_text_bg.wasm', 'textmodule.js', 'version.js', 'README.md', 'CHANGELOG.md']) assert.ok(shipped.includes(f), `the package lacks ${f}`);
 
     const app = path.join(tmp, 'app');
     fs.mkdirSync(app);
@@ -110,6 +127,10 @@ test('npm pack, installed offline into a scratch project: imported from Node (CP
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 const out = { version: pg.version, exports: Object.keys(pg).sort() };
+// the tokenizer's own module, from its bytes (before and without the main module)
+const textWasm = createRequire(import.meta.url).resolve('pixelgrad/pixelgrad_text_bg.wasm');
+const tok = await pg.tokenizer(fs.readFileSync(${JSON.stringify(path.join(repoRoot, 'crates/pixelgrad-text/fixtures/wordpiece.json'))}), { wasmUrl: fs.readFileSync(textWasm) });
+out.tokenized = tok.decode(tok.encode('The cat sat.').ids);
 try { await import('pixelgrad/runtime.js'); out.internal = 'importable'; } catch (e) { out.internal = e.code; }
 const wasm = createRequire(import.meta.url).resolve('pixelgrad/pixelgrad_web_bg.wasm');
 await pg.loadWasm({ wasmUrl: fs.readFileSync(wasm) });
@@ -127,6 +148,7 @@ console.log(JSON.stringify(out));
     );
     const node = JSON.parse(run(process.execPath, ['node.mjs'], app).trim().split('\n').pop());
     assert.equal(node.version, version);
+    assert.equal(node.tokenized, 'the cat sat.');
     assert.deepEqual(node.exports, valueNames(dts).sort(), 'the runtime exports are exactly the values index.d.ts declares');
     assert.equal(node.internal, 'ERR_PACKAGE_PATH_NOT_EXPORTED');
     assert.equal(node.backend, 'cpu');

@@ -13,3 +13,22 @@ declare module '*/pixelgrad_web_threads.js' {
   export function setErrorClass(proto: object): void;
   export function setPanicHandler(handler: (message: string) => void): void;
 }
+// The tokenizer's own module (crates/pixelgrad-text-web), loaded by js/textmodule.js on the
+// first `pg.tokenizer`.
+declare module '*/pixelgrad_text.js' {
+  export default function init(options?: { module_or_path?: WebAssembly.Module | string | URL | Response }): Promise<unknown>;
+  export function initSync(options: { module: WebAssembly.Module }): unknown;
+  export function setErrorClass(proto: object): void;
+  export function setPanicHandler(handler: (message: string) => void): void;
+  export function __testPanic(message: string): void;
+  /** A loaded tokenizer.json (web/js/tokenizer.js wraps it). */
+  export class TextTokenizer {
+    static fromJson(json: string): TextTokenizer;
+    encode(text: string, addSpecial: boolean): { ids: Uint32Array; tokens: string[]; offsets: Uint32Array };
+    decode(ids: Float64Array, skipSpecial: boolean): string;
+    vocabSize(): number;
+    tokenToId(token: string): number | undefined;
+    idToToken(id: number): string | undefined;
+    free(): void;
+  }
+}

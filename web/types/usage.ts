@@ -245,6 +245,17 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
   onnx.dispose();
   void [onnxFields, outputs, onnxSaved, head];
 
+  // Tokenizers
+  const tok: pg.Tokenizer = await pg.tokenizer('{"model": {"type": "WordPiece"}}');
+  const tokOptions: pg.TokenizerOptions = { wasmUrl: new URL('pixelgrad_text_bg.wasm', location.href) };
+  const fromBytes: pg.Tokenizer = await pg.tokenizer(new Uint8Array(0), tokOptions);
+  const enc: pg.TokenizerEncoding = tok.encode('hello world', { addSpecialTokens: false });
+  const [start, end]: [number, number] = enc.offsets[0];
+  const text: string = tok.decode(enc.ids, { skipSpecialTokens: true }) + tok.decode(new Uint32Array([1, 2]));
+  const lookups: [number, number | undefined, string | undefined] = [tok.vocabSize, tok.tokenToId('[CLS]'), tok.idToToken(0)];
+  tok.dispose();
+  void [fromBytes, enc.tokens, start, end, text, lookups];
+
   // Federated learning
   const shard = pg.flower.partition(digits, { index: 0, count: 2, alpha: 0.5, seed: 42 });
   const localDp: pg.LocalDpOptions = { epsilon: 1, delta: 1e-5, clippingNorm: 1, sensitivity: 1 };

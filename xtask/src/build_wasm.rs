@@ -9,7 +9,9 @@
 //!    with `--threads`: the threaded build next to it (`pixelgrad_web_threads.js` +
 //!    `pixelgrad_web_threads_bg.wasm`, see `build_threads`), which the loader picks in a
 //!    cross-origin isolated page;
-//! 4. copies the hand-written package (`web/js/*`: `index.js`, its modules, `index.d.ts`) next
+//! 4. the tokenizer's own module, `pixelgrad_text.js` + `pixelgrad_text_bg.wasm`
+//!    (`crates/pixelgrad-text-web`, see `build_text`), loaded on a page's first `pg.tokenizer`;
+//! 5. copies the hand-written package (`web/js/*`: `index.js`, its modules, `index.d.ts`) next
 //!    to the bindings, with the checked-in manifest `web/js/package.json` and `version.js`
 //!    stamped with the workspace version (`npm_manifest.rs`) and `CHANGELOG.md`.
 
@@ -137,6 +139,18 @@ fn build(dev: bool, opt: bool, threads: bool) -> Res<()> {
         files.extend(["pixelgrad_web_threads.js", "pixelgrad_web_threads_bg.wasm", "pixelgrad_web_threads.d.ts"].map(String::from));
     }
 
+    status(&mut crate::build_text::cargo(&root, dev), "cargo build -p pixelgrad-text-web (wasm32)")?;
+    let text_compiled = crate::build_text::compiled(&target_dir(&root), dev);
+    if !text_compiled.is_file() {
+        return Err(format!("{} was not produced", text_compiled.display()));
+    }
+    status(&mut crate::build_text::bindgen(&cli, &text_compiled, &pkg), "wasm-bindgen (tokenizer module)")?;
+    let text_wasm = pkg.join("pixelgrad_text_bg.wasm");
+    if opt {
+        wasm_opt(&root, &text_wasm, false)?;
+    }
+    files.extend(crate::build_text::FILES.map(String::from));
+
     let js = root.join("web").join("js");
     let entries = std::fs::read_dir(&js).map_err(|e| format!("{}: {e}", js.display()))?;
     for e in entries.flatten() {
@@ -163,8 +177,10 @@ fn build(dev: bool, opt: bool, threads: bool) -> Res<()> {
         let size = std::fs::metadata(pkg.join(f)).map(|m| m.len()).unwrap_or(0);
         println!("  {f:<28} {size:>10} bytes");
     }
-    let size = std::fs::metadata(&out_wasm).map(|m| m.len()).unwrap_or(0);
-    println!("  .wasm size: {:.2} MiB ({profile}{})", size as f64 / 1048576.0, if opt { ", wasm-opt -O3" } else { "" });
+    let mib = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0) as f64 / 1048576.0;
+    let how = if opt { ", wasm-opt -O3" } else { "" };
+    println!("  .wasm size: {:.2} MiB ({profile}{how})", mib(&out_wasm));
+    println!("  tokenizer .wasm size: {:.2} MiB ({profile}{how}; loaded on the first pg.tokenizer)", mib(&text_wasm));
     Ok(())
 }
 

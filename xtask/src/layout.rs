@@ -31,6 +31,7 @@ pub const KNOWN: &[&str] = &[];
 /// crates of a lower layer: crates of one layer never depend on each other.
 pub const LAYERS: &[(&str, u8)] = &[
     ("pixelgrad-durable", 0), // crash-safe file writes; no pixelgrad dependency
+    ("pixelgrad-text", 0),    // tokenizer.json files (the tokenizers crate); no pixelgrad dependency
     ("pixelgrad-core", 1),    // tensors, ops, autodiff, the Backend trait, the kernel IR
     ("pixelgrad-nn", 2),      // layers, losses, optimizers, fit: any Device, no backend
     ("pixelgrad-data", 2),    // loaders and the embedded data set
@@ -44,6 +45,7 @@ pub const LAYERS: &[(&str, u8)] = &[
     ("pixelgrad", 4),             // the facade
     ("pixelgrad-cli", 5),         // front ends and test harnesses: nothing depends on them
     ("pixelgrad-web", 5),
+    ("pixelgrad-text-web", 5), // pg.tokenizer's own wasm module: pixelgrad-text only
     ("pixelgrad-browser-tests", 5),
     ("xtask", 5),
 ];

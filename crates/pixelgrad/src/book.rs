@@ -22,6 +22,7 @@ chapters! {
     guide_cli = "guides/cli.md";
     guide_transformers = "guides/transformers.md";
     guide_onnx = "guides/onnx.md";
+    guide_tokenizers = "guides/tokenizers.md";
     guide_quantised = "guides/quantised.md";
     guide_images = "guides/images.md";
     guide_mixed = "guides/mixed-precision.md";
