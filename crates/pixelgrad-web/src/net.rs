@@ -141,10 +141,11 @@ impl Net {
         self.opt.is_some()
     }
 
-    /// Number of outputs (classes); an error if the model does not end flat.
+    /// Number of outputs (classes), of the sample or of every position of a sequence output
+    /// `[seq, classes]` (a decoder's next token); an error if the model ends in an image.
     pub fn classes(&self) -> Result<usize> {
         match self.built.output {
-            Shape::Flat(c) if c > 0 => Ok(c),
+            Shape::Flat(c) | Shape::Sequence(_, c) if c > 0 => Ok(c),
             other => Err(Error::invalid(
                 "compile",
                 format!(
@@ -175,7 +176,46 @@ impl Net {
         if x.len() != shape.iter().product::<usize>() {
             return Err(Error::invalid(op, format!("{} values do not fill shape {shape:?}", x.len())));
         }
+        self.check_ids(op, x)
+    }
+
+    /// The vocabulary of the model's first layer where it is an embedding (its input is token ids).
+    fn vocab(&self) -> Option<usize> {
+        let first = self.built.seq.layers().first()?;
+        first.as_any()?.downcast_ref::<pixelgrad::nn::layers::Embedding>().map(|e| e.vocab())
+    }
+
+    /// Token ids for a model that starts with an embedding are whole numbers in `0..vocab`,
+    /// checked here on the host: WebGPU in the browser cannot read them back for the embedding
+    /// to check (it then leaves the check to whoever uploaded them).
+    fn check_ids(&self, op: &'static str, x: &[f32]) -> Result<()> {
+        let Some(v) = self.vocab() else { return Ok(()) };
+        if let Some((i, id)) = x.iter().enumerate().find(|(_, id)| !(id.fract() == 0.0 && **id >= 0.0 && (**id as usize) < v)) {
+            return Err(Error::invalid(
+                op,
+                format!("token id {id} at flat index {i} is not a whole number in 0..{v} (the embedding's inputDim)"),
+            ));
+        }
         Ok(())
+    }
+
+    /// [`Net::check_ids`] of a device tensor: read back where the device can block; where it
+    /// cannot (WebGPU in the browser), ids must come as host values.
+    fn check_device_ids(&self, op: &'static str, x: &Tensor) -> Result<()> {
+        if self.vocab().is_none() {
+            return Ok(());
+        }
+        match x.to_vec() {
+            Ok(v) => self.check_ids(op, &v),
+            Err(Error::WouldBlock { .. }) => Err(Error::invalid(
+                op,
+                format!(
+                    "the model starts with an embedding: on {} give its token ids as a host tensor (pg.tensor), which can be checked",
+                    self.dev.name()
+                ),
+            )),
+            Err(e) => Err(e),
+        }
     }
 
     /// Checks the targets `y` of shape `y_shape` for `n` samples and uploads them: class
@@ -202,6 +242,25 @@ impl Net {
             });
         }
         let output = [classes];
+        if let Shape::Sequence(s, _) = self.built.output {
+            // a sequence output [n, s, classes] takes a class index at every position
+            if y_shape != [n, s] {
+                return Err(Error::Shape {
+                    op,
+                    shapes: vec![vec![n, s, classes], y_shape.to_vec()],
+                    backend: self.dev.name(),
+                    msg: format!("the model's output is a sequence [{n}, {s}, {classes}]: give class indices at every position [{n}, {s}]"),
+                });
+            }
+            self.loss.check(op, &output, TargetKind::Classes).map_err(|e| e.with_backend(&self.dev.name()))?;
+            if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| !(v.fract() == 0.0 && **v >= 0.0 && (**v as usize) < classes)) {
+                return Err(Error::invalid(
+                    op,
+                    format!("label {v} at position {} of sample {} is not a class index in 0..{classes}", i % s, i / s),
+                ));
+            }
+            return Ok(vec![n, s]);
+        }
         let dims = match y_shape {
             [_] if classes == 1 => vec![n, 1],
             [_] => {
@@ -352,7 +411,7 @@ impl Net {
                 msg: format!("the model expects input [N, {}]", want.join(", ")),
             });
         }
-        Ok(())
+        self.check_device_ids(op, x)
     }
 
     /// Outputs for a tensor already on the device (`pg.fromPixels`, another model's output):
