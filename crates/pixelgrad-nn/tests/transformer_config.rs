@@ -127,14 +127,15 @@ fn a_sequence_output_takes_class_indices_at_every_position() {
     // the same from the formula: mean over rows of logsumexp - logit[class]
     let want: f64 =
         logits.chunks(4).zip(classes).map(|(r, c)| r.iter().map(|v| v.exp()).sum::<f64>().ln() - r[c as usize]).sum::<f64>() / 6.0;
-    assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+    // (the reference device computes in f32)
+    assert!((got - want).abs() < 1e-6, "{got} vs {want}");
     let right = logits
         .chunks(4)
         .zip(classes)
         .filter(|(r, c)| r.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(i, _)| i) == Some(*c as usize))
         .count();
     let correct = ce.correct(&out, &y).unwrap().unwrap().to_vec_f64().unwrap()[0];
-    assert!((correct - right as f64 / 3.0).abs() < 1e-9, "{correct} vs {right} / 3");
+    assert!((correct - right as f64 / 3.0).abs() < 1e-6, "{correct} vs {right} / 3");
     assert!(ce.check("fit", &[3, 4], TargetKind::Values(&[3])).is_ok());
     assert!(ce.check("fit", &[3, 1], TargetKind::Values(&[3])).is_err());
     assert!(ce.check("fit", &[3, 4], TargetKind::Values(&[2])).is_err());
