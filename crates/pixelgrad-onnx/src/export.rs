@@ -1,6 +1,6 @@
 //! pixelgrad models → ONNX. A `Sequential` of the nn layers (`Linear`, `Conv2d`, `BatchNorm`,
 //! activations, pooling, `Flatten`, `Permute`, `Dropout`, nested `Sequential`s, the
-//! sequence layers of [`transformer`]) and of imported graphs
+//! sequence layers of `export/transformer.rs`) and of imported graphs
 //! ([`OnnxLayer`], written back node for node with their current, possibly fine-tuned,
 //! weights) becomes one graph with input `input` `[N, ...]` (batch size named `N`) and output
 //! `output`. Layers are written with inference semantics (batch norm running statistics,
