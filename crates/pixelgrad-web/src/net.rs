@@ -662,6 +662,52 @@ mod target_tests {
     /// The seed network (48-64-2, sigmoid, MSE, SGD, batch 1) on float targets: the targets
     /// are used as given (no argmax), so the loss goes well below what class indices give.
     #[test]
+    fn a_decoder_trains_on_class_indices_at_every_position_and_checks_its_token_ids() {
+        let dev = Device::new(CpuBackend::new());
+        let cfg = serde_json::json!({"seed": 4, "layers": [
+            {"type": "embedding", "inputDim": 5, "outputDim": 8, "inputShape": [4]},
+            {"type": "positionEmbedding", "sequenceLength": 4},
+            {"type": "transformerBlock", "numHeads": 2, "intermediateDim": 16},
+            {"type": "dense", "units": 5}
+        ]});
+        let mut net = Net::new(&dev, cfg).unwrap();
+        net.compile("adam", 0.01, 0.0, "softmaxCrossEntropy").unwrap();
+        assert_eq!(net.classes().unwrap(), 5);
+        // copy the previous token: ids [n, 4], the next token at every position [n, 4]
+        let n = 16;
+        let x: Vec<f32> = (0..n * 4).map(|i| ((i * 7 + i / 4) % 5) as f32).collect();
+        let y: Vec<f32> = x.chunks(4).flat_map(|r| [r[0], r[0], r[1], r[2]]).collect();
+        assert!(net.has_accuracy(&[n, 4]));
+        let mut losses = Vec::new();
+        for _ in 0..30 {
+            net.train_step(&x, &[n, 4], &y, &[n, 4]).unwrap();
+            let (t, k) = net.take_train().unwrap().unwrap();
+            let v = t.to_vec().unwrap();
+            assert_eq!(v.len(), 2, "a loss and an accuracy sum");
+            assert!(v[1] / k as f32 <= 1.0, "accuracy is a share of positions: {v:?}");
+            losses.push(v[0] / k as f32);
+        }
+        assert!(losses[29] < 0.5 * losses[0], "{losses:?}");
+        assert_eq!(net.predict(&x, &[n, 4]).unwrap().dims(), &[n, 4, 5]);
+        // class indices per sample, or a label out of range, name what is wrong
+        let e = net.train_step(&x, &[n, 4], &y[..n], &[n]).unwrap_err().to_string();
+        assert!(e.contains("every position"), "{e}");
+        let mut bad = y.clone();
+        bad[5] = 5.0;
+        let e = net.train_step(&x, &[n, 4], &bad, &[n, 4]).unwrap_err().to_string();
+        assert!(e.contains("label 5 at position 1 of sample 1"), "{e}");
+        // token ids out of the vocabulary, or not whole, are refused on the host
+        for id in [5.0, -1.0, 0.5, f32::NAN] {
+            let mut ids = x[..4].to_vec();
+            ids[2] = id;
+            let e = net.predict(&ids, &[1, 4]).unwrap_err().to_string();
+            assert!(e.contains("token id") && e.contains("0..5"), "{e}");
+            let dev_ids = Tensor::from_vec(&dev, &ids, vec![1, 4]).unwrap();
+            assert!(net.predict_tensor(&dev_ids).unwrap_err().to_string().contains("token id"));
+        }
+    }
+
+    #[test]
     fn float_targets_train_a_regression_and_bad_targets_name_both_shapes() {
         let dev = Device::new(CpuBackend::new());
         let cfg = serde_json::json!({"seed": 2, "layers": [
