@@ -2,7 +2,8 @@
 // positionEmbedding + causal transformerBlock + dense) described with `pg.layers`, trained with
 // `fit` on class indices at every position (the next token) to reverse short digit sequences,
 // on webgpu, webgl and cpu with the same seed; its save/load round trip predicts the same
-// values; bad layer options are PixelgradErrors of kind 'invalid' naming the option.
+// values, and its ONNX export, loaded back with `pg.loadOnnx`, gives its outputs; bad layer
+// options are PixelgradErrors of kind 'invalid' naming the option.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { apiPage } from './api-page.mjs';
@@ -66,13 +67,18 @@ for (const backend of ['cpu', 'webgl', 'webgpu']) {
       let diff = 0;
       for (let i = 0; i < out.length; i++) diff = Math.max(diff, Math.abs(out[i] - again[i]));
       const onnx = await model.toOnnx();
+      // the exported decoder, imported back in the page, gives the model's outputs
+      const imported = await pg.loadOnnx(onnx);
+      const viaOnnx = await (await imported.run({ input: x })).output.data();
+      let onnxDiff = 0;
+      for (let i = 0; i < out.length; i++) onnxDiff = Math.max(onnxDiff, Math.abs(out[i] - viaOnnx[i]));
       return {
         backend: rt.backend, shape: y.shape, loss: h.history.loss, accuracy: right / (128 * (HALF + 1)),
-        evalAccuracy: ev.accuracy, diff, onnxBytes: onnx.byteLength, summary: model.summary(),
+        evalAccuracy: ev.accuracy, diff, onnxBytes: onnx.byteLength, onnxDiff, onnxLength: viaOnnx.length, summary: model.summary(),
       };
     }, backend);
     console.log(`${backend} (${r.backend}): loss ${r.loss.map((l) => l.toFixed(3)).join(' -> ')}, answer accuracy ${r.accuracy.toFixed(3)}, ` +
-      `evaluate accuracy ${r.evalAccuracy.toFixed(3)}, save/load max diff ${r.diff}`);
+      `evaluate accuracy ${r.evalAccuracy.toFixed(3)}, save/load max diff ${r.diff}, exported ONNX max diff ${r.onnxDiff}`);
     assert.deepEqual(r.shape, [128, 8, 9]);
     assert.ok(r.loss[r.loss.length - 1] < r.loss[0], `loss did not fall: ${r.loss}`);
     assert.ok(r.accuracy >= 0.9, `answer accuracy ${r.accuracy} (chance 1/8)`);
@@ -80,6 +86,8 @@ for (const backend of ['cpu', 'webgl', 'webgpu']) {
     assert.ok(r.evalAccuracy > 0.5 && r.evalAccuracy <= 1, `evaluate accuracy ${r.evalAccuracy}`);
     assert.equal(r.diff, 0, 'the loaded model predicts other values');
     assert.ok(r.onnxBytes > 1000, 'toOnnx wrote no model');
+    assert.equal(r.onnxLength, 128 * 8 * 9);
+    assert.ok(r.onnxDiff < 1e-4, `the exported ONNX model differs by ${r.onnxDiff}`);
     assert.match(r.summary, /transformerBlock/);
   });
 }
