@@ -653,6 +653,40 @@ export declare const layers: {
   dropout(c: { rate: number }): LayerConfig;
   batchNormalization(c?: { inputShape?: number[]; trainable?: boolean }): LayerConfig;
   activation(c: { activation: Activation; inputShape?: number[] }): LayerConfig;
+  /** Token ids `[seq]` (float32 whole numbers below `inputDim`) -> `[seq, outputDim]`. */
+  embedding(c: { inputDim: number; outputDim: number; inputShape?: number[]; trainable?: boolean }): LayerConfig;
+  /** Learned positions added to `[seq, width]`; `sequenceLength` >= seq. */
+  positionEmbedding(c: { sequenceLength: number; inputShape?: number[]; trainable?: boolean }): LayerConfig;
+  /** Over the last axis; epsilon defaults to 1e-3. */
+  layerNormalization(c?: { epsilon?: number; inputShape?: number[]; trainable?: boolean }): LayerConfig;
+  /** Over the last axis; epsilon defaults to 1e-6. */
+  rmsNormalization(c?: { epsilon?: number; inputShape?: number[]; trainable?: boolean }): LayerConfig;
+  /** Self-attention over `[seq, width]`; `numHeads` a multiple of `numKeyValueHeads`. */
+  multiHeadAttention(c: {
+    numHeads: number;
+    numKeyValueHeads?: number;
+    keyDim?: number;
+    useBias?: boolean;
+    useCausalMask?: boolean;
+    rotaryMaxWavelength?: number;
+    dropout?: number;
+    inputShape?: number[];
+    trainable?: boolean;
+  }): LayerConfig;
+  /** A pre-norm transformer block over `[seq, width]` (causal by default). */
+  transformerBlock(c: {
+    numHeads: number;
+    intermediateDim: number;
+    numKeyValueHeads?: number;
+    activation?: 'gelu' | 'swiglu';
+    normalization?: 'layerNormalization' | 'rmsNormalization';
+    epsilon?: number;
+    dropout?: number;
+    useCausalMask?: boolean;
+    rotaryMaxWavelength?: number;
+    inputShape?: number[];
+    trainable?: boolean;
+  }): LayerConfig;
   /** An imported ONNX model (or its part up to `output`) as a layer; `trainable: false` freezes it. */
   onnx(config: { model: OnnxModel; output?: string; input?: string; inputShape?: number[]; trainable?: boolean; activation?: Activation }): LayerConfig;
 };

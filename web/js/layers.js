@@ -28,6 +28,29 @@ export const layers = Object.freeze({
   /** An activation on its own: `{ activation }`. */
   activation: (c) => cfg('activation', c, 'activation'),
   /**
+   * Token embedding (Keras `Embedding`): token ids `[seq]` (whole numbers below `inputDim`, as
+   * float32) become `[seq, outputDim]`: `{ inputDim, outputDim, inputShape?: [seq] }`.
+   */
+  embedding: (c) => cfg('embedding', c, 'embedding'),
+  /** Learned positions added to a sequence `[seq, width]` (keras-hub): `{ sequenceLength }` (at least `seq`). */
+  positionEmbedding: (c) => cfg('positionEmbedding', c, 'positionEmbedding'),
+  /** Layer normalisation over the last axis: `{ epsilon?: 1e-3 }`. */
+  layerNormalization: (c) => cfg('layerNormalization', c, 'layerNormalization'),
+  /** RMS normalisation over the last axis: `{ epsilon?: 1e-6 }`. */
+  rmsNormalization: (c) => cfg('rmsNormalization', c, 'rmsNormalization'),
+  /**
+   * Self-attention over a sequence `[seq, width]`, projected back to `width`: `{ numHeads,
+   * numKeyValueHeads?, keyDim?, useBias?: true, useCausalMask?: false, rotaryMaxWavelength?,
+   * dropout?: 0 }`.
+   */
+  multiHeadAttention: (c) => cfg('multiHeadAttention', c, 'multiHeadAttention'),
+  /**
+   * A pre-norm transformer block over `[seq, width]`: `{ numHeads, intermediateDim,
+   * numKeyValueHeads?, activation?: 'gelu'|'swiglu', normalization?: 'layerNormalization'|
+   * 'rmsNormalization', epsilon?: 1e-5, dropout?: 0, useCausalMask?: true, rotaryMaxWavelength? }`.
+   */
+  transformerBlock: (c) => cfg('transformerBlock', c, 'transformerBlock'),
+  /**
    * An imported ONNX model (or its part up to the value `output`) as a layer:
    * `{ model: await pg.loadOnnx(...), output?, input?, inputShape?, trainable?, activation? }`.
    * Image inputs reach it as NCHW, as ONNX models expect.

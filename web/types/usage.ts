@@ -149,6 +149,16 @@ export async function usage(canvas: HTMLCanvasElement, video: HTMLVideoElement):
     pg.layers.dense({ units: 10 }),
   ];
   const layerType: string = layerList[0].type;
+  const decoderLayers: pg.LayerConfig[] = [
+    pg.layers.embedding({ inputDim: 9, outputDim: 16, inputShape: [8] }),
+    pg.layers.positionEmbedding({ sequenceLength: 8 }),
+    pg.layers.transformerBlock({ numHeads: 2, intermediateDim: 32, numKeyValueHeads: 1, activation: 'swiglu', normalization: 'rmsNormalization', epsilon: 1e-5, dropout: 0, useCausalMask: true, rotaryMaxWavelength: 10000 }),
+    pg.layers.multiHeadAttention({ numHeads: 2, keyDim: 4, useBias: false, useCausalMask: true, dropout: 0.1 }),
+    pg.layers.layerNormalization({ epsilon: 1e-5 }),
+    pg.layers.rmsNormalization(),
+    pg.layers.dense({ units: 9 }),
+  ];
+  void decoderLayers;
   const optimizer: pg.OptimizerConfig = pg.optimizers.sgd(0.1, 0.9);
   const optimizerFields = [optimizer.name, optimizer.learningRate, optimizer.momentum];
   const others: pg.OptimizerConfig[] = [pg.optimizers.adam(1e-3), pg.optimizers.adamw(), pg.optimizers.momentum(), pg.optimizers.nesterov(), pg.optimizers.rmsprop()];

@@ -6,7 +6,11 @@
 //! - **class indices** `[N]` (whole numbers in `0..C`) for an output `[N, C]`: cross-entropy
 //!   picks the class; MSE and BCE compare against the one-hot matrix, built on the device;
 //! - **float targets** of the output's exact shape `[N, ...]`: one-hot or probability rows for
-//!   cross-entropy (soft targets), any values for MSE, 0/1 (or probabilities) for BCE.
+//!   cross-entropy (soft targets), any values for MSE, 0/1 (or probabilities) for BCE;
+//! - **class indices at every position** `[N, S]` for a sequence output `[N, S, C]` (a
+//!   decoder's next token): the positions count as rows `[N · S, C]` with class indices
+//!   `[N · S]`, the loss is their mean and a sample's accuracy is the share of its positions
+//!   that are right.
 //!
 //! Anything else is an error naming both shapes ([`Loss::check`] on shapes before training,
 //! [`Loss::compute`] on tensors).
@@ -74,6 +78,11 @@ impl Loss {
                     tail(output)
                 ),
             },
+            // class indices at every position of a sequence output [S.., C]
+            TargetKind::Values(t) if !t.is_empty() && output.len() == t.len() + 1 && output[..t.len()] == *t => match output.last() {
+                Some(c) if *c >= 2 => return Ok(()),
+                _ => format!("{} with class indices at every position needs at least 2 classes per position", self.name()),
+            },
             TargetKind::Values(t) if t != output => format!(
                 "targets of shape [N{}] do not match the model's output [N{}] ({} compares tensors of equal shape{})",
                 tail(t),
@@ -97,6 +106,10 @@ impl Loss {
     /// for an output `[N, C]`, or float targets of the output's shape.
     pub fn compute(&self, output: &Tensor, target: &Tensor) -> Result<Tensor> {
         match (self.kind_of(output, target)?, self) {
+            (Kind::Positions, _) => {
+                let (rows, classes) = positions_as_rows(output, target)?;
+                self.compute(&rows, &classes)
+            }
             (Kind::Classes, Loss::CrossEntropy) => cross_entropy(output, target),
             (Kind::Classes, Loss::Mse) => mse(output, &one_hot(output, target)?),
             (Kind::Classes, Loss::CrossEntropyOneHot) => cross_entropy_one_hot(output, &one_hot(output, target)?),
@@ -114,6 +127,11 @@ impl Loss {
     /// accuracy). `None` for MSE on float targets: a regression has no accuracy.
     pub fn correct(&self, output: &Tensor, target: &Tensor) -> Result<Option<Tensor>> {
         Ok(match (self.kind_of(output, target)?, self) {
+            (Kind::Positions, _) => {
+                let (rows, classes) = positions_as_rows(output, target)?;
+                let per = target.dims().iter().skip(1).product::<usize>().max(1) as f32;
+                Some(accuracy_count(&rows, &classes)?.mul_scalar(1.0 / per)?)
+            }
             (Kind::Classes, _) => Some(accuracy_count(output, target)?),
             (Kind::Values, Loss::Mse) => None,
             (Kind::Values, Loss::CrossEntropy | Loss::CrossEntropyOneHot) => {
@@ -140,11 +158,18 @@ impl Loss {
         if o.len() == 2 && t.len() == 1 && o[0] == t[0] {
             return Ok(Kind::Classes);
         }
+        if o.len() >= 3 && t.len() + 1 == o.len() && o[..t.len()] == t[..] {
+            return Ok(Kind::Positions);
+        }
         Err(Error::Shape {
             op: "loss",
             shapes: vec![o.to_vec(), t.to_vec()],
             backend: output.device().name(),
-            msg: format!("{}: targets must be class indices [N] for an output [N, C], or have the output's shape", self.name()),
+            msg: format!(
+                "{}: targets must be class indices [N] for an output [N, C], class indices [N, S] for a sequence output \
+                 [N, S, C], or have the output's shape",
+                self.name()
+            ),
         })
     }
 }
@@ -153,6 +178,16 @@ impl Loss {
 enum Kind {
     Classes,
     Values,
+    /// Class indices `[N, S..]` for an output `[N, S.., C]`.
+    Positions,
+}
+
+/// A sequence output `[N, S.., C]` and its class indices `[N, S..]` as rows `[N · S.., C]` and
+/// class indices `[N · S..]`.
+fn positions_as_rows(output: &Tensor, target: &Tensor) -> Result<(Tensor, Tensor)> {
+    let c = output.dims()[output.rank() - 1];
+    let n = target.numel();
+    Ok((output.reshape([n, c])?, target.reshape([n])?))
 }
 
 /// `, 2, 3` for `[2, 3]`: the per-sample part of a batch shape `[N, ...]`.

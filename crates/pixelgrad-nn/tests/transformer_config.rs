@@ -107,3 +107,38 @@ fn bad_transformer_descriptions_are_typed_errors() {
     let err = model.forward(&Tensor::from_f64(&dev, &[0.0, 1.0, 2.0, 10.0], [1, 4]).unwrap(), Mode::Eval).unwrap_err().to_string();
     assert!(err.contains("token id 10"), "{err}");
 }
+
+/// A sequence output `[N, S, C]` (a decoder's next-token logits) takes class indices at every
+/// position `[N, S]`: the loss is the mean over the `N · S` rows, the accuracy counts a sample's
+/// share of right positions, and shapes that do not fit are typed errors.
+#[test]
+fn a_sequence_output_takes_class_indices_at_every_position() {
+    use pixelgrad_nn::loss::TargetKind;
+    use pixelgrad_nn::Loss;
+    let dev = reference_device();
+    let logits: Vec<f64> = (0..24).map(|i| ((i * 7 % 11) as f64 - 5.0) / 3.0).collect();
+    let out = Tensor::from_f64(&dev, &logits, [2, 3, 4]).unwrap();
+    let classes = [1.0, 0.0, 3.0, 2.0, 2.0, 0.0];
+    let y = Tensor::from_f64(&dev, &classes, [2, 3]).unwrap();
+    let ce = Loss::CrossEntropy;
+    let got = ce.compute(&out, &y).unwrap().to_vec_f64().unwrap()[0];
+    let rows = ce.compute(&out.reshape([6, 4]).unwrap(), &y.reshape([6]).unwrap()).unwrap().to_vec_f64().unwrap()[0];
+    assert!((got - rows).abs() < 1e-12, "{got} vs {rows}");
+    // the same from the formula: mean over rows of logsumexp - logit[class]
+    let want: f64 =
+        logits.chunks(4).zip(classes).map(|(r, c)| r.iter().map(|v| v.exp()).sum::<f64>().ln() - r[c as usize]).sum::<f64>() / 6.0;
+    // (the reference device computes in f32)
+    assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+    let right = logits
+        .chunks(4)
+        .zip(classes)
+        .filter(|(r, c)| r.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(i, _)| i) == Some(*c as usize))
+        .count();
+    let correct = ce.correct(&out, &y).unwrap().unwrap().to_vec_f64().unwrap()[0];
+    assert!((correct - right as f64 / 3.0).abs() < 1e-6, "{correct} vs {right} / 3");
+    assert!(ce.check("fit", &[3, 4], TargetKind::Values(&[3])).is_ok());
+    assert!(ce.check("fit", &[3, 1], TargetKind::Values(&[3])).is_err());
+    assert!(ce.check("fit", &[3, 4], TargetKind::Values(&[2])).is_err());
+    let wrong = Tensor::from_f64(&dev, &classes, [3, 2]).unwrap();
+    assert!(ce.compute(&out, &wrong).is_err());
+}

@@ -1,5 +1,6 @@
 //! pixelgrad models → ONNX. A `Sequential` of the nn layers (`Linear`, `Conv2d`, `BatchNorm`,
-//! activations, pooling, `Flatten`, `Permute`, `Dropout`, nested `Sequential`s) and of imported graphs
+//! activations, pooling, `Flatten`, `Permute`, `Dropout`, nested `Sequential`s, the
+//! sequence layers of `export/transformer.rs`) and of imported graphs
 //! ([`OnnxLayer`], written back node for node with their current, possibly fine-tuned,
 //! weights) becomes one graph with input `input` `[N, ...]` (batch size named `N`) and output
 //! `output`. Layers are written with inference semantics (batch norm running statistics,
@@ -20,13 +21,15 @@ use crate::proto::{
 };
 use crate::{OnnxError, OnnxLayer, Result};
 
+mod transformer;
+
 /// The opset written when no imported graph asks for another.
 pub const EXPORT_OPSET: i64 = 13;
 
 /// Writes `model` as ONNX bytes. `sample_shape` is one sample's shape (without the batch axis),
 /// e.g. `[1, 28, 28]`.
 pub fn to_onnx(model: &dyn Module, sample_shape: &[usize]) -> Result<Vec<u8>> {
-    let mut w = Writer::default();
+    let mut w = Writer { shape: Some(sample_shape.to_vec()), ..Default::default() };
     w.layer(model, "input".to_string(), "")?;
     let last = w.current.take().unwrap_or_else(|| "input".into());
     // the graph output has a fixed name: an Identity renames the last value
@@ -75,6 +78,12 @@ struct Writer {
     names: HashSet<String>,
     opset: Option<i64>,
     count: usize,
+    /// One sample's shape (without the batch axis) at the current value, where the layers so
+    /// far say it (the sequence layers need the sequence length for their constant tables).
+    shape: Option<Vec<usize>>,
+    /// Nodes whose form is the one of opsets 13 to 17 were written (`ReduceMean` with `axes` as
+    /// an attribute): an imported graph of opset 18 or later cannot join them.
+    reduce_attrs: bool,
 }
 
 fn node(op: &str, name: &str, inputs: Vec<String>, outputs: Vec<String>, attrs: Vec<AttributeProto>) -> NodeProto {
@@ -144,9 +153,30 @@ impl Writer {
         out
     }
     fn binary(&mut self, op: &str, prefix: &str, a: String, b: String) -> String {
+        self.push(op, prefix, vec![a, b], vec![])
+    }
+    /// Appends one node of `inputs`; returns its output (the current value stays).
+    fn push(&mut self, op: &str, prefix: &str, inputs: Vec<String>, attrs: Vec<AttributeProto>) -> String {
         let out = self.fresh(&format!("{prefix}{}", op.to_lowercase()));
-        self.nodes.push(node(op, &out, vec![a, b], vec![out.clone()], vec![]));
+        self.nodes.push(node(op, &out, inputs, vec![out.clone()], attrs));
         out
+    }
+    /// GELU of `x` in the tanh form pixelgrad computes,
+    /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+    fn gelu(&mut self, prefix: &str, x: String) -> String {
+        let three = self.scalar(&format!("{prefix}three"), 3.0);
+        let x3 = self.binary("Pow", prefix, x.clone(), three);
+        let c1 = self.scalar(&format!("{prefix}c"), 0.044715);
+        let t = self.binary("Mul", prefix, x3, c1);
+        let inner = self.binary("Add", prefix, x.clone(), t);
+        let c2 = self.scalar(&format!("{prefix}k"), (2.0f32 / std::f32::consts::PI).sqrt());
+        let inner = self.binary("Mul", prefix, inner, c2);
+        let th = self.push("Tanh", prefix, vec![inner], vec![]);
+        let one = self.scalar(&format!("{prefix}one"), 1.0);
+        let s = self.binary("Add", prefix, th, one);
+        let half = self.scalar(&format!("{prefix}half"), 0.5);
+        let s = self.binary("Mul", prefix, s, half);
+        self.binary("Mul", prefix, x, s)
     }
 
     fn layer(&mut self, m: &dyn Module, input: String, prefix: &str) -> Result<()> {
@@ -168,11 +198,13 @@ impl Writer {
                 extra.push(self.param(&format!("{prefix}bias"), b)?);
             }
             self.op("Gemm", prefix, extra, vec![]);
+            self.shape = Some(vec![l.weight.tensor().dims()[1]]);
         } else if let Some(c) = any.downcast_ref::<Conv2d>() {
             let w = self.param(&format!("{prefix}weight"), &c.weight)?;
             let b = self.param(&format!("{prefix}bias"), &c.bias)?;
             let (k, s, p) = (c.kernel() as i64, c.stride() as i64, c.padding() as i64);
             self.op("Conv", prefix, vec![w, b], vec![ints("kernel_shape", &[k, k]), ints("strides", &[s, s]), ints("pads", &[p, p, p, p])]);
+            self.shape = None;
         } else if let Some(bn) = any.downcast_ref::<BatchNorm>() {
             let g = self.param(&format!("{prefix}gamma"), &bn.gamma)?;
             let b = self.param(&format!("{prefix}beta"), &bn.beta)?;
@@ -189,22 +221,8 @@ impl Writer {
                 Activation::Tanh => drop(self.op("Tanh", prefix, vec![], vec![])),
                 Activation::Softmax => drop(self.op("Softmax", prefix, vec![], vec![int("axis", -1)])),
                 Activation::Gelu => {
-                    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as pixelgrad computes it
                     let x = self.current.clone().unwrap_or_default();
-                    let three = self.scalar(&format!("{prefix}three"), 3.0);
-                    let x3 = self.binary("Pow", prefix, x.clone(), three);
-                    let c1 = self.scalar(&format!("{prefix}c"), 0.044715);
-                    let t = self.binary("Mul", prefix, x3, c1);
-                    let inner = self.binary("Add", prefix, x.clone(), t);
-                    let c2 = self.scalar(&format!("{prefix}k"), (2.0f32 / std::f32::consts::PI).sqrt());
-                    let inner = self.binary("Mul", prefix, inner, c2);
-                    self.current = Some(inner);
-                    let th = self.op("Tanh", prefix, vec![], vec![]);
-                    let one = self.scalar(&format!("{prefix}one"), 1.0);
-                    let s = self.binary("Add", prefix, th, one);
-                    let half = self.scalar(&format!("{prefix}half"), 0.5);
-                    let s = self.binary("Mul", prefix, s, half);
-                    let y = self.binary("Mul", prefix, x, s);
+                    let y = self.gelu(prefix, x);
                     self.current = Some(y);
                 }
             }
@@ -218,6 +236,7 @@ impl Writer {
                 vec![],
                 vec![ints("kernel_shape", &[k, k]), ints("strides", &[s, s]), ints("pads", &[pd, pd, pd, pd])],
             );
+            self.shape = None;
         } else if let Some(p) = any.downcast_ref::<AvgPool2d>() {
             let (k, s, pd) = (p.kernel as i64, p.stride as i64, p.padding as i64);
             // pixelgrad averages over the whole window, padding included
@@ -227,17 +246,24 @@ impl Writer {
                 vec![],
                 vec![ints("kernel_shape", &[k, k]), ints("strides", &[s, s]), ints("pads", &[pd, pd, pd, pd]), int("count_include_pad", 1)],
             );
+            self.shape = None;
         } else if let Some(p) = any.downcast_ref::<Permute>() {
             let perm: Vec<i64> = p.0.iter().map(|&a| a as i64).collect();
             self.op("Transpose", prefix, vec![], vec![ints("perm", &perm)]);
+            // the permutation includes the batch axis (it stays first)
+            self.shape = self.shape.take().and_then(|d| p.0.iter().skip(1).map(|&a| d.get(a.checked_sub(1)?).copied()).collect());
         } else if any.downcast_ref::<Flatten>().is_some() {
             self.op("Flatten", prefix, vec![], vec![int("axis", 1)]);
+            self.shape = self.shape.take().map(|d| vec![d.iter().product()]);
         } else if let Some(l) = any.downcast_ref::<OnnxLayer>() {
             if l.nhwc() {
                 // The layer permutes its NCHW images to the graph's declared NHWC input.
                 self.op("Transpose", prefix, vec![], vec![ints("perm", &[0, 2, 3, 1])]);
             }
             self.imported(l, prefix)?;
+            self.shape = None;
+        } else if self.sequence_layer(any, prefix)? {
+            // written by `transformer`
         } else {
             return Err(OnnxError::Export(format!("layer {} has no ONNX form", m.describe())));
         }
@@ -254,6 +280,12 @@ impl Writer {
                 return Err(OnnxError::Export(format!("imported graphs of opsets {o} and {} cannot be written into one model", m.opset)))
             }
             _ => self.opset = Some(m.opset),
+        }
+        if self.reduce_attrs && m.opset >= 18 {
+            return Err(OnnxError::Export(format!(
+                "an imported graph of opset {} cannot join the normalisations written before it (ReduceMean of opset 13)",
+                m.opset
+            )));
         }
         let x = self.current.clone().unwrap_or_else(|| "input".into());
         let producer: HashMap<&str, &Node> = m.nodes.iter().flat_map(|n| n.outputs.iter().map(move |o| (o.as_str(), n))).collect();

@@ -141,10 +141,11 @@ impl Net {
         self.opt.is_some()
     }
 
-    /// Number of outputs (classes); an error if the model does not end flat.
+    /// Number of outputs (classes), of the sample or of every position of a sequence output
+    /// `[seq, classes]` (a decoder's next token); an error if the model ends in an image.
     pub fn classes(&self) -> Result<usize> {
         match self.built.output {
-            Shape::Flat(c) if c > 0 => Ok(c),
+            Shape::Flat(c) | Shape::Sequence(_, c) if c > 0 => Ok(c),
             other => Err(Error::invalid(
                 "compile",
                 format!(
@@ -175,7 +176,46 @@ impl Net {
         if x.len() != shape.iter().product::<usize>() {
             return Err(Error::invalid(op, format!("{} values do not fill shape {shape:?}", x.len())));
         }
+        self.check_ids(op, x)
+    }
+
+    /// The vocabulary of the model's first layer where it is an embedding (its input is token ids).
+    fn vocab(&self) -> Option<usize> {
+        let first = self.built.seq.layers().first()?;
+        first.as_any()?.downcast_ref::<pixelgrad::nn::layers::Embedding>().map(|e| e.vocab())
+    }
+
+    /// Token ids for a model that starts with an embedding are whole numbers in `0..vocab`,
+    /// checked here on the host: WebGPU in the browser cannot read them back for the embedding
+    /// to check (it then leaves the check to whoever uploaded them).
+    fn check_ids(&self, op: &'static str, x: &[f32]) -> Result<()> {
+        let Some(v) = self.vocab() else { return Ok(()) };
+        if let Some((i, id)) = x.iter().enumerate().find(|(_, id)| !(id.fract() == 0.0 && **id >= 0.0 && (**id as usize) < v)) {
+            return Err(Error::invalid(
+                op,
+                format!("token id {id} at flat index {i} is not a whole number in 0..{v} (the embedding's inputDim)"),
+            ));
+        }
         Ok(())
+    }
+
+    /// [`Net::check_ids`] of a device tensor: read back where the device can block; where it
+    /// cannot (WebGPU in the browser), ids must come as host values.
+    fn check_device_ids(&self, op: &'static str, x: &Tensor) -> Result<()> {
+        if self.vocab().is_none() {
+            return Ok(());
+        }
+        match x.to_vec() {
+            Ok(v) => self.check_ids(op, &v),
+            Err(Error::WouldBlock { .. }) => Err(Error::invalid(
+                op,
+                format!(
+                    "the model starts with an embedding: on {} give its token ids as a host tensor (pg.tensor), which can be checked",
+                    self.dev.name()
+                ),
+            )),
+            Err(e) => Err(e),
+        }
     }
 
     /// Checks the targets `y` of shape `y_shape` for `n` samples and uploads them: class
@@ -202,6 +242,25 @@ impl Net {
             });
         }
         let output = [classes];
+        if let Shape::Sequence(s, _) = self.built.output {
+            // a sequence output [n, s, classes] takes a class index at every position
+            if y_shape != [n, s] {
+                return Err(Error::Shape {
+                    op,
+                    shapes: vec![vec![n, s, classes], y_shape.to_vec()],
+                    backend: self.dev.name(),
+                    msg: format!("the model's output is a sequence [{n}, {s}, {classes}]: give class indices at every position [{n}, {s}]"),
+                });
+            }
+            self.loss.check(op, &output, TargetKind::Classes).map_err(|e| e.with_backend(&self.dev.name()))?;
+            if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| !(v.fract() == 0.0 && **v >= 0.0 && (**v as usize) < classes)) {
+                return Err(Error::invalid(
+                    op,
+                    format!("label {v} at position {} of sample {} is not a class index in 0..{classes}", i % s, i / s),
+                ));
+            }
+            return Ok(vec![n, s]);
+        }
         let dims = match y_shape {
             [_] if classes == 1 => vec![n, 1],
             [_] => {
@@ -352,7 +411,7 @@ impl Net {
                 msg: format!("the model expects input [N, {}]", want.join(", ")),
             });
         }
-        Ok(())
+        self.check_device_ids(op, x)
     }
 
     /// Outputs for a tensor already on the device (`pg.fromPixels`, another model's output):
@@ -602,6 +661,52 @@ mod target_tests {
 
     /// The seed network (48-64-2, sigmoid, MSE, SGD, batch 1) on float targets: the targets
     /// are used as given (no argmax), so the loss goes well below what class indices give.
+    #[test]
+    fn a_decoder_trains_on_class_indices_at_every_position_and_checks_its_token_ids() {
+        let dev = Device::new(CpuBackend::new());
+        let cfg = serde_json::json!({"seed": 4, "layers": [
+            {"type": "embedding", "inputDim": 5, "outputDim": 8, "inputShape": [4]},
+            {"type": "positionEmbedding", "sequenceLength": 4},
+            {"type": "transformerBlock", "numHeads": 2, "intermediateDim": 16},
+            {"type": "dense", "units": 5}
+        ]});
+        let mut net = Net::new(&dev, cfg).unwrap();
+        net.compile("adam", 0.01, 0.0, "softmaxCrossEntropy").unwrap();
+        assert_eq!(net.classes().unwrap(), 5);
+        // copy the previous token: ids [n, 4], the next token at every position [n, 4]
+        let n = 16;
+        let x: Vec<f32> = (0..n * 4).map(|i| ((i * 7 + i / 4) % 5) as f32).collect();
+        let y: Vec<f32> = x.chunks(4).flat_map(|r| [r[0], r[0], r[1], r[2]]).collect();
+        assert!(net.has_accuracy(&[n, 4]));
+        let mut losses = Vec::new();
+        for _ in 0..30 {
+            net.train_step(&x, &[n, 4], &y, &[n, 4]).unwrap();
+            let (t, k) = net.take_train().unwrap().unwrap();
+            let v = t.to_vec().unwrap();
+            assert_eq!(v.len(), 2, "a loss and an accuracy sum");
+            assert!(v[1] / k as f32 <= 1.0, "accuracy is a share of positions: {v:?}");
+            losses.push(v[0] / k as f32);
+        }
+        assert!(losses[29] < 0.5 * losses[0], "{losses:?}");
+        assert_eq!(net.predict(&x, &[n, 4]).unwrap().dims(), &[n, 4, 5]);
+        // class indices per sample, or a label out of range, name what is wrong
+        let e = net.train_step(&x, &[n, 4], &y[..n], &[n]).unwrap_err().to_string();
+        assert!(e.contains("every position"), "{e}");
+        let mut bad = y.clone();
+        bad[5] = 5.0;
+        let e = net.train_step(&x, &[n, 4], &bad, &[n, 4]).unwrap_err().to_string();
+        assert!(e.contains("label 5 at position 1 of sample 1"), "{e}");
+        // token ids out of the vocabulary, or not whole, are refused on the host
+        for id in [5.0, -1.0, 0.5, f32::NAN] {
+            let mut ids = x[..4].to_vec();
+            ids[2] = id;
+            let e = net.predict(&ids, &[1, 4]).unwrap_err().to_string();
+            assert!(e.contains("token id") && e.contains("0..5"), "{e}");
+            let dev_ids = Tensor::from_vec(&dev, &ids, vec![1, 4]).unwrap();
+            assert!(net.predict_tensor(&dev_ids).unwrap_err().to_string().contains("token id"));
+        }
+    }
+
     #[test]
     fn float_targets_train_a_regression_and_bad_targets_name_both_shapes() {
         let dev = Device::new(CpuBackend::new());

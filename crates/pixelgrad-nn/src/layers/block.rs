@@ -127,6 +127,12 @@ impl TransformerBlock {
         self.opts
     }
 
+    /// The normalisations before the attention and before the MLP (each a [`LayerNorm`] or an
+    /// [`RmsNorm`], as [`BlockOptions::norm`] says), for writers such as the ONNX export.
+    pub fn norms(&self) -> (&dyn Module, &dyn Module) {
+        (self.norm1.module(), self.norm2.module())
+    }
+
     /// The block with a padding mask `[batch, seq]` of 1s (attend) and 0s (padding) on the keys.
     pub fn forward_masked(&self, x: &Tensor, mask: Option<&Tensor>, mode: Mode) -> Result<Tensor> {
         let w = self.opts.attention.width;

@@ -1,4 +1,4 @@
-use pixelgrad_core::{Device, Param, Result, Tensor};
+use pixelgrad_core::{Device, Error, Param, Result, Tensor};
 
 use super::{bad_input, bad_option};
 use crate::init::Init;
@@ -8,7 +8,8 @@ use crate::{Mode, Module};
 ///
 /// Input: token ids as f32 whole numbers, any shape (usually `[batch, seq]`); output: the
 /// input's shape plus `dim`. An id that is not a whole number in `0..vocab` is a typed error
-/// (the ids are read back to the host to check them). The lookup is a gather on the table's
+/// (the ids are read back to the host to check them; on a device that cannot block, WebGPU in
+/// a browser, the caller checks them before upload, as the browser package does). The lookup is a gather on the table's
 /// first axis; its gradient is a scatter-add into the rows that were used.
 pub struct Embedding {
     pub table: Param,
@@ -43,9 +44,22 @@ impl Module for Embedding {
         if n == 0 {
             return Err(bad_input("embedding", ids, "expects at least one token id".into()));
         }
-        let values = ids.to_vec_f64()?;
-        if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| v.fract() != 0.0 || **v < 0.0 || **v >= self.vocab as f64) {
-            return Err(bad_input("embedding", ids, format!("token id {v} at flat index {i} is not a whole number in 0..{}", self.vocab)));
+        match ids.to_vec_f64() {
+            Ok(values) => {
+                if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| !(v.fract() == 0.0 && **v >= 0.0 && **v < self.vocab as f64))
+                {
+                    return Err(bad_input(
+                        "embedding",
+                        ids,
+                        format!("token id {v} at flat index {i} is not a whole number in 0..{}", self.vocab),
+                    ));
+                }
+            }
+            // A device that cannot block (WebGPU in a browser) cannot read the ids back here:
+            // whoever uploaded them checks them (the browser package checks host ids against
+            // the first layer's vocabulary and refuses device-tensor ids there).
+            Err(Error::WouldBlock { .. }) => {}
+            Err(e) => return Err(e),
         }
         let idx = ids.detach().reshape([n, 1])?.broadcast_to([n, self.dim])?;
         let rows = self.table.tensor().gather(0, &idx)?;
