@@ -53,15 +53,6 @@ test('the built manifest: workspace version, exports with types and import, side
   for (const f of listed) assert.ok(fs.existsSync(path.join(pkgDir, f)), `sideEffects names ${f}, which the package lacks`);
 });
 
-test("the single-threaded module stays under Chrome's 8 MiB limit on synchronous instantiation, so a crash is recovered synchronously", () => {
-  // Above it, `new WebAssembly.Instance` throws on the main thread and instance.js must replace
-  // a crashed instance asynchronously (tests/crash.test.mjs covers that path too). A dependency
-  // that pushes the module over belongs in a module of its own, loaded when first used.
-  const limit = 8 * 1024 * 1024;
-  const size = fs.statSync(path.join(pkgDir, 'pixelgrad_web_bg.wasm')).size;
-  assert.ok(size < limit, `pixelgrad_web_bg.wasm is ${size} bytes, over ${limit}`);
-});
-
 test('tsc: the JSDoc-typed sources implement index.d.ts, and the typed usage file compiles against it', () => {
   run(tsc, ['-p', 'tsconfig.json'], webRoot);
   run(tsc, ['-p', 'types/tsconfig.json'], webRoot);
