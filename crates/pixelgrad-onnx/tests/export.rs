@@ -4,67 +4,17 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::export_round_trip::round_trip;
 
 use pixelgrad_core::{Device, Tensor};
 use pixelgrad_nn::layers::{Activation, AvgPool2d, BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d};
 use pixelgrad_nn::presets::{ModelSpec, Preset};
 use pixelgrad_nn::train::{fit, FitOptions, NoCallbacks, Samples};
 use pixelgrad_nn::{Init, Loss, Mode, Module, OptimizerKind, Sequential};
-use pixelgrad_onnx::{export, npy, HostTensor, Input, Model, OnnxLayer, Session};
+use pixelgrad_onnx::{Model, OnnxLayer, Session};
 
 fn cpu() -> Device {
     Device::new(pixelgrad_cpu::CpuBackend::new())
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pixelgrad-export-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// onnxruntime's output for `x` (through scripts/ort_run.py in the fixtures' venv).
-fn onnxruntime(model: &Path, x: &HostTensor, dir: &Path) -> Vec<f32> {
-    let _ = common::fixtures(); // makes sure the venv exists
-    let root = common::repo_root();
-    let xin = dir.join("x.npy");
-    std::fs::write(&xin, npy::write(x).unwrap()).unwrap();
-    let out = std::process::Command::new(root.join("target/onnx-venv/bin/python"))
-        .arg(root.join("scripts/ort_run.py"))
-        .arg(model)
-        .arg(dir)
-        .arg(format!("input={}", xin.display()))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "onnxruntime refused the exported model: {}", String::from_utf8_lossy(&out.stderr));
-    npy::load(&dir.join("output_0.npy")).unwrap().to_f32()
-}
-
-/// Exports `model`, runs it in onnxruntime and re-imported in pixelgrad, compares both with
-/// pixelgrad's own output.
-fn round_trip(name: &str, model: &dyn Module, x: &Tensor) {
-    let dev = x.device().clone();
-    let want = {
-        let _g = pixelgrad_core::no_grad();
-        model.forward(x, Mode::Eval).unwrap().to_vec().unwrap()
-    };
-    let dir = tmp(name);
-    let path = dir.join("model.onnx");
-    export::save(model, &x.dims()[1..], &path).unwrap();
-    let host = HostTensor::f32(x.dims().to_vec(), x.to_vec().unwrap());
-    let ort = onnxruntime(&path, &host, &dir);
-    let scale = want.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
-    let err = |got: &[f32]| got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max) / scale;
-    assert_eq!(ort.len(), want.len(), "{name}: output sizes differ");
-    let e_ort = err(&ort);
-    let back = Session::new(Model::load(&path).unwrap(), &dev).unwrap();
-    let _g = pixelgrad_core::no_grad();
-    let again = back.run(&[("input", Input::Tensor(x.clone()))]).unwrap()[0].1.to_host().unwrap().to_f32();
-    let e_back = err(&again);
-    println!("{name}: onnxruntime max rel error {e_ort:.2e}, re-imported {e_back:.2e}");
-    assert!(e_ort < 1e-4, "{name}: onnxruntime differs by {e_ort}");
-    assert!(e_back < 1e-5, "{name}: the re-imported model differs by {e_back}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 fn digits() -> (Vec<f32>, Vec<u32>) {
@@ -88,13 +38,13 @@ fn train_preset(preset: Preset) -> (Device, Sequential, Tensor) {
 #[test]
 fn trained_mlp_preset_round_trips() {
     let (_, model, x) = train_preset(Preset::Mlp);
-    round_trip("mlp", &model, &x);
+    round_trip("mlp", &model, &x, 1e-5);
 }
 
 #[test]
 fn trained_cnn_preset_round_trips() {
     let (_, model, x) = train_preset(Preset::Cnn);
-    round_trip("cnn", &model, &x);
+    round_trip("cnn", &model, &x, 1e-5);
 }
 
 #[test]
@@ -119,7 +69,7 @@ fn every_exportable_layer_round_trips() {
     let x = Tensor::rand_uniform(&dev, [4, 3, 9, 9], -1.0, 1.0, 4).unwrap();
     // one training pass so the batch-norm running statistics are not the defaults
     model.forward(&x, Mode::Train).unwrap();
-    round_trip("all-layers", &model, &x);
+    round_trip("all-layers", &model, &x, 1e-5);
 }
 
 #[test]
@@ -138,7 +88,7 @@ fn fine_tuned_imported_backbone_with_head_round_trips() {
     .unwrap();
     loss.backward().unwrap();
     OptimizerKind::parse("sgd").unwrap().build(0.05).step(&net).unwrap();
-    round_trip("ppocr-backbone-head", &net, &x);
+    round_trip("ppocr-backbone-head", &net, &x, 1e-5);
 }
 
 /// Architectures the hand-written cases above do not pick: the conformance suite's random
@@ -157,7 +107,7 @@ fn random_architectures_round_trip() {
         let net = Sequential::new().push(d.net).push(Dropout::new(0.2, seed).unwrap());
         net.forward(&d.x, Mode::Train).unwrap();
         println!("random-{seed}: {}", net.describe());
-        round_trip(&format!("random-{seed}"), &net, &d.x);
+        round_trip(&format!("random-{seed}"), &net, &d.x, 1e-5);
         made += 1;
     }
     assert_eq!(made, 12, "too few random architectures fit");

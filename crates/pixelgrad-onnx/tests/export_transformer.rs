@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::export_round_trip::round_trip;
 
 use pixelgrad_core::{Device, Tensor};
 use pixelgrad_nn::layers::{
@@ -14,61 +14,10 @@ use pixelgrad_nn::layers::{
 };
 use pixelgrad_nn::optim::Adam;
 use pixelgrad_nn::{Init, Loss, Mode, ModelConfig, Module, Optimizer, Sequential};
-use pixelgrad_onnx::{export, npy, HostTensor, Input, Model, OnnxError, Session};
+use pixelgrad_onnx::{export, OnnxError};
 
 fn cpu() -> Device {
     Device::new(pixelgrad_cpu::CpuBackend::new())
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pixelgrad-export-seq-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// onnxruntime's output for `x` (scripts/ort_run.py in the fixtures' venv).
-fn onnxruntime(model: &Path, x: &HostTensor, dir: &Path) -> Vec<f32> {
-    let _ = common::fixtures(); // makes sure the venv exists
-    let root = common::repo_root();
-    let xin = dir.join("x.npy");
-    std::fs::write(&xin, npy::write(x).unwrap()).unwrap();
-    let out = std::process::Command::new(root.join("target/onnx-venv/bin/python"))
-        .arg(root.join("scripts/ort_run.py"))
-        .arg(model)
-        .arg(dir)
-        .arg(format!("input={}", xin.display()))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "onnxruntime refused the exported model: {}", String::from_utf8_lossy(&out.stderr));
-    npy::load(&dir.join("output_0.npy")).unwrap().to_f32()
-}
-
-/// Exports `model` for samples of `x`'s shape; onnxruntime and the re-imported model must give
-/// pixelgrad's output within 1e-4 of its largest value.
-fn round_trip(name: &str, model: &dyn Module, x: &Tensor) {
-    let dev = x.device().clone();
-    let want = {
-        let _g = pixelgrad_core::no_grad();
-        model.forward(x, Mode::Eval).unwrap().to_vec().unwrap()
-    };
-    let dir = tmp(name);
-    let path = dir.join("model.onnx");
-    export::save(model, &x.dims()[1..], &path).unwrap();
-    let host = HostTensor::f32(x.dims().to_vec(), x.to_vec().unwrap());
-    let ort = onnxruntime(&path, &host, &dir);
-    let scale = want.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
-    let err = |got: &[f32]| got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max) / scale;
-    assert_eq!(ort.len(), want.len(), "{name}: onnxruntime's output size differs");
-    let e_ort = err(&ort);
-    let back = Session::new(Model::load(&path).unwrap(), &dev).unwrap();
-    let _g = pixelgrad_core::no_grad();
-    let again = back.run(&[("input", Input::Tensor(x.clone()))]).unwrap()[0].1.to_host().unwrap().to_f32();
-    assert_eq!(again.len(), want.len(), "{name}: the re-imported output size differs");
-    let e_back = err(&again);
-    println!("{name}: onnxruntime max rel error {e_ort:.2e}, re-imported {e_back:.2e}");
-    assert!(e_ort < 1e-4, "{name}: onnxruntime differs by {e_ort}");
-    assert!(e_back < 1e-4, "{name}: the re-imported model differs by {e_back}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 const DIGITS: usize = 8;
@@ -128,7 +77,7 @@ fn trained_causal_decoder_round_trips() {
     println!("decoder loss {first:.3} -> {last:.3}");
     assert!(last < first, "training did not lower the loss ({first} -> {last})");
     let (x, _) = reverse_batch(&dev, 5, 7);
-    round_trip("causal-decoder", &model, &x);
+    round_trip("causal-decoder", &model, &x, 1e-4);
 }
 
 #[test]
@@ -154,7 +103,7 @@ fn grouped_rotary_swiglu_rms_layers_round_trip() {
     let (first, last) = train(&model, &dev, 5);
     println!("encoder loss {first:.3} -> {last:.3}");
     let (x, _) = reverse_batch(&dev, 3, 9);
-    round_trip("grouped-rotary-swiglu", &model, &x);
+    round_trip("grouped-rotary-swiglu", &model, &x, 1e-4);
 }
 
 #[test]
@@ -175,7 +124,7 @@ fn hand_built_sequence_layers_round_trip() {
         )))
         .push(Activation::Tanh);
     let x = Tensor::from_vec(&dev, &[0.0, 1.0, 4.0, 2.0, 3.0, 3.0, 0.0, 1.0], [2, 4]).unwrap();
-    round_trip("hand-built", &model, &x);
+    round_trip("hand-built", &model, &x, 1e-4);
 }
 
 fn export_error(model: &dyn Module, sample: &[usize]) -> String {

@@ -2,6 +2,7 @@
 //! and whole models), and the comparison every backend's test runs.
 #![allow(dead_code)]
 
+pub mod export_round_trip;
 pub mod replays;
 
 use std::path::{Path, PathBuf};
